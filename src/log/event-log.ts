@@ -1,0 +1,466 @@
+// The event log: one Redis stream per session, appended only through append.lua (fenced, idempotent).
+import { createHash, randomBytes } from "node:crypto";
+import {
+  ENVELOPE_VERSION,
+  envelopeSchema,
+  eventInputSchema,
+  issuesOf,
+  type Envelope,
+  type EventInput,
+} from "./envelope.ts";
+import { InvalidEventError, UnfencedKindError } from "./errors.ts";
+import { assertPrefix, assertSessionId, DEFAULT_PREFIX, indexKey, seqOfId, sessionKeys, streamId } from "./keys.ts";
+import type { SessionKeys } from "./keys.ts";
+import { silentLogger, type Logger } from "./logger.ts";
+import type { RedisClient } from "./redis.ts";
+import { logScripts, type LogScripts } from "./scripts.ts";
+
+export type AppendOutcome = "appended" | "duplicate" | "fenced" | "conflict";
+
+export interface AppendResult {
+  outcome: AppendOutcome;
+  /** appended: seq of the batch's last event; duplicate: seq after the writer's latest batch; else the log's last seq. */
+  lastSeq: number;
+  /** The session's current epoch as the script saw it. */
+  epoch: number;
+}
+
+export interface AppendOptions {
+  /** The last seq the caller believes the log has (0 for an empty log); mismatch → `conflict`. */
+  expectedSeq?: number;
+  /**
+   * `<writer>:<n>`: per writer id, n strictly increasing, one batch in flight at a time. A batch whose
+   * n is not above the writer's last appended n is a `duplicate` (a re-send). Generated when absent.
+   */
+  batchId?: string;
+}
+
+/** One event encoded for storage; `bytes` is what it costs in a writer's buffer. */
+export interface EncodedEvent {
+  readonly kind: string;
+  readonly env: string;
+  readonly raw: string | undefined;
+  readonly blob: { readonly sha256: string; readonly body: string } | undefined;
+  readonly bytes: number;
+}
+
+export interface SessionStat {
+  session: string;
+  exists: boolean;
+  lastSeq: number;
+  epoch: number;
+  length: number;
+  turn: string | undefined;
+  attempt: number;
+  state: string | undefined;
+  lastBatch: string | undefined;
+  /** Milliseconds until the session's keys expire (retention), or undefined when they do not. */
+  expiresInMs: number | undefined;
+}
+
+export interface ReadOptions {
+  fromSeq?: number;
+  toSeq?: number;
+  pageSize?: number;
+}
+
+export interface TailOptions {
+  fromSeq?: number;
+  signal?: AbortSignal;
+  pageSize?: number;
+  /** How long one XREAD BLOCK waits before re-checking the signal. */
+  blockMs?: number;
+}
+
+export interface EventLogOptions {
+  redis: RedisClient;
+  /** Global key prefix placed before the hash tag; default "ts:". */
+  prefix?: string;
+  /** Event data above this many bytes goes to a content-addressed blob key; default 256 KiB. */
+  blobCapBytes?: number;
+  /** Expire all keys of a session this long after its turn finished/failed/was cancelled; 0 = never. */
+  finishedTtlMs?: number;
+  /** Kinds `appendUnfenced` accepts; default DEFAULT_UNFENCED_KINDS. */
+  unfencedKinds?: readonly string[];
+  logger?: Logger;
+}
+
+/**
+ * Kinds that are facts from outside any attempt (a producer queueing a turn, an operator deciding or
+ * cancelling, a rule being added, a replay being recorded). They are safe without an epoch because
+ * they never depend on what a worker has written: they carry no CLI output, do not continue a
+ * sequence a stale attempt could fork, and each is still exactly-once by its batch id. Everything
+ * an attempt produces (cli.*, attempt.*, turn.finished/failed, session.snapshot, decision.requested)
+ * must be fenced.
+ */
+export const DEFAULT_UNFENCED_KINDS: readonly string[] = [
+  "turn.queued",
+  "turn.cancelled",
+  "decision.made",
+  "rule.added",
+  "session.replayed",
+];
+
+export const DEFAULT_BLOB_CAP_BYTES = 256 * 1024;
+
+const WRITER_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+
+export function parseBatchId(batchId: string): { writer: string; n: number } {
+  const at = batchId.lastIndexOf(":");
+  const writer = batchId.slice(0, at);
+  const n = Number(batchId.slice(at + 1));
+  if (at <= 0 || !WRITER_ID.test(writer) || !Number.isSafeInteger(n) || n <= 0) {
+    throw new Error(
+      `batch id ${JSON.stringify(batchId.slice(0, 80))} must be "<writer>:<n>" with a writer id of ` +
+        `1-64 characters from A-Z a-z 0-9 _ . - and n a positive integer`,
+    );
+  }
+  return { writer, n };
+}
+
+export function newWriterId(): string {
+  return `w-${randomBytes(9).toString("base64url").replace(/[^A-Za-z0-9]/g, "x")}`;
+}
+
+interface StoredRecord {
+  v: number;
+  turn: string;
+  attempt: number;
+  epoch: number;
+  at: string;
+  kind: string;
+  data?: unknown;
+  cli?: unknown;
+  /** blob reference: sha256, byte length, and whether the blob holds the raw line or the data JSON */
+  b?: { s: string; n: number; f: "raw" | "json" };
+}
+
+function byteLength(s: string): number {
+  return s.length * 3 <= 1024 ? s.length * 3 : Buffer.byteLength(s);
+}
+
+function rawForm(data: unknown): { raw: string; rest: Record<string, unknown> } | undefined {
+  if (data === null || typeof data !== "object" || Array.isArray(data)) return undefined;
+  const { raw, ...rest } = data as Record<string, unknown>;
+  return typeof raw === "string" ? { raw, rest } : undefined;
+}
+
+export class EventLog {
+  readonly redis: RedisClient;
+  readonly prefix: string;
+  readonly blobCapBytes: number;
+  readonly finishedTtlMs: number;
+  readonly unfencedKinds: ReadonlySet<string>;
+  readonly #logger: Logger;
+  readonly #scripts: LogScripts;
+  readonly #indexed = new Map<string, number>();
+
+  constructor(options: EventLogOptions) {
+    this.redis = options.redis;
+    this.prefix = options.prefix ?? DEFAULT_PREFIX;
+    assertPrefix(this.prefix);
+    this.blobCapBytes = options.blobCapBytes ?? DEFAULT_BLOB_CAP_BYTES;
+    this.finishedTtlMs = options.finishedTtlMs ?? 0;
+    this.unfencedKinds = new Set(options.unfencedKinds ?? DEFAULT_UNFENCED_KINDS);
+    this.#logger = options.logger ?? silentLogger;
+    this.#scripts = logScripts(this.redis);
+  }
+
+  keys(session: string): SessionKeys {
+    return sessionKeys(this.prefix, session);
+  }
+
+  /** Begins an attempt of `turn`: bumps the session's epoch atomically; all earlier epochs are fenced. */
+  async beginAttempt(session: string, turn: string): Promise<{ epoch: number; attempt: number }> {
+    const k = this.keys(session);
+    if (typeof turn !== "string" || turn.length === 0 || turn.length > 200) {
+      throw new Error("turn id must be a non-empty string of at most 200 characters");
+    }
+    const [epoch, attempt] = await this.#scripts.begin([k.events, k.meta, k.blobs], turn);
+    this.#touchIndex(session);
+    return { epoch: Number(epoch), attempt: Number(attempt) };
+  }
+
+  /** Validates and encodes one event for `append`/`appendEncoded`; throws InvalidEventError. */
+  encode(session: string, epoch: number, event: EventInput): EncodedEvent {
+    const parsed = eventInputSchema.safeParse(event);
+    if (!parsed.success) throw new InvalidEventError(session, undefined, issuesOf(parsed.error));
+    const e = parsed.data;
+    const rec: StoredRecord = {
+      v: ENVELOPE_VERSION,
+      turn: e.turn,
+      attempt: e.attempt,
+      epoch,
+      at: e.at ?? new Date().toISOString(),
+      kind: e.kind,
+    };
+    if (e.cli !== undefined) rec.cli = e.cli;
+    const rf = rawForm(e.data);
+    if (rf !== undefined) {
+      rec.data = rf.rest;
+      let env = JSON.stringify(rec);
+      const rawBytes = byteLength(rf.raw);
+      const envBytes = byteLength(env);
+      if (rawBytes + envBytes <= this.blobCapBytes) {
+        return { kind: e.kind, env, raw: rf.raw, blob: undefined, bytes: rawBytes + envBytes };
+      }
+      if (envBytes <= this.blobCapBytes) {
+        const sha256 = createHash("sha256").update(rf.raw).digest("hex");
+        rec.b = { s: sha256, n: rawBytes, f: "raw" };
+        env = JSON.stringify(rec);
+        return { kind: e.kind, env, raw: undefined, blob: { sha256, body: rf.raw }, bytes: rawBytes + envBytes };
+      }
+      delete rec.data;
+    }
+    const dataJson = JSON.stringify(e.data);
+    const dataBytes = byteLength(dataJson);
+    if (dataBytes <= this.blobCapBytes) {
+      rec.data = e.data;
+      const env = JSON.stringify(rec);
+      return { kind: e.kind, env, raw: undefined, blob: undefined, bytes: byteLength(env) };
+    }
+    delete rec.data;
+    const sha256 = createHash("sha256").update(dataJson).digest("hex");
+    rec.b = { s: sha256, n: dataBytes, f: "json" };
+    const env = JSON.stringify(rec);
+    return { kind: e.kind, env, raw: undefined, blob: { sha256, body: dataJson }, bytes: dataBytes + byteLength(env) };
+  }
+
+  /** Appends a batch written by the attempt holding `epoch`. */
+  async append(
+    session: string,
+    epoch: number,
+    events: readonly EventInput[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
+    if (!Number.isSafeInteger(epoch) || epoch < 0) throw new Error("epoch must be a non-negative integer from beginAttempt");
+    const encoded = events.map((ev) => this.encode(session, epoch, ev));
+    return this.appendEncoded(session, epoch, encoded, options);
+  }
+
+  /**
+   * Appends events that are not bound to an attempt (see DEFAULT_UNFENCED_KINDS); no epoch check.
+   * Their envelope epoch is 0. Still exactly-once per batch id, still ordered by the one script.
+   */
+  async appendUnfenced(session: string, events: readonly EventInput[], options: AppendOptions = {}): Promise<AppendResult> {
+    for (const ev of events) {
+      if (!this.unfencedKinds.has(ev.kind)) throw new UnfencedKindError(ev.kind, [...this.unfencedKinds]);
+    }
+    const encoded = events.map((ev) => this.encode(session, 0, ev));
+    return this.appendEncoded(session, null, encoded, options);
+  }
+
+  /**
+   * Low level: appends already-encoded events. `epoch` null skips the fencing check (callers must
+   * enforce the unfenced-kind rule; import uses this with `epochFloor`).
+   */
+  async appendEncoded(
+    session: string,
+    epoch: number | null,
+    events: readonly EncodedEvent[],
+    options: AppendOptions & { epochFloor?: number } = {},
+  ): Promise<AppendResult> {
+    const k = this.keys(session);
+    const auto = options.batchId === undefined;
+    const { writer, n } = auto ? { writer: newWriterId(), n: 1 } : parseBatchId(options.batchId!);
+    if (events.length === 0) {
+      const st = await this.stat(session);
+      return { outcome: "appended", lastSeq: st.lastSeq, epoch: st.epoch };
+    }
+    const blobKeys: string[] = [];
+    for (const ev of events) if (ev.blob !== undefined) blobKeys.push(k.blob(ev.blob.sha256));
+    const argv: (string | number)[] = [
+      epoch === null ? "" : epoch,
+      options.expectedSeq === undefined ? "" : options.expectedSeq,
+      writer,
+      n,
+      this.finishedTtlMs,
+      options.epochFloor === undefined ? "" : options.epochFloor,
+      blobKeys.length,
+      ...blobKeys,
+    ];
+    for (const ev of events) {
+      if (ev.raw === undefined) argv.push("e", ev.kind, ev.env);
+      else argv.push("r", ev.kind, ev.env, ev.raw);
+    }
+    let reply: [string, number, number] | undefined;
+    for (let tries = 0; tries < 3; tries++) {
+      await this.#uploadBlobs(k, events);
+      reply = await this.#scripts.append([k.events, k.meta, k.blobs], argv);
+      if (reply[0] !== "missing_blob") break;
+      this.#logger.warn({ session }, "blob expired between upload and append; uploading again");
+    }
+    const [outcome, lastSeq, current] = reply!;
+    if (outcome === "missing_blob") throw new Error(`session ${session}: blobs keep expiring before the append; check retention settings`);
+    if (auto && (outcome === "appended" || outcome === "duplicate")) {
+      // The reply is in, so this client will never re-send the batch: its dedupe entry can go.
+      this.redis.hdel(k.meta, `w:${writer}`).catch((err: unknown) => this.#logger.debug({ err, session }, "dedupe entry cleanup failed"));
+    }
+    if (outcome === "appended") this.#touchIndex(session);
+    return { outcome: outcome as AppendOutcome, lastSeq: Number(lastSeq), epoch: Number(current) };
+  }
+
+  /** Drops a writer's dedupe entry once it has no batch in flight (writer close). */
+  async forgetWriter(session: string, writer: string): Promise<void> {
+    await this.redis.hdel(this.keys(session).meta, `w:${writer}`);
+  }
+
+  async #uploadBlobs(k: SessionKeys, events: readonly EncodedEvent[]): Promise<void> {
+    const seen = new Set<string>();
+    for (const ev of events) {
+      if (ev.blob === undefined || seen.has(ev.blob.sha256)) continue;
+      seen.add(ev.blob.sha256);
+      // Plain SET (not NX): content-addressed, so overwriting is harmless and it clears a retention TTL.
+      await this.redis.set(k.blob(ev.blob.sha256), ev.blob.body);
+    }
+  }
+
+  #touchIndex(session: string): void {
+    const now = Date.now();
+    const last = this.#indexed.get(session);
+    if (last !== undefined && now - last < 5000) return;
+    this.#indexed.set(session, now);
+    this.redis
+      .zadd(indexKey(this.prefix), now, session)
+      .catch((err: unknown) => this.#logger.debug({ err, session }, "session index update failed"));
+  }
+
+  async #decode(session: string, k: SessionKeys, id: string, fields: string[]): Promise<Envelope> {
+    const seq = seqOfId(id);
+    let env: string | undefined;
+    let raw: string | undefined;
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      if (fields[i] === "e") env = fields[i + 1];
+      else if (fields[i] === "r") raw = fields[i + 1];
+    }
+    let rec: StoredRecord;
+    try {
+      rec = JSON.parse(env ?? "null") as StoredRecord;
+    } catch {
+      throw new InvalidEventError(session, seq, ["stored entry is not JSON"]);
+    }
+    if (rec === null || typeof rec !== "object") throw new InvalidEventError(session, seq, ["stored entry has no envelope"]);
+    const { b, ...rest } = rec;
+    let data: unknown = rest.data;
+    if (b !== undefined) {
+      const body = await this.redis.get(k.blob(b.s));
+      if (body === null) throw new InvalidEventError(session, seq, [`blob ${b.s} is missing`]);
+      if (b.f === "raw") raw = body;
+      else data = JSON.parse(body);
+    }
+    if (raw !== undefined) data = { raw, ...(data as Record<string, unknown>) };
+    const out = { ...rest, data, seq, session };
+    const parsed = envelopeSchema.safeParse(out);
+    if (!parsed.success) throw new InvalidEventError(session, seq, issuesOf(parsed.error));
+    return parsed.data;
+  }
+
+  /** Events of a session in seq order, paged with XRANGE. */
+  async *read(session: string, options: ReadOptions = {}): AsyncGenerator<Envelope> {
+    const k = this.keys(session);
+    const pageSize = options.pageSize ?? 500;
+    let from = Math.max(1, options.fromSeq ?? 1);
+    const end = options.toSeq === undefined ? "+" : streamId(options.toSeq);
+    for (;;) {
+      if (options.toSeq !== undefined && from > options.toSeq) return;
+      const page = await this.redis.xrange(k.events, streamId(from), end, "COUNT", pageSize);
+      for (const [id, fields] of page) yield await this.#decode(session, k, id, fields);
+      if (page.length < pageSize) return;
+      from = seqOfId(page[page.length - 1]![0]) + 1;
+    }
+  }
+
+  /**
+   * Follows a session from `fromSeq` on (XREAD BLOCK on a connection of its own, so blocking never
+   * stalls other commands). Ends when `signal` aborts or the consumer stops iterating.
+   */
+  async *tail(session: string, options: TailOptions = {}): AsyncGenerator<Envelope> {
+    const k = this.keys(session);
+    const signal = options.signal;
+    if (signal?.aborted) return;
+    const conn = this.redis.duplicate();
+    const onAbort = (): void => conn.disconnect();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      let last = Math.max(1, options.fromSeq ?? 1) - 1;
+      while (!signal?.aborted) {
+        let res: [string, [string, string[]][]][] | null;
+        try {
+          res = (await conn.xread(
+            "COUNT",
+            options.pageSize ?? 500,
+            "BLOCK",
+            options.blockMs ?? 2000,
+            "STREAMS",
+            k.events,
+            streamId(last),
+          )) as [string, [string, string[]][]][] | null;
+        } catch (err) {
+          if (signal?.aborted) return;
+          throw err;
+        }
+        if (res === null) continue;
+        for (const [, entries] of res) {
+          for (const [id, fields] of entries) {
+            const ev = await this.#decode(session, k, id, fields);
+            last = ev.seq;
+            yield ev;
+            if (signal?.aborted) return;
+          }
+        }
+      }
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      conn.disconnect();
+    }
+  }
+
+  /** Session ids from the index, most recently active last. A hint: entries whose meta is gone are pruned. */
+  async sessions(): Promise<string[]> {
+    const key = indexKey(this.prefix);
+    const ids = await this.redis.zrange(key, 0, -1);
+    const alive = await Promise.all(ids.map((id) => this.redis.exists(this.keys(id).meta)));
+    const gone = ids.filter((_, i) => alive[i] === 0);
+    if (gone.length > 0) await this.redis.zrem(key, ...gone);
+    return ids.filter((_, i) => alive[i] === 1);
+  }
+
+  async stat(session: string): Promise<SessionStat> {
+    const k = this.keys(session);
+    const [meta, length, pttl] = await Promise.all([
+      this.redis.hgetall(k.meta),
+      this.redis.xlen(k.events),
+      this.redis.pttl(k.meta),
+    ]);
+    const exists = Object.keys(meta).length > 0;
+    return {
+      session,
+      exists,
+      lastSeq: Number(meta["seq"] ?? 0),
+      epoch: Number(meta["epoch"] ?? 0),
+      length,
+      turn: meta["turn"],
+      attempt: Number(meta["attempt"] ?? 0),
+      state: meta["state"],
+      lastBatch: meta["lastBatch"],
+      expiresInMs: pttl >= 0 ? pttl : undefined,
+    };
+  }
+
+  /** Deletes every key of a session (tests, operators). */
+  async destroy(session: string): Promise<void> {
+    const k = this.keys(session);
+    const blobs = await this.redis.smembers(k.blobs);
+    for (const b of blobs) await this.redis.del(b);
+    await this.redis.del(k.events);
+    await this.redis.del(k.meta);
+    await this.redis.del(k.blobs);
+    await this.redis.zrem(indexKey(this.prefix), session);
+  }
+}
+
+export function createEventLog(options: EventLogOptions): EventLog {
+  return new EventLog(options);
+}
+
+export { assertSessionId };

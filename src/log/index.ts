@@ -1,0 +1,47 @@
+// Public surface of the event log.
+export {
+  createEventLog,
+  EventLog,
+  DEFAULT_BLOB_CAP_BYTES,
+  DEFAULT_UNFENCED_KINDS,
+  newWriterId,
+  parseBatchId,
+} from "./event-log.ts";
+export type {
+  AppendOptions,
+  AppendOutcome,
+  AppendResult,
+  EncodedEvent,
+  EventLogOptions,
+  ReadOptions,
+  SessionStat,
+  TailOptions,
+} from "./event-log.ts";
+export { createWriter } from "./writer.ts";
+export type { Writer, WriterOptions, WriterStats } from "./writer.ts";
+export {
+  ENVELOPE_VERSION,
+  KIND_PATTERN,
+  KNOWN_KINDS,
+  TERMINAL_KINDS,
+  envelopeSchema,
+  eventInputSchema,
+  kindSchema,
+} from "./envelope.ts";
+export type { Envelope, EventInput } from "./envelope.ts";
+export {
+  ConflictError,
+  FencedError,
+  InvalidEventError,
+  InvalidPrefixError,
+  InvalidSessionIdError,
+  UnfencedKindError,
+  WriterClosedError,
+} from "./errors.ts";
+export { DEFAULT_PREFIX, SESSION_ID_PATTERN, assertSessionId, indexKey, isValidSessionId, sessionKeys } from "./keys.ts";
+export type { SessionKeys } from "./keys.ts";
+export { connectRedis, DEFAULT_REDIS_URL, isCluster } from "./redis.ts";
+export type { ConnectOptions, RedisClient } from "./redis.ts";
+export { exportJsonl, importFile } from "./jsonl.ts";
+export type { ImportResult } from "./jsonl.ts";
+export type { Logger } from "./logger.ts";
