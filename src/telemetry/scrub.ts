@@ -1,0 +1,415 @@
+// The one scrubber every sink uses (logs, spans, errors): known secret values (env, credential
+// files, registered), secret-shaped patterns, then the user's hook. Replacement: `[REDACTED:<name>]`.
+//
+// Speed: the common text contains no secret, so a scrub is one combined literal regex test for the
+// known values plus one combined pre-check for the patterns. Only on a hit do we locate every
+// occurrence of every value (overlapping ones too) and redact the union of their spans, so a value
+// that overlaps or contains another never leaks a remainder.
+import { readFileSync } from "node:fs";
+import { BUILTIN_PATTERNS, combinedPrecheck, type ScrubPattern } from "./patterns.ts";
+import { isSecretEnvName, isSecretFieldName, nameWords } from "./secret-names.ts";
+
+export type { ScrubPattern } from "./patterns.ts";
+export { BUILTIN_PATTERNS } from "./patterns.ts";
+export { isSecretEnvName, isSecretFieldName } from "./secret-names.ts";
+
+export interface ScrubContext {
+  /** Which sink is asking: "log", "span", "error", … */
+  readonly sink?: string;
+  /** The field or attribute the text came from, when known. */
+  readonly field?: string;
+}
+
+export type ScrubHook = (text: string, context: ScrubContext) => string;
+
+export type EnvLike = Readonly<Record<string, string | undefined>>;
+
+export type SecretValues = Readonly<Record<string, string>> | Iterable<readonly [name: string, value: string]>;
+
+export interface ScrubberOptions {
+  /** Environment whose secret-looking variables are redacted by value (the worker passes process.env). */
+  env?: EnvLike;
+  /** Values to redact, by the name that appears in the marker. */
+  values?: SecretValues;
+  /** Extra patterns, or `false` to drop the built-in ones (default: built-ins). */
+  patterns?: readonly ScrubPattern[] | false;
+  /** Runs last, on already-scrubbed text. */
+  hook?: ScrubHook;
+  /** Environment values shorter than this are ignored (default 8) so ordinary words survive. */
+  minEnvValueLength?: number;
+}
+
+export interface Scrubber {
+  scrub(text: string, context?: ScrubContext): string;
+  /** A copy of a structured value with every string (and key) scrubbed; secret-named fields redacted whole. */
+  scrubDeep<T>(value: T, context?: ScrubContext): T;
+  /** Registers one value; throws ScrubberConfigError for values too short to redact safely. */
+  addValue(name: string, value: string): this;
+  addValues(values: SecretValues): this;
+  /** Registers the secret-looking variables of an environment (and passwords inside URL values). */
+  addEnv(env: EnvLike): this;
+  /** Reads a Claude `.credentials.json`: every token/secret field at any depth. Returns how many values were added (0 if the file is absent). */
+  addCredentialFile(path: string): number;
+  /** A scrubber that knows everything this one knows (now and later) plus the overlay's secrets. */
+  child(overlay: EnvLike, options?: { values?: SecretValues; hook?: ScrubHook }): Scrubber;
+  withValues(values: SecretValues): Scrubber;
+  /** How many distinct secret values are known (own and inherited). */
+  readonly size: number;
+}
+
+export class ScrubberConfigError extends Error {
+  readonly secretName: string;
+  readonly length: number;
+  constructor(secretName: string, length: number) {
+    super(
+      `secret '${secretName}' is ${length} characters; register values of at least ${MIN_REGISTERED} characters (shorter ones would redact ordinary text)`,
+    );
+    this.name = "ScrubberConfigError";
+    this.secretName = secretName;
+    this.length = length;
+  }
+}
+
+const MIN_REGISTERED = 4;
+// Bumped by every registration anywhere: lets a scrubber skip re-checking its ancestors on each call.
+let generation = 0;
+const BORING = /^(?:true|false|yes|no|on|off|null|none|nil|undefined|enabled|disabled|default)$/i;
+
+export const redactionMarker = (name: string): string => `[REDACTED:${name}]`;
+
+// The forms a value takes in our sinks: raw, inside a JSON string, inside JSON inside JSON (a tool
+// result that quotes a file), \u-escaped non-ASCII (Python's json), `\/`, and URL-encoded.
+export function valueVariants(value: string): string[] {
+  const out = new Set<string>([value]);
+  const json1 = JSON.stringify(value).slice(1, -1);
+  out.add(json1);
+  out.add(JSON.stringify(json1).slice(1, -1));
+  const ascii = json1.replace(/[\u0080-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+  out.add(ascii);
+  out.add(JSON.stringify(ascii).slice(1, -1));
+  if (json1.includes("/")) out.add(json1.replaceAll("/", "\\/"));
+  try {
+    out.add(encodeURIComponent(value));
+  } catch {
+    // a lone surrogate cannot be URL-encoded, and so cannot appear URL-encoded either
+  }
+  return [...out];
+}
+
+const escapeRegex = (s: string): string => s.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&");
+
+interface Compiled {
+  /** Variants longest first, each with the name its marker shows. */
+  readonly variants: ReadonlyArray<readonly [variant: string, name: string]>;
+  readonly any: RegExp | null;
+}
+
+function compile(values: ReadonlyMap<string, string>): Compiled {
+  const byVariant = new Map<string, string>();
+  for (const [value, name] of values) {
+    for (const v of valueVariants(value)) if (!byVariant.has(v)) byVariant.set(v, name);
+  }
+  const variants = [...byVariant].sort((a, b) => b[0].length - a[0].length);
+  const any = variants.length === 0 ? null : new RegExp(variants.map(([v]) => escapeRegex(v)).join("|"));
+  return { variants, any };
+}
+
+function redactValues(text: string, compiled: Compiled): string {
+  if (compiled.any === null || !compiled.any.test(text)) return text;
+  const spans: Array<[start: number, end: number, name: string]> = [];
+  for (const [v, name] of compiled.variants) {
+    for (let i = text.indexOf(v); i !== -1; i = text.indexOf(v, i + 1)) spans.push([i, i + v.length, name]);
+  }
+  spans.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+  let out = "";
+  let at = 0;
+  for (let k = 0; k < spans.length; ) {
+    const [start, , name] = spans[k]!;
+    let end = spans[k]![1];
+    for (k++; k < spans.length && spans[k]![0] < end; k++) end = Math.max(end, spans[k]![1]);
+    out += text.slice(at, start) + redactionMarker(name);
+    at = end;
+  }
+  return out + text.slice(at);
+}
+
+function redactPatterns(text: string, patterns: readonly ScrubPattern[], any: ((t: string) => boolean) | null): string {
+  if (any === null || !any(text)) return text;
+  for (const p of patterns) {
+    if (!p.precheck.test(text)) continue;
+    const marker = redactionMarker(p.name);
+    text = text.replace(p.regex, (...args: unknown[]) => {
+      const groups = args.at(-1);
+      const g = typeof groups === "object" && groups !== null ? (groups as Record<string, string | undefined>) : {};
+      return (g["keep"] ?? "") + marker + (g["tail"] ?? "");
+    });
+  }
+  return text;
+}
+
+function isBoring(value: string, minLength: number): boolean {
+  return value.length < minLength || BORING.test(value) || /^(.)\1*$/s.test(value);
+}
+
+// `k=v,k2=v2` (OTEL_EXPORTER_OTLP_HEADERS, OTEL_RESOURCE_ATTRIBUTES): the values, decoded.
+function listValues(text: string): string[] {
+  const out: string[] = [];
+  for (const pair of text.split(",")) {
+    const eq = pair.indexOf("=");
+    if (eq < 0) continue;
+    const raw = pair.slice(eq + 1).trim();
+    out.push(raw);
+    try {
+      out.push(decodeURIComponent(raw));
+    } catch {
+      // not percent-encoded
+    }
+  }
+  return out;
+}
+
+function urlPasswords(value: string): string[] {
+  if (!value.includes("://") || !value.includes("@")) return [];
+  const out: string[] = [];
+  for (const m of value.matchAll(/[a-z][a-z0-9+.-]*:\/\/[^\s:@/]*:([^\s/]+)@/gi)) {
+    out.push(m[1]!);
+    try {
+      out.push(decodeURIComponent(m[1]!));
+    } catch {
+      // not percent-encoded
+    }
+  }
+  return out;
+}
+
+class ScrubberImpl implements Scrubber {
+  readonly #parent: ScrubberImpl | undefined;
+  readonly #own = new Map<string, string>(); // value → name
+  readonly #patterns: readonly ScrubPattern[];
+  readonly #patternCheck: ((t: string) => boolean) | null;
+  readonly #hook: ScrubHook | undefined;
+  readonly #minEnv: number;
+  #version = 0;
+  #compiled: Compiled | undefined;
+  #compiledAt = "";
+  #compiledGen = -1;
+
+  constructor(
+    parent: ScrubberImpl | undefined,
+    patterns: readonly ScrubPattern[],
+    hook: ScrubHook | undefined,
+    minEnv: number,
+  ) {
+    this.#parent = parent;
+    this.#patterns = patterns;
+    this.#patternCheck = patterns.length === 0 ? null : combinedPrecheck(patterns);
+    this.#hook = hook;
+    this.#minEnv = minEnv;
+  }
+
+  // A stamp of this scrubber's and its ancestors' versions: a child recompiles when a parent learns more.
+  #stamp(): string {
+    return this.#parent === undefined ? String(this.#version) : `${this.#parent.#stamp()}.${this.#version}`;
+  }
+
+  #all(into: Map<string, string>): Map<string, string> {
+    this.#parent?.#all(into);
+    for (const [v, n] of this.#own) if (!into.has(v)) into.set(v, n);
+    return into;
+  }
+
+  #matcher(): Compiled {
+    if (this.#compiled !== undefined && this.#compiledGen === generation) return this.#compiled;
+    this.#compiledGen = generation;
+    const stamp = this.#stamp();
+    if (this.#compiled === undefined || this.#compiledAt !== stamp) {
+      this.#compiled = compile(this.#all(new Map()));
+      this.#compiledAt = stamp;
+    }
+    return this.#compiled;
+  }
+
+  get size(): number {
+    return this.#all(new Map()).size;
+  }
+
+  scrub(text: string, context: ScrubContext = {}): string {
+    if (typeof text !== "string") return text;
+    let out = redactValues(text, this.#matcher());
+    out = redactPatterns(out, this.#patterns, this.#patternCheck);
+    return this.#hook === undefined ? out : this.#hook(out, context);
+  }
+
+  scrubDeep<T>(value: T, context: ScrubContext = {}): T {
+    return deep(this, value, context, new WeakMap(), 0) as T;
+  }
+
+  #add(name: string, value: string): void {
+    if (this.#own.has(value)) return;
+    this.#own.set(value, name);
+    this.#version++;
+    generation++;
+  }
+
+  addValue(name: string, value: string): this {
+    if (value.length < MIN_REGISTERED) throw new ScrubberConfigError(name, value.length);
+    this.#add(name, value);
+    return this;
+  }
+
+  addValues(values: SecretValues): this {
+    const entries = Symbol.iterator in values ? (values as Iterable<readonly [string, string]>) : Object.entries(values);
+    for (const [name, value] of entries) this.addValue(name, value);
+    return this;
+  }
+
+  addEnv(env: EnvLike): this {
+    for (const [name, value] of Object.entries(env)) {
+      if (value === undefined || value === "") continue;
+      const candidates: string[] = [];
+      if (isSecretEnvName(name)) candidates.push(value);
+      if (nameWords(name).at(-1) === "HEADERS") candidates.push(...listValues(value));
+      candidates.push(...urlPasswords(value));
+      for (const c of candidates) if (!isBoring(c, this.#minEnv)) this.#add(name, c);
+    }
+    return this;
+  }
+
+  addCredentialFile(path: string): number {
+    let text: string;
+    try {
+      text = readFileSync(path, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return 0;
+      throw err;
+    }
+    const found: Array<[string, string]> = [];
+    try {
+      collectSecretFields(JSON.parse(text), found, 0);
+    } catch {
+      // Unparseable (half-written?) file: still pick the token fields out of the text.
+      for (const m of text.matchAll(/"([A-Za-z_]*(?:[Tt]oken|[Ss]ecret))"\s*:\s*"((?:[^"\\]|\\.)*)"/g)) {
+        try {
+          found.push([m[1]!, JSON.parse(`"${m[2]!}"`) as string]);
+        } catch {
+          found.push([m[1]!, m[2]!]);
+        }
+      }
+    }
+    let added = 0;
+    for (const [name, value] of found) {
+      if (value.length < MIN_REGISTERED || this.#own.has(value)) continue;
+      this.#add(name, value);
+      added++;
+    }
+    return added;
+  }
+
+  child(overlay: EnvLike, options: { values?: SecretValues; hook?: ScrubHook } = {}): Scrubber {
+    const parentHook = this.#hook;
+    const extra = options.hook;
+    const hook: ScrubHook | undefined =
+      extra === undefined ? parentHook : parentHook === undefined ? extra : (t, c) => extra(parentHook(t, c), c);
+    const c = new ScrubberImpl(this, this.#patterns, hook, this.#minEnv);
+    c.addEnv(overlay);
+    if (options.values !== undefined) c.addValues(options.values);
+    return c;
+  }
+
+  withValues(values: SecretValues): Scrubber {
+    return this.child({}, { values });
+  }
+}
+
+function collectSecretFields(node: unknown, out: Array<[string, string]>, depth: number): void {
+  if (depth > 32 || node === null || typeof node !== "object") return;
+  for (const [k, v] of Object.entries(node)) {
+    if (typeof v === "string") {
+      if (isSecretFieldName(k)) out.push([k, v]);
+    } else {
+      collectSecretFields(v, out, depth + 1);
+    }
+  }
+}
+
+function deep(s: Scrubber, value: unknown, context: ScrubContext, seen: WeakMap<object, unknown>, depth: number): unknown {
+  if (typeof value === "string") return s.scrub(value, context);
+  if (value === null || typeof value !== "object") return value;
+  if (seen.has(value)) return seen.get(value);
+  if (depth > 32) return "[Truncated]";
+  if (value instanceof Error) {
+    const e = scrubError(value, s);
+    seen.set(value, e);
+    return e;
+  }
+  if (value instanceof Date || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value;
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    seen.set(value, out);
+    for (const item of value) out.push(deep(s, item, context, seen, depth + 1));
+    return out;
+  }
+  if (value instanceof Map) {
+    const out = new Map<unknown, unknown>();
+    seen.set(value, out);
+    for (const [k, v] of value) out.set(deep(s, k, context, seen, depth + 1), field(s, String(k), v, seen, depth));
+    return out;
+  }
+  if (value instanceof Set) {
+    const out = new Set<unknown>();
+    seen.set(value, out);
+    for (const v of value) out.add(deep(s, v, context, seen, depth + 1));
+    return out;
+  }
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === "function") return deep(s, toJSON.call(value), context, seen, depth + 1);
+  const out: Record<string, unknown> = {};
+  seen.set(value, out);
+  for (const [k, v] of Object.entries(value)) out[s.scrub(k, { ...context, field: k })] = field(s, k, v, seen, depth);
+  return out;
+}
+
+function field(s: Scrubber, key: string, v: unknown, seen: WeakMap<object, unknown>, depth: number): unknown {
+  if (typeof v === "string" && v !== "" && isSecretFieldName(key)) return redactionMarker(key);
+  return deep(s, v, { field: key }, seen, depth + 1);
+}
+
+/**
+ * A copy of an error safe to hand to a library caller: same prototype (so `instanceof` and the
+ * class's getters still work), `name` and non-string fields kept, message, stack, string fields
+ * (enumerable or not) and cause scrubbed.
+ */
+export function scrubError<T>(err: T, scrubber: Scrubber): T extends Error ? T : Error {
+  type R = T extends Error ? T : Error;
+  if (!(err instanceof Error)) return new Error(scrubber.scrub(String(err), { sink: "error" })) as R;
+  const copy = Object.create(Object.getPrototypeOf(err) as object) as Record<string, unknown>;
+  const ctx: ScrubContext = { sink: "error" };
+  for (const key of Reflect.ownKeys(err)) {
+    const desc = Object.getOwnPropertyDescriptor(err, key)!;
+    if ("value" in desc) {
+      const name = typeof key === "string" ? key : "";
+      if (key === "cause" || key === "errors") desc.value = scrubber.scrubDeep(desc.value, ctx);
+      else if (typeof desc.value === "string") {
+        desc.value =
+          name !== "message" && name !== "stack" && name !== "name" && desc.value !== "" && isSecretFieldName(name)
+            ? redactionMarker(name)
+            : scrubber.scrub(desc.value, { ...ctx, field: name });
+      } else if (desc.enumerable === true) desc.value = scrubber.scrubDeep(desc.value, { ...ctx, field: name });
+    }
+    Object.defineProperty(copy, key, desc);
+  }
+  return copy as R;
+}
+
+export function createScrubber(options: ScrubberOptions = {}): Scrubber {
+  const patterns = options.patterns === false ? [] : [...BUILTIN_PATTERNS, ...(options.patterns ?? [])];
+  for (const p of patterns) {
+    if (!p.regex.global || p.precheck.global || p.precheck.sticky) {
+      throw new TypeError(`scrub pattern '${p.name}': regex must have the g flag and precheck must not`);
+    }
+  }
+  const s = new ScrubberImpl(undefined, patterns, options.hook, options.minEnvValueLength ?? 8);
+  if (options.env !== undefined) s.addEnv(options.env);
+  if (options.values !== undefined) s.addValues(options.values);
+  return s;
+}
