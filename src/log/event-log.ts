@@ -177,7 +177,7 @@ export class EventLog {
       throw new Error("turn id must be a non-empty string of at most 200 characters");
     }
     const [epoch, attempt] = await this.#scripts.begin([k.events, k.meta, k.blobs], turn);
-    this.#touchIndex(session);
+    await this.#touchIndex(session, true);
     return { epoch: Number(epoch), attempt: Number(attempt) };
   }
 
@@ -296,7 +296,7 @@ export class EventLog {
       // The reply is in, so this client will never re-send the batch: its dedupe entry can go.
       this.redis.hdel(k.meta, `w:${writer}`).catch((err: unknown) => this.#logger.debug({ err, session }, "dedupe entry cleanup failed"));
     }
-    if (outcome === "appended") this.#touchIndex(session);
+    if (outcome === "appended") void this.#touchIndex(session);
     return { outcome: outcome as AppendOutcome, lastSeq: Number(lastSeq), epoch: Number(current) };
   }
 
@@ -315,12 +315,14 @@ export class EventLog {
     }
   }
 
-  #touchIndex(session: string): void {
+  // The index is a hint: on the append path it is refreshed at most every 5 s per session and not
+  // awaited; beginAttempt awaits it so a session is listed once its first attempt has begun.
+  async #touchIndex(session: string, force = false): Promise<void> {
     const now = Date.now();
     const last = this.#indexed.get(session);
-    if (last !== undefined && now - last < 5000) return;
+    if (!force && last !== undefined && now - last < 5000) return;
     this.#indexed.set(session, now);
-    this.redis
+    await this.redis
       .zadd(indexKey(this.prefix), now, session)
       .catch((err: unknown) => this.#logger.debug({ err, session }, "session index update failed"));
   }

@@ -1,0 +1,55 @@
+// `turnstream export <session> [FILE]`: writes a session's event log as JSONL (stdout without FILE).
+import { createWriteStream } from "node:fs";
+import { once } from "node:events";
+import { finished } from "node:stream/promises";
+import { parseArgs } from "node:util";
+import { connectRedis, createEventLog, exportJsonl, isValidSessionId } from "../../log/index.ts";
+
+export const summary = "write a session's event log as JSONL (one envelope per line)";
+
+const usage = `usage: turnstream export <session> [FILE] [--prefix P]
+  Writes every event of <session> as one JSON envelope per line to FILE (default: stdout).
+  Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
+  --prefix P   key prefix (default: TURNSTREAM_PREFIX or "ts:")
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { prefix: { type: "string" }, help: { type: "boolean", short: "h" } },
+  });
+  if (values.help) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  const [session, file, ...extra] = positionals;
+  if (session === undefined || extra.length > 0) {
+    process.stderr.write(usage);
+    return 2;
+  }
+  if (!isValidSessionId(session)) {
+    process.stderr.write("turnstream export: session id must be 1-128 characters from A-Z a-z 0-9 _ . -\n");
+    return 2;
+  }
+  const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
+  try {
+    const log = createEventLog({ redis, prefix: values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:" });
+    const st = await log.stat(session);
+    if (!st.exists && st.length === 0) {
+      process.stderr.write(`turnstream export: session ${session} has no events under this prefix\n`);
+      return 1;
+    }
+    const out = file === undefined || file === "-" ? process.stdout : createWriteStream(file);
+    if (out !== process.stdout) await once(out, "open");
+    const count = await exportJsonl(log, session, out);
+    if (out !== process.stdout) {
+      out.end();
+      await finished(out);
+    }
+    process.stderr.write(`exported ${count} events of ${session}\n`);
+    return 0;
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -1,0 +1,271 @@
+// The event log's contract, run against any Redis (standalone and cluster files call this).
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import {
+  createEventLog,
+  createWriter,
+  FencedError,
+  InvalidEventError,
+  UnfencedKindError,
+  type Envelope,
+  type EventLog,
+  type RedisClient,
+} from "../../src/log/index.ts";
+
+export function rid(): string {
+  return randomBytes(6).toString("hex");
+}
+
+async function all(it: AsyncIterable<Envelope>): Promise<Envelope[]> {
+  const out: Envelope[] = [];
+  for await (const e of it) out.push(e);
+  return out;
+}
+
+const line = (raw: string, turn = "t1", attempt = 1) => ({ turn, attempt, kind: "cli.line", data: { raw } });
+
+export function logContract(label: string, connect: () => Promise<RedisClient>, done: () => Promise<void>): void {
+  describe(`event log contract (${label})`, () => {
+    let redis: RedisClient;
+    let log: EventLog;
+    const prefix = `test:${rid()}:`;
+    const sessions: string[] = [];
+    const session = (): string => {
+      const s = `s-${rid()}`;
+      sessions.push(s);
+      return s;
+    };
+
+    before(async () => {
+      redis = await connect();
+      log = createEventLog({ redis, prefix, blobCapBytes: 1024 });
+    });
+    after(async () => {
+      for (const s of sessions) await log.destroy(s);
+      await redis.del(`${prefix}sessions`);
+      redis.disconnect();
+      await done();
+    });
+
+    it("keys share one hash tag and carry the prefix", () => {
+      const k = log.keys("abc");
+      assert.equal(k.events, `${prefix}{s:abc}:events`);
+      assert.equal(k.meta, `${prefix}{s:abc}:meta`);
+      assert.equal(k.blob("ff"), `${prefix}{s:abc}:blob:ff`);
+    });
+
+    it("appended: ids are 0-1, 0-2, …; envelope round-trips; raw text exact", async () => {
+      const s = session();
+      const { epoch, attempt } = await log.beginAttempt(s, "t1");
+      assert.deepEqual({ epoch, attempt }, { epoch: 1, attempt: 1 });
+      const raws = ['{"type":"system","subtype":"init"}', "not json at all\r", "", "ünïcödé ✓ \u0000 \"quoted\"", "  spaced  "];
+      const res = await log.append(s, epoch, raws.map((r) => line(r)));
+      assert.deepEqual(res, { outcome: "appended", lastSeq: 5, epoch: 1 });
+      const ids = (await redis.xrange(log.keys(s).events, "-", "+")).map(([id]) => id);
+      assert.deepEqual(ids, ["0-1", "0-2", "0-3", "0-4", "0-5"]);
+      const evs = await all(log.read(s));
+      assert.deepEqual(evs.map((e) => (e.data as { raw: string }).raw), raws);
+      assert.deepEqual(evs.map((e) => e.seq), [1, 2, 3, 4, 5]);
+      for (const e of evs) {
+        assert.equal(e.v, 1);
+        assert.equal(e.session, s);
+        assert.equal(e.epoch, 1);
+        assert.equal(e.kind, "cli.line");
+        assert.ok(!Number.isNaN(Date.parse(e.at)));
+      }
+      const st = await log.stat(s);
+      assert.equal(st.lastSeq, 5);
+      assert.equal(st.length, 5);
+      assert.equal(st.epoch, 1);
+      assert.equal(st.turn, "t1");
+    });
+
+    it("read honours fromSeq/toSeq across pages", async () => {
+      const s = session();
+      const { epoch } = await log.beginAttempt(s, "t1");
+      await log.append(s, epoch, Array.from({ length: 23 }, (_, i) => line(`l${i}`)));
+      const mid = await all(log.read(s, { fromSeq: 5, toSeq: 17, pageSize: 4 }));
+      assert.deepEqual(mid.map((e) => e.seq), Array.from({ length: 13 }, (_, i) => i + 5));
+      assert.equal((await all(log.read(s, { pageSize: 5 }))).length, 23);
+    });
+
+    it("duplicate: a re-sent batch is not appended twice", async () => {
+      const s = session();
+      const { epoch } = await log.beginAttempt(s, "t1");
+      const batch = [line("a"), line("b")];
+      const first = await log.append(s, epoch, batch, { batchId: "w1:1" });
+      assert.deepEqual(first, { outcome: "appended", lastSeq: 2, epoch });
+      const again = await log.append(s, epoch, batch, { batchId: "w1:1" });
+      assert.deepEqual(again, { outcome: "duplicate", lastSeq: 2, epoch });
+      // Another writer in between does not hide the re-send.
+      await log.appendUnfenced(s, [{ turn: "t2", attempt: 0, kind: "turn.queued", data: {} }], { batchId: "p1:1" });
+      assert.equal((await log.append(s, epoch, batch, { batchId: "w1:1" })).outcome, "duplicate");
+      const next = await log.append(s, epoch, [line("c")], { batchId: "w1:2" });
+      assert.deepEqual(next, { outcome: "appended", lastSeq: 4, epoch });
+      // A duplicate is reported even after the epoch moved on: the sender must never re-append.
+      await log.beginAttempt(s, "t1");
+      assert.equal((await log.append(s, epoch, [line("c")], { batchId: "w1:2" })).outcome, "duplicate");
+      assert.equal((await log.stat(s)).lastSeq, 4);
+    });
+
+    it("duplicate: the same EVALSHA delivered twice (a client re-send after reconnect) appends once", async () => {
+      const s = session();
+      const { epoch } = await log.beginAttempt(s, "t1");
+      const enc = [log.encode(s, epoch, line("x"))];
+      const [a, b] = await Promise.all([
+        log.appendEncoded(s, epoch, enc, { batchId: "wr:1" }),
+        log.appendEncoded(s, epoch, enc, { batchId: "wr:1" }),
+      ]);
+      assert.deepEqual([a.outcome, b.outcome].sort(), ["appended", "duplicate"]);
+      assert.equal((await log.stat(s)).length, 1);
+    });
+
+    it("fenced: an older epoch writes nothing", async () => {
+      const s = session();
+      const old = await log.beginAttempt(s, "t1");
+      const cur = await log.beginAttempt(s, "t1");
+      assert.deepEqual(cur, { epoch: old.epoch + 1, attempt: 2 });
+      const res = await log.append(s, old.epoch, [line("stale")]);
+      assert.deepEqual(res, { outcome: "fenced", lastSeq: 0, epoch: cur.epoch });
+      assert.equal((await log.stat(s)).length, 0);
+      const turn2 = await log.beginAttempt(s, "t2");
+      assert.equal(turn2.attempt, 1, "attempt counter restarts for a new turn");
+    });
+
+    it("conflict: expectedSeq must match the last seq", async () => {
+      const s = session();
+      const { epoch } = await log.beginAttempt(s, "t1");
+      assert.equal((await log.append(s, epoch, [line("a")], { expectedSeq: 0 })).outcome, "appended");
+      const res = await log.append(s, epoch, [line("b")], { expectedSeq: 0 });
+      assert.deepEqual(res, { outcome: "conflict", lastSeq: 1, epoch });
+      assert.equal((await log.append(s, epoch, [line("b")], { expectedSeq: 1 })).lastSeq, 2);
+      assert.equal((await log.stat(s)).length, 2);
+    });
+
+    it("concurrent attempts: exactly one epoch wins, the other writer is fenced", async () => {
+      const s = session();
+      const [a, b] = await Promise.all([log.beginAttempt(s, "t1"), log.beginAttempt(s, "t1")]);
+      assert.notEqual(a.epoch, b.epoch);
+      const wa = createWriter({ log, session: s, epoch: a.epoch });
+      const wb = createWriter({ log, session: s, epoch: b.epoch });
+      const feed = async (w: typeof wa, tag: string): Promise<unknown> => {
+        try {
+          for (let i = 0; i < 50; i++) await w.write(line(`${tag}${i}`, "t1", 1));
+          return await w.flush();
+        } catch (err) {
+          return err;
+        }
+      };
+      const [ra, rb] = await Promise.all([feed(wa, "a"), feed(wb, "b")]);
+      const results = [ra, rb];
+      const fenced = results.filter((r) => r instanceof FencedError);
+      assert.equal(fenced.length, 1, "exactly one writer is fenced");
+      const winner = Math.max(a.epoch, b.epoch);
+      assert.equal((fenced[0] as FencedError).currentEpoch, winner);
+      const evs = await all(log.read(s));
+      assert.equal(evs.length, 50);
+      assert.ok(evs.every((e) => e.epoch === winner));
+      await assert.rejects(() => (a.epoch < b.epoch ? wa : wb).write(line("late")), FencedError);
+    });
+
+    it("unfenced kinds append without an epoch; attempt-bound kinds are refused", async () => {
+      const s = session();
+      const res = await log.appendUnfenced(s, [{ turn: "t1", attempt: 0, kind: "turn.queued", data: { prompt: "redacted" } }]);
+      assert.equal(res.outcome, "appended");
+      await assert.rejects(() => log.appendUnfenced(s, [line("x")]), UnfencedKindError);
+      const w = createWriter({ log, session: s, epoch: null });
+      await w.write({ turn: "t1", attempt: 0, kind: "decision.made", data: { allow: true } });
+      await assert.rejects(() => w.write(line("x")), UnfencedKindError);
+      assert.equal(await w.close(), 2);
+      const [q, d] = await all(log.read(s));
+      assert.equal(q!.epoch, 0);
+      assert.equal(d!.kind, "decision.made");
+      assert.equal((await log.stat(s)).state, "queued");
+    });
+
+    it("unknown dotted kinds are storable and readable; invalid events are rejected on write", async () => {
+      const s = session();
+      const { epoch } = await log.beginAttempt(s, "t1");
+      await log.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "future.thing_v2.sub", data: { n: [1, 2, { x: null }] } }]);
+      const [e] = await all(log.read(s));
+      assert.deepEqual(e!.data, { n: [1, 2, { x: null }] });
+      assert.equal(e!.kind, "future.thing_v2.sub");
+      await assert.rejects(() => log.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "NoDots", data: 1 }]), InvalidEventError);
+      await assert.rejects(() => log.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "cli.line", data: { text: "x" } }]), InvalidEventError);
+      assert.equal((await log.stat(s)).length, 1);
+    });
+
+    it("a corrupt stored entry fails validation on read", async () => {
+      const s = session();
+      await redis.xadd(log.keys(s).events, "0-1", "e", JSON.stringify({ v: 1, turn: "t", attempt: 0, epoch: 0, at: "x", kind: "cli.line", data: {} }));
+      await assert.rejects(() => all(log.read(s)), InvalidEventError);
+    });
+
+    it("blobs: data above the cap lives in a content-addressed key and reads back transparently", async () => {
+      const s = session();
+      const { epoch } = await log.beginAttempt(s, "t1");
+      const big = "x".repeat(5000) + '"end"';
+      const bigData = { items: Array.from({ length: 300 }, (_, i) => `item-${i}`) };
+      await log.append(s, epoch, [line(big), line(big), { turn: "t1", attempt: 1, kind: "session.snapshot", data: bigData }, line("small")]);
+      const blobs = await redis.smembers(log.keys(s).blobs);
+      assert.equal(blobs.length, 2, "identical lines share one blob");
+      const stored = await redis.xrange(log.keys(s).events, "0-1", "0-1");
+      assert.ok(stored[0]![1].join("").length < 400, "the stream entry holds a reference, not the data");
+      const evs = await all(log.read(s));
+      assert.equal((evs[0]!.data as { raw: string }).raw, big);
+      assert.equal((evs[1]!.data as { raw: string }).raw, big);
+      assert.deepEqual(evs[2]!.data, bigData);
+      assert.equal((evs[3]!.data as { raw: string }).raw, "small");
+    });
+
+    it("tail follows new events and stops on abort", async () => {
+      const s = session();
+      const { epoch } = await log.beginAttempt(s, "t1");
+      await log.append(s, epoch, [line("0"), line("1")]);
+      const ac = new AbortController();
+      const seen: number[] = [];
+      const tailing = (async () => {
+        for await (const e of log.tail(s, { fromSeq: 2, signal: ac.signal, blockMs: 500 })) {
+          seen.push(e.seq);
+          if (e.seq === 2) await log.append(s, epoch, [line("2"), line("3")]);
+          if (e.seq === 4) ac.abort();
+        }
+      })();
+      await tailing;
+      assert.deepEqual(seen, [2, 3, 4]);
+    });
+
+    it("sessions() lists indexed sessions and prunes ones whose keys are gone", async () => {
+      const a = session();
+      const b = session();
+      await log.beginAttempt(a, "t1");
+      await log.beginAttempt(b, "t1");
+      const listed = await log.sessions();
+      assert.ok(listed.includes(a) && listed.includes(b));
+      await redis.del(log.keys(b).meta);
+      const after = await log.sessions();
+      assert.ok(after.includes(a) && !after.includes(b));
+    });
+
+    it("retention: a finished session's keys (blobs too) expire; a new turn makes them persistent again", async () => {
+      const s = session();
+      const rlog = createEventLog({ redis, prefix, blobCapBytes: 1024, finishedTtlMs: 60_000 });
+      const { epoch } = await rlog.beginAttempt(s, "t1");
+      await rlog.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "attempt.started", data: {} }, line("y".repeat(3000))]);
+      const k = rlog.keys(s);
+      const [blob] = await redis.smembers(k.blobs);
+      assert.equal(await redis.pttl(k.events), -1);
+      await rlog.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "turn.finished", data: {} }]);
+      for (const key of [k.events, k.meta, k.blobs, blob!]) {
+        const ttl = await redis.pttl(key);
+        assert.ok(ttl > 0 && ttl <= 60_000, `${key} expires (${ttl})`);
+      }
+      const st = await rlog.stat(s);
+      assert.equal(st.state, "finished");
+      assert.ok(st.expiresInMs !== undefined);
+      await rlog.appendUnfenced(s, [{ turn: "t2", attempt: 0, kind: "turn.queued", data: {} }]);
+      for (const key of [k.events, k.meta, k.blobs, blob!]) assert.equal(await redis.pttl(key), -1, `${key} persistent`);
+    });
+  });
+}
