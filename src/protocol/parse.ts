@@ -2,6 +2,7 @@
 // exact raw text, so the event log keeps every byte and a newer parser can re-read it.
 import { lineSchemas, type KnownLine, type SchemaKey } from "./schemas.ts";
 import type { SplitItem } from "./split.ts";
+import { fastChecks } from "./fast-checks.ts";
 
 export type LineCategory = "known" | "unknown" | "invalid" | "truncated";
 
@@ -40,20 +41,8 @@ export type ParsedLine = KnownParsedLine | UnknownParsedLine | InvalidParsedLine
 /** Type key used when a JSON object has no string `type`. */
 export const UNTYPED = "untyped";
 
-function typeKeyOf(obj: Record<string, unknown>): string {
-  const t = obj["type"];
-  if (typeof t !== "string") return UNTYPED;
-  const s = obj["subtype"];
-  return typeof s === "string" ? `${t}/${s}` : t;
-}
-
-function schemaFor(type: string, obj: Record<string, unknown>): (typeof lineSchemas)[SchemaKey] | undefined {
-  const direct = (lineSchemas as Record<string, (typeof lineSchemas)[SchemaKey]>)[type];
-  if (direct !== undefined) return direct;
-  // `result` carries its outcome in subtype; every subtype (also future ones) shares one schema.
-  if (obj["type"] === "result") return lineSchemas.result;
-  return undefined;
-}
+const schemas = lineSchemas as Record<string, (typeof lineSchemas)[SchemaKey] | undefined>;
+const checks = fastChecks as Record<string, ((o: Record<string, unknown>) => boolean) | undefined>;
 
 export function parseLine(raw: string): ParsedLine {
   let value: unknown;
@@ -66,13 +55,22 @@ export function parseLine(raw: string): ParsedLine {
     return { category: "invalid", raw, type: "invalid", line: value, error: "line is JSON but not an object" };
   }
   const obj = value as Record<string, unknown>;
-  const type = typeKeyOf(obj);
-  const schema = schemaFor(type, obj);
+  const t = obj["type"];
+  if (typeof t !== "string") return { category: "unknown", raw, type: UNTYPED, line: obj };
+  const s = obj["subtype"];
+  const type = typeof s === "string" ? `${t}/${s}` : t;
+  // `system` lines are told apart by subtype; `result` shares one schema across its subtypes
+  // (also future ones); the rest by type alone.
+  const key = t === "system" ? type : t;
+  const schema = schemas[key];
   if (schema === undefined) return { category: "unknown", raw, type, line: obj };
-  const checked = schema.safeParse(obj);
-  if (!checked.success) {
-    const issues = checked.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
-    return { category: "unknown", raw, type, line: obj, issues };
+  const fast = checks[key];
+  if (fast === undefined || !fast(obj)) {
+    const checked = schema.safeParse(obj);
+    if (!checked.success) {
+      const issues = checked.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+      return { category: "unknown", raw, type, line: obj, issues };
+    }
   }
   // Validate only: keep the original object so key order and every field survive untouched.
   return { category: "known", raw, type, line: obj as KnownParsedLine["line"] };

@@ -142,10 +142,24 @@ export function createLineSplitter(options: LineSplitterOptions = {}): LineSplit
         pos = nl + 1;
         nl = buf.indexOf(LF, pos);
       }
-      while (nl !== -1) {
-        emitLine(out, buf, pos, nl);
-        pos = nl + 1;
-        nl = buf.indexOf(LF, pos);
+      if (nl !== -1) {
+        const last = buf.lastIndexOf(LF);
+        if (last - pos <= max) {
+          // Fast path: no line here can be too long, so decode every complete line at once.
+          const lines = buf.toString("utf8", pos, last).split("\n");
+          for (let i = 0; i < lines.length; i++) {
+            let text = lines[i]!;
+            if (text.charCodeAt(text.length - 1) === 0x0d) text = text.slice(0, -1);
+            if (text.length !== 0 && !isBlank(text)) out.push({ text });
+          }
+          pos = last + 1;
+        } else {
+          while (nl !== -1) {
+            emitLine(out, buf, pos, nl);
+            pos = nl + 1;
+            nl = buf.indexOf(LF, pos);
+          }
+        }
       }
       addPending(buf, pos, buf.length);
       return out;
