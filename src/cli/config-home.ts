@@ -1,0 +1,235 @@
+// Per-run CLAUDE_CONFIG_DIR. Concurrent runs must not share one: OAuth refresh tokens are single-use,
+// so runs sharing a credential file log each other out, and the CLI writes session files, caches and
+// temp folders there. Each run gets `<instanceRoot>/instances/<instanceId>/config-homes/<runId>`
+// (0700) holding only a copy of the operator's `.credentials.json`, plus its own temp dirs.
+import { createHash, randomUUID } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { ClaudeCodeCliError } from "./errors.ts";
+import { envAuth } from "./env.ts";
+import { silentLogger, type Logger } from "./logger.ts";
+import { ConfigHomeOptionsSchema, type ConfigHomeOptions } from "./options.ts";
+
+export const CREDENTIALS_FILE = ".credentials.json";
+
+/** `$XDG_DATA_HOME/turnstream`, else `~/.local/share/turnstream`: durable, not the shared temp dir. */
+export function defaultInstanceRoot(env: Record<string, string | undefined> = process.env): string {
+  const xdg = env["XDG_DATA_HOME"];
+  if (xdg !== undefined && xdg.startsWith("/")) return join(xdg, "turnstream");
+  return join(env["HOME"] ?? homedir(), ".local", "share", "turnstream");
+}
+
+export function operatorConfigDir(env: Record<string, string | undefined> = process.env): string {
+  const dir = env["CLAUDE_CONFIG_DIR"];
+  return dir !== undefined && dir.startsWith("/") ? dir : join(env["HOME"] ?? homedir(), ".claude");
+}
+
+function instanceDir(root: string, instanceId: string): string {
+  return join(root, "instances", instanceId);
+}
+
+function procStart(pid: number): string | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return text.slice(text.lastIndexOf(") ") + 2).split(" ")[19];
+  } catch {
+    return undefined;
+  }
+}
+
+interface LockContent {
+  pid: number;
+  start: string | undefined;
+  runId: string;
+  createdAt: string;
+}
+
+function lockIsLive(path: string): boolean {
+  let lock: LockContent;
+  try {
+    lock = JSON.parse(readFileSync(path, "utf8")) as LockContent;
+  } catch (err) {
+    // Unreadable or half-written: only a missing file means "not live".
+    return (err as NodeJS.ErrnoException).code !== "ENOENT";
+  }
+  if (!Number.isInteger(lock.pid) || lock.pid <= 0) return false;
+  const start = procStart(lock.pid);
+  return start !== undefined && (lock.start === undefined || start === lock.start);
+}
+
+function sha256(path: string): string | undefined {
+  try {
+    return createHash("sha256").update(readFileSync(path)).digest("hex");
+  } catch {
+    return undefined;
+  }
+}
+
+export type AuthSource = "credential" | "env";
+
+export class NoAuthError extends ClaudeCodeCliError {
+  override readonly name: string = "NoAuthError";
+  constructor(credentialPath: string) {
+    super(
+      `no Claude credential at ${credentialPath} and no API auth in the environment; run \`claude auth login\` ` +
+        `as the operator, or set ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN / Bedrock or Vertex settings in the run's env`,
+      { kind: "no_auth", retryable: false },
+    );
+  }
+}
+
+export interface ConfigHome {
+  readonly dir: string;
+  readonly runId: string;
+  readonly instanceId: string;
+  /** `credential`: a copy of the operator's credential; `env`: empty home, auth comes from the env. */
+  readonly auth: AuthSource;
+  /** Variables that point the CLI at this home: CLAUDE_CONFIG_DIR, TMPDIR, CLAUDE_CODE_TMPDIR, XDG_RUNTIME_DIR. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Removes the home and its live-run lock. Never throws. */
+  teardown(): void;
+}
+
+export interface CreateConfigHomeOptions extends ConfigHomeOptions {
+  /** The environment the CLI will run with, to see whether it carries API auth. */
+  runEnv?: Record<string, string | undefined>;
+  logger?: Logger;
+}
+
+export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
+  const o = ConfigHomeOptionsSchema.parse({
+    instanceId: options.instanceId,
+    instanceRoot: options.instanceRoot,
+    runId: options.runId,
+    operatorConfigDir: options.operatorConfigDir,
+  });
+  const logger = options.logger ?? silentLogger;
+  const root = o.instanceRoot ?? defaultInstanceRoot();
+  const runId = o.runId ?? randomUUID();
+  const credentialSource = join(o.operatorConfigDir ?? operatorConfigDir(), CREDENTIALS_FILE);
+  const hasCredential = existsSync(credentialSource);
+  const auth: AuthSource = hasCredential ? "credential" : "env";
+  if (!hasCredential && envAuth(options.runEnv ?? process.env) === undefined) throw new NoAuthError(credentialSource);
+
+  const inst = instanceDir(root, o.instanceId);
+  const liveDir = join(inst, "live");
+  const homes = join(inst, "config-homes");
+  mkdirSync(liveDir, { recursive: true, mode: 0o700 });
+  mkdirSync(homes, { recursive: true, mode: 0o700 });
+  // Lock first, so a concurrent sweep never sees this home without its owner.
+  const lockPath = join(liveDir, `${runId}.lock`);
+  const lock: LockContent = { pid: process.pid, start: procStart(process.pid), runId, createdAt: new Date().toISOString() };
+  writeFileSync(lockPath, JSON.stringify(lock), { mode: 0o600, flag: "wx" });
+  const dir = join(homes, runId);
+  let copyHash: string | undefined;
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+    for (const sub of ["tmp", "run"]) mkdirSync(join(dir, sub), { mode: 0o700 });
+    if (hasCredential) {
+      writeFileSync(join(dir, CREDENTIALS_FILE), readFileSync(credentialSource), { mode: 0o600, flag: "wx" });
+      copyHash = sha256(join(dir, CREDENTIALS_FILE));
+    }
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(lockPath, { force: true });
+    throw err;
+  }
+  let tornDown = false;
+  return {
+    dir,
+    runId,
+    instanceId: o.instanceId,
+    auth,
+    env: Object.freeze({
+      CLAUDE_CONFIG_DIR: dir,
+      TMPDIR: join(dir, "tmp"),
+      CLAUDE_CODE_TMPDIR: join(dir, "tmp"),
+      XDG_RUNTIME_DIR: join(dir, "run"),
+    }),
+    teardown() {
+      if (tornDown) return;
+      tornDown = true;
+      try {
+        if (copyHash !== undefined) {
+          const now = sha256(join(dir, CREDENTIALS_FILE));
+          if (now !== copyHash) {
+            logger.warn(
+              { runId, configHome: dir },
+              "the CLI rewrote the per-run credential copy (likely an OAuth token refresh); the operator's " +
+                "credential may now hold a spent refresh token — run `claude auth login` again if later runs fail to authenticate",
+            );
+          }
+        }
+        rmSync(dir, { recursive: true, force: true });
+      } catch (err) {
+        logger.warn({ runId, configHome: dir, err: (err as Error).message }, "could not remove per-run config home");
+      }
+      try {
+        unlinkSync(lockPath);
+      } catch {
+        // already gone
+      }
+    },
+  };
+}
+
+export interface SweepOptions {
+  instanceId: string;
+  instanceRoot?: string;
+  /** Only homes whose last change is older than this are removed. Default 1 hour. */
+  olderThanMs?: number;
+  logger?: Logger;
+  now?: number;
+}
+
+export interface SweepResult {
+  removed: string[];
+  live: string[];
+  young: string[];
+  failed: string[];
+}
+
+/** Removes orphaned homes of this instance (no live owner, older than the threshold). Never throws. */
+export function sweep(options: SweepOptions): SweepResult {
+  const result: SweepResult = { removed: [], live: [], young: [], failed: [] };
+  const logger = options.logger ?? silentLogger;
+  try {
+    const id = ConfigHomeOptionsSchema.shape.instanceId.safeParse(options.instanceId);
+    if (!id.success) return result;
+    const inst = instanceDir(options.instanceRoot ?? defaultInstanceRoot(), id.data);
+    const homes = join(inst, "config-homes");
+    const liveDir = join(inst, "live");
+    const threshold = options.olderThanMs ?? 60 * 60 * 1000;
+    const now = options.now ?? Date.now();
+    let names: string[];
+    try {
+      names = readdirSync(homes);
+    } catch {
+      return result;
+    }
+    for (const name of names) {
+      try {
+        const lockPath = join(liveDir, `${name}.lock`);
+        if (lockIsLive(lockPath)) {
+          result.live.push(name);
+          continue;
+        }
+        const path = join(homes, name);
+        if (now - statSync(path).mtimeMs < threshold) {
+          result.young.push(name);
+          continue;
+        }
+        rmSync(path, { recursive: true, force: true });
+        rmSync(lockPath, { force: true });
+        result.removed.push(name);
+      } catch (err) {
+        result.failed.push(name);
+        logger.warn({ home: name, err: (err as Error).message }, "sweep could not remove an orphaned config home");
+      }
+    }
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, "config home sweep failed");
+  }
+  return result;
+}

@@ -1,0 +1,25 @@
+// Running one Claude Code CLI process. Knows nothing of Redis; imports only the protocol.
+export { runTurn, type TurnHandle, type TurnOutcome, type RunTurnExtras, type CliErrorKind } from "./run-turn.ts";
+export { RunTurnOptionsSchema, validateRunTurnOptions, type RunTurnOptions, type SkillSpec, type ConfigHomeOptions } from "./options.ts";
+export { ClaudeCodeCliError, LostSessionError, CliNotFoundError, type RunnerErrorKind } from "./errors.ts";
+export { buildArgs } from "./args.ts";
+export { buildEnv, envAuth, type EnvOverlay } from "./env.ts";
+export { resolveClaudeBin } from "./resolve-bin.ts";
+export { ProcessTree, TREE_MARKER_VAR } from "./process-tree.ts";
+export { startWatchdog, WATCHDOG_SCRIPT, type WatchdogHandle } from "./watchdog.ts";
+export {
+  createConfigHome,
+  sweep,
+  defaultInstanceRoot,
+  operatorConfigDir,
+  NoAuthError,
+  CREDENTIALS_FILE,
+  type ConfigHome,
+  type CreateConfigHomeOptions,
+  type SweepOptions,
+  type SweepResult,
+  type AuthSource,
+} from "./config-home.ts";
+export { projectSlug, sessionFilePath, captureSessionFile, restoreSessionFile } from "./session-file.ts";
+export { installSkill, injectSkills, pointClaudeMdAtSkills, prepareSkillAddDir, SKILLS_DIR, type SkillAddDir } from "./skills.ts";
+export { type Logger, silentLogger } from "./logger.ts";

@@ -1,0 +1,161 @@
+// Finding and killing everything a CLI run started. The CLI runs each Bash tool command in a new
+// session, and those survive a kill of the CLI's process group (reparented to init). So before any
+// kill we collect the tree from /proc: the ppid walk from the CLI, every process sharing a process
+// group or session with a member, and every process whose environment carries the run's marker
+// variable (inherited by all descendants, so it still finds `setsid`/`nohup` leftovers that were
+// reparented before we looked).
+import { readdirSync, readFileSync } from "node:fs";
+
+export const TREE_MARKER_VAR = "TURNSTREAM_TREE";
+
+interface ProcStat {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  sid: number;
+  start: string;
+}
+
+function readStat(pid: number): ProcStat | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "latin1");
+  } catch {
+    return undefined;
+  }
+  // comm may contain spaces and parentheses: fields start after the last ") ".
+  const rest = text.slice(text.lastIndexOf(") ") + 2).split(" ");
+  if (rest[0] === "Z" || rest[0] === "X") return undefined; // zombies cannot be signalled usefully
+  return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), sid: Number(rest[3]), start: rest[19] ?? "" };
+}
+
+function readTable(): Map<number, ProcStat> {
+  const table = new Map<number, ProcStat>();
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return table;
+  }
+  for (const name of names) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    const st = readStat(Number(name));
+    if (st !== undefined) table.set(st.pid, st);
+  }
+  return table;
+}
+
+function carriesMarker(pid: number, marker: Buffer): boolean {
+  try {
+    const env = readFileSync(`/proc/${pid}/environ`);
+    let at = env.indexOf(marker);
+    while (at !== -1) {
+      const end = at + marker.length;
+      if ((at === 0 || env[at - 1] === 0) && (end === env.length || env[end] === 0)) return true;
+      at = env.indexOf(marker, at + 1);
+    }
+    return false;
+  } catch {
+    return false;
+  }
+}
+
+const self = readStat(process.pid);
+
+/** One run's process tree: the CLI plus everything it started. */
+export class ProcessTree {
+  readonly rootPid: number;
+  readonly marker: string;
+  private readonly markerBytes: Buffer;
+  /** pid → start time, so a reused pid is never mistaken for a member. */
+  private readonly known = new Map<number, string>();
+
+  constructor(rootPid: number, marker: string) {
+    this.rootPid = rootPid;
+    this.marker = marker;
+    this.markerBytes = Buffer.from(`${TREE_MARKER_VAR}=${marker}`);
+    const st = readStat(rootPid);
+    if (st !== undefined) this.known.set(rootPid, st.start);
+  }
+
+  /** Re-reads /proc and returns the live members (pids). */
+  refresh(): number[] {
+    const table = readTable();
+    const members = new Set<number>();
+    for (const [pid, start] of this.known) {
+      if (table.get(pid)?.start === start) members.add(pid);
+      else this.known.delete(pid);
+    }
+    const excludedGroups = new Set<number>([0, 1]);
+    if (self !== undefined) {
+      excludedGroups.add(self.pgid);
+      excludedGroups.add(self.sid);
+    }
+    const ok = (p: ProcStat): boolean => p.pid > 1 && p.pid !== process.pid;
+    for (const p of table.values()) if (ok(p) && !members.has(p.pid) && carriesMarker(p.pid, this.markerBytes)) members.add(p.pid);
+    for (let changed = true; changed; ) {
+      changed = false;
+      const groups = new Set<number>();
+      for (const pid of members) {
+        const st = table.get(pid);
+        if (st === undefined) continue;
+        if (!excludedGroups.has(st.pgid)) groups.add(st.pgid);
+        if (!excludedGroups.has(st.sid)) groups.add(st.sid);
+      }
+      for (const p of table.values()) {
+        if (!ok(p) || members.has(p.pid)) continue;
+        if (members.has(p.ppid) || groups.has(p.pgid) || groups.has(p.sid)) {
+          members.add(p.pid);
+          changed = true;
+        }
+      }
+    }
+    for (const pid of members) this.known.set(pid, table.get(pid)!.start);
+    return [...members];
+  }
+
+  /** Collects the tree, then signals every member. Returns how many were signalled. */
+  signal(sig: NodeJS.Signals): number {
+    const members = this.refresh();
+    let count = 0;
+    try {
+      process.kill(-this.rootPid, sig);
+    } catch {
+      // group already gone
+    }
+    for (const pid of members) {
+      try {
+        process.kill(pid, sig);
+        count++;
+      } catch {
+        // already gone
+      }
+    }
+    return count;
+  }
+
+  alive(): boolean {
+    return this.refresh().length > 0;
+  }
+}
+
+// Every tree still running when the host exits gets SIGKILL synchronously: 'exit' handlers cannot
+// wait, and a TERM the host cannot follow up would leave the tree to chance.
+const live = new Set<ProcessTree>();
+let exitHookInstalled = false;
+
+export function trackTree(tree: ProcessTree): () => void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.on("exit", () => {
+      for (const t of live) t.signal("SIGKILL");
+    });
+  }
+  live.add(tree);
+  return () => live.delete(tree);
+}
+
+export function liveTreeCount(): number {
+  return live.size;
+}

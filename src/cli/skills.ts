@@ -1,0 +1,154 @@
+// Offering skills to a run. Two ways:
+// - claude-md: copy the skill to `<cwd>/.skills/<name>/SKILL.md` and list it in the cwd's CLAUDE.md,
+//   which the CLI loads into context; the model then reads the file when the task fits.
+// - add-dir: a temp dir with `.claude/skills/<name>` links, passed with --add-dir, so the CLI's own
+//   skill discovery sees them. Removed after the run.
+import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync, appendFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { badOptions } from "./errors.ts";
+import type { SkillSpec } from "./options.ts";
+
+export const SKILLS_DIR = ".skills";
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+const INSTRUCTION_MARK = "<!-- turnstream:skills -->";
+const INSTRUCTION =
+  `${INSTRUCTION_MARK}\n## Skills\n\nThis project provides skills. Before starting a task, check the list below; ` +
+  `when a skill fits the task, read its SKILL.md in full first and follow it.\n`;
+
+function checkName(name: string): void {
+  if (!NAME.test(name) || name.includes("..")) throw badOptions("skills.name", `skill name ${JSON.stringify(name)} must be letters, digits, . _ - and contain no ..`);
+}
+
+function inside(parent: string, child: string): boolean {
+  const rel = relative(parent, child);
+  return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
+}
+
+/** The skill source: a SKILL.md file, or a directory holding one. */
+function sourceOf(path: string): { dir: string | undefined; file: string } {
+  if (!isAbsolute(path)) throw badOptions("skills.path", "skill path must be absolute");
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    throw badOptions("skills.path", `no skill at ${path}`);
+  }
+  if (st.isDirectory()) {
+    const file = join(path, "SKILL.md");
+    if (!existsSync(file)) throw badOptions("skills.path", `${path} holds no SKILL.md`);
+    return { dir: path, file };
+  }
+  return { dir: basename(path) === "SKILL.md" ? dirname(path) : undefined, file: path };
+}
+
+function skillsRoot(cwd: string): string {
+  if (!isAbsolute(cwd)) throw badOptions("cwd", "must be an absolute path");
+  const root = join(cwd, SKILLS_DIR);
+  mkdirSync(root, { recursive: true });
+  // A `.skills` that is a link pointing elsewhere would make us write outside the cwd.
+  if (!inside(realpathSync(cwd), realpathSync(root))) throw badOptions("cwd", `${root} resolves outside the cwd`);
+  return root;
+}
+
+/** Copies a skill into `<cwd>/.skills/<name>/` (the whole folder when given one). Returns its SKILL.md path. */
+export function installSkill(cwd: string, skill: SkillSpec): string {
+  checkName(skill.name);
+  const src = sourceOf(skill.path);
+  const root = skillsRoot(cwd);
+  const target = resolve(root, skill.name);
+  if (!inside(root, target) || target === root) throw badOptions("skills.name", "skill target must stay inside .skills");
+  if (existsSync(target) && lstatSync(target).isSymbolicLink()) throw badOptions("skills.name", `${target} is a link`);
+  if (src.dir !== undefined) {
+    cpSync(src.dir, target, { recursive: true, dereference: true, force: true });
+  } else {
+    mkdirSync(target, { recursive: true });
+    writeFileSync(join(target, "SKILL.md"), readFileSync(src.file));
+  }
+  return join(target, "SKILL.md");
+}
+
+function description(skillMd: string): string | undefined {
+  let text: string;
+  try {
+    text = readFileSync(skillMd, "utf8");
+  } catch {
+    return undefined;
+  }
+  const fm = /^---\r?\n([\s\S]*?)\r?\n---/.exec(text);
+  const line = fm?.[1]?.split(/\r?\n/).find((l) => l.startsWith("description:"));
+  const value = line?.slice("description:".length).trim().replace(/^["']|["']$/g, "");
+  return value === undefined || value === "" ? undefined : value.replace(/\s+/g, " ").slice(0, 300);
+}
+
+/**
+ * Lists every skill under `<cwd>/.skills/` in `<cwd>/CLAUDE.md`. Existing content is kept, the
+ * instruction is written once, and only skills not mentioned yet are appended. Returns the names added.
+ */
+export function pointClaudeMdAtSkills(cwd: string): string[] {
+  const root = skillsRoot(cwd);
+  const names = readdirSync(root, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && NAME.test(d.name) && existsSync(join(root, d.name, "SKILL.md")))
+    .map((d) => d.name)
+    .sort();
+  const claudeMd = join(cwd, "CLAUDE.md");
+  const existing = existsSync(claudeMd) ? readFileSync(claudeMd, "utf8") : "";
+  const added = names.filter((n) => !existing.includes(`${SKILLS_DIR}/${n}/SKILL.md`));
+  if (added.length === 0) return [];
+  let text = "";
+  if (existing !== "" && !existing.endsWith("\n")) text += "\n";
+  if (!existing.includes(INSTRUCTION_MARK)) text += (existing === "" ? "" : "\n") + INSTRUCTION + "\n";
+  for (const n of added) {
+    const d = description(join(root, n, "SKILL.md"));
+    text += `- \`${n}\`: read \`${SKILLS_DIR}/${n}/SKILL.md\`${d === undefined ? "" : ` — ${d}`}\n`;
+  }
+  appendFileSync(claudeMd, text);
+  return added;
+}
+
+/** claude-md mode for a list of skills. Returns each skill's SKILL.md path in the cwd. */
+export function injectSkills(cwd: string, skills: readonly SkillSpec[]): string[] {
+  const paths = skills.map((s) => installSkill(cwd, s));
+  pointClaudeMdAtSkills(cwd);
+  return paths;
+}
+
+export interface SkillAddDir {
+  dir: string;
+  cleanup(): void;
+}
+
+/** add-dir mode: a temp dir with `.claude/skills/<name>` pointing at each skill (a copy where a link fails). */
+export function prepareSkillAddDir(skills: readonly SkillSpec[], parent: string = tmpdir()): SkillAddDir {
+  const dir = mkdtempSync(join(parent, "turnstream-skills-"));
+  try {
+    const root = join(dir, ".claude", "skills");
+    mkdirSync(root, { recursive: true });
+    for (const s of skills) {
+      checkName(s.name);
+      const src = sourceOf(s.path);
+      const target = resolve(root, s.name);
+      if (!inside(root, target) || target === root) throw badOptions("skills.name", "skill target must stay inside the skills dir");
+      let linked = false;
+      if (src.dir !== undefined) {
+        try {
+          symlinkSync(src.dir, target, "dir");
+          linked = true;
+        } catch {
+          linked = false;
+        }
+      }
+      if (!linked) {
+        if (src.dir !== undefined) cpSync(src.dir, target, { recursive: true, dereference: true });
+        else {
+          mkdirSync(target);
+          writeFileSync(join(target, "SKILL.md"), readFileSync(src.file));
+        }
+      }
+    }
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
