@@ -1,0 +1,140 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { lineSchemas, parseLine, parseText, type SchemaKey } from "../../src/protocol/index.ts";
+import { fastChecks } from "../../src/protocol/fast-checks.ts";
+import * as s from "./sample-lines.ts";
+
+test("known lines keep every field and their raw text; type joins subtype", () => {
+  const withExtra = JSON.stringify({ ...JSON.parse(s.init), future_field: { x: 1 } });
+  const p = parseLine(withExtra);
+  assert.equal(p.category, "known");
+  assert.equal(p.type, "system/init");
+  assert.equal(p.raw, withExtra);
+  assert.deepEqual(p.line, JSON.parse(withExtra));
+  assert.equal(parseLine(s.success).type, "result/success");
+  assert.equal(parseLine(s.bashUse).type, "assistant");
+});
+
+test("every system subtype and line type the CLI prints is known", () => {
+  const lines = [
+    { type: "system", subtype: "api_retry", attempt: 1, max_retries: 10, retry_delay_ms: 500, error_status: 529, error: "overloaded" },
+    { type: "system", subtype: "status", status: "compacting" },
+    { type: "system", subtype: "thinking_tokens", tokens: 12 },
+    { type: "system", subtype: "permission_denied", tool_name: "Bash" },
+    { type: "system", subtype: "hook_started", hook_id: "h", hook_name: "PreToolUse:Bash", hook_event: "PreToolUse" },
+    { type: "system", subtype: "hook_response", hook_id: "h", outcome: "success", exit_code: 0 },
+    { type: "system", subtype: "task_started", task_id: "t", tool_use_id: "toolu_1", description: "d" },
+    { type: "system", subtype: "task_progress", task_id: "t", tool_use_id: null },
+    { type: "system", subtype: "task_updated", task_id: "t" },
+    { type: "system", subtype: "task_notification", task_id: "t", status: "completed" },
+    { type: "system", subtype: "background_tasks_changed", tasks: [] },
+    { type: "system", subtype: "compact_boundary", compact_metadata: { trigger: "auto", pre_tokens: 100 } },
+    { type: "stream_event", event: { type: "content_block_delta", index: 0 }, parent_tool_use_id: null },
+    { type: "rate_limit_event", rate_limit_info: { status: "allowed" } },
+    { type: "control_request", request_id: "r1", request: { subtype: "can_use_tool", tool_name: "Bash", input: {} } },
+    { type: "control_response", response: { subtype: "success", request_id: "r1" } },
+    { type: "result", subtype: "error_max_budget_usd", is_error: true },
+    { type: "user", message: { role: "user", content: "plain text prompt" } },
+  ];
+  for (const l of lines) {
+    const p = parseLine(JSON.stringify(l));
+    assert.equal(p.category, "known", `${JSON.stringify(l)}: ${JSON.stringify(p)}`);
+  }
+  for (const l of s.toolsRun) assert.equal(parseLine(l).category, "known", l);
+});
+
+test("unknown types and subtypes are kept with their type; a bad shape of a known type lists issues", () => {
+  const a = parseLine('{"type":"system","subtype":"brand_new","x":1}');
+  assert.equal(a.category, "unknown");
+  assert.equal(a.type, "system/brand_new");
+  assert.deepEqual(a.line, { type: "system", subtype: "brand_new", x: 1 });
+  const b = parseLine('{"type":"telemetry_blob"}');
+  assert.equal(b.category, "unknown");
+  assert.equal(b.type, "telemetry_blob");
+  const c = parseLine('{"type":"assistant","message":{"content":"not an array"}}');
+  assert.equal(c.category, "unknown");
+  assert.ok(c.category === "unknown" && c.issues !== undefined && c.issues[0]!.startsWith("message.content"));
+  assert.equal(parseLine('{"no":"type"}').type, "untyped");
+});
+
+test("non-JSON and non-object JSON become invalid records holding the raw text", () => {
+  for (const raw of ["not json", '{"type":"assistant"', "[1,2]", "42", "null", '"str"', "\u0000\uFFFD"]) {
+    const p = parseLine(raw);
+    assert.equal(p.category, "invalid", raw);
+    assert.equal(p.raw, raw);
+    assert.equal(p.type, "invalid");
+  }
+});
+
+test("parseText splits a whole transcript", () => {
+  const ps = parseText(s.toolsRun.join("\r\n") + "\n\n");
+  assert.equal(ps.length, s.toolsRun.length);
+  assert.deepEqual(ps.map((p) => p.raw), s.toolsRun);
+});
+
+test("fuzz: parseLine never throws and always keeps raw", () => {
+  fc.assert(
+    fc.property(fc.oneof(fc.string(), fc.json(), fc.string().map((x) => `{"type":"${x}"`)), (raw) => {
+      const p = parseLine(raw);
+      assert.equal(p.raw, raw);
+      assert.ok(["known", "unknown", "invalid"].includes(p.category));
+    }),
+    { numRuns: 500 },
+  );
+});
+
+test("truncated JSON of real lines is invalid, never a throw", () => {
+  for (const l of s.toolsRun) {
+    for (let n = 0; n < l.length; n += 7) assert.equal(parseLine(l.slice(0, n)).category, "invalid");
+  }
+});
+
+// The hand-written hot-path checks must never accept what the zod schema rejects.
+const mutations = fc.oneof(
+  fc.constant(undefined),
+  fc.constant(null),
+  fc.integer(),
+  fc.string({ maxLength: 4 }),
+  fc.boolean(),
+  fc.constant([]),
+  fc.constant([{ type: "text" }]),
+  fc.constant([{ notype: 1 }]),
+  fc.constant({}),
+  fc.constant({ type: "x" }),
+);
+const fieldsOf: Record<string, string[]> = {
+  assistant: ["message", "message.content", "message.id", "message.model", "message.role", "message.stop_reason", "parent_tool_use_id", "error", "session_id", "uuid"],
+  user: ["message", "message.content", "message.role", "parent_tool_use_id", "session_id", "uuid"],
+  stream_event: ["event", "event.type", "parent_tool_use_id", "session_id", "uuid"],
+  result: ["subtype", "is_error", "result", "errors", "terminal_reason", "api_error_status", "num_turns", "total_cost_usd", "duration_ms", "permission_denials", "session_id", "uuid"],
+};
+const bases: Record<string, string> = {
+  assistant: s.bashUse,
+  user: s.bashResult,
+  stream_event: JSON.stringify({ type: "stream_event", event: { type: "message_start" }, parent_tool_use_id: null, session_id: "x" }),
+  result: s.lostSession,
+};
+
+test("fuzz: fast checks agree with the zod schemas (never looser)", () => {
+  for (const key of Object.keys(fastChecks) as SchemaKey[]) {
+    const check = fastChecks[key]!;
+    const schema = lineSchemas[key];
+    assert.equal(check(JSON.parse(bases[key]!)), true, key);
+    fc.assert(
+      fc.property(fc.constantFrom(...fieldsOf[key]!), mutations, (path, value) => {
+        const o = JSON.parse(bases[key]!) as Record<string, unknown>;
+        const [a, b] = path.split(".");
+        const target = b === undefined ? o : (o[a!] as Record<string, unknown>);
+        const key2 = b ?? a!;
+        if (value === undefined) delete target[key2];
+        else target[key2] = value;
+        const fast = check(o);
+        const zod = schema.safeParse(o).success;
+        assert.ok(!fast || zod, `${key}.${path}=${JSON.stringify(value)}: fast ${fast}, zod ${zod}`);
+        assert.equal(fast, zod, `${key}.${path}=${JSON.stringify(value)}`);
+      }),
+      { numRuns: 200 },
+    );
+  }
+});
