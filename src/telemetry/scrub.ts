@@ -213,7 +213,7 @@ class ScrubberImpl implements Scrubber {
   }
 
   #all(into: Map<string, string>): Map<string, string> {
-    this.#parent?.#all(into);
+    if (this.#parent !== undefined) this.#parent.#all(into);
     for (const [v, n] of this.#own) if (!into.has(v)) into.set(v, n);
     return into;
   }
@@ -370,7 +370,8 @@ function deep(s: Scrubber, value: unknown, context: ScrubContext, seen: WeakMap<
 }
 
 function field(s: Scrubber, key: string, v: unknown, seen: WeakMap<object, unknown>, depth: number): unknown {
-  if (typeof v === "string" && v !== "" && isSecretFieldName(key)) return redactionMarker(key);
+  // The marker names the field, and a key can itself be a secret: scrub it first.
+  if (typeof v === "string" && v !== "" && isSecretFieldName(key)) return redactionMarker(s.scrub(key));
   return deep(s, v, { field: key }, seen, depth + 1);
 }
 
@@ -386,17 +387,23 @@ export function scrubError<T>(err: T, scrubber: Scrubber): T extends Error ? T :
   const ctx: ScrubContext = { sink: "error" };
   for (const key of Reflect.ownKeys(err)) {
     const desc = Object.getOwnPropertyDescriptor(err, key)!;
-    if ("value" in desc) {
-      const name = typeof key === "string" ? key : "";
-      if (key === "cause" || key === "errors") desc.value = scrubber.scrubDeep(desc.value, ctx);
-      else if (typeof desc.value === "string") {
-        desc.value =
-          name !== "message" && name !== "stack" && name !== "name" && desc.value !== "" && isSecretFieldName(name)
-            ? redactionMarker(name)
-            : scrubber.scrub(desc.value, { ...ctx, field: name });
-      } else if (desc.enumerable === true) desc.value = scrubber.scrubDeep(desc.value, { ...ctx, field: name });
-    }
-    Object.defineProperty(copy, key, desc);
+    // V8 installs `stack` as an own accessor bound to the original, so copy values, not accessors.
+    const raw: unknown = "value" in desc ? desc.value : Reflect.get(err, key);
+    const name = typeof key === "string" ? key : "";
+    let value: unknown = raw;
+    if (key === "cause" || key === "errors") value = scrubber.scrubDeep(raw, ctx);
+    else if (typeof raw === "string") {
+      value =
+        name !== "message" && name !== "stack" && name !== "name" && raw !== "" && isSecretFieldName(name)
+          ? redactionMarker(scrubber.scrub(name))
+          : scrubber.scrub(raw, { ...ctx, field: name });
+    } else if (desc.enumerable === true) value = scrubber.scrubDeep(raw, { ...ctx, field: name });
+    Object.defineProperty(copy, key, {
+      value,
+      enumerable: desc.enumerable ?? false,
+      configurable: desc.configurable ?? true,
+      writable: "value" in desc ? (desc.writable ?? true) : true,
+    });
   }
   return copy as R;
 }
