@@ -1,0 +1,58 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { once } from "node:events";
+import * as s from "./sample-lines.ts";
+
+const bin = join(import.meta.dirname, "../../src/bin/turnstream.ts");
+
+async function runParse(args: string[], stdin?: string): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn(process.execPath, [bin, "parse", ...args], { stdio: ["pipe", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+  child.stdin.end(stdin ?? "");
+  const [code] = (await once(child, "close")) as [number | null];
+  return { code, out, err };
+}
+
+test("turnstream parse FILE prints one JSON summary", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "parse-cmd-"));
+  try {
+    const file = join(dir, "run.jsonl");
+    const big = JSON.stringify({ type: "assistant", message: { id: "m", content: [{ type: "text", text: "z".repeat(5000) }] } });
+    writeFileSync(file, [...s.toolsRun, "not json", big, s.apiRetry(429, "rate_limit"), s.synthetic("rate_limit", "x"), s.apiErrorResult(429, "x")].join("\r\n"));
+    const { code, out } = await runParse(["--max-line-bytes", "4096", file]);
+    assert.equal(code, 0);
+    assert.equal(out.trim().split("\n").length, 1);
+    const sum = JSON.parse(out);
+    assert.equal(sum.lines, 14);
+    assert.equal(sum.invalid, 1);
+    assert.equal(sum.truncated, 1);
+    assert.equal(sum.byType["system/init"], 1);
+    assert.equal(sum.sessionId, s.sid);
+    assert.equal(sum.cliVersion, "2.1.332");
+    assert.equal(sum.errorKind, "rate_limit");
+    assert.deepEqual(sum.results.map((r: { errorKind: string }) => r.errorKind), ["ok", "rate_limit"]);
+    assert.deepEqual(sum.bashCommands, ["ls -la"]);
+    assert.equal(sum.toolCalls, 2);
+    assert.equal(sum.toolResults, 2);
+    assert.deepEqual(sum.unpairedToolCalls, []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("turnstream parse - reads stdin; a missing file is a clear error", async () => {
+  const { code, out } = await runParse(["-"], [s.init, s.lostSession].join("\n") + "\n");
+  assert.equal(code, 0);
+  assert.equal(JSON.parse(out).errorKind, "lost_session");
+  const missing = await runParse([join(tmpdir(), "no-such-dir-x", "f.jsonl")]);
+  assert.equal(missing.code, 1);
+  assert.match(missing.err, /cannot read .*ENOENT/);
+  assert.equal((await runParse([])).code, 2);
+});
