@@ -1,0 +1,74 @@
+// The pino logger every process uses. Three layers, because a log line is the easiest place for a
+// secret to slip out: pino's `redact` paths blank known secret fields; a log-method hook and the
+// formatters pass every message, argument, field and binding through the scrubber; the destination
+// scrubs the final JSON line once more (catching anything a serializer produced afterwards).
+import { pino, type DestinationStream, type Level, type Logger as PinoLogger } from "pino";
+import { redactionMarker, scrubError, type Scrubber } from "./scrub.ts";
+
+/** The injectable logger shape used across turnstream (pino-compatible). */
+export interface Logger {
+  debug(obj: object | string, msg?: string): void;
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+export interface CreateLoggerOptions {
+  scrubber: Scrubber;
+  /** Default: `LOG_LEVEL` from `env`, else "info". */
+  level?: Level | "silent";
+  /** Where lines go (default stdout). Anything with `write(line)`. */
+  destination?: DestinationStream;
+  /** Bound to every line, e.g. `{ service: "worker" }`. */
+  base?: Record<string, unknown>;
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Paths pino blanks before anything else sees them. `*` matches one level. */
+export const REDACT_PATHS: readonly string[] = [
+  "headers.authorization", "headers.cookie", "headers[\"x-api-key\"]", "headers[\"set-cookie\"]",
+  "*.headers.authorization", "*.headers.cookie", "*.headers[\"x-api-key\"]",
+  "env.*", "*.env.*",
+  "apiKey", "*.apiKey", "api_key", "*.api_key",
+  "token", "*.token", "accessToken", "*.accessToken", "refreshToken", "*.refreshToken",
+  "password", "*.password", "secret", "*.secret", "authorization", "*.authorization",
+  "credentials", "*.credentials",
+];
+
+const LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
+
+export function createLogger(options: CreateLoggerOptions): PinoLogger {
+  const { scrubber } = options;
+  const ctx = { sink: "log" } as const;
+  const envLevel = (options.env ?? process.env)["LOG_LEVEL"];
+  const level = options.level ?? (envLevel !== undefined && LEVELS.has(envLevel) ? (envLevel as Level) : "info");
+  const inner = options.destination ?? pino.destination(1);
+  const destination: DestinationStream = {
+    write(line: string): void {
+      inner.write(scrubber.scrub(line, ctx));
+    },
+  };
+  return pino(
+    {
+      level,
+      base: options.base === undefined ? null : scrubber.scrubDeep(options.base, ctx),
+      redact: {
+        paths: [...REDACT_PATHS],
+        censor: (_value: unknown, path: string[]) => redactionMarker(path.at(-1) ?? "field"),
+      },
+      hooks: {
+        logMethod(args: unknown[], method: (...a: unknown[]) => void) {
+          const safe = args.map((a) =>
+            typeof a === "string" ? scrubber.scrub(a, ctx) : a instanceof Error ? scrubError(a, scrubber) : a,
+          );
+          method.apply(this, safe);
+        },
+      },
+      formatters: {
+        log: (obj: Record<string, unknown>) => scrubber.scrubDeep(obj, ctx),
+        bindings: (bindings: Record<string, unknown>) => scrubber.scrubDeep(bindings, ctx),
+      },
+    },
+    destination,
+  );
+}
