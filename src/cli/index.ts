@@ -23,3 +23,13 @@ export {
 export { projectSlug, sessionFilePath, captureSessionFile, restoreSessionFile } from "./session-file.ts";
 export { installSkill, injectSkills, pointClaudeMdAtSkills, prepareSkillAddDir, SKILLS_DIR, type SkillAddDir } from "./skills.ts";
 export { type Logger, silentLogger } from "./logger.ts";
+export {
+  InMemorySessionStore,
+  runThreadTurn,
+  type SessionStore,
+  type StoredSession,
+  type ThreadTurnOptions,
+  type ThreadTurnOutcome,
+  type ThreadTurnHandle,
+  type FreshReason,
+} from "./sessions.ts";

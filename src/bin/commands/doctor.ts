@@ -1,0 +1,53 @@
+// `turnstream doctor [--cwd DIR]`: is this machine ready to run turns? One line per check.
+import { parseArgs } from "node:util";
+import { resolve } from "node:path";
+import { runChecks, type CheckResult } from "../../cli/probe.ts";
+
+export const summary = "check the claude CLI, the cwd, auth, and a live stream-json probe turn";
+
+const USAGE = `usage: turnstream doctor [--cwd DIR] [--claude-bin PATH] [--timeout-ms N]
+
+Checks: the claude CLI is found and runs (version); the cwd is absolute and creatable; API auth is
+available (API key or auth token in the environment, or a subscription credential); a live probe
+turn ("Respond with hello.") through stream-json finishes within the limit (default 45 s).
+Exits non-zero when a check fails.
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        cwd: { type: "string" },
+        "claude-bin": { type: "string" },
+        "timeout-ms": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    process.stderr.write(`turnstream doctor: ${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (values.help === true) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const timeout = values["timeout-ms"] === undefined ? undefined : Number(values["timeout-ms"]);
+  if (timeout !== undefined && (!Number.isInteger(timeout) || timeout <= 0)) {
+    process.stderr.write("turnstream doctor: --timeout-ms must be a positive integer\n");
+    return 2;
+  }
+  // A relative --cwd is reported as such (the CLI needs an absolute one); no --cwd means here.
+  const cwd = values.cwd ?? resolve(process.cwd());
+  const results = await runChecks(
+    {
+      cwd,
+      ...(values["claude-bin"] === undefined ? {} : { claudeBin: values["claude-bin"] }),
+      ...(timeout === undefined ? {} : { probeTimeoutMs: timeout }),
+    },
+    (r: CheckResult) => process.stdout.write(`${r.status.padEnd(4)}  ${r.name.padEnd(5)}  ${r.detail}\n`),
+  );
+  return results.some((r) => r.status === "fail") ? 1 : 0;
+}

@@ -1,0 +1,110 @@
+// Health checks behind `turnstream doctor`: the binary, the cwd, auth, and one live turn.
+import { execFile } from "node:child_process";
+import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
+import { isAbsolute, join } from "node:path";
+import { createConfigHome, operatorConfigDir, CREDENTIALS_FILE } from "./config-home.ts";
+import { envAuth } from "./env.ts";
+import { ClaudeCodeCliError } from "./errors.ts";
+import { resolveClaudeBin } from "./resolve-bin.ts";
+import { runTurn } from "./run-turn.ts";
+
+export type CheckStatus = "pass" | "warn" | "fail";
+export interface CheckResult {
+  name: string;
+  status: CheckStatus;
+  detail: string;
+}
+
+export const PROBE_PROMPT = "Respond with hello.";
+
+export function cliVersion(bin: string, timeoutMs = 15000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(bin, ["--version"], { timeout: timeoutMs, env: { ...process.env, FORCE_COLOR: "0" } }, (err, stdout) => {
+      if (err !== null) reject(err);
+      else resolve(stdout.trim());
+    });
+  });
+}
+
+export interface DoctorOptions {
+  cwd: string;
+  env?: Record<string, string | undefined>;
+  claudeBin?: string;
+  probeTimeoutMs?: number;
+  instanceRoot?: string;
+}
+
+export async function runChecks(options: DoctorOptions, onResult: (r: CheckResult) => void = () => {}): Promise<CheckResult[]> {
+  const env = options.env ?? process.env;
+  const results: CheckResult[] = [];
+  const report = (name: string, status: CheckStatus, detail: string): void => {
+    const r = { name, status, detail };
+    results.push(r);
+    onResult(r);
+  };
+
+  let bin: string | undefined;
+  try {
+    bin = resolveClaudeBin({ claudeBin: options.claudeBin, env });
+    report("cli", "pass", `${bin} (${await cliVersion(bin)})`);
+  } catch (err) {
+    report("cli", "fail", bin === undefined ? (err as Error).message : `${bin} does not run: ${(err as Error).message.split("\n")[0]}`);
+    bin = undefined;
+  }
+
+  let cwdOk = false;
+  if (!isAbsolute(options.cwd)) report("cwd", "fail", `${options.cwd} is not an absolute path; pass --cwd /absolute/dir`);
+  else {
+    try {
+      const existed = existsSync(options.cwd);
+      mkdirSync(options.cwd, { recursive: true });
+      accessSync(options.cwd, constants.W_OK | constants.X_OK);
+      cwdOk = true;
+      report("cwd", "pass", `${options.cwd} ${existed ? "exists and is writable" : "created"}`);
+    } catch (err) {
+      report("cwd", "fail", `${options.cwd} cannot be created or written (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+    }
+  }
+
+  const viaEnv = envAuth(env);
+  const credential = join(operatorConfigDir(env), CREDENTIALS_FILE);
+  let authOk = true;
+  if (viaEnv !== undefined) report("auth", "pass", `from the environment (${viaEnv.replace("_", " ")})`);
+  else if (existsSync(credential)) report("auth", "pass", `subscription credential at ${credential}`);
+  else {
+    authOk = false;
+    report("auth", "fail", `no ANTHROPIC_API_KEY / auth token in the environment and no credential at ${credential}; run \`claude auth login\``);
+  }
+
+  if (bin === undefined || !cwdOk || !authOk) {
+    report("probe", "fail", "skipped: fix the failures above first");
+    return results;
+  }
+  const limit = options.probeTimeoutMs ?? 45000;
+  try {
+    const h = runTurn({
+      cwd: options.cwd,
+      prompt: PROBE_PROMPT,
+      claudeBin: bin,
+      maxTurns: 1,
+      timeoutMs: limit,
+      configHome: { instanceId: "doctor", ...(options.instanceRoot === undefined ? {} : { instanceRoot: options.instanceRoot }) },
+      env: { ...env },
+    });
+    const o = await h.outcome;
+    const text = (o.resultText ?? "").trim();
+    const said = text.length > 60 ? `${text.slice(0, 60)}…` : text;
+    report(
+      "probe",
+      /hello/i.test(text) ? "pass" : "warn",
+      `stream-json turn finished in ${o.durationMs} ms (${o.lineCount} lines, session ${o.sessionId ?? "?"}); reply: ${JSON.stringify(said)}`,
+    );
+  } catch (err) {
+    const detail =
+      err instanceof ClaudeCodeCliError
+        ? `${err.message} (kind ${err.kind}${err.apiErrorStatus === undefined ? "" : `, status ${err.apiErrorStatus}`})`
+        : (err as Error).message;
+    report("probe", "fail", detail);
+  }
+  return results;
+}
