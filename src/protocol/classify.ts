@@ -83,7 +83,7 @@ export function classifyResult(result: ParsedLine | Obj, syntheticError?: string
   }
   if (o["terminal_reason"] === "max_turns") return "max_turns";
   const text = strField(o, "result") ?? "";
-  const m = /API Error: (\d{3})/.exec(text);
+  const m = /API Error:[^\n]*?\b([45]\d\d)\b/.exec(text);
   if (m) {
     const k = kindOfStatus(Number(m[1]));
     if (k !== undefined) return k;
