@@ -117,7 +117,7 @@ async function main(): Promise<void> {
     return;
   }
   const mb = Number(values.mb ?? "110");
-  const reps = Number(values.reps ?? "2");
+  const reps = Number(values.reps ?? "3");
   let lines = sampleLines();
   let source = "test/fixtures/cli/*.jsonl";
   if (lines.length === 0) {
