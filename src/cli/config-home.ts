@@ -74,7 +74,7 @@ export class NoAuthError extends ClaudeCodeCliError {
     super(
       `no Claude credential at ${credentialPath} and no API auth in the environment; run \`claude auth login\` ` +
         `as the operator, or set ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN / Bedrock or Vertex settings in the run's env`,
-      { kind: "no_auth", retryable: false },
+      { kind: "auth", retryable: false },
     );
   }
 }

@@ -6,9 +6,20 @@ import { isAbsolute, join } from "node:path";
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
-/** The CLI's project folder name for a cwd: every character that is not an ASCII letter or digit becomes `-`. */
+const MAX_SLUG = 200;
+
+/**
+ * The CLI's project folder name for a cwd (measured against 2.1.332): every UTF-16 code unit that is
+ * not an ASCII letter or digit becomes `-`; a result longer than 200 characters is cut to 200 and
+ * gets `-<hash>` appended, the hash being the 32-bit `h = h*31 + code` of the whole cwd, absolute
+ * value, base 36.
+ */
 export function projectSlug(cwd: string): string {
-  return cwd.replace(/[^A-Za-z0-9]/g, "-");
+  const slug = cwd.replace(/[^A-Za-z0-9]/g, "-");
+  if (slug.length <= MAX_SLUG) return slug;
+  let h = 0;
+  for (let i = 0; i < cwd.length; i++) h = ((h << 5) - h + cwd.charCodeAt(i)) | 0;
+  return `${slug.slice(0, MAX_SLUG)}-${Math.abs(h).toString(36)}`;
 }
 
 export function sessionFilePath(configDir: string, cwd: string, sessionId: string): string {

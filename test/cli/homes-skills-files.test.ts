@@ -1,0 +1,182 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, symlinkSync, utimesSync, writeFileSync, lstatSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  captureSessionFile,
+  ClaudeCodeCliError,
+  createConfigHome,
+  defaultInstanceRoot,
+  injectSkills,
+  NoAuthError,
+  pointClaudeMdAtSkills,
+  prepareSkillAddDir,
+  projectSlug,
+  restoreSessionFile,
+  sessionFilePath,
+  sweep,
+  type Logger,
+} from "../../src/cli/index.ts";
+
+const tmp = (p: string): string => mkdtempSync(join(tmpdir(), p));
+
+function recordingLogger(): Logger & { warnings: string[] } {
+  const warnings: string[] = [];
+  const noop = (): void => {};
+  return { warnings, debug: noop, info: noop, error: noop, warn: (o: object | string, m?: string) => void warnings.push(typeof o === "string" ? o : (m ?? "")) };
+}
+
+test("instance root defaults to the user data dir, not tmp", () => {
+  assert.equal(defaultInstanceRoot({ XDG_DATA_HOME: "/data", HOME: "/h" }), "/data/turnstream");
+  assert.equal(defaultInstanceRoot({ HOME: "/h" }), "/h/.local/share/turnstream");
+});
+
+test("config home: 0700, only a 0600 credential copy, own temp dirs; teardown removes it; rewrite warns", () => {
+  const root = tmp("ts-root-");
+  const operator = tmp("ts-op-");
+  writeFileSync(join(operator, ".credentials.json"), '{"claudeAiOauth":{"refreshToken":"r1"}}', { mode: 0o644 });
+  writeFileSync(join(operator, "settings.json"), "{}");
+  const logger = recordingLogger();
+  const home = createConfigHome({ instanceId: "inst-a", instanceRoot: root, operatorConfigDir: operator, runEnv: {}, logger });
+  assert.equal(home.auth, "credential");
+  assert.equal(home.dir, join(root, "instances", "inst-a", "config-homes", home.runId));
+  assert.equal(statSync(home.dir).mode & 0o777, 0o700);
+  assert.deepEqual(readdirSync(home.dir).sort(), [".credentials.json", "run", "tmp"]);
+  assert.equal(statSync(join(home.dir, ".credentials.json")).mode & 0o777, 0o600);
+  assert.equal(home.env["CLAUDE_CONFIG_DIR"], home.dir);
+  for (const k of ["TMPDIR", "CLAUDE_CODE_TMPDIR", "XDG_RUNTIME_DIR"]) assert.ok(home.env[k]!.startsWith(home.dir + "/"), k);
+  // While it runs, a sweep with threshold 0 must leave it alone (live lock).
+  assert.deepEqual(sweep({ instanceId: "inst-a", instanceRoot: root, olderThanMs: 0 }).live, [home.runId]);
+  writeFileSync(join(home.dir, ".credentials.json"), '{"claudeAiOauth":{"refreshToken":"r2"}}');
+  home.teardown();
+  assert.equal(existsSync(home.dir), false);
+  assert.equal(logger.warnings.length, 1);
+  assert.match(logger.warnings[0]!, /rewrote the per-run credential copy/);
+  // An unchanged copy does not warn.
+  const quiet = recordingLogger();
+  createConfigHome({ instanceId: "inst-a", instanceRoot: root, operatorConfigDir: operator, logger: quiet }).teardown();
+  assert.deepEqual(quiet.warnings, []);
+});
+
+test("config home: no credential and no env auth is refused naming `claude auth login`; env auth gets an empty home", () => {
+  const root = tmp("ts-root-");
+  const operator = tmp("ts-op-");
+  assert.throws(
+    () => createConfigHome({ instanceId: "i", instanceRoot: root, operatorConfigDir: operator, runEnv: { PATH: "/bin" } }),
+    (err: unknown) => err instanceof NoAuthError && err instanceof ClaudeCodeCliError && err.kind === "auth" && /claude auth login/.test(err.message),
+  );
+  for (const runEnv of [{ ANTHROPIC_API_KEY: "k" }, { ANTHROPIC_AUTH_TOKEN: "t" }, { CLAUDE_CODE_USE_BEDROCK: "1" }, { CLAUDE_CODE_USE_VERTEX: "1" }]) {
+    const home = createConfigHome({ instanceId: "i", instanceRoot: root, operatorConfigDir: operator, runEnv });
+    assert.equal(home.auth, "env");
+    assert.deepEqual(readdirSync(home.dir).sort(), ["run", "tmp"]);
+    home.teardown();
+  }
+});
+
+test("sweep: removes old orphans of this instance only; never a live or young one, never another instance's; never throws", async () => {
+  const root = tmp("ts-root-");
+  const homes = (inst: string): string => join(root, "instances", inst, "config-homes");
+  const orphan = (inst: string, name: string, ageMs: number): string => {
+    const d = join(homes(inst), name);
+    mkdirSync(d, { recursive: true });
+    const t = (Date.now() - ageMs) / 1000;
+    utimesSync(d, t, t);
+    return d;
+  };
+  const old = orphan("mine", "old-orphan", 3_600_000);
+  const young = orphan("mine", "young-orphan", 1000);
+  const theirs = orphan("other", "their-old", 3_600_000);
+  // An old home whose lock names a live process (a child we own) is live.
+  const child = spawn(process.execPath, ["-e", "process.stdin.resume()"], { stdio: ["pipe", "ignore", "ignore"] });
+  await new Promise((r) => child.once("spawn", r));
+  const liveHome = orphan("mine", "live-run", 3_600_000);
+  mkdirSync(join(root, "instances", "mine", "live"), { recursive: true });
+  writeFileSync(join(root, "instances", "mine", "live", "live-run.lock"), JSON.stringify({ pid: child.pid, runId: "live-run" }));
+  // An old home whose lock owner is dead is an orphan.
+  const deadHome = orphan("mine", "dead-owner", 3_600_000);
+  writeFileSync(join(root, "instances", "mine", "live", "dead-owner.lock"), JSON.stringify({ pid: 2 ** 22 + 12345, runId: "dead-owner" }));
+  const r = sweep({ instanceId: "mine", instanceRoot: root, olderThanMs: 600_000 });
+  child.stdin!.end();
+  assert.deepEqual(r.removed.sort(), ["dead-owner", "old-orphan"]);
+  assert.deepEqual(r.live, ["live-run"]);
+  assert.deepEqual(r.young, ["young-orphan"]);
+  assert.equal(existsSync(old), false);
+  assert.equal(existsSync(deadHome), false);
+  assert.equal(existsSync(young), true);
+  assert.equal(existsSync(liveHome), true);
+  assert.equal(existsSync(theirs), true);
+  assert.doesNotThrow(() => sweep({ instanceId: "../other", instanceRoot: root, olderThanMs: 0 }));
+  assert.equal(existsSync(theirs), true);
+  assert.doesNotThrow(() => sweep({ instanceId: "nothing-here", instanceRoot: "/proc/nonexistent", olderThanMs: 0 }));
+});
+
+test("session files: slug rule incl. the long-path hash; capture and restore round trip; ids validated", () => {
+  assert.equal(projectSlug("/tmp/a b.c_d-é"), "-tmp-a-b-c-d--");
+  assert.equal(projectSlug("/x😀"), "-x--");
+  const long = "/" + "L".repeat(150) + "/" + "M".repeat(120);
+  const s = projectSlug(long);
+  assert.equal(s.length > 200, true);
+  assert.match(s, /^-L{150}-M{48}-[0-9a-z]+$/);
+  const a = tmp("ts-cfg-");
+  const b = tmp("ts-cfg-");
+  assert.equal(captureSessionFile(a, "/w/x", "abc"), undefined);
+  const path = restoreSessionFile(b, "/w/x", "abc", Buffer.from("line\n"));
+  assert.equal(path, join(b, "projects", "-w-x", "abc.jsonl"));
+  assert.deepEqual(captureSessionFile(b, "/w/x", "abc"), Buffer.from("line\n"));
+  assert.throws(() => sessionFilePath(a, "/w", "../../etc/passwd"));
+  assert.throws(() => sessionFilePath(a, "rel", "abc"));
+});
+
+function skillSource(name: string, body = "Say the word PINEAPPLE."): string {
+  const d = tmp("ts-skill-");
+  mkdirSync(join(d, name));
+  writeFileSync(join(d, name, "SKILL.md"), `---\nname: ${name}\ndescription: test skill ${name}\n---\n${body}\n`);
+  writeFileSync(join(d, name, "extra.txt"), "resource");
+  return join(d, name);
+}
+
+test("skills (claude-md): copied under .skills, CLAUDE.md kept, instruction once, only new skills appended", () => {
+  const cwd = tmp("ts-cwd-");
+  writeFileSync(join(cwd, "CLAUDE.md"), "# Project rules\nBe brief.");
+  injectSkills(cwd, [{ name: "alpha", path: skillSource("alpha") }]);
+  assert.equal(readFileSync(join(cwd, ".skills", "alpha", "extra.txt"), "utf8"), "resource");
+  injectSkills(cwd, [{ name: "alpha", path: skillSource("alpha") }, { name: "beta", path: join(skillSource("beta"), "SKILL.md") }]);
+  const md = readFileSync(join(cwd, "CLAUDE.md"), "utf8");
+  assert.ok(md.startsWith("# Project rules\nBe brief.\n"));
+  assert.equal(md.split("turnstream:skills").length - 1, 1);
+  assert.equal(md.split(".skills/alpha/SKILL.md").length - 1, 1);
+  assert.equal(md.split(".skills/beta/SKILL.md").length - 1, 1);
+  assert.match(md, /test skill beta/);
+  // A skill dropped in by hand is picked up; a second call adds nothing.
+  mkdirSync(join(cwd, ".skills", "gamma"));
+  writeFileSync(join(cwd, ".skills", "gamma", "SKILL.md"), "gamma");
+  assert.deepEqual(pointClaudeMdAtSkills(cwd), ["gamma"]);
+  assert.deepEqual(pointClaudeMdAtSkills(cwd), []);
+});
+
+test("skills: names and paths validated, nothing written outside the target", () => {
+  const cwd = tmp("ts-cwd-");
+  const src = skillSource("ok");
+  for (const bad of [{ name: "..", path: src }, { name: "a/../../x", path: src }, { name: "/abs", path: src }, { name: "ok", path: "relative/path" }]) {
+    assert.throws(() => injectSkills(cwd, [bad]), (e: unknown) => e instanceof ClaudeCodeCliError && e.kind === "bad_options");
+  }
+  // `.skills` as a link out of the cwd is refused.
+  const cwd2 = tmp("ts-cwd-");
+  const elsewhere = tmp("ts-elsewhere-");
+  symlinkSync(elsewhere, join(cwd2, ".skills"));
+  assert.throws(() => injectSkills(cwd2, [{ name: "ok", path: src }]), /outside the cwd/);
+  assert.deepEqual(readdirSync(elsewhere), []);
+});
+
+test("skills (add-dir): temp dir with .claude/skills/<name> links, removed by cleanup", () => {
+  const src = skillSource("linked");
+  const d = prepareSkillAddDir([{ name: "linked", path: src }]);
+  const p = join(d.dir, ".claude", "skills", "linked");
+  assert.ok(lstatSync(p).isSymbolicLink());
+  assert.match(readFileSync(join(p, "SKILL.md"), "utf8"), /PINEAPPLE/);
+  d.cleanup();
+  assert.equal(existsSync(d.dir), false);
+  assert.equal(existsSync(src), true);
+});

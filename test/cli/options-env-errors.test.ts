@@ -1,0 +1,136 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  buildArgs,
+  buildEnv,
+  ClaudeCodeCliError,
+  CliNotFoundError,
+  LostSessionError,
+  resolveClaudeBin,
+  runTurn,
+  validateRunTurnOptions,
+} from "../../src/cli/index.ts";
+
+function kindOf(fn: () => unknown): { kind: string; message: string } {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof ClaudeCodeCliError, `expected ClaudeCodeCliError, got ${String(err)}`);
+    return { kind: err.kind, message: err.message };
+  }
+  assert.fail("expected a throw");
+}
+
+test("bad options become bad_options naming the field, before anything spawns", () => {
+  assert.deepEqual(kindOf(() => runTurn({ cwd: "relative/dir" })).kind, "bad_options");
+  assert.match(kindOf(() => runTurn({ cwd: "relative/dir" })).message, /`cwd`/);
+  assert.match(kindOf(() => runTurn({ cwd: "/tmp", maxTurns: 0 })).message, /`maxTurns`/);
+  assert.match(kindOf(() => runTurn({ cwd: "/tmp", addDirs: ["/ok", "rel"] })).message, /`addDirs\.1`/);
+  assert.match(kindOf(() => runTurn({ cwd: "/tmp", resume: "../../etc" })).message, /`resume`/);
+  assert.match(kindOf(() => runTurn({ cwd: "/tmp", bogus: 1 } as never)).message, /`bogus`.*unknown option/);
+  assert.match(kindOf(() => runTurn({ cwd: "/tmp", skills: [{ name: "../x", path: "/a" }] })).message, /`skills\.0\.name`/);
+});
+
+test("skipPermissions as root without sandboxed is refused before spawning, saying why", () => {
+  const r = kindOf(() => runTurn({ cwd: "/tmp", skipPermissions: true, claudeBin: "/nonexistent/claude" }));
+  // Not root: no refusal, so the next check (the binary) fails instead.
+  assert.equal(r.kind, process.getuid?.() === 0 ? "bad_options" : "cli_not_found");
+  if (r.kind !== "bad_options") return;
+  assert.match(r.message, /IS_SANDBOX=1/);
+  assert.match(r.message, /sandboxed: true/);
+});
+
+test("args: fixed stream-json prefix, one flag per option, prompt never in argv", () => {
+  const o = validateRunTurnOptions({
+    cwd: "/w",
+    prompt: "SECRET PROMPT",
+    model: "m",
+    resume: "abc-123",
+    forkSession: true,
+    permissionMode: "plan",
+    addDirs: ["/a", "/b"],
+    maxTurns: 3,
+    maxBudgetUsd: 0.5,
+    allowedTools: ["Read", "Bash(git:*)"],
+    disallowedTools: ["Write"],
+    includePartialMessages: true,
+    includeHookEvents: true,
+    settingsFile: "/s.json",
+    extraArgs: ["--effort", "low"],
+  });
+  const args = buildArgs(o);
+  assert.deepEqual(args.slice(0, 4), ["-p", "--output-format", "stream-json", "--verbose"]);
+  assert.ok(!args.some((a) => a.includes("SECRET")));
+  for (const want of [
+    ["--model", "m"],
+    ["--resume", "abc-123"],
+    ["--permission-mode", "plan"],
+    ["--max-turns", "3"],
+    ["--max-budget-usd", "0.5"],
+    ["--settings", "/s.json"],
+  ]) {
+    const i = args.indexOf(want[0]!);
+    assert.ok(i > 0, want[0]);
+    assert.equal(args[i + 1], want[1]);
+  }
+  for (const flag of ["--fork-session", "--add-dir=/a", "--add-dir=/b", "--allowed-tools=Read,Bash(git:*)", "--disallowed-tools=Write", "--include-partial-messages", "--include-hook-events"]) {
+    assert.ok(args.includes(flag), flag);
+  }
+  assert.deepEqual(args.slice(-2), ["--effort", "low"]);
+});
+
+test("env: host, overlay on top (undefined removes), FORCE_COLOR=0 last; isolate strips inherited CLAUDE_*/ANTHROPIC_*", () => {
+  const host = { PATH: "/bin", HOME: "/h", ANTHROPIC_API_KEY: "host-key", CLAUDE_CONFIG_DIR: "/host/cfg", KEEP: "1", DROP: "x", FORCE_COLOR: "3" };
+  const e = buildEnv({ host, overlay: { DROP: undefined, NEW: "n", FORCE_COLOR: "1" } });
+  assert.equal(e["KEEP"], "1");
+  assert.equal(e["NEW"], "n");
+  assert.equal("DROP" in e, false);
+  assert.equal(e["FORCE_COLOR"], "0");
+  assert.equal(e["ANTHROPIC_API_KEY"], "host-key");
+  const iso = buildEnv({ host, overlay: { ANTHROPIC_BASE_URL: "http://x" }, isolate: true });
+  assert.equal("ANTHROPIC_API_KEY" in iso, false);
+  assert.equal("CLAUDE_CONFIG_DIR" in iso, false);
+  assert.equal(iso["ANTHROPIC_BASE_URL"], "http://x");
+  assert.equal(iso["PATH"], "/bin");
+  assert.equal(iso["HOME"], "/h");
+});
+
+test("binary resolution: option, then CLAUDE_BIN, then the pinned package; not found names both knobs", () => {
+  const dir = mkdtempSync(join(tmpdir(), "ts-bin-"));
+  const fake = join(dir, "claude");
+  writeFileSync(fake, "#!/bin/sh\necho 1\n");
+  chmodSync(fake, 0o755);
+  assert.equal(resolveClaudeBin({ claudeBin: fake, env: { CLAUDE_BIN: "/nope" } }), fake);
+  assert.equal(resolveClaudeBin({ env: { CLAUDE_BIN: fake } }), fake);
+  assert.match(resolveClaudeBin({ env: { PATH: "" } }), /@anthropic-ai\/claude-code\/bin\/claude(\.exe)?$/);
+  for (const fn of [() => resolveClaudeBin({ claudeBin: join(dir, "missing") }), () => resolveClaudeBin({ env: { CLAUDE_BIN: join(dir, "missing") } })]) {
+    assert.throws(fn, (err: unknown) => {
+      assert.ok(err instanceof CliNotFoundError);
+      assert.equal(err.kind, "cli_not_found");
+      assert.match(err.message, /claudeBin/);
+      assert.match(err.message, /CLAUDE_BIN/);
+      return true;
+    });
+  }
+  // Through runTurn: the same error, before spawning.
+  assert.equal(kindOf(() => runTurn({ cwd: dir, claudeBin: join(dir, "missing") })).kind, "cli_not_found");
+});
+
+test("errors: stderr kept but not enumerable and not in the message; structured fields readonly", () => {
+  const e = new ClaudeCodeCliError("the claude CLI reported auth", { kind: "auth", exitCode: 1, stderr: "token sk-ant-xyz leaked", apiErrorStatus: 401, errors: ["x"] });
+  assert.equal(e.stderr, "token sk-ant-xyz leaked");
+  assert.equal(Object.keys(e).includes("stderr"), false);
+  assert.equal(JSON.stringify(e).includes("sk-ant"), false);
+  assert.equal(e.message.includes("sk-ant"), false);
+  assert.equal(e.retryable, false);
+  assert.equal(new ClaudeCodeCliError("t", { kind: "timeout" }).retryable, true);
+  const lost = new LostSessionError("sess-1", "thread-9", { exitCode: 1, cause: new Error("c") });
+  assert.ok(lost instanceof ClaudeCodeCliError);
+  assert.equal(lost.kind, "lost_session");
+  assert.equal(lost.sessionId, "sess-1");
+  assert.equal(lost.threadId, "thread-9");
+  assert.ok(lost.cause instanceof Error);
+});
