@@ -51,6 +51,10 @@ export interface TurnHandle {
   /** The CLI's pid (leader of its own process group). */
   readonly pid: number | undefined;
   readonly configHome: ConfigHome | undefined;
+  /** Value of TURNSTREAM_TREE in the CLI's environment: every process of this run's tree inherits it. */
+  readonly treeMarker: string;
+  /** The watchdog's pid (undefined with `watchdog: false`). */
+  readonly watchdogPid: number | undefined;
   /** Ends the whole tree (TERM, then KILL after killGraceMs); the outcome rejects with kind `killed`. */
   kill(): void;
 }
@@ -371,6 +375,8 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
     outcome,
     pid: child.pid,
     configHome: ctx.home,
+    treeMarker: ctx.marker,
+    watchdogPid: watchdog?.pid,
     kill: () => terminate("killed"),
   };
 }

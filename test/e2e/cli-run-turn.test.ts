@@ -1,0 +1,116 @@
+// runTurn against the real CLI and a scripted loopback model server.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ClaudeCodeCliError, LostSessionError, runTurn, type RunTurnOptions } from "../../src/cli/index.ts";
+import type { ParsedLine } from "../../src/protocol/index.ts";
+import { startScriptedServer, type Step } from "../cli/_model.ts";
+import { alive, cmdline, hermeticEnv, treeMembers, waitUntil } from "../cli/_support.ts";
+
+async function withServer<T>(script: Step[], fn: (url: string, s: Awaited<ReturnType<typeof startScriptedServer>>) => Promise<T>): Promise<T> {
+  const s = await startScriptedServer(script);
+  try {
+    return await fn(s.url, s);
+  } finally {
+    await s.close();
+  }
+}
+
+const cwdDir = (): string => mkdtempSync(join(tmpdir(), "ts-cwd-"));
+
+test("streams lines as printed, prompt on stdin only, result settles the outcome, nothing left running", async () => {
+  await withServer([{ text: "four" }], async (url, server) => {
+    const prompt = "What is 2+2? secret-prompt-marker";
+    const h = runTurn({ cwd: cwdDir(), prompt, env: hermeticEnv(url) });
+    assert.ok(h.pid !== undefined);
+    assert.equal(cmdline(h.pid).includes("secret-prompt-marker"), false);
+    const seen: ParsedLine[] = [];
+    let aliveAtFirstLine: boolean | undefined;
+    for await (const l of h.lines) {
+      aliveAtFirstLine ??= alive(h.pid);
+      seen.push(l);
+    }
+    const o = await h.outcome;
+    assert.equal(aliveAtFirstLine, true, "the first line arrives while the CLI still runs");
+    assert.ok(seen.some((l) => l.type === "system/init"));
+    assert.equal(seen.at(-1)?.type, "result/success");
+    assert.equal(o.resultText, "four");
+    assert.match(o.sessionId ?? "", /^[0-9a-f-]{36}$/);
+    assert.equal(o.lineCount, seen.length);
+    assert.equal(o.exitCode, 0);
+    assert.equal(o.auth, "inherited");
+    assert.ok(JSON.stringify(server.requests()[0]).includes("secret-prompt-marker"));
+    assert.deepEqual(treeMembers(h.treeMarker), []);
+    assert.equal(alive(h.watchdogPid!), false, "watchdog gone after a healthy turn");
+  });
+});
+
+test("API error: result envelope decides (kind, status), message has no stderr", async () => {
+  await withServer([{ error: { status: 401, type: "authentication_error", message: "invalid x-api-key" } }], async (url) => {
+    const h = runTurn({ cwd: cwdDir(), prompt: "hi", env: hermeticEnv(url) });
+    const err = await h.outcome.then(
+      () => assert.fail("expected failure"),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ClaudeCodeCliError);
+    assert.equal(err.kind, "auth");
+    assert.equal(err.apiErrorStatus, 401);
+    assert.equal(err.retryable, false);
+    assert.equal(Object.keys(err).includes("stderr"), false);
+    assert.ok(err.stderr === "" || !err.message.includes(err.stderr));
+  });
+});
+
+test("resume of an unknown session is a LostSessionError", async () => {
+  await withServer([{ text: "never" }], async (url, server) => {
+    const h = runTurn({ cwd: cwdDir(), prompt: "hi", resume: "6f1c1e0e-0000-4000-8000-000000000000", threadId: "t-1", env: hermeticEnv(url) });
+    const err = await h.outcome.then(() => assert.fail("expected failure"), (e: unknown) => e);
+    assert.ok(err instanceof LostSessionError);
+    assert.equal(err.sessionId, "6f1c1e0e-0000-4000-8000-000000000000");
+    assert.equal(err.threadId, "t-1");
+    assert.equal(err.exitCode, 1);
+    assert.equal(server.requests().length, 0);
+  });
+});
+
+const SLEEPERS = "nohup sleep 300 >/dev/null 2>&1 & setsid sleep 301 >/dev/null 2>&1 & sleep 302 & echo started";
+
+/** Starts a turn whose Bash call leaves background sleepers, then the model hangs. */
+async function hungTurnWithSleepers(url: string, extra: Partial<RunTurnOptions>): Promise<{ h: ReturnType<typeof runTurn>; sleepers: number[] }> {
+  const h = runTurn({ cwd: cwdDir(), prompt: "run it", skipPermissions: true, sandboxed: true, env: hermeticEnv(url), killGraceMs: 1000, ...extra });
+  const it = h.lines[Symbol.asyncIterator]();
+  for (;;) {
+    const r = await it.next();
+    assert.equal(r.done, false, "tool result line before the end");
+    if (r.value.type === "user" && r.value.raw.includes("started")) break;
+  }
+  // The shell forks them before they exec `sleep`: wait until all three are sleeping.
+  const find = (): number[] => treeMembers(h.treeMarker).filter((p) => /^sleep 30[012]$/.test(cmdline(p)));
+  await waitUntil(() => find().length === 3, 3000, "three background sleepers");
+  const sleepers = find();
+  void (async () => {
+    for (let r = await it.next(); r.done !== true; r = await it.next());
+  })();
+  return { h, sleepers };
+}
+
+for (const mode of ["inactivity", "timeout", "aborted", "killed"] as const) {
+  test(`${mode}: the whole tree ends, Bash background sleepers included (checked in /proc)`, async () => {
+    await withServer([{ tool: { name: "Bash", input: { command: SLEEPERS, description: "start sleepers" } } }, { hang: true }], async (url) => {
+      const ac = new AbortController();
+      const extra: Partial<RunTurnOptions> =
+        mode === "inactivity" ? { inactivityTimeoutMs: 800 } : mode === "timeout" ? { timeoutMs: 2500 } : mode === "aborted" ? { signal: ac.signal } : {};
+      const { h, sleepers } = await hungTurnWithSleepers(url, extra);
+      assert.equal(sleepers.length, 3, "three background sleepers before the kill");
+      if (mode === "aborted") ac.abort();
+      if (mode === "killed") h.kill();
+      const err = await h.outcome.then(() => assert.fail("expected failure"), (e: unknown) => e);
+      assert.ok(err instanceof ClaudeCodeCliError);
+      assert.equal(err.kind, mode);
+      await waitUntil(() => [h.pid!, ...sleepers].every((p) => !alive(p)), 2000, "tree gone");
+      assert.deepEqual(treeMembers(h.treeMarker), []);
+    });
+  });
+}
