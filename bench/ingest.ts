@@ -12,7 +12,7 @@ const { values } = parseArgs({
   options: {
     events: { type: "string", default: "200000" },
     url: { type: "string" },
-    batch: { type: "string", default: "512" },
+    batch: { type: "string", default: "1024" },
   },
 });
 const total = Number(values.events);
