@@ -1,0 +1,67 @@
+// The host dies or exits mid-turn: nothing of the CLI's tree may survive (checked in /proc).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startScriptedServer } from "../cli/_model.ts";
+import { alive, cmdline, treeMembers, waitUntil } from "../cli/_support.ts";
+
+const SLEEPERS = "nohup sleep 300 >/dev/null 2>&1 & setsid sleep 301 >/dev/null 2>&1 & echo started";
+const hostScript = join(import.meta.dirname, "..", "cli", "_host.ts");
+
+async function startHost(mode: string): Promise<{ host: ReturnType<typeof spawn>; info: { cli: number; marker: string; watchdog?: number }; exited: Promise<number | null> }> {
+  const server = await startScriptedServer([{ tool: { name: "Bash", input: { command: SLEEPERS, description: "sleepers" } } }, { hang: true }]);
+  const host = spawn(process.execPath, [hostScript], {
+    env: { ...process.env, MODEL_URL: server.url, HOST_MODE: mode, RUN_CWD: mkdtempSync(join(tmpdir(), "ts-host-cwd-")) },
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  const exited = new Promise<number | null>((r) => host.once("exit", (code) => r(code)));
+  exited.then(() => server.close(), () => server.close());
+  let out = "";
+  const info = await new Promise<{ cli: number; marker: string; watchdog?: number }>((resolve, reject) => {
+    host.stdout!.on("data", (c: Buffer) => {
+      out += c.toString();
+      const nl = out.indexOf("\n");
+      if (nl !== -1) resolve(JSON.parse(out.slice(0, nl)));
+    });
+    host.once("exit", () => reject(new Error("host exited before the CLI ran the Bash call")));
+  });
+  return { host, info, exited };
+}
+
+async function assertTreeDies(marker: string, cli: number, timeoutMs: number): Promise<void> {
+  const before = treeMembers(marker);
+  assert.ok(before.includes(cli));
+  await waitUntil(() => treeMembers(marker).filter((p) => /^sleep 30[01]$/.test(cmdline(p))).length === 2 || treeMembers(marker).length === 0, 3000, "sleepers");
+  await waitUntil(() => treeMembers(marker).length === 0 && !alive(cli), timeoutMs, "the CLI tree to be gone");
+}
+
+test("/bin/sh is dash here, so the default watchdog runs under dash", () => {
+  assert.match(readlinkSync("/bin/sh"), /dash$/);
+});
+
+for (const mode of ["wait", "dash"] as const) {
+  test(`host SIGKILLed mid-turn: the watchdog (${mode === "wait" ? "runTurn's, /bin/sh" : "explicit /usr/bin/dash"}) kills the tree incl. reparented sleepers`, async () => {
+    const { host, info, exited } = await startHost(mode);
+    assert.ok(info.watchdog !== undefined && alive(info.watchdog));
+    const sleepers = treeMembers(info.marker).filter((p) => p !== info.cli);
+    assert.ok(sleepers.length > 0, "background processes exist before the host dies");
+    host.kill("SIGKILL");
+    await exited;
+    // Watchdog polls once a second, then TERM, then KILL after 0.5 s.
+    await assertTreeDies(info.marker, info.cli, 6000);
+    assert.ok(sleepers.every((p) => !alive(p)));
+    await waitUntil(() => !alive(info.watchdog!), 3000, "the watchdog to exit");
+  });
+}
+
+for (const mode of ["exit", "throw"] as const) {
+  test(`host ${mode === "exit" ? "calls process.exit" : "dies of an uncaught exception"} mid-turn (no watchdog): its exit hook SIGKILLs the tree`, async () => {
+    const { info, exited } = await startHost(mode);
+    assert.equal(await exited, mode === "exit" ? 0 : 1);
+    // No watchdog here: only the synchronous exit hook can have done this.
+    await waitUntil(() => treeMembers(info.marker).length === 0 && !alive(info.cli), 1500, "the CLI tree to be gone");
+  });
+}
