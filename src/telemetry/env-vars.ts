@@ -1,0 +1,34 @@
+// The environment variables turnstream's processes read, for operators and for the deployment test
+// (test/deploy/compose.test.ts): every variable docker-compose.yml sets must be listed here AND be
+// read somewhere in src/ or workers/ (this file does not count), so an unused variable fails CI.
+
+export interface EnvVarDoc {
+  readonly name: string;
+  /** Where it is read. */
+  readonly readIn: string;
+  readonly meaning: string;
+}
+
+export const ENV_VARS: readonly EnvVarDoc[] = [
+  { name: "REDIS_URL", readIn: "src/log/redis.ts", meaning: "Redis holding queue and event log (default redis://127.0.0.1:6379)" },
+  { name: "REDIS_CLUSTER_NODES", readIn: "src/log/redis.ts", meaning: "host:port list; when set, connect to a Redis Cluster instead" },
+  { name: "LOG_LEVEL", readIn: "src/telemetry/logger.ts", meaning: "pino level: fatal, error, warn, info (default), debug, trace, silent" },
+  { name: "OTEL_SDK_DISABLED", readIn: "src/telemetry/otel.ts", meaning: "true turns tracing off whatever else is set" },
+  { name: "OTEL_TRACES_EXPORTER", readIn: "src/telemetry/otel.ts", meaning: "otlp (default when an endpoint is set), console, none; setting it turns tracing on" },
+  { name: "OTEL_EXPORTER_OTLP_ENDPOINT", readIn: "src/telemetry/otel.ts", meaning: "collector base URL (…/v1/traces is appended); setting it turns tracing on" },
+  { name: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", readIn: "src/telemetry/otel.ts", meaning: "full traces URL, used as is; setting it turns tracing on" },
+  { name: "OTEL_EXPORTER_OTLP_PROTOCOL", readIn: "src/telemetry/otel.ts", meaning: "http/protobuf (default) or http/json" },
+  { name: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", readIn: "src/telemetry/otel.ts", meaning: "per-signal override of the protocol" },
+  { name: "OTEL_EXPORTER_OTLP_HEADERS", readIn: "src/telemetry/otel.ts", meaning: "k=v,… headers for the collector (values are registered as secrets)" },
+  { name: "OTEL_EXPORTER_OTLP_TRACES_HEADERS", readIn: "src/telemetry/otel.ts", meaning: "per-signal headers" },
+  { name: "OTEL_EXPORTER_OTLP_TIMEOUT", readIn: "src/telemetry/otel.ts", meaning: "export timeout, ms" },
+  { name: "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", readIn: "src/telemetry/otel.ts", meaning: "per-signal export timeout, ms" },
+  { name: "OTEL_EXPORTER_OTLP_COMPRESSION", readIn: "src/telemetry/otel.ts", meaning: "gzip or none" },
+  { name: "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", readIn: "src/telemetry/otel.ts", meaning: "per-signal compression" },
+  { name: "OTEL_SERVICE_NAME", readIn: "src/telemetry/otel.ts", meaning: "service.name of the spans (default turnstream)" },
+  { name: "OTEL_RESOURCE_ATTRIBUTES", readIn: "src/telemetry/otel.ts", meaning: "k=v,… resource attributes (scrubbed before export)" },
+  { name: "ANTHROPIC_API_KEY", readIn: "src/cli/env.ts", meaning: "passed through to the claude CLI; registered as a secret by the scrubber" },
+  { name: "CLAUDE_BIN", readIn: "src/cli/resolve-bin.ts", meaning: "the claude binary to run (default: the pinned package's)" },
+];
+
+export const ENV_VAR_NAMES: ReadonlySet<string> = new Set(ENV_VARS.map((v) => v.name));

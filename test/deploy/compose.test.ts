@@ -1,0 +1,150 @@
+// Docker cannot run here, so the deployment files are checked by reading them: services and ports,
+// collector pipelines wired to defined components, collector patterns covering our secret shapes, and
+// every variable compose sets being documented and actually read by the code.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse } from "yaml";
+import { ENV_VAR_NAMES } from "../../src/telemetry/env-vars.ts";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const compose = parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), { merge: true }) as {
+  services: Record<string, Record<string, any>>;
+  volumes?: Record<string, unknown>;
+};
+const collector = parse(readFileSync(join(root, "otel", "collector.yaml"), "utf8")) as Record<string, any>;
+
+test("compose has the five services; workers scale (no container_name, no host port)", () => {
+  assert.deepEqual(Object.keys(compose.services).sort(), ["jaeger", "otel-collector", "projector", "redis", "worker"]);
+  const worker = compose.services["worker"]!;
+  assert.equal(worker["container_name"], undefined);
+  assert.equal(worker["ports"], undefined);
+  assert.deepEqual(worker["command"], ["node", "src/bin/turnstream.ts", "worker"]);
+  assert.deepEqual(compose.services["projector"]!["command"], ["node", "src/bin/turnstream.ts", "projector"]);
+  for (const [name, svc] of Object.entries(compose.services)) {
+    assert.equal(svc["container_name"], undefined, `${name} has a fixed container_name`);
+    for (const p of (svc["ports"] ?? []) as string[]) {
+      assert.match(String(p), /^127\.0\.0\.1:\d+:\d+$/, `${name} publishes ${p} beyond loopback`);
+    }
+  }
+  assert.ok(String(compose.services["otel-collector"]!["image"]).startsWith("otel/opentelemetry-collector-contrib:"));
+  assert.match(String(compose.services["jaeger"]!["image"]), /^jaegertracing\/jaeger:2\./);
+  assert.ok((compose.services["otel-collector"]!["volumes"] as string[]).some((v) => v.startsWith("./otel/collector.yaml:")));
+  const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
+  assert.match(dockerfile, /npm ci/);
+  assert.match(dockerfile, /COPY package\.json package-lock\.json/);
+});
+
+test("services reach each other by compose names that exist", () => {
+  const env = compose.services["worker"]!["environment"] as Record<string, string | null>;
+  assert.equal(new URL(env["REDIS_URL"]!).hostname, "redis");
+  assert.equal(new URL(env["OTEL_EXPORTER_OTLP_ENDPOINT"]!).hostname, "otel-collector");
+  assert.equal(new URL(env["OTEL_EXPORTER_OTLP_ENDPOINT"]!).port, "4318");
+  assert.equal(env["ANTHROPIC_API_KEY"], null, "the API key is passed through from the shell, never written");
+  const jaegerEndpoint = String(collector["exporters"]["otlp/jaeger"]["endpoint"]);
+  assert.equal(jaegerEndpoint.split(":")[0], "jaeger");
+  for (const [name, svc] of Object.entries(compose.services)) {
+    const deps = svc["depends_on"];
+    for (const d of Array.isArray(deps) ? deps : Object.keys(deps ?? {})) assert.ok(d in compose.services, `${name} depends on unknown ${d}`);
+  }
+});
+
+test("collector pipelines use only defined components, and end with redaction before export", () => {
+  const pipelines = collector["service"]["pipelines"] as Record<string, { receivers: string[]; processors: string[]; exporters: string[] }>;
+  assert.ok(pipelines["traces"] !== undefined);
+  for (const [name, p] of Object.entries(pipelines)) {
+    for (const kind of ["receivers", "processors", "exporters"] as const) {
+      assert.ok(p[kind].length > 0 || kind === "processors", `${name} has no ${kind}`);
+      for (const c of p[kind]) assert.ok(c in (collector[kind] ?? {}), `${name} uses undefined ${kind.slice(0, -1)} ${c}`);
+    }
+    const procs = p.processors;
+    assert.ok(procs.includes("redaction") && procs.some((x) => x.startsWith("transform")), `${name} lacks redaction/transform`);
+    assert.ok(procs.indexOf("transform/scrub") < procs.indexOf("redaction"));
+  }
+  for (const ext of collector["service"]["extensions"] ?? []) assert.ok(ext in collector["extensions"]);
+  assert.deepEqual(Object.keys(collector["receivers"]["otlp"]["protocols"]).sort(), ["grpc", "http"]);
+  assert.equal(collector["receivers"]["otlp"]["protocols"]["http"]["endpoint"], "0.0.0.0:4318");
+});
+
+// RE2 and JS agree on the subset the collector file uses; `(?i)` becomes the i flag.
+const toJs = (re2: string): RegExp => (re2.startsWith("(?i)") ? new RegExp(re2.slice(4), "i") : new RegExp(re2));
+
+const SAMPLES: Record<string, string> = {
+  anthropic_key: "sk-ant-api03-AbCdEf0123456789_xyz",
+  github_token: "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+  github_pat: "github_pat_11ABCDEFG0123456789_abcdefghij",
+  aws_access_key_id: "AKIAIOSFODNN7EXAMPLE",
+  aws_secret_access_key: "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+  slack_token: "xoxb-123456789012-abcdefghijkl",
+  jwt: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+  bearer_token: "Authorization: Bearer abc.DEF-123_456~xyz",
+  private_key: "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+  connection_password: "postgres://bob:hunter2@db:5432/app",
+};
+
+test("collector block patterns cover every secret shape the scrubber knows, and spare ordinary text", () => {
+  const blocked = (collector["processors"]["redaction"]["blocked_values"] as string[]).map(toJs);
+  const statements = (collector["processors"]["transform/scrub"]["trace_statements"] as Array<{ context: string; statements: string[] }>)
+    .flatMap((s) => s.statements);
+  const spanStatements = collector["processors"]["transform/scrub"]["trace_statements"].find((s: { context: string }) => s.context === "span").statements as string[];
+  const transformRegexes = spanStatements
+    .map((s) => /^replace_all_patterns\(attributes, "value", "(.*)", "[^"]*"\)$/.exec(s)?.[1])
+    .filter((s): s is string => s !== undefined)
+    .map(toJs);
+  for (const [name, sample] of Object.entries(SAMPLES)) {
+    assert.ok(blocked.some((re) => re.test(sample)), `redaction processor misses ${name}`);
+    assert.ok(transformRegexes.some((re) => re.test(sample)), `transform processor misses ${name}`);
+  }
+  for (const ordinary of ["https://example.com/docs", "bearer of news", "ASIAN", '{"input_tokens":12}', "git@github.com:o/r.git"]) {
+    assert.ok(!blocked.some((re) => re.test(ordinary)), `redaction would mask ordinary text: ${ordinary}`);
+  }
+  assert.ok(statements.includes('delete_key(attributes, "exception.stacktrace")'));
+  for (const s of statements) assert.ok(!s.includes("\\"), `backslash in OTTL statement needs double escaping: ${s}`);
+});
+
+function sourceFiles(dir: string): string[] {
+  let out: string[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    const p = join(dir, e);
+    if (statSync(p).isDirectory()) out = out.concat(sourceFiles(p));
+    else if (/\.(ts|lua)$/.test(e)) out.push(p);
+  }
+  return out;
+}
+
+// A variable counts as read when code names it: process.env.X, env.X, env["X"], or a "X" literal
+// passed to a reader. The documentation list itself does not count.
+function readInCode(name: string): string[] {
+  const files = [...sourceFiles(join(root, "src")), ...sourceFiles(join(root, "workers"))].filter(
+    (f) => !f.endsWith(join("telemetry", "env-vars.ts")),
+  );
+  const re = new RegExp(`(?:\\benv\\.${name}\\b|\\[\\s*["'\`]${name}["'\`]\\s*\\]|["'\`]${name}["'\`])`);
+  return files.filter((f) => re.test(readFileSync(f, "utf8"))).map((f) => relative(root, f));
+}
+
+test("every variable compose sets is documented in env-vars.ts and read by the code", () => {
+  const set = new Set<string>();
+  for (const svc of Object.values(compose.services)) {
+    const env = svc["environment"];
+    if (env === undefined || !String(svc["image"] ?? "").startsWith("turnstream")) continue;
+    const names = Array.isArray(env) ? env.map((e: string) => e.split("=")[0]!) : Object.keys(env);
+    for (const n of names) set.add(n);
+  }
+  assert.ok(set.size >= 4);
+  for (const name of set) {
+    assert.ok(ENV_VAR_NAMES.has(name), `${name} is set in docker-compose.yml but not documented in src/telemetry/env-vars.ts`);
+    assert.ok(readInCode(name).length > 0, `${name} is set in docker-compose.yml but nothing in src/ or workers/ reads it`);
+  }
+});
+
+test("every documented variable is read by the code (the list cannot drift)", () => {
+  for (const name of ENV_VAR_NAMES) assert.ok(readInCode(name).length > 0, `${name} is documented but not read in src/ or workers/`);
+});
