@@ -130,7 +130,7 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
     let scratch: string | undefined;
     const scratchDir = (): string => {
       if (scratch === undefined) {
-        scratch = mkdtempSync(join(home?.env["TMPDIR"] ?? tmpdir(), "turnstream-run-"));
+        scratch = mkdtempSync(join(env["TMPDIR"] ?? tmpdir(), "turnstream-run-"));
         const s = scratch;
         cleanups.push(() => rmSync(s, { recursive: true, force: true }));
       }
