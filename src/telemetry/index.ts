@@ -1,0 +1,34 @@
+// Telemetry: the scrubber every sink shares, the pino logger, error scrubbing, OTel tracing with a
+// redacting exporter, and the documented list of environment variables.
+export {
+  BUILTIN_PATTERNS,
+  createScrubber,
+  isSecretEnvName,
+  isSecretFieldName,
+  redactionMarker,
+  scrubError,
+  ScrubberConfigError,
+  valueVariants,
+  type EnvLike,
+  type ScrubContext,
+  type ScrubHook,
+  type ScrubPattern,
+  type Scrubber,
+  type ScrubberOptions,
+  type SecretValues,
+} from "./scrub.ts";
+export { createLogger, REDACT_PATHS, type CreateLoggerOptions, type Logger } from "./logger.ts";
+export { RedactingSpanExporter, scrubAttributes } from "./redacting-exporter.ts";
+export {
+  DEFAULT_SERVICE_NAME,
+  parseKeyValueList,
+  startTelemetry,
+  TelemetryConfigError,
+  TRACER_NAME,
+  tracesConfig,
+  type OtlpProtocol,
+  type StartTelemetryOptions,
+  type Telemetry,
+  type TracesConfig,
+} from "./otel.ts";
+export { ENV_VARS, ENV_VAR_NAMES, type EnvVarDoc } from "./env-vars.ts";
