@@ -1,0 +1,54 @@
+// `turnstream doctor` against the real CLI and the scripted model server: a passing and a failing probe.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startScriptedServer, type Step } from "../cli/_model.ts";
+import { hermeticEnv } from "../cli/_support.ts";
+
+const bin = join(import.meta.dirname, "..", "..", "src", "bin", "turnstream.ts");
+
+async function doctor(script: Step[], args: string[], envOver: Record<string, string | undefined> = {}): Promise<{ code: number | null; out: string; requests: number }> {
+  const server = await startScriptedServer(script);
+  try {
+    const env: Record<string, string | undefined> = { ...process.env, ...hermeticEnv(server.url), XDG_DATA_HOME: mkdtempSync(join(tmpdir(), "ts-doc-data-")), ...envOver };
+    for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+    const child = spawn(process.execPath, [bin, "doctor", ...args], { env: env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout!.on("data", (c: Buffer) => (out += c.toString()));
+    const code = await new Promise<number | null>((r) => child.once("close", r));
+    return { code, out, requests: server.requests().length };
+  } finally {
+    await server.close();
+  }
+}
+
+test("doctor: all checks pass with a working probe; one line per check", async () => {
+  const cwd = join(mkdtempSync(join(tmpdir(), "ts-doc-")), "new", "dir");
+  const r = await doctor([{ text: "hello" }], ["--cwd", cwd]);
+  const lines = r.out.trim().split("\n");
+  assert.deepEqual(lines.map((l) => l.split(/\s+/).slice(0, 2).join(" ")), ["pass cli", "pass cwd", "pass auth", "pass probe"]);
+  assert.match(lines[0]!, /2\.1\.\d+/);
+  assert.match(lines[2]!, /api key/);
+  assert.equal(r.code, 0);
+  assert.equal(r.requests, 1);
+});
+
+test("doctor: a failing probe is a fail line and a non-zero exit; a relative cwd fails too", async () => {
+  const cwd = mkdtempSync(join(tmpdir(), "ts-doc-"));
+  const r = await doctor([{ error: { status: 500, type: "api_error", message: "boom" } }], ["--cwd", cwd]);
+  assert.match(r.out, /^fail\s+probe\s+.*server_error/m);
+  assert.equal(r.code, 1);
+  const rel = await doctor([{ text: "hello" }], ["--cwd", "relative/dir"]);
+  assert.match(rel.out, /^fail\s+cwd\s+relative\/dir is not an absolute path/m);
+  assert.notEqual(rel.code, 0);
+  assert.equal(rel.requests, 0);
+});
+
+test("doctor: no auth anywhere names `claude auth login`", async () => {
+  const r = await doctor([{ text: "hello" }], ["--cwd", mkdtempSync(join(tmpdir(), "ts-doc-"))], { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: undefined, HOME: mkdtempSync(join(tmpdir(), "ts-doc-home-")) });
+  assert.match(r.out, /^fail\s+auth\s+.*claude auth login/m);
+  assert.equal(r.code, 1);
+});
