@@ -1,0 +1,37 @@
+// `turnstream model-server --script FILE [--port N]`: the scripted Messages API double on loopback.
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { startModelServer } from "../../testing/index.ts";
+
+export const summary = "serve a scripted Anthropic Messages API on 127.0.0.1 for offline CLI runs";
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { script: { type: "string" }, port: { type: "string" }, help: { type: "boolean" } },
+  });
+  if (values.help || values.script === undefined) {
+    process.stderr.write("usage: turnstream model-server --script FILE [--port N]\n");
+    return values.help ? 0 : 2;
+  }
+  const port = values.port === undefined ? 0 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write(`turnstream model-server: --port must be an integer 0-65535, got '${values.port}'\n`);
+    return 2;
+  }
+  let script: unknown;
+  try {
+    script = JSON.parse(readFileSync(values.script, "utf8"));
+  } catch (err) {
+    process.stderr.write(`turnstream model-server: cannot read script ${values.script}: ${(err as Error).message}\n`);
+    return 2;
+  }
+  const server = await startModelServer({ script, port });
+  process.stdout.write(`listening on ${server.url}\n`);
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  await server.close();
+  return 0;
+}

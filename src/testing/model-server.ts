@@ -1,0 +1,235 @@
+// The scripted model server: a loopback HTTP server speaking enough of the Anthropic Messages API for
+// the real `claude` binary, answering from a script so CLI runs are offline and deterministic.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { parseScript, type ContentResponse, type Script, type ScriptResponse } from "./script.ts";
+import {
+  blockEventGroups,
+  formatSse,
+  jsonMessage,
+  messageEnd,
+  messageStart,
+  stopReasonOf,
+  usageOf,
+  withToolIds,
+  type SseEvent,
+} from "./sse.ts";
+
+/** Headers worth seeing in a recorded request; credentials are never recorded. */
+const RECORDED_HEADERS = ["anthropic-version", "anthropic-beta", "user-agent", "x-app", "content-type"];
+
+export interface RecordedRequest {
+  at: string;
+  method: string;
+  path: string;
+  model: string | undefined;
+  stream: boolean;
+  system: unknown;
+  messages: unknown[];
+  tools: string[];
+  headers: Record<string, string>;
+  /** Text of the last user message (text blocks and tool results), what `match` is tested against. */
+  lastUserText: string;
+  /** Which script response answered (index into `responses`), or null for the default `done` reply. */
+  responseIndex: number | null;
+}
+
+export interface ModelServer {
+  url: string;
+  requests(): RecordedRequest[];
+  /** How many script responses are still unconsumed. */
+  remaining(): number;
+  close(): Promise<void>;
+}
+
+export interface ModelServerOptions {
+  script: Script | unknown;
+  port?: number;
+  host?: string;
+}
+
+const DEFAULT_REPLY: ContentResponse = { content: [{ type: "text", text: "done" }] };
+
+function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .map((b: { type?: string; text?: unknown; content?: unknown }) =>
+      b?.type === "text" && typeof b.text === "string" ? b.text : b?.type === "tool_result" ? textOf(b.content) : "",
+    )
+    .join("\n");
+}
+
+export function lastUserText(messages: unknown[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as { role?: string; content?: unknown } | undefined;
+    if (m?.role === "user") return textOf(m.content);
+  }
+  return "";
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export async function startModelServer(options: ModelServerOptions): Promise<ModelServer> {
+  const script = parseScript(options.script);
+  const consumed = new Array<boolean>(script.responses.length).fill(false);
+  const recorded: RecordedRequest[] = [];
+  const open = new Set<ServerResponse>();
+
+  // First unconsumed response whose `match` (if any) the request satisfies; others wait their turn.
+  const take = (userText: string): number | null => {
+    for (let i = 0; i < script.responses.length; i++) {
+      if (consumed[i]) continue;
+      const m = script.responses[i]!.match;
+      if (m === undefined || userText.includes(m)) {
+        consumed[i] = true;
+        return i;
+      }
+    }
+    return null;
+  };
+
+  const server = createServer((req, res) => {
+    open.add(res);
+    res.on("close", () => open.delete(res));
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) sendError(res, 500, "api_error", err instanceof Error ? err.message : String(err));
+      else res.destroy();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const body = await readBody(req);
+    if (req.method === "GET" && url.pathname === "/_requests") {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(recorded));
+      return;
+    }
+    if (req.method === "POST" && url.pathname === "/v1/messages/count_tokens") {
+      const parsed = parseJson(body);
+      const tokens = Math.ceil(JSON.stringify(parsed?.messages ?? []).length / 4);
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ input_tokens: tokens }));
+      return;
+    }
+    if (req.method !== "POST" || url.pathname !== "/v1/messages") {
+      sendError(res, 404, "not_found_error", `the model server does not serve ${req.method} ${url.pathname}`);
+      return;
+    }
+    const parsed = parseJson(body);
+    if (parsed === undefined || !Array.isArray(parsed.messages)) {
+      sendError(res, 400, "invalid_request_error", "messages: expected an array");
+      return;
+    }
+    const messages = parsed.messages as unknown[];
+    const userText = lastUserText(messages);
+    const index = take(userText);
+    const headers: Record<string, string> = {};
+    for (const h of RECORDED_HEADERS) {
+      const v = req.headers[h];
+      if (typeof v === "string") headers[h] = v;
+    }
+    recorded.push({
+      at: new Date().toISOString(),
+      method: req.method,
+      path: url.pathname + url.search,
+      model: typeof parsed.model === "string" ? parsed.model : undefined,
+      stream: parsed.stream === true,
+      system: parsed.system,
+      messages,
+      tools: Array.isArray(parsed.tools) ? parsed.tools.map((t: { name?: unknown }) => String(t?.name)) : [],
+      headers,
+      lastUserText: userText,
+      responseIndex: index,
+    });
+    const response: ScriptResponse = index === null ? DEFAULT_REPLY : script.responses[index]!;
+    await respond(res, response, typeof parsed.model === "string" ? parsed.model : "claude-scripted", parsed.stream === true);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+  return {
+    url: `http://${host}:${addr.port}`,
+    requests: () => recorded.slice(),
+    remaining: () => consumed.filter((c) => !c).length,
+    close: async () => {
+      for (const res of open) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+async function respond(res: ServerResponse, r: ScriptResponse, model: string, stream: boolean): Promise<void> {
+  if ("hang" in r) {
+    // Headers go out, then nothing: the client sees a stalled stream until it gives up.
+    res.writeHead(200, { "content-type": stream ? "text/event-stream" : "application/json" });
+    res.flushHeaders();
+    await new Promise<void>((resolve) => res.once("close", resolve));
+    return;
+  }
+  if ("error" in r) {
+    if (r.delayMs) await sleep(r.delayMs);
+    sendError(res, r.error.status, r.error.type, r.error.message, r.error.headers);
+    return;
+  }
+  if ("streamError" in r) {
+    const blocks = withToolIds(r.content ?? []);
+    const groups = blockEventGroups(blocks).slice(0, r.afterBlocks ?? 0);
+    const events: SseEvent[] = [messageStart(model, usageOf(undefined)), ...groups.flat()];
+    events.push({ event: "error", data: { type: "error", error: { type: r.streamError.type, message: r.streamError.message } } });
+    await writeSse(res, events, 0);
+    return;
+  }
+  if (r.delayMs) await sleep(r.delayMs);
+  const blocks = withToolIds(r.content);
+  const usage = usageOf(r.usage);
+  const stopReason = stopReasonOf(r, blocks);
+  if (!stream) {
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(jsonMessage(model, blocks, stopReason, usage)));
+    return;
+  }
+  const events = [messageStart(model, usage), ...blockEventGroups(blocks).flat(), ...messageEnd(stopReason, usage)];
+  await writeSse(res, events, r.chunkDelayMs ?? 0);
+}
+
+async function writeSse(res: ServerResponse, events: SseEvent[], chunkDelayMs: number): Promise<void> {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  if (chunkDelayMs === 0) {
+    res.end(events.map(formatSse).join(""));
+    return;
+  }
+  for (const e of events) {
+    if (res.destroyed) return;
+    res.write(formatSse(e));
+    await sleep(chunkDelayMs);
+  }
+  res.end();
+}
+
+function sendError(res: ServerResponse, status: number, type: string, message: string, headers: Record<string, string> = {}): void {
+  res
+    .writeHead(status, { "content-type": "application/json", ...headers })
+    .end(JSON.stringify({ type: "error", error: { type, message } }));
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function parseJson(text: string): Record<string, any> | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, any>) : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,75 @@
+// The model server's script: the JSON a test writes to say what the "model" answers, request by request.
+import { z } from "zod";
+
+const textBlock = z.object({ type: z.literal("text"), text: z.string() });
+const thinkingBlock = z.object({ type: z.literal("thinking"), thinking: z.string(), signature: z.string().optional() });
+const redactedThinkingBlock = z.object({ type: z.literal("redacted_thinking"), data: z.string().optional() });
+const toolUseBlock = z.object({
+  type: z.literal("tool_use"),
+  name: z.string().min(1),
+  input: z.record(z.string(), z.unknown()),
+  id: z.string().optional(),
+});
+export const blockSchema = z.discriminatedUnion("type", [textBlock, thinkingBlock, redactedThinkingBlock, toolUseBlock]);
+export type ScriptBlock = z.infer<typeof blockSchema>;
+
+const usageSchema = z.object({
+  input_tokens: z.number().int().nonnegative().optional(),
+  output_tokens: z.number().int().nonnegative().optional(),
+  cache_creation_input_tokens: z.number().int().nonnegative().optional(),
+  cache_read_input_tokens: z.number().int().nonnegative().optional(),
+});
+export type ScriptUsage = z.infer<typeof usageSchema>;
+
+const common = { match: z.string().min(1).optional() };
+
+const contentResponse = z.strictObject({
+  ...common,
+  content: z.array(blockSchema).min(1),
+  stopReason: z.enum(["end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"]).optional(),
+  usage: usageSchema.optional(),
+  delayMs: z.number().int().nonnegative().optional(),
+  chunkDelayMs: z.number().int().nonnegative().optional(),
+});
+const errorResponse = z.strictObject({
+  ...common,
+  error: z.strictObject({
+    status: z.number().int().min(400).max(599),
+    type: z.string().min(1),
+    message: z.string(),
+    headers: z.record(z.string(), z.string()).optional(),
+  }),
+  delayMs: z.number().int().nonnegative().optional(),
+});
+const streamErrorResponse = z.strictObject({
+  ...common,
+  streamError: z.strictObject({ type: z.string().min(1), message: z.string() }),
+  afterBlocks: z.number().int().nonnegative().optional(),
+  content: z.array(blockSchema).optional(),
+});
+const hangResponse = z.strictObject({ ...common, hang: z.literal(true) });
+
+export const responseSchema = z.union([contentResponse, errorResponse, streamErrorResponse, hangResponse]);
+export type ScriptResponse = z.infer<typeof responseSchema>;
+export type ContentResponse = z.infer<typeof contentResponse>;
+
+export const scriptSchema = z.strictObject({ responses: z.array(responseSchema) });
+export type Script = z.infer<typeof scriptSchema>;
+
+export class InvalidScriptError extends Error {
+  readonly issues: readonly string[];
+  constructor(issues: string[]) {
+    super(`invalid model-server script: ${issues.join("; ")}`);
+    this.name = "InvalidScriptError";
+    this.issues = issues;
+  }
+}
+
+/** Validates a script; the error names each offending field path (e.g. `responses.2.error.status`). */
+export function parseScript(input: unknown): Script {
+  const result = scriptSchema.safeParse(input);
+  if (result.success) return result.data;
+  throw new InvalidScriptError(
+    result.error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`),
+  );
+}
