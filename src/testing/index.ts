@@ -1,5 +1,5 @@
 // turnstream/testing: the scripted model server and hermetic CLI environments, for testing agents and
 // skills offline against the real `claude` binary.
-export { startModelServer, lastUserText, type ModelServer, type ModelServerOptions, type RecordedRequest } from "./model-server.ts";
+export { startModelServer, lastUserText, isSideRequest, type ModelServer, type ModelServerOptions, type RecordedRequest } from "./model-server.ts";
 export { parseScript, InvalidScriptError, scriptSchema, type Script, type ScriptResponse, type ScriptBlock } from "./script.ts";
 export { hermeticEnv, pinnedClaudeBin, DUMMY_API_KEY, type HermeticEnv, type HermeticEnvOptions } from "./hermetic-env.ts";

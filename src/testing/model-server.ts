@@ -2,6 +2,7 @@
 // the real `claude` binary, answering from a script so CLI runs are offline and deterministic.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import { parseScript, type ContentResponse, type Script, type ScriptResponse } from "./script.ts";
 import {
   blockEventGroups,
@@ -20,6 +21,9 @@ const RECORDED_HEADERS = ["anthropic-version", "anthropic-beta", "user-agent", "
 
 export interface RecordedRequest {
   at: string;
+  /** `messages` (answered from the script), `side` (recognised side request, answered without touching
+   * the script), `count_tokens`, or `other` (an endpoint the server does not know; answered 404). */
+  kind: "messages" | "side" | "count_tokens" | "other";
   method: string;
   path: string;
   model: string | undefined;
@@ -46,9 +50,36 @@ export interface ModelServerOptions {
   script: Script | unknown;
   port?: number;
   host?: string;
+  /**
+   * Which Messages requests are side requests (the CLI's own housekeeping, e.g. a title or summary
+   * asked of a small model): they get `sideReply` and never consume the script, so a script stays
+   * deterministic whatever housekeeping a CLI version adds. Default: `isSideRequest`. `false` sends
+   * every request through the script.
+   */
+  sideRequest?: ((request: RecordedRequest) => boolean) | false;
+  /** Text answered to side requests (default `Scripted session`). */
+  sideReply?: string;
+}
+
+/**
+ * The default side-request rule: a request that offers no tools to a small (haiku) model. The main
+ * loop and every subagent always offer tools, so this never catches a turn a script is meant to answer.
+ * (CLI 2.1.332 in `-p` mode with non-essential traffic disabled sent none in our runs.)
+ */
+export function isSideRequest(request: RecordedRequest): boolean {
+  return request.tools.length === 0 && /haiku/i.test(request.model ?? "");
 }
 
 const DEFAULT_REPLY: ContentResponse = { content: [{ type: "text", text: "done" }] };
+
+function pickHeaders(req: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const h of RECORDED_HEADERS) {
+    const v = req.headers[h];
+    if (typeof v === "string") headers[h] = v;
+  }
+  return headers;
+}
 
 function textOf(content: unknown): string {
   if (typeof content === "string") return content;
@@ -72,6 +103,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export async function startModelServer(options: ModelServerOptions): Promise<ModelServer> {
   const script = parseScript(options.script);
+  const sideRule = options.sideRequest === false ? () => false : (options.sideRequest ?? isSideRequest);
+  const sideReply: ContentResponse = { content: [{ type: "text", text: options.sideReply ?? "Scripted session" }] };
   const consumed = new Array<boolean>(script.responses.length).fill(false);
   const recorded: RecordedRequest[] = [];
   const open = new Set<ServerResponse>();
@@ -105,44 +138,54 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(recorded));
       return;
     }
+    const parsed = parseJson(body);
+    const messages = Array.isArray(parsed?.messages) ? (parsed.messages as unknown[]) : [];
+    const model = typeof parsed?.model === "string" ? parsed.model : undefined;
+    const entry: RecordedRequest = {
+      at: new Date().toISOString(),
+      kind: "other",
+      method: req.method ?? "GET",
+      path: url.pathname + url.search,
+      model,
+      stream: parsed?.stream === true,
+      system: parsed?.system,
+      messages,
+      tools: Array.isArray(parsed?.tools) ? parsed.tools.map((t: { name?: unknown }) => String(t?.name)) : [],
+      headers: pickHeaders(req),
+      lastUserText: lastUserText(messages),
+      responseIndex: null,
+    };
+    recorded.push(entry);
     if (req.method === "POST" && url.pathname === "/v1/messages/count_tokens") {
-      const parsed = parseJson(body);
-      const tokens = Math.ceil(JSON.stringify(parsed?.messages ?? []).length / 4);
+      entry.kind = "count_tokens";
+      const tokens = Math.ceil(JSON.stringify(messages).length / 4);
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ input_tokens: tokens }));
+      return;
+    }
+    if (req.method === "HEAD" && (url.pathname === "/" || url.pathname === "/v1/messages")) {
+      // Connectivity probes: the host answers, nothing else to say.
+      res.writeHead(200).end();
       return;
     }
     if (req.method !== "POST" || url.pathname !== "/v1/messages") {
       sendError(res, 404, "not_found_error", `the model server does not serve ${req.method} ${url.pathname}`);
       return;
     }
-    const parsed = parseJson(body);
     if (parsed === undefined || !Array.isArray(parsed.messages)) {
+      entry.kind = "messages";
       sendError(res, 400, "invalid_request_error", "messages: expected an array");
       return;
     }
-    const messages = parsed.messages as unknown[];
-    const userText = lastUserText(messages);
-    const index = take(userText);
-    const headers: Record<string, string> = {};
-    for (const h of RECORDED_HEADERS) {
-      const v = req.headers[h];
-      if (typeof v === "string") headers[h] = v;
+    let response: ScriptResponse;
+    if (sideRule(entry)) {
+      entry.kind = "side";
+      response = sideReply;
+    } else {
+      entry.kind = "messages";
+      entry.responseIndex = take(entry.lastUserText);
+      response = entry.responseIndex === null ? DEFAULT_REPLY : script.responses[entry.responseIndex]!;
     }
-    recorded.push({
-      at: new Date().toISOString(),
-      method: req.method,
-      path: url.pathname + url.search,
-      model: typeof parsed.model === "string" ? parsed.model : undefined,
-      stream: parsed.stream === true,
-      system: parsed.system,
-      messages,
-      tools: Array.isArray(parsed.tools) ? parsed.tools.map((t: { name?: unknown }) => String(t?.name)) : [],
-      headers,
-      lastUserText: userText,
-      responseIndex: index,
-    });
-    const response: ScriptResponse = index === null ? DEFAULT_REPLY : script.responses[index]!;
-    await respond(res, response, typeof parsed.model === "string" ? parsed.model : "claude-scripted", parsed.stream === true);
+    await respond(res, response, model ?? "claude-scripted", entry.stream);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -216,11 +259,22 @@ function sendError(res: ServerResponse, status: number, type: string, message: s
     .end(JSON.stringify({ type: "error", error: { type, message } }));
 }
 
+// The CLI can gzip request bodies (CLAUDE_CODE_GZIP_REQUEST_BODIES), so honour content-encoding.
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("end", () => {
+      try {
+        const raw = Buffer.concat(chunks);
+        const encoding = String(req.headers["content-encoding"] ?? "").toLowerCase();
+        const decoded =
+          encoding === "gzip" ? gunzipSync(raw) : encoding === "deflate" ? inflateSync(raw) : encoding === "br" ? brotliDecompressSync(raw) : raw;
+        resolve(decoded.toString("utf8"));
+      } catch (err) {
+        reject(err);
+      }
+    });
     req.on("error", reject);
   });
 }
