@@ -65,11 +65,32 @@ export class InvalidScriptError extends Error {
   }
 }
 
+// A plain union only says "Invalid input" at responses.N; picking the branch by its tell-tale key first
+// lets the error name the field that is wrong (e.g. responses.2.error.status).
+function branchFor(r: unknown): z.ZodType {
+  if (r === null || typeof r !== "object") return responseSchema;
+  if ("hang" in r) return hangResponse;
+  if ("streamError" in r) return streamErrorResponse;
+  if ("error" in r) return errorResponse;
+  if ("content" in r) return contentResponse;
+  return responseSchema;
+}
+
+const formatIssues = (issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[]): string[] =>
+  issues.map((i) => {
+    const path = [...prefix, ...i.path].map(String);
+    return `${path.length ? path.join(".") : "(root)"}: ${i.message}`;
+  });
+
 /** Validates a script; the error names each offending field path (e.g. `responses.2.error.status`). */
 export function parseScript(input: unknown): Script {
-  const result = scriptSchema.safeParse(input);
-  if (result.success) return result.data;
-  throw new InvalidScriptError(
-    result.error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`),
-  );
+  const shape = z.strictObject({ responses: z.array(z.unknown()) }).safeParse(input);
+  if (!shape.success) throw new InvalidScriptError(formatIssues(shape.error.issues, []));
+  const issues: string[] = [];
+  shape.data.responses.forEach((r, n) => {
+    const result = branchFor(r).safeParse(r);
+    if (!result.success) issues.push(...formatIssues(result.error.issues, ["responses", n]));
+  });
+  if (issues.length > 0) throw new InvalidScriptError(issues);
+  return scriptSchema.parse(input);
 }

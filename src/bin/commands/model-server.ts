@@ -1,7 +1,7 @@
 // `turnstream model-server --script FILE [--port N]`: the scripted Messages API double on loopback.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { startModelServer } from "../../testing/index.ts";
+import { InvalidScriptError, startModelServer } from "../../testing/index.ts";
 
 export const summary = "serve a scripted Anthropic Messages API on 127.0.0.1 for offline CLI runs";
 
@@ -26,7 +26,14 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`turnstream model-server: cannot read script ${values.script}: ${(err as Error).message}\n`);
     return 2;
   }
-  const server = await startModelServer({ script, port });
+  let server: Awaited<ReturnType<typeof startModelServer>>;
+  try {
+    server = await startModelServer({ script, port });
+  } catch (err) {
+    if (!(err instanceof InvalidScriptError)) throw err;
+    process.stderr.write(`turnstream model-server: ${values.script}: ${err.message}\n`);
+    return 2;
+  }
   process.stdout.write(`listening on ${server.url}\n`);
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
