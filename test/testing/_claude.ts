@@ -12,6 +12,8 @@ export interface ClaudeRun {
   code: number | null;
   signal: NodeJS.Signals | null;
   durationMs: number;
+  /** Time from spawn to the first stdout line (usually system/init), or null if none. */
+  firstLineMs: number | null;
   /** Parsed stdout lines (every line the CLI printed is one JSON object). */
   lines: Array<Record<string, any>>;
   argv: string[];
@@ -56,6 +58,7 @@ export async function runClaude(options: RunClaudeOptions): Promise<ClaudeRun & 
   let stderr = "";
   let pending = "";
   const lines: Array<Record<string, any>> = [];
+  let firstLineMs: number | null = null;
   child.stdout.setEncoding("utf8");
   child.stderr.setEncoding("utf8");
   child.stdout.on("data", (chunk: string) => {
@@ -67,6 +70,7 @@ export async function runClaude(options: RunClaudeOptions): Promise<ClaudeRun & 
       pending = pending.slice(nl + 1);
       if (text === "") continue;
       const line = JSON.parse(text) as Record<string, any>;
+      firstLineMs ??= Math.round(performance.now() - started);
       lines.push(line);
       options.onLine?.(line, child);
     }
@@ -79,7 +83,7 @@ export async function runClaude(options: RunClaudeOptions): Promise<ClaudeRun & 
   });
   clearTimeout(timer);
   if (pending.trim() !== "") lines.push(JSON.parse(pending) as Record<string, any>);
-  return { stdout, stderr, code, signal, durationMs: Math.round(performance.now() - started), lines, argv, hermetic };
+  return { stdout, stderr, code, signal, durationMs: Math.round(performance.now() - started), firstLineMs, lines, argv, hermetic };
 }
 
 export const resultsOf = (run: ClaudeRun) => run.lines.filter((l) => l["type"] === "result");
