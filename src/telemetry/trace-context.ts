@@ -1,0 +1,91 @@
+// W3C trace context across the queue and the event log. The producer puts a `traceparent` into the
+// job; the worker makes each attempt span its child and writes the ids into the attempt's events, so
+// a re-export from the log lands in the same trace.
+import {
+  ROOT_CONTEXT,
+  trace,
+  TraceFlags,
+  type Context,
+  type Span,
+  type SpanContext,
+} from "@opentelemetry/api";
+import { parseTraceParent } from "@opentelemetry/core";
+
+/** The ids an attempt's events carry (`data.trace`): its span, and the producer span it is a child of. */
+export interface TraceIds {
+  /** 32 lowercase hex digits. */
+  readonly traceId: string;
+  /** The attempt span, 16 lowercase hex digits. */
+  readonly spanId: string;
+  /** The producer's span (from the job's traceparent), when there was one. */
+  readonly parentSpanId?: string;
+}
+
+const TRACE_ID = /^[0-9a-f]{32}$/;
+const SPAN_ID = /^[0-9a-f]{16}$/;
+const ZERO_TRACE = "0".repeat(32);
+const ZERO_SPAN = "0".repeat(16);
+
+const isTraceId = (v: unknown): v is string => typeof v === "string" && TRACE_ID.test(v) && v !== ZERO_TRACE;
+const isSpanId = (v: unknown): v is string => typeof v === "string" && SPAN_ID.test(v) && v !== ZERO_SPAN;
+
+function spanContextOf(from: Context | Span | undefined): SpanContext | undefined {
+  if (from === undefined) return undefined;
+  const sc = "spanContext" in from && typeof from.spanContext === "function" ? from.spanContext() : trace.getSpanContext(from as Context);
+  return sc !== undefined && trace.isSpanContextValid(sc) ? sc : undefined;
+}
+
+/** `00-<trace>-<span>-<flags>` of a span context. */
+export function formatTraceparent(sc: Pick<SpanContext, "traceId" | "spanId"> & { traceFlags?: number }): string {
+  const flags = ((sc.traceFlags ?? TraceFlags.SAMPLED) & 0xff).toString(16).padStart(2, "0");
+  return `00-${sc.traceId}-${sc.spanId}-${flags}`;
+}
+
+/**
+ * The W3C traceparent of a span or context (default: the active context), for the producer to put into
+ * the job. Undefined when there is no valid span (tracing off, or no span active).
+ */
+export function injectTraceparent(from?: Context | Span): string | undefined {
+  const sc = spanContextOf(from ?? trace.getActiveSpan());
+  return sc === undefined ? undefined : formatTraceparent(sc);
+}
+
+/** A context whose (remote) parent is the span a traceparent names; undefined when it is malformed. */
+export function contextFromTraceparent(traceparent: string | undefined, base: Context = ROOT_CONTEXT): Context | undefined {
+  if (typeof traceparent !== "string") return undefined;
+  const sc = parseTraceParent(traceparent.trim());
+  if (sc === null || !trace.isSpanContextValid(sc)) return undefined;
+  return trace.setSpanContext(base, { ...sc, isRemote: true });
+}
+
+/** A context whose remote parent is `spanId` in `traceId` (sampled). */
+export function contextFromIds(traceId: string, spanId: string, base: Context = ROOT_CONTEXT): Context | undefined {
+  if (!isTraceId(traceId) || !isSpanId(spanId)) return undefined;
+  return trace.setSpanContext(base, { traceId, spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true });
+}
+
+/** Validates a `{ traceId, spanId, parentSpanId? }` value read back from the log. */
+export function asTraceIds(v: unknown): TraceIds | undefined {
+  if (v === null || typeof v !== "object") return undefined;
+  const o = v as Record<string, unknown>;
+  if (!isTraceId(o["traceId"]) || !isSpanId(o["spanId"])) return undefined;
+  const ids: { traceId: string; spanId: string; parentSpanId?: string } = { traceId: o["traceId"], spanId: o["spanId"] };
+  if (isSpanId(o["parentSpanId"])) ids.parentSpanId = o["parentSpanId"];
+  return ids;
+}
+
+/** Trace ids an envelope carries: `trace` at the top level or in `data` (`data.trace`). */
+export function traceIdsOf(env: { readonly data?: unknown; readonly trace?: unknown }): TraceIds | undefined {
+  const top = asTraceIds(env.trace);
+  if (top !== undefined) return top;
+  const d = env.data;
+  return d !== null && typeof d === "object" ? asTraceIds((d as Record<string, unknown>)["trace"]) : undefined;
+}
+
+/** A traceparent an envelope carries for its producer (`data.traceparent`, e.g. on turn.queued). */
+export function traceparentOf(env: { readonly data?: unknown }): string | undefined {
+  const d = env.data;
+  if (d === null || typeof d !== "object") return undefined;
+  const tp = (d as Record<string, unknown>)["traceparent"];
+  return typeof tp === "string" && contextFromTraceparent(tp) !== undefined ? tp : undefined;
+}

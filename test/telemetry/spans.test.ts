@@ -1,0 +1,470 @@
+// Spans from the event stream, built from real CLI output: the recorded fixtures
+// (test/fixtures/cli/*.jsonl) and live runs of the real CLI against the scripted model server,
+// wrapped into envelopes the way the worker appends them.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { hrTimeToMilliseconds } from "@opentelemetry/core";
+import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import {
+  ATTEMPT_SPAN_NAME,
+  contextFromTraceparent,
+  createAttemptSpans,
+  createScrubber,
+  exportTracesFromLog,
+  injectTraceparent,
+  startTelemetry,
+  traceIdsOf,
+  type EnvelopeLike,
+  type Scrubber,
+} from "../../src/telemetry/index.ts";
+import { hermeticEnv, pinnedClaudeBin, startModelServer } from "../../src/testing/index.ts";
+
+const FIXTURES = join(import.meta.dirname, "../fixtures/cli");
+const T0 = Date.parse("2026-03-01T12:00:00.000Z");
+const STEP_MS = 10;
+
+type Obj = Record<string, unknown>;
+
+function fixtureLines(name: string): string[] {
+  const text = readFileSync(join(FIXTURES, `${name}.jsonl`), "utf8");
+  return text.split("\n").map((l) => l.replace(/\r$/, "")).filter((l) => l.trim() !== "");
+}
+
+/** Runs the real CLI once against a scripted model server; returns its stdout lines. */
+async function runCli(responses: unknown[], opts: { args?: string[]; prompt?: string; settings?: unknown; maxRetries?: number } = {}): Promise<string[]> {
+  const server = await startModelServer({ script: { responses } });
+  const h = hermeticEnv({ baseUrl: server.url, sandboxed: true, maxRetries: opts.maxRetries ?? 0 });
+  const cwd = mkdtempSync(join(tmpdir(), "ts-spans-cwd-"));
+  try {
+    const args = ["-p", "--output-format", "stream-json", "--verbose", ...(opts.args ?? [])];
+    if (opts.settings !== undefined) {
+      const f = join(h.dirs.root, "settings.json");
+      writeFileSync(f, JSON.stringify(opts.settings));
+      args.push("--settings", f);
+    }
+    const child = spawn(pinnedClaudeBin(), args, { cwd, env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...h.env }, stdio: ["pipe", "pipe", "pipe"] });
+    child.stdin.end(opts.prompt ?? "Go.");
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    child.stderr.resume();
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    assert.ok(code === 0 || code === 1, `claude exited ${code}`);
+    return out.split("\n").filter((l) => l.trim() !== "");
+  } finally {
+    await server.close();
+    h.cleanup();
+    rmSync(cwd, { recursive: true, force: true });
+  }
+}
+
+interface Wrapped {
+  envelopes: EnvelopeLike[];
+  /** `at` (ms) of the cli.line envelope holding line i. */
+  lineAt: number[];
+}
+
+/** The envelopes a worker would append for one attempt of a turn. */
+function wrap(lines: string[], o: { session?: string; turn?: string; attempt?: number; trace?: unknown; end?: "finished" | "none"; extra?: EnvelopeLike[] } = {}): Wrapped {
+  const session = o.session ?? "sess-1";
+  const turn = o.turn ?? "turn-1";
+  const attempt = o.attempt ?? 1;
+  let t = T0;
+  const next = (): string => new Date((t += STEP_MS)).toISOString();
+  const envelopes: EnvelopeLike[] = [{ kind: "attempt.started", at: new Date(t).toISOString(), session, turn, attempt, data: o.trace === undefined ? {} : { trace: o.trace } }];
+  const lineAt: number[] = [];
+  for (const raw of lines) {
+    const at = next();
+    lineAt.push(Date.parse(at));
+    envelopes.push({ kind: "cli.line", at, session, turn, attempt, data: { raw } });
+  }
+  for (const e of o.extra ?? []) envelopes.push({ session, turn, attempt, at: next(), ...e });
+  if (o.end !== "none") {
+    envelopes.push({ kind: "cli.exit", at: next(), session, turn, attempt, data: { code: 0 } });
+    envelopes.push({ kind: "turn.finished", at: next(), session, turn, attempt, data: {} });
+  }
+  return { envelopes, lineAt };
+}
+
+const exporter = new InMemorySpanExporter();
+const scrubber: Scrubber = createScrubber({ values: { CANARY_TOKEN: "cnry-7f3a9d2e1b4c" } });
+const telemetry = startTelemetry({ scrubber, exporter, processor: "simple", env: {} });
+after(() => telemetry.shutdown());
+
+/** Feeds envelopes to live attempt spans; returns the spans of that attempt's trace. */
+function live(w: Wrapped, opts: { traceparent?: string; captureContent?: boolean } = {}): { spans: ReadableSpan[]; ids: ReturnType<ReturnType<typeof createAttemptSpans>["traceIds"]> } {
+  const first = w.envelopes[0]!;
+  const s = createAttemptSpans({
+    tracer: telemetry.tracer,
+    scrubber,
+    session: first.session!,
+    turn: first.turn!,
+    attempt: first.attempt!,
+    startTime: first.at!,
+    ...(opts.traceparent === undefined ? {} : { traceparent: opts.traceparent }),
+    ...(opts.captureContent === undefined ? {} : { captureContent: opts.captureContent }),
+  });
+  const ids = s.traceIds();
+  for (const e of w.envelopes) s.onEnvelope(e);
+  s.end();
+  assert.equal(s.ended, true);
+  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === ids.traceId && x.name !== "enqueue turn");
+  assert.equal(spans.length, s.spanCount());
+  return { spans, ids };
+}
+
+const ms = (t: ReadableSpan["startTime"]): number => hrTimeToMilliseconds(t);
+const rootOf = (spans: ReadableSpan[]): ReadableSpan => {
+  const r = spans.filter((s) => s.name === ATTEMPT_SPAN_NAME);
+  assert.equal(r.length, 1, "one attempt span");
+  return r[0]!;
+};
+const tools = (spans: ReadableSpan[]): ReadableSpan[] => spans.filter((s) => s.name.startsWith("execute_tool "));
+const toolById = (spans: ReadableSpan[], id: string): ReadableSpan => {
+  const t = tools(spans).find((s) => s.attributes["gen_ai.tool.call.id"] === id);
+  assert.ok(t, `a tool span for ${id}`);
+  return t;
+};
+const parentId = (s: ReadableSpan): string | undefined => s.parentSpanContext?.spanId;
+
+/** tool_use blocks of the lines: id, name, parent tool id, line index. */
+function toolUses(lines: string[]): Array<{ id: string; name: string; parent: string | undefined; index: number }> {
+  const out: Array<{ id: string; name: string; parent: string | undefined; index: number }> = [];
+  lines.forEach((l, index) => {
+    const o = JSON.parse(l) as Obj;
+    if (o["type"] !== "assistant") return;
+    for (const b of ((o["message"] as Obj)["content"] as Obj[]) ?? []) {
+      if (b["type"] === "tool_use") out.push({ id: b["id"] as string, name: b["name"] as string, parent: (o["parent_tool_use_id"] as string | null) ?? undefined, index });
+    }
+  });
+  return out;
+}
+function toolResults(lines: string[]): Map<string, { index: number; isError: boolean }> {
+  const out = new Map<string, { index: number; isError: boolean }>();
+  lines.forEach((l, index) => {
+    const o = JSON.parse(l) as Obj;
+    if (o["type"] !== "user" || !Array.isArray((o["message"] as Obj)["content"])) return;
+    for (const b of (o["message"] as Obj)["content"] as Obj[]) {
+      if (b["type"] === "tool_result") out.set(b["tool_use_id"] as string, { index, isError: b["is_error"] === true });
+    }
+  });
+  return out;
+}
+const linesOf = (lines: string[], type: string): Obj[] => lines.map((l) => JSON.parse(l) as Obj).filter((o) => (typeof o["subtype"] === "string" ? `${o["type"]}/${o["subtype"]}` : o["type"]) === type);
+
+function assertNoExceptionEvents(spans: ReadableSpan[]): void {
+  for (const s of spans) {
+    assert.ok(!s.events.some((e) => e.name === "exception"), `${s.name} has no exception event`);
+    assert.ok(!s.events.some((e) => e.attributes?.["exception.stacktrace"] !== undefined));
+  }
+}
+
+/** Tool spans pair with tool_use/tool_result lines exactly: names, ids, parents, timing, error status. */
+function assertToolsMatchLines(lines: string[], w: Wrapped, spans: ReadableSpan[]): void {
+  const root = rootOf(spans);
+  const uses = toolUses(lines);
+  const results = toolResults(lines);
+  assert.equal(tools(spans).length, uses.length, "one tool span per tool call");
+  for (const u of uses) {
+    const s = toolById(spans, u.id);
+    assert.equal(s.name, `execute_tool ${u.name}`);
+    assert.equal(s.kind, SpanKind.INTERNAL);
+    assert.equal(s.attributes["gen_ai.operation.name"], "execute_tool");
+    assert.equal(s.attributes["gen_ai.tool.name"], u.name);
+    assert.equal(parentId(s), u.parent === undefined ? root.spanContext().spanId : toolById(spans, u.parent).spanContext().spanId);
+    assert.equal(ms(s.startTime), w.lineAt[u.index]);
+    const r = results.get(u.id);
+    if (r !== undefined && s.attributes["turnstream.tool.incomplete"] === undefined && !s.events.some((e) => e.name === "task_started")) {
+      assert.equal(ms(s.endTime), w.lineAt[r.index], `${u.name} ends at its result`);
+    }
+    if (r?.isError === true) {
+      assert.equal(s.status.code, SpanStatusCode.ERROR);
+      assert.ok(typeof s.attributes["error.type"] === "string");
+    } else if (r !== undefined) {
+      assert.equal(s.status.code, SpanStatusCode.UNSET);
+    }
+    assert.equal(s.attributes["gen_ai.tool.call.arguments"], undefined, "arguments are opt-in");
+  }
+}
+
+test("bash-call: producer → invoke_agent → execute_tool Bash, GenAI attributes, timing from the envelopes", () => {
+  const lines = fixtureLines("bash-call");
+  const producer = telemetry.tracer.startSpan("enqueue turn", { kind: SpanKind.PRODUCER });
+  const traceparent = injectTraceparent(trace.setSpan(ROOT_CONTEXT, producer));
+  assert.ok(traceparent !== undefined);
+  assert.match(traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+  producer.end();
+  const w = wrap(lines);
+  const { spans, ids } = live(w, { traceparent });
+  const root = rootOf(spans);
+  assert.equal(root.kind, SpanKind.CLIENT);
+  assert.equal(root.spanContext().traceId, producer.spanContext().traceId, "same trace as the producer");
+  assert.equal(parentId(root), producer.spanContext().spanId, "attempt span is the producer span's child");
+  assert.deepEqual(ids, { traceId: root.spanContext().traceId, spanId: root.spanContext().spanId, parentSpanId: producer.spanContext().spanId });
+  const init = linesOf(lines, "system/init")[0]!;
+  const result = linesOf(lines, "result/success").at(-1)!;
+  const a = root.attributes;
+  assert.equal(a["gen_ai.operation.name"], "invoke_agent");
+  assert.equal(a["gen_ai.provider.name"], "anthropic");
+  assert.equal(a["gen_ai.agent.name"], "claude-code");
+  assert.equal(a["gen_ai.conversation.id"], init["session_id"]);
+  assert.equal(a["gen_ai.request.model"], init["model"]);
+  assert.equal(a["gen_ai.response.model"], Object.keys(result["modelUsage"] as Obj)[0]);
+  const mu = Object.values(result["modelUsage"] as Record<string, Obj>);
+  const sum = (k: string): number => mu.reduce((n, m) => n + (m[k] as number), 0);
+  assert.equal(a["gen_ai.usage.input_tokens"], sum("inputTokens") + sum("cacheReadInputTokens") + sum("cacheCreationInputTokens"));
+  assert.equal(a["gen_ai.usage.output_tokens"], sum("outputTokens"));
+  assert.equal(a["gen_ai.usage.cache_read.input_tokens"], sum("cacheReadInputTokens"));
+  assert.equal(a["gen_ai.usage.cache_creation.input_tokens"], sum("cacheCreationInputTokens"));
+  assert.equal(a["turnstream.cost.usd"], result["total_cost_usd"]);
+  assert.equal(a["turnstream.session"], "sess-1");
+  assert.equal(a["turnstream.turn"], "turn-1");
+  assert.equal(a["turnstream.attempt"], 1);
+  assert.equal(a["turnstream.cli.exit_code"], 0);
+  assert.equal(root.status.code, SpanStatusCode.UNSET);
+  assert.equal(a["error.type"], undefined);
+  assert.equal(ms(root.startTime), T0);
+  assert.equal(ms(root.endTime), Date.parse(w.envelopes.at(-1)!.at!), "ends at turn.finished");
+  assert.ok(tools(spans).some((s) => s.name === "execute_tool Bash"));
+  assertToolsMatchLines(lines, w, spans);
+  assertNoExceptionEvents(spans);
+});
+
+test("three-tools-one-message: three sibling tool spans, each closed by its own result", () => {
+  const lines = fixtureLines("three-tools-one-message");
+  const w = wrap(lines);
+  const { spans } = live(w);
+  assert.ok(tools(spans).length >= 3);
+  assertToolsMatchLines(lines, w, spans);
+  const root = rootOf(spans);
+  assert.equal(parentId(root), undefined, "no producer: the attempt span is a root");
+});
+
+test("failing-tool: the tool span is an error with error.type, the attempt is not", () => {
+  const lines = fixtureLines("failing-tool");
+  const w = wrap(lines);
+  const { spans } = live(w);
+  assertToolsMatchLines(lines, w, spans);
+  const failed = tools(spans).filter((s) => s.status.code === SpanStatusCode.ERROR);
+  assert.ok(failed.length >= 1);
+  for (const s of failed) {
+    assert.equal(s.attributes["error.type"], "tool_error");
+    assert.match(s.status.message ?? "", /returned an error$/, "no tool output in the status without captureContent");
+  }
+  assert.equal(rootOf(spans).status.code, SpanStatusCode.UNSET);
+  assertNoExceptionEvents(spans);
+});
+
+test("error-429: attempt status ERROR, error.type rate_limit, an api_retry event per retry line, scrubbed message", () => {
+  const lines = fixtureLines("error-429");
+  const w = wrap(lines);
+  const { spans } = live(w);
+  const root = rootOf(spans);
+  assert.equal(root.status.code, SpanStatusCode.ERROR);
+  assert.equal(root.attributes["error.type"], "rate_limit");
+  assert.equal(root.attributes["http.response.status_code"], 429);
+  const result = linesOf(lines, "result/success").at(-1)!;
+  assert.equal(root.status.message, result["result"], "the CLI's API error text (no secret in it to scrub)");
+  const retries = linesOf(lines, "system/api_retry");
+  const events = root.events.filter((e) => e.name === "api_retry");
+  assert.equal(events.length, retries.length);
+  assert.ok(events.length >= 1, "the fixture retried once");
+  assert.equal(events[0]!.attributes?.["http.response.status_code"], retries[0]!["error_status"]);
+  assert.equal(events[0]!.attributes?.["error.type"], retries[0]!["error"]);
+  assert.equal(root.attributes["turnstream.api_retries"], retries.length);
+  assert.notEqual(root.attributes["gen_ai.response.model"], "<synthetic>");
+  assertNoExceptionEvents(spans);
+});
+
+test("hook-deny: hook events, a permission_denial event from the result, the tool refused", () => {
+  const lines = fixtureLines("hook-deny");
+  const w = wrap(lines);
+  const { spans } = live(w);
+  const root = rootOf(spans);
+  const hookLines = lines.filter((l) => /"subtype":"hook_(started|response)"/.test(l)).length;
+  const hookEvents = root.events.filter((e) => e.name === "hook_started" || e.name === "hook_response");
+  assert.equal(hookEvents.length, hookLines);
+  assert.ok(hookLines >= 2, "the fixture has hook events");
+  assert.ok(hookEvents.every((e) => typeof e.attributes?.["turnstream.hook.name"] === "string"));
+  assert.ok(!hookEvents.some((e) => JSON.stringify(e.attributes).includes("permissionDecision")), "hook output is not copied");
+  const denials = (linesOf(lines, "result/success").at(-1)!["permission_denials"] as Obj[]) ?? [];
+  const denialEvents = root.events.filter((e) => e.name === "permission_denial");
+  assert.equal(denialEvents.length, denials.length);
+  assert.ok(denials.length >= 1);
+  const denied = toolById(spans, denials[0]!["tool_use_id"] as string);
+  assert.equal(denialEvents[0]!.attributes?.["gen_ai.tool.name"], denials[0]!["tool_name"]);
+  assert.equal(denied.status.code, SpanStatusCode.ERROR);
+  assert.equal(denied.attributes["error.type"], "permission_denied");
+  assert.equal(denied.attributes["turnstream.tool.permission.source"], "hook");
+  assert.equal(root.status.code, SpanStatusCode.UNSET);
+});
+
+test("permission-denied: the system/permission_denied line becomes an event on the tool span", () => {
+  const lines = fixtureLines("permission-denied");
+  const w = wrap(lines);
+  const { spans } = live(w);
+  const line = linesOf(lines, "system/permission_denied")[0]!;
+  const s = toolById(spans, line["tool_use_id"] as string);
+  const ev = s.events.find((e) => e.name === "permission_denied");
+  assert.ok(ev);
+  assert.equal(ev.attributes?.["gen_ai.tool.name"], line["tool_name"]);
+  assert.equal(ev.attributes?.["turnstream.permission.message"], line["message"]);
+  assert.equal(s.status.code, SpanStatusCode.ERROR);
+  assert.equal(s.attributes["error.type"], "permission_denied");
+  assertToolsMatchLines(lines, w, spans);
+});
+
+test("background-subagent: the Agent span lasts until the task's notification; two results counted", () => {
+  const lines = fixtureLines("background-subagent");
+  const w = wrap(lines);
+  const { spans } = live(w);
+  const root = rootOf(spans);
+  const started = linesOf(lines, "system/task_started").find((o) => o["is_backgrounded"] === true);
+  assert.ok(started);
+  const agent = toolById(spans, started["tool_use_id"] as string);
+  const note = lines.findIndex((l) => l.includes('"subtype":"task_notification"') && l.includes(started["tool_use_id"] as string));
+  assert.ok(note > 0);
+  assert.equal(ms(agent.endTime), w.lineAt[note], "ends when the background task reports");
+  assert.ok(agent.events.some((e) => e.name === "task_started"));
+  assert.ok(agent.events.some((e) => e.name === "tool_result"));
+  assert.equal(agent.events.find((e) => e.name === "task_notification")?.attributes?.["turnstream.task.status"], "completed");
+  assert.equal(agent.status.code, SpanStatusCode.UNSET);
+  assert.equal(root.attributes["turnstream.result_count"], linesOf(lines, "result/success").length);
+  assert.ok(linesOf(lines, "result/success").length >= 2);
+  assertToolsMatchLines(lines, w, spans);
+});
+
+let subagentLines: string[] | undefined;
+async function subagentRun(): Promise<string[]> {
+  subagentLines ??= await runCli(
+    [
+      { content: [{ type: "tool_use", name: "Task", input: { description: "list", prompt: "SUBAGENT-PROMPT: run a command", subagent_type: "general-purpose" } }] },
+      { match: "SUBAGENT-PROMPT", content: [{ type: "tool_use", name: "Bash", input: { command: "echo from-subagent", description: "echo" } }] },
+      { match: "from-subagent", content: [{ type: "text", text: "subagent done" }] },
+      { content: [{ type: "text", text: "all done" }] },
+    ],
+    { args: ["--dangerously-skip-permissions"] },
+  );
+  return subagentLines;
+}
+
+test("real CLI: a subagent's tool call nests under the Task span that spawned it", async () => {
+  const lines = await subagentRun();
+  const uses = toolUses(lines);
+  const nested = uses.find((u) => u.parent !== undefined);
+  assert.ok(nested, "the subagent called a tool");
+  const w = wrap(lines);
+  const { spans } = live(w);
+  const task = toolById(spans, nested.parent!);
+  const child = toolById(spans, nested.id);
+  assert.equal(child.name, "execute_tool Bash");
+  assert.equal(parentId(child), task.spanContext().spanId);
+  assert.equal(parentId(task), rootOf(spans).spanContext().spanId);
+  assert.equal(child.attributes["turnstream.tool.parent_call_id"], nested.parent);
+  assertToolsMatchLines(lines, w, spans);
+});
+
+test("an attempt cut off mid-tool: tool span ended and marked incomplete, attempt error with scrubbed message", () => {
+  const lines = fixtureLines("bash-call");
+  const firstResult = Math.min(...[...toolResults(lines).values()].map((r) => r.index));
+  const w = wrap(lines.slice(0, firstResult), { end: "none" });
+  const s = createAttemptSpans({ tracer: telemetry.tracer, scrubber, session: "sess-1", turn: "turn-1", attempt: 2, startTime: w.envelopes[0]!.at! });
+  for (const e of w.envelopes) s.onEnvelope(e);
+  s.end({ errorKind: "timeout", message: "no output for 30 s; token cnry-7f3a9d2e1b4c" });
+  s.end({ errorKind: "other" });
+  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.traceIds().traceId);
+  const root = rootOf(spans);
+  assert.equal(root.attributes["error.type"], "timeout");
+  assert.equal(root.status.message, "no output for 30 s; token [REDACTED:CANARY_TOKEN]");
+  assert.equal(ms(root.endTime), Date.parse(w.envelopes.at(-1)!.at!));
+  const t = tools(spans);
+  assert.equal(t.length, 1);
+  assert.equal(t[0]!.attributes["turnstream.tool.incomplete"], true);
+  assert.equal(t[0]!.attributes["error.type"], "incomplete");
+  assert.equal(ms(t[0]!.endTime), ms(root.endTime));
+  assertNoExceptionEvents(spans);
+});
+
+test("turn.failed without a result: error.type from the event, stderr as scrubbed events", () => {
+  const w = wrap([], {
+    end: "none",
+    extra: [
+      { kind: "cli.stderr", data: { raw: "fatal: credential cnry-7f3a9d2e1b4c rejected" } },
+      { kind: "cli.exit", data: { code: 1 } },
+      { kind: "turn.failed", data: { errorKind: "cli_error", message: "the CLI exited 1 without a result" } },
+    ],
+  });
+  const s = createAttemptSpans({ tracer: telemetry.tracer, scrubber, session: "sess-1", turn: "turn-9", attempt: 1, startTime: w.envelopes[0]!.at! });
+  for (const e of w.envelopes) s.onEnvelope(e);
+  assert.equal(s.ended, true, "turn.failed ends the spans");
+  const root = rootOf(exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.traceIds().traceId));
+  assert.equal(root.attributes["error.type"], "cli_error");
+  assert.equal(root.status.message, "the CLI exited 1 without a result");
+  assert.equal(root.attributes["turnstream.cli.exit_code"], 1);
+  const ev = root.events.find((e) => e.name === "cli.stderr");
+  assert.equal(ev?.attributes?.["turnstream.stderr"], "fatal: credential [REDACTED:CANARY_TOKEN] rejected");
+});
+
+test("trace context helpers: round trip, malformed input, ids read back from envelopes", () => {
+  const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  const ctx = contextFromTraceparent(tp);
+  assert.ok(ctx);
+  assert.equal(injectTraceparent(ctx), tp);
+  assert.equal(contextFromTraceparent("00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01"), undefined);
+  assert.equal(contextFromTraceparent("garbage"), undefined);
+  assert.equal(contextFromTraceparent(undefined), undefined);
+  assert.equal(injectTraceparent(ROOT_CONTEXT), undefined);
+  const ids = { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" };
+  assert.deepEqual(traceIdsOf({ data: { trace: ids } }), ids);
+  assert.deepEqual(traceIdsOf({ trace: { ...ids, parentSpanId: "00f067aa0ba902b7" } }), { ...ids, parentSpanId: "00f067aa0ba902b7" });
+  assert.equal(traceIdsOf({ data: { trace: { traceId: "xyz", spanId: "b7ad6b7169203331" } } }), undefined);
+});
+
+function shape(spans: ReadableSpan[]): string[] {
+  const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
+  const path = (s: ReadableSpan): string => {
+    const p = s.parentSpanContext === undefined ? undefined : byId.get(s.parentSpanContext.spanId);
+    return (p === undefined ? "" : path(p) + " > ") + s.name + (s.attributes["gen_ai.tool.call.id"] === undefined ? "" : `#${String(s.attributes["gen_ai.tool.call.id"])}`);
+  };
+  return spans.map((s) => `${path(s)} @${ms(s.startTime)}-${ms(s.endTime)} ${s.status.code}:${s.status.message ?? ""} ${String(s.attributes["error.type"] ?? "")} ev=${s.events.map((e) => e.name).join(",")}`).sort();
+}
+
+test("exportTracesFromLog re-emits the same structure and timing into the recorded trace", async () => {
+  const lines = [...fixtureLines("bash-call")];
+  const producer = telemetry.tracer.startSpan("enqueue turn");
+  producer.end();
+  const traceparent = injectTraceparent(producer)!;
+  // Attempt 1: the live run, its ids written into attempt.started as the worker does.
+  const probe = createAttemptSpans({ tracer: telemetry.tracer, scrubber, session: "s-re", turn: "t-re", attempt: 1, traceparent, startTime: T0 });
+  const w = wrap(lines, { session: "s-re", turn: "t-re", attempt: 1, trace: probe.traceIds() });
+  for (const e of w.envelopes) probe.onEnvelope(e);
+  probe.end();
+  // A second turn of the same session in the log: the subagent run, no producer.
+  const sub = await subagentRun();
+  const w2 = wrap(sub, { session: "s-re", turn: "t-re-2", attempt: 1 });
+  const liveSpans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === probe.traceIds().traceId && x.name !== "enqueue turn");
+  const liveSub = live(w2).spans;
+
+  const replayExporter = new InMemorySpanExporter();
+  const replay = startTelemetry({ scrubber, exporter: replayExporter, processor: "simple", env: {} });
+  async function* log(): AsyncGenerator<EnvelopeLike> {
+    yield { kind: "turn.queued", at: new Date(T0 - 5).toISOString(), session: "s-re", turn: "t-re", attempt: 0, data: { traceparent } };
+    for (const e of [...w.envelopes, ...w2.envelopes]) yield e;
+  }
+  const r = await exportTracesFromLog(log(), { tracer: replay.tracer, scrubber });
+  await replay.forceFlush();
+  const out = replayExporter.getFinishedSpans();
+  after(() => replay.shutdown());
+  assert.equal(r.spans, out.length);
+  assert.equal(r.attempts, 2);
+  const first = out.filter((s) => s.spanContext().traceId === probe.traceIds().traceId);
+  assert.deepEqual(shape(first), shape(liveSpans), "same spans, parents, timing, status, events");
+  assert.equal(parentId(rootOf(first)), producer.spanContext().spanId, "still the producer's child");
+  const second = out.filter((s) => s.spanContext().traceId !== probe.traceIds().traceId);
+  assert.deepEqual(shape(second), shape(liveSub));
+  assert.deepEqual(rootOf(first).attributes, rootOf(liveSpans).attributes);
+});
