@@ -1,7 +1,7 @@
 // A hermetic environment for one CLI run against the model server: private config, temp and runtime
 // directories (so nothing lands in the shared system temp dir or the operator's ~/.claude), the base URL,
 // a dummy key, no non-essential traffic and few retries so API failures surface in seconds.
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -11,7 +11,10 @@ export interface HermeticEnvOptions {
   baseUrl: string;
   /** Parent directory for the run's folders (a fresh temp dir by default). */
   root?: string;
-  /** `CLAUDE_CODE_MAX_RETRIES`; 0 makes a 429/529 final on the first answer. */
+  /**
+   * `CLAUDE_CODE_MAX_RETRIES` (default 0): 0 makes a 429/529 final on the first answer (~0.55 s run);
+   * each retry adds ~0.6 s whatever `retry-after` says (2.1.332 has no working knob for the delay).
+   */
   maxRetries?: number;
   /** Sets `IS_SANDBOX=1`, which `--dangerously-skip-permissions` needs as root. */
   sandboxed?: boolean;
@@ -62,7 +65,9 @@ export function hermeticEnv(options: HermeticEnvOptions): HermeticEnv {
 export function pinnedClaudeBin(): string {
   try {
     const require = createRequire(import.meta.url);
-    return join(dirname(require.resolve("@anthropic-ai/claude-code/package.json")), "bin", "claude.exe");
+    const bin = join(dirname(require.resolve("@anthropic-ai/claude-code/package.json")), "bin", "claude.exe");
+    if (existsSync(bin)) return bin;
+    return "claude";
   } catch {
     return "claude";
   }

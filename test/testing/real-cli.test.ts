@@ -79,3 +79,36 @@ test("a 429 with retries exhausted ends in an error result carrying api_error_st
   assert.ok(run.lines.some((l) => l["type"] === "system" && l["subtype"] === "api_retry"));
   assert.equal(server.remaining(), 0);
 });
+
+test("an SSE error before any block: the CLI re-sends the request non-streaming", async (t) => {
+  const server = await startModelServer({
+    script: { responses: [{ streamError: { type: "overloaded_error", message: "Overloaded" } }, { content: [{ type: "text", text: "answered without streaming" }] }] },
+  });
+  t.after(() => server.close());
+  const run = await runClaude({ baseUrl: server.url, prompt: "hello" });
+  t.after(() => run.hermetic.cleanup());
+  assert.equal(run.code, 0, run.stderr);
+  assert.deepEqual(server.requests().filter((r) => r.kind === "messages").map((r) => r.stream), [true, false]);
+  assert.equal(resultsOf(run)[0]?.["result"], "answered without streaming");
+});
+
+test("an SSE error after a block: the CLI keeps the partial block and asks to continue, streaming", async (t) => {
+  const server = await startModelServer({
+    script: {
+      responses: [
+        { streamError: { type: "overloaded_error", message: "Overloaded" }, afterBlocks: 1, content: [{ type: "text", text: "partial" }] },
+        { match: "cut off", content: [{ type: "text", text: "the rest" }] },
+      ],
+    },
+  });
+  t.after(() => server.close());
+  const run = await runClaude({ baseUrl: server.url, prompt: "hello" });
+  t.after(() => run.hermetic.cleanup());
+  assert.equal(run.code, 0, run.stderr);
+  const reqs = server.requests().filter((r) => r.kind === "messages");
+  assert.deepEqual(reqs.map((r) => r.stream), [true, true]);
+  assert.equal(reqs[1]!.responseIndex, 1, "the continuation prompt says the reply was cut off");
+  const texts = run.lines.filter((l) => l["type"] === "assistant").map((l) => l["message"]["content"][0]["text"]);
+  assert.deepEqual(texts, ["partial", "the rest"]);
+  assert.equal(resultsOf(run)[0]?.["result"], "the rest");
+});
