@@ -72,13 +72,15 @@ export function classifyResult(result: ParsedLine | Obj, syntheticError?: string
   if (subtype === "error_max_budget_usd") return "max_budget";
   const isError = o["is_error"] === true || subtype.startsWith("error");
   if (!isError) return "ok";
-  if (syntheticError !== undefined) {
-    const k = syntheticErrorKinds[syntheticError];
-    if (k !== undefined) return k;
-  }
+  // The HTTP status is the more precise signal: the CLI labels a 529 `server_error` in its synthetic
+  // line, though the API's answer was "overloaded" (measured on 2.1.332).
   const status = o["api_error_status"];
   if (typeof status === "number") {
     const k = kindOfStatus(status);
+    if (k !== undefined) return k;
+  }
+  if (syntheticError !== undefined) {
+    const k = syntheticErrorKinds[syntheticError];
     if (k !== undefined) return k;
   }
   if (o["terminal_reason"] === "max_turns") return "max_turns";
