@@ -1,0 +1,30 @@
+// Public surface of the projector: pure reducers over the event log, the live projector that keeps
+// read models in Redis, and replay from the log alone.
+export { applyEvent, fold, foldAsync, initialState, reduceSession, MAX_RESULT_CHARS } from "./reduce.ts";
+export type { ReducibleEnvelope } from "./reduce.ts";
+export * from "./state.ts";
+export * from "./event-data.ts";
+export { renderTranscriptText, toMessages, acceptedAttempt } from "./render.ts";
+export type { TextOptions } from "./render.ts";
+export { startProjector } from "./live.ts";
+export type { Projector, ProjectorOptions, ProjectorStats } from "./live.ts";
+export { SessionProjection } from "./session-projection.ts";
+export type { SessionProjectionOptions, StepResult } from "./session-projection.ts";
+export {
+  PROJECTION_VERSION,
+  commitProjection,
+  decodeState,
+  deleteProjection,
+  encodeState,
+  projectionKeys,
+  readModel,
+  readPointer,
+  readSummary,
+} from "./store.ts";
+export type { CommitOutcome, CommitReply, ProjectionKeys, ReadModel, ReadModelOptions } from "./store.ts";
+export { parseUntil, replaySession, UnknownSessionError } from "./replay.ts";
+export type { ReplayObserver, ReplayOptions, Until } from "./replay.ts";
+export { createOutput, paint } from "./output.ts";
+export type { Output, OutputOptions, Scrub } from "./output.ts";
+export { summarizeCliLine, summarizeEvent } from "./event-summary.ts";
+export { connectForCommand, RedisUnavailableError, redisUrlForDisplay } from "./connect.ts";

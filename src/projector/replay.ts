@@ -1,0 +1,114 @@
+// Replay: fold a session's log from zero in memory, never touching the live read models. Optionally
+// only up to an event or a moment, optionally on into live events, optionally with the original
+// timing scaled. Observers see every event and the state after it (renderers, and later exporters).
+import type { Envelope, EventLog } from "../log/index.ts";
+import { applyEvent } from "./reduce.ts";
+import { initialState, type ProjectionState } from "./state.ts";
+
+export type Until = { seq: number } | { time: number; iso: string };
+
+/** Parses `--until`: a seq number (`42`) or an ISO-8601 time. Throws a message naming the fix. */
+export function parseUntil(text: string): Until {
+  if (/^\d+$/.test(text)) {
+    const seq = Number(text);
+    if (!Number.isSafeInteger(seq) || seq < 1) throw new Error("--until SEQ must be a positive event number");
+    return { seq };
+  }
+  const time = Date.parse(text);
+  if (!/^\d{4}-\d\d-\d\d/.test(text) || Number.isNaN(time)) {
+    throw new Error(`--until must be an event number or an ISO time like 2025-01-31T12:00:00Z (got ${JSON.stringify(text.slice(0, 40))})`);
+  }
+  return { time, iso: text };
+}
+
+export interface ReplayObserver {
+  /** After each event is applied. */
+  onEvent?(env: Envelope, state: ProjectionState): void | Promise<void>;
+  /** After the log's events so far (or up to --until) are applied, before following. */
+  onCaughtUp?(state: ProjectionState): void | Promise<void>;
+  onEnd?(state: ProjectionState): void | Promise<void>;
+}
+
+export interface ReplayOptions {
+  until?: Until;
+  /** Continue with live events after the history (until `signal` aborts). */
+  follow?: boolean;
+  /** Replay history with its original timing divided by this factor; none = as fast as possible. */
+  speed?: number;
+  signal?: AbortSignal;
+  observers?: readonly ReplayObserver[];
+  /** Injectable for tests; default setTimeout-based and abortable. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+export class UnknownSessionError extends Error {
+  override readonly name = "UnknownSessionError";
+  readonly session: string;
+  constructor(session: string, prefix: string) {
+    super(`session ${session} has no events under key prefix "${prefix}"; check the id (turnstream sessions lists them) or --prefix`);
+    this.session = session;
+  }
+}
+
+function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+function beyond(until: Until | undefined, env: Envelope): boolean {
+  if (until === undefined) return false;
+  if ("seq" in until) return env.seq > until.seq;
+  const t = Date.parse(env.at);
+  return !Number.isNaN(t) && t > until.time;
+}
+
+export async function replaySession(log: EventLog, session: string, options: ReplayOptions = {}): Promise<ProjectionState> {
+  const st = await log.stat(session);
+  if (!st.exists && st.length === 0) throw new UnknownSessionError(session, log.prefix);
+  const state = initialState();
+  const observers = options.observers ?? [];
+  const sleep = options.sleep ?? defaultSleep;
+  const speed = options.speed;
+  if (speed !== undefined && !(speed > 0)) throw new Error("--speed must be a number above 0, e.g. 2 for twice as fast");
+  let prevAt: number | undefined;
+  const toSeq = options.until !== undefined && "seq" in options.until ? options.until.seq : undefined;
+  let stoppedEarly = false;
+
+  const handle = async (env: Envelope): Promise<void> => {
+    if (speed !== undefined) {
+      const at = Date.parse(env.at);
+      if (prevAt !== undefined && !Number.isNaN(at) && at > prevAt) await sleep((at - prevAt) / speed, options.signal);
+      if (!Number.isNaN(at)) prevAt = at;
+    }
+    applyEvent(state, env);
+    for (const o of observers) await o.onEvent?.(env, state);
+  };
+
+  for await (const env of log.read(session, toSeq === undefined ? {} : { toSeq })) {
+    if (options.signal?.aborted) break;
+    if (beyond(options.until, env)) {
+      stoppedEarly = true;
+      break;
+    }
+    await handle(env);
+  }
+  for (const o of observers) await o.onCaughtUp?.(state);
+  if (options.follow && !stoppedEarly && !options.signal?.aborted) {
+    // Live events have no timing to reproduce: they arrive in real time.
+    for await (const env of log.tail(session, { fromSeq: state.lastSeq + 1, signal: options.signal })) {
+      if (beyond(options.until, env)) break;
+      applyEvent(state, env);
+      for (const o of observers) await o.onEvent?.(env, state);
+    }
+  }
+  for (const o of observers) await o.onEnd?.(state);
+  return state;
+}

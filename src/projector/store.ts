@@ -1,0 +1,168 @@
+// How a projection state lives in Redis. One hash per session and projection version, under the
+// session's hash tag (so the commit script touches it, the pointer and the log's meta in one slot):
+//   <prefix>{s:<id>}:proj:v<N>:model   seq (checkpoint) · core · summary · turns · t:<i> per turn
+//   <prefix>{s:<id>}:proj:ptr          the version readers use
+// The state is split by turn so a commit writes the small core plus the turns the batch touched,
+// not the whole history: a long session's commits stay proportional to what changed.
+import { readFileSync } from "node:fs";
+import type { RedisClient } from "../log/index.ts";
+import { sessionKeys } from "../log/index.ts";
+import { STATE_VERSION, summaryOf, type ProjectionState, type SessionSummary, type TurnView, type TranscriptTurn } from "./state.ts";
+
+/** The projection version written by default: bump STATE_VERSION and the projector rebuilds into new keys. */
+export const PROJECTION_VERSION: number = STATE_VERSION;
+
+export interface ProjectionKeys {
+  model: string;
+  pointer: string;
+  logMeta: string;
+  modelOf(version: number): string;
+}
+
+export function projectionKeys(prefix: string, session: string, version: number): ProjectionKeys {
+  const k = sessionKeys(prefix, session); // validates the id
+  const tag = k.meta.slice(0, -":meta".length);
+  const modelOf = (v: number): string => `${tag}:proj:v${v}:model`;
+  return { model: modelOf(version), pointer: `${tag}:proj:ptr`, logMeta: k.meta, modelOf };
+}
+
+interface TurnPart {
+  view: TurnView;
+  transcript: TranscriptTurn;
+  paths: Record<string, Record<string, number[]>>;
+}
+
+/** Field/value pairs for a commit: core, summary, and the given turns (all when `turns` is undefined). */
+export function encodeState(s: ProjectionState, turns?: Iterable<number>): string[] {
+  const { view, transcript, cursor } = s;
+  const core = {
+    ...s,
+    view: { ...view, turns: [] },
+    transcript: { turns: [] },
+    cursor: { ...cursor, toolPaths: {} },
+  };
+  const out = ["core", JSON.stringify(core), "summary", JSON.stringify(summaryOf(s)), "turns", String(view.turns.length)];
+  const pathsByTurn = new Map<number, Record<string, Record<string, number[]>>>();
+  for (const key of Object.keys(cursor.toolPaths)) {
+    const ti = Number(key.slice(0, key.indexOf(":")));
+    let m = pathsByTurn.get(ti);
+    if (m === undefined) pathsByTurn.set(ti, (m = {}));
+    m[key] = cursor.toolPaths[key]!;
+  }
+  const list = turns ?? view.turns.keys();
+  for (const i of list) {
+    const part: TurnPart = { view: view.turns[i]!, transcript: transcript.turns[i]!, paths: pathsByTurn.get(i) ?? {} };
+    out.push(`t:${i}`, JSON.stringify(part));
+  }
+  return out;
+}
+
+/** Rebuilds a state from the stored hash (HGETALL), or undefined when nothing is stored. */
+export function decodeState(hash: Record<string, string>): ProjectionState | undefined {
+  const core = hash["core"];
+  if (core === undefined) return undefined;
+  const s = JSON.parse(core) as ProjectionState;
+  const n = Number(hash["turns"] ?? 0);
+  for (let i = 0; i < n; i++) {
+    const raw = hash[`t:${i}`];
+    if (raw === undefined) throw new Error(`stored projection is missing turn ${i}; delete its keys and let the projector rebuild`);
+    const part = JSON.parse(raw) as TurnPart;
+    s.view.turns.push(part.view);
+    s.transcript.turns.push(part.transcript);
+    Object.assign(s.cursor.toolPaths, part.paths);
+  }
+  return s;
+}
+
+export type CommitOutcome = "committed" | "conflict" | "superseded" | "repoint";
+
+export interface CommitReply {
+  outcome: CommitOutcome;
+  /** committed: 1 when the pointer switched to this version; conflict: stored seq; else the pointer. */
+  n: number;
+}
+
+const COMMIT = "turnstreamProjectionCommit";
+const commitLua = readFileSync(new URL("./lua/commit.lua", import.meta.url), "utf8");
+type Dynamic = Record<string, (...args: (string | number)[]) => Promise<[string, number]>>;
+
+export async function commitProjection(
+  redis: RedisClient,
+  keys: ProjectionKeys,
+  version: number,
+  expectedSeq: number,
+  pointerSeen: number | null,
+  state: ProjectionState,
+  turns: Iterable<number> | undefined,
+): Promise<CommitReply> {
+  const dyn = redis as unknown as Dynamic;
+  if (typeof dyn[COMMIT] !== "function") redis.defineCommand(COMMIT, { numberOfKeys: 4, lua: commitLua });
+  const old = pointerSeen !== null && pointerSeen !== version ? keys.modelOf(pointerSeen) : keys.model;
+  const [outcome, n] = await dyn[COMMIT]!.call(
+    redis,
+    keys.model,
+    keys.pointer,
+    keys.logMeta,
+    old,
+    version,
+    expectedSeq,
+    state.lastSeq,
+    pointerSeen === null ? "" : String(pointerSeen),
+    ...encodeState(state, turns),
+  );
+  return { outcome: outcome as CommitOutcome, n: Number(n) };
+}
+
+export async function readPointer(redis: RedisClient, keys: ProjectionKeys): Promise<number | null> {
+  const p = await redis.get(keys.pointer);
+  return p === null ? null : Number(p);
+}
+
+export interface ReadModel {
+  version: number;
+  seq: number;
+  state: ProjectionState;
+}
+
+export interface ReadModelOptions {
+  prefix?: string;
+  /** Read this version's keys instead of the pointer's. */
+  version?: number;
+}
+
+/**
+ * The current read models of a session as the live projector stored them, or undefined when none
+ * are stored yet. Follows the version pointer (retrying once if it switches while reading).
+ */
+export async function readModel(redis: RedisClient, session: string, options: ReadModelOptions = {}): Promise<ReadModel | undefined> {
+  const prefix = options.prefix ?? "ts:";
+  for (let tries = 0; tries < 3; tries++) {
+    const base = projectionKeys(prefix, session, 1);
+    const version = options.version ?? (await readPointer(redis, base));
+    if (version === null) return undefined;
+    const hash = await redis.hgetall(base.modelOf(version));
+    const state = decodeState(hash);
+    if (state !== undefined) return { version, seq: Number(hash["seq"] ?? 0), state };
+    if (options.version !== undefined) return undefined;
+  }
+  return undefined;
+}
+
+/** The stored listing summary of a session (cheap: one small field), or undefined. */
+export async function readSummary(redis: RedisClient, session: string, prefix = "ts:"): Promise<SessionSummary | undefined> {
+  for (let tries = 0; tries < 3; tries++) {
+    const base = projectionKeys(prefix, session, 1);
+    const version = await readPointer(redis, base);
+    if (version === null) return undefined;
+    const s = await redis.hget(base.modelOf(version), "summary");
+    if (s !== null) return JSON.parse(s) as SessionSummary;
+  }
+  return undefined;
+}
+
+/** Deletes a session's projection keys of the given versions and the pointer (operators, tests). */
+export async function deleteProjection(redis: RedisClient, session: string, versions: number[], prefix = "ts:"): Promise<void> {
+  const k = projectionKeys(prefix, session, 1);
+  for (const v of versions) await redis.del(k.modelOf(v));
+  await redis.del(k.pointer);
+}
