@@ -88,7 +88,6 @@ export const GENAI = {
   cacheCreationTokens: "gen_ai.usage.cache_creation.input_tokens",
   toolName: "gen_ai.tool.name",
   toolCallId: "gen_ai.tool.call.id",
-  toolType: "gen_ai.tool.type",
   toolArguments: "gen_ai.tool.call.arguments",
   errorType: "error.type",
 } as const;
@@ -107,12 +106,20 @@ const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !
 const str = (o: Obj | undefined, k: string): string | undefined => (typeof o?.[k] === "string" ? (o[k] as string) : undefined);
 const num = (o: Obj | undefined, k: string): number | undefined => (typeof o?.[k] === "number" && Number.isFinite(o[k]) ? (o[k] as number) : undefined);
 
+let lastAtText = "";
+let lastAtMs = Number.NaN;
+
 export function toMillis(t: TimeLike | undefined): number | undefined {
   if (t === undefined) return undefined;
+  // Consecutive events often share a millisecond stamp: skip re-parsing it.
+  if (t === lastAtText) return lastAtMs;
   if (t instanceof Date) return Number.isNaN(t.getTime()) ? undefined : t.getTime();
   if (typeof t === "number") return Number.isFinite(t) ? t : undefined;
   const ms = Date.parse(t);
-  return Number.isNaN(ms) ? undefined : ms;
+  if (Number.isNaN(ms)) return undefined;
+  lastAtText = t;
+  lastAtMs = ms;
+  return ms;
 }
 
 const cap = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max)}… [${text.length - max} more characters]`);
@@ -121,8 +128,8 @@ const cap = (text: string, max: number): string => (text.length <= max ? text : 
 // run are assistant text and tool output, and spans only need tool calls, results, system lines and
 // results. Inside JSON text an unescaped `"` cannot occur within a string, so these key sequences
 // only match real structure (a false positive merely costs one parse).
-const NEEDS_PARSE = /"type":"(?:tool_use|tool_result|system|result)"|"<synthetic>"/;
 const MODEL_FIELD = /"model":"([^"\\]{1,200})"/;
+const TOOL_USE_ID_KEY = '"tool_use_id":"';
 
 interface ToolState {
   readonly span: Span;
@@ -214,7 +221,6 @@ export function createAttemptSpans(options: AttemptSpansOptions): AttemptSpans {
       [GENAI.operation]: "execute_tool",
       [GENAI.toolName]: name,
       [GENAI.toolCallId]: id,
-      [GENAI.toolType]: name.startsWith("mcp__") ? "extension" : "function",
     };
     if (parentToolUseId !== undefined) a["turnstream.tool.parent_call_id"] = parentToolUseId;
     if (captureContent && block["input"] !== undefined) a[GENAI.toolArguments] = scrub(JSON.stringify(block["input"]), GENAI.toolArguments);
@@ -403,11 +409,24 @@ export function createAttemptSpans(options: AttemptSpansOptions): AttemptSpans {
   }
 
   function onLine(raw: string, at: number): void {
-    if (!NEEDS_PARSE.test(raw)) {
-      if (raw.startsWith('{"type":"assistant"')) {
+    if (raw.startsWith('{"type":"assistant"')) {
+      if (!raw.includes('"type":"tool_use"') && !raw.includes('"<synthetic>"')) {
         const m = MODEL_FIELD.exec(raw);
         if (m !== null && m[1] !== "<synthetic>") responseModel = m[1];
+        return;
       }
+    } else if (raw.startsWith('{"type":"user"')) {
+      // Tool output is the bulk of a run's bytes: a successful result only needs its tool_use_id.
+      if (!raw.includes('"type":"tool_result"')) return;
+      if (!raw.includes('"is_error":true')) {
+        for (let i = raw.indexOf(TOOL_USE_ID_KEY); i !== -1; i = raw.indexOf(TOOL_USE_ID_KEY, i + 1)) {
+          const from = i + TOOL_USE_ID_KEY.length;
+          const to = raw.indexOf('"', from);
+          if (to > from) onToolResult({ tool_use_id: raw.slice(from, to) }, {}, at);
+        }
+        return;
+      }
+    } else if (raw.startsWith('{"type":"stream_event"') || raw.startsWith('{"type":"rate_limit_event"')) {
       return;
     }
     let o: unknown;

@@ -1,0 +1,176 @@
+// Telemetry overhead on ingest: 100,000 realistic cli.line events through the event log's writer,
+// with telemetry on (each raw line scrubbed against 20 known secret values, every envelope fed to
+// the attempt's spans, spans exported in batches through the RedactingSpanExporter to an exporter
+// that drops them: no network) against off, alternating in the same run on the same Redis.
+// Ratio = on rate / off rate (best of the rounds of each); a third mode scrubs lines but builds no
+// spans, to tell the scrubber's share of the cost from the spans'.
+// Options: --events N, --rounds N, --url redis://… (default: a private redis-server for the run).
+import { parseArgs } from "node:util";
+import { randomBytes } from "node:crypto";
+import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
+import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
+import { connectRedis, createEventLog, createWriter } from "../src/log/index.ts";
+import { createAttemptSpans, createScrubber, startTelemetry } from "../src/telemetry/index.ts";
+import { startRedisServer, type RedisServer } from "../test/support/redis-server.ts";
+
+const { values } = parseArgs({
+  options: {
+    events: { type: "string", default: "100000" },
+    rounds: { type: "string", default: "2" },
+    url: { type: "string" },
+  },
+});
+const total = Number(values.events);
+const rounds = Number(values.rounds);
+
+let state = 0x2545f491;
+function rand(): number {
+  state ^= state << 13;
+  state ^= state >>> 17;
+  state ^= state << 5;
+  return (state >>> 0) / 0x100000000;
+}
+const words = "the of and to in is that for it with as was on be by this are from at or an file line code function return value error test run build".split(" ");
+function text(bytes: number): string {
+  let s = "";
+  while (s.length < bytes) s += words[Math.floor(rand() * words.length)] + (rand() < 0.1 ? "\\n" : " ");
+  return s.slice(0, bytes);
+}
+
+const secrets: Record<string, string> = {};
+for (let i = 0; i < 20; i++) {
+  const kind = i % 4;
+  secrets[`SECRET_${i}`] =
+    kind === 0 ? `sk-ant-api03-${randomBytes(24).toString("base64url")}` : kind === 1 ? `ghp_${randomBytes(18).toString("hex")}` : kind === 2 ? randomBytes(16).toString("hex") : `xoxb-${randomBytes(12).toString("hex")}`;
+}
+const secretList = Object.values(secrets);
+
+const sessionId = "7d2c1b9e-8d7a-4e6b-9c3d-2a1b0f9e8d7c";
+const model = "claude-sonnet-4-5";
+// A long agentic run: init, then steps of (sometimes text) + tool_use + tool_result, a hook pair now
+// and then, a rare retry, one result at the end. Tool outputs carry a secret once in a while.
+function makeLines(n: number): string[] {
+  const out: string[] = [
+    JSON.stringify({ type: "system", subtype: "init", cwd: "/work/repo", session_id: sessionId, tools: ["Bash", "Read", "Edit"], model, permissionMode: "default", claude_code_version: "2.1.332" }),
+  ];
+  let i = 0;
+  while (out.length < n - 1) {
+    i++;
+    const id = `msg_${i.toString(36).padStart(8, "0")}`;
+    const toolId = `toolu_${i.toString(36).padStart(16, "0")}`;
+    const r = rand();
+    if (r < 0.5) {
+      out.push(JSON.stringify({ type: "assistant", message: { id, type: "message", role: "assistant", model, content: [{ type: "text", text: text(200 + Math.floor(rand() * 600)) }], stop_reason: null, usage: { input_tokens: 3, output_tokens: 12 } }, parent_tool_use_id: null, session_id: sessionId }));
+    }
+    const cmd = `grep -rn "${words[i % words.length]}" src | head -${1 + (i % 40)}`;
+    out.push(JSON.stringify({ type: "assistant", message: { id, type: "message", role: "assistant", model, content: [{ type: "tool_use", id: toolId, name: i % 5 === 0 ? "Read" : "Bash", input: { command: cmd, description: "search" } }], stop_reason: null, usage: { input_tokens: 3, output_tokens: 30 } }, parent_tool_use_id: null, session_id: sessionId }));
+    if (i % 25 === 0) {
+      out.push(JSON.stringify({ type: "system", subtype: "hook_started", hook_id: `h${i}`, hook_name: "PreToolUse:Bash", hook_event: "PreToolUse", session_id: sessionId }));
+      out.push(JSON.stringify({ type: "system", subtype: "hook_response", hook_id: `h${i}`, hook_name: "PreToolUse:Bash", hook_event: "PreToolUse", output: "", stdout: "", stderr: "", exit_code: 0, outcome: "success", session_id: sessionId }));
+    }
+    if (i % 997 === 0) out.push(JSON.stringify({ type: "system", subtype: "api_retry", attempt: 1, max_retries: 10, retry_delay_ms: 500, error_status: 529, error: "overloaded", session_id: sessionId }));
+    const size = rand() < 0.7 ? 300 + Math.floor(rand() * 1200) : 1500 + Math.floor(rand() * 2500);
+    let body = text(size);
+    if (i % 500 === 0) body += ` token=${secretList[i % secretList.length]}`;
+    const isError = i % 40 === 0;
+    out.push(JSON.stringify({ type: "user", message: { role: "user", content: [{ tool_use_id: toolId, type: "tool_result", content: body, is_error: isError }] }, parent_tool_use_id: null, session_id: sessionId, tool_use_result: isError ? `Error: ${body.slice(0, 80)}` : { stdout: body.slice(0, 100), stderr: "", interrupted: false } }));
+  }
+  out.length = Math.min(out.length, n - 1);
+  out.push(JSON.stringify({ type: "result", subtype: "success", is_error: false, result: "done", session_id: sessionId, num_turns: i, total_cost_usd: 12.5, usage: { input_tokens: 1000, output_tokens: 5000, cache_read_input_tokens: 200000, cache_creation_input_tokens: 3000 }, modelUsage: { [model]: { inputTokens: 1000, outputTokens: 5000, cacheReadInputTokens: 200000, cacheCreationInputTokens: 3000, costUSD: 12.5 } }, permission_denials: [] }));
+  return out;
+}
+
+/** Accepts every batch and drops it: what is measured is our side, not a network. */
+class DroppingExporter implements SpanExporter {
+  spans = 0;
+  export(spans: ReadableSpan[], done: (r: ExportResult) => void): void {
+    this.spans += spans.length;
+    done({ code: ExportResultCode.SUCCESS });
+  }
+  shutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+  forceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+const lines = makeLines(total);
+const lineBytes = lines.reduce((a, l) => a + Buffer.byteLength(l), 0);
+
+let server: RedisServer | undefined;
+const url = values.url ?? (server = await startRedisServer()).url;
+const redis = connectRedis({ url, clusterNodes: undefined, env: {} });
+const prefix = `bench:${randomBytes(4).toString("hex")}:`;
+const log = createEventLog({ redis, prefix });
+let runNo = 0;
+
+type Mode = "off" | "scrub" | "on";
+
+async function ingest(items: string[], mode: Mode): Promise<{ ms: number; spans: number; redacted: number }> {
+  const withTelemetry = mode === "on";
+  const session = `bench-tel-${runNo++}-${randomBytes(3).toString("hex")}`;
+  const exporter = new DroppingExporter();
+  const scrubber = createScrubber({ values: secrets });
+  const telemetry = withTelemetry ? startTelemetry({ scrubber, exporter, env: {} }) : undefined;
+  let redacted = 0;
+  const t0 = performance.now();
+  const { epoch, attempt } = await log.beginAttempt(session, "turn-1");
+  const writer = createWriter({ log, session, epoch, maxBatchEvents: 1024, maxBatchBytes: 4 * 1024 * 1024 });
+  const spans = telemetry === undefined ? undefined : createAttemptSpans({ tracer: telemetry.tracer, scrubber, session, turn: "turn-1", attempt });
+  const started = { turn: "turn-1", attempt, kind: "attempt.started", at: new Date().toISOString(), data: spans === undefined ? {} : { trace: spans.traceIds() } };
+  await writer.write(started);
+  spans?.onEnvelope(started);
+  for (const raw of items) {
+    const env = { turn: "turn-1", attempt, kind: "cli.line", at: new Date().toISOString(), data: { raw } };
+    if (mode !== "off") {
+      // What the worker does for its own sinks (stderr, logs): one scrub per line.
+      if (scrubber.scrub(raw, { sink: "log" }) !== raw) redacted++;
+    }
+    await writer.write(env);
+    spans?.onEnvelope(env);
+  }
+  const finished = { turn: "turn-1", attempt, kind: "turn.finished", at: new Date().toISOString(), data: {} };
+  await writer.write(finished);
+  spans?.onEnvelope(finished);
+  spans?.end();
+  await writer.close();
+  await telemetry?.forceFlush();
+  const ms = performance.now() - t0;
+  await telemetry?.shutdown();
+  const stat = await log.stat(session);
+  if (stat.lastSeq !== items.length + 2) throw new Error(`log has ${stat.lastSeq} events, expected ${items.length + 2}`);
+  await log.destroy(session);
+  return { ms, spans: exporter.spans, redacted };
+}
+
+try {
+  const warm = lines.slice(0, 5000);
+  for (const m of ["off", "scrub", "on"] as const) await ingest(warm, m);
+  let offBest = Infinity;
+  let scrubBest = Infinity;
+  let onBest = Infinity;
+  let spans = 0;
+  let redacted = 0;
+  for (let r = 0; r < rounds; r++) {
+    offBest = Math.min(offBest, (await ingest(lines, "off")).ms);
+    scrubBest = Math.min(scrubBest, (await ingest(lines, "scrub")).ms);
+    const on = await ingest(lines, "on");
+    onBest = Math.min(onBest, on.ms);
+    spans = on.spans;
+    redacted = on.redacted;
+  }
+  const offPerSec = Math.round(total / (offBest / 1000));
+  const onPerSec = Math.round(total / (onBest / 1000));
+  const scrubPerSec = Math.round(total / (scrubBest / 1000));
+  process.stdout.write(
+    `events ${total}, mean line ${Math.round(lineBytes / total)} B, ${Object.keys(secrets).length} secrets, rounds ${rounds}\n` +
+      `off   ${offBest.toFixed(0)} ms  ${offPerSec}/s\n` +
+      `scrub ${scrubBest.toFixed(0)} ms  ${scrubPerSec}/s  (line scrubbing only, no spans)\n` +
+      `on    ${onBest.toFixed(0)} ms  ${onPerSec}/s  ${spans} spans exported, ${redacted} lines had a secret\n`,
+  );
+  process.stdout.write(JSON.stringify({ bench: "telemetry", ratio: Number((onPerSec / offPerSec).toFixed(3)), scrubOnlyRatio: Number((scrubPerSec / offPerSec).toFixed(3)), onPerSec, scrubPerSec, offPerSec, spans, redactedLines: redacted, events: total }) + "\n");
+} finally {
+  redis.disconnect();
+  await server?.dispose();
+}
