@@ -588,8 +588,9 @@ function result(s: ProjectionState, env: ReducibleEnvelope, a: AttemptView, key:
   setError(s, kind, env.seq);
   const sid = str(o, "session_id");
   if (sid !== null) s.view.cliSessionId = sid;
-  // total_cost_usd and usage are the CLI process's totals so far: the latest result replaces the
-  // attempt's earlier figures (a run with background subagents prints more than one result).
+  // total_cost_usd is the CLI process's running total (a run with background subagents prints two
+  // results with the same figure), so the latest replaces the attempt's; usage is per result
+  // (measured: the second result of that run reports its own smaller usage), so it adds up.
   const cost = num(o, "total_cost_usd");
   if (cost !== null) {
     s.view.costUsd += cost - a.costUsd;
@@ -597,18 +598,12 @@ function result(s: ProjectionState, env: ReducibleEnvelope, a: AttemptView, key:
   }
   const u = isObj(o["usage"]) ? o["usage"] : undefined;
   if (u !== undefined) {
-    const next = {
-      input: num(u, "input_tokens") ?? 0,
-      output: num(u, "output_tokens") ?? 0,
-      cacheRead: num(u, "cache_read_input_tokens") ?? 0,
-      cacheCreation: num(u, "cache_creation_input_tokens") ?? 0,
-    };
-    const t = s.view.tokens;
-    t.input += next.input - a.tokens.input;
-    t.output += next.output - a.tokens.output;
-    t.cacheRead += next.cacheRead - a.tokens.cacheRead;
-    t.cacheCreation += next.cacheCreation - a.tokens.cacheCreation;
-    a.tokens = next;
+    for (const t of [a.tokens, s.view.tokens]) {
+      t.input += num(u, "input_tokens") ?? 0;
+      t.output += num(u, "output_tokens") ?? 0;
+      t.cacheRead += num(u, "cache_read_input_tokens") ?? 0;
+      t.cacheCreation += num(u, "cache_creation_input_tokens") ?? 0;
+    }
   }
   const denials = o["permission_denials"];
   if (Array.isArray(denials)) {

@@ -1,0 +1,60 @@
+// `turnstream projector`: keeps the read models in Redis up to date until SIGTERM/SIGINT.
+import { parseArgs } from "node:util";
+import { connectForCommand, PROJECTION_VERSION } from "../../projector/index.ts";
+import { runProjectorProcess } from "../../projector/process.ts";
+import { createLogger, createScrubber } from "../../telemetry/index.ts";
+
+export const summary = "run the live projector (read models in Redis) until SIGTERM";
+
+const usage = `usage: turnstream projector [--version N] [--prefix P] [--rescan-ms MS]
+  Follows every session in the log's index and keeps its read models (session view, transcript,
+  decisions) in Redis, checkpointed atomically. Several may run at once.
+  --version N     projection version to build (default ${PROJECTION_VERSION}); a newer one rebuilds into
+                  new keys and switches readers over per session once it has caught up
+  --prefix P      key prefix (default: TURNSTREAM_PREFIX or "ts:")
+  --rescan-ms MS  how often the session index is rescanned (default 2000)
+  Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
+`;
+
+function positiveInt(name: string, v: string | undefined, dflt: number): number {
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
+  return n;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      version: { type: "string" },
+      prefix: { type: "string" },
+      "rescan-ms": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  if (positionals.length > 0) {
+    process.stderr.write(usage);
+    return 2;
+  }
+  const version = positiveInt("version", values.version, PROJECTION_VERSION);
+  const rescanMs = positiveInt("rescan-ms", values["rescan-ms"], 2000);
+  const logger = createLogger({ scrubber: createScrubber({ env: process.env }), base: { component: "projector" } });
+  const redis = await connectForCommand();
+  try {
+    return await runProjectorProcess({
+      redis,
+      logger,
+      version,
+      rescanMs,
+      prefix: values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:",
+    });
+  } finally {
+    redis.disconnect();
+  }
+}

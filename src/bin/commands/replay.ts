@@ -1,0 +1,157 @@
+// `turnstream replay <session>`: rebuilds the read models from the log alone (never touching the
+// live ones) and prints them, optionally as of an event or a moment, optionally following.
+import { parseArgs } from "node:util";
+import { createEventLog, isValidSessionId } from "../../log/index.ts";
+import {
+  connectForCommand,
+  createOutput,
+  parseUntil,
+  renderTranscriptText,
+  replaySession,
+  toMessages,
+  type Output,
+  type ProjectionState,
+  type ReplayObserver,
+  type Scrub,
+} from "../../projector/index.ts";
+
+export const summary = "rebuild a session's read models from its log (text, json or AI-SDK messages)";
+
+const usage = `usage: turnstream replay <session> [--until SEQ|ISO-TIME] [--format text|json|messages]
+                        [--follow] [--speed X] [--prefix P]
+  Folds the session's event log from zero; the live read models are not read or written.
+  --until SEQ|TIME  the state as of event SEQ, or of the moment TIME (ISO 8601)
+  --format F        text (transcript, default) | json (all read models) | messages (AI-SDK messages)
+  --follow          go on with live events until interrupted (json/messages: one line per event)
+  --speed X         replay with the original timing divided by X (default: no waiting)
+  --prefix P        key prefix (default: TURNSTREAM_PREFIX or "ts:")
+  Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
+`;
+
+type Format = "text" | "json" | "messages";
+
+/** Prints the replay: all at the end, or progressively when following or timed. */
+function printer(out: Output, format: Format, progressive: boolean): ReplayObserver {
+  let printed: string[] = [];
+  let caughtUp = false;
+  const text = (s: ProjectionState): void => {
+    const lines = renderTranscriptText(s).split("\n");
+    const samePrefix = printed.length <= lines.length && printed.every((l, i) => l === lines[i]);
+    if (samePrefix) for (const l of lines.slice(printed.length)) out.line(l);
+    else {
+      out.line("── (transcript revised) ──");
+      for (const l of lines) out.line(l);
+    }
+    printed = lines;
+  };
+  const doc = (s: ProjectionState, pretty: boolean): string => {
+    const v = format === "json" ? s : toMessages(s);
+    return pretty ? JSON.stringify(v, null, 2) : JSON.stringify(v);
+  };
+  return {
+    onEvent(_env, s) {
+      if (!progressive) return;
+      if (format === "text") text(s);
+      else if (caughtUp) out.line(doc(s, false));
+    },
+    onCaughtUp(s) {
+      caughtUp = true;
+      if (progressive && format === "text") return;
+      out.line(doc2(s));
+    },
+    onEnd() {},
+  };
+  function doc2(s: ProjectionState): string {
+    if (format === "text") return renderTranscriptText(s);
+    return doc(s, !progressive);
+  }
+}
+
+/**
+ * Extra observers chosen by flags. The place for later exporters (e.g. `--export-traces`, which
+ * turns the replayed events into spans): add the flag to `options` below and an observer here.
+ */
+export function replayObservers(_flags: Record<string, unknown>, _out: Output): ReplayObserver[] {
+  return [];
+}
+
+export async function run(argv: string[], scrub?: Scrub): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        until: { type: "string" },
+        format: { type: "string", default: "text" },
+        follow: { type: "boolean", default: false },
+        speed: { type: "string" },
+        prefix: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (err) {
+    process.stderr.write(`turnstream replay: ${(err as Error).message}\n${usage}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  const [session, ...extra] = positionals;
+  if (session === undefined || extra.length > 0) {
+    process.stderr.write(usage);
+    return 2;
+  }
+  if (!isValidSessionId(session)) {
+    process.stderr.write("turnstream replay: session id must be 1-128 characters from A-Z a-z 0-9 _ . -\n");
+    return 2;
+  }
+  const format = values.format as Format;
+  if (!["text", "json", "messages"].includes(format)) {
+    process.stderr.write("turnstream replay: --format must be text, json or messages\n");
+    return 2;
+  }
+  let until;
+  let speed: number | undefined;
+  try {
+    until = values.until === undefined ? undefined : parseUntil(values.until);
+    if (values.speed !== undefined) {
+      speed = Number(values.speed);
+      if (!(speed > 0) || !Number.isFinite(speed)) throw new Error("--speed must be a number above 0, e.g. 2 for twice as fast");
+    }
+  } catch (err) {
+    process.stderr.write(`turnstream replay: ${(err as Error).message}\n`);
+    return 2;
+  }
+  const out = createOutput(process.stdout, scrub === undefined ? {} : { scrub });
+  const redis = await connectForCommand();
+  const ac = new AbortController();
+  const onSignal = (): void => ac.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    const log = createEventLog({ redis, prefix: values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:" });
+    const progressive = values.follow || speed !== undefined;
+    await replaySession(log, session, {
+      ...(until === undefined ? {} : { until }),
+      ...(speed === undefined ? {} : { speed }),
+      follow: values.follow,
+      signal: ac.signal,
+      observers: [printer(out, format, progressive), ...replayObservers(values, out)],
+    });
+    await out.drain();
+    return 0;
+  } catch (err) {
+    if ((err as Error).name === "UnknownSessionError") {
+      process.stderr.write(`turnstream replay: ${(err as Error).message}\n`);
+      return 1;
+    }
+    throw err;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    redis.disconnect();
+  }
+}

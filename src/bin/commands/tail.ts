@@ -1,0 +1,104 @@
+// `turnstream tail <session>`: a session's events as they arrive, one short line each.
+import { parseArgs } from "node:util";
+import { createEventLog, isValidSessionId, type Envelope } from "../../log/index.ts";
+import { connectForCommand, createOutput, paint, summarizeEvent, type Output, type Scrub } from "../../projector/index.ts";
+
+export const summary = "print a session's events (seq, kind, summary), optionally following live";
+
+const usage = `usage: turnstream tail <session> [--follow] [--json] [--from SEQ] [--prefix P]
+  --follow    keep printing new events until interrupted
+  --json      one envelope per line instead of a summary
+  --from SEQ  start at this event (default 1)
+  --prefix P  key prefix (default: TURNSTREAM_PREFIX or "ts:")
+  Colour only on a terminal, and never when NO_COLOR is set.
+  Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
+`;
+
+const kindStyle = (kind: string): "dim" | "red" | "green" | "yellow" | "blue" | "magenta" | "cyan" => {
+  if (kind === "turn.failed" || kind === "attempt.abandoned") return "red";
+  if (kind === "turn.finished") return "green";
+  if (kind.startsWith("decision.") || kind === "rule.added") return "magenta";
+  if (kind === "cli.line") return "cyan";
+  if (kind.startsWith("turn.") || kind.startsWith("attempt.")) return "yellow";
+  return "blue";
+};
+
+export function formatEvent(env: Envelope, color: boolean): string {
+  const at = env.at.length >= 23 ? env.at.slice(11, 23) : env.at;
+  const who = env.turn === "" ? "" : ` ${env.turn}#${env.attempt}`;
+  const summary = summarizeEvent(env);
+  return `${paint(color, "dim", String(env.seq).padStart(6))} ${paint(color, "dim", at)} ${paint(color, kindStyle(env.kind), env.kind)}${who}${summary === "" ? "" : ` ${summary}`}`;
+}
+
+function print(out: Output, env: Envelope, json: boolean): void {
+  out.line(json ? JSON.stringify(env) : formatEvent(env, out.color));
+}
+
+export async function run(argv: string[], scrub?: Scrub): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        follow: { type: "boolean", short: "f", default: false },
+        json: { type: "boolean", default: false },
+        from: { type: "string" },
+        prefix: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (err) {
+    process.stderr.write(`turnstream tail: ${(err as Error).message}\n${usage}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  const [session, ...extra] = positionals;
+  if (session === undefined || extra.length > 0) {
+    process.stderr.write(usage);
+    return 2;
+  }
+  if (!isValidSessionId(session)) {
+    process.stderr.write("turnstream tail: session id must be 1-128 characters from A-Z a-z 0-9 _ . -\n");
+    return 2;
+  }
+  const from = values.from === undefined ? 1 : Number(values.from);
+  if (!Number.isSafeInteger(from) || from < 1) {
+    process.stderr.write("turnstream tail: --from must be a positive event number\n");
+    return 2;
+  }
+  const out = createOutput(process.stdout, scrub === undefined ? {} : { scrub });
+  const redis = await connectForCommand();
+  const ac = new AbortController();
+  const onSignal = (): void => ac.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    const prefix = values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:";
+    const log = createEventLog({ redis, prefix });
+    const st = await log.stat(session);
+    if (!st.exists && st.length === 0 && !values.follow) {
+      process.stderr.write(`turnstream tail: session ${session} has no events under key prefix "${prefix}"; check the id (turnstream sessions) or --prefix\n`);
+      return 1;
+    }
+    if (values.follow) {
+      if (!st.exists) process.stderr.write(`turnstream tail: session ${session} has no events yet; waiting for the first\n`);
+      for await (const env of log.tail(session, { fromSeq: from, signal: ac.signal, blockMs: 1000 })) print(out, env, values.json);
+    } else {
+      for await (const env of log.read(session, { fromSeq: from })) {
+        print(out, env, values.json);
+        await out.drain();
+      }
+    }
+    await out.drain();
+    return 0;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    redis.disconnect();
+  }
+}

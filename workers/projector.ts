@@ -1,0 +1,22 @@
+#!/usr/bin/env node
+// Process entry point of the live projector (compose service `projector`). Configuration from the
+// environment: REDIS_URL / REDIS_CLUSTER_NODES, TURNSTREAM_PREFIX, TURNSTREAM_PROJECTION_VERSION,
+// TURNSTREAM_PROJECTOR_RESCAN_MS. Exits 0 after a clean SIGTERM stop.
+import { connectRedis } from "../src/log/index.ts";
+import { PROJECTION_VERSION } from "../src/projector/index.ts";
+import { runProjectorProcess } from "../src/projector/process.ts";
+import { createLogger, createScrubber } from "../src/telemetry/index.ts";
+
+const env = process.env;
+const logger = createLogger({ scrubber: createScrubber({ env }), base: { component: "projector" } });
+const version = Number(env["TURNSTREAM_PROJECTION_VERSION"] ?? PROJECTION_VERSION);
+const rescanMs = Number(env["TURNSTREAM_PROJECTOR_RESCAN_MS"] ?? 2000);
+if (!Number.isSafeInteger(version) || version < 1 || !Number.isFinite(rescanMs) || rescanMs <= 0) {
+  logger.error({}, "TURNSTREAM_PROJECTION_VERSION must be a positive integer and TURNSTREAM_PROJECTOR_RESCAN_MS a positive number");
+  process.exit(2);
+}
+const redis = connectRedis();
+redis.on("error", (err: Error) => logger.warn({ err: { name: err.name, message: err.message } }, "redis connection error"));
+const code = await runProjectorProcess({ redis, logger, version, rescanMs, prefix: env["TURNSTREAM_PREFIX"] ?? "ts:" });
+redis.disconnect();
+process.exitCode = code;
