@@ -1,0 +1,261 @@
+// Reducers on the recorded fixture logs (real CLI lines in worker envelopes): session view,
+// transcript, decision state, carried unknowns, determinism and JSON round trips.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  applyEvent,
+  fold,
+  initialState,
+  reduceSession,
+  renderTranscriptText,
+  toMessages,
+  type ProjectionState,
+  type TranscriptItem,
+} from "../../src/projector/index.ts";
+import { cliFixtureNames, fixtureLog, fixtureLogNames, viaJson, wrapCli } from "./_support.ts";
+import type { Envelope } from "../../src/log/index.ts";
+
+type Obj = Record<string, unknown>;
+const lineObjs = (envs: Envelope[]): Obj[] =>
+  envs.filter((e) => e.kind === "cli.line").flatMap((e) => {
+    try {
+      return [JSON.parse((e.data as { raw: string }).raw) as Obj];
+    } catch {
+      return [];
+    }
+  });
+
+const allItems = (items: TranscriptItem[]): TranscriptItem[] =>
+  items.flatMap((i) => (i.t === "tool" ? [i, ...allItems(i.subagent)] : [i]));
+
+const accepted = (s: ProjectionState, turn: number) => {
+  const t = s.transcript.turns[turn]!;
+  return t.attempts.find((a) => a.attempt === t.acceptedAttempt)!;
+};
+
+test("plain reply: session view from init and result, prompt and reply in the transcript", () => {
+  const envs = fixtureLog("plain-reply");
+  const s = fold(envs);
+  const lines = lineObjs(envs);
+  const init = lines.find((o) => o["subtype"] === "init")!;
+  const result = lines.find((o) => o["type"] === "result")!;
+  assert.equal(s.view.id, envs[0]!.session);
+  assert.equal(s.view.cliSessionId, init["session_id"]);
+  assert.equal(s.view.cwd, init["cwd"]);
+  assert.equal(s.view.model, init["model"]);
+  assert.equal(s.view.cliVersion, "2.1.332");
+  assert.equal(s.view.status, "finished");
+  assert.equal(s.view.costUsd, result["total_cost_usd"]);
+  assert.equal(s.view.tokens.input, (result["usage"] as Obj)["input_tokens"]);
+  assert.equal(s.view.lastErrorKind, null);
+  assert.equal(s.view.turns.length, 1);
+  assert.equal(s.view.turns[0]!.acceptedAttempt, 1);
+  assert.equal(s.view.turns[0]!.errorKind, "ok");
+  const a = s.view.turns[0]!.attempts[0]!;
+  assert.equal(a.exitCode, 0);
+  assert.equal(a.results, 1);
+  const prompt = (envs[0]!.data as { prompt: string }).prompt;
+  const reply = lines.filter((o) => o["type"] === "assistant").flatMap((o) => ((o["message"] as Obj)["content"] as Obj[]).map((b) => b["text"]));
+  const text = renderTranscriptText(s);
+  assert.ok(text.includes(`User: ${prompt}`));
+  for (const r of reply) assert.ok(text.includes(String(r)));
+  const msgs = toMessages(s);
+  assert.deepEqual(msgs[0], { role: "user", content: prompt });
+  assert.equal(msgs[1]!.role, "assistant");
+});
+
+test("resumed session: two turns on one CLI session, costs add up", () => {
+  const envs = fixtureLog("resumed-session");
+  const s = fold(envs);
+  const results = lineObjs(envs).filter((o) => o["type"] === "result");
+  assert.equal(s.view.turns.length, 2);
+  assert.deepEqual(s.view.turns.map((t) => t.status), ["finished", "finished"]);
+  const sids = s.view.turns.map((t) => t.attempts[0]!.cliSessionId);
+  assert.equal(sids[0], sids[1], "the resumed turn continues the same CLI session");
+  assert.equal(s.view.cliSessionId, sids[0]);
+  assert.equal(s.view.costUsd, results.reduce((n, r) => n + (r["total_cost_usd"] as number), 0));
+  assert.equal(s.transcript.turns.length, 2);
+  assert.ok(s.transcript.turns.every((t) => t.prompt !== null));
+  assert.equal(toMessages(s).filter((m) => m.role === "user").length, 2);
+});
+
+test("crash-retried attempt: abandoned output kept apart and marked, never mixed into the accepted attempt", () => {
+  const envs = fixtureLog("crash-retry");
+  const s = fold(envs);
+  const [t1, t2] = s.view.turns;
+  assert.equal(t1!.status, "finished");
+  assert.deepEqual(t1!.attempts.map((a) => [a.attempt, a.status, a.abandonReason]), [
+    [1, "abandoned", "worker_crashed"],
+    [2, "finished", null],
+  ]);
+  assert.equal(t1!.acceptedAttempt, 2);
+  assert.equal(t1!.attempts[0]!.stderrLines, 1);
+  // Attempt 2 of turn 2 began without an abandoned event: attempt 1 is superseded.
+  assert.deepEqual(t2!.attempts.map((a) => [a.attempt, a.status, a.abandonReason]), [
+    [1, "abandoned", "superseded"],
+    [2, "finished", null],
+  ]);
+  assert.equal(t2!.attempts[0]!.signal, "SIGTERM");
+  const tt = s.transcript.turns[0]!;
+  assert.equal(tt.attempts[0]!.abandoned, true);
+  const acc = accepted(s, 0);
+  const bashCalls = allItems(acc.items).filter((i) => i.t === "tool");
+  assert.equal(bashCalls.length, 1, "one Bash call in the accepted attempt, none from the abandoned one");
+  assert.ok(bashCalls[0]!.t === "tool" && bashCalls[0]!.result !== null);
+  const abandonedCall = allItems(tt.attempts[0]!.items).find((i) => i.t === "tool");
+  assert.ok(abandonedCall !== undefined && abandonedCall.t === "tool" && abandonedCall.result === null);
+  const msgs = toMessages(s);
+  const calls = msgs.flatMap((m) => (m.role === "assistant" ? m.content.filter((p) => p.type === "tool-call") : []));
+  assert.equal(calls.length, 1, "messages carry only the accepted attempts");
+  const text = renderTranscriptText(s);
+  assert.ok(text.includes("[abandoned attempt 1: worker_crashed]"));
+  assert.ok(text.includes("[abandoned attempt 1: superseded]"));
+  // Cost: only the attempts that printed a result cost anything here.
+  assert.equal(s.view.costUsd, t1!.attempts[1]!.costUsd + t2!.attempts[1]!.costUsd);
+});
+
+test("background subagent: its work nests under the Agent call; two results in one attempt", () => {
+  const envs = fixtureLog("background-subagent");
+  const s = fold(envs);
+  const lines = lineObjs(envs);
+  const sub = lines.filter((o) => typeof o["parent_tool_use_id"] === "string");
+  assert.ok(sub.length >= 1);
+  const parent = sub[0]!["parent_tool_use_id"] as string;
+  const acc = accepted(s, 0);
+  const call = acc.items.find((i) => i.t === "tool" && i.id === parent);
+  assert.ok(call !== undefined && call.t === "tool");
+  assert.equal(call.name, "Agent");
+  const subTexts = sub.flatMap((o) => ((o["message"] as Obj)["content"] as Obj[]).map((b) => b["text"]));
+  assert.deepEqual(call.subagent.filter((i) => i.t === "text").map((i) => (i as { text: string }).text), subTexts);
+  // Nested, not at top level.
+  for (const t of subTexts) assert.ok(!acc.items.some((i) => i.t === "text" && i.text === t));
+  assert.ok(call.result !== null, "the launch result is paired with the call");
+  const a = s.view.turns[0]!.attempts[0]!;
+  assert.equal(a.results, 2);
+  const results = lines.filter((o) => o["type"] === "result");
+  assert.equal(a.costUsd, results.at(-1)!["total_cost_usd"], "cost is the process total, not a sum of results");
+  const inputSum = results.reduce((n, r) => n + ((r["usage"] as Obj)["input_tokens"] as number), 0);
+  assert.equal(a.tokens.input, inputSum);
+  assert.equal(s.carried.total, 0, "every line type of the run is understood");
+});
+
+test("denials: every CLI-reported outcome and the hub's decisions; pending and abandoned requests", () => {
+  const s = fold(fixtureLog("denials"));
+  const d = s.decisions;
+  const sources = new Set(d.outcomes.map((o) => o.source));
+  assert.deepEqual([...sources].sort(), ["hook_response", "hub", "permission_denials", "permission_denied", "tool_result_meta"]);
+  const t1 = d.outcomes.filter((o) => o.turn === "t1");
+  assert.ok(t1.some((o) => o.source === "permission_denied" && o.toolName === "Write" && o.decision === "deny"));
+  assert.ok(t1.some((o) => o.source === "permission_denials" && o.toolName === "Write"));
+  assert.ok(t1.some((o) => o.source === "tool_result_meta" && o.decision === "reject"));
+  const hook = d.outcomes.find((o) => o.source === "hook_response")!;
+  assert.equal(hook.decision, "deny", "the hook's JSON output said deny");
+  assert.ok(d.outcomes.some((o) => o.source === "tool_result_meta" && o.by === "hook" && o.toolName === "Bash"));
+  // One denial per tool call and source even though result lines may repeat them.
+  const keys = d.outcomes.map((o) => `${o.source}|${o.turn}|${o.attempt}|${o.toolUseId}|${o.requestId}`);
+  assert.equal(new Set(keys).size, keys.length);
+  assert.deepEqual(d.requests.map((r) => [r.requestId, r.status, r.decision]), [
+    ["req-abandoned", "abandoned", null],
+    ["req-1", "decided", "deny"],
+    ["req-2", "pending", null],
+  ]);
+  assert.deepEqual(d.pending, ["req-2"]);
+  const hub = d.outcomes.find((o) => o.source === "hub")!;
+  assert.deepEqual([hub.requestId, hub.by, hub.toolName, hub.attempt], ["req-1", "user:ops", "Bash", 2]);
+  assert.equal(d.rules.length, 1);
+  assert.equal(d.rules[0]!.pattern, "rm *");
+  // Unknown kinds and line types: carried, counted, not fatal.
+  assert.equal(s.carried.kinds["future.kind"], 1);
+  assert.equal(s.carried.lineTypes["future_line_type"], 1);
+  assert.equal(s.carried.lineTypes["invalid"], 1);
+  assert.equal(s.carried.total, 3);
+  assert.deepEqual(s.carried.recent.map((r) => r.type ?? r.kind), ["future_line_type", "invalid", "future.kind"]);
+  assert.equal(s.view.status, "finished");
+});
+
+test("api errors: failed turns with their kinds, last error kind", () => {
+  const s = fold(fixtureLog("api-errors"));
+  assert.deepEqual(s.view.turns.map((t) => [t.status, t.errorKind]), [
+    ["failed", "rate_limit"],
+    ["failed", "auth"],
+  ]);
+  assert.deepEqual(s.view.turns[0]!.error, { name: "CliApiError", message: "rate limited; retry later" });
+  assert.equal(s.view.turns[0]!.attempts[0]!.errorKind, "rate_limit", "classified from the CLI's own result");
+  assert.equal(s.view.turns[1]!.attempts[0]!.errorKind, "auth");
+  assert.equal(s.view.lastErrorKind, "auth");
+  assert.equal(s.view.status, "failed");
+  assert.ok(allItems(accepted(s, 0).items).some((i) => i.t === "api_error"));
+});
+
+test("every raw CLI recording folds: no unknown line types, thinking never in the transcript", () => {
+  for (const name of cliFixtureNames()) {
+    const envs = wrapCli(name);
+    const s = fold(envs);
+    assert.equal(s.carried.total, 0, `${name}: ${JSON.stringify(s.carried.lineTypes)}`);
+    assert.deepEqual(viaJson(s), s, `${name}: state survives JSON`);
+    const thinking = lineObjs(envs).flatMap((o) =>
+      o["type"] === "assistant" ? ((o["message"] as Obj)["content"] as Obj[]).filter((b) => b["type"] === "thinking") : [],
+    );
+    const text = renderTranscriptText(s);
+    for (const b of thinking) {
+      const t = b["thinking"];
+      if (typeof t === "string" && t.length > 0) assert.ok(!text.includes(t), `${name}: thinking rendered`);
+      assert.ok(!JSON.stringify(s.transcript).includes(JSON.stringify(t)), `${name}: thinking stored in the transcript`);
+    }
+    if (name === "thinking") assert.ok(thinking.length > 0);
+    if (name === "sigterm-midstream") assert.equal(s.view.turns[0]!.attempts[0]!.errorKind, "no_result");
+    if (name === "three-tools-one-message") {
+      const tools = accepted(s, 0).items.filter((i) => i.t === "tool");
+      assert.ok(tools.length >= 3 && tools.every((i) => i.t === "tool" && i.result !== null));
+    }
+    if (name === "failing-tool") {
+      assert.ok(allItems(accepted(s, 0).items).some((i) => i.t === "tool" && i.result?.isError === true));
+    }
+  }
+});
+
+test("deterministic, JSON-serialisable, idempotent under re-delivery; reduceSession does not mutate", () => {
+  for (const name of fixtureLogNames()) {
+    const envs = fixtureLog(name);
+    const a = fold(envs);
+    const b = fold(envs);
+    assert.deepEqual(a, b, name);
+    assert.deepEqual(viaJson(a), a, `${name}: JSON round trip`);
+    // Re-delivered events (everything again, and random earlier ones) change nothing.
+    const s = initialState();
+    for (const e of envs) {
+      applyEvent(s, e);
+      applyEvent(s, envs[Math.floor(e.seq / 2)]!);
+      applyEvent(s, e);
+    }
+    assert.deepEqual(s, a, `${name}: duplicates ignored`);
+    assert.equal(s.events, envs.length);
+    assert.equal(s.gaps, 0);
+    // Folding in two halves through a JSON round trip (a stored checkpoint) gives the same state.
+    const mid = Math.floor(envs.length / 2);
+    assert.deepEqual(fold(envs.slice(mid), viaJson(fold(envs.slice(0, mid)))), a, `${name}: resumable from a stored state`);
+    const before = viaJson(fold(envs.slice(0, mid)));
+    const frozen = viaJson(before);
+    reduceSession(before, envs[mid]!);
+    assert.deepEqual(before, frozen);
+  }
+});
+
+test("unknown kinds and malformed data never throw", () => {
+  const base = { v: 1 as const, session: "s1", turn: "t1", attempt: 1, epoch: 1, at: "2025-01-01T00:00:00.000Z" };
+  const s = fold([
+    { ...base, seq: 1, kind: "something.new", data: { x: 1 } },
+    { ...base, seq: 2, kind: "decision.made", data: { nope: true } },
+    { ...base, seq: 3, kind: "cli.exit", data: "not an object" },
+    { ...base, seq: 4, kind: "cli.line", data: { raw: "[1,2,3]" } },
+    { ...base, seq: 5, kind: "cli.line", data: { raw: JSON.stringify({ type: "user", message: { content: 5 } }) } },
+    { ...base, seq: 7, kind: "turn.finished", data: null },
+  ]);
+  assert.equal(s.carried.kinds["something.new"], 1);
+  assert.equal(s.carried.malformed["decision.made"], 1);
+  assert.equal(s.carried.malformed["cli.exit"], 1);
+  assert.equal(s.carried.lineTypes["invalid"], 1);
+  assert.equal(s.gaps, 1);
+  assert.equal(s.view.status, "finished");
+  assert.deepEqual(viaJson(s), s);
+});
