@@ -1,0 +1,115 @@
+// Data shapes of the decision events in a session's log, the hook input the CLI sends, and the
+// input summary operators see. zod at the boundary: what comes from the CLI or the log is checked.
+import { z } from "zod";
+
+export const DEFAULT_RISKY_TOOLS: readonly string[] = ["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit", "WebFetch"];
+
+/** What the CLI writes to a PreToolUse hook's stdin (2.1.332; unknown fields kept). */
+export const hookInputSchema = z.looseObject({
+  hook_event_name: z.literal("PreToolUse"),
+  tool_name: z.string().min(1).max(200),
+  tool_input: z.record(z.string(), z.unknown()),
+  tool_use_id: z.string().max(200).optional(),
+  session_id: z.string().max(200).optional(),
+  cwd: z.string().optional(),
+  permission_mode: z.string().optional(),
+});
+export type HookInput = z.infer<typeof hookInputSchema>;
+
+export const riskClassSchema = z.enum(["exec", "write", "network", "other"]);
+export type RiskClass = z.infer<typeof riskClassSchema>;
+
+export function riskClassOf(tool: string): RiskClass {
+  if (tool === "Bash") return "exec";
+  if (tool === "Write" || tool === "Edit" || tool === "MultiEdit" || tool === "NotebookEdit") return "write";
+  if (tool === "WebFetch" || tool === "WebSearch") return "network";
+  return "other";
+}
+
+const decisionSchema = z.enum(["allow", "deny"]);
+export type Decision = z.infer<typeof decisionSchema>;
+
+/** `decision.requested` (fenced, written with the attempt's epoch). */
+export const decisionRequestedSchema = z.object({
+  requestId: z.string(),
+  /** Random per hook call, chosen by the forwarder and echoed in the hub's reply. */
+  nonce: z.string(),
+  tool: z.string(),
+  toolUseId: z.string().optional(),
+  riskClass: riskClassSchema,
+  /** Scrubbed and shortened: what an operator needs to decide, never whole file contents. */
+  input: z.string(),
+  /** The exact command/path/URL (scrubbed) an `always` rule is made from; absent when too long. */
+  subject: z.string().optional(),
+  cliSessionId: z.string().optional(),
+  hubId: z.string(),
+  timeoutMs: z.number().int().positive(),
+  expiresAt: z.string(),
+});
+export type DecisionRequested = z.infer<typeof decisionRequestedSchema>;
+
+export const deciderSchema = z.enum(["operator", "rule", "timeout", "hub"]);
+
+/** `decision.made` (unfenced: an operator's fact, or the hub's rule/timeout verdict). */
+export const decisionMadeSchema = z.object({
+  requestId: z.string(),
+  decision: decisionSchema,
+  /** Who: the operator's name, `rule:<id>`, or `hub`. */
+  by: z.string(),
+  source: deciderSchema,
+  reason: z.string(),
+  decidedAt: z.string(),
+  always: z.boolean().optional(),
+  ruleId: z.string().optional(),
+  /** On timeouts: what should happen next; the request is denied and flagged for escalation. */
+  timeoutPolicy: z.literal("escalate").optional(),
+});
+export type DecisionMade = z.infer<typeof decisionMadeSchema>;
+
+/** `rule.added` (unfenced), in the log of the session whose decision created the rule. */
+export const ruleAddedSchema = z.object({
+  ruleId: z.string(),
+  pattern: z.string(),
+  effect: decisionSchema,
+  by: z.string(),
+  reason: z.string().optional(),
+  fromRequest: z.string().optional(),
+  addedAt: z.string(),
+});
+export type RuleAdded = z.infer<typeof ruleAddedSchema>;
+
+/** Anything with `scrub(text)`: the telemetry scrubber, passed in (this folder may not import it). */
+export interface TextScrubber {
+  scrub(text: string): string;
+}
+
+const clip = (s: string, n: number): string => (s.length <= n ? s : `${s.slice(0, n)}… (${s.length} chars)`);
+
+/** One line for operators: the command, path or URL, sizes instead of contents. */
+export function summarizeInput(tool: string, input: Record<string, unknown>, scrubber?: TextScrubber): string {
+  const s = (k: string): string | undefined => (typeof input[k] === "string" ? (input[k] as string) : undefined);
+  let text: string;
+  switch (tool) {
+    case "Bash":
+      text = clip(s("command") ?? "", 2000) + (s("description") ? `  # ${clip(s("description")!, 200)}` : "");
+      break;
+    case "Write":
+      text = `${s("file_path") ?? "?"} (${(s("content") ?? "").length} chars)`;
+      break;
+    case "Edit":
+      text = `${s("file_path") ?? "?"} (replace ${(s("old_string") ?? "").length} chars with ${(s("new_string") ?? "").length})`;
+      break;
+    case "MultiEdit":
+      text = `${s("file_path") ?? "?"} (${Array.isArray(input["edits"]) ? input["edits"].length : 0} edits)`;
+      break;
+    case "NotebookEdit":
+      text = `${s("notebook_path") ?? "?"} (${s("edit_mode") ?? "replace"})`;
+      break;
+    case "WebFetch":
+      text = clip(s("url") ?? "", 1000);
+      break;
+    default:
+      text = clip(JSON.stringify(input), 1000);
+  }
+  return scrubber === undefined ? text : scrubber.scrub(text);
+}

@@ -1,0 +1,97 @@
+// The fleet-wide pending index: one Redis hash of requests waiting for an operator, a hint for
+// `turnstream pending` (the session log stays the truth). Each hub keeps a heartbeat key alive; an
+// entry whose hub is gone, or whose attempt was superseded by a newer epoch, is shown as abandoned.
+import { z } from "zod";
+import { sessionKeys, type RedisClient } from "../log/index.ts";
+import { riskClassSchema } from "./events.ts";
+
+export const pendingEntrySchema = z.object({
+  session: z.string(),
+  requestId: z.string(),
+  turn: z.string(),
+  attempt: z.number().int(),
+  epoch: z.number().int(),
+  /** Seq of the decision.requested event in the session log. */
+  seq: z.number().int(),
+  tool: z.string(),
+  riskClass: riskClassSchema,
+  input: z.string(),
+  hubId: z.string(),
+  requestedAt: z.string(),
+  expiresAt: z.string(),
+});
+export type PendingEntry = z.infer<typeof pendingEntrySchema>;
+
+export interface PendingRequest extends PendingEntry {
+  /** abandoned: the worker holding it is gone or its attempt was superseded; the retry asks again. */
+  status: "pending" | "abandoned";
+}
+
+export const pendingKey = (prefix: string): string => `${prefix}decisions:pending`;
+export const hubKey = (prefix: string, hubId: string): string => `${prefix}decisions:hub:${hubId}`;
+export const pendingField = (session: string, requestId: string): string => `${session}/${requestId}`;
+
+/** Entries this long past their expiry are removed from the index by the next listing. */
+export const EXPIRED_GRACE_MS = 60_000;
+
+export async function putPending(redis: RedisClient, prefix: string, e: PendingEntry): Promise<void> {
+  await redis.hset(pendingKey(prefix), pendingField(e.session, e.requestId), JSON.stringify(e));
+}
+
+export async function dropPending(redis: RedisClient, prefix: string, session: string, requestId: string): Promise<void> {
+  await redis.hdel(pendingKey(prefix), pendingField(session, requestId));
+}
+
+export async function getPending(redis: RedisClient, prefix: string, session: string, requestId: string): Promise<PendingEntry | undefined> {
+  const v = await redis.hget(pendingKey(prefix), pendingField(session, requestId));
+  if (v === null) return undefined;
+  try {
+    const p = pendingEntrySchema.safeParse(JSON.parse(v));
+    return p.success ? p.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a request's attempt can still receive a decision: its hub is alive and its epoch current. */
+export async function isAbandoned(redis: RedisClient, prefix: string, e: Pick<PendingEntry, "session" | "epoch" | "hubId">): Promise<boolean> {
+  const [hub, epoch] = await Promise.all([redis.exists(hubKey(prefix, e.hubId)), redis.hget(sessionKeys(prefix, e.session).meta, "epoch")]);
+  return hub === 0 || Number(epoch ?? 0) > e.epoch;
+}
+
+export interface ListPendingOptions {
+  redis: RedisClient;
+  /** Key prefix (default "ts:"). */
+  prefix?: string;
+  now?: number;
+}
+
+/** Pending requests across the fleet, oldest first; prunes entries long past their expiry. */
+export async function listPending(options: ListPendingOptions): Promise<PendingRequest[]> {
+  const prefix = options.prefix ?? "ts:";
+  const now = options.now ?? Date.now();
+  const all = await options.redis.hgetall(pendingKey(prefix));
+  const out: PendingRequest[] = [];
+  const stale: string[] = [];
+  for (const [field, v] of Object.entries(all)) {
+    let e: PendingEntry;
+    try {
+      const p = pendingEntrySchema.safeParse(JSON.parse(v));
+      if (!p.success) {
+        stale.push(field);
+        continue;
+      }
+      e = p.data;
+    } catch {
+      stale.push(field);
+      continue;
+    }
+    if (Date.parse(e.expiresAt) + EXPIRED_GRACE_MS < now) {
+      stale.push(field);
+      continue;
+    }
+    out.push({ ...e, status: (await isAbandoned(options.redis, prefix, e)) ? "abandoned" : "pending" });
+  }
+  if (stale.length > 0) await options.redis.hdel(pendingKey(prefix), ...stale);
+  return out.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt));
+}

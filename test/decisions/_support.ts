@@ -1,0 +1,142 @@
+// Shared set-up for the decision tests: a private key prefix, a session with a begun attempt, a hub,
+// and helpers to run a real CLI turn under supervision and to wait for log events.
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runTurn } from "../../src/cli/index.ts";
+import { connectRedis, createEventLog, type Envelope, type EventLog, type RedisClient } from "../../src/log/index.ts";
+import { hermeticEnv, startModelServer, type ScriptResponse } from "../../src/testing/index.ts";
+import { prepareSupervisedRun, startDecisionHub, type DecisionHub, type DecisionHubOptions, type SupervisedRun, type SupervisedRunOptions } from "../../src/decisions/index.ts";
+
+export interface Ctx {
+  redis: RedisClient;
+  log: EventLog;
+  prefix: string;
+  session: string;
+  turn: string;
+  attempt: number;
+  epoch: number;
+  dir: string;
+  hub?: DecisionHub;
+  cleanup(): Promise<void>;
+}
+
+const rand = (): string => randomBytes(6).toString("hex");
+
+export async function setup(): Promise<Ctx> {
+  const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
+  const prefix = `tsdec-${rand()}:`;
+  const log = createEventLog({ redis, prefix });
+  const session = `s-${rand()}`;
+  const turn = "t1";
+  const { epoch, attempt } = await log.beginAttempt(session, turn);
+  const dir = mkdtempSync(join(tmpdir(), "ts-dec-"));
+  const ctx: Ctx = {
+    redis,
+    log,
+    prefix,
+    session,
+    turn,
+    attempt,
+    epoch,
+    dir,
+    async cleanup() {
+      await ctx.hub?.close();
+      const keys = await redis.keys(`${prefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      rmSync(dir, { recursive: true, force: true });
+      redis.disconnect();
+    },
+  };
+  return ctx;
+}
+
+export async function withHub(ctx: Ctx, options: Partial<DecisionHubOptions> = {}): Promise<DecisionHub> {
+  ctx.hub = await startDecisionHub({ log: ctx.log, redis: ctx.redis, prefix: ctx.prefix, ...options });
+  return ctx.hub;
+}
+
+export function prepare(ctx: Ctx, hub: DecisionHub, extra: Partial<SupervisedRunOptions> = {}): SupervisedRun {
+  return prepareSupervisedRun(hub, { session: ctx.session, turn: ctx.turn, attempt: ctx.attempt, epoch: ctx.epoch, cwd: ctx.dir, tmpDir: ctx.dir, ...extra });
+}
+
+export interface TurnResult {
+  lines: Array<Record<string, any>>;
+  toolResults: Array<{ content: string; isError: boolean; meta: unknown }>;
+  result: Record<string, any> | undefined;
+  denials: Array<{ tool_name: string; tool_use_id: string; tool_input: Record<string, unknown> }>;
+}
+
+export const bash = (command: string): ScriptResponse => ({ content: [{ type: "tool_use", name: "Bash", input: { command, description: "test step" } }] });
+
+/** One real CLI turn under supervision: the scripted tool calls, then "finished". */
+export async function supervisedTurn(ctx: Ctx, run: SupervisedRun, steps: ScriptResponse[], extraArgs: string[] = []): Promise<TurnResult> {
+  const server = await startModelServer({ script: { responses: [...steps, { content: [{ type: "text", text: "finished" }] }] } });
+  const h = hermeticEnv({ baseUrl: server.url });
+  try {
+    const handle = runTurn({ cwd: ctx.dir, prompt: "do the steps", env: h.env, ...run.turnOptions, extraArgs: run.argsFilter(extraArgs), timeoutMs: 120_000 });
+    const lines: Array<Record<string, any>> = [];
+    for await (const l of handle.lines) if (l.category === "known" || l.category === "unknown") lines.push(l.line as Record<string, any>);
+    await handle.outcome.catch(() => {});
+    const toolResults: TurnResult["toolResults"] = [];
+    for (const line of lines) {
+      if (line["type"] !== "user") continue;
+      for (const b of line["message"]?.["content"] ?? []) {
+        if (b.type !== "tool_result") continue;
+        const content = typeof b.content === "string" ? b.content : JSON.stringify(b.content);
+        toolResults.push({ content, isError: b.is_error === true, meta: line["tool_result_meta"] });
+      }
+    }
+    const result = lines.filter((l) => l["type"] === "result").at(-1);
+    return { lines, toolResults, result, denials: (result?.["permission_denials"] ?? []) as TurnResult["denials"] };
+  } finally {
+    await server.close();
+    h.cleanup();
+  }
+}
+
+export async function eventsOf(ctx: Ctx, kind?: string): Promise<Envelope[]> {
+  const out: Envelope[] = [];
+  for await (const ev of ctx.log.read(ctx.session)) if (kind === undefined || ev.kind === kind) out.push(ev);
+  return out;
+}
+
+/** Resolves with the first event of `kind` from `fromSeq` on (tails the log; bounded). */
+export async function nextEvent(ctx: Ctx, kind: string, fromSeq = 1, timeoutMs = 60_000): Promise<Envelope> {
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), timeoutMs);
+  try {
+    for await (const ev of ctx.log.tail(ctx.session, { fromSeq, signal: stop.signal, blockMs: 500 })) if (ev.kind === kind) return ev;
+  } finally {
+    clearTimeout(timer);
+    stop.abort();
+  }
+  throw new Error(`no ${kind} event within ${timeoutMs} ms`);
+}
+
+/** Live pids whose argv starts with `argv` after argv[0] (e.g. [forwarder, runFile]). */
+export function pidsRunning(...argv: string[]): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const args = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0");
+      if (argv.every((a, i) => args[i + 1] === a)) out.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** Polls `probe` every 20 ms until it returns a value other than undefined (bounded). */
+export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
