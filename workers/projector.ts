@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Process entry point of the live projector (compose service `projector`). Configuration from the
 // environment: REDIS_URL / REDIS_CLUSTER_NODES, TURNSTREAM_PREFIX, TURNSTREAM_PROJECTION_VERSION,
-// TURNSTREAM_PROJECTOR_RESCAN_MS. Exits 0 after a clean SIGTERM stop.
+// TURNSTREAM_PROJECTOR_RESCAN_MS, TURNSTREAM_PROJECTOR_BATCH_EVENTS (most events per commit). Exits 0 after a clean SIGTERM stop.
 import { connectRedis } from "../src/log/index.ts";
 import { PROJECTION_VERSION } from "../src/projector/index.ts";
 import { runProjectorProcess } from "../src/projector/process.ts";
@@ -11,12 +11,16 @@ const env = process.env;
 const logger = createLogger({ scrubber: createScrubber({ env }), base: { component: "projector" } });
 const version = Number(env["TURNSTREAM_PROJECTION_VERSION"] ?? PROJECTION_VERSION);
 const rescanMs = Number(env["TURNSTREAM_PROJECTOR_RESCAN_MS"] ?? 2000);
-if (!Number.isSafeInteger(version) || version < 1 || !Number.isFinite(rescanMs) || rescanMs <= 0) {
-  logger.error({}, "TURNSTREAM_PROJECTION_VERSION must be a positive integer and TURNSTREAM_PROJECTOR_RESCAN_MS a positive number");
+const batchEvents = Number(env["TURNSTREAM_PROJECTOR_BATCH_EVENTS"] ?? 5000);
+if (!Number.isSafeInteger(version) || version < 1 || !(rescanMs > 0) || !Number.isSafeInteger(batchEvents) || batchEvents < 1) {
+  logger.error(
+    {},
+    "TURNSTREAM_PROJECTION_VERSION and TURNSTREAM_PROJECTOR_BATCH_EVENTS must be positive integers, TURNSTREAM_PROJECTOR_RESCAN_MS a positive number",
+  );
   process.exit(2);
 }
 const redis = connectRedis();
 redis.on("error", (err: Error) => logger.warn({ err: { name: err.name, message: err.message } }, "redis connection error"));
-const code = await runProjectorProcess({ redis, logger, version, rescanMs, prefix: env["TURNSTREAM_PREFIX"] ?? "ts:" });
+const code = await runProjectorProcess({ redis, logger, version, rescanMs, batchEvents, prefix: env["TURNSTREAM_PREFIX"] ?? "ts:" });
 redis.disconnect();
 process.exitCode = code;

@@ -1,0 +1,143 @@
+// The live projector on a real Redis: discovery through the session index, two projectors racing
+// while the log grows, version bumps (rebuild into new keys, pointer switch, old keys deleted), and
+// the process entry point killed with SIGKILL and stopped with SIGTERM.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { join } from "node:path";
+import { fold, projectionKeys, readModel, startProjector, type Projector } from "../../src/projector/index.ts";
+import { appendEnvelopes, fixtureLog, fixtureLogNames, readAll, redisCtx, rid, root, viaJson } from "./_support.ts";
+
+const ctx = redisCtx();
+after(() => ctx.cleanup());
+
+async function expectEqualToReplay(session: string, version?: number): Promise<void> {
+  const all = await readAll(ctx.log, session);
+  const m = await readModel(ctx.redis, session, { prefix: ctx.prefix, ...(version === undefined ? {} : { version }) });
+  assert.ok(m !== undefined, `${session} has a read model`);
+  assert.equal(m.seq, all.length);
+  assert.deepEqual(m.state, viaJson(fold(all)), `${session}: live equals replay`);
+}
+
+test("two projectors racing while the log grows: every session's read model equals its replay", async () => {
+  const names = fixtureLogNames();
+  const sessions = names.map(() => rid("live"));
+  // Half of each log before the projectors start, the rest while they run.
+  await Promise.all(names.map((n, i) => appendEnvelopes(ctx.log, sessions[i]!, fixtureLog(n).slice(0, 5))));
+  const opts = { redis: ctx.redis, prefix: ctx.prefix, rescanMs: 100, blockMs: 200, batchEvents: 3 };
+  const a = startProjector(opts);
+  const b = startProjector(opts);
+  try {
+    for (let round = 0; round < 4; round++) {
+      await Promise.all(
+        names.map(async (n, i) => {
+          const envs = fixtureLog(n);
+          const st = await ctx.log.stat(sessions[i]!);
+          const next = envs.slice(st.lastSeq, st.lastSeq + Math.ceil(envs.length / 4));
+          await appendEnvelopes(ctx.log, sessions[i]!, next);
+        }),
+      );
+    }
+    await Promise.all(
+      names.map(async (n, i) => {
+        const st = await ctx.log.stat(sessions[i]!);
+        await appendEnvelopes(ctx.log, sessions[i]!, fixtureLog(n).slice(st.lastSeq));
+      }),
+    );
+    await Promise.all([a.waitIdle(20_000), b.waitIdle(20_000)]);
+    for (const s of sessions) await expectEqualToReplay(s);
+    assert.ok(a.stats.commits + b.stats.commits > 0);
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+  }
+});
+
+test("a version bump rebuilds into new keys, switches the pointer, deletes the old keys; the old projector stops", async () => {
+  const session = rid("ver");
+  const envs = fixtureLog("crash-retry");
+  await appendEnvelopes(ctx.log, session, envs.slice(0, 10));
+  const opts = { redis: ctx.redis, prefix: ctx.prefix, rescanMs: 100, blockMs: 200, sessions: [session] };
+  const v1 = startProjector({ ...opts, version: 1 });
+  let v2: Projector | undefined;
+  try {
+    await v1.waitIdle(10_000);
+    const k = projectionKeys(ctx.prefix, session, 1);
+    assert.equal(await ctx.redis.get(k.pointer), "1");
+    assert.equal((await readModel(ctx.redis, session, { prefix: ctx.prefix }))!.version, 1);
+    v2 = startProjector({ ...opts, version: 2 });
+    await v2.waitIdle(10_000);
+    assert.equal(await ctx.redis.get(k.pointer), "2");
+    assert.equal(await ctx.redis.exists(k.modelOf(1)), 0, "old version's keys deleted after the switch");
+    // The log grows: v2 follows; v1 learns it was superseded and stops writing.
+    await appendEnvelopes(ctx.log, session, envs.slice(10));
+    await v2.waitIdle(10_000);
+    const m = await readModel(ctx.redis, session, { prefix: ctx.prefix });
+    assert.equal(m!.version, 2);
+    await expectEqualToReplay(session);
+    assert.equal(await ctx.redis.exists(k.modelOf(1)), 0, "v1 never wrote again");
+    await v1.waitIdle(10_000);
+    assert.equal(v1.stats.superseded, 1);
+  } finally {
+    await v1.stop();
+    await v2?.stop();
+  }
+});
+
+function spawnWorker(): ReturnType<typeof spawn> {
+  return spawn(join(root, "node_modules", ".bin", "node"), [join(root, "workers", "projector.ts")], {
+    cwd: root,
+    env: { ...process.env, TURNSTREAM_PREFIX: ctx.prefix, TURNSTREAM_PROJECTOR_RESCAN_MS: "100", TURNSTREAM_PROJECTOR_BATCH_EVENTS: "25" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  // Polls Redis state the worker process writes; there is no event to wait on across processes.
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+test("workers/projector.ts: SIGKILL mid-rebuild then restart loses and doubles nothing; SIGTERM stops it cleanly", async () => {
+  const session = rid("proc");
+  // A few thousand events so the kill lands mid-rebuild.
+  const envs = fixtureLog("background-subagent");
+  const many: ReturnType<typeof fixtureLog> = [];
+  for (let t = 0; t < 300; t++) {
+    for (const e of envs) many.push({ ...e, turn: `t${t}`, seq: many.length + 1 });
+  }
+  for (let i = 0; i < many.length; i += 500) await appendEnvelopes(ctx.log, session, many.slice(i, i + 500));
+  const k = projectionKeys(ctx.prefix, session, 1);
+  const first = spawnWorker();
+  let stderr = "";
+  first.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  await waitFor(async () => Number((await ctx.redis.hget(k.model, "seq")) ?? 0) > 0, 20_000, "a first commit");
+  first.kill("SIGKILL");
+  await once(first, "exit");
+  const partial = Number(await ctx.redis.hget(k.model, "seq"));
+  const second = spawnWorker();
+  const out: string[] = [];
+  const started = new Promise<void>((resolve) =>
+    second.stdout!.on("data", (d: Buffer) => {
+      out.push(d.toString());
+      if (out.join("").includes("projector started")) resolve();
+    }),
+  );
+  second.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  try {
+    await started;
+    await waitFor(async () => Number((await ctx.redis.hget(k.model, "seq")) ?? 0) === many.length, 60_000, "the restarted projector to catch up");
+    await expectEqualToReplay(session);
+    assert.ok(partial > 0 && partial < many.length, `killed mid-rebuild (at ${partial} of ${many.length})`);
+  } finally {
+    const t0 = Date.now();
+    second.kill("SIGTERM");
+    const [code] = (await once(second, "exit")) as [number | null];
+    assert.equal(code, 0, `clean exit after SIGTERM; stderr: ${stderr.slice(-500)}`);
+    assert.ok(Date.now() - t0 < 6000, "bounded shutdown");
+    assert.ok(out.join("").includes("projector stopped"));
+  }
+});
