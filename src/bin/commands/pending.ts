@@ -1,0 +1,49 @@
+// `turnstream pending [--json]`: decision requests waiting for an operator, across the fleet.
+import { parseArgs } from "node:util";
+import { listPending } from "../../decisions/index.ts";
+import { connectRedis } from "../../log/index.ts";
+
+export const summary = "list supervised tool calls waiting for a decision (all workers)";
+
+const usage = `usage: turnstream pending [--json] [--prefix P]
+  Lists decision requests from supervised turns that wait for an operator, oldest first.
+  "abandoned" ones belong to a worker that is gone or an attempt that was retried (it asks again).
+  Decide with: turnstream decide <session> <requestId> allow|deny [--always] [--reason TEXT]
+  --json       one JSON array
+  --prefix P   key prefix (default: TURNSTREAM_PREFIX or "ts:")
+  Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  let values: { json?: boolean; prefix?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({ args: argv, options: { json: { type: "boolean" }, prefix: { type: "string" }, help: { type: "boolean", short: "h" } } }));
+  } catch (err) {
+    process.stderr.write(`turnstream pending: ${(err as Error).message}\n${usage}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
+  try {
+    const list = await listPending({ redis, prefix: values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:" });
+    if (values.json) {
+      process.stdout.write(JSON.stringify(list) + "\n");
+      return 0;
+    }
+    if (list.length === 0) {
+      process.stdout.write("no pending decisions\n");
+      return 0;
+    }
+    for (const p of list) {
+      const left = Math.max(0, Math.round((Date.parse(p.expiresAt) - Date.now()) / 1000));
+      const state = p.status === "abandoned" ? "ABANDONED" : `${left}s left`;
+      process.stdout.write(`${p.session} ${p.requestId} ${p.tool} [${p.riskClass}] ${state}\n    ${p.input.replace(/\n/g, "\n    ")}\n`);
+    }
+    return 0;
+  } finally {
+    redis.disconnect();
+  }
+}

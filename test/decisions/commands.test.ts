@@ -1,0 +1,58 @@
+// `turnstream pending` and `turnstream decide` as operators run them, against a waiting hub.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { FORWARDER_PATH } from "../../src/decisions/index.ts";
+import { eventsOf, nextEvent, prepare, setup, waitFor, withHub } from "./_support.ts";
+
+const BIN = join(import.meta.dirname, "../../src/bin/turnstream.ts");
+
+function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+  child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+  return new Promise((r) => child.on("close", (code) => r({ code, stdout, stderr })));
+}
+
+test("pending --json lists the waiting call; decide --always --reason records who/why and adds the rule", async () => {
+  const ctx = await setup();
+  try {
+    const hub = await withHub(ctx);
+    const run = prepare(ctx, hub);
+    const fwd = spawn(process.execPath, [FORWARDER_PATH, run.runFile], { stdio: ["pipe", "pipe", "ignore"] });
+    let out = "";
+    fwd.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
+    fwd.stdin.end(JSON.stringify({ hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "npm test" }, tool_use_id: "toolu_c1" }));
+    const req = await nextEvent(ctx, "decision.requested");
+    const requestId = (req.data as { requestId: string }).requestId;
+    const env = { TURNSTREAM_PREFIX: ctx.prefix, TURNSTREAM_USER: "erin" };
+    const listed = await waitFor(async () => {
+      const r = await cli(["pending", "--json"], env);
+      const mine = (JSON.parse(r.stdout) as Array<{ requestId: string; status: string; input: string }>).find((p) => p.requestId === requestId);
+      return mine;
+    });
+    assert.equal(listed.status, "pending");
+    assert.match(listed.input, /npm test/);
+    const text = await cli(["pending"], env);
+    assert.match(text.stdout, new RegExp(`${ctx.session} ${requestId} Bash \\[exec\\]`));
+    assert.equal((await cli(["decide", ctx.session, requestId, "maybe"], env)).code, 2);
+    const d = await cli(["decide", ctx.session, requestId, "allow", "--always", "--reason", "CI only"], env);
+    assert.equal(d.code, 0, d.stderr);
+    assert.match(d.stdout, /rule Bash\(npm test\) added/);
+    await new Promise((r) => fwd.on("close", r));
+    assert.equal(JSON.parse(out).hookSpecificOutput.permissionDecision, "allow");
+    const [made] = await eventsOf(ctx, "decision.made");
+    assert.equal((made!.data as { by: string }).by, "erin");
+    assert.equal((made!.data as { reason: string }).reason, "CI only");
+    const again = await cli(["decide", ctx.session, requestId, "deny"], env);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /already decided \(allow by erin\)/);
+    assert.equal((await cli(["pending"], env)).stdout, "no pending decisions\n");
+    run.close();
+  } finally {
+    await ctx.cleanup();
+  }
+});

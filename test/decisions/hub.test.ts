@@ -1,0 +1,244 @@
+// The hub and the forwarder without the CLI: the forwarder is spawned exactly as the hook runs it
+// (hook input on stdin, run file as its only argument); Redis is real.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { decide, DecisionError, FORWARDER_PATH, listPending, reduceDecisions, foldDecisions, initialDecisionState } from "../../src/decisions/index.ts";
+import { eventsOf, nextEvent, prepare, setup, waitFor, withHub, type Ctx } from "./_support.ts";
+
+const hookInput = (command: string, id = "toolu_test1") =>
+  JSON.stringify({ session_id: "cli-1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command }, tool_use_id: id, cwd: "/tmp" });
+
+async function forward(runFile: string, stdin: string): Promise<{ code: number | null; out: any; stdout: string }> {
+  const child = spawn(process.execPath, [FORWARDER_PATH, runFile], { stdio: ["pipe", "pipe", "pipe"] });
+  child.stdin.end(stdin);
+  let stdout = "";
+  child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+  const code = await new Promise<number | null>((r) => child.on("close", (c) => r(c)));
+  let out: any;
+  try {
+    out = JSON.parse(stdout);
+  } catch {
+    out = undefined;
+  }
+  return { code, out, stdout };
+}
+
+const decisionOf = (r: { out: any }): [string, string] => [r.out?.hookSpecificOutput?.permissionDecision, r.out?.hookSpecificOutput?.permissionDecisionReason];
+
+async function withCtx(fn: (ctx: Ctx) => Promise<void>): Promise<void> {
+  const ctx = await setup();
+  try {
+    await fn(ctx);
+  } finally {
+    await ctx.cleanup();
+  }
+}
+
+async function stub(handler: (req: IncomingMessage, res: ServerResponse, body: string) => void): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8").on("data", (c: string) => (body += c));
+    req.on("end", () => handler(req, res, body));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+test("run file and settings: 0600, token only in the run file, anchored matcher, hook command with the exit 2 fallback", async () => {
+  await withCtx(async (ctx) => {
+    const hub = await withHub(ctx);
+    const run = prepare(ctx, hub, { riskyTools: ["Bash", "Write"] });
+    const runInfo = JSON.parse(readFileSync(run.runFile, "utf8"));
+    assert.equal(statSync(run.runFile).mode & 0o777, 0o600);
+    assert.equal(statSync(run.settingsFile).mode & 0o777, 0o600);
+    const settings = readFileSync(run.settingsFile, "utf8");
+    assert.equal(settings.includes(runInfo.token), false);
+    assert.equal(run.hookCommand.includes(runInfo.token), false);
+    const hook = JSON.parse(settings).hooks.PreToolUse[0];
+    assert.equal(hook.matcher, "^(?:Bash|Write)$");
+    const re = new RegExp(hook.matcher);
+    assert.deepEqual(["Bash", "Write", "TodoWrite", "mcp__x__Write", "Writer"].map((t) => re.test(t)), [true, true, false, false, false]);
+    assert.match(hook.hooks[0].command, /\|\| \{ echo .* >&2; exit 2; \}$/);
+    assert.ok(hook.hooks[0].timeout * 1000 > runInfo.timeoutMs, "the forwarder gives up before the CLI's hook timeout");
+    assert.deepEqual(run.turnOptions, { settingsFile: run.settingsFile, permissionMode: "default", skipPermissions: false });
+    run.close();
+    // Revoked: the same run file (re-created) no longer works.
+    writeFileSync(join(ctx.dir, "old.json"), JSON.stringify(runInfo));
+    assert.deepEqual(decisionOf(await forward(join(ctx.dir, "old.json"), hookInput("ls"))), ["deny", "turnstream supervised mode: denied because the decision hub answered HTTP 401"]);
+  });
+});
+
+test("argsFilter drops every bypass form with a warning and keeps the rest", async () => {
+  await withCtx(async (ctx) => {
+    const hub = await withHub(ctx);
+    const warned: unknown[] = [];
+    const logger = { debug() {}, info() {}, error() {}, warn: (o: object) => void warned.push(o) };
+    const run = prepare(ctx, hub, { logger });
+    const cleaned = run.argsFilter([
+      "--dangerously-skip-permissions",
+      "--model",
+      "x",
+      "--allow-dangerously-skip-permissions",
+      "--permission-mode",
+      "bypassPermissions",
+      "--permission-mode=dontAsk",
+      "--permission-mode",
+      "acceptEdits",
+      "--permission-mode=default",
+      "--settings",
+      "/tmp/other.json",
+      "--settings=/tmp/o.json",
+      "--permission-prompt-tool",
+      "mcp__x",
+      "--max-turns",
+      "3",
+    ]);
+    assert.deepEqual(cleaned, ["--model", "x", "--permission-mode", "default", "--max-turns", "3"]);
+    assert.equal(warned.length, 8);
+    run.close();
+  });
+});
+
+test("forwarder: every failure prints deny and exits 0", async () => {
+  await withCtx(async (ctx) => {
+    const hub = await withHub(ctx);
+    const run = prepare(ctx, hub);
+    const info = JSON.parse(readFileSync(run.runFile, "utf8"));
+    const cases: Array<[string, (req: IncomingMessage, res: ServerResponse, body: string) => void, RegExp]> = [
+      ["500", (_q, s) => s.writeHead(500).end(JSON.stringify({ decision: "allow", reason: "x" })), /HTTP 500/],
+      ["empty body", (_q, s) => s.writeHead(200).end(), /not JSON/],
+      ["not JSON", (_q, s) => s.writeHead(200).end("allow"), /not JSON/],
+      ["no decision", (q, s) => s.writeHead(200).end(JSON.stringify({ reason: "x", nonce: q.headers["x-turnstream-nonce"] })), /had no decision/],
+      ["odd decision", (q, s) => s.writeHead(200).end(JSON.stringify({ decision: "ask", reason: "x", nonce: q.headers["x-turnstream-nonce"] })), /had no decision/],
+      ["wrong nonce", (_q, s) => s.writeHead(200).end(JSON.stringify({ decision: "allow", reason: "x", nonce: "abc" })), /malformed/],
+      ["huge", (_q, s) => s.writeHead(200).end("x".repeat(200_000)), /too large/],
+      ["cut off", (_q, s) => { s.writeHead(200, { "content-length": "100" }); s.write("{"); s.destroy(); }, /broke off|not JSON|could not be reached/],
+    ];
+    for (const [name, handler, expected] of cases) {
+      const s = await stub(handler);
+      const f = join(ctx.dir, `run-${name.replace(/ /g, "-")}.json`);
+      writeFileSync(f, JSON.stringify({ ...info, url: s.url }), { mode: 0o600 });
+      const r = await forward(f, hookInput("ls"));
+      s.server.closeAllConnections();
+      s.server.close();
+      assert.equal(r.code, 0, name);
+      const [d, why] = decisionOf(r);
+      assert.equal(d, "deny", name);
+      assert.match(why, expected, name);
+    }
+    // Its own deadline when the hub never answers.
+    const hang = await stub(() => {});
+    const f = join(ctx.dir, "run-hang.json");
+    writeFileSync(f, JSON.stringify({ ...info, url: hang.url, timeoutMs: 300 }));
+    assert.match(decisionOf(await forward(f, hookInput("ls")))[1], /no decision arrived in time/);
+    hang.server.closeAllConnections();
+    hang.server.close();
+    // No run file, a garbage run file.
+    assert.match(decisionOf(await forward(join(ctx.dir, "missing.json"), hookInput("ls")))[1], /settings could not be read/);
+    writeFileSync(f, "{");
+    assert.match(decisionOf(await forward(f, hookInput("ls")))[1], /settings could not be read/);
+    // The real hub refuses hook input that is not a PreToolUse call.
+    assert.match(decisionOf(await forward(run.runFile, "{}"))[1], /HTTP 400/);
+    assert.match(decisionOf(await forward(run.runFile, "garbage"))[1], /HTTP 400/);
+    run.close();
+  });
+});
+
+test("hub: a fenced (superseded) attempt gets deny; a closing hub denies and records what was waiting", async () => {
+  await withCtx(async (ctx) => {
+    const hub = await withHub(ctx);
+    const stale = prepare(ctx, hub);
+    await ctx.log.beginAttempt(ctx.session, ctx.turn);
+    assert.match(decisionOf(await forward(stale.runFile, hookInput("ls")))[1], /can no longer record requests \(fenced\)/);
+    stale.close();
+    const { epoch, attempt } = await ctx.log.beginAttempt(ctx.session, ctx.turn);
+    const run = prepare(ctx, hub, { epoch, attempt });
+    const waiting = forward(run.runFile, hookInput("make deploy"));
+    await nextEvent(ctx, "decision.requested");
+    await waitFor(async () => (hub.waiting() === 1 ? true : undefined));
+    await hub.close();
+    const [d, why] = decisionOf(await waiting);
+    assert.equal(d, "deny");
+    assert.match(why, /decision hub shut down/);
+    const made = await eventsOf(ctx, "decision.made");
+    assert.equal((made[0]!.data as { source: string }).source, "hub");
+    assert.deepEqual((await listPending({ redis: ctx.redis, prefix: ctx.prefix })).filter((p) => p.session === ctx.session), []);
+    run.close();
+  });
+});
+
+test("decide: unknown request, second operator loses, already decided", async () => {
+  await withCtx(async (ctx) => {
+    const hub = await withHub(ctx);
+    const run = prepare(ctx, hub);
+    await assert.rejects(decide({ log: ctx.log }, { session: ctx.session, requestId: "dr-nope", decision: "allow", by: "x" }), (e: unknown) => e instanceof DecisionError && e.problem === "not_found");
+    const waiting = forward(run.runFile, hookInput("git push"));
+    const req = await nextEvent(ctx, "decision.requested");
+    const requestId = (req.data as { requestId: string }).requestId;
+    // Two operators at once: both append, the first in the log wins and the hub acts on it.
+    const [a, b] = await Promise.all([
+      decide({ log: ctx.log }, { session: ctx.session, requestId, decision: "deny", by: "ann", reason: "no" }),
+      decide({ log: ctx.log }, { session: ctx.session, requestId, decision: "allow", by: "ben" }).catch((e: unknown) => e),
+    ]);
+    const [d, why] = decisionOf(await waiting);
+    const winners = [a, b].filter((r) => !(r instanceof Error) && (r as { applied: boolean }).applied);
+    assert.equal(winners.length, 1);
+    const w = (winners[0] as { decision: { decision: string; by: string } }).decision;
+    assert.equal(d, w.decision);
+    assert.match(why, new RegExp(`by ${w.by}`));
+    await assert.rejects(decide({ log: ctx.log }, { session: ctx.session, requestId, decision: "allow", by: "cy" }), (e: unknown) => e instanceof DecisionError && e.problem === "already_decided");
+    run.close();
+  });
+});
+
+test("a worker killed while a decision is pending: listed as abandoned, decide refuses, the retried attempt asks again", async () => {
+  await withCtx(async (ctx) => {
+    // The "worker": a separate process holding a hub with a fast heartbeat.
+    const child = spawn(process.execPath, [join(import.meta.dirname, "_hub-child.ts"), ctx.prefix, ctx.session, ctx.turn, String(ctx.attempt), String(ctx.epoch), ctx.dir], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.setEncoding("utf8");
+    const runFile = await new Promise<string>((resolve) => child.stdout.on("data", (c: string) => ((out += c), out.includes("\n") && resolve(out.trim()))));
+    const waiting = forward(runFile, hookInput("rm -rf build"));
+    const req = await nextEvent(ctx, "decision.requested");
+    const requestId = (req.data as { requestId: string }).requestId;
+    const first = await waitFor(async () => (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.requestId === requestId));
+    assert.equal(first.status, "pending");
+    child.kill("SIGKILL");
+    // The forwarder sees the connection drop: deny.
+    assert.equal(decisionOf(await waiting)[0], "deny");
+    // Without a retry yet: the heartbeat lapses (3 × 100 ms) and the request shows as abandoned.
+    const gone = await waitFor(async () => {
+      const p = (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((x) => x.requestId === requestId);
+      return p?.status === "abandoned" ? p : undefined;
+    });
+    assert.equal(gone.tool, "Bash");
+    await assert.rejects(decide({ log: ctx.log }, { session: ctx.session, requestId, decision: "allow", by: "x" }), (e: unknown) => e instanceof DecisionError && e.problem === "abandoned");
+    // The retry: a new attempt (epoch bump) on a new worker asks again.
+    const { epoch, attempt } = await ctx.log.beginAttempt(ctx.session, ctx.turn);
+    await ctx.log.append(ctx.session, epoch, [{ turn: ctx.turn, attempt, kind: "attempt.started", data: null }]);
+    const hub = await withHub(ctx);
+    const run = prepare(ctx, hub, { epoch, attempt });
+    const again = forward(run.runFile, hookInput("rm -rf build"));
+    const req2 = await nextEvent(ctx, "decision.requested", req.seq + 1);
+    const id2 = (req2.data as { requestId: string }).requestId;
+    const listed = await waitFor(async () => (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.requestId === id2));
+    assert.equal(listed.status, "pending");
+    assert.equal(listed.attempt, attempt);
+    await decide({ log: ctx.log }, { session: ctx.session, requestId: id2, decision: "allow", by: "ops" });
+    assert.equal(decisionOf(await again)[0], "allow");
+    // The decision state folded from the log: the first request abandoned, the retry's decided.
+    const state = foldDecisions(await eventsOf(ctx));
+    assert.equal(state.requests[requestId]!.status, "abandoned");
+    assert.equal(state.requests[id2]!.status, "decided");
+    assert.equal(state.requests[id2]!.made?.by, "ops");
+    assert.equal(reduceDecisions(initialDecisionState(), req).requests[requestId]!.status, "pending");
+    run.close();
+  });
+});
