@@ -200,7 +200,7 @@ function attemptAt(s: ProjectionState, ti: number, n: number, epoch: number, at:
   if (t.status === "queued") t.status = "running";
   if (t.startedAt === null) t.startedAt = at;
   refreshAccepted(s, ti);
-  refreshStatus(s);
+  refreshStatus(s, ti);
   return a;
 }
 
@@ -235,11 +235,30 @@ function refreshAccepted(s: ProjectionState, ti: number, explicit?: number): voi
   s.transcript.turns[ti]!.acceptedAttempt = accepted;
 }
 
-function refreshStatus(s: ProjectionState): void {
+// Session status: running if any turn runs, else queued if any waits, else the latest turn's.
+// Only turns not yet ended are scanned (cursor.active), so this stays O(1) for long sessions.
+function refreshStatus(s: ProjectionState, ti?: number): void {
   const turns = s.view.turns;
   if (turns.length === 0) return;
+  const active = s.cursor.active;
+  if (ti !== undefined) {
+    const at = active.indexOf(ti);
+    const open = !TERMINAL_TURN.has(turns[ti]!.status);
+    if (open && at < 0) active.push(ti);
+    else if (!open && at >= 0) active.splice(at, 1);
+  }
   let status: ProjectionState["view"]["status"] = turns[turns.length - 1]!.status;
-  for (const t of turns) if (t.status === "running") status = "running";
+  let queued = false;
+  for (const i of active) {
+    const st = turns[i]!.status;
+    if (st === "running") {
+      status = "running";
+      queued = false;
+      break;
+    }
+    if (st === "queued") queued = true;
+  }
+  if (queued && TERMINAL_TURN.has(status)) status = "queued";
   s.view.status = status;
 }
 
@@ -260,10 +279,12 @@ function abandon(s: ProjectionState, ti: number, n: number, reason: string): voi
   const ta = transcriptAttempt(s, ti, n);
   ta.abandoned = true;
   ta.abandonReason = reason;
-  for (const o of s.decisions.outcomes) if (o.turn === t.id && o.attempt === n) o.abandoned = true;
+  const key = `${ti}:${n}`;
+  for (const i of s.cursor.attemptOutcomes[key] ?? []) s.decisions.outcomes[i]!.abandoned = true;
   let changed = false;
-  for (const r of s.decisions.requests) {
-    if (r.turn === t.id && r.attempt === n && r.status === "pending") {
+  for (const i of s.cursor.attemptRequests[key] ?? []) {
+    const r = s.decisions.requests[i]!;
+    if (r.status === "pending") {
       r.status = "abandoned";
       changed = true;
     }
@@ -292,7 +313,7 @@ function turnEvent(s: ProjectionState, env: ReducibleEnvelope): void {
       }
       if (d?.cwd !== undefined && s.view.cwd === null) s.view.cwd = d.cwd;
       if (d?.model !== undefined && s.view.model === null) s.view.model = d.model;
-      refreshStatus(s);
+      refreshStatus(s, ti);
       return;
     }
     case "attempt.started": {
@@ -309,7 +330,7 @@ function turnEvent(s: ProjectionState, env: ReducibleEnvelope): void {
       if (d?.model !== undefined && s.view.model === null) s.view.model = d.model;
       if (!TERMINAL_TURN.has(t.status)) t.status = "running";
       refreshAccepted(s, ti);
-      refreshStatus(s);
+      refreshStatus(s, ti);
       return;
     }
     case "cli.stderr":
@@ -332,7 +353,7 @@ function turnEvent(s: ProjectionState, env: ReducibleEnvelope): void {
       const a = attemptAt(s, ti, n, env.epoch, env.at);
       if (a.endedAt === null) a.endedAt = env.at;
       abandon(s, ti, n, d?.reason ?? "abandoned");
-      refreshStatus(s);
+      refreshStatus(s, ti);
       return;
     }
     case "turn.finished":
@@ -364,7 +385,7 @@ function turnEvent(s: ProjectionState, env: ReducibleEnvelope): void {
         const sid = (d as { cliSessionId?: string } | undefined)?.cliSessionId;
         if (sid !== undefined) s.view.cliSessionId = sid;
       }
-      refreshStatus(s);
+      refreshStatus(s, ti);
       return;
     }
     case "turn.cancelled": {
@@ -372,7 +393,7 @@ function turnEvent(s: ProjectionState, env: ReducibleEnvelope): void {
       t.status = "cancelled";
       t.endedAt = env.at;
       refreshAccepted(s, ti);
-      refreshStatus(s);
+      refreshStatus(s, ti);
       return;
     }
   }
@@ -697,6 +718,7 @@ function outcome(
     const i = findAttempt(t, env.attempt);
     abandoned = i >= 0 && t.attempts[i]!.status === "abandoned";
   }
+  if (ti !== undefined) (s.cursor.attemptOutcomes[`${ti}:${env.attempt}`] ??= []).push(s.decisions.outcomes.length);
   s.decisions.outcomes.push({ seq: env.seq, turn: env.turn, attempt: env.attempt, abandoned, ...o });
 }
 
@@ -717,6 +739,7 @@ function decisionRequested(s: ProjectionState, env: ReducibleEnvelope): void {
     abandoned = i >= 0 && t.attempts[i]!.status === "abandoned";
   }
   s.cursor.requestIndex[d.requestId] = s.decisions.requests.length;
+  if (ti !== undefined) (s.cursor.attemptRequests[`${ti}:${env.attempt}`] ??= []).push(s.decisions.requests.length);
   s.decisions.requests.push({
     requestId: d.requestId,
     seq: env.seq,

@@ -196,6 +196,11 @@ export interface Cursor {
   requestIndex: Record<string, number>;
   /** Dedupe keys of outcomes already recorded (permission_denials repeat on every result line). */
   outcomeKeys: Record<string, number>;
+  /** Indexes of turns not yet finished, failed or cancelled. */
+  active: number[];
+  /** Per `<turnIndex>:<attempt>`: indexes into decisions.outcomes / decisions.requests (to mark them abandoned). */
+  attemptOutcomes: Record<string, number[]>;
+  attemptRequests: Record<string, number[]>;
 }
 
 export interface ProjectionState {
@@ -240,7 +245,7 @@ export function initialState(): ProjectionState {
     transcript: { turns: [] },
     decisions: { outcomes: [], requests: [], pending: [], rules: [], unmatchedDecisions: 0 },
     carried: { kinds: {}, lineTypes: {}, malformed: {}, recent: [], total: 0 },
-    cursor: { toolPaths: {}, synthetic: {}, turnIndex: {}, requestIndex: {}, outcomeKeys: {} },
+    cursor: { toolPaths: {}, synthetic: {}, turnIndex: {}, requestIndex: {}, outcomeKeys: {}, active: [], attemptOutcomes: {}, attemptRequests: {} },
   };
 }
 
