@@ -119,7 +119,7 @@ test("turnstream replay --follow prints live events as they are appended", async
   } finally {
     child.kill("SIGTERM");
   }
-  const [code] = (await new Promise((r) => child.once("exit", (...a) => r(a)))) as [number | null];
+  const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
   assert.equal(code, 0);
 });
 
