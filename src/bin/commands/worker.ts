@@ -1,0 +1,42 @@
+// `turnstream worker [--concurrency N]`: runs a turn worker until SIGTERM/SIGINT. The rest of its
+// configuration comes from the environment (see src/worker/config.ts).
+import { parseArgs } from "node:util";
+import { runWorkerMain } from "../../worker/main.ts";
+
+export const summary = "run a turn worker (env: REDIS_URL, TURNSTREAM_WORKSPACE_ROOTS, …) until SIGTERM/SIGINT";
+
+const usage =
+  "usage: turnstream worker [--concurrency N] [--grace-ms MS]\n" +
+  "env: REDIS_URL or REDIS_CLUSTER_NODES, TURNSTREAM_WORKSPACE_ROOTS (colon-separated, required),\n" +
+  "     TURNSTREAM_CONCURRENCY, TURNSTREAM_INSTANCE_ROOT, TURNSTREAM_SANDBOXED, ANTHROPIC_* (passed to the CLI)\n";
+
+export async function run(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: { concurrency: { type: "string" }, "grace-ms": { type: "string" }, help: { type: "boolean", short: "h" } },
+    });
+  } catch (err) {
+    process.stderr.write(`turnstream worker: ${err instanceof Error ? err.message : String(err)}\n${usage}`);
+    return 2;
+  }
+  if (parsed.values.help === true) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  const num = (v: string | undefined, name: string, min: number): number | undefined => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}`);
+    return n;
+  };
+  try {
+    const concurrency = num(parsed.values.concurrency, "concurrency", 1);
+    const graceMs = num(parsed.values["grace-ms"], "grace-ms", 0);
+    return await runWorkerMain({ ...(concurrency !== undefined ? { concurrency } : {}), ...(graceMs !== undefined ? { graceMs } : {}) });
+  } catch (err) {
+    process.stderr.write(`turnstream worker: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 2;
+  }
+}

@@ -1,0 +1,37 @@
+// The turn queue: producer API, job schema, per-session ordering and lease.
+export {
+  activeTraceparent,
+  createProducer,
+  createTurnQueue,
+  JOB_RETENTION,
+  sessionOfTurn,
+  type CancelResult,
+  type EnqueueResult,
+  type Producer,
+  type QueueConfig,
+  type TurnResult,
+  type TurnStatus,
+  type WaitOptions,
+} from "./producer.ts";
+export {
+  enqueueInputSchema,
+  envOverlaySchema,
+  isSecretName,
+  JOB_VERSION,
+  lostSessionPolicySchema,
+  parseOrThrow,
+  renderPrompt,
+  TURN_ID_PATTERN,
+  turnJobSchema,
+  turnOptionsSchema,
+  type EnqueueInput,
+  type EnvRef,
+  type LostSessionPolicy,
+  type TurnJob,
+  type TurnOptions,
+} from "./schema.ts";
+export { InvalidTurnError, MissingVariableError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
+export { SessionOrder, type AcquireResult, type SessionOrderOptions } from "./order.ts";
+export { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, orderKeys, type OrderKeys } from "./keys.ts";
+export { bullConnection } from "./connection.ts";
+export type * from "./events.ts";

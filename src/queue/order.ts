@@ -1,0 +1,118 @@
+// Per-session ordering and the session lease. The session's pending turns are a list; only its head
+// may run, and only by whoever holds the lease (SET NX PX with a token, renewed while it runs). The
+// log's fencing epoch backs this up: a holder that lost its lease and still writes gets `fenced`.
+import { Job, type Queue } from "bullmq";
+import type { RedisClient } from "../log/index.ts";
+import { orderKeys, type OrderKeys } from "./keys.ts";
+import { orderScripts, type OrderScripts } from "./scripts.ts";
+
+export type AcquireResult =
+  | { status: "ok" }
+  | { status: "wait"; head: string }
+  | { status: "busy"; holder: string }
+  | { status: "gone" };
+
+export interface SessionOrderOptions {
+  redis: RedisClient;
+  /** The event log's key prefix (session keys share the log's per-session hash tag). */
+  logPrefix: string;
+  queue: Queue;
+}
+
+export class SessionOrder {
+  readonly redis: RedisClient;
+  readonly logPrefix: string;
+  readonly queue: Queue;
+  readonly #scripts: OrderScripts;
+
+  constructor(options: SessionOrderOptions) {
+    this.redis = options.redis;
+    this.logPrefix = options.logPrefix;
+    this.queue = options.queue;
+    this.#scripts = orderScripts(options.redis);
+  }
+
+  keys(session: string): OrderKeys {
+    return orderKeys(this.logPrefix, session);
+  }
+
+  /** Appends the turn to the session's pending list unless it was registered before. */
+  async register(session: string, turn: string, onLostSession: string | undefined): Promise<boolean> {
+    const k = this.keys(session);
+    return (await this.#scripts.register([k.turns, k.registered, k.conf], turn, Date.now(), onLostSession ?? "")) === 1;
+  }
+
+  async acquire(session: string, turn: string, token: string, leaseMs: number): Promise<AcquireResult> {
+    const k = this.keys(session);
+    const [status, detail] = await this.#scripts.acquire([k.turns, k.lease], turn, token, leaseMs);
+    if (status === "ok") return { status };
+    if (status === "wait") return { status, head: detail };
+    if (status === "busy") return { status, holder: detail };
+    return { status: "gone" };
+  }
+
+  /** ok: lease extended; lost: someone else holds it or it expired; cancelled: cancellation requested. */
+  async renew(session: string, turn: string, token: string, leaseMs: number): Promise<"ok" | "lost" | "cancelled"> {
+    const k = this.keys(session);
+    return (await this.#scripts.renew([k.lease, k.cancel], token, leaseMs, turn)) as "ok" | "lost" | "cancelled";
+  }
+
+  /** Pops the finished head and releases the lease; returns the next head ("" none), null if not ours. */
+  async finish(session: string, turn: string, token: string): Promise<string | null> {
+    const k = this.keys(session);
+    const next = await this.#scripts.finish([k.turns, k.lease, k.cancel], turn, token);
+    return next === null || next === undefined ? null : String(next);
+  }
+
+  async release(session: string, token: string): Promise<boolean> {
+    return (await this.#scripts.release([this.keys(session).lease], token)) === 1;
+  }
+
+  /** Removes a turn that will never run (cancelled while queued, orphaned); returns the next head. */
+  async drop(session: string, turn: string): Promise<string> {
+    const k = this.keys(session);
+    return String(await this.#scripts.drop([k.turns, k.cancel], turn));
+  }
+
+  async head(session: string): Promise<string | undefined> {
+    return (await this.redis.lindex(this.keys(session).turns, 0)) ?? undefined;
+  }
+
+  async pending(session: string): Promise<string[]> {
+    return this.redis.lrange(this.keys(session).turns, 0, -1);
+  }
+
+  async registeredAt(session: string, turn: string): Promise<number | undefined> {
+    const v = await this.redis.hget(this.keys(session).registered, turn);
+    return v === null ? undefined : Number(v);
+  }
+
+  async requestCancel(session: string, turn: string): Promise<void> {
+    await this.redis.sadd(this.keys(session).cancel, turn);
+  }
+
+  async cancelRequested(session: string, turn: string): Promise<boolean> {
+    return (await this.redis.sismember(this.keys(session).cancel, turn)) === 1;
+  }
+
+  async onLostSession(session: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.keys(session).conf, "onLostSession")) ?? undefined;
+  }
+
+  /** Wakes the job of `turn` if it is waiting out a delay, so the next turn starts at once. */
+  async promote(turn: string): Promise<void> {
+    if (turn === "") return;
+    try {
+      const job = await Job.fromId(this.queue, turn);
+      if (job !== undefined && (await job.isDelayed())) await job.promote();
+    } catch {
+      // It left the delayed set meanwhile (a worker picked it): nothing to wake.
+    }
+  }
+
+  /** Deletes the session's ordering keys (tests, operators). */
+  async destroy(session: string): Promise<void> {
+    const k = this.keys(session);
+    for (const key of [k.turns, k.registered, k.lease, k.cancel, k.conf]) await this.redis.del(key);
+  }
+}

@@ -1,0 +1,120 @@
+// The turn job schema (zod): what a producer may ask for and what a job record holds. Job records
+// hold no secret values: an env variable whose name looks secret must be a reference
+// `{ fromEnv: "NAME" }`, resolved from the worker's own environment when the turn runs.
+import { z } from "zod";
+import { SESSION_ID_PATTERN } from "../log/index.ts";
+import { InvalidTurnError, MissingVariableError } from "./errors.ts";
+
+export const JOB_VERSION = 1;
+export const TURN_ID_PATTERN = /^t_[A-Za-z0-9_-]{8,64}$/;
+
+// Names whose values are credentials: these may only be referenced, never stored in a job record.
+const SECRET_NAME = /(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|PRIVATE|SESSION_ID)/i;
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name);
+}
+
+export const envRefSchema = z.strictObject({
+  fromEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be an environment variable name"),
+});
+export type EnvRef = z.infer<typeof envRefSchema>;
+
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "env names are letters, digits and _");
+
+export const envOverlaySchema = z
+  .record(envName, z.union([z.string().max(32 * 1024), envRefSchema]))
+  .superRefine((env, ctx) => {
+    for (const [name, value] of Object.entries(env)) {
+      if (typeof value === "string" && isSecretName(name)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [name],
+          message: `looks like a secret: job records must not hold it; pass { fromEnv: "<worker env var>" } instead`,
+        });
+      }
+    }
+  });
+
+/** The CLI options a turn may carry (a subset of the runner's, all plain data). */
+export const turnOptionsSchema = z.strictObject({
+  model: z.string().min(1).max(200).optional(),
+  permissionMode: z.enum(["acceptEdits", "auto", "bypassPermissions", "default", "manual", "dontAsk", "plan"]).optional(),
+  skipPermissions: z.boolean().optional(),
+  maxTurns: z.number().int().positive().optional(),
+  maxBudgetUsd: z.number().positive().finite().optional(),
+  appendSystemPrompt: z.string().max(256 * 1024).optional(),
+  allowedTools: z.array(z.string().min(1)).optional(),
+  disallowedTools: z.array(z.string().min(1)).optional(),
+  timeoutMs: z.number().int().positive().optional(),
+  inactivityTimeoutMs: z.number().int().positive().optional(),
+  env: envOverlaySchema.optional(),
+});
+export type TurnOptions = z.infer<typeof turnOptionsSchema>;
+
+export const lostSessionPolicySchema = z.enum(["fail", "replay"]);
+export type LostSessionPolicy = z.infer<typeof lostSessionPolicySchema>;
+
+const sessionId = z.string().regex(SESSION_ID_PATTERN, "must be 1-128 characters from A-Z a-z 0-9 _ . - starting with a letter or digit");
+const absolutePath = z.string().min(1).max(4096).refine((p) => p.startsWith("/"), "must be an absolute path");
+
+export const enqueueInputSchema = z.strictObject({
+  session: sessionId.optional(),
+  prompt: z.string().min(1, "must not be empty").max(4 * 1024 * 1024),
+  cwd: absolutePath,
+  options: turnOptionsSchema.optional(),
+  idempotencyKey: z.string().min(1).max(256).optional(),
+  variables: z.record(z.string(), z.unknown()).optional(),
+  /** Fixed when the session is created (its first turn); later values are ignored. */
+  onLostSession: lostSessionPolicySchema.optional(),
+});
+export type EnqueueInput = z.input<typeof enqueueInputSchema>;
+
+/** What one BullMQ job holds. */
+export const turnJobSchema = z.strictObject({
+  v: z.literal(JOB_VERSION),
+  session: sessionId,
+  turn: z.string().regex(TURN_ID_PATTERN, "must be a turn id"),
+  prompt: z.string().min(1),
+  cwd: absolutePath,
+  options: turnOptionsSchema,
+  onLostSession: lostSessionPolicySchema.optional(),
+  traceparent: z.string().max(128).optional(),
+  queuedSeq: z.number().int().nonnegative(),
+  enqueuedAt: z.string(),
+});
+export type TurnJob = z.infer<typeof turnJobSchema>;
+
+function fieldOf(path: readonly PropertyKey[]): string {
+  return path.length === 0 ? "(root)" : path.map(String).join(".");
+}
+
+/** Parses with `schema`; a failure becomes InvalidTurnError naming the first bad field path. */
+export function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown, root = ""): T {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const issues = r.error.issues.map((i) => `${fieldOf([...(root ? [root] : []), ...i.path])}: ${i.message}`);
+  const first = r.error.issues[0]!;
+  const path = [...(root ? [root] : []), ...first.path];
+  const problem = first.code === "unrecognized_keys" ? `has unknown field(s) ${first.keys.join(", ")}` : first.message;
+  throw new InvalidTurnError(fieldOf(path), problem, issues);
+}
+
+const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*)\s*\}\}/g;
+
+function lookup(vars: Record<string, unknown>, path: string): unknown {
+  let cur: unknown = vars;
+  for (const part of path.split(".")) {
+    if (cur === null || typeof cur !== "object" || !Object.hasOwn(cur, part)) return undefined;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur;
+}
+
+/** Fills `{{dotted.path}}` placeholders from `variables`; a placeholder without a value is refused. */
+export function renderPrompt(template: string, variables: Record<string, unknown> = {}): string {
+  return template.replace(PLACEHOLDER, (_m, path: string) => {
+    const v = lookup(variables, path);
+    if (v === undefined || v === null) throw new MissingVariableError(path);
+    return typeof v === "string" ? v : typeof v === "number" || typeof v === "boolean" ? String(v) : JSON.stringify(v);
+  });
+}

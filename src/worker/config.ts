@@ -1,0 +1,87 @@
+// Worker configuration: options in code, or the process environment for `turnstream worker`.
+import { hostname } from "node:os";
+import { resolve } from "node:path";
+import { z } from "zod";
+
+export interface WorkerEnvConfig {
+  workspaceRoots: string[];
+  concurrency: number;
+  instanceId: string;
+  instanceRoot: string | undefined;
+  sandboxed: boolean;
+  leaseMs: number | undefined;
+  lockDuration: number | undefined;
+  stalledInterval: number | undefined;
+  logPrefix: string | undefined;
+  queuePrefix: string | undefined;
+  queueName: string | undefined;
+  claudeBin: string | undefined;
+}
+
+const intFrom = (name: string) =>
+  z
+    .string()
+    .regex(/^\d+$/, `${name} must be a positive integer`)
+    .transform(Number)
+    .refine((n) => n > 0, `${name} must be a positive integer`)
+    .optional();
+
+const envSchema = z.object({
+  TURNSTREAM_WORKSPACE_ROOTS: z.string().min(1, "TURNSTREAM_WORKSPACE_ROOTS must list at least one absolute directory (colon-separated)"),
+  TURNSTREAM_CONCURRENCY: intFrom("TURNSTREAM_CONCURRENCY"),
+  TURNSTREAM_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/).optional(),
+  TURNSTREAM_INSTANCE_ROOT: z.string().startsWith("/").optional(),
+  TURNSTREAM_SANDBOXED: z.enum(["0", "1", "true", "false"]).optional(),
+  TURNSTREAM_LEASE_MS: intFrom("TURNSTREAM_LEASE_MS"),
+  TURNSTREAM_LOCK_MS: intFrom("TURNSTREAM_LOCK_MS"),
+  TURNSTREAM_STALLED_INTERVAL_MS: intFrom("TURNSTREAM_STALLED_INTERVAL_MS"),
+  TURNSTREAM_LOG_PREFIX: z.string().optional(),
+  TURNSTREAM_QUEUE_PREFIX: z.string().optional(),
+  TURNSTREAM_QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
+  CLAUDE_BIN: z.string().min(1).optional(),
+});
+
+export class WorkerConfigError extends Error {
+  override readonly name = "WorkerConfigError";
+  readonly variable: string;
+  constructor(variable: string, problem: string) {
+    super(`worker configuration: ${variable}: ${problem}`);
+    this.variable = variable;
+  }
+}
+
+export function parseWorkspaceRoots(value: string): string[] {
+  const roots = value
+    .split(":")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  for (const r of roots) {
+    if (!r.startsWith("/")) throw new WorkerConfigError("TURNSTREAM_WORKSPACE_ROOTS", `${JSON.stringify(r)} is not an absolute path`);
+  }
+  if (roots.length === 0) throw new WorkerConfigError("TURNSTREAM_WORKSPACE_ROOTS", "list at least one absolute directory");
+  return roots.map((r) => resolve(r));
+}
+
+/** Reads the worker's settings from the environment (REDIS_URL / REDIS_CLUSTER_NODES are read by connectRedis). */
+export function workerConfigFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): WorkerEnvConfig {
+  const r = envSchema.safeParse(env);
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    throw new WorkerConfigError(String(i.path[0] ?? "env"), i.message);
+  }
+  const e = r.data;
+  return {
+    workspaceRoots: parseWorkspaceRoots(e.TURNSTREAM_WORKSPACE_ROOTS),
+    concurrency: e.TURNSTREAM_CONCURRENCY ?? 1,
+    instanceId: e.TURNSTREAM_INSTANCE_ID ?? `worker-${hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60)}-${process.pid}`,
+    instanceRoot: e.TURNSTREAM_INSTANCE_ROOT,
+    sandboxed: e.TURNSTREAM_SANDBOXED === "1" || e.TURNSTREAM_SANDBOXED === "true",
+    leaseMs: e.TURNSTREAM_LEASE_MS,
+    lockDuration: e.TURNSTREAM_LOCK_MS,
+    stalledInterval: e.TURNSTREAM_STALLED_INTERVAL_MS,
+    logPrefix: e.TURNSTREAM_LOG_PREFIX,
+    queuePrefix: e.TURNSTREAM_QUEUE_PREFIX,
+    queueName: e.TURNSTREAM_QUEUE_NAME,
+    claudeBin: e.CLAUDE_BIN,
+  };
+}

@@ -1,0 +1,532 @@
+// One job = one turn: take the session lease (only the session's head turn may), then run attempts:
+// beginAttempt (new fencing epoch) → record earlier attempts that never ended as abandoned →
+// attempt.started → restore the CLI session file from the latest snapshot → runTurn, every stdout
+// line appended as it arrives (through the log writer: ordered, batched, backpressure) with stderr
+// and the exit → a new snapshot → turn.finished / turn.failed → pop the turn, release the lease and
+// wake the next turn's job.
+import { createHash, randomUUID } from "node:crypto";
+import { DelayedError, Job, UnrecoverableError } from "bullmq";
+import { runTurn, type TurnHandle, type TurnOutcome } from "../cli/index.ts";
+import { createWriter, FencedError, type EventInput, type EventLog, type Logger, type Writer } from "../log/index.ts";
+import { retryHints, type ParsedLine } from "../protocol/index.ts";
+import { parseOrThrow, turnJobSchema, TURN_ID_PATTERN, type SessionOrder, type TurnJob } from "../queue/index.ts";
+import type {
+  AttemptAbandonedData,
+  AttemptStartedData,
+  CliExitData,
+  SessionReplayedData,
+  SessionSnapshotData,
+  TurnCancelledData,
+  TurnFailedData,
+  TurnFinishedData,
+} from "../queue/index.ts";
+import { SESSION_ID_PATTERN } from "../log/index.ts";
+import type { Scrubber } from "../telemetry/index.ts";
+import { danglingAttempts, lastCliSessionId, latestSnapshot, rebuildTranscript, type Snapshot } from "./log-scan.ts";
+import { RETRYABLE_KINDS, retryDelayMs, type RetryPolicy } from "./retry.ts";
+import { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
+
+export type StopReason = "lease_lost" | "cancelled" | "fenced" | "lock_lost" | "shutdown";
+
+export interface EventObserver {
+  /** Called for every event the worker appends, before it is buffered (a hook for spans/metrics). */
+  onEvent?(session: string, event: EventInput, info: { epoch: number; traceparent: string | undefined }): void;
+}
+
+export interface ExecuteSettings {
+  workerId: string;
+  workspaceRoots: readonly string[];
+  leaseMs: number;
+  instanceId: string;
+  instanceRoot: string | undefined;
+  sandboxed: boolean;
+  claudeBin: string | undefined;
+  killGraceMs: number;
+  /** Env laid over every run (under the job's own overlay). */
+  runEnv: Record<string, string>;
+  /** Where `{ fromEnv }` references are resolved. */
+  secretEnv: Readonly<Record<string, string | undefined>>;
+  retry: RetryPolicy;
+  /** A head turn whose job vanished is dropped after this long (its producer died mid-enqueue). */
+  orphanMs: number;
+}
+
+export interface ExecuteDeps {
+  log: EventLog;
+  order: SessionOrder;
+  settings: ExecuteSettings;
+  logger: Logger;
+  scrubber: Scrubber;
+  observer: EventObserver;
+  /** Jobs this worker is running, by job id: for lock loss and shutdown. */
+  running: Map<string, RunningTurn>;
+}
+
+export interface RunningTurn {
+  readonly session: string;
+  readonly turn: string;
+  stop(reason: StopReason): void;
+}
+
+export interface TurnJobResult {
+  outcome: "finished" | "cancelled" | "skipped";
+  attempt?: number;
+  cliSessionId?: string;
+}
+
+type AttemptEnd =
+  | { kind: "finished"; attempt: number; cliSessionId: string | undefined }
+  | { kind: "failed"; attempt: number; errorKind: string; message: string }
+  | { kind: "cancelled"; attempt: number }
+  | { kind: "retry"; attempt: number; delayMs: number }
+  | { kind: "replay"; attempt: number; previous: string | undefined }
+  | { kind: "stopped"; attempt: number; reason: StopReason };
+
+function waitBackoffMs(job: Job): number {
+  const n = Math.max(1, job.attemptsStarted ?? 1);
+  return Math.min(2000, 50 * 2 ** Math.min(n, 6));
+}
+
+async function delayJob(job: Job, token: string | undefined, ms: number): Promise<never> {
+  await job.moveToDelayed(Date.now() + ms, token);
+  throw new DelayedError();
+}
+
+function errFields(err: unknown): { kind: string; retryable: boolean; name: string; message: string } {
+  const e = err as { kind?: unknown; retryable?: unknown; name?: unknown; message?: unknown };
+  const kind = typeof e?.kind === "string" ? e.kind : "cli_error";
+  return {
+    kind,
+    retryable: typeof e?.retryable === "boolean" ? e.retryable && RETRYABLE_KINDS.has(kind) : RETRYABLE_KINDS.has(kind),
+    name: typeof e?.name === "string" ? e.name : "Error",
+    message: typeof e?.message === "string" ? e.message : String(err),
+  };
+}
+
+function resolveEnv(job: TurnJob, secretEnv: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, v] of Object.entries(job.options.env ?? {})) {
+    if (typeof v === "string") out[name] = v;
+    else {
+      const value = secretEnv[v.fromEnv];
+      if (value === undefined) {
+        throw Object.assign(new Error(`env ${name} references ${v.fromEnv}, which this worker's environment does not set; set it on the worker or drop the reference`), {
+          kind: "bad_payload",
+          retryable: false,
+        });
+      }
+      out[name] = value;
+    }
+  }
+  return out;
+}
+
+/** Entry point for one BullMQ job (the worker's processor). */
+export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string | undefined, signal?: AbortSignal): Promise<TurnJobResult> {
+  let data: TurnJob;
+  try {
+    data = parseOrThrow(turnJobSchema, job.data);
+  } catch (err) {
+    await rejectMalformed(deps, job, err as Error);
+    throw new UnrecoverableError(`bad turn job: ${(err as Error).message}`);
+  }
+  const { session, turn } = data;
+  const { order } = deps;
+  const leaseToken = `${deps.settings.workerId}.${randomUUID()}`;
+
+  if (await order.cancelRequested(session, turn)) {
+    const acq = await order.acquire(session, turn, leaseToken, deps.settings.leaseMs);
+    if (acq.status === "gone") return { outcome: "skipped" };
+    if (acq.status === "ok" || acq.status === "wait") {
+      const cancelled: TurnCancelledData = { reason: "cancelled before it ran", by: "producer" };
+      await deps.log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.cancelled", data: cancelled }], { batchId: `c-${turn}:1` });
+      const next = acq.status === "ok" ? await order.finish(session, turn, leaseToken) : await order.drop(session, turn);
+      if (next) await order.promote(next);
+      return { outcome: "cancelled" };
+    }
+    return delayJob(job, token, waitBackoffMs(job));
+  }
+
+  const acq = await order.acquire(session, turn, leaseToken, deps.settings.leaseMs);
+  if (acq.status === "gone") return { outcome: "skipped" };
+  if (acq.status === "wait") {
+    await repairHead(deps, session, acq.head).catch((err: unknown) =>
+      deps.logger.warn({ session, err: { message: (err as Error).message } }, "could not check the session's head turn"),
+    );
+    await job.moveToDelayed(Date.now() + waitBackoffMs(job), token);
+    // The head may have finished between our check and the move: then nobody would wake us.
+    if ((await order.head(session)) === turn) await order.promote(turn);
+    throw new DelayedError();
+  }
+  if (acq.status === "busy") return delayJob(job, token, Math.max(waitBackoffMs(job), 250));
+
+  return runLeased(deps, job, token, data, leaseToken, signal);
+}
+
+/** A malformed job fails once; when it names a valid session/turn it is taken off the session's list. */
+async function rejectMalformed(deps: ExecuteDeps, job: Job, err: Error): Promise<void> {
+  const d = (job.data ?? {}) as { session?: unknown; turn?: unknown };
+  deps.logger.warn({ jobId: job.id, err: { name: err.name, message: err.message } }, "refusing a malformed turn job");
+  if (typeof d.session !== "string" || typeof d.turn !== "string" || !SESSION_ID_PATTERN.test(d.session) || !TURN_ID_PATTERN.test(d.turn)) return;
+  const { session, turn } = { session: d.session, turn: d.turn };
+  const token = `${deps.settings.workerId}.${randomUUID()}`;
+  const acq = await deps.order.acquire(session, turn, token, deps.settings.leaseMs);
+  if (acq.status === "gone") return;
+  if (acq.status === "ok") {
+    const { epoch, attempt } = await deps.log.beginAttempt(session, turn);
+    const failed: TurnFailedData = {
+      attempt,
+      errorKind: "bad_payload",
+      error: { name: err.name, message: deps.scrubber.scrub(err.message, { sink: "log" }) },
+      retryable: false,
+    };
+    await deps.log.append(session, epoch, [{ turn, attempt, kind: "turn.failed", data: failed }]);
+    const next = await deps.order.finish(session, turn, token);
+    if (next) await deps.order.promote(next);
+    return;
+  }
+  if (acq.status === "wait") await deps.order.drop(session, turn);
+}
+
+/**
+ * The session's head turn blocks everyone behind it. If its job already ended (completed/failed but
+ * the worker died before popping it) or vanished long ago (producer died mid-enqueue), take it over:
+ * record it failed unless it already ended in the log, pop it, and wake the next turn.
+ */
+async function repairHead(deps: ExecuteDeps, session: string, head: string): Promise<void> {
+  const { order } = deps;
+  const job = await Job.fromId(order.queue, head);
+  let stuck = false;
+  let why = "";
+  if (job === undefined) {
+    const at = await order.registeredAt(session, head);
+    stuck = at === undefined || Date.now() - at > deps.settings.orphanMs;
+    why = "its job record is gone";
+  } else {
+    const state = await job.getState();
+    stuck = state === "completed" || state === "failed";
+    why = `its job is ${state}`;
+  }
+  if (!stuck) return;
+  const token = `${deps.settings.workerId}.${randomUUID()}`;
+  const acq = await order.acquire(session, head, token, deps.settings.leaseMs);
+  if (acq.status !== "ok") return;
+  try {
+    const st = await deps.log.stat(session);
+    const ended = st.turn === head && (st.state === "finished" || st.state === "failed" || st.state === "cancelled");
+    if (!ended) {
+      const { epoch, attempt } = await deps.log.beginAttempt(session, head);
+      const events: EventInput[] = [];
+      for (const a of await danglingAttempts(deps.log, session, head, attempt)) {
+        const ab: AttemptAbandonedData = { reason: "worker_crashed", attempt: a, retry: false, detectedBy: attempt };
+        events.push({ turn: head, attempt, kind: "attempt.abandoned", data: ab });
+      }
+      const failed: TurnFailedData = { attempt, errorKind: "abandoned", error: { name: "AbandonedTurn", message: `the turn can no longer run: ${why}` }, retryable: false };
+      events.push({ turn: head, attempt, kind: "turn.failed", data: failed });
+      await deps.log.append(session, epoch, events);
+    }
+    deps.logger.warn({ session, turn: head, why }, "removed a stuck head turn");
+  } finally {
+    const next = await order.finish(session, head, token);
+    if (next) await order.promote(next);
+  }
+}
+
+async function runLeased(
+  deps: ExecuteDeps,
+  job: Job,
+  token: string | undefined,
+  data: TurnJob,
+  leaseToken: string,
+  lockSignal: AbortSignal | undefined,
+): Promise<TurnJobResult> {
+  const { session, turn } = data;
+  const { order, settings, logger } = deps;
+  const ctl = { reason: undefined as StopReason | undefined, ac: new AbortController() };
+  const stop = (reason: StopReason): void => {
+    if (ctl.reason !== undefined) return;
+    ctl.reason = reason;
+    logger.warn({ session, turn, reason }, "ending the running turn");
+    ctl.ac.abort();
+  };
+  const onLock = (): void => stop("lock_lost");
+  lockSignal?.addEventListener("abort", onLock, { once: true });
+  const jobId = String(job.id);
+  deps.running.set(jobId, { session, turn, stop });
+
+  let lastRenew = Date.now();
+  let renewing = false;
+  const renewTimer = setInterval(() => {
+    if (renewing) return;
+    renewing = true;
+    order
+      .renew(session, turn, leaseToken, settings.leaseMs)
+      .then((r) => {
+        if (r === "lost") stop("lease_lost");
+        else {
+          lastRenew = Date.now();
+          if (r === "cancelled") stop("cancelled");
+        }
+      })
+      .catch(() => {
+        // Redis unreachable: our lease runs out after leaseMs; past that someone else may hold it.
+        if (Date.now() - lastRenew > settings.leaseMs) stop("lease_lost");
+      })
+      .finally(() => {
+        renewing = false;
+      });
+  }, Math.max(200, Math.floor(settings.leaseMs / 3)));
+
+  try {
+    let replay: { previous: string | undefined } | undefined;
+    for (;;) {
+      const end = await runAttempt(deps, data, ctl, replay);
+      switch (end.kind) {
+        case "finished":
+        case "cancelled":
+        case "failed": {
+          const next = await order.finish(session, turn, leaseToken);
+          if (next) await order.promote(next);
+          if (end.kind === "failed") throw new UnrecoverableError(`turn failed (${end.errorKind}): ${end.message}`);
+          if (end.kind === "cancelled") return { outcome: "cancelled", attempt: end.attempt };
+          return { outcome: "finished", attempt: end.attempt, ...(end.cliSessionId ? { cliSessionId: end.cliSessionId } : {}) };
+        }
+        case "replay":
+          replay = { previous: end.previous };
+          continue;
+        case "retry":
+          await order.release(session, leaseToken);
+          return delayJob(job, token, end.delayMs);
+        case "stopped":
+          if (end.reason === "shutdown" || end.reason === "lease_lost") {
+            await order.release(session, leaseToken).catch(() => undefined);
+            return delayJob(job, token, end.reason === "shutdown" ? 0 : settings.leaseMs);
+          }
+          throw new Error(`attempt ${end.attempt} of turn ${turn} ended: ${end.reason}; another attempt owns the turn`);
+      }
+    }
+  } finally {
+    clearInterval(renewTimer);
+    lockSignal?.removeEventListener("abort", onLock);
+    deps.running.delete(jobId);
+  }
+}
+
+async function runAttempt(
+  deps: ExecuteDeps,
+  data: TurnJob,
+  ctl: { reason: StopReason | undefined; ac: AbortController },
+  replay: { previous: string | undefined } | undefined,
+): Promise<AttemptEnd> {
+  const { session, turn } = data;
+  const { log, settings, logger, scrubber } = deps;
+  const { epoch, attempt } = await log.beginAttempt(session, turn);
+  const traceparent = data.traceparent;
+  const writer: Writer = createWriter({ log, session, epoch, logger });
+  const write = async (kind: string, d: unknown): Promise<void> => {
+    const ev: EventInput = { turn, attempt, kind, data: d };
+    try {
+      deps.observer.onEvent?.(session, ev, { epoch, traceparent });
+    } catch (err) {
+      logger.warn({ err: { message: (err as Error).message } }, "event observer threw");
+    }
+    try {
+      await writer.write(ev);
+    } catch (err) {
+      if (err instanceof FencedError) ctl.reason ??= "fenced";
+      ctl.ac.abort();
+      throw err;
+    }
+  };
+  const scrubMsg = (m: string): string => scrubber.scrub(m, { sink: "log" });
+  const fail = async (errorKind: string, name: string, message: string, retryable = false): Promise<AttemptEnd> => {
+    const f: TurnFailedData = { attempt, errorKind, error: { name, message: scrubMsg(message) }, retryable };
+    await write("turn.failed", f);
+    await writer.close();
+    return { kind: "failed", attempt, errorKind, message: scrubMsg(message) };
+  };
+  const abandon = async (reason: string, retry: boolean, extra: Partial<AttemptAbandonedData> = {}): Promise<void> => {
+    const a: AttemptAbandonedData = { reason, attempt, retry, ...extra };
+    await write("attempt.abandoned", a);
+  };
+  const stopped = async (): Promise<AttemptEnd> => {
+    const reason = ctl.reason!;
+    if (reason === "cancelled") {
+      await abandon("cancelled", false);
+      const c: TurnCancelledData = { reason: "cancelled while running", by: "producer", attempt };
+      await write("turn.cancelled", c);
+      await writer.close();
+      return { kind: "cancelled", attempt };
+    }
+    if (reason !== "fenced") {
+      // Best effort: if another attempt has begun meanwhile this is fenced, and that one records us.
+      try {
+        await abandon(reason, true);
+        await Promise.race([writer.close(), new Promise((r) => setTimeout(r, 2000).unref())]);
+      } catch {
+        // fenced: the newer attempt owns the log now
+      }
+    }
+    return { kind: "stopped", attempt, reason };
+  };
+
+  try {
+    for (const a of await danglingAttempts(log, session, turn, attempt)) {
+      await write("attempt.abandoned", { reason: "worker_crashed", attempt: a, retry: true, detectedBy: attempt } satisfies AttemptAbandonedData);
+    }
+    if (ctl.reason !== undefined) return await stopped();
+    if (attempt > settings.retry.maxAttempts) {
+      return await fail("too_many_attempts", "TooManyAttempts", `the turn had ${attempt - 1} attempts (limit ${settings.retry.maxAttempts})`);
+    }
+    if (!underRoots(data.cwd, settings.workspaceRoots)) {
+      const e = new WorkspaceNotAllowedError(settings.workspaceRoots);
+      return await fail(e.kind, e.name, e.message);
+    }
+    let env: Record<string, string>;
+    try {
+      env = resolveEnv(data, settings.secretEnv);
+    } catch (err) {
+      return await fail("bad_payload", "BadPayload", (err as Error).message);
+    }
+    const snapshot: Snapshot | undefined = replay === undefined ? await latestSnapshot(log, session) : undefined;
+    const resume = replay === undefined ? (snapshot?.cliSessionId ?? (await lastCliSessionId(log, session))) : undefined;
+    let prompt = data.prompt;
+    let replayedTurns = 0;
+    if (replay !== undefined) {
+      const t = await rebuildTranscript(log, session, turn);
+      replayedTurns = t.turns;
+      prompt =
+        `The earlier part of this conversation could not be restored, so here it is as a transcript:\n\n` +
+        `<transcript>\n${t.text}\n</transcript>\n\nContinue from there. The user's new message:\n\n${data.prompt}`;
+    }
+    const started: AttemptStartedData = { worker: settings.workerId, attempt, cwd: data.cwd };
+    if (data.options.model !== undefined) started.model = data.options.model;
+    if (resume !== undefined) started.resume = resume;
+    if (snapshot !== undefined) started.snapshotSeq = snapshot.seq;
+    if (traceparent !== undefined) started.traceparent = traceparent;
+    await write("attempt.started", started);
+    if (ctl.reason !== undefined) return await stopped();
+
+    const o = data.options;
+    let handle: TurnHandle;
+    try {
+      handle = runTurn({
+        cwd: data.cwd,
+        prompt,
+        ...(o.model !== undefined ? { model: o.model } : {}),
+        ...(resume !== undefined ? { resume } : {}),
+        ...(snapshot !== undefined && resume === snapshot.cliSessionId ? { sessionFile: snapshot.bytes } : {}),
+        ...(o.permissionMode !== undefined ? { permissionMode: o.permissionMode } : {}),
+        ...(o.skipPermissions !== undefined ? { skipPermissions: o.skipPermissions, sandboxed: settings.sandboxed } : {}),
+        ...(o.maxTurns !== undefined ? { maxTurns: o.maxTurns } : {}),
+        ...(o.maxBudgetUsd !== undefined ? { maxBudgetUsd: o.maxBudgetUsd } : {}),
+        ...(o.appendSystemPrompt !== undefined ? { appendSystemPrompt: o.appendSystemPrompt } : {}),
+        ...(o.allowedTools !== undefined ? { allowedTools: o.allowedTools } : {}),
+        ...(o.disallowedTools !== undefined ? { disallowedTools: o.disallowedTools } : {}),
+        ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+        ...(o.inactivityTimeoutMs !== undefined ? { inactivityTimeoutMs: o.inactivityTimeoutMs } : {}),
+        ...(settings.claudeBin !== undefined ? { claudeBin: settings.claudeBin } : {}),
+        env: { ...settings.runEnv, ...env },
+        killGraceMs: settings.killGraceMs,
+        signal: ctl.ac.signal,
+        logger,
+        configHome: {
+          instanceId: settings.instanceId,
+          ...(settings.instanceRoot !== undefined ? { instanceRoot: settings.instanceRoot } : {}),
+          runId: `${turn}.${attempt}.${epoch}`,
+        },
+      });
+    } catch (err) {
+      const f = errFields(err);
+      return await fail(f.kind, f.name, f.message);
+    }
+    const hintLines: ParsedLine[] = [];
+    const pumpOut = (async () => {
+      for await (const l of handle.lines) {
+        if (ctl.ac.signal.aborted && ctl.reason === "fenced") continue;
+        if (l.type === "system/api_retry" || l.type === "rate_limit_event") hintLines.push(l);
+        const d = l.category === "truncated" ? { raw: "", truncated: { byteLength: l.byteLength, sha256: l.sha256 } } : { raw: l.raw };
+        await write("cli.line", d);
+      }
+    })();
+    const pumpErr = (async () => {
+      for await (const s of handle.stderr) {
+        if (ctl.ac.signal.aborted && ctl.reason === "fenced") continue;
+        await write("cli.stderr", { text: scrubMsg(s) });
+      }
+    })();
+    let outcome: TurnOutcome | undefined;
+    let failure: unknown;
+    try {
+      outcome = await handle.outcome;
+    } catch (err) {
+      failure = err;
+    }
+    const pumps = await Promise.allSettled([pumpOut, pumpErr]);
+    if (ctl.reason === "fenced") return { kind: "stopped", attempt, reason: "fenced" };
+    const pumpFailure = pumps.find((p) => p.status === "rejected");
+    if (pumpFailure !== undefined && ctl.reason === undefined) throw (pumpFailure as PromiseRejectedResult).reason;
+    const ef = failure as { exitCode?: number | null; signal?: string | null } | undefined;
+    const exit: CliExitData = {
+      code: outcome?.exitCode ?? ef?.exitCode ?? null,
+      signal: outcome?.signal ?? ef?.signal ?? null,
+      durationMs: outcome?.durationMs ?? 0,
+      ...(handle.pid !== undefined ? { pid: handle.pid } : {}),
+    };
+    await write("cli.exit", exit);
+
+    if (ctl.reason !== undefined) return await stopped();
+    if (outcome !== undefined) {
+      const cliSessionId = outcome.sessionId;
+      if (outcome.sessionFile !== undefined && cliSessionId !== undefined) {
+        const snap: SessionSnapshotData = {
+          cliSessionId,
+          base64: outcome.sessionFile.toString("base64"),
+          bytes: outcome.sessionFile.length,
+          sha256: createHash("sha256").update(outcome.sessionFile).digest("hex"),
+        };
+        await write("session.snapshot", snap);
+      }
+      if (replay !== undefined) {
+        const r: SessionReplayedData = { by: "worker", reason: "lost_session", turns: replayedTurns };
+        if (replay.previous !== undefined) r.previousCliSessionId = replay.previous;
+        if (cliSessionId !== undefined) r.cliSessionId = cliSessionId;
+        await write("session.replayed", r);
+        logger.warn({ session, turn, turns: replayedTurns }, "CLI session was lost; started a fresh one carrying the transcript from the log");
+      }
+      const fin: TurnFinishedData = { attempt, durationMs: outcome.durationMs };
+      if (cliSessionId !== undefined) fin.cliSessionId = cliSessionId;
+      const cost = outcome.result["total_cost_usd"];
+      if (typeof cost === "number") fin.costUsd = cost;
+      if (outcome.resultText !== undefined) fin.resultText = outcome.resultText;
+      await write("turn.finished", fin);
+      await writer.close();
+      return { kind: "finished", attempt, cliSessionId };
+    }
+
+    const f = errFields(failure);
+    if (f.kind === "lost_session") {
+      const policy = data.onLostSession ?? (await deps.order.onLostSession(session)) ?? "fail";
+      if (policy === "replay" && replay === undefined) {
+        await abandon("lost_session", true);
+        await writer.close();
+        return { kind: "replay", attempt, previous: resume };
+      }
+      const why = snapshot === undefined ? "no session snapshot to restore" : "the restored session file was not accepted";
+      return await fail("lost_session", f.name, `${f.message} (${why})`);
+    }
+    if (f.retryable && attempt < settings.retry.maxAttempts) {
+      const delayMs = retryDelayMs(settings.retry, attempt, retryHints(hintLines));
+      await abandon(f.kind, true, { delayMs });
+      await writer.close();
+      return { kind: "retry", attempt, delayMs };
+    }
+    return await fail(f.kind, f.name, f.message, f.retryable);
+  } catch (err) {
+    if (err instanceof FencedError || ctl.reason === "fenced") {
+      ctl.ac.abort();
+      return { kind: "stopped", attempt, reason: "fenced" };
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,128 @@
+// Reads the worker needs from a session's log: the latest session snapshot, attempts of a turn that
+// started but never ended (their worker died), and the transcript for a replay. Backward scans read
+// the stream's stored envelope (`e`, see src/log/README.md) for kind/turn/attempt only, and decode
+// the one event they need through the log's own reader.
+import { renderText } from "../protocol/index.ts";
+import { TERMINAL_KINDS, type Envelope, type EventLog } from "../log/index.ts";
+
+interface Head {
+  seq: number;
+  kind: string;
+  turn: string;
+  attempt: number;
+  dataAttempt: number | undefined;
+}
+
+const PAGE = 256;
+
+async function* backwards(log: EventLog, session: string, limit = 200_000): AsyncGenerator<Head> {
+  const key = log.keys(session).events;
+  let end = "+";
+  let seen = 0;
+  for (;;) {
+    const page = (await log.redis.xrevrange(key, end, "-", "COUNT", PAGE)) as [string, string[]][];
+    for (const [id, fields] of page) {
+      const seq = Number(id.slice(id.indexOf("-") + 1));
+      let env: string | undefined;
+      for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === "e") env = fields[i + 1];
+      try {
+        const rec = JSON.parse(env ?? "{}") as { kind?: string; turn?: string; attempt?: number; data?: { attempt?: unknown } };
+        const da = rec.data?.attempt;
+        yield { seq, kind: String(rec.kind), turn: String(rec.turn), attempt: Number(rec.attempt ?? 0), dataAttempt: typeof da === "number" ? da : undefined };
+      } catch {
+        // an unreadable entry says nothing about attempts
+      }
+      if (++seen >= limit) return;
+      if (seq <= 1) return;
+    }
+    if (page.length < PAGE) return;
+    const last = page[page.length - 1]![0];
+    end = `0-${Number(last.slice(last.indexOf("-") + 1)) - 1}`;
+  }
+}
+
+export interface Snapshot {
+  seq: number;
+  cliSessionId: string;
+  bytes: Buffer;
+}
+
+/** The session's latest `session.snapshot`, decoded (blobs resolved), or undefined when it has none. */
+export async function latestSnapshot(log: EventLog, session: string): Promise<Snapshot | undefined> {
+  for await (const h of backwards(log, session)) {
+    if (h.kind !== "session.snapshot") continue;
+    for await (const ev of log.read(session, { fromSeq: h.seq, toSeq: h.seq })) {
+      const d = ev.data as { cliSessionId?: unknown; base64?: unknown };
+      if (typeof d?.cliSessionId === "string" && typeof d.base64 === "string") {
+        return { seq: h.seq, cliSessionId: d.cliSessionId, bytes: Buffer.from(d.base64, "base64") };
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The CLI session id the session's turns last reported (turn.finished), for a resume without snapshot. */
+export async function lastCliSessionId(log: EventLog, session: string): Promise<string | undefined> {
+  for await (const h of backwards(log, session, 20_000)) {
+    if (h.kind !== "turn.finished" && h.kind !== "session.replayed") continue;
+    for await (const ev of log.read(session, { fromSeq: h.seq, toSeq: h.seq })) {
+      const id = (ev.data as { cliSessionId?: unknown })?.cliSessionId;
+      if (typeof id === "string") return id;
+    }
+  }
+  return undefined;
+}
+
+/** Attempts of `turn` below `current` that have an attempt.started and no end event. */
+export async function danglingAttempts(log: EventLog, session: string, turn: string, current: number): Promise<number[]> {
+  const started = new Set<number>();
+  const ended = new Set<number>();
+  for await (const h of backwards(log, session)) {
+    if (h.turn !== turn) continue;
+    if (h.kind === "turn.queued") break;
+    if (h.kind === "attempt.started") started.add(h.attempt);
+    else if (h.kind === "attempt.abandoned") ended.add(h.dataAttempt ?? h.attempt);
+    else if (TERMINAL_KINDS.includes(h.kind)) ended.add(h.attempt);
+  }
+  return [...started].filter((a) => a < current && !ended.has(a)).sort((a, b) => a - b);
+}
+
+/**
+ * The session's conversation so far as text, for a fresh CLI session that has to carry it: each
+ * finished turn's prompt and the rendering of its accepted attempt's lines.
+ */
+export async function rebuildTranscript(log: EventLog, session: string, beforeTurn: string): Promise<{ text: string; turns: number }> {
+  const prompts = new Map<string, string>();
+  const lines = new Map<string, string[]>();
+  const order: string[] = [];
+  const accepted = new Map<string, number>();
+  for await (const ev of log.read(session)) {
+    if (ev.turn === beforeTurn) continue;
+    if (ev.kind === "turn.queued") {
+      const p = (ev.data as { prompt?: unknown })?.prompt;
+      if (typeof p === "string") prompts.set(ev.turn, p);
+      order.push(ev.turn);
+    } else if (ev.kind === "cli.line") {
+      const key = `${ev.turn}#${ev.attempt}`;
+      const raw = (ev.data as { raw?: unknown }).raw;
+      if (typeof raw === "string") (lines.get(key) ?? lines.set(key, []).get(key)!).push(raw);
+    } else if (ev.kind === "turn.finished") {
+      const a = (ev.data as { attempt?: unknown })?.attempt;
+      accepted.set(ev.turn, typeof a === "number" ? a : ev.attempt);
+    }
+  }
+  const parts: string[] = [];
+  let turns = 0;
+  for (const t of order) {
+    const a = accepted.get(t);
+    if (a === undefined) continue;
+    turns++;
+    parts.push(`User: ${prompts.get(t) ?? ""}`);
+    parts.push(renderText(lines.get(`${t}#${a}`) ?? []));
+  }
+  return { text: parts.join("\n\n"), turns };
+}
+
+export function isTerminal(ev: Envelope): boolean {
+  return TERMINAL_KINDS.includes(ev.kind);
+}

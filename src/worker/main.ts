@@ -1,0 +1,65 @@
+// A worker process: configuration from the environment, the scrubbing logger, SIGTERM/SIGINT → a
+// bounded shutdown. Used by workers/turn-worker.ts and `turnstream worker`.
+import { connectRedis } from "../log/index.ts";
+import { createLogger, createScrubber } from "../telemetry/index.ts";
+import { workerConfigFromEnv } from "./config.ts";
+import { startTurnWorker, type TurnWorker } from "./worker.ts";
+
+export interface WorkerMainOptions {
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Overrides TURNSTREAM_CONCURRENCY. */
+  concurrency?: number;
+  /** Shutdown grace period (default TURNSTREAM_SHUTDOWN_GRACE_MS or 30 s). */
+  graceMs?: number;
+}
+
+/** Starts the worker and resolves with the exit code once a signal has shut it down. */
+export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<number> {
+  const env = options.env ?? process.env;
+  const cfg = workerConfigFromEnv(env);
+  const scrubber = createScrubber({ env: env as Record<string, string | undefined> });
+  const logger = createLogger({ scrubber, base: { service: "turn-worker" }, env });
+  const redis = connectRedis({ env: env as NodeJS.ProcessEnv });
+  redis.on("error", (err: Error) => logger.warn({ err: { message: err.message } }, "redis connection error"));
+  let worker: TurnWorker;
+  try {
+    worker = startTurnWorker({
+      redis,
+      workspaceRoots: cfg.workspaceRoots,
+      concurrency: options.concurrency ?? cfg.concurrency,
+      instanceId: cfg.instanceId,
+      sandboxed: cfg.sandboxed,
+      logger,
+      scrubber,
+      ...(cfg.instanceRoot !== undefined ? { instanceRoot: cfg.instanceRoot } : {}),
+      ...(cfg.leaseMs !== undefined ? { leaseMs: cfg.leaseMs } : {}),
+      ...(cfg.lockDuration !== undefined ? { lockDuration: cfg.lockDuration } : {}),
+      ...(cfg.stalledInterval !== undefined ? { stalledInterval: cfg.stalledInterval } : {}),
+      ...(cfg.logPrefix !== undefined ? { logPrefix: cfg.logPrefix } : {}),
+      ...(cfg.queuePrefix !== undefined ? { queuePrefix: cfg.queuePrefix } : {}),
+      ...(cfg.queueName !== undefined ? { queueName: cfg.queueName } : {}),
+      ...(cfg.claudeBin !== undefined ? { claudeBin: cfg.claudeBin } : {}),
+    });
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
+  const graceRaw = Number(env["TURNSTREAM_SHUTDOWN_GRACE_MS"]);
+  const graceMs = options.graceMs ?? (Number.isFinite(graceRaw) && graceRaw >= 0 ? graceRaw : 30_000);
+  await worker.ready();
+  logger.info({ worker: worker.id, pid: process.pid, concurrency: options.concurrency ?? cfg.concurrency, roots: cfg.workspaceRoots }, "worker ready");
+  await new Promise<void>((resolve) => {
+    const onSignal = (sig: NodeJS.Signals): void => {
+      logger.info({ signal: sig }, "signal received; stopping");
+      process.off("SIGTERM", onSignal);
+      process.off("SIGINT", onSignal);
+      resolve();
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+  });
+  await worker.close({ graceMs });
+  if (!(await Promise.race([redis.quit().then(() => true, () => true), new Promise<boolean>((r) => setTimeout(() => r(false), 1000))]))) redis.disconnect();
+  logger.info({ worker: worker.id }, "worker stopped");
+  return 0;
+}

@@ -1,0 +1,169 @@
+// The turn worker: a BullMQ worker whose processor is executeTurnJob, plus what a process needs
+// around it: lock-loss handling, bounded shutdown (stop taking jobs, let running turns finish within
+// a grace period, then end them and record their attempts abandoned), and connection cleanup.
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { Worker } from "bullmq";
+import { createEventLog, DEFAULT_PREFIX, type Logger, type RedisClient } from "../log/index.ts";
+import { assertQueuePrefix, bullConnection, createTurnQueue, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, SessionOrder } from "../queue/index.ts";
+import { createScrubber, type Scrubber } from "../telemetry/index.ts";
+import { executeTurnJob, type EventObserver, type ExecuteSettings, type RunningTurn } from "./execute.ts";
+import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
+
+export interface TurnWorkerOptions {
+  redis: RedisClient;
+  /** Directories a turn's cwd must lie under. */
+  workspaceRoots: readonly string[];
+  concurrency?: number;
+  logPrefix?: string;
+  queuePrefix?: string;
+  queueName?: string;
+  workerId?: string;
+  /** Config homes go under `<instanceRoot>/instances/<instanceId>/config-homes/<run>`. */
+  instanceId?: string;
+  instanceRoot?: string;
+  /** Allows `skipPermissions` turns as root (IS_SANDBOX=1); only where the worker runs in a sandbox. */
+  sandboxed?: boolean;
+  claudeBin?: string;
+  /** Session lease TTL, renewed every third of it. Default 15 s. */
+  leaseMs?: number;
+  /** BullMQ job lock; a worker that dies loses its jobs after this. Default 30 s. */
+  lockDuration?: number;
+  stalledInterval?: number;
+  maxStalledCount?: number;
+  killGraceMs?: number;
+  retry?: Partial<RetryPolicy>;
+  /** Env laid over every CLI run (the job's overlay comes on top). */
+  runEnv?: Record<string, string>;
+  /** Where `{ fromEnv }` references in job env overlays are resolved; default process.env. */
+  secretEnv?: Readonly<Record<string, string | undefined>>;
+  logger?: Logger;
+  scrubber?: Scrubber;
+  observer?: EventObserver;
+  /** Default true: start fetching jobs at once. */
+  autorun?: boolean;
+}
+
+export interface TurnWorker {
+  readonly id: string;
+  readonly worker: Worker;
+  /** Turns running now. */
+  readonly active: number;
+  /** Resolves once the worker's connections are ready. */
+  ready(): Promise<void>;
+  /**
+   * Stops taking jobs, waits up to `graceMs` (default 30 s) for running turns, then ends the rest
+   * (their trees are killed, their attempts recorded abandoned, their jobs handed back), and closes.
+   * Bounded by about graceMs + killGraceMs + closeTimeoutMs even when Redis is unreachable.
+   */
+  close(options?: { graceMs?: number; closeTimeoutMs?: number }): Promise<void>;
+}
+
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+function boundedWait(p: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => resolve(false), ms);
+    p.then(
+      () => {
+        clearTimeout(t);
+        resolve(true);
+      },
+      () => {
+        clearTimeout(t);
+        resolve(true);
+      },
+    );
+  });
+}
+
+export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
+  const logger = options.logger ?? silent;
+  const logPrefix = options.logPrefix ?? DEFAULT_PREFIX;
+  const queuePrefix = options.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
+  assertQueuePrefix(queuePrefix);
+  if (options.workspaceRoots.length === 0) throw new Error("workspaceRoots must list at least one directory (TURNSTREAM_WORKSPACE_ROOTS)");
+  const id = options.workerId ?? `w-${hostname().replace(/[^A-Za-z0-9]/g, "").slice(0, 20)}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  const leaseMs = options.leaseMs ?? 15_000;
+  const lockDuration = options.lockDuration ?? 30_000;
+  const killGraceMs = options.killGraceMs ?? 2000;
+  const log = createEventLog({ redis: options.redis, prefix: logPrefix, logger });
+  const queue = createTurnQueue({ redis: options.redis, queuePrefix, queueName: options.queueName ?? DEFAULT_QUEUE_NAME });
+  const order = new SessionOrder({ redis: options.redis, logPrefix, queue });
+  const settings: ExecuteSettings = {
+    workerId: id,
+    workspaceRoots: [...options.workspaceRoots],
+    leaseMs,
+    instanceId: options.instanceId ?? id.replace(/[^A-Za-z0-9._-]/g, "-"),
+    instanceRoot: options.instanceRoot,
+    sandboxed: options.sandboxed ?? false,
+    claudeBin: options.claudeBin,
+    killGraceMs,
+    runEnv: options.runEnv ?? {},
+    secretEnv: options.secretEnv ?? process.env,
+    retry: { ...DEFAULT_RETRY, ...options.retry },
+    orphanMs: 30_000,
+  };
+  const running = new Map<string, RunningTurn>();
+  const deps = {
+    log,
+    order,
+    settings,
+    logger,
+    scrubber: options.scrubber ?? createScrubber({ env: process.env }),
+    observer: options.observer ?? {},
+    running,
+  };
+  const connection = bullConnection(options.redis);
+  const worker = new Worker(queue.name, (job, token, signal) => executeTurnJob(deps, job, token, signal), {
+    connection: connection as never,
+    prefix: queuePrefix,
+    concurrency: options.concurrency ?? 1,
+    lockDuration,
+    ...(options.stalledInterval !== undefined ? { stalledInterval: options.stalledInterval } : {}),
+    maxStalledCount: options.maxStalledCount ?? 5,
+    autorun: options.autorun ?? true,
+  });
+  worker.on("lockRenewalFailed", (jobIds: string[]) => {
+    for (const j of jobIds) running.get(j)?.stop("lock_lost");
+  });
+  worker.on("error", (err) => logger.warn({ worker: id, err: { name: err.name, message: err.message } }, "queue worker error"));
+  worker.on("failed", (job, err) => {
+    if (job !== undefined) logger.info({ worker: id, jobId: job.id, err: { message: err.message } }, "turn job failed");
+  });
+
+  let closing: Promise<void> | undefined;
+  async function close(opts: { graceMs?: number; closeTimeoutMs?: number } = {}): Promise<void> {
+    if (closing !== undefined) return closing;
+    closing = (async () => {
+      const graceMs = opts.graceMs ?? 30_000;
+      const closeTimeoutMs = opts.closeTimeoutMs ?? 5000;
+      logger.info({ worker: id, running: running.size, graceMs }, "worker shutting down");
+      // Not force: BullMQ stops fetching and waits for the processors, which we end below.
+      const closed = worker.close();
+      closed.catch(() => undefined);
+      if (!(await boundedWait(closed, graceMs))) {
+        for (const r of running.values()) r.stop("shutdown");
+        if (!(await boundedWait(closed, killGraceMs + closeTimeoutMs))) {
+          logger.warn({ worker: id }, "worker did not close in time; forcing");
+          await boundedWait(worker.close(true), 1000);
+        }
+      }
+      await boundedWait(queue.close(), closeTimeoutMs);
+      for (const c of [connection, queue.opts.connection as RedisClient]) {
+        if (!(await boundedWait(c.quit(), 1000))) c.disconnect();
+      }
+    })();
+    return closing;
+  }
+
+  return {
+    id,
+    worker,
+    get active() {
+      return running.size;
+    },
+    ready: () => worker.waitUntilReady().then(() => undefined),
+    close,
+  };
+}

@@ -1,0 +1,31 @@
+// A turn's cwd must lie under one of the worker's workspace roots (symlinks resolved), or the turn
+// fails without retry: a producer must not point a CLI with tool access anywhere on the machine.
+import { realpathSync } from "node:fs";
+import { isAbsolute, relative, resolve } from "node:path";
+
+function real(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return resolve(p);
+  }
+}
+
+export function underRoots(cwd: string, roots: readonly string[]): boolean {
+  const c = real(cwd);
+  return roots.some((root) => {
+    const rel = relative(real(root), c);
+    return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+  });
+}
+
+export class WorkspaceNotAllowedError extends Error {
+  override readonly name = "WorkspaceNotAllowedError";
+  readonly kind = "workspace_not_allowed";
+  readonly retryable = false;
+  readonly roots: readonly string[];
+  constructor(roots: readonly string[]) {
+    super(`the turn's cwd is outside this worker's workspace roots (${roots.join(", ")}); enqueue it with a cwd under one of them or add its root to TURNSTREAM_WORKSPACE_ROOTS`);
+    this.roots = roots;
+  }
+}

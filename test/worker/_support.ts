@@ -1,0 +1,188 @@
+// Shared helpers for the queue/worker tests: isolated prefixes, a workspace root, the env a worker
+// needs to run the real CLI against the scripted model server, worker processes, and log checks.
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { connectRedis, type Envelope, type EventLog, type RedisClient } from "../../src/log/index.ts";
+import type { Producer } from "../../src/queue/index.ts";
+
+export const NODE = join(process.cwd(), "node_modules", ".bin", "node");
+export const WORKER_ENTRY = join(process.cwd(), "workers", "turn-worker.ts");
+
+export interface TestSpace {
+  id: string;
+  logPrefix: string;
+  queuePrefix: string;
+  root: string;
+  /** A workspace dir under `root`. */
+  workspace(name?: string): string;
+  dir(name: string): string;
+  cleanup(): void;
+}
+
+export function testSpace(): TestSpace {
+  const id = randomBytes(5).toString("hex");
+  const root = mkdtempSync(join(tmpdir(), "ts-wk-"));
+  return {
+    id,
+    logPrefix: `tw${id}:`,
+    queuePrefix: `{twq${id}}`,
+    root,
+    workspace(name = "ws") {
+      const d = join(root, "workspaces", name);
+      mkdirSync(d, { recursive: true });
+      return d;
+    },
+    dir(name) {
+      const d = join(root, name);
+      mkdirSync(d, { recursive: true });
+      return d;
+    },
+    cleanup: () => rmSync(root, { recursive: true, force: true }),
+  };
+}
+
+/** Env for the CLI runs of a worker: the model server, a dummy key, no retries, no extra traffic. */
+export function cliEnv(url: string): Record<string, string> {
+  return {
+    ANTHROPIC_BASE_URL: url,
+    ANTHROPIC_API_KEY: "sk-ant-test-dummy-key-0000",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    CLAUDE_CODE_MAX_RETRIES: "0",
+    DISABLE_AUTOUPDATER: "1",
+  };
+}
+
+export interface WorkerProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** Log lines (parsed pino JSON) seen so far. */
+  readonly lines: Record<string, unknown>[];
+  waitFor(pred: (line: Record<string, unknown>) => boolean, timeoutMs: number, what: string): Promise<Record<string, unknown>>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+export async function startWorkerProcess(env: Record<string, string>): Promise<WorkerProcess> {
+  const child = spawn(NODE, [WORKER_ENTRY], {
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: process.env["HOME"] ?? "/root", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: Record<string, unknown>[] = [];
+  const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  createInterface({ input: child.stdout! }).on("line", (text) => {
+    let l: Record<string, unknown>;
+    try {
+      l = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      l = { msg: text };
+    }
+    lines.push(l);
+    for (const w of [...waiters]) if (w.pred(l)) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve(l);
+    }
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+  const wp: WorkerProcess = {
+    child,
+    pid: child.pid!,
+    lines,
+    waitFor(pred, timeoutMs, what) {
+      const hit = lines.find(pred);
+      if (hit) return Promise.resolve(hit);
+      return new Promise((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`worker ${child.pid}: timed out waiting for ${what}; stderr: ${stderr.slice(-800)}`)), timeoutMs);
+        waiters.push({ pred, resolve: (l) => (clearTimeout(t), resolve(l)) });
+        void exited.then(() => {
+          clearTimeout(t);
+          reject(new Error(`worker ${child.pid} exited while waiting for ${what}; stderr: ${stderr.slice(-800)}`));
+        });
+      });
+    },
+    exited,
+    kill: (signal = "SIGTERM") => void child.kill(signal),
+  };
+  await wp.waitFor((l) => l["msg"] === "worker ready", 20000, "worker ready");
+  return wp;
+}
+
+export async function readAll(log: EventLog, session: string): Promise<Envelope[]> {
+  const out: Envelope[] = [];
+  for await (const ev of log.read(session)) out.push(ev);
+  return out;
+}
+
+/** Removes every key a test's prefixes created (log, ordering, BullMQ). */
+export async function cleanupKeys(redis: RedisClient, space: TestSpace): Promise<void> {
+  const patterns = [`${space.logPrefix}*`, `${space.queuePrefix}*`];
+  const nodes = "nodes" in redis && typeof (redis as { nodes?: unknown }).nodes === "function" ? (redis as unknown as { nodes(r: string): RedisClient[] }).nodes("master") : [redis];
+  for (const node of nodes) {
+    for (const pattern of patterns) {
+      let cursor = "0";
+      do {
+        const [next, keys] = (await (node as { scan(...a: unknown[]): Promise<[string, string[]]> }).scan(cursor, "MATCH", pattern, "COUNT", 500));
+        cursor = next;
+        for (const k of keys) await node.del(k);
+      } while (cursor !== "0");
+    }
+  }
+}
+
+export function redisFor(url?: string, clusterNodes?: string): RedisClient {
+  return clusterNodes ? connectRedis({ clusterNodes }) : connectRedis({ url: url ?? "redis://127.0.0.1:6379" });
+}
+
+/** Live (non-zombie) pids whose environment carries TURNSTREAM_TREE=<marker>. */
+export function treeMembers(marker: string): number[] {
+  const want = Buffer.from(`TURNSTREAM_TREE=${marker}`);
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "latin1");
+      const state = stat.slice(stat.lastIndexOf(") ") + 2)[0];
+      if (state === "Z" || state === "X") continue;
+      if (readFileSync(`/proc/${name}/environ`).indexOf(want) !== -1) out.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** Markers (TURNSTREAM_TREE values) of live processes whose environment names `needle` (e.g. a config root). */
+export function markersOfProcessesWith(needle: string): Map<number, string> {
+  const out = new Map<number, string>();
+  const n = Buffer.from(needle);
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const env = readFileSync(`/proc/${name}/environ`);
+      if (env.indexOf(n) === -1) continue;
+      const m = /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(env.toString("latin1"));
+      if (m) out.set(Number(name), m[1]!);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** Waits (bounded) until `cond` holds, re-checking every 100 ms. */
+export async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export type { Producer };
