@@ -1,0 +1,87 @@
+// The producer against Redis: validation naming the field, templates, idempotency, secret-free job
+// records, turn.queued in the log with the rendered prompt and the trace context.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { context, propagation, trace, TraceFlags } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { Job } from "bullmq";
+import { createProducer, InvalidTurnError, MissingVariableError, renderPrompt } from "../../src/queue/index.ts";
+import { cleanupKeys, readAll, redisFor, testSpace } from "../worker/_support.ts";
+
+test("enqueue: bad payloads are refused naming the field; placeholders without values are refused naming them", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  try {
+    const cwd = space.workspace();
+    const refused = async (input: unknown, field: string): Promise<void> => {
+      const err = await producer.enqueueTurn(input as never).then(() => assert.fail(`accepted ${JSON.stringify(input)}`), (e: unknown) => e);
+      assert.ok(err instanceof InvalidTurnError, String(err));
+      assert.equal(err.field, field, err.message);
+      assert.ok(err.message.includes(field));
+    };
+    await refused({ cwd }, "prompt");
+    await refused({ prompt: "hi", cwd: "relative/dir" }, "cwd");
+    await refused({ prompt: "hi", cwd, session: "bad{tag}" }, "session");
+    await refused({ prompt: "hi", cwd, options: { maxTurns: -1 } }, "options.maxTurns");
+    await refused({ prompt: "hi", cwd, options: { env: { ANTHROPIC_API_KEY: "sk-ant-secret-value-123456" } } }, "options.env.ANTHROPIC_API_KEY");
+    await refused({ prompt: "hi", cwd, options: { nope: 1 } }, "options");
+    const err = await producer.enqueueTurn({ prompt: "hello {{user.name}}", cwd, variables: { user: {} } }).then(
+      () => assert.fail("accepted"),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof MissingVariableError);
+    assert.equal(err.placeholder, "user.name");
+    assert.equal(renderPrompt("{{ a.b }} and {{c}}", { a: { b: "x" }, c: 3 }), "x and 3");
+    assert.equal(await producer.queue.count(), 0, "nothing was queued");
+  } finally {
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    space.cleanup();
+  }
+});
+
+test("enqueue: same idempotency key twice enqueues once; the job holds references, not secret values; trace context travels", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  try {
+    const cwd = space.workspace();
+    const input = {
+      prompt: "review {{pr.id}}",
+      variables: { pr: { id: 7 } },
+      cwd,
+      idempotencyKey: "pr-7-review",
+      options: { env: { GITHUB_TOKEN: { fromEnv: "WORKER_GH_TOKEN" }, LANG: "C.UTF-8" } },
+    };
+    // What a process with OTel set up has: a context manager and the W3C propagator.
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    const span = trace.wrapSpanContext({ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", traceFlags: TraceFlags.SAMPLED });
+    const a = await context.with(trace.setSpan(context.active(), span), () => producer.enqueueTurn(input));
+    const b = await producer.enqueueTurn(input);
+    assert.equal(b.turn, a.turn);
+    assert.equal(b.session, a.session);
+    assert.equal(a.created, true);
+    assert.equal(b.created, false);
+    assert.equal(b.queuedSeq, a.queuedSeq);
+    assert.equal(await producer.queue.count(), 1);
+    assert.deepEqual(await producer.order.pending(a.session), [a.turn]);
+    const events = await readAll(producer.log, a.session);
+    assert.deepEqual(events.map((e) => e.kind), ["turn.queued"]);
+    const d = events[0]!.data as Record<string, unknown>;
+    assert.equal(d["prompt"], "review 7");
+    assert.equal(d["traceparent"], "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    const job = await Job.fromId(producer.queue, a.jobId);
+    assert.equal(job?.data.prompt, "review 7");
+    assert.deepEqual(job?.data.options.env, { GITHUB_TOKEN: { fromEnv: "WORKER_GH_TOKEN" }, LANG: "C.UTF-8" });
+    assert.equal(job?.data.traceparent, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  } finally {
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    space.cleanup();
+  }
+});
