@@ -3,7 +3,7 @@
 // with built-ins only (no TypeScript stripping, no dependencies). Every failure prints deny and exits 0.
 // argv[2]: a 0600 JSON file {url, token, timeoutMs}; the token is never in argv or the environment.
 import { readFileSync } from "node:fs";
-import { request } from "node:http";
+import { connect } from "node:net";
 
 const MAX_REPLY = 64 * 1024;
 let done = false;
@@ -39,57 +39,57 @@ if (!done) {
   process.stdin.on("end", () => post(Buffer.concat(chunks)));
 }
 
+// Raw HTTP/1.0 over node:net: importing node:http costs ~45 ms of start-up on every tool call,
+// node:net ~5 ms. HTTP/1.0 makes the server close the connection and never send a chunked body.
 function post(body) {
   if (done) return;
   const nonce = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
   let url;
   try {
-    url = new URL("/v1/hook", run.url);
+    url = new URL(run.url);
+    if (url.protocol !== "http:") throw new Error("not http");
   } catch {
     return deny("the decision hub address is invalid");
   }
-  const req = request(
-    url,
-    {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${run.token}`,
-        "content-type": "application/json",
-        "content-length": body.length,
-        "x-turnstream-nonce": nonce,
-      },
-    },
-    (res) => {
-      const parts = [];
-      let size = 0;
-      res.on("data", (c) => {
-        size += c.length;
-        if (size > MAX_REPLY) {
-          req.destroy();
-          return deny("the decision hub's reply was too large");
-        }
-        parts.push(c);
-      });
-      res.on("error", () => deny("the decision hub's reply broke off"));
-      res.on("end", () => {
-        if (res.statusCode === undefined || res.statusCode < 200 || res.statusCode > 299) {
-          return deny(`the decision hub answered HTTP ${res.statusCode}`);
-        }
-        let reply;
-        try {
-          reply = JSON.parse(Buffer.concat(parts).toString("utf8"));
-        } catch {
-          return deny("the decision hub's reply was not JSON");
-        }
-        if (reply === null || typeof reply !== "object" || reply.nonce !== nonce || typeof reply.reason !== "string") {
-          return deny("the decision hub's reply was malformed");
-        }
-        if (reply.decision === "allow") return finish("allow", reply.reason);
-        if (reply.decision === "deny") return finish("deny", reply.reason);
-        return deny("the decision hub's reply had no decision");
-      });
-    },
-  );
-  req.on("error", () => deny("the decision hub could not be reached"));
-  req.end(body);
+  const head =
+    `POST /v1/hook HTTP/1.0\r\nHost: ${url.host}\r\nAuthorization: Bearer ${run.token}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nX-Turnstream-Nonce: ${nonce}\r\n\r\n`;
+  const sock = connect({ host: url.hostname, port: Number(url.port || 80) });
+  const parts = [];
+  let size = 0;
+  // No half-close: node's HTTP server drops a connection whose client ended before the reply.
+  sock.on("connect", () => sock.write(Buffer.concat([Buffer.from(head), body])));
+  sock.on("data", (c) => {
+    size += c.length;
+    if (size > MAX_REPLY) {
+      sock.destroy();
+      return deny("the decision hub's reply was too large");
+    }
+    parts.push(c);
+  });
+  sock.on("error", () => deny(size === 0 ? "the decision hub could not be reached" : "the decision hub's reply broke off"));
+  sock.on("end", () => answer(Buffer.concat(parts).toString("utf8"), nonce));
+}
+
+function answer(text, nonce) {
+  const split = text.indexOf("\r\n\r\n");
+  const status = /^HTTP\/1\.[01] (\d{3})/.exec(text);
+  if (split < 0 || status === null) return deny("the decision hub's reply was not HTTP");
+  const code = Number(status[1]);
+  if (code < 200 || code > 299) return deny(`the decision hub answered HTTP ${code}`);
+  const bodyText = text.slice(split + 4);
+  const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, split));
+  if (length !== null && Buffer.byteLength(bodyText) !== Number(length[1])) return deny("the decision hub's reply broke off");
+  let reply;
+  try {
+    reply = JSON.parse(bodyText);
+  } catch {
+    return deny("the decision hub's reply was not JSON");
+  }
+  if (reply === null || typeof reply !== "object" || reply.nonce !== nonce || typeof reply.reason !== "string") {
+    return deny("the decision hub's reply was malformed");
+  }
+  if (reply.decision === "allow") return finish("allow", reply.reason);
+  if (reply.decision === "deny") return finish("deny", reply.reason);
+  return deny("the decision hub's reply had no decision");
 }

@@ -25,6 +25,7 @@ test("pending --json lists the waiting call; decide --always --reason records wh
     const fwd = spawn(process.execPath, [FORWARDER_PATH, run.runFile], { stdio: ["pipe", "pipe", "ignore"] });
     let out = "";
     fwd.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
+    const fwdClosed = new Promise((r) => fwd.on("close", r));
     fwd.stdin.end(JSON.stringify({ hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "npm test" }, tool_use_id: "toolu_c1" }));
     const req = await nextEvent(ctx, "decision.requested");
     const requestId = (req.data as { requestId: string }).requestId;
@@ -42,7 +43,7 @@ test("pending --json lists the waiting call; decide --always --reason records wh
     const d = await cli(["decide", ctx.session, requestId, "allow", "--always", "--reason", "CI only"], env);
     assert.equal(d.code, 0, d.stderr);
     assert.match(d.stdout, /rule Bash\(npm test\) added/);
-    await new Promise((r) => fwd.on("close", r));
+    await fwdClosed;
     assert.equal(JSON.parse(out).hookSpecificOutput.permissionDecision, "allow");
     const [made] = await eventsOf(ctx, "decision.made");
     assert.equal((made!.data as { by: string }).by, "erin");

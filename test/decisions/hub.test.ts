@@ -117,7 +117,7 @@ test("forwarder: every failure prints deny and exits 0", async () => {
       ["odd decision", (q, s) => s.writeHead(200).end(JSON.stringify({ decision: "ask", reason: "x", nonce: q.headers["x-turnstream-nonce"] })), /had no decision/],
       ["wrong nonce", (_q, s) => s.writeHead(200).end(JSON.stringify({ decision: "allow", reason: "x", nonce: "abc" })), /malformed/],
       ["huge", (_q, s) => s.writeHead(200).end("x".repeat(200_000)), /too large/],
-      ["cut off", (_q, s) => { s.writeHead(200, { "content-length": "100" }); s.write("{"); s.destroy(); }, /broke off|not JSON|could not be reached/],
+      ["cut off", (_q, s) => { s.writeHead(200, { "content-length": "100" }); s.write("{"); s.destroy(); }, /broke off|not JSON|not HTTP|could not be reached/],
     ];
     for (const [name, handler, expected] of cases) {
       const s = await stub(handler);

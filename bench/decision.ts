@@ -1,0 +1,151 @@
+// `npm run bench -- decision`: a supervised decision decided by a trust rule, hook → hub → rule → CLI.
+//  hub:       the forwarder's HTTP round trip to the hub (request recorded, rules read, decision
+//             recorded, reply), i.e. what a decision costs beyond the forwarder's own start-up;
+//  forwarder: the forwarder spawned as the hook runs it, against the real hub vs a stub that answers
+//             at once (the difference is the hub again, the stub figure is start-up cost);
+//  cli:       one real CLI turn with K rule-allowed Bash calls under the hook vs the same turn unhooked.
+// Last line: {"bench":"decision","p50Ms","p99Ms",…} with p50/p99 of the hub round trip.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runTurn } from "../src/cli/index.ts";
+import { FORWARDER_PATH, prepareSupervisedRun, RuleStore, ruleId, startDecisionHub } from "../src/decisions/index.ts";
+import { connectRedis, createEventLog } from "../src/log/index.ts";
+import { hermeticEnv, startModelServer } from "../src/testing/index.ts";
+
+const N_HUB = Number(process.env["BENCH_N"] ?? 400);
+const N_SPAWN = 40;
+const K = 8;
+
+const pct = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+};
+const r1 = (x: number): number => Number(x.toFixed(2));
+
+const redis = connectRedis();
+const prefix = `bench-dec-${randomBytes(4).toString("hex")}:`;
+const log = createEventLog({ redis, prefix });
+const session = `bench-${randomBytes(4).toString("hex")}`;
+const { epoch, attempt } = await log.beginAttempt(session, "t1");
+const hub = await startDecisionHub({ log, redis, prefix });
+await new RuleStore(redis, prefix).put({ id: ruleId("allow", "Bash(echo *)"), pattern: "Bash(echo *)", effect: "allow", by: "bench", at: new Date().toISOString() });
+const dir = mkdtempSync(join(tmpdir(), "bench-decision-"));
+const run = prepareSupervisedRun(hub, { session, turn: "t1", attempt, epoch, cwd: dir, tmpDir: dir });
+const { token } = JSON.parse(readFileSync(run.runFile, "utf8")) as { token: string };
+const input = (i: number): string =>
+  JSON.stringify({ hook_event_name: "PreToolUse", session_id: "bench", tool_name: "Bash", tool_input: { command: `echo ${i}` }, tool_use_id: `toolu_${i}` });
+
+function post(url: string, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const nonce = randomBytes(16).toString("hex");
+    const req = request(new URL("/v1/hook", url), {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "x-turnstream-nonce": nonce, "content-length": Buffer.byteLength(body) },
+    }, (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (c: string) => (text += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+// 1. Hub round trips (after a short warm-up).
+for (let i = 0; i < 20; i++) await post(hub.url, input(i));
+const hubMs: number[] = [];
+for (let i = 0; i < N_HUB; i++) {
+  const t = performance.now();
+  const r = await post(hub.url, input(i));
+  hubMs.push(performance.now() - t);
+  if (r.status !== 200 || !r.text.includes('"allow"')) throw new Error(`unexpected hub answer ${r.status}`);
+}
+
+// 2. The forwarder spawned as the hook runs it: real hub vs an instant stub.
+const stub = createServer((req, res) => {
+  req.resume();
+  req.on("end", () => res.end(JSON.stringify({ decision: "allow", reason: "stub", nonce: req.headers["x-turnstream-nonce"] })));
+});
+await new Promise<void>((r) => stub.listen(0, "127.0.0.1", () => r()));
+const stubFile = join(dir, "stub-run.json");
+writeFileSync(stubFile, JSON.stringify({ ...JSON.parse(readFileSync(run.runFile, "utf8")), url: `http://127.0.0.1:${(stub.address() as AddressInfo).port}` }), { mode: 0o600 });
+function forward(file: string, i: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t = performance.now();
+    const c = spawn(process.execPath, [FORWARDER_PATH, file], { stdio: ["pipe", "pipe", "ignore"] });
+    let out = "";
+    c.stdout.setEncoding("utf8").on("data", (x: string) => (out += x));
+    c.on("close", () => (out.includes('"allow"') ? resolve(performance.now() - t) : reject(new Error(`forwarder said ${out}`))));
+    c.stdin.end(input(i));
+  });
+}
+const fullMs: number[] = [];
+const stubMs: number[] = [];
+for (let i = 0; i < N_SPAWN; i++) {
+  if (i % 2 === 0) {
+    fullMs.push(await forward(run.runFile, i));
+    stubMs.push(await forward(stubFile, i));
+  } else {
+    stubMs.push(await forward(stubFile, i));
+    fullMs.push(await forward(run.runFile, i));
+  }
+}
+stub.close();
+
+// 3. Real CLI: K rule-allowed Bash calls per turn, hooked vs not.
+const steps = Array.from({ length: K }, (_, i) => ({ content: [{ type: "tool_use" as const, name: "Bash", input: { command: `echo step-${i}` } }] }));
+async function cliTurn(hooked: boolean): Promise<number> {
+  const server = await startModelServer({ script: { responses: [...steps, { content: [{ type: "text", text: "done" }] }] } });
+  const h = hermeticEnv({ baseUrl: server.url });
+  try {
+    const t = performance.now();
+    const handle = runTurn({ cwd: dir, prompt: "go", env: h.env, ...(hooked ? run.turnOptions : { permissionMode: "default" as const }) });
+    for await (const _ of handle.lines) void _;
+    const o = await handle.outcome;
+    if ((o.result["permission_denials"] as unknown[]).length > 0) throw new Error("a call was denied");
+    return performance.now() - t;
+  } finally {
+    await server.close();
+    h.cleanup();
+  }
+}
+const hooked: number[] = [];
+const plain: number[] = [];
+for (let i = 0; i < 2; i++) {
+  plain.push(await cliTurn(false));
+  hooked.push(await cliTurn(true));
+}
+const perCallMs = (Math.min(...hooked) - Math.min(...plain)) / K;
+
+run.close();
+await hub.close();
+await log.destroy(session);
+const keys = await redis.keys(`${prefix}*`);
+if (keys.length > 0) await redis.del(...keys);
+redis.disconnect();
+rmSync(dir, { recursive: true, force: true });
+
+const out = {
+  bench: "decision",
+  p50Ms: r1(pct(hubMs, 50)),
+  p99Ms: r1(pct(hubMs, 99)),
+  hubRequests: N_HUB,
+  goalP99Ms: 50,
+  forwarderP50Ms: r1(pct(fullMs, 50)),
+  forwarderP99Ms: r1(pct(fullMs, 99)),
+  forwarderStartupP50Ms: r1(pct(stubMs, 50)),
+  forwarderStartupP99Ms: r1(pct(stubMs, 99)),
+  forwarderBeyondStartupP50Ms: r1(pct(fullMs, 50) - pct(stubMs, 50)),
+  spawns: N_SPAWN,
+  cliPerCallOverheadMs: r1(perCallMs),
+  cliCallsPerTurn: K,
+};
+process.stdout.write(`hub round trip: p50 ${out.p50Ms} ms, p99 ${out.p99Ms} ms over ${N_HUB}\n`);
+process.stdout.write(`forwarder spawn: p50 ${out.forwarderP50Ms} ms (stub ${out.forwarderStartupP50Ms} ms), p99 ${out.forwarderP99Ms} ms (stub ${out.forwarderStartupP99Ms} ms)\n`);
+process.stdout.write(`real CLI: ${out.cliPerCallOverheadMs} ms per hooked call (turns hooked ${hooked.map((x) => x.toFixed(0)).join("/")} ms, plain ${plain.map((x) => x.toFixed(0)).join("/")} ms)\n`);
+process.stdout.write(JSON.stringify(out) + "\n");
