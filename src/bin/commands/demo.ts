@@ -1,0 +1,139 @@
+// `turnstream demo`: the whole product in one process. Without ANTHROPIC_API_KEY it starts the
+// scripted model server (offline, deterministic); with it, the real API answers. An in-process worker
+// runs two turns of one session — the second resumes the first's CLI session — and the transcript is
+// printed as the events land in the session's log.
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { connectForCommand, RedisUnavailableError } from "../../projector/index.ts";
+import { createProducer, type TurnResult } from "../../queue/index.ts";
+import { createScrubber } from "../../telemetry/index.ts";
+import { DUMMY_API_KEY, startModelServer, type ModelServer, type Script } from "../../testing/index.ts";
+import { startTurnWorker } from "../../worker/index.ts";
+import { followTurn } from "./_follow.ts";
+
+export const summary = "run two turns of one session end to end (offline on the scripted model server without ANTHROPIC_API_KEY)";
+
+const TOOLS = ["Bash", "Read", "Write"];
+
+/** What the scripted model does: look around, write notes, then (turn 2) read them back. */
+export function demoScript(workspace: string): Script {
+  const notes = join(workspace, "NOTES.md");
+  return {
+    responses: [
+      {
+        content: [
+          { type: "text", text: "I'll look at the project first." },
+          { type: "tool_use", name: "Bash", input: { command: "ls && head -3 README.md", description: "List the project and peek at its README" } },
+        ],
+      },
+      {
+        content: [
+          { type: "text", text: "It's a one-file greeting script. I'll write notes for the next turn." },
+          { type: "tool_use", name: "Write", input: { file_path: notes, content: "# Notes\n- hello.sh prints a greeting\n- README.md describes it\n" } },
+        ],
+      },
+      { content: [{ type: "text", text: "Done: NOTES.md summarises the project." }] },
+      {
+        match: "NOTES.md",
+        content: [
+          { type: "text", text: "Reading back what I wrote in the first turn." },
+          { type: "tool_use", name: "Read", input: { file_path: notes } },
+        ],
+      },
+      { content: [{ type: "text", text: "The notes say hello.sh prints a greeting — the session remembered turn one." }] },
+    ],
+  };
+}
+
+function makeWorkspace(): string {
+  const dir = mkdtempSync(join(tmpdir(), "turnstream-demo-"));
+  writeFileSync(join(dir, "README.md"), "# hello\nA tiny project: hello.sh prints a greeting.\n");
+  writeFileSync(join(dir, "hello.sh"), "#!/bin/sh\necho hello\n", { mode: 0o755 });
+  return dir;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { keep: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
+  if (values.help) {
+    process.stdout.write("usage: turnstream demo [--keep]\n  --keep  leave the demo workspace in place\nenv: REDIS_URL (default redis://127.0.0.1:6379), ANTHROPIC_API_KEY (real API instead of the scripted server)\n");
+    return 0;
+  }
+  const out = process.stdout;
+  const scrubber = createScrubber({ env: process.env });
+  const scrub = (s: string): string => scrubber.scrub(s);
+  let redis;
+  try {
+    redis = await connectForCommand();
+  } catch (err) {
+    if (err instanceof RedisUnavailableError) {
+      process.stderr.write(`turnstream demo: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  const live = Boolean(process.env["ANTHROPIC_API_KEY"]);
+  const workspace = makeWorkspace();
+  let server: ModelServer | undefined;
+  const runEnv: Record<string, string> = {};
+  if (!live) {
+    server = await startModelServer({ script: demoScript(workspace) });
+    Object.assign(runEnv, {
+      ANTHROPIC_BASE_URL: server.url,
+      ANTHROPIC_API_KEY: DUMMY_API_KEY,
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      CLAUDE_CODE_MAX_RETRIES: "1",
+    });
+  }
+  // A private queue: a fleet worker on the same Redis must not pick up the demo's turns.
+  const queueName = `demo-${randomBytes(4).toString("hex")}`;
+  const session = `demo-${randomBytes(6).toString("hex")}`;
+  const worker = startTurnWorker({
+    redis,
+    queueName,
+    workspaceRoots: [workspace],
+    concurrency: 1,
+    instanceRoot: join(workspace, ".turnstream"),
+    runEnv,
+    scrubber,
+  });
+  const producer = createProducer({ redis, queueName });
+  const results: TurnResult[] = [];
+  try {
+    await worker.ready();
+    out.write(`turnstream demo — ${live ? "real Anthropic API" : `scripted model server at ${server!.url} (offline)`}\n`);
+    out.write(`session ${session}, workspace ${workspace}\n`);
+    const prompts = [
+      "Look at this project and write a short NOTES.md summarising it.",
+      "Read NOTES.md back and tell me what you wrote in the previous turn.",
+    ];
+    for (const [i, prompt] of prompts.entries()) {
+      out.write(`\nturn ${i + 1} > ${prompt}\n`);
+      const { turn } = await producer.enqueueTurn({ session, prompt, cwd: workspace, options: { allowedTools: TOOLS, timeoutMs: 300_000 } });
+      const result = await followTurn(producer, session, turn, { out, scrub, timeoutMs: 600_000 });
+      results.push(result);
+      if (result.status !== "finished") {
+        out.write(scrub(`turn ${i + 1} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}\n`));
+        return 1;
+      }
+    }
+    const [first, second] = results;
+    const resumed = first?.cliSessionId !== undefined && first.cliSessionId === second?.cliSessionId;
+    out.write(`\nboth turns ran in CLI session ${first?.cliSessionId ?? "?"}: ${resumed ? "turn 2 resumed turn 1" : "NOT resumed"}\n`);
+    if (server) {
+      const turn2Request = server.requests().filter((r) => r.kind === "messages").at(-2);
+      out.write(`the model saw ${turn2Request?.messages.length ?? 0} messages of history when turn 2 began\n`);
+    }
+    out.write(`replay it: npm run turnstream -- replay ${session}\n`);
+    return resumed ? 0 : 1;
+  } finally {
+    await worker.close({ graceMs: 5000 });
+    await producer.queue.obliterate({ force: true }).catch(() => {});
+    await producer.close();
+    await server?.close();
+    redis.disconnect();
+    if (!values.keep) rmSync(workspace, { recursive: true, force: true });
+  }
+}
