@@ -106,7 +106,7 @@ try {
 
   // ---- rebuild: the live projector from zero ----
   const t2 = performance.now();
-  const proj = new SessionProjection({ log, session, version: 1, batchEvents: 50_000 });
+  const proj = new SessionProjection({ log, session, version: 1, batchEvents: 1_000_000, maxBatchMs: 5000 });
   await proj.catchUp();
   const rebuildS = (performance.now() - t2) / 1000;
   const rebuildRate = proj.checkpoint / rebuildS;

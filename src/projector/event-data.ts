@@ -137,8 +137,53 @@ export const eventDataSchemas = {
 export type EventDataKind = keyof typeof eventDataSchemas;
 export type EventData<K extends EventDataKind> = z.infer<(typeof eventDataSchemas)[K]>;
 
+// Hand-written check of the same shapes for the hot path (a rebuild reads millions of events): the
+// top-level fields' types only, which is all these loose schemas check apart from nested objects,
+// whose kinds fall through to zod. Anything the fast check does not accept is decided by zod.
+type FieldType = "string" | "number" | "int" | "boolean" | "int|null" | "string|null";
+const fast: Partial<Record<EventDataKind, Record<string, FieldType>>> = {
+  "turn.queued": { prompt: "string", cwd: "string", model: "string", resume: "string", mode: "string" },
+  "attempt.started": { worker: "string", cwd: "string", model: "string", resume: "string", cliVersion: "string" },
+  "cli.exit": { code: "int|null", signal: "string|null", durationMs: "number" },
+  "attempt.abandoned": { reason: "string", attempt: "int", retry: "boolean" },
+  "turn.finished": { attempt: "int", errorKind: "string", costUsd: "number", cliSessionId: "string" },
+  "turn.cancelled": { reason: "string", by: "string" },
+  "session.snapshot": { cliSessionId: "string", bytes: "number", sha256: "string", ref: "string" },
+};
+
+function fits(v: unknown, t: FieldType): boolean {
+  if (v === undefined) return true;
+  switch (t) {
+    case "string":
+      return typeof v === "string";
+    case "number":
+      return typeof v === "number";
+    case "int":
+      return Number.isInteger(v);
+    case "boolean":
+      return typeof v === "boolean";
+    case "int|null":
+      return v === null || Number.isInteger(v);
+    case "string|null":
+      return v === null || typeof v === "string";
+  }
+}
+
 /** Data of an event as its kind's shape, or undefined when it does not fit (the event is then counted as malformed). */
 export function dataOf<K extends EventDataKind>(kind: K, data: unknown): EventData<K> | undefined {
-  const r = eventDataSchemas[kind].safeParse(data ?? {});
+  const spec = fast[kind];
+  const obj = data ?? {};
+  if (spec !== undefined && typeof obj === "object" && !Array.isArray(obj)) {
+    const o = obj as Record<string, unknown>;
+    let ok = true;
+    for (const f in spec) {
+      if (!fits(o[f], spec[f]!)) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) return o as EventData<K>;
+  }
+  const r = eventDataSchemas[kind].safeParse(obj);
   return r.success ? (r.data as EventData<K>) : undefined;
 }

@@ -411,6 +411,10 @@ function cliLine(s: ProjectionState, env: ReducibleEnvelope): void {
     countLine(s, env.seq, "truncated");
     return;
   }
+  // Line types the read models take nothing from are counted by their type, not parsed: the CLI
+  // prints `type` (and `subtype`) first, and anything else goes through the full parser.
+  const skipped = skippableType(raw);
+  if (skipped !== undefined) return;
   const p: ParsedLine = parseLine(raw);
   if (p.category === "invalid") {
     countLine(s, env.seq, "invalid");
@@ -435,6 +439,30 @@ function cliLine(s: ProjectionState, env: ReducibleEnvelope): void {
       system(s, env, ti, key, o);
       return;
   }
+}
+
+const SKIP_SYSTEM = new Set([
+  "api_retry",
+  "status",
+  "thinking_tokens",
+  "hook_started",
+  "task_started",
+  "task_progress",
+  "task_updated",
+  "task_notification",
+  "background_tasks_changed",
+  "compact_boundary",
+]);
+const SYSTEM_PREFIX = '{"type":"system","subtype":"';
+/** The type key of a line the reducer has no use for (and whose type has a schema), else undefined. */
+function skippableType(raw: string): string | undefined {
+  if (raw.startsWith(SYSTEM_PREFIX)) {
+    const end = raw.indexOf('"', SYSTEM_PREFIX.length);
+    const sub = end < 0 ? "" : raw.slice(SYSTEM_PREFIX.length, end);
+    return SKIP_SYSTEM.has(sub) && raw.endsWith("}") ? `system/${sub}` : undefined;
+  }
+  if ((raw.startsWith('{"type":"stream_event"') || raw.startsWith('{"type":"rate_limit_event"')) && raw.endsWith("}")) return "skipped";
+  return undefined;
 }
 
 function countLine(s: ProjectionState, seq: number, type: string): void {

@@ -23,6 +23,8 @@ export interface SessionProjectionOptions {
   version: number;
   /** Most events folded per commit; default 5000. */
   batchEvents?: number;
+  /** A step that has folded for this long commits what it has (checked every 1000 events); default 2000 ms. */
+  maxBatchMs?: number;
   /** Test hook: called before the commit is sent and after its reply arrived; a throw simulates a crash there. */
   faults?: { beforeCommit?(session: string): void; afterCommit?(session: string, reply: CommitReply): void };
 }
@@ -34,6 +36,7 @@ export class SessionProjection {
   readonly #log: EventLog;
   readonly #redis: RedisClient;
   readonly #batch: number;
+  readonly #maxBatchMs: number;
   readonly #faults: SessionProjectionOptions["faults"];
   #state: ProjectionState | undefined;
   /** The seq the in-memory state was committed (or loaded) at. */
@@ -48,6 +51,7 @@ export class SessionProjection {
     this.#log = options.log;
     this.#redis = options.log.redis;
     this.#batch = options.batchEvents ?? 5000;
+    this.#maxBatchMs = options.maxBatchMs ?? 2000;
     this.#faults = options.faults;
     this.keys = projectionKeys(options.log.prefix, options.session, options.version);
   }
@@ -117,13 +121,19 @@ export class SessionProjection {
   async step(): Promise<StepResult> {
     if (this.#state === undefined) await this.load();
     if (this.#superseded) return "superseded";
-    const from = this.#state!.lastSeq + 1;
-    const events: Envelope[] = [];
+    const s = this.#state!;
+    const from = s.lastSeq + 1;
+    const started = Date.now();
+    let n = 0;
+    // Folded as they stream in (no batch held in memory); committed after batchEvents or maxBatchMs.
     for await (const e of this.#log.read(this.session, { fromSeq: from, toSeq: from + this.#batch - 1, pageSize: 1000 })) {
-      events.push(e);
+      if (e.seq <= s.lastSeq) continue;
+      applyEvent(s, e);
+      const ti = s.cursor.turnIndex[e.turn];
+      if (ti !== undefined) this.#dirty.add(ti);
+      if (++n % 1000 === 0 && Date.now() - started > this.#maxBatchMs) break;
     }
-    if (events.length === 0) return "idle";
-    this.apply(events);
+    if (n === 0) return "idle";
     const outcome = await this.commit();
     if (outcome === "conflict" || outcome === "repoint") {
       await this.load();
