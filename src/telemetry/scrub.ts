@@ -1,12 +1,13 @@
 // The one scrubber every sink uses (logs, spans, errors): known secret values (env, credential
 // files, registered), secret-shaped patterns, then the user's hook. Replacement: `[REDACTED:<name>]`.
 //
-// Speed: the common text contains no secret, so a scrub is one combined literal regex test for the
-// known values plus one combined pre-check for the patterns. Only on a hit do we locate every
+// Speed: the common text contains no secret, so a scrub is one pass of a pair-table prefilter for
+// the known values (prefilter.ts) plus one combined pre-check regex for the patterns. Only on a hit do we locate every
 // occurrence of every value (overlapping ones too) and redact the union of their spans, so a value
 // that overlaps or contains another never leaks a remainder.
 import { readFileSync } from "node:fs";
 import { BUILTIN_PATTERNS, combinedPrecheck, type ScrubPattern } from "./patterns.ts";
+import { createPrefilter } from "./prefilter.ts";
 import { isSecretEnvName, isSecretFieldName, nameWords } from "./secret-names.ts";
 
 export type { ScrubPattern } from "./patterns.ts";
@@ -101,8 +102,14 @@ const escapeRegex = (s: string): string => s.replace(/[\\^$.*+?()[\]{}|/-]/g, "\
 interface Compiled {
   /** Variants longest first, each with the name its marker shows. */
   readonly variants: ReadonlyArray<readonly [variant: string, name: string]>;
-  readonly any: RegExp | null;
+  /** False only when the text holds no variant. */
+  readonly maybe: ((text: string) => boolean) | null;
 }
+
+// Variants at least this long are found by the pair-table prefilter (its jumps grow with the
+// shortest anchor, up to 16); shorter ones, rare, by a literal regex.
+const PREFILTER_MIN = 8;
+const PREFILTER_WINDOW = 16;
 
 function compile(values: ReadonlyMap<string, string>): Compiled {
   const byVariant = new Map<string, string>();
@@ -110,12 +117,20 @@ function compile(values: ReadonlyMap<string, string>): Compiled {
     for (const v of valueVariants(value)) if (!byVariant.has(v)) byVariant.set(v, name);
   }
   const variants = [...byVariant].sort((a, b) => b[0].length - a[0].length);
-  const any = variants.length === 0 ? null : new RegExp(variants.map(([v]) => escapeRegex(v)).join("|"));
-  return { variants, any };
+  if (variants.length === 0) return { variants, maybe: null };
+  const long = variants.filter(([v]) => v.length >= PREFILTER_MIN).map(([v]) => v);
+  const short = variants.filter(([v]) => v.length < PREFILTER_MIN).map(([v]) => v);
+  let m = PREFILTER_WINDOW;
+  for (const v of long) m = Math.min(m, v.length);
+  // The tail of a token is its random part; prefixes (`sk-ant-api03-`) are shared and common.
+  const pre = long.length === 0 ? null : createPrefilter(long.map((v) => ({ text: v.slice(v.length - m) })), m);
+  const re = short.length === 0 ? null : new RegExp(short.map(escapeRegex).join("|"));
+  const maybe = pre === null ? (t: string) => re!.test(t) : re === null ? pre : (t: string) => pre(t) || re.test(t);
+  return { variants, maybe };
 }
 
 function redactValues(text: string, compiled: Compiled): string {
-  if (compiled.any === null || !compiled.any.test(text)) return text;
+  if (compiled.maybe === null || !compiled.maybe(text)) return text;
   const spans: Array<[start: number, end: number, name: string]> = [];
   for (const [v, name] of compiled.variants) {
     for (let i = text.indexOf(v); i !== -1; i = text.indexOf(v, i + 1)) spans.push([i, i + v.length, name]);

@@ -94,3 +94,22 @@ test("property: pattern-shaped secrets are redacted inside random JSON text", ()
     { numRuns: 300 },
   );
 });
+
+test("property: short and long secrets together (prefilter and literal fallback) never survive, raw or escaped", () => {
+  const shortSecret = fc
+    .string({ unit: fc.constantFrom(..."\"\\/.*+?()é🔑aZ09-_"), minLength: 4, maxLength: 7 })
+    .filter((s) => !/^(.)\1*$/su.test(s) && !"[REDACTED:SECRET_0]".includes(s) && !"[REDACTED:SECRET_1]".includes(s));
+  fc.assert(
+    fc.property(shortSecret, secret, text, text, text, (a, b, p0, p1, p2) => {
+      const s = createScrubber({ values: [["SECRET_0", a], ["SECRET_1", b]], patterns: false });
+      const raw = p0 + a + p1 + b + p2;
+      for (const input of [raw, JSON.stringify({ t: raw }), JSON.stringify({ c: JSON.stringify({ t: raw }) })]) {
+        const out = s.scrub(input);
+        for (const v of [a, b]) {
+          assert.ok(!out.includes(v) && !out.includes(jsonBody(v)) && !out.includes(jsonBody(jsonBody(v))), JSON.stringify(out));
+        }
+      }
+    }),
+    { numRuns: 300 },
+  );
+});
