@@ -9,26 +9,68 @@ import { isSecretFieldName, redactionMarker, type Scrubber } from "./scrub.ts";
 
 const DROPPED = new Set(["exception.stacktrace"]);
 
-export function scrubAttributes(attrs: Attributes | undefined, scrubber: Scrubber): Attributes {
-  const out: Attributes = {};
-  if (attrs === undefined) return out;
-  for (const [rawKey, value] of Object.entries(attrs)) {
-    if (DROPPED.has(rawKey) || value === undefined) continue;
-    const key = scrubber.scrub(rawKey, { sink: "span" });
-    out[key] = scrubValue(key, value, scrubber);
+/**
+ * Scrubs for one batch: a batch repeats the same keys (and many values: tool names, span names),
+ * so each distinct key is scrubbed and judged once, and each distinct value once per key (the key
+ * is the value's scrub context).
+ */
+class BatchScrub {
+  readonly #s: Scrubber;
+  readonly #keys = new Map<string, { key: string; secret: boolean; values: Map<string, string> }>();
+  readonly #names = new Map<string, string>();
+
+  constructor(scrubber: Scrubber) {
+    this.#s = scrubber;
   }
-  return out;
+
+  /** Span, event and status texts: context `{ sink: "span" }`. */
+  name(text: string): string {
+    let out = this.#names.get(text);
+    if (out === undefined) {
+      out = this.#s.scrub(text, { sink: "span" });
+      this.#names.set(text, out);
+    }
+    return out;
+  }
+
+  attributes(attrs: Attributes | undefined): Attributes {
+    const out: Attributes = {};
+    if (attrs === undefined) return out;
+    for (const rawKey in attrs) {
+      if (!Object.hasOwn(attrs, rawKey)) continue;
+      const value = attrs[rawKey];
+      if (value === undefined || DROPPED.has(rawKey)) continue;
+      let k = this.#keys.get(rawKey);
+      if (k === undefined) {
+        const key = this.name(rawKey);
+        k = { key, secret: isSecretFieldName(key), values: new Map() };
+        this.#keys.set(rawKey, k);
+      }
+      out[k.key] = typeof value === "number" || typeof value === "boolean" ? value : this.#value(k, value);
+    }
+    return out;
+  }
+
+  #value(k: { key: string; secret: boolean; values: Map<string, string> }, value: AttributeValue): AttributeValue {
+    if (typeof value === "string") {
+      if (value !== "" && k.secret) return redactionMarker(k.key);
+      let out = k.values.get(value);
+      if (out === undefined) {
+        out = this.#s.scrub(value, { sink: "span", field: k.key });
+        k.values.set(value, out);
+      }
+      return out;
+    }
+    if (Array.isArray(value)) {
+      const ctx = { sink: "span", field: k.key };
+      return (value as Array<string | number | boolean | null | undefined>).map((v) => (typeof v === "string" ? this.#s.scrub(v, ctx) : v)) as AttributeValue;
+    }
+    return value;
+  }
 }
 
-function scrubValue(key: string, value: AttributeValue, scrubber: Scrubber): AttributeValue {
-  const ctx = { sink: "span", field: key };
-  if (typeof value === "string") return value !== "" && isSecretFieldName(key) ? redactionMarker(key) : scrubber.scrub(value, ctx);
-  if (Array.isArray(value)) {
-    return (value as Array<string | number | boolean | null | undefined>).map((v) =>
-      typeof v === "string" ? scrubber.scrub(v, ctx) : v,
-    ) as AttributeValue;
-  }
-  return value;
+export function scrubAttributes(attrs: Attributes | undefined, scrubber: Scrubber): Attributes {
+  return new BatchScrub(scrubber).attributes(attrs);
 }
 
 export class RedactingSpanExporter implements SpanExporter {
@@ -48,7 +90,8 @@ export class RedactingSpanExporter implements SpanExporter {
     let safe: ReadableSpan[];
     try {
       this.#known = this.#scrubber.size;
-      safe = spans.map((s) => this.redact(s));
+      const batch = new BatchScrub(this.#scrubber);
+      safe = spans.map((s) => this.#redact(s, batch));
     } catch {
       // Never fall back to the raw spans: fail the batch.
       resultCallback({ code: ExportResultCode.FAILED, error: new Error("span redaction failed; the batch was dropped") });
@@ -66,30 +109,33 @@ export class RedactingSpanExporter implements SpanExporter {
   }
 
   redact(span: ReadableSpan): ReadableSpan {
-    const s = this.#scrubber;
-    const ctx = { sink: "span" };
+    this.#known = this.#scrubber.size;
+    return this.#redact(span, new BatchScrub(this.#scrubber));
+  }
+
+  #redact(span: ReadableSpan, b: BatchScrub): ReadableSpan {
     const events: TimedEvent[] = span.events.map((e) => ({
       time: e.time,
-      name: s.scrub(e.name, ctx),
-      attributes: scrubAttributes(e.attributes, s),
+      name: b.name(e.name),
+      attributes: b.attributes(e.attributes),
       droppedAttributesCount: e.droppedAttributesCount ?? 0,
     }));
     const links: Link[] = span.links.map((l) => ({
       context: l.context,
-      attributes: scrubAttributes(l.attributes, s),
+      attributes: b.attributes(l.attributes),
       droppedAttributesCount: l.droppedAttributesCount ?? 0,
     }));
-    const status = span.status.message === undefined ? { ...span.status } : { ...span.status, message: s.scrub(span.status.message, ctx) };
+    const status = span.status.message === undefined ? { ...span.status } : { ...span.status, message: b.name(span.status.message) };
     const spanContext = span.spanContext();
     return {
-      name: s.scrub(span.name, ctx),
+      name: b.name(span.name),
       kind: span.kind,
       spanContext: () => spanContext,
       ...(span.parentSpanContext === undefined ? {} : { parentSpanContext: span.parentSpanContext }),
       startTime: span.startTime,
       endTime: span.endTime,
       status,
-      attributes: scrubAttributes(span.attributes, s),
+      attributes: b.attributes(span.attributes),
       links,
       events,
       duration: span.duration,

@@ -59,8 +59,12 @@ export interface AttemptOutcome {
 }
 
 export interface AttemptSpans {
-  /** Feed every envelope of the attempt, in log order. Terminal kinds (turn.finished, turn.failed, attempt.abandoned) end the spans. */
-  onEnvelope(env: EnvelopeLike): void;
+  /**
+   * Feed every envelope of the attempt, in log order. Terminal kinds (turn.finished, turn.failed,
+   * attempt.abandoned) end the spans. For a `cli.line`, pass the protocol's parse of its raw text
+   * when you have it (the worker does: the CLI runner parses every line): it is then not parsed again.
+   */
+  onEnvelope(env: EnvelopeLike, parsed?: ParsedLine): void;
   /** Ends open tool spans (marked incomplete) and the attempt span. Idempotent. */
   end(outcome?: AttemptOutcome): void;
   /** What the attempt's events carry as `data.trace` (at least attempt.started). */
@@ -418,7 +422,8 @@ export function createAttemptSpans(options: AttemptSpansOptions): AttemptSpans {
     } else if (raw.startsWith('{"type":"user"')) {
       // Tool output is the bulk of a run's bytes: a successful result only needs its tool_use_id.
       if (!raw.includes('"type":"tool_result"')) return;
-      if (!raw.includes('"is_error":true')) {
+      // …unless it carries a failure or the permission decision (tool_result_meta) to record.
+      if (!raw.includes('"is_error":true') && !raw.includes('"tool_result_meta"')) {
         for (let i = raw.indexOf(TOOL_USE_ID_KEY); i !== -1; i = raw.indexOf(TOOL_USE_ID_KEY, i + 1)) {
           const from = i + TOOL_USE_ID_KEY.length;
           const to = raw.indexOf('"', from);
@@ -435,6 +440,10 @@ export function createAttemptSpans(options: AttemptSpansOptions): AttemptSpans {
     } catch {
       return;
     }
+    onObject(o, raw, at);
+  }
+
+  function onObject(o: unknown, raw: string, at: number): void {
     if (!isObj(o)) return;
     const type = str(o, "type");
     // The classifier only reads the parsed object; hand it one without re-parsing.
@@ -514,14 +523,18 @@ export function createAttemptSpans(options: AttemptSpansOptions): AttemptSpans {
     spanCount: () => spans,
     traceIds: () => ids,
     end,
-    onEnvelope(env: EnvelopeLike): void {
+    onEnvelope(env: EnvelopeLike, parsed?: ParsedLine): void {
       if (ended) return;
       const at = toMillis(env.at) ?? Date.now();
       if (at > lastMs) lastMs = at;
       switch (env.kind) {
         case "cli.line": {
           const raw = isObj(env.data) ? env.data["raw"] : undefined;
-          if (typeof raw === "string") onLine(raw, at);
+          if (typeof raw !== "string") return;
+          // Only a parse of this very text stands in for parsing it; an invalid line has no object.
+          if (parsed !== undefined && parsed.raw === raw && parsed.category !== "truncated") {
+            if (parsed.category !== "invalid") onObject(parsed.line, raw, at);
+          } else onLine(raw, at);
           return;
         }
         case "cli.stderr": {

@@ -1,0 +1,57 @@
+// Spans built from the protocol's parse of each line (what the worker passes) match the spans
+// built from the raw text alone (what a re-export from the log does), on every recorded fixture.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { hrTimeToMilliseconds } from "@opentelemetry/core";
+import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { parseLine, type ParsedLine } from "../../src/protocol/index.ts";
+import { createAttemptSpans, createScrubber, startTelemetry } from "../../src/telemetry/index.ts";
+
+const FIXTURES = join(import.meta.dirname, "../fixtures/cli");
+const names = readdirSync(FIXTURES).filter((f) => f.endsWith(".jsonl")).map((f) => f.slice(0, -6)).sort();
+
+const exporter = new InMemorySpanExporter();
+const scrubber = createScrubber({ values: { CANARY_TOKEN: "cnry-7f3a9d2e1b4c" } });
+const telemetry = startTelemetry({ scrubber, exporter, processor: "simple", env: {} });
+after(() => telemetry.shutdown());
+
+function build(lines: string[], parsed: ParsedLine[] | undefined, captureContent: boolean): unknown[] {
+  const T0 = Date.parse("2026-03-01T12:00:00.000Z");
+  const s = createAttemptSpans({ tracer: telemetry.tracer, scrubber, session: "s", turn: "t", attempt: 1, startTime: T0, captureContent });
+  const { traceId } = s.traceIds();
+  lines.forEach((raw, i) => s.onEnvelope({ kind: "cli.line", at: new Date(T0 + 10 * (i + 1)).toISOString(), data: { raw } }, parsed?.[i]));
+  s.onEnvelope({ kind: "turn.finished", at: new Date(T0 + 10 * (lines.length + 1)).toISOString(), data: {} });
+  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === traceId);
+  const byId = new Map(spans.map((x) => [x.spanContext().spanId, x.name]));
+  const view = (x: ReadableSpan) => ({
+    name: x.name,
+    parent: x.parentSpanContext === undefined ? undefined : byId.get(x.parentSpanContext.spanId),
+    start: hrTimeToMilliseconds(x.startTime),
+    end: hrTimeToMilliseconds(x.endTime),
+    status: x.status,
+    attributes: x.attributes,
+    events: x.events.map((e) => ({ name: e.name, at: hrTimeToMilliseconds(e.time), attributes: e.attributes })),
+  });
+  return spans.map(view).sort((a, b) => a.start - b.start || a.name.localeCompare(b.name));
+}
+
+test("spans from parsed lines equal spans from raw lines, for every fixture", () => {
+  assert.ok(names.length >= 10);
+  for (const name of names) {
+    const lines = readFileSync(join(FIXTURES, `${name}.jsonl`), "utf8").split("\n").map((l) => l.replace(/\r$/, "")).filter((l) => l.trim() !== "");
+    const parsed = lines.map(parseLine);
+    for (const capture of [false, true]) {
+      const fromRaw = build(lines, undefined, capture);
+      assert.ok(fromRaw.length >= 1, name);
+      assert.deepEqual(build(lines, parsed, capture), fromRaw, `${name} (captureContent ${capture})`);
+    }
+  }
+});
+
+test("a parse of some other text is not trusted: the raw text decides", () => {
+  const lines = readFileSync(join(FIXTURES, "bash-call.jsonl"), "utf8").split("\n").filter((l) => l.trim() !== "");
+  const wrong = lines.map(() => parseLine('{"type":"system","subtype":"init","model":"not-this-one"}'));
+  assert.deepEqual(build(lines, wrong, false), build(lines, undefined, false));
+});
