@@ -7,11 +7,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { connectForCommand, RedisUnavailableError } from "../../projector/index.ts";
 import { createProducer, type TurnResult } from "../../queue/index.ts";
 import { createScrubber } from "../../telemetry/index.ts";
 import { DUMMY_API_KEY, startModelServer, type ModelServer, type Script } from "../../testing/index.ts";
 import { startTurnWorker } from "../../worker/index.ts";
+import { redisOrExplain } from "./_connect.ts";
 import { followTurn } from "./_follow.ts";
 
 export const summary = "run two turns of one session end to end (offline on the scripted model server without ANTHROPIC_API_KEY)";
@@ -64,16 +64,8 @@ export async function run(argv: string[]): Promise<number> {
   const out = process.stdout;
   const scrubber = createScrubber({ env: process.env });
   const scrub = (s: string): string => scrubber.scrub(s);
-  let redis;
-  try {
-    redis = await connectForCommand();
-  } catch (err) {
-    if (err instanceof RedisUnavailableError) {
-      process.stderr.write(`turnstream demo: ${err.message}\n`);
-      return 1;
-    }
-    throw err;
-  }
+  const redis = await redisOrExplain("demo");
+  if (redis === undefined) return 1;
   const live = Boolean(process.env["ANTHROPIC_API_KEY"]);
   const workspace = makeWorkspace();
   let server: ModelServer | undefined;

@@ -1,0 +1,58 @@
+// `turnstream status`: queue counts, live workers, and the turns running now, per session.
+import { parseArgs } from "node:util";
+import { createTurnQueue } from "../../queue/index.ts";
+import { queueConfigFromEnv, redisOrExplain } from "./_connect.ts";
+
+export const summary = "queue counts, live workers, running turns per session";
+
+interface RunningTurn {
+  session: string;
+  turn: string;
+  attempt: number;
+  startedAt: string | undefined;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
+  if (values.help) {
+    process.stdout.write("usage: turnstream status [--json]\n");
+    return 0;
+  }
+  const redis = await redisOrExplain("status");
+  if (redis === undefined) return 1;
+  const queue = createTurnQueue({ redis, ...queueConfigFromEnv() });
+  try {
+    const [counts, workers, active] = await Promise.all([
+      queue.getJobCounts("waiting", "active", "delayed", "prioritized", "completed", "failed"),
+      queue.getWorkers(),
+      queue.getActive(0, 999),
+    ]);
+    const running: RunningTurn[] = active.map((job) => ({
+      session: String((job.data as { session?: unknown }).session ?? "?"),
+      turn: String((job.data as { turn?: unknown }).turn ?? job.id),
+      attempt: job.attemptsMade + 1,
+      startedAt: job.processedOn ? new Date(job.processedOn).toISOString() : undefined,
+    }));
+    const workerNames = workers.map((w) => String(w["name"] ?? w["id"] ?? "?"));
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify({ counts, workers: workerNames, running })}\n`);
+      return 0;
+    }
+    const c = counts as Record<string, number>;
+    process.stdout.write(
+      `queue: ${c["waiting"] ?? 0} waiting, ${c["active"] ?? 0} active, ${c["delayed"] ?? 0} delayed (waiting their session's turn or a retry), ` +
+        `${c["completed"] ?? 0} completed, ${c["failed"] ?? 0} failed\n`,
+    );
+    process.stdout.write(`workers: ${workerNames.length}${workerNames.length ? ` (${workerNames.join(", ")})` : ""}\n`);
+    if (running.length === 0) process.stdout.write("running: none\n");
+    for (const r of running.sort((a, b) => a.session.localeCompare(b.session))) {
+      process.stdout.write(`running: session ${r.session} turn ${r.turn} attempt ${r.attempt}${r.startedAt ? ` since ${r.startedAt}` : ""}\n`);
+    }
+    return 0;
+  } finally {
+    await queue.close();
+    // The queue's connection is our duplicate: BullMQ leaves a passed-in client open.
+    (queue.opts.connection as { disconnect(): void }).disconnect();
+    redis.disconnect();
+  }
+}
