@@ -206,9 +206,10 @@ export function createProducer(config: QueueConfig): Producer {
         options.onEvent?.(ev);
         if (ev.kind === "cli.line") {
           const raw = strOf(ev.data, "raw");
-          if (raw !== undefined && raw.startsWith('{"type":"result"')) {
+          if (raw !== undefined && raw.includes('"type":"result"')) {
             try {
-              const text = strOf(JSON.parse(raw), "result");
+              const line = JSON.parse(raw) as unknown;
+              const text = strOf(line, "type") === "result" ? strOf(line, "result") : undefined;
               if (text !== undefined) resultText.set(ev.attempt, text);
             } catch {
               // not JSON after all: no result text

@@ -1,0 +1,101 @@
+// kill -9 of the worker process while its CLI's Bash tool runs a slow sleep: the other worker takes
+// the turn over after the lock and lease lapse, under a new epoch; the dead worker's watchdog ends
+// the old tree; the log shows attempt 1 abandoned and attempt 2 complete.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { createProducer } from "../../src/queue/index.ts";
+import { startModelServer } from "../../src/testing/index.ts";
+import { cleanupKeys, cliEnv, readAll, redisFor, startWorkerProcess, testSpace, treeMembers, waitUntil } from "../worker/_support.ts";
+
+/** The sleep the Bash tool started: its pid, tree marker and config dir (which names the worker's root). */
+function findSleep(root: string, needle: string): { pid: number; marker: string; env: string } | undefined {
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${name}/cmdline`, "latin1").replaceAll("\0", " ");
+      if (!cmd.includes(needle)) continue;
+      const env = readFileSync(`/proc/${name}/environ`, "latin1");
+      const m = /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(env);
+      if (m && env.includes(root)) return { pid: Number(name), marker: m[1]!, env };
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
+test("kill -9 of a worker mid-Bash: another worker completes the turn, the dead tree is gone, attempt 1 abandoned", async () => {
+  const space = testSpace();
+  const server = await startModelServer({
+    script: {
+      responses: [
+        { content: [{ type: "tool_use", name: "Bash", input: { command: "echo begin; sleep 37; echo slept", description: "wait" } }] },
+        { content: [{ type: "text", text: "recovered" }] },
+      ],
+    },
+  });
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const ws = space.workspace();
+  const env = (name: string): Record<string, string> => ({
+    REDIS_URL: "redis://127.0.0.1:6379",
+    ...cliEnv(server.url),
+    TURNSTREAM_WORKSPACE_ROOTS: ws,
+    TURNSTREAM_LOG_PREFIX: space.logPrefix,
+    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
+    TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${name}`),
+    TURNSTREAM_SANDBOXED: "1",
+    TURNSTREAM_LEASE_MS: "2000",
+    TURNSTREAM_LOCK_MS: "2000",
+    TURNSTREAM_STALLED_INTERVAL_MS: "1000",
+  });
+  const workers = { a: await startWorkerProcess(env("a")), b: await startWorkerProcess(env("b")) };
+  try {
+    const t = await producer.enqueueTurn({ prompt: "run the slow command", cwd: ws, options: { skipPermissions: true } });
+    let sleep: ReturnType<typeof findSleep>;
+    await waitUntil(() => (sleep = findSleep(space.root, "sleep 37")) !== undefined, 30000, "the Bash tool's sleep to start").catch(async (err: unknown) => {
+      const seen = (await readAll(producer.log, t.session)).map((e) => `${e.kind}:${JSON.stringify(e.data).slice(0, 200)}`);
+      throw new Error(`${(err as Error).message}; log: ${seen.join(" | ")}`);
+    });
+    const victim = sleep!.env.includes(`${space.root}/root-a/`) ? "a" : "b";
+    const survivor = victim === "a" ? "b" : "a";
+    workers[victim].kill("SIGKILL");
+    await workers[victim].exited;
+
+    const r = await producer.waitForTurn(t.turn, { timeoutMs: 60000 });
+    assert.equal(r.status, "finished", JSON.stringify(r.event.data));
+    assert.equal(r.attempt, 2);
+    assert.equal(r.resultText, "recovered");
+    await waitUntil(() => treeMembers(sleep!.marker).length === 0, 15000, "the dead worker's CLI tree to be gone");
+
+    const events = (await readAll(producer.log, t.session)).filter((e) => e.turn === t.turn);
+    const started = events.filter((e) => e.kind === "attempt.started");
+    assert.deepEqual(started.map((e) => e.attempt), [1, 2]);
+    assert.ok(started[1]!.epoch > started[0]!.epoch, "attempt 2 runs under a newer epoch");
+    assert.match(String((started[1]!.data as Record<string, unknown>)["worker"]), new RegExp(`-${workers[survivor].pid}-`));
+    const abandoned = events.filter((e) => e.kind === "attempt.abandoned");
+    assert.equal(abandoned.length, 1);
+    assert.equal((abandoned[0]!.data as Record<string, unknown>)["attempt"], 1);
+    assert.equal((abandoned[0]!.data as Record<string, unknown>)["reason"], "worker_crashed");
+    const iAbandoned = events.indexOf(abandoned[0]!);
+    assert.ok(iAbandoned < events.indexOf(started[1]!), "recorded before attempt 2 started");
+    // The accepted attempt's lines: a complete run, each line once, all inside the attempt.
+    const accepted = events.filter((e) => e.attempt === 2 && e.kind === "cli.line").map((e) => String((e.data as { raw: string }).raw));
+    assert.equal(new Set(accepted).size, accepted.length, "no duplicated line");
+    const types = accepted.map((l) => (JSON.parse(l) as { type: string }).type);
+    assert.ok(types.includes("system") && types.at(-1) === "result", types.join(","));
+    assert.equal(types.filter((x) => x === "result").length, 1);
+    const seqs = events.filter((e) => e.attempt === 2).map((e) => e.seq);
+    assert.deepEqual(seqs, seqs.map((_, i) => seqs[0]! + i), "attempt 2's events are contiguous: nothing missing");
+    assert.equal(events.at(-1)!.kind, "turn.finished");
+  } finally {
+    for (const w of Object.values(workers)) w.kill("SIGTERM");
+    await Promise.all(Object.values(workers).map((w) => w.exited));
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    await server.close();
+    space.cleanup();
+  }
+});

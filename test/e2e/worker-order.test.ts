@@ -1,0 +1,68 @@
+// Three sessions × five turns on two worker processes: each session's turns run in enqueue order and
+// no two attempts of one session ever overlap (checked from the log), sessions run in parallel.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createProducer } from "../../src/queue/index.ts";
+import { startModelServer } from "../../src/testing/index.ts";
+import { cleanupKeys, cliEnv, readAll, redisFor, startWorkerProcess, testSpace } from "../worker/_support.ts";
+
+test("3 sessions × 5 turns on 2 workers: order per session kept, attempts of a session never overlap", async () => {
+  const space = testSpace();
+  const server = await startModelServer({ script: { responses: [] } });
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const ws = space.workspace();
+  const env = (name: string): Record<string, string> => ({
+    REDIS_URL: "redis://127.0.0.1:6379",
+    ...cliEnv(server.url),
+    TURNSTREAM_WORKSPACE_ROOTS: ws,
+    TURNSTREAM_LOG_PREFIX: space.logPrefix,
+    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
+    TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${name}`),
+    TURNSTREAM_CONCURRENCY: "2",
+  });
+  const workers = await Promise.all([startWorkerProcess(env("a")), startWorkerProcess(env("b"))]);
+  try {
+    const sessions = ["alpha", "beta", "gamma"].map((s) => `${s}-${space.id}`);
+    const turns = new Map<string, string[]>();
+    // Interleaved enqueue, as several producers would.
+    for (let i = 0; i < 5; i++) {
+      for (const s of sessions) {
+        const r = await producer.enqueueTurn({ session: s, prompt: `turn ${i} of ${s}`, cwd: ws });
+        turns.set(s, [...(turns.get(s) ?? []), r.turn]);
+      }
+    }
+    const all = [...turns.values()].flat();
+    const results = await Promise.all(all.map((t) => producer.waitForTurn(t, { timeoutMs: 150000 })));
+    for (const r of results) assert.equal(r.status, "finished", JSON.stringify(r.event.data));
+    const workersUsed = new Set<unknown>();
+    for (const s of sessions) {
+      const events = await readAll(producer.log, s);
+      const startedOrder = events.filter((e) => e.kind === "attempt.started").map((e) => e.turn);
+      assert.deepEqual(startedOrder, turns.get(s), `session ${s} ran its turns in enqueue order, each once`);
+      let open: string | undefined;
+      for (const e of events) {
+        if (e.kind === "attempt.started") {
+          assert.equal(open, undefined, `session ${s}: attempt of ${e.turn} started while ${open} was running`);
+          open = e.turn;
+          workersUsed.add((e.data as Record<string, unknown>)["worker"]);
+        } else if (e.kind === "turn.finished" || e.kind === "turn.failed") {
+          assert.equal(open, e.turn);
+          open = undefined;
+        } else if (e.kind.startsWith("cli.")) {
+          assert.equal(e.turn, open, `session ${s}: a CLI line of ${e.turn} outside its attempt`);
+        }
+      }
+      assert.equal(events.filter((e) => e.kind === "turn.finished").length, 5);
+    }
+    assert.equal(workersUsed.size, 2, "both workers took turns");
+  } finally {
+    for (const w of workers) w.kill("SIGTERM");
+    await Promise.all(workers.map((w) => w.exited));
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    await server.close();
+    space.cleanup();
+  }
+});
