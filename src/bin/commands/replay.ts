@@ -13,17 +13,22 @@ import {
   type ProjectionState,
   type ReplayObserver,
   type Scrub,
+  UnknownSessionError,
 } from "../../projector/index.ts";
+import { exportSessionTraces } from "./_export-traces.ts";
+import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "rebuild a session's read models from its log (text, json or AI-SDK messages)";
 
 const usage = `usage: turnstream replay <session> [--until SEQ|ISO-TIME] [--format text|json|messages]
-                        [--follow] [--speed X] [--prefix P]
+                        [--follow] [--speed X] [--export-traces] [--prefix P]
   Folds the session's event log from zero; the live read models are not read or written.
   --until SEQ|TIME  the state as of event SEQ, or of the moment TIME (ISO 8601)
   --format F        text (transcript, default) | json (all read models) | messages (AI-SDK messages)
   --follow          go on with live events until interrupted (json/messages: one line per event)
   --speed X         replay with the original timing divided by X (default: no waiting)
+  --export-traces   re-emit the session's spans from the log to the configured OTLP exporter
+                    (OTEL_EXPORTER_OTLP_ENDPOINT …), for when the collector was down
   --prefix P        key prefix (default: TURNSTREAM_PREFIX or "ts:")
   Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
 `;
@@ -67,14 +72,6 @@ function printer(out: Output, format: Format, progressive: boolean): ReplayObser
   }
 }
 
-/**
- * Extra observers chosen by flags. The place for later exporters (e.g. `--export-traces`, which
- * turns the replayed events into spans): add the flag to `options` below and an observer here.
- */
-export function replayObservers(_flags: Record<string, unknown>, _out: Output): ReplayObserver[] {
-  return [];
-}
-
 export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   let parsed;
   try {
@@ -86,6 +83,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
         format: { type: "string", default: "text" },
         follow: { type: "boolean", default: false },
         speed: { type: "string" },
+        "export-traces": { type: "boolean", default: false },
         prefix: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
@@ -125,21 +123,33 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     process.stderr.write(`turnstream replay: ${(err as Error).message}\n`);
     return 2;
   }
-  const out = createOutput(process.stdout, scrub === undefined ? {} : { scrub });
+  const out = createOutput(process.stdout, { scrub: scrub ?? defaultScrub() });
   const redis = await connectForCommand();
   const ac = new AbortController();
   const onSignal = (): void => ac.abort();
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
-    const log = createEventLog({ redis, prefix: values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:" });
+    const prefix = values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:";
+    const log = createEventLog({ redis, prefix });
+    if (values["export-traces"]) {
+      if (!(await log.stat(session)).exists) throw new UnknownSessionError(session, prefix);
+      const r = await exportSessionTraces({ redis, prefix, session });
+      if (!r.enabled) {
+        process.stderr.write("turnstream replay: --export-traces needs a trace exporter: set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER)\n");
+        return 2;
+      }
+      out.line(`exported ${r.spans} spans of ${r.attempts} attempt(s) of session ${session}`);
+      await out.drain();
+      return 0;
+    }
     const progressive = values.follow || speed !== undefined;
     await replaySession(log, session, {
       ...(until === undefined ? {} : { until }),
       ...(speed === undefined ? {} : { speed }),
       follow: values.follow,
       signal: ac.signal,
-      observers: [printer(out, format, progressive), ...replayObservers(values, out)],
+      observers: [printer(out, format, progressive)],
     });
     await out.drain();
     return 0;

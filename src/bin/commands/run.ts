@@ -2,9 +2,9 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createProducer, InvalidTurnError, MissingVariableError } from "../../queue/index.ts";
-import { createScrubber } from "../../telemetry/index.ts";
 import { queueConfigFromEnv, readStdin, redisOrExplain } from "./_connect.ts";
 import { followTurn } from "./_follow.ts";
+import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "enqueue a turn (--wait: follow it live and exit with its outcome)";
 
@@ -67,8 +67,7 @@ export async function run(argv: string[]): Promise<number> {
     ...(v["max-turns"] !== undefined ? { maxTurns: int(v["max-turns"]) } : {}),
     ...(v["allowed-tools"] !== undefined ? { allowedTools: v["allowed-tools"].split(",").filter(Boolean) } : {}),
   };
-  const scrubber = createScrubber({ env: process.env });
-  const scrub = (s: string): string => scrubber.scrub(s);
+  const scrub = defaultScrub();
   const redis = await redisOrExplain("run");
   if (redis === undefined) return 1;
   const producer = createProducer({ redis, ...queueConfigFromEnv() });

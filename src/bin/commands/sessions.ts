@@ -3,6 +3,7 @@
 import { parseArgs } from "node:util";
 import { createEventLog } from "../../log/index.ts";
 import { connectForCommand, createOutput, paint, readSummary, type Scrub, type SessionSummary } from "../../projector/index.ts";
+import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "list sessions with status, turns, cost and last activity";
 
@@ -39,7 +40,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     process.stdout.write(usage);
     return 0;
   }
-  const out = createOutput(process.stdout, scrub === undefined ? {} : { scrub });
+  const out = createOutput(process.stdout, { scrub: scrub ?? defaultScrub() });
   const redis = await connectForCommand();
   try {
     const prefix = values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:";

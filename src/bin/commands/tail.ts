@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { createEventLog, isValidSessionId, type Envelope } from "../../log/index.ts";
 import { connectForCommand, createOutput, paint, summarizeEvent, type Output, type Scrub } from "../../projector/index.ts";
+import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "print a session's events (seq, kind, summary), optionally following live";
 
@@ -71,7 +72,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     process.stderr.write("turnstream tail: --from must be a positive event number\n");
     return 2;
   }
-  const out = createOutput(process.stdout, scrub === undefined ? {} : { scrub });
+  const out = createOutput(process.stdout, { scrub: scrub ?? defaultScrub() });
   const redis = await connectForCommand();
   const ac = new AbortController();
   const onSignal = (): void => ac.abort();

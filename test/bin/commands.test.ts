@@ -1,0 +1,146 @@
+// The product's own commands end to end: `demo` (the README's main job), `run --wait` against a worker
+// process, `status`, scrubbed `tail` output, and `replay --export-traces` into a real OTLP receiver.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { createEventLog } from "../../src/log/index.ts";
+import { startModelServer } from "../../src/testing/index.ts";
+import { startOtlpReceiver } from "../telemetry/otlp-receiver.ts";
+import { cleanupKeys, cliEnv, NODE, readAll, redisFor, startWorkerProcess, testSpace } from "../worker/_support.ts";
+
+const exec = promisify(execFile);
+const BIN = join(process.cwd(), "src", "bin", "turnstream.ts");
+
+async function turnstream(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await exec(NODE, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, timeout: 120_000 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+  }
+}
+
+test("demo: two turns of one session offline, the second resumes the first", async () => {
+  const env: Record<string, string> = { ANTHROPIC_API_KEY: "" };
+  const r = await turnstream(["demo"], env);
+  assert.equal(r.code, 0, r.stderr + r.stdout);
+  assert.match(r.stdout, /scripted model server .* \(offline\)/);
+  assert.match(r.stdout, /Tool Called: Bash\(/);
+  assert.match(r.stdout, /Tool Called: Write\(/);
+  assert.match(r.stdout, /Tool Result: 1\t# Notes/, "turn 2 read back the file turn 1 wrote");
+  assert.match(r.stdout, /turn 2 resumed turn 1/);
+  const history = Number(/the model saw (\d+) messages of history/.exec(r.stdout)?.[1]);
+  assert.ok(history >= 6, `turn 2's request carried turn 1's conversation (${history} messages)`);
+});
+
+test("demo: no Redis → says how to start one, exit 1", async () => {
+  const r = await turnstream(["demo"], { REDIS_URL: "redis://127.0.0.1:1" });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /cannot reach Redis at redis:\/\/127\.0\.0\.1:1.*redis-server/);
+});
+
+test("run --wait follows a turn on a worker process; status sees the worker; a bad payload is refused", async () => {
+  const space = testSpace();
+  const server = await startModelServer({
+    script: {
+      responses: [
+        { content: [{ type: "tool_use", name: "Bash", input: { command: "echo run-marker", description: "echo" } }] },
+        { content: [{ type: "text", text: "all done" }] },
+      ],
+    },
+  });
+  const ws = space.workspace();
+  const common = { TURNSTREAM_PREFIX: space.logPrefix, TURNSTREAM_LOG_PREFIX: space.logPrefix, TURNSTREAM_QUEUE_PREFIX: space.queuePrefix };
+  const worker = await startWorkerProcess({
+    ...cliEnv(server.url),
+    ...common,
+    TURNSTREAM_WORKSPACE_ROOTS: ws,
+    TURNSTREAM_INSTANCE_ROOT: space.dir("root"),
+  });
+  const redis = redisFor();
+  try {
+    const status = await turnstream(["status"], common);
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, /workers: 1/);
+
+    const r = await turnstream(["run", "--wait", "--cwd", ws, "--allowed-tools", "Bash", "--", "say", "hi"], common);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.match(r.stdout, /Tool Called: Bash\(\{"command":"echo run-marker"/);
+    assert.match(r.stdout, /Tool Result: run-marker/);
+    assert.match(r.stdout, /finished, attempt 1, 1 tool call\(s\)/);
+    assert.match(r.stdout, /result \(finished\): all done/);
+    const session = /in session (\S+)/.exec(r.stdout)?.[1];
+    assert.ok(session);
+    const log = createEventLog({ redis, prefix: space.logPrefix });
+    const kinds = (await readAll(log, session)).map((e) => e.kind);
+    assert.ok(kinds.includes("turn.queued") && kinds.includes("turn.finished"), kinds.join(","));
+
+    const outside = await turnstream(["run", "--wait", "--cwd", "/", "--", "hello"], common);
+    assert.equal(outside.code, 1, "a cwd outside the worker's roots fails the turn");
+    assert.match(outside.stdout, /failed/);
+
+    const bad = await turnstream(["run", "--cwd", ws, "--var", "x=1", "--", "hello {{missing.name}}"], common);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /missing\.name/);
+  } finally {
+    worker.kill("SIGTERM");
+    await worker.exited;
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    await server.close();
+    space.cleanup();
+  }
+});
+
+test("tail output is scrubbed of the environment's secrets; replay --export-traces sends the session's spans", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const receiver = await startOtlpReceiver();
+  const secret = "canary-7d1f0c2b9e4a";
+  try {
+    const log = createEventLog({ redis, prefix: space.logPrefix });
+    const session = `s-${space.id}`;
+    const { epoch, attempt } = await log.beginAttempt(session, "t_commandstest1");
+    const line = (o: object): { turn: string; attempt: number; kind: string; data: unknown } => ({
+      turn: "t_commandstest1",
+      attempt,
+      kind: "cli.line",
+      data: { raw: JSON.stringify(o) },
+    });
+    const appended = await log.append(session, epoch, [
+      { turn: "t_commandstest1", attempt, kind: "attempt.started", data: {} },
+      line({ type: "system", subtype: "init", session_id: "c1", model: "m", tools: [] }),
+      line({ type: "assistant", message: { id: "m1", role: "assistant", content: [{ type: "text", text: `the token is ${secret}` }] }, session_id: "c1" }),
+      line({ type: "result", subtype: "success", is_error: false, result: "ok", session_id: "c1", usage: {} }),
+      { turn: "t_commandstest1", attempt, kind: "turn.finished", data: { attempt } },
+    ]);
+    assert.equal(appended.outcome, "appended");
+
+    const tail = await turnstream(["tail", session], { TURNSTREAM_PREFIX: space.logPrefix, DEPLOY_TOKEN: secret });
+    assert.equal(tail.code, 0, tail.stderr);
+    assert.ok(tail.stdout.includes("[REDACTED:DEPLOY_TOKEN]"), tail.stdout);
+    assert.ok(!tail.stdout.includes(secret));
+
+    const noExporter = await turnstream(["replay", session, "--export-traces"], { TURNSTREAM_PREFIX: space.logPrefix });
+    assert.equal(noExporter.code, 2);
+    assert.match(noExporter.stderr, /OTEL_EXPORTER_OTLP_ENDPOINT/);
+
+    const r = await turnstream(["replay", session, "--export-traces"], {
+      TURNSTREAM_PREFIX: space.logPrefix,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /exported \d+ spans of 1 attempt/);
+    await receiver.waitFor((q) => q.bodyText.includes("invoke_agent claude-code"), 10_000);
+    assert.ok(receiver.jsonSpanNames().includes("invoke_agent claude-code"));
+  } finally {
+    await receiver.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    space.cleanup();
+  }
+});
