@@ -5,6 +5,7 @@ export {
   createTurnQueue,
   JOB_RETENTION,
   sessionOfTurn,
+  turnRecordKey,
   type CancelResult,
   type EnqueueResult,
   type Producer,

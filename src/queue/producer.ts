@@ -94,7 +94,19 @@ export function createTurnQueue(config: QueueConfig): Queue {
   return new Queue(config.queueName ?? DEFAULT_QUEUE_NAME, { connection: bullConnection(config.redis) as never, prefix });
 }
 
-export async function sessionOfTurn(queue: Queue, turn: string): Promise<{ session: string; queuedSeq: number } | undefined> {
+/** Key of the turn → session record (kept as long as job records are, outlives a removed job). */
+export function turnRecordKey(queuePrefix: string, turn: string): string {
+  return `${queuePrefix}:turn:${turn}`;
+}
+
+export async function sessionOfTurn(queue: Queue, turn: string, redis?: RedisClient): Promise<{ session: string; queuedSeq: number } | undefined> {
+  if (redis !== undefined) {
+    const rec = await redis.get(turnRecordKey(queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX, turn));
+    if (rec !== null) {
+      const at = rec.lastIndexOf("|");
+      return { session: rec.slice(0, at), queuedSeq: Number(rec.slice(at + 1)) || 1 };
+    }
+  }
   const job = await Job.fromId(queue, turn).catch(() => undefined);
   const data = job?.data as Partial<TurnJob> | undefined;
   if (data === undefined || typeof data.session !== "string") return undefined;
@@ -111,6 +123,7 @@ export function createProducer(config: QueueConfig): Producer {
   const logPrefix = config.logPrefix ?? DEFAULT_PREFIX;
   const log = createEventLog({ redis: config.redis, prefix: logPrefix, ...(config.logger ? { logger: config.logger } : {}) });
   const queue = createTurnQueue(config);
+  const queuePrefix = config.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
   const order = new SessionOrder({ redis: config.redis, logPrefix, queue });
 
   async function enqueueTurn(input: EnqueueInput): Promise<EnqueueResult> {
@@ -147,16 +160,17 @@ export function createProducer(config: QueueConfig): Producer {
       ...(traceparent !== undefined ? { traceparent } : {}),
     };
     parseOrThrow(turnJobSchema, job);
+    await config.redis.set(turnRecordKey(queuePrefix, turn), `${session}|${res.lastSeq}`, "EX", JOB_RETENTION.removeOnComplete.age);
     await queue.add("turn", job, { jobId: turn, attempts: 1, ...JOB_RETENTION });
     return { session, turn, jobId: turn, queuedSeq: res.lastSeq, created };
   }
 
   async function locate(turn: string, session: string | undefined): Promise<{ session: string; queuedSeq: number }> {
     if (session !== undefined) {
-      const found = await sessionOfTurn(queue, turn);
+      const found = await sessionOfTurn(queue, turn, config.redis);
       return { session, queuedSeq: found?.session === session ? found.queuedSeq : 1 };
     }
-    const found = await sessionOfTurn(queue, turn);
+    const found = await sessionOfTurn(queue, turn, config.redis);
     if (found === undefined) throw new UnknownTurnError(turn);
     return found;
   }
