@@ -1,5 +1,5 @@
 // Redis for a one-shot command: a clear message and exit code 1 when it does not answer.
-import type { RedisClient } from "../../log/index.ts";
+import { DEFAULT_PREFIX, type RedisClient } from "../../log/index.ts";
 import { connectForCommand, RedisUnavailableError } from "../../projector/index.ts";
 
 export async function redisOrExplain(command: string): Promise<RedisClient | undefined> {
@@ -28,4 +28,9 @@ export function queueConfigFromEnv(env: NodeJS.ProcessEnv = process.env): { logP
   if (env["TURNSTREAM_QUEUE_PREFIX"]) out.queuePrefix = env["TURNSTREAM_QUEUE_PREFIX"];
   if (env["TURNSTREAM_QUEUE_NAME"]) out.queueName = env["TURNSTREAM_QUEUE_NAME"];
   return out;
+}
+
+/** The event log's key prefix: --prefix, else TURNSTREAM_PREFIX, else the log's default. */
+export function logPrefix(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return flag ?? env["TURNSTREAM_PREFIX"] ?? DEFAULT_PREFIX;
 }

@@ -3,6 +3,7 @@ import { userInfo } from "node:os";
 import { parseArgs } from "node:util";
 import { decide, DecisionError, InvalidRuleError } from "../../decisions/index.ts";
 import { connectRedis, createEventLog, isValidSessionId } from "../../log/index.ts";
+import { logPrefix } from "./_connect.ts";
 
 export const summary = "allow or deny a pending supervised tool call (optionally as a lasting rule)";
 
@@ -65,7 +66,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
   try {
-    const log = createEventLog({ redis, prefix: values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:" });
+    const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     const res = await decide(
       { log },
       {

@@ -4,6 +4,7 @@ import { once } from "node:events";
 import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
 import { connectRedis, createEventLog, exportJsonl, isValidSessionId } from "../../log/index.ts";
+import { logPrefix } from "./_connect.ts";
 
 export const summary = "write a session's event log as JSONL (one envelope per line)";
 
@@ -34,7 +35,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
   try {
-    const log = createEventLog({ redis, prefix: values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:" });
+    const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     const st = await log.stat(session);
     if (!st.exists && st.length === 0) {
       process.stderr.write(`turnstream export: session ${session} has no events under this prefix\n`);

@@ -2,6 +2,7 @@
 // stdout recording (each line becomes a cli.line event) into an empty session.
 import { parseArgs } from "node:util";
 import { connectRedis, createEventLog, importFile, isValidSessionId } from "../../log/index.ts";
+import { logPrefix } from "./_connect.ts";
 
 export const summary = "load an exported JSONL log or a raw CLI stdout recording into a new session";
 
@@ -34,7 +35,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
   try {
-    const log = createEventLog({ redis, prefix: values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:" });
+    const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     const res = await importFile(log, session, file, values.turn === undefined ? {} : { turn: values.turn });
     process.stderr.write(`imported ${res.count} events (${res.mode}) into ${session}; last seq ${res.lastSeq}\n`);
     return 0;

@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { listPending } from "../../decisions/index.ts";
 import { connectRedis } from "../../log/index.ts";
+import { logPrefix } from "./_connect.ts";
 
 export const summary = "list supervised tool calls waiting for a decision (all workers)";
 
@@ -28,7 +29,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
   try {
-    const list = await listPending({ redis, prefix: values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:" });
+    const list = await listPending({ redis, prefix: logPrefix(values.prefix) });
     if (values.json) {
       process.stdout.write(JSON.stringify(list) + "\n");
       return 0;

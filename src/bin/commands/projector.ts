@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { connectForCommand, PROJECTION_VERSION } from "../../projector/index.ts";
 import { runProjectorProcess } from "../../projector/process.ts";
 import { createLogger, createScrubber } from "../../telemetry/index.ts";
+import { logPrefix } from "./_connect.ts";
 
 export const summary = "run the live projector (read models in Redis) until SIGTERM";
 
@@ -52,7 +53,7 @@ export async function run(argv: string[]): Promise<number> {
       logger,
       version,
       rescanMs,
-      prefix: values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:",
+      prefix: logPrefix(values.prefix),
     });
   } finally {
     redis.disconnect();

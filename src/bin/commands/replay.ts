@@ -17,6 +17,7 @@ import {
 } from "../../projector/index.ts";
 import { exportSessionTraces } from "./_export-traces.ts";
 import { defaultScrub } from "./_scrub.ts";
+import { logPrefix } from "./_connect.ts";
 
 export const summary = "rebuild a session's read models from its log (text, json or AI-SDK messages)";
 
@@ -130,7 +131,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
-    const prefix = values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:";
+    const prefix = logPrefix(values.prefix);
     const log = createEventLog({ redis, prefix });
     if (values["export-traces"]) {
       if (!(await log.stat(session)).exists) throw new UnknownSessionError(session, prefix);

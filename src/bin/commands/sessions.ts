@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { createEventLog } from "../../log/index.ts";
 import { connectForCommand, createOutput, paint, readSummary, type Scrub, type SessionSummary } from "../../projector/index.ts";
 import { defaultScrub } from "./_scrub.ts";
+import { logPrefix } from "./_connect.ts";
 
 export const summary = "list sessions with status, turns, cost and last activity";
 
@@ -43,7 +44,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   const out = createOutput(process.stdout, { scrub: scrub ?? defaultScrub() });
   const redis = await connectForCommand();
   try {
-    const prefix = values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:";
+    const prefix = logPrefix(values.prefix);
     const log = createEventLog({ redis, prefix });
     const ids = await log.sessions();
     const rows: Row[] = await Promise.all(

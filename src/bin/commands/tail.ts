@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { createEventLog, isValidSessionId, type Envelope } from "../../log/index.ts";
 import { connectForCommand, createOutput, paint, summarizeEvent, type Output, type Scrub } from "../../projector/index.ts";
 import { defaultScrub } from "./_scrub.ts";
+import { logPrefix } from "./_connect.ts";
 
 export const summary = "print a session's events (seq, kind, summary), optionally following live";
 
@@ -79,7 +80,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
-    const prefix = values.prefix ?? process.env["TURNSTREAM_PREFIX"] ?? "ts:";
+    const prefix = logPrefix(values.prefix);
     const log = createEventLog({ redis, prefix });
     const st = await log.stat(session);
     if (!st.exists && st.length === 0 && !values.follow) {
