@@ -81,3 +81,81 @@ export type EventInput = z.input<typeof eventInputSchema>;
 export function issuesOf(error: z.ZodError): string[] {
   return error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
 }
+
+// ---- read fast path ----------------------------------------------------------------------------
+// A rebuild validates millions of stored envelopes; zod costs about as much as reading them. This
+// hand-written check covers the shape the log itself writes and accepts only what envelopeSchema
+// accepts (it may be stricter, never looser: test/log/envelope-fast.test.ts holds it to that).
+// Anything it does not accept goes to zod, which has the last word and gives the issues.
+
+type Rec = Record<string, unknown>;
+const isRec = (v: unknown): v is Rec => v !== null && typeof v === "object" && !Array.isArray(v);
+const isNonNegInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+const checkedKinds = new Set<string>();
+const checkedSessions = new Set<string>();
+
+function kindOk(kind: unknown): kind is string {
+  if (typeof kind !== "string") return false;
+  if (checkedKinds.has(kind)) return true;
+  if (!KIND_PATTERN.test(kind)) return false;
+  if (checkedKinds.size < 256) checkedKinds.add(kind);
+  return true;
+}
+
+function sessionOk(session: unknown): session is string {
+  if (typeof session !== "string") return false;
+  if (checkedSessions.has(session)) return true;
+  if (!SESSION_ID_PATTERN.test(session)) return false;
+  if (checkedSessions.size >= 1024) checkedSessions.clear();
+  checkedSessions.add(session);
+  return true;
+}
+
+function cliOk(cli: unknown): boolean {
+  if (cli === undefined) return true;
+  if (!isRec(cli)) return false;
+  const version = cli["version"];
+  const pid = cli["pid"];
+  return (version === undefined || typeof version === "string") && (pid === undefined || Number.isSafeInteger(pid));
+}
+
+/**
+ * The envelope zod would produce for `value` (same keys, same order; unknown keys dropped), when the
+ * fast check can vouch for it; undefined means "ask envelopeSchema".
+ */
+export function fastEnvelope(value: unknown): Envelope | undefined {
+  if (!isRec(value)) return undefined;
+  const { v, seq, session, epoch, at, turn, attempt, kind, data, cli } = value;
+  if (
+    v !== ENVELOPE_VERSION ||
+    !Number.isSafeInteger(seq) ||
+    (seq as number) <= 0 ||
+    !sessionOk(session) ||
+    !isNonNegInt(epoch) ||
+    typeof at !== "string" ||
+    at.length === 0 ||
+    typeof turn !== "string" ||
+    turn.length > 200 ||
+    !isNonNegInt(attempt) ||
+    !kindOk(kind) ||
+    data === undefined ||
+    !cliOk(cli)
+  ) {
+    return undefined;
+  }
+  if (kind === "cli.line" && !(isRec(data) && typeof data["raw"] === "string")) return undefined;
+  const out: Envelope = { v: ENVELOPE_VERSION, seq: seq as number, session, epoch, at, turn, attempt, kind, data };
+  if ("cli" in value) out.cli = cli as Envelope["cli"];
+  return out;
+}
+
+export type EnvelopeCheck = { success: true; data: Envelope } | { success: false; issues: string[] };
+
+/** Validates a decoded envelope: the fast check first, envelopeSchema for everything it does not vouch for. */
+export function checkEnvelope(value: unknown): EnvelopeCheck {
+  const fast = fastEnvelope(value);
+  if (fast !== undefined) return { success: true, data: fast };
+  const parsed = envelopeSchema.safeParse(value);
+  return parsed.success ? { success: true, data: parsed.data } : { success: false, issues: issuesOf(parsed.error) };
+}

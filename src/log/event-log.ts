@@ -2,7 +2,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import {
   ENVELOPE_VERSION,
-  envelopeSchema,
+  checkEnvelope,
   eventInputSchema,
   issuesOf,
   type Envelope,
@@ -327,7 +327,8 @@ export class EventLog {
       .catch((err: unknown) => this.#logger.debug({ err, session }, "session index update failed"));
   }
 
-  async #decode(session: string, k: SessionKeys, id: string, fields: string[]): Promise<Envelope> {
+  /** One stored entry → envelope. Synchronous unless the entry references a blob. */
+  #decode(session: string, k: SessionKeys, id: string, fields: string[]): Envelope | Promise<Envelope> {
     const seq = seqOfId(id);
     let env: string | undefined;
     let raw: string | undefined;
@@ -342,34 +343,79 @@ export class EventLog {
       throw new InvalidEventError(session, seq, ["stored entry is not JSON"]);
     }
     if (rec === null || typeof rec !== "object") throw new InvalidEventError(session, seq, ["stored entry has no envelope"]);
-    const { b, ...rest } = rec;
-    let data: unknown = rest.data;
-    if (b !== undefined) {
-      const body = await this.redis.get(k.blob(b.s));
-      if (body === null) throw new InvalidEventError(session, seq, [`blob ${b.s} is missing`]);
-      if (b.f === "raw") raw = body;
-      else data = JSON.parse(body);
-    }
-    if (raw !== undefined) data = { raw, ...(data as Record<string, unknown>) };
-    const out = { ...rest, data, seq, session };
-    const parsed = envelopeSchema.safeParse(out);
-    if (!parsed.success) throw new InvalidEventError(session, seq, issuesOf(parsed.error));
-    return parsed.data;
+    if (rec.b !== undefined) return this.#decodeBlob(session, k, seq, rec, raw);
+    return this.#finish(session, seq, rec, raw, rec.data);
   }
 
-  /** Events of a session in seq order, paged with XRANGE. */
-  async *read(session: string, options: ReadOptions = {}): AsyncGenerator<Envelope> {
+  async #decodeBlob(session: string, k: SessionKeys, seq: number, rec: StoredRecord, raw: string | undefined): Promise<Envelope> {
+    const b = rec.b!;
+    let data: unknown = rec.data;
+    const body = await this.redis.get(k.blob(b.s));
+    if (body === null) throw new InvalidEventError(session, seq, [`blob ${b.s} is missing`]);
+    if (b.f === "raw") raw = body;
+    else data = JSON.parse(body);
+    delete rec.b;
+    return this.#finish(session, seq, rec, raw, data);
+  }
+
+  // `rec` is a freshly parsed entry of our own, so it is completed in place instead of copied.
+  #finish(session: string, seq: number, rec: StoredRecord, raw: string | undefined, data: unknown): Envelope {
+    const out = rec as unknown as Record<string, unknown>;
+    out["data"] = raw === undefined ? data : { raw, ...(data as Record<string, unknown>) };
+    out["seq"] = seq;
+    out["session"] = session;
+    const checked = checkEnvelope(out);
+    if (!checked.success) throw new InvalidEventError(session, seq, checked.issues);
+    return checked.data;
+  }
+
+  /**
+   * Events of a session in seq order, one XRANGE page at a time. The next page is requested before
+   * the current one is handed out, so Redis prepares it while the caller works. A page that holds an
+   * invalid entry yields the events before it, then throws.
+   */
+  async *readPages(session: string, options: ReadOptions = {}): AsyncGenerator<Envelope[]> {
     const k = this.keys(session);
     const pageSize = options.pageSize ?? 500;
-    let from = Math.max(1, options.fromSeq ?? 1);
-    const end = options.toSeq === undefined ? "+" : streamId(options.toSeq);
-    for (;;) {
-      if (options.toSeq !== undefined && from > options.toSeq) return;
-      const page = await this.redis.xrange(k.events, streamId(from), end, "COUNT", pageSize);
-      for (const [id, fields] of page) yield await this.#decode(session, k, id, fields);
-      if (page.length < pageSize) return;
-      from = seqOfId(page[page.length - 1]![0]) + 1;
+    if (!Number.isSafeInteger(pageSize) || pageSize < 1) throw new Error("pageSize must be a positive integer");
+    const to = options.toSeq;
+    const end = to === undefined ? "+" : streamId(to);
+    const fetch = (from: number): Promise<[string, string[]][]> => this.redis.xrange(k.events, streamId(from), end, "COUNT", pageSize);
+    const first = Math.max(1, options.fromSeq ?? 1);
+    if (to !== undefined && first > to) return;
+    let pending: Promise<[string, string[]][]> | undefined = fetch(first);
+    while (pending !== undefined) {
+      const page = await pending;
+      pending = undefined;
+      if (page.length === pageSize) {
+        const next = seqOfId(page[page.length - 1]![0]) + 1;
+        if (to === undefined || next <= to) {
+          pending = fetch(next);
+          // Rejections surface when awaited above; a consumer that stops early never awaits it.
+          pending.catch(() => {});
+        }
+      }
+      const out: Envelope[] = new Array(page.length);
+      for (let i = 0; i < page.length; i++) {
+        const [id, fields] = page[i]!;
+        let e: Envelope | Promise<Envelope>;
+        try {
+          e = this.#decode(session, k, id, fields);
+          if (e instanceof Promise) e = await e;
+        } catch (err) {
+          out.length = i;
+          if (i > 0) yield out;
+          throw err;
+        }
+        out[i] = e;
+      }
+      if (out.length > 0) yield out;
     }
+  }
+
+  /** Events of a session in seq order, paged with XRANGE (see readPages). */
+  async *read(session: string, options: ReadOptions = {}): AsyncGenerator<Envelope> {
+    for await (const page of this.readPages(session, options)) yield* page;
   }
 
   /**

@@ -15,6 +15,9 @@ import {
   type ProjectionKeys,
 } from "./store.ts";
 
+/** Events per XRANGE page while folding. */
+const READ_PAGE = 2000;
+
 export type StepResult = "idle" | "progress" | "conflict" | "superseded";
 
 export interface SessionProjectionOptions {
@@ -125,13 +128,22 @@ export class SessionProjection {
     const from = s.lastSeq + 1;
     const started = Date.now();
     let n = 0;
-    // Folded as they stream in (no batch held in memory); committed after batchEvents or maxBatchMs.
-    for await (const e of this.#log.read(this.session, { fromSeq: from, toSeq: from + this.#batch - 1, pageSize: 1000 })) {
-      if (e.seq <= s.lastSeq) continue;
-      applyEvent(s, e);
-      const ti = s.cursor.turnIndex[e.turn];
-      if (ti !== undefined) this.#dirty.add(ti);
-      if (++n % 1000 === 0 && Date.now() - started > this.#maxBatchMs) break;
+    // Folded page by page as they stream in (the log fetches the next page meanwhile; no batch is
+    // held in memory); committed after batchEvents or maxBatchMs.
+    const pages = this.#log.readPages(this.session, { fromSeq: from, toSeq: from + this.#batch - 1, pageSize: READ_PAGE });
+    for await (const page of pages) {
+      let lastTurn: string | undefined;
+      for (const e of page) {
+        if (e.seq <= s.lastSeq) continue;
+        applyEvent(s, e);
+        n++;
+        if (e.turn === lastTurn) continue;
+        const ti = s.cursor.turnIndex[e.turn];
+        if (ti === undefined) continue;
+        this.#dirty.add(ti);
+        lastTurn = e.turn;
+      }
+      if (Date.now() - started > this.#maxBatchMs) break;
     }
     if (n === 0) return "idle";
     const outcome = await this.commit();
