@@ -48,6 +48,13 @@ export const turnOptionsSchema = z.strictObject({
   timeoutMs: z.number().int().positive().optional(),
   inactivityTimeoutMs: z.number().int().positive().optional(),
   env: envOverlaySchema.optional(),
+  /** A person or a trust rule allows or denies each risky tool call (supervised mode). */
+  supervised: z.boolean().optional(),
+  /** Tools that need a decision in supervised mode (default Bash, Write, Edit, MultiEdit, NotebookEdit, WebFetch). */
+  riskyTools: z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name")).min(1).optional(),
+}).refine((o) => !(o.supervised === true && o.skipPermissions === true), {
+  path: ["skipPermissions"],
+  message: "a supervised turn never skips permissions; drop skipPermissions or supervised",
 });
 export type TurnOptions = z.infer<typeof turnOptionsSchema>;
 

@@ -7,6 +7,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { DelayedError, Job, UnrecoverableError } from "bullmq";
 import { runTurn, type TurnHandle, type TurnOutcome } from "../cli/index.ts";
+import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
 import { createWriter, FencedError, type EventInput, type EventLog, type Logger, type Writer } from "../log/index.ts";
 import { retryHints, type ParsedLine } from "../protocol/index.ts";
 import { parseOrThrow, turnJobSchema, TURN_ID_PATTERN, type SessionOrder, type TurnJob } from "../queue/index.ts";
@@ -60,6 +61,8 @@ export interface ExecuteDeps {
   observer: EventObserver;
   /** Jobs this worker is running, by job id: for lock loss and shutdown. */
   running: Map<string, RunningTurn>;
+  /** The worker's loopback decision hub, for supervised turns (started on first use). */
+  decisionHub?: () => Promise<DecisionHub>;
 }
 
 export interface RunningTurn {
@@ -408,6 +411,19 @@ async function runAttempt(
     if (ctl.reason !== undefined) return await stopped();
 
     const o = data.options;
+    let supervised: SupervisedRun | undefined;
+    if (o.supervised === true) {
+      if (deps.decisionHub === undefined) return await fail("bad_options", "SupervisedUnavailable", "this worker has no decision hub for supervised turns");
+      supervised = prepareSupervisedRun(await deps.decisionHub(), {
+        session,
+        turn,
+        attempt,
+        epoch,
+        cwd: data.cwd,
+        logger,
+        ...(o.riskyTools !== undefined ? { riskyTools: o.riskyTools } : {}),
+      });
+    }
     let handle: TurnHandle;
     try {
       handle = runTurn({
@@ -421,10 +437,12 @@ async function runAttempt(
         ...(o.maxTurns !== undefined ? { maxTurns: o.maxTurns } : {}),
         ...(o.maxBudgetUsd !== undefined ? { maxBudgetUsd: o.maxBudgetUsd } : {}),
         ...(o.appendSystemPrompt !== undefined ? { appendSystemPrompt: o.appendSystemPrompt } : {}),
-        ...(o.allowedTools !== undefined ? { allowedTools: o.allowedTools } : {}),
+        ...(o.allowedTools !== undefined ? { allowedTools: supervised === undefined ? o.allowedTools : unsupervisedTools(o.allowedTools, supervised, logger) } : {}),
         ...(o.disallowedTools !== undefined ? { disallowedTools: o.disallowedTools } : {}),
         ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
         ...(o.inactivityTimeoutMs !== undefined ? { inactivityTimeoutMs: o.inactivityTimeoutMs } : {}),
+        // Last, so nothing above can loosen it: the hook's settings, default mode, no skipping.
+        ...(supervised !== undefined ? supervised.turnOptions : {}),
         ...(settings.claudeBin !== undefined ? { claudeBin: settings.claudeBin } : {}),
         env: { ...settings.runEnv, ...env },
         killGraceMs: settings.killGraceMs,
@@ -437,9 +455,11 @@ async function runAttempt(
         },
       });
     } catch (err) {
+      supervised?.close();
       const f = errFields(err);
       return await fail(f.kind, f.name, f.message);
     }
+    if (supervised !== undefined) void handle.outcome.then(supervised.close, supervised.close);
     const hintLines: ParsedLine[] = [];
     const pumpOut = (async () => {
       for await (const l of handle.lines) {
@@ -529,4 +549,15 @@ async function runAttempt(
     }
     throw err;
   }
+}
+
+/**
+ * Pre-approved tools would let a risky call through whenever the hook fails (the CLI then falls back to
+ * its permission rules), so a supervised turn keeps only the allowances that need no decision.
+ */
+function unsupervisedTools(allowed: readonly string[], run: SupervisedRun, logger: Logger): string[] {
+  const risky = new RegExp(run.matcher);
+  const kept = allowed.filter((t) => !risky.test(t.replace(/\(.*$/, "")));
+  if (kept.length !== allowed.length) logger.warn({ dropped: allowed.filter((t) => !kept.includes(t)) }, "supervised turn: pre-approved risky tools removed; each call needs a decision");
+  return kept;
 }

@@ -7,6 +7,7 @@ import { Worker } from "bullmq";
 import { createEventLog, DEFAULT_PREFIX, type Logger, type RedisClient } from "../log/index.ts";
 import { assertQueuePrefix, bullConnection, createTurnQueue, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, SessionOrder } from "../queue/index.ts";
 import { createScrubber, type Scrubber } from "../telemetry/index.ts";
+import { startDecisionHub, type DecisionHub } from "../decisions/index.ts";
 import { executeTurnJob, type EventObserver, type ExecuteSettings, type RunningTurn } from "./execute.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 
@@ -105,14 +106,20 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     orphanMs: 30_000,
   };
   const running = new Map<string, RunningTurn>();
+  const scrubber = options.scrubber ?? createScrubber({ env: process.env });
+  // Started on the first supervised turn: most workers never need the loopback hub.
+  let hub: Promise<DecisionHub> | undefined;
+  const decisionHub = (): Promise<DecisionHub> =>
+    (hub ??= startDecisionHub({ log, redis: options.redis, prefix: logPrefix, logger, scrubber }));
   const deps = {
     log,
     order,
     settings,
     logger,
-    scrubber: options.scrubber ?? createScrubber({ env: process.env }),
+    scrubber,
     observer: options.observer ?? {},
     running,
+    decisionHub,
   };
   const connection = bullConnection(options.redis);
   const worker = new Worker(queue.name, (job, token, signal) => executeTurnJob(deps, job, token, signal), {
@@ -150,6 +157,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
         }
       }
       await boundedWait(queue.close(), closeTimeoutMs);
+      if (hub !== undefined) await boundedWait(hub.then((h) => h.close()), closeTimeoutMs);
       for (const c of [connection, queue.opts.connection as RedisClient]) {
         if (!(await boundedWait(c.quit(), 1000))) c.disconnect();
       }

@@ -8,9 +8,10 @@ import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "enqueue a turn (--wait: follow it live and exit with its outcome)";
 
-const usage = `usage: turnstream run [--session S] [--cwd DIR] [--wait] [--json] [--model M] [--max-turns N]
+const usage = `usage: turnstream run [--session S] [--cwd DIR] [--wait] [--json] [--supervised] [--model M] [--max-turns N]
                       [--allowed-tools A,B] [--idempotency-key K] [--var key=value …] [--timeout-ms MS]
                       [--] PROMPT | --prompt-file FILE | (prompt on stdin)
+--supervised: each risky tool call waits for \`turnstream decide\` (or a trust rule); see \`turnstream pending\`.
 A prompt given after -- is visible to other local users in the process list while this command runs;
 prefer --prompt-file or stdin for anything sensitive.
 `;
@@ -25,6 +26,7 @@ export async function run(argv: string[]): Promise<number> {
         session: { type: "string" },
         cwd: { type: "string" },
         wait: { type: "boolean" },
+        supervised: { type: "boolean" },
         json: { type: "boolean" },
         model: { type: "string" },
         "max-turns": { type: "string" },
@@ -64,6 +66,7 @@ export async function run(argv: string[]): Promise<number> {
   const int = (s: string | undefined): number | undefined => (s === undefined ? undefined : Number(s));
   const options = {
     ...(v.model !== undefined ? { model: v.model } : {}),
+    ...(v.supervised ? { supervised: true } : {}),
     ...(v["max-turns"] !== undefined ? { maxTurns: int(v["max-turns"]) } : {}),
     ...(v["allowed-tools"] !== undefined ? { allowedTools: v["allowed-tools"].split(",").filter(Boolean) } : {}),
   };

@@ -1,0 +1,114 @@
+// Supervised turns through the worker with the real CLI: each risky tool call waits for an operator
+// (or a trust rule); allow runs it, deny refuses it, and an `always` allow becomes a rule the next
+// turn uses without asking. Pre-approved tools and skipPermissions cannot bypass the hook.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { decide, listPending, type PendingRequest } from "../../src/decisions/index.ts";
+import { createProducer, InvalidTurnError } from "../../src/queue/index.ts";
+import { startModelServer } from "../../src/testing/index.ts";
+import { startTurnWorker } from "../../src/worker/index.ts";
+import { cleanupKeys, cliEnv, readAll, redisFor, testSpace, waitUntil } from "./_support.ts";
+
+const touch = (file: string) => ({
+  content: [{ type: "tool_use" as const, name: "Bash", input: { command: `touch ${file}`, description: "create a file" } }],
+});
+
+test("supervised turns: operator allow runs the tool, deny refuses it, --always makes a rule the next turn uses", async () => {
+  const space = testSpace();
+  const cwd = space.workspace();
+  const server = await startModelServer({
+    script: {
+      responses: [
+        touch(join(cwd, "allowed.txt")),
+        { content: [{ type: "text", text: "made it" }] },
+        touch(join(cwd, "denied.txt")),
+        { content: [{ type: "text", text: "was refused" }] },
+        touch(join(cwd, "ruled.txt")),
+        { content: [{ type: "text", text: "rule applied" }] },
+        touch(join(cwd, "ruled-again.txt")),
+        { content: [{ type: "text", text: "no one was asked" }] },
+      ],
+    },
+  });
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const worker = startTurnWorker({
+    redis,
+    logPrefix: space.logPrefix,
+    queuePrefix: space.queuePrefix,
+    workspaceRoots: [cwd],
+    instanceRoot: space.dir("inst"),
+    runEnv: cliEnv(server.url),
+  });
+  const nextPending = async (session: string): Promise<PendingRequest> => {
+    let found: PendingRequest | undefined;
+    await waitUntil(async () => {
+      found = (await listPending({ redis, prefix: space.logPrefix })).find((p) => p.session === session && p.status === "pending");
+      return found !== undefined;
+    }, 30_000, "a pending decision");
+    return found!;
+  };
+  try {
+    // Pre-approving Bash would let it through whenever the hook fails: the worker drops it.
+    const a = await producer.enqueueTurn({ prompt: "make allowed.txt", cwd, options: { supervised: true, allowedTools: ["Bash"] } });
+    const p1 = await nextPending(a.session);
+    assert.equal(p1.tool, "Bash");
+    assert.equal(existsSync(join(cwd, "allowed.txt")), false, "nothing runs before the decision");
+    await decide({ log: producer.log, redis }, { session: a.session, requestId: p1.requestId, decision: "allow", by: "erin", reason: "fine" });
+    const r1 = await producer.waitForTurn(a.turn, { timeoutMs: 60_000 });
+    assert.equal(r1.status, "finished", JSON.stringify(r1.event.data));
+    assert.ok(existsSync(join(cwd, "allowed.txt")), "allowed call ran");
+
+    const b = await producer.enqueueTurn({ session: a.session, prompt: "make denied.txt", cwd, options: { supervised: true } });
+    const p2 = await nextPending(a.session);
+    await decide({ log: producer.log, redis }, { session: a.session, requestId: p2.requestId, decision: "deny", by: "erin", reason: "not today" });
+    const r2 = await producer.waitForTurn(b.turn, { timeoutMs: 60_000 });
+    assert.equal(r2.status, "finished");
+    assert.equal(existsSync(join(cwd, "denied.txt")), false, "denied call did not run");
+    const events = await readAll(producer.log, a.session);
+    const result2 = events.filter((e) => e.turn === b.turn && e.kind === "cli.line").map((e) => JSON.parse((e.data as { raw: string }).raw)).find((l) => l.type === "result");
+    assert.equal(result2.permission_denials.length, 1, "the CLI lists the denial");
+
+    const c = await producer.enqueueTurn({ session: a.session, prompt: "make ruled.txt", cwd, options: { supervised: true } });
+    const p3 = await nextPending(a.session);
+    await decide({ log: producer.log, redis }, { session: a.session, requestId: p3.requestId, decision: "allow", by: "erin", always: true, rule: "Bash(touch *)" });
+    assert.equal((await producer.waitForTurn(c.turn, { timeoutMs: 60_000 })).status, "finished");
+    assert.ok(existsSync(join(cwd, "ruled.txt")));
+    const d = await producer.enqueueTurn({ session: a.session, prompt: "make ruled-again.txt", cwd, options: { supervised: true } });
+    assert.equal((await producer.waitForTurn(d.turn, { timeoutMs: 60_000 })).status, "finished");
+    assert.ok(existsSync(join(cwd, "ruled-again.txt")), "the rule allowed the next turn's call");
+    const all = await readAll(producer.log, a.session);
+    const ruled = all.find((e) => e.turn === d.turn && e.kind === "decision.made");
+    assert.match(String((ruled?.data as { by?: unknown }).by), /^rule:/, "decided by the rule, without an operator");
+    const kinds = all.map((e) => e.kind);
+    assert.equal(kinds.filter((k) => k === "decision.requested").length, 4);
+    assert.equal(kinds.filter((k) => k === "decision.made").length, 4);
+    assert.equal(kinds.filter((k) => k === "rule.added").length, 1);
+  } finally {
+    await worker.close({ graceMs: 1000 });
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    await server.close();
+    space.cleanup();
+  }
+});
+
+test("a supervised turn cannot also skip permissions: refused at enqueue, naming the field", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  try {
+    await assert.rejects(
+      producer.enqueueTurn({ prompt: "x", cwd: space.workspace(), options: { supervised: true, skipPermissions: true } }),
+      (err: unknown) => err instanceof InvalidTurnError && /options\.skipPermissions/.test(err.message),
+    );
+  } finally {
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    space.cleanup();
+  }
+});
