@@ -89,7 +89,8 @@ export function issuesOf(error: z.ZodError): string[] {
 // Anything it does not accept goes to zod, which has the last word and gives the issues.
 
 type Rec = Record<string, unknown>;
-const isRec = (v: unknown): v is Rec => v !== null && typeof v === "object" && !Array.isArray(v);
+// Plain objects only (what JSON.parse makes): anything more exotic is left to zod.
+const isRec = (v: unknown): v is Rec => v !== null && typeof v === "object" && Object.getPrototypeOf(v) === Object.prototype;
 const isNonNegInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 
 const checkedKinds = new Set<string>();
