@@ -144,3 +144,26 @@ test("tail output is scrubbed of the environment's secrets; replay --export-trac
     space.cleanup();
   }
 });
+
+test("cancel: a queued turn with no worker is cancelled and recorded; an unknown turn is an error", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const common = { TURNSTREAM_PREFIX: space.logPrefix, TURNSTREAM_QUEUE_PREFIX: space.queuePrefix };
+  try {
+    const queued = await turnstream(["run", "--json", "--cwd", space.workspace(), "--", "never runs"], common);
+    assert.equal(queued.code, 0, queued.stderr);
+    const { turn, session } = JSON.parse(queued.stdout) as { turn: string; session: string };
+    const r = await turnstream(["cancel", turn], common);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /cancelled: it will not run/);
+    const log = createEventLog({ redis, prefix: space.logPrefix });
+    const kinds = (await readAll(log, session)).map((e) => e.kind);
+    assert.deepEqual(kinds, ["turn.queued", "turn.cancelled"]);
+    const unknown = await turnstream(["cancel", "t_doesnotexist000"], common);
+    assert.equal(unknown.code, 1);
+  } finally {
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    space.cleanup();
+  }
+});
