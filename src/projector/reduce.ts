@@ -415,7 +415,7 @@ function cliLine(s: ProjectionState, env: ReducibleEnvelope): void {
   // prints `type` (and `subtype`) first, and anything else goes through the full parser.
   const skipped = skippableType(raw);
   if (skipped !== undefined) return;
-  const p: ParsedLine = parseLine(raw);
+  const p: ParsedLine = raw.startsWith(INIT_PREFIX) ? (initLine(raw) ?? parseLine(raw)) : parseLine(raw);
   if (p.category === "invalid") {
     countLine(s, env.seq, "invalid");
     return;
@@ -454,6 +454,43 @@ const SKIP_SYSTEM = new Set([
   "compact_boundary",
 ]);
 const SYSTEM_PREFIX = '{"type":"system","subtype":"';
+const INIT_PREFIX = '{"type":"system","subtype":"init"';
+
+const optStr = (v: unknown): boolean => v === undefined || typeof v === "string";
+/**
+ * Hand-written SystemInitSchema for the large `system/init` line the CLI prints every turn (the
+ * protocol has no fast check for it, and zod costs half a JSON.parse of it). Accepts only what the
+ * schema accepts (test/projector/init-fast.test.ts); anything else returns false and goes to zod.
+ */
+export function fastInitCheck(o: Obj): boolean {
+  if (o["type"] !== "system" || o["subtype"] !== "init") return false;
+  const tools = o["tools"];
+  if (tools !== undefined) {
+    if (!Array.isArray(tools)) return false;
+    for (let i = 0; i < tools.length; i++) if (typeof tools[i] !== "string") return false;
+  }
+  return (
+    optStr(o["session_id"]) &&
+    optStr(o["uuid"]) &&
+    optStr(o["cwd"]) &&
+    optStr(o["model"]) &&
+    optStr(o["permissionMode"]) &&
+    optStr(o["claude_code_version"]) &&
+    optStr(o["apiKeySource"])
+  );
+}
+
+/** A system/init line as parseLine would return it, when the fast check vouches for it. */
+function initLine(raw: string): ParsedLine | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  if (!isObj(v) || Object.getPrototypeOf(v) !== Object.prototype || !fastInitCheck(v)) return undefined;
+  return { category: "known", raw, type: "system/init", line: v as Extract<ParsedLine, { category: "known" }>["line"] };
+}
 /** The type key of a line the reducer has no use for (and whose type has a schema), else undefined. */
 function skippableType(raw: string): string | undefined {
   if (raw.startsWith(SYSTEM_PREFIX)) {
