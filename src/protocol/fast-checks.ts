@@ -1,7 +1,7 @@
 // Hand-written equivalents of the zod schemas for the line types that make up nearly every
 // transcript, so the hot path skips zod. Each check accepts only what its schema accepts (a check
 // may be stricter, never looser: on `false` the parser falls back to zod, which has the last word).
-// test/protocol/fast-checks.test.ts holds them to that against the schemas.
+// test/protocol/parse.test.ts ("fast checks agree with the zod schemas") holds them to that against the schemas.
 import type { SchemaKey } from "./schemas.ts";
 
 type O = Record<string, unknown>;
