@@ -122,7 +122,7 @@ for (const c of [
       assert.equal(job.attemptsMade <= 1, true);
       assert.equal(r.server.requests().filter((q) => q.kind === "messages").length, 1, "the model was asked once");
       assert.equal(r.server.remaining(), 1);
-      assert.deepEqual(await r.producer.order.pending(t.session), []);
+      await waitUntil(async () => (await r.producer.order.pending(t.session)).length === 0, 5000, "the session's pending list to empty");
     } finally {
       await r.dispose();
     }
