@@ -28,6 +28,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "OTEL_SERVICE_NAME", readIn: "src/telemetry/otel.ts", meaning: "service.name of the spans (default turnstream)" },
   { name: "OTEL_RESOURCE_ATTRIBUTES", readIn: "src/telemetry/otel.ts", meaning: "k=v,… resource attributes (scrubbed before export)" },
   { name: "ANTHROPIC_API_KEY", readIn: "src/cli/env.ts", meaning: "passed through to the claude CLI; registered as a secret by the scrubber" },
+  { name: "TURNSTREAM_KEEP_RAW_LINES", readIn: "src/worker/main.ts", meaning: "1 keeps cli.line text exactly as the CLI printed it; default: known secret values (env, job env references, credential tokens) are replaced before append" },
   { name: "CLAUDE_BIN", readIn: "src/cli/resolve-bin.ts", meaning: "the claude binary to run (default: the pinned package's)" },
 ];
 

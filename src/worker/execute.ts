@@ -22,7 +22,8 @@ import type {
   TurnFinishedData,
 } from "../queue/index.ts";
 import { SESSION_ID_PATTERN } from "../log/index.ts";
-import type { Scrubber } from "../telemetry/index.ts";
+import type { Tracer } from "@opentelemetry/api";
+import { createAttemptSpans, type AttemptSpans, type Scrubber, type TraceIds } from "../telemetry/index.ts";
 import { danglingAttempts, lastCliSessionId, latestSnapshot, rebuildTranscript, type Snapshot } from "./log-scan.ts";
 import { RETRYABLE_KINDS, retryDelayMs, type RetryPolicy } from "./retry.ts";
 import { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
@@ -58,6 +59,12 @@ export interface ExecuteDeps {
   settings: ExecuteSettings;
   logger: Logger;
   scrubber: Scrubber;
+  /** Knows the same secret values as `scrubber`, without patterns: for raw `cli.line` text. */
+  lineScrubber?: Scrubber;
+  /** Keep `cli.line` raw text unscrubbed. */
+  keepRawLines?: boolean;
+  /** When set, every attempt gets spans (createAttemptSpans), fed each appended event in log order. */
+  tracer?: Tracer;
   observer: EventObserver;
   /** Jobs this worker is running, by job id: for lock loss and shutdown. */
   running: Map<string, RunningTurn>;
@@ -106,7 +113,8 @@ function errFields(err: unknown): { kind: string; retryable: boolean; name: stri
   };
 }
 
-function resolveEnv(job: TurnJob, secretEnv: Readonly<Record<string, string | undefined>>): Record<string, string> {
+/** `refs` receives each `{ fromEnv }` reference's value: a reference marks it secret, whatever the name. */
+function resolveEnv(job: TurnJob, secretEnv: Readonly<Record<string, string | undefined>>, refs?: Map<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, v] of Object.entries(job.options.env ?? {})) {
     if (typeof v === "string") out[name] = v;
@@ -119,9 +127,48 @@ function resolveEnv(job: TurnJob, secretEnv: Readonly<Record<string, string | un
         });
       }
       out[name] = value;
+      refs?.set(v.fromEnv, value);
     }
   }
   return out;
+}
+
+/** A scrubber that forwards to whichever one `current` returns at the time of each call. */
+function lateScrubber(current: () => Scrubber): Scrubber {
+  const s: Scrubber = {
+    scrub: (text, context) => current().scrub(text, context),
+    scrubDeep: (value, context) => current().scrubDeep(value, context),
+    addValue: (name, value) => (current().addValue(name, value), s),
+    addValues: (values) => (current().addValues(values), s),
+    addEnv: (env) => (current().addEnv(env), s),
+    addCredentialFile: (path) => current().addCredentialFile(path),
+    child: (overlay, options) => current().child(overlay, options),
+    withValues: (values) => current().withValues(values),
+    get size() {
+      return current().size;
+    },
+  };
+  return s;
+}
+
+// Shorter referenced values are left to the name rules: redacting a short word everywhere would
+// mangle ordinary text.
+const MIN_REF_VALUE = 8;
+
+/** Scrubbers for one run: the worker's, plus the overlay's secrets and its references' values. */
+function runScrubbers(deps: ExecuteDeps, env: Record<string, string>, refs: Map<string, string>): { scrubber: Scrubber; lines: Scrubber | undefined } {
+  const values: Array<[string, string]> = [];
+  for (const [name, value] of refs) if (value.length >= MIN_REF_VALUE) values.push([name, value]);
+  // The worker-wide scrubbers learn the references too (bounded: they come from the worker's own
+  // env), so its logs and job records are covered after the run has ended.
+  for (const [name, value] of values) {
+    deps.scrubber.addValue(name, value);
+    deps.lineScrubber?.addValue(name, value);
+  }
+  return {
+    scrubber: deps.scrubber.child(env, { values }),
+    lines: deps.keepRawLines === true ? undefined : deps.lineScrubber?.child(env, { values }),
+  };
 }
 
 /** Entry point for one BullMQ job (the worker's processor). */
@@ -322,16 +369,41 @@ async function runAttempt(
   replay: { previous: string | undefined } | undefined,
 ): Promise<AttemptEnd> {
   const { session, turn } = data;
-  const { log, settings, logger, scrubber } = deps;
+  const { log, settings, logger } = deps;
+  let scrubber = deps.scrubber;
+  let lineScrubber: Scrubber | undefined;
   const { epoch, attempt } = await log.beginAttempt(session, turn);
   const traceparent = data.traceparent;
   const writer: Writer = createWriter({ log, session, epoch, logger });
-  const write = async (kind: string, d: unknown): Promise<void> => {
-    const ev: EventInput = { turn, attempt, kind, data: d };
+  const startedAt = new Date().toISOString();
+  const spans: AttemptSpans | undefined =
+    deps.tracer === undefined
+      ? undefined
+      : createAttemptSpans({
+          tracer: deps.tracer,
+          // The run's scrubber (with the overlay's secrets) exists only once the env is resolved.
+          scrubber: lateScrubber(() => scrubber),
+          session,
+          turn,
+          attempt,
+          startTime: startedAt,
+          ...(traceparent !== undefined ? { traceparent } : {}),
+          ...(data.options.model !== undefined ? { requestModel: data.options.model } : {}),
+        });
+  const write = async (kind: string, d: unknown, parsed?: ParsedLine): Promise<void> => {
+    const ev: EventInput = { turn, attempt, kind, data: d, at: kind === "attempt.started" ? startedAt : new Date().toISOString() };
     try {
       deps.observer.onEvent?.(session, ev, { epoch, traceparent });
     } catch (err) {
       logger.warn({ err: { message: (err as Error).message } }, "event observer threw");
+    }
+    // Fed as written, so spans see the log's order; earlier attempts' abandonment is not ours to end on.
+    if (spans !== undefined && !(kind === "attempt.abandoned" && (d as AttemptAbandonedData).attempt !== attempt)) {
+      try {
+        spans.onEnvelope({ ...ev, session }, parsed);
+      } catch (err) {
+        logger.warn({ err: { message: (err as Error).message } }, "attempt spans failed on an event");
+      }
     }
     try {
       await writer.write(ev);
@@ -386,11 +458,13 @@ async function runAttempt(
       return await fail(e.kind, e.name, e.message);
     }
     let env: Record<string, string>;
+    const refs = new Map<string, string>();
     try {
-      env = resolveEnv(data, settings.secretEnv);
+      env = resolveEnv(data, settings.secretEnv, refs);
     } catch (err) {
       return await fail("bad_payload", "BadPayload", (err as Error).message);
     }
+    ({ scrubber, lines: lineScrubber } = runScrubbers(deps, env, refs));
     const snapshot: Snapshot | undefined = replay === undefined ? await latestSnapshot(log, session) : undefined;
     const resume = replay === undefined ? (snapshot?.cliSessionId ?? (await lastCliSessionId(log, session))) : undefined;
     let prompt = data.prompt;
@@ -407,6 +481,8 @@ async function runAttempt(
     if (resume !== undefined) started.resume = resume;
     if (snapshot !== undefined) started.snapshotSeq = snapshot.seq;
     if (traceparent !== undefined) started.traceparent = traceparent;
+    // The attempt's span ids, so a re-export from the log lands on the same spans.
+    if (spans !== undefined) (started as AttemptStartedData & { trace?: TraceIds }).trace = spans.traceIds();
     await write("attempt.started", started);
     if (ctl.reason !== undefined) return await stopped();
 
@@ -465,8 +541,8 @@ async function runAttempt(
       for await (const l of handle.lines) {
         if (ctl.ac.signal.aborted && ctl.reason === "fenced") continue;
         if (l.type === "system/api_retry" || l.type === "rate_limit_event") hintLines.push(l);
-        const d = l.category === "truncated" ? { raw: "", truncated: { byteLength: l.byteLength, sha256: l.sha256 } } : { raw: l.raw };
-        await write("cli.line", d);
+        const d = l.category === "truncated" ? { raw: "", truncated: { byteLength: l.byteLength, sha256: l.sha256 } } : { raw: lineScrubber === undefined ? l.raw : lineScrubber.scrub(l.raw, { sink: "log", field: "cli.line" }) };
+        await write("cli.line", d, l);
       }
     })();
     const pumpErr = (async () => {
@@ -548,6 +624,9 @@ async function runAttempt(
       return { kind: "stopped", attempt, reason: "fenced" };
     }
     throw err;
+  } finally {
+    // No terminal event reached the spans (fenced, crashed, a stop whose event could not be written).
+    if (spans !== undefined && !spans.ended) spans.end({ errorKind: ctl.reason ?? "worker_error" });
   }
 }
 

@@ -1,7 +1,7 @@
 // A worker process: configuration from the environment, the scrubbing logger, SIGTERM/SIGINT → a
 // bounded shutdown. Used by workers/turn-worker.ts and `turnstream worker`.
 import { connectRedis } from "../log/index.ts";
-import { createLogger, createScrubber } from "../telemetry/index.ts";
+import { createLogger, createScrubber, startTelemetry } from "../telemetry/index.ts";
 import { workerConfigFromEnv } from "./config.ts";
 import { startTurnWorker, type TurnWorker } from "./worker.ts";
 
@@ -13,12 +13,24 @@ export interface WorkerMainOptions {
   graceMs?: number;
 }
 
+function bounded(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p.then(() => true, () => true),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
 /** Starts the worker and resolves with the exit code once a signal has shut it down. */
 export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<number> {
   const env = options.env ?? process.env;
   const cfg = workerConfigFromEnv(env);
   const scrubber = createScrubber({ env: env as Record<string, string | undefined> });
   const logger = createLogger({ scrubber, base: { service: "turn-worker" }, env });
+  // Off unless OTEL_* configures an exporter; spans pass the redacting exporter either way.
+  const telemetry = startTelemetry({ scrubber, env });
   const redis = connectRedis({ env: env as NodeJS.ProcessEnv });
   redis.on("error", (err: Error) => logger.warn({ err: { message: err.message } }, "redis connection error"));
   let worker: TurnWorker;
@@ -31,6 +43,9 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
       sandboxed: cfg.sandboxed,
       logger,
       scrubber,
+      secretEnv: env,
+      telemetry,
+      keepRawLines: env["TURNSTREAM_KEEP_RAW_LINES"] === "1" || env["TURNSTREAM_KEEP_RAW_LINES"] === "true",
       ...(cfg.instanceRoot !== undefined ? { instanceRoot: cfg.instanceRoot } : {}),
       ...(cfg.leaseMs !== undefined ? { leaseMs: cfg.leaseMs } : {}),
       ...(cfg.lockDuration !== undefined ? { lockDuration: cfg.lockDuration } : {}),
@@ -42,6 +57,7 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
     });
   } catch (err) {
     redis.disconnect();
+    await bounded(telemetry.shutdown(), 1000);
     throw err;
   }
   const graceRaw = Number(env["TURNSTREAM_SHUTDOWN_GRACE_MS"]);
@@ -59,6 +75,8 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
     process.on("SIGINT", onSignal);
   });
   await worker.close({ graceMs });
+  // The last spans (attempts ended by the shutdown) go out before the process exits.
+  if (!(await bounded(telemetry.shutdown(), 5000))) logger.warn({}, "telemetry did not flush within 5 s; some spans may be lost");
   if (!(await Promise.race([redis.quit().then(() => true, () => true), new Promise<boolean>((r) => setTimeout(() => r(false), 1000))]))) redis.disconnect();
   logger.info({ worker: worker.id }, "worker stopped");
   return 0;

@@ -2,13 +2,16 @@
 // around it: lock-loss handling, bounded shutdown (stop taking jobs, let running turns finish within
 // a grace period, then end them and record their attempts abandoned), and connection cleanup.
 import { hostname } from "node:os";
+import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { Worker } from "bullmq";
+import { Worker, type Job } from "bullmq";
 import { createEventLog, DEFAULT_PREFIX, type Logger, type RedisClient } from "../log/index.ts";
 import { assertQueuePrefix, bullConnection, createTurnQueue, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, SessionOrder } from "../queue/index.ts";
-import { createScrubber, type Scrubber } from "../telemetry/index.ts";
+import type { Tracer } from "@opentelemetry/api";
+import { CREDENTIALS_FILE, operatorConfigDir } from "../cli/index.ts";
+import { createScrubber, scrubError, type SecretValues, type Scrubber, type Telemetry } from "../telemetry/index.ts";
 import { startDecisionHub, type DecisionHub } from "../decisions/index.ts";
-import { executeTurnJob, type EventObserver, type ExecuteSettings, type RunningTurn } from "./execute.ts";
+import { executeTurnJob, type EventObserver, type ExecuteSettings, type RunningTurn, type TurnJobResult } from "./execute.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 
 export interface TurnWorkerOptions {
@@ -39,7 +42,25 @@ export interface TurnWorkerOptions {
   /** Where `{ fromEnv }` references in job env overlays are resolved; default process.env. */
   secretEnv?: Readonly<Record<string, string | undefined>>;
   logger?: Logger;
+  /**
+   * Scrubs logs, span texts, stderr, error messages and BullMQ job records (failed reason, stack,
+   * return value, progress). The worker registers into it the secret-looking variables of
+   * `secretEnv` and `runEnv`, the operator's credential file tokens, and every value a job resolves
+   * through `{ fromEnv }`. Default: one over process.env.
+   */
   scrubber?: Scrubber;
+  /** Extra known secret values (name → value), redacted everywhere including raw `cli.line` text. */
+  secretValues?: SecretValues;
+  /**
+   * Keep `cli.line` raw text exactly as the CLI printed it. Default false: known secret values
+   * (never patterns, which could corrupt legitimate content) are replaced before append.
+   * `TURNSTREAM_KEEP_RAW_LINES=1` for worker processes.
+   */
+  keepRawLines?: boolean;
+  /** Spans of every attempt go through this (flushed, bounded, on close; its owner shuts it down). */
+  telemetry?: Telemetry;
+  /** Tracer for attempt spans; overrides `telemetry`'s (tests: a provider with an in-memory exporter). */
+  tracer?: Tracer;
   observer?: EventObserver;
   /** Default true: start fetching jobs at once. */
   autorun?: boolean;
@@ -107,6 +128,20 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   };
   const running = new Map<string, RunningTurn>();
   const scrubber = options.scrubber ?? createScrubber({ env: process.env });
+  // Raw CLI lines are scrubbed by known values only: a pattern could rewrite legitimate content.
+  const lineScrubber = createScrubber({ patterns: false, env: process.env });
+  const known = (s: Scrubber): void => {
+    s.addEnv(settings.secretEnv).addEnv(settings.runEnv);
+    if (options.secretValues !== undefined) s.addValues(options.secretValues);
+    try {
+      s.addCredentialFile(join(operatorConfigDir({ ...process.env, ...settings.secretEnv }), CREDENTIALS_FILE));
+    } catch (err) {
+      logger.warn({ err: { message: (err as Error).message } }, "could not read the operator's credential file for scrubbing");
+    }
+  };
+  known(scrubber);
+  known(lineScrubber);
+  const tracer = options.tracer ?? (options.telemetry?.enabled === true ? options.telemetry.tracer : undefined);
   // Started on the first supervised turn: most workers never need the loopback hub.
   let hub: Promise<DecisionHub> | undefined;
   const decisionHub = (): Promise<DecisionHub> =>
@@ -117,12 +152,25 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     settings,
     logger,
     scrubber,
+    lineScrubber,
+    keepRawLines: options.keepRawLines ?? false,
+    ...(tracer !== undefined ? { tracer } : {}),
     observer: options.observer ?? {},
     running,
     decisionHub,
   };
   const connection = bullConnection(options.redis);
-  const worker = new Worker(queue.name, (job, token, signal) => executeTurnJob(deps, job, token, signal), {
+  // What BullMQ stores (return value, failed reason, stack trace, progress) passes the scrubber.
+  const processor = async (job: Job, token: string | undefined, signal?: AbortSignal): Promise<TurnJobResult> => {
+    const updateProgress = job.updateProgress.bind(job);
+    job.updateProgress = (progress) => updateProgress(scrubber.scrubDeep(progress, { sink: "job" }));
+    try {
+      return scrubber.scrubDeep(await executeTurnJob(deps, job, token, signal), { sink: "job" });
+    } catch (err) {
+      throw scrubError(err, scrubber);
+    }
+  };
+  const worker = new Worker(queue.name, processor, {
     connection: connection as never,
     prefix: queuePrefix,
     concurrency: options.concurrency ?? 1,
@@ -156,6 +204,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
           await boundedWait(worker.close(true), 1000);
         }
       }
+      if (options.telemetry !== undefined) await boundedWait(options.telemetry.forceFlush(), closeTimeoutMs);
       await boundedWait(queue.close(), closeTimeoutMs);
       if (hub !== undefined) await boundedWait(hub.then((h) => h.close()), closeTimeoutMs);
       for (const c of [connection, queue.opts.connection as RedisClient]) {
