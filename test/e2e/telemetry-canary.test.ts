@@ -1,0 +1,179 @@
+// Canary secrets through a worker and the real CLI: distinct secrets planted in the worker's
+// environment, in a job's env overlay (by reference, under a secret name and under a plain one), in
+// the CLI's stderr (a wrapper around the CLI prints one), in a Bash tool's output, in the command the
+// model asks Bash to run, in an API error message from the model server, and in an error thrown by an
+// event observer. Spans go over OTLP/HTTP (json) to a real receiver on loopback. Afterwards every
+// OTLP request body, every worker log line, every Redis key under the queue and log prefixes and every
+// event-log entry except session snapshots (the session file is kept as the CLI wrote it, for resume)
+// must hold no canary, while the same spans still name the tool and the error kind.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { chmodSync, realpathSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ATTEMPT_SPAN_NAME, createLogger, createScrubber, GENAI, redactionMarker, startTelemetry, toolSpanName } from "../../src/telemetry/index.ts";
+import type { RedisClient } from "../../src/log/index.ts";
+import { startOtlpReceiver } from "../telemetry/otlp-receiver.ts";
+import { dataOf, rig } from "../worker/_more.ts";
+
+const canary = (what: string): string => `cnry${what}${randomBytes(8).toString("hex")}`;
+
+type Scanner = { scan(...a: unknown[]): Promise<[string, string[]]> };
+
+/** Every value under `pattern`, as text; stream entries of session snapshots (and their blobs) left out. */
+async function dumpKeys(redis: RedisClient, pattern: string): Promise<Map<string, string>> {
+  const keys: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = await (redis as unknown as Scanner).scan(cursor, "MATCH", pattern, "COUNT", 500);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== "0");
+  const out = new Map<string, string>();
+  const snapshotBlobs = new Set<string>();
+  const later: string[] = [];
+  for (const key of keys) {
+    const type = await redis.type(key);
+    if (type === "string") later.push(key);
+    else if (type === "hash") out.set(key, JSON.stringify(await redis.hgetall(key)));
+    else if (type === "list") out.set(key, JSON.stringify(await redis.lrange(key, 0, -1)));
+    else if (type === "set") out.set(key, JSON.stringify(await redis.smembers(key)));
+    else if (type === "zset") out.set(key, JSON.stringify(await redis.zrange(key, 0, -1, "WITHSCORES")));
+    else if (type === "stream") {
+      const kept: unknown[] = [];
+      for (const [id, fields] of await redis.xrange(key, "-", "+")) {
+        const e = fields[fields.indexOf("e") + 1] ?? "";
+        let rec: { kind?: string; b?: { s?: string } } = {};
+        try {
+          rec = JSON.parse(e) as typeof rec;
+        } catch {
+          // kept whole below
+        }
+        if (rec.kind === "session.snapshot") {
+          if (rec.b?.s !== undefined) snapshotBlobs.add(rec.b.s);
+          continue;
+        }
+        kept.push([id, fields]);
+      }
+      out.set(key, JSON.stringify(kept));
+    } else out.set(key, `<${type}>`);
+  }
+  for (const key of later) {
+    if ([...snapshotBlobs].some((s) => key.endsWith(`:blob:${s}`))) continue;
+    out.set(key, (await redis.get(key)) ?? "");
+  }
+  return out;
+}
+
+test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; spans keep tool names and error kinds", async () => {
+  const c = {
+    deploy: canary("deploy"),
+    greeting: canary("greet"),
+    stderr: canary("stderr"),
+    api: canary("api"),
+    registered: canary("reg"),
+  };
+  const secretEnv = {
+    DEPLOY_TOKEN: c.deploy,
+    WORKER_GREETING: c.greeting, // not secret by name: secret because a job references it
+    STDERR_NOTE_TOKEN: c.stderr,
+    API_SIGNING_SECRET: c.api,
+  };
+  const r = await rig({
+    responses: [
+      {
+        content: [
+          {
+            type: "tool_use",
+            name: "Bash",
+            input: { command: `echo "deploy=$DEPLOY_TOKEN greet=$GREETING"; echo ${c.registered}`, description: "print the secrets" },
+          },
+        ],
+      },
+      { content: [{ type: "text", text: "printed" }] },
+      { error: { status: 403, type: "permission_error", message: `request signature ${c.api} does not match` } },
+    ],
+  });
+  const receiver = await startOtlpReceiver();
+  const logLines: string[] = [];
+  const scrubber = createScrubber();
+  const logger = createLogger({ scrubber, level: "debug", destination: { write: (l: string) => void logLines.push(l) } });
+  const telemetry = startTelemetry({ scrubber, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" } });
+  // A wrapper around the real CLI that prints a secret from its environment to stderr.
+  const wrapper = join(r.space.dir("bin"), "claude-wrapper");
+  writeFileSync(wrapper, `#!/bin/sh\nprintf 'wrapper note: token=%s\\n' "$WRAPPER_TOKEN" >&2\nexec ${realpathSync("node_modules/.bin/claude")} "$@"\n`);
+  chmodSync(wrapper, 0o755);
+  let thrown = 0;
+  try {
+    const worker = r.worker({
+      logger,
+      scrubber,
+      telemetry,
+      secretEnv,
+      secretValues: { TEST_REGISTERED: c.registered },
+      claudeBin: wrapper,
+      sandboxed: true,
+      observer: {
+        onEvent() {
+          if (thrown++ === 0) throw new Error(`observer could not use ${c.registered} with ${c.deploy}`);
+        },
+      },
+    });
+    const env = {
+      DEPLOY_TOKEN: { fromEnv: "DEPLOY_TOKEN" },
+      GREETING: { fromEnv: "WORKER_GREETING" },
+      WRAPPER_TOKEN: { fromEnv: "STDERR_NOTE_TOKEN" },
+    };
+    const t1 = await r.producer.enqueueTurn({ prompt: "print them", cwd: r.ws, options: { skipPermissions: true, env } });
+    const r1 = await r.producer.waitForTurn(t1.turn, { timeoutMs: 60_000 });
+    assert.equal(r1.status, "finished", JSON.stringify(r1.event.data));
+    const t2 = await r.producer.enqueueTurn({ prompt: "this one fails", cwd: r.ws, options: { env } });
+    const r2 = await r.producer.waitForTurn(t2.turn, { timeoutMs: 60_000 });
+    assert.equal(r2.status, "failed", JSON.stringify({ r2, reqs: r.server.requests().map((q) => [q.kind, q.responseIndex, q.lastUserText.slice(0, 80)]) }));
+
+    // The CLI really saw the secrets: the model server got them back in the tool result.
+    const toModel = JSON.stringify(r.server.requests().map((q) => q.messages));
+    for (const v of [c.deploy, c.greeting, c.registered]) assert.ok(toModel.includes(v), "the Bash output reached the model");
+
+    await worker.close({ graceMs: 5000 });
+    await telemetry.shutdown();
+
+    // Each channel was exercised, and what it carried was replaced.
+    const events = [...(await r.events(t1.session)), ...(await r.events(t2.session))];
+    const logText = JSON.stringify(events.filter((e) => e.kind !== "session.snapshot"));
+    const stderrEvents = events.filter((e) => e.kind === "cli.stderr").map((e) => String(dataOf(e)["text"]));
+    assert.ok(stderrEvents.some((s) => s.includes(`token=${redactionMarker("WRAPPER_TOKEN")}`) || s.includes(`token=${redactionMarker("STDERR_NOTE_TOKEN")}`)), stderrEvents.join("\n"));
+    assert.ok(logText.includes(`deploy=${redactionMarker("DEPLOY_TOKEN")}`), "the Bash output is in the log, redacted");
+    assert.ok(logText.includes(redactionMarker("WORKER_GREETING")), "the referenced plain-named value is redacted");
+    assert.ok(logText.includes(redactionMarker("TEST_REGISTERED")), "the registered value in the Bash command is redacted");
+    assert.ok(logText.includes(`signature ${redactionMarker("API_SIGNING_SECRET")}`), JSON.stringify(events.filter((e) => e.turn === t2.turn && e.kind === "cli.line").map((e) => dataOf(e)["raw"])));
+    // Redacted raw lines still parse.
+    for (const e of events.filter((x) => x.kind === "cli.line")) JSON.parse(String(dataOf(e)["raw"]));
+    assert.ok(logLines.some((l) => l.includes("event observer threw") && l.includes(redactionMarker("TEST_REGISTERED"))), "the thrown error was logged, scrubbed");
+
+    const bodies = receiver.requests.map((q) => q.bodyText);
+    assert.ok(bodies.length > 0, "spans were exported");
+    const names = receiver.jsonSpanNames();
+    assert.ok(names.includes(toolSpanName("Bash")), names.join(", "));
+    assert.equal(names.filter((n) => n === ATTEMPT_SPAN_NAME).length, 2, names.join(", "));
+    const allSpans = bodies.join("\n");
+    assert.ok(allSpans.includes(`"key":"${GENAI.errorType}"`), "the failed attempt's span names its error kind");
+
+    const keys = new Map([...(await dumpKeys(r.redis, `${r.space.queuePrefix}*`)), ...(await dumpKeys(r.redis, `${r.space.logPrefix}*`))]);
+    assert.ok([...keys.keys()].some((k) => k.includes(t2.turn)), "the job records were dumped");
+    const sinks: Array<[string, string]> = [
+      ...bodies.map((b, i): [string, string] => [`OTLP request ${i}`, b]),
+      ...logLines.map((l, i): [string, string] => [`log line ${i}`, l]),
+      ...[...keys].map(([k, v]): [string, string] => [`redis ${k}`, v]),
+      ["event log", logText],
+    ];
+    for (const [name, value] of Object.entries(c)) {
+      const hits = sinks.filter(([, text]) => text.includes(value)).map(([where]) => where);
+      assert.deepEqual(hits, [], `canary ${name} leaked into: ${hits.join(", ")}`);
+    }
+  } finally {
+    await telemetry.shutdown();
+    await receiver.close();
+    await r.dispose();
+  }
+});
