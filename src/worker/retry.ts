@@ -26,9 +26,12 @@ export const RETRYABLE_KINDS: ReadonlySet<string> = new Set([
 ]);
 
 export function retryDelayMs(policy: RetryPolicy, attempt: number, hints: RetryHints | undefined, now = Date.now()): number {
-  let ms = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, attempt - 1));
-  if (hints?.resetsAtMs !== undefined && hints.resetsAtMs > now) ms = Math.max(ms, hints.resetsAtMs - now);
-  if (hints?.retryDelayMs !== undefined) ms = Math.max(ms, hints.retryDelayMs);
-  ms = Math.min(ms, policy.maxWaitMs);
-  return Math.round(ms * (0.9 + Math.random() * 0.2));
+  const backoff = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, attempt - 1)) * (0.9 + Math.random() * 0.2);
+  // The CLI's hints are a floor: jitter may only push past them (spreading a fleet that hit the same
+  // reset time), never undercut them.
+  let floor = 0;
+  if (hints?.resetsAtMs !== undefined && hints.resetsAtMs > now) floor = hints.resetsAtMs - now;
+  if (hints?.retryDelayMs !== undefined) floor = Math.max(floor, hints.retryDelayMs);
+  const hinted = floor * (1 + Math.random() * 0.1);
+  return Math.round(Math.min(Math.max(backoff, hinted), policy.maxWaitMs));
 }
