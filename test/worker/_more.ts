@@ -4,7 +4,11 @@ import { createProducer, type Producer } from "../../src/queue/index.ts";
 import { startTurnWorker, type TurnWorker, type TurnWorkerOptions } from "../../src/worker/index.ts";
 import { startModelServer, type ModelServer } from "../../src/testing/index.ts";
 import type { Envelope, RedisClient } from "../../src/log/index.ts";
-import { cleanupKeys, cliEnv, readAll, redisFor, testSpace, type TestSpace } from "./_support.ts";
+import { spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { cleanupKeys, cliEnv, NODE, readAll, redisFor, testSpace, type TestSpace, type WorkerProcess } from "./_support.ts";
 
 export interface Rig {
   space: TestSpace;
@@ -72,3 +76,70 @@ export function cliLines(events: Envelope[], attempt: number): Record<string, un
 }
 
 export const atMs = (e: Envelope): number => Date.parse(e.at);
+
+/** `turnstream worker <args>` as a process, logging JSON lines like startWorkerProcess's workers. */
+export async function startWorkerCommand(env: Record<string, string>, args: string[]): Promise<WorkerProcess> {
+  const child = spawn(NODE, [join(process.cwd(), "src", "bin", "turnstream.ts"), "worker", ...args], {
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: process.env["HOME"] ?? "/root", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: Record<string, unknown>[] = [];
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+  const waiters = new Set<() => void>();
+  createInterface({ input: child.stdout! }).on("line", (text) => {
+    try {
+      lines.push(JSON.parse(text) as Record<string, unknown>);
+    } catch {
+      lines.push({ msg: text });
+    }
+    for (const w of [...waiters]) w();
+  });
+  const wp: WorkerProcess = {
+    child,
+    pid: child.pid!,
+    lines,
+    waitFor(pred, timeoutMs, what) {
+      return new Promise((resolve, reject) => {
+        const check = (): void => {
+          const hit = lines.find(pred);
+          if (hit === undefined) return;
+          done();
+          resolve(hit);
+        };
+        const t = setTimeout(() => (done(), reject(new Error(`worker ${child.pid}: timed out waiting for ${what}; stderr: ${stderr.slice(-800)}`))), timeoutMs);
+        const done = (): void => {
+          clearTimeout(t);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+        void exited.then(() => (done(), reject(new Error(`worker ${child.pid} exited while waiting for ${what}; stderr: ${stderr.slice(-800)}`))));
+        check();
+      });
+    },
+    exited,
+    kill: (signal = "SIGTERM") => void child.kill(signal),
+  };
+  await wp.waitFor((l) => l["msg"] === "worker ready", 20000, "worker ready");
+  return wp;
+}
+
+/** The process whose command line contains `needle` and whose environment names `root`: pid and tree marker. */
+export function findTreeProcess(needle: string, root: string): { pid: number; marker: string; env: string } | undefined {
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${name}/cmdline`, "latin1").replaceAll("\0", " ");
+      if (!cmd.includes(needle)) continue;
+      const env = readFileSync(`/proc/${name}/environ`, "latin1");
+      const m = /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(env);
+      if (m && env.includes(root)) return { pid: Number(name), marker: m[1]!, env };
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}

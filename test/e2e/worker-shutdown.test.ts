@@ -1,0 +1,157 @@
+// SIGTERM to a worker process with a turn running: the shutdown is bounded by the grace period plus
+// the kill grace, the CLI's tree is ended, the attempt is recorded abandoned and the job handed back,
+// so a worker started afterwards completes the turn. With Redis gone the shutdown stays bounded.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { connectRedis } from "../../src/log/index.ts";
+import { createProducer } from "../../src/queue/index.ts";
+import { startModelServer } from "../../src/testing/index.ts";
+import { startRedisServer } from "../support/redis-server.ts";
+import { cleanupKeys, cliEnv, readAll, redisFor, startWorkerProcess, testSpace, treeMembers, waitUntil, type WorkerProcess } from "../worker/_support.ts";
+import { dataOf, findTreeProcess, kindsOf, startWorkerCommand } from "../worker/_more.ts";
+
+const GRACE_MS = 500;
+const KILL_GRACE_MS = 2000; // the worker's default
+const CLOSE_TIMEOUT_MS = 5000; // the worker's default, for connections that do not answer
+
+test("SIGTERM with a running turn: bounded exit, tree gone, attempt abandoned, the next worker completes the turn", async () => {
+  const space = testSpace();
+  const server = await startModelServer({
+    script: {
+      responses: [
+        { content: [{ type: "tool_use", name: "Bash", input: { command: "echo begin; sleep 30; echo slept", description: "wait" } }] },
+        { content: [{ type: "text", text: "completed after the restart" }] },
+      ],
+    },
+  });
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const ws = space.workspace();
+  const env = (name: string): Record<string, string> => ({
+    REDIS_URL: "redis://127.0.0.1:6379",
+    ...cliEnv(server.url),
+    TURNSTREAM_WORKSPACE_ROOTS: ws,
+    TURNSTREAM_LOG_PREFIX: space.logPrefix,
+    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
+    TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${name}`),
+    TURNSTREAM_INSTANCE_ID: `inst-${name}`,
+    TURNSTREAM_SANDBOXED: "1",
+    TURNSTREAM_SHUTDOWN_GRACE_MS: String(GRACE_MS),
+  });
+  const a = await startWorkerProcess(env("a"));
+  let b: Awaited<ReturnType<typeof startWorkerProcess>> | undefined;
+  try {
+    const t = await producer.enqueueTurn({ prompt: "run the slow command", cwd: ws, options: { skipPermissions: true } });
+    let sleep: ReturnType<typeof findTreeProcess>;
+    await waitUntil(() => (sleep = findTreeProcess("sleep 30", `${space.root}/root-a/`)) !== undefined, 30000, "the Bash tool's sleep to start");
+    assert.ok(treeMembers(sleep!.marker).length >= 2, "the CLI and its Bash command carry the marker");
+
+    const t0 = Date.now();
+    a.kill("SIGTERM");
+    const exit = await a.exited;
+    const took = Date.now() - t0;
+    assert.equal(exit.code, 0);
+    assert.ok(took <= GRACE_MS + KILL_GRACE_MS + 2500, `worker exited after ${took} ms`);
+    assert.ok(took >= GRACE_MS, `the running turn had its grace period (${took} ms)`);
+    assert.deepEqual(treeMembers(sleep!.marker), [], "the CLI's tree is gone when the worker has exited");
+
+    const before = (await readAll(producer.log, t.session)).filter((e) => e.turn === t.turn);
+    assert.deepEqual(kindsOf(before), ["turn.queued", "attempt.started", "cli.exit", "attempt.abandoned"]);
+    assert.deepEqual(dataOf(before.at(-1)!), { reason: "shutdown", attempt: 1, retry: true });
+    assert.ok(
+      before.some((e) => e.kind === "cli.line" && String(dataOf(e)["raw"]).includes('"name":"Bash"')),
+      "attempt 1 had reached the tool call",
+    );
+
+    b = await startWorkerProcess(env("b"));
+    const r = await producer.waitForTurn(t.turn, { timeoutMs: 30000 });
+    assert.equal(r.status, "finished", JSON.stringify(r.event.data));
+    assert.equal(r.attempt, 2);
+    assert.equal(r.resultText, "completed after the restart");
+    const events = (await readAll(producer.log, t.session)).filter((e) => e.turn === t.turn);
+    const started = events.filter((e) => e.kind === "attempt.started");
+    assert.equal(started.length, 2);
+    assert.match(String(dataOf(started[1]!)["worker"]), new RegExp(`-${b.pid}-`), "attempt 2 ran on the second worker");
+    assert.ok(started[1]!.epoch > started[0]!.epoch);
+    assert.equal(events.filter((e) => e.kind === "attempt.abandoned").length, 1, "the shutdown's own record; nobody re-records it as crashed");
+    assert.equal(events.at(-1)!.kind, "turn.finished");
+  } finally {
+    a.kill("SIGKILL");
+    b?.kill("SIGTERM");
+    await Promise.all([a.exited, b?.exited]);
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    await server.close();
+    space.cleanup();
+  }
+});
+
+/** Resolves with the exit, or "still running" once `ms` have passed (the caller then kills it). */
+function exitWithin(w: WorkerProcess, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | "still running"> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    w.exited.finally(() => clearTimeout(timer)),
+    new Promise<"still running">((resolve) => (timer = setTimeout(() => resolve("still running"), ms))),
+  ]);
+}
+
+// Both ways of running a worker process: the entry point (grace from the environment) and the
+// command (grace from --grace-ms). With a turn running, the CLI's tree must be ended too.
+for (const c of [
+  { name: "workers/turn-worker.ts, TURNSTREAM_SHUTDOWN_GRACE_MS, a turn running", command: false, turn: true },
+  { name: "turnstream worker --grace-ms, idle", command: true, turn: false },
+]) {
+  test(`SIGTERM while Redis is unreachable (${c.name}): the worker exits within a bound`, async () => {
+    const space = testSpace();
+    const redisServer = await startRedisServer();
+    const server = await startModelServer({
+      script: { responses: [{ content: [{ type: "tool_use", name: "Bash", input: { command: "echo begin; sleep 31; echo slept", description: "wait" } }] }] },
+    });
+    const redis = connectRedis({ url: redisServer.url });
+    redis.on("error", () => undefined);
+    const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+    const ws = space.workspace();
+    const env: Record<string, string> = {
+      REDIS_URL: redisServer.url,
+      ...cliEnv(server.url),
+      TURNSTREAM_WORKSPACE_ROOTS: ws,
+      TURNSTREAM_LOG_PREFIX: space.logPrefix,
+      TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
+      TURNSTREAM_INSTANCE_ROOT: space.dir("root-w"),
+      TURNSTREAM_SANDBOXED: "1",
+    };
+    const w = c.command
+      ? await startWorkerCommand(env, ["--grace-ms", String(GRACE_MS)])
+      : await startWorkerProcess({ ...env, TURNSTREAM_SHUTDOWN_GRACE_MS: String(GRACE_MS) });
+    try {
+      let sleep: ReturnType<typeof findTreeProcess>;
+      if (c.turn) {
+        await producer.enqueueTurn({ prompt: "run the slow command", cwd: ws, options: { skipPermissions: true } });
+        await waitUntil(() => (sleep = findTreeProcess("sleep 31", `${space.root}/root-w/`)) !== undefined, 30000, "the Bash tool's sleep to start");
+      }
+      await producer.close();
+      await redisServer.stop("SIGKILL");
+
+      // Documented: about grace + kill grace + close timeout; the forced close and the connection quits
+      // that follow have 1 s bounds of their own (measured: ~9.5 s for the values here).
+      const bound = GRACE_MS + KILL_GRACE_MS + CLOSE_TIMEOUT_MS + 3000;
+      const t0 = Date.now();
+      w.kill("SIGTERM");
+      const exit = await exitWithin(w, bound + 4000);
+      const took = Date.now() - t0;
+      const stopped = w.lines.some((l) => l["msg"] === "worker stopped");
+      assert.notEqual(exit, "still running", `no exit ${took} ms after SIGTERM (${stopped ? "it had logged 'worker stopped'" : "shutdown not finished"})`);
+      assert.deepEqual(exit, { code: 0, signal: null }, `a clean exit although Redis is gone; last log: ${JSON.stringify(w.lines.slice(-3))}`);
+      assert.ok(took <= bound, `worker exited after ${took} ms`);
+      if (sleep !== undefined) assert.deepEqual(treeMembers(sleep.marker), [], "the CLI's tree is gone when the worker has exited");
+    } finally {
+      w.kill("SIGKILL");
+      await w.exited;
+      redis.disconnect();
+      await server.close();
+      await redisServer.dispose();
+      space.cleanup();
+    }
+  });
+}
