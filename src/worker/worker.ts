@@ -197,15 +197,21 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
       // Not force: BullMQ stops fetching and waits for the processors, which we end below.
       const closed = worker.close();
       closed.catch(() => undefined);
-      if (!(await boundedWait(closed, graceMs))) {
+      // With nothing running there is nothing to wait for but BullMQ itself (which hangs while Redis
+      // is unreachable), so an idle worker does not spend its grace period.
+      const idle = running.size === 0;
+      if (!(await boundedWait(closed, idle ? Math.min(graceMs, closeTimeoutMs) : graceMs))) {
         for (const r of running.values()) r.stop("shutdown");
-        if (!(await boundedWait(closed, killGraceMs + closeTimeoutMs))) {
+        if (idle || !(await boundedWait(closed, killGraceMs + closeTimeoutMs))) {
           logger.warn({ worker: id }, "worker did not close in time; forcing");
-          await boundedWait(worker.close(true), 1000);
+          if (!(await boundedWait(worker.close(true), 1000))) {
+            // BullMQ's own connections retry forever and their timers would keep the process alive.
+            void worker.disconnect().catch(() => undefined);
+          }
         }
       }
       if (options.telemetry !== undefined) await boundedWait(options.telemetry.forceFlush(), closeTimeoutMs);
-      await boundedWait(queue.close(), closeTimeoutMs);
+      if (!(await boundedWait(queue.close(), closeTimeoutMs))) void queue.disconnect().catch(() => undefined);
       if (hub !== undefined) await boundedWait(hub.then((h) => h.close()), closeTimeoutMs);
       for (const c of [connection, queue.opts.connection as RedisClient]) {
         if (!(await boundedWait(c.quit(), 1000))) c.disconnect();
