@@ -40,7 +40,7 @@ const workers: WorkerProcess[] = await Promise.all(
       ANTHROPIC_API_KEY: "sk-ant-load-dummy-000000",
       CLAUDE_BIN: fake,
       TURNSTREAM_WORKSPACE_ROOTS: ws,
-      TURNSTREAM_LOG_PREFIX: space.logPrefix,
+      TURNSTREAM_PREFIX: space.logPrefix,
       TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
       TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${i}`),
       TURNSTREAM_CONCURRENCY: "2",

@@ -53,7 +53,7 @@ test("run --wait follows a turn on a worker process; status sees the worker; a b
     },
   });
   const ws = space.workspace();
-  const common = { TURNSTREAM_PREFIX: space.logPrefix, TURNSTREAM_LOG_PREFIX: space.logPrefix, TURNSTREAM_QUEUE_PREFIX: space.queuePrefix };
+  const common = { TURNSTREAM_PREFIX: space.logPrefix, TURNSTREAM_QUEUE_PREFIX: space.queuePrefix };
   const worker = await startWorkerProcess({
     ...cliEnv(server.url),
     ...common,

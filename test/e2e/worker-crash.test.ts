@@ -42,7 +42,7 @@ test("kill -9 of a worker mid-Bash: another worker completes the turn, the dead 
     REDIS_URL: "redis://127.0.0.1:6379",
     ...cliEnv(server.url),
     TURNSTREAM_WORKSPACE_ROOTS: ws,
-    TURNSTREAM_LOG_PREFIX: space.logPrefix,
+    TURNSTREAM_PREFIX: space.logPrefix,
     TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
     TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${name}`),
     TURNSTREAM_SANDBOXED: "1",

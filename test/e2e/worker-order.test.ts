@@ -16,7 +16,7 @@ test("3 sessions × 5 turns on 2 workers: order per session kept, attempts of a 
     REDIS_URL: "redis://127.0.0.1:6379",
     ...cliEnv(server.url),
     TURNSTREAM_WORKSPACE_ROOTS: ws,
-    TURNSTREAM_LOG_PREFIX: space.logPrefix,
+    TURNSTREAM_PREFIX: space.logPrefix,
     TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
     TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${name}`),
     TURNSTREAM_CONCURRENCY: "2",

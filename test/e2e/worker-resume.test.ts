@@ -20,7 +20,7 @@ async function resumeAcrossWorkers(redisEnv: Record<string, string>, clusterNode
     ...redisEnv,
     ...cliEnv(server.url),
     TURNSTREAM_WORKSPACE_ROOTS: ws,
-    TURNSTREAM_LOG_PREFIX: space.logPrefix,
+    TURNSTREAM_PREFIX: space.logPrefix,
     TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
     TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${name}`),
     TURNSTREAM_INSTANCE_ID: `inst-${name}`,
