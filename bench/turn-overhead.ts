@@ -1,6 +1,6 @@
 // 40 turns over 4 sessions through producer → BullMQ → worker (concurrency 2) → event log, against 40
 // bare `claude -p` runs doing the same CLI work (same 4 sessions, later turns --resume, 2 at a time)
-// with the same script. Ratio = queued wall time / bare wall time, one run each (bare first).
+// with the same script. Ratio = best queued wall time / best bare wall time over two ABBA rounds.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -72,8 +72,14 @@ async function queued(tag: string, turns: number): Promise<number> {
 // Warm-up, not counted.
 await bareRun(mkdtempSync(join(space.root, "warm-")), undefined);
 await queued("warm", 2);
-const bareMs = await bare();
-const queuedMs = await queued("run", TURNS);
+// Two rounds in ABBA order (bare, queued, queued, bare), best of each: a slow moment on the shared
+// machine then hits both sides instead of deciding the ratio.
+let bareMs = Infinity;
+let queuedMs = Infinity;
+bareMs = Math.min(bareMs, await bare());
+queuedMs = Math.min(queuedMs, await queued("run1", TURNS));
+queuedMs = Math.min(queuedMs, await queued("run2", TURNS));
+bareMs = Math.min(bareMs, await bare());
 await worker.close({ graceMs: 1000 });
 await producer.close();
 await cleanupKeys(redis, space);
