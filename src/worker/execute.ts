@@ -97,6 +97,11 @@ function waitBackoffMs(job: Job): number {
   return Math.min(2000, 50 * 2 ** Math.min(n, 6));
 }
 
+function notHeadDelayMs(job: Job): number {
+  const n = Math.max(1, job.attemptsStarted ?? 1);
+  return Math.min(30_000, 1000 * 2 ** Math.min(n - 1, 5));
+}
+
 async function delayJob(job: Job, token: string | undefined, ms: number): Promise<never> {
   await job.moveToDelayed(Date.now() + ms, token);
   throw new DelayedError();
@@ -203,7 +208,10 @@ export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string 
     await repairHead(deps, session, acq.head).catch((err: unknown) =>
       deps.logger.warn({ session, err: { message: (err as Error).message } }, "could not check the session's head turn"),
     );
-    await job.moveToDelayed(Date.now() + waitBackoffMs(job), token);
+    // Not our turn yet: the worker that ends the head promotes us, so this delay is only the safety net
+    // for a promotion lost to a crash. Short delays would have waiting turns bounce through the
+    // worker's slots and crowd out the ones that can run.
+    await job.moveToDelayed(Date.now() + notHeadDelayMs(job), token);
     // The head may have finished between our check and the move: then nobody would wake us.
     if ((await order.head(session)) === turn) await order.promote(turn);
     throw new DelayedError();
