@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { randomBytes } from "node:crypto";
 import { createEventLog, createWriter, connectRedis } from "../src/log/index.ts";
 import { startRedisServer, type RedisServer } from "../test/support/redis-server.ts";
+import { textSource } from "./_text.ts";
 
 const { values } = parseArgs({
   options: {
@@ -19,19 +20,7 @@ const total = Number(values.events);
 const batchEvents = Number(values.batch);
 
 // Deterministic pseudo-random sizes so runs are comparable.
-let state = 0x9e3779b9;
-function rand(): number {
-  state ^= state << 13;
-  state ^= state >>> 17;
-  state ^= state << 5;
-  return (state >>> 0) / 0x100000000;
-}
-const words = "the of and to in is that for it with as was on be by this are from at or an file line code function return value error test run build".split(" ");
-function text(bytes: number): string {
-  let s = "";
-  while (s.length < bytes) s += words[Math.floor(rand() * words.length)] + (rand() < 0.1 ? "\\n" : " ");
-  return s.slice(0, bytes);
-}
+const { rand, text } = textSource(0x9e3779b9);
 const sessionId = "4f1c2b9e-8d7a-4e6b-9c3d-2a1b0f9e8d7c";
 // Mix modelled on stream-json output: many short tool/assistant lines, some mid, a few large results.
 function line(i: number): string {

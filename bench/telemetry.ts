@@ -15,6 +15,7 @@ import { connectRedis, createEventLog, createWriter } from "../src/log/index.ts"
 import { parseLine, type ParsedLine } from "../src/protocol/index.ts";
 import { createAttemptSpans, createScrubber, startTelemetry } from "../src/telemetry/index.ts";
 import { startRedisServer, type RedisServer } from "../test/support/redis-server.ts";
+import { textSource, WORDS as words } from "./_text.ts";
 
 const { values } = parseArgs({
   options: {
@@ -26,19 +27,8 @@ const { values } = parseArgs({
 const total = Number(values.events);
 const rounds = Number(values.rounds);
 
-let state = 0x2545f491;
-function rand(): number {
-  state ^= state << 13;
-  state ^= state >>> 17;
-  state ^= state << 5;
-  return (state >>> 0) / 0x100000000;
-}
-const words = "the of and to in is that for it with as was on be by this are from at or an file line code function return value error test run build".split(" ");
-function text(bytes: number): string {
-  let s = "";
-  while (s.length < bytes) s += words[Math.floor(rand() * words.length)] + (rand() < 0.1 ? "\\n" : " ");
-  return s.slice(0, bytes);
-}
+// Deterministic pseudo-random sizes so runs are comparable.
+const { rand, text } = textSource(0x2545f491);
 
 const secrets: Record<string, string> = {};
 for (let i = 0; i < 20; i++) {
