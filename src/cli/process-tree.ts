@@ -124,13 +124,26 @@ export class ProcessTree {
     } catch {
       // group already gone
     }
-    for (const pid of members) {
-      try {
-        process.kill(pid, sig);
-        count++;
-      } catch {
-        // already gone
+    const signalled = new Set<number>();
+    const send = (pids: number[]): void => {
+      for (const pid of pids) {
+        if (signalled.has(pid)) continue;
+        signalled.add(pid);
+        try {
+          process.kill(pid, sig);
+          count++;
+        } catch {
+          // already gone
+        }
       }
+    };
+    send(members);
+    // A member may have forked (a Bash tool starting its own session) between the scan and the
+    // signal. After SIGKILL nothing of the tree can fork any more, so a rescan finds the stragglers.
+    for (let round = 0; sig === "SIGKILL" && round < 3; round++) {
+      const fresh = this.refresh().filter((pid) => !signalled.has(pid));
+      if (fresh.length === 0) break;
+      send(fresh);
     }
     return count;
   }

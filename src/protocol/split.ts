@@ -27,9 +27,10 @@ function asBuffer(chunk: Uint8Array): Buffer {
 }
 
 function isBlank(text: string): boolean {
-  // Cheap exit for the common case: a JSON line starts with "{".
+  // Cheap exit for the common case (a JSON line starts with "{"): a visible ASCII first character is
+  // never whitespace. Anything else goes to trim(), which knows every Unicode space (NBSP, \v, U+2028…).
   const c = text.charCodeAt(0);
-  if (c !== 0x20 && c !== 0x09 && c !== 0x0d && c !== 0xfeff) return false;
+  if (c > 0x20 && c < 0x7f) return false;
   return text.trim() === "";
 }
 

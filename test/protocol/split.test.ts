@@ -130,3 +130,10 @@ test("fuzz: lines keep their bytes (text decoded exactly, truncated ones hashed 
     { numRuns: 300 },
   );
 });
+
+test("lines of Unicode whitespace only (NBSP, vertical tab, U+2028, ideographic space) are blank and skipped", () => {
+  for (const ws of ["\u00a0", "\u000b", "\u000c", "\u2028", "\u3000", " \u00a0\t"]) {
+    const s = createLineSplitter({ maxLineBytes: 4 });
+    assert.deepEqual([...s.push(enc(`${ws}\n`)), ...s.end()], [], JSON.stringify(ws));
+  }
+});
