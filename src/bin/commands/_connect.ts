@@ -1,5 +1,5 @@
 // Redis for a one-shot command: a clear message and exit code 1 when it does not answer.
-import { DEFAULT_PREFIX, type RedisClient } from "../../log/index.ts";
+import { DEFAULT_PREFIX, isValidSessionId, type RedisClient } from "../../log/index.ts";
 import { connectForCommand, RedisUnavailableError } from "../../projector/index.ts";
 
 export async function redisOrExplain(command: string): Promise<RedisClient | undefined> {
@@ -33,4 +33,11 @@ export function queueConfigFromEnv(env: NodeJS.ProcessEnv = process.env): { logP
 /** The event log's key prefix: --prefix, else TURNSTREAM_PREFIX, else the log's default. */
 export function logPrefix(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   return flag ?? env["TURNSTREAM_PREFIX"] ?? DEFAULT_PREFIX;
+}
+
+/** True (after saying why on stderr) when `session` is not a valid session id. */
+export function rejectSessionId(command: string, session: string): boolean {
+  if (isValidSessionId(session)) return false;
+  process.stderr.write(`turnstream ${command}: session id must be 1-128 characters from A-Z a-z 0-9 _ . -\n`);
+  return true;
 }

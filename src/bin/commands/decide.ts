@@ -2,8 +2,8 @@
 import { userInfo } from "node:os";
 import { parseArgs } from "node:util";
 import { decide, DecisionError, InvalidRuleError } from "../../decisions/index.ts";
-import { connectRedis, createEventLog, isValidSessionId } from "../../log/index.ts";
-import { logPrefix } from "./_connect.ts";
+import { connectRedis, createEventLog } from "../../log/index.ts";
+import { logPrefix, rejectSessionId } from "./_connect.ts";
 
 export const summary = "allow or deny a pending supervised tool call (optionally as a lasting rule)";
 
@@ -56,10 +56,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(usage);
     return 2;
   }
-  if (!isValidSessionId(session)) {
-    process.stderr.write("turnstream decide: session id must be 1-128 characters from A-Z a-z 0-9 _ . -\n");
-    return 2;
-  }
+  if (rejectSessionId("decide", session)) return 2;
   if (values.rule !== undefined && values.always !== true) {
     process.stderr.write("turnstream decide: --rule only applies with --always\n");
     return 2;

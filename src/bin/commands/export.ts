@@ -3,8 +3,8 @@ import { createWriteStream } from "node:fs";
 import { once } from "node:events";
 import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
-import { connectRedis, createEventLog, exportJsonl, isValidSessionId } from "../../log/index.ts";
-import { logPrefix } from "./_connect.ts";
+import { connectRedis, createEventLog, exportJsonl } from "../../log/index.ts";
+import { logPrefix, rejectSessionId } from "./_connect.ts";
 
 export const summary = "write a session's event log as JSONL (one envelope per line)";
 
@@ -29,10 +29,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(usage);
     return 2;
   }
-  if (!isValidSessionId(session)) {
-    process.stderr.write("turnstream export: session id must be 1-128 characters from A-Z a-z 0-9 _ . -\n");
-    return 2;
-  }
+  if (rejectSessionId("export", session)) return 2;
   const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });

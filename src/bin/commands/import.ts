@@ -1,8 +1,8 @@
 // `turnstream import <session> FILE`: loads an exported JSONL log (same seq numbers) or a raw CLI
 // stdout recording (each line becomes a cli.line event) into an empty session.
 import { parseArgs } from "node:util";
-import { connectRedis, createEventLog, importFile, isValidSessionId } from "../../log/index.ts";
-import { logPrefix } from "./_connect.ts";
+import { connectRedis, createEventLog, importFile } from "../../log/index.ts";
+import { logPrefix, rejectSessionId } from "./_connect.ts";
 
 export const summary = "load an exported JSONL log or a raw CLI stdout recording into a new session";
 
@@ -29,10 +29,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(usage);
     return 2;
   }
-  if (!isValidSessionId(session)) {
-    process.stderr.write("turnstream import: session id must be 1-128 characters from A-Z a-z 0-9 _ . -\n");
-    return 2;
-  }
+  if (rejectSessionId("import", session)) return 2;
   const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });

@@ -1,7 +1,7 @@
 // `turnstream replay <session>`: rebuilds the read models from the log alone (never touching the
 // live ones) and prints them, optionally as of an event or a moment, optionally following.
 import { parseArgs } from "node:util";
-import { createEventLog, isValidSessionId } from "../../log/index.ts";
+import { createEventLog } from "../../log/index.ts";
 import {
   connectForCommand,
   createOutput,
@@ -17,7 +17,7 @@ import {
 } from "../../projector/index.ts";
 import { exportSessionTraces } from "./_export-traces.ts";
 import { defaultScrub } from "./_scrub.ts";
-import { logPrefix } from "./_connect.ts";
+import { logPrefix, rejectSessionId } from "./_connect.ts";
 
 export const summary = "rebuild a session's read models from its log (text, json or AI-SDK messages)";
 
@@ -103,10 +103,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     process.stderr.write(usage);
     return 2;
   }
-  if (!isValidSessionId(session)) {
-    process.stderr.write("turnstream replay: session id must be 1-128 characters from A-Z a-z 0-9 _ . -\n");
-    return 2;
-  }
+  if (rejectSessionId("replay", session)) return 2;
   const format = values.format as Format;
   if (!["text", "json", "messages"].includes(format)) {
     process.stderr.write("turnstream replay: --format must be text, json or messages\n");

@@ -1,9 +1,9 @@
 // `turnstream tail <session>`: a session's events as they arrive, one short line each.
 import { parseArgs } from "node:util";
-import { createEventLog, isValidSessionId, type Envelope } from "../../log/index.ts";
+import { createEventLog, type Envelope } from "../../log/index.ts";
 import { connectForCommand, createOutput, paint, summarizeEvent, type Output, type Scrub } from "../../projector/index.ts";
 import { defaultScrub } from "./_scrub.ts";
-import { logPrefix } from "./_connect.ts";
+import { logPrefix, rejectSessionId } from "./_connect.ts";
 
 export const summary = "print a session's events (seq, kind, summary), optionally following live";
 
@@ -64,10 +64,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     process.stderr.write(usage);
     return 2;
   }
-  if (!isValidSessionId(session)) {
-    process.stderr.write("turnstream tail: session id must be 1-128 characters from A-Z a-z 0-9 _ . -\n");
-    return 2;
-  }
+  if (rejectSessionId("tail", session)) return 2;
   const from = values.from === undefined ? 1 : Number(values.from);
   if (!Number.isSafeInteger(from) || from < 1) {
     process.stderr.write("turnstream tail: --from must be a positive event number\n");
