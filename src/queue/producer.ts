@@ -99,6 +99,12 @@ export function turnRecordKey(queuePrefix: string, turn: string): string {
   return `${queuePrefix}:turn:${turn}`;
 }
 
+/** Closes a queue from createTurnQueue and the connection it was given (BullMQ leaves a passed-in client open). */
+export async function closeTurnQueue(queue: Queue): Promise<void> {
+  await queue.close();
+  await (queue.opts.connection as RedisClient).quit().catch(() => undefined);
+}
+
 export async function sessionOfTurn(queue: Queue, turn: string, redis?: RedisClient): Promise<{ session: string; queuedSeq: number } | undefined> {
   if (redis !== undefined) {
     const rec = await redis.get(turnRecordKey(queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX, turn));
@@ -260,10 +266,7 @@ export function createProducer(config: QueueConfig): Producer {
     queue,
     log,
     order,
-    async close() {
-      await queue.close();
-      await (queue.opts.connection as RedisClient).quit().catch(() => undefined);
-    },
+    close: () => closeTurnQueue(queue),
   };
 }
 

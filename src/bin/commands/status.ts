@@ -1,6 +1,6 @@
 // `turnstream status`: queue counts, live workers, and the turns running now, per session.
 import { parseArgs } from "node:util";
-import { createTurnQueue } from "../../queue/index.ts";
+import { closeTurnQueue, createTurnQueue } from "../../queue/index.ts";
 import { queueConfigFromEnv, redisOrExplain } from "./_connect.ts";
 
 export const summary = "queue counts, live workers, running turns per session";
@@ -50,9 +50,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     return 0;
   } finally {
-    await queue.close();
-    // The queue's connection is our duplicate: BullMQ leaves a passed-in client open.
-    (queue.opts.connection as { disconnect(): void }).disconnect();
+    await closeTurnQueue(queue);
     redis.disconnect();
   }
 }
