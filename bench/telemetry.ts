@@ -20,7 +20,7 @@ import { textSource, WORDS as words } from "./_text.ts";
 const { values } = parseArgs({
   options: {
     events: { type: "string", default: "100000" },
-    rounds: { type: "string", default: "3" },
+    rounds: { type: "string", default: "5" },
     url: { type: "string" },
   },
 });

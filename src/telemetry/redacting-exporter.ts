@@ -33,22 +33,25 @@ class BatchScrub {
     return out;
   }
 
+  /** The attributes scrubbed; the very same object when scrubbing changes nothing (most spans). */
   attributes(attrs: Attributes | undefined): Attributes {
-    const out: Attributes = {};
-    if (attrs === undefined) return out;
+    if (attrs === undefined) return {};
+    let out: Attributes | undefined;
     for (const rawKey in attrs) {
       if (!Object.hasOwn(attrs, rawKey)) continue;
       const value = attrs[rawKey];
-      if (value === undefined || DROPPED.has(rawKey)) continue;
+      const drop = value === undefined || DROPPED.has(rawKey);
       let k = this.#keys.get(rawKey);
       if (k === undefined) {
         const key = this.name(rawKey);
         k = { key, secret: isSecretFieldName(key), values: new Map() };
         this.#keys.set(rawKey, k);
       }
-      out[k.key] = typeof value === "number" || typeof value === "boolean" ? value : this.#value(k, value);
+      const safe = drop ? undefined : typeof value === "number" || typeof value === "boolean" ? value : this.#value(k, value!);
+      if (out === undefined && (drop || k.key !== rawKey || safe !== value)) out = copyBefore(attrs, rawKey);
+      if (out !== undefined && !drop) out[k.key] = safe;
     }
-    return out;
+    return out ?? attrs;
   }
 
   #value(k: { key: string; secret: boolean; values: Map<string, string> }, value: AttributeValue): AttributeValue {
@@ -63,10 +66,34 @@ class BatchScrub {
     }
     if (Array.isArray(value)) {
       const ctx = { sink: "span", field: k.key };
-      return (value as Array<string | number | boolean | null | undefined>).map((v) => (typeof v === "string" ? this.#s.scrub(v, ctx) : v)) as AttributeValue;
+      const items = value as Array<string | number | boolean | null | undefined>;
+      const safe = items.map((v) => (typeof v === "string" ? this.#s.scrub(v, ctx) : v));
+      return safe.every((v, i) => v === items[i]) ? value : (safe as AttributeValue);
     }
     return value;
   }
+}
+
+/** `items` itself when `redact` changes none of them, else the redacted copies. */
+function sameOrCopies<T>(items: readonly T[], redact: (item: T) => T, same: (item: T, safe: T) => boolean): T[] {
+  let out: T[] | undefined;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    const safe = redact(item);
+    if (out === undefined && !same(item, safe)) out = items.slice(0, i);
+    out?.push(safe);
+  }
+  return out ?? (items as T[]);
+}
+
+/** A copy of the entries of `attrs` that come before `stop` (the first one scrubbing changes). */
+function copyBefore(attrs: Attributes, stop: string): Attributes {
+  const out: Attributes = {};
+  for (const key in attrs) {
+    if (key === stop) break;
+    if (Object.hasOwn(attrs, key) && attrs[key] !== undefined) out[key] = attrs[key];
+  }
+  return out;
 }
 
 export function scrubAttributes(attrs: Attributes | undefined, scrubber: Scrubber): Attributes {
@@ -113,34 +140,34 @@ export class RedactingSpanExporter implements SpanExporter {
     return this.#redact(span, new BatchScrub(this.#scrubber));
   }
 
+  // A span that scrubbing leaves unchanged (nearly all of them) goes through as it is: copying
+  // every span of a long run was most of the exporter's cost.
   #redact(span: ReadableSpan, b: BatchScrub): ReadableSpan {
-    const events: TimedEvent[] = span.events.map((e) => ({
-      time: e.time,
-      name: b.name(e.name),
-      attributes: b.attributes(e.attributes),
-      droppedAttributesCount: e.droppedAttributesCount ?? 0,
-    }));
-    const links: Link[] = span.links.map((l) => ({
-      context: l.context,
-      attributes: b.attributes(l.attributes),
-      droppedAttributesCount: l.droppedAttributesCount ?? 0,
-    }));
-    const status = span.status.message === undefined ? { ...span.status } : { ...span.status, message: b.name(span.status.message) };
+    const name = b.name(span.name);
+    const attributes = b.attributes(span.attributes);
+    const events = sameOrCopies(span.events, (e): TimedEvent => ({ time: e.time, name: b.name(e.name), attributes: b.attributes(e.attributes), droppedAttributesCount: e.droppedAttributesCount ?? 0 }), (e, safe) => safe.name === e.name && safe.attributes === e.attributes);
+    const links = sameOrCopies(span.links, (l): Link => ({ context: l.context, attributes: b.attributes(l.attributes), droppedAttributesCount: l.droppedAttributesCount ?? 0 }), (l, safe) => safe.attributes === l.attributes);
+    let changed = name !== span.name || attributes !== span.attributes || events !== span.events || links !== span.links;
+    const message = span.status.message === undefined ? undefined : b.name(span.status.message);
+    const resource = this.#resource(span.resource);
+    if (message !== span.status.message || resource !== span.resource) changed = true;
+    if (!changed) return span;
+    const status = message === undefined ? { ...span.status } : { ...span.status, message };
     const spanContext = span.spanContext();
     return {
-      name: b.name(span.name),
+      name,
       kind: span.kind,
       spanContext: () => spanContext,
       ...(span.parentSpanContext === undefined ? {} : { parentSpanContext: span.parentSpanContext }),
       startTime: span.startTime,
       endTime: span.endTime,
       status,
-      attributes: b.attributes(span.attributes),
+      attributes,
       links,
       events,
       duration: span.duration,
       ended: span.ended,
-      resource: this.#resource(span.resource),
+      resource,
       instrumentationScope: span.instrumentationScope,
       droppedAttributesCount: span.droppedAttributesCount,
       droppedEventsCount: span.droppedEventsCount,
@@ -151,8 +178,10 @@ export class RedactingSpanExporter implements SpanExporter {
   #resource(resource: Resource): Resource {
     const cached = this.#resources.get(resource);
     if (cached !== undefined && cached.known === this.#known) return cached.safe;
+    const raw = resource.attributes;
+    const attributes = scrubAttributes(raw, this.#scrubber);
     const options = resource.schemaUrl === undefined ? undefined : { schemaUrl: resource.schemaUrl };
-    const safe = resourceFromAttributes(scrubAttributes(resource.attributes, this.#scrubber), options);
+    const safe = attributes === raw ? resource : resourceFromAttributes(attributes, options);
     this.#resources.set(resource, { known: this.#known, safe });
     return safe;
   }

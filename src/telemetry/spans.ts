@@ -194,7 +194,10 @@ export function createAttemptSpans(options: AttemptSpansOptions): AttemptSpans {
     ...(parentSc !== undefined && trace.isSpanContextValid(parentSc) ? { parentSpanId: parentSc.spanId } : {}),
   };
 
+  // Open tool calls only: an ended span leaves the map, so a long run does not hold every span it
+  // made (keeping them promoted them all to the old generation, and GC time grew with the run).
   const tools = new Map<string, ToolState>();
+  const endedTools = new Set<string>();
   const classifier = new RunClassifier();
   let spans = 1;
   let lastMs = startMs;
@@ -218,14 +221,11 @@ export function createAttemptSpans(options: AttemptSpansOptions): AttemptSpans {
   function startTool(block: Obj, parentToolUseId: string | undefined, at: number): void {
     const id = str(block, "id");
     const name = str(block, "name") ?? "unknown";
-    if (id === undefined || tools.has(id)) return;
+    if (id === undefined || tools.has(id) || endedTools.has(id)) return;
     const parentTool = parentToolUseId === undefined ? undefined : tools.get(parentToolUseId);
     const ctx = parentTool === undefined ? rootCtx : trace.setSpan(rootCtx, parentTool.span);
-    const a: Attributes = {
-      [GENAI.operation]: "execute_tool",
-      [GENAI.toolName]: name,
-      [GENAI.toolCallId]: id,
-    };
+    // Literal keys (the GENAI names): computed keys in a literal are defined one by one, slower.
+    const a: Attributes = { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": id };
     if (parentToolUseId !== undefined) a["turnstream.tool.parent_call_id"] = parentToolUseId;
     if (captureContent && block["input"] !== undefined) a[GENAI.toolArguments] = scrub(JSON.stringify(block["input"]), GENAI.toolArguments);
     const span = tracer.startSpan(toolSpanName(name), { kind: SpanKind.INTERNAL, startTime: at, attributes: a }, ctx);
@@ -237,6 +237,8 @@ export function createAttemptSpans(options: AttemptSpansOptions): AttemptSpans {
     if (t.ended) return;
     t.ended = true;
     t.span.end(at);
+    tools.delete(t.id);
+    endedTools.add(t.id);
   }
 
   function failTool(t: ToolState, errorType: string, message: string): void {
@@ -443,28 +445,35 @@ export function createAttemptSpans(options: AttemptSpansOptions): AttemptSpans {
     onObject(o, raw, at);
   }
 
-  function onObject(o: unknown, raw: string, at: number): void {
+  // Hot: runs for every line of a run. Indexed loops and one read per field: the parsed objects
+  // have many shapes, so each property read is a slow (megamorphic) one.
+  function onObject(o: unknown, raw: string, at: number, parsed?: ParsedLine): void {
     if (!isObj(o)) return;
-    const type = str(o, "type");
-    // The classifier only reads the parsed object; hand it one without re-parsing.
-    const parsed = { category: "unknown", raw, type: type ?? "untyped", line: o } as ParsedLine;
-    if (type === "assistant") {
-      classifier.add(parsed);
-      const msg = isObj(o["message"]) ? o["message"] : undefined;
-      const model = str(msg, "model");
-      if (model !== undefined && model !== "<synthetic>") responseModel = model;
-      const content = Array.isArray(msg?.["content"]) ? (msg["content"] as unknown[]) : [];
-      const parentId = str(o, "parent_tool_use_id");
-      for (const b of content) if (isObj(b) && b["type"] === "tool_use") startTool(b, parentId, at);
+    const type = o["type"];
+    if (type === "assistant" || type === "result") {
+      // The classifier only reads the parsed object; hand it one without re-parsing.
+      classifier.add(parsed ?? ({ category: "unknown", raw, type, line: o } as ParsedLine));
+      if (type === "result") return onResult(o);
+      const msg = o["message"];
+      if (!isObj(msg)) return;
+      const model = msg["model"];
+      if (typeof model === "string" && model !== "<synthetic>") responseModel = model;
+      const content = msg["content"];
+      if (!Array.isArray(content)) return;
+      for (let i = 0; i < content.length; i++) {
+        const b: unknown = content[i];
+        if (isObj(b) && b["type"] === "tool_use") startTool(b, str(o, "parent_tool_use_id"), at);
+      }
     } else if (type === "user") {
-      const msg = isObj(o["message"]) ? o["message"] : undefined;
-      const content = Array.isArray(msg?.["content"]) ? (msg["content"] as unknown[]) : [];
-      for (const b of content) if (isObj(b) && b["type"] === "tool_result") onToolResult(b, o, at);
+      const msg = o["message"];
+      const content = isObj(msg) ? msg["content"] : undefined;
+      if (!Array.isArray(content)) return;
+      for (let i = 0; i < content.length; i++) {
+        const b: unknown = content[i];
+        if (isObj(b) && b["type"] === "tool_result") onToolResult(b, o, at);
+      }
     } else if (type === "system") {
       onSystem(o, str(o, "subtype") ?? "", at);
-    } else if (type === "result") {
-      classifier.add(parsed);
-      onResult(o);
     }
   }
 
@@ -533,7 +542,7 @@ export function createAttemptSpans(options: AttemptSpansOptions): AttemptSpans {
           if (typeof raw !== "string") return;
           // Only a parse of this very text stands in for parsing it; an invalid line has no object.
           if (parsed !== undefined && parsed.raw === raw && parsed.category !== "truncated") {
-            if (parsed.category !== "invalid") onObject(parsed.line, raw, at);
+            if (parsed.category !== "invalid") onObject(parsed.line, raw, at, parsed);
           } else onLine(raw, at);
           return;
         }

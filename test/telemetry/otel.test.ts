@@ -113,6 +113,37 @@ test("redacting exporter: no secret in name, attributes, status, events, links o
   await t.shutdown();
 });
 
+test("redacting exporter: a span with nothing to scrub goes through as it is; one secret copies only that span", async () => {
+  const scrubber = createScrubber({ values: { PLANTED: CANARY } });
+  const memory = new InMemorySpanExporter();
+  const seen: ReadableSpan[] = [];
+  const t = startTelemetry({
+    scrubber,
+    env: {},
+    processor: "simple",
+    exporter: { export: (spans, done) => (seen.push(...spans), memory.export(spans, done)), shutdown: () => memory.shutdown() },
+  });
+  const clean = t.tracer.startSpan("execute_tool Bash", { attributes: { "gen_ai.tool.name": "Bash", "gen_ai.tool.call.id": "toolu_1" } });
+  clean.addEvent("tool_result", { ok: true });
+  clean.end();
+  // The secret sits in the middle: keys before and after it must survive the copy, in order.
+  const dirty = t.tracer.startSpan("execute_tool Bash", { attributes: { first: "a", second: `x ${CANARY}`, third: 3, fourth: "d" } });
+  dirty.end();
+  const stacked = t.tracer.startSpan("thrown");
+  stacked.recordException(new Error("plain words"));
+  stacked.end();
+  await t.forceFlush();
+  assert.equal(seen.length, 3);
+  assert.equal(seen[0], clean as unknown as ReadableSpan, "the clean span is the SDK's own object");
+  assert.notEqual(seen[1], dirty as unknown as ReadableSpan);
+  assert.deepEqual(Object.entries(seen[1]!.attributes), [["first", "a"], ["second", "x [REDACTED:PLANTED]"], ["third", 3], ["fourth", "d"]]);
+  assert.equal((dirty as unknown as ReadableSpan).attributes["second"], `x ${CANARY}`, "the SDK's span is not modified");
+  const exc = seen[2]!.events.find((e) => e.name === "exception");
+  assert.equal(exc?.attributes?.["exception.message"], "plain words");
+  assert.equal(exc?.attributes?.["exception.stacktrace"], undefined, "a stack is dropped even when nothing else changes");
+  await t.shutdown();
+});
+
 for (const protocol of ["http/json", "http/protobuf"] as const) {
   test(`OTLP over ${protocol} to a loopback receiver: span names arrive, canaries never do`, async () => {
     const receiver = await startOtlpReceiver();

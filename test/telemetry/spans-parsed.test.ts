@@ -55,3 +55,13 @@ test("a parse of some other text is not trusted: the raw text decides", () => {
   const wrong = lines.map(() => parseLine('{"type":"system","subtype":"init","model":"not-this-one"}'));
   assert.deepEqual(build(lines, wrong, false), build(lines, undefined, false));
 });
+
+test("a tool call repeated after its result still makes one span (ended calls leave the open map)", () => {
+  const use = JSON.stringify({ type: "assistant", message: { id: "m1", role: "assistant", model: "claude-x", content: [{ type: "tool_use", id: "toolu_rep", name: "Bash", input: { command: "ls" } }] }, parent_tool_use_id: null });
+  const result = JSON.stringify({ type: "user", message: { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_rep", content: "ok" }] } });
+  const lines = [use, result, use, result];
+  for (const parsed of [undefined, lines.map(parseLine)]) {
+    const names = (build(lines, parsed, false) as Array<{ name: string }>).map((s) => s.name);
+    assert.deepEqual(names.sort(), ["execute_tool Bash", "invoke_agent claude-code"]);
+  }
+});
