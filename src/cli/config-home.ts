@@ -10,6 +10,7 @@ import { ClaudeCodeCliError } from "./errors.ts";
 import { envAuth } from "./env.ts";
 import { silentLogger, type Logger } from "./logger.ts";
 import { ConfigHomeOptionsSchema, type ConfigHomeOptions } from "./options.ts";
+import { processStartTime } from "./process-tree.ts";
 
 export const CREDENTIALS_FILE = ".credentials.json";
 
@@ -29,15 +30,6 @@ function instanceDir(root: string, instanceId: string): string {
   return join(root, "instances", instanceId);
 }
 
-function procStart(pid: number): string | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "latin1");
-    return text.slice(text.lastIndexOf(") ") + 2).split(" ")[19];
-  } catch {
-    return undefined;
-  }
-}
-
 interface LockContent {
   pid: number;
   start: string | undefined;
@@ -54,7 +46,7 @@ function lockIsLive(path: string): boolean {
     return (err as NodeJS.ErrnoException).code !== "ENOENT";
   }
   if (!Number.isInteger(lock.pid) || lock.pid <= 0) return false;
-  const start = procStart(lock.pid);
+  const start = processStartTime(lock.pid);
   return start !== undefined && (lock.start === undefined || start === lock.start);
 }
 
@@ -119,7 +111,7 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
   mkdirSync(homes, { recursive: true, mode: 0o700 });
   // Lock first, so a concurrent sweep never sees this home without its owner.
   const lockPath = join(liveDir, `${runId}.lock`);
-  const lock: LockContent = { pid: process.pid, start: procStart(process.pid), runId, createdAt: new Date().toISOString() };
+  const lock: LockContent = { pid: process.pid, start: processStartTime(process.pid), runId, createdAt: new Date().toISOString() };
   writeFileSync(lockPath, JSON.stringify(lock), { mode: 0o600, flag: "wx" });
   const dir = join(homes, runId);
   let copyHash: string | undefined;

@@ -29,6 +29,12 @@ function readStat(pid: number): ProcStat | undefined {
   return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), sid: Number(rest[3]), start: rest[19] ?? "" };
 }
 
+/** The process's start time (clock ticks since boot, /proc stat field 22): with the pid, it names one process. */
+export function processStartTime(pid: number): string | undefined {
+  const st = readStat(pid);
+  return st === undefined || st.start === "" ? undefined : st.start;
+}
+
 function readTable(): Map<number, ProcStat> {
   const table = new Map<number, ProcStat>();
   let names: string[];

@@ -53,7 +53,7 @@ export interface TurnHandle {
   readonly configHome: ConfigHome | undefined;
   /** Value of TURNSTREAM_TREE in the CLI's environment: every process of this run's tree inherits it. */
   readonly treeMarker: string;
-  /** The watchdog's pid (undefined with `watchdog: false`). */
+  /** Pid of the host's watchdog, shared by all its runs (undefined with `watchdog: false`). */
   readonly watchdogPid: number | undefined;
   /** Ends the whole tree (TERM, then KILL after killGraceMs); the outcome rejects with kind `killed`. */
   kill(): void;
@@ -195,7 +195,7 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
     tree = new ProcessTree(child.pid, ctx.marker);
     untrack = trackTree(tree);
     if (o.watchdog !== false) {
-      watchdog = startWatchdog({ hostPid: process.pid, cliPid: child.pid, marker: ctx.marker, killGraceMs });
+      watchdog = startWatchdog({ cliPid: child.pid, marker: ctx.marker, killGraceMs });
     }
   }
 

@@ -1,19 +1,36 @@
-// A detached POSIX-sh watchdog per run (works under dash). Once a second it checks the host and the
-// CLI; while both live it refreshes its own list of the CLI's tree from /proc (ppid walk, shared
-// process groups/sessions, the run's marker variable), so if the host dies it can still find Bash-tool
-// children that were reparented meanwhile. Host gone → TERM the tree, KILL after the grace period.
-// CLI gone → exit.
-import { spawn } from "node:child_process";
-import { TREE_MARKER_VAR } from "./process-tree.ts";
+// One detached POSIX-sh watchdog per host process (works under dash) ends the trees of the host's
+// runs if the host dies. It does not poll: it blocks reading a pipe whose only writer is the host.
+// The host writes one line whenever its set of runs changes: every run as `cli:start:marker:grace`.
+// End of file means the host is gone, however it died (SIGKILL included: the kernel closes the
+// pipe). Then, for each run of the last line, it collects the tree from /proc (the ppid walk from the
+// CLI, shared process groups/sessions, the run's marker variable), sends TERM, and KILLs what is left
+// after the grace period.
+//
+// Earlier versions started a watchdog per run that polled once a second. Spawning it cost the host
+// ~10 ms per run (forking a large process) and each poll ~30 ms of CPU per second per run; on a busy
+// worker that was more than the rest of a turn's bookkeeping. Waking at the moment the host dies
+// finds the same tree: the CLIs are still alive then (they are detached), so their descendants are
+// found through them, and the processes that left (`setsid`, `nohup`, reparented) carry the marker.
+import { spawn, type ChildProcess } from "node:child_process";
+import { processStartTime, TREE_MARKER_VAR } from "./process-tree.ts";
 
-// Arguments: $1 host pid, $2 CLI pid, $3 marker value, $4 grace in tenths of a second.
 export const WATCHDOG_SCRIPT = String.raw`
-host=$1; cli=$2; mark="${TREE_MARKER_VAR}=$3"; grace=$4; self=$$
-hoststart=$(awk '{ sub(/^.*\) /, ""); print $20 }' /proc/$host/stat 2>/dev/null)
-known="$cli"
+self=$$; runs=
+while read -r line; do runs=$line; done
+[ -n "$runs" ] || exit 0
+# The host is gone: gather every run's tree, then TERM, wait, KILL.
+seeds=; groups=; marks=; grace=1; ifs=$IFS
+for r in $runs; do
+  IFS=:; set -- $r; IFS=$ifs
+  cli=$1; clistart=$2; marks="$marks $3"
+  [ "$4" -gt "$grace" ] 2>/dev/null && grace=$4
+  # The CLI's pid only counts while it still names the same process.
+  start=$(awk '{ sub(/^.*\) /, ""); print $20 }' /proc/$cli/stat 2>/dev/null)
+  if [ -n "$clistart" ] && [ "$start" = "$clistart" ]; then seeds="$seeds $cli"; groups="$groups -$cli"; fi
+done
 collect() {
-  marked=$(grep -lzxF -e "$mark" /proc/[0-9]*/environ 2>/dev/null | sed 's#^/proc/##; s#/environ$##' | tr '\n' ' ')
-  cat /proc/[0-9]*/stat 2>/dev/null | awk -v seeds="$known $marked" -v self="$self" '
+  marked=$(for m in $marks; do grep -lzxF -e "${TREE_MARKER_VAR}=$m" /proc/[0-9]*/environ 2>/dev/null; done | sed 's#^/proc/##; s#/environ$##' | tr '\n' ' ')
+  cat /proc/[0-9]*/stat 2>/dev/null | awk -v seeds="$seeds $marked" -v self="$self" '
     { pid = $1; sub(/^.*\) /, ""); if ($1 == "Z" || $1 == "X") next
       n++; P[n] = pid; PP[n] = $2; PG[n] = $3; SI[n] = $4; alive[pid] = 1
       if (pid == self) { xs = $4; xg = $3 } }
@@ -31,58 +48,101 @@ collect() {
       out = ""; for (p in m) out = out " " p; print out
     }'
 }
-hostalive() {
-  [ -n "$hoststart" ] || return 1
-  now=$(awk '{ sub(/^.*\) /, ""); print $20 }' /proc/$host/stat 2>/dev/null)
-  [ "$now" = "$hoststart" ]
-}
-killtree() {
+known=$(collect)
+kill -TERM $groups $known 2>/dev/null
+i=0
+while [ "$i" -lt "$grace" ]; do
   known=$(collect)
-  kill -TERM -"$cli" $known 2>/dev/null
-  i=0
-  while [ "$i" -lt "$grace" ]; do
-    known=$(collect)
-    [ -z "$(echo $known)" ] && exit 0
-    sleep 0.1
-    i=$((i + 1))
-  done
-  known=$(collect)
-  kill -KILL -"$cli" $known 2>/dev/null
-  exit 0
-}
-while :; do
-  hostalive || killtree
-  [ -d /proc/$cli ] || exit 0
-  grep -q '^State:[[:space:]]*Z' /proc/$cli/status 2>/dev/null && exit 0
-  known=$(collect)
-  sleep 1
+  [ -z "$(echo $known)" ] && exit 0
+  sleep 0.1
+  i=$((i + 1))
 done
+known=$(collect)
+kill -KILL $groups $known 2>/dev/null
+exit 0
 `;
 
 export interface WatchdogHandle {
+  /** The host's watchdog process (shared by all of its runs). */
   pid: number | undefined;
+  /** The run is over: the watchdog forgets it. */
   stop(): void;
 }
 
-export function startWatchdog(opts: { hostPid: number; cliPid: number; marker: string; killGraceMs: number; shell?: string }): WatchdogHandle {
-  const tenths = Math.max(1, Math.ceil(opts.killGraceMs / 100));
-  const child = spawn(
-    opts.shell ?? "/bin/sh",
-    ["-c", WATCHDOG_SCRIPT, "turnstream-watchdog", String(opts.hostPid), String(opts.cliPid), opts.marker, String(tenths)],
-    // Its own session, no marker in its env (it must never find itself), nothing inherited but PATH.
-    { detached: true, stdio: "ignore", env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" } },
-  );
-  child.on("error", () => {});
-  child.unref();
+/** One run as the watchdog's line lists it. */
+export function watchdogEntry(run: { cliPid: number; marker: string; killGraceMs: number }): string {
+  const start = processStartTime(run.cliPid) ?? "";
+  return `${run.cliPid}:${start}:${run.marker}:${Math.max(1, Math.ceil(run.killGraceMs / 100))}`;
+}
+
+class HostWatchdog {
+  readonly #shell: string;
+  readonly #runs = new Map<number, string>();
+  #child: ChildProcess | undefined;
+  #next = 0;
+
+  constructor(shell: string) {
+    this.#shell = shell;
+  }
+
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  watch(entry: string): number {
+    const id = this.#next++;
+    this.#runs.set(id, entry);
+    this.#publish();
+    return id;
+  }
+
+  forget(id: number): void {
+    if (this.#runs.delete(id)) this.#publish();
+  }
+
+  #publish(): void {
+    const child = this.#child ?? this.#start();
+    child.stdin!.write(`${[...this.#runs.values()].join(" ")}\n`);
+  }
+
+  #start(): ChildProcess {
+    const child = spawn(this.#shell, ["-c", WATCHDOG_SCRIPT, "turnstream-watchdog"], {
+      // Its own session, no marker in its env (it must never find itself), nothing inherited but PATH.
+      // stdin is the pipe it waits on; our end is close-on-exec, so no other process holds it open.
+      detached: true,
+      stdio: ["pipe", "ignore", "ignore"],
+      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+    });
+    child.on("error", () => {});
+    child.stdin!.on("error", () => {});
+    // Killed from outside while we live: the next change starts a new one with the full list.
+    child.once("exit", () => {
+      if (this.#child === child) this.#child = undefined;
+      if (this.#runs.size > 0) queueMicrotask(() => this.#child === undefined && this.#runs.size > 0 && this.#publish());
+    });
+    // The watchdog must never keep the host's event loop alive.
+    child.unref();
+    (child.stdin as unknown as { unref?: () => void }).unref?.();
+    this.#child = child;
+    return child;
+  }
+}
+
+const watchdogs = new Map<string, HostWatchdog>();
+
+/** Watches one run with the host's watchdog (started on first use, one per shell). */
+export function startWatchdog(opts: { cliPid: number; marker: string; killGraceMs: number; shell?: string }): WatchdogHandle {
+  const shell = opts.shell ?? "/bin/sh";
+  let wd = watchdogs.get(shell);
+  if (wd === undefined) watchdogs.set(shell, (wd = new HostWatchdog(shell)));
+  const id = wd.watch(watchdogEntry(opts));
+  let stopped = false;
   return {
-    pid: child.pid,
+    pid: wd.pid,
     stop() {
-      if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
+      if (stopped) return;
+      stopped = true;
+      wd.forget(id);
     },
   };
 }

@@ -16,7 +16,7 @@ const h = runTurn({
 });
 let watchdog = h.watchdogPid;
 if (mode === "dash") {
-  watchdog = startWatchdog({ hostPid: process.pid, cliPid: h.pid!, marker: h.treeMarker, killGraceMs: 500, shell: "/usr/bin/dash" }).pid;
+  watchdog = startWatchdog({ cliPid: h.pid!, marker: h.treeMarker, killGraceMs: 500, shell: "/usr/bin/dash" }).pid;
 }
 h.outcome.catch(() => {});
 for await (const l of h.lines) {

@@ -50,7 +50,7 @@ for (const mode of ["wait", "dash"] as const) {
     assert.ok(sleepers.length > 0, "background processes exist before the host dies");
     host.kill("SIGKILL");
     await exited;
-    // Watchdog polls once a second, then TERM, then KILL after 0.5 s.
+    // The watchdog wakes when the host dies: TERM, then KILL after 0.5 s.
     await assertTreeDies(info.marker, info.cli, 6000);
     assert.ok(sleepers.every((p) => !alive(p)));
     await waitUntil(() => !alive(info.watchdog!), 3000, "the watchdog to exit");

@@ -1,0 +1,107 @@
+// The watchdog on its own, with plain `sleep` processes standing in for CLIs: one process serves
+// every run of the host, waits without polling, forgets runs that ended, ends the trees of the runs
+// it still knows when its pipe closes, and never takes a pid that now names another process.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { readFileSync, readdirSync } from "node:fs";
+import { startWatchdog, TREE_MARKER_VAR, WATCHDOG_SCRIPT, watchdogEntry } from "../../src/cli/index.ts";
+import { alive, waitUntil } from "./_support.ts";
+
+function fakeCli(marker: string): number {
+  // Detached: its own process group, as the CLI leads its own.
+  const child = spawn("sleep", ["60"], { detached: true, stdio: "ignore", env: { PATH: process.env["PATH"]!, [TREE_MARKER_VAR]: marker } });
+  child.unref();
+  return child.pid!;
+}
+
+/** /proc/<pid>/stat fields after `comm` (so [0] is the state, [1] the ppid, [19] the start time). */
+function statFields(pid: number): string[] {
+  const s = readFileSync(`/proc/${pid}/stat`, "latin1");
+  return s.slice(s.lastIndexOf(") ") + 2).split(" ");
+}
+
+/** CPU ticks (user + system, its own and its reaped children's) of a process. */
+function cpuTicks(pid: number): number {
+  const f = statFields(pid);
+  return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+}
+
+const childrenOf = (pid: number): number[] =>
+  readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        return statFields(Number(n))[1] === String(pid);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+
+test("one watchdog serves every run of the host; while it waits it runs nothing and uses no CPU", async () => {
+  const markers = [randomUUID(), randomUUID()];
+  const clis = markers.map(fakeCli);
+  const handles = clis.map((cliPid, i) => startWatchdog({ cliPid, marker: markers[i]!, killGraceMs: 200 }));
+  try {
+    assert.ok(handles[0]!.pid !== undefined && alive(handles[0]!.pid));
+    assert.equal(handles[1]!.pid, handles[0]!.pid, "the second run shares the first one's watchdog");
+    await new Promise((r) => setTimeout(r, 300));
+    const before = cpuTicks(handles[0]!.pid!);
+    await new Promise((r) => setTimeout(r, 2200));
+    assert.deepEqual(childrenOf(handles[0]!.pid!), [], "no polling processes");
+    assert.ok(cpuTicks(handles[0]!.pid!) - before <= 1, "no CPU while it waits");
+    for (const h of handles) h.stop();
+    assert.ok(clis.every(alive), "stopping a run touches nothing");
+  } finally {
+    for (const c of clis) process.kill(c, "SIGKILL");
+  }
+});
+
+/** Runs the script as a host would, sends `lines`, then closes the pipe as a dying host does. */
+async function hostDies(lines: string[]): Promise<void> {
+  const wd = spawn("/bin/sh", ["-c", WATCHDOG_SCRIPT, "wd"], { detached: true, stdio: ["pipe", "ignore", "ignore"] });
+  for (const l of lines) wd.stdin.write(`${l}\n`);
+  wd.stdin.end();
+  await new Promise((r) => wd.once("exit", r));
+}
+
+test("the pipe closes (the host died): the runs of the last line die, a run already forgotten does not", async () => {
+  const [m1, m2] = [randomUUID(), randomUUID()];
+  const [c1, c2] = [fakeCli(m1), fakeCli(m2)];
+  try {
+    const e1 = watchdogEntry({ cliPid: c1, marker: m1, killGraceMs: 200 });
+    const e2 = watchdogEntry({ cliPid: c2, marker: m2, killGraceMs: 200 });
+    await hostDies([e1, `${e1} ${e2}`, e2]);
+    await waitUntil(() => !alive(c2), 2000, "the watched CLI to die");
+    assert.equal(alive(c1), true, "the forgotten run is left alone");
+  } finally {
+    for (const c of [c1, c2]) if (alive(c)) process.kill(c, "SIGKILL");
+  }
+});
+
+test("a CLI pid that now names another process (start time differs) is left alone", async () => {
+  const marker = randomUUID();
+  const cli = fakeCli(marker);
+  try {
+    // A different marker, so only the pid could lead the watchdog to it.
+    await hostDies([`${cli}:1:${randomUUID()}:2`]);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(alive(cli), true);
+    assert.equal(statFields(cli)[19] !== "1", true);
+  } finally {
+    process.kill(cli, "SIGKILL");
+  }
+});
+
+test("a run found by its marker alone dies too (its CLI pid gone stale)", async () => {
+  const marker = randomUUID();
+  const member = fakeCli(marker);
+  try {
+    await hostDies([`999999:1:${marker}:2`]);
+    await waitUntil(() => !alive(member), 2000, "the marked process to die");
+  } finally {
+    if (alive(member)) process.kill(member, "SIGKILL");
+  }
+});
