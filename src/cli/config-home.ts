@@ -3,7 +3,8 @@
 // temp folders there. Each run gets `<instanceRoot>/instances/<instanceId>/config-homes/<runId>`
 // (0700) holding only a copy of the operator's `.credentials.json`, plus its own temp dirs.
 import { createHash, randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { ClaudeCodeCliError } from "./errors.ts";
@@ -25,6 +26,9 @@ export function operatorConfigDir(env: Record<string, string | undefined> = proc
   const dir = env["CLAUDE_CONFIG_DIR"];
   return dir !== undefined && dir.startsWith("/") ? dir : join(env["HOME"] ?? homedir(), ".claude");
 }
+
+/** Under the instance directory: homes whose run ended, waiting to be deleted. */
+const TRASH_DIR = "trash";
 
 function instanceDir(root: string, instanceId: string): string {
   return join(root, "instances", instanceId);
@@ -153,9 +157,19 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
             );
           }
         }
-        rmSync(dir, { recursive: true, force: true });
+        // Renamed away at once (the home is gone from config-homes when teardown returns), deleted
+        // off the event loop: a run's home holds the CLI's whole state tree, and removing it inline
+        // held up the end of every turn. What a crash leaves in trash, sweep removes.
+        const trash = join(inst, TRASH_DIR);
+        mkdirSync(trash, { recursive: true, mode: 0o700 });
+        const gone = join(trash, runId);
+        renameSync(dir, gone);
+        void rm(gone, { recursive: true, force: true }).catch((err: unknown) =>
+          logger.warn({ runId, configHome: gone, err: (err as Error).message }, "could not remove per-run config home"),
+        );
       } catch (err) {
-        logger.warn({ runId, configHome: dir, err: (err as Error).message }, "could not remove per-run config home");
+        logger.warn({ runId, configHome: dir, err: (err as Error).message }, "could not move away per-run config home");
+        rmSync(dir, { recursive: true, force: true });
       }
       try {
         unlinkSync(lockPath);
@@ -194,6 +208,12 @@ export function sweep(options: SweepOptions): SweepResult {
     const liveDir = join(inst, "live");
     const threshold = options.olderThanMs ?? 60 * 60 * 1000;
     const now = options.now ?? Date.now();
+    // Whatever is in trash belongs to no run: its owner moved it there to delete it.
+    try {
+      rmSync(join(inst, TRASH_DIR), { recursive: true, force: true });
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, "sweep could not empty the config-home trash");
+    }
     let names: string[];
     try {
       names = readdirSync(homes);

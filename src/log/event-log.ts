@@ -70,6 +70,12 @@ export interface TailOptions {
   pageSize?: number;
   /** How long one XREAD BLOCK waits before re-checking the signal. */
   blockMs?: number;
+  /**
+   * Only this turn's events. Other turns' entries are skipped before they are decoded: a producer
+   * waiting for one turn of a busy session would otherwise decode every snapshot and line of the
+   * turns around it.
+   */
+  turn?: string;
 }
 
 export interface EventLogOptions {
@@ -137,6 +143,12 @@ interface StoredRecord {
 
 function byteLength(s: string): number {
   return s.length * 3 <= 1024 ? s.length * 3 : Buffer.byteLength(s);
+}
+
+/** Whether the entry's stored record (field `e`) contains `needle`; a cheap pre-filter, not a parse. */
+function storedRecordHas(fields: string[], needle: string): boolean {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === "e") return fields[i + 1]!.includes(needle);
+  return true;
 }
 
 function rawForm(data: unknown): { raw: string; rest: Record<string, unknown> } | undefined {
@@ -429,6 +441,8 @@ export class EventLog {
     const conn = this.redis.duplicate();
     const onAbort = (): void => conn.disconnect();
     signal?.addEventListener("abort", onAbort, { once: true });
+    // The stored record is JSON with `turn` among its first keys; turn ids need no escaping in JSON.
+    const needle = options.turn === undefined ? undefined : `"turn":${JSON.stringify(options.turn)},`;
     try {
       let last = Math.max(1, options.fromSeq ?? 1) - 1;
       while (!signal?.aborted) {
@@ -450,6 +464,10 @@ export class EventLog {
         if (res === null) continue;
         for (const [, entries] of res) {
           for (const [id, fields] of entries) {
+            if (needle !== undefined && !storedRecordHas(fields, needle)) {
+              last = seqOfId(id);
+              continue;
+            }
             const ev = await this.#decode(session, k, id, fields);
             last = ev.seq;
             yield ev;

@@ -221,7 +221,7 @@ export function createProducer(config: QueueConfig): Producer {
           }, options.timeoutMs);
     const resultText = new Map<number, string>();
     try {
-      for await (const ev of log.tail(session, { fromSeq: queuedSeq, signal: ac.signal, blockMs: 1000 })) {
+      for await (const ev of log.tail(session, { fromSeq: queuedSeq, signal: ac.signal, blockMs: 1000, turn })) {
         if (ev.turn !== turn) continue;
         options.onEvent?.(ev);
         if (ev.kind === "cli.line") {

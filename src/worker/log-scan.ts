@@ -13,29 +13,42 @@ interface Head {
   dataAttempt: number | undefined;
 }
 
-const PAGE = 256;
+// Most scans end a few entries back (the previous turn's snapshot): the first page is small, later
+// ones grow, so a short scan does not fetch (and decode) hundreds of entries with their data.
+const FIRST_PAGE = 16;
+const MAX_PAGE = 256;
+// The stored record's leading keys, in encode()'s order; `data` (the bulk) comes after them.
+const HEAD = /^\{"v":\d+,"turn":("(?:[^"\\]|\\.)*"),"attempt":(\d+),"epoch":\d+,"at":"[^"]*","kind":"([^"\\]*)"/;
+
+function headOf(seq: number, env: string | undefined): Head | undefined {
+  const m = env === undefined ? null : HEAD.exec(env);
+  // Only an abandonment's own data is needed (which attempt it abandons): parse just those.
+  if (m !== null && m[3] !== "attempt.abandoned") return { seq, kind: m[3]!, turn: JSON.parse(m[1]!) as string, attempt: Number(m[2]), dataAttempt: undefined };
+  try {
+    const rec = JSON.parse(env ?? "{}") as { kind?: string; turn?: string; attempt?: number; data?: { attempt?: unknown } };
+    const da = rec.data?.attempt;
+    return { seq, kind: String(rec.kind), turn: String(rec.turn), attempt: Number(rec.attempt ?? 0), dataAttempt: typeof da === "number" ? da : undefined };
+  } catch {
+    return undefined; // an unreadable entry says nothing about attempts
+  }
+}
 
 async function* backwards(log: EventLog, session: string, limit = 200_000): AsyncGenerator<Head> {
   const key = log.keys(session).events;
   let end = "+";
   let seen = 0;
-  for (;;) {
-    const page = (await log.redis.xrevrange(key, end, "-", "COUNT", PAGE)) as [string, string[]][];
+  for (let size = FIRST_PAGE; ; size = Math.min(MAX_PAGE, size * 4)) {
+    const page = (await log.redis.xrevrange(key, end, "-", "COUNT", size)) as [string, string[]][];
     for (const [id, fields] of page) {
       const seq = Number(id.slice(id.indexOf("-") + 1));
       let env: string | undefined;
       for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === "e") env = fields[i + 1];
-      try {
-        const rec = JSON.parse(env ?? "{}") as { kind?: string; turn?: string; attempt?: number; data?: { attempt?: unknown } };
-        const da = rec.data?.attempt;
-        yield { seq, kind: String(rec.kind), turn: String(rec.turn), attempt: Number(rec.attempt ?? 0), dataAttempt: typeof da === "number" ? da : undefined };
-      } catch {
-        // an unreadable entry says nothing about attempts
-      }
+      const h = headOf(seq, env);
+      if (h !== undefined) yield h;
       if (++seen >= limit) return;
       if (seq <= 1) return;
     }
-    if (page.length < PAGE) return;
+    if (page.length < size) return;
     const last = page[page.length - 1]![0];
     end = `0-${Number(last.slice(last.indexOf("-") + 1)) - 1}`;
   }
@@ -75,6 +88,9 @@ export async function lastCliSessionId(log: EventLog, session: string): Promise<
 
 /** Attempts of `turn` below `current` that have an attempt.started and no end event. */
 export async function danglingAttempts(log: EventLog, session: string, turn: string, current: number): Promise<number[]> {
+  // A first attempt has none before it, and the scan back to the turn's turn.queued can be long
+  // (a producer that queued many turns at once put it far back).
+  if (current <= 1) return [];
   const started = new Set<number>();
   const ended = new Set<number>();
   for await (const h of backwards(log, session)) {

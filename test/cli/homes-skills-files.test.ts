@@ -4,6 +4,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, symlinkSync, utimesSync, writeFileSync, lstatSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitUntil } from "./_support.ts";
 import {
   captureSessionFile,
   ClaudeCodeCliError,
@@ -33,7 +34,7 @@ test("instance root defaults to the user data dir, not tmp", () => {
   assert.equal(defaultInstanceRoot({ HOME: "/h" }), "/h/.local/share/turnstream");
 });
 
-test("config home: 0700, only a 0600 credential copy, own temp dirs; teardown removes it; rewrite warns", () => {
+test("config home: 0700, only a 0600 credential copy, own temp dirs; teardown removes it; rewrite warns", async () => {
   const root = tmp("ts-root-");
   const operator = tmp("ts-op-");
   writeFileSync(join(operator, ".credentials.json"), '{"claudeAiOauth":{"refreshToken":"r1"}}', { mode: 0o644 });
@@ -51,7 +52,10 @@ test("config home: 0700, only a 0600 credential copy, own temp dirs; teardown re
   assert.deepEqual(sweep({ instanceId: "inst-a", instanceRoot: root, olderThanMs: 0 }).live, [home.runId]);
   writeFileSync(join(home.dir, ".credentials.json"), '{"claudeAiOauth":{"refreshToken":"r2"}}');
   home.teardown();
-  assert.equal(existsSync(home.dir), false);
+  assert.equal(existsSync(home.dir), false, "gone from config-homes when teardown returns");
+  const trash = join(root, "instances", "inst-a", "trash");
+  await waitUntil(() => readdirSync(trash).length === 0, 5000, "the background delete");
+  assert.deepEqual(readdirSync(join(root, "instances", "inst-a", "live")), [], "its lock is gone too");
   assert.equal(logger.warnings.length, 1);
   assert.match(logger.warnings[0]!, /rewrote the per-run credential copy/);
   // An unchanged copy does not warn.
@@ -97,8 +101,12 @@ test("sweep: removes old orphans of this instance only; never a live or young on
   // An old home whose lock owner is dead is an orphan.
   const deadHome = orphan("mine", "dead-owner", 3_600_000);
   writeFileSync(join(root, "instances", "mine", "live", "dead-owner.lock"), JSON.stringify({ pid: 2 ** 22 + 12345, runId: "dead-owner" }));
+  // A home moved to trash by a host that died before deleting it.
+  const trashed = join(root, "instances", "mine", "trash", "left-by-a-crash");
+  mkdirSync(join(trashed, "projects"), { recursive: true });
   const r = sweep({ instanceId: "mine", instanceRoot: root, olderThanMs: 600_000 });
   child.stdin!.end();
+  assert.equal(existsSync(trashed), false, "trash is emptied");
   assert.deepEqual(r.removed.sort(), ["dead-owner", "old-orphan"]);
   assert.deepEqual(r.live, ["live-run"]);
   assert.deepEqual(r.young, ["young-orphan"]);

@@ -236,6 +236,26 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       assert.deepEqual(seen, [2, 3, 4]);
     });
 
+    it("tail with a turn yields exactly that turn's events (lines, blobs, unfenced kinds) and skips the rest", async () => {
+      const s = session();
+      const blogs = createEventLog({ redis, prefix, blobCapBytes: 1024 });
+      const { epoch } = await blogs.beginAttempt(s, "t1");
+      const big = "y".repeat(3000);
+      // A turn id that is a prefix of another, and one mentioned inside another turn's data.
+      await blogs.append(s, epoch, [line("a", "t1"), line(big, "t10"), line('{"turn":"t1"}', "t2"), line(big, "t1"), { turn: "t1", attempt: 1, kind: "session.snapshot", data: { note: "t10" } }]);
+      await blogs.appendUnfenced(s, [{ turn: "t1", attempt: 0, kind: "turn.cancelled", data: { reason: "x" } }], { batchId: "c-t1:1" });
+      const ac = new AbortController();
+      const want = (await all(blogs.read(s))).filter((e) => e.turn === "t1").map((e) => e.seq);
+      const seen: number[] = [];
+      for await (const e of blogs.tail(s, { turn: "t1", signal: ac.signal, blockMs: 200 })) {
+        assert.equal(e.turn, "t1");
+        seen.push(e.seq);
+        if (seen.length === want.length) ac.abort();
+      }
+      assert.deepEqual(seen, want);
+      assert.equal(want.length, 4);
+    });
+
     it("sessions() lists indexed sessions and prunes ones whose keys are gone", async () => {
       const a = session();
       const b = session();
