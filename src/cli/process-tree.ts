@@ -74,6 +74,8 @@ export class ProcessTree {
   readonly rootPid: number;
   readonly marker: string;
   private readonly markerBytes: Buffer;
+  /** The CLI's start time (clock ticks since boot), when it could be read. */
+  private readonly rootStart: number | undefined;
   /** pid → start time, so a reused pid is never mistaken for a member. */
   private readonly known = new Map<number, string>();
 
@@ -83,6 +85,8 @@ export class ProcessTree {
     this.markerBytes = Buffer.from(`${TREE_MARKER_VAR}=${marker}`);
     const st = readStat(rootPid);
     if (st !== undefined) this.known.set(rootPid, st.start);
+    const start = Number(st?.start);
+    this.rootStart = Number.isFinite(start) && st?.start !== "" ? start : undefined;
   }
 
   /** Re-reads /proc and returns the live members (pids). */
@@ -99,7 +103,14 @@ export class ProcessTree {
       excludedGroups.add(self.sid);
     }
     const ok = (p: ProcStat): boolean => p.pid > 1 && p.pid !== process.pid;
-    for (const p of table.values()) if (ok(p) && !members.has(p.pid) && carriesMarker(p.pid, this.markerBytes)) members.add(p.pid);
+    // Only a process started since the CLI can carry the run's marker (all of them descend from
+    // it), so older ones are not read at all: on a busy host reading every environ was most of the
+    // cost of a refresh.
+    const since = this.rootStart;
+    for (const p of table.values()) {
+      if (since !== undefined && Number(p.start) < since) continue;
+      if (ok(p) && !members.has(p.pid) && carriesMarker(p.pid, this.markerBytes)) members.add(p.pid);
+    }
     for (let changed = true; changed; ) {
       changed = false;
       const groups = new Set<number>();

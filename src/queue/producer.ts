@@ -9,6 +9,7 @@ import { InvalidTurnError, UnknownTurnError, WaitTimeoutError } from "./errors.t
 import type { TurnCancelledData, TurnQueuedData } from "./events.ts";
 import { queuedWriter, sessionId, turnId } from "./ids.ts";
 import { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "./keys.ts";
+import { SessionFollowers } from "./follow.ts";
 import { SessionOrder } from "./order.ts";
 import { enqueueInputSchema, JOB_VERSION, parseOrThrow, renderPrompt, turnJobSchema, type EnqueueInput, type TurnJob } from "./schema.ts";
 
@@ -131,6 +132,7 @@ export function createProducer(config: QueueConfig): Producer {
   const queue = createTurnQueue(config);
   const queuePrefix = config.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
   const order = new SessionOrder({ redis: config.redis, logPrefix, queue });
+  const followers = new SessionFollowers(log);
 
   async function enqueueTurn(input: EnqueueInput): Promise<EnqueueResult> {
     const req = parseOrThrow(enqueueInputSchema, input);
@@ -220,37 +222,41 @@ export function createProducer(config: QueueConfig): Producer {
             ac.abort();
           }, options.timeoutMs);
     const resultText = new Map<number, string>();
-    try {
-      for await (const ev of log.tail(session, { fromSeq: queuedSeq, signal: ac.signal, blockMs: 1000, turn })) {
-        if (ev.turn !== turn) continue;
-        options.onEvent?.(ev);
-        if (ev.kind === "cli.line") {
-          const raw = strOf(ev.data, "raw");
-          if (raw !== undefined && raw.includes('"type":"result"')) {
-            try {
-              const line = JSON.parse(raw) as unknown;
-              const text = strOf(line, "type") === "result" ? strOf(line, "result") : undefined;
-              if (text !== undefined) resultText.set(ev.attempt, text);
-            } catch {
-              // not JSON after all: no result text
-            }
+    let result: TurnResult | undefined;
+    const onEvent = (ev: Envelope): boolean => {
+      options.onEvent?.(ev);
+      if (ev.kind === "cli.line") {
+        const raw = strOf(ev.data, "raw");
+        if (raw !== undefined && raw.includes('"type":"result"')) {
+          try {
+            const line = JSON.parse(raw) as unknown;
+            const text = strOf(line, "type") === "result" ? strOf(line, "result") : undefined;
+            if (text !== undefined) resultText.set(ev.attempt, text);
+          } catch {
+            // not JSON after all: no result text
           }
         }
-        if (TERMINAL_KINDS.includes(ev.kind)) {
-          const d = (ev.data ?? {}) as Record<string, unknown>;
-          const attempt = typeof d["attempt"] === "number" ? d["attempt"] : ev.attempt;
-          return {
-            session,
-            turn,
-            status: ev.kind.slice("turn.".length) as TurnStatus,
-            event: ev,
-            attempt,
-            resultText: strOf(d, "resultText") ?? resultText.get(attempt),
-            cliSessionId: strOf(d, "cliSessionId"),
-            errorKind: strOf(d, "errorKind"),
-          };
-        }
       }
+      if (!TERMINAL_KINDS.includes(ev.kind)) return false;
+      const d = (ev.data ?? {}) as Record<string, unknown>;
+      const attempt = typeof d["attempt"] === "number" ? d["attempt"] : ev.attempt;
+      result = {
+        session,
+        turn,
+        status: ev.kind.slice("turn.".length) as TurnStatus,
+        event: ev,
+        attempt,
+        resultText: strOf(d, "resultText") ?? resultText.get(attempt),
+        cliSessionId: strOf(d, "cliSessionId"),
+        errorKind: strOf(d, "errorKind"),
+      };
+      return true;
+    };
+    try {
+      await followers.follow(session, turn, queuedSeq, onEvent, ac.signal).catch((err: unknown) => {
+        if (!ac.signal.aborted) throw err;
+      });
+      if (result !== undefined) return result;
       if (timedOut) throw new WaitTimeoutError(turn, options.timeoutMs!);
       throw options.signal?.reason instanceof Error ? options.signal.reason : new Error(`waiting for turn ${turn} was aborted`);
     } finally {
@@ -266,7 +272,10 @@ export function createProducer(config: QueueConfig): Producer {
     queue,
     log,
     order,
-    close: () => closeTurnQueue(queue),
+    close: () => {
+      followers.close();
+      return closeTurnQueue(queue);
+    },
   };
 }
 
