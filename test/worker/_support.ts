@@ -45,9 +45,17 @@ export function testSpace(): TestSpace {
   };
 }
 
-/** Env for the CLI runs of a worker: the model server, a dummy key, no retries, no extra traffic. */
+let home: string | undefined;
+
+/**
+ * Env for the CLI runs of a worker: the model server, a dummy key, no retries, no extra traffic, and
+ * an empty HOME. The CLI's Bash tool sources the user's shell start-up files; this machine's (pyenv
+ * init) can block for a minute on a lock that a killed shell left behind, and tests kill shells.
+ */
 export function cliEnv(url: string): Record<string, string> {
+  home ??= mkdtempSync(join(tmpdir(), "ts-home-"));
   return {
+    HOME: home,
     ANTHROPIC_BASE_URL: url,
     ANTHROPIC_API_KEY: "sk-ant-test-dummy-key-0000",
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
