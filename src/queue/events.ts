@@ -68,10 +68,18 @@ export interface TurnCancelledData {
 
 export interface SessionSnapshotData {
   cliSessionId: string;
-  /** The session file's bytes exactly as the CLI wrote them, base64 (big ones go to a blob). */
+  /**
+   * The session file's bytes exactly as the CLI wrote them, base64 (big ones go to a blob); with
+   * `baseSeq`, only the bytes appended since the snapshot at that seq.
+   */
   base64: string;
+  /** Length and sha256 of the whole file. */
   bytes: number;
   sha256: string;
+  /** The snapshot this one extends (its file is a prefix of this one's). */
+  baseSeq?: number;
+  /** Deltas back to a whole snapshot (absent: this one is whole). */
+  depth?: number;
 }
 
 export interface SessionReplayedData {

@@ -12,20 +12,22 @@ if ARGV[3] ~= '' then redis.call('HSETNX', KEYS[3], 'onLostSession', ARGV[3]) en
 return 1
 `;
 
-// KEYS turns, lease · ARGV turn, token, px → {status, detail}
+// KEYS turns, lease, cancel · ARGV turn, token, px → {status, detail, cancelled (1/0)}
 // ok: this turn is the head and the lease is ours; wait: another turn is the head; busy: the lease
 // is held by someone else (detail = holder); gone: the turn is no longer pending (done or cancelled).
+// cancelled: a cancellation was requested for the turn (the caller records it instead of running).
 const ACQUIRE = `
+local c = redis.call('SISMEMBER', KEYS[3], ARGV[1])
 local head = redis.call('LINDEX', KEYS[1], 0)
-if not head then return {'gone', ''} end
+if not head then return {'gone', '', c} end
 if head ~= ARGV[1] then
-  if not redis.call('LPOS', KEYS[1], ARGV[1]) then return {'gone', head} end
-  return {'wait', head}
+  if not redis.call('LPOS', KEYS[1], ARGV[1]) then return {'gone', head, c} end
+  return {'wait', head, c}
 end
 local cur = redis.call('GET', KEYS[2])
-if cur and cur ~= ARGV[2] then return {'busy', cur} end
+if cur and cur ~= ARGV[2] then return {'busy', cur, c} end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-return {'ok', head}
+return {'ok', head, c}
 `;
 
 // KEYS lease, cancel · ARGV token, px, turn → ok | lost | cancelled
@@ -62,7 +64,7 @@ return redis.call('LINDEX', KEYS[1], 0) or ''
 
 const defs = {
   turnstreamQueueRegister: { keys: 3, lua: REGISTER },
-  turnstreamQueueAcquire: { keys: 2, lua: ACQUIRE },
+  turnstreamQueueAcquire2: { keys: 3, lua: ACQUIRE },
   turnstreamQueueRenew: { keys: 2, lua: RENEW },
   turnstreamQueueFinish: { keys: 3, lua: FINISH },
   turnstreamQueueRelease: { keys: 1, lua: RELEASE },
@@ -73,7 +75,7 @@ type Dynamic = Record<string, (...args: (string | number)[]) => Promise<unknown>
 
 export interface OrderScripts {
   register(keys: [string, string, string], turn: string, nowMs: number, onLostSession: string): Promise<number>;
-  acquire(keys: [string, string], turn: string, token: string, px: number): Promise<[string, string]>;
+  acquire(keys: [string, string, string], turn: string, token: string, px: number): Promise<[string, string, number]>;
   renew(keys: [string, string], token: string, px: number, turn: string): Promise<string>;
   finish(keys: [string, string, string], turn: string, token: string): Promise<string | null>;
   release(keys: [string], token: string): Promise<number>;
@@ -88,7 +90,7 @@ export function orderScripts(client: RedisClient): OrderScripts {
   const call = <T>(name: keyof typeof defs, ...args: (string | number)[]): Promise<T> => dyn[name]!.call(client, ...args) as Promise<T>;
   return {
     register: (k, turn, now, ols) => call("turnstreamQueueRegister", ...k, turn, now, ols),
-    acquire: (k, turn, token, px) => call("turnstreamQueueAcquire", ...k, turn, token, px),
+    acquire: (k, turn, token, px) => call("turnstreamQueueAcquire2", ...k, turn, token, px),
     renew: (k, token, px, turn) => call("turnstreamQueueRenew", ...k, token, px, turn),
     finish: (k, turn, token) => call("turnstreamQueueFinish", ...k, turn, token),
     release: (k, token) => call("turnstreamQueueRelease", ...k, token),

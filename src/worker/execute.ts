@@ -4,7 +4,7 @@
 // line appended as it arrives (through the log writer: ordered, batched, backpressure) with stderr
 // and the exit → a new snapshot → turn.finished / turn.failed → pop the turn, release the lease and
 // wake the next turn's job.
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { DelayedError, Job, UnrecoverableError } from "bullmq";
 import { runTurn, type TurnHandle, type TurnOutcome } from "../cli/index.ts";
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
@@ -24,7 +24,8 @@ import type {
 import { SESSION_ID_PATTERN } from "../log/index.ts";
 import type { Tracer } from "@opentelemetry/api";
 import { createAttemptSpans, type AttemptSpans, type Scrubber, type TraceIds } from "../telemetry/index.ts";
-import { danglingAttempts, lastCliSessionId, latestSnapshot, rebuildTranscript, type Snapshot } from "./log-scan.ts";
+import { danglingAttempts, lastCliSessionId, latestSnapshot, rebuildTranscript } from "./log-scan.ts";
+import { snapshotData, type Snapshot } from "./snapshots.ts";
 import { RETRYABLE_KINDS, retryDelayMs, type RetryPolicy } from "./retry.ts";
 import { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
 
@@ -189,8 +190,9 @@ export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string 
   const { order } = deps;
   const leaseToken = `${deps.settings.workerId}.${randomUUID()}`;
 
-  if (await order.cancelRequested(session, turn)) {
-    const acq = await order.acquire(session, turn, leaseToken, deps.settings.leaseMs);
+  // One step reads the cancel flag and tries the lease (a cancelled head turn takes it to end itself).
+  const acq = await order.acquire(session, turn, leaseToken, deps.settings.leaseMs);
+  if (acq.cancelled) {
     if (acq.status === "gone") return { outcome: "skipped" };
     if (acq.status === "ok" || acq.status === "wait") {
       const cancelled: TurnCancelledData = { reason: "cancelled before it ran", by: "producer" };
@@ -202,7 +204,6 @@ export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string 
     return delayJob(job, token, waitBackoffMs(job));
   }
 
-  const acq = await order.acquire(session, turn, leaseToken, deps.settings.leaseMs);
   if (acq.status === "gone") return { outcome: "skipped" };
   if (acq.status === "wait") {
     await repairHead(deps, session, acq.head).catch((err: unknown) =>
@@ -583,12 +584,7 @@ async function runAttempt(
     if (outcome !== undefined) {
       const cliSessionId = outcome.sessionId;
       if (outcome.sessionFile !== undefined && cliSessionId !== undefined) {
-        const snap: SessionSnapshotData = {
-          cliSessionId,
-          base64: outcome.sessionFile.toString("base64"),
-          bytes: outcome.sessionFile.length,
-          sha256: createHash("sha256").update(outcome.sessionFile).digest("hex"),
-        };
+        const snap: SessionSnapshotData = snapshotData(outcome.sessionFile, cliSessionId, resume === snapshot?.cliSessionId ? snapshot : undefined);
         await write("session.snapshot", snap);
       }
       if (replay !== undefined) {

@@ -4,4 +4,5 @@ export { executeTurnJob, type EventObserver, type ExecuteSettings, type RunningT
 export { DEFAULT_RETRY, RETRYABLE_KINDS, retryDelayMs, type RetryPolicy } from "./retry.ts";
 export { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
 export { parseWorkspaceRoots, workerConfigFromEnv, WorkerConfigError, type WorkerEnvConfig } from "./config.ts";
-export { danglingAttempts, lastCliSessionId, latestSnapshot, rebuildTranscript, type Snapshot } from "./log-scan.ts";
+export { danglingAttempts, lastCliSessionId, latestSnapshot, rebuildTranscript } from "./log-scan.ts";
+export { assembleSnapshot, MAX_SNAPSHOT_DEPTH, snapshotData, type Snapshot } from "./snapshots.ts";

@@ -4,6 +4,7 @@
 // the one event they need through the log's own reader.
 import { renderText } from "../protocol/index.ts";
 import { TERMINAL_KINDS, type Envelope, type EventLog } from "../log/index.ts";
+import { assembleSnapshot, type Snapshot } from "./snapshots.ts";
 
 interface Head {
   seq: number;
@@ -54,22 +55,10 @@ async function* backwards(log: EventLog, session: string, limit = 200_000): Asyn
   }
 }
 
-export interface Snapshot {
-  seq: number;
-  cliSessionId: string;
-  bytes: Buffer;
-}
-
-/** The session's latest `session.snapshot`, decoded (blobs resolved), or undefined when it has none. */
+/** The session's latest `session.snapshot` as the whole session file, or undefined when it has none (or it cannot be rebuilt). */
 export async function latestSnapshot(log: EventLog, session: string): Promise<Snapshot | undefined> {
   for await (const h of backwards(log, session)) {
-    if (h.kind !== "session.snapshot") continue;
-    for await (const ev of log.read(session, { fromSeq: h.seq, toSeq: h.seq })) {
-      const d = ev.data as { cliSessionId?: unknown; base64?: unknown };
-      if (typeof d?.cliSessionId === "string" && typeof d.base64 === "string") {
-        return { seq: h.seq, cliSessionId: d.cliSessionId, bytes: Buffer.from(d.base64, "base64") };
-      }
-    }
+    if (h.kind === "session.snapshot") return assembleSnapshot(log, session, h.seq);
   }
   return undefined;
 }

@@ -85,3 +85,22 @@ test("enqueue: same idempotency key twice enqueues once; the job holds reference
     space.cleanup();
   }
 });
+
+test("promote wakes a delayed turn job at once; a waiting or missing one is left as it is", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  try {
+    const delayed = await producer.queue.add("turn", {}, { jobId: `t_delayed${space.id}`, delay: 60_000 });
+    const waiting = await producer.queue.add("turn", {}, { jobId: `t_waiting${space.id}` });
+    await producer.order.promote(delayed.id!);
+    await producer.order.promote(waiting.id!);
+    await producer.order.promote(`t_missing${space.id}`);
+    assert.equal(await producer.queue.getJobState(delayed.id!), "waiting");
+    assert.equal(await producer.queue.getJobState(waiting.id!), "waiting");
+  } finally {
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+  }
+});

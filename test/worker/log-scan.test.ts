@@ -5,7 +5,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { createEventLog, type EventInput } from "../../src/log/index.ts";
-import { danglingAttempts, lastCliSessionId, latestSnapshot } from "../../src/worker/index.ts";
+import { danglingAttempts, lastCliSessionId, latestSnapshot, MAX_SNAPSHOT_DEPTH, snapshotData, type Snapshot } from "../../src/worker/index.ts";
 import { redisFor } from "./_support.ts";
 
 const redis = redisFor();
@@ -18,7 +18,7 @@ after(async () => {
 });
 
 const ev = (turn: string, attempt: number, kind: string, data: unknown = {}): EventInput => ({ turn, attempt, kind, data });
-const snapshot = (id: string, text: string) => ({ cliSessionId: id, base64: Buffer.from(text).toString("base64"), bytes: text.length, sha256: "x" });
+const snapshot = (id: string, text: string) => snapshotData(Buffer.from(text), id, undefined);
 
 test("the latest snapshot is found many entries back; earlier ones and other kinds are passed over", async () => {
   const s = `scan-${randomBytes(4).toString("hex")}`;
@@ -52,4 +52,47 @@ test("dangling attempts: started and never ended, below the current one, of this
   assert.deepEqual(await danglingAttempts(log, s, turn, 2), [1]);
   assert.deepEqual(await danglingAttempts(log, s, turn, 1), []);
   assert.deepEqual(await danglingAttempts(log, s, "other", 2), [1]);
+});
+
+test("snapshots: a growing session file is stored as deltas, restored whole, and stored whole again every so often", async () => {
+  const s = `scan-${randomBytes(4).toString("hex")}`;
+  const { epoch } = await log.beginAttempt(s, "t1");
+  let file = Buffer.from(`${"{\"type\":\"attachment\",\"big\":\"" + "x".repeat(20000)}"}\n`);
+  let restored: Snapshot | undefined;
+  const stored: number[] = [];
+  for (let turn = 1; turn <= MAX_SNAPSHOT_DEPTH + 3; turn++) {
+    file = Buffer.concat([file, Buffer.from(`{"turn":${turn},"text":"${"y".repeat(300)}"}\n`)]);
+    const data = snapshotData(file, "cli-9", restored);
+    stored.push(Buffer.from(data.base64, "base64").length);
+    await log.append(s, epoch, [ev("t1", 1, "cli.line", { raw: "{}" }), ev("t1", 1, "session.snapshot", data)]);
+    restored = await latestSnapshot(log, s);
+    assert.ok(restored !== undefined, `turn ${turn}`);
+    assert.ok(restored.bytes.equals(file), `turn ${turn}: restored whole`);
+    assert.equal(restored.depth, data.depth ?? 0);
+  }
+  assert.ok(stored[0]! > 20000 && stored[1]! < 400, "the second snapshot stores only what was appended");
+  assert.ok(stored[MAX_SNAPSHOT_DEPTH + 1]! > 20000, "after MAX_SNAPSHOT_DEPTH deltas the whole file again");
+  // The CLI rewrote an earlier byte: a whole snapshot, never a delta on a stale base.
+  const rewritten = Buffer.from(file);
+  rewritten[10] = 0x41;
+  const d = snapshotData(rewritten, "cli-9", restored);
+  assert.equal(d.baseSeq, undefined);
+  assert.equal(Buffer.from(d.base64, "base64").length, rewritten.length);
+});
+
+test("snapshots: a chain that does not rebuild the recorded file is refused, not restored", async () => {
+  const s = `scan-${randomBytes(4).toString("hex")}`;
+  const { epoch } = await log.beginAttempt(s, "t1");
+  const first = Buffer.from("line one\n");
+  await log.append(s, epoch, [ev("t1", 1, "session.snapshot", snapshotData(first, "cli-1", undefined))]);
+  const base = await latestSnapshot(log, s);
+  const next = snapshotData(Buffer.from("line one\nline two\n"), "cli-1", base);
+  assert.equal(next.baseSeq, base!.seq);
+  // A delta whose recorded hash does not match what its chain rebuilds, and one whose base is gone.
+  await log.append(s, epoch, [ev("t1", 1, "session.snapshot", { ...next, sha256: "0".repeat(64) })]);
+  assert.equal(await latestSnapshot(log, s), undefined);
+  await log.append(s, epoch, [ev("t1", 1, "session.snapshot", { ...next, baseSeq: 999 })]);
+  assert.equal(await latestSnapshot(log, s), undefined);
+  await log.append(s, epoch, [ev("t1", 1, "session.snapshot", next)]);
+  assert.equal((await latestSnapshot(log, s))?.bytes.toString(), "line one\nline two\n");
 });
