@@ -11,6 +11,7 @@ import { ClaudeCodeCliError } from "./errors.ts";
 import { envAuth } from "./env.ts";
 import { silentLogger, type Logger } from "./logger.ts";
 import { ConfigHomeOptionsSchema, type ConfigHomeOptions } from "./options.ts";
+import { learnConfigSeed, seedConfigHome } from "./config-seed.ts";
 import { processStartTime } from "./process-tree.ts";
 
 export const CREDENTIALS_FILE = ".credentials.json";
@@ -122,6 +123,7 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
   try {
     mkdirSync(dir, { mode: 0o700 });
     for (const sub of ["tmp", "run"]) mkdirSync(join(dir, sub), { mode: 0o700 });
+    seedConfigHome(inst, dir);
     if (hasCredential) {
       writeFileSync(join(dir, CREDENTIALS_FILE), readFileSync(credentialSource), { mode: 0o600, flag: "wx" });
       copyHash = sha256(join(dir, CREDENTIALS_FILE));
@@ -157,6 +159,7 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
             );
           }
         }
+        learnConfigSeed(inst, dir);
         // Renamed away at once (the home is gone from config-homes when teardown returns), deleted
         // off the event loop: a run's home holds the CLI's whole state tree, and removing it inline
         // held up the end of every turn. What a crash leaves in trash, sweep removes.

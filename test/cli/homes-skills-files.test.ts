@@ -64,6 +64,33 @@ test("config home: 0700, only a 0600 credential copy, own temp dirs; teardown re
   assert.deepEqual(quiet.warnings, []);
 });
 
+test("config home: later homes of an instance start with the install state the CLI wrote in an earlier one, and nothing else", () => {
+  const root = tmp("ts-root-");
+  const operator = tmp("ts-op-");
+  const make = (instanceId: string) => createConfigHome({ instanceId, instanceRoot: root, operatorConfigDir: operator, runEnv: { ANTHROPIC_API_KEY: "k" } });
+  const first = make("seeded");
+  assert.equal(existsSync(join(first.dir, ".claude.json")), false, "nothing to seed from yet");
+  const written = {
+    firstStartTime: "2026-12-02T22:03:44.230Z",
+    migrationVersion: 15,
+    userID: "be78",
+    pluginUsage: { "cc-plugin-agents-md@builtin": { usageCount: 0 } },
+    projects: { "/work/secret-project": { allowedTools: ["Bash"], lastSessionId: "s-1" } },
+    oauthAccount: { emailAddress: "someone@example.com" },
+  };
+  writeFileSync(join(first.dir, ".claude.json"), JSON.stringify(written));
+  first.teardown();
+  const second = make("seeded");
+  const seed = JSON.parse(readFileSync(join(second.dir, ".claude.json"), "utf8")) as Record<string, unknown>;
+  assert.deepEqual(Object.keys(seed).sort(), ["firstStartTime", "migrationVersion", "pluginUsage", "userID"]);
+  assert.equal(seed["migrationVersion"], 15);
+  assert.equal(statSync(join(second.dir, ".claude.json")).mode & 0o777, 0o600);
+  second.teardown();
+  const other = make("other-instance");
+  assert.equal(existsSync(join(other.dir, ".claude.json")), false, "another instance has its own seed");
+  other.teardown();
+});
+
 test("config home: no credential and no env auth is refused naming `claude auth login`; env auth gets an empty home", () => {
   const root = tmp("ts-root-");
   const operator = tmp("ts-op-");
