@@ -1,9 +1,11 @@
 // Telemetry overhead on ingest: 100,000 realistic cli.line events through the event log's writer,
-// with telemetry on (each raw line scrubbed against 20 known secret values, every envelope fed to
-// the attempt's spans, spans exported in batches through the RedactingSpanExporter to an exporter
-// that drops them: no network) against off, alternating in the same run on the same Redis.
-// Ratio = on rate / off rate (best of the rounds of each); a third mode scrubs lines but builds no
-// spans, to tell the scrubber's share of the cost from the spans'.
+// with telemetry and scrubbing on against off, alternating in the same run on the same Redis. "On"
+// is the worker's own path for a stdout line: the raw text is scrubbed of the 20 known secret
+// values (values only, as the worker does for cli.line: a pattern could rewrite legitimate content),
+// the scrubbed text is appended, and the envelope feeds the attempt's spans, which are exported in
+// batches through the RedactingSpanExporter (the full scrubber, patterns too) to an exporter that
+// drops them: no network. Ratio = on rate / off rate (best of the rounds of each); a third mode
+// scrubs lines but builds no spans, to tell the scrubber's share of the cost from the spans'.
 // Lines are parsed once before timing: in the worker the CLI runner parses every line whether
 // telemetry is on or not (runTurn yields ParsedLine), and the spans take that parse.
 // Options: --events N, --rounds N, --url redis://… (default: a private redis-server for the run).
@@ -106,6 +108,7 @@ async function ingest(items: string[], parsed: readonly ParsedLine[], mode: Mode
   const session = `bench-tel-${runNo++}-${randomBytes(3).toString("hex")}`;
   const exporter = new DroppingExporter();
   const scrubber = createScrubber({ values: secrets });
+  const lineScrubber = createScrubber({ values: secrets, patterns: false });
   const telemetry = withTelemetry ? startTelemetry({ scrubber, exporter, env: {} }) : undefined;
   let redacted = 0;
   const t0 = performance.now();
@@ -116,12 +119,13 @@ async function ingest(items: string[], parsed: readonly ParsedLine[], mode: Mode
   await writer.write(started);
   spans?.onEnvelope(started);
   for (let i = 0; i < items.length; i++) {
-    const raw = items[i]!;
-    const env = { turn: "turn-1", attempt, kind: "cli.line", at: new Date().toISOString(), data: { raw } };
+    let raw = items[i]!;
     if (mode !== "off") {
-      // What the worker does for its own sinks (stderr, logs): one scrub per line.
-      if (scrubber.scrub(raw, { sink: "log" }) !== raw) redacted++;
+      const safe = lineScrubber.scrub(raw, { sink: "log", field: "cli.line" });
+      if (safe !== raw) redacted++;
+      raw = safe;
     }
+    const env = { turn: "turn-1", attempt, kind: "cli.line", at: new Date().toISOString(), data: { raw } };
     await writer.write(env);
     spans?.onEnvelope(env, parsed[i]);
   }
