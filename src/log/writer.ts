@@ -20,6 +20,12 @@ export interface WriterOptions {
   maxBufferEvents?: number;
   maxBufferBytes?: number;
   backoff?: { initialMs?: number; maxMs?: number };
+  /**
+   * How long an idle writer waits after an event before sending, so events that arrive close
+   * together (a CLI prints several lines within a few ms) share one append. 0 (default) sends at
+   * once; flush() and close() never wait for it, and a full batch goes at once.
+   */
+  lingerMs?: number;
   logger?: Logger;
   /** Called after each batch is known to be in the log. */
   onAppended?: (info: { firstSeq: number; lastSeq: number; count: number; duplicate: boolean }) => void;
@@ -73,6 +79,8 @@ export function createWriter(options: WriterOptions): Writer {
   let batchNo = 0;
   let lastSeq = 0;
   let pumping = false;
+  let lingering: NodeJS.Timeout | undefined;
+  const lingerMs = options.lingerMs ?? 0;
   let closed = false;
   let failure: Error | undefined;
   const stats: WriterStats = { events: 0, batches: 0, retries: 0, duplicates: 0 };
@@ -162,8 +170,20 @@ export function createWriter(options: WriterOptions): Writer {
     }
   }
 
-  function kick(): void {
-    if (!pumping) queueMicrotask(() => void pump());
+  function kick(now = false): void {
+    if (pumping) return;
+    if (now || lingerMs <= 0 || buffer.length >= maxBatchEvents || bufferedBytes >= maxBatchBytes) {
+      if (lingering !== undefined) {
+        clearTimeout(lingering);
+        lingering = undefined;
+      }
+      queueMicrotask(() => void pump());
+    } else {
+      lingering ??= setTimeout(() => {
+        lingering = undefined;
+        void pump();
+      }, lingerMs);
+    }
   }
 
   async function write(event: EventInput): Promise<void> {
@@ -185,7 +205,7 @@ export function createWriter(options: WriterOptions): Writer {
     if (buffer.length === 0) return Promise.resolve(lastSeq);
     return new Promise((resolve, reject) => {
       flushWaiters.push({ resolve, reject });
-      kick();
+      kick(true);
     });
   }
 

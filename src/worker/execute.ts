@@ -93,6 +93,10 @@ type AttemptEnd =
   | { kind: "replay"; attempt: number; previous: string | undefined }
   | { kind: "stopped"; attempt: number; reason: StopReason };
 
+// The CLI prints a turn's lines in bursts (a message and its result within a few ms): waiting this
+// long lets a burst share one append, at a cost of at most that much to live followers.
+const LINE_LINGER_MS = 5;
+
 function waitBackoffMs(job: Job): number {
   const n = Math.max(1, job.attemptsStarted ?? 1);
   return Math.min(2000, 50 * 2 ** Math.min(n, 6));
@@ -383,7 +387,7 @@ async function runAttempt(
   let lineScrubber: Scrubber | undefined;
   const { epoch, attempt } = await log.beginAttempt(session, turn);
   const traceparent = data.traceparent;
-  const writer: Writer = createWriter({ log, session, epoch, logger });
+  const writer: Writer = createWriter({ log, session, epoch, logger, lingerMs: LINE_LINGER_MS });
   const startedAt = new Date().toISOString();
   const spans: AttemptSpans | undefined =
     deps.tracer === undefined

@@ -184,6 +184,24 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       assert.equal((await log.stat(s)).state, "queued");
     });
 
+    it("writer linger: events close together share one append; flush does not wait for it; a full batch goes at once", async () => {
+      const s = session();
+      const { epoch } = await log.beginAttempt(s, "t1");
+      const batches: number[] = [];
+      const w = createWriter({ log, session: s, epoch, lingerMs: 200, maxBatchEvents: 4, onAppended: (i) => batches.push(i.count) });
+      await w.write(line("a"));
+      await new Promise((r) => setTimeout(r, 20));
+      await w.write(line("b"));
+      assert.deepEqual(batches, [], "nothing sent inside the linger");
+      const t0 = performance.now();
+      assert.equal(await w.flush(), 2);
+      assert.ok(performance.now() - t0 < 150, "flush sends at once");
+      for (const x of ["c", "d", "e", "f"]) await w.write(line(x));
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(batches, [2, 4], "a full batch does not wait");
+      assert.equal(await w.close(), 6);
+    });
+
     it("unknown dotted kinds are storable and readable; invalid events are rejected on write", async () => {
       const s = session();
       const { epoch } = await log.beginAttempt(s, "t1");
