@@ -76,6 +76,12 @@ export interface TailOptions {
    * turns around it.
    */
   turn?: string;
+  /**
+   * Asked for each entry's kind (read from the stored record's head): entries it refuses are passed
+   * over without being decoded, so a follower that only needs a turn's lines and its end does not
+   * fetch and parse every session snapshot (the largest entries, often stored as blobs).
+   */
+  want?: (kind: string) => boolean;
 }
 
 export interface EventLogOptions {
@@ -149,6 +155,25 @@ function byteLength(s: string): number {
 function storedRecordHas(fields: string[], needle: string): boolean {
   for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === "e") return fields[i + 1]!.includes(needle);
   return true;
+}
+
+const KIND_KEY = '"kind":"';
+
+/**
+ * The kind in a stored record's head, undefined when it cannot be read there (then decode it). A
+ * turn id cannot fake the key: inside a JSON string a quote is escaped, and `kind` precedes `data`.
+ */
+function storedKind(fields: string[]): string | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if (fields[i] !== "e") continue;
+    const env = fields[i + 1]!;
+    const at = env.indexOf(KIND_KEY);
+    if (at === -1) return undefined;
+    const from = at + KIND_KEY.length;
+    const end = env.indexOf('"', from);
+    return end === -1 || env.lastIndexOf("\\", end) >= from ? undefined : env.slice(from, end);
+  }
+  return undefined;
 }
 
 function rawForm(data: unknown): { raw: string; rest: Record<string, unknown> } | undefined {
@@ -467,6 +492,13 @@ export class EventLog {
             if (needle !== undefined && !storedRecordHas(fields, needle)) {
               last = seqOfId(id);
               continue;
+            }
+            if (options.want !== undefined) {
+              const kind = storedKind(fields);
+              if (kind !== undefined && !options.want(kind)) {
+                last = seqOfId(id);
+                continue;
+              }
             }
             const ev = await this.#decode(session, k, id, fields);
             last = ev.seq;

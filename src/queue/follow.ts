@@ -2,7 +2,7 @@
 // session awaited at once cost one blocking connection and one decode per event, not ten of each.
 // A wait that starts behind the shared tail (its turn was queued earlier) first reads what it
 // missed, holding back live events meanwhile, so every wait still sees its turn's events in order.
-import type { Envelope, EventLog } from "../log/index.ts";
+import { TERMINAL_KINDS, type Envelope, type EventLog } from "../log/index.ts";
 
 /** Gets every event of `turn` from `fromSeq` on, in order; returns true to stop. */
 export type TurnListener = (event: Envelope) => boolean;
@@ -11,6 +11,8 @@ interface Sub {
   readonly turn: string;
   readonly fromSeq: number;
   readonly listener: TurnListener;
+  /** False: the listener needs only the turn's `cli.line` events and its end. */
+  readonly every: boolean;
   readonly end: (err?: unknown) => void;
   /** False while it catches up on events the shared tail had passed; live events wait in `held`. */
   live: boolean;
@@ -32,7 +34,10 @@ class SharedTail {
 
   async #run(log: EventLog, session: string, blockMs: number): Promise<void> {
     try {
-      for await (const ev of log.tail(session, { fromSeq: this.next, signal: this.#ac.signal, blockMs })) {
+      // Kinds nobody listens to are passed over undecoded (session snapshots above all). A listener
+      // that joins later and needs them catches up from the log itself (see #catchUp).
+      const want = (kind: string): boolean => kind === "cli.line" || TERMINAL_KINDS.includes(kind) || this.#wantsEvery();
+      for await (const ev of log.tail(session, { fromSeq: this.next, signal: this.#ac.signal, blockMs, want })) {
         this.next = ev.seq + 1;
         for (const s of this.subs) {
           if (!s.live) s.held.push(ev);
@@ -42,6 +47,11 @@ class SharedTail {
     } catch (err) {
       for (const s of [...this.subs]) this.remove(s, err);
     }
+  }
+
+  #wantsEvery(): boolean {
+    for (const s of this.subs) if (s.every) return true;
+    return false;
   }
 
   /** Hands `ev` to `s` if it is one of its events; ends `s` when its listener says so (or throws). */
@@ -78,8 +88,11 @@ export class SessionFollowers {
     this.#blockMs = options.blockMs ?? 1000;
   }
 
-  /** Follows `turn` of `session` from `fromSeq` until the listener returns true, `signal` aborts, or the log fails. */
-  follow(session: string, turn: string, fromSeq: number, listener: TurnListener, signal?: AbortSignal): Promise<void> {
+  /**
+   * Follows `turn` of `session` from `fromSeq` until the listener returns true, `signal` aborts, or
+   * the log fails. With `every` false the listener gets only the turn's `cli.line` and terminal events.
+   */
+  follow(session: string, turn: string, fromSeq: number, listener: TurnListener, signal?: AbortSignal, every = true): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
       let tail = this.#tails.get(session);
@@ -96,6 +109,7 @@ export class SessionFollowers {
         turn,
         fromSeq,
         listener,
+        every,
         live: fresh || fromSeq >= shared.next,
         held: [],
         end: (err) => {

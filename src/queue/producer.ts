@@ -253,7 +253,7 @@ export function createProducer(config: QueueConfig): Producer {
       return true;
     };
     try {
-      await followers.follow(session, turn, queuedSeq, onEvent, ac.signal).catch((err: unknown) => {
+      await followers.follow(session, turn, queuedSeq, onEvent, ac.signal, options.onEvent !== undefined).catch((err: unknown) => {
         if (!ac.signal.aborted) throw err;
       });
       if (result !== undefined) return result;

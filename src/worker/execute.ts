@@ -25,7 +25,7 @@ import { SESSION_ID_PATTERN } from "../log/index.ts";
 import type { Tracer } from "@opentelemetry/api";
 import { createAttemptSpans, type AttemptSpans, type Scrubber, type TraceIds } from "../telemetry/index.ts";
 import { danglingAttempts, lastCliSessionId, latestSnapshot, rebuildTranscript } from "./log-scan.ts";
-import { snapshotData, type Snapshot } from "./snapshots.ts";
+import { snapshotRecord, type Snapshot, type SnapshotCache } from "./snapshots.ts";
 import { RETRYABLE_KINDS, retryDelayMs, type RetryPolicy } from "./retry.ts";
 import { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
 
@@ -71,6 +71,8 @@ export interface ExecuteDeps {
   running: Map<string, RunningTurn>;
   /** The worker's loopback decision hub, for supervised turns (started on first use). */
   decisionHub?: () => Promise<DecisionHub>;
+  /** Session files of recent snapshots, so a session's next turn here need not rebuild its file from the log. */
+  snapshots?: SnapshotCache;
 }
 
 export interface RunningTurn {
@@ -403,8 +405,8 @@ async function runAttempt(
           ...(traceparent !== undefined ? { traceparent } : {}),
           ...(data.options.model !== undefined ? { requestModel: data.options.model } : {}),
         });
-  const write = async (kind: string, d: unknown, parsed?: ParsedLine): Promise<void> => {
-    const ev: EventInput = { turn, attempt, kind, data: d, at: kind === "attempt.started" ? startedAt : new Date().toISOString() };
+  const write = async (kind: string, d: unknown, parsed?: ParsedLine, at?: string): Promise<void> => {
+    const ev: EventInput = { turn, attempt, kind, data: d, at: at ?? (kind === "attempt.started" ? startedAt : new Date().toISOString()) };
     try {
       deps.observer.onEvent?.(session, ev, { epoch, traceparent });
     } catch (err) {
@@ -478,7 +480,7 @@ async function runAttempt(
       return await fail("bad_payload", "BadPayload", (err as Error).message);
     }
     ({ scrubber, lines: lineScrubber } = runScrubbers(deps, env, refs));
-    const snapshot: Snapshot | undefined = replay === undefined ? await latestSnapshot(log, session) : undefined;
+    const snapshot: Snapshot | undefined = replay === undefined ? await latestSnapshot(log, session, deps.snapshots) : undefined;
     const resume = replay === undefined ? (snapshot?.cliSessionId ?? (await lastCliSessionId(log, session))) : undefined;
     let prompt = data.prompt;
     let replayedTurns = 0;
@@ -587,9 +589,14 @@ async function runAttempt(
     if (ctl.reason !== undefined) return await stopped();
     if (outcome !== undefined) {
       const cliSessionId = outcome.sessionId;
+      let written: { at: string; snapshot: Snapshot } | undefined;
       if (outcome.sessionFile !== undefined && cliSessionId !== undefined) {
-        const snap: SessionSnapshotData = snapshotData(outcome.sessionFile, cliSessionId, resume === snapshot?.cliSessionId ? snapshot : undefined);
-        await write("session.snapshot", snap);
+        const file = outcome.sessionFile;
+        const rec = snapshotRecord(file, cliSessionId, resume === snapshot?.cliSessionId ? snapshot : undefined);
+        const snap: SessionSnapshotData = rec.data;
+        const at = new Date().toISOString();
+        await write("session.snapshot", snap, undefined, at);
+        written = { at, snapshot: { seq: 0, cliSessionId, bytes: file, depth: snap.depth ?? 0, hash: rec.hash } };
       }
       if (replay !== undefined) {
         const r: SessionReplayedData = { by: "worker", reason: "lost_session", turns: replayedTurns };
@@ -605,6 +612,8 @@ async function runAttempt(
       if (outcome.resultText !== undefined) fin.resultText = outcome.resultText;
       await write("turn.finished", fin);
       await writer.close();
+      // Appended (close would have thrown otherwise): the next turn of the session may start from it.
+      if (written !== undefined) deps.snapshots?.set(session, epoch, written.at, written.snapshot);
       return { kind: "finished", attempt, cliSessionId };
     }
 

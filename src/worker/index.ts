@@ -5,4 +5,4 @@ export { DEFAULT_RETRY, RETRYABLE_KINDS, retryDelayMs, type RetryPolicy } from "
 export { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
 export { parseWorkspaceRoots, workerConfigFromEnv, WorkerConfigError, type WorkerEnvConfig } from "./config.ts";
 export { danglingAttempts, lastCliSessionId, latestSnapshot, rebuildTranscript } from "./log-scan.ts";
-export { assembleSnapshot, MAX_SNAPSHOT_DEPTH, snapshotData, type Snapshot } from "./snapshots.ts";
+export { assembleSnapshot, MAX_SNAPSHOT_DEPTH, SnapshotCache, snapshotData, snapshotRecord, type Snapshot } from "./snapshots.ts";

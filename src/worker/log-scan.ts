@@ -4,13 +4,15 @@
 // the one event they need through the log's own reader.
 import { renderText } from "../protocol/index.ts";
 import { TERMINAL_KINDS, type Envelope, type EventLog } from "../log/index.ts";
-import { assembleSnapshot, type Snapshot } from "./snapshots.ts";
+import { assembleSnapshot, type Snapshot, type SnapshotCache } from "./snapshots.ts";
 
 interface Head {
   seq: number;
   kind: string;
   turn: string;
   attempt: number;
+  epoch: number;
+  at: string;
   dataAttempt: number | undefined;
 }
 
@@ -19,16 +21,26 @@ interface Head {
 const FIRST_PAGE = 16;
 const MAX_PAGE = 256;
 // The stored record's leading keys, in encode()'s order; `data` (the bulk) comes after them.
-const HEAD = /^\{"v":\d+,"turn":("(?:[^"\\]|\\.)*"),"attempt":(\d+),"epoch":\d+,"at":"[^"]*","kind":"([^"\\]*)"/;
+const HEAD = /^\{"v":\d+,"turn":("(?:[^"\\]|\\.)*"),"attempt":(\d+),"epoch":(\d+),"at":"([^"]*)","kind":"([^"\\]*)"/;
 
 function headOf(seq: number, env: string | undefined): Head | undefined {
   const m = env === undefined ? null : HEAD.exec(env);
   // Only an abandonment's own data is needed (which attempt it abandons): parse just those.
-  if (m !== null && m[3] !== "attempt.abandoned") return { seq, kind: m[3]!, turn: JSON.parse(m[1]!) as string, attempt: Number(m[2]), dataAttempt: undefined };
+  if (m !== null && m[5] !== "attempt.abandoned") {
+    return { seq, kind: m[5]!, turn: JSON.parse(m[1]!) as string, attempt: Number(m[2]), epoch: Number(m[3]), at: m[4]!, dataAttempt: undefined };
+  }
   try {
-    const rec = JSON.parse(env ?? "{}") as { kind?: string; turn?: string; attempt?: number; data?: { attempt?: unknown } };
+    const rec = JSON.parse(env ?? "{}") as { kind?: string; turn?: string; attempt?: number; epoch?: number; at?: string; data?: { attempt?: unknown } };
     const da = rec.data?.attempt;
-    return { seq, kind: String(rec.kind), turn: String(rec.turn), attempt: Number(rec.attempt ?? 0), dataAttempt: typeof da === "number" ? da : undefined };
+    return {
+      seq,
+      kind: String(rec.kind),
+      turn: String(rec.turn),
+      attempt: Number(rec.attempt ?? 0),
+      epoch: Number(rec.epoch ?? 0),
+      at: String(rec.at),
+      dataAttempt: typeof da === "number" ? da : undefined,
+    };
   } catch {
     return undefined; // an unreadable entry says nothing about attempts
   }
@@ -55,10 +67,18 @@ async function* backwards(log: EventLog, session: string, limit = 200_000): Asyn
   }
 }
 
-/** The session's latest `session.snapshot` as the whole session file, or undefined when it has none (or it cannot be rebuilt). */
-export async function latestSnapshot(log: EventLog, session: string): Promise<Snapshot | undefined> {
+/**
+ * The session's latest `session.snapshot` as the whole session file, or undefined when it has none
+ * (or it cannot be rebuilt). Taken from `cache` when it holds the one the same attempt wrote.
+ */
+export async function latestSnapshot(log: EventLog, session: string, cache?: SnapshotCache): Promise<Snapshot | undefined> {
   for await (const h of backwards(log, session)) {
-    if (h.kind === "session.snapshot") return assembleSnapshot(log, session, h.seq);
+    if (h.kind !== "session.snapshot") continue;
+    const cached = h.epoch > 0 ? cache?.get(session, h.epoch, h.at, h.seq) : undefined;
+    if (cached !== undefined) return cached;
+    const snap = await assembleSnapshot(log, session, h.seq);
+    if (snap !== undefined && h.epoch > 0) cache?.set(session, h.epoch, h.at, snap);
+    return snap;
   }
   return undefined;
 }

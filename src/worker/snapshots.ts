@@ -4,7 +4,7 @@
 // stores only the appended bytes and the seq of the one it extends; every MAX_SNAPSHOT_DEPTH steps
 // (or when the CLI rewrote earlier bytes) it stores the whole file again. `bytes` and `sha256`
 // always describe the whole file, and a restore that does not reproduce them is refused.
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import type { EventLog } from "../log/index.ts";
 import type { SessionSnapshotData } from "../queue/index.ts";
 
@@ -18,13 +18,15 @@ export interface Snapshot {
   bytes: Buffer;
   /** Deltas between this snapshot and the last whole one (0: it is whole). */
   depth: number;
+  /**
+   * sha256 fed with `bytes` and never finalised (use copies): the next snapshot's hash then costs
+   * only its appended bytes, not the whole file again.
+   */
+  hash?: Hash;
 }
 
-const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
-
-/** What to record for the session file a run left, given the snapshot it restored (if any). */
-export function snapshotData(file: Buffer, cliSessionId: string, restored: Snapshot | undefined): SessionSnapshotData {
-  const whole = { cliSessionId, bytes: file.length, sha256: sha256(file) };
+/** A snapshot's event data, and the unfinalised sha256 over the whole file (for the next one). */
+export function snapshotRecord(file: Buffer, cliSessionId: string, restored: Snapshot | undefined): { data: SessionSnapshotData; hash: Hash } {
   const base = restored?.bytes;
   if (
     restored !== undefined &&
@@ -34,9 +36,67 @@ export function snapshotData(file: Buffer, cliSessionId: string, restored: Snaps
     file.length >= base.length &&
     file.subarray(0, base.length).equals(base)
   ) {
-    return { ...whole, base64: file.subarray(base.length).toString("base64"), baseSeq: restored.seq, depth: restored.depth + 1 };
+    const delta = file.subarray(base.length);
+    const hash = (restored.hash?.copy() ?? createHash("sha256").update(base)).update(delta);
+    const data = { cliSessionId, bytes: file.length, sha256: hash.copy().digest("hex") };
+    return { data: { ...data, base64: delta.toString("base64"), baseSeq: restored.seq, depth: restored.depth + 1 }, hash };
   }
-  return { ...whole, base64: file.toString("base64") };
+  const hash = createHash("sha256").update(file);
+  return { data: { cliSessionId, bytes: file.length, sha256: hash.copy().digest("hex"), base64: file.toString("base64") }, hash };
+}
+
+/** What to record for the session file a run left, given the snapshot it restored (if any). */
+export function snapshotData(file: Buffer, cliSessionId: string, restored: Snapshot | undefined): SessionSnapshotData {
+  return snapshotRecord(file, cliSessionId, restored).data;
+}
+
+/**
+ * The session files of the snapshots this worker wrote or restored last, per session, known by the
+ * epoch of the attempt that wrote the snapshot (one attempt writes at most one) and the event's
+ * time, so a session deleted and started again under the same id cannot match. A turn that finds
+ * its session's latest snapshot here skips reading and checking the chain back to a whole file.
+ * Least recently used entries go first once the bytes held pass the limit.
+ */
+export class SnapshotCache {
+  readonly #entries = new Map<string, { epoch: number; at: string; snapshot: Snapshot }>();
+  readonly #maxBytes: number;
+  #bytes = 0;
+
+  constructor(maxBytes = 64 * 1024 * 1024) {
+    this.#maxBytes = maxBytes;
+  }
+
+  /** The session's snapshot event written at `epoch` and time `at`, with `seq` as found in the log. */
+  get(session: string, epoch: number, at: string, seq: number): Snapshot | undefined {
+    const e = this.#entries.get(session);
+    if (e === undefined || e.epoch !== epoch || e.at !== at) return undefined;
+    this.#entries.delete(session);
+    this.#entries.set(session, e);
+    return { ...e.snapshot, seq };
+  }
+
+  set(session: string, epoch: number, at: string, snapshot: Snapshot): void {
+    this.delete(session);
+    if (snapshot.bytes.length > this.#maxBytes) return;
+    this.#entries.set(session, { epoch, at, snapshot });
+    this.#bytes += snapshot.bytes.length;
+    for (const [s, e] of this.#entries) {
+      if (this.#bytes <= this.#maxBytes) break;
+      this.#entries.delete(s);
+      this.#bytes -= e.snapshot.bytes.length;
+    }
+  }
+
+  delete(session: string): void {
+    const e = this.#entries.get(session);
+    if (e === undefined) return;
+    this.#entries.delete(session);
+    this.#bytes -= e.snapshot.bytes.length;
+  }
+
+  get bytes(): number {
+    return this.#bytes;
+  }
 }
 
 type Stored = Partial<SessionSnapshotData> & { base64?: unknown; baseSeq?: unknown; depth?: unknown };
@@ -66,7 +126,8 @@ export async function assembleSnapshot(log: EventLog, session: string, seq: numb
     parts.push(Buffer.from(next.base64, "base64"));
     link = next;
   }
-  const bytes = Buffer.concat(parts.reverse());
-  if (bytes.length !== top.bytes || sha256(bytes) !== top.sha256) return undefined;
-  return { seq, cliSessionId: top.cliSessionId, bytes, depth: typeof top.depth === "number" ? top.depth : 0 };
+  const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts.reverse());
+  const hash = createHash("sha256").update(bytes);
+  if (bytes.length !== top.bytes || hash.copy().digest("hex") !== top.sha256) return undefined;
+  return { seq, cliSessionId: top.cliSessionId, bytes, depth: typeof top.depth === "number" ? top.depth : 0, hash };
 }

@@ -13,6 +13,7 @@ import { createScrubber, scrubError, type SecretValues, type Scrubber, type Tele
 import { startDecisionHub, type DecisionHub } from "../decisions/index.ts";
 import { executeTurnJob, type EventObserver, type ExecuteSettings, type RunningTurn, type TurnJobResult } from "./execute.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
+import { SnapshotCache } from "./snapshots.ts";
 
 export interface TurnWorkerOptions {
   redis: RedisClient;
@@ -64,6 +65,11 @@ export interface TurnWorkerOptions {
   observer?: EventObserver;
   /** Default true: start fetching jobs at once. */
   autorun?: boolean;
+  /**
+   * Bytes of session files kept in memory for the sessions this worker ran last, so their next turn
+   * here skips rebuilding the file from the log. Default 64 MiB; 0 turns it off.
+   */
+  snapshotCacheBytes?: number;
 }
 
 export interface TurnWorker {
@@ -158,6 +164,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     observer: options.observer ?? {},
     running,
     decisionHub,
+    ...(options.snapshotCacheBytes !== 0 ? { snapshots: new SnapshotCache(options.snapshotCacheBytes) } : {}),
   };
   const connection = bullConnection(options.redis);
   // What BullMQ stores (return value, failed reason, stack trace, progress) passes the scrubber.

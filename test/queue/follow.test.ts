@@ -81,3 +81,21 @@ test("aborting one wait leaves the others; a listener that throws ends only its 
   assert.deepEqual(seenB.map((e) => e.kind), ["cli.line", "turn.finished"]);
   followers.close();
 });
+
+test("waits that need only lines and the end pass other kinds over undecoded; a wait with onEvent gets them all", async () => {
+  const s = `f-${randomBytes(4).toString("hex")}`;
+  const followers = new SessionFollowers(log, { blockMs: 200 });
+  const { epoch } = await log.beginAttempt(s, "t1");
+  // A snapshot whose blob is gone cannot be decoded: only a wait that skips it gets past it.
+  const big = { cliSessionId: "c", bytes: 1, sha256: "0".repeat(64), base64: "x".repeat(2 * 1024 * 1024) };
+  await log.append(s, epoch, [line("t1", 0), { turn: "t1", attempt: 1, kind: "session.snapshot", data: big }]);
+  const blobs = await redis.keys(`${prefix}{s:${s}}:blob:*`);
+  assert.equal(blobs.length, 1, "the snapshot went to a blob");
+  await redis.del(...blobs);
+  await log.append(s, epoch, [line("t1", 1), finished("t1")]);
+  const lean: Envelope[] = [];
+  await followers.follow(s, "t1", 1, collect(lean), undefined, false);
+  assert.deepEqual(lean.map((e) => e.kind), ["cli.line", "cli.line", "turn.finished"]);
+  await assert.rejects(followers.follow(s, "t1", 1, collect([]), undefined, true), /blob .* is missing/);
+  followers.close();
+});

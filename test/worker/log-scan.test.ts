@@ -5,7 +5,17 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { createEventLog, type EventInput } from "../../src/log/index.ts";
-import { danglingAttempts, lastCliSessionId, latestSnapshot, MAX_SNAPSHOT_DEPTH, snapshotData, type Snapshot } from "../../src/worker/index.ts";
+import { createHash } from "node:crypto";
+import {
+  danglingAttempts,
+  lastCliSessionId,
+  latestSnapshot,
+  MAX_SNAPSHOT_DEPTH,
+  SnapshotCache,
+  snapshotData,
+  snapshotRecord,
+  type Snapshot,
+} from "../../src/worker/index.ts";
 import { redisFor } from "./_support.ts";
 
 const redis = redisFor();
@@ -95,4 +105,65 @@ test("snapshots: a chain that does not rebuild the recorded file is refused, not
   assert.equal(await latestSnapshot(log, s), undefined);
   await log.append(s, epoch, [ev("t1", 1, "session.snapshot", next)]);
   assert.equal((await latestSnapshot(log, s))?.bytes.toString(), "line one\nline two\n");
+});
+
+test("snapshot cache: the latest snapshot comes from memory only when epoch and time match what the log holds", async () => {
+  const s = `scan-${randomBytes(4).toString("hex")}`;
+  const cache = new SnapshotCache();
+  const { epoch } = await log.beginAttempt(s, "t1");
+  const first = Buffer.from("line one\n");
+  const at = "2026-12-03T08:00:00.000Z";
+  await log.append(s, epoch, [{ ...ev("t1", 1, "session.snapshot", snapshotData(first, "cli-1", undefined)), at }]);
+  // Read once from the log: cached under the writing attempt's epoch and the event's time.
+  const fromLog = await latestSnapshot(log, s, cache);
+  assert.equal(fromLog?.bytes.toString(), "line one\n");
+  assert.equal(cache.bytes, first.length);
+  // A newest entry of the same epoch and time that the log itself would refuse (its hash is wrong):
+  // the answer comes from memory, with the log's seq.
+  const seq = fromLog!.seq;
+  const broken = { ...snapshotData(first, "cli-1", undefined), sha256: "0".repeat(64) };
+  await log.append(s, epoch, [{ ...ev("t1", 1, "session.snapshot", broken), at }]);
+  assert.equal(await latestSnapshot(log, s), undefined, "without the cache it is refused");
+  const hit = await latestSnapshot(log, s, cache);
+  assert.equal(hit?.bytes.toString(), "line one\n");
+  assert.equal(hit?.seq, seq + 1);
+  // Same epoch, another time (a session deleted and begun again under its id): not taken from memory.
+  const other = Buffer.from("another conversation\n");
+  await log.append(s, epoch, [{ ...ev("t1", 1, "session.snapshot", snapshotData(other, "cli-2", undefined)), at: "2026-12-03T08:00:01.000Z" }]);
+  assert.equal((await latestSnapshot(log, s, cache))?.bytes.toString(), "another conversation\n");
+  // A later attempt's snapshot is a miss for what the earlier attempt cached.
+  const { epoch: e2 } = await log.beginAttempt(s, "t2");
+  cache.set(s, epoch, at, { seq: 0, cliSessionId: "cli-1", bytes: first, depth: 0 });
+  await log.append(s, e2, [{ ...ev("t2", 1, "session.snapshot", snapshotData(Buffer.from("turn two\n"), "cli-3", undefined)), at }]);
+  assert.equal((await latestSnapshot(log, s, cache))?.bytes.toString(), "turn two\n");
+});
+
+test("snapshot cache: least recently used sessions go first past the byte limit; a file above it is not kept", () => {
+  const cache = new SnapshotCache(100);
+  const snap = (n: number): Snapshot => ({ seq: 1, cliSessionId: "c", bytes: Buffer.alloc(n), depth: 0 });
+  cache.set("a", 1, "t", snap(40));
+  cache.set("b", 1, "t", snap(40));
+  assert.ok(cache.get("a", 1, "t", 5) !== undefined, "a is now the most recent");
+  cache.set("c", 1, "t", snap(40));
+  assert.equal(cache.get("b", 1, "t", 5), undefined, "b was least recently used");
+  assert.ok(cache.get("a", 1, "t", 5) !== undefined && cache.get("c", 1, "t", 5) !== undefined);
+  assert.equal(cache.bytes, 80);
+  cache.set("d", 1, "t", snap(101));
+  assert.equal(cache.get("d", 1, "t", 5), undefined);
+  assert.equal(cache.bytes, 80);
+  cache.set("a", 2, "t", snap(10));
+  assert.equal(cache.get("a", 1, "t", 5), undefined, "replaced by the newer epoch");
+  assert.equal(cache.bytes, 50);
+});
+
+test("snapshot hashes: a delta's recorded sha256 (from the restored hash state) is the whole file's", () => {
+  let file = Buffer.from("x".repeat(5000));
+  let restored: Snapshot | undefined;
+  for (let turn = 1; turn <= MAX_SNAPSHOT_DEPTH + 2; turn++) {
+    file = Buffer.concat([file, Buffer.from(`turn ${turn}\n`)]);
+    const { data, hash } = snapshotRecord(file, "cli", restored);
+    assert.equal(data.sha256, createHash("sha256").update(file).digest("hex"), `turn ${turn}`);
+    assert.equal(data.depth !== undefined, turn > 1 && turn !== MAX_SNAPSHOT_DEPTH + 2, `turn ${turn}: delta or whole`);
+    restored = { seq: turn, cliSessionId: "cli", bytes: file, depth: data.depth ?? 0, hash };
+  }
 });
