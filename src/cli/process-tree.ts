@@ -20,18 +20,48 @@ interface ProcStat {
 // per file made a refresh ~40% slower. A stat line is far below 4 KiB.
 const statBuf = Buffer.allocUnsafe(4096);
 
+// Open stat files of the processes the last table listed. procfs regenerates the text on every read
+// at offset 0, so one pread replaces open + read + close (a refresh at every turn's end reads every
+// process on the host; this cut its cost by more than half). A cached fd whose process has exited
+// fails with ESRCH, also when its pid now names another process, and is opened again. Bounded, and
+// close-on-exec like every fd libuv opens, so no child inherits them.
+const statFds = new Map<number, number>();
+const MAX_STAT_FDS = 512;
+
 function readStatText(pid: number): string | undefined {
+  const cached = statFds.get(pid);
+  if (cached !== undefined) {
+    try {
+      return statBuf.toString("latin1", 0, readSync(cached, statBuf, 0, statBuf.length, 0));
+    } catch {
+      statFds.delete(pid);
+      closeSync(cached);
+    }
+  }
   let fd: number;
   try {
     fd = openSync(`/proc/${pid}/stat`, "r");
   } catch {
     return undefined;
   }
+  let keep = false;
   try {
-    return statBuf.toString("latin1", 0, readSync(fd, statBuf, 0, statBuf.length, 0));
+    const text = statBuf.toString("latin1", 0, readSync(fd, statBuf, 0, statBuf.length, 0));
+    keep = statFds.size < MAX_STAT_FDS;
+    return text;
   } catch {
     return undefined;
   } finally {
+    if (keep) statFds.set(pid, fd);
+    else closeSync(fd);
+  }
+}
+
+/** Closes the cached stat files of processes that `listed` no longer names. */
+function forgetStatFds(listed: Set<number>): void {
+  for (const [pid, fd] of statFds) {
+    if (listed.has(pid)) continue;
+    statFds.delete(pid);
     closeSync(fd);
   }
 }
@@ -40,7 +70,7 @@ function readStat(pid: number): ProcStat | undefined {
   const text = readStatText(pid);
   if (text === undefined) return undefined;
   // comm may contain spaces and parentheses: fields start after the last ") ".
-  const rest = text.slice(text.lastIndexOf(") ") + 2).split(" ");
+  const rest = text.slice(text.lastIndexOf(") ") + 2).split(" ", 20);
   if (rest[0] === "Z" || rest[0] === "X") return undefined; // zombies cannot be signalled usefully
   return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), sid: Number(rest[3]), start: rest[19] ?? "" };
 }
@@ -59,12 +89,16 @@ function readTable(): Map<number, ProcStat> {
   } catch {
     return table;
   }
+  const listed = new Set<number>();
   for (const name of names) {
     const c = name.charCodeAt(0);
     if (c < 48 || c > 57) continue;
-    const st = readStat(Number(name));
+    const pid = Number(name);
+    listed.add(pid);
+    const st = readStat(pid);
     if (st !== undefined) table.set(st.pid, st);
   }
+  forgetStatFds(listed);
   return table;
 }
 
