@@ -94,6 +94,17 @@ export interface CreateConfigHomeOptions extends ConfigHomeOptions {
   logger?: Logger;
 }
 
+// This process's start time never changes, and the instance's folders, once made, stay: neither is
+// worth a system call on every run.
+let ownStart: string | undefined;
+const madeDirs = new Set<string>();
+
+function ensureDir(path: string): void {
+  if (madeDirs.has(path)) return;
+  mkdirSync(path, { recursive: true, mode: 0o700 });
+  madeDirs.add(path);
+}
+
 export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
   const o = ConfigHomeOptionsSchema.parse({
     instanceId: options.instanceId,
@@ -112,12 +123,22 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
   const inst = instanceDir(root, o.instanceId);
   const liveDir = join(inst, "live");
   const homes = join(inst, "config-homes");
-  mkdirSync(liveDir, { recursive: true, mode: 0o700 });
-  mkdirSync(homes, { recursive: true, mode: 0o700 });
+  ensureDir(liveDir);
+  ensureDir(homes);
   // Lock first, so a concurrent sweep never sees this home without its owner.
   const lockPath = join(liveDir, `${runId}.lock`);
-  const lock: LockContent = { pid: process.pid, start: processStartTime(process.pid), runId, createdAt: new Date().toISOString() };
-  writeFileSync(lockPath, JSON.stringify(lock), { mode: 0o600, flag: "wx" });
+  ownStart ??= processStartTime(process.pid);
+  const lock: LockContent = { pid: process.pid, start: ownStart, runId, createdAt: new Date().toISOString() };
+  try {
+    writeFileSync(lockPath, JSON.stringify(lock), { mode: 0o600, flag: "wx" });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    // The instance's folders were removed under us (an operator cleaning up): make them again.
+    madeDirs.clear();
+    ensureDir(liveDir);
+    ensureDir(homes);
+    writeFileSync(lockPath, JSON.stringify(lock), { mode: 0o600, flag: "wx" });
+  }
   const dir = join(homes, runId);
   let copyHash: string | undefined;
   try {
@@ -164,9 +185,16 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
         // off the event loop: a run's home holds the CLI's whole state tree, and removing it inline
         // held up the end of every turn. What a crash leaves in trash, sweep removes.
         const trash = join(inst, TRASH_DIR);
-        mkdirSync(trash, { recursive: true, mode: 0o700 });
         const gone = join(trash, runId);
-        renameSync(dir, gone);
+        ensureDir(trash);
+        try {
+          renameSync(dir, gone);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+          madeDirs.delete(trash);
+          ensureDir(trash);
+          renameSync(dir, gone);
+        }
         void rm(gone, { recursive: true, force: true }).catch((err: unknown) =>
           logger.warn({ runId, configHome: gone, err: (err as Error).message }, "could not remove per-run config home"),
         );

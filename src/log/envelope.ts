@@ -151,6 +151,31 @@ export function fastEnvelope(value: unknown): Envelope | undefined {
   return out;
 }
 
+/**
+ * What eventInputSchema would produce for `value` (the write path's check of every appended event),
+ * when the fast check can vouch for it; undefined means "ask eventInputSchema".
+ */
+export function fastEventInput(value: unknown): z.output<typeof eventInputSchema> | undefined {
+  if (!isRec(value)) return undefined;
+  const { at, turn, attempt, kind, data, cli } = value;
+  if (
+    ("at" in value && (typeof at !== "string" || at.length === 0)) ||
+    typeof turn !== "string" ||
+    turn.length > 200 ||
+    !isNonNegInt(attempt) ||
+    !kindOk(kind) ||
+    data === undefined ||
+    ("cli" in value && cli === undefined) ||
+    !cliOk(cli)
+  ) {
+    return undefined;
+  }
+  if (kind === "cli.line" && !(isRec(data) && typeof data["raw"] === "string")) return undefined;
+  const out: z.output<typeof eventInputSchema> = at === undefined ? { turn, attempt, kind, data } : { at: at as string, turn, attempt, kind, data };
+  if (cli !== undefined) out.cli = cli as Envelope["cli"];
+  return out;
+}
+
 export type EnvelopeCheck = { success: true; data: Envelope } | { success: false; issues: string[] };
 
 /** Validates a decoded envelope: the fast check first, envelopeSchema for everything it does not vouch for. */

@@ -4,6 +4,7 @@ import {
   ENVELOPE_VERSION,
   checkEnvelope,
   eventInputSchema,
+  fastEventInput,
   issuesOf,
   type Envelope,
   type EventInput,
@@ -220,9 +221,12 @@ export class EventLog {
 
   /** Validates and encodes one event for `append`/`appendEncoded`; throws InvalidEventError. */
   encode(session: string, epoch: number, event: EventInput): EncodedEvent {
-    const parsed = eventInputSchema.safeParse(event);
-    if (!parsed.success) throw new InvalidEventError(session, undefined, issuesOf(parsed.error));
-    const e = parsed.data;
+    let e = fastEventInput(event);
+    if (e === undefined) {
+      const parsed = eventInputSchema.safeParse(event);
+      if (!parsed.success) throw new InvalidEventError(session, undefined, issuesOf(parsed.error));
+      e = parsed.data;
+    }
     const rec: StoredRecord = {
       v: ENVELOPE_VERSION,
       turn: e.turn,

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, symlinkSync, utimesSync, writeFileSync, lstatSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync, lstatSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitUntil } from "./_support.ts";
@@ -62,6 +62,27 @@ test("config home: 0700, only a 0600 credential copy, own temp dirs; teardown re
   const quiet = recordingLogger();
   createConfigHome({ instanceId: "inst-a", instanceRoot: root, operatorConfigDir: operator, logger: quiet }).teardown();
   assert.deepEqual(quiet.warnings, []);
+});
+
+test("config home: an instance's folders removed while the process runs (a sweep's trash, an operator's rm -r) are made again", async () => {
+  const root = tmp("ts-root-");
+  const operator = tmp("ts-op-");
+  const make = () => createConfigHome({ instanceId: "inst-r", instanceRoot: root, operatorConfigDir: operator, runEnv: { ANTHROPIC_API_KEY: "k" } });
+  make().teardown();
+  const inst = join(root, "instances", "inst-r");
+  // A sweep empties trash by removing it; then a home is torn down.
+  const first = make();
+  sweep({ instanceId: "inst-r", instanceRoot: root, olderThanMs: 0 });
+  assert.equal(existsSync(join(inst, "trash")), false);
+  first.teardown();
+  assert.equal(existsSync(first.dir), false, "torn down although trash had to be made again");
+  await waitUntil(() => readdirSync(join(inst, "trash")).length === 0, 5000, "the background delete");
+  // The whole instance folder is gone: the next home makes it again.
+  rmSync(inst, { recursive: true, force: true });
+  const second = make();
+  assert.ok(existsSync(second.dir) && existsSync(join(inst, "live")));
+  second.teardown();
+  assert.equal(existsSync(second.dir), false);
 });
 
 test("config home: later homes of an instance start with the install state the CLI wrote in an earlier one, and nothing else", () => {

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
-import { checkEnvelope, envelopeSchema, fastEnvelope } from "../../src/log/envelope.ts";
+import { checkEnvelope, envelopeSchema, eventInputSchema, fastEnvelope, fastEventInput } from "../../src/log/envelope.ts";
 
 const logsDir = join(import.meta.dirname, "..", "fixtures", "logs");
 const recorded: Record<string, unknown>[] = readdirSync(logsDir)
@@ -13,7 +13,9 @@ const recorded: Record<string, unknown>[] = readdirSync(logsDir)
   .flatMap((f) => readFileSync(join(logsDir, f), "utf8").split("\n").filter((l) => l !== ""))
   .map((l) => JSON.parse(l) as Record<string, unknown>);
 
-/** Holds the fast check to its contract for one value; returns whether it vouched. */
+let inputVouched = 0;
+
+/** Holds the fast checks (envelope, event input) to their contracts for one value; returns whether the envelope check vouched. */
 function agrees(value: unknown): boolean {
   const fast = fastEnvelope(value);
   const zod = envelopeSchema.safeParse(value);
@@ -22,6 +24,14 @@ function agrees(value: unknown): boolean {
     assert.deepEqual(fast, zod.data);
     assert.deepEqual(Object.keys(fast), Object.keys(zod.data));
   }
+  const input = fastEventInput(value);
+  const zodInput = eventInputSchema.safeParse(value);
+  if (input !== undefined) {
+    assert.ok(zodInput.success, `fast event-input check accepted what zod rejects: ${JSON.stringify(value)?.slice(0, 300)}`);
+    assert.deepEqual(input, zodInput.data);
+    assert.deepEqual(Object.keys(input).sort(), Object.keys(zodInput.data).sort());
+  }
+  if (input !== undefined) inputVouched++;
   const checked = checkEnvelope(value);
   assert.equal(checked.success, zod.success);
   if (checked.success && zod.success) assert.deepEqual(checked.data, zod.data);
@@ -103,6 +113,7 @@ test("property: the fast check never accepts what zod rejects, and yields zod's 
   );
   // The generator must exercise both sides of the contract, or the property proves nothing.
   assert.ok(vouched > 100, `only ${vouched} values took the fast path`);
+  assert.ok(inputVouched > 100, `only ${inputVouched} values took the event-input fast path`);
   assert.ok(rejected > 100, `only ${rejected} values were invalid`);
 });
 
