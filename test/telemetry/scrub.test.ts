@@ -163,6 +163,15 @@ test("child scrubbers: a run's overlay stays in the run, the parent's later secr
   const more = run.withValues({ user_secret: "user-secret-000" });
   assert.equal(more.scrub("user-secret-000 run-api-key-456"), "[REDACTED:user_secret] [REDACTED:ANTHROPIC_API_KEY]");
   assert.equal(run.scrub("user-secret-000"), "user-secret-000");
+  // A run whose overlay holds no secret scrubs as its parent does, later values included, until it
+  // learns one of its own.
+  const plain = worker.child({ CLAUDE_CONFIG_DIR: "/tmp/run-config" });
+  assert.equal(plain.scrub("worker-token-123 registered-later-789"), "[REDACTED:WORKER_TOKEN] [REDACTED:late]");
+  worker.addValue("later", "registered-even-later-1");
+  assert.equal(plain.scrub("registered-even-later-1"), "[REDACTED:later]");
+  plain.addValue("own", "plain-own-secret-2");
+  assert.equal(plain.scrub("plain-own-secret-2 worker-token-123"), "[REDACTED:own] [REDACTED:WORKER_TOKEN]");
+  assert.equal(worker.scrub("plain-own-secret-2"), "plain-own-secret-2");
 });
 
 test("registered values too short to redact are refused without echoing them", () => {
