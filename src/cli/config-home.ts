@@ -4,7 +4,6 @@
 // (0700) holding only a copy of the operator's `.credentials.json`, plus its own temp dirs.
 import { createHash, randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
-import { rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { ClaudeCodeCliError } from "./errors.ts";
@@ -92,6 +91,28 @@ export interface CreateConfigHomeOptions extends ConfigHomeOptions {
   /** The environment the CLI will run with, to see whether it carries API auth. */
   runEnv?: Record<string, string | undefined>;
   logger?: Logger;
+}
+
+// A home is deleted right after the turn's end rather than during it, in one native call: the async
+// recursive rm walks the tree in JavaScript with a thread-pool round trip per entry, and for the ~20
+// entries the CLI leaves that cost ~1.7 ms of CPU against ~0.3 ms (measured on this tree shape).
+const toRemove = new Map<string, (err: Error) => void>();
+
+function removeSoon(path: string, onError: (err: Error) => void): void {
+  if (toRemove.size === 0) setImmediate(drainRemovals);
+  toRemove.set(path, onError);
+}
+
+function drainRemovals(): void {
+  const batch = [...toRemove];
+  toRemove.clear();
+  for (const [path, onError] of batch) {
+    try {
+      rmSync(path, { recursive: true, force: true });
+    } catch (err) {
+      onError(err as Error);
+    }
+  }
 }
 
 // This process's start time never changes, and the instance's folders, once made, stay: neither is
@@ -182,8 +203,7 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
         }
         learnConfigSeed(inst, dir);
         // Renamed away at once (the home is gone from config-homes when teardown returns), deleted
-        // off the event loop: a run's home holds the CLI's whole state tree, and removing it inline
-        // held up the end of every turn. What a crash leaves in trash, sweep removes.
+        // once the turn's end has been handled (removeSoon). What a crash leaves in trash, sweep removes.
         const trash = join(inst, TRASH_DIR);
         const gone = join(trash, runId);
         ensureDir(trash);
@@ -195,9 +215,7 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
           ensureDir(trash);
           renameSync(dir, gone);
         }
-        void rm(gone, { recursive: true, force: true }).catch((err: unknown) =>
-          logger.warn({ runId, configHome: gone, err: (err as Error).message }, "could not remove per-run config home"),
-        );
+        removeSoon(gone, (err) => logger.warn({ runId, configHome: gone, err: err.message }, "could not remove per-run config home"));
       } catch (err) {
         logger.warn({ runId, configHome: dir, err: (err as Error).message }, "could not move away per-run config home");
         rmSync(dir, { recursive: true, force: true });
