@@ -16,9 +16,10 @@ interface Head {
   dataAttempt: number | undefined;
 }
 
-// Most scans end a few entries back (the previous turn's snapshot): the first page is small, later
-// ones grow, so a short scan does not fetch (and decode) hundreds of entries with their data.
-const FIRST_PAGE = 16;
+// Most scans end a few entries back (the previous turn's snapshot sits right before its
+// turn.finished): the first page is small, later ones grow, so a short scan does not fetch (and
+// decode) hundreds of entries with their data.
+const FIRST_PAGE = 4;
 const MAX_PAGE = 256;
 // The stored record's leading keys, in encode()'s order; `data` (the bulk) comes after them.
 const HEAD = /^\{"v":\d+,"turn":("(?:[^"\\]|\\.)*"),"attempt":(\d+),"epoch":(\d+),"at":"([^"]*)","kind":"([^"\\]*)"/;

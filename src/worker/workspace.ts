@@ -3,9 +3,10 @@
 import { realpathSync } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
 
+// The native realpath is one system call; the JavaScript one lstats every component of the path.
 function real(p: string): string {
   try {
-    return realpathSync(p);
+    return realpathSync.native(p);
   } catch {
     return resolve(p);
   }
