@@ -214,8 +214,8 @@ export class EventLog {
     if (typeof turn !== "string" || turn.length === 0 || turn.length > 200) {
       throw new Error("turn id must be a non-empty string of at most 200 characters");
     }
-    const [epoch, attempt] = await this.#scripts.begin([k.events, k.meta, k.blobs], turn);
-    await this.#touchIndex(session, true);
+    // Both sent at once: the index update need not wait for the epoch, only be done on return.
+    const [[epoch, attempt]] = await Promise.all([this.#scripts.begin([k.events, k.meta, k.blobs], turn), this.#touchIndex(session, true)]);
     return { epoch: Number(epoch), attempt: Number(attempt) };
   }
 

@@ -212,7 +212,13 @@ export function createWriter(options: WriterOptions): Writer {
   async function close(): Promise<number> {
     closed = true;
     const seq = await flush();
-    if (batchNo > 0) await log.forgetWriter(session, writerId);
+    // Every batch is in, so no re-send can need the dedupe entry any more: dropping it is cleanup,
+    // not awaited (the end of a turn waits on no more round trips than it must).
+    if (batchNo > 0) {
+      log.forgetWriter(session, writerId).catch((err: unknown) =>
+        logger.debug({ session, writer: writerId, err: { message: (err as Error)?.message } }, "dedupe entry cleanup failed"),
+      );
+    }
     return seq;
   }
 

@@ -29,6 +29,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "OTEL_RESOURCE_ATTRIBUTES", readIn: "src/telemetry/otel.ts", meaning: "k=v,… resource attributes (scrubbed before export)" },
   { name: "ANTHROPIC_API_KEY", readIn: "src/cli/env.ts", meaning: "passed through to the claude CLI; registered as a secret by the scrubber" },
   { name: "TURNSTREAM_KEEP_RAW_LINES", readIn: "src/worker/main.ts", meaning: "1 keeps cli.line text exactly as the CLI printed it; default: known secret values (env, job env references, credential tokens) are replaced before append" },
+  { name: "TURNSTREAM_SNAPSHOT_CACHE_MB", readIn: "src/worker/config.ts", meaning: "MiB of recent session files a worker keeps in memory so a session's next turn there skips rebuilding its file from the log (default 64; 0 turns it off)" },
   { name: "CLAUDE_BIN", readIn: "src/cli/resolve-bin.ts", meaning: "the claude binary to run (default: the pinned package's)" },
 ];
 

@@ -387,7 +387,12 @@ async function runAttempt(
   const { log, settings, logger } = deps;
   let scrubber = deps.scrubber;
   let lineScrubber: Scrubber | undefined;
-  const { epoch, attempt } = await log.beginAttempt(session, turn);
+  const begun = log.beginAttempt(session, turn);
+  // Issued right behind the begin on the same connection, so Redis runs the scan after the epoch
+  // bump (no fenced attempt can add a snapshot behind it) and the CLI starts one round trip sooner.
+  const snapshotRead: Promise<Snapshot | undefined> = replay === undefined ? latestSnapshot(log, session, deps.snapshots) : Promise.resolve(undefined);
+  snapshotRead.catch(() => undefined); // awaited below unless the attempt ends before it needs it
+  const { epoch, attempt } = await begun;
   const traceparent = data.traceparent;
   const writer: Writer = createWriter({ log, session, epoch, logger, lingerMs: LINE_LINGER_MS });
   const startedAt = new Date().toISOString();
@@ -480,7 +485,7 @@ async function runAttempt(
       return await fail("bad_payload", "BadPayload", (err as Error).message);
     }
     ({ scrubber, lines: lineScrubber } = runScrubbers(deps, env, refs));
-    const snapshot: Snapshot | undefined = replay === undefined ? await latestSnapshot(log, session, deps.snapshots) : undefined;
+    const snapshot = await snapshotRead;
     const resume = replay === undefined ? (snapshot?.cliSessionId ?? (await lastCliSessionId(log, session))) : undefined;
     let prompt = data.prompt;
     let replayedTurns = 0;

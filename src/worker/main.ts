@@ -54,6 +54,7 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
       ...(cfg.queuePrefix !== undefined ? { queuePrefix: cfg.queuePrefix } : {}),
       ...(cfg.queueName !== undefined ? { queueName: cfg.queueName } : {}),
       ...(cfg.claudeBin !== undefined ? { claudeBin: cfg.claudeBin } : {}),
+      ...(cfg.snapshotCacheBytes !== undefined ? { snapshotCacheBytes: cfg.snapshotCacheBytes } : {}),
     });
   } catch (err) {
     redis.disconnect();
