@@ -98,6 +98,7 @@ for (const side of ["bare", "queued", "queued", "bare", "bare", "queued", "queue
   const r = side === "bare" ? await timed(bare) : await timed(() => queued(`run${round++}`, TURNS));
   if (side === "bare" && r.ms < bestBare.ms) bestBare = r;
   if (side === "queued" && r.ms < bestQueued.ms) bestQueued = r;
+  process.stdout.write(`round ${side.padEnd(6)} ${r.ms.toFixed(0)} ms, machine CPU ${(r.cpuMs / TURNS).toFixed(0)} ms per turn\n`);
 }
 const bareMs = bestBare.ms;
 const queuedMs = bestQueued.ms;

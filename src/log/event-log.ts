@@ -15,6 +15,7 @@ import type { SessionKeys } from "./keys.ts";
 import { silentLogger, type Logger } from "./logger.ts";
 import type { RedisClient } from "./redis.ts";
 import { logScripts, type LogScripts } from "./scripts.ts";
+import { storedEnvelope, storedHead } from "./stored-head.ts";
 
 export type AppendOutcome = "appended" | "duplicate" | "fenced" | "conflict";
 
@@ -154,27 +155,7 @@ function byteLength(s: string): number {
 
 /** Whether the entry's stored record (field `e`) contains `needle`; a cheap pre-filter, not a parse. */
 function storedRecordHas(fields: string[], needle: string): boolean {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === "e") return fields[i + 1]!.includes(needle);
-  return true;
-}
-
-const KIND_KEY = '"kind":"';
-
-/**
- * The kind in a stored record's head, undefined when it cannot be read there (then decode it). A
- * turn id cannot fake the key: inside a JSON string a quote is escaped, and `kind` precedes `data`.
- */
-function storedKind(fields: string[]): string | undefined {
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    if (fields[i] !== "e") continue;
-    const env = fields[i + 1]!;
-    const at = env.indexOf(KIND_KEY);
-    if (at === -1) return undefined;
-    const from = at + KIND_KEY.length;
-    const end = env.indexOf('"', from);
-    return end === -1 || env.lastIndexOf("\\", end) >= from ? undefined : env.slice(from, end);
-  }
-  return undefined;
+  return storedEnvelope(fields)?.includes(needle) ?? true;
 }
 
 function rawForm(data: unknown): { raw: string; rest: Record<string, unknown> } | undefined {
@@ -498,7 +479,7 @@ export class EventLog {
               continue;
             }
             if (options.want !== undefined) {
-              const kind = storedKind(fields);
+              const kind = storedHead(storedEnvelope(fields))?.kind;
               if (kind !== undefined && !options.want(kind)) {
                 last = seqOfId(id);
                 continue;

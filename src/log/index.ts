@@ -18,6 +18,7 @@ export type {
   TailOptions,
 } from "./event-log.ts";
 export { createWriter } from "./writer.ts";
+export { storedEnvelope, storedHead, type StoredHead } from "./stored-head.ts";
 export type { Writer, WriterOptions, WriterStats } from "./writer.ts";
 export {
   ENVELOPE_VERSION,

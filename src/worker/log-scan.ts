@@ -3,7 +3,7 @@
 // the stream's stored envelope (`e`, see src/log/README.md) for kind/turn/attempt only, and decode
 // the one event they need through the log's own reader.
 import { renderText } from "../protocol/index.ts";
-import { TERMINAL_KINDS, type Envelope, type EventLog } from "../log/index.ts";
+import { storedEnvelope, storedHead, TERMINAL_KINDS, type Envelope, type EventLog } from "../log/index.ts";
 import { assembleSnapshot, type Snapshot, type SnapshotCache } from "./snapshots.ts";
 
 interface Head {
@@ -21,15 +21,10 @@ interface Head {
 // decode) hundreds of entries with their data.
 const FIRST_PAGE = 4;
 const MAX_PAGE = 256;
-// The stored record's leading keys, in encode()'s order; `data` (the bulk) comes after them.
-const HEAD = /^\{"v":\d+,"turn":("(?:[^"\\]|\\.)*"),"attempt":(\d+),"epoch":(\d+),"at":"([^"]*)","kind":"([^"\\]*)"/;
-
 function headOf(seq: number, env: string | undefined): Head | undefined {
-  const m = env === undefined ? null : HEAD.exec(env);
+  const h = storedHead(env);
   // Only an abandonment's own data is needed (which attempt it abandons): parse just those.
-  if (m !== null && m[5] !== "attempt.abandoned") {
-    return { seq, kind: m[5]!, turn: JSON.parse(m[1]!) as string, attempt: Number(m[2]), epoch: Number(m[3]), at: m[4]!, dataAttempt: undefined };
-  }
+  if (h !== undefined && h.kind !== "attempt.abandoned") return { seq, ...h, dataAttempt: undefined };
   try {
     const rec = JSON.parse(env ?? "{}") as { kind?: string; turn?: string; attempt?: number; epoch?: number; at?: string; data?: { attempt?: unknown } };
     const da = rec.data?.attempt;
@@ -55,9 +50,7 @@ async function* backwards(log: EventLog, session: string, limit = 200_000): Asyn
     const page = (await log.redis.xrevrange(key, end, "-", "COUNT", size)) as [string, string[]][];
     for (const [id, fields] of page) {
       const seq = Number(id.slice(id.indexOf("-") + 1));
-      let env: string | undefined;
-      for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === "e") env = fields[i + 1];
-      const h = headOf(seq, env);
+      const h = headOf(seq, storedEnvelope(fields));
       if (h !== undefined) yield h;
       if (++seen >= limit) return;
       if (seq <= 1) return;
