@@ -40,7 +40,7 @@ const envSchema = z.object({
   TURNSTREAM_QUEUE_PREFIX: z.string().optional(),
   TURNSTREAM_QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
   CLAUDE_BIN: z.string().min(1).optional(),
-  TURNSTREAM_SNAPSHOT_CACHE_MB: z.string().regex(/^\d+$/, "TURNSTREAM_SNAPSHOT_CACHE_MB must be a whole number of MiB (0 turns the cache off)").transform(Number).optional(),
+  "TURNSTREAM_SNAPSHOT_CACHE_MB": z.string().regex(/^\d+$/, "TURNSTREAM_SNAPSHOT_CACHE_MB must be a whole number of MiB (0 turns the cache off)").transform(Number).optional(),
 });
 
 export class WorkerConfigError extends Error {
@@ -85,6 +85,6 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     queuePrefix: e.TURNSTREAM_QUEUE_PREFIX,
     queueName: e.TURNSTREAM_QUEUE_NAME,
     claudeBin: e.CLAUDE_BIN,
-    snapshotCacheBytes: e.TURNSTREAM_SNAPSHOT_CACHE_MB === undefined ? undefined : e.TURNSTREAM_SNAPSHOT_CACHE_MB * 1024 * 1024,
+    snapshotCacheBytes: e["TURNSTREAM_SNAPSHOT_CACHE_MB"] === undefined ? undefined : e["TURNSTREAM_SNAPSHOT_CACHE_MB"] * 1024 * 1024,
   };
 }
