@@ -19,24 +19,27 @@ self=$$; runs=
 while read -r line; do runs=$line; done
 [ -n "$runs" ] || exit 0
 # The host is gone: gather every run's tree, then TERM, wait, KILL.
-seeds=; groups=; marks=; grace=1; ifs=$IFS
+clis=; marks=; grace=1; ifs=$IFS
 for r in $runs; do
   IFS=:; set -- $r; IFS=$ifs
-  cli=$1; clistart=$2; marks="$marks $3"
+  [ -n "$2" ] && clis="$clis $1:$2"
+  marks="$marks $3"
   [ "$4" -gt "$grace" ] 2>/dev/null && grace=$4
-  # The CLI's pid only counts while it still names the same process.
-  start=$(awk '{ sub(/^.*\) /, ""); print $20 }' /proc/$cli/stat 2>/dev/null)
-  if [ -n "$clistart" ] && [ "$start" = "$clistart" ]; then seeds="$seeds $cli"; groups="$groups -$cli"; fi
 done
+# Prints the process groups of the CLIs (as -pgid) and every member of their trees. Pids wrap (on
+# some hosts within seconds), so a CLI counts only while its pid still has the recorded start time,
+# checked in every collect: a pid reused during the grace period is never signalled.
 collect() {
   marked=$(for m in $marks; do grep -lzxF -e "${TREE_MARKER_VAR}=$m" /proc/[0-9]*/environ 2>/dev/null; done | sed 's#^/proc/##; s#/environ$##' | tr '\n' ' ')
-  cat /proc/[0-9]*/stat 2>/dev/null | awk -v seeds="$seeds $marked" -v self="$self" '
+  cat /proc/[0-9]*/stat 2>/dev/null | awk -v clis="$clis" -v marked="$marked" -v self="$self" '
     { pid = $1; sub(/^.*\) /, ""); if ($1 == "Z" || $1 == "X") next
-      n++; P[n] = pid; PP[n] = $2; PG[n] = $3; SI[n] = $4; alive[pid] = 1
+      n++; P[n] = pid; PP[n] = $2; PG[n] = $3; SI[n] = $4; ST[pid] = $20
       if (pid == self) { xs = $4; xg = $3 } }
     END {
-      k = split(seeds, s, " ")
-      for (i = 1; i <= k; i++) if (s[i] in alive) m[s[i]] = 1
+      k = split(clis, c, " ")
+      for (i = 1; i <= k; i++) { split(c[i], f, ":"); if ((f[1] in ST) && ST[f[1]] == f[2]) { m[f[1]] = 1; lead[f[1]] = 1 } }
+      k = split(marked, s, " ")
+      for (i = 1; i <= k; i++) if (s[i] in ST) m[s[i]] = 1
       do {
         changed = 0; delete g
         for (i = 1; i <= n; i++) if (P[i] in m) { if (PG[i] != xg && PG[i] > 1) g[PG[i]] = 1; if (SI[i] != xs && SI[i] > 1) g[SI[i]] = 1 }
@@ -45,11 +48,11 @@ collect() {
           if ((PP[i] in m) || (PG[i] in g) || (SI[i] in g)) { m[p] = 1; changed = 1 }
         }
       } while (changed)
-      out = ""; for (p in m) out = out " " p; print out
+      out = ""; for (p in lead) out = out " -" p; for (p in m) out = out " " p; print out
     }'
 }
 known=$(collect)
-kill -TERM $groups $known 2>/dev/null
+kill -TERM $known 2>/dev/null
 i=0
 while [ "$i" -lt "$grace" ]; do
   known=$(collect)
@@ -58,7 +61,7 @@ while [ "$i" -lt "$grace" ]; do
   i=$((i + 1))
 done
 known=$(collect)
-kill -KILL $groups $known 2>/dev/null
+kill -KILL $known 2>/dev/null
 exit 0
 `;
 

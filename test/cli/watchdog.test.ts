@@ -105,3 +105,16 @@ test("a run found by its marker alone dies too (its CLI pid gone stale)", async 
     if (alive(member)) process.kill(member, "SIGKILL");
   }
 });
+
+test("a CLI that still has its recorded start time takes its whole process group along, unmarked members too", async () => {
+  const root = spawn("sh", ["-c", "sleep 60 & echo started; wait"], { detached: true, stdio: ["ignore", "pipe", "ignore"], env: { PATH: process.env["PATH"]! } });
+  await new Promise<void>((resolve) => root.stdout!.once("data", () => resolve()));
+  const sleeper = childrenOf(root.pid!)[0]!;
+  try {
+    assert.ok(sleeper !== undefined && alive(sleeper));
+    await hostDies([watchdogEntry({ cliPid: root.pid!, marker: randomUUID(), killGraceMs: 200 })]);
+    await waitUntil(() => !alive(root.pid!) && !alive(sleeper), 2000, "the CLI and its group to die");
+  } finally {
+    for (const p of [root.pid!, sleeper]) if (p !== undefined && alive(p)) process.kill(p, "SIGKILL");
+  }
+});
