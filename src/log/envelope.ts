@@ -121,33 +121,25 @@ function cliOk(cli: unknown): boolean {
   return (version === undefined || typeof version === "string") && (pid === undefined || Number.isSafeInteger(pid));
 }
 
+/** The fields an envelope and an event input share (`base`, and checkData's rule for cli.line). */
+function baseOk(r: Rec): boolean {
+  const { turn, attempt, kind, data } = r;
+  if (typeof turn !== "string" || turn.length > 200 || !isNonNegInt(attempt) || !kindOk(kind) || data === undefined || !cliOk(r["cli"])) return false;
+  return kind !== "cli.line" || (isRec(data) && typeof data["raw"] === "string");
+}
+
 /**
  * The envelope zod would produce for `value` (same keys, same order; unknown keys dropped), when the
  * fast check can vouch for it; undefined means "ask envelopeSchema".
  */
 export function fastEnvelope(value: unknown): Envelope | undefined {
-  if (!isRec(value)) return undefined;
-  const { v, seq, session, epoch, at, turn, attempt, kind, data, cli } = value;
-  if (
-    v !== ENVELOPE_VERSION ||
-    !Number.isSafeInteger(seq) ||
-    (seq as number) <= 0 ||
-    !sessionOk(session) ||
-    !isNonNegInt(epoch) ||
-    typeof at !== "string" ||
-    at.length === 0 ||
-    typeof turn !== "string" ||
-    turn.length > 200 ||
-    !isNonNegInt(attempt) ||
-    !kindOk(kind) ||
-    data === undefined ||
-    !cliOk(cli)
-  ) {
+  if (!isRec(value) || !baseOk(value)) return undefined;
+  const { v, seq, session, epoch, at } = value;
+  if (v !== ENVELOPE_VERSION || !Number.isSafeInteger(seq) || (seq as number) <= 0 || !sessionOk(session) || !isNonNegInt(epoch) || typeof at !== "string" || at.length === 0) {
     return undefined;
   }
-  if (kind === "cli.line" && !(isRec(data) && typeof data["raw"] === "string")) return undefined;
-  const out: Envelope = { v: ENVELOPE_VERSION, seq: seq as number, session, epoch, at, turn, attempt, kind, data };
-  if ("cli" in value) out.cli = cli as Envelope["cli"];
+  const out: Envelope = { v: ENVELOPE_VERSION, seq: seq as number, session, epoch, at, turn: value["turn"] as string, attempt: value["attempt"] as number, kind: value["kind"] as string, data: value["data"] };
+  if ("cli" in value) out.cli = value["cli"] as Envelope["cli"];
   return out;
 }
 
@@ -156,22 +148,11 @@ export function fastEnvelope(value: unknown): Envelope | undefined {
  * when the fast check can vouch for it; undefined means "ask eventInputSchema".
  */
 export function fastEventInput(value: unknown): z.output<typeof eventInputSchema> | undefined {
-  if (!isRec(value)) return undefined;
-  const { at, turn, attempt, kind, data, cli } = value;
-  if (
-    ("at" in value && (typeof at !== "string" || at.length === 0)) ||
-    typeof turn !== "string" ||
-    turn.length > 200 ||
-    !isNonNegInt(attempt) ||
-    !kindOk(kind) ||
-    data === undefined ||
-    ("cli" in value && cli === undefined) ||
-    !cliOk(cli)
-  ) {
-    return undefined;
-  }
-  if (kind === "cli.line" && !(isRec(data) && typeof data["raw"] === "string")) return undefined;
-  const out: z.output<typeof eventInputSchema> = at === undefined ? { turn, attempt, kind, data } : { at: at as string, turn, attempt, kind, data };
+  if (!isRec(value) || !baseOk(value)) return undefined;
+  const { at, cli } = value;
+  if (("at" in value && (typeof at !== "string" || at.length === 0)) || ("cli" in value && cli === undefined)) return undefined;
+  const base = { turn: value["turn"] as string, attempt: value["attempt"] as number, kind: value["kind"] as string, data: value["data"] };
+  const out: z.output<typeof eventInputSchema> = at === undefined ? base : { at: at as string, ...base };
   if (cli !== undefined) out.cli = cli as Envelope["cli"];
   return out;
 }
