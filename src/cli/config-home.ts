@@ -126,6 +126,19 @@ function ensureDir(path: string): void {
   madeDirs.add(path);
 }
 
+/** Runs `write` in `dirs`; when one was removed under us (an operator cleaning up), makes them again and retries once. */
+function inDirs(dirs: readonly string[], write: () => void): void {
+  for (const d of dirs) ensureDir(d);
+  try {
+    write();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    for (const d of dirs) madeDirs.delete(d);
+    for (const d of dirs) ensureDir(d);
+    write();
+  }
+}
+
 export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
   const o = ConfigHomeOptionsSchema.parse({
     instanceId: options.instanceId,
@@ -144,22 +157,11 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
   const inst = instanceDir(root, o.instanceId);
   const liveDir = join(inst, "live");
   const homes = join(inst, "config-homes");
-  ensureDir(liveDir);
-  ensureDir(homes);
   // Lock first, so a concurrent sweep never sees this home without its owner.
   const lockPath = join(liveDir, `${runId}.lock`);
   ownStart ??= processStartTime(process.pid);
   const lock: LockContent = { pid: process.pid, start: ownStart, runId, createdAt: new Date().toISOString() };
-  try {
-    writeFileSync(lockPath, JSON.stringify(lock), { mode: 0o600, flag: "wx" });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-    // The instance's folders were removed under us (an operator cleaning up): make them again.
-    madeDirs.clear();
-    ensureDir(liveDir);
-    ensureDir(homes);
-    writeFileSync(lockPath, JSON.stringify(lock), { mode: 0o600, flag: "wx" });
-  }
+  inDirs([liveDir, homes], () => writeFileSync(lockPath, JSON.stringify(lock), { mode: 0o600, flag: "wx" }));
   const dir = join(homes, runId);
   let copyHash: string | undefined;
   try {
@@ -206,15 +208,7 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
         // once the turn's end has been handled (removeSoon). What a crash leaves in trash, sweep removes.
         const trash = join(inst, TRASH_DIR);
         const gone = join(trash, runId);
-        ensureDir(trash);
-        try {
-          renameSync(dir, gone);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-          madeDirs.delete(trash);
-          ensureDir(trash);
-          renameSync(dir, gone);
-        }
+        inDirs([trash], () => renameSync(dir, gone));
         removeSoon(gone, (err) => logger.warn({ runId, configHome: gone, err: err.message }, "could not remove per-run config home"));
       } catch (err) {
         logger.warn({ runId, configHome: dir, err: (err as Error).message }, "could not move away per-run config home");
