@@ -28,11 +28,13 @@ const statBuf = Buffer.allocUnsafe(4096);
 const statFds = new Map<number, number>();
 const MAX_STAT_FDS = 512;
 
+const readAtStart = (fd: number): string => statBuf.toString("latin1", 0, readSync(fd, statBuf, 0, statBuf.length, 0));
+
 function readStatText(pid: number): string | undefined {
   const cached = statFds.get(pid);
   if (cached !== undefined) {
     try {
-      return statBuf.toString("latin1", 0, readSync(cached, statBuf, 0, statBuf.length, 0));
+      return readAtStart(cached);
     } catch {
       statFds.delete(pid);
       closeSync(cached);
@@ -46,7 +48,7 @@ function readStatText(pid: number): string | undefined {
   }
   let keep = false;
   try {
-    const text = statBuf.toString("latin1", 0, readSync(fd, statBuf, 0, statBuf.length, 0));
+    const text = readAtStart(fd);
     keep = statFds.size < MAX_STAT_FDS;
     return text;
   } catch {
