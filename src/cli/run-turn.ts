@@ -48,6 +48,11 @@ export interface TurnHandle {
   readonly stderr: AsyncIterable<string>;
   /** Resolves on a successful result; rejects with ClaudeCodeCliError / LostSessionError otherwise. */
   readonly outcome: Promise<TurnOutcome>;
+  /**
+   * Settles once the CLI process itself has exited (or never started), before its stdout is drained
+   * and whatever it left running is reaped: the moment its CPU is free for the next run.
+   */
+  readonly exited: Promise<void>;
   /** The CLI's pid (leader of its own process group). */
   readonly pid: number | undefined;
   readonly configHome: ConfigHome | undefined;
@@ -291,8 +296,12 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
     });
     return reaped;
   };
+  let onExited!: () => void;
+  const exited = new Promise<void>((r) => (onExited = r));
   child.on("exit", () => {
-    void reap();
+    onExited();
+    // A tick later, so whoever waits on `exited` (the next run, for its slot) goes before the scan.
+    setImmediate(() => void reap());
   });
 
   const outcome = new Promise<TurnOutcome>((resolve, reject) => {
@@ -368,11 +377,13 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
     });
   });
   outcome.catch(() => {});
+  void outcome.then(onExited, onExited);
 
   return {
     lines,
     stderr: stderrLines,
     outcome,
+    exited,
     pid: child.pid,
     configHome: ctx.home,
     treeMarker: ctx.marker,

@@ -9,7 +9,7 @@ import { DelayedError, Job, UnrecoverableError } from "bullmq";
 import { runTurn, type TurnHandle, type TurnOutcome } from "../cli/index.ts";
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
 import { createWriter, FencedError, type EventInput, type EventLog, type Logger, type Writer } from "../log/index.ts";
-import { retryHints, type ParsedLine } from "../protocol/index.ts";
+import { isKnown, retryHints, type ParsedLine } from "../protocol/index.ts";
 import { parseOrThrow, turnJobSchema, TURN_ID_PATTERN, type SessionOrder, type TurnJob } from "../queue/index.ts";
 import type {
   AttemptAbandonedData,
@@ -25,6 +25,7 @@ import { SESSION_ID_PATTERN } from "../log/index.ts";
 import type { Tracer } from "@opentelemetry/api";
 import { createAttemptSpans, type AttemptSpans, type Scrubber, type TraceIds } from "../telemetry/index.ts";
 import { danglingAttempts, lastCliSessionId, latestSnapshot, rebuildTranscript } from "./log-scan.ts";
+import type { CliSlot } from "./cli-slots.ts";
 import { snapshotRecord, type Snapshot, type SnapshotCache } from "./snapshots.ts";
 import { RETRYABLE_KINDS, retryDelayMs, type RetryPolicy } from "./retry.ts";
 import { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
@@ -85,6 +86,13 @@ export interface TurnJobResult {
   outcome: "finished" | "cancelled" | "skipped";
   attempt?: number;
   cliSessionId?: string;
+}
+
+interface AttemptControl {
+  reason: StopReason | undefined;
+  ac: AbortController;
+  /** The worker's CLI slots as this job sees them: every CLI start takes one. */
+  slot: CliSlot | undefined;
 }
 
 type AttemptEnd =
@@ -184,7 +192,7 @@ function runScrubbers(deps: ExecuteDeps, env: Record<string, string>, refs: Map<
 }
 
 /** Entry point for one BullMQ job (the worker's processor). */
-export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string | undefined, signal?: AbortSignal): Promise<TurnJobResult> {
+export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string | undefined, signal?: AbortSignal, slot?: CliSlot): Promise<TurnJobResult> {
   let data: TurnJob;
   try {
     data = parseOrThrow(turnJobSchema, job.data);
@@ -225,7 +233,7 @@ export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string 
   }
   if (acq.status === "busy") return delayJob(job, token, Math.max(waitBackoffMs(job), 250));
 
-  return runLeased(deps, job, token, data, leaseToken, signal);
+  return runLeased(deps, job, token, data, leaseToken, signal, slot);
 }
 
 /** A malformed job fails once; when it names a valid session/turn it is taken off the session's list. */
@@ -304,10 +312,11 @@ async function runLeased(
   data: TurnJob,
   leaseToken: string,
   lockSignal: AbortSignal | undefined,
+  slot: CliSlot | undefined,
 ): Promise<TurnJobResult> {
   const { session, turn } = data;
   const { order, settings, logger } = deps;
-  const ctl = { reason: undefined as StopReason | undefined, ac: new AbortController() };
+  const ctl: AttemptControl = { reason: undefined, ac: new AbortController(), slot };
   const stop = (reason: StopReason): void => {
     if (ctl.reason !== undefined) return;
     ctl.reason = reason;
@@ -380,7 +389,7 @@ async function runLeased(
 async function runAttempt(
   deps: ExecuteDeps,
   data: TurnJob,
-  ctl: { reason: StopReason | undefined; ac: AbortController },
+  ctl: AttemptControl,
   replay: { previous: string | undefined } | undefined,
 ): Promise<AttemptEnd> {
   const { session, turn } = data;
@@ -520,6 +529,13 @@ async function runAttempt(
         ...(o.riskyTools !== undefined ? { riskyTools: o.riskyTools } : {}),
       });
     }
+    // Taken only now, so the lease, the begin and attempt.started are done while a CLI that has
+    // printed its result is still exiting.
+    const release = ctl.slot === undefined ? () => undefined : await ctl.slot.acquire(ctl.ac.signal);
+    if (release === undefined) {
+      ctl.reason ??= "shutdown";
+      return await stopped();
+    }
     let handle: TurnHandle;
     try {
       handle = runTurn({
@@ -551,16 +567,19 @@ async function runAttempt(
         },
       });
     } catch (err) {
+      release();
       supervised?.close();
       const f = errFields(err);
       return await fail(f.kind, f.name, f.message);
     }
+    void handle.exited.then(release);
     if (supervised !== undefined) void handle.outcome.then(supervised.close, supervised.close);
     const hintLines: ParsedLine[] = [];
     const pumpOut = (async () => {
       for await (const l of handle.lines) {
         if (ctl.ac.signal.aborted && ctl.reason === "fenced") continue;
         if (l.type === "system/api_retry" || l.type === "rate_limit_event") hintLines.push(l);
+        else if (isKnown(l, "result")) ctl.slot?.ending();
         const d = l.category === "truncated" ? { raw: "", truncated: { byteLength: l.byteLength, sha256: l.sha256 } } : { raw: lineScrubber === undefined ? l.raw : lineScrubber.scrub(l.raw, { sink: "log", field: "cli.line" }) };
         await write("cli.line", d, l);
       }

@@ -14,11 +14,13 @@ import { startDecisionHub, type DecisionHub } from "../decisions/index.ts";
 import { executeTurnJob, type EventObserver, type ExecuteSettings, type RunningTurn, type TurnJobResult } from "./execute.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import { SnapshotCache } from "./snapshots.ts";
+import { CliSlots } from "./cli-slots.ts";
 
 export interface TurnWorkerOptions {
   redis: RedisClient;
   /** Directories a turn's cwd must lie under. */
   workspaceRoots: readonly string[];
+  /** CLIs run at a time (default 1). A job whose CLI has exited ends its turn beside the next job's CLI. */
   concurrency?: number;
   logPrefix?: string;
   queuePrefix?: string;
@@ -171,21 +173,27 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const processor = async (job: Job, token: string | undefined, signal?: AbortSignal): Promise<TurnJobResult> => {
     const updateProgress = job.updateProgress.bind(job);
     job.updateProgress = (progress) => updateProgress(scrubber.scrubDeep(progress, { sink: "job" }));
+    const slot = slots?.hold();
     try {
-      return scrubber.scrubDeep(await executeTurnJob(deps, job, token, signal), { sink: "job" });
+      return scrubber.scrubDeep(await executeTurnJob(deps, job, token, signal, slot), { sink: "job" });
     } catch (err) {
       throw scrubError(err, scrubber);
+    } finally {
+      slot?.done();
     }
   };
+  const concurrency = options.concurrency ?? 1;
+  let slots: CliSlots | undefined;
   const worker = new Worker(queue.name, processor, {
     connection: connection as never,
     prefix: queuePrefix,
-    concurrency: options.concurrency ?? 1,
+    concurrency,
     lockDuration,
     ...(options.stalledInterval !== undefined ? { stalledInterval: options.stalledInterval } : {}),
     maxStalledCount: options.maxStalledCount ?? 5,
     autorun: options.autorun ?? true,
   });
+  slots = new CliSlots(worker, concurrency);
   worker.on("lockRenewalFailed", (jobIds: string[]) => {
     for (const j of jobIds) running.get(j)?.stop("lock_lost");
   });
@@ -201,6 +209,8 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
       const graceMs = opts.graceMs ?? 30_000;
       const closeTimeoutMs = opts.closeTimeoutMs ?? 5000;
       logger.info({ worker: id, running: running.size, graceMs }, "worker shutting down");
+      // A job that has not started its CLI yet hands its turn back now instead of starting one.
+      slots?.close();
       // Not force: BullMQ stops fetching and waits for the processors, which we end below.
       const closed = worker.close();
       closed.catch(() => undefined);

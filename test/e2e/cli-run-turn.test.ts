@@ -28,12 +28,21 @@ test("streams lines as printed, prompt on stdin only, result settles the outcome
     assert.equal(cmdline(h.pid).includes("secret-prompt-marker"), false);
     const seen: ParsedLine[] = [];
     let aliveAtFirstLine: boolean | undefined;
+    let outcomeFirst = false;
+    void h.outcome.then(() => (outcomeFirst = true));
+    let exitedFirst = false;
+    const exited = h.exited.then(() => {
+      exitedFirst = !outcomeFirst;
+      return alive(h.pid!);
+    });
     for await (const l of h.lines) {
       aliveAtFirstLine ??= alive(h.pid);
       seen.push(l);
     }
     const o = await h.outcome;
     assert.equal(aliveAtFirstLine, true, "the first line arrives while the CLI still runs");
+    assert.equal(await exited, false, "`exited` settles once the CLI process is gone");
+    assert.ok(exitedFirst, "`exited` settles before the outcome");
     assert.ok(seen.some((l) => l.type === "system/init"));
     assert.equal(seen.at(-1)?.type, "result/success");
     assert.equal(o.resultText, "four");

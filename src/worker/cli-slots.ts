@@ -1,0 +1,124 @@
+// A worker's concurrency counts CLIs, not jobs. A CLI prints its result line some 40 ms before it
+// exits, and after it exits its job still appends the last lines, the snapshot and the turn's end,
+// pops the session's order and completes in BullMQ: a dozen milliseconds of round trips under load.
+// Waiting for all that before fetching the next job leaves the slot idle, so a job whose CLI has
+// printed its result says so (`ending`) and BullMQ may hold one more job until that job returns:
+// the next job is fetched, takes its lease and begins its attempt meanwhile, and starts its CLI the
+// moment a slot is free (`acquire`, released when a CLI process exits).
+//
+// A job fetched this way waits at most for a CLI that has already printed its result; CLIs running
+// never exceed `size`, whatever the jobs do, since every CLI start goes through `acquire`.
+import type { Worker } from "bullmq";
+
+/** What one job tells the worker about its CLIs. */
+export interface CliSlot {
+  /**
+   * Waits for a free slot. Gives the slot's release (call it when that CLI has exited; idempotent),
+   * or undefined when the job must not start a CLI (the worker is closing, or `signal` aborted).
+   */
+  acquire(signal?: AbortSignal): Promise<(() => void) | undefined>;
+  /** The job's CLI has printed its result: the worker may fetch the next job. Idempotent. */
+  ending(): void;
+}
+
+interface LoopQueue {
+  add(p: Promise<unknown>): void;
+}
+
+interface Waiter {
+  grant(ok: boolean): void;
+}
+
+export class CliSlots {
+  private running = 0;
+  private extra = 0;
+  private closed = false;
+  private readonly waiters: Waiter[] = [];
+  private readonly worker: Worker;
+  private readonly size: number;
+
+  constructor(worker: Worker, size: number) {
+    this.worker = worker;
+    this.size = size;
+  }
+
+  /** CLIs running now. */
+  get busy(): number {
+    return this.running;
+  }
+
+  /** One job's view, from its start until `done` (call exactly once, when the processor returns). */
+  hold(): CliSlot & { done(): void } {
+    const held = new Set<() => void>();
+    let ended = false;
+    return {
+      acquire: async (signal) => {
+        if (!(await this.take(signal))) return undefined;
+        const release = (): void => {
+          if (held.delete(release)) this.free();
+        };
+        held.add(release);
+        return release;
+      },
+      ending: () => {
+        if (ended) return;
+        ended = true;
+        this.setExtra(this.extra + 1);
+        this.wake();
+      },
+      done: () => {
+        for (const r of [...held]) r();
+        if (ended) this.setExtra(this.extra - 1);
+        ended = false;
+      },
+    };
+  }
+
+  /** From now on no job gets a slot: waiting ones are told to stand down (the worker is closing). */
+  close(): void {
+    this.closed = true;
+    for (const w of this.waiters.splice(0)) w.grant(false);
+  }
+
+  private take(signal: AbortSignal | undefined): Promise<boolean> {
+    if (this.closed || signal?.aborted === true) return Promise.resolve(false);
+    if (this.running < this.size) {
+      this.running++;
+      return Promise.resolve(true);
+    }
+    return new Promise<boolean>((resolve) => {
+      const onAbort = (): void => {
+        const i = this.waiters.indexOf(w);
+        if (i >= 0) this.waiters.splice(i, 1);
+        resolve(false);
+      };
+      const w: Waiter = {
+        grant: (ok) => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve(ok);
+        },
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.waiters.push(w);
+    });
+  }
+
+  private free(): void {
+    const next = this.waiters.shift();
+    if (next !== undefined) next.grant(true); // the slot passes on: `running` stays
+    else this.running--;
+  }
+
+  private setExtra(extra: number): void {
+    this.extra = extra;
+    this.worker.concurrency = this.size + extra;
+  }
+
+  // BullMQ's loop re-reads its concurrency only when one of its jobs or fetches settles: a settled
+  // no-op in its queue makes it look again now. Without that hook (another BullMQ) the next job is
+  // fetched when this one completes, as before.
+  private wake(): void {
+    const q = (this.worker as unknown as { mainLoopQueue?: LoopQueue | null }).mainLoopQueue;
+    if (q != null && typeof q.add === "function") q.add(Promise.resolve(undefined));
+  }
+}
