@@ -12,6 +12,7 @@ import { silentLogger, type Logger } from "./logger.ts";
 import { ConfigHomeOptionsSchema, type ConfigHomeOptions } from "./options.ts";
 import { learnConfigSeed, seedConfigHome } from "./config-seed.ts";
 import { processStartTime } from "./process-tree.ts";
+import { removeSoon } from "./remover.ts";
 
 export const CREDENTIALS_FILE = ".credentials.json";
 
@@ -91,28 +92,6 @@ export interface CreateConfigHomeOptions extends ConfigHomeOptions {
   /** The environment the CLI will run with, to see whether it carries API auth. */
   runEnv?: Record<string, string | undefined>;
   logger?: Logger;
-}
-
-// A home is deleted right after the turn's end rather than during it, in one native call: the async
-// recursive rm walks the tree in JavaScript with a thread-pool round trip per entry, and for the ~20
-// entries the CLI leaves that cost ~1.7 ms of CPU against ~0.3 ms (measured on this tree shape).
-const toRemove = new Map<string, (err: Error) => void>();
-
-function removeSoon(path: string, onError: (err: Error) => void): void {
-  if (toRemove.size === 0) setImmediate(drainRemovals);
-  toRemove.set(path, onError);
-}
-
-function drainRemovals(): void {
-  const batch = [...toRemove];
-  toRemove.clear();
-  for (const [path, onError] of batch) {
-    try {
-      rmSync(path, { recursive: true, force: true });
-    } catch (err) {
-      onError(err as Error);
-    }
-  }
 }
 
 // This process's start time never changes, and the instance's folders, once made, stay: neither is
