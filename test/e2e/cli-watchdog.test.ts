@@ -32,8 +32,6 @@ async function startHost(mode: string): Promise<{ host: ReturnType<typeof spawn>
 }
 
 async function assertTreeDies(marker: string, cli: number, timeoutMs: number): Promise<void> {
-  const before = treeMembers(marker);
-  assert.ok(before.includes(cli));
   await waitUntil(() => treeMembers(marker).filter((p) => /^sleep 30[01]$/.test(cmdline(p))).length === 2 || treeMembers(marker).length === 0, 3000, "sleepers");
   await waitUntil(() => treeMembers(marker).length === 0 && !alive(cli), timeoutMs, "the CLI tree to be gone");
 }
@@ -46,7 +44,11 @@ for (const mode of ["wait", "dash"] as const) {
   test(`host SIGKILLed mid-turn: the watchdog (${mode === "wait" ? "runTurn's, /bin/sh" : "explicit /usr/bin/dash"}) kills the tree incl. reparented sleepers`, async () => {
     const { host, info, exited } = await startHost(mode);
     assert.ok(info.watchdog !== undefined && alive(info.watchdog));
-    const sleepers = treeMembers(info.marker).filter((p) => p !== info.cli);
+    // Read before the kill: the watchdog wakes the moment the host is gone and may end the CLI
+    // before this test could look again.
+    const before = treeMembers(info.marker);
+    assert.ok(before.includes(info.cli), "the CLI is in its tree before the host dies");
+    const sleepers = before.filter((p) => p !== info.cli);
     assert.ok(sleepers.length > 0, "background processes exist before the host dies");
     host.kill("SIGKILL");
     await exited;
