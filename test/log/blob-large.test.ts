@@ -2,6 +2,8 @@
 // measured against the line's size.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { connectRedis, createEventLog, createWriter, type RedisClient } from "../../src/log/index.ts";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { rid } from "./contract.ts";
@@ -33,9 +35,16 @@ describe("large payloads", () => {
 
     const head = '{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"';
     const tail = '"}]},"session_id":"x"}';
-    const raw = head + "ab\\\"cd  ".repeat(size / 8).slice(0, size - head.length - tail.length) + tail;
+    // Built through a buffer so the string is flat: a concatenation is a rope that V8 flattens (one
+    // more 100 MB copy) on first use, inside the write path, which then counted the caller's copy.
+    const raw = Buffer.from(head + "ab\\\"cd  ".repeat(size / 8).slice(0, size - head.length - tail.length) + tail, "latin1").toString("latin1");
     assert.equal(raw.length, size);
-    // Growth is measured from here: the line is the caller's, only what the log adds on top counts.
+    // Growth is measured from here: the line is the caller's, only what the log adds on top counts;
+    // the pieces it was built from are collected first, so their release cannot hide any growth.
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    gc();
+    gc();
     const base = process.memoryUsage().rss;
     peak = base;
 
