@@ -533,6 +533,7 @@ async function runAttempt(
     // printed its result is still exiting.
     const release = ctl.slot === undefined ? () => undefined : await ctl.slot.acquire(ctl.ac.signal);
     if (release === undefined) {
+      supervised?.close();
       ctl.reason ??= "shutdown";
       return await stopped();
     }
