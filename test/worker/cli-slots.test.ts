@@ -57,6 +57,19 @@ async function harness(size: number, run: Processor) {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** One stand-in CLI under a slot: counted live from start to exit; its result comes `exitMs` before it exits. */
+async function fakeCli(slot: CliSlot, live: { now: number; max: number }, runMs: number, exitMs: number): Promise<void> {
+  const release = await slot.acquire();
+  assert.ok(release);
+  live.now++;
+  live.max = Math.max(live.max, live.now);
+  await sleep(runMs);
+  slot.ending();
+  await sleep(exitMs);
+  live.now--;
+  release();
+}
+
 test("a job past its result line lets the next job start before it returns, which waits for the CLI to exit", async () => {
   const seen: string[] = [];
   let secondStarted!: () => void;
@@ -101,8 +114,7 @@ test("a job past its result line lets the next job start before it returns, whic
 });
 
 test("many jobs that end early: never more CLIs than slots, and jobs do overlap their ends", async () => {
-  let cli = 0;
-  let maxCli = 0;
+  const cli = { now: 0, max: 0 };
   let jobs = 0;
   let maxJobs = 0;
   const h = await harness(2, async (job, slot) => {
@@ -110,15 +122,7 @@ test("many jobs that end early: never more CLIs than slots, and jobs do overlap 
     maxJobs = Math.max(maxJobs, jobs);
     try {
       await sleep(job.data.i % 3); // lease, begin
-      const release = await slot.acquire();
-      assert.ok(release);
-      cli++;
-      maxCli = Math.max(maxCli, cli);
-      await sleep(10 + ((job.data.i * 7) % 15));
-      slot.ending();
-      await sleep(5 + (job.data.i % 4)); // result line → exit
-      cli--;
-      release();
+      await fakeCli(slot, cli, 10 + ((job.data.i * 7) % 15), 5 + (job.data.i % 4));
       await sleep(8); // the turn's end
     } finally {
       jobs--;
@@ -127,8 +131,8 @@ test("many jobs that end early: never more CLIs than slots, and jobs do overlap 
   try {
     await h.add(30);
     await h.allDone(30);
-    assert.ok(maxCli <= 2, `at most 2 CLIs at once (saw ${maxCli})`);
-    assert.equal(maxCli, 2);
+    assert.ok(cli.max <= 2, `at most 2 CLIs at once (saw ${cli.max})`);
+    assert.equal(cli.max, 2);
     assert.ok(maxJobs > 2, `jobs past their CLI overlapped new ones (saw ${maxJobs} at once)`);
     assert.equal(h.worker.concurrency, 2);
     assert.equal(h.slots.busy, 0);
@@ -138,25 +142,14 @@ test("many jobs that end early: never more CLIs than slots, and jobs do overlap 
 });
 
 test("a job that starts a second CLI after its result (a replayed session) waits for a slot like any other", async () => {
-  let cli = 0;
-  let maxCli = 0;
+  const cli = { now: 0, max: 0 };
   const h = await harness(1, async (job, slot) => {
-    for (let run = 0; run < (job.data.i === 0 ? 2 : 1); run++) {
-      const release = await slot.acquire();
-      assert.ok(release);
-      cli++;
-      maxCli = Math.max(maxCli, cli);
-      await sleep(15);
-      slot.ending();
-      await sleep(10);
-      cli--;
-      release();
-    }
+    for (let run = 0; run < (job.data.i === 0 ? 2 : 1); run++) await fakeCli(slot, cli, 15, 10);
   });
   try {
     await h.add(4);
     await h.allDone(4);
-    assert.equal(maxCli, 1);
+    assert.equal(cli.max, 1);
   } finally {
     await h.close();
   }
