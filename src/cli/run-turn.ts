@@ -16,7 +16,7 @@ import { buildEnv, envAuth } from "./env.ts";
 import { badOptions, ClaudeCodeCliError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
 import { silentLogger } from "./logger.ts";
 import { validateRunTurnOptions, type RunTurnOptions } from "./options.ts";
-import { ProcessTree, TREE_MARKER_VAR, trackTree } from "./process-tree.ts";
+import { pidMark, ProcessTree, TREE_MARKER_VAR, trackTree, type PidMark } from "./process-tree.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
 import { captureSessionFile, restoreSessionFile } from "./session-file.ts";
 import { injectSkills, prepareSkillAddDir } from "./skills.ts";
@@ -122,6 +122,7 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
     }
   };
   let child: ChildProcess;
+  let mark: PidMark | undefined;
   let home: ConfigHome | undefined;
   let authSource: AuthSource | "inherited";
   try {
@@ -156,12 +157,13 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
       args.push("--append-system-prompt-file", f);
     }
     logger.debug({ bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")) }, "spawning claude");
+    mark = pidMark();
     child = spawn(bin, args, { cwd: o.cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
   } catch (err) {
     cleanup();
     throw err;
   }
-  return supervise(child, { o, logger, killGraceMs, marker, home, authSource, cleanup });
+  return supervise(child, { o, logger, killGraceMs, marker, mark, home, authSource, cleanup });
 }
 
 interface SuperviseContext {
@@ -169,6 +171,8 @@ interface SuperviseContext {
   logger: typeof silentLogger;
   killGraceMs: number;
   marker: string;
+  /** The kernel's pid allocation just before the spawn. */
+  mark: PidMark | undefined;
   home: ConfigHome | undefined;
   authSource: AuthSource | "inherited";
   cleanup: () => void;
@@ -197,7 +201,7 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
   let killDeadline = 0;
 
   if (child.pid !== undefined) {
-    tree = new ProcessTree(child.pid, ctx.marker);
+    tree = new ProcessTree(child.pid, ctx.marker, ctx.mark);
     untrack = trackTree(tree);
     if (o.watchdog !== false) {
       watchdog = startWatchdog({ cliPid: child.pid, marker: ctx.marker, killGraceMs });
