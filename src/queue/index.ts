@@ -33,7 +33,7 @@ export {
   type TurnOptions,
 } from "./schema.ts";
 export { InvalidTurnError, MissingVariableError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
-export { SessionOrder, type AcquireResult, type SessionOrderOptions } from "./order.ts";
+export { SessionOrder, type AcquireResult, type NextHead, type SessionOrderOptions } from "./order.ts";
 export { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, orderKeys, type OrderKeys } from "./keys.ts";
 export { bullConnection } from "./connection.ts";
 export type * from "./events.ts";

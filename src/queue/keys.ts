@@ -29,6 +29,8 @@ export interface OrderKeys {
   readonly cancel: string;
   /** Hash of session settings fixed when the session is created (onLostSession). */
   readonly conf: string;
+  /** Set of turn ids whose job waits out a delay because another turn was the head: the ones to wake. */
+  readonly deferred: string;
 }
 
 export function orderKeys(logPrefix: string, session: string): OrderKeys {
@@ -40,5 +42,6 @@ export function orderKeys(logPrefix: string, session: string): OrderKeys {
     lease: `${tag}:lease`,
     cancel: `${tag}:cancel`,
     conf: `${tag}:conf`,
+    deferred: `${tag}:deferred`,
   };
 }

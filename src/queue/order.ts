@@ -14,6 +14,16 @@ export type AcquireResult = (
   | { status: "gone" }
 ) & { cancelled: boolean };
 
+/** The session's head after a pop: `turn` "" when none; `deferred` when its job waits out a delay. */
+export interface NextHead {
+  turn: string;
+  deferred: boolean;
+}
+
+function nextHead(reply: [string, number]): NextHead {
+  return { turn: String(reply[0]), deferred: Number(reply[1]) === 1 };
+}
+
 export interface SessionOrderOptions {
   redis: RedisClient;
   /** The event log's key prefix (session keys share the log's per-session hash tag). */
@@ -46,7 +56,7 @@ export class SessionOrder {
 
   async acquire(session: string, turn: string, token: string, leaseMs: number): Promise<AcquireResult> {
     const k = this.keys(session);
-    const [status, detail, c] = await this.#scripts.acquire([k.turns, k.lease, k.cancel], turn, token, leaseMs);
+    const [status, detail, c] = await this.#scripts.acquire([k.turns, k.lease, k.cancel, k.deferred], turn, token, leaseMs);
     const cancelled = Number(c) === 1;
     if (status === "ok") return { status, cancelled };
     if (status === "wait") return { status, head: detail, cancelled };
@@ -60,11 +70,11 @@ export class SessionOrder {
     return (await this.#scripts.renew([k.lease, k.cancel], token, leaseMs, turn)) as "ok" | "lost" | "cancelled";
   }
 
-  /** Pops the finished head and releases the lease; returns the next head ("" none), null if not ours. */
-  async finish(session: string, turn: string, token: string): Promise<string | null> {
+  /** Pops the finished head and releases the lease; returns the next head, null if not ours. */
+  async finish(session: string, turn: string, token: string): Promise<NextHead | null> {
     const k = this.keys(session);
-    const next = await this.#scripts.finish([k.turns, k.lease, k.cancel], turn, token);
-    return next === null || next === undefined ? null : String(next);
+    const next = await this.#scripts.finish([k.turns, k.lease, k.cancel, k.deferred], turn, token);
+    return next === null || next === undefined ? null : nextHead(next);
   }
 
   async release(session: string, token: string): Promise<boolean> {
@@ -72,9 +82,9 @@ export class SessionOrder {
   }
 
   /** Removes a turn that will never run (cancelled while queued, orphaned); returns the next head. */
-  async drop(session: string, turn: string): Promise<string> {
+  async drop(session: string, turn: string): Promise<NextHead> {
     const k = this.keys(session);
-    return String(await this.#scripts.drop([k.turns, k.cancel], turn));
+    return nextHead(await this.#scripts.drop([k.turns, k.cancel, k.deferred], turn));
   }
 
   async head(session: string): Promise<string | undefined> {
@@ -102,6 +112,14 @@ export class SessionOrder {
     return (await this.redis.hget(this.keys(session).conf, "onLostSession")) ?? undefined;
   }
 
+  /**
+   * Wakes the next head's job if it was deferred (it found another turn at the head and waits out a
+   * delay). One that was not is waiting or running already: no round trip for it.
+   */
+  async wake(next: NextHead | null): Promise<void> {
+    if (next !== null && next.deferred) await this.promote(next.turn);
+  }
+
   /** Wakes the job of `turn` if it is waiting out a delay, so the next turn starts at once. */
   async promote(turn: string): Promise<void> {
     if (turn === "") return;
@@ -117,6 +135,6 @@ export class SessionOrder {
   /** Deletes the session's ordering keys (tests, operators). */
   async destroy(session: string): Promise<void> {
     const k = this.keys(session);
-    for (const key of [k.turns, k.registered, k.lease, k.cancel, k.conf]) await this.redis.del(key);
+    for (const key of [k.turns, k.registered, k.lease, k.cancel, k.conf, k.deferred]) await this.redis.del(key);
   }
 }

@@ -203,8 +203,7 @@ export function createProducer(config: QueueConfig): Producer {
     if (!removed) return { session, turn, outcome: "requested" };
     const data: TurnCancelledData = { reason: options.reason ?? "cancelled before it ran", by: options.by ?? "producer" };
     await log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.cancelled", data }], { batchId: `c-${turn}:1` });
-    const next = await order.drop(session, turn);
-    await order.promote(next);
+    await order.wake(await order.drop(session, turn));
     return { session, turn, outcome: "cancelled" };
   }
 

@@ -211,8 +211,7 @@ export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string 
     if (acq.status === "ok" || acq.status === "wait") {
       const cancelled: TurnCancelledData = { reason: "cancelled before it ran", by: "producer" };
       await deps.log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.cancelled", data: cancelled }], { batchId: `c-${turn}:1` });
-      const next = acq.status === "ok" ? await order.finish(session, turn, leaseToken) : await order.drop(session, turn);
-      if (next) await order.promote(next);
+      await order.wake(acq.status === "ok" ? await order.finish(session, turn, leaseToken) : await order.drop(session, turn));
       return { outcome: "cancelled" };
     }
     return delayJob(job, token, waitBackoffMs(job));
@@ -254,8 +253,7 @@ async function rejectMalformed(deps: ExecuteDeps, job: Job, err: Error): Promise
       retryable: false,
     };
     await deps.log.append(session, epoch, [{ turn, attempt, kind: "turn.failed", data: failed }]);
-    const next = await deps.order.finish(session, turn, token);
-    if (next) await deps.order.promote(next);
+    await deps.order.wake(await deps.order.finish(session, turn, token));
     return;
   }
   if (acq.status === "wait") await deps.order.drop(session, turn);
@@ -300,8 +298,7 @@ async function repairHead(deps: ExecuteDeps, session: string, head: string): Pro
     }
     deps.logger.warn({ session, turn: head, why }, "removed a stuck head turn");
   } finally {
-    const next = await order.finish(session, head, token);
-    if (next) await order.promote(next);
+    await order.wake(await order.finish(session, head, token));
   }
 }
 
@@ -359,8 +356,7 @@ async function runLeased(
         case "finished":
         case "cancelled":
         case "failed": {
-          const next = await order.finish(session, turn, leaseToken);
-          if (next) await order.promote(next);
+          await order.wake(await order.finish(session, turn, leaseToken));
           if (end.kind === "failed") throw new UnrecoverableError(`turn failed (${end.errorKind}): ${end.message}`);
           if (end.kind === "cancelled") return { outcome: "cancelled", attempt: end.attempt };
           return { outcome: "finished", attempt: end.attempt, ...(end.cliSessionId ? { cliSessionId: end.cliSessionId } : {}) };

@@ -86,6 +86,46 @@ test("enqueue: same idempotency key twice enqueues once; the job holds reference
   }
 });
 
+test("a popped head hands over to the next turn: woken when it had found another turn at the head, left alone otherwise", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  try {
+    const { order, queue } = producer;
+    const session = `s-wake-${space.id}`;
+    const [a, b, c, d] = ["a", "b", "c", "d"].map((x) => `t_${x}${space.id}`) as [string, string, string, string];
+    for (const t of [a, b, c, d]) await order.register(session, t, undefined);
+    // b's and c's jobs find a at the head and wait out a delay; d's job never ran.
+    for (const t of [b, c, d]) await queue.add("turn", {}, { jobId: t, delay: 60_000 });
+    assert.equal((await order.acquire(session, a, "tok-a", 10_000)).status, "ok");
+    assert.equal((await order.acquire(session, b, "tok-b", 10_000)).status, "wait");
+    assert.equal((await order.acquire(session, c, "tok-c", 10_000)).status, "wait");
+
+    const afterA = await order.finish(session, a, "tok-a");
+    assert.deepEqual(afterA, { turn: b, deferred: true });
+    await order.wake(afterA);
+    assert.equal(await queue.getJobState(b), "waiting", "the deferred next head is woken");
+    assert.equal(await queue.getJobState(c), "delayed", "only the head is woken");
+
+    assert.equal((await order.acquire(session, b, "tok-b", 10_000)).status, "ok");
+    const afterB = await order.finish(session, b, "tok-b");
+    assert.deepEqual(afterB, { turn: c, deferred: true });
+    assert.deepEqual(await order.finish(session, b, "tok-b"), { turn: c, deferred: false }, "a turn is woken once");
+
+    assert.equal((await order.acquire(session, c, "tok-c", 10_000)).status, "ok");
+    const afterC = await order.finish(session, c, "tok-c");
+    assert.deepEqual(afterC, { turn: d, deferred: false }, "d's job never found another head");
+    await order.wake(afterC);
+    assert.equal(await queue.getJobState(d), "delayed", "nothing is sent for a next head that was not deferred");
+    assert.deepEqual(await order.drop(session, d), { turn: "", deferred: false });
+    assert.equal(await redis.exists(order.keys(session).deferred), 0, "no mark outlives its turn");
+  } finally {
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+  }
+});
+
 test("promote wakes a delayed turn job at once; a waiting or missing one is left as it is", async () => {
   const space = testSpace();
   const redis = redisFor();
