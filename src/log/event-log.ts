@@ -46,6 +46,27 @@ export interface EncodedEvent {
   readonly bytes: number;
 }
 
+/** Where the session's latest session.snapshot event is, as beginAttempt finds it in the meta. */
+export interface SnapshotRef {
+  seq: number;
+  epoch: number;
+  at: string;
+}
+
+export interface BeginResult {
+  epoch: number;
+  attempt: number;
+  /** The latest snapshot; null: the session has none; undefined: not known here (scan the stream). */
+  lastSnapshot: SnapshotRef | null | undefined;
+}
+
+function snapshotRef(snap: string): SnapshotRef | null | undefined {
+  if (snap === "0") return null;
+  const [seq, epoch, at] = snap.split("|");
+  const ref = { seq: Number(seq), epoch: Number(epoch), at: at ?? "" };
+  return Number.isSafeInteger(ref.seq) && ref.seq > 0 && Number.isSafeInteger(ref.epoch) && ref.at !== "" ? ref : undefined;
+}
+
 export interface SessionStat {
   session: string;
   exists: boolean;
@@ -190,14 +211,14 @@ export class EventLog {
   }
 
   /** Begins an attempt of `turn`: bumps the session's epoch atomically; all earlier epochs are fenced. */
-  async beginAttempt(session: string, turn: string): Promise<{ epoch: number; attempt: number }> {
+  async beginAttempt(session: string, turn: string): Promise<BeginResult> {
     const k = this.keys(session);
     if (typeof turn !== "string" || turn.length === 0 || turn.length > 200) {
       throw new Error("turn id must be a non-empty string of at most 200 characters");
     }
     // Both sent at once: the index update need not wait for the epoch, only be done on return.
-    const [[epoch, attempt]] = await Promise.all([this.#scripts.begin([k.events, k.meta, k.blobs], turn), this.#touchIndex(session, true)]);
-    return { epoch: Number(epoch), attempt: Number(attempt) };
+    const [[epoch, attempt, snap]] = await Promise.all([this.#scripts.begin([k.events, k.meta, k.blobs], turn), this.#touchIndex(session, true)]);
+    return { epoch: Number(epoch), attempt: Number(attempt), lastSnapshot: snapshotRef(String(snap ?? "")) };
   }
 
   /** Validates and encodes one event for `append`/`appendEncoded`; throws InvalidEventError. */

@@ -11,10 +11,12 @@ export type {
   AppendOptions,
   AppendOutcome,
   AppendResult,
+  BeginResult,
   EncodedEvent,
   EventLogOptions,
   ReadOptions,
   SessionStat,
+  SnapshotRef,
   TailOptions,
 } from "./event-log.ts";
 export { createWriter } from "./writer.ts";

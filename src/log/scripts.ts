@@ -7,7 +7,7 @@ const appendLua = readFileSync(new URL("./lua/append.lua", import.meta.url), "ut
 const beginLua = readFileSync(new URL("./lua/begin.lua", import.meta.url), "utf8");
 
 export type AppendReply = [outcome: string, lastSeq: number, epoch: number];
-export type BeginReply = [epoch: number, attempt: number];
+export type BeginReply = [epoch: number, attempt: number, snap: string];
 
 export interface LogScripts {
   append(keys: readonly [string, string, string], argv: readonly (string | number)[]): Promise<AppendReply>;

@@ -392,12 +392,11 @@ async function runAttempt(
   const { log, settings, logger } = deps;
   let scrubber = deps.scrubber;
   let lineScrubber: Scrubber | undefined;
-  const begun = log.beginAttempt(session, turn);
-  // Issued right behind the begin on the same connection, so Redis runs the scan after the epoch
-  // bump (no fenced attempt can add a snapshot behind it) and the CLI starts one round trip sooner.
-  const snapshotRead: Promise<Snapshot | undefined> = replay === undefined ? latestSnapshot(log, session, deps.snapshots) : Promise.resolve(undefined);
+  const { epoch, attempt, lastSnapshot } = await log.beginAttempt(session, turn);
+  // The begin returns where the latest snapshot is (read in the same step as the epoch bump, so no
+  // fenced attempt can add one behind it): mostly the cache has it and nothing more is read.
+  const snapshotRead: Promise<Snapshot | undefined> = replay === undefined ? latestSnapshot(log, session, deps.snapshots, lastSnapshot) : Promise.resolve(undefined);
   snapshotRead.catch(() => undefined); // awaited below unless the attempt ends before it needs it
-  const { epoch, attempt } = await begun;
   const traceparent = data.traceparent;
   const writer: Writer = createWriter({ log, session, epoch, logger, lingerMs: LINE_LINGER_MS });
   const startedAt = new Date().toISOString();

@@ -3,7 +3,7 @@
 // the stream's stored envelope (`e`, see src/log/README.md) for kind/turn/attempt only, and decode
 // the one event they need through the log's own reader.
 import { renderText } from "../protocol/index.ts";
-import { storedEnvelope, storedHead, TERMINAL_KINDS, type Envelope, type EventLog } from "../log/index.ts";
+import { storedEnvelope, storedHead, TERMINAL_KINDS, type Envelope, type EventLog, type SnapshotRef } from "../log/index.ts";
 import { assembleSnapshot, type Snapshot, type SnapshotCache } from "./snapshots.ts";
 
 interface Head {
@@ -63,18 +63,24 @@ async function* backwards(log: EventLog, session: string, limit = 200_000): Asyn
 
 /**
  * The session's latest `session.snapshot` as the whole session file, or undefined when it has none
- * (or it cannot be rebuilt). Taken from `cache` when it holds the one the same attempt wrote.
+ * (or it cannot be rebuilt). Taken from `cache` when it holds the one the same attempt wrote. `known`
+ * is where beginAttempt found it (null: there is none); without it the stream is scanned backwards.
  */
-export async function latestSnapshot(log: EventLog, session: string, cache?: SnapshotCache): Promise<Snapshot | undefined> {
+export async function latestSnapshot(log: EventLog, session: string, cache?: SnapshotCache, known?: SnapshotRef | null): Promise<Snapshot | undefined> {
+  if (known === null) return undefined;
+  if (known !== undefined) return snapshotAt(log, session, known, cache);
   for await (const h of backwards(log, session)) {
-    if (h.kind !== "session.snapshot") continue;
-    const cached = h.epoch > 0 ? cache?.get(session, h.epoch, h.at, h.seq) : undefined;
-    if (cached !== undefined) return cached;
-    const snap = await assembleSnapshot(log, session, h.seq);
-    if (snap !== undefined && h.epoch > 0) cache?.set(session, h.epoch, h.at, snap);
-    return snap;
+    if (h.kind === "session.snapshot") return snapshotAt(log, session, h, cache);
   }
   return undefined;
+}
+
+async function snapshotAt(log: EventLog, session: string, h: SnapshotRef, cache: SnapshotCache | undefined): Promise<Snapshot | undefined> {
+  const cached = h.epoch > 0 ? cache?.get(session, h.epoch, h.at, h.seq) : undefined;
+  if (cached !== undefined) return cached;
+  const snap = await assembleSnapshot(log, session, h.seq);
+  if (snap !== undefined && h.epoch > 0) cache?.set(session, h.epoch, h.at, snap);
+  return snap;
 }
 
 /** The CLI session id the session's turns last reported (turn.finished), for a resume without snapshot. */

@@ -4,7 +4,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { createEventLog, type EventInput } from "../../src/log/index.ts";
+import { createEventLog, type Envelope, type EventInput } from "../../src/log/index.ts";
 import { createHash } from "node:crypto";
 import {
   danglingAttempts,
@@ -41,6 +41,37 @@ test("the latest snapshot is found many entries back; earlier ones and other kin
   assert.equal(snap?.bytes.toString(), "newest");
   assert.equal(await lastCliSessionId(log, s), "cli-1");
   assert.equal(await latestSnapshot(log, `none-${randomBytes(4).toString("hex")}`), undefined);
+});
+
+test("beginAttempt says where the latest snapshot is, so a new attempt reads no stream; a pointer it cannot trust is not given", async () => {
+  const s = `ptr-${randomBytes(4).toString("hex")}`;
+  await log.appendUnfenced(s, [ev("t1", 0, "turn.queued", { prompt: "hi" })]);
+  const first = await log.beginAttempt(s, "t1");
+  assert.equal(first.lastSnapshot, null, "a session created with this log version and no snapshot yet");
+  assert.equal(await latestSnapshot(log, s, undefined, first.lastSnapshot), undefined);
+  await log.append(s, first.epoch, [ev("t1", 1, "session.snapshot", snapshot("cli-a", "one")), ev("t1", 1, "session.snapshot", snapshot("cli-b", "two"))]);
+  await log.append(s, first.epoch, [ev("t1", 1, "turn.finished", { attempt: 1 })]);
+  const second = await log.beginAttempt(s, "t2");
+  const stored: Envelope[] = [];
+  for await (const e of log.read(s, { fromSeq: 3, toSeq: 3 })) stored.push(e);
+  assert.deepEqual(second.lastSnapshot, { seq: 3, epoch: first.epoch, at: stored[0]!.at }, "the later of the two, with the epoch and time the cache checks");
+  const viaPointer = await latestSnapshot(log, s, undefined, second.lastSnapshot);
+  const viaScan = await latestSnapshot(log, s);
+  assert.equal(viaPointer?.bytes.toString(), "two");
+  assert.deepEqual(viaPointer, viaScan);
+
+  // An append by something else than this script moved `seq` on without `sseq`: the pointer may be stale.
+  const meta = log.keys(s).meta;
+  await redis.hincrby(meta, "seq", 1);
+  assert.equal((await log.beginAttempt(s, "t2")).lastSnapshot, undefined);
+  await redis.hincrby(meta, "seq", -1);
+  assert.notEqual((await log.beginAttempt(s, "t2")).lastSnapshot, undefined);
+  // A snapshot envelope whose head the script cannot read: the pointer is dropped, not left behind.
+  await log.appendEncoded(s, null, [{ kind: "session.snapshot", env: JSON.stringify({ kind: "session.snapshot", v: 1 }), raw: undefined, blob: undefined, bytes: 40 }]);
+  assert.equal((await log.beginAttempt(s, "t2")).lastSnapshot, undefined);
+  // A session from before the pointer existed (no `snap` at all): found by the scan.
+  await redis.hdel(meta, "snap");
+  assert.equal((await log.beginAttempt(s, "t2")).lastSnapshot, undefined);
 });
 
 test("dangling attempts: started and never ended, below the current one, of this turn only", async () => {

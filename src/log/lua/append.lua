@@ -1,7 +1,8 @@
 -- append.lua: append one batch of events to one session, fenced and idempotent, atomically.
 --
 -- KEYS[1]  stream   <prefix>{s:<id>}:events
--- KEYS[2]  meta     <prefix>{s:<id>}:meta     (hash: epoch, seq, lastId, lastBatch, state, w:<writer>...)
+-- KEYS[2]  meta     <prefix>{s:<id>}:meta     (hash: epoch, seq, lastId, lastBatch, state, snap, sseq,
+--                                              w:<writer>...)
 -- KEYS[3]  blobset  <prefix>{s:<id>}:blobs    (set of blob key names this session references)
 -- ARGV[1]  epoch       fencing token as decimal; "" = unfenced append (no epoch check)
 -- ARGV[2]  expectedSeq last seq the caller believes the log has; "" = no check
@@ -22,6 +23,11 @@
 --                   nothing written; the client uploads it again and retries
 -- The duplicate check comes first: a batch that made it in is reported as such even if the attempt
 -- was fenced afterwards, so the sender never appends it a second time under any outcome.
+--
+-- meta `snap` points at the session's latest session.snapshot event ("<seq>|<epoch>|<at>", "0" for a
+-- session that has none), so a new attempt finds it without scanning the stream; `sseq` is the seq
+-- this script last left, so a pointer that another script version may have passed by (its `seq` moved
+-- on without `sseq`) is not trusted (see begin.lua).
 
 local stream, meta, blobset = KEYS[1], KEYS[2], KEYS[3]
 local epochArg, expectedArg, writer = ARGV[1], ARGV[2], ARGV[3]
@@ -30,7 +36,7 @@ local ttl = tonumber(ARGV[5])
 local epochFloor = ARGV[6]
 local nblobs = tonumber(ARGV[7])
 
-local m = redis.call('HMGET', meta, 'epoch', 'seq', 'w:' .. writer, 'state', 'expiring')
+local m = redis.call('HMGET', meta, 'epoch', 'seq', 'w:' .. writer, 'state', 'expiring', 'snap')
 local epoch = tonumber(m[1]) or 0
 local seq = tonumber(m[2]) or 0
 
@@ -57,6 +63,8 @@ for b = 1, nblobs do
 end
 
 local state = m[4]
+local fresh = seq == 0 and not m[6]
+local snapSeq, snapEnv
 local i = 8 + nblobs
 local last = #ARGV
 while i <= last do
@@ -68,6 +76,9 @@ while i <= last do
   else
     redis.call('XADD', stream, '0-' .. seq, 'e', env)
     i = i + 3
+  end
+  if kind == 'session.snapshot' then
+    snapSeq, snapEnv = seq, env
   end
   if kind == 'turn.queued' then
     state = 'queued'
@@ -92,7 +103,19 @@ if epochFloor ~= '' and tonumber(epochFloor) > epoch then
 end
 
 local batchId = writer .. ':' .. n
-redis.call('HSET', meta, 'seq', seq, 'lastId', '0-' .. seq, 'lastBatch', batchId, 'w:' .. writer, n .. ':' .. seq)
+redis.call('HSET', meta, 'seq', seq, 'sseq', seq, 'lastId', '0-' .. seq, 'lastBatch', batchId, 'w:' .. writer, n .. ':' .. seq)
+if snapSeq then
+  -- The envelope's head is written in a fixed order (v, turn, attempt, epoch, at, kind): no need to
+  -- decode a snapshot's whole JSON for two fields.
+  local ep, at = string.match(string.sub(snapEnv, 1, 400), '"epoch":(%d+),"at":"([^"]+)"')
+  if ep then
+    redis.call('HSET', meta, 'snap', snapSeq .. '|' .. ep .. '|' .. at)
+  else
+    redis.call('HDEL', meta, 'snap')
+  end
+elseif fresh then
+  redis.call('HSET', meta, 'snap', '0')
+end
 if state then
   redis.call('HSET', meta, 'state', state)
 end
