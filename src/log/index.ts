@@ -21,7 +21,7 @@ export type {
 } from "./event-log.ts";
 export { createWriter } from "./writer.ts";
 export { storedEnvelope, storedHead, type StoredHead } from "./stored-head.ts";
-export type { Writer, WriterOptions, WriterStats } from "./writer.ts";
+export type { Writer, WriteOptions, WriterOptions, WriterStats } from "./writer.ts";
 export {
   ENVELOPE_VERSION,
   KIND_PATTERN,

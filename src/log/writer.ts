@@ -40,9 +40,17 @@ export interface WriterStats {
   duplicates: number;
 }
 
+export interface WriteOptions {
+  /**
+   * Wait up to this long (instead of `lingerMs`) for more events to share the event's append: for an
+   * event that is known to be followed shortly by others. flush() and close() still send at once.
+   */
+  lingerMs?: number;
+}
+
 export interface Writer {
   /** Buffers one event; resolves once it is buffered (waits while the buffer is full). */
-  write(event: EventInput): Promise<void>;
+  write(event: EventInput, options?: WriteOptions): Promise<void>;
   /** Resolves with the last seq once every event written so far is in the log. */
   flush(): Promise<number>;
   /** Flushes, then stops accepting events and drops the writer's dedupe entry. */
@@ -170,23 +178,34 @@ export function createWriter(options: WriterOptions): Writer {
     }
   }
 
-  function kick(now = false): void {
+  // When the pending linger timer fires (a longer wait asked by one event replaces a shorter one).
+  let lingerDue = 0;
+
+  function kick(now = false, wait = lingerMs): void {
     if (pumping) return;
-    if (now || lingerMs <= 0 || buffer.length >= maxBatchEvents || bufferedBytes >= maxBatchBytes) {
+    if (now || wait <= 0 || buffer.length >= maxBatchEvents || bufferedBytes >= maxBatchBytes) {
       if (lingering !== undefined) {
         clearTimeout(lingering);
         lingering = undefined;
       }
       queueMicrotask(() => void pump());
-    } else {
-      lingering ??= setTimeout(() => {
-        lingering = undefined;
-        void pump();
-      }, lingerMs);
+      return;
     }
+    const due = Date.now() + wait;
+    if (lingering !== undefined) {
+      // The usual linger never slides (a steady trickle still goes every lingerMs); only a longer
+      // wait asked for by one event pushes the send back.
+      if (wait <= lingerMs || due <= lingerDue) return;
+      clearTimeout(lingering);
+    }
+    lingerDue = due;
+    lingering = setTimeout(() => {
+      lingering = undefined;
+      void pump();
+    }, wait);
   }
 
-  async function write(event: EventInput): Promise<void> {
+  async function write(event: EventInput, writeOptions?: WriteOptions): Promise<void> {
     if (failure !== undefined) throw failure;
     if (closed) throw new WriterClosedError(session);
     const enc = log.encode(session, epoch ?? 0, event);
@@ -197,7 +216,7 @@ export function createWriter(options: WriterOptions): Writer {
     }
     buffer.push(enc);
     bufferedBytes += enc.bytes;
-    kick();
+    kick(false, writeOptions?.lingerMs ?? lingerMs);
   }
 
   function flush(): Promise<number> {

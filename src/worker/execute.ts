@@ -106,6 +106,10 @@ type AttemptEnd =
 // The CLI prints a turn's lines in bursts (a message and its result within a few ms): waiting this
 // long lets a burst share one append, at a cost of at most that much to live followers.
 const LINE_LINGER_MS = 5;
+// The CLI exits 40-50 ms after its result line (measured on 2.1.332), and the turn's end (exit,
+// snapshot, turn.finished) follows at once: the result line waits that long to share their append,
+// one round trip fewer per turn; live followers see it at most this much later, the turn's end not at all.
+const RESULT_LINGER_MS = 100;
 
 function waitBackoffMs(job: Job): number {
   const n = Math.max(1, job.attemptsStarted ?? 1);
@@ -414,7 +418,7 @@ async function runAttempt(
           ...(traceparent !== undefined ? { traceparent } : {}),
           ...(data.options.model !== undefined ? { requestModel: data.options.model } : {}),
         });
-  const write = async (kind: string, d: unknown, parsed?: ParsedLine, at?: string): Promise<void> => {
+  const write = async (kind: string, d: unknown, parsed?: ParsedLine, at?: string, lingerMs?: number): Promise<void> => {
     const ev: EventInput = { turn, attempt, kind, data: d, at: at ?? (kind === "attempt.started" ? startedAt : new Date().toISOString()) };
     try {
       deps.observer.onEvent?.(session, ev, { epoch, traceparent });
@@ -430,7 +434,7 @@ async function runAttempt(
       }
     }
     try {
-      await writer.write(ev);
+      await writer.write(ev, lingerMs === undefined ? undefined : { lingerMs });
     } catch (err) {
       if (err instanceof FencedError) ctl.reason ??= "fenced";
       ctl.ac.abort();
@@ -574,10 +578,11 @@ async function runAttempt(
     const pumpOut = (async () => {
       for await (const l of handle.lines) {
         if (ctl.ac.signal.aborted && ctl.reason === "fenced") continue;
+        const result = isKnown(l, "result");
         if (l.type === "system/api_retry" || l.type === "rate_limit_event") hintLines.push(l);
-        else if (isKnown(l, "result")) ctl.slot?.ending();
+        else if (result) ctl.slot?.ending();
         const d = l.category === "truncated" ? { raw: "", truncated: { byteLength: l.byteLength, sha256: l.sha256 } } : { raw: lineScrubber === undefined ? l.raw : lineScrubber.scrub(l.raw, { sink: "log", field: "cli.line" }) };
-        await write("cli.line", d, l);
+        await write("cli.line", d, l, undefined, result ? RESULT_LINGER_MS : undefined);
       }
     })();
     const pumpErr = (async () => {

@@ -202,6 +202,38 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       assert.equal(await w.close(), 6);
     });
 
+    it("writer linger per event: a longer wait holds the batch for the events after it, bounded; the usual linger never slides", async () => {
+      const s = session();
+      const { epoch } = await log.beginAttempt(s, "t1");
+      const batches: number[] = [];
+      const w = createWriter({ log, session: s, epoch, lingerMs: 20, onAppended: (i) => batches.push(i.count) });
+      await w.write(line("a"));
+      await w.write(line("b"), { lingerMs: 400 });
+      await new Promise((r) => setTimeout(r, 80));
+      assert.deepEqual(batches, [], "held past the usual linger");
+      await w.write(line("c"));
+      await new Promise((r) => setTimeout(r, 80));
+      assert.deepEqual(batches, [], "a later event does not cut the wait short");
+      assert.equal(await w.close(), 3);
+      assert.deepEqual(batches, [3], "one append for all three");
+
+      const held: number[] = [];
+      const w2 = createWriter({ log, session: s, epoch, lingerMs: 20, onAppended: (i) => held.push(i.count) });
+      await w2.write(line("d"), { lingerMs: 60 });
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(held, [1], "the wait is bounded: nothing else came, it went alone");
+
+      const steady: number[] = [];
+      const w3 = createWriter({ log, session: s, epoch, lingerMs: 60, onAppended: (i) => steady.push(i.count) });
+      await w3.write(line("e"));
+      await new Promise((r) => setTimeout(r, 35));
+      await w3.write(line("f"));
+      await new Promise((r) => setTimeout(r, 45));
+      assert.deepEqual(steady, [2], "the second event joined the first's window instead of pushing it back");
+      await w2.close();
+      await w3.close();
+    });
+
     it("unknown dotted kinds are storable and readable; invalid events are rejected on write", async () => {
       const s = session();
       const { epoch } = await log.beginAttempt(s, "t1");
