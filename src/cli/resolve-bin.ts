@@ -14,7 +14,16 @@ function executable(path: string): boolean {
   }
 }
 
+// Resolved once: where an installed package lives does not change while the process runs, and the
+// module resolution behind it cost ~0.2 ms of every run.
+let pinned: { path: string | undefined } | undefined;
+
 function pinnedPackageBin(): string | undefined {
+  pinned ??= { path: lookUpPinnedPackageBin() };
+  return pinned.path;
+}
+
+function lookUpPinnedPackageBin(): string | undefined {
   try {
     const req = createRequire(import.meta.url);
     const pkgJson = req.resolve("@anthropic-ai/claude-code/package.json");
