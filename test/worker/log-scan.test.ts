@@ -66,6 +66,18 @@ test("beginAttempt says where the latest snapshot is, so a new attempt reads no 
   assert.equal((await log.beginAttempt(s, "t2")).lastSnapshot, undefined);
   await redis.hincrby(meta, "seq", -1);
   assert.notEqual((await log.beginAttempt(s, "t2")).lastSnapshot, undefined);
+  // An older writer appends a snapshot (seq moves, the pointer does not); a later append here of
+  // another kind must not make the stale pointer look current again.
+  const other = await log.beginAttempt(s, "t2");
+  const foreign = log.encode(s, other.epoch, ev("t2", other.attempt, "session.snapshot", snapshot("cli-c", "three")));
+  await redis.xadd(log.keys(s).events, `0-${(await log.stat(s)).lastSeq + 1}`, "e", foreign.env);
+  await redis.hincrby(meta, "seq", 1);
+  await log.append(s, other.epoch, [ev("t2", other.attempt, "turn.finished", { attempt: other.attempt })]);
+  const afterForeign = await log.beginAttempt(s, "t3");
+  assert.equal(afterForeign.lastSnapshot, undefined, "the pointer was dropped, not trusted again");
+  assert.equal((await latestSnapshot(log, s, undefined, afterForeign.lastSnapshot))?.bytes.toString(), "three");
+  await log.append(s, afterForeign.epoch, [ev("t3", afterForeign.attempt, "session.snapshot", snapshot("cli-d", "four"))]);
+  assert.notEqual((await log.beginAttempt(s, "t3")).lastSnapshot, undefined, "the next snapshot sets it again");
   // A snapshot envelope whose head the script cannot read: the pointer is dropped, not left behind.
   await log.appendEncoded(s, null, [{ kind: "session.snapshot", env: JSON.stringify({ kind: "session.snapshot", v: 1 }), raw: undefined, blob: undefined, bytes: 40 }]);
   assert.equal((await log.beginAttempt(s, "t2")).lastSnapshot, undefined);

@@ -27,7 +27,8 @@
 -- meta `snap` points at the session's latest session.snapshot event ("<seq>|<epoch>|<at>", "0" for a
 -- session that has none), so a new attempt finds it without scanning the stream; `sseq` is the seq
 -- this script last left, so a pointer that another script version may have passed by (its `seq` moved
--- on without `sseq`) is not trusted (see begin.lua).
+-- on without `sseq`) is not trusted (see begin.lua), and is dropped by the next append here unless
+-- that one brings a snapshot of its own.
 
 local stream, meta, blobset = KEYS[1], KEYS[2], KEYS[3]
 local epochArg, expectedArg, writer = ARGV[1], ARGV[2], ARGV[3]
@@ -36,7 +37,7 @@ local ttl = tonumber(ARGV[5])
 local epochFloor = ARGV[6]
 local nblobs = tonumber(ARGV[7])
 
-local m = redis.call('HMGET', meta, 'epoch', 'seq', 'w:' .. writer, 'state', 'expiring', 'snap')
+local m = redis.call('HMGET', meta, 'epoch', 'seq', 'w:' .. writer, 'state', 'expiring', 'snap', 'sseq')
 local epoch = tonumber(m[1]) or 0
 local seq = tonumber(m[2]) or 0
 
@@ -64,6 +65,7 @@ end
 
 local state = m[4]
 local fresh = seq == 0 and not m[6]
+local passedBy = m[6] and tonumber(m[7]) ~= seq
 local snapSeq, snapEnv
 local i = 8 + nblobs
 local last = #ARGV
@@ -115,6 +117,8 @@ if snapSeq then
   end
 elseif fresh then
   redis.call('HSET', meta, 'snap', '0')
+elseif passedBy then
+  redis.call('HDEL', meta, 'snap')
 end
 if state then
   redis.call('HSET', meta, 'state', state)
