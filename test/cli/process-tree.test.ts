@@ -3,9 +3,9 @@
 // table keeps open being closed once their processes are gone.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readdirSync, readlinkSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { pidMark, pidsSince, ProcessTree, TREE_MARKER_VAR } from "../../src/cli/process-tree.ts";
 
 function openStatPids(): number[] {
@@ -21,20 +21,32 @@ function openStatPids(): number[] {
   return pids;
 }
 
-test("a tree's members (child, grandchild in its own session) are found, killed, and their stat files closed", async () => {
-  const marker = randomUUID();
+/** A shell (the tree's root) with a child and a grandchild in its own session, all carrying `marker`. */
+async function startTree(marker: string): Promise<ChildProcess> {
   const root = spawn("sh", ["-c", "sleep 60 & setsid sleep 60 & echo started; wait"], {
     detached: true,
     stdio: ["ignore", "pipe", "ignore"],
     env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", [TREE_MARKER_VAR]: marker },
   });
   await new Promise<void>((resolve) => root.stdout!.once("data", () => resolve()));
-  const tree = new ProcessTree(root.pid!, marker);
-  let members: number[] = [];
-  for (let i = 0; i < 100 && members.length < 3; i++) {
+  return root;
+}
+
+/** Refreshes `tree` every 20 ms (2 s at most) until `done` holds for its members; returns the last. */
+async function refreshUntil(tree: ProcessTree, done: (members: number[]) => boolean): Promise<number[]> {
+  let members = tree.refresh();
+  for (let i = 0; i < 100 && !done(members); i++) {
+    await new Promise((r) => setTimeout(r, 20));
     members = tree.refresh();
-    if (members.length < 3) await new Promise((r) => setTimeout(r, 20));
   }
+  return members;
+}
+
+test("a tree's members (child, grandchild in its own session) are found, killed, and their stat files closed", async () => {
+  const marker = randomUUID();
+  const root = await startTree(marker);
+  const tree = new ProcessTree(root.pid!, marker);
+  const members = await refreshUntil(tree, (m) => m.length >= 3);
   assert.equal(members.length, 3, `root and both sleepers: ${members.join(",")}`);
   assert.ok(members.includes(root.pid!));
   const held = openStatPids();
@@ -43,11 +55,7 @@ test("a tree's members (child, grandchild in its own session) are found, killed,
   const exited = new Promise((r) => root.once("exit", r));
   tree.signal("SIGKILL");
   await exited;
-  let left = members;
-  for (let i = 0; i < 100 && left.length > 0; i++) {
-    left = tree.refresh();
-    if (left.length > 0) await new Promise((r) => setTimeout(r, 20));
-  }
+  const left = await refreshUntil(tree, (m) => m.length === 0);
   assert.deepEqual(left, [], "nothing of the tree survives");
   const listed = new Set(readdirSync("/proc").filter((n) => /^\d+$/.test(n)).map(Number));
   for (const pid of openStatPids()) assert.ok(listed.has(pid), `no stat file of a vanished process (${pid}) stays open`);
@@ -59,38 +67,25 @@ test("with the pid mark taken before the spawn, a refresh reads only the process
     const marker = randomUUID();
     const mark = pidMark();
     assert.ok(mark !== undefined && mark.forks > 0 && mark.tasks > 0, "this host's /proc gives the fork counter and the task count");
-    const root = spawn("sh", ["-c", "sleep 60 & setsid sleep 60 & echo started; wait"], {
-      detached: true,
-      stdio: ["ignore", "pipe", "ignore"],
-      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", [TREE_MARKER_VAR]: marker },
-    });
-    await new Promise<void>((resolve) => root.stdout!.once("data", () => resolve()));
+    const root = await startTree(marker);
     const inStretch = pidsSince(root.pid!, mark);
     assert.ok(inStretch !== undefined, "the stretch is bounded");
     const full = new ProcessTree(root.pid!, marker);
     const marked = new ProcessTree(root.pid!, marker, mark);
-    let members: number[] = [];
-    for (let i = 0; i < 100 && members.length < 3; i++) {
-      members = full.refresh();
-      if (members.length < 3) await new Promise((r) => setTimeout(r, 20));
-    }
+    const members = await refreshUntil(full, (m) => m.length >= 3);
     assert.equal(members.length, 3);
     assert.deepEqual(marked.refresh().sort(), members.sort(), "the same members as a full scan");
     for (const pid of members) assert.ok(inStretch(pid), `member ${pid} lies in the stretch`);
     assert.equal(inStretch(before.pid!), false, "a process started before the mark is not read");
     assert.equal(inStretch(process.pid), false);
     // A fork counter that moved a whole cycle since the mark: nothing can be ruled out.
-    const max = Number((await import("node:fs")).readFileSync("/proc/sys/kernel/pid_max", "latin1"));
+    const max = Number(readFileSync("/proc/sys/kernel/pid_max", "latin1"));
     assert.equal(pidsSince(root.pid!, { forks: mark.forks - max, tasks: mark.tasks }), undefined);
     assert.equal(pidsSince(root.pid!, undefined), undefined);
     const exited = new Promise((r) => root.once("exit", r));
     marked.signal("SIGKILL");
     await exited;
-    let left = members;
-    for (let i = 0; i < 100 && left.length > 0; i++) {
-      left = full.refresh();
-      if (left.length > 0) await new Promise((r) => setTimeout(r, 20));
-    }
+    const left = await refreshUntil(full, (m) => m.length === 0);
     assert.deepEqual(left, [], "the marked tree's SIGKILL reached every member");
   } finally {
     before.kill("SIGKILL");
