@@ -46,6 +46,12 @@ export interface WriteOptions {
    * event that is known to be followed shortly by others. flush() and close() still send at once.
    */
   lingerMs?: number;
+  /**
+   * Wait up to this long for the next event, whose own linger then decides when the batch goes: for
+   * an event that opens a stretch of quiet (a run's start before the CLI's first line). Only for an
+   * event that finds nothing else waiting to be sent; otherwise the usual linger applies.
+   */
+  holdMs?: number;
 }
 
 export interface Writer {
@@ -180,8 +186,15 @@ export function createWriter(options: WriterOptions): Writer {
 
   // When the pending linger timer fires (a longer wait asked by one event replaces a shorter one).
   let lingerDue = 0;
+  // The pending timer is a hold: the next event replaces it with its own linger.
+  let holding = false;
 
   function kick(now = false, wait = lingerMs): void {
+    if (holding && lingering !== undefined) {
+      clearTimeout(lingering);
+      lingering = undefined;
+    }
+    holding = false;
     if (pumping) return;
     if (now || wait <= 0 || buffer.length >= maxBatchEvents || bufferedBytes >= maxBatchBytes) {
       if (lingering !== undefined) {
@@ -216,6 +229,12 @@ export function createWriter(options: WriterOptions): Writer {
     }
     buffer.push(enc);
     bufferedBytes += enc.bytes;
+    const hold = writeOptions?.holdMs;
+    if (hold !== undefined && hold > 0 && buffer.length === 1 && !pumping) {
+      kick(false, hold);
+      holding = lingering !== undefined;
+      return;
+    }
     kick(false, writeOptions?.lingerMs ?? lingerMs);
   }
 

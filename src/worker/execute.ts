@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { DelayedError, Job, UnrecoverableError } from "bullmq";
 import { runTurn, type TurnHandle, type TurnOutcome } from "../cli/index.ts";
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
-import { createWriter, FencedError, type EventInput, type EventLog, type Logger, type Writer } from "../log/index.ts";
+import { createWriter, FencedError, type EventInput, type EventLog, type Logger, type Writer, type WriteOptions } from "../log/index.ts";
 import { isKnown, retryHints, type ParsedLine } from "../protocol/index.ts";
 import { parseOrThrow, turnJobSchema, TURN_ID_PATTERN, type SessionOrder, type TurnJob } from "../queue/index.ts";
 import type {
@@ -103,9 +103,15 @@ type AttemptEnd =
   | { kind: "replay"; attempt: number; previous: string | undefined }
   | { kind: "stopped"; attempt: number; reason: StopReason };
 
-// The CLI prints a turn's lines in bursts (a message and its result within a few ms): waiting this
-// long lets a burst share one append, at a cost of at most that much to live followers.
-const LINE_LINGER_MS = 5;
+// The CLI prints a turn's lines in bursts (a message and its result 9-16 ms apart, measured on
+// 2.1.332 under load): waiting this long lets a burst share one append, at a cost of at most that
+// much to live followers.
+const LINE_LINGER_MS = 20;
+// attempt.started waits this long at most for the CLI's first line (400-460 ms after the spawn here)
+// to share its append: one round trip fewer per turn, and live followers see the attempt start when
+// its first output does. A worker that dies meanwhile leaves no attempt.started; the next attempt
+// still records it abandoned (danglingAttempts goes by attempt numbers, not by starts).
+const ATTEMPT_HOLD_MS = 1500;
 // The CLI exits 40-50 ms after its result line (measured on 2.1.332), and the turn's end (exit,
 // snapshot, turn.finished) follows at once: the result line waits that long to share their append,
 // one round trip fewer per turn; live followers see it at most this much later, the turn's end not at all.
@@ -418,7 +424,7 @@ async function runAttempt(
           ...(traceparent !== undefined ? { traceparent } : {}),
           ...(data.options.model !== undefined ? { requestModel: data.options.model } : {}),
         });
-  const write = async (kind: string, d: unknown, parsed?: ParsedLine, at?: string, lingerMs?: number): Promise<void> => {
+  const write = async (kind: string, d: unknown, parsed?: ParsedLine, at?: string, wait?: WriteOptions): Promise<void> => {
     const ev: EventInput = { turn, attempt, kind, data: d, at: at ?? (kind === "attempt.started" ? startedAt : new Date().toISOString()) };
     try {
       deps.observer.onEvent?.(session, ev, { epoch, traceparent });
@@ -434,7 +440,7 @@ async function runAttempt(
       }
     }
     try {
-      await writer.write(ev, lingerMs === undefined ? undefined : { lingerMs });
+      await writer.write(ev, wait);
     } catch (err) {
       if (err instanceof FencedError) ctl.reason ??= "fenced";
       ctl.ac.abort();
@@ -511,7 +517,7 @@ async function runAttempt(
     if (traceparent !== undefined) started.traceparent = traceparent;
     // The attempt's span ids, so a re-export from the log lands on the same spans.
     if (spans !== undefined) (started as AttemptStartedData & { trace?: TraceIds }).trace = spans.traceIds();
-    await write("attempt.started", started);
+    await write("attempt.started", started, undefined, undefined, { holdMs: ATTEMPT_HOLD_MS });
     if (ctl.reason !== undefined) return await stopped();
 
     const o = data.options;
@@ -582,7 +588,7 @@ async function runAttempt(
         if (l.type === "system/api_retry" || l.type === "rate_limit_event") hintLines.push(l);
         else if (result) ctl.slot?.ending();
         const d = l.category === "truncated" ? { raw: "", truncated: { byteLength: l.byteLength, sha256: l.sha256 } } : { raw: lineScrubber === undefined ? l.raw : lineScrubber.scrub(l.raw, { sink: "log", field: "cli.line" }) };
-        await write("cli.line", d, l, undefined, result ? RESULT_LINGER_MS : undefined);
+        await write("cli.line", d, l, undefined, result ? { lingerMs: RESULT_LINGER_MS } : undefined);
       }
     })();
     const pumpErr = (async () => {

@@ -95,21 +95,25 @@ export async function lastCliSessionId(log: EventLog, session: string): Promise<
   return undefined;
 }
 
-/** Attempts of `turn` below `current` that have an attempt.started and no end event. */
+/**
+ * Attempts of `turn` below `current` with no end event: their worker died, before or after their
+ * attempt.started reached the log (it waits for the CLI's first line). Every number below `current`
+ * was begun, since beginAttempt counts a turn's attempts.
+ */
 export async function danglingAttempts(log: EventLog, session: string, turn: string, current: number): Promise<number[]> {
   // A first attempt has none before it, and the scan back to the turn's turn.queued can be long
   // (a producer that queued many turns at once put it far back).
   if (current <= 1) return [];
-  const started = new Set<number>();
   const ended = new Set<number>();
   for await (const h of backwards(log, session)) {
     if (h.turn !== turn) continue;
     if (h.kind === "turn.queued") break;
-    if (h.kind === "attempt.started") started.add(h.attempt);
-    else if (h.kind === "attempt.abandoned") ended.add(h.dataAttempt ?? h.attempt);
+    if (h.kind === "attempt.abandoned") ended.add(h.dataAttempt ?? h.attempt);
     else if (TERMINAL_KINDS.includes(h.kind)) ended.add(h.attempt);
   }
-  return [...started].filter((a) => a < current && !ended.has(a)).sort((a, b) => a - b);
+  const out: number[] = [];
+  for (let a = 1; a < current; a++) if (!ended.has(a)) out.push(a);
+  return out;
 }
 
 /**

@@ -234,6 +234,33 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       await w3.close();
     });
 
+    it("writer hold: an event waits for the next one, which then goes on its own linger; a hold is bounded and flush cuts it short", async () => {
+      const s = session();
+      const { epoch } = await log.beginAttempt(s, "t1");
+      const batches: number[] = [];
+      const w = createWriter({ log, session: s, epoch, lingerMs: 20, onAppended: (i) => batches.push(i.count) });
+      await w.write(line("a"), { holdMs: 1000 });
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(batches, [], "held past the usual linger");
+      await w.write(line("b"));
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(batches, [2], "the next event ended the hold and both went on its linger, long before the hold ran out");
+
+      await w.write(line("c"), { holdMs: 60 });
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(batches, [2, 1], "nothing came: it went alone once the hold ran out");
+
+      await w.write(line("d"), { holdMs: 5000 });
+      const t0 = performance.now();
+      assert.equal(await w.flush(), 4);
+      assert.ok(performance.now() - t0 < 1000, "flush does not wait out a hold");
+      await w.write(line("e"));
+      await w.write(line("f"), { holdMs: 5000 });
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(batches, [2, 1, 1, 2], "a hold behind a waiting event is the usual linger");
+      assert.equal(await w.close(), 6);
+    });
+
     it("unknown dotted kinds are storable and readable; invalid events are rejected on write", async () => {
       const s = session();
       const { epoch } = await log.beginAttempt(s, "t1");

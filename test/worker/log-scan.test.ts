@@ -86,7 +86,7 @@ test("beginAttempt says where the latest snapshot is, so a new attempt reads no 
   assert.equal((await log.beginAttempt(s, "t2")).lastSnapshot, undefined);
 });
 
-test("dangling attempts: started and never ended, below the current one, of this turn only", async () => {
+test("dangling attempts: begun and never ended (with or without attempt.started), below the current one, of this turn only", async () => {
   const s = `scan-${randomBytes(4).toString("hex")}`;
   const turn = 'odd"turn\\id';
   await log.appendUnfenced(s, [ev(turn, 0, "turn.queued", { prompt: "p" })], { batchId: "q-1:1" });
@@ -102,6 +102,9 @@ test("dangling attempts: started and never ended, below the current one, of this
     await log.append(s, epoch, events);
   }
   assert.deepEqual(await danglingAttempts(log, s, turn, 5), [1, 4]);
+  // Attempt 5 dies before anything of it reached the log (attempt.started waits for the CLI's first line).
+  assert.equal((await log.beginAttempt(s, turn)).attempt, 5);
+  assert.deepEqual(await danglingAttempts(log, s, turn, 6), [1, 4, 5]);
   assert.deepEqual(await danglingAttempts(log, s, turn, 2), [1]);
   assert.deepEqual(await danglingAttempts(log, s, turn, 1), []);
   assert.deepEqual(await danglingAttempts(log, s, "other", 2), [1]);
