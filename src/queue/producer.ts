@@ -76,6 +76,9 @@ export interface Producer {
   close(): Promise<void>;
 }
 
+/** How many of its own latest turns a producer remembers the session and turn.queued seq of. */
+const OWN_TURNS_KEPT = 10_000;
+
 /** Job retention: long enough for waitForTurn/cancelTurn to find the session of a recent turn. */
 export const JOB_RETENTION = { removeOnComplete: { age: 7 * 86400, count: 100000 }, removeOnFail: { age: 30 * 86400 } };
 
@@ -133,6 +136,13 @@ export function createProducer(config: QueueConfig): Producer {
   const queuePrefix = config.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
   const order = new SessionOrder({ redis: config.redis, logPrefix, queue });
   const followers = new SessionFollowers(log);
+  // Where this producer's own recent turns are, so waiting for them needs no look-up round trip.
+  const ownTurns = new Map<string, { session: string; queuedSeq: number }>();
+  const remember = (turn: string, where: { session: string; queuedSeq: number }): void => {
+    ownTurns.delete(turn);
+    ownTurns.set(turn, where);
+    if (ownTurns.size > OWN_TURNS_KEPT) ownTurns.delete(ownTurns.keys().next().value!);
+  };
 
   async function enqueueTurn(input: EnqueueInput): Promise<EnqueueResult> {
     const req = parseOrThrow(enqueueInputSchema, input);
@@ -170,10 +180,13 @@ export function createProducer(config: QueueConfig): Producer {
     parseOrThrow(turnJobSchema, job);
     await config.redis.set(turnRecordKey(queuePrefix, turn), `${session}|${res.lastSeq}`, "EX", JOB_RETENTION.removeOnComplete.age);
     await queue.add("turn", job, { jobId: turn, attempts: 1, ...JOB_RETENTION });
+    remember(turn, { session, queuedSeq: res.lastSeq });
     return { session, turn, jobId: turn, queuedSeq: res.lastSeq, created };
   }
 
   async function locate(turn: string, session: string | undefined): Promise<{ session: string; queuedSeq: number }> {
+    const own = ownTurns.get(turn);
+    if (own !== undefined && (session === undefined || own.session === session)) return own;
     if (session !== undefined) {
       const found = await sessionOfTurn(queue, turn, config.redis);
       return { session, queuedSeq: found?.session === session ? found.queuedSeq : 1 };

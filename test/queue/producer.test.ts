@@ -144,3 +144,31 @@ test("promote wakes a delayed turn job at once; a waiting or missing one is left
     redis.disconnect();
   }
 });
+
+test("waiting for a turn this producer enqueued needs no look-up; another producer finds it through the turn record", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const other = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const lookups: string[] = [];
+  const get = redis.get.bind(redis);
+  redis.get = ((key: string, ...rest: never[]) => (lookups.push(key), get(key, ...rest))) as typeof redis.get;
+  try {
+    const r = await producer.enqueueTurn({ prompt: "hi", cwd: space.workspace() });
+    const { epoch, attempt } = await producer.log.beginAttempt(r.session, r.turn);
+    await producer.log.append(r.session, epoch, [{ turn: r.turn, attempt, kind: "turn.finished", data: { attempt, resultText: "done" } }]);
+    const mine = await producer.waitForTurn(r.turn, { timeoutMs: 10000 });
+    assert.equal(mine.status, "finished");
+    assert.equal(mine.resultText, "done");
+    assert.deepEqual(lookups.filter((k) => k.includes(r.turn)), [], "its own turn: no turn-record read");
+    const theirs = await other.waitForTurn(r.turn, { timeoutMs: 10000 });
+    assert.equal(theirs.status, "finished");
+    assert.equal(lookups.filter((k) => k.includes(r.turn)).length, 1, "another producer reads the turn record once");
+  } finally {
+    await producer.close();
+    await other.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    space.cleanup();
+  }
+});
