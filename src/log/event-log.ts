@@ -139,6 +139,7 @@ export const DEFAULT_UNFENCED_KINDS: readonly string[] = [
 export const DEFAULT_BLOB_CAP_BYTES = 256 * 1024;
 
 const WRITER_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+const INDEX_TOUCH_MS = 5000;
 
 export function parseBatchId(batchId: string): { writer: string; n: number } {
   const at = batchId.lastIndexOf(":");
@@ -194,6 +195,7 @@ export class EventLog {
   readonly #logger: Logger;
   readonly #scripts: LogScripts;
   readonly #indexed = new Map<string, number>();
+  #indexSwept = 0;
 
   constructor(options: EventLogOptions) {
     this.redis = options.redis;
@@ -217,7 +219,7 @@ export class EventLog {
       throw new Error("turn id must be a non-empty string of at most 200 characters");
     }
     // Both sent at once: the index update need not wait for the epoch, only be done on return.
-    const [[epoch, attempt, snap]] = await Promise.all([this.#scripts.begin([k.events, k.meta, k.blobs], turn), this.#touchIndex(session, true)]);
+    const [[epoch, attempt, snap]] = await Promise.all([this.#scripts.begin([k.events, k.meta, k.blobs], turn), this.#touchIndex(session)]);
     return { epoch: Number(epoch), attempt: Number(attempt), lastSnapshot: snapshotRef(String(snap ?? "")) };
   }
 
@@ -358,12 +360,18 @@ export class EventLog {
     }
   }
 
-  // The index is a hint: on the append path it is refreshed at most every 5 s per session and not
-  // awaited; beginAttempt awaits it so a session is listed once its first attempt has begun.
-  async #touchIndex(session: string, force = false): Promise<void> {
+  // The index is a hint, refreshed at most every INDEX_TOUCH_MS per session by this process: not
+  // awaited on the append path; beginAttempt awaits it, so a session is listed once its first
+  // attempt has begun (a later attempt within the interval finds it listed already).
+  async #touchIndex(session: string): Promise<void> {
     const now = Date.now();
     const last = this.#indexed.get(session);
-    if (!force && last !== undefined && now - last < 5000) return;
+    if (last !== undefined && now - last < INDEX_TOUCH_MS) return;
+    if (now - this.#indexSwept >= INDEX_TOUCH_MS) {
+      // Entries past the interval decide nothing: dropping them keeps the map to the sessions active lately.
+      this.#indexSwept = now;
+      for (const [s, at] of this.#indexed) if (now - at >= INDEX_TOUCH_MS) this.#indexed.delete(s);
+    }
     this.#indexed.set(session, now);
     await this.redis
       .zadd(indexKey(this.prefix), now, session)
@@ -559,6 +567,7 @@ export class EventLog {
     await this.redis.del(k.events);
     await this.redis.del(k.meta);
     await this.redis.del(k.blobs);
+    this.#indexed.delete(session);
     await this.redis.zrem(indexKey(this.prefix), session);
   }
 }
