@@ -1,0 +1,120 @@
+// One side of the turn-overhead bench, in a process of its own so the bench can give each side an
+// equal CPU share: `bare` runs `claude -p` itself, `queued` enqueues through a producer to a worker
+// process. Each side serves the scripted model (every request: "done") from its own process.
+// Protocol, one line each way: it prints {"ready":true,"pids":[…]} once warm; each "go N" on stdin
+// runs N rounds back to back, printing {"round","start","end","cpuMs"} per round, then {"done":true}.
+// A round is 40 turns over 4 sessions, 2 at a time, later turns of a session resumed.
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { resolveClaudeBin } from "../src/cli/index.ts";
+import { createProducer } from "../src/queue/index.ts";
+import { hermeticEnv, startModelServer } from "../src/testing/index.ts";
+import { cleanupKeys, cliEnv, redisFor, startWorkerProcess, testSpace } from "../test/worker/_support.ts";
+
+const side = process.argv[2];
+const TURNS = Number(process.argv[3] ?? 40);
+const SESSIONS = 4;
+const CONCURRENCY = 2;
+if (side !== "bare" && side !== "queued") throw new Error("usage: _turn-side.ts bare|queued [turns]");
+
+const server = await startModelServer({ script: { responses: [] } });
+const space = testSpace();
+const ws = space.workspace();
+const out = (o: object): boolean => process.stdout.write(JSON.stringify(o) + "\n");
+// The CPU of this side's cgroup when the bench made one (all its processes, Redis included for
+// `queued`), else the whole machine's busy time (user, nice, system, irq, softirq).
+const cpuacct = process.env["TS_BENCH_CPUACCT"];
+function cpuMs(): number {
+  if (cpuacct !== undefined) return Number(readFileSync(cpuacct, "utf8")) / 1e6;
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return (f[0]! + f[1]! + f[2]! + f[5]! + f[6]!) * 10;
+}
+
+interface Side {
+  pids: number[];
+  round(tag: string, turns: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function bareSide(): Promise<Side> {
+  const bin = resolveClaudeBin();
+  const args = ["-p", "--output-format", "stream-json", "--verbose"];
+  // One hermetic home per session and round, kept across the session's turns (as a user's would be).
+  const run = async (root: string, resume: string | undefined): Promise<string | undefined> => {
+    const env = { ...process.env, ...hermeticEnv({ baseUrl: server.url, root }).env };
+    const child = spawn(bin, resume ? [...args, "--resume", resume] : args, { cwd: ws, env, stdio: ["pipe", "pipe", "ignore"] });
+    child.stdin.end("say done");
+    let text = "";
+    child.stdout.on("data", (d: Buffer) => (text += d.toString()));
+    await new Promise((r) => child.once("close", r));
+    return /"session_id":"([0-9a-f-]+)"/.exec(text)?.[1];
+  };
+  return {
+    pids: [],
+    async round(tag, turns) {
+      const lane = async (sessions: number[]): Promise<void> => {
+        const ids = new Map<number, string | undefined>();
+        const dirs = new Map(sessions.map((s) => [s, mkdtempSync(join(space.root, `${tag}-${s}-`))]));
+        for (let t = 0; t < turns / SESSIONS; t++) for (const s of sessions) ids.set(s, await run(dirs.get(s)!, ids.get(s)));
+      };
+      const lanes = Array.from({ length: CONCURRENCY }, (_, i) => [...Array(SESSIONS).keys()].filter((s) => s % CONCURRENCY === i));
+      await Promise.all(lanes.map(lane));
+    },
+    close: async () => undefined,
+  };
+}
+
+async function queuedSide(): Promise<Side> {
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const worker = await startWorkerProcess({
+    ...cliEnv(server.url),
+    REDIS_URL: process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379",
+    TURNSTREAM_WORKSPACE_ROOTS: ws,
+    TURNSTREAM_PREFIX: space.logPrefix,
+    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
+    TURNSTREAM_INSTANCE_ROOT: space.dir("inst"),
+    TURNSTREAM_CONCURRENCY: String(CONCURRENCY),
+  });
+  // Redis's pid, when that is the Redis this process talks to (a local server, not a remote one's pid).
+  const redisPid = Number(/process_id:(\d+)/.exec(await redis.info("server"))?.[1]);
+  const local = redisPid > 0 && existsSync(`/proc/${redisPid}/comm`) && readFileSync(`/proc/${redisPid}/comm`, "utf8").startsWith("redis-server");
+  return {
+    pids: [worker.pid, ...(local ? [redisPid] : [])],
+    async round(tag, turns) {
+      const ids: string[] = [];
+      for (let i = 0; i < turns; i++) ids.push((await producer.enqueueTurn({ session: `${tag}-${i % SESSIONS}-${space.id}`, prompt: "say done", cwd: ws })).turn);
+      const results = await Promise.all(ids.map((t) => producer.waitForTurn(t, { timeoutMs: 600000 })));
+      const bad = results.filter((r) => r.status !== "finished");
+      if (bad.length > 0) throw new Error(`${bad.length} turns did not finish: ${JSON.stringify(bad[0]!.event.data)}`);
+    },
+    async close() {
+      worker.kill("SIGTERM");
+      await worker.exited;
+      await producer.close();
+      await cleanupKeys(redis, space);
+      redis.disconnect();
+    },
+  };
+}
+
+const s = side === "bare" ? await bareSide() : await queuedSide();
+await s.round("warm", SESSIONS); // one turn per session: caches, JIT, the CLI binary's pages
+out({ ready: true, pids: s.pids });
+let n = 0;
+for await (const line of createInterface({ input: process.stdin })) {
+  const m = /^go (\d+)$/.exec(line.trim());
+  if (m === null) break;
+  for (let i = 0; i < Number(m[1]); i++) {
+    const [start, cpu0] = [performance.timeOrigin + performance.now(), cpuMs()];
+    await s.round(`r${n}`, TURNS);
+    const [end, cpu1] = [performance.timeOrigin + performance.now(), cpuMs()];
+    out({ round: n++, start, end, cpuMs: cpu1 - cpu0 });
+  }
+  out({ done: true });
+}
+await s.close();
+await server.close();
+space.cleanup();
