@@ -189,7 +189,7 @@ export function createWriter(options: WriterOptions): Writer {
   // The pending timer is a hold: the next event replaces it with its own linger.
   let holding = false;
 
-  function kick(now = false, wait = lingerMs): void {
+  function kick(now = false, wait = lingerMs, hold = false): void {
     if (holding && lingering !== undefined) {
       clearTimeout(lingering);
       lingering = undefined;
@@ -212,6 +212,7 @@ export function createWriter(options: WriterOptions): Writer {
       clearTimeout(lingering);
     }
     lingerDue = due;
+    holding = hold;
     lingering = setTimeout(() => {
       lingering = undefined;
       void pump();
@@ -229,13 +230,9 @@ export function createWriter(options: WriterOptions): Writer {
     }
     buffer.push(enc);
     bufferedBytes += enc.bytes;
-    const hold = writeOptions?.holdMs;
-    if (hold !== undefined && hold > 0 && buffer.length === 1 && !pumping) {
-      kick(false, hold);
-      holding = lingering !== undefined;
-      return;
-    }
-    kick(false, writeOptions?.lingerMs ?? lingerMs);
+    const hold = writeOptions?.holdMs ?? 0;
+    if (hold > 0 && buffer.length === 1) kick(false, hold, true);
+    else kick(false, writeOptions?.lingerMs ?? lingerMs);
   }
 
   function flush(): Promise<number> {
