@@ -4,7 +4,6 @@
 // Protocol, one line each way: it prints {"ready":true,"pids":[…]} once warm; each "go N" on stdin
 // runs N rounds back to back, printing {"round","start","end","cpuMs"} per round, then {"done":true}.
 // A round is 40 turns over 4 sessions, 2 at a time, later turns of a session resumed.
-import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -12,11 +11,10 @@ import { resolveClaudeBin } from "../src/cli/index.ts";
 import { createProducer } from "../src/queue/index.ts";
 import { hermeticEnv, startModelServer } from "../src/testing/index.ts";
 import { cleanupKeys, cliEnv, redisFor, startWorkerProcess, testSpace } from "../test/worker/_support.ts";
+import { bareRound, CONCURRENCY, queuedRound, SESSIONS, spawnAndRead } from "./_rounds.ts";
 
 const side = process.argv[2];
 const TURNS = Number(process.argv[3] ?? 40);
-const SESSIONS = 4;
-const CONCURRENCY = 2;
 if (side !== "bare" && side !== "queued") throw new Error("usage: _turn-side.ts bare|queued [turns]");
 
 const server = await startModelServer({ script: { responses: [] } });
@@ -42,26 +40,11 @@ async function bareSide(): Promise<Side> {
   const bin = resolveClaudeBin();
   const args = ["-p", "--output-format", "stream-json", "--verbose"];
   // One hermetic home per session and round, kept across the session's turns (as a user's would be).
-  const run = async (root: string, resume: string | undefined): Promise<string | undefined> => {
-    const env = { ...process.env, ...hermeticEnv({ baseUrl: server.url, root }).env };
-    const child = spawn(bin, resume ? [...args, "--resume", resume] : args, { cwd: ws, env, stdio: ["pipe", "pipe", "ignore"] });
-    child.stdin.end("say done");
-    let text = "";
-    child.stdout.on("data", (d: Buffer) => (text += d.toString()));
-    await new Promise((r) => child.once("close", r));
-    return /"session_id":"([0-9a-f-]+)"/.exec(text)?.[1];
-  };
+  const run = (root: string, resume: string | undefined): Promise<string | undefined> =>
+    spawnAndRead(bin, resume ? [...args, "--resume", resume] : args, ws, { ...process.env, ...hermeticEnv({ baseUrl: server.url, root }).env });
   return {
     pids: [],
-    async round(tag, turns) {
-      const lane = async (sessions: number[]): Promise<void> => {
-        const ids = new Map<number, string | undefined>();
-        const dirs = new Map(sessions.map((s) => [s, mkdtempSync(join(space.root, `${tag}-${s}-`))]));
-        for (let t = 0; t < turns / SESSIONS; t++) for (const s of sessions) ids.set(s, await run(dirs.get(s)!, ids.get(s)));
-      };
-      const lanes = Array.from({ length: CONCURRENCY }, (_, i) => [...Array(SESSIONS).keys()].filter((s) => s % CONCURRENCY === i));
-      await Promise.all(lanes.map(lane));
-    },
+    round: (tag, turns) => bareRound(turns, (s) => mkdtempSync(join(space.root, `${tag}-${s}-`)), run),
     close: async () => undefined,
   };
 }
@@ -83,13 +66,7 @@ async function queuedSide(): Promise<Side> {
   const local = redisPid > 0 && existsSync(`/proc/${redisPid}/comm`) && readFileSync(`/proc/${redisPid}/comm`, "utf8").startsWith("redis-server");
   return {
     pids: [worker.pid, ...(local ? [redisPid] : [])],
-    async round(tag, turns) {
-      const ids: string[] = [];
-      for (let i = 0; i < turns; i++) ids.push((await producer.enqueueTurn({ session: `${tag}-${i % SESSIONS}-${space.id}`, prompt: "say done", cwd: ws })).turn);
-      const results = await Promise.all(ids.map((t) => producer.waitForTurn(t, { timeoutMs: 600000 })));
-      const bad = results.filter((r) => r.status !== "finished");
-      if (bad.length > 0) throw new Error(`${bad.length} turns did not finish: ${JSON.stringify(bad[0]!.event.data)}`);
-    },
+    round: (tag, turns) => queuedRound(producer, turns, (s) => `${tag}-${s}-${space.id}`, ws, 600000),
     async close() {
       worker.kill("SIGTERM");
       await worker.exited;

@@ -6,16 +6,14 @@
 // same stand-in 2 at a time and reading its stdout. Ratio = own / bare. `npm run bench -- worker-cpu
 // [turns] [rounds]`; used to see what a change to the turn path costs, since the turn-overhead bench
 // cannot resolve a millisecond on a saturated machine.
-import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createProducer } from "../src/queue/index.ts";
 import { cleanupKeys, redisFor, startWorkerProcess, testSpace } from "../test/worker/_support.ts";
+import { bareRound, CONCURRENCY, queuedRound, spawnAndRead } from "./_rounds.ts";
 
 const TURNS = Number(process.argv[2] ?? 80);
 const ROUNDS = Number(process.argv[3] ?? 3);
-const SESSIONS = 4;
-const CONCURRENCY = 2;
 const space = testSpace();
 const ws = space.workspace();
 const bin = space.dir("bin");
@@ -71,32 +69,13 @@ const ownCpuMs = (): number => {
   return (u.user + u.system) / 1000;
 };
 
-async function queued(tag: string, turns: number): Promise<void> {
-  const ids: string[] = [];
-  for (let i = 0; i < turns; i++) ids.push((await producer.enqueueTurn({ session: `${tag}-${i % SESSIONS}-${space.id}`, prompt: "say done", cwd: ws })).turn);
-  const results = await Promise.all(ids.map((t) => producer.waitForTurn(t, { timeoutMs: 300000 })));
-  const bad = results.filter((r) => r.status !== "finished");
-  if (bad.length > 0) throw new Error(`${bad.length} turns did not finish: ${JSON.stringify(bad[0]!.event.data)}`);
-}
-
-async function bareRun(configDir: string, resume: string | undefined): Promise<string | undefined> {
-  const env = { ...process.env, CLAUDE_CONFIG_DIR: configDir };
-  const child = spawn(standIn, resume ? ["-p", "--resume", resume] : ["-p"], { cwd: ws, env, stdio: ["pipe", "pipe", "ignore"] });
-  child.stdin.end("say done");
-  let out = "";
-  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-  await new Promise((r) => child.once("close", r));
-  return /"session_id":"([0-9a-f-]+)"/.exec(out)?.[1];
-}
-
-async function bare(turns: number): Promise<void> {
-  const lane = async (sessions: number[]): Promise<void> => {
-    const ids = new Map<number, string | undefined>();
-    const dirs = new Map(sessions.map((s) => [s, mkdtempSync(join(space.root, `bare-${s}-`))]));
-    for (let t = 0; t < turns / SESSIONS; t++) for (const s of sessions) ids.set(s, await bareRun(dirs.get(s)!, ids.get(s)));
-  };
-  await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => [...Array(SESSIONS).keys()].filter((s) => s % CONCURRENCY === i)).map(lane));
-}
+const queued = (tag: string, turns: number): Promise<void> => queuedRound(producer, turns, (s) => `${tag}-${s}-${space.id}`, ws, 300000);
+const bare = (turns: number): Promise<void> =>
+  bareRound(
+    turns,
+    (s) => mkdtempSync(join(space.root, `bare-${s}-`)),
+    (configDir, resume) => spawnAndRead(standIn, resume ? ["-p", "--resume", resume] : ["-p"], ws, { ...process.env, CLAUDE_CONFIG_DIR: configDir }),
+  );
 
 await queued("warm", 8);
 await bare(8);
