@@ -123,6 +123,7 @@ test("a popped head hands over to the next turn: woken when it had found another
     await producer.close();
     await cleanupKeys(redis, space);
     redis.disconnect();
+    space.cleanup();
   }
 });
 
