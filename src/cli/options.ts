@@ -31,6 +31,13 @@ export const RunTurnOptionsSchema = z.strictObject({
   skipPermissions: z.boolean().optional(),
   sandboxed: z.boolean().optional(),
   settingsFile: nonEmpty.optional(),
+  /**
+   * Let the CLI load the workspace's own settings, hooks, MCP servers and plugins (its CLAUDE.md and
+   * skills are offered either way). Default false: the workspace is untrusted input.
+   */
+  trustWorkspace: z.boolean().optional(),
+  /** An MCP config file the caller vetted: the only MCP servers an untrusted-workspace run starts. */
+  mcpConfigFile: absolute.optional(),
   addDirs: z.array(absolute).optional(),
   maxTurns: posInt.optional(),
   maxBudgetUsd: z.number().positive().finite().optional(),

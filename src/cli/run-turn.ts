@@ -19,8 +19,9 @@ import { validateRunTurnOptions, type RunTurnOptions } from "./options.ts";
 import { pidMark, ProcessTree, TREE_MARKER_VAR, trackTree, type PidMark } from "./process-tree.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
 import { captureSessionFile, restoreSessionFile } from "./session-file.ts";
-import { injectSkills, prepareSkillAddDir } from "./skills.ts";
+import { injectSkills, prepareSkillAddDir, type ListedSkill } from "./skills.ts";
 import { startWatchdog, type WatchdogHandle } from "./watchdog.ts";
+import { workspaceContext } from "./workspace-context.ts";
 
 export type CliErrorKind = ErrorKind | RunnerErrorKind;
 
@@ -76,6 +77,31 @@ function str(o: Record<string, unknown>, k: string): string | undefined {
   return typeof v === "string" ? v : undefined;
 }
 
+/**
+ * IS_SANDBOX=1 is how the CLI lets root skip permissions. Only `sandboxed: true` may claim it, so it is
+ * removed from whatever env the run inherits or is given, and a bypass as root without it is refused
+ * here, before the CLI would refuse it with a less helpful message.
+ */
+function sandboxClaim(o: ReturnType<typeof validateRunTurnOptions>): "1" | undefined {
+  const bypass = o.skipPermissions === true ? "skipPermissions" : o.permissionMode === "bypassPermissions" ? "permissionMode" : undefined;
+  if (bypass === undefined || process.getuid?.() !== 0) return undefined;
+  if (o.sandboxed !== true) {
+    throw badOptions(
+      bypass,
+      "as root the CLI only skips permissions with IS_SANDBOX=1; set `sandboxed: true` if this runs in a sandbox, or drop " +
+        (bypass === "skipPermissions" ? "skipPermissions" : 'permissionMode "bypassPermissions"'),
+    );
+  }
+  return "1";
+}
+
+/** The appended system prompt: the caller's, then what an untrusted workspace still offers as text. */
+function systemPromptAppendix(o: ReturnType<typeof validateRunTurnOptions>, addDirSkills: readonly ListedSkill[]): string | undefined {
+  const context = o.trustWorkspace === true ? undefined : workspaceContext(o.cwd, addDirSkills);
+  const parts = [o.appendSystemPrompt, context].filter((p): p is string => p !== undefined);
+  return parts.length === 0 ? undefined : parts.join("\n\n");
+}
+
 function auth(
   o: ReturnType<typeof validateRunTurnOptions>,
   env: Record<string, string>,
@@ -95,16 +121,7 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
   const logger = o.logger ?? silentLogger;
   const killGraceMs = o.killGraceMs ?? 2000;
 
-  const overlay: Record<string, string | undefined> = { ...o.env };
-  if (o.skipPermissions === true && process.getuid?.() === 0) {
-    if (o.sandboxed !== true) {
-      throw badOptions(
-        "skipPermissions",
-        "as root the CLI only accepts --dangerously-skip-permissions with IS_SANDBOX=1; set `sandboxed: true` if this runs in a sandbox, or drop skipPermissions",
-      );
-    }
-    overlay["IS_SANDBOX"] = "1";
-  }
+  const overlay: Record<string, string | undefined> = { ...o.env, IS_SANDBOX: sandboxClaim(o) };
   const marker = randomUUID();
   overlay[TREE_MARKER_VAR] = marker;
   const env = buildEnv({ overlay, isolate: o.isolate });
@@ -133,6 +150,7 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
       if (sessionFile !== undefined) restoreSessionFile(home.dir, o.cwd, o.resume!, sessionFile);
     }
     const extraAddDirs: string[] = [];
+    const addDirSkills: ListedSkill[] = [];
     let scratch: string | undefined;
     const scratchDir = (): string => {
       if (scratch === undefined) {
@@ -147,13 +165,16 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
       else {
         const d = prepareSkillAddDir(o.skills, scratchDir());
         extraAddDirs.push(d.dir);
+        // Without the workspace's setting sources the CLI discovers no skills in added directories.
+        addDirSkills.push(...d.skills);
       }
     }
     const args = buildArgs({ ...o, appendSystemPrompt: undefined }, extraAddDirs);
-    if (o.appendSystemPrompt !== undefined) {
+    const appendix = systemPromptAppendix(o, addDirSkills);
+    if (appendix !== undefined) {
       // A file, not argv: argv is readable by every user through /proc.
       const f = join(scratchDir(), "append-system-prompt.txt");
-      writeFileSync(f, o.appendSystemPrompt, { mode: 0o600 });
+      writeFileSync(f, appendix, { mode: 0o600 });
       args.push("--append-system-prompt-file", f);
     }
     logger.debug({ bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")) }, "spawning claude");

@@ -12,9 +12,11 @@ import type { SkillSpec } from "./options.ts";
 export const SKILLS_DIR = ".skills";
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const INSTRUCTION_MARK = "<!-- turnstream:skills -->";
-const INSTRUCTION =
-  `${INSTRUCTION_MARK}\n## Skills\n\nThis project provides skills. Before starting a task, check the list below; ` +
+/** Tells the model how to use a list of skills that follows it. */
+export const SKILL_INSTRUCTION =
+  `## Skills\n\nThis project provides skills. Before starting a task, check the list below; ` +
   `when a skill fits the task, read its SKILL.md in full first and follow it.\n`;
+const INSTRUCTION = `${INSTRUCTION_MARK}\n${SKILL_INSTRUCTION}`;
 
 function checkName(name: string): void {
   if (!NAME.test(name) || name.includes("..")) throw badOptions("skills.name", `skill name ${JSON.stringify(name)} must be letters, digits, . _ - and contain no ..`);
@@ -68,7 +70,8 @@ export function installSkill(cwd: string, skill: SkillSpec): string {
   return join(target, "SKILL.md");
 }
 
-function description(skillMd: string): string | undefined {
+/** The `description:` of a SKILL.md's front matter, on one line. */
+export function skillDescription(skillMd: string): string | undefined {
   let text: string;
   try {
     text = readFileSync(skillMd, "utf8");
@@ -99,7 +102,7 @@ export function pointClaudeMdAtSkills(cwd: string): string[] {
   if (existing !== "" && !existing.endsWith("\n")) text += "\n";
   if (!existing.includes(INSTRUCTION_MARK)) text += (existing === "" ? "" : "\n") + INSTRUCTION + "\n";
   for (const n of added) {
-    const d = description(join(root, n, "SKILL.md"));
+    const d = skillDescription(join(root, n, "SKILL.md"));
     text += `- \`${n}\`: read \`${SKILLS_DIR}/${n}/SKILL.md\`${d === undefined ? "" : ` — ${d}`}\n`;
   }
   appendFileSync(claudeMd, text);
@@ -113,14 +116,25 @@ export function injectSkills(cwd: string, skills: readonly SkillSpec[]): string[
   return paths;
 }
 
+/** A skill as it is listed for the model to read. */
+export interface ListedSkill {
+  name: string;
+  /** Where the model reads it: relative to the cwd when inside it, else absolute. */
+  path: string;
+  description: string | undefined;
+}
+
 export interface SkillAddDir {
   dir: string;
+  /** Each skill's SKILL.md in the dir, for runs whose CLI does not discover skills there itself. */
+  skills: ListedSkill[];
   cleanup(): void;
 }
 
 /** add-dir mode: a temp dir with `.claude/skills/<name>` pointing at each skill (a copy where a link fails). */
 export function prepareSkillAddDir(skills: readonly SkillSpec[], parent: string = tmpdir()): SkillAddDir {
   const dir = mkdtempSync(join(parent, "turnstream-skills-"));
+  const listed: ListedSkill[] = [];
   try {
     const root = join(dir, ".claude", "skills");
     mkdirSync(root, { recursive: true });
@@ -145,10 +159,12 @@ export function prepareSkillAddDir(skills: readonly SkillSpec[], parent: string 
           writeFileSync(join(target, "SKILL.md"), readFileSync(src.file));
         }
       }
+      const skillMd = join(target, "SKILL.md");
+      listed.push({ name: s.name, path: skillMd, description: skillDescription(skillMd) });
     }
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return { dir, skills: listed, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
