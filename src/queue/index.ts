@@ -32,6 +32,7 @@ export {
   type TurnJob,
   type TurnOptions,
 } from "./schema.ts";
+export { ALLOWABLE_ENV_NAMES, checkAllowEnv, firstRefusedEnvName, refusedEnvName, type RefusedEnvName } from "./env-policy.ts";
 export { InvalidTurnError, MissingVariableError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
 export { SessionOrder, type AcquireResult, type NextHead, type SessionOrderOptions } from "./order.ts";
 export { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, orderKeys, type OrderKeys } from "./keys.ts";

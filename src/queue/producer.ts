@@ -11,6 +11,7 @@ import { queuedWriter, sessionId, turnId } from "./ids.ts";
 import { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "./keys.ts";
 import { SessionFollowers } from "./follow.ts";
 import { SessionOrder } from "./order.ts";
+import { checkAllowEnv, firstRefusedEnvName } from "./env-policy.ts";
 import { enqueueInputSchema, JOB_VERSION, parseOrThrow, renderPrompt, turnJobSchema, type EnqueueInput, type TurnJob } from "./schema.ts";
 
 export interface QueueConfig {
@@ -22,6 +23,11 @@ export interface QueueConfig {
   queuePrefix?: string;
   queueName?: string;
   logger?: Logger;
+  /**
+   * Env names a turn's overlay may set although they are refused by default (PATH, ANTHROPIC_BASE_URL,
+   * proxies: see ALLOWABLE_ENV_NAMES). Workers check again with their own TURNSTREAM_ALLOW_ENV.
+   */
+  allowEnv?: readonly string[];
 }
 
 export interface EnqueueResult {
@@ -130,6 +136,7 @@ function strOf(o: unknown, k: string): string | undefined {
 }
 
 export function createProducer(config: QueueConfig): Producer {
+  const allowEnv = checkAllowEnv(config.allowEnv ?? []);
   const logPrefix = config.logPrefix ?? DEFAULT_PREFIX;
   const log = createEventLog({ redis: config.redis, prefix: logPrefix, ...(config.logger ? { logger: config.logger } : {}) });
   const queue = createTurnQueue(config);
@@ -150,6 +157,8 @@ export function createProducer(config: QueueConfig): Producer {
     const session = req.session ?? sessionId(req.idempotencyKey);
     const turn = turnId(session, req.idempotencyKey);
     const options = req.options ?? {};
+    const refused = firstRefusedEnvName(Object.keys(options.env ?? {}), allowEnv);
+    if (refused !== undefined) throw new InvalidTurnError(`options.env.${refused.name}`, refused.why);
     const traceparent = activeTraceparent();
     const created = await order.register(session, turn, req.onLostSession);
     const queued: TurnQueuedData = { prompt, cwd: req.cwd };

@@ -48,14 +48,24 @@ export const turnOptionsSchema = z.strictObject({
   timeoutMs: z.number().int().positive().optional(),
   inactivityTimeoutMs: z.number().int().positive().optional(),
   env: envOverlaySchema.optional(),
+  /**
+   * Load the workspace's own settings, hooks, MCP servers and plugins. Off by default: a workspace is
+   * attacker input on a CI fleet. Honoured only on workers whose TURNSTREAM_WORKSPACE_TRUST is `job`.
+   */
+  trustWorkspace: z.boolean().optional(),
   /** A person or a trust rule allows or denies each risky tool call (supervised mode). */
   supervised: z.boolean().optional(),
   /** Tools that need a decision in supervised mode (default Bash, Write, Edit, MultiEdit, NotebookEdit, WebFetch). */
   riskyTools: z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name")).min(1).optional(),
-}).refine((o) => !(o.supervised === true && o.skipPermissions === true), {
-  path: ["skipPermissions"],
-  message: "a supervised turn never skips permissions; drop skipPermissions or supervised",
-});
+})
+  .refine((o) => !(o.supervised === true && o.skipPermissions === true), {
+    path: ["skipPermissions"],
+    message: "a supervised turn never skips permissions; drop skipPermissions or supervised",
+  })
+  .refine((o) => !(o.supervised === true && o.trustWorkspace === true), {
+    path: ["trustWorkspace"],
+    message: "a supervised turn never runs the workspace's hooks or MCP servers; drop trustWorkspace or supervised",
+  });
 export type TurnOptions = z.infer<typeof turnOptionsSchema>;
 
 export const lostSessionPolicySchema = z.enum(["fail", "replay"]);

@@ -30,6 +30,9 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "ANTHROPIC_API_KEY", readIn: "src/cli/env.ts", meaning: "passed through to the claude CLI; registered as a secret by the scrubber" },
   { name: "TURNSTREAM_KEEP_RAW_LINES", readIn: "src/worker/main.ts", meaning: "1 keeps cli.line text exactly as the CLI printed it; default: known secret values (env, job env references, credential tokens) are replaced before append" },
   { name: "TURNSTREAM_SNAPSHOT_CACHE_MB", readIn: "src/worker/config.ts", meaning: "MiB of recent session files a worker keeps in memory so a session's next turn there skips rebuilding its file from the log (default 64; 0 turns it off)" },
+  { name: "TURNSTREAM_ALLOW_ENV", readIn: "src/worker/config.ts", meaning: "comma-separated env names a job's overlay may set although refused by default: PATH, ANTHROPIC_BASE_URL, ANTHROPIC_BEDROCK_BASE_URL, ANTHROPIC_VERTEX_BASE_URL and the proxy variables" },
+  { name: "TURNSTREAM_WORKSPACE_TRUST", readIn: "src/worker/config.ts", meaning: "never (default): a turn loads no settings, hooks, MCP servers or plugins from its workspace; job: a job's trustWorkspace: true is honoured" },
+  { name: "TURNSTREAM_MCP_CONFIG", readIn: "src/worker/config.ts", meaning: "absolute path of a vetted MCP config file: the only MCP servers a turn starts" },
   { name: "CLAUDE_BIN", readIn: "src/cli/resolve-bin.ts", meaning: "the claude binary to run (default: the pinned package's)" },
 ];
 

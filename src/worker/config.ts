@@ -2,6 +2,7 @@
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { z } from "zod";
+import { checkAllowEnv } from "../queue/index.ts";
 
 export interface WorkerEnvConfig {
   workspaceRoots: string[];
@@ -17,6 +18,9 @@ export interface WorkerEnvConfig {
   queueName: string | undefined;
   claudeBin: string | undefined;
   snapshotCacheBytes: number | undefined;
+  allowEnv: string[];
+  workspaceTrust: "never" | "job";
+  mcpConfigFile: string | undefined;
 }
 
 const intFrom = (name: string) =>
@@ -40,6 +44,9 @@ const envSchema = z.object({
   TURNSTREAM_QUEUE_PREFIX: z.string().optional(),
   TURNSTREAM_QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
   CLAUDE_BIN: z.string().min(1).optional(),
+  TURNSTREAM_ALLOW_ENV: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*$/, "TURNSTREAM_ALLOW_ENV is a comma-separated list of variable names").optional(),
+  TURNSTREAM_WORKSPACE_TRUST: z.enum(["never", "job"], "TURNSTREAM_WORKSPACE_TRUST is `never` (default) or `job`").optional(),
+  TURNSTREAM_MCP_CONFIG: z.string().startsWith("/", "TURNSTREAM_MCP_CONFIG must be an absolute path").optional(),
   "TURNSTREAM_SNAPSHOT_CACHE_MB": z.string().regex(/^\d+$/, "TURNSTREAM_SNAPSHOT_CACHE_MB must be a whole number of MiB (0 turns the cache off)").transform(Number).optional(),
 });
 
@@ -64,6 +71,16 @@ export function parseWorkspaceRoots(value: string): string[] {
   return roots.map((r) => resolve(r));
 }
 
+function allowEnvFrom(value: string | undefined): string[] {
+  const names = value === undefined ? [] : value.split(",");
+  try {
+    checkAllowEnv(names);
+  } catch (err) {
+    throw new WorkerConfigError("TURNSTREAM_ALLOW_ENV", (err as Error).message);
+  }
+  return names;
+}
+
 /** Reads the worker's settings from the environment (REDIS_URL / REDIS_CLUSTER_NODES are read by connectRedis). */
 export function workerConfigFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): WorkerEnvConfig {
   const r = envSchema.safeParse(env);
@@ -86,5 +103,8 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     queueName: e.TURNSTREAM_QUEUE_NAME,
     claudeBin: e.CLAUDE_BIN,
     snapshotCacheBytes: e["TURNSTREAM_SNAPSHOT_CACHE_MB"] === undefined ? undefined : e["TURNSTREAM_SNAPSHOT_CACHE_MB"] * 1024 * 1024,
+    allowEnv: allowEnvFrom(e.TURNSTREAM_ALLOW_ENV),
+    workspaceTrust: e.TURNSTREAM_WORKSPACE_TRUST ?? "never",
+    mcpConfigFile: e.TURNSTREAM_MCP_CONFIG,
   };
 }

@@ -10,7 +10,7 @@ import { runTurn, type TurnHandle, type TurnOutcome } from "../cli/index.ts";
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
 import { createWriter, FencedError, type EventInput, type EventLog, type Logger, type Writer, type WriteOptions } from "../log/index.ts";
 import { isKnown, retryHints, type ParsedLine } from "../protocol/index.ts";
-import { parseOrThrow, turnJobSchema, TURN_ID_PATTERN, type SessionOrder, type TurnJob } from "../queue/index.ts";
+import { firstRefusedEnvName, parseOrThrow, turnJobSchema, TURN_ID_PATTERN, type SessionOrder, type TurnJob } from "../queue/index.ts";
 import type {
   AttemptAbandonedData,
   AttemptStartedData,
@@ -29,6 +29,9 @@ import type { CliSlot } from "./cli-slots.ts";
 import { snapshotRecord, type Snapshot, type SnapshotCache } from "./snapshots.ts";
 import { RETRYABLE_KINDS, retryDelayMs, type RetryPolicy } from "./retry.ts";
 import { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
+
+/** Whether a job may ask for its workspace's settings, hooks and MCP servers to load. */
+export type WorkspaceTrust = "never" | "job";
 
 export type StopReason = "lease_lost" | "cancelled" | "fenced" | "lock_lost" | "shutdown";
 
@@ -50,6 +53,10 @@ export interface ExecuteSettings {
   runEnv: Record<string, string>;
   /** Where `{ fromEnv }` references are resolved. */
   secretEnv: Readonly<Record<string, string | undefined>>;
+  /** Env names a job may set although refused by default (see ALLOWABLE_ENV_NAMES). */
+  allowEnv: ReadonlySet<string>;
+  workspaceTrust: WorkspaceTrust;
+  mcpConfigFile: string | undefined;
   retry: RetryPolicy;
   /** A head turn whose job vanished is dropped after this long (its producer died mid-enqueue). */
   orphanMs: number;
@@ -144,9 +151,14 @@ function errFields(err: unknown): { kind: string; retryable: boolean; name: stri
 }
 
 /** `refs` receives each `{ fromEnv }` reference's value: a reference marks it secret, whatever the name. */
-function resolveEnv(job: TurnJob, secretEnv: Readonly<Record<string, string | undefined>>, refs?: Map<string, string>): Record<string, string> {
+function resolveEnv(job: TurnJob, settings: ExecuteSettings, refs?: Map<string, string>): Record<string, string> {
+  const { secretEnv } = settings;
   const out: Record<string, string> = {};
-  for (const [name, v] of Object.entries(job.options.env ?? {})) {
+  const overlay = job.options.env ?? {};
+  // Again here: a job written to Redis directly never met the producer's check.
+  const refused = firstRefusedEnvName(Object.keys(overlay), settings.allowEnv);
+  if (refused !== undefined) throw Object.assign(new Error(`env ${refused.name} ${refused.why}`), { kind: "bad_payload", retryable: false });
+  for (const [name, v] of Object.entries(overlay)) {
     if (typeof v === "string") out[name] = v;
     else {
       const value = secretEnv[v.fromEnv];
@@ -494,7 +506,7 @@ async function runAttempt(
     let env: Record<string, string>;
     const refs = new Map<string, string>();
     try {
-      env = resolveEnv(data, settings.secretEnv, refs);
+      env = resolveEnv(data, settings, refs);
     } catch (err) {
       return await fail("bad_payload", "BadPayload", (err as Error).message);
     }
@@ -521,6 +533,9 @@ async function runAttempt(
     if (ctl.reason !== undefined) return await stopped();
 
     const o = data.options;
+    if (o.trustWorkspace === true && settings.workspaceTrust !== "job") {
+      return await fail("bad_options", "WorkspaceTrustRefused", "the turn asks to trust its workspace, which this worker does not allow; set TURNSTREAM_WORKSPACE_TRUST=job on the worker, or drop trustWorkspace");
+    }
     let supervised: SupervisedRun | undefined;
     if (o.supervised === true) {
       if (deps.decisionHub === undefined) return await fail("bad_options", "SupervisedUnavailable", "this worker has no decision hub for supervised turns");
@@ -559,6 +574,8 @@ async function runAttempt(
         ...(o.disallowedTools !== undefined ? { disallowedTools: o.disallowedTools } : {}),
         ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
         ...(o.inactivityTimeoutMs !== undefined ? { inactivityTimeoutMs: o.inactivityTimeoutMs } : {}),
+        ...(o.trustWorkspace === true ? { trustWorkspace: true } : {}),
+        ...(settings.mcpConfigFile !== undefined ? { mcpConfigFile: settings.mcpConfigFile } : {}),
         // Last, so nothing above can loosen it: the hook's settings, default mode, no skipping.
         ...(supervised !== undefined ? supervised.turnOptions : {}),
         ...(settings.claudeBin !== undefined ? { claudeBin: settings.claudeBin } : {}),

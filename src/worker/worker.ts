@@ -6,12 +6,12 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { Worker, type Job } from "bullmq";
 import { createEventLog, DEFAULT_PREFIX, type Logger, type RedisClient } from "../log/index.ts";
-import { assertQueuePrefix, bullConnection, createTurnQueue, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, SessionOrder } from "../queue/index.ts";
+import { assertQueuePrefix, bullConnection, checkAllowEnv, createTurnQueue, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, SessionOrder } from "../queue/index.ts";
 import type { Tracer } from "@opentelemetry/api";
 import { CREDENTIALS_FILE, operatorConfigDir } from "../cli/index.ts";
 import { createScrubber, scrubError, type SecretValues, type Scrubber, type Telemetry } from "../telemetry/index.ts";
 import { startDecisionHub, type DecisionHub } from "../decisions/index.ts";
-import { executeTurnJob, type EventObserver, type ExecuteSettings, type RunningTurn, type TurnJobResult } from "./execute.ts";
+import { executeTurnJob, type EventObserver, type ExecuteSettings, type RunningTurn, type TurnJobResult, type WorkspaceTrust } from "./execute.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import { SnapshotCache } from "./snapshots.ts";
 import { CliSlots } from "./cli-slots.ts";
@@ -40,6 +40,15 @@ export interface TurnWorkerOptions {
   maxStalledCount?: number;
   killGraceMs?: number;
   retry?: Partial<RetryPolicy>;
+  /**
+   * Env names a job's overlay may set although refused by default (PATH, ANTHROPIC_BASE_URL, proxies:
+   * ALLOWABLE_ENV_NAMES). Everything else that reaches the CLI's gates is refused whatever this says.
+   */
+  allowEnv?: readonly string[];
+  /** `job`: a job's `trustWorkspace: true` is honoured. Default `never`: no workspace settings, hooks or MCP servers load. */
+  workspaceTrust?: WorkspaceTrust;
+  /** A vetted MCP config file: the only MCP servers a run with an untrusted workspace starts. */
+  mcpConfigFile?: string;
   /** Env laid over every CLI run (the job's overlay comes on top). */
   runEnv?: Record<string, string>;
   /** Where `{ fromEnv }` references in job env overlays are resolved; default process.env. */
@@ -113,6 +122,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const queuePrefix = options.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
   assertQueuePrefix(queuePrefix);
   if (options.workspaceRoots.length === 0) throw new Error("workspaceRoots must list at least one directory (TURNSTREAM_WORKSPACE_ROOTS)");
+  const allowEnv = checkAllowEnv(options.allowEnv ?? []);
   const id = options.workerId ?? `w-${hostname().replace(/[^A-Za-z0-9]/g, "").slice(0, 20)}-${process.pid}-${randomBytes(3).toString("hex")}`;
   const leaseMs = options.leaseMs ?? 15_000;
   const lockDuration = options.lockDuration ?? 30_000;
@@ -131,6 +141,9 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     killGraceMs,
     runEnv: options.runEnv ?? {},
     secretEnv: options.secretEnv ?? process.env,
+    allowEnv,
+    workspaceTrust: options.workspaceTrust ?? "never",
+    mcpConfigFile: options.mcpConfigFile,
     retry: { ...DEFAULT_RETRY, ...options.retry },
     orphanMs: 30_000,
   };

@@ -18,3 +18,15 @@ test("TURNSTREAM_SNAPSHOT_CACHE_MB: default unset, MiB to bytes, 0 turns it off,
   }
   assert.deepEqual(workerConfigFromEnv(base).workspaceRoots, ["/work/a", "/work/b"]);
 });
+
+test("TURNSTREAM_ALLOW_ENV, TURNSTREAM_WORKSPACE_TRUST, TURNSTREAM_MCP_CONFIG: safe defaults, and a gate no setting can open", () => {
+  const cfg = workerConfigFromEnv(base);
+  assert.deepEqual([cfg.allowEnv, cfg.workspaceTrust, cfg.mcpConfigFile], [[], "never", undefined]);
+  const set = workerConfigFromEnv({ ...base, TURNSTREAM_ALLOW_ENV: "PATH,ANTHROPIC_BASE_URL", TURNSTREAM_WORKSPACE_TRUST: "job", TURNSTREAM_MCP_CONFIG: "/etc/ts/mcp.json" });
+  assert.deepEqual([set.allowEnv, set.workspaceTrust, set.mcpConfigFile], [["PATH", "ANTHROPIC_BASE_URL"], "job", "/etc/ts/mcp.json"]);
+  const refused = (env: Record<string, string>, variable: string, message: RegExp) =>
+    assert.throws(() => workerConfigFromEnv({ ...base, ...env }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable && message.test(err.message));
+  refused({ TURNSTREAM_ALLOW_ENV: "PATH,NODE_OPTIONS" }, "TURNSTREAM_ALLOW_ENV", /NODE_OPTIONS cannot be allowed/);
+  refused({ TURNSTREAM_WORKSPACE_TRUST: "always" }, "TURNSTREAM_WORKSPACE_TRUST", /never.*job/);
+  refused({ TURNSTREAM_MCP_CONFIG: "mcp.json" }, "TURNSTREAM_MCP_CONFIG", /absolute/);
+});

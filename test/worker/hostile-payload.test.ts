@@ -1,0 +1,180 @@
+// A job payload and its workspace are attacker input on a CI fleet. The env overlay cannot reach the
+// gates (refused at enqueue, and again by the worker for a job that skipped the producer), a bypass of
+// permissions as root needs the worker's sandbox claim, and a workspace cannot switch supervision off.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { runTurn } from "../../src/cli/index.ts";
+import { createProducer, InvalidTurnError, JOB_VERSION } from "../../src/queue/index.ts";
+import { startModelServer } from "../../src/testing/index.ts";
+import { hermeticEnv } from "../cli/_support.ts";
+import { rig } from "./_more.ts";
+import { cleanupKeys, readAll, redisFor, testSpace, waitUntil } from "./_support.ts";
+
+const asRoot = process.getuid?.() === 0;
+
+test("env overlay: names that reach the CLI's gates are refused at enqueue, naming the variable and what to do", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const cwd = space.workspace();
+  const enqueueWith = (env: Record<string, string>) => producer.enqueueTurn({ prompt: "hi", cwd, options: { env } });
+  try {
+    for (const name of [
+      "NODE_OPTIONS",
+      "LD_PRELOAD",
+      "DYLD_INSERT_LIBRARIES",
+      "IS_SANDBOX",
+      "CLAUDE_CODE_SHELL_PREFIX",
+      "CLAUDE_CODE_USE_BEDROCK",
+      "CLAUDE_CONFIG_DIR",
+      "TURNSTREAM_TREE",
+      "BASH_ENV",
+      "HOME",
+      "PATH",
+      "ANTHROPIC_BASE_URL",
+      "HTTPS_PROXY",
+    ]) {
+      await assert.rejects(enqueueWith({ [name]: "x" }), (err: unknown) => {
+        assert.ok(err instanceof InvalidTurnError, String(err));
+        assert.equal(err.field, `options.env.${name}`);
+        assert.match(err.message, new RegExp(`options\\.env\\.${name}\` may`));
+        return true;
+      });
+    }
+    await assert.rejects(enqueueWith({ PATH: "/x" }), /TURNSTREAM_ALLOW_ENV=PATH/, "says how an operator allows it");
+    await enqueueWith({ CLAUDE_CODE_MAX_RETRIES: "2", GREETING: "hello" });
+    assert.throws(() => createProducer({ redis, allowEnv: ["NODE_OPTIONS"] }), /NODE_OPTIONS cannot be allowed/);
+    const allowing = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, allowEnv: ["PATH"] });
+    await allowing.enqueueTurn({ prompt: "hi", cwd, options: { env: { PATH: "/usr/bin" } } });
+    await allowing.close();
+  } finally {
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    space.cleanup();
+  }
+});
+
+test("a job that skipped the producer with NODE_OPTIONS in its env: the worker fails it as bad_payload and starts no CLI", async () => {
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  try {
+    const failed = new Promise<Error>((resolve) => r.worker().worker.on("failed", (_job, err) => resolve(err)));
+    const session = `direct-${r.space.id}`;
+    const turn = "t_directjob000001";
+    await r.producer.order.register(session, turn, undefined);
+    const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: r.ws, queuedSeq: 0, enqueuedAt: new Date().toISOString(), options: { env: { NODE_OPTIONS: "--import=data:text/javascript,0" } } };
+    await r.producer.queue.add("turn", job, { jobId: turn });
+    assert.match((await failed).message, /NODE_OPTIONS may not be set by a turn/);
+    const end = (await r.events(session)).find((e) => e.kind === "turn.failed");
+    assert.equal((end?.data as { errorKind?: string }).errorKind, "bad_payload");
+    assert.equal(r.server.requests().length, 0, "no CLI was started");
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("permissionMode bypassPermissions is gated like skipPermissions: as root it needs the worker's sandbox claim", async () => {
+  const r = await rig({ responses: [] });
+  const marker = join(r.ws, "bypassed");
+  try {
+    r.worker({ sandboxed: false });
+    const t = await r.producer.enqueueTurn({ prompt: `touch ${marker}`, cwd: r.ws, options: { permissionMode: "bypassPermissions" } });
+    const result = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    if (asRoot) {
+      assert.equal(result.status, "failed");
+      assert.equal(result.errorKind, "bad_options");
+      assert.match(String((result.event.data as { error?: { message?: string } }).error?.message), /sandboxed: true/);
+      assert.equal(r.server.requests().length, 0, "no CLI was started");
+    } else {
+      assert.equal(result.status, "finished", "not root: the CLI itself accepts the mode");
+    }
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("IS_SANDBOX reaches a run only with sandboxed: true, whatever env it inherits or is given", async () => {
+  const server = await startModelServer({
+    script: {
+      responses: [
+        { content: [{ type: "tool_use", name: "Bash", input: { command: 'echo "sandbox=[$IS_SANDBOX]"', description: "look" } }] },
+        { content: [{ type: "text", text: "looked" }] },
+      ],
+    },
+  });
+  try {
+    const turn = runTurn({ cwd: process.cwd(), prompt: "look", env: { ...hermeticEnv(server.url), IS_SANDBOX: "1" }, allowedTools: ["Bash"] });
+    const results: string[] = [];
+    for await (const l of turn.lines) {
+      if (l.category !== "known" || l.line["type"] !== "user") continue;
+      results.push(JSON.stringify(l.line["tool_use_result"] ?? l.line["message"]));
+    }
+    await turn.outcome;
+    assert.equal(results.length, 1, "the command ran once");
+    assert.match(results[0]!, /sandbox=\[\]/, "IS_SANDBOX was not in the tool's env");
+    if (asRoot) {
+      assert.throws(() => runTurn({ cwd: process.cwd(), prompt: "x", env: { IS_SANDBOX: "1" }, permissionMode: "bypassPermissions" }), /sandboxed: true/);
+    }
+  } finally {
+    await server.close();
+  }
+});
+
+test("supervised turn in a workspace whose settings switch hooks off and allow Bash: the hub is still asked, nothing runs", async () => {
+  const r = await rig({
+    responses: [{ content: [{ type: "tool_use", name: "Bash", input: { command: "id", description: "who am I" } }] }, { content: [{ type: "text", text: "ok" }] }],
+  });
+  const hookRan = join(r.space.root, "workspace-hook-ran");
+  mkdirSync(join(r.ws, ".claude"), { recursive: true });
+  writeFileSync(
+    join(r.ws, ".claude", "settings.json"),
+    JSON.stringify({ disableAllHooks: true, permissions: { allow: ["Bash"] }, hooks: { PreToolUse: [{ hooks: [{ type: "command", command: `touch ${hookRan}` }] }] } }),
+  );
+  try {
+    r.worker();
+    const t = await r.producer.enqueueTurn({ prompt: "who am I", cwd: r.ws, options: { supervised: true } });
+    let requested: Record<string, unknown> | undefined;
+    await waitUntil(async () => {
+      requested = (await readAll(r.producer.log, t.session)).find((e) => e.kind === "decision.requested")?.data as Record<string, unknown> | undefined;
+      return requested !== undefined;
+    }, 30_000, "decision.requested");
+    assert.equal(requested!["tool"], "Bash");
+    assert.equal(existsSync(hookRan), false, "the workspace's own hook did not run");
+    await r.producer.cancelTurn(t.turn);
+    const result = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    assert.equal(result.status, "cancelled");
+    const toolResults = (await r.events(t.session)).filter((e) => e.kind === "cli.line" && String((e.data as { raw: string }).raw).includes('"tool_result"'));
+    assert.equal(toolResults.length, 0, "Bash never ran: no tool result before the cancel");
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("trustWorkspace is honoured only on a worker whose policy allows it, and never with supervision", async () => {
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "one" }] }, { content: [{ type: "text", text: "two" }] }] });
+  const hookRan = join(r.space.root, "session-start-ran");
+  mkdirSync(join(r.ws, ".claude"), { recursive: true });
+  writeFileSync(join(r.ws, ".claude", "settings.json"), JSON.stringify({ hooks: { SessionStart: [{ hooks: [{ type: "command", command: `touch ${hookRan}` }] }] } }));
+  try {
+    await assert.rejects(
+      r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { trustWorkspace: true, supervised: true } }),
+      (err: unknown) => err instanceof InvalidTurnError && err.field === "options.trustWorkspace",
+    );
+    const strict = r.worker();
+    const refused = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { trustWorkspace: true } });
+    const first = await r.producer.waitForTurn(refused.turn, { timeoutMs: 30_000 });
+    assert.equal(first.errorKind, "bad_options");
+    assert.match(String((first.event.data as { error?: { message?: string } }).error?.message), /TURNSTREAM_WORKSPACE_TRUST=job/);
+    assert.equal(existsSync(hookRan), false);
+    await strict.close({ graceMs: 1000 });
+
+    r.worker({ workspaceTrust: "job" });
+    const trusted = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { trustWorkspace: true } });
+    assert.equal((await r.producer.waitForTurn(trusted.turn, { timeoutMs: 60_000 })).status, "finished");
+    assert.ok(existsSync(hookRan), "the trusted workspace's hook ran");
+  } finally {
+    await r.dispose();
+  }
+});
