@@ -19,7 +19,7 @@ import { validateRunTurnOptions, type RunTurnOptions } from "./options.ts";
 import { pidMark, ProcessTree, TREE_MARKER_VAR, trackTree, type PidMark } from "./process-tree.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
 import { captureSessionFile, restoreSessionFile } from "./session-file.ts";
-import { injectSkills, prepareSkillAddDir, type ListedSkill } from "./skills.ts";
+import { injectSkills, placeSkills, prepareSkillAddDir, type ListedSkill } from "./skills.ts";
 import { startWatchdog, type WatchdogHandle } from "./watchdog.ts";
 import { workspaceContext } from "./workspace-context.ts";
 
@@ -95,9 +95,32 @@ function sandboxClaim(o: ReturnType<typeof validateRunTurnOptions>): "1" | undef
   return "1";
 }
 
+/**
+ * Where the caller's skills go. claude-md: into the cwd, listed in its CLAUDE.md. add-dir: where the
+ * CLI's own discovery finds them, which for an untrusted workspace (no project setting sources) is only
+ * the run's own config home; without one they sit in an added directory and are listed for the model.
+ */
+function offerSkills(
+  o: ReturnType<typeof validateRunTurnOptions>,
+  home: ConfigHome | undefined,
+  scratchDir: () => string,
+): { addDirs: string[]; listed: ListedSkill[] } {
+  if (o.skills === undefined || o.skills.length === 0) return { addDirs: [], listed: [] };
+  if ((o.skillsMode ?? "claude-md") === "claude-md") {
+    injectSkills(o.cwd, o.skills);
+    return { addDirs: [], listed: [] };
+  }
+  if (o.trustWorkspace !== true && home !== undefined) {
+    placeSkills(o.skills, join(home.dir, "skills"));
+    return { addDirs: [], listed: [] };
+  }
+  const d = prepareSkillAddDir(o.skills, scratchDir());
+  return { addDirs: [d.dir], listed: o.trustWorkspace === true ? [] : d.skills };
+}
+
 /** The appended system prompt: the caller's, then what an untrusted workspace still offers as text. */
-function systemPromptAppendix(o: ReturnType<typeof validateRunTurnOptions>, addDirSkills: readonly ListedSkill[]): string | undefined {
-  const context = o.trustWorkspace === true ? undefined : workspaceContext(o.cwd, addDirSkills);
+function systemPromptAppendix(o: ReturnType<typeof validateRunTurnOptions>, skills: readonly ListedSkill[]): string | undefined {
+  const context = o.trustWorkspace === true ? undefined : workspaceContext(o.cwd, skills);
   const parts = [o.appendSystemPrompt, context].filter((p): p is string => p !== undefined);
   return parts.length === 0 ? undefined : parts.join("\n\n");
 }
@@ -149,8 +172,6 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
       Object.assign(env, home.env);
       if (sessionFile !== undefined) restoreSessionFile(home.dir, o.cwd, o.resume!, sessionFile);
     }
-    const extraAddDirs: string[] = [];
-    const addDirSkills: ListedSkill[] = [];
     let scratch: string | undefined;
     const scratchDir = (): string => {
       if (scratch === undefined) {
@@ -160,17 +181,9 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
       }
       return scratch;
     };
-    if (o.skills !== undefined && o.skills.length > 0) {
-      if ((o.skillsMode ?? "claude-md") === "claude-md") injectSkills(o.cwd, o.skills);
-      else {
-        const d = prepareSkillAddDir(o.skills, scratchDir());
-        extraAddDirs.push(d.dir);
-        // Without the workspace's setting sources the CLI discovers no skills in added directories.
-        addDirSkills.push(...d.skills);
-      }
-    }
-    const args = buildArgs({ ...o, appendSystemPrompt: undefined }, extraAddDirs);
-    const appendix = systemPromptAppendix(o, addDirSkills);
+    const skills = offerSkills(o, home, scratchDir);
+    const args = buildArgs({ ...o, appendSystemPrompt: undefined }, skills.addDirs);
+    const appendix = systemPromptAppendix(o, skills.listed);
     if (appendix !== undefined) {
       // A file, not argv: argv is readable by every user through /proc.
       const f = join(scratchDir(), "append-system-prompt.txt");

@@ -131,40 +131,48 @@ export interface SkillAddDir {
   cleanup(): void;
 }
 
-/** add-dir mode: a temp dir with `.claude/skills/<name>` pointing at each skill (a copy where a link fails). */
+/**
+ * Places each skill at `<root>/<name>` (a link to its folder, a copy where a link fails), the layout
+ * the CLI's own skill discovery reads. Returns each placed SKILL.md.
+ */
+export function placeSkills(skills: readonly SkillSpec[], root: string): ListedSkill[] {
+  mkdirSync(root, { recursive: true });
+  const listed: ListedSkill[] = [];
+  for (const s of skills) {
+    checkName(s.name);
+    const src = sourceOf(s.path);
+    const target = resolve(root, s.name);
+    if (!inside(root, target) || target === root) throw badOptions("skills.name", "skill target must stay inside the skills dir");
+    let linked = false;
+    if (src.dir !== undefined) {
+      try {
+        symlinkSync(src.dir, target, "dir");
+        linked = true;
+      } catch {
+        linked = false;
+      }
+    }
+    if (!linked) {
+      if (src.dir !== undefined) cpSync(src.dir, target, { recursive: true, dereference: true });
+      else {
+        mkdirSync(target);
+        writeFileSync(join(target, "SKILL.md"), readFileSync(src.file));
+      }
+    }
+    const skillMd = join(target, "SKILL.md");
+    listed.push({ name: s.name, path: skillMd, description: skillDescription(skillMd) });
+  }
+  return listed;
+}
+
+/** add-dir mode: a temp dir with `.claude/skills/<name>` for each skill, to pass with --add-dir. */
 export function prepareSkillAddDir(skills: readonly SkillSpec[], parent: string = tmpdir()): SkillAddDir {
   const dir = mkdtempSync(join(parent, "turnstream-skills-"));
-  const listed: ListedSkill[] = [];
   try {
-    const root = join(dir, ".claude", "skills");
-    mkdirSync(root, { recursive: true });
-    for (const s of skills) {
-      checkName(s.name);
-      const src = sourceOf(s.path);
-      const target = resolve(root, s.name);
-      if (!inside(root, target) || target === root) throw badOptions("skills.name", "skill target must stay inside the skills dir");
-      let linked = false;
-      if (src.dir !== undefined) {
-        try {
-          symlinkSync(src.dir, target, "dir");
-          linked = true;
-        } catch {
-          linked = false;
-        }
-      }
-      if (!linked) {
-        if (src.dir !== undefined) cpSync(src.dir, target, { recursive: true, dereference: true });
-        else {
-          mkdirSync(target);
-          writeFileSync(join(target, "SKILL.md"), readFileSync(src.file));
-        }
-      }
-      const skillMd = join(target, "SKILL.md");
-      listed.push({ name: s.name, path: skillMd, description: skillDescription(skillMd) });
-    }
+    const listed = placeSkills(skills, join(dir, ".claude", "skills"));
+    return { dir, skills: listed, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
-  return { dir, skills: listed, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }

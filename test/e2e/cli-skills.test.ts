@@ -16,12 +16,23 @@ function skill(name: string): string {
   return d;
 }
 
-async function run(script: (cwd: string) => Step[], opts: { mode: "claude-md" | "add-dir"; name: string }) {
+async function run(script: (cwd: string) => Step[], opts: { mode: "claude-md" | "add-dir"; name: string; trustWorkspace?: boolean; configHome?: boolean }) {
   const cwd = mkdtempSync(join(tmpdir(), "ts-skillcwd-"));
   const server = await startScriptedServer(script(cwd));
   try {
     const env = hermeticEnv(server.url);
-    const h = runTurn({ cwd, prompt: "use the skill", env, skills: [{ name: opts.name, path: skill(opts.name) }], skillsMode: opts.mode, skipPermissions: true, sandboxed: true });
+    const home = opts.configHome === true ? { configHome: { instanceId: "skills", instanceRoot: join(env["TMPDIR"]!, "homes") } } : {};
+    const h = runTurn({
+      cwd,
+      prompt: "use the skill",
+      env,
+      skills: [{ name: opts.name, path: skill(opts.name) }],
+      skillsMode: opts.mode,
+      skipPermissions: true,
+      sandboxed: true,
+      trustWorkspace: opts.trustWorkspace === true,
+      ...home,
+    });
     const lines: ParsedLine[] = [];
     for await (const l of h.lines) lines.push(l);
     await h.outcome;
@@ -43,11 +54,25 @@ test("a run that never reads the skill fails assertSkillWasRead", async () => {
   assert.throws(() => assertSkillWasRead(r.lines, "unread"), SkillNotReadError);
 });
 
-test("add-dir: the CLI discovers .claude/skills/<name> in the added dir; the temp dir is removed after the run", async () => {
-  const r = await run(() => [{ tool: { name: "Skill", input: { skill: "berry" } } }, { text: "done" }], { mode: "add-dir", name: "berry" });
+test("add-dir, trusted workspace: the CLI discovers .claude/skills/<name> in the added dir; the temp dir is removed after the run", async () => {
+  const r = await run(() => [{ tool: { name: "Skill", input: { skill: "berry" } } }, { text: "done" }], { mode: "add-dir", name: "berry", trustWorkspace: true });
   const first = JSON.stringify(r.requests[0]);
   assert.ok(first.includes("berry"), "skill advertised to the model");
   assert.ok(JSON.stringify(r.requests[1]).includes("Always answer PINEAPPLE"), "the Skill tool loaded it");
   assert.doesNotThrow(() => assertSkillWasRead(r.lines, "berry"));
   assert.deepEqual(readdirSync(r.tmp).filter((n) => n.startsWith("turnstream-")), [], "scratch and skill dirs removed");
+});
+
+test("add-dir, untrusted workspace with a per-run config home: the skill sits in the home, where the CLI's Skill tool finds it", async () => {
+  const r = await run(() => [{ tool: { name: "Skill", input: { skill: "plum" } } }, { text: "done" }], { mode: "add-dir", name: "plum", configHome: true });
+  assert.ok(JSON.stringify(r.requests[0]).includes("plum"), "skill advertised to the model");
+  assert.ok(JSON.stringify(r.requests[1]).includes("Always answer PINEAPPLE"), "the Skill tool loaded it");
+  assert.doesNotThrow(() => assertSkillWasRead(r.lines, "plum"));
+});
+
+test("add-dir, untrusted workspace without a config home: the skill's file is listed for the model with its description", async () => {
+  const r = await run(() => [{ text: "done" }], { mode: "add-dir", name: "fig" });
+  const first = JSON.stringify(r.requests[0]);
+  assert.match(first, /turnstream-skills-[^"`]*\/\.claude\/skills\/fig\/SKILL\.md/, "the skill's SKILL.md in the added dir is listed");
+  assert.ok(first.includes("PINEAPPLE-fig"), "with its description");
 });
