@@ -8,6 +8,17 @@ export { resolveClaudeBin } from "./resolve-bin.ts";
 export { processStartTime, ProcessTree, TREE_MARKER_VAR } from "./process-tree.ts";
 export { startWatchdog, WATCHDOG_SCRIPT, watchdogEntry, type WatchdogHandle } from "./watchdog.ts";
 export {
+  containment,
+  selectContainment,
+  describeContainment,
+  sweepCgroups,
+  ContainmentError,
+  CONTAINMENT_KINDS,
+  type Containment,
+  type ContainmentKind,
+  type CgroupSweepResult,
+} from "./containment.ts";
+export {
   createConfigHome,
   sweep,
   defaultInstanceRoot,

@@ -3,7 +3,9 @@
 // kill we collect the tree from /proc: the ppid walk from the CLI, every process sharing a process
 // group or session with a member, and every process whose environment carries the run's marker
 // variable (inherited by all descendants, so it still finds `setsid`/`nohup` leftovers that were
-// reparented before we looked).
+// reparented before we looked). A process that starts its own session and drops the marker too is
+// beyond this walk: containment.ts puts the run in a cgroup where the host allows, and keeps this
+// walk as the second net.
 import { closeSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
 
 export const TREE_MARKER_VAR = "TURNSTREAM_TREE";
@@ -253,8 +255,11 @@ export class ProcessTree {
     return [...members];
   }
 
-  /** Collects the tree, then signals every member. Returns how many were signalled. */
-  signal(sig: NodeJS.Signals): number {
+  /**
+   * Collects the tree, then signals every member, except those in `reached` (signalled already by
+   * the caller, e.g. through the run's cgroup). Returns how many were signalled.
+   */
+  signal(sig: NodeJS.Signals, reached: ReadonlySet<number> = new Set()): number {
     const members = this.refresh();
     let count = 0;
     try {
@@ -262,7 +267,7 @@ export class ProcessTree {
     } catch {
       // group already gone
     }
-    const signalled = new Set<number>();
+    const signalled = new Set<number>(reached);
     const send = (pids: number[]): void => {
       for (const pid of pids) {
         if (signalled.has(pid)) continue;
@@ -291,16 +296,25 @@ export class ProcessTree {
   }
 }
 
+/** A run's processes as the exit hook ends them: a ProcessTree, or a RunScope (tree and cgroup). */
+export interface Killable {
+  signal(sig: NodeJS.Signals): number;
+  /** Removes what holds the run (its cgroup) once the kill landed; synchronous. */
+  releaseNow?(): void;
+}
+
 // Every tree still running when the host exits gets SIGKILL synchronously: 'exit' handlers cannot
 // wait, and a TERM the host cannot follow up would leave the tree to chance.
-const live = new Set<ProcessTree>();
+const live = new Set<Killable>();
 let exitHookInstalled = false;
 
-export function trackTree(tree: ProcessTree): () => void {
+export function trackTree(tree: Killable): () => void {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     process.on("exit", () => {
       for (const t of live) t.signal("SIGKILL");
+      // Every kill first, so the processes of all runs exit while the first cgroup is waited for.
+      for (const t of live) t.releaseNow?.();
     });
   }
   live.add(tree);
