@@ -1,10 +1,12 @@
 // One detached POSIX-sh watchdog per host process (works under dash) ends the trees of the host's
 // runs if the host dies. It does not poll: it blocks reading a pipe whose only writer is the host.
-// The host writes one line whenever its set of runs changes: every run as `cli:start:marker:grace`.
+// The host writes one line whenever its set of runs changes: every run, space separated.
 // End of file means the host is gone, however it died (SIGKILL included: the kernel closes the
 // pipe). Then, for each run of the last line, it collects the tree from /proc (the ppid walk from the
-// CLI, shared process groups/sessions, the run's marker variable), sends TERM, and KILLs what is left
-// after the grace period.
+// CLI, shared process groups/sessions, the run's marker variable) and the processes in the run's
+// cgroup, sends TERM, and KILLs what is left after the grace period; last it kills whatever is still
+// in the runs' cgroups (found there whatever they did to their session or environment) and removes
+// them. A run is `cli:start:marker:grace[:cgroup]`.
 //
 // Earlier versions started a watchdog per run that polled once a second. Spawning it cost the host
 // ~10 ms per run (forking a large process) and each poll ~30 ms of CPU per second per run; on a busy
@@ -18,17 +20,19 @@ export const WATCHDOG_SCRIPT = String.raw`
 self=$$; runs=
 while read -r line; do runs=$line; done
 [ -n "$runs" ] || exit 0
-# The host is gone: gather every run's tree, then TERM, wait, KILL.
-clis=; marks=; grace=1; ifs=$IFS
+# The host is gone: gather every run's tree, then TERM, wait, KILL; then kill and remove the runs' cgroups.
+clis=; marks=; cgs=; grace=1; ifs=$IFS
 for r in $runs; do
   IFS=:; set -- $r; IFS=$ifs
   [ -n "$2" ] && clis="$clis $1:$2"
   marks="$marks $3"
   [ "$4" -gt "$grace" ] 2>/dev/null && grace=$4
+  [ -n "$5" ] && cgs="$cgs $5"
 done
 # Prints the process groups of the CLIs (as -pgid) and every member of their trees. Pids wrap (on
 # some hosts within seconds), so a CLI counts only while its pid still has the recorded start time,
-# checked in every collect: a pid reused during the grace period is never signalled.
+# checked in every collect: a pid reused during the grace period is never signalled. The processes
+# in the runs' cgroups are members whatever their session or environment.
 collect() {
   marked=$(for m in $marks; do grep -lzxF -e "${TREE_MARKER_VAR}=$m" /proc/[0-9]*/environ 2>/dev/null; done | sed 's#^/proc/##; s#/environ$##' | tr '\n' ' ')
   cat /proc/[0-9]*/stat 2>/dev/null | awk -v clis="$clis" -v marked="$marked" -v self="$self" '
@@ -50,19 +54,42 @@ collect() {
       } while (changed)
       out = ""; for (p in lead) out = out " -" p; for (p in m) out = out " " p; print out
     }'
+  for d in $cgs; do cat "$d/cgroup.procs" 2>/dev/null; done
+}
+# Kills every process in a run's cgroup at once: cgroup v2 has cgroup.kill; a v1 freezer cgroup is
+# frozen first (then none of its processes can fork), its processes SIGKILLed, then thawed.
+cgkill() {
+  if [ -e "$1/cgroup.kill" ]; then echo 1 > "$1/cgroup.kill"; return; fi
+  [ -e "$1/freezer.state" ] || return
+  echo FROZEN > "$1/freezer.state"
+  n=0
+  while [ "$(cat "$1/freezer.state")" != FROZEN ] && [ "$n" -lt 20 ]; do sleep 0.05; n=$((n + 1)); done
+  kill -KILL $(cat "$1/cgroup.procs") 2>/dev/null
+  echo THAWED > "$1/freezer.state"
+}
+# Kills and removes the runs' cgroups (a killed process takes a moment to leave), then this host's
+# folder that held them.
+finish() {
+  for d in $cgs; do [ -d "$d" ] && cgkill "$d" 2>/dev/null; done
+  for d in $cgs; do
+    n=0
+    while [ -d "$d" ] && ! rmdir "$d" 2>/dev/null && [ "$n" -lt 30 ]; do cgkill "$d" 2>/dev/null; sleep 0.1; n=$((n + 1)); done
+    rmdir "$(dirname "$d")" 2>/dev/null
+  done
+  exit 0
 }
 known=$(collect)
 kill -TERM $known 2>/dev/null
 i=0
 while [ "$i" -lt "$grace" ]; do
   known=$(collect)
-  [ -z "$(echo $known)" ] && exit 0
+  [ -z "$(echo $known)" ] && finish
   sleep 0.1
   i=$((i + 1))
 done
 known=$(collect)
 kill -KILL $known 2>/dev/null
-exit 0
+finish
 `;
 
 export interface WatchdogHandle {
@@ -72,10 +99,11 @@ export interface WatchdogHandle {
   stop(): void;
 }
 
-/** One run as the watchdog's line lists it. */
-export function watchdogEntry(run: { cliPid: number; marker: string; killGraceMs: number }): string {
+/** One run as the watchdog's line lists it: `cli:start:marker:grace[:cgroup]`. */
+export function watchdogEntry(run: { cliPid: number; marker: string; killGraceMs: number; cgroup?: string | undefined }): string {
   const start = processStartTime(run.cliPid) ?? "";
-  return `${run.cliPid}:${start}:${run.marker}:${Math.max(1, Math.ceil(run.killGraceMs / 100))}`;
+  const grace = Math.max(1, Math.ceil(run.killGraceMs / 100));
+  return `${run.cliPid}:${start}:${run.marker}:${grace}${run.cgroup === undefined ? "" : `:${run.cgroup}`}`;
 }
 
 class HostWatchdog {
@@ -134,7 +162,7 @@ class HostWatchdog {
 const watchdogs = new Map<string, HostWatchdog>();
 
 /** Watches one run with the host's watchdog (started on first use, one per shell). */
-export function startWatchdog(opts: { cliPid: number; marker: string; killGraceMs: number; shell?: string }): WatchdogHandle {
+export function startWatchdog(opts: { cliPid: number; marker: string; killGraceMs: number; cgroup?: string | undefined; shell?: string }): WatchdogHandle {
   const shell = opts.shell ?? "/bin/sh";
   let wd = watchdogs.get(shell);
   if (wd === undefined) watchdogs.set(shell, (wd = new HostWatchdog(shell)));

@@ -1,5 +1,7 @@
-// Shared helpers for the CLI runner's real-CLI tests: a hermetic env for one run and /proc checks.
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+// Shared helpers for the CLI runner's tests: a hermetic env for one run, a process tree to contain,
+// and /proc checks.
+import { spawn, type ChildProcess } from "node:child_process";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -61,4 +63,79 @@ export async function waitUntil(cond: () => boolean, timeoutMs: number, what: st
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** The tree's default script: a child and a grandchild in its own session, then it waits. */
+export const TREE_SCRIPT = "sleep 60 & setsid sleep 60 & echo started; wait";
+
+/**
+ * A shell (the tree's root) running `script` (by default a child and a grandchild in its own
+ * session), all carrying `marker`; resolves once the script printed its first line. `launch` puts
+ * a launcher in front of the shell (containment.ts's launchCommand).
+ */
+export async function startTree(
+  marker: string,
+  opts: { script?: string; launch?: (file: string, args: string[]) => { file: string; args: string[] } } = {},
+): Promise<ChildProcess> {
+  const cmd = (opts.launch ?? ((file, args) => ({ file, args })))("/bin/sh", ["-c", opts.script ?? TREE_SCRIPT]);
+  const root = spawn(cmd.file, cmd.args, {
+    detached: true,
+    stdio: ["ignore", "pipe", "ignore"],
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", TURNSTREAM_TREE: marker },
+  });
+  await new Promise<void>((resolve) => root.stdout!.once("data", () => resolve()));
+  return root;
+}
+
+/** A number that tells this test's escaped sleepers from anyone else's. */
+export function escapeNonce(): string {
+  return String(100000 + Math.floor(Math.random() * 900000));
+}
+
+/**
+ * Shell commands that leave the run as far as a process can without privileges: a new session and
+ * no TURNSTREAM_TREE (`sleep 301.<nonce>`), and a new session with an empty environment (`sleep 302.<nonce>`).
+ */
+export function escapeCommands(nonce: string): string {
+  return `setsid -f env -u TURNSTREAM_TREE sleep 301.${nonce} >/dev/null 2>&1; env -i setsid -f sleep 302.${nonce} >/dev/null 2>&1`;
+}
+
+/** Live pids running the escaped sleepers of `nonce` (found by /proc/<pid>/cmdline). */
+export function escapees(nonce: string): number[] {
+  const want = new Set([`sleep 301.${nonce}`, `sleep 302.${nonce}`]);
+  return readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .filter((pid) => want.has(cmdline(pid)) && alive(pid));
+}
+
+/** Kills whatever escaped sleepers a test leaves behind (for the checks that expect some to survive). */
+export function killEscapees(nonce: string): void {
+  for (const pid of escapees(nonce)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone meanwhile
+    }
+  }
+}
+
+/**
+ * A stand-in CLI: runs `script` (shell), prints an init, an assistant and a successful result line,
+ * and exits. Enough for runTurn to settle a turn without the real CLI.
+ */
+export function fakeCli(script: string, dir: string = mkdtempSync(join(tmpdir(), "ts-fake-cli-"))): string {
+  const path = join(dir, "fake-claude");
+  writeFileSync(
+    path,
+    `#!/bin/sh
+cat >/dev/null
+${script}
+echo '{"type":"system","subtype":"init","session_id":"fake-session","tools":[],"model":"fake"}'
+echo '{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"ok"}]},"session_id":"fake-session"}'
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","num_turns":1,"session_id":"fake-session","total_cost_usd":0}'
+`,
+  );
+  chmodSync(path, 0o755);
+  return path;
 }

@@ -3,10 +3,11 @@
 // table keeps open being closed once their processes are gone.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { pidMark, pidsSince, ProcessTree, TREE_MARKER_VAR } from "../../src/cli/process-tree.ts";
+import { pidMark, pidsSince, ProcessTree } from "../../src/cli/process-tree.ts";
+import { startTree } from "./_support.ts";
 
 function openStatPids(): number[] {
   const pids: number[] = [];
@@ -19,17 +20,6 @@ function openStatPids(): number[] {
     }
   }
   return pids;
-}
-
-/** A shell (the tree's root) with a child and a grandchild in its own session, all carrying `marker`. */
-async function startTree(marker: string): Promise<ChildProcess> {
-  const root = spawn("sh", ["-c", "sleep 60 & setsid sleep 60 & echo started; wait"], {
-    detached: true,
-    stdio: ["ignore", "pipe", "ignore"],
-    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", [TREE_MARKER_VAR]: marker },
-  });
-  await new Promise<void>((resolve) => root.stdout!.once("data", () => resolve()));
-  return root;
 }
 
 /** Refreshes `tree` every 20 ms (2 s at most) until `done` holds for its members; returns the last. */

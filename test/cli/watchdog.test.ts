@@ -5,9 +5,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { launchCommand, RunCgroup, selectContainment } from "../../src/cli/containment.ts";
 import { startWatchdog, TREE_MARKER_VAR, WATCHDOG_SCRIPT, watchdogEntry } from "../../src/cli/index.ts";
-import { alive, waitUntil } from "./_support.ts";
+import { alive, escapeCommands, escapeNonce, escapees, killEscapees, startTree, waitUntil } from "./_support.ts";
 
 function fakeCli(marker: string): number {
   // Detached: its own process group, as the CLI leads its own.
@@ -118,3 +120,32 @@ test("a CLI that still has its recorded start time takes its whole process group
     for (const p of [root.pid!, sleeper]) if (p !== undefined && alive(p)) process.kill(p, "SIGKILL");
   }
 });
+
+for (const kind of ["cgroup-v2", "cgroup-v1-freezer"] as const) {
+  test(`${kind}: the pipe closes: the run's cgroup is killed (escaped processes included) and removed`, async (t) => {
+    const c = selectContainment([kind]);
+    if (c.kind !== kind) return t.skip(c.skipped.find((s) => s.kind === kind)?.reason ?? "not offered");
+    const marker = randomUUID();
+    const nonce = escapeNonce();
+    const cgroup = RunCgroup.create(c, marker);
+    const root = await startTree(marker, {
+      script: `${escapeCommands(nonce)}; sleep 60 & echo started; wait`,
+      launch: (file, args) => launchCommand(c, cgroup, file, args),
+    });
+    try {
+      await waitUntil(() => escapees(nonce).length === 2, 3000, "both escaped sleepers");
+      assert.match(watchdogEntry({ cliPid: root.pid!, marker, killGraceMs: 200, cgroup: cgroup.path }), /^\d+:\d+:[0-9a-f-]+:2:\/sys\/fs\/cgroup\/.+$/);
+      // Another run of the same host still holds the host's folder: only the dead run's cgroup goes.
+      const other = RunCgroup.create(c, randomUUID());
+      await hostDies([watchdogEntry({ cliPid: root.pid!, marker, killGraceMs: 200, cgroup: cgroup.path })]);
+      assert.deepEqual(escapees(nonce), [], "the escaped sleepers are dead when the watchdog exits");
+      assert.equal(alive(root.pid!), false);
+      assert.equal(existsSync(cgroup.path), false, "the run's cgroup is removed");
+      assert.equal(existsSync(dirname(cgroup.path)), true, "the host's folder stays while another run uses it");
+      assert.equal(other.remove(), true);
+    } finally {
+      killEscapees(nonce);
+      if (alive(root.pid!)) process.kill(-root.pid!, "SIGKILL");
+    }
+  });
+}
