@@ -1,7 +1,9 @@
 // One CLI turn: spawn `claude -p --output-format stream-json --verbose` as leader of its own process
 // group, prompt on stdin, stream stdout lines as they come, and settle the outcome from the result
 // envelope (it outranks the exit code; no result line is a failure). Timeouts, inactivity, abort and
-// kill() end the whole tree: SIGTERM, then SIGKILL after killGraceMs on a referenced timer.
+// kill() end the whole tree: SIGTERM, then SIGKILL after killGraceMs on a referenced timer. The CLI
+// starts in a cgroup (or pid namespace) of its own where the host allows (containment.ts), so the
+// tree includes what left the CLI's session and dropped its marker.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -16,6 +18,16 @@ import { buildEnv, envAuth } from "./env.ts";
 import { badOptions, ClaudeCodeCliError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
 import { silentLogger } from "./logger.ts";
 import { validateRunTurnOptions, type RunTurnOptions } from "./options.ts";
+import {
+  containment,
+  ContainmentError,
+  launchCommand,
+  launchFailure,
+  RunCgroup,
+  RunScope,
+  type ContainmentKind,
+  type LaunchCommand,
+} from "./containment.ts";
 import { pidMark, ProcessTree, TREE_MARKER_VAR, trackTree, type PidMark } from "./process-tree.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
 import { captureSessionFile, restoreSessionFile } from "./session-file.ts";
@@ -61,6 +73,10 @@ export interface TurnHandle {
   readonly treeMarker: string;
   /** Pid of the host's watchdog, shared by all its runs (undefined with `watchdog: false`). */
   readonly watchdogPid: number | undefined;
+  /** How this run's processes are held together (see describeContainment). */
+  readonly containment: ContainmentKind;
+  /** The run's cgroup folder, with the cgroup kinds; removed once the run's processes are gone. */
+  readonly cgroup: string | undefined;
   /** Ends the whole tree (TERM, then KILL after killGraceMs); the outcome rejects with kind `killed`. */
   kill(): void;
 }
@@ -163,6 +179,9 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
   };
   let child: ChildProcess;
   let mark: PidMark | undefined;
+  let cgroup: RunCgroup | undefined;
+  let launch: LaunchCommand;
+  let contained: ContainmentKind;
   let home: ConfigHome | undefined;
   let authSource: AuthSource | "inherited";
   try {
@@ -190,14 +209,20 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
       writeFileSync(f, appendix, { mode: 0o600 });
       args.push("--append-system-prompt-file", f);
     }
-    logger.debug({ bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")) }, "spawning claude");
+    // The run's cgroup exists before the CLI does, and the CLI enters it before it can fork anything.
+    const c = containment(logger);
+    contained = c.kind;
+    if (c.hostDir !== undefined) cgroup = RunCgroup.create(c, marker);
+    launch = launchCommand(c, cgroup, bin, args);
+    logger.debug({ bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")), containment: c.kind }, "spawning claude");
     mark = pidMark();
-    child = spawn(bin, args, { cwd: o.cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    child = spawn(launch.file, launch.args, { cwd: o.cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
   } catch (err) {
+    cgroup?.remove();
     cleanup();
     throw err;
   }
-  return supervise(child, { o, logger, killGraceMs, marker, mark, home, authSource, cleanup });
+  return supervise(child, { o, logger, killGraceMs, marker, mark, contained, cgroup, launch, home, authSource, cleanup });
 }
 
 interface SuperviseContext {
@@ -207,6 +232,11 @@ interface SuperviseContext {
   marker: string;
   /** The kernel's pid allocation just before the spawn. */
   mark: PidMark | undefined;
+  contained: ContainmentKind;
+  /** The run's cgroup, which the CLI entered before it exec'd. */
+  cgroup: RunCgroup | undefined;
+  /** What was spawned: the CLI, or a launcher (sh, unshare) that execs it. */
+  launch: LaunchCommand;
   home: ConfigHome | undefined;
   authSource: AuthSource | "inherited";
   cleanup: () => void;
@@ -226,7 +256,6 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
   let lastKind: ErrorKind | undefined;
   let ending: RunnerErrorKind | undefined;
   let spawnError: Error | undefined;
-  let tree: ProcessTree | undefined;
   let untrack: (() => void) | undefined;
   let watchdog: WatchdogHandle | undefined;
   const timers: NodeJS.Timeout[] = [];
@@ -234,22 +263,23 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
   let killTimer: NodeJS.Timeout | undefined;
   let killDeadline = 0;
 
+  // The run's processes: its cgroup (everything the CLI started, wherever it went) and the /proc walk.
+  const scope = new RunScope(child.pid === undefined ? undefined : new ProcessTree(child.pid, ctx.marker, ctx.mark), ctx.cgroup);
   if (child.pid !== undefined) {
-    tree = new ProcessTree(child.pid, ctx.marker, ctx.mark);
-    untrack = trackTree(tree);
+    untrack = trackTree(scope);
     if (o.watchdog !== false) {
-      watchdog = startWatchdog({ cliPid: child.pid, marker: ctx.marker, killGraceMs });
+      watchdog = startWatchdog({ cliPid: child.pid, marker: ctx.marker, killGraceMs, cgroup: ctx.cgroup?.path });
     }
   }
 
   const terminate = (kind: RunnerErrorKind): void => {
-    if (ending !== undefined || tree === undefined) return;
+    if (ending !== undefined || scope.tree === undefined) return;
     ending = kind;
     logger.info({ pid: child.pid, reason: kind }, "ending claude process tree");
-    tree.signal("SIGTERM");
+    scope.signal("SIGTERM");
     killDeadline = Date.now() + killGraceMs;
     killTimer = setTimeout(() => {
-      tree!.signal("SIGKILL");
+      scope.signal("SIGKILL");
     }, killGraceMs);
   };
 
@@ -310,22 +340,24 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
   });
 
   // After the CLI exits, end whatever it left running (background Bash children) before settling:
-  // TERM (if not sent already), then check every 100 ms and KILL what is left at the deadline.
+  // TERM (if not sent already), then check every 100 ms and KILL what is left at the deadline. Then
+  // the run's cgroup is removed.
   let reaped: Promise<void> | undefined;
   const reap = (): Promise<void> => {
     if (reaped !== undefined) return reaped;
     reaped = new Promise<void>((resolve) => {
       if (killTimer !== undefined) clearTimeout(killTimer);
-      if (tree === undefined || tree.refresh().length === 0) return resolve();
+      const done = (): void => void scope.release(logger).then(resolve);
+      if (scope.members().length === 0) return done();
       if (ending === undefined) {
-        tree.signal("SIGTERM");
+        scope.signal("SIGTERM");
         killDeadline = Date.now() + killGraceMs;
       }
       const check = (): void => {
-        if (tree!.refresh().length === 0) return resolve();
+        if (scope.members().length === 0) return done();
         if (Date.now() >= killDeadline) {
-          tree!.signal("SIGKILL");
-          return resolve();
+          scope.signal("SIGKILL");
+          return done();
         }
         // Referenced on purpose: the host must not exit before the SIGKILL went out.
         setTimeout(check, Math.min(100, Math.max(0, killDeadline - Date.now())));
@@ -365,6 +397,9 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
         lines.end();
         stderrLines.end();
         const fields = { exitCode: code, signal: sig, stderr: stderrTail };
+        const launchError = launchFailure(ctx.launch, ctx.cgroup, fields, lineCount);
+        if (launchError instanceof ContainmentError) return reject(launchError);
+        spawnError ??= launchError;
         if (spawnError !== undefined) {
           const notFound = (spawnError as NodeJS.ErrnoException).code === "ENOENT" || (spawnError as NodeJS.ErrnoException).code === "EACCES";
           return reject(
@@ -426,6 +461,8 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
     configHome: ctx.home,
     treeMarker: ctx.marker,
     watchdogPid: watchdog?.pid,
+    containment: ctx.contained,
+    cgroup: ctx.cgroup?.path,
     kill: () => terminate("killed"),
   };
 }
