@@ -11,6 +11,7 @@ import { envAuth } from "./env.ts";
 import { silentLogger, type Logger } from "./logger.ts";
 import { ConfigHomeOptionsSchema, type ConfigHomeOptions } from "./options.ts";
 import { learnConfigSeed, seedConfigHome } from "./config-seed.ts";
+import { sweepCgroups } from "./containment.ts";
 import { processStartTime } from "./process-tree.ts";
 import { removeSoon } from "./remover.ts";
 
@@ -222,6 +223,8 @@ export interface SweepResult {
 export function sweep(options: SweepOptions): SweepResult {
   const result: SweepResult = { removed: [], live: [], young: [], failed: [] };
   const logger = options.logger ?? silentLogger;
+  // Dead workers' run cgroups too (any instance's: a cgroup is named by its host process, not the instance).
+  sweepCgroups({ logger });
   try {
     const id = ConfigHomeOptionsSchema.shape.instanceId.safeParse(options.instanceId);
     if (!id.success) return result;
