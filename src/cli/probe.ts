@@ -1,8 +1,10 @@
-// Health checks behind `turnstream doctor`: the binary, the cwd, auth, and one live turn.
+// Health checks behind `turnstream doctor`: the binary, the cwd, auth, how runs are contained, and
+// one live turn.
 import { execFile } from "node:child_process";
 import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { createConfigHome, operatorConfigDir, CREDENTIALS_FILE } from "./config-home.ts";
+import { containment, describeContainment, type Containment } from "./containment.ts";
 import { envAuth } from "./env.ts";
 import { ClaudeCodeCliError } from "./errors.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
@@ -32,6 +34,12 @@ export interface DoctorOptions {
   claudeBin?: string;
   probeTimeoutMs?: number;
   instanceRoot?: string;
+}
+
+/** The kind, what it means, and why the better kinds are not in use. */
+function containmentDetail(c: Containment): string {
+  const skipped = c.skipped.map((s) => `${s.kind}: ${s.reason}`).join("; ");
+  return `${c.kind}: ${describeContainment(c.kind)}${skipped === "" ? "" : ` (not used: ${skipped})`}`;
 }
 
 export async function runChecks(options: DoctorOptions, onResult: (r: CheckResult) => void = () => {}): Promise<CheckResult[]> {
@@ -75,6 +83,9 @@ export async function runChecks(options: DoctorOptions, onResult: (r: CheckResul
     authOk = false;
     report("auth", "fail", `no ANTHROPIC_API_KEY / auth token in the environment and no credential at ${credential}; run \`claude auth login\``);
   }
+
+  const contained = containment();
+  report("contain", contained.kind === "proc-walk" ? "warn" : "pass", containmentDetail(contained));
 
   if (bin === undefined || !cwdOk || !authOk) {
     report("probe", "fail", "skipped: fix the failures above first");

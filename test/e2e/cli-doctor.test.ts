@@ -29,9 +29,11 @@ test("doctor: all checks pass with a working probe; one line per check", async (
   const cwd = join(mkdtempSync(join(tmpdir(), "ts-doc-")), "new", "dir");
   const r = await doctor([{ text: "hello" }], ["--cwd", cwd]);
   const lines = r.out.trim().split("\n");
-  assert.deepEqual(lines.map((l) => l.split(/\s+/).slice(0, 2).join(" ")), ["pass cli", "pass cwd", "pass auth", "pass probe"]);
+  assert.deepEqual(lines.map((l) => l.split(/\s+/).slice(0, 2).join(" ")), ["pass cli", "pass cwd", "pass auth", "pass contain", "pass probe"]);
   assert.match(lines[0]!, /2\.1\.\d+/);
   assert.match(lines[2]!, /api key/);
+  // This host lets root make cgroups: each run gets one, and the line says what that means.
+  assert.match(lines[3]!, /^pass\s+contain\s+cgroup-(v2|v1-freezer): each run's CLI starts in a cgroup .* of its own; .*whatever it does to its session/);
   assert.equal(r.code, 0);
   assert.equal(r.requests, 1);
 });

@@ -3,13 +3,16 @@ import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { runChecks, type CheckResult } from "../../cli/probe.ts";
 
-export const summary = "check the claude CLI, the cwd, auth, and a live stream-json probe turn";
+export const summary = "check the claude CLI, the cwd, auth, process containment, and a live stream-json probe turn";
 
 const USAGE = `usage: turnstream doctor [--cwd DIR] [--claude-bin PATH] [--timeout-ms N]
 
 Checks: the claude CLI is found and runs (version); the cwd is absolute and creatable; API auth is
-available (API key or auth token in the environment, or a subscription credential); a live probe
-turn ("Respond with hello.") through stream-json finishes within the limit (default 45 s).
+available (API key or auth token in the environment, or a subscription credential); how a run's
+processes are contained (cgroup-v2, cgroup-v1-freezer, pid-namespace, or proc-walk, which warns:
+a process that leaves the run's session and drops TURNSTREAM_TREE can outlive its turn; run doctor
+as the user the worker runs as); a live probe turn ("Respond with hello.") through stream-json
+finishes within the limit (default 45 s).
 Exits non-zero when a check fails.
 `;
 
@@ -47,7 +50,7 @@ export async function run(argv: string[]): Promise<number> {
       ...(values["claude-bin"] === undefined ? {} : { claudeBin: values["claude-bin"] }),
       ...(timeout === undefined ? {} : { probeTimeoutMs: timeout }),
     },
-    (r: CheckResult) => process.stdout.write(`${r.status.padEnd(4)}  ${r.name.padEnd(5)}  ${r.detail}\n`),
+    (r: CheckResult) => process.stdout.write(`${r.status.padEnd(4)}  ${r.name.padEnd(7)}  ${r.detail}\n`),
   );
   return results.some((r) => r.status === "fail") ? 1 : 0;
 }
