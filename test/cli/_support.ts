@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startScriptedServer } from "./_model.ts";
 
 /** Env overlay that points the real CLI at a loopback model server, with its own dirs. */
 export function hermeticEnv(url: string, dir: string = mkdtempSync(join(tmpdir(), "ts-cli-env-"))): Record<string, string> {
@@ -138,4 +139,40 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","num_t
   );
   chmodSync(path, 0o755);
   return path;
+}
+
+export interface HostInfo {
+  cli: number;
+  marker: string;
+  watchdog?: number;
+  cgroup?: string;
+  containment?: string;
+}
+
+/**
+ * Starts test/cli/_host.ts (one turn of the real CLI whose Bash tool runs `command`, which must echo
+ * `started`, then a model that never answers) and resolves once the tool's result is in.
+ */
+export async function startHost(
+  mode: string,
+  command: string,
+  env: Record<string, string> = {},
+): Promise<{ host: ChildProcess; info: HostInfo; exited: Promise<number | null> }> {
+  const server = await startScriptedServer([{ tool: { name: "Bash", input: { command, description: "sleepers" } } }, { hang: true }]);
+  const host = spawn(process.execPath, [join(import.meta.dirname, "_host.ts")], {
+    env: { ...process.env, ...env, MODEL_URL: server.url, HOST_MODE: mode, RUN_CWD: mkdtempSync(join(tmpdir(), "ts-host-cwd-")) },
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  const exited = new Promise<number | null>((r) => host.once("exit", (code) => r(code)));
+  exited.then(() => server.close(), () => server.close());
+  let out = "";
+  const info = await new Promise<HostInfo>((resolve, reject) => {
+    host.stdout!.on("data", (c: Buffer) => {
+      out += c.toString();
+      const nl = out.indexOf("\n");
+      if (nl !== -1) resolve(JSON.parse(out.slice(0, nl)) as HostInfo);
+    });
+    host.once("exit", () => reject(new Error("host exited before the CLI ran the Bash call")));
+  });
+  return { host, info, exited };
 }

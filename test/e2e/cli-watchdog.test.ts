@@ -1,35 +1,11 @@
 // The host dies or exits mid-turn: nothing of the CLI's tree may survive (checked in /proc).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, readlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { startScriptedServer } from "../cli/_model.ts";
-import { alive, cmdline, treeMembers, waitUntil } from "../cli/_support.ts";
+import { readlinkSync } from "node:fs";
+import { alive, cmdline, startHost as startHostWith, treeMembers, waitUntil } from "../cli/_support.ts";
 
 const SLEEPERS = "nohup sleep 300 >/dev/null 2>&1 & setsid sleep 301 >/dev/null 2>&1 & echo started";
-const hostScript = join(import.meta.dirname, "..", "cli", "_host.ts");
-
-async function startHost(mode: string): Promise<{ host: ReturnType<typeof spawn>; info: { cli: number; marker: string; watchdog?: number }; exited: Promise<number | null> }> {
-  const server = await startScriptedServer([{ tool: { name: "Bash", input: { command: SLEEPERS, description: "sleepers" } } }, { hang: true }]);
-  const host = spawn(process.execPath, [hostScript], {
-    env: { ...process.env, MODEL_URL: server.url, HOST_MODE: mode, RUN_CWD: mkdtempSync(join(tmpdir(), "ts-host-cwd-")) },
-    stdio: ["ignore", "pipe", "ignore"],
-  });
-  const exited = new Promise<number | null>((r) => host.once("exit", (code) => r(code)));
-  exited.then(() => server.close(), () => server.close());
-  let out = "";
-  const info = await new Promise<{ cli: number; marker: string; watchdog?: number }>((resolve, reject) => {
-    host.stdout!.on("data", (c: Buffer) => {
-      out += c.toString();
-      const nl = out.indexOf("\n");
-      if (nl !== -1) resolve(JSON.parse(out.slice(0, nl)));
-    });
-    host.once("exit", () => reject(new Error("host exited before the CLI ran the Bash call")));
-  });
-  return { host, info, exited };
-}
+const startHost = (mode: string): ReturnType<typeof startHostWith> => startHostWith(mode, SLEEPERS);
 
 async function assertTreeDies(marker: string, cli: number, timeoutMs: number): Promise<void> {
   await waitUntil(() => treeMembers(marker).filter((p) => /^sleep 30[01]$/.test(cmdline(p))).length === 2 || treeMembers(marker).length === 0, 3000, "sleepers");
