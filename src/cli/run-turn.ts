@@ -66,7 +66,10 @@ export interface TurnHandle {
    * and whatever it left running is reaped: the moment its CPU is free for the next run.
    */
   readonly exited: Promise<void>;
-  /** The CLI's pid (leader of its own process group). */
+  /**
+   * The CLI's pid (leader of its own process group); with pid-namespace containment, the pid of the
+   * `unshare` in front of it.
+   */
   readonly pid: number | undefined;
   readonly configHome: ConfigHome | undefined;
   /** Value of TURNSTREAM_TREE in the CLI's environment: every process of this run's tree inherits it. */

@@ -1,7 +1,7 @@
 // The host dies or exits mid-turn: nothing of the CLI's tree may survive (checked in /proc).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readlinkSync } from "node:fs";
+import { existsSync, readlinkSync } from "node:fs";
 import { alive, cmdline, startHost as startHostWith, treeMembers, waitUntil } from "../cli/_support.ts";
 
 const SLEEPERS = "nohup sleep 300 >/dev/null 2>&1 & setsid sleep 301 >/dev/null 2>&1 & echo started";
@@ -32,6 +32,7 @@ for (const mode of ["wait", "dash"] as const) {
     await assertTreeDies(info.marker, info.cli, 6000);
     assert.ok(sleepers.every((p) => !alive(p)));
     await waitUntil(() => !alive(info.watchdog!), 3000, "the watchdog to exit");
+    if (info.cgroup !== undefined) assert.equal(existsSync(info.cgroup), false, "the watchdog removed the run's cgroup");
   });
 }
 
@@ -41,5 +42,7 @@ for (const mode of ["exit", "throw"] as const) {
     assert.equal(await exited, mode === "exit" ? 0 : 1);
     // No watchdog here: only the synchronous exit hook can have done this.
     await waitUntil(() => treeMembers(info.marker).length === 0 && !alive(info.cli), 1500, "the CLI tree to be gone");
+    // The exit hook waited for the killed processes to leave the run's cgroup, then removed it.
+    if (info.cgroup !== undefined) assert.equal(existsSync(info.cgroup), false, "the exit hook removed the run's cgroup");
   });
 }
