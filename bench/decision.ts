@@ -13,7 +13,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runTurn } from "../src/cli/index.ts";
-import { FORWARDER_PATH, prepareSupervisedRun, RuleStore, ruleId, startDecisionHub } from "../src/decisions/index.ts";
+import { FORWARDER_PATH, generateOperatorKey, operatorKeyFromPem, prepareSupervisedRun, RuleStore, ruleId, signRule, startDecisionHub } from "../src/decisions/index.ts";
 import { connectRedis, createEventLog } from "../src/log/index.ts";
 import { hermeticEnv, startModelServer } from "../src/testing/index.ts";
 
@@ -32,8 +32,11 @@ const prefix = `bench-dec-${randomBytes(4).toString("hex")}:`;
 const log = createEventLog({ redis, prefix });
 const session = `bench-${randomBytes(4).toString("hex")}`;
 const { epoch, attempt } = await log.beginAttempt(session, "t1");
-const hub = await startDecisionHub({ log, redis, prefix });
-await new RuleStore(redis, prefix).put({ id: ruleId("allow", "Bash(echo *)"), pattern: "Bash(echo *)", effect: "allow", by: "bench", at: new Date().toISOString() });
+// The rule counts only when signed by a key the hub trusts: each request verifies it (no cache).
+const operator = generateOperatorKey();
+const hub = await startDecisionHub({ log, redis, prefix, operatorKeys: [operator.publicKey] });
+const rule = { id: ruleId("allow", "Bash(echo *)"), pattern: "Bash(echo *)", effect: "allow" as const, by: "bench", at: new Date().toISOString() };
+await new RuleStore(redis, prefix).put(signRule(operatorKeyFromPem(operator.privateKeyPem), rule));
 const dir = mkdtempSync(join(tmpdir(), "bench-decision-"));
 const run = prepareSupervisedRun(hub, { session, turn: "t1", attempt, epoch, cwd: dir, tmpDir: dir });
 const { token } = JSON.parse(readFileSync(run.runFile, "utf8")) as { token: string };

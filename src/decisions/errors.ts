@@ -9,7 +9,12 @@ export class InvalidRuleError extends Error {
   }
 }
 
-export type DecideProblem = "not_found" | "already_decided" | "abandoned" | "expired";
+/**
+ * not_found · already_decided · abandoned · expired; redacted: an allow (or a rule made from the
+ * subject) on a request whose shown input had secrets scrubbed out; forbidden: the Redis user may not
+ * write decisions.
+ */
+export type DecideProblem = "not_found" | "already_decided" | "abandoned" | "expired" | "redacted" | "forbidden";
 
 export class DecisionError extends Error {
   readonly problem: DecideProblem;
@@ -28,5 +33,25 @@ export class HubClosedError extends Error {
   constructor() {
     super("the decision hub is closed; start a new one with startDecisionHub before preparing a supervised run");
     this.name = "HubClosedError";
+  }
+}
+
+/** An operator key (private or public) that cannot be used; the message says what to change. */
+export class OperatorKeyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "OperatorKeyError";
+  }
+}
+
+/** A decision hub needs operator public keys: without them no decision could ever be verified. */
+export class OperatorKeysMissingError extends Error {
+  constructor() {
+    super(
+      "supervised turns need the operators' public keys to verify decisions: set TURNSTREAM_OPERATOR_KEYS on the worker " +
+        "(a file with one key per line, or the keys themselves) or pass operatorKeys to startTurnWorker / startDecisionHub; " +
+        "an operator makes a key with `turnstream operator-key new`",
+    );
+    this.name = "OperatorKeysMissingError";
   }
 }

@@ -2,7 +2,11 @@
 // input summary operators see. zod at the boundary: what comes from the CLI or the log is checked.
 import { z } from "zod";
 
-export const DEFAULT_RISKY_TOOLS: readonly string[] = ["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit", "WebFetch"];
+/** Supervised unless a job names them in `unsupervisedTools`; every MCP tool (`mcp__*`) is supervised always. */
+export const DEFAULT_RISKY_TOOLS: readonly string[] = ["Bash", "Monitor", "Write", "Edit", "MultiEdit", "NotebookEdit", "WebFetch"];
+
+/** Tools that run a shell command line (Monitor runs one and streams its output). */
+export const SHELL_TOOLS: ReadonlySet<string> = new Set(["Bash", "Monitor"]);
 
 /** What the CLI writes to a PreToolUse hook's stdin (2.1.332; unknown fields kept). */
 export const hookInputSchema = z.looseObject({
@@ -20,7 +24,7 @@ export const riskClassSchema = z.enum(["exec", "write", "network", "other"]);
 export type RiskClass = z.infer<typeof riskClassSchema>;
 
 export function riskClassOf(tool: string): RiskClass {
-  if (tool === "Bash") return "exec";
+  if (SHELL_TOOLS.has(tool)) return "exec";
   if (tool === "Write" || tool === "Edit" || tool === "MultiEdit" || tool === "NotebookEdit") return "write";
   if (tool === "WebFetch" || tool === "WebSearch") return "network";
   return "other";
@@ -41,6 +45,11 @@ export const decisionRequestedSchema = z.object({
   input: z.string(),
   /** The exact command/path/URL (scrubbed) an `always` rule is made from; absent when too long. */
   subject: z.string().optional(),
+  /**
+   * Names of what the scrubber took out of `input` or `subject` (e.g. `connection_password`): the
+   * operator is not shown the exact call, so an allow needs `allowRedacted`. Absent when nothing was.
+   */
+  redacted: z.array(z.string()).optional(),
   cliSessionId: z.string().optional(),
   hubId: z.string(),
   timeoutMs: z.number().int().positive(),
@@ -63,6 +72,13 @@ export const decisionMadeSchema = z.object({
   ruleId: z.string().optional(),
   /** On timeouts: what should happen next; the request is denied and flagged for escalation. */
   timeoutPolicy: z.literal("escalate").optional(),
+  /** The operator allowed a request whose shown input was redacted, knowingly (`--allow-redacted`). */
+  allowRedacted: z.literal(true).optional(),
+  /** Operator decisions: sha256 of the request as the hub recorded it (see signing.ts). */
+  requestDigest: z.string().optional(),
+  /** Operator decisions: the signing key's id and the Ed25519 signature (base64url); the hub ignores a decision without a valid one. */
+  keyId: z.string().optional(),
+  signature: z.string().optional(),
 });
 export type DecisionMade = z.infer<typeof decisionMadeSchema>;
 
@@ -75,6 +91,9 @@ export const ruleAddedSchema = z.object({
   reason: z.string().optional(),
   fromRequest: z.string().optional(),
   addedAt: z.string(),
+  /** The same signature as the stored rule's (see signing.ts). */
+  keyId: z.string().optional(),
+  signature: z.string().optional(),
 });
 export type RuleAdded = z.infer<typeof ruleAddedSchema>;
 
@@ -93,6 +112,12 @@ export function summarizeInput(tool: string, input: Record<string, unknown>, scr
     case "Bash":
       text = clip(s("command") ?? "", 2000) + (s("description") ? `  # ${clip(s("description")!, 200)}` : "");
       break;
+    case "Monitor": {
+      const ws = input["ws"] as { url?: unknown } | undefined;
+      const what = s("command") ?? (typeof ws?.url === "string" ? `websocket ${ws.url}` : "?");
+      text = clip(what, 2000) + (s("description") ? `  # ${clip(s("description")!, 200)}` : "");
+      break;
+    }
     case "Write":
       text = `${s("file_path") ?? "?"} (${(s("content") ?? "").length} chars)`;
       break;
@@ -112,4 +137,25 @@ export function summarizeInput(tool: string, input: Record<string, unknown>, scr
       text = clip(JSON.stringify(input), 1000);
   }
   return scrubber === undefined ? text : scrubber.scrub(text);
+}
+
+const MARKER = /\[REDACTED:([A-Za-z0-9_.-]+)\]/g;
+
+function markerCounts(text: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const m of text.matchAll(MARKER)) counts.set(m[1]!, (counts.get(m[1]!) ?? 0) + 1);
+  return counts;
+}
+
+/**
+ * Scrubs `text` and says what was taken out: the names of the markers the scrubber added, or
+ * `scrubbed` when it changed the text without one (a custom hook). Empty when nothing changed.
+ */
+export function scrubReport(text: string, scrubber: TextScrubber | undefined): { text: string; redacted: string[] } {
+  if (scrubber === undefined) return { text, redacted: [] };
+  const out = scrubber.scrub(text);
+  if (out === text) return { text, redacted: [] };
+  const before = markerCounts(text);
+  const added = [...markerCounts(out)].filter(([name, n]) => n > (before.get(name) ?? 0)).map(([name]) => name);
+  return { text: out, redacted: added.length > 0 ? added.sort() : ["scrubbed"] };
 }

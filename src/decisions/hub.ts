@@ -2,15 +2,21 @@
 // is recorded (`decision.requested`, fenced with the attempt's epoch), then decided by a trust rule at
 // once or by the first operator `decision.made` that appears in the session log, or denied at the
 // timeout. Anything that goes wrong answers deny.
+//
+// Anyone who can write to Redis can append a `decision.made` or store a rule, so the hub acts only on
+// what a trusted operator key signed (signing.ts): a decision for exactly the request it recorded, a
+// rule whose signature checks. Anything else is logged and ignored; the request keeps waiting. A hub
+// without operator keys refuses to start: it could never accept a decision.
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { EventLog, Logger, RedisClient } from "../log/index.ts";
-import { HubClosedError } from "./errors.ts";
+import { HubClosedError, OperatorKeysMissingError } from "./errors.ts";
 import {
   decisionMadeSchema,
   hookInputSchema,
   riskClassOf,
+  scrubReport,
   summarizeInput,
   type Decision,
   type DecisionMade,
@@ -18,8 +24,10 @@ import {
   type HookInput,
   type TextScrubber,
 } from "./events.ts";
+import { parseOperatorKeys, type OperatorKeyring } from "./operator-keys.ts";
 import { dropPending, hubKey, putPending } from "./pending.ts";
-import { evaluateRules, RuleStore, subjectOf } from "./rules.ts";
+import { evaluateRules, RuleStore, subjectOf, type TrustRule } from "./rules.ts";
+import { requestDigest, verifyDecision, verifyRule } from "./signing.ts";
 
 export const DEFAULT_DECISION_TIMEOUT_MS = 300_000;
 const MAX_BODY = 16 * 1024 * 1024;
@@ -37,6 +45,11 @@ export interface DecisionHubOptions {
   timeoutMs?: number;
   /** Heartbeat period; the hub counts as gone (its requests abandoned) after 3 missed beats. Default 5 s. */
   heartbeatMs?: number;
+  /**
+   * The operators' public keys (`ed25519:…` lines, as `turnstream operator-key new` prints them, or a
+   * parsed keyring). Required: only decisions and rules signed by one of them count.
+   */
+  operatorKeys?: readonly string[] | OperatorKeyring;
 }
 
 export interface RunContext {
@@ -75,8 +88,28 @@ interface Verdict {
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const digest = (token: string): string => createHash("sha256").update(token).digest("hex");
 
+function keyringOf(keys: DecisionHubOptions["operatorKeys"]): OperatorKeyring {
+  const ring = keys === undefined ? undefined : "verify" in keys ? keys : parseOperatorKeys(keys);
+  if (ring === undefined || ring.size === 0) throw new OperatorKeysMissingError();
+  return ring;
+}
+
+/** The call as operators are shown it: scrubbed summary and subject, and what scrubbing took out. */
+function shownCall(input: HookInput, scrubber: TextScrubber | undefined): { input: string; subject?: string; redacted?: string[] } {
+  const summary = scrubReport(summarizeInput(input.tool_name, input.tool_input), scrubber);
+  const raw = subjectOf(input.tool_name, input.tool_input);
+  const subject = raw === undefined || raw.length > 4000 ? undefined : scrubReport(raw, scrubber);
+  const redacted = [...new Set([...summary.redacted, ...(subject?.redacted ?? [])])].sort();
+  return {
+    input: summary.text,
+    ...(subject !== undefined ? { subject: subject.text } : {}),
+    ...(redacted.length > 0 ? { redacted } : {}),
+  };
+}
+
 export async function startDecisionHub(options: DecisionHubOptions): Promise<DecisionHub> {
   const { log, redis } = options;
+  const keyring = keyringOf(options.operatorKeys);
   const prefix = options.prefix ?? log.prefix;
   const logger = options.logger ?? silent;
   const timeoutMs = options.timeoutMs ?? DEFAULT_DECISION_TIMEOUT_MS;
@@ -102,11 +135,34 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
     await log.appendUnfenced(run.session, [{ turn: run.turn, attempt: run.attempt, kind: "decision.made", data: made }]);
   };
 
-  async function waitForOperator(run: RunContext, afterSeq: number, requestId: string, deadline: number): Promise<DecisionMade | "timeout" | "closed"> {
+  // Warned once per rule and signature: the rules are read on every request.
+  const warnedRules = new Set<string>();
+  const trustedRules = (all: readonly TrustRule[]): TrustRule[] =>
+    all.filter((rule) => {
+      const v = verifyRule(keyring, rule);
+      if (!v.ok && !warnedRules.has(`${rule.id}/${rule.signature}`)) {
+        warnedRules.add(`${rule.id}/${rule.signature}`);
+        logger.warn({ hubId, ruleId: rule.id, pattern: rule.pattern.slice(0, 200), why: v.why }, "ignored a trust rule that no trusted operator key signed");
+      }
+      return v.ok;
+    });
+
+  /** Why an operator's decision.made cannot be acted on, or undefined when it can. */
+  const refusal = (run: RunContext, requested: DecisionRequested, digest: string, made: DecisionMade): string | undefined => {
+    const v = verifyDecision(keyring, run.session, made, digest);
+    if (!v.ok) return v.why;
+    if (made.decision === "allow" && requested.redacted !== undefined && made.allowRedacted !== true) {
+      return "it allows a request whose shown input was redacted without saying allowRedacted";
+    }
+    return undefined;
+  };
+
+  async function waitForOperator(run: RunContext, afterSeq: number, requested: DecisionRequested, deadline: number): Promise<DecisionMade | "timeout" | "closed"> {
     const stop = new AbortController();
     const onClose = (): void => stop.abort();
     closing.signal.addEventListener("abort", onClose, { once: true });
     let timedOut = false;
+    const digest = requestDigest(run.session, requested);
     const timer = setTimeout(() => {
       timedOut = true;
       stop.abort();
@@ -115,7 +171,10 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
       for await (const ev of log.tail(run.session, { fromSeq: afterSeq + 1, signal: stop.signal, blockMs: 1000 })) {
         if (ev.kind !== "decision.made") continue;
         const made = decisionMadeSchema.safeParse(ev.data);
-        if (made.success && made.data.requestId === requestId) return made.data;
+        if (!made.success || made.data.requestId !== requested.requestId) continue;
+        const why = refusal(run, requested, digest, made.data);
+        if (why === undefined) return made.data;
+        logger.warn({ hubId, session: run.session, requestId: requested.requestId, seq: ev.seq, by: made.data.by.slice(0, 100), why }, "ignored a decision that is not a trusted operator's; still waiting");
       }
     } finally {
       clearTimeout(timer);
@@ -123,12 +182,6 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
     }
     return timedOut ? "timeout" : "closed";
   }
-
-  const subjectField = (input: HookInput): { subject?: string } => {
-    const subject = subjectOf(input.tool_name, input.tool_input);
-    if (subject === undefined || subject.length > 4000) return {};
-    return { subject: options.scrubber === undefined ? subject : options.scrubber.scrub(subject) };
-  };
 
   async function decide(run: RunContext, input: HookInput, nonce: string): Promise<Verdict> {
     const requestId = `dr-${randomBytes(12).toString("base64url")}`;
@@ -139,8 +192,7 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
       tool: input.tool_name,
       ...(input.tool_use_id !== undefined ? { toolUseId: input.tool_use_id } : {}),
       riskClass: riskClassOf(input.tool_name),
-      input: summarizeInput(input.tool_name, input.tool_input, options.scrubber),
-      ...subjectField(input),
+      ...shownCall(input, options.scrubber),
       ...(input.session_id !== undefined ? { cliSessionId: input.session_id } : {}),
       hubId,
       timeoutMs,
@@ -153,7 +205,8 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
       return { decision: "deny", reason: `turnstream: denied because this attempt can no longer record requests (${appended.outcome})`, requestId };
     }
     const seq = appended.lastSeq;
-    const verdict = evaluateRules(await rules.list(), { tool: input.tool_name, input: input.tool_input, ...(run.cwd ? { cwd: run.cwd } : {}) });
+    // Matched against the raw input, never the scrubbed copy operators see.
+    const verdict = evaluateRules(trustedRules(await rules.list()), { tool: input.tool_name, input: input.tool_input, ...(run.cwd ? { cwd: run.cwd } : {}) });
     if (verdict !== undefined) {
       const reason = `turnstream trust rule ${verdict.rule.pattern} (${verdict.effect}, added by ${verdict.rule.by})`;
       await recordMade(run, {
@@ -177,17 +230,19 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
       tool: requested.tool,
       riskClass: requested.riskClass,
       input: requested.input,
+      ...(requested.redacted !== undefined ? { redacted: requested.redacted } : {}),
       hubId,
       requestedAt: new Date(now).toISOString(),
       expiresAt: requested.expiresAt,
     });
     waitingCount++;
     try {
-      const got = await waitForOperator(run, seq, requestId, now + timeoutMs);
+      const got = await waitForOperator(run, seq, requested, now + timeoutMs);
       if (typeof got !== "string") {
-        const who = got.source === "operator" ? got.by : got.source;
+        const keyName = keyring.nameOf(got.keyId!);
         const text = got.reason.length > 0 ? `: ${got.reason}` : "";
-        return { decision: got.decision, reason: `turnstream: ${got.decision === "allow" ? "allowed" : "denied"} by ${who}${text}`, requestId };
+        const signed = ` (signed with operator key ${got.keyId}${keyName !== undefined ? ` of ${keyName}` : ""})`;
+        return { decision: got.decision, reason: `turnstream: ${got.decision === "allow" ? "allowed" : "denied"} by ${got.by}${text}${signed}`, requestId };
       }
       const reason =
         got === "timeout"

@@ -5,12 +5,31 @@ export {
   filterSupervisedArgs,
   matcherFor,
   hookCommandFor,
+  supervisedTools,
+  filterAllowedTools,
+  toolSpecs,
   FORWARDER_PATH,
+  FORWARDER_ENV,
   type SupervisedRun,
   type SupervisedRunOptions,
   type SupervisedTurnFields,
 } from "./supervised.ts";
 export { decide, type DecideInput, type DecideResult, type DecideTarget } from "./operator.ts";
+export {
+  generateOperatorKey,
+  writeOperatorKeyFile,
+  loadOperatorKey,
+  operatorKeyFromPem,
+  parseOperatorKeys,
+  operatorKeyLinesFromEnv,
+  keyIdOf,
+  PUBLIC_KEY_PREFIX,
+  type OperatorKey,
+  type OperatorKeyring,
+  type GeneratedOperatorKey,
+} from "./operator-keys.ts";
+export { requestDigest, signDecision, verifyDecision, signRule, verifyRule, ruleAddedOf, ruleOfAdded, type Verification, type UnsignedDecision, type UnsignedRule } from "./signing.ts";
+export { sweepSupervisedDirs, SUPERVISED_DIR_PREFIX, type SupervisedSweepOptions, type SupervisedSweepResult } from "./sweep.ts";
 export { listPending, pendingKey, hubKey, type ListPendingOptions, type PendingEntry, type PendingRequest } from "./pending.ts";
 export {
   RuleStore,
@@ -30,6 +49,8 @@ export {
 } from "./rules.ts";
 export {
   DEFAULT_RISKY_TOOLS,
+  SHELL_TOOLS,
+  scrubReport,
   decisionRequestedSchema,
   decisionMadeSchema,
   ruleAddedSchema,
@@ -45,4 +66,4 @@ export {
   type TextScrubber,
 } from "./events.ts";
 export { reduceDecisions, foldDecisions, initialDecisionState, type DecisionState, type RequestState } from "./state.ts";
-export { DecisionError, InvalidRuleError, HubClosedError, type DecideProblem } from "./errors.ts";
+export { DecisionError, InvalidRuleError, HubClosedError, OperatorKeyError, OperatorKeysMissingError, type DecideProblem } from "./errors.ts";

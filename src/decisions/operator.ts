@@ -1,11 +1,15 @@
 // The operator side: decide a pending request (from any machine), optionally turning the decision
 // into a fleet-wide trust rule. The log is the truth: the request is found in it, the decision is
-// appended to it, and the first `decision.made` for a request is the one the hub acts on.
+// appended to it, and the first `decision.made` for a request the hub can verify is the one it acts on.
+// Every decision and rule is signed with the operator's key (signing.ts): that, not access to Redis,
+// is what lets the hub accept it.
 import type { Envelope, EventLog, RedisClient } from "../log/index.ts";
 import { DecisionError } from "./errors.ts";
-import { decisionMadeSchema, decisionRequestedSchema, type Decision, type DecisionMade, type DecisionRequested, type RuleAdded } from "./events.ts";
+import { decisionMadeSchema, decisionRequestedSchema, type Decision, type DecisionMade, type DecisionRequested } from "./events.ts";
+import { parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "./operator-keys.ts";
 import { dropPending, getPending, isAbandoned } from "./pending.ts";
 import { escapeGlob, parsePattern, ruleId, RuleStore, SUBJECT_TOOLS, type TrustRule } from "./rules.ts";
+import { requestDigest, ruleAddedOf, signDecision, signRule, verifyDecision } from "./signing.ts";
 
 export interface DecideTarget {
   log: EventLog;
@@ -13,6 +17,14 @@ export interface DecideTarget {
   redis?: RedisClient;
   /** Default: the log's prefix. */
   prefix?: string;
+  /** The operator's private key (loadOperatorKey): signs the decision and any rule. */
+  operatorKey: OperatorKey;
+  /**
+   * The fleet's trusted public keys, when the operator has them (TURNSTREAM_OPERATOR_KEYS): an earlier
+   * decision signed by a key outside them is not counted as the decision. Without them, only unsigned
+   * or (by this operator's own key) badly signed decisions are passed over.
+   */
+  trustedKeys?: OperatorKeyring;
 }
 
 export interface DecideInput {
@@ -26,6 +38,11 @@ export interface DecideInput {
   always?: boolean;
   /** The rule's pattern with `always` (default: exactly this call, e.g. `Bash(git status)`). */
   rule?: string;
+  /**
+   * Allow a request whose shown input had secrets scrubbed out although the exact call is not shown
+   * (recorded in decision.made). Without it such an allow is refused (DecisionError `redacted`).
+   */
+  allowRedacted?: boolean;
 }
 
 export interface DecideResult {
@@ -42,7 +59,10 @@ interface FoundRequest {
   decided: { envelope: Envelope; data: DecisionMade } | undefined;
 }
 
-async function findRequest(log: EventLog, session: string, requestId: string, fromSeq: number): Promise<FoundRequest | undefined> {
+type Counts = (request: DecisionRequested, made: DecisionMade) => boolean;
+
+/** The request and the first decision for it that `counts` (the one the hub would act on). */
+async function findRequest(log: EventLog, session: string, requestId: string, fromSeq: number, counts: Counts): Promise<FoundRequest | undefined> {
   let found: FoundRequest | undefined;
   for await (const ev of log.read(session, { fromSeq })) {
     if (found === undefined && ev.kind === "decision.requested") {
@@ -50,25 +70,98 @@ async function findRequest(log: EventLog, session: string, requestId: string, fr
       if (d.success && d.data.requestId === requestId) found = { envelope: ev, data: d.data, decided: undefined };
     } else if (found !== undefined && ev.kind === "decision.made") {
       const d = decisionMadeSchema.safeParse(ev.data);
-      if (d.success && d.data.requestId === requestId) return { ...found, decided: { envelope: ev, data: d.data } };
+      if (d.success && d.data.requestId === requestId && counts(found.data, d.data)) return { ...found, decided: { envelope: ev, data: d.data } };
     }
   }
   return found;
 }
 
+/**
+ * Whether an earlier decision.made is one the hub acts on, as far as this operator can check: the
+ * hub's own records count; an operator's counts when signed by a key we can verify (our own, or one
+ * of `trusted`), or by a key we cannot check when we have no list of trusted keys.
+ */
+function countsFor(session: string, own: OperatorKeyring, trusted: OperatorKeyring | undefined): Counts {
+  return (request, made) => {
+    if (made.source !== "operator") return true;
+    if (made.keyId === undefined || made.signature === undefined) return false;
+    if (made.decision === "allow" && request.redacted !== undefined && made.allowRedacted !== true) return false;
+    const ring = own.has(made.keyId) ? own : trusted?.has(made.keyId) === true ? trusted : undefined;
+    if (ring === undefined) return trusted === undefined;
+    return verifyDecision(ring, session, made, requestDigest(session, request)).ok;
+  };
+}
+
+const isNoPerm = (err: unknown): boolean => err instanceof Error && /^NOPERM/.test(err.message);
+
+/** Runs a write; a Redis NOPERM becomes a DecisionError that says which role is needed. */
+async function asOperator<T>(session: string, requestId: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if (!isNoPerm(err)) throw err;
+    throw new DecisionError(
+      "forbidden",
+      session,
+      requestId,
+      `this Redis user may not record decisions (Redis said: ${(err as Error).message.slice(0, 200)}); ` +
+        "connect as a user with the operator role (REDIS_URL=redis://operator:<password>@host:port; see deploy/redis-users.acl)",
+    );
+  }
+}
+
 export async function decide(target: DecideTarget, input: DecideInput): Promise<DecideResult> {
-  const { log } = target;
+  const { log, operatorKey } = target;
   const redis = target.redis ?? log.redis;
   const prefix = target.prefix ?? log.prefix;
   const { session, requestId } = input;
   if (input.by.trim().length === 0) throw new Error("decide: `by` must name who decides");
+  const counts = countsFor(session, parseOperatorKeys([operatorKey.publicKey]), target.trustedKeys);
   const hint = await getPending(redis, prefix, session, requestId);
-  const found = await findRequest(log, session, requestId, hint?.seq ?? 1);
+  const found = await findRequest(log, session, requestId, hint?.seq ?? 1, counts);
+  await checkDecidable(redis, prefix, input, found);
+  const request = found!.data;
+  const digest = requestDigest(session, request);
+  const decidedAt = new Date().toISOString();
+  const rule = input.always === true ? ruleFor(operatorKey, input, request, decidedAt) : undefined;
+  const made = signDecision(operatorKey, session, {
+    requestId,
+    decision: input.decision,
+    by: input.by,
+    source: "operator",
+    reason: input.reason ?? "",
+    decidedAt,
+    ...(input.always === true ? { always: true } : {}),
+    ...(rule !== undefined ? { ruleId: rule.id } : {}),
+    ...(input.allowRedacted === true && request.redacted !== undefined ? { allowRedacted: true as const } : {}),
+    requestDigest: digest,
+  });
+  const { turn, attempt } = found!.envelope;
+  const events = [
+    ...(rule !== undefined ? [{ turn, attempt, kind: "rule.added", data: ruleAddedOf(rule) }] : []),
+    { turn, attempt, kind: "decision.made", data: made },
+  ];
+  // The record first (one atomic batch), then the rule store: a rule is never in force without its event.
+  const res = await asOperator(session, requestId, () => log.appendUnfenced(session, events));
+  if (rule !== undefined) await asOperator(session, requestId, () => new RuleStore(redis, prefix).put(rule));
+  // The decision is recorded; the index is a hint the hub also clears when it stops waiting.
+  await dropPending(redis, prefix, session, requestId).catch(() => undefined);
+  const after = await findRequest(log, session, requestId, found!.envelope.seq, counts);
+  const winner = after?.decided?.data ?? made;
+  // Our decision.made is the last event of our batch; an earlier one for the request wins.
+  const applied = after?.decided === undefined || after.decided.envelope.seq === res.lastSeq;
+  return { decision: winner, applied, rule, seq: res.lastSeq };
+}
+
+/** Throws the DecisionError that says why this request cannot be decided as asked, if any. */
+async function checkDecidable(redis: RedisClient, prefix: string, input: DecideInput, found: FoundRequest | undefined): Promise<void> {
+  const { session, requestId } = input;
   if (found === undefined) {
     throw new DecisionError("not_found", session, requestId, `no decision request ${requestId} in session ${session}; list open ones with \`turnstream pending\``);
   }
   if (found.decided !== undefined) {
-    await dropPending(redis, prefix, session, requestId);
+    // Best effort: a reader's stale index entry stays for the next operator to clear.
+    await dropPending(redis, prefix, session, requestId).catch(() => undefined);
     const d = found.decided.data;
     throw new DecisionError("already_decided", session, requestId, `request ${requestId} was already decided (${d.decision} by ${d.by})`);
   }
@@ -83,66 +176,57 @@ export async function decide(target: DecideTarget, input: DecideInput): Promise<
       `request ${requestId} belongs to an attempt whose worker is gone or was superseded; the retried attempt asks again`,
     );
   }
-  const decidedAt = new Date().toISOString();
-  let rule: TrustRule | undefined;
-  const events: { turn: string; attempt: number; kind: string; data: unknown }[] = [];
-  const turn = found.envelope.turn;
-  const attempt = found.envelope.attempt;
-  if (input.always === true) {
-    let pattern = input.rule;
-    if (pattern === undefined) {
-      if (found.data.subject !== undefined) pattern = `${found.data.tool}(${escapeGlob(found.data.subject)})`;
-      else if (!SUBJECT_TOOLS.has(found.data.tool)) pattern = found.data.tool;
-      else {
-        throw new DecisionError(
-          "not_found",
-          session,
-          requestId,
-          `request ${requestId} has no exact subject recorded (too long or scrubbed); give the rule's pattern with --rule`,
-        );
-      }
-    }
-    parsePattern(pattern);
-    rule = {
-      id: ruleId(input.decision, pattern),
-      pattern,
-      effect: input.decision,
-      by: input.by,
-      at: decidedAt,
-      ...(input.reason !== undefined ? { reason: input.reason } : {}),
-      source: { session, requestId },
-    };
-    const added: RuleAdded = {
-      ruleId: rule.id,
-      pattern,
-      effect: rule.effect,
-      by: input.by,
-      ...(input.reason !== undefined ? { reason: input.reason } : {}),
-      fromRequest: requestId,
-      addedAt: decidedAt,
-    };
-    events.push({ turn, attempt, kind: "rule.added", data: added });
+  checkRedacted(input, found.data);
+}
+
+/** An operator must see what they allow: a redacted request needs an explicit allowRedacted. */
+function checkRedacted(input: DecideInput, request: DecisionRequested): void {
+  const redacted = request.redacted;
+  if (redacted === undefined) return;
+  const what = `request ${input.requestId} contains redacted text (${redacted.join(", ")}): the exact input is not shown`;
+  if (input.always === true && input.rule === undefined) {
+    throw new DecisionError(
+      "redacted",
+      input.session,
+      input.requestId,
+      `${what}, so no rule can be made from it; decide without --always, or give the rule's pattern yourself with --rule`,
+    );
   }
-  const made: DecisionMade = {
-    requestId,
-    decision: input.decision,
+  if (input.decision === "allow" && input.allowRedacted !== true) {
+    throw new DecisionError(
+      "redacted",
+      input.session,
+      input.requestId,
+      `${what}, so allowing it would allow something you cannot see; deny it, or pass --allow-redacted (library: allowRedacted: true) if you know what it runs`,
+    );
+  }
+}
+
+/** The signed rule an `always` decision adds: the given pattern, or exactly this call. */
+function ruleFor(key: OperatorKey, input: DecideInput, request: DecisionRequested, at: string): TrustRule {
+  let pattern = input.rule;
+  if (pattern === undefined) {
+    if (request.subject !== undefined) pattern = `${request.tool}(${escapeGlob(request.subject)})`;
+    else if (!SUBJECT_TOOLS.has(request.tool)) pattern = request.tool;
+    else {
+      throw new DecisionError(
+        "not_found",
+        input.session,
+        input.requestId,
+        `request ${input.requestId} has no exact subject recorded (too long); give the rule's pattern with --rule`,
+      );
+    }
+  }
+  parsePattern(pattern);
+  return signRule(key, {
+    id: ruleId(input.decision, pattern),
+    pattern,
+    effect: input.decision,
     by: input.by,
-    source: "operator",
-    reason: input.reason ?? "",
-    decidedAt,
-    ...(input.always === true ? { always: true } : {}),
-    ...(rule !== undefined ? { ruleId: rule.id } : {}),
-  };
-  events.push({ turn, attempt, kind: "decision.made", data: made });
-  // The record first (one atomic batch), then the rule store: a rule is never in force without its event.
-  const res = await log.appendUnfenced(session, events);
-  if (rule !== undefined) await new RuleStore(redis, prefix).put(rule);
-  await dropPending(redis, prefix, session, requestId);
-  const after = await findRequest(log, session, requestId, found.envelope.seq);
-  const winner = after?.decided?.data ?? made;
-  // Our decision.made is the last event of our batch; an earlier one for the request wins.
-  const applied = after?.decided === undefined || after.decided.envelope.seq === res.lastSeq;
-  return { decision: winner, applied, rule, seq: res.lastSeq };
+    at,
+    ...(input.reason !== undefined ? { reason: input.reason } : {}),
+    source: { session: input.session, requestId: input.requestId },
+  });
 }
 
 export { listPending } from "./pending.ts";

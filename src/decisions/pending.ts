@@ -16,6 +16,8 @@ export const pendingEntrySchema = z.object({
   tool: z.string(),
   riskClass: riskClassSchema,
   input: z.string(),
+  /** What the scrubber took out of the shown input (see decision.requested); absent when nothing. */
+  redacted: z.array(z.string()).optional(),
   hubId: z.string(),
   requestedAt: z.string(),
   expiresAt: z.string(),
@@ -66,7 +68,10 @@ export interface ListPendingOptions {
   now?: number;
 }
 
-/** Pending requests across the fleet, oldest first; prunes entries long past their expiry. */
+/**
+ * Pending requests across the fleet, oldest first; prunes entries long past their expiry when the
+ * Redis user may write (a reader's listing just leaves them for the next operator's).
+ */
 export async function listPending(options: ListPendingOptions): Promise<PendingRequest[]> {
   const prefix = options.prefix ?? "ts:";
   const now = options.now ?? Date.now();
@@ -92,6 +97,6 @@ export async function listPending(options: ListPendingOptions): Promise<PendingR
     }
     out.push({ ...e, status: (await isAbandoned(options.redis, prefix, e)) ? "abandoned" : "pending" });
   }
-  if (stale.length > 0) await options.redis.hdel(pendingKey(prefix), ...stale);
+  if (stale.length > 0) await options.redis.hdel(pendingKey(prefix), ...stale).catch(() => undefined);
   return out.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt));
 }

@@ -2,11 +2,14 @@
 // tool call's subject (Bash: the command; file tools: the path; WebFetch: the URL); `*` matches any
 // run of characters, `\*` and `\\` are literal. Deny beats allow. Rules live in one fleet-wide Redis
 // hash; the `rule.added` event in the deciding session's log is the record of who added it and why.
+// Anyone who can write Redis can write that hash, so a rule counts only when signed by an operator key
+// the hub trusts (signing.ts); the store keeps whatever is there and the hub checks each rule.
 import { createHash } from "node:crypto";
 import { isAbsolute, relative } from "node:path";
 import { z } from "zod";
 import type { RedisClient } from "../log/index.ts";
 import { InvalidRuleError } from "./errors.ts";
+import { SHELL_TOOLS } from "./events.ts";
 
 export const ruleEffectSchema = z.enum(["allow", "deny"]);
 export type RuleEffect = z.infer<typeof ruleEffectSchema>;
@@ -20,6 +23,9 @@ export const ruleSchema = z.object({
   reason: z.string().optional(),
   /** The decision that created the rule (`--always`). */
   source: z.object({ session: z.string(), requestId: z.string() }).optional(),
+  /** The operator key that signed the rule and its Ed25519 signature (signing.ts). */
+  keyId: z.string().optional(),
+  signature: z.string().optional(),
 });
 export type TrustRule = z.infer<typeof ruleSchema>;
 
@@ -57,12 +63,19 @@ function globRegex(glob: string): RegExp {
 
 const hasWildcard = (glob: string): boolean => /(^|[^\\])(\\\\)*\*/.test(glob);
 
+const websocketUrl = (input: Record<string, unknown>): string | undefined => {
+  const url = (input["ws"] as { url?: unknown } | undefined)?.url;
+  return typeof url === "string" ? url : undefined;
+};
+
 /** The part of a tool call a rule's glob is matched against; undefined when the tool has none. */
 export function subjectOf(tool: string, input: Record<string, unknown>): string | undefined {
   const s = (k: string): string | undefined => (typeof input[k] === "string" ? (input[k] as string) : undefined);
   switch (tool) {
     case "Bash":
       return s("command");
+    case "Monitor":
+      return s("command") ?? websocketUrl(input);
     case "Write":
     case "Edit":
     case "MultiEdit":
@@ -78,7 +91,7 @@ export function subjectOf(tool: string, input: Record<string, unknown>): string 
 
 const FILE_TOOLS = new Set(["Write", "Edit", "MultiEdit", "NotebookEdit"]);
 /** Tools whose rules can name a subject (command, path, URL). */
-export const SUBJECT_TOOLS: ReadonlySet<string> = new Set(["Bash", "WebFetch", ...FILE_TOOLS]);
+export const SUBJECT_TOOLS: ReadonlySet<string> = new Set(["Bash", "Monitor", "WebFetch", ...FILE_TOOLS]);
 // Anything that lets one Bash command line run more than the command it starts with.
 const SHELL_CONTROL = /[;&|<>`$\n\r(){}]/;
 
@@ -97,7 +110,11 @@ export interface CallContext {
   cwd?: string;
 }
 
-/** Whether one rule applies to a call. A Bash allow rule with a wildcard never matches a compound command. */
+/**
+ * Whether one rule applies to a call, matched against the call's raw input (never a scrubbed copy: a
+ * scrubbed-away `$(…)` must not make a compound command look simple). A shell allow rule with a
+ * wildcard never matches a compound command.
+ */
 export function ruleMatches(rule: Pick<TrustRule, "pattern" | "effect">, call: CallContext): boolean {
   let p: ParsedPattern;
   try {
@@ -110,7 +127,7 @@ export function ruleMatches(rule: Pick<TrustRule, "pattern" | "effect">, call: C
   const subject = subjectOf(call.tool, call.input);
   if (subject === undefined) return false;
   const re = globRegex(p.glob);
-  if (call.tool === "Bash") {
+  if (SHELL_TOOLS.has(call.tool)) {
     if (rule.effect === "deny") return re.test(subject.trim()) || segments(subject).some((s) => re.test(s));
     if (hasWildcard(p.glob) && SHELL_CONTROL.test(subject)) return false;
     return re.test(subject.trim());
@@ -173,8 +190,12 @@ export class RuleStore {
     return out.sort((a, b) => a.at.localeCompare(b.at));
   }
 
+  /** Stores a signed rule (signRule); an unsigned one would never count, so it is refused here. */
   async put(rule: TrustRule): Promise<void> {
     parsePattern(rule.pattern);
+    if (rule.keyId === undefined || rule.signature === undefined) {
+      throw new InvalidRuleError(rule.pattern, "it is not signed; sign it with signRule and an operator key (the hub ignores unsigned rules)");
+    }
     await this.redis.hset(this.key, rule.id, JSON.stringify(ruleSchema.parse(rule)));
   }
 

@@ -1,8 +1,12 @@
 // Decision state folded from a session's log: a pure reducer (no I/O), for the projector and tools.
 // A request still open when its attempt is abandoned, superseded by a newer attempt, or its turn
 // ends is marked abandoned: nobody can answer it any more, and the retried attempt asks again.
+// Like the hub, the state counts an operator's decision only when it is signed (and, given the trusted
+// keys, only when the signature checks): anyone who can write Redis can append an unsigned one.
 import type { Envelope } from "../log/index.ts";
 import { decisionMadeSchema, decisionRequestedSchema, ruleAddedSchema, type DecisionMade, type DecisionRequested, type RuleAdded } from "./events.ts";
+import type { OperatorKeyring } from "./operator-keys.ts";
+import { requestDigest, verifyDecision } from "./signing.ts";
 
 export interface RequestState {
   requestId: string;
@@ -25,7 +29,15 @@ export const initialDecisionState = (): DecisionState => ({ requests: {}, rules:
 
 const ENDS_TURN = new Set(["turn.finished", "turn.failed", "turn.cancelled"]);
 
-export function reduceDecisions(state: DecisionState, ev: Envelope): DecisionState {
+/** Whether the hub could have acted on `made` (signature checked only when the keys are given). */
+function counts(ev: Envelope, r: RequestState, made: DecisionMade, keyring: OperatorKeyring | undefined): boolean {
+  if (made.source !== "operator") return true;
+  if (made.keyId === undefined || made.signature === undefined) return false;
+  if (made.decision === "allow" && r.requested.redacted !== undefined && made.allowRedacted !== true) return false;
+  return keyring === undefined || verifyDecision(keyring, ev.session, made, requestDigest(ev.session, r.requested)).ok;
+}
+
+export function reduceDecisions(state: DecisionState, ev: Envelope, keyring?: OperatorKeyring): DecisionState {
   const next: DecisionState = { requests: state.requests, rules: state.rules, lastSeq: ev.seq };
   const update = (pick: (r: RequestState) => boolean, status: RequestState["status"]): void => {
     let changed: Record<string, RequestState> | undefined;
@@ -49,7 +61,7 @@ export function reduceDecisions(state: DecisionState, ev: Envelope): DecisionSta
     const d = decisionMadeSchema.safeParse(ev.data);
     const r = d.success ? state.requests[d.data.requestId] : undefined;
     // The first decision wins; a later one (a second operator, a late answer) changes nothing.
-    if (d.success && r !== undefined && r.made === undefined) {
+    if (d.success && r !== undefined && r.made === undefined && counts(ev, r, d.data, keyring)) {
       next.requests = { ...state.requests, [r.requestId]: { ...r, status: "decided", made: d.data } };
     }
   } else if (ev.kind === "rule.added") {
@@ -65,8 +77,8 @@ export function reduceDecisions(state: DecisionState, ev: Envelope): DecisionSta
   return next;
 }
 
-export function foldDecisions(events: Iterable<Envelope>, state: DecisionState = initialDecisionState()): DecisionState {
+export function foldDecisions(events: Iterable<Envelope>, state: DecisionState = initialDecisionState(), keyring?: OperatorKeyring): DecisionState {
   let s = state;
-  for (const ev of events) s = reduceDecisions(s, ev);
+  for (const ev of events) s = reduceDecisions(s, ev, keyring);
   return s;
 }

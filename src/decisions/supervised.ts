@@ -7,13 +7,20 @@
 // default mode still lets read-only commands (`echo`, `ls .`) run. Exit 2 is a blocking error: the
 // call is denied whatever the command. A hook the CLI itself cancels at its timeout also falls back,
 // so the forwarder's own deadline is well inside the hook timeout.
+//
+// Why `/usr/bin/env -i PATH=/usr/bin:/bin`: the CLI runs the hook with its own environment, which a job
+// or workspace may have shaped; NODE_OPTIONS (`--import=data:…`), LD_PRELOAD and the like would run
+// code in the forwarder before it asks anyone. The forwarder needs nothing from the environment (the
+// run file is its argument), so it gets none. The shell is the CLI's `/bin/sh -c` and env is named by
+// its full path, so PATH cannot substitute either.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "../log/index.ts";
-import { DEFAULT_RISKY_TOOLS } from "./events.ts";
+import { DEFAULT_RISKY_TOOLS, SHELL_TOOLS } from "./events.ts";
 import type { DecisionHub } from "./hub.ts";
+import { ownerTag, SUPERVISED_DIR_PREFIX } from "./sweep.ts";
 
 export const FORWARDER_PATH = fileURLToPath(new URL("./forwarder.mjs", import.meta.url));
 
@@ -24,8 +31,13 @@ export interface SupervisedRunOptions {
   turn: string;
   attempt: number;
   epoch: number;
-  /** Tools that need a decision (default Bash, Write, Edit, MultiEdit, NotebookEdit, WebFetch). */
+  /** More tools that need a decision, added to DEFAULT_RISKY_TOOLS (every `mcp__*` tool always needs one). */
   riskyTools?: readonly string[];
+  /**
+   * Tools of DEFAULT_RISKY_TOOLS to leave unsupervised for this run: they run under the CLI's default
+   * permission mode without a decision. Each is logged as a warning (shell tools louder).
+   */
+  unsupervisedTools?: readonly string[];
   /** The run's working directory (relative file globs in rules are resolved against it). */
   cwd?: string;
   /** Node binary that runs the forwarder (default: this process's, i.e. the project's node). */
@@ -47,6 +59,8 @@ export interface SupervisedTurnFields {
 }
 
 export interface SupervisedRun {
+  /** The tools that need a decision (besides every `mcp__*` tool). */
+  readonly tools: readonly string[];
   readonly settingsFile: string;
   /** The 0600 file with the hub URL and this run's token. */
   readonly runFile: string;
@@ -57,25 +71,89 @@ export interface SupervisedRun {
   readonly turnOptions: SupervisedTurnFields;
   /** extraArgs without any permission bypass (each removal logged as a warning). */
   argsFilter(extraArgs: readonly string[] | undefined): string[];
+  /** allowedTools without the supervised ones (each removal logged as a warning). */
+  allowedToolsFilter(allowedTools: readonly string[] | undefined): string[];
   /** Revokes the token and removes the folder. */
   close(): void;
 }
 
-/** Anchored so `Write` never catches `TodoWrite` (or an MCP tool that ends in Write). */
+/** MCP tools run whatever their server does: every one needs a decision. */
+const MCP_TOOLS = "mcp__.*";
+
+/** Anchored so `Write` never catches `TodoWrite` (or an MCP tool that ends in Write); every `mcp__*` tool is caught. */
 export function matcherFor(tools: readonly string[]): string {
   for (const t of tools) {
     if (!TOOL_NAME.test(t)) throw new Error(`risky tool name ${JSON.stringify(t)} must be a tool name like Bash or mcp__server__tool`);
   }
-  return `^(?:${tools.join("|")})$`;
+  return `^(?:${[...tools, MCP_TOOLS].join("|")})$`;
+}
+
+/**
+ * DEFAULT_RISKY_TOOLS plus `riskyTools`, minus `unsupervisedTools` (logged: a tool that leaves
+ * supervision should never go unnoticed, a shell tool least of all).
+ */
+export function supervisedTools(options: Pick<SupervisedRunOptions, "riskyTools" | "unsupervisedTools" | "logger">): string[] {
+  const off = new Set(options.unsupervisedTools ?? []);
+  for (const t of off) {
+    if (!DEFAULT_RISKY_TOOLS.includes(t)) {
+      options.logger?.warn({ tool: t }, "supervised turn: unsupervisedTools names a tool that is not supervised by default; ignored");
+    } else if (SHELL_TOOLS.has(t)) {
+      options.logger?.warn({ tool: t }, "supervised turn: a shell tool is NOT supervised (unsupervisedTools): its commands run without an operator's decision");
+    } else {
+      options.logger?.warn({ tool: t }, "supervised turn: a risky tool is not supervised (unsupervisedTools): its calls run without an operator's decision");
+    }
+  }
+  const tools = [...DEFAULT_RISKY_TOOLS.filter((t) => !off.has(t)), ...(options.riskyTools ?? [])];
+  return [...new Set(tools)];
 }
 
 const shq = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
+/** The fixed environment of the forwarder: nothing of the CLI's reaches it. */
+export const FORWARDER_ENV = "PATH=/usr/bin:/bin";
+
 export function hookCommandFor(nodePath: string, runFile: string): string {
   return (
-    `${shq(nodePath)} ${shq(FORWARDER_PATH)} ${shq(runFile)} 2>/dev/null || ` +
+    `/usr/bin/env -i ${FORWARDER_ENV} ${shq(nodePath)} ${shq(FORWARDER_PATH)} ${shq(runFile)} 2>/dev/null || ` +
     `{ echo 'turnstream supervised mode: the permission hook failed, so this call is denied' >&2; exit 2; }`
   );
+}
+
+/** Splits allowedTools entries as the CLI does: on commas and blanks outside parentheses. */
+export function toolSpecs(entries: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const entry of entries) {
+    let depth = 0;
+    let cur = "";
+    for (const c of entry) {
+      if (c === "(") depth++;
+      else if (c === ")") depth = Math.max(0, depth - 1);
+      if (depth === 0 && (c === "," || /\s/.test(c))) {
+        if (cur.length > 0) out.push(cur);
+        cur = "";
+      } else cur += c;
+    }
+    if (cur.length > 0) out.push(cur);
+  }
+  return out;
+}
+
+/**
+ * Pre-approved supervised tools would let a call through whenever the hook fails (the CLI then falls
+ * back to its permission rules), so only the allowances that need no decision are kept. Matched
+ * without regard to case, and a wildcard tool name counts as supervised.
+ */
+export function filterAllowedTools(allowed: readonly string[] | undefined, matcher: string, logger?: Logger): string[] {
+  const risky = new RegExp(matcher, "i");
+  const specs = toolSpecs(allowed ?? []);
+  const kept = specs.filter((spec) => {
+    const tool = spec.replace(/\(.*$/s, "");
+    return !risky.test(tool) && !tool.includes("*");
+  });
+  if (kept.length !== specs.length) {
+    logger?.warn({ dropped: specs.filter((t) => !kept.includes(t)) }, "supervised turn: pre-approved risky tools removed; each call needs a decision");
+  }
+  return kept;
 }
 
 // Flags that would let a tool run without the hub's allow, or replace the hook.
@@ -113,8 +191,8 @@ export function filterSupervisedArgs(extraArgs: readonly string[] | undefined, l
 }
 
 export function prepareSupervisedRun(hub: DecisionHub, options: SupervisedRunOptions): SupervisedRun {
-  const tools = options.riskyTools ?? DEFAULT_RISKY_TOOLS;
-  const matcher = matcherFor(tools.length > 0 ? tools : DEFAULT_RISKY_TOOLS);
+  const tools = supervisedTools(options);
+  const matcher = matcherFor(tools);
   const forwarderTimeoutMs = options.forwarderTimeoutMs ?? hub.timeoutMs + 5000;
   const hookTimeoutSec = options.hookTimeoutSec ?? Math.ceil(forwarderTimeoutMs / 1000) + 30;
   const reg = hub.registerRun({
@@ -126,7 +204,7 @@ export function prepareSupervisedRun(hub: DecisionHub, options: SupervisedRunOpt
   });
   let dir: string;
   try {
-    dir = mkdtempSync(join(options.tmpDir ?? tmpdir(), "turnstream-supervised-"));
+    dir = mkdtempSync(join(options.tmpDir ?? tmpdir(), `${SUPERVISED_DIR_PREFIX}${ownerTag()}-`));
   } catch (err) {
     reg.unregister();
     throw err;
@@ -145,6 +223,7 @@ export function prepareSupervisedRun(hub: DecisionHub, options: SupervisedRunOpt
   }
   let closed = false;
   return {
+    tools,
     settingsFile,
     runFile,
     hookCommand,
@@ -152,6 +231,7 @@ export function prepareSupervisedRun(hub: DecisionHub, options: SupervisedRunOpt
     hookTimeoutSec,
     turnOptions: { settingsFile, permissionMode: "default", skipPermissions: false },
     argsFilter: (extraArgs) => filterSupervisedArgs(extraArgs, options.logger),
+    allowedToolsFilter: (allowed) => filterAllowedTools(allowed, matcher, options.logger),
     close(): void {
       if (closed) return;
       closed = true;

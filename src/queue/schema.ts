@@ -55,9 +55,21 @@ export const turnOptionsSchema = z.strictObject({
   trustWorkspace: z.boolean().optional(),
   /** A person or a trust rule allows or denies each risky tool call (supervised mode). */
   supervised: z.boolean().optional(),
-  /** Tools that need a decision in supervised mode (default Bash, Write, Edit, MultiEdit, NotebookEdit, WebFetch). */
+  /**
+   * More tools that need a decision in supervised mode, ADDED to the defaults (Bash, Monitor, Write,
+   * Edit, MultiEdit, NotebookEdit, WebFetch; every mcp__* tool always needs one).
+   */
   riskyTools: z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name")).min(1).optional(),
+  /**
+   * Default risky tools to leave unsupervised in this turn (they run under the CLI's default
+   * permission mode without a decision). The only way to narrow supervision; the worker logs each.
+   */
+  unsupervisedTools: z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name")).min(1).optional(),
 })
+  .refine((o) => !(o.riskyTools ?? []).some((t) => (o.unsupervisedTools ?? []).includes(t)), {
+    path: ["unsupervisedTools"],
+    message: "a tool cannot be both in riskyTools and in unsupervisedTools; drop it from one",
+  })
   .refine((o) => !(o.supervised === true && o.skipPermissions === true), {
     path: ["skipPermissions"],
     message: "a supervised turn never skips permissions; drop skipPermissions or supervised",

@@ -2,6 +2,7 @@
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { z } from "zod";
+import { OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys } from "../decisions/index.ts";
 import { checkAllowEnv } from "../queue/index.ts";
 
 export interface WorkerEnvConfig {
@@ -21,6 +22,8 @@ export interface WorkerEnvConfig {
   allowEnv: string[];
   workspaceTrust: "never" | "job";
   mcpConfigFile: string | undefined;
+  /** Operators' public keys (TURNSTREAM_OPERATOR_KEYS); without them supervised turns fail. */
+  operatorKeys: string[] | undefined;
 }
 
 const intFrom = (name: string) =>
@@ -47,6 +50,7 @@ const envSchema = z.object({
   TURNSTREAM_ALLOW_ENV: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*$/, "TURNSTREAM_ALLOW_ENV is a comma-separated list of variable names").optional(),
   TURNSTREAM_WORKSPACE_TRUST: z.enum(["never", "job"], "TURNSTREAM_WORKSPACE_TRUST is `never` (default) or `job`").optional(),
   TURNSTREAM_MCP_CONFIG: z.string().startsWith("/", "TURNSTREAM_MCP_CONFIG must be an absolute path").optional(),
+  TURNSTREAM_OPERATOR_KEYS: z.string().optional(),
   "TURNSTREAM_SNAPSHOT_CACHE_MB": z.string().regex(/^\d+$/, "TURNSTREAM_SNAPSHOT_CACHE_MB must be a whole number of MiB (0 turns the cache off)").transform(Number).optional(),
 });
 
@@ -81,6 +85,18 @@ function allowEnvFrom(value: string | undefined): string[] {
   return names;
 }
 
+/** The trusted operator keys: a file of them or the keys inline, checked here so a bad key stops the start. */
+function operatorKeysFrom(value: string | undefined): string[] | undefined {
+  try {
+    const lines = operatorKeyLinesFromEnv(value);
+    if (lines !== undefined) parseOperatorKeys(lines, "TURNSTREAM_OPERATOR_KEYS");
+    return lines;
+  } catch (err) {
+    if (err instanceof OperatorKeyError) throw new WorkerConfigError("TURNSTREAM_OPERATOR_KEYS", err.message);
+    throw err;
+  }
+}
+
 /** Reads the worker's settings from the environment (REDIS_URL / REDIS_CLUSTER_NODES are read by connectRedis). */
 export function workerConfigFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): WorkerEnvConfig {
   const r = envSchema.safeParse(env);
@@ -106,5 +122,6 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     allowEnv: allowEnvFrom(e.TURNSTREAM_ALLOW_ENV),
     workspaceTrust: e.TURNSTREAM_WORKSPACE_TRUST ?? "never",
     mcpConfigFile: e.TURNSTREAM_MCP_CONFIG,
+    operatorKeys: operatorKeysFrom(e.TURNSTREAM_OPERATOR_KEYS),
   };
 }

@@ -539,7 +539,14 @@ async function runAttempt(
     let supervised: SupervisedRun | undefined;
     if (o.supervised === true) {
       if (deps.decisionHub === undefined) return await fail("bad_options", "SupervisedUnavailable", "this worker has no decision hub for supervised turns");
-      supervised = prepareSupervisedRun(await deps.decisionHub(), {
+      let hub: DecisionHub;
+      try {
+        hub = await deps.decisionHub();
+      } catch (err) {
+        // e.g. no operator keys: no decision could be verified, so the turn must not start.
+        return await fail("bad_options", "SupervisedUnavailable", (err as Error).message);
+      }
+      supervised = prepareSupervisedRun(hub, {
         session,
         turn,
         attempt,
@@ -547,6 +554,7 @@ async function runAttempt(
         cwd: data.cwd,
         logger,
         ...(o.riskyTools !== undefined ? { riskyTools: o.riskyTools } : {}),
+        ...(o.unsupervisedTools !== undefined ? { unsupervisedTools: o.unsupervisedTools } : {}),
       });
     }
     // Taken only now, so the lease, the begin and attempt.started are done while a CLI that has
@@ -570,7 +578,7 @@ async function runAttempt(
         ...(o.maxTurns !== undefined ? { maxTurns: o.maxTurns } : {}),
         ...(o.maxBudgetUsd !== undefined ? { maxBudgetUsd: o.maxBudgetUsd } : {}),
         ...(o.appendSystemPrompt !== undefined ? { appendSystemPrompt: o.appendSystemPrompt } : {}),
-        ...(o.allowedTools !== undefined ? { allowedTools: supervised === undefined ? o.allowedTools : unsupervisedTools(o.allowedTools, supervised, logger) } : {}),
+        ...(o.allowedTools !== undefined ? { allowedTools: supervised === undefined ? o.allowedTools : supervised.allowedToolsFilter(o.allowedTools) } : {}),
         ...(o.disallowedTools !== undefined ? { disallowedTools: o.disallowedTools } : {}),
         ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
         ...(o.inactivityTimeoutMs !== undefined ? { inactivityTimeoutMs: o.inactivityTimeoutMs } : {}),
@@ -693,15 +701,4 @@ async function runAttempt(
     // No terminal event reached the spans (fenced, crashed, a stop whose event could not be written).
     if (spans !== undefined && !spans.ended) spans.end({ errorKind: ctl.reason ?? "worker_error" });
   }
-}
-
-/**
- * Pre-approved tools would let a risky call through whenever the hook fails (the CLI then falls back to
- * its permission rules), so a supervised turn keeps only the allowances that need no decision.
- */
-function unsupervisedTools(allowed: readonly string[], run: SupervisedRun, logger: Logger): string[] {
-  const risky = new RegExp(run.matcher);
-  const kept = allowed.filter((t) => !risky.test(t.replace(/\(.*$/, "")));
-  if (kept.length !== allowed.length) logger.warn({ dropped: allowed.filter((t) => !kept.includes(t)) }, "supervised turn: pre-approved risky tools removed; each call needs a decision");
-  return kept;
 }

@@ -44,6 +44,7 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
       allowEnv: cfg.allowEnv,
       workspaceTrust: cfg.workspaceTrust,
       ...(cfg.mcpConfigFile !== undefined ? { mcpConfigFile: cfg.mcpConfigFile } : {}),
+      ...(cfg.operatorKeys !== undefined ? { operatorKeys: cfg.operatorKeys } : {}),
       logger,
       scrubber,
       secretEnv: env,
@@ -66,6 +67,7 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   }
   const graceRaw = Number(env["TURNSTREAM_SHUTDOWN_GRACE_MS"]);
   const graceMs = options.graceMs ?? (Number.isFinite(graceRaw) && graceRaw >= 0 ? graceRaw : 30_000);
+  if (cfg.operatorKeys === undefined) logger.warn({}, "no TURNSTREAM_OPERATOR_KEYS: supervised turns will fail, since no operator decision could be verified");
   await worker.ready();
   logger.info({ worker: worker.id, pid: process.pid, concurrency: options.concurrency ?? cfg.concurrency, roots: cfg.workspaceRoots }, "worker ready");
   await new Promise<void>((resolve) => {

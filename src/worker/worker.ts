@@ -49,6 +49,11 @@ export interface TurnWorkerOptions {
   workspaceTrust?: WorkspaceTrust;
   /** A vetted MCP config file: the only MCP servers a run with an untrusted workspace starts. */
   mcpConfigFile?: string;
+  /**
+   * The operators' public keys (`ed25519:…` lines; TURNSTREAM_OPERATOR_KEYS): only decisions and rules
+   * signed by one of them count. Without any, supervised turns fail (nothing could be verified).
+   */
+  operatorKeys?: readonly string[];
   /** Env laid over every CLI run (the job's overlay comes on top). */
   runEnv?: Record<string, string>;
   /** Where `{ fromEnv }` references in job env overlays are resolved; default process.env. */
@@ -166,7 +171,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   // Started on the first supervised turn: most workers never need the loopback hub.
   let hub: Promise<DecisionHub> | undefined;
   const decisionHub = (): Promise<DecisionHub> =>
-    (hub ??= startDecisionHub({ log, redis: options.redis, prefix: logPrefix, logger, scrubber }));
+    (hub ??= startDecisionHub({ log, redis: options.redis, prefix: logPrefix, logger, scrubber, ...(options.operatorKeys !== undefined ? { operatorKeys: options.operatorKeys } : {}) }));
   const deps = {
     log,
     order,

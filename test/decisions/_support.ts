@@ -1,5 +1,6 @@
-// Shared set-up for the decision tests: a private key prefix, a session with a begun attempt, a hub,
-// and helpers to run a real CLI turn under supervision and to wait for log events.
+// Shared set-up for the decision tests: a private key prefix, a session with a begun attempt, a hub
+// that trusts the test operator's key, helpers to decide and add rules signed with it, to run a real
+// CLI turn under supervision and to wait for log events.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,7 +8,29 @@ import { join } from "node:path";
 import { runTurn } from "../../src/cli/index.ts";
 import { connectRedis, createEventLog, type Envelope, type EventLog, type RedisClient } from "../../src/log/index.ts";
 import { hermeticEnv, startModelServer, type ScriptResponse } from "../../src/testing/index.ts";
-import { prepareSupervisedRun, startDecisionHub, type DecisionHub, type DecisionHubOptions, type SupervisedRun, type SupervisedRunOptions } from "../../src/decisions/index.ts";
+import {
+  decide,
+  generateOperatorKey,
+  operatorKeyFromPem,
+  prepareSupervisedRun,
+  RuleStore,
+  ruleId,
+  signRule,
+  startDecisionHub,
+  type DecideInput,
+  type DecideResult,
+  type DecisionHub,
+  type DecisionHubOptions,
+  type SupervisedRun,
+  type SupervisedRunOptions,
+  type TrustRule,
+} from "../../src/decisions/index.ts";
+
+/** The operator of these tests: hubs from withHub trust its key. */
+export const OPERATOR = generateOperatorKey();
+export const operatorKey = operatorKeyFromPem(OPERATOR.privateKeyPem);
+/** Another valid key that no hub here trusts. */
+export const stranger = operatorKeyFromPem(generateOperatorKey().privateKeyPem);
 
 export interface Ctx {
   redis: RedisClient;
@@ -53,8 +76,20 @@ export async function setup(): Promise<Ctx> {
 }
 
 export async function withHub(ctx: Ctx, options: Partial<DecisionHubOptions> = {}): Promise<DecisionHub> {
-  ctx.hub = await startDecisionHub({ log: ctx.log, redis: ctx.redis, prefix: ctx.prefix, ...options });
+  ctx.hub = await startDecisionHub({ log: ctx.log, redis: ctx.redis, prefix: ctx.prefix, operatorKeys: [OPERATOR.publicKey], ...options });
   return ctx.hub;
+}
+
+/** decide() as the test operator, in ctx's session. */
+export function decideAs(ctx: Ctx, input: Omit<DecideInput, "session"> & { session?: string }): Promise<DecideResult> {
+  return decide({ log: ctx.log, operatorKey }, { session: ctx.session, ...input });
+}
+
+/** Stores a rule signed by the test operator. */
+export async function putRule(ctx: Ctx, pattern: string, effect: "allow" | "deny" = "allow", by = "carol"): Promise<TrustRule> {
+  const rule = signRule(operatorKey, { id: ruleId(effect, pattern), pattern, effect, by, at: new Date().toISOString() });
+  await new RuleStore(ctx.redis, ctx.prefix).put(rule);
+  return rule;
 }
 
 export function prepare(ctx: Ctx, hub: DecisionHub, extra: Partial<SupervisedRunOptions> = {}): SupervisedRun {

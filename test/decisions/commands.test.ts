@@ -3,8 +3,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { FORWARDER_PATH } from "../../src/decisions/index.ts";
-import { eventsOf, nextEvent, prepare, setup, waitFor, withHub } from "./_support.ts";
+import { FORWARDER_PATH, writeOperatorKeyFile } from "../../src/decisions/index.ts";
+import { eventsOf, nextEvent, OPERATOR, prepare, setup, waitFor, withHub } from "./_support.ts";
 
 const BIN = join(import.meta.dirname, "../../src/bin/turnstream.ts");
 
@@ -29,7 +29,9 @@ test("pending --json lists the waiting call; decide --always --reason records wh
     fwd.stdin.end(JSON.stringify({ hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "npm test" }, tool_use_id: "toolu_c1" }));
     const req = await nextEvent(ctx, "decision.requested");
     const requestId = (req.data as { requestId: string }).requestId;
-    const env = { TURNSTREAM_PREFIX: ctx.prefix, TURNSTREAM_USER: "erin" };
+    const keyFile = join(ctx.dir, "keys", "operator.key");
+    writeOperatorKeyFile(keyFile, OPERATOR.privateKeyPem);
+    const env = { TURNSTREAM_PREFIX: ctx.prefix, TURNSTREAM_USER: "erin", TURNSTREAM_OPERATOR_KEY: keyFile };
     const listed = await waitFor(async () => {
       const r = await cli(["pending", "--json"], env);
       const mine = (JSON.parse(r.stdout) as Array<{ requestId: string; status: string; input: string }>).find((p) => p.requestId === requestId);

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { decide, DecisionError, FORWARDER_PATH, listPending, reduceDecisions, foldDecisions, initialDecisionState } from "../../src/decisions/index.ts";
-import { eventsOf, nextEvent, prepare, setup, waitFor, withHub, type Ctx } from "./_support.ts";
+import { decideAs, eventsOf, nextEvent, OPERATOR, operatorKey, prepare, setup, waitFor, withHub, type Ctx } from "./_support.ts";
 
 const hookInput = (command: string, id = "toolu_test1") =>
   JSON.stringify({ session_id: "cli-1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command }, tool_use_id: id, cwd: "/tmp" });
@@ -52,7 +52,7 @@ async function stub(handler: (req: IncomingMessage, res: ServerResponse, body: s
 test("run file and settings: 0600, token only in the run file, anchored matcher, hook command with the exit 2 fallback", async () => {
   await withCtx(async (ctx) => {
     const hub = await withHub(ctx);
-    const run = prepare(ctx, hub, { riskyTools: ["Bash", "Write"] });
+    const run = prepare(ctx, hub, { riskyTools: ["Read"] });
     const runInfo = JSON.parse(readFileSync(run.runFile, "utf8"));
     assert.equal(statSync(run.runFile).mode & 0o777, 0o600);
     assert.equal(statSync(run.settingsFile).mode & 0o777, 0o600);
@@ -60,9 +60,14 @@ test("run file and settings: 0600, token only in the run file, anchored matcher,
     assert.equal(settings.includes(runInfo.token), false);
     assert.equal(run.hookCommand.includes(runInfo.token), false);
     const hook = JSON.parse(settings).hooks.PreToolUse[0];
-    assert.equal(hook.matcher, "^(?:Bash|Write)$");
+    // riskyTools adds to the defaults; every MCP tool is caught.
+    assert.equal(hook.matcher, "^(?:Bash|Monitor|Write|Edit|MultiEdit|NotebookEdit|WebFetch|Read|mcp__.*)$");
     const re = new RegExp(hook.matcher);
-    assert.deepEqual(["Bash", "Write", "TodoWrite", "mcp__x__Write", "Writer"].map((t) => re.test(t)), [true, true, false, false, false]);
+    assert.deepEqual(
+      ["Bash", "Write", "Read", "Monitor", "TodoWrite", "mcp__x__Write", "Writer", "Glob"].map((t) => re.test(t)),
+      [true, true, true, true, false, true, false, false],
+    );
+    assert.match(hook.hooks[0].command, /^\/usr\/bin\/env -i PATH=\/usr\/bin:\/bin '/, "the forwarder starts with a fixed environment");
     assert.match(hook.hooks[0].command, /\|\| \{ echo .* >&2; exit 2; \}$/);
     assert.ok(hook.hooks[0].timeout * 1000 > runInfo.timeoutMs, "the forwarder gives up before the CLI's hook timeout");
     assert.deepEqual(run.turnOptions, { settingsFile: run.settingsFile, permissionMode: "default", skipPermissions: false });
@@ -176,14 +181,14 @@ test("decide: unknown request, second operator loses, already decided", async ()
   await withCtx(async (ctx) => {
     const hub = await withHub(ctx);
     const run = prepare(ctx, hub);
-    await assert.rejects(decide({ log: ctx.log }, { session: ctx.session, requestId: "dr-nope", decision: "allow", by: "x" }), (e: unknown) => e instanceof DecisionError && e.problem === "not_found");
+    await assert.rejects(decideAs(ctx, { requestId: "dr-nope", decision: "allow", by: "x" }), (e: unknown) => e instanceof DecisionError && e.problem === "not_found");
     const waiting = forward(run.runFile, hookInput("git push"));
     const req = await nextEvent(ctx, "decision.requested");
     const requestId = (req.data as { requestId: string }).requestId;
     // Two operators at once: both append, the first in the log wins and the hub acts on it.
     const [a, b] = await Promise.all([
-      decide({ log: ctx.log }, { session: ctx.session, requestId, decision: "deny", by: "ann", reason: "no" }),
-      decide({ log: ctx.log }, { session: ctx.session, requestId, decision: "allow", by: "ben" }).catch((e: unknown) => e),
+      decideAs(ctx, { requestId, decision: "deny", by: "ann", reason: "no" }),
+      decideAs(ctx, { requestId, decision: "allow", by: "ben" }).catch((e: unknown) => e),
     ]);
     const [d, why] = decisionOf(await waiting);
     const winners = [a, b].filter((r) => !(r instanceof Error) && (r as { applied: boolean }).applied);
@@ -191,7 +196,7 @@ test("decide: unknown request, second operator loses, already decided", async ()
     const w = (winners[0] as { decision: { decision: string; by: string } }).decision;
     assert.equal(d, w.decision);
     assert.match(why, new RegExp(`by ${w.by}`));
-    await assert.rejects(decide({ log: ctx.log }, { session: ctx.session, requestId, decision: "allow", by: "cy" }), (e: unknown) => e instanceof DecisionError && e.problem === "already_decided");
+    await assert.rejects(decideAs(ctx, { requestId, decision: "allow", by: "cy" }), (e: unknown) => e instanceof DecisionError && e.problem === "already_decided");
     run.close();
   });
 });
@@ -199,7 +204,7 @@ test("decide: unknown request, second operator loses, already decided", async ()
 test("a worker killed while a decision is pending: listed as abandoned, decide refuses, the retried attempt asks again", async () => {
   await withCtx(async (ctx) => {
     // The "worker": a separate process holding a hub with a fast heartbeat.
-    const child = spawn(process.execPath, [join(import.meta.dirname, "_hub-child.ts"), ctx.prefix, ctx.session, ctx.turn, String(ctx.attempt), String(ctx.epoch), ctx.dir], {
+    const child = spawn(process.execPath, [join(import.meta.dirname, "_hub-child.ts"), ctx.prefix, ctx.session, ctx.turn, String(ctx.attempt), String(ctx.epoch), ctx.dir, OPERATOR.publicKey], {
       stdio: ["ignore", "pipe", "inherit"],
     });
     let out = "";
@@ -219,7 +224,7 @@ test("a worker killed while a decision is pending: listed as abandoned, decide r
       return p?.status === "abandoned" ? p : undefined;
     });
     assert.equal(gone.tool, "Bash");
-    await assert.rejects(decide({ log: ctx.log }, { session: ctx.session, requestId, decision: "allow", by: "x" }), (e: unknown) => e instanceof DecisionError && e.problem === "abandoned");
+    await assert.rejects(decideAs(ctx, { requestId, decision: "allow", by: "x" }), (e: unknown) => e instanceof DecisionError && e.problem === "abandoned");
     // The retry: a new attempt (epoch bump) on a new worker asks again.
     const { epoch, attempt } = await ctx.log.beginAttempt(ctx.session, ctx.turn);
     await ctx.log.append(ctx.session, epoch, [{ turn: ctx.turn, attempt, kind: "attempt.started", data: null }]);
@@ -231,7 +236,7 @@ test("a worker killed while a decision is pending: listed as abandoned, decide r
     const listed = await waitFor(async () => (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.requestId === id2));
     assert.equal(listed.status, "pending");
     assert.equal(listed.attempt, attempt);
-    await decide({ log: ctx.log }, { session: ctx.session, requestId: id2, decision: "allow", by: "ops" });
+    await decide({ log: ctx.log, operatorKey }, { session: ctx.session, requestId: id2, decision: "allow", by: "ops" });
     assert.equal(decisionOf(await again)[0], "allow");
     // The decision state folded from the log: the first request abandoned, the retry's decided.
     const state = foldDecisions(await eventsOf(ctx));

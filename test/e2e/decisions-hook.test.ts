@@ -6,8 +6,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { decide, FORWARDER_PATH, listPending, RuleStore, ruleId } from "../../src/decisions/index.ts";
-import { bash, eventsOf, nextEvent, pidsRunning, waitFor, prepare, setup, supervisedTurn, withHub, type Ctx } from "../decisions/_support.ts";
+import { FORWARDER_PATH, listPending } from "../../src/decisions/index.ts";
+import { bash, decideAs, eventsOf, nextEvent, pidsRunning, putRule, waitFor, prepare, setup, supervisedTurn, withHub, type Ctx } from "../decisions/_support.ts";
 
 async function withCtx(fn: (ctx: Ctx) => Promise<void>): Promise<void> {
   const ctx = await setup();
@@ -45,7 +45,7 @@ test("operator allow: the tool runs; the log has decision.requested then decisio
       const mine = await waitFor(async () => (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.session === ctx.session));
       assert.equal(mine?.status, "pending");
       assert.equal(mine?.tool, "Bash");
-      return decide({ log: ctx.log }, { session: ctx.session, requestId: (req.data as { requestId: string }).requestId, decision: "allow", by: "alice", reason: "looks fine" });
+      return decideAs(ctx, { requestId: (req.data as { requestId: string }).requestId, decision: "allow", by: "alice", reason: "looks fine" });
     })();
     const r = await supervisedTurn(ctx, run, [bash(`touch ${target}`)]);
     const d = await operator;
@@ -63,10 +63,11 @@ test("operator allow: the tool runs; the log has decision.requested then decisio
     assert.match(String(rd["toolUseId"]), /^toolu_/);
     assert.equal(made!.epoch, 0);
     assert.ok(made!.seq > requested!.seq);
-    assert.deepEqual(
-      { ...(made!.data as Record<string, unknown>), decidedAt: "x" },
-      { requestId: rd["requestId"], decision: "allow", by: "alice", source: "operator", reason: "looks fine", decidedAt: "x" },
-    );
+    const { keyId, signature, requestDigest, ...plain } = made!.data as Record<string, unknown>;
+    assert.deepEqual({ ...plain, decidedAt: "x" }, { requestId: rd["requestId"], decision: "allow", by: "alice", source: "operator", reason: "looks fine", decidedAt: "x" });
+    assert.match(String(keyId), /^op-[0-9a-f]{16}$/);
+    assert.match(String(signature), /^[A-Za-z0-9_-]{86}$/);
+    assert.match(String(requestDigest), /^[0-9a-f]{64}$/);
     assert.deepEqual((await listPending({ redis: ctx.redis, prefix: ctx.prefix })).filter((p) => p.session === ctx.session), [], "index cleaned");
     run.close();
   });
@@ -79,7 +80,7 @@ test("operator deny: the tool result shows the denial with the reason, permissio
     const target = join(ctx.dir, "denied.txt");
     const operator = (async () => {
       const req = await nextEvent(ctx, "decision.requested");
-      return decide({ log: ctx.log }, { session: ctx.session, requestId: (req.data as { requestId: string }).requestId, decision: "deny", by: "bob", reason: "not on prod" });
+      return decideAs(ctx, { requestId: (req.data as { requestId: string }).requestId, decision: "deny", by: "bob", reason: "not on prod" });
     })();
     const r = await supervisedTurn(ctx, run, [bash(`touch ${target}`)]);
     await operator;
@@ -230,8 +231,7 @@ test("hub hangs: the forwarder's own deadline (inside the hook timeout) denies; 
 test("a trust rule allows at once without asking; TodoWrite is not caught by the Write matcher", async () => {
   await withCtx(async (ctx) => {
     const hub = await withHub(ctx);
-    const rule = { id: ruleId("allow", "Bash(touch *)"), pattern: "Bash(touch *)", effect: "allow" as const, by: "carol", at: new Date().toISOString() };
-    await new RuleStore(ctx.redis, ctx.prefix).put(rule);
+    const rule = await putRule(ctx, "Bash(touch *)");
     const run = prepare(ctx, hub);
     const target = join(ctx.dir, "by-rule.txt");
     const todo = { content: [{ type: "tool_use" as const, name: "TodoWrite", input: { todos: [{ content: "x", status: "pending", activeForm: "doing x" }] } }] };
@@ -255,7 +255,7 @@ test("--always: the decision becomes a fleet-wide rule (rule.added recorded) tha
     const run1 = prepare(ctx, hub);
     const operator = (async () => {
       const req = await nextEvent(ctx, "decision.requested");
-      return decide({ log: ctx.log }, { session: ctx.session, requestId: (req.data as { requestId: string }).requestId, decision: "allow", by: "dave", always: true, reason: "routine" });
+      return decideAs(ctx, { requestId: (req.data as { requestId: string }).requestId, decision: "allow", by: "dave", always: true, reason: "routine" });
     })();
     await supervisedTurn(ctx, run1, [bash(command)]);
     const d = await operator;

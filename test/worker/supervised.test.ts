@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { decide, listPending, type PendingRequest } from "../../src/decisions/index.ts";
+import { OPERATOR, operatorKey } from "../decisions/_support.ts";
 import { createProducer, InvalidTurnError } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { startTurnWorker } from "../../src/worker/index.ts";
@@ -41,6 +42,7 @@ test("supervised turns: operator allow runs the tool, deny refuses it, --always 
     workspaceRoots: [cwd],
     instanceRoot: space.dir("inst"),
     runEnv: cliEnv(server.url),
+    operatorKeys: [OPERATOR.publicKey],
   });
   const nextPending = async (session: string): Promise<PendingRequest> => {
     let found: PendingRequest | undefined;
@@ -56,14 +58,14 @@ test("supervised turns: operator allow runs the tool, deny refuses it, --always 
     const p1 = await nextPending(a.session);
     assert.equal(p1.tool, "Bash");
     assert.equal(existsSync(join(cwd, "allowed.txt")), false, "nothing runs before the decision");
-    await decide({ log: producer.log, redis }, { session: a.session, requestId: p1.requestId, decision: "allow", by: "erin", reason: "fine" });
+    await decide({ log: producer.log, redis, operatorKey }, { session: a.session, requestId: p1.requestId, decision: "allow", by: "erin", reason: "fine" });
     const r1 = await producer.waitForTurn(a.turn, { timeoutMs: 60_000 });
     assert.equal(r1.status, "finished", JSON.stringify(r1.event.data));
     assert.ok(existsSync(join(cwd, "allowed.txt")), "allowed call ran");
 
     const b = await producer.enqueueTurn({ session: a.session, prompt: "make denied.txt", cwd, options: { supervised: true } });
     const p2 = await nextPending(a.session);
-    await decide({ log: producer.log, redis }, { session: a.session, requestId: p2.requestId, decision: "deny", by: "erin", reason: "not today" });
+    await decide({ log: producer.log, redis, operatorKey }, { session: a.session, requestId: p2.requestId, decision: "deny", by: "erin", reason: "not today" });
     const r2 = await producer.waitForTurn(b.turn, { timeoutMs: 60_000 });
     assert.equal(r2.status, "finished");
     assert.equal(existsSync(join(cwd, "denied.txt")), false, "denied call did not run");
@@ -73,7 +75,7 @@ test("supervised turns: operator allow runs the tool, deny refuses it, --always 
 
     const c = await producer.enqueueTurn({ session: a.session, prompt: "make ruled.txt", cwd, options: { supervised: true } });
     const p3 = await nextPending(a.session);
-    await decide({ log: producer.log, redis }, { session: a.session, requestId: p3.requestId, decision: "allow", by: "erin", always: true, rule: "Bash(touch *)" });
+    await decide({ log: producer.log, redis, operatorKey }, { session: a.session, requestId: p3.requestId, decision: "allow", by: "erin", always: true, rule: "Bash(touch *)" });
     assert.equal((await producer.waitForTurn(c.turn, { timeoutMs: 60_000 })).status, "finished");
     assert.ok(existsSync(join(cwd, "ruled.txt")));
     const d = await producer.enqueueTurn({ session: a.session, prompt: "make ruled-again.txt", cwd, options: { supervised: true } });

@@ -1,19 +1,33 @@
-// `turnstream decide <session> <requestId> allow|deny [--always] [--reason TEXT] [--by NAME]`.
+// `turnstream decide <session> <requestId> allow|deny [--always] [--reason TEXT] [--by NAME]`: a signed decision.
 import { userInfo } from "node:os";
 import { parseArgs } from "node:util";
-import { decide, DecisionError, InvalidRuleError } from "../../decisions/index.ts";
+import {
+  decide,
+  DecisionError,
+  InvalidRuleError,
+  loadOperatorKey,
+  OperatorKeyError,
+  operatorKeyLinesFromEnv,
+  parseOperatorKeys,
+  type OperatorKey,
+  type OperatorKeyring,
+} from "../../decisions/index.ts";
 import { connectRedis, createEventLog } from "../../log/index.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
 
-export const summary = "allow or deny a pending supervised tool call (optionally as a lasting rule)";
+export const summary = "allow or deny a pending supervised tool call (optionally as a lasting rule), signed with your operator key";
 
 const usage = `usage: turnstream decide <session> <requestId> allow|deny [--always] [--rule PATTERN] [--reason TEXT] [--by NAME]
-  Records the decision in the session's log; the waiting worker acts on it at once.
-  --always        also add a fleet-wide trust rule deciding matching calls the same way from now on
-  --rule PATTERN  the rule for --always, e.g. "Bash(git status*)" (default: exactly this call)
-  --reason TEXT   why (shown to the agent and recorded)
-  --by NAME       who decides (default: TURNSTREAM_USER, then USER, then the login name)
-  --prefix P      key prefix (default: TURNSTREAM_PREFIX or "ts:")
+  Records the decision in the session's log, signed with your operator key; the waiting worker acts on
+  it at once if it trusts that key (its TURNSTREAM_OPERATOR_KEYS), and ignores it otherwise.
+  --always          also add a fleet-wide trust rule deciding matching calls the same way from now on
+  --rule PATTERN    the rule for --always, e.g. "Bash(git status*)" (default: exactly this call)
+  --reason TEXT     why (shown to the agent and recorded)
+  --by NAME         who decides (default: TURNSTREAM_USER, then USER, then the login name)
+  --allow-redacted  allow although the request's shown input had secrets scrubbed out (recorded)
+  --key FILE        your operator private key (default: TURNSTREAM_OPERATOR_KEY)
+  --prefix P        key prefix (default: TURNSTREAM_PREFIX or "ts:")
+  Make a key with \`turnstream operator-key new\`; give its public key to the workers.
 `;
 
 function defaultUser(): string {
@@ -24,6 +38,25 @@ function defaultUser(): string {
   } catch {
     return "unknown";
   }
+}
+
+/** The operator's key, or undefined after saying on stderr what to set. */
+function operatorKey(flag: string | undefined): OperatorKey | undefined {
+  const path = flag ?? process.env["TURNSTREAM_OPERATOR_KEY"];
+  if (path === undefined || path === "") {
+    process.stderr.write(
+      "turnstream decide: decisions are signed with an operator key: set TURNSTREAM_OPERATOR_KEY to your private key file " +
+        "(or pass --key FILE); make one with `turnstream operator-key new` and give its public key to the workers' TURNSTREAM_OPERATOR_KEYS\n",
+    );
+    return undefined;
+  }
+  return loadOperatorKey(path);
+}
+
+/** TURNSTREAM_OPERATOR_KEYS when set here too: lets decide pass over decisions signed by keys the fleet does not trust. */
+function trustedKeys(): OperatorKeyring | undefined {
+  const lines = operatorKeyLinesFromEnv(process.env["TURNSTREAM_OPERATOR_KEYS"]);
+  return lines === undefined ? undefined : parseOperatorKeys(lines, "TURNSTREAM_OPERATOR_KEYS");
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -37,6 +70,8 @@ export async function run(argv: string[]): Promise<number> {
         rule: { type: "string" },
         reason: { type: "string" },
         by: { type: "string" },
+        "allow-redacted": { type: "boolean" },
+        key: { type: "string" },
         prefix: { type: "string" },
         json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
@@ -61,11 +96,22 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write("turnstream decide: --rule only applies with --always\n");
     return 2;
   }
+  let key: OperatorKey | undefined;
+  let trusted: OperatorKeyring | undefined;
+  try {
+    key = operatorKey(values.key);
+    trusted = trustedKeys();
+  } catch (err) {
+    if (!(err instanceof OperatorKeyError)) throw err;
+    process.stderr.write(`turnstream decide: ${err.message}\n`);
+    return 2;
+  }
+  if (key === undefined) return 2;
   const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     const res = await decide(
-      { log },
+      { log, operatorKey: key, ...(trusted !== undefined ? { trustedKeys: trusted } : {}) },
       {
         session,
         requestId,
@@ -74,13 +120,15 @@ export async function run(argv: string[]): Promise<number> {
         ...(values.reason !== undefined ? { reason: values.reason } : {}),
         ...(values.always === true ? { always: true } : {}),
         ...(values.rule !== undefined ? { rule: values.rule } : {}),
+        ...(values["allow-redacted"] === true ? { allowRedacted: true } : {}),
       },
     );
     if (values.json) process.stdout.write(JSON.stringify(res) + "\n");
     else if (!res.applied) {
       process.stdout.write(`${requestId}: another decision came first: ${res.decision.decision} by ${res.decision.by}\n`);
     } else {
-      process.stdout.write(`${requestId}: ${decision} recorded (seq ${res.seq})${res.rule ? `; rule ${res.rule.pattern} added` : ""}\n`);
+      const redacted = res.decision.allowRedacted === true ? " (allowed with redacted input, as you asked)" : "";
+      process.stdout.write(`${requestId}: ${decision} recorded (seq ${res.seq}, signed with ${key.keyId})${redacted}${res.rule ? `; rule ${res.rule.pattern} added` : ""}\n`);
     }
     return res.applied ? 0 : 1;
   } catch (err) {

@@ -1,6 +1,6 @@
 // `turnstream pending [--json]`: decision requests waiting for an operator, across the fleet.
 import { parseArgs } from "node:util";
-import { listPending } from "../../decisions/index.ts";
+import { listPending, type PendingRequest } from "../../decisions/index.ts";
 import { connectRedis } from "../../log/index.ts";
 import { logPrefix } from "./_connect.ts";
 
@@ -9,11 +9,24 @@ export const summary = "list supervised tool calls waiting for a decision (all w
 const usage = `usage: turnstream pending [--json] [--prefix P]
   Lists decision requests from supervised turns that wait for an operator, oldest first.
   "abandoned" ones belong to a worker that is gone or an attempt that was retried (it asks again).
+  A request marked "contains redacted text" had secrets scrubbed out of what is shown: the exact input
+  is not shown, and allowing it needs --allow-redacted.
   Decide with: turnstream decide <session> <requestId> allow|deny [--always] [--reason TEXT]
   --json       one JSON array
   --prefix P   key prefix (default: TURNSTREAM_PREFIX or "ts:")
   Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
 `;
+
+/** One request for a person: who, what, how long; a redacted input is said plainly, before the input. */
+function describe(p: PendingRequest): string {
+  const left = Math.max(0, Math.round((Date.parse(p.expiresAt) - Date.now()) / 1000));
+  const state = p.status === "abandoned" ? "ABANDONED" : `${left}s left`;
+  const redacted =
+    p.redacted === undefined
+      ? ""
+      : `    ! contains redacted text (${p.redacted.join(", ")}): the exact input is not shown; allowing it needs --allow-redacted\n`;
+  return `${p.session} ${p.requestId} ${p.tool} [${p.riskClass}] ${state}\n${redacted}    ${p.input.replace(/\n/g, "\n    ")}\n`;
+}
 
 export async function run(argv: string[]): Promise<number> {
   let values: { json?: boolean; prefix?: string; help?: boolean };
@@ -38,11 +51,7 @@ export async function run(argv: string[]): Promise<number> {
       process.stdout.write("no pending decisions\n");
       return 0;
     }
-    for (const p of list) {
-      const left = Math.max(0, Math.round((Date.parse(p.expiresAt) - Date.now()) / 1000));
-      const state = p.status === "abandoned" ? "ABANDONED" : `${left}s left`;
-      process.stdout.write(`${p.session} ${p.requestId} ${p.tool} [${p.riskClass}] ${state}\n    ${p.input.replace(/\n/g, "\n    ")}\n`);
-    }
+    for (const p of list) process.stdout.write(describe(p));
     return 0;
   } finally {
     redis.disconnect();

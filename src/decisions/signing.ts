@@ -1,0 +1,126 @@
+// Signatures over decisions and trust rules. Each message is a JSON array of fixed fields in a fixed
+// order behind a tag naming what it is, so the same bytes are signed and checked on every machine and a
+// signature for one kind of thing can never be passed off as another.
+//
+// A decision is bound to its request by the request's digest: the hub compares it with the digest of
+// the request *it* recorded, so a signature cannot be replayed on another request, nor obtained by
+// showing the operator a look-alike request planted in the log.
+import { createHash } from "node:crypto";
+import type { DecisionMade, DecisionRequested, RuleAdded } from "./events.ts";
+import type { OperatorKey, OperatorKeyring } from "./operator-keys.ts";
+import { ruleId, type TrustRule } from "./rules.ts";
+
+const REQUEST_TAG = "turnstream.request.v1";
+const DECISION_TAG = "turnstream.decision.v1";
+const RULE_TAG = "turnstream.rule.v1";
+
+export type Verification = { ok: true; keyId: string } | { ok: false; why: string };
+
+/** sha256 (hex) of a request as recorded in `decision.requested`, with its session. */
+export function requestDigest(session: string, r: DecisionRequested): string {
+  const fields = [
+    REQUEST_TAG,
+    session,
+    r.requestId,
+    r.nonce,
+    r.tool,
+    r.toolUseId ?? null,
+    r.riskClass,
+    r.input,
+    r.subject ?? null,
+    r.redacted ?? [],
+    r.cliSessionId ?? null,
+    r.hubId,
+    r.timeoutMs,
+    r.expiresAt,
+  ];
+  return createHash("sha256").update(JSON.stringify(fields)).digest("hex");
+}
+
+export type UnsignedDecision = Omit<DecisionMade, "keyId" | "signature">;
+
+function decisionMessage(session: string, d: UnsignedDecision, keyId: string): Buffer {
+  const fields = [
+    DECISION_TAG,
+    session,
+    d.requestId,
+    d.requestDigest ?? null,
+    d.decision,
+    d.by,
+    d.source,
+    d.reason,
+    d.decidedAt,
+    d.always === true,
+    d.ruleId ?? null,
+    d.allowRedacted === true,
+    keyId,
+  ];
+  return Buffer.from(JSON.stringify(fields));
+}
+
+export function signDecision(key: OperatorKey, session: string, d: UnsignedDecision): DecisionMade {
+  return { ...d, keyId: key.keyId, signature: key.sign(decisionMessage(session, d, key.keyId)) };
+}
+
+/**
+ * Whether the hub may act on `made` for the request whose digest is `digest`: an operator decision,
+ * signed by a trusted key, for exactly that request.
+ */
+export function verifyDecision(keyring: OperatorKeyring, session: string, made: DecisionMade, digest: string): Verification {
+  if (made.source !== "operator") return { ok: false, why: `it claims source "${made.source}", which only the hub itself records` };
+  if (made.keyId === undefined || made.signature === undefined) return { ok: false, why: "it is not signed" };
+  if (made.requestDigest !== digest) return { ok: false, why: "it was signed for a different request" };
+  if (!keyring.has(made.keyId)) return { ok: false, why: `its key ${made.keyId} is not one of this worker's operator keys` };
+  if (!keyring.verify(made.keyId, decisionMessage(session, made, made.keyId), made.signature)) return { ok: false, why: "its signature does not match" };
+  return { ok: true, keyId: made.keyId };
+}
+
+export type UnsignedRule = Omit<TrustRule, "keyId" | "signature">;
+
+function ruleMessage(r: UnsignedRule, keyId: string): Buffer {
+  const fields = [RULE_TAG, r.id, r.pattern, r.effect, r.by, r.at, r.reason ?? null, r.source?.session ?? null, r.source?.requestId ?? null, keyId];
+  return Buffer.from(JSON.stringify(fields));
+}
+
+export function signRule(key: OperatorKey, rule: UnsignedRule): TrustRule {
+  return { ...rule, keyId: key.keyId, signature: key.sign(ruleMessage(rule, key.keyId)) };
+}
+
+/** A stored rule counts only when a trusted key signed it and its id is the one its effect and pattern give. */
+export function verifyRule(keyring: OperatorKeyring, rule: TrustRule): Verification {
+  if (rule.keyId === undefined || rule.signature === undefined) return { ok: false, why: "it is not signed" };
+  if (rule.id !== ruleId(rule.effect, rule.pattern)) return { ok: false, why: "its id does not match its effect and pattern" };
+  if (!keyring.has(rule.keyId)) return { ok: false, why: `its key ${rule.keyId} is not one of this worker's operator keys` };
+  if (!keyring.verify(rule.keyId, ruleMessage(rule, rule.keyId), rule.signature)) return { ok: false, why: "its signature does not match" };
+  return { ok: true, keyId: rule.keyId };
+}
+
+/** The `rule.added` record of a signed rule (it carries the rule's own signature). */
+export function ruleAddedOf(rule: TrustRule): RuleAdded {
+  return {
+    ruleId: rule.id,
+    pattern: rule.pattern,
+    effect: rule.effect,
+    by: rule.by,
+    ...(rule.reason !== undefined ? { reason: rule.reason } : {}),
+    ...(rule.source !== undefined ? { fromRequest: rule.source.requestId } : {}),
+    addedAt: rule.at,
+    ...(rule.keyId !== undefined ? { keyId: rule.keyId } : {}),
+    ...(rule.signature !== undefined ? { signature: rule.signature } : {}),
+  };
+}
+
+/** The rule a `rule.added` event in `session`'s log describes, to verify it like a stored rule. */
+export function ruleOfAdded(session: string, a: RuleAdded): TrustRule {
+  return {
+    id: a.ruleId,
+    pattern: a.pattern,
+    effect: a.effect,
+    by: a.by,
+    at: a.addedAt,
+    ...(a.reason !== undefined ? { reason: a.reason } : {}),
+    ...(a.fromRequest !== undefined ? { source: { session, requestId: a.fromRequest } } : {}),
+    ...(a.keyId !== undefined ? { keyId: a.keyId } : {}),
+    ...(a.signature !== undefined ? { signature: a.signature } : {}),
+  };
+}
