@@ -8,6 +8,7 @@ export {
   redactionMarker,
   scrubError,
   ScrubberConfigError,
+  secretShapeIn,
   valueVariants,
   type EnvLike,
   type ScrubContext,

@@ -11,7 +11,7 @@ import { createPrefilter } from "./prefilter.ts";
 import { isSecretEnvName, isSecretFieldName, nameWords } from "./secret-names.ts";
 
 export type { ScrubPattern } from "./patterns.ts";
-export { BUILTIN_PATTERNS } from "./patterns.ts";
+export { BUILTIN_PATTERNS, secretShapeIn } from "./patterns.ts";
 export { isSecretEnvName, isSecretFieldName } from "./secret-names.ts";
 
 export interface ScrubContext {
@@ -129,11 +129,35 @@ function compile(values: ReadonlyMap<string, string>): Compiled {
   return { variants, maybe };
 }
 
+// Whether the backslash at `j` starts a JSON escape: the run of backslashes ending there is odd.
+function startsEscape(text: string, j: number): boolean {
+  let k = j;
+  while (k > 0 && text.charCodeAt(k - 1) === 0x5c) k--;
+  return (j - k) % 2 === 0;
+}
+
+/** [start, end) of the JSON escape (`\n`, `\u00e9`) that position `i` lies inside of, if any. */
+function escapeAround(text: string, i: number): [number, number] | undefined {
+  for (let j = i - 1; j >= 0 && j >= i - 5; j--) {
+    if (text.charCodeAt(j) !== 0x5c) continue;
+    if (!startsEscape(text, j)) return undefined;
+    const end = j + (text[j + 1] === "u" ? 6 : 2);
+    return end > i ? [j, end] : undefined;
+  }
+  return undefined;
+}
+
+// A value found in a JSON line must be cut out escape by escape: a value starting with `n` may
+// match the `n` of a `\n`, and leaving the backslash before the marker would break the line.
+function escapeAligned(text: string, start: number, end: number): [number, number] {
+  return [escapeAround(text, start)?.[0] ?? start, escapeAround(text, end)?.[1] ?? end];
+}
+
 function redactValues(text: string, compiled: Compiled): string {
   if (compiled.maybe === null || !compiled.maybe(text)) return text;
   const spans: Array<[start: number, end: number, name: string]> = [];
   for (const [v, name] of compiled.variants) {
-    for (let i = text.indexOf(v); i !== -1; i = text.indexOf(v, i + 1)) spans.push([i, i + v.length, name]);
+    for (let i = text.indexOf(v); i !== -1; i = text.indexOf(v, i + 1)) spans.push([...escapeAligned(text, i, i + v.length), name]);
   }
   spans.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
   let out = "";

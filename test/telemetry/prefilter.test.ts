@@ -57,6 +57,7 @@ test("property: built-in pre-checks pass every text their pattern's regex matche
     "sk-ant-", "ghp_", "gho_", "github_pat_", "AKIA", "ASIA", "xoxb-", "eyJ", ".", "Bearer ", "bearer\t", "BEARER\u00a0",
     "Authorization: Basic ", "authorization\\\": \\\"basic ", "AWS_SECRET_ACCESS_KEY=", "aws.secret-access_key: ",
     "redis://", "https://u:", "@", ":", "-----BEGIN RSA PRIVATE KEY-----", "PRIVATE KEY", " ",
+    "\\n", "\\t", "\\f", "\\u000b", "\\u0001", "\\", "\"",
   );
   const text = fc.array(fc.oneof(word, token), { maxLength: 12 }).map((xs) => xs.join(""));
   const any = combinedPrecheck(BUILTIN_PATTERNS);

@@ -113,3 +113,65 @@ test("property: short and long secrets together (prefilter and literal fallback)
     { numRuns: 300 },
   );
 });
+
+// Raw `cli.line` text is scrubbed as it is, JSON and all: what comes out must still parse, and parse
+// to what scrubbing each decoded string would give. Filler holds every character JSON escapes.
+const filler = fc.string({ unit: fc.constantFrom(..."aZ09 _-=:/@.\"\\\n\t\r\u0001\u000b\f\b\u2028é🔑"), maxLength: 12 });
+const alnum = (min: number, max: number, chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") =>
+  fc.string({ unit: fc.constantFrom(...chars), minLength: min, maxLength: max });
+const space = fc.constantFrom(" ", "\t", "\n", "\r", "\u000b", "\f");
+const b64url = (o: object): string => Buffer.from(JSON.stringify(o)).toString("base64url");
+// [shape, whether it must end its string: a truncated key runs to the end of the JSON string it is in]
+const shapeAt = fc.oneof(
+  alnum(36, 40).map((b) => [`ghp_${b}`, false] as const),
+  alnum(22, 30).map((b) => [`github_pat_11${b}_${b}`, false] as const),
+  alnum(16, 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789").map((b) => [`AKIA${b}`, false] as const),
+  alnum(8, 20).map((b) => [`${b64url({ alg: "HS256" })}.${b64url({ sub: b })}.${b}`, false] as const),
+  alnum(20, 40).map((b) => [`sk-ant-api03-${b}`, false] as const),
+  alnum(12, 20).map((b) => [`xoxb-123-${b}`, false] as const),
+  fc.tuple(alnum(8, 30), space).map(([b, sp]) => [`Authorization: Bearer${sp}${b}1`, false] as const),
+  fc.tuple(alnum(8, 20), space).map(([b, sp]) => [`authorization:${sp}Basic ${b}==`, false] as const),
+  alnum(16, 30).map((b) => [`aws_secret_access_key = ${b}`, false] as const),
+  alnum(6, 20).map((b) => [`postgres://bob:${b}@db.example:5432/app`, false] as const),
+  alnum(20, 60).map((b) => [`-----BEGIN RSA PRIVATE KEY-----\n${b}\n${b}\n-----END RSA PRIVATE KEY-----`, false] as const),
+  alnum(20, 60).map((b) => [`-----BEGIN PRIVATE KEY-----\n${b}\n${b}`, true] as const),
+);
+const field = fc.tuple(filler, shapeAt, filler).map(([a, [shape, last], b]) => (last ? a + shape : a + shape + b));
+
+test("property: scrubbing a valid JSON line with secret shapes yields valid JSON that parses to the scrubbed fields", () => {
+  const s = createScrubber();
+  fc.assert(
+    fc.property(fc.array(fc.oneof(field, filler), { minLength: 1, maxLength: 4 }), (texts) => {
+      const line = JSON.stringify({ type: "user", content: texts.map((text) => ({ type: "text", text })), nested: JSON.stringify({ t: texts[0] }) });
+      const out = s.scrub(line);
+      let parsed: { content: Array<{ text: string }>; nested: string };
+      try {
+        parsed = JSON.parse(out);
+      } catch (err) {
+        throw new Error(`not JSON after scrubbing: ${JSON.stringify(out)} (${(err as Error).message})`);
+      }
+      assert.deepEqual(
+        parsed.content.map((c) => c.text),
+        texts.map((t) => s.scrub(t)),
+      );
+    }),
+    { numRuns: 1500 },
+  );
+});
+
+test("property: registered values in a JSON line leave it valid JSON, even next to an escape", () => {
+  // Values made of the letters escapes use, so a value can start on the `n` of a `\n`.
+  const value = fc.string({ unit: fc.constantFrom(..."nrtbfu0a1B9-_\\"), minLength: 8, maxLength: 16 }).filter((v) => !/^(.)\1*$/s.test(v));
+  fc.assert(
+    fc.property(value, filler, filler, (v, a, b) => {
+      const s = createScrubber({ values: { SECRET_0: v }, patterns: false });
+      for (const raw of [a + v + b, a + v.slice(1) + b, a + "\n" + v.slice(1) + b]) {
+        const line = JSON.stringify({ text: raw, again: JSON.stringify({ t: raw }) });
+        const out = s.scrub(line);
+        const parsed = JSON.parse(out) as { text: string };
+        assert.ok(!parsed.text.includes(v), JSON.stringify(out));
+      }
+    }),
+    { numRuns: 1500 },
+  );
+});

@@ -10,6 +10,7 @@ import {
   scrubError,
   ScrubberConfigError,
 } from "../../src/telemetry/scrub.ts";
+import { secretShapeIn } from "../../src/telemetry/patterns.ts";
 
 test("env names: secret words count, metadata words and look-alikes do not", () => {
   for (const n of [
@@ -112,6 +113,35 @@ test("built-in patterns redact each secret shape and keep the surrounding words"
     ["redis://:hunter2@redis:6379", "redis://:[REDACTED:connection_password]@redis:6379"],
   ];
   for (const [input, expected] of cases) assert.equal(s.scrub(input), expected, input);
+});
+
+test("a token after a JSON escape (a tool result's new line) is found in the raw line as in the decoded text", () => {
+  const s = createScrubber();
+  const gh = "ghp_" + "aB3".repeat(12);
+  const aws = "AKIA" + "Q7ZK".repeat(4);
+  const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLWJ5dGVz";
+  for (const text of [`lines:\n${gh}\n${aws}\t${jwt}`, `\u0001${gh}`, `Authorization:\nBearer\n${"tok3n".repeat(3)}`]) {
+    const line = JSON.stringify({ type: "user", content: text });
+    const out = s.scrub(line);
+    assert.deepEqual(JSON.parse(out), { type: "user", content: s.scrub(text) });
+    for (const secret of [gh, aws, jwt, "tok3n".repeat(3)]) assert.ok(!out.includes(secret), out);
+  }
+});
+
+test("a private key inside a JSON string is redacted to its END line or its string's end, never past the closing quote", () => {
+  const s = createScrubber();
+  const key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nAAAA";
+  const line = JSON.stringify({ a: key, b: "after", c: `${key}\n-----END PRIVATE KEY-----\nok` });
+  assert.deepEqual(JSON.parse(s.scrub(line)), { a: "[REDACTED:private_key]", b: "after", c: "[REDACTED:private_key]\nok" });
+});
+
+test("secretShapeIn names the shape of a secret and ignores prose look-alikes", () => {
+  assert.equal(secretShapeIn(`use ghp_${"x1".repeat(18)} please`), "github_token");
+  assert.equal(secretShapeIn("postgres://u:secret@h/db"), "connection_password");
+  assert.equal(secretShapeIn("AKIAIOSFODNN7EXAMPLE"), "aws_access_key_id");
+  for (const prose of ["Add bearer authentication to the API", "the bearer of bad news", "see https://example.com/a@b", "ghp_ is GitHub's prefix", ""]) {
+    assert.equal(secretShapeIn(prose), undefined, prose);
+  }
 });
 
 test("ordinary text survives the patterns", () => {
