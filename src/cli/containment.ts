@@ -524,8 +524,9 @@ export interface CgroupSweepResult {
 
 function hostIsLive(name: string, ownNs: string): boolean {
   const m = /^(\d+)-(\d+)-(\d+)$/.exec(name);
-  // Not ours to judge: a name we did not write, or a host in another pid namespace.
-  if (m === null || m[1] !== ownNs) return true;
+  // Not ours to judge: a name we did not write, a host in another pid namespace, or one whose start
+  // time could not be read.
+  if (m === null || m[1] !== ownNs || m[3] === "0") return true;
   return processStartTime(Number(m[2])) === m[3];
 }
 
