@@ -13,6 +13,7 @@ import { SessionFollowers } from "./follow.ts";
 import { SessionOrder } from "./order.ts";
 import { checkAllowEnv, firstRefusedEnvName } from "./env-policy.ts";
 import { enqueueInputSchema, JOB_VERSION, parseOrThrow, renderPrompt, turnJobSchema, type EnqueueInput, type TurnJob } from "./schema.ts";
+import { secretShapeIn } from "../telemetry/patterns.ts";
 
 export interface QueueConfig {
   /** Client for the log and the ordering scripts (BullMQ gets a duplicate that retries forever). */
@@ -135,6 +136,28 @@ function strOf(o: unknown, k: string): string | undefined {
   return typeof v === "string" ? v : undefined;
 }
 
+/**
+ * Prompt text holding a secret's shape is refused, not scrubbed. The CLI needs the prompt as written,
+ * so a scrubbed copy could only go to the log while the job record (kept for days, readable by
+ * anything with queue access) still held the secret; refusing keeps it out of both, and the secret
+ * has a proper way in: an env reference, resolved on the worker and scrubbed from all it writes.
+ */
+function refuseSecretShapedText(field: string, text: string): void {
+  const shape = secretShapeIn(text);
+  if (shape === undefined) return;
+  throw new InvalidTurnError(
+    field,
+    `holds what looks like a secret (${shape}); job records and the event log must not hold secrets: pass it as options.env: { NAME: { fromEnv: "<worker env var>" } } and have the prompt refer to $NAME`,
+  );
+}
+
+/** The template, then what the variables added to it, then the appended system prompt. */
+function refuseSecretShapedPrompt(template: string, rendered: string, appendSystemPrompt: string | undefined): void {
+  refuseSecretShapedText("prompt", template);
+  if (rendered !== template) refuseSecretShapedText("variables", rendered);
+  if (appendSystemPrompt !== undefined) refuseSecretShapedText("options.appendSystemPrompt", appendSystemPrompt);
+}
+
 export function createProducer(config: QueueConfig): Producer {
   const allowEnv = checkAllowEnv(config.allowEnv ?? []);
   const logPrefix = config.logPrefix ?? DEFAULT_PREFIX;
@@ -157,6 +180,7 @@ export function createProducer(config: QueueConfig): Producer {
     const session = req.session ?? sessionId(req.idempotencyKey);
     const turn = turnId(session, req.idempotencyKey);
     const options = req.options ?? {};
+    refuseSecretShapedPrompt(req.prompt, prompt, options.appendSystemPrompt);
     const refused = firstRefusedEnvName(Object.keys(options.env ?? {}), allowEnv);
     if (refused !== undefined) throw new InvalidTurnError(`options.env.${refused.name}`, refused.why);
     const traceparent = activeTraceparent();

@@ -3,6 +3,7 @@
 // `{ fromEnv: "NAME" }`, resolved from the worker's own environment when the turn runs.
 import { z } from "zod";
 import { SESSION_ID_PATTERN } from "../log/index.ts";
+import { secretShapeIn } from "../telemetry/patterns.ts";
 import { InvalidTurnError, MissingVariableError } from "./errors.ts";
 
 export const JOB_VERSION = 1;
@@ -21,9 +22,27 @@ export type EnvRef = z.infer<typeof envRefSchema>;
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "env names are letters, digits and _");
 
+/**
+ * A literal value shaped like a secret (a token, a URL with a password) is refused whatever its
+ * variable is called: `MY_VALUE: "ghp_…"` puts the token in the job record as surely as
+ * `GITHUB_TOKEN` would, and names cannot tell a password inside `DATABASE_URL`.
+ */
+function refuseSecretShapedValues(env: Record<string, string | EnvRef>, ctx: z.RefinementCtx): void {
+  for (const [name, value] of Object.entries(env)) {
+    const shape = typeof value === "string" ? secretShapeIn(value) : undefined;
+    if (shape === undefined) continue;
+    ctx.addIssue({
+      code: "custom",
+      path: [name],
+      message: `holds what looks like a secret (${shape}): job records must not hold secrets whatever the variable is called; pass { fromEnv: "<worker env var>" } instead`,
+    });
+  }
+}
+
 export const envOverlaySchema = z
   .record(envName, z.union([z.string().max(32 * 1024), envRefSchema]))
   .superRefine((env, ctx) => {
+    refuseSecretShapedValues(env, ctx);
     for (const [name, value] of Object.entries(env)) {
       if (typeof value === "string" && isSecretName(name)) {
         ctx.addIssue({
