@@ -1,0 +1,78 @@
+// Redis ACL users for a turnstream deployment. The operator key decides whether a decision counts;
+// these users decide who can write at all: a reader (dashboards, `pending`, `tail`, `sessions`) can
+// write nothing, an operator can append decisions and rules but not touch the queue or the leases, a
+// worker can do what running turns needs. The `default` user is turned off: without that, anyone who
+// reaches the port is everyone.
+import { createHash, randomBytes } from "node:crypto";
+import { DEFAULT_PREFIX } from "../log/index.ts";
+
+export const ACL_ROLES = ["admin", "worker", "operator", "reader"] as const;
+export type AclRole = (typeof ACL_ROLES)[number];
+
+export interface AclOptions {
+  /** The event log's key prefix (TURNSTREAM_PREFIX; default "ts:"). */
+  logPrefix?: string;
+  /** The queue's prefix (TURNSTREAM_QUEUE_PREFIX; default "{turnstream}"). */
+  queuePrefix?: string;
+  /** Passwords by role; a role without one is written `off` (it cannot log in until given one). */
+  passwords?: Partial<Record<AclRole, string>>;
+}
+
+// The same characters the log and the queue accept: none of them is special in an ACL key pattern.
+const LOG_PREFIX = /^[A-Za-z0-9_.:-]{0,64}$/;
+const QUEUE_PREFIX = /^\{[A-Za-z0-9_.:-]{1,64}\}$/;
+
+/** What each role is for (Redis ACL files allow no comments, so this goes in the docs and help). */
+export const ACL_ROLE_PURPOSE: Record<AclRole, string> = {
+  admin: "administers Redis (ACL, CONFIG); never given to turnstream processes",
+  worker: "runs turns: the queue, the log, leases, snapshots, the decision hub",
+  operator: "reads everything turnstream stores; writes only session logs (decisions, rules), the trust rules and the pending index",
+  reader: "reads everything turnstream stores and writes nothing (pending, tail, sessions, dashboards)",
+};
+
+/** Key and command rules of each role (everything after the password). */
+function rules(role: AclRole, p: string, q: string): string {
+  const read = `%R~${p}* %R~${q}*`;
+  const readCommands = "-@all +@read +@connection -@dangerous +info";
+  switch (role) {
+    case "admin":
+      return "~* &* +@all";
+    case "worker":
+      return `~${p}* ~${q}* &* -@all +@all -@dangerous +info +client|setname +client|getname +client|id`;
+    case "operator": {
+      const session = `${p}{s:*}`;
+      const writable = [`${session}:events`, `${session}:meta`, `${session}:blobs`, `${p}sessions`, `${p}decisions:rules`, `${p}decisions:pending`];
+      const writes = "+evalsha +eval +xadd +hset +hdel +sadd +persist +pexpire +zadd";
+      return `${read} ${writable.map((k) => `~${k}`).join(" ")} ${readCommands} ${writes}`;
+    }
+    case "reader":
+      return `${read} ${readCommands}`;
+  }
+}
+
+const sha256 = (s: string): string => createHash("sha256").update(s).digest("hex");
+
+/**
+ * An ACL file (`redis-server --aclfile`) with the four roles and `default` turned off. A role without a
+ * password is written `off`: it cannot log in until given one (`ACL SETUSER <role> on >password`).
+ */
+export function redisAclFile(options: AclOptions = {}): string {
+  const p = options.logPrefix ?? DEFAULT_PREFIX;
+  const q = options.queuePrefix ?? "{turnstream}";
+  if (!LOG_PREFIX.test(p)) throw new Error(`log prefix ${JSON.stringify(p)} must be 0-64 characters from A-Z a-z 0-9 _ . : -`);
+  if (!QUEUE_PREFIX.test(q)) throw new Error(`queue prefix ${JSON.stringify(q)} must be one hash tag like {turnstream}`);
+  const lines = ["user default off resetpass resetkeys resetchannels -@all"];
+  for (const role of ACL_ROLES) {
+    const pw = options.passwords?.[role];
+    const login = pw === undefined ? "off resetpass" : `on resetpass #${sha256(pw)}`;
+    lines.push(`user ${role} ${login} resetkeys resetchannels ${rules(role, p, q)}`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** A fresh random password per role, for `redisAclFile({ passwords })`. */
+export function newAclPasswords(): Record<AclRole, string> {
+  const out = {} as Record<AclRole, string>;
+  for (const role of ACL_ROLES) out[role] = randomBytes(24).toString("base64url");
+  return out;
+}
