@@ -101,6 +101,14 @@ export function escapeCommands(nonce: string): string {
   return `setsid -f env -u TURNSTREAM_TREE sleep 301.${nonce} >/dev/null 2>&1; env -i setsid -f sleep 302.${nonce} >/dev/null 2>&1`;
 }
 
+/**
+ * A shell command that returns once both escaped sleepers of `nonce` run `sleep` (`setsid -f` returns
+ * before its child has dropped the marker and exec'd), so a check after it sees them as they stay.
+ */
+export function awaitEscapes(nonce: string): string {
+  return `until pgrep -xf 'sleep 301.${nonce}' >/dev/null && pgrep -xf 'sleep 302.${nonce}' >/dev/null; do :; done`;
+}
+
 /** Live pids running the escaped sleepers of `nonce` (found by /proc/<pid>/cmdline). */
 export function escapees(nonce: string): number[] {
   const want = new Set([`sleep 301.${nonce}`, `sleep 302.${nonce}`]);

@@ -13,7 +13,7 @@ import { dirname, join } from "node:path";
 import { launchCommand, RunCgroup, RunScope, selectContainment, sweepCgroups, type ContainmentKind } from "../../src/cli/containment.ts";
 import { runTurn } from "../../src/cli/index.ts";
 import { pidMark, ProcessTree } from "../../src/cli/process-tree.ts";
-import { escapeCommands, escapeNonce, escapees, fakeCli, killEscapees, startTree, waitUntil } from "./_support.ts";
+import { awaitEscapes, escapeCommands, escapeNonce, escapees, fakeCli, killEscapees, startTree, waitUntil } from "./_support.ts";
 
 const CONTAINED: readonly ContainmentKind[] = ["cgroup-v2", "cgroup-v1-freezer", "pid-namespace"];
 
@@ -45,8 +45,7 @@ for (const kind of CONTAINED) {
       await exited;
       await scope.release();
       // pid-namespace: the namespace dies with its pid 1, a moment after the launcher.
-      await waitUntil(() => escapees(nonce).length === 0, 2000, "the escaped sleepers to die");
-      assert.deepEqual(scope.members(), []);
+      await waitUntil(() => escapees(nonce).length === 0 && scope.members().length === 0, 2000, "the escaped sleepers and the tree to die");
       if (cgroup !== undefined) assert.equal(existsSync(cgroup.path), false, "the run's cgroup is removed");
     } finally {
       killEscapees(nonce);
@@ -57,7 +56,7 @@ for (const kind of CONTAINED) {
     const why = use(kind);
     if (why !== undefined) return t.skip(why);
     const nonce = escapeNonce();
-    const h = runTurn({ cwd: mkdtempSync(join(tmpdir(), "ts-contain-")), prompt: "go", claudeBin: fakeCli(escapeCommands(nonce)), killGraceMs: 500 });
+    const h = runTurn({ cwd: mkdtempSync(join(tmpdir(), "ts-contain-")), prompt: "go", claudeBin: fakeCli(`${escapeCommands(nonce)}; ${awaitEscapes(nonce)}`), killGraceMs: 500 });
     try {
       assert.equal(h.containment, kind);
       const o = await h.outcome;
@@ -76,7 +75,7 @@ for (const kind of CONTAINED) {
 test("proc-walk (no cgroup, no namespace): the escaped processes outlive the turn, the residual risk the other kinds close", async () => {
   assert.equal(use("proc-walk"), undefined);
   const nonce = escapeNonce();
-  const h = runTurn({ cwd: mkdtempSync(join(tmpdir(), "ts-contain-")), prompt: "go", claudeBin: fakeCli(escapeCommands(nonce)), killGraceMs: 200 });
+  const h = runTurn({ cwd: mkdtempSync(join(tmpdir(), "ts-contain-")), prompt: "go", claudeBin: fakeCli(`${escapeCommands(nonce)}; ${awaitEscapes(nonce)}`), killGraceMs: 200 });
   try {
     assert.equal(h.cgroup, undefined);
     await h.outcome;

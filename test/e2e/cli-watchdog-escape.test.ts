@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { runTurn, selectContainment, type ContainmentKind } from "../../src/cli/index.ts";
 import { startScriptedServer } from "../cli/_model.ts";
-import { alive, escapeCommands, escapeNonce, escapees, hermeticEnv, killEscapees, startHost, waitUntil } from "../cli/_support.ts";
+import { alive, awaitEscapes, escapeCommands, escapeNonce, escapees, hermeticEnv, killEscapees, startHost, waitUntil } from "../cli/_support.ts";
 
 /** The kinds this host offers (the best one first), each tried in turn. */
 const KINDS = (["cgroup-v2", "cgroup-v1-freezer", "pid-namespace"] as const).filter((k) => selectContainment([k]).kind === k);
@@ -24,14 +24,14 @@ for (const kind of KINDS) {
     selectContainment([kind]);
     const nonce = escapeNonce();
     const server = await startScriptedServer([
-      { tool: { name: "Bash", input: { command: `${escapeCommands(nonce)}; echo started`, description: "x" } } },
+      { tool: { name: "Bash", input: { command: `${escapeCommands(nonce)}; ${awaitEscapes(nonce)}; echo started`, description: "x" } } },
       { text: "done" },
     ]);
     try {
       const h = runTurn({ cwd: mkdtempSync(join(tmpdir(), "ts-escape-")), prompt: "run it", skipPermissions: true, sandboxed: true, env: hermeticEnv(server.url), killGraceMs: 500 });
       assert.equal(h.containment, kind);
       let ran = false;
-      for await (const l of h.lines) if (l.type === "user" && l.raw.includes("started")) ran = escapees(nonce).length > 0 || ran;
+      for await (const l of h.lines) if (l.type === "user" && l.raw.includes("started")) ran = escapees(nonce).length === 2 || ran;
       const o = await h.outcome;
       assert.equal(o.resultText, "done");
       assert.ok(ran, "the escaped sleepers were running while the turn went on");
