@@ -2,30 +2,40 @@
 // The `turnstream` command: a thin dispatcher. Each subcommand lives in ./commands/<name>.ts and
 // exports `summary` (one line for help) and `run(argv)` resolving to an exit code; commands are
 // loaded on demand so one command's dependencies never slow another's start.
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { dirname, join } from "node:path";
+import { dirname, extname, join } from "node:path";
 
 interface CommandModule {
   summary: string;
   run(argv: string[]): Promise<number>;
 }
 
-const commandsDir = join(dirname(fileURLToPath(import.meta.url)), "commands");
+const self = fileURLToPath(import.meta.url);
+const commandsDir = join(dirname(self), "commands");
+// Run from the sources the commands are .ts files; from the built package (dist/) they are .js,
+// next to their .d.ts declarations.
+const ext = extname(self);
 
 function commandNames(): string[] {
   return readdirSync(commandsDir)
-    .filter((f) => f.endsWith(".ts") && !f.startsWith("_"))
-    .map((f) => f.slice(0, -3))
+    .filter((f) => f.endsWith(ext) && !f.endsWith(`.d${ext}`) && !f.startsWith("_"))
+    .map((f) => f.slice(0, -ext.length))
     .sort();
 }
 
 async function load(name: string): Promise<CommandModule> {
-  return (await import(join(commandsDir, `${name}.ts`))) as CommandModule;
+  return (await import(join(commandsDir, `${name}${ext}`))) as CommandModule;
+}
+
+/** The package's version: package.json sits two levels up from both src/bin/ and dist/bin/. */
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
 }
 
 async function help(): Promise<void> {
-  const lines = ["usage: turnstream <command> [options]", "", "commands:"];
+  const lines = ["usage: turnstream <command> [options]", "       turnstream --version", "", "commands:"];
   for (const name of commandNames()) {
     lines.push(`  ${name.padEnd(14)} ${(await load(name)).summary}`);
   }
@@ -38,6 +48,10 @@ async function main(argv: string[]): Promise<number> {
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     await help();
     return name === undefined ? 2 : 0;
+  }
+  if (name === "--version" || name === "-v") {
+    process.stdout.write(`${version()}\n`);
+    return 0;
   }
   if (!/^[a-z][a-z-]*$/.test(name) || !commandNames().includes(name)) {
     process.stderr.write(`turnstream: unknown command '${name}'; run 'turnstream --help' for the list\n`);

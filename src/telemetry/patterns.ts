@@ -97,10 +97,22 @@ export const BUILTIN_PATTERNS: readonly ScrubPattern[] = [
   },
 ];
 
+/** Regex modifiers (`(?i:…)`) arrived in V8 12.5: Node 24 has them, Node 22 does not. */
+function hasRegexModifiers(): boolean {
+  try {
+    new RegExp("(?i:a)");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const REGEX_MODIFIERS = hasRegexModifiers();
+
 /**
  * A test that is true when any pattern's pre-check could match: one regex, case-insensitive
  * pre-checks inside `(?i:…)` groups, so clean text is scanned once. Pre-checks with flags other
- * than `i` keep their own regex.
+ * than `i` (and, where the engine has no regex modifiers, the `i` ones too) keep their own regex.
  */
 export function combinedPrecheck(patterns: readonly ScrubPattern[]): (text: string) => boolean {
   const parts: string[] = [];
@@ -108,7 +120,7 @@ export function combinedPrecheck(patterns: readonly ScrubPattern[]): (text: stri
   for (const p of patterns) {
     const flags = p.precheck.flags;
     if (flags === "") parts.push(`(?:${p.precheck.source})`);
-    else if (flags === "i") parts.push(`(?i:${p.precheck.source})`);
+    else if (flags === "i" && REGEX_MODIFIERS) parts.push(`(?i:${p.precheck.source})`);
     else own.push(p.precheck);
   }
   const one = parts.length === 0 ? null : new RegExp(parts.join("|"));
