@@ -1,0 +1,54 @@
+// What each public entry point exports, read by the TypeScript checker itself (values and types
+// alike, `export *` followed), and which exported functions and options carry no doc comment.
+import { API, SymbolFlags, type Checker, type Symbol as TsSymbol } from "typescript/unstable/sync";
+import { join } from "node:path";
+import { repoRoot } from "../support/build.ts";
+
+/** The package's public subpaths and the source file each one is built from. */
+export const ENTRY_POINTS: Record<string, string> = {
+  ".": "src/index.ts",
+  "./testing": "src/testing/index.ts",
+  "./protocol": "src/protocol/index.ts",
+};
+
+export interface EntryReport {
+  names: string[];
+  /** Exported functions without a doc comment. */
+  undocumentedFunctions: string[];
+  /** `<Interface>.<property>` of exported `…Options` interfaces without a doc comment. */
+  undocumentedOptions: string[];
+}
+
+const hasDoc = (s: TsSymbol, checker: Checker): boolean => s.getDocumentationComment(checker).trim() !== "";
+
+function report(checker: Checker, exports: readonly TsSymbol[]): EntryReport {
+  const out: EntryReport = { names: exports.map((e) => e.name).sort(), undocumentedFunctions: [], undocumentedOptions: [] };
+  for (const e of exports) {
+    const target = (e.flags & SymbolFlags.Alias) !== 0 ? checker.getAliasedSymbol(e) : e;
+    if ((target.flags & SymbolFlags.Function) !== 0 && !hasDoc(target, checker)) out.undocumentedFunctions.push(e.name);
+    if ((target.flags & SymbolFlags.Interface) !== 0 && e.name.endsWith("Options")) {
+      for (const p of checker.getPropertiesOfType(checker.getDeclaredTypeOfSymbol(target))) {
+        if (!hasDoc(p, checker)) out.undocumentedOptions.push(`${e.name}.${p.name}`);
+      }
+    }
+  }
+  return out;
+}
+
+export function publicApi(): Record<string, EntryReport> {
+  const api = new API({ cwd: repoRoot });
+  try {
+    const snapshot = api.updateSnapshot({ openProjects: [join(repoRoot, "tsconfig.json")] });
+    const project = snapshot.getProjects()[0]!;
+    const out: Record<string, EntryReport> = {};
+    for (const [subpath, file] of Object.entries(ENTRY_POINTS)) {
+      const source = project.program.getSourceFile(join(repoRoot, file));
+      const module = source === undefined ? undefined : project.checker.getSymbolAtLocation(source);
+      if (module === undefined) throw new Error(`${file} is not in the project`);
+      out[subpath] = report(project.checker, project.checker.getExportsOfModule(module));
+    }
+    return out;
+  } finally {
+    api.close();
+  }
+}

@@ -1,0 +1,27 @@
+// The public API is a checked-in list: a name that appears in an entry point without being added to
+// test/package/exports.json is a leak, a listed name that disappears breaks users.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { repoRoot } from "../support/build.ts";
+import { ENTRY_POINTS, publicApi, type EntryReport } from "./_api.ts";
+
+const listed = JSON.parse(readFileSync(join(repoRoot, "test", "package", "exports.json"), "utf8")) as Record<string, string[]>;
+const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { exports: Record<string, unknown> };
+let api: Record<string, EntryReport> | undefined;
+const apiOnce = (): Record<string, EntryReport> => (api ??= publicApi());
+
+test("package.json exports exactly the listed entry points (and package.json)", () => {
+  assert.deepEqual(Object.keys(pkg.exports).sort(), [...Object.keys(ENTRY_POINTS), "./package.json"].sort());
+  assert.deepEqual(Object.keys(listed).sort(), Object.keys(ENTRY_POINTS).sort());
+});
+
+for (const subpath of Object.keys(ENTRY_POINTS)) {
+  test(`"turnstream${subpath.slice(1)}" exports exactly the names in exports.json`, () => {
+    const names = apiOnce()[subpath]!.names;
+    const leaked = names.filter((n) => !listed[subpath]!.includes(n));
+    const missing = listed[subpath]!.filter((n) => !names.includes(n));
+    assert.deepEqual({ leaked, missing }, { leaked: [], missing: [] }, "add a new public name to test/package/exports.json, or stop exporting it");
+  });
+}
