@@ -24,6 +24,9 @@ export interface WorkerEnvConfig {
   mcpConfigFile: string | undefined;
   /** Operators' public keys (TURNSTREAM_OPERATOR_KEYS); without them supervised turns fail. */
   operatorKeys: string[] | undefined;
+  keepRawLines: boolean;
+  maxOutputLines: number | undefined;
+  maxOutputBytes: number | undefined;
 }
 
 const intFrom = (name: string) =>
@@ -48,9 +51,12 @@ const envSchema = z.object({
   TURNSTREAM_QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
   CLAUDE_BIN: z.string().min(1).optional(),
   TURNSTREAM_ALLOW_ENV: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*$/, "TURNSTREAM_ALLOW_ENV is a comma-separated list of variable names").optional(),
-  TURNSTREAM_WORKSPACE_TRUST: z.enum(["never", "job"], "TURNSTREAM_WORKSPACE_TRUST is `never` (default) or `job`").optional(),
-  TURNSTREAM_MCP_CONFIG: z.string().startsWith("/", "TURNSTREAM_MCP_CONFIG must be an absolute path").optional(),
+  "TURNSTREAM_WORKSPACE_TRUST": z.enum(["never", "job"], "TURNSTREAM_WORKSPACE_TRUST is `never` (default) or `job`").optional(),
+  "TURNSTREAM_MCP_CONFIG": z.string().startsWith("/", "TURNSTREAM_MCP_CONFIG must be an absolute path").optional(),
   TURNSTREAM_OPERATOR_KEYS: z.string().optional(),
+  "TURNSTREAM_KEEP_RAW_LINES": z.enum(["0", "1", "true", "false"], "TURNSTREAM_KEEP_RAW_LINES is 1 (keep cli.line text unscrubbed) or 0 (default)").optional(),
+  TURNSTREAM_MAX_OUTPUT_LINES: intFrom("TURNSTREAM_MAX_OUTPUT_LINES"),
+  TURNSTREAM_MAX_OUTPUT_MB: intFrom("TURNSTREAM_MAX_OUTPUT_MB"),
   "TURNSTREAM_SNAPSHOT_CACHE_MB": z.string().regex(/^\d+$/, "TURNSTREAM_SNAPSHOT_CACHE_MB must be a whole number of MiB (0 turns the cache off)").transform(Number).optional(),
 });
 
@@ -123,5 +129,8 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     workspaceTrust: e.TURNSTREAM_WORKSPACE_TRUST ?? "never",
     mcpConfigFile: e.TURNSTREAM_MCP_CONFIG,
     operatorKeys: operatorKeysFrom(e.TURNSTREAM_OPERATOR_KEYS),
+    keepRawLines: e.TURNSTREAM_KEEP_RAW_LINES === "1" || e.TURNSTREAM_KEEP_RAW_LINES === "true",
+    maxOutputLines: e.TURNSTREAM_MAX_OUTPUT_LINES,
+    maxOutputBytes: e.TURNSTREAM_MAX_OUTPUT_MB === undefined ? undefined : e.TURNSTREAM_MAX_OUTPUT_MB * 1024 * 1024,
   };
 }

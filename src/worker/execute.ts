@@ -60,6 +60,10 @@ export interface ExecuteSettings {
   retry: RetryPolicy;
   /** A head turn whose job vanished is dropped after this long (its producer died mid-enqueue). */
   orphanMs: number;
+  /** A run that prints more lines than this (stdout and stderr together) is ended; its turn fails `output_limit`. */
+  maxOutputLines: number;
+  /** Likewise for bytes of output. */
+  maxOutputBytes: number;
 }
 
 export interface ExecuteDeps {
@@ -68,9 +72,12 @@ export interface ExecuteDeps {
   settings: ExecuteSettings;
   logger: Logger;
   scrubber: Scrubber;
-  /** Knows the same secret values as `scrubber`, without patterns: for raw `cli.line` text. */
-  lineScrubber?: Scrubber;
-  /** Keep `cli.line` raw text unscrubbed. */
+  /**
+   * For raw `cli.line` text: the same secret values as `scrubber` and the built-in patterns, which
+   * keep a JSON line valid; none of a caller's hook or extra patterns, which might not.
+   */
+  lineScrubber: Scrubber;
+  /** Keep `cli.line` raw text and `turn.finished.resultText` exactly as the CLI printed them. */
   keepRawLines?: boolean;
   /** When set, every attempt gets spans (createAttemptSpans), fed each appended event in log order. */
   tracer?: Tracer;
@@ -205,13 +212,52 @@ function runScrubbers(deps: ExecuteDeps, env: Record<string, string>, refs: Map<
   // env), so its logs and job records are covered after the run has ended.
   for (const [name, value] of values) {
     deps.scrubber.addValue(name, value);
-    deps.lineScrubber?.addValue(name, value);
+    deps.lineScrubber.addValue(name, value);
   }
   return {
     scrubber: deps.scrubber.child(env, { values }),
-    lines: deps.keepRawLines === true ? undefined : deps.lineScrubber?.child(env, { values }),
+    lines: deps.keepRawLines === true ? undefined : deps.lineScrubber.child(env, { values }),
   };
 }
+
+interface OutputLimit {
+  /** Counts one line of output; false once the run is past a limit (the line is not to be written). */
+  take(bytes: number): boolean;
+  /** Why the run was ended, once it was. */
+  readonly exceeded: string | undefined;
+}
+
+const sizeText = (bytes: number): string => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`);
+
+/**
+ * A run's output against the worker's limits (a job cannot raise them): the first line past either
+ * ends the run, so a tool that floods stdout cannot fill Redis through one turn.
+ */
+function outputLimit(settings: ExecuteSettings, end: () => void): OutputLimit {
+  let lines = 0;
+  let bytes = 0;
+  let exceeded: string | undefined;
+  return {
+    take(n) {
+      if (exceeded !== undefined) return false;
+      lines++;
+      bytes += n;
+      if (lines > settings.maxOutputLines) {
+        exceeded = `the CLI printed more than ${settings.maxOutputLines} lines of output; the run was ended. The limit is the worker's TURNSTREAM_MAX_OUTPUT_LINES (option maxOutputLines)`;
+      } else if (bytes > settings.maxOutputBytes) {
+        exceeded = `the CLI printed more than ${sizeText(settings.maxOutputBytes)} of output; the run was ended. The limit is the worker's TURNSTREAM_MAX_OUTPUT_MB (option maxOutputBytes)`;
+      }
+      if (exceeded === undefined) return true;
+      end();
+      return false;
+    },
+    get exceeded() {
+      return exceeded;
+    },
+  };
+}
+
+const lineBytes = (l: ParsedLine): number => (l.category === "truncated" ? l.byteLength : Buffer.byteLength(l.raw));
 
 /** Entry point for one BullMQ job (the worker's processor). */
 export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string | undefined, signal?: AbortSignal, slot?: CliSlot): Promise<TurnJobResult> {
@@ -606,9 +652,11 @@ async function runAttempt(
     void handle.exited.then(release);
     if (supervised !== undefined) void handle.outcome.then(supervised.close, supervised.close);
     const hintLines: ParsedLine[] = [];
+    const limit = outputLimit(settings, () => handle.kill());
     const pumpOut = (async () => {
       for await (const l of handle.lines) {
         if (ctl.ac.signal.aborted && ctl.reason === "fenced") continue;
+        if (!limit.take(lineBytes(l))) continue;
         const result = isKnown(l, "result");
         if (l.type === "system/api_retry" || l.type === "rate_limit_event") hintLines.push(l);
         else if (result) ctl.slot?.ending();
@@ -619,6 +667,7 @@ async function runAttempt(
     const pumpErr = (async () => {
       for await (const s of handle.stderr) {
         if (ctl.ac.signal.aborted && ctl.reason === "fenced") continue;
+        if (!limit.take(Buffer.byteLength(s))) continue;
         await write("cli.stderr", { text: scrubMsg(s) });
       }
     })();
@@ -643,6 +692,8 @@ async function runAttempt(
     await write("cli.exit", exit);
 
     if (ctl.reason !== undefined) return await stopped();
+    // Even when the CLI got its result out before the kill: the log holds only part of the run.
+    if (limit.exceeded !== undefined) return await fail("output_limit", "OutputLimitExceeded", limit.exceeded);
     if (outcome !== undefined) {
       const cliSessionId = outcome.sessionId;
       let written: { at: string; snapshot: Snapshot } | undefined;
@@ -665,7 +716,8 @@ async function runAttempt(
       if (cliSessionId !== undefined) fin.cliSessionId = cliSessionId;
       const cost = outcome.result["total_cost_usd"];
       if (typeof cost === "number") fin.costUsd = cost;
-      if (outcome.resultText !== undefined) fin.resultText = outcome.resultText;
+      // Plain text, not a JSON line: the run's full scrubber, like stderr and error messages.
+      if (outcome.resultText !== undefined) fin.resultText = deps.keepRawLines === true ? outcome.resultText : scrubMsg(outcome.resultText);
       await write("turn.finished", fin);
       await writer.close();
       // Appended (close would have thrown otherwise): the next turn of the session may start from it.

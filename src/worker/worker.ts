@@ -69,11 +69,21 @@ export interface TurnWorkerOptions {
   /** Extra known secret values (name → value), redacted everywhere including raw `cli.line` text. */
   secretValues?: SecretValues;
   /**
-   * Keep `cli.line` raw text exactly as the CLI printed it. Default false: known secret values
-   * (never patterns, which could corrupt legitimate content) are replaced before append.
+   * Keep `cli.line` raw text and `turn.finished.resultText` exactly as the CLI printed them. Default
+   * false: known secret values and secret shapes (tokens, keys, passwords in URLs: the built-in
+   * patterns, which keep a JSON line valid) are replaced before anything is appended. Tool output is
+   * workspace and attacker input, so keep it raw only where the log is as trusted as the secrets.
    * `TURNSTREAM_KEEP_RAW_LINES=1` for worker processes.
    */
   keepRawLines?: boolean;
+  /**
+   * A CLI run that prints more lines than this (stdout and stderr together) is ended, its process
+   * tree killed, and its turn fails with errorKind `output_limit`. Default 100,000: a long agentic
+   * turn prints a few thousand. A job cannot raise it. `TURNSTREAM_MAX_OUTPUT_LINES`.
+   */
+  maxOutputLines?: number;
+  /** Likewise for bytes of output. Default 256 MiB. `TURNSTREAM_MAX_OUTPUT_MB`. */
+  maxOutputBytes?: number;
   /** Spans of every attempt go through this (flushed, bounded, on close; its owner shuts it down). */
   telemetry?: Telemetry;
   /** Tracer for attempt spans; overrides `telemetry`'s (tests: a provider with an in-memory exporter). */
@@ -104,6 +114,18 @@ export interface TurnWorker {
 }
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+// Long agentic turns print a few thousand lines and a few MB (a line per content block and per tool
+// result, about 1 KB each); these leave room for far longer ones and still bound what one turn can
+// put into Redis.
+const DEFAULT_MAX_OUTPUT_LINES = 100_000;
+const DEFAULT_MAX_OUTPUT_BYTES = 256 * 1024 * 1024;
+
+function positiveLimit(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
+  return value;
+}
 
 function boundedWait(p: Promise<unknown>, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -151,11 +173,14 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     mcpConfigFile: options.mcpConfigFile,
     retry: { ...DEFAULT_RETRY, ...options.retry },
     orphanMs: 30_000,
+    maxOutputLines: positiveLimit("maxOutputLines", options.maxOutputLines, DEFAULT_MAX_OUTPUT_LINES),
+    maxOutputBytes: positiveLimit("maxOutputBytes", options.maxOutputBytes, DEFAULT_MAX_OUTPUT_BYTES),
   };
   const running = new Map<string, RunningTurn>();
   const scrubber = options.scrubber ?? createScrubber({ env: process.env });
-  // Raw CLI lines are scrubbed by known values only: a pattern could rewrite legitimate content.
-  const lineScrubber = createScrubber({ patterns: false, env: process.env });
+  // Raw CLI lines: known values and the built-in patterns, which keep a JSON line valid; not the
+  // caller's scrubber, whose hook or extra patterns might not.
+  const lineScrubber = createScrubber({ env: process.env });
   const known = (s: Scrubber): void => {
     s.addEnv(settings.secretEnv).addEnv(settings.runEnv);
     if (options.secretValues !== undefined) s.addValues(options.secretValues);

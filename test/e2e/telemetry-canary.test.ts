@@ -177,3 +177,75 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
     await r.dispose();
   }
 });
+
+// Secret shapes the worker was never told about, as an attacker's workspace or a careless tool
+// prints them. Random each run, so no real-looking token sits in the repository.
+const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+const randomOf = (chars: string, n: number): string => Array.from(randomBytes(n), (b) => chars[b % chars.length]).join("");
+const b64url = (o: object): string => Buffer.from(JSON.stringify(o)).toString("base64url");
+
+function shapedSecrets(): Record<string, string> {
+  return {
+    github_token: `ghp_${randomOf(ALNUM, 36)}`,
+    aws_access_key_id: `AKIA${randomOf("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)}`,
+    jwt: `${b64url({ alg: "HS256", typ: "JWT" })}.${b64url({ sub: randomOf(ALNUM, 12) })}.${randomOf(ALNUM + "_-", 43)}`,
+    anthropic_key: `sk-ant-api03-${randomOf(ALNUM + "_-", 40)}`,
+  };
+}
+
+test("secret shapes in tool output, the model's text and the result never reach Redis; the log shows markers and still parses", async () => {
+  const file = shapedSecrets();
+  const inResult = `ghp_${randomOf(ALNUM, 36)}`;
+  const r = await rig({
+    responses: [
+      { content: [{ type: "tool_use", name: "Bash", input: { command: "cat deploy.env", description: "read the deploy settings" } }] },
+      { content: [{ type: "text", text: `Read them. The deploy token is ${inResult}` }] },
+    ],
+  });
+  try {
+    // The workspace is attacker input: one secret per line, as a .env or a key dump holds them.
+    writeFileSync(join(r.ws, "deploy.env"), `GITHUB_TOKEN=${file.github_token}\n${file.aws_access_key_id}\nsession: ${file.jwt}\n${file.anthropic_key}\n`);
+    const worker = r.worker();
+    const t = await r.producer.enqueueTurn({ prompt: "read deploy.env", cwd: r.ws, options: { allowedTools: ["Bash"] } });
+    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+    assert.equal(res.status, "finished", JSON.stringify(res.event.data));
+    await worker.close({ graceMs: 5000 });
+
+    // The CLI really printed them: the model got the file back in the tool result.
+    const toModel = JSON.stringify(r.server.requests().map((q) => q.messages));
+    for (const v of Object.values(file)) assert.ok(toModel.includes(v), "the tool output reached the model");
+
+    const events = await r.events(t.session);
+    const logText = JSON.stringify(events.filter((e) => e.kind !== "session.snapshot"));
+    for (const shape of Object.keys(file)) assert.ok(logText.includes(redactionMarker(shape)), `${shape} is redacted in the log`);
+    for (const e of events.filter((x) => x.kind === "cli.line")) JSON.parse(String(dataOf(e)["raw"]));
+    const finished = events.find((e) => e.kind === "turn.finished")!;
+    assert.equal(dataOf(finished)["resultText"], `Read them. The deploy token is ${redactionMarker("github_token")}`);
+    assert.equal(res.resultText, dataOf(finished)["resultText"]);
+
+    const keys = new Map([...(await dumpKeys(r.redis, `${r.space.queuePrefix}*`)), ...(await dumpKeys(r.redis, `${r.space.logPrefix}*`))]);
+    assert.ok([...keys.keys()].some((k) => k.includes(t.turn)), "the job record was dumped");
+    for (const [name, value] of Object.entries({ ...file, inResult })) {
+      const hits = [...keys].filter(([, text]) => text.includes(value)).map(([k]) => k);
+      assert.deepEqual(hits, [], `${name} is stored unscrubbed in: ${hits.join(", ")}`);
+    }
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("keepRawLines keeps cli.line text and the result text as the CLI printed them", async () => {
+  const token = `ghp_${randomOf(ALNUM, 36)}`;
+  const r = await rig({ responses: [{ content: [{ type: "text", text: `raw ${token}` }] }] });
+  try {
+    r.worker({ keepRawLines: true });
+    const t = await r.producer.enqueueTurn({ prompt: "say it", cwd: r.ws });
+    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+    assert.equal(res.status, "finished", JSON.stringify(res.event.data));
+    assert.equal(res.resultText, `raw ${token}`);
+    const lines = (await r.events(t.session)).filter((e) => e.kind === "cli.line").map((e) => String(dataOf(e)["raw"]));
+    assert.ok(lines.some((l) => l.includes(token)));
+  } finally {
+    await r.dispose();
+  }
+});

@@ -30,3 +30,13 @@ test("TURNSTREAM_ALLOW_ENV, TURNSTREAM_WORKSPACE_TRUST, TURNSTREAM_MCP_CONFIG: s
   refused({ TURNSTREAM_WORKSPACE_TRUST: "always" }, "TURNSTREAM_WORKSPACE_TRUST", /never.*job/);
   refused({ TURNSTREAM_MCP_CONFIG: "mcp.json" }, "TURNSTREAM_MCP_CONFIG", /absolute/);
 });
+
+test("TURNSTREAM_KEEP_RAW_LINES, TURNSTREAM_MAX_OUTPUT_LINES, TURNSTREAM_MAX_OUTPUT_MB: scrubbed and bounded by default, refused by name when malformed", () => {
+  const cfg = workerConfigFromEnv(base);
+  assert.deepEqual([cfg.keepRawLines, cfg.maxOutputLines, cfg.maxOutputBytes], [false, undefined, undefined]);
+  const set = workerConfigFromEnv({ ...base, TURNSTREAM_KEEP_RAW_LINES: "1", TURNSTREAM_MAX_OUTPUT_LINES: "5000", TURNSTREAM_MAX_OUTPUT_MB: "64" });
+  assert.deepEqual([set.keepRawLines, set.maxOutputLines, set.maxOutputBytes], [true, 5000, 64 * 1024 * 1024]);
+  for (const [variable, bad] of [["TURNSTREAM_KEEP_RAW_LINES", "yes"], ["TURNSTREAM_MAX_OUTPUT_LINES", "0"], ["TURNSTREAM_MAX_OUTPUT_MB", "1.5"]] as const) {
+    assert.throws(() => workerConfigFromEnv({ ...base, [variable]: bad }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable);
+  }
+});
