@@ -25,15 +25,26 @@ const kindStyle = (kind: string): "dim" | "red" | "green" | "yellow" | "blue" | 
   return "blue";
 };
 
-export function formatEvent(env: Envelope, color: boolean): string {
+/**
+ * The data with every string scrubbed. A summary cuts text short, and a token cut short no longer
+ * has its shape, so the output's own scrub would let its first characters through: scrub, then cut.
+ */
+function scrubbedData(value: unknown, scrub: Scrub): unknown {
+  if (typeof value === "string") return scrub(value);
+  if (Array.isArray(value)) return value.map((v) => scrubbedData(v, scrub));
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrubbedData(v, scrub)]));
+}
+
+export function formatEvent(env: Envelope, color: boolean, scrub: Scrub): string {
   const at = env.at.length >= 23 ? env.at.slice(11, 23) : env.at;
   const who = env.turn === "" ? "" : ` ${env.turn}#${env.attempt}`;
-  const summary = summarizeEvent(env);
+  const summary = summarizeEvent({ kind: env.kind, data: scrubbedData(env.data, scrub) });
   return `${paint(color, "dim", String(env.seq).padStart(6))} ${paint(color, "dim", at)} ${paint(color, kindStyle(env.kind), env.kind)}${who}${summary === "" ? "" : ` ${summary}`}`;
 }
 
-function print(out: Output, env: Envelope, json: boolean): void {
-  out.line(json ? JSON.stringify(env) : formatEvent(env, out.color));
+function print(out: Output, env: Envelope, json: boolean, scrub: Scrub): void {
+  out.line(json ? JSON.stringify(env) : formatEvent(env, out.color, scrub));
 }
 
 export async function run(argv: string[], scrub?: Scrub): Promise<number> {
@@ -70,7 +81,8 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     process.stderr.write("turnstream tail: --from must be a positive event number\n");
     return 2;
   }
-  const out = createOutput(process.stdout, { scrub: scrub ?? defaultScrub() });
+  const scrubText = scrub ?? defaultScrub();
+  const out = createOutput(process.stdout, { scrub: scrubText });
   const redis = await connectForCommand();
   const ac = new AbortController();
   const onSignal = (): void => ac.abort();
@@ -86,10 +98,10 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     }
     if (values.follow) {
       if (!st.exists) process.stderr.write(`turnstream tail: session ${session} has no events yet; waiting for the first\n`);
-      for await (const env of log.tail(session, { fromSeq: from, signal: ac.signal, blockMs: 1000 })) print(out, env, values.json);
+      for await (const env of log.tail(session, { fromSeq: from, signal: ac.signal, blockMs: 1000 })) print(out, env, values.json, scrubText);
     } else {
       for await (const env of log.read(session, { fromSeq: from })) {
-        print(out, env, values.json);
+        print(out, env, values.json, scrubText);
         await out.drain();
       }
     }
