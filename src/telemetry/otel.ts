@@ -1,13 +1,15 @@
 // Tracing set-up from the standard OTEL_* environment. Off unless an OTLP endpoint or a traces
-// exporter is configured (or an exporter is injected). Every exporter is wrapped in a
-// RedactingSpanExporter, so the scrubber sits between our spans and any wire.
-//
-// We build the provider from sdk-trace-base rather than sdk-node: sdk-node would also pick exporters
-// from the environment by itself, and an exporter we did not wrap is a leak.
-import { ProxyTracerProvider, trace, type Tracer, type TracerProvider } from "@opentelemetry/api";
-import { OTLPTraceExporter as OTLPJsonTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { OTLPTraceExporter as OTLPProtoTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
-import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
+// exporter is configured (or an exporter is injected). When on, the process's OpenTelemetry SDK
+// starts through NodeSDK, so the sampler, propagators, resource detectors and batch settings follow
+// the OTEL_* variables as OpenTelemetry documents them. NodeSDK has no hook to wrap the exporters it
+// would build from OTEL_TRACES_EXPORTER, and an exporter we did not wrap is a leak: so we build them
+// by the same rules (each exporter still reads its own endpoint, headers, timeout and compression
+// from the environment), wrap each in a RedactingSpanExporter and hand NodeSDK the span processors.
+// Metrics and logs stay off: turnstream emits neither, and nothing unscrubbed may leave.
+import { createRequire } from "node:module";
+import { context, propagation, ProxyTracerProvider, trace, type Tracer, type TracerProvider } from "@opentelemetry/api";
+import type { NodeSDK } from "@opentelemetry/sdk-node";
+import { defaultResource, resourceFromAttributes, type Resource } from "@opentelemetry/resources";
 import {
   BasicTracerProvider,
   BatchSpanProcessor,
@@ -19,20 +21,27 @@ import {
 import { RedactingSpanExporter } from "./redacting-exporter.ts";
 import type { EnvLike, Scrubber } from "./scrub.ts";
 
+// The SDK and the exporters take most of a second to load: only a process that traces pays for it.
+const load = createRequire(import.meta.url);
+
 export const TRACER_NAME = "turnstream";
 export const DEFAULT_SERVICE_NAME = "turnstream";
 
 export interface StartTelemetryOptions {
+  /** Scrubs every span before any exporter sees it. */
   scrubber: Scrubber;
-  /** Default process.env. */
+  /** Where the OTEL_* variables are read (default process.env). */
   env?: EnvLike;
-  /** Used instead of the OTLP exporter (tests: an InMemorySpanExporter). Still wrapped for redaction. */
+  /** Used instead of the exporters OTEL_* names (tests: an InMemorySpanExporter). Still wrapped for redaction. */
   exporter?: SpanExporter;
   /** "batch" (default) or "simple" (export each span as it ends; handy in tests). */
   processor?: "batch" | "simple";
   /** Used when OTEL_SERVICE_NAME is not set. */
   serviceName?: string;
-  /** Also install as the global tracer provider (`trace.getTracer` anywhere). Default false. */
+  /**
+   * With `exporter`: also install as the global tracer provider (`trace.getTracer` anywhere). Default
+   * false. Without one, the SDK always registers globally, as NodeSDK does.
+   */
   registerGlobal?: boolean;
 }
 
@@ -53,7 +62,7 @@ export class TelemetryConfigError extends Error {
   }
 }
 
-export type OtlpProtocol = "http/protobuf" | "http/json";
+export type OtlpProtocol = "http/protobuf" | "http/json" | "grpc";
 
 export interface TracesConfig {
   readonly enabled: boolean;
@@ -90,6 +99,13 @@ export function parseKeyValueList(text: string | undefined, variable: string): R
   return out;
 }
 
+/** Where OTLP traces go, as the exporters work it out: the signal path is appended over HTTP only. */
+function otlpTracesUrl(protocol: OtlpProtocol, endpoint: string | undefined, tracesEndpoint: string | undefined): string {
+  if (tracesEndpoint !== undefined) return tracesEndpoint;
+  if (protocol === "grpc") return endpoint ?? "http://localhost:4317";
+  return endpoint !== undefined ? `${endpoint.replace(/\/+$/, "")}/v1/traces` : "http://localhost:4318/v1/traces";
+}
+
 /** Reads the OTEL_* variables that decide whether and where traces go. Pure: no I/O. */
 export function tracesConfig(env: EnvLike, fallbackServiceName = DEFAULT_SERVICE_NAME): TracesConfig {
   const disabled = nonEmpty(env["OTEL_SDK_DISABLED"])?.toLowerCase() === "true";
@@ -108,10 +124,10 @@ export function tracesConfig(env: EnvLike, fallbackServiceName = DEFAULT_SERVICE
   if (names.includes("none")) exporters.length = 0;
   const protocolVar = nonEmpty(env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"]) !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
   const protocol = nonEmpty(env[protocolVar]) ?? "http/protobuf";
-  if (protocol !== "http/protobuf" && protocol !== "http/json") {
-    throw new TelemetryConfigError(protocolVar, `${protocolVar} is '${protocol}'; turnstream exports over http/protobuf or http/json (grpc is not bundled)`);
+  if (protocol !== "http/protobuf" && protocol !== "http/json" && protocol !== "grpc") {
+    throw new TelemetryConfigError(protocolVar, `${protocolVar} is '${protocol}'; use http/protobuf, http/json or grpc`);
   }
-  const url = tracesEndpoint ?? (endpoint !== undefined ? `${endpoint.replace(/\/+$/, "")}/v1/traces` : "http://localhost:4318/v1/traces");
+  const url = otlpTracesUrl(protocol, endpoint, tracesEndpoint);
   try {
     new URL(url);
   } catch {
@@ -147,12 +163,22 @@ export function tracesConfig(env: EnvLike, fallbackServiceName = DEFAULT_SERVICE
   };
 }
 
-function otlpExporter(config: TracesConfig): SpanExporter {
-  type Options = NonNullable<ConstructorParameters<typeof OTLPJsonTraceExporter>[0]>;
-  const options: Options = { url: config.url, headers: config.headers };
-  if (config.timeoutMillis !== undefined) options.timeoutMillis = config.timeoutMillis;
-  if (config.compression !== undefined) options.compression = config.compression as Options["compression"];
-  return config.protocol === "http/json" ? new OTLPJsonTraceExporter(options) : new OTLPProtoTraceExporter(options);
+/** The exporters OTEL_TRACES_EXPORTER names, as NodeSDK would make them; each reads its own settings from the environment. */
+function envExporters(config: TracesConfig): SpanExporter[] {
+  return config.exporters.map((name) => (name === "console" ? new ConsoleSpanExporter() : otlpExporter(config.protocol)));
+}
+
+function otlpExporter(protocol: OtlpProtocol): SpanExporter {
+  type Exporter = new () => SpanExporter;
+  const pkg = { grpc: "@opentelemetry/exporter-trace-otlp-grpc", "http/json": "@opentelemetry/exporter-trace-otlp-http", "http/protobuf": "@opentelemetry/exporter-trace-otlp-proto" }[protocol];
+  const { OTLPTraceExporter } = load(pkg) as { OTLPTraceExporter: Exporter };
+  return new OTLPTraceExporter();
+}
+
+/** A span processor over the exporter wrapped for redaction: batched, except the console (as NodeSDK does) or when asked. */
+function redactingProcessor(exporter: SpanExporter, scrubber: Scrubber, processor: "batch" | "simple" | undefined): SpanProcessor {
+  const safe = new RedactingSpanExporter(exporter, scrubber);
+  return processor === "simple" || exporter instanceof ConsoleSpanExporter ? new SimpleSpanProcessor(safe) : new BatchSpanProcessor(safe);
 }
 
 const noop = (): Telemetry => {
@@ -166,22 +192,35 @@ const noop = (): Telemetry => {
   };
 };
 
-export function startTelemetry(options: StartTelemetryOptions): Telemetry {
-  const env = options.env ?? process.env;
-  const config = tracesConfig(env, options.serviceName);
-  if (options.exporter === undefined && !config.enabled) return noop();
-  const inner: SpanExporter[] =
-    options.exporter !== undefined
-      ? [options.exporter]
-      : config.exporters.map((e) => (e === "otlp" ? otlpExporter(config) : new ConsoleSpanExporter()));
-  const spanProcessors: SpanProcessor[] = inner.map((e) => {
-    const safe = new RedactingSpanExporter(e, options.scrubber);
-    return options.processor === "simple" ? new SimpleSpanProcessor(safe) : new BatchSpanProcessor(safe);
-  });
+/**
+ * Runs `fn` with the OTEL_* variables of `env` in process.env (and no others), since the SDK and
+ * the exporters read process.env while they are built. Everything they read, they read synchronously.
+ */
+function withOtelEnv<T>(env: EnvLike, fn: () => T): T {
+  if (env === process.env) return fn();
+  const saved = Object.entries(process.env).filter(([k]) => k.startsWith("OTEL_"));
+  for (const [k] of saved) delete process.env[k];
+  for (const [k, v] of Object.entries(env)) if (k.startsWith("OTEL_") && v !== undefined) process.env[k] = v;
+  try {
+    return fn();
+  } finally {
+    for (const k of Object.keys(process.env)) if (k.startsWith("OTEL_")) delete process.env[k];
+    for (const [k, v] of saved) process.env[k] = v;
+  }
+}
+
+/** The provider behind the global tracer API (the no-op one until an SDK registers). */
+function globalTracerProvider(): TracerProvider {
+  const global = trace.getTracerProvider();
+  return global instanceof ProxyTracerProvider ? global.getDelegate() : global;
+}
+
+/** A tracer provider of our own for an injected exporter: tests and embedders, global only when asked. */
+function privateTelemetry(options: StartTelemetryOptions, config: TracesConfig, exporter: SpanExporter): Telemetry {
   const resource = defaultResource()
     .merge(resourceFromAttributes(config.resourceAttributes))
     .merge(resourceFromAttributes({ "service.name": config.serviceName }));
-  const provider = new BasicTracerProvider({ resource, spanProcessors });
+  const provider = new BasicTracerProvider({ resource, spanProcessors: [redactingProcessor(exporter, options.scrubber, options.processor)] });
   if (options.registerGlobal === true) trace.setGlobalTracerProvider(provider);
   let down: Promise<void> | undefined;
   return {
@@ -191,4 +230,60 @@ export function startTelemetry(options: StartTelemetryOptions): Telemetry {
     forceFlush: () => provider.forceFlush(),
     shutdown: () => (down ??= provider.shutdown()),
   };
+}
+
+/** Starts NodeSDK with our redacting span processors; the SDK registers itself globally, as it always does. */
+function sdkTelemetry(options: StartTelemetryOptions, config: TracesConfig, env: EnvLike): Telemetry {
+  const before = globalTracerProvider();
+  const sdk = withOtelEnv(env, () => {
+    const { NodeSDK: Sdk } = load("@opentelemetry/sdk-node") as { NodeSDK: typeof NodeSDK };
+    // The fallback service name sits under what the resource detectors find (OTEL_SERVICE_NAME and
+    // OTEL_RESOURCE_ATTRIBUTES win).
+    const resource: Resource = defaultResource().merge(resourceFromAttributes({ "service.name": config.serviceName }));
+    const started = new Sdk({
+      resource,
+      spanProcessors: envExporters(config).map((e) => redactingProcessor(e, options.scrubber, options.processor)),
+      metricReaders: [],
+      logRecordProcessors: [],
+    });
+    started.start();
+    return started;
+  });
+  const provider = globalTracerProvider();
+  if (provider === before) {
+    void sdk.shutdown();
+    throw new TelemetryConfigError("OTEL_TRACES_EXPORTER", "an OpenTelemetry SDK is already registered in this process; start turnstream's tracing once, or pass your own exporter");
+  }
+  let down: Promise<void> | undefined;
+  const shutdown = async (): Promise<void> => {
+    await sdk.shutdown();
+    // Leave the process as it was, so tracing can start again (tests start it more than once).
+    if (globalTracerProvider() === provider) {
+      trace.disable();
+      propagation.disable();
+      context.disable();
+    }
+  };
+  return {
+    enabled: true,
+    tracerProvider: provider,
+    tracer: provider.getTracer(TRACER_NAME),
+    forceFlush: async () => {
+      await (provider as { forceFlush?: () => Promise<void> }).forceFlush?.();
+    },
+    shutdown: () => (down ??= shutdown()),
+  };
+}
+
+/**
+ * Starts tracing as the OTEL_* variables say (`env`, default process.env): off unless an endpoint or
+ * a traces exporter is set, else the OpenTelemetry SDK with every exporter behind the scrubber.
+ * With `exporter`, spans go to it (scrubbed) through a provider of our own instead.
+ */
+export function startTelemetry(options: StartTelemetryOptions): Telemetry {
+  const env = options.env ?? process.env;
+  const config = tracesConfig(env, options.serviceName);
+  if (options.exporter !== undefined) return privateTelemetry(options, config, options.exporter);
+  if (!config.enabled) return noop();
+  return sdkTelemetry(options, config, env);
 }
