@@ -1,8 +1,8 @@
 // Telemetry overhead on ingest: 100,000 realistic cli.line events through the event log's writer,
 // with telemetry and scrubbing on against off, alternating in the same run on the same Redis. "On"
 // is the worker's own path for a stdout line: the raw text is scrubbed of the 20 known secret
-// values (values only, as the worker does for cli.line: a pattern could rewrite legitimate content),
-// the scrubbed text is appended, and the envelope feeds the attempt's spans, which are exported in
+// values and the built-in secret shapes (as the worker's line scrubber does: its patterns keep a
+// JSON line valid), the scrubbed text is appended, and the envelope feeds the attempt's spans, which are exported in
 // batches through the RedactingSpanExporter (the full scrubber, patterns too) to an exporter that
 // drops them: no network. Ratio = on rate / off rate (best of the rounds of each); a third mode
 // scrubs lines but builds no spans, to tell the scrubber's share of the cost from the spans'.
@@ -108,7 +108,7 @@ async function ingest(items: string[], parsed: readonly ParsedLine[], mode: Mode
   const session = `bench-tel-${runNo++}-${randomBytes(3).toString("hex")}`;
   const exporter = new DroppingExporter();
   const scrubber = createScrubber({ values: secrets });
-  const lineScrubber = createScrubber({ values: secrets, patterns: false });
+  const lineScrubber = createScrubber({ values: secrets });
   const telemetry = withTelemetry ? startTelemetry({ scrubber, exporter, env: {} }) : undefined;
   let redacted = 0;
   const t0 = performance.now();
