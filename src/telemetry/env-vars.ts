@@ -27,6 +27,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", readIn: "src/telemetry/otel.ts", meaning: "per-signal compression" },
   { name: "OTEL_SERVICE_NAME", readIn: "src/telemetry/otel.ts", meaning: "service.name of the spans (default turnstream)" },
   { name: "OTEL_RESOURCE_ATTRIBUTES", readIn: "src/telemetry/otel.ts", meaning: "k=v,… resource attributes (scrubbed before export)" },
+  { name: "TURNSTREAM_WORKSPACE_ROOTS", readIn: "src/worker/config.ts", meaning: "colon-separated absolute directories a turn's cwd must lie under; a worker does not start without it" },
   { name: "ANTHROPIC_API_KEY", readIn: "src/cli/env.ts", meaning: "passed through to the claude CLI; registered as a secret by the scrubber" },
   { name: "TURNSTREAM_KEEP_RAW_LINES", readIn: "src/worker/config.ts", meaning: "1 keeps cli.line text and turn.finished.resultText exactly as the CLI printed them; default: known secret values (env, job env references, credential tokens) and secret shapes (tokens, keys, passwords in URLs) are replaced before append" },
   { name: "TURNSTREAM_MAX_OUTPUT_LINES", readIn: "src/worker/config.ts", meaning: "lines of output (stdout and stderr) one CLI run may print; past it the run's tree is killed and the turn fails with errorKind output_limit (default 100000)" },

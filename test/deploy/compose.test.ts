@@ -1,13 +1,15 @@
 // Docker cannot run here, so the deployment files are checked by reading them: services and ports,
-// collector pipelines wired to defined components, collector patterns covering our secret shapes, and
-// every variable compose sets being documented and actually read by the code.
+// health checks, the worker's workspace and user, collector pipelines wired to defined components,
+// collector patterns generated from the scrubber's, and every variable compose sets being documented
+// and actually read by the code. compose-run.test.ts starts the services' commands.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import { ENV_VAR_NAMES } from "../../src/telemetry/env-vars.ts";
+import { collectorRedaction, COLLECTOR_FILE, generatedCollectorYaml } from "../../scripts/gen-collector.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const compose = parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), { merge: true }) as {
@@ -21,20 +23,52 @@ test("compose has the five services; workers scale (no container_name, no host p
   const worker = compose.services["worker"]!;
   assert.equal(worker["container_name"], undefined);
   assert.equal(worker["ports"], undefined);
-  assert.deepEqual(worker["command"], ["node", "src/bin/turnstream.ts", "worker"]);
-  assert.deepEqual(compose.services["projector"]!["command"], ["node", "src/bin/turnstream.ts", "projector"]);
+  assert.deepEqual(worker["command"], ["node", "dist/bin/turnstream.js", "worker"]);
+  assert.deepEqual(compose.services["projector"]!["command"], ["node", "dist/bin/turnstream.js", "projector"]);
   for (const [name, svc] of Object.entries(compose.services)) {
     assert.equal(svc["container_name"], undefined, `${name} has a fixed container_name`);
     for (const p of (svc["ports"] ?? []) as string[]) {
       assert.match(String(p), /^127\.0\.0\.1:\d+:\d+$/, `${name} publishes ${p} beyond loopback`);
     }
   }
-  assert.ok(String(compose.services["otel-collector"]!["image"]).startsWith("otel/opentelemetry-collector-contrib:"));
+  const collectorBuild = compose.services["otel-collector"]!["build"] as { context: string; dockerfile: string };
+  const collectorDockerfile = readFileSync(join(root, collectorBuild.context, collectorBuild.dockerfile), "utf8");
+  assert.match(collectorDockerfile, /^FROM otel\/opentelemetry-collector-contrib:/m);
   assert.match(String(compose.services["jaeger"]!["image"]), /^jaegertracing\/jaeger:2\./);
   assert.ok((compose.services["otel-collector"]!["volumes"] as string[]).some((v) => v.startsWith("./otel/collector.yaml:")));
   const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
   assert.match(dockerfile, /npm ci/);
   assert.match(dockerfile, /COPY package\.json package-lock\.json/);
+  assert.match(dockerfile, /npm run build/);
+});
+
+test("every long-running service has a health check, and the turnstream ones use a command their image has", () => {
+  for (const [name, svc] of Object.entries(compose.services)) {
+    const check = svc["healthcheck"] as { test: string[] } | undefined;
+    assert.ok(check !== undefined && Array.isArray(check.test) && check.test[0] === "CMD", `${name} has no health check`);
+  }
+  for (const name of ["worker", "projector"]) {
+    assert.deepEqual((compose.services[name]!["healthcheck"] as { test: string[] }).test, ["CMD", "node", "dist/bin/turnstream.js", "healthcheck"]);
+  }
+  assert.ok(existsSync(join(root, "src", "bin", "commands", "healthcheck.ts")));
+  assert.equal(compose.services["worker"]!["depends_on"]["otel-collector"]["condition"], "service_healthy");
+});
+
+test("the worker runs as a non-root user with a workspace volume under each of its roots", () => {
+  const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
+  const runtimeStage = dockerfile.slice(dockerfile.lastIndexOf("\nFROM "));
+  const user = /^USER (\S+)/m.exec(runtimeStage)?.[1];
+  assert.ok(user !== undefined && user !== "root" && user !== "0", `the image runs as ${user ?? "root"}`);
+  assert.match(runtimeStage, new RegExp(`chown ${user}:${user} /workspace`));
+  const worker = compose.services["worker"]!;
+  const roots = String(worker["environment"]["TURNSTREAM_WORKSPACE_ROOTS"] ?? "").split(":").filter((r) => r !== "");
+  assert.ok(roots.length > 0, "TURNSTREAM_WORKSPACE_ROOTS is not set for the worker");
+  const mounts = ((worker["volumes"] ?? []) as string[]).map((v) => ({ source: v.split(":")[0]!, target: v.split(":")[1]! }));
+  for (const r of roots) {
+    const mount = mounts.find((m) => r === m.target || r.startsWith(`${m.target}/`));
+    assert.ok(mount !== undefined, `${r} is on no volume`);
+    assert.ok(mount.source in (compose.volumes ?? {}), `${mount.source} is not a named volume`);
+  }
 });
 
 test("services reach each other by compose names that exist", () => {
@@ -68,8 +102,11 @@ test("collector pipelines use only defined components, and end with redaction be
   assert.equal(collector["receivers"]["otlp"]["protocols"]["http"]["endpoint"], "0.0.0.0:4318");
 });
 
-// RE2 and JS agree on the subset the collector file uses; `(?i)` becomes the i flag.
-const toJs = (re2: string): RegExp => (re2.startsWith("(?i)") ? new RegExp(re2.slice(4), "i") : new RegExp(re2));
+// RE2 and JS agree on the subset the collector file uses; `(?i)` becomes the i flag, `(?P<` is `(?<`.
+const toJs = (re2: string): RegExp => {
+  const js = re2.replaceAll("(?P<", "(?<");
+  return js.startsWith("(?i)") ? new RegExp(js.slice(4), "i") : new RegExp(js);
+};
 
 const SAMPLES: Record<string, string> = {
   anthropic_key: "sk-ant-api03-AbCdEf0123456789_xyz",
@@ -80,28 +117,29 @@ const SAMPLES: Record<string, string> = {
   slack_token: "xoxb-123456789012-abcdefghijkl",
   jwt: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
   bearer_token: "Authorization: Bearer abc.DEF-123_456~xyz",
+  basic_auth: "Authorization: Basic dXNlcjpwYXNzd29yZA==",
   private_key: "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
   connection_password: "postgres://bob:hunter2@db:5432/app",
 };
 
-test("collector block patterns cover every secret shape the scrubber knows, and spare ordinary text", () => {
+test("the collector's redaction is exactly what npm run gen:collector makes from the scrubber's patterns", () => {
+  const text = readFileSync(COLLECTOR_FILE, "utf8");
+  assert.equal(text, generatedCollectorYaml(text), "otel/collector.yaml is stale: run npm run gen:collector");
+  const generated = collectorRedaction();
+  assert.deepEqual(collector["processors"]["redaction"]["blocked_values"], generated.blockedValues);
+  assert.deepEqual(collector["processors"]["transform/scrub"]["trace_statements"], generated.traceStatements);
+});
+
+test("collector block patterns catch every secret shape the scrubber knows, and spare ordinary text", () => {
   const blocked = (collector["processors"]["redaction"]["blocked_values"] as string[]).map(toJs);
-  const statements = (collector["processors"]["transform/scrub"]["trace_statements"] as Array<{ context: string; statements: string[] }>)
-    .flatMap((s) => s.statements);
-  const spanStatements = collector["processors"]["transform/scrub"]["trace_statements"].find((s: { context: string }) => s.context === "span").statements as string[];
-  const transformRegexes = spanStatements
-    .map((s) => /^replace_all_patterns\(attributes, "value", "(.*)", "[^"]*"\)$/.exec(s)?.[1])
-    .filter((s): s is string => s !== undefined)
-    .map(toJs);
+  const statements = (collector["processors"]["transform/scrub"]["trace_statements"] as Array<{ context: string; statements: string[] }>).flatMap((s) => s.statements);
   for (const [name, sample] of Object.entries(SAMPLES)) {
     assert.ok(blocked.some((re) => re.test(sample)), `redaction processor misses ${name}`);
-    assert.ok(transformRegexes.some((re) => re.test(sample)), `transform processor misses ${name}`);
   }
   for (const ordinary of ["https://example.com/docs", "bearer of news", "ASIAN", '{"input_tokens":12}', "git@github.com:o/r.git"]) {
     assert.ok(!blocked.some((re) => re.test(ordinary)), `redaction would mask ordinary text: ${ordinary}`);
   }
   assert.ok(statements.includes('delete_key(attributes, "exception.stacktrace")'));
-  for (const s of statements) assert.ok(!s.includes("\\"), `backslash in OTTL statement needs double escaping: ${s}`);
 });
 
 function sourceFiles(dir: string): string[] {
