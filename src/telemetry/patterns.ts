@@ -91,9 +91,11 @@ export const BUILTIN_PATTERNS: readonly ScrubPattern[] = [
     name: "connection_password",
     precheck: /\/\/(?<=:\/\/)/,
     // `scheme://user:pass@host` keeps scheme, user and host; the last `@` before the path ends the
-    // password, so `p@ss` is redacted whole. An empty user (`redis://:pw@host`) is common. No `\b`
-    // before the scheme: it is kept whatever it is, and `\f9postgres://` must match as `9postgres://` does.
-    regex: /(?<keep>[a-z][a-z0-9+.-]*:\/\/[^\s:@/"'\\]*:)(?!\[REDACTED:)[^\s/"'\\]+(?<tail>@)/gi,
+    // password, so `p@ss` is redacted whole. An empty user (`redis://:pw@host`) is common. The scheme
+    // is kept whatever it is, so it is taken as the whole run of scheme characters: `\f9postgres://`
+    // in a JSON line then matches as `9postgres://` does in its decoded text, and each run is tried
+    // once, not from each of its characters (a long base64 run would make that quadratic).
+    regex: /(?<keep>(?<![a-z0-9+.-])[a-z0-9+.-]+:\/\/[^\s:@/"'\\]*:)(?!\[REDACTED:)[^\s/"'\\]+(?<tail>@)/gi,
   },
 ];
 
