@@ -69,8 +69,9 @@ export interface TurnCancelledData {
 export interface SessionSnapshotData {
   cliSessionId: string;
   /**
-   * The session file's bytes exactly as the CLI wrote them, base64 (big ones go to a blob); with
-   * `baseSeq`, only the bytes appended since the snapshot at that seq.
+   * The session file's bytes as the CLI wrote them, scrubbed like cli.line text unless the worker
+   * keeps raw lines, base64 (big ones go to a blob); with `baseSeq`, only the bytes appended since
+   * the snapshot at that seq.
    */
   base64: string;
   /** Length and sha256 of the whole file. */

@@ -77,7 +77,7 @@ export interface ExecuteDeps {
    * keep a JSON line valid; none of a caller's hook or extra patterns, which might not.
    */
   lineScrubber: Scrubber;
-  /** Keep `cli.line` raw text and `turn.finished.resultText` exactly as the CLI printed them. */
+  /** Keep `cli.line` raw text, `turn.finished.resultText` and session snapshots exactly as the CLI wrote them. */
   keepRawLines?: boolean;
   /** When set, every attempt gets spans (createAttemptSpans), fed each appended event in log order. */
   tracer?: Tracer;
@@ -258,6 +258,18 @@ function outputLimit(settings: ExecuteSettings, end: () => void): OutputLimit {
 }
 
 const lineBytes = (l: ParsedLine): number => (l.category === "truncated" ? l.byteLength : Buffer.byteLength(l.raw));
+
+/**
+ * The session file as its snapshot stores it: scrubbed like the lines (it is JSONL holding every tool
+ * result of the session, and the patterns keep each line valid), so a resumed session shows the
+ * model markers where secrets were. A file with nothing to scrub keeps its exact bytes.
+ */
+function scrubbedSessionFile(file: Buffer, lines: Scrubber | undefined): Buffer {
+  if (lines === undefined) return file;
+  const text = file.toString("utf8");
+  const out = lines.scrub(text, { sink: "log", field: "session.snapshot" });
+  return out === text ? file : Buffer.from(out, "utf8");
+}
 
 /** Entry point for one BullMQ job (the worker's processor). */
 export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string | undefined, signal?: AbortSignal, slot?: CliSlot): Promise<TurnJobResult> {
@@ -698,7 +710,7 @@ async function runAttempt(
       const cliSessionId = outcome.sessionId;
       let written: { at: string; snapshot: Snapshot } | undefined;
       if (outcome.sessionFile !== undefined && cliSessionId !== undefined) {
-        const file = outcome.sessionFile;
+        const file = scrubbedSessionFile(outcome.sessionFile, lineScrubber);
         const rec = snapshotRecord(file, cliSessionId, resume === snapshot?.cliSessionId ? snapshot : undefined);
         const snap: SessionSnapshotData = rec.data;
         const at = new Date().toISOString();

@@ -69,10 +69,11 @@ export interface TurnWorkerOptions {
   /** Extra known secret values (name → value), redacted everywhere including raw `cli.line` text. */
   secretValues?: SecretValues;
   /**
-   * Keep `cli.line` raw text and `turn.finished.resultText` exactly as the CLI printed them. Default
-   * false: known secret values and secret shapes (tokens, keys, passwords in URLs: the built-in
-   * patterns, which keep a JSON line valid) are replaced before anything is appended. Tool output is
-   * workspace and attacker input, so keep it raw only where the log is as trusted as the secrets.
+   * Keep `cli.line` raw text, `turn.finished.resultText` and session snapshots (the CLI's session
+   * file) exactly as the CLI wrote them. Default false: known secret values and secret shapes
+   * (tokens, keys, passwords in URLs: the built-in patterns, which keep a JSON line valid) are
+   * replaced before anything is appended, and a resumed session shows the model the markers. Tool
+   * output is workspace and attacker input, so keep it raw only where the log is as trusted as the secrets.
    * `TURNSTREAM_KEEP_RAW_LINES=1` for worker processes.
    */
   keepRawLines?: boolean;

@@ -3,16 +3,16 @@
 // the CLI's stderr (a wrapper around the CLI prints one), in a Bash tool's output, in the command the
 // model asks Bash to run, in an API error message from the model server, and in an error thrown by an
 // event observer. Spans go over OTLP/HTTP (json) to a real receiver on loopback. Afterwards every
-// OTLP request body, every worker log line, every Redis key under the queue and log prefixes and every
-// event-log entry except session snapshots (the session file is kept as the CLI wrote it, for resume)
-// must hold no canary, while the same spans still name the tool and the error kind.
+// OTLP request body, every worker log line, every Redis key under the queue and log prefixes, every
+// event-log entry and the session files the snapshots hold (decoded) must hold no canary, while the
+// same spans still name the tool and the error kind.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { chmodSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ATTEMPT_SPAN_NAME, createLogger, createScrubber, GENAI, redactionMarker, startTelemetry, toolSpanName } from "../../src/telemetry/index.ts";
-import type { RedisClient } from "../../src/log/index.ts";
+import type { Envelope, RedisClient } from "../../src/log/index.ts";
 import { startOtlpReceiver } from "../telemetry/otlp-receiver.ts";
 import { dataOf, rig } from "../worker/_more.ts";
 
@@ -20,7 +20,10 @@ const canary = (what: string): string => `cnry${what}${randomBytes(8).toString("
 
 type Scanner = { scan(...a: unknown[]): Promise<[string, string[]]> };
 
-/** Every value under `pattern`, as text; stream entries of session snapshots (and their blobs) left out. */
+/**
+ * Every value under `pattern`, as text; stream entries of session snapshots (and their blobs) left
+ * out: they hold the session file base64-encoded, and are checked decoded (snapshotFiles).
+ */
 async function dumpKeys(redis: RedisClient, pattern: string): Promise<Map<string, string>> {
   const keys: string[] = [];
   let cursor = "0";
@@ -63,6 +66,11 @@ async function dumpKeys(redis: RedisClient, pattern: string): Promise<Map<string
     out.set(key, (await redis.get(key)) ?? "");
   }
   return out;
+}
+
+/** The session file bytes every snapshot event of `events` holds (whole or appended), decoded. */
+function snapshotFiles(events: Envelope[]): string[] {
+  return events.filter((e) => e.kind === "session.snapshot").map((e) => Buffer.from(String(dataOf(e)["base64"]), "base64").toString("utf8"));
 }
 
 test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; spans keep tool names and error kinds", async () => {
@@ -166,7 +174,9 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
       ...logLines.map((l, i): [string, string] => [`log line ${i}`, l]),
       ...[...keys].map(([k, v]): [string, string] => [`redis ${k}`, v]),
       ["event log", logText],
+      ...snapshotFiles(events).map((f, i): [string, string] => [`session snapshot ${i}`, f]),
     ];
+    assert.ok(snapshotFiles(events).some((f) => f.includes(redactionMarker("DEPLOY_TOKEN"))), "the session file held the Bash output, redacted");
     for (const [name, value] of Object.entries(c)) {
       const hits = sinks.filter(([, text]) => text.includes(value)).map(([where]) => where);
       assert.deepEqual(hits, [], `canary ${name} leaked into: ${hits.join(", ")}`);
@@ -200,6 +210,7 @@ test("secret shapes in tool output, the model's text and the result never reach 
     responses: [
       { content: [{ type: "tool_use", name: "Bash", input: { command: "cat deploy.env", description: "read the deploy settings" } }] },
       { content: [{ type: "text", text: `Read them. The deploy token is ${inResult}` }] },
+      { content: [{ type: "text", text: "resumed" }] },
     ],
   });
   try {
@@ -209,11 +220,18 @@ test("secret shapes in tool output, the model's text and the result never reach 
     const t = await r.producer.enqueueTurn({ prompt: "read deploy.env", cwd: r.ws, options: { allowedTools: ["Bash"] } });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
-    await worker.close({ graceMs: 5000 });
-
     // The CLI really printed them: the model got the file back in the tool result.
     const toModel = JSON.stringify(r.server.requests().map((q) => q.messages));
     for (const v of Object.values(file)) assert.ok(toModel.includes(v), "the tool output reached the model");
+
+    // The next turn resumes from the scrubbed session file: the model sees markers, not secrets.
+    const t2 = await r.producer.enqueueTurn({ prompt: "and now?", cwd: r.ws, session: t.session });
+    const res2 = await r.producer.waitForTurn(t2.turn, { timeoutMs: 60_000 });
+    assert.equal(res2.status, "finished", JSON.stringify(res2.event.data));
+    assert.equal(res2.cliSessionId, res.cliSessionId, "the session was resumed");
+    const resumed = JSON.stringify(r.server.requests().at(-1)!.messages);
+    assert.ok(resumed.includes(redactionMarker("github_token")) && !resumed.includes(file.github_token), "the resumed history holds the marker");
+    await worker.close({ graceMs: 5000 });
 
     const events = await r.events(t.session);
     const logText = JSON.stringify(events.filter((e) => e.kind !== "session.snapshot"));
@@ -225,16 +243,19 @@ test("secret shapes in tool output, the model's text and the result never reach 
 
     const keys = new Map([...(await dumpKeys(r.redis, `${r.space.queuePrefix}*`)), ...(await dumpKeys(r.redis, `${r.space.logPrefix}*`))]);
     assert.ok([...keys.keys()].some((k) => k.includes(t.turn)), "the job record was dumped");
+    const snapshots = snapshotFiles(events);
+    assert.ok(snapshots.length >= 2, "both turns left a snapshot");
     for (const [name, value] of Object.entries({ ...file, inResult })) {
       const hits = [...keys].filter(([, text]) => text.includes(value)).map(([k]) => k);
       assert.deepEqual(hits, [], `${name} is stored unscrubbed in: ${hits.join(", ")}`);
+      assert.ok(!snapshots.some((f) => f.includes(value)), `${name} is in a session snapshot`);
     }
   } finally {
     await r.dispose();
   }
 });
 
-test("keepRawLines keeps cli.line text and the result text as the CLI printed them", async () => {
+test("keepRawLines keeps cli.line text, the result text and the session file as the CLI wrote them", async () => {
   const token = `ghp_${randomOf(ALNUM, 36)}`;
   const r = await rig({ responses: [{ content: [{ type: "text", text: `raw ${token}` }] }] });
   try {
@@ -243,8 +264,9 @@ test("keepRawLines keeps cli.line text and the result text as the CLI printed th
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     assert.equal(res.resultText, `raw ${token}`);
-    const lines = (await r.events(t.session)).filter((e) => e.kind === "cli.line").map((e) => String(dataOf(e)["raw"]));
-    assert.ok(lines.some((l) => l.includes(token)));
+    const events = await r.events(t.session);
+    assert.ok(events.some((e) => e.kind === "cli.line" && String(dataOf(e)["raw"]).includes(token)));
+    assert.ok(snapshotFiles(events).some((f) => f.includes(token)), "the session file is kept as the CLI wrote it");
   } finally {
     await r.dispose();
   }
