@@ -194,7 +194,7 @@ const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const randomOf = (chars: string, n: number): string => Array.from(randomBytes(n), (b) => chars[b % chars.length]).join("");
 const b64url = (o: object): string => Buffer.from(JSON.stringify(o)).toString("base64url");
 
-function shapedSecrets(): Record<string, string> {
+function shapedSecrets(): { github_token: string; aws_access_key_id: string; jwt: string; anthropic_key: string } {
   return {
     github_token: `ghp_${randomOf(ALNUM, 36)}`,
     aws_access_key_id: `AKIA${randomOf("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)}`,
