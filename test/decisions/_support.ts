@@ -2,7 +2,7 @@
 // that trusts the test operator's key, helpers to decide and add rules signed with it, to run a real
 // CLI turn under supervision and to wait for log events.
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runTurn } from "../../src/cli/index.ts";
@@ -12,6 +12,7 @@ import {
   decide,
   generateOperatorKey,
   operatorKeyFromPem,
+  parseOperatorKeys,
   prepareSupervisedRun,
   RuleStore,
   ruleId,
@@ -80,9 +81,12 @@ export async function withHub(ctx: Ctx, options: Partial<DecisionHubOptions> = {
   return ctx.hub;
 }
 
+/** The keys the hubs of these tests trust (what TURNSTREAM_OPERATOR_KEYS gives an operator). */
+export const trustedKeys = parseOperatorKeys([OPERATOR.publicKey]);
+
 /** decide() as the test operator, in ctx's session. */
 export function decideAs(ctx: Ctx, input: Omit<DecideInput, "session"> & { session?: string }): Promise<DecideResult> {
-  return decide({ log: ctx.log, operatorKey }, { session: ctx.session, ...input });
+  return decide({ log: ctx.log, operatorKey, trustedKeys }, { session: ctx.session, ...input });
 }
 
 /** Stores a rule signed by the test operator. */
@@ -106,11 +110,35 @@ export interface TurnResult {
 export const bash = (command: string): ScriptResponse => ({ content: [{ type: "tool_use", name: "Bash", input: { command, description: "test step" } }] });
 
 /** One real CLI turn under supervision: the scripted tool calls, then "finished". */
-export async function supervisedTurn(ctx: Ctx, run: SupervisedRun, steps: ScriptResponse[], extraArgs: string[] = []): Promise<TurnResult> {
+export interface TurnExtras {
+  /** Laid over the CLI's hermetic env (e.g. what a hostile job would set). */
+  env?: Record<string, string>;
+  mcpConfigFile?: string;
+}
+
+/** The MCP server the tests start: `mcp__probe__touch` creates the file named by `path`. */
+export const MCP_PROBE = join(import.meta.dirname, "_mcp-probe.mjs");
+
+/** An MCP config file in ctx.dir that starts the probe server. */
+export function mcpProbeConfig(dir: string): string {
+  const file = join(dir, "mcp.json");
+  writeFileSync(file, JSON.stringify({ mcpServers: { probe: { command: process.execPath, args: [MCP_PROBE] } } }));
+  return file;
+}
+
+export async function supervisedTurn(ctx: Ctx, run: SupervisedRun, steps: ScriptResponse[], extraArgs: string[] = [], extras: TurnExtras = {}): Promise<TurnResult> {
   const server = await startModelServer({ script: { responses: [...steps, { content: [{ type: "text", text: "finished" }] }] } });
   const h = hermeticEnv({ baseUrl: server.url });
   try {
-    const handle = runTurn({ cwd: ctx.dir, prompt: "do the steps", env: h.env, ...run.turnOptions, extraArgs: run.argsFilter(extraArgs), timeoutMs: 120_000 });
+    const handle = runTurn({
+      cwd: ctx.dir,
+      prompt: "do the steps",
+      env: { ...h.env, ...extras.env },
+      ...(extras.mcpConfigFile !== undefined ? { mcpConfigFile: extras.mcpConfigFile } : {}),
+      ...run.turnOptions,
+      extraArgs: run.argsFilter(extraArgs),
+      timeoutMs: 120_000,
+    });
     const lines: Array<Record<string, any>> = [];
     for await (const l of handle.lines) if (l.category === "known" || l.category === "unknown") lines.push(l.line as Record<string, any>);
     await handle.outcome.catch(() => {});

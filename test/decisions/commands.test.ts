@@ -1,7 +1,8 @@
-// `turnstream pending` and `turnstream decide` as operators run them, against a waiting hub.
+// `turnstream pending`, `turnstream decide` and `turnstream operator-key` as operators run them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import { FORWARDER_PATH, writeOperatorKeyFile } from "../../src/decisions/index.ts";
 import { eventsOf, nextEvent, OPERATOR, prepare, setup, waitFor, withHub } from "./_support.ts";
@@ -55,6 +56,28 @@ test("pending --json lists the waiting call; decide --always --reason records wh
     assert.match(again.stderr, /already decided \(allow by erin\)/);
     assert.equal((await cli(["pending"], env)).stdout, "no pending decisions\n");
     run.close();
+  } finally {
+    await ctx.cleanup();
+  }
+});
+
+test("operator-key new writes a 0600 key and prints its public key; public prints it again; decide without a key says what to set", async () => {
+  const ctx = await setup();
+  try {
+    const file = join(ctx.dir, "k", "alice.key");
+    const made = await cli(["operator-key", "new", "--out", file, "--name", "alice"], {});
+    assert.equal(made.code, 0, made.stderr);
+    assert.match(made.stdout, /^ed25519:[A-Za-z0-9_-]{43} alice\n$/);
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    assert.match(made.stderr, /TURNSTREAM_OPERATOR_KEY=.*TURNSTREAM_OPERATOR_KEYS/);
+    const again = await cli(["operator-key", "new", "--out", file], {});
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /already exists/);
+    const pub = await cli(["operator-key", "public", file], {});
+    assert.equal(pub.stdout, made.stdout.replace(" alice", ""));
+    const keyless = await cli(["decide", ctx.session, "dr-x", "allow"], { TURNSTREAM_PREFIX: ctx.prefix, TURNSTREAM_OPERATOR_KEY: "" });
+    assert.equal(keyless.code, 2);
+    assert.match(keyless.stderr, /set TURNSTREAM_OPERATOR_KEY to your private key file.*operator-key new/);
   } finally {
     await ctx.cleanup();
   }

@@ -1,12 +1,13 @@
 // Supervised turns through the worker with the real CLI: each risky tool call waits for an operator
 // (or a trust rule); allow runs it, deny refuses it, and an `always` allow becomes a rule the next
-// turn uses without asking. Pre-approved tools and skipPermissions cannot bypass the hook.
+// turn uses without asking. Pre-approved tools, riskyTools and skipPermissions cannot bypass the hook;
+// only unsupervisedTools narrows supervision, and a worker without operator keys runs no supervised turn.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { decide, listPending, type PendingRequest } from "../../src/decisions/index.ts";
-import { OPERATOR, operatorKey } from "../decisions/_support.ts";
+import { MCP_PROBE, OPERATOR, operatorKey } from "../decisions/_support.ts";
 import { createProducer, InvalidTurnError } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { startTurnWorker } from "../../src/worker/index.ts";
@@ -114,3 +115,132 @@ test("a supervised turn cannot also skip permissions: refused at enqueue, naming
     space.cleanup();
   }
 });
+
+const toolCall = (name: string, input: Record<string, unknown>) => ({ content: [{ type: "tool_use" as const, name, input }] });
+const reply = (text: string) => ({ content: [{ type: "text" as const, text }] });
+
+test("job options cannot take a risky tool out of supervision: riskyTools adds, smuggled pre-approvals of Bash, Monitor and MCP are dropped", async () => {
+  const space = testSpace();
+  const cwd = space.workspace();
+  const f = (name: string): string => join(cwd, name);
+  const server = await startModelServer({
+    script: {
+      responses: [
+        touch(f("narrowed.txt")),
+        reply("one"),
+        touch(f("smuggled.txt")),
+        reply("two"),
+        toolCall("Monitor", { description: "watch", timeout_ms: 5000, command: `touch ${f("monitor.txt")}` }),
+        reply("three"),
+        toolCall("mcp__probe__touch", { path: f("mcp.txt") }),
+        reply("four"),
+      ],
+    },
+  });
+  const mcpConfigFile = join(space.dir("mcp"), "mcp.json");
+  writeFileSync(mcpConfigFile, JSON.stringify({ mcpServers: { probe: { command: process.execPath, args: [MCP_PROBE] } } }));
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const worker = startTurnWorker({
+    redis,
+    logPrefix: space.logPrefix,
+    queuePrefix: space.queuePrefix,
+    workspaceRoots: [cwd],
+    instanceRoot: space.dir("inst"),
+    runEnv: cliEnv(server.url),
+    operatorKeys: [OPERATOR.publicKey],
+    mcpConfigFile,
+  });
+  try {
+    const cases: Array<[string, Record<string, unknown>, string, string]> = [
+      // Before: riskyTools replaced the defaults, so ["Read"] left Bash unsupervised (and pre-approved).
+      ["narrowed.txt", { riskyTools: ["Read"], allowedTools: ["Bash"] }, "Bash", "make narrowed.txt"],
+      // The CLI splits an allowedTools entry on commas and blanks.
+      ["smuggled.txt", { allowedTools: ["Read,Bash(touch:*)"] }, "Bash", "make smuggled.txt"],
+      ["monitor.txt", { riskyTools: ["Write"], allowedTools: ["Monitor"] }, "Monitor", "watch"],
+      ["mcp.txt", { allowedTools: ["mcp__probe"] }, "mcp__probe__touch", "use the probe"],
+    ];
+    for (const [file, options, tool, prompt] of cases) {
+      const t = await producer.enqueueTurn({ prompt, cwd, options: { supervised: true, ...options } });
+      const p = await pendingFor(redis, space.logPrefix, t.session);
+      assert.equal(p.tool, tool, file);
+      await decide({ log: producer.log, redis, operatorKey }, { session: t.session, requestId: p.requestId, decision: "deny", by: "erin", reason: "checked" });
+      assert.equal((await producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished", file);
+      assert.equal(existsSync(f(file)), false, `${file}: the denied call did not run`);
+    }
+  } finally {
+    await worker.close({ graceMs: 1000 });
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    await server.close();
+    space.cleanup();
+  }
+});
+
+test("unsupervisedTools is the explicit way to narrow supervision, and leaving Bash out is logged", async () => {
+  const space = testSpace();
+  const cwd = space.workspace();
+  const server = await startModelServer({ script: { responses: [touch(join(cwd, "unsupervised.txt")), reply("done")] } });
+  const warned: string[] = [];
+  const logger = { debug() {}, info() {}, error() {}, warn: (_o: object, msg?: string) => void warned.push(msg ?? "") };
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const worker = startTurnWorker({
+    redis,
+    logPrefix: space.logPrefix,
+    queuePrefix: space.queuePrefix,
+    workspaceRoots: [cwd],
+    instanceRoot: space.dir("inst"),
+    runEnv: cliEnv(server.url),
+    operatorKeys: [OPERATOR.publicKey],
+    logger,
+  });
+  try {
+    await assert.rejects(
+      producer.enqueueTurn({ prompt: "x", cwd, options: { supervised: true, riskyTools: ["Bash"], unsupervisedTools: ["Bash"] } }),
+      (err: unknown) => err instanceof InvalidTurnError && /unsupervisedTools/.test(err.message),
+    );
+    const t = await producer.enqueueTurn({ prompt: "make it", cwd, options: { supervised: true, unsupervisedTools: ["Bash"], allowedTools: ["Bash"] } });
+    assert.equal((await producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
+    assert.ok(existsSync(join(cwd, "unsupervised.txt")), "the unsupervised, pre-approved Bash call ran");
+    assert.deepEqual((await readAll(producer.log, t.session)).filter((e) => e.kind === "decision.requested"), [], "nobody was asked");
+    assert.ok(warned.some((m) => /a shell tool is NOT supervised/.test(m)), "leaving Bash out was logged");
+  } finally {
+    await worker.close({ graceMs: 1000 });
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    await server.close();
+    space.cleanup();
+  }
+});
+
+test("a worker without operator keys fails supervised turns, naming TURNSTREAM_OPERATOR_KEYS", async () => {
+  const space = testSpace();
+  const cwd = space.workspace();
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const worker = startTurnWorker({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, workspaceRoots: [cwd], instanceRoot: space.dir("inst") });
+  try {
+    const t = await producer.enqueueTurn({ prompt: "x", cwd, options: { supervised: true } });
+    const r = await producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    assert.equal(r.status, "failed");
+    assert.match(JSON.stringify(r.event.data), /SupervisedUnavailable.*TURNSTREAM_OPERATOR_KEYS/);
+  } finally {
+    await worker.close({ graceMs: 1000 });
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    space.cleanup();
+  }
+});
+
+async function pendingFor(redis: ReturnType<typeof redisFor>, prefix: string, session: string): Promise<PendingRequest> {
+  let found: PendingRequest | undefined;
+  await waitUntil(async () => {
+    found = (await listPending({ redis, prefix })).find((p) => p.session === session && p.status === "pending");
+    return found !== undefined;
+  }, 30_000, "a pending decision");
+  return found!;
+}
