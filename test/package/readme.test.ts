@@ -1,0 +1,183 @@
+// README.md cannot rot: every TypeScript block is type-checked against the built package (an
+// `import … from "turnstream"` resolves to dist/ as it would for a user) and run against a private
+// Redis, a turn worker and the scripted model server; every ```sh command line is run, or is one that
+// CI runs itself; every `turnstream …` command the prose names exists and takes the flags it shows.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { hermeticEnv, startModelServer } from "../../src/testing/index.ts";
+import { ensureBuilt, repoRoot } from "../support/build.ts";
+import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
+
+const run = promisify(execFile);
+const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: Record<string, string> };
+const bin = join(repoRoot, "dist", "bin", "turnstream.js");
+const work = mkdtempSync(join(tmpdir(), "turnstream-readme-"));
+const project = join(work, "project");
+const workspace = join(work, "workspace");
+let redis: RedisServer;
+
+interface Block {
+  lang: string;
+  body: string;
+  /** 1-based line of the opening fence. */
+  line: number;
+}
+
+function fencedBlocks(markdown: string): Block[] {
+  const out: Block[] = [];
+  const re = /^```(\w*)\n([\s\S]*?)^```$/gm;
+  for (const m of markdown.matchAll(re)) out.push({ lang: m[1]!, body: m[2]!, line: markdown.slice(0, m.index).split("\n").length });
+  return out;
+}
+
+const tsBlocks = fencedBlocks(readme).filter((b) => b.lang === "ts");
+const blockFile = (b: Block): string => join(project, `readme-line-${b.line}.ts`);
+
+/** A user's environment: this repo's Node first on PATH, the private Redis, nothing of npm's. */
+function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/^(npm_|ANTHROPIC_|OTEL_|TURNSTREAM_|REDIS_)/i.test(k)) env[k] = v;
+  return { ...env, PATH: `${join(repoRoot, "node_modules", ".bin")}:${process.env["PATH"] ?? ""}`, REDIS_URL: redis.url, ...extra };
+}
+
+/** Starts the built `turnstream` command and resolves once it logs `ready`. */
+function startCommand(args: string[], env: NodeJS.ProcessEnv, ready: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [bin, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      if (out.includes(`"msg":"${ready}"`)) resolve(child);
+    });
+    child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+    child.once("exit", (code) => reject(new Error(`turnstream ${args.join(" ")} exited ${code}: ${out.slice(-2000)}`)));
+  });
+}
+
+const stopped = (child: ChildProcess): Promise<void> => new Promise((resolve) => (child.exitCode !== null ? resolve() : (child.once("exit", () => resolve()), child.kill("SIGTERM"))));
+
+before(async () => {
+  ensureBuilt();
+  redis = await startRedisServer();
+  mkdirSync(join(project, "node_modules"), { recursive: true });
+  mkdirSync(workspace);
+  // The package as a dependency: resolving through the link lands in dist/ via package.json exports.
+  symlinkSync(repoRoot, join(project, "node_modules", "turnstream"));
+  writeFileSync(join(project, "package.json"), JSON.stringify({ name: "readme", private: true, type: "module" }));
+  for (const b of tsBlocks) writeFileSync(blockFile(b), b.body);
+});
+
+after(async () => {
+  await redis.dispose();
+  rmSync(work, { recursive: true, force: true });
+});
+
+test("README has TypeScript examples and each imports the package by its published name", () => {
+  assert.ok(tsBlocks.length >= 2);
+  for (const b of tsBlocks) assert.match(b.body, /from "turnstream(\/\w+)?"/, `block at line ${b.line}`);
+});
+
+test("every TypeScript block type-checks against the built declarations", async () => {
+  const tsconfig = {
+    compilerOptions: {
+      target: "es2024",
+      module: "nodenext",
+      moduleResolution: "nodenext",
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      allowImportingTsExtensions: true,
+      types: ["node"],
+      typeRoots: [join(repoRoot, "node_modules", "@types")],
+    },
+    files: tsBlocks.map(blockFile),
+  };
+  writeFileSync(join(project, "tsconfig.json"), JSON.stringify(tsconfig, null, 2));
+  const result = await run(join(repoRoot, "node_modules", ".bin", "tsc"), ["-p", join(project, "tsconfig.json")], { cwd: project }).catch((err: { stdout: string }) => err);
+  assert.equal("stdout" in result ? result.stdout : "", "");
+});
+
+test("the producer example runs: a worker takes its turn and it finishes", async () => {
+  const block = tsBlocks.find((b) => b.body.includes("createProducer"))!;
+  const model = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "api: a small service" }] }] } });
+  const hermetic = hermeticEnv({ baseUrl: model.url, root: join(work, "worker-home") });
+  const worker = await startCommand(["worker"], userEnv({ ...hermetic.env, TURNSTREAM_WORKSPACE_ROOTS: workspace, GITHUB_TOKEN: "ghp_readmeExampleToken0123456789abcdef" }), "worker ready");
+  try {
+    const { stdout } = await run(process.execPath, [blockFile(block)], { cwd: workspace, env: userEnv(), timeout: 120_000 });
+    assert.match(stdout, /finished api: a small service/);
+    assert.match(stdout, /turn\.finished/);
+  } finally {
+    await stopped(worker);
+    await model.close();
+  }
+});
+
+test("the runTurn example runs against the scripted model server", async () => {
+  const block = tsBlocks.find((b) => b.body.includes("runTurn("))!;
+  const model = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "the test passes now" }] }] } });
+  const hermetic = hermeticEnv({ baseUrl: model.url, root: join(work, "runturn-home") });
+  try {
+    const { stdout } = await run(process.execPath, [blockFile(block)], { cwd: workspace, env: userEnv(hermetic.env), timeout: 120_000 });
+    assert.match(stdout, /^system\/init$/m);
+    assert.match(stdout, /^result\/success$/m);
+    assert.match(stdout, /^the test passes now$/m);
+  } finally {
+    await model.close();
+  }
+});
+
+/** Command lines CI runs itself (.ci/run), or another test runs as a user would. */
+const RUN_ELSEWHERE: Record<string, () => void> = {
+  "npm ci": () => assert.match(readFileSync(join(repoRoot, ".ci", "run"), "utf8"), /^npm ci\b/m),
+  "npm test": () => assert.match(readFileSync(join(repoRoot, ".ci", "run"), "utf8"), /^npm test$/m),
+  "npm install turnstream": () => assert.match(readFileSync(join(repoRoot, "test", "package", "consumer.test.ts"), "utf8"), /"install", tarball/),
+};
+
+test("every command line in a sh block runs (or is run by CI or the consumer test)", async () => {
+  const lines = fencedBlocks(readme)
+    .filter((b) => b.lang === "sh")
+    .flatMap((b) => b.body.split("\n"))
+    .flatMap((l) => l.replace(/#.*$/, "").split("&&"))
+    .map((c) => c.trim())
+    .filter((c) => c !== "");
+  assert.ok(lines.includes("npm run demo"));
+  for (const command of new Set(lines)) {
+    const elsewhere = RUN_ELSEWHERE[command];
+    if (elsewhere !== undefined) {
+      elsewhere();
+      continue;
+    }
+    const [exe, ...args] = command.split(/\s+/);
+    const { stdout } = await run(exe!, args, { cwd: repoRoot, env: userEnv(), timeout: 240_000 });
+    if (command === "npm run demo") assert.match(stdout, /turn 2 resumed turn 1/);
+  }
+});
+
+test("every `turnstream …` command the README names exists and takes the flags it shows", async () => {
+  const spans = [...readme.matchAll(/`(?:npx )?turnstream ([a-z-]+)([^`]*)`/g)];
+  assert.ok(spans.length >= 10);
+  const helps = new Map<string, Promise<string>>();
+  const helpOf = (cmd: string): Promise<string> => {
+    if (!helps.has(cmd)) {
+      const args = cmd.startsWith("-") ? [cmd] : [cmd, "--help"];
+      helps.set(cmd, run(process.execPath, [bin, ...args], { env: userEnv() }).then((r) => r.stdout + r.stderr));
+    }
+    return helps.get(cmd)!;
+  };
+  for (const [span, cmd, rest] of spans) {
+    const help = await helpOf(cmd!);
+    for (const flag of rest!.match(/--[a-z][a-z-]*/g) ?? []) assert.ok(help.includes(flag), `${span}: turnstream ${cmd} has no ${flag}`);
+  }
+});
+
+test("every `npm run …` the README names is a script of package.json", () => {
+  const names = [...readme.matchAll(/npm run ([a-z:-]+)/g)].map((m) => m[1]!);
+  assert.ok(names.length > 0);
+  for (const n of names) assert.ok(n in pkg.scripts, `npm run ${n}`);
+});
