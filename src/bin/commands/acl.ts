@@ -46,7 +46,8 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`wrote ${values.out}; start Redis with --aclfile ${values.out}; the passwords above are shown only now\n`);
     return 0;
   } catch (err) {
-    process.stderr.write(`turnstream acl: ${(err as Error).message}\n`);
+    const exists = (err as NodeJS.ErrnoException).code === "EEXIST";
+    process.stderr.write(`turnstream acl: ${exists ? `${values.out} already exists; choose another file (an ACL file is never overwritten)` : (err as Error).message}\n`);
     return 2;
   }
 }
