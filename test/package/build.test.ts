@@ -1,0 +1,37 @@
+// The build: every file the code opens beside itself (`new URL("./…", import.meta.url)`) is in
+// dist/ where the built module looks for it, and the built entry points load with type stripping off.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { promisify } from "node:util";
+import { distDir, ensureBuilt, repoRoot } from "../support/build.ts";
+
+const run = promisify(execFile);
+const src = join(repoRoot, "src");
+ensureBuilt();
+
+const sources = readdirSync(src, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"));
+
+test("every file a module opens beside itself is beside its built module", () => {
+  let seen = 0;
+  for (const file of sources) {
+    for (const m of readFileSync(join(src, file), "utf8").matchAll(/new URL\("(\.[^"]+)", import\.meta\.url\)/g)) {
+      const target = resolve(dirname(join(src, file)), m[1]!);
+      // package.json sits outside src/ and dist/ alike, two levels up from either.
+      const built = target.startsWith(src) ? join(distDir, relative(src, target)) : target;
+      assert.ok(existsSync(built), `${file} opens ${m[1]}, missing at ${relative(repoRoot, built)}`);
+      seen++;
+    }
+  }
+  assert.ok(seen >= 4);
+});
+
+test("the built entry points and command load without type stripping", async () => {
+  for (const entry of ["index.js", "testing/index.js", "protocol/index.js"]) {
+    await run(process.execPath, ["--no-experimental-strip-types", "--input-type=module", "-e", `await import(${JSON.stringify(join(distDir, entry))})`]);
+  }
+  const { stdout } = await run(process.execPath, ["--no-experimental-strip-types", join(distDir, "bin", "turnstream.js"), "--help"]);
+  assert.match(stdout, /healthcheck/);
+});
