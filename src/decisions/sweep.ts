@@ -10,12 +10,16 @@ import type { Logger } from "../log/index.ts";
 export const SUPERVISED_DIR_PREFIX = "turnstream-supervised-";
 const OWNED = /^turnstream-supervised-(\d+)(?:\.(\d+))?-[A-Za-z0-9]{6}$/;
 
-/** A process's start time in clock ticks since boot (Linux), or undefined where /proc has none. */
+/** A process's start time in clock ticks since boot (Linux); throws ENOENT when there is no such process. */
+function readStartTime(pid: number): string | undefined {
+  const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+  // Fields after the command name (which may hold spaces): state is field 3, starttime field 22.
+  return stat.slice(stat.lastIndexOf(") ") + 2).split(" ")[19];
+}
+
 function startTimeOf(pid: number): string | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    // Fields after the command name (which may hold spaces): state is field 3, starttime field 22.
-    return stat.slice(stat.lastIndexOf(") ") + 2).split(" ")[19];
+    return readStartTime(pid);
   } catch {
     return undefined;
   }
@@ -32,8 +36,15 @@ export function ownerTag(): string {
   return own;
 }
 
+/** Whether the folder's owner may still run; when unsure (a /proc we may not read) it counts as alive. */
 function isAlive(pid: number, startTime: string | undefined): boolean {
-  if (startTime !== undefined) return startTimeOf(pid) === startTime;
+  if (startTime !== undefined) {
+    try {
+      return readStartTime(pid) === startTime;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code !== "ENOENT";
+    }
+  }
   try {
     process.kill(pid, 0);
     return true;

@@ -10,7 +10,7 @@ import { decide, listPending, type PendingRequest } from "../../src/decisions/in
 import { MCP_PROBE, OPERATOR, operatorKey } from "../decisions/_support.ts";
 import { createProducer, InvalidTurnError } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
-import { startTurnWorker } from "../../src/worker/index.ts";
+import { startTurnWorker, workerConfigFromEnv, WorkerConfigError } from "../../src/worker/index.ts";
 import { cleanupKeys, cliEnv, readAll, redisFor, testSpace, waitUntil } from "./_support.ts";
 
 const touch = (file: string) => ({
@@ -244,3 +244,19 @@ async function pendingFor(redis: ReturnType<typeof redisFor>, prefix: string, se
   }, 30_000, "a pending decision");
   return found!;
 }
+
+test("TURNSTREAM_OPERATOR_KEYS: a key file or the keys inline; a bad key stops the worker's start, naming the variable", () => {
+  const space = testSpace();
+  try {
+    const base = { TURNSTREAM_WORKSPACE_ROOTS: space.root };
+    const file = join(space.dir("keys"), "operators.pub");
+    writeFileSync(file, `# the on-call operators\n${OPERATOR.publicKey} erin\n`);
+    assert.equal(workerConfigFromEnv(base).operatorKeys, undefined);
+    assert.deepEqual(workerConfigFromEnv({ ...base, TURNSTREAM_OPERATOR_KEYS: file }).operatorKeys?.filter((l) => l.startsWith("ed25519:")), [`${OPERATOR.publicKey} erin`]);
+    assert.deepEqual(workerConfigFromEnv({ ...base, TURNSTREAM_OPERATOR_KEYS: OPERATOR.publicKey }).operatorKeys, [OPERATOR.publicKey]);
+    assert.throws(() => workerConfigFromEnv({ ...base, TURNSTREAM_OPERATOR_KEYS: "ssh-ed25519 AAAA" }), (e: unknown) => e instanceof WorkerConfigError && e.variable === "TURNSTREAM_OPERATOR_KEYS");
+    assert.throws(() => workerConfigFromEnv({ ...base, TURNSTREAM_OPERATOR_KEYS: join(space.root, "missing.pub") }), /TURNSTREAM_OPERATOR_KEYS.*cannot be read/);
+  } finally {
+    space.cleanup();
+  }
+});
