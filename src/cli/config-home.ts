@@ -204,11 +204,15 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
 }
 
 export interface SweepOptions {
+  /** The instance whose orphaned config homes are removed (its own folder only). */
   instanceId: string;
+  /** Parent of the instances' folders (default `$XDG_DATA_HOME/turnstream`). */
   instanceRoot?: string;
   /** Only homes whose last change is older than this are removed. Default 1 hour. */
   olderThanMs?: number;
+  /** Where removals and failures are reported. */
   logger?: Logger;
+  /** The current time in ms (tests). */
   now?: number;
 }
 

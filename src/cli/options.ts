@@ -22,14 +22,23 @@ export const ConfigHomeOptionsSchema = z.object({
 });
 
 export const RunTurnOptionsSchema = z.strictObject({
+  /** Absolute directory the CLI runs in (its workspace). */
   cwd: absolute,
+  /** The turn's prompt, written to the CLI's stdin (never argv). */
   prompt: z.string().optional(),
+  /** Model name or alias passed as `--model`. */
   model: nonEmpty.optional(),
+  /** CLI session id to continue (`--resume`). */
   resume: nonEmpty.regex(/^[A-Za-z0-9_-]+$/, "must be a session id").optional(),
+  /** With `resume`: continue in a new session id instead of the resumed one. */
   forkSession: z.boolean().optional(),
+  /** The CLI's `--permission-mode`; `bypassPermissions` as root needs `sandboxed`. */
   permissionMode: z.enum(["acceptEdits", "auto", "bypassPermissions", "default", "manual", "dontAsk", "plan"]).optional(),
+  /** Pass `--dangerously-skip-permissions`; as root it needs `sandboxed`. */
   skipPermissions: z.boolean().optional(),
+  /** The run is inside a sandbox: sets `IS_SANDBOX=1` (removed from the env otherwise). */
   sandboxed: z.boolean().optional(),
+  /** A settings JSON file passed as `--settings`. */
   settingsFile: nonEmpty.optional(),
   /**
    * Let the CLI load the workspace's own settings, hooks, MCP servers and plugins (its CLAUDE.md and
@@ -38,28 +47,47 @@ export const RunTurnOptionsSchema = z.strictObject({
   trustWorkspace: z.boolean().optional(),
   /** An MCP config file the caller vetted: the only MCP servers an untrusted-workspace run starts. */
   mcpConfigFile: absolute.optional(),
+  /** More directories the CLI may read and write (`--add-dir`). */
   addDirs: z.array(absolute).optional(),
+  /** Most agentic turns the CLI takes (`--max-turns`). */
   maxTurns: posInt.optional(),
+  /** Spending limit of the run in USD (`--max-budget-usd`). */
   maxBudgetUsd: z.number().positive().finite().optional(),
+  /** Text appended to the system prompt, passed through a file (never argv). */
   appendSystemPrompt: z.string().optional(),
+  /** Tools or tool rules allowed without asking (`--allowed-tools`, e.g. `Bash(git status*)`). */
   allowedTools: z.array(nonEmpty).optional(),
+  /** Tools or tool rules refused (`--disallowed-tools`). */
   disallowedTools: z.array(nonEmpty).optional(),
+  /** Also stream partial message events (`--include-partial-messages`). */
   includePartialMessages: z.boolean().optional(),
+  /** Also print hook start/response lines (`--include-hook-events`). */
   includeHookEvents: z.boolean().optional(),
+  /** More CLI arguments, appended as given. */
   extraArgs: z.array(z.string()).optional(),
+  /** Variables laid over the host's environment; a key set to `undefined` is removed. */
   env: z.record(z.string(), z.string().optional()).optional(),
+  /** Drop inherited `CLAUDE_*`/`ANTHROPIC_*` variables (the `env` overlay still applies). */
   isolate: z.boolean().optional(),
+  /** The `claude` binary to run (default: `CLAUDE_BIN`, else the pinned package's, else PATH). */
   claudeBin: nonEmpty.optional(),
+  /** Ends the run (whole process tree) after this long. */
   timeoutMs: posInt.optional(),
+  /** Ends the run when the CLI prints nothing on stdout for this long. */
   inactivityTimeoutMs: posInt.optional(),
+  /** Wait between SIGTERM and SIGKILL of the tree (default 2000). */
   killGraceMs: z.number().int().nonnegative().optional(),
+  /** Aborting it ends the run like a timeout. */
   signal: z.instanceof(AbortSignal).optional(),
+  /** Where warnings go (pino-compatible; default silent). */
   logger: z.custom<Logger>((v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function").optional(),
+  /** Called with each stderr line of the CLI. */
   onStderr: z.custom<(line: string) => void>((v) => typeof v === "function").optional(),
   /** Per-run CLAUDE_CONFIG_DIR (see config-home.ts). */
   configHome: ConfigHomeOptionsSchema.optional(),
   /** Skills to offer the model: copied under `<cwd>/.skills` (claude-md) or linked via --add-dir. */
   skills: z.array(SkillSpecSchema).optional(),
+  /** How `skills` reach the model: `claude-md` (default) or `add-dir`. */
   skillsMode: z.enum(["claude-md", "add-dir"]).optional(),
   /** Start a watchdog that kills the CLI tree if this host process dies. Default true. */
   watchdog: z.boolean().optional(),

@@ -153,6 +153,7 @@ function auth(
   return { home, source: home.auth };
 }
 
+/** Spawns the real `claude -p` for one turn: its stdout lines as they come, and the outcome (or a typed error) once it ends. */
 export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
   const { sessionFile, ...rest } = options;
   const o = validateRunTurnOptions(rest);

@@ -51,7 +51,9 @@ export interface ThreadTurnOutcome extends TurnOutcome {
 }
 
 export interface ThreadTurnOptions extends Omit<RunTurnOptions, "resume" | "threadId"> {
+  /** Where each thread's CLI session id and cwd are kept between turns. */
   store: SessionStore;
+  /** The conversation this turn belongs to (the store's key). */
   threadId: string;
   /** What to do when the CLI no longer has the stored session. Default "error" (LostSessionError). */
   onLostSession?: "error" | "fresh";
@@ -66,6 +68,7 @@ export interface ThreadTurnHandle {
   kill(): void;
 }
 
+/** Runs one turn of a thread: resumes the thread's stored CLI session (fresh when none, or when the cwd changed) and stores the new one. */
 export function runThreadTurn(options: ThreadTurnOptions): ThreadTurnHandle {
   const { store, threadId, onLostSession = "error", ...turnOptions } = options;
   const lines = new Channel<ParsedLine>();

@@ -34,10 +34,13 @@ const MAX_BODY = 16 * 1024 * 1024;
 const NONCE = /^[A-Za-z0-9_-]{16,128}$/;
 
 export interface DecisionHubOptions {
+  /** Where requests and decisions are recorded (`decision.requested`, `decision.made`). */
   log: EventLog;
+  /** Holds the trust rules, the fleet's pending index and the hub's heartbeat. */
   redis: RedisClient;
   /** Key prefix for the rules, pending index and heartbeat (default: the log's prefix). */
   prefix?: string;
+  /** Where the hub logs (pino-compatible). */
   logger?: Logger;
   /** Scrubs the input summary written to the log and the pending index. */
   scrubber?: TextScrubber;
@@ -107,6 +110,7 @@ function shownCall(input: HookInput, scrubber: TextScrubber | undefined): { inpu
   };
 }
 
+/** Starts the worker's loopback decision hub: hook forwarders post each risky tool call to it; a trust rule, an operator or the timeout decides. */
 export async function startDecisionHub(options: DecisionHubOptions): Promise<DecisionHub> {
   const { log, redis } = options;
   const keyring = keyringOf(options.operatorKeys);

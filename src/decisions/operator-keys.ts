@@ -57,6 +57,7 @@ export interface GeneratedOperatorKey {
   keyId: string;
 }
 
+/** A new Ed25519 operator key: the private PEM for the operator's 0600 file, and the public key line workers trust. */
 export function generateOperatorKey(): GeneratedOperatorKey {
   const { privateKey } = generateKeyPairSync("ed25519");
   const signer = signerFor(privateKey);

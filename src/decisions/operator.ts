@@ -110,6 +110,7 @@ async function asOperator<T>(session: string, requestId: string, write: () => Pr
   }
 }
 
+/** An operator's signed allow or deny of a pending request (optionally a fleet-wide trust rule too); the first decision recorded wins. */
 export async function decide(target: DecideTarget, input: DecideInput): Promise<DecideResult> {
   const { log, operatorKey } = target;
   const redis = target.redis ?? log.redis;

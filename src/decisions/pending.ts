@@ -62,9 +62,11 @@ export async function isAbandoned(redis: RedisClient, prefix: string, e: Pick<Pe
 }
 
 export interface ListPendingOptions {
+  /** The Redis holding the fleet's pending index. */
   redis: RedisClient;
   /** Key prefix (default "ts:"). */
   prefix?: string;
+  /** The current time in ms, for what counts as expired (tests). */
   now?: number;
 }
 

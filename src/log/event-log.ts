@@ -82,14 +82,20 @@ export interface SessionStat {
 }
 
 export interface ReadOptions {
+  /** First seq to read (default 1). */
   fromSeq?: number;
+  /** Last seq to read (default the end). */
   toSeq?: number;
+  /** Events per XRANGE page. */
   pageSize?: number;
 }
 
 export interface TailOptions {
+  /** First seq to yield (default 1: the whole history, then live events). */
   fromSeq?: number;
+  /** Aborting it ends the tail. */
   signal?: AbortSignal;
+  /** Events per read. */
   pageSize?: number;
   /** How long one XREAD BLOCK waits before re-checking the signal. */
   blockMs?: number;
@@ -108,6 +114,7 @@ export interface TailOptions {
 }
 
 export interface EventLogOptions {
+  /** The Redis (or Redis Cluster) holding the log. */
   redis: RedisClient;
   /** Global key prefix placed before the hash tag; default "ts:". */
   prefix?: string;
@@ -117,6 +124,7 @@ export interface EventLogOptions {
   finishedTtlMs?: number;
   /** Kinds `appendUnfenced` accepts; default DEFAULT_UNFENCED_KINDS. */
   unfencedKinds?: readonly string[];
+  /** Where the log reports retries and outages (pino-compatible). */
   logger?: Logger;
 }
 
@@ -572,6 +580,7 @@ export class EventLog {
   }
 }
 
+/** The event log on this Redis: one stream per session, appended through a fenced, idempotent Lua script. */
 export function createEventLog(options: EventLogOptions): EventLog {
   return new EventLog(options);
 }

@@ -8,6 +8,7 @@ import { envelopeSchema, type Envelope } from "./envelope.ts";
 import { ConflictError, FencedError } from "./errors.ts";
 import { newWriterId, type EncodedEvent, type EventLog } from "./event-log.ts";
 
+/** Writes a session's log to `out` as JSON lines (one envelope each, blobs inlined); resolves with the number of events. */
 export async function exportJsonl(log: EventLog, session: string, out: Writable): Promise<number> {
   let count = 0;
   for await (const ev of log.read(session)) {
@@ -58,6 +59,7 @@ export interface ImportOptions {
   batchBytes?: number;
 }
 
+/** Loads a JSONL export back into a session with the same seqs, or a raw CLI stdout recording as one `cli.line` per line. */
 export async function importFile(log: EventLog, session: string, path: string, options: ImportOptions = {}): Promise<ImportResult> {
   const st = await log.stat(session);
   if (st.lastSeq > 0) {

@@ -6,12 +6,15 @@ import type { ClusterOptions, RedisOptions } from "ioredis";
 export type RedisClient = Redis | Cluster;
 
 export interface ConnectOptions {
+  /** Redis URL (default REDIS_URL, else redis://127.0.0.1:6379). */
   url?: string;
   /** Cluster seed nodes; when present (or REDIS_CLUSTER_NODES is set) a Cluster client is returned. */
   clusterNodes?: string | readonly string[];
   /** Extra ioredis options (for a cluster: applied to every node connection). */
   redisOptions?: RedisOptions;
+  /** Extra ioredis Cluster options. */
   clusterOptions?: ClusterOptions;
+  /** Where REDIS_URL and REDIS_CLUSTER_NODES are read (default process.env). */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -32,6 +35,7 @@ function parseNodes(nodes: string | readonly string[]): { host: string; port: nu
     });
 }
 
+/** A Redis client for the log and the queue: a Cluster client when cluster nodes are given (or REDIS_CLUSTER_NODES), else one on the URL. */
 export function connectRedis(options: ConnectOptions = {}): RedisClient {
   const env = options.env ?? process.env;
   const nodes = options.clusterNodes ?? (env["REDIS_CLUSTER_NODES"] || undefined);

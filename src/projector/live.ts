@@ -9,20 +9,25 @@ import { PROJECTION_VERSION, projectionKeys, readModel, type ReadModel } from ".
 import type { SessionSummary } from "./state.ts";
 
 export interface ProjectorOptions {
+  /** Where the log is read and the read models are written. */
   redis: RedisClient;
+  /** Event log key prefix (default "ts:"); the read models live under it too. */
   prefix?: string;
   /** Projection version to build (default PROJECTION_VERSION); a newer one rebuilds into new keys. */
   version?: number;
+  /** Where the projector logs (pino-compatible). */
   logger?: Logger;
   /** How often the session index is rescanned; default 2000 ms. */
   rescanMs?: number;
   /** One blocking read waits at most this long before re-checking; default 1000 ms. */
   blockMs?: number;
+  /** Most events folded into one commit of a session's read models. */
   batchEvents?: number;
   /** Follow exactly these sessions instead of the index (tests, one-off rebuilds). */
   sessions?: readonly string[];
   /** stop() waits at most this long for steps in flight; default 5000 ms. */
   stopTimeoutMs?: number;
+  /** Failures to inject between steps (tests of crash safety). */
   faults?: SessionProjectionOptions["faults"];
 }
 
@@ -47,6 +52,7 @@ export interface Projector {
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const TERMINAL = new Set(["finished", "failed", "cancelled"]);
 
+/** Starts the live projector: follows the sessions in the log's index and keeps their read models in Redis, checkpointed in the same step. */
 export function startProjector(options: ProjectorOptions): Projector {
   const redis = options.redis;
   const prefix = options.prefix ?? "ts:";

@@ -47,6 +47,7 @@ export type ReducibleEnvelope = Pick<Envelope, "seq" | "session" | "turn" | "att
 
 export { initialState };
 
+/** Folds one event into a session's projection state: pure, and an event at or below the checkpoint changes nothing. */
 export function reduceSession(state: ProjectionState, env: ReducibleEnvelope): ProjectionState {
   return applyEvent(structuredClone(state), env);
 }

@@ -44,6 +44,7 @@ export function acceptedAttempt(t: TranscriptTurn): TranscriptAttempt | undefine
   return t.acceptedAttempt === null ? undefined : t.attempts.find((a) => a.attempt === t.acceptedAttempt);
 }
 
+/** The session's transcript as plain text: prompts, assistant text, tool calls with their results, subagents nested. */
 export function renderTranscriptText(state: ProjectionState, opts: TextOptions = {}): string {
   const o: Required<TextOptions> = {
     maxToolResultChars: opts.maxToolResultChars ?? 8000,

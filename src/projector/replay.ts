@@ -30,12 +30,15 @@ export interface ReplayObserver {
 }
 
 export interface ReplayOptions {
+  /** Stop at this seq or time (parseUntil reads `--until`); default the whole log. */
   until?: Until;
   /** Continue with live events after the history (until `signal` aborts). */
   follow?: boolean;
   /** Replay history with its original timing divided by this factor; none = as fast as possible. */
   speed?: number;
+  /** Aborting it ends the replay (and a follow). */
   signal?: AbortSignal;
+  /** Told each event as it is folded, with the state after it. */
   observers?: readonly ReplayObserver[];
   /** Injectable for tests; default setTimeout-based and abortable. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -70,6 +73,7 @@ function beyond(until: Until | undefined, env: Envelope): boolean {
   return !Number.isNaN(t) && t > until.time;
 }
 
+/** Rebuilds a session's read models from its log alone, optionally up to a point or following live; touches no stored read model. */
 export async function replaySession(log: EventLog, session: string, options: ReplayOptions = {}): Promise<ProjectionState> {
   const st = await log.stat(session);
   if (!st.exists && st.length === 0) throw new UnknownSessionError(session, log.prefix);

@@ -125,6 +125,7 @@ export interface ReadModel {
 }
 
 export interface ReadModelOptions {
+  /** Event log key prefix (default "ts:"). */
   prefix?: string;
   /** Read this version's keys instead of the pointer's. */
   version?: number;

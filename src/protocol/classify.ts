@@ -122,6 +122,7 @@ export class RunClassifier {
   }
 }
 
+/** The error kind of a finished run from its lines: `ok`, or why it failed (`auth`, `rate_limit`, `lost_session`, `no_result`, …); the result line outranks the exit code. */
 export function classifyRun(lines: LinesInput): ErrorKind {
   const c = new RunClassifier();
   for (const p of parsedLines(lines)) c.add(p);

@@ -55,6 +55,7 @@ export interface Fold {
   results: Obj[];
 }
 
+/** The run's lines folded into messages: per-block assistant lines joined by message id, tool calls paired with their results, subagent work grouped. */
 export function foldMessages(lines: LinesInput): Fold {
   const fold: Fold = { messages: [], subagents: new Map(), toolCalls: new Map(), orphanResults: [], results: [] };
   const byMessageId = new Map<string, FoldedMessage>();

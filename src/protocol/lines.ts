@@ -4,6 +4,7 @@ import { parseLine, type ParsedLine } from "./parse.ts";
 /** Functions over a run accept parsed lines or raw line texts. */
 export type LinesInput = Iterable<ParsedLine | string>;
 
+/** The lines parsed, whether given parsed or as raw texts. */
 export function* parsedLines(lines: LinesInput): Generator<ParsedLine> {
   for (const l of lines) yield typeof l === "string" ? parseLine(l) : l;
 }

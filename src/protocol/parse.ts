@@ -44,6 +44,7 @@ export const UNTYPED = "untyped";
 const schemas = lineSchemas as Record<string, (typeof lineSchemas)[SchemaKey] | undefined>;
 const checks = fastChecks as Record<string, ((o: Record<string, unknown>) => boolean) | undefined>;
 
+/** One stdout line of the CLI, parsed: a known type checked against its schema, an unknown type kept and counted, non-JSON kept as `invalid` with its raw text. Never throws. */
 export function parseLine(raw: string): ParsedLine {
   let value: unknown;
   try {
@@ -76,6 +77,7 @@ export function parseLine(raw: string): ParsedLine {
   return { category: "known", raw, type, line: obj as KnownParsedLine["line"] };
 }
 
+/** The record for a line the splitter cut because it was over the size limit: its length and sha256, not its text. */
 export function truncatedLine(item: { truncated: true; byteLength: number; sha256: string }): TruncatedParsedLine {
   return { category: "truncated", raw: "", type: "truncated", byteLength: item.byteLength, sha256: item.sha256 };
 }

@@ -33,6 +33,7 @@ function resultLine(r: ToolResult, max: number): string {
   return `${r.isError ? "Tool Result (error)" : "Tool Result"}: ${capText(r.text, max)}`;
 }
 
+/** A run as readable text: assistant text, tool calls and their results, the final result. */
 export function renderText(lines: LinesInput | Fold, opts?: RenderOptions): string {
   const fold = isFold(lines) ? lines : foldMessages(lines);
   const lim = limits(opts);
@@ -97,6 +98,7 @@ export type AiSdkMessage =
   | { role: "assistant"; content: Array<AiSdkTextPart | AiSdkToolCallPart> }
   | { role: "tool"; content: AiSdkToolResultPart[] };
 
+/** A run as AI-SDK-style messages (assistant text and tool-call parts, tool-result messages). */
 export function toAiSdkMessages(lines: LinesInput | Fold, opts?: RenderOptions): AiSdkMessage[] {
   const fold = isFold(lines) ? lines : foldMessages(lines);
   const lim = limits(opts);

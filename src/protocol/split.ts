@@ -34,6 +34,7 @@ function isBlank(text: string): boolean {
   return text.trim() === "";
 }
 
+/** An incremental splitter of stdout chunks into lines: any chunking gives the same lines, and a line over the limit becomes a truncated record, so memory stays bounded. */
 export function createLineSplitter(options: LineSplitterOptions = {}): LineSplitter {
   const max = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
   if (!Number.isInteger(max) || max < 1) {

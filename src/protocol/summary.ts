@@ -105,6 +105,7 @@ export class RunSummarizer {
   }
 }
 
+/** One summary of a recorded run: line counts by type, session id, CLI version, results, tool calls and the error kind (what `turnstream parse` prints). */
 export function summarizeRun(lines: LinesInput): RunSummary {
   const s = new RunSummarizer();
   for (const p of parsedLines(lines)) s.add(p);

@@ -62,7 +62,9 @@ export interface WaitOptions {
   session?: string;
   /** Every event of this turn, in log order, as it is appended. */
   onEvent?: (event: Envelope) => void;
+  /** Aborting it stops the wait (rejects). */
   signal?: AbortSignal;
+  /** Gives up with a WaitTimeoutError after this long (the turn goes on). */
   timeoutMs?: number;
 }
 
@@ -158,6 +160,7 @@ function refuseSecretShapedPrompt(template: string, rendered: string, appendSyst
   if (appendSystemPrompt !== undefined) refuseSecretShapedText("options.appendSystemPrompt", appendSystemPrompt);
 }
 
+/** A producer on this Redis: enqueues turns (validated, ordered per session, idempotent by key), cancels them and follows them to their end. */
 export function createProducer(config: QueueConfig): Producer {
   const allowEnv = checkAllowEnv(config.allowEnv ?? []);
   const logPrefix = config.logPrefix ?? DEFAULT_PREFIX;

@@ -14,6 +14,7 @@ export interface Logger {
 }
 
 export interface CreateLoggerOptions {
+  /** Scrubs every line (messages, fields, errors) before it is written. */
   scrubber: Scrubber;
   /** Default: `LOG_LEVEL` from `env`, else "info". */
   level?: Level | "silent";
@@ -21,6 +22,7 @@ export interface CreateLoggerOptions {
   destination?: DestinationStream;
   /** Bound to every line, e.g. `{ service: "worker" }`. */
   base?: Record<string, unknown>;
+  /** Where `LOG_LEVEL` is read (default process.env). */
   env?: Readonly<Record<string, string | undefined>>;
 }
 
@@ -37,6 +39,7 @@ export const REDACT_PATHS: readonly string[] = [
 
 const LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 
+/** A pino logger whose every line passes the scrubber, with the usual secret paths (auth headers, tokens) blanked first. */
 export function createLogger(options: CreateLoggerOptions): PinoLogger {
   const { scrubber } = options;
   const ctx = { sink: "log" } as const;

@@ -450,6 +450,7 @@ export function scrubError<T>(err: T, scrubber: Scrubber): T extends Error ? T :
   return copy as R;
 }
 
+/** The scrubber every sink shares: redacts the values of secret-looking env variables, registered values and secret shapes (keys, tokens, JWTs, PEM blocks, URL passwords), also JSON- and URL-escaped. */
 export function createScrubber(options: ScrubberOptions = {}): Scrubber {
   const patterns = options.patterns === false ? [] : [...BUILTIN_PATTERNS, ...(options.patterns ?? [])];
   for (const p of patterns) {

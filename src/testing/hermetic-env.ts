@@ -18,6 +18,7 @@ export interface HermeticEnvOptions {
   maxRetries?: number;
   /** Sets `IS_SANDBOX=1`, which `--dangerously-skip-permissions` needs as root. */
   sandboxed?: boolean;
+  /** `ANTHROPIC_API_KEY` for the run (default a dummy the model server accepts). */
   apiKey?: string;
 }
 
@@ -30,6 +31,7 @@ export interface HermeticEnv {
 
 export const DUMMY_API_KEY = "sk-ant-scripted-model-server-dummy";
 
+/** Environment for one CLI run against the model server: its own config, home, temp and runtime directories, the base URL and a dummy key. */
 export function hermeticEnv(options: HermeticEnvOptions): HermeticEnv {
   const root = options.root ?? mkdtempSync(join(tmpdir(), "turnstream-cli-"));
   const dirs = {

@@ -47,8 +47,11 @@ export interface ModelServer {
 }
 
 export interface ModelServerOptions {
+  /** The responses to give, in order (validated: see src/testing/README.md). */
   script: Script | unknown;
+  /** Port to listen on (default any free one). */
   port?: number;
+  /** Address to listen on (default 127.0.0.1). */
   host?: string;
   /**
    * Which Messages requests are side requests (the CLI's own housekeeping, e.g. a title or summary
@@ -91,6 +94,7 @@ function textOf(content: unknown): string {
     .join("\n");
 }
 
+/** The text of the last user message of a Messages request (text blocks and tool results joined): what `match` rules see. */
 export function lastUserText(messages: unknown[]): string {
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i] as { role?: string; content?: unknown } | undefined;
@@ -101,6 +105,7 @@ export function lastUserText(messages: unknown[]): string {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** Starts the scripted Messages API double on loopback: answers each turn's requests from the script in order, records every request. */
 export async function startModelServer(options: ModelServerOptions): Promise<ModelServer> {
   const script = parseScript(options.script);
   const sideRule = options.sideRequest === false ? () => false : (options.sideRequest ?? isSideRequest);

@@ -17,28 +17,39 @@ import { SnapshotCache } from "./snapshots.ts";
 import { CliSlots } from "./cli-slots.ts";
 
 export interface TurnWorkerOptions {
+  /** Client for the log, the session order and leases (BullMQ gets a duplicate of it). */
   redis: RedisClient;
   /** Directories a turn's cwd must lie under. */
   workspaceRoots: readonly string[];
   /** CLIs run at a time (default 1). A job whose CLI has exited ends its turn beside the next job's CLI. */
   concurrency?: number;
+  /** Event log key prefix (default "ts:"). */
   logPrefix?: string;
+  /** BullMQ prefix: one hash tag (default "{turnstream}"). */
   queuePrefix?: string;
+  /** The queue to take turns from (default "turns"). */
   queueName?: string;
+  /** This worker's name in leases, attempts and logs (default: host and pid based). */
   workerId?: string;
   /** Config homes go under `<instanceRoot>/instances/<instanceId>/config-homes/<run>`. */
   instanceId?: string;
+  /** Parent of the instances' folders (default `$XDG_DATA_HOME/turnstream`). */
   instanceRoot?: string;
   /** Allows `skipPermissions` turns as root (IS_SANDBOX=1); only where the worker runs in a sandbox. */
   sandboxed?: boolean;
+  /** The `claude` binary to run (default: `CLAUDE_BIN`, else the pinned package's). */
   claudeBin?: string;
   /** Session lease TTL, renewed every third of it. Default 15 s. */
   leaseMs?: number;
   /** BullMQ job lock; a worker that dies loses its jobs after this. Default 30 s. */
   lockDuration?: number;
+  /** How often BullMQ looks for jobs whose worker died (ms; BullMQ's default). */
   stalledInterval?: number;
+  /** How often a job may stall before it fails (BullMQ's default). */
   maxStalledCount?: number;
+  /** Wait between SIGTERM and SIGKILL of a CLI tree (default 2000). */
   killGraceMs?: number;
+  /** Backoff of retryable failures (rate limits, overload, server errors, timeouts); see DEFAULT_RETRY. */
   retry?: Partial<RetryPolicy>;
   /**
    * Env names a job's overlay may set although refused by default (PATH, ANTHROPIC_BASE_URL, proxies:
@@ -58,6 +69,7 @@ export interface TurnWorkerOptions {
   runEnv?: Record<string, string>;
   /** Where `{ fromEnv }` references in job env overlays are resolved; default process.env. */
   secretEnv?: Readonly<Record<string, string | undefined>>;
+  /** Where the worker logs (pino-compatible; default silent). */
   logger?: Logger;
   /**
    * Scrubs logs, span texts, stderr, error messages and BullMQ job records (failed reason, stack,
@@ -89,6 +101,7 @@ export interface TurnWorkerOptions {
   telemetry?: Telemetry;
   /** Tracer for attempt spans; overrides `telemetry`'s (tests: a provider with an in-memory exporter). */
   tracer?: Tracer;
+  /** Sees every event the worker appends (tests, metrics). */
   observer?: EventObserver;
   /** Default true: start fetching jobs at once. */
   autorun?: boolean;
@@ -144,6 +157,7 @@ function boundedWait(p: Promise<unknown>, ms: number): Promise<boolean> {
   });
 }
 
+/** Starts a turn worker on the queue: each job leases its session, runs the CLI, appends every line to the log, snapshots the session and ends the turn. */
 export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const logger = options.logger ?? silent;
   const logPrefix = options.logPrefix ?? DEFAULT_PREFIX;

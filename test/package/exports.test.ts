@@ -1,5 +1,6 @@
 // The public API is a checked-in list: a name that appears in an entry point without being added to
-// test/package/exports.json is a leak, a listed name that disappears breaks users.
+// test/package/exports.json is a leak, a listed name that disappears breaks users. Every exported
+// function and every option of an exported `…Options` interface says what it is for.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -23,5 +24,10 @@ for (const subpath of Object.keys(ENTRY_POINTS)) {
     const leaked = names.filter((n) => !listed[subpath]!.includes(n));
     const missing = listed[subpath]!.filter((n) => !names.includes(n));
     assert.deepEqual({ leaked, missing }, { leaked: [], missing: [] }, "add a new public name to test/package/exports.json, or stop exporting it");
+  });
+
+  test(`"turnstream${subpath.slice(1)}": every exported function and option has a doc comment`, () => {
+    const r = apiOnce()[subpath]!;
+    assert.deepEqual({ functions: r.undocumentedFunctions, options: r.undocumentedOptions }, { functions: [], options: [] });
   });
 }
