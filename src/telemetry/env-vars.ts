@@ -37,6 +37,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "TURNSTREAM_WORKSPACE_TRUST", readIn: "src/worker/config.ts", meaning: "never (default): a turn loads no settings, hooks, MCP servers or plugins from its workspace; job: a job's trustWorkspace: true is honoured" },
   { name: "TURNSTREAM_MCP_CONFIG", readIn: "src/worker/config.ts", meaning: "absolute path of a vetted MCP config file: the only MCP servers a turn starts" },
   { name: "TURNSTREAM_OPERATOR_KEYS", readIn: "src/worker/config.ts", meaning: "the operators' public keys a worker trusts for supervised decisions and trust rules: an absolute path to a file with one `ed25519:…` key per line, or the keys themselves comma-separated; without it supervised turns fail" },
+  { name: "TURNSTREAM_USER", readIn: "src/bin/commands/decide.ts", meaning: "the name `turnstream decide` records as who decided (default USER, then the login name); --by overrides it" },
   { name: "TURNSTREAM_OPERATOR_KEY", readIn: "src/bin/commands/decide.ts", meaning: "path of the operator's private key file (0600) that `turnstream decide` signs with; made by `turnstream operator-key new`" },
   { name: "CLAUDE_BIN", readIn: "src/cli/resolve-bin.ts", meaning: "the claude binary to run (default: the pinned package's)" },
 ];
