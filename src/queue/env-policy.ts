@@ -19,9 +19,10 @@ const REFUSED: ReadonlyArray<{ test: (name: string) => boolean; why: string }> =
   },
 ];
 
-// CLAUDE_CODE_* variables that only tune a run's output or retries.
+// CLAUDE_CODE_* variables that only tune a run's output, retries or what it keeps on disk.
 const TUNING_CLAUDE_CODE: ReadonlySet<string> = new Set([
   "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
+  "CLAUDE_CODE_SKIP_PROMPT_HISTORY",
   "CLAUDE_CODE_MAX_RETRIES",
   "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
   "CLAUDE_CODE_EFFORT_LEVEL",

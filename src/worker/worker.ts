@@ -10,7 +10,7 @@ import { assertQueuePrefix, bullConnection, checkAllowEnv, createTurnQueue, DEFA
 import type { Tracer } from "@opentelemetry/api";
 import { CREDENTIALS_FILE, operatorConfigDir } from "../cli/index.ts";
 import { createScrubber, scrubError, type SecretValues, type Scrubber, type Telemetry } from "../telemetry/index.ts";
-import { startDecisionHub, type DecisionHub } from "../decisions/index.ts";
+import { startDecisionHub, sweepSupervisedDirs, type DecisionHub } from "../decisions/index.ts";
 import { executeTurnJob, type EventObserver, type ExecuteSettings, type RunningTurn, type TurnJobResult, type WorkspaceTrust } from "./execute.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import { SnapshotCache } from "./snapshots.ts";
@@ -208,10 +208,13 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   known(scrubber);
   known(lineScrubber);
   const tracer = options.tracer ?? (options.telemetry?.enabled === true ? options.telemetry.tracer : undefined);
-  // Started on the first supervised turn: most workers never need the loopback hub.
+  // Started on the first supervised turn: most workers never need the loopback hub. Its start also
+  // removes the run folders (tokens, hook settings) that SIGKILLed workers' hubs left behind.
   let hub: Promise<DecisionHub> | undefined;
-  const decisionHub = (): Promise<DecisionHub> =>
-    (hub ??= startDecisionHub({ log, redis: options.redis, prefix: logPrefix, logger, scrubber, ...(options.operatorKeys !== undefined ? { operatorKeys: options.operatorKeys } : {}) }));
+  const decisionHub = (): Promise<DecisionHub> => {
+    if (hub === undefined) sweepSupervisedDirs({ logger });
+    return (hub ??= startDecisionHub({ log, redis: options.redis, prefix: logPrefix, logger, scrubber, ...(options.operatorKeys !== undefined ? { operatorKeys: options.operatorKeys } : {}) }));
+  };
   const deps = {
     log,
     order,

@@ -3,9 +3,13 @@
 // permissions as root needs the worker's sandbox claim, and a workspace cannot switch supervision off.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runTurn } from "../../src/cli/index.ts";
+import { SUPERVISED_DIR_PREFIX } from "../../src/decisions/index.ts";
+import { OPERATOR } from "../decisions/_support.ts";
 import { createProducer, InvalidTurnError, JOB_VERSION } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { hermeticEnv } from "../cli/_support.ts";
@@ -133,7 +137,7 @@ test("supervised turn in a workspace whose settings switch hooks off and allow B
     JSON.stringify({ disableAllHooks: true, permissions: { allow: ["Bash"] }, hooks: { PreToolUse: [{ hooks: [{ type: "command", command: `touch ${hookRan}` }] }] } }),
   );
   try {
-    r.worker();
+    r.worker({ operatorKeys: [OPERATOR.publicKey] });
     const t = await r.producer.enqueueTurn({ prompt: "who am I", cwd: r.ws, options: { supervised: true } });
     let requested: Record<string, unknown> | undefined;
     await waitUntil(async () => {
@@ -174,6 +178,22 @@ test("trustWorkspace is honoured only on a worker whose policy allows it, and ne
     const trusted = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { trustWorkspace: true } });
     assert.equal((await r.producer.waitForTurn(trusted.turn, { timeoutMs: 60_000 })).status, "finished");
     assert.ok(existsSync(hookRan), "the trusted workspace's hook ran");
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("a worker starting its decision hub removes the supervised folders (token, hook settings) that dead workers left", async () => {
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "nothing risky" }] }] });
+  // This process's pid with another start time: the folder of a dead earlier owner of the same pid.
+  const leftover = join(tmpdir(), `${SUPERVISED_DIR_PREFIX}${process.pid}.1-${randomBytes(3).toString("hex")}`);
+  mkdirSync(leftover);
+  writeFileSync(join(leftover, "run.json"), "{}");
+  try {
+    r.worker({ operatorKeys: [OPERATOR.publicKey] });
+    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { supervised: true } });
+    assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
+    assert.equal(existsSync(leftover), false);
   } finally {
     await r.dispose();
   }
