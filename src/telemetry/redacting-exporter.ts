@@ -1,13 +1,15 @@
 // Wraps any span exporter so nothing unscrubbed reaches it: span and event names, status message,
 // attributes of spans, events and links (strings and string arrays), and resource attributes. Stack
-// traces are dropped outright (`exception.stacktrace`): a stack is raw text we never vouch for.
+// traces and command lines are dropped outright: raw text we never vouch for.
 import type { Attributes, AttributeValue, Link } from "@opentelemetry/api";
 import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
 import { resourceFromAttributes, type Resource } from "@opentelemetry/resources";
 import type { ReadableSpan, SpanExporter, TimedEvent } from "@opentelemetry/sdk-trace-base";
 import { isSecretFieldName, redactionMarker, type Scrubber } from "./scrub.ts";
 
-const DROPPED = new Set(["exception.stacktrace"]);
+// The process resource detector records the command line, and argv can hold a prompt
+// (`turnstream run -- PROMPT`) that no pattern recognises as secret.
+const DROPPED = new Set(["exception.stacktrace", "process.command_args", "process.command_line"]);
 
 /**
  * Scrubs for one batch: a batch repeats the same keys (and many values: tool names, span names),

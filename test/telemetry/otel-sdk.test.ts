@@ -98,6 +98,13 @@ test("resource: OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES (scrubbed) and OTEL_
     assert.ok(!receiver.requests.some((r) => r.bodyText.includes(CANARY)));
   });
   await withReceiver(async (receiver) => {
+    // The process detector: its pid and runtime arrive, the command line (argv can hold a prompt) does not.
+    const resource = resourceOf(await traced(receiver, { OTEL_NODE_RESOURCE_DETECTORS: "process" }, (t) => t.tracer.startSpan("proc").end()));
+    assert.equal(typeof resource["process.pid"], "number", "the process detector ran");
+    assert.equal(resource["process.command_args"], undefined);
+    assert.equal(resource["process.command_line"], undefined);
+  });
+  await withReceiver(async (receiver) => {
     const resource = resourceOf(await traced(receiver, { OTEL_NODE_RESOURCE_DETECTORS: "none" }, (t) => t.tracer.startSpan("bare").end()));
     assert.equal(resource["service.name"], "turnstream", "the fallback service name");
     assert.equal(resource["host.name"], undefined);
