@@ -22,12 +22,13 @@ export interface Rig {
   dispose(): Promise<void>;
 }
 
+/** `script` may be a function of the rig's workspace, for scripts that name files in it. */
 export async function rig(script: unknown): Promise<Rig> {
   const space = testSpace();
-  const server = await startModelServer({ script });
+  const ws = space.workspace();
+  const server = await startModelServer({ script: typeof script === "function" ? (script as (ws: string) => unknown)(ws) : script });
   const redis = redisFor();
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const ws = space.workspace();
   const workers: TurnWorker[] = [];
   let n = 0;
   return {

@@ -11,6 +11,7 @@ import { MCP_PROBE, OPERATOR, operatorKey } from "../decisions/_support.ts";
 import { createProducer, InvalidTurnError } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { startTurnWorker, workerConfigFromEnv, WorkerConfigError } from "../../src/worker/index.ts";
+import { rig } from "./_more.ts";
 import { cleanupKeys, cliEnv, readAll, redisFor, testSpace, waitUntil } from "./_support.ts";
 
 const touch = (file: string) => ({
@@ -120,37 +121,21 @@ const toolCall = (name: string, input: Record<string, unknown>) => ({ content: [
 const reply = (text: string) => ({ content: [{ type: "text" as const, text }] });
 
 test("job options cannot take a risky tool out of supervision: riskyTools adds, smuggled pre-approvals of Bash, Monitor and MCP are dropped", async () => {
-  const space = testSpace();
-  const cwd = space.workspace();
-  const f = (name: string): string => join(cwd, name);
-  const server = await startModelServer({
-    script: {
-      responses: [
-        touch(f("narrowed.txt")),
-        reply("one"),
-        touch(f("smuggled.txt")),
-        reply("two"),
-        toolCall("Monitor", { description: "watch", timeout_ms: 5000, command: `touch ${f("monitor.txt")}` }),
-        reply("three"),
-        toolCall("mcp__probe__touch", { path: f("mcp.txt") }),
-        reply("four"),
-      ],
-    },
-  });
-  const mcpConfigFile = join(space.dir("mcp"), "mcp.json");
+  const r = await rig((ws: string) => ({
+    responses: [
+      touch(join(ws, "narrowed.txt")),
+      reply("one"),
+      touch(join(ws, "smuggled.txt")),
+      reply("two"),
+      toolCall("Monitor", { description: "watch", timeout_ms: 5000, command: `touch ${join(ws, "monitor.txt")}` }),
+      reply("three"),
+      toolCall("mcp__probe__touch", { path: join(ws, "mcp.txt") }),
+      reply("four"),
+    ],
+  }));
+  const mcpConfigFile = join(r.space.dir("mcp"), "mcp.json");
   writeFileSync(mcpConfigFile, JSON.stringify({ mcpServers: { probe: { command: process.execPath, args: [MCP_PROBE] } } }));
-  const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const worker = startTurnWorker({
-    redis,
-    logPrefix: space.logPrefix,
-    queuePrefix: space.queuePrefix,
-    workspaceRoots: [cwd],
-    instanceRoot: space.dir("inst"),
-    runEnv: cliEnv(server.url),
-    operatorKeys: [OPERATOR.publicKey],
-    mcpConfigFile,
-  });
+  r.worker({ operatorKeys: [OPERATOR.publicKey], mcpConfigFile });
   try {
     const cases: Array<[string, Record<string, unknown>, string, string]> = [
       // Before: riskyTools replaced the defaults, so ["Read"] left Bash unsupervised (and pre-approved).
@@ -161,78 +146,48 @@ test("job options cannot take a risky tool out of supervision: riskyTools adds, 
       ["mcp.txt", { allowedTools: ["mcp__probe"] }, "mcp__probe__touch", "use the probe"],
     ];
     for (const [file, options, tool, prompt] of cases) {
-      const t = await producer.enqueueTurn({ prompt, cwd, options: { supervised: true, ...options } });
-      const p = await pendingFor(redis, space.logPrefix, t.session);
+      const t = await r.producer.enqueueTurn({ prompt, cwd: r.ws, options: { supervised: true, ...options } });
+      const p = await pendingFor(r.redis, r.space.logPrefix, t.session);
       assert.equal(p.tool, tool, file);
-      await decide({ log: producer.log, redis, operatorKey }, { session: t.session, requestId: p.requestId, decision: "deny", by: "erin", reason: "checked" });
-      assert.equal((await producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished", file);
-      assert.equal(existsSync(f(file)), false, `${file}: the denied call did not run`);
+      await decide({ log: r.producer.log, redis: r.redis, operatorKey }, { session: t.session, requestId: p.requestId, decision: "deny", by: "erin", reason: "checked" });
+      assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished", file);
+      assert.equal(existsSync(join(r.ws, file)), false, `${file}: the denied call did not run`);
     }
   } finally {
-    await worker.close({ graceMs: 1000 });
-    await producer.close();
-    await cleanupKeys(redis, space);
-    redis.disconnect();
-    await server.close();
-    space.cleanup();
+    await r.dispose();
   }
 });
 
 test("unsupervisedTools is the explicit way to narrow supervision, and leaving Bash out is logged", async () => {
-  const space = testSpace();
-  const cwd = space.workspace();
-  const server = await startModelServer({ script: { responses: [touch(join(cwd, "unsupervised.txt")), reply("done")] } });
+  const r = await rig((ws: string) => ({ responses: [touch(join(ws, "unsupervised.txt")), reply("done")] }));
   const warned: string[] = [];
   const logger = { debug() {}, info() {}, error() {}, warn: (_o: object, msg?: string) => void warned.push(msg ?? "") };
-  const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const worker = startTurnWorker({
-    redis,
-    logPrefix: space.logPrefix,
-    queuePrefix: space.queuePrefix,
-    workspaceRoots: [cwd],
-    instanceRoot: space.dir("inst"),
-    runEnv: cliEnv(server.url),
-    operatorKeys: [OPERATOR.publicKey],
-    logger,
-  });
+  r.worker({ operatorKeys: [OPERATOR.publicKey], logger });
   try {
     await assert.rejects(
-      producer.enqueueTurn({ prompt: "x", cwd, options: { supervised: true, riskyTools: ["Bash"], unsupervisedTools: ["Bash"] } }),
+      r.producer.enqueueTurn({ prompt: "x", cwd: r.ws, options: { supervised: true, riskyTools: ["Bash"], unsupervisedTools: ["Bash"] } }),
       (err: unknown) => err instanceof InvalidTurnError && /unsupervisedTools/.test(err.message),
     );
-    const t = await producer.enqueueTurn({ prompt: "make it", cwd, options: { supervised: true, unsupervisedTools: ["Bash"], allowedTools: ["Bash"] } });
-    assert.equal((await producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
-    assert.ok(existsSync(join(cwd, "unsupervised.txt")), "the unsupervised, pre-approved Bash call ran");
-    assert.deepEqual((await readAll(producer.log, t.session)).filter((e) => e.kind === "decision.requested"), [], "nobody was asked");
+    const t = await r.producer.enqueueTurn({ prompt: "make it", cwd: r.ws, options: { supervised: true, unsupervisedTools: ["Bash"], allowedTools: ["Bash"] } });
+    assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
+    assert.ok(existsSync(join(r.ws, "unsupervised.txt")), "the unsupervised, pre-approved Bash call ran");
+    assert.deepEqual((await r.events(t.session)).filter((e) => e.kind === "decision.requested"), [], "nobody was asked");
     assert.ok(warned.some((m) => /a shell tool is NOT supervised/.test(m)), "leaving Bash out was logged");
   } finally {
-    await worker.close({ graceMs: 1000 });
-    await producer.close();
-    await cleanupKeys(redis, space);
-    redis.disconnect();
-    await server.close();
-    space.cleanup();
+    await r.dispose();
   }
 });
 
 test("a worker without operator keys fails supervised turns, naming TURNSTREAM_OPERATOR_KEYS", async () => {
-  const space = testSpace();
-  const cwd = space.workspace();
-  const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const worker = startTurnWorker({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, workspaceRoots: [cwd], instanceRoot: space.dir("inst") });
+  const r = await rig({ responses: [] });
+  r.worker();
   try {
-    const t = await producer.enqueueTurn({ prompt: "x", cwd, options: { supervised: true } });
-    const r = await producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
-    assert.equal(r.status, "failed");
-    assert.match(JSON.stringify(r.event.data), /SupervisedUnavailable.*TURNSTREAM_OPERATOR_KEYS/);
+    const t = await r.producer.enqueueTurn({ prompt: "x", cwd: r.ws, options: { supervised: true } });
+    const result = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    assert.equal(result.status, "failed");
+    assert.match(JSON.stringify(result.event.data), /SupervisedUnavailable.*TURNSTREAM_OPERATOR_KEYS/);
   } finally {
-    await worker.close({ graceMs: 1000 });
-    await producer.close();
-    await cleanupKeys(redis, space);
-    redis.disconnect();
-    space.cleanup();
+    await r.dispose();
   }
 });
 
