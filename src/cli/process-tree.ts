@@ -61,13 +61,16 @@ function readStatText(pid: number): string | undefined {
   }
 }
 
+function dropStatFd(pid: number): void {
+  const fd = statFds.get(pid);
+  if (fd === undefined) return;
+  statFds.delete(pid);
+  closeSync(fd);
+}
+
 /** Closes the cached stat files of processes that `listed` no longer names. */
 function forgetStatFds(listed: Set<number>): void {
-  for (const [pid, fd] of statFds) {
-    if (listed.has(pid)) continue;
-    statFds.delete(pid);
-    closeSync(fd);
-  }
+  for (const pid of statFds.keys()) if (!listed.has(pid)) dropStatFd(pid);
 }
 
 function readStat(pid: number): ProcStat | undefined {
@@ -75,7 +78,12 @@ function readStat(pid: number): ProcStat | undefined {
   if (text === undefined) return undefined;
   // comm may contain spaces and parentheses: fields start after the last ") ".
   const rest = text.slice(text.lastIndexOf(") ") + 2).split(" ", 20);
-  if (rest[0] === "Z" || rest[0] === "X") return undefined; // zombies cannot be signalled usefully
+  if (rest[0] === "Z" || rest[0] === "X") {
+    // A zombie never runs again, and it may be reaped at any moment: keeping its file open would
+    // outlive the pid.
+    dropStatFd(pid);
+    return undefined;
+  }
   return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), sid: Number(rest[3]), start: rest[19] ?? "" };
 }
 
