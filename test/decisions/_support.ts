@@ -1,6 +1,7 @@
 // Shared set-up for the decision tests: a private key prefix, a session with a begun attempt, a hub
 // that trusts the test operator's key, helpers to decide and add rules signed with it, to run a real
 // CLI turn under supervision and to wait for log events.
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -202,4 +203,21 @@ export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs 
     if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+const BIN = join(import.meta.dirname, "../../src/bin/turnstream.ts");
+
+/**
+ * Runs the `turnstream` command line with `env` over this process's environment, less its TURNSTREAM_*
+ * and REDIS_CLUSTER_NODES, so each test's command sees only the settings the test gives it.
+ */
+export function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const clean: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("TURNSTREAM_") && k !== "REDIS_CLUSTER_NODES") clean[k] = v;
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+  child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+  return new Promise((r) => child.on("close", (code) => r({ code, stdout, stderr })));
 }

@@ -24,9 +24,8 @@ import { createProducer } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { startTurnWorker } from "../../src/worker/index.ts";
 import { cliEnv, testSpace, waitUntil } from "../worker/_support.ts";
-import { OPERATOR } from "./_support.ts";
+import { cli, OPERATOR } from "./_support.ts";
 
-const BIN = join(import.meta.dirname, "../../src/bin/turnstream.ts");
 const ACL_DEPLOY_FILE = join(import.meta.dirname, "../../deploy/redis-users.acl");
 
 function freePort(): Promise<number> {
@@ -54,17 +53,6 @@ async function startAclRedis(aclFile: string): Promise<{ port: number; child: Ch
     child.once("exit", (code) => reject(new Error(`redis-server exited (${code}): ${out.slice(-500)}`)));
   });
   return { port, child };
-}
-
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const clean: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("TURNSTREAM_") && k !== "REDIS_CLUSTER_NODES") clean[k] = v;
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-  child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-  return new Promise((r) => child.on("close", (code) => r({ code, stdout, stderr })));
 }
 
 test("deploy/redis-users.acl is what `turnstream acl` prints for the default prefixes, every role off", async () => {

@@ -5,18 +5,7 @@ import { spawn } from "node:child_process";
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { FORWARDER_PATH, writeOperatorKeyFile } from "../../src/decisions/index.ts";
-import { eventsOf, nextEvent, OPERATOR, prepare, setup, waitFor, withHub } from "./_support.ts";
-
-const BIN = join(import.meta.dirname, "../../src/bin/turnstream.ts");
-
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-  child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-  return new Promise((r) => child.on("close", (code) => r({ code, stdout, stderr })));
-}
+import { cli, eventsOf, nextEvent, OPERATOR, prepare, setup, waitFor, withHub } from "./_support.ts";
 
 test("pending --json lists the waiting call; decide --always --reason records who/why and adds the rule", async () => {
   const ctx = await setup();

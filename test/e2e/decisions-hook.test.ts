@@ -6,7 +6,6 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { spawn } from "node:child_process";
 import {
   DecisionError,
   decisionRequestedSchema,
@@ -40,18 +39,8 @@ import {
   supervisedTurn,
   withHub,
   type Ctx,
+  cli,
 } from "../decisions/_support.ts";
-
-const BIN = join(import.meta.dirname, "../../src/bin/turnstream.ts");
-
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-  child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-  return new Promise((r) => child.on("close", (code) => r({ code, stdout, stderr })));
-}
 
 async function withCtx(fn: (ctx: Ctx) => Promise<void>): Promise<void> {
   const ctx = await setup();
