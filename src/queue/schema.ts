@@ -54,6 +54,8 @@ export const envOverlaySchema = z
     }
   });
 
+const toolNames = z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name")).min(1).optional();
+
 /** The CLI options a turn may carry (a subset of the runner's, all plain data). */
 export const turnOptionsSchema = z.strictObject({
   model: z.string().min(1).max(200).optional(),
@@ -78,12 +80,12 @@ export const turnOptionsSchema = z.strictObject({
    * More tools that need a decision in supervised mode, ADDED to the defaults (Bash, Monitor, Write,
    * Edit, MultiEdit, NotebookEdit, WebFetch; every mcp__* tool always needs one).
    */
-  riskyTools: z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name")).min(1).optional(),
+  riskyTools: toolNames,
   /**
    * Default risky tools to leave unsupervised in this turn (they run under the CLI's default
    * permission mode without a decision). The only way to narrow supervision; the worker logs each.
    */
-  unsupervisedTools: z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name")).min(1).optional(),
+  unsupervisedTools: toolNames,
 })
   .refine((o) => !(o.riskyTools ?? []).some((t) => (o.unsupervisedTools ?? []).includes(t)), {
     path: ["unsupervisedTools"],

@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys } from "../decisions/index.ts";
 import { checkAllowEnv } from "../queue/index.ts";
+import type { WorkspaceTrust } from "./execute.ts";
 
 export interface WorkerEnvConfig {
   workspaceRoots: string[];
@@ -20,7 +21,7 @@ export interface WorkerEnvConfig {
   claudeBin: string | undefined;
   snapshotCacheBytes: number | undefined;
   allowEnv: string[];
-  workspaceTrust: "never" | "job";
+  workspaceTrust: WorkspaceTrust;
   mcpConfigFile: string | undefined;
   /** Operators' public keys (TURNSTREAM_OPERATOR_KEYS); without them supervised turns fail. */
   operatorKeys: string[] | undefined;
