@@ -1,9 +1,6 @@
 // argv for one `claude -p` turn. The prompt is never here: it goes on stdin, because argv is
 // world-readable through /proc and ends up in process listings.
-import type { z } from "zod";
-import type { RunTurnOptionsSchema } from "./options.ts";
-
-type Opts = z.output<typeof RunTurnOptionsSchema>;
+import type { CheckedRunTurnOptions as Opts } from "./options.ts";
 
 export function buildArgs(o: Opts, extraAddDirs: readonly string[] = []): string[] {
   const args = ["-p", "--output-format", "stream-json", "--verbose"];

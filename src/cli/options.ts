@@ -98,7 +98,10 @@ export const RunTurnOptionsSchema = z.strictObject({
 export type RunTurnOptions = z.input<typeof RunTurnOptionsSchema>;
 export type ConfigHomeOptions = z.input<typeof ConfigHomeOptionsSchema>;
 
-export function validateRunTurnOptions(options: unknown): z.output<typeof RunTurnOptionsSchema> {
+/** runTurn's options once checked. */
+export type CheckedRunTurnOptions = z.output<typeof RunTurnOptionsSchema>;
+
+export function validateRunTurnOptions(options: unknown): CheckedRunTurnOptions {
   const checked = RunTurnOptionsSchema.safeParse(options);
   if (checked.success) return checked.data;
   const issue = checked.error.issues[0]!;

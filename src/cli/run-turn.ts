@@ -17,7 +17,7 @@ import { createConfigHome, type AuthSource, type ConfigHome } from "./config-hom
 import { buildEnv, envAuth } from "./env.ts";
 import { badOptions, ClaudeCodeCliError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
 import { silentLogger } from "./logger.ts";
-import { validateRunTurnOptions, type RunTurnOptions } from "./options.ts";
+import { validateRunTurnOptions, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
 import {
   containment,
   ContainmentError,
@@ -101,7 +101,7 @@ function str(o: Record<string, unknown>, k: string): string | undefined {
  * removed from whatever env the run inherits or is given, and a bypass as root without it is refused
  * here, before the CLI would refuse it with a less helpful message.
  */
-function sandboxClaim(o: ReturnType<typeof validateRunTurnOptions>): "1" | undefined {
+function sandboxClaim(o: CheckedRunTurnOptions): "1" | undefined {
   const bypass = o.skipPermissions === true ? "skipPermissions" : o.permissionMode === "bypassPermissions" ? "permissionMode" : undefined;
   if (bypass === undefined || process.getuid?.() !== 0) return undefined;
   if (o.sandboxed !== true) {
@@ -120,7 +120,7 @@ function sandboxClaim(o: ReturnType<typeof validateRunTurnOptions>): "1" | undef
  * the run's own config home; without one they sit in an added directory and are listed for the model.
  */
 function offerSkills(
-  o: ReturnType<typeof validateRunTurnOptions>,
+  o: CheckedRunTurnOptions,
   home: ConfigHome | undefined,
   scratchDir: () => string,
 ): { addDirs: string[]; listed: ListedSkill[] } {
@@ -138,14 +138,14 @@ function offerSkills(
 }
 
 /** The appended system prompt: the caller's, then what an untrusted workspace still offers as text. */
-function systemPromptAppendix(o: ReturnType<typeof validateRunTurnOptions>, skills: readonly ListedSkill[]): string | undefined {
+function systemPromptAppendix(o: CheckedRunTurnOptions, skills: readonly ListedSkill[]): string | undefined {
   const context = o.trustWorkspace === true ? undefined : workspaceContext(o.cwd, skills);
   const parts = [o.appendSystemPrompt, context].filter((p): p is string => p !== undefined);
   return parts.length === 0 ? undefined : parts.join("\n\n");
 }
 
 function auth(
-  o: ReturnType<typeof validateRunTurnOptions>,
+  o: CheckedRunTurnOptions,
   env: Record<string, string>,
 ): { home: ConfigHome | undefined; source: AuthSource | "inherited" } {
   if (o.configHome === undefined) return { home: undefined, source: "inherited" };
@@ -230,7 +230,7 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
 }
 
 interface SuperviseContext {
-  o: ReturnType<typeof validateRunTurnOptions>;
+  o: CheckedRunTurnOptions;
   logger: typeof silentLogger;
   killGraceMs: number;
   marker: string;
