@@ -46,7 +46,9 @@ test("enqueue refuses a prompt, variables, an appended system prompt or a litera
     await refused({ prompt: "hi", options: { appendSystemPrompt: `session ${token}` } }, "options.appendSystemPrompt", "jwt", token);
     await refused({ prompt: "hi", options: { env: { MY_VALUE: gh } } }, "options.env.MY_VALUE", "github_token", gh);
     await refused({ prompt: "hi", options: { env: { DATABASE_URL: "postgres://u:s3cretpw@h/db" } } }, "options.env.DATABASE_URL", "connection_password", "s3cretpw");
-    assert.deepEqual([...(await keysUnder(redis, `${space.logPrefix}*`)), ...(await keysUnder(redis, `${space.queuePrefix}*`))], []);
+    // BullMQ writes the queue's version record (`…:meta`) when the Queue is built, whatever is enqueued.
+    const written = [...(await keysUnder(redis, `${space.logPrefix}*`)), ...(await keysUnder(redis, `${space.queuePrefix}*`))];
+    assert.deepEqual(written.filter((key) => !key.endsWith(":meta")), []);
     assert.equal(await producer.queue.count(), 0);
 
     // Prose that looks a little like a shape, and a URL without a password, go through.
