@@ -8,7 +8,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { ClaudeCodeCliError } from "./errors.ts";
 import { envAuth } from "./env.ts";
-import { silentLogger, type Logger } from "./logger.ts";
+import { silentLogger, type Logger } from "../kernel/index.ts";
 import { ConfigHomeOptionsSchema, type ConfigHomeOptions } from "./options.ts";
 import { learnConfigSeed, seedConfigHome } from "./config-seed.ts";
 import { sweepCgroups } from "./containment.ts";

@@ -21,7 +21,7 @@ import { randomUUID } from "node:crypto";
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { ClaudeCodeCliError } from "./errors.ts";
-import { silentLogger, type Logger } from "./logger.ts";
+import { silentLogger, type Logger } from "../kernel/index.ts";
 import { processStartTime, type ProcessTree } from "./process-tree.ts";
 
 export type ContainmentKind = "cgroup-v2" | "cgroup-v1-freezer" | "pid-namespace" | "proc-walk";

@@ -33,7 +33,7 @@ export {
 } from "./config-home.ts";
 export { projectSlug, sessionFilePath, captureSessionFile, restoreSessionFile } from "./session-file.ts";
 export { installSkill, injectSkills, pointClaudeMdAtSkills, prepareSkillAddDir, SKILLS_DIR, type SkillAddDir } from "./skills.ts";
-export { type Logger, silentLogger } from "./logger.ts";
+export { type Logger, silentLogger } from "../kernel/index.ts";
 export {
   InMemorySessionStore,
   runThreadTurn,

@@ -3,7 +3,7 @@
 import { isAbsolute } from "node:path";
 import { z } from "zod";
 import { badOptions } from "./errors.ts";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../kernel/index.ts";
 
 const nonEmpty = z.string().min(1);
 const posInt = z.number().int().positive();

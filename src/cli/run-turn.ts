@@ -16,7 +16,7 @@ import { Channel } from "./channel.ts";
 import { createConfigHome, type AuthSource, type ConfigHome } from "./config-home.ts";
 import { buildEnv, envAuth } from "./env.ts";
 import { badOptions, ClaudeCodeCliError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
-import { silentLogger } from "./logger.ts";
+import { silentLogger, stringField } from "../kernel/index.ts";
 import { validateRunTurnOptions, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
 import {
   containment,
@@ -90,11 +90,6 @@ export interface RunTurnExtras {
 }
 
 const STDERR_KEEP = 64 * 1024;
-
-function str(o: Record<string, unknown>, k: string): string | undefined {
-  const v = o[k];
-  return typeof v === "string" ? v : undefined;
-}
 
 /**
  * IS_SANDBOX=1 is how the CLI lets root skip permissions. Only `sandboxed: true` may claim it, so it is
@@ -304,10 +299,10 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
     lineCount++;
     if (p.category === "known" || p.category === "unknown") {
       const line = p.line;
-      if (line["type"] === "system" && line["subtype"] === "init") sessionId = str(line, "session_id") ?? sessionId;
+      if (line["type"] === "system" && line["subtype"] === "init") sessionId = stringField(line, "session_id") ?? sessionId;
       if (line["type"] === "result") {
         lastResult = line;
-        sessionId = str(line, "session_id") ?? sessionId;
+        sessionId = stringField(line, "session_id") ?? sessionId;
       }
     }
     const k = classifier.add(p);
@@ -419,7 +414,7 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
           return resolve({
             sessionId,
             result: lastResult,
-            resultText: str(lastResult, "result"),
+            resultText: stringField(lastResult, "result"),
             exitCode: code,
             signal: sig,
             durationMs: Date.now() - started,
@@ -436,9 +431,9 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
         const r = lastResult ?? {};
         const resultFields = {
           ...fields,
-          subtype: str(r, "subtype"),
+          subtype: stringField(r, "subtype"),
           errors: Array.isArray(r["errors"]) ? (r["errors"] as unknown[]).map((e) => (typeof e === "string" ? e : JSON.stringify(e))) : [],
-          terminalReason: str(r, "terminal_reason"),
+          terminalReason: stringField(r, "terminal_reason"),
           apiErrorStatus: typeof r["api_error_status"] === "number" ? r["api_error_status"] : undefined,
         };
         const kind = lastKind ?? "no_result";

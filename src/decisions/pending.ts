@@ -2,6 +2,7 @@
 // `turnstream pending` (the session log stays the truth). Each hub keeps a heartbeat key alive; an
 // entry whose hub is gone, or whose attempt was superseded by a newer epoch, is shown as abandoned.
 import { z } from "zod";
+import { DEFAULT_PREFIX } from "../kernel/index.ts";
 import { sessionKeys, type RedisClient } from "../log/index.ts";
 import { riskClassSchema } from "./events.ts";
 
@@ -75,7 +76,7 @@ export interface ListPendingOptions {
  * Redis user may write (a reader's listing just leaves them for the next operator's).
  */
 export async function listPending(options: ListPendingOptions): Promise<PendingRequest[]> {
-  const prefix = options.prefix ?? "ts:";
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
   const now = options.now ?? Date.now();
   const all = await options.redis.hgetall(pendingKey(prefix));
   const out: PendingRequest[] = [];

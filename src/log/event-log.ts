@@ -12,7 +12,7 @@ import {
 import { InvalidEventError, UnfencedKindError } from "./errors.ts";
 import { assertPrefix, assertSessionId, DEFAULT_PREFIX, indexKey, seqOfId, sessionKeys, streamId } from "./keys.ts";
 import type { SessionKeys } from "./keys.ts";
-import { silentLogger, type Logger } from "./logger.ts";
+import { silentLogger, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "./redis.ts";
 import { logScripts, type LogScripts } from "./scripts.ts";
 import { storedEnvelope, storedHead } from "./stored-head.ts";

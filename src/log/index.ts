@@ -47,4 +47,4 @@ export { connectRedis, DEFAULT_REDIS_URL, isCluster } from "./redis.ts";
 export type { ConnectOptions, RedisClient } from "./redis.ts";
 export { exportJsonl, importFile } from "./jsonl.ts";
 export type { ImportResult } from "./jsonl.ts";
-export type { Logger } from "./logger.ts";
+export type { Logger } from "../kernel/index.ts";

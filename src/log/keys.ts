@@ -1,11 +1,13 @@
 // Key layout. Every key of one session carries the hash tag `{s:<id>}` so that the stream, the meta
 // hash and the blobs live in one Redis Cluster slot and one Lua script may touch them all. A global
 // prefix goes before the tag (never inside it) so tests and tenants can isolate without moving slots.
+import { DEFAULT_PREFIX } from "../kernel/index.ts";
 import { InvalidPrefixError, InvalidSessionIdError } from "./errors.ts";
+
+export { DEFAULT_PREFIX };
 
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{0,64}$/;
-export const DEFAULT_PREFIX = "ts:";
 
 export function isValidSessionId(id: string): boolean {
   return SESSION_ID_PATTERN.test(id);

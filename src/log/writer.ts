@@ -6,7 +6,7 @@
 import type { EventInput } from "./envelope.ts";
 import { ConflictError, FencedError, UnfencedKindError, WriterClosedError } from "./errors.ts";
 import { newWriterId, type EncodedEvent, type EventLog } from "./event-log.ts";
-import { silentLogger, type Logger } from "./logger.ts";
+import { silentLogger, type Logger } from "../kernel/index.ts";
 
 export interface WriterOptions {
   log: EventLog;

@@ -1,9 +1,8 @@
 // One short line per event for `turnstream tail`: what happened, never a whole payload.
+import { isObj, type Obj } from "../kernel/index.ts";
 import type { Envelope } from "../log/index.ts";
 import { parseLine, toolResultText } from "../protocol/index.ts";
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
 
 function short(s: string, max = 100): string {
   const one = s.replace(/\s+/g, " ").trim();

@@ -3,7 +3,8 @@
 // atomically (session-projection.ts). Any number may run at once; each session's commits are
 // compare-and-set, so racing projectors waste work at worst, never apply an event twice.
 import { EventEmitter } from "node:events";
-import { createEventLog, type EventLog, type Logger, type RedisClient } from "../log/index.ts";
+import { silentLogger, DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
+import { createEventLog, type EventLog, type RedisClient } from "../log/index.ts";
 import { SessionProjection, type SessionProjectionOptions } from "./session-projection.ts";
 import { PROJECTION_VERSION, projectionKeys, readModel, type ReadModel } from "./store.ts";
 import type { SessionSummary } from "./state.ts";
@@ -49,16 +50,15 @@ export interface Projector {
   readonly version: number;
 }
 
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const TERMINAL = new Set(["finished", "failed", "cancelled"]);
 
 /** Starts the live projector: follows the sessions in the log's index and keeps their read models in Redis, checkpointed in the same step. */
 export function startProjector(options: ProjectorOptions): Projector {
   const redis = options.redis;
-  const prefix = options.prefix ?? "ts:";
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
   const version = options.version ?? PROJECTION_VERSION;
   if (!Number.isSafeInteger(version) || version < 1) throw new Error("projection version must be a positive integer");
-  const logger = options.logger ?? silent;
+  const logger = options.logger ?? silentLogger;
   const rescanMs = options.rescanMs ?? 2000;
   const blockMs = options.blockMs ?? 1000;
   const stopTimeoutMs = options.stopTimeoutMs ?? 5000;

@@ -1,6 +1,7 @@
 // The projector as a long-running process: start, run until SIGTERM/SIGINT, stop cleanly within a
 // bound. Shared by `turnstream projector` and workers/projector.ts.
-import type { Logger, RedisClient } from "../log/index.ts";
+import { DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
+import type { RedisClient } from "../log/index.ts";
 import { startProjector, type ProjectorOptions } from "./live.ts";
 
 export interface ProjectorProcessOptions extends Omit<ProjectorOptions, "redis" | "logger"> {
@@ -13,7 +14,7 @@ export interface ProjectorProcessOptions extends Omit<ProjectorOptions, "redis" 
 export async function runProjectorProcess(options: ProjectorProcessOptions): Promise<number> {
   const { logger } = options;
   const projector = startProjector(options);
-  logger.info({ version: projector.version, prefix: options.prefix ?? "ts:" }, "projector started");
+  logger.info({ version: projector.version, prefix: options.prefix ?? DEFAULT_PREFIX }, "projector started");
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     const on = (s: NodeJS.Signals): void => {
       process.off("SIGTERM", on);

@@ -6,6 +6,7 @@
 // not the whole history: a long session's commits stay proportional to what changed.
 import { readFileSync } from "node:fs";
 import type { RedisClient } from "../log/index.ts";
+import { DEFAULT_PREFIX } from "../kernel/index.ts";
 import { sessionKeys } from "../log/index.ts";
 import { STATE_VERSION, summaryOf, type ProjectionState, type SessionSummary, type TurnView, type TranscriptTurn } from "./state.ts";
 
@@ -136,7 +137,7 @@ export interface ReadModelOptions {
  * are stored yet. Follows the version pointer (retrying once if it switches while reading).
  */
 export async function readModel(redis: RedisClient, session: string, options: ReadModelOptions = {}): Promise<ReadModel | undefined> {
-  const prefix = options.prefix ?? "ts:";
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
   for (let tries = 0; tries < 3; tries++) {
     const base = projectionKeys(prefix, session, 1);
     const version = options.version ?? (await readPointer(redis, base));
@@ -150,7 +151,7 @@ export async function readModel(redis: RedisClient, session: string, options: Re
 }
 
 /** The stored listing summary of a session (cheap: one small field), or undefined. */
-export async function readSummary(redis: RedisClient, session: string, prefix = "ts:"): Promise<SessionSummary | undefined> {
+export async function readSummary(redis: RedisClient, session: string, prefix = DEFAULT_PREFIX): Promise<SessionSummary | undefined> {
   for (let tries = 0; tries < 3; tries++) {
     const base = projectionKeys(prefix, session, 1);
     const version = await readPointer(redis, base);
@@ -162,7 +163,7 @@ export async function readSummary(redis: RedisClient, session: string, prefix = 
 }
 
 /** Deletes a session's projection keys of the given versions and the pointer (operators, tests). */
-export async function deleteProjection(redis: RedisClient, session: string, versions: number[], prefix = "ts:"): Promise<void> {
+export async function deleteProjection(redis: RedisClient, session: string, versions: number[], prefix = DEFAULT_PREFIX): Promise<void> {
   const k = projectionKeys(prefix, session, 1);
   for (const v of versions) await redis.del(k.modelOf(v));
   await redis.del(k.pointer);

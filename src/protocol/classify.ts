@@ -1,7 +1,8 @@
 // What went wrong in a run, decided from the stream-json envelope. The envelope outranks the exit
 // code: an API failure is `subtype:"success"` with `is_error:true`, and the CLI may exit 0 or 1 for it.
 import type { ParsedLine } from "./parse.ts";
-import { isObj, objOf, parsedLines, strField, type LinesInput, type Obj } from "./lines.ts";
+import { isObj, stringField, type Obj } from "../kernel/index.ts";
+import { objOf, parsedLines, type LinesInput } from "./lines.ts";
 
 export type ErrorKind =
   | "ok"
@@ -65,7 +66,7 @@ function errorTexts(o: Obj): string[] {
 export function classifyResult(result: ParsedLine | Obj, syntheticError?: string): ErrorKind {
   const o = resultObj(result);
   if (o === undefined || o["type"] !== "result") return "cli_error";
-  const subtype = strField(o, "subtype") ?? "";
+  const subtype = stringField(o, "subtype") ?? "";
   const errors = errorTexts(o);
   if (errors.some((e) => e.includes(LOST_SESSION_TEXT))) return "lost_session";
   if (subtype === "error_max_turns") return "max_turns";
@@ -84,7 +85,7 @@ export function classifyResult(result: ParsedLine | Obj, syntheticError?: string
     if (k !== undefined) return k;
   }
   if (o["terminal_reason"] === "max_turns") return "max_turns";
-  const text = strField(o, "result") ?? "";
+  const text = stringField(o, "result") ?? "";
   const m = /API Error:[^\n]*?\b([45]\d\d)\b/.exec(text);
   if (m) {
     const k = kindOfStatus(Number(m[1]));
@@ -102,7 +103,7 @@ export class RunClassifier {
     if (o === undefined) return undefined;
     const t = o["type"];
     if (t === "assistant") {
-      const e = strField(o, "error");
+      const e = stringField(o, "error");
       if (e !== undefined) this.#lastSyntheticError = e;
       return undefined;
     }

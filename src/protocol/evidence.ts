@@ -1,7 +1,8 @@
 // Evidence of what the agent actually did, taken from tool_use blocks only: text the model wrote
 // (which may quote commands or paths) never counts.
 import { foldMessages, type Fold, type ToolCall } from "./fold.ts";
-import { contentBlocks, isObj, objOf, parsedLines, type LinesInput } from "./lines.ts";
+import { isObj } from "../kernel/index.ts";
+import { contentBlocks, objOf, parsedLines, type LinesInput } from "./lines.ts";
 
 /** Bash commands the run called, in call order (subagents included). */
 export function bashCommands(lines: LinesInput): string[] {

@@ -2,11 +2,11 @@
 // transcript, so the hot path skips zod. Each check accepts only what its schema accepts (a check
 // may be stricter, never looser: on `false` the parser falls back to zod, which has the last word).
 // test/protocol/parse.test.ts ("fast checks agree with the zod schemas") holds them to that against the schemas.
+import { isObj, type Obj } from "../kernel/index.ts";
 import type { SchemaKey } from "./schemas.ts";
 
-type O = Record<string, unknown>;
+type O = Obj;
 
-const isObj = (v: unknown): v is O => v !== null && typeof v === "object" && !Array.isArray(v);
 const optStr = (v: unknown): boolean => v === undefined || typeof v === "string";
 const nullStr = (v: unknown): boolean => v === undefined || v === null || typeof v === "string";
 const optNum = (v: unknown): boolean => v === undefined || typeof v === "number";

@@ -2,7 +2,8 @@
 // block, all sharing `message.id`; tool results arrive one per `user` line in completion order;
 // a subagent's lines carry the `parent_tool_use_id` of the tool call that started it.
 import type { ParsedLine } from "./parse.ts";
-import { contentBlocks, isObj, objOf, parsedLines, strField, toolResultText, type LinesInput, type Obj } from "./lines.ts";
+import { isObj, stringField, type Obj } from "../kernel/index.ts";
+import { contentBlocks, objOf, parsedLines, toolResultText, type LinesInput } from "./lines.ts";
 
 export interface ToolResult {
   toolUseId: string;
@@ -82,22 +83,22 @@ export function foldMessages(lines: LinesInput): Fold {
       continue;
     }
     if (type !== "assistant" && type !== "user") continue;
-    const parent = strField(o, "parent_tool_use_id") ?? null;
+    const parent = stringField(o, "parent_tool_use_id") ?? null;
     const blocks = contentBlocks(o);
     if (type === "assistant") {
       const msg = isObj(o["message"]) ? o["message"] : {};
-      const id = strField(msg, "id");
+      const id = stringField(msg, "id");
       const key = id === undefined ? undefined : `${parent ?? ""}\u0000${id}`;
       let m = key === undefined ? undefined : byMessageId.get(key);
       if (m === undefined) {
         m = { role: "assistant", parentToolUseId: parent, blocks: [], toolCalls: [], lineIndexes: [] };
         if (id !== undefined) m.id = id;
-        const model = strField(msg, "model");
+        const model = stringField(msg, "model");
         if (model !== undefined) m.model = model;
         groupFor(parent).push(m);
         if (key !== undefined) byMessageId.set(key, m);
       }
-      const err = strField(o, "error");
+      const err = stringField(o, "error");
       if (err !== undefined) m.error = err;
       m.lineIndexes.push(index);
       for (const b of blocks) {

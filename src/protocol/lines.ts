@@ -1,4 +1,5 @@
 // Small accessors shared by the folding, rendering and classification code.
+import { isObj, type Obj } from "../kernel/index.ts";
 import { parseLine, type ParsedLine } from "./parse.ts";
 
 /** Functions over a run accept parsed lines or raw line texts. */
@@ -9,21 +10,11 @@ export function* parsedLines(lines: LinesInput): Generator<ParsedLine> {
   for (const l of lines) yield typeof l === "string" ? parseLine(l) : l;
 }
 
-export type Obj = Record<string, unknown>;
-
-export function isObj(v: unknown): v is Obj {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
-}
-
 /** The parsed object of a line, for known and unknown lines alike (a newer CLI's line still counts). */
 export function objOf(p: ParsedLine): Obj | undefined {
   return (p.category === "known" || p.category === "unknown") && isObj(p.line) ? (p.line as Obj) : undefined;
 }
 
-export function strField(o: Obj | undefined, key: string): string | undefined {
-  const v = o?.[key];
-  return typeof v === "string" ? v : undefined;
-}
 
 export function contentBlocks(o: Obj): Obj[] {
   const msg = o["message"];

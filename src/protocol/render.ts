@@ -1,7 +1,8 @@
 // Renderings of a run: a plain-text transcript and AI-SDK-style model messages. Thinking is never
 // rendered; a block with no rendering leaves a line naming its type so nothing disappears silently.
 import { foldMessages, type Fold, type FoldedMessage, type ToolCall, type ToolResult } from "./fold.ts";
-import { capText, type LinesInput, type Obj } from "./lines.ts";
+import type { Obj } from "../kernel/index.ts";
+import { capText, type LinesInput } from "./lines.ts";
 
 export interface RenderOptions {
   /** Default 8000. */

@@ -2,7 +2,8 @@
 // (only tool-call ids and Bash commands are kept).
 import { RunClassifier, type ErrorKind } from "./classify.ts";
 import type { ParsedLine } from "./parse.ts";
-import { contentBlocks, isObj, objOf, parsedLines, strField, type LinesInput } from "./lines.ts";
+import { isObj, stringField } from "../kernel/index.ts";
+import { contentBlocks, objOf, parsedLines, type LinesInput } from "./lines.ts";
 
 export interface ResultSummary {
   subtype: string | null;
@@ -58,18 +59,18 @@ export class RunSummarizer {
     const o = objOf(p);
     if (o === undefined) return;
     const kind = this.#classifier.add(p);
-    const sid = strField(o, "session_id");
+    const sid = stringField(o, "session_id");
     if (sid !== undefined && s.sessionId === null) s.sessionId = sid;
     const type = o["type"];
     if (type === "system" && o["subtype"] === "init") {
-      const v = strField(o, "claude_code_version");
+      const v = stringField(o, "claude_code_version");
       if (v !== undefined) s.cliVersion = v;
     } else if (type === "result" && kind !== undefined) {
       const errs = o["errors"];
       s.results.push({
-        subtype: strField(o, "subtype") ?? null,
+        subtype: stringField(o, "subtype") ?? null,
         isError: o["is_error"] === true,
-        terminalReason: strField(o, "terminal_reason") ?? null,
+        terminalReason: stringField(o, "terminal_reason") ?? null,
         errorKind: kind,
         errors: Array.isArray(errs) ? errs.map((e) => (typeof e === "string" ? e : JSON.stringify(e))) : [],
       });
@@ -115,7 +116,7 @@ export function summarizeRun(lines: LinesInput): RunSummary {
 /** The session id the run reports (first line that carries one), or undefined. */
 export function sessionIdOf(lines: LinesInput): string | undefined {
   for (const p of parsedLines(lines)) {
-    const sid = strField(objOf(p), "session_id");
+    const sid = stringField(objOf(p), "session_id");
     if (sid !== undefined) return sid;
   }
   return undefined;
@@ -126,7 +127,7 @@ export function cliVersionOf(lines: LinesInput): string | undefined {
   for (const p of parsedLines(lines)) {
     const o = objOf(p);
     if (o?.["type"] === "system" && o["subtype"] === "init") {
-      const v = strField(o, "claude_code_version");
+      const v = stringField(o, "claude_code_version");
       if (v !== undefined) return v;
     }
   }

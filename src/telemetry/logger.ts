@@ -5,13 +5,7 @@
 import { pino, type DestinationStream, type Level, type Logger as PinoLogger } from "pino";
 import { redactionMarker, scrubError, type Scrubber } from "./scrub.ts";
 
-/** The injectable logger shape used across turnstream (pino-compatible). */
-export interface Logger {
-  debug(obj: object | string, msg?: string): void;
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
+export type { Logger } from "../kernel/index.ts";
 
 export interface CreateLoggerOptions {
   /** Scrubs every line (messages, fields, errors) before it is written. */

@@ -5,7 +5,8 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { Worker, type Job } from "bullmq";
-import { createEventLog, DEFAULT_PREFIX, type Logger, type RedisClient } from "../log/index.ts";
+import { DEFAULT_PREFIX, silentLogger, type Logger } from "../kernel/index.ts";
+import { createEventLog, type RedisClient } from "../log/index.ts";
 import { assertQueuePrefix, bullConnection, checkAllowEnv, createTurnQueue, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, SessionOrder } from "../queue/index.ts";
 import type { Tracer } from "@opentelemetry/api";
 import { CREDENTIALS_FILE, operatorConfigDir } from "../cli/index.ts";
@@ -127,7 +128,6 @@ export interface TurnWorker {
   close(options?: { graceMs?: number; closeTimeoutMs?: number }): Promise<void>;
 }
 
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 // Long agentic turns print a few thousand lines and a few MB (a line per content block and per tool
 // result, about 1 KB each); these leave room for far longer ones and still bound what one turn can
@@ -159,7 +159,7 @@ function boundedWait(p: Promise<unknown>, ms: number): Promise<boolean> {
 
 /** Starts a turn worker on the queue: each job leases its session, runs the CLI, appends every line to the log, snapshots the session and ends the turn. */
 export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
-  const logger = options.logger ?? silent;
+  const logger = options.logger ?? silentLogger;
   const logPrefix = options.logPrefix ?? DEFAULT_PREFIX;
   const queuePrefix = options.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
   assertQueuePrefix(queuePrefix);

@@ -2,6 +2,8 @@
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { ACL_ROLE_PURPOSE, ACL_ROLES, newAclPasswords, redisAclFile } from "../../decisions/index.ts";
+import { DEFAULT_PREFIX } from "../../kernel/index.ts";
+import { DEFAULT_QUEUE_PREFIX } from "../../queue/index.ts";
 import { queueConfigFromEnv } from "./_connect.ts";
 
 export const summary = "print (or write with passwords) the Redis ACL users: worker, operator, reader, admin";
@@ -34,7 +36,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const env = queueConfigFromEnv();
-  const prefixes = { logPrefix: values.prefix ?? env.logPrefix ?? "ts:", queuePrefix: values["queue-prefix"] ?? env.queuePrefix ?? "{turnstream}" };
+  const prefixes = { logPrefix: values.prefix ?? env.logPrefix ?? DEFAULT_PREFIX, queuePrefix: values["queue-prefix"] ?? env.queuePrefix ?? DEFAULT_QUEUE_PREFIX };
   try {
     if (values.out === undefined) {
       process.stdout.write(redisAclFile(prefixes));

@@ -1,4 +1,5 @@
-// The injectable logger shape (pino-compatible). Default: silent.
+// The logger shape every module takes (pino's methods, so a pino logger fits as it is). Library code
+// never writes to the console: it logs through what it was given, and through nothing by default.
 export interface Logger {
   debug(obj: object | string, msg?: string): void;
   info(obj: object | string, msg?: string): void;
@@ -7,4 +8,6 @@ export interface Logger {
 }
 
 const noop = (): void => {};
+
+/** The default logger: drops everything. */
 export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop };

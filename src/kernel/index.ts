@@ -1,0 +1,7 @@
+// The shared kernel: the few definitions every module needs and none owns. It imports nothing of ours,
+// so any module may import it.
+export { type Logger, silentLogger } from "./logger.ts";
+export { isObj, numberField, objField, stringField, type Obj } from "./fields.ts";
+
+/** The key prefix of the event log and its read models, when none is configured. */
+export const DEFAULT_PREFIX = "ts:";
