@@ -12,18 +12,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { EventLog, Logger, RedisClient } from "../log/index.ts";
 import { HubClosedError, OperatorKeysMissingError } from "./errors.ts";
-import {
-  decisionMadeSchema,
-  hookInputSchema,
-  riskClassOf,
-  scrubReport,
-  summarizeInput,
-  type Decision,
-  type DecisionMade,
-  type DecisionRequested,
-  type HookInput,
-  type TextScrubber,
-} from "./events.ts";
+import { decisionMadeData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
+import { hookInputSchema, riskClassOf, scrubReport, summarizeInput, type HookInput, type TextScrubber } from "./tool-calls.ts";
 import { parseOperatorKeys, type OperatorKeyring } from "./operator-keys.ts";
 import { dropPending, hubKey, putPending } from "./pending.ts";
 import { evaluateRules, RuleStore, subjectOf, type TrustRule } from "./rules.ts";
@@ -174,7 +164,7 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
     try {
       for await (const ev of log.tail(run.session, { fromSeq: afterSeq + 1, signal: stop.signal, blockMs: 1000 })) {
         if (ev.kind !== "decision.made") continue;
-        const made = decisionMadeSchema.safeParse(ev.data);
+        const made = decisionMadeData.safeParse(ev.data);
         if (!made.success || made.data.requestId !== requested.requestId) continue;
         const why = refusal(run, requested, digest, made.data);
         if (why === undefined) return made.data;

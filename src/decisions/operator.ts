@@ -5,7 +5,7 @@
 // is what lets the hub accept it.
 import type { Envelope, EventLog, RedisClient } from "../log/index.ts";
 import { DecisionError } from "./errors.ts";
-import { decisionMadeSchema, decisionRequestedSchema, type Decision, type DecisionMade, type DecisionRequested } from "./events.ts";
+import { decisionMadeData, decisionRequestedData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
 import { parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "./operator-keys.ts";
 import { dropPending, getPending, isAbandoned } from "./pending.ts";
 import { escapeGlob, parsePattern, ruleId, RuleStore, SUBJECT_TOOLS, type TrustRule } from "./rules.ts";
@@ -66,10 +66,10 @@ async function findRequest(log: EventLog, session: string, requestId: string, fr
   let found: FoundRequest | undefined;
   for await (const ev of log.read(session, { fromSeq })) {
     if (found === undefined && ev.kind === "decision.requested") {
-      const d = decisionRequestedSchema.safeParse(ev.data);
+      const d = decisionRequestedData.safeParse(ev.data);
       if (d.success && d.data.requestId === requestId) found = { envelope: ev, data: d.data, decided: undefined };
     } else if (found !== undefined && ev.kind === "decision.made") {
-      const d = decisionMadeSchema.safeParse(ev.data);
+      const d = decisionMadeData.safeParse(ev.data);
       if (d.success && d.data.requestId === requestId && counts(found.data, d.data)) return { ...found, decided: { envelope: ev, data: d.data } };
     }
   }

@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { DEFAULT_PREFIX } from "../kernel/index.ts";
 import { sessionKeys, type RedisClient } from "../log/index.ts";
-import { riskClassSchema } from "./events.ts";
+import { riskClassSchema } from "../events/index.ts";
 
 export const pendingEntrySchema = z.object({
   session: z.string(),

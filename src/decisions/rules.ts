@@ -9,7 +9,7 @@ import { isAbsolute, relative } from "node:path";
 import { z } from "zod";
 import type { RedisClient } from "../log/index.ts";
 import { InvalidRuleError } from "./errors.ts";
-import { SHELL_TOOLS } from "./events.ts";
+import { SHELL_TOOLS } from "./tool-calls.ts";
 
 export const ruleEffectSchema = z.enum(["allow", "deny"]);
 export type RuleEffect = z.infer<typeof ruleEffectSchema>;

@@ -6,7 +6,7 @@
 // the request *it* recorded, so a signature cannot be replayed on another request, nor obtained by
 // showing the operator a look-alike request planted in the log.
 import { createHash } from "node:crypto";
-import type { DecisionMade, DecisionRequested, RuleAdded } from "./events.ts";
+import type { DecisionMade, DecisionRequested, RuleAdded } from "../events/index.ts";
 import type { OperatorKey, OperatorKeyring } from "./operator-keys.ts";
 import { ruleId, type TrustRule } from "./rules.ts";
 

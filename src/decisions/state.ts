@@ -4,7 +4,7 @@
 // Like the hub, the state counts an operator's decision only when it is signed (and, given the trusted
 // keys, only when the signature checks): anyone who can write Redis can append an unsigned one.
 import type { Envelope } from "../log/index.ts";
-import { decisionMadeSchema, decisionRequestedSchema, ruleAddedSchema, type DecisionMade, type DecisionRequested, type RuleAdded } from "./events.ts";
+import { decisionMadeData, decisionRequestedData, ruleAddedData, type DecisionMade, type DecisionRequested, type RuleAdded } from "../events/index.ts";
 import type { OperatorKeyring } from "./operator-keys.ts";
 import { requestDigest, verifyDecision } from "./signing.ts";
 
@@ -50,7 +50,7 @@ export function reduceDecisions(state: DecisionState, ev: Envelope, keyring?: Op
     if (changed !== undefined) next.requests = changed;
   };
   if (ev.kind === "decision.requested") {
-    const d = decisionRequestedSchema.safeParse(ev.data);
+    const d = decisionRequestedData.safeParse(ev.data);
     if (d.success) {
       next.requests = {
         ...state.requests,
@@ -58,14 +58,14 @@ export function reduceDecisions(state: DecisionState, ev: Envelope, keyring?: Op
       };
     }
   } else if (ev.kind === "decision.made") {
-    const d = decisionMadeSchema.safeParse(ev.data);
+    const d = decisionMadeData.safeParse(ev.data);
     const r = d.success ? state.requests[d.data.requestId] : undefined;
     // The first decision wins; a later one (a second operator, a late answer) changes nothing.
     if (d.success && r !== undefined && r.made === undefined && counts(ev, r, d.data, keyring)) {
       next.requests = { ...state.requests, [r.requestId]: { ...r, status: "decided", made: d.data } };
     }
   } else if (ev.kind === "rule.added") {
-    const d = ruleAddedSchema.safeParse(ev.data);
+    const d = ruleAddedData.safeParse(ev.data);
     if (d.success) next.rules = [...state.rules, d.data];
   } else if (ev.kind === "attempt.abandoned") {
     update((r) => r.turn === ev.turn && r.attempt === ev.attempt, "abandoned");

@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "../log/index.ts";
-import { DEFAULT_RISKY_TOOLS, SHELL_TOOLS } from "./events.ts";
+import { DEFAULT_RISKY_TOOLS, SHELL_TOOLS } from "./tool-calls.ts";
 import type { DecisionHub } from "./hub.ts";
 import { ownerTag, SUPERVISED_DIR_PREFIX } from "./sweep.ts";
 

@@ -1,33 +1,10 @@
 // The envelope every log entry carries (version 1). `seq` and `session` are not stored in the entry:
 // they come from the stream id and the key, so a stored entry can never disagree with its position.
 import { z } from "zod";
+import { KIND_PATTERN } from "../events/index.ts";
 import { SESSION_ID_PATTERN } from "./keys.ts";
 
 export const ENVELOPE_VERSION = 1;
-
-/** Dotted lowercase names: `turn.queued`, `cli.line`, `decision.made`, and any future kind. */
-export const KIND_PATTERN = /^[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)+$/;
-
-/** Kinds this module knows by name; any kind matching KIND_PATTERN is storable and readable too. */
-export const KNOWN_KINDS = [
-  "turn.queued",
-  "attempt.started",
-  "cli.line",
-  "cli.stderr",
-  "cli.exit",
-  "attempt.abandoned",
-  "turn.finished",
-  "turn.failed",
-  "turn.cancelled",
-  "session.snapshot",
-  "session.replayed",
-  "decision.requested",
-  "decision.made",
-  "rule.added",
-] as const;
-
-/** Kinds that end a turn; when one is the latest turn-state event the session counts as finished. */
-export const TERMINAL_KINDS: readonly string[] = ["turn.finished", "turn.failed", "turn.cancelled"];
 
 export const kindSchema = z.string().regex(KIND_PATTERN, "kind must be dotted lowercase, e.g. cli.line");
 

@@ -24,9 +24,6 @@ export { storedEnvelope, storedHead, type StoredHead } from "./stored-head.ts";
 export type { Writer, WriteOptions, WriterOptions, WriterStats } from "./writer.ts";
 export {
   ENVELOPE_VERSION,
-  KIND_PATTERN,
-  KNOWN_KINDS,
-  TERMINAL_KINDS,
   envelopeSchema,
   eventInputSchema,
   kindSchema,

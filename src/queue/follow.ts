@@ -2,7 +2,8 @@
 // session awaited at once cost one blocking connection and one decode per event, not ten of each.
 // A wait that starts behind the shared tail (its turn was queued earlier) first reads what it
 // missed, holding back live events meanwhile, so every wait still sees its turn's events in order.
-import { TERMINAL_KINDS, type Envelope, type EventLog } from "../log/index.ts";
+import { isTerminalKind } from "../events/index.ts";
+import { type Envelope, type EventLog } from "../log/index.ts";
 
 /** Gets every event of `turn` from `fromSeq` on, in order; returns true to stop. */
 export type TurnListener = (event: Envelope) => boolean;
@@ -36,7 +37,7 @@ class SharedTail {
     try {
       // Kinds nobody listens to are passed over undecoded (session snapshots above all). A listener
       // that joins later and needs them catches up from the log itself (see #catchUp).
-      const want = (kind: string): boolean => kind === "cli.line" || TERMINAL_KINDS.includes(kind) || this.#wantsEvery();
+      const want = (kind: string): boolean => kind === "cli.line" || isTerminalKind(kind) || this.#wantsEvery();
       for await (const ev of log.tail(session, { fromSeq: this.next, signal: this.#ac.signal, blockMs, want })) {
         this.next = ev.seq + 1;
         for (const s of this.subs) {

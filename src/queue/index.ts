@@ -37,4 +37,3 @@ export { InvalidTurnError, MissingVariableError, UnknownTurnError, WaitTimeoutEr
 export { SessionOrder, type AcquireResult, type NextHead, type SessionOrderOptions } from "./order.ts";
 export { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, orderKeys, type OrderKeys } from "./keys.ts";
 export { bullConnection } from "./connection.ts";
-export type * from "./events.ts";

@@ -3,10 +3,10 @@
 // the session log records the rendered prompt and the producer's trace context.
 import { context, propagation, trace } from "@opentelemetry/api";
 import { Job, Queue } from "bullmq";
-import { createEventLog, DEFAULT_PREFIX, TERMINAL_KINDS, type Envelope, type EventLog, type Logger, type RedisClient } from "../log/index.ts";
+import { createEventLog, DEFAULT_PREFIX, type Envelope, type EventLog, type Logger, type RedisClient } from "../log/index.ts";
 import { bullConnection } from "./connection.ts";
 import { InvalidTurnError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
-import type { TurnCancelledData, TurnQueuedData } from "./events.ts";
+import { isTerminalKind, type TurnCancelledData, type TurnQueuedData } from "../events/index.ts";
 import { queuedWriter, sessionId, turnId } from "./ids.ts";
 import { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "./keys.ts";
 import { SessionFollowers } from "./follow.ts";
@@ -285,7 +285,7 @@ export function createProducer(config: QueueConfig): Producer {
           }
         }
       }
-      if (!TERMINAL_KINDS.includes(ev.kind)) return false;
+      if (!isTerminalKind(ev.kind)) return false;
       const d = (ev.data ?? {}) as Record<string, unknown>;
       const attempt = typeof d["attempt"] === "number" ? d["attempt"] : ev.attempt;
       result = {

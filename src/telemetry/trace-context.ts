@@ -10,16 +10,9 @@ import {
   type SpanContext,
 } from "@opentelemetry/api";
 import { parseTraceParent } from "@opentelemetry/core";
+import type { TraceIds } from "../events/index.ts";
 
-/** The ids an attempt's events carry (`data.trace`): its span, and the producer span it is a child of. */
-export interface TraceIds {
-  /** 32 lowercase hex digits. */
-  readonly traceId: string;
-  /** The attempt span, 16 lowercase hex digits. */
-  readonly spanId: string;
-  /** The producer's span (from the job's traceparent), when there was one. */
-  readonly parentSpanId?: string;
-}
+export type { TraceIds };
 
 const TRACE_ID = /^[0-9a-f]{32}$/;
 const SPAN_ID = /^[0-9a-f]{16}$/;

@@ -20,7 +20,7 @@ import type {
   TurnCancelledData,
   TurnFailedData,
   TurnFinishedData,
-} from "../queue/index.ts";
+} from "../events/index.ts";
 import { SESSION_ID_PATTERN } from "../log/index.ts";
 import type { Tracer } from "@opentelemetry/api";
 import { createAttemptSpans, type AttemptSpans, type Scrubber, type TraceIds } from "../telemetry/index.ts";

@@ -3,7 +3,8 @@
 // the stream's stored envelope (`e`, see src/log/README.md) for kind/turn/attempt only, and decode
 // the one event they need through the log's own reader.
 import { renderText } from "../protocol/index.ts";
-import { storedEnvelope, storedHead, TERMINAL_KINDS, type Envelope, type EventLog, type SnapshotRef } from "../log/index.ts";
+import { isTerminalKind } from "../events/index.ts";
+import { storedEnvelope, storedHead, type Envelope, type EventLog, type SnapshotRef } from "../log/index.ts";
 import { assembleSnapshot, type Snapshot, type SnapshotCache } from "./snapshots.ts";
 
 interface Head {
@@ -109,7 +110,7 @@ export async function danglingAttempts(log: EventLog, session: string, turn: str
     if (h.turn !== turn) continue;
     if (h.kind === "turn.queued") break;
     if (h.kind === "attempt.abandoned") ended.add(h.dataAttempt ?? h.attempt);
-    else if (TERMINAL_KINDS.includes(h.kind)) ended.add(h.attempt);
+    else if (isTerminalKind(h.kind)) ended.add(h.attempt);
   }
   const out: number[] = [];
   for (let a = 1; a < current; a++) if (!ended.has(a)) out.push(a);
@@ -153,5 +154,5 @@ export async function rebuildTranscript(log: EventLog, session: string, beforeTu
 }
 
 export function isTerminal(ev: Envelope): boolean {
-  return TERMINAL_KINDS.includes(ev.kind);
+  return isTerminalKind(ev.kind);
 }

@@ -6,7 +6,7 @@
 // always describe the whole file, and a restore that does not reproduce them is refused.
 import { createHash, type Hash } from "node:crypto";
 import type { EventLog } from "../log/index.ts";
-import type { SessionSnapshotData } from "../queue/index.ts";
+import type { SessionSnapshotData } from "../events/index.ts";
 
 /** Deltas in a row before a snapshot holds the whole file again (bounds the reads of a restore). */
 export const MAX_SNAPSHOT_DEPTH = 8;

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   DecisionError,
-  decisionRequestedSchema,
+  decisionRequestedData,
   foldDecisions,
   FORWARDER_PATH,
   listPending,
@@ -338,7 +338,7 @@ test("forged decisions and rules are ignored: unsigned, hub-sourced, foreign-key
       const b = await nextEvent(ctx, "decision.requested", a.seq + 1);
       const id = requestIdOf(b);
       const base = { requestId: id, decision: "allow" as const, by: "mallory", reason: "", decidedAt: new Date().toISOString() };
-      const digestB = requestDigest(ctx.session, decisionRequestedSchema.parse(b.data));
+      const digestB = requestDigest(ctx.session, decisionRequestedData.parse(b.data));
       await forge({ ...base, source: "operator" });
       await forge({ ...good.decision, requestId: id });
       await forge({ ...good.decision, requestId: id, requestDigest: digestB });
@@ -348,7 +348,7 @@ test("forged decisions and rules are ignored: unsigned, hub-sourced, foreign-key
       // one (it would answer "already decided"), so the operator's signed deny is appended directly.
       const c = await nextEvent(ctx, "decision.requested", b.seq + 1);
       await forge({ ...base, requestId: requestIdOf(c), source: "rule", ruleId: unsigned.id });
-      const digest = requestDigest(ctx.session, decisionRequestedSchema.parse(c.data));
+      const digest = requestDigest(ctx.session, decisionRequestedData.parse(c.data));
       await forge(signDecision(operatorKey, ctx.session, { ...base, requestId: requestIdOf(c), by: "alice", source: "operator", decision: "deny", requestDigest: digest }));
     })();
     const r = await supervisedTurn(ctx, run, [bash(`touch ${first}`), bash(`touch ${second}`), bash(`touch ${third}`)]);
@@ -405,7 +405,7 @@ test("a redacted request: shown as such, allow refused unless allowRedacted (rec
       await assert.rejects(decideAs(ctx, { requestId: id, decision: "allow", by: "alice" }), (e: unknown) => e instanceof DecisionError && e.problem === "redacted");
       await assert.rejects(decideAs(ctx, { requestId: id, decision: "allow", by: "alice", always: true, allowRedacted: true }), (e: unknown) => e instanceof DecisionError && e.problem === "redacted" && /--rule/.test(e.message));
       // A signed allow that skips the flag (not from decide, which refuses it) is ignored by the hub too.
-      const sneaky = signDecision(operatorKey, ctx.session, { requestId: id, decision: "allow", by: "alice", source: "operator", reason: "", decidedAt: new Date().toISOString(), requestDigest: requestDigest(ctx.session, decisionRequestedSchema.parse(req.data)) });
+      const sneaky = signDecision(operatorKey, ctx.session, { requestId: id, decision: "allow", by: "alice", source: "operator", reason: "", decidedAt: new Date().toISOString(), requestDigest: requestDigest(ctx.session, decisionRequestedData.parse(req.data)) });
       await ctx.log.appendUnfenced(ctx.session, [{ turn: ctx.turn, attempt: ctx.attempt, kind: "decision.made", data: sneaky }]);
       await decideAs(ctx, { requestId: id, decision: "deny", by: "alice", reason: "cannot see it" });
       // The same call again: this time the operator knowingly allows it.

@@ -1,6 +1,7 @@
-// Data shapes of the decision events in a session's log, the hook input the CLI sends, and the
-// input summary operators see. zod at the boundary: what comes from the CLI or the log is checked.
+// What a supervised tool call looks like from the hub: the hook input the CLI sends (zod: it comes
+// from another process), the risk class of a tool, and the input summary operators see.
 import { z } from "zod";
+import type { RiskClass } from "../events/index.ts";
 
 /** Supervised unless a job names them in `unsupervisedTools`; every MCP tool (`mcp__*`) is supervised always. */
 export const DEFAULT_RISKY_TOOLS: readonly string[] = ["Bash", "Monitor", "Write", "Edit", "MultiEdit", "NotebookEdit", "WebFetch"];
@@ -20,82 +21,12 @@ export const hookInputSchema = z.looseObject({
 });
 export type HookInput = z.infer<typeof hookInputSchema>;
 
-export const riskClassSchema = z.enum(["exec", "write", "network", "other"]);
-export type RiskClass = z.infer<typeof riskClassSchema>;
-
 export function riskClassOf(tool: string): RiskClass {
   if (SHELL_TOOLS.has(tool)) return "exec";
   if (tool === "Write" || tool === "Edit" || tool === "MultiEdit" || tool === "NotebookEdit") return "write";
   if (tool === "WebFetch" || tool === "WebSearch") return "network";
   return "other";
 }
-
-const decisionSchema = z.enum(["allow", "deny"]);
-export type Decision = z.infer<typeof decisionSchema>;
-
-/** `decision.requested` (fenced, written with the attempt's epoch). */
-export const decisionRequestedSchema = z.object({
-  requestId: z.string(),
-  /** Random per hook call, chosen by the forwarder and echoed in the hub's reply. */
-  nonce: z.string(),
-  tool: z.string(),
-  toolUseId: z.string().optional(),
-  riskClass: riskClassSchema,
-  /** Scrubbed and shortened: what an operator needs to decide, never whole file contents. */
-  input: z.string(),
-  /** The exact command/path/URL (scrubbed) an `always` rule is made from; absent when too long. */
-  subject: z.string().optional(),
-  /**
-   * Names of what the scrubber took out of `input` or `subject` (e.g. `connection_password`): the
-   * operator is not shown the exact call, so an allow needs `allowRedacted`. Absent when nothing was.
-   */
-  redacted: z.array(z.string()).optional(),
-  cliSessionId: z.string().optional(),
-  hubId: z.string(),
-  timeoutMs: z.number().int().positive(),
-  expiresAt: z.string(),
-});
-export type DecisionRequested = z.infer<typeof decisionRequestedSchema>;
-
-export const deciderSchema = z.enum(["operator", "rule", "timeout", "hub"]);
-
-/** `decision.made` (unfenced: an operator's fact, or the hub's rule/timeout verdict). */
-export const decisionMadeSchema = z.object({
-  requestId: z.string(),
-  decision: decisionSchema,
-  /** Who: the operator's name, `rule:<id>`, or `hub`. */
-  by: z.string(),
-  source: deciderSchema,
-  reason: z.string(),
-  decidedAt: z.string(),
-  always: z.boolean().optional(),
-  ruleId: z.string().optional(),
-  /** On timeouts: what should happen next; the request is denied and flagged for escalation. */
-  timeoutPolicy: z.literal("escalate").optional(),
-  /** The operator allowed a request whose shown input was redacted, knowingly (`--allow-redacted`). */
-  allowRedacted: z.literal(true).optional(),
-  /** Operator decisions: sha256 of the request as the hub recorded it (see signing.ts). */
-  requestDigest: z.string().optional(),
-  /** Operator decisions: the signing key's id and the Ed25519 signature (base64url); the hub ignores a decision without a valid one. */
-  keyId: z.string().optional(),
-  signature: z.string().optional(),
-});
-export type DecisionMade = z.infer<typeof decisionMadeSchema>;
-
-/** `rule.added` (unfenced), in the log of the session whose decision created the rule. */
-export const ruleAddedSchema = z.object({
-  ruleId: z.string(),
-  pattern: z.string(),
-  effect: decisionSchema,
-  by: z.string(),
-  reason: z.string().optional(),
-  fromRequest: z.string().optional(),
-  addedAt: z.string(),
-  /** The same signature as the stored rule's (see signing.ts). */
-  keyId: z.string().optional(),
-  signature: z.string().optional(),
-});
-export type RuleAdded = z.infer<typeof ruleAddedSchema>;
 
 /** Anything with `scrub(text)`: the telemetry scrubber, passed in (this folder may not import it). */
 export interface TextScrubber {

@@ -1,0 +1,8 @@
+// The event vocabulary: every kind turnstream writes to a session's log, the schema of its data, the
+// sets of kinds readers branch on, and the observer interface through which the worker shows its
+// events to spans and metrics as it writes them. Producer, worker and hub write through these types;
+// projector, spans, log scans, tail and replay read through `dataOf`.
+export * from "./schemas.ts";
+export { ATTEMPT_END_KINDS, isTerminalKind, KIND_PATTERN, TERMINAL_KINDS, TURN_KINDS } from "./kinds.ts";
+export { dataOf, isEventKind } from "./data.ts";
+export type { AttemptContext, AttemptObserver, EventObserver, ObservedEvent } from "./observer.ts";

@@ -1,0 +1,47 @@
+// Observers see an attempt's events as the worker writes them, in log order, before they are
+// buffered for the append: the way spans (and a user's own metrics) follow a run without a second
+// path through the worker. They must not throw and must not block; the worker logs what they throw
+// and goes on.
+import type { ParsedLine } from "../protocol/index.ts";
+import type { TraceIds } from "./schemas.ts";
+
+/** What an observer knows of an attempt before its first event. */
+export interface AttemptContext {
+  readonly session: string;
+  readonly turn: string;
+  readonly attempt: number;
+  readonly epoch: number;
+  /** The producer's W3C traceparent, from the job. */
+  readonly traceparent: string | undefined;
+  /** The model the turn asked for. */
+  readonly requestModel: string | undefined;
+  /** ISO time of attempt.started. */
+  readonly startedAt: string;
+  /** The run's scrubber for text an observer exports (it knows the run's secret values once they are resolved). */
+  scrub(text: string, field: string): string;
+}
+
+/** One event as written: the envelope minus what only the log assigns (seq). */
+export interface ObservedEvent {
+  readonly session: string;
+  readonly turn: string;
+  readonly attempt: number;
+  readonly epoch: number;
+  readonly kind: string;
+  readonly at: string;
+  readonly data: unknown;
+}
+
+export interface AttemptObserver {
+  /** Ids the attempt's events carry (attempt.started `trace`), when this observer makes spans. */
+  readonly trace?: TraceIds | undefined;
+  /** Every event of the attempt; for a `cli.line`, the protocol's parse of its raw text. */
+  onEvent(event: ObservedEvent, parsed?: ParsedLine): void;
+  /** The attempt ended without a terminal event reaching the observer (fenced, crashed, stopped). */
+  end?(reason: string): void;
+}
+
+export interface EventObserver {
+  /** Called once per attempt, before its first event; the result sees that attempt's events. */
+  attempt(context: AttemptContext): AttemptObserver | undefined;
+}

@@ -1,0 +1,242 @@
+// The `data` of every event kind: one zod schema each, the types inferred from them. Writers build
+// these types and readers get them back from `dataOf`, so a field has one name on both sides.
+//
+// Unknown fields pass (and are dropped from what `dataOf` returns): a field a newer writer adds never
+// fails an older reader. The types stay exact, so writers cannot misspell a field. A field is required
+// only when every writer has always set it; anything added later is optional, so a log written
+// before it still reads (test/events/fixture-log.test.ts replays one).
+import { z } from "zod";
+
+const int = z.number().int();
+const nonNegInt = int.nonnegative();
+
+/** The ids an attempt's events carry: its span, and the producer's span it is a child of. */
+export const traceIdsSchema = z.object({
+  /** 32 lowercase hex digits. */
+  traceId: z.string().regex(/^[0-9a-f]{32}$/),
+  /** The attempt span, 16 lowercase hex digits. */
+  spanId: z.string().regex(/^[0-9a-f]{16}$/),
+  /** The producer's span (from the job's traceparent), when there was one. */
+  parentSpanId: z.string().regex(/^[0-9a-f]{16}$/).optional(),
+});
+export type TraceIds = z.infer<typeof traceIdsSchema>;
+
+/** `cli.line`: one stdout line of the CLI, exactly as printed (scrubbed of secrets unless the worker keeps raw lines). */
+export const cliLineData = z.object({
+  raw: z.string(),
+  /** Set when the line exceeded the splitter's cap; `raw` is then empty. */
+  truncated: z.object({ byteLength: z.number(), sha256: z.string() }).optional(),
+});
+
+/** `cli.stderr`: stderr text, scrubbed. */
+export const cliStderrData = z.object({ text: z.string() });
+
+/** `turn.queued`: a producer queued a turn. */
+export const turnQueuedData = z.object({
+  /** The rendered prompt (placeholders filled). */
+  prompt: z.string(),
+  cwd: z.string(),
+  model: z.string().optional(),
+  /** W3C traceparent of the producer's active span, when there was one. */
+  traceparent: z.string().optional(),
+  idempotencyKey: z.string().optional(),
+  /** Names (never values) of the env overlay; `ref:` marks a worker-env reference. */
+  env: z.array(z.string()).optional(),
+  onLostSession: z.string().optional(),
+});
+
+/** `attempt.started`: a worker holds the session's lease and starts the CLI. */
+export const attemptStartedData = z.object({
+  worker: z.string(),
+  attempt: nonNegInt,
+  cwd: z.string(),
+  model: z.string().optional(),
+  /** The CLI's version (`claude --version`), when the worker could read it. */
+  cliVersion: z.string().optional(),
+  /** The CLI session id passed to --resume, when resuming. */
+  resume: z.string().optional(),
+  /** seq of the session.snapshot restored into this run's config home. */
+  snapshotSeq: int.positive().optional(),
+  traceparent: z.string().optional(),
+  /** The attempt's span ids, so a re-export from the log lands on the same spans. */
+  trace: traceIdsSchema.optional(),
+});
+
+/** `cli.exit`: the CLI process ended. */
+export const cliExitData = z.object({
+  code: int.nullable(),
+  signal: z.string().nullable(),
+  durationMs: z.number(),
+  pid: int.optional(),
+});
+
+/** `attempt.abandoned`: the attempt's output does not count (crash, lease lost, retry, cancel…). */
+export const attemptAbandonedData = z.object({
+  /** worker_crashed | lease_lost | fenced | shutdown | lock_lost | cancelled | lost_session | <error kind> */
+  reason: z.string(),
+  /** The abandoned attempt (a later attempt may record an earlier one). */
+  attempt: nonNegInt,
+  /** Whether another attempt of the turn follows. */
+  retry: z.boolean(),
+  delayMs: z.number().optional(),
+  /** Set when a later attempt records this one (the worker that ran it died). */
+  detectedBy: nonNegInt.optional(),
+});
+
+/** `turn.finished`: the turn is done; `attempt` names the accepted attempt, whose cli.line events are its output. */
+export const turnFinishedData = z.object({
+  attempt: nonNegInt,
+  cliSessionId: z.string().optional(),
+  costUsd: z.number().optional(),
+  durationMs: z.number().optional(),
+  /** The result text, scrubbed. */
+  resultText: z.string().optional(),
+});
+
+/** `turn.failed`: the turn gave up. */
+export const turnFailedData = z.object({
+  attempt: nonNegInt,
+  errorKind: z.string(),
+  /** A typed error's name and scrubbed message. */
+  error: z.object({ name: z.string(), message: z.string() }),
+  retryable: z.boolean(),
+});
+
+/** `turn.cancelled`: a producer or operator cancelled the turn. */
+export const turnCancelledData = z.object({
+  reason: z.string().optional(),
+  by: z.string().optional(),
+  attempt: nonNegInt.optional(),
+});
+
+/** `session.snapshot`: the CLI's session file, saved so any worker can resume the session. */
+export const sessionSnapshotData = z.object({
+  cliSessionId: z.string(),
+  /**
+   * The file's bytes (scrubbed like cli.line text unless the worker keeps raw lines), base64; with
+   * `baseSeq`, only the bytes appended since the snapshot at that seq.
+   */
+  base64: z.string(),
+  /** Length and sha256 of the whole file. */
+  bytes: z.number(),
+  sha256: z.string(),
+  /** The snapshot this one extends (its file is a prefix of this one's). */
+  baseSeq: int.positive().optional(),
+  /** Deltas back to a whole snapshot (absent: this one is whole). */
+  depth: nonNegInt.optional(),
+});
+
+/** `session.replayed`: the CLI session was lost and a fresh one started from the log's transcript. */
+export const sessionReplayedData = z.object({
+  by: z.string(),
+  reason: z.string(),
+  previousCliSessionId: z.string().optional(),
+  cliSessionId: z.string().optional(),
+  /** Turns whose transcript was carried into the new session's prompt. */
+  turns: nonNegInt,
+});
+
+export const riskClassSchema = z.enum(["exec", "write", "network", "other"]);
+export type RiskClass = z.infer<typeof riskClassSchema>;
+
+export const decisionSchema = z.enum(["allow", "deny"]);
+export type Decision = z.infer<typeof decisionSchema>;
+
+export const deciderSchema = z.enum(["operator", "rule", "timeout", "hub"]);
+
+/** `decision.requested` (supervised turns; fenced, written with the attempt's epoch). */
+export const decisionRequestedData = z.object({
+  requestId: z.string(),
+  /** Random per hook call, chosen by the forwarder and echoed in the hub's reply. */
+  nonce: z.string(),
+  tool: z.string(),
+  toolUseId: z.string().optional(),
+  riskClass: riskClassSchema,
+  /** Scrubbed and shortened: what an operator needs to decide, never whole file contents. */
+  input: z.string(),
+  /** The exact command, path or URL (scrubbed) an `always` rule is made from; absent when too long. */
+  subject: z.string().optional(),
+  /**
+   * Names of what the scrubber took out of `input` or `subject` (e.g. `connection_password`): the
+   * operator is not shown the exact call, so an allow needs `allowRedacted`. Absent when nothing was.
+   */
+  redacted: z.array(z.string()).optional(),
+  cliSessionId: z.string().optional(),
+  hubId: z.string(),
+  timeoutMs: int.positive(),
+  expiresAt: z.string(),
+});
+
+/** `decision.made` (unfenced): an operator's signed decision, or the hub's rule or timeout verdict. */
+export const decisionMadeData = z.object({
+  requestId: z.string(),
+  decision: decisionSchema,
+  /** Who: the operator's name, `rule:<id>`, or `hub`. */
+  by: z.string(),
+  source: deciderSchema,
+  reason: z.string(),
+  decidedAt: z.string(),
+  always: z.boolean().optional(),
+  ruleId: z.string().optional(),
+  /** On timeouts: the request is denied and flagged for escalation. */
+  timeoutPolicy: z.literal("escalate").optional(),
+  /** The operator allowed a request whose shown input was redacted, knowingly (`--allow-redacted`). */
+  allowRedacted: z.literal(true).optional(),
+  /** Operator decisions: sha256 of the request as the hub recorded it. */
+  requestDigest: z.string().optional(),
+  /** Operator decisions: the signing key's id and the Ed25519 signature (base64url). */
+  keyId: z.string().optional(),
+  signature: z.string().optional(),
+});
+
+/** `rule.added` (unfenced): a trust rule for later decisions, in the log of the session whose decision made it. */
+export const ruleAddedData = z.object({
+  ruleId: z.string(),
+  pattern: z.string(),
+  effect: decisionSchema,
+  by: z.string(),
+  reason: z.string().optional(),
+  fromRequest: z.string().optional(),
+  addedAt: z.string(),
+  keyId: z.string().optional(),
+  signature: z.string().optional(),
+});
+
+/** Every kind turnstream writes, with the schema of its data. */
+export const eventDataSchemas = {
+  "turn.queued": turnQueuedData,
+  "attempt.started": attemptStartedData,
+  "cli.line": cliLineData,
+  "cli.stderr": cliStderrData,
+  "cli.exit": cliExitData,
+  "attempt.abandoned": attemptAbandonedData,
+  "turn.finished": turnFinishedData,
+  "turn.failed": turnFailedData,
+  "turn.cancelled": turnCancelledData,
+  "session.snapshot": sessionSnapshotData,
+  "session.replayed": sessionReplayedData,
+  "decision.requested": decisionRequestedData,
+  "decision.made": decisionMadeData,
+  "rule.added": ruleAddedData,
+} as const;
+
+export type EventKind = keyof typeof eventDataSchemas;
+/** The data of an event of kind K. */
+export type EventData<K extends EventKind> = z.output<(typeof eventDataSchemas)[K]>;
+/** What a writer passes for kind K. */
+export type EventDataInput<K extends EventKind> = z.input<(typeof eventDataSchemas)[K]>;
+
+export type TurnQueuedData = EventData<"turn.queued">;
+export type AttemptStartedData = EventData<"attempt.started">;
+export type CliLineData = EventData<"cli.line">;
+export type CliStderrData = EventData<"cli.stderr">;
+export type CliExitData = EventData<"cli.exit">;
+export type AttemptAbandonedData = EventData<"attempt.abandoned">;
+export type TurnFinishedData = EventData<"turn.finished">;
+export type TurnFailedData = EventData<"turn.failed">;
+export type TurnCancelledData = EventData<"turn.cancelled">;
+export type SessionSnapshotData = EventData<"session.snapshot">;
+export type SessionReplayedData = EventData<"session.replayed">;
+export type DecisionRequested = EventData<"decision.requested">;
+export type DecisionMade = EventData<"decision.made">;
+export type RuleAdded = EventData<"rule.added">;
