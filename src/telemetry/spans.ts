@@ -7,6 +7,7 @@
 // Nothing here records exceptions: a stack is raw text. Error status messages and event texts are
 // scrubbed here and again by the RedactingSpanExporter.
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
+import type { AttemptContext, AttemptObserver, EventObserver } from "../events/index.ts";
 import { RunClassifier, toolResultText, type ParsedLine } from "../protocol/index.ts";
 import type { Scrubber } from "./scrub.ts";
 import { contextFromTraceparent, type TraceIds } from "./trace-context.ts";
@@ -28,7 +29,9 @@ export type TimeLike = string | number | Date;
 
 export interface AttemptSpansOptions {
   tracer: Tracer;
-  scrubber: Scrubber;
+  /** Scrubs text the spans export (sink "span"); `scrub` wins when both are given. */
+  scrubber?: Scrubber;
+  scrub?: (text: string, field: string) => string;
   session: string;
   turn: string;
   attempt: number;
@@ -171,7 +174,8 @@ export function createAttemptSpans(options: AttemptSpansOptions): AttemptSpans {
   const { tracer, scrubber } = options;
   const captureContent = options.captureContent === true;
   const maxChars = options.maxContentChars ?? 1024;
-  const scrub = (text: string, field: string): string => cap(scrubber.scrub(text, { sink: "span", field }), maxChars);
+  const scrubText = options.scrub ?? ((text: string, field: string): string => scrubber?.scrub(text, { sink: "span", field }) ?? text);
+  const scrub = (text: string, field: string): string => cap(scrubText(text, field), maxChars);
 
   const parent = options.parentContext ?? contextFromTraceparent(options.traceparent) ?? ROOT_CONTEXT;
   const startMs = toMillis(options.startTime) ?? Date.now();
@@ -586,6 +590,46 @@ export function createAttemptSpans(options: AttemptSpansOptions): AttemptSpans {
         default:
           return;
       }
+    },
+  };
+}
+
+
+export interface AttemptSpansObserverOptions {
+  tracer: Tracer;
+  /** As in AttemptSpansOptions; default off. */
+  captureContent?: boolean | undefined;
+  /** Cap for recorded texts (characters). Default 1024. */
+  maxContentChars?: number | undefined;
+}
+
+/** Spans as an observer of the worker's events: one attempt span (and its tool spans) per attempt. */
+export function attemptSpansObserver(options: AttemptSpansObserverOptions): EventObserver {
+  return {
+    attempt(ctx: AttemptContext): AttemptObserver {
+      const spans = createAttemptSpans({
+        tracer: options.tracer,
+        scrub: (text, field) => ctx.scrub(text, field),
+        session: ctx.session,
+        turn: ctx.turn,
+        attempt: ctx.attempt,
+        startTime: ctx.startedAt,
+        ...(ctx.traceparent !== undefined ? { traceparent: ctx.traceparent } : {}),
+        ...(ctx.requestModel !== undefined ? { requestModel: ctx.requestModel } : {}),
+        ...(options.captureContent !== undefined ? { captureContent: options.captureContent } : {}),
+        ...(options.maxContentChars !== undefined ? { maxContentChars: options.maxContentChars } : {}),
+      });
+      return {
+        trace: spans.traceIds(),
+        onEvent(event, parsed) {
+          // A later attempt records an earlier one's abandonment: not this attempt's end.
+          if (event.kind === "attempt.abandoned" && isObj(event.data) && event.data["attempt"] !== ctx.attempt) return;
+          spans.onEnvelope(event, parsed);
+        },
+        end(reason) {
+          if (!spans.ended) spans.end({ errorKind: reason });
+        },
+      };
     },
   };
 }
