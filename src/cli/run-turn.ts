@@ -86,7 +86,7 @@ export interface TurnHandle {
 
 export interface RunTurnExtras {
   /** Restore this session file (bytes from captureSessionFile) for `resume` before spawning. */
-  sessionFile?: Uint8Array;
+  sessionFile?: Uint8Array | undefined;
 }
 
 const STDERR_KEEP = 64 * 1024;

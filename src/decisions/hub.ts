@@ -29,20 +29,20 @@ export interface DecisionHubOptions {
   /** Holds the trust rules, the fleet's pending index and the hub's heartbeat. */
   redis: RedisClient;
   /** Key prefix for the rules, pending index and heartbeat (default: the log's prefix). */
-  prefix?: string;
+  prefix?: string | undefined;
   /** Where the hub logs (pino-compatible). */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** Scrubs the input summary written to the log and the pending index. */
-  scrubber?: TextScrubber;
+  scrubber?: TextScrubber | undefined;
   /** How long a request waits for an operator before it is denied (default 300 s). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Heartbeat period; the hub counts as gone (its requests abandoned) after 3 missed beats. Default 5 s. */
-  heartbeatMs?: number;
+  heartbeatMs?: number | undefined;
   /**
    * The operators' public keys (`ed25519:…` lines, as `turnstream operator-key new` prints them, or a
    * parsed keyring). Required: only decisions and rules signed by one of them count.
    */
-  operatorKeys?: readonly string[] | OperatorKeyring;
+  operatorKeys?: readonly string[] | OperatorKeyring | undefined;
 }
 
 export interface RunContext {
@@ -51,7 +51,7 @@ export interface RunContext {
   attempt: number;
   epoch: number;
   /** Relative file globs in rules are matched against paths relative to this directory. */
-  cwd?: string;
+  cwd?: string | undefined;
 }
 
 export interface RunRegistration {

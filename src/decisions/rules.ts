@@ -107,7 +107,7 @@ export interface CallContext {
   tool: string;
   input: Record<string, unknown>;
   /** The run's working directory: relative file globs are matched against paths relative to it. */
-  cwd?: string;
+  cwd?: string | undefined;
 }
 
 /**

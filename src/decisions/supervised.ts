@@ -32,23 +32,23 @@ export interface SupervisedRunOptions {
   attempt: number;
   epoch: number;
   /** More tools that need a decision, added to DEFAULT_RISKY_TOOLS (every `mcp__*` tool always needs one). */
-  riskyTools?: readonly string[];
+  riskyTools?: readonly string[] | undefined;
   /**
    * Tools of DEFAULT_RISKY_TOOLS to leave unsupervised for this run: they run under the CLI's default
    * permission mode without a decision. Each is logged as a warning (shell tools louder).
    */
-  unsupervisedTools?: readonly string[];
+  unsupervisedTools?: readonly string[] | undefined;
   /** The run's working directory (relative file globs in rules are resolved against it). */
-  cwd?: string;
+  cwd?: string | undefined;
   /** Node binary that runs the forwarder (default: this process's, i.e. the project's node). */
-  nodePath?: string;
+  nodePath?: string | undefined;
   /** Where the private folder goes (default: the OS temp dir; never inside the agent's cwd). */
-  tmpDir?: string;
+  tmpDir?: string | undefined;
   /** The forwarder's own deadline (default hub timeout + 5 s); the CLI's hook timeout is 30 s more. */
-  forwarderTimeoutMs?: number;
+  forwarderTimeoutMs?: number | undefined;
   /** The CLI's hook timeout in seconds (default forwarder deadline + 30 s). Keep it above the forwarder's. */
-  hookTimeoutSec?: number;
-  logger?: Logger;
+  hookTimeoutSec?: number | undefined;
+  logger?: Logger | undefined;
 }
 
 /** The runTurn options a supervised turn must use; spread over the worker's options. */
@@ -180,7 +180,7 @@ export function filterSupervisedArgs(extraArgs: readonly string[] | undefined, l
         continue;
       }
       logger?.warn(
-        { flag: name, ...(name === "--permission-mode" ? { value } : {}) },
+        name === "--permission-mode" ? { flag: name, value } : { flag: name },
         "supervised turn: removed a flag from extraArgs that would bypass or replace the permission hook",
       );
       continue;
@@ -200,7 +200,7 @@ export function prepareSupervisedRun(hub: DecisionHub, options: SupervisedRunOpt
     turn: options.turn,
     attempt: options.attempt,
     epoch: options.epoch,
-    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+    cwd: options.cwd,
   });
   let dir: string;
   try {
