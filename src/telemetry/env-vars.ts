@@ -1,6 +1,8 @@
-// The environment variables turnstream's processes read, for operators and for the deployment test
-// (test/deploy/compose.test.ts): every variable docker-compose.yml sets must be listed here AND be
-// read somewhere in src/ or workers/ (this file does not count), so an unused variable fails CI.
+// The environment variables turnstream's processes read: the one list, for operators and for the
+// tests. test/deploy/compose.test.ts: every variable docker-compose.yml sets is listed here, and every
+// one listed is read somewhere in src/ or workers/ (this file does not count), so an unused variable
+// fails CI. test/package/readme.test.ts: the README's Configuration table names exactly these, and
+// every TURNSTREAM_* variable src/ or workers/ names is here.
 
 export interface EnvVarDoc {
   readonly name: string;
@@ -17,7 +19,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "OTEL_TRACES_EXPORTER", readIn: "src/telemetry/otel.ts", meaning: "otlp (default when an endpoint is set), console, none; setting it turns tracing on" },
   { name: "OTEL_EXPORTER_OTLP_ENDPOINT", readIn: "src/telemetry/otel.ts", meaning: "collector base URL (…/v1/traces is appended); setting it turns tracing on" },
   { name: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", readIn: "src/telemetry/otel.ts", meaning: "full traces URL, used as is; setting it turns tracing on" },
-  { name: "OTEL_EXPORTER_OTLP_PROTOCOL", readIn: "src/telemetry/otel.ts", meaning: "http/protobuf (default) or http/json" },
+  { name: "OTEL_EXPORTER_OTLP_PROTOCOL", readIn: "src/telemetry/otel.ts", meaning: "http/protobuf (default), http/json or grpc" },
   { name: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", readIn: "src/telemetry/otel.ts", meaning: "per-signal override of the protocol" },
   { name: "OTEL_EXPORTER_OTLP_HEADERS", readIn: "src/telemetry/otel.ts", meaning: "k=v,… headers for the collector (values are registered as secrets)" },
   { name: "OTEL_EXPORTER_OTLP_TRACES_HEADERS", readIn: "src/telemetry/otel.ts", meaning: "per-signal headers" },
@@ -40,6 +42,29 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "TURNSTREAM_USER", readIn: "src/bin/commands/decide.ts", meaning: "the name `turnstream decide` records as who decided (default USER, then the login name); --by overrides it" },
   { name: "TURNSTREAM_OPERATOR_KEY", readIn: "src/bin/commands/decide.ts", meaning: "path of the operator's private key file (0600) that `turnstream decide` signs with; made by `turnstream operator-key new`" },
   { name: "CLAUDE_BIN", readIn: "src/cli/resolve-bin.ts", meaning: "the claude binary to run (default: the pinned package's)" },
+  { name: "TURNSTREAM_PREFIX", readIn: "src/worker/config.ts, src/bin/commands/_connect.ts, workers/projector.ts", meaning: "key prefix of the event log and read models (default ts:); commands also take --prefix" },
+  { name: "TURNSTREAM_QUEUE_PREFIX", readIn: "src/worker/config.ts, src/bin/commands/_connect.ts", meaning: "BullMQ key prefix, one cluster hash tag (default {turnstream})" },
+  { name: "TURNSTREAM_QUEUE_NAME", readIn: "src/worker/config.ts, src/bin/commands/_connect.ts", meaning: "BullMQ queue name (default turns)" },
+  { name: "TURNSTREAM_CONCURRENCY", readIn: "src/worker/config.ts", meaning: "CLIs one worker runs at once (default 1); `turnstream worker --concurrency` wins" },
+  { name: "TURNSTREAM_INSTANCE_ROOT", readIn: "src/worker/config.ts", meaning: "absolute directory holding the per-run config homes (default $XDG_DATA_HOME/turnstream)" },
+  { name: "TURNSTREAM_INSTANCE_ID", readIn: "src/worker/config.ts", meaning: "the worker's name and its folder under the instance root (default worker-<host>-<pid>)" },
+  { name: "TURNSTREAM_SANDBOXED", readIn: "src/worker/config.ts", meaning: "1: turns may skip permissions as root (IS_SANDBOX=1 is set for them); only inside a sandbox (default 0)" },
+  { name: "TURNSTREAM_LEASE_MS", readIn: "src/worker/config.ts", meaning: "session lease, ms (default 15000)" },
+  { name: "TURNSTREAM_LOCK_MS", readIn: "src/worker/config.ts", meaning: "BullMQ job lock, ms (default 30000)" },
+  { name: "TURNSTREAM_STALLED_INTERVAL_MS", readIn: "src/worker/config.ts", meaning: "BullMQ stalled-job check interval, ms (default BullMQ's)" },
+  { name: "TURNSTREAM_SHUTDOWN_GRACE_MS", readIn: "src/worker/main.ts", meaning: "how long running turns may finish after SIGTERM/SIGINT before they are ended (default 30000); `turnstream worker --grace-ms` wins" },
+  { name: "TURNSTREAM_PROJECTION_VERSION", readIn: "workers/projector.ts", meaning: "projection version workers/projector.ts builds (default: the built-in one); a newer one rebuilds into new keys. `turnstream projector` takes --version instead" },
+  { name: "TURNSTREAM_PROJECTOR_RESCAN_MS", readIn: "workers/projector.ts", meaning: "how often workers/projector.ts rescans the session index, ms (default 2000). `turnstream projector` takes --rescan-ms instead" },
+  { name: "TURNSTREAM_PROJECTOR_BATCH_EVENTS", readIn: "workers/projector.ts", meaning: "most events workers/projector.ts folds into one commit (default 5000)" },
+  { name: "TURNSTREAM_TREE", readIn: "src/cli/process-tree.ts", meaning: "not a setting: turnstream sets it on every process of a run and finds the run's processes by it; a job's env may not set it" },
+  { name: "CLAUDE_CONFIG_DIR", readIn: "src/cli/config-home.ts", meaning: "the operator's CLI config directory, whose .credentials.json each run's config home gets a copy of (default ~/.claude)" },
+  { name: "XDG_DATA_HOME", readIn: "src/cli/config-home.ts", meaning: "default instance root is $XDG_DATA_HOME/turnstream (else ~/.local/share/turnstream)" },
+  { name: "XDG_CONFIG_HOME", readIn: "src/bin/commands/operator-key.ts", meaning: "`turnstream operator-key new` writes to $XDG_CONFIG_HOME/turnstream/operator.key by default (else ~/.config/…)" },
+  { name: "HOME", readIn: "src/cli/config-home.ts", meaning: "where ~/.claude and ~/.local/share are, when CLAUDE_CONFIG_DIR and XDG_DATA_HOME are not set" },
+  { name: "USER", readIn: "src/bin/commands/decide.ts, src/bin/commands/cancel.ts", meaning: "who a decision or cancellation is recorded as when TURNSTREAM_USER is not set" },
+  { name: "TMPDIR", readIn: "src/cli/run-turn.ts", meaning: "where a run's scratch files (such as the appended system prompt) are made; read from the run's environment (default the OS temp dir)" },
+  { name: "PATH", readIn: "src/cli/resolve-bin.ts", meaning: "where `claude` is looked up when neither claudeBin, CLAUDE_BIN nor the pinned package gives one; a job's env may set it only when allowed on both sides" },
+  { name: "NO_COLOR", readIn: "src/projector/output.ts", meaning: "set and non-empty: `tail` and `replay` print no colour (they colour only a terminal anyway)" },
 ];
 
 export const ENV_VAR_NAMES: ReadonlySet<string> = new Set(ENV_VARS.map((v) => v.name));

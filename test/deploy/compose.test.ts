@@ -158,13 +158,14 @@ function sourceFiles(dir: string): string[] {
   return out;
 }
 
-// A variable counts as read when code names it: process.env.X, env.X, env["X"], or a "X" literal
-// passed to a reader. The documentation list itself does not count.
+// A variable counts as read when code names it: process.env.X, env.X, env["X"], a "X" literal
+// passed to a reader, or a key of a zod schema the environment is parsed with (`X: z.string()…`,
+// `X: intFrom(…)`). The documentation list itself does not count.
 function readInCode(name: string): string[] {
   const files = [...sourceFiles(join(root, "src")), ...sourceFiles(join(root, "workers"))].filter(
     (f) => !f.endsWith(join("telemetry", "env-vars.ts")),
   );
-  const re = new RegExp(`(?:\\benv\\.${name}\\b|\\[\\s*["'\`]${name}["'\`]\\s*\\]|["'\`]${name}["'\`])`);
+  const re = new RegExp(`(?:\\benv\\.${name}\\b|\\[\\s*["'\`]${name}["'\`]\\s*\\]|["'\`]${name}["'\`]|^\\s*${name}\\s*:\\s*[\\w.]+\\()`, "m");
   return files.filter((f) => re.test(readFileSync(f, "utf8"))).map((f) => relative(root, f));
 }
 

@@ -1,14 +1,18 @@
 // README.md cannot rot: every TypeScript block is type-checked against the built package (an
 // `import … from "turnstream"` resolves to dist/ as it would for a user) and run against a private
 // Redis, a turn worker and the scripted model server; every ```sh command line is run, or is one that
-// CI runs itself; every `turnstream …` command the prose names exists and takes the flags it shows.
+// CI runs itself; no other fenced block holds a command; every `turnstream …` command the prose names
+// exists and takes the flags it shows; the Configuration table lists exactly the variables of
+// src/telemetry/env-vars.ts, which holds every TURNSTREAM_* variable the code names; every repository
+// path README.md, CONTRIBUTING.md and docs/ARCHITECTURE.md name exists.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { ENV_VAR_NAMES } from "../../src/telemetry/env-vars.ts";
 import { hermeticEnv, startModelServer } from "../../src/testing/index.ts";
 import { ensureBuilt, repoRoot } from "../support/build.ts";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
@@ -180,4 +184,66 @@ test("every `npm run …` the README names is a script of package.json", () => {
   const names = [...readme.matchAll(/npm run ([a-z:-]+)/g)].map((m) => m[1]!);
   assert.ok(names.length > 0);
   for (const n of names) assert.ok(n in pkg.scripts, `npm run ${n}`);
+});
+
+test("README runs or checks every fenced block: ts and sh blocks, and untagged diagrams without commands", () => {
+  for (const b of fencedBlocks(readme)) {
+    assert.ok(["ts", "sh", ""].includes(b.lang), `block at line ${b.line} is \`${b.lang}\`: only ts and sh blocks are run`);
+    if (b.lang === "") assert.doesNotMatch(b.body, /^\s*(?:\$\s*)?(?:npx |npm |turnstream |node )/m, `block at line ${b.line} holds a command: put it in a sh block`);
+  }
+});
+
+/** The Configuration section's table: every `NAME` in its first column. */
+function configurationTableNames(): Set<string> {
+  const section = /^## Configuration\n([\s\S]*?)(?=^## )/m.exec(readme);
+  assert.ok(section, "README has a ## Configuration section");
+  const names = new Set<string>();
+  for (const row of section[1]!.split("\n").filter((l) => l.startsWith("|"))) {
+    const first = row.split("|")[1]!;
+    for (const m of first.matchAll(/`([^`]+)`/g)) if (/^[A-Z][A-Z0-9_]*$/.test(m[1]!)) names.add(m[1]!);
+  }
+  return names;
+}
+
+test("the Configuration table lists exactly the variables of src/telemetry/env-vars.ts", () => {
+  const table = configurationTableNames();
+  assert.ok(table.size >= 20);
+  for (const name of ENV_VAR_NAMES) assert.ok(table.has(name), `${name} is in src/telemetry/env-vars.ts but not in the README's Configuration table`);
+  for (const name of table) assert.ok(ENV_VAR_NAMES.has(name), `${name} is in the README's Configuration table but not in src/telemetry/env-vars.ts`);
+});
+
+function codeFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(dir)) {
+    const p = join(dir, e);
+    if (statSync(p).isDirectory()) out.push(...codeFiles(p));
+    else if (/\.(ts|mjs|lua)$/.test(e)) out.push(p);
+  }
+  return out;
+}
+
+test("every TURNSTREAM_* variable src/ and workers/ name is in src/telemetry/env-vars.ts", () => {
+  const named = new Map<string, string>();
+  for (const f of [...codeFiles(join(repoRoot, "src")), ...codeFiles(join(repoRoot, "workers"))]) {
+    if (f.endsWith(join("telemetry", "env-vars.ts"))) continue;
+    for (const m of readFileSync(f, "utf8").matchAll(/\bTURNSTREAM_[A-Z][A-Z0-9_]*\b/g)) if (!named.has(m[0])) named.set(m[0], f);
+  }
+  assert.ok(named.size >= 20);
+  for (const [name, file] of named) assert.ok(ENV_VAR_NAMES.has(name), `${name} (named in ${file}) is not in src/telemetry/env-vars.ts`);
+});
+
+test("every repository path README.md, CONTRIBUTING.md and docs/ARCHITECTURE.md name exists", () => {
+  const roots = /^(?:src|test|docs|bench|workers|deploy|otel|scripts|\.ci)\//;
+  let checked = 0;
+  for (const doc of ["README.md", "CONTRIBUTING.md", join("docs", "ARCHITECTURE.md")]) {
+    const text = readFileSync(join(repoRoot, doc), "utf8");
+    const named = [...text.matchAll(/`([^`\s]+)`/g)].map((m) => m[1]!);
+    const linked = [...text.matchAll(/\]\(([^)\s#]+)\)/g)].map((m) => join(doc, "..", m[1]!));
+    for (const path of [...named.filter((p) => roots.test(p)), ...linked.filter((p) => !/^[a-z]+:/.test(p))]) {
+      if (/[<*]/.test(path)) continue;
+      checked++;
+      assert.ok(existsSync(join(repoRoot, path)), `${doc} names ${path}, which is not in the repository`);
+    }
+  }
+  assert.ok(checked >= 20);
 });
