@@ -1,10 +1,34 @@
 // Lua scripts registered through ioredis defineCommand: it sends EVALSHA and, on NOSCRIPT (a Redis
 // that restarted or ran SCRIPT FLUSH), falls back to EVAL with the source, so scripts survive restarts.
+// Each script lives in a .lua file beside the module that runs it, with a header naming its KEYS,
+// ARGV and replies; scripts/build.ts copies those files next to the built JavaScript.
 import { readFileSync } from "node:fs";
 import type { RedisClient } from "./redis.ts";
 
-const appendLua = readFileSync(new URL("./lua/append.lua", import.meta.url), "utf8");
-const beginLua = readFileSync(new URL("./lua/begin.lua", import.meta.url), "utf8");
+/** A Lua script and the command name it is registered under. */
+export interface LuaScript {
+  readonly name: string;
+  readonly numberOfKeys: number;
+  readonly lua: string;
+}
+
+/** Reads a script file (resolve `file` against the caller's `import.meta.url`). */
+export function luaScript(name: string, numberOfKeys: number, file: URL): LuaScript {
+  return { name, numberOfKeys, lua: readFileSync(file, "utf8") };
+}
+
+type Dynamic = Record<string, (...args: (string | number)[]) => Promise<unknown>>;
+
+/** Registers the script on this client (once per client) and returns a call taking its keys, then its argv. */
+export function scriptCommand<T>(client: RedisClient, script: LuaScript): (...keysThenArgv: (string | number)[]) => Promise<T> {
+  const dyn = client as unknown as Dynamic;
+  if (typeof dyn[script.name] !== "function") client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+  const command = dyn[script.name]!;
+  return (...keysThenArgv) => command.call(client, ...keysThenArgv) as Promise<T>;
+}
+
+const APPEND = luaScript("turnstreamLogAppend", 3, new URL("./lua/append.lua", import.meta.url));
+const BEGIN = luaScript("turnstreamLogBegin", 3, new URL("./lua/begin.lua", import.meta.url));
 
 export type AppendReply = [outcome: string, lastSeq: number, epoch: number];
 export type BeginReply = [epoch: number, attempt: number, snap: string];
@@ -14,17 +38,11 @@ export interface LogScripts {
   begin(keys: readonly [string, string, string], turn: string): Promise<BeginReply>;
 }
 
-const APPEND = "turnstreamLogAppend";
-const BEGIN = "turnstreamLogBegin";
-
-type Dynamic = Record<string, (...args: (string | number)[]) => Promise<unknown>>;
-
 export function logScripts(client: RedisClient): LogScripts {
-  const dyn = client as unknown as Dynamic;
-  if (typeof dyn[APPEND] !== "function") client.defineCommand(APPEND, { numberOfKeys: 3, lua: appendLua });
-  if (typeof dyn[BEGIN] !== "function") client.defineCommand(BEGIN, { numberOfKeys: 3, lua: beginLua });
+  const append = scriptCommand<AppendReply>(client, APPEND);
+  const begin = scriptCommand<BeginReply>(client, BEGIN);
   return {
-    append: (keys, argv) => dyn[APPEND]!.call(client, ...keys, ...argv) as Promise<AppendReply>,
-    begin: (keys, turn) => dyn[BEGIN]!.call(client, ...keys, turn) as Promise<BeginReply>,
+    append: (keys, argv) => append(...keys, ...argv),
+    begin: (keys, turn) => begin(...keys, turn),
   };
 }

@@ -4,10 +4,10 @@
 //   <prefix>{s:<id>}:proj:ptr          the version readers use
 // The state is split by turn so a commit writes the small core plus the turns the batch touched,
 // not the whole history: a long session's commits stay proportional to what changed.
-import { readFileSync } from "node:fs";
 import type { RedisClient } from "../log/index.ts";
 import { DEFAULT_PREFIX } from "../kernel/index.ts";
 import { sessionKeys } from "../log/index.ts";
+import { luaScript, scriptCommand } from "../log/scripts.ts";
 import { STATE_VERSION, summaryOf, type ProjectionState, type SessionSummary, type TurnView, type TranscriptTurn } from "./state.ts";
 
 /** The projection version written by default: bump STATE_VERSION and the projector rebuilds into new keys. */
@@ -83,9 +83,7 @@ export interface CommitReply {
   n: number;
 }
 
-const COMMIT = "turnstreamProjectionCommit";
-const commitLua = readFileSync(new URL("./lua/commit.lua", import.meta.url), "utf8");
-type Dynamic = Record<string, (...args: (string | number)[]) => Promise<[string, number]>>;
+const COMMIT = luaScript("turnstreamProjectionCommit", 4, new URL("./lua/commit.lua", import.meta.url));
 
 export async function commitProjection(
   redis: RedisClient,
@@ -96,11 +94,9 @@ export async function commitProjection(
   state: ProjectionState,
   turns: Iterable<number> | undefined,
 ): Promise<CommitReply> {
-  const dyn = redis as unknown as Dynamic;
-  if (typeof dyn[COMMIT] !== "function") redis.defineCommand(COMMIT, { numberOfKeys: 4, lua: commitLua });
+  const commit = scriptCommand<[string, number]>(redis, COMMIT);
   const old = pointerSeen !== null && pointerSeen !== version ? keys.modelOf(pointerSeen) : keys.model;
-  const [outcome, n] = await dyn[COMMIT]!.call(
-    redis,
+  const [outcome, n] = await commit(
     keys.model,
     keys.pointer,
     keys.logMeta,

@@ -1,0 +1,16 @@
+-- register.lua: add a turn to its session's pending list, once per turn id (an idempotent enqueue).
+--
+-- KEYS[1]  turns       <prefix>{s:<id>}:turns       (list of pending turn ids, the head runs next)
+-- KEYS[2]  registered  <prefix>{s:<id>}:registered  (hash turn id -> enqueue time in ms)
+-- KEYS[3]  conf        <prefix>{s:<id>}:conf        (hash of session settings: onLostSession)
+-- ARGV[1]  turn id
+-- ARGV[2]  nowMs          enqueue time
+-- ARGV[3]  onLostSession  the session's policy, set only by its first turn; "" = leave it
+--
+-- Returns 1 when the turn is new (appended to the list), 0 when it was registered before.
+
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSETNX', KEYS[3], 'onLostSession', ARGV[3]) end
+return 1
