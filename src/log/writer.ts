@@ -76,203 +76,347 @@ function isFatal(err: unknown): boolean {
   return err instanceof FencedError || err instanceof ConflictError;
 }
 
-export function createWriter(options: WriterOptions): Writer {
-  const { log, session, epoch } = options;
-  const writerId = options.writerId ?? newWriterId();
-  const maxBatchEvents = options.maxBatchEvents ?? 512;
-  const maxBatchBytes = options.maxBatchBytes ?? 1024 * 1024;
-  const maxBufferEvents = options.maxBufferEvents ?? 8192;
-  const maxBufferBytes = options.maxBufferBytes ?? 16 * 1024 * 1024;
-  const initialMs = options.backoff?.initialMs ?? 50;
-  const maxMs = options.backoff?.maxMs ?? 2000;
-  const logger = options.logger ?? silentLogger;
-  log.keys(session); // validates the session id up front
+/** The writer's options with their defaults applied. */
+interface WriterSettings {
+  maxBatchEvents: number;
+  maxBatchBytes: number;
+  maxBufferEvents: number;
+  maxBufferBytes: number;
+  backoffInitialMs: number;
+  backoffMaxMs: number;
+  lingerMs: number;
+  logger: Logger;
+  onAppended: WriterOptions["onAppended"];
+  onRetry: WriterOptions["onRetry"];
+}
 
-  const buffer: EncodedEvent[] = [];
-  let bufferedBytes = 0;
-  let batchNo = 0;
-  let lastSeq = 0;
-  let pumping = false;
-  let lingering: NodeJS.Timeout | undefined;
-  const lingerMs = options.lingerMs ?? 0;
-  let closed = false;
-  let failure: Error | undefined;
-  const stats: WriterStats = { events: 0, batches: 0, retries: 0, duplicates: 0 };
-  let spaceWaiters: (() => void)[] = [];
-  let flushWaiters: { resolve: (seq: number) => void; reject: (err: Error) => void }[] = [];
+function writerSettings(options: WriterOptions): WriterSettings {
+  return {
+    maxBatchEvents: options.maxBatchEvents ?? 512,
+    maxBatchBytes: options.maxBatchBytes ?? 1024 * 1024,
+    maxBufferEvents: options.maxBufferEvents ?? 8192,
+    maxBufferBytes: options.maxBufferBytes ?? 16 * 1024 * 1024,
+    backoffInitialMs: options.backoff?.initialMs ?? 50,
+    backoffMaxMs: options.backoff?.maxMs ?? 2000,
+    lingerMs: options.lingerMs ?? 0,
+    logger: options.logger ?? silentLogger,
+    onAppended: options.onAppended,
+    onRetry: options.onRetry,
+  };
+}
 
-  const hasRoom = (bytes: number): boolean =>
-    buffer.length === 0 || (buffer.length < maxBufferEvents && bufferedBytes + bytes <= maxBufferBytes);
+/** Events from the front of the buffer that go in one append. */
+interface Batch {
+  events: EncodedEvent[];
+  bytes: number;
+}
 
-  function wakeSpace(): void {
-    const waiters = spaceWaiters;
-    spaceWaiters = [];
+/** The events not yet in the log (the batch in flight included), and the writes waiting for room. */
+class EventBuffer {
+  readonly #events: EncodedEvent[] = [];
+  #bytes = 0;
+  #roomWaiters: (() => void)[] = [];
+  readonly #settings: WriterSettings;
+
+  constructor(settings: WriterSettings) {
+    this.#settings = settings;
+  }
+
+  get length(): number {
+    return this.#events.length;
+  }
+
+  /** Enough is buffered to fill a batch, so lingering would gain nothing. */
+  get holdsFullBatch(): boolean {
+    return this.#events.length >= this.#settings.maxBatchEvents || this.#bytes >= this.#settings.maxBatchBytes;
+  }
+
+  /** An empty buffer takes any event, however large; otherwise both bounds hold. */
+  hasRoom(bytes: number): boolean {
+    const { maxBufferEvents, maxBufferBytes } = this.#settings;
+    return this.#events.length === 0 || (this.#events.length < maxBufferEvents && this.#bytes + bytes <= maxBufferBytes);
+  }
+
+  waitForRoom(): Promise<void> {
+    return new Promise((resolve) => this.#roomWaiters.push(resolve));
+  }
+
+  /** Wakes every write waiting for room (each checks again, or sees the writer's failure). */
+  wakeWaiters(): void {
+    const waiters = this.#roomWaiters;
+    this.#roomWaiters = [];
     for (const w of waiters) w();
   }
 
-  function settleFlushes(): void {
-    if (buffer.length > 0 && failure === undefined) return;
-    const waiters = flushWaiters;
-    flushWaiters = [];
-    for (const w of waiters) failure === undefined ? w.resolve(lastSeq) : w.reject(failure);
+  push(event: EncodedEvent): void {
+    this.#events.push(event);
+    this.#bytes += event.bytes;
   }
 
-  function fail(err: Error): void {
-    failure = err;
-    logger.error({ session, writer: writerId, err: { name: err.name, message: err.message } }, "event writer stopped");
-    wakeSpace();
-    settleFlushes();
-  }
-
-  function sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => setTimeout(resolve, ms));
-  }
-
-  async function sendBatch(batch: EncodedEvent[]): Promise<void> {
-    batchNo++;
-    const batchId = `${writerId}:${batchNo}`;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const res = await log.appendEncoded(session, epoch, batch, { batchId });
-        if (res.outcome === "fenced") throw new FencedError(session, epoch ?? 0, res.epoch);
-        if (res.outcome === "conflict") throw new ConflictError(session, -1, res.lastSeq);
-        const duplicate = res.outcome === "duplicate";
-        if (duplicate) stats.duplicates++;
-        lastSeq = res.lastSeq;
-        stats.batches++;
-        stats.events += batch.length;
-        options.onAppended?.({ firstSeq: res.lastSeq - batch.length + 1, lastSeq: res.lastSeq, count: batch.length, duplicate });
-        return;
-      } catch (err) {
-        if (isFatal(err)) throw err;
-        stats.retries++;
-        const delayMs = Math.min(maxMs, initialMs * 2 ** Math.min(attempt - 1, 16)) * (0.5 + Math.random() / 2);
-        logger.warn({ session, writer: writerId, attempt, delayMs: Math.round(delayMs), err: { message: (err as Error)?.message } }, "append failed; retrying");
-        options.onRetry?.({ error: err, attempt, delayMs });
-        await sleep(delayMs);
-      }
+  /** The next batch: as many events from the front as the batch bounds allow, at least one. */
+  nextBatch(): Batch {
+    const { maxBatchEvents, maxBatchBytes } = this.#settings;
+    let count = 0;
+    let bytes = 0;
+    while (count < this.#events.length && count < maxBatchEvents) {
+      const b = this.#events[count]!.bytes;
+      if (count > 0 && bytes + b > maxBatchBytes) break;
+      bytes += b;
+      count++;
     }
+    return { events: this.#events.slice(0, count), bytes };
   }
 
-  async function pump(): Promise<void> {
-    if (pumping) return;
-    pumping = true;
-    try {
-      while (buffer.length > 0 && failure === undefined) {
-        let count = 0;
-        let bytes = 0;
-        while (count < buffer.length && count < maxBatchEvents) {
-          const b = buffer[count]!.bytes;
-          if (count > 0 && bytes + b > maxBatchBytes) break;
-          bytes += b;
-          count++;
-        }
-        const batch = buffer.slice(0, count);
-        try {
-          await sendBatch(batch);
-        } catch (err) {
-          fail(err instanceof Error ? err : new Error(String(err)));
-          return;
-        }
-        buffer.splice(0, count);
-        bufferedBytes -= bytes;
-        wakeSpace();
-        settleFlushes();
-      }
-    } finally {
-      pumping = false;
-    }
+  /** Drops a batch that is now in the log from the front, making room. */
+  remove(batch: Batch): void {
+    this.#events.splice(0, batch.events.length);
+    this.#bytes -= batch.bytes;
+    this.wakeWaiters();
+  }
+}
+
+/**
+ * When an idle writer sends: at once, or after a linger so that events arriving close together share
+ * one append. The usual linger never slides (a steady trickle still goes every lingerMs); only a
+ * longer wait asked for by one event pushes the send back. A hold lasts only until the next event.
+ */
+class LingerTimer {
+  readonly #lingerMs: number;
+  readonly #send: () => void;
+  #timer: NodeJS.Timeout | undefined;
+  /** When the pending timer fires. */
+  #due = 0;
+  /** The pending timer is a hold: the next event replaces it with its own linger. */
+  #holding = false;
+
+  constructor(lingerMs: number, send: () => void) {
+    this.#lingerMs = lingerMs;
+    this.#send = send;
   }
 
-  // When the pending linger timer fires (a longer wait asked by one event replaces a shorter one).
-  let lingerDue = 0;
-  // The pending timer is a hold: the next event replaces it with its own linger.
-  let holding = false;
-
-  function kick(now = false, wait = lingerMs, hold = false): void {
-    if (holding && lingering !== undefined) {
-      clearTimeout(lingering);
-      lingering = undefined;
-    }
-    holding = false;
-    if (pumping) return;
-    if (now || wait <= 0 || buffer.length >= maxBatchEvents || bufferedBytes >= maxBatchBytes) {
-      if (lingering !== undefined) {
-        clearTimeout(lingering);
-        lingering = undefined;
-      }
-      queueMicrotask(() => void pump());
-      return;
-    }
-    const due = Date.now() + wait;
-    if (lingering !== undefined) {
-      // The usual linger never slides (a steady trickle still goes every lingerMs); only a longer
-      // wait asked for by one event pushes the send back.
-      if (wait <= lingerMs || due <= lingerDue) return;
-      clearTimeout(lingering);
-    }
-    lingerDue = due;
-    holding = hold;
-    lingering = setTimeout(() => {
-      lingering = undefined;
-      void pump();
-    }, wait);
+  /** A new event arrived: a pending hold gives way to the event's own linger. */
+  endHold(): void {
+    if (this.#holding) this.#clear();
+    this.#holding = false;
   }
 
-  async function write(event: EventInput, writeOptions?: WriteOptions): Promise<void> {
-    if (failure !== undefined) throw failure;
-    if (closed) throw new WriterClosedError(session);
-    const enc = log.encode(session, epoch ?? 0, event);
-    if (epoch === null && !log.unfencedKinds.has(enc.kind)) throw new UnfencedKindError(enc.kind, [...log.unfencedKinds]);
-    while (!hasRoom(enc.bytes)) {
-      await new Promise<void>((resolve) => spaceWaiters.push(resolve));
-      if (failure !== undefined) throw failure;
-    }
-    buffer.push(enc);
-    bufferedBytes += enc.bytes;
-    const hold = writeOptions?.holdMs ?? 0;
-    if (hold > 0 && buffer.length === 1) kick(false, hold, true);
-    else kick(false, writeOptions?.lingerMs ?? lingerMs);
+  sendNow(): void {
+    this.#clear();
+    queueMicrotask(this.#send);
   }
 
-  function flush(): Promise<number> {
-    if (failure !== undefined) return Promise.reject(failure);
-    if (buffer.length === 0) return Promise.resolve(lastSeq);
+  sendAfter(waitMs: number, hold: boolean): void {
+    const due = Date.now() + waitMs;
+    if (this.#timer !== undefined) {
+      if (waitMs <= this.#lingerMs || due <= this.#due) return;
+      clearTimeout(this.#timer);
+    }
+    this.#due = due;
+    this.#holding = hold;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#send();
+    }, waitMs);
+  }
+
+  #clear(): void {
+    if (this.#timer === undefined) return;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+}
+
+/** How soon buffered events should go, as asked by a write or a flush. */
+interface SendRequest {
+  now: boolean;
+  waitMs: number;
+  hold: boolean;
+}
+
+class BufferedWriter {
+  readonly writerId: string;
+  readonly #log: EventLog;
+  readonly #session: string;
+  readonly #epoch: number | null;
+  readonly #settings: WriterSettings;
+  readonly #buffer: EventBuffer;
+  readonly #linger: LingerTimer;
+  readonly #stats: WriterStats = { events: 0, batches: 0, retries: 0, duplicates: 0 };
+  #batchNo = 0;
+  #lastSeq = 0;
+  #pumping = false;
+  #closed = false;
+  #failure: Error | undefined;
+  #flushWaiters: { resolve: (seq: number) => void; reject: (err: Error) => void }[] = [];
+
+  constructor(options: WriterOptions) {
+    this.#log = options.log;
+    this.#session = options.session;
+    this.#epoch = options.epoch;
+    this.writerId = options.writerId ?? newWriterId();
+    this.#settings = writerSettings(options);
+    this.#buffer = new EventBuffer(this.#settings);
+    this.#linger = new LingerTimer(this.#settings.lingerMs, () => void this.#pump());
+    options.log.keys(options.session); // validates the session id up front
+  }
+
+  get lastSeq(): number {
+    return this.#lastSeq;
+  }
+
+  get pending(): number {
+    return this.#buffer.length;
+  }
+
+  get stats(): WriterStats {
+    return { ...this.#stats };
+  }
+
+  get failure(): Error | undefined {
+    return this.#failure;
+  }
+
+  async write(event: EventInput, options?: WriteOptions): Promise<void> {
+    if (this.#failure !== undefined) throw this.#failure;
+    if (this.#closed) throw new WriterClosedError(this.#session);
+    const log = this.#log;
+    const enc = log.encode(this.#session, this.#epoch ?? 0, event);
+    if (this.#epoch === null && !log.unfencedKinds.has(enc.kind)) throw new UnfencedKindError(enc.kind, [...log.unfencedKinds]);
+    while (!this.#buffer.hasRoom(enc.bytes)) {
+      await this.#buffer.waitForRoom();
+      if (this.#failure !== undefined) throw this.#failure;
+    }
+    this.#buffer.push(enc);
+    const holdMs = options?.holdMs ?? 0;
+    if (holdMs > 0 && this.#buffer.length === 1) this.#schedule({ now: false, waitMs: holdMs, hold: true });
+    else this.#schedule({ now: false, waitMs: options?.lingerMs ?? this.#settings.lingerMs, hold: false });
+  }
+
+  flush(): Promise<number> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#buffer.length === 0) return Promise.resolve(this.#lastSeq);
     return new Promise((resolve, reject) => {
-      flushWaiters.push({ resolve, reject });
-      kick(true);
+      this.#flushWaiters.push({ resolve, reject });
+      this.#schedule({ now: true, waitMs: 0, hold: false });
     });
   }
 
-  async function close(): Promise<number> {
-    closed = true;
-    const seq = await flush();
+  async close(): Promise<number> {
+    this.#closed = true;
+    const seq = await this.flush();
     // Every batch is in, so no re-send can need the dedupe entry any more: dropping it is cleanup,
     // not awaited (the end of a turn waits on no more round trips than it must).
-    if (batchNo > 0) {
-      log.forgetWriter(session, writerId).catch((err: unknown) =>
-        logger.debug({ session, writer: writerId, err: { message: (err as Error)?.message } }, "dedupe entry cleanup failed"),
+    if (this.#batchNo > 0) {
+      this.#log.forgetWriter(this.#session, this.writerId).catch((err: unknown) =>
+        this.#settings.logger.debug({ session: this.#session, writer: this.writerId, err: { message: (err as Error)?.message } }, "dedupe entry cleanup failed"),
       );
     }
     return seq;
   }
 
+  #schedule(request: SendRequest): void {
+    this.#linger.endHold();
+    // A running pump sends everything buffered before it stops.
+    if (this.#pumping) return;
+    if (request.now || request.waitMs <= 0 || this.#buffer.holdsFullBatch) this.#linger.sendNow();
+    else this.#linger.sendAfter(request.waitMs, request.hold);
+  }
+
+  /** Sends batch after batch until the buffer is empty, one batch in flight at a time. */
+  async #pump(): Promise<void> {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      while (this.#buffer.length > 0 && this.#failure === undefined) {
+        const batch = this.#buffer.nextBatch();
+        try {
+          await this.#send(batch.events);
+        } catch (err) {
+          this.#fail(err instanceof Error ? err : new Error(String(err)));
+          return;
+        }
+        this.#buffer.remove(batch);
+        this.#settleFlushes();
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  /** Appends one batch under its own batch id, retrying with backoff until it is in or fenced. */
+  async #send(events: EncodedEvent[]): Promise<void> {
+    this.#batchNo++;
+    const batchId = `${this.writerId}:${this.#batchNo}`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const res = await this.#log.appendEncoded(this.#session, this.#epoch, events, { batchId });
+        if (res.outcome === "fenced") throw new FencedError(this.#session, this.#epoch ?? 0, res.epoch);
+        if (res.outcome === "conflict") throw new ConflictError(this.#session, -1, res.lastSeq);
+        this.#appended(res.lastSeq, events.length, res.outcome === "duplicate");
+        return;
+      } catch (err) {
+        if (isFatal(err)) throw err;
+        await this.#backOff(err, attempt);
+      }
+    }
+  }
+
+  #appended(lastSeq: number, count: number, duplicate: boolean): void {
+    if (duplicate) this.#stats.duplicates++;
+    this.#lastSeq = lastSeq;
+    this.#stats.batches++;
+    this.#stats.events += count;
+    this.#settings.onAppended?.({ firstSeq: lastSeq - count + 1, lastSeq, count, duplicate });
+  }
+
+  /** Exponential backoff with jitter, so writers that lost Redis together do not return together. */
+  async #backOff(error: unknown, attempt: number): Promise<void> {
+    const { backoffInitialMs, backoffMaxMs, logger } = this.#settings;
+    this.#stats.retries++;
+    const delayMs = Math.min(backoffMaxMs, backoffInitialMs * 2 ** Math.min(attempt - 1, 16)) * (0.5 + Math.random() / 2);
+    logger.warn(
+      { session: this.#session, writer: this.writerId, attempt, delayMs: Math.round(delayMs), err: { message: (error as Error)?.message } },
+      "append failed; retrying",
+    );
+    this.#settings.onRetry?.({ error, attempt, delayMs });
+    await new Promise((resolve) => setTimeout(resolve, delayMs));
+  }
+
+  #fail(err: Error): void {
+    this.#failure = err;
+    this.#settings.logger.error({ session: this.#session, writer: this.writerId, err: { name: err.name, message: err.message } }, "event writer stopped");
+    this.#buffer.wakeWaiters();
+    this.#settleFlushes();
+  }
+
+  /** Resolves the flushes once the buffer is empty, or rejects them once the writer failed. */
+  #settleFlushes(): void {
+    if (this.#buffer.length > 0 && this.#failure === undefined) return;
+    const waiters = this.#flushWaiters;
+    this.#flushWaiters = [];
+    for (const w of waiters) this.#failure === undefined ? w.resolve(this.#lastSeq) : w.reject(this.#failure);
+  }
+}
+
+export function createWriter(options: WriterOptions): Writer {
+  const writer = new BufferedWriter(options);
+  // Plain functions, so a caller may pass writer.write around without binding it.
   return {
-    write,
-    flush,
-    close,
-    writerId,
+    write: (event, writeOptions) => writer.write(event, writeOptions),
+    flush: () => writer.flush(),
+    close: () => writer.close(),
+    writerId: writer.writerId,
     get lastSeq() {
-      return lastSeq;
+      return writer.lastSeq;
     },
     get pending() {
-      return buffer.length;
+      return writer.pending;
     },
     get stats() {
-      return { ...stats };
+      return writer.stats;
     },
     get failure() {
-      return failure;
+      return writer.failure;
     },
   };
 }
