@@ -33,29 +33,13 @@ export {
   type TracesConfig,
 } from "./otel.ts";
 export { ENV_VARS, ENV_VAR_NAMES, type EnvVarDoc } from "./env-vars.ts";
-export {
-  AGENT_NAME,
-  ATTEMPT_END_KINDS,
-  ATTEMPT_SPAN_NAME,
-  attemptSpansObserver,
-  createAttemptSpans,
-  GENAI,
-  toolSpanName,
-  type AttemptOutcome,
-  type AttemptSpans,
-  type AttemptSpansObserverOptions,
-  type AttemptSpansOptions,
-  type EnvelopeLike,
-  type TimeLike,
-} from "./spans.ts";
+export { AGENT_NAME, ATTEMPT_SPAN_NAME, AttemptSpans, attemptSpansObserver, GENAI, toolSpanName, type AttemptSpansOptions } from "./spans/index.ts";
 export {
   asTraceIds,
   contextFromIds,
   contextFromTraceparent,
   formatTraceparent,
   injectTraceparent,
-  traceIdsOf,
-  traceparentOf,
   type TraceIds,
 } from "./trace-context.ts";
 export { exportTracesFromLog, type ExportTracesOptions, type ExportTracesResult } from "./trace-export.ts";

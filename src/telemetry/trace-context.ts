@@ -66,19 +66,3 @@ export function asTraceIds(v: unknown): TraceIds | undefined {
   if (isSpanId(o["parentSpanId"])) ids.parentSpanId = o["parentSpanId"];
   return ids;
 }
-
-/** Trace ids an envelope carries: `trace` at the top level or in `data` (`data.trace`). */
-export function traceIdsOf(env: { readonly data?: unknown; readonly trace?: unknown }): TraceIds | undefined {
-  const top = asTraceIds(env.trace);
-  if (top !== undefined) return top;
-  const d = env.data;
-  return d !== null && typeof d === "object" ? asTraceIds((d as Record<string, unknown>)["trace"]) : undefined;
-}
-
-/** A traceparent an envelope carries for its producer (`data.traceparent`, e.g. on turn.queued). */
-export function traceparentOf(env: { readonly data?: unknown }): string | undefined {
-  const d = env.data;
-  if (d === null || typeof d !== "object") return undefined;
-  const tp = (d as Record<string, unknown>)["traceparent"];
-  return typeof tp === "string" && contextFromTraceparent(tp) !== undefined ? tp : undefined;
-}

@@ -1,18 +1,18 @@
-// Re-emits a session's spans from its event log (e.g. after the collector was down): the same
-// envelopes go through the same span builder, so structure and timing match the live export. The
-// trace ids the events carry put the spans back into the producer's trace.
-import type { Context, Tracer } from "@opentelemetry/api";
+// Re-emits a session's spans from its event log (e.g. after the collector was down): the logged
+// events go through the same attempt spans the worker feeds, each cli.line parsed once, so structure
+// and timing match the live export. The trace ids the events carry put the spans back into the
+// producer's trace.
+import type { Tracer } from "@opentelemetry/api";
+import { dataOf, type AttemptContext, type ObservedEvent } from "../events/index.ts";
 import type { Scrubber } from "./scrub.ts";
-import { ATTEMPT_END_KINDS, createAttemptSpans, type AttemptSpans, type EnvelopeLike } from "./spans.ts";
-import { contextFromIds, contextFromTraceparent, traceIdsOf, traceparentOf } from "./trace-context.ts";
+import { AttemptSpans } from "./spans/index.ts";
+import { contextFromTraceparent, formatTraceparent } from "./trace-context.ts";
 
 export interface ExportTracesOptions {
   tracer: Tracer;
   scrubber: Scrubber;
-  /** As in createAttemptSpans; default off. */
-  captureContent?: boolean;
-  /** Session id for attempts whose envelopes do not name one. */
-  session?: string;
+  /** Record tool arguments and tool error texts (scrubbed); default off. */
+  captureContent?: boolean | undefined;
 }
 
 export interface ExportTracesResult {
@@ -21,68 +21,69 @@ export interface ExportTracesResult {
   attempts: number;
 }
 
-// Kinds that open an attempt's spans when no span exists for that (turn, attempt) yet.
+// Kinds that open an attempt's spans when none are open for that attempt yet.
 const OPENS = new Set(["attempt.started", "cli.line", "cli.stderr", "cli.exit"]);
 
-/**
- * Parent of a re-exported attempt span. The producer's span when the events name it; otherwise the
- * original attempt span id, as a remote parent, so the re-export keeps the recorded trace id (an
- * OTel tracer cannot be told which span id to mint, only which parent to use).
- */
-function parentFor(env: EnvelopeLike, producer: string | undefined): Context | undefined {
-  const ids = traceIdsOf(env);
-  if (ids?.parentSpanId !== undefined) return contextFromIds(ids.traceId, ids.parentSpanId);
-  if (producer !== undefined) return contextFromTraceparent(producer);
-  if (ids !== undefined) return contextFromIds(ids.traceId, ids.spanId);
-  return undefined;
-}
-
 export async function exportTracesFromLog(
-  envelopes: AsyncIterable<EnvelopeLike> | Iterable<EnvelopeLike>,
+  events: AsyncIterable<ObservedEvent> | Iterable<ObservedEvent>,
   options: ExportTracesOptions,
 ): Promise<ExportTracesResult> {
+  const scrub = (text: string, field: string): string => options.scrubber.scrub(text, { sink: "span", field });
+  /** The open attempt of each turn: a later attempt supersedes an earlier one left open (its worker died). */
   const open = new Map<string, AttemptSpans>();
-  const producerByTurn = new Map<string, string>();
-  let spans = 0;
-  let attempts = 0;
-
-  const close = (key: string, s: AttemptSpans): void => {
-    s.end();
-    spans += s.spanCount();
-    open.delete(key);
+  const producerOf = new Map<string, string>();
+  const result: ExportTracesResult = { spans: 0, attempts: 0 };
+  const close = (turn: string, spans: AttemptSpans): void => {
+    spans.end();
+    result.spans += spans.spanCount;
+    open.delete(turn);
   };
 
-  for await (const env of envelopes as AsyncIterable<EnvelopeLike>) {
-    const turn = env.turn ?? "";
-    const attempt = env.attempt ?? 0;
-    if (env.kind === "turn.queued") {
-      const tp = traceparentOf(env);
-      if (tp !== undefined) producerByTurn.set(turn, tp);
+  for await (const event of events) {
+    if (event.kind === "turn.queued") {
+      const traceparent = dataOf("turn.queued", event.data)?.traceparent;
+      if (traceparent !== undefined && contextFromTraceparent(traceparent) !== undefined) producerOf.set(event.turn, traceparent);
       continue;
     }
-    const key = `${turn}\u0000${attempt}`;
-    let s = open.get(key);
-    if (s === undefined) {
-      if (!OPENS.has(env.kind)) continue;
-      // A later attempt of the same turn supersedes any earlier one left open (its worker died).
-      for (const [k, other] of open) if (k.startsWith(`${turn}\u0000`)) close(k, other);
-      const parentContext = parentFor(env, producerByTurn.get(turn));
-      s = createAttemptSpans({
-        tracer: options.tracer,
-        scrubber: options.scrubber,
-        session: env.session ?? options.session ?? "",
-        turn,
-        attempt,
-        ...(parentContext === undefined ? {} : { parentContext }),
-        ...(env.at === undefined ? {} : { startTime: env.at }),
-        ...(options.captureContent === undefined ? {} : { captureContent: options.captureContent }),
-      });
-      attempts++;
-      open.set(key, s);
+    let spans = open.get(event.turn);
+    if (spans?.attempt !== event.attempt) {
+      if (!OPENS.has(event.kind)) continue;
+      if (spans !== undefined) close(event.turn, spans);
+      spans = new AttemptSpans(contextOf(event, producerOf.get(event.turn), scrub), options);
+      result.attempts++;
+      open.set(event.turn, spans);
     }
-    s.onEnvelope(env);
-    if (ATTEMPT_END_KINDS.includes(env.kind) || s.ended) close(key, s);
+    // No parse is passed: the spans parse each cli.line once themselves.
+    spans.onEvent(event);
+    if (spans.ended) close(event.turn, spans);
   }
-  for (const [k, s] of open) close(k, s);
-  return { spans, attempts };
+  for (const [turn, spans] of open) close(turn, spans);
+  return result;
+}
+
+/** What the worker knew of the attempt, rebuilt from the event that opens its spans. */
+function contextOf(event: ObservedEvent, producer: string | undefined, scrub: AttemptContext["scrub"]): AttemptContext {
+  return {
+    session: event.session,
+    turn: event.turn,
+    attempt: event.attempt,
+    epoch: event.epoch,
+    traceparent: parentOf(event, producer),
+    requestModel: undefined,
+    startedAt: event.at,
+    scrub,
+  };
+}
+
+/**
+ * Parent of a re-exported attempt span, as a traceparent. The producer's span when the events name
+ * it; otherwise the original attempt span, as a remote parent, so the re-export keeps the recorded
+ * trace id (an OTel tracer cannot be told which span id to mint, only which parent to use).
+ */
+function parentOf(event: ObservedEvent, producer: string | undefined): string | undefined {
+  const ids = event.kind === "attempt.started" ? dataOf("attempt.started", event.data)?.trace : undefined;
+  if (ids?.parentSpanId !== undefined) return formatTraceparent({ traceId: ids.traceId, spanId: ids.parentSpanId });
+  if (producer !== undefined) return producer;
+  if (ids !== undefined) return formatTraceparent(ids);
+  return undefined;
 }

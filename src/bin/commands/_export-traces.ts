@@ -34,12 +34,7 @@ export async function exportSessionTraces(options: ExportSessionTracesOptions): 
   if (!telemetry.enabled) return { spans: 0, attempts: 0, enabled: false };
   try {
     const log = createEventLog({ redis: options.redis, prefix: options.prefix });
-    const r = await exportTracesFromLog(log.read(options.session), {
-      tracer: telemetry.tracer,
-      scrubber,
-      session: options.session,
-      ...(options.captureContent === undefined ? {} : { captureContent: options.captureContent }),
-    });
+    const r = await exportTracesFromLog(log.read(options.session), { tracer: telemetry.tracer, scrubber, captureContent: options.captureContent });
     await telemetry.forceFlush();
     return { spans: r.spans, attempts: r.attempts, enabled: true };
   } finally {
