@@ -5,7 +5,7 @@
 import { EventEmitter } from "node:events";
 import { silentLogger, DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
 import { createEventLog, type EventLog, type RedisClient } from "../log/index.ts";
-import { SessionProjection, type SessionProjectionOptions } from "./session-projection.ts";
+import { SessionProjection, type SessionProjectionOptions, type StepResult } from "./session-projection.ts";
 import { PROJECTION_VERSION, projectionKeys, readModel, type ReadModel } from "./store.ts";
 import type { SessionSummary } from "./state.ts";
 
@@ -50,181 +50,239 @@ export interface Projector {
   readonly version: number;
 }
 
-const TERMINAL = new Set(["finished", "failed", "cancelled"]);
+/** View statuses after which a session needs no follower until the index shows new activity. */
+const TERMINAL_STATUSES = new Set(["finished", "failed", "cancelled"]);
 
-/** Starts the live projector: follows the sessions in the log's index and keeps their read models in Redis, checkpointed in the same step. */
-export function startProjector(options: ProjectorOptions): Projector {
-  const redis = options.redis;
-  const prefix = options.prefix ?? DEFAULT_PREFIX;
-  const version = options.version ?? PROJECTION_VERSION;
-  if (!Number.isSafeInteger(version) || version < 1) throw new Error("projection version must be a positive integer");
-  const logger = options.logger ?? silentLogger;
-  const rescanMs = options.rescanMs ?? 2000;
-  const blockMs = options.blockMs ?? 1000;
-  const stopTimeoutMs = options.stopTimeoutMs ?? 5000;
-  const log: EventLog = createEventLog({ redis, prefix, logger });
-  const followers = new Map<string, { done: Promise<void>; wake: () => void }>();
-  const superseded = new Set<string>();
-  const events = new EventEmitter();
-  events.setMaxListeners(0);
-  const stats: ProjectorStats = { following: 0, commits: 0, conflicts: 0, errors: 0, superseded: 0 };
-  const waiters = new Set<ReturnType<typeof redis.duplicate>>();
-  let stopping = false;
-  let scanning: Promise<void> | undefined;
+/** Where a session stands: the log's last seq, our checkpoint, and the status of its read model. */
+interface SessionStanding {
+  session: string;
+  logSeq: number;
+  seq: number;
+  status: string | null;
+}
 
-  function follow(session: string): void {
-    if (followers.has(session) || stopping) return;
-    let wake = (): void => {};
-    const done = (async () => {
-      const proj = new SessionProjection({ log, session, version, batchEvents: options.batchEvents, faults: options.faults });
-      const conn = redis.duplicate();
-      waiters.add(conn);
-      let failures = 0;
-      try {
-        while (!stopping) {
-          let r;
-          try {
-            r = await proj.step();
-            failures = 0;
-          } catch (err) {
-            stats.errors++;
-            failures++;
-            logger.warn({ session, err: { name: (err as Error)?.name, message: (err as Error)?.message } }, "projection step failed; retrying");
-            await pause(Math.min(2000, 50 * 2 ** Math.min(failures, 6)), (w) => (wake = w));
-            await proj.load().catch(() => {});
-            continue;
-          }
-          if (r === "progress") {
-            stats.commits++;
-            events.emit("commit", session);
-            continue;
-          }
-          if (r === "conflict") {
-            stats.conflicts++;
-            events.emit("commit", session);
-            continue;
-          }
-          if (r === "superseded") {
-            superseded.add(session);
-            stats.superseded++;
-            logger.info({ session, version }, "a newer projection version took over this session");
-            return;
-          }
-          // idle: caught up. A finished session is left until the index shows new activity.
-          events.emit("idle", session);
-          const st = proj.state;
-          if (st !== undefined && TERMINAL.has(st.view.status) && st.decisions.pending.length === 0) return;
-          try {
-            await conn.xread("COUNT", 1, "BLOCK", blockMs, "STREAMS", log.keys(session).events, `0-${proj.checkpoint}`);
-          } catch (err) {
-            if (stopping) return;
-            throw err;
-          }
-        }
-      } finally {
-        waiters.delete(conn);
-        conn.disconnect();
-        followers.delete(session);
-        stats.following = followers.size;
-      }
-    })().catch((err: unknown) => {
-      stats.errors++;
-      logger.error({ session, err: { name: (err as Error)?.name, message: (err as Error)?.message } }, "session follower stopped");
-    });
-    followers.set(session, { done, wake: () => wake() });
-    stats.following = followers.size;
-  }
+/** A sleep that can be cut short (stop() wakes followers that wait out a retry delay). */
+class WakeableSleep {
+  #wake: () => void = () => {};
 
-  function pause(ms: number, onWake: (w: () => void) => void): Promise<void> {
+  sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      onWake(() => {
-        clearTimeout(t);
+      const timer = setTimeout(resolve, ms);
+      this.#wake = () => {
+        clearTimeout(timer);
         resolve();
-      });
+      };
     });
   }
 
-  /** Sessions to consider and, per session, the log's last seq and our checkpoint and status. */
-  async function survey(): Promise<{ session: string; logSeq: number; seq: number; status: string | null }[]> {
-    const ids = options.sessions !== undefined ? [...options.sessions] : await log.sessions();
+  wake(): void {
+    this.#wake();
+  }
+}
+
+function errorFields(err: unknown): { name: unknown; message: unknown } {
+  return { name: (err as Error)?.name, message: (err as Error)?.message };
+}
+
+class LiveProjector implements Projector {
+  readonly version: number;
+  readonly #options: ProjectorOptions;
+  readonly #redis: RedisClient;
+  readonly #prefix: string;
+  readonly #logger: Logger;
+  readonly #log: EventLog;
+  readonly #followers = new Map<string, { done: Promise<void>; sleep: WakeableSleep }>();
+  readonly #superseded = new Set<string>();
+  /** `commit` and `idle` per session: what waitIdle waits on. */
+  readonly #events = new EventEmitter();
+  readonly #stats: ProjectorStats = { following: 0, commits: 0, conflicts: 0, errors: 0, superseded: 0 };
+  /** The followers' blocking connections, disconnected by stop() to end their reads at once. */
+  readonly #blockingConnections = new Set<RedisClient>();
+  readonly #rescanTimer: NodeJS.Timeout;
+  #stopping = false;
+  #scanning: Promise<void> | undefined;
+
+  constructor(options: ProjectorOptions) {
+    this.#options = options;
+    this.#redis = options.redis;
+    this.#prefix = options.prefix ?? DEFAULT_PREFIX;
+    this.version = options.version ?? PROJECTION_VERSION;
+    if (!Number.isSafeInteger(this.version) || this.version < 1) throw new Error("projection version must be a positive integer");
+    this.#logger = options.logger ?? silentLogger;
+    this.#log = createEventLog({ redis: this.#redis, prefix: this.#prefix, logger: this.#logger });
+    this.#events.setMaxListeners(0);
+    this.#rescanTimer = setInterval(() => void this.#rescan(), options.rescanMs ?? 2000);
+    this.#rescanTimer.unref();
+    void this.#rescan();
+  }
+
+  get stats(): ProjectorStats {
+    return { ...this.#stats };
+  }
+
+  readModel(session: string): Promise<ReadModel | undefined> {
+    return readModel(this.#redis, session, { prefix: this.#prefix });
+  }
+
+  async waitIdle(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (this.#stopping) throw new Error("projector is stopping");
+      await this.#rescan();
+      const lagging = (await this.#survey()).filter((s) => !this.#superseded.has(s.session) && s.logSeq > s.seq);
+      if (lagging.length === 0) return;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`projector did not catch up within ${timeoutMs} ms (${lagging.length} sessions behind)`);
+      await this.#nextCommitOrIdle(Math.min(left, 250));
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    clearInterval(this.#rescanTimer);
+    for (const f of this.#followers.values()) f.sleep.wake();
+    for (const c of this.#blockingConnections) c.disconnect();
+    const all = Promise.all([...this.#followers.values()].map((f) => f.done));
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), this.#options.stopTimeoutMs ?? 5000)));
+    const r = await Promise.race([all.then(() => "done" as const), timedOut]);
+    clearTimeout(timer);
+    if (r === "timeout") this.#logger.warn({ followers: this.#followers.size }, "projector stop timed out; steps in flight were left to their commit script");
+    if (this.#scanning) await this.#scanning.catch(() => {});
+  }
+
+  /** Resolves on the next commit or idle of any session, or after `ms`. */
+  #nextCommitOrIdle(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#events.off("commit", done);
+        this.#events.off("idle", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#events.on("commit", done);
+      this.#events.on("idle", done);
+    });
+  }
+
+  /** Sessions to consider and where each stands. */
+  async #survey(): Promise<SessionStanding[]> {
+    const ids = this.#options.sessions !== undefined ? [...this.#options.sessions] : await this.#log.sessions();
     return Promise.all(
       ids.map(async (session) => {
-        const k = projectionKeys(prefix, session, version);
-        const [logSeq, [seq, summary]] = await Promise.all([redis.hget(k.logMeta, "seq"), redis.hmget(k.model, "seq", "summary")]);
+        const k = projectionKeys(this.#prefix, session, this.version);
+        const [logSeq, [seq, summary]] = await Promise.all([this.#redis.hget(k.logMeta, "seq"), this.#redis.hmget(k.model, "seq", "summary")]);
         const status = summary === null || summary === undefined ? null : (JSON.parse(summary) as SessionSummary).status;
         return { session, logSeq: Number(logSeq ?? 0), seq: Number(seq ?? 0), status };
       }),
     );
   }
 
-  async function rescan(): Promise<void> {
-    if (stopping) return;
-    scanning ??= (async () => {
+  /** Starts a follower for each session that has work: events past our checkpoint, or a turn still open. */
+  async #rescan(): Promise<void> {
+    if (this.#stopping) return;
+    this.#scanning ??= (async () => {
       try {
-        for (const s of await survey()) {
-          if (superseded.has(s.session) || followers.has(s.session)) continue;
-          if (s.logSeq > s.seq || (s.logSeq > 0 && s.status !== null && !TERMINAL.has(s.status))) follow(s.session);
+        for (const s of await this.#survey()) {
+          if (this.#superseded.has(s.session) || this.#followers.has(s.session)) continue;
+          if (s.logSeq > s.seq || (s.logSeq > 0 && s.status !== null && !TERMINAL_STATUSES.has(s.status))) this.#follow(s.session);
         }
       } catch (err) {
-        stats.errors++;
-        logger.warn({ err: { name: (err as Error)?.name, message: (err as Error)?.message } }, "session rescan failed");
+        this.#stats.errors++;
+        this.#logger.warn({ err: errorFields(err) }, "session rescan failed");
       } finally {
-        scanning = undefined;
+        this.#scanning = undefined;
       }
     })();
-    return scanning;
+    return this.#scanning;
   }
 
-  const timer = setInterval(() => void rescan(), rescanMs);
-  timer.unref();
-  void rescan();
+  #follow(session: string): void {
+    if (this.#followers.has(session) || this.#stopping) return;
+    const sleep = new WakeableSleep();
+    const done = this.#runFollower(session, sleep).catch((err: unknown) => {
+      this.#stats.errors++;
+      this.#logger.error({ session, err: errorFields(err) }, "session follower stopped");
+    });
+    this.#followers.set(session, { done, sleep });
+    this.#stats.following = this.#followers.size;
+  }
 
-  async function waitIdle(timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      if (stopping) throw new Error("projector is stopping");
-      await rescan();
-      const lagging = (await survey()).filter((s) => !superseded.has(s.session) && s.logSeq > s.seq);
-      if (lagging.length === 0) return;
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`projector did not catch up within ${timeoutMs} ms (${lagging.length} sessions behind)`);
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          clearTimeout(t);
-          events.off("commit", done);
-          events.off("idle", done);
-          resolve();
-        };
-        const t = setTimeout(done, Math.min(left, 250));
-        events.on("commit", done);
-        events.on("idle", done);
-      });
+  /** Steps the session's projection until it is superseded, finished, or the projector stops. */
+  async #runFollower(session: string, sleep: WakeableSleep): Promise<void> {
+    const { batchEvents, faults } = this.#options;
+    const proj = new SessionProjection({ log: this.#log, session, version: this.version, batchEvents, faults });
+    const conn = this.#redis.duplicate();
+    this.#blockingConnections.add(conn);
+    let failures = 0;
+    try {
+      while (!this.#stopping) {
+        let result: StepResult;
+        try {
+          result = await proj.step();
+          failures = 0;
+        } catch (err) {
+          failures++;
+          await this.#afterFailedStep(session, proj, err, failures, sleep);
+          continue;
+        }
+        if (result === "superseded") return this.#supersede(session);
+        if (result !== "idle") {
+          this.#countCommit(session, result);
+          continue;
+        }
+        this.#events.emit("idle", session);
+        if (isFinished(proj.state)) return;
+        if (!(await this.#waitForEvents(conn, session, proj.checkpoint))) return;
+      }
+    } finally {
+      this.#blockingConnections.delete(conn);
+      conn.disconnect();
+      this.#followers.delete(session);
+      this.#stats.following = this.#followers.size;
     }
   }
 
-  async function stop(): Promise<void> {
-    if (stopping) return;
-    stopping = true;
-    clearInterval(timer);
-    for (const f of followers.values()) f.wake();
-    for (const c of waiters) c.disconnect();
-    const all = Promise.all([...followers.values()].map((f) => f.done));
-    let t: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<"timeout">((resolve) => (t = setTimeout(() => resolve("timeout"), stopTimeoutMs)));
-    const r = await Promise.race([all.then(() => "done" as const), timedOut]);
-    clearTimeout(t);
-    if (r === "timeout") logger.warn({ followers: followers.size }, "projector stop timed out; steps in flight were left to their commit script");
-    if (scanning) await scanning.catch(() => {});
+  /** Backs off (growing with each failure in a row), then reloads the state the step started from. */
+  async #afterFailedStep(session: string, proj: SessionProjection, err: unknown, failures: number, sleep: WakeableSleep): Promise<void> {
+    this.#stats.errors++;
+    this.#logger.warn({ session, err: errorFields(err) }, "projection step failed; retrying");
+    await sleep.sleep(Math.min(2000, 50 * 2 ** Math.min(failures, 6)));
+    await proj.load().catch(() => {});
   }
 
-  return {
-    stop,
-    waitIdle,
-    readModel: (session: string) => readModel(redis, session, { prefix }),
-    get stats() {
-      return { ...stats };
-    },
-    version,
-  };
+  #countCommit(session: string, result: "progress" | "conflict"): void {
+    if (result === "progress") this.#stats.commits++;
+    else this.#stats.conflicts++;
+    this.#events.emit("commit", session);
+  }
+
+  #supersede(session: string): void {
+    this.#superseded.add(session);
+    this.#stats.superseded++;
+    this.#logger.info({ session, version: this.version }, "a newer projection version took over this session");
+  }
+
+  /** Blocks until the session has an event past `checkpoint` (or blockMs passes); false once stopping ended the read. */
+  async #waitForEvents(conn: RedisClient, session: string, checkpoint: number): Promise<boolean> {
+    try {
+      await conn.xread("COUNT", 1, "BLOCK", this.#options.blockMs ?? 1000, "STREAMS", this.#log.keys(session).events, `0-${checkpoint}`);
+      return true;
+    } catch (err) {
+      if (this.#stopping) return false;
+      throw err;
+    }
+  }
+}
+
+/** Caught up, ended, and no decision waiting: nothing will happen until the index shows new activity. */
+function isFinished(state: SessionProjection["state"]): boolean {
+  return state !== undefined && TERMINAL_STATUSES.has(state.view.status) && state.decisions.pending.length === 0;
+}
+
+/** Starts the live projector: follows the sessions in the log's index and keeps their read models in Redis, checkpointed in the same step. */
+export function startProjector(options: ProjectorOptions): Projector {
+  return new LiveProjector(options);
 }
