@@ -8,7 +8,7 @@ export type SplitItem = { text: string } | { truncated: true; byteLength: number
 
 export interface LineSplitterOptions {
   /** Lines above this many bytes (without the line ending) become truncated items. Default 64 MiB. */
-  maxLineBytes?: number;
+  maxLineBytes?: number | undefined;
 }
 
 export interface LineSplitter {
@@ -34,142 +34,177 @@ function isBlank(text: string): boolean {
   return text.trim() === "";
 }
 
+/** Pushes buf[start..end) as a text item unless it is blank; a CR before the line end is dropped. */
+function emitText(out: SplitItem[], buf: Buffer, start: number, end: number): void {
+  if (end > start && buf[end - 1] === CR) end--;
+  if (end <= start) return;
+  const text = buf.toString("utf8", start, end);
+  if (!isBlank(text)) out.push({ text });
+}
+
+/** One complete line buf[start..end): text, or a truncated item when it is over `max` bytes. */
+function emitLine(out: SplitItem[], buf: Buffer, start: number, end: number, max: number): void {
+  let contentEnd = end;
+  if (contentEnd > start && buf[contentEnd - 1] === CR) contentEnd--;
+  if (contentEnd - start > max) {
+    const h = createHash("sha256").update(buf.subarray(start, contentEnd));
+    out.push({ truncated: true, byteLength: contentEnd - start, sha256: h.digest("hex") });
+    return;
+  }
+  emitText(out, buf, start, end);
+}
+
+/**
+ * Every line of buf[start..end), decoded with one toString and split: the splitter's hot loop (one
+ * decode per chunk, not per line). The caller has checked that no line here can be over the limit.
+ */
+function decodeLines(out: SplitItem[], buf: Buffer, start: number, end: number): void {
+  const lines = buf.toString("utf8", start, end).split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    let text = lines[i]!;
+    if (text.charCodeAt(text.length - 1) === CR) text = text.slice(0, -1);
+    if (text.length !== 0 && !isBlank(text)) out.push({ text });
+  }
+}
+
+/** The line still waiting for its newline: its pieces while small, a running hash once too long. */
+class PendingLine {
+  readonly #max: number;
+  #pieces: Buffer[] = [];
+  #bytes = 0;
+  #hash: Hash | null = null;
+  #hashedBytes = 0;
+  // While hashing, a trailing CR is held back until we know whether the line ends right after it.
+  #heldCR = false;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  get empty(): boolean {
+    return this.#pieces.length === 0 && this.#hash === null;
+  }
+
+  /** Adds buf[start..end) to the line. */
+  add(buf: Buffer, start: number, end: number): void {
+    if (end <= start) return;
+    if (this.#hash !== null) {
+      this.#feedHash(buf, start, end);
+      return;
+    }
+    // Copy: the caller may reuse its chunk buffer after push returns.
+    this.#pieces.push(Buffer.from(buf.subarray(start, end)));
+    this.#bytes += end - start;
+    // +1 leaves room for a CR that may turn out to be part of a CRLF ending.
+    if (this.#bytes > this.#max + 1) this.#startHashing();
+  }
+
+  /** Ends the line with buf[0..end) as its tail (buf is null at the end of input) and emits it. */
+  finish(out: SplitItem[], buf: Buffer | null, end: number): void {
+    if (this.#hash !== null) {
+      if (buf !== null) this.#feedHash(buf, 0, end);
+      // A held CR right before the line end is the CRLF ending: drop it.
+      out.push({ truncated: true, byteLength: this.#hashedBytes, sha256: this.#hash.digest("hex") });
+      this.#hash = null;
+      this.#hashedBytes = 0;
+      this.#heldCR = false;
+      return;
+    }
+    let whole: Buffer;
+    if (this.#pieces.length === 0) {
+      if (buf === null) return;
+      whole = buf.subarray(0, end);
+    } else {
+      if (buf !== null && end > 0) this.#pieces.push(buf.subarray(0, end));
+      whole = this.#pieces.length === 1 ? this.#pieces[0]! : Buffer.concat(this.#pieces);
+    }
+    this.#pieces = [];
+    this.#bytes = 0;
+    emitLine(out, whole, 0, whole.length, this.#max);
+  }
+
+  #startHashing(): void {
+    this.#hash = createHash("sha256");
+    this.#hashedBytes = 0;
+    this.#heldCR = false;
+    for (const p of this.#pieces) this.#feedHash(p, 0, p.length);
+    this.#pieces = [];
+    this.#bytes = 0;
+  }
+
+  #feedHash(buf: Buffer, start: number, end: number): void {
+    if (end <= start) return;
+    if (this.#heldCR) {
+      this.#hash!.update(Buffer.of(CR));
+      this.#hashedBytes++;
+      this.#heldCR = false;
+    }
+    if (buf[end - 1] === CR) {
+      this.#heldCR = true;
+      end--;
+    }
+    if (end > start) {
+      this.#hash!.update(buf.subarray(start, end));
+      this.#hashedBytes += end - start;
+    }
+  }
+}
+
+class ChunkLineSplitter implements LineSplitter {
+  readonly #max: number;
+  readonly #pending: PendingLine;
+
+  constructor(max: number) {
+    this.#max = max;
+    this.#pending = new PendingLine(max);
+  }
+
+  push(chunk: Uint8Array): SplitItem[] {
+    const buf = asBuffer(chunk);
+    const out: SplitItem[] = [];
+    const nl = buf.indexOf(LF, 0);
+    if (nl === -1) {
+      this.#pending.add(buf, 0, buf.length);
+      return out;
+    }
+    let pos = 0;
+    if (!this.#pending.empty) {
+      this.#pending.finish(out, buf, nl);
+      pos = nl + 1;
+    }
+    pos = this.#completeLines(out, buf, pos);
+    this.#pending.add(buf, pos, buf.length);
+    return out;
+  }
+
+  end(): SplitItem[] {
+    const out: SplitItem[] = [];
+    if (!this.#pending.empty) this.#pending.finish(out, null, 0);
+    return out;
+  }
+
+  /** Emits every complete line of buf from pos on; returns where the unterminated rest begins. */
+  #completeLines(out: SplitItem[], buf: Buffer, pos: number): number {
+    const last = buf.lastIndexOf(LF);
+    if (last < pos) return pos;
+    // Fast path: no line here can be too long, so decode every complete line at once.
+    if (last - pos <= this.#max) {
+      decodeLines(out, buf, pos, last);
+      return last + 1;
+    }
+    for (let nl = buf.indexOf(LF, pos); nl !== -1; nl = buf.indexOf(LF, pos)) {
+      emitLine(out, buf, pos, nl, this.#max);
+      pos = nl + 1;
+    }
+    return pos;
+  }
+}
+
 /** An incremental splitter of stdout chunks into lines: any chunking gives the same lines, and a line over the limit becomes a truncated record, so memory stays bounded. */
 export function createLineSplitter(options: LineSplitterOptions = {}): LineSplitter {
   const max = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
   if (!Number.isInteger(max) || max < 1) {
     throw new RangeError(`maxLineBytes must be a positive integer, got ${String(max)}`);
   }
-  // The pending (unterminated) line: buffered pieces while small, a running hash once too long.
-  let pieces: Buffer[] = [];
-  let pendingBytes = 0;
-  let hash: Hash | null = null;
-  let hashedBytes = 0;
-  // In hashing mode a trailing CR is held back until we know whether the line ends right after it.
-  let heldCR = false;
-
-  const emitText = (out: SplitItem[], buf: Buffer, start: number, end: number): void => {
-    if (end > start && buf[end - 1] === CR) end--;
-    if (end <= start) return;
-    const text = buf.toString("utf8", start, end);
-    if (!isBlank(text)) out.push({ text });
-  };
-
-  const startHashing = (): void => {
-    hash = createHash("sha256");
-    hashedBytes = 0;
-    heldCR = false;
-    for (const p of pieces) feedHash(p, 0, p.length);
-    pieces = [];
-    pendingBytes = 0;
-  };
-
-  const feedHash = (buf: Buffer, start: number, end: number): void => {
-    if (end <= start) return;
-    if (heldCR) {
-      hash!.update(Buffer.of(CR));
-      hashedBytes++;
-      heldCR = false;
-    }
-    if (buf[end - 1] === CR) {
-      heldCR = true;
-      end--;
-    }
-    if (end > start) {
-      hash!.update(buf.subarray(start, end));
-      hashedBytes += end - start;
-    }
-  };
-
-  const finishPending = (out: SplitItem[], buf: Buffer | null, end: number): void => {
-    // `buf[0..end)` is the tail of the pending line (buf may be null at end of input).
-    if (hash !== null) {
-      if (buf !== null) feedHash(buf, 0, end);
-      // A held CR right before the line end is the CRLF ending: drop it.
-      out.push({ truncated: true, byteLength: hashedBytes, sha256: hash.digest("hex") });
-      hash = null;
-      hashedBytes = 0;
-      heldCR = false;
-      return;
-    }
-    let whole: Buffer;
-    if (pieces.length === 0) {
-      if (buf === null) return;
-      whole = buf.subarray(0, end);
-    } else {
-      if (buf !== null && end > 0) pieces.push(buf.subarray(0, end));
-      whole = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
-    }
-    pieces = [];
-    pendingBytes = 0;
-    emitLine(out, whole, 0, whole.length);
-  };
-
-  const emitLine = (out: SplitItem[], buf: Buffer, start: number, end: number): void => {
-    let contentEnd = end;
-    if (contentEnd > start && buf[contentEnd - 1] === CR) contentEnd--;
-    if (contentEnd - start > max) {
-      const h = createHash("sha256").update(buf.subarray(start, contentEnd));
-      out.push({ truncated: true, byteLength: contentEnd - start, sha256: h.digest("hex") });
-      return;
-    }
-    emitText(out, buf, start, end);
-  };
-
-  const addPending = (buf: Buffer, start: number, end: number): void => {
-    if (end <= start) return;
-    if (hash !== null) {
-      feedHash(buf, start, end);
-      return;
-    }
-    // Copy: the caller may reuse its chunk buffer after push returns.
-    pieces.push(Buffer.from(buf.subarray(start, end)));
-    pendingBytes += end - start;
-    // +1 leaves room for a CR that may turn out to be part of a CRLF ending.
-    if (pendingBytes > max + 1) startHashing();
-  };
-
-  return {
-    push(chunk: Uint8Array): SplitItem[] {
-      const buf = asBuffer(chunk);
-      const out: SplitItem[] = [];
-      let pos = 0;
-      let nl = buf.indexOf(LF, 0);
-      if (nl === -1) {
-        addPending(buf, 0, buf.length);
-        return out;
-      }
-      if (pieces.length > 0 || hash !== null) {
-        finishPending(out, buf, nl);
-        pos = nl + 1;
-        nl = buf.indexOf(LF, pos);
-      }
-      if (nl !== -1) {
-        const last = buf.lastIndexOf(LF);
-        if (last - pos <= max) {
-          // Fast path: no line here can be too long, so decode every complete line at once.
-          const lines = buf.toString("utf8", pos, last).split("\n");
-          for (let i = 0; i < lines.length; i++) {
-            let text = lines[i]!;
-            if (text.charCodeAt(text.length - 1) === 0x0d) text = text.slice(0, -1);
-            if (text.length !== 0 && !isBlank(text)) out.push({ text });
-          }
-          pos = last + 1;
-        } else {
-          while (nl !== -1) {
-            emitLine(out, buf, pos, nl);
-            pos = nl + 1;
-            nl = buf.indexOf(LF, pos);
-          }
-        }
-      }
-      addPending(buf, pos, buf.length);
-      return out;
-    },
-    end(): SplitItem[] {
-      const out: SplitItem[] = [];
-      if (hash !== null || pieces.length > 0) finishPending(out, null, 0);
-      return out;
-    },
-  };
+  return new ChunkLineSplitter(max);
 }

@@ -7,7 +7,7 @@ import { createLineSplitter, parseItem, truncatedLine, type SplitItem } from "..
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 
 function splitAll(bytes: Uint8Array, cuts: number[], maxLineBytes?: number): SplitItem[] {
-  const s = createLineSplitter(maxLineBytes === undefined ? {} : { maxLineBytes });
+  const s = createLineSplitter({ maxLineBytes });
   const out: SplitItem[] = [];
   let prev = 0;
   for (const c of [...new Set(cuts)].filter((c) => c > 0 && c < bytes.length).sort((a, b) => a - b)) {
