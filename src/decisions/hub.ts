@@ -8,14 +8,15 @@
 // rule whose signature checks. Anything else is logged and ignored; the request keeps waiting. A hub
 // without operator keys refuses to start: it could never accept a decision.
 import { createHash, randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { EventLog, Logger, RedisClient } from "../log/index.ts";
+import { silentLogger } from "../kernel/index.ts";
 import { HubClosedError, OperatorKeysMissingError } from "./errors.ts";
 import { decisionMadeData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
 import { hookInputSchema, riskClassOf, scrubReport, summarizeInput, type HookInput, type TextScrubber } from "./tool-calls.ts";
 import { parseOperatorKeys, type OperatorKeyring } from "./operator-keys.ts";
-import { dropPending, hubKey, putPending } from "./pending.ts";
+import { dropPending, hubKey, putPending, type PendingEntry } from "./pending.ts";
 import { evaluateRules, RuleStore, subjectOf, type TrustRule } from "./rules.ts";
 import { requestDigest, verifyDecision, verifyRule } from "./signing.ts";
 
@@ -78,7 +79,6 @@ interface Verdict {
   requestId?: string;
 }
 
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const digest = (token: string): string => createHash("sha256").update(token).digest("hex");
 
 function keyringOf(keys: DecisionHubOptions["operatorKeys"]): OperatorKeyring {
@@ -88,135 +88,133 @@ function keyringOf(keys: DecisionHubOptions["operatorKeys"]): OperatorKeyring {
 }
 
 /** The call as operators are shown it: scrubbed summary and subject, and what scrubbing took out. */
-function shownCall(input: HookInput, scrubber: TextScrubber | undefined): { input: string; subject?: string; redacted?: string[] } {
+function shownCall(input: HookInput, scrubber: TextScrubber | undefined): { input: string; subject: string | undefined; redacted: string[] | undefined } {
   const summary = scrubReport(summarizeInput(input.tool_name, input.tool_input), scrubber);
   const raw = subjectOf(input.tool_name, input.tool_input);
   const subject = raw === undefined || raw.length > 4000 ? undefined : scrubReport(raw, scrubber);
   const redacted = [...new Set([...summary.redacted, ...(subject?.redacted ?? [])])].sort();
-  return {
-    input: summary.text,
-    ...(subject !== undefined ? { subject: subject.text } : {}),
-    ...(redacted.length > 0 ? { redacted } : {}),
-  };
+  return { input: summary.text, subject: subject?.text, redacted: redacted.length > 0 ? redacted : undefined };
 }
 
-/** Starts the worker's loopback decision hub: hook forwarders post each risky tool call to it; a trust rule, an operator or the timeout decides. */
-export async function startDecisionHub(options: DecisionHubOptions): Promise<DecisionHub> {
-  const { log, redis } = options;
-  const keyring = keyringOf(options.operatorKeys);
-  const prefix = options.prefix ?? log.prefix;
-  const logger = options.logger ?? silent;
-  const timeoutMs = options.timeoutMs ?? DEFAULT_DECISION_TIMEOUT_MS;
-  const heartbeatMs = options.heartbeatMs ?? 5000;
-  const hubId = `hub-${randomBytes(9).toString("base64url").replace(/[^A-Za-z0-9]/g, "x")}`;
-  const rules = new RuleStore(redis, prefix);
-  // Tokens are looked up by their hash: the map never holds a secret and lookup time says nothing about it.
-  const runs = new Map<string, RunContext>();
-  const closing = new AbortController();
-  const inflight = new Set<Promise<unknown>>();
-  let waitingCount = 0;
-  let closed = false;
+/** The hub's settings, with defaults applied once. */
+interface HubSettings {
+  log: EventLog;
+  redis: RedisClient;
+  prefix: string;
+  logger: Logger;
+  scrubber: TextScrubber | undefined;
+  timeoutMs: number;
+  hubId: string;
+  keyring: OperatorKeyring;
+}
 
-  const beat = (): Promise<unknown> =>
-    redis.set(hubKey(prefix, hubId), String(process.pid), "PX", heartbeatMs * 3).catch((err: unknown) => {
-      logger.warn({ err: (err as Error).message, hubId }, "decision hub heartbeat failed");
-    });
-  await redis.set(hubKey(prefix, hubId), String(process.pid), "PX", heartbeatMs * 3);
-  const heartbeat = setInterval(() => void beat(), heartbeatMs);
-  heartbeat.unref();
-
-  const recordMade = async (run: RunContext, made: DecisionMade): Promise<void> => {
-    await log.appendUnfenced(run.session, [{ turn: run.turn, attempt: run.attempt, kind: "decision.made", data: made }]);
-  };
-
+/**
+ * Decides each hook call of a registered run: records the request, applies the signed trust rules,
+ * else waits for a verified operator decision in the session log until the timeout or the hub closes.
+ */
+class Decider {
+  readonly #s: HubSettings;
+  readonly #rules: RuleStore;
+  /** Aborted when the hub closes: every wait ends and is denied. */
+  readonly #closing: AbortSignal;
   // Warned once per rule and signature: the rules are read on every request.
-  const warnedRules = new Set<string>();
-  const trustedRules = (all: readonly TrustRule[]): TrustRule[] =>
-    all.filter((rule) => {
-      const v = verifyRule(keyring, rule);
-      if (!v.ok && !warnedRules.has(`${rule.id}/${rule.signature}`)) {
-        warnedRules.add(`${rule.id}/${rule.signature}`);
-        logger.warn({ hubId, ruleId: rule.id, pattern: rule.pattern.slice(0, 200), why: v.why }, "ignored a trust rule that no trusted operator key signed");
-      }
-      return v.ok;
-    });
+  readonly #warnedRules = new Set<string>();
+  waiting = 0;
 
-  /** Why an operator's decision.made cannot be acted on, or undefined when it can. */
-  const refusal = (run: RunContext, requested: DecisionRequested, digest: string, made: DecisionMade): string | undefined => {
-    const v = verifyDecision(keyring, run.session, made, digest);
-    if (!v.ok) return v.why;
-    if (made.decision === "allow" && requested.redacted !== undefined && made.allowRedacted !== true) {
-      return "it allows a request whose shown input was redacted without saying allowRedacted";
-    }
-    return undefined;
-  };
-
-  async function waitForOperator(run: RunContext, afterSeq: number, requested: DecisionRequested, deadline: number): Promise<DecisionMade | "timeout" | "closed"> {
-    const stop = new AbortController();
-    const onClose = (): void => stop.abort();
-    closing.signal.addEventListener("abort", onClose, { once: true });
-    let timedOut = false;
-    const digest = requestDigest(run.session, requested);
-    const timer = setTimeout(() => {
-      timedOut = true;
-      stop.abort();
-    }, Math.max(0, deadline - Date.now()));
-    try {
-      for await (const ev of log.tail(run.session, { fromSeq: afterSeq + 1, signal: stop.signal, blockMs: 1000 })) {
-        if (ev.kind !== "decision.made") continue;
-        const made = decisionMadeData.safeParse(ev.data);
-        if (!made.success || made.data.requestId !== requested.requestId) continue;
-        const why = refusal(run, requested, digest, made.data);
-        if (why === undefined) return made.data;
-        logger.warn({ hubId, session: run.session, requestId: requested.requestId, seq: ev.seq, by: made.data.by.slice(0, 100), why }, "ignored a decision that is not a trusted operator's; still waiting");
-      }
-    } finally {
-      clearTimeout(timer);
-      closing.signal.removeEventListener("abort", onClose);
-    }
-    return timedOut ? "timeout" : "closed";
+  constructor(settings: HubSettings, closing: AbortSignal) {
+    this.#s = settings;
+    this.#rules = new RuleStore(settings.redis, settings.prefix);
+    this.#closing = closing;
   }
 
-  async function decide(run: RunContext, input: HookInput, nonce: string): Promise<Verdict> {
-    const requestId = `dr-${randomBytes(12).toString("base64url")}`;
+  async decide(run: RunContext, input: HookInput, nonce: string): Promise<Verdict> {
     const now = Date.now();
-    const requested: DecisionRequested = {
-      requestId,
+    const requested = this.#requestOf(input, nonce, now);
+    const appended = await this.#s.log.append(run.session, run.epoch, [
+      { turn: run.turn, attempt: run.attempt, kind: "decision.requested", data: requested },
+    ]);
+    if (appended.outcome !== "appended") {
+      const reason = `turnstream: denied because this attempt can no longer record requests (${appended.outcome})`;
+      return { decision: "deny", reason, requestId: requested.requestId };
+    }
+    return (await this.#byRule(run, input, requested.requestId)) ?? (await this.#byOperator(run, requested, appended.lastSeq, now));
+  }
+
+  /** The `decision.requested` record of a call, expiring timeoutMs after `now`. */
+  #requestOf(input: HookInput, nonce: string, now: number): DecisionRequested {
+    const { timeoutMs, hubId } = this.#s;
+    const shown = shownCall(input, this.#s.scrubber);
+    return {
+      requestId: `dr-${randomBytes(12).toString("base64url")}`,
       nonce,
       tool: input.tool_name,
-      ...(input.tool_use_id !== undefined ? { toolUseId: input.tool_use_id } : {}),
+      toolUseId: input.tool_use_id,
       riskClass: riskClassOf(input.tool_name),
-      ...shownCall(input, options.scrubber),
-      ...(input.session_id !== undefined ? { cliSessionId: input.session_id } : {}),
+      input: shown.input,
+      subject: shown.subject,
+      redacted: shown.redacted,
+      cliSessionId: input.session_id,
       hubId,
       timeoutMs,
       expiresAt: new Date(now + timeoutMs).toISOString(),
     };
-    const appended = await log.append(run.session, run.epoch, [
-      { turn: run.turn, attempt: run.attempt, kind: "decision.requested", data: requested },
-    ]);
-    if (appended.outcome !== "appended") {
-      return { decision: "deny", reason: `turnstream: denied because this attempt can no longer record requests (${appended.outcome})`, requestId };
-    }
-    const seq = appended.lastSeq;
-    // Matched against the raw input, never the scrubbed copy operators see.
-    const verdict = evaluateRules(trustedRules(await rules.list()), { tool: input.tool_name, input: input.tool_input, ...(run.cwd ? { cwd: run.cwd } : {}) });
-    if (verdict !== undefined) {
-      const reason = `turnstream trust rule ${verdict.rule.pattern} (${verdict.effect}, added by ${verdict.rule.by})`;
-      await recordMade(run, {
-        requestId,
-        decision: verdict.effect,
-        by: `rule:${verdict.rule.id}`,
-        source: "rule",
-        reason,
-        decidedAt: new Date().toISOString(),
-        ruleId: verdict.rule.id,
-      });
-      return { decision: verdict.effect, reason, requestId };
-    }
-    await putPending(redis, prefix, {
-      session: run.session,
+  }
+
+  /** The first signed trust rule that applies decides at once (recorded as the rule's decision). */
+  async #byRule(run: RunContext, input: HookInput, requestId: string): Promise<Verdict | undefined> {
+    // Matched against the raw input, never the scrubbed copy operators see. An empty cwd counts as none.
+    const call = { tool: input.tool_name, input: input.tool_input, cwd: run.cwd || undefined };
+    const verdict = evaluateRules(this.#trusted(await this.#rules.list()), call);
+    if (verdict === undefined) return undefined;
+    const reason = `turnstream trust rule ${verdict.rule.pattern} (${verdict.effect}, added by ${verdict.rule.by})`;
+    await this.#recordMade(run, {
       requestId,
+      decision: verdict.effect,
+      by: `rule:${verdict.rule.id}`,
+      source: "rule",
+      reason,
+      decidedAt: new Date().toISOString(),
+      ruleId: verdict.rule.id,
+    });
+    return { decision: verdict.effect, reason, requestId };
+  }
+
+  #trusted(all: readonly TrustRule[]): TrustRule[] {
+    return all.filter((rule) => {
+      const v = verifyRule(this.#s.keyring, rule);
+      const seen = `${rule.id}/${rule.signature}`;
+      if (!v.ok && !this.#warnedRules.has(seen)) {
+        this.#warnedRules.add(seen);
+        this.#s.logger.warn(
+          { hubId: this.#s.hubId, ruleId: rule.id, pattern: rule.pattern.slice(0, 200), why: v.why },
+          "ignored a trust rule that no trusted operator key signed",
+        );
+      }
+      return v.ok;
+    });
+  }
+
+  /** Listed in the fleet's pending index while it waits for an operator; denied at the timeout or when the hub closes. */
+  async #byOperator(run: RunContext, requested: DecisionRequested, seq: number, requestedAt: number): Promise<Verdict> {
+    const { redis, prefix, logger } = this.#s;
+    const { requestId } = requested;
+    await putPending(redis, prefix, this.#pendingEntry(run, requested, seq, requestedAt));
+    this.waiting++;
+    try {
+      const got = await this.#waitForOperator(run, seq, requested, requestedAt + this.#s.timeoutMs);
+      return typeof got === "string" ? await this.#denyUnanswered(run, requested, got) : this.#operatorVerdict(got);
+    } finally {
+      this.waiting--;
+      await dropPending(redis, prefix, run.session, requestId).catch((err: unknown) =>
+        logger.warn({ err: (err as Error).message, requestId }, "could not clean the pending index"),
+      );
+    }
+  }
+
+  #pendingEntry(run: RunContext, requested: DecisionRequested, seq: number, requestedAt: number): PendingEntry {
+    return {
+      session: run.session,
+      requestId: requested.requestId,
       turn: run.turn,
       attempt: run.attempt,
       epoch: run.epoch,
@@ -224,96 +222,185 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
       tool: requested.tool,
       riskClass: requested.riskClass,
       input: requested.input,
-      ...(requested.redacted !== undefined ? { redacted: requested.redacted } : {}),
-      hubId,
-      requestedAt: new Date(now).toISOString(),
+      redacted: requested.redacted,
+      hubId: this.#s.hubId,
+      requestedAt: new Date(requestedAt).toISOString(),
       expiresAt: requested.expiresAt,
-    });
-    waitingCount++;
+    };
+  }
+
+  /** The first verified operator decision for the request, or why none came. */
+  async #waitForOperator(run: RunContext, afterSeq: number, requested: DecisionRequested, deadline: number): Promise<DecisionMade | "timeout" | "closed"> {
+    const stop = new AbortController();
+    const onClose = (): void => stop.abort();
+    this.#closing.addEventListener("abort", onClose, { once: true });
+    let timedOut = false;
+    const requestDigestHex = requestDigest(run.session, requested);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop.abort();
+    }, Math.max(0, deadline - Date.now()));
     try {
-      const got = await waitForOperator(run, seq, requested, now + timeoutMs);
-      if (typeof got !== "string") {
-        const keyName = keyring.nameOf(got.keyId!);
-        const text = got.reason.length > 0 ? `: ${got.reason}` : "";
-        const signed = ` (signed with operator key ${got.keyId}${keyName !== undefined ? ` of ${keyName}` : ""})`;
-        return { decision: got.decision, reason: `turnstream: ${got.decision === "allow" ? "allowed" : "denied"} by ${got.by}${text}${signed}`, requestId };
+      for await (const ev of this.#s.log.tail(run.session, { fromSeq: afterSeq + 1, signal: stop.signal, blockMs: 1000 })) {
+        if (ev.kind !== "decision.made") continue;
+        const made = decisionMadeData.safeParse(ev.data);
+        if (!made.success || made.data.requestId !== requested.requestId) continue;
+        const why = this.#refusal(run, requested, requestDigestHex, made.data);
+        if (why === undefined) return made.data;
+        this.#s.logger.warn(
+          { hubId: this.#s.hubId, session: run.session, requestId: requested.requestId, seq: ev.seq, by: made.data.by.slice(0, 100), why },
+          "ignored a decision that is not a trusted operator's; still waiting",
+        );
       }
-      const reason =
-        got === "timeout"
-          ? `no operator decided within ${Math.round(timeoutMs / 1000)} s`
-          : "the worker's decision hub shut down";
-      if (got === "timeout") logger.warn({ session: run.session, requestId, tool: requested.tool }, "supervised decision timed out; denied and escalated");
-      await recordMade(run, {
-        requestId,
-        decision: "deny",
-        by: "hub",
-        source: got === "timeout" ? "timeout" : "hub",
-        reason,
-        decidedAt: new Date().toISOString(),
-        ...(got === "timeout" ? { timeoutPolicy: "escalate" as const } : {}),
-      }).catch((err: unknown) => logger.warn({ err: (err as Error).message, requestId }, "could not record the hub's deny"));
-      return { decision: "deny", reason: `turnstream: denied because ${reason}`, requestId };
     } finally {
-      waitingCount--;
-      await dropPending(redis, prefix, run.session, requestId).catch((err: unknown) =>
-        logger.warn({ err: (err as Error).message, requestId }, "could not clean the pending index"),
-      );
+      clearTimeout(timer);
+      this.#closing.removeEventListener("abort", onClose);
     }
+    return timedOut ? "timeout" : "closed";
   }
 
-  const reply = (res: ServerResponse, status: number, body: Record<string, unknown>): void => {
-    const text = JSON.stringify(body);
-    res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), connection: "close" });
-    res.end(text);
-  };
+  /** Why an operator's decision.made cannot be acted on, or undefined when it can. */
+  #refusal(run: RunContext, requested: DecisionRequested, requestDigestHex: string, made: DecisionMade): string | undefined {
+    const v = verifyDecision(this.#s.keyring, run.session, made, requestDigestHex);
+    if (!v.ok) return v.why;
+    if (made.decision === "allow" && requested.redacted !== undefined && made.allowRedacted !== true) {
+      return "it allows a request whose shown input was redacted without saying allowRedacted";
+    }
+    return undefined;
+  }
 
-  const readBody = (req: IncomingMessage): Promise<Buffer> =>
-    new Promise((resolve, reject) => {
-      const parts: Buffer[] = [];
-      let size = 0;
-      req.on("data", (c: Buffer) => {
-        size += c.length;
-        if (size > MAX_BODY) {
-          reject(new Error("hook input too large"));
-          req.destroy();
-        } else parts.push(c);
-      });
-      req.on("end", () => resolve(Buffer.concat(parts)));
-      req.on("error", reject);
+  #operatorVerdict(made: DecisionMade): Verdict {
+    const keyName = this.#s.keyring.nameOf(made.keyId!);
+    const text = made.reason.length > 0 ? `: ${made.reason}` : "";
+    const signed = ` (signed with operator key ${made.keyId}${keyName !== undefined ? ` of ${keyName}` : ""})`;
+    const verb = made.decision === "allow" ? "allowed" : "denied";
+    return { decision: made.decision, reason: `turnstream: ${verb} by ${made.by}${text}${signed}`, requestId: made.requestId };
+  }
+
+  /** No operator decided: deny, recorded as the hub's (a timeout is flagged for escalation). */
+  async #denyUnanswered(run: RunContext, requested: DecisionRequested, why: "timeout" | "closed"): Promise<Verdict> {
+    const { requestId } = requested;
+    const timedOut = why === "timeout";
+    const reason = timedOut ? `no operator decided within ${Math.round(this.#s.timeoutMs / 1000)} s` : "the worker's decision hub shut down";
+    if (timedOut) this.#s.logger.warn({ session: run.session, requestId, tool: requested.tool }, "supervised decision timed out; denied and escalated");
+    await this.#recordMade(run, {
+      requestId,
+      decision: "deny",
+      by: "hub",
+      source: timedOut ? "timeout" : "hub",
+      reason,
+      decidedAt: new Date().toISOString(),
+      timeoutPolicy: timedOut ? "escalate" : undefined,
+    }).catch((err: unknown) => this.#s.logger.warn({ err: (err as Error).message, requestId }, "could not record the hub's deny"));
+    return { decision: "deny", reason: `turnstream: denied because ${reason}`, requestId };
+  }
+
+  async #recordMade(run: RunContext, made: DecisionMade): Promise<void> {
+    await this.#s.log.appendUnfenced(run.session, [{ turn: run.turn, attempt: run.attempt, kind: "decision.made", data: made }]);
+  }
+}
+
+/** Supervised runs by bearer token. Tokens are looked up by their hash: the map never holds a secret and lookup time says nothing about it. */
+class RunTokens {
+  readonly #runs = new Map<string, RunContext>();
+
+  register(run: RunContext): RunRegistration {
+    const token = randomBytes(32).toString("base64url");
+    const key = digest(token);
+    this.#runs.set(key, { ...run });
+    return { token, unregister: () => void this.#runs.delete(key) };
+  }
+
+  /** The run an `Authorization: Bearer …` header names, if any. */
+  runOf(authorization: string | undefined): RunContext | undefined {
+    const token = typeof authorization === "string" && authorization.startsWith("Bearer ") ? authorization.slice(7) : "";
+    return token.length > 0 ? this.#runs.get(digest(token)) : undefined;
+  }
+
+  clear(): void {
+    this.#runs.clear();
+  }
+}
+
+const reply = (res: ServerResponse, status: number, body: Record<string, unknown>): void => {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), connection: "close" });
+  res.end(text);
+};
+
+const readBody = (req: IncomingMessage): Promise<Buffer> =>
+  new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        reject(new Error("hook input too large"));
+        req.destroy();
+      } else parts.push(c);
     });
+    req.on("end", () => resolve(Buffer.concat(parts)));
+    req.on("error", reject);
+  });
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const nonceHeader = req.headers["x-turnstream-nonce"];
-    const nonce = typeof nonceHeader === "string" && NONCE.test(nonceHeader) ? nonceHeader : "";
-    const deny = (status: number, why: string): void => reply(res, status, { decision: "deny", reason: `turnstream: denied because ${why}`, nonce });
-    if (req.method !== "POST" || req.url !== "/v1/hook") return deny(404, "the forwarder asked the wrong endpoint");
-    const auth = req.headers.authorization;
-    const token = typeof auth === "string" && auth.startsWith("Bearer ") ? auth.slice(7) : "";
-    const run = token.length > 0 ? runs.get(digest(token)) : undefined;
-    if (run === undefined) {
-      logger.warn({ hubId }, "decision request with a missing or unknown token; denied");
-      return deny(401, "the request's token is missing or unknown");
-    }
-    if (nonce === "") return deny(400, "the request had no valid nonce");
-    if (closed) return deny(503, "the worker's decision hub is shutting down");
-    let input: HookInput;
-    try {
-      const parsed = hookInputSchema.safeParse(JSON.parse((await readBody(req)).toString("utf8")));
-      if (!parsed.success) return deny(400, "the hook input was not a PreToolUse call");
-      input = parsed.data;
-    } catch {
-      return deny(400, "the hook input could not be read");
-    }
-    let verdict: Verdict;
-    try {
-      verdict = await decide(run, input, nonce);
-    } catch (err) {
-      logger.error({ err: (err as Error).message, session: run.session, tool: input.tool_name }, "supervised decision failed; denied");
-      verdict = { decision: "deny", reason: "turnstream: denied because the decision could not be made or recorded" };
-    }
-    reply(res, 200, { ...verdict, nonce });
+/** The forwarder's PreToolUse input, or why it cannot be used. */
+async function readHookInput(req: IncomingMessage): Promise<HookInput | string> {
+  try {
+    const parsed = hookInputSchema.safeParse(JSON.parse((await readBody(req)).toString("utf8")));
+    return parsed.success ? parsed.data : "the hook input was not a PreToolUse call";
+  } catch {
+    return "the hook input could not be read";
   }
+}
 
+interface HookEndpoint {
+  settings: HubSettings;
+  tokens: RunTokens;
+  decider: Decider;
+  isClosed(): boolean;
+}
+
+/** One forwarder request: checks the endpoint, token, nonce and input, then answers the verdict. Anything wrong answers deny. */
+async function answerHook(hub: HookEndpoint, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { logger, hubId } = hub.settings;
+  const nonceHeader = req.headers["x-turnstream-nonce"];
+  const nonce = typeof nonceHeader === "string" && NONCE.test(nonceHeader) ? nonceHeader : "";
+  const deny = (status: number, why: string): void => reply(res, status, { decision: "deny", reason: `turnstream: denied because ${why}`, nonce });
+  if (req.method !== "POST" || req.url !== "/v1/hook") return deny(404, "the forwarder asked the wrong endpoint");
+  const run = hub.tokens.runOf(req.headers.authorization);
+  if (run === undefined) {
+    logger.warn({ hubId }, "decision request with a missing or unknown token; denied");
+    return deny(401, "the request's token is missing or unknown");
+  }
+  if (nonce === "") return deny(400, "the request had no valid nonce");
+  if (hub.isClosed()) return deny(503, "the worker's decision hub is shutting down");
+  const input = await readHookInput(req);
+  if (typeof input === "string") return deny(400, input);
+  let verdict: Verdict;
+  try {
+    verdict = await hub.decider.decide(run, input, nonce);
+  } catch (err) {
+    logger.error({ err: (err as Error).message, session: run.session, tool: input.tool_name }, "supervised decision failed; denied");
+    verdict = { decision: "deny", reason: "turnstream: denied because the decision could not be made or recorded" };
+  }
+  reply(res, 200, { ...verdict, nonce });
+}
+
+/** The hub's liveness key, renewed every period; the pending index counts the hub gone after 3 missed beats. */
+async function startHeartbeat(s: HubSettings, heartbeatMs: number): Promise<NodeJS.Timeout> {
+  const beat = (): Promise<unknown> => s.redis.set(hubKey(s.prefix, s.hubId), String(process.pid), "PX", heartbeatMs * 3);
+  await beat();
+  const timer = setInterval(() => {
+    void beat().catch((err: unknown) => {
+      s.logger.warn({ err: (err as Error).message, hubId: s.hubId }, "decision hub heartbeat failed");
+    });
+  }, heartbeatMs);
+  timer.unref();
+  return timer;
+}
+
+/** Listens on a free loopback port; requests still being answered are tracked so close() can wait for them. */
+async function listenLoopback(handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>, inflight: Set<Promise<unknown>>): Promise<Server> {
   const server = createServer((req, res) => {
     const p = handle(req, res).catch(() => {
       if (!res.headersSent) reply(res, 500, { decision: "deny", reason: "turnstream: denied because the hub failed" });
@@ -325,23 +412,43 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => resolve());
   });
+  return server;
+}
+
+/** Starts the worker's loopback decision hub: hook forwarders post each risky tool call to it; a trust rule, an operator or the timeout decides. */
+export async function startDecisionHub(options: DecisionHubOptions): Promise<DecisionHub> {
+  const settings: HubSettings = {
+    log: options.log,
+    redis: options.redis,
+    keyring: keyringOf(options.operatorKeys),
+    prefix: options.prefix ?? options.log.prefix,
+    logger: options.logger ?? silentLogger,
+    scrubber: options.scrubber,
+    timeoutMs: options.timeoutMs ?? DEFAULT_DECISION_TIMEOUT_MS,
+    hubId: `hub-${randomBytes(9).toString("base64url").replace(/[^A-Za-z0-9]/g, "x")}`,
+  };
+  const { redis, prefix, hubId, timeoutMs, logger } = settings;
+  const closing = new AbortController();
+  const tokens = new RunTokens();
+  const decider = new Decider(settings, closing.signal);
+  const inflight = new Set<Promise<unknown>>();
+  let closed = false;
+  const heartbeat = await startHeartbeat(settings, options.heartbeatMs ?? 5000);
+  const endpoint: HookEndpoint = { settings, tokens, decider, isClosed: () => closed };
+  const server = await listenLoopback((req, res) => answerHook(endpoint, req, res), inflight);
   const port = (server.address() as AddressInfo).port;
-  const url = `http://127.0.0.1:${port}`;
   logger.info({ hubId, port }, "decision hub listening");
 
   return {
-    url,
+    url: `http://127.0.0.1:${port}`,
     port,
     hubId,
     timeoutMs,
     registerRun(run: RunContext): RunRegistration {
       if (closed) throw new HubClosedError();
-      const token = randomBytes(32).toString("base64url");
-      const key = digest(token);
-      runs.set(key, { ...run });
-      return { token, unregister: () => void runs.delete(key) };
+      return tokens.register(run);
     },
-    waiting: () => waitingCount,
+    waiting: () => decider.waiting,
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
@@ -350,7 +457,7 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
       await Promise.allSettled([...inflight]);
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
-      runs.clear();
+      tokens.clear();
       await redis.del(hubKey(prefix, hubId)).catch(() => {});
     },
   };
