@@ -125,7 +125,7 @@ export interface EventLogOptions {
   /** Kinds `appendUnfenced` accepts; default DEFAULT_UNFENCED_KINDS. */
   unfencedKinds?: readonly string[];
   /** Where the log reports retries and outages (pino-compatible). */
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
 /**

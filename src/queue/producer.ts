@@ -6,13 +6,24 @@ import { Job, Queue } from "bullmq";
 import { createEventLog, DEFAULT_PREFIX, type Envelope, type EventLog, type Logger, type RedisClient } from "../log/index.ts";
 import { bullConnection } from "./connection.ts";
 import { InvalidTurnError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
-import { isTerminalKind, type TurnCancelledData, type TurnQueuedData } from "../events/index.ts";
+import { dataOf, isTerminalKind, type TurnCancelledData, type TurnQueuedData } from "../events/index.ts";
+import { isObj, stringField } from "../kernel/index.ts";
 import { queuedWriter, sessionId, turnId } from "./ids.ts";
 import { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "./keys.ts";
 import { SessionFollowers } from "./follow.ts";
 import { SessionOrder } from "./order.ts";
 import { checkAllowEnv, firstRefusedEnvName } from "./env-policy.ts";
-import { enqueueInputSchema, JOB_VERSION, parseOrThrow, renderPrompt, turnJobSchema, type EnqueueInput, type TurnJob } from "./schema.ts";
+import {
+  enqueueInputSchema,
+  JOB_VERSION,
+  parseOrThrow,
+  renderPrompt,
+  turnJobSchema,
+  type EnqueueInput,
+  type EnqueueRequest,
+  type TurnJob,
+  type TurnOptions,
+} from "./schema.ts";
 import { secretShapeIn } from "../telemetry/patterns.ts";
 
 export interface QueueConfig {
@@ -59,13 +70,22 @@ export interface TurnResult {
 
 export interface WaitOptions {
   /** Needed only when the turn's job record is gone (retention). */
-  session?: string;
+  session?: string | undefined;
   /** Every event of this turn, in log order, as it is appended. */
-  onEvent?: (event: Envelope) => void;
+  onEvent?: ((event: Envelope) => void) | undefined;
   /** Aborting it stops the wait (rejects). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Gives up with a WaitTimeoutError after this long (the turn goes on). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
+}
+
+export interface CancelOptions {
+  /** Needed only when the turn's job record is gone (retention). */
+  session?: string | undefined;
+  /** Recorded in turn.cancelled; default "cancelled before it ran". */
+  reason?: string | undefined;
+  /** Who cancels, recorded in turn.cancelled; default "producer". */
+  by?: string | undefined;
 }
 
 export interface CancelResult {
@@ -77,7 +97,7 @@ export interface CancelResult {
 
 export interface Producer {
   enqueueTurn(input: EnqueueInput): Promise<EnqueueResult>;
-  cancelTurn(turn: string, options?: { session?: string; reason?: string; by?: string }): Promise<CancelResult>;
+  cancelTurn(turn: string, options?: CancelOptions): Promise<CancelResult>;
   waitForTurn(turn: string, options?: WaitOptions): Promise<TurnResult>;
   readonly queue: Queue;
   readonly log: EventLog;
@@ -132,12 +152,6 @@ export async function sessionOfTurn(queue: Queue, turn: string, redis?: RedisCli
   return { session: data.session, queuedSeq: typeof data.queuedSeq === "number" ? data.queuedSeq : 1 };
 }
 
-function strOf(o: unknown, k: string): string | undefined {
-  if (o === null || typeof o !== "object") return undefined;
-  const v = (o as Record<string, unknown>)[k];
-  return typeof v === "string" ? v : undefined;
-}
-
 /**
  * Prompt text holding a secret's shape is refused, not scrubbed. The CLI needs the prompt as written,
  * so a scrubbed copy could only go to the log while the job record (kept for days, readable by
@@ -160,170 +174,257 @@ function refuseSecretShapedPrompt(template: string, rendered: string, appendSyst
   if (appendSystemPrompt !== undefined) refuseSecretShapedText("options.appendSystemPrompt", appendSystemPrompt);
 }
 
-/** A producer on this Redis: enqueues turns (validated, ordered per session, idempotent by key), cancels them and follows them to their end. */
-export function createProducer(config: QueueConfig): Producer {
-  const allowEnv = checkAllowEnv(config.allowEnv ?? []);
-  const logPrefix = config.logPrefix ?? DEFAULT_PREFIX;
-  const log = createEventLog({ redis: config.redis, prefix: logPrefix, ...(config.logger ? { logger: config.logger } : {}) });
-  const queue = createTurnQueue(config);
-  const queuePrefix = config.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
-  const order = new SessionOrder({ redis: config.redis, logPrefix, queue });
-  const followers = new SessionFollowers(log);
-  // Where this producer's own recent turns are, so waiting for them needs no look-up round trip.
-  const ownTurns = new Map<string, { session: string; queuedSeq: number }>();
-  const remember = (turn: string, where: { session: string; queuedSeq: number }): void => {
-    ownTurns.delete(turn);
-    ownTurns.set(turn, where);
-    if (ownTurns.size > OWN_TURNS_KEPT) ownTurns.delete(ownTurns.keys().next().value!);
-  };
+/** Where a turn's events are: its session, and the seq of its turn.queued (where following starts). */
+interface TurnPlace {
+  session: string;
+  queuedSeq: number;
+}
 
-  async function enqueueTurn(input: EnqueueInput): Promise<EnqueueResult> {
-    const req = parseOrThrow(enqueueInputSchema, input);
-    const prompt = renderPrompt(req.prompt, req.variables);
-    const session = req.session ?? sessionId(req.idempotencyKey);
-    const turn = turnId(session, req.idempotencyKey);
-    const options = req.options ?? {};
-    refuseSecretShapedPrompt(req.prompt, prompt, options.appendSystemPrompt);
-    const refused = firstRefusedEnvName(Object.keys(options.env ?? {}), allowEnv);
-    if (refused !== undefined) throw new InvalidTurnError(`options.env.${refused.name}`, refused.why);
-    const traceparent = activeTraceparent();
-    const created = await order.register(session, turn, req.onLostSession);
-    const queued: TurnQueuedData = { prompt, cwd: req.cwd };
-    if (options.model !== undefined) queued.model = options.model;
-    if (traceparent !== undefined) queued.traceparent = traceparent;
-    if (req.idempotencyKey !== undefined) queued.idempotencyKey = req.idempotencyKey;
-    if (options.env !== undefined) {
-      queued.env = Object.entries(options.env).map(([k, v]) => (typeof v === "string" ? k : `ref:${k}`));
+/** The latest turns this producer enqueued, so waiting for one of them needs no look-up round trip. */
+class RecentTurns {
+  readonly #places = new Map<string, TurnPlace>();
+
+  get(turn: string): TurnPlace | undefined {
+    return this.#places.get(turn);
+  }
+
+  remember(turn: string, place: TurnPlace): void {
+    this.#places.delete(turn);
+    this.#places.set(turn, place);
+    if (this.#places.size > OWN_TURNS_KEPT) this.#places.delete(this.#places.keys().next().value!);
+  }
+}
+
+/** An enqueue request that passed every check, with its ids, its options and its rendered prompt. */
+interface CheckedEnqueue {
+  req: EnqueueRequest;
+  prompt: string;
+  session: string;
+  turn: string;
+  options: TurnOptions;
+}
+
+/** Validates the request, renders its prompt and refuses secrets and env names the fleet does not allow. */
+function checkEnqueue(input: EnqueueInput, allowEnv: ReadonlySet<string>): CheckedEnqueue {
+  const req = parseOrThrow(enqueueInputSchema, input);
+  const prompt = renderPrompt(req.prompt, req.variables);
+  const session = req.session ?? sessionId(req.idempotencyKey);
+  const turn = turnId(session, req.idempotencyKey);
+  const options = req.options ?? {};
+  refuseSecretShapedPrompt(req.prompt, prompt, options.appendSystemPrompt);
+  const refused = firstRefusedEnvName(Object.keys(options.env ?? {}), allowEnv);
+  if (refused !== undefined) throw new InvalidTurnError(`options.env.${refused.name}`, refused.why);
+  return { req, prompt, session, turn, options };
+}
+
+/** The turn.queued event's data: the rendered prompt, and of the env overlay only its names. */
+function queuedEventData({ req, prompt, options }: CheckedEnqueue, traceparent: string | undefined): TurnQueuedData {
+  const queued: TurnQueuedData = { prompt, cwd: req.cwd };
+  if (options.model !== undefined) queued.model = options.model;
+  if (traceparent !== undefined) queued.traceparent = traceparent;
+  if (req.idempotencyKey !== undefined) queued.idempotencyKey = req.idempotencyKey;
+  if (options.env !== undefined) queued.env = Object.entries(options.env).map(([k, v]) => (typeof v === "string" ? k : `ref:${k}`));
+  if (req.onLostSession !== undefined) queued.onLostSession = req.onLostSession;
+  return queued;
+}
+
+function turnJob({ req, prompt, session, turn, options }: CheckedEnqueue, queuedSeq: number, traceparent: string | undefined): TurnJob {
+  const job: TurnJob = { v: JOB_VERSION, session, turn, prompt, cwd: req.cwd, options, queuedSeq, enqueuedAt: new Date().toISOString() };
+  if (req.onLostSession !== undefined) job.onLostSession = req.onLostSession;
+  if (traceparent !== undefined) job.traceparent = traceparent;
+  parseOrThrow(turnJobSchema, job);
+  return job;
+}
+
+/** The `result` text of a CLI stdout line that is a result line. */
+function resultLineText(raw: string): string | undefined {
+  if (!raw.includes('"type":"result"')) return undefined;
+  try {
+    const line = JSON.parse(raw) as unknown;
+    return isObj(line) && stringField(line, "type") === "result" ? stringField(line, "result") : undefined;
+  } catch {
+    return undefined; // not JSON after all: no result text
+  }
+}
+
+/** Reads a turn's events as they come and builds its result from the terminal one. */
+class TurnResultReader {
+  result: TurnResult | undefined;
+  readonly #place: { session: string; turn: string };
+  /** Each attempt's result text from its last result line, for a terminal event that does not carry it. */
+  readonly #resultTexts = new Map<number, string>();
+
+  constructor(session: string, turn: string) {
+    this.#place = { session, turn };
+  }
+
+  /** True once the event ended the turn. */
+  read(ev: Envelope): boolean {
+    if (ev.kind === "cli.line") {
+      const raw = dataOf("cli.line", ev.data)?.raw;
+      const text = raw === undefined ? undefined : resultLineText(raw);
+      if (text !== undefined) this.#resultTexts.set(ev.attempt, text);
     }
-    if (req.onLostSession !== undefined) queued.onLostSession = req.onLostSession;
+    if (!isTerminalKind(ev.kind)) return false;
+    this.result = this.#terminalResult(ev);
+    return true;
+  }
+
+  #terminalResult(ev: Envelope): TurnResult {
+    const finished = ev.kind === "turn.finished" ? dataOf("turn.finished", ev.data) : undefined;
+    const failed = ev.kind === "turn.failed" ? dataOf("turn.failed", ev.data) : undefined;
+    const cancelled = ev.kind === "turn.cancelled" ? dataOf("turn.cancelled", ev.data) : undefined;
+    const attempt = finished?.attempt ?? failed?.attempt ?? cancelled?.attempt ?? ev.attempt;
+    return {
+      ...this.#place,
+      status: ev.kind.slice("turn.".length) as TurnStatus,
+      event: ev,
+      attempt,
+      resultText: finished?.resultText ?? this.#resultTexts.get(attempt),
+      cliSessionId: finished?.cliSessionId,
+      errorKind: failed?.errorKind,
+    };
+  }
+}
+
+/** Ends a wait when the caller's signal aborts or its timeout passes, whichever comes first. */
+class WaitDeadline {
+  readonly #controller = new AbortController();
+  readonly #outer: AbortSignal | undefined;
+  readonly #onOuterAbort = (): void => this.#controller.abort();
+  readonly #timer: NodeJS.Timeout | undefined;
+  timedOut = false;
+
+  constructor(outer: AbortSignal | undefined, timeoutMs: number | undefined) {
+    this.#outer = outer;
+    outer?.addEventListener("abort", this.#onOuterAbort, { once: true });
+    if (timeoutMs === undefined) return;
+    this.#timer = setTimeout(() => {
+      this.timedOut = true;
+      this.#controller.abort();
+    }, timeoutMs);
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  dispose(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#outer?.removeEventListener("abort", this.#onOuterAbort);
+  }
+}
+
+class TurnProducer implements Producer {
+  readonly queue: Queue;
+  readonly log: EventLog;
+  readonly order: SessionOrder;
+  readonly #redis: RedisClient;
+  readonly #queuePrefix: string;
+  readonly #allowEnv: ReadonlySet<string>;
+  readonly #followers: SessionFollowers;
+  readonly #recent = new RecentTurns();
+
+  constructor(config: QueueConfig) {
+    this.#allowEnv = checkAllowEnv(config.allowEnv ?? []);
+    const logPrefix = config.logPrefix ?? DEFAULT_PREFIX;
+    this.#redis = config.redis;
+    this.log = createEventLog({ redis: config.redis, prefix: logPrefix, logger: config.logger });
+    this.queue = createTurnQueue(config);
+    this.#queuePrefix = config.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
+    this.order = new SessionOrder({ redis: config.redis, logPrefix, queue: this.queue });
+    this.#followers = new SessionFollowers(this.log);
+  }
+
+  async enqueueTurn(input: EnqueueInput): Promise<EnqueueResult> {
+    const checked = checkEnqueue(input, this.#allowEnv);
+    const { session, turn } = checked;
+    const traceparent = activeTraceparent();
+    const created = await this.order.register(session, turn, checked.req.onLostSession);
     // One batch under a writer id derived from the turn: a repeated enqueue comes back `duplicate`
     // with the original seq, so the log holds one turn.queued per turn.
-    const res = await log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.queued", data: queued }], {
-      batchId: `${queuedWriter(turn)}:1`,
-    });
-    const job: TurnJob = {
-      v: JOB_VERSION,
-      session,
-      turn,
-      prompt,
-      cwd: req.cwd,
-      options,
-      queuedSeq: res.lastSeq,
-      enqueuedAt: new Date().toISOString(),
-      ...(req.onLostSession !== undefined ? { onLostSession: req.onLostSession } : {}),
-      ...(traceparent !== undefined ? { traceparent } : {}),
-    };
-    parseOrThrow(turnJobSchema, job);
-    await config.redis.set(turnRecordKey(queuePrefix, turn), `${session}|${res.lastSeq}`, "EX", JOB_RETENTION.removeOnComplete.age);
-    await queue.add("turn", job, { jobId: turn, attempts: 1, ...JOB_RETENTION });
-    remember(turn, { session, queuedSeq: res.lastSeq });
-    return { session, turn, jobId: turn, queuedSeq: res.lastSeq, created };
+    const queued = { turn, attempt: 0, kind: "turn.queued", data: queuedEventData(checked, traceparent) };
+    const { lastSeq } = await this.log.appendUnfenced(session, [queued], { batchId: `${queuedWriter(turn)}:1` });
+    const job = turnJob(checked, lastSeq, traceparent);
+    await this.#redis.set(turnRecordKey(this.#queuePrefix, turn), `${session}|${lastSeq}`, "EX", JOB_RETENTION.removeOnComplete.age);
+    await this.queue.add("turn", job, { jobId: turn, attempts: 1, ...JOB_RETENTION });
+    this.#recent.remember(turn, { session, queuedSeq: lastSeq });
+    return { session, turn, jobId: turn, queuedSeq: lastSeq, created };
   }
 
-  async function locate(turn: string, session: string | undefined): Promise<{ session: string; queuedSeq: number }> {
-    const own = ownTurns.get(turn);
-    if (own !== undefined && (session === undefined || own.session === session)) return own;
-    if (session !== undefined) {
-      const found = await sessionOfTurn(queue, turn, config.redis);
-      return { session, queuedSeq: found?.session === session ? found.queuedSeq : 1 };
-    }
-    const found = await sessionOfTurn(queue, turn, config.redis);
-    if (found === undefined) throw new UnknownTurnError(turn);
-    return found;
-  }
-
-  async function cancelTurn(turn: string, options: { session?: string; reason?: string; by?: string } = {}): Promise<CancelResult> {
-    const { session } = await locate(turn, options.session);
-    const pending = await order.pending(session);
+  async cancelTurn(turn: string, options: CancelOptions = {}): Promise<CancelResult> {
+    const { session } = await this.#locate(turn, options.session);
+    const pending = await this.order.pending(session);
     if (!pending.includes(turn)) return { session, turn, outcome: "too_late" };
     // Flag first: a worker that picks the job from now on sees the flag and ends the turn itself.
-    await order.requestCancel(session, turn);
-    const job = await Job.fromId(queue, turn).catch(() => undefined);
-    let removed = job === undefined;
-    if (job !== undefined) {
-      try {
-        // Refused while a worker holds the job's lock: then that worker records the cancellation.
-        await job.remove();
-        removed = true;
-      } catch {
-        removed = false;
-      }
-    }
-    if (!removed) return { session, turn, outcome: "requested" };
+    await this.order.requestCancel(session, turn);
+    if (!(await this.#removeJob(turn))) return { session, turn, outcome: "requested" };
     const data: TurnCancelledData = { reason: options.reason ?? "cancelled before it ran", by: options.by ?? "producer" };
-    await log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.cancelled", data }], { batchId: `c-${turn}:1` });
-    await order.wake(await order.drop(session, turn));
+    await this.log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.cancelled", data }], { batchId: `c-${turn}:1` });
+    await this.order.wake(await this.order.drop(session, turn));
     return { session, turn, outcome: "cancelled" };
   }
 
-  async function waitForTurn(turn: string, options: WaitOptions = {}): Promise<TurnResult> {
-    const { session, queuedSeq } = await locate(turn, options.session);
-    const ac = new AbortController();
-    const onOuterAbort = (): void => ac.abort();
-    options.signal?.addEventListener("abort", onOuterAbort, { once: true });
-    let timedOut = false;
-    const timer =
-      options.timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            timedOut = true;
-            ac.abort();
-          }, options.timeoutMs);
-    const resultText = new Map<number, string>();
-    let result: TurnResult | undefined;
+  async waitForTurn(turn: string, options: WaitOptions = {}): Promise<TurnResult> {
+    const { session, queuedSeq } = await this.#locate(turn, options.session);
+    const deadline = new WaitDeadline(options.signal, options.timeoutMs);
+    const reader = new TurnResultReader(session, turn);
     const onEvent = (ev: Envelope): boolean => {
       options.onEvent?.(ev);
-      if (ev.kind === "cli.line") {
-        const raw = strOf(ev.data, "raw");
-        if (raw !== undefined && raw.includes('"type":"result"')) {
-          try {
-            const line = JSON.parse(raw) as unknown;
-            const text = strOf(line, "type") === "result" ? strOf(line, "result") : undefined;
-            if (text !== undefined) resultText.set(ev.attempt, text);
-          } catch {
-            // not JSON after all: no result text
-          }
-        }
-      }
-      if (!isTerminalKind(ev.kind)) return false;
-      const d = (ev.data ?? {}) as Record<string, unknown>;
-      const attempt = typeof d["attempt"] === "number" ? d["attempt"] : ev.attempt;
-      result = {
-        session,
-        turn,
-        status: ev.kind.slice("turn.".length) as TurnStatus,
-        event: ev,
-        attempt,
-        resultText: strOf(d, "resultText") ?? resultText.get(attempt),
-        cliSessionId: strOf(d, "cliSessionId"),
-        errorKind: strOf(d, "errorKind"),
-      };
-      return true;
+      return reader.read(ev);
     };
     try {
-      await followers.follow(session, turn, queuedSeq, onEvent, ac.signal, options.onEvent !== undefined).catch((err: unknown) => {
-        if (!ac.signal.aborted) throw err;
+      await this.#followers.follow(session, turn, queuedSeq, onEvent, deadline.signal, options.onEvent !== undefined).catch((err: unknown) => {
+        if (!deadline.signal.aborted) throw err;
       });
-      if (result !== undefined) return result;
-      if (timedOut) throw new WaitTimeoutError(turn, options.timeoutMs!);
+      if (reader.result !== undefined) return reader.result;
+      if (deadline.timedOut) throw new WaitTimeoutError(turn, options.timeoutMs!);
       throw options.signal?.reason instanceof Error ? options.signal.reason : new Error(`waiting for turn ${turn} was aborted`);
     } finally {
-      if (timer !== undefined) clearTimeout(timer);
-      options.signal?.removeEventListener("abort", onOuterAbort);
+      deadline.dispose();
     }
   }
 
+  close(): Promise<void> {
+    this.#followers.close();
+    return closeTurnQueue(this.queue);
+  }
+
+  /** Removes the turn's job unless a worker holds it; true when no job is left (removed, or there was none). */
+  async #removeJob(turn: string): Promise<boolean> {
+    const job = await Job.fromId(this.queue, turn).catch(() => undefined);
+    if (job === undefined) return true;
+    try {
+      // Refused while a worker holds the job's lock: then that worker records the cancellation.
+      await job.remove();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async #locate(turn: string, session: string | undefined): Promise<TurnPlace> {
+    const own = this.#recent.get(turn);
+    if (own !== undefined && (session === undefined || own.session === session)) return own;
+    const found = await sessionOfTurn(this.queue, turn, this.#redis);
+    if (session !== undefined) return { session, queuedSeq: found?.session === session ? found.queuedSeq : 1 };
+    if (found === undefined) throw new UnknownTurnError(turn);
+    return found;
+  }
+}
+
+/** A producer on this Redis: enqueues turns (validated, ordered per session, idempotent by key), cancels them and follows them to their end. */
+export function createProducer(config: QueueConfig): Producer {
+  const producer = new TurnProducer(config);
+  // Plain functions, so a caller may pass producer.waitForTurn (etc.) around without binding it.
   return {
-    enqueueTurn,
-    cancelTurn,
-    waitForTurn,
-    queue,
-    log,
-    order,
-    close: () => {
-      followers.close();
-      return closeTurnQueue(queue);
-    },
+    enqueueTurn: (input) => producer.enqueueTurn(input),
+    cancelTurn: (turn, options) => producer.cancelTurn(turn, options),
+    waitForTurn: (turn, options) => producer.waitForTurn(turn, options),
+    queue: producer.queue,
+    log: producer.log,
+    order: producer.order,
+    close: () => producer.close(),
   };
 }
 

@@ -118,6 +118,8 @@ export const enqueueInputSchema = z.strictObject({
   onLostSession: lostSessionPolicySchema.optional(),
 });
 export type EnqueueInput = z.input<typeof enqueueInputSchema>;
+/** An enqueue request as the schema let it through. */
+export type EnqueueRequest = z.output<typeof enqueueInputSchema>;
 
 /** What one BullMQ job holds. */
 export const turnJobSchema = z.strictObject({
@@ -142,9 +144,10 @@ function fieldOf(path: readonly PropertyKey[]): string {
 export function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown, root = ""): T {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
-  const issues = r.error.issues.map((i) => `${fieldOf([...(root ? [root] : []), ...i.path])}: ${i.message}`);
+  const under: PropertyKey[] = root === "" ? [] : [root];
+  const issues = r.error.issues.map((i) => `${fieldOf([...under, ...i.path])}: ${i.message}`);
   const first = r.error.issues[0]!;
-  const path = [...(root ? [root] : []), ...first.path];
+  const path = [...under, ...first.path];
   const problem = first.code === "unrecognized_keys" ? `has unknown field(s) ${first.keys.join(", ")}` : first.message;
   throw new InvalidTurnError(fieldOf(path), problem, issues);
 }
