@@ -16,7 +16,7 @@ import { Channel } from "./channel.ts";
 import { createConfigHome, type AuthSource, type ConfigHome } from "./config-home.ts";
 import { buildEnv, envAuth } from "./env.ts";
 import { badOptions, ClaudeCodeCliError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
-import { silentLogger, stringField } from "../kernel/index.ts";
+import { silentLogger, stringField, type Logger } from "../kernel/index.ts";
 import { validateRunTurnOptions, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
 import {
   containment,
@@ -152,81 +152,152 @@ function auth(
 export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
   const { sessionFile, ...rest } = options;
   const o = validateRunTurnOptions(rest);
-  if (sessionFile !== undefined && !(sessionFile instanceof Uint8Array)) throw badOptions("sessionFile", "must be bytes");
-  if (sessionFile !== undefined && (o.resume === undefined || o.configHome === undefined)) {
-    throw badOptions("sessionFile", "needs `resume` and `configHome` (it is restored into the per-run home)");
-  }
+  checkSessionFile(o, sessionFile);
   const logger = o.logger ?? silentLogger;
-  const killGraceMs = o.killGraceMs ?? 2000;
-
-  const overlay: Record<string, string | undefined> = { ...o.env, IS_SANDBOX: sandboxClaim(o) };
   const marker = randomUUID();
-  overlay[TREE_MARKER_VAR] = marker;
+  const overlay: Record<string, string | undefined> = { ...o.env, IS_SANDBOX: sandboxClaim(o), [TREE_MARKER_VAR]: marker };
   const env = buildEnv({ overlay, isolate: o.isolate });
   const bin = resolveClaudeBin({ claudeBin: o.claudeBin, env });
+  const files = new RunFiles(logger, env);
+  const { home, authSource, spawned } = launch(o, env, bin, marker, files, sessionFile);
+  return supervise(spawned.child, {
+    o,
+    logger,
+    killGraceMs: o.killGraceMs ?? 2000,
+    marker,
+    mark: spawned.mark,
+    contained: spawned.contained,
+    cgroup: spawned.cgroup,
+    launch: spawned.launch,
+    home,
+    authSource,
+    cleanup: () => files.cleanup(),
+  });
+}
 
-  // Everything from here on creates files: undo it if spawning fails.
-  const cleanups: Array<() => void> = [];
-  const cleanup = (): void => {
-    for (const c of cleanups.splice(0).reverse()) {
+function checkSessionFile(o: CheckedRunTurnOptions, sessionFile: Uint8Array | undefined): void {
+  if (sessionFile === undefined) return;
+  if (!(sessionFile instanceof Uint8Array)) throw badOptions("sessionFile", "must be bytes");
+  if (o.resume === undefined || o.configHome === undefined) {
+    throw badOptions("sessionFile", "needs `resume` and `configHome` (it is restored into the per-run home)");
+  }
+}
+
+/** What a run created on disk (config home, scratch folder), undone in reverse order once. */
+class RunFiles {
+  readonly #undo: Array<() => void> = [];
+  readonly #logger: Logger;
+  /** The run's env: read when the scratch folder is made, after the config home set its TMPDIR. */
+  readonly #env: Record<string, string>;
+  #scratch: string | undefined;
+
+  constructor(logger: Logger, env: Record<string, string>) {
+    this.#logger = logger;
+    this.#env = env;
+  }
+
+  onCleanup(undo: () => void): void {
+    this.#undo.push(undo);
+  }
+
+  /** The run's private scratch folder, made on first use. */
+  scratchDir(): string {
+    if (this.#scratch === undefined) {
+      const dir = mkdtempSync(join(this.#env["TMPDIR"] ?? tmpdir(), "turnstream-run-"));
+      this.#scratch = dir;
+      this.onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+    }
+    return this.#scratch;
+  }
+
+  cleanup(): void {
+    for (const undo of this.#undo.splice(0).reverse()) {
       try {
-        c();
+        undo();
       } catch (err) {
-        logger.warn({ err: (err as Error).message }, "run cleanup failed");
+        this.#logger.warn({ err: (err as Error).message }, "run cleanup failed");
       }
     }
-  };
-  let child: ChildProcess;
-  let mark: PidMark | undefined;
-  let cgroup: RunCgroup | undefined;
-  let launch: LaunchCommand;
-  let contained: ContainmentKind;
-  let home: ConfigHome | undefined;
-  let authSource: AuthSource | "inherited";
+  }
+}
+
+/** The per-run config home (with the restored session file), the skills, and the CLI's argv. */
+function prepareRun(
+  o: CheckedRunTurnOptions,
+  env: Record<string, string>,
+  files: RunFiles,
+  sessionFile: Uint8Array | undefined,
+): { home: ConfigHome | undefined; authSource: AuthSource | "inherited"; args: string[] } {
+  const { home, source: authSource } = auth(o, env);
+  if (home !== undefined) {
+    files.onCleanup(() => home.teardown());
+    Object.assign(env, home.env);
+    if (sessionFile !== undefined) restoreSessionFile(home.dir, o.cwd, o.resume!, sessionFile);
+  }
+  const skills = offerSkills(o, home, () => files.scratchDir());
+  const args = buildArgs({ ...o, appendSystemPrompt: undefined }, skills.addDirs);
+  const appendix = systemPromptAppendix(o, skills.listed);
+  if (appendix !== undefined) {
+    // A file, not argv: argv is readable by every user through /proc.
+    const f = join(files.scratchDir(), "append-system-prompt.txt");
+    writeFileSync(f, appendix, { mode: 0o600 });
+    args.push("--append-system-prompt-file", f);
+  }
+  return { home, authSource, args };
+}
+
+interface SpawnedCli {
+  child: ChildProcess;
+  mark: PidMark | undefined;
+  cgroup: RunCgroup | undefined;
+  launch: LaunchCommand;
+  contained: ContainmentKind;
+}
+
+/** Prepares the run's files and spawns the CLI; everything this creates is undone if spawning fails. */
+function launch(
+  o: CheckedRunTurnOptions,
+  env: Record<string, string>,
+  bin: string,
+  marker: string,
+  files: RunFiles,
+  sessionFile: Uint8Array | undefined,
+): { home: ConfigHome | undefined; authSource: AuthSource | "inherited"; spawned: SpawnedCli } {
   try {
-    ({ home, source: authSource } = auth(o, env));
-    if (home !== undefined) {
-      cleanups.push(() => home!.teardown());
-      Object.assign(env, home.env);
-      if (sessionFile !== undefined) restoreSessionFile(home.dir, o.cwd, o.resume!, sessionFile);
-    }
-    let scratch: string | undefined;
-    const scratchDir = (): string => {
-      if (scratch === undefined) {
-        scratch = mkdtempSync(join(env["TMPDIR"] ?? tmpdir(), "turnstream-run-"));
-        const s = scratch;
-        cleanups.push(() => rmSync(s, { recursive: true, force: true }));
-      }
-      return scratch;
-    };
-    const skills = offerSkills(o, home, scratchDir);
-    const args = buildArgs({ ...o, appendSystemPrompt: undefined }, skills.addDirs);
-    const appendix = systemPromptAppendix(o, skills.listed);
-    if (appendix !== undefined) {
-      // A file, not argv: argv is readable by every user through /proc.
-      const f = join(scratchDir(), "append-system-prompt.txt");
-      writeFileSync(f, appendix, { mode: 0o600 });
-      args.push("--append-system-prompt-file", f);
-    }
-    // The run's cgroup exists before the CLI does, and the CLI enters it before it can fork anything.
-    const c = containment(logger);
-    contained = c.kind;
-    if (c.hostDir !== undefined) cgroup = RunCgroup.create(c, marker);
-    launch = launchCommand(c, cgroup, bin, args);
-    logger.debug({ bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")), containment: c.kind }, "spawning claude");
-    mark = pidMark();
-    child = spawn(launch.file, launch.args, { cwd: o.cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    const { home, authSource, args } = prepareRun(o, env, files, sessionFile);
+    return { home, authSource, spawned: spawnContained(o, env, bin, args, marker, o.logger ?? silentLogger) };
   } catch (err) {
-    cgroup?.remove();
-    cleanup();
+    files.cleanup();
     throw err;
   }
-  return supervise(child, { o, logger, killGraceMs, marker, mark, contained, cgroup, launch, home, authSource, cleanup });
+}
+
+/** Spawns the CLI inside the run's containment. The run's cgroup exists before the CLI does, and the CLI enters it before it can fork anything. */
+function spawnContained(
+  o: CheckedRunTurnOptions,
+  env: Record<string, string>,
+  bin: string,
+  args: string[],
+  marker: string,
+  logger: Logger,
+): SpawnedCli {
+  const c = containment(logger);
+  const cgroup = c.hostDir === undefined ? undefined : RunCgroup.create(c, marker);
+  try {
+    const launch = launchCommand(c, cgroup, bin, args);
+    logger.debug({ bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")), containment: c.kind }, "spawning claude");
+    const mark = pidMark();
+    const child = spawn(launch.file, launch.args, { cwd: o.cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    return { child, mark, cgroup, launch, contained: c.kind };
+  } catch (err) {
+    cgroup?.remove();
+    throw err;
+  }
 }
 
 interface SuperviseContext {
   o: CheckedRunTurnOptions;
-  logger: typeof silentLogger;
+  logger: Logger;
   killGraceMs: number;
   marker: string;
   /** The kernel's pid allocation just before the spawn. */
@@ -241,210 +312,229 @@ interface SuperviseContext {
   cleanup: () => void;
 }
 
-function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
-  const { o, logger, killGraceMs } = ctx;
-  const started = Date.now();
-  const lines = new Channel<ParsedLine>();
-  const stderrLines = new Channel<string>();
-  const splitter = createLineSplitter();
-  const classifier = new RunClassifier();
-  let stderrTail = "";
-  let lineCount = 0;
-  let sessionId: string | undefined = undefined;
-  let lastResult: Record<string, unknown> | undefined;
-  let lastKind: ErrorKind | undefined;
-  let ending: RunnerErrorKind | undefined;
-  let spawnError: Error | undefined;
-  let untrack: (() => void) | undefined;
-  let watchdog: WatchdogHandle | undefined;
-  const timers: NodeJS.Timeout[] = [];
-  let inactivity: NodeJS.Timeout | undefined;
-  let killTimer: NodeJS.Timeout | undefined;
-  let killDeadline = 0;
+/**
+ * Ending the run's process tree: on a deadline (timeoutMs, inactivityTimeoutMs, the caller's abort
+ * signal), on kill(), and after the CLI exits (whatever it left running). TERM first, KILL after the
+ * grace period.
+ */
+class TreeEnding {
+  /** Why the tree was ended before the CLI finished, if it was. */
+  reason: RunnerErrorKind | undefined;
+  readonly #scope: RunScope;
+  readonly #o: CheckedRunTurnOptions;
+  readonly #logger: Logger;
+  readonly #graceMs: number;
+  readonly #pid: number | undefined;
+  #timeout: NodeJS.Timeout | undefined;
+  #inactivity: NodeJS.Timeout | undefined;
+  #killTimer: NodeJS.Timeout | undefined;
+  #killDeadline = 0;
+  #reaped: Promise<void> | undefined;
+  readonly #onAbort = (): void => this.end("aborted");
 
-  // The run's processes: its cgroup (everything the CLI started, wherever it went) and the /proc walk.
-  const scope = new RunScope(child.pid === undefined ? undefined : new ProcessTree(child.pid, ctx.marker, ctx.mark), ctx.cgroup);
-  if (child.pid !== undefined) {
-    untrack = trackTree(scope);
-    if (o.watchdog !== false) {
-      watchdog = startWatchdog({ cliPid: child.pid, marker: ctx.marker, killGraceMs, cgroup: ctx.cgroup?.path });
+  constructor(scope: RunScope, ctx: SuperviseContext, pid: number | undefined) {
+    this.#scope = scope;
+    this.#o = ctx.o;
+    this.#logger = ctx.logger;
+    this.#graceMs = ctx.killGraceMs;
+    this.#pid = pid;
+  }
+
+  /** Starts the deadlines: the caller's signal, timeoutMs, inactivityTimeoutMs. */
+  arm(): void {
+    const { signal, timeoutMs } = this.#o;
+    if (signal !== undefined) {
+      if (signal.aborted) queueMicrotask(this.#onAbort);
+      else signal.addEventListener("abort", this.#onAbort, { once: true });
     }
+    if (timeoutMs !== undefined) this.#timeout = setTimeout(() => this.end("timeout"), timeoutMs);
+    this.activity();
   }
 
-  const terminate = (kind: RunnerErrorKind): void => {
-    if (ending !== undefined || scope.tree === undefined) return;
-    ending = kind;
-    logger.info({ pid: child.pid, reason: kind }, "ending claude process tree");
-    scope.signal("SIGTERM");
-    killDeadline = Date.now() + killGraceMs;
-    killTimer = setTimeout(() => {
-      scope.signal("SIGKILL");
-    }, killGraceMs);
-  };
-
-  const onAbort = (): void => terminate("aborted");
-  if (o.signal !== undefined) {
-    if (o.signal.aborted) queueMicrotask(onAbort);
-    else o.signal.addEventListener("abort", onAbort, { once: true });
+  /** The CLI printed something: the inactivity deadline starts over. */
+  activity(): void {
+    const ms = this.#o.inactivityTimeoutMs;
+    if (ms === undefined || this.reason !== undefined) return;
+    if (this.#inactivity === undefined) this.#inactivity = setTimeout(() => this.end("inactivity"), ms);
+    else this.#inactivity.refresh();
   }
-  if (o.timeoutMs !== undefined) timers.push(setTimeout(() => terminate("timeout"), o.timeoutMs));
-  const armInactivity = (): void => {
-    if (o.inactivityTimeoutMs === undefined || ending !== undefined) return;
-    if (inactivity === undefined) inactivity = setTimeout(() => terminate("inactivity"), o.inactivityTimeoutMs);
-    else inactivity.refresh();
-  };
-  armInactivity();
 
-  const onLine = (p: ParsedLine): void => {
-    lineCount++;
+  /** Stops the deadlines: the run is over. */
+  disarm(): void {
+    clearTimeout(this.#timeout);
+    clearTimeout(this.#inactivity);
+    this.#o.signal?.removeEventListener("abort", this.#onAbort);
+  }
+
+  end(reason: RunnerErrorKind): void {
+    if (this.reason !== undefined || this.#scope.tree === undefined) return;
+    this.reason = reason;
+    this.#logger.info({ pid: this.#pid, reason }, "ending claude process tree");
+    this.#terminate();
+    this.#killTimer = setTimeout(() => {
+      this.#scope.signal("SIGKILL");
+    }, this.#graceMs);
+  }
+
+  #terminate(): void {
+    this.#scope.signal("SIGTERM");
+    this.#killDeadline = Date.now() + this.#graceMs;
+  }
+
+  /**
+   * After the CLI exits, ends whatever it left running (background Bash children): TERM (if not sent
+   * already), then checks every 100 ms and KILLs what is left at the deadline. Then the run's cgroup
+   * is removed. Once per run; later calls share the first one's promise.
+   */
+  reap(): Promise<void> {
+    this.#reaped ??= new Promise<void>((resolve) => {
+      clearTimeout(this.#killTimer);
+      const done = (): void => void this.#scope.release(this.#logger).then(resolve);
+      if (this.#scope.members().length === 0) return done();
+      if (this.reason === undefined) this.#terminate();
+      const check = (): void => {
+        if (this.#scope.members().length === 0) return done();
+        if (Date.now() >= this.#killDeadline) {
+          this.#scope.signal("SIGKILL");
+          return done();
+        }
+        // Referenced on purpose: the host must not exit before the SIGKILL went out.
+        setTimeout(check, Math.min(100, Math.max(0, this.#killDeadline - Date.now())));
+      };
+      check();
+    });
+    return this.#reaped;
+  }
+}
+
+/** The CLI's stdout: split into lines, parsed, classified and passed on; keeps what the outcome needs. */
+class StdoutLines {
+  readonly channel = new Channel<ParsedLine>();
+  count = 0;
+  /** Session id the CLI reported (init or result line). */
+  sessionId: string | undefined;
+  lastResult: Record<string, unknown> | undefined;
+  lastKind: ErrorKind | undefined;
+  readonly #splitter = createLineSplitter();
+  readonly #classifier = new RunClassifier();
+
+  push(chunk: Buffer): void {
+    for (const item of this.#splitter.push(chunk)) this.#add(parseItem(item));
+  }
+
+  /** The last line, if it had no newline. */
+  flush(): void {
+    for (const item of this.#splitter.end()) this.#add(parseItem(item));
+  }
+
+  #add(p: ParsedLine): void {
+    this.count++;
     if (p.category === "known" || p.category === "unknown") {
       const line = p.line;
-      if (line["type"] === "system" && line["subtype"] === "init") sessionId = stringField(line, "session_id") ?? sessionId;
+      if (line["type"] === "system" && line["subtype"] === "init") this.sessionId = stringField(line, "session_id") ?? this.sessionId;
       if (line["type"] === "result") {
-        lastResult = line;
-        sessionId = stringField(line, "session_id") ?? sessionId;
+        this.lastResult = line;
+        this.sessionId = stringField(line, "session_id") ?? this.sessionId;
       }
     }
-    const k = classifier.add(p);
-    if (k !== undefined) lastKind = k;
-    lines.push(p);
-  };
+    const kind = this.#classifier.add(p);
+    if (kind !== undefined) this.lastKind = kind;
+    this.channel.push(p);
+  }
+}
 
-  child.stdout!.on("data", (chunk: Buffer) => {
-    armInactivity();
-    for (const item of splitter.push(chunk)) onLine(parseItem(item));
-  });
-  const errDecoder = new StringDecoder("utf8");
-  let errPending = "";
-  const emitStderr = (line: string): void => {
-    stderrTail = (stderrTail + line + "\n").slice(-STDERR_KEEP);
-    stderrLines.push(line);
+/** The CLI's stderr: decoded, split into lines for the channel and `onStderr`, its tail kept for errors. */
+class StderrLines {
+  readonly channel = new Channel<string>();
+  tail = "";
+  readonly #decoder = new StringDecoder("utf8");
+  #pending = "";
+  readonly #onStderr: ((line: string) => void) | undefined;
+  readonly #logger: Logger;
+
+  constructor(onStderr: ((line: string) => void) | undefined, logger: Logger) {
+    this.#onStderr = onStderr;
+    this.#logger = logger;
+  }
+
+  push(chunk: Buffer): void {
+    const parts = (this.#pending + this.#decoder.write(chunk)).split("\n");
+    this.#pending = parts.pop()!;
+    for (const l of parts) this.#emit(l.endsWith("\r") ? l.slice(0, -1) : l);
+  }
+
+  /** The last line, if it had no newline. */
+  flush(): void {
+    const rest = this.#decoder.end() + this.#pending;
+    if (rest !== "") this.#emit(rest);
+  }
+
+  #emit(line: string): void {
+    this.tail = (this.tail + line + "\n").slice(-STDERR_KEEP);
+    this.channel.push(line);
     try {
-      o.onStderr?.(line);
+      this.#onStderr?.(line);
     } catch (err) {
-      logger.warn({ err: (err as Error).message }, "onStderr callback threw");
+      this.#logger.warn({ err: (err as Error).message }, "onStderr callback threw");
     }
-  };
-  child.stderr!.on("data", (chunk: Buffer) => {
-    const parts = (errPending + errDecoder.write(chunk)).split("\n");
-    errPending = parts.pop()!;
-    for (const l of parts) emitStderr(l.endsWith("\r") ? l.slice(0, -1) : l);
+  }
+}
+
+function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
+  const { o } = ctx;
+  const started = Date.now();
+  // The run's processes: its cgroup (everything the CLI started, wherever it went) and the /proc walk.
+  const scope = new RunScope(child.pid === undefined ? undefined : new ProcessTree(child.pid, ctx.marker, ctx.mark), ctx.cgroup);
+  const untrack = child.pid === undefined ? undefined : trackTree(scope);
+  const watchdog =
+    child.pid === undefined || o.watchdog === false
+      ? undefined
+      : startWatchdog({ cliPid: child.pid, marker: ctx.marker, killGraceMs: ctx.killGraceMs, cgroup: ctx.cgroup?.path });
+  const ending = new TreeEnding(scope, ctx, child.pid);
+  ending.arm();
+
+  const stdout = new StdoutLines();
+  const stderr = new StderrLines(o.onStderr, ctx.logger);
+  child.stdout!.on("data", (chunk: Buffer) => {
+    ending.activity();
+    stdout.push(chunk);
   });
+  child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
   child.stdin!.on("error", () => {
     // The CLI may exit before reading stdin; its exit status says what happened.
   });
   child.stdin!.end(o.prompt ?? "");
+  let spawnError: Error | undefined;
   child.on("error", (err) => {
     spawnError = err;
   });
 
-  // After the CLI exits, end whatever it left running (background Bash children) before settling:
-  // TERM (if not sent already), then check every 100 ms and KILL what is left at the deadline. Then
-  // the run's cgroup is removed.
-  let reaped: Promise<void> | undefined;
-  const reap = (): Promise<void> => {
-    if (reaped !== undefined) return reaped;
-    reaped = new Promise<void>((resolve) => {
-      if (killTimer !== undefined) clearTimeout(killTimer);
-      const done = (): void => void scope.release(logger).then(resolve);
-      if (scope.members().length === 0) return done();
-      if (ending === undefined) {
-        scope.signal("SIGTERM");
-        killDeadline = Date.now() + killGraceMs;
-      }
-      const check = (): void => {
-        if (scope.members().length === 0) return done();
-        if (Date.now() >= killDeadline) {
-          scope.signal("SIGKILL");
-          return done();
-        }
-        // Referenced on purpose: the host must not exit before the SIGKILL went out.
-        setTimeout(check, Math.min(100, Math.max(0, killDeadline - Date.now())));
-      };
-      check();
-    });
-    return reaped;
-  };
   let onExited!: () => void;
   const exited = new Promise<void>((r) => (onExited = r));
   child.on("exit", () => {
     onExited();
     // A tick later, so whoever waits on `exited` (the next run, for its slot) goes before the scan.
-    setImmediate(() => void reap());
+    setImmediate(() => void ending.reap());
   });
 
   const outcome = new Promise<TurnOutcome>((resolve, reject) => {
     child.on("close", (code: number | null, sig: NodeJS.Signals | null) => {
-      void reap().then(() => {
-        for (const t of timers) clearTimeout(t);
-        if (inactivity !== undefined) clearTimeout(inactivity);
-        o.signal?.removeEventListener("abort", onAbort);
+      void ending.reap().then(() => {
+        ending.disarm();
         watchdog?.stop();
         untrack?.();
-        const tail = errDecoder.end() + errPending;
-        if (tail !== "") emitStderr(tail);
-        for (const item of splitter.end()) onLine(parseItem(item));
-        let captured: Buffer | undefined;
-        if (ctx.home !== undefined && sessionId !== undefined) {
-          try {
-            captured = captureSessionFile(ctx.home.dir, o.cwd, sessionId);
-          } catch (err) {
-            logger.warn({ err: (err as Error).message }, "could not capture the session file");
-          }
-        }
+        stderr.flush();
+        stdout.flush();
+        const sessionFile = captureSession(ctx, stdout.sessionId);
         ctx.cleanup();
-        lines.end();
-        stderrLines.end();
-        const fields = { exitCode: code, signal: sig, stderr: stderrTail };
-        const launchError = launchFailure(ctx.launch, ctx.cgroup, fields, lineCount);
-        if (launchError instanceof ContainmentError) return reject(launchError);
-        spawnError ??= launchError;
-        if (spawnError !== undefined) {
-          const notFound = (spawnError as NodeJS.ErrnoException).code === "ENOENT" || (spawnError as NodeJS.ErrnoException).code === "EACCES";
-          return reject(
-            new ClaudeCodeCliError(`could not start the claude CLI (${(spawnError as NodeJS.ErrnoException).code ?? "spawn error"})`, {
-              ...fields,
-              kind: notFound ? "cli_not_found" : "cli_error",
-              retryable: false,
-              cause: spawnError,
-            }),
-          );
+        stdout.channel.end();
+        stderr.channel.end();
+        const end: RunEnd = { code, sig, spawnError, ending: ending.reason, stdout, stderrTail: stderr.tail, started, pid: child.pid!, sessionFile };
+        try {
+          resolve(settleOutcome(ctx, end));
+        } catch (err) {
+          reject(err as Error);
         }
-        if (lastKind === "ok" && lastResult !== undefined) {
-          return resolve({
-            sessionId,
-            result: lastResult,
-            resultText: stringField(lastResult, "result"),
-            exitCode: code,
-            signal: sig,
-            durationMs: Date.now() - started,
-            lineCount,
-            pid: child.pid!,
-            auth: ctx.authSource,
-            sessionFile: captured,
-          });
-        }
-        if (ending !== undefined) {
-          const what = { timeout: `did not finish within timeoutMs=${String(o.timeoutMs)}`, inactivity: `printed nothing for inactivityTimeoutMs=${String(o.inactivityTimeoutMs)}`, aborted: "was aborted by the caller's signal", killed: "was killed by kill()" }[ending as "timeout"] ?? ending;
-          return reject(new ClaudeCodeCliError(`the claude CLI ${what}; its process tree was ended`, { ...fields, kind: ending }));
-        }
-        const r = lastResult ?? {};
-        const resultFields = {
-          ...fields,
-          subtype: stringField(r, "subtype"),
-          errors: Array.isArray(r["errors"]) ? (r["errors"] as unknown[]).map((e) => (typeof e === "string" ? e : JSON.stringify(e))) : [],
-          terminalReason: stringField(r, "terminal_reason"),
-          apiErrorStatus: typeof r["api_error_status"] === "number" ? r["api_error_status"] : undefined,
-        };
-        const kind = lastKind ?? "no_result";
-        if (kind === "lost_session" && o.resume !== undefined) return reject(new LostSessionError(o.resume, o.threadId, resultFields));
-        const message =
-          kind === "no_result"
-            ? `the claude CLI ended (exit ${String(code)}${sig === null ? "" : `, ${sig}`}) without a result line`
-            : `the claude CLI reported ${kind}` +
-              (resultFields.apiErrorStatus === undefined ? "" : ` (API status ${resultFields.apiErrorStatus})`) +
-              (resultFields.subtype === undefined ? "" : ` [${resultFields.subtype}]`);
-        reject(new ClaudeCodeCliError(message, { ...resultFields, kind }));
       });
     });
   });
@@ -452,8 +542,8 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
   void outcome.then(onExited, onExited);
 
   return {
-    lines,
-    stderr: stderrLines,
+    lines: stdout.channel,
+    stderr: stderr.channel,
     outcome,
     exited,
     pid: child.pid,
@@ -462,8 +552,117 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
     watchdogPid: watchdog?.pid,
     containment: ctx.contained,
     cgroup: ctx.cgroup?.path,
-    kill: () => terminate("killed"),
+    kill: () => ending.end("killed"),
   };
+}
+
+/** With a per-run home, the session file's bytes, taken before the home is removed. */
+function captureSession(ctx: SuperviseContext, sessionId: string | undefined): Buffer | undefined {
+  if (ctx.home === undefined || sessionId === undefined) return undefined;
+  try {
+    return captureSessionFile(ctx.home.dir, ctx.o.cwd, sessionId);
+  } catch (err) {
+    ctx.logger.warn({ err: (err as Error).message }, "could not capture the session file");
+    return undefined;
+  }
+}
+
+/** How the run ended, as the outcome needs it. */
+interface RunEnd {
+  code: number | null;
+  sig: NodeJS.Signals | null;
+  spawnError: Error | undefined;
+  /** Why the tree was ended early (timeout, inactivity, abort, kill), if it was. */
+  ending: RunnerErrorKind | undefined;
+  stdout: StdoutLines;
+  stderrTail: string;
+  started: number;
+  pid: number;
+  sessionFile: Buffer | undefined;
+}
+
+/**
+ * The run's outcome, or throws its error. In order: the launch or spawn failed; the CLI printed a
+ * successful result (it outranks the exit code and an ending that came too late); the tree was ended;
+ * otherwise the result line's error, or no result at all.
+ */
+function settleOutcome(ctx: SuperviseContext, end: RunEnd): TurnOutcome {
+  const fields = { exitCode: end.code, signal: end.sig, stderr: end.stderrTail };
+  const startError = startFailure(ctx, end, fields);
+  if (startError !== undefined) throw startError;
+  const { stdout } = end;
+  if (stdout.lastKind === "ok" && stdout.lastResult !== undefined) {
+    return {
+      sessionId: stdout.sessionId,
+      result: stdout.lastResult,
+      resultText: stringField(stdout.lastResult, "result"),
+      exitCode: end.code,
+      signal: end.sig,
+      durationMs: Date.now() - end.started,
+      lineCount: stdout.count,
+      pid: end.pid,
+      auth: ctx.authSource,
+      sessionFile: end.sessionFile,
+    };
+  }
+  if (end.ending !== undefined) {
+    throw new ClaudeCodeCliError(`the claude CLI ${endingText(ctx.o, end.ending)}; its process tree was ended`, { ...fields, kind: end.ending });
+  }
+  throw resultFailure(ctx.o, end, fields);
+}
+
+type ExitFields = { exitCode: number | null; signal: NodeJS.Signals | null; stderr: string };
+
+/** The launcher or the spawn failed: the CLI never ran. */
+function startFailure(ctx: SuperviseContext, end: RunEnd, fields: ExitFields): Error | undefined {
+  const launchError = launchFailure(ctx.launch, ctx.cgroup, fields, end.stdout.count);
+  if (launchError instanceof ContainmentError) return launchError;
+  const spawnError = end.spawnError ?? launchError;
+  if (spawnError === undefined) return undefined;
+  const code = (spawnError as NodeJS.ErrnoException).code;
+  const notFound = code === "ENOENT" || code === "EACCES";
+  return new ClaudeCodeCliError(`could not start the claude CLI (${code ?? "spawn error"})`, {
+    ...fields,
+    kind: notFound ? "cli_not_found" : "cli_error",
+    retryable: false,
+    cause: spawnError,
+  });
+}
+
+function endingText(o: CheckedRunTurnOptions, ending: RunnerErrorKind): string {
+  switch (ending) {
+    case "timeout":
+      return `did not finish within timeoutMs=${String(o.timeoutMs)}`;
+    case "inactivity":
+      return `printed nothing for inactivityTimeoutMs=${String(o.inactivityTimeoutMs)}`;
+    case "aborted":
+      return "was aborted by the caller's signal";
+    case "killed":
+      return "was killed by kill()";
+    default:
+      return ending;
+  }
+}
+
+/** The CLI ended without a successful result: the result line's error, a lost session, or no result line. */
+function resultFailure(o: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields): ClaudeCodeCliError {
+  const r = end.stdout.lastResult ?? {};
+  const resultFields = {
+    ...fields,
+    subtype: stringField(r, "subtype"),
+    errors: Array.isArray(r["errors"]) ? (r["errors"] as unknown[]).map((e) => (typeof e === "string" ? e : JSON.stringify(e))) : [],
+    terminalReason: stringField(r, "terminal_reason"),
+    apiErrorStatus: typeof r["api_error_status"] === "number" ? r["api_error_status"] : undefined,
+  };
+  const kind = end.stdout.lastKind ?? "no_result";
+  if (kind === "lost_session" && o.resume !== undefined) return new LostSessionError(o.resume, o.threadId, resultFields);
+  const message =
+    kind === "no_result"
+      ? `the claude CLI ended (exit ${String(end.code)}${end.sig === null ? "" : `, ${end.sig}`}) without a result line`
+      : `the claude CLI reported ${kind}` +
+        (resultFields.apiErrorStatus === undefined ? "" : ` (API status ${resultFields.apiErrorStatus})`) +
+        (resultFields.subtype === undefined ? "" : ` [${resultFields.subtype}]`);
+  return new ClaudeCodeCliError(message, { ...resultFields, kind });
 }
 
 export { envAuth };
