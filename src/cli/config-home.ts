@@ -91,8 +91,8 @@ export interface ConfigHome {
 
 export interface CreateConfigHomeOptions extends ConfigHomeOptions {
   /** The environment the CLI will run with, to see whether it carries API auth. */
-  runEnv?: Record<string, string | undefined>;
-  logger?: Logger;
+  runEnv?: Record<string, string | undefined> | undefined;
+  logger?: Logger | undefined;
 }
 
 // This process's start time never changes, and the instance's folders, once made, stay: neither is
@@ -119,6 +119,73 @@ function inDirs(dirs: readonly string[], write: () => void): void {
   }
 }
 
+/** One run's home: where it is, its live-run lock, and the hash of its credential copy (if it got one). */
+interface RunHomePaths {
+  inst: string;
+  runId: string;
+  dir: string;
+  lockPath: string;
+}
+
+/** Writes the run's live lock. Lock first, so a concurrent sweep never sees the home without its owner. */
+function lockRun(inst: string, runId: string): string {
+  const liveDir = join(inst, "live");
+  const lockPath = join(liveDir, `${runId}.lock`);
+  ownStart ??= processStartTime(process.pid);
+  const lock: LockContent = { pid: process.pid, start: ownStart, runId, createdAt: new Date().toISOString() };
+  inDirs([liveDir, join(inst, "config-homes")], () => writeFileSync(lockPath, JSON.stringify(lock), { mode: 0o600, flag: "wx" }));
+  return lockPath;
+}
+
+/** Makes the home (temp dirs, seeded config, the credential copy); returns the copy's hash. Undoes itself on failure. */
+function fillHome(home: RunHomePaths, credentialSource: string | undefined): string | undefined {
+  try {
+    mkdirSync(home.dir, { mode: 0o700 });
+    for (const sub of ["tmp", "run"]) mkdirSync(join(home.dir, sub), { mode: 0o700 });
+    seedConfigHome(home.inst, home.dir);
+    if (credentialSource === undefined) return undefined;
+    writeFileSync(join(home.dir, CREDENTIALS_FILE), readFileSync(credentialSource), { mode: 0o600, flag: "wx" });
+    return sha256(join(home.dir, CREDENTIALS_FILE));
+  } catch (err) {
+    rmSync(home.dir, { recursive: true, force: true });
+    rmSync(home.lockPath, { force: true });
+    throw err;
+  }
+}
+
+/** The CLI rewrites its credential when it refreshes an OAuth token, which spends the operator's refresh token. */
+function warnIfCredentialRewritten(home: RunHomePaths, copyHash: string | undefined, logger: Logger): void {
+  if (copyHash === undefined || sha256(join(home.dir, CREDENTIALS_FILE)) === copyHash) return;
+  logger.warn(
+    { runId: home.runId, configHome: home.dir },
+    "the CLI rewrote the per-run credential copy (likely an OAuth token refresh); the operator's " +
+      "credential may now hold a spent refresh token — run `claude auth login` again if later runs fail to authenticate",
+  );
+}
+
+/** Removes the home and its lock. Never throws. */
+function teardownHome(home: RunHomePaths, copyHash: string | undefined, logger: Logger): void {
+  const { inst, runId, dir } = home;
+  try {
+    warnIfCredentialRewritten(home, copyHash, logger);
+    learnConfigSeed(inst, dir);
+    // Renamed away at once (the home is gone from config-homes when teardown returns), deleted
+    // once the turn's end has been handled (removeSoon). What a crash leaves in trash, sweep removes.
+    const trash = join(inst, TRASH_DIR);
+    const gone = join(trash, runId);
+    inDirs([trash], () => renameSync(dir, gone));
+    removeSoon(gone, (err) => logger.warn({ runId, configHome: gone, err: err.message }, "could not remove per-run config home"));
+  } catch (err) {
+    logger.warn({ runId, configHome: dir, err: (err as Error).message }, "could not move away per-run config home");
+    rmSync(dir, { recursive: true, force: true });
+  }
+  try {
+    unlinkSync(home.lockPath);
+  } catch {
+    // already gone
+  }
+}
+
 export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
   const o = ConfigHomeOptionsSchema.parse({
     instanceId: options.instanceId,
@@ -127,78 +194,31 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
     operatorConfigDir: options.operatorConfigDir,
   });
   const logger = options.logger ?? silentLogger;
-  const root = o.instanceRoot ?? defaultInstanceRoot();
   const runId = o.runId ?? randomUUID();
   const credentialSource = join(o.operatorConfigDir ?? operatorConfigDir(), CREDENTIALS_FILE);
   const hasCredential = existsSync(credentialSource);
-  const auth: AuthSource = hasCredential ? "credential" : "env";
   if (!hasCredential && envAuth(options.runEnv ?? process.env) === undefined) throw new NoAuthError(credentialSource);
 
-  const inst = instanceDir(root, o.instanceId);
-  const liveDir = join(inst, "live");
-  const homes = join(inst, "config-homes");
-  // Lock first, so a concurrent sweep never sees this home without its owner.
-  const lockPath = join(liveDir, `${runId}.lock`);
-  ownStart ??= processStartTime(process.pid);
-  const lock: LockContent = { pid: process.pid, start: ownStart, runId, createdAt: new Date().toISOString() };
-  inDirs([liveDir, homes], () => writeFileSync(lockPath, JSON.stringify(lock), { mode: 0o600, flag: "wx" }));
-  const dir = join(homes, runId);
-  let copyHash: string | undefined;
-  try {
-    mkdirSync(dir, { mode: 0o700 });
-    for (const sub of ["tmp", "run"]) mkdirSync(join(dir, sub), { mode: 0o700 });
-    seedConfigHome(inst, dir);
-    if (hasCredential) {
-      writeFileSync(join(dir, CREDENTIALS_FILE), readFileSync(credentialSource), { mode: 0o600, flag: "wx" });
-      copyHash = sha256(join(dir, CREDENTIALS_FILE));
-    }
-  } catch (err) {
-    rmSync(dir, { recursive: true, force: true });
-    rmSync(lockPath, { force: true });
-    throw err;
-  }
+  const inst = instanceDir(o.instanceRoot ?? defaultInstanceRoot(), o.instanceId);
+  const lockPath = lockRun(inst, runId);
+  const home: RunHomePaths = { inst, runId, dir: join(inst, "config-homes", runId), lockPath };
+  const copyHash = fillHome(home, hasCredential ? credentialSource : undefined);
   let tornDown = false;
   return {
-    dir,
+    dir: home.dir,
     runId,
     instanceId: o.instanceId,
-    auth,
+    auth: hasCredential ? "credential" : "env",
     env: Object.freeze({
-      CLAUDE_CONFIG_DIR: dir,
-      TMPDIR: join(dir, "tmp"),
-      CLAUDE_CODE_TMPDIR: join(dir, "tmp"),
-      XDG_RUNTIME_DIR: join(dir, "run"),
+      CLAUDE_CONFIG_DIR: home.dir,
+      TMPDIR: join(home.dir, "tmp"),
+      CLAUDE_CODE_TMPDIR: join(home.dir, "tmp"),
+      XDG_RUNTIME_DIR: join(home.dir, "run"),
     }),
     teardown() {
       if (tornDown) return;
       tornDown = true;
-      try {
-        if (copyHash !== undefined) {
-          const now = sha256(join(dir, CREDENTIALS_FILE));
-          if (now !== copyHash) {
-            logger.warn(
-              { runId, configHome: dir },
-              "the CLI rewrote the per-run credential copy (likely an OAuth token refresh); the operator's " +
-                "credential may now hold a spent refresh token — run `claude auth login` again if later runs fail to authenticate",
-            );
-          }
-        }
-        learnConfigSeed(inst, dir);
-        // Renamed away at once (the home is gone from config-homes when teardown returns), deleted
-        // once the turn's end has been handled (removeSoon). What a crash leaves in trash, sweep removes.
-        const trash = join(inst, TRASH_DIR);
-        const gone = join(trash, runId);
-        inDirs([trash], () => renameSync(dir, gone));
-        removeSoon(gone, (err) => logger.warn({ runId, configHome: gone, err: err.message }, "could not remove per-run config home"));
-      } catch (err) {
-        logger.warn({ runId, configHome: dir, err: (err as Error).message }, "could not move away per-run config home");
-        rmSync(dir, { recursive: true, force: true });
-      }
-      try {
-        unlinkSync(lockPath);
-      } catch {
-        // already gone
-      }
+      teardownHome(home, copyHash, logger);
     },
   };
 }

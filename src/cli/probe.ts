@@ -30,10 +30,10 @@ export function cliVersion(bin: string, timeoutMs = 15000): Promise<string> {
 
 export interface DoctorOptions {
   cwd: string;
-  env?: Record<string, string | undefined>;
-  claudeBin?: string;
-  probeTimeoutMs?: number;
-  instanceRoot?: string;
+  env?: Record<string, string | undefined> | undefined;
+  claudeBin?: string | undefined;
+  probeTimeoutMs?: number | undefined;
+  instanceRoot?: string | undefined;
 }
 
 /** The kind, what it means, and why the better kinds are not in use. */
@@ -42,64 +42,62 @@ function containmentDetail(c: Containment): string {
   return `${c.kind}: ${describeContainment(c.kind)}${skipped === "" ? "" : ` (not used: ${skipped})`}`;
 }
 
-export async function runChecks(options: DoctorOptions, onResult: (r: CheckResult) => void = () => {}): Promise<CheckResult[]> {
-  const env = options.env ?? process.env;
-  const results: CheckResult[] = [];
-  const report = (name: string, status: CheckStatus, detail: string): void => {
-    const r = { name, status, detail };
-    results.push(r);
-    onResult(r);
-  };
+type Report = (name: string, status: CheckStatus, detail: string) => void;
 
+/** The claude binary, if it resolves and runs `--version`. */
+async function checkCli(options: DoctorOptions, env: Record<string, string | undefined>, report: Report): Promise<string | undefined> {
   let bin: string | undefined;
   try {
     bin = resolveClaudeBin({ claudeBin: options.claudeBin, env });
     report("cli", "pass", `${bin} (${await cliVersion(bin)})`);
+    return bin;
   } catch (err) {
     report("cli", "fail", bin === undefined ? (err as Error).message : `${bin} does not run: ${(err as Error).message.split("\n")[0]}`);
-    bin = undefined;
+    return undefined;
   }
+}
 
-  let cwdOk = false;
-  if (!isAbsolute(options.cwd)) report("cwd", "fail", `${options.cwd} is not an absolute path; pass --cwd /absolute/dir`);
-  else {
-    try {
-      const existed = existsSync(options.cwd);
-      mkdirSync(options.cwd, { recursive: true });
-      accessSync(options.cwd, constants.W_OK | constants.X_OK);
-      cwdOk = true;
-      report("cwd", "pass", `${options.cwd} ${existed ? "exists and is writable" : "created"}`);
-    } catch (err) {
-      report("cwd", "fail", `${options.cwd} cannot be created or written (${(err as NodeJS.ErrnoException).code ?? "error"})`);
-    }
+/** Whether the cwd is absolute and can be created and written. */
+function checkCwd(cwd: string, report: Report): boolean {
+  if (!isAbsolute(cwd)) {
+    report("cwd", "fail", `${cwd} is not an absolute path; pass --cwd /absolute/dir`);
+    return false;
   }
+  try {
+    const existed = existsSync(cwd);
+    mkdirSync(cwd, { recursive: true });
+    accessSync(cwd, constants.W_OK | constants.X_OK);
+    report("cwd", "pass", `${cwd} ${existed ? "exists and is writable" : "created"}`);
+    return true;
+  } catch (err) {
+    report("cwd", "fail", `${cwd} cannot be created or written (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+    return false;
+  }
+}
 
+/** Whether runs can authenticate: through the environment or the operator's credential file. */
+function checkAuth(env: Record<string, string | undefined>, report: Report): boolean {
   const viaEnv = envAuth(env);
   const credential = join(operatorConfigDir(env), CREDENTIALS_FILE);
-  let authOk = true;
   if (viaEnv !== undefined) report("auth", "pass", `from the environment (${viaEnv.replace("_", " ")})`);
   else if (existsSync(credential)) report("auth", "pass", `subscription credential at ${credential}`);
   else {
-    authOk = false;
     report("auth", "fail", `no ANTHROPIC_API_KEY / auth token in the environment and no credential at ${credential}; run \`claude auth login\``);
+    return false;
   }
+  return true;
+}
 
-  const contained = containment();
-  report("contain", contained.kind === "proc-walk" ? "warn" : "pass", containmentDetail(contained));
-
-  if (bin === undefined || !cwdOk || !authOk) {
-    report("probe", "fail", "skipped: fix the failures above first");
-    return results;
-  }
-  const limit = options.probeTimeoutMs ?? 45000;
+/** One live stream-json turn in a per-run config home. */
+async function probeTurn(options: DoctorOptions, env: Record<string, string | undefined>, bin: string, report: Report): Promise<void> {
   try {
     const h = runTurn({
       cwd: options.cwd,
       prompt: PROBE_PROMPT,
       claudeBin: bin,
       maxTurns: 1,
-      timeoutMs: limit,
-      configHome: { instanceId: "doctor", ...(options.instanceRoot === undefined ? {} : { instanceRoot: options.instanceRoot }) },
+      timeoutMs: options.probeTimeoutMs ?? 45000,
+      configHome: { instanceId: "doctor", instanceRoot: options.instanceRoot },
       env: { ...env },
     });
     const o = await h.outcome;
@@ -117,5 +115,22 @@ export async function runChecks(options: DoctorOptions, onResult: (r: CheckResul
         : (err as Error).message;
     report("probe", "fail", detail);
   }
+}
+
+export async function runChecks(options: DoctorOptions, onResult: (r: CheckResult) => void = () => {}): Promise<CheckResult[]> {
+  const env = options.env ?? process.env;
+  const results: CheckResult[] = [];
+  const report: Report = (name, status, detail) => {
+    const r = { name, status, detail };
+    results.push(r);
+    onResult(r);
+  };
+  const bin = await checkCli(options, env, report);
+  const cwdOk = checkCwd(options.cwd, report);
+  const authOk = checkAuth(env, report);
+  const contained = containment();
+  report("contain", contained.kind === "proc-walk" ? "warn" : "pass", containmentDetail(contained));
+  if (bin === undefined || !cwdOk || !authOk) report("probe", "fail", "skipped: fix the failures above first");
+  else await probeTurn(options, env, bin, report);
   return results;
 }

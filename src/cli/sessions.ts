@@ -56,7 +56,7 @@ export interface ThreadTurnOptions extends Omit<RunTurnOptions, "resume" | "thre
   /** The conversation this turn belongs to (the store's key). */
   threadId: string;
   /** What to do when the CLI no longer has the stored session. Default "error" (LostSessionError). */
-  onLostSession?: "error" | "fresh";
+  onLostSession?: "error" | "fresh" | undefined;
 }
 
 export interface ThreadTurnHandle {
@@ -68,87 +68,105 @@ export interface ThreadTurnHandle {
   kill(): void;
 }
 
+/** Which stored session a turn continues, and why it starts fresh when it does not. */
+interface ResumePlan {
+  resume: string | undefined;
+  sessionFile: Uint8Array | undefined;
+  freshReason: FreshReason | undefined;
+  abandoned: string | undefined;
+}
+
+/** Resume is cwd-aware: the CLI only finds a session under its cwd's project folder. */
+function planResume(stored: StoredSession | undefined, cwd: string): ResumePlan {
+  if (stored === undefined) return { resume: undefined, sessionFile: undefined, freshReason: "new_thread", abandoned: undefined };
+  if (stored.cwd !== cwd) return { resume: undefined, sessionFile: undefined, freshReason: "cwd_changed", abandoned: stored.sessionId };
+  return { resume: stored.sessionId, sessionFile: stored.sessionFile, freshReason: undefined, abandoned: undefined };
+}
+
+/**
+ * The CLI runs of one thread turn (two when a lost session is retried fresh), their lines and stderr
+ * passed on through one pair of channels that end once the last run's are drained.
+ */
+class ThreadRuns {
+  readonly lines = new Channel<ParsedLine>();
+  readonly stderr = new Channel<string>();
+  current: TurnHandle | undefined;
+  killed = false;
+  readonly #options: Omit<ThreadTurnOptions, "store" | "onLostSession">;
+  readonly #pipes: Promise<void>[] = [];
+
+  constructor(options: Omit<ThreadTurnOptions, "store" | "onLostSession">) {
+    this.#options = options;
+  }
+
+  start(plan: Pick<ResumePlan, "resume" | "sessionFile">): TurnHandle {
+    // A session file is only restored into a per-run home, for a resume.
+    const restore = plan.resume !== undefined && this.#options.configHome !== undefined;
+    const h = runTurn({ ...this.#options, resume: plan.resume, sessionFile: restore ? plan.sessionFile : undefined });
+    this.current = h;
+    this.#pipes.push(pipe(h.lines, this.lines), pipe(h.stderr, this.stderr));
+    if (this.killed) h.kill();
+    return h;
+  }
+
+  kill(): void {
+    this.killed = true;
+    this.current?.kill();
+  }
+
+  /** Ends ours once every run's lines have been passed on. */
+  endWhenDrained(): void {
+    void Promise.allSettled(this.#pipes).then(() => {
+      this.lines.end();
+      this.stderr.end();
+    });
+  }
+}
+
+async function pipe<T>(from: AsyncIterable<T>, to: Channel<T>): Promise<void> {
+  for await (const item of from) to.push(item);
+}
+
 /** Runs one turn of a thread: resumes the thread's stored CLI session (fresh when none, or when the cwd changed) and stores the new one. */
 export function runThreadTurn(options: ThreadTurnOptions): ThreadTurnHandle {
-  const { store, threadId, onLostSession = "error", ...turnOptions } = options;
-  const lines = new Channel<ParsedLine>();
-  const stderr = new Channel<string>();
-  let current: TurnHandle | undefined;
-  let killed = false;
-  const pipes: Promise<void>[] = [];
-
-  const start = (resume: string | undefined, sessionFile: Uint8Array | undefined): TurnHandle => {
-    const h = runTurn({
-      ...turnOptions,
-      threadId,
-      ...(resume === undefined ? {} : { resume }),
-      ...(resume !== undefined && sessionFile !== undefined && turnOptions.configHome !== undefined ? { sessionFile } : {}),
-    });
-    current = h;
-    pipes.push(
-      (async () => {
-        for await (const l of h.lines) lines.push(l);
-      })(),
-      (async () => {
-        for await (const l of h.stderr) stderr.push(l);
-      })(),
-    );
-    if (killed) h.kill();
-    return h;
-  };
-
-  const drive = async (): Promise<ThreadTurnOutcome> => {
-    const stored = await store.get(threadId);
-    let freshReason: FreshReason | undefined;
-    let abandoned: string | undefined;
-    let resume: string | undefined;
-    if (stored === undefined) freshReason = "new_thread";
-    else if (stored.cwd !== turnOptions.cwd) {
-      freshReason = "cwd_changed";
-      abandoned = stored.sessionId;
-    } else resume = stored.sessionId;
-
-    let outcome: TurnOutcome;
-    try {
-      outcome = await start(resume, stored?.sessionFile).outcome;
-    } catch (err) {
-      if (!(err instanceof LostSessionError) || onLostSession !== "fresh" || killed) throw err;
-      freshReason = "lost_session";
-      abandoned = resume;
-      resume = undefined;
-      outcome = await start(undefined, undefined).outcome;
-    }
-    if (outcome.sessionId !== undefined) {
-      await store.set(threadId, {
-        sessionId: outcome.sessionId,
-        cwd: turnOptions.cwd,
-        updatedAt: Date.now(),
-        sessionFile: outcome.sessionFile,
-      });
-    }
-    return { ...outcome, threadId, resumed: resume !== undefined, freshReason, abandonedSessionId: abandoned };
-  };
-
-  const outcome = drive();
-  // End ours once every inner run's lines have been passed on.
-  const endAll = (): void => {
-    void Promise.allSettled(pipes).then(() => {
-      lines.end();
-      stderr.end();
-    });
-  };
+  const { store, onLostSession = "error", ...turnOptions } = options;
+  const runs = new ThreadRuns(turnOptions);
+  const outcome = driveThreadTurn(runs, store, options.threadId, onLostSession, turnOptions.cwd);
+  const endAll = (): void => runs.endWhenDrained();
   outcome.then(endAll, endAll);
   outcome.catch(() => {});
   return {
-    lines,
-    stderr,
+    lines: runs.lines,
+    stderr: runs.stderr,
     outcome,
     get current() {
-      return current;
+      return runs.current;
     },
     kill() {
-      killed = true;
-      current?.kill();
+      runs.kill();
     },
   };
+}
+
+/** Runs the turn as planned (once more, fresh, when the CLI lost the session and that is wanted) and stores the session it ended in. */
+async function driveThreadTurn(
+  runs: ThreadRuns,
+  store: SessionStore,
+  threadId: string,
+  onLostSession: "error" | "fresh",
+  cwd: string,
+): Promise<ThreadTurnOutcome> {
+  let plan = planResume(await store.get(threadId), cwd);
+  let outcome: TurnOutcome;
+  try {
+    outcome = await runs.start(plan).outcome;
+  } catch (err) {
+    if (!(err instanceof LostSessionError) || onLostSession !== "fresh" || runs.killed) throw err;
+    plan = { resume: undefined, sessionFile: undefined, freshReason: "lost_session", abandoned: plan.resume };
+    outcome = await runs.start(plan).outcome;
+  }
+  if (outcome.sessionId !== undefined) {
+    await store.set(threadId, { sessionId: outcome.sessionId, cwd, updatedAt: Date.now(), sessionFile: outcome.sessionFile });
+  }
+  return { ...outcome, threadId, resumed: plan.resume !== undefined, freshReason: plan.freshReason, abandonedSessionId: plan.abandoned };
 }
