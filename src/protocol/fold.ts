@@ -1,7 +1,6 @@
 // Folds the per-block line stream into messages. The CLI prints one `assistant` line per content
 // block, all sharing `message.id`; tool results arrive one per `user` line in completion order;
 // a subagent's lines carry the `parent_tool_use_id` of the tool call that started it.
-import type { ParsedLine } from "./parse.ts";
 import { isObj, stringField, type Obj } from "../kernel/index.ts";
 import { contentBlocks, objOf, parsedLines, toolResultText, type LinesInput } from "./lines.ts";
 
@@ -56,73 +55,77 @@ export interface Fold {
   results: Obj[];
 }
 
-/** The run's lines folded into messages: per-block assistant lines joined by message id, tool calls paired with their results, subagent work grouped. */
-export function foldMessages(lines: LinesInput): Fold {
-  const fold: Fold = { messages: [], subagents: new Map(), toolCalls: new Map(), orphanResults: [], results: [] };
-  const byMessageId = new Map<string, FoldedMessage>();
-  let index = -1;
-  const groupFor = (parent: string | null): FoldedMessage[] => {
-    if (parent === null) return fold.messages;
-    let g = fold.subagents.get(parent);
+/** Builds a Fold line by line. */
+class Folder {
+  readonly fold: Fold = { messages: [], subagents: new Map(), toolCalls: new Map(), orphanResults: [], results: [] };
+  /** Assistant messages by parent and `message.id`: the CLI prints one line per content block. */
+  readonly #byMessageId = new Map<string, FoldedMessage>();
+
+  add(o: Obj, index: number): void {
+    const type = o["type"];
+    if (type === "result") this.fold.results.push(o);
+    else if (type === "assistant") this.#addAssistant(o, index);
+    else if (type === "user") this.#addUser(o, index);
+  }
+
+  /** The message list a line belongs to: top level, or the subagent of the tool call `parent`. */
+  #groupFor(parent: string | null): FoldedMessage[] {
+    if (parent === null) return this.fold.messages;
+    let g = this.fold.subagents.get(parent);
     if (g === undefined) {
       g = [];
-      fold.subagents.set(parent, g);
-      const call = fold.toolCalls.get(parent);
+      this.fold.subagents.set(parent, g);
+      const call = this.fold.toolCalls.get(parent);
       if (call !== undefined) call.subagent = g;
     }
     return g;
-  };
+  }
 
-  for (const p of parsedLines(lines)) {
-    index++;
-    const o = objOf(p);
-    if (o === undefined) continue;
-    const type = o["type"];
-    if (type === "result") {
-      fold.results.push(o);
-      continue;
+  #addAssistant(o: Obj, index: number): void {
+    const parent = stringField(o, "parent_tool_use_id") ?? null;
+    const m = this.#assistantMessage(o, parent);
+    const err = stringField(o, "error");
+    if (err !== undefined) m.error = err;
+    m.lineIndexes.push(index);
+    for (const b of contentBlocks(o)) {
+      m.blocks.push(b);
+      if (b["type"] !== "tool_use" || typeof b["id"] !== "string") continue;
+      if (this.fold.toolCalls.has(b["id"])) continue; // the same block printed twice
+      const call: ToolCall = {
+        id: b["id"],
+        name: typeof b["name"] === "string" ? b["name"] : "",
+        input: b["input"],
+        parentToolUseId: parent,
+        lineIndex: index,
+      };
+      const sub = this.fold.subagents.get(call.id);
+      if (sub !== undefined) call.subagent = sub;
+      m.toolCalls.push(call);
+      this.fold.toolCalls.set(call.id, call);
     }
-    if (type !== "assistant" && type !== "user") continue;
+  }
+
+  /** The message this assistant line continues (same parent and id), or a new one. */
+  #assistantMessage(o: Obj, parent: string | null): FoldedMessage {
+    const msg = isObj(o["message"]) ? o["message"] : {};
+    const id = stringField(msg, "id");
+    const key = id === undefined ? undefined : `${parent ?? ""}\u0000${id}`;
+    const known = key === undefined ? undefined : this.#byMessageId.get(key);
+    if (known !== undefined) return known;
+    const m: FoldedMessage = { role: "assistant", parentToolUseId: parent, blocks: [], toolCalls: [], lineIndexes: [] };
+    if (id !== undefined) m.id = id;
+    const model = stringField(msg, "model");
+    if (model !== undefined) m.model = model;
+    this.#groupFor(parent).push(m);
+    if (key !== undefined) this.#byMessageId.set(key, m);
+    return m;
+  }
+
+  /** A user line: tool results (paired with their calls) and/or text. */
+  #addUser(o: Obj, index: number): void {
     const parent = stringField(o, "parent_tool_use_id") ?? null;
     const blocks = contentBlocks(o);
-    if (type === "assistant") {
-      const msg = isObj(o["message"]) ? o["message"] : {};
-      const id = stringField(msg, "id");
-      const key = id === undefined ? undefined : `${parent ?? ""}\u0000${id}`;
-      let m = key === undefined ? undefined : byMessageId.get(key);
-      if (m === undefined) {
-        m = { role: "assistant", parentToolUseId: parent, blocks: [], toolCalls: [], lineIndexes: [] };
-        if (id !== undefined) m.id = id;
-        const model = stringField(msg, "model");
-        if (model !== undefined) m.model = model;
-        groupFor(parent).push(m);
-        if (key !== undefined) byMessageId.set(key, m);
-      }
-      const err = stringField(o, "error");
-      if (err !== undefined) m.error = err;
-      m.lineIndexes.push(index);
-      for (const b of blocks) {
-        m.blocks.push(b);
-        if (b["type"] === "tool_use" && typeof b["id"] === "string") {
-          if (fold.toolCalls.has(b["id"])) continue; // the same block printed twice
-          const call: ToolCall = {
-            id: b["id"],
-            name: typeof b["name"] === "string" ? b["name"] : "",
-            input: b["input"],
-            parentToolUseId: parent,
-            lineIndex: index,
-          };
-          const sub = fold.subagents.get(call.id);
-          if (sub !== undefined) call.subagent = sub;
-          m.toolCalls.push(call);
-          fold.toolCalls.set(call.id, call);
-        }
-      }
-      continue;
-    }
-    // user line: tool results and/or text
-    const m: FoldedMessage = { role: "user", parentToolUseId: parent, blocks, toolCalls: [], lineIndexes: [index] };
-    groupFor(parent).push(m);
+    this.#groupFor(parent).push({ role: "user", parentToolUseId: parent, blocks, toolCalls: [], lineIndexes: [index] });
     const results = blocks.filter((b) => b["type"] === "tool_result" && typeof b["tool_use_id"] === "string");
     for (const b of results) {
       const r: ToolResult = {
@@ -134,12 +137,23 @@ export function foldMessages(lines: LinesInput): Fold {
         lineIndex: index,
       };
       if ("tool_use_result" in o && results.length === 1) r.toolUseResult = o["tool_use_result"];
-      const call = fold.toolCalls.get(r.toolUseId);
+      const call = this.fold.toolCalls.get(r.toolUseId);
       if (call !== undefined && call.result === undefined) call.result = r;
-      else fold.orphanResults.push(r);
+      else this.fold.orphanResults.push(r);
     }
   }
-  return fold;
+}
+
+/** The run's lines folded into messages: per-block assistant lines joined by message id, tool calls paired with their results, subagent work grouped. */
+export function foldMessages(lines: LinesInput): Fold {
+  const folder = new Folder();
+  let index = -1;
+  for (const p of parsedLines(lines)) {
+    index++;
+    const o = objOf(p);
+    if (o !== undefined) folder.add(o, index);
+  }
+  return folder.fold;
 }
 
 /** Tool calls that never got a result (e.g. the run was killed mid-tool). */
