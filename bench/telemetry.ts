@@ -2,20 +2,23 @@
 // with telemetry and scrubbing on against off, alternating in the same run on the same Redis. "On"
 // is the worker's own path for a stdout line: the raw text is scrubbed of the 20 known secret
 // values and the built-in secret shapes (as the worker's line scrubber does: its patterns keep a
-// JSON line valid), the scrubbed text is appended, and the envelope feeds the attempt's spans, which are exported in
-// batches through the RedactingSpanExporter (the full scrubber, patterns too) to an exporter that
-// drops them: no network. Ratio = on rate / off rate (best of the rounds of each); a third mode
+// JSON line valid), the scrubbed text is appended, and the event is shown to the attempt's spans
+// (attemptSpansObserver, as the worker shows every event it writes to its observers), which are
+// exported in batches through the RedactingSpanExporter (the full scrubber, patterns too) to an
+// exporter that drops them: no network. Ratio = on rate / off rate (best of the rounds of each); a third mode
 // scrubs lines but builds no spans, to tell the scrubber's share of the cost from the spans'.
 // Lines are parsed once before timing: in the worker the CLI runner parses every line whether
-// telemetry is on or not (runTurn yields ParsedLine), and the spans take that parse.
+// telemetry is on or not (runTurn yields ParsedLine), and the spans take that parse (they parse a
+// line again only when the line scrubber changed its text).
 // Options: --events N, --rounds N, --url redis://… (default: a private redis-server for the run).
 import { parseArgs } from "node:util";
 import { randomBytes } from "node:crypto";
 import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
-import { connectRedis, createEventLog, createWriter } from "../src/log/index.ts";
 import { parseLine, type ParsedLine } from "../src/protocol/index.ts";
-import { createAttemptSpans, createScrubber, startTelemetry } from "../src/telemetry/index.ts";
+import type { AttemptObserver, ObservedEvent } from "../src/events/index.ts";
+import { connectRedis, createEventLog, createWriter, type EventInput } from "../src/log/index.ts";
+import { attemptSpansObserver, createScrubber, startTelemetry } from "../src/telemetry/index.ts";
 import { startRedisServer, type RedisServer } from "../test/support/redis-server.ts";
 import { textSource, WORDS as words } from "./_text.ts";
 
@@ -114,10 +117,27 @@ async function ingest(items: string[], parsed: readonly ParsedLine[], mode: Mode
   const t0 = performance.now();
   const { epoch, attempt } = await log.beginAttempt(session, "turn-1");
   const writer = createWriter({ log, session, epoch, maxBatchEvents: 1024, maxBatchBytes: 4 * 1024 * 1024 });
-  const spans = telemetry === undefined ? undefined : createAttemptSpans({ tracer: telemetry.tracer, scrubber, session, turn: "turn-1", attempt });
-  const started = { turn: "turn-1", attempt, kind: "attempt.started", at: new Date().toISOString(), data: spans === undefined ? {} : { trace: spans.traceIds() } };
-  await writer.write(started);
-  spans?.onEnvelope(started);
+  const startedAt = new Date().toISOString();
+  const spans: AttemptObserver | undefined = telemetry
+    ? attemptSpansObserver({ tracer: telemetry.tracer }).attempt({
+        session,
+        turn: "turn-1",
+        attempt,
+        epoch,
+        traceparent: undefined,
+        requestModel: undefined,
+        startedAt,
+        scrub: (text, field) => scrubber.scrub(text, { sink: "span", field }),
+      })
+    : undefined;
+  // The worker's write: the event is shown to the observers, then buffered for the append.
+  const write = async (kind: string, data: unknown, at: string, line?: ParsedLine): Promise<void> => {
+    const event: EventInput = { turn: "turn-1", attempt, kind, data, at };
+    const observed: ObservedEvent = { session, turn: "turn-1", attempt, epoch, kind, at, data };
+    spans?.onEvent(observed, line);
+    await writer.write(event);
+  };
+  await write("attempt.started", { worker: "bench", attempt, cwd: "/work/repo", trace: spans?.trace }, startedAt);
   for (let i = 0; i < items.length; i++) {
     let raw = items[i]!;
     if (mode !== "off") {
@@ -125,14 +145,9 @@ async function ingest(items: string[], parsed: readonly ParsedLine[], mode: Mode
       if (safe !== raw) redacted++;
       raw = safe;
     }
-    const env = { turn: "turn-1", attempt, kind: "cli.line", at: new Date().toISOString(), data: { raw } };
-    await writer.write(env);
-    spans?.onEnvelope(env, parsed[i]);
+    await write("cli.line", { raw }, new Date().toISOString(), parsed[i]);
   }
-  const finished = { turn: "turn-1", attempt, kind: "turn.finished", at: new Date().toISOString(), data: {} };
-  await writer.write(finished);
-  spans?.onEnvelope(finished);
-  spans?.end();
+  await write("turn.finished", { attempt }, new Date().toISOString());
   await writer.close();
   await telemetry?.forceFlush();
   const ms = performance.now() - t0;

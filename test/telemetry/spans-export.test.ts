@@ -8,8 +8,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { exportSessionTraces } from "../../src/bin/commands/_export-traces.ts";
 import { connectRedis, createEventLog, type EventInput } from "../../src/log/index.ts";
-import { createAttemptSpans, createScrubber, startTelemetry } from "../../src/telemetry/index.ts";
+import { createScrubber, startTelemetry } from "../../src/telemetry/index.ts";
 import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
+import { data, startSpans } from "./attempt-spans.ts";
 import { startOtlpReceiver } from "./otlp-receiver.ts";
 
 const redis = connectRedis({ url: "redis://127.0.0.1:6379", env: {} });
@@ -39,27 +40,27 @@ test("a session's spans come back from the log into the producer's trace, with t
   const producerSpanId = randomBytes(8).toString("hex");
   const traceparent = `00-${producerTraceId}-${producerSpanId}-01`;
   // What the worker does: spans for the attempt (here into memory: the collector was "down"),
-  // their ids into attempt.started, envelopes stamped with `at`.
+  // their ids into attempt.started, every event shown to them as it is written.
   const lost = new InMemorySpanExporter();
   const scrubber = createScrubber({});
   const liveTelemetry = startTelemetry({ scrubber, exporter: lost, processor: "simple", env: {} });
-  await log.appendUnfenced(session, [{ turn: "turn-1", attempt: 0, kind: "turn.queued", at: "2026-03-03T09:00:00.000Z", data: { traceparent } }]);
+  await log.appendUnfenced(session, [{ turn: "turn-1", attempt: 0, kind: "turn.queued", at: "2026-03-03T09:00:00.000Z", data: data.queued(traceparent) }]);
   const { epoch, attempt } = await log.beginAttempt(session, "turn-1");
   let t = Date.parse("2026-03-03T09:00:01.000Z");
   const at = (): string => new Date((t += 25)).toISOString();
   const startedAt = at();
-  const spans = createAttemptSpans({ tracer: liveTelemetry.tracer, scrubber, session, turn: "turn-1", attempt, traceparent, startTime: startedAt });
-  const events: EventInput[] = [
-    { turn: "turn-1", attempt, kind: "attempt.started", at: startedAt, data: { trace: spans.traceIds() } },
+  const spans = startSpans({ tracer: liveTelemetry.tracer, scrubber, session, turn: "turn-1", attempt, traceparent, startedAt });
+  const events = [
+    { turn: "turn-1", attempt, kind: "attempt.started", at: startedAt, data: data.started(attempt, spans.trace) },
     ...lines.map((raw) => ({ turn: "turn-1", attempt, kind: "cli.line", at: at(), data: { raw } })),
-    { turn: "turn-1", attempt, kind: "cli.exit", at: at(), data: { code: 0 } },
-    { turn: "turn-1", attempt, kind: "turn.finished", at: at(), data: {} },
-  ];
+    { turn: "turn-1", attempt, kind: "cli.exit", at: at(), data: data.exit(0) },
+    { turn: "turn-1", attempt, kind: "turn.finished", at: at(), data: data.finished(attempt) },
+  ] satisfies EventInput[];
   const r = await log.append(session, epoch, events);
   assert.equal(r.outcome, "appended");
-  for (const e of events) spans.onEnvelope({ ...e, session });
-  assert.equal(spans.ended, true);
+  for (const e of events) spans.onEvent({ ...e, session, epoch });
   const liveSpans = lost.getFinishedSpans();
+  assert.ok(liveSpans.some((s) => s.name === "invoke_agent claude-code"), "turn.finished ended the attempt span");
   await liveTelemetry.shutdown();
 
   const res = await exportSessionTraces({

@@ -1,5 +1,6 @@
 // Spans built from the protocol's parse of each line (what the worker passes) match the spans
-// built from the raw text alone (what a re-export from the log does), on every recorded fixture.
+// built from the raw text alone (what a re-export from the log does: the spans parse it), on every
+// recorded fixture.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -7,7 +8,8 @@ import { join } from "node:path";
 import { hrTimeToMilliseconds } from "@opentelemetry/core";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { parseLine, type ParsedLine } from "../../src/protocol/index.ts";
-import { createAttemptSpans, createScrubber, startTelemetry } from "../../src/telemetry/index.ts";
+import { createScrubber, startTelemetry } from "../../src/telemetry/index.ts";
+import { data, startSpans } from "./attempt-spans.ts";
 
 const FIXTURES = join(import.meta.dirname, "../fixtures/cli");
 const names = readdirSync(FIXTURES).filter((f) => f.endsWith(".jsonl")).map((f) => f.slice(0, -6)).sort();
@@ -19,10 +21,11 @@ after(() => telemetry.shutdown());
 
 function build(lines: string[], parsed: ParsedLine[] | undefined, captureContent: boolean): unknown[] {
   const T0 = Date.parse("2026-03-01T12:00:00.000Z");
-  const s = createAttemptSpans({ tracer: telemetry.tracer, scrubber, session: "s", turn: "t", attempt: 1, startTime: T0, captureContent });
-  const { traceId } = s.traceIds();
-  lines.forEach((raw, i) => s.onEnvelope({ kind: "cli.line", at: new Date(T0 + 10 * (i + 1)).toISOString(), data: { raw } }, parsed?.[i]));
-  s.onEnvelope({ kind: "turn.finished", at: new Date(T0 + 10 * (lines.length + 1)).toISOString(), data: {} });
+  const s = startSpans({ tracer: telemetry.tracer, scrubber, startedAt: new Date(T0).toISOString(), captureContent });
+  const { traceId } = s.trace;
+  const event = (i: number, kind: string, d: unknown) => ({ session: "sess-1", turn: "turn-1", attempt: 1, epoch: 1, kind, at: new Date(T0 + 10 * i).toISOString(), data: d });
+  lines.forEach((raw, i) => s.onEvent(event(i + 1, "cli.line", { raw }), parsed?.[i]));
+  s.onEvent(event(lines.length + 1, "turn.finished", data.finished(1)));
   const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === traceId);
   const byId = new Map(spans.map((x) => [x.spanContext().spanId, x.name]));
   const view = (x: ReadableSpan) => ({

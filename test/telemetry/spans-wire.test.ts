@@ -8,8 +8,10 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createAttemptSpans, createScrubber, startTelemetry, type EnvelopeLike } from "../../src/telemetry/index.ts";
+import type { ObservedEvent } from "../../src/events/index.ts";
+import { createScrubber, startTelemetry } from "../../src/telemetry/index.ts";
 import { hermeticEnv, pinnedClaudeBin, startModelServer } from "../../src/testing/index.ts";
+import { data, startSpans } from "./attempt-spans.ts";
 import { startOtlpReceiver } from "./otlp-receiver.ts";
 
 const SECRET = `pl4nted-${randomBytes(12).toString("hex")}`;
@@ -37,16 +39,16 @@ async function runCli(responses: unknown[]): Promise<string[]> {
   }
 }
 
-function envelopes(lines: string[], turn: string, extra: EnvelopeLike[] = []): EnvelopeLike[] {
+function envelopes(lines: string[], turn: string, extra: Array<{ kind: string; data: unknown }> = []): ObservedEvent[] {
   let t = Date.parse("2026-03-02T08:00:00.000Z");
   const at = (): string => new Date((t += 5)).toISOString();
-  const base = { session: "wire-sess", turn, attempt: 1 };
+  const base = { session: "wire-sess", turn, attempt: 1, epoch: 1 };
   return [
-    { ...base, kind: "attempt.started", at: at(), data: {} },
+    { ...base, kind: "attempt.started", at: at(), data: data.started(1) },
     ...lines.map((raw) => ({ ...base, kind: "cli.line", at: at(), data: { raw } })),
     ...extra.map((e) => ({ ...base, ...e, at: at() })),
-    { ...base, kind: "cli.exit", at: at(), data: { code: 0 } },
-    { ...base, kind: "turn.finished", at: at(), data: {} },
+    { ...base, kind: "cli.exit", at: at(), data: data.exit(0) },
+    { ...base, kind: "turn.finished", at: at(), data: data.finished(1) },
   ];
 }
 
@@ -73,17 +75,16 @@ test("planted secrets stay off the wire; tool names and error kinds arrive", asy
     });
     assert.equal(telemetry.enabled, true);
     const runs = [
-      envelopes(toolRun, "turn-tools", [{ kind: "cli.stderr", data: { raw: `warning: retrying with ${SECRET}` } }]),
+      envelopes(toolRun, "turn-tools", [{ kind: "cli.stderr", data: { text: `warning: retrying with ${SECRET}` } }]),
       envelopes(apiRun, "turn-api"),
     ];
     const traceIds: string[] = [];
     for (const envs of runs) {
       const first = envs[0]!;
       // captureContent on: arguments and error texts are recorded, so only scrubbing keeps the secret out.
-      const s = createAttemptSpans({ tracer: telemetry.tracer, scrubber, session: first.session!, turn: first.turn!, attempt: 1, startTime: first.at!, captureContent: true });
-      traceIds.push(s.traceIds().traceId);
-      for (const e of envs) s.onEnvelope(e);
-      s.end();
+      const s = startSpans({ tracer: telemetry.tracer, scrubber, session: first.session, turn: first.turn, startedAt: first.at, captureContent: true });
+      traceIds.push(s.trace.traceId);
+      for (const e of envs) s.onEvent(e);
     }
     const before = receiver.requests.length;
     await telemetry.forceFlush();

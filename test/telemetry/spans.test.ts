@@ -10,19 +10,19 @@ import { join } from "node:path";
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { hrTimeToMilliseconds } from "@opentelemetry/core";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import type { ObservedEvent, TraceIds } from "../../src/events/index.ts";
 import {
   ATTEMPT_SPAN_NAME,
   contextFromTraceparent,
-  createAttemptSpans,
   createScrubber,
   exportTracesFromLog,
+  formatTraceparent,
   injectTraceparent,
   startTelemetry,
-  traceIdsOf,
-  type EnvelopeLike,
   type Scrubber,
 } from "../../src/telemetry/index.ts";
 import { hermeticEnv, pinnedClaudeBin, startModelServer } from "../../src/testing/index.ts";
+import { data, startSpans } from "./attempt-spans.ts";
 
 const FIXTURES = join(import.meta.dirname, "../fixtures/cli");
 const T0 = Date.parse("2026-03-01T12:00:00.000Z");
@@ -63,29 +63,29 @@ async function runCli(responses: unknown[], opts: { args?: string[]; prompt?: st
 }
 
 interface Wrapped {
-  envelopes: EnvelopeLike[];
+  envelopes: ObservedEvent[];
   /** `at` (ms) of the cli.line envelope holding line i. */
   lineAt: number[];
 }
 
-/** The envelopes a worker would append for one attempt of a turn. */
-function wrap(lines: string[], o: { session?: string; turn?: string; attempt?: number; trace?: unknown; end?: "finished" | "none"; extra?: EnvelopeLike[] } = {}): Wrapped {
-  const session = o.session ?? "sess-1";
-  const turn = o.turn ?? "turn-1";
+/** The events a worker would write for one attempt of a turn. */
+function wrap(
+  lines: string[],
+  o: { session?: string; turn?: string; attempt?: number; trace?: TraceIds; end?: "finished" | "none"; extra?: Array<{ kind: string; data: unknown }> } = {},
+): Wrapped {
   const attempt = o.attempt ?? 1;
   let t = T0;
-  const next = (): string => new Date((t += STEP_MS)).toISOString();
-  const envelopes: EnvelopeLike[] = [{ kind: "attempt.started", at: new Date(t).toISOString(), session, turn, attempt, data: o.trace === undefined ? {} : { trace: o.trace } }];
+  const event = (kind: string, d: unknown, at: number): ObservedEvent => ({ session: o.session ?? "sess-1", turn: o.turn ?? "turn-1", attempt, epoch: 1, kind, at: new Date(at).toISOString(), data: d });
+  const envelopes: ObservedEvent[] = [event("attempt.started", data.started(attempt, o.trace), t)];
   const lineAt: number[] = [];
   for (const raw of lines) {
-    const at = next();
-    lineAt.push(Date.parse(at));
-    envelopes.push({ kind: "cli.line", at, session, turn, attempt, data: { raw } });
+    lineAt.push((t += STEP_MS));
+    envelopes.push(event("cli.line", { raw }, t));
   }
-  for (const e of o.extra ?? []) envelopes.push({ session, turn, attempt, at: next(), ...e });
+  for (const e of o.extra ?? []) envelopes.push(event(e.kind, e.data, (t += STEP_MS)));
   if (o.end !== "none") {
-    envelopes.push({ kind: "cli.exit", at: next(), session, turn, attempt, data: { code: 0 } });
-    envelopes.push({ kind: "turn.finished", at: next(), session, turn, attempt, data: {} });
+    envelopes.push(event("cli.exit", data.exit(0), (t += STEP_MS)));
+    envelopes.push(event("turn.finished", data.finished(attempt), (t += STEP_MS)));
   }
   return { envelopes, lineAt };
 }
@@ -95,26 +95,13 @@ const scrubber: Scrubber = createScrubber({ values: { CANARY_TOKEN: "cnry-7f3a9d
 const telemetry = startTelemetry({ scrubber, exporter, processor: "simple", env: {} });
 after(() => telemetry.shutdown());
 
-/** Feeds envelopes to live attempt spans; returns the spans of that attempt's trace. */
-function live(w: Wrapped, opts: { traceparent?: string; captureContent?: boolean } = {}): { spans: ReadableSpan[]; ids: ReturnType<ReturnType<typeof createAttemptSpans>["traceIds"]> } {
+/** Feeds the events to live attempt spans (which end at the last one); returns the spans of that attempt's trace. */
+function live(w: Wrapped, opts: { traceparent?: string; captureContent?: boolean } = {}): { spans: ReadableSpan[]; ids: TraceIds } {
   const first = w.envelopes[0]!;
-  const s = createAttemptSpans({
-    tracer: telemetry.tracer,
-    scrubber,
-    session: first.session!,
-    turn: first.turn!,
-    attempt: first.attempt!,
-    startTime: first.at!,
-    ...(opts.traceparent === undefined ? {} : { traceparent: opts.traceparent }),
-    ...(opts.captureContent === undefined ? {} : { captureContent: opts.captureContent }),
-  });
-  const ids = s.traceIds();
-  for (const e of w.envelopes) s.onEnvelope(e);
-  s.end();
-  assert.equal(s.ended, true);
-  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === ids.traceId && x.name !== "enqueue turn");
-  assert.equal(spans.length, s.spanCount());
-  return { spans, ids };
+  const s = startSpans({ tracer: telemetry.tracer, scrubber, session: first.session, turn: first.turn, attempt: first.attempt, startedAt: first.at, ...opts });
+  for (const e of w.envelopes) s.onEvent(e);
+  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.trace.traceId && x.name !== "enqueue turn");
+  return { spans, ids: s.trace };
 }
 
 const ms = (t: ReadableSpan["startTime"]): number => hrTimeToMilliseconds(t);
@@ -154,6 +141,7 @@ function toolResults(lines: string[]): Map<string, { index: number; isError: boo
   });
   return out;
 }
+const withoutResults = (lines: string[]): string[] => lines.filter((l) => (JSON.parse(l) as Obj)["type"] !== "result");
 const linesOf = (lines: string[], type: string): Obj[] => lines.map((l) => JSON.parse(l) as Obj).filter((o) => (typeof o["subtype"] === "string" ? `${o["type"]}/${o["subtype"]}` : o["type"]) === type);
 
 function assertNoExceptionEvents(spans: ReadableSpan[]): void {
@@ -228,7 +216,7 @@ test("bash-call: producer → invoke_agent → execute_tool Bash, GenAI attribut
   assert.equal(root.status.code, SpanStatusCode.UNSET);
   assert.equal(a["error.type"], undefined);
   assert.equal(ms(root.startTime), T0);
-  assert.equal(ms(root.endTime), Date.parse(w.envelopes.at(-1)!.at!), "ends at turn.finished");
+  assert.equal(ms(root.endTime), Date.parse(w.envelopes.at(-1)!.at), "ends at turn.finished");
   assert.ok(tools(spans).some((s) => s.name === "execute_tool Bash"));
   assertToolsMatchLines(lines, w, spans);
   assertNoExceptionEvents(spans);
@@ -368,19 +356,19 @@ test("real CLI: a subagent's tool call nests under the Task span that spawned it
   assertToolsMatchLines(lines, w, spans);
 });
 
-test("an attempt cut off mid-tool: tool span ended and marked incomplete, attempt error with scrubbed message", () => {
+test("an attempt cut off mid-tool (no terminal event): end(reason) ends the tool span, marked incomplete, and the attempt with that error", () => {
   const lines = fixtureLines("bash-call");
   const firstResult = Math.min(...[...toolResults(lines).values()].map((r) => r.index));
-  const w = wrap(lines.slice(0, firstResult), { end: "none" });
-  const s = createAttemptSpans({ tracer: telemetry.tracer, scrubber, session: "sess-1", turn: "turn-1", attempt: 2, startTime: w.envelopes[0]!.at! });
-  for (const e of w.envelopes) s.onEnvelope(e);
-  s.end({ errorKind: "timeout", message: "no output for 30 s; token cnry-7f3a9d2e1b4c" });
-  s.end({ errorKind: "other" });
-  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.traceIds().traceId);
+  const w = wrap(lines.slice(0, firstResult), { end: "none", attempt: 2 });
+  const s = startSpans({ tracer: telemetry.tracer, scrubber, attempt: 2, startedAt: w.envelopes[0]!.at });
+  for (const e of w.envelopes) s.onEvent(e);
+  s.end("timeout");
+  s.end("other");
+  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.trace.traceId);
   const root = rootOf(spans);
-  assert.equal(root.attributes["error.type"], "timeout");
-  assert.equal(root.status.message, "no output for 30 s; token [REDACTED:CANARY_TOKEN]");
-  assert.equal(ms(root.endTime), Date.parse(w.envelopes.at(-1)!.at!));
+  assert.equal(root.attributes["error.type"], "timeout", "the first end decides");
+  assert.equal(root.status.message, "attempt failed: timeout");
+  assert.equal(ms(root.endTime), Date.parse(w.envelopes.at(-1)!.at), "ends at the last event seen");
   const t = tools(spans);
   assert.equal(t.length, 1);
   assert.equal(t[0]!.attributes["turnstream.tool.incomplete"], true);
@@ -389,27 +377,79 @@ test("an attempt cut off mid-tool: tool span ended and marked incomplete, attemp
   assertNoExceptionEvents(spans);
 });
 
-test("turn.failed without a result: error.type from the event, stderr as scrubbed events", () => {
+/** Feeds the events to live attempt spans without ending them; returns that trace's finished spans and the spans. */
+function feed(w: Wrapped): { spans: () => ReadableSpan[]; s: ReturnType<typeof startSpans> } {
+  const first = w.envelopes[0]!;
+  const s = startSpans({ tracer: telemetry.tracer, scrubber, session: first.session, turn: first.turn, attempt: first.attempt, startedAt: first.at });
+  for (const e of w.envelopes) s.onEvent(e);
+  return { s, spans: () => exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.trace.traceId) };
+}
+
+test("turn.failed without a result: error.type and scrubbed status from the event, stderr as scrubbed events", () => {
   const w = wrap([], {
     end: "none",
+    turn: "turn-9",
     extra: [
-      { kind: "cli.stderr", data: { raw: "fatal: credential cnry-7f3a9d2e1b4c rejected" } },
-      { kind: "cli.exit", data: { code: 1 } },
-      { kind: "turn.failed", data: { errorKind: "cli_error", message: "the CLI exited 1 without a result" } },
+      { kind: "cli.stderr", data: { text: "fatal: credential cnry-7f3a9d2e1b4c rejected" } },
+      { kind: "cli.exit", data: data.exit(1) },
+      { kind: "turn.failed", data: data.failed(1, "cli_error", "the CLI exited 1 without a result; token cnry-7f3a9d2e1b4c") },
     ],
   });
-  const s = createAttemptSpans({ tracer: telemetry.tracer, scrubber, session: "sess-1", turn: "turn-9", attempt: 1, startTime: w.envelopes[0]!.at! });
-  for (const e of w.envelopes) s.onEnvelope(e);
-  assert.equal(s.ended, true, "turn.failed ends the spans");
-  const root = rootOf(exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.traceIds().traceId));
+  const { spans } = feed(w);
+  const root = rootOf(spans());
   assert.equal(root.attributes["error.type"], "cli_error");
-  assert.equal(root.status.message, "the CLI exited 1 without a result");
+  assert.equal(root.status.message, "the CLI exited 1 without a result; token [REDACTED:CANARY_TOKEN]");
   assert.equal(root.attributes["turnstream.cli.exit_code"], 1);
+  assert.equal(ms(root.endTime), Date.parse(w.envelopes.at(-1)!.at), "turn.failed ends the spans");
+  assert.ok(root.events.some((e) => e.name === "turn.failed"));
   const ev = root.events.find((e) => e.name === "cli.stderr");
   assert.equal(ev?.attributes?.["turnstream.stderr"], "fatal: credential [REDACTED:CANARY_TOKEN] rejected");
 });
 
-test("trace context helpers: round trip, malformed input, ids read back from envelopes", () => {
+test("a CLI that exits without a result: error.type no_result", () => {
+  const { spans } = feed(wrap(withoutResults(fixtureLines("bash-call"))));
+  const root = rootOf(spans());
+  assert.equal(root.attributes["error.type"], "no_result");
+  assert.equal(root.status.message, "attempt failed: no_result");
+});
+
+test("attempt.abandoned ends the spans with its reason, unless it records another (earlier) attempt", () => {
+  const lines = withoutResults(fixtureLines("plain-reply"));
+  const earlier = { kind: "attempt.abandoned", data: { reason: "worker_crashed", attempt: 1, retry: true, detectedBy: 2 } };
+  const own = { kind: "attempt.abandoned", data: { reason: "lease_lost", attempt: 2, retry: true } };
+  const w = wrap(lines, { attempt: 2, end: "none", extra: [earlier, own] });
+  const { spans } = feed(w);
+  const root = rootOf(spans());
+  assert.equal(ms(root.endTime), Date.parse(w.envelopes.at(-1)!.at), "ends at its own abandonment, not the earlier attempt's");
+  assert.equal(root.attributes["error.type"], "lease_lost");
+  assert.deepEqual(
+    root.events.filter((e) => e.name === "attempt.abandoned").map((e) => ms(e.time)),
+    [Date.parse(w.envelopes.at(-1)!.at)],
+  );
+});
+
+test("turn.cancelled: error.type cancelled (its reason is prose, not a kind)", () => {
+  const w = wrap([], { end: "none", extra: [{ kind: "turn.cancelled", data: { reason: "cancelled while running", by: "producer", attempt: 1 } }] });
+  const { spans } = feed(w);
+  const root = rootOf(spans());
+  assert.equal(root.attributes["error.type"], "cancelled");
+  assert.equal(root.status.message, "attempt failed: cancelled");
+});
+
+test("the request model: the turn's, else attempt.started's, else system/init's", () => {
+  const lines = fixtureLines("plain-reply");
+  const init = linesOf(lines, "system/init")[0]!;
+  const w = wrap(lines);
+  w.envelopes[0] = { ...w.envelopes[0]!, data: { ...data.started(1), model: "from-attempt-started" } };
+  assert.equal(rootOf(live(wrap(lines)).spans).attributes["gen_ai.request.model"], init["model"]);
+  assert.equal(rootOf(live(w).spans).attributes["gen_ai.request.model"], "from-attempt-started");
+  const s = startSpans({ tracer: telemetry.tracer, scrubber, startedAt: w.envelopes[0]!.at, requestModel: "from-the-turn" });
+  for (const e of w.envelopes) s.onEvent(e);
+  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.trace.traceId);
+  assert.equal(rootOf(spans).attributes["gen_ai.request.model"], "from-the-turn");
+});
+
+test("trace context helpers: round trip, malformed input, a traceparent from ids", () => {
   const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
   const ctx = contextFromTraceparent(tp);
   assert.ok(ctx);
@@ -418,10 +458,7 @@ test("trace context helpers: round trip, malformed input, ids read back from env
   assert.equal(contextFromTraceparent("garbage"), undefined);
   assert.equal(contextFromTraceparent(undefined), undefined);
   assert.equal(injectTraceparent(ROOT_CONTEXT), undefined);
-  const ids = { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" };
-  assert.deepEqual(traceIdsOf({ data: { trace: ids } }), ids);
-  assert.deepEqual(traceIdsOf({ trace: { ...ids, parentSpanId: "00f067aa0ba902b7" } }), { ...ids, parentSpanId: "00f067aa0ba902b7" });
-  assert.equal(traceIdsOf({ data: { trace: { traceId: "xyz", spanId: "b7ad6b7169203331" } } }), undefined);
+  assert.equal(formatTraceparent({ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" }), tp);
 });
 
 function shape(spans: ReadableSpan[]): string[] {
@@ -439,20 +476,19 @@ test("exportTracesFromLog re-emits the same structure and timing into the record
   producer.end();
   const traceparent = injectTraceparent(producer)!;
   // Attempt 1: the live run, its ids written into attempt.started as the worker does.
-  const probe = createAttemptSpans({ tracer: telemetry.tracer, scrubber, session: "s-re", turn: "t-re", attempt: 1, traceparent, startTime: T0 });
-  const w = wrap(lines, { session: "s-re", turn: "t-re", attempt: 1, trace: probe.traceIds() });
-  for (const e of w.envelopes) probe.onEnvelope(e);
-  probe.end();
+  const probe = startSpans({ tracer: telemetry.tracer, scrubber, session: "s-re", turn: "t-re", attempt: 1, traceparent, startedAt: new Date(T0).toISOString() });
+  const w = wrap(lines, { session: "s-re", turn: "t-re", attempt: 1, trace: probe.trace });
+  for (const e of w.envelopes) probe.onEvent(e);
   // A second turn of the same session in the log: the subagent run, no producer.
   const sub = await subagentRun();
   const w2 = wrap(sub, { session: "s-re", turn: "t-re-2", attempt: 1 });
-  const liveSpans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === probe.traceIds().traceId && x.name !== "enqueue turn");
+  const liveSpans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === probe.trace.traceId && x.name !== "enqueue turn");
   const liveSub = live(w2).spans;
 
   const replayExporter = new InMemorySpanExporter();
   const replay = startTelemetry({ scrubber, exporter: replayExporter, processor: "simple", env: {} });
-  async function* log(): AsyncGenerator<EnvelopeLike> {
-    yield { kind: "turn.queued", at: new Date(T0 - 5).toISOString(), session: "s-re", turn: "t-re", attempt: 0, data: { traceparent } };
+  async function* log(): AsyncGenerator<ObservedEvent> {
+    yield { kind: "turn.queued", at: new Date(T0 - 5).toISOString(), session: "s-re", turn: "t-re", attempt: 0, epoch: 0, data: data.queued(traceparent) };
     for (const e of [...w.envelopes, ...w2.envelopes]) yield e;
   }
   const r = await exportTracesFromLog(log(), { tracer: replay.tracer, scrubber });
@@ -461,10 +497,10 @@ test("exportTracesFromLog re-emits the same structure and timing into the record
   after(() => replay.shutdown());
   assert.equal(r.spans, out.length);
   assert.equal(r.attempts, 2);
-  const first = out.filter((s) => s.spanContext().traceId === probe.traceIds().traceId);
+  const first = out.filter((s) => s.spanContext().traceId === probe.trace.traceId);
   assert.deepEqual(shape(first), shape(liveSpans), "same spans, parents, timing, status, events");
   assert.equal(parentId(rootOf(first)), producer.spanContext().spanId, "still the producer's child");
-  const second = out.filter((s) => s.spanContext().traceId !== probe.traceIds().traceId);
+  const second = out.filter((s) => s.spanContext().traceId !== probe.trace.traceId);
   assert.deepEqual(shape(second), shape(liveSub));
   assert.deepEqual(rootOf(first).attributes, rootOf(liveSpans).attributes);
 });
