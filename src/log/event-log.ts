@@ -311,7 +311,7 @@ export class EventLog {
     session: string,
     epoch: number | null,
     events: readonly EncodedEvent[],
-    options: AppendOptions & { epochFloor?: number } = {},
+    options: AppendOptions & { epochFloor?: number | undefined } = {},
   ): Promise<AppendResult> {
     const k = this.keys(session);
     const auto = options.batchId === undefined;

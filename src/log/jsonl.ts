@@ -4,7 +4,7 @@
 import { createReadStream } from "node:fs";
 import type { Writable } from "node:stream";
 import { once } from "node:events";
-import { envelopeSchema, type Envelope } from "./envelope.ts";
+import { envelopeSchema, type Envelope, type EventInput } from "./envelope.ts";
 import { ConflictError, FencedError } from "./errors.ts";
 import { newWriterId, type EncodedEvent, type EventLog } from "./event-log.ts";
 
@@ -59,73 +59,121 @@ export interface ImportOptions {
   batchBytes?: number;
 }
 
+/** Appends imported events in batches, each checked against the seq the previous one left. */
+class ImportBatches {
+  lastSeq = 0;
+  count = 0;
+  /** Raise the session's epoch to at least this (the highest imported epoch), so a new attempt fences them all. */
+  epochFloor: number | undefined;
+  readonly #log: EventLog;
+  readonly #session: string;
+  readonly #epoch: number | null;
+  readonly #maxEvents: number;
+  readonly #maxBytes: number;
+  readonly #writer = newWriterId();
+  #batchNo = 0;
+  #events: EncodedEvent[] = [];
+  #bytes = 0;
+
+  constructor(log: EventLog, session: string, epoch: number | null, options: ImportOptions) {
+    this.#log = log;
+    this.#session = session;
+    this.#epoch = epoch;
+    this.#maxEvents = options.batchEvents ?? 500;
+    this.#maxBytes = options.batchBytes ?? 4 * 1024 * 1024;
+  }
+
+  /** The seq the next event added will get. */
+  get nextSeq(): number {
+    return this.lastSeq + this.#events.length + 1;
+  }
+
+  async add(event: EncodedEvent): Promise<void> {
+    this.#events.push(event);
+    this.#bytes += event.bytes;
+    if (this.#events.length >= this.#maxEvents || this.#bytes >= this.#maxBytes) await this.#flush();
+  }
+
+  /** Appends what is left and drops the import's dedupe entry. */
+  async finish(): Promise<{ count: number; lastSeq: number }> {
+    await this.#flush();
+    if (this.#batchNo > 0) await this.#log.forgetWriter(this.#session, this.#writer);
+    return { count: this.count, lastSeq: this.lastSeq };
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#events.length === 0) return;
+    this.#batchNo++;
+    const res = await this.#log.appendEncoded(this.#session, this.#epoch, this.#events, {
+      expectedSeq: this.lastSeq,
+      batchId: `${this.#writer}:${this.#batchNo}`,
+      epochFloor: this.epochFloor,
+    });
+    if (res.outcome === "fenced") throw new FencedError(this.#session, this.#epoch ?? 0, res.epoch);
+    if (res.outcome === "conflict") throw new ConflictError(this.#session, this.lastSeq, res.lastSeq);
+    this.lastSeq = res.lastSeq;
+    this.count += this.#events.length;
+    this.#events = [];
+    this.#bytes = 0;
+  }
+}
+
+/** The first line that is not empty (the lines before it are dropped), or undefined at the end. */
+async function firstNonEmpty(lines: AsyncGenerator<string>): Promise<string | undefined> {
+  for (;;) {
+    const next = await lines.next();
+    if (next.done === true) return undefined;
+    if (next.value.length > 0) return next.value;
+  }
+}
+
+async function* prepend(first: string, rest: AsyncGenerator<string>): AsyncGenerator<string> {
+  yield first;
+  yield* rest;
+}
+
+function eventInputOf(env: Envelope): EventInput {
+  const input: EventInput = { turn: env.turn, attempt: env.attempt, kind: env.kind, data: env.data, at: env.at };
+  if (env.cli) input.cli = env.cli;
+  return input;
+}
+
+/** An exported log: every envelope keeps its seq (so the file must hold every seq from 1 on) and its epoch. */
+async function importEnvelopes(log: EventLog, session: string, path: string, lines: AsyncGenerator<string>, options: ImportOptions): Promise<ImportResult> {
+  const batches = new ImportBatches(log, session, null, options);
+  batches.epochFloor = 0;
+  for await (const line of lines) {
+    if (line.length === 0) continue;
+    const env = asEnvelope(line);
+    const expected = batches.nextSeq;
+    if (env === undefined) throw new Error(`${path}: line ${expected} is not an envelope; the file mixes formats`);
+    if (env.seq !== expected) throw new Error(`${path}: expected seq ${expected} but found ${env.seq}; an exported log has every seq from 1 on`);
+    batches.epochFloor = Math.max(batches.epochFloor, env.epoch);
+    await batches.add(log.encode(session, env.epoch, eventInputOf(env)));
+  }
+  const { count, lastSeq } = await batches.finish();
+  return { mode: "envelopes", count, lastSeq };
+}
+
+/** A raw CLI stdout recording: one attempt of a new turn, one cli.line per line. */
+async function importRaw(log: EventLog, session: string, lines: AsyncGenerator<string>, options: ImportOptions): Promise<ImportResult> {
+  const turn = options.turn ?? `import-${Date.now()}`;
+  const { epoch, attempt } = await log.beginAttempt(session, turn);
+  const batches = new ImportBatches(log, session, epoch, options);
+  for await (const line of lines) await batches.add(log.encode(session, epoch, { turn, attempt, kind: "cli.line", data: { raw: line } }));
+  const { count, lastSeq } = await batches.finish();
+  return { mode: "raw", count, lastSeq };
+}
+
 /** Loads a JSONL export back into a session with the same seqs, or a raw CLI stdout recording as one `cli.line` per line. */
 export async function importFile(log: EventLog, session: string, path: string, options: ImportOptions = {}): Promise<ImportResult> {
   const st = await log.stat(session);
   if (st.lastSeq > 0) {
     throw new Error(`session ${session} already has ${st.lastSeq} events; import into a new session id`);
   }
-  const batchEvents = options.batchEvents ?? 500;
-  const batchBytes = options.batchBytes ?? 4 * 1024 * 1024;
-  const writer = newWriterId();
-  let n = 0;
-  let lastSeq = 0;
-  let count = 0;
-  let mode: ImportResult["mode"] | undefined;
-  let epoch: number | null = null;
-  let attempt = 0;
-  let turn = "";
-  let batch: EncodedEvent[] = [];
-  let bytes = 0;
-  let maxEpoch = 0;
-
-  const flush = async (): Promise<void> => {
-    if (batch.length === 0) return;
-    n++;
-    const res = await log.appendEncoded(session, epoch, batch, {
-      expectedSeq: lastSeq,
-      batchId: `${writer}:${n}`,
-      ...(mode === "envelopes" ? { epochFloor: maxEpoch } : {}),
-    });
-    if (res.outcome === "fenced") throw new FencedError(session, epoch ?? 0, res.epoch);
-    if (res.outcome === "conflict") throw new ConflictError(session, lastSeq, res.lastSeq);
-    lastSeq = res.lastSeq;
-    count += batch.length;
-    batch = [];
-    bytes = 0;
-  };
-
-  for await (const line of fileLines(path)) {
-    if (mode === undefined) {
-      if (line.length === 0) continue;
-      if (asEnvelope(line) !== undefined) {
-        mode = "envelopes";
-      } else {
-        mode = "raw";
-        turn = options.turn ?? `import-${Date.now()}`;
-        ({ epoch, attempt } = await log.beginAttempt(session, turn));
-      }
-    }
-    let enc: EncodedEvent;
-    if (mode === "envelopes") {
-      if (line.length === 0) continue;
-      const env = asEnvelope(line);
-      if (env === undefined) throw new Error(`${path}: line ${lastSeq + batch.length + 1} is not an envelope; the file mixes formats`);
-      const expected = lastSeq + batch.length + 1;
-      if (env.seq !== expected) {
-        throw new Error(`${path}: expected seq ${expected} but found ${env.seq}; an exported log has every seq from 1 on`);
-      }
-      maxEpoch = Math.max(maxEpoch, env.epoch);
-      const input = { turn: env.turn, attempt: env.attempt, kind: env.kind, data: env.data, at: env.at, ...(env.cli ? { cli: env.cli } : {}) };
-      enc = log.encode(session, env.epoch, input);
-    } else {
-      enc = log.encode(session, epoch!, { turn, attempt, kind: "cli.line", data: { raw: line } });
-    }
-    batch.push(enc);
-    bytes += enc.bytes;
-    if (batch.length >= batchEvents || bytes >= batchBytes) await flush();
-  }
-  await flush();
-  if (n > 0) await log.forgetWriter(session, writer);
-  return { mode: mode ?? "raw", count, lastSeq };
+  const lines = fileLines(path);
+  const first = await firstNonEmpty(lines);
+  if (first === undefined) return { mode: "raw", count: 0, lastSeq: 0 };
+  const all = prepend(first, lines);
+  return asEnvelope(first) !== undefined ? importEnvelopes(log, session, path, all, options) : importRaw(log, session, all, options);
 }

@@ -6,7 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { connectRedis, createEventLog, type Envelope, type EventLog, type RedisClient } from "../../src/log/index.ts";
+import { connectRedis, createEventLog, importFile, type Envelope, type EventLog, type RedisClient } from "../../src/log/index.ts";
 import { rid } from "./contract.ts";
 
 const run = promisify(execFile);
@@ -104,6 +104,41 @@ describe("import/export", () => {
     assert.equal(again.code, 1);
     assert.match(again.stderr, /already has \d+ events/);
     assert.equal((await log.stat(s1)).lastSeq, lines.length, "a refused import wrote nothing");
+  });
+
+  it("import in small batches: leading blank lines are skipped, seqs and epochs kept; a gap or a mixed file is refused", async () => {
+    const source = `src-${rid()}`;
+    const { epoch, attempt } = await log.beginAttempt(source, "t1");
+    await log.append(source, epoch, [1, 2, 3, 4, 5].map((i) => ({ turn: "t1", attempt, kind: "cli.line", data: { raw: `line ${i}` } })));
+    const envelopes: Envelope[] = [];
+    for await (const e of log.read(source)) envelopes.push(e);
+    const text = (es: Envelope[]): string => es.map((e) => JSON.stringify(e)).join("\n") + "\n";
+    const good = join(dir, "small-batches.jsonl");
+    writeFileSync(good, "\n\n" + text(envelopes));
+    const copy = `batches-${rid()}`;
+    const gap = `gap-${rid()}`;
+    const mixed = `mixed-${rid()}`;
+    try {
+      assert.deepEqual(await importFile(log, copy, good, { batchEvents: 2 }), { mode: "envelopes", count: 5, lastSeq: 5 });
+      const copied: Envelope[] = [];
+      for await (const e of log.read(copy)) copied.push(e);
+      assert.deepEqual(
+        copied.map((e) => [e.seq, e.epoch, e.data]),
+        envelopes.map((e) => [e.seq, e.epoch, e.data]),
+      );
+      assert.equal((await log.beginAttempt(copy, "next")).epoch, epoch + 1, "the epoch counter continues above the imported epochs");
+
+      const gapFile = join(dir, "gap.jsonl");
+      writeFileSync(gapFile, text([envelopes[0]!, envelopes[2]!]));
+      await assert.rejects(importFile(log, gap, gapFile), /expected seq 2 but found 3/);
+
+      const mixedFile = join(dir, "mixed.jsonl");
+      writeFileSync(mixedFile, text(envelopes.slice(0, 3)) + "not an envelope\n");
+      await assert.rejects(importFile(log, mixed, mixedFile, { batchEvents: 2 }), /line 4 is not an envelope/);
+      assert.equal((await log.stat(mixed)).lastSeq, 2, "the full batch before the bad line went in");
+    } finally {
+      for (const s of [source, copy, gap, mixed]) await log.destroy(s);
+    }
   });
 
   it("export of an unknown session and bad arguments fail with a clear message", async () => {
