@@ -50,24 +50,23 @@ export interface ModelServerOptions {
   /** The responses to give, in order (validated: see src/testing/README.md). */
   script: Script | unknown;
   /** Port to listen on (default any free one). */
-  port?: number;
+  port?: number | undefined;
   /** Address to listen on (default 127.0.0.1). */
-  host?: string;
+  host?: string | undefined;
   /**
    * Which Messages requests are side requests (the CLI's own housekeeping, e.g. a title or summary
    * asked of a small model): they get `sideReply` and never consume the script, so a script stays
    * deterministic whatever housekeeping a CLI version adds. Default: `isSideRequest`. `false` sends
    * every request through the script.
    */
-  sideRequest?: ((request: RecordedRequest) => boolean) | false;
+  sideRequest?: ((request: RecordedRequest) => boolean) | false | undefined;
   /** Text answered to side requests (default `Scripted session`). */
-  sideReply?: string;
+  sideReply?: string | undefined;
 }
 
 /**
  * The default side-request rule: a request that offers no tools to a small (haiku) model. The main
  * loop and every subagent always offer tools, so this never catches a turn a script is meant to answer.
- * (CLI 2.1.332 in `-p` mode with non-essential traffic disabled sent none in our runs.)
  */
 export function isSideRequest(request: RecordedRequest): boolean {
   return request.tools.length === 0 && /haiku/i.test(request.model ?? "");
@@ -105,94 +104,126 @@ export function lastUserText(messages: unknown[]): string {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Starts the scripted Messages API double on loopback: answers each turn's requests from the script in order, records every request. */
-export async function startModelServer(options: ModelServerOptions): Promise<ModelServer> {
-  const script = parseScript(options.script);
-  const sideRule = options.sideRequest === false ? () => false : (options.sideRequest ?? isSideRequest);
-  const sideReply: ContentResponse = { content: [{ type: "text", text: options.sideReply ?? "Scripted session" }] };
-  const consumed = new Array<boolean>(script.responses.length).fill(false);
-  const recorded: RecordedRequest[] = [];
-  const open = new Set<ServerResponse>();
+/** The script's responses, each given once: the first unconsumed one whose `match` (if any) the request satisfies; others wait their turn. */
+class ScriptQueue {
+  readonly #responses: readonly ScriptResponse[];
+  readonly #consumed: boolean[];
 
-  // First unconsumed response whose `match` (if any) the request satisfies; others wait their turn.
-  const take = (userText: string): number | null => {
-    for (let i = 0; i < script.responses.length; i++) {
-      if (consumed[i]) continue;
-      const m = script.responses[i]!.match;
+  constructor(responses: readonly ScriptResponse[]) {
+    this.#responses = responses;
+    this.#consumed = new Array<boolean>(responses.length).fill(false);
+  }
+
+  take(userText: string): number | null {
+    for (let i = 0; i < this.#responses.length; i++) {
+      if (this.#consumed[i]) continue;
+      const m = this.#responses[i]!.match;
       if (m === undefined || userText.includes(m)) {
-        consumed[i] = true;
+        this.#consumed[i] = true;
         return i;
       }
     }
     return null;
-  };
+  }
 
+  response(index: number): ScriptResponse {
+    return this.#responses[index]!;
+  }
+
+  remaining(): number {
+    return this.#consumed.filter((c) => !c).length;
+  }
+}
+
+/** What the server needs to answer a request. */
+interface Answerer {
+  queue: ScriptQueue;
+  recorded: RecordedRequest[];
+  isSide: (request: RecordedRequest) => boolean;
+  sideReply: ContentResponse;
+}
+
+/** A request as recorded, before it is known which kind it is. */
+function recordOf(req: IncomingMessage, url: URL, parsed: Record<string, any> | undefined): RecordedRequest {
+  const messages = Array.isArray(parsed?.messages) ? (parsed.messages as unknown[]) : [];
+  return {
+    at: new Date().toISOString(),
+    kind: "other",
+    method: req.method ?? "GET",
+    path: url.pathname + url.search,
+    model: typeof parsed?.model === "string" ? parsed.model : undefined,
+    stream: parsed?.stream === true,
+    system: parsed?.system,
+    messages,
+    tools: Array.isArray(parsed?.tools) ? parsed.tools.map((t: { name?: unknown }) => String(t?.name)) : [],
+    headers: pickHeaders(req),
+    lastUserText: lastUserText(messages),
+    responseIndex: null,
+  };
+}
+
+/** A Messages request's answer: the side reply, the script's next response, or the default `done`. */
+function pickResponse(a: Answerer, entry: RecordedRequest): ScriptResponse {
+  if (a.isSide(entry)) {
+    entry.kind = "side";
+    return a.sideReply;
+  }
+  entry.kind = "messages";
+  entry.responseIndex = a.queue.take(entry.lastUserText);
+  return entry.responseIndex === null ? DEFAULT_REPLY : a.queue.response(entry.responseIndex);
+}
+
+async function handle(a: Answerer, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? "/", "http://localhost");
+  const body = await readBody(req);
+  if (req.method === "GET" && url.pathname === "/_requests") {
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(a.recorded));
+    return;
+  }
+  const parsed = parseJson(body);
+  const entry = recordOf(req, url, parsed);
+  a.recorded.push(entry);
+  if (req.method === "POST" && url.pathname === "/v1/messages/count_tokens") {
+    entry.kind = "count_tokens";
+    const tokens = Math.ceil(JSON.stringify(entry.messages).length / 4);
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ input_tokens: tokens }));
+    return;
+  }
+  if (req.method === "HEAD" && (url.pathname === "/" || url.pathname === "/v1/messages")) {
+    // Connectivity probes: the host answers, nothing else to say.
+    res.writeHead(200).end();
+    return;
+  }
+  if (req.method !== "POST" || url.pathname !== "/v1/messages") {
+    sendError(res, 404, "not_found_error", `the model server does not serve ${req.method} ${url.pathname}`);
+    return;
+  }
+  if (parsed === undefined || !Array.isArray(parsed.messages)) {
+    entry.kind = "messages";
+    sendError(res, 400, "invalid_request_error", "messages: expected an array");
+    return;
+  }
+  await respond(res, pickResponse(a, entry), entry.model ?? "claude-scripted", entry.stream);
+}
+
+/** Starts the scripted Messages API double on loopback: answers each turn's requests from the script in order, records every request. */
+export async function startModelServer(options: ModelServerOptions): Promise<ModelServer> {
+  const script = parseScript(options.script);
+  const answerer: Answerer = {
+    queue: new ScriptQueue(script.responses),
+    recorded: [],
+    isSide: options.sideRequest === false ? () => false : (options.sideRequest ?? isSideRequest),
+    sideReply: { content: [{ type: "text", text: options.sideReply ?? "Scripted session" }] },
+  };
+  const open = new Set<ServerResponse>();
   const server = createServer((req, res) => {
     open.add(res);
     res.on("close", () => open.delete(res));
-    handle(req, res).catch((err: unknown) => {
+    handle(answerer, req, res).catch((err: unknown) => {
       if (!res.headersSent) sendError(res, 500, "api_error", err instanceof Error ? err.message : String(err));
       else res.destroy();
     });
   });
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    const body = await readBody(req);
-    if (req.method === "GET" && url.pathname === "/_requests") {
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(recorded));
-      return;
-    }
-    const parsed = parseJson(body);
-    const messages = Array.isArray(parsed?.messages) ? (parsed.messages as unknown[]) : [];
-    const model = typeof parsed?.model === "string" ? parsed.model : undefined;
-    const entry: RecordedRequest = {
-      at: new Date().toISOString(),
-      kind: "other",
-      method: req.method ?? "GET",
-      path: url.pathname + url.search,
-      model,
-      stream: parsed?.stream === true,
-      system: parsed?.system,
-      messages,
-      tools: Array.isArray(parsed?.tools) ? parsed.tools.map((t: { name?: unknown }) => String(t?.name)) : [],
-      headers: pickHeaders(req),
-      lastUserText: lastUserText(messages),
-      responseIndex: null,
-    };
-    recorded.push(entry);
-    if (req.method === "POST" && url.pathname === "/v1/messages/count_tokens") {
-      entry.kind = "count_tokens";
-      const tokens = Math.ceil(JSON.stringify(messages).length / 4);
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ input_tokens: tokens }));
-      return;
-    }
-    if (req.method === "HEAD" && (url.pathname === "/" || url.pathname === "/v1/messages")) {
-      // Connectivity probes: the host answers, nothing else to say.
-      res.writeHead(200).end();
-      return;
-    }
-    if (req.method !== "POST" || url.pathname !== "/v1/messages") {
-      sendError(res, 404, "not_found_error", `the model server does not serve ${req.method} ${url.pathname}`);
-      return;
-    }
-    if (parsed === undefined || !Array.isArray(parsed.messages)) {
-      entry.kind = "messages";
-      sendError(res, 400, "invalid_request_error", "messages: expected an array");
-      return;
-    }
-    let response: ScriptResponse;
-    if (sideRule(entry)) {
-      entry.kind = "side";
-      response = sideReply;
-    } else {
-      entry.kind = "messages";
-      entry.responseIndex = take(entry.lastUserText);
-      response = entry.responseIndex === null ? DEFAULT_REPLY : script.responses[entry.responseIndex]!;
-    }
-    await respond(res, response, model ?? "claude-scripted", entry.stream);
-  }
-
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
@@ -201,8 +232,8 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
   const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${host}:${addr.port}`,
-    requests: () => recorded.slice(),
-    remaining: () => consumed.filter((c) => !c).length,
+    requests: () => answerer.recorded.slice(),
+    remaining: () => answerer.queue.remaining(),
     close: async () => {
       for (const res of open) res.destroy();
       server.closeAllConnections();
