@@ -34,12 +34,5 @@ export {
 } from "./otel.ts";
 export { ENV_VARS, ENV_VAR_NAMES, type EnvVarDoc } from "./env-vars.ts";
 export { AGENT_NAME, ATTEMPT_SPAN_NAME, AttemptSpans, attemptSpansObserver, GENAI, toolSpanName, type AttemptSpansOptions } from "./spans/index.ts";
-export {
-  asTraceIds,
-  contextFromIds,
-  contextFromTraceparent,
-  formatTraceparent,
-  injectTraceparent,
-  type TraceIds,
-} from "./trace-context.ts";
+export { contextFromTraceparent, formatTraceparent, injectTraceparent, type TraceIds } from "./trace-context.ts";
 export { exportTracesFromLog, type ExportTracesOptions, type ExportTracesResult } from "./trace-export.ts";

@@ -1,26 +1,12 @@
 // W3C trace context across the queue and the event log. The producer puts a `traceparent` into the
 // job; the worker makes each attempt span its child and writes the ids into the attempt's events, so
-// a re-export from the log lands in the same trace.
-import {
-  ROOT_CONTEXT,
-  trace,
-  TraceFlags,
-  type Context,
-  type Span,
-  type SpanContext,
-} from "@opentelemetry/api";
+// a re-export from the log lands in the same trace. (The ids in the log are read through the event
+// vocabulary: `dataOf("attempt.started", data)?.trace`.)
+import { ROOT_CONTEXT, trace, TraceFlags, type Context, type Span, type SpanContext } from "@opentelemetry/api";
 import { parseTraceParent } from "@opentelemetry/core";
 import type { TraceIds } from "../events/index.ts";
 
 export type { TraceIds };
-
-const TRACE_ID = /^[0-9a-f]{32}$/;
-const SPAN_ID = /^[0-9a-f]{16}$/;
-const ZERO_TRACE = "0".repeat(32);
-const ZERO_SPAN = "0".repeat(16);
-
-const isTraceId = (v: unknown): v is string => typeof v === "string" && TRACE_ID.test(v) && v !== ZERO_TRACE;
-const isSpanId = (v: unknown): v is string => typeof v === "string" && SPAN_ID.test(v) && v !== ZERO_SPAN;
 
 function spanContextOf(from: Context | Span | undefined): SpanContext | undefined {
   if (from === undefined) return undefined;
@@ -49,20 +35,4 @@ export function contextFromTraceparent(traceparent: string | undefined, base: Co
   const sc = parseTraceParent(traceparent.trim());
   if (sc === null || !trace.isSpanContextValid(sc)) return undefined;
   return trace.setSpanContext(base, { ...sc, isRemote: true });
-}
-
-/** A context whose remote parent is `spanId` in `traceId` (sampled). */
-export function contextFromIds(traceId: string, spanId: string, base: Context = ROOT_CONTEXT): Context | undefined {
-  if (!isTraceId(traceId) || !isSpanId(spanId)) return undefined;
-  return trace.setSpanContext(base, { traceId, spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true });
-}
-
-/** Validates a `{ traceId, spanId, parentSpanId? }` value read back from the log. */
-export function asTraceIds(v: unknown): TraceIds | undefined {
-  if (v === null || typeof v !== "object") return undefined;
-  const o = v as Record<string, unknown>;
-  if (!isTraceId(o["traceId"]) || !isSpanId(o["spanId"])) return undefined;
-  const ids: { traceId: string; spanId: string; parentSpanId?: string } = { traceId: o["traceId"], spanId: o["spanId"] };
-  if (isSpanId(o["parentSpanId"])) ids.parentSpanId = o["parentSpanId"];
-  return ids;
 }
