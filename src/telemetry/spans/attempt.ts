@@ -61,7 +61,7 @@ export class AttemptSpans implements AttemptObserver {
     this.#requestModel = context.requestModel;
     // CLIENT: the agent runs in another process (the CLI), which the conventions call a remote agent.
     this.#root = options.tracer.startSpan(ATTEMPT_SPAN_NAME, { kind: SpanKind.CLIENT, startTime: this.#lastMs, attributes: attemptAttributes(context) }, parent);
-    this.trace = traceIdsOf(this.#root, parent);
+    this.trace = attemptTraceIds(this.#root, parent);
     this.#text = spanText(context.scrub, options.maxContentChars ?? DEFAULT_MAX_CONTENT_CHARS);
     this.#tools = new ToolSpans({ tracer: options.tracer, attemptContext: trace.setSpan(parent, this.#root), text: this.#text, captureContent });
     this.#results = new ResultAccounting(this.#root, this.#text, captureContent);
@@ -251,7 +251,7 @@ function attemptAttributes(context: AttemptContext): Attributes {
 }
 
 /** The attempt span's ids, and its parent's when the producer's trace context named one. */
-function traceIdsOf(span: Span, parent: Context): TraceIds {
+function attemptTraceIds(span: Span, parent: Context): TraceIds {
   const { traceId, spanId } = span.spanContext();
   const ids: TraceIds = { traceId, spanId };
   const parentSpan = trace.getSpanContext(parent);
