@@ -33,6 +33,6 @@ export {
   type TracesConfig,
 } from "./otel.ts";
 export { ENV_VARS, ENV_VAR_NAMES, type EnvVarDoc } from "./env-vars.ts";
-export { AGENT_NAME, ATTEMPT_SPAN_NAME, AttemptSpans, attemptSpansObserver, GENAI, toolSpanName, type AttemptSpansOptions } from "./spans/index.ts";
+export { AGENT_NAME, ATTEMPT_SPAN_NAME, attemptSpansObserver, GENAI, toolSpanName, type AttemptSpansOptions } from "./spans/index.ts";
 export { contextFromTraceparent, formatTraceparent, injectTraceparent, type TraceIds } from "./trace-context.ts";
 export { exportTracesFromLog, type ExportTracesOptions, type ExportTracesResult } from "./trace-export.ts";
