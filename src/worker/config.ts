@@ -1,34 +1,12 @@
-// Worker configuration: options in code, or the process environment for `turnstream worker`.
+// Worker configuration from the process environment (`turnstream worker`, workers/turn-worker.ts):
+// the part of TurnWorkerOptions a variable sets, checked here so a bad value stops the start naming
+// the variable.
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys } from "../decisions/index.ts";
 import { checkAllowEnv } from "../queue/index.ts";
-import type { WorkspaceTrust } from "./execute.ts";
-
-export interface WorkerEnvConfig {
-  workspaceRoots: string[];
-  concurrency: number;
-  instanceId: string;
-  instanceRoot: string | undefined;
-  sandboxed: boolean;
-  leaseMs: number | undefined;
-  lockDuration: number | undefined;
-  stalledInterval: number | undefined;
-  logPrefix: string | undefined;
-  queuePrefix: string | undefined;
-  queueName: string | undefined;
-  claudeBin: string | undefined;
-  snapshotCacheBytes: number | undefined;
-  allowEnv: string[];
-  workspaceTrust: WorkspaceTrust;
-  mcpConfigFile: string | undefined;
-  /** Operators' public keys (TURNSTREAM_OPERATOR_KEYS); without them supervised turns fail. */
-  operatorKeys: string[] | undefined;
-  keepRawLines: boolean;
-  maxOutputLines: number | undefined;
-  maxOutputBytes: number | undefined;
-}
+import type { WorkerEnvConfig } from "./options.ts";
 
 const intFrom = (name: string) =>
   z
@@ -104,7 +82,10 @@ function operatorKeysFrom(value: string | undefined): string[] | undefined {
   }
 }
 
-/** Reads the worker's settings from the environment (REDIS_URL / REDIS_CLUSTER_NODES are read by connectRedis). */
+/**
+ * Reads the worker's options from the environment (REDIS_URL / REDIS_CLUSTER_NODES are read by
+ * connectRedis). Unset variables stay undefined: the defaults are compileWorkerOptions'.
+ */
 export function workerConfigFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): WorkerEnvConfig {
   const r = envSchema.safeParse(env);
   if (!r.success) {
@@ -114,7 +95,7 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
   const e = r.data;
   return {
     workspaceRoots: parseWorkspaceRoots(e.TURNSTREAM_WORKSPACE_ROOTS),
-    concurrency: e.TURNSTREAM_CONCURRENCY ?? 1,
+    concurrency: e.TURNSTREAM_CONCURRENCY,
     instanceId: e.TURNSTREAM_INSTANCE_ID ?? `worker-${hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60)}-${process.pid}`,
     instanceRoot: e.TURNSTREAM_INSTANCE_ROOT,
     sandboxed: e.TURNSTREAM_SANDBOXED === "1" || e.TURNSTREAM_SANDBOXED === "true",
@@ -127,7 +108,7 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     claudeBin: e.CLAUDE_BIN,
     snapshotCacheBytes: e["TURNSTREAM_SNAPSHOT_CACHE_MB"] === undefined ? undefined : e["TURNSTREAM_SNAPSHOT_CACHE_MB"] * 1024 * 1024,
     allowEnv: allowEnvFrom(e.TURNSTREAM_ALLOW_ENV),
-    workspaceTrust: e.TURNSTREAM_WORKSPACE_TRUST ?? "never",
+    workspaceTrust: e.TURNSTREAM_WORKSPACE_TRUST,
     mcpConfigFile: e.TURNSTREAM_MCP_CONFIG,
     operatorKeys: operatorKeysFrom(e.TURNSTREAM_OPERATOR_KEYS),
     keepRawLines: e.TURNSTREAM_KEEP_RAW_LINES === "1" || e.TURNSTREAM_KEEP_RAW_LINES === "true",

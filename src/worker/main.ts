@@ -3,24 +3,14 @@
 import { connectRedis } from "../log/index.ts";
 import { createLogger, createScrubber, startTelemetry } from "../telemetry/index.ts";
 import { workerConfigFromEnv } from "./config.ts";
-import { startTurnWorker, type TurnWorker } from "./worker.ts";
+import { boundedWait, startTurnWorker, type TurnWorker } from "./worker.ts";
 
 export interface WorkerMainOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** Overrides TURNSTREAM_CONCURRENCY. */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /** Shutdown grace period (default TURNSTREAM_SHUTDOWN_GRACE_MS or 30 s). */
-  graceMs?: number;
-}
-
-function bounded(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p.then(() => true, () => true),
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
+  graceMs?: number | undefined;
 }
 
 /** Starts the worker and resolves with the exit code once a signal has shut it down. */
@@ -35,43 +25,18 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   redis.on("error", (err: Error) => logger.warn({ err: { message: err.message } }, "redis connection error"));
   let worker: TurnWorker;
   try {
-    worker = startTurnWorker({
-      redis,
-      workspaceRoots: cfg.workspaceRoots,
-      concurrency: options.concurrency ?? cfg.concurrency,
-      instanceId: cfg.instanceId,
-      sandboxed: cfg.sandboxed,
-      allowEnv: cfg.allowEnv,
-      workspaceTrust: cfg.workspaceTrust,
-      ...(cfg.mcpConfigFile !== undefined ? { mcpConfigFile: cfg.mcpConfigFile } : {}),
-      ...(cfg.operatorKeys !== undefined ? { operatorKeys: cfg.operatorKeys } : {}),
-      logger,
-      scrubber,
-      secretEnv: env,
-      telemetry,
-      keepRawLines: cfg.keepRawLines,
-      ...(cfg.maxOutputLines !== undefined ? { maxOutputLines: cfg.maxOutputLines } : {}),
-      ...(cfg.maxOutputBytes !== undefined ? { maxOutputBytes: cfg.maxOutputBytes } : {}),
-      ...(cfg.instanceRoot !== undefined ? { instanceRoot: cfg.instanceRoot } : {}),
-      ...(cfg.leaseMs !== undefined ? { leaseMs: cfg.leaseMs } : {}),
-      ...(cfg.lockDuration !== undefined ? { lockDuration: cfg.lockDuration } : {}),
-      ...(cfg.stalledInterval !== undefined ? { stalledInterval: cfg.stalledInterval } : {}),
-      ...(cfg.logPrefix !== undefined ? { logPrefix: cfg.logPrefix } : {}),
-      ...(cfg.queuePrefix !== undefined ? { queuePrefix: cfg.queuePrefix } : {}),
-      ...(cfg.queueName !== undefined ? { queueName: cfg.queueName } : {}),
-      ...(cfg.claudeBin !== undefined ? { claudeBin: cfg.claudeBin } : {}),
-      ...(cfg.snapshotCacheBytes !== undefined ? { snapshotCacheBytes: cfg.snapshotCacheBytes } : {}),
-    });
+    // The environment's options, then what only the process has: its connection, logger, scrubber and telemetry.
+    worker = startTurnWorker({ ...cfg, concurrency: options.concurrency ?? cfg.concurrency, redis, logger, scrubber, secretEnv: env, telemetry });
   } catch (err) {
     redis.disconnect();
-    await bounded(telemetry.shutdown(), 1000);
+    await boundedWait(telemetry.shutdown(), 1000);
     throw err;
   }
   const graceRaw = Number(env["TURNSTREAM_SHUTDOWN_GRACE_MS"]);
   const graceMs = options.graceMs ?? (Number.isFinite(graceRaw) && graceRaw >= 0 ? graceRaw : 30_000);
   if (cfg.operatorKeys === undefined) logger.warn({}, "no TURNSTREAM_OPERATOR_KEYS: supervised turns will fail, since no operator decision could be verified");
   await worker.ready();
-  logger.info({ worker: worker.id, pid: process.pid, concurrency: options.concurrency ?? cfg.concurrency, roots: cfg.workspaceRoots }, "worker ready");
+  logger.info({ worker: worker.id, pid: process.pid, concurrency: worker.worker.opts.concurrency, roots: cfg.workspaceRoots }, "worker ready");
   await new Promise<void>((resolve) => {
     const onSignal = (sig: NodeJS.Signals): void => {
       logger.info({ signal: sig }, "signal received; stopping");
@@ -84,8 +49,8 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   });
   await worker.close({ graceMs });
   // The last spans (attempts ended by the shutdown) go out before the process exits.
-  if (!(await bounded(telemetry.shutdown(), 5000))) logger.warn({}, "telemetry did not flush within 5 s; some spans may be lost");
-  if (!(await Promise.race([redis.quit().then(() => true, () => true), new Promise<boolean>((r) => setTimeout(() => r(false), 1000))]))) redis.disconnect();
+  if (!(await boundedWait(telemetry.shutdown(), 5000))) logger.warn({}, "telemetry did not flush within 5 s; some spans may be lost");
+  if (!(await boundedWait(redis.quit(), 1000))) redis.disconnect();
   logger.info({ worker: worker.id }, "worker stopped");
   return 0;
 }

@@ -8,6 +8,9 @@ import { createHash, type Hash } from "node:crypto";
 import type { EventLog } from "../log/index.ts";
 import type { SessionSnapshotData } from "../events/index.ts";
 
+/** What a worker keeps of recent session files unless told otherwise (TurnWorkerOptions.snapshotCacheBytes). */
+export const DEFAULT_SNAPSHOT_CACHE_BYTES = 64 * 1024 * 1024;
+
 /** Deltas in a row before a snapshot holds the whole file again (bounds the reads of a restore). */
 export const MAX_SNAPSHOT_DEPTH = 8;
 
@@ -62,7 +65,7 @@ export class SnapshotCache {
   readonly #maxBytes: number;
   #bytes = 0;
 
-  constructor(maxBytes = 64 * 1024 * 1024) {
+  constructor(maxBytes = DEFAULT_SNAPSHOT_CACHE_BYTES) {
     this.#maxBytes = maxBytes;
   }
 

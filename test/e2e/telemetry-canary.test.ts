@@ -121,11 +121,15 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
       secretValues: { TEST_REGISTERED: c.registered },
       claudeBin: wrapper,
       sandboxed: true,
-      observer: {
-        onEvent() {
-          if (thrown++ === 0) throw new Error(`observer could not use ${c.registered} with ${c.deploy}`);
+      observers: [
+        {
+          attempt: () => ({
+            onEvent() {
+              if (thrown++ === 0) throw new Error(`observer could not use ${c.registered} with ${c.deploy}`);
+            },
+          }),
         },
-      },
+      ],
     });
     const env = {
       DEPLOY_TOKEN: { fromEnv: "DEPLOY_TOKEN" },

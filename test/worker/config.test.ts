@@ -2,7 +2,7 @@
 // the variable to change.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { workerConfigFromEnv, WorkerConfigError } from "../../src/worker/index.ts";
+import { compileWorkerOptions, WORKER_DEFAULTS, workerConfigFromEnv, WorkerConfigError } from "../../src/worker/index.ts";
 
 const base = { TURNSTREAM_WORKSPACE_ROOTS: "/work/a:/work/b" };
 
@@ -20,10 +20,10 @@ test("TURNSTREAM_SNAPSHOT_CACHE_MB: default unset, MiB to bytes, 0 turns it off,
 });
 
 test("TURNSTREAM_ALLOW_ENV, TURNSTREAM_WORKSPACE_TRUST, TURNSTREAM_MCP_CONFIG: safe defaults, and a gate no setting can open", () => {
-  const cfg = workerConfigFromEnv(base);
-  assert.deepEqual([cfg.allowEnv, cfg.workspaceTrust, cfg.mcpConfigFile], [[], "never", undefined]);
-  const set = workerConfigFromEnv({ ...base, TURNSTREAM_ALLOW_ENV: "PATH,ANTHROPIC_BASE_URL", TURNSTREAM_WORKSPACE_TRUST: "job", TURNSTREAM_MCP_CONFIG: "/etc/ts/mcp.json" });
-  assert.deepEqual([set.allowEnv, set.workspaceTrust, set.mcpConfigFile], [["PATH", "ANTHROPIC_BASE_URL"], "job", "/etc/ts/mcp.json"]);
+  const cfg = compileWorkerOptions(workerConfigFromEnv(base));
+  assert.deepEqual([[...cfg.allowEnv], cfg.workspaceTrust, cfg.mcpConfigFile], [[], "never", undefined]);
+  const set = compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_ALLOW_ENV: "PATH,ANTHROPIC_BASE_URL", TURNSTREAM_WORKSPACE_TRUST: "job", TURNSTREAM_MCP_CONFIG: "/etc/ts/mcp.json" }));
+  assert.deepEqual([[...set.allowEnv], set.workspaceTrust, set.mcpConfigFile], [["PATH", "ANTHROPIC_BASE_URL"], "job", "/etc/ts/mcp.json"]);
   const refused = (env: Record<string, string>, variable: string, message: RegExp) =>
     assert.throws(() => workerConfigFromEnv({ ...base, ...env }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable && message.test(err.message));
   refused({ TURNSTREAM_ALLOW_ENV: "PATH,NODE_OPTIONS" }, "TURNSTREAM_ALLOW_ENV", /NODE_OPTIONS cannot be allowed/);
@@ -32,11 +32,23 @@ test("TURNSTREAM_ALLOW_ENV, TURNSTREAM_WORKSPACE_TRUST, TURNSTREAM_MCP_CONFIG: s
 });
 
 test("TURNSTREAM_KEEP_RAW_LINES, TURNSTREAM_MAX_OUTPUT_LINES, TURNSTREAM_MAX_OUTPUT_MB: scrubbed and bounded by default, refused by name when malformed", () => {
-  const cfg = workerConfigFromEnv(base);
-  assert.deepEqual([cfg.keepRawLines, cfg.maxOutputLines, cfg.maxOutputBytes], [false, undefined, undefined]);
-  const set = workerConfigFromEnv({ ...base, TURNSTREAM_KEEP_RAW_LINES: "1", TURNSTREAM_MAX_OUTPUT_LINES: "5000", TURNSTREAM_MAX_OUTPUT_MB: "64" });
+  const cfg = compileWorkerOptions(workerConfigFromEnv(base));
+  assert.deepEqual([cfg.keepRawLines, cfg.maxOutputLines, cfg.maxOutputBytes], [false, 100_000, 256 * 1024 * 1024]);
+  const set = compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_KEEP_RAW_LINES: "1", TURNSTREAM_MAX_OUTPUT_LINES: "5000", TURNSTREAM_MAX_OUTPUT_MB: "64" }));
   assert.deepEqual([set.keepRawLines, set.maxOutputLines, set.maxOutputBytes], [true, 5000, 64 * 1024 * 1024]);
   for (const [variable, bad] of [["TURNSTREAM_KEEP_RAW_LINES", "yes"], ["TURNSTREAM_MAX_OUTPUT_LINES", "0"], ["TURNSTREAM_MAX_OUTPUT_MB", "1.5"]] as const) {
     assert.throws(() => workerConfigFromEnv({ ...base, [variable]: bad }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable);
   }
+});
+
+test("one compile step: the environment's options become the settings a worker runs with, unset ones from the defaults", () => {
+  const cfg = workerConfigFromEnv({ ...base, TURNSTREAM_CONCURRENCY: "3", TURNSTREAM_LEASE_MS: "9000", TURNSTREAM_SNAPSHOT_CACHE_MB: "0" });
+  const settings = compileWorkerOptions(cfg);
+  assert.deepEqual(
+    [settings.concurrency, settings.leaseMs, settings.snapshotCacheBytes, settings.lockDuration, settings.stalledInterval, settings.queueName, settings.logPrefix],
+    [3, 9000, 0, WORKER_DEFAULTS.lockDuration, WORKER_DEFAULTS.stalledInterval, WORKER_DEFAULTS.queueName, WORKER_DEFAULTS.logPrefix],
+  );
+  assert.equal(settings.instanceId, cfg.instanceId, "the environment's instance id is kept");
+  assert.throws(() => compileWorkerOptions({ ...cfg, maxOutputLines: 0 }), /maxOutputLines must be a positive integer/);
+  assert.throws(() => compileWorkerOptions({ ...cfg, workspaceRoots: [] }), /workspaceRoots must list at least one directory/);
 });

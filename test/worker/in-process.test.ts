@@ -1,10 +1,13 @@
 // The in-process worker against the real CLI: one session's turns run in order and the second resumes
-// the first's CLI session from the snapshot in the log.
+// the first's CLI session from the snapshot in the log; each attempt.started names the CLI's version.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createProducer } from "../../src/queue/index.ts";
 import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
+import { dataOf } from "../../src/events/index.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { cleanupKeys, cliEnv, readAll, redisFor, testSpace, waitUntil } from "./_support.ts";
 
 test("in-process worker: two turns of one session, the second resumes the first", async () => {
@@ -39,6 +42,12 @@ test("in-process worker: two turns of one session, the second resumes the first"
     const events = await readAll(producer.log, a.session);
     const kinds = events.map((e) => `${e.turn === a.turn ? 1 : 2}:${e.kind}`);
     assert.ok(kinds.indexOf("2:attempt.started") > kinds.indexOf("1:turn.finished"), kinds.join(" "));
+    // Every attempt records the version of the CLI that ran it: the pinned package's, read once by the worker.
+    const pinned = (JSON.parse(readFileSync(join("node_modules", "@anthropic-ai", "claude-code", "package.json"), "utf8")) as { version: string }).version;
+    const starts = events.filter((e) => e.kind === "attempt.started").map((e) => dataOf("attempt.started", e.data)?.cliVersion);
+    assert.deepEqual(starts, [pinned, pinned]);
+    const init = events.map((e) => (e.kind === "cli.line" ? (JSON.parse(String(dataOf("cli.line", e.data)?.raw)) as Record<string, unknown>) : undefined)).find((l) => l?.["subtype"] === "init");
+    assert.equal(init?.["claude_code_version"], pinned, "the version the CLI itself reports");
     // The worker pops the turn right after its terminal event is in the log.
     await waitUntil(async () => (await producer.order.pending(a.session)).length === 0, 5000, "the session's pending list to empty");
   } finally {

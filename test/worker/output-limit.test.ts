@@ -4,6 +4,7 @@
 // a tool result are already more than a tiny limit allows.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import type { EventObserver } from "../../src/events/index.ts";
 import { dataOf, findTreeProcess, rig } from "./_more.ts";
 
 test("past maxOutputLines the run's tree is killed (a background sleep with it) and the turn fails output_limit, naming TURNSTREAM_MAX_OUTPUT_LINES", async () => {
@@ -19,13 +20,15 @@ test("past maxOutputLines the run's tree is killed (a background sleep with it) 
   try {
     // Seen from the worker as each line is written: the background sleep runs once its launch's result is printed.
     let sleeper: number | undefined;
-    const observer = {
-      onEvent(_s: string, e: { kind: string; data: unknown }) {
-        if (sleeper === undefined && e.kind === "cli.line" && String((e.data as { raw?: string }).raw).includes('"tool_result"')) sleeper = findTreeProcess("sleep 61", r.space.root)?.pid;
-      },
+    const observer: EventObserver = {
+      attempt: () => ({
+        onEvent(e) {
+          if (sleeper === undefined && e.kind === "cli.line" && String((e.data as { raw?: string }).raw).includes('"tool_result"')) sleeper = findTreeProcess("sleep 61", r.space.root)?.pid;
+        },
+      }),
     };
     // init, tool_use, background_tasks_changed, tool_result, tool_use: the echo's result is the sixth line.
-    r.worker({ maxOutputLines: 5, observer });
+    r.worker({ maxOutputLines: 5, observers: [observer] });
     const started = Date.now();
     const t = await r.producer.enqueueTurn({ prompt: "go", cwd: r.ws, options: { allowedTools: ["Bash"] } });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 40_000 });

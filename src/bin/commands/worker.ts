@@ -34,7 +34,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const concurrency = num(parsed.values.concurrency, "concurrency", 1);
     const graceMs = num(parsed.values["grace-ms"], "grace-ms", 0);
-    const code = await runWorkerMain({ ...(concurrency !== undefined ? { concurrency } : {}), ...(graceMs !== undefined ? { graceMs } : {}) });
+    const code = await runWorkerMain({ concurrency, graceMs });
     // Shutdown is bounded; a handle some library leaves behind (a reconnect timer to a Redis that is
     // gone) must not keep a stopped worker alive. Unref'd: a clean exit does not wait for it.
     setTimeout(() => process.exit(code), 2000).unref();

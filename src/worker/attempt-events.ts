@@ -1,0 +1,174 @@
+// One attempt's events: each is shown to the worker's observers (in log order, before it is
+// buffered), then handed to the log writer, which appends under the attempt's fencing epoch. A write
+// that finds a newer attempt in charge (FencedError) stops the attempt. The attempt's terminal writes
+// (failed, cancelled, abandoned) are here too, so every step ends an attempt the same way.
+import {
+  ATTEMPT_END_KINDS,
+  type AttemptAbandonedData,
+  type AttemptObserver,
+  type EventKind,
+  type ObservedEvent,
+  type TraceIds,
+  type TurnCancelledData,
+  type TurnFailedData,
+} from "../events/index.ts";
+import { createWriter, FencedError, type EventInput, type Writer, type WriteOptions } from "../log/index.ts";
+import type { ParsedLine } from "../protocol/index.ts";
+import type { TurnJob } from "../queue/index.ts";
+import type { Scrubber } from "../telemetry/index.ts";
+import type { AttemptControl, AttemptEnd, ExecuteDeps } from "./types.ts";
+
+// The CLI prints a turn's lines in bursts (a message and its result a few ms apart): waiting this
+// long lets a burst share one append, at a cost of at most that much to live followers.
+const LINE_LINGER_MS = 20;
+
+// A stopped attempt records itself abandoned on the way out, but does not wait long for Redis.
+const STOP_CLOSE_MS = 2000;
+
+export interface WriteEventOptions {
+  /** The protocol's parse of a `cli.line`'s raw text, for observers. */
+  parsed?: ParsedLine | undefined;
+  /** The event's time (default now). */
+  at?: string | undefined;
+  /** How the log writer may batch it (linger, hold). */
+  wait?: WriteOptions | undefined;
+}
+
+export class AttemptEvents {
+  readonly attempt: number;
+  readonly epoch: number;
+  /** ISO time of attempt.started (and the start of its span). */
+  readonly startedAt = new Date().toISOString();
+  /** The first observer's span ids, for attempt.started's `trace`. */
+  readonly trace: TraceIds | undefined;
+  readonly #deps: ExecuteDeps;
+  readonly #job: TurnJob;
+  readonly #ctl: AttemptControl;
+  readonly #writer: Writer;
+  readonly #observers: AttemptObserver[] = [];
+  #observersEnded = false;
+  /** The worker's scrubber until the run's env is resolved, then the run's (with the overlay's secrets). */
+  #scrubber: Scrubber;
+
+  constructor(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, begun: { epoch: number; attempt: number }) {
+    this.#deps = deps;
+    this.#job = job;
+    this.#ctl = ctl;
+    this.#scrubber = deps.scrubber;
+    this.epoch = begun.epoch;
+    this.attempt = begun.attempt;
+    this.#writer = createWriter({ log: deps.log, session: job.session, epoch: begun.epoch, logger: deps.logger, lingerMs: LINE_LINGER_MS });
+    this.#observers = this.#startObservers();
+    this.trace = this.#observers.find((o) => o.trace !== undefined)?.trace;
+  }
+
+  #startObservers(): AttemptObserver[] {
+    const context = {
+      session: this.#job.session,
+      turn: this.#job.turn,
+      attempt: this.attempt,
+      epoch: this.epoch,
+      traceparent: this.#job.traceparent,
+      requestModel: this.#job.options.model,
+      startedAt: this.startedAt,
+      // Late-bound: the run's scrubber exists only once the env is resolved.
+      scrub: (text: string, field: string): string => this.#scrubber.scrub(text, { sink: "span", field }),
+    };
+    const started: AttemptObserver[] = [];
+    for (const observer of this.#deps.observers) {
+      const o = this.#guard(() => observer.attempt(context));
+      if (o !== undefined) started.push(o);
+    }
+    return started;
+  }
+
+  /** Observers must not break a turn: what one throws is logged (scrubbed by the logger) and the turn goes on. */
+  #guard<T>(call: () => T): T | undefined {
+    try {
+      return call();
+    } catch (err) {
+      this.#deps.logger.warn({ err: { message: (err as Error).message } }, "event observer threw");
+      return undefined;
+    }
+  }
+
+  /** From here on, texts are scrubbed with the run's scrubber (it knows the overlay's secrets). */
+  useScrubber(scrubber: Scrubber): void {
+    this.#scrubber = scrubber;
+  }
+
+  /** A message for the log or an event, scrubbed with the run's scrubber. */
+  scrubMessage(message: string): string {
+    return this.#scrubber.scrub(message, { sink: "log" });
+  }
+
+  async write(kind: EventKind, data: unknown, options: WriteEventOptions = {}): Promise<void> {
+    const { session, turn } = this.#job;
+    const at = options.at ?? (kind === "attempt.started" ? this.startedAt : new Date().toISOString());
+    const event: EventInput = { turn, attempt: this.attempt, kind, data, at };
+    this.#observe({ session, turn, attempt: this.attempt, epoch: this.epoch, kind, at, data }, options.parsed);
+    try {
+      await this.#writer.write(event, options.wait);
+    } catch (err) {
+      if (err instanceof FencedError) this.#ctl.reason ??= "fenced";
+      this.#ctl.ac.abort();
+      throw err;
+    }
+  }
+
+  #observe(event: ObservedEvent, parsed: ParsedLine | undefined): void {
+    for (const o of this.#observers) this.#guard(() => o.onEvent(event, parsed));
+    // An abandonment this attempt records of an earlier one does not end it.
+    const own = event.kind !== "attempt.abandoned" || (event.data as AttemptAbandonedData).attempt === this.attempt;
+    if (own && ATTEMPT_END_KINDS.has(event.kind as EventKind)) this.#observersEnded = true;
+  }
+
+  /** Waits until everything written is appended. */
+  async close(): Promise<void> {
+    await this.#writer.close();
+  }
+
+  /** Tells the observers the attempt ended, unless a terminal event already did (fenced, crashed, a stop whose event could not be written). */
+  endObservers(reason: string): void {
+    if (this.#observersEnded) return;
+    this.#observersEnded = true;
+    for (const o of this.#observers) this.#guard(() => o.end?.(reason));
+  }
+
+  async fail(errorKind: string, name: string, message: string, retryable = false): Promise<AttemptEnd> {
+    const scrubbed = this.scrubMessage(message);
+    const failed: TurnFailedData = { attempt: this.attempt, errorKind, error: { name, message: scrubbed }, retryable };
+    await this.write("turn.failed", failed);
+    await this.close();
+    return { kind: "failed", attempt: this.attempt, errorKind, message: scrubbed };
+  }
+
+  async abandon(reason: string, retry: boolean, delayMs?: number): Promise<void> {
+    const abandoned: AttemptAbandonedData = { reason, attempt: this.attempt, retry };
+    if (delayMs !== undefined) abandoned.delayMs = delayMs;
+    await this.write("attempt.abandoned", abandoned);
+  }
+
+  /** Ends an attempt stopped from outside (ctl.reason): cancelled, or abandoned for another attempt to take over. */
+  async stopped(): Promise<AttemptEnd> {
+    const reason = this.#ctl.reason!;
+    const attempt = this.attempt;
+    if (reason === "cancelled") {
+      await this.abandon("cancelled", false);
+      const cancelled: TurnCancelledData = { reason: "cancelled while running", by: "producer", attempt };
+      await this.write("turn.cancelled", cancelled);
+      await this.close();
+      return { kind: "cancelled", attempt };
+    }
+    if (reason !== "fenced") {
+      // Best effort: if another attempt has begun meanwhile this is fenced, and that one records us.
+      try {
+        await this.abandon(reason, true);
+        await Promise.race([this.close(), new Promise((r) => setTimeout(r, STOP_CLOSE_MS).unref())]);
+      } catch {
+        // fenced: the newer attempt owns the log now
+      }
+    }
+    return { kind: "stopped", attempt, reason };
+  }
+}

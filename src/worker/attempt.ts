@@ -1,0 +1,45 @@
+// One attempt of a leased turn: begin it (a new fencing epoch), record earlier attempts that never
+// ended as abandoned, prepare (checks, env, snapshot or replay, attempt.started, supervision), run the
+// CLI with its output appended as it comes, write cli.exit, and settle how the attempt ends.
+import type { TurnJob } from "../queue/index.ts";
+import { FencedError } from "../log/index.ts";
+import type { AttemptAbandonedData } from "../events/index.ts";
+import { AttemptEvents } from "./attempt-events.ts";
+import { danglingAttempts, latestSnapshot } from "./log-scan.ts";
+import { settleAttempt } from "./outcome.ts";
+import { prepareAttempt } from "./prepare.ts";
+import { runCli } from "./run-cli.ts";
+import type { Snapshot } from "./snapshots.ts";
+import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay } from "./types.ts";
+
+export async function runAttempt(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, replay: Replay | undefined): Promise<AttemptEnd> {
+  const { session, turn } = job;
+  const begun = await deps.log.beginAttempt(session, turn);
+  // The begin returns where the latest snapshot is (read in the same step as the epoch bump, so no
+  // fenced attempt can add one behind it): mostly the cache has it and nothing more is read.
+  const snapshotRead: Promise<Snapshot | undefined> =
+    replay === undefined ? latestSnapshot(deps.log, session, deps.snapshots, begun.lastSnapshot) : Promise.resolve(undefined);
+  snapshotRead.catch(() => undefined); // awaited in the preparation unless the attempt ends before it
+  const events = new AttemptEvents(deps, job, ctl, begun);
+  try {
+    for (const a of await danglingAttempts(deps.log, session, turn, events.attempt)) {
+      const abandoned: AttemptAbandonedData = { reason: "worker_crashed", attempt: a, retry: true, detectedBy: events.attempt };
+      await events.write("attempt.abandoned", abandoned);
+    }
+    if (ctl.reason !== undefined) return await events.stopped();
+    const prepared = await prepareAttempt(deps, job, ctl, events, snapshotRead, replay);
+    if ("end" in prepared) return prepared.end;
+    const cli = await runCli(deps, job, ctl, events, prepared.run);
+    if ("end" in cli) return cli.end;
+    await events.write("cli.exit", cli.ran.exit);
+    return await settleAttempt(deps, job, ctl, events, prepared.run, cli.ran, replay);
+  } catch (err) {
+    if (err instanceof FencedError || ctl.reason === "fenced") {
+      ctl.ac.abort();
+      return { kind: "stopped", attempt: events.attempt, reason: "fenced" };
+    }
+    throw err;
+  } finally {
+    events.endObservers(ctl.reason ?? "worker_error");
+  }
+}

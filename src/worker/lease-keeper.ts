@@ -1,0 +1,50 @@
+// Keeps a running turn's session lease: renews it every third of its TTL, and stops the turn when the
+// lease is lost, when the turn was cancelled (the renew reads the cancel flag in the same step), or
+// when Redis stayed unreachable for longer than the TTL (past that, someone else may hold it).
+import type { SessionOrder } from "../queue/index.ts";
+import type { StopReason } from "./types.ts";
+
+export interface LeaseKeeperOptions {
+  order: SessionOrder;
+  session: string;
+  turn: string;
+  token: string;
+  leaseMs: number;
+  stop(reason: StopReason): void;
+}
+
+export class LeaseKeeper {
+  readonly #o: LeaseKeeperOptions;
+  readonly #timer: NodeJS.Timeout;
+  #lastRenew = Date.now();
+  #renewing = false;
+
+  constructor(options: LeaseKeeperOptions) {
+    this.#o = options;
+    this.#timer = setInterval(() => this.#renew(), Math.max(200, Math.floor(options.leaseMs / 3)));
+  }
+
+  #renew(): void {
+    // One renew at a time: a slow Redis must not pile them up.
+    if (this.#renewing) return;
+    this.#renewing = true;
+    const { order, session, turn, token, leaseMs, stop } = this.#o;
+    order
+      .renew(session, turn, token, leaseMs)
+      .then((r) => {
+        if (r === "lost") return stop("lease_lost");
+        this.#lastRenew = Date.now();
+        if (r === "cancelled") stop("cancelled");
+      })
+      .catch(() => {
+        if (Date.now() - this.#lastRenew > leaseMs) stop("lease_lost");
+      })
+      .finally(() => {
+        this.#renewing = false;
+      });
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}

@@ -1,0 +1,250 @@
+// A worker's options: what a caller may set (TurnWorkerOptions; the environment sets a part of them,
+// see config.ts), the defaults in one place, and the one step that checks them and fills the
+// defaults in, giving the settings the worker and its jobs run with.
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import type { Tracer } from "@opentelemetry/api";
+import type { EventObserver } from "../events/index.ts";
+import { DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
+import type { RedisClient } from "../log/index.ts";
+import { assertQueuePrefix, checkAllowEnv, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "../queue/index.ts";
+import type { SecretValues, Scrubber, Telemetry } from "../telemetry/index.ts";
+import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
+import { DEFAULT_SNAPSHOT_CACHE_BYTES } from "./snapshots.ts";
+
+/** Whether a job may ask for its workspace's settings, hooks and MCP servers to load. */
+export type WorkspaceTrust = "never" | "job";
+
+export interface TurnWorkerOptions {
+  /** Client for the log, the session order and leases (BullMQ gets a duplicate of it). */
+  redis: RedisClient;
+  /** Directories a turn's cwd must lie under. */
+  workspaceRoots: readonly string[];
+  /** CLIs run at a time (default 1). A job whose CLI has exited ends its turn beside the next job's CLI. */
+  concurrency?: number;
+  /** Event log key prefix (default "ts:"). */
+  logPrefix?: string;
+  /** BullMQ prefix: one hash tag (default "{turnstream}"). */
+  queuePrefix?: string;
+  /** The queue to take turns from (default "turns"). */
+  queueName?: string;
+  /** This worker's name in leases, attempts and logs (default: host and pid based). */
+  workerId?: string;
+  /** Config homes go under `<instanceRoot>/instances/<instanceId>/config-homes/<run>`. */
+  instanceId?: string;
+  /** Parent of the instances' folders (default `$XDG_DATA_HOME/turnstream`). */
+  instanceRoot?: string;
+  /** Allows `skipPermissions` turns as root (IS_SANDBOX=1); only where the worker runs in a sandbox. */
+  sandboxed?: boolean;
+  /** The `claude` binary to run (default: `CLAUDE_BIN`, else the pinned package's). */
+  claudeBin?: string;
+  /** Session lease TTL, renewed every third of it. Default 15 s. */
+  leaseMs?: number;
+  /** BullMQ job lock; a worker that dies loses its jobs after this. Default 30 s. */
+  lockDuration?: number;
+  /** How often BullMQ looks for jobs whose worker died (ms; BullMQ's default, 30 s). */
+  stalledInterval?: number;
+  /** How often a job may stall before it fails (default 5). */
+  maxStalledCount?: number;
+  /** Wait between SIGTERM and SIGKILL of a CLI tree (default 2000). */
+  killGraceMs?: number;
+  /** Backoff of retryable failures (rate limits, overload, server errors, timeouts); see DEFAULT_RETRY. */
+  retry?: Partial<RetryPolicy>;
+  /**
+   * Env names a job's overlay may set although refused by default (PATH, ANTHROPIC_BASE_URL, proxies:
+   * ALLOWABLE_ENV_NAMES). Everything else that reaches the CLI's gates is refused whatever this says.
+   */
+  allowEnv?: readonly string[];
+  /** `job`: a job's `trustWorkspace: true` is honoured. Default `never`: no workspace settings, hooks or MCP servers load. */
+  workspaceTrust?: WorkspaceTrust;
+  /** A vetted MCP config file: the only MCP servers a run with an untrusted workspace starts. */
+  mcpConfigFile?: string;
+  /**
+   * The operators' public keys (`ed25519:…` lines; TURNSTREAM_OPERATOR_KEYS): only decisions and rules
+   * signed by one of them count. Without any, supervised turns fail (nothing could be verified).
+   */
+  operatorKeys?: readonly string[];
+  /** Env laid over every CLI run (the job's overlay comes on top). */
+  runEnv?: Record<string, string>;
+  /** Where `{ fromEnv }` references in job env overlays are resolved; default process.env. */
+  secretEnv?: Readonly<Record<string, string | undefined>>;
+  /** Where the worker logs (pino-compatible; default silent). */
+  logger?: Logger;
+  /**
+   * Scrubs logs, span texts, stderr, error messages and BullMQ job records (failed reason, stack,
+   * return value, progress). The worker registers into it the secret-looking variables of
+   * `secretEnv` and `runEnv`, the operator's credential file tokens, and every value a job resolves
+   * through `{ fromEnv }`. Default: one over process.env.
+   */
+  scrubber?: Scrubber;
+  /** Extra known secret values (name → value), redacted everywhere including raw `cli.line` text. */
+  secretValues?: SecretValues;
+  /**
+   * Keep `cli.line` raw text, `turn.finished.resultText` and session snapshots (the CLI's session
+   * file) exactly as the CLI wrote them. Default false: known secret values and secret shapes
+   * (tokens, keys, passwords in URLs: the built-in patterns, which keep a JSON line valid) are
+   * replaced before anything is appended, and a resumed session shows the model the markers. Tool
+   * output is workspace and attacker input, so keep it raw only where the log is as trusted as the secrets.
+   * `TURNSTREAM_KEEP_RAW_LINES=1` for worker processes.
+   */
+  keepRawLines?: boolean;
+  /**
+   * A CLI run that prints more lines than this (stdout and stderr together) is ended, its process
+   * tree killed, and its turn fails with errorKind `output_limit`. Default 100,000: a long agentic
+   * turn prints a few thousand. A job cannot raise it. `TURNSTREAM_MAX_OUTPUT_LINES`.
+   */
+  maxOutputLines?: number;
+  /** Likewise for bytes of output. Default 256 MiB. `TURNSTREAM_MAX_OUTPUT_MB`. */
+  maxOutputBytes?: number;
+  /** Spans of every attempt go through this (flushed, bounded, on close; its owner shuts it down). */
+  telemetry?: Telemetry;
+  /** Tracer for attempt spans; overrides `telemetry`'s (tests: a provider with an in-memory exporter). */
+  tracer?: Tracer;
+  /**
+   * See every event the worker appends, attempt by attempt, in log order (metrics, tests). They come
+   * after the worker's own span observer; what one throws is logged and the turn goes on.
+   */
+  observers?: readonly EventObserver[];
+  /** Default true: start fetching jobs at once. */
+  autorun?: boolean;
+  /**
+   * Bytes of session files kept in memory for the sessions this worker ran last, so their next turn
+   * here skips rebuilding the file from the log. Default 64 MiB; 0 turns it off.
+   */
+  snapshotCacheBytes?: number;
+}
+
+/** The options a worker process reads from its environment (workerConfigFromEnv). */
+export type WorkerEnvConfig = Pick<
+  TurnWorkerOptions,
+  | "workspaceRoots"
+  | "concurrency"
+  | "instanceId"
+  | "instanceRoot"
+  | "sandboxed"
+  | "leaseMs"
+  | "lockDuration"
+  | "stalledInterval"
+  | "logPrefix"
+  | "queuePrefix"
+  | "queueName"
+  | "claudeBin"
+  | "snapshotCacheBytes"
+  | "allowEnv"
+  | "workspaceTrust"
+  | "mcpConfigFile"
+  | "operatorKeys"
+  | "keepRawLines"
+  | "maxOutputLines"
+  | "maxOutputBytes"
+>;
+
+/** The settings a worker and its jobs run with: every option checked, every default filled in. */
+export interface WorkerSettings {
+  workerId: string;
+  workspaceRoots: readonly string[];
+  concurrency: number;
+  logPrefix: string;
+  queuePrefix: string;
+  queueName: string;
+  leaseMs: number;
+  lockDuration: number;
+  stalledInterval: number;
+  maxStalledCount: number;
+  autorun: boolean;
+  instanceId: string;
+  instanceRoot: string | undefined;
+  sandboxed: boolean;
+  claudeBin: string | undefined;
+  killGraceMs: number;
+  /** Env laid over every run (under the job's own overlay). */
+  runEnv: Record<string, string>;
+  /** Where `{ fromEnv }` references are resolved. */
+  secretEnv: Readonly<Record<string, string | undefined>>;
+  /** Env names a job may set although refused by default (see ALLOWABLE_ENV_NAMES). */
+  allowEnv: ReadonlySet<string>;
+  workspaceTrust: WorkspaceTrust;
+  mcpConfigFile: string | undefined;
+  operatorKeys: readonly string[] | undefined;
+  retry: RetryPolicy;
+  /** A head turn whose job vanished is dropped after this long (its producer died mid-enqueue). */
+  orphanMs: number;
+  /** A run that prints more lines than this (stdout and stderr together) is ended; its turn fails `output_limit`. */
+  maxOutputLines: number;
+  /** Likewise for bytes of output. */
+  maxOutputBytes: number;
+  keepRawLines: boolean;
+  /** 0: no snapshot cache. */
+  snapshotCacheBytes: number;
+}
+
+export const WORKER_DEFAULTS = {
+  concurrency: 1,
+  logPrefix: DEFAULT_PREFIX,
+  queuePrefix: DEFAULT_QUEUE_PREFIX,
+  queueName: DEFAULT_QUEUE_NAME,
+  leaseMs: 15_000,
+  lockDuration: 30_000,
+  // BullMQ's own default, stated because BullMQ takes an explicit undefined over its defaults.
+  stalledInterval: 30_000,
+  maxStalledCount: 5,
+  autorun: true,
+  sandboxed: false,
+  killGraceMs: 2000,
+  workspaceTrust: "never",
+  orphanMs: 30_000,
+  // Long agentic turns print a few thousand lines and a few MB (a line per content block and per
+  // tool result, about 1 KB each); these leave room for far longer ones and still bound what one
+  // turn can put into Redis.
+  maxOutputLines: 100_000,
+  maxOutputBytes: 256 * 1024 * 1024,
+  keepRawLines: false,
+  snapshotCacheBytes: DEFAULT_SNAPSHOT_CACHE_BYTES,
+} as const satisfies Partial<WorkerSettings>;
+
+function positiveLimit(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
+  return value;
+}
+
+const defaultWorkerId = (): string => `w-${hostname().replace(/[^A-Za-z0-9]/g, "").slice(0, 20)}-${process.pid}-${randomBytes(3).toString("hex")}`;
+
+/** Checks a worker's options and fills in the defaults: the settings it runs with. */
+export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">): WorkerSettings {
+  const d = WORKER_DEFAULTS;
+  const queuePrefix = options.queuePrefix ?? d.queuePrefix;
+  assertQueuePrefix(queuePrefix);
+  if (options.workspaceRoots.length === 0) throw new Error("workspaceRoots must list at least one directory (TURNSTREAM_WORKSPACE_ROOTS)");
+  const workerId = options.workerId ?? defaultWorkerId();
+  return {
+    workerId,
+    workspaceRoots: [...options.workspaceRoots],
+    concurrency: options.concurrency ?? d.concurrency,
+    logPrefix: options.logPrefix ?? d.logPrefix,
+    queuePrefix,
+    queueName: options.queueName ?? d.queueName,
+    leaseMs: options.leaseMs ?? d.leaseMs,
+    lockDuration: options.lockDuration ?? d.lockDuration,
+    stalledInterval: options.stalledInterval ?? d.stalledInterval,
+    maxStalledCount: options.maxStalledCount ?? d.maxStalledCount,
+    autorun: options.autorun ?? d.autorun,
+    instanceId: options.instanceId ?? workerId.replace(/[^A-Za-z0-9._-]/g, "-"),
+    instanceRoot: options.instanceRoot,
+    sandboxed: options.sandboxed ?? d.sandboxed,
+    claudeBin: options.claudeBin,
+    killGraceMs: options.killGraceMs ?? d.killGraceMs,
+    runEnv: options.runEnv ?? {},
+    secretEnv: options.secretEnv ?? process.env,
+    allowEnv: checkAllowEnv(options.allowEnv ?? []),
+    workspaceTrust: options.workspaceTrust ?? d.workspaceTrust,
+    mcpConfigFile: options.mcpConfigFile,
+    operatorKeys: options.operatorKeys,
+    retry: { ...DEFAULT_RETRY, ...options.retry },
+    orphanMs: d.orphanMs,
+    maxOutputLines: positiveLimit("maxOutputLines", options.maxOutputLines, d.maxOutputLines),
+    maxOutputBytes: positiveLimit("maxOutputBytes", options.maxOutputBytes, d.maxOutputBytes),
+    keepRawLines: options.keepRawLines ?? d.keepRawLines,
+    snapshotCacheBytes: options.snapshotCacheBytes ?? d.snapshotCacheBytes,
+  };
+}

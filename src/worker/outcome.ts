@@ -1,0 +1,164 @@
+// How an attempt whose CLI ran ends: the verdict (a pure function of what happened), then the events
+// that record it. Finished: the session snapshot, session.replayed when the run replayed a lost
+// session, turn.finished. A lost session: replay it once when the session allows, else fail. A
+// retryable failure below the attempt limit: abandon the attempt and retry later. Else: turn.failed.
+import type { TurnOutcome } from "../cli/index.ts";
+import type { SessionReplayedData, SessionSnapshotData, TurnFinishedData } from "../events/index.ts";
+import { retryHints } from "../protocol/index.ts";
+import type { TurnJob } from "../queue/index.ts";
+import type { AttemptEvents } from "./attempt-events.ts";
+import type { PreparedRun } from "./prepare.ts";
+import { RETRYABLE_KINDS, retryDelayMs } from "./retry.ts";
+import type { CliRun } from "./run-cli.ts";
+import { snapshotRecord, type Snapshot } from "./snapshots.ts";
+import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay } from "./types.ts";
+
+export interface ErrorFields {
+  kind: string;
+  retryable: boolean;
+  name: string;
+  message: string;
+}
+
+/** A thrown error's kind, name and message; it is retryable only when it says so and its kind is one worth retrying. */
+export function errFields(err: unknown): ErrorFields {
+  const e = err as { kind?: unknown; retryable?: unknown; name?: unknown; message?: unknown };
+  const kind = typeof e?.kind === "string" ? e.kind : "cli_error";
+  return {
+    kind,
+    retryable: typeof e?.retryable === "boolean" ? e.retryable && RETRYABLE_KINDS.has(kind) : RETRYABLE_KINDS.has(kind),
+    name: typeof e?.name === "string" ? e.name : "Error",
+    message: typeof e?.message === "string" ? e.message : String(err),
+  };
+}
+
+export type Verdict =
+  | { kind: "stopped" }
+  | { kind: "finished"; outcome: TurnOutcome }
+  | { kind: "replay" }
+  | { kind: "retry"; errorKind: string }
+  | { kind: "failed"; errorKind: string; name: string; message: string; retryable: boolean };
+
+export interface RunFacts {
+  /** Set when the attempt was stopped from outside while the CLI ran. */
+  stopped: boolean;
+  outputLimitExceeded: string | undefined;
+  outcome: TurnOutcome | undefined;
+  failure: unknown;
+  attempt: number;
+  maxAttempts: number;
+  /** This run already replays a lost session. */
+  replaying: boolean;
+  /** The session's lost-session policy, `fail` or `replay` (asked only when the CLI lost its session). */
+  lostSessionPolicy: string | undefined;
+  /** A snapshot was restored for this run. */
+  restored: boolean;
+}
+
+export function verdict(f: RunFacts): Verdict {
+  if (f.stopped) return { kind: "stopped" };
+  // Even when the CLI got its result out before the kill: the log holds only part of the run.
+  if (f.outputLimitExceeded !== undefined) return { kind: "failed", errorKind: "output_limit", name: "OutputLimitExceeded", message: f.outputLimitExceeded, retryable: false };
+  if (f.outcome !== undefined) return { kind: "finished", outcome: f.outcome };
+  const e = errFields(f.failure);
+  if (e.kind === "lost_session") {
+    if (f.lostSessionPolicy === "replay" && !f.replaying) return { kind: "replay" };
+    const why = f.restored ? "the restored session file was not accepted" : "no session snapshot to restore";
+    return { kind: "failed", errorKind: "lost_session", name: e.name, message: `${e.message} (${why})`, retryable: false };
+  }
+  if (e.retryable && f.attempt < f.maxAttempts) return { kind: "retry", errorKind: e.kind };
+  return { kind: "failed", errorKind: e.kind, name: e.name, message: e.message, retryable: e.retryable };
+}
+
+/** Decides how the attempt ends and records it. */
+export async function settleAttempt(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  ctl: AttemptControl,
+  events: AttemptEvents,
+  run: PreparedRun,
+  ran: CliRun,
+  replay: Replay | undefined,
+): Promise<AttemptEnd> {
+  const stopped = ctl.reason !== undefined;
+  // The session's policy is read only when the verdict depends on it.
+  const lost = !stopped && ran.outputLimitExceeded === undefined && ran.outcome === undefined && errFields(ran.failure).kind === "lost_session";
+  const v = verdict({
+    stopped,
+    outputLimitExceeded: ran.outputLimitExceeded,
+    outcome: ran.outcome,
+    failure: ran.failure,
+    attempt: events.attempt,
+    maxAttempts: deps.settings.retry.maxAttempts,
+    replaying: replay !== undefined,
+    lostSessionPolicy: lost ? (job.onLostSession ?? (await deps.order.onLostSession(job.session)) ?? "fail") : undefined,
+    restored: run.snapshot !== undefined,
+  });
+  const attempt = events.attempt;
+  switch (v.kind) {
+    case "stopped":
+      return events.stopped();
+    case "finished":
+      return finishTurn(deps, job, events, run, v.outcome, replay);
+    case "replay":
+      await events.abandon("lost_session", true);
+      await events.close();
+      return { kind: "replay", attempt, previous: run.resume };
+    case "retry": {
+      const delayMs = retryDelayMs(deps.settings.retry, attempt, retryHints(ran.hints));
+      await events.abandon(v.errorKind, true, delayMs);
+      await events.close();
+      return { kind: "retry", attempt, delayMs };
+    }
+    case "failed":
+      return events.fail(v.errorKind, v.name, v.message, v.retryable);
+  }
+}
+
+async function finishTurn(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents, run: PreparedRun, outcome: TurnOutcome, replay: Replay | undefined): Promise<AttemptEnd> {
+  const cliSessionId = outcome.sessionId;
+  const written = await writeSnapshot(events, run, outcome);
+  if (replay !== undefined) {
+    const r: SessionReplayedData = { by: "worker", reason: "lost_session", turns: run.replayedTurns };
+    if (replay.previous !== undefined) r.previousCliSessionId = replay.previous;
+    if (cliSessionId !== undefined) r.cliSessionId = cliSessionId;
+    await events.write("session.replayed", r);
+    deps.logger.warn({ session: job.session, turn: job.turn, turns: run.replayedTurns }, "CLI session was lost; started a fresh one carrying the transcript from the log");
+  }
+  const fin: TurnFinishedData = { attempt: events.attempt, durationMs: outcome.durationMs };
+  if (cliSessionId !== undefined) fin.cliSessionId = cliSessionId;
+  const cost = outcome.result["total_cost_usd"];
+  if (typeof cost === "number") fin.costUsd = cost;
+  // Plain text, not a JSON line: the run's full scrubber, like stderr and error messages.
+  if (outcome.resultText !== undefined) fin.resultText = deps.settings.keepRawLines ? outcome.resultText : events.scrubMessage(outcome.resultText);
+  await events.write("turn.finished", fin);
+  await events.close();
+  // Appended (close would have thrown otherwise): the next turn of the session may start from it.
+  if (written !== undefined) deps.snapshots?.set(job.session, events.epoch, written.at, written.snapshot);
+  return { kind: "finished", attempt: events.attempt, cliSessionId };
+}
+
+/**
+ * The snapshot step: the session file the run left, as session.snapshot (a delta over the restored
+ * snapshot when it extends it). Scrubbed like the lines (it is JSONL holding every tool result of the
+ * session, and the patterns keep each line valid), so a resumed session shows the model the markers
+ * where secrets were. A file with nothing to scrub keeps its exact bytes.
+ */
+async function writeSnapshot(events: AttemptEvents, run: PreparedRun, outcome: TurnOutcome): Promise<{ at: string; snapshot: Snapshot } | undefined> {
+  const cliSessionId = outcome.sessionId;
+  if (outcome.sessionFile === undefined || cliSessionId === undefined) return undefined;
+  const file = scrubbedSessionFile(outcome.sessionFile, run.lines);
+  const restored = run.resume === run.snapshot?.cliSessionId ? run.snapshot : undefined;
+  const rec = snapshotRecord(file, cliSessionId, restored);
+  const data: SessionSnapshotData = rec.data;
+  const at = new Date().toISOString();
+  await events.write("session.snapshot", data, { at });
+  return { at, snapshot: { seq: 0, cliSessionId, bytes: file, depth: data.depth ?? 0, hash: rec.hash } };
+}
+
+function scrubbedSessionFile(file: Buffer, lines: PreparedRun["lines"]): Buffer {
+  if (lines === undefined) return file;
+  const text = file.toString("utf8");
+  const out = lines.scrub(text, { sink: "log", field: "session.snapshot" });
+  return out === text ? file : Buffer.from(out, "utf8");
+}

@@ -1,0 +1,129 @@
+// Everything an attempt does before its CLI starts: the checks a job cannot pass by itself (attempt
+// limit, workspace roots, env overlay, workspace trust), the run's env and scrubbers, which CLI
+// session to resume (the latest snapshot's) or the transcript to replay, attempt.started, and for a
+// supervised turn its hook wiring. A check that fails ends the attempt with turn.failed.
+import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
+import type { AttemptStartedData } from "../events/index.ts";
+import type { EventLog } from "../log/index.ts";
+import type { TurnJob } from "../queue/index.ts";
+import type { Scrubber } from "../telemetry/index.ts";
+import type { AttemptEvents } from "./attempt-events.ts";
+import { lastCliSessionId, rebuildTranscript } from "./log-scan.ts";
+import { resolveEnv, runScrubbers, type RunEnv } from "./run-env.ts";
+import type { Snapshot } from "./snapshots.ts";
+import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay } from "./types.ts";
+import { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
+
+// attempt.started waits this long at most for the CLI's first line to share its append: one round
+// trip fewer per turn, and live followers see the attempt start when its first output does. A worker
+// that dies meanwhile leaves no attempt.started; the next attempt still records it abandoned
+// (danglingAttempts goes by attempt numbers, not by starts).
+const ATTEMPT_HOLD_MS = 1500;
+
+/** What the run step needs from the preparation. */
+export interface PreparedRun {
+  /** The job's env overlay, resolved. */
+  env: Record<string, string>;
+  /** Scrubs raw `cli.line` text and the session file; undefined when the worker keeps them raw. */
+  lines: Scrubber | undefined;
+  prompt: string;
+  /** The CLI session to resume. */
+  resume: string | undefined;
+  /** The snapshot this run restores (its file is restored when `resume` is its session). */
+  snapshot: Snapshot | undefined;
+  /** Turns whose transcript a replay carries. */
+  replayedTurns: number;
+  supervised: SupervisedRun | undefined;
+}
+
+export type Preparation = { run: PreparedRun } | { end: AttemptEnd };
+
+export async function prepareAttempt(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  ctl: AttemptControl,
+  events: AttemptEvents,
+  snapshotRead: Promise<Snapshot | undefined>,
+  replay: Replay | undefined,
+): Promise<Preparation> {
+  const refused = refusal(deps, job, events.attempt);
+  if (refused !== undefined) return { end: await events.fail(refused.errorKind, refused.name, refused.message) };
+  let runEnv: RunEnv;
+  try {
+    runEnv = resolveEnv(job, deps.settings);
+  } catch (err) {
+    return { end: await events.fail("bad_payload", "BadPayload", (err as Error).message) };
+  }
+  const scrubbers = runScrubbers(deps, runEnv);
+  events.useScrubber(scrubbers.scrubber);
+  const snapshot = await snapshotRead;
+  const resume = replay === undefined ? (snapshot?.cliSessionId ?? (await lastCliSessionId(deps.log, job.session))) : undefined;
+  const { prompt, replayedTurns } = replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(deps.log, job);
+  await writeAttemptStarted(deps, job, events, resume, snapshot);
+  if (ctl.reason !== undefined) return { end: await events.stopped() };
+  if (job.options.trustWorkspace === true && deps.settings.workspaceTrust !== "job") {
+    const why = "the turn asks to trust its workspace, which this worker does not allow; set TURNSTREAM_WORKSPACE_TRUST=job on the worker, or drop trustWorkspace";
+    return { end: await events.fail("bad_options", "WorkspaceTrustRefused", why) };
+  }
+  const supervision = job.options.supervised === true ? await supervise(deps, job, events) : undefined;
+  if (supervision !== undefined && "failed" in supervision) return { end: await events.fail("bad_options", "SupervisedUnavailable", supervision.failed) };
+  return { run: { env: runEnv.env, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: supervision?.run } };
+}
+
+/** Why the turn cannot run on this worker at all, before anything is resolved. */
+function refusal(deps: ExecuteDeps, job: TurnJob, attempt: number): { errorKind: string; name: string; message: string } | undefined {
+  const { retry, workspaceRoots } = deps.settings;
+  if (attempt > retry.maxAttempts) {
+    return { errorKind: "too_many_attempts", name: "TooManyAttempts", message: `the turn had ${attempt - 1} attempts (limit ${retry.maxAttempts})` };
+  }
+  if (!underRoots(job.cwd, workspaceRoots)) {
+    const e = new WorkspaceNotAllowedError(workspaceRoots);
+    return { errorKind: e.kind, name: e.name, message: e.message };
+  }
+  return undefined;
+}
+
+/** The prompt of a run whose CLI session was lost: the session so far as a transcript from the log, then the turn's own prompt. */
+async function replayPrompt(log: EventLog, job: TurnJob): Promise<{ prompt: string; replayedTurns: number }> {
+  const t = await rebuildTranscript(log, job.session, job.turn);
+  const prompt =
+    `The earlier part of this conversation could not be restored, so here it is as a transcript:\n\n` +
+    `<transcript>\n${t.text}\n</transcript>\n\nContinue from there. The user's new message:\n\n${job.prompt}`;
+  return { prompt, replayedTurns: t.turns };
+}
+
+async function writeAttemptStarted(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents, resume: string | undefined, snapshot: Snapshot | undefined): Promise<void> {
+  const started: AttemptStartedData = { worker: deps.settings.workerId, attempt: events.attempt, cwd: job.cwd };
+  if (job.options.model !== undefined) started.model = job.options.model;
+  const cliVersion = await deps.cliVersion();
+  if (cliVersion !== undefined) started.cliVersion = cliVersion;
+  if (resume !== undefined) started.resume = resume;
+  if (snapshot !== undefined) started.snapshotSeq = snapshot.seq;
+  if (job.traceparent !== undefined) started.traceparent = job.traceparent;
+  if (events.trace !== undefined) started.trace = events.trace;
+  await events.write("attempt.started", started, { wait: { holdMs: ATTEMPT_HOLD_MS } });
+}
+
+/** A supervised turn's hook wiring, or why it cannot be supervised here (then it must not start). */
+async function supervise(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents): Promise<{ run: SupervisedRun } | { failed: string }> {
+  if (deps.decisionHub === undefined) return { failed: "this worker has no decision hub for supervised turns" };
+  let hub: DecisionHub;
+  try {
+    hub = await deps.decisionHub();
+  } catch (err) {
+    // e.g. no operator keys: no decision could be verified.
+    return { failed: (err as Error).message };
+  }
+  const o = job.options;
+  const run = prepareSupervisedRun(hub, {
+    session: job.session,
+    turn: job.turn,
+    attempt: events.attempt,
+    epoch: events.epoch,
+    cwd: job.cwd,
+    logger: deps.logger,
+    riskyTools: o.riskyTools,
+    unsupervisedTools: o.unsupervisedTools,
+  });
+  return { run };
+}

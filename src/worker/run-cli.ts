@@ -1,0 +1,178 @@
+// The run step: take a CLI slot, start the CLI (runTurn) with the job's options under the worker's
+// rules, and append its stdout lines and stderr as they come, within the worker's output limits.
+// Ends once the CLI's outcome is known and every line it printed has been handed to the writer.
+import { runTurn, type RunTurnExtras, type RunTurnOptions, type TurnHandle, type TurnOutcome } from "../cli/index.ts";
+import type { CliExitData } from "../events/index.ts";
+import { isKnown, type ParsedLine } from "../protocol/index.ts";
+import type { TurnJob } from "../queue/index.ts";
+import type { Scrubber } from "../telemetry/index.ts";
+import type { AttemptEvents } from "./attempt-events.ts";
+import type { WorkerSettings } from "./options.ts";
+import { errFields } from "./outcome.ts";
+import type { PreparedRun } from "./prepare.ts";
+import type { AttemptControl, AttemptEnd, ExecuteDeps } from "./types.ts";
+
+// The CLI exits shortly after its result line, and the turn's end (exit, snapshot, turn.finished)
+// follows at once: the result line waits this long to share their append, one round trip fewer per
+// turn; live followers see it at most this much later, the turn's end not at all.
+const RESULT_LINGER_MS = 100;
+
+/** How the CLI run ended, once its outcome is known and its output written. */
+export interface CliRun {
+  /** Set when the CLI reported a result; otherwise `failure` says why not. */
+  outcome: TurnOutcome | undefined;
+  failure: unknown;
+  exit: CliExitData;
+  /** The CLI's retry and rate-limit lines, for the next attempt's delay. */
+  hints: ParsedLine[];
+  /** Why the run was ended for printing too much, if it was. */
+  outputLimitExceeded: string | undefined;
+}
+
+export async function runCli(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, run: PreparedRun): Promise<{ ran: CliRun } | { end: AttemptEnd }> {
+  // Taken only now, so the lease, the begin and attempt.started are done while a CLI that has
+  // printed its result is still exiting.
+  const release = ctl.slot === undefined ? () => undefined : await ctl.slot.acquire(ctl.ac.signal);
+  if (release === undefined) {
+    run.supervised?.close();
+    ctl.reason ??= "shutdown";
+    return { end: await events.stopped() };
+  }
+  let handle: TurnHandle;
+  try {
+    handle = runTurn(runTurnOptions(deps, job, ctl, events, run));
+  } catch (err) {
+    release();
+    run.supervised?.close();
+    const f = errFields(err);
+    return { end: await events.fail(f.kind, f.name, f.message) };
+  }
+  void handle.exited.then(release);
+  const supervised = run.supervised;
+  if (supervised !== undefined) void handle.outcome.then(supervised.close, supervised.close);
+  return drain(handle, ctl, events, deps.settings, run.lines);
+}
+
+/** runTurn's options for this attempt: the job's, under the worker's settings and a supervised turn's rules. */
+function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, run: PreparedRun): RunTurnOptions & RunTurnExtras {
+  const { settings } = deps;
+  const o = job.options;
+  const { supervised, snapshot, resume } = run;
+  return {
+    cwd: job.cwd,
+    prompt: run.prompt,
+    model: o.model,
+    resume,
+    // The snapshot's file only when this run resumes its session.
+    sessionFile: snapshot !== undefined && resume === snapshot.cliSessionId ? snapshot.bytes : undefined,
+    permissionMode: o.permissionMode,
+    skipPermissions: o.skipPermissions,
+    // Only a job that asks to skip permissions claims the worker's sandbox.
+    sandboxed: o.skipPermissions !== undefined ? settings.sandboxed : undefined,
+    maxTurns: o.maxTurns,
+    maxBudgetUsd: o.maxBudgetUsd,
+    appendSystemPrompt: o.appendSystemPrompt,
+    allowedTools: o.allowedTools === undefined || supervised === undefined ? o.allowedTools : supervised.allowedToolsFilter(o.allowedTools),
+    disallowedTools: o.disallowedTools,
+    timeoutMs: o.timeoutMs,
+    inactivityTimeoutMs: o.inactivityTimeoutMs,
+    trustWorkspace: o.trustWorkspace,
+    mcpConfigFile: settings.mcpConfigFile,
+    // After the job's own, so nothing above can loosen it: the hook's settings, default mode, no skipping.
+    ...supervised?.turnOptions,
+    claudeBin: settings.claudeBin,
+    env: { ...settings.runEnv, ...run.env },
+    killGraceMs: settings.killGraceMs,
+    signal: ctl.ac.signal,
+    logger: deps.logger,
+    configHome: { instanceId: settings.instanceId, instanceRoot: settings.instanceRoot, runId: `${job.turn}.${events.attempt}.${events.epoch}` },
+  };
+}
+
+/** Writes the run's output as it comes and waits for its outcome. A fenced attempt writes nothing more. */
+async function drain(handle: TurnHandle, ctl: AttemptControl, events: AttemptEvents, settings: WorkerSettings, lines: Scrubber | undefined): Promise<{ ran: CliRun } | { end: AttemptEnd }> {
+  const hints: ParsedLine[] = [];
+  const limit = outputLimit(settings, () => handle.kill());
+  const fenced = (): boolean => ctl.ac.signal.aborted && ctl.reason === "fenced";
+  const pumps = Promise.allSettled([
+    (async () => {
+      for await (const l of handle.lines) {
+        if (fenced() || !limit.take(lineBytes(l))) continue;
+        const result = isKnown(l, "result");
+        if (l.type === "system/api_retry" || l.type === "rate_limit_event") hints.push(l);
+        else if (result) ctl.slot?.ending();
+        await events.write("cli.line", lineData(l, lines), { parsed: l, wait: result ? { lingerMs: RESULT_LINGER_MS } : undefined });
+      }
+    })(),
+    (async () => {
+      for await (const s of handle.stderr) {
+        if (fenced() || !limit.take(Buffer.byteLength(s))) continue;
+        await events.write("cli.stderr", { text: events.scrubMessage(s) });
+      }
+    })(),
+  ]);
+  let outcome: TurnOutcome | undefined;
+  let failure: unknown;
+  try {
+    outcome = await handle.outcome;
+  } catch (err) {
+    failure = err;
+  }
+  const pumped = await pumps;
+  if (ctl.reason === "fenced") return { end: { kind: "stopped", attempt: events.attempt, reason: "fenced" } };
+  const pumpFailure = pumped.find((p) => p.status === "rejected");
+  if (pumpFailure !== undefined && ctl.reason === undefined) throw pumpFailure.reason;
+  const ef = failure as { exitCode?: number | null; signal?: string | null } | undefined;
+  const exit: CliExitData = {
+    code: outcome?.exitCode ?? ef?.exitCode ?? null,
+    signal: outcome?.signal ?? ef?.signal ?? null,
+    durationMs: outcome?.durationMs ?? 0,
+  };
+  if (handle.pid !== undefined) exit.pid = handle.pid;
+  return { ran: { outcome, failure, exit, hints, outputLimitExceeded: limit.exceeded } };
+}
+
+/** A `cli.line`'s data: the raw line, scrubbed unless the worker keeps raw lines; an over-long line only by its size and hash. */
+function lineData(l: ParsedLine, lines: Scrubber | undefined): { raw: string; truncated?: { byteLength: number; sha256: string } } {
+  if (l.category === "truncated") return { raw: "", truncated: { byteLength: l.byteLength, sha256: l.sha256 } };
+  return { raw: lines === undefined ? l.raw : lines.scrub(l.raw, { sink: "log", field: "cli.line" }) };
+}
+
+const lineBytes = (l: ParsedLine): number => (l.category === "truncated" ? l.byteLength : Buffer.byteLength(l.raw));
+
+interface OutputLimit {
+  /** Counts one line of output; false once the run is past a limit (the line is not to be written). */
+  take(bytes: number): boolean;
+  /** Why the run was ended, once it was. */
+  readonly exceeded: string | undefined;
+}
+
+const sizeText = (bytes: number): string => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`);
+
+/**
+ * A run's output against the worker's limits (a job cannot raise them): the first line past either
+ * ends the run, so a tool that floods stdout cannot fill Redis through one turn.
+ */
+function outputLimit(settings: Pick<WorkerSettings, "maxOutputLines" | "maxOutputBytes">, end: () => void): OutputLimit {
+  let lines = 0;
+  let bytes = 0;
+  let exceeded: string | undefined;
+  return {
+    take(n) {
+      if (exceeded !== undefined) return false;
+      lines++;
+      bytes += n;
+      if (lines > settings.maxOutputLines) {
+        exceeded = `the CLI printed more than ${settings.maxOutputLines} lines of output; the run was ended. The limit is the worker's TURNSTREAM_MAX_OUTPUT_LINES (option maxOutputLines)`;
+      } else if (bytes > settings.maxOutputBytes) {
+        exceeded = `the CLI printed more than ${sizeText(settings.maxOutputBytes)} of output; the run was ended. The limit is the worker's TURNSTREAM_MAX_OUTPUT_MB (option maxOutputBytes)`;
+      }
+      if (exceeded === undefined) return true;
+      end();
+      return false;
+    },
+    get exceeded() {
+      return exceeded;
+    },
+  };
+}

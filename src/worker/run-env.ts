@@ -1,0 +1,64 @@
+// A run's environment: the job's overlay with its `{ fromEnv }` references resolved from the worker's
+// environment, and the scrubbers that know the values it brought.
+import { firstRefusedEnvName, type TurnJob } from "../queue/index.ts";
+import type { Scrubber } from "../telemetry/index.ts";
+import type { WorkerSettings } from "./options.ts";
+
+export interface RunEnv {
+  /** The overlay, every reference resolved. */
+  env: Record<string, string>;
+  /** Each `{ fromEnv }` reference's value by the referenced name: a reference marks it secret, whatever the name. */
+  refs: Map<string, string>;
+}
+
+const badPayload = (message: string): Error => Object.assign(new Error(message), { kind: "bad_payload", retryable: false });
+
+/** Throws a `bad_payload` error for a refused name or a reference the worker's environment does not set. */
+export function resolveEnv(job: TurnJob, settings: Pick<WorkerSettings, "secretEnv" | "allowEnv">): RunEnv {
+  const env: Record<string, string> = {};
+  const refs = new Map<string, string>();
+  const overlay = job.options.env ?? {};
+  // Again here: a job written to Redis directly never met the producer's check.
+  const refused = firstRefusedEnvName(Object.keys(overlay), settings.allowEnv);
+  if (refused !== undefined) throw badPayload(`env ${refused.name} ${refused.why}`);
+  for (const [name, v] of Object.entries(overlay)) {
+    if (typeof v === "string") {
+      env[name] = v;
+      continue;
+    }
+    const value = settings.secretEnv[v.fromEnv];
+    if (value === undefined) {
+      throw badPayload(`env ${name} references ${v.fromEnv}, which this worker's environment does not set; set it on the worker or drop the reference`);
+    }
+    env[name] = value;
+    refs.set(v.fromEnv, value);
+  }
+  return { env, refs };
+}
+
+// Shorter referenced values are left to the name rules: redacting a short word everywhere would
+// mangle ordinary text.
+const MIN_REF_VALUE = 8;
+
+export interface RunScrubbers {
+  /** Logs, stderr, error messages, span texts: the worker's scrubber plus the overlay's secrets. */
+  scrubber: Scrubber;
+  /** Raw `cli.line` text and session files; undefined when the worker keeps them raw. */
+  lines: Scrubber | undefined;
+}
+
+/** Scrubbers for one run: the worker's, plus the overlay's secrets and its references' values. */
+export function runScrubbers(worker: { scrubber: Scrubber; lineScrubber: Scrubber; settings: Pick<WorkerSettings, "keepRawLines"> }, run: RunEnv): RunScrubbers {
+  const values: Array<[string, string]> = [];
+  for (const [name, value] of run.refs) if (value.length >= MIN_REF_VALUE) values.push([name, value]);
+  // The worker-wide scrubbers learn the references too (bounded: they come from the worker's own
+  // env), so its logs and job records are covered after the run has ended.
+  for (const [name, value] of values) {
+    worker.scrubber.addValue(name, value);
+    worker.lineScrubber.addValue(name, value);
+  }
+  return {
+    scrubber: worker.scrubber.child(run.env, { values }),
+    lines: worker.settings.keepRawLines ? undefined : worker.lineScrubber.child(run.env, { values }),
+  };
+}

@@ -1,0 +1,69 @@
+// The shapes the worker's steps share: what a job runs with (ExecuteDeps), how a running turn is
+// stopped, and how an attempt ended.
+import type { DecisionHub } from "../decisions/index.ts";
+import type { EventObserver } from "../events/index.ts";
+import type { Logger } from "../kernel/index.ts";
+import type { EventLog } from "../log/index.ts";
+import type { SessionOrder } from "../queue/index.ts";
+import type { Scrubber } from "../telemetry/index.ts";
+import type { CliSlot } from "./cli-slots.ts";
+import type { WorkerSettings } from "./options.ts";
+import type { SnapshotCache } from "./snapshots.ts";
+
+export type StopReason = "lease_lost" | "cancelled" | "fenced" | "lock_lost" | "shutdown";
+
+export interface ExecuteDeps {
+  log: EventLog;
+  order: SessionOrder;
+  settings: WorkerSettings;
+  logger: Logger;
+  scrubber: Scrubber;
+  /**
+   * For raw `cli.line` text: the same secret values as `scrubber` and the built-in patterns, which
+   * keep a JSON line valid; none of a caller's hook or extra patterns, which might not.
+   */
+  lineScrubber: Scrubber;
+  /** See every event of every attempt as it is written (spans first, when the worker has a tracer). */
+  observers: readonly EventObserver[];
+  /** Jobs this worker is running, by job id: for lock loss and shutdown. */
+  running: Map<string, RunningTurn>;
+  /** The worker's loopback decision hub, for supervised turns (started on first use). */
+  decisionHub: (() => Promise<DecisionHub>) | undefined;
+  /** Session files of recent snapshots, so a session's next turn here need not rebuild its file from the log. */
+  snapshots: SnapshotCache | undefined;
+  /** The CLI's version, read once per worker; undefined when it could not be read. */
+  cliVersion: () => Promise<string | undefined>;
+}
+
+export interface RunningTurn {
+  readonly session: string;
+  readonly turn: string;
+  stop(reason: StopReason): void;
+}
+
+export interface TurnJobResult {
+  outcome: "finished" | "cancelled" | "skipped";
+  attempt?: number;
+  cliSessionId?: string;
+}
+
+/** How a leased job's attempts are stopped from outside: the first reason wins and aborts the run. */
+export interface AttemptControl {
+  reason: StopReason | undefined;
+  ac: AbortController;
+  /** The worker's CLI slots as this job sees them: every CLI start takes one. */
+  slot: CliSlot | undefined;
+}
+
+export type AttemptEnd =
+  | { kind: "finished"; attempt: number; cliSessionId: string | undefined }
+  | { kind: "failed"; attempt: number; errorKind: string; message: string }
+  | { kind: "cancelled"; attempt: number }
+  | { kind: "retry"; attempt: number; delayMs: number }
+  | { kind: "replay"; attempt: number; previous: string | undefined }
+  | { kind: "stopped"; attempt: number; reason: StopReason };
+
+/** An attempt that lost its CLI session and runs again on a fresh one, carrying the transcript. */
+export interface Replay {
+  previous: string | undefined;
+}
