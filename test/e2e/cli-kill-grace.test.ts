@@ -1,0 +1,206 @@
+// SIGKILL after killGraceMs, with the real CLI: a member of the run's tree that ignores SIGTERM is
+// still alive after the TERM went out, is gone once killGraceMs has passed (not before), and the
+// outcome settles only then. The Bash tool leaves two processes behind it: `sleep 60.N` with SIGTERM
+// ignored (`trap '' TERM`, checked in /proc/<pid>/status), and a witness shell that traps TERM, notes
+// it in a file and carries on; the note is the event "TERM has been sent to the tree" (every member
+// gets it in the same synchronous pass), so no step here waits a fixed time.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ClaudeCodeCliError, runTurn, type RunTurnOptions, type TurnHandle } from "../../src/cli/index.ts";
+import { startScriptedServer, type Step } from "../cli/_model.ts";
+import { alive, cmdline, escapeNonce, hermeticEnv, treeMembers, waitUntil } from "../cli/_support.ts";
+
+const GRACE = 2000;
+
+/** Bit of SIGTERM (15) in /proc/<pid>/status's SigIgn mask. */
+function ignoresTerm(pid: number): boolean {
+  const m = /^SigIgn:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"));
+  return m !== null && (BigInt(`0x${m[1]}`) & (1n << 14n)) !== 0n;
+}
+
+/** Resolves once `cond` holds, re-checking every 20 ms; rejects after `timeoutMs`. */
+async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<number> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return Date.now();
+}
+
+interface Rig {
+  h: TurnHandle;
+  cwd: string;
+  /** The TERM-ignoring `sleep 60.N`. */
+  stubborn: number;
+  /** The shell that notes TERM in `witness` and keeps running. */
+  witnessFile: string;
+  witnessPid: number;
+  /** Every live member of the run's tree once the tool's processes run. */
+  before: number[];
+  drain: Promise<void>;
+  close(): Promise<void>;
+}
+
+/** One real turn whose Bash call leaves the two TERM-surviving processes, then `after` (hang or a reply). */
+async function turnLeavingStubbornChild(after: Step, extra: Partial<RunTurnOptions>): Promise<Rig> {
+  const nonce = escapeNonce();
+  const cwd = mkdtempSync(join(tmpdir(), "ts-grace-"));
+  const witnessFile = join(cwd, "term-seen");
+  const command =
+    `(trap '' TERM; exec sleep 60.${nonce}) >/dev/null 2>&1 & ` +
+    `(trap 'echo TERM >> ${witnessFile}' TERM; while :; do sleep 0.1; done) >/dev/null 2>&1 & ` +
+    `echo started`;
+  const server = await startScriptedServer([{ tool: { name: "Bash", input: { command, description: "stubborn children" } } }, after]);
+  const h = runTurn({ cwd, prompt: "run it", skipPermissions: true, sandboxed: true, env: hermeticEnv(server.url), killGraceMs: GRACE, ...extra });
+  const it = h.lines[Symbol.asyncIterator]();
+  for (;;) {
+    const r = await it.next();
+    assert.equal(r.done, false, "the tool's result line comes before the end");
+    if (r.value.type === "user" && r.value.raw.includes("started")) break;
+  }
+  const drain = (async () => {
+    for (let r = await it.next(); r.done !== true; r = await it.next());
+  })();
+  const stubbornOf = (): number | undefined => treeMembers(h.treeMarker).find((p) => cmdline(p) === `sleep 60.${nonce}`);
+  const witnessOf = (): number | undefined => treeMembers(h.treeMarker).find((p) => p !== h.pid && hasTermTrap(p));
+  await until(() => stubbornOf() !== undefined && witnessOf() !== undefined, 5000, "the stubborn sleeper and the witness shell");
+  const stubborn = stubbornOf()!;
+  return {
+    h,
+    cwd,
+    stubborn,
+    witnessFile,
+    witnessPid: witnessOf()!,
+    before: treeMembers(h.treeMarker),
+    drain,
+    async close() {
+      for (const p of treeMembers(h.treeMarker)) {
+        try {
+          process.kill(p, "SIGKILL");
+        } catch {
+          // gone meanwhile
+        }
+      }
+      await server.close();
+      rmSync(cwd, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A bash that has a TERM handler installed (SigCgt bit 15): the witness, not the tool's own shell. */
+function hasTermTrap(pid: number): boolean {
+  try {
+    const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"));
+    return m !== null && (BigInt(`0x${m[1]}`) & (1n << 14n)) !== 0n && readFileSync(`/proc/${pid}/cmdline`, "latin1").startsWith("/bin/bash");
+  } catch {
+    return false;
+  }
+}
+
+const termSeen = (r: Rig): boolean => existsSync(r.witnessFile) && readFileSync(r.witnessFile, "latin1").includes("TERM");
+
+/** The outcome, or a rejection if it has not settled within `ms` (a tree nobody kills never settles). */
+function settled<T>(p: Promise<T>, ms = GRACE + 10_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`the outcome did not settle within ${ms} ms`)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+async function failure(h: TurnHandle): Promise<ClaudeCodeCliError> {
+  const err = await settled(h.outcome).then(
+    () => assert.fail("expected the outcome to reject"),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof ClaudeCodeCliError, String(err));
+  return err;
+}
+
+test("kill(): the CLI exits on TERM, a child that ignores TERM outlives it and is SIGKILLed once killGraceMs has passed", async () => {
+  const r = await turnLeavingStubbornChild({ hang: true }, {});
+  try {
+    assert.ok(ignoresTerm(r.stubborn), "the sleeper has SIGTERM ignored");
+    assert.equal(existsSync(r.witnessFile), false, "no TERM before the kill");
+    let settledAt = 0;
+    void r.h.outcome.then(
+      () => (settledAt = Date.now()),
+      () => (settledAt = Date.now()),
+    );
+    const killedAt = Date.now();
+    r.h.kill();
+    await until(() => termSeen(r), GRACE, "the witness to note the TERM");
+    await settled(r.h.exited);
+    assert.equal(alive(r.h.pid!), false, "the CLI itself acted on TERM");
+    assert.ok(alive(r.stubborn), "the TERM-ignoring sleeper is still alive after the TERM (and after the CLI exited)");
+    assert.ok(alive(r.witnessPid), "the witness survived the TERM it noted");
+    const goneAt = await until(() => !alive(r.stubborn) && !alive(r.witnessPid), GRACE + 5000, "the stubborn processes to be killed");
+    assert.ok(goneAt - killedAt >= GRACE, `killed after ${goneAt - killedAt} ms, not before killGraceMs=${GRACE}`);
+    const err = await failure(r.h);
+    assert.equal(err.kind, "killed");
+    // The real CLI handles TERM and exits 143 itself; the escalation was only needed for the child.
+    assert.equal(err.exitCode, 143);
+    assert.equal(err.signal, null);
+    assert.ok(settledAt - killedAt >= GRACE, `the outcome waited for the grace (${settledAt - killedAt} ms)`);
+    await until(() => treeMembers(r.h.treeMarker).length === 0, 2000, "nothing of the tree left");
+    if (r.h.cgroup !== undefined) assert.equal(existsSync(r.h.cgroup), false, "the run's cgroup is removed");
+  } finally {
+    await r.close();
+  }
+});
+
+test("abort signal, with the CLI itself not acting on TERM (stopped): the whole tree, CLI included, is SIGKILLed after killGraceMs; the error says SIGKILL", async () => {
+  const ac = new AbortController();
+  const r = await turnLeavingStubbornChild({ hang: true }, { signal: ac.signal });
+  try {
+    const cli = r.h.pid!;
+    // A stopped process keeps a TERM pending and does nothing about it; only SIGKILL ends it.
+    process.kill(cli, "SIGSTOP");
+    await until(() => /\) T /.test(readFileSync(`/proc/${cli}/stat`, "latin1")), 2000, "the CLI to be stopped");
+    const abortedAt = Date.now();
+    ac.abort();
+    await until(() => termSeen(r), GRACE, "the witness to note the TERM");
+    assert.ok(alive(cli), "the CLI is still there after the TERM");
+    assert.ok(alive(r.stubborn), "the TERM-ignoring sleeper is still alive after the TERM");
+    const err = await failure(r.h);
+    const settledAt = Date.now();
+    assert.equal(err.kind, "aborted");
+    assert.equal(err.signal, "SIGKILL", "the CLI died of the escalation's SIGKILL");
+    assert.equal(err.exitCode, null);
+    assert.ok(settledAt - abortedAt >= GRACE, `the outcome came ${settledAt - abortedAt} ms after the abort, not before killGraceMs=${GRACE}`);
+    assert.ok(settledAt - abortedAt < GRACE + 5000, "and not long after it");
+    await until(() => [cli, r.stubborn, r.witnessPid].every((p) => !alive(p)), 2000, "the tree to be gone");
+    assert.deepEqual(treeMembers(r.h.treeMarker), []);
+  } finally {
+    try {
+      process.kill(r.h.pid!, "SIGCONT");
+    } catch {
+      // gone
+    }
+    await r.close();
+  }
+});
+
+test("a turn that ends normally but leaves a child that ignores TERM: the reap SIGKILLs it after killGraceMs, then the outcome resolves", async () => {
+  const r = await turnLeavingStubbornChild({ text: "done" }, {});
+  try {
+    await settled(r.h.exited);
+    const exitedAt = Date.now();
+    assert.ok(r.before.includes(r.stubborn));
+    // After the CLI's exit the reap sends TERM to what it left.
+    await until(() => termSeen(r), GRACE, "the witness to note the reap's TERM");
+    assert.ok(alive(r.stubborn), "the TERM-ignoring sleeper is still alive after the reap's TERM");
+    const o = await settled(r.h.outcome);
+    const settledAt = Date.now();
+    assert.equal(o.resultText, "done");
+    assert.equal(o.exitCode, 0);
+    assert.ok(settledAt - exitedAt >= GRACE, `the outcome waited ${settledAt - exitedAt} ms for the reap, at least killGraceMs=${GRACE}`);
+    assert.ok(settledAt - exitedAt < GRACE + 5000, "and not long after it");
+    await until(() => !alive(r.stubborn) && !alive(r.witnessPid), 2000, "the stubborn processes to be gone");
+    assert.deepEqual(treeMembers(r.h.treeMarker), []);
+  } finally {
+    await r.close();
+  }
+});

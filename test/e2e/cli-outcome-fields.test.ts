@@ -1,0 +1,158 @@
+// What runTurn fills in from real runs of the CLI: the result envelope's subtype, errors and
+// terminal_reason, and the exit code and signal, for a success, a max-turns stop, an API error, an
+// interrupt (SIGINT: the CLI still prints a result) and a CLI killed by a signal. Values are the ones
+// the pinned CLI prints: a change in the CLI or in how runTurn copies
+// them fails here. The one fake CLI stands in for what the real one never does: die of SIGTERM (it
+// handles TERM and exits 143, see cli-kill-grace.test.ts).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ClaudeCodeCliError, runTurn, type RunTurnOptions, type TurnHandle } from "../../src/cli/index.ts";
+import type { ModelServer } from "../../src/testing/index.ts";
+import { startScriptedServer, type Step } from "../cli/_model.ts";
+import { hermeticEnv, waitUntil } from "../cli/_support.ts";
+
+async function withServer<T>(script: Step[], fn: (s: ModelServer) => Promise<T>): Promise<T> {
+  const s = await startScriptedServer(script);
+  try {
+    return await fn(s);
+  } finally {
+    await s.close();
+  }
+}
+
+const turn = (s: ModelServer, extra: Partial<RunTurnOptions> = {}): TurnHandle =>
+  runTurn({ cwd: mkdtempSync(join(tmpdir(), "ts-fields-")), prompt: "go", skipPermissions: true, sandboxed: true, env: hermeticEnv(s.url), ...extra });
+
+async function failure(h: TurnHandle): Promise<ClaudeCodeCliError> {
+  const err = await h.outcome.then(
+    () => assert.fail("expected the outcome to reject"),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof ClaudeCodeCliError, String(err));
+  return err;
+}
+
+/** The last result line the CLI printed, as runTurn streamed it. */
+async function lastResult(h: TurnHandle): Promise<Record<string, unknown> | undefined> {
+  let result: Record<string, unknown> | undefined;
+  for await (const l of h.lines) if ((l.category === "known" || l.category === "unknown") && l.line["type"] === "result") result = l.line;
+  return result;
+}
+
+/** Resolves once the model server holds the turn's first Messages request (the CLI is streaming). */
+const modelAsked = (s: ModelServer): Promise<void> =>
+  waitUntil(() => s.requests().some((r) => r.kind === "messages"), 20_000, "the CLI's first Messages request");
+
+const bash = (command: string): Step => ({ tool: { name: "Bash", input: { command, description: "step" } } });
+
+test("success: exit 0, no signal; the outcome's result carries subtype success and terminal_reason completed", async () => {
+  await withServer([{ text: "four" }], async (s) => {
+    const h = turn(s);
+    const printed = await lastResult(h);
+    const o = await h.outcome;
+    assert.equal(o.exitCode, 0);
+    assert.equal(o.signal, null);
+    assert.equal(o.result["subtype"], "success");
+    assert.equal(o.result["terminal_reason"], "completed");
+    assert.equal(o.result["is_error"], false);
+    assert.deepEqual(o.result, printed, "the outcome's result is the printed result line");
+    assert.equal(o.resultText, "four");
+  });
+});
+
+test("maxTurns 1 with a script that keeps calling tools: kind max_turns, subtype error_max_turns, the CLI's errors list, terminalReason max_turns", async () => {
+  await withServer([bash("echo one"), bash("echo two"), bash("echo three"), { text: "never reached" }], async (s) => {
+    const h = turn(s, { maxTurns: 1 });
+    const printed = await lastResult(h);
+    const err = await failure(h);
+    assert.equal(err.kind, "max_turns");
+    assert.equal(err.subtype, "error_max_turns");
+    assert.deepEqual(err.errors, ["Reached maximum number of turns (1)"]);
+    assert.equal(err.terminalReason, "max_turns");
+    assert.equal(err.exitCode, 1);
+    assert.equal(err.signal, null);
+    assert.equal(err.apiErrorStatus, undefined);
+    assert.equal(printed?.["subtype"], err.subtype, "copied from the printed result line");
+    assert.deepEqual(printed?.["errors"], [...err.errors]);
+    assert.match(err.message, /max_turns \[error_max_turns\]/);
+    assert.equal(Object.isFrozen(err.errors), true);
+  });
+});
+
+test("API error 500: the CLI's subtype (success, with is_error) and terminal_reason api_error are copied, errors empty, status 500", async () => {
+  await withServer([{ error: { status: 500, type: "api_error", message: "boom" } }], async (s) => {
+    const h = turn(s);
+    const printed = await lastResult(h);
+    const err = await failure(h);
+    assert.equal(err.kind, "server_error");
+    assert.equal(printed?.["is_error"], true);
+    assert.equal(err.subtype, "success");
+    assert.equal(err.terminalReason, "api_error");
+    assert.deepEqual(err.errors, []);
+    assert.equal(err.apiErrorStatus, 500);
+    assert.equal(err.exitCode, 1);
+    assert.equal(err.signal, null);
+  });
+});
+
+test("SIGINT while the model streams: the CLI prints error_during_execution; errors and terminalReason aborted_streaming are filled", async () => {
+  await withServer([{ hang: true }], async (s) => {
+    const h = turn(s);
+    const printed = lastResult(h);
+    await modelAsked(s);
+    process.kill(h.pid!, "SIGINT");
+    const err = await failure(h);
+    assert.equal(err.kind, "cli_error");
+    assert.equal(err.subtype, "error_during_execution");
+    assert.equal(err.terminalReason, "aborted_streaming");
+    assert.ok(err.errors.length > 0 && err.errors.every((e) => typeof e === "string" && e.length > 0), JSON.stringify(err.errors));
+    assert.deepEqual([...err.errors], (await printed)?.["errors"]);
+    assert.equal(err.signal, null);
+    assert.equal(err.exitCode, 0);
+  });
+});
+
+test("the real CLI SIGKILLed from outside mid-turn: kind no_result, signal SIGKILL, exit code null, no result fields", async () => {
+  await withServer([{ hang: true }], async (s) => {
+    const h = turn(s);
+    void lastResult(h);
+    await modelAsked(s);
+    process.kill(h.pid!, "SIGKILL");
+    const err = await failure(h);
+    assert.equal(err.kind, "no_result");
+    assert.equal(err.signal, "SIGKILL");
+    assert.equal(err.exitCode, null);
+    assert.equal(err.subtype, undefined);
+    assert.equal(err.terminalReason, undefined);
+    assert.deepEqual(err.errors, []);
+    assert.match(err.message, /exit null, SIGKILL/);
+  });
+});
+
+test("kill() of a CLI that dies of the TERM itself (stand-in; the real CLI exits 143): signal SIGTERM, exit code null", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ts-fields-fake-"));
+  try {
+    const bin = join(dir, "fake-claude");
+    writeFileSync(
+      bin,
+      `#!/bin/sh
+cat >/dev/null
+echo '{"type":"system","subtype":"init","session_id":"fake-session","tools":[],"model":"fake"}'
+exec sleep 60
+`,
+    );
+    chmodSync(bin, 0o755);
+    const h = runTurn({ cwd: dir, prompt: "x", claudeBin: bin, killGraceMs: 5000 });
+    for await (const l of h.lines) if (l.type === "system/init") break;
+    h.kill();
+    const err = await failure(h);
+    assert.equal(err.kind, "killed");
+    assert.equal(err.signal, "SIGTERM");
+    assert.equal(err.exitCode, null);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
