@@ -132,16 +132,15 @@ export async function decide(target: DecideTarget, input: DecideInput): Promise<
     source: "operator",
     reason: input.reason ?? "",
     decidedAt,
-    ...(input.always === true ? { always: true } : {}),
-    ...(rule !== undefined ? { ruleId: rule.id } : {}),
-    ...(input.allowRedacted === true && request.redacted !== undefined ? { allowRedacted: true as const } : {}),
+    always: input.always === true ? true : undefined,
+    ruleId: rule?.id,
+    // Said only where it means something: the request's shown input was redacted.
+    allowRedacted: input.allowRedacted === true && request.redacted !== undefined ? true : undefined,
     requestDigest: digest,
   });
   const { turn, attempt } = found!.envelope;
-  const events = [
-    ...(rule !== undefined ? [{ turn, attempt, kind: "rule.added", data: ruleAddedOf(rule) }] : []),
-    { turn, attempt, kind: "decision.made", data: made },
-  ];
+  const decisionEvent = { turn, attempt, kind: "decision.made", data: made };
+  const events = rule === undefined ? [decisionEvent] : [{ turn, attempt, kind: "rule.added", data: ruleAddedOf(rule) }, decisionEvent];
   // The record first (one atomic batch), then the rule store: a rule is never in force without its event.
   const res = await asOperator(session, requestId, () => log.appendUnfenced(session, events));
   if (rule !== undefined) await asOperator(session, requestId, () => new RuleStore(redis, prefix).put(rule));
@@ -225,7 +224,7 @@ function ruleFor(key: OperatorKey, input: DecideInput, request: DecisionRequeste
     effect: input.decision,
     by: input.by,
     at,
-    ...(input.reason !== undefined ? { reason: input.reason } : {}),
+    reason: input.reason,
     source: { session: input.session, requestId: input.requestId },
   });
 }

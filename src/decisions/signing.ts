@@ -102,11 +102,11 @@ export function ruleAddedOf(rule: TrustRule): RuleAdded {
     pattern: rule.pattern,
     effect: rule.effect,
     by: rule.by,
-    ...(rule.reason !== undefined ? { reason: rule.reason } : {}),
-    ...(rule.source !== undefined ? { fromRequest: rule.source.requestId } : {}),
+    reason: rule.reason,
+    fromRequest: rule.source?.requestId,
     addedAt: rule.at,
-    ...(rule.keyId !== undefined ? { keyId: rule.keyId } : {}),
-    ...(rule.signature !== undefined ? { signature: rule.signature } : {}),
+    keyId: rule.keyId,
+    signature: rule.signature,
   };
 }
 
@@ -118,9 +118,9 @@ export function ruleOfAdded(session: string, a: RuleAdded): TrustRule {
     effect: a.effect,
     by: a.by,
     at: a.addedAt,
-    ...(a.reason !== undefined ? { reason: a.reason } : {}),
-    ...(a.fromRequest !== undefined ? { source: { session, requestId: a.fromRequest } } : {}),
-    ...(a.keyId !== undefined ? { keyId: a.keyId } : {}),
-    ...(a.signature !== undefined ? { signature: a.signature } : {}),
+    reason: a.reason,
+    source: a.fromRequest === undefined ? undefined : { session, requestId: a.fromRequest },
+    keyId: a.keyId,
+    signature: a.signature,
   };
 }
