@@ -1,7 +1,6 @@
 // A fresh config dir makes the CLI do its first-start work on every run: migrations, an install
-// id, the builtin plugins' bookkeeping. Measured on 2.1.332 (a resumed short turn): ~100 ms more
-// CPU than the same run in a dir the CLI had used before, about a sixth of the whole run. So per
-// instance and process, the install state the first run's CLI wrote to `.claude.json` becomes the
+// id, the builtin plugins' bookkeeping: a noticeable share of a short turn's CPU that a dir the CLI
+// had used before does not cost. So per instance and process, the install state the first run's CLI wrote to `.claude.json` becomes the
 // seed of every later home. Only the keys below are carried: the file may also hold per-project
 // state, and that must not pass from one run to the next.
 import { readFileSync, writeFileSync } from "node:fs";

@@ -121,8 +121,8 @@ function readTable(candidate?: (pid: number) => boolean): Map<number, ProcStat> 
 // stretch after its CLI's: at most as far as the tasks created since (the fork counter, which counts
 // threads too and never wraps) plus the tasks that were alive before (the only pids it can pass
 // over), as long as that stays short of a whole cycle. A refresh then reads the stat of the
-// processes in that stretch only, instead of every process on the host (~100 here: ~0.8 ms of a
-// turn's CPU). Whenever a figure cannot be read, or the stretch could reach round, it reads them all.
+// processes in that stretch only, instead of every process on the host (a real share of a turn's
+// CPU on a busy host). Whenever a figure cannot be read, or the stretch could reach round, it reads them all.
 const RESERVED_PIDS = 300;
 
 export interface PidMark {

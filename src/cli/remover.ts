@@ -1,6 +1,6 @@
 // Deletes finished runs' folders on a thread of its own. A run's config home holds a few dozen files;
-// one native recursive remove costs ~1.3 ms of CPU, but on this host's disk it blocks for 15–20 ms,
-// and on the worker's main thread that stalls the next CLI's start and every live turn's appends.
+// one native recursive remove needs little CPU, but on a slow disk it blocks for much longer, and
+// on the worker's main thread that stalls the next CLI's start and every live turn's appends.
 // The async fs.rm keeps the thread free but walks the tree in JavaScript with a thread-pool round trip
 // per entry (several times the CPU). So: rmSync, off the main thread, at the lowest priority. The
 // thread holds the process open only while it has work; if it cannot run, removal falls back to the

@@ -9,7 +9,7 @@ const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const MAX_SLUG = 200;
 
 /**
- * The CLI's project folder name for a cwd (measured against 2.1.332): every UTF-16 code unit that is
+ * The CLI's project folder name for a cwd (as the CLI derives it): every UTF-16 code unit that is
  * not an ASCII letter or digit becomes `-`; a result longer than 200 characters is cut to 200 and
  * gets `-<hash>` appended, the hash being the 32-bit `h = h*31 + code` of the whole cwd, absolute
  * value, base 36.

@@ -8,9 +8,9 @@
 // in the runs' cgroups (found there whatever they did to their session or environment) and removes
 // them. A run is `cli:start:marker:grace[:cgroup]`.
 //
-// Earlier versions started a watchdog per run that polled once a second. Spawning it cost the host
-// ~10 ms per run (forking a large process) and each poll ~30 ms of CPU per second per run; on a busy
-// worker that was more than the rest of a turn's bookkeeping. Waking at the moment the host dies
+// Earlier versions started a watchdog per run that polled once a second. Spawning it meant forking
+// a large process on every run, and every poll cost CPU for every run; on a busy worker that was
+// more than the rest of a turn's bookkeeping. Waking at the moment the host dies
 // finds the same tree: the CLIs are still alive then (they are detached), so their descendants are
 // found through them, and the processes that left (`setsid`, `nohup`, reparented) carry the marker.
 import { spawn, type ChildProcess } from "node:child_process";

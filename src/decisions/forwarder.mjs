@@ -39,8 +39,8 @@ if (!done) {
   process.stdin.on("end", () => post(Buffer.concat(chunks)));
 }
 
-// Raw HTTP/1.0 over node:net: importing node:http costs ~45 ms of start-up on every tool call,
-// node:net ~5 ms. HTTP/1.0 makes the server close the connection and never send a chunked body.
+// Raw HTTP/1.0 over node:net: importing node:http costs far more start-up than node:net, on every
+// tool call. HTTP/1.0 makes the server close the connection and never send a chunked body.
 function post(body) {
   if (done) return;
   const nonce = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");

@@ -2,7 +2,7 @@
 // 0600, the forwarder's only argument) and a settings.json whose PreToolUse command hook sends the
 // risky tools to the forwarder, plus the argv filter that removes every permission bypass.
 //
-// Why the hook command ends in `|| exit 2`: the real CLI (2.1.332) treats a hook that exits non-zero
+// Why the hook command ends in `|| exit 2`: the real CLI treats a hook that exits non-zero
 // (killed, cannot start) as a non-blocking error and falls back to the permission mode, which in the
 // default mode still lets read-only commands (`echo`, `ls .`) run. Exit 2 is a blocking error: the
 // call is denied whatever the command. A hook the CLI itself cancels at its timeout also falls back,

@@ -9,7 +9,7 @@ export const DEFAULT_RISKY_TOOLS: readonly string[] = ["Bash", "Monitor", "Write
 /** Tools that run a shell command line (Monitor runs one and streams its output). */
 export const SHELL_TOOLS: ReadonlySet<string> = new Set(["Bash", "Monitor"]);
 
-/** What the CLI writes to a PreToolUse hook's stdin (2.1.332; unknown fields kept). */
+/** What the CLI writes to a PreToolUse hook's stdin (unknown fields kept). */
 export const hookInputSchema = z.looseObject({
   hook_event_name: z.literal("PreToolUse"),
   tool_name: z.string().min(1).max(200),

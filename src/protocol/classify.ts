@@ -74,7 +74,7 @@ export function classifyResult(result: ParsedLine | Obj, syntheticError?: string
   const isError = o["is_error"] === true || subtype.startsWith("error");
   if (!isError) return "ok";
   // The HTTP status is the more precise signal: the CLI labels a 529 `server_error` in its synthetic
-  // line, though the API's answer was "overloaded" (measured on 2.1.332).
+  // line, though the API's answer was "overloaded".
   const status = o["api_error_status"];
   if (typeof status === "number") {
     const k = kindOfStatus(status);

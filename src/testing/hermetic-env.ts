@@ -12,8 +12,8 @@ export interface HermeticEnvOptions {
   /** Parent directory for the run's folders (a fresh temp dir by default). */
   root?: string;
   /**
-   * `CLAUDE_CODE_MAX_RETRIES` (default 0): 0 makes a 429/529 final on the first answer (~0.55 s run);
-   * each retry adds ~0.6 s whatever `retry-after` says (2.1.332 has no working knob for the delay).
+   * `CLAUDE_CODE_MAX_RETRIES` (default 0): 0 makes a 429/529 final on the first answer; each retry
+   * adds the CLI's own backoff whatever `retry-after` says (the CLI has no working knob for the delay).
    */
   maxRetries?: number;
   /** Sets `IS_SANDBOX=1`, which `--dangerously-skip-permissions` needs as root. */
