@@ -480,6 +480,7 @@ class StderrLines {
   }
 }
 
+/** Watches one spawned CLI: its deadlines, its output, and, once it closed and its tree is gone, its outcome. */
 function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
   const { o } = ctx;
   const started = Date.now();
@@ -495,15 +496,7 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
 
   const stdout = new StdoutLines();
   const stderr = new StderrLines(o.onStderr, ctx.logger);
-  child.stdout!.on("data", (chunk: Buffer) => {
-    ending.activity();
-    stdout.push(chunk);
-  });
-  child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
-  child.stdin!.on("error", () => {
-    // The CLI may exit before reading stdin; its exit status says what happened.
-  });
-  child.stdin!.end(o.prompt ?? "");
+  connectStdio(child, o.prompt, ending, stdout, stderr);
   let spawnError: Error | undefined;
   child.on("error", (err) => {
     spawnError = err;
@@ -523,12 +516,7 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
         ending.disarm();
         watchdog?.stop();
         untrack?.();
-        stderr.flush();
-        stdout.flush();
-        const sessionFile = captureSession(ctx, stdout.sessionId);
-        ctx.cleanup();
-        stdout.channel.end();
-        stderr.channel.end();
+        const sessionFile = finishOutput(ctx, stdout, stderr);
         const end: RunEnd = { code, sig, spawnError, ending: ending.reason, stdout, stderrTail: stderr.tail, started, pid: child.pid!, sessionFile };
         try {
           resolve(settleOutcome(ctx, end));
@@ -554,6 +542,30 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
     cgroup: ctx.cgroup?.path,
     kill: () => ending.end("killed"),
   };
+}
+
+/** The prompt goes to stdin; stdout and stderr feed the line pumps (stdout output also counts as activity). */
+function connectStdio(child: ChildProcess, prompt: string | undefined, ending: TreeEnding, stdout: StdoutLines, stderr: StderrLines): void {
+  child.stdout!.on("data", (chunk: Buffer) => {
+    ending.activity();
+    stdout.push(chunk);
+  });
+  child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
+  child.stdin!.on("error", () => {
+    // The CLI may exit before reading stdin; its exit status says what happened.
+  });
+  child.stdin!.end(prompt ?? "");
+}
+
+/** Once the tree is gone: passes on the last lines, keeps the session file, removes the run's files, ends the channels. */
+function finishOutput(ctx: SuperviseContext, stdout: StdoutLines, stderr: StderrLines): Buffer | undefined {
+  stderr.flush();
+  stdout.flush();
+  const sessionFile = captureSession(ctx, stdout.sessionId);
+  ctx.cleanup();
+  stdout.channel.end();
+  stderr.channel.end();
+  return sessionFile;
 }
 
 /** With a per-run home, the session file's bytes, taken before the home is removed. */
