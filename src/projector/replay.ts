@@ -31,13 +31,13 @@ export interface ReplayObserver {
 
 export interface ReplayOptions {
   /** Stop at this seq or time (parseUntil reads `--until`); default the whole log. */
-  until?: Until;
+  until?: Until | undefined;
   /** Continue with live events after the history (until `signal` aborts). */
-  follow?: boolean;
+  follow?: boolean | undefined;
   /** Replay history with its original timing divided by this factor; none = as fast as possible. */
-  speed?: number;
+  speed?: number | undefined;
   /** Aborting it ends the replay (and a follow). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Told each event as it is folded, with the state after it. */
   observers?: readonly ReplayObserver[];
   /** Injectable for tests; default setTimeout-based and abortable. */

@@ -30,7 +30,7 @@ export interface ExportSessionTracesResult {
 export async function exportSessionTraces(options: ExportSessionTracesOptions): Promise<ExportSessionTracesResult> {
   const env = options.env ?? process.env;
   const scrubber = options.scrubber ?? createScrubber({ env });
-  const telemetry = startTelemetry({ scrubber, env, ...(options.exporter === undefined ? {} : { exporter: options.exporter }) });
+  const telemetry = startTelemetry({ scrubber, env, exporter: options.exporter });
   if (!telemetry.enabled) return { spans: 0, attempts: 0, enabled: false };
   try {
     const log = createEventLog({ redis: options.redis, prefix: options.prefix });

@@ -1,5 +1,6 @@
 // Shared by `run --wait` and `demo`: follow one turn's events and print the transcript as it grows,
 // with a progress line (state, tool calls, elapsed). Everything printed goes through `scrub`.
+import { dataOf } from "../../events/index.ts";
 import type { Envelope } from "../../log/index.ts";
 import { parseLine, renderText } from "../../protocol/index.ts";
 import type { Producer, TurnResult } from "../../queue/index.ts";
@@ -9,7 +10,7 @@ export interface FollowOptions {
   scrub: (text: string) => string;
   /** Print transcript lines (false: progress only). */
   transcript?: boolean;
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 export async function followTurn(producer: Producer, session: string, turn: string, options: FollowOptions): Promise<TurnResult> {
@@ -31,8 +32,8 @@ export async function followTurn(producer: Producer, session: string, turn: stri
         progress();
         return;
       case "cli.line": {
-        const raw = (e.data as { raw?: unknown }).raw;
-        if (typeof raw !== "string") return;
+        const raw = dataOf("cli.line", e.data)?.raw;
+        if (raw === undefined) return;
         const p = parseLine(raw);
         const o = p.line as { type?: string; message?: { content?: Array<{ type?: string }> } } | undefined;
         if (o?.type === "assistant") toolCalls += (o.message?.content ?? []).filter((b) => b.type === "tool_use").length;
@@ -49,5 +50,5 @@ export async function followTurn(producer: Producer, session: string, turn: stri
         return;
     }
   };
-  return producer.waitForTurn(turn, { session, onEvent, ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}) });
+  return producer.waitForTurn(turn, { session, onEvent, timeoutMs: options.timeoutMs });
 }

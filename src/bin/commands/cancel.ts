@@ -21,11 +21,8 @@ export async function run(argv: string[]): Promise<number> {
   if (redis === undefined) return 1;
   const producer = createProducer({ redis, ...queueConfigFromEnv() });
   try {
-    const r = await producer.cancelTurn(turn, {
-      ...(values.session !== undefined ? { session: values.session } : {}),
-      ...(values.reason !== undefined ? { reason: values.reason } : {}),
-      by: process.env["TURNSTREAM_USER"] ?? process.env["USER"] ?? "cli",
-    });
+    const by = process.env["TURNSTREAM_USER"] ?? process.env["USER"] ?? "cli";
+    const r = await producer.cancelTurn(turn, { session: values.session, reason: values.reason, by });
     const said = { cancelled: "cancelled: it will not run", requested: "cancelling: its worker is ending it now", too_late: "too late: it already ended" };
     process.stdout.write(`turn ${r.turn} in session ${r.session}: ${said[r.outcome]}\n`);
     return r.outcome === "too_late" ? 1 : 0;

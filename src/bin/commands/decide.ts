@@ -1,6 +1,5 @@
 // `turnstream decide <session> <requestId> allow|deny [--always] [--reason TEXT] [--by NAME]`: a signed decision.
 import { userInfo } from "node:os";
-import { parseArgs } from "node:util";
 import {
   decide,
   DecisionError,
@@ -9,10 +8,13 @@ import {
   OperatorKeyError,
   operatorKeyLinesFromEnv,
   parseOperatorKeys,
+  type DecideInput,
+  type DecideResult,
   type OperatorKey,
   type OperatorKeyring,
 } from "../../decisions/index.ts";
 import { connectRedis, createEventLog } from "../../log/index.ts";
+import { parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
 
 export const summary = "allow or deny a pending supervised tool call (optionally as a lasting rule), signed with your operator key";
@@ -59,33 +61,22 @@ function trustedKeys(): OperatorKeyring | undefined {
   return lines === undefined ? undefined : parseOperatorKeys(lines, "TURNSTREAM_OPERATOR_KEYS");
 }
 
-export async function run(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        always: { type: "boolean" },
-        rule: { type: "string" },
-        reason: { type: "string" },
-        by: { type: "string" },
-        "allow-redacted": { type: "boolean" },
-        key: { type: "string" },
-        prefix: { type: "string" },
-        json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (err) {
-    process.stderr.write(`turnstream decide: ${(err as Error).message}\n${usage}`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
+const options = {
+  always: { type: "boolean" },
+  rule: { type: "string" },
+  reason: { type: "string" },
+  by: { type: "string" },
+  "allow-redacted": { type: "boolean" },
+  key: { type: "string" },
+  prefix: { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+type DecideValues = ParsedArgs<{ allowPositionals: true; options: typeof options }>["values"];
+
+/** The decision asked for, or the exit code after saying on stderr what is wrong. */
+function decideInput(values: DecideValues, positionals: string[]): DecideInput | number {
   const [session, requestId, decision, ...extra] = positionals;
   if (session === undefined || requestId === undefined || (decision !== "allow" && decision !== "deny") || extra.length > 0) {
     process.stderr.write(usage);
@@ -96,40 +87,55 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write("turnstream decide: --rule only applies with --always\n");
     return 2;
   }
-  let key: OperatorKey | undefined;
-  let trusted: OperatorKeyring | undefined;
+  return {
+    session,
+    requestId,
+    decision,
+    by: values.by ?? defaultUser(),
+    reason: values.reason,
+    always: values.always,
+    rule: values.rule,
+    allowRedacted: values["allow-redacted"],
+  };
+}
+
+/** The operator's key and the fleet's trusted keys, or undefined after saying on stderr what is wrong. */
+function signingKeys(keyFlag: string | undefined): { key: OperatorKey; trusted: OperatorKeyring | undefined } | undefined {
   try {
-    key = operatorKey(values.key);
-    trusted = trustedKeys();
+    const key = operatorKey(keyFlag);
+    const trusted = trustedKeys();
+    return key === undefined ? undefined : { key, trusted };
   } catch (err) {
     if (!(err instanceof OperatorKeyError)) throw err;
     process.stderr.write(`turnstream decide: ${err.message}\n`);
-    return 2;
+    return undefined;
   }
-  if (key === undefined) return 2;
+}
+
+function printDecision(res: DecideResult, input: DecideInput, key: OperatorKey, json: boolean | undefined): void {
+  if (json) process.stdout.write(JSON.stringify(res) + "\n");
+  else if (!res.applied) {
+    process.stdout.write(`${input.requestId}: another decision came first: ${res.decision.decision} by ${res.decision.by}\n`);
+  } else {
+    const redacted = res.decision.allowRedacted === true ? " (allowed with redacted input, as you asked)" : "";
+    const rule = res.rule ? `; rule ${res.rule.pattern} added` : "";
+    process.stdout.write(`${input.requestId}: ${input.decision} recorded (seq ${res.seq}, signed with ${key.keyId})${redacted}${rule}\n`);
+  }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const args = parseCommandArgs("decide", usage, { args: argv, allowPositionals: true, options });
+  if (typeof args === "number") return args;
+  const { values } = args;
+  const input = decideInput(values, args.positionals);
+  if (typeof input === "number") return input;
+  const keys = signingKeys(values.key);
+  if (keys === undefined) return 2;
   const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
-    const res = await decide(
-      { log, operatorKey: key, ...(trusted !== undefined ? { trustedKeys: trusted } : {}) },
-      {
-        session,
-        requestId,
-        decision,
-        by: values.by ?? defaultUser(),
-        ...(values.reason !== undefined ? { reason: values.reason } : {}),
-        ...(values.always === true ? { always: true } : {}),
-        ...(values.rule !== undefined ? { rule: values.rule } : {}),
-        ...(values["allow-redacted"] === true ? { allowRedacted: true } : {}),
-      },
-    );
-    if (values.json) process.stdout.write(JSON.stringify(res) + "\n");
-    else if (!res.applied) {
-      process.stdout.write(`${requestId}: another decision came first: ${res.decision.decision} by ${res.decision.by}\n`);
-    } else {
-      const redacted = res.decision.allowRedacted === true ? " (allowed with redacted input, as you asked)" : "";
-      process.stdout.write(`${requestId}: ${decision} recorded (seq ${res.seq}, signed with ${key.keyId})${redacted}${res.rule ? `; rule ${res.rule.pattern} added` : ""}\n`);
-    }
+    const res = await decide({ log, operatorKey: keys.key, trustedKeys: keys.trusted }, input);
+    printDecision(res, input, keys.key, values.json);
     return res.applied ? 0 : 1;
   } catch (err) {
     if (err instanceof DecisionError || err instanceof InvalidRuleError) {

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createProducer, type TurnResult } from "../../queue/index.ts";
+import { createProducer, type Producer, type TurnResult } from "../../queue/index.ts";
 import { createScrubber } from "../../telemetry/index.ts";
 import { DUMMY_API_KEY, startModelServer, type ModelServer, type Script } from "../../testing/index.ts";
 import { startTurnWorker } from "../../worker/index.ts";
@@ -55,6 +55,58 @@ function makeWorkspace(): string {
   return dir;
 }
 
+const PROMPTS = [
+  "Look at this project and write a short NOTES.md summarising it.",
+  "Read NOTES.md back and tell me what you wrote in the previous turn.",
+];
+
+/** The env that points the CLI at the scripted model server. */
+function scriptedModelEnv(server: ModelServer): Record<string, string> {
+  return {
+    ANTHROPIC_BASE_URL: server.url,
+    ANTHROPIC_API_KEY: DUMMY_API_KEY,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    CLAUDE_CODE_MAX_RETRIES: "1",
+  };
+}
+
+interface DemoRun {
+  producer: Producer;
+  session: string;
+  workspace: string;
+  out: NodeJS.WriteStream;
+  scrub: (text: string) => string;
+}
+
+/** Runs the demo's turns one after another; the results, or undefined once one did not finish. */
+async function runTurns(d: DemoRun): Promise<TurnResult[] | undefined> {
+  const results: TurnResult[] = [];
+  for (const [i, prompt] of PROMPTS.entries()) {
+    d.out.write(`\nturn ${i + 1} > ${prompt}\n`);
+    const { turn } = await d.producer.enqueueTurn({ session: d.session, prompt, cwd: d.workspace, options: { allowedTools: TOOLS, timeoutMs: 300_000 } });
+    const result = await followTurn(d.producer, d.session, turn, { out: d.out, scrub: d.scrub, timeoutMs: 600_000 });
+    results.push(result);
+    if (result.status !== "finished") {
+      d.out.write(d.scrub(`turn ${i + 1} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}\n`));
+      return undefined;
+    }
+  }
+  return results;
+}
+
+/** Says whether turn 2 resumed turn 1's CLI session (the point of the demo); true when it did. */
+function reportResume(d: DemoRun, results: TurnResult[], server: ModelServer | undefined): boolean {
+  const [first, second] = results;
+  const resumed = first?.cliSessionId !== undefined && first.cliSessionId === second?.cliSessionId;
+  d.out.write(`\nboth turns ran in CLI session ${first?.cliSessionId ?? "?"}: ${resumed ? "turn 2 resumed turn 1" : "NOT resumed"}\n`);
+  if (server) {
+    const turn2Request = server.requests().filter((r) => r.kind === "messages").at(-2);
+    d.out.write(`the model saw ${turn2Request?.messages.length ?? 0} messages of history when turn 2 began\n`);
+  }
+  d.out.write(`replay it: npm run turnstream -- replay ${d.session}\n`);
+  return resumed;
+}
+
 export async function run(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { keep: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
   if (values.help) {
@@ -68,58 +120,22 @@ export async function run(argv: string[]): Promise<number> {
   if (redis === undefined) return 1;
   const live = Boolean(process.env["ANTHROPIC_API_KEY"]);
   const workspace = makeWorkspace();
-  let server: ModelServer | undefined;
-  const runEnv: Record<string, string> = {};
-  if (!live) {
-    server = await startModelServer({ script: demoScript(workspace) });
-    Object.assign(runEnv, {
-      ANTHROPIC_BASE_URL: server.url,
-      ANTHROPIC_API_KEY: DUMMY_API_KEY,
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-      CLAUDE_CODE_MAX_RETRIES: "1",
-    });
-  }
+  const server = live ? undefined : await startModelServer({ script: demoScript(workspace) });
+  const runEnv = server === undefined ? {} : scriptedModelEnv(server);
   // A private queue: a fleet worker on the same Redis must not pick up the demo's turns.
   const queueName = `demo-${randomBytes(4).toString("hex")}`;
   const session = `demo-${randomBytes(6).toString("hex")}`;
-  const worker = startTurnWorker({
-    redis,
-    queueName,
-    workspaceRoots: [workspace],
-    concurrency: 1,
-    instanceRoot: join(workspace, ".turnstream"),
-    runEnv,
-    scrubber,
-  });
+  const instanceRoot = join(workspace, ".turnstream");
+  const worker = startTurnWorker({ redis, queueName, workspaceRoots: [workspace], concurrency: 1, instanceRoot, runEnv, scrubber });
   const producer = createProducer({ redis, queueName });
-  const results: TurnResult[] = [];
   try {
     await worker.ready();
-    out.write(`turnstream demo — ${live ? "real Anthropic API" : `scripted model server at ${server!.url} (offline)`}\n`);
+    out.write(`turnstream demo — ${server === undefined ? "real Anthropic API" : `scripted model server at ${server.url} (offline)`}\n`);
     out.write(`session ${session}, workspace ${workspace}\n`);
-    const prompts = [
-      "Look at this project and write a short NOTES.md summarising it.",
-      "Read NOTES.md back and tell me what you wrote in the previous turn.",
-    ];
-    for (const [i, prompt] of prompts.entries()) {
-      out.write(`\nturn ${i + 1} > ${prompt}\n`);
-      const { turn } = await producer.enqueueTurn({ session, prompt, cwd: workspace, options: { allowedTools: TOOLS, timeoutMs: 300_000 } });
-      const result = await followTurn(producer, session, turn, { out, scrub, timeoutMs: 600_000 });
-      results.push(result);
-      if (result.status !== "finished") {
-        out.write(scrub(`turn ${i + 1} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}\n`));
-        return 1;
-      }
-    }
-    const [first, second] = results;
-    const resumed = first?.cliSessionId !== undefined && first.cliSessionId === second?.cliSessionId;
-    out.write(`\nboth turns ran in CLI session ${first?.cliSessionId ?? "?"}: ${resumed ? "turn 2 resumed turn 1" : "NOT resumed"}\n`);
-    if (server) {
-      const turn2Request = server.requests().filter((r) => r.kind === "messages").at(-2);
-      out.write(`the model saw ${turn2Request?.messages.length ?? 0} messages of history when turn 2 began\n`);
-    }
-    out.write(`replay it: npm run turnstream -- replay ${session}\n`);
-    return resumed ? 0 : 1;
+    const demo: DemoRun = { producer, session, workspace, out, scrub };
+    const results = await runTurns(demo);
+    if (results === undefined) return 1;
+    return reportResume(demo, results, server) ? 0 : 1;
   } finally {
     await worker.close({ graceMs: 5000 });
     await producer.queue.obliterate({ force: true }).catch(() => {});

@@ -45,11 +45,7 @@ export async function run(argv: string[]): Promise<number> {
   // A relative --cwd is reported as such (the CLI needs an absolute one); no --cwd means here.
   const cwd = values.cwd ?? resolve(process.cwd());
   const results = await runChecks(
-    {
-      cwd,
-      ...(values["claude-bin"] === undefined ? {} : { claudeBin: values["claude-bin"] }),
-      ...(timeout === undefined ? {} : { probeTimeoutMs: timeout }),
-    },
+    { cwd, claudeBin: values["claude-bin"], probeTimeoutMs: timeout },
     (r: CheckResult) => process.stdout.write(`${r.status.padEnd(4)}  ${r.name.padEnd(7)}  ${r.detail}\n`),
   );
   return results.some((r) => r.status === "fail") ? 1 : 0;

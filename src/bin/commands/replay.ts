@@ -1,7 +1,6 @@
 // `turnstream replay <session>`: rebuilds the read models from the log alone (never touching the
 // live ones) and prints them, optionally as of an event or a moment, optionally following.
-import { parseArgs } from "node:util";
-import { createEventLog } from "../../log/index.ts";
+import { createEventLog, type EventLog } from "../../log/index.ts";
 import {
   connectForCommand,
   createOutput,
@@ -13,8 +12,10 @@ import {
   type ProjectionState,
   type ReplayObserver,
   type Scrub,
+  type Until,
   UnknownSessionError,
 } from "../../projector/index.ts";
+import { parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import { exportSessionTraces } from "./_export-traces.ts";
 import { defaultScrub } from "./_scrub.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
@@ -73,31 +74,27 @@ function printer(out: Output, format: Format, progressive: boolean): ReplayObser
   }
 }
 
-export async function run(argv: string[], scrub?: Scrub): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        until: { type: "string" },
-        format: { type: "string", default: "text" },
-        follow: { type: "boolean", default: false },
-        speed: { type: "string" },
-        "export-traces": { type: "boolean", default: false },
-        prefix: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (err) {
-    process.stderr.write(`turnstream replay: ${(err as Error).message}\n${usage}`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
+const options = {
+  until: { type: "string" },
+  format: { type: "string", default: "text" },
+  follow: { type: "boolean", default: false },
+  speed: { type: "string" },
+  "export-traces": { type: "boolean", default: false },
+  prefix: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+type ReplayValues = ParsedArgs<{ allowPositionals: true; options: typeof options }>["values"];
+
+interface ReplayRequest {
+  session: string;
+  format: Format;
+  until: Until | undefined;
+  speed: number | undefined;
+}
+
+/** The checked arguments, or the exit code after saying on stderr what is wrong. */
+function replayRequest(values: ReplayValues, positionals: string[]): ReplayRequest | number {
   const [session, ...extra] = positionals;
   if (session === undefined || extra.length > 0) {
     process.stderr.write(usage);
@@ -109,18 +106,42 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     process.stderr.write("turnstream replay: --format must be text, json or messages\n");
     return 2;
   }
-  let until;
-  let speed: number | undefined;
   try {
-    until = values.until === undefined ? undefined : parseUntil(values.until);
-    if (values.speed !== undefined) {
-      speed = Number(values.speed);
-      if (!(speed > 0) || !Number.isFinite(speed)) throw new Error("--speed must be a number above 0, e.g. 2 for twice as fast");
-    }
+    const until = values.until === undefined ? undefined : parseUntil(values.until);
+    return { session, format, until, speed: speedOf(values.speed) };
   } catch (err) {
     process.stderr.write(`turnstream replay: ${(err as Error).message}\n`);
     return 2;
   }
+}
+
+function speedOf(flag: string | undefined): number | undefined {
+  if (flag === undefined) return undefined;
+  const speed = Number(flag);
+  if (!(speed > 0) || !Number.isFinite(speed)) throw new Error("--speed must be a number above 0, e.g. 2 for twice as fast");
+  return speed;
+}
+
+/** --export-traces: re-emits the session's spans instead of printing the replay. */
+async function exportTraces(log: EventLog, session: string, out: Output): Promise<number> {
+  if (!(await log.stat(session)).exists) throw new UnknownSessionError(session, log.prefix);
+  const r = await exportSessionTraces({ redis: log.redis, prefix: log.prefix, session });
+  if (!r.enabled) {
+    process.stderr.write("turnstream replay: --export-traces needs a trace exporter: set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER)\n");
+    return 2;
+  }
+  out.line(`exported ${r.spans} spans of ${r.attempts} attempt(s) of session ${session}`);
+  await out.drain();
+  return 0;
+}
+
+export async function run(argv: string[], scrub?: Scrub): Promise<number> {
+  const args = parseCommandArgs("replay", usage, { args: argv, allowPositionals: true, options });
+  if (typeof args === "number") return args;
+  const { values } = args;
+  const request = replayRequest(values, args.positionals);
+  if (typeof request === "number") return request;
+  const { session, format, until, speed } = request;
   const out = createOutput(process.stdout, { scrub: scrub ?? defaultScrub() });
   const redis = await connectForCommand();
   const ac = new AbortController();
@@ -128,27 +149,11 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
-    const prefix = logPrefix(values.prefix);
-    const log = createEventLog({ redis, prefix });
-    if (values["export-traces"]) {
-      if (!(await log.stat(session)).exists) throw new UnknownSessionError(session, prefix);
-      const r = await exportSessionTraces({ redis, prefix, session });
-      if (!r.enabled) {
-        process.stderr.write("turnstream replay: --export-traces needs a trace exporter: set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER)\n");
-        return 2;
-      }
-      out.line(`exported ${r.spans} spans of ${r.attempts} attempt(s) of session ${session}`);
-      await out.drain();
-      return 0;
-    }
+    const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
+    if (values["export-traces"]) return await exportTraces(log, session, out);
     const progressive = values.follow || speed !== undefined;
-    await replaySession(log, session, {
-      ...(until === undefined ? {} : { until }),
-      ...(speed === undefined ? {} : { speed }),
-      follow: values.follow,
-      signal: ac.signal,
-      observers: [printer(out, format, progressive)],
-    });
+    const observers = [printer(out, format, progressive)];
+    await replaySession(log, session, { until, speed, follow: values.follow, signal: ac.signal, observers });
     await out.drain();
     return 0;
   } catch (err) {

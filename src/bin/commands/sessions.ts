@@ -1,8 +1,8 @@
 // `turnstream sessions`: every session in the log's index with status, turns, cost, last activity,
 // from the live read models (or, for a session the projector has not reached, from the log's meta).
-import { parseArgs } from "node:util";
-import { createEventLog } from "../../log/index.ts";
-import { connectForCommand, createOutput, paint, readSummary, type Scrub, type SessionSummary } from "../../projector/index.ts";
+import { createEventLog, type EventLog, type RedisClient } from "../../log/index.ts";
+import { connectForCommand, createOutput, paint, readSummary, type Output, type Scrub } from "../../projector/index.ts";
+import { parseCommandArgs } from "./_args.ts";
 import { defaultScrub } from "./_scrub.ts";
 import { logPrefix } from "./_connect.ts";
 
@@ -28,61 +28,59 @@ interface Row {
   lastErrorKind: string | null;
 }
 
+/** A session's figures from its read model, or from the log's meta where the projector has not been. */
+async function sessionRow(redis: RedisClient, log: EventLog, session: string): Promise<Row> {
+  const [st, s] = await Promise.all([log.stat(session), readSummary(redis, session, log.prefix)]);
+  return {
+    session,
+    status: s?.status ?? st.state ?? "new",
+    turns: s?.turns ?? null,
+    costUsd: s?.costUsd ?? null,
+    lastActivity: s?.lastAt ?? null,
+    lastSeq: st.lastSeq,
+    projectedSeq: s?.lastSeq ?? null,
+    pendingDecisions: s?.pendingDecisions ?? null,
+    lastErrorKind: s?.lastErrorKind ?? null,
+  };
+}
+
+function printTable(out: Output, rows: Row[]): void {
+  const head = ["SESSION", "STATUS", "TURNS", "COST", "LAST ACTIVITY", "EVENTS", "PENDING"];
+  const table = rows.map((r) => [
+    r.session,
+    r.status + (r.lastErrorKind !== null && r.status === "failed" ? ` (${r.lastErrorKind})` : ""),
+    r.turns === null ? "-" : String(r.turns),
+    r.costUsd === null ? "-" : `$${r.costUsd.toFixed(4)}`,
+    r.lastActivity ?? "-",
+    r.projectedSeq === null || r.projectedSeq === r.lastSeq ? String(r.lastSeq) : `${r.lastSeq} (projected ${r.projectedSeq})`,
+    r.pendingDecisions === null ? "-" : String(r.pendingDecisions),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
+  const fmt = (row: string[]): string => row.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  out.line(paint(out.color, "dim", fmt(head)));
+  for (const row of table) out.line(fmt(row));
+}
+
 export async function run(argv: string[], scrub?: Scrub): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: argv, allowPositionals: false, options: { json: { type: "boolean", default: false }, prefix: { type: "string" }, help: { type: "boolean", short: "h" } } });
-  } catch (err) {
-    process.stderr.write(`turnstream sessions: ${(err as Error).message}\n${usage}`);
-    return 2;
-  }
-  const { values } = parsed;
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
+  const args = parseCommandArgs("sessions", usage, {
+    args: argv,
+    allowPositionals: false,
+    options: { json: { type: "boolean", default: false }, prefix: { type: "string" }, help: { type: "boolean", short: "h" } },
+  });
+  if (typeof args === "number") return args;
+  const { values } = args;
   const out = createOutput(process.stdout, { scrub: scrub ?? defaultScrub() });
   const redis = await connectForCommand();
   try {
     const prefix = logPrefix(values.prefix);
     const log = createEventLog({ redis, prefix });
-    const ids = await log.sessions();
-    const rows: Row[] = await Promise.all(
-      ids.map(async (session) => {
-        const [st, sum] = await Promise.all([log.stat(session), readSummary(redis, session, prefix)]);
-        const s: SessionSummary | undefined = sum;
-        return {
-          session,
-          status: s?.status ?? st.state ?? "new",
-          turns: s?.turns ?? null,
-          costUsd: s?.costUsd ?? null,
-          lastActivity: s?.lastAt ?? null,
-          lastSeq: st.lastSeq,
-          projectedSeq: s?.lastSeq ?? null,
-          pendingDecisions: s?.pendingDecisions ?? null,
-          lastErrorKind: s?.lastErrorKind ?? null,
-        };
-      }),
-    );
+    const rows = await Promise.all((await log.sessions()).map((session) => sessionRow(redis, log, session)));
     if (values.json) {
       for (const r of rows) out.line(JSON.stringify(r));
     } else if (rows.length === 0) {
       out.line(`no sessions under key prefix "${prefix}"`);
     } else {
-      const head = ["SESSION", "STATUS", "TURNS", "COST", "LAST ACTIVITY", "EVENTS", "PENDING"];
-      const table = rows.map((r) => [
-        r.session,
-        r.status + (r.lastErrorKind !== null && r.status === "failed" ? ` (${r.lastErrorKind})` : ""),
-        r.turns === null ? "-" : String(r.turns),
-        r.costUsd === null ? "-" : `$${r.costUsd.toFixed(4)}`,
-        r.lastActivity ?? "-",
-        r.projectedSeq === null || r.projectedSeq === r.lastSeq ? String(r.lastSeq) : `${r.lastSeq} (projected ${r.projectedSeq})`,
-        r.pendingDecisions === null ? "-" : String(r.pendingDecisions),
-      ]);
-      const widths = head.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
-      const fmt = (row: string[]): string => row.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
-      out.line(paint(out.color, "dim", fmt(head)));
-      for (const row of table) out.line(fmt(row));
+      printTable(out, rows);
     }
     await out.drain();
     return 0;

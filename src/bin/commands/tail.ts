@@ -1,7 +1,7 @@
 // `turnstream tail <session>`: a session's events as they arrive, one short line each.
-import { parseArgs } from "node:util";
-import { createEventLog, type Envelope } from "../../log/index.ts";
+import { createEventLog, type Envelope, type EventLog } from "../../log/index.ts";
 import { connectForCommand, createOutput, paint, summarizeEvent, type Output, type Scrub } from "../../projector/index.ts";
+import { parseCommandArgs } from "./_args.ts";
 import { defaultScrub } from "./_scrub.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
 
@@ -43,44 +43,67 @@ export function formatEvent(env: Envelope, color: boolean, scrub: Scrub): string
   return `${paint(color, "dim", String(env.seq).padStart(6))} ${paint(color, "dim", at)} ${paint(color, kindStyle(env.kind), env.kind)}${who}${summary === "" ? "" : ` ${summary}`}`;
 }
 
-function print(out: Output, env: Envelope, json: boolean, scrub: Scrub): void {
-  out.line(json ? JSON.stringify(env) : formatEvent(env, out.color, scrub));
-}
+const options = {
+  follow: { type: "boolean", short: "f", default: false },
+  json: { type: "boolean", default: false },
+  from: { type: "string" },
+  prefix: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
 
-export async function run(argv: string[], scrub?: Scrub): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        follow: { type: "boolean", short: "f", default: false },
-        json: { type: "boolean", default: false },
-        from: { type: "string" },
-        prefix: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (err) {
-    process.stderr.write(`turnstream tail: ${(err as Error).message}\n${usage}`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
+/** The session and first seq to print, or the exit code after saying what is wrong. */
+function tailTarget(positionals: string[], fromFlag: string | undefined): { session: string; from: number } | number {
   const [session, ...extra] = positionals;
   if (session === undefined || extra.length > 0) {
     process.stderr.write(usage);
     return 2;
   }
   if (rejectSessionId("tail", session)) return 2;
-  const from = values.from === undefined ? 1 : Number(values.from);
+  const from = fromFlag === undefined ? 1 : Number(fromFlag);
   if (!Number.isSafeInteger(from) || from < 1) {
     process.stderr.write("turnstream tail: --from must be a positive event number\n");
     return 2;
   }
+  return { session, from };
+}
+
+interface TailRun {
+  log: EventLog;
+  session: string;
+  from: number;
+  follow: boolean;
+  signal: AbortSignal;
+  /** Prints one event. */
+  print: (env: Envelope) => void;
+  out: Output;
+}
+
+/** Prints the session's events: the history, or (following) everything from `from` on until the signal aborts. */
+async function printEvents(t: TailRun): Promise<number> {
+  const st = await t.log.stat(t.session);
+  if (!st.exists && st.length === 0 && !t.follow) {
+    process.stderr.write(`turnstream tail: session ${t.session} has no events under key prefix "${t.log.prefix}"; check the id (turnstream sessions) or --prefix\n`);
+    return 1;
+  }
+  if (t.follow) {
+    if (!st.exists) process.stderr.write(`turnstream tail: session ${t.session} has no events yet; waiting for the first\n`);
+    for await (const env of t.log.tail(t.session, { fromSeq: t.from, signal: t.signal, blockMs: 1000 })) t.print(env);
+  } else {
+    for await (const env of t.log.read(t.session, { fromSeq: t.from })) {
+      t.print(env);
+      await t.out.drain();
+    }
+  }
+  await t.out.drain();
+  return 0;
+}
+
+export async function run(argv: string[], scrub?: Scrub): Promise<number> {
+  const args = parseCommandArgs("tail", usage, { args: argv, allowPositionals: true, options });
+  if (typeof args === "number") return args;
+  const { values } = args;
+  const target = tailTarget(args.positionals, values.from);
+  if (typeof target === "number") return target;
   const scrubText = scrub ?? defaultScrub();
   const out = createOutput(process.stdout, { scrub: scrubText });
   const redis = await connectForCommand();
@@ -89,24 +112,9 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
-    const prefix = logPrefix(values.prefix);
-    const log = createEventLog({ redis, prefix });
-    const st = await log.stat(session);
-    if (!st.exists && st.length === 0 && !values.follow) {
-      process.stderr.write(`turnstream tail: session ${session} has no events under key prefix "${prefix}"; check the id (turnstream sessions) or --prefix\n`);
-      return 1;
-    }
-    if (values.follow) {
-      if (!st.exists) process.stderr.write(`turnstream tail: session ${session} has no events yet; waiting for the first\n`);
-      for await (const env of log.tail(session, { fromSeq: from, signal: ac.signal, blockMs: 1000 })) print(out, env, values.json, scrubText);
-    } else {
-      for await (const env of log.read(session, { fromSeq: from })) {
-        print(out, env, values.json, scrubText);
-        await out.drain();
-      }
-    }
-    await out.drain();
-    return 0;
+    const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
+    const print = (env: Envelope): void => out.line(values.json ? JSON.stringify(env) : formatEvent(env, out.color, scrubText));
+    return await printEvents({ log, session: target.session, from: target.from, follow: values.follow, signal: ac.signal, print, out });
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
