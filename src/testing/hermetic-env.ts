@@ -10,16 +10,16 @@ export interface HermeticEnvOptions {
   /** The model server's URL. */
   baseUrl: string;
   /** Parent directory for the run's folders (a fresh temp dir by default). */
-  root?: string;
+  root?: string | undefined;
   /**
    * `CLAUDE_CODE_MAX_RETRIES` (default 0): 0 makes a 429/529 final on the first answer; each retry
    * adds the CLI's own backoff whatever `retry-after` says (the CLI has no working knob for the delay).
    */
-  maxRetries?: number;
+  maxRetries?: number | undefined;
   /** Sets `IS_SANDBOX=1`, which `--dangerously-skip-permissions` needs as root. */
-  sandboxed?: boolean;
+  sandboxed?: boolean | undefined;
   /** `ANTHROPIC_API_KEY` for the run (default a dummy the model server accepts). */
-  apiKey?: string;
+  apiKey?: string | undefined;
 }
 
 export interface HermeticEnv {

@@ -135,7 +135,7 @@ export async function supervisedTurn(ctx: Ctx, run: SupervisedRun, steps: Script
       cwd: ctx.dir,
       prompt: "do the steps",
       env: { ...h.env, ...extras.env },
-      ...(extras.mcpConfigFile !== undefined ? { mcpConfigFile: extras.mcpConfigFile } : {}),
+      mcpConfigFile: extras.mcpConfigFile,
       ...run.turnOptions,
       extraArgs: run.argsFilter(extraArgs),
       timeoutMs: 120_000,

@@ -126,7 +126,7 @@ test("a hub without operator keys refuses to start, naming TURNSTREAM_OPERATOR_K
   try {
     for (const operatorKeys of [undefined, [], ["# nobody yet"]]) {
       await assert.rejects(
-        startDecisionHub({ log: ctx.log, redis: ctx.redis, prefix: ctx.prefix, ...(operatorKeys !== undefined ? { operatorKeys } : {}) }),
+        startDecisionHub({ log: ctx.log, redis: ctx.redis, prefix: ctx.prefix, operatorKeys }),
         (e: unknown) => e instanceof OperatorKeysMissingError && /TURNSTREAM_OPERATOR_KEYS/.test(e.message) && /operator-key new/.test(e.message),
       );
     }

@@ -42,7 +42,7 @@ const toolResult = (id: string, content: unknown, opts: { isError?: boolean; tur
     type: "user",
     message: {
       role: "user",
-      content: [{ tool_use_id: id, type: "tool_result", content, ...(opts.isError ? { is_error: true } : {}) }],
+      content: [{ tool_use_id: id, type: "tool_result", content, is_error: opts.isError ? true : undefined }],
     },
     parent_tool_use_id: opts.parent ?? null,
     session_id: sid,

@@ -41,11 +41,7 @@ export function baseArgs(): string[] {
 export async function runClaude(options: RunClaudeOptions): Promise<ClaudeRun & { hermetic: HermeticEnv }> {
   const hermetic =
     options.hermetic ??
-    hermeticEnv({
-      baseUrl: options.baseUrl,
-      ...(options.sandboxed !== undefined ? { sandboxed: options.sandboxed } : {}),
-      ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
-    });
+    hermeticEnv({ baseUrl: options.baseUrl, sandboxed: options.sandboxed, maxRetries: options.maxRetries });
   const argv = [...baseArgs(), ...(options.args ?? [])];
   const started = performance.now();
   const child = spawn(CLAUDE, argv, {

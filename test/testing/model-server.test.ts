@@ -30,7 +30,7 @@ function post(server: ModelServer, body: Record<string, unknown>, headers: Recor
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify(body),
-    ...(signal ? { signal } : {}),
+    signal: signal ?? null,
   });
 }
 
