@@ -184,20 +184,51 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       assert.equal((await log.stat(s)).state, "queued");
     });
 
+    // The writer tests below wait on events, not on fixed sleeps: on a loaded machine a 20 ms sleep
+    // can take 200. "Nothing was sent yet" is checked in Redis (XLEN) once `passed(ms)` resolves:
+    // another writer, given an event after the writer under test, has appended it after its own
+    // linger of `ms`. Timers never fire early, and one created later with a longer delay fires
+    // later, so an append the writer under test would have started by then is in the stream
+    // before the XLEN (same key, same connection). Lingers that must not run out before a check
+    // are seconds long, so only a stall of that length could break a check that should pass.
+    const controlKinds = { turn: "t1", attempt: 0, kind: "turn.queued", data: {} } as const;
+    const passed = async (ms: number): Promise<void> => {
+      let appended!: () => void;
+      const done = new Promise<void>((r) => (appended = r));
+      const c = createWriter({ log, session: session(), epoch: null, lingerMs: ms, onAppended: () => appended() });
+      await c.write(controlKinds);
+      await done;
+      await c.close();
+    };
+    const stored = (s: string): Promise<number> => redis.xlen(log.keys(s).events);
+    /** Resolves once `cond` holds (checked every 5 ms); fails after `ms`. Returns the wait in ms. */
+    const until = async (cond: () => boolean, ms: number, what: string): Promise<number> => {
+      const t0 = performance.now();
+      while (!cond()) {
+        if (performance.now() - t0 > ms) assert.fail(`not within ${ms} ms: ${what}`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      return performance.now() - t0;
+    };
+
     it("writer linger: events close together share one append; flush does not wait for it; a full batch goes at once", async () => {
       const s = session();
       const { epoch } = await log.beginAttempt(s, "t1");
       const batches: number[] = [];
-      const w = createWriter({ log, session: s, epoch, lingerMs: 200, maxBatchEvents: 4, onAppended: (i) => batches.push(i.count) });
+      const LINGER = 5000;
+      const w = createWriter({ log, session: s, epoch, lingerMs: LINGER, maxBatchEvents: 4, onAppended: (i) => batches.push(i.count) });
       await w.write(line("a"));
-      await new Promise((r) => setTimeout(r, 20));
+      await passed(20);
       await w.write(line("b"));
-      assert.deepEqual(batches, [], "nothing sent inside the linger");
+      await passed(20);
+      assert.equal(await stored(s), 0, "nothing sent inside the linger");
+      assert.deepEqual(batches, []);
       const t0 = performance.now();
       assert.equal(await w.flush(), 2);
-      assert.ok(performance.now() - t0 < 150, "flush sends at once");
+      assert.ok(performance.now() - t0 < LINGER / 2, "flush sends at once");
+      assert.deepEqual(batches, [2], "a and b shared one append");
       for (const x of ["c", "d", "e", "f"]) await w.write(line(x));
-      await new Promise((r) => setTimeout(r, 50));
+      await until(() => batches.length === 2, LINGER / 2, "the full batch to go without its linger");
       assert.deepEqual(batches, [2, 4], "a full batch does not wait");
       assert.equal(await w.close(), 6);
     });
@@ -208,28 +239,41 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       const batches: number[] = [];
       const w = createWriter({ log, session: s, epoch, lingerMs: 20, onAppended: (i) => batches.push(i.count) });
       await w.write(line("a"));
-      await w.write(line("b"), { lingerMs: 400 });
-      await new Promise((r) => setTimeout(r, 80));
-      assert.deepEqual(batches, [], "held past the usual linger");
+      await w.write(line("b"), { lingerMs: 5000 });
+      await passed(100);
+      assert.equal(await stored(s), 0, "held past the usual linger");
       await w.write(line("c"));
-      await new Promise((r) => setTimeout(r, 80));
-      assert.deepEqual(batches, [], "a later event does not cut the wait short");
+      await passed(100);
+      assert.equal(await stored(s), 0, "a later event does not cut the wait short");
       assert.equal(await w.close(), 3);
       assert.deepEqual(batches, [3], "one append for all three");
 
+      // Bounded: nothing else comes, so it goes alone once its own wait (600 ms, not the usual 20) is over.
       const held: number[] = [];
       const w2 = createWriter({ log, session: s, epoch, lingerMs: 20, onAppended: (i) => held.push(i.count) });
-      await w2.write(line("d"), { lingerMs: 60 });
-      await new Promise((r) => setTimeout(r, 200));
+      await w2.write(line("d"), { lingerMs: 600 });
+      await passed(20);
+      assert.equal(await stored(s), 3, "d waits longer than the usual linger");
+      await until(() => held.length === 1, 5000, "d to go on its own once its wait ran out");
       assert.deepEqual(held, [1], "the wait is bounded: nothing else came, it went alone");
 
+      // Never slides: f, written while e's linger runs, goes with e when e's linger ends. A second
+      // writer on the same session, given an event just after e with the same linger, is due at the
+      // same time or later; had f pushed the send back, that writer's event would be stored first.
+      const s3 = session();
+      const e3 = await log.beginAttempt(s3, "t1");
       const steady: number[] = [];
-      const w3 = createWriter({ log, session: s, epoch, lingerMs: 60, onAppended: (i) => steady.push(i.count) });
+      const w3 = createWriter({ log, session: s3, epoch: e3.epoch, lingerMs: 1000, onAppended: (i) => steady.push(i.count) });
+      const rival = createWriter({ log, session: s3, epoch: null, lingerMs: 1000 });
       await w3.write(line("e"));
-      await new Promise((r) => setTimeout(r, 35));
+      await rival.write(controlKinds);
+      await passed(20);
       await w3.write(line("f"));
-      await new Promise((r) => setTimeout(r, 45));
-      assert.deepEqual(steady, [2], "the second event joined the first's window instead of pushing it back");
+      await until(() => steady.length > 0, 5000, "e's linger to end");
+      await rival.close();
+      assert.deepEqual(steady, [2], "the second event joined the first's window");
+      const order = (await all(log.read(s3))).map((e) => (e.kind === "cli.line" ? (e.data as { raw: string }).raw : e.kind));
+      assert.deepEqual(order, ["e", "f", "turn.queued"], "instead of pushing it back");
       await w2.close();
       await w3.close();
     });
@@ -238,25 +282,28 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       const s = session();
       const { epoch } = await log.beginAttempt(s, "t1");
       const batches: number[] = [];
+      const HOLD = 5000;
       const w = createWriter({ log, session: s, epoch, lingerMs: 20, onAppended: (i) => batches.push(i.count) });
-      await w.write(line("a"), { holdMs: 1000 });
-      await new Promise((r) => setTimeout(r, 100));
-      assert.deepEqual(batches, [], "held past the usual linger");
+      await w.write(line("a"), { holdMs: HOLD });
+      await passed(100);
+      assert.equal(await stored(s), 0, "held past the usual linger");
       await w.write(line("b"));
-      await new Promise((r) => setTimeout(r, 100));
+      await until(() => batches.length === 1, HOLD / 2, "b's linger to send both");
       assert.deepEqual(batches, [2], "the next event ended the hold and both went on its linger, long before the hold ran out");
 
-      await w.write(line("c"), { holdMs: 60 });
-      await new Promise((r) => setTimeout(r, 200));
+      await w.write(line("c"), { holdMs: 600 });
+      await passed(20);
+      assert.equal(await stored(s), 2, "c is held past the usual linger");
+      await until(() => batches.length === 2, HOLD, "c to go once its hold ran out");
       assert.deepEqual(batches, [2, 1], "nothing came: it went alone once the hold ran out");
 
-      await w.write(line("d"), { holdMs: 5000 });
+      await w.write(line("d"), { holdMs: HOLD });
       const t0 = performance.now();
       assert.equal(await w.flush(), 4);
-      assert.ok(performance.now() - t0 < 1000, "flush does not wait out a hold");
+      assert.ok(performance.now() - t0 < HOLD / 2, "flush does not wait out a hold");
       await w.write(line("e"));
-      await w.write(line("f"), { holdMs: 5000 });
-      await new Promise((r) => setTimeout(r, 100));
+      await w.write(line("f"), { holdMs: HOLD });
+      await until(() => batches.length === 4, HOLD / 2, "e and f to go on the usual linger");
       assert.deepEqual(batches, [2, 1, 1, 2], "a hold behind a waiting event is the usual linger");
       assert.equal(await w.close(), 6);
     });
