@@ -1,47 +1,44 @@
 // One short line per event for `turnstream tail`: what happened, never a whole payload.
-import { isObj, type Obj } from "../kernel/index.ts";
+import { dataOf, isEventKind, type EventData, type EventKind } from "../events/index.ts";
+import { stringField, type Obj } from "../kernel/index.ts";
 import type { Envelope } from "../log/index.ts";
 import { parseLine, toolResultText } from "../protocol/index.ts";
-
+import { contentBlocks, objOf } from "../protocol/lines.ts";
 
 function short(s: string, max = 100): string {
   const one = s.replace(/\s+/g, " ").trim();
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 }
 
-function blocks(o: Obj): Obj[] {
-  const m = o["message"];
-  if (!isObj(m)) return [];
-  const c = m["content"];
-  if (typeof c === "string") return [{ type: "text", text: c }];
-  return Array.isArray(c) ? c.filter(isObj) : [];
+function assistantBlock(b: Obj): string {
+  if (b["type"] === "text") return `text: ${short(stringField(b, "text") ?? "")}`;
+  if (b["type"] === "tool_use") return `tool_use ${stringField(b, "name") ?? ""} ${stringField(b, "id") ?? ""}`;
+  return String(b["type"]);
+}
+
+function userBlock(b: Obj): string {
+  if (b["type"] === "tool_result") {
+    return `tool_result ${stringField(b, "tool_use_id") ?? ""}${b["is_error"] === true ? " (error)" : ""}: ${short(toolResultText(b["content"]), 60)}`;
+  }
+  if (b["type"] === "text") return `text: ${short(stringField(b, "text") ?? "")}`;
+  return String(b["type"]);
 }
 
 export function summarizeCliLine(raw: string): string {
   const p = parseLine(raw);
   if (p.category === "invalid") return `invalid line (${raw.length} chars)`;
-  if (p.category === "truncated") return "truncated line";
-  const o = p.line as Obj;
+  const o = objOf(p);
+  if (o === undefined) return "truncated line";
   const sub = p.category === "unknown" ? " (unknown)" : "";
   const parent = typeof o["parent_tool_use_id"] === "string" ? " [subagent]" : "";
   switch (o["type"]) {
     case "assistant": {
-      if (typeof o["error"] === "string") return `assistant API error: ${o["error"]}${parent}`;
-      const parts = blocks(o).map((b) => {
-        if (b["type"] === "text") return `text: ${short(String(b["text"] ?? ""))}`;
-        if (b["type"] === "tool_use") return `tool_use ${String(b["name"] ?? "")} ${String(b["id"] ?? "")}`;
-        return String(b["type"]);
-      });
-      return `assistant ${parts.join(", ")}${parent}${sub}`;
+      const error = stringField(o, "error");
+      if (error !== undefined) return `assistant API error: ${error}${parent}`;
+      return `assistant ${contentBlocks(o).map(assistantBlock).join(", ")}${parent}${sub}`;
     }
-    case "user": {
-      const parts = blocks(o).map((b) => {
-        if (b["type"] === "tool_result") return `tool_result ${String(b["tool_use_id"] ?? "")}${b["is_error"] === true ? " (error)" : ""}: ${short(toolResultText(b["content"]), 60)}`;
-        if (b["type"] === "text") return `text: ${short(String(b["text"] ?? ""))}`;
-        return String(b["type"]);
-      });
-      return `user ${parts.join(", ")}${parent}${sub}`;
-    }
+    case "user":
+      return `user ${contentBlocks(o).map(userBlock).join(", ")}${parent}${sub}`;
     case "result": {
       const cost = typeof o["total_cost_usd"] === "number" ? ` $${o["total_cost_usd"].toFixed(4)}` : "";
       return `result ${String(o["subtype"] ?? "")}${o["is_error"] === true ? " is_error" : ""}${cost}${sub}`;
@@ -51,27 +48,23 @@ export function summarizeCliLine(raw: string): string {
   }
 }
 
+/** One line per kind, from data that fits the kind's schema; kinds not listed print nothing more. */
+const summaries: { [K in EventKind]?: (data: EventData<K>) => string } = {
+  "cli.line": (d) => summarizeCliLine(d.raw),
+  "cli.stderr": () => "stderr output",
+  "cli.exit": (d) => `exit code ${d.code ?? "?"}${d.signal !== null ? ` signal ${d.signal}` : ""}`,
+  "turn.queued": (d) => `prompt (${d.prompt.length} chars)`,
+  "attempt.abandoned": (d) => `reason ${d.reason}`,
+  "turn.failed": (d) => d.errorKind,
+  "decision.requested": (d) => `${d.requestId} ${d.tool}`,
+  "decision.made": (d) => `${d.requestId} → ${d.decision} by ${d.by}`,
+};
+
 export function summarizeEvent(env: Pick<Envelope, "kind" | "data">): string {
-  const d = isObj(env.data) ? env.data : {};
-  switch (env.kind) {
-    case "cli.line":
-      return typeof d["raw"] === "string" ? summarizeCliLine(d["raw"]) : "cli line";
-    case "cli.stderr":
-      return "stderr output";
-    case "cli.exit":
-      return `exit code ${String(d["code"] ?? "?")}${typeof d["signal"] === "string" ? ` signal ${d["signal"]}` : ""}`;
-    case "turn.queued":
-      return typeof d["prompt"] === "string" ? `prompt (${d["prompt"].length} chars)` : "queued";
-    case "attempt.abandoned":
-      return `reason ${String(d["reason"] ?? "?")}`;
-    case "turn.failed":
-    case "turn.finished":
-      return typeof d["errorKind"] === "string" ? d["errorKind"] : "";
-    case "decision.requested":
-      return `${String(d["requestId"] ?? "")} ${String(d["toolName"] ?? "")}`.trim();
-    case "decision.made":
-      return `${String(d["requestId"] ?? "")} → ${String(d["decision"] ?? "")}${typeof d["by"] === "string" ? ` by ${d["by"]}` : ""}`;
-    default:
-      return "";
-  }
+  if (!isEventKind(env.kind)) return "";
+  const summarize = summaries[env.kind] as ((data: unknown) => string) | undefined;
+  if (summarize === undefined) return "";
+  const data = dataOf(env.kind, env.data);
+  if (data === undefined) return env.kind === "cli.line" ? "cli line" : "";
+  return summarize(data);
 }

@@ -3,7 +3,6 @@
 export { applyEvent, fold, foldAsync, initialState, reduceSession, MAX_RESULT_CHARS } from "./reduce.ts";
 export type { ReducibleEnvelope } from "./reduce.ts";
 export * from "./state.ts";
-export * from "./event-data.ts";
 export { renderTranscriptText, toMessages, acceptedAttempt } from "./render.ts";
 export type { TextOptions } from "./render.ts";
 export { startProjector } from "./live.ts";

@@ -4,15 +4,15 @@
 //
 // `applyEvent` updates the state in place for speed (a million-event rebuild must not copy the state
 // per event); `reduceSession` is the copying form for callers that keep the old state.
+//
+// Event data is read through its kind's schema (`dataOf`, src/events): data that does not fit is
+// counted in `carried.malformed` and read as absent, so the event still moves the turn it belongs to.
+import { parsePattern } from "../decisions/rules.ts";
+import { dataOf, TURN_KINDS, type EventData, type EventKind } from "../events/index.ts";
+import { isObj, numberField, objField, stringField, type Obj } from "../kernel/index.ts";
 import type { Envelope } from "../log/index.ts";
-import {
-  classifyResult,
-  parseLine,
-  toolResultText,
-  type ErrorKind,
-  type ParsedLine,
-} from "../protocol/index.ts";
-import { dataOf } from "./event-data.ts";
+import { classifyResult, parseLine, toolResultText, type ErrorKind } from "../protocol/index.ts";
+import { contentBlocks, objOf } from "../protocol/lines.ts";
 import {
   initialState,
   zeroTokens,
@@ -20,6 +20,7 @@ import {
   type DecisionOutcome,
   type DecisionSource,
   type ProjectionState,
+  type Rule,
   type ToolResultView,
   type TranscriptAttempt,
   type TranscriptItem,
@@ -30,17 +31,6 @@ import {
 /** Tool results longer than this are cut in the read model (the log keeps every byte). */
 export const MAX_RESULT_CHARS = 32_000;
 const RECENT_CARRIED = 20;
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
-const str = (o: Obj | undefined, k: string): string | null => {
-  const v = o?.[k];
-  return typeof v === "string" ? v : null;
-};
-const num = (o: Obj | undefined, k: string): number | null => {
-  const v = o?.[k];
-  return typeof v === "number" && Number.isFinite(v) ? v : null;
-};
 
 /** The minimal envelope the reducer reads (a full Envelope fits). */
 export type ReducibleEnvelope = Pick<Envelope, "seq" | "session" | "turn" | "attempt" | "epoch" | "at" | "kind" | "data">;
@@ -65,17 +55,7 @@ export async function foldAsync(
   return state;
 }
 
-const TURN_KINDS = new Set([
-  "turn.queued",
-  "attempt.started",
-  "cli.line",
-  "cli.stderr",
-  "cli.exit",
-  "attempt.abandoned",
-  "turn.finished",
-  "turn.failed",
-  "turn.cancelled",
-]);
+const turnKinds = TURN_KINDS as ReadonlySet<string>;
 
 /** Applies one envelope in place and returns the state. Envelopes at or below the checkpoint are ignored. */
 export function applyEvent(s: ProjectionState, env: ReducibleEnvelope): ProjectionState {
@@ -87,49 +67,44 @@ export function applyEvent(s: ProjectionState, env: ReducibleEnvelope): Projecti
   if (v.id === null) v.id = env.session;
   if (v.firstAt === null) v.firstAt = env.at;
   v.lastAt = env.at;
-  const kind = env.kind;
-  if (kind === "cli.line") {
-    cliLine(s, env);
-    return s;
-  }
-  if (TURN_KINDS.has(kind)) {
-    turnEvent(s, env);
-    return s;
-  }
-  switch (kind) {
+  if (env.kind === "cli.line") cliLine(s, env);
+  else if (turnKinds.has(env.kind)) turnEvent(s, env);
+  else sessionEvent(s, env);
+  return s;
+}
+
+/** The event's data as its kind's shape; undefined (and counted malformed) when it does not fit. */
+function read<K extends EventKind>(s: ProjectionState, kind: K, data: unknown): EventData<K> | undefined {
+  const d = dataOf(kind, data);
+  if (d === undefined) s.carried.malformed[kind] = (s.carried.malformed[kind] ?? 0) + 1;
+  return d;
+}
+
+/** Events outside a turn's run: snapshots and replays, hub decisions, rules, and kinds this reducer does not know. */
+function sessionEvent(s: ProjectionState, env: ReducibleEnvelope): void {
+  switch (env.kind) {
     case "session.snapshot": {
-      const d = dataOf("session.snapshot", env.data);
-      if (d === undefined) malformed(s, kind);
-      v.snapshots++;
-      if (d?.cliSessionId !== undefined) v.cliSessionId = d.cliSessionId;
-      return s;
+      const d = read(s, "session.snapshot", env.data);
+      s.view.snapshots++;
+      if (d !== undefined) s.view.cliSessionId = d.cliSessionId;
+      return;
     }
     case "session.replayed":
-      v.replays++;
-      return s;
+      read(s, "session.replayed", env.data);
+      s.view.replays++;
+      return;
     case "decision.requested":
       decisionRequested(s, env);
-      return s;
+      return;
     case "decision.made":
       decisionMade(s, env);
-      return s;
-    case "rule.added": {
-      const d = dataOf("rule.added", env.data);
-      if (d === undefined) malformed(s, kind);
-      s.decisions.rules.push({
-        seq: env.seq,
-        ruleId: d?.ruleId ?? null,
-        tool: d?.tool ?? null,
-        pattern: d?.pattern ?? null,
-        decision: d?.decision ?? null,
-        by: d?.by ?? null,
-      });
-      return s;
-    }
+      return;
+    case "rule.added":
+      s.decisions.rules.push(ruleView(env.seq, read(s, "rule.added", env.data)));
+      return;
     default:
-      carry(s, env.seq, kind, null);
-      s.carried.kinds[kind] = (s.carried.kinds[kind] ?? 0) + 1;
-      return s;
+      carry(s, env.seq, env.kind, null);
+      s.carried.kinds[env.kind] = (s.carried.kinds[env.kind] ?? 0) + 1;
   }
 }
 
@@ -138,10 +113,6 @@ function carry(s: ProjectionState, seq: number, kind: string, type: string | nul
   c.total++;
   c.recent.push({ seq, kind, type });
   if (c.recent.length > RECENT_CARRIED) c.recent.splice(0, c.recent.length - RECENT_CARRIED);
-}
-
-function malformed(s: ProjectionState, kind: string): void {
-  s.carried.malformed[kind] = (s.carried.malformed[kind] ?? 0) + 1;
 }
 
 // ---- turns and attempts ----------------------------------------------------------------------
@@ -298,106 +269,131 @@ function rebuildPending(s: ProjectionState): void {
   s.decisions.pending = s.decisions.requests.filter((r) => r.status === "pending").map((r) => r.requestId);
 }
 
+/** Events of a turn's run (TURN_KINDS) other than its CLI lines. */
 function turnEvent(s: ProjectionState, env: ReducibleEnvelope): void {
   const ti = turnAt(s, env.turn);
-  const t = s.view.turns[ti]!;
-  const kind = env.kind;
-  switch (kind) {
-    case "turn.queued": {
-      const d = dataOf("turn.queued", env.data);
-      if (d === undefined) malformed(s, kind);
-      if (t.queuedAt === null) t.queuedAt = env.at;
-      const tt = s.transcript.turns[ti]!;
-      if (tt.prompt === null && typeof d?.prompt === "string") {
-        tt.prompt = d.prompt;
-        tt.promptSeq = env.seq;
-      }
-      if (d?.cwd !== undefined && s.view.cwd === null) s.view.cwd = d.cwd;
-      if (d?.model !== undefined && s.view.model === null) s.view.model = d.model;
-      refreshStatus(s, ti);
+  switch (env.kind) {
+    case "turn.queued":
+      turnQueued(s, env, ti);
       return;
-    }
-    case "attempt.started": {
-      const d = dataOf("attempt.started", env.data);
-      if (d === undefined) malformed(s, kind);
-      // A later attempt of the same turn means the earlier ones will never write again (fenced).
-      for (const a of t.attempts) {
-        if (a.attempt < env.attempt && (a.status === "running" || a.status === "exited")) abandon(s, ti, a.attempt, "superseded");
-      }
-      const a = attemptAt(s, ti, env.attempt, env.epoch, env.at);
-      if (a.status !== "abandoned") a.status = "running";
-      if (d?.cliVersion !== undefined) s.view.cliVersion = d.cliVersion;
-      if (d?.cwd !== undefined) s.view.cwd = d.cwd;
-      if (d?.model !== undefined && s.view.model === null) s.view.model = d.model;
-      if (!TERMINAL_TURN.has(t.status)) t.status = "running";
-      refreshAccepted(s, ti);
-      refreshStatus(s, ti);
+    case "attempt.started":
+      attemptStarted(s, env, ti);
       return;
-    }
     case "cli.stderr":
+      // Counted only: stderr may hold what the scrubber did not know to take out.
+      read(s, "cli.stderr", env.data);
       attemptAt(s, ti, env.attempt, env.epoch, env.at).stderrLines++;
       return;
-    case "cli.exit": {
-      const d = dataOf("cli.exit", env.data);
-      if (d === undefined) malformed(s, kind);
-      const a = attemptAt(s, ti, env.attempt, env.epoch, env.at);
-      a.exitCode = d?.code ?? null;
-      a.signal = d?.signal ?? null;
-      a.endedAt = env.at;
-      if (a.status === "running") a.status = "exited";
+    case "cli.exit":
+      cliExit(s, env, ti);
       return;
-    }
-    case "attempt.abandoned": {
-      const d = dataOf("attempt.abandoned", env.data);
-      if (d === undefined) malformed(s, kind);
-      const n = d?.attempt ?? env.attempt;
-      const a = attemptAt(s, ti, n, env.epoch, env.at);
-      if (a.endedAt === null) a.endedAt = env.at;
-      abandon(s, ti, n, d?.reason ?? "abandoned");
-      refreshStatus(s, ti);
+    case "attempt.abandoned":
+      attemptAbandoned(s, env, ti);
       return;
-    }
     case "turn.finished":
-    case "turn.failed": {
-      const d = kind === "turn.finished" ? dataOf("turn.finished", env.data) : dataOf("turn.failed", env.data);
-      if (d === undefined) malformed(s, kind);
-      const n = d?.attempt ?? env.attempt;
-      t.status = kind === "turn.finished" ? "finished" : "failed";
-      t.endedAt = env.at;
-      const i = findAttempt(t, n);
-      const a = i >= 0 ? t.attempts[i]! : undefined;
-      if (a !== undefined && a.status !== "abandoned") {
-        a.status = t.status;
-        if (a.endedAt === null) a.endedAt = env.at;
-      }
-      refreshAccepted(s, ti, n);
-      t.errorKind = (d?.errorKind as ErrorKind | undefined) ?? a?.errorKind ?? null;
-      if (kind === "turn.failed") {
-        const e = (d as { error?: unknown } | undefined)?.error;
-        t.error =
-          typeof e === "string"
-            ? { name: null, message: e }
-            : isObj(e)
-              ? { name: str(e, "name"), message: str(e, "message") }
-              : null;
-        setError(s, t.errorKind ?? "cli_error", env.seq);
-      } else {
-        setError(s, t.errorKind, env.seq);
-        const sid = (d as { cliSessionId?: string } | undefined)?.cliSessionId;
-        if (sid !== undefined) s.view.cliSessionId = sid;
-      }
-      refreshStatus(s, ti);
+      turnFinished(s, env, ti);
       return;
-    }
-    case "turn.cancelled": {
-      if (dataOf("turn.cancelled", env.data) === undefined) malformed(s, kind);
-      t.status = "cancelled";
-      t.endedAt = env.at;
-      refreshAccepted(s, ti);
-      refreshStatus(s, ti);
+    case "turn.failed":
+      turnFailed(s, env, ti);
       return;
-    }
+    case "turn.cancelled":
+      turnCancelled(s, env, ti);
+      return;
   }
+}
+
+function turnQueued(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const d = read(s, "turn.queued", env.data);
+  const t = s.view.turns[ti]!;
+  if (t.queuedAt === null) t.queuedAt = env.at;
+  const tt = s.transcript.turns[ti]!;
+  if (tt.prompt === null && d !== undefined) {
+    tt.prompt = d.prompt;
+    tt.promptSeq = env.seq;
+  }
+  if (d !== undefined && s.view.cwd === null) s.view.cwd = d.cwd;
+  if (d?.model !== undefined && s.view.model === null) s.view.model = d.model;
+  refreshStatus(s, ti);
+}
+
+function attemptStarted(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const d = read(s, "attempt.started", env.data);
+  const t = s.view.turns[ti]!;
+  // A later attempt of the same turn means the earlier ones will never write again (fenced).
+  for (const a of t.attempts) {
+    if (a.attempt < env.attempt && (a.status === "running" || a.status === "exited")) abandon(s, ti, a.attempt, "superseded");
+  }
+  const a = attemptAt(s, ti, env.attempt, env.epoch, env.at);
+  if (a.status !== "abandoned") a.status = "running";
+  if (d?.cliVersion !== undefined) s.view.cliVersion = d.cliVersion;
+  if (d !== undefined) s.view.cwd = d.cwd;
+  if (d?.model !== undefined && s.view.model === null) s.view.model = d.model;
+  if (!TERMINAL_TURN.has(t.status)) t.status = "running";
+  refreshAccepted(s, ti);
+  refreshStatus(s, ti);
+}
+
+function cliExit(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const d = read(s, "cli.exit", env.data);
+  const a = attemptAt(s, ti, env.attempt, env.epoch, env.at);
+  a.exitCode = d?.code ?? null;
+  a.signal = d?.signal ?? null;
+  a.endedAt = env.at;
+  if (a.status === "running") a.status = "exited";
+}
+
+function attemptAbandoned(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const d = read(s, "attempt.abandoned", env.data);
+  // The data names the abandoned attempt: a later attempt may record an earlier one's death.
+  const n = d?.attempt ?? env.attempt;
+  const a = attemptAt(s, ti, n, env.epoch, env.at);
+  if (a.endedAt === null) a.endedAt = env.at;
+  abandon(s, ti, n, d?.reason ?? "abandoned");
+  refreshStatus(s, ti);
+}
+
+/** Ends the turn with attempt `n` (named by turn.finished/failed) as its outcome; returns that attempt's view. */
+function endTurn(s: ProjectionState, env: ReducibleEnvelope, ti: number, status: "finished" | "failed", n: number): AttemptView | undefined {
+  const t = s.view.turns[ti]!;
+  t.status = status;
+  t.endedAt = env.at;
+  const i = findAttempt(t, n);
+  const a = i >= 0 ? t.attempts[i]! : undefined;
+  if (a !== undefined && a.status !== "abandoned") {
+    a.status = status;
+    if (a.endedAt === null) a.endedAt = env.at;
+  }
+  refreshAccepted(s, ti, n);
+  return a;
+}
+
+function turnFinished(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const d = read(s, "turn.finished", env.data);
+  const a = endTurn(s, env, ti, "finished", d?.attempt ?? env.attempt);
+  const t = s.view.turns[ti]!;
+  t.errorKind = a?.errorKind ?? null;
+  setError(s, t.errorKind, env.seq);
+  if (d?.cliSessionId !== undefined) s.view.cliSessionId = d.cliSessionId;
+  refreshStatus(s, ti);
+}
+
+function turnFailed(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const d = read(s, "turn.failed", env.data);
+  const a = endTurn(s, env, ti, "failed", d?.attempt ?? env.attempt);
+  const t = s.view.turns[ti]!;
+  t.errorKind = (d?.errorKind as ErrorKind | undefined) ?? a?.errorKind ?? null;
+  t.error = d === undefined ? null : { name: d.error.name, message: d.error.message };
+  setError(s, t.errorKind ?? "cli_error", env.seq);
+  refreshStatus(s, ti);
+}
+
+function turnCancelled(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  read(s, "turn.cancelled", env.data);
+  const t = s.view.turns[ti]!;
+  t.status = "cancelled";
+  t.endedAt = env.at;
+  refreshAccepted(s, ti);
+  refreshStatus(s, ti);
 }
 
 // ---- CLI lines -------------------------------------------------------------------------------
@@ -406,26 +402,23 @@ function cliLine(s: ProjectionState, env: ReducibleEnvelope): void {
   const ti = turnAt(s, env.turn);
   const a = attemptAt(s, ti, env.attempt, env.epoch, env.at);
   a.lines++;
-  const data = env.data as Obj;
-  const raw = data["raw"];
-  if (typeof raw !== "string" || (raw === "" && data["truncated"] !== undefined)) {
+  const d = read(s, "cli.line", env.data);
+  if (d === undefined) return;
+  if (d.raw === "" && d.truncated !== undefined) {
     countLine(s, env.seq, "truncated");
     return;
   }
-  // Line types the read models take nothing from are counted by their type, not parsed: the CLI
-  // prints `type` (and `subtype`) first, and anything else goes through the full parser.
-  const skipped = skippableType(raw);
-  if (skipped !== undefined) return;
-  const p: ParsedLine = raw.startsWith(INIT_PREFIX) ? (initLine(raw) ?? parseLine(raw)) : parseLine(raw);
+  const p = parseLine(d.raw);
   if (p.category === "invalid") {
     countLine(s, env.seq, "invalid");
     return;
   }
   if (p.category !== "known") countLine(s, env.seq, p.type);
-  const o = p.line as Obj;
+  const o = objOf(p);
+  if (o === undefined) return;
   const key = `${ti}:${a.attempt}`;
-  const sid = str(o, "session_id");
-  if (sid !== null && a.cliSessionId === null) a.cliSessionId = sid;
+  const sid = stringField(o, "session_id");
+  if (sid !== undefined && a.cliSessionId === null) a.cliSessionId = sid;
   switch (o["type"]) {
     case "assistant":
       assistant(s, env, ti, key, o);
@@ -440,67 +433,6 @@ function cliLine(s: ProjectionState, env: ReducibleEnvelope): void {
       system(s, env, ti, key, o);
       return;
   }
-}
-
-const SKIP_SYSTEM = new Set([
-  "api_retry",
-  "status",
-  "thinking_tokens",
-  "hook_started",
-  "task_started",
-  "task_progress",
-  "task_updated",
-  "task_notification",
-  "background_tasks_changed",
-  "compact_boundary",
-]);
-const SYSTEM_PREFIX = '{"type":"system","subtype":"';
-const INIT_PREFIX = '{"type":"system","subtype":"init"';
-
-const optStr = (v: unknown): boolean => v === undefined || typeof v === "string";
-/**
- * Hand-written SystemInitSchema for the large `system/init` line the CLI prints every turn (the
- * protocol has no fast check for it, and zod costs half a JSON.parse of it). Accepts only what the
- * schema accepts (test/projector/init-fast.test.ts); anything else returns false and goes to zod.
- */
-export function fastInitCheck(o: Obj): boolean {
-  if (o["type"] !== "system" || o["subtype"] !== "init") return false;
-  const tools = o["tools"];
-  if (tools !== undefined) {
-    if (!Array.isArray(tools)) return false;
-    for (let i = 0; i < tools.length; i++) if (typeof tools[i] !== "string") return false;
-  }
-  return (
-    optStr(o["session_id"]) &&
-    optStr(o["uuid"]) &&
-    optStr(o["cwd"]) &&
-    optStr(o["model"]) &&
-    optStr(o["permissionMode"]) &&
-    optStr(o["claude_code_version"]) &&
-    optStr(o["apiKeySource"])
-  );
-}
-
-/** A system/init line as parseLine would return it, when the fast check vouches for it. */
-function initLine(raw: string): ParsedLine | undefined {
-  let v: unknown;
-  try {
-    v = JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
-  if (!isObj(v) || Object.getPrototypeOf(v) !== Object.prototype || !fastInitCheck(v)) return undefined;
-  return { category: "known", raw, type: "system/init", line: v as Extract<ParsedLine, { category: "known" }>["line"] };
-}
-/** The type key of a line the reducer has no use for (and whose type has a schema), else undefined. */
-function skippableType(raw: string): string | undefined {
-  if (raw.startsWith(SYSTEM_PREFIX)) {
-    const end = raw.indexOf('"', SYSTEM_PREFIX.length);
-    const sub = end < 0 ? "" : raw.slice(SYSTEM_PREFIX.length, end);
-    return SKIP_SYSTEM.has(sub) && raw.endsWith("}") ? `system/${sub}` : undefined;
-  }
-  if ((raw.startsWith('{"type":"stream_event"') || raw.startsWith('{"type":"rate_limit_event"')) && raw.endsWith("}")) return "skipped";
-  return undefined;
 }
 
 function countLine(s: ProjectionState, seq: number, type: string): void {
@@ -537,9 +469,9 @@ interface Group {
 }
 
 /** The item list lines with this parent_tool_use_id go to (the subagent list of that tool call). */
-function groupFor(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, parent: string | null): Group {
+function groupFor(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, parent: string | undefined): Group {
   const ta = transcriptAttempt(s, ti, env.attempt);
-  if (parent === null) return { items: ta.items, path: [] };
+  if (parent === undefined) return { items: ta.items, path: [] };
   const paths = toolPaths(s, key);
   let path = paths[parent];
   let call = path === undefined ? undefined : itemAt(ta.items, path);
@@ -553,24 +485,16 @@ function groupFor(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: s
   return { items: call.subagent, path: path! };
 }
 
-function blocksOf(o: Obj): Obj[] {
-  const m = o["message"];
-  if (!isObj(m)) return [];
-  const c = m["content"];
-  if (typeof c === "string") return [{ type: "text", text: c }];
-  return Array.isArray(c) ? c.filter(isObj) : [];
-}
-
 function assistant(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, o: Obj): void {
-  const parent = str(o, "parent_tool_use_id");
+  const parent = stringField(o, "parent_tool_use_id");
   const g = groupFor(s, env, ti, key, parent);
-  const msg = isObj(o["message"]) ? o["message"] : undefined;
-  const messageId = str(msg, "id");
-  const model = str(msg, "model");
-  if (model !== null && model !== "<synthetic>" && parent === null) s.view.model = model;
-  const error = str(o, "error");
-  const blocks = blocksOf(o);
-  if (error !== null) {
+  const msg = objField(o, "message");
+  const messageId = stringField(msg, "id") ?? null;
+  const model = stringField(msg, "model");
+  if (model !== undefined && model !== "<synthetic>" && parent === undefined) s.view.model = model;
+  const error = stringField(o, "error");
+  const blocks = contentBlocks(o);
+  if (error !== undefined) {
     s.cursor.synthetic[key] = error;
     const text = blocks.map((b) => (typeof b["text"] === "string" ? b["text"] : "")).join("\n");
     g.items.push({ t: "api_error", error, text, seq: env.seq });
@@ -583,8 +507,8 @@ function assistant(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: 
       const text = typeof b["text"] === "string" ? b["text"] : "";
       if (text !== "") g.items.push({ t: "text", text, seq: env.seq, messageId });
     } else if (type === "tool_use") {
-      const id = typeof b["id"] === "string" ? b["id"] : null;
-      if (id === null || paths[id] !== undefined) continue; // no id, or the same block printed twice
+      const id = stringField(b, "id");
+      if (id === undefined || paths[id] !== undefined) continue; // no id, or the same block printed twice
       paths[id] = [...g.path, g.items.length];
       g.items.push({
         t: "tool",
@@ -610,8 +534,8 @@ function resultView(content: unknown, isError: boolean, seq: number): ToolResult
 }
 
 function user(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, o: Obj): void {
-  const parent = str(o, "parent_tool_use_id");
-  const blocks = blocksOf(o);
+  const parent = stringField(o, "parent_tool_use_id");
+  const blocks = contentBlocks(o);
   const ta = transcriptAttempt(s, ti, env.attempt);
   const paths = toolPaths(s, key);
   let results = 0;
@@ -645,26 +569,25 @@ function user(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: strin
       if (!isObj(m)) continue;
       const pd = m["permission_decision"];
       if (!isObj(pd)) continue;
-      const id = str(m, "id");
+      const id = stringField(m, "id");
       outcome(s, env, `${key}|meta|${id ?? env.seq}`, {
         source: "tool_result_meta",
         toolUseId: id,
         toolName: toolNameOf(s, ti, env.attempt, key, id),
-        decision: str(pd, "decision"),
-        by: str(pd, "source"),
-        reason: str(pd, "reason_type"),
-        requestId: null,
+        decision: stringField(pd, "decision"),
+        by: stringField(pd, "source"),
+        reason: stringField(pd, "reason_type"),
       });
     }
   }
 }
 
-function toolNameOf(s: ProjectionState, ti: number, attempt: number, key: string, id: string | null): string | null {
-  if (id === null) return null;
+function toolNameOf(s: ProjectionState, ti: number, attempt: number, key: string, id: string | undefined): string | undefined {
+  if (id === undefined) return undefined;
   const path = s.cursor.toolPaths[key]?.[id];
-  if (path === undefined) return null;
+  if (path === undefined) return undefined;
   const item = itemAt(transcriptAttempt(s, ti, attempt).items, path);
-  return item !== undefined && item.t === "tool" && item.name !== "" ? item.name : null;
+  return item !== undefined && item.t === "tool" && item.name !== "" ? item.name : undefined;
 }
 
 function result(s: ProjectionState, env: ReducibleEnvelope, a: AttemptView, key: string, o: Obj): void {
@@ -673,23 +596,23 @@ function result(s: ProjectionState, env: ReducibleEnvelope, a: AttemptView, key:
   delete s.cursor.synthetic[key];
   a.errorKind = kind;
   setError(s, kind, env.seq);
-  const sid = str(o, "session_id");
-  if (sid !== null) s.view.cliSessionId = sid;
+  const sid = stringField(o, "session_id");
+  if (sid !== undefined) s.view.cliSessionId = sid;
   // total_cost_usd is the CLI process's running total (a run with background subagents prints two
   // results with the same figure), so the latest replaces the attempt's; usage is per result
   // (measured: the second result of that run reports its own smaller usage), so it adds up.
-  const cost = num(o, "total_cost_usd");
-  if (cost !== null) {
+  const cost = numberField(o, "total_cost_usd");
+  if (cost !== undefined) {
     s.view.costUsd += cost - a.costUsd;
     a.costUsd = cost;
   }
-  const u = isObj(o["usage"]) ? o["usage"] : undefined;
+  const u = objField(o, "usage");
   if (u !== undefined) {
     for (const t of [a.tokens, s.view.tokens]) {
-      t.input += num(u, "input_tokens") ?? 0;
-      t.output += num(u, "output_tokens") ?? 0;
-      t.cacheRead += num(u, "cache_read_input_tokens") ?? 0;
-      t.cacheCreation += num(u, "cache_creation_input_tokens") ?? 0;
+      t.input += numberField(u, "input_tokens") ?? 0;
+      t.output += numberField(u, "output_tokens") ?? 0;
+      t.cacheRead += numberField(u, "cache_read_input_tokens") ?? 0;
+      t.cacheCreation += numberField(u, "cache_creation_input_tokens") ?? 0;
     }
   }
   const denials = o["permission_denials"];
@@ -697,15 +620,12 @@ function result(s: ProjectionState, env: ReducibleEnvelope, a: AttemptView, key:
     const ti = s.cursor.turnIndex[env.turn]!;
     for (const d of denials) {
       if (!isObj(d)) continue;
-      const id = str(d, "tool_use_id");
+      const id = stringField(d, "tool_use_id");
       outcome(s, env, `${key}|denial|${id ?? JSON.stringify(d)}`, {
         source: "permission_denials",
         toolUseId: id,
-        toolName: str(d, "tool_name") ?? toolNameOf(s, ti, env.attempt, key, id),
+        toolName: stringField(d, "tool_name") ?? toolNameOf(s, ti, env.attempt, key, id),
         decision: "deny",
-        by: null,
-        reason: null,
-        requestId: null,
       });
     }
   }
@@ -716,94 +636,105 @@ function system(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: str
   if (sub === "init") {
     const t = s.view.turns[ti]!;
     const a = t.attempts[findAttempt(t, env.attempt)]!;
-    const sid = str(o, "session_id");
-    if (sid !== null) {
+    const sid = stringField(o, "session_id");
+    if (sid !== undefined) {
       s.view.cliSessionId = sid;
       a.cliSessionId = sid;
     }
-    const cwd = str(o, "cwd");
-    if (cwd !== null) s.view.cwd = cwd;
-    const model = str(o, "model");
-    if (model !== null) s.view.model = model;
-    const version = str(o, "claude_code_version");
-    if (version !== null) s.view.cliVersion = version;
+    const cwd = stringField(o, "cwd");
+    if (cwd !== undefined) s.view.cwd = cwd;
+    const model = stringField(o, "model");
+    if (model !== undefined) s.view.model = model;
+    const version = stringField(o, "claude_code_version");
+    if (version !== undefined) s.view.cliVersion = version;
   } else if (sub === "permission_denied") {
-    const id = str(o, "tool_use_id");
-    outcome(s, env, `${key}|pd|${id ?? str(o, "uuid") ?? env.seq}`, {
+    const id = stringField(o, "tool_use_id");
+    outcome(s, env, `${key}|pd|${id ?? stringField(o, "uuid") ?? env.seq}`, {
       source: "permission_denied",
       toolUseId: id,
-      toolName: str(o, "tool_name") ?? toolNameOf(s, ti, env.attempt, key, id),
+      toolName: stringField(o, "tool_name") ?? toolNameOf(s, ti, env.attempt, key, id),
       decision: "deny",
-      by: str(o, "decision_reason_type"),
-      reason: str(o, "decision_reason") ?? str(o, "message"),
-      requestId: null,
+      by: stringField(o, "decision_reason_type"),
+      reason: stringField(o, "decision_reason") ?? stringField(o, "message"),
     });
   } else if (sub === "hook_response") {
-    outcome(s, env, `${key}|hook|${str(o, "hook_id") ?? str(o, "uuid") ?? env.seq}`, {
+    outcome(s, env, `${key}|hook|${stringField(o, "hook_id") ?? stringField(o, "uuid") ?? env.seq}`, {
       source: "hook_response",
-      toolUseId: str(o, "tool_use_id"),
-      toolName: str(o, "tool_name"),
+      toolUseId: stringField(o, "tool_use_id"),
+      toolName: stringField(o, "tool_name"),
       decision: hookDecision(o),
-      by: str(o, "hook_name") ?? str(o, "hook_event"),
-      reason: str(o, "outcome"),
-      requestId: null,
+      by: stringField(o, "hook_name") ?? stringField(o, "hook_event"),
+      reason: stringField(o, "outcome"),
     });
   }
 }
 
 /** A PreToolUse hook's decision from its JSON output, or exit code 2 (= block). */
-function hookDecision(o: Obj): string | null {
+function hookDecision(o: Obj): string | undefined {
   for (const k of ["output", "stdout"]) {
     const text = o[k];
     if (typeof text !== "string" || !text.trimStart().startsWith("{")) continue;
     try {
       const j = JSON.parse(text) as unknown;
       if (!isObj(j)) continue;
-      const hso = isObj(j["hookSpecificOutput"]) ? j["hookSpecificOutput"] : undefined;
-      const d = str(hso, "permissionDecision") ?? str(j, "decision");
-      if (d !== null) return d === "block" ? "deny" : d === "approve" ? "allow" : d;
+      const hso = objField(j, "hookSpecificOutput");
+      const d = stringField(hso, "permissionDecision") ?? stringField(j, "decision");
+      if (d !== undefined) return d === "block" ? "deny" : d === "approve" ? "allow" : d;
     } catch {
       // not JSON: no decision in it
     }
   }
-  return o["exit_code"] === 2 ? "deny" : null;
+  return o["exit_code"] === 2 ? "deny" : undefined;
 }
 
-function outcome(
-  s: ProjectionState,
-  env: { seq: number; turn: string; attempt: number },
-  dedupeKey: string,
-  o: Omit<DecisionOutcome, "seq" | "turn" | "attempt" | "abandoned" | "source"> & { source: DecisionSource },
-): void {
+/** What a source reports of one permission outcome; absent fields are stored as null. */
+interface OutcomeReport {
+  source: DecisionSource;
+  toolUseId: string | undefined;
+  toolName: string | undefined;
+  decision: string | undefined;
+  by?: string | undefined;
+  reason?: string | undefined;
+  requestId?: string | undefined;
+}
+
+function outcome(s: ProjectionState, env: { seq: number; turn: string; attempt: number }, dedupeKey: string, r: OutcomeReport): void {
   if (s.cursor.outcomeKeys[dedupeKey] !== undefined) return;
   s.cursor.outcomeKeys[dedupeKey] = env.seq;
   const ti = s.cursor.turnIndex[env.turn];
-  let abandoned = false;
-  if (ti !== undefined) {
-    const t = s.view.turns[ti]!;
-    const i = findAttempt(t, env.attempt);
-    abandoned = i >= 0 && t.attempts[i]!.status === "abandoned";
-  }
   if (ti !== undefined) (s.cursor.attemptOutcomes[`${ti}:${env.attempt}`] ??= []).push(s.decisions.outcomes.length);
-  s.decisions.outcomes.push({ seq: env.seq, turn: env.turn, attempt: env.attempt, abandoned, ...o });
+  const o: DecisionOutcome = {
+    seq: env.seq,
+    turn: env.turn,
+    attempt: env.attempt,
+    abandoned: isAbandoned(s, env.turn, env.attempt),
+    source: r.source,
+    toolUseId: r.toolUseId ?? null,
+    toolName: r.toolName ?? null,
+    decision: r.decision ?? null,
+    by: r.by ?? null,
+    reason: r.reason ?? null,
+    requestId: r.requestId ?? null,
+  };
+  s.decisions.outcomes.push(o);
 }
 
-// ---- hub decisions ---------------------------------------------------------------------------
+/** Whether the attempt is known and abandoned (what it reports then does not count). */
+function isAbandoned(s: ProjectionState, turn: string, attempt: number): boolean {
+  const ti = s.cursor.turnIndex[turn];
+  if (ti === undefined) return false;
+  const t = s.view.turns[ti]!;
+  const i = findAttempt(t, attempt);
+  return i >= 0 && t.attempts[i]!.status === "abandoned";
+}
+
+// ---- hub decisions and rules -----------------------------------------------------------------
 
 function decisionRequested(s: ProjectionState, env: ReducibleEnvelope): void {
-  const d = dataOf("decision.requested", env.data);
-  if (d === undefined) {
-    malformed(s, env.kind);
-    return;
-  }
-  if (s.cursor.requestIndex[d.requestId] !== undefined) return;
+  const d = read(s, "decision.requested", env.data);
+  if (d === undefined || s.cursor.requestIndex[d.requestId] !== undefined) return;
   const ti = s.cursor.turnIndex[env.turn];
-  let abandoned = false;
-  if (ti !== undefined) {
-    const t = s.view.turns[ti]!;
-    const i = findAttempt(t, env.attempt);
-    abandoned = i >= 0 && t.attempts[i]!.status === "abandoned";
-  }
+  const abandoned = isAbandoned(s, env.turn, env.attempt);
   s.cursor.requestIndex[d.requestId] = s.decisions.requests.length;
   if (ti !== undefined) (s.cursor.attemptRequests[`${ti}:${env.attempt}`] ??= []).push(s.decisions.requests.length);
   s.decisions.requests.push({
@@ -811,10 +742,10 @@ function decisionRequested(s: ProjectionState, env: ReducibleEnvelope): void {
     seq: env.seq,
     turn: env.turn,
     attempt: env.attempt,
-    toolName: d.toolName ?? null,
+    toolName: d.tool,
     toolUseId: d.toolUseId ?? null,
-    summary: d.summary ?? null,
-    deadline: d.deadline ?? null,
+    summary: d.input,
+    deadline: d.expiresAt,
     status: abandoned ? "abandoned" : "pending",
     decision: null,
     by: null,
@@ -824,18 +755,15 @@ function decisionRequested(s: ProjectionState, env: ReducibleEnvelope): void {
 }
 
 function decisionMade(s: ProjectionState, env: ReducibleEnvelope): void {
-  const d = dataOf("decision.made", env.data);
-  if (d === undefined) {
-    malformed(s, env.kind);
-    return;
-  }
+  const d = read(s, "decision.made", env.data);
+  if (d === undefined) return;
   const i = s.cursor.requestIndex[d.requestId];
   const r = i === undefined ? undefined : s.decisions.requests[i];
   if (r === undefined) s.decisions.unmatchedDecisions++;
   else if (r.decidedSeq !== null) return; // the first answer counts
   if (r !== undefined) {
     r.decision = d.decision;
-    r.by = d.by ?? null;
+    r.by = d.by;
     r.decidedSeq = env.seq;
     if (r.status === "pending") {
       r.status = "decided";
@@ -845,12 +773,32 @@ function decisionMade(s: ProjectionState, env: ReducibleEnvelope): void {
   const where = r ?? { turn: env.turn, attempt: env.attempt };
   outcome(s, { seq: env.seq, turn: where.turn, attempt: where.attempt }, `hub|${d.requestId}`, {
     source: "hub",
-    toolUseId: r?.toolUseId ?? null,
-    toolName: r?.toolName ?? null,
+    toolUseId: r?.toolUseId ?? undefined,
+    toolName: r?.toolName ?? undefined,
     decision: d.decision,
-    by: d.by ?? null,
-    reason: d.reason ?? null,
+    by: d.by,
+    reason: d.reason,
     requestId: d.requestId,
   });
 }
 
+/** A rule as the read model lists it: the effect is its decision, the tool the one its pattern names. */
+function ruleView(seq: number, d: EventData<"rule.added"> | undefined): Rule {
+  return {
+    seq,
+    ruleId: d?.ruleId ?? null,
+    tool: d === undefined ? null : toolOfPattern(d.pattern),
+    pattern: d?.pattern ?? null,
+    decision: d?.effect ?? null,
+    by: d?.by ?? null,
+  };
+}
+
+/** The tool a rule pattern (`Tool` or `Tool(glob)`) names, or null when it is not one the hub would take. */
+function toolOfPattern(pattern: string): string | null {
+  try {
+    return parsePattern(pattern).tool;
+  } catch {
+    return null;
+  }
+}

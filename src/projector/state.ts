@@ -142,9 +142,12 @@ export interface DecisionRequest {
   seq: number;
   turn: string;
   attempt: number;
+  /** decision.requested `tool`. */
   toolName: string | null;
   toolUseId: string | null;
+  /** decision.requested `input`: the call as the operator is shown it (scrubbed, shortened). */
   summary: string | null;
+  /** decision.requested `expiresAt`: when the hub stops waiting and denies. */
   deadline: string | null;
   status: RequestStatus;
   decision: string | null;
@@ -152,11 +155,15 @@ export interface DecisionRequest {
   decidedSeq: number | null;
 }
 
+/** A `rule.added` (fields null when its data did not fit the schema). */
 export interface Rule {
   seq: number;
   ruleId: string | null;
+  /** The tool the pattern names (`Bash` of `Bash(git *)`). */
   tool: string | null;
+  /** As written: `Tool` or `Tool(glob)`. */
   pattern: string | null;
+  /** The rule's effect: allow | deny. */
   decision: string | null;
   by: string | null;
 }
@@ -177,7 +184,7 @@ export interface Carried {
   kinds: Record<string, number>;
   /** Counts of CLI line types without a schema, and lines that did not parse. */
   lineTypes: Record<string, number>;
-  /** Known kinds whose data did not fit the documented shape (event-data.ts). */
+  /** Known kinds whose data did not fit their schema (src/events); the reducer read it as absent. */
   malformed: Record<string, number>;
   /** The latest few unknown things, by seq (no payloads: the log has them). */
   recent: Array<{ seq: number; kind: string; type: string | null }>;

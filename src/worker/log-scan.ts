@@ -3,7 +3,7 @@
 // the stream's stored envelope (`e`, see src/log/README.md) for kind/turn/attempt only, and decode
 // the one event they need through the log's own reader.
 import { renderText } from "../protocol/index.ts";
-import { isTerminalKind } from "../events/index.ts";
+import { dataOf, isTerminalKind } from "../events/index.ts";
 import { storedEnvelope, storedHead, type Envelope, type EventLog, type SnapshotRef } from "../log/index.ts";
 import { assembleSnapshot, type Snapshot, type SnapshotCache } from "./snapshots.ts";
 
@@ -27,8 +27,7 @@ function headOf(seq: number, env: string | undefined): Head | undefined {
   // Only an abandonment's own data is needed (which attempt it abandons): parse just those.
   if (h !== undefined && h.kind !== "attempt.abandoned") return { seq, ...h, dataAttempt: undefined };
   try {
-    const rec = JSON.parse(env ?? "{}") as { kind?: string; turn?: string; attempt?: number; epoch?: number; at?: string; data?: { attempt?: unknown } };
-    const da = rec.data?.attempt;
+    const rec = JSON.parse(env ?? "{}") as { kind?: string; turn?: string; attempt?: number; epoch?: number; at?: string; data?: unknown };
     return {
       seq,
       kind: String(rec.kind),
@@ -36,7 +35,7 @@ function headOf(seq: number, env: string | undefined): Head | undefined {
       attempt: Number(rec.attempt ?? 0),
       epoch: Number(rec.epoch ?? 0),
       at: String(rec.at),
-      dataAttempt: typeof da === "number" ? da : undefined,
+      dataAttempt: rec.kind === "attempt.abandoned" ? dataOf("attempt.abandoned", rec.data)?.attempt : undefined,
     };
   } catch {
     return undefined; // an unreadable entry says nothing about attempts
@@ -89,8 +88,8 @@ export async function lastCliSessionId(log: EventLog, session: string): Promise<
   for await (const h of backwards(log, session, 20_000)) {
     if (h.kind !== "turn.finished" && h.kind !== "session.replayed") continue;
     for await (const ev of log.read(session, { fromSeq: h.seq, toSeq: h.seq })) {
-      const id = (ev.data as { cliSessionId?: unknown })?.cliSessionId;
-      if (typeof id === "string") return id;
+      const d = ev.kind === "turn.finished" ? dataOf("turn.finished", ev.data) : dataOf("session.replayed", ev.data);
+      if (d?.cliSessionId !== undefined) return d.cliSessionId;
     }
   }
   return undefined;
@@ -129,16 +128,15 @@ export async function rebuildTranscript(log: EventLog, session: string, beforeTu
   for await (const ev of log.read(session)) {
     if (ev.turn === beforeTurn) continue;
     if (ev.kind === "turn.queued") {
-      const p = (ev.data as { prompt?: unknown })?.prompt;
-      if (typeof p === "string") prompts.set(ev.turn, p);
+      const d = dataOf("turn.queued", ev.data);
+      if (d !== undefined) prompts.set(ev.turn, d.prompt);
       order.push(ev.turn);
     } else if (ev.kind === "cli.line") {
       const key = `${ev.turn}#${ev.attempt}`;
-      const raw = (ev.data as { raw?: unknown }).raw;
-      if (typeof raw === "string") (lines.get(key) ?? lines.set(key, []).get(key)!).push(raw);
+      const d = dataOf("cli.line", ev.data);
+      if (d !== undefined) (lines.get(key) ?? lines.set(key, []).get(key)!).push(d.raw);
     } else if (ev.kind === "turn.finished") {
-      const a = (ev.data as { attempt?: unknown })?.attempt;
-      accepted.set(ev.turn, typeof a === "number" ? a : ev.attempt);
+      accepted.set(ev.turn, dataOf("turn.finished", ev.data)?.attempt ?? ev.attempt);
     }
   }
   const parts: string[] = [];

@@ -162,8 +162,9 @@ test("denials: every CLI-reported outcome and the hub's decisions; pending and a
   assert.deepEqual(d.pending, ["req-2"]);
   const hub = d.outcomes.find((o) => o.source === "hub")!;
   assert.deepEqual([hub.requestId, hub.by, hub.toolName, hub.attempt], ["req-1", "user:ops", "Bash", 2]);
-  assert.equal(d.rules.length, 1);
-  assert.equal(d.rules[0]!.pattern, "rm *");
+  assert.deepEqual(d.requests.find((r) => r.requestId === "req-1")?.summary, "echo hi", "the hub's shown input");
+  // rule.added carries a pattern and an effect: the read model's tool comes from the pattern.
+  assert.deepEqual(d.rules, [{ seq: d.rules[0]!.seq, ruleId: "r1", tool: "Bash", pattern: "Bash(rm *)", decision: "deny", by: "user:ops" }]);
   // Unknown kinds and line types: carried, counted, not fatal.
   assert.equal(s.carried.kinds["future.kind"], 1);
   assert.equal(s.carried.lineTypes["future_line_type"], 1);
@@ -239,6 +240,10 @@ test("deterministic, JSON-serialisable, idempotent under re-delivery; reduceSess
     reduceSession(before, envs[mid]!);
     assert.deepEqual(before, frozen);
   }
+});
+
+test("every fixture log's events fit their kinds' schemas (none counted malformed)", () => {
+  for (const name of fixtureLogNames()) assert.deepEqual(fold(fixtureLog(name)).carried.malformed, {}, name);
 });
 
 test("unknown kinds and malformed data never throw", () => {
