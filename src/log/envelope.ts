@@ -1,7 +1,7 @@
 // The envelope every log entry carries (version 1). `seq` and `session` are not stored in the entry:
 // they come from the stream id and the key, so a stored entry can never disagree with its position.
 import { z } from "zod";
-import { KIND_PATTERN } from "../events/index.ts";
+import { cliLineData, KIND_PATTERN } from "../events/index.ts";
 import { SESSION_ID_PATTERN } from "./keys.ts";
 
 export const ENVELOPE_VERSION = 1;
@@ -13,7 +13,8 @@ export const cliInfoSchema = z.looseObject({
   pid: z.number().int().optional(),
 });
 
-const cliLineData = z.looseObject({ raw: z.string() });
+/** What every stored cli.line must have: its exact text (the rest of its data is the readers' business). */
+const cliLineRaw = cliLineData.pick({ raw: true });
 
 const base = {
   turn: z.string().max(200),
@@ -24,7 +25,7 @@ const base = {
 };
 
 function checkData(value: { kind: string; data: unknown }, ctx: z.RefinementCtx): void {
-  if (value.kind === "cli.line" && !cliLineData.safeParse(value.data).success) {
+  if (value.kind === "cli.line" && !cliLineRaw.safeParse(value.data).success) {
     ctx.addIssue({ code: "custom", path: ["data", "raw"], message: "cli.line needs data.raw: the exact line text" });
   }
   if (value.data === undefined) {
@@ -62,7 +63,7 @@ export function issuesOf(error: z.ZodError): string[] {
 // ---- read fast path ----------------------------------------------------------------------------
 // A rebuild validates millions of stored envelopes; zod costs about as much as reading them. This
 // hand-written check covers the shape the log itself writes and accepts only what envelopeSchema
-// accepts (it may be stricter, never looser: test/log/envelope-fast.test.ts holds it to that).
+// accepts (it may be stricter, never looser: test/events/fast-checks.test.ts holds it to that).
 // Anything it does not accept goes to zod, which has the last word and gives the issues.
 
 type Rec = Record<string, unknown>;

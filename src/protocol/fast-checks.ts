@@ -1,7 +1,8 @@
 // Hand-written equivalents of the zod schemas for the line types that make up nearly every
-// transcript, so the hot path skips zod. Each check accepts only what its schema accepts (a check
-// may be stricter, never looser: on `false` the parser falls back to zod, which has the last word).
-// test/protocol/parse.test.ts ("fast checks agree with the zod schemas") holds them to that against the schemas.
+// transcript (and the large system/init line every run starts with), so the hot path skips zod.
+// Each check accepts only what its schema accepts (a check may be stricter, never looser: on `false`
+// the parser falls back to zod, which has the last word). test/events/fast-checks.test.ts holds
+// them to that against the schemas.
 import { isObj, type Obj } from "../kernel/index.ts";
 import type { SchemaKey } from "./schemas.ts";
 
@@ -9,9 +10,10 @@ type O = Obj;
 
 const optStr = (v: unknown): boolean => v === undefined || typeof v === "string";
 const nullStr = (v: unknown): boolean => v === undefined || v === null || typeof v === "string";
-const optNum = (v: unknown): boolean => v === undefined || typeof v === "number";
+// zod's numbers are finite (JSON has no NaN or Infinity, but the contract holds for any value).
+const optNum = (v: unknown): boolean => v === undefined || Number.isFinite(v);
 const optBool = (v: unknown): boolean => v === undefined || typeof v === "boolean";
-const nullNum = (v: unknown): boolean => v === undefined || v === null || typeof v === "number";
+const nullNum = (v: unknown): boolean => v === undefined || v === null || Number.isFinite(v);
 
 function typedBlocks(v: unknown): boolean {
   if (!Array.isArray(v)) return false;
@@ -24,9 +26,27 @@ function typedBlocks(v: unknown): boolean {
 
 const common = (o: O): boolean => optStr(o["session_id"]) && optStr(o["uuid"]);
 
+function systemInit(o: O): boolean {
+  if (o["type"] !== "system" || o["subtype"] !== "init") return false;
+  const tools = o["tools"];
+  if (tools !== undefined) {
+    if (!Array.isArray(tools)) return false;
+    for (let i = 0; i < tools.length; i++) if (typeof tools[i] !== "string") return false;
+  }
+  return (
+    optStr(o["cwd"]) &&
+    optStr(o["model"]) &&
+    optStr(o["permissionMode"]) &&
+    optStr(o["claude_code_version"]) &&
+    optStr(o["apiKeySource"]) &&
+    common(o)
+  );
+}
+
 function assistant(o: O): boolean {
   const m = o["message"];
   return (
+    o["type"] === "assistant" &&
     isObj(m) &&
     typedBlocks(m["content"]) &&
     optStr(m["id"]) &&
@@ -41,20 +61,21 @@ function assistant(o: O): boolean {
 
 function user(o: O): boolean {
   const m = o["message"];
-  if (!isObj(m) || !optStr(m["role"])) return false;
+  if (o["type"] !== "user" || !isObj(m) || !optStr(m["role"])) return false;
   const c = m["content"];
   return (typeof c === "string" || typedBlocks(c)) && nullStr(o["parent_tool_use_id"]) && common(o);
 }
 
 function streamEvent(o: O): boolean {
   const e = o["event"];
-  return isObj(e) && typeof e["type"] === "string" && nullStr(o["parent_tool_use_id"]) && common(o);
+  return o["type"] === "stream_event" && isObj(e) && typeof e["type"] === "string" && nullStr(o["parent_tool_use_id"]) && common(o);
 }
 
 function result(o: O): boolean {
   const errors = o["errors"];
   const denials = o["permission_denials"];
   return (
+    o["type"] === "result" &&
     typeof o["subtype"] === "string" &&
     optBool(o["is_error"]) &&
     optStr(o["result"]) &&
@@ -70,6 +91,7 @@ function result(o: O): boolean {
 }
 
 export const fastChecks: Partial<Record<SchemaKey, (o: O) => boolean>> = {
+  "system/init": systemInit,
   assistant,
   user,
   stream_event: streamEvent,
