@@ -8,7 +8,7 @@ import { createEventLog, type EventLog, type RedisClient } from "../log/index.ts
 import { bullConnection, createTurnQueue, SessionOrder } from "../queue/index.ts";
 import { CREDENTIALS_FILE, operatorConfigDir } from "../cli/index.ts";
 import type { EventObserver } from "../events/index.ts";
-import { attemptSpansObserver, createScrubber, scrubError, type Scrubber } from "../telemetry/index.ts";
+import { attemptSpansObserver, createScrubber, scrubError, type Scrubber, type Telemetry } from "../telemetry/index.ts";
 import { startDecisionHub, sweepSupervisedDirs, type DecisionHub } from "../decisions/index.ts";
 import { CliSlots } from "./cli-slots.ts";
 import { cliVersionReader } from "./cli-version.ts";
@@ -86,7 +86,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     if (job !== undefined) logger.info({ worker: id, jobId: job.id, err: { message: err.message } }, "turn job failed");
   });
   let closing: Promise<void> | undefined;
-  const parts: WorkerParts = { worker, slots, queue, connection, running: deps.running, settings, logger, options, hub };
+  const parts: WorkerParts = { worker, slots, queue, connection, running: deps.running, settings, logger, telemetry: options.telemetry, hub };
   return {
     id,
     worker,
@@ -172,7 +172,7 @@ interface WorkerParts {
   running: Map<string, RunningTurn>;
   settings: WorkerSettings;
   logger: Logger;
-  options: TurnWorkerOptions;
+  telemetry: Telemetry | undefined;
   hub: LazyHub;
 }
 
@@ -199,7 +199,7 @@ async function closeWorker(p: WorkerParts, graceMs: number, closeTimeoutMs: numb
       }
     }
   }
-  if (p.options.telemetry !== undefined) await boundedWait(p.options.telemetry.forceFlush(), closeTimeoutMs);
+  if (p.telemetry !== undefined) await boundedWait(p.telemetry.forceFlush(), closeTimeoutMs);
   if (!(await boundedWait(p.queue.close(), closeTimeoutMs))) void p.queue.disconnect().catch(() => undefined);
   const hub = p.hub.started();
   if (hub !== undefined) await boundedWait(hub.then((h) => h.close()), closeTimeoutMs);
