@@ -42,6 +42,8 @@ interface Rig {
   /** Every live member of the run's tree once the tool's processes run. */
   before: number[];
   drain: Promise<void>;
+  /** The raw result line, once printed. */
+  result(): string;
   close(): Promise<void>;
 }
 
@@ -55,15 +57,19 @@ async function turnLeavingStubbornChild(after: Step, extra: Partial<RunTurnOptio
     `(trap 'echo TERM >> ${witnessFile}' TERM; while :; do sleep 0.1; done) >/dev/null 2>&1 & ` +
     `echo started`;
   const server = await startScriptedServer([{ tool: { name: "Bash", input: { command, description: "stubborn children" } } }, after]);
-  const h = runTurn({ cwd, prompt: "run it", skipPermissions: true, sandboxed: true, env: hermeticEnv(server.url), killGraceMs: GRACE, ...extra });
+  // Retries on: the model server closes an idle keep-alive connection after Node's default 5 s, and
+  // a loaded machine can take that long for the Bash call, so the next request may meet a reset.
+  const env = { ...hermeticEnv(server.url), CLAUDE_CODE_MAX_RETRIES: "2" };
+  const h = runTurn({ cwd, prompt: "run it", skipPermissions: true, sandboxed: true, env, killGraceMs: GRACE, ...extra });
   const it = h.lines[Symbol.asyncIterator]();
+  let lastRaw = "";
   for (;;) {
     const r = await it.next();
     assert.equal(r.done, false, "the tool's result line comes before the end");
     if (r.value.type === "user" && r.value.raw.includes("started")) break;
   }
   const drain = (async () => {
-    for (let r = await it.next(); r.done !== true; r = await it.next());
+    for (let r = await it.next(); r.done !== true; r = await it.next()) if (r.value.type.startsWith("result")) lastRaw = r.value.raw;
   })();
   const stubbornOf = (): number | undefined => treeMembers(h.treeMarker).find((p) => cmdline(p) === `sleep 60.${nonce}`);
   const witnessOf = (): number | undefined => treeMembers(h.treeMarker).find((p) => p !== h.pid && hasTermTrap(p));
@@ -77,6 +83,7 @@ async function turnLeavingStubbornChild(after: Step, extra: Partial<RunTurnOptio
     witnessPid: witnessOf()!,
     before: treeMembers(h.treeMarker),
     drain,
+    result: () => lastRaw,
     async close() {
       for (const p of treeMembers(h.treeMarker)) {
         try {
@@ -192,7 +199,10 @@ test("a turn that ends normally but leaves a child that ignores TERM: the reap S
     // After the CLI's exit the reap sends TERM to what it left.
     await until(() => termSeen(r), GRACE, "the witness to note the reap's TERM");
     assert.ok(alive(r.stubborn), "the TERM-ignoring sleeper is still alive after the reap's TERM");
-    const o = await settled(r.h.outcome);
+    const o = await settled(r.h.outcome).catch(async (e: unknown) => {
+      await r.drain;
+      return assert.fail(`${String(e)}; result line: ${r.result().slice(0, 2000)}`);
+    });
     const settledAt = Date.now();
     assert.equal(o.resultText, "done");
     assert.equal(o.exitCode, 0);

@@ -65,7 +65,9 @@ test("success: exit 0, no signal; the outcome's result carries subtype success a
 
 test("maxTurns 1 with a script that keeps calling tools: kind max_turns, subtype error_max_turns, the CLI's errors list, terminalReason max_turns", async () => {
   await withServer([bash("echo one"), bash("echo two"), bash("echo three"), { text: "never reached" }], async (s) => {
-    const h = turn(s, { maxTurns: 1 });
+    // Retries on for the request after the Bash call (see cli-kill-grace.test.ts: an idle keep-alive
+    // connection the model server closes after 5 s); no other test here makes a second request.
+    const h = turn(s, { maxTurns: 1, env: { ...hermeticEnv(s.url), CLAUDE_CODE_MAX_RETRIES: "2" } });
     const printed = await lastResult(h);
     const err = await failure(h);
     assert.equal(err.kind, "max_turns");
