@@ -17,14 +17,17 @@ export function luaScript(name: string, numberOfKeys: number, file: URL): LuaScr
   return { name, numberOfKeys, lua: readFileSync(file, "utf8") };
 }
 
-type Dynamic = Record<string, (...args: (string | number)[]) => Promise<unknown>>;
+type Arg = string | number;
+type Dynamic = Record<string, (...args: (Arg | readonly Arg[])[]) => Promise<unknown>>;
 
-/** Registers the script on this client (once per client) and returns a call taking its keys, then its argv. */
-export function scriptCommand<T>(client: RedisClient, script: LuaScript): (...keysThenArgv: (string | number)[]) => Promise<T> {
+/** Registers the script on this client (once per client) and returns a call taking its keys and its argv. */
+export function scriptCommand<T>(client: RedisClient, script: LuaScript): (keys: readonly Arg[], argv: readonly Arg[]) => Promise<T> {
   const dyn = client as unknown as Dynamic;
   if (typeof dyn[script.name] !== "function") client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
   const command = dyn[script.name]!;
-  return (...keysThenArgv) => command.call(client, ...keysThenArgv) as Promise<T>;
+  // argv goes as one array, which ioredis flattens into the command: spread into call arguments, a
+  // projection commit's hundreds of thousands of fields would overflow the stack.
+  return (keys, argv) => command.call(client, ...keys, argv) as Promise<T>;
 }
 
 const APPEND = luaScript("turnstreamLogAppend", 3, new URL("./lua/append.lua", import.meta.url));
@@ -42,7 +45,7 @@ export function logScripts(client: RedisClient): LogScripts {
   const append = scriptCommand<AppendReply>(client, APPEND);
   const begin = scriptCommand<BeginReply>(client, BEGIN);
   return {
-    append: (keys, argv) => append(...keys, ...argv),
-    begin: (keys, turn) => begin(...keys, turn),
+    append: (keys, argv) => append(keys, argv),
+    begin: (keys, turn) => begin(keys, [turn]),
   };
 }

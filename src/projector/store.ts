@@ -96,17 +96,9 @@ export async function commitProjection(
 ): Promise<CommitReply> {
   const commit = scriptCommand<[string, number]>(redis, COMMIT);
   const old = pointerSeen !== null && pointerSeen !== version ? keys.modelOf(pointerSeen) : keys.model;
-  const [outcome, n] = await commit(
-    keys.model,
-    keys.pointer,
-    keys.logMeta,
-    old,
-    version,
-    expectedSeq,
-    state.lastSeq,
-    pointerSeen === null ? "" : String(pointerSeen),
-    ...encodeState(state, turns),
-  );
+  const argv = [version, expectedSeq, state.lastSeq, pointerSeen === null ? "" : String(pointerSeen)];
+  for (const field of encodeState(state, turns)) argv.push(field);
+  const [outcome, n] = await commit([keys.model, keys.pointer, keys.logMeta, old], argv);
   return { outcome: outcome as CommitOutcome, n: Number(n) };
 }
 

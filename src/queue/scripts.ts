@@ -28,11 +28,11 @@ export function orderScripts(client: RedisClient): OrderScripts {
   const release = scriptCommand<number>(client, RELEASE);
   const drop = scriptCommand<[string, number]>(client, DROP);
   return {
-    register: (k, turn, now, onLostSession) => register(...k, turn, now, onLostSession),
-    acquire: (k, turn, token, px) => acquire(...k, turn, token, px),
-    renew: (k, token, px, turn) => renew(...k, token, px, turn),
-    finish: (k, turn, token) => finish(...k, turn, token),
-    release: (k, token) => release(...k, token),
-    drop: (k, turn) => drop(...k, turn),
+    register: (k, turn, now, onLostSession) => register(k, [turn, now, onLostSession]),
+    acquire: (k, turn, token, px) => acquire(k, [turn, token, px]),
+    renew: (k, token, px, turn) => renew(k, [token, px, turn]),
+    finish: (k, turn, token) => finish(k, [turn, token]),
+    release: (k, token) => release(k, [token]),
+    drop: (k, turn) => drop(k, [turn]),
   };
 }
