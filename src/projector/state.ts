@@ -4,7 +4,7 @@
 import type { ErrorKind } from "../protocol/index.ts";
 
 /** Bump when the state's shape or the reducer's semantics change: the projector rebuilds into new keys. */
-export const STATE_VERSION = 1;
+export const STATE_VERSION = 2;
 
 export type TurnStatus = "queued" | "running" | "finished" | "failed" | "cancelled";
 export type SessionStatus = "new" | TurnStatus;

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
-import { fold, projectionKeys, readModel, startProjector, type Projector } from "../../src/projector/index.ts";
+import { fold, PROJECTION_VERSION, projectionKeys, readModel, startProjector, type Projector } from "../../src/projector/index.ts";
 import { appendEnvelopes, fixtureLog, fixtureLogNames, readAll, redisCtx, rid, root, viaJson } from "./_support.ts";
 
 const ctx = redisCtx();
@@ -110,22 +110,28 @@ test("workers/projector.ts: SIGKILL mid-rebuild then restart loses and doubles n
     for (const e of envs) many.push({ ...e, turn: `t${t}`, seq: many.length + 1 });
   }
   for (let i = 0; i < many.length; i += 500) await appendEnvelopes(ctx.log, session, many.slice(i, i + 500));
-  const k = projectionKeys(ctx.prefix, session, 1);
+  const k = projectionKeys(ctx.prefix, session, PROJECTION_VERSION);
   const first = spawnWorker();
+  const firstExit = once(first, "exit");
   let stderr = "";
   first.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-  await waitFor(async () => Number((await ctx.redis.hget(k.model, "seq")) ?? 0) > 0, 20_000, "a first commit");
-  first.kill("SIGKILL");
-  await once(first, "exit");
+  try {
+    await waitFor(async () => Number((await ctx.redis.hget(k.model, "seq")) ?? 0) > 0, 20_000, "a first commit");
+  } finally {
+    // Also when the wait failed: a projector left running would keep the test process alive.
+    first.kill("SIGKILL");
+    await firstExit;
+  }
   const partial = Number(await ctx.redis.hget(k.model, "seq"));
   const second = spawnWorker();
   const out: string[] = [];
-  const started = new Promise<void>((resolve) =>
+  const started = new Promise<void>((resolve, reject) => {
     second.stdout!.on("data", (d: Buffer) => {
       out.push(d.toString());
       if (out.join("").includes("projector started")) resolve();
-    }),
-  );
+    });
+    second.once("exit", (code) => reject(new Error(`the restarted projector exited (${code}) before it started: ${stderr.slice(-500)}`)));
+  });
   second.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   try {
     await started;
