@@ -231,6 +231,8 @@ class Decider {
 
   /** The first verified operator decision for the request, or why none came. */
   async #waitForOperator(run: RunContext, afterSeq: number, requested: DecisionRequested, deadline: number): Promise<DecisionMade | "timeout" | "closed"> {
+    // Also when the hub closed while the request was being recorded: that abort has already fired.
+    if (this.#closing.aborted) return "closed";
     const stop = new AbortController();
     const onClose = (): void => stop.abort();
     this.#closing.addEventListener("abort", onClose, { once: true });

@@ -9,7 +9,8 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
 import { ATTEMPT_END_KINDS, dataOf, isEventKind, type AttemptContext, type AttemptObserver, type ObservedEvent, type TraceIds } from "../../events/index.ts";
 import { isObj, objField, stringField, type Obj } from "../../kernel/index.ts";
-import { objOf, parseLine, RunClassifier, type ParsedLine } from "../../protocol/index.ts";
+import { parseLine, RunClassifier, type ParsedLine } from "../../protocol/index.ts";
+import { objOf } from "../../protocol/lines.ts";
 import { contextFromTraceparent } from "../trace-context.ts";
 import { ATTEMPT_SPAN_NAME, AGENT_NAME, GENAI } from "./names.ts";
 import { attemptFailure, failureOfEndEvent, type Failure } from "./outcome.ts";
