@@ -224,6 +224,10 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       else res.destroy();
     });
   });
+  // The CLI reuses its connection after a tool has run for seconds. Node closes idle keep-alive
+  // connections after 5 s by default, and a close racing the CLI's next request is a connection reset
+  // the CLI then reports as an API error; a real API keeps them open far longer.
+  server.keepAliveTimeout = 120_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
