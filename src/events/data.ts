@@ -1,6 +1,7 @@
 // Reading an event's data: the kind's schema decides, so a reader never guesses a field's name or type.
 import { eventDataSchemas, type EventData, type EventKind } from "./schemas.ts";
 
+/** Whether turnstream writes this kind (other well-formed kinds are stored and read, never interpreted). */
 export function isEventKind(kind: string): kind is EventKind {
   return Object.hasOwn(eventDataSchemas, kind);
 }

@@ -23,6 +23,7 @@ export const TURN_KINDS: ReadonlySet<EventKind> = new Set([
   ...TERMINAL_KINDS,
 ]);
 
+/** Whether an event of this kind ends its turn (finished, failed or cancelled). */
 export function isTerminalKind(kind: string): boolean {
   return (TERMINAL_KINDS as ReadonlySet<string>).has(kind);
 }

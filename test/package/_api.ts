@@ -9,6 +9,7 @@ export const ENTRY_POINTS: Record<string, string> = {
   ".": "src/index.ts",
   "./testing": "src/testing/index.ts",
   "./protocol": "src/protocol/index.ts",
+  "./events": "src/events/index.ts",
 };
 
 export interface EntryReport {
