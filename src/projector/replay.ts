@@ -96,7 +96,7 @@ export async function replaySession(log: EventLog, session: string, options: Rep
     for (const o of observers) await o.onEvent?.(env, state);
   };
 
-  for await (const env of log.read(session, toSeq === undefined ? {} : { toSeq })) {
+  for await (const env of log.read(session, { toSeq })) {
     if (options.signal?.aborted) break;
     if (beyond(options.until, env)) {
       stoppedEarly = true;

@@ -160,7 +160,7 @@ export class RedactingSpanExporter implements SpanExporter {
       name,
       kind: span.kind,
       spanContext: () => spanContext,
-      ...(span.parentSpanContext === undefined ? {} : { parentSpanContext: span.parentSpanContext }),
+      parentSpanContext: span.parentSpanContext,
       startTime: span.startTime,
       endTime: span.endTime,
       status,

@@ -33,7 +33,7 @@ export async function run(argv: string[]): Promise<number> {
   const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
-    const res = await importFile(log, session, file, values.turn === undefined ? {} : { turn: values.turn });
+    const res = await importFile(log, session, file, { turn: values.turn });
     process.stderr.write(`imported ${res.count} events (${res.mode}) into ${session}; last seq ${res.lastSeq}\n`);
     return 0;
   } finally {

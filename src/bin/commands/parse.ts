@@ -36,7 +36,7 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
   const input = file === "-" ? process.stdin : createReadStream(file);
-  const splitter = createLineSplitter(maxLineBytes === undefined ? {} : { maxLineBytes });
+  const splitter = createLineSplitter({ maxLineBytes });
   const summarizer = new RunSummarizer();
   const take = (items: SplitItem[]): void => {
     for (const item of items) summarizer.add(parseItem(item));
