@@ -77,6 +77,16 @@ export async function setup(): Promise<Ctx> {
   return ctx;
 }
 
+/** Runs `fn` with a fresh context (own Redis keys, directory, log) and cleans it up after. */
+export async function withCtx(fn: (ctx: Ctx) => Promise<void>): Promise<void> {
+  const ctx = await setup();
+  try {
+    await fn(ctx);
+  } finally {
+    await ctx.cleanup();
+  }
+}
+
 export async function withHub(ctx: Ctx, options: Partial<DecisionHubOptions> = {}): Promise<DecisionHub> {
   ctx.hub = await startDecisionHub({ log: ctx.log, redis: ctx.redis, prefix: ctx.prefix, operatorKeys: [OPERATOR.publicKey], ...options });
   return ctx.hub;

@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decide, DEFAULT_DECISION_TIMEOUT_MS, FORWARDER_PATH, listPending, type PendingRequest } from "../../src/decisions/index.ts";
 import type { Envelope } from "../../src/log/index.ts";
-import { nextEvent, OPERATOR, operatorKey, prepare, setup, waitFor, withHub, type Ctx } from "./_support.ts";
+import { nextEvent, OPERATOR, operatorKey, prepare, waitFor, withHub, withCtx } from "./_support.ts";
 import { rig } from "../worker/_more.ts";
 
 const DEFAULT_MS = 300_000;
@@ -35,14 +35,6 @@ function assertDefaultPending(p: PendingRequest): void {
   assert.equal(Date.parse(p.expiresAt) - Date.parse(p.requestedAt), DEFAULT_MS, "the pending index expires the request 300 s after it");
 }
 
-async function withCtx(fn: (ctx: Ctx) => Promise<void>): Promise<void> {
-  const ctx = await setup();
-  try {
-    await fn(ctx);
-  } finally {
-    await ctx.cleanup();
-  }
-}
 
 test("a hub started without timeoutMs (or with it undefined) waits 300 s: exported default, hub, forwarder and hook timeouts", async () => {
   assert.equal(DEFAULT_DECISION_TIMEOUT_MS, DEFAULT_MS);

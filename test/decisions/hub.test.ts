@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { decide, DecisionError, FORWARDER_PATH, listPending, reduceDecisions, foldDecisions, initialDecisionState } from "../../src/decisions/index.ts";
-import { decideAs, eventsOf, nextEvent, OPERATOR, operatorKey, prepare, setup, waitFor, withHub, type Ctx } from "./_support.ts";
+import { decideAs, eventsOf, nextEvent, OPERATOR, operatorKey, prepare, waitFor, withHub, withCtx } from "./_support.ts";
 
 const hookInput = (command: string, id = "toolu_test1") =>
   JSON.stringify({ session_id: "cli-1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command }, tool_use_id: id, cwd: "/tmp" });
@@ -30,14 +30,6 @@ async function forward(runFile: string, stdin: string): Promise<{ code: number |
 
 const decisionOf = (r: { out: any }): [string, string] => [r.out?.hookSpecificOutput?.permissionDecision, r.out?.hookSpecificOutput?.permissionDecisionReason];
 
-async function withCtx(fn: (ctx: Ctx) => Promise<void>): Promise<void> {
-  const ctx = await setup();
-  try {
-    await fn(ctx);
-  } finally {
-    await ctx.cleanup();
-  }
-}
 
 async function stub(handler: (req: IncomingMessage, res: ServerResponse, body: string) => void): Promise<{ url: string; server: Server }> {
   const server = createServer((req, res) => {

@@ -35,21 +35,12 @@ import {
   trustedKeys,
   waitFor,
   prepare,
-  setup,
   supervisedTurn,
   withHub,
-  type Ctx,
   cli,
+  withCtx,
 } from "../decisions/_support.ts";
 
-async function withCtx(fn: (ctx: Ctx) => Promise<void>): Promise<void> {
-  const ctx = await setup();
-  try {
-    await fn(ctx);
-  } finally {
-    await ctx.cleanup();
-  }
-}
 
 /** A stand-in hub: `onRequest` decides what the forwarder gets back. */
 async function fakeHub(onRequest: (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => void): Promise<{ url: string; server: Server }> {
