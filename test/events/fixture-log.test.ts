@@ -50,6 +50,10 @@ test("today's log imports, exports unchanged, and replays: turns finished, trans
   assert.equal(state.view.cliSessionId, finished[0]!["cliSessionId"]);
   assert.equal(state.view.cwd, dataOfKind("turn.queued")[0]!["cwd"]);
   assert.equal(state.view.snapshots, 5);
+  // The worker names the CLI it ran on every attempt; it matches what the CLI itself reports.
+  const versions = new Set(dataOfKind("attempt.started").map((d) => d["cliVersion"]));
+  assert.deepEqual([...versions], [state.view.cliVersion]);
+  assert.match(String(state.view.cliVersion), /^\d+\.\d+\.\d+/);
   const cost = finished.reduce((sum, d) => Math.max(sum, d["costUsd"] as number), 0);
   assert.ok(state.view.costUsd > 0 && state.view.costUsd <= cost * 5);
 
