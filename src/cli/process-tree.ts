@@ -18,13 +18,13 @@ interface ProcStat {
   start: string;
 }
 
-// One buffer for every stat read: a table is ~100 reads, and readFileSync's extra fstat and buffer
-// per file made a refresh ~40% slower. A stat line is far below 4 KiB.
+// One buffer for every stat read: a table is a read per process, and readFileSync's extra fstat and
+// buffer per file are a large share of a refresh. A stat line is far below 4 KiB.
 const statBuf = Buffer.allocUnsafe(4096);
 
 // Open stat files of the processes the last table listed. procfs regenerates the text on every read
 // at offset 0, so one pread replaces open + read + close (a refresh at every turn's end reads every
-// process on the host; this cut its cost by more than half). A cached fd whose process has exited
+// process on the host, so the opens dominate its cost). A cached fd whose process has exited
 // fails with ESRCH, also when its pid now names another process, and is opened again. Bounded, and
 // close-on-exec like every fd libuv opens, so no child inherits them.
 const statFds = new Map<number, number>();
