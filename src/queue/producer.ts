@@ -7,7 +7,8 @@ import { createEventLog, DEFAULT_PREFIX, type Envelope, type EventLog, type Logg
 import { bullConnection } from "./connection.ts";
 import { InvalidTurnError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
 import { dataOf, isTerminalKind, type TurnCancelledData, type TurnQueuedData } from "../events/index.ts";
-import { isObj, stringField } from "../kernel/index.ts";
+import { stringField } from "../kernel/index.ts";
+import { isKnown, parseLine } from "../protocol/index.ts";
 import { queuedWriter, sessionId, turnId } from "./ids.ts";
 import { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "./keys.ts";
 import { SessionFollowers } from "./follow.ts";
@@ -238,13 +239,8 @@ function turnJob({ req, prompt, session, turn, options }: CheckedEnqueue, queued
 
 /** The `result` text of a CLI stdout line that is a result line. */
 function resultLineText(raw: string): string | undefined {
-  if (!raw.includes('"type":"result"')) return undefined;
-  try {
-    const line = JSON.parse(raw) as unknown;
-    return isObj(line) && stringField(line, "type") === "result" ? stringField(line, "result") : undefined;
-  } catch {
-    return undefined; // not JSON after all: no result text
-  }
+  const line = parseLine(raw);
+  return isKnown(line, "result") ? stringField(line.line, "result") : undefined;
 }
 
 /** Reads a turn's events as they come and builds its result from the terminal one. */
