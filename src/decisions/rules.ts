@@ -1,14 +1,16 @@
-// Trust rules: `Tool` or `Tool(glob)` with an effect (allow | deny). The glob is matched against the
-// tool call's subject (Bash: the command; file tools: the path; WebFetch: the URL); `*` matches any
-// run of characters, `\*` and `\\` are literal. Deny beats allow. Rules live in one fleet-wide Redis
-// hash; the `rule.added` event in the deciding session's log is the record of who added it and why.
-// Anyone who can write Redis can write that hash, so a rule counts only when signed by an operator key
-// the hub trusts (signing.ts); the store keeps whatever is there and the hub checks each rule.
+// Trust rules: `Tool` or `Tool(specifier)` with an effect (allow | deny), in Claude Code's own
+// permission-rule syntax (permission-rules.ts has the specifiers: shell prefixes and wildcards,
+// gitignore paths, `domain:`). Deny rules are looked at before allow rules and the first match decides;
+// there is no `ask` effect: a call no rule matches is what an operator is asked about. Rules live in one
+// fleet-wide Redis hash; the `rule.added` event in the deciding session's log is the record of who added
+// it and why. Anyone who can write Redis can write that hash, so a rule counts only when signed by an
+// operator key the hub trusts (signing.ts); the store keeps whatever is there and the hub checks each rule.
 import { createHash } from "node:crypto";
-import { isAbsolute, relative } from "node:path";
+import { homedir } from "node:os";
 import { z } from "zod";
 import type { RedisClient } from "../log/index.ts";
 import { InvalidRuleError } from "./errors.ts";
+import { domainRuleMatches, isDomainSpec, pathRuleMatches, shellRuleMatches, urlGlobMatches } from "./permission-rules.ts";
 import { SHELL_TOOLS } from "./tool-calls.ts";
 
 export const ruleEffectSchema = z.enum(["allow", "deny"]);
@@ -31,44 +33,38 @@ export type TrustRule = z.infer<typeof ruleSchema>;
 
 export interface ParsedPattern {
   tool: string;
-  /** undefined: every call of the tool. */
+  /** The specifier inside the parentheses; undefined: every call of the tool. */
   glob: string | undefined;
 }
 
-const PATTERN = /^([A-Za-z][A-Za-z0-9_-]*)(?:\(([\s\S]*)\))?$/;
+// A tool name, or an MCP server's `mcp__server__*` (the docs' other spelling of `mcp__server`).
+const PATTERN = /^([A-Za-z][A-Za-z0-9_.-]*?)(__\*)?(?:\(([\s\S]*)\))?$/;
 
 export function parsePattern(pattern: string): ParsedPattern {
   const m = PATTERN.exec(pattern.trim());
-  if (m === null) throw new InvalidRuleError(pattern, 'write a rule as "Tool" or "Tool(glob)", e.g. Bash(git status*)');
-  const glob = m[2];
-  if (glob !== undefined && glob.length === 0) throw new InvalidRuleError(pattern, "the glob in Tool(...) must not be empty; use just the tool name to match every call");
-  return { tool: m[1]!, glob };
+  if (m === null || (m[2] !== undefined && !isMcpServer(m[1]!))) {
+    throw new InvalidRuleError(pattern, 'write a rule as "Tool" or "Tool(specifier)", e.g. Bash(git status:*), Edit(src/**/*.ts), WebFetch(domain:example.com), mcp__github');
+  }
+  const glob = m[3];
+  if (glob !== undefined && glob.length === 0) throw new InvalidRuleError(pattern, "the specifier in Tool(...) must not be empty; use just the tool name to match every call");
+  // `Bash(*)` is `Bash`, as in the docs; taking it as a glob would refuse compound commands `Bash` allows.
+  return { tool: m[1]!, glob: glob?.trim() === "*" ? undefined : glob };
 }
+
+/** `mcp__server` (no tool part): names every tool of that server. */
+const isMcpServer = (name: string): boolean => /^mcp__[A-Za-z0-9_.-]+$/.test(name) && !name.slice("mcp__".length).includes("__");
 
 /** Escapes text so that it matches itself only, as the glob of a rule. */
 export function escapeGlob(text: string): string {
   return text.replace(/[\\*]/g, (c) => `\\${c}`);
 }
 
-function globRegex(glob: string): RegExp {
-  let src = "";
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === "\\" && i + 1 < glob.length) src += glob[++i]!.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-    else if (c === "*") src += "[\\s\\S]*";
-    else src += c.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-  }
-  return new RegExp(`^${src}$`);
-}
-
-const hasWildcard = (glob: string): boolean => /(^|[^\\])(\\\\)*\*/.test(glob);
-
 const websocketUrl = (input: Record<string, unknown>): string | undefined => {
   const url = (input["ws"] as { url?: unknown } | undefined)?.url;
   return typeof url === "string" ? url : undefined;
 };
 
-/** The part of a tool call a rule's glob is matched against; undefined when the tool has none. */
+/** The part of a tool call a rule's specifier is matched against; undefined when the tool has none. */
 export function subjectOf(tool: string, input: Record<string, unknown>): string | undefined {
   const s = (k: string): string | undefined => (typeof input[k] === "string" ? (input[k] as string) : undefined);
   switch (tool) {
@@ -79,6 +75,7 @@ export function subjectOf(tool: string, input: Record<string, unknown>): string 
     case "Write":
     case "Edit":
     case "MultiEdit":
+    case "Read":
       return s("file_path");
     case "NotebookEdit":
       return s("notebook_path");
@@ -89,31 +86,42 @@ export function subjectOf(tool: string, input: Record<string, unknown>): string 
   }
 }
 
-const FILE_TOOLS = new Set(["Write", "Edit", "MultiEdit", "NotebookEdit"]);
+/** The built-in tools that edit files: an `Edit` rule covers them all (the docs' wording). */
+const EDIT_TOOLS: ReadonlySet<string> = new Set(["Write", "Edit", "MultiEdit", "NotebookEdit"]);
+const PATH_TOOLS: ReadonlySet<string> = new Set([...EDIT_TOOLS, "Read"]);
 /** Tools whose rules can name a subject (command, path, URL). */
-export const SUBJECT_TOOLS: ReadonlySet<string> = new Set(["Bash", "Monitor", "WebFetch", ...FILE_TOOLS]);
-// Anything that lets one Bash command line run more than the command it starts with.
-const SHELL_CONTROL = /[;&|<>`$\n\r(){}]/;
-
-/** Simple commands of a command line, split on control operators and substitutions (for deny rules). */
-function segments(command: string): string[] {
-  return command
-    .split(/\|\||&&|[;&|\n\r]|\$\(|`|\(|\)/)
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
-}
+export const SUBJECT_TOOLS: ReadonlySet<string> = new Set([...SHELL_TOOLS, "WebFetch", ...PATH_TOOLS]);
 
 export interface CallContext {
   tool: string;
   input: Record<string, unknown>;
-  /** The run's working directory: relative file globs are matched against paths relative to it. */
+  /** The run's working directory: `/path` and relative path rules are anchored there. */
   cwd?: string | undefined;
+  /** Home for `~/path` rules (default: this process's home, which the CLI it spawned shares). */
+  home?: string | undefined;
+}
+
+/** Whether a rule naming `ruleTool` speaks about calls of `callTool`. */
+function ruleCoversTool(ruleTool: string, callTool: string): boolean {
+  if (ruleTool === callTool) return true;
+  if (ruleTool === "Edit") return EDIT_TOOLS.has(callTool);
+  return isMcpServer(ruleTool) && callTool.startsWith(`${ruleTool}__`);
+}
+
+/** Whether a rule's specifier matches the call's subject, by the kind of subject the tool has. */
+function specifierMatches(spec: string, effect: RuleEffect, call: CallContext): boolean {
+  const subject = subjectOf(call.tool, call.input);
+  if (subject === undefined) return false;
+  if (SHELL_TOOLS.has(call.tool)) return shellRuleMatches(spec, subject, effect);
+  if (PATH_TOOLS.has(call.tool)) return pathRuleMatches(spec, subject, { cwd: call.cwd, home: call.home ?? homedir() });
+  if (call.tool === "WebFetch") return isDomainSpec(spec) ? domainRuleMatches(spec, subject) : urlGlobMatches(spec, subject);
+  return false;
 }
 
 /**
  * Whether one rule applies to a call, matched against the call's raw input (never a scrubbed copy: a
- * scrubbed-away `$(…)` must not make a compound command look simple). A shell allow rule with a
- * wildcard never matches a compound command.
+ * scrubbed-away `$(…)` must not make a compound command look simple). A pattern that does not parse
+ * matches nothing.
  */
 export function ruleMatches(rule: Pick<TrustRule, "pattern" | "effect">, call: CallContext): boolean {
   let p: ParsedPattern;
@@ -122,22 +130,8 @@ export function ruleMatches(rule: Pick<TrustRule, "pattern" | "effect">, call: C
   } catch {
     return false;
   }
-  if (p.tool !== call.tool) return false;
-  if (p.glob === undefined) return true;
-  const subject = subjectOf(call.tool, call.input);
-  if (subject === undefined) return false;
-  const re = globRegex(p.glob);
-  if (SHELL_TOOLS.has(call.tool)) {
-    if (rule.effect === "deny") return re.test(subject.trim()) || segments(subject).some((s) => re.test(s));
-    if (hasWildcard(p.glob) && SHELL_CONTROL.test(subject)) return false;
-    return re.test(subject.trim());
-  }
-  if (FILE_TOOLS.has(call.tool) && !isAbsolute(p.glob) && call.cwd !== undefined && isAbsolute(subject)) {
-    const rel = relative(call.cwd, subject);
-    if (rel.startsWith("..") || isAbsolute(rel)) return false;
-    return re.test(rel);
-  }
-  return re.test(subject);
+  if (!ruleCoversTool(p.tool, call.tool)) return false;
+  return p.glob === undefined || specifierMatches(p.glob, rule.effect, call);
 }
 
 export interface RuleVerdict {
@@ -156,7 +150,18 @@ export function evaluateRules(rules: readonly TrustRule[], call: CallContext): R
 /** The rule an `always` decision creates when no pattern is given: exactly this call's subject. */
 export function patternForCall(tool: string, input: Record<string, unknown>): string {
   const subject = subjectOf(tool, input);
-  return subject === undefined ? tool : `${tool}(${escapeGlob(subject)})`;
+  return subject === undefined ? tool : patternForSubject(tool, subject);
+}
+
+/**
+ * The rule matching exactly this subject. File paths get an explicit anchor: an absolute one is written
+ * `//path`, since a single leading `/` means the project root (`Write(/etc/hosts)` names
+ * `<cwd>/etc/hosts`), and a relative one `./path`, since a bare `a.ts` would match `a.ts` at any depth.
+ */
+export function patternForSubject(tool: string, subject: string): string {
+  if (!PATH_TOOLS.has(tool)) return `${tool}(${escapeGlob(subject)})`;
+  const anchorText = subject.startsWith("/") ? "/" : subject.startsWith("./") ? "" : "./";
+  return `${tool}(${anchorText}${escapeGlob(subject)})`;
 }
 
 /** Same effect + pattern → same id, so adding a rule twice stores it once. */
