@@ -8,7 +8,7 @@ import { DecisionError } from "./errors.ts";
 import { decisionMadeData, decisionRequestedData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
 import { parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "./operator-keys.ts";
 import { dropPending, getPending, isAbandoned } from "./pending.ts";
-import { escapeGlob, parsePattern, ruleId, RuleStore, SUBJECT_TOOLS, type TrustRule } from "./rules.ts";
+import { parsePattern, patternForSubject, ruleId, RuleStore, SUBJECT_TOOLS, type TrustRule } from "./rules.ts";
 import { requestDigest, ruleAddedOf, signDecision, signRule, verifyDecision } from "./signing.ts";
 
 export interface DecideTarget {
@@ -206,7 +206,7 @@ function checkRedacted(input: DecideInput, request: DecisionRequested): void {
 function ruleFor(key: OperatorKey, input: DecideInput, request: DecisionRequested, at: string): TrustRule {
   let pattern = input.rule;
   if (pattern === undefined) {
-    if (request.subject !== undefined) pattern = `${request.tool}(${escapeGlob(request.subject)})`;
+    if (request.subject !== undefined) pattern = patternForSubject(request.tool, request.subject);
     else if (!SUBJECT_TOOLS.has(request.tool)) pattern = request.tool;
     else {
       throw new DecisionError(

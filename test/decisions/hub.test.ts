@@ -239,3 +239,23 @@ test("a worker killed while a decision is pending: listed as abandoned, decide r
     run.close();
   });
 });
+
+test("--always on a Write to an absolute path: the rule names that file (//…) and decides the next identical call", async () => {
+  await withCtx(async (ctx) => {
+    const hub = await withHub(ctx);
+    const run = prepare(ctx, hub);
+    const target = join(ctx.dir, "src", "a.ts");
+    const write = (id: string): string =>
+      JSON.stringify({ session_id: "cli-1", hook_event_name: "PreToolUse", tool_name: "Write", tool_input: { file_path: target, content: "x" }, tool_use_id: id, cwd: "/tmp" });
+    const first = forward(run.runFile, write("toolu_w1"));
+    const req = await nextEvent(ctx, "decision.requested");
+    const d = await decideAs(ctx, { requestId: (req.data as { requestId: string }).requestId, decision: "allow", by: "dave", always: true, reason: "routine" });
+    assert.equal(d.rule?.pattern, `Write(/${target})`, "a leading // anchors at the filesystem root; a single / would mean the run's cwd");
+    assert.equal(decisionOf(await first)[0], "allow");
+    const second = await forward(run.runFile, write("toolu_w2"));
+    assert.equal(decisionOf(second)[0], "allow");
+    const made = await eventsOf(ctx, "decision.made");
+    assert.deepEqual(made.map((e) => (e.data as { source: string }).source), ["operator", "rule"]);
+    run.close();
+  });
+});

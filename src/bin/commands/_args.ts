@@ -21,3 +21,18 @@ export function parseCommandArgs<T extends ParseArgsConfig>(command: string, usa
   }
   return parsed;
 }
+
+/** An abort signal for Ctrl-C and SIGTERM, so a following command ends its read and closes cleanly. */
+export function interruptSignal(): { signal: AbortSignal; release(): void } {
+  const ac = new AbortController();
+  const onSignal = (): void => ac.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  return {
+    signal: ac.signal,
+    release() {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
+  };
+}

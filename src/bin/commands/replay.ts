@@ -15,7 +15,7 @@ import {
   type Until,
   UnknownSessionError,
 } from "../../projector/index.ts";
-import { parseCommandArgs, type ParsedArgs } from "./_args.ts";
+import { interruptSignal, parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import { exportSessionTraces } from "./_export-traces.ts";
 import { defaultScrub } from "./_scrub.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
@@ -144,16 +144,13 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   const { session, format, until, speed } = request;
   const out = createOutput(process.stdout, { scrub: scrub ?? defaultScrub() });
   const redis = await connectForCommand();
-  const ac = new AbortController();
-  const onSignal = (): void => ac.abort();
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  const interrupt = interruptSignal();
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     if (values["export-traces"]) return await exportTraces(log, session, out);
     const progressive = values.follow || speed !== undefined;
     const observers = [printer(out, format, progressive)];
-    await replaySession(log, session, { until, speed, follow: values.follow, signal: ac.signal, observers });
+    await replaySession(log, session, { until, speed, follow: values.follow, signal: interrupt.signal, observers });
     await out.drain();
     return 0;
   } catch (err) {
@@ -163,8 +160,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     }
     throw err;
   } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    interrupt.release();
     redis.disconnect();
   }
 }

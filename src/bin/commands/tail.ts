@@ -1,7 +1,7 @@
 // `turnstream tail <session>`: a session's events as they arrive, one short line each.
 import { createEventLog, type Envelope, type EventLog } from "../../log/index.ts";
 import { connectForCommand, createOutput, paint, summarizeEvent, type Output, type Scrub } from "../../projector/index.ts";
-import { parseCommandArgs } from "./_args.ts";
+import { interruptSignal, parseCommandArgs } from "./_args.ts";
 import { defaultScrub } from "./_scrub.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
 
@@ -107,17 +107,13 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   const scrubText = scrub ?? defaultScrub();
   const out = createOutput(process.stdout, { scrub: scrubText });
   const redis = await connectForCommand();
-  const ac = new AbortController();
-  const onSignal = (): void => ac.abort();
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  const interrupt = interruptSignal();
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     const print = (env: Envelope): void => out.line(values.json ? JSON.stringify(env) : formatEvent(env, out.color, scrubText));
-    return await printEvents({ log, session: target.session, from: target.from, follow: values.follow, signal: ac.signal, print, out });
+    return await printEvents({ log, session: target.session, from: target.from, follow: values.follow, signal: interrupt.signal, print, out });
   } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    interrupt.release();
     redis.disconnect();
   }
 }
