@@ -27,7 +27,7 @@ test("turnstream parse FILE prints one JSON summary", async () => {
     const big = JSON.stringify({ type: "assistant", message: { id: "m", content: [{ type: "text", text: "z".repeat(5000) }] } });
     writeFileSync(file, [...s.toolsRun, "not json", big, s.apiRetry(429, "rate_limit"), s.synthetic("rate_limit", "x"), s.apiErrorResult(429, "x")].join("\r\n"));
     const { code, out } = await runParse(["--max-line-bytes", "4096", file]);
-    assert.equal(code, 0);
+    assert.equal(code, 3, "a rate-limited run is infrastructure: exit 3, worth retrying");
     assert.equal(out.trim().split("\n").length, 1);
     const sum = JSON.parse(out);
     assert.equal(sum.lines, 14);
@@ -49,10 +49,25 @@ test("turnstream parse FILE prints one JSON summary", async () => {
 
 test("turnstream parse - reads stdin; a missing file is a clear error", async () => {
   const { code, out } = await runParse(["-"], [s.init, s.lostSession].join("\n") + "\n");
-  assert.equal(code, 0);
+  assert.equal(code, 3, "a lost session is infrastructure");
   assert.equal(JSON.parse(out).errorKind, "lost_session");
   const missing = await runParse([join(tmpdir(), "no-such-dir-x", "f.jsonl")]);
-  assert.equal(missing.code, 1);
+  assert.equal(missing.code, 2, "a path that cannot be read is a usage error");
   assert.match(missing.err, /cannot read .*ENOENT/);
   assert.equal((await runParse([])).code, 2);
+});
+
+test("turnstream parse exits by the run's outcome: ok 0, max_turns 1 (the task failed), rate_limit 3", async () => {
+  const ok = await runParse(["-"], s.toolsRun.join("\n") + "\n");
+  assert.equal(JSON.parse(ok.out).errorKind, "ok");
+  assert.equal(ok.code, 0);
+  const maxTurns = await runParse(["-"], [s.init, s.maxTurns].join("\n") + "\n");
+  assert.equal(JSON.parse(maxTurns.out).errorKind, "max_turns");
+  assert.equal(maxTurns.code, 1);
+  const limited = await runParse(["-"], [s.init, s.synthetic("rate_limit", "x"), s.apiErrorResult(429, "x")].join("\n") + "\n");
+  assert.equal(JSON.parse(limited.out).errorKind, "rate_limit");
+  assert.equal(limited.code, 3);
+  const help = await runParse(["--help"]);
+  assert.equal(help.code, 0);
+  assert.match(help.out, /usage: turnstream parse/);
 });

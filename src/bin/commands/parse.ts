@@ -1,39 +1,35 @@
 // `turnstream parse FILE|-`: summarises a stream-json transcript (raw CLI stdout) as one JSON object.
-// The input is streamed through the line splitter, so memory stays bounded for any size.
+// The input is streamed through the line splitter, so memory stays bounded for any size. It exits by
+// the run's outcome under the table in ../exit-codes.ts, so a pipeline can check a recorded run too.
 import { createReadStream } from "node:fs";
-import { parseArgs } from "node:util";
 import { createLineSplitter, parseItem, RunSummarizer, type SplitItem } from "../../protocol/index.ts";
+import { EXIT, exitCodeOf, outcomeOfErrorKind } from "../exit-codes.ts";
+import { parseCommandArgs } from "./_args.ts";
 
 export const summary = "summarise a stream-json transcript (file or - for stdin) as one JSON object";
 
-const usage = "usage: turnstream parse [--max-line-bytes N] FILE|-\n";
+const usage = `usage: turnstream parse [--max-line-bytes N] FILE|-
+Exit code: 0 the run finished, 1 the agent failed the task (max turns, max budget, invalid request),
+3 infrastructure worth retrying (rate limit, overloaded, server error, auth, no result), 2 bad arguments.
+`;
 
 export async function run(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: { "max-line-bytes": { type: "string" }, help: { type: "boolean", short: "h" } },
-    });
-  } catch (err) {
-    process.stderr.write(`turnstream parse: ${err instanceof Error ? err.message : String(err)}\n${usage}`);
-    return 2;
-  }
-  if (parsed.values.help === true) {
-    process.stdout.write(usage);
-    return 0;
-  }
+  const parsed = parseCommandArgs("parse", usage, {
+    args: argv,
+    allowPositionals: true,
+    options: { "max-line-bytes": { type: "string" }, help: { type: "boolean", short: "h" } },
+  });
+  if (typeof parsed === "number") return parsed;
   const [file, ...extra] = parsed.positionals;
   if (file === undefined || extra.length > 0) {
     process.stderr.write(usage);
-    return 2;
+    return EXIT.usage;
   }
   const maxRaw = parsed.values["max-line-bytes"];
   const maxLineBytes = maxRaw === undefined ? undefined : Number(maxRaw);
   if (maxLineBytes !== undefined && (!Number.isInteger(maxLineBytes) || maxLineBytes < 1)) {
     process.stderr.write(`turnstream parse: --max-line-bytes must be a positive integer\n`);
-    return 2;
+    return EXIT.usage;
   }
   const input = file === "-" ? process.stdin : createReadStream(file);
   const splitter = createLineSplitter({ maxLineBytes });
@@ -45,10 +41,11 @@ export async function run(argv: string[]): Promise<number> {
     for await (const chunk of input) take(splitter.push(chunk as Buffer));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    process.stderr.write(`turnstream parse: cannot read ${file === "-" ? "stdin" : file}${code ? ` (${code})` : ""}\n`);
-    return 1;
+    process.stderr.write(`turnstream parse: cannot read ${file === "-" ? "stdin" : file}${code ? ` (${code})` : ""}; check the path\n`);
+    return EXIT.usage;
   }
   take(splitter.end());
-  process.stdout.write(JSON.stringify(summarizer.finish()) + "\n");
-  return 0;
+  const runSummary = summarizer.finish();
+  process.stdout.write(JSON.stringify(runSummary) + "\n");
+  return exitCodeOf(outcomeOfErrorKind(runSummary.errorKind));
 }
