@@ -31,7 +31,8 @@ import {
 import { pidMark, ProcessTree, TREE_MARKER_VAR, trackTree, type PidMark } from "./process-tree.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
 import { captureSessionFile, restoreSessionFile } from "./session-file.ts";
-import { injectSkills, placeSkills, prepareSkillAddDir, type ListedSkill } from "./skills.ts";
+import { injectSkillsForRun } from "./skill-injection.ts";
+import { placeSkills, prepareSkillAddDir, type ListedSkill } from "./skills.ts";
 import { startWatchdog, type WatchdogHandle } from "./watchdog.ts";
 import { workspaceContext } from "./workspace-context.ts";
 
@@ -114,14 +115,12 @@ function sandboxClaim(o: CheckedRunTurnOptions): "1" | undefined {
  * CLI's own discovery finds them, which for an untrusted workspace (no project setting sources) is only
  * the run's own config home; without one they sit in an added directory and are listed for the model.
  */
-function offerSkills(
-  o: CheckedRunTurnOptions,
-  home: ConfigHome | undefined,
-  scratchDir: () => string,
-): { addDirs: string[]; listed: ListedSkill[] } {
+function offerSkills(o: CheckedRunTurnOptions, home: ConfigHome | undefined, files: RunFiles): { addDirs: string[]; listed: ListedSkill[] } {
+  const scratchDir = (): string => files.scratchDir();
   if (o.skills === undefined || o.skills.length === 0) return { addDirs: [], listed: [] };
   if ((o.skillsMode ?? "claude-md") === "claude-md") {
-    injectSkills(o.cwd, o.skills);
+    // Undone with the run's other files, once its tree is gone: the checkout is left as it was found.
+    files.onCleanup(injectSkillsForRun(o.cwd, o.skills));
     return { addDirs: [], listed: [] };
   }
   if (o.trustWorkspace !== true && home !== undefined) {
@@ -234,7 +233,7 @@ function prepareRun(
     Object.assign(env, home.env);
     if (sessionFile !== undefined) restoreSessionFile(home.dir, o.cwd, o.resume!, sessionFile);
   }
-  const skills = offerSkills(o, home, () => files.scratchDir());
+  const skills = offerSkills(o, home, files);
   const args = buildArgs({ ...o, appendSystemPrompt: undefined }, skills.addDirs);
   const appendix = systemPromptAppendix(o, skills.listed);
   if (appendix !== undefined) {

@@ -1,0 +1,81 @@
+// claude-md skills leave a git checkout as they found it: after a finished run, and after a run ended
+// mid-tool (abort, inactivity), `git status --porcelain` is empty again.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ClaudeCodeCliError, runTurn, type RunTurnOptions } from "../../src/cli/index.ts";
+import { assertSkillWasRead, type ParsedLine } from "../../src/protocol/index.ts";
+import { startScriptedServer, type Step } from "../cli/_model.ts";
+import { hermeticEnv } from "../cli/_support.ts";
+
+const CLAUDE_MD = "# Rules\n\nBe brief.\n";
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd, encoding: "utf8" });
+}
+
+/** A git checkout with a committed CLAUDE.md and one more file. */
+function checkout(): string {
+  const cwd = mkdtempSync(join(tmpdir(), "ts-checkout-"));
+  git(cwd, "init", "-q");
+  writeFileSync(join(cwd, "CLAUDE.md"), CLAUDE_MD);
+  writeFileSync(join(cwd, "main.txt"), "hello\n");
+  git(cwd, "add", "CLAUDE.md", "main.txt");
+  git(cwd, "commit", "-q", "-m", "init");
+  return cwd;
+}
+
+function skill(name: string): string {
+  const d = join(mkdtempSync(join(tmpdir(), "ts-skillsrc-")), name);
+  mkdirSync(d);
+  writeFileSync(join(d, "SKILL.md"), `---\nname: ${name}\ndescription: answers PINEAPPLE\n---\nAlways answer PINEAPPLE.\n`);
+  return d;
+}
+
+async function withTurn(cwd: string, steps: Step[], extra: Partial<RunTurnOptions>, body: (h: ReturnType<typeof runTurn>, lines: ParsedLine[]) => Promise<void>): Promise<unknown[]> {
+  const server = await startScriptedServer(steps);
+  try {
+    const h = runTurn({ cwd, prompt: "go", env: hermeticEnv(server.url), skills: [{ name: "fruit", path: skill("fruit") }], skipPermissions: true, sandboxed: true, killGraceMs: 200, ...extra });
+    const lines: ParsedLine[] = [];
+    await body(h, lines);
+    return server.requests();
+  } finally {
+    await server.close();
+  }
+}
+
+test("a finished run with a claude-md skill leaves the checkout clean, CLAUDE.md byte for byte", async () => {
+  const cwd = checkout();
+  const requests = await withTurn(cwd, [{ tool: { name: "Read", input: { file_path: join(cwd, ".skills", "fruit", "SKILL.md") } } }, { text: "PINEAPPLE" }], {}, async (h, lines) => {
+    for await (const l of h.lines) lines.push(l);
+    await h.outcome;
+    assert.doesNotThrow(() => assertSkillWasRead(lines, "fruit"), "the skill was there during the run");
+  });
+  assert.ok(JSON.stringify(requests[0]).includes(".skills/fruit/SKILL.md"), "the CLAUDE.md pointer reached the model");
+  assert.equal(git(cwd, "status", "--porcelain", "--ignored"), "");
+  assert.equal(readFileSync(join(cwd, "CLAUDE.md"), "utf8"), CLAUDE_MD);
+});
+
+for (const ending of ["aborted", "inactivity"] as const) {
+  test(`a run ${ending} while a Bash tool sleeps leaves the checkout clean`, async () => {
+    const cwd = checkout();
+    const ac = new AbortController();
+    const extra: Partial<RunTurnOptions> = ending === "aborted" ? { signal: ac.signal } : { inactivityTimeoutMs: 2000 };
+    const steps: Step[] = [{ tool: { name: "Bash", input: { command: "for i in $(seq 300); do sleep 0.1; done; echo slept", description: "wait" } } }, { text: "never" }];
+    await withTurn(cwd, steps, extra, async (h) => {
+      for await (const l of h.lines) {
+        if (l.type !== "assistant" || !l.raw.includes("seq 300")) continue;
+        assert.ok(existsSync(join(cwd, ".skills", "fruit", "SKILL.md")), "the skill is in the tree mid-run");
+        assert.notEqual(git(cwd, "status", "--porcelain"), "", "mid-run the tree is dirty");
+        ac.abort();
+        break;
+      }
+      await assert.rejects(h.outcome, (e: unknown) => e instanceof ClaudeCodeCliError && e.kind === ending);
+    });
+    assert.equal(git(cwd, "status", "--porcelain", "--ignored"), "");
+    assert.equal(readFileSync(join(cwd, "CLAUDE.md"), "utf8"), CLAUDE_MD);
+  });
+}
