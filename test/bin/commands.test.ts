@@ -78,9 +78,15 @@ test("run --wait follows a turn on a worker process; status sees the worker; a b
     const kinds = (await readAll(log, session)).map((e) => e.kind);
     assert.ok(kinds.includes("turn.queued") && kinds.includes("turn.finished"), kinds.join(","));
 
+    assert.ok(!r.stderr.includes("no live worker"), "no warning while a worker listens");
+
     const outside = await turnstream(["run", "--wait", "--cwd", "/", "--", "hello"], common);
-    assert.equal(outside.code, 1, "a cwd outside the worker's roots fails the turn");
-    assert.match(outside.stdout, /failed/);
+    assert.equal(outside.code, 2, "a cwd outside the worker's roots is a usage error: fix the call, do not retry");
+    assert.match(outside.stdout + outside.stderr, /failed/);
+    const outsideJson = await turnstream(["run", "--wait", "--json", "--cwd", "/", "--", "hello"], common);
+    assert.equal(outsideJson.code, 2);
+    const said = JSON.parse(outsideJson.stdout) as { status: string; errorKind: string; outcome: string; exitCode: number };
+    assert.deepEqual([said.status, said.errorKind, said.outcome, said.exitCode], ["failed", "workspace_not_allowed", "usage", 2]);
 
     const bad = await turnstream(["run", "--cwd", ws, "--var", "x=1", "--", "hello {{missing.name}}"], common);
     assert.equal(bad.code, 2);

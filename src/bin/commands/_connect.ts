@@ -1,4 +1,5 @@
-// Redis for a one-shot command: a clear message and exit code 1 when it does not answer.
+// Redis for a one-shot command: a clear message when it does not answer (the caller exits 3,
+// infrastructure), never ioredis' endless retries.
 import { DEFAULT_PREFIX, isValidSessionId, type RedisClient } from "../../log/index.ts";
 import { connectForCommand, RedisUnavailableError } from "../../projector/index.ts";
 
@@ -29,6 +30,35 @@ export function queueConfigFromEnv(env: NodeJS.ProcessEnv = process.env): { logP
   if (env["TURNSTREAM_QUEUE_NAME"]) out.queueName = env["TURNSTREAM_QUEUE_NAME"];
   return out;
 }
+
+/** The queue's flags of a command that takes them: --prefix, --queue-prefix, --queue override the env. */
+export interface QueueFlags {
+  prefix?: string | undefined;
+  "queue-prefix"?: string | undefined;
+  queue?: string | undefined;
+}
+
+/** Where the command finds the log and the queue: its flags, else the worker's variables. */
+export function queueConfigOf(flags: QueueFlags, env: NodeJS.ProcessEnv = process.env): { logPrefix?: string; queuePrefix?: string; queueName?: string } {
+  const fromEnv = queueConfigFromEnv(env);
+  const out = { ...fromEnv };
+  if (flags.prefix !== undefined) out.logPrefix = flags.prefix;
+  if (flags["queue-prefix"] !== undefined) out.queuePrefix = flags["queue-prefix"];
+  if (flags.queue !== undefined) out.queueName = flags.queue;
+  return out;
+}
+
+/** Usage lines of the queue flags, for the commands that take them. */
+export const QUEUE_FLAGS_USAGE = `  --prefix P        log key prefix (default: TURNSTREAM_PREFIX or "ts:")
+  --queue-prefix Q  queue prefix (default: TURNSTREAM_QUEUE_PREFIX or "{turnstream}")
+  --queue NAME      queue name (default: TURNSTREAM_QUEUE_NAME or "turns")
+`;
+
+export const QUEUE_FLAG_OPTIONS = {
+  prefix: { type: "string" },
+  "queue-prefix": { type: "string" },
+  queue: { type: "string" },
+} as const;
 
 /** The event log's key prefix: --prefix, else TURNSTREAM_PREFIX, else the log's default. */
 export function logPrefix(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {

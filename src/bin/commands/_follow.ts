@@ -11,6 +11,10 @@ export interface FollowOptions {
   /** Print transcript lines (false: progress only). */
   transcript?: boolean;
   timeoutMs?: number | undefined;
+  /** Aborting it ends the wait (rejects). */
+  signal?: AbortSignal | undefined;
+  /** Every event of the turn, after the transcript has printed it. */
+  onEvent?: ((event: Envelope) => void) | undefined;
 }
 
 export async function followTurn(producer: Producer, session: string, turn: string, options: FollowOptions): Promise<TurnResult> {
@@ -21,6 +25,10 @@ export async function followTurn(producer: Producer, session: string, turn: stri
   const write = (s: string): void => void options.out.write(options.scrub(s));
   const progress = (): void => write(`  · ${state}, attempt ${attempt}, ${toolCalls} tool call(s), ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   const onEvent = (e: Envelope): void => {
+    printEvent(e);
+    options.onEvent?.(e);
+  };
+  const printEvent = (e: Envelope): void => {
     switch (e.kind) {
       case "attempt.started":
         attempt = e.attempt;
@@ -50,5 +58,5 @@ export async function followTurn(producer: Producer, session: string, turn: stri
         return;
     }
   };
-  return producer.waitForTurn(turn, { session, onEvent, timeoutMs: options.timeoutMs });
+  return producer.waitForTurn(turn, { session, onEvent, timeoutMs: options.timeoutMs, signal: options.signal });
 }

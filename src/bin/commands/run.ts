@@ -1,20 +1,41 @@
-// `turnstream run`: enqueue one turn; with --wait, follow it live and exit 0 only if it finished.
+// `turnstream run`: enqueue one turn; with --wait, follow it live and exit by its outcome (see
+// ../exit-codes.ts), so a pipeline can tell "the agent failed the task" from "retry this job".
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import type { Scrub } from "../../projector/index.ts";
-import { createProducer, InvalidTurnError, MissingVariableError, type EnqueueInput, type EnqueueResult, type Producer } from "../../queue/index.ts";
+import type { Envelope } from "../../log/index.ts";
+import { connectForCommand, type Scrub } from "../../projector/index.ts";
+import {
+  createProducer,
+  InvalidTurnError,
+  MissingVariableError,
+  WaitTimeoutError,
+  type EnqueueInput,
+  type EnqueueResult,
+  type Producer,
+  type TurnResult,
+} from "../../queue/index.ts";
+import { EXIT, exitCodeOf, outcomeOfTurn, type Outcome } from "../exit-codes.ts";
 import { parseCommandArgs, type ParsedArgs } from "./_args.ts";
-import { queueConfigFromEnv, readStdin, redisOrExplain } from "./_connect.ts";
+import { QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf, readStdin } from "./_connect.ts";
+import { BadDurationError, durationFlag } from "./_duration.ts";
 import { followTurn } from "./_follow.ts";
 import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "enqueue a turn (--wait: follow it live and exit with its outcome)";
 
 const usage = `usage: turnstream run [--session S] [--cwd DIR] [--wait] [--json] [--supervised] [--model M] [--max-turns N]
-                      [--allowed-tools A,B] [--idempotency-key K] [--var key=value …] [--timeout-ms MS]
+                      [--allowed-tools A,B] [--idempotency-key K] [--var key=value …]
+                      [--timeout D] [--turn-timeout D] [--start-timeout D] [--prefix P] [--queue-prefix Q] [--queue NAME]
                       [--] PROMPT | --prompt-file FILE | (prompt on stdin)
---supervised: each risky tool call waits for \`turnstream decide\` (or a trust rule); see \`turnstream pending\`.
-A prompt given after -- is visible to other local users in the process list while this command runs;
+  --wait             follow the turn live and exit with its outcome: 0 finished, 1 the agent failed the task,
+                     2 usage, 3 infrastructure (retry the job), 4 cancelled or timed out
+  --json             one JSON object on stdout, whatever happens (outcome, exitCode, and the result)
+  --timeout D        stop waiting after D (exit 4; the turn goes on); D is 30s, 10m, 1h or milliseconds
+  --timeout-ms MS    the same as --timeout, kept for existing scripts
+  --turn-timeout D   the worker ends the turn itself after D (its timeoutMs)
+  --start-timeout D  exit 3 (and cancel the turn) when no worker has taken it within D
+  --supervised       each risky tool call waits for \`turnstream decide\` (or a trust rule); see \`turnstream pending\`
+${QUEUE_FLAGS_USAGE}A prompt given after -- is visible to other local users in the process list while this command runs;
 prefer --prompt-file or stdin for anything sensitive.
 `;
 
@@ -29,67 +50,179 @@ const options = {
   "allowed-tools": { type: "string" },
   "idempotency-key": { type: "string" },
   var: { type: "string", multiple: true },
+  timeout: { type: "string" },
   "timeout-ms": { type: "string" },
+  "turn-timeout": { type: "string" },
+  "start-timeout": { type: "string" },
   "prompt-file": { type: "string" },
+  ...QUEUE_FLAG_OPTIONS,
   help: { type: "boolean", short: "h" },
 } as const;
 
 type RunArgs = ParsedArgs<{ allowPositionals: true; options: typeof options }>;
 type RunValues = RunArgs["values"];
 
+/** A mistake in the command line found after parsing: exit 2. */
+class RunUsageError extends Error {
+  override readonly name = "RunUsageError";
+}
+
+/** No worker took the turn within --start-timeout: exit 3. */
+class NoWorkerInTimeError extends Error {
+  override readonly name = "NoWorkerInTimeError";
+}
+
+interface Timeouts {
+  waitMs: number | undefined;
+  turnMs: number | undefined;
+  startMs: number | undefined;
+}
+
+function timeoutsOf(v: RunValues): Timeouts {
+  const waitMs = durationFlag("timeout", v.timeout) ?? durationFlag("timeout-ms", v["timeout-ms"]);
+  return { waitMs, turnMs: durationFlag("turn-timeout", v["turn-timeout"]), startMs: durationFlag("start-timeout", v["start-timeout"]) };
+}
+
 /** The prompt: --prompt-file, else the words after the options, else stdin when it is not a terminal. */
 async function readPrompt(args: RunArgs): Promise<string> {
   const file = args.values["prompt-file"];
-  if (file !== undefined) return readFileSync(file, "utf8");
-  const prompt = args.positionals.join(" ");
-  return prompt.length === 0 && !process.stdin.isTTY ? readStdin() : prompt;
+  if (file === undefined) {
+    const prompt = args.positionals.join(" ");
+    return prompt.length === 0 && !process.stdin.isTTY ? readStdin() : prompt;
+  }
+  try {
+    return readFileSync(file, "utf8");
+  } catch (err) {
+    throw new RunUsageError(`--prompt-file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"}); check the path`);
+  }
 }
 
-/** --var key=value pairs, or undefined after saying on stderr which one is malformed. */
+/** --var key=value pairs; a malformed one is a usage error naming it. */
 function templateVariables(pairs: readonly string[]): Record<string, string> | undefined {
   const variables: Record<string, string> = {};
   for (const kv of pairs) {
     const eq = kv.indexOf("=");
-    if (eq <= 0) {
-      process.stderr.write(`turnstream run: --var takes key=value, got '${kv}'\n`);
-      return undefined;
-    }
+    if (eq <= 0) throw new RunUsageError(`--var takes key=value, got '${kv}'`);
     variables[kv.slice(0, eq)] = kv.slice(eq + 1);
   }
-  return variables;
+  return Object.keys(variables).length > 0 ? variables : undefined;
 }
 
-function enqueueInput(v: RunValues, prompt: string, variables: Record<string, string>): EnqueueInput {
+function maxTurnsOf(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new RunUsageError(`--max-turns takes a positive whole number, got '${text}'`);
+  return n;
+}
+
+function enqueueInput(v: RunValues, prompt: string, timeouts: Timeouts): EnqueueInput {
   return {
     prompt,
     cwd: resolve(v.cwd ?? process.cwd()),
     session: v.session,
     idempotencyKey: v["idempotency-key"],
-    variables: Object.keys(variables).length > 0 ? variables : undefined,
+    variables: templateVariables(v.var ?? []),
     options: {
       model: v.model,
       supervised: v.supervised,
-      maxTurns: v["max-turns"] === undefined ? undefined : Number(v["max-turns"]),
+      maxTurns: maxTurnsOf(v["max-turns"]),
       allowedTools: v["allowed-tools"]?.split(",").filter(Boolean),
+      timeoutMs: timeouts.turnMs,
     },
   };
 }
 
-/** Follows the turn live and prints its result; exit 0 only when it finished. */
-async function followToEnd(producer: Producer, queued: EnqueueResult, v: RunValues, scrub: Scrub): Promise<number> {
-  if (!v.json) process.stdout.write(`turn ${queued.turn} in session ${queued.session}\n`);
-  const result = await followTurn(producer, queued.session, queued.turn, {
-    out: v.json ? process.stderr : process.stdout,
-    scrub,
-    timeoutMs: v["timeout-ms"] === undefined ? undefined : Number(v["timeout-ms"]),
-  });
-  if (v.json) {
-    const { event: _event, ...rest } = result;
-    process.stdout.write(scrub(JSON.stringify(rest)) + "\n");
-  } else if (result.resultText !== undefined) {
-    process.stdout.write(scrub(`result (${result.status}): ${result.resultText}\n`));
+/** The outcome of an error that ended the command before the turn did. */
+function outcomeOfError(err: unknown): Outcome {
+  if (err instanceof RunUsageError || err instanceof BadDurationError) return "usage";
+  if (err instanceof InvalidTurnError || err instanceof MissingVariableError) return "usage";
+  if (err instanceof WaitTimeoutError) return "timed_out";
+  return "infrastructure";
+}
+
+/** Says how the command ended: one JSON object on stdout under --json, else `message` on stderr. */
+function report(json: boolean | undefined, scrub: Scrub, outcome: Outcome, fields: Record<string, unknown>, message?: string): number {
+  const exitCode = exitCodeOf(outcome);
+  if (json) process.stdout.write(scrub(JSON.stringify({ ...fields, outcome, exitCode })) + "\n");
+  else if (message !== undefined) process.stderr.write(scrub(`turnstream run: ${message}\n`));
+  return exitCode;
+}
+
+/** Events that show a worker took the turn (or that it ended before one had to). */
+const TAKEN_KINDS: ReadonlySet<string> = new Set(["attempt.started", "turn.finished", "turn.failed", "turn.cancelled"]);
+
+/** Watches for a worker to take the turn; aborts the wait when none has within --start-timeout. */
+class StartWatch {
+  readonly #controller = new AbortController();
+  readonly #timer: NodeJS.Timeout | undefined;
+  #taken = false;
+
+  constructor(startMs: number | undefined) {
+    if (startMs === undefined) return;
+    this.#timer = setTimeout(() => {
+      if (!this.#taken) this.#controller.abort(new NoWorkerInTimeError(`no worker took the turn within ${startMs} ms; check that workers run on this queue (turnstream status), then retry`));
+    }, startMs);
   }
-  return result.status === "finished" ? 0 : 1;
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  readonly onEvent = (e: Envelope): void => {
+    if (!TAKEN_KINDS.has(e.kind)) return;
+    this.#taken = true;
+    clearTimeout(this.#timer);
+  };
+
+  stop(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
+/** A warning on stderr when no worker listens on the queue: the turn would wait until one starts. */
+async function warnWithoutWorker(producer: Producer): Promise<void> {
+  // getWorkersCount reads CLIENT LIST; where the ACL refuses it, say nothing rather than guess.
+  const workers = await producer.queue.getWorkersCount().catch(() => undefined);
+  if (workers !== 0) return;
+  process.stderr.write(`turnstream run: warning: no live worker on queue '${producer.queue.name}'; the turn waits until one starts (turnstream worker)\n`);
+}
+
+function reportResult(result: TurnResult, v: RunValues, scrub: Scrub): number {
+  const outcome = outcomeOfTurn(result.status, result.errorKind);
+  if (!v.json && result.resultText !== undefined) process.stdout.write(scrub(`result (${result.status}): ${result.resultText}\n`));
+  const { event: _event, ...fields } = result;
+  const said = result.status === "finished" ? undefined : `turn ${result.turn} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}: ${outcome}`;
+  return report(v.json, scrub, outcome, fields, said);
+}
+
+/** The turn did not end while we waited: the wait timed out, no worker took it, or Redis went away. */
+async function reportUnended(err: unknown, producer: Producer, queued: EnqueueResult, v: RunValues, scrub: Scrub): Promise<number> {
+  const where = { session: queued.session, turn: queued.turn };
+  if (err instanceof NoWorkerInTimeError) {
+    // The pipeline retries the job: a turn left queued would run later as a stray duplicate.
+    await producer.cancelTurn(queued.turn, { session: queued.session, reason: "no worker took it in time", by: "turnstream run" }).catch(() => undefined);
+    return report(v.json, scrub, "infrastructure", { ...where, error: err.message }, `${err.message} (the turn was cancelled)`);
+  }
+  const message =
+    err instanceof WaitTimeoutError
+      ? `turn ${queued.turn} did not end within --timeout (${v.timeout ?? `${v["timeout-ms"]} ms`}); it goes on running (turnstream cancel ${queued.turn} stops it)`
+      : String((err as Error).message ?? err);
+  return report(v.json, scrub, outcomeOfError(err), { ...where, error: message }, message);
+}
+
+async function followToEnd(producer: Producer, queued: EnqueueResult, v: RunValues, timeouts: Timeouts, scrub: Scrub): Promise<number> {
+  if (!v.json) process.stdout.write(`turn ${queued.turn} in session ${queued.session}\n`);
+  await warnWithoutWorker(producer);
+  const watch = new StartWatch(timeouts.startMs);
+  try {
+    const out = v.json ? process.stderr : process.stdout;
+    const result = await followTurn(producer, queued.session, queued.turn, { out, scrub, timeoutMs: timeouts.waitMs, signal: watch.signal, onEvent: watch.onEvent });
+    return reportResult(result, v, scrub);
+  } catch (err) {
+    return reportUnended(watch.signal.aborted ? watch.signal.reason : err, producer, queued, v, scrub);
+  } finally {
+    watch.stop();
+  }
 }
 
 function printQueued(queued: EnqueueResult, json: boolean | undefined): void {
@@ -97,30 +230,31 @@ function printQueued(queued: EnqueueResult, json: boolean | undefined): void {
   process.stdout.write(json ? `${JSON.stringify(queued)}\n` : `queued turn ${queued.turn} in session ${queued.session}${again}\n`);
 }
 
-export async function run(argv: string[]): Promise<number> {
-  const args = parseCommandArgs("run", usage, { args: argv, allowPositionals: true, options });
-  if (typeof args === "number") return args;
+async function enqueueAndFollow(args: RunArgs, scrub: Scrub): Promise<number> {
   const v = args.values;
-  const prompt = await readPrompt(args);
-  const variables = templateVariables(v.var ?? []);
-  if (variables === undefined) return 2;
-  const scrub = defaultScrub();
-  const redis = await redisOrExplain("run");
-  if (redis === undefined) return 1;
-  const producer = createProducer({ redis, ...queueConfigFromEnv() });
+  const timeouts = timeoutsOf(v);
+  const input = enqueueInput(v, await readPrompt(args), timeouts);
+  const redis = await connectForCommand();
+  const producer = createProducer({ redis, ...queueConfigOf(v) });
   try {
-    const queued = await producer.enqueueTurn(enqueueInput(v, prompt, variables));
-    if (v.wait) return await followToEnd(producer, queued, v, scrub);
+    const queued = await producer.enqueueTurn(input);
+    if (v.wait) return await followToEnd(producer, queued, v, timeouts, scrub);
     printQueued(queued, v.json);
-    return 0;
-  } catch (err) {
-    if (err instanceof InvalidTurnError || err instanceof MissingVariableError) {
-      process.stderr.write(`turnstream run: ${scrub(err.message)}\n`);
-      return 2;
-    }
-    throw err;
+    return EXIT.finished;
   } finally {
     await producer.close();
     redis.disconnect();
+  }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const args = parseCommandArgs("run", usage, { args: argv, allowPositionals: true, options });
+  if (typeof args === "number") return args;
+  const scrub = defaultScrub();
+  try {
+    return await enqueueAndFollow(args, scrub);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    return report(args.values.json, scrub, outcomeOfError(err), { error: message }, message);
   }
 }

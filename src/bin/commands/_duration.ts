@@ -1,0 +1,27 @@
+// Durations on the command line: `30s`, `10m`, `1h`, `500ms` or plain milliseconds, so a pipeline's
+// timeouts read the way its authors think of them.
+
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Milliseconds of `text`, or undefined when it is not a positive duration. */
+export function parseDuration(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (m === null) return undefined;
+  const ms = Math.round(Number(m[1]) * UNIT_MS[m[2] ?? "ms"]!);
+  return Number.isSafeInteger(ms) && ms > 0 ? ms : undefined;
+}
+
+export class BadDurationError extends Error {
+  override readonly name = "BadDurationError";
+  constructor(flag: string, value: string) {
+    super(`--${flag} takes a duration such as 30s, 10m, 1h or plain milliseconds, got '${value}'`);
+  }
+}
+
+/** The flag's value in milliseconds (undefined when the flag is absent); throws BadDurationError when malformed. */
+export function durationFlag(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = parseDuration(value);
+  if (ms === undefined) throw new BadDurationError(flag, value);
+  return ms;
+}
