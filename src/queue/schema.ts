@@ -5,6 +5,7 @@ import { z } from "zod";
 import { SESSION_ID_PATTERN } from "../log/index.ts";
 import { secretShapeIn } from "../telemetry/patterns.ts";
 import { InvalidTurnError, MissingVariableError } from "./errors.ts";
+import { extraArgProblem } from "./extra-args.ts";
 
 export const JOB_VERSION = 1;
 export const TURN_ID_PATTERN = /^t_[A-Za-z0-9_-]{8,64}$/;
@@ -54,6 +55,25 @@ export const envOverlaySchema = z
     }
   });
 
+const absolutePath = z.string().min(1).max(4096).refine((p) => p.startsWith("/"), "must be an absolute path");
+const skillName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, "must be letters, digits, . _ - starting with a letter or digit")
+  .refine((n) => !n.includes(".."), "must not contain ..");
+
+/** A skill for the turn: its SKILL.md, or a folder holding one, under the worker's workspace roots. */
+const jobSkillSchema = z.strictObject({ name: skillName, path: absolutePath });
+
+const extraArgsSchema = z
+  .array(z.string().max(64 * 1024))
+  .max(32)
+  .superRefine((args, ctx) => {
+    args.forEach((arg, i) => {
+      const problem = extraArgProblem(arg);
+      if (problem !== undefined) ctx.addIssue({ code: "custom", path: [i], message: problem });
+    });
+  });
+
 const toolNames = z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name")).min(1).optional();
 
 /** The CLI options a turn may carry (a subset of the runner's, all plain data). */
@@ -86,6 +106,22 @@ export const turnOptionsSchema = z.strictObject({
    * permission mode without a decision). The only way to narrow supervision; the worker logs each.
    */
   unsupervisedTools: toolNames,
+  /**
+   * Skills offered to the model. Each path must lie under the worker's workspace roots (checked by
+   * the worker, links resolved); the turn fails otherwise.
+   */
+  skills: z.array(jobSkillSchema).max(50).optional(),
+  /** How `skills` reach the model: `claude-md` (default; undone after the run) or `add-dir`. */
+  skillsMode: z.enum(["claude-md", "add-dir"]).optional(),
+  /** More directories the CLI may use (`--add-dir`); each under the worker's workspace roots. */
+  addDirs: z.array(absolutePath).max(50).optional(),
+  /**
+   * A settings file (`--settings`). It can add hooks, which run commands: honoured only on workers
+   * whose TURNSTREAM_WORKSPACE_TRUST is `job`, and only from under the worker's workspace roots.
+   */
+  settingsFile: absolutePath.optional(),
+  /** More CLI flags, from a short allow-list of flags that grant nothing (see extra-args.ts). */
+  extraArgs: extraArgsSchema.optional(),
 })
   .refine((o) => !(o.riskyTools ?? []).some((t) => (o.unsupervisedTools ?? []).includes(t)), {
     path: ["unsupervisedTools"],
@@ -94,6 +130,10 @@ export const turnOptionsSchema = z.strictObject({
   .refine((o) => !(o.supervised === true && o.skipPermissions === true), {
     path: ["skipPermissions"],
     message: "a supervised turn never skips permissions; drop skipPermissions or supervised",
+  })
+  .refine((o) => !(o.supervised === true && o.settingsFile !== undefined), {
+    path: ["settingsFile"],
+    message: "a supervised turn runs with the decision hook's settings; drop settingsFile or supervised",
   })
   .refine((o) => !(o.supervised === true && o.trustWorkspace === true), {
     path: ["trustWorkspace"],
@@ -105,7 +145,6 @@ export const lostSessionPolicySchema = z.enum(["fail", "replay"]);
 export type LostSessionPolicy = z.infer<typeof lostSessionPolicySchema>;
 
 const sessionId = z.string().regex(SESSION_ID_PATTERN, "must be 1-128 characters from A-Z a-z 0-9 _ . - starting with a letter or digit");
-const absolutePath = z.string().min(1).max(4096).refine((p) => p.startsWith("/"), "must be an absolute path");
 
 export const enqueueInputSchema = z.strictObject({
   session: sessionId.optional(),

@@ -8,6 +8,7 @@ import type { EventLog } from "../log/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
+import { jobOptionsRefusal } from "./job-options.ts";
 import { lastCliSessionId, rebuildTranscript } from "./log-scan.ts";
 import { resolveEnv, runScrubbers, type RunEnv } from "./run-env.ts";
 import type { Snapshot } from "./snapshots.ts";
@@ -65,6 +66,8 @@ export async function prepareAttempt(
     const why = "the turn asks to trust its workspace, which this worker does not allow; set TURNSTREAM_WORKSPACE_TRUST=job on the worker, or drop trustWorkspace";
     return { end: await events.fail("bad_options", "WorkspaceTrustRefused", why) };
   }
+  const optionsRefused = jobOptionsRefusal(job, deps.settings);
+  if (optionsRefused !== undefined) return { end: await events.fail("bad_options", optionsRefused.name, optionsRefused.message) };
   const supervision = job.options.supervised === true ? await supervise(deps, job, events) : undefined;
   if (supervision !== undefined && "failed" in supervision) return { end: await events.fail("bad_options", "SupervisedUnavailable", supervision.failed) };
   return { run: { env: runEnv.env, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: supervision?.run } };

@@ -77,6 +77,11 @@ function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, ev
     timeoutMs: o.timeoutMs,
     inactivityTimeoutMs: o.inactivityTimeoutMs,
     trustWorkspace: o.trustWorkspace,
+    skills: o.skills,
+    skillsMode: o.skillsMode,
+    addDirs: o.addDirs,
+    settingsFile: o.settingsFile,
+    extraArgs: supervised === undefined ? o.extraArgs : supervised.argsFilter(o.extraArgs),
     mcpConfigFile: settings.mcpConfigFile,
     // After the job's own, so nothing above can loosen it: the hook's settings, default mode, no skipping.
     ...supervised?.turnOptions,
