@@ -3,7 +3,7 @@
 // workspace roots; a settings file only on a worker that trusts job workspaces), and run for real.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { InvalidTurnError, JOB_VERSION, type EnqueueInput } from "../../src/queue/index.ts";
 import { dataOf, rig } from "./_more.ts";
@@ -123,6 +123,28 @@ test("a job written to Redis directly meets the same extraArgs allow-list in the
     assert.match((await failed).message, /options\.extraArgs\.0.*"--plugin-dir" is not a flag/);
     assert.equal(r.server.requests().length, 0, "no CLI was started");
     assert.ok(!existsSync(join(r.ws, ".skills")));
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("the worker refuses a skill folder that holds a link out of its workspace roots", async () => {
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  try {
+    const secret = join(r.space.dir("worker-secrets"), "key");
+    writeFileSync(secret, "WORKER-SECRET");
+    const skill = writeSkill(join(r.ws, "lib"), "leaky");
+    mkdirSync(join(skill, "more"));
+    symlinkSync(secret, join(skill, "more", "key"));
+    r.worker();
+    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { skills: [{ name: "leaky", path: skill }] } });
+    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    assert.equal(res.status, "failed");
+    const error = dataOf(res.event)["error"] as { name: string; message: string };
+    assert.equal(error.name, "PathNotAllowed");
+    assert.match(error.message, /^options\.skills\.0\.path: .*more\/key in the skill leads outside/);
+    assert.equal(r.server.requests().length, 0, "no CLI was started");
+    assert.deepEqual(readdirSync(r.ws), ["lib"], "nothing was copied into the workspace");
   } finally {
     await r.dispose();
   }
