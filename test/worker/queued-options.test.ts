@@ -149,3 +149,19 @@ test("the worker refuses a skill folder that holds a link out of its workspace r
     await r.dispose();
   }
 });
+
+test("a worker that trusts job workspaces runs the job's settings file", async () => {
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "done" }] }] });
+  try {
+    const settings = join(r.ws, "settings.json");
+    writeFileSync(settings, JSON.stringify({ model: "claude-from-the-settings-file" }));
+    r.worker({ workspaceTrust: "job" });
+    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { settingsFile: settings } });
+    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    assert.equal(res.status, "finished", JSON.stringify(res.event.data));
+    const models = r.server.requests().filter((q) => q.kind === "messages").map((q) => q.model);
+    assert.deepEqual(models, ["claude-from-the-settings-file"]);
+  } finally {
+    await r.dispose();
+  }
+});
