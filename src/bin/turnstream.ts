@@ -5,6 +5,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, extname, join } from "node:path";
+import { EXIT } from "./exit-codes.ts";
 
 interface CommandModule {
   summary: string;
@@ -47,7 +48,7 @@ async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     await help();
-    return name === undefined ? 2 : 0;
+    return name === undefined ? EXIT.usage : EXIT.finished;
   }
   if (name === "--version" || name === "-v") {
     process.stdout.write(`${version()}\n`);
@@ -55,10 +56,16 @@ async function main(argv: string[]): Promise<number> {
   }
   if (!/^[a-z][a-z-]*$/.test(name) || !commandNames().includes(name)) {
     process.stderr.write(`turnstream: unknown command '${name}'; run 'turnstream --help' for the list\n`);
-    return 2;
+    return EXIT.usage;
   }
+  commandName = name;
   return (await load(name)).run(rest);
 }
+
+let commandName: string | undefined;
+
+// A command that throws met something outside the call's control (Redis unreachable or gone, a
+// failing dependency): one line, no stack trace, and exit 3 so a pipeline retries the job.
 
 main(process.argv.slice(2)).then(
   (code) => {
@@ -66,7 +73,7 @@ main(process.argv.slice(2)).then(
   },
   (err: unknown) => {
     const message = err instanceof Error ? err.message : String(err);
-    process.stderr.write(`turnstream: ${message}\n`);
-    process.exitCode = 1;
+    process.stderr.write(`turnstream${commandName === undefined ? "" : ` ${commandName}`}: ${message.split("\n")[0]}\n`);
+    process.exitCode = EXIT.infrastructure;
   },
 );

@@ -36,9 +36,9 @@ test("demo: two turns of one session offline, the second resumes the first", asy
   assert.ok(history >= 6, `turn 2's request carried turn 1's conversation (${history} messages)`);
 });
 
-test("demo: no Redis → says how to start one, exit 1", async () => {
+test("demo: no Redis → says how to start one, exit 3", async () => {
   const r = await turnstream(["demo"], { REDIS_URL: "redis://127.0.0.1:1" });
-  assert.equal(r.code, 1);
+  assert.equal(r.code, 3);
   assert.match(r.stderr, /cannot reach Redis at redis:\/\/127\.0\.0\.1:1.*redis-server/);
 });
 
@@ -151,7 +151,7 @@ test("tail output is scrubbed of the environment's secrets; replay --export-trac
   }
 });
 
-test("cancel: a queued turn with no worker is cancelled and recorded; an unknown turn is an error", async () => {
+test("cancel: a queued turn with no worker is cancelled and recorded; an ended one is said to have ended (exit 0); an unknown turn is a usage error", async () => {
   const space = testSpace();
   const redis = redisFor();
   const common = { TURNSTREAM_PREFIX: space.logPrefix, TURNSTREAM_QUEUE_PREFIX: space.queuePrefix };
@@ -165,8 +165,20 @@ test("cancel: a queued turn with no worker is cancelled and recorded; an unknown
     const log = createEventLog({ redis, prefix: space.logPrefix });
     const kinds = (await readAll(log, session)).map((e) => e.kind);
     assert.deepEqual(kinds, ["turn.queued", "turn.cancelled"]);
+    const again = await turnstream(["cancel", turn], common);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /it had ended already/);
+    // The same through flags instead of the environment, and as JSON.
+    const flags = ["--prefix", space.logPrefix, "--queue-prefix", space.queuePrefix];
+    const json = await turnstream(["cancel", turn, "--json", ...flags]);
+    assert.equal(json.code, 0, json.stderr);
+    assert.deepEqual(JSON.parse(json.stdout), { session, turn, outcome: "too_late" });
+    const status = await turnstream(["status", "--json", ...flags]);
+    assert.equal(status.code, 0, status.stderr);
+    assert.deepEqual((JSON.parse(status.stdout) as { workers: string[] }).workers, []);
     const unknown = await turnstream(["cancel", "t_doesnotexist000"], common);
-    assert.equal(unknown.code, 1);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /not known to the queue; check the id, or pass --session/);
   } finally {
     await cleanupKeys(redis, space);
     redis.disconnect();

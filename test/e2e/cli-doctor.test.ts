@@ -42,7 +42,12 @@ test("doctor: a failing probe is a fail line and a non-zero exit; a relative cwd
   const cwd = mkdtempSync(join(tmpdir(), "ts-doc-"));
   const r = await doctor([{ error: { status: 500, type: "api_error", message: "boom" } }], ["--cwd", cwd]);
   assert.match(r.out, /^fail\s+probe\s+.*server_error/m);
-  assert.equal(r.code, 1);
+  assert.equal(r.code, 3, "a machine that is not ready is infrastructure");
+  const json = await doctor([{ error: { status: 500, type: "api_error", message: "boom" } }], ["--cwd", cwd, "--json"]);
+  assert.equal(json.code, 3);
+  const said = JSON.parse(json.out) as { ok: boolean; checks: Array<{ name: string; status: string }> };
+  assert.equal(said.ok, false);
+  assert.equal(said.checks.find((c) => c.name === "probe")?.status, "fail");
   const rel = await doctor([{ text: "hello" }], ["--cwd", "relative/dir"]);
   assert.match(rel.out, /^fail\s+cwd\s+relative\/dir is not an absolute path/m);
   assert.notEqual(rel.code, 0);
@@ -52,5 +57,5 @@ test("doctor: a failing probe is a fail line and a non-zero exit; a relative cwd
 test("doctor: no auth anywhere names `claude auth login`", async () => {
   const r = await doctor([{ text: "hello" }], ["--cwd", mkdtempSync(join(tmpdir(), "ts-doc-"))], { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: undefined, HOME: mkdtempSync(join(tmpdir(), "ts-doc-home-")) });
   assert.match(r.out, /^fail\s+auth\s+.*claude auth login/m);
-  assert.equal(r.code, 1);
+  assert.equal(r.code, 3);
 });

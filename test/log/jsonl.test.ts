@@ -101,7 +101,7 @@ describe("import/export", () => {
     assert.equal((await log.beginAttempt(s2, "next")).epoch, 2);
 
     const again = await cli(["import", s1, file, "--prefix", prefix]);
-    assert.equal(again.code, 1);
+    assert.equal(again.code, 2, "a session that has events is a usage error: import into a new id");
     assert.match(again.stderr, /already has \d+ events/);
     assert.equal((await log.stat(s1)).lastSeq, lines.length, "a refused import wrote nothing");
   });

@@ -13,7 +13,8 @@ import {
   type OperatorKey,
   type OperatorKeyring,
 } from "../../decisions/index.ts";
-import { connectRedis, createEventLog } from "../../log/index.ts";
+import { createEventLog } from "../../log/index.ts";
+import { connectForCommand } from "../../projector/index.ts";
 import { parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
 
@@ -131,7 +132,7 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof input === "number") return input;
   const keys = signingKeys(values.key);
   if (keys === undefined) return 2;
-  const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
+  const redis = await connectForCommand();
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     const res = await decide({ log, operatorKey: keys.key, trustedKeys: keys.trusted }, input);

@@ -6,11 +6,12 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { createProducer, type Producer, type TurnResult } from "../../queue/index.ts";
 import { createScrubber } from "../../telemetry/index.ts";
 import { DUMMY_API_KEY, startModelServer, type ModelServer, type Script } from "../../testing/index.ts";
 import { startTurnWorker } from "../../worker/index.ts";
+import { EXIT } from "../exit-codes.ts";
+import { parseCommandArgs } from "./_args.ts";
 import { redisOrExplain } from "./_connect.ts";
 import { followTurn } from "./_follow.ts";
 
@@ -108,16 +109,15 @@ function reportResume(d: DemoRun, results: TurnResult[], server: ModelServer | u
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { keep: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
-  if (values.help) {
-    process.stdout.write("usage: turnstream demo [--keep]\n  --keep  leave the demo workspace in place\nenv: REDIS_URL (default redis://127.0.0.1:6379), ANTHROPIC_API_KEY (real API instead of the scripted server)\n");
-    return 0;
-  }
+  const usage = "usage: turnstream demo [--keep]\n  --keep  leave the demo workspace in place\nenv: REDIS_URL (default redis://127.0.0.1:6379), ANTHROPIC_API_KEY (real API instead of the scripted server)\n";
+  const args = parseCommandArgs("demo", usage, { args: argv, options: { keep: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
+  if (typeof args === "number") return args;
+  const { values } = args;
   const out = process.stdout;
   const scrubber = createScrubber({ env: process.env });
   const scrub = (s: string): string => scrubber.scrub(s);
   const redis = await redisOrExplain("demo");
-  if (redis === undefined) return 1;
+  if (redis === undefined) return EXIT.infrastructure;
   const live = Boolean(process.env["ANTHROPIC_API_KEY"]);
   const workspace = makeWorkspace();
   const server = live ? undefined : await startModelServer({ script: demoScript(workspace) });

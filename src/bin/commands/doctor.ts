@@ -1,11 +1,12 @@
 // `turnstream doctor [--cwd DIR]`: is this machine ready to run turns? One line per check.
-import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { runChecks, type CheckResult } from "../../cli/probe.ts";
+import { EXIT } from "../exit-codes.ts";
+import { parseCommandArgs } from "./_args.ts";
 
 export const summary = "check the claude CLI, the cwd, auth, process containment, and a live stream-json probe turn";
 
-const USAGE = `usage: turnstream doctor [--cwd DIR] [--claude-bin PATH] [--timeout-ms N]
+const USAGE = `usage: turnstream doctor [--cwd DIR] [--claude-bin PATH] [--timeout-ms N] [--json]
 
 Checks: the claude CLI is found and runs (version); the cwd is absolute and creatable; API auth is
 available (API key or auth token in the environment, or a subscription credential); how a run's
@@ -13,30 +14,23 @@ processes are contained (cgroup-v2, cgroup-v1-freezer, pid-namespace, or proc-wa
 a process that leaves the run's session and drops TURNSTREAM_TREE can outlive its turn; run doctor
 as the user the worker runs as); a live probe turn ("Respond with hello.") through stream-json
 finishes within the limit (default 45 s).
-Exits non-zero when a check fails.
+--json prints one JSON object ({ ok, checks: [{ name, status, detail }] }) instead of the lines.
+Exits 3 when a check fails: this machine is not ready to run turns (infrastructure, not the task).
 `;
 
 export async function run(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        cwd: { type: "string" },
-        "claude-bin": { type: "string" },
-        "timeout-ms": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-    }));
-  } catch (err) {
-    process.stderr.write(`turnstream doctor: ${(err as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (values.help === true) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  const args = parseCommandArgs("doctor", USAGE, {
+    args: argv,
+    options: {
+      cwd: { type: "string" },
+      "claude-bin": { type: "string" },
+      "timeout-ms": { type: "string" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (typeof args === "number") return args;
+  const { values } = args;
   const timeout = values["timeout-ms"] === undefined ? undefined : Number(values["timeout-ms"]);
   if (timeout !== undefined && (!Number.isInteger(timeout) || timeout <= 0)) {
     process.stderr.write("turnstream doctor: --timeout-ms must be a positive integer\n");
@@ -44,9 +38,9 @@ export async function run(argv: string[]): Promise<number> {
   }
   // A relative --cwd is reported as such (the CLI needs an absolute one); no --cwd means here.
   const cwd = values.cwd ?? resolve(process.cwd());
-  const results = await runChecks(
-    { cwd, claudeBin: values["claude-bin"], probeTimeoutMs: timeout },
-    (r: CheckResult) => process.stdout.write(`${r.status.padEnd(4)}  ${r.name.padEnd(7)}  ${r.detail}\n`),
-  );
-  return results.some((r) => r.status === "fail") ? 1 : 0;
+  const printLine = (r: CheckResult): void => void process.stdout.write(`${r.status.padEnd(4)}  ${r.name.padEnd(7)}  ${r.detail}\n`);
+  const results = await runChecks({ cwd, claudeBin: values["claude-bin"], probeTimeoutMs: timeout }, values.json ? () => {} : printLine);
+  const ok = !results.some((r) => r.status === "fail");
+  if (values.json) process.stdout.write(`${JSON.stringify({ ok, checks: results })}\n`);
+  return ok ? EXIT.finished : EXIT.infrastructure;
 }

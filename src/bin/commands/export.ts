@@ -2,8 +2,9 @@
 import { createWriteStream } from "node:fs";
 import { once } from "node:events";
 import { finished } from "node:stream/promises";
-import { parseArgs } from "node:util";
-import { connectRedis, createEventLog, exportJsonl } from "../../log/index.ts";
+import { createEventLog, exportJsonl } from "../../log/index.ts";
+import { connectForCommand } from "../../projector/index.ts";
+import { parseCommandArgs } from "./_args.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
 
 export const summary = "write a session's event log as JSONL (one envelope per line)";
@@ -15,22 +16,20 @@ const usage = `usage: turnstream export <session> [FILE] [--prefix P]
 `;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const args = parseCommandArgs("export", usage, {
     args: argv,
     allowPositionals: true,
     options: { prefix: { type: "string" }, help: { type: "boolean", short: "h" } },
   });
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
+  if (typeof args === "number") return args;
+  const { values, positionals } = args;
   const [session, file, ...extra] = positionals;
   if (session === undefined || extra.length > 0) {
     process.stderr.write(usage);
     return 2;
   }
   if (rejectSessionId("export", session)) return 2;
-  const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
+  const redis = await connectForCommand();
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     const st = await log.stat(session);

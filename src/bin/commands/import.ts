@@ -1,7 +1,9 @@
 // `turnstream import <session> FILE`: loads an exported JSONL log (same seq numbers) or a raw CLI
 // stdout recording (each line becomes a cli.line event) into an empty session.
-import { parseArgs } from "node:util";
-import { connectRedis, createEventLog, importFile } from "../../log/index.ts";
+import { createEventLog, importFile } from "../../log/index.ts";
+import { connectForCommand } from "../../projector/index.ts";
+import { EXIT } from "../exit-codes.ts";
+import { parseCommandArgs } from "./_args.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
 
 export const summary = "load an exported JSONL log or a raw CLI stdout recording into a new session";
@@ -15,27 +17,31 @@ const usage = `usage: turnstream import <session> FILE [--prefix P] [--turn T]
 `;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const args = parseCommandArgs("import", usage, {
     args: argv,
     allowPositionals: true,
     options: { prefix: { type: "string" }, turn: { type: "string" }, help: { type: "boolean", short: "h" } },
   });
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
+  if (typeof args === "number") return args;
+  const { values, positionals } = args;
   const [session, file, ...extra] = positionals;
   if (session === undefined || file === undefined || extra.length > 0) {
     process.stderr.write(usage);
     return 2;
   }
   if (rejectSessionId("import", session)) return 2;
-  const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
+  const redis = await connectForCommand();
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     const res = await importFile(log, session, file, { turn: values.turn });
     process.stderr.write(`imported ${res.count} events (${res.mode}) into ${session}; last seq ${res.lastSeq}\n`);
-    return 0;
+    return EXIT.finished;
+  } catch (err) {
+    // The file or the target session is wrong (unreadable, mixed formats, a session with events)
+    // unless Redis itself stopped answering: then the dispatcher reports infrastructure.
+    if (!(await redis.ping().then(() => true, () => false))) throw err;
+    process.stderr.write(`turnstream import: ${(err as Error).message}\n`);
+    return EXIT.usage;
   } finally {
     redis.disconnect();
   }

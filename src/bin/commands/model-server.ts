@@ -1,18 +1,21 @@
 // `turnstream model-server --script FILE [--port N]`: the scripted Messages API double on loopback.
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { InvalidScriptError, startModelServer } from "../../testing/index.ts";
+import { parseCommandArgs } from "./_args.ts";
 
 export const summary = "serve a scripted Anthropic Messages API on 127.0.0.1 for offline CLI runs";
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const usage = "usage: turnstream model-server --script FILE [--port N]\n";
+  const args = parseCommandArgs("model-server", usage, {
     args: argv,
-    options: { script: { type: "string" }, port: { type: "string" }, help: { type: "boolean" } },
+    options: { script: { type: "string" }, port: { type: "string" }, help: { type: "boolean", short: "h" } },
   });
-  if (values.help || values.script === undefined) {
-    process.stderr.write("usage: turnstream model-server --script FILE [--port N]\n");
-    return values.help ? 0 : 2;
+  if (typeof args === "number") return args;
+  const { values } = args;
+  if (values.script === undefined) {
+    process.stderr.write(`turnstream model-server: --script FILE is required\n${usage}`);
+    return 2;
   }
   const port = values.port === undefined ? 0 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {

@@ -1,7 +1,7 @@
 // `turnstream pending [--json]`: decision requests waiting for an operator, across the fleet.
 import { parseArgs } from "node:util";
 import { listPending, type PendingRequest } from "../../decisions/index.ts";
-import { connectRedis } from "../../log/index.ts";
+import { connectForCommand } from "../../projector/index.ts";
 import { logPrefix } from "./_connect.ts";
 
 export const summary = "list supervised tool calls waiting for a decision (all workers)";
@@ -40,7 +40,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(usage);
     return 0;
   }
-  const redis = connectRedis({ redisOptions: { maxRetriesPerRequest: 2 } });
+  const redis = await connectForCommand();
   try {
     const list = await listPending({ redis, prefix: logPrefix(values.prefix) });
     if (values.json) {

@@ -1,8 +1,9 @@
 // `turnstream projector`: keeps the read models in Redis up to date until SIGTERM/SIGINT.
-import { parseArgs } from "node:util";
 import { connectForCommand, PROJECTION_VERSION } from "../../projector/index.ts";
 import { runProjectorProcess } from "../../projector/process.ts";
 import { createLogger, createScrubber } from "../../telemetry/index.ts";
+import { EXIT } from "../exit-codes.ts";
+import { parseCommandArgs } from "./_args.ts";
 import { logPrefix } from "./_connect.ts";
 
 export const summary = "run the live projector (read models in Redis) until SIGTERM";
@@ -17,15 +18,17 @@ const usage = `usage: turnstream projector [--version N] [--prefix P] [--rescan-
   Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
 `;
 
-function positiveInt(name: string, v: string | undefined, dflt: number): number {
+/** The flag's value, its default when absent, or undefined after saying on stderr that it is malformed. */
+function positiveInt(name: string, v: string | undefined, dflt: number): number | undefined {
   if (v === undefined) return dflt;
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
-  return n;
+  if (Number.isSafeInteger(n) && n >= 1) return n;
+  process.stderr.write(`turnstream projector: --${name} must be a positive integer, got '${v}'\n`);
+  return undefined;
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const args = parseCommandArgs("projector", usage, {
     args: argv,
     allowPositionals: true,
     options: {
@@ -35,16 +38,15 @@ export async function run(argv: string[]): Promise<number> {
       help: { type: "boolean", short: "h" },
     },
   });
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
+  if (typeof args === "number") return args;
+  const { values, positionals } = args;
   if (positionals.length > 0) {
     process.stderr.write(usage);
-    return 2;
+    return EXIT.usage;
   }
   const version = positiveInt("version", values.version, PROJECTION_VERSION);
   const rescanMs = positiveInt("rescan-ms", values["rescan-ms"], 2000);
+  if (version === undefined || rescanMs === undefined) return EXIT.usage;
   const logger = createLogger({ scrubber: createScrubber({ env: process.env }), base: { component: "projector" } });
   const redis = await connectForCommand();
   try {

@@ -1,7 +1,8 @@
 // `turnstream status`: queue counts, live workers, and the turns running now, per session.
-import { parseArgs } from "node:util";
 import { closeTurnQueue, createTurnQueue } from "../../queue/index.ts";
-import { queueConfigFromEnv, redisOrExplain } from "./_connect.ts";
+import { EXIT } from "../exit-codes.ts";
+import { parseCommandArgs } from "./_args.ts";
+import { QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf, redisOrExplain } from "./_connect.ts";
 
 export const summary = "queue counts, live workers, running turns per session";
 
@@ -12,15 +13,17 @@ interface RunningTurn {
   startedAt: string | undefined;
 }
 
+const usage = `usage: turnstream status [--json] [--prefix P] [--queue-prefix Q] [--queue NAME]
+  --json            one JSON object: counts, workers, running
+${QUEUE_FLAGS_USAGE}`;
+
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
-  if (values.help) {
-    process.stdout.write("usage: turnstream status [--json]\n");
-    return 0;
-  }
+  const args = parseCommandArgs("status", usage, { args: argv, options: { json: { type: "boolean" }, ...QUEUE_FLAG_OPTIONS, help: { type: "boolean", short: "h" } } });
+  if (typeof args === "number") return args;
+  const { values } = args;
   const redis = await redisOrExplain("status");
-  if (redis === undefined) return 1;
-  const queue = createTurnQueue({ redis, ...queueConfigFromEnv() });
+  if (redis === undefined) return EXIT.infrastructure;
+  const queue = createTurnQueue({ redis, ...queueConfigOf(values) });
   try {
     const [counts, workers, active] = await Promise.all([
       queue.getJobCounts("waiting", "active", "delayed", "prioritized", "completed", "failed"),

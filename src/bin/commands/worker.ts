@@ -1,6 +1,8 @@
 // `turnstream worker [--concurrency N]`: runs a turn worker until SIGTERM/SIGINT. The rest of its
 // configuration comes from the environment (see src/worker/config.ts).
 import { parseArgs } from "node:util";
+import { connectForCommand, RedisUnavailableError } from "../../projector/index.ts";
+import { EXIT } from "../exit-codes.ts";
 import { runWorkerMain } from "../../worker/main.ts";
 
 export const summary = "run a turn worker (env: REDIS_URL, TURNSTREAM_WORKSPACE_ROOTS, …) until SIGTERM/SIGINT";
@@ -34,6 +36,9 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const concurrency = num(parsed.values.concurrency, "concurrency", 1);
     const graceMs = num(parsed.values["grace-ms"], "grace-ms", 0);
+    // One bounded ping first: a worker started against a Redis that is not there says so and exits
+    // 3 (the dispatcher's infrastructure code) instead of retrying silently forever.
+    (await connectForCommand()).disconnect();
     const code = await runWorkerMain({ concurrency, graceMs });
     // Shutdown is bounded; a handle some library leaves behind (a reconnect timer to a Redis that is
     // gone) must not keep a stopped worker alive. Unref'd: a clean exit does not wait for it.
@@ -41,6 +46,6 @@ export async function run(argv: string[]): Promise<number> {
     return code;
   } catch (err) {
     process.stderr.write(`turnstream worker: ${err instanceof Error ? err.message : String(err)}\n`);
-    return 2;
+    return err instanceof RedisUnavailableError ? EXIT.infrastructure : EXIT.usage;
   }
 }
