@@ -28,6 +28,10 @@ test("a malformed duration is a usage error naming the flag, before anything is 
   assert.equal(said["outcome"], "usage");
   assert.equal(said["exitCode"], 2);
   assert.match(String(said["error"]), /--turn-timeout/);
+  const unknownFlag = await turnstream(["run", "--wait", "--json", "--no-such-flag", "--", "hi"]);
+  assert.equal(unknownFlag.code, 2);
+  assert.equal(onlyJson(unknownFlag.stdout)["outcome"], "usage");
+  assert.match(unknownFlag.stderr, /--no-such-flag/);
 });
 
 test("Redis unreachable: exit 3 and one JSON object naming the URL without its password", async () => {

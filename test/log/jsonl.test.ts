@@ -143,7 +143,7 @@ describe("import/export", () => {
 
   it("export of an unknown session and bad arguments fail with a clear message", async () => {
     const missing = await cli(["export", `none-${rid()}`, "--prefix", prefix]);
-    assert.equal(missing.code, 1);
+    assert.equal(missing.code, 2, "an unknown session is a usage error");
     assert.match(missing.stderr, /has no events/);
     const bad = await cli(["import", "bad{id}", "x", "--prefix", prefix]);
     assert.equal(bad.code, 2);

@@ -83,7 +83,7 @@ test("turnstream replay: text, json, messages; --until at every seq of a fixture
     assert.deepEqual(JSON.parse(r.stdout), viaJson(fold(envs.slice(0, seq))), `--until ${seq}`);
   }
   const unknown = await cli(["replay", rid("nosuch")]);
-  assert.equal(unknown.code, 1);
+  assert.equal(unknown.code, 2, "an unknown session is a usage error");
   assert.match(unknown.stderr, /has no events under key prefix/);
   const bad = await cli(["replay", session, "--format", "xml"]);
   assert.equal(bad.code, 2);
@@ -137,7 +137,7 @@ test("turnstream tail: one line per event; --json; --follow sees appends", async
   const j = await cli(["tail", session, "--json"]);
   assert.deepEqual(j.stdout.trimEnd().split("\n").map((l) => JSON.parse(l).kind), envs.map((e) => e.kind));
   const unknown = await cli(["tail", rid("nosuch")]);
-  assert.equal(unknown.code, 1);
+  assert.equal(unknown.code, 2, "an unknown session is a usage error");
 
   const live = rid("tailf");
   const child = spawn(node, [bin, "tail", live, "--follow"], { cwd: root, env: { ...process.env, TURNSTREAM_PREFIX: ctx.prefix } });

@@ -156,7 +156,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   } catch (err) {
     if ((err as Error).name === "UnknownSessionError") {
       process.stderr.write(`turnstream replay: ${(err as Error).message}\n`);
-      return 1;
+      return 2; // a wrong id or prefix: a usage error (see ../exit-codes.ts), not a failed task
     }
     throw err;
   } finally {

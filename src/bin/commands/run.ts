@@ -249,7 +249,12 @@ async function enqueueAndFollow(args: RunArgs, scrub: Scrub): Promise<number> {
 
 export async function run(argv: string[]): Promise<number> {
   const args = parseCommandArgs("run", usage, { args: argv, allowPositionals: true, options });
-  if (typeof args === "number") return args;
+  if (typeof args === "number") {
+    // The usage went to stderr; a pipeline reading --json stdout still gets its one object.
+    const flags = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
+    if (args === EXIT.usage && flags.includes("--json")) report(true, (s) => s, "usage", { error: "the command line is not valid; the usage is on stderr" });
+    return args;
+  }
   const scrub = defaultScrub();
   try {
     return await enqueueAndFollow(args, scrub);

@@ -83,7 +83,7 @@ async function printEvents(t: TailRun): Promise<number> {
   const st = await t.log.stat(t.session);
   if (!st.exists && st.length === 0 && !t.follow) {
     process.stderr.write(`turnstream tail: session ${t.session} has no events under key prefix "${t.log.prefix}"; check the id (turnstream sessions) or --prefix\n`);
-    return 1;
+    return 2; // a wrong id or prefix: a usage error (see ../exit-codes.ts), not a failed task
   }
   if (t.follow) {
     if (!st.exists) process.stderr.write(`turnstream tail: session ${t.session} has no events yet; waiting for the first\n`);
