@@ -38,8 +38,6 @@ const OUTCOME_OF_ERROR_KIND: Readonly<Record<string, Outcome>> = {
   invalid_request: "task_failed",
   output_limit: "task_failed",
   error_result: "task_failed",
-  permission_denied: "task_failed",
-  tool_denied: "task_failed",
   // The request itself is wrong: fix the call, do not retry it.
   bad_payload: "usage",
   bad_options: "usage",

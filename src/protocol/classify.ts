@@ -15,6 +15,7 @@ export type ErrorKind =
   | "max_turns"
   | "max_budget"
   | "no_result"
+  | "error_result"
   | "cli_error";
 
 export const LOST_SESSION_TEXT = "No conversation found with session ID";
@@ -91,7 +92,8 @@ export function classifyResult(result: ParsedLine | Obj, syntheticError?: string
     const k = kindOfStatus(Number(m[1]));
     if (k !== undefined) return k;
   }
-  return "cli_error";
+  // The run ended in an error result of its own (no API failure behind it): the task's failure.
+  return "error_result";
 }
 
 /** Incremental classifier: feed lines in order, read `kinds()` / `kind()` at any point. */

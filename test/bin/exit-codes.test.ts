@@ -19,7 +19,7 @@ test("the README's exit-code table lists each outcome with the module's code", (
 test("each class of error kind exits with its code", () => {
   const expect: Record<string, number> = {
     ok: 0,
-    max_turns: 1, max_budget: 1, invalid_request: 1, output_limit: 1,
+    max_turns: 1, max_budget: 1, invalid_request: 1, output_limit: 1, error_result: 1,
     bad_payload: 2, bad_options: 2, workspace_not_allowed: 2,
     rate_limit: 3, overloaded: 3, server_error: 3, api_error: 3, lost_session: 3, no_result: 3, cli_error: 3,
     too_many_attempts: 3, abandoned: 3, auth: 3,

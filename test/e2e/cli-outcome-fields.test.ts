@@ -107,7 +107,7 @@ test("SIGINT while the model streams: the CLI prints error_during_execution; err
     await modelAsked(s);
     process.kill(h.pid!, "SIGINT");
     const err = await failure(h);
-    assert.equal(err.kind, "cli_error");
+    assert.equal(err.kind, "error_result");
     assert.equal(err.subtype, "error_during_execution");
     assert.equal(err.terminalReason, "aborted_streaming");
     assert.ok(err.errors.length > 0 && err.errors.every((e) => typeof e === "string" && e.length > 0), JSON.stringify(err.errors));

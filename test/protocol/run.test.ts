@@ -31,7 +31,7 @@ test("classification: the envelope decides, is_error on success is a failure", (
   assert.equal(classifyRun([s.lostSession]), "lost_session");
   assert.equal(classifyRun([s.init, s.maxTurns]), "max_turns");
   assert.equal(classifyResult({ type: "result", subtype: "error_max_budget_usd", is_error: true }), "max_budget");
-  assert.equal(classifyResult({ type: "result", subtype: "error_during_execution", is_error: true, errors: ["boom"] }), "cli_error");
+  assert.equal(classifyResult({ type: "result", subtype: "error_during_execution", is_error: true, errors: ["boom"] }), "error_result");
   assert.equal(classifyRun([s.init, s.text1]), "no_result");
   assert.equal(classifyRun([]), "no_result");
   // several results: the last one counts
