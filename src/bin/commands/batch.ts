@@ -1,0 +1,253 @@
+// `turnstream batch FILE`: check every turn of a JSONL file (nothing is enqueued when one line is
+// bad), enqueue them all at once, follow them together, and exit with the worst turn's outcome (see
+// ../reports/turn-result.ts for the order), writing a JUnit file and GitHub annotations on request.
+import { appendFileSync, writeFileSync } from "node:fs";
+import type { Envelope } from "../../log/index.ts";
+import { dataOf } from "../../events/index.ts";
+import { connectForCommand, type Scrub } from "../../projector/index.ts";
+import { createProducer, type EnqueueResult, type Producer, type TurnResult } from "../../queue/index.ts";
+import { EXIT, exitCodeOf, outcomeOfTurn, type Outcome } from "../exit-codes.ts";
+import { BatchFileError, loadBatchFile, type BatchTurn } from "../reports/batch-file.ts";
+import { annotations, stepSummary } from "../reports/github.ts";
+import { junitXml } from "../reports/junit.ts";
+import { progressView, TurnProgress, type ProgressView } from "../reports/progress.ts";
+import { batchReport, countByStatus, secondsText, type BatchReport, type BatchTurnResult } from "../reports/turn-result.ts";
+import { interruptSignal, parseCommandArgs, type ParsedArgs } from "./_args.ts";
+import { QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf } from "./_connect.ts";
+import { BadDurationError, durationFlag } from "./_duration.ts";
+import { defaultScrub } from "./_scrub.ts";
+
+export const summary = "enqueue every turn of a JSONL file, follow them together, exit with the worst outcome";
+
+const usage = `usage: turnstream batch FILE [--timeout D] [--json] [--junit FILE] [--github] [--check]
+                      [--prefix P] [--queue-prefix Q] [--queue NAME]
+  FILE              JSONL, one turn per line: the enqueue input (session, prompt or a {{template}} with
+                    variables, cwd, options, idempotencyKey) and an optional "label" for the reports;
+                    a relative or missing cwd is taken from where the command runs. A bad line is a
+                    usage error naming the line and the field (exit 2), and nothing is enqueued.
+  --timeout D       stop waiting for the batch after D (its unended turns count as timed out, exit 4,
+                    and go on running); D is 30s, 10m, 1h or milliseconds
+  --json            one JSON object on stdout: each turn's result, the batch's outcome and exitCode
+  --junit FILE      write a JUnit XML report: one testcase per turn
+  --github          GitHub Actions: an ::error annotation per failed turn (on stdout; stderr under
+                    --json) and a Markdown summary appended to $GITHUB_STEP_SUMMARY
+  --check           check the file and exit (0 or 2) without Redis or enqueueing
+${QUEUE_FLAGS_USAGE}Exit: the worst turn's code, worst first 3 (infrastructure) > 2 (usage) > 1 (task failed)
+> 4 (cancelled or timed out) > 0 (all finished).
+`;
+
+const options = {
+  timeout: { type: "string" },
+  json: { type: "boolean" },
+  junit: { type: "string" },
+  github: { type: "boolean" },
+  check: { type: "boolean" },
+  ...QUEUE_FLAG_OPTIONS,
+  help: { type: "boolean", short: "h" },
+} as const;
+
+type BatchArgs = ParsedArgs<{ allowPositionals: true; options: typeof options }>;
+type BatchValues = BatchArgs["values"];
+
+/** Why the batch stopped waiting before every turn ended: --timeout passed. */
+class BatchTimeoutError extends Error {
+  override readonly name = "BatchTimeoutError";
+}
+
+interface QueuedTurn {
+  index: number;
+  spec: BatchTurn;
+  queued: EnqueueResult;
+  progress: TurnProgress;
+}
+
+/** Says how the command ended before any turn was followed: JSON on stdout under --json, else stderr. */
+function reportEarly(json: boolean | undefined, scrub: Scrub, outcome: Outcome, message: string): number {
+  const exitCode = exitCodeOf(outcome);
+  if (json) process.stdout.write(scrub(JSON.stringify({ error: message, outcome, exitCode })) + "\n");
+  else process.stderr.write(scrub(`turnstream batch: ${message}\n`));
+  return exitCode;
+}
+
+function outcomeOfError(err: unknown): Outcome {
+  return err instanceof BatchFileError || err instanceof BadDurationError ? "usage" : "infrastructure";
+}
+
+/**
+ * Enqueues every turn: sessions side by side, each session's turns one after another in file order,
+ * since the order they reach the session's pending list is the order they run in.
+ */
+async function enqueueAll(producer: Producer, turns: readonly BatchTurn[]): Promise<EnqueueResult[]> {
+  const results: EnqueueResult[] = new Array(turns.length);
+  const bySession = new Map<string, number[]>();
+  turns.forEach((t, i) => {
+    // A turn without a session starts a session of its own, so it orders with nothing.
+    const key = t.input.session ?? `\0${i}`;
+    bySession.set(key, [...(bySession.get(key) ?? []), i]);
+  });
+  await Promise.all(
+    [...bySession.values()].map(async (indexes) => {
+      for (const i of indexes) results[i] = await producer.enqueueTurn(turns[i]!.input);
+    }),
+  );
+  return results;
+}
+
+function messageOfEnding(result: TurnResult): string | undefined {
+  if (result.status === "failed") return dataOf("turn.failed", result.event.data)?.error.message;
+  if (result.status === "cancelled") return dataOf("turn.cancelled", result.event.data)?.reason ?? "cancelled";
+  return undefined;
+}
+
+function resultOf(q: QueuedTurn, scrub: Scrub, ending: Pick<BatchTurnResult, "status" | "outcome" | "attempts" | "errorKind" | "message" | "resultText">): BatchTurnResult {
+  const optional = (text: string | undefined): string | undefined => (text === undefined ? undefined : scrub(text));
+  return {
+    line: q.spec.line,
+    label: scrub(q.spec.label),
+    session: q.queued.session,
+    turn: q.queued.turn,
+    toolCalls: q.progress.toolCalls,
+    seconds: q.progress.seconds(),
+    ...ending,
+    message: optional(ending.message),
+    resultText: optional(ending.resultText),
+  };
+}
+
+function endedResult(q: QueuedTurn, result: TurnResult, scrub: Scrub): BatchTurnResult {
+  const outcome = outcomeOfTurn(result.status, result.errorKind);
+  const ending = { status: result.status, outcome, attempts: result.attempt, errorKind: result.errorKind, message: messageOfEnding(result), resultText: result.resultText };
+  return resultOf(q, scrub, ending);
+}
+
+/** The batch stopped waiting (timeout, interrupt) or could not (Redis went away) before the turn ended. */
+function unendedResult(q: QueuedTurn, err: unknown, scrub: Scrub): BatchTurnResult {
+  const stillRuns = `it goes on running (turnstream cancel ${q.queued.turn} stops it)`;
+  const [outcome, message]: [Outcome, string] =
+    err instanceof BatchTimeoutError
+      ? ["timed_out", `${err.message}; ${stillRuns}`]
+      : err instanceof DOMException && err.name === "AbortError"
+        ? ["cancelled", `the batch was interrupted; ${stillRuns}`]
+        : ["infrastructure", `following the turn failed: ${(err as Error).message ?? String(err)}`];
+  const ending = { status: "unended" as const, outcome, attempts: q.progress.attempt, errorKind: undefined, message, resultText: undefined };
+  return resultOf(q, scrub, ending);
+}
+
+async function followOne(producer: Producer, q: QueuedTurn, signal: AbortSignal, view: ProgressView, scrub: Scrub): Promise<BatchTurnResult> {
+  const onEvent = (e: Envelope): void => {
+    if (q.progress.read(e)) view.changed(q.index);
+  };
+  try {
+    const result = await producer.waitForTurn(q.queued.turn, { session: q.queued.session, onEvent, signal });
+    return endedResult(q, result, scrub);
+  } catch (err) {
+    return unendedResult(q, signal.aborted ? signal.reason : err, scrub);
+  }
+}
+
+/** One signal for the whole batch: --timeout or Ctrl-C/SIGTERM, whichever comes first. */
+function batchSignal(timeoutMs: number | undefined, timeoutText: string | undefined): { signal: AbortSignal; release(): void } {
+  const interrupt = interruptSignal();
+  const controller = new AbortController();
+  const onInterrupt = (): void => controller.abort(new DOMException("interrupted", "AbortError"));
+  interrupt.signal.addEventListener("abort", onInterrupt, { once: true });
+  const timer = timeoutMs === undefined ? undefined : setTimeout(() => controller.abort(new BatchTimeoutError(`the batch did not end within --timeout (${timeoutText})`)), timeoutMs);
+  return {
+    signal: controller.signal,
+    release() {
+      clearTimeout(timer);
+      interrupt.release();
+    },
+  };
+}
+
+async function followAll(producer: Producer, queued: QueuedTurn[], v: BatchValues, scrub: Scrub): Promise<BatchTurnResult[]> {
+  // Under --json stdout holds the one JSON object only, so progress goes to stderr as plain lines.
+  const out = v.json ? process.stderr : process.stdout;
+  const view = progressView(queued.map((q) => q.progress), v.json ? undefined : process.stdout, (text) => void out.write(scrub(text)));
+  const stop = batchSignal(durationFlag("timeout", v.timeout), v.timeout);
+  try {
+    return await Promise.all(queued.map((q) => followOne(producer, q, stop.signal, view, scrub)));
+  } finally {
+    stop.release();
+    view.close();
+  }
+}
+
+function writeJunit(path: string, report: BatchReport, scrub: Scrub): void {
+  try {
+    writeFileSync(path, scrub(junitXml(report)));
+  } catch (err) {
+    process.stderr.write(scrub(`turnstream batch: cannot write --junit ${path} (${(err as NodeJS.ErrnoException).code ?? "error"})\n`));
+  }
+}
+
+function writeGithub(report: BatchReport, json: boolean | undefined, scrub: Scrub): void {
+  const out = json ? process.stderr : process.stdout;
+  for (const line of annotations(report)) out.write(`${scrub(line)}\n`);
+  const summaryFile = process.env["GITHUB_STEP_SUMMARY"];
+  if (summaryFile === undefined || summaryFile === "") return;
+  try {
+    appendFileSync(summaryFile, scrub(stepSummary(report)));
+  } catch (err) {
+    process.stderr.write(scrub(`turnstream batch: cannot append to $GITHUB_STEP_SUMMARY (${(err as NodeJS.ErrnoException).code ?? "error"})\n`));
+  }
+}
+
+function printOutcome(report: BatchReport, json: boolean | undefined, scrub: Scrub): void {
+  if (json) {
+    process.stdout.write(scrub(JSON.stringify(report)) + "\n");
+    return;
+  }
+  for (const t of report.turns.filter((t) => t.status !== "finished")) {
+    process.stdout.write(scrub(`${t.label}: ${t.status}${t.errorKind === undefined ? "" : ` (${t.errorKind})`}: ${t.message ?? ""} — turnstream replay ${t.session}\n`));
+  }
+  const counts = Object.entries(countByStatus(report.turns)).filter(([, n]) => n > 0).map(([status, n]) => `${n} ${status}`);
+  process.stdout.write(`batch: ${counts.join(", ")} in ${secondsText(report.seconds)}: ${report.outcome} (exit ${report.exitCode})\n`);
+}
+
+async function runBatch(file: string, turns: BatchTurn[], v: BatchValues, scrub: Scrub): Promise<number> {
+  const redis = await connectForCommand();
+  const producer = createProducer({ redis, ...queueConfigOf(v) });
+  try {
+    const startedAt = new Date();
+    const queued = (await enqueueAll(producer, turns)).map((r, index): QueuedTurn => ({ index, spec: turns[index]!, queued: r, progress: new TurnProgress(turns[index]!.label) }));
+    if (!v.json) process.stdout.write(`batch: ${queued.length} turn(s) queued\n`);
+    const report = batchReport(file, startedAt, await followAll(producer, queued, v, scrub));
+    if (v.junit !== undefined) writeJunit(v.junit, report, scrub);
+    if (v.github) writeGithub(report, v.json, scrub);
+    printOutcome(report, v.json, scrub);
+    return report.exitCode;
+  } finally {
+    await producer.close();
+    redis.disconnect();
+  }
+}
+
+/** After a refused command line (usage on stderr), a pipeline reading --json stdout still gets its one object, as with `run`. */
+function commandLineRefused(code: number, argv: readonly string[]): number {
+  const flags = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
+  if (code === EXIT.usage && flags.includes("--json")) reportEarly(true, (s) => s, "usage", "the command line is not valid; the usage is on stderr");
+  return code;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const args = parseCommandArgs("batch", usage, { args: argv, allowPositionals: true, options });
+  if (typeof args === "number") return commandLineRefused(args, argv);
+  if (args.positionals.length !== 1) {
+    process.stderr.write(`turnstream batch: takes exactly one batch FILE, got ${args.positionals.length}\n${usage}`);
+    return commandLineRefused(EXIT.usage, argv);
+  }
+  const file = args.positionals[0]!;
+  const scrub = defaultScrub();
+  try {
+    durationFlag("timeout", args.values.timeout);
+    const turns = loadBatchFile(file);
+    if (!args.values.check) return await runBatch(file, turns, args.values, scrub);
+    if (!args.values.json) process.stdout.write(`${file}: ${turns.length} turn(s), all valid\n`);
+    else process.stdout.write(`${JSON.stringify({ file, turns: turns.length, outcome: "finished", exitCode: EXIT.finished })}\n`);
+    return EXIT.finished;
+  } catch (err) {
+    return reportEarly(args.values.json, scrub, outcomeOfError(err), err instanceof Error ? err.message : String(err));
+  }
+}

@@ -1,0 +1,46 @@
+// `turnstream batch --github`: workflow annotations (one `::error` per failed turn, pointing at its
+// line of the batch file, `::warning` for a cancelled or unended one) and a Markdown step summary.
+// Escaping follows the runner's workflow-command rules: % CR LF in the message, and also : , in
+// property values, since those end a property.
+import { countByStatus, replayCommand, secondsText, type BatchReport, type BatchTurnResult } from "./turn-result.ts";
+
+const escapeData = (s: string): string => s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A");
+const escapeProperty = (s: string): string => escapeData(s).replaceAll(":", "%3A").replaceAll(",", "%2C");
+
+function annotation(report: BatchReport, t: BatchTurnResult): string | undefined {
+  if (t.outcome === "finished") return undefined;
+  const level = t.outcome === "cancelled" || t.outcome === "timed_out" ? "warning" : "error";
+  const kind = t.errorKind === undefined ? t.status : `${t.status}, ${t.errorKind}`;
+  const title = `turnstream batch: ${t.label} (${kind})`;
+  const message = `${t.message ?? t.status}\nsee the run: ${replayCommand(t.session)}`;
+  return `::${level} file=${escapeProperty(report.file)},line=${t.line},title=${escapeProperty(title)}::${escapeData(message)}`;
+}
+
+/** The annotation lines of the turns that did not finish, in batch-file order. */
+export function annotations(report: BatchReport): string[] {
+  return report.turns.map((t) => annotation(report, t)).filter((a): a is string => a !== undefined);
+}
+
+/** A table cell: one line, no column breaks, no inline code breaking out. */
+const cell = (s: string): string => s.replace(/[\r\n]+/g, " ").replaceAll("|", "\\|");
+
+const STATUS_MARK: Readonly<Record<string, string>> = { finished: "✅", failed: "❌", cancelled: "⏭️", unended: "⏱️" };
+
+function summaryRow(t: BatchTurnResult): string {
+  const status = `${STATUS_MARK[t.status] ?? ""} ${t.status}${t.errorKind === undefined ? "" : ` (${t.errorKind})`}`;
+  return `| ${cell(t.label)} | ${cell(status)} | ${t.attempts} | ${secondsText(t.seconds)} | \`${cell(replayCommand(t.session))}\` |`;
+}
+
+/** The step summary: a headline with the counts and the exit code, then one row per turn. */
+export function stepSummary(report: BatchReport): string {
+  const counts = countByStatus(report.turns);
+  const parts = Object.entries(counts).filter(([, n]) => n > 0).map(([status, n]) => `${n} ${status}`);
+  return [
+    `### turnstream batch \`${cell(report.file)}\`: ${parts.join(", ") || "no turns"} (exit ${report.exitCode}, ${secondsText(report.seconds)})`,
+    "",
+    "| turn | status | attempts | time | replay |",
+    "|---|---|---|---|---|",
+    ...report.turns.map(summaryRow),
+    "",
+  ].join("\n");
+}

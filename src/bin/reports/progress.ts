@@ -1,0 +1,144 @@
+// The progress of a batch's turns while they run: one tracker per turn fed from its events, and two
+// views of them. On a terminal, one live line per turn redrawn in place (status, attempt, tool calls,
+// elapsed); anywhere else (a CI log, a pipe) one plain line each time a turn's status changes, so
+// the log reads in order and never holds cursor movements.
+import { dataOf } from "../../events/index.ts";
+import type { Envelope } from "../../log/index.ts";
+import { parseLine } from "../../protocol/index.ts";
+import { secondsText } from "./turn-result.ts";
+
+export class TurnProgress {
+  state = "queued";
+  attempt = 0;
+  toolCalls = 0;
+  /** When the first attempt started (its event's time), and when the turn ended. */
+  startedAtMs: number | undefined;
+  endedAtMs: number | undefined;
+  readonly label: string;
+
+  constructor(label: string) {
+    this.label = label;
+  }
+
+  /** Reads one event of the turn; true when the status line changed. */
+  read(e: Envelope): boolean {
+    switch (e.kind) {
+      case "attempt.started":
+        this.attempt = e.attempt;
+        this.startedAtMs ??= Date.parse(e.at);
+        this.state = "running";
+        return true;
+      case "attempt.abandoned":
+        this.state = "retrying";
+        return true;
+      case "cli.line":
+        return this.#countToolCalls(e);
+      case "turn.finished":
+      case "turn.failed":
+      case "turn.cancelled":
+        this.state = e.kind.slice("turn.".length);
+        this.endedAtMs = Date.parse(e.at);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  #countToolCalls(e: Envelope): boolean {
+    const raw = dataOf("cli.line", e.data)?.raw;
+    if (raw === undefined) return false;
+    const line = parseLine(raw).line as { type?: string; message?: { content?: Array<{ type?: string }> } } | undefined;
+    if (line?.type !== "assistant") return false;
+    const calls = (line.message?.content ?? []).filter((b) => b.type === "tool_use").length;
+    this.toolCalls += calls;
+    return calls > 0;
+  }
+
+  /** Seconds the turn has run (or ran): from its first attempt's start to its end, or to now. */
+  seconds(nowMs = Date.now()): number {
+    if (this.startedAtMs === undefined) return 0;
+    return Math.max(0, ((this.endedAtMs ?? nowMs) - this.startedAtMs) / 1000);
+  }
+
+  line(labelWidth: number): string {
+    return `${this.label.padEnd(labelWidth)}  ${this.state.padEnd(9)} attempt ${this.attempt}  ${this.toolCalls} tool call(s)  ${secondsText(this.seconds())}`;
+  }
+}
+
+export interface ProgressView {
+  /** A turn's status line changed. */
+  changed(index: number): void;
+  /** The batch is over: the last state stays on screen. */
+  close(): void;
+}
+
+type Write = (text: string) => void;
+
+/** One plain line per change: `[3/20] label  running  attempt 1 …`. */
+export class PlainProgress implements ProgressView {
+  readonly #turns: readonly TurnProgress[];
+  readonly #write: Write;
+  readonly #labelWidth: number;
+
+  constructor(turns: readonly TurnProgress[], write: Write) {
+    this.#turns = turns;
+    this.#write = write;
+    this.#labelWidth = Math.min(40, Math.max(...turns.map((t) => t.label.length)));
+  }
+
+  changed(index: number): void {
+    this.#write(`[${index + 1}/${this.#turns.length}] ${this.#turns[index]!.line(this.#labelWidth)}\n`);
+  }
+
+  close(): void {}
+}
+
+/** How often the live view redraws at most, and at least (so elapsed times move). */
+const REDRAW_MIN_MS = 100;
+const REDRAW_TICK_MS = 1000;
+
+/** One line per turn on a terminal, redrawn in place by moving the cursor back up over them. */
+export class LiveProgress implements ProgressView {
+  readonly #turns: readonly TurnProgress[];
+  readonly #write: Write;
+  readonly #labelWidth: number;
+  readonly #columns: number;
+  readonly #tick: NodeJS.Timeout;
+  #drawn = false;
+  #pending: NodeJS.Timeout | undefined;
+
+  constructor(turns: readonly TurnProgress[], write: Write, columns: number) {
+    this.#turns = turns;
+    this.#write = write;
+    this.#columns = columns;
+    this.#labelWidth = Math.min(40, Math.max(...turns.map((t) => t.label.length)));
+    this.#tick = setInterval(() => this.#draw(), REDRAW_TICK_MS).unref();
+    this.#draw();
+  }
+
+  changed(): void {
+    this.#pending ??= setTimeout(() => {
+      this.#pending = undefined;
+      this.#draw();
+    }, REDRAW_MIN_MS).unref();
+  }
+
+  close(): void {
+    clearInterval(this.#tick);
+    clearTimeout(this.#pending);
+    this.#draw();
+  }
+
+  #draw(): void {
+    // Lines cut to the terminal's width: a wrapped line would throw the cursor arithmetic off.
+    const lines = this.#turns.map((t) => `\r\x1b[2K${t.line(this.#labelWidth).slice(0, Math.max(1, this.#columns - 1))}\n`);
+    this.#write(`${this.#drawn ? `\x1b[${this.#turns.length}A` : ""}${lines.join("")}`);
+    this.#drawn = true;
+  }
+}
+
+/** The live view when `terminal` is one tall enough for every turn, else plain lines. */
+export function progressView(turns: readonly TurnProgress[], terminal: NodeJS.WriteStream | undefined, write: Write): ProgressView {
+  const fits = terminal?.isTTY === true && (terminal.rows ?? 0) > turns.length;
+  return fits ? new LiveProgress(turns, write, terminal.columns ?? 80) : new PlainProgress(turns, write);
+}

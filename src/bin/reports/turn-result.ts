@@ -1,0 +1,86 @@
+// What `turnstream batch` knows of each turn once the batch is over, and the batch's own outcome:
+// the one shape the JSON output, the JUnit file and the GitHub summary are written from. Every text
+// field here is scrubbed already, so the reports can print it as it is.
+import { exitCodeOf, type Outcome } from "../exit-codes.ts";
+
+/** How a turn ended; `unended` when the batch stopped waiting first (--timeout, Ctrl-C, Redis gone). */
+export type TurnEnding = "finished" | "failed" | "cancelled" | "unended";
+
+export interface BatchTurnResult {
+  /** The turn's line in the batch file (1-based), so a report can point back at it. */
+  line: number;
+  /** The line's `label`, else the start of its prompt. */
+  label: string;
+  session: string;
+  turn: string;
+  status: TurnEnding;
+  outcome: Outcome;
+  /** The attempt the turn ended on (0 when no worker ever started it). */
+  attempts: number;
+  toolCalls: number;
+  /** From the first attempt's start to the turn's end (0 when it never started). */
+  seconds: number;
+  errorKind: string | undefined;
+  /** Why it failed, was cancelled or did not end (scrubbed). */
+  message: string | undefined;
+  resultText: string | undefined;
+}
+
+export interface BatchReport {
+  /** The batch file as named on the command line. */
+  file: string;
+  startedAt: string;
+  seconds: number;
+  turns: BatchTurnResult[];
+  outcome: Outcome;
+  exitCode: number;
+}
+
+/**
+ * The batch exits with its worst turn's code, worst first: 3 > 2 > 1 > 4 > 0.
+ * - infrastructure (3) first: a broken Redis, fleet or API may be why other turns failed too, and
+ *   the right move for the pipeline is to retry the whole job;
+ * - usage (2) next: a turn the worker refused means the batch file itself needs fixing, and a retry
+ *   would fail the same way;
+ * - task failed (1) next: a verdict on the agent's work, which a reader must see before a timeout;
+ * - cancelled or timed out (4) last among failures: a limit or a person ended the turn, which says
+ *   the least about the task, so any definite failure elsewhere outranks it.
+ */
+const SEVERITY: Readonly<Record<Outcome, number>> = {
+  finished: 0,
+  cancelled: 1,
+  timed_out: 1,
+  task_failed: 2,
+  usage: 3,
+  infrastructure: 4,
+};
+
+/** The worst of the turns' outcomes (an empty batch finished). */
+export function worstOutcome(outcomes: readonly Outcome[]): Outcome {
+  let worst: Outcome = "finished";
+  for (const o of outcomes) if (SEVERITY[o] > SEVERITY[worst]) worst = o;
+  return worst;
+}
+
+export function batchReport(file: string, startedAt: Date, turns: BatchTurnResult[]): BatchReport {
+  const outcome = worstOutcome(turns.map((t) => t.outcome));
+  const seconds = (Date.now() - startedAt.getTime()) / 1000;
+  return { file, startedAt: startedAt.toISOString(), seconds, turns, outcome, exitCode: exitCodeOf(outcome) };
+}
+
+/** The command that shows a turn's run afterwards. */
+export function replayCommand(session: string): string {
+  return `turnstream replay ${session}`;
+}
+
+/** How many turns ended each way, for headlines. */
+export function countByStatus(turns: readonly BatchTurnResult[]): Record<TurnEnding, number> {
+  const counts: Record<TurnEnding, number> = { finished: 0, failed: 0, cancelled: 0, unended: 0 };
+  for (const t of turns) counts[t.status]++;
+  return counts;
+}
+
+/** `12.3 s` style, for people. */
+export function secondsText(seconds: number): string {
+  return `${seconds.toFixed(1)} s`;
+}
