@@ -300,15 +300,24 @@ test("a failing turn: exit 1, a <failure>, an ::error annotation and a step summ
   }
 });
 
-test("--timeout with no worker: exit 4, the unended turns timed out in the JSON and the JUnit file", async () => {
+test("--timeout with no worker: exit 4, the unended turns timed out in the JSON and the JUnit file; secrets scrubbed from every report", async () => {
   const space = testSpace();
   const redis = redisFor();
   const file = join(space.root, "stuck.jsonl");
   const junit = join(space.root, "stuck.xml");
-  writeFileSync(file, [JSON.stringify({ prompt: "never runs", cwd: space.workspace() }), JSON.stringify({ prompt: "nor this", cwd: space.workspace() })].join("\n"));
+  const summary = join(space.root, "summary.md");
+  const secret = "s3cr3t-batch-value-123";
+  // A label is not part of the job, so nothing refuses a secret in it: every report must scrub it.
+  writeFileSync(file, [JSON.stringify({ prompt: "never runs", cwd: space.workspace(), label: `uses ${secret}` }), JSON.stringify({ prompt: "nor this", cwd: space.workspace() })].join("\n"));
   try {
-    const run = await turnstream(["batch", file, "--timeout", "1s", "--json", "--junit", junit, "--prefix", space.logPrefix, "--queue-prefix", space.queuePrefix]);
+    const flags = ["--timeout", "1s", "--json", "--github", "--junit", junit, "--prefix", space.logPrefix, "--queue-prefix", space.queuePrefix];
+    const run = await turnstream(["batch", file, ...flags], { BATCH_TEST_API_TOKEN: secret, GITHUB_STEP_SUMMARY: summary });
     assert.equal(run.code, 4, run.stderr);
+    for (const [what, text] of [["output", run.stdout + run.stderr], ["junit", readFileSync(junit, "utf8")], ["summary", readFileSync(summary, "utf8")]] as const) {
+      assert.ok(!text.includes(secret), `${what} holds the secret`);
+      assert.match(text, /\[REDACTED:BATCH_TEST_API_TOKEN\]/, what);
+    }
+    assert.match(run.stderr, /^::warning file=.*stuck\.jsonl,line=1,/m, "annotations go to stderr under --json");
     const said = onlyJson(run.stdout) as { outcome: string; turns: Array<{ status: string; outcome: string; message: string }> };
     assert.equal(said.outcome, "timed_out");
     assert.ok(said.turns.every((t) => t.status === "unended" && t.outcome === "timed_out" && /did not end within --timeout \(1s\); it goes on running/.test(t.message)));

@@ -141,6 +141,8 @@ async function followOne(producer: Producer, q: QueuedTurn, signal: AbortSignal,
     const result = await producer.waitForTurn(q.queued.turn, { session: q.queued.session, onEvent, signal });
     return endedResult(q, result, scrub);
   } catch (err) {
+    q.progress.state = "unended";
+    view.changed(q.index);
     return unendedResult(q, signal.aborted ? signal.reason : err, scrub);
   }
 }
