@@ -50,16 +50,18 @@ for (const kind of KINDS) {
     const { host, info, exited } = await startHost("wait", `${escapeCommands(nonce)}; echo started`, { HOST_CONTAINMENT: kind });
     try {
       assert.equal(info.containment, kind);
-      await waitUntil(() => escapees(nonce).length === 2, 3000, "both escaped sleepers");
+      await waitUntil(() => escapees(nonce).length === 2, 10_000, "both escaped sleepers");
       host.kill("SIGKILL");
       await exited;
       // The watchdog wakes when the host dies: TERM, KILL after 0.5 s, then the cgroup.
-      await waitUntil(() => escapees(nonce).length === 0 && !alive(info.cli), 6000, "the escaped sleepers and the CLI to die");
+      // Bounds, not expected times: on a loaded machine the watchdog's wake-up and kills take longer.
+      await waitUntil(() => escapees(nonce).length === 0 && !alive(info.cli), 15_000, "the escaped sleepers and the CLI to die");
       if (info.cgroup !== undefined) {
-        await waitUntil(() => !existsSync(info.cgroup!), 4000, "the run's cgroup to be removed");
-        assert.equal(existsSync(dirname(info.cgroup)), false, "the dead host's folder is removed");
+        await waitUntil(() => !existsSync(info.cgroup!), 10_000, "the run's cgroup to be removed");
+        // The host's folder goes right after its last run's cgroup, in a step of its own.
+        await waitUntil(() => !existsSync(dirname(info.cgroup!)), 10_000, "the dead host's folder to be removed");
       }
-      await waitUntil(() => !alive(info.watchdog!), 4000, "the watchdog to exit");
+      await waitUntil(() => !alive(info.watchdog!), 10_000, "the watchdog to exit");
     } finally {
       if (host.exitCode === null) host.kill("SIGKILL");
       killEscapees(nonce);
