@@ -1,6 +1,7 @@
 // The turn queue: producer API, job schema, per-session ordering and lease.
 export {
   activeTraceparent,
+  checkEnqueue,
   closeTurnQueue,
   createProducer,
   createTurnQueue,

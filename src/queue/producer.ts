@@ -197,7 +197,7 @@ class RecentTurns {
 }
 
 /** An enqueue request that passed every check, with its ids, its options and its rendered prompt. */
-interface CheckedEnqueue {
+export interface CheckedEnqueue {
   req: EnqueueRequest;
   prompt: string;
   session: string;
@@ -206,7 +206,12 @@ interface CheckedEnqueue {
 }
 
 /** Validates the request, renders its prompt and refuses secrets and env names the fleet does not allow. */
-function checkEnqueue(input: EnqueueInput, allowEnv: ReadonlySet<string>): CheckedEnqueue {
+/**
+ * Every check an enqueue makes before it writes anything: the schema, the template's variables,
+ * secret-shaped text and refused env names (InvalidTurnError naming the field). `turnstream batch`
+ * runs it over a whole file before it enqueues any turn.
+ */
+export function checkEnqueue(input: EnqueueInput, allowEnv: ReadonlySet<string> = new Set()): CheckedEnqueue {
   const req = parseOrThrow(enqueueInputSchema, input);
   const prompt = renderPrompt(req.prompt, req.variables);
   const session = req.session ?? sessionId(req.idempotencyKey);

@@ -11,6 +11,7 @@ import { junitXml, xmlAttr, xmlText } from "../../src/bin/reports/junit.ts";
 import { annotations, stepSummary } from "../../src/bin/reports/github.ts";
 import { LiveProgress, TurnProgress } from "../../src/bin/reports/progress.ts";
 import { batchReport, worstOutcome, type BatchTurnResult } from "../../src/bin/reports/turn-result.ts";
+import { BatchFileError, loadBatchFile } from "../../src/bin/reports/batch-file.ts";
 import { rig } from "../worker/_more.ts";
 import { cleanupKeys, redisFor, testSpace } from "../worker/_support.ts";
 import { onlyJson, turnstream } from "./_cli.ts";
@@ -326,6 +327,30 @@ test("--timeout with no worker: exit 4, the unended turns timed out in the JSON 
   } finally {
     await cleanupKeys(redis, space);
     redis.disconnect();
+    space.cleanup();
+  }
+});
+
+test("a YAML batch file: a list of turns, each read like a JSONL line, a bad item named by its line", () => {
+  const space = testSpace();
+  try {
+    const good = join(space.root, "turns.yaml");
+    writeFileSync(good, ["- prompt: Say hello.", "  label: greeting", "- session: s-yaml", '  prompt: "Summarise {{file}}"', "  variables: { file: README.md }", ""].join("\n"));
+    const turns = loadBatchFile(good, space.root);
+    assert.deepEqual(
+      turns.map((t) => [t.line, t.label, t.input.prompt, t.input.session, t.input.cwd]),
+      [
+        [1, "greeting", "Say hello.", undefined, space.root],
+        [3, "Summarise README.md", "Summarise {{file}}", "s-yaml", space.root],
+      ],
+    );
+    const bad = join(space.root, "bad.yml");
+    writeFileSync(bad, ["- prompt: fine", "- prompt: 42", "- just text", ""].join("\n"));
+    assert.throws(() => loadBatchFile(bad, space.root), (e: unknown) => e instanceof BatchFileError && /line 2: .*prompt/.test(e.message) && /line 3: must be an object/.test(e.message) && !/line 1/.test(e.message));
+    const notList = join(space.root, "map.yaml");
+    writeFileSync(notList, "prompt: one turn\n");
+    assert.throws(() => loadBatchFile(notList, space.root), /must be a YAML list of turns/);
+  } finally {
     space.cleanup();
   }
 });

@@ -1,4 +1,4 @@
-// `turnstream batch FILE`: check every turn of a JSONL file (nothing is enqueued when one line is
+// `turnstream batch FILE`: check every turn of a JSONL or YAML file (nothing is enqueued when one line is
 // bad), enqueue them all at once, follow them together, and exit with the worst turn's outcome (see
 // ../reports/turn-result.ts for the order), writing a JUnit file and GitHub annotations on request.
 import { appendFileSync, writeFileSync } from "node:fs";
@@ -17,11 +17,11 @@ import { QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf } from "./_connect
 import { BadDurationError, durationFlag } from "./_duration.ts";
 import { defaultScrub } from "./_scrub.ts";
 
-export const summary = "enqueue every turn of a JSONL file, follow them together, exit with the worst outcome";
+export const summary = "enqueue every turn of a JSONL or YAML file, follow them together, exit with the worst outcome";
 
 const usage = `usage: turnstream batch FILE [--timeout D] [--json] [--junit FILE] [--github] [--check]
                       [--prefix P] [--queue-prefix Q] [--queue NAME]
-  FILE              JSONL, one turn per line: the enqueue input (session, prompt or a {{template}} with
+  FILE              JSONL, one turn per line, or a YAML list of turns (.yaml, .yml): the enqueue input (session, prompt or a {{template}} with
                     variables, cwd, options, idempotencyKey) and an optional "label" for the reports;
                     a relative or missing cwd is taken from where the command runs. A bad line is a
                     usage error naming the line and the field (exit 2), and nothing is enqueued.

@@ -1,21 +1,13 @@
-// The batch file of `turnstream batch`: JSONL, one turn per line (blank lines skipped), each line the
-// producer's enqueue input (session, prompt — a template when it has {{placeholders}} — variables,
+// The batch file of `turnstream batch`: JSONL, one turn per line (blank lines skipped), or a YAML
+// list of turns (a file named .yaml or .yml); each turn is the producer's enqueue input (session, prompt — a template when it has {{placeholders}} — variables,
 // cwd, options, idempotencyKey, onLostSession) plus an optional `label` for the reports. Every line is
 // checked the way the producer checks an enqueue before any is enqueued, so one bad line stops the
 // batch with nothing queued. A relative or missing cwd is taken from the directory the command runs
 // in, as `turnstream run --cwd` does.
 import { readFileSync } from "node:fs";
+import { isNode, isSeq, LineCounter, parseDocument } from "yaml";
 import { resolve } from "node:path";
-import {
-  enqueueInputSchema,
-  firstRefusedEnvName,
-  InvalidTurnError,
-  MissingVariableError,
-  parseOrThrow,
-  renderPrompt,
-  type EnqueueInput,
-} from "../../queue/index.ts";
-import { secretShapeIn } from "../../telemetry/patterns.ts";
+import { checkEnqueue, InvalidTurnError, MissingVariableError, type EnqueueInput } from "../../queue/index.ts";
 
 export interface BatchTurn {
   /** 1-based line of the batch file. */
@@ -35,30 +27,36 @@ const PROMPT_START = 60;
 /** Bad lines listed before the rest are summed up, so a wholly wrong file does not flood the terminal. */
 const PROBLEMS_SHOWN = 10;
 
-/** A line's JSON object, or a BatchFileError-worthy problem. */
-function objectOf(text: string): Record<string, unknown> | string {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    return `not JSON (${(err as Error).message})`;
-  }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return "must be a JSON object (one turn per line)";
+/** One turn of the file before its checks: the value found and the 1-based line it starts on. */
+interface Entry {
+  line: number;
+  value: unknown;
+}
+
+function asObject(value: unknown): Record<string, unknown> | string {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return "must be an object with the turn's fields";
   return value as Record<string, unknown>;
 }
 
-/** The producer's own checks, in its order: schema, template, secret-shaped text, env names. */
-function checkEnqueue(input: EnqueueInput): string {
-  const req = parseOrThrow(enqueueInputSchema, input);
-  const rendered = renderPrompt(req.prompt, req.variables);
-  const texts: Array<[string, string | undefined]> = [["prompt", req.prompt], ["variables", rendered === req.prompt ? undefined : rendered], ["options.appendSystemPrompt", req.options?.appendSystemPrompt]];
-  for (const [field, text] of texts) {
-    const shape = text === undefined ? undefined : secretShapeIn(text);
-    if (shape !== undefined) throw new InvalidTurnError(field, `holds what looks like a secret (${shape}); pass it as options.env: { NAME: { fromEnv: "<worker env var>" } }`);
-  }
-  const refused = firstRefusedEnvName(Object.keys(req.options?.env ?? {}), new Set());
-  if (refused !== undefined) throw new InvalidTurnError(`options.env.${refused.name}`, refused.why);
-  return rendered;
+function jsonlEntries(text: string): Array<Entry | string> {
+  const out: Array<Entry | string> = [];
+  text.split("\n").forEach((lineText, i) => {
+    if (lineText.trim() === "") return;
+    try {
+      out.push({ line: i + 1, value: JSON.parse(lineText) as unknown });
+    } catch (err) {
+      out.push(`line ${i + 1}: not JSON (${(err as Error).message})`);
+    }
+  });
+  return out;
+}
+
+function yamlEntries(text: string): Array<Entry | string> {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines });
+  if (doc.errors.length > 0) return doc.errors.map((e) => `line ${e.linePos?.[0].line ?? "?"}: not YAML (${e.message.split("\n")[0]})`);
+  if (!isSeq(doc.contents)) return ["line 1: must be a YAML list of turns (- prompt: …)"];
+  return doc.contents.items.map((item) => ({ line: lines.linePos(isNode(item) ? (item.range?.[0] ?? 0) : 0).line, value: isNode(item) ? item.toJSON() : item }));
 }
 
 function labelOf(label: unknown, rendered: string): string | string[] {
@@ -70,15 +68,15 @@ function labelOf(label: unknown, rendered: string): string | string[] {
   return [`\`label\` must be a string of 1-${LABEL_MAX} characters`];
 }
 
-/** One line as a turn, or what is wrong with it. */
-function turnOfLine(text: string, line: number, baseDir: string): BatchTurn | string {
-  const object = objectOf(text);
+/** One entry as a turn, or what is wrong with it. */
+function turnOfEntry({ line, value }: Entry, baseDir: string): BatchTurn | string {
+  const object = asObject(value);
   if (typeof object === "string") return object;
   const { label, ...fields } = object;
   if (typeof fields["cwd"] === "string" || fields["cwd"] === undefined) fields["cwd"] = resolve(baseDir, (fields["cwd"] as string | undefined) ?? ".");
   const input = fields as unknown as EnqueueInput;
   try {
-    const named = labelOf(label, checkEnqueue(input));
+    const named = labelOf(label, checkEnqueue(input).prompt);
     return typeof named === "string" ? { line, label: named, input } : named[0]!;
   } catch (err) {
     if (err instanceof InvalidTurnError || err instanceof MissingVariableError) return err.message;
@@ -104,15 +102,13 @@ function problemsError(path: string, problems: readonly string[]): BatchFileErro
 export function loadBatchFile(path: string, baseDir: string = process.cwd()): BatchTurn[] {
   const turns: BatchTurn[] = [];
   const problems: string[] = [];
-  readBatchText(path)
-    .split("\n")
-    .forEach((text, i) => {
-      if (text.trim() === "") return;
-      const turn = turnOfLine(text, i + 1, baseDir);
-      if (typeof turn === "string") problems.push(`${path} line ${i + 1}: ${turn}`);
-      else turns.push(turn);
-    });
+  const text = readBatchText(path);
+  for (const entry of /\.ya?ml$/i.test(path) ? yamlEntries(text) : jsonlEntries(text)) {
+    const turn = typeof entry === "string" ? entry : turnOfEntry(entry, baseDir);
+    if (typeof turn !== "string") turns.push(turn);
+    else problems.push(`${path} ${typeof entry === "string" ? "" : `line ${entry.line}: `}${turn}`);
+  }
   if (problems.length > 0) throw problemsError(path, problems);
-  if (turns.length === 0) throw new BatchFileError(`${path} holds no turns; write one JSON object per line`);
+  if (turns.length === 0) throw new BatchFileError(`${path} holds no turns; write one JSON object per line, or a YAML list`);
   return turns;
 }
