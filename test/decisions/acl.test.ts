@@ -133,7 +133,7 @@ test("ACL roles: a reader cannot decide; an operator without a trusted key canno
     assert.match((await cli(["pending"], readerEnv)).stdout, new RegExp(p1.requestId));
     // …but cannot decide, even holding the trusted key, and is told which role it needs.
     const denied = await cli(["decide", a.session, p1.requestId, "allow"], readerEnv);
-    assert.equal(denied.code, 1);
+    assert.equal(denied.code, 2);
     assert.match(denied.stderr, /may not record decisions \(Redis said: NOPERM.*operator role/);
 
     // An operator-role user without the trusted key: no key at all is refused before anything is written…

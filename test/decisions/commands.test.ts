@@ -41,7 +41,7 @@ test("pending --json lists the waiting call; decide --always --reason records wh
     assert.equal((made!.data as { by: string }).by, "erin");
     assert.equal((made!.data as { reason: string }).reason, "CI only");
     const again = await cli(["decide", ctx.session, requestId, "deny"], env);
-    assert.equal(again.code, 1);
+    assert.equal(again.code, 2);
     assert.match(again.stderr, /already decided \(allow by erin\)/);
     assert.equal((await cli(["pending"], env)).stdout, "no pending decisions\n");
     run.close();

@@ -391,7 +391,7 @@ test("a redacted request: shown as such, allow refused unless allowRedacted (rec
       const text = await cli(["pending"], env);
       assert.match(text.stdout, /contains redacted text \(connection_password\): the exact input is not shown/);
       const refused = await cli(["decide", ctx.session, id, "allow"], env);
-      assert.equal(refused.code, 1);
+      assert.equal(refused.code, 2);
       assert.match(refused.stderr, /contains redacted text \(connection_password\): the exact input is not shown.*deny it, or pass --allow-redacted/);
       await assert.rejects(decideAs(ctx, { requestId: id, decision: "allow", by: "alice" }), (e: unknown) => e instanceof DecisionError && e.problem === "redacted");
       await assert.rejects(decideAs(ctx, { requestId: id, decision: "allow", by: "alice", always: true, allowRedacted: true }), (e: unknown) => e instanceof DecisionError && e.problem === "redacted" && /--rule/.test(e.message));

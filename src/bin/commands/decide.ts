@@ -17,6 +17,7 @@ import { createEventLog } from "../../log/index.ts";
 import { connectForCommand } from "../../projector/index.ts";
 import { parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
+import { EXIT } from "../exit-codes.ts";
 
 export const summary = "allow or deny a pending supervised tool call (optionally as a lasting rule), signed with your operator key";
 
@@ -139,9 +140,11 @@ export async function run(argv: string[]): Promise<number> {
     printDecision(res, input, keys.key, values.json);
     return res.applied ? 0 : 1;
   } catch (err) {
+    // The decision cannot be made as asked (decided already, expired, redacted input, a rule that does
+    // not parse, a Redis user without the operator role): fix the call, retrying it fails the same way.
     if (err instanceof DecisionError || err instanceof InvalidRuleError) {
       process.stderr.write(`turnstream decide: ${err.message}\n`);
-      return 1;
+      return EXIT.usage;
     }
     throw err;
   } finally {
