@@ -4,8 +4,14 @@
 // the log reads in order and never holds cursor movements.
 import { dataOf } from "../../events/index.ts";
 import type { Envelope } from "../../log/index.ts";
-import { parseLine } from "../../protocol/index.ts";
+import { parseLine, type ParsedLine } from "../../protocol/index.ts";
 import { secondsText } from "./turn-result.ts";
+
+/** The protocol's parse of a `cli.line` event's text (undefined when its data has none). */
+export function cliLineParse(e: Envelope): ParsedLine | undefined {
+  const raw = dataOf("cli.line", e.data)?.raw;
+  return raw === undefined ? undefined : parseLine(raw);
+}
 
 export class TurnProgress {
   state = "queued";
@@ -20,8 +26,11 @@ export class TurnProgress {
     this.label = label;
   }
 
-  /** Reads one event of the turn; true when the status line changed. */
-  read(e: Envelope): boolean {
+  /**
+   * Reads one event of the turn; true when the status line changed. For a `cli.line`, pass the
+   * line's parse when the caller has it, so it is not parsed twice.
+   */
+  read(e: Envelope, parsed?: ParsedLine): boolean {
     switch (e.kind) {
       case "attempt.started":
         this.attempt = e.attempt;
@@ -32,7 +41,7 @@ export class TurnProgress {
         this.state = "retrying";
         return true;
       case "cli.line":
-        return this.#countToolCalls(e);
+        return this.#countToolCalls(parsed ?? cliLineParse(e));
       case "turn.finished":
       case "turn.failed":
       case "turn.cancelled":
@@ -44,10 +53,8 @@ export class TurnProgress {
     }
   }
 
-  #countToolCalls(e: Envelope): boolean {
-    const raw = dataOf("cli.line", e.data)?.raw;
-    if (raw === undefined) return false;
-    const line = parseLine(raw).line as { type?: string; message?: { content?: Array<{ type?: string }> } } | undefined;
+  #countToolCalls(parsed: ParsedLine | undefined): boolean {
+    const line = parsed?.line as { type?: string; message?: { content?: Array<{ type?: string }> } } | undefined;
     if (line?.type !== "assistant") return false;
     const calls = (line.message?.content ?? []).filter((b) => b.type === "tool_use").length;
     this.toolCalls += calls;
