@@ -192,6 +192,9 @@ test("annotations escape the workflow-command characters and point at the batch 
   assert.equal(lines[0], "::error file=dir/b%2C1.jsonl,line=7,title=turnstream batch%3A fix%3A the build%2C now (failed%2C max_turns)::100%25 stuck%0Asecond line%0Asee the run: turnstream replay s-1");
   const summary = stepSummary(report);
   assert.match(summary, /^\| fix: the build, now \| ❌ failed \(max_turns\) \| 1 \| 1\.5 s \| `turnstream replay s-1` \|$/m);
+  // A label is text, not markup: a tag in it would vanish from the rendered summary or swallow the rows after it.
+  const marked = stepSummary(batchReport("b.jsonl", new Date(), [turnResult({ line: 1, label: "<details> a | b & c" })]));
+  assert.match(marked, /^\| &lt;details&gt; a \\\| b &amp; c \| /m);
 });
 
 test("on a terminal each turn keeps one line, redrawn in place", () => {

@@ -23,12 +23,17 @@ export function annotations(report: BatchReport): string[] {
 
 /** A table cell: one line, no column breaks, no inline code breaking out. */
 const cell = (s: string): string => s.replace(/[\r\n]+/g, " ").replaceAll("|", "\\|");
+/**
+ * A cell of plain text (a label from the batch file): the summary is rendered as Markdown with HTML,
+ * so `<…>` in a label would be taken for a tag and vanish, or hide the rows after it.
+ */
+const textCell = (s: string): string => cell(s).replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 
 const STATUS_MARK: Readonly<Record<string, string>> = { finished: "✅", failed: "❌", cancelled: "⏭️", unended: "⏱️" };
 
 function summaryRow(t: BatchTurnResult): string {
   const status = `${STATUS_MARK[t.status] ?? ""} ${t.status}${t.errorKind === undefined ? "" : ` (${t.errorKind})`}`;
-  return `| ${cell(t.label)} | ${cell(status)} | ${t.attempts} | ${secondsText(t.seconds)} | \`${cell(replayCommand(t.session))}\` |`;
+  return `| ${textCell(t.label)} | ${cell(status)} | ${t.attempts} | ${secondsText(t.seconds)} | \`${cell(replayCommand(t.session))}\` |`;
 }
 
 /** The step summary: a headline with the counts and the exit code, then one row per turn. */
