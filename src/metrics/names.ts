@@ -1,0 +1,233 @@
+// The one table of turnstream's metric instruments: what each measures, its unit and the attributes
+// (labels) it carries, with every attribute's value set fixed or checked. Dashboards, alerts, the
+// deploy manifests and the tests read names from here; nothing else spells a metric name.
+//
+// Names follow the OpenTelemetry semantic conventions where one exists (`gen_ai.client.token.usage`,
+// `error.type`, `gen_ai.request.model`, `gen_ai.token.type`; seconds as `s`, counts as `{thing}`),
+// else a `turnstream.` namespace. No attribute holds prompt text, session or turn ids, or any other
+// unbounded value: every value is in the listed set, or passes a shape check, else it is "other".
+
+/** OpenTelemetry instrument kinds turnstream uses (gauges are observable: read when collected). */
+export type InstrumentKind = "counter" | "histogram" | "gauge";
+
+export interface MetricDef {
+  /** OpenTelemetry instrument name. */
+  readonly name: string;
+  readonly kind: InstrumentKind;
+  /** UCUM unit: `s`, `USD`, or a `{annotation}` count. */
+  readonly unit: string;
+  readonly description: string;
+  /** Attribute keys and their allowed values; `MODEL` marks a model name (shape-checked, else "other"). */
+  readonly attributes: Readonly<Record<string, readonly string[] | typeof MODEL>>;
+  /** Histogram bucket boundaries (in the unit). */
+  readonly buckets?: readonly number[];
+  /**
+   * Fleet-wide: every process that can see it reports the same value (read from Redis), so a
+   * dashboard aggregates it with `max` across instances, never `sum`.
+   */
+  readonly fleetWide?: true;
+}
+
+/** Marks a model-name attribute: values pass `modelLabel` (shape check, scrubbed), else "other". */
+export const MODEL = "model" as const;
+
+/** The value used for anything outside an attribute's set. */
+export const OTHER = "other";
+
+export const QUEUE_STATES = ["waiting", "active", "delayed", "prioritized", "failed"] as const;
+export const TURN_OUTCOMES = ["finished", "failed", "cancelled", "timed_out"] as const;
+export const ATTEMPT_OUTCOMES = ["finished", "failed", "cancelled", "abandoned"] as const;
+export const TOKEN_TYPES = ["input", "output", "cache_read", "cache_creation"] as const;
+
+/**
+ * Error kinds turnstream records (`turn.failed` errorKind, the CLI's result classification, the
+ * runner's own kinds), plus "cancelled" for a turn ended by a cancel. Anything else is "other".
+ */
+export const ERROR_TYPES = [
+  "cancelled",
+  "lost_session",
+  "auth",
+  "rate_limit",
+  "overloaded",
+  "server_error",
+  "api_error",
+  "invalid_request",
+  "max_turns",
+  "max_budget",
+  "no_result",
+  "error_result",
+  "cli_error",
+  "timeout",
+  "inactivity",
+  "aborted",
+  "killed",
+  "cli_not_found",
+  "bad_options",
+  "output_limit",
+  "too_many_attempts",
+  "bad_payload",
+  "abandoned",
+  "unsupervised",
+  OTHER,
+] as const;
+
+/** Why an attempt was abandoned: a retryable error kind, or the reason the worker stopped it. */
+export const ABANDON_REASONS = [...ERROR_TYPES, "worker_crashed", "lease_lost", "lock_lost", "shutdown", "fenced"] as const;
+
+const SECONDS_SHORT = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+
+/** Every instrument, by the key the code uses. */
+export const METRICS = {
+  queueDepth: {
+    name: "turnstream.queue.depth",
+    kind: "gauge",
+    unit: "{turn}",
+    description: "Jobs in the turn queue by state (fleet-wide: aggregate with max)",
+    attributes: { "turnstream.queue.state": QUEUE_STATES },
+    fleetWide: true,
+  },
+  queueOldestWaitAge: {
+    name: "turnstream.queue.oldest_wait.age",
+    kind: "gauge",
+    unit: "s",
+    description: "How long the oldest waiting job has waited (0 when none waits; fleet-wide: aggregate with max)",
+    attributes: {},
+    fleetWide: true,
+  },
+  turnsEnded: {
+    name: "turnstream.turns.ended",
+    kind: "counter",
+    unit: "{turn}",
+    description: "Turns this process ended, by outcome; error.type is the failure's errorKind",
+    attributes: { "turnstream.turn.outcome": TURN_OUTCOMES, "error.type": ERROR_TYPES },
+  },
+  attempts: {
+    name: "turnstream.attempts",
+    kind: "counter",
+    unit: "{attempt}",
+    description: "Attempts this process ended, by outcome; turnstream.abandon.reason for abandoned ones",
+    attributes: { "turnstream.attempt.outcome": ATTEMPT_OUTCOMES, "turnstream.abandon.reason": ABANDON_REASONS },
+  },
+  retries: {
+    name: "turnstream.retries",
+    kind: "counter",
+    unit: "{attempt}",
+    description: "Attempts abandoned to be retried, by the error that made them retry",
+    attributes: { "error.type": ABANDON_REASONS },
+  },
+  attemptDuration: {
+    name: "turnstream.attempt.duration",
+    kind: "histogram",
+    unit: "s",
+    description: "From attempt.started to the attempt's end, by outcome",
+    attributes: { "turnstream.attempt.outcome": ATTEMPT_OUTCOMES },
+    buckets: [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600],
+  },
+  cliFirstLineDuration: {
+    name: "turnstream.cli.first_line.duration",
+    kind: "histogram",
+    unit: "s",
+    description: "From the attempt's start to the CLI's first stdout line (CLI start-up and the model's first answer)",
+    attributes: {},
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60],
+  },
+  cliSlotsUsage: {
+    name: "turnstream.cli.slots.usage",
+    kind: "gauge",
+    unit: "{slot}",
+    description: "CLI slots in use in this worker",
+    attributes: {},
+  },
+  cliSlotsLimit: {
+    name: "turnstream.cli.slots.limit",
+    kind: "gauge",
+    unit: "{slot}",
+    description: "CLI slots this worker has (its concurrency)",
+    attributes: {},
+  },
+  cost: {
+    name: "turnstream.cost",
+    kind: "counter",
+    unit: "USD",
+    description: "Cost the CLI reported in its result lines, every attempt's (retried ones too)",
+    attributes: { "gen_ai.request.model": MODEL },
+  },
+  tokenUsage: {
+    name: "gen_ai.client.token.usage",
+    kind: "histogram",
+    unit: "{token}",
+    description: "Tokens per CLI result, by token type",
+    attributes: { "gen_ai.token.type": TOKEN_TYPES, "gen_ai.request.model": MODEL },
+    buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864],
+  },
+  decisionsPending: {
+    name: "turnstream.decisions.pending",
+    kind: "gauge",
+    unit: "{request}",
+    description: "Supervised decisions waiting for an operator (fleet-wide: aggregate with max)",
+    attributes: {},
+    fleetWide: true,
+  },
+  decisionsOldestPendingAge: {
+    name: "turnstream.decisions.oldest_pending.age",
+    kind: "gauge",
+    unit: "s",
+    description: "How long the oldest pending decision has waited (0 when none; fleet-wide: aggregate with max)",
+    attributes: {},
+    fleetWide: true,
+  },
+  projectorLag: {
+    name: "turnstream.projector.lag",
+    kind: "gauge",
+    unit: "{event}",
+    description: "Events appended to followed sessions that this projector has not committed yet",
+    attributes: {},
+  },
+  logAppendDuration: {
+    name: "turnstream.log.append.duration",
+    kind: "histogram",
+    unit: "s",
+    description: "One append to the event log: the Redis round trip and script, retries included",
+    attributes: {},
+    buckets: SECONDS_SHORT,
+  },
+} as const satisfies Record<string, MetricDef>;
+
+export type MetricKey = keyof typeof METRICS;
+
+/**
+ * The name the OpenTelemetry Prometheus exporter (`@opentelemetry/exporter-prometheus`) gives an
+ * instrument: characters outside `[a-zA-Z0-9_]` become `_` (runs collapse to one), and a monotonic
+ * counter gets `_total`. This exporter adds no unit suffix (`_seconds`), so neither does this;
+ * a collector's Prometheus exporter may (test/metrics checks the real exporter's output).
+ * Histograms expose `<name>_bucket`, `<name>_sum` and `<name>_count`.
+ */
+export function prometheusName(def: Pick<MetricDef, "name" | "kind">): string {
+  const base = prometheusLabel(def.name);
+  return def.kind === "counter" && !base.endsWith("_total") ? `${base}_total` : base;
+}
+
+/** An attribute key as a Prometheus label name (`error.type` → `error_type`). */
+export function prometheusLabel(key: string): string {
+  return key.replace(/[^a-zA-Z0-9_]/g, "_").replace(/_{2,}/g, "_");
+}
+
+// Model ids look like `claude-sonnet-4-5`, `claude-3-5-haiku-20241022` or a provider's
+// `us.anthropic.claude-…-v1:0`: short, lowercase, no spaces. Anything else is not a label.
+const MODEL_SHAPE = /^[a-z0-9][a-z0-9._:@/-]{0,79}$/;
+
+/**
+ * A model name as a label value: the value when it has a model id's shape and the scrubber leaves it
+ * alone, "default" when the turn named none, else "other".
+ */
+export function modelLabel(model: string | undefined, scrub?: (text: string) => string): string {
+  if (model === undefined || model === "") return "default";
+  if (!MODEL_SHAPE.test(model)) return OTHER;
+  if (scrub !== undefined && scrub(model) !== model) return OTHER;
+  return model;
+}
+
+/** `value` when it is in the set, else "other". */
+export function bounded<T extends string>(value: string | undefined, set: readonly T[]): T | typeof OTHER {
+  return value !== undefined && (set as readonly string[]).includes(value) ? (value as T) : OTHER;
+}
