@@ -11,6 +11,7 @@ import { assertQueuePrefix, checkAllowEnv, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PRE
 import type { SecretValues, Scrubber, Telemetry } from "../telemetry/index.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import { DEFAULT_SNAPSHOT_CACHE_BYTES } from "./snapshots.ts";
+import { DEFAULT_HEARTBEAT_MS } from "./registry.ts";
 
 /** Whether a job may ask for its workspace's settings, hooks and MCP servers to load. */
 export type WorkspaceTrust = "never" | "job";
@@ -112,6 +113,11 @@ export interface TurnWorkerOptions {
    * here skips rebuilding the file from the log. Default 64 MiB; 0 turns it off.
    */
   snapshotCacheBytes?: number;
+  /**
+   * How often the worker writes its entry in the worker registry (`turnstream status` lists it);
+   * the entry expires after three missed beats. Default 5000 ms.
+   */
+  heartbeatMs?: number;
 }
 
 /** The options a worker process reads from its environment (workerConfigFromEnv). */
@@ -176,6 +182,7 @@ export interface WorkerSettings {
   keepRawLines: boolean;
   /** 0: no snapshot cache. */
   snapshotCacheBytes: number;
+  heartbeatMs: number;
 }
 
 export const WORKER_DEFAULTS = {
@@ -200,6 +207,7 @@ export const WORKER_DEFAULTS = {
   maxOutputBytes: 256 * 1024 * 1024,
   keepRawLines: false,
   snapshotCacheBytes: DEFAULT_SNAPSHOT_CACHE_BYTES,
+  heartbeatMs: DEFAULT_HEARTBEAT_MS,
 } as const satisfies Partial<WorkerSettings>;
 
 function positiveLimit(name: string, value: number | undefined, fallback: number): number {
@@ -246,5 +254,6 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     maxOutputBytes: positiveLimit("maxOutputBytes", options.maxOutputBytes, d.maxOutputBytes),
     keepRawLines: options.keepRawLines ?? d.keepRawLines,
     snapshotCacheBytes: options.snapshotCacheBytes ?? d.snapshotCacheBytes,
+    heartbeatMs: positiveLimit("heartbeatMs", options.heartbeatMs, d.heartbeatMs),
   };
 }

@@ -11,6 +11,7 @@ import type { EventObserver } from "../events/index.ts";
 import { attemptSpansObserver, createScrubber, scrubError, type Scrubber, type Telemetry } from "../telemetry/index.ts";
 import { startDecisionHub, sweepSupervisedDirs, type DecisionHub } from "../decisions/index.ts";
 import { CliSlots } from "./cli-slots.ts";
+import { startHeartbeat, type Heartbeat } from "./registry.ts";
 import { cliVersionReader } from "./cli-version.ts";
 import { executeTurnJob } from "./execute.ts";
 import { compileWorkerOptions, type TurnWorkerOptions, type WorkerSettings } from "./options.ts";
@@ -22,6 +23,11 @@ export interface TurnWorker {
   readonly worker: Worker;
   /** Turns running now. */
   readonly active: number;
+  /**
+   * True while another process (another boot token) heartbeats under this worker's instance id in
+   * the registry: two processes must never run as one instance. Logged as an error when it starts.
+   */
+  readonly fenced: boolean;
   /** Resolves once the worker's connections are ready. */
   ready(): Promise<void>;
   /**
@@ -86,14 +92,19 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     if (job !== undefined) logger.info({ worker: id, jobId: job.id, err: { message: err.message } }, "turn job failed");
   });
   let closing: Promise<void> | undefined;
-  const parts: WorkerParts = { worker, slots, queue, connection, running: deps.running, settings, logger, telemetry: options.telemetry, hub };
+  const heartbeat = workerHeartbeat(options.redis, settings, logger, slots);
+  const parts: WorkerParts = { worker, slots, queue, connection, running: deps.running, settings, logger, telemetry: options.telemetry, hub, heartbeat };
   return {
     id,
     worker,
     get active() {
       return deps.running.size;
     },
-    ready: () => worker.waitUntilReady().then(() => undefined),
+    get fenced() {
+      return heartbeat.fenced;
+    },
+    // Ready once registered too, so `turnstream status` lists a worker that says it is ready.
+    ready: () => Promise.all([worker.waitUntilReady(), heartbeat.first]).then(() => undefined),
     close: (opts = {}) => (closing ??= closeWorker(parts, opts.graceMs ?? 30_000, opts.closeTimeoutMs ?? 5000)),
   };
 }
@@ -117,6 +128,19 @@ function workerScrubbers(options: TurnWorkerOptions, settings: WorkerSettings, l
     }
   }
   return { scrubber, lineScrubber };
+}
+
+/** The worker's registry entry under its instance id, with its CLI slots busy and total. */
+function workerHeartbeat(redis: RedisClient, settings: WorkerSettings, logger: Logger, slots: CliSlots): Heartbeat {
+  return startHeartbeat({
+    redis,
+    prefix: settings.logPrefix,
+    id: settings.instanceId,
+    worker: settings.workerId,
+    intervalMs: settings.heartbeatMs,
+    slots: () => ({ busy: slots.busy, total: settings.concurrency }),
+    logger,
+  });
 }
 
 /** Attempt spans first (when the worker has a tracer), then the caller's observers. */
@@ -174,6 +198,7 @@ interface WorkerParts {
   logger: Logger;
   telemetry: Telemetry | undefined;
   hub: LazyHub;
+  heartbeat: Heartbeat;
 }
 
 /** Stops taking jobs, lets running turns finish within graceMs, ends the rest, and closes the connections, each wait bounded. */
@@ -201,6 +226,8 @@ async function closeWorker(p: WorkerParts, graceMs: number, closeTimeoutMs: numb
   }
   if (p.telemetry !== undefined) await boundedWait(p.telemetry.forceFlush(), closeTimeoutMs);
   if (!(await boundedWait(p.queue.close(), closeTimeoutMs))) void p.queue.disconnect().catch(() => undefined);
+  // Listed as live until its turns have ended; the entry goes before the connections do.
+  await boundedWait(p.heartbeat.stop(), closeTimeoutMs);
   const hub = p.hub.started();
   if (hub !== undefined) await boundedWait(hub.then((h) => h.close()), closeTimeoutMs);
   for (const c of [p.connection, p.queue.opts.connection as RedisClient]) {

@@ -1,0 +1,183 @@
+// The worker registry: every worker heartbeats an entry under the log prefix, so `turnstream status`
+// can tell a fleet that is alive from turns waiting on nobody, and two processes started with the
+// same instance id notice each other. An entry expires a few beats after its worker stops beating
+// (a crash, a partition) and is removed on a clean close. The entry holds what an operator needs to
+// find the process (host, pid, slots, version), never anything secret.
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import type { Logger } from "../kernel/index.ts";
+import type { RedisClient } from "../log/index.ts";
+import { luaScript, scriptCommand } from "../log/scripts.ts";
+
+const HEARTBEAT = luaScript("turnstreamWorkerHeartbeat", 2, new URL("./lua/heartbeat.lua", import.meta.url));
+const UNREGISTER = luaScript("turnstreamWorkerUnregister", 2, new URL("./lua/unregister.lua", import.meta.url));
+
+/** Default beat interval; an entry lives for HEARTBEAT_TTL_BEATS of them. */
+export const DEFAULT_HEARTBEAT_MS = 5000;
+/** Beats an entry outlives its last one by: a beat or two lost to a busy Redis is not a death. */
+export const HEARTBEAT_TTL_BEATS = 3;
+// A Redis that stays down would otherwise log every beat.
+const FAILURE_LOG_EVERY_MS = 60_000;
+
+/** The registry's keys: one hash tag, so the entries and their index sit in one cluster slot. */
+export function registryKeys(prefix: string): { live: string; entry(id: string): string } {
+  return { live: `${prefix}{workers}:live`, entry: (id) => `${prefix}{workers}:w:${id}` };
+}
+
+/** One live worker as its entry says. */
+export interface WorkerEntry {
+  /** The instance id the entry is registered under. */
+  id: string;
+  /** The worker's id in leases, attempts and logs. */
+  worker: string;
+  host: string;
+  pid: number;
+  /** CLIs running now, and the worker's concurrency. */
+  slotsBusy: number;
+  slotsTotal: number;
+  startedAt: string;
+  /** When the entry was last written. */
+  beatAt: string;
+  version: string;
+  /** Random per process: tells two processes under one instance id apart. */
+  boot: string;
+}
+
+let version: string | undefined;
+/** The package's version: package.json sits two levels up from both src/worker/ and dist/worker/. */
+function packageVersion(): string {
+  try {
+    return (version ??= (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version);
+  } catch {
+    return (version = "unknown");
+  }
+}
+
+export interface HeartbeatOptions {
+  redis: RedisClient;
+  prefix: string;
+  /** The instance id: one live process per id. */
+  id: string;
+  worker: string;
+  intervalMs?: number;
+  /** Slots busy and total, read at each beat. */
+  slots(): { busy: number; total: number };
+  logger: Logger;
+}
+
+export interface Heartbeat {
+  /** True while another process (another boot token) holds this instance id's entry. */
+  readonly fenced: boolean;
+  /** Settles after the first beat (written, refused or failed: it never rejects). */
+  readonly first: Promise<void>;
+  /** Stops beating and removes the entry if it is still this process's. Never rejects. */
+  stop(): Promise<void>;
+}
+
+/** Starts beating at once and then every intervalMs; the timer never keeps the process alive. */
+export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
+  const keys = registryKeys(o.prefix);
+  const beatScript = scriptCommand<string[]>(o.redis, HEARTBEAT);
+  const intervalMs = o.intervalMs ?? DEFAULT_HEARTBEAT_MS;
+  const ttl = intervalMs * HEARTBEAT_TTL_BEATS;
+  const boot = randomBytes(12).toString("hex");
+  const fixed = { id: o.id, worker: o.worker, host: hostname(), pid: String(process.pid), startedAt: new Date().toISOString(), version: packageVersion(), boot };
+  const state = new BeatState(o.logger, o.id);
+  let inFlight: Promise<void> | undefined;
+  const beat = (): Promise<void> => {
+    // A beat still waiting on a slow Redis is not doubled up.
+    if (inFlight !== undefined) return inFlight;
+    const s = o.slots();
+    const fields = { ...fixed, slotsBusy: String(s.busy), slotsTotal: String(s.total), beatAt: new Date().toISOString() };
+    const now = Date.now();
+    inFlight = beatScript([keys.entry(o.id), keys.live], [boot, ttl, now, o.id, ...Object.entries(fields).flat()])
+      .then((reply) => state.replied(reply), (err: unknown) => state.failed(err))
+      .finally(() => (inFlight = undefined));
+    return inFlight;
+  };
+  const first = beat();
+  const timer = setInterval(() => void beat(), intervalMs);
+  timer.unref();
+  return {
+    get fenced() {
+      return state.fenced;
+    },
+    first,
+    async stop() {
+      clearInterval(timer);
+      await inFlight;
+      try {
+        await scriptCommand<number>(o.redis, UNREGISTER)([keys.entry(o.id), keys.live], [boot, o.id]);
+      } catch (err) {
+        // The entry expires on its own.
+        o.logger.warn({ instance: o.id, err: { message: (err as Error).message } }, "could not remove the worker's registry entry; it expires on its own");
+      }
+    },
+  };
+}
+
+/** What the beats learned: fenced or not, and failures, each change logged once. */
+class BeatState {
+  fenced = false;
+  private failingSince: number | undefined;
+  private lastFailureLog = 0;
+  private readonly logger: Logger;
+  private readonly id: string;
+
+  constructor(logger: Logger, id: string) {
+    this.logger = logger;
+    this.id = id;
+  }
+
+  replied(reply: string[]): void {
+    if (this.failingSince !== undefined) {
+      this.logger.info({ instance: this.id, failedForMs: Date.now() - this.failingSince }, "worker heartbeat written again");
+      this.failingSince = undefined;
+    }
+    const taken = reply[0] === "taken";
+    if (taken && !this.fenced) {
+      const [, worker, host, pid] = reply;
+      this.logger.error(
+        { instance: this.id, other: { worker, host, pid: Number(pid) } },
+        "another process is running as this instance: give each worker process its own instance id (TURNSTREAM_INSTANCE_ID)",
+      );
+    } else if (!taken && this.fenced) {
+      this.logger.info({ instance: this.id }, "this process holds its instance id again");
+    }
+    this.fenced = taken;
+  }
+
+  failed(err: unknown): void {
+    const now = Date.now();
+    this.failingSince ??= now;
+    if (now - this.lastFailureLog < FAILURE_LOG_EVERY_MS) return;
+    this.lastFailureLog = now;
+    this.logger.warn({ instance: this.id, failingForMs: now - this.failingSince, err: { message: (err as Error).message } }, "worker heartbeat failed");
+  }
+}
+
+/** The live workers under a log prefix, by instance id. Expired entries are not listed. */
+export async function readWorkers(redis: RedisClient, prefix: string): Promise<WorkerEntry[]> {
+  const keys = registryKeys(prefix);
+  // Every member whose entry may still live; the entries themselves are the truth (their TTL).
+  const ids = await redis.zrange(keys.live, 0, -1);
+  const hashes = await Promise.all(ids.map((id) => redis.hgetall(keys.entry(id))));
+  const out: WorkerEntry[] = [];
+  for (const h of hashes) {
+    if (h["boot"] === undefined) continue;
+    out.push({
+      id: h["id"] ?? "?",
+      worker: h["worker"] ?? "?",
+      host: h["host"] ?? "?",
+      pid: Number(h["pid"]),
+      slotsBusy: Number(h["slotsBusy"]),
+      slotsTotal: Number(h["slotsTotal"]),
+      startedAt: h["startedAt"] ?? "",
+      beatAt: h["beatAt"] ?? "",
+      version: h["version"] ?? "",
+      boot: h["boot"],
+    });
+  }
+  return out.sort((a, b) => a.id.localeCompare(b.id));
+}

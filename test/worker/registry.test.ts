@@ -1,0 +1,60 @@
+// The worker registry on real Redis: a worker is listed with its slots while it runs and gone after a
+// clean close; a second process under the same instance id is fenced and the first is not; the
+// second takes the id over once the first has stopped beating.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readWorkers, registryKeys } from "../../src/worker/registry.ts";
+import { rig } from "./_more.ts";
+
+const until = async (what: string, pred: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> => {
+  const end = Date.now() + ms;
+  while (!(await pred())) {
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+};
+
+test("a worker heartbeats its entry and removes it on close; a second process under its instance id is fenced", async () => {
+  const r = await rig({ responses: [] });
+  try {
+    const a = r.worker({ instanceId: "inst-shared", workerId: "w-first", concurrency: 2, heartbeatMs: 200 });
+    await a.ready();
+    const listed = await readWorkers(r.redis, r.space.logPrefix);
+    assert.equal(listed.length, 1);
+    const [entry] = listed;
+    assert.equal(entry!.id, "inst-shared");
+    assert.equal(entry!.worker, "w-first");
+    assert.equal(entry!.pid, process.pid);
+    assert.deepEqual([entry!.slotsBusy, entry!.slotsTotal], [0, 2]);
+    assert.match(entry!.version, /^\d+\.\d+\.\d+/);
+    assert.match(entry!.boot, /^[0-9a-f]{24}$/);
+    assert.ok(Math.abs(Date.now() - Date.parse(entry!.beatAt)) < 10_000, entry!.beatAt);
+    const ttl = await r.redis.pttl(registryKeys(r.space.logPrefix).entry("inst-shared"));
+    assert.ok(ttl > 0 && ttl <= 600, `entry expires within three beats (pttl ${ttl})`);
+    assert.equal(a.fenced, false);
+
+    const errors: string[] = [];
+    const logger = { debug() {}, info() {}, warn() {}, error: (_o: unknown, msg?: string) => void errors.push(String(msg)) };
+    const b = r.worker({ instanceId: "inst-shared", workerId: "w-second", heartbeatMs: 200, logger });
+    await b.ready();
+    assert.equal(b.fenced, true, "the second process under the same instance id is fenced");
+    // Beats go on for both: the first keeps the id, the second stays fenced.
+    await new Promise((res) => setTimeout(res, 700));
+    assert.equal(a.fenced, false);
+    assert.equal(b.fenced, true);
+    assert.equal(errors.filter((m) => /another process is running as this instance/.test(m)).length, 1, "said once, as an error");
+    const still = await readWorkers(r.redis, r.space.logPrefix);
+    assert.deepEqual(still.map((w) => [w.worker, w.boot]), [["w-first", entry!.boot]]);
+
+    await a.close({ graceMs: 1000 });
+    // The clean close removed the first's entry; the second's next beat takes the id.
+    await until("the second worker to hold the instance id", () => !b.fenced);
+    const after = await readWorkers(r.redis, r.space.logPrefix);
+    assert.deepEqual(after.map((w) => w.worker), ["w-second"]);
+    await b.close({ graceMs: 1000 });
+    assert.deepEqual(await readWorkers(r.redis, r.space.logPrefix), []);
+    assert.equal(await r.redis.zcard(registryKeys(r.space.logPrefix).live), 0, "the index holds no member after clean closes");
+  } finally {
+    await r.dispose();
+  }
+});
