@@ -25,3 +25,13 @@ export function durationFlag(flag: string, value: string | undefined): number | 
   if (ms === undefined) throw new BadDurationError(flag, value);
   return ms;
 }
+
+/** An age for people: `42s`, `3m12s`, `2h05m`, `3d04h` (whole seconds; never negative). */
+export function formatAge(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const two = (n: number): string => String(n).padStart(2, "0");
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${two(s % 60)}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${two(Math.floor(s / 60) % 60)}m`;
+  return `${Math.floor(s / 86_400)}d${two(Math.floor(s / 3600) % 24)}h`;
+}

@@ -1,0 +1,68 @@
+// `turnstream status` against real Redis and BullMQ: turns waiting on no live worker raise a warning
+// (text and --json, and exit 3 under --strict) with the oldest turn's age; a worker that heartbeats is
+// listed with its slots and the warning goes. `turnstream sessions` without a projector shows a real
+// turn's figures folded from the log.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { rig } from "../worker/_more.ts";
+import { turnstream, onlyJson } from "./_cli.ts";
+
+interface StatusJson {
+  counts: Record<string, number>;
+  oldestWaitingAgeMs: number | null;
+  workers: { id: string; worker: string; slotsBusy: number; slotsTotal: number; heartbeatAgeMs: number; pid: number }[];
+  running: unknown[];
+  warnings: string[];
+}
+
+test("status: waiting turns and no worker → a warning and the oldest turn's age; a live worker → listed with its slots, no warning", async () => {
+  const r = await rig({ responses: [] });
+  const env = { TURNSTREAM_PREFIX: r.space.logPrefix, TURNSTREAM_QUEUE_PREFIX: r.space.queuePrefix };
+  try {
+    const before = Date.now();
+    await r.producer.enqueueTurn({ prompt: "first", cwd: r.ws });
+    await new Promise((res) => setTimeout(res, 1100));
+    await r.producer.enqueueTurn({ prompt: "second", cwd: r.ws });
+    const text = await turnstream(["status"], env);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /queue: 2 waiting/);
+    assert.match(text.stdout, /workers: 0/);
+    assert.match(text.stdout, /oldest waiting turn: queued \d+s ago/);
+    assert.match(text.stdout, /^warning: 2 turn\(s\) wait to run and no worker heartbeats under key prefix "tw[0-9a-f]+:".*start a worker \(`turnstream worker`\)/m);
+
+    const json = await turnstream(["status", "--json"], env);
+    assert.equal(json.code, 0, json.stderr);
+    const s = onlyJson(json.stdout) as unknown as StatusJson;
+    assert.equal(s.counts["waiting"], 2);
+    assert.deepEqual(s.workers, []);
+    assert.equal(s.warnings.length, 1);
+    assert.match(s.warnings[0]!, /no worker heartbeats/);
+    // The first turn was queued before the second, which waited over a second to be queued.
+    assert.ok(s.oldestWaitingAgeMs !== null && s.oldestWaitingAgeMs >= 1000, `oldest age ${s.oldestWaitingAgeMs}`);
+    assert.ok(s.oldestWaitingAgeMs <= Date.now() - before, `oldest age ${s.oldestWaitingAgeMs} within the test's run`);
+    const strict = await turnstream(["status", "--strict"], env);
+    assert.equal(strict.code, 3, "--strict exits 3 on a warning");
+
+    // A worker that heartbeats but takes no job: the turns still wait, on a live worker now.
+    const w = r.worker({ autorun: false, concurrency: 3, instanceId: "status-inst", workerId: "w-status" });
+    await w.ready();
+    const live = onlyJson((await turnstream(["status", "--json", "--strict"], env)).stdout) as unknown as StatusJson;
+    assert.deepEqual(live.warnings, []);
+    assert.equal(live.counts["waiting"], 2);
+    assert.equal(live.workers.length, 1);
+    const [x] = live.workers;
+    assert.deepEqual([x!.id, x!.worker, x!.slotsBusy, x!.slotsTotal, x!.pid], ["status-inst", "w-status", 0, 3, process.pid]);
+    assert.ok(x!.heartbeatAgeMs >= 0 && x!.heartbeatAgeMs < 15_000, `heartbeat age ${x!.heartbeatAgeMs}`);
+    const liveText = await turnstream(["status", "--strict"], env);
+    assert.equal(liveText.code, 0, liveText.stderr);
+    assert.match(liveText.stdout, /workers: 1\n {2}status-inst \(w-status, host \S+, pid \d+, v\S+\): 0\/3 slots busy, heartbeat \d+s ago/);
+    assert.doesNotMatch(liveText.stdout, /warning:/);
+
+    // Closed cleanly, the worker is gone from the registry at once, and the warning is back.
+    await w.close({ graceMs: 1000 });
+    const gone = onlyJson((await turnstream(["status", "--json"], env)).stdout) as unknown as StatusJson;
+    assert.deepEqual([gone.workers.length, gone.warnings.length], [0, 1]);
+  } finally {
+    await r.dispose();
+  }
+});
