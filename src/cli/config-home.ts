@@ -12,7 +12,7 @@ import { silentLogger, type Logger } from "../kernel/index.ts";
 import { ConfigHomeOptionsSchema, type ConfigHomeOptions } from "./options.ts";
 import { learnConfigSeed, seedConfigHome } from "./config-seed.ts";
 import { sweepCgroups } from "./containment.ts";
-import { processStartTime } from "./process-tree.ts";
+import { lockState, ownLockContent, writeLock } from "./live-lock.ts";
 import { removeSoon } from "./remover.ts";
 
 export const CREDENTIALS_FILE = ".credentials.json";
@@ -34,26 +34,6 @@ const TRASH_DIR = "trash";
 
 function instanceDir(root: string, instanceId: string): string {
   return join(root, "instances", instanceId);
-}
-
-interface LockContent {
-  pid: number;
-  start: string | undefined;
-  runId: string;
-  createdAt: string;
-}
-
-function lockIsLive(path: string): boolean {
-  let lock: LockContent;
-  try {
-    lock = JSON.parse(readFileSync(path, "utf8")) as LockContent;
-  } catch (err) {
-    // Unreadable or half-written: only a missing file means "not live".
-    return (err as NodeJS.ErrnoException).code !== "ENOENT";
-  }
-  if (!Number.isInteger(lock.pid) || lock.pid <= 0) return false;
-  const start = processStartTime(lock.pid);
-  return start !== undefined && (lock.start === undefined || start === lock.start);
 }
 
 function sha256(path: string): string | undefined {
@@ -95,9 +75,7 @@ export interface CreateConfigHomeOptions extends ConfigHomeOptions {
   logger?: Logger | undefined;
 }
 
-// This process's start time never changes, and the instance's folders, once made, stay: neither is
-// worth a system call on every run.
-let ownStart: string | undefined;
+// The instance's folders, once made, stay: not worth a system call on every run.
 const madeDirs = new Set<string>();
 
 function ensureDir(path: string): void {
@@ -131,9 +109,8 @@ interface RunHomePaths {
 function lockRun(inst: string, runId: string): string {
   const liveDir = join(inst, "live");
   const lockPath = join(liveDir, `${runId}.lock`);
-  ownStart ??= processStartTime(process.pid);
-  const lock: LockContent = { pid: process.pid, start: ownStart, runId, createdAt: new Date().toISOString() };
-  inDirs([liveDir, join(inst, "config-homes")], () => writeFileSync(lockPath, JSON.stringify(lock), { mode: 0o600, flag: "wx" }));
+  const lock = ownLockContent({ runId });
+  inDirs([liveDir, join(inst, "config-homes")], () => writeLock(lockPath, lock));
   return lockPath;
 }
 
@@ -228,69 +205,127 @@ export interface SweepOptions {
   instanceId: string;
   /** Parent of the instances' folders (default `$XDG_DATA_HOME/turnstream`). */
   instanceRoot?: string;
-  /** Only homes whose last change is older than this are removed. Default 1 hour. */
+  /**
+   * A home with no lock is removed once its last change is older than this (default 1 hour): it may
+   * be one being made. A home whose lock names a process that has ended goes at once.
+   */
   olderThanMs?: number;
   /** Where removals and failures are reported. */
   logger?: Logger;
   /** The current time in ms (tests). */
   now?: number;
+  /** Only say what would be removed. */
+  dryRun?: boolean;
 }
 
 export interface SweepResult {
+  /** Homes removed (or, on a dry run, that would be). */
   removed: string[];
+  /** Homes kept: their run's process is running. */
   live: string[];
+  /** Homes kept: no lock, and younger than the threshold. */
   young: string[];
   failed: string[];
+  /** Why each home was removed or kept. */
+  reasons: Record<string, string>;
+  /** Entries of the instance's trash (homes of ended runs not yet deleted) removed. */
+  trash: number;
+  /** Locks of ended runs whose home was already gone, removed. */
+  staleLocks: number;
 }
 
-/** Removes orphaned homes of this instance (no live owner, older than the threshold). Never throws. */
+/** Removes orphaned homes of this instance (see sweepConfigHomes) and dead workers' run cgroups. Never throws. */
 export function sweep(options: SweepOptions): SweepResult {
-  const result: SweepResult = { removed: [], live: [], young: [], failed: [] };
-  const logger = options.logger ?? silentLogger;
   // Dead workers' run cgroups too (any instance's: a cgroup is named by its host process, not the instance).
-  sweepCgroups({ logger });
+  if (options.dryRun !== true) sweepCgroups({ logger: options.logger ?? silentLogger });
+  return sweepConfigHomes(options);
+}
+
+/** Removes the instance's config homes no live process owns, its trash, and its dead runs' locks. Never throws. */
+export function sweepConfigHomes(options: SweepOptions): SweepResult {
+  const result: SweepResult = { removed: [], live: [], young: [], failed: [], reasons: {}, trash: 0, staleLocks: 0 };
+  const logger = options.logger ?? silentLogger;
   try {
     const id = ConfigHomeOptionsSchema.shape.instanceId.safeParse(options.instanceId);
     if (!id.success) return result;
     const inst = instanceDir(options.instanceRoot ?? defaultInstanceRoot(), id.data);
-    const homes = join(inst, "config-homes");
-    const liveDir = join(inst, "live");
-    const threshold = options.olderThanMs ?? 60 * 60 * 1000;
-    const now = options.now ?? Date.now();
-    // Whatever is in trash belongs to no run: its owner moved it there to delete it.
-    try {
-      rmSync(join(inst, TRASH_DIR), { recursive: true, force: true });
-    } catch (err) {
-      logger.warn({ err: (err as Error).message }, "sweep could not empty the config-home trash");
-    }
-    let names: string[];
-    try {
-      names = readdirSync(homes);
-    } catch {
-      return result;
-    }
-    for (const name of names) {
-      try {
-        const lockPath = join(liveDir, `${name}.lock`);
-        if (lockIsLive(lockPath)) {
-          result.live.push(name);
-          continue;
-        }
-        const path = join(homes, name);
-        if (now - statSync(path).mtimeMs < threshold) {
-          result.young.push(name);
-          continue;
-        }
-        rmSync(path, { recursive: true, force: true });
-        rmSync(lockPath, { force: true });
-        result.removed.push(name);
-      } catch (err) {
-        result.failed.push(name);
-        logger.warn({ home: name, err: (err as Error).message }, "sweep could not remove an orphaned config home");
-      }
-    }
+    const dryRun = options.dryRun === true;
+    result.trash = emptyTrash(inst, dryRun, logger);
+    const ctx: HomeSweep = { inst, threshold: options.olderThanMs ?? 60 * 60 * 1000, now: options.now ?? Date.now(), dryRun, logger };
+    for (const name of listNames(join(inst, "config-homes"))) sweepHome(ctx, name, result);
+    result.staleLocks = removeStaleLocks(ctx);
   } catch (err) {
     logger.warn({ err: (err as Error).message }, "config home sweep failed");
   }
   return result;
+}
+
+interface HomeSweep {
+  inst: string;
+  threshold: number;
+  now: number;
+  dryRun: boolean;
+  logger: Logger;
+}
+
+function listNames(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** Whatever is in trash belongs to no run: its owner moved it there to delete it. */
+function emptyTrash(inst: string, dryRun: boolean, logger: Logger): number {
+  const trash = join(inst, TRASH_DIR);
+  const count = listNames(trash).length;
+  if (dryRun || count === 0) return count;
+  try {
+    rmSync(trash, { recursive: true, force: true });
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, "sweep could not empty the config-home trash");
+  }
+  return count;
+}
+
+function sweepHome(ctx: HomeSweep, name: string, result: SweepResult): void {
+  try {
+    const lockPath = join(ctx.inst, "live", `${name}.lock`);
+    const state = lockState(lockPath);
+    if (state === "live") {
+      result.live.push(name);
+      result.reasons[name] = "its run's process is running";
+      return;
+    }
+    const path = join(ctx.inst, "config-homes", name);
+    if (state === "none" && ctx.now - statSync(path).mtimeMs < ctx.threshold) {
+      result.young.push(name);
+      result.reasons[name] = "no lock yet and recently changed: it may be being made";
+      return;
+    }
+    if (!ctx.dryRun) {
+      rmSync(path, { recursive: true, force: true });
+      rmSync(lockPath, { force: true });
+    }
+    result.removed.push(name);
+    result.reasons[name] = state === "dead" ? "its run's process has ended" : "no lock, and unchanged for longer than the threshold";
+  } catch (err) {
+    result.failed.push(name);
+    result.reasons[name] = `could not remove: ${(err as Error).message}`;
+    ctx.logger.warn({ home: name, err: (err as Error).message }, "sweep could not remove an orphaned config home");
+  }
+}
+
+/** Locks left by a run that ended between its lock and its home, or between its home's removal and the lock's. */
+function removeStaleLocks(ctx: HomeSweep): number {
+  let count = 0;
+  for (const file of listNames(join(ctx.inst, "live"))) {
+    if (!file.endsWith(".lock") || existsSync(join(ctx.inst, "config-homes", file.slice(0, -5)))) continue;
+    const path = join(ctx.inst, "live", file);
+    if (lockState(path) !== "dead") continue;
+    if (!ctx.dryRun) rmSync(path, { force: true });
+    count++;
+  }
+  return count;
 }

@@ -21,6 +21,7 @@ export {
 export {
   createConfigHome,
   sweep,
+  sweepConfigHomes,
   defaultInstanceRoot,
   operatorConfigDir,
   NoAuthError,
@@ -45,3 +46,5 @@ export {
   type ThreadTurnHandle,
   type FreshReason,
 } from "./sessions.ts";
+export { claimInstanceSlot, defaultInstanceStem, instanceHolder, InstanceIdTakenError, type InstanceSlot } from "./instance-slot.ts";
+export { lockState, type LockState } from "./live-lock.ts";

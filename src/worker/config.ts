@@ -1,7 +1,6 @@
 // Worker configuration from the process environment (`turnstream worker`, workers/turn-worker.ts):
 // the part of TurnWorkerOptions a variable sets, checked here so a bad value stops the start naming
 // the variable.
-import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys } from "../decisions/index.ts";
@@ -21,6 +20,7 @@ const envSchema = z.object({
   TURNSTREAM_CONCURRENCY: intFrom("TURNSTREAM_CONCURRENCY"),
   TURNSTREAM_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/).optional(),
   TURNSTREAM_INSTANCE_ROOT: z.string().startsWith("/").optional(),
+  TURNSTREAM_SWEEP_INTERVAL_MS: z.string().regex(/^\d+$/, "TURNSTREAM_SWEEP_INTERVAL_MS must be a whole number of ms (0 turns the periodic sweep off)").transform(Number).optional(),
   TURNSTREAM_SANDBOXED: z.enum(["0", "1", "true", "false"]).optional(),
   TURNSTREAM_LEASE_MS: intFrom("TURNSTREAM_LEASE_MS"),
   TURNSTREAM_LOCK_MS: intFrom("TURNSTREAM_LOCK_MS"),
@@ -96,8 +96,10 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
   return {
     workspaceRoots: parseWorkspaceRoots(e.TURNSTREAM_WORKSPACE_ROOTS),
     concurrency: e.TURNSTREAM_CONCURRENCY,
-    instanceId: e.TURNSTREAM_INSTANCE_ID ?? `worker-${hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60)}-${process.pid}`,
+    // Unset: the worker takes the lowest free worker-<host>-<n> when it starts (housekeeping.ts).
+    instanceId: e.TURNSTREAM_INSTANCE_ID,
     instanceRoot: e.TURNSTREAM_INSTANCE_ROOT,
+    sweepIntervalMs: e.TURNSTREAM_SWEEP_INTERVAL_MS,
     sandboxed: e.TURNSTREAM_SANDBOXED === "1" || e.TURNSTREAM_SANDBOXED === "true",
     leaseMs: e.TURNSTREAM_LEASE_MS,
     lockDuration: e.TURNSTREAM_LOCK_MS,

@@ -3,6 +3,7 @@
 import { connectRedis } from "../log/index.ts";
 import { createLogger, createScrubber, startTelemetry } from "../telemetry/index.ts";
 import { workerConfigFromEnv } from "./config.ts";
+import { DEFAULT_SWEEP_INTERVAL_MS, startHousekeeping } from "./housekeeping.ts";
 import { boundedWait, startTurnWorker, type TurnWorker } from "./worker.ts";
 
 export interface WorkerMainOptions {
@@ -19,6 +20,8 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   const cfg = workerConfigFromEnv(env);
   const scrubber = createScrubber({ env: env as Record<string, string | undefined> });
   const logger = createLogger({ scrubber, base: { service: "turn-worker" }, env });
+  // The instance id is held from here until the worker stops; the first sweep runs before any turn.
+  const housekeeping = await startHousekeeping({ ...cfg, sweepIntervalMs: cfg.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS, logger, env });
   // Off unless OTEL_* configures an exporter; spans pass the redacting exporter either way.
   const telemetry = startTelemetry({ scrubber, env });
   const redis = connectRedis({ env: env as NodeJS.ProcessEnv });
@@ -26,8 +29,9 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   let worker: TurnWorker;
   try {
     // The environment's options, then what only the process has: its connection, logger, scrubber and telemetry.
-    worker = startTurnWorker({ ...cfg, concurrency: options.concurrency ?? cfg.concurrency, redis, logger, scrubber, secretEnv: env, telemetry });
+    worker = startTurnWorker({ ...cfg, instanceId: housekeeping.instanceId, concurrency: options.concurrency ?? cfg.concurrency, redis, logger, scrubber, secretEnv: env, telemetry });
   } catch (err) {
+    housekeeping.stop();
     redis.disconnect();
     await boundedWait(telemetry.shutdown(), 1000);
     throw err;
@@ -37,6 +41,7 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   if (cfg.operatorKeys === undefined) logger.warn({}, "no TURNSTREAM_OPERATOR_KEYS: supervised turns will fail, since no operator decision could be verified");
   await worker.ready();
   logger.info({ worker: worker.id, pid: process.pid, concurrency: worker.worker.opts.concurrency, roots: cfg.workspaceRoots }, "worker ready");
+  logger.info({ instance: housekeeping.instanceId, instanceRoot: housekeeping.instanceRoot }, "instance id held");
   await new Promise<void>((resolve) => {
     const onSignal = (sig: NodeJS.Signals): void => {
       logger.info({ signal: sig }, "signal received; stopping");
@@ -48,6 +53,7 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
     process.on("SIGINT", onSignal);
   });
   await worker.close({ graceMs });
+  housekeeping.stop();
   // The last spans (attempts ended by the shutdown) go out before the process exits.
   if (!(await boundedWait(telemetry.shutdown(), 5000))) logger.warn({}, "telemetry did not flush within 5 s; some spans may be lost");
   if (!(await boundedWait(redis.quit(), 1000))) redis.disconnect();

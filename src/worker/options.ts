@@ -143,7 +143,10 @@ export type WorkerEnvConfig = Pick<
   | "keepRawLines"
   | "maxOutputLines"
   | "maxOutputBytes"
->;
+> & {
+  /** How often the worker process sweeps dead runs' leftovers (ms; 0: only at start). Not a worker option: the process does it. */
+  sweepIntervalMs?: number | undefined;
+};
 
 /** The settings a worker and its jobs run with: every option checked, every default filled in. */
 export interface WorkerSettings {

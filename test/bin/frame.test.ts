@@ -94,6 +94,7 @@ const offlineCalls: Record<string, string[]> = {
   "model-server": ["model-server", "--script", join(scratch, "no-such-script.json")],
   "operator-key": ["operator-key", "public", join(scratch, "no-such.key")],
   parse: ["parse", recording],
+  sweep: ["sweep", "--all", "--instance-root", scratch],
 };
 
 /** A surplus positional argument for each command (run and decide read words as a prompt or reason). */
@@ -115,6 +116,7 @@ const surplusCalls: Record<string, string[] | undefined> = {
   replay: ["replay", SESSION, "extra"],
   run: undefined,
   sessions: ["sessions", "extra"],
+  sweep: ["sweep", "--all", "extra"],
   status: ["status", "extra"],
   tail: ["tail", SESSION, "extra"],
   worker: ["worker", "extra"],

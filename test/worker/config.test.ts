@@ -42,7 +42,7 @@ test("TURNSTREAM_KEEP_RAW_LINES, TURNSTREAM_MAX_OUTPUT_LINES, TURNSTREAM_MAX_OUT
 });
 
 test("one compile step: the environment's options become the settings a worker runs with, unset ones from the defaults", () => {
-  const cfg = workerConfigFromEnv({ ...base, TURNSTREAM_CONCURRENCY: "3", TURNSTREAM_LEASE_MS: "9000", TURNSTREAM_SNAPSHOT_CACHE_MB: "0" });
+  const cfg = workerConfigFromEnv({ ...base, TURNSTREAM_CONCURRENCY: "3", TURNSTREAM_LEASE_MS: "9000", TURNSTREAM_SNAPSHOT_CACHE_MB: "0", TURNSTREAM_INSTANCE_ID: "inst-7" });
   const settings = compileWorkerOptions(cfg);
   assert.deepEqual(
     [settings.concurrency, settings.leaseMs, settings.snapshotCacheBytes, settings.lockDuration, settings.stalledInterval, settings.queueName, settings.logPrefix],
@@ -51,4 +51,14 @@ test("one compile step: the environment's options become the settings a worker r
   assert.equal(settings.instanceId, cfg.instanceId, "the environment's instance id is kept");
   assert.throws(() => compileWorkerOptions({ ...cfg, maxOutputLines: 0 }), /maxOutputLines must be a positive integer/);
   assert.throws(() => compileWorkerOptions({ ...cfg, workspaceRoots: [] }), /workspaceRoots must list at least one directory/);
+});
+
+test("TURNSTREAM_INSTANCE_ID and TURNSTREAM_SWEEP_INTERVAL_MS: unset until the worker claims an id; the interval is whole ms, 0 allowed", () => {
+  const cfg = workerConfigFromEnv(base);
+  assert.deepEqual([cfg.instanceId, cfg.sweepIntervalMs], [undefined, undefined]);
+  assert.deepEqual(workerConfigFromEnv({ ...base, TURNSTREAM_INSTANCE_ID: "pod-a", TURNSTREAM_SWEEP_INTERVAL_MS: "0" }).sweepIntervalMs, 0);
+  assert.equal(workerConfigFromEnv({ ...base, TURNSTREAM_SWEEP_INTERVAL_MS: "60000" }).sweepIntervalMs, 60000);
+  for (const [variable, bad] of [["TURNSTREAM_SWEEP_INTERVAL_MS", "5m"], ["TURNSTREAM_SWEEP_INTERVAL_MS", "-1"], ["TURNSTREAM_INSTANCE_ID", "../x"]] as const) {
+    assert.throws(() => workerConfigFromEnv({ ...base, [variable]: bad }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable);
+  }
 });
