@@ -8,7 +8,8 @@ import { runProjectorProcess } from "../src/projector/process.ts";
 import { createLogger, createScrubber } from "../src/telemetry/index.ts";
 
 const env = process.env;
-const logger = createLogger({ scrubber: createScrubber({ env }), base: { component: "projector" } });
+const scrubber = createScrubber({ env });
+const logger = createLogger({ scrubber, base: { component: "projector" } });
 const version = Number(env["TURNSTREAM_PROJECTION_VERSION"] ?? PROJECTION_VERSION);
 const rescanMs = Number(env["TURNSTREAM_PROJECTOR_RESCAN_MS"] ?? 2000);
 const batchEvents = Number(env["TURNSTREAM_PROJECTOR_BATCH_EVENTS"] ?? 5000);
@@ -21,6 +22,6 @@ if (!Number.isSafeInteger(version) || version < 1 || !(rescanMs > 0) || !Number.
 }
 const redis = connectRedis();
 redis.on("error", (err: Error) => logger.warn({ err: { name: err.name, message: err.message } }, "redis connection error"));
-const code = await runProjectorProcess({ redis, logger, version, rescanMs, batchEvents, prefix: env["TURNSTREAM_PREFIX"] ?? "ts:" });
+const code = await runProjectorProcess({ redis, logger, version, rescanMs, batchEvents, prefix: env["TURNSTREAM_PREFIX"] ?? "ts:", scrubber });
 redis.disconnect();
 process.exitCode = code;

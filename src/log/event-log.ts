@@ -12,7 +12,7 @@ import {
 import { InvalidEventError, UnfencedKindError } from "./errors.ts";
 import { assertPrefix, assertSessionId, DEFAULT_PREFIX, indexKey, seqOfId, sessionKeys, streamId } from "./keys.ts";
 import type { SessionKeys } from "./keys.ts";
-import { silentLogger, type Logger } from "../kernel/index.ts";
+import { errorReporter, silentLogger, type ErrorReporter, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "./redis.ts";
 import { logScripts, type LogScripts } from "./scripts.ts";
 import { storedEnvelope, storedHead } from "./stored-head.ts";
@@ -126,6 +126,8 @@ export interface EventLogOptions {
   unfencedKinds?: readonly string[];
   /** Where the log reports retries and outages (pino-compatible). */
   logger?: Logger | undefined;
+  /** Told how long each append took, seconds (the Redis round trips and script, blob re-uploads included): the log-append metric. */
+  onAppend?: ((seconds: number) => void) | undefined;
 }
 
 /**
@@ -201,6 +203,9 @@ export class EventLog {
   readonly finishedTtlMs: number;
   readonly unfencedKinds: ReadonlySet<string>;
   readonly #logger: Logger;
+  /** Errors of the tails' own connections, which repeat on every reconnect while Redis is away. */
+  readonly #tailErrors: ErrorReporter;
+  readonly #onAppend: ((seconds: number) => void) | undefined;
   readonly #scripts: LogScripts;
   readonly #indexed = new Map<string, number>();
   #indexSwept = 0;
@@ -213,6 +218,8 @@ export class EventLog {
     this.finishedTtlMs = options.finishedTtlMs ?? 0;
     this.unfencedKinds = new Set(options.unfencedKinds ?? DEFAULT_UNFENCED_KINDS);
     this.#logger = options.logger ?? silentLogger;
+    this.#tailErrors = errorReporter(this.#logger);
+    this.#onAppend = options.onAppend;
     this.#scripts = logScripts(this.redis);
   }
 
@@ -337,12 +344,14 @@ export class EventLog {
       else argv.push("r", ev.kind, ev.env, ev.raw);
     }
     let reply: [string, number, number] | undefined;
+    const began = this.#onAppend === undefined ? 0 : performance.now();
     for (let tries = 0; tries < 3; tries++) {
       await this.#uploadBlobs(k, events);
       reply = await this.#scripts.append([k.events, k.meta, k.blobs], argv);
       if (reply[0] !== "missing_blob") break;
       this.#logger.warn({ session }, "blob expired between upload and append; uploading again");
     }
+    if (this.#onAppend !== undefined) this.#onAppend((performance.now() - began) / 1000);
     const [outcome, lastSeq, current] = reply!;
     if (outcome === "missing_blob") throw new Error(`session ${session}: blobs keep expiring before the append; check retention settings`);
     if (auto && (outcome === "appended" || outcome === "duplicate")) {
@@ -486,6 +495,8 @@ export class EventLog {
     const signal = options.signal;
     if (signal?.aborted) return;
     const conn = this.redis.duplicate();
+    // Without a listener ioredis prints each connection error, stack and all, to the console.
+    conn.on("error", (err: Error) => this.#tailErrors("redis connection error", err, { connection: "tail" }));
     const onAbort = (): void => conn.disconnect();
     signal?.addEventListener("abort", onAbort, { once: true });
     // The stored record is JSON with `turn` among its first keys; turn ids need no escaping in JSON.

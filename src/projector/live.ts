@@ -48,6 +48,8 @@ export interface Projector {
   readModel(session: string): Promise<ReadModel | undefined>;
   readonly stats: Readonly<ProjectorStats>;
   readonly version: number;
+  /** Events in the log past this projector's checkpoints, summed over its sessions, as of the last rescan (the lag metric). */
+  readonly lag: number;
 }
 
 /** View statuses after which a session needs no follower until the index shows new activity. */
@@ -93,6 +95,7 @@ class LiveProjector implements Projector {
   readonly #log: EventLog;
   readonly #followers = new Map<string, { done: Promise<void>; sleep: WakeableSleep }>();
   readonly #superseded = new Set<string>();
+  #lag = 0;
   /** `commit` and `idle` per session: what waitIdle waits on. */
   readonly #events = new EventEmitter();
   readonly #stats: ProjectorStats = { following: 0, commits: 0, conflicts: 0, errors: 0, superseded: 0 };
@@ -114,6 +117,10 @@ class LiveProjector implements Projector {
     this.#rescanTimer = setInterval(() => void this.#rescan(), options.rescanMs ?? 2000);
     this.#rescanTimer.unref();
     void this.#rescan();
+  }
+
+  get lag(): number {
+    return this.#lag;
   }
 
   get stats(): ProjectorStats {
@@ -185,8 +192,10 @@ class LiveProjector implements Projector {
     if (this.#stopping) return;
     this.#scanning ??= (async () => {
       try {
-        for (const s of await this.#survey()) {
-          if (this.#superseded.has(s.session) || this.#followers.has(s.session)) continue;
+        const survey = (await this.#survey()).filter((s) => !this.#superseded.has(s.session));
+        this.#lag = survey.reduce((sum, s) => sum + Math.max(0, s.logSeq - s.seq), 0);
+        for (const s of survey) {
+          if (this.#followers.has(s.session)) continue;
           if (s.logSeq > s.seq || (s.logSeq > 0 && s.status !== null && !TERMINAL_STATUSES.has(s.status))) this.#follow(s.session);
         }
       } catch (err) {

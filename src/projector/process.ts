@@ -2,18 +2,28 @@
 // bound. Shared by `turnstream projector` and workers/projector.ts.
 import { DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
+import type { Scrubber } from "../telemetry/index.ts";
 import { startProjector, type ProjectorOptions } from "./live.ts";
+import { startProjectorObservability } from "./observability.ts";
 
 export interface ProjectorProcessOptions extends Omit<ProjectorOptions, "redis" | "logger"> {
   redis: RedisClient;
   logger: Logger;
   /** Exit code after a clean stop is 0; a second signal during stop exits at once with 130. */
   exit?: (code: number) => void;
+  /** Metrics and the ops endpoint read TURNSTREAM_OPS_* and OTEL_* from here (default process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** --ops-port; wins over TURNSTREAM_OPS_PORT. */
+  opsPort?: string | undefined;
+  /** For metric labels and OTLP header values (the logger's). */
+  scrubber: Scrubber;
 }
 
 export async function runProjectorProcess(options: ProjectorProcessOptions): Promise<number> {
   const { logger } = options;
+  const obs = await startProjectorObservability({ env: options.env ?? process.env, opsPort: options.opsPort, redis: options.redis, logger, scrubber: options.scrubber, prefix: options.prefix ?? DEFAULT_PREFIX });
   const projector = startProjector(options);
+  obs.started(projector);
   logger.info({ version: projector.version, prefix: options.prefix ?? DEFAULT_PREFIX }, "projector started");
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     const on = (s: NodeJS.Signals): void => {
@@ -28,7 +38,9 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
   process.once("SIGTERM", again);
   process.once("SIGINT", again);
   logger.info({ signal }, "projector stopping");
+  obs.stopping();
   await projector.stop();
+  await obs.close();
   process.off("SIGTERM", again);
   process.off("SIGINT", again);
   logger.info({ ...projector.stats }, "projector stopped");

@@ -1,9 +1,12 @@
 // A worker process: configuration from the environment, the scrubbing logger, SIGTERM/SIGINT → a
 // bounded shutdown. Used by workers/turn-worker.ts and `turnstream worker`.
 import { connectRedis } from "../log/index.ts";
-import { createLogger, createScrubber, startTelemetry } from "../telemetry/index.ts";
+import { createLogger, createScrubber, routeConsoleToLogger, startTelemetry } from "../telemetry/index.ts";
 import { workerConfigFromEnv } from "./config.ts";
 import { DEFAULT_SWEEP_INTERVAL_MS, startHousekeeping } from "./housekeeping.ts";
+import { startWorkerObservability } from "./observability.ts";
+import { DEFAULT_PREFIX, errorReporter } from "../kernel/index.ts";
+import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "../queue/index.ts";
 import { boundedWait, startTurnWorker, type TurnWorker } from "./worker.ts";
 
 export interface WorkerMainOptions {
@@ -12,6 +15,8 @@ export interface WorkerMainOptions {
   concurrency?: number | undefined;
   /** Shutdown grace period (default TURNSTREAM_SHUTDOWN_GRACE_MS or 30 s). */
   graceMs?: number | undefined;
+  /** `--ops-port`: overrides TURNSTREAM_OPS_PORT (the /metrics, /healthz, /readyz endpoint). */
+  opsPort?: string | undefined;
 }
 
 /** Starts the worker and resolves with the exit code once a signal has shut it down. */
@@ -20,18 +25,25 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   const cfg = workerConfigFromEnv(env);
   const scrubber = createScrubber({ env: env as Record<string, string | undefined> });
   const logger = createLogger({ scrubber, base: { service: "turn-worker" }, env });
+  // What libraries print to the console (BullMQ, ioredis) goes through the logger too, for the rest
+  // of the process's life: its stdout holds only JSON lines.
+  routeConsoleToLogger(logger);
   // The instance id is held from here until the worker stops; the first sweep runs before any turn.
   const housekeeping = await startHousekeeping({ ...cfg, sweepIntervalMs: cfg.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS, logger, env });
   // Off unless OTEL_* configures an exporter; spans pass the redacting exporter either way.
   const telemetry = startTelemetry({ scrubber, env });
   const redis = connectRedis({ env: env as NodeJS.ProcessEnv });
-  redis.on("error", (err: Error) => logger.warn({ err: { message: err.message } }, "redis connection error"));
+  const reportError = errorReporter(logger);
+  redis.on("error", (err: Error) => reportError("redis connection error", err));
+  // Metrics and the ops endpoint (each off unless configured); readiness checks: redis, started, shutdown.
+  const obs = await startWorkerObservability({ env, opsPort: options.opsPort, redis, logger, scrubber, instanceId: housekeeping.instanceId, logPrefix: cfg.logPrefix ?? DEFAULT_PREFIX, queuePrefix: cfg.queuePrefix ?? DEFAULT_QUEUE_PREFIX, queueName: cfg.queueName ?? DEFAULT_QUEUE_NAME });
   let worker: TurnWorker;
   try {
     // The environment's options, then what only the process has: its connection, logger, scrubber and telemetry.
-    worker = startTurnWorker({ ...cfg, instanceId: housekeeping.instanceId, concurrency: options.concurrency ?? cfg.concurrency, redis, logger, scrubber, secretEnv: env, telemetry });
+    worker = startTurnWorker({ ...cfg, instanceId: housekeeping.instanceId, concurrency: options.concurrency ?? cfg.concurrency, redis, logger, scrubber, secretEnv: env, telemetry, observers: obs.observers, onLogAppend: obs.onLogAppend });
   } catch (err) {
     housekeeping.stop();
+    await obs.close();
     redis.disconnect();
     await boundedWait(telemetry.shutdown(), 1000);
     throw err;
@@ -40,11 +52,13 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   const graceMs = options.graceMs ?? (Number.isFinite(graceRaw) && graceRaw >= 0 ? graceRaw : 30_000);
   if (cfg.operatorKeys === undefined) logger.warn({}, "no TURNSTREAM_OPERATOR_KEYS: supervised turns will fail, since no operator decision could be verified");
   await worker.ready();
+  obs.started(worker);
   logger.info({ worker: worker.id, pid: process.pid, concurrency: worker.worker.opts.concurrency, roots: cfg.workspaceRoots }, "worker ready");
   logger.info({ instance: housekeeping.instanceId, instanceRoot: housekeeping.instanceRoot }, "instance id held");
   await new Promise<void>((resolve) => {
     const onSignal = (sig: NodeJS.Signals): void => {
       logger.info({ signal: sig }, "signal received; stopping");
+      obs.stopping();
       process.off("SIGTERM", onSignal);
       process.off("SIGINT", onSignal);
       resolve();
@@ -56,6 +70,7 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   housekeeping.stop();
   // The last spans (attempts ended by the shutdown) go out before the process exits.
   if (!(await boundedWait(telemetry.shutdown(), 5000))) logger.warn({}, "telemetry did not flush within 5 s; some spans may be lost");
+  if (!(await boundedWait(obs.close(), 5000))) logger.warn({}, "metrics did not flush within 5 s");
   if (!(await boundedWait(redis.quit(), 1000))) redis.disconnect();
   logger.info({ worker: worker.id }, "worker stopped");
   return 0;

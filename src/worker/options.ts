@@ -106,6 +106,8 @@ export interface TurnWorkerOptions {
    * after the worker's own span observer; what one throws is logged and the turn goes on.
    */
   observers?: readonly EventObserver[];
+  /** Told each event-log append's duration in seconds (the log-append metric). */
+  onLogAppend?: ((seconds: number) => void) | undefined;
   /** Default true: start fetching jobs at once. */
   autorun?: boolean;
   /**

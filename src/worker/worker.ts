@@ -3,7 +3,7 @@
 // a grace period, then end them and record their attempts abandoned), and connection cleanup.
 import { join } from "node:path";
 import { Worker, type Job, type Queue } from "bullmq";
-import { silentLogger, type Logger } from "../kernel/index.ts";
+import { errorReporter, silentLogger, type Logger } from "../kernel/index.ts";
 import { createEventLog, type EventLog, type RedisClient } from "../log/index.ts";
 import { bullConnection, createTurnQueue, SessionOrder } from "../queue/index.ts";
 import { CREDENTIALS_FILE, operatorConfigDir } from "../cli/index.ts";
@@ -23,6 +23,8 @@ export interface TurnWorker {
   readonly worker: Worker;
   /** Turns running now. */
   readonly active: number;
+  /** CLIs running now (`busy`) of the `size` the worker may run at once. */
+  readonly slots: { readonly busy: number; readonly size: number };
   /**
    * True while another process (another boot token) heartbeats under this worker's instance id in
    * the registry: two processes must never run as one instance. Logged as an error when it starts.
@@ -54,7 +56,7 @@ export function boundedWait(p: Promise<unknown>, ms: number): Promise<boolean> {
 export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const settings = compileWorkerOptions(options);
   const logger = options.logger ?? silentLogger;
-  const log = createEventLog({ redis: options.redis, prefix: settings.logPrefix, logger });
+  const log = createEventLog({ redis: options.redis, prefix: settings.logPrefix, logger, onAppend: options.onLogAppend });
   const queue = createTurnQueue({ redis: options.redis, queuePrefix: settings.queuePrefix, queueName: settings.queueName });
   const { scrubber, lineScrubber } = workerScrubbers(options, settings, logger);
   const hub = lazyDecisionHub(options.redis, log, settings, logger, scrubber);
@@ -87,7 +89,18 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   worker.on("lockRenewalFailed", (jobIds: string[]) => {
     for (const j of jobIds) deps.running.get(j)?.stop("lock_lost");
   });
-  worker.on("error", (err) => logger.warn({ worker: id, err: { name: err.name, message: err.message } }, "queue worker error"));
+  // Both of BullMQ's connections (its commands' and its blocking reads') report through these; an
+  // outage repeats one error per reconnect, so repeats are counted, not logged.
+  const reportError = errorReporter(logger);
+  worker.on("error", (err) => reportError("queue worker error", err, { worker: id }));
+  queue.on("error", (err) => reportError("queue error", err, { worker: id }));
+  // BullMQ takes its listeners off these clients when it closes, while they still reconnect; from
+  // then on ioredis would print each error to the console, so they are reported here instead.
+  for (const client of [connection, queue.opts.connection as RedisClient]) {
+    client.on("error", (err: Error) => {
+      if (client.listenerCount("error") === 1) reportError("redis connection error", err, { worker: id, connection: "queue" });
+    });
+  }
   worker.on("failed", (job, err) => {
     if (job !== undefined) logger.info({ worker: id, jobId: job.id, err: { message: err.message } }, "turn job failed");
   });
@@ -99,6 +112,12 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     worker,
     get active() {
       return deps.running.size;
+    },
+    slots: {
+      get busy() {
+        return slots.busy;
+      },
+      size: settings.concurrency,
     },
     get fenced() {
       return heartbeat.fenced;

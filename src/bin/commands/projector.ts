@@ -8,13 +8,15 @@ import { logPrefix } from "./_connect.ts";
 
 export const summary = "run the live projector (read models in Redis) until SIGTERM";
 
-const usage = `usage: turnstream projector [--version N] [--prefix P] [--rescan-ms MS]
+const usage = `usage: turnstream projector [--version N] [--prefix P] [--rescan-ms MS] [--ops-port PORT]
   Follows every session in the log's index and keeps its read models (session view, transcript,
   decisions) in Redis, checkpointed atomically. Several may run at once.
   --version N     projection version to build (default ${PROJECTION_VERSION}); a newer one rebuilds into
                   new keys and switches readers over per session once it has caught up
   --prefix P      key prefix (default: TURNSTREAM_PREFIX or "ts:")
   --rescan-ms MS  how often the session index is rescanned (default 2000)
+  --ops-port PORT serve /metrics, /healthz and /readyz on PORT (0: a free one, logged); default
+                  TURNSTREAM_OPS_PORT, else none
   Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
 `;
 
@@ -35,6 +37,7 @@ export async function run(argv: string[]): Promise<number> {
       version: { type: "string" },
       prefix: { type: "string" },
       "rescan-ms": { type: "string" },
+      "ops-port": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -47,7 +50,8 @@ export async function run(argv: string[]): Promise<number> {
   const version = positiveInt("version", values.version, PROJECTION_VERSION);
   const rescanMs = positiveInt("rescan-ms", values["rescan-ms"], 2000);
   if (version === undefined || rescanMs === undefined) return EXIT.usage;
-  const logger = createLogger({ scrubber: createScrubber({ env: process.env }), base: { component: "projector" } });
+  const scrubber = createScrubber({ env: process.env });
+  const logger = createLogger({ scrubber, base: { component: "projector" } });
   const redis = await connectForCommand();
   try {
     return await runProjectorProcess({
@@ -56,6 +60,8 @@ export async function run(argv: string[]): Promise<number> {
       version,
       rescanMs,
       prefix: logPrefix(values.prefix),
+      scrubber,
+      opsPort: values["ops-port"],
     });
   } finally {
     redis.disconnect();

@@ -8,7 +8,8 @@ import { runWorkerMain } from "../../worker/main.ts";
 export const summary = "run a turn worker (env: REDIS_URL, TURNSTREAM_WORKSPACE_ROOTS, …) until SIGTERM/SIGINT";
 
 const usage =
-  "usage: turnstream worker [--concurrency N] [--grace-ms MS]\n" +
+  "usage: turnstream worker [--concurrency N] [--grace-ms MS] [--ops-port PORT]\n" +
+  "  --ops-port PORT  serve /metrics, /healthz and /readyz on PORT (0: a free one, logged); default TURNSTREAM_OPS_PORT, else none\n" +
   "env: REDIS_URL or REDIS_CLUSTER_NODES, TURNSTREAM_WORKSPACE_ROOTS (colon-separated, required),\n" +
   "     TURNSTREAM_CONCURRENCY, TURNSTREAM_INSTANCE_ROOT, TURNSTREAM_SANDBOXED, ANTHROPIC_* (passed to the CLI)\n";
 
@@ -17,7 +18,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     parsed = parseArgs({
       args: argv,
-      options: { concurrency: { type: "string" }, "grace-ms": { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: { concurrency: { type: "string" }, "grace-ms": { type: "string" }, "ops-port": { type: "string" }, help: { type: "boolean", short: "h" } },
     });
   } catch (err) {
     process.stderr.write(`turnstream worker: ${err instanceof Error ? err.message : String(err)}\n${usage}`);
@@ -39,7 +40,7 @@ export async function run(argv: string[]): Promise<number> {
     // One bounded ping first: a worker started against a Redis that is not there says so and exits
     // 3 (the dispatcher's infrastructure code) instead of retrying silently forever.
     (await connectForCommand()).disconnect();
-    const code = await runWorkerMain({ concurrency, graceMs });
+    const code = await runWorkerMain({ concurrency, graceMs, opsPort: parsed.values["ops-port"] });
     // Shutdown is bounded; a handle some library leaves behind (a reconnect timer to a Redis that is
     // gone) must not keep a stopped worker alive. Unref'd: a clean exit does not wait for it.
     setTimeout(() => process.exit(code), 2000).unref();

@@ -1,0 +1,100 @@
+// Fleet-wide gauges: the queue by state and its oldest waiting job, the pending decisions and the
+// oldest of them. Every process that has a source reports the same values (they are read from Redis,
+// not counted locally), so dashboards aggregate them with max across instances, never sum: max stays
+// right when some processes are down or lagging, and no process has to be elected to report them.
+// One callback reads everything per collection, with one bounded wait: a Redis that does not answer
+// in time leaves these gauges out of that scrape rather than holding the scrape up.
+import type { BatchObservableResult, Meter } from "@opentelemetry/api";
+import { pendingKey } from "../decisions/index.ts";
+import type { Logger } from "../kernel/index.ts";
+import type { RedisClient } from "../log/index.ts";
+import { gauge } from "./instruments.ts";
+import { METRICS, QUEUE_STATES } from "./names.ts";
+
+/** The part of a BullMQ Queue the gauges read. */
+export interface QueueCountsSource {
+  getJobCounts(...types: Array<(typeof QUEUE_STATES)[number]>): Promise<Record<string, number>>;
+  getJobs(types: Array<"wait">, start: number, end: number, asc: boolean): Promise<Array<{ timestamp: number } | undefined>>;
+}
+
+export interface FleetSources {
+  /** The Redis of the decision index. */
+  redis: RedisClient;
+  /** Key prefix of the event log (the decision index lives under it). */
+  logPrefix: string;
+  /** The turn queue; without it the queue gauges are not reported. */
+  queue?: QueueCountsSource | undefined;
+  /** Longest a collection waits for Redis (default 2000 ms). */
+  collectTimeoutMs?: number;
+}
+
+interface FleetReading {
+  counts?: Record<string, number>;
+  oldestWaitS?: number;
+  pending: number;
+  oldestPendingS: number;
+}
+
+async function readQueue(queue: QueueCountsSource, now: number): Promise<Pick<FleetReading, "counts" | "oldestWaitS">> {
+  const [counts, oldest] = await Promise.all([queue.getJobCounts(...QUEUE_STATES), queue.getJobs(["wait"], 0, 0, true)]);
+  const first = oldest[0];
+  return { counts, oldestWaitS: first === undefined ? 0 : Math.max(0, (now - first.timestamp) / 1000) };
+}
+
+/** Pending requests in the decision index that have not expired, and how long the oldest has waited. */
+async function readPending(redis: RedisClient, prefix: string, now: number): Promise<Pick<FleetReading, "pending" | "oldestPendingS">> {
+  const values = await redis.hvals(pendingKey(prefix));
+  let pending = 0;
+  let oldest = now;
+  for (const v of values) {
+    let e: { requestedAt?: unknown; expiresAt?: unknown };
+    try {
+      e = JSON.parse(v) as typeof e;
+    } catch {
+      continue;
+    }
+    const requested = Date.parse(String(e.requestedAt));
+    const expires = Date.parse(String(e.expiresAt));
+    if (!Number.isFinite(requested) || (Number.isFinite(expires) && expires <= now)) continue;
+    pending++;
+    oldest = Math.min(oldest, requested);
+  }
+  return { pending, oldestPendingS: Math.max(0, (now - oldest) / 1000) };
+}
+
+async function readFleet(sources: FleetSources): Promise<FleetReading> {
+  const now = Date.now();
+  const [queue, pending] = await Promise.all([sources.queue === undefined ? {} : readQueue(sources.queue, now), readPending(sources.redis, sources.logPrefix, now)]);
+  return { ...queue, ...pending };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms)));
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Registers the fleet gauges on `meter`. */
+export function fleetGauges(meter: Meter, sources: FleetSources, logger: Logger): void {
+  const depth = gauge(meter, METRICS.queueDepth);
+  const oldestWait = gauge(meter, METRICS.queueOldestWaitAge);
+  const pending = gauge(meter, METRICS.decisionsPending);
+  const oldestPending = gauge(meter, METRICS.decisionsOldestPendingAge);
+  const timeoutMs = sources.collectTimeoutMs ?? 2000;
+  meter.addBatchObservableCallback(
+    async (r: BatchObservableResult) => {
+      let reading: FleetReading;
+      try {
+        reading = await withTimeout(readFleet(sources), timeoutMs);
+      } catch (err) {
+        logger.debug({ err: { message: (err as Error).message } }, "fleet gauges not read this time");
+        return;
+      }
+      if (reading.counts !== undefined) for (const state of QUEUE_STATES) r.observe(depth, reading.counts[state] ?? 0, { "turnstream.queue.state": state });
+      if (reading.oldestWaitS !== undefined) r.observe(oldestWait, reading.oldestWaitS);
+      r.observe(pending, reading.pending);
+      r.observe(oldestPending, reading.oldestPendingS);
+    },
+    [depth, oldestWait, pending, oldestPending],
+  );
+}

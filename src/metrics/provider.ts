@@ -1,0 +1,201 @@
+// Metrics set-up from the standard OTEL_* environment, read once per process. Two readers: the
+// Prometheus exporter, served by the ops endpoint's /metrics (it never opens a port of its own), when
+// that endpoint is on; and an OTLP push reader when an OTLP endpoint or OTEL_METRICS_EXPORTER says
+// so. OTEL_METRICS_EXPORTER=none (or OTEL_SDK_DISABLED=true) turns metrics off. The SDK and the
+// exporters load only when a reader is configured, so a process without metrics does not pay for them.
+import { createRequire } from "node:module";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createNoopMeter, type Meter } from "@opentelemetry/api";
+import type { MeterProvider, MetricReader, PushMetricExporter } from "@opentelemetry/sdk-metrics";
+import type { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
+import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
+import { DEFAULT_SERVICE_NAME, parseKeyValueList, TelemetryConfigError, type EnvLike, type OtlpProtocol, type Scrubber } from "../telemetry/index.ts";
+
+const load = createRequire(import.meta.url);
+
+/** The instrumentation scope turnstream's instruments belong to. */
+export const METER_NAME = "turnstream";
+
+export interface MetricsConfig {
+  readonly enabled: boolean;
+  /** Serve /metrics through the ops endpoint. */
+  readonly prometheus: boolean;
+  readonly otlp: boolean;
+  readonly console: boolean;
+  readonly protocol: OtlpProtocol;
+  readonly url: string;
+  readonly headers: Record<string, string>;
+  readonly timeoutMillis: number | undefined;
+  readonly compression: "gzip" | "none" | undefined;
+  readonly intervalMillis: number;
+  readonly exportTimeoutMillis: number;
+  readonly serviceName: string;
+  readonly resourceAttributes: Record<string, string>;
+}
+
+const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v.trim() === "" ? undefined : v.trim());
+
+function positiveMs(env: EnvLike, names: readonly string[], dflt: number | undefined): number | undefined {
+  for (const name of names) {
+    const text = nonEmpty(env[name]);
+    if (text === undefined) continue;
+    const n = Number(text);
+    if (!(Number.isFinite(n) && n > 0)) throw new TelemetryConfigError(name, `${name} must be a positive number of milliseconds, got '${text}'`);
+    return n;
+  }
+  return dflt;
+}
+
+/** The exporters OTEL_METRICS_EXPORTER lists (undefined when unset). */
+function listedExporters(env: EnvLike): Set<string> | undefined {
+  const text = nonEmpty(env["OTEL_METRICS_EXPORTER"]);
+  if (text === undefined) return undefined;
+  const names = new Set(text.split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== ""));
+  for (const n of names) {
+    if (!["otlp", "prometheus", "console", "none"].includes(n)) {
+      throw new TelemetryConfigError("OTEL_METRICS_EXPORTER", `OTEL_METRICS_EXPORTER lists '${n}'; use prometheus, otlp, console or none`);
+    }
+  }
+  return names.has("none") ? new Set() : names;
+}
+
+function otlpSettings(env: EnvLike): Pick<MetricsConfig, "protocol" | "url" | "headers" | "timeoutMillis" | "compression"> {
+  const protocolVar = nonEmpty(env["OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"]) !== undefined ? "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  const protocol = nonEmpty(env[protocolVar]) ?? "http/protobuf";
+  if (protocol !== "http/protobuf" && protocol !== "http/json" && protocol !== "grpc") {
+    throw new TelemetryConfigError(protocolVar, `${protocolVar} is '${protocol}'; use http/protobuf, http/json or grpc`);
+  }
+  const endpoint = nonEmpty(env["OTEL_EXPORTER_OTLP_ENDPOINT"]);
+  const metricsEndpoint = nonEmpty(env["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"]);
+  // The signal path is appended to the base endpoint over HTTP only, as the exporters do.
+  const url =
+    metricsEndpoint ??
+    (protocol === "grpc" ? (endpoint ?? "http://localhost:4317") : endpoint !== undefined ? `${endpoint.replace(/\/+$/, "")}/v1/metrics` : "http://localhost:4318/v1/metrics");
+  try {
+    new URL(url);
+  } catch {
+    const v = metricsEndpoint !== undefined ? "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
+    throw new TelemetryConfigError(v, `${v} is not a URL; set it like http://collector:4318`);
+  }
+  const headers = {
+    ...parseKeyValueList(nonEmpty(env["OTEL_EXPORTER_OTLP_HEADERS"]), "OTEL_EXPORTER_OTLP_HEADERS"),
+    ...parseKeyValueList(nonEmpty(env["OTEL_EXPORTER_OTLP_METRICS_HEADERS"]), "OTEL_EXPORTER_OTLP_METRICS_HEADERS"),
+  };
+  const timeoutMillis = positiveMs(env, ["OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"], undefined);
+  const compression = (nonEmpty(env["OTEL_EXPORTER_OTLP_METRICS_COMPRESSION"]) ?? nonEmpty(env["OTEL_EXPORTER_OTLP_COMPRESSION"]))?.toLowerCase();
+  if (compression !== undefined && compression !== "gzip" && compression !== "none") {
+    throw new TelemetryConfigError("OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION must be gzip or none");
+  }
+  return { protocol, url, headers, timeoutMillis, compression };
+}
+
+/**
+ * Reads the OTEL_* variables that decide whether and where metrics go. Pure: no I/O. `opsEndpoint`:
+ * whether this process serves /metrics. Unset OTEL_METRICS_EXPORTER means prometheus when the ops
+ * endpoint is on, plus otlp when an OTLP endpoint is set.
+ */
+export function metricsConfig(env: EnvLike, opsEndpoint: boolean, fallbackServiceName = DEFAULT_SERVICE_NAME): MetricsConfig {
+  const listed = listedExporters(env);
+  const otlpEndpointSet = nonEmpty(env["OTEL_EXPORTER_OTLP_ENDPOINT"]) !== undefined || nonEmpty(env["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"]) !== undefined;
+  if (listed?.has("prometheus") === true && !opsEndpoint) {
+    throw new TelemetryConfigError("OTEL_METRICS_EXPORTER", "OTEL_METRICS_EXPORTER lists prometheus, but this process serves no /metrics: set TURNSTREAM_OPS_PORT (or --ops-port)");
+  }
+  const prometheus = listed === undefined ? opsEndpoint : listed.has("prometheus");
+  const otlp = listed === undefined ? otlpEndpointSet : listed.has("otlp");
+  const console = listed?.has("console") === true;
+  const disabled = nonEmpty(env["OTEL_SDK_DISABLED"])?.toLowerCase() === "true";
+  const resourceAttributes = parseKeyValueList(nonEmpty(env["OTEL_RESOURCE_ATTRIBUTES"]), "OTEL_RESOURCE_ATTRIBUTES");
+  return {
+    enabled: !disabled && (prometheus || otlp || console),
+    prometheus: !disabled && prometheus,
+    otlp: !disabled && otlp,
+    console: !disabled && console,
+    ...otlpSettings(env),
+    intervalMillis: positiveMs(env, ["OTEL_METRIC_EXPORT_INTERVAL"], 60_000)!,
+    exportTimeoutMillis: positiveMs(env, ["OTEL_METRIC_EXPORT_TIMEOUT"], 30_000)!,
+    serviceName: nonEmpty(env["OTEL_SERVICE_NAME"]) ?? resourceAttributes["service.name"] ?? fallbackServiceName,
+    resourceAttributes,
+  };
+}
+
+export interface StartMetricsOptions {
+  /** Where the OTEL_* variables are read (default process.env). */
+  env?: EnvLike;
+  /** Resource attribute values are scrubbed; OTLP header values are registered with it as secrets. */
+  scrubber: Scrubber;
+  /** Whether this process serves /metrics (its ops endpoint is on). */
+  opsEndpoint: boolean;
+  /** service.instance.id: the worker's id, or the projector's. */
+  instanceId: string;
+  /** Used when OTEL_SERVICE_NAME is not set. */
+  serviceName?: string;
+  /** An extra reader (tests: an in-memory one); turns metrics on by itself. */
+  reader?: MetricReader;
+}
+
+export interface Metrics {
+  readonly enabled: boolean;
+  /** turnstream's meter (a no-op one when metrics are off). */
+  readonly meter: Meter;
+  /** The Prometheus text handler for /metrics, when that reader is on. */
+  readonly prometheus: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  forceFlush(): Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+type Sdk = typeof import("@opentelemetry/sdk-metrics");
+
+function otlpExporter(config: MetricsConfig): PushMetricExporter {
+  type Exporter = new (options: Record<string, unknown>) => PushMetricExporter;
+  const pkg = { grpc: "@opentelemetry/exporter-metrics-otlp-grpc", "http/json": "@opentelemetry/exporter-metrics-otlp-http", "http/protobuf": "@opentelemetry/exporter-metrics-otlp-proto" }[config.protocol];
+  const { OTLPMetricExporter } = load(pkg) as { OTLPMetricExporter: Exporter };
+  // gRPC takes its headers as metadata, which it reads from the environment itself.
+  const headers = config.protocol === "grpc" ? {} : { headers: config.headers };
+  return new OTLPMetricExporter({ url: config.url, ...headers, timeoutMillis: config.timeoutMillis, compression: config.compression });
+}
+
+function readers(config: MetricsConfig, sdk: Sdk, extra: MetricReader | undefined): { readers: MetricReader[]; prometheus: PrometheusExporter | undefined } {
+  const out: MetricReader[] = extra === undefined ? [] : [extra];
+  let prometheus: PrometheusExporter | undefined;
+  if (config.prometheus) {
+    const { PrometheusExporter: Exporter } = load("@opentelemetry/exporter-prometheus") as { PrometheusExporter: typeof PrometheusExporter };
+    prometheus = new Exporter({ preventServerStart: true });
+    // The exporter ships its own copy of sdk-metrics; the reader contract is the same.
+    out.push(prometheus as unknown as MetricReader);
+  }
+  const push = (exporter: PushMetricExporter): MetricReader =>
+    new sdk.PeriodicExportingMetricReader({ exporter, exportIntervalMillis: config.intervalMillis, exportTimeoutMillis: Math.min(config.exportTimeoutMillis, config.intervalMillis) });
+  if (config.otlp) out.push(push(otlpExporter(config)));
+  if (config.console) out.push(push(new sdk.ConsoleMetricExporter()));
+  return { readers: out, prometheus };
+}
+
+const noop = (): Metrics => ({
+  enabled: false,
+  meter: createNoopMeter(),
+  prometheus: undefined,
+  forceFlush: () => Promise.resolve(),
+  shutdown: () => Promise.resolve(),
+});
+
+/** Starts the meter provider as the OTEL_* variables say; a no-op meter when metrics are off. Never global. */
+export function startMetrics(options: StartMetricsOptions): Metrics {
+  const config = metricsConfig(options.env ?? process.env, options.opsEndpoint, options.serviceName);
+  if (!config.enabled && options.reader === undefined) return noop();
+  options.scrubber.addValues(Object.entries(config.headers).map(([k, v]) => [`otlp header ${k}`, v] as const));
+  const sdk = load("@opentelemetry/sdk-metrics") as Sdk;
+  const scrubbed = Object.fromEntries(Object.entries(config.resourceAttributes).map(([k, v]) => [k, options.scrubber.scrub(v, { sink: "metric", field: k })]));
+  const resource = defaultResource()
+    .merge(resourceFromAttributes(scrubbed))
+    .merge(resourceFromAttributes({ "service.name": config.serviceName, "service.instance.id": options.instanceId }));
+  const { readers: all, prometheus } = readers(config, sdk, options.reader);
+  const provider: MeterProvider = new sdk.MeterProvider({ resource, readers: all });
+  let down: Promise<void> | undefined;
+  return {
+    enabled: true,
+    meter: provider.getMeter(METER_NAME),
+    prometheus: prometheus === undefined ? undefined : (req, res) => prometheus.getMetricsRequestHandler(req, res),
+    forceFlush: () => provider.forceFlush(),
+    shutdown: () => (down ??= provider.shutdown()),
+  };
+}

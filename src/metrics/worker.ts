@@ -1,0 +1,186 @@
+// A worker's instruments. Counters and histograms come from the events the worker writes, through the
+// same observer interface spans use (no second path through the worker); gauges are read when a
+// reader collects: CLI slots from the worker, the queue and the decision index from Redis, all in one
+// callback bounded by a timeout, so a slow Redis delays no scrape past it.
+import type { Attributes, BatchObservableResult, Counter, Histogram, Meter } from "@opentelemetry/api";
+import type { AttemptContext, AttemptObserver, EventObserver, ObservedEvent } from "../events/index.ts";
+import { isObj, numberField, silentLogger, stringField, type Logger } from "../kernel/index.ts";
+import type { ParsedLine } from "../protocol/index.ts";
+import type { Scrubber } from "../telemetry/index.ts";
+import { fleetGauges, type FleetSources } from "./fleet.ts";
+import { counter, gauge, histogram } from "./instruments.ts";
+import { ABANDON_REASONS, ATTEMPT_OUTCOMES, bounded, ERROR_TYPES, METRICS, modelLabel } from "./names.ts";
+
+/** What the gauges read of a running worker. */
+export interface ObservedWorker {
+  readonly slots: { readonly busy: number; readonly size: number };
+}
+
+export interface WorkerInstruments {
+  /** For the worker's `observers`. */
+  readonly observer: EventObserver;
+  /** For the worker's `onLogAppend`: one append's duration. */
+  readonly onLogAppend: (seconds: number) => void;
+  /** Starts the slot gauges on this worker. */
+  bindWorker(worker: ObservedWorker): void;
+}
+
+export interface WorkerInstrumentsOptions extends FleetSources {
+  /** Model names pass it before they become a label (a secret-shaped model name becomes "other"). */
+  scrubber: Scrubber;
+  logger?: Logger;
+}
+
+interface EventInstruments {
+  turnsEnded: Counter;
+  attempts: Counter;
+  retries: Counter;
+  attemptDuration: Histogram;
+  firstLine: Histogram;
+  cost: Counter;
+  tokens: Histogram;
+}
+
+const objOf = (v: unknown): Record<string, unknown> | undefined => (isObj(v) ? v : undefined);
+
+const TIMED_OUT_KINDS = new Set(["timeout", "inactivity"]);
+const TOKEN_FIELDS = [
+  ["input", "input_tokens"],
+  ["output", "output_tokens"],
+  ["cache_read", "cache_read_input_tokens"],
+  ["cache_creation", "cache_creation_input_tokens"],
+] as const;
+
+/** Follows one attempt's events; counts its end once, however it ends. */
+class AttemptMetrics implements AttemptObserver {
+  readonly #i: EventInstruments;
+  readonly #attempt: number;
+  readonly #model: string;
+  readonly #began = performance.now();
+  #startedWritten: number | undefined;
+  #firstLineSeen = false;
+  #ended = false;
+
+  constructor(i: EventInstruments, context: AttemptContext, model: string) {
+    this.#i = i;
+    this.#attempt = context.attempt;
+    this.#model = model;
+  }
+
+  onEvent(event: ObservedEvent, parsed?: ParsedLine): void {
+    switch (event.kind) {
+      case "attempt.started":
+        this.#startedWritten = performance.now();
+        return;
+      case "cli.line":
+        return this.#line(parsed);
+      case "attempt.abandoned":
+        return this.#abandoned(event.data);
+      case "turn.finished":
+        this.#turn("finished", undefined);
+        return this.#end("finished");
+      case "turn.failed": {
+        const kind = stringField(objOf(event.data), "errorKind");
+        this.#turn(kind !== undefined && TIMED_OUT_KINDS.has(kind) ? "timed_out" : "failed", kind);
+        return this.#end("failed");
+      }
+      case "turn.cancelled":
+        this.#turn("cancelled", "cancelled");
+        return this.#end("cancelled");
+    }
+  }
+
+  end(reason: string): void {
+    this.#end("abandoned", reason);
+  }
+
+  #line(parsed: ParsedLine | undefined): void {
+    if (!this.#firstLineSeen && this.#startedWritten !== undefined) {
+      this.#firstLineSeen = true;
+      this.#i.firstLine.record((performance.now() - this.#startedWritten) / 1000);
+    }
+    if (parsed?.category !== "known" || parsed.type !== "result") return;
+    const line = parsed.line as Record<string, unknown>;
+    const model = { "gen_ai.request.model": this.#model };
+    const cost = numberField(line, "total_cost_usd");
+    if (cost !== undefined && cost > 0) this.#i.cost.add(cost, model);
+    const usage = line["usage"];
+    if (!isObj(usage)) return;
+    for (const [type, field] of TOKEN_FIELDS) {
+      const n = numberField(usage, field);
+      if (n !== undefined && n >= 0) this.#i.tokens.record(n, { ...model, "gen_ai.token.type": type });
+    }
+  }
+
+  #abandoned(data: unknown): void {
+    const reason = bounded(stringField(objOf(data), "reason"), ABANDON_REASONS);
+    const retry = isObj(data) && data["retry"] === true;
+    if (retry) this.#i.retries.add(1, { "error.type": reason });
+    // An earlier attempt whose worker died, recorded by this one: counted, but this attempt goes on.
+    if (numberField(objOf(data), "attempt") !== this.#attempt) {
+      this.#i.attempts.add(1, { "turnstream.attempt.outcome": "abandoned", "turnstream.abandon.reason": reason });
+      return;
+    }
+    this.#end("abandoned", reason);
+  }
+
+  #turn(outcome: string, errorKind: string | undefined): void {
+    const attrs: Attributes = { "turnstream.turn.outcome": outcome };
+    if (errorKind !== undefined || outcome !== "finished") attrs["error.type"] = bounded(errorKind, ERROR_TYPES);
+    this.#i.turnsEnded.add(1, attrs);
+  }
+
+  #end(outcome: (typeof ATTEMPT_OUTCOMES)[number], reason?: string): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    const attrs: Attributes = { "turnstream.attempt.outcome": outcome };
+    if (outcome === "abandoned") attrs["turnstream.abandon.reason"] = bounded(reason, ABANDON_REASONS);
+    this.#i.attempts.add(1, attrs);
+    this.#i.attemptDuration.record((performance.now() - this.#began) / 1000, { "turnstream.attempt.outcome": outcome });
+  }
+}
+
+/** The observer that turns a worker's events into counters and histograms. */
+export function metricsObserver(meter: Meter, scrubber: Scrubber): EventObserver {
+  const i: EventInstruments = {
+    turnsEnded: counter(meter, METRICS.turnsEnded),
+    attempts: counter(meter, METRICS.attempts),
+    retries: counter(meter, METRICS.retries),
+    attemptDuration: histogram(meter, METRICS.attemptDuration),
+    firstLine: histogram(meter, METRICS.cliFirstLineDuration),
+    cost: counter(meter, METRICS.cost),
+    tokens: histogram(meter, METRICS.tokenUsage),
+  };
+  // Model names repeat: the shape check and the scrubber run once per name.
+  const models = new Map<string, string>();
+  const label = (m: string | undefined): string => {
+    let v = models.get(m ?? "");
+    if (v === undefined) {
+      v = modelLabel(m, (t) => scrubber.scrub(t, { sink: "metric", field: "gen_ai.request.model" }));
+      if (models.size < 1000) models.set(m ?? "", v);
+    }
+    return v;
+  };
+  return { attempt: (context) => new AttemptMetrics(i, context, label(context.requestModel)) };
+}
+
+/** Every instrument of a worker on `meter`. */
+export function workerInstruments(meter: Meter, options: WorkerInstrumentsOptions): WorkerInstruments {
+  const appendDuration = histogram(meter, METRICS.logAppendDuration);
+  fleetGauges(meter, options, options.logger ?? silentLogger);
+  const usage = gauge(meter, METRICS.cliSlotsUsage);
+  const limit = gauge(meter, METRICS.cliSlotsLimit);
+  return {
+    observer: metricsObserver(meter, options.scrubber),
+    onLogAppend: (seconds) => appendDuration.record(seconds),
+    bindWorker(worker) {
+      meter.addBatchObservableCallback(
+        (r: BatchObservableResult) => {
+          r.observe(usage, worker.slots.busy);
+          r.observe(limit, worker.slots.size);
+        },
+        [usage, limit],
+      );
+    },
+  };
+}

@@ -1,0 +1,81 @@
+// A worker process's metrics and ops endpoint, set up together: the meter provider from OTEL_*, the
+// event observer and gauges that feed it, and the /metrics, /healthz, /readyz server. Readiness is
+// the ops server's list of named checks; this adds `redis` and `started`, and the process adds its own
+// through `addCheck`.
+import { Queue } from "bullmq";
+import type { EventObserver } from "../events/index.ts";
+import type { Logger } from "../kernel/index.ts";
+import type { RedisClient } from "../log/index.ts";
+import { startMetrics, workerInstruments, type Metrics, type WorkerInstruments } from "../metrics/index.ts";
+import { opsConfigFromEnv, redisReadiness, startOpsServer, type OpsServer, type ReadinessCheck } from "../ops/index.ts";
+import type { Scrubber } from "../telemetry/index.ts";
+import type { TurnWorker } from "./worker.ts";
+
+export interface WorkerObservabilityOptions {
+  env: Readonly<Record<string, string | undefined>>;
+  /** --ops-port; wins over TURNSTREAM_OPS_PORT. */
+  opsPort?: string | undefined;
+  redis: RedisClient;
+  logger: Logger;
+  scrubber: Scrubber;
+  /** service.instance.id of the metrics. */
+  instanceId: string;
+  /** Where the decision index and the queue are (the worker's settings). */
+  logPrefix: string;
+  queuePrefix: string;
+  queueName: string;
+}
+
+export interface WorkerObservability {
+  readonly metrics: Metrics;
+  /** The ops server, when TURNSTREAM_OPS_PORT or --ops-port asks for one. */
+  readonly ops: OpsServer | undefined;
+  /** For startTurnWorker's `observers` (empty when metrics are off). */
+  readonly observers: readonly EventObserver[];
+  /** For startTurnWorker's `onLogAppend`. */
+  readonly onLogAppend: ((seconds: number) => void) | undefined;
+  /** A readiness check more (no-op without an ops server). */
+  addCheck(check: ReadinessCheck): void;
+  /** The worker is up: its gauges start reporting and `started` passes. */
+  started(worker: TurnWorker): void;
+  /** Shutdown began: /readyz fails from now on. */
+  stopping(): void;
+  /** Flushes the last metrics and closes the server. */
+  close(): Promise<void>;
+}
+
+export async function startWorkerObservability(options: WorkerObservabilityOptions): Promise<WorkerObservability> {
+  const opsConfig = opsConfigFromEnv(options.env, options.opsPort);
+  const metrics = startMetrics({ env: options.env, scrubber: options.scrubber, opsEndpoint: opsConfig !== undefined, instanceId: options.instanceId, serviceName: "turnstream-worker" });
+  // Counts only: the process's own connection serves it (a BullMQ worker's blocking one would not).
+  const queue = metrics.enabled ? new Queue(options.queueName, { connection: options.redis as never, prefix: options.queuePrefix }) : undefined;
+  const instruments: WorkerInstruments | undefined =
+    metrics.enabled ? workerInstruments(metrics.meter, { scrubber: options.scrubber, redis: options.redis, logPrefix: options.logPrefix, queue: queue as never, logger: options.logger }) : undefined;
+  let worker: TurnWorker | undefined;
+  const started: ReadinessCheck = { name: "started", check: () => (worker !== undefined ? true : "starting") };
+  let ops: OpsServer | undefined;
+  try {
+    ops = opsConfig === undefined ? undefined : await startOpsServer({ ...opsConfig, logger: options.logger, metrics: metrics.prometheus, checks: [redisReadiness(options.redis), started] });
+  } catch (err) {
+    await metrics.shutdown();
+    await queue?.close();
+    throw err;
+  }
+  return {
+    metrics,
+    ops,
+    observers: instruments === undefined ? [] : [instruments.observer],
+    onLogAppend: instruments?.onLogAppend,
+    addCheck: (check) => ops?.addCheck(check),
+    started(w) {
+      worker = w;
+      instruments?.bindWorker(w);
+    },
+    stopping: () => ops?.shuttingDown(),
+    async close() {
+      await metrics.shutdown().catch((err: unknown) => options.logger.warn({ err: { message: String(err) } }, "metrics did not flush"));
+      await ops?.close();
+      await queue?.close().catch(() => undefined);
+    },
+  };
+}
