@@ -39,6 +39,11 @@ export interface AttemptObserver {
   onEvent(event: ObservedEvent, parsed?: ParsedLine): void;
   /** The attempt ended without a terminal event reaching the observer (fenced, crashed, stopped). */
   end?(reason: string): void;
+  /**
+   * Runs `fn` with this observer's attempt span active in the async context, so what the attempt
+   * logs carries the span's ids. Only an observer that makes spans has it; the worker uses the first.
+   */
+  run?<T>(fn: () => T): T;
 }
 
 export interface EventObserver {

@@ -2,6 +2,9 @@
 // secret to slip out: pino's `redact` paths blank known secret fields; a log-method hook and the
 // formatters pass every message, argument, field and binding through the scrubber; the destination
 // scrubs the final JSON line once more (catching anything a serializer produced afterwards).
+// A line written while a span is active (a worker's attempt runs inside its span) carries the span's
+// ids under the OpenTelemetry log-correlation names, so a line can be found from its trace and back.
+import { context, isSpanContextValid, trace } from "@opentelemetry/api";
 import { pino, type DestinationStream, type Level, type Logger as PinoLogger } from "pino";
 import { redactionMarker, scrubError, type Scrubber } from "./scrub.ts";
 
@@ -33,6 +36,20 @@ export const REDACT_PATHS: readonly string[] = [
 
 const LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 
+const NO_TRACE = Object.freeze({});
+
+/**
+ * `trace_id`, `span_id` and `trace_flags` of the active span, or nothing. Without tracing no context
+ * manager is registered, the active context is always the empty root, and this is one map lookup.
+ */
+export function traceFields(): Readonly<Record<string, string>> {
+  const span = trace.getSpan(context.active());
+  if (span === undefined) return NO_TRACE;
+  const sc = span.spanContext();
+  if (!isSpanContextValid(sc)) return NO_TRACE;
+  return { trace_id: sc.traceId, span_id: sc.spanId, trace_flags: (sc.traceFlags & 0xff).toString(16).padStart(2, "0") };
+}
+
 /** A pino logger whose every line passes the scrubber, with the usual secret paths (auth headers, tokens) blanked first. */
 export function createLogger(options: CreateLoggerOptions): PinoLogger {
   const { scrubber } = options;
@@ -48,6 +65,9 @@ export function createLogger(options: CreateLoggerOptions): PinoLogger {
   return pino(
     {
       level,
+      mixin: traceFields,
+      // pino's default merge assigns into the mixin's object; the shared empty one is left alone.
+      mixinMergeStrategy: (fields: object, ids: object) => (ids === NO_TRACE ? fields : Object.assign(ids, fields)),
       base: options.base === undefined ? null : scrubber.scrubDeep(options.base, ctx),
       redact: {
         paths: [...REDACT_PATHS],

@@ -215,6 +215,21 @@ function globalTracerProvider(): TracerProvider {
   return global instanceof ProxyTracerProvider ? global.getDelegate() : global;
 }
 
+/**
+ * Registers the AsyncLocalStorage context manager NodeSDK registers, unless one is registered: without
+ * one `context.with` does nothing, so no span is ever active and log lines cannot carry its ids.
+ * True when this call registered it. It is NodeSDK's own dependency, so it is loaded from there.
+ */
+function ensureContextManager(): boolean {
+  type Manager = { enable(): Manager; disable(): Manager };
+  const fromSdk = createRequire(load.resolve("@opentelemetry/sdk-node"));
+  const { AsyncLocalStorageContextManager } = fromSdk("@opentelemetry/context-async-hooks") as { AsyncLocalStorageContextManager: new () => Manager };
+  const manager = new AsyncLocalStorageContextManager().enable();
+  if (context.setGlobalContextManager(manager as never)) return true;
+  manager.disable();
+  return false;
+}
+
 /** A tracer provider of our own for an injected exporter: tests and embedders, global only when asked. */
 function privateTelemetry(options: StartTelemetryOptions, config: TracesConfig, exporter: SpanExporter): Telemetry {
   const resource = defaultResource()
@@ -222,13 +237,18 @@ function privateTelemetry(options: StartTelemetryOptions, config: TracesConfig, 
     .merge(resourceFromAttributes({ "service.name": config.serviceName }));
   const provider = new BasicTracerProvider({ resource, spanProcessors: [redactingProcessor(exporter, options.scrubber, options.processor)] });
   if (options.registerGlobal === true) trace.setGlobalTracerProvider(provider);
+  const ownContext = ensureContextManager();
   let down: Promise<void> | undefined;
+  const shutdown = async (): Promise<void> => {
+    await provider.shutdown();
+    if (ownContext) context.disable();
+  };
   return {
     enabled: true,
     tracerProvider: provider,
     tracer: provider.getTracer(TRACER_NAME),
     forceFlush: () => provider.forceFlush(),
-    shutdown: () => (down ??= provider.shutdown()),
+    shutdown: () => (down ??= shutdown()),
   };
 }
 

@@ -82,6 +82,12 @@ export class AttemptEvents {
     return started;
   }
 
+  /** Runs the attempt's work inside its span (the first observer that has one), so its log lines carry the span's ids. */
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const spans = this.#observers.find((o) => o.run !== undefined);
+    return spans === undefined ? fn() : spans.run!(fn);
+  }
+
   /** Observers must not break a turn: what one throws is logged (scrubbed by the logger) and the turn goes on. */
   #guard<T>(call: () => T): T | undefined {
     try {

@@ -21,6 +21,19 @@ export async function runAttempt(deps: ExecuteDeps, job: TurnJob, ctl: AttemptCo
     replay === undefined ? latestSnapshot(deps.log, session, deps.snapshots, begun.lastSnapshot) : Promise.resolve(undefined);
   snapshotRead.catch(() => undefined); // awaited in the preparation unless the attempt ends before it
   const events = new AttemptEvents(deps, job, ctl, begun);
+  return events.run(() => attemptSteps(deps, job, ctl, replay, events, snapshotRead));
+}
+
+/** The attempt's steps once it has begun, run inside its span. */
+async function attemptSteps(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  ctl: AttemptControl,
+  replay: Replay | undefined,
+  events: AttemptEvents,
+  snapshotRead: Promise<Snapshot | undefined>,
+): Promise<AttemptEnd> {
+  const { session, turn } = job;
   try {
     for (const a of await danglingAttempts(deps.log, session, turn, events.attempt)) {
       const abandoned: AttemptAbandonedData = { reason: "worker_crashed", attempt: a, retry: true, detectedBy: events.attempt };

@@ -6,7 +6,7 @@
 //
 // Nothing here records exceptions: a stack is raw text. Texts are scrubbed here (span-text.ts) and
 // again by the RedactingSpanExporter.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
+import { context as otelContext, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
 import { ATTEMPT_END_KINDS, dataOf, isEventKind, type AttemptContext, type AttemptObserver, type ObservedEvent, type TraceIds } from "../../events/index.ts";
 import { isObj, objField, stringField, type Obj } from "../../kernel/index.ts";
 import { parseLine, RunClassifier, type ParsedLine } from "../../protocol/index.ts";
@@ -40,6 +40,8 @@ export class AttemptSpans implements AttemptObserver {
   readonly trace: TraceIds;
   readonly attempt: number;
   readonly #root: Span;
+  /** The attempt span's context (under the producer's trace): where its tools' spans start and its work runs. */
+  readonly #context: Context;
   readonly #text: SpanText;
   readonly #tools: ToolSpans;
   readonly #results: ResultAccounting;
@@ -64,7 +66,8 @@ export class AttemptSpans implements AttemptObserver {
     this.#root = options.tracer.startSpan(ATTEMPT_SPAN_NAME, { kind: SpanKind.CLIENT, startTime: this.#lastMs, attributes: attemptAttributes(context) }, parent);
     this.trace = attemptTraceIds(this.#root, parent);
     this.#text = spanText(context.scrub, options.maxContentChars ?? DEFAULT_MAX_CONTENT_CHARS);
-    this.#tools = new ToolSpans({ tracer: options.tracer, attemptContext: trace.setSpan(parent, this.#root), text: this.#text, captureContent });
+    this.#context = trace.setSpan(parent, this.#root);
+    this.#tools = new ToolSpans({ tracer: options.tracer, attemptContext: this.#context, text: this.#text, captureContent });
     this.#results = new ResultAccounting(this.#root, this.#text, captureContent);
   }
 
@@ -75,6 +78,11 @@ export class AttemptSpans implements AttemptObserver {
   /** Spans started so far: the attempt's and its tools'. */
   get spanCount(): number {
     return 1 + this.#tools.started;
+  }
+
+  /** Runs `fn` with the attempt span active (a no-op without a registered context manager). */
+  run<T>(fn: () => T): T {
+    return otelContext.with(this.#context, fn);
   }
 
   /**
