@@ -53,6 +53,8 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   if (cfg.operatorKeys === undefined) logger.warn({}, "no TURNSTREAM_OPERATOR_KEYS: supervised turns will fail, since no operator decision could be verified");
   await worker.ready();
   obs.started(worker);
+  // Two processes must never run as one instance: the second is not ready while the first lives.
+  obs.addCheck({ name: "fenced", check: () => (worker.fenced ? "another process holds this instance id" : true) });
   logger.info({ worker: worker.id, pid: process.pid, concurrency: worker.worker.opts.concurrency, roots: cfg.workspaceRoots }, "worker ready");
   logger.info({ instance: housekeeping.instanceId, instanceRoot: housekeeping.instanceRoot }, "instance id held");
   await new Promise<void>((resolve) => {
