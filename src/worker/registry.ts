@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import type { Logger } from "../kernel/index.ts";
+import { errorReporter, type ErrorReporter, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
 import { luaScript, scriptCommand } from "../log/scripts.ts";
 
@@ -17,8 +17,6 @@ const UNREGISTER = luaScript("turnstreamWorkerUnregister", 2, new URL("./lua/unr
 export const DEFAULT_HEARTBEAT_MS = 5000;
 /** Beats an entry outlives its last one by: a beat or two lost to a busy Redis is not a death. */
 export const HEARTBEAT_TTL_BEATS = 3;
-// A Redis that stays down would otherwise log every beat.
-const FAILURE_LOG_EVERY_MS = 60_000;
 
 /** The registry's keys: one hash tag, so the entries and their index sit in one cluster slot. */
 export function registryKeys(prefix: string): { live: string; entry(id: string): string } {
@@ -117,17 +115,19 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
   };
 }
 
-/** What the beats learned: fenced or not, and failures, each change logged once. */
+/** What the beats learned: fenced or not, each change logged once; failures, repeats counted rather than logged. */
 class BeatState {
   fenced = false;
   private failingSince: number | undefined;
-  private lastFailureLog = 0;
   private readonly logger: Logger;
   private readonly id: string;
+  // A Redis that stays down would otherwise log every beat.
+  private readonly report: ErrorReporter;
 
   constructor(logger: Logger, id: string) {
     this.logger = logger;
     this.id = id;
+    this.report = errorReporter(logger);
   }
 
   replied(reply: string[]): void {
@@ -149,11 +149,8 @@ class BeatState {
   }
 
   failed(err: unknown): void {
-    const now = Date.now();
-    this.failingSince ??= now;
-    if (now - this.lastFailureLog < FAILURE_LOG_EVERY_MS) return;
-    this.lastFailureLog = now;
-    this.logger.warn({ instance: this.id, failingForMs: now - this.failingSince, err: { message: (err as Error).message } }, "worker heartbeat failed");
+    this.failingSince ??= Date.now();
+    this.report("worker heartbeat failed", err, { instance: this.id });
   }
 }
 

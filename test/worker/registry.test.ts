@@ -58,3 +58,28 @@ test("a worker heartbeats its entry and removes it on close; a second process un
     await r.dispose();
   }
 });
+
+test("a heartbeat against an unreachable Redis never throws, logs the failure rate-limited, and stops cleanly", async () => {
+  const { Redis } = await import("ioredis");
+  const { startHeartbeat } = await import("../../src/worker/registry.ts");
+  const dead = new Redis({ host: "127.0.0.1", port: 1, maxRetriesPerRequest: 0, retryStrategy: () => 50, lazyConnect: false });
+  dead.on("error", () => undefined);
+  let sent = 0;
+  const send = dead.sendCommand.bind(dead);
+  dead.sendCommand = ((...a: Parameters<typeof send>) => (sent++, send(...a))) as typeof dead.sendCommand;
+  const warned: string[] = [];
+  const logger = { debug() {}, info() {}, error() {}, warn: (_o: unknown, msg?: string) => void warned.push(String(msg)) };
+  const hb = startHeartbeat({ redis: dead as never, prefix: "tw-dead:", id: "nowhere", worker: "w", intervalMs: 50, slots: () => ({ busy: 0, total: 1 }), logger });
+  try {
+    await hb.first;
+    await new Promise((r) => setTimeout(r, 600));
+    assert.equal(hb.fenced, false, "a failed beat does not fence");
+    const failures = warned.filter((m) => m === "worker heartbeat failed");
+    assert.ok(sent >= 5, `beats went on (${sent} commands)`);
+    assert.equal(failures.length, 1, `beats failed many times, said once: ${warned.join(" | ")}`);
+    await hb.stop();
+    assert.ok(warned.some((m) => /could not remove the worker's registry entry/.test(m)));
+  } finally {
+    dead.disconnect();
+  }
+});
