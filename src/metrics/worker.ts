@@ -5,7 +5,7 @@
 import type { Attributes, BatchObservableResult, Counter, Histogram, Meter } from "@opentelemetry/api";
 import type { AttemptContext, AttemptObserver, EventObserver, ObservedEvent } from "../events/index.ts";
 import { isObj, numberField, silentLogger, stringField, type Logger } from "../kernel/index.ts";
-import type { ParsedLine } from "../protocol/index.ts";
+import { isKnown, type ParsedLine } from "../protocol/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import { fleetGauges, type FleetSources } from "./fleet.ts";
 import { counter, gauge, histogram } from "./instruments.ts";
@@ -99,7 +99,7 @@ class AttemptMetrics implements AttemptObserver {
       this.#firstLineSeen = true;
       this.#i.firstLine.record((performance.now() - this.#startedWritten) / 1000);
     }
-    if (parsed?.category !== "known" || parsed.type !== "result") return;
+    if (parsed === undefined || !isKnown(parsed, "result")) return;
     const line = parsed.line as Record<string, unknown>;
     const model = { "gen_ai.request.model": this.#model };
     const cost = numberField(line, "total_cost_usd");
