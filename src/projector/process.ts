@@ -11,7 +11,7 @@ export interface ProjectorProcessOptions extends Omit<ProjectorOptions, "redis" 
   logger: Logger;
   /** Exit code after a clean stop is 0; a second signal during stop exits at once with 130. */
   exit?: (code: number) => void;
-  /** Metrics and the ops endpoint read TURNSTREAM_OPS_* and OTEL_* from here (default process.env). */
+  /** Metrics and the ops endpoint read TURNSTREAM_OPS_PORT, TURNSTREAM_OPS_HOST and OTEL_* from here (default process.env). */
   env?: Readonly<Record<string, string | undefined>>;
   /** --ops-port; wins over TURNSTREAM_OPS_PORT. */
   opsPort?: string | undefined;
