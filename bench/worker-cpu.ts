@@ -3,7 +3,9 @@
 // ~144 KB session file that grows ~2.8 KB per turn; exit 45 ms after the result line) at almost no CPU,
 // so the cores stay free and each process's CPU can be read from /proc to a fraction of a millisecond.
 // Own = worker process + Redis + producer (this process) per turn; bare = this process spawning the
-// same stand-in 2 at a time and reading its stdout. Ratio = own / bare. `npm run bench -- worker-cpu
+// same stand-in 2 at a time and reading its stdout. Ratio = own / bare, with metrics off. A second
+// worker with metrics on (its /metrics scraped once a round) runs the same rounds, alternating with
+// the first: metricsRatio = its own CPU per turn / the first's (goal ≤ 1.05). `npm run bench -- worker-cpu
 // [turns] [rounds]`; used to see what a change to the turn path costs, since the turn-overhead bench
 // cannot resolve a millisecond on a saturated machine.
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -45,18 +47,34 @@ out 0; sleep 0.1; out 1; sleep 0.012; out 2; sleep 0.045
 chmodSync(standIn, 0o755);
 
 const redis = redisFor();
-const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-const worker = await startWorkerProcess({
-  REDIS_URL: process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379",
-  ANTHROPIC_API_KEY: "sk-ant-stand-in-dummy-000000",
-  CLAUDE_BIN: standIn,
-  TURNSTREAM_WORKSPACE_ROOTS: ws,
-  TURNSTREAM_PREFIX: space.logPrefix,
-  TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
-  TURNSTREAM_INSTANCE_ROOT: space.dir("inst"),
-  TURNSTREAM_CONCURRENCY: String(CONCURRENCY),
-  LOG_LEVEL: "info",
-});
+/** One worker process and its producer, on prefixes of its own so the two never share a job. */
+async function benchWorker(extraEnv: Record<string, string>) {
+  const lane = testSpace();
+  const producer = createProducer({ redis, logPrefix: lane.logPrefix, queuePrefix: lane.queuePrefix });
+  const proc = await startWorkerProcess({
+    REDIS_URL: process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379",
+    ANTHROPIC_API_KEY: "sk-ant-stand-in-dummy-000000",
+    CLAUDE_BIN: standIn,
+    TURNSTREAM_WORKSPACE_ROOTS: ws,
+    TURNSTREAM_PREFIX: lane.logPrefix,
+    TURNSTREAM_QUEUE_PREFIX: lane.queuePrefix,
+    TURNSTREAM_INSTANCE_ROOT: space.dir("inst"),
+    TURNSTREAM_CONCURRENCY: String(CONCURRENCY),
+    LOG_LEVEL: "info",
+    ...extraEnv,
+  });
+  return { lane, producer, proc };
+}
+// Metrics off is the baseline; metrics on serves /metrics on an ephemeral port, scraped once a round
+// (a Prometheus scrape reads the queue and decision gauges from Redis, so its cost is counted).
+const off = await benchWorker({});
+const on = await benchWorker({ TURNSTREAM_OPS_PORT: "0" });
+const listening = await on.proc.waitFor((l) => l["msg"] === "ops endpoint listening (/metrics, /healthz, /readyz)", 30000, "the ops endpoint");
+const metricsUrl = `http://127.0.0.1:${String(listening["port"])}/metrics`;
+const scrape = async (): Promise<void> => {
+  const res = await fetch(metricsUrl);
+  if (!(await res.text()).includes("turnstream_turns_ended_total")) throw new Error("the worker's /metrics shows no turns");
+};
 const redisPid = Number(/process_id:(\d+)/.exec(await redis.info("server"))?.[1]);
 
 /** CPU ms of a process (user + system, clock ticks of 10 ms), from /proc. */
@@ -69,7 +87,7 @@ const ownCpuMs = (): number => {
   return (u.user + u.system) / 1000;
 };
 
-const queued = (tag: string, turns: number): Promise<void> => queuedRound(producer, turns, (s) => `${tag}-${s}-${space.id}`, ws, 300000);
+const queued = (w: typeof off, tag: string, turns: number): Promise<void> => queuedRound(w.producer, turns, (s) => `${tag}-${s}-${w.lane.id}`, ws, 300000);
 const bare = (turns: number): Promise<void> =>
   bareRound(
     turns,
@@ -77,39 +95,54 @@ const bare = (turns: number): Promise<void> =>
     (configDir, resume) => spawnAndRead(standIn, resume ? ["-p", "--resume", resume] : ["-p"], ws, { ...process.env, CLAUDE_CONFIG_DIR: configDir }),
   );
 
-await queued("warm", 8);
+/** CPU ms per turn of one round through `w`: its worker, Redis, and this process (the producer). */
+async function measuredRound(w: typeof off, tag: string): Promise<{ worker: number; redis: number; producer: number }> {
+  const [w0, r0, p0] = [cpuMs(w.proc.pid), cpuMs(redisPid), ownCpuMs()];
+  await queued(w, tag, TURNS);
+  if (w === on) await scrape();
+  return { worker: (cpuMs(w.proc.pid) - w0) / TURNS, redis: (cpuMs(redisPid) - r0) / TURNS, producer: (ownCpuMs() - p0) / TURNS };
+}
+
+await queued(off, "warm", 8);
+await queued(on, "warm", 8);
 await bare(8);
 const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const w: number[] = [];
-const r: number[] = [];
-const p: number[] = [];
+const rounds = { off: [] as Awaited<ReturnType<typeof measuredRound>>[], on: [] as Awaited<ReturnType<typeof measuredRound>>[] };
 const b: number[] = [];
+const fmt = (x: { worker: number; redis: number; producer: number }): string => `worker ${x.worker.toFixed(2)} ms/turn, redis ${x.redis.toFixed(2)}, producer ${x.producer.toFixed(2)}`;
 for (let round = 0; round < ROUNDS; round++) {
-  const [w0, r0, p0] = [cpuMs(worker.pid), cpuMs(redisPid), ownCpuMs()];
-  await queued(`r${round}`, TURNS);
-  w.push((cpuMs(worker.pid) - w0) / TURNS);
-  r.push((cpuMs(redisPid) - r0) / TURNS);
-  p.push((ownCpuMs() - p0) / TURNS);
+  // Alternating which goes first keeps a drift in the machine's load from favouring one side.
+  const order = round % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const);
+  for (const side of order) rounds[side].push(await measuredRound(side === "on" ? on : off, `r${round}${side}`));
   const b0 = ownCpuMs();
   await bare(TURNS);
   b.push((ownCpuMs() - b0) / TURNS);
-  process.stdout.write(`round ${round}: worker ${w.at(-1)!.toFixed(2)} ms/turn, redis ${r.at(-1)!.toFixed(2)}, producer ${p.at(-1)!.toFixed(2)}; bare ${b.at(-1)!.toFixed(2)}\n`);
+  process.stdout.write(`round ${round}: metrics off ${fmt(rounds.off.at(-1)!)}; metrics on ${fmt(rounds.on.at(-1)!)}; bare ${b.at(-1)!.toFixed(2)}\n`);
 }
-worker.kill("SIGTERM");
-await worker.exited;
-await producer.close();
-await cleanupKeys(redis, space);
+for (const w of [off, on]) {
+  w.proc.kill("SIGTERM");
+  await w.proc.exited;
+  await w.producer.close();
+  await cleanupKeys(redis, w.lane);
+  w.lane.cleanup();
+}
 redis.disconnect();
 space.cleanup();
-const own = med(w) + med(r) + med(p);
-process.stdout.write(`medians per turn: worker ${med(w).toFixed(2)} ms, redis ${med(r).toFixed(2)} ms, producer ${med(p).toFixed(2)} ms; bare spawn-and-read ${med(b).toFixed(2)} ms\n`);
+const medians = (xs: typeof rounds.off) => ({ worker: med(xs.map((x) => x.worker)), redis: med(xs.map((x) => x.redis)), producer: med(xs.map((x) => x.producer)) });
+const [mOff, mOn] = [medians(rounds.off), medians(rounds.on)];
+const total = (m: typeof mOff): number => m.worker + m.redis + m.producer;
+process.stdout.write(`medians per turn: metrics off ${fmt(mOff)}; metrics on ${fmt(mOn)}; bare spawn-and-read ${med(b).toFixed(2)} ms\n`);
 process.stdout.write(
   JSON.stringify({
     bench: "worker-cpu",
-    ratio: Number((own / med(b)).toFixed(2)),
-    workerMsPerTurn: Number(med(w).toFixed(2)),
-    redisMsPerTurn: Number(med(r).toFixed(2)),
-    producerMsPerTurn: Number(med(p).toFixed(2)),
+    ratio: Number((total(mOff) / med(b)).toFixed(2)),
+    metricsRatio: Number((total(mOn) / total(mOff)).toFixed(3)),
+    metricsGoal: 1.05,
+    workerMsPerTurn: Number(mOff.worker.toFixed(2)),
+    workerMsPerTurnMetrics: Number(mOn.worker.toFixed(2)),
+    redisMsPerTurn: Number(mOff.redis.toFixed(2)),
+    redisMsPerTurnMetrics: Number(mOn.redis.toFixed(2)),
+    producerMsPerTurn: Number(mOff.producer.toFixed(2)),
     bareMsPerTurn: Number(med(b).toFixed(2)),
     turns: TURNS,
     rounds: ROUNDS,
