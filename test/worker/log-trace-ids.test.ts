@@ -1,11 +1,16 @@
 // Log lines tied to traces, real CLI: with tracing on, what the worker logs while an attempt runs
 // carries the exported attempt span's trace_id and span_id (the ids attempt.started records too), and
-// what it logs outside any turn (its shutdown) carries none.
+// what it logs outside any turn (its start, its shutdown) carries none. In process with an injected
+// exporter, and in a worker process whose OTEL_* settings start the SDK and export over OTLP.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
 import { ATTEMPT_SPAN_NAME, createLogger, createScrubber, startTelemetry } from "../../src/telemetry/index.ts";
+import { createProducer } from "../../src/queue/index.ts";
+import { startModelServer } from "../../src/testing/index.ts";
+import { startOtlpReceiver, type OtlpReceiver } from "../telemetry/otlp-receiver.ts";
 import { dataOf, rig } from "./_more.ts";
+import { cleanupKeys, cliEnv, redisFor, startWorkerProcess, testSpace } from "./_support.ts";
 
 test("worker log lines: ids of the attempt span inside the attempt, none outside", async () => {
   const scrubber = createScrubber({ env: {} });
@@ -53,3 +58,62 @@ test("worker log lines: ids of the attempt span inside the attempt, none outside
   }
 });
 
+
+/** trace and span id of every span named `name` in the receiver's OTLP/JSON requests. */
+function exportedSpans(receiver: OtlpReceiver, name: string): { traceId: string; spanId: string }[] {
+  type Body = { resourceSpans?: { scopeSpans?: { spans?: { name: string; traceId: string; spanId: string }[] }[] }[] };
+  return receiver.requests
+    .flatMap((q) => (q.json as Body | undefined)?.resourceSpans ?? [])
+    .flatMap((r) => r.scopeSpans ?? [])
+    .flatMap((s) => s.spans ?? [])
+    .filter((s) => s.name === name)
+    .map((s) => ({ traceId: s.traceId, spanId: s.spanId }));
+}
+
+test("worker process over OTLP: its stdout lines during the attempt carry the exported span's ids", async () => {
+  const space = testSpace();
+  const server = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "ok" }] }] } });
+  const receiver = await startOtlpReceiver();
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const ws = space.workspace();
+  const worker = await startWorkerProcess({
+    REDIS_URL: "redis://127.0.0.1:6379",
+    ...cliEnv(server.url),
+    TURNSTREAM_WORKSPACE_ROOTS: ws,
+    TURNSTREAM_PREFIX: space.logPrefix,
+    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
+    TURNSTREAM_INSTANCE_ROOT: space.dir("root"),
+    TURNSTREAM_SANDBOXED: "1",
+    TURNSTREAM_SHUTDOWN_GRACE_MS: "5000",
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+    LOG_LEVEL: "debug",
+  });
+  try {
+    const t = await producer.enqueueTurn({ prompt: "say ok", cwd: ws });
+    const res = await producer.waitForTurn(t.turn, { timeoutMs: 90_000 });
+    assert.equal(res.status, "finished", JSON.stringify(res.event.data));
+    worker.kill("SIGTERM");
+    assert.equal((await worker.exited).code, 0);
+
+    const spans = exportedSpans(receiver, ATTEMPT_SPAN_NAME);
+    assert.equal(spans.length, 1, JSON.stringify(receiver.jsonSpanNames()));
+    const spawned = worker.lines.find((l) => l["msg"] === "spawning claude");
+    assert.ok(spawned !== undefined, JSON.stringify(worker.lines.map((l) => l["msg"])));
+    assert.equal(spawned["trace_id"], spans[0]!.traceId);
+    assert.equal(spawned["span_id"], spans[0]!.spanId);
+    for (const msg of ["worker ready", "signal received; stopping", "worker stopped"]) {
+      const line = worker.lines.find((l) => l["msg"] === msg);
+      assert.ok(line !== undefined && !("trace_id" in line) && !("span_id" in line), `${msg}: ${JSON.stringify(line)}`);
+    }
+  } finally {
+    if (worker.child.exitCode === null) worker.kill("SIGKILL");
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    await receiver.close();
+    await server.close();
+    space.cleanup();
+  }
+});
