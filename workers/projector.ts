@@ -5,11 +5,14 @@
 import { connectRedis } from "../src/log/index.ts";
 import { PROJECTION_VERSION } from "../src/projector/index.ts";
 import { runProjectorProcess } from "../src/projector/process.ts";
-import { createLogger, createScrubber } from "../src/telemetry/index.ts";
+import { errorReporter } from "../src/kernel/index.ts";
+import { createLogger, createScrubber, routeConsoleToLogger } from "../src/telemetry/index.ts";
 
 const env = process.env;
 const scrubber = createScrubber({ env });
 const logger = createLogger({ scrubber, base: { component: "projector" } });
+// What libraries print to the console goes through the logger: stdout holds only JSON lines.
+routeConsoleToLogger(logger);
 const version = Number(env["TURNSTREAM_PROJECTION_VERSION"] ?? PROJECTION_VERSION);
 const rescanMs = Number(env["TURNSTREAM_PROJECTOR_RESCAN_MS"] ?? 2000);
 const batchEvents = Number(env["TURNSTREAM_PROJECTOR_BATCH_EVENTS"] ?? 5000);
@@ -21,7 +24,8 @@ if (!Number.isSafeInteger(version) || version < 1 || !(rescanMs > 0) || !Number.
   process.exit(2);
 }
 const redis = connectRedis();
-redis.on("error", (err: Error) => logger.warn({ err: { name: err.name, message: err.message } }, "redis connection error"));
+const reportError = errorReporter(logger);
+redis.on("error", (err: Error) => reportError("redis connection error", err));
 const code = await runProjectorProcess({ redis, logger, version, rescanMs, batchEvents, prefix: env["TURNSTREAM_PREFIX"] ?? "ts:", scrubber });
 redis.disconnect();
 process.exitCode = code;

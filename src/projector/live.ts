@@ -3,7 +3,7 @@
 // atomically (session-projection.ts). Any number may run at once; each session's commits are
 // compare-and-set, so racing projectors waste work at worst, never apply an event twice.
 import { EventEmitter } from "node:events";
-import { silentLogger, DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
+import { errorFields, errorReporter, silentLogger, DEFAULT_PREFIX, type ErrorReporter, type Logger } from "../kernel/index.ts";
 import { createEventLog, type EventLog, type RedisClient } from "../log/index.ts";
 import { SessionProjection, type SessionProjectionOptions, type StepResult } from "./session-projection.ts";
 import { PROJECTION_VERSION, projectionKeys, readModel, type ReadModel } from "./store.ts";
@@ -82,16 +82,14 @@ class WakeableSleep {
   }
 }
 
-function errorFields(err: unknown): { name: unknown; message: unknown } {
-  return { name: (err as Error)?.name, message: (err as Error)?.message };
-}
-
 class LiveProjector implements Projector {
   readonly version: number;
   readonly #options: ProjectorOptions;
   readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #logger: Logger;
+  /** Errors of the followers' own connections, which repeat on every reconnect while Redis is away. */
+  readonly #connectionErrors: ErrorReporter;
   readonly #log: EventLog;
   readonly #followers = new Map<string, { done: Promise<void>; sleep: WakeableSleep }>();
   readonly #superseded = new Set<string>();
@@ -112,6 +110,7 @@ class LiveProjector implements Projector {
     this.version = options.version ?? PROJECTION_VERSION;
     if (!Number.isSafeInteger(this.version) || this.version < 1) throw new Error("projection version must be a positive integer");
     this.#logger = options.logger ?? silentLogger;
+    this.#connectionErrors = errorReporter(this.#logger);
     this.#log = createEventLog({ redis: this.#redis, prefix: this.#prefix, logger: this.#logger });
     this.#events.setMaxListeners(0);
     this.#rescanTimer = setInterval(() => void this.#rescan(), options.rescanMs ?? 2000);
@@ -224,6 +223,8 @@ class LiveProjector implements Projector {
     const { batchEvents, faults } = this.#options;
     const proj = new SessionProjection({ log: this.#log, session, version: this.version, batchEvents, faults });
     const conn = this.#redis.duplicate();
+    // Without a listener ioredis prints each connection error, stack and all, to the console.
+    conn.on("error", (err: Error) => this.#connectionErrors("redis connection error", err, { connection: "follower" }));
     this.#blockingConnections.add(conn);
     let failures = 0;
     try {

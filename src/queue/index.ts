@@ -37,4 +37,4 @@ export { ALLOWABLE_ENV_NAMES, checkAllowEnv, firstRefusedEnvName, refusedEnvName
 export { InvalidTurnError, MissingVariableError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
 export { SessionOrder, type AcquireResult, type NextHead, type SessionOrderOptions } from "./order.ts";
 export { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, orderKeys, type OrderKeys } from "./keys.ts";
-export { bullConnection } from "./connection.ts";
+export { bullConnection, reportBullErrors } from "./connection.ts";

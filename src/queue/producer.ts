@@ -4,10 +4,10 @@
 import { context, propagation, trace } from "@opentelemetry/api";
 import { Job, Queue } from "bullmq";
 import { createEventLog, DEFAULT_PREFIX, type Envelope, type EventLog, type Logger, type RedisClient } from "../log/index.ts";
-import { bullConnection } from "./connection.ts";
+import { bullConnection, reportBullErrors } from "./connection.ts";
 import { InvalidTurnError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
 import { dataOf, isTerminalKind, type TurnCancelledData, type TurnQueuedData } from "../events/index.ts";
-import { stringField } from "../kernel/index.ts";
+import { errorReporter, silentLogger, stringField } from "../kernel/index.ts";
 import { isKnown, parseLine } from "../protocol/index.ts";
 import { queuedWriter, sessionId, turnId } from "./ids.ts";
 import { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "./keys.ts";
@@ -125,7 +125,10 @@ export function activeTraceparent(): string | undefined {
 export function createTurnQueue(config: QueueConfig): Queue {
   const prefix = config.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
   assertQueuePrefix(prefix);
-  return new Queue(config.queueName ?? DEFAULT_QUEUE_NAME, { connection: bullConnection(config.redis) as never, prefix });
+  const connection = bullConnection(config.redis);
+  const queue = new Queue(config.queueName ?? DEFAULT_QUEUE_NAME, { connection: connection as never, prefix });
+  reportBullErrors(queue, connection, errorReporter(config.logger ?? silentLogger), "queue error");
+  return queue;
 }
 
 /** Key of the turn → session record (kept as long as job records are, outlives a removed job). */

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Worker, type Job, type Queue } from "bullmq";
 import { errorReporter, silentLogger, type Logger } from "../kernel/index.ts";
 import { createEventLog, type EventLog, type RedisClient } from "../log/index.ts";
-import { bullConnection, createTurnQueue, SessionOrder } from "../queue/index.ts";
+import { bullConnection, createTurnQueue, reportBullErrors, SessionOrder } from "../queue/index.ts";
 import { CREDENTIALS_FILE, operatorConfigDir } from "../cli/index.ts";
 import type { EventObserver } from "../events/index.ts";
 import { attemptSpansObserver, createScrubber, scrubError, type Scrubber, type Telemetry } from "../telemetry/index.ts";
@@ -57,7 +57,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const settings = compileWorkerOptions(options);
   const logger = options.logger ?? silentLogger;
   const log = createEventLog({ redis: options.redis, prefix: settings.logPrefix, logger, onAppend: options.onLogAppend });
-  const queue = createTurnQueue({ redis: options.redis, queuePrefix: settings.queuePrefix, queueName: settings.queueName });
+  const queue = createTurnQueue({ redis: options.redis, queuePrefix: settings.queuePrefix, queueName: settings.queueName, logger });
   const { scrubber, lineScrubber } = workerScrubbers(options, settings, logger);
   const hub = lazyDecisionHub(options.redis, log, settings, logger, scrubber);
   const deps: ExecuteDeps = {
@@ -89,18 +89,9 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   worker.on("lockRenewalFailed", (jobIds: string[]) => {
     for (const j of jobIds) deps.running.get(j)?.stop("lock_lost");
   });
-  // Both of BullMQ's connections (its commands' and its blocking reads') report through these; an
-  // outage repeats one error per reconnect, so repeats are counted, not logged.
-  const reportError = errorReporter(logger);
-  worker.on("error", (err) => reportError("queue worker error", err, { worker: id }));
-  queue.on("error", (err) => reportError("queue error", err, { worker: id }));
-  // BullMQ takes its listeners off these clients when it closes, while they still reconnect; from
-  // then on ioredis would print each error to the console, so they are reported here instead.
-  for (const client of [connection, queue.opts.connection as RedisClient]) {
-    client.on("error", (err: Error) => {
-      if (client.listenerCount("error") === 1) reportError("redis connection error", err, { worker: id, connection: "queue" });
-    });
-  }
+  // Both of BullMQ's connections (its commands' and its blocking reads') report here; an outage
+  // repeats one error per reconnect, so repeats are counted, not logged.
+  reportBullErrors(worker, connection, errorReporter(logger), "queue worker error", { worker: id });
   worker.on("failed", (job, err) => {
     if (job !== undefined) logger.info({ worker: id, jobId: job.id, err: { message: err.message } }, "turn job failed");
   });
