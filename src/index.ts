@@ -54,6 +54,9 @@ export {
   type Transcript,
 } from "./projector/index.ts";
 
+// The web console (src/dashboard/).
+export { startDashboard, type Dashboard, type DashboardOptions } from "./dashboard/index.ts";
+
 // Supervised mode: the decision hub, operator decisions and keys (src/decisions/).
 export {
   decide,

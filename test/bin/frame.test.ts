@@ -72,6 +72,7 @@ async function runEach(calls: string[][], env: Record<string, string>): Promise<
 const redisCalls: Record<string, string[]> = {
   batch: ["batch", batchFile],
   cancel: ["cancel", "t_frametest0001"],
+  dashboard: ["dashboard", "--port", "0"],
   decide: ["decide", SESSION, "r1", "allow", "--key", keyFile],
   demo: ["demo"],
   export: ["export", SESSION],
@@ -102,6 +103,7 @@ const surplusCalls: Record<string, string[] | undefined> = {
   acl: ["acl", "extra"],
   batch: ["batch", batchFile, "extra"],
   cancel: ["cancel", "t_frametest0001", "extra"],
+  dashboard: ["dashboard", "extra"],
   decide: ["decide", SESSION, "r1", "allow", "extra"],
   demo: ["demo", "extra"],
   doctor: ["doctor", "extra"],

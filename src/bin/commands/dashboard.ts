@@ -1,0 +1,84 @@
+// `turnstream dashboard`: the web console — sessions, a session's transcript live or at any event,
+// the decisions inbox, the queue — served from the log and the read models.
+import { readFileSync } from "node:fs";
+import { loadOperatorKey, OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "../../decisions/index.ts";
+import { startDashboard, DashboardTokenRequiredError } from "../../dashboard/index.ts";
+import { createLogger, createScrubber } from "../../telemetry/index.ts";
+import { EXIT } from "../exit-codes.ts";
+import { interruptSignal, parseCommandArgs } from "./_args.ts";
+import { logPrefix, QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf, redisOrExplain } from "./_connect.ts";
+
+export const summary = "web console: sessions, transcripts with time travel, decisions inbox, queue";
+
+const usage = `usage: turnstream dashboard [--host 127.0.0.1] [--port N] [--prefix P] [--queue-prefix Q] [--queue NAME]
+  Serves the web console until interrupted; open the printed address in a browser.
+  --host H          address to bind (default 127.0.0.1); any non-loopback address needs an operator
+                    token in TURNSTREAM_DASHBOARD_TOKEN_FILE (or TURNSTREAM_DASHBOARD_TOKEN)
+  --port N          port (default 7420; 0 picks a free one)
+${QUEUE_FLAGS_USAGE}  Decisions are signed with TURNSTREAM_OPERATOR_KEY and recorded as TURNSTREAM_USER (else USER);
+  without a key the console is read-only. Trace links follow TURNSTREAM_TRACE_URL (default Jaeger's).
+  Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
+`;
+
+const options = {
+  host: { type: "string", default: "127.0.0.1" },
+  port: { type: "string", default: "7420" },
+  ...QUEUE_FLAG_OPTIONS,
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** The operator token from a file (preferred: not in the environment of every child) or the environment. */
+function tokenFromEnv(): string | undefined {
+  const file = process.env["TURNSTREAM_DASHBOARD_TOKEN_FILE"];
+  if (file) return readFileSync(file, "utf8").trim() || undefined;
+  return process.env["TURNSTREAM_DASHBOARD_TOKEN"] || undefined;
+}
+
+function keysFromEnv(): { key: OperatorKey | undefined; trusted: OperatorKeyring | undefined } {
+  const path = process.env["TURNSTREAM_OPERATOR_KEY"];
+  const lines = operatorKeyLinesFromEnv(process.env["TURNSTREAM_OPERATOR_KEYS"]);
+  return { key: path ? loadOperatorKey(path) : undefined, trusted: lines === undefined ? undefined : parseOperatorKeys(lines, "TURNSTREAM_OPERATOR_KEYS") };
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const args = parseCommandArgs("dashboard", usage, { args: argv, allowPositionals: false, options });
+  if (typeof args === "number") return args;
+  const { values } = args;
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write("turnstream dashboard: --port must be a port number (0-65535)\n");
+    return EXIT.usage;
+  }
+  let keys: ReturnType<typeof keysFromEnv>;
+  let token: string | undefined;
+  try {
+    keys = keysFromEnv();
+    token = tokenFromEnv();
+  } catch (err) {
+    if (!(err instanceof OperatorKeyError) && (err as NodeJS.ErrnoException).code === undefined) throw err;
+    process.stderr.write(`turnstream dashboard: ${(err as Error).message}\n`);
+    return EXIT.usage;
+  }
+  const redis = await redisOrExplain("dashboard");
+  if (redis === undefined) return EXIT.infrastructure;
+  const interrupt = interruptSignal();
+  try {
+    const q = queueConfigOf(values);
+    const dashboard = await startDashboard({
+      redis, host: values.host, port, token, operatorKey: keys.key, trustedKeys: keys.trusted,
+      prefix: logPrefix(values.prefix), queuePrefix: q.queuePrefix, queueName: q.queueName,
+      traceUrl: process.env["TURNSTREAM_TRACE_URL"] || undefined, logger: createLogger({ scrubber: createScrubber({ env: process.env }), base: { service: "dashboard" } }),
+    });
+    process.stdout.write(`dashboard at ${dashboard.url}${token === undefined ? "" : " (log in with the operator token)"}${keys.key === undefined ? "; read-only: set TURNSTREAM_OPERATOR_KEY to decide" : ""}\n`);
+    await new Promise((resolve) => interrupt.signal.addEventListener("abort", resolve, { once: true }));
+    await dashboard.close();
+    return EXIT.finished;
+  } catch (err) {
+    if (!(err instanceof DashboardTokenRequiredError) && (err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+    process.stderr.write(`turnstream dashboard: ${(err as Error).message}\n`);
+    return EXIT.usage;
+  } finally {
+    interrupt.release();
+    redis.disconnect();
+  }
+}

@@ -1,0 +1,33 @@
+// What an operator sees of a session next to a decision request: the turn's prompt and the last
+// few things the agent said or did before asking.
+import type { ProjectionState, TranscriptItem } from "../projector/index.ts";
+
+export interface RequestContext {
+  prompt: string | null;
+  recent: string[];
+}
+
+const cut = (text: string, n: number): string => (text.length > n ? `${text.slice(0, n)}…` : text);
+
+function line(item: TranscriptItem): string {
+  switch (item.t) {
+    case "user":
+      return `User: ${cut(item.text, 300)}`;
+    case "text":
+      return cut(item.text, 400);
+    case "tool":
+      return `${item.name}(${cut(JSON.stringify(item.input ?? {}), 200)})${item.result === null ? "" : ` → ${cut(item.result.text, 200)}`}`;
+    case "orphan_result":
+      return `→ ${cut(item.result.text, 200)}`;
+    case "api_error":
+      return `API error: ${item.error}`;
+  }
+}
+
+export function contextOf(s: ProjectionState, turn: string): RequestContext | null {
+  const ti = s.cursor.turnIndex[turn];
+  if (ti === undefined) return null;
+  const t = s.transcript.turns[ti]!;
+  const attempt = t.attempts.at(-1);
+  return { prompt: t.prompt === null ? null : cut(t.prompt, 600), recent: (attempt?.items ?? []).slice(-4).map(line) };
+}

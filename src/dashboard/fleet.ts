@@ -1,0 +1,182 @@
+// The fleet as the console shows it: every session's line, the decisions waiting for an operator,
+// the queue. Live changes come from the log itself: one blocking XREAD over every known session's
+// stream (the session index is re-read every few seconds to learn new sessions), so nothing asks each
+// session in turn whether it changed. A session that moved is folded forward in memory from its read
+// model (or from zero), so its line is right even before the projector commits.
+import type { Queue } from "bullmq";
+import { listPending, type PendingRequest } from "../decisions/index.ts";
+import { silentLogger, type Logger } from "../kernel/index.ts";
+import { storedEnvelope, storedHead, type EventLog, type RedisClient } from "../log/index.ts";
+import { applyEvent, initialState, readModel, sessionRow, sessionRowOf, type ProjectionState, type SessionRow } from "../projector/index.ts";
+import { contextOf, type RequestContext } from "./context.ts";
+import { queueView, type QueueView } from "./queue-view.ts";
+
+export type FleetEvent = { type: "row"; row: SessionRow } | { type: "pending"; pending: PendingView[] } | { type: "queue"; queue: QueueView };
+
+export interface PendingView extends PendingRequest {
+  context: RequestContext | null;
+}
+
+export interface FleetOptions {
+  log: EventLog;
+  redis: RedisClient;
+  queue: Queue | undefined;
+  logger?: Logger | undefined;
+  /** How often the session index is re-read for new sessions; default 2000 ms. */
+  rescanMs?: number;
+}
+
+const BLOCK_MS = 1000;
+/** Folded states kept for sessions that moved lately (the least recently moved go first). */
+const MAX_STATES = 200;
+const KINDS_FOR_PENDING = /^(decision\.|attempt\.|turn\.|rule\.)/;
+const KINDS_FOR_QUEUE = /^(attempt\.|turn\.)/;
+
+export class Fleet {
+  readonly #o: FleetOptions;
+  readonly #listeners = new Set<(e: FleetEvent) => void>();
+  readonly #states = new Map<string, ProjectionState>();
+  readonly #lastIds = new Map<string, string>();
+  #ac: AbortController | undefined;
+  #dirty = new Set<string>();
+  #pendingDirty = false;
+  #queueDirty = false;
+  #flushTimer: NodeJS.Timeout | undefined;
+  #loop: Promise<void> | undefined;
+
+  constructor(options: FleetOptions) {
+    this.#o = options;
+  }
+
+  /** Listens to fleet changes; the watch runs while anyone listens. */
+  subscribe(fn: (e: FleetEvent) => void): () => void {
+    this.#listeners.add(fn);
+    if (this.#listeners.size === 1) this.#start();
+    return () => {
+      this.#listeners.delete(fn);
+      if (this.#listeners.size === 0) void this.stop();
+    };
+  }
+
+  async stop(): Promise<void> {
+    this.#ac?.abort();
+    clearTimeout(this.#flushTimer);
+    await this.#loop;
+    this.#loop = undefined;
+  }
+
+  /** A session's state folded up to the end of its log: its read model, then the events after it. */
+  async state(session: string): Promise<ProjectionState> {
+    let s = this.#states.get(session);
+    if (s === undefined) s = (await readModel(this.#o.redis, session, { prefix: this.#o.log.prefix }))?.state ?? initialState();
+    for await (const env of this.#o.log.read(session, { fromSeq: s.lastSeq + 1 })) applyEvent(s, env);
+    this.#states.delete(session);
+    this.#states.set(session, s);
+    if (this.#states.size > MAX_STATES) this.#states.delete(this.#states.keys().next().value!);
+    return s;
+  }
+
+  async rows(): Promise<SessionRow[]> {
+    const ids = await this.#o.log.sessions();
+    return Promise.all(ids.map((id) => this.#row(id)));
+  }
+
+  async #row(session: string): Promise<SessionRow> {
+    const s = this.#states.get(session);
+    if (s === undefined) return sessionRow(this.#o.redis, this.#o.log, session);
+    return sessionRowOf(session, s, (await this.#o.log.stat(session)).lastSeq);
+  }
+
+  async pending(): Promise<PendingView[]> {
+    const list = await listPending({ redis: this.#o.redis, prefix: this.#o.log.prefix });
+    return Promise.all(list.map(async (p) => ({ ...p, context: contextOf(await this.state(p.session), p.turn) })));
+  }
+
+  async queue(): Promise<QueueView> {
+    return queueView(this.#o.queue);
+  }
+
+  #start(): void {
+    this.#ac = new AbortController();
+    this.#loop = this.#watch(this.#ac.signal).catch((err: unknown) => {
+      (this.#o.logger ?? silentLogger).warn({ err: (err as Error).message }, "dashboard: fleet watch stopped");
+    });
+  }
+
+  /** Learns sessions from the index; those that appear after the first scan are news to the page. */
+  async #rescan(first: boolean): Promise<void> {
+    for (const session of await this.#o.log.sessions()) {
+      if (this.#lastIds.has(session)) continue;
+      this.#lastIds.set(session, `0-${(await this.#o.log.stat(session)).lastSeq}`);
+      if (!first) this.#changed(session, "session.new");
+    }
+  }
+
+  async #watch(signal: AbortSignal): Promise<void> {
+    const conn = this.#o.redis.duplicate();
+    conn.on("error", () => {});
+    signal.addEventListener("abort", () => conn.disconnect(), { once: true });
+    let rescanned = 0;
+    while (!signal.aborted) {
+      try {
+        if (Date.now() - rescanned >= (this.#o.rescanMs ?? 2000)) {
+          await this.#rescan(rescanned === 0);
+          rescanned = Date.now();
+        }
+        await this.#readOnce(conn, signal);
+      } catch (err) {
+        if (signal.aborted) break;
+        (this.#o.logger ?? silentLogger).warn({ err: (err as Error).message }, "dashboard: fleet watch read failed; retrying");
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  }
+
+  async #readOnce(conn: RedisClient, signal: AbortSignal): Promise<void> {
+    const sessions = [...this.#lastIds.keys()];
+    if (sessions.length === 0) {
+      await new Promise((r) => setTimeout(r, BLOCK_MS));
+      return;
+    }
+    const keys = sessions.map((s) => this.#o.log.keys(s).events);
+    const ids = sessions.map((s) => this.#lastIds.get(s)!);
+    const reply = (await conn.xread("COUNT", 1000, "BLOCK", BLOCK_MS, "STREAMS", ...keys, ...ids)) as Array<[string, Array<[string, string[]]>]> | null;
+    if (reply === null || signal.aborted) return;
+    for (const [key, entries] of reply) {
+      const session = sessions[keys.indexOf(key)];
+      if (session === undefined || entries.length === 0) continue;
+      this.#lastIds.set(session, entries.at(-1)![0]);
+      for (const [, fields] of entries) this.#changed(session, storedHead(storedEnvelope(fields))?.kind ?? "");
+    }
+  }
+
+  #changed(session: string, kind: string): void {
+    this.#dirty.add(session);
+    if (kind === "session.new" || KINDS_FOR_PENDING.test(kind)) this.#pendingDirty = true;
+    if (kind === "session.new" || KINDS_FOR_QUEUE.test(kind)) this.#queueDirty = true;
+    // Changes that come together go out together, a moment later.
+    this.#flushTimer ??= setTimeout(() => void this.#flush(), 30);
+  }
+
+  async #flush(): Promise<void> {
+    this.#flushTimer = undefined;
+    const dirty = [...this.#dirty];
+    const [pending, queue] = [this.#pendingDirty, this.#queueDirty];
+    this.#dirty = new Set();
+    this.#pendingDirty = this.#queueDirty = false;
+    try {
+      for (const session of dirty) {
+        await this.state(session);
+        this.#emit({ type: "row", row: await this.#row(session) });
+      }
+      if (pending) this.#emit({ type: "pending", pending: await this.pending() });
+      if (queue) this.#emit({ type: "queue", queue: await this.queue() });
+    } catch (err) {
+      (this.#o.logger ?? silentLogger).warn({ err: (err as Error).message }, "dashboard: fleet update failed");
+    }
+  }
+
+  #emit(e: FleetEvent): void {
+    for (const fn of this.#listeners) fn(e);
+  }
+}

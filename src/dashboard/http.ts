@@ -1,0 +1,72 @@
+// Small HTTP helpers: the security headers every answer carries, JSON and text answers, bounded
+// request bodies, and Server-Sent Events.
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+/** Strict CSP: only this origin's files run; no inline script or style, no framing. */
+export const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+export function securityHeaders(res: ServerResponse): void {
+  res.setHeader("Content-Security-Policy", CSP);
+  res.setHeader("X-Content-Type-Options", "nosniff");
+  res.setHeader("Referrer-Policy", "no-referrer");
+  res.setHeader("X-Frame-Options", "DENY");
+  res.setHeader("Cross-Origin-Opener-Policy", "same-origin");
+  res.setHeader("Cross-Origin-Resource-Policy", "same-origin");
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "Content-Length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+export function sendText(res: ServerResponse, status: number, text: string, type = "text/plain; charset=utf-8", extra: Record<string, string> = {}): void {
+  res.writeHead(status, { "Content-Type": type, "Content-Length": Buffer.byteLength(text), ...extra });
+  res.end(text);
+}
+
+export class BodyTooLargeError extends Error {
+  override readonly name = "BodyTooLargeError";
+}
+
+/** The request body as text, refusing more than `limit` bytes (a decision is a few hundred). */
+export async function readBody(req: IncomingMessage, limit = 64 * 1024): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > limit) throw new BodyTooLargeError(`request body over ${limit} bytes`);
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export interface EventStream {
+  send(event: string, data: unknown): void;
+  readonly closed: AbortSignal;
+}
+
+/**
+ * Starts an SSE answer. `closed` aborts when the client goes away; a comment line every 15 s keeps
+ * proxies from timing the stream out.
+ */
+export function eventStream(req: IncomingMessage, res: ServerResponse): EventStream {
+  const ac = new AbortController();
+  res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", Connection: "keep-alive", "X-Accel-Buffering": "no" });
+  res.flushHeaders();
+  res.socket?.setNoDelay(true);
+  const ping = setInterval(() => res.write(": ping\n\n"), 15_000);
+  const close = (): void => {
+    clearInterval(ping);
+    ac.abort();
+  };
+  req.once("close", close);
+  res.once("close", close);
+  return {
+    closed: ac.signal,
+    send(event, data) {
+      if (ac.signal.aborted) return;
+      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    },
+  };
+}

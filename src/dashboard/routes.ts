@@ -1,0 +1,120 @@
+// The dashboard's routes: pages, the fleet stream, a session (live or at an event), decisions.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { z } from "zod";
+import { decide, DecisionError, InvalidRuleError, type OperatorKey, type OperatorKeyring } from "../decisions/index.ts";
+import { isValidSessionId, type EventLog } from "../log/index.ts";
+import { applyEvent, initialState, replaySession } from "../projector/index.ts";
+import type { Fleet, FleetEvent } from "./fleet.ts";
+import { eventStream, readBody, sendJson, sendText } from "./http.ts";
+import type { Guard } from "./security.ts";
+import { noteTrace, pageOf, patchOf, sentCountsOf, type TraceIds } from "./session-view.ts";
+import { attr, type StaticFile } from "./static-files.ts";
+
+export interface Ctx {
+  log: EventLog;
+  fleet: Fleet;
+  guard: Guard;
+  files: Map<string, StaticFile>;
+  deep: <T>(value: T) => T;
+  operatorKey: OperatorKey | undefined;
+  trustedKeys: OperatorKeyring | undefined;
+  operatorName: string;
+  traceUrl: string;
+}
+
+export function page(ctx: Ctx, res: ServerResponse, name: string): void {
+  const f = ctx.files.get(name);
+  if (f === undefined) return sendText(res, 404, "not found");
+  const body = name === "index.html" ? f.body.replace("__CSRF__", attr(ctx.guard.csrf)) : f.body;
+  sendText(res, 200, body, f.type, { "Cache-Control": name.endsWith(".html") ? "no-store" : "no-cache" });
+}
+
+export async function loginRoute(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const token = new URLSearchParams(await readBody(req, 4096)).get("token") ?? "";
+  const cookie = ctx.guard.login(token);
+  if (cookie === undefined) {
+    res.writeHead(303, { Location: "/login#failed" });
+    return void res.end();
+  }
+  res.writeHead(303, { Location: "/", "Set-Cookie": cookie });
+  res.end();
+}
+
+/** The console's own settings and the whole fleet, then every change as it happens. */
+export async function fleetStream(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const es = eventStream(req, res);
+  const queued: FleetEvent[] = [];
+  let ready = false;
+  const send = (e: FleetEvent): void => es.send(e.type, ctx.deep(e.type === "row" ? e.row : e.type === "pending" ? e.pending : e.queue));
+  const off = ctx.fleet.subscribe((e) => (ready ? send(e) : queued.push(e)));
+  es.closed.addEventListener("abort", off, { once: true });
+  es.send("hello", ctx.deep({ operator: ctx.operatorName, canDecide: ctx.operatorKey !== undefined, traceUrl: ctx.traceUrl, prefix: ctx.log.prefix }));
+  const [rows, pending, queue] = await Promise.all([ctx.fleet.rows(), ctx.fleet.pending(), ctx.fleet.queue()]);
+  es.send("sessions", ctx.deep(rows));
+  es.send("pending", ctx.deep(pending));
+  es.send("queue", ctx.deep(queue));
+  ready = true;
+  for (const e of queued.splice(0)) send(e);
+}
+
+/** One session: its state folded from the log, then a patch per new event, from the log's tail. */
+export async function sessionStream(ctx: Ctx, req: IncomingMessage, res: ServerResponse, session: string): Promise<void> {
+  const es = eventStream(req, res);
+  const traces: TraceIds = {};
+  const state = initialState();
+  for await (const pageOfEvents of ctx.log.readPages(session)) {
+    for (const env of pageOfEvents) {
+      applyEvent(state, env);
+      noteTrace(traces, env);
+    }
+  }
+  es.send("snapshot", ctx.deep(pageOf(session, state, traces, state.lastSeq)));
+  const sent = sentCountsOf(state);
+  for await (const env of ctx.log.tail(session, { fromSeq: state.lastSeq + 1, signal: es.closed, blockMs: 1000 })) {
+    applyEvent(state, env);
+    noteTrace(traces, env);
+    es.send("patch", ctx.deep(patchOf(state, env, sent, traces)));
+  }
+}
+
+/** The session as it stood at event `until`, folded like `turnstream replay --until`. */
+export async function sessionAt(ctx: Ctx, res: ServerResponse, session: string, until: number): Promise<void> {
+  const traces: TraceIds = {};
+  const st = await ctx.log.stat(session);
+  if (!st.exists && st.length === 0) return sendJson(res, 404, { error: `no session ${session}` });
+  const state = await replaySession(ctx.log, session, { until: { seq: until }, observers: [{ onEvent: (env) => noteTrace(traces, env) }] });
+  sendJson(res, 200, ctx.deep(pageOf(session, state, traces, st.lastSeq)));
+}
+
+const decisionBody = z.strictObject({
+  session: z.string().refine(isValidSessionId, "not a session id"),
+  requestId: z.string().min(1).max(200),
+  decision: z.enum(["allow", "deny"]),
+  always: z.boolean().optional(),
+  rule: z.string().max(2000).optional(),
+  reason: z.string().max(2000).optional(),
+  allowRedacted: z.boolean().optional(),
+});
+
+/** A decision, made exactly as `turnstream decide` makes it: signed with the operator key, recorded with the operator's name. */
+export async function decideRoute(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const refused = ctx.guard.refuseChange(req);
+  if (refused !== undefined) return sendJson(res, 403, { error: refused });
+  if (ctx.operatorKey === undefined) {
+    return sendJson(res, 503, { error: "this dashboard cannot decide: start it with TURNSTREAM_OPERATOR_KEY naming your operator key file" });
+  }
+  let body: z.infer<typeof decisionBody>;
+  try {
+    body = decisionBody.parse(JSON.parse(await readBody(req, 16 * 1024)));
+  } catch (err) {
+    return sendJson(res, 400, { error: `bad decision: ${(err as Error).message.slice(0, 300)}` });
+  }
+  try {
+    const r = await decide({ log: ctx.log, operatorKey: ctx.operatorKey, trustedKeys: ctx.trustedKeys }, { ...body, by: ctx.operatorName });
+    sendJson(res, 200, ctx.deep({ applied: r.applied, decision: r.decision.decision, by: r.decision.by, seq: r.seq, rule: r.rule?.pattern ?? null }));
+  } catch (err) {
+    if (err instanceof DecisionError) return sendJson(res, 409, ctx.deep({ error: err.message, problem: err.problem }));
+    if (err instanceof InvalidRuleError) return sendJson(res, 400, ctx.deep({ error: err.message }));
+    throw err;
+  }
+}

@@ -1,0 +1,161 @@
+// `startDashboard`: a small node:http server for the web console. Static page files, JSON and one
+// SSE stream per open view, fed by the log's tail; everything it sends passes through the scrubber.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { userInfo } from "node:os";
+import { DEFAULT_PREFIX, silentLogger, type Logger } from "../kernel/index.ts";
+import { createEventLog, isValidSessionId, type RedisClient } from "../log/index.ts";
+import { closeTurnQueue, createTurnQueue } from "../queue/index.ts";
+import { createScrubber, type Scrubber } from "../telemetry/index.ts";
+import type { OperatorKey, OperatorKeyring } from "../decisions/index.ts";
+import { Fleet } from "./fleet.ts";
+import { BodyTooLargeError, securityHeaders, sendJson, sendText } from "./http.ts";
+import { decideRoute, fleetStream, loginRoute, page, sessionAt, sessionStream, type Ctx } from "./routes.ts";
+import { createGuard, isLoopbackHost } from "./security.ts";
+import { loadStaticFiles } from "./static-files.ts";
+
+/** Jaeger's trace page; `{traceId}` is replaced by the turn's trace id. */
+export const DEFAULT_TRACE_URL = "http://localhost:16686/trace/{traceId}";
+
+export interface DashboardOptions {
+  /** The Redis holding the event log, read models and queue. */
+  redis: RedisClient;
+  /** Event log key prefix (default "ts:"). */
+  prefix?: string;
+  /** BullMQ prefix and queue name of the turn queue (defaults as the worker's). */
+  queuePrefix?: string;
+  /** BullMQ queue name (default "turns"). */
+  queueName?: string;
+  /** Address to bind (default 127.0.0.1). Any non-loopback address requires `token`. */
+  host?: string;
+  /** Port (default 0: any free port). */
+  port?: number;
+  /** Operator token: when set, the console asks for it once (/login) and keeps an HttpOnly cookie. */
+  token?: string;
+  /** The operator key decisions are signed with; without it the console shows but cannot decide. */
+  operatorKey?: OperatorKey;
+  /** The fleet's trusted public keys, as `decide` takes them. */
+  trustedKeys?: OperatorKeyring;
+  /** Who decisions are recorded as (default TURNSTREAM_USER, then USER, then the login name). */
+  operatorName?: string;
+  /** Scrubs everything sent to the browser (default: built-in patterns and this process's secret env values). */
+  scrubber?: Scrubber;
+  /** Trace UI link template with `{traceId}` (default Jaeger's on localhost:16686). */
+  traceUrl?: string;
+  /** Where the dashboard logs (pino-compatible); requests and tokens are never logged. */
+  logger?: Logger;
+}
+
+export interface Dashboard {
+  /** The console's address, e.g. http://127.0.0.1:7420/. */
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  /** Stops listening, ends open streams, closes the queue handle. */
+  close(): Promise<void>;
+}
+
+export class DashboardTokenRequiredError extends Error {
+  override readonly name = "DashboardTokenRequiredError";
+  constructor(host: string) {
+    super(`binding the dashboard to ${host} (not loopback) needs an operator token: set TURNSTREAM_DASHBOARD_TOKEN_FILE (or TURNSTREAM_DASHBOARD_TOKEN)`);
+  }
+}
+
+function defaultOperatorName(): string {
+  const env = process.env["TURNSTREAM_USER"] || process.env["USER"];
+  if (env) return env;
+  try {
+    return userInfo().username;
+  } catch {
+    return "unknown";
+  }
+}
+
+async function route(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? "/", "http://dashboard.invalid");
+  const path = url.pathname;
+  const method = req.method ?? "GET";
+  if (method === "GET" && path.startsWith("/static/")) return page(ctx, res, path.slice("/static/".length));
+  if (path === "/login") return method === "POST" ? loginRoute(ctx, req, res) : page(ctx, res, "login.html");
+  if (!ctx.guard.authorized(req)) {
+    if (path.startsWith("/api/")) return sendJson(res, 401, { error: "log in first" });
+    res.writeHead(303, { Location: "/login" });
+    return void res.end();
+  }
+  if (method === "POST" && path === "/api/decide") return decideRoute(ctx, req, res);
+  if (method !== "GET") return sendJson(res, 405, { error: "method not allowed" });
+  if (path === "/" || path === "/index.html") return page(ctx, res, "index.html");
+  if (path === "/api/fleet") return fleetStream(ctx, req, res);
+  const m = /^\/api\/sessions\/([^/]+)(\/stream)?$/.exec(path);
+  if (m !== null) {
+    const session = decodeURIComponent(m[1]!);
+    if (!isValidSessionId(session)) return sendJson(res, 400, { error: "not a session id" });
+    if (m[2] !== undefined) return sessionStream(ctx, req, res, session);
+    const until = Number(url.searchParams.get("until") ?? "");
+    if (!Number.isSafeInteger(until) || until < 1) return sendJson(res, 400, { error: "until must be a positive event number" });
+    return sessionAt(ctx, res, session, until);
+  }
+  sendText(res, 404, "not found");
+}
+
+function handler(ctx: Ctx, logger: Logger): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    securityHeaders(res);
+    if (!ctx.guard.hostAllowed(req)) return sendText(res, 421, "this dashboard answers only to a loopback host name");
+    route(ctx, req, res).catch((err: unknown) => {
+      if (!(err instanceof BodyTooLargeError)) logger.warn({ err: ctx.deep((err as Error).message) }, "dashboard: request failed");
+      if (!res.headersSent) sendJson(res, err instanceof BodyTooLargeError ? 413 : 500, { error: err instanceof BodyTooLargeError ? err.message : "internal error" });
+      else res.end();
+    });
+  };
+}
+
+function listen(server: Server, host: string, port: number): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+/** Starts the web console on `host:port` (loopback by default). */
+export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
+  const host = options.host ?? "127.0.0.1";
+  const loopback = isLoopbackHost(host);
+  if (!loopback && (options.token === undefined || options.token === "")) throw new DashboardTokenRequiredError(host);
+  const logger = options.logger ?? silentLogger;
+  const scrubber = options.scrubber ?? createScrubber({ env: process.env });
+  const log = createEventLog({ redis: options.redis, prefix: options.prefix ?? DEFAULT_PREFIX });
+  const queueRedis = options.redis.duplicate();
+  const queue = createTurnQueue({ redis: queueRedis, queuePrefix: options.queuePrefix, queueName: options.queueName });
+  const fleet = new Fleet({ log, redis: options.redis, queue, logger });
+  const ctx: Ctx = {
+    log,
+    fleet,
+    guard: createGuard({ token: options.token || undefined, loopback }),
+    files: loadStaticFiles(),
+    deep: (v) => scrubber.scrubDeep(v),
+    operatorKey: options.operatorKey,
+    trustedKeys: options.trustedKeys,
+    operatorName: options.operatorName ?? defaultOperatorName(),
+    traceUrl: options.traceUrl ?? DEFAULT_TRACE_URL,
+  };
+  const server = createServer(handler(ctx, logger));
+  const addr = await listen(server, host, options.port ?? 0);
+  const shown = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+  return {
+    url: `http://${shown}:${addr.port}/`,
+    host: addr.address,
+    port: addr.port,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await fleet.stop();
+      await closeTurnQueue(queue);
+      queueRedis.disconnect();
+    },
+  };
+}

@@ -1,0 +1,112 @@
+// What the session page is sent: the read models of one session (without the fold's bookkeeping),
+// the trace id of each turn, and after each live event a patch naming only what that event changed,
+// so a long session's page does not receive its whole transcript again per line.
+import type { Envelope } from "../log/index.ts";
+import type { DecisionRequest, ProjectionState, TranscriptItem, TurnView } from "../projector/index.ts";
+
+/** Turn id → trace id (from attempt.started's trace, else turn.queued's traceparent). */
+export type TraceIds = Record<string, string>;
+
+export function noteTrace(traces: TraceIds, env: Envelope): void {
+  if (env.turn === "" || env.data === null || typeof env.data !== "object") return;
+  const d = env.data as { trace?: { traceId?: unknown }; traceparent?: unknown };
+  if (env.kind === "attempt.started" && typeof d.trace?.traceId === "string") traces[env.turn] = d.trace.traceId;
+  else if (env.kind === "turn.queued" && typeof d.traceparent === "string" && traces[env.turn] === undefined) {
+    const id = d.traceparent.split("-")[1];
+    if (id !== undefined && /^[0-9a-f]{32}$/.test(id)) traces[env.turn] = id;
+  }
+}
+
+export interface SessionPage {
+  session: string;
+  lastSeq: number;
+  /** The log's last seq when this was computed (above lastSeq when viewing an earlier moment). */
+  logSeq: number;
+  view: ProjectionState["view"];
+  transcript: ProjectionState["transcript"];
+  requests: DecisionRequest[];
+  rules: ProjectionState["decisions"]["rules"];
+  traces: TraceIds;
+  unknownEvents: number;
+}
+
+export function pageOf(session: string, s: ProjectionState, traces: TraceIds, logSeq: number): SessionPage {
+  return {
+    session,
+    lastSeq: s.lastSeq,
+    logSeq: Math.max(logSeq, s.lastSeq),
+    view: s.view,
+    transcript: s.transcript,
+    requests: s.decisions.requests,
+    rules: s.decisions.rules,
+    traces,
+    unknownEvents: s.carried.total,
+  };
+}
+
+export interface ItemPatch {
+  attempt: number;
+  index: number;
+  item: TranscriptItem;
+}
+
+export interface SessionPatch {
+  seq: number;
+  at: string;
+  kind: string;
+  view: Omit<ProjectionState["view"], "turns">;
+  turnIndex: number | null;
+  turnView: TurnView | null;
+  head: { turn: string; prompt: string | null; promptSeq: number | null; acceptedAttempt: number | null; attempts: Array<{ attempt: number; abandoned: boolean; abandonReason: string | null; count: number }> } | null;
+  items: ItemPatch[];
+  requests: DecisionRequest[];
+  traceId: string | null;
+}
+
+function touches(item: TranscriptItem, seq: number): boolean {
+  if (item.t === "orphan_result") return item.result.seq === seq;
+  if (item.seq === seq) return true;
+  if (item.t !== "tool") return false;
+  return item.result?.seq === seq || item.subagent.some((sub) => touches(sub, seq));
+}
+
+/** Items per attempt already sent on this stream, keyed `<turnIndex>:<attemptIndex>`. */
+export type SentCounts = Map<string, number>;
+
+export function sentCountsOf(s: ProjectionState): SentCounts {
+  const sent: SentCounts = new Map();
+  s.transcript.turns.forEach((t, ti) => t.attempts.forEach((a, ai) => sent.set(`${ti}:${ai}`, a.items.length)));
+  return sent;
+}
+
+/** The items of one attempt that `seq` added or changed (new ones, a call's result, subagent work). */
+function changedItems(items: TranscriptItem[], attempt: number, from: number, seq: number): ItemPatch[] {
+  const out: ItemPatch[] = [];
+  for (let i = 0; i < items.length; i++) {
+    if (i >= from || touches(items[i]!, seq)) out.push({ attempt, index: i, item: items[i]! });
+  }
+  return out;
+}
+
+export function patchOf(s: ProjectionState, env: Envelope, sent: SentCounts, traces: TraceIds): SessionPatch {
+  const { turns, ...view } = s.view;
+  const ti = env.turn === "" ? undefined : s.cursor.turnIndex[env.turn];
+  const base = { seq: env.seq, at: env.at, kind: env.kind, view, requests: [] as DecisionRequest[], traceId: null };
+  if (ti === undefined) return { ...base, turnIndex: null, turnView: null, head: null, items: [] };
+  const t = s.transcript.turns[ti]!;
+  const items: ItemPatch[] = [];
+  t.attempts.forEach((a, ai) => {
+    const key = `${ti}:${ai}`;
+    items.push(...changedItems(a.items, ai, sent.get(key) ?? 0, env.seq));
+    sent.set(key, a.items.length);
+  });
+  const head = {
+    turn: t.turn,
+    prompt: t.prompt,
+    promptSeq: t.promptSeq,
+    acceptedAttempt: t.acceptedAttempt,
+    attempts: t.attempts.map((a) => ({ attempt: a.attempt, abandoned: a.abandoned, abandonReason: a.abandonReason, count: a.items.length })),
+  };
+  const requests = s.decisions.requests.filter((r) => r.turn === env.turn);
+  return { ...base, turnIndex: ti, turnView: turns[ti] ?? null, head, items, requests, traceId: traces[env.turn] ?? null };
+}

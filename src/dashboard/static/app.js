@@ -1,0 +1,74 @@
+// The console: one fleet stream (sessions, decisions, queue) for the whole page, a router over the
+// location hash, and the views. Keyboard: 1 sessions, 2 decisions, 3 queue, / search.
+import { h, typing } from "./dom.js";
+import { sessionsView } from "./sessions.js";
+import { sessionView } from "./session.js";
+import { inboxView } from "./inbox.js";
+import { queueView } from "./queue.js";
+
+const csrf = document.querySelector('meta[name="ts-csrf"]').getAttribute("content");
+export const store = { hello: null, rows: new Map(), pending: [], queue: null };
+const main = document.getElementById("main");
+let current = null;
+
+/** Posts a state change with the CSRF header; the answer's JSON, or an Error with its message. */
+export async function post(path, body) {
+  const res = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json", "X-Turnstream-CSRF": csrf }, body: JSON.stringify(body) });
+  const data = await res.json().catch(() => ({ error: res.statusText }));
+  if (!res.ok) throw new Error(data.error || res.statusText);
+  return data;
+}
+
+function connect() {
+  const es = new EventSource("/api/fleet");
+  const conn = document.getElementById("conn");
+  es.onopen = () => conn.classList.add("on");
+  es.onerror = () => conn.classList.remove("on");
+  const on = (name, fn) => es.addEventListener(name, (e) => {
+    fn(JSON.parse(e.data));
+    current?.update?.(name);
+  });
+  on("hello", (d) => {
+    store.hello = d;
+    document.getElementById("whoami").textContent = d.canDecide ? `deciding as ${d.operator}` : "read-only (no operator key)";
+  });
+  on("sessions", (rows) => (store.rows = new Map(rows.map((r) => [r.session, r]))));
+  on("row", (r) => store.rows.set(r.session, r));
+  on("pending", (p) => {
+    store.pending = p;
+    const n = p.filter((x) => x.status === "pending").length;
+    const c = document.getElementById("pending-count");
+    c.hidden = n === 0;
+    c.textContent = String(n);
+  });
+  on("queue", (q) => (store.queue = q));
+}
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  current?.unmount?.();
+  main.replaceChildren();
+  const name = parts[0] || "sessions";
+  for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("active", a.dataset.nav === (name === "session" ? "sessions" : name));
+  if (name === "session" && parts[1]) current = sessionView(main, parts[1], parts[2] === "at" ? Number(parts[3]) : null);
+  else if (name === "decisions") current = inboxView(main);
+  else if (name === "queue") current = queueView(main);
+  else current = sessionsView(main);
+}
+
+document.addEventListener("keydown", (e) => {
+  if (typing(e)) return;
+  const to = { 1: "#/sessions", 2: "#/decisions", 3: "#/queue" }[e.key];
+  if (to) location.hash = to;
+  else if (e.key === "/") {
+    const search = document.querySelector("input[type=search]");
+    if (search) {
+      e.preventDefault();
+      search.focus();
+    }
+  } else current?.key?.(e);
+});
+window.addEventListener("hashchange", route);
+connect();
+route();
+export { h };

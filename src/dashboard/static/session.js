@@ -1,0 +1,216 @@
+// One session: turns and attempts (abandoned ones marked with the reason), the transcript as it
+// happens, cost and tokens per turn, errors with their kind, a link to each turn's trace; and time
+// travel: the session as it stood at any event (the server folds it like `replay --until`).
+// Keys: ←/→ step one event, Shift+←/→ ten, Home first, End or L live.
+import { ago, badge, duration, h, money, size, tokens, typing } from "./dom.js";
+import { store } from "./app.js";
+import { renderItem } from "./transcript.js";
+
+function turnFigures(tv) {
+  const cost = tv.attempts.reduce((n, a) => n + a.costUsd, 0);
+  const t = tv.attempts.reduce((acc, a) => ({ input: acc.input + a.tokens.input, output: acc.output + a.tokens.output, cacheRead: acc.cacheRead + a.tokens.cacheRead, cacheCreation: acc.cacheCreation + a.tokens.cacheCreation }), { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 });
+  return { cost, t };
+}
+
+function traceLink(traceId) {
+  const tpl = store.hello?.traceUrl;
+  if (!traceId || !tpl) return null;
+  return h("a", { href: tpl.replace("{traceId}", traceId), target: "_blank", rel: "noopener noreferrer", class: "trace" }, "trace ↗");
+}
+
+function turnHead(model, i) {
+  const tv = model.view.turns[i];
+  const tt = model.transcript.turns[i];
+  if (!tv) return h("div", { class: "turn-head" }, h("span", { class: "tid" }, tt?.turn ?? "?"));
+  const { cost, t } = turnFigures(tv);
+  return h("div", { class: "turn-head" },
+    h("span", { class: "tid" }, tv.id), badge(tv.status),
+    h("span", { class: "muted" }, `${tv.attempts.length} attempt${tv.attempts.length === 1 ? "" : "s"}`),
+    h("span", {}, money(cost)), h("span", { class: "muted" }, tokens(t)),
+    h("span", { class: "muted" }, duration(tv.startedAt, tv.endedAt)),
+    tv.errorKind && tv.errorKind !== "ok" ? h("span", { class: "error" }, tv.errorKind, tv.error?.message ? `: ${tv.error.message}` : "") : null,
+    traceLink(model.traces[tv.id]));
+}
+
+function requestsOf(model, turn) {
+  const reqs = model.requests.filter((r) => r.turn === turn);
+  if (reqs.length === 0) return null;
+  return h("div", { class: "requests" }, reqs.map((r) => h("div", { "data-request": r.requestId },
+    "decision ", h("b", {}, r.toolName ?? "?"), " ", badge(r.status),
+    r.decision ? ` ${r.decision}` : "", r.by ? ` by ${r.by}` : "",
+    r.status === "pending" ? [" · ", h("a", { href: "#/decisions" }, "decide")] : null)));
+}
+
+function attemptBox(a, items) {
+  if (a.abandoned) {
+    return h("details", { class: "abandoned", "data-attempt": a.attempt },
+      h("summary", {}, `abandoned attempt ${a.attempt}: ${a.abandonReason ?? "abandoned"} (${a.items?.length ?? a.count ?? 0} items)`), items);
+  }
+  return h("div", { class: "attempt", "data-attempt": a.attempt }, items);
+}
+
+/** Builds one turn; `els` keeps its parts so a patch can replace just what changed. */
+function renderTurn(model, i) {
+  const tt = model.transcript.turns[i];
+  const head = turnHead(model, i);
+  const reqs = requestsOf(model, tt.turn) ?? h("div");
+  const attempts = tt.attempts.map((a) => {
+    const itemEls = a.items.map(renderItem);
+    return { box: attemptBox(a, itemEls), itemEls, abandoned: a.abandoned };
+  });
+  const prompt = tt.prompt === null ? null : h("div", { class: "prompt" }, tt.prompt);
+  const body = h("div", { class: "turn-body" }, prompt, attempts.map((a) => a.box));
+  const section = h("section", { class: "turn", "data-turn": tt.turn }, head, reqs, body);
+  return { section, head, reqs, body, attempts, hasPrompt: prompt !== null };
+}
+
+export function sessionView(root, id, at) {
+  let live = null;
+  let shown = null;
+  let travel = at; // null: live
+  let turns = [];
+  const title = h("h1", {}, id);
+  const status = h("span");
+  const figures = h("div", { class: "figures" });
+  const slider = h("input", { type: "range", min: 1, max: 1, value: 1, "aria-label": "event number" });
+  const where = h("span", { class: "muted", id: "where" });
+  const liveBtn = h("button", { title: "back to live (L)" }, "Live");
+  const bar = h("div", { class: "travel" }, h("button", { title: "one event back (←)", onclick: () => step(-1) }, "◀"), slider, h("button", { title: "one event on (→)", onclick: () => step(1) }, "▶"), where, liveBtn);
+  const transcript = h("div", { id: "transcript" });
+  root.append(h("div", { class: "session-head" }, title, status, figures), bar, transcript);
+
+  function renderHead(model) {
+    const v = model.view;
+    status.replaceChildren(badge(v.status));
+    figures.replaceChildren(...[
+      h("span", {}, "cost ", h("b", {}, money(v.costUsd))), h("span", {}, "tokens ", h("b", {}, tokens(v.tokens))),
+      h("span", {}, "turns ", h("b", {}, String(v.turns.length))), h("span", {}, "model ", h("b", {}, v.model ?? "–")),
+      h("span", { title: v.lastAt ?? "" }, "last activity ", h("b", {}, ago(v.lastAt))),
+      v.lastErrorKind ? h("span", { class: "error" }, `last error ${v.lastErrorKind}`) : null,
+      v.cwd ? h("span", { class: "muted" }, v.cwd) : null].filter(Boolean));
+    const max = Math.max(1, live?.logSeq ?? model.logSeq);
+    slider.max = String(max);
+    slider.value = String(model.lastSeq);
+    where.textContent = travel === null ? `live · event ${model.lastSeq}` : `event ${model.lastSeq} of ${max}`;
+    bar.classList.toggle("past", travel !== null);
+    liveBtn.disabled = travel === null;
+  }
+
+  function renderAll(model) {
+    shown = model;
+    renderHead(model);
+    turns = model.transcript.turns.map((_, i) => renderTurn(model, i));
+    transcript.replaceChildren(...turns.map((t) => t.section));
+    if (turns.length === 0) transcript.append(h("p", { class: "empty" }, model.lastSeq === 0 ? "no events yet" : "no turns"));
+    transcript.dataset.seq = String(model.lastSeq);
+  }
+
+  function renderPatch(p) {
+    renderHead(live);
+    transcript.dataset.seq = String(p.seq);
+    if (p.turnIndex === null) return;
+    const i = p.turnIndex;
+    const t = turns[i];
+    const tt = live.transcript.turns[i];
+    const reshaped = !t || t.attempts.length !== tt.attempts.length || t.attempts.some((a, ai) => a.abandoned !== tt.attempts[ai].abandoned) || t.hasPrompt !== (tt.prompt !== null);
+    if (reshaped) {
+      const fresh = renderTurn(live, i);
+      if (t) t.section.replaceWith(fresh.section);
+      else {
+        transcript.querySelector(".empty")?.remove();
+        transcript.append(fresh.section);
+      }
+      turns[i] = fresh;
+      return;
+    }
+    const head = turnHead(live, i);
+    t.head.replaceWith(head);
+    t.head = head;
+    const reqs = requestsOf(live, tt.turn) ?? h("div");
+    t.reqs.replaceWith(reqs);
+    t.reqs = reqs;
+    for (const ip of p.items) {
+      const a = t.attempts[ip.attempt];
+      const el = renderItem(ip.item);
+      const old = a.itemEls[ip.index];
+      if (old) old.replaceWith(el);
+      else (a.box.tagName === "DETAILS" ? a.box : a.box).append(el);
+      a.itemEls[ip.index] = el;
+    }
+  }
+
+  function applyPatch(model, p) {
+    const turnsView = model.view.turns;
+    model.view = { ...p.view, turns: turnsView };
+    model.lastSeq = model.logSeq = p.seq;
+    if (p.turnIndex === null) return;
+    const i = p.turnIndex;
+    model.view.turns[i] = p.turnView;
+    const tt = (model.transcript.turns[i] ??= { turn: p.head.turn, attempts: [] });
+    Object.assign(tt, { prompt: p.head.prompt, promptSeq: p.head.promptSeq, acceptedAttempt: p.head.acceptedAttempt });
+    p.head.attempts.forEach((a, ai) => {
+      const m = (tt.attempts[ai] ??= { attempt: a.attempt, items: [] });
+      Object.assign(m, { attempt: a.attempt, abandoned: a.abandoned, abandonReason: a.abandonReason });
+      m.items.length = Math.min(m.items.length, a.count);
+    });
+    for (const ip of p.items) tt.attempts[ip.attempt].items[ip.index] = ip.item;
+    model.requests = model.requests.filter((r) => r.turn !== p.head.turn).concat(p.requests).sort((a, b) => a.seq - b.seq);
+    if (p.traceId) model.traces[p.head.turn] = p.traceId;
+  }
+
+  const es = new EventSource(`/api/sessions/${encodeURIComponent(id)}/stream`);
+  es.addEventListener("snapshot", (e) => {
+    live = JSON.parse(e.data);
+    if (travel === null) renderAll(live);
+    else void goTo(travel);
+  });
+  es.addEventListener("patch", (e) => {
+    const p = JSON.parse(e.data);
+    applyPatch(live, p);
+    if (travel === null) renderPatch(p);
+    else renderHead(shown);
+  });
+
+  let asked = 0;
+  async function goTo(seq) {
+    const max = live?.logSeq ?? seq;
+    seq = Math.max(1, Math.min(seq, max));
+    if (live && seq >= max) return toLive();
+    travel = seq;
+    history.replaceState(null, "", `#/session/${encodeURIComponent(id)}/at/${seq}`);
+    const ticket = ++asked;
+    const res = await fetch(`/api/sessions/${encodeURIComponent(id)}?until=${seq}`);
+    if (ticket !== asked || travel === null) return;
+    renderAll(await res.json());
+  }
+  function toLive() {
+    travel = null;
+    asked++;
+    history.replaceState(null, "", `#/session/${encodeURIComponent(id)}`);
+    if (live) renderAll(live);
+  }
+  function step(n) {
+    const from = travel ?? live?.logSeq ?? 1;
+    void goTo(from + n);
+  }
+  let debounce;
+  slider.addEventListener("input", () => {
+    clearTimeout(debounce);
+    debounce = setTimeout(() => void goTo(Number(slider.value)), 120);
+  });
+  liveBtn.addEventListener("click", toLive);
+
+  return {
+    unmount: () => es.close(),
+    key(e) {
+      if (e.target === slider && (e.key === "ArrowLeft" || e.key === "ArrowRight")) return;
+      if (e.key === "ArrowLeft") step(e.shiftKey ? -10 : -1);
+      else if (e.key === "ArrowRight") step(e.shiftKey ? 10 : 1);
+      else if (e.key === "Home") void goTo(1);
+      else if (e.key === "End" || e.key === "l" || e.key === "L") toLive();
+      else return;
+      e.preventDefault();
+    },
+  };
+}
+export { typing, size };

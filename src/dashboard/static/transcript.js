@@ -1,0 +1,55 @@
+// Transcript items: assistant text, tool calls with their results (long ones folded with their
+// size, filled in only when opened), subagent work nested under the call that started it.
+import { h, size } from "./dom.js";
+
+const FOLD_CHARS = 1500;
+
+function folded(label, text, cls) {
+  if (text.length <= FOLD_CHARS) return h("div", { class: cls }, h("pre", {}, text));
+  const pre = h("pre");
+  const d = h("details", { class: `${cls} folded` }, h("summary", { class: "muted" }, `${label} · ${size(text.length)} (folded)`), pre);
+  d.addEventListener("toggle", () => {
+    if (d.open && pre.textContent === "") pre.textContent = text;
+  });
+  return d;
+}
+
+function callText(item) {
+  const input = item.input ?? {};
+  if (typeof input.command === "string") return input.command;
+  if (typeof input.file_path === "string") return input.file_path;
+  return JSON.stringify(input);
+}
+
+function resultEl(r) {
+  const dropped = r.droppedChars > 0 ? h("div", { class: "muted" }, `${size(r.droppedChars)} more in the log`) : null;
+  const label = r.isError ? "error result" : "result";
+  const el = folded(label, r.text, `result${r.isError ? " err" : ""}`);
+  el.dataset.seq = String(r.seq);
+  return [el, dropped];
+}
+
+export function renderItem(item) {
+  switch (item.t) {
+    case "user":
+      return h("div", { class: "item prompt", "data-seq": item.seq }, item.text);
+    case "text":
+      return h("div", { class: "item text", "data-seq": item.seq }, item.text);
+    case "api_error":
+      return h("div", { class: "item error", "data-seq": item.seq }, `API error: ${item.error}${item.text ? ` ${item.text}` : ""}`);
+    case "orphan_result":
+      return h("div", { class: "item tool", "data-seq": item.result.seq }, h("div", { class: "muted" }, `result for ${item.toolUseId}`), resultEl(item.result));
+    case "tool": {
+      const call = callText(item);
+      const sub = item.subagent.length > 0
+        ? h("div", { class: "subagent" }, h("div", { class: "subagent-label" }, `subagent · ${item.subagent.length} items`), item.subagent.map(renderItem))
+        : null;
+      return h("div", { class: "item tool", "data-seq": item.seq, "data-tool": item.name },
+        h("div", { class: "call" }, h("b", {}, item.name || "(unknown call)"), " ", call.length > 400 ? `${call.slice(0, 400)}… (${size(call.length)})` : call),
+        sub,
+        item.result === null ? h("div", { class: "muted" }, "… no result yet") : resultEl(item.result));
+    }
+    default:
+      return h("div", { class: "item muted" }, "(unknown item)");
+  }
+}

@@ -1,0 +1,31 @@
+// Headless Chromium (Debian's `chromium`, which .ci/run installs) driven by playwright-core, and the
+// folder where the dashboard tests leave their screenshots.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { repoRoot } from "../support/build.ts";
+
+export const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
+export const ARTIFACTS = join(repoRoot, "test-artifacts", "dashboard");
+
+export async function launchBrowser(): Promise<Browser> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  // As root (CI) Chromium runs only without its sandbox; the pages here are our own.
+  return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"] });
+}
+
+/** A page that fails the test on any script error or CSP violation it reports. */
+export async function openPage(browser: Browser, errors: string[]): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  page.on("pageerror", (err) => errors.push(`pageerror: ${err.message}`));
+  page.on("console", (msg) => {
+    if (msg.type() === "error") errors.push(`console: ${msg.text()}`);
+  });
+  return page;
+}
+
+export async function screenshot(page: Page, name: string): Promise<string> {
+  const path = join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path, fullPage: false });
+  return path;
+}

@@ -1,0 +1,146 @@
+// The decisions inbox in a real browser: a supervised turn's Bash call appears in the open inbox
+// without a reload, Deny records a signed decision with the operator's name, and the session page
+// shows the turn ending with the denial in its transcript. Then the console's guards, over plain
+// HTTP: decisions need the page's CSRF token and a same-origin request, a loopback console refuses a
+// foreign Host, and a non-loopback one needs the operator token, which never appears in a URL.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { request } from "node:http";
+import { join } from "node:path";
+import { startDashboard, type Dashboard } from "../../src/dashboard/index.ts";
+import { OPERATOR, operatorKey } from "../decisions/_support.ts";
+import { rig } from "../worker/_more.ts";
+import { launchBrowser, openPage, screenshot } from "./_browser.ts";
+
+const touch = (file: string) => ({ content: [{ type: "tool_use" as const, name: "Bash", input: { command: `touch ${file}`, description: "create a file" } }] });
+
+test("a pending decision appears live in the inbox; Deny ends the turn with the denial in its transcript", async () => {
+  const r = await rig((ws: string) => ({ responses: [touch(join(ws, "denied.txt")), { content: [{ type: "text", text: "the call was refused" }] }] }));
+  r.worker({ operatorKeys: [OPERATOR.publicKey] });
+  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, operatorKey, operatorName: "dana" });
+  const browser = await launchBrowser();
+  const errors: string[] = [];
+  try {
+    const page = await openPage(browser, errors);
+    await page.goto(`${dash.url}#/decisions`);
+    await page.getByText("no decisions waiting").waitFor({ timeout: 20_000 });
+    await page.getByText("deciding as dana").waitFor();
+
+    const t = await r.producer.enqueueTurn({ prompt: "make denied.txt", cwd: r.ws, options: { supervised: true } });
+    const card = page.locator('.pending-card[data-status="pending"]');
+    await card.waitFor({ timeout: 60_000 });
+    assert.match(await card.locator("h3").innerText(), /Bash/);
+    assert.match(await card.locator("pre.input").innerText(), /touch .*denied\.txt/);
+    assert.match(await card.innerText(), /make denied\.txt/, "the turn's prompt is shown as context");
+    assert.match(await page.locator("#pending-count").innerText(), /^1$/);
+    await screenshot(page, "inbox-pending");
+
+    await card.getByLabel("reason").fill("not on my watch");
+    await card.getByRole("button", { name: "Deny", exact: true }).click();
+    await page.locator("#decided").getByText(/deny recorded by dana/).waitFor({ timeout: 20_000 });
+    const result = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+    assert.equal(result.status, "finished");
+    assert.equal(existsSync(join(r.ws, "denied.txt")), false, "the denied call did not run");
+    const made = (await r.events(t.session)).find((e) => e.kind === "decision.made");
+    const data = made?.data as { by?: string; decision?: string; keyId?: string; signature?: string; reason?: string };
+    assert.equal(data.by, "dana");
+    assert.equal(data.decision, "deny");
+    assert.equal(data.reason, "not on my watch");
+    assert.ok(data.keyId?.startsWith("op-") && typeof data.signature === "string", "signed with the operator key");
+
+    await page.goto(`${dash.url}#/session/${t.session}`);
+    const turn = page.locator(`section.turn[data-turn="${t.turn}"]`);
+    await turn.locator(".turn-head .badge", { hasText: "finished" }).waitFor({ timeout: 20_000 });
+    const denied = turn.locator('.tool[data-tool="Bash"] .result.err');
+    assert.match(await denied.innerText(), /not on my watch/);
+    assert.match(await turn.locator(".requests").innerText(), /Bash\s+decided\s+deny by dana/);
+    assert.match(await turn.innerText(), /the call was refused/);
+    await screenshot(page, "session-denied");
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
+    await dash.close();
+    await r.dispose();
+  }
+});
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+function call(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: options.method ?? "GET", headers: options.headers }, (res) => {
+      let body = "";
+      res.on("data", (d: Buffer) => (body += d.toString()));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on("error", reject);
+    req.end(options.body);
+  });
+}
+
+const decision = JSON.stringify({ session: "s-nope", requestId: "r-nope", decision: "allow" });
+
+test("state changes need the page's CSRF token and a same-origin request; loopback refuses a foreign Host", async () => {
+  const r = await rig({ responses: [] });
+  const dash: Dashboard = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, operatorKey, operatorName: "dana" });
+  try {
+    const html = await call(dash.url);
+    assert.equal(html.status, 200);
+    assert.match(String(html.headers["content-security-policy"]), /default-src 'self'/);
+    assert.doesNotMatch(html.body, /<script>|<script [^>]*>[^<]/, "no inline script");
+    const csrf = /<meta name="ts-csrf" content="([^"]+)">/.exec(html.body)?.[1];
+    assert.ok(csrf !== undefined && csrf.length >= 24);
+    const json = { "Content-Type": "application/json" };
+    const api = `${dash.url}api/decide`;
+    assert.equal((await call(api, { method: "POST", headers: json, body: decision })).status, 403, "no CSRF header");
+    assert.equal((await call(api, { method: "POST", headers: { ...json, "X-Turnstream-CSRF": "wrong" }, body: decision })).status, 403);
+    const ok = { ...json, "X-Turnstream-CSRF": csrf };
+    assert.equal((await call(api, { method: "POST", headers: { ...ok, Origin: "https://evil.example" }, body: decision })).status, 403, "cross-origin");
+    assert.equal((await call(api, { method: "POST", headers: { ...ok, "Sec-Fetch-Site": "cross-site" }, body: decision })).status, 403, "cross-site");
+    assert.equal((await call(api, { method: "POST", headers: { "Content-Type": "text/plain", "X-Turnstream-CSRF": csrf }, body: decision })).status, 403, "a simple (form-like) request");
+    // With every check passed the decision reaches `decide`, which finds no such request.
+    const through = await call(api, { method: "POST", headers: { ...ok, Origin: dash.url.slice(0, -1), "Sec-Fetch-Site": "same-origin" }, body: decision });
+    assert.equal(through.status, 409, through.body);
+    assert.match(through.body, /not_found/);
+    assert.equal((await call(dash.url, { headers: { Host: "evil.example" } })).status, 421, "DNS rebinding");
+  } finally {
+    await dash.close();
+    await r.dispose();
+  }
+});
+
+test("off loopback: no start without a token; the token is asked for once in a POST and kept as an HttpOnly cookie", async () => {
+  const r = await rig({ responses: [] });
+  await assert.rejects(startDashboard({ redis: r.redis, prefix: r.space.logPrefix, host: "0.0.0.0" }), /TURNSTREAM_DASHBOARD_TOKEN_FILE/);
+  const token = "dashboard-token-7c1f9e2b5a";
+  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, host: "0.0.0.0", token });
+  const base = `http://127.0.0.1:${dash.port}/`;
+  try {
+    const first = await call(base);
+    assert.equal(first.status, 303);
+    assert.equal(first.headers.location, "/login");
+    assert.equal((await call(`${base}api/fleet`)).status, 401);
+    const form = { "Content-Type": "application/x-www-form-urlencoded" };
+    const wrong = await call(`${base}login`, { method: "POST", headers: form, body: "token=guess" });
+    assert.equal(wrong.status, 303);
+    assert.equal(wrong.headers["set-cookie"], undefined);
+    const right = await call(`${base}login`, { method: "POST", headers: form, body: `token=${token}` });
+    assert.equal(right.status, 303);
+    assert.ok(!String(right.headers.location).includes(token), "the token is not put in a URL");
+    const cookie = String(right.headers["set-cookie"]).split(";")[0]!;
+    assert.match(String(right.headers["set-cookie"]), /HttpOnly; SameSite=Strict/);
+    assert.ok(!cookie.includes(token), "the cookie is not the token");
+    const page = await call(base, { headers: { Cookie: cookie } });
+    assert.equal(page.status, 200);
+    assert.ok(!page.body.includes(token));
+    assert.equal((await call(`${base}api/decide`, { method: "POST", headers: { "Content-Type": "application/json", Cookie: cookie }, body: decision })).status, 403, "the cookie alone cannot decide");
+  } finally {
+    await dash.close();
+    await r.dispose();
+  }
+});

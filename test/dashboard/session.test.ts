@@ -1,0 +1,130 @@
+// A finished session in a real browser: its transcript, stepping back in time (keys and the address
+// bar, folded like `replay --until`), and back to live. A canary secret in a tool's output and input,
+// in assistant text, in an error message and in a secret-named environment value of the dashboard's
+// process appears nowhere: not in the page, not in what the server sends.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { startDashboard } from "../../src/dashboard/index.ts";
+import type { Envelope } from "../../src/log/index.ts";
+import { rig } from "../worker/_more.ts";
+import { launchBrowser, openPage, screenshot } from "./_browser.ts";
+
+const GH_CANARY = `ghp_${randomBytes(18).toString("hex")}`;
+const ENV_CANARY = `envcanary${randomBytes(12).toString("hex")}`;
+
+const line = (message: unknown, type = "assistant") => JSON.stringify({ type, message, parent_tool_use_id: null, session_id: "5c3c1c1e-0000-4000-8000-000000000001" });
+
+/** A turn planted straight into the log, as an import of an older log could hold it: nothing scrubbed. */
+async function plantRawTurn(r: Awaited<ReturnType<typeof rig>>, session: string): Promise<void> {
+  const turn = "t_planted";
+  await r.producer.log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.queued", data: { prompt: `use ${ENV_CANARY}`, cwd: r.ws } }]);
+  const { epoch } = await r.producer.log.beginAttempt(session, turn);
+  const long = `${"x".repeat(3000)}\nthe key is ${GH_CANARY}\n`;
+  const lines = [
+    line({ id: "m1", role: "assistant", model: "m", content: [{ type: "text", text: `I found ${GH_CANARY}` }] }),
+    line({ id: "m2", role: "assistant", model: "m", content: [{ type: "tool_use", id: "toolu_p1", name: "Bash", input: { command: `curl -H 'X: ${ENV_CANARY}' https://example.com` } }] }),
+    line({ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_p1", content: long }] }, "user"),
+  ];
+  await r.producer.log.append(session, epoch, [
+    { turn, attempt: 1, kind: "attempt.started", data: { worker: "planted", attempt: 1 } },
+    ...lines.map((raw) => ({ turn, attempt: 1, kind: "cli.line", data: { raw } })),
+    { turn, attempt: 1, kind: "turn.failed", data: { attempt: 1, errorKind: "process_error", error: { name: "Error", message: `boom ${GH_CANARY} ${ENV_CANARY}` }, retryable: false } },
+  ]);
+}
+
+const seqOf = (events: Envelope[], pred: (e: Envelope) => boolean): number => {
+  const e = events.find(pred);
+  assert.ok(e !== undefined);
+  return e.seq;
+};
+
+/** The first chunks of an SSE answer (the snapshot), then the connection is dropped. */
+async function firstEvents(url: string, n: number): Promise<string> {
+  const ac = new AbortController();
+  const res = await fetch(url, { signal: ac.signal });
+  const reader = res.body!.getReader();
+  let text = "";
+  while (text.split("\n\n").length <= n) text += new TextDecoder().decode((await reader.read()).value);
+  ac.abort();
+  return text;
+}
+
+test("a finished session: transcript, steps back in time and back to live; a canary secret appears nowhere", async () => {
+  const r = await rig({
+    responses: [
+      { content: [{ type: "tool_use", name: "Bash", input: { command: `echo ${GH_CANARY}`, description: "print it" } }] },
+      { content: [{ type: "text", text: "printed the value" }] },
+    ],
+  });
+  r.worker();
+  process.env["DASHBOARD_CANARY_TOKEN"] = ENV_CANARY;
+  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix });
+  const browser = await launchBrowser();
+  const errors: string[] = [];
+  try {
+    const t = await r.producer.enqueueTurn({ prompt: "print the value", cwd: r.ws, options: { allowedTools: ["Bash"] } });
+    assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
+    await plantRawTurn(r, t.session);
+    const events = await r.events(t.session);
+    const last = events.at(-1)!.seq;
+    const finished = seqOf(events, (e) => e.kind === "turn.finished");
+    const callSeq = seqOf(events, (e) => e.kind === "cli.line" && /"tool_use"/.test(String((e.data as { raw?: string }).raw)));
+    const resultSeq = seqOf(events, (e) => e.kind === "cli.line" && /"tool_result"/.test(String((e.data as { raw?: string }).raw)));
+
+    const page = await openPage(browser, errors);
+    await page.goto(`${dash.url}#/session/${t.session}`);
+    const real = page.locator(`section.turn[data-turn="${t.turn}"]`);
+    const planted = page.locator('section.turn[data-turn="t_planted"]');
+    await real.locator(".turn-head .badge", { hasText: "finished" }).waitFor({ timeout: 20_000 });
+    await planted.locator(".turn-head .badge", { hasText: "failed" }).waitFor();
+    assert.match(await page.locator("#where").innerText(), new RegExp(`live · event ${last}$`));
+    assert.match(await real.innerText(), /printed the value/);
+    assert.match(await planted.locator(".turn-head").innerText(), /process_error: boom \[REDACTED/);
+    assert.match(await planted.locator("details.folded summary").innerText(), /result · 3\.\d KB \(folded\)/);
+    await screenshot(page, "session-live");
+
+    // Back, one event per key press, to just before the real turn finished.
+    for (let i = 0; i < last - finished + 1; i++) await page.keyboard.press("ArrowLeft");
+    await page.locator("#where").getByText(`event ${finished - 1} of ${last}`).waitFor();
+    await real.locator(".turn-head .badge", { hasText: "running" }).waitFor();
+    assert.equal(await planted.count(), 0, "the later turn is not there yet");
+    await page.keyboard.press("Home");
+    await page.locator("#where").getByText(`event 1 of ${last}`).waitFor();
+    await real.locator(".turn-head .badge", { hasText: "queued" }).waitFor();
+    assert.equal(await real.locator(".item").count(), 0);
+
+    // The address names the moment: the call is there, its result not yet; one step on, it is.
+    await page.goto(`${dash.url}#/session/${t.session}/at/${callSeq}`);
+    await page.locator("#where").getByText(`event ${callSeq} of ${last}`).waitFor();
+    await real.locator('.tool[data-tool="Bash"]', { hasText: "no result yet" }).waitFor();
+    await screenshot(page, "session-past");
+    for (let i = 0; i < resultSeq - callSeq; i++) await page.keyboard.press("ArrowRight");
+    await page.locator("#where").getByText(`event ${resultSeq} of ${last}`).waitFor();
+    assert.match(await real.locator('.tool[data-tool="Bash"] .result').innerText(), /REDACTED:github_token/);
+    await page.keyboard.press("l");
+    await page.locator("#where").getByText(`live · event ${last}`).waitFor();
+    await planted.waitFor();
+
+    // Nothing anywhere holds a canary: open every fold, then read the whole page and the server's answers.
+    for (const summary of await page.locator("details:not([open]) > summary").all()) await summary.click();
+    const shown = (await page.content()) + (await page.locator("body").innerText());
+    assert.match(shown, /the key is \[REDACTED:github_token\]/, "the folded result was opened");
+    const served = [
+      await (await fetch(`${dash.url}api/sessions/${t.session}?until=${last}`)).text(),
+      await firstEvents(`${dash.url}api/sessions/${t.session}/stream`, 1),
+      await firstEvents(`${dash.url}api/fleet`, 4),
+    ].join("\n");
+    assert.match(served, /REDACTED/);
+    for (const canary of [GH_CANARY, ENV_CANARY]) {
+      assert.ok(!shown.includes(canary), `page shows ${canary}`);
+      assert.ok(!served.includes(canary), `server sends ${canary}`);
+    }
+    assert.deepEqual(errors, []);
+  } finally {
+    delete process.env["DASHBOARD_CANARY_TOKEN"];
+    await browser.close();
+    await dash.close();
+    await r.dispose();
+  }
+});
