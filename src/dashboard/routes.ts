@@ -62,7 +62,7 @@ export async function sessionStream(ctx: Ctx, req: IncomingMessage, res: ServerR
   const es = eventStream(req, res);
   const traces: TraceIds = {};
   const state = initialState();
-  for await (const pageOfEvents of ctx.log.readPages(session)) {
+  for await (const pageOfEvents of ctx.log.readPages(session, { pageSize: 2000 })) {
     for (const env of pageOfEvents) {
       applyEvent(state, env);
       noteTrace(traces, env);

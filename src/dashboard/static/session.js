@@ -160,9 +160,13 @@ export function sessionView(root, id, at) {
 
   const es = new EventSource(`/api/sessions/${encodeURIComponent(id)}/stream`);
   es.addEventListener("snapshot", (e) => {
+    // Marks for the page-load benchmark (bench/dashboard.ts): arrival, parse, render.
+    performance.mark("ts:snapshot");
     live = JSON.parse(e.data);
+    performance.mark("ts:parsed");
     if (travel === null) renderAll(live);
     else void goTo(travel);
+    performance.mark("ts:rendered");
   });
   es.addEventListener("patch", (e) => {
     const p = JSON.parse(e.data);
