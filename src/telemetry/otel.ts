@@ -32,7 +32,10 @@ export interface StartTelemetryOptions {
   scrubber: Scrubber;
   /** Where the OTEL_* variables are read (default process.env). */
   env?: EnvLike;
-  /** Used instead of the exporters OTEL_* names (tests: an InMemorySpanExporter). Still wrapped for redaction. */
+  /**
+   * Used instead of the exporters OTEL_* names (tests: an InMemorySpanExporter). Still wrapped for
+   * redaction. Registers the AsyncLocalStorage context manager, as NodeSDK does, unless one is.
+   */
   exporter?: SpanExporter;
   /** "batch" (default) or "simple" (export each span as it ends; handy in tests). */
   processor?: "batch" | "simple";
