@@ -72,7 +72,7 @@ try {
   const phases = await page.evaluate(`(() => {
     const at = (name) => Math.round(performance.getEntriesByName(name)[0]?.startTime ?? -1);
     const nav = performance.getEntriesByType("navigation")[0];
-    return { domContentLoaded: Math.round(nav.domContentLoadedEventEnd), snapshotArrived: at("ts:snapshot"), parsed: at("ts:parsed"), rendered: at("ts:rendered"), now: Math.round(performance.now()) };
+    return { domContentLoaded: Math.round(nav.domContentLoadedEventEnd), snapshotArrived: at("ts:snapshot"), parsed: at("ts:parsed"), rendered: at("ts:rendered"), painted: at("ts:painted"), now: Math.round(performance.now()) };
   })()`);
   process.stdout.write(`in the page (ms since navigation): ${JSON.stringify(phases)}\n`);
   process.stdout.write(`${lastSeq} events: transcript (${items} items) in the DOM ${renderMs.toFixed(0)} ms after navigation (goal ≤ 1000 ms)\n`);

@@ -7,7 +7,7 @@ import { applyEvent, initialState, replaySession } from "../projector/index.ts";
 import type { Fleet, FleetEvent } from "./fleet.ts";
 import { eventStream, readBody, sendJson, sendText } from "./http.ts";
 import type { Guard } from "./security.ts";
-import { noteTrace, pageOf, patchOf, sentCountsOf, type TraceIds } from "./session-view.ts";
+import { noteTrace, pageOf, patchOf, resultAt, sentCountsOf, trimResults, type SessionPage, type SessionPatch, type TraceIds } from "./session-view.ts";
 import { attr, type StaticFile } from "./static-files.ts";
 
 export interface Ctx {
@@ -57,6 +57,33 @@ export async function fleetStream(ctx: Ctx, req: IncomingMessage, res: ServerRes
   for (const e of queued.splice(0)) send(e);
 }
 
+/** A page scrubbed, then its long results cut short (fetched whole when opened). */
+function sentPage(ctx: Ctx, page: SessionPage): SessionPage {
+  const out = ctx.deep(page);
+  for (const t of out.transcript.turns) for (const a of t.attempts) trimResults(a.items);
+  return out;
+}
+
+function sentPatch(ctx: Ctx, patch: SessionPatch): SessionPatch {
+  const out = ctx.deep(patch);
+  trimResults(out.items.map((p) => p.item));
+  return out;
+}
+
+/** The whole text of the result event `seq` recorded (the session folded up to it, as time travel does). */
+export async function resultRoute(ctx: Ctx, res: ServerResponse, session: string, seq: number): Promise<void> {
+  const st = await ctx.log.stat(session);
+  if (!st.exists && st.length === 0) return sendJson(res, 404, { error: `no session ${session}` });
+  const state = await replaySession(ctx.log, session, { until: { seq } });
+  for (const t of state.transcript.turns) {
+    for (const a of t.attempts) {
+      const text = resultAt(a.items, seq);
+      if (text !== undefined) return sendJson(res, 200, { text: ctx.deep(text) });
+    }
+  }
+  sendJson(res, 404, { error: `event ${seq} recorded no tool result` });
+}
+
 /** One session: its state folded from the log, then a patch per new event, from the log's tail. */
 export async function sessionStream(ctx: Ctx, req: IncomingMessage, res: ServerResponse, session: string): Promise<void> {
   const es = eventStream(req, res);
@@ -68,12 +95,12 @@ export async function sessionStream(ctx: Ctx, req: IncomingMessage, res: ServerR
       noteTrace(traces, env);
     }
   }
-  es.send("snapshot", ctx.deep(pageOf(session, state, traces, state.lastSeq)));
+  es.send("snapshot", sentPage(ctx, pageOf(session, state, traces, state.lastSeq, ctx.traceUrl)));
   const sent = sentCountsOf(state);
   for await (const env of ctx.log.tail(session, { fromSeq: state.lastSeq + 1, signal: es.closed, blockMs: 1000 })) {
     applyEvent(state, env);
     noteTrace(traces, env);
-    es.send("patch", ctx.deep(patchOf(state, env, sent, traces)));
+    es.send("patch", sentPatch(ctx, patchOf(state, env, sent, traces)));
   }
 }
 
@@ -83,7 +110,7 @@ export async function sessionAt(ctx: Ctx, res: ServerResponse, session: string, 
   const st = await ctx.log.stat(session);
   if (!st.exists && st.length === 0) return sendJson(res, 404, { error: `no session ${session}` });
   const state = await replaySession(ctx.log, session, { until: { seq: until }, observers: [{ onEvent: (env) => noteTrace(traces, env) }] });
-  sendJson(res, 200, ctx.deep(pageOf(session, state, traces, st.lastSeq)));
+  sendJson(res, 200, sentPage(ctx, pageOf(session, state, traces, st.lastSeq, ctx.traceUrl)));
 }
 
 const decisionBody = z.strictObject({

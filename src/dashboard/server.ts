@@ -10,7 +10,7 @@ import { createScrubber, type Scrubber } from "../telemetry/index.ts";
 import type { OperatorKey, OperatorKeyring } from "../decisions/index.ts";
 import { Fleet } from "./fleet.ts";
 import { BodyTooLargeError, securityHeaders, sendJson, sendText } from "./http.ts";
-import { decideRoute, fleetStream, loginRoute, page, sessionAt, sessionStream, type Ctx } from "./routes.ts";
+import { decideRoute, fleetStream, loginRoute, page, resultRoute, sessionAt, sessionStream, type Ctx } from "./routes.ts";
 import { createGuard, isLoopbackHost } from "./security.ts";
 import { loadStaticFiles } from "./static-files.ts";
 
@@ -87,14 +87,14 @@ async function route(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promi
   if (method !== "GET") return sendJson(res, 405, { error: "method not allowed" });
   if (path === "/" || path === "/index.html") return page(ctx, res, "index.html");
   if (path === "/api/fleet") return fleetStream(ctx, req, res);
-  const m = /^\/api\/sessions\/([^/]+)(\/stream)?$/.exec(path);
+  const m = /^\/api\/sessions\/([^/]+)(\/stream|\/result)?$/.exec(path);
   if (m !== null) {
     const session = decodeURIComponent(m[1]!);
     if (!isValidSessionId(session)) return sendJson(res, 400, { error: "not a session id" });
-    if (m[2] !== undefined) return sessionStream(ctx, req, res, session);
-    const until = Number(url.searchParams.get("until") ?? "");
-    if (!Number.isSafeInteger(until) || until < 1) return sendJson(res, 400, { error: "until must be a positive event number" });
-    return sessionAt(ctx, res, session, until);
+    if (m[2] === "/stream") return sessionStream(ctx, req, res, session);
+    const seq = Number(url.searchParams.get(m[2] === "/result" ? "seq" : "until") ?? "");
+    if (!Number.isSafeInteger(seq) || seq < 1) return sendJson(res, 400, { error: "expected a positive event number" });
+    return m[2] === "/result" ? resultRoute(ctx, res, session, seq) : sessionAt(ctx, res, session, seq);
   }
   sendText(res, 404, "not found");
 }

@@ -27,10 +27,12 @@ export interface SessionPage {
   requests: DecisionRequest[];
   rules: ProjectionState["decisions"]["rules"];
   traces: TraceIds;
+  /** The trace UI link template (`{traceId}` replaced). */
+  traceUrl: string;
   unknownEvents: number;
 }
 
-export function pageOf(session: string, s: ProjectionState, traces: TraceIds, logSeq: number): SessionPage {
+export function pageOf(session: string, s: ProjectionState, traces: TraceIds, logSeq: number, traceUrl: string): SessionPage {
   return {
     session,
     lastSeq: s.lastSeq,
@@ -40,6 +42,7 @@ export function pageOf(session: string, s: ProjectionState, traces: TraceIds, lo
     requests: s.decisions.requests,
     rules: s.decisions.rules,
     traces,
+    traceUrl,
     unknownEvents: s.carried.total,
   };
 }
@@ -109,4 +112,36 @@ export function patchOf(s: ProjectionState, env: Envelope, sent: SentCounts, tra
   };
   const requests = s.decisions.requests.filter((r) => r.turn === env.turn);
   return { ...base, turnIndex: ti, turnView: turns[ti] ?? null, head, items, requests, traceId: traces[env.turn] ?? null };
+}
+
+/** Result text sent with a page; longer results are folded in the page and fetched whole when opened. */
+export const SENT_RESULT_CHARS = 1500;
+
+function trimItem(item: TranscriptItem): void {
+  const r = item.t === "tool" ? item.result : item.t === "orphan_result" ? item.result : null;
+  if (r !== null && r.text.length > SENT_RESULT_CHARS) {
+    (r as typeof r & { more: number }).more = r.text.length - SENT_RESULT_CHARS;
+    r.text = r.text.slice(0, SENT_RESULT_CHARS);
+  }
+  if (item.t === "tool") item.subagent.forEach(trimItem);
+}
+
+/**
+ * Cuts long results short in an already scrubbed copy (scrub first: a secret cut in half would no
+ * longer look like one), noting in `more` how many characters were left out.
+ */
+export function trimResults(items: readonly TranscriptItem[]): void {
+  items.forEach(trimItem);
+}
+
+/** The result recorded by event `seq`, searched through the items (subagent work too). */
+export function resultAt(items: readonly TranscriptItem[], seq: number): string | undefined {
+  for (const item of items) {
+    if ((item.t === "tool" || item.t === "orphan_result") && item.result?.seq === seq) return item.result.text;
+    if (item.t === "tool") {
+      const found = resultAt(item.subagent, seq);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
 }

@@ -71,6 +71,7 @@ test("a finished session: transcript, steps back in time and back to live; a can
     const finished = seqOf(events, (e) => e.kind === "turn.finished");
     const callSeq = seqOf(events, (e) => e.kind === "cli.line" && /"tool_use"/.test(String((e.data as { raw?: string }).raw)));
     const resultSeq = seqOf(events, (e) => e.kind === "cli.line" && /"tool_result"/.test(String((e.data as { raw?: string }).raw)));
+    const plantedResult = seqOf(events, (e) => e.turn === "t_planted" && e.kind === "cli.line" && /"tool_result"/.test(String((e.data as { raw?: string }).raw)));
 
     const page = await openPage(browser, errors);
     await page.goto(`${dash.url}#/session/${t.session}`);
@@ -108,12 +109,14 @@ test("a finished session: transcript, steps back in time and back to live; a can
 
     // Nothing anywhere holds a canary: open every fold, then read the whole page and the server's answers.
     for (const summary of await page.locator("details:not([open]) > summary").all()) await summary.click();
+    // The page holds a long result's start; opening it fetches the rest.
+    await planted.locator("details.folded pre", { hasText: "the key is [REDACTED:github_token]" }).waitFor();
     const shown = (await page.content()) + (await page.locator("body").innerText());
-    assert.match(shown, /the key is \[REDACTED:github_token\]/, "the folded result was opened");
     const served = [
       await (await fetch(`${dash.url}api/sessions/${t.session}?until=${last}`)).text(),
       await firstEvents(`${dash.url}api/sessions/${t.session}/stream`, 1),
       await firstEvents(`${dash.url}api/fleet`, 4),
+      await (await fetch(`${dash.url}api/sessions/${t.session}/result?seq=${plantedResult}`)).text(),
     ].join("\n");
     assert.match(served, /REDACTED/);
     for (const canary of [GH_CANARY, ENV_CANARY]) {

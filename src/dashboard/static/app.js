@@ -69,6 +69,12 @@ document.addEventListener("keydown", (e) => {
   } else current?.key?.(e);
 });
 window.addEventListener("hashchange", route);
-connect();
 route();
+// A session opened directly gets the server first: the fleet stream starts once its transcript is in.
+if (current?.loading) {
+  let started = false;
+  const start = () => !started && (started = true) && connect();
+  window.addEventListener("ts:snapshot", start, { once: true });
+  setTimeout(start, 2000);
+} else connect();
 export { h };

@@ -4,7 +4,7 @@
 // Keys: ←/→ step one event, Shift+←/→ ten, Home first, End or L live.
 import { ago, badge, duration, h, money, size, tokens, typing } from "./dom.js";
 import { store } from "./app.js";
-import { renderItem } from "./transcript.js";
+import { renderItem, setSession } from "./transcript.js";
 
 function turnFigures(tv) {
   const cost = tv.attempts.reduce((n, a) => n + a.costUsd, 0);
@@ -12,8 +12,7 @@ function turnFigures(tv) {
   return { cost, t };
 }
 
-function traceLink(traceId) {
-  const tpl = store.hello?.traceUrl;
+function traceLink(traceId, tpl) {
   if (!traceId || !tpl) return null;
   return h("a", { href: tpl.replace("{traceId}", traceId), target: "_blank", rel: "noopener noreferrer", class: "trace" }, "trace ↗");
 }
@@ -29,7 +28,7 @@ function turnHead(model, i) {
     h("span", {}, money(cost)), h("span", { class: "muted" }, tokens(t)),
     h("span", { class: "muted" }, duration(tv.startedAt, tv.endedAt)),
     tv.errorKind && tv.errorKind !== "ok" ? h("span", { class: "error" }, tv.errorKind, tv.error?.message ? `: ${tv.error.message}` : "") : null,
-    traceLink(model.traces[tv.id]));
+    traceLink(model.traces[tv.id], model.traceUrl));
 }
 
 function requestsOf(model, turn) {
@@ -41,12 +40,27 @@ function requestsOf(model, turn) {
     r.status === "pending" ? [" · ", h("a", { href: "#/decisions" }, "decide")] : null)));
 }
 
+const CHUNK = 100;
+
+function chunked(items) {
+  const out = [];
+  for (let i = 0; i < items.length; i += CHUNK) out.push(h("div", { class: "chunk" }, items.slice(i, i + CHUNK)));
+  return out;
+}
+
+/** Appends an item to an attempt's last chunk, or a new chunk when that one is full. */
+function appendItem(box, el) {
+  const last = box.lastElementChild;
+  if (last?.classList.contains("chunk") && last.childElementCount < CHUNK) last.append(el);
+  else box.append(h("div", { class: "chunk" }, el));
+}
+
 function attemptBox(a, items) {
   if (a.abandoned) {
     return h("details", { class: "abandoned", "data-attempt": a.attempt },
-      h("summary", {}, `abandoned attempt ${a.attempt}: ${a.abandonReason ?? "abandoned"} (${a.items?.length ?? a.count ?? 0} items)`), items);
+      h("summary", {}, `abandoned attempt ${a.attempt}: ${a.abandonReason ?? "abandoned"} (${a.items?.length ?? a.count ?? 0} items)`), chunked(items));
   }
-  return h("div", { class: "attempt", "data-attempt": a.attempt }, items);
+  return h("div", { class: "attempt", "data-attempt": a.attempt }, chunked(items));
 }
 
 /** Builds one turn; `els` keeps its parts so a patch can replace just what changed. */
@@ -65,6 +79,7 @@ function renderTurn(model, i) {
 }
 
 export function sessionView(root, id, at) {
+  setSession(id);
   let live = null;
   let shown = null;
   let travel = at; // null: live
@@ -85,7 +100,9 @@ export function sessionView(root, id, at) {
     figures.replaceChildren(...[
       h("span", {}, "cost ", h("b", {}, money(v.costUsd))), h("span", {}, "tokens ", h("b", {}, tokens(v.tokens))),
       h("span", {}, "turns ", h("b", {}, String(v.turns.length))), h("span", {}, "model ", h("b", {}, v.model ?? "–")),
-      h("span", { title: v.lastAt ?? "" }, "last activity ", h("b", {}, ago(v.lastAt))),
+      travel === null
+        ? h("span", { title: v.lastAt ?? "" }, "last activity ", h("b", {}, ago(v.lastAt)))
+        : h("span", {}, "as of ", h("b", {}, v.lastAt ? v.lastAt.replace("T", " ").slice(0, 19) : "–")),
       v.lastErrorKind ? h("span", { class: "error" }, `last error ${v.lastErrorKind}`) : null,
       v.cwd ? h("span", { class: "muted" }, v.cwd) : null].filter(Boolean));
     const max = Math.max(1, live?.logSeq ?? model.logSeq);
@@ -134,7 +151,7 @@ export function sessionView(root, id, at) {
       const el = renderItem(ip.item);
       const old = a.itemEls[ip.index];
       if (old) old.replaceWith(el);
-      else (a.box.tagName === "DETAILS" ? a.box : a.box).append(el);
+      else appendItem(a.box, el);
       a.itemEls[ip.index] = el;
     }
   }
@@ -167,6 +184,8 @@ export function sessionView(root, id, at) {
     if (travel === null) renderAll(live);
     else void goTo(travel);
     performance.mark("ts:rendered");
+    requestAnimationFrame(() => setTimeout(() => performance.mark("ts:painted")));
+    window.dispatchEvent(new Event("ts:snapshot"));
   });
   es.addEventListener("patch", (e) => {
     const p = JSON.parse(e.data);
@@ -205,6 +224,7 @@ export function sessionView(root, id, at) {
   liveBtn.addEventListener("click", toLive);
 
   return {
+    loading: true,
     unmount: () => es.close(),
     key(e) {
       if (e.target === slider && (e.key === "ArrowLeft" || e.key === "ArrowRight")) return;

@@ -4,12 +4,25 @@ import { h, size } from "./dom.js";
 
 const FOLD_CHARS = 1500;
 
-function folded(label, text, cls) {
-  if (text.length <= FOLD_CHARS) return h("div", { class: cls }, h("pre", {}, text));
+/** The session a result belongs to, for fetching a long one whole (set by the session view). */
+let sessionId = null;
+export function setSession(id) {
+  sessionId = id;
+}
+
+/** A long result, folded; the server sent only its start (`more` characters left out), fetched whole when opened. */
+function folded(label, r, cls) {
+  const total = r.text.length + (r.more ?? 0);
+  if (total <= FOLD_CHARS) return h("div", { class: cls }, h("pre", {}, r.text));
   const pre = h("pre");
-  const d = h("details", { class: `${cls} folded` }, h("summary", { class: "muted" }, `${label} · ${size(text.length)} (folded)`), pre);
-  d.addEventListener("toggle", () => {
-    if (d.open && pre.textContent === "") pre.textContent = text;
+  const d = h("details", { class: `${cls} folded` }, h("summary", { class: "muted" }, `${label} · ${size(total)} (folded)`), pre);
+  d.addEventListener("toggle", async () => {
+    if (!d.open || pre.textContent !== "") return;
+    pre.textContent = r.text;
+    if (!r.more || sessionId === null) return;
+    const res = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/result?seq=${r.seq}`);
+    if (res.ok) pre.textContent = (await res.json()).text;
+    else pre.append(`\n… (${size(r.more)} more could not be loaded)`);
   });
   return d;
 }
@@ -24,7 +37,7 @@ function callText(item) {
 function resultEl(r) {
   const dropped = r.droppedChars > 0 ? h("div", { class: "muted" }, `${size(r.droppedChars)} more in the log`) : null;
   const label = r.isError ? "error result" : "result";
-  const el = folded(label, r.text, `result${r.isError ? " err" : ""}`);
+  const el = folded(label, r, `result${r.isError ? " err" : ""}`);
   el.dataset.seq = String(r.seq);
   return [el, dropped];
 }
