@@ -6,7 +6,7 @@
 import type { Queue } from "bullmq";
 import { listPending, type PendingRequest } from "../decisions/index.ts";
 import { silentLogger, type Logger } from "../kernel/index.ts";
-import { storedEnvelope, storedHead, type EventLog, type RedisClient } from "../log/index.ts";
+import { isCluster, storedEnvelope, storedHead, type EventLog, type RedisClient } from "../log/index.ts";
 import { applyEvent, initialState, readModel, sessionRow, sessionRowOf, type ProjectionState, type SessionRow } from "../projector/index.ts";
 import { contextOf, type RequestContext } from "./context.ts";
 import { queueView, type QueueView } from "./queue-view.ts";
@@ -29,6 +29,8 @@ export interface FleetOptions {
 const BLOCK_MS = 1000;
 /** Folded states kept for sessions that moved lately (the least recently moved go first). */
 const MAX_STATES = 200;
+/** A session the projector has not reached is folded for its line only when its log is at most this long. */
+const FOLD_LIMIT = 10_000;
 const KINDS_FOR_PENDING = /^(decision\.|attempt\.|turn\.|rule\.)/;
 const KINDS_FOR_QUEUE = /^(attempt\.|turn\.)/;
 
@@ -81,10 +83,13 @@ export class Fleet {
     return Promise.all(ids.map((id) => this.#row(id)));
   }
 
+  /** From the folded state when there is one; else the read model's; else, for a short log, folded now. */
   async #row(session: string): Promise<SessionRow> {
     const s = this.#states.get(session);
-    if (s === undefined) return sessionRow(this.#o.redis, this.#o.log, session);
-    return sessionRowOf(session, s, (await this.#o.log.stat(session)).lastSeq);
+    if (s !== undefined) return sessionRowOf(session, s, (await this.#o.log.stat(session)).lastSeq);
+    const row = await sessionRow(this.#o.redis, this.#o.log, session);
+    if (row.projectedSeq !== null || row.lastSeq === 0 || row.lastSeq > FOLD_LIMIT) return row;
+    return sessionRowOf(session, await this.state(session), row.lastSeq);
   }
 
   async pending(): Promise<PendingView[]> {
@@ -98,6 +103,11 @@ export class Fleet {
 
   #start(): void {
     this.#ac = new AbortController();
+    if (isCluster(this.#o.redis)) {
+      // One blocking read cannot span a cluster's slots: the fleet views show what they loaded.
+      (this.#o.logger ?? silentLogger).warn({}, "dashboard: on a Redis Cluster the sessions, decisions and queue views do not update live; reload them");
+      return;
+    }
     this.#loop = this.#watch(this.#ac.signal).catch((err: unknown) => {
       (this.#o.logger ?? silentLogger).warn({ err: (err as Error).message }, "dashboard: fleet watch stopped");
     });

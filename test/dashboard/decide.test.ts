@@ -1,5 +1,5 @@
 // The decisions inbox in a real browser: a supervised turn's Bash call appears in the open inbox
-// without a reload, Deny records a signed decision with the operator's name, and the session page
+// without a reload (and its session in the open sessions list, its turn in the open queue view), Deny records a signed decision with the operator's name, and the session page
 // shows the turn ending with the denial in its transcript. Then the console's guards, over plain
 // HTTP: decisions need the page's CSRF token and a same-origin request, a loopback console refuses a
 // foreign Host, and a non-loopback one needs the operator token, which never appears in a URL.
@@ -26,6 +26,13 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
     await page.goto(`${dash.url}#/decisions`);
     await page.getByText("no decisions waiting").waitFor({ timeout: 20_000 });
     await page.getByText("deciding as dana").waitFor();
+    // Two more views left open, to see the new session and its queued turn arrive without a reload.
+    const list = await openPage(browser, errors);
+    await list.goto(`${dash.url}#/sessions`);
+    await list.getByText("0 of 0 sessions").waitFor({ timeout: 20_000 });
+    const queue = await openPage(browser, errors);
+    await queue.goto(`${dash.url}#/queue`);
+    await queue.getByText("nothing waiting, running or failed").waitFor({ timeout: 20_000 });
 
     const t = await r.producer.enqueueTurn({ prompt: "make denied.txt", cwd: r.ws, options: { supervised: true } });
     const card = page.locator('.pending-card[data-status="pending"]');
@@ -35,6 +42,12 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
     assert.match(await card.innerText(), /make denied\.txt/, "the turn's prompt is shown as context");
     assert.match(await page.locator("#pending-count").innerText(), /^1$/);
     await screenshot(page, "inbox-pending");
+    const row = list.locator(`tr[data-session="${t.session}"]`);
+    await row.locator(".badge", { hasText: "running" }).waitFor({ timeout: 20_000 });
+    assert.match(await row.innerText(), /\t1\t/, "one turn");
+    await queue.locator("#queue tr", { hasText: t.turn }).locator(".badge", { hasText: "active" }).waitFor({ timeout: 20_000 });
+    assert.match(await queue.locator("#queue tr", { hasText: t.turn }).innerText(), new RegExp(t.session));
+    await screenshot(queue, "queue-active");
 
     await card.getByLabel("reason").fill("not on my watch");
     await card.getByRole("button", { name: "Deny", exact: true }).click();
@@ -49,6 +62,14 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
     assert.equal(data.reason, "not on my watch");
     assert.ok(data.keyId?.startsWith("op-") && typeof data.signature === "string", "signed with the operator key");
 
+    await row.locator(".badge", { hasText: "finished" }).waitFor({ timeout: 20_000 });
+    assert.match(await row.innerText(), /\$0\.\d{4}/, "its cost");
+    await list.locator('select[aria-label="filter by status"]').selectOption("failed");
+    await list.getByText("0 of 1 sessions").waitFor();
+    await list.locator('select[aria-label="filter by status"]').selectOption("all");
+    await list.getByLabel("search sessions by id").fill(t.session.slice(2, 8));
+    await list.getByText("1 of 1 sessions").waitFor();
+    await screenshot(list, "sessions-finished");
     await page.goto(`${dash.url}#/session/${t.session}`);
     const turn = page.locator(`section.turn[data-turn="${t.turn}"]`);
     await turn.locator(".turn-head .badge", { hasText: "finished" }).waitFor({ timeout: 20_000 });
