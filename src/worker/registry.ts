@@ -104,6 +104,8 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
     first,
     async stop() {
       clearInterval(timer);
+      // Unreachable Redis: nothing to wait for, since the entry expires on its own.
+      if (o.redis.status !== "ready") return;
       await inFlight;
       try {
         await scriptCommand<number>(o.redis, UNREGISTER)([keys.entry(o.id), keys.live], [boot, o.id]);

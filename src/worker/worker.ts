@@ -237,7 +237,7 @@ async function closeWorker(p: WorkerParts, graceMs: number, closeTimeoutMs: numb
   if (p.telemetry !== undefined) await boundedWait(p.telemetry.forceFlush(), closeTimeoutMs);
   if (!(await boundedWait(p.queue.close(), closeTimeoutMs))) void p.queue.disconnect().catch(() => undefined);
   // Listed as live until its turns have ended; the entry goes before the connections do.
-  await boundedWait(p.heartbeat.stop(), closeTimeoutMs);
+  await boundedWait(p.heartbeat.stop(), 1000);
   const hub = p.hub.started();
   if (hub !== undefined) await boundedWait(hub.then((h) => h.close()), closeTimeoutMs);
   for (const c of [p.connection, p.queue.opts.connection as RedisClient]) {
