@@ -5,17 +5,16 @@
 // One callback reads everything per collection, with one bounded wait: a Redis that does not answer
 // in time leaves these gauges out of that scrape rather than holding the scrape up.
 import type { BatchObservableResult, Meter } from "@opentelemetry/api";
+import type { Queue } from "bullmq";
 import { pendingKey } from "../decisions/index.ts";
 import type { Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
+import { readWaitingTurns, type WaitingSource } from "../queue/index.ts";
 import { gauge } from "./instruments.ts";
 import { METRICS, QUEUE_STATES } from "./names.ts";
 
 /** The part of a BullMQ Queue the gauges read. */
-export interface QueueCountsSource {
-  getJobCounts(...types: Array<(typeof QUEUE_STATES)[number]>): Promise<Record<string, number>>;
-  getJobs(types: Array<"wait">, start: number, end: number, asc: boolean): Promise<Array<{ timestamp: number } | undefined>>;
-}
+export type QueueCountsSource = WaitingSource & Pick<Queue, "getJobCounts">;
 
 export interface FleetSources {
   /** The Redis of the decision index. */
@@ -36,9 +35,8 @@ interface FleetReading {
 }
 
 async function readQueue(queue: QueueCountsSource, now: number): Promise<Pick<FleetReading, "counts" | "oldestWaitS">> {
-  const [counts, oldest] = await Promise.all([queue.getJobCounts(...QUEUE_STATES), queue.getJobs(["wait"], 0, 0, true)]);
-  const first = oldest[0];
-  return { counts, oldestWaitS: first === undefined ? 0 : Math.max(0, (now - first.timestamp) / 1000) };
+  const [counts, waiting] = await Promise.all([queue.getJobCounts(...QUEUE_STATES), readWaitingTurns(queue, now)]);
+  return { counts, oldestWaitS: waiting.oldestQueuedAt === undefined ? 0 : Math.max(0, (now - waiting.oldestQueuedAt) / 1000) };
 }
 
 /** Pending requests in the decision index that have not expired, and how long the oldest has waited. */

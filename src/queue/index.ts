@@ -38,3 +38,4 @@ export { InvalidTurnError, MissingVariableError, UnknownTurnError, WaitTimeoutEr
 export { SessionOrder, type AcquireResult, type NextHead, type SessionOrderOptions } from "./order.ts";
 export { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, orderKeys, type OrderKeys } from "./keys.ts";
 export { bullConnection, reportBullErrors } from "./connection.ts";
+export { readWaitingTurns, type WaitingSource, type WaitingTurns } from "./waiting.ts";

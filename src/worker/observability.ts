@@ -50,7 +50,7 @@ export async function startWorkerObservability(options: WorkerObservabilityOptio
   // Counts only: the process's own connection serves it (a BullMQ worker's blocking one would not).
   const queue = metrics.enabled ? new Queue(options.queueName, { connection: options.redis as never, prefix: options.queuePrefix }) : undefined;
   const instruments: WorkerInstruments | undefined =
-    metrics.enabled ? workerInstruments(metrics.meter, { scrubber: options.scrubber, redis: options.redis, logPrefix: options.logPrefix, queue: queue as never, logger: options.logger }) : undefined;
+    metrics.enabled ? workerInstruments(metrics.meter, { scrubber: options.scrubber, redis: options.redis, logPrefix: options.logPrefix, queue, logger: options.logger }) : undefined;
   let worker: TurnWorker | undefined;
   const started: ReadinessCheck = { name: "started", check: () => (worker !== undefined ? true : "starting") };
   let ops: OpsServer | undefined;

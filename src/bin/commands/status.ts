@@ -2,7 +2,7 @@
 // the registry with their slots, the turns running now, and a warning when turns wait on no worker.
 import type { Queue } from "bullmq";
 import type { RedisClient } from "../../log/index.ts";
-import { closeTurnQueue, createTurnQueue } from "../../queue/index.ts";
+import { closeTurnQueue, createTurnQueue, readWaitingTurns } from "../../queue/index.ts";
 import { readWorkers, type WorkerEntry } from "../../worker/registry.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
@@ -28,10 +28,6 @@ interface StatusReport {
   running: RunningTurn[];
   warnings: string[];
 }
-
-// Jobs read to find the oldest waiting turn: the wait list is read from its old end, so only
-// prioritized and due delayed jobs (never many while workers run) are sampled.
-const SAMPLE = 100;
 
 const usage = `usage: turnstream status [--json] [--strict] [--prefix P] [--queue-prefix Q] [--queue NAME]
   --json            one JSON object: counts, oldestWaitingAgeMs, workers, running, warnings
@@ -63,7 +59,7 @@ async function gather(queue: Queue, redis: RedisClient, prefix: string): Promise
     queue.getJobCounts("waiting", "active", "delayed", "prioritized", "completed", "failed"),
     readWorkers(redis, prefix),
     queue.getActive(0, 999),
-    waitingTurns(queue, now),
+    readWaitingTurns(queue, now),
     // CLIENT LIST, which an ACL may refuse: only a hint for the warning.
     queue.getWorkersCount().catch(() => undefined),
   ]);
@@ -84,19 +80,6 @@ async function gather(queue: Queue, redis: RedisClient, prefix: string): Promise
   const ready = (counts["waiting"] ?? 0) + (counts["prioritized"] ?? 0) + waiting.dueDelayed;
   if (ready > 0 && workers.length === 0) report.warnings.push(noWorkerWarning(ready, prefix, connections));
   return report;
-}
-
-/** Delayed jobs whose delay is over count as waiting: only a worker moves them on. */
-async function waitingTurns(queue: Queue, now: number): Promise<{ dueDelayed: number; oldestQueuedAt: number | undefined }> {
-  const dueDelayed = await queue.getDelayedCount(now);
-  const lists = await Promise.all([
-    queue.getJobs(["wait"], 0, 0, true),
-    queue.getJobs(["prioritized"], 0, SAMPLE - 1, true),
-    dueDelayed > 0 ? queue.getJobs(["delayed"], 0, Math.min(dueDelayed, SAMPLE) - 1, true) : [],
-  ]);
-  let oldest: number | undefined;
-  for (const job of lists.flat()) if (job.timestamp > 0 && (oldest === undefined || job.timestamp < oldest)) oldest = job.timestamp;
-  return { dueDelayed, oldestQueuedAt: oldest };
 }
 
 function noWorkerWarning(ready: number, prefix: string, connections: number | undefined): string {
