@@ -1,4 +1,4 @@
-// A finished session in a real browser: its transcript, stepping back in time (keys and the address
+// A finished session in a real browser: its transcript and trace link, stepping back in time (keys and the address
 // bar, folded like `replay --until`), and back to live. A canary secret in a tool's output and input,
 // in assistant text, in an error message and in a secret-named environment value of the dashboard's
 // process appears nowhere: not in the page, not in what the server sends.
@@ -12,6 +12,7 @@ import { launchBrowser, openPage, screenshot } from "./_browser.ts";
 
 const GH_CANARY = `ghp_${randomBytes(18).toString("hex")}`;
 const ENV_CANARY = `envcanary${randomBytes(12).toString("hex")}`;
+const TRACE_ID = randomBytes(16).toString("hex");
 
 const line = (message: unknown, type = "assistant") => JSON.stringify({ type, message, parent_tool_use_id: null, session_id: "5c3c1c1e-0000-4000-8000-000000000001" });
 
@@ -27,7 +28,7 @@ async function plantRawTurn(r: Awaited<ReturnType<typeof rig>>, session: string)
     line({ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_p1", content: long }] }, "user"),
   ];
   await r.producer.log.append(session, epoch, [
-    { turn, attempt: 1, kind: "attempt.started", data: { worker: "planted", attempt: 1 } },
+    { turn, attempt: 1, kind: "attempt.started", data: { worker: "planted", attempt: 1, trace: { traceId: TRACE_ID, spanId: "00f067aa0ba902b7" } } },
     ...lines.map((raw) => ({ turn, attempt: 1, kind: "cli.line", data: { raw } })),
     { turn, attempt: 1, kind: "turn.failed", data: { attempt: 1, errorKind: "process_error", error: { name: "Error", message: `boom ${GH_CANARY} ${ENV_CANARY}` }, retryable: false } },
   ]);
@@ -59,7 +60,7 @@ test("a finished session: transcript, steps back in time and back to live; a can
   });
   r.worker();
   process.env["DASHBOARD_CANARY_TOKEN"] = ENV_CANARY;
-  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix });
+  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, traceUrl: "https://traces.example/t/{traceId}?x=1" });
   const browser = await launchBrowser();
   const errors: string[] = [];
   try {
@@ -83,6 +84,7 @@ test("a finished session: transcript, steps back in time and back to live; a can
     assert.match(await real.innerText(), /printed the value/);
     assert.match(await planted.locator(".turn-head").innerText(), /process_error: boom \[REDACTED/);
     assert.match(await planted.locator("details.folded summary").innerText(), /result · 3\.\d KB \(folded\)/);
+    assert.equal(await planted.locator("a.trace").getAttribute("href"), `https://traces.example/t/${TRACE_ID}?x=1`, "the turn links to its trace");
     await screenshot(page, "session-live");
 
     // Back, one event per key press, to just before the real turn finished.
