@@ -9,6 +9,7 @@ import { existsSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { startDashboard, type Dashboard } from "../../src/dashboard/index.ts";
+import { pendingKey } from "../../src/decisions/index.ts";
 import { OPERATOR, operatorKey } from "../decisions/_support.ts";
 import { rig } from "../worker/_more.ts";
 import { launchBrowser, openPage, screenshot } from "./_browser.ts";
@@ -22,9 +23,15 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
   const browser = await launchBrowser();
   const errors: string[] = [];
   try {
+    // A request whose worker is gone (no hub heartbeat): listed, marked abandoned, not decidable.
+    const gone = { session: "s-gone", requestId: "dr-gone", turn: "t_gone", attempt: 1, epoch: 1, seq: 3, tool: "Write", riskClass: "write" as const, input: "/etc/motd", hubId: "hub-gone", requestedAt: new Date(Date.now() - 1000).toISOString(), expiresAt: new Date(Date.now() + 60_000).toISOString() };
+    await r.redis.hset(pendingKey(r.space.logPrefix), "s-gone/dr-gone", JSON.stringify(gone));
     const page = await openPage(browser, errors);
     await page.goto(`${dash.url}#/decisions`);
-    await page.getByText("no decisions waiting").waitFor({ timeout: 20_000 });
+    const abandoned = page.locator('.pending-card[data-status="abandoned"]');
+    await abandoned.waitFor({ timeout: 20_000 });
+    assert.match(await abandoned.innerText(), /Write[\s\S]*abandoned/);
+    assert.ok(await abandoned.getByRole("button", { name: "Deny", exact: true }).isDisabled(), "an abandoned request cannot be decided");
     await page.getByText("deciding as dana").waitFor();
     // Two more views left open, to see the new session and its queued turn arrive without a reload.
     const list = await openPage(browser, errors);
@@ -40,7 +47,7 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
     assert.match(await card.locator("h3").innerText(), /Bash/);
     assert.match(await card.locator("pre.input").innerText(), /touch .*denied\.txt/);
     assert.match(await card.innerText(), /make denied\.txt/, "the turn's prompt is shown as context");
-    assert.match(await page.locator("#pending-count").innerText(), /^1$/);
+    assert.match(await page.locator("#pending-count").innerText(), /^1$/, "abandoned requests are not counted");
     await screenshot(page, "inbox-pending");
     const row = list.locator(`tr[data-session="${t.session}"]`);
     await row.locator(".badge", { hasText: "running" }).waitFor({ timeout: 20_000 });
@@ -74,9 +81,9 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
     const turn = page.locator(`section.turn[data-turn="${t.turn}"]`);
     await turn.locator(".turn-head .badge", { hasText: "finished" }).waitFor({ timeout: 20_000 });
     const denied = turn.locator('.tool[data-tool="Bash"] .result.err');
-    assert.match(await denied.innerText(), /not on my watch/);
+    assert.match(String(await denied.textContent()), /not on my watch/);
     assert.match(await turn.locator(".requests").innerText(), /Bash\s+decided\s+deny by dana/);
-    assert.match(await turn.innerText(), /the call was refused/);
+    assert.match(String(await turn.textContent()), /the call was refused/);
     await screenshot(page, "session-denied");
     assert.deepEqual(errors, []);
   } finally {

@@ -20,7 +20,14 @@ const line = (message: unknown, type = "assistant") => JSON.stringify({ type, me
 async function plantRawTurn(r: Awaited<ReturnType<typeof rig>>, session: string): Promise<void> {
   const turn = "t_planted";
   await r.producer.log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.queued", data: { prompt: `use ${ENV_CANARY}`, cwd: r.ws } }]);
-  const { epoch } = await r.producer.log.beginAttempt(session, turn);
+  // Attempt 1 is abandoned (its worker lost the lease) after one line; attempt 2 does the work.
+  const first = await r.producer.log.beginAttempt(session, turn);
+  await r.producer.log.append(session, first.epoch, [
+    { turn, attempt: first.attempt, kind: "attempt.started", data: { worker: "planted", attempt: first.attempt } },
+    { turn, attempt: first.attempt, kind: "cli.line", data: { raw: line({ id: "m0", role: "assistant", model: "m", content: [{ type: "text", text: "starting over" }] }) } },
+    { turn, attempt: first.attempt, kind: "attempt.abandoned", data: { reason: "lease_lost", attempt: first.attempt, retry: true } },
+  ]);
+  const { epoch, attempt } = await r.producer.log.beginAttempt(session, turn);
   const long = `${"x".repeat(3000)}\nthe key is ${GH_CANARY}\n`;
   const lines = [
     line({ id: "m1", role: "assistant", model: "m", content: [{ type: "text", text: `I found ${GH_CANARY}` }] }),
@@ -28,9 +35,9 @@ async function plantRawTurn(r: Awaited<ReturnType<typeof rig>>, session: string)
     line({ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_p1", content: long }] }, "user"),
   ];
   await r.producer.log.append(session, epoch, [
-    { turn, attempt: 1, kind: "attempt.started", data: { worker: "planted", attempt: 1, trace: { traceId: TRACE_ID, spanId: "00f067aa0ba902b7" } } },
-    ...lines.map((raw) => ({ turn, attempt: 1, kind: "cli.line", data: { raw } })),
-    { turn, attempt: 1, kind: "turn.failed", data: { attempt: 1, errorKind: "process_error", error: { name: "Error", message: `boom ${GH_CANARY} ${ENV_CANARY}` }, retryable: false } },
+    { turn, attempt, kind: "attempt.started", data: { worker: "planted", attempt, trace: { traceId: TRACE_ID, spanId: "00f067aa0ba902b7" } } },
+    ...lines.map((raw) => ({ turn, attempt, kind: "cli.line", data: { raw } })),
+    { turn, attempt, kind: "turn.failed", data: { attempt, errorKind: "process_error", error: { name: "Error", message: `boom ${GH_CANARY} ${ENV_CANARY}` }, retryable: false } },
   ]);
 }
 
@@ -81,10 +88,12 @@ test("a finished session: transcript, steps back in time and back to live; a can
     await real.locator(".turn-head .badge", { hasText: "finished" }).waitFor({ timeout: 20_000 });
     await planted.locator(".turn-head .badge", { hasText: "failed" }).waitFor();
     assert.match(await page.locator("#where").innerText(), new RegExp(`live · event ${last}$`));
-    assert.match(await real.innerText(), /printed the value/);
+    assert.match(String(await real.textContent()), /printed the value/);
     assert.match(await planted.locator(".turn-head").innerText(), /process_error: boom \[REDACTED/);
-    assert.match(await planted.locator("details.folded summary").innerText(), /result · 3\.\d KB \(folded\)/);
+    assert.match(String(await planted.locator("details.folded summary").textContent()), /result · 3\.\d KB \(folded\)/);
     assert.equal(await planted.locator("a.trace").getAttribute("href"), `https://traces.example/t/${TRACE_ID}?x=1`, "the turn links to its trace");
+    assert.match(await planted.locator("details.abandoned > summary").innerText(), /abandoned attempt 1: lease_lost \(1 items\)/);
+    assert.match(await planted.locator(".turn-head").innerText(), /2 attempts/);
     await screenshot(page, "session-live");
 
     // Back, one event per key press, to just before the real turn finished.
@@ -104,13 +113,14 @@ test("a finished session: transcript, steps back in time and back to live; a can
     await screenshot(page, "session-past");
     for (let i = 0; i < resultSeq - callSeq; i++) await page.keyboard.press("ArrowRight");
     await page.locator("#where").getByText(`event ${resultSeq} of ${last}`).waitFor();
-    assert.match(await real.locator('.tool[data-tool="Bash"] .result').innerText(), /REDACTED:github_token/);
+    await real.locator('.tool[data-tool="Bash"] .result', { hasText: "[REDACTED:github_token]" }).waitFor();
     await page.keyboard.press("l");
     await page.locator("#where").getByText(`live · event ${last}`).waitFor();
     await planted.waitFor();
 
     // Nothing anywhere holds a canary: open every fold, then read the whole page and the server's answers.
-    for (const summary of await page.locator("details:not([open]) > summary").all()) await summary.click();
+    const closed = page.locator("details:not([open]) > summary");
+    while ((await closed.count()) > 0) await closed.first().click();
     // The page holds a long result's start; opening it fetches the rest.
     await planted.locator("details.folded pre", { hasText: "the key is [REDACTED:github_token]" }).waitFor();
     const shown = (await page.content()) + (await page.locator("body").innerText());
