@@ -1,0 +1,137 @@
+// otel/grafana-dashboard.json against the metrics the code exports: every series a panel queries is
+// an instrument of src/metrics/names.ts under the name the Prometheus exporter gives it (histograms
+// as _bucket/_sum/_count, counters with _total), every label it filters or groups by is one of that
+// instrument's attributes, and every instrument is on some panel. A renamed metric fails here, not on
+// an empty graph in production.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { METRICS, prometheusLabel, prometheusName, type MetricDef } from "../../src/metrics/names.ts";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+type Obj = Record<string, any>;
+const dashboard = JSON.parse(readFileSync(join(root, "otel", "grafana-dashboard.json"), "utf8")) as Obj;
+
+/** Labels Prometheus adds to every scraped series, besides an instrument's own attributes. */
+const TARGET_LABELS = new Set(["job", "instance"]);
+
+/** Every series name the code exports, to the instrument it comes from. */
+const exported = new Map<string, MetricDef>();
+for (const def of Object.values(METRICS) as MetricDef[]) {
+  const base = prometheusName(def);
+  if (def.kind === "histogram") for (const s of ["_bucket", "_sum", "_count"]) exported.set(base + s, def);
+  else exported.set(base, def);
+}
+
+const panels: Obj[] = (dashboard["panels"] as Obj[]).flatMap((p) => [p, ...((p["panels"] as Obj[] | undefined) ?? [])]).filter((p) => p["type"] !== "row");
+const exprs: Array<{ panel: string; expr: string }> = panels.flatMap((p) => (p["targets"] as Obj[]).map((t) => ({ panel: String(p["title"]), expr: String(t["expr"]) })));
+
+const KEYWORDS = new Set(["by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset", "and", "or", "unless", "inf", "nan"]);
+
+/** One selector in a PromQL expression: the series name and its label matchers. */
+interface Selector {
+  name: string;
+  matchers: Array<{ label: string; op: string; value: string }>;
+}
+
+/** The series selectors of a PromQL expression (identifiers that are not functions, keywords or label lists). */
+function selectors(expr: string): { selectors: Selector[]; grouping: string[] } {
+  const grouping: string[] = [];
+  // Label lists of by/without/on/ignoring are labels, not series.
+  let rest = expr.replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g, (_m, _k, labels: string) => {
+    grouping.push(...labels.split(",").map((l) => l.trim()).filter((l) => l !== ""));
+    return " ";
+  });
+  rest = rest.replace(/\[[^\]]*\]/g, " ").replace(/\$\{?\w+\}?/g, " ");
+  const out: Selector[] = [];
+  const re = /([A-Za-z_:][A-Za-z0-9_:]*)\s*(\{[^}]*\})?(\s*\()?/g;
+  for (let m = re.exec(rest); m !== null; m = re.exec(rest)) {
+    const [, name, braces, call] = m;
+    if (call !== undefined && braces === undefined) continue; // a function
+    if (KEYWORDS.has(name!.toLowerCase())) continue;
+    const matchers = [...(braces ?? "").matchAll(/([A-Za-z_]\w*)\s*(=~|!~|!=|=)\s*"([^"]*)"/g)].map(([, label, op, value]) => ({ label: label!, op: op!, value: value! }));
+    out.push({ name: name!, matchers });
+  }
+  return { selectors: out, grouping };
+}
+
+test("the dashboard is a Grafana dashboard with a Prometheus datasource variable, and every panel queries it", () => {
+  assert.ok(Number(dashboard["schemaVersion"]) >= 39);
+  assert.equal(typeof dashboard["uid"], "string");
+  const vars = dashboard["templating"]["list"] as Obj[];
+  const ds = vars.find((v) => v["type"] === "datasource");
+  assert.equal(ds?.["query"], "prometheus");
+  const ids = new Set<number>();
+  for (const p of panels) {
+    assert.ok(!ids.has(p["id"]), `panel id ${p["id"]} is used twice`);
+    ids.add(p["id"]);
+    assert.deepEqual(p["datasource"], { type: "prometheus", uid: `\${${ds!["name"]}}` }, `${p["title"]} has no datasource`);
+    assert.ok(Array.isArray(p["targets"]) && p["targets"].length > 0, `${p["title"]} has no targets`);
+    for (const t of p["targets"] as Obj[]) {
+      assert.deepEqual(t["datasource"], p["datasource"], `${p["title"]} ${t["refId"]}`);
+      assert.ok(typeof t["expr"] === "string" && t["expr"].length > 0 && typeof t["refId"] === "string");
+    }
+    const g = p["gridPos"] as Obj;
+    assert.ok(g["x"] >= 0 && g["x"] + g["w"] <= 24 && g["h"] > 0, `${p["title"]} lies outside the grid`);
+  }
+  // Every $variable an expression uses is defined (or one of Grafana's own $__ ones).
+  const defined = new Set(vars.map((v) => v["name"]));
+  for (const { panel, expr } of exprs) {
+    for (const [, v] of expr.matchAll(/\$\{?(\w+)\}?/g)) assert.ok(v!.startsWith("__") || defined.has(v), `${panel} uses undefined $${v}`);
+  }
+});
+
+test("every series a panel queries is one the code exports, with that instrument's labels and values", () => {
+  let count = 0;
+  for (const { panel, expr } of exprs) {
+    const { selectors: sels, grouping } = selectors(expr);
+    assert.ok(sels.length > 0, `${panel}: no series in ${expr}`);
+    const labelsHere = new Set<string>(TARGET_LABELS);
+    for (const s of sels) {
+      count++;
+      const def = exported.get(s.name);
+      assert.ok(def !== undefined, `${panel}: ${s.name} is not a metric the code exports (${[...exported.keys()].join(", ")})`);
+      const attrs = def.attributes as Record<string, readonly string[] | string>;
+      const own = new Map(Object.entries(attrs).map(([k, v]) => [prometheusLabel(k), v]));
+      for (const l of own.keys()) labelsHere.add(l);
+      if (def.kind === "histogram" && s.name.endsWith("_bucket")) labelsHere.add("le");
+      for (const m of s.matchers) {
+        assert.ok(own.has(m.label) || TARGET_LABELS.has(m.label), `${panel}: ${s.name} has no label ${m.label}`);
+        const allowed = own.get(m.label);
+        if (m.op === "=" && Array.isArray(allowed)) assert.ok(allowed.includes(m.value), `${panel}: ${m.label}="${m.value}" never occurs`);
+      }
+    }
+    for (const l of grouping) assert.ok(labelsHere.has(l), `${panel}: groups by ${l}, which ${sels.map((s) => s.name).join(", ")} do not carry`);
+  }
+  assert.ok(count >= Object.keys(METRICS).length);
+});
+
+test("every exported instrument is on some panel; histograms' quantiles come from their buckets", () => {
+  const used = new Set(exprs.flatMap(({ expr }) => selectors(expr).selectors.map((s) => s.name)));
+  for (const [key, def] of Object.entries(METRICS) as Array<[string, MetricDef]>) {
+    const base = prometheusName(def);
+    const names = def.kind === "histogram" ? [`${base}_bucket`, `${base}_sum`, `${base}_count`] : [base];
+    assert.ok(names.some((n) => used.has(n)), `${key} (${base}) is on no panel`);
+  }
+  for (const { panel, expr } of exprs) {
+    for (const m of expr.matchAll(/histogram_quantile\(\s*([0-9.]+)\s*,(.*)/g)) {
+      const q = Number(m[1]);
+      assert.ok(q > 0 && q < 1, `${panel}: quantile ${q}`);
+      assert.match(m[2]!, /_bucket\b/, `${panel}: histogram_quantile over something other than buckets`);
+      assert.match(m[2]!, /\bby \([^)]*\ble\b/, `${panel}: histogram_quantile must keep le`);
+    }
+    // Fleet-wide gauges are the same number in every process: summing them multiplies by the fleet size.
+    for (const s of selectors(expr).selectors) {
+      if (exported.get(s.name)?.fleetWide === true) assert.match(expr, /^max\b/, `${panel}: ${s.name} is fleet-wide; aggregate it with max`);
+    }
+  }
+});
+
+test("the parser finds series, functions and labels as PromQL means them", () => {
+  const { selectors: s, grouping } = selectors('sum by (a, b) (rate(x_total{c="d", e=~"$job"}[$__rate_interval])) / max(y) * 3600');
+  assert.deepEqual(s.map((x) => x.name), ["x_total", "y"]);
+  assert.deepEqual(s[0]!.matchers.map((m) => m.label), ["c", "e"]);
+  assert.deepEqual(grouping, ["a", "b"]);
+});
