@@ -10,6 +10,8 @@ import assert from "node:assert/strict";
 import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -32,6 +34,9 @@ const work = mkdtempSync(join(tmpdir(), "turnstream-compose-"));
 /** Per-test key prefixes on the shared Redis: the only settings the test adds beside the model's. */
 const testEnv = { TURNSTREAM_PREFIX: `tscompose${tag}:`, TURNSTREAM_QUEUE_PREFIX: `{tscompose${tag}}` };
 let receiver: OtlpReceiver;
+/** Ops ports handed to the services, from ports found free in before(). */
+const opsPorts: Record<string, number> = {};
+const spareOpsPorts: number[] = [];
 let model: ModelServer;
 const children: ChildProcess[] = [];
 
@@ -63,6 +68,12 @@ function serviceEnv(name: string, extra: Record<string, string>, omit: string[] 
   for (const [k, v] of Object.entries(svc.environment ?? {})) {
     // A bare name passes the compose shell's value through; that shell sets none here.
     if (v !== null && !omit.includes(k)) env[k] = mapValue(v, volumes);
+  }
+  // Each container has its own loopback; here the services share one, so each gets its own free port.
+  if (env["TURNSTREAM_OPS_PORT"] !== undefined) {
+    opsPorts[name] ??= spareOpsPorts.shift()!;
+    env["TURNSTREAM_OPS_PORT"] = String(opsPorts[name]);
+    env["TURNSTREAM_OPS_HOST"] = "127.0.0.1";
   }
   return env;
 }
@@ -108,7 +119,17 @@ before(async () => {
   ensureBuilt();
   receiver = await startOtlpReceiver();
   model = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "compose says hello" }] }] } });
+  for (const _ of ours) spareOpsPorts.push(await freePort());
 });
+
+/** A port nothing listens on now: bound to 0, read, released. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
 
 after(async () => {
   for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");

@@ -48,7 +48,11 @@ test("every long-running service has a health check, and the turnstream ones use
     assert.ok(check !== undefined && Array.isArray(check.test) && check.test[0] === "CMD", `${name} has no health check`);
   }
   for (const name of ["worker", "projector"]) {
-    assert.deepEqual((compose.services[name]!["healthcheck"] as { test: string[] }).test, ["CMD", "node", "dist/bin/turnstream.js", "healthcheck"]);
+    assert.deepEqual((compose.services[name]!["healthcheck"] as { test: string[] }).test, ["CMD", "node", "dist/bin/turnstream.js", "healthcheck", "--ready"]);
+    // --ready asks the ops endpoint, so the service must run one, reachable from the container's loopback.
+    const env = compose.services[name]!["environment"] as Record<string, string>;
+    assert.match(String(env["TURNSTREAM_OPS_PORT"]), /^[1-9]\d*$/, `${name} has no ops port for its health check`);
+    assert.equal(env["TURNSTREAM_OPS_HOST"], "0.0.0.0", `${name}'s ops endpoint is not reachable from the compose network`);
   }
   assert.ok(existsSync(join(root, "src", "bin", "commands", "healthcheck.ts")));
   assert.equal(compose.services["worker"]!["depends_on"]["otel-collector"]["condition"], "service_healthy");
