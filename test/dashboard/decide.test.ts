@@ -48,6 +48,12 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
     assert.match(await card.locator("pre.input").innerText(), /touch .*denied\.txt/);
     assert.match(await card.innerText(), /make denied\.txt/, "the turn's prompt is shown as context");
     assert.match(await page.locator("#pending-count").innerText(), /^1$/, "abandoned requests are not counted");
+    // The session's page, open while the call waits: the call is there, its result not yet.
+    const sessionPage = await openPage(browser, errors);
+    await sessionPage.goto(`${dash.url}#/session/${t.session}`);
+    const turn = sessionPage.locator(`section.turn[data-turn="${t.turn}"]`);
+    await turn.locator('.tool[data-tool="Bash"]', { hasText: "no result yet" }).waitFor({ timeout: 20_000 });
+    assert.match(await turn.locator(".requests").innerText(), /Bash\s+pending/);
     await screenshot(page, "inbox-pending");
     const row = list.locator(`tr[data-session="${t.session}"]`);
     await row.locator(".badge", { hasText: "running" }).waitFor({ timeout: 20_000 });
@@ -77,14 +83,13 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
     await list.getByLabel("search sessions by id").fill(t.session.slice(2, 8));
     await list.getByText("1 of 1 sessions").waitFor();
     await screenshot(list, "sessions-finished");
-    await page.goto(`${dash.url}#/session/${t.session}`);
-    const turn = page.locator(`section.turn[data-turn="${t.turn}"]`);
+    // The open session page followed along: the turn ended with the denial in its transcript.
     await turn.locator(".turn-head .badge", { hasText: "finished" }).waitFor({ timeout: 20_000 });
     const denied = turn.locator('.tool[data-tool="Bash"] .result.err');
     assert.match(String(await denied.textContent()), /not on my watch/);
     assert.match(await turn.locator(".requests").innerText(), /Bash\s+decided\s+deny by dana/);
     assert.match(String(await turn.textContent()), /the call was refused/);
-    await screenshot(page, "session-denied");
+    await screenshot(sessionPage, "session-denied");
     assert.deepEqual(errors, []);
   } finally {
     await browser.close();

@@ -2,9 +2,9 @@
 // happens, cost and tokens per turn, errors with their kind, a link to each turn's trace; and time
 // travel: the session as it stood at any event (the server folds it like `replay --until`).
 // Keys: ←/→ step one event, Shift+←/→ ten, Home first, End or L live.
-import { ago, badge, duration, h, money, size, tokens, typing } from "./dom.js";
-import { store } from "./app.js";
+import { ago, badge, duration, h, money, tokens } from "./dom.js";
 import { renderItem, setSession } from "./transcript.js";
+import { applyPatch } from "./patch.js";
 
 function turnFigures(tv) {
   const cost = tv.attempts.reduce((n, a) => n + a.costUsd, 0);
@@ -78,6 +78,51 @@ function renderTurn(model, i) {
   return { section, head, reqs, body, attempts, hasPrompt: prompt !== null };
 }
 
+/** The session's figures; a past moment shows its own time instead of how long ago it was. */
+function figuresOf(v, past) {
+  return [
+    h("span", {}, "cost ", h("b", {}, money(v.costUsd))), h("span", {}, "tokens ", h("b", {}, tokens(v.tokens))),
+    h("span", {}, "turns ", h("b", {}, String(v.turns.length))), h("span", {}, "model ", h("b", {}, v.model ?? "–")),
+    past
+      ? h("span", {}, "as of ", h("b", {}, v.lastAt ? v.lastAt.replace("T", " ").slice(0, 19) : "–"))
+      : h("span", { title: v.lastAt ?? "" }, "last activity ", h("b", {}, ago(v.lastAt))),
+    v.lastErrorKind ? h("span", { class: "error" }, `last error ${v.lastErrorKind}`) : null,
+    v.cwd ? h("span", { class: "muted" }, v.cwd) : null,
+  ].filter(Boolean);
+}
+
+/** Redraws what patch `p` changed in its turn: the turn whole when its shape changed, else its head and changed items. */
+function patchTurn(turns, transcript, live, p) {
+  const i = p.turnIndex;
+  const t = turns[i];
+  const tt = live.transcript.turns[i];
+  const reshaped = !t || t.attempts.length !== tt.attempts.length || t.attempts.some((a, ai) => a.abandoned !== tt.attempts[ai].abandoned) || t.hasPrompt !== (tt.prompt !== null);
+  if (reshaped) {
+    const fresh = renderTurn(live, i);
+    if (t) t.section.replaceWith(fresh.section);
+    else {
+      transcript.querySelector(".empty")?.remove();
+      transcript.append(fresh.section);
+    }
+    turns[i] = fresh;
+    return;
+  }
+  const head = turnHead(live, i);
+  t.head.replaceWith(head);
+  t.head = head;
+  const reqs = requestsOf(live, tt.turn) ?? h("div");
+  t.reqs.replaceWith(reqs);
+  t.reqs = reqs;
+  for (const ip of p.items) {
+    const a = t.attempts[ip.attempt];
+    const el = renderItem(ip.item);
+    const old = a.itemEls[ip.index];
+    if (old) old.replaceWith(el);
+    else appendItem(a.box, el);
+    a.itemEls[ip.index] = el;
+  }
+}
+
 export function sessionView(root, id, at) {
   setSession(id);
   let live = null;
@@ -97,14 +142,7 @@ export function sessionView(root, id, at) {
   function renderHead(model) {
     const v = model.view;
     status.replaceChildren(badge(v.status));
-    figures.replaceChildren(...[
-      h("span", {}, "cost ", h("b", {}, money(v.costUsd))), h("span", {}, "tokens ", h("b", {}, tokens(v.tokens))),
-      h("span", {}, "turns ", h("b", {}, String(v.turns.length))), h("span", {}, "model ", h("b", {}, v.model ?? "–")),
-      travel === null
-        ? h("span", { title: v.lastAt ?? "" }, "last activity ", h("b", {}, ago(v.lastAt)))
-        : h("span", {}, "as of ", h("b", {}, v.lastAt ? v.lastAt.replace("T", " ").slice(0, 19) : "–")),
-      v.lastErrorKind ? h("span", { class: "error" }, `last error ${v.lastErrorKind}`) : null,
-      v.cwd ? h("span", { class: "muted" }, v.cwd) : null].filter(Boolean));
+    figures.replaceChildren(...figuresOf(v, travel !== null));
     const max = Math.max(1, live?.logSeq ?? model.logSeq);
     slider.max = String(max);
     slider.value = String(model.lastSeq);
@@ -126,53 +164,7 @@ export function sessionView(root, id, at) {
     renderHead(live);
     transcript.dataset.seq = String(p.seq);
     if (p.turnIndex === null) return;
-    const i = p.turnIndex;
-    const t = turns[i];
-    const tt = live.transcript.turns[i];
-    const reshaped = !t || t.attempts.length !== tt.attempts.length || t.attempts.some((a, ai) => a.abandoned !== tt.attempts[ai].abandoned) || t.hasPrompt !== (tt.prompt !== null);
-    if (reshaped) {
-      const fresh = renderTurn(live, i);
-      if (t) t.section.replaceWith(fresh.section);
-      else {
-        transcript.querySelector(".empty")?.remove();
-        transcript.append(fresh.section);
-      }
-      turns[i] = fresh;
-      return;
-    }
-    const head = turnHead(live, i);
-    t.head.replaceWith(head);
-    t.head = head;
-    const reqs = requestsOf(live, tt.turn) ?? h("div");
-    t.reqs.replaceWith(reqs);
-    t.reqs = reqs;
-    for (const ip of p.items) {
-      const a = t.attempts[ip.attempt];
-      const el = renderItem(ip.item);
-      const old = a.itemEls[ip.index];
-      if (old) old.replaceWith(el);
-      else appendItem(a.box, el);
-      a.itemEls[ip.index] = el;
-    }
-  }
-
-  function applyPatch(model, p) {
-    const turnsView = model.view.turns;
-    model.view = { ...p.view, turns: turnsView };
-    model.lastSeq = model.logSeq = p.seq;
-    if (p.turnIndex === null) return;
-    const i = p.turnIndex;
-    model.view.turns[i] = p.turnView;
-    const tt = (model.transcript.turns[i] ??= { turn: p.head.turn, attempts: [] });
-    Object.assign(tt, { prompt: p.head.prompt, promptSeq: p.head.promptSeq, acceptedAttempt: p.head.acceptedAttempt });
-    p.head.attempts.forEach((a, ai) => {
-      const m = (tt.attempts[ai] ??= { attempt: a.attempt, items: [] });
-      Object.assign(m, { attempt: a.attempt, abandoned: a.abandoned, abandonReason: a.abandonReason });
-      m.items.length = Math.min(m.items.length, a.count);
-    });
-    for (const ip of p.items) tt.attempts[ip.attempt].items[ip.index] = ip.item;
-    model.requests = model.requests.filter((r) => r.turn !== p.head.turn).concat(p.requests).sort((a, b) => a.seq - b.seq);
-    if (p.traceId) model.traces[p.head.turn] = p.traceId;
+    patchTurn(turns, transcript, live, p);
   }
 
   const es = new EventSource(`/api/sessions/${encodeURIComponent(id)}/stream`);
@@ -204,7 +196,8 @@ export function sessionView(root, id, at) {
     const ticket = ++asked;
     const res = await fetch(`/api/sessions/${encodeURIComponent(id)}?until=${seq}`);
     if (ticket !== asked || travel === null) return;
-    renderAll(await res.json());
+    if (res.ok) renderAll(await res.json());
+    else where.textContent = `event ${seq}: ${(await res.json().catch(() => ({}))).error ?? res.statusText}`;
   }
   function toLive() {
     travel = null;
@@ -237,4 +230,3 @@ export function sessionView(root, id, at) {
     },
   };
 }
-export { typing, size };
