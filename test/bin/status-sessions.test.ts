@@ -66,3 +66,44 @@ test("status: waiting turns and no worker → a warning and the oldest turn's ag
     await r.dispose();
   }
 });
+
+test("sessions without a projector: a real turn's count, cost and last activity folded from the log; --fold-limit bounds it", async () => {
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "done" }], usage: { input_tokens: 1200, output_tokens: 300 } }] });
+  const env = { TURNSTREAM_PREFIX: r.space.logPrefix };
+  try {
+    r.worker();
+    const q = await r.producer.enqueueTurn({ prompt: "say done", cwd: r.ws });
+    const result = await r.producer.waitForTurn(q.turn, { session: q.session, timeoutMs: 90_000 });
+    assert.equal(result.status, "finished");
+    const events = await r.events(q.session);
+    const finished = events.find((e) => e.kind === "turn.finished");
+    assert.ok(finished, "the turn finished");
+    const cost = (finished.data as { costUsd: number }).costUsd;
+    assert.ok(typeof cost === "number" && cost > 0, `the turn reported a cost (${cost})`);
+    // The worker may append after turn.finished (nothing should follow it, but read the log's end).
+    const last = events.at(-1)!;
+
+    const json = await turnstream(["sessions", "--json"], env);
+    assert.equal(json.code, 0, json.stderr);
+    const row = onlyJson(json.stdout);
+    assert.equal(row["session"], q.session);
+    assert.equal(row["source"], "log");
+    assert.equal(row["status"], "finished");
+    assert.equal(row["turns"], 1);
+    assert.equal(row["costUsd"], cost);
+    assert.equal(row["lastActivity"], last.at);
+    assert.equal(row["lastSeq"], last.seq);
+    assert.equal(row["projectedSeq"], null);
+
+    const table = await turnstream(["sessions"], env);
+    assert.match(table.stdout, new RegExp(`${q.session}\\s+\\S+\\s+1\\s+\\$${cost.toFixed(4).replace(".", "\\.")}\\s+${last.at.replace(/[.]/g, "\\.")}`));
+
+    const bounded = onlyJson((await turnstream(["sessions", "--json", "--fold-limit", String(last.seq - 1)], env)).stdout);
+    assert.deepEqual([bounded["source"], bounded["turns"], bounded["costUsd"], bounded["lastActivity"]], ["meta", null, null, null]);
+    const bad = await turnstream(["sessions", "--fold-limit", "lots"], env);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--fold-limit takes a whole number of events/);
+  } finally {
+    await r.dispose();
+  }
+});

@@ -1,47 +1,57 @@
 // `turnstream sessions`: every session in the log's index with status, turns, cost, last activity,
-// from the live read models (or, for a session the projector has not reached, from the log's meta).
+// from the live read models, or, for a session the projector has not reached, folded from the log
+// itself with the projector's reducer (bounded: a long log is left to the projector).
 import { createEventLog, type EventLog, type RedisClient } from "../../log/index.ts";
-import { connectForCommand, createOutput, paint, readSummary, type Output, type Scrub } from "../../projector/index.ts";
+import { connectForCommand, createOutput, foldAsync, paint, sessionRow, sessionRowOf, type Output, type Scrub, type SessionRow } from "../../projector/index.ts";
+import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { defaultScrub } from "./_scrub.ts";
 import { logPrefix } from "./_connect.ts";
 
 export const summary = "list sessions with status, turns, cost and last activity";
 
-const usage = `usage: turnstream sessions [--json] [--prefix P]
+// Folding a session reads all its events (their bytes in memory, a round trip per page); past this
+// many a session without a read model shows "-" instead (the projector is the way for those).
+const DEFAULT_FOLD_LIMIT = 10_000;
+// Sessions read at once: bounds memory when many have no read model.
+const CONCURRENCY = 4;
+
+const usage = `usage: turnstream sessions [--json] [--prefix P] [--fold-limit N]
   Lists the sessions of the log's index, most recently active last.
   Figures come from the live read models (run \`turnstream projector\`); a session not projected yet
-  shows the log's own state and "-" for the rest.
-  --json      one JSON object per session and line
-  --prefix P  key prefix (default: TURNSTREAM_PREFIX or "ts:")
+  is folded from its log when it holds at most --fold-limit events, else shows "-" for them.
+  --json          one JSON object per session and line
+  --prefix P      key prefix (default: TURNSTREAM_PREFIX or "ts:")
+  --fold-limit N  most events of a session read to fold it (default ${DEFAULT_FOLD_LIMIT}; 0: never)
 `;
 
-interface Row {
-  session: string;
-  status: string;
-  turns: number | null;
-  costUsd: number | null;
-  lastActivity: string | null;
-  lastSeq: number;
-  projectedSeq: number | null;
-  pendingDecisions: number | null;
-  lastErrorKind: string | null;
+/** Where a row's figures come from: the read model, the log folded now, or the log's meta alone. */
+type Row = SessionRow & { source: "projection" | "log" | "meta" };
+
+/** A session's row from its read model; without one, folded from a log of at most `foldLimit` events. */
+async function rowOf(redis: RedisClient, log: EventLog, session: string, foldLimit: number): Promise<Row> {
+  const row = await sessionRow(redis, log, session);
+  if (row.projectedSeq !== null) return { ...row, source: "projection" };
+  const { length } = await log.stat(session);
+  if (length === 0 || length > foldLimit) return { ...row, source: "meta" };
+  const state = await foldAsync(log.read(session, { toSeq: row.lastSeq }));
+  // No read model holds these: projectedSeq stays null.
+  return { ...sessionRowOf(session, state, row.lastSeq), projectedSeq: null, source: "log" };
 }
 
-/** A session's figures from its read model, or from the log's meta where the projector has not been. */
-async function sessionRow(redis: RedisClient, log: EventLog, session: string): Promise<Row> {
-  const [st, s] = await Promise.all([log.stat(session), readSummary(redis, session, log.prefix)]);
-  return {
-    session,
-    status: s?.status ?? st.state ?? "new",
-    turns: s?.turns ?? null,
-    costUsd: s?.costUsd ?? null,
-    lastActivity: s?.lastAt ?? null,
-    lastSeq: st.lastSeq,
-    projectedSeq: s?.lastSeq ?? null,
-    pendingDecisions: s?.pendingDecisions ?? null,
-    lastErrorKind: s?.lastErrorKind ?? null,
-  };
+/** `fn` over `items` in order, at most `n` at a time. */
+async function inBatches<T, R>(items: readonly T[], n: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += n) out.push(...(await Promise.all(items.slice(i, i + n).map(fn))));
+  return out;
+}
+
+/** --fold-limit as a number, or undefined (after saying why) when it is not a whole number. */
+function foldLimitOf(text: string | undefined): number | undefined {
+  if (text === undefined) return DEFAULT_FOLD_LIMIT;
+  if (/^\d{1,9}$/.test(text)) return Number(text);
+  process.stderr.write(`turnstream sessions: --fold-limit takes a whole number of events, got '${text}'\n${usage}`);
+  return undefined;
 }
 
 function printTable(out: Output, rows: Row[]): void {
@@ -65,16 +75,18 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   const args = parseCommandArgs("sessions", usage, {
     args: argv,
     allowPositionals: false,
-    options: { json: { type: "boolean", default: false }, prefix: { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: { json: { type: "boolean", default: false }, prefix: { type: "string" }, "fold-limit": { type: "string" }, help: { type: "boolean", short: "h" } },
   });
   if (typeof args === "number") return args;
   const { values } = args;
+  const foldLimit = foldLimitOf(values["fold-limit"]);
+  if (foldLimit === undefined) return EXIT.usage;
   const out = createOutput(process.stdout, { scrub: scrub ?? defaultScrub() });
   const redis = await connectForCommand();
   try {
     const prefix = logPrefix(values.prefix);
     const log = createEventLog({ redis, prefix });
-    const rows = await Promise.all((await log.sessions()).map((session) => sessionRow(redis, log, session)));
+    const rows = await inBatches(await log.sessions(), CONCURRENCY, (session) => rowOf(redis, log, session, foldLimit));
     if (values.json) {
       for (const r of rows) out.line(JSON.stringify(r));
     } else if (rows.length === 0) {
