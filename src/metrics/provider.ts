@@ -9,41 +9,23 @@ import { createNoopMeter, type Meter } from "@opentelemetry/api";
 import type { MeterProvider, MetricReader, PushMetricExporter } from "@opentelemetry/sdk-metrics";
 import type { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
-import { DEFAULT_SERVICE_NAME, parseKeyValueList, TelemetryConfigError, type EnvLike, type OtlpProtocol, type Scrubber } from "../telemetry/index.ts";
+import { DEFAULT_SERVICE_NAME, nonEmpty, otlpSettings, parseKeyValueList, positiveMs, TelemetryConfigError, type EnvLike, type OtlpSettings, type Scrubber } from "../telemetry/index.ts";
 
 const load = createRequire(import.meta.url);
 
 /** The instrumentation scope turnstream's instruments belong to. */
 export const METER_NAME = "turnstream";
 
-export interface MetricsConfig {
+export interface MetricsConfig extends OtlpSettings {
   readonly enabled: boolean;
   /** Serve /metrics through the ops endpoint. */
   readonly prometheus: boolean;
   readonly otlp: boolean;
   readonly console: boolean;
-  readonly protocol: OtlpProtocol;
-  readonly url: string;
-  readonly headers: Record<string, string>;
-  readonly timeoutMillis: number | undefined;
-  readonly compression: "gzip" | "none" | undefined;
   readonly intervalMillis: number;
   readonly exportTimeoutMillis: number;
   readonly serviceName: string;
   readonly resourceAttributes: Record<string, string>;
-}
-
-const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v.trim() === "" ? undefined : v.trim());
-
-function positiveMs(env: EnvLike, names: readonly string[], dflt: number | undefined): number | undefined {
-  for (const name of names) {
-    const text = nonEmpty(env[name]);
-    if (text === undefined) continue;
-    const n = Number(text);
-    if (!(Number.isFinite(n) && n > 0)) throw new TelemetryConfigError(name, `${name} must be a positive number of milliseconds, got '${text}'`);
-    return n;
-  }
-  return dflt;
 }
 
 /** The exporters OTEL_METRICS_EXPORTER lists (undefined when unset). */
@@ -57,36 +39,6 @@ function listedExporters(env: EnvLike): Set<string> | undefined {
     }
   }
   return names.has("none") ? new Set() : names;
-}
-
-function otlpSettings(env: EnvLike): Pick<MetricsConfig, "protocol" | "url" | "headers" | "timeoutMillis" | "compression"> {
-  const protocolVar = nonEmpty(env["OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"]) !== undefined ? "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
-  const protocol = nonEmpty(env[protocolVar]) ?? "http/protobuf";
-  if (protocol !== "http/protobuf" && protocol !== "http/json" && protocol !== "grpc") {
-    throw new TelemetryConfigError(protocolVar, `${protocolVar} is '${protocol}'; use http/protobuf, http/json or grpc`);
-  }
-  const endpoint = nonEmpty(env["OTEL_EXPORTER_OTLP_ENDPOINT"]);
-  const metricsEndpoint = nonEmpty(env["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"]);
-  // The signal path is appended to the base endpoint over HTTP only, as the exporters do.
-  const url =
-    metricsEndpoint ??
-    (protocol === "grpc" ? (endpoint ?? "http://localhost:4317") : endpoint !== undefined ? `${endpoint.replace(/\/+$/, "")}/v1/metrics` : "http://localhost:4318/v1/metrics");
-  try {
-    new URL(url);
-  } catch {
-    const v = metricsEndpoint !== undefined ? "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
-    throw new TelemetryConfigError(v, `${v} is not a URL; set it like http://collector:4318`);
-  }
-  const headers = {
-    ...parseKeyValueList(nonEmpty(env["OTEL_EXPORTER_OTLP_HEADERS"]), "OTEL_EXPORTER_OTLP_HEADERS"),
-    ...parseKeyValueList(nonEmpty(env["OTEL_EXPORTER_OTLP_METRICS_HEADERS"]), "OTEL_EXPORTER_OTLP_METRICS_HEADERS"),
-  };
-  const timeoutMillis = positiveMs(env, ["OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"], undefined);
-  const compression = (nonEmpty(env["OTEL_EXPORTER_OTLP_METRICS_COMPRESSION"]) ?? nonEmpty(env["OTEL_EXPORTER_OTLP_COMPRESSION"]))?.toLowerCase();
-  if (compression !== undefined && compression !== "gzip" && compression !== "none") {
-    throw new TelemetryConfigError("OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION must be gzip or none");
-  }
-  return { protocol, url, headers, timeoutMillis, compression };
 }
 
 /**
@@ -110,7 +62,7 @@ export function metricsConfig(env: EnvLike, opsEndpoint: boolean, fallbackServic
     prometheus: !disabled && prometheus,
     otlp: !disabled && otlp,
     console: !disabled && console,
-    ...otlpSettings(env),
+    ...otlpSettings(env, "metrics"),
     intervalMillis: positiveMs(env, ["OTEL_METRIC_EXPORT_INTERVAL"], 60_000)!,
     exportTimeoutMillis: positiveMs(env, ["OTEL_METRIC_EXPORT_TIMEOUT"], 30_000)!,
     serviceName: nonEmpty(env["OTEL_SERVICE_NAME"]) ?? resourceAttributes["service.name"] ?? fallbackServiceName,

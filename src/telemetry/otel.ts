@@ -18,6 +18,7 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
+import { nonEmpty, otlpSettings, parseKeyValueList, TelemetryConfigError, type OtlpProtocol, type OtlpSettings } from "./otlp-env.ts";
 import { RedactingSpanExporter } from "./redacting-exporter.ts";
 import type { EnvLike, Scrubber } from "./scrub.ts";
 
@@ -56,65 +57,18 @@ export interface Telemetry {
   shutdown(): Promise<void>;
 }
 
-export class TelemetryConfigError extends Error {
-  readonly variable: string;
-  constructor(variable: string, message: string) {
-    super(message);
-    this.name = "TelemetryConfigError";
-    this.variable = variable;
-  }
-}
 
-export type OtlpProtocol = "http/protobuf" | "http/json" | "grpc";
-
-export interface TracesConfig {
+export interface TracesConfig extends OtlpSettings {
   readonly enabled: boolean;
   readonly exporters: ReadonlyArray<"otlp" | "console">;
-  readonly protocol: OtlpProtocol;
-  readonly url: string;
-  readonly headers: Record<string, string>;
-  readonly timeoutMillis: number | undefined;
-  readonly compression: "gzip" | "none" | undefined;
   readonly serviceName: string;
   readonly resourceAttributes: Record<string, string>;
-}
-
-const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v.trim() === "" ? undefined : v.trim());
-
-/** `k=v,k2=v2`, values percent-decoded (OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_HEADERS). */
-export function parseKeyValueList(text: string | undefined, variable: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (text === undefined) return out;
-  for (const item of text.split(",")) {
-    if (item.trim() === "") continue;
-    const eq = item.indexOf("=");
-    if (eq <= 0) throw new TelemetryConfigError(variable, `${variable} must be a comma-separated list of key=value pairs; fix the entry at position ${Object.keys(out).length + 1}`);
-    const key = item.slice(0, eq).trim();
-    const raw = item.slice(eq + 1).trim();
-    let value = raw;
-    try {
-      value = decodeURIComponent(raw);
-    } catch {
-      // leave undecodable values as written
-    }
-    out[key] = value;
-  }
-  return out;
-}
-
-/** Where OTLP traces go, as the exporters work it out: the signal path is appended over HTTP only. */
-function otlpTracesUrl(protocol: OtlpProtocol, endpoint: string | undefined, tracesEndpoint: string | undefined): string {
-  if (tracesEndpoint !== undefined) return tracesEndpoint;
-  if (protocol === "grpc") return endpoint ?? "http://localhost:4317";
-  return endpoint !== undefined ? `${endpoint.replace(/\/+$/, "")}/v1/traces` : "http://localhost:4318/v1/traces";
 }
 
 /** Reads the OTEL_* variables that decide whether and where traces go. Pure: no I/O. */
 export function tracesConfig(env: EnvLike, fallbackServiceName = DEFAULT_SERVICE_NAME): TracesConfig {
   const disabled = nonEmpty(env["OTEL_SDK_DISABLED"])?.toLowerCase() === "true";
   const exporterVar = nonEmpty(env["OTEL_TRACES_EXPORTER"]);
-  const endpoint = nonEmpty(env["OTEL_EXPORTER_OTLP_ENDPOINT"]);
-  const tracesEndpoint = nonEmpty(env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]);
   const names = (exporterVar ?? "otlp").split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "");
   const exporters: Array<"otlp" | "console"> = [];
   for (const n of names) {
@@ -125,42 +79,13 @@ export function tracesConfig(env: EnvLike, fallbackServiceName = DEFAULT_SERVICE
     if (!exporters.includes(n)) exporters.push(n);
   }
   if (names.includes("none")) exporters.length = 0;
-  const protocolVar = nonEmpty(env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"]) !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
-  const protocol = nonEmpty(env[protocolVar]) ?? "http/protobuf";
-  if (protocol !== "http/protobuf" && protocol !== "http/json" && protocol !== "grpc") {
-    throw new TelemetryConfigError(protocolVar, `${protocolVar} is '${protocol}'; use http/protobuf, http/json or grpc`);
-  }
-  const url = otlpTracesUrl(protocol, endpoint, tracesEndpoint);
-  try {
-    new URL(url);
-  } catch {
-    const v = tracesEndpoint !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
-    throw new TelemetryConfigError(v, `${v} is not a URL; set it like http://collector:4318`);
-  }
-  const headers = {
-    ...parseKeyValueList(nonEmpty(env["OTEL_EXPORTER_OTLP_HEADERS"]), "OTEL_EXPORTER_OTLP_HEADERS"),
-    ...parseKeyValueList(nonEmpty(env["OTEL_EXPORTER_OTLP_TRACES_HEADERS"]), "OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
-  };
-  const timeoutText = nonEmpty(env["OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"]) ?? nonEmpty(env["OTEL_EXPORTER_OTLP_TIMEOUT"]);
-  const timeoutMillis = timeoutText === undefined ? undefined : Number(timeoutText);
-  if (timeoutMillis !== undefined && !(Number.isFinite(timeoutMillis) && timeoutMillis > 0)) {
-    throw new TelemetryConfigError("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT must be a positive number of milliseconds");
-  }
-  const compressionText = (nonEmpty(env["OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"]) ?? nonEmpty(env["OTEL_EXPORTER_OTLP_COMPRESSION"]))?.toLowerCase();
-  if (compressionText !== undefined && compressionText !== "gzip" && compressionText !== "none") {
-    throw new TelemetryConfigError("OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION must be gzip or none");
-  }
   const resourceAttributes = parseKeyValueList(nonEmpty(env["OTEL_RESOURCE_ATTRIBUTES"]), "OTEL_RESOURCE_ATTRIBUTES");
   const serviceName = nonEmpty(env["OTEL_SERVICE_NAME"]) ?? resourceAttributes["service.name"] ?? fallbackServiceName;
-  const configured = endpoint !== undefined || tracesEndpoint !== undefined || exporterVar !== undefined;
+  const configured = ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].some((v) => nonEmpty(env[v]) !== undefined) || exporterVar !== undefined;
   return {
     enabled: !disabled && configured && exporters.length > 0,
     exporters,
-    protocol,
-    url,
-    headers,
-    timeoutMillis,
-    compression: compressionText,
+    ...otlpSettings(env, "traces"),
     serviceName,
     resourceAttributes,
   };

@@ -4,7 +4,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { context, propagation, trace } from "@opentelemetry/api";
-import { startTelemetry, TelemetryConfigError, tracesConfig, type Telemetry } from "../../src/telemetry/otel.ts";
+import { startTelemetry, tracesConfig, type Telemetry } from "../../src/telemetry/otel.ts";
+import { TelemetryConfigError } from "../../src/telemetry/otlp-env.ts";
 import { createScrubber } from "../../src/telemetry/scrub.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./otlp-receiver.ts";
 

@@ -2,7 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SpanStatusCode, context, trace } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
-import { startTelemetry, tracesConfig, TelemetryConfigError } from "../../src/telemetry/otel.ts";
+import { startTelemetry, tracesConfig } from "../../src/telemetry/otel.ts";
+import { TelemetryConfigError } from "../../src/telemetry/otlp-env.ts";
 import { createScrubber } from "../../src/telemetry/scrub.ts";
 import { startOtlpReceiver } from "./otlp-receiver.ts";
 

@@ -1,0 +1,100 @@
+// The OTLP exporter settings of one signal from the standard OTEL_* variables, for traces and metrics
+// alike: the per-signal variable wins over the general one, as OpenTelemetry's specification says.
+import type { EnvLike } from "./scrub.ts";
+
+export type OtlpProtocol = "http/protobuf" | "http/json" | "grpc";
+export type OtlpSignal = "traces" | "metrics";
+
+export interface OtlpSettings {
+  readonly protocol: OtlpProtocol;
+  readonly url: string;
+  readonly headers: Record<string, string>;
+  readonly timeoutMillis: number | undefined;
+  readonly compression: "gzip" | "none" | undefined;
+}
+
+export class TelemetryConfigError extends Error {
+  readonly variable: string;
+  constructor(variable: string, message: string) {
+    super(message);
+    this.name = "TelemetryConfigError";
+    this.variable = variable;
+  }
+}
+
+/** The variable's trimmed text, or undefined when unset or blank. */
+export const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v.trim() === "" ? undefined : v.trim());
+
+/** `k=v,k2=v2`, values percent-decoded (OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_HEADERS). */
+export function parseKeyValueList(text: string | undefined, variable: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (text === undefined) return out;
+  for (const item of text.split(",")) {
+    if (item.trim() === "") continue;
+    const eq = item.indexOf("=");
+    if (eq <= 0) throw new TelemetryConfigError(variable, `${variable} must be a comma-separated list of key=value pairs; fix the entry at position ${Object.keys(out).length + 1}`);
+    const key = item.slice(0, eq).trim();
+    const raw = item.slice(eq + 1).trim();
+    let value = raw;
+    try {
+      value = decodeURIComponent(raw);
+    } catch {
+      // leave undecodable values as written
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+/** The first of `names` that is set, as a positive number of milliseconds; `dflt` when none is. */
+export function positiveMs(env: EnvLike, names: readonly string[], dflt: number | undefined): number | undefined {
+  for (const name of names) {
+    const text = nonEmpty(env[name]);
+    if (text === undefined) continue;
+    const n = Number(text);
+    if (!(Number.isFinite(n) && n > 0)) throw new TelemetryConfigError(name, `${name} must be a positive number of milliseconds, got '${text}'`);
+    return n;
+  }
+  return dflt;
+}
+
+/** The per-signal variable when set, else the general one. */
+function signalVar(env: EnvLike, signal: OtlpSignal, setting: string): string {
+  const specific = `OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_${setting}`;
+  return nonEmpty(env[specific]) !== undefined ? specific : `OTEL_EXPORTER_OTLP_${setting}`;
+}
+
+/** Where OTLP data of `signal` goes, as the exporters work it out: the signal path is appended over HTTP only. */
+function otlpUrl(env: EnvLike, signal: OtlpSignal, protocol: OtlpProtocol): string {
+  const urlVar = signalVar(env, signal, "ENDPOINT");
+  const given = nonEmpty(env[urlVar]);
+  const url =
+    urlVar !== "OTEL_EXPORTER_OTLP_ENDPOINT" ? given! : protocol === "grpc" ? (given ?? "http://localhost:4317") : `${(given ?? "http://localhost:4318").replace(/\/+$/, "")}/v1/${signal}`;
+  try {
+    new URL(url);
+  } catch {
+    throw new TelemetryConfigError(urlVar, `${urlVar} is not a URL; set it like http://collector:4318`);
+  }
+  return url;
+}
+
+/** Reads one signal's OTLP settings. Pure: no I/O; a bad value throws naming its variable. */
+export function otlpSettings(env: EnvLike, signal: OtlpSignal): OtlpSettings {
+  const protocolVar = signalVar(env, signal, "PROTOCOL");
+  const protocol = nonEmpty(env[protocolVar]) ?? "http/protobuf";
+  if (protocol !== "http/protobuf" && protocol !== "http/json" && protocol !== "grpc") {
+    throw new TelemetryConfigError(protocolVar, `${protocolVar} is '${protocol}'; use http/protobuf, http/json or grpc`);
+  }
+  const specificHeaders = `OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_HEADERS`;
+  const headers = {
+    ...parseKeyValueList(nonEmpty(env["OTEL_EXPORTER_OTLP_HEADERS"]), "OTEL_EXPORTER_OTLP_HEADERS"),
+    ...parseKeyValueList(nonEmpty(env[specificHeaders]), specificHeaders),
+  };
+  const timeoutMillis = positiveMs(env, [`OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_TIMEOUT`, "OTEL_EXPORTER_OTLP_TIMEOUT"], undefined);
+  const compressionVar = signalVar(env, signal, "COMPRESSION");
+  const compression = nonEmpty(env[compressionVar])?.toLowerCase();
+  if (compression !== undefined && compression !== "gzip" && compression !== "none") {
+    throw new TelemetryConfigError(compressionVar, `${compressionVar} must be gzip or none`);
+  }
+  return { protocol, url: otlpUrl(env, signal, protocol), headers, timeoutMillis, compression };
+}
