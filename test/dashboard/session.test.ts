@@ -14,7 +14,8 @@ const GH_CANARY = `ghp_${randomBytes(18).toString("hex")}`;
 const ENV_CANARY = `envcanary${randomBytes(12).toString("hex")}`;
 const TRACE_ID = randomBytes(16).toString("hex");
 
-const line = (message: unknown, type = "assistant") => JSON.stringify({ type, message, parent_tool_use_id: null, session_id: "5c3c1c1e-0000-4000-8000-000000000001" });
+const line = (message: unknown, type = "assistant", parent: string | null = null) =>
+  JSON.stringify({ type, message, parent_tool_use_id: parent, session_id: "5c3c1c1e-0000-4000-8000-000000000001" });
 
 /** A turn planted straight into the log, as an import of an older log could hold it: nothing scrubbed. */
 async function plantRawTurn(r: Awaited<ReturnType<typeof rig>>, session: string): Promise<void> {
@@ -33,6 +34,10 @@ async function plantRawTurn(r: Awaited<ReturnType<typeof rig>>, session: string)
     line({ id: "m1", role: "assistant", model: "m", content: [{ type: "text", text: `I found ${GH_CANARY}` }] }),
     line({ id: "m2", role: "assistant", model: "m", content: [{ type: "tool_use", id: "toolu_p1", name: "Bash", input: { command: `curl -H 'X: ${ENV_CANARY}' https://example.com` } }] }),
     line({ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_p1", content: long }] }, "user"),
+    // A subagent: its work carries the id of the Task call that started it.
+    line({ id: "m3", role: "assistant", model: "m", content: [{ type: "tool_use", id: "toolu_task", name: "Task", input: { description: "look around", prompt: "list the files" } }] }),
+    line({ id: "m4", role: "assistant", model: "m", content: [{ type: "text", text: "subagent: three files here" }] }, "assistant", "toolu_task"),
+    line({ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_task", content: "three files" }] }, "user"),
   ];
   await r.producer.log.append(session, epoch, [
     { turn, attempt, kind: "attempt.started", data: { worker: "planted", attempt, trace: { traceId: TRACE_ID, spanId: "00f067aa0ba902b7" } } },
@@ -94,6 +99,9 @@ test("a finished session: transcript, steps back in time and back to live; a can
     assert.equal(await planted.locator("a.trace").getAttribute("href"), `https://traces.example/t/${TRACE_ID}?x=1`, "the turn links to its trace");
     assert.match(await planted.locator("details.abandoned > summary").innerText(), /abandoned attempt 1: lease_lost \(1 items\)/);
     assert.match(await planted.locator(".turn-head").innerText(), /2 attempts/);
+    const task = planted.locator('.tool[data-tool="Task"]');
+    assert.match(String(await task.locator(".subagent").textContent()), /subagent · 1 items[\s\S]*subagent: three files here/, "subagent work nested under its call");
+    assert.match(String(await task.locator(":scope > .result").textContent()), /three files/);
     await screenshot(page, "session-live");
 
     // Back, one event per key press, to just before the real turn finished.
