@@ -18,7 +18,6 @@ export interface Ctx {
   deep: <T>(value: T) => T;
   operatorKey: OperatorKey | undefined;
   trustedKeys: OperatorKeyring | undefined;
-  operatorName: string;
   traceUrl: string;
 }
 
@@ -48,7 +47,7 @@ export async function fleetStream(ctx: Ctx, req: IncomingMessage, res: ServerRes
   const send = (e: FleetEvent): void => es.send(e.type, ctx.deep(e.type === "row" ? e.row : e.type === "pending" ? e.pending : e.queue));
   const off = ctx.fleet.subscribe((e) => (ready ? send(e) : queued.push(e)));
   es.closed.addEventListener("abort", off, { once: true });
-  es.send("hello", ctx.deep({ operator: ctx.operatorName, canDecide: ctx.operatorKey !== undefined, traceUrl: ctx.traceUrl, prefix: ctx.log.prefix }));
+  es.send("hello", ctx.deep({ operator: ctx.guard.operatorOf(req), canDecide: ctx.operatorKey !== undefined, traceUrl: ctx.traceUrl, prefix: ctx.log.prefix }));
   const [rows, pending, queue] = await Promise.all([ctx.fleet.rows(), ctx.fleet.pending(), ctx.fleet.queue()]);
   es.send("sessions", ctx.deep(rows));
   es.send("pending", ctx.deep(pending));
@@ -137,7 +136,7 @@ export async function decideRoute(ctx: Ctx, req: IncomingMessage, res: ServerRes
     return sendJson(res, 400, { error: `bad decision: ${(err as Error).message.slice(0, 300)}` });
   }
   try {
-    const r = await decide({ log: ctx.log, operatorKey: ctx.operatorKey, trustedKeys: ctx.trustedKeys }, { ...body, by: ctx.operatorName });
+    const r = await decide({ log: ctx.log, operatorKey: ctx.operatorKey, trustedKeys: ctx.trustedKeys }, { ...body, by: ctx.guard.operatorOf(req) });
     sendJson(res, 200, ctx.deep({ applied: r.applied, decision: r.decision.decision, by: r.decision.by, seq: r.seq, rule: r.rule?.pattern ?? null }));
   } catch (err) {
     if (err instanceof DecisionError) return sendJson(res, 409, ctx.deep({ error: err.message, problem: err.problem }));

@@ -26,17 +26,19 @@ export interface DashboardOptions {
   queuePrefix?: string;
   /** BullMQ queue name (default "turns"). */
   queueName?: string;
-  /** Address to bind (default 127.0.0.1). Any non-loopback address requires `token`. */
+  /** Address to bind (default 127.0.0.1). Any non-loopback address requires `token` or `operatorTokens`. */
   host?: string;
   /** Port (default 0: any free port). */
   port?: number;
-  /** Operator token: when set, the console asks for it once (/login) and keeps an HttpOnly cookie. */
+  /** Operator token: when set, the console asks for it once (/login) and keeps an HttpOnly cookie; decisions are recorded as `operatorName`. */
   token?: string;
+  /** Operator name → token, for a console several people log in to: each one's decisions are recorded with their name. */
+  operatorTokens?: Readonly<Record<string, string>>;
   /** The operator key decisions are signed with; without it the console shows but cannot decide. */
   operatorKey?: OperatorKey;
   /** The fleet's trusted public keys, as `decide` takes them. */
   trustedKeys?: OperatorKeyring;
-  /** Who decisions are recorded as (default TURNSTREAM_USER, then USER, then the login name). */
+  /** Who decisions are recorded as without a named login (default TURNSTREAM_USER, then USER, then the login name). */
   operatorName?: string;
   /** Scrubs everything sent to the browser (default: built-in patterns and this process's secret env values). */
   scrubber?: Scrubber;
@@ -60,6 +62,13 @@ export class DashboardTokenRequiredError extends Error {
   constructor(host: string) {
     super(`binding the dashboard to ${host} (not loopback) needs an operator token: set TURNSTREAM_DASHBOARD_TOKEN_FILE (or TURNSTREAM_DASHBOARD_TOKEN)`);
   }
+}
+
+/** The logins: name → token (`token` belongs to the dashboard's operator), or undefined for none. */
+function tokensOf(options: DashboardOptions, operatorName: string): Map<string, string> | undefined {
+  const tokens = new Map(Object.entries(options.operatorTokens ?? {}).filter(([, t]) => t !== ""));
+  if (options.token) tokens.set(operatorName, options.token);
+  return tokens.size === 0 ? undefined : tokens;
 }
 
 function defaultOperatorName(): string {
@@ -125,7 +134,9 @@ function listen(server: Server, host: string, port: number): Promise<AddressInfo
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const host = options.host ?? "127.0.0.1";
   const loopback = isLoopbackHost(host);
-  if (!loopback && (options.token === undefined || options.token === "")) throw new DashboardTokenRequiredError(host);
+  const operatorName = options.operatorName ?? defaultOperatorName();
+  const tokens = tokensOf(options, operatorName);
+  if (!loopback && tokens === undefined) throw new DashboardTokenRequiredError(host);
   const logger = options.logger ?? silentLogger;
   const scrubber = options.scrubber ?? createScrubber({ env: process.env });
   const log = createEventLog({ redis: options.redis, prefix: options.prefix ?? DEFAULT_PREFIX });
@@ -135,12 +146,11 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const ctx: Ctx = {
     log,
     fleet,
-    guard: createGuard({ token: options.token || undefined, loopback }),
+    guard: createGuard({ tokens, loopback, operator: operatorName }),
     files: loadStaticFiles(),
     deep: (v) => scrubber.scrubDeep(v),
     operatorKey: options.operatorKey,
     trustedKeys: options.trustedKeys,
-    operatorName: options.operatorName ?? defaultOperatorName(),
     traceUrl: options.traceUrl ?? DEFAULT_TRACE_URL,
   };
   const server = createServer(handler(ctx, logger));

@@ -2,13 +2,14 @@
 // without a reload (and its session in the open sessions list, its turn in the open queue view), Deny records a signed decision with the operator's name, and the session page
 // shows the turn ending with the denial in its transcript. Then the console's guards, over plain
 // HTTP: decisions need the page's CSRF token and a same-origin request, a loopback console refuses a
-// foreign Host, and a non-loopback one needs the operator token, which never appears in a URL.
+// foreign Host, and a non-loopback one needs an operator token, which never appears in a URL and
+// names who decides.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
-import { startDashboard, type Dashboard } from "../../src/dashboard/index.ts";
+import { parseTokens, startDashboard, type Dashboard } from "../../src/dashboard/index.ts";
 import { pendingKey } from "../../src/decisions/index.ts";
 import { OPERATOR, operatorKey } from "../decisions/_support.ts";
 import { rig } from "../worker/_more.ts";
@@ -147,11 +148,14 @@ test("state changes need the page's CSRF token and a same-origin request; loopba
   }
 });
 
-test("off loopback: no start without a token; the token is asked for once in a POST and kept as an HttpOnly cookie", async () => {
+test("off loopback: no start without a token; a token is asked for once in a POST, kept as an HttpOnly cookie, and names its operator", async () => {
+  // The token file: one token per line, or `name token`; a bare token is the dashboard operator's.
+  assert.deepEqual([...parseTokens("# operators\nerin abcdefghijklmnop1\n\nqrstuvwxyzabcdef12  # mine\n", "dana")], [["erin", "abcdefghijklmnop1"], ["dana", "qrstuvwxyzabcdef12"]]);
+  assert.throws(() => parseTokens("erin short\n", "dana"), /shorter than 16/);
   const r = await rig({ responses: [] });
   await assert.rejects(startDashboard({ redis: r.redis, prefix: r.space.logPrefix, host: "0.0.0.0" }), /TURNSTREAM_DASHBOARD_TOKEN_FILE/);
   const token = "dashboard-token-7c1f9e2b5a";
-  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, host: "0.0.0.0", token });
+  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, host: "0.0.0.0", operatorTokens: { erin: token, frank: "frank-token-0a8e3c6d9b" } });
   const base = `http://127.0.0.1:${dash.port}/`;
   try {
     const first = await call(base);
@@ -172,6 +176,12 @@ test("off loopback: no start without a token; the token is asked for once in a P
     assert.equal(page.status, 200);
     assert.ok(!page.body.includes(token));
     assert.equal((await call(`${base}api/decide`, { method: "POST", headers: { "Content-Type": "application/json", Cookie: cookie }, body: decision })).status, 403, "the cookie alone cannot decide");
+    // The login names its operator: the console says who decides, and decisions carry that name.
+    const ac = new AbortController();
+    const hello = await fetch(`${base}api/fleet`, { headers: { Cookie: cookie }, signal: ac.signal });
+    const said = new TextDecoder().decode((await hello.body!.getReader().read()).value);
+    ac.abort();
+    assert.match(said, /^event: hello\ndata: \{"operator":"erin"/);
   } finally {
     await dash.close();
     await r.dispose();

@@ -2,7 +2,7 @@
 // the decisions inbox, the queue — served from the log and the read models.
 import { readFileSync } from "node:fs";
 import { loadOperatorKey, OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "../../decisions/index.ts";
-import { startDashboard, DashboardTokenRequiredError } from "../../dashboard/index.ts";
+import { parseTokens, startDashboard, DashboardTokenRequiredError } from "../../dashboard/index.ts";
 import { createLogger, createScrubber } from "../../telemetry/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { interruptSignal, parseCommandArgs } from "./_args.ts";
@@ -27,11 +27,16 @@ const options = {
   help: { type: "boolean", short: "h" },
 } as const;
 
-/** The operator token from a file (preferred: not in the environment of every child) or the environment. */
-function tokenFromEnv(): string | undefined {
+/**
+ * The operator tokens from a file (preferred: not in the environment of every child), one per line
+ * or `name token` per operator, else the one token of TURNSTREAM_DASHBOARD_TOKEN.
+ */
+function tokensFromEnv(): Record<string, string> | undefined {
   const file = process.env["TURNSTREAM_DASHBOARD_TOKEN_FILE"];
-  if (file) return readFileSync(file, "utf8").trim() || undefined;
-  return process.env["TURNSTREAM_DASHBOARD_TOKEN"] || undefined;
+  const name = process.env["TURNSTREAM_USER"] || process.env["USER"] || "operator";
+  if (file) return Object.fromEntries(parseTokens(readFileSync(file, "utf8"), name));
+  const token = process.env["TURNSTREAM_DASHBOARD_TOKEN"];
+  return token ? { [name]: token } : undefined;
 }
 
 function keysFromEnv(): { key: OperatorKey | undefined; trusted: OperatorKeyring | undefined } {
@@ -50,12 +55,13 @@ export async function run(argv: string[]): Promise<number> {
     return EXIT.usage;
   }
   let keys: ReturnType<typeof keysFromEnv>;
-  let token: string | undefined;
+  let operatorTokens: Record<string, string> | undefined;
   try {
     keys = keysFromEnv();
-    token = tokenFromEnv();
+    operatorTokens = tokensFromEnv();
   } catch (err) {
-    if (!(err instanceof OperatorKeyError) && (err as NodeJS.ErrnoException).code === undefined) throw err;
+    // An unreadable key or token file, or one that does not parse: the set-up to fix, said plainly.
+    if (!(err instanceof OperatorKeyError) && !(err instanceof Error)) throw err;
     process.stderr.write(`turnstream dashboard: ${(err as Error).message}\n`);
     return EXIT.usage;
   }
@@ -65,11 +71,11 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const q = queueConfigOf(values);
     const dashboard = await startDashboard({
-      redis, host: values.host, port, token, operatorKey: keys.key, trustedKeys: keys.trusted,
+      redis, host: values.host, port, operatorTokens, operatorKey: keys.key, trustedKeys: keys.trusted,
       prefix: logPrefix(values.prefix), queuePrefix: q.queuePrefix, queueName: q.queueName,
       traceUrl: process.env["TURNSTREAM_TRACE_URL"] || undefined, logger: createLogger({ scrubber: createScrubber({ env: process.env }), base: { service: "dashboard" } }),
     });
-    process.stdout.write(`dashboard at ${dashboard.url}${token === undefined ? "" : " (log in with the operator token)"}${keys.key === undefined ? "; read-only: set TURNSTREAM_OPERATOR_KEY to decide" : ""}\n`);
+    process.stdout.write(`dashboard at ${dashboard.url}${operatorTokens === undefined ? "" : " (log in with your operator token)"}${keys.key === undefined ? "; read-only: set TURNSTREAM_OPERATOR_KEY to decide" : ""}\n`);
     await new Promise((resolve) => interrupt.signal.addEventListener("abort", resolve, { once: true }));
     await dashboard.close();
     return EXIT.finished;
