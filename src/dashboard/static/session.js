@@ -187,20 +187,42 @@ export function sessionView(root, id, at) {
   });
 
   let asked = 0;
-  async function goTo(seq) {
+  let inFlight = false;
+  let fetched = null;
+  // Held-down keys step faster than the server folds: one fetch at a time, always of the latest moment asked for.
+  async function fetchMoment() {
+    if (inFlight) return;
+    inFlight = true;
+    try {
+      while (travel !== null && travel !== fetched) {
+        const seq = travel;
+        fetched = seq;
+        const ticket = ++asked;
+        const res = await fetch(`/api/sessions/${encodeURIComponent(id)}?until=${seq}`);
+        const body = await res.json().catch(() => ({}));
+        if (ticket !== asked || travel === null) continue;
+        if (!res.ok) {
+          where.textContent = `event ${seq}: ${body.error ?? res.statusText}`;
+          break;
+        }
+        renderAll(body);
+      }
+    } finally {
+      inFlight = false;
+    }
+  }
+  function goTo(seq) {
     const max = live?.logSeq ?? seq;
     seq = Math.max(1, Math.min(seq, max));
     if (live && seq >= max) return toLive();
     travel = seq;
+    where.textContent = `event ${seq} of ${max} …`;
     history.replaceState(null, "", `#/session/${encodeURIComponent(id)}/at/${seq}`);
-    const ticket = ++asked;
-    const res = await fetch(`/api/sessions/${encodeURIComponent(id)}?until=${seq}`);
-    if (ticket !== asked || travel === null) return;
-    if (res.ok) renderAll(await res.json());
-    else where.textContent = `event ${seq}: ${(await res.json().catch(() => ({}))).error ?? res.statusText}`;
+    void fetchMoment();
   }
   function toLive() {
     travel = null;
+    fetched = null;
     asked++;
     history.replaceState(null, "", `#/session/${encodeURIComponent(id)}`);
     if (live) renderAll(live);
