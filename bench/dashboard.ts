@@ -78,14 +78,17 @@ const q = (xs: number[], p: number): number => xs[Math.min(xs.length - 1, Math.f
 const r3 = (x: number): number => Number(x.toFixed(3));
 
 const epoch = await buildSession(session, total);
+// Opened first, so the measured page is not the first the dashboard serves (nor one it has folded).
+const first = `${session}-first`;
+await buildSession(first, total);
 const lastSeq = (await log.stat(session)).lastSeq;
 const dash = await startDashboard({ redis, prefix });
 const browser = await launchBrowser();
 try {
   // A dashboard runs for days: its first page after start also pays for compiling the server's code,
-  // reported apart. The measured one is a second, fresh page load of the same session (the server
-  // keeps nothing of the first: it folds the log again).
-  const cold = await openTimed(session, lastSeq);
+  // reported apart. The measured one is a fresh page load of another session of the same size, which
+  // the dashboard has not folded yet.
+  const cold = await openTimed(first, lastSeq);
   await cold.page.close();
   process.stdout.write(`first page after the dashboard started: ${cold.ms.toFixed(0)} ms (not held to the goal)\n`);
   const { page, ms: renderMs } = await openTimed(session, lastSeq);
@@ -129,6 +132,7 @@ try {
   await browser.close();
   await dash.close();
   await log.destroy(session);
+  await log.destroy(first);
   redis.disconnect();
   await server?.dispose();
 }

@@ -3,16 +3,18 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import { decide, DecisionError, InvalidRuleError, type OperatorKey, type OperatorKeyring } from "../decisions/index.ts";
 import { isValidSessionId, type EventLog } from "../log/index.ts";
-import { applyEvent, initialState, replaySession } from "../projector/index.ts";
+import { replaySession } from "../projector/index.ts";
 import type { Fleet, FleetEvent } from "./fleet.ts";
 import { eventStream, readBody, sendJson, sendText } from "./http.ts";
 import type { Guard } from "./security.ts";
-import { noteTrace, pageOf, patchOf, resultAt, sentCountsOf, trimResults, type SessionPage, type SessionPatch, type TraceIds } from "./session-view.ts";
+import { noteTrace, pageOf, resultAt, trimResults, type SessionPage, type SessionPatch, type TraceIds } from "./session-view.ts";
+import type { WatchedSessions } from "./watched.ts";
 import { attr, type StaticFile } from "./static-files.ts";
 
 export interface Ctx {
   log: EventLog;
   fleet: Fleet;
+  watched: WatchedSessions;
   guard: Guard;
   files: Map<string, StaticFile>;
   deep: <T>(value: T) => T;
@@ -83,24 +85,21 @@ export async function resultRoute(ctx: Ctx, res: ServerResponse, session: string
   sendJson(res, 404, { error: `event ${seq} recorded no tool result` });
 }
 
+/** Patches as sent (scrubbed, long results cut), made once however many pages watch. */
+const sentPatches = new WeakMap<SessionPatch, SessionPatch>();
+
 /** One session: its state folded from the log, then a patch per new event, from the log's tail. */
 export async function sessionStream(ctx: Ctx, req: IncomingMessage, res: ServerResponse, session: string): Promise<void> {
   const es = eventStream(req, res);
-  const traces: TraceIds = {};
-  const state = initialState();
-  for await (const pageOfEvents of ctx.log.readPages(session, { pageSize: 2000 })) {
-    for (const env of pageOfEvents) {
-      applyEvent(state, env);
-      noteTrace(traces, env);
-    }
-  }
-  es.send("snapshot", sentPage(ctx, pageOf(session, state, traces, state.lastSeq, ctx.traceUrl)));
-  const sent = sentCountsOf(state);
-  for await (const env of ctx.log.tail(session, { fromSeq: state.lastSeq + 1, signal: es.closed, blockMs: 1000 })) {
-    applyEvent(state, env);
-    noteTrace(traces, env);
-    es.send("patch", sentPatch(ctx, patchOf(state, env, sent, traces)));
-  }
+  await ctx.watched.watch(session, {
+    snapshot: (state, traces) => es.send("snapshot", sentPage(ctx, pageOf(session, state, traces, state.lastSeq, ctx.traceUrl))),
+    patch(patch) {
+      let sent = sentPatches.get(patch);
+      if (sent === undefined) sentPatches.set(patch, (sent = sentPatch(ctx, patch)));
+      es.send("patch", sent);
+    },
+    end: () => res.end(),
+  }, es.closed);
 }
 
 /** The session as it stood at event `until`, folded like `turnstream replay --until`. */

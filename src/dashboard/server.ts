@@ -9,6 +9,7 @@ import { closeTurnQueue, createTurnQueue } from "../queue/index.ts";
 import { createScrubber, type Scrubber } from "../telemetry/index.ts";
 import type { OperatorKey, OperatorKeyring } from "../decisions/index.ts";
 import { Fleet } from "./fleet.ts";
+import { WatchedSessions } from "./watched.ts";
 import { BodyTooLargeError, securityHeaders, sendJson, sendText } from "./http.ts";
 import { decideRoute, fleetStream, loginRoute, page, resultRoute, sessionAt, sessionStream, type Ctx } from "./routes.ts";
 import { createGuard, isLoopbackHost } from "./security.ts";
@@ -143,9 +144,11 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const queueRedis = options.redis.duplicate();
   const queue = createTurnQueue({ redis: queueRedis, queuePrefix: options.queuePrefix, queueName: options.queueName });
   const fleet = new Fleet({ log, redis: options.redis, queue, logger });
+  const watched = new WatchedSessions(log, logger);
   const ctx: Ctx = {
     log,
     fleet,
+    watched,
     guard: createGuard({ tokens, loopback, operator: operatorName }),
     files: loadStaticFiles(),
     deep: (v) => scrubber.scrubDeep(v),
@@ -161,6 +164,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     host: addr.address,
     port: addr.port,
     async close() {
+      watched.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await fleet.stop();
