@@ -127,6 +127,7 @@ export class Fleet {
     conn.on("error", () => {});
     signal.addEventListener("abort", () => conn.disconnect(), { once: true });
     let rescanned = 0;
+    let failures = 0;
     while (!signal.aborted) {
       try {
         if (Date.now() - rescanned >= (this.#o.rescanMs ?? 2000)) {
@@ -134,10 +135,12 @@ export class Fleet {
           rescanned = Date.now();
         }
         await this.#readOnce(conn, signal);
+        failures = 0;
       } catch (err) {
         if (signal.aborted) break;
-        (this.#o.logger ?? silentLogger).warn({ err: (err as Error).message }, "dashboard: fleet watch read failed; retrying");
-        await new Promise((r) => setTimeout(r, 1000));
+        // Said once per outage; retried ever more slowly, up to every 30 s.
+        if (failures++ === 0) (this.#o.logger ?? silentLogger).warn({ err: (err as Error).message }, "dashboard: fleet watch read failed; retrying");
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 500 * 2 ** failures)));
       }
     }
   }
