@@ -34,7 +34,7 @@ function card(p, notes) {
   const ctx = p.context;
   return h("div", { class: `card pending-card ${p.status}`, "data-request": p.requestId, "data-status": p.status },
     h("h3", {}, h("b", {}, p.tool), " ", h("span", { class: "badge" }, p.riskClass), " ",
-      p.status === "abandoned" ? h("span", { class: "badge s-abandoned" }, "abandoned — the worker or attempt is gone; a retry asks again") : h("span", { class: "muted" }, left(p.expiresAt))),
+      p.status === "abandoned" ? h("span", { class: "badge s-abandoned" }, "abandoned — the worker or attempt is gone; a retry asks again") : h("span", { class: "muted", "data-expires": p.expiresAt }, left(p.expiresAt))),
     h("div", { class: "muted" }, "session ", h("a", { href: `#/session/${encodeURIComponent(p.session)}` }, p.session), ` · turn ${p.turn} · attempt ${p.attempt} · request ${p.requestId}`),
     p.redacted ? h("p", { class: "warn" }, `contains redacted text (${p.redacted.join(", ")}): the exact input is not shown`) : null,
     h("pre", { class: "input" }, p.input),
@@ -60,5 +60,8 @@ export function inboxView(root) {
     }), decided);
   }
   render();
-  return { update: (name) => (name === "pending" || name === "hello") && render() };
+  const tick = setInterval(() => {
+    for (const el of box.querySelectorAll("[data-expires]")) el.textContent = left(el.dataset.expires);
+  }, 1000);
+  return { update: (name) => (name === "pending" || name === "hello") && render(), unmount: () => clearInterval(tick) };
 }
