@@ -92,9 +92,17 @@ export class Fleet {
     return sessionRowOf(session, await this.state(session), row.lastSeq);
   }
 
+  /** Whether folding a session forward is cheap: folded already, projected, or a short log. */
+  async #foldable(session: string): Promise<boolean> {
+    if (this.#states.has(session)) return true;
+    const row = await sessionRow(this.#o.redis, this.#o.log, session);
+    return row.projectedSeq !== null || row.lastSeq <= FOLD_LIMIT;
+  }
+
   async pending(): Promise<PendingView[]> {
     const list = await listPending({ redis: this.#o.redis, prefix: this.#o.log.prefix });
-    return Promise.all(list.map(async (p) => ({ ...p, context: contextOf(await this.state(p.session), p.turn) })));
+    const context = async (p: PendingRequest): Promise<RequestContext | null> => ((await this.#foldable(p.session)) ? contextOf(await this.state(p.session), p.turn) : null);
+    return Promise.all(list.map(async (p) => ({ ...p, context: await context(p) })));
   }
 
   async queue(): Promise<QueueView> {
@@ -179,7 +187,7 @@ export class Fleet {
     this.#pendingDirty = this.#queueDirty = false;
     try {
       for (const session of dirty) {
-        await this.state(session);
+        if (await this.#foldable(session)) await this.state(session);
         this.#emit({ type: "row", row: await this.#row(session) });
       }
       if (pending) this.#emit({ type: "pending", pending: await this.pending() });
