@@ -3,9 +3,9 @@
 // ~144 KB session file that grows ~2.8 KB per turn; exit 45 ms after the result line) at almost no CPU,
 // so the cores stay free and each process's CPU can be read from /proc to a fraction of a millisecond.
 // Own = worker process + Redis + producer (this process) per turn; bare = this process spawning the
-// same stand-in 2 at a time and reading its stdout. Ratio = own / bare, with metrics off. A second
-// worker with metrics on (its /metrics scraped once a round) runs the same rounds, alternating with
-// the first: metricsRatio = its own CPU per turn / the first's (goal ≤ 1.05). `npm run bench -- worker-cpu
+// same stand-in 2 at a time and reading its stdout. Ratio = own / bare, with metrics off. Each round
+// starts a pair of workers, one with metrics on (its /metrics scraped once a round), and runs the
+// same turns through each: metricsRatio = the median own CPU per turn with metrics / without (goal ≤ 1.05). `npm run bench -- worker-cpu
 // [turns] [rounds]`; used to see what a change to the turn path costs, since the turn-overhead bench
 // cannot resolve a millisecond on a saturated machine.
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -15,7 +15,7 @@ import { cleanupKeys, redisFor, startWorkerProcess, testSpace } from "../test/wo
 import { bareRound, CONCURRENCY, queuedRound, spawnAndRead } from "./_rounds.ts";
 
 const TURNS = Number(process.argv[2] ?? 80);
-const ROUNDS = Number(process.argv[3] ?? 3);
+const ROUNDS = Number(process.argv[3] ?? 7);
 const space = testSpace();
 const ws = space.workspace();
 const bin = space.dir("bin");
@@ -65,16 +65,29 @@ async function benchWorker(extraEnv: Record<string, string>) {
   });
   return { lane, producer, proc };
 }
-// Metrics off is the baseline; metrics on serves /metrics on an ephemeral port, scraped once a round
-// (a Prometheus scrape reads the queue and decision gauges from Redis, so its cost is counted).
-const off = await benchWorker({});
-const on = await benchWorker({ TURNSTREAM_OPS_PORT: "0" });
-const listening = await on.proc.waitFor((l) => l["msg"] === "ops endpoint listening (/metrics, /healthz, /readyz)", 30000, "the ops endpoint");
-const metricsUrl = `http://127.0.0.1:${String(listening["port"])}/metrics`;
-const scrape = async (): Promise<void> => {
-  const res = await fetch(metricsUrl);
-  if (!(await res.text()).includes("turnstream_turns_ended_total")) throw new Error("the worker's /metrics shows no turns");
-};
+type BenchWorker = Awaited<ReturnType<typeof benchWorker>> & { scrape?: () => Promise<void> };
+
+/**
+ * Metrics off is the baseline; metrics on serves /metrics on an ephemeral port, scraped once a round
+ * (a Prometheus scrape reads the queue and decision gauges from Redis, so its cost is counted).
+ */
+async function metricsWorker(): Promise<BenchWorker> {
+  const w = await benchWorker({ TURNSTREAM_OPS_PORT: "0" });
+  const listening = await w.proc.waitFor((l) => l["msg"] === "ops endpoint listening (/metrics, /healthz, /readyz)", 30000, "the ops endpoint");
+  const url = `http://127.0.0.1:${String(listening["port"])}/metrics`;
+  const scrape = async (): Promise<void> => {
+    if (!(await (await fetch(url)).text()).includes("turnstream_turns_ended_total")) throw new Error("the worker's /metrics shows no turns");
+  };
+  return { ...w, scrape };
+}
+
+async function stopWorker(w: BenchWorker): Promise<void> {
+  w.proc.kill("SIGTERM");
+  await w.proc.exited;
+  await w.producer.close();
+  await cleanupKeys(redis, w.lane);
+  w.lane.cleanup();
+}
 const redisPid = Number(/process_id:(\d+)/.exec(await redis.info("server"))?.[1]);
 
 /** CPU ms of a process (user + system, clock ticks of 10 ms), from /proc. */
@@ -87,7 +100,7 @@ const ownCpuMs = (): number => {
   return (u.user + u.system) / 1000;
 };
 
-const queued = (w: typeof off, tag: string, turns: number): Promise<void> => queuedRound(w.producer, turns, (s) => `${tag}-${s}-${w.lane.id}`, ws, 300000);
+const queued = (w: BenchWorker, tag: string, turns: number): Promise<void> => queuedRound(w.producer, turns, (s) => `${tag}-${s}-${w.lane.id}`, ws, 300000);
 const bare = (turns: number): Promise<void> =>
   bareRound(
     turns,
@@ -96,35 +109,31 @@ const bare = (turns: number): Promise<void> =>
   );
 
 /** CPU ms per turn of one round through `w`: its worker, Redis, and this process (the producer). */
-async function measuredRound(w: typeof off, tag: string): Promise<{ worker: number; redis: number; producer: number }> {
+async function measuredRound(w: BenchWorker, tag: string): Promise<{ worker: number; redis: number; producer: number }> {
   const [w0, r0, p0] = [cpuMs(w.proc.pid), cpuMs(redisPid), ownCpuMs()];
   await queued(w, tag, TURNS);
-  if (w === on) await scrape();
+  await w.scrape?.();
   return { worker: (cpuMs(w.proc.pid) - w0) / TURNS, redis: (cpuMs(redisPid) - r0) / TURNS, producer: (ownCpuMs() - p0) / TURNS };
 }
 
-await queued(off, "warm", 8);
-await queued(on, "warm", 8);
 await bare(8);
 const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const rounds = { off: [] as Awaited<ReturnType<typeof measuredRound>>[], on: [] as Awaited<ReturnType<typeof measuredRound>>[] };
 const b: number[] = [];
 const fmt = (x: { worker: number; redis: number; producer: number }): string => `worker ${x.worker.toFixed(2)} ms/turn, redis ${x.redis.toFixed(2)}, producer ${x.producer.toFixed(2)}`;
 for (let round = 0; round < ROUNDS; round++) {
+  // A fresh pair of workers each round: one process's own luck (its JIT, its heap) would otherwise
+  // count in every round it runs.
+  const pair = { off: await benchWorker({}), on: await metricsWorker() };
+  for (const w of [pair.off, pair.on]) await queued(w, `warm${round}`, 8);
   // Alternating which goes first keeps a drift in the machine's load from favouring one side.
   const order = round % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const);
-  for (const side of order) rounds[side].push(await measuredRound(side === "on" ? on : off, `r${round}${side}`));
+  for (const side of order) rounds[side].push(await measuredRound(pair[side], `r${round}${side}`));
+  await Promise.all([stopWorker(pair.off), stopWorker(pair.on)]);
   const b0 = ownCpuMs();
   await bare(TURNS);
   b.push((ownCpuMs() - b0) / TURNS);
   process.stdout.write(`round ${round}: metrics off ${fmt(rounds.off.at(-1)!)}; metrics on ${fmt(rounds.on.at(-1)!)}; bare ${b.at(-1)!.toFixed(2)}\n`);
-}
-for (const w of [off, on]) {
-  w.proc.kill("SIGTERM");
-  await w.proc.exited;
-  await w.producer.close();
-  await cleanupKeys(redis, w.lane);
-  w.lane.cleanup();
 }
 redis.disconnect();
 space.cleanup();
