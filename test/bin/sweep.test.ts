@@ -51,22 +51,34 @@ async function deadPid(): Promise<number> {
   return child.pid!;
 }
 
-test("processes claiming at the same moment get distinct ids, the lowest free ones; a held id is refused, a dead holder's is taken back", async () => {
+test("processes claiming at the same moment get distinct ids, the lowest free ones; a held id is refused, a dead holder's is taken back", async (t) => {
   const root = mkdtempSync(join(tmpdir(), "ts-slot-"));
-  const four = [0, 1, 2, 3].map(() => holder(root));
+  const started: Holder[] = [];
+  const hold = (instanceId?: string): Holder => {
+    const h = holder(root, instanceId);
+    started.push(h);
+    return h;
+  };
+  // A failed assertion must not leave holders running: their pipes would keep this file alive.
+  t.after(() => {
+    for (const h of started) h.child.kill("SIGKILL");
+  });
+  const four = [0, 1, 2, 3].map(() => hold());
   const ids = await Promise.all(four.map((h) => h.said));
   const stem = defaultInstanceStem();
   assert.deepEqual([...ids].sort(), [0, 1, 2, 3].map((n) => `held ${stem}-${n}`));
 
-  // Slot 1 freed by a clean release: the next claim takes it, not slot 4.
-  await release(four[1]!);
-  const again = holder(root);
+  // Slot 1 freed by a clean release: the next claim takes it, not slot 4. (Which of the four holds
+  // slot 1 is up to the race.)
+  const second = four[ids.indexOf(`held ${stem}-1`)]!;
+  await release(second);
+  const again = hold();
   assert.equal(await again.said, `held ${stem}-1`);
 
   // An explicit id: refused while a live process holds it, taken once that process was killed.
-  const named = holder(root, "pod-a");
+  const named = hold("pod-a");
   assert.equal(await named.said, "held pod-a");
-  const rival = holder(root, "pod-a");
+  const rival = hold("pod-a");
   assert.equal(await rival.said, "refused InstanceIdTakenError");
   named.child.kill("SIGKILL");
   await named.exited;
@@ -76,7 +88,7 @@ test("processes claiming at the same moment get distinct ids, the lowest free on
   await assert.rejects(claimInstanceSlot({ instanceRoot: root, instanceId: "pod-a" }), InstanceIdTakenError, "this process holds it now");
   slot.release();
   assert.deepEqual(readdirSync(join(root, "instances", "pod-a", "owner")), [], "released on close");
-  await release(four[0]!, four[2]!, four[3]!, again, rival);
+  await release(...four.filter((h) => h !== second), again, rival);
 });
 
 /** A config home of `instance` with a lock naming `pid` (none: no lock), last changed `ageMs` ago. */
