@@ -58,18 +58,45 @@ export function positiveMs(env: EnvLike, names: readonly string[], dflt: number 
   return dflt;
 }
 
+type Setting = "endpoint" | "protocol" | "headers" | "timeout" | "compression";
+
+// Spelled out rather than built, so a search for a variable's name finds where it is read.
+const GENERAL_VARS: Record<Setting, string> = {
+  endpoint: "OTEL_EXPORTER_OTLP_ENDPOINT",
+  protocol: "OTEL_EXPORTER_OTLP_PROTOCOL",
+  headers: "OTEL_EXPORTER_OTLP_HEADERS",
+  timeout: "OTEL_EXPORTER_OTLP_TIMEOUT",
+  compression: "OTEL_EXPORTER_OTLP_COMPRESSION",
+};
+const SIGNAL_VARS: Record<OtlpSignal, Record<Setting, string>> = {
+  traces: {
+    endpoint: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    protocol: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    headers: "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    timeout: "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+    compression: "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+  },
+  metrics: {
+    endpoint: "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    protocol: "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+    headers: "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    timeout: "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+    compression: "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+  },
+};
+
 /** The per-signal variable when set, else the general one. */
-function signalVar(env: EnvLike, signal: OtlpSignal, setting: string): string {
-  const specific = `OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_${setting}`;
-  return nonEmpty(env[specific]) !== undefined ? specific : `OTEL_EXPORTER_OTLP_${setting}`;
+function signalVar(env: EnvLike, signal: OtlpSignal, setting: Setting): string {
+  const specific = SIGNAL_VARS[signal][setting];
+  return nonEmpty(env[specific]) !== undefined ? specific : GENERAL_VARS[setting];
 }
 
 /** Where OTLP data of `signal` goes, as the exporters work it out: the signal path is appended over HTTP only. */
 function otlpUrl(env: EnvLike, signal: OtlpSignal, protocol: OtlpProtocol): string {
-  const urlVar = signalVar(env, signal, "ENDPOINT");
+  const urlVar = signalVar(env, signal, "endpoint");
   const given = nonEmpty(env[urlVar]);
   const url =
-    urlVar !== "OTEL_EXPORTER_OTLP_ENDPOINT" ? given! : protocol === "grpc" ? (given ?? "http://localhost:4317") : `${(given ?? "http://localhost:4318").replace(/\/+$/, "")}/v1/${signal}`;
+    urlVar !== GENERAL_VARS.endpoint ? given! : protocol === "grpc" ? (given ?? "http://localhost:4317") : `${(given ?? "http://localhost:4318").replace(/\/+$/, "")}/v1/${signal}`;
   try {
     new URL(url);
   } catch {
@@ -80,18 +107,18 @@ function otlpUrl(env: EnvLike, signal: OtlpSignal, protocol: OtlpProtocol): stri
 
 /** Reads one signal's OTLP settings. Pure: no I/O; a bad value throws naming its variable. */
 export function otlpSettings(env: EnvLike, signal: OtlpSignal): OtlpSettings {
-  const protocolVar = signalVar(env, signal, "PROTOCOL");
+  const protocolVar = signalVar(env, signal, "protocol");
   const protocol = nonEmpty(env[protocolVar]) ?? "http/protobuf";
   if (protocol !== "http/protobuf" && protocol !== "http/json" && protocol !== "grpc") {
     throw new TelemetryConfigError(protocolVar, `${protocolVar} is '${protocol}'; use http/protobuf, http/json or grpc`);
   }
-  const specificHeaders = `OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_HEADERS`;
+  const vars = SIGNAL_VARS[signal];
   const headers = {
-    ...parseKeyValueList(nonEmpty(env["OTEL_EXPORTER_OTLP_HEADERS"]), "OTEL_EXPORTER_OTLP_HEADERS"),
-    ...parseKeyValueList(nonEmpty(env[specificHeaders]), specificHeaders),
+    ...parseKeyValueList(nonEmpty(env[GENERAL_VARS.headers]), GENERAL_VARS.headers),
+    ...parseKeyValueList(nonEmpty(env[vars.headers]), vars.headers),
   };
-  const timeoutMillis = positiveMs(env, [`OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_TIMEOUT`, "OTEL_EXPORTER_OTLP_TIMEOUT"], undefined);
-  const compressionVar = signalVar(env, signal, "COMPRESSION");
+  const timeoutMillis = positiveMs(env, [vars.timeout, GENERAL_VARS.timeout], undefined);
+  const compressionVar = signalVar(env, signal, "compression");
   const compression = nonEmpty(env[compressionVar])?.toLowerCase();
   if (compression !== undefined && compression !== "gzip" && compression !== "none") {
     throw new TelemetryConfigError(compressionVar, `${compressionVar} must be gzip or none`);

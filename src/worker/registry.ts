@@ -105,7 +105,10 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
     async stop() {
       clearInterval(timer);
       // Unreachable Redis: nothing to wait for, since the entry expires on its own.
-      if (o.redis.status !== "ready") return;
+      if (o.redis.status !== "ready") {
+        o.logger.warn({ instance: o.id }, "could not remove the worker's registry entry (Redis is not connected); it expires on its own");
+        return;
+      }
       await inFlight;
       try {
         await scriptCommand<number>(o.redis, UNREGISTER)([keys.entry(o.id), keys.live], [boot, o.id]);

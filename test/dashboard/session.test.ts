@@ -97,10 +97,10 @@ test("a finished session: transcript, steps back in time and back to live; a can
     assert.match(await planted.locator(".turn-head").innerText(), /process_error: boom \[REDACTED/);
     assert.match(String(await planted.locator("details.folded summary").textContent()), /result · 3\.\d KB \(folded\)/);
     assert.equal(await planted.locator("a.trace").getAttribute("href"), `https://traces.example/t/${TRACE_ID}?x=1`, "the turn links to its trace");
-    assert.match(await planted.locator("details.abandoned > summary").innerText(), /abandoned attempt 1: lease_lost \(1 items\)/);
+    assert.match(await planted.locator("details.abandoned > summary").innerText(), /abandoned attempt 1: lease_lost \(1 item\)/);
     assert.match(await planted.locator(".turn-head").innerText(), /2 attempts/);
     const task = planted.locator('.tool[data-tool="Task"]');
-    assert.match(String(await task.locator(".subagent").textContent()), /subagent · 1 items[\s\S]*subagent: three files here/, "subagent work nested under its call");
+    assert.match(String(await task.locator(".subagent").textContent()), /subagent · 1 item[\s\S]*subagent: three files here/, "subagent work nested under its call");
     assert.match(String(await task.locator(":scope > .result").textContent()), /three files/);
     await screenshot(page, "session-live");
 

@@ -15,6 +15,8 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** "1 item", "3 items". */
+export const count = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 export const money = (n) => (n === null || n === undefined ? "–" : `$${n.toFixed(4)}`);
 const num = (n) => (n >= 10000 ? `${(n / 1000).toFixed(1)}k` : String(n));
 export const tokens = (t) => (t ? `${num(t.input + t.cacheRead + t.cacheCreation)} in · ${num(t.output)} out` : "–");

@@ -2,7 +2,7 @@
 // happens, cost and tokens per turn, errors with their kind, a link to each turn's trace; and time
 // travel: the session as it stood at any event (the server folds it like `replay --until`).
 // Keys: ←/→ step one event, Shift+←/→ ten, Home first, End or L live.
-import { ago, badge, duration, h, money, tokens } from "./dom.js";
+import { ago, badge, count, duration, h, money, tokens } from "./dom.js";
 import { renderItem, setSession } from "./transcript.js";
 import { applyPatch } from "./patch.js";
 
@@ -58,7 +58,7 @@ function appendItem(box, el) {
 function attemptBox(a, items) {
   if (a.abandoned) {
     return h("details", { class: "abandoned", "data-attempt": a.attempt },
-      h("summary", {}, `abandoned attempt ${a.attempt}: ${a.abandonReason ?? "abandoned"} (${a.items?.length ?? a.count ?? 0} items)`), chunked(items));
+      h("summary", {}, `abandoned attempt ${a.attempt}: ${a.abandonReason ?? "abandoned"} (${count(a.items?.length ?? a.count ?? 0, "item")})`), chunked(items));
   }
   return h("div", { class: "attempt", "data-attempt": a.attempt }, chunked(items));
 }

@@ -1,6 +1,6 @@
 // Transcript items: assistant text, tool calls with their results (long ones folded with their
 // size, filled in only when opened), subagent work nested under the call that started it.
-import { h, size } from "./dom.js";
+import { count, h, size } from "./dom.js";
 
 const FOLD_CHARS = 1500;
 
@@ -55,7 +55,7 @@ export function renderItem(item) {
     case "tool": {
       const call = callText(item);
       const sub = item.subagent.length > 0
-        ? h("div", { class: "subagent" }, h("div", { class: "subagent-label" }, `subagent · ${item.subagent.length} items`), item.subagent.map(renderItem))
+        ? h("div", { class: "subagent" }, h("div", { class: "subagent-label" }, `subagent · ${count(item.subagent.length, "item")}`), item.subagent.map(renderItem))
         : null;
       return h("div", { class: "item tool", "data-seq": item.seq, "data-tool": item.name },
         h("div", { class: "call" }, h("b", {}, item.name || "(unknown call)"), " ", call.length > 400 ? `${call.slice(0, 400)}… (${size(call.length)})` : call),
