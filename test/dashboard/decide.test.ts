@@ -187,3 +187,18 @@ test("off loopback: no start without a token; a token is asked for once in a POS
     await r.dispose();
   }
 });
+
+test("a token on loopback: the console asks for the login there too, and a decision without it is refused", async () => {
+  const r = await rig({ responses: [] });
+  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, operatorKey, operatorTokens: { dana: "loopback-token-5e0d7a91c3" } });
+  try {
+    const first = await call(dash.url);
+    assert.equal(first.status, 303);
+    assert.equal(first.headers.location, "/login");
+    const refused = await call(`${dash.url}api/decide`, { method: "POST", headers: { "Content-Type": "application/json", Origin: dash.url.slice(0, -1), "Sec-Fetch-Site": "same-origin" }, body: decision });
+    assert.equal(refused.status, 401, "log in first");
+  } finally {
+    await dash.close();
+    await r.dispose();
+  }
+});
