@@ -2,12 +2,11 @@
 // SSE stream per open view, fed by the log's tail; everything it sends passes through the scrubber.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { userInfo } from "node:os";
 import { DEFAULT_PREFIX, silentLogger, type Logger } from "../kernel/index.ts";
 import { createEventLog, isValidSessionId, type RedisClient } from "../log/index.ts";
 import { closeTurnQueue, createTurnQueue } from "../queue/index.ts";
 import { createScrubber, type Scrubber } from "../telemetry/index.ts";
-import type { OperatorKey, OperatorKeyring } from "../decisions/index.ts";
+import { operatorName, type OperatorKey, type OperatorKeyring } from "../decisions/index.ts";
 import { Fleet } from "./fleet.ts";
 import { WatchedSessions } from "./watched.ts";
 import { BodyTooLargeError, securityHeaders, sendJson, sendText } from "./http.ts";
@@ -72,16 +71,6 @@ function tokensOf(options: DashboardOptions, operatorName: string): Map<string, 
   return tokens.size === 0 ? undefined : tokens;
 }
 
-function defaultOperatorName(): string {
-  const env = process.env["TURNSTREAM_USER"] || process.env["USER"];
-  if (env) return env;
-  try {
-    return userInfo().username;
-  } catch {
-    return "unknown";
-  }
-}
-
 async function route(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "http://dashboard.invalid");
   const path = url.pathname;
@@ -135,8 +124,8 @@ function listen(server: Server, host: string, port: number): Promise<AddressInfo
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const host = options.host ?? "127.0.0.1";
   const loopback = isLoopbackHost(host);
-  const operatorName = options.operatorName ?? defaultOperatorName();
-  const tokens = tokensOf(options, operatorName);
+  const operator = options.operatorName ?? operatorName();
+  const tokens = tokensOf(options, operator);
   if (!loopback && tokens === undefined) throw new DashboardTokenRequiredError(host);
   const logger = options.logger ?? silentLogger;
   const scrubber = options.scrubber ?? createScrubber({ env: process.env });
@@ -149,7 +138,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     log,
     fleet,
     watched,
-    guard: createGuard({ tokens, loopback, operator: operatorName }),
+    guard: createGuard({ tokens, loopback, operator }),
     files: loadStaticFiles(),
     deep: (v) => scrubber.scrubDeep(v),
     operatorKey: options.operatorKey,

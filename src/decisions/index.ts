@@ -14,7 +14,7 @@ export {
   type SupervisedRunOptions,
   type SupervisedTurnFields,
 } from "./supervised.ts";
-export { decide, type DecideInput, type DecideResult, type DecideTarget } from "./operator.ts";
+export { decide, operatorName, type DecideInput, type DecideResult, type DecideTarget } from "./operator.ts";
 export {
   generateOperatorKey,
   writeOperatorKeyFile,

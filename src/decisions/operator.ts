@@ -3,6 +3,7 @@
 // appended to it, and the first `decision.made` for a request the hub can verify is the one it acts on.
 // Every decision and rule is signed with the operator's key (signing.ts): that, not access to Redis,
 // is what lets the hub accept it.
+import { userInfo } from "node:os";
 import type { Envelope, EventLog, RedisClient } from "../log/index.ts";
 import { DecisionError } from "./errors.ts";
 import { decisionMadeData, decisionRequestedData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
@@ -10,6 +11,17 @@ import { parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "./ope
 import { dropPending, getPending, isAbandoned } from "./pending.ts";
 import { parsePattern, patternForSubject, ruleId, RuleStore, SUBJECT_TOOLS, type TrustRule } from "./rules.ts";
 import { requestDigest, ruleAddedOf, signDecision, signRule, verifyDecision } from "./signing.ts";
+
+/** Who a person at this machine is, as decisions and cancellations record them: TURNSTREAM_USER, then USER, then the login name. */
+export function operatorName(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  const named = env["TURNSTREAM_USER"] || env["USER"];
+  if (named) return named;
+  try {
+    return userInfo().username;
+  } catch {
+    return "unknown";
+  }
+}
 
 export interface DecideTarget {
   log: EventLog;

@@ -1,6 +1,7 @@
 // `turnstream cancel <turn> [--session S] [--reason TEXT]`: a queued turn never runs; a running one
 // has its CLI tree killed by its worker and is recorded cancelled. A turn that has ended already is
 // not an error (exit 0, said so): the pipeline's wish, that it not run on, holds.
+import { operatorName } from "../../decisions/index.ts";
 import { createProducer, UnknownTurnError, type CancelResult } from "../../queue/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
@@ -41,7 +42,7 @@ export async function run(argv: string[]): Promise<number> {
   if (redis === undefined) return EXIT.infrastructure;
   const producer = createProducer({ redis, ...queueConfigOf(values) });
   try {
-    const by = process.env["TURNSTREAM_USER"] ?? process.env["USER"] ?? "cli";
+    const by = operatorName();
     const r = await producer.cancelTurn(turn, { session: values.session, reason: values.reason, by });
     process.stdout.write(values.json ? `${JSON.stringify(r)}\n` : `turn ${r.turn} in session ${r.session}: ${SAID[r.outcome]}\n`);
     return EXIT.finished;

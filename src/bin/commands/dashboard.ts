@@ -1,7 +1,7 @@
 // `turnstream dashboard`: the web console — sessions, a session's transcript live or at any event,
 // the decisions inbox, the queue — served from the log and the read models.
 import { readFileSync } from "node:fs";
-import { loadOperatorKey, OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "../../decisions/index.ts";
+import { loadOperatorKey, OperatorKeyError, operatorName, operatorKeyLinesFromEnv, parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "../../decisions/index.ts";
 import { parseTokens, startDashboard, DashboardTokenRequiredError } from "../../dashboard/index.ts";
 import { createLogger, createScrubber } from "../../telemetry/index.ts";
 import { EXIT } from "../exit-codes.ts";
@@ -33,7 +33,7 @@ const options = {
  */
 function tokensFromEnv(): Record<string, string> | undefined {
   const file = process.env["TURNSTREAM_DASHBOARD_TOKEN_FILE"];
-  const name = process.env["TURNSTREAM_USER"] || process.env["USER"] || "operator";
+  const name = operatorName();
   if (file) return Object.fromEntries(parseTokens(readFileSync(file, "utf8"), name));
   const token = process.env["TURNSTREAM_DASHBOARD_TOKEN"];
   return token ? { [name]: token } : undefined;

@@ -1,5 +1,4 @@
 // `turnstream decide <session> <requestId> allow|deny [--always] [--reason TEXT] [--by NAME]`: a signed decision.
-import { userInfo } from "node:os";
 import {
   decide,
   DecisionError,
@@ -7,6 +6,7 @@ import {
   loadOperatorKey,
   OperatorKeyError,
   operatorKeyLinesFromEnv,
+  operatorName,
   parseOperatorKeys,
   type DecideInput,
   type DecideResult,
@@ -33,16 +33,6 @@ const usage = `usage: turnstream decide <session> <requestId> allow|deny [--alwa
   --prefix P        key prefix (default: TURNSTREAM_PREFIX or "ts:")
   Make a key with \`turnstream operator-key new\`; give its public key to the workers.
 `;
-
-function defaultUser(): string {
-  const env = process.env["TURNSTREAM_USER"] || process.env["USER"];
-  if (env) return env;
-  try {
-    return userInfo().username;
-  } catch {
-    return "unknown";
-  }
-}
 
 /** The operator's key, or undefined after saying on stderr what to set. */
 function operatorKey(flag: string | undefined): OperatorKey | undefined {
@@ -93,7 +83,7 @@ function decideInput(values: DecideValues, positionals: string[]): DecideInput |
     session,
     requestId,
     decision,
-    by: values.by ?? defaultUser(),
+    by: values.by ?? operatorName(),
     reason: values.reason,
     always: values.always,
     rule: values.rule,
