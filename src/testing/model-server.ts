@@ -3,7 +3,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
-import { parseScript, type ContentResponse, type Script, type ScriptResponse } from "./script.ts";
+import { toolResultDigest } from "./normalise.ts";
+import { parseScript, type ContentResponse, type Script, type ScriptExpect, type ScriptResponse } from "./script.ts";
 import {
   blockEventGroups,
   formatSse,
@@ -36,6 +37,8 @@ export interface RecordedRequest {
   lastUserText: string;
   /** Which script response answered (index into `responses`), or null for the default `done` reply. */
   responseIndex: number | null;
+  /** Why the request got a scripted error instead: it asked what the script cannot answer (see `expect`, `exhausted`). */
+  diverged?: string;
 }
 
 export interface ModelServer {
@@ -133,6 +136,10 @@ class ScriptQueue {
   remaining(): number {
     return this.#consumed.filter((c) => !c).length;
   }
+
+  get length(): number {
+    return this.#responses.length;
+  }
 }
 
 /** What the server needs to answer a request. */
@@ -141,6 +148,8 @@ interface Answerer {
   recorded: RecordedRequest[];
   isSide: (request: RecordedRequest) => boolean;
   sideReply: ContentResponse;
+  exhausted: "done" | "error";
+  cwd: string | undefined;
 }
 
 /** A request as recorded, before it is known which kind it is. */
@@ -170,7 +179,47 @@ function pickResponse(a: Answerer, entry: RecordedRequest): ScriptResponse {
   }
   entry.kind = "messages";
   entry.responseIndex = a.queue.take(entry.lastUserText);
-  return entry.responseIndex === null ? DEFAULT_REPLY : a.queue.response(entry.responseIndex);
+  if (entry.responseIndex === null) {
+    if (a.exhausted === "done") return DEFAULT_REPLY;
+    return divergence(entry, `request ${messagesCount(a)}: more requests than the ${a.queue.length} response(s) the script holds`);
+  }
+  const r = a.queue.response(entry.responseIndex);
+  const differs = r.expect === undefined ? undefined : unexpectedToolResult(r.expect, entry.messages, a.cwd);
+  if (differs === undefined) return r;
+  return divergence(entry, `request ${messagesCount(a)} (for response ${entry.responseIndex + 1}): ${differs}`);
+}
+
+const messagesCount = (a: Answerer): number => a.recorded.filter((r) => r.kind === "messages").length;
+
+/** The scripted error that answers a request the script cannot answer; the CLI does not retry a 400. */
+function divergence(entry: RecordedRequest, reason: string): ScriptResponse {
+  entry.diverged = reason;
+  return { error: { status: 400, type: "invalid_request_error", message: `the run parted from the script: ${reason}` } };
+}
+
+/** Text of a tool_result's content as the protocol reads it (src/protocol toolResultText, which this folder cannot import). */
+function toolResultContentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return content === undefined || content === null ? "" : JSON.stringify(content);
+  return content
+    .filter((b): b is Record<string, unknown> => b !== null && typeof b === "object" && typeof (b as { type?: unknown }).type === "string")
+    .map((b) => (b["type"] === "text" && typeof b["text"] === "string" ? b["text"] : `[${String(b["type"])} block]`))
+    .join("\n");
+}
+
+/** What is wrong with the last user message's tool results against `expect`, or undefined when they match. */
+function unexpectedToolResult(expect: ScriptExpect, messages: unknown[], cwd: string | undefined): string | undefined {
+  const last = [...messages].reverse().find((m) => (m as { role?: unknown })?.role === "user") as { content?: unknown } | undefined;
+  const blocks = Array.isArray(last?.content) ? (last.content as Array<Record<string, unknown>>) : [];
+  const results = new Map(blocks.filter((b) => b?.["type"] === "tool_result").map((b) => [String(b["tool_use_id"]), b]));
+  for (const want of expect.toolResults) {
+    const named = `the result of tool call ${want.toolUseId}${want.name === undefined ? "" : ` (${want.name})`}`;
+    const got = results.get(want.toolUseId);
+    if (got === undefined) return `${named} is missing`;
+    if ((got["is_error"] === true) !== want.isError) return `${named} ${want.isError ? "succeeded where the recording's failed" : "failed where the recording's succeeded"}`;
+    if (toolResultDigest(toolResultContentText(got["content"]), cwd) !== want.sha256) return `${named} differs from the recording's`;
+  }
+  return undefined;
 }
 
 async function handle(a: Answerer, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -214,6 +263,8 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     recorded: [],
     isSide: options.sideRequest === false ? () => false : (options.sideRequest ?? isSideRequest),
     sideReply: { content: [{ type: "text", text: options.sideReply ?? "Scripted session" }] },
+    exhausted: script.exhausted ?? "done",
+    cwd: script.cwd,
   };
   const open = new Set<ServerResponse>();
   const server = createServer((req, res) => {

@@ -21,7 +21,17 @@ const usageSchema = z.object({
 });
 export type ScriptUsage = z.infer<typeof usageSchema>;
 
-const common = { match: z.string().min(1).optional() };
+/**
+ * What the request a response answers must carry: the results of the previous response's tool calls,
+ * each by id with the sha256 of its text after `normaliseRunText` (see ./normalise.ts) and its error
+ * flag. A request that differs gets a scripted error instead: the run has parted from the recording.
+ */
+const expectSchema = z.strictObject({
+  toolResults: z.array(z.strictObject({ toolUseId: z.string().min(1), name: z.string().optional(), sha256: z.string().regex(/^[0-9a-f]{64}$/), isError: z.boolean() })),
+});
+export type ScriptExpect = z.infer<typeof expectSchema>;
+
+const common = { match: z.string().min(1).optional(), expect: expectSchema.optional() };
 
 const contentResponse = z.strictObject({
   ...common,
@@ -53,7 +63,13 @@ export const responseSchema = z.union([contentResponse, errorResponse, streamErr
 export type ScriptResponse = z.infer<typeof responseSchema>;
 export type ContentResponse = z.infer<typeof contentResponse>;
 
-export const scriptSchema = z.strictObject({ responses: z.array(responseSchema) });
+export const scriptSchema = z.strictObject({
+  responses: z.array(responseSchema),
+  /** `done` (default): a request after the last response gets the text `done`; `error`: a scripted error saying the script has no more. */
+  exhausted: z.enum(["done", "error"]).optional(),
+  /** The run's working directory: where `expect` checks normalise it to `<cwd>`. */
+  cwd: z.string().min(1).optional(),
+});
 export type Script = z.infer<typeof scriptSchema>;
 
 export class InvalidScriptError extends Error {
@@ -84,7 +100,7 @@ const formatIssues = (issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[]
 
 /** Validates a script; the error names each offending field path (e.g. `responses.2.error.status`). */
 export function parseScript(input: unknown): Script {
-  const shape = z.strictObject({ responses: z.array(z.unknown()) }).safeParse(input);
+  const shape = scriptSchema.extend({ responses: z.array(z.unknown()) }).safeParse(input);
   if (!shape.success) throw new InvalidScriptError(formatIssues(shape.error.issues, []));
   const issues: string[] = [];
   shape.data.responses.forEach((r, n) => {

@@ -1,0 +1,131 @@
+// Re-running logged turns: each recorded turn's responses are served by a scripted model server of its
+// own, and its prompt runs through an in-process worker (the real CLI, real tools, the given cwd) on
+// keys of its own under the same Redis, so the re-run's events have the same shape as the recording's
+// and are compared by the same rules (src/rerun). Nothing of the re-run stays in Redis afterwards.
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createEventLog, type Envelope, type RedisClient } from "../../log/index.ts";
+import { createProducer, type Producer } from "../../queue/index.ts";
+import { compareRuns, recordedTurns, scriptFromTurns, type RecordedTurn, type RerunComparison } from "../../rerun/index.ts";
+import { DUMMY_API_KEY, startModelServer } from "../../testing/index.ts";
+import { startTurnWorker, type TurnWorker } from "../../worker/index.ts";
+
+export interface RerunOptions {
+  redis: RedisClient;
+  /** Where the recorded session's log is. */
+  logPrefix: string;
+  session: string;
+  /** A turn id, or its 1-based number in the session; default every turn. */
+  turn?: string | undefined;
+  /** Where the re-run works; default the recorded turn's cwd. */
+  cwd?: string | undefined;
+  /** How long one turn may take (default 10 minutes). */
+  turnTimeoutMs?: number | undefined;
+}
+
+export interface RerunResult {
+  session: string;
+  /** The session the re-run ran as (its keys are gone once the re-run is over). */
+  rerunSession: string;
+  cwd: string;
+  comparison: RerunComparison;
+  seconds: number;
+}
+
+const TURN_TIMEOUT_MS = 10 * 60_000;
+
+/** The CLI's environment: offline, no retries (a recorded API error is one answer), no background traffic. */
+function cliEnv(home: string): Record<string, string> {
+  return { HOME: home, ANTHROPIC_API_KEY: DUMMY_API_KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", CLAUDE_CODE_MAX_RETRIES: "0", DISABLE_AUTOUPDATER: "1" };
+}
+
+async function readSession(redis: RedisClient, prefix: string, session: string): Promise<Envelope[]> {
+  const out: Envelope[] = [];
+  for await (const e of createEventLog({ redis, prefix }).read(session)) out.push(e);
+  return out;
+}
+
+async function deleteKeys(redis: RedisClient, patterns: readonly string[]): Promise<void> {
+  for (const pattern of patterns) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
+      cursor = next;
+      if (keys.length > 0) await Promise.all(keys.map((k) => redis.del(k)));
+    } while (cursor !== "0");
+  }
+}
+
+interface Space {
+  redis: RedisClient;
+  logPrefix: string;
+  queuePrefix: string;
+  root: string;
+  worker: TurnWorker;
+  producer: Producer;
+}
+
+function openSpace(redis: RedisClient, cwd: string): Space {
+  const tag = `rerun-${randomBytes(6).toString("hex")}`;
+  const root = mkdtempSync(join(tmpdir(), "turnstream-rerun-"));
+  const logPrefix = `ts-${tag}:`;
+  const queuePrefix = `{ts-${tag}}`;
+  const worker = startTurnWorker({
+    redis,
+    logPrefix,
+    queuePrefix,
+    workspaceRoots: [cwd],
+    instanceRoot: join(root, "instances"),
+    // A recorded turn that skipped permissions skips them again; the re-run is offline, its model scripted.
+    sandboxed: true,
+    retry: { maxAttempts: 1 },
+    allowEnv: ["ANTHROPIC_BASE_URL"],
+    runEnv: cliEnv(join(root, "home")),
+    heartbeatMs: 60_000,
+  });
+  return { redis, logPrefix, queuePrefix, root, worker, producer: createProducer({ redis, logPrefix, queuePrefix, allowEnv: ["ANTHROPIC_BASE_URL"] }) };
+}
+
+async function closeSpace(redis: RedisClient, s: Space): Promise<void> {
+  await s.worker.close({ graceMs: 1000 });
+  await s.producer.close();
+  await deleteKeys(redis, [`${s.logPrefix}*`, `${s.queuePrefix}*`]);
+  rmSync(s.root, { recursive: true, force: true });
+}
+
+/** Runs one recorded turn again against its own script; the re-run's turn and the server's divergence, if any. */
+async function rerunTurn(s: Space, recorded: RecordedTurn, session: string, cwd: string, timeoutMs: number): Promise<{ turn: RecordedTurn | undefined; divergence: string | undefined }> {
+  const server = await startModelServer({ script: scriptFromTurns([recorded], { cwd }) });
+  try {
+    const options = { ...(recorded.model === undefined ? {} : { model: recorded.model }), ...(recorded.skipPermissions ? { skipPermissions: true } : {}), env: { ANTHROPIC_BASE_URL: server.url } };
+    const queued = await s.producer.enqueueTurn({ session, prompt: recorded.prompt, cwd, options });
+    await s.producer.waitForTurn(queued.turn, { session, timeoutMs });
+    const events = await readSession(s.redis, s.logPrefix, session);
+    return { turn: recordedTurns(events, queued.turn)[0], divergence: server.requests().find((r) => r.diverged !== undefined)?.diverged };
+  } finally {
+    await server.close();
+  }
+}
+
+/** Re-runs the recorded turns one after another (later turns resume the re-run's session) and compares. */
+export async function rerunSession(o: RerunOptions): Promise<RerunResult> {
+  const started = Date.now();
+  const recorded = recordedTurns(await readSession(o.redis, o.logPrefix, o.session), o.turn);
+  const cwd = o.cwd ?? recorded[0]!.cwd;
+  const space = openSpace(o.redis, cwd);
+  const rerunSessionId = `rerun-${randomBytes(8).toString("hex")}`;
+  try {
+    const turns: Array<RecordedTurn | undefined> = [];
+    const divergences: Array<string | undefined> = [];
+    for (const t of recorded) {
+      const r = await rerunTurn(space, t, rerunSessionId, cwd, o.turnTimeoutMs ?? TURN_TIMEOUT_MS);
+      turns.push(r.turn);
+      divergences.push(r.divergence);
+    }
+    return { session: o.session, rerunSession: rerunSessionId, cwd, comparison: compareRuns(recorded, turns, divergences), seconds: (Date.now() - started) / 1000 };
+  } finally {
+    await closeSpace(o.redis, space);
+  }
+}

@@ -1,0 +1,68 @@
+// `turnstream rerun <session>`: plays a logged run's model side back to the real CLI in a workspace
+// and says whether the agent did and got the same (exit 0) or not (exit 1, with a readable diff).
+import { statSync } from "node:fs";
+import { resolve } from "node:path";
+import { connectForCommand } from "../../projector/index.ts";
+import { NoRecordedTurnError, renderComparison } from "../../rerun/index.ts";
+import { EXIT } from "../exit-codes.ts";
+import { parseCommandArgs } from "./_args.ts";
+import { logPrefix, rejectSessionId } from "./_connect.ts";
+import { rerunSession } from "./_rerun.ts";
+import { defaultScrub } from "./_scrub.ts";
+
+export const summary = "re-run a logged session's turns offline against its recorded model answers and diff the tool calls";
+
+const usage = `usage: turnstream rerun <session> [--turn T] [--cwd DIR] [--json] [--prefix P]
+  Serves the recorded model answers from a scripted model server, runs the same prompt(s) with the
+  real CLI through an in-process worker, and compares tool calls (name, input), tool results (text,
+  error flag) and each turn's ending (status, error kind, result text) with the recording.
+  --turn T     only this turn: its id, or its number in the session (1 is the first)
+  --cwd DIR    where the re-run works (default: the recorded cwd)
+  --json       one JSON object on stdout: the comparison, outcome and exitCode
+  --prefix P   key prefix (default: TURNSTREAM_PREFIX or "ts:")
+Exit: 0 the runs match, 1 they differ, 2 usage (no such session or turn), 3 infrastructure.
+`;
+
+function usageError(json: boolean | undefined, message: string): number {
+  if (json) process.stdout.write(`${JSON.stringify({ error: message, outcome: "usage", exitCode: EXIT.usage })}\n`);
+  process.stderr.write(`turnstream rerun: ${message}\n`);
+  return EXIT.usage;
+}
+
+function cwdProblem(cwd: string | undefined): string | undefined {
+  if (cwd === undefined) return undefined;
+  try {
+    return statSync(cwd).isDirectory() ? undefined : `--cwd ${cwd} is not a directory`;
+  } catch {
+    return `--cwd ${cwd} does not exist`;
+  }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const args = parseCommandArgs("rerun", usage, {
+    args: argv,
+    allowPositionals: true,
+    options: { turn: { type: "string" }, cwd: { type: "string" }, json: { type: "boolean" }, prefix: { type: "string" }, help: { type: "boolean", short: "h" } },
+  });
+  if (typeof args === "number") return args;
+  const { values, positionals } = args;
+  if (positionals.length !== 1) return usageError(values.json, `takes exactly one session, got ${positionals.length}\n${usage}`);
+  const session = positionals[0]!;
+  if (rejectSessionId("rerun", session)) return EXIT.usage;
+  const problem = cwdProblem(values.cwd);
+  if (problem !== undefined) return usageError(values.json, problem);
+  const scrub = defaultScrub();
+  const redis = await connectForCommand();
+  try {
+    const r = await rerunSession({ redis, logPrefix: logPrefix(values.prefix), session, turn: values.turn, cwd: values.cwd === undefined ? undefined : resolve(values.cwd) });
+    const exitCode = r.comparison.match ? EXIT.finished : EXIT.taskFailed;
+    if (values.json) process.stdout.write(`${scrub(JSON.stringify({ ...r, outcome: r.comparison.match ? "finished" : "task_failed", exitCode }))}\n`);
+    else process.stdout.write(scrub(renderComparison(r.comparison)));
+    return exitCode;
+  } catch (err) {
+    if (err instanceof NoRecordedTurnError) return usageError(values.json, `session ${session}: ${err.message}`);
+    throw err;
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -1,0 +1,4 @@
+// Record and re-run: a logged turn as a model-server script, and two runs' events compared.
+export { recordedTurns, NoRecordedTurnError, type RecordedTurn, type TurnEnding, type TurnStatus } from "./record.ts";
+export { responsesOfTurn, scriptFromTurns, type ScriptOptions } from "./script.ts";
+export { compareRuns, compareTurn, renderComparison, runSteps, type Difference, type RerunComparison, type RunStep, type TurnComparison } from "./compare.ts";
