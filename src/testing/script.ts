@@ -29,6 +29,7 @@ export type ScriptUsage = z.infer<typeof usageSchema>;
 const expectSchema = z.strictObject({
   toolResults: z.array(z.strictObject({ toolUseId: z.string().min(1), name: z.string().optional(), sha256: z.string().regex(/^[0-9a-f]{64}$/), isError: z.boolean() })),
 });
+/** A response's `expect`: the tool results (by id, digest and error flag) its request must carry. */
 export type ScriptExpect = z.infer<typeof expectSchema>;
 
 const common = { match: z.string().min(1).optional(), expect: expectSchema.optional() };

@@ -67,3 +67,42 @@ test("a recorded multi-tool turn re-runs as a match in a copy of its workspace, 
     await r.dispose();
   }
 });
+
+test("a recorded session of three turns re-runs turn by turn, the later ones resuming the re-run's session; --turn picks one", { timeout: 180_000 }, async () => {
+  const r = await rig({
+    responses: [1, 2, 3].flatMap((n) => [
+      { content: [{ type: "tool_use", name: "Bash", input: { command: `echo step-${n}` } }] },
+      { content: [{ type: "text", text: `turn ${n} done` }] },
+    ]),
+  });
+  try {
+    const session = await record(r, ["first", "second", "third"]);
+    const all = await rerun(r, [session]);
+    assert.equal(all.code, 0, all.stdout + all.stderr);
+    const turns = turnsOf(onlyJson(all.stdout));
+    assert.deepEqual(turns.map((t) => [t.match, t.steps]), [[true, 1], [true, 1], [true, 1]]);
+    const second = await rerun(r, [session, "--turn", "2"]);
+    assert.equal(second.code, 0, second.stdout + second.stderr);
+    const [only] = turnsOf(onlyJson(second.stdout));
+    assert.equal(turnsOf(onlyJson(second.stdout)).length, 1);
+    assert.equal((only as unknown as { prompt: string }).prompt, "second");
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("a recorded API error re-runs as the same error kind, and a session that is not there is a usage error", { timeout: 120_000 }, async () => {
+  const r = await rig({ responses: [{ error: { status: 429, type: "rate_limit_error", message: "Number of requests has exceeded your rate limit" } }] });
+  try {
+    const session = await record(r, ["Hello?"]);
+    const out = await rerun(r, [session]);
+    assert.equal(out.code, 0, out.stdout + out.stderr);
+    const [turn] = turnsOf(onlyJson(out.stdout));
+    assert.equal(turn!.match, true, JSON.stringify(turn));
+    const missing = await rerun(r, ["no-such-session"]);
+    assert.equal(missing.code, 2, missing.stderr);
+    assert.equal(onlyJson(missing.stdout)["outcome"], "usage");
+  } finally {
+    await r.dispose();
+  }
+});
