@@ -3,6 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
+import { toolResultText } from "../protocol/index.ts";
 import { toolResultDigest } from "./normalise.ts";
 import { parseScript, type ContentResponse, type Script, type ScriptExpect, type ScriptResponse } from "./script.ts";
 import {
@@ -197,16 +198,6 @@ function divergence(entry: RecordedRequest, reason: string): ScriptResponse {
   return { error: { status: 400, type: "invalid_request_error", message: `the run parted from the script: ${reason}` } };
 }
 
-/** Text of a tool_result's content as the protocol reads it (src/protocol toolResultText, which this folder cannot import). */
-function toolResultContentText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return content === undefined || content === null ? "" : JSON.stringify(content);
-  return content
-    .filter((b): b is Record<string, unknown> => b !== null && typeof b === "object" && typeof (b as { type?: unknown }).type === "string")
-    .map((b) => (b["type"] === "text" && typeof b["text"] === "string" ? b["text"] : `[${String(b["type"])} block]`))
-    .join("\n");
-}
-
 /** What is wrong with the last user message's tool results against `expect`, or undefined when they match. */
 function unexpectedToolResult(expect: ScriptExpect, messages: unknown[], cwd: string | undefined): string | undefined {
   const last = [...messages].reverse().find((m) => (m as { role?: unknown })?.role === "user") as { content?: unknown } | undefined;
@@ -217,7 +208,7 @@ function unexpectedToolResult(expect: ScriptExpect, messages: unknown[], cwd: st
     const got = results.get(want.toolUseId);
     if (got === undefined) return `${named} is missing`;
     if ((got["is_error"] === true) !== want.isError) return `${named} ${want.isError ? "succeeded where the recording's failed" : "failed where the recording's succeeded"}`;
-    if (toolResultDigest(toolResultContentText(got["content"]), cwd) !== want.sha256) return `${named} differs from the recording's`;
+    if (toolResultDigest(toolResultText(got["content"]), cwd) !== want.sha256) return `${named} differs from the recording's`;
   }
   return undefined;
 }
