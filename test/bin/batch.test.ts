@@ -341,7 +341,7 @@ test("a YAML batch file: a list of turns, each read like a JSONL line, a bad ite
     writeFileSync(good, ["- prompt: Say hello.", "  label: greeting", "- session: s-yaml", '  prompt: "Summarise {{file}}"', "  variables: { file: README.md }", ""].join("\n"));
     const turns = loadBatchFile(good, space.root);
     assert.deepEqual(
-      turns.map((t) => [t.line, t.label, t.input.prompt, t.input.session, t.input.cwd]),
+      turns.map((t) => ("input" in t ? [t.line, t.label, t.input.prompt, t.input.session, t.input.cwd] : t)),
       [
         [1, "greeting", "Say hello.", undefined, space.root],
         [3, "Summarise README.md", "Summarise {{file}}", "s-yaml", space.root],

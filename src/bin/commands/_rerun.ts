@@ -3,7 +3,7 @@
 // keys of its own under the same Redis, so the re-run's events have the same shape as the recording's
 // and are compared by the same rules (src/rerun). Nothing of the re-run stays in Redis afterwards.
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createEventLog, type Envelope, type RedisClient } from "../../log/index.ts";
@@ -23,6 +23,10 @@ export interface RerunOptions {
   cwd?: string | undefined;
   /** How long one turn may take (default 10 minutes). */
   turnTimeoutMs?: number | undefined;
+  /** Stops waiting for the re-run's turn (the re-run then throws the signal's reason). */
+  signal?: AbortSignal | undefined;
+  /** Each event of the re-run's turns as it is logged, for progress. */
+  onEvent?: ((e: Envelope) => void) | undefined;
 }
 
 export interface RerunResult {
@@ -35,6 +39,15 @@ export interface RerunResult {
 }
 
 const TURN_TIMEOUT_MS = 10 * 60_000;
+
+/** What is wrong with `dir` as the place a re-run works, or undefined when it is a directory. */
+export function workspaceProblem(dir: string): string | undefined {
+  try {
+    return statSync(dir).isDirectory() ? undefined : `${dir} is not a directory`;
+  } catch {
+    return `${dir} does not exist`;
+  }
+}
 
 /** The CLI's environment: offline, no retries (a recorded API error is one answer), no background traffic. */
 function cliEnv(home: string): Record<string, string> {
@@ -96,12 +109,12 @@ async function closeSpace(redis: RedisClient, s: Space): Promise<void> {
 }
 
 /** Runs one recorded turn again against its own script; the re-run's turn and the server's divergence, if any. */
-async function rerunTurn(s: Space, recorded: RecordedTurn, session: string, cwd: string, timeoutMs: number): Promise<{ turn: RecordedTurn | undefined; divergence: string | undefined }> {
+async function rerunTurn(s: Space, recorded: RecordedTurn, session: string, cwd: string, o: RerunOptions): Promise<{ turn: RecordedTurn | undefined; divergence: string | undefined }> {
   const server = await startModelServer({ script: scriptFromTurns([recorded], { cwd }) });
   try {
     const options = { ...(recorded.model === undefined ? {} : { model: recorded.model }), ...(recorded.skipPermissions ? { skipPermissions: true } : {}), env: { ANTHROPIC_BASE_URL: server.url } };
     const queued = await s.producer.enqueueTurn({ session, prompt: recorded.prompt, cwd, options });
-    await s.producer.waitForTurn(queued.turn, { session, timeoutMs });
+    await s.producer.waitForTurn(queued.turn, { session, timeoutMs: o.turnTimeoutMs ?? TURN_TIMEOUT_MS, signal: o.signal, onEvent: o.onEvent });
     const events = await readSession(s.redis, s.logPrefix, session);
     return { turn: recordedTurns(events, queued.turn)[0], divergence: server.requests().find((r) => r.diverged !== undefined)?.diverged };
   } finally {
@@ -120,7 +133,7 @@ export async function rerunSession(o: RerunOptions): Promise<RerunResult> {
     const turns: Array<RecordedTurn | undefined> = [];
     const divergences: Array<string | undefined> = [];
     for (const t of recorded) {
-      const r = await rerunTurn(space, t, rerunSessionId, cwd, o.turnTimeoutMs ?? TURN_TIMEOUT_MS);
+      const r = await rerunTurn(space, t, rerunSessionId, cwd, o);
       turns.push(r.turn);
       divergences.push(r.divergence);
     }

@@ -1,19 +1,21 @@
 // `turnstream batch FILE`: check every turn of a JSONL or YAML file (nothing is enqueued when one line is
 // bad), enqueue them all at once, follow them together, and exit with the worst turn's outcome (see
 // ../reports/turn-result.ts for the order), writing a JUnit file and GitHub annotations on request.
+// Re-run entries run in this process beside them (./_batch-rerun.ts) and are reported alike.
 import { appendFileSync, writeFileSync } from "node:fs";
-import type { Envelope } from "../../log/index.ts";
+import type { Envelope, RedisClient } from "../../log/index.ts";
 import { dataOf } from "../../events/index.ts";
 import { connectForCommand, type Scrub } from "../../projector/index.ts";
 import { createProducer, type EnqueueResult, type Producer, type TurnResult } from "../../queue/index.ts";
 import { EXIT, exitCodeOf, outcomeOfTurn, type Outcome } from "../exit-codes.ts";
-import { BatchFileError, loadBatchFile, type BatchTurn } from "../reports/batch-file.ts";
+import { BatchFileError, isRerun, loadBatchFile, type BatchEntry, type BatchTurn } from "../reports/batch-file.ts";
 import { annotations, stepSummary } from "../reports/github.ts";
 import { junitXml } from "../reports/junit.ts";
 import { progressView, TurnProgress, type ProgressView } from "../reports/progress.ts";
-import { batchReport, countByStatus, secondsText, type BatchReport, type BatchTurnResult } from "../reports/turn-result.ts";
+import { batchReport, countByStatus, secondsText, seeCommand, type BatchReport, type BatchTurnResult } from "../reports/turn-result.ts";
 import { interruptSignal, parseCommandArgs, type ParsedArgs } from "./_args.ts";
-import { QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf } from "./_connect.ts";
+import { runReruns, type RerunCase } from "./_batch-rerun.ts";
+import { logPrefix, QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf } from "./_connect.ts";
 import { BadDurationError, durationFlag } from "./_duration.ts";
 import { defaultScrub } from "./_scrub.ts";
 
@@ -25,6 +27,9 @@ const usage = `usage: turnstream batch FILE [--timeout D] [--json] [--junit FILE
                     variables, cwd, options, idempotencyKey) and an optional "label" for the reports;
                     a relative or missing cwd is taken from where the command runs. A bad line is a
                     usage error naming the line and the field (exit 2), and nothing is enqueued.
+                    An entry {"rerun": SESSION, "turn"?: T, "cwd"?: DIR, "label"?: L} re-runs a recorded
+                    session as \`turnstream rerun\` does, in this process: it passes when the runs
+                    match and fails (exit 1) with the diff when they differ.
   --timeout D       stop waiting for the batch after D (its unended turns count as timed out, exit 4,
                     and go on running); D is 30s, 10m, 1h or milliseconds
   --json            one JSON object on stdout: each turn's result, the batch's outcome and exitCode
@@ -120,13 +125,20 @@ function endedResult(q: QueuedTurn, result: TurnResult, scrub: Scrub): BatchTurn
   return resultOf(q, scrub, ending);
 }
 
+/** How a case the batch's signal stopped counts: timed out (--timeout) or cancelled (interrupt). */
+function stopOutcome(reason: unknown): Outcome | undefined {
+  if (reason instanceof BatchTimeoutError) return "timed_out";
+  return reason instanceof DOMException && reason.name === "AbortError" ? "cancelled" : undefined;
+}
+
 /** The batch stopped waiting (timeout, interrupt) or could not (Redis went away) before the turn ended. */
 function unendedResult(q: QueuedTurn, err: unknown, scrub: Scrub): BatchTurnResult {
   const stillRuns = `it goes on running (turnstream cancel ${q.queued.turn} stops it)`;
+  const stopped = stopOutcome(err);
   const [outcome, message]: [Outcome, string] =
-    err instanceof BatchTimeoutError
-      ? ["timed_out", `${err.message}; ${stillRuns}`]
-      : err instanceof DOMException && err.name === "AbortError"
+    stopped === "timed_out"
+      ? ["timed_out", `${(err as Error).message}; ${stillRuns}`]
+      : stopped === "cancelled"
         ? ["cancelled", `the batch was interrupted; ${stillRuns}`]
         : ["infrastructure", `following the turn failed: ${(err as Error).message ?? String(err)}`];
   const ending = { status: "unended" as const, outcome, attempts: q.progress.attempt, errorKind: undefined, message, resultText: undefined };
@@ -163,13 +175,17 @@ function batchSignal(timeoutMs: number | undefined, timeoutText: string | undefi
   };
 }
 
-async function followAll(producer: Producer, queued: QueuedTurn[], v: BatchValues, scrub: Scrub): Promise<BatchTurnResult[]> {
+/** Follows the queued turns and runs the re-runs together; every case's result in batch-file order. */
+async function followAll(producer: Producer, redis: RedisClient, queued: QueuedTurn[], reruns: RerunCase[], v: BatchValues, scrub: Scrub): Promise<BatchTurnResult[]> {
   // Under --json stdout holds the one JSON object only, so progress goes to stderr as plain lines.
   const out = v.json ? process.stderr : process.stdout;
-  const view = progressView(queued.map((q) => q.progress), v.json ? undefined : process.stdout, (text) => void out.write(scrub(text)));
+  const progress = [...queued, ...reruns].sort((a, b) => a.index - b.index).map((c) => c.progress);
+  const view = progressView(progress, v.json ? undefined : process.stdout, (text) => void out.write(scrub(text)));
   const stop = batchSignal(durationFlag("timeout", v.timeout), v.timeout);
   try {
-    return await Promise.all(queued.map((q) => followOne(producer, q, stop.signal, view, scrub)));
+    const rerunContext = { redis, logPrefix: logPrefix(queueConfigOf(v).logPrefix), signal: stop.signal, stopOutcome, view, scrub };
+    const [turns, rerun] = await Promise.all([Promise.all(queued.map((q) => followOne(producer, q, stop.signal, view, scrub))), runReruns(rerunContext, reruns)]);
+    return [...turns, ...rerun].sort((a, b) => a.line - b.line);
   } finally {
     stop.release();
     view.close();
@@ -202,20 +218,23 @@ function printOutcome(report: BatchReport, json: boolean | undefined, scrub: Scr
     return;
   }
   for (const t of report.turns.filter((t) => t.status !== "finished")) {
-    process.stdout.write(scrub(`${t.label}: ${t.status}${t.errorKind === undefined ? "" : ` (${t.errorKind})`}: ${t.message ?? ""} — turnstream replay ${t.session}\n`));
+    process.stdout.write(scrub(`${t.label}: ${t.status}${t.errorKind === undefined ? "" : ` (${t.errorKind})`}: ${t.message ?? ""} — ${seeCommand(t)}\n`));
   }
   const counts = Object.entries(countByStatus(report.turns)).filter(([, n]) => n > 0).map(([status, n]) => `${n} ${status}`);
   process.stdout.write(`batch: ${counts.join(", ")} in ${secondsText(report.seconds)}: ${report.outcome} (exit ${report.exitCode})\n`);
 }
 
-async function runBatch(file: string, turns: BatchTurn[], v: BatchValues, scrub: Scrub): Promise<number> {
+async function runBatch(file: string, entries: BatchEntry[], v: BatchValues, scrub: Scrub): Promise<number> {
   const redis = await connectForCommand();
   const producer = createProducer({ redis, ...queueConfigOf(v) });
   try {
     const startedAt = new Date();
-    const queued = (await enqueueAll(producer, turns)).map((r, index): QueuedTurn => ({ index, spec: turns[index]!, queued: r, progress: new TurnProgress(turns[index]!.label) }));
-    if (!v.json) process.stdout.write(`batch: ${queued.length} turn(s) queued\n`);
-    const report = batchReport(file, startedAt, await followAll(producer, queued, v, scrub));
+    const indexes = entries.flatMap((e, i) => (isRerun(e) ? [] : [i]));
+    const turns = indexes.map((i) => entries[i] as BatchTurn);
+    const queued = (await enqueueAll(producer, turns)).map((r, k): QueuedTurn => ({ index: indexes[k]!, spec: turns[k]!, queued: r, progress: new TurnProgress(turns[k]!.label) }));
+    const reruns = entries.flatMap((e, index): RerunCase[] => (isRerun(e) ? [{ index, spec: e, progress: new TurnProgress(e.label) }] : []));
+    if (!v.json) process.stdout.write(`batch: ${queued.length} turn(s) queued${reruns.length === 0 ? "" : `, ${reruns.length} re-run(s)`}\n`);
+    const report = batchReport(file, startedAt, await followAll(producer, redis, queued, reruns, v, scrub));
     if (v.junit !== undefined) writeJunit(v.junit, report, scrub);
     if (v.github) writeGithub(report, v.json, scrub);
     printOutcome(report, v.json, scrub);

@@ -1,13 +1,12 @@
 // `turnstream rerun <session>`: plays a logged run's model side back to the real CLI in a workspace
 // and says whether the agent did and got the same (exit 0) or not (exit 1, with a readable diff).
-import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { connectForCommand } from "../../projector/index.ts";
 import { NoRecordedTurnError, renderComparison } from "../../rerun/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
-import { rerunSession } from "./_rerun.ts";
+import { rerunSession, workspaceProblem } from "./_rerun.ts";
 import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "re-run a logged session's turns offline against its recorded model answers and diff the tool calls";
@@ -29,15 +28,6 @@ function usageError(json: boolean | undefined, message: string): number {
   return EXIT.usage;
 }
 
-function cwdProblem(cwd: string | undefined): string | undefined {
-  if (cwd === undefined) return undefined;
-  try {
-    return statSync(cwd).isDirectory() ? undefined : `--cwd ${cwd} is not a directory`;
-  } catch {
-    return `--cwd ${cwd} does not exist`;
-  }
-}
-
 export async function run(argv: string[]): Promise<number> {
   const args = parseCommandArgs("rerun", usage, {
     args: argv,
@@ -49,8 +39,8 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length !== 1) return usageError(values.json, `takes exactly one session, got ${positionals.length}\n${usage}`);
   const session = positionals[0]!;
   if (rejectSessionId("rerun", session)) return EXIT.usage;
-  const problem = cwdProblem(values.cwd);
-  if (problem !== undefined) return usageError(values.json, problem);
+  const problem = values.cwd === undefined ? undefined : workspaceProblem(values.cwd);
+  if (problem !== undefined) return usageError(values.json, `--cwd ${problem}`);
   const scrub = defaultScrub();
   const redis = await connectForCommand();
   try {

@@ -3,11 +3,14 @@
 // cwd, options, idempotencyKey, onLostSession) plus an optional `label` for the reports. Every line is
 // checked the way the producer checks an enqueue before any is enqueued, so one bad line stops the
 // batch with nothing queued. A relative or missing cwd is taken from the directory the command runs
-// in, as `turnstream run --cwd` does.
+// in, as `turnstream run --cwd` does. An entry naming `rerun` instead re-runs a recorded session (as
+// `turnstream rerun` does): `turn` and `cwd` as that command's flags, a missing cwd the recorded one.
 import { readFileSync } from "node:fs";
 import { isNode, isSeq, LineCounter, parseDocument } from "yaml";
 import { resolve } from "node:path";
+import { isValidSessionId } from "../../log/index.ts";
 import { checkEnqueue, InvalidTurnError, MissingVariableError, type EnqueueInput } from "../../queue/index.ts";
+import { workspaceProblem } from "../commands/_rerun.ts";
 
 export interface BatchTurn {
   /** 1-based line of the batch file. */
@@ -15,6 +18,23 @@ export interface BatchTurn {
   label: string;
   input: EnqueueInput;
 }
+
+/** A re-run of a recorded session, reported as one test case. */
+export interface BatchRerun {
+  line: number;
+  label: string;
+  rerun: {
+    session: string;
+    /** A turn id, or its 1-based number in the session; undefined: every turn. */
+    turn: string | undefined;
+    /** Absolute; undefined: the recorded cwd. */
+    cwd: string | undefined;
+  };
+}
+
+export type BatchEntry = BatchTurn | BatchRerun;
+
+export const isRerun = (e: BatchEntry): e is BatchRerun => "rerun" in e;
 
 /** The batch file cannot be read or holds a bad line: exit 2, nothing enqueued. */
 export class BatchFileError extends Error {
@@ -68,10 +88,36 @@ function labelOf(label: unknown, rendered: string): string | string[] {
   return [`\`label\` must be a string of 1-${LABEL_MAX} characters`];
 }
 
-/** One entry as a turn, or what is wrong with it. */
-function turnOfEntry({ line, value }: Entry, baseDir: string): BatchTurn | string {
+const RERUN_FIELDS = ["rerun", "turn", "cwd", "label"];
+
+function rerunTurnOf(turn: unknown): string | undefined | { problem: string } {
+  if (turn === undefined) return undefined;
+  if (typeof turn === "number" && Number.isInteger(turn) && turn >= 1) return String(turn);
+  if (typeof turn === "string" && /^[A-Za-z0-9_.:-]{1,200}$/.test(turn)) return turn;
+  return { problem: "`turn` must be a turn id or the turn's number in the session (1 is the first)" };
+}
+
+/** A `rerun` entry as a re-run, or what is wrong with it. */
+function rerunOfEntry(line: number, object: Record<string, unknown>, baseDir: string): BatchRerun | string {
+  const unknown = Object.keys(object).filter((k) => !RERUN_FIELDS.includes(k));
+  if (unknown.length > 0) return `a re-run entry takes ${RERUN_FIELDS.map((f) => `\`${f}\``).join(", ")}; not ${unknown.map((f) => `\`${f}\``).join(", ")}`;
+  const { rerun: session, cwd, label } = object;
+  if (typeof session !== "string" || !isValidSessionId(session)) return "`rerun` must be the recorded session's id (1-128 characters from A-Z a-z 0-9 _ . -)";
+  const turn = rerunTurnOf(object["turn"]);
+  if (typeof turn === "object") return turn.problem;
+  if (cwd !== undefined && (typeof cwd !== "string" || cwd === "")) return "`cwd` must be a directory path";
+  const dir = cwd === undefined ? undefined : resolve(baseDir, cwd);
+  const problem = dir === undefined ? undefined : workspaceProblem(dir);
+  if (problem !== undefined) return `\`cwd\` ${problem}`;
+  const named = labelOf(label, `rerun ${session}${turn === undefined ? "" : ` turn ${turn}`}`);
+  return typeof named === "string" ? { line, label: named, rerun: { session, turn, cwd: dir } } : named[0]!;
+}
+
+/** One entry as a turn or a re-run, or what is wrong with it. */
+function turnOfEntry({ line, value }: Entry, baseDir: string): BatchEntry | string {
   const object = asObject(value);
   if (typeof object === "string") return object;
+  if ("rerun" in object) return rerunOfEntry(line, object, baseDir);
   const { label, ...fields } = object;
   if (typeof fields["cwd"] === "string" || fields["cwd"] === undefined) fields["cwd"] = resolve(baseDir, (fields["cwd"] as string | undefined) ?? ".");
   const input = fields as unknown as EnqueueInput;
@@ -98,9 +144,9 @@ function problemsError(path: string, problems: readonly string[]): BatchFileErro
   return new BatchFileError([`${path}: ${problems.length} bad line(s), nothing was enqueued`, ...shown, ...more].join("\n"));
 }
 
-/** Every turn of the batch file; throws BatchFileError naming each bad line and its field. */
-export function loadBatchFile(path: string, baseDir: string = process.cwd()): BatchTurn[] {
-  const turns: BatchTurn[] = [];
+/** Every turn and re-run of the batch file; throws BatchFileError naming each bad line and its field. */
+export function loadBatchFile(path: string, baseDir: string = process.cwd()): BatchEntry[] {
+  const turns: BatchEntry[] = [];
   const problems: string[] = [];
   const text = readBatchText(path);
   for (const entry of /\.ya?ml$/i.test(path) ? yamlEntries(text) : jsonlEntries(text)) {

@@ -2,7 +2,7 @@
 // line of the batch file, `::warning` for a cancelled or unended one) and a Markdown step summary.
 // Escaping follows the runner's workflow-command rules: % CR LF in the message, and also : , in
 // property values, since those end a property.
-import { countByStatus, replayCommand, secondsText, type BatchReport, type BatchTurnResult } from "./turn-result.ts";
+import { countByStatus, secondsText, seeCommand, type BatchReport, type BatchTurnResult } from "./turn-result.ts";
 
 const escapeData = (s: string): string => s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A");
 const escapeProperty = (s: string): string => escapeData(s).replaceAll(":", "%3A").replaceAll(",", "%2C");
@@ -12,7 +12,7 @@ function annotation(report: BatchReport, t: BatchTurnResult): string | undefined
   const level = t.outcome === "cancelled" || t.outcome === "timed_out" ? "warning" : "error";
   const kind = t.errorKind === undefined ? t.status : `${t.status}, ${t.errorKind}`;
   const title = `turnstream batch: ${t.label} (${kind})`;
-  const message = `${t.message ?? t.status}\nsee the run: ${replayCommand(t.session)}`;
+  const message = `${t.message ?? t.status}\nsee the run: ${seeCommand(t)}`;
   return `::${level} file=${escapeProperty(report.file)},line=${t.line},title=${escapeProperty(title)}::${escapeData(message)}`;
 }
 
@@ -33,7 +33,7 @@ const STATUS_MARK: Readonly<Record<string, string>> = { finished: "✅", failed:
 
 function summaryRow(t: BatchTurnResult): string {
   const status = `${STATUS_MARK[t.status] ?? ""} ${t.status}${t.errorKind === undefined ? "" : ` (${t.errorKind})`}`;
-  return `| ${textCell(t.label)} | ${cell(status)} | ${t.attempts} | ${secondsText(t.seconds)} | \`${cell(replayCommand(t.session))}\` |`;
+  return `| ${textCell(t.label)} | ${cell(status)} | ${t.attempts} | ${secondsText(t.seconds)} | \`${cell(seeCommand(t))}\` |`;
 }
 
 /** The step summary: a headline with the counts and the exit code, then one row per turn. */

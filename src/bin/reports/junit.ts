@@ -4,7 +4,7 @@
 // not do the job in its limits); usage and infrastructure are an <error> (the turn could not run as
 // written); cancelled is <skipped>. The type attribute is the turn's error kind.
 import type { Outcome } from "../exit-codes.ts";
-import { replayCommand, type BatchReport, type BatchTurnResult } from "./turn-result.ts";
+import { seeCommand, type BatchReport, type BatchTurnResult } from "./turn-result.ts";
 
 /**
  * Characters XML 1.0 cannot hold at all, even as character references: C0 controls other than tab,
@@ -46,7 +46,7 @@ function verdictElement(t: BatchTurnResult, verdict: Verdict): string | undefine
 }
 
 function systemOut(t: BatchTurnResult): string {
-  const lines = [`turn ${t.turn} (batch file line ${t.line}): ${t.status}, attempt ${t.attempts}, ${t.toolCalls} tool call(s)`, `see the run: ${replayCommand(t.session)}`];
+  const lines = [`turn ${t.turn} (batch file line ${t.line}): ${t.status}, attempt ${t.attempts}, ${t.toolCalls} tool call(s)`, `see the run: ${seeCommand(t)}`];
   if (t.resultText !== undefined) lines.push(`result: ${t.resultText}`);
   return `      <system-out>${xmlText(lines.join("\n"))}</system-out>`;
 }

@@ -24,6 +24,8 @@ export interface BatchTurnResult {
   /** Why it failed, was cancelled or did not end (scrubbed). */
   message: string | undefined;
   resultText: string | undefined;
+  /** The command that shows this case again, when it is not `turnstream replay <session>` (a re-run's). */
+  command?: string | undefined;
 }
 
 export interface BatchReport {
@@ -71,6 +73,11 @@ export function batchReport(file: string, startedAt: Date, turns: BatchTurnResul
 /** The command that shows a turn's run afterwards. */
 export function replayCommand(session: string): string {
   return `turnstream replay ${session}`;
+}
+
+/** The command a report points a reader at for one case: its own, else the replay of its session. */
+export function seeCommand(t: Pick<BatchTurnResult, "session" | "command">): string {
+  return t.command ?? replayCommand(t.session);
 }
 
 /** How many turns ended each way, for headlines. */

@@ -1,0 +1,102 @@
+// Re-runs as batch entries, with the real CLI: a recorded turn, then one batch file holding a plain
+// turn, a re-run in a copy of the workspace (passes) and a re-run where the file the turn reads has
+// changed (fails with the diff, a secret in it scrubbed): exit 1, the JUnit file with one failure,
+// an ::error annotation pointing at the line, progress lines. Re-run entries are checked at parse time.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { BatchFileError, loadBatchFile } from "../../src/bin/reports/batch-file.ts";
+import { rig } from "../worker/_more.ts";
+import { testSpace } from "../worker/_support.ts";
+import { turnstream } from "../bin/_cli.ts";
+
+const TIMEOUT = 120_000;
+const SECRET = "zq81-very-private-value-77c2";
+
+/** Each <testcase> of a JUnit document: its name and the body up to its end tag. */
+function testcases(xml: string): Map<string, string> {
+  return new Map([...xml.matchAll(/<testcase name="([^"]*)"[^>]*>([\s\S]*?)<\/testcase>/g)].map((m) => [m[1]!, m[2]!]));
+}
+
+test("batch runs re-runs as test cases beside turns: a match passes, a changed file fails with the diff, exit 1", { timeout: 180_000 }, async () => {
+  const r = await rig((ws: string) => ({
+    responses: [
+      { content: [{ type: "tool_use", name: "Read", input: { file_path: join(ws, "notes.txt") } }, { type: "tool_use", name: "Bash", input: { command: "wc -l notes.txt" } }] },
+      { content: [{ type: "text", text: "notes.txt has two lines." }] },
+    ],
+  }));
+  try {
+    writeFileSync(join(r.ws, "notes.txt"), "alpha\nbeta\n");
+    r.worker({ sandboxed: true, retry: { maxAttempts: 1 } });
+    const q = await r.producer.enqueueTurn({ prompt: "Summarise notes.txt.", cwd: r.ws, options: { skipPermissions: true } });
+    assert.equal((await r.producer.waitForTurn(q.turn, { session: q.session, timeoutMs: TIMEOUT })).status, "finished");
+    const same = join(r.ws, "..", "same");
+    const changed = join(r.ws, "..", "changed");
+    cpSync(r.ws, same, { recursive: true });
+    cpSync(r.ws, changed, { recursive: true });
+    writeFileSync(join(changed, "notes.txt"), `alpha\ngamma ${SECRET}\n`);
+
+    const file = join(r.space.root, "suite.jsonl");
+    const entries = [
+      { prompt: "say done", cwd: r.ws, label: "plain turn" },
+      { rerun: q.session, cwd: same, label: "same workspace" },
+      { rerun: q.session, turn: 1, cwd: changed, label: "changed notes" },
+    ];
+    writeFileSync(file, entries.map((e) => JSON.stringify(e)).join("\n") + "\n");
+    const junit = join(r.space.root, "junit.xml");
+    const args = ["batch", file, "--junit", junit, "--github", "--prefix", r.space.logPrefix, "--queue-prefix", r.space.queuePrefix];
+    const out = await turnstream(args, { SERVICE_TOKEN: SECRET, GITHUB_STEP_SUMMARY: "" }, TIMEOUT);
+
+    assert.equal(out.code, 1, out.stdout + out.stderr);
+    assert.match(out.stdout, /batch: 1 turn\(s\) queued, 2 re-run\(s\)/);
+    assert.match(out.stdout, /\[2\/3\] same workspace +match /);
+    assert.match(out.stdout, /\[3\/3\] changed notes +differs /);
+    assert.match(out.stdout, /::error file=[^,]*suite\.jsonl,line=3,title=turnstream batch%3A changed notes \(failed%2C rerun_differs\)::.*step 1: tool result of Read/);
+    assert.match(out.stdout, /batch: 2 finished, 1 failed .*: task_failed \(exit 1\)/);
+
+    const xml = readFileSync(junit, "utf8");
+    assert.match(xml, /<testsuites [^>]*tests="3" failures="1" errors="0"/);
+    const cases = testcases(xml);
+    assert.deepEqual([...cases.keys()], ["plain turn", "same workspace", "changed notes"]);
+    assert.doesNotMatch(cases.get("plain turn")!, /<failure|<error/);
+    assert.doesNotMatch(cases.get("same workspace")!, /<failure|<error/);
+    assert.match(cases.get("same workspace")!, /see the run: turnstream rerun \S+ --cwd \S+same/);
+    const failure = /<failure message="[^"]*" type="rerun_differs">([\s\S]*?)<\/failure>/.exec(cases.get("changed notes")!);
+    assert.ok(failure, cases.get("changed notes"));
+    assert.match(failure[1]!, /differs, the runs parted at step 1\n  step 1: tool result of Read\n    - recorded: .*beta.*\n    \+ re-run: +.*gamma/);
+    assert.match(failure[1]!, /gamma \[REDACTED:SERVICE_TOKEN\]/);
+    assert.ok(!xml.includes(SECRET) && !out.stdout.includes(SECRET), "the secret in the changed file is scrubbed from every report");
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("re-run entries are checked when the file is read: each bad field named with its line, JSONL and YAML", () => {
+  const space = testSpace();
+  try {
+    const dir = space.workspace();
+    const yaml = join(space.root, "suite.yaml");
+    writeFileSync(yaml, ["- rerun: s-recorded", "  turn: 2", "  cwd: workspaces/ws", "- rerun: s-other", "  label: whole session", ""].join("\n"));
+    assert.deepEqual(loadBatchFile(yaml, space.root), [
+      { line: 1, label: "rerun s-recorded turn 2", rerun: { session: "s-recorded", turn: "2", cwd: dir } },
+      { line: 4, label: "whole session", rerun: { session: "s-other", turn: undefined, cwd: undefined } },
+    ]);
+    const bad = join(space.root, "bad.jsonl");
+    const lines = [{ rerun: "s-ok" }, { rerun: "not a session id!" }, { rerun: "s-ok", prompt: "hi" }, { rerun: "s-ok", turn: 0 }, { rerun: "s-ok", cwd: "missing-dir" }];
+    writeFileSync(bad, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+    assert.throws(
+      () => loadBatchFile(bad, space.root),
+      (e: unknown) =>
+        e instanceof BatchFileError &&
+        /4 bad line\(s\), nothing was enqueued/.test(e.message) &&
+        !/line 1:/.test(e.message) &&
+        /line 2: `rerun` must be the recorded session's id/.test(e.message) &&
+        /line 3: a re-run entry takes `rerun`, `turn`, `cwd`, `label`; not `prompt`/.test(e.message) &&
+        /line 4: `turn` must be a turn id or the turn's number/.test(e.message) &&
+        /line 5: `cwd` \S+missing-dir does not exist/.test(e.message),
+    );
+  } finally {
+    space.cleanup();
+  }
+});
