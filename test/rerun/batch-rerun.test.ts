@@ -1,7 +1,8 @@
 // Re-runs as batch entries, with the real CLI: a recorded turn, then one batch file holding a plain
 // turn, a re-run in a copy of the workspace (passes) and a re-run where the file the turn reads has
 // changed (fails with the diff, a secret in it scrubbed): exit 1, the JUnit file with one failure,
-// an ::error annotation pointing at the line, progress lines. Re-run entries are checked at parse time.
+// an ::error annotation pointing at the line, progress lines; a session the log does not hold is an
+// <error> and exit 2. Re-run entries are checked at parse time.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
@@ -19,7 +20,7 @@ function testcases(xml: string): Map<string, string> {
   return new Map([...xml.matchAll(/<testcase name="([^"]*)"[^>]*>([\s\S]*?)<\/testcase>/g)].map((m) => [m[1]!, m[2]!]));
 }
 
-test("batch runs re-runs as test cases beside turns: a match passes, a changed file fails with the diff, exit 1", { timeout: 180_000 }, async () => {
+test("batch runs re-runs as test cases beside turns: a match passes, a changed file fails with the diff, exit 1; a session not in the log is an error, exit 2", { timeout: 180_000 }, async () => {
   const r = await rig((ws: string) => ({
     responses: [
       { content: [{ type: "tool_use", name: "Read", input: { file_path: join(ws, "notes.txt") } }, { type: "tool_use", name: "Bash", input: { command: "wc -l notes.txt" } }] },
@@ -67,6 +68,14 @@ test("batch runs re-runs as test cases beside turns: a match passes, a changed f
     assert.match(failure[1]!, /differs, the runs parted at step 1\n  step 1: tool result of Read\n    - recorded: .*beta.*\n    \+ re-run: +.*gamma/);
     assert.match(failure[1]!, /gamma \[REDACTED:SERVICE_TOKEN\]/);
     assert.ok(!xml.includes(SECRET) && !out.stdout.includes(SECRET), "the secret in the changed file is scrubbed from every report");
+
+    // A session the log does not hold is the batch file's fault: an <error>, and usage outranks the rest.
+    writeFileSync(file, [JSON.stringify({ rerun: "s-never-recorded", label: "gone" }), JSON.stringify(entries[1])].join("\n") + "\n");
+    const missing = await turnstream(["batch", file, "--junit", junit, "--prefix", r.space.logPrefix, "--queue-prefix", r.space.queuePrefix], {}, TIMEOUT);
+    assert.equal(missing.code, 2, missing.stdout + missing.stderr);
+    const missingXml = readFileSync(junit, "utf8");
+    assert.match(missingXml, /<testsuites [^>]*tests="2" failures="0" errors="1"/);
+    assert.match(testcases(missingXml).get("gone")!, /<error message="session s-never-recorded: the session&apos;s log holds no queued turn to re-run" type="no_recorded_turn">/);
   } finally {
     await r.dispose();
   }

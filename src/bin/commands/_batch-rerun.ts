@@ -43,8 +43,8 @@ function caseResult(c: RerunCase, turn: string, seconds: number, verdict: Verdic
   return { ...base, ...verdict, message: verdict.message === undefined ? undefined : scrub(verdict.message), resultText: undefined, command: scrub(rerunCommand(s)) };
 }
 
-function failedVerdict(err: unknown, stopped: Outcome | undefined): Verdict {
-  if (err instanceof NoRecordedTurnError) return { status: "failed", outcome: "usage", errorKind: "no_recorded_turn", message: err.message };
+function failedVerdict(session: string, err: unknown, stopped: Outcome | undefined): Verdict {
+  if (err instanceof NoRecordedTurnError) return { status: "failed", outcome: "usage", errorKind: "no_recorded_turn", message: `session ${session}: ${err.message}` };
   if (stopped !== undefined) return { status: "unended", outcome: stopped, errorKind: undefined, message: `the batch stopped the re-run before it ended (${stopped})` };
   return { status: "failed", outcome: "infrastructure", errorKind: undefined, message: `the re-run could not run: ${(err as Error)?.message ?? String(err)}` };
 }
@@ -70,7 +70,7 @@ async function runCase(x: RerunContext, c: RerunCase): Promise<BatchTurnResult> 
       : { status: "failed", outcome: "task_failed", errorKind: "rerun_differs", message: renderComparison(r.comparison).trimEnd() };
     return caseResult(c, turn, r.seconds, verdict, scrub);
   } catch (err) {
-    const verdict = failedVerdict(err, signal.aborted ? x.stopOutcome(signal.reason) : undefined);
+    const verdict = failedVerdict(s.session, err, signal.aborted ? x.stopOutcome(signal.reason) : undefined);
     end(verdict.status === "unended" ? "unended" : "error");
     return caseResult(c, s.turn ?? "", (Date.now() - started) / 1000, verdict, scrub);
   }
