@@ -265,7 +265,8 @@ export async function run(argv: string[]): Promise<number> {
     durationFlag("timeout", args.values.timeout);
     const turns = loadBatchFile(file);
     if (!args.values.check) return await runBatch(file, turns, args.values, scrub);
-    if (!args.values.json) process.stdout.write(`${file}: ${turns.length} turn(s), all valid\n`);
+    const reruns = turns.filter((e) => "rerun" in e).length;
+    if (!args.values.json) process.stdout.write(`${file}: ${turns.length - reruns} turn(s)${reruns === 0 ? "" : ` and ${reruns} re-run(s)`}, all valid\n`);
     else process.stdout.write(`${JSON.stringify({ file, turns: turns.length, outcome: "finished", exitCode: EXIT.finished })}\n`);
     return EXIT.finished;
   } catch (err) {
