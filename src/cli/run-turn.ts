@@ -150,7 +150,22 @@ function auth(
 /** Spawns the real `claude -p` for one turn: its stdout lines as they come, and the outcome (or a typed error) once it ends. */
 export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
   const { sessionFile, ...rest } = options;
-  const o = validateRunTurnOptions(rest);
+  const ctx = startCli(validateRunTurnOptions(rest), sessionFile, "prompt");
+  return supervise(ctx.child, ctx);
+}
+
+/**
+ * How the CLI reads its input: `prompt` (one prompt on stdin, then EOF) or `stream-json` (one user
+ * message per stdin line, for a process that stays up between turns).
+ */
+export type CliInput = "prompt" | "stream-json";
+
+/**
+ * Starts the CLI for checked options: the env (caller's overlay, sandbox claim, tree marker), the
+ * binary, the per-run config home and skills, the argv, containment and the spawn. A cold turn and a
+ * warm process start the same way, so a warm process behaves as the cold runs it replaces.
+ */
+export function startCli(o: CheckedRunTurnOptions, sessionFile: Uint8Array | undefined, input: CliInput): SuperviseContext & { child: ChildProcess } {
   checkSessionFile(o, sessionFile);
   const logger = o.logger ?? silentLogger;
   const marker = randomUUID();
@@ -158,8 +173,9 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
   const env = buildEnv({ overlay, isolate: o.isolate });
   const bin = resolveClaudeBin({ claudeBin: o.claudeBin, env });
   const files = new RunFiles(logger, env);
-  const { home, authSource, spawned } = launch(o, env, bin, marker, files, sessionFile);
-  return supervise(spawned.child, {
+  const { home, authSource, spawned } = launch(o, env, bin, marker, files, sessionFile, input);
+  return {
+    child: spawned.child,
     o,
     logger,
     killGraceMs: o.killGraceMs ?? 2000,
@@ -171,7 +187,7 @@ export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
     home,
     authSource,
     cleanup: () => files.cleanup(),
-  });
+  };
 }
 
 function checkSessionFile(o: CheckedRunTurnOptions, sessionFile: Uint8Array | undefined): void {
@@ -226,6 +242,7 @@ function prepareRun(
   env: Record<string, string>,
   files: RunFiles,
   sessionFile: Uint8Array | undefined,
+  input: CliInput,
 ): { home: ConfigHome | undefined; authSource: AuthSource | "inherited"; args: string[] } {
   const { home, source: authSource } = auth(o, env);
   if (home !== undefined) {
@@ -235,6 +252,7 @@ function prepareRun(
   }
   const skills = offerSkills(o, home, files);
   const args = buildArgs({ ...o, appendSystemPrompt: undefined }, skills.addDirs);
+  if (input === "stream-json") args.splice(1, 0, "--input-format", "stream-json");
   const appendix = systemPromptAppendix(o, skills.listed);
   if (appendix !== undefined) {
     // A file, not argv: argv is readable by every user through /proc.
@@ -261,9 +279,10 @@ function launch(
   marker: string,
   files: RunFiles,
   sessionFile: Uint8Array | undefined,
+  input: CliInput,
 ): { home: ConfigHome | undefined; authSource: AuthSource | "inherited"; spawned: SpawnedCli } {
   try {
-    const { home, authSource, args } = prepareRun(o, env, files, sessionFile);
+    const { home, authSource, args } = prepareRun(o, env, files, sessionFile, input);
     return { home, authSource, spawned: spawnContained(o, env, bin, args, marker, o.logger ?? silentLogger) };
   } catch (err) {
     files.cleanup();
@@ -294,7 +313,8 @@ function spawnContained(
   }
 }
 
-interface SuperviseContext {
+/** What supervising one spawned CLI needs to know about how it was started. */
+export interface SuperviseContext {
   o: CheckedRunTurnOptions;
   logger: Logger;
   killGraceMs: number;
@@ -316,7 +336,7 @@ interface SuperviseContext {
  * signal), on kill(), and after the CLI exits (whatever it left running). TERM first, KILL after the
  * grace period.
  */
-class TreeEnding {
+export class TreeEnding {
   /** Why the tree was ended before the CLI finished, if it was. */
   reason: RunnerErrorKind | undefined;
   readonly #scope: RunScope;
@@ -407,7 +427,7 @@ class TreeEnding {
 }
 
 /** The CLI's stdout: split into lines, parsed, classified and passed on; keeps what the outcome needs. */
-class StdoutLines {
+export class StdoutLines {
   readonly channel = new Channel<ParsedLine>();
   count = 0;
   /** Session id the CLI reported (init or result line). */
@@ -415,7 +435,21 @@ class StdoutLines {
   lastResult: Record<string, unknown> | undefined;
   lastKind: ErrorKind | undefined;
   readonly #splitter = createLineSplitter();
-  readonly #classifier = new RunClassifier();
+  #classifier = new RunClassifier();
+  /** Where each parsed line goes: the channel, unless a caller that stays up between turns takes them. */
+  readonly #sink: (p: ParsedLine) => void;
+
+  constructor(sink?: (p: ParsedLine) => void) {
+    this.#sink = sink ?? ((p) => this.channel.push(p));
+  }
+
+  /** A new turn of a process that stays up: counts, result and classification start over. */
+  beginTurn(): void {
+    this.count = 0;
+    this.lastResult = undefined;
+    this.lastKind = undefined;
+    this.#classifier = new RunClassifier();
+  }
 
   push(chunk: Buffer): void {
     for (const item of this.#splitter.push(chunk)) this.#add(parseItem(item));
@@ -438,12 +472,12 @@ class StdoutLines {
     }
     const kind = this.#classifier.add(p);
     if (kind !== undefined) this.lastKind = kind;
-    this.channel.push(p);
+    this.#sink(p);
   }
 }
 
 /** The CLI's stderr: decoded, split into lines for the channel and `onStderr`, its tail kept for errors. */
-class StderrLines {
+export class StderrLines {
   readonly channel = new Channel<string>();
   tail = "";
   readonly #decoder = new StringDecoder("utf8");
@@ -451,9 +485,13 @@ class StderrLines {
   readonly #onStderr: ((line: string) => void) | undefined;
   readonly #logger: Logger;
 
-  constructor(onStderr: ((line: string) => void) | undefined, logger: Logger) {
+  readonly #keepLines: boolean;
+
+  /** `keepLines: false` for a process that stays up: its lines go to `onStderr` only, never piling up in the channel. */
+  constructor(onStderr: ((line: string) => void) | undefined, logger: Logger, keepLines = true) {
     this.#onStderr = onStderr;
     this.#logger = logger;
+    this.#keepLines = keepLines;
   }
 
   push(chunk: Buffer): void {
@@ -470,7 +508,7 @@ class StderrLines {
 
   #emit(line: string): void {
     this.tail = (this.tail + line + "\n").slice(-STDERR_KEEP);
-    this.channel.push(line);
+    if (this.#keepLines) this.channel.push(line);
     try {
       this.#onStderr?.(line);
     } catch (err) {
@@ -568,7 +606,7 @@ function finishOutput(ctx: SuperviseContext, stdout: StdoutLines, stderr: Stderr
 }
 
 /** With a per-run home, the session file's bytes, taken before the home is removed. */
-function captureSession(ctx: SuperviseContext, sessionId: string | undefined): Buffer | undefined {
+export function captureSession(ctx: SuperviseContext, sessionId: string | undefined): Buffer | undefined {
   if (ctx.home === undefined || sessionId === undefined) return undefined;
   try {
     return captureSessionFile(ctx.home.dir, ctx.o.cwd, sessionId);
@@ -579,7 +617,7 @@ function captureSession(ctx: SuperviseContext, sessionId: string | undefined): B
 }
 
 /** How the run ended, as the outcome needs it. */
-interface RunEnd {
+export interface RunEnd {
   code: number | null;
   sig: NodeJS.Signals | null;
   spawnError: Error | undefined;
@@ -597,7 +635,7 @@ interface RunEnd {
  * successful result (it outranks the exit code and an ending that came too late); the tree was ended;
  * otherwise the result line's error, or no result at all.
  */
-function settleOutcome(ctx: SuperviseContext, end: RunEnd): TurnOutcome {
+export function settleOutcome(ctx: SuperviseContext, end: RunEnd): TurnOutcome {
   const fields = { exitCode: end.code, signal: end.sig, stderr: end.stderrTail };
   const startError = startFailure(ctx, end, fields);
   if (startError !== undefined) throw startError;
@@ -622,10 +660,11 @@ function settleOutcome(ctx: SuperviseContext, end: RunEnd): TurnOutcome {
   throw resultFailure(ctx.o, end, fields);
 }
 
-type ExitFields = { exitCode: number | null; signal: NodeJS.Signals | null; stderr: string };
+/** How the CLI process ended, as every error of the run carries it. */
+export type ExitFields = { exitCode: number | null; signal: NodeJS.Signals | null; stderr: string };
 
 /** The launcher or the spawn failed: the CLI never ran. */
-function startFailure(ctx: SuperviseContext, end: RunEnd, fields: ExitFields): Error | undefined {
+export function startFailure(ctx: SuperviseContext, end: RunEnd, fields: ExitFields): Error | undefined {
   const launchError = launchFailure(ctx.launch, ctx.cgroup, fields, end.stdout.count);
   if (launchError instanceof ContainmentError) return launchError;
   const spawnError = end.spawnError ?? launchError;
@@ -656,7 +695,7 @@ function endingText(o: CheckedRunTurnOptions, ending: RunnerErrorKind): string {
 }
 
 /** The CLI ended without a successful result: the result line's error, a lost session, or no result line. */
-function resultFailure(o: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields): ClaudeCodeCliError {
+export function resultFailure(o: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields): ClaudeCodeCliError {
   const r = end.stdout.lastResult ?? {};
   const resultFields = {
     ...fields,

@@ -1,0 +1,352 @@
+// A CLI process that stays up between turns of one session: `claude -p --input-format stream-json`,
+// one user message per stdin line, each turn ending at its `result` line. It starts exactly as a cold
+// run with the same options would (startCli: argv, env, config home, containment, tree marker), so a
+// turn answered warm is the turn a cold `--resume` would have answered. A turn that is aborted or
+// times out ends the whole tree: a process interrupted mid-turn may hold half a turn in its memory
+// (and a message written mid-turn is folded into the running turn), so it is never reused.
+import { createHmac, randomBytes } from "node:crypto";
+import { readFileSync, realpathSync, statSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import type { ParsedLine } from "../protocol/index.ts";
+import { RunScope } from "./containment.ts";
+import { buildEnv } from "./env.ts";
+import { badOptions, ClaudeCodeCliError, type RunnerErrorKind } from "./errors.ts";
+import { validateRunTurnOptions, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
+import { ProcessTree, trackTree } from "./process-tree.ts";
+import { resolveClaudeBin } from "./resolve-bin.ts";
+import {
+  captureSession,
+  settleOutcome,
+  startCli,
+  StderrLines,
+  StdoutLines,
+  TreeEnding,
+  type RunEnd,
+  type RunTurnExtras,
+  type SuperviseContext,
+  type TurnOutcome,
+} from "./run-turn.ts";
+import { startWatchdog, type WatchdogHandle } from "./watchdog.ts";
+
+/** How a warm process starts: runTurn's options without the per-turn ones (prompt, signal, deadlines). */
+export type WarmProcessOptions = Omit<RunTurnOptions, "prompt" | "signal" | "timeoutMs" | "inactivityTimeoutMs"> & RunTurnExtras;
+
+/** Per-turn controls of a warm turn. */
+export interface WarmTurnOptions {
+  /** Aborting it ends the whole process tree; the turn rejects with kind `aborted`. */
+  signal?: AbortSignal | undefined;
+  /** Ends the whole process tree if the turn has not printed its result by then (kind `timeout`). */
+  timeoutMs?: number | undefined;
+  /** Ends the whole process tree when the CLI prints nothing for this long (kind `inactivity`). */
+  inactivityTimeoutMs?: number | undefined;
+  /** Each stdout line of this turn, parsed, as the CLI prints it. */
+  onLine?: ((line: ParsedLine) => void) | undefined;
+}
+
+/** Why a warm process is gone: the ending turnstream caused, or `exited` when the CLI ended by itself. */
+export interface WarmDeath {
+  reason: RunnerErrorKind | "exited";
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A CLI process kept up between the turns of one session. */
+export interface WarmProcess {
+  /** The CLI's pid (or its launcher's, with pid-namespace containment). */
+  readonly pid: number | undefined;
+  /** Value of TURNSTREAM_TREE in the tree's environment. */
+  readonly treeMarker: string;
+  /** What must match for reuse (see warmFingerprint). */
+  readonly fingerprint: string;
+  /** The CLI session id it last reported (the resumed one before its first turn). */
+  readonly sessionId: string | undefined;
+  /** When it was started or last finished a turn (epoch ms). */
+  readonly lastUsedAt: number;
+  /** False once the CLI exited or close() was called. */
+  readonly alive: boolean;
+  /** True while a turn runs. */
+  readonly busy: boolean;
+  /** Why it is gone, once it is. */
+  readonly dead: WarmDeath | undefined;
+  /** Writes one user message; resolves at that turn's successful result, rejects as runTurn's outcome would. */
+  turn(prompt: string, options?: WarmTurnOptions): Promise<TurnOutcome>;
+  /** Resident memory of the whole tree, from /proc (0 once it is gone). */
+  rssBytes(): number;
+  /** Ends the tree (TERM, then KILL after killGraceMs); resolves once it is gone and its files removed. Idempotent. */
+  close(): Promise<void>;
+}
+
+const PER_TURN = ["prompt", "signal", "timeoutMs", "inactivityTimeoutMs"] as const;
+
+/** Starts the CLI in stream-json input mode, as a cold run with the same options would start. */
+export function startWarmProcess(options: WarmProcessOptions): WarmProcess {
+  const { sessionFile, ...rest } = options;
+  for (const k of PER_TURN) if (k in rest) throw badOptions(k, "is given per turn to a warm process");
+  const o = validateRunTurnOptions(rest);
+  const fingerprint = fingerprintOf(o);
+  const ctx = startCli(o, sessionFile, "stream-json");
+  return new WarmCli(ctx, fingerprint);
+}
+
+const FINGERPRINT_KEY = randomBytes(32);
+
+/**
+ * What must match for a warm process to take a turn in place of a cold run: cwd, every option that
+ * shapes argv, the env overlay, the CLI binary (path, size, mtime: its version), the config home and
+ * skills, and the contents of the settings and MCP files. Keyed with a random per-process secret, so
+ * the digest says nothing about the env values it covers; it compares only within this process.
+ */
+export function warmFingerprint(options: WarmProcessOptions): string {
+  const { sessionFile: _sessionFile, ...rest } = options;
+  return fingerprintOf(validateRunTurnOptions(rest));
+}
+
+function fingerprintOf(o: CheckedRunTurnOptions): string {
+  // How the process started (resume, fork) and how it is watched do not change the turns it answers.
+  const { resume: _r, forkSession: _f, logger: _l, onStderr: _o, threadId: _t, killGraceMs: _k, watchdog: _w, ...shaping } = o;
+  const bin = resolveClaudeBin({ claudeBin: o.claudeBin, env: buildEnv({ overlay: o.env, isolate: o.isolate }) });
+  // A run id only names the home's folder; which home it is comes from the rest.
+  const configHome = o.configHome === undefined ? undefined : { ...o.configHome, runId: undefined };
+  const material = { ...shaping, configHome, bin: fileIdentity(bin), settings: fileContent(o.settingsFile), mcp: fileContent(o.mcpConfigFile) };
+  return createHmac("sha256", FINGERPRINT_KEY).update(canonical(material)).digest("hex");
+}
+
+function fileIdentity(path: string): string {
+  try {
+    const real = realpathSync(path);
+    const st = statSync(real);
+    return `${real}|${st.size}|${st.mtimeMs}`;
+  } catch {
+    return path;
+  }
+}
+
+function fileContent(path: string | undefined): string | undefined {
+  if (path === undefined) return undefined;
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** JSON with sorted keys, so equal options give equal text whatever order they were written in. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
+    return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(",")}}`;
+  }
+  return JSON.stringify(v) ?? "null";
+}
+
+/** The turn in flight: how to settle it and its deadlines. */
+interface PendingTurn {
+  resolve: (o: TurnOutcome) => void;
+  reject: (e: Error) => void;
+  started: number;
+  options: WarmTurnOptions;
+  timers: NodeJS.Timeout[];
+  inactivity: NodeJS.Timeout | undefined;
+  onAbort: () => void;
+}
+
+class WarmCli implements WarmProcess {
+  readonly pid: number | undefined;
+  readonly treeMarker: string;
+  readonly fingerprint: string;
+  lastUsedAt = Date.now();
+  dead: WarmDeath | undefined;
+  readonly #ctx: SuperviseContext;
+  readonly #child: ChildProcess;
+  readonly #scope: RunScope;
+  readonly #ending: TreeEnding;
+  readonly #stdout: StdoutLines;
+  readonly #stderr: StderrLines;
+  readonly #watchdog: WatchdogHandle | undefined;
+  readonly #untrack: (() => void) | undefined;
+  readonly #closed: Promise<void>;
+  #spawnError: Error | undefined;
+  #sessionId: string | undefined;
+  #turn: PendingTurn | undefined;
+  #closing = false;
+
+  constructor(ctx: SuperviseContext & { child: ChildProcess }, fingerprint: string) {
+    const { child } = ctx;
+    this.#ctx = ctx;
+    this.#child = child;
+    this.pid = child.pid;
+    this.treeMarker = ctx.marker;
+    this.fingerprint = fingerprint;
+    this.#sessionId = ctx.o.resume;
+    this.#scope = new RunScope(child.pid === undefined ? undefined : new ProcessTree(child.pid, ctx.marker, ctx.mark), ctx.cgroup);
+    this.#untrack = child.pid === undefined ? undefined : trackTree(this.#scope);
+    this.#watchdog =
+      child.pid === undefined || ctx.o.watchdog === false
+        ? undefined
+        : startWatchdog({ cliPid: child.pid, marker: ctx.marker, killGraceMs: ctx.killGraceMs, cgroup: ctx.cgroup?.path });
+    this.#ending = new TreeEnding(this.#scope, ctx, child.pid);
+    this.#stdout = new StdoutLines((p) => this.#line(p));
+    this.#stderr = new StderrLines(ctx.o.onStderr, ctx.logger, false);
+    this.#closed = this.#watch();
+  }
+
+  get sessionId(): string | undefined {
+    return this.#stdout.sessionId ?? this.#sessionId;
+  }
+
+  get alive(): boolean {
+    return this.dead === undefined && !this.#closing;
+  }
+
+  get busy(): boolean {
+    return this.#turn !== undefined;
+  }
+
+  /** Wires stdio and exit; resolves once the process is gone, its tree reaped and its files removed. */
+  #watch(): Promise<void> {
+    const child = this.#child;
+    child.stdout!.on("data", (chunk: Buffer) => {
+      if (this.#turn?.inactivity !== undefined) this.#turn.inactivity.refresh();
+      this.#stdout.push(chunk);
+    });
+    child.stderr!.on("data", (chunk: Buffer) => this.#stderr.push(chunk));
+    child.stdin!.on("error", () => {
+      // Writing to a CLI that just exited: its exit settles the turn.
+    });
+    child.on("error", (err) => {
+      this.#spawnError = err;
+    });
+    child.on("exit", (code, signal) => {
+      this.dead ??= { reason: this.#ending.reason ?? "exited", exitCode: code, signal };
+      setImmediate(() => void this.#ending.reap());
+    });
+    return new Promise<void>((resolve) => {
+      child.on("close", (code: number | null, sig: NodeJS.Signals | null) => {
+        this.dead ??= { reason: this.#ending.reason ?? "exited", exitCode: code, signal: sig };
+        void this.#ending.reap().then(() => {
+          this.#watchdog?.stop();
+          this.#untrack?.();
+          this.#stderr.flush();
+          this.#stdout.flush();
+          this.#ctx.cleanup();
+          this.#failTurn(code, sig);
+          resolve();
+        });
+      });
+    });
+  }
+
+  turn(prompt: string, options: WarmTurnOptions = {}): Promise<TurnOutcome> {
+    if (typeof prompt !== "string") return Promise.reject(badOptions("prompt", "must be a string"));
+    for (const k of ["timeoutMs", "inactivityTimeoutMs"] as const) {
+      const v = options[k];
+      if (v !== undefined && !(Number.isInteger(v) && v > 0)) return Promise.reject(badOptions(k, "must be a positive integer"));
+    }
+    // A second message while a turn runs would be folded into that turn, not answered on its own.
+    if (this.#turn !== undefined) return Promise.reject(new ClaudeCodeCliError("a turn is already running in this warm claude process", { kind: "bad_options", retryable: false }));
+    if (!this.alive) {
+      const why = this.dead?.reason ?? "closed";
+      return Promise.reject(new ClaudeCodeCliError(`the warm claude process is gone (${why})`, { kind: "no_result", retryable: true }));
+    }
+    this.#stdout.beginTurn();
+    return new Promise<TurnOutcome>((resolve, reject) => {
+      this.#turn = this.#arm({ resolve, reject, started: Date.now(), options, timers: [], inactivity: undefined, onAbort: () => this.#ending.end("aborted") });
+      this.#child.stdin!.write(JSON.stringify({ type: "user", message: { role: "user", content: prompt } }) + "\n");
+    });
+  }
+
+  /** Starts the turn's deadlines; each ends the whole tree. */
+  #arm(t: PendingTurn): PendingTurn {
+    const { signal, timeoutMs, inactivityTimeoutMs } = t.options;
+    if (signal !== undefined) {
+      if (signal.aborted) queueMicrotask(t.onAbort);
+      else signal.addEventListener("abort", t.onAbort, { once: true });
+    }
+    if (timeoutMs !== undefined) t.timers.push(setTimeout(() => this.#ending.end("timeout"), timeoutMs));
+    if (inactivityTimeoutMs !== undefined) {
+      t.inactivity = setTimeout(() => this.#ending.end("inactivity"), inactivityTimeoutMs);
+      t.timers.push(t.inactivity);
+    }
+    return t;
+  }
+
+  /** Ends the turn in flight (if any) and stops its deadlines. */
+  #takeTurn(): PendingTurn | undefined {
+    const t = this.#turn;
+    if (t === undefined) return undefined;
+    this.#turn = undefined;
+    for (const timer of t.timers) clearTimeout(timer);
+    t.options.signal?.removeEventListener("abort", t.onAbort);
+    this.lastUsedAt = Date.now();
+    return t;
+  }
+
+  #line(p: ParsedLine): void {
+    const t = this.#turn;
+    if (t === undefined) {
+      this.#ctx.logger.debug({ type: p.type }, "warm claude printed a line between turns");
+      return;
+    }
+    try {
+      t.options.onLine?.(p);
+    } catch (err) {
+      this.#ctx.logger.warn({ err: (err as Error).message }, "onLine callback threw");
+    }
+    if ((p.category === "known" || p.category === "unknown") && p.line["type"] === "result") this.#settleTurn();
+  }
+
+  /** The turn's result line is in: the same outcome (or error) a cold run with this result would give. */
+  #settleTurn(): void {
+    const t = this.#takeTurn()!;
+    const stdout = this.#stdout;
+    const sessionFile = captureSession(this.#ctx, stdout.sessionId);
+    const end: RunEnd = { code: null, sig: null, spawnError: undefined, ending: undefined, stdout, stderrTail: this.#stderr.tail, started: t.started, pid: this.pid!, sessionFile };
+    try {
+      t.resolve(settleOutcome(this.#ctx, end));
+    } catch (err) {
+      t.reject(err as Error);
+    }
+  }
+
+  /** The process is gone with a turn in flight: why, as a cold run would say it. */
+  #failTurn(code: number | null, sig: NodeJS.Signals | null): void {
+    const t = this.#takeTurn();
+    if (t === undefined) return;
+    const ctx = { ...this.#ctx, o: { ...this.#ctx.o, timeoutMs: t.options.timeoutMs, inactivityTimeoutMs: t.options.inactivityTimeoutMs } };
+    const stdout = this.#stdout;
+    const end: RunEnd = { code, sig, spawnError: this.#spawnError, ending: this.#ending.reason, stdout, stderrTail: this.#stderr.tail, started: t.started, pid: this.pid ?? 0, sessionFile: undefined };
+    try {
+      settleOutcome(ctx, end);
+      t.reject(new ClaudeCodeCliError("the warm claude process ended before the turn's result", { kind: "no_result", exitCode: code, signal: sig }));
+    } catch (err) {
+      t.reject(err as Error);
+    }
+  }
+
+  rssBytes(): number {
+    if (this.dead !== undefined) return 0;
+    let total = 0;
+    for (const pid of this.#scope.members()) total += vmRss(pid);
+    return total;
+  }
+
+  close(): Promise<void> {
+    if (!this.#closing) {
+      this.#closing = true;
+      // Once the CLI has exited its tree is being reaped already; ending it again would only arm a stray KILL timer.
+      if (this.dead === undefined) this.#ending.end("killed");
+    }
+    return this.#closed;
+  }
+}
+
+/** A process's resident set from /proc/<pid>/status, in bytes (0 when it is gone). */
+function vmRss(pid: number): number {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"));
+    return m === null ? 0 : Number(m[1]) * 1024;
+  } catch {
+    return 0;
+  }
+}
