@@ -60,6 +60,12 @@ export const attemptStartedData = z.object({
   traceparent: z.string().optional(),
   /** The attempt's span ids, so a re-export from the log lands on the same spans. */
   trace: traceIdsSchema.optional(),
+  /**
+   * Warm sessions only: `warm` when the session's kept CLI process answered the turn, else why a
+   * process was started for it (`none`, `fingerprint_changed`, `dead`, `expired`, `evicted`, `moved`,
+   * `supervised`, `skills`).
+   */
+  warm: z.enum(["warm", "none", "fingerprint_changed", "dead", "expired", "evicted", "moved", "supervised", "skills"]).optional(),
 });
 
 /** `cli.exit`: the CLI process ended. */

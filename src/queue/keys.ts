@@ -31,6 +31,8 @@ export interface OrderKeys {
   readonly conf: string;
   /** Set of turn ids whose job waits out a delay because another turn was the head: the ones to wake. */
   readonly deferred: string;
+  /** String: the worker holding the session's warm CLI process, for a short hand-off window after its turn. */
+  readonly warm: string;
 }
 
 export function orderKeys(logPrefix: string, session: string): OrderKeys {
@@ -43,5 +45,6 @@ export function orderKeys(logPrefix: string, session: string): OrderKeys {
     cancel: `${tag}:cancel`,
     conf: `${tag}:conf`,
     deferred: `${tag}:deferred`,
+    warm: `${tag}:warm`,
   };
 }

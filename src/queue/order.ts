@@ -48,10 +48,16 @@ export class SessionOrder {
     return orderKeys(this.logPrefix, session);
   }
 
-  /** Appends the turn to the session's pending list unless it was registered before. */
-  async register(session: string, turn: string, onLostSession: string | undefined): Promise<boolean> {
+  /**
+   * Appends the turn to the session's pending list unless it was registered before (`created`). A
+   * `warm` given is stored as the session's warm mode from this turn on; `warm` returned is the
+   * session's mode as stored (its turns run warm once one asked, until one says `warm: false`).
+   */
+  async register(session: string, turn: string, onLostSession: string | undefined, warm?: boolean): Promise<{ created: boolean; warm: boolean }> {
     const k = this.keys(session);
-    return (await this.#scripts.register([k.turns, k.registered, k.conf], turn, Date.now(), onLostSession ?? "")) === 1;
+    const w = warm === undefined ? "" : warm ? "1" : "0";
+    const [created, stored] = await this.#scripts.register([k.turns, k.registered, k.conf], turn, Date.now(), onLostSession ?? "", w);
+    return { created: Number(created) === 1, warm: stored === "1" };
   }
 
   async acquire(session: string, turn: string, token: string, leaseMs: number): Promise<AcquireResult> {
@@ -112,6 +118,16 @@ export class SessionOrder {
     return (await this.redis.hget(this.keys(session).conf, "onLostSession")) ?? undefined;
   }
 
+  /** Names `worker` as holding the session's warm CLI process for `ms` (the hand-off window). */
+  async setWarmOwner(session: string, worker: string, ms: number): Promise<void> {
+    await this.redis.set(this.keys(session).warm, worker, "PX", ms);
+  }
+
+  /** The worker holding the session's warm process, while its hand-off window lasts. */
+  async warmOwner(session: string): Promise<string | undefined> {
+    return (await this.redis.get(this.keys(session).warm)) ?? undefined;
+  }
+
   /**
    * Wakes the next head's job if it was deferred (it found another turn at the head and waits out a
    * delay). One that was not is waiting or running already: no round trip for it.
@@ -135,6 +151,6 @@ export class SessionOrder {
   /** Deletes the session's ordering keys (tests, operators). */
   async destroy(session: string): Promise<void> {
     const k = this.keys(session);
-    for (const key of [k.turns, k.registered, k.lease, k.cancel, k.conf, k.deferred]) await this.redis.del(key);
+    for (const key of [k.turns, k.registered, k.lease, k.cancel, k.conf, k.deferred, k.warm]) await this.redis.del(key);
   }
 }

@@ -344,7 +344,9 @@ class TurnProducer implements Producer {
     const checked = checkEnqueue(input, this.#allowEnv);
     const { session, turn } = checked;
     const traceparent = activeTraceparent();
-    const created = await this.order.register(session, turn, checked.req.onLostSession);
+    const { created, warm } = await this.order.register(session, turn, checked.req.onLostSession, checked.options.warm);
+    // The session's warm mode travels in the job, so a worker needs no read of its own to know it.
+    if (warm && checked.options.warm === undefined) checked.options = { ...checked.options, warm: true };
     // One batch under a writer id derived from the turn: a repeated enqueue comes back `duplicate`
     // with the original seq, so the log holds one turn.queued per turn.
     const queued = { turn, attempt: 0, kind: "turn.queued", data: queuedEventData(checked, traceparent) };

@@ -122,6 +122,11 @@ export const turnOptionsSchema = z.strictObject({
   settingsFile: absolutePath.optional(),
   /** More CLI flags, from a short allow-list of flags that grant nothing (see extra-args.ts). */
   extraArgs: extraArgsSchema.optional(),
+  /**
+   * Warm sessions (see README): the CLI process stays up after a turn for the session's next one.
+   * Stored for the session at enqueue: its later turns run warm too until one says `false`.
+   */
+  warm: z.boolean().optional(),
 })
   .refine((o) => !(o.riskyTools ?? []).some((t) => (o.unsupervisedTools ?? []).includes(t)), {
     path: ["unsupervisedTools"],

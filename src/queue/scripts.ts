@@ -4,7 +4,7 @@
 import type { RedisClient } from "../log/index.ts";
 import { luaScript, scriptCommand } from "../log/scripts.ts";
 
-const REGISTER = luaScript("turnstreamQueueRegister", 3, new URL("./lua/register.lua", import.meta.url));
+const REGISTER = luaScript("turnstreamQueueRegister2", 3, new URL("./lua/register.lua", import.meta.url));
 const ACQUIRE = luaScript("turnstreamQueueAcquire3", 4, new URL("./lua/acquire.lua", import.meta.url));
 const RENEW = luaScript("turnstreamQueueRenew", 2, new URL("./lua/renew.lua", import.meta.url));
 const FINISH = luaScript("turnstreamQueueFinish2", 4, new URL("./lua/finish.lua", import.meta.url));
@@ -12,7 +12,7 @@ const RELEASE = luaScript("turnstreamQueueRelease", 1, new URL("./lua/release.lu
 const DROP = luaScript("turnstreamQueueDrop2", 3, new URL("./lua/drop.lua", import.meta.url));
 
 export interface OrderScripts {
-  register(keys: [string, string, string], turn: string, nowMs: number, onLostSession: string): Promise<number>;
+  register(keys: [string, string, string], turn: string, nowMs: number, onLostSession: string, warm: string): Promise<[number, string]>;
   acquire(keys: [string, string, string, string], turn: string, token: string, px: number): Promise<[string, string, number]>;
   renew(keys: [string, string], token: string, px: number, turn: string): Promise<string>;
   finish(keys: [string, string, string, string], turn: string, token: string): Promise<[string, number] | null>;
@@ -21,14 +21,14 @@ export interface OrderScripts {
 }
 
 export function orderScripts(client: RedisClient): OrderScripts {
-  const register = scriptCommand<number>(client, REGISTER);
+  const register = scriptCommand<[number, string]>(client, REGISTER);
   const acquire = scriptCommand<[string, string, number]>(client, ACQUIRE);
   const renew = scriptCommand<string>(client, RENEW);
   const finish = scriptCommand<[string, number] | null>(client, FINISH);
   const release = scriptCommand<number>(client, RELEASE);
   const drop = scriptCommand<[string, number]>(client, DROP);
   return {
-    register: (k, turn, now, onLostSession) => register(k, [turn, now, onLostSession]),
+    register: (k, turn, now, onLostSession, warm) => register(k, [turn, now, onLostSession, warm]),
     acquire: (k, turn, token, px) => acquire(k, [turn, token, px]),
     renew: (k, token, px, turn) => renew(k, [token, px, turn]),
     finish: (k, turn, token) => finish(k, [turn, token]),

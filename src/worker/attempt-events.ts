@@ -12,7 +12,7 @@ import {
   type TurnCancelledData,
   type TurnFailedData,
 } from "../events/index.ts";
-import { createWriter, FencedError, type EventInput, type Writer, type WriteOptions } from "../log/index.ts";
+import { createWriter, FencedError, type EventInput, type SnapshotRef, type Writer, type WriteOptions } from "../log/index.ts";
 import type { ParsedLine } from "../protocol/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
@@ -37,6 +37,8 @@ export interface WriteEventOptions {
 export class AttemptEvents {
   readonly attempt: number;
   readonly epoch: number;
+  /** The session's latest snapshot as the attempt's begin read it (null: none; undefined: unknown). */
+  readonly lastSnapshot: SnapshotRef | null | undefined;
   /** ISO time of attempt.started (and the start of its span). */
   readonly startedAt = new Date().toISOString();
   /** The first observer's span ids, for attempt.started's `trace`. */
@@ -50,13 +52,14 @@ export class AttemptEvents {
   /** The worker's scrubber until the run's env is resolved, then the run's (with the overlay's secrets). */
   #scrubber: Scrubber;
 
-  constructor(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, begun: { epoch: number; attempt: number }) {
+  constructor(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, begun: { epoch: number; attempt: number; lastSnapshot?: SnapshotRef | null | undefined }) {
     this.#deps = deps;
     this.#job = job;
     this.#ctl = ctl;
     this.#scrubber = deps.scrubber;
     this.epoch = begun.epoch;
     this.attempt = begun.attempt;
+    this.lastSnapshot = begun.lastSnapshot;
     this.#writer = createWriter({ log: deps.log, session: job.session, epoch: begun.epoch, logger: deps.logger, lingerMs: LINE_LINGER_MS });
     this.#observers = this.#startObservers();
     this.trace = this.#observers.find((o) => o.trace !== undefined)?.trace;

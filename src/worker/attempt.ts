@@ -34,6 +34,7 @@ async function attemptSteps(
   snapshotRead: Promise<Snapshot | undefined>,
 ): Promise<AttemptEnd> {
   const { session, turn } = job;
+  ctl.warm = undefined;
   try {
     for (const a of await danglingAttempts(deps.log, session, turn, events.attempt)) {
       const abandoned: AttemptAbandonedData = { reason: "worker_crashed", attempt: a, retry: true, detectedBy: events.attempt };
@@ -53,6 +54,8 @@ async function attemptSteps(
     }
     throw err;
   } finally {
+    // A fenced, failed, stopped or retried attempt ends its process: only a clean finish keeps one.
+    deps.warm.release(ctl.warm);
     events.endObservers(ctl.reason ?? "worker_error");
   }
 }

@@ -36,6 +36,10 @@ const envSchema = z.object({
   "TURNSTREAM_KEEP_RAW_LINES": z.enum(["0", "1", "true", "false"], "TURNSTREAM_KEEP_RAW_LINES is 1 (keep cli.line text unscrubbed) or 0 (default)").optional(),
   TURNSTREAM_MAX_OUTPUT_LINES: intFrom("TURNSTREAM_MAX_OUTPUT_LINES"),
   TURNSTREAM_MAX_OUTPUT_MB: intFrom("TURNSTREAM_MAX_OUTPUT_MB"),
+  TURNSTREAM_WARM: z.enum(["0", "1", "true", "false"], "TURNSTREAM_WARM is 1 (every turn runs warm) or 0 (default: only turns that ask)").optional(),
+  TURNSTREAM_WARM_IDLE_MS: intFrom("TURNSTREAM_WARM_IDLE_MS"),
+  TURNSTREAM_WARM_MAX: intFrom("TURNSTREAM_WARM_MAX"),
+  TURNSTREAM_WARM_MAX_RSS_MB: intFrom("TURNSTREAM_WARM_MAX_RSS_MB"),
   "TURNSTREAM_SNAPSHOT_CACHE_MB": z.string().regex(/^\d+$/, "TURNSTREAM_SNAPSHOT_CACHE_MB must be a whole number of MiB (0 turns the cache off)").transform(Number).optional(),
 });
 
@@ -116,5 +120,9 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     keepRawLines: e.TURNSTREAM_KEEP_RAW_LINES === "1" || e.TURNSTREAM_KEEP_RAW_LINES === "true",
     maxOutputLines: e.TURNSTREAM_MAX_OUTPUT_LINES,
     maxOutputBytes: e.TURNSTREAM_MAX_OUTPUT_MB === undefined ? undefined : e.TURNSTREAM_MAX_OUTPUT_MB * 1024 * 1024,
+    warm: e.TURNSTREAM_WARM === "1" || e.TURNSTREAM_WARM === "true",
+    warmIdleMs: e.TURNSTREAM_WARM_IDLE_MS,
+    warmMaxProcesses: e.TURNSTREAM_WARM_MAX,
+    warmMaxRssBytes: e.TURNSTREAM_WARM_MAX_RSS_MB === undefined ? undefined : e.TURNSTREAM_WARM_MAX_RSS_MB * 1024 * 1024,
   };
 }

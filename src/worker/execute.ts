@@ -28,6 +28,21 @@ async function delayJob(job: Job, token: string | undefined, ms: number): Promis
   throw new DelayedError();
 }
 
+// A job handed back for the session's warm owner waits this long: about what the owner needs to
+// take it from the queue, short against the hand-off window so the owner gets several chances.
+const HANDBACK_DELAY_MS = 150;
+
+/**
+ * Warm sessions: another worker kept the session's CLI process and its hand-off window (a few
+ * seconds after its turn) still runs, so this worker hands the job back for the owner to take rather
+ * than start a second process. A delayed job spends no attempt; once the window ends anyone runs it.
+ */
+async function warmElsewhere(deps: ExecuteDeps, session: string, data: TurnJob): Promise<boolean> {
+  if (!deps.warm.wants(data)) return false;
+  const owner = await deps.order.warmOwner(session).catch(() => undefined);
+  return owner !== undefined && owner !== deps.settings.workerId;
+}
+
 /** Entry point for one BullMQ job (the worker's processor). */
 export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string | undefined, signal?: AbortSignal, slot?: CliSlot): Promise<TurnJobResult> {
   let data: TurnJob;
@@ -39,6 +54,7 @@ export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string 
   }
   const { session, turn } = data;
   const { order } = deps;
+  if (await warmElsewhere(deps, session, data)) return delayJob(job, token, HANDBACK_DELAY_MS);
   const leaseToken = `${deps.settings.workerId}.${randomUUID()}`;
 
   // One step reads the cancel flag and tries the lease (a cancelled head turn takes it to end itself).

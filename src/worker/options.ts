@@ -120,6 +120,18 @@ export interface TurnWorkerOptions {
    * the entry expires after three missed beats. Default 5000 ms.
    */
   heartbeatMs?: number;
+  /**
+   * Warm sessions for every turn, not only those enqueued with `options.warm: true`: after a turn the
+   * CLI process stays up and answers the session's next turn here (see README "Warm sessions").
+   * Default false. `TURNSTREAM_WARM=1`.
+   */
+  warm?: boolean;
+  /** An idle warm process is ended after this long (default 5 min). `TURNSTREAM_WARM_IDLE_MS`. */
+  warmIdleMs?: number;
+  /** Most idle warm processes per worker, least recently used ended first (default 8). `TURNSTREAM_WARM_MAX`. */
+  warmMaxProcesses?: number;
+  /** Most resident memory of all idle warm trees together (default 2 GiB). `TURNSTREAM_WARM_MAX_RSS_MB`. */
+  warmMaxRssBytes?: number;
 }
 
 /** The options a worker process reads from its environment (workerConfigFromEnv). */
@@ -145,6 +157,10 @@ export type WorkerEnvConfig = Pick<
   | "keepRawLines"
   | "maxOutputLines"
   | "maxOutputBytes"
+  | "warm"
+  | "warmIdleMs"
+  | "warmMaxProcesses"
+  | "warmMaxRssBytes"
 > & {
   /** How often the worker process sweeps dead runs' leftovers (ms; 0: only at start). Not a worker option: the process does it. */
   sweepIntervalMs?: number | undefined;
@@ -188,6 +204,19 @@ export interface WorkerSettings {
   /** 0: no snapshot cache. */
   snapshotCacheBytes: number;
   heartbeatMs: number;
+  /** Warm sessions: `all` turns unless a turn opts in (`enabled` false means only turns with `options.warm`). */
+  warm: WarmSettings;
+}
+
+/** How a worker keeps CLI processes between a session's turns. */
+export interface WarmSettings {
+  /** Every turn runs warm, not only those that ask. */
+  all: boolean;
+  idleTtlMs: number;
+  maxProcesses: number;
+  maxRssBytes: number;
+  /** How long after a warm turn other workers hand the session's next job back for the owner to take. */
+  handoffMs: number;
 }
 
 export const WORKER_DEFAULTS = {
@@ -213,6 +242,15 @@ export const WORKER_DEFAULTS = {
   keepRawLines: false,
   snapshotCacheBytes: DEFAULT_SNAPSHOT_CACHE_BYTES,
   heartbeatMs: DEFAULT_HEARTBEAT_MS,
+  warm: {
+    all: false,
+    idleTtlMs: 5 * 60_000,
+    maxProcesses: 8,
+    maxRssBytes: 2 * 1024 * 1024 * 1024,
+    // Long enough for a client that enqueues the next turn as soon as it sees turn.finished, short
+    // enough that a dead owner delays the session's next turn by little.
+    handoffMs: 3000,
+  },
 } as const satisfies Partial<WorkerSettings>;
 
 function positiveLimit(name: string, value: number | undefined, fallback: number): number {
@@ -260,5 +298,12 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     keepRawLines: options.keepRawLines ?? d.keepRawLines,
     snapshotCacheBytes: options.snapshotCacheBytes ?? d.snapshotCacheBytes,
     heartbeatMs: positiveLimit("heartbeatMs", options.heartbeatMs, d.heartbeatMs),
+    warm: {
+      all: options.warm ?? d.warm.all,
+      idleTtlMs: positiveLimit("warmIdleMs", options.warmIdleMs, d.warm.idleTtlMs),
+      maxProcesses: positiveLimit("warmMaxProcesses", options.warmMaxProcesses, d.warm.maxProcesses),
+      maxRssBytes: positiveLimit("warmMaxRssBytes", options.warmMaxRssBytes, d.warm.maxRssBytes),
+      handoffMs: d.warm.handoffMs,
+    },
   };
 }

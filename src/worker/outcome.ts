@@ -12,6 +12,7 @@ import { RETRYABLE_KINDS, retryDelayMs } from "./retry.ts";
 import type { CliRun } from "./run-cli.ts";
 import { snapshotRecord, type Snapshot } from "./snapshots.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay } from "./types.ts";
+import type { WarmUse } from "./warm.ts";
 
 export interface ErrorFields {
   kind: string;
@@ -99,7 +100,7 @@ export async function settleAttempt(
     case "stopped":
       return events.stopped();
     case "finished":
-      return finishTurn(deps, job, events, run, v.outcome, replay);
+      return finishTurn(deps, job, ctl, events, run, v.outcome, replay);
     case "replay":
       await events.abandon("lost_session", true);
       await events.close();
@@ -115,7 +116,19 @@ export async function settleAttempt(
   }
 }
 
-async function finishTurn(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents, run: PreparedRun, outcome: TurnOutcome, replay: Replay | undefined): Promise<AttemptEnd> {
+/**
+ * Keeps the turn's process for the session's next turn and names this worker its owner for the
+ * hand-off window, so another worker that takes the next job hands it back (execute.ts).
+ */
+async function keepWarm(deps: ExecuteDeps, job: TurnJob, use: WarmUse, epoch: number, at: string): Promise<void> {
+  deps.warm.keep(job.session, use, epoch, at);
+  if (use.kept !== true) return;
+  await deps.order.setWarmOwner(job.session, deps.settings.workerId, deps.warm.handoffMs).catch((err: unknown) => {
+    deps.logger.warn({ session: job.session, err: { message: (err as Error).message } }, "could not name this worker the session's warm owner");
+  });
+}
+
+async function finishTurn(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, run: PreparedRun, outcome: TurnOutcome, replay: Replay | undefined): Promise<AttemptEnd> {
   const cliSessionId = outcome.sessionId;
   const written = await writeSnapshot(events, run, outcome);
   if (replay !== undefined) {
@@ -135,6 +148,7 @@ async function finishTurn(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents
   await events.close();
   // Appended (close would have thrown otherwise): the next turn of the session may start from it.
   if (written !== undefined) deps.snapshots?.set(job.session, events.epoch, written.at, written.snapshot);
+  if (written !== undefined && ctl.warm?.viaProcess === true) await keepWarm(deps, job, ctl.warm, events.epoch, written.at);
   return { kind: "finished", attempt: events.attempt, cliSessionId };
 }
 

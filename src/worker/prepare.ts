@@ -11,6 +11,8 @@ import type { AttemptEvents } from "./attempt-events.ts";
 import { jobOptionsRefusal } from "./job-options.ts";
 import { lastCliSessionId, rebuildTranscript } from "./log-scan.ts";
 import { resolveEnv, runScrubbers, type RunEnv } from "./run-env.ts";
+import { runTurnOptions } from "./run-cli.ts";
+import type { WarmUse } from "./warm.ts";
 import type { Snapshot } from "./snapshots.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay } from "./types.ts";
 import { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
@@ -60,7 +62,9 @@ export async function prepareAttempt(
   const snapshot = await snapshotRead;
   const resume = replay === undefined ? (snapshot?.cliSessionId ?? (await lastCliSessionId(deps.log, job.session))) : undefined;
   const { prompt, replayedTurns } = replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(deps.log, job);
-  await writeAttemptStarted(deps, job, events, resume, snapshot);
+  const provisional = { env: runEnv.env, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: undefined };
+  ctl.warm = warmUse(deps, job, ctl, events, provisional);
+  await writeAttemptStarted(deps, job, events, resume, snapshot, ctl.warm);
   if (ctl.reason !== undefined) return { end: await events.stopped() };
   if (job.options.trustWorkspace === true && deps.settings.workspaceTrust !== "job") {
     const why = "the turn asks to trust its workspace, which this worker does not allow; set TURNSTREAM_WORKSPACE_TRUST=job on the worker, or drop trustWorkspace";
@@ -95,7 +99,23 @@ async function replayPrompt(log: EventLog, job: TurnJob): Promise<{ prompt: stri
   return { prompt, replayedTurns: t.turns };
 }
 
-async function writeAttemptStarted(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents, resume: string | undefined, snapshot: Snapshot | undefined): Promise<void> {
+/** The attempt's warm decision, taken with the options the run will start with (supervision adds nothing a warm turn keeps). */
+function warmUse(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, run: PreparedRun): WarmUse | undefined {
+  if (!deps.warm.wants(job)) {
+    deps.warm.drop(job.session);
+    return undefined;
+  }
+  return deps.warm.choose(job, runTurnOptions(deps, job, ctl, events, run), events.lastSnapshot);
+}
+
+async function writeAttemptStarted(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  events: AttemptEvents,
+  resume: string | undefined,
+  snapshot: Snapshot | undefined,
+  warm: WarmUse | undefined,
+): Promise<void> {
   const started: AttemptStartedData = { worker: deps.settings.workerId, attempt: events.attempt, cwd: job.cwd };
   if (job.options.model !== undefined) started.model = job.options.model;
   const cliVersion = await deps.cliVersion();
@@ -104,6 +124,7 @@ async function writeAttemptStarted(deps: ExecuteDeps, job: TurnJob, events: Atte
   if (snapshot !== undefined) started.snapshotSeq = snapshot.seq;
   if (job.traceparent !== undefined) started.traceparent = job.traceparent;
   if (events.trace !== undefined) started.trace = events.trace;
+  if (warm !== undefined) started.warm = warm.label;
   await events.write("attempt.started", started, { wait: { holdMs: ATTEMPT_HOLD_MS } });
 }
 

@@ -1,7 +1,7 @@
 // The run step: take a CLI slot, start the CLI (runTurn) with the job's options under the worker's
 // rules, and append its stdout lines and stderr as they come, within the worker's output limits.
 // Ends once the CLI's outcome is known and every line it printed has been handed to the writer.
-import { runTurn, type RunTurnExtras, type RunTurnOptions, type TurnHandle, type TurnOutcome } from "../cli/index.ts";
+import { runTurn, type RunTurnExtras, type RunTurnOptions, type TurnOutcome } from "../cli/index.ts";
 import type { CliExitData } from "../events/index.ts";
 import { isKnown, type ParsedLine } from "../protocol/index.ts";
 import type { TurnJob } from "../queue/index.ts";
@@ -11,6 +11,7 @@ import type { WorkerSettings } from "./options.ts";
 import { errFields } from "./outcome.ts";
 import type { PreparedRun } from "./prepare.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps } from "./types.ts";
+import type { CliHandle } from "./warm.ts";
 
 // The CLI exits shortly after its result line, and the turn's end (exit, snapshot, turn.finished)
 // follows at once: the result line waits this long to share their append, one round trip fewer per
@@ -38,9 +39,11 @@ export async function runCli(deps: ExecuteDeps, job: TurnJob, ctl: AttemptContro
     ctl.reason ??= "shutdown";
     return { end: await events.stopped() };
   }
-  let handle: TurnHandle;
+  let handle: CliHandle;
   try {
-    handle = runTurn(runTurnOptions(deps, job, ctl, events, run));
+    const options = runTurnOptions(deps, job, ctl, events, run);
+    const warm = ctl.warm;
+    handle = warm?.viaProcess === true ? deps.warm.run(warm, options) : runTurn(options);
   } catch (err) {
     release();
     run.supervised?.close();
@@ -54,7 +57,7 @@ export async function runCli(deps: ExecuteDeps, job: TurnJob, ctl: AttemptContro
 }
 
 /** runTurn's options for this attempt: the job's, under the worker's settings and a supervised turn's rules. */
-function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, run: PreparedRun): RunTurnOptions & RunTurnExtras {
+export function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, run: PreparedRun): RunTurnOptions & RunTurnExtras {
   const { settings } = deps;
   const o = job.options;
   const { supervised, snapshot, resume } = run;
@@ -95,7 +98,7 @@ function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, ev
 }
 
 /** Writes the run's output as it comes and waits for its outcome. A fenced attempt writes nothing more. */
-async function drain(handle: TurnHandle, ctl: AttemptControl, events: AttemptEvents, settings: WorkerSettings, lines: Scrubber | undefined): Promise<{ ran: CliRun } | { end: AttemptEnd }> {
+async function drain(handle: CliHandle, ctl: AttemptControl, events: AttemptEvents, settings: WorkerSettings, lines: Scrubber | undefined): Promise<{ ran: CliRun } | { end: AttemptEnd }> {
   const hints: ParsedLine[] = [];
   const limit = outputLimit(settings, () => handle.kill());
   const fenced = (): boolean => ctl.ac.signal.aborted && ctl.reason === "fenced";

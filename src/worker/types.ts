@@ -9,6 +9,7 @@ import type { Scrubber } from "../telemetry/index.ts";
 import type { CliSlot } from "./cli-slots.ts";
 import type { WorkerSettings } from "./options.ts";
 import type { SnapshotCache } from "./snapshots.ts";
+import type { WarmSessions, WarmUse } from "./warm.ts";
 
 export type StopReason = "lease_lost" | "cancelled" | "fenced" | "lock_lost" | "shutdown";
 
@@ -31,6 +32,8 @@ export interface ExecuteDeps {
   decisionHub: (() => Promise<DecisionHub>) | undefined;
   /** Session files of recent snapshots, so a session's next turn here need not rebuild its file from the log. */
   snapshots: SnapshotCache | undefined;
+  /** The worker's kept CLI processes (warm sessions). */
+  warm: WarmSessions;
   /** The CLI's version, read once per worker; undefined when it could not be read. */
   cliVersion: () => Promise<string | undefined>;
 }
@@ -53,6 +56,8 @@ export interface AttemptControl {
   ac: AbortController;
   /** The worker's CLI slots as this job sees them: every CLI start takes one. */
   slot: CliSlot | undefined;
+  /** The running attempt's warm decision (warm sessions), undefined for a turn in cold mode. */
+  warm?: WarmUse | undefined;
 }
 
 export type AttemptEnd =

@@ -16,6 +16,7 @@ import { cliVersionReader } from "./cli-version.ts";
 import { executeTurnJob } from "./execute.ts";
 import { compileWorkerOptions, type TurnWorkerOptions, type WorkerSettings } from "./options.ts";
 import { SnapshotCache } from "./snapshots.ts";
+import { WarmSessions } from "./warm.ts";
 import type { ExecuteDeps, RunningTurn, TurnJobResult } from "./types.ts";
 
 export interface TurnWorker {
@@ -71,6 +72,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     running: new Map<string, RunningTurn>(),
     decisionHub: hub.get,
     snapshots: settings.snapshotCacheBytes === 0 ? undefined : new SnapshotCache(settings.snapshotCacheBytes),
+    warm: new WarmSessions(settings.warm, logger),
     cliVersion: cliVersionReader(settings.claudeBin, { ...process.env, ...settings.runEnv }, logger),
   };
   const connection = bullConnection(options.redis);
@@ -97,7 +99,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   });
   let closing: Promise<void> | undefined;
   const heartbeat = workerHeartbeat(options.redis, settings, logger, slots);
-  const parts: WorkerParts = { worker, slots, queue, connection, running: deps.running, settings, logger, telemetry: options.telemetry, hub, heartbeat };
+  const parts: WorkerParts = { worker, slots, queue, connection, running: deps.running, settings, logger, telemetry: options.telemetry, hub, heartbeat, warm: deps.warm };
   return {
     id,
     worker,
@@ -209,6 +211,7 @@ interface WorkerParts {
   telemetry: Telemetry | undefined;
   hub: LazyHub;
   heartbeat: Heartbeat;
+  warm: WarmSessions;
 }
 
 /** Stops taking jobs, lets running turns finish within graceMs, ends the rest, and closes the connections, each wait bounded. */
@@ -234,6 +237,8 @@ async function closeWorker(p: WorkerParts, graceMs: number, closeTimeoutMs: numb
       }
     }
   }
+  // Kept processes answer only this worker's turns; once it stops taking jobs they are of no use.
+  await boundedWait(p.warm.closeAll(), p.settings.killGraceMs + closeTimeoutMs);
   if (p.telemetry !== undefined) await boundedWait(p.telemetry.forceFlush(), closeTimeoutMs);
   if (!(await boundedWait(p.queue.close(), closeTimeoutMs))) void p.queue.disconnect().catch(() => undefined);
   // Listed as live until its turns have ended; the entry goes before the connections do.

@@ -2,15 +2,19 @@
 --
 -- KEYS[1]  turns       <prefix>{s:<id>}:turns       (list of pending turn ids, the head runs next)
 -- KEYS[2]  registered  <prefix>{s:<id>}:registered  (hash turn id -> enqueue time in ms)
--- KEYS[3]  conf        <prefix>{s:<id>}:conf        (hash of session settings: onLostSession)
+-- KEYS[3]  conf        <prefix>{s:<id>}:conf        (hash of session settings: onLostSession, warm)
 -- ARGV[1]  turn id
 -- ARGV[2]  nowMs          enqueue time
 -- ARGV[3]  onLostSession  the session's policy, set only by its first turn; "" = leave it
+-- ARGV[4]  warm           "1" / "0": the session's warm mode from this turn on; "" = leave it
 --
--- Returns 1 when the turn is new (appended to the list), 0 when it was registered before.
+-- Returns { 1 when the turn is new (appended to the list) else 0, the session's warm mode ("1" or "") }.
 
-if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
+local warm = ARGV[4]
+if warm ~= '' then redis.call('HSET', KEYS[3], 'warm', warm) else warm = redis.call('HGET', KEYS[3], 'warm') or '' end
+if warm ~= '1' then warm = '' end
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return { 0, warm } end
 redis.call('RPUSH', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 if ARGV[3] ~= '' then redis.call('HSETNX', KEYS[3], 'onLostSession', ARGV[3]) end
-return 1
+return { 1, warm }

@@ -1,0 +1,158 @@
+// Warm sessions: the worker keeps a session's CLI process after a finished turn and writes the
+// session's next turn to its stdin. The turn still goes through the attempt's steps (lease, fencing
+// epoch, attempt.started, cli.line, session.snapshot, turn.finished); only where its CLI process
+// comes from differs. A kept process answers only when the session's latest snapshot is the one it
+// produced: a turn that ran anywhere else since (another worker, a fenced or failed attempt) moved
+// the session on, and the process is closed, so one session never has two live processes.
+import type { RunTurnOptions, TurnHandle, TurnOutcome } from "../cli/index.ts";
+import { Channel } from "../cli/channel.ts";
+import { WarmPool, type WarmMiss } from "../cli/warm-pool.ts";
+import { startWarmProcess, warmFingerprint, type WarmProcess, type WarmProcessOptions } from "../cli/warm-process.ts";
+import type { AttemptStartedData } from "../events/index.ts";
+import type { Logger } from "../kernel/index.ts";
+import type { SnapshotRef } from "../log/index.ts";
+import type { ParsedLine } from "../protocol/index.ts";
+import type { TurnJob } from "../queue/index.ts";
+import type { WarmSettings } from "./options.ts";
+
+/** What attempt.started says of a warm-mode turn: `warm`, or why a new process answers it. */
+export type WarmLabel = NonNullable<AttemptStartedData["warm"]>;
+
+/** The part of a CLI run the run step reads: a cold run's handle, or a warm turn's. */
+export type CliHandle = Pick<TurnHandle, "lines" | "stderr" | "outcome" | "exited" | "pid" | "kill">;
+
+/** One attempt's warm decision, made before attempt.started. */
+export interface WarmUse {
+  label: WarmLabel;
+  /** The session's kept process (label `warm`), else undefined: a new one is started for the turn. */
+  process: WarmProcess | undefined;
+  /** False for turns that run cold whatever the mode (supervised, skills): the plain cold path. */
+  viaProcess: boolean;
+  /** Set once the process was kept for the next turn. */
+  kept?: boolean;
+}
+
+const refKey = (epoch: number, at: string): string => `${epoch}|${at}`;
+
+/** The worker's kept processes and how a turn gets one. */
+export class WarmSessions {
+  readonly #pool: WarmPool;
+  readonly #settings: WarmSettings;
+  /** The snapshot each kept process produced last: it may answer only while that is the session's latest. */
+  readonly #made = new WeakMap<WarmProcess, string>();
+  /** Where a process's stderr goes: the current turn's channel (stderr belongs to the process, not a turn). */
+  readonly #stderr = new WeakMap<WarmProcess, { ch: Channel<string> | undefined }>();
+
+  constructor(settings: WarmSettings, logger: Logger) {
+    this.#settings = settings;
+    this.#pool = new WarmPool({ idleTtlMs: settings.idleTtlMs, maxProcesses: settings.maxProcesses, maxRssBytes: settings.maxRssBytes, logger });
+  }
+
+  /** Whether the turn runs in warm mode (the worker's default or the turn's own option). */
+  wants(job: TurnJob): boolean {
+    return this.#settings.all || job.options.warm === true;
+  }
+
+  get handoffMs(): number {
+    return this.#settings.handoffMs;
+  }
+
+  /** Decides how the turn's CLI process comes about; `latest` is the session's snapshot pointer read when the attempt began. */
+  choose(job: TurnJob, options: RunTurnOptions, latest: SnapshotRef | null | undefined): WarmUse {
+    const cold = job.options.supervised === true ? "supervised" : (job.options.skills?.length ?? 0) > 0 ? "skills" : undefined;
+    if (cold !== undefined) {
+      // Their per-run state (the decision hook's token, the skills written into the workspace) lives
+      // for one run, so these turns take the plain cold path.
+      this.drop(job.session);
+      return { label: cold, process: undefined, viaProcess: false };
+    }
+    let fingerprint: string;
+    try {
+      fingerprint = warmFingerprint(startOptions(options));
+    } catch {
+      // Options the runner refuses: the cold start reports why.
+      fingerprint = "";
+    }
+    const taken = this.#pool.take(job.session, fingerprint);
+    if (taken.process === undefined) return { label: missLabel(taken.reason), process: undefined, viaProcess: true };
+    if (latest == null || this.#made.get(taken.process) !== refKey(latest.epoch, latest.at)) {
+      void taken.process.close();
+      return { label: "moved", process: undefined, viaProcess: true };
+    }
+    return { label: "warm", process: taken.process, viaProcess: true };
+  }
+
+  /** Starts the turn's CLI: the kept process, or a new one started as a cold run with these options would be. */
+  run(use: WarmUse, options: RunTurnOptions & { sessionFile?: Uint8Array | undefined }): CliHandle {
+    let process = use.process;
+    if (process === undefined) {
+      const sink: { ch: Channel<string> | undefined } = { ch: undefined };
+      process = startWarmProcess({ ...startOptions(options), onStderr: (line) => sink.ch?.push(line) });
+      this.#stderr.set(process, sink);
+    }
+    use.process = process;
+    const { prompt, signal, timeoutMs, inactivityTimeoutMs } = options;
+    return this.#turn(process, prompt ?? "", { signal, timeoutMs, inactivityTimeoutMs });
+  }
+
+  #turn(p: WarmProcess, prompt: string, o: Pick<RunTurnOptions, "signal" | "timeoutMs" | "inactivityTimeoutMs">): CliHandle {
+    const lines = new Channel<ParsedLine>();
+    const stderr = new Channel<string>();
+    const sink = this.#stderr.get(p);
+    if (sink !== undefined) sink.ch = stderr;
+    const outcome: Promise<TurnOutcome> = p.turn(prompt, { ...o, onLine: (l) => lines.push(l) });
+    const ended = (): void => {
+      if (sink?.ch === stderr) sink.ch = undefined;
+      lines.end();
+      stderr.end();
+    };
+    outcome.then(ended, ended);
+    return {
+      lines,
+      stderr,
+      outcome,
+      // The process stays up: its CPU is free for the next run once the turn's result is in.
+      exited: outcome.then(
+        () => undefined,
+        () => undefined,
+      ),
+      pid: p.pid,
+      kill: () => void p.close(),
+    };
+  }
+
+  /** Keeps the turn's process for the session's next turn; `epoch` and `at` name the snapshot its turn appended. */
+  keep(session: string, use: WarmUse, epoch: number, at: string): void {
+    const p = use.process;
+    if (p === undefined || !p.alive) return;
+    use.kept = true;
+    this.#made.set(p, refKey(epoch, at));
+    this.#pool.put(session, p);
+  }
+
+  /** Ends the turn's process unless it was kept: a turn that did not finish cleanly leaves nothing behind to reuse. */
+  release(use: WarmUse | undefined): void {
+    if (use?.process !== undefined && use.kept !== true) void use.process.close();
+  }
+
+  /** Closes the session's kept process, if any: a cold run is starting, never beside it. */
+  drop(session: string): void {
+    // No fingerprint matches "", so take closes what it finds.
+    this.#pool.take(session, "");
+  }
+
+  /** Ends every kept process (worker shutdown). */
+  closeAll(): Promise<void> {
+    return this.#pool.closeAll();
+  }
+}
+
+function missLabel(m: WarmMiss): WarmLabel {
+  return m;
+}
+
+/** A run's options without the per-turn ones: how its process starts. */
+function startOptions(o: RunTurnOptions & { sessionFile?: Uint8Array | undefined }): WarmProcessOptions {
+  const { prompt: _p, signal: _s, timeoutMs: _t, inactivityTimeoutMs: _i, onStderr: _e, ...start } = o;
+  return start;
+}

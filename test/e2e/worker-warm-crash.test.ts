@@ -1,0 +1,59 @@
+// kill -9 of a worker holding a session's warm CLI process: the dead worker's watchdog ends the kept
+// tree (no orphan CLI), and the session's next turn runs cold on the other worker once the dead
+// owner's hand-off window has passed.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createProducer } from "../../src/queue/index.ts";
+import { startModelServer } from "../../src/testing/index.ts";
+import { cleanupKeys, cliEnv, readAll, redisFor, startWorkerProcess, testSpace, treeMembers, waitUntil } from "../worker/_support.ts";
+
+test("kill -9 of a worker with a warm session: its kept CLI tree ends, the next turn runs cold on the other worker", async () => {
+  const space = testSpace();
+  const server = await startModelServer({ script: { responses: [] } });
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const ws = space.workspace();
+  const env = (name: string): Record<string, string> => ({
+    REDIS_URL: "redis://127.0.0.1:6379",
+    ...cliEnv(server.url),
+    TURNSTREAM_WORKSPACE_ROOTS: ws,
+    TURNSTREAM_PREFIX: space.logPrefix,
+    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
+    TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${name}`),
+    TURNSTREAM_SANDBOXED: "1",
+    TURNSTREAM_WARM: "1",
+  });
+  const workers = { a: await startWorkerProcess(env("a")), b: await startWorkerProcess(env("b")) };
+  try {
+    const first = await producer.enqueueTurn({ prompt: "first", cwd: ws });
+    assert.equal((await producer.waitForTurn(first.turn, { timeoutMs: 40_000 })).status, "finished");
+    const events = await readAll(producer.log, first.session);
+    const started = events.find((e) => e.kind === "attempt.started")!.data as Record<string, unknown>;
+    assert.equal(started["warm"], "none");
+    const cliPid = Number((events.find((e) => e.kind === "cli.exit")!.data as Record<string, unknown>)["pid"]);
+    const marker = /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(readFileSync(`/proc/${cliPid}/environ`, "latin1"))![1]!;
+    assert.ok(treeMembers(marker).length > 0, "the CLI is kept after its turn");
+    const victim = String(started["worker"]).includes(`-${workers.a.pid}-`) ? "a" : "b";
+    const survivor = victim === "a" ? "b" : "a";
+    workers[victim].kill("SIGKILL");
+    await workers[victim].exited;
+    await waitUntil(() => treeMembers(marker).length === 0, 15_000, "the dead worker's kept CLI tree to be gone");
+
+    const next = await producer.enqueueTurn({ prompt: "second", cwd: ws, session: first.session });
+    const res = await producer.waitForTurn(next.turn, { timeoutMs: 40_000 });
+    assert.equal(res.status, "finished", JSON.stringify(res.event.data));
+    const s2 = (await readAll(producer.log, first.session)).find((e) => e.turn === next.turn && e.kind === "attempt.started")!.data as Record<string, unknown>;
+    assert.match(String(s2["worker"]), new RegExp(`-${workers[survivor].pid}-`));
+    assert.equal(s2["warm"], "none", "a new process on the survivor");
+    assert.equal(typeof s2["snapshotSeq"], "number", "started from the session's snapshot");
+  } finally {
+    for (const w of Object.values(workers)) w.kill("SIGTERM");
+    await Promise.all(Object.values(workers).map((w) => w.exited));
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    await server.close();
+    space.cleanup();
+  }
+});
