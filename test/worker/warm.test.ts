@@ -4,7 +4,7 @@
 // and with which reason; cancellation of a warm turn ends its tree.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Envelope } from "../../src/log/index.ts";
 import type { Rig } from "./_more.ts";
@@ -175,6 +175,35 @@ test("with two workers a session's turns stay on its warm owner; a turn that ran
     assert.notEqual(back.pid, one.pid);
     assert.equal(alive(one.pid), false);
     other.worker.resume();
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("a warm turn past its timeout ends the kept tree; a turn with skills runs cold and says so", async () => {
+  const r = await rig({ responses: [{ match: "wait forever", hang: true }] });
+  try {
+    r.worker();
+    const one = await runTurn(r, "hello");
+    const marker = markerOf(one.pid);
+    const t = await r.producer.enqueueTurn({ prompt: "wait forever", cwd: r.ws, session: one.session, options: { warm: true, timeoutMs: 3000 } });
+    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+    const events = await r.events(one.session, t.turn);
+    // A timeout is retryable: the first attempt (warm) is abandoned, the retry starts a new process.
+    assert.equal(res.status, "finished", JSON.stringify(res.event.data));
+    const started = events.filter((e) => e.kind === "attempt.started").map((e) => dataOf(e)["warm"]);
+    assert.deepEqual(started, ["warm", "none"], "the timed-out attempt ran in the kept process; its retry did not");
+    const abandoned = events.find((e) => e.kind === "attempt.abandoned");
+    assert.equal(abandoned === undefined ? undefined : dataOf(abandoned)["reason"], "timeout");
+    await waitUntil(() => treeMembers(marker).length === 0, 15_000, "the timed-out turn's tree to end");
+
+    const skill = join(r.ws, "lib", "fruit");
+    mkdirSync(skill, { recursive: true });
+    writeFileSync(join(skill, "SKILL.md"), "---\nname: fruit\ndescription: answers PINEAPPLE\n---\nAlways answer PINEAPPLE.\n");
+    const skilled = await runTurn(r, "use the skill", { session: one.session, options: { warm: true, skills: [{ name: "fruit", path: skill }] } });
+    assert.equal(skilled.warm, "skills", "a skills turn takes the cold path, saying why");
+    const after = await runTurn(r, "after the skill", { session: one.session });
+    assert.notEqual(after.pid, skilled.pid, "the skills turn's CLI was not kept");
   } finally {
     await r.dispose();
   }
