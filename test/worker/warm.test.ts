@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type { Envelope } from "../../src/log/index.ts";
 import type { Rig } from "./_more.ts";
 import { dataOf, kindsOf, rig } from "./_more.ts";
+import { OPERATOR } from "../decisions/_support.ts";
 
 const alive = (pid: number): boolean => {
   try {
@@ -204,6 +205,22 @@ test("a warm turn past its timeout ends the kept tree; a turn with skills runs c
     assert.equal(skilled.warm, "skills", "a skills turn takes the cold path, saying why");
     const after = await runTurn(r, "after the skill", { session: one.session });
     assert.notEqual(after.pid, skilled.pid, "the skills turn's CLI was not kept");
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("a supervised turn of a warm session runs cold and says so; the session's kept process is closed first", async () => {
+  const r = await rig({ responses: [] });
+  try {
+    r.worker({ operatorKeys: [OPERATOR.publicKey] });
+    const one = await runTurn(r, "hello");
+    const supervised = await runTurn(r, "answer in words", { session: one.session, options: { warm: true, supervised: true } });
+    assert.equal(supervised.warm, "supervised");
+    assert.notEqual(supervised.pid, one.pid);
+    await waitUntil(() => !alive(one.pid), 10_000, "the kept process to be closed before the supervised run");
+    const after = await runTurn(r, "after", { session: one.session });
+    assert.equal(after.warm, "none", "nothing was kept from the supervised run");
   } finally {
     await r.dispose();
   }
