@@ -117,12 +117,11 @@ export async function settleAttempt(
 }
 
 /**
- * Keeps the turn's process for the session's next turn and names this worker its owner for the
- * hand-off window, so another worker that takes the next job hands it back (execute.ts).
+ * Names this worker the session's warm owner for the hand-off window, so another worker that takes
+ * the next job hands it back (execute.ts). Said before turn.finished: a producer that sees the turn
+ * end and enqueues the next one at once must already find it.
  */
-async function keepWarm(deps: ExecuteDeps, job: TurnJob, use: WarmUse, epoch: number, at: string): Promise<void> {
-  deps.warm.keep(job.session, use, epoch, at);
-  if (use.kept !== true) return;
+async function claimWarmOwner(deps: ExecuteDeps, job: TurnJob): Promise<void> {
   await deps.order.setWarmOwner(job.session, deps.settings.workerId, deps.warm.handoffMs).catch((err: unknown) => {
     deps.logger.warn({ session: job.session, err: { message: (err as Error).message } }, "could not name this worker the session's warm owner");
   });
@@ -144,11 +143,13 @@ async function finishTurn(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, 
   if (typeof cost === "number") fin.costUsd = cost;
   // Plain text, not a JSON line: the run's full scrubber, like stderr and error messages.
   if (outcome.resultText !== undefined) fin.resultText = deps.settings.keepRawLines ? outcome.resultText : events.scrubMessage(outcome.resultText);
+  const warm = written !== undefined && ctl.warm?.viaProcess === true && ctl.warm.process?.alive === true ? ctl.warm : undefined;
+  if (warm !== undefined) await claimWarmOwner(deps, job);
   await events.write("turn.finished", fin);
   await events.close();
   // Appended (close would have thrown otherwise): the next turn of the session may start from it.
   if (written !== undefined) deps.snapshots?.set(job.session, events.epoch, written.at, written.snapshot);
-  if (written !== undefined && ctl.warm?.viaProcess === true) await keepWarm(deps, job, ctl.warm, events.epoch, written.at);
+  if (warm !== undefined && written !== undefined) deps.warm.keep(job.session, warm, events.epoch, written.at);
   return { kind: "finished", attempt: events.attempt, cliSessionId };
 }
 

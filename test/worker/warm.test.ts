@@ -150,31 +150,42 @@ test("cancelling a warm turn ends the kept process's tree; the next turn starts 
   }
 });
 
-test("with two workers a session's turns stay on its warm owner; a turn that ran elsewhere since sends the owner's process away (moved)", async () => {
+test("with two workers a session's turns stay on its warm owner, or go elsewhere only after its window; a turn that ran elsewhere since sends the owner's process away (moved)", async () => {
   const r = await rig({ responses: [] });
   try {
     const a = r.worker({ workerId: "warm-a" });
     const b = r.worker({ workerId: "warm-b" });
-    const one = await runTurn(r, "first");
-    const owner = String(dataOf(one.events.find((e) => e.kind === "attempt.started")!)["worker"]);
+    const at = (t: Ran, kind: string): Envelope => t.events.find((e) => e.kind === kind)!;
+    const ranOn = (t: Ran): string => String(dataOf(at(t, "attempt.started"))["worker"]);
+    let prev = await runTurn(r, "first");
     // Enqueued at once, within the hand-off window: the other worker hands the job back to the owner.
-    const two = await runTurn(r, "second", { session: one.session });
-    const three = await runTurn(r, "third", { session: one.session });
-    assert.deepEqual([two.warm, three.warm], ["warm", "warm"]);
-    assert.deepEqual([two.pid, three.pid], [one.pid, one.pid]);
+    // That is a preference BullMQ cannot promise, so a turn may still run elsewhere, but only once
+    // the owner's window has passed, and then cold.
+    for (const prompt of ["second", "third"]) {
+      const t = await runTurn(r, prompt, { session: prev.session });
+      if (ranOn(t) === ranOn(prev)) {
+        assert.deepEqual([t.warm, t.pid], ["warm", prev.pid], `${prompt} ran warm on its owner`);
+      } else {
+        assert.equal(t.warm, "none");
+        const waited = Date.parse(at(t, "attempt.started").at) - Date.parse(at(prev, "turn.finished").at);
+        assert.ok(waited >= 2500, `${prompt} ran elsewhere ${waited} ms after its owner's turn, inside the window`);
+      }
+      prev = t;
+    }
+    const owner = ranOn(prev);
     const [mine, other] = owner === "warm-a" ? [a, b] : [b, a];
     // The owner stops taking jobs and its window ends: the other worker runs the session's next turn.
     await mine.worker.pause();
     await new Promise((res) => setTimeout(res, 3200));
-    const elsewhere = await runTurn(r, "elsewhere", { session: one.session });
-    assert.equal(String(dataOf(elsewhere.events.find((e) => e.kind === "attempt.started")!)["worker"]), owner === "warm-a" ? "warm-b" : "warm-a");
-    assert.equal(elsewhere.warm, "none");
+    const elsewhere = await runTurn(r, "elsewhere", { session: prev.session });
+    assert.equal(ranOn(elsewhere), owner === "warm-a" ? "warm-b" : "warm-a");
+    assert.ok(["none", "moved"].includes(String(elsewhere.warm)), String(elsewhere.warm));
     await other.worker.pause();
     mine.worker.resume();
-    const back = await runTurn(r, "back", { session: one.session });
+    const back = await runTurn(r, "back", { session: prev.session });
     assert.equal(back.warm, "moved", "the owner's process no longer holds the session's latest snapshot");
-    assert.notEqual(back.pid, one.pid);
-    assert.equal(alive(one.pid), false);
+    assert.notEqual(back.pid, prev.pid);
+    assert.equal(alive(prev.pid), false);
     other.worker.resume();
   } finally {
     await r.dispose();
