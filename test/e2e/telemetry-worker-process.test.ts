@@ -8,7 +8,7 @@ import { createProducer } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { ATTEMPT_SPAN_NAME, redactionMarker, toolSpanName } from "../../src/telemetry/index.ts";
 import { startOtlpReceiver } from "../telemetry/otlp-receiver.ts";
-import { cleanupKeys, cliEnv, readAll, redisFor, startWorkerProcess, testSpace } from "../worker/_support.ts";
+import { cleanupKeys, readAll, redisFor, startWorkerProcess, testSpace, workerProcessEnv } from "../worker/_support.ts";
 
 test("worker process: spans exported over OTLP from OTEL_* env, flushed on SIGTERM; env secret scrubbed everywhere", async () => {
   const secret = `cnryproc${randomBytes(8).toString("hex")}`;
@@ -26,13 +26,8 @@ test("worker process: spans exported over OTLP from OTEL_* env, flushed on SIGTE
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
   const ws = space.workspace();
   const worker = await startWorkerProcess({
-    REDIS_URL: "redis://127.0.0.1:6379",
-    ...cliEnv(server.url),
+    ...workerProcessEnv(space, ws, server.url, "a"),
     DEPLOY_TOKEN: secret,
-    TURNSTREAM_WORKSPACE_ROOTS: ws,
-    TURNSTREAM_PREFIX: space.logPrefix,
-    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
-    TURNSTREAM_INSTANCE_ROOT: space.dir("root"),
     TURNSTREAM_SANDBOXED: "1",
     TURNSTREAM_SHUTDOWN_GRACE_MS: "5000",
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,

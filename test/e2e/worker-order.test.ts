@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createProducer } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
-import { cleanupKeys, cliEnv, readAll, redisFor, startWorkerProcess, testSpace } from "../worker/_support.ts";
+import { cleanupKeys, readAll, redisFor, startWorkerProcess, testSpace, workerProcessEnv } from "../worker/_support.ts";
 
 test("3 sessions × 5 turns on 2 workers: order per session kept, attempts of a session never overlap", async () => {
   const space = testSpace();
@@ -13,12 +13,7 @@ test("3 sessions × 5 turns on 2 workers: order per session kept, attempts of a 
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
   const ws = space.workspace();
   const env = (name: string): Record<string, string> => ({
-    REDIS_URL: "redis://127.0.0.1:6379",
-    ...cliEnv(server.url),
-    TURNSTREAM_WORKSPACE_ROOTS: ws,
-    TURNSTREAM_PREFIX: space.logPrefix,
-    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
-    TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${name}`),
+    ...workerProcessEnv(space, ws, server.url, name),
     TURNSTREAM_CONCURRENCY: "2",
   });
   const workers = await Promise.all([startWorkerProcess(env("a")), startWorkerProcess(env("b"))]);

@@ -7,7 +7,7 @@ import { connectRedis } from "../../src/log/index.ts";
 import { createProducer } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { startRedisServer } from "../support/redis-server.ts";
-import { cleanupKeys, cliEnv, readAll, redisFor, startWorkerProcess, testSpace, treeMembers, waitUntil, type WorkerProcess } from "../worker/_support.ts";
+import { cleanupKeys, cliEnv, readAll, redisFor, startWorkerProcess, testSpace, treeMembers, type WorkerProcess, waitUntil, workerProcessEnv } from "../worker/_support.ts";
 import { dataOf, findTreeProcess, kindsOf, startWorkerCommand } from "../worker/_more.ts";
 
 const GRACE_MS = 500;
@@ -28,12 +28,7 @@ test("SIGTERM with a running turn: bounded exit, tree gone, attempt abandoned, t
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
   const ws = space.workspace();
   const env = (name: string): Record<string, string> => ({
-    REDIS_URL: "redis://127.0.0.1:6379",
-    ...cliEnv(server.url),
-    TURNSTREAM_WORKSPACE_ROOTS: ws,
-    TURNSTREAM_PREFIX: space.logPrefix,
-    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
-    TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${name}`),
+    ...workerProcessEnv(space, ws, server.url, name),
     TURNSTREAM_INSTANCE_ID: `inst-${name}`,
     TURNSTREAM_SANDBOXED: "1",
     TURNSTREAM_SHUTDOWN_GRACE_MS: String(GRACE_MS),

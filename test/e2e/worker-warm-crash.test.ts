@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createProducer } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
-import { cleanupKeys, cliEnv, readAll, redisFor, startWorkerProcess, testSpace, treeMembers, waitUntil } from "../worker/_support.ts";
+import { cleanupKeys, readAll, redisFor, startWorkerProcess, testSpace, treeMembers, waitUntil, workerProcessEnv } from "../worker/_support.ts";
 
 test("kill -9 of a worker with a warm session: its kept CLI tree ends, the next turn runs cold on the other worker", async () => {
   const space = testSpace();
@@ -15,12 +15,7 @@ test("kill -9 of a worker with a warm session: its kept CLI tree ends, the next 
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
   const ws = space.workspace();
   const env = (name: string): Record<string, string> => ({
-    REDIS_URL: "redis://127.0.0.1:6379",
-    ...cliEnv(server.url),
-    TURNSTREAM_WORKSPACE_ROOTS: ws,
-    TURNSTREAM_PREFIX: space.logPrefix,
-    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
-    TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${name}`),
+    ...workerProcessEnv(space, ws, server.url, name),
     TURNSTREAM_SANDBOXED: "1",
     TURNSTREAM_WARM: "1",
   });

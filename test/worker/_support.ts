@@ -64,6 +64,22 @@ export function cliEnv(url: string): Record<string, string> {
   };
 }
 
+/**
+ * The environment of a worker process on `space`'s keys that runs turns under `ws` against the model
+ * server at `modelUrl`; `name` gives it an instance root of its own. `extra` adds or overrides.
+ */
+export function workerProcessEnv(space: TestSpace, ws: string, modelUrl: string, name: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    REDIS_URL: "redis://127.0.0.1:6379",
+    ...cliEnv(modelUrl),
+    TURNSTREAM_WORKSPACE_ROOTS: ws,
+    TURNSTREAM_PREFIX: space.logPrefix,
+    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
+    TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${name}`),
+    ...extra,
+  };
+}
+
 export interface WorkerProcess {
   readonly child: ChildProcess;
   readonly pid: number;

@@ -10,7 +10,7 @@ import { createProducer } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "../telemetry/otlp-receiver.ts";
 import { dataOf, rig } from "./_more.ts";
-import { cleanupKeys, cliEnv, redisFor, startWorkerProcess, testSpace } from "./_support.ts";
+import { cleanupKeys, redisFor, startWorkerProcess, testSpace, workerProcessEnv } from "./_support.ts";
 
 test("worker log lines: ids of the attempt span inside the attempt, none outside", async () => {
   const scrubber = createScrubber({ env: {} });
@@ -78,12 +78,7 @@ test("worker process over OTLP: its stdout lines during the attempt carry the ex
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
   const ws = space.workspace();
   const worker = await startWorkerProcess({
-    REDIS_URL: "redis://127.0.0.1:6379",
-    ...cliEnv(server.url),
-    TURNSTREAM_WORKSPACE_ROOTS: ws,
-    TURNSTREAM_PREFIX: space.logPrefix,
-    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
-    TURNSTREAM_INSTANCE_ROOT: space.dir("root"),
+    ...workerProcessEnv(space, ws, server.url, "a"),
     TURNSTREAM_SANDBOXED: "1",
     TURNSTREAM_SHUTDOWN_GRACE_MS: "5000",
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
