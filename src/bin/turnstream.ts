@@ -2,9 +2,10 @@
 // The `turnstream` command: a thin dispatcher. Each subcommand lives in ./commands/<name>.ts and
 // exports `summary` (one line for help) and `run(argv)` resolving to an exit code; commands are
 // loaded on demand so one command's dependencies never slow another's start.
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, extname, join } from "node:path";
+import { packageVersion } from "../kernel/package-version.ts";
 import { EXIT } from "./exit-codes.ts";
 
 interface CommandModule {
@@ -29,12 +30,6 @@ async function load(name: string): Promise<CommandModule> {
   return (await import(join(commandsDir, `${name}${ext}`))) as CommandModule;
 }
 
-/** The package's version: package.json sits two levels up from both src/bin/ and dist/bin/. */
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
-  return pkg.version;
-}
-
 async function help(): Promise<void> {
   const lines = ["usage: turnstream <command> [options]", "       turnstream --version", "", "commands:"];
   for (const name of commandNames()) {
@@ -51,7 +46,7 @@ async function main(argv: string[]): Promise<number> {
     return name === undefined ? EXIT.usage : EXIT.finished;
   }
   if (name === "--version" || name === "-v") {
-    process.stdout.write(`${version()}\n`);
+    process.stdout.write(`${packageVersion()}\n`);
     return 0;
   }
   if (!/^[a-z][a-z-]*$/.test(name) || !commandNames().includes(name)) {

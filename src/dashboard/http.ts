@@ -2,6 +2,8 @@
 // request bodies, and Server-Sent Events.
 import type { IncomingMessage, ServerResponse } from "node:http";
 
+export { sendJson } from "../kernel/index.ts";
+
 /** Strict CSP: only this origin's files run; no inline script or style, no framing. */
 export const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
@@ -12,12 +14,6 @@ export function securityHeaders(res: ServerResponse): void {
   res.setHeader("X-Frame-Options", "DENY");
   res.setHeader("Cross-Origin-Opener-Policy", "same-origin");
   res.setHeader("Cross-Origin-Resource-Policy", "same-origin");
-}
-
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "Content-Length": Buffer.byteLength(text) });
-  res.end(text);
 }
 
 export function sendText(res: ServerResponse, status: number, text: string, type = "text/plain; charset=utf-8", extra: Record<string, string> = {}): void {

@@ -2,6 +2,8 @@
 // so any module may import it.
 export { type Logger, silentLogger } from "./logger.ts";
 export { isObj, numberField, objField, stringField, type Obj } from "./fields.ts";
+export { sendJson } from "./http.ts";
+export { packageVersion } from "./package-version.ts";
 export { errorFields, errorReporter, RepeatLimiter, REPEAT_INTERVAL_MS, type ErrorReporter } from "./repeated-errors.ts";
 
 /** The key prefix of the event log and its read models, when none is configured. */

@@ -5,7 +5,7 @@
 // moment the process is told to stop, so a load balancer or orchestrator stops counting on it at once.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { monitorEventLoopDelay, type ELDHistogram } from "node:perf_hooks";
-import { silentLogger, type Logger } from "../kernel/index.ts";
+import { sendJson, silentLogger, type Logger } from "../kernel/index.ts";
 
 /** One named readiness check: true when ready, false or a short reason when not. */
 export interface ReadinessCheck {
@@ -81,12 +81,6 @@ class LagMonitor {
     clearInterval(this.#timer);
     this.#histogram.disable();
   }
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store", "content-length": Buffer.byteLength(text) });
-  res.end(text);
 }
 
 async function runCheck(check: ReadinessCheck, timeoutMs: number): Promise<string> {

@@ -4,9 +4,8 @@
 // (a crash, a partition) and is removed on a clean close. The entry holds what an operator needs to
 // find the process (host, pid, slots, version), never anything secret.
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { errorReporter, type ErrorReporter, type Logger } from "../kernel/index.ts";
+import { errorReporter, packageVersion, type ErrorReporter, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
 import { luaScript, scriptCommand } from "../log/scripts.ts";
 
@@ -40,16 +39,6 @@ export interface WorkerEntry {
   version: string;
   /** Random per process: tells two processes under one instance id apart. */
   boot: string;
-}
-
-let version: string | undefined;
-/** The package's version: package.json sits two levels up from both src/worker/ and dist/worker/. */
-function packageVersion(): string {
-  try {
-    return (version ??= (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version);
-  } catch {
-    return (version = "unknown");
-  }
 }
 
 export interface HeartbeatOptions {
