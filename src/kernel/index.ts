@@ -3,6 +3,7 @@
 export { type Logger, silentLogger } from "./logger.ts";
 export { isObj, numberField, objField, stringField, type Obj } from "./fields.ts";
 export { sendJson } from "./http.ts";
+export { withTimeout } from "./deadline.ts";
 export { packageVersion } from "./package-version.ts";
 export { errorFields, errorReporter, RepeatLimiter, REPEAT_INTERVAL_MS, type ErrorReporter } from "./repeated-errors.ts";
 

@@ -7,7 +7,7 @@
 import type { BatchObservableResult, Meter } from "@opentelemetry/api";
 import type { Queue } from "bullmq";
 import { pendingKey } from "../decisions/index.ts";
-import type { Logger } from "../kernel/index.ts";
+import { withTimeout, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
 import { readWaitingTurns, type WaitingSource } from "../queue/index.ts";
 import { gauge } from "./instruments.ts";
@@ -66,12 +66,6 @@ async function readFleet(sources: FleetSources): Promise<FleetReading> {
   return { ...queue, ...pending };
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms)));
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
-
 /** Registers the fleet gauges on `meter`. */
 export function fleetGauges(meter: Meter, sources: FleetSources, logger: Logger): void {
   const depth = gauge(meter, METRICS.queueDepth);
@@ -83,7 +77,7 @@ export function fleetGauges(meter: Meter, sources: FleetSources, logger: Logger)
     async (r: BatchObservableResult) => {
       let reading: FleetReading;
       try {
-        reading = await withTimeout(readFleet(sources), timeoutMs);
+        reading = await withTimeout(readFleet(sources), timeoutMs, `Redis did not answer within ${timeoutMs} ms`);
       } catch (err) {
         logger.debug({ err: { message: (err as Error).message } }, "fleet gauges not read this time");
         return;

@@ -5,7 +5,7 @@
 // moment the process is told to stop, so a load balancer or orchestrator stops counting on it at once.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { monitorEventLoopDelay, type ELDHistogram } from "node:perf_hooks";
-import { sendJson, silentLogger, type Logger } from "../kernel/index.ts";
+import { sendJson, silentLogger, withTimeout, type Logger } from "../kernel/index.ts";
 
 /** One named readiness check: true when ready, false or a short reason when not. */
 export interface ReadinessCheck {
@@ -84,17 +84,11 @@ class LagMonitor {
 }
 
 async function runCheck(check: ReadinessCheck, timeoutMs: number): Promise<string> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<string>((resolve) => (timer = setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs)));
   const run = (async (): Promise<string> => {
     const r = await check.check();
     return r === true ? "ok" : r === false ? "failed" : r;
-  })().catch((err: unknown) => (err instanceof Error ? err.message : String(err)));
-  try {
-    return await Promise.race([run, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+  })();
+  return withTimeout(run, timeoutMs, `no answer within ${timeoutMs} ms`).catch((err: unknown) => (err instanceof Error ? err.message : String(err)));
 }
 
 class Ops implements OpsServer {
