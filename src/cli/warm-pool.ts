@@ -1,12 +1,13 @@
 // One worker's idle warm processes, at most one per session. A process is taken out for a turn and
 // put back after it; whatever leaves the pool any other way (idle too long, least recently used over
 // the count or memory cap, a fingerprint that no longer matches, closeAll) has its tree ended, so the
-// pool never holds a process nobody can reach.
+// pool never holds a process nobody can reach. The pool knows nothing of sessions' logs: its owner
+// ends a process whose session moved on elsewhere (`end`).
 import { silentLogger, type Logger } from "../kernel/index.ts";
 import type { WarmProcess } from "./warm-process.ts";
 
 /** Why `take` found no process to reuse. */
-export type WarmMiss = "none" | "fingerprint_changed" | "dead" | "expired" | "evicted";
+export type WarmMiss = "none" | "fingerprint_changed" | "dead" | "expired" | "evicted" | "moved";
 
 /** A live matching process, or why there is none (the caller then runs the turn cold). */
 export type WarmTake = { process: WarmProcess; reason?: undefined } | { process: undefined; reason: WarmMiss };
@@ -92,6 +93,16 @@ export class WarmPool {
     timer.unref();
     this.#idle.set(session, { process, timer });
     this.#applyCaps();
+  }
+
+  /** The idle processes now, by session. */
+  idle(): Array<[session: string, process: WarmProcess]> {
+    return [...this.#idle].map(([s, e]) => [s, e.process]);
+  }
+
+  /** Ends the session's idle process if it is still `process` (not taken out since), remembering `why` for `take`. */
+  end(session: string, process: WarmProcess, why: WarmMiss): Promise<void> {
+    return this.#idle.get(session)?.process === process ? this.#evict(session, why) : Promise.resolve();
   }
 
   /** Ends every idle process; resolves once their trees are gone. */

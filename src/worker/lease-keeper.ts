@@ -13,6 +13,11 @@ export interface LeaseKeeperOptions {
   stop(reason: StopReason): void;
 }
 
+/** How often a lease is renewed: every third of its TTL, so two renewals may fail before it lapses. */
+export function renewEveryMs(leaseMs: number): number {
+  return Math.max(200, Math.floor(leaseMs / 3));
+}
+
 export class LeaseKeeper {
   readonly #o: LeaseKeeperOptions;
   readonly #timer: NodeJS.Timeout;
@@ -21,7 +26,7 @@ export class LeaseKeeper {
 
   constructor(options: LeaseKeeperOptions) {
     this.#o = options;
-    this.#timer = setInterval(() => this.#renew(), Math.max(200, Math.floor(options.leaseMs / 3)));
+    this.#timer = setInterval(() => this.#renew(), renewEveryMs(options.leaseMs));
   }
 
   #renew(): void {

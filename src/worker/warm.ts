@@ -3,7 +3,9 @@
 // epoch, attempt.started, cli.line, session.snapshot, turn.finished); only where its CLI process
 // comes from differs. A kept process answers only when the session's latest snapshot is the one it
 // produced: a turn that ran anywhere else since (another worker, a fenced or failed attempt) moved
-// the session on, and the process is closed, so one session never has two live processes.
+// the session on, and the process is closed. Idle processes are also checked against their sessions'
+// fencing epochs every third of a lease, so one that another worker's attempt overtook ends within
+// that time even if its owner never sees the session again: one session never keeps two processes.
 import type { RunTurnOptions, TurnHandle, TurnOutcome } from "../cli/index.ts";
 import { Channel } from "../cli/channel.ts";
 import { WarmPool, type WarmMiss } from "../cli/warm-pool.ts";
@@ -32,19 +34,34 @@ export interface WarmUse {
   kept?: boolean;
 }
 
-const refKey = (epoch: number, at: string): string => `${epoch}|${at}`;
+/** How the kept processes learn that their sessions moved on elsewhere. */
+export interface WarmWatch {
+  /** The session's fencing epoch now (it grows with every attempt, on any worker). */
+  epochOf(session: string): Promise<number>;
+  /** True while this worker runs a turn of the session (its own attempt raised the epoch). */
+  runningHere(session: string): boolean;
+  /** How often idle processes are checked. */
+  everyMs: number;
+}
 
 /** The worker's kept processes and how a turn gets one. */
 export class WarmSessions {
   readonly #pool: WarmPool;
   readonly #settings: WarmSettings;
   /** The snapshot each kept process produced last: it may answer only while that is the session's latest. */
-  readonly #made = new WeakMap<WarmProcess, string>();
+  readonly #made = new WeakMap<WarmProcess, { epoch: number; at: string }>();
   /** Where a process's stderr goes: the current turn's channel (stderr belongs to the process, not a turn). */
   readonly #stderr = new WeakMap<WarmProcess, { ch: Channel<string> | undefined }>();
 
-  constructor(settings: WarmSettings, logger: Logger) {
+  readonly #watch: WarmWatch;
+  readonly #logger: Logger;
+  /** Checks idle processes while any are kept. */
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(settings: WarmSettings, watch: WarmWatch, logger: Logger) {
     this.#settings = settings;
+    this.#watch = watch;
+    this.#logger = logger;
     this.#pool = new WarmPool({ idleTtlMs: settings.idleTtlMs, maxProcesses: settings.maxProcesses, maxRssBytes: settings.maxRssBytes, logger });
   }
 
@@ -75,7 +92,8 @@ export class WarmSessions {
     }
     const taken = this.#pool.take(job.session, fingerprint);
     if (taken.process === undefined) return { label: missLabel(taken.reason), process: undefined, viaProcess: true };
-    if (latest == null || this.#made.get(taken.process) !== refKey(latest.epoch, latest.at)) {
+    const made = this.#made.get(taken.process);
+    if (latest == null || made?.epoch !== latest.epoch || made.at !== latest.at) {
       void taken.process.close();
       return { label: "moved", process: undefined, viaProcess: true };
     }
@@ -126,8 +144,32 @@ export class WarmSessions {
     const p = use.process;
     if (p === undefined || !p.alive) return;
     use.kept = true;
-    this.#made.set(p, refKey(epoch, at));
+    this.#made.set(p, { epoch, at });
     this.#pool.put(session, p);
+    this.#timer ??= setInterval(() => void this.endMoved(), this.#watch.everyMs).unref();
+  }
+
+  /**
+   * Ends the idle processes whose sessions began an attempt since their turn on another worker (a
+   * higher epoch while this worker runs none of the session's turns). Epochs only grow, so a process
+   * taken and put back while its session's epoch was being read is never ended by mistake.
+   */
+  async endMoved(): Promise<void> {
+    const idle = this.#pool.idle();
+    if (idle.length === 0) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+      return;
+    }
+    await Promise.all(
+      idle.map(async ([session, p]) => {
+        const epoch = await this.#watch.epochOf(session).catch(() => undefined);
+        const made = this.#made.get(p)?.epoch;
+        if (epoch === undefined || made === undefined || epoch <= made || this.#watch.runningHere(session)) return;
+        this.#logger.info({ session, epoch, madeAt: made }, "another attempt of the session began elsewhere; ending its kept CLI process");
+        await this.#pool.end(session, p, "moved");
+      }),
+    );
   }
 
   /** Ends the turn's process unless it was kept: a turn that did not finish cleanly leaves nothing behind to reuse. */
@@ -143,6 +185,8 @@ export class WarmSessions {
 
   /** Ends every kept process (worker shutdown). */
   closeAll(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
     return this.#pool.closeAll();
   }
 }

@@ -14,9 +14,10 @@ import { CliSlots } from "./cli-slots.ts";
 import { startHeartbeat, type Heartbeat } from "./registry.ts";
 import { cliVersionReader } from "./cli-version.ts";
 import { executeTurnJob } from "./execute.ts";
+import { renewEveryMs } from "./lease-keeper.ts";
 import { compileWorkerOptions, type TurnWorkerOptions, type WorkerSettings } from "./options.ts";
 import { SnapshotCache } from "./snapshots.ts";
-import { WarmSessions } from "./warm.ts";
+import { WarmSessions, type WarmWatch } from "./warm.ts";
 import type { ExecuteDeps, RunningTurn, TurnJobResult } from "./types.ts";
 
 export interface TurnWorker {
@@ -61,6 +62,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const queue = createTurnQueue({ redis: options.redis, queuePrefix: settings.queuePrefix, queueName: settings.queueName, logger });
   const { scrubber, lineScrubber } = workerScrubbers(options, settings, logger);
   const hub = lazyDecisionHub(options.redis, log, settings, logger, scrubber);
+  const running = new Map<string, RunningTurn>();
   const deps: ExecuteDeps = {
     log,
     order: new SessionOrder({ redis: options.redis, logPrefix: settings.logPrefix, queue }),
@@ -69,10 +71,10 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     scrubber,
     lineScrubber,
     observers: workerObservers(options),
-    running: new Map<string, RunningTurn>(),
+    running,
     decisionHub: hub.get,
     snapshots: settings.snapshotCacheBytes === 0 ? undefined : new SnapshotCache(settings.snapshotCacheBytes),
-    warm: new WarmSessions(settings.warm, logger),
+    warm: new WarmSessions(settings.warm, warmWatch(log, running, settings.leaseMs), logger),
     cliVersion: cliVersionReader(settings.claudeBin, { ...process.env, ...settings.runEnv }, logger),
   };
   const connection = bullConnection(options.redis);
@@ -153,6 +155,15 @@ function workerHeartbeat(redis: RedisClient, settings: WorkerSettings, logger: L
     slots: () => ({ busy: slots.busy, total: settings.concurrency }),
     logger,
   });
+}
+
+/** Kept warm processes are checked against their sessions' epochs as often as a lease is renewed. */
+function warmWatch(log: EventLog, running: Map<string, RunningTurn>, leaseMs: number): WarmWatch {
+  return {
+    epochOf: async (session) => (await log.stat(session)).epoch,
+    runningHere: (session) => [...running.values()].some((r) => r.session === session),
+    everyMs: renewEveryMs(leaseMs),
+  };
 }
 
 /** Attempt spans first (when the worker has a tracer), then the caller's observers. */

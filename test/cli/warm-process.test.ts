@@ -160,3 +160,28 @@ test("pool: fingerprint, least recently used over the cap, idle expiry, closeAll
     for (const p of all) assert.deepEqual(treeMembers(p.treeMarker), []);
   });
 });
+
+test("pool: over its memory cap, the least recently used idle tree ends first", async () => {
+  await withServer([{ text: "ok" }, { text: "ok" }], async (url) => {
+    const base = options(url);
+    const [older, newer] = [startWarmProcess(base), startWarmProcess(base)];
+    try {
+      // After a turn each process holds what it keeps between turns, so its size is steady enough to set a cap from.
+      for (const p of [older, newer]) assert.equal((await turn(p, "hello")).outcome.resultText, "ok");
+      const biggest = Math.max(older.rssBytes(), newer.rssBytes());
+      assert.ok(biggest > 10 * 1024 * 1024, `a CLI tree's resident memory is read from /proc (${biggest} bytes)`);
+      // Room for one tree, not two.
+      const pool = new WarmPool({ idleTtlMs: 60_000, maxProcesses: 8, maxRssBytes: Math.floor(biggest * 1.5) });
+      pool.put("older", older);
+      pool.put("newer", newer);
+      await waitUntil(() => treeMembers(older.treeMarker).length === 0, 10_000, "the least recently used tree to end");
+      assert.equal(pool.take("older", newer.fingerprint).reason, "evicted");
+      assert.equal(pool.size, 1);
+      assert.equal(newer.alive, true, "the most recently used tree stays");
+      await pool.closeAll();
+    } finally {
+      await Promise.all([older.close(), newer.close()]);
+    }
+    assert.deepEqual(treeMembers(newer.treeMarker), []);
+  });
+});

@@ -150,11 +150,13 @@ test("cancelling a warm turn ends the kept process's tree; the next turn starts 
   }
 });
 
-test("with two workers a session's turns stay on its warm owner, or go elsewhere only after its window; a turn that ran elsewhere since sends the owner's process away (moved)", async () => {
+test("with two workers a session's turns stay on its warm owner, or go elsewhere only after its window; a turn that ran elsewhere ends the owner's idle process within a third of a lease (moved)", async () => {
   const r = await rig({ responses: [] });
   try {
-    const a = r.worker({ workerId: "warm-a" });
-    const b = r.worker({ workerId: "warm-b" });
+    // A short lease: idle kept processes are checked against their sessions' epochs every third of it.
+    const leaseMs = 3000;
+    const a = r.worker({ workerId: "warm-a", leaseMs });
+    const b = r.worker({ workerId: "warm-b", leaseMs });
     const at = (t: Ran, kind: string): Envelope => t.events.find((e) => e.kind === kind)!;
     const ranOn = (t: Ran): string => String(dataOf(at(t, "attempt.started"))["worker"]);
     let prev = await runTurn(r, "first");
@@ -173,6 +175,7 @@ test("with two workers a session's turns stay on its warm owner, or go elsewhere
       prev = t;
     }
     const owner = ranOn(prev);
+    const kept = markerOf(prev.pid);
     const [mine, other] = owner === "warm-a" ? [a, b] : [b, a];
     // The owner stops taking jobs and its window ends: the other worker runs the session's next turn.
     await mine.worker.pause();
@@ -180,10 +183,15 @@ test("with two workers a session's turns stay on its warm owner, or go elsewhere
     const elsewhere = await runTurn(r, "elsewhere", { session: prev.session });
     assert.equal(ranOn(elsewhere), owner === "warm-a" ? "warm-b" : "warm-a");
     assert.ok(["none", "moved"].includes(String(elsewhere.warm)), String(elsewhere.warm));
+    // The paused owner sees no turn of the session, yet ends its idle process once it reads the epoch.
+    const overtaken = Date.now();
+    await waitUntil(() => treeMembers(kept).length === 0, leaseMs, "the overtaken idle process to end");
+    assert.ok(Date.now() - overtaken <= leaseMs, "ended within a lease");
+    assert.notEqual(elsewhere.pid, prev.pid);
     await other.worker.pause();
     mine.worker.resume();
     const back = await runTurn(r, "back", { session: prev.session });
-    assert.equal(back.warm, "moved", "the owner's process no longer holds the session's latest snapshot");
+    assert.equal(back.warm, "moved", "the owner's process was ended because the session moved on");
     assert.notEqual(back.pid, prev.pid);
     assert.equal(alive(prev.pid), false);
     other.worker.resume();
