@@ -10,6 +10,7 @@ import type { Envelope } from "../../src/log/index.ts";
 import type { Rig } from "./_more.ts";
 import { dataOf, kindsOf, rig } from "./_more.ts";
 import { OPERATOR } from "../decisions/_support.ts";
+import { fold, toMessages } from "../../src/projector/index.ts";
 
 const alive = (pid: number): boolean => {
   try {
@@ -86,6 +87,11 @@ test("three turns of a warm session: the first starts a process, the next two ar
     assert.notEqual(cold2.pid, cold1.pid);
     assert.deepEqual(kindsOf(two.events), kindsOf(cold2.events));
     assert.deepEqual(kindsOf(one.events), kindsOf(cold1.events));
+    // And the projector folds them into the same conversation.
+    const messagesOf = async (session: string): Promise<unknown[]> => toMessages(fold(await r.events(session)));
+    const coldMessages = await messagesOf(cold1.session);
+    assert.equal(coldMessages.length, 4);
+    assert.deepEqual((await messagesOf(one.session)).slice(0, 4), coldMessages);
     const marker = markerOf(one.pid);
     assert.ok(treeMembers(marker).length > 0);
     await w.close({ graceMs: 1000 });
