@@ -45,6 +45,13 @@ export const turnQueuedData = z.object({
   onLostSession: z.string().optional(),
 });
 
+/**
+ * How a warm-mode attempt's CLI process came about: `warm` when the session's kept process answered
+ * the turn, else why a process was started for it (none kept here, its options or cwd changed, it
+ * died, idled out, was evicted by a cap, the session moved on elsewhere, or the turn runs cold).
+ */
+export const WARM_STARTS = ["warm", "none", "fingerprint_changed", "dead", "expired", "evicted", "moved", "supervised", "skills"] as const;
+
 /** `attempt.started`: a worker holds the session's lease and starts the CLI. */
 export const attemptStartedData = z.object({
   worker: z.string(),
@@ -60,12 +67,8 @@ export const attemptStartedData = z.object({
   traceparent: z.string().optional(),
   /** The attempt's span ids, so a re-export from the log lands on the same spans. */
   trace: traceIdsSchema.optional(),
-  /**
-   * Warm sessions only: `warm` when the session's kept CLI process answered the turn, else why a
-   * process was started for it (`none`, `fingerprint_changed`, `dead`, `expired`, `evicted`, `moved`,
-   * `supervised`, `skills`).
-   */
-  warm: z.enum(["warm", "none", "fingerprint_changed", "dead", "expired", "evicted", "moved", "supervised", "skills"]).optional(),
+  /** Warm sessions only: see WARM_STARTS. */
+  warm: z.enum(WARM_STARTS).optional(),
 });
 
 /** `cli.exit`: the CLI process ended. */

@@ -7,6 +7,8 @@
 // else a `turnstream.` namespace. No attribute holds prompt text, session or turn ids, or any other
 // unbounded value: every value is in the listed set, or passes a shape check, else it is "other".
 
+import { WARM_STARTS } from "../events/index.ts";
+
 /** OpenTelemetry instrument kinds turnstream uses (gauges are observable: read when collected). */
 export type InstrumentKind = "counter" | "histogram" | "gauge";
 
@@ -130,6 +132,20 @@ export const METRICS = {
     description: "From the attempt's start to the CLI's first stdout line (CLI start-up and the model's first answer)",
     attributes: {},
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60],
+  },
+  warmStarts: {
+    name: "turnstream.warm.starts",
+    kind: "counter",
+    unit: "{attempt}",
+    description: "Warm-mode attempts by how their CLI process came about: warm (a kept process answered) or why a new one started",
+    attributes: { "turnstream.warm.start": WARM_STARTS },
+  },
+  warmKept: {
+    name: "turnstream.warm.kept",
+    kind: "gauge",
+    unit: "{process}",
+    description: "Idle CLI processes this worker keeps for warm sessions' next turns",
+    attributes: {},
   },
   cliSlotsUsage: {
     name: "turnstream.cli.slots.usage",

@@ -3,7 +3,7 @@
 // reader collects: CLI slots from the worker, the queue and the decision index from Redis, all in one
 // callback bounded by a timeout, so a slow Redis delays no scrape past it.
 import type { Attributes, BatchObservableResult, Counter, Histogram, Meter } from "@opentelemetry/api";
-import type { AttemptContext, AttemptObserver, EventObserver, ObservedEvent } from "../events/index.ts";
+import { WARM_STARTS, type AttemptContext, type AttemptObserver, type EventObserver, type ObservedEvent } from "../events/index.ts";
 import { isObj, numberField, silentLogger, stringField, type Logger } from "../kernel/index.ts";
 import { isKnown, type ParsedLine } from "../protocol/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
@@ -14,6 +14,7 @@ import { ABANDON_REASONS, ATTEMPT_OUTCOMES, bounded, ERROR_TYPES, METRICS, model
 /** What the gauges read of a running worker. */
 export interface ObservedWorker {
   readonly slots: { readonly busy: number; readonly size: number };
+  readonly warm: { readonly kept: number };
 }
 
 export interface WorkerInstruments {
@@ -37,6 +38,7 @@ interface EventInstruments {
   retries: Counter;
   attemptDuration: Histogram;
   firstLine: Histogram;
+  warmStarts: Counter;
   cost: Counter;
   tokens: Histogram;
 }
@@ -69,9 +71,12 @@ class AttemptMetrics implements AttemptObserver {
 
   onEvent(event: ObservedEvent, parsed?: ParsedLine): void {
     switch (event.kind) {
-      case "attempt.started":
+      case "attempt.started": {
         this.#startedWritten = performance.now();
+        const warm = stringField(objOf(event.data), "warm");
+        if (warm !== undefined) this.#i.warmStarts.add(1, { "turnstream.warm.start": bounded(warm, WARM_STARTS) });
         return;
+      }
       case "cli.line":
         return this.#line(parsed);
       case "attempt.abandoned":
@@ -148,6 +153,7 @@ export function metricsObserver(meter: Meter, scrubber: Scrubber): EventObserver
     retries: counter(meter, METRICS.retries),
     attemptDuration: histogram(meter, METRICS.attemptDuration),
     firstLine: histogram(meter, METRICS.cliFirstLineDuration),
+    warmStarts: counter(meter, METRICS.warmStarts),
     cost: counter(meter, METRICS.cost),
     tokens: histogram(meter, METRICS.tokenUsage),
   };
@@ -170,6 +176,7 @@ export function workerInstruments(meter: Meter, options: WorkerInstrumentsOption
   fleetGauges(meter, options, options.logger ?? silentLogger);
   const usage = gauge(meter, METRICS.cliSlotsUsage);
   const limit = gauge(meter, METRICS.cliSlotsLimit);
+  const kept = gauge(meter, METRICS.warmKept);
   return {
     observer: metricsObserver(meter, options.scrubber),
     onLogAppend: (seconds) => appendDuration.record(seconds),
@@ -178,8 +185,9 @@ export function workerInstruments(meter: Meter, options: WorkerInstrumentsOption
         (r: BatchObservableResult) => {
           r.observe(usage, worker.slots.busy);
           r.observe(limit, worker.slots.size);
+          r.observe(kept, worker.warm.kept);
         },
-        [usage, limit],
+        [usage, limit, kept],
       );
     },
   };

@@ -70,6 +70,11 @@ export class WarmSessions {
     return this.#settings.all || job.options.warm === true;
   }
 
+  /** Idle processes kept now. */
+  get kept(): number {
+    return this.#pool.size;
+  }
+
   get handoffMs(): number {
     return this.#settings.handoffMs;
   }

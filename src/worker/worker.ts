@@ -27,6 +27,8 @@ export interface TurnWorker {
   readonly active: number;
   /** CLIs running now (`busy`) of the `size` the worker may run at once. */
   readonly slots: { readonly busy: number; readonly size: number };
+  /** Idle CLI processes kept for warm sessions' next turns. */
+  readonly warm: { readonly kept: number };
   /**
    * True while another process (another boot token) heartbeats under this worker's instance id in
    * the registry: two processes must never run as one instance. Logged as an error when it starts.
@@ -113,6 +115,11 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
         return slots.busy;
       },
       size: settings.concurrency,
+    },
+    warm: {
+      get kept() {
+        return deps.warm.kept;
+      },
     },
     get fenced() {
       return heartbeat.fenced;

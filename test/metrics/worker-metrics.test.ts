@@ -1,5 +1,5 @@
 // Metrics of a real worker: three turns through the real CLI against the scripted model server (one
-// finished, one failed with invalid_request, one overloaded on its first attempt and retried), then
+// finished in warm mode, one failed with invalid_request, one overloaded on its first attempt and retried), then
 // /metrics scraped from the ops server (the real Prometheus exporter) and OTLP/JSON pushed to a real
 // receiver, both checked against what the log says the turns did.
 import { test } from "node:test";
@@ -55,7 +55,8 @@ test("worker metrics: Prometheus and OTLP report what the turns did", async () =
     const turns = [];
     const results = [];
     for (const prompt of ["alpha please", "bravo please", "charlie please"]) {
-      const t = await r.producer.enqueueTurn({ prompt, cwd: r.ws, options: { model: "claude-test-1" } });
+      // The first turn's session is in warm mode: its process is kept after the turn.
+      const t = await r.producer.enqueueTurn({ prompt, cwd: r.ws, options: { model: "claude-test-1", warm: prompt.startsWith("alpha") } });
       turns.push(t);
       results.push(await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 }));
     }
@@ -107,6 +108,8 @@ test("worker metrics: Prometheus and OTLP report what the turns did", async () =
     assert.equal(sum(s, `${prometheusName(METRICS.cliFirstLineDuration)}_count`), attemptsWithLines);
     assert.equal(sum(s, prometheusName(METRICS.cliSlotsLimit)), 2);
     assert.equal(sum(s, prometheusName(METRICS.cliSlotsUsage)), 0);
+    assert.deepEqual(s.filter((x) => x.name === prometheusName(METRICS.warmStarts)).map((x) => [x.labels["turnstream_warm_start"], x.value]), [["none", 1]]);
+    assert.equal(sum(s, prometheusName(METRICS.warmKept)), 1, "alpha's process is kept");
     assert.ok(Math.abs(sum(s, prometheusName(METRICS.cost), { gen_ai_request_model: "claude-test-1" }) - cost) < 1e-9);
     const tokens = `${prometheusName(METRICS.tokenUsage)}_sum`;
     assert.equal(sum(s, tokens, { gen_ai_token_type: "input" }), input);
