@@ -4,20 +4,17 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { hermeticEnv as hermetic } from "../../src/testing/index.ts";
 import { startScriptedServer } from "./_model.ts";
 
-/** Env overlay that points the real CLI at a loopback model server, with its own dirs. */
-export function hermeticEnv(url: string, dir: string = mkdtempSync(join(tmpdir(), "ts-cli-env-"))): Record<string, string> {
-  return {
-    ANTHROPIC_BASE_URL: url,
-    ANTHROPIC_API_KEY: "test-key",
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-    CLAUDE_CODE_MAX_RETRIES: "0",
-    CLAUDE_CONFIG_DIR: join(dir),
-    TMPDIR: dir,
-    CLAUDE_CODE_TMPDIR: dir,
-    XDG_RUNTIME_DIR: dir,
-  };
+/**
+ * Env overlay that points the real CLI at a loopback model server, with its own config, home, temp
+ * and runtime dirs (turnstream/testing's, under `root`: config is `<root>/config`). Its own HOME matters here: the Bash tool sources the
+ * user's shell start-up files, and a tree killed mid-rehash leaves this machine's pyenv lock behind,
+ * on which every later shell would wait a minute.
+ */
+export function hermeticEnv(url: string, root?: string): Record<string, string> {
+  return hermetic({ baseUrl: url, root }).env;
 }
 
 /** Live (non-zombie) pids whose environment carries TURNSTREAM_TREE=<marker>. */

@@ -66,9 +66,9 @@ test("session file captured in config dir A, restored into fresh dir B: turn 2 r
     const a = dir("ts-cfg-a-");
     const b = dir("ts-cfg-b-");
     const t1 = await runTurn({ cwd, prompt: "remember the number 42-marker", env: hermeticEnv(server.url, a) }).outcome;
-    const bytes = captureSessionFile(a, cwd, t1.sessionId!);
+    const bytes = captureSessionFile(join(a, "config"), cwd, t1.sessionId!);
     assert.ok(bytes !== undefined && bytes.length > 0, "the CLI wrote its session file where we expect");
-    restoreSessionFile(b, cwd, t1.sessionId!, bytes);
+    restoreSessionFile(join(b, "config"), cwd, t1.sessionId!, bytes);
     const t2 = await runTurn({ cwd, prompt: "which number?", resume: t1.sessionId!, env: hermeticEnv(server.url, b) }).outcome;
     assert.equal(t2.sessionId, t1.sessionId);
     assert.ok(JSON.stringify(server.requests()[1]!["messages"]).includes("42-marker"));
