@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createProducer, type Producer, type TurnResult } from "../../queue/index.ts";
 import { createScrubber } from "../../telemetry/index.ts";
-import { DUMMY_API_KEY, startModelServer, type ModelServer, type Script } from "../../testing/index.ts";
+import { hermeticEnv, startModelServer, type ModelServer, type Script } from "../../testing/index.ts";
 import { startTurnWorker } from "../../worker/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
@@ -61,14 +61,13 @@ const PROMPTS = [
   "Read NOTES.md back and tell me what you wrote in the previous turn.",
 ];
 
-/** The env that points the CLI at the scripted model server. */
-function scriptedModelEnv(server: ModelServer): Record<string, string> {
-  return {
-    ANTHROPIC_BASE_URL: server.url,
-    ANTHROPIC_API_KEY: DUMMY_API_KEY,
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-    CLAUDE_CODE_MAX_RETRIES: "1",
-  };
+/**
+ * The env that points the CLI at the scripted model server, with a home of its own under the demo's
+ * folder: the Bash tool sources the user's shell start-up files, which an offline demo has no need
+ * of (and which can stall it, e.g. on a version manager's lock).
+ */
+function scriptedModelEnv(server: ModelServer, root: string): Record<string, string> {
+  return hermeticEnv({ baseUrl: server.url, root, maxRetries: 1 }).env;
 }
 
 interface DemoRun {
@@ -121,11 +120,11 @@ export async function run(argv: string[]): Promise<number> {
   const live = Boolean(process.env["ANTHROPIC_API_KEY"]);
   const workspace = makeWorkspace();
   const server = live ? undefined : await startModelServer({ script: demoScript(workspace) });
-  const runEnv = server === undefined ? {} : scriptedModelEnv(server);
+  const instanceRoot = join(workspace, ".turnstream");
+  const runEnv = server === undefined ? {} : scriptedModelEnv(server, join(instanceRoot, "cli"));
   // A private queue: a fleet worker on the same Redis must not pick up the demo's turns.
   const queueName = `demo-${randomBytes(4).toString("hex")}`;
   const session = `demo-${randomBytes(6).toString("hex")}`;
-  const instanceRoot = join(workspace, ".turnstream");
   const worker = startTurnWorker({ redis, queueName, workspaceRoots: [workspace], concurrency: 1, instanceRoot, runEnv, scrubber });
   const producer = createProducer({ redis, queueName });
   try {
