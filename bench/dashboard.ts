@@ -6,23 +6,18 @@
 // Options: --events N (default 10000), --appends N (default 500), --url redis://… (default: a
 // private redis-server).
 import { parseArgs } from "node:util";
-import { connectRedis, createEventLog, type EventInput } from "../src/log/index.ts";
+import { createEventLog, type EventInput } from "../src/log/index.ts";
 import { startDashboard } from "../src/dashboard/index.ts";
 import type { Page } from "playwright-core";
 import { launchBrowser } from "../test/dashboard/_browser.ts";
-import { startRedisServer, type RedisServer } from "../test/support/redis-server.ts";
+import { benchRedis } from "./_redis.ts";
 
 const { values } = parseArgs({ options: { events: { type: "string", default: "10000" }, appends: { type: "string", default: "500" }, url: { type: "string" } } });
 const total = Number(values.events);
 const appends = Number(values.appends);
 
-let server: RedisServer | undefined;
-let url = values.url;
-if (url === undefined) {
-  server = await startRedisServer();
-  url = server.url;
-}
-const redis = connectRedis({ url });
+const store = await benchRedis(values.url);
+const { redis } = store;
 const prefix = `bench-dash-${process.pid}:`;
 const session = "dash-bench";
 const log = createEventLog({ redis, prefix });
@@ -133,6 +128,5 @@ try {
   await dash.close();
   await log.destroy(session);
   await log.destroy(first);
-  redis.disconnect();
-  await server?.dispose();
+  await store.close();
 }

@@ -5,8 +5,8 @@
 // other users of a shared Redis neither disturb the figures nor get 1 GB of bench data).
 import { parseArgs } from "node:util";
 import { randomBytes } from "node:crypto";
-import { createEventLog, createWriter, connectRedis } from "../src/log/index.ts";
-import { startRedisServer, type RedisServer } from "../test/support/redis-server.ts";
+import { createEventLog, createWriter } from "../src/log/index.ts";
+import { benchRedis } from "./_redis.ts";
 import { textSource } from "./_text.ts";
 
 const { values } = parseArgs({
@@ -47,9 +47,8 @@ function line(i: number): string {
 const lines = Array.from({ length: total }, (_, i) => line(i));
 const lineBytes = lines.reduce((a, l) => a + Buffer.byteLength(l), 0);
 
-let server: RedisServer | undefined;
-const url = values.url ?? (server = await startRedisServer()).url;
-const redis = connectRedis({ url, clusterNodes: undefined, env: {} });
+const store = await benchRedis(values.url);
+const { redis } = store;
 const prefix = `bench:${randomBytes(4).toString("hex")}:`;
 const log = createEventLog({ redis, prefix });
 const rawKey = `${prefix}raw-stream`;
@@ -106,6 +105,5 @@ try {
     JSON.stringify({ bench: "ingest", eventsPerSec, rawPerSec, ratio: Number((eventsPerSec / rawPerSec).toFixed(3)), bytesPerEvent, rawBytesPerEvent: Math.round(rawBytes / total), events: total }) + "\n",
   );
 } finally {
-  redis.disconnect();
-  await server?.dispose();
+  await store.close();
 }

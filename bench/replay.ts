@@ -9,9 +9,9 @@ import { parseArgs } from "node:util";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { connectRedis, createEventLog, type Envelope, type RedisClient } from "../src/log/index.ts";
+import { createEventLog, type Envelope } from "../src/log/index.ts";
 import { SessionProjection } from "../src/projector/index.ts";
-import { startRedisServer, type RedisServer } from "../test/support/redis-server.ts";
+import { benchRedis } from "./_redis.ts";
 
 const { values } = parseArgs({ options: { events: { type: "string", default: "1000000" }, url: { type: "string" } } });
 const total = Number(values.events);
@@ -23,13 +23,8 @@ const runs: Envelope[][] = readdirSync(logsDir)
   .sort()
   .map((f) => readFileSync(join(logsDir, f), "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Envelope));
 
-let server: RedisServer | undefined;
-let url = values.url;
-if (url === undefined) {
-  server = await startRedisServer();
-  url = server.url;
-}
-const redis: RedisClient = connectRedis({ url });
+const store = await benchRedis(values.url);
+const { redis } = store;
 const prefix = `bench-${randomBytes(4).toString("hex")}:`;
 const session = "replay-bench";
 const log = createEventLog({ redis, prefix });
@@ -141,6 +136,5 @@ try {
     }
     await redis.del(key);
   }
-  redis.disconnect();
-  await server?.dispose();
+  await store.close();
 }

@@ -7,20 +7,15 @@ import { parseArgs } from "node:util";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { connectRedis, createEventLog } from "../src/log/index.ts";
-import { startRedisServer, type RedisServer } from "../test/support/redis-server.ts";
+import { createEventLog } from "../src/log/index.ts";
+import { benchRedis } from "./_redis.ts";
 
 const { values } = parseArgs({ options: { events: { type: "string", default: "1000" }, url: { type: "string" } } });
 const total = Number(values.events);
 const root = join(import.meta.dirname, "..");
 
-let server: RedisServer | undefined;
-let url = values.url;
-if (url === undefined) {
-  server = await startRedisServer();
-  url = server.url;
-}
-const redis = connectRedis({ url });
+const store = await benchRedis(values.url);
+const { redis, url } = store;
 const prefix = `bench-tail-${process.pid}:`;
 const session = "tail-bench";
 const log = createEventLog({ redis, prefix });
@@ -70,6 +65,5 @@ try {
 } finally {
   child.kill("SIGTERM");
   await log.destroy(session);
-  redis.disconnect();
-  await server?.dispose();
+  await store.close();
 }

@@ -17,9 +17,9 @@ import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { parseLine, type ParsedLine } from "../src/protocol/index.ts";
 import type { AttemptObserver, ObservedEvent } from "../src/events/index.ts";
-import { connectRedis, createEventLog, createWriter, type EventInput } from "../src/log/index.ts";
+import { createEventLog, createWriter, type EventInput } from "../src/log/index.ts";
 import { attemptSpansObserver, createScrubber, startTelemetry } from "../src/telemetry/index.ts";
-import { startRedisServer, type RedisServer } from "../test/support/redis-server.ts";
+import { benchRedis } from "./_redis.ts";
 import { textSource, WORDS as words } from "./_text.ts";
 
 const { values } = parseArgs({
@@ -97,9 +97,8 @@ const lines = makeLines(total);
 const parsedLines = lines.map(parseLine);
 const lineBytes = lines.reduce((a, l) => a + Buffer.byteLength(l), 0);
 
-let server: RedisServer | undefined;
-const url = values.url ?? (server = await startRedisServer()).url;
-const redis = connectRedis({ url, clusterNodes: undefined, env: {} });
+const store = await benchRedis(values.url);
+const { redis } = store;
 const prefix = `bench:${randomBytes(4).toString("hex")}:`;
 const log = createEventLog({ redis, prefix });
 let runNo = 0;
@@ -192,6 +191,5 @@ try {
   );
   process.stdout.write(JSON.stringify({ bench: "telemetry", ratio: Number((onPerSec / offPerSec).toFixed(3)), scrubOnlyRatio: Number((scrubPerSec / offPerSec).toFixed(3)), onPerSec, scrubPerSec, offPerSec, spans, redactedLines: redacted, events: total }) + "\n");
 } finally {
-  redis.disconnect();
-  await server?.dispose();
+  await store.close();
 }
