@@ -7,8 +7,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
 export interface HermeticEnvOptions {
-  /** The model server's URL. */
-  baseUrl: string;
+  /** The model server's URL; left out when each run names its own (a turn's env overlay). */
+  baseUrl?: string | undefined;
   /** Parent directory for the run's folders (a fresh temp dir by default). */
   root?: string | undefined;
   /**
@@ -48,13 +48,13 @@ export function hermeticEnv(options: HermeticEnvOptions): HermeticEnv {
     TMPDIR: dirs.tmp,
     CLAUDE_CODE_TMPDIR: dirs.tmp,
     XDG_RUNTIME_DIR: dirs.runtime,
-    ANTHROPIC_BASE_URL: options.baseUrl,
     ANTHROPIC_API_KEY: options.apiKey ?? DUMMY_API_KEY,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     CLAUDE_CODE_MAX_RETRIES: String(options.maxRetries ?? 0),
     DISABLE_AUTOUPDATER: "1",
     FORCE_COLOR: "0",
   };
+  if (options.baseUrl !== undefined) env.ANTHROPIC_BASE_URL = options.baseUrl;
   if (options.sandboxed) env.IS_SANDBOX = "1";
   return {
     env,

@@ -1,6 +1,6 @@
 // Redis for a one-shot command: a clear message when it does not answer (the caller exits 3,
 // infrastructure), never ioredis' endless retries.
-import { DEFAULT_PREFIX, isValidSessionId, type RedisClient } from "../../log/index.ts";
+import { createEventLog, DEFAULT_PREFIX, isValidSessionId, type Envelope, type RedisClient } from "../../log/index.ts";
 import { connectForCommand, RedisUnavailableError } from "../../projector/index.ts";
 
 export async function redisOrExplain(command: string): Promise<RedisClient | undefined> {
@@ -70,4 +70,11 @@ export function rejectSessionId(command: string, session: string): boolean {
   if (isValidSessionId(session)) return false;
   process.stderr.write(`turnstream ${command}: session id must be 1-128 characters from A-Z a-z 0-9 _ . -\n`);
   return true;
+}
+
+/** A session's events, read whole. */
+export async function readSession(redis: RedisClient, prefix: string, session: string): Promise<Envelope[]> {
+  const out: Envelope[] = [];
+  for await (const e of createEventLog({ redis, prefix }).read(session)) out.push(e);
+  return out;
 }

@@ -6,11 +6,12 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createEventLog, type Envelope, type RedisClient } from "../../log/index.ts";
+import type { Envelope, RedisClient } from "../../log/index.ts";
 import { createProducer, type Producer } from "../../queue/index.ts";
 import { compareRuns, recordedTurns, scriptFromTurns, type RecordedTurn, type RerunComparison } from "../../rerun/index.ts";
-import { DUMMY_API_KEY, startModelServer } from "../../testing/index.ts";
+import { hermeticEnv, startModelServer } from "../../testing/index.ts";
 import { startTurnWorker, type TurnWorker } from "../../worker/index.ts";
+import { readSession } from "./_connect.ts";
 
 export interface RerunOptions {
   redis: RedisClient;
@@ -49,17 +50,6 @@ export function workspaceProblem(dir: string): string | undefined {
   }
 }
 
-/** The CLI's environment: offline, no retries (a recorded API error is one answer), no background traffic. */
-function cliEnv(home: string): Record<string, string> {
-  return { HOME: home, ANTHROPIC_API_KEY: DUMMY_API_KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", CLAUDE_CODE_MAX_RETRIES: "0", DISABLE_AUTOUPDATER: "1" };
-}
-
-async function readSession(redis: RedisClient, prefix: string, session: string): Promise<Envelope[]> {
-  const out: Envelope[] = [];
-  for await (const e of createEventLog({ redis, prefix }).read(session)) out.push(e);
-  return out;
-}
-
 async function deleteKeys(redis: RedisClient, patterns: readonly string[]): Promise<void> {
   for (const pattern of patterns) {
     let cursor = "0";
@@ -95,7 +85,8 @@ function openSpace(redis: RedisClient, cwd: string): Space {
     sandboxed: true,
     retry: { maxAttempts: 1 },
     allowEnv: ["ANTHROPIC_BASE_URL"],
-    runEnv: cliEnv(join(root, "home")),
+    // Offline, no retries (a recorded API error is one answer); each turn names its own model server.
+    runEnv: hermeticEnv({ root: join(root, "cli") }).env,
     heartbeatMs: 60_000,
   });
   return { redis, logPrefix, queuePrefix, root, worker, producer: createProducer({ redis, logPrefix, queuePrefix, allowEnv: ["ANTHROPIC_BASE_URL"] }) };

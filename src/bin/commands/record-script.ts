@@ -1,10 +1,9 @@
 // `turnstream record-script <session>`: the model-server script that plays a logged run's model side
 // back (src/rerun/script.ts), for `turnstream model-server --script` or a test of one's own.
-import { createEventLog, type Envelope } from "../../log/index.ts";
 import { connectForCommand } from "../../projector/index.ts";
 import { NoRecordedTurnError, recordedTurns, scriptFromTurns } from "../../rerun/index.ts";
 import { parseCommandArgs } from "./_args.ts";
-import { logPrefix, rejectSessionId } from "./_connect.ts";
+import { logPrefix, readSession, rejectSessionId } from "./_connect.ts";
 import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "print a model-server script that plays a logged session's model side back";
@@ -33,8 +32,7 @@ export async function run(argv: string[]): Promise<number> {
   if (rejectSessionId("record-script", session)) return 2;
   const redis = await connectForCommand();
   try {
-    const events: Envelope[] = [];
-    for await (const e of createEventLog({ redis, prefix: logPrefix(args.values.prefix) }).read(session)) events.push(e);
+    const events = await readSession(redis, logPrefix(args.values.prefix), session);
     const script = scriptFromTurns(recordedTurns(events, args.values.turn), { cwd: args.values.cwd });
     process.stdout.write(`${defaultScrub()(JSON.stringify(script, null, 2))}\n`);
     return 0;
