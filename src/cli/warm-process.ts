@@ -28,8 +28,17 @@ import {
 } from "./run-turn.ts";
 import { startWatchdog, type WatchdogHandle } from "./watchdog.ts";
 
+/** runTurn's options that a warm process takes with each turn rather than at its start. */
+const PER_TURN = ["prompt", "signal", "timeoutMs", "inactivityTimeoutMs"] as const;
+
 /** How a warm process starts: runTurn's options without the per-turn ones (prompt, signal, deadlines). */
-export type WarmProcessOptions = Omit<RunTurnOptions, "prompt" | "signal" | "timeoutMs" | "inactivityTimeoutMs"> & RunTurnExtras;
+export type WarmProcessOptions = Omit<RunTurnOptions, (typeof PER_TURN)[number]> & RunTurnExtras;
+
+/** A run's options without the per-turn ones: how a warm process answering that run starts. */
+export function warmStartOptions(options: RunTurnOptions & RunTurnExtras): WarmProcessOptions {
+  const { prompt: _p, signal: _s, timeoutMs: _t, inactivityTimeoutMs: _i, ...start } = options;
+  return start;
+}
 
 /** Per-turn controls of a warm turn. */
 export interface WarmTurnOptions {
@@ -75,8 +84,6 @@ export interface WarmProcess {
   /** Ends the tree (TERM, then KILL after killGraceMs); resolves once it is gone and its files removed. Idempotent. */
   close(): Promise<void>;
 }
-
-const PER_TURN = ["prompt", "signal", "timeoutMs", "inactivityTimeoutMs"] as const;
 
 /** Starts the CLI in stream-json input mode, as a cold run with the same options would start. */
 export function startWarmProcess(options: WarmProcessOptions): WarmProcess {

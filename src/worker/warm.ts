@@ -8,8 +8,8 @@
 // that time even if its owner never sees the session again: one session never keeps two processes.
 import type { RunTurnOptions, TurnHandle, TurnOutcome } from "../cli/index.ts";
 import { Channel } from "../cli/channel.ts";
-import { WarmPool, type WarmMiss } from "../cli/warm-pool.ts";
-import { startWarmProcess, warmFingerprint, type WarmProcess, type WarmProcessOptions } from "../cli/warm-process.ts";
+import { WarmPool } from "../cli/warm-pool.ts";
+import { startWarmProcess, warmFingerprint, warmStartOptions, type WarmProcess } from "../cli/warm-process.ts";
 import type { AttemptStartedData } from "../events/index.ts";
 import type { Logger } from "../kernel/index.ts";
 import type { SnapshotRef } from "../log/index.ts";
@@ -90,13 +90,13 @@ export class WarmSessions {
     }
     let fingerprint: string;
     try {
-      fingerprint = warmFingerprint(startOptions(options));
+      fingerprint = warmFingerprint(warmStartOptions(options));
     } catch {
       // Options the runner refuses: the cold start reports why.
       fingerprint = "";
     }
     const taken = this.#pool.take(job.session, fingerprint);
-    if (taken.process === undefined) return { label: missLabel(taken.reason), process: undefined, viaProcess: true };
+    if (taken.process === undefined) return { label: taken.reason, process: undefined, viaProcess: true };
     const made = this.#made.get(taken.process);
     if (latest == null || made?.epoch !== latest.epoch || made.at !== latest.at) {
       void taken.process.close();
@@ -110,7 +110,8 @@ export class WarmSessions {
     let process = use.process;
     if (process === undefined) {
       const sink: { ch: Channel<string> | undefined } = { ch: undefined };
-      process = startWarmProcess({ ...startOptions(options), onStderr: (line) => sink.ch?.push(line) });
+      // The process's stderr goes to whichever turn it is answering, not to this run's handler.
+      process = startWarmProcess({ ...warmStartOptions(options), onStderr: (line) => sink.ch?.push(line) });
       this.#stderr.set(process, sink);
     }
     use.process = process;
@@ -196,12 +197,3 @@ export class WarmSessions {
   }
 }
 
-function missLabel(m: WarmMiss): WarmLabel {
-  return m;
-}
-
-/** A run's options without the per-turn ones: how its process starts. */
-function startOptions(o: RunTurnOptions & { sessionFile?: Uint8Array | undefined }): WarmProcessOptions {
-  const { prompt: _p, signal: _s, timeoutMs: _t, inactivityTimeoutMs: _i, onStderr: _e, ...start } = o;
-  return start;
-}
