@@ -102,7 +102,19 @@ export type ConfigHomeOptions = z.input<typeof ConfigHomeOptionsSchema>;
 export type CheckedRunTurnOptions = z.output<typeof RunTurnOptionsSchema>;
 
 export function validateRunTurnOptions(options: unknown): CheckedRunTurnOptions {
-  const checked = RunTurnOptionsSchema.safeParse(options);
+  return checkedOrThrow(RunTurnOptionsSchema, options);
+}
+
+const TurnDeadlinesSchema = RunTurnOptionsSchema.pick({ timeoutMs: true, inactivityTimeoutMs: true });
+
+/** A warm turn's deadlines, checked as runTurn checks them. */
+export function validateTurnDeadlines(deadlines: Pick<RunTurnOptions, "timeoutMs" | "inactivityTimeoutMs">): void {
+  checkedOrThrow(TurnDeadlinesSchema, deadlines);
+}
+
+/** The options as the schema checks them, or a bad_options error naming the first bad one. */
+function checkedOrThrow<S extends z.ZodType>(schema: S, options: unknown): z.output<S> {
+  const checked = schema.safeParse(options);
   if (checked.success) return checked.data;
   const issue = checked.error.issues[0]!;
   const field = issue.path.length > 0 ? issue.path.map(String).join(".") : "(options)";

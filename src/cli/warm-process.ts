@@ -11,7 +11,7 @@ import type { ParsedLine } from "../protocol/index.ts";
 import { RunScope } from "./containment.ts";
 import { buildEnv } from "./env.ts";
 import { badOptions, ClaudeCodeCliError, type RunnerErrorKind } from "./errors.ts";
-import { validateRunTurnOptions, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
+import { validateRunTurnOptions, validateTurnDeadlines, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
 import { ProcessTree, trackTree } from "./process-tree.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
 import {
@@ -246,9 +246,10 @@ class WarmCli implements WarmProcess {
 
   turn(prompt: string, options: WarmTurnOptions = {}): Promise<TurnOutcome> {
     if (typeof prompt !== "string") return Promise.reject(badOptions("prompt", "must be a string"));
-    for (const k of ["timeoutMs", "inactivityTimeoutMs"] as const) {
-      const v = options[k];
-      if (v !== undefined && !(Number.isInteger(v) && v > 0)) return Promise.reject(badOptions(k, "must be a positive integer"));
+    try {
+      validateTurnDeadlines({ timeoutMs: options.timeoutMs, inactivityTimeoutMs: options.inactivityTimeoutMs });
+    } catch (err) {
+      return Promise.reject(err as Error);
     }
     // A second message while a turn runs would be folded into that turn, not answered on its own.
     if (this.#turn !== undefined) return Promise.reject(new ClaudeCodeCliError("a turn is already running in this warm claude process", { kind: "bad_options", retryable: false }));
