@@ -4,37 +4,29 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { createProducer } from "../../src/queue/index.ts";
-import { startModelServer } from "../../src/testing/index.ts";
 import { ATTEMPT_SPAN_NAME, redactionMarker, toolSpanName } from "../../src/telemetry/index.ts";
 import { startOtlpReceiver } from "../telemetry/otlp-receiver.ts";
-import { cleanupKeys, readAll, redisFor, startWorkerProcess, testSpace, workerProcessEnv } from "../worker/_support.ts";
+import { processFleet, readAll } from "../worker/_support.ts";
 
 test("worker process: spans exported over OTLP from OTEL_* env, flushed on SIGTERM; env secret scrubbed everywhere", async () => {
   const secret = `cnryproc${randomBytes(8).toString("hex")}`;
-  const space = testSpace();
-  const server = await startModelServer({
-    script: {
-      responses: [
-        { content: [{ type: "tool_use", name: "Bash", input: { command: 'echo "token=$DEPLOY_TOKEN"', description: "print" } }] },
-        { content: [{ type: "text", text: "ok" }] },
-      ],
-    },
-  });
   const receiver = await startOtlpReceiver();
-  const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const ws = space.workspace();
-  const worker = await startWorkerProcess({
-    ...workerProcessEnv(space, ws, server.url, "a"),
-    DEPLOY_TOKEN: secret,
-    TURNSTREAM_SANDBOXED: "1",
-    TURNSTREAM_SHUTDOWN_GRACE_MS: "5000",
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-    LOG_LEVEL: "debug",
+  const fleet = await processFleet({
+    responses: [
+      { content: [{ type: "tool_use", name: "Bash", input: { command: 'echo "token=$DEPLOY_TOKEN"', description: "print" } }] },
+      { content: [{ type: "text", text: "ok" }] },
+    ],
   });
+  const { server, producer, ws } = fleet;
   try {
+    const worker = await fleet.start("a", {
+      DEPLOY_TOKEN: secret,
+      TURNSTREAM_SANDBOXED: "1",
+      TURNSTREAM_SHUTDOWN_GRACE_MS: "5000",
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      LOG_LEVEL: "debug",
+    });
     // The CLI inherits the worker's environment, so the Bash tool sees DEPLOY_TOKEN without a reference.
     const t = await producer.enqueueTurn({ prompt: "print it", cwd: ws, options: { skipPermissions: true } });
     const res = await producer.waitForTurn(t.turn, { timeoutMs: 20_000 }).catch((err: unknown) => {
@@ -53,12 +45,7 @@ test("worker process: spans exported over OTLP from OTEL_* env, flushed on SIGTE
     const sinks = [...receiver.requests.map((q) => q.bodyText), ...worker.lines.map((l) => JSON.stringify(l)), JSON.stringify(events)];
     assert.equal(sinks.filter((s) => s.includes(secret)).length, 0);
   } finally {
-    if (worker.child.exitCode === null) worker.kill("SIGKILL");
-    await producer.close();
-    await cleanupKeys(redis, space);
-    redis.disconnect();
+    await fleet.dispose();
     await receiver.close();
-    await server.close();
-    space.cleanup();
   }
 });

@@ -4,9 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
-import { createProducer } from "../../src/queue/index.ts";
-import { startModelServer } from "../../src/testing/index.ts";
-import { cleanupKeys, readAll, redisFor, startWorkerProcess, testSpace, treeMembers, waitUntil, workerProcessEnv } from "../worker/_support.ts";
+import { processFleet, readAll, treeMembers, waitUntil } from "../worker/_support.ts";
 
 /** The sleep the Bash tool started: its pid, tree marker and config dir (which names the worker's root). */
 function findSleep(root: string, needle: string): { pid: number; marker: string; env: string } | undefined {
@@ -26,27 +24,21 @@ function findSleep(root: string, needle: string): { pid: number; marker: string;
 }
 
 test("kill -9 of a worker mid-Bash: another worker completes the turn, the dead tree is gone, attempt 1 abandoned", async () => {
-  const space = testSpace();
-  const server = await startModelServer({
-    script: {
-      responses: [
-        { content: [{ type: "tool_use", name: "Bash", input: { command: "echo begin; sleep 37; echo slept", description: "wait" } }] },
-        { content: [{ type: "text", text: "recovered" }] },
-      ],
-    },
+  const fleet = await processFleet({
+    responses: [
+      { content: [{ type: "tool_use", name: "Bash", input: { command: "echo begin; sleep 37; echo slept", description: "wait" } }] },
+      { content: [{ type: "text", text: "recovered" }] },
+    ],
   });
-  const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const ws = space.workspace();
-  const env = (name: string): Record<string, string> => ({
-    ...workerProcessEnv(space, ws, server.url, name),
+  const { space, producer, ws } = fleet;
+  const env = {
     TURNSTREAM_SANDBOXED: "1",
     TURNSTREAM_LEASE_MS: "2000",
     TURNSTREAM_LOCK_MS: "2000",
     TURNSTREAM_STALLED_INTERVAL_MS: "1000",
-  });
-  const workers = { a: await startWorkerProcess(env("a")), b: await startWorkerProcess(env("b")) };
+  };
   try {
+    const workers = { a: await fleet.start("a", env), b: await fleet.start("b", env) };
     const t = await producer.enqueueTurn({ prompt: "run the slow command", cwd: ws, options: { skipPermissions: true } });
     let sleep: ReturnType<typeof findSleep>;
     await waitUntil(() => (sleep = findSleep(space.root, "sleep 37")) !== undefined, 30000, "the Bash tool's sleep to start").catch(async (err: unknown) => {
@@ -85,12 +77,6 @@ test("kill -9 of a worker mid-Bash: another worker completes the turn, the dead 
     assert.deepEqual(seqs, seqs.map((_, i) => seqs[0]! + i), "attempt 2's events are contiguous: nothing missing");
     assert.equal(events.at(-1)!.kind, "turn.finished");
   } finally {
-    for (const w of Object.values(workers)) w.kill("SIGTERM");
-    await Promise.all(Object.values(workers).map((w) => w.exited));
-    await producer.close();
-    await cleanupKeys(redis, space);
-    redis.disconnect();
-    await server.close();
-    space.cleanup();
+    await fleet.dispose();
   }
 });

@@ -5,10 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { createProducer } from "../../src/queue/index.ts";
-import { startModelServer } from "../../src/testing/index.ts";
 import { defaultInstanceStem } from "../../src/cli/index.ts";
-import { cleanupKeys, cliEnv, readAll, redisFor, startWorkerProcess, testSpace, waitUntil, type WorkerProcess } from "../worker/_support.ts";
+import { processFleet, readAll, waitUntil, type WorkerProcess } from "../worker/_support.ts";
 
 /** The config dir (CLAUDE_CONFIG_DIR) of the process whose command line holds `needle` and whose env names `root`. */
 function configDirOf(root: string, needle: string): string | undefined {
@@ -32,26 +30,14 @@ async function instanceOf(w: WorkerProcess): Promise<string> {
 }
 
 test("a worker killed mid-turn and started again takes its instance id back and sweeps its dead run's home; the other worker's live home stays", async () => {
-  const space = testSpace();
   const slow = (word: string, secs: number) => ({ match: word, content: [{ type: "tool_use", name: "Bash", input: { command: `echo ${word}; sleep ${secs}; echo slept`, description: "wait" } }] });
-  const server = await startModelServer({ script: { responses: [slow("alpha", 41), slow("bravo", 43)] } });
-  const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const ws = space.workspace();
+  const fleet = await processFleet({ responses: [slow("alpha", 41), slow("bravo", 43)] });
+  const { space, producer, ws } = fleet;
   const root = space.dir("instance-root");
-  const env: Record<string, string> = {
-    REDIS_URL: "redis://127.0.0.1:6379",
-    ...cliEnv(server.url),
-    TURNSTREAM_WORKSPACE_ROOTS: ws,
-    TURNSTREAM_PREFIX: space.logPrefix,
-    TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
-    TURNSTREAM_INSTANCE_ROOT: root,
-    TURNSTREAM_SANDBOXED: "1",
-    TURNSTREAM_SHUTDOWN_GRACE_MS: "500",
-  };
-  const workers: WorkerProcess[] = [];
+  // Every worker gets the same environment: one instance root for all of them.
+  const env = { TURNSTREAM_INSTANCE_ROOT: root, TURNSTREAM_SANDBOXED: "1", TURNSTREAM_SHUTDOWN_GRACE_MS: "500" };
   try {
-    workers.push(...(await Promise.all([startWorkerProcess(env), startWorkerProcess(env)])));
+    const workers = await Promise.all([fleet.start("shared", env), fleet.start("shared", env)]);
     const ids = await Promise.all(workers.map(instanceOf));
     const stem = defaultInstanceStem();
     assert.deepEqual([...ids].sort(), [`${stem}-0`, `${stem}-1`], "two workers started together hold different ids");
@@ -72,8 +58,7 @@ test("a worker killed mid-turn and started again takes its instance id back and 
     await victim.exited;
     assert.ok(existsSync(alphaHome!), "a SIGKILLed worker leaves its run's home behind");
 
-    const restarted = await startWorkerProcess(env);
-    workers.push(restarted);
+    const restarted = await fleet.start("shared", env);
     assert.equal(await instanceOf(restarted), ids[victimIndex], "the restarted worker takes the dead one's id back");
     assert.equal(existsSync(alphaHome!), false, "its start-up sweep removed the dead run's home");
     const swept = restarted.lines.find((l) => l["msg"] === "swept what dead runs left behind");
@@ -81,12 +66,6 @@ test("a worker killed mid-turn and started again takes its instance id back and 
     assert.ok(!JSON.stringify(swept).includes(root), "the log gives counts, not paths");
     assert.ok(existsSync(bravoHome!), "the other worker's live home stays");
   } finally {
-    for (const w of workers) w.kill("SIGTERM");
-    await Promise.all(workers.map((w) => w.exited));
-    await producer.close();
-    await cleanupKeys(redis, space);
-    redis.disconnect();
-    await server.close();
-    space.cleanup();
+    await fleet.dispose();
   }
 });

@@ -2,22 +2,14 @@
 // no two attempts of one session ever overlap (checked from the log), sessions run in parallel.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createProducer } from "../../src/queue/index.ts";
-import { startModelServer } from "../../src/testing/index.ts";
-import { cleanupKeys, readAll, redisFor, startWorkerProcess, testSpace, workerProcessEnv } from "../worker/_support.ts";
+import { processFleet, readAll } from "../worker/_support.ts";
 
 test("3 sessions × 5 turns on 2 workers: order per session kept, attempts of a session never overlap", async () => {
-  const space = testSpace();
-  const server = await startModelServer({ script: { responses: [] } });
-  const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const ws = space.workspace();
-  const env = (name: string): Record<string, string> => ({
-    ...workerProcessEnv(space, ws, server.url, name),
-    TURNSTREAM_CONCURRENCY: "2",
-  });
-  const workers = await Promise.all([startWorkerProcess(env("a")), startWorkerProcess(env("b"))]);
+  const fleet = await processFleet({ responses: [] });
+  const { space, producer, ws } = fleet;
+  const env = { TURNSTREAM_CONCURRENCY: "2" };
   try {
+    await Promise.all([fleet.start("a", env), fleet.start("b", env)]);
     const sessions = ["alpha", "beta", "gamma"].map((s) => `${s}-${space.id}`);
     const turns = new Map<string, string[]>();
     // Interleaved enqueue, as several producers would.
@@ -52,12 +44,6 @@ test("3 sessions × 5 turns on 2 workers: order per session kept, attempts of a 
     }
     assert.equal(workersUsed.size, 2, "both workers took turns");
   } finally {
-    for (const w of workers) w.kill("SIGTERM");
-    await Promise.all(workers.map((w) => w.exited));
-    await producer.close();
-    await cleanupKeys(redis, space);
-    redis.disconnect();
-    await server.close();
-    space.cleanup();
+    await fleet.dispose();
   }
 });

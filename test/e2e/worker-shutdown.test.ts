@@ -7,7 +7,7 @@ import { connectRedis } from "../../src/log/index.ts";
 import { createProducer } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { startRedisServer } from "../support/redis-server.ts";
-import { cleanupKeys, cliEnv, readAll, redisFor, startWorkerProcess, testSpace, treeMembers, type WorkerProcess, waitUntil, workerProcessEnv } from "../worker/_support.ts";
+import { cliEnv, processFleet, readAll, startWorkerProcess, testSpace, treeMembers, type WorkerProcess, waitUntil } from "../worker/_support.ts";
 import { dataOf, findTreeProcess, kindsOf, startWorkerCommand } from "../worker/_more.ts";
 
 const GRACE_MS = 500;
@@ -15,27 +15,17 @@ const KILL_GRACE_MS = 2000; // the worker's default
 const CLOSE_TIMEOUT_MS = 5000; // the worker's default, for connections that do not answer
 
 test("SIGTERM with a running turn: bounded exit, tree gone, attempt abandoned, the next worker completes the turn", async () => {
-  const space = testSpace();
-  const server = await startModelServer({
-    script: {
-      responses: [
-        { content: [{ type: "tool_use", name: "Bash", input: { command: "echo begin; sleep 30; echo slept", description: "wait" } }] },
-        { content: [{ type: "text", text: "completed after the restart" }] },
-      ],
-    },
+  const fleet = await processFleet({
+    responses: [
+      { content: [{ type: "tool_use", name: "Bash", input: { command: "echo begin; sleep 30; echo slept", description: "wait" } }] },
+      { content: [{ type: "text", text: "completed after the restart" }] },
+    ],
   });
-  const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const ws = space.workspace();
-  const env = (name: string): Record<string, string> => ({
-    ...workerProcessEnv(space, ws, server.url, name),
-    TURNSTREAM_INSTANCE_ID: `inst-${name}`,
-    TURNSTREAM_SANDBOXED: "1",
-    TURNSTREAM_SHUTDOWN_GRACE_MS: String(GRACE_MS),
-  });
-  const a = await startWorkerProcess(env("a"));
-  let b: Awaited<ReturnType<typeof startWorkerProcess>> | undefined;
+  const { space, producer, ws } = fleet;
+  const start = (name: string): Promise<WorkerProcess> =>
+    fleet.start(name, { TURNSTREAM_INSTANCE_ID: `inst-${name}`, TURNSTREAM_SANDBOXED: "1", TURNSTREAM_SHUTDOWN_GRACE_MS: String(GRACE_MS) });
   try {
+    const a = await start("a");
     const t = await producer.enqueueTurn({ prompt: "run the slow command", cwd: ws, options: { skipPermissions: true } });
     let sleep: ReturnType<typeof findTreeProcess>;
     await waitUntil(() => (sleep = findTreeProcess("sleep 30", `${space.root}/root-a/`)) !== undefined, 30000, "the Bash tool's sleep to start");
@@ -58,7 +48,7 @@ test("SIGTERM with a running turn: bounded exit, tree gone, attempt abandoned, t
       "attempt 1 had reached the tool call",
     );
 
-    b = await startWorkerProcess(env("b"));
+    const b = await start("b");
     const r = await producer.waitForTurn(t.turn, { timeoutMs: 30000 });
     assert.equal(r.status, "finished", JSON.stringify(r.event.data));
     assert.equal(r.attempt, 2);
@@ -71,14 +61,7 @@ test("SIGTERM with a running turn: bounded exit, tree gone, attempt abandoned, t
     assert.equal(events.filter((e) => e.kind === "attempt.abandoned").length, 1, "the shutdown's own record; nobody re-records it as crashed");
     assert.equal(events.at(-1)!.kind, "turn.finished");
   } finally {
-    a.kill("SIGKILL");
-    b?.kill("SIGTERM");
-    await Promise.all([a.exited, b?.exited]);
-    await producer.close();
-    await cleanupKeys(redis, space);
-    redis.disconnect();
-    await server.close();
-    space.cleanup();
+    await fleet.dispose();
   }
 });
 

@@ -4,23 +4,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { createProducer } from "../../src/queue/index.ts";
-import { startModelServer } from "../../src/testing/index.ts";
-import { cleanupKeys, readAll, redisFor, startWorkerProcess, testSpace, treeMembers, waitUntil, workerProcessEnv } from "../worker/_support.ts";
+import { processFleet, readAll, treeMembers, waitUntil } from "../worker/_support.ts";
 
 test("kill -9 of a worker with a warm session: its kept CLI tree ends, the next turn runs cold on the other worker", async () => {
-  const space = testSpace();
-  const server = await startModelServer({ script: { responses: [] } });
-  const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const ws = space.workspace();
-  const env = (name: string): Record<string, string> => ({
-    ...workerProcessEnv(space, ws, server.url, name),
-    TURNSTREAM_SANDBOXED: "1",
-    TURNSTREAM_WARM: "1",
-  });
-  const workers = { a: await startWorkerProcess(env("a")), b: await startWorkerProcess(env("b")) };
+  const fleet = await processFleet({ responses: [] });
+  const { producer, ws } = fleet;
+  const env = { TURNSTREAM_SANDBOXED: "1", TURNSTREAM_WARM: "1" };
   try {
+    const workers = { a: await fleet.start("a", env), b: await fleet.start("b", env) };
     const first = await producer.enqueueTurn({ prompt: "first", cwd: ws });
     assert.equal((await producer.waitForTurn(first.turn, { timeoutMs: 40_000 })).status, "finished");
     const events = await readAll(producer.log, first.session);
@@ -43,12 +34,6 @@ test("kill -9 of a worker with a warm session: its kept CLI tree ends, the next 
     assert.equal(s2["warm"], "none", "a new process on the survivor");
     assert.equal(typeof s2["snapshotSeq"], "number", "started from the session's snapshot");
   } finally {
-    for (const w of Object.values(workers)) w.kill("SIGTERM");
-    await Promise.all(Object.values(workers).map((w) => w.exited));
-    await producer.close();
-    await cleanupKeys(redis, space);
-    redis.disconnect();
-    await server.close();
-    space.cleanup();
+    await fleet.dispose();
   }
 });

@@ -6,8 +6,9 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { connectRedis, type Envelope, type EventLog, type RedisClient } from "../../src/log/index.ts";
-import type { Producer } from "../../src/queue/index.ts";
+import { connectRedis, DEFAULT_REDIS_URL, type Envelope, type EventLog, type RedisClient } from "../../src/log/index.ts";
+import { createProducer, type Producer } from "../../src/queue/index.ts";
+import { startModelServer, type ModelServer, type ModelServerOptions } from "../../src/testing/index.ts";
 
 export const NODE = join(process.cwd(), "node_modules", ".bin", "node");
 export const WORKER_ENTRY = join(process.cwd(), "workers", "turn-worker.ts");
@@ -162,6 +163,54 @@ export async function cleanupKeys(redis: RedisClient, space: TestSpace): Promise
 
 export function redisFor(url?: string, clusterNodes?: string): RedisClient {
   return clusterNodes ? connectRedis({ clusterNodes }) : connectRedis({ url: url ?? "redis://127.0.0.1:6379" });
+}
+
+/** Worker processes on a private test space against a scripted model server; dispose() ends them and removes everything. */
+export interface ProcessFleet {
+  space: TestSpace;
+  server: ModelServer;
+  redis: RedisClient;
+  producer: Producer;
+  /** The workspace root the workers run turns under. */
+  ws: string;
+  /** Starts a worker process with workerProcessEnv(..., name) plus `extra` (which overrides), on the fleet's Redis. */
+  start(name: string, extra?: Record<string, string>): Promise<WorkerProcess>;
+  /** SIGTERMs every started worker still running and awaits their exits, then closes the producer, removes the keys, disconnects, closes the server and removes the space. */
+  dispose(): Promise<void>;
+}
+
+/** Redis is the local one unless `redisUrl` or `clusterNodes` (which the workers then get as REDIS_CLUSTER_NODES) say otherwise. */
+export async function processFleet(script: ModelServerOptions["script"], options: { redisUrl?: string; clusterNodes?: string } = {}): Promise<ProcessFleet> {
+  const space = testSpace();
+  const server = await startModelServer({ script });
+  const redis = redisFor(options.redisUrl, options.clusterNodes);
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const ws = space.workspace();
+  const redisEnv: Record<string, string> = options.clusterNodes ? { REDIS_CLUSTER_NODES: options.clusterNodes } : { REDIS_URL: options.redisUrl ?? DEFAULT_REDIS_URL };
+  const workers: WorkerProcess[] = [];
+  return {
+    space,
+    server,
+    redis,
+    producer,
+    ws,
+    async start(name, extra = {}) {
+      // The fleet's Redis (URL or cluster nodes) in place of workerProcessEnv's local default.
+      const { REDIS_URL: _local, ...env } = workerProcessEnv(space, ws, server.url, name);
+      const w = await startWorkerProcess({ ...redisEnv, ...env, ...extra });
+      workers.push(w);
+      return w;
+    },
+    async dispose() {
+      for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.kill("SIGTERM");
+      await Promise.all(workers.map((w) => w.exited));
+      await producer.close();
+      await cleanupKeys(redis, space);
+      redis.disconnect();
+      await server.close();
+      space.cleanup();
+    },
+  };
 }
 
 /** Live (non-zombie) pids whose environment carries TURNSTREAM_TREE=<marker>. */

@@ -6,11 +6,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
 import { ATTEMPT_SPAN_NAME, createLogger, createScrubber, startTelemetry } from "../../src/telemetry/index.ts";
-import { createProducer } from "../../src/queue/index.ts";
-import { startModelServer } from "../../src/testing/index.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "../telemetry/otlp-receiver.ts";
 import { dataOf, rig } from "./_more.ts";
-import { cleanupKeys, redisFor, startWorkerProcess, testSpace, workerProcessEnv } from "./_support.ts";
+import { processFleet } from "./_support.ts";
 
 test("worker log lines: ids of the attempt span inside the attempt, none outside", async () => {
   const scrubber = createScrubber({ env: {} });
@@ -71,21 +69,17 @@ function exportedSpans(receiver: OtlpReceiver, name: string): { traceId: string;
 }
 
 test("worker process over OTLP: its stdout lines during the attempt carry the exported span's ids", async () => {
-  const space = testSpace();
-  const server = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "ok" }] }] } });
   const receiver = await startOtlpReceiver();
-  const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const ws = space.workspace();
-  const worker = await startWorkerProcess({
-    ...workerProcessEnv(space, ws, server.url, "a"),
-    TURNSTREAM_SANDBOXED: "1",
-    TURNSTREAM_SHUTDOWN_GRACE_MS: "5000",
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-    LOG_LEVEL: "debug",
-  });
+  const fleet = await processFleet({ responses: [{ content: [{ type: "text", text: "ok" }] }] });
+  const { producer, ws } = fleet;
   try {
+    const worker = await fleet.start("a", {
+      TURNSTREAM_SANDBOXED: "1",
+      TURNSTREAM_SHUTDOWN_GRACE_MS: "5000",
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      LOG_LEVEL: "debug",
+    });
     const t = await producer.enqueueTurn({ prompt: "say ok", cwd: ws });
     const res = await producer.waitForTurn(t.turn, { timeoutMs: 90_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
@@ -103,12 +97,7 @@ test("worker process over OTLP: its stdout lines during the attempt carry the ex
       assert.ok(line !== undefined && !("trace_id" in line) && !("span_id" in line), `${msg}: ${JSON.stringify(line)}`);
     }
   } finally {
-    if (worker.child.exitCode === null) worker.kill("SIGKILL");
-    await producer.close();
-    await cleanupKeys(redis, space);
-    redis.disconnect();
+    await fleet.dispose();
     await receiver.close();
-    await server.close();
-    space.cleanup();
   }
 });
