@@ -331,6 +331,9 @@ export interface SuperviseContext {
   cleanup: () => void;
 }
 
+/** What ends a run (or one turn of a warm process) early: the caller's signal and its two deadlines. */
+export type TurnDeadlines = Pick<CheckedRunTurnOptions, "signal" | "timeoutMs" | "inactivityTimeoutMs">;
+
 /**
  * Ending the run's process tree: on a deadline (timeoutMs, inactivityTimeoutMs, the caller's abort
  * signal), on kill(), and after the CLI exits (whatever it left running). TERM first, KILL after the
@@ -341,6 +344,8 @@ export class TreeEnding {
   reason: RunnerErrorKind | undefined;
   readonly #scope: RunScope;
   readonly #o: CheckedRunTurnOptions;
+  /** The deadlines armed now (none between a warm process's turns). */
+  #armed: TurnDeadlines | undefined;
   readonly #logger: Logger;
   readonly #graceMs: number;
   readonly #pid: number | undefined;
@@ -359,9 +364,10 @@ export class TreeEnding {
     this.#pid = pid;
   }
 
-  /** Starts the deadlines: the caller's signal, timeoutMs, inactivityTimeoutMs. */
-  arm(): void {
-    const { signal, timeoutMs } = this.#o;
+  /** Starts the deadlines: the caller's signal, timeoutMs, inactivityTimeoutMs (the run's, or one warm turn's). */
+  arm(deadlines: TurnDeadlines = this.#o): void {
+    this.#armed = deadlines;
+    const { signal, timeoutMs } = deadlines;
     if (signal !== undefined) {
       if (signal.aborted) queueMicrotask(this.#onAbort);
       else signal.addEventListener("abort", this.#onAbort, { once: true });
@@ -372,17 +378,19 @@ export class TreeEnding {
 
   /** The CLI printed something: the inactivity deadline starts over. */
   activity(): void {
-    const ms = this.#o.inactivityTimeoutMs;
+    const ms = this.#armed?.inactivityTimeoutMs;
     if (ms === undefined || this.reason !== undefined) return;
     if (this.#inactivity === undefined) this.#inactivity = setTimeout(() => this.end("inactivity"), ms);
     else this.#inactivity.refresh();
   }
 
-  /** Stops the deadlines: the run is over. */
+  /** Stops the deadlines: the run (or the warm turn) is over. */
   disarm(): void {
     clearTimeout(this.#timeout);
     clearTimeout(this.#inactivity);
-    this.#o.signal?.removeEventListener("abort", this.#onAbort);
+    this.#timeout = this.#inactivity = undefined;
+    this.#armed?.signal?.removeEventListener("abort", this.#onAbort);
+    this.#armed = undefined;
   }
 
   end(reason: RunnerErrorKind): void {
@@ -517,18 +525,32 @@ export class StderrLines {
   }
 }
 
-/** Watches one spawned CLI: its deadlines, its output, and, once it closed and its tree is gone, its outcome. */
-function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
-  const { o } = ctx;
-  const started = Date.now();
+/** A spawned CLI's tree and what ends it: the scope of its processes, the host's exit hook, the watchdog. */
+export interface WatchedTree {
+  scope: RunScope;
+  ending: TreeEnding;
+  watchdog: WatchdogHandle | undefined;
+  /** Stops the exit hook tracking the tree. */
+  untrack: (() => void) | undefined;
+}
+
+/** Starts watching a spawned CLI's tree (cold runs and warm processes alike). */
+export function watchTree(child: ChildProcess, ctx: SuperviseContext): WatchedTree {
   // The run's processes: its cgroup (everything the CLI started, wherever it went) and the /proc walk.
   const scope = new RunScope(child.pid === undefined ? undefined : new ProcessTree(child.pid, ctx.marker, ctx.mark), ctx.cgroup);
   const untrack = child.pid === undefined ? undefined : trackTree(scope);
   const watchdog =
-    child.pid === undefined || o.watchdog === false
+    child.pid === undefined || ctx.o.watchdog === false
       ? undefined
       : startWatchdog({ cliPid: child.pid, marker: ctx.marker, killGraceMs: ctx.killGraceMs, cgroup: ctx.cgroup?.path });
-  const ending = new TreeEnding(scope, ctx, child.pid);
+  return { scope, ending: new TreeEnding(scope, ctx, child.pid), watchdog, untrack };
+}
+
+/** Watches one spawned CLI: its deadlines, its output, and, once it closed and its tree is gone, its outcome. */
+function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
+  const { o } = ctx;
+  const started = Date.now();
+  const { ending, watchdog, untrack } = watchTree(child, ctx);
   ending.arm();
 
   const stdout = new StdoutLines();

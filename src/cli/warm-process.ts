@@ -8,11 +8,9 @@ import { createHmac, randomBytes } from "node:crypto";
 import { readFileSync, realpathSync, statSync } from "node:fs";
 import type { ChildProcess } from "node:child_process";
 import type { ParsedLine } from "../protocol/index.ts";
-import { RunScope } from "./containment.ts";
 import { buildEnv } from "./env.ts";
 import { badOptions, ClaudeCodeCliError, type RunnerErrorKind } from "./errors.ts";
 import { validateRunTurnOptions, validateTurnDeadlines, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
-import { ProcessTree, trackTree } from "./process-tree.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
 import {
   captureSession,
@@ -20,13 +18,13 @@ import {
   startCli,
   StderrLines,
   StdoutLines,
-  TreeEnding,
+  watchTree,
   type RunEnd,
   type RunTurnExtras,
   type SuperviseContext,
   type TurnOutcome,
+  type WatchedTree,
 } from "./run-turn.ts";
-import { startWatchdog, type WatchdogHandle } from "./watchdog.ts";
 
 /** runTurn's options that a warm process takes with each turn rather than at its start. */
 const PER_TURN = ["prompt", "signal", "timeoutMs", "inactivityTimeoutMs"] as const;
@@ -147,15 +145,12 @@ function canonical(v: unknown): string {
   return JSON.stringify(v) ?? "null";
 }
 
-/** The turn in flight: how to settle it and its deadlines. */
+/** The turn in flight: how to settle it (its deadlines are armed on the tree's ending). */
 interface PendingTurn {
   resolve: (o: TurnOutcome) => void;
   reject: (e: Error) => void;
   started: number;
   options: WarmTurnOptions;
-  timers: NodeJS.Timeout[];
-  inactivity: NodeJS.Timeout | undefined;
-  onAbort: () => void;
 }
 
 class WarmCli implements WarmProcess {
@@ -166,12 +161,10 @@ class WarmCli implements WarmProcess {
   dead: WarmDeath | undefined;
   readonly #ctx: SuperviseContext;
   readonly #child: ChildProcess;
-  readonly #scope: RunScope;
-  readonly #ending: TreeEnding;
+  /** The tree, its ending (where each turn's deadlines are armed), watchdog and exit hook. */
+  readonly #tree: WatchedTree;
   readonly #stdout: StdoutLines;
   readonly #stderr: StderrLines;
-  readonly #watchdog: WatchdogHandle | undefined;
-  readonly #untrack: (() => void) | undefined;
   readonly #closed: Promise<void>;
   #spawnError: Error | undefined;
   #sessionId: string | undefined;
@@ -186,13 +179,7 @@ class WarmCli implements WarmProcess {
     this.treeMarker = ctx.marker;
     this.fingerprint = fingerprint;
     this.#sessionId = ctx.o.resume;
-    this.#scope = new RunScope(child.pid === undefined ? undefined : new ProcessTree(child.pid, ctx.marker, ctx.mark), ctx.cgroup);
-    this.#untrack = child.pid === undefined ? undefined : trackTree(this.#scope);
-    this.#watchdog =
-      child.pid === undefined || ctx.o.watchdog === false
-        ? undefined
-        : startWatchdog({ cliPid: child.pid, marker: ctx.marker, killGraceMs: ctx.killGraceMs, cgroup: ctx.cgroup?.path });
-    this.#ending = new TreeEnding(this.#scope, ctx, child.pid);
+    this.#tree = watchTree(child, ctx);
     this.#stdout = new StdoutLines((p) => this.#line(p));
     this.#stderr = new StderrLines(ctx.o.onStderr, ctx.logger, false);
     this.#closed = this.#watch();
@@ -214,7 +201,7 @@ class WarmCli implements WarmProcess {
   #watch(): Promise<void> {
     const child = this.#child;
     child.stdout!.on("data", (chunk: Buffer) => {
-      if (this.#turn?.inactivity !== undefined) this.#turn.inactivity.refresh();
+      this.#tree.ending.activity();
       this.#stdout.push(chunk);
     });
     child.stderr!.on("data", (chunk: Buffer) => this.#stderr.push(chunk));
@@ -225,15 +212,15 @@ class WarmCli implements WarmProcess {
       this.#spawnError = err;
     });
     child.on("exit", (code, signal) => {
-      this.dead ??= { reason: this.#ending.reason ?? "exited", exitCode: code, signal };
-      setImmediate(() => void this.#ending.reap());
+      this.dead ??= { reason: this.#tree.ending.reason ?? "exited", exitCode: code, signal };
+      setImmediate(() => void this.#tree.ending.reap());
     });
     return new Promise<void>((resolve) => {
       child.on("close", (code: number | null, sig: NodeJS.Signals | null) => {
-        this.dead ??= { reason: this.#ending.reason ?? "exited", exitCode: code, signal: sig };
-        void this.#ending.reap().then(() => {
-          this.#watchdog?.stop();
-          this.#untrack?.();
+        this.dead ??= { reason: this.#tree.ending.reason ?? "exited", exitCode: code, signal: sig };
+        void this.#tree.ending.reap().then(() => {
+          this.#tree.watchdog?.stop();
+          this.#tree.untrack?.();
           this.#stderr.flush();
           this.#stdout.flush();
           this.#ctx.cleanup();
@@ -259,24 +246,10 @@ class WarmCli implements WarmProcess {
     }
     this.#stdout.beginTurn();
     return new Promise<TurnOutcome>((resolve, reject) => {
-      this.#turn = this.#arm({ resolve, reject, started: Date.now(), options, timers: [], inactivity: undefined, onAbort: () => this.#ending.end("aborted") });
+      this.#turn = { resolve, reject, started: Date.now(), options };
+      this.#tree.ending.arm(options);
       this.#child.stdin!.write(JSON.stringify({ type: "user", message: { role: "user", content: prompt } }) + "\n");
     });
-  }
-
-  /** Starts the turn's deadlines; each ends the whole tree. */
-  #arm(t: PendingTurn): PendingTurn {
-    const { signal, timeoutMs, inactivityTimeoutMs } = t.options;
-    if (signal !== undefined) {
-      if (signal.aborted) queueMicrotask(t.onAbort);
-      else signal.addEventListener("abort", t.onAbort, { once: true });
-    }
-    if (timeoutMs !== undefined) t.timers.push(setTimeout(() => this.#ending.end("timeout"), timeoutMs));
-    if (inactivityTimeoutMs !== undefined) {
-      t.inactivity = setTimeout(() => this.#ending.end("inactivity"), inactivityTimeoutMs);
-      t.timers.push(t.inactivity);
-    }
-    return t;
   }
 
   /** Ends the turn in flight (if any) and stops its deadlines. */
@@ -284,8 +257,7 @@ class WarmCli implements WarmProcess {
     const t = this.#turn;
     if (t === undefined) return undefined;
     this.#turn = undefined;
-    for (const timer of t.timers) clearTimeout(timer);
-    t.options.signal?.removeEventListener("abort", t.onAbort);
+    this.#tree.ending.disarm();
     this.lastUsedAt = Date.now();
     return t;
   }
@@ -323,7 +295,7 @@ class WarmCli implements WarmProcess {
     if (t === undefined) return;
     const ctx = { ...this.#ctx, o: { ...this.#ctx.o, timeoutMs: t.options.timeoutMs, inactivityTimeoutMs: t.options.inactivityTimeoutMs } };
     const stdout = this.#stdout;
-    const end: RunEnd = { code, sig, spawnError: this.#spawnError, ending: this.#ending.reason, stdout, stderrTail: this.#stderr.tail, started: t.started, pid: this.pid ?? 0, sessionFile: undefined };
+    const end: RunEnd = { code, sig, spawnError: this.#spawnError, ending: this.#tree.ending.reason, stdout, stderrTail: this.#stderr.tail, started: t.started, pid: this.pid ?? 0, sessionFile: undefined };
     try {
       settleOutcome(ctx, end);
       t.reject(new ClaudeCodeCliError("the warm claude process ended before the turn's result", { kind: "no_result", exitCode: code, signal: sig }));
@@ -335,7 +307,7 @@ class WarmCli implements WarmProcess {
   rssBytes(): number {
     if (this.dead !== undefined) return 0;
     let total = 0;
-    for (const pid of this.#scope.members()) total += vmRss(pid);
+    for (const pid of this.#tree.scope.members()) total += vmRss(pid);
     return total;
   }
 
@@ -343,7 +315,7 @@ class WarmCli implements WarmProcess {
     if (!this.#closing) {
       this.#closing = true;
       // Once the CLI has exited its tree is being reaped already; ending it again would only arm a stray KILL timer.
-      if (this.dead === undefined) this.#ending.end("killed");
+      if (this.dead === undefined) this.#tree.ending.end("killed");
     }
     return this.#closed;
   }
