@@ -7,6 +7,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { readFileSync, realpathSync, statSync } from "node:fs";
 import type { ChildProcess } from "node:child_process";
+import { stableJson } from "../kernel/index.ts";
 import type { ParsedLine } from "../protocol/index.ts";
 import { buildEnv } from "./env.ts";
 import { badOptions, ClaudeCodeCliError, type RunnerErrorKind } from "./errors.ts";
@@ -113,7 +114,7 @@ function fingerprintOf(o: CheckedRunTurnOptions): string {
   // A run id only names the home's folder; which home it is comes from the rest.
   const configHome = o.configHome === undefined ? undefined : { ...o.configHome, runId: undefined };
   const material = { ...shaping, configHome, bin: fileIdentity(bin), settings: fileContent(o.settingsFile), mcp: fileContent(o.mcpConfigFile) };
-  return createHmac("sha256", FINGERPRINT_KEY).update(canonical(material)).digest("hex");
+  return createHmac("sha256", FINGERPRINT_KEY).update(stableJson(material)).digest("hex");
 }
 
 function fileIdentity(path: string): string {
@@ -133,16 +134,6 @@ function fileContent(path: string | undefined): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** JSON with sorted keys, so equal options give equal text whatever order they were written in. */
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
-  if (v !== null && typeof v === "object") {
-    const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
-    return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(",")}}`;
-  }
-  return JSON.stringify(v) ?? "null";
 }
 
 /** The turn in flight: how to settle it (its deadlines are armed on the tree's ending). */

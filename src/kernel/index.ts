@@ -5,6 +5,7 @@ export { isObj, numberField, objField, stringField, type Obj } from "./fields.ts
 export { sendJson } from "./http.ts";
 export { withTimeout } from "./deadline.ts";
 export { packageVersion } from "./package-version.ts";
+export { stableJson } from "./stable-json.ts";
 export { errorFields, errorReporter, RepeatLimiter, REPEAT_INTERVAL_MS, type ErrorReporter } from "./repeated-errors.ts";
 
 /** The key prefix of the event log and its read models, when none is configured. */

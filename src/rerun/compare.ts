@@ -2,6 +2,7 @@
 // the agent did and got (each tool call's name and input, each result's text and error flag) and how
 // the turn ended (status, error kind, result text), all normalised by the rule the scripted server
 // checks with (normaliseRunText), so ids, times and where each run happened never count as a change.
+import { stableJson } from "../kernel/index.ts";
 import { foldMessages } from "../protocol/index.ts";
 import { normaliseRunText } from "../testing/index.ts";
 import type { RecordedTurn, TurnStatus } from "./record.ts";
@@ -39,13 +40,6 @@ export interface TurnComparison {
 export interface RerunComparison {
   match: boolean;
   turns: TurnComparison[];
-}
-
-/** JSON with object keys sorted, so two equal inputs print alike whatever order they were built in. */
-function stableJson(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) =>
-    v !== null && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
-  );
 }
 
 /** The tool calls of a run in call order (subagents' included), normalised against its cwd. */
