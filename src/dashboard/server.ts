@@ -130,8 +130,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const logger = options.logger ?? silentLogger;
   const scrubber = options.scrubber ?? createScrubber({ env: process.env });
   const log = createEventLog({ redis: options.redis, prefix: options.prefix ?? DEFAULT_PREFIX });
-  const queueRedis = options.redis.duplicate();
-  const queue = createTurnQueue({ redis: queueRedis, queuePrefix: options.queuePrefix, queueName: options.queueName });
+  const queue = createTurnQueue({ redis: options.redis, queuePrefix: options.queuePrefix, queueName: options.queueName });
   const fleet = new Fleet({ log, redis: options.redis, queue, logger });
   const watched = new WatchedSessions(log, logger);
   const ctx: Ctx = {
@@ -158,7 +157,6 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await fleet.stop();
       await closeTurnQueue(queue);
-      queueRedis.disconnect();
     },
   };
 }
