@@ -76,7 +76,9 @@ export function recordedTurns(events: readonly Envelope[], turn?: string): Recor
   const byTurn = new Map<string, Envelope[]>();
   for (const e of events) {
     if (e.turn === "") continue;
-    byTurn.set(e.turn, [...(byTurn.get(e.turn) ?? []), e]);
+    const list = byTurn.get(e.turn);
+    if (list === undefined) byTurn.set(e.turn, [e]);
+    else list.push(e);
   }
   const all = [...byTurn].map(([id, evs]) => recordedTurn(id, evs)).filter((t): t is RecordedTurn => t !== undefined);
   if (turn === undefined) {

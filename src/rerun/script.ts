@@ -88,8 +88,9 @@ function expectOf(previous: FoldedMessage | undefined, cwd: string): ScriptExpec
 
 /** The scripted responses of one recorded turn, in the order the CLI received them. */
 export function responsesOfTurn(turn: RecordedTurn): ScriptResponse[] {
-  const fold = foldMessages(turn.lines);
-  const lines = [...parsedLines(turn.lines)].map((p) => (isObj(p.line) ? p.line : undefined));
+  const parsed = [...parsedLines(turn.lines)];
+  const fold = foldMessages(parsed);
+  const lines = parsed.map((p) => (isObj(p.line) ? p.line : undefined));
   const groups = [fold.messages, ...fold.subagents.values()].map((g) => g.filter((m) => m.role === "assistant"));
   const ordered = groups.flatMap((g) => g.map((m, i) => ({ m, previous: g[i - 1] }))).sort((a, b) => a.m.lineIndexes[0]! - b.m.lineIndexes[0]!);
   return ordered.map(({ m, previous }) => responseOf(m, lines, previous, turn)).filter((r): r is ScriptResponse => r !== undefined);
