@@ -683,10 +683,10 @@ export function settleOutcome(ctx: SuperviseContext, end: RunEnd): TurnOutcome {
 }
 
 /** How the CLI process ended, as every error of the run carries it. */
-export type ExitFields = { exitCode: number | null; signal: NodeJS.Signals | null; stderr: string };
+type ExitFields = { exitCode: number | null; signal: NodeJS.Signals | null; stderr: string };
 
 /** The launcher or the spawn failed: the CLI never ran. */
-export function startFailure(ctx: SuperviseContext, end: RunEnd, fields: ExitFields): Error | undefined {
+function startFailure(ctx: SuperviseContext, end: RunEnd, fields: ExitFields): Error | undefined {
   const launchError = launchFailure(ctx.launch, ctx.cgroup, fields, end.stdout.count);
   if (launchError instanceof ContainmentError) return launchError;
   const spawnError = end.spawnError ?? launchError;
@@ -717,7 +717,7 @@ function endingText(o: CheckedRunTurnOptions, ending: RunnerErrorKind): string {
 }
 
 /** The CLI ended without a successful result: the result line's error, a lost session, or no result line. */
-export function resultFailure(o: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields): ClaudeCodeCliError {
+function resultFailure(o: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields): ClaudeCodeCliError {
   const r = end.stdout.lastResult ?? {};
   const resultFields = {
     ...fields,

@@ -12,7 +12,6 @@ import { RETRYABLE_KINDS, retryDelayMs } from "./retry.ts";
 import type { CliRun } from "./run-cli.ts";
 import { snapshotRecord, type Snapshot } from "./snapshots.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay } from "./types.ts";
-import type { WarmUse } from "./warm.ts";
 
 export interface ErrorFields {
   kind: string;

@@ -265,7 +265,7 @@ export async function run(argv: string[]): Promise<number> {
     durationFlag("timeout", args.values.timeout);
     const turns = loadBatchFile(file);
     if (!args.values.check) return await runBatch(file, turns, args.values, scrub);
-    const reruns = turns.filter((e) => "rerun" in e).length;
+    const reruns = turns.filter(isRerun).length;
     if (!args.values.json) process.stdout.write(`${file}: ${turns.length - reruns} turn(s)${reruns === 0 ? "" : ` and ${reruns} re-run(s)`}, all valid\n`);
     else process.stdout.write(`${JSON.stringify({ file, turns: turns.length, outcome: "finished", exitCode: EXIT.finished })}\n`);
     return EXIT.finished;
