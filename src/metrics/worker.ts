@@ -62,6 +62,8 @@ class AttemptMetrics implements AttemptObserver {
   #startedWritten: number | undefined;
   #firstLineSeen = false;
   #ended = false;
+  /** The attempt's cost so far: the latest result's total_cost_usd. */
+  #costUsd = 0;
 
   constructor(i: EventInstruments, context: AttemptContext, model: string) {
     this.#i = i;
@@ -107,8 +109,13 @@ class AttemptMetrics implements AttemptObserver {
     if (parsed === undefined || !isKnown(parsed, "result")) return;
     const line = parsed.line as Record<string, unknown>;
     const model = { "gen_ai.request.model": this.#model };
+    // total_cost_usd is the CLI process's running total (a run with background subagents prints two
+    // results with the same figure): the latest replaces the attempt's, and the counter takes the rise.
     const cost = numberField(line, "total_cost_usd");
-    if (cost !== undefined && cost > 0) this.#i.cost.add(cost, model);
+    if (cost !== undefined && cost >= 0) {
+      if (cost > this.#costUsd) this.#i.cost.add(cost - this.#costUsd, model);
+      this.#costUsd = cost;
+    }
     const usage = line["usage"];
     if (!isObj(usage)) return;
     for (const [type, field] of TOKEN_FIELDS) {
