@@ -20,12 +20,17 @@ export interface LockContent {
  */
 export type LockState = "live" | "dead" | "none";
 
-let ownStart: string | undefined;
+let own: { start: string | undefined; host: string } | undefined;
 
-/** This process's lock content; its start time never changes, so it is read once. */
+/** This process's start time and host; neither changes, so they are read once. */
+function ownProcess(): { start: string | undefined; host: string } {
+  return (own ??= { start: processStartTime(process.pid), host: hostname() });
+}
+
+/** This process's lock content. */
 export function ownLockContent(extra: { runId?: string } = {}): LockContent {
-  ownStart ??= processStartTime(process.pid);
-  return { pid: process.pid, start: ownStart, host: hostname(), createdAt: new Date().toISOString(), ...extra };
+  const { start, host } = ownProcess();
+  return { pid: process.pid, start, host, createdAt: new Date().toISOString(), ...extra };
 }
 
 /** Creates the lock file; never replaces one (EEXIST). */
@@ -46,7 +51,8 @@ export function readLock(path: string): LockContent | "missing" | "unreadable" {
 export function processIsLive(pid: number, start: string | undefined): boolean {
   const now = processStartTime(pid);
   if (now !== undefined) return start === undefined || now === start;
-  if (processStartTime(process.pid) !== undefined) return false;
+  // /proc answers for this process, so it would have for that one: it is gone.
+  if (ownProcess().start !== undefined) return false;
   try {
     process.kill(pid, 0);
     return true;
@@ -61,6 +67,6 @@ export function lockState(path: string): LockState {
   if (lock === "missing") return "none";
   if (lock === "unreadable" || typeof lock !== "object" || lock === null) return "live";
   if (!Number.isInteger(lock.pid) || lock.pid <= 0) return "none";
-  if (typeof lock.host === "string" && lock.host !== hostname()) return "live";
+  if (typeof lock.host === "string" && lock.host !== ownProcess().host) return "live";
   return processIsLive(lock.pid, lock.start) ? "live" : "dead";
 }
