@@ -2,7 +2,7 @@
 // request bodies, and Server-Sent Events.
 import type { IncomingMessage, ServerResponse } from "node:http";
 
-export { sendJson } from "../kernel/index.ts";
+export { BodyTooLargeError, readBody, sendJson } from "../kernel/index.ts";
 
 /** Strict CSP: only this origin's files run; no inline script or style, no framing. */
 export const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -19,22 +19,6 @@ export function securityHeaders(res: ServerResponse): void {
 export function sendText(res: ServerResponse, status: number, text: string, type = "text/plain; charset=utf-8", extra: Record<string, string> = {}): void {
   res.writeHead(status, { "Content-Type": type, "Content-Length": Buffer.byteLength(text), ...extra });
   res.end(text);
-}
-
-export class BodyTooLargeError extends Error {
-  override readonly name = "BodyTooLargeError";
-}
-
-/** The request body as text, refusing more than `limit` bytes (a decision is a few hundred). */
-export async function readBody(req: IncomingMessage, limit = 64 * 1024): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req) {
-    size += (c as Buffer).length;
-    if (size > limit) throw new BodyTooLargeError(`request body over ${limit} bytes`);
-    chunks.push(c as Buffer);
-  }
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 export interface EventStream {

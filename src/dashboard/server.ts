@@ -1,8 +1,7 @@
 // `startDashboard`: a small node:http server for the web console. Static page files, JSON and one
 // SSE stream per open view, fed by the log's tail; everything it sends passes through the scrubber.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { DEFAULT_PREFIX, silentLogger, type Logger } from "../kernel/index.ts";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { DEFAULT_PREFIX, listen, silentLogger, type Logger } from "../kernel/index.ts";
 import { createEventLog, isValidSessionId, type RedisClient } from "../log/index.ts";
 import { closeTurnQueue, createTurnQueue } from "../queue/index.ts";
 import { createScrubber, type Scrubber } from "../telemetry/index.ts";
@@ -110,16 +109,6 @@ function handler(ctx: Ctx, logger: Logger): (req: IncomingMessage, res: ServerRe
   };
 }
 
-function listen(server: Server, host: string, port: number): Promise<AddressInfo> {
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve(server.address() as AddressInfo);
-    });
-  });
-}
-
 /** Starts the web console on `host:port` (loopback by default). */
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const host = options.host ?? "127.0.0.1";
@@ -145,7 +134,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     traceUrl: options.traceUrl ?? DEFAULT_TRACE_URL,
   };
   const server = createServer(handler(ctx, logger));
-  const addr = await listen(server, host, options.port ?? 0);
+  const addr = await listen(server, options.port ?? 0, host);
   const shown = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${shown}:${addr.port}/`,

@@ -11,7 +11,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { EventLog, Logger, RedisClient } from "../log/index.ts";
-import { silentLogger } from "../kernel/index.ts";
+import { BodyTooLargeError, listen, readBody, silentLogger } from "../kernel/index.ts";
 import { HubClosedError, OperatorKeysMissingError } from "./errors.ts";
 import { decisionMadeData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
 import { hookInputSchema, riskClassOf, scrubReport, summarizeInput, type HookInput, type TextScrubber } from "./tool-calls.ts";
@@ -330,27 +330,13 @@ const reply = (res: ServerResponse, status: number, body: Record<string, unknown
   res.end(text);
 };
 
-const readBody = (req: IncomingMessage): Promise<Buffer> =>
-  new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) {
-        reject(new Error("hook input too large"));
-        req.destroy();
-      } else parts.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(parts)));
-    req.on("error", reject);
-  });
-
 /** The forwarder's PreToolUse input, or why it cannot be used. */
 async function readHookInput(req: IncomingMessage): Promise<HookInput | string> {
   try {
-    const parsed = hookInputSchema.safeParse(JSON.parse((await readBody(req)).toString("utf8")));
+    const parsed = hookInputSchema.safeParse(JSON.parse(await readBody(req, MAX_BODY)));
     return parsed.success ? parsed.data : "the hook input was not a PreToolUse call";
-  } catch {
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) req.destroy();
     return "the hook input could not be read";
   }
 }
@@ -410,10 +396,7 @@ async function listenLoopback(handle: (req: IncomingMessage, res: ServerResponse
     inflight.add(p);
     void p.finally(() => inflight.delete(p));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
+  await listen(server, 0, "127.0.0.1");
   return server;
 }
 

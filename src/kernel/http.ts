@@ -1,10 +1,40 @@
-// A JSON answer for the project's small HTTP servers (the ops endpoint, the dashboard): never cached,
-// its length known, so a probe or a page reads it whole.
-import type { ServerResponse } from "node:http";
+// Helpers for the project's small HTTP servers (the ops endpoint, the dashboard, the decision hub):
+// a JSON answer never cached and its length known, so a probe or a page reads it whole; a request
+// body read up to a bound; and listening that fails with the listen error.
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 
 /** Writes `body` as the whole JSON response with `status`. */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "Content-Length": Buffer.byteLength(text) });
   res.end(text);
+}
+
+/** A request body went over the reader's limit. */
+export class BodyTooLargeError extends Error {
+  override readonly name = "BodyTooLargeError";
+}
+
+/** The request body as UTF-8 text; fails with BodyTooLargeError past `limit` bytes (the request is then destroyed). */
+export async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > limit) throw new BodyTooLargeError(`request body over ${limit} bytes`);
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** Starts `server` on `host:port` and resolves with its address once it listens; fails with the listen error (a port in use). */
+export function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
 }

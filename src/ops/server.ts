@@ -5,7 +5,7 @@
 // moment the process is told to stop, so a load balancer or orchestrator stops counting on it at once.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { monitorEventLoopDelay, type ELDHistogram } from "node:perf_hooks";
-import { sendJson, silentLogger, withTimeout, type Logger } from "../kernel/index.ts";
+import { listen, sendJson, silentLogger, withTimeout, type Logger } from "../kernel/index.ts";
 
 /** One named readiness check: true when ready, false or a short reason when not. */
 export interface ReadinessCheck {
@@ -173,13 +173,7 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
   // Probes must not hold a stopping process open, nor pile up on a slow one.
   server.keepAliveTimeout = 5000;
   server.requestTimeout = 10_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ port: options.port, host: ops!.host }, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  }).catch((err: unknown) => {
+  await listen(server, options.port, ops.host).catch((err: unknown) => {
     ops!.close().catch(() => {});
     throw err;
   });
