@@ -8,9 +8,9 @@
 // beside it; two processes claiming at once both see each other and both step back, then try again.
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, rmSync, unlinkSync } from "node:fs";
-import { hostname } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { instanceStem } from "../kernel/index.ts";
 import { lockState, ownLockContent, readLock, writeLock, type LockContent } from "./live-lock.ts";
 
 const OWNER_DIR = "owner";
@@ -31,7 +31,7 @@ export class InstanceIdTakenError extends Error {
 
 /** `worker-<host>`: the default ids' stem, the host name made safe for a folder name. */
 export function defaultInstanceStem(): string {
-  return `worker-${hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60)}`;
+  return instanceStem("worker");
 }
 
 function ownerDir(root: string, instanceId: string): string {

@@ -4,6 +4,7 @@ export { type Logger, silentLogger } from "./logger.ts";
 export { isObj, numberField, objField, stringField, type Obj } from "./fields.ts";
 export { BodyTooLargeError, listen, readBody, sendJson } from "./http.ts";
 export { withTimeout } from "./deadline.ts";
+export { instanceStem } from "./instance-stem.ts";
 export { packageVersion } from "./package-version.ts";
 export { stableJson } from "./stable-json.ts";
 export { errorFields, errorReporter, RepeatLimiter, REPEAT_INTERVAL_MS, type ErrorReporter } from "./repeated-errors.ts";

@@ -6,8 +6,8 @@ import { Queue } from "bullmq";
 import type { EventObserver } from "../events/index.ts";
 import type { Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
-import { startMetrics, workerInstruments, type Metrics, type WorkerInstruments } from "../metrics/index.ts";
-import { opsConfigFromEnv, redisReadiness, startOpsServer, type OpsServer, type ReadinessCheck } from "../ops/index.ts";
+import { startMetrics, workerInstruments, type WorkerInstruments } from "../metrics/index.ts";
+import { startProcessOps, type ReadinessCheck } from "../ops/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { TurnWorker } from "./worker.ts";
 
@@ -27,9 +27,6 @@ export interface WorkerObservabilityOptions {
 }
 
 export interface WorkerObservability {
-  readonly metrics: Metrics;
-  /** The ops server, when TURNSTREAM_OPS_PORT or --ops-port asks for one. */
-  readonly ops: OpsServer | undefined;
   /** For startTurnWorker's `observers` (empty when metrics are off). */
   readonly observers: readonly EventObserver[];
   /** For startTurnWorker's `onLogAppend`. */
@@ -45,37 +42,35 @@ export interface WorkerObservability {
 }
 
 export async function startWorkerObservability(options: WorkerObservabilityOptions): Promise<WorkerObservability> {
-  const opsConfig = opsConfigFromEnv(options.env, options.opsPort);
-  const metrics = startMetrics({ env: options.env, scrubber: options.scrubber, opsEndpoint: opsConfig !== undefined, instanceId: options.instanceId, serviceName: "turnstream-worker" });
-  // Counts only: the process's own connection serves it (a BullMQ worker's blocking one would not).
-  const queue = metrics.enabled ? new Queue(options.queueName, { connection: options.redis as never, prefix: options.queuePrefix }) : undefined;
-  const instruments: WorkerInstruments | undefined =
-    metrics.enabled ? workerInstruments(metrics.meter, { scrubber: options.scrubber, redis: options.redis, logPrefix: options.logPrefix, queue, logger: options.logger }) : undefined;
+  let queue: Queue | undefined;
+  let instruments: WorkerInstruments | undefined;
   let worker: TurnWorker | undefined;
-  const started: ReadinessCheck = { name: "started", check: () => (worker !== undefined ? true : "starting") };
-  let ops: OpsServer | undefined;
-  try {
-    ops = opsConfig === undefined ? undefined : await startOpsServer({ ...opsConfig, logger: options.logger, metrics: metrics.prometheus, checks: [redisReadiness(options.redis), started] });
-  } catch (err) {
-    await metrics.shutdown();
-    await queue?.close();
-    throw err;
-  }
+  const ops = await startProcessOps({
+    env: options.env,
+    opsPort: options.opsPort,
+    redis: options.redis,
+    logger: options.logger,
+    startMetrics: (opsEndpoint) => {
+      const metrics = startMetrics({ env: options.env, scrubber: options.scrubber, opsEndpoint, instanceId: options.instanceId, serviceName: "turnstream-worker" });
+      // Counts only: the process's own connection serves it (a BullMQ worker's blocking one would not).
+      queue = metrics.enabled ? new Queue(options.queueName, { connection: options.redis as never, prefix: options.queuePrefix }) : undefined;
+      instruments = metrics.enabled ? workerInstruments(metrics.meter, { scrubber: options.scrubber, redis: options.redis, logPrefix: options.logPrefix, queue, logger: options.logger }) : undefined;
+      return metrics;
+    },
+    isStarted: () => worker !== undefined,
+    closeSources: async () => {
+      await queue?.close();
+    },
+  });
   return {
-    metrics,
-    ops,
     observers: instruments === undefined ? [] : [instruments.observer],
     onLogAppend: instruments?.onLogAppend,
-    addCheck: (check) => ops?.addCheck(check),
+    addCheck: (check) => ops.addCheck(check),
     started(w) {
       worker = w;
       instruments?.bindWorker(w);
     },
-    stopping: () => ops?.shuttingDown(),
-    async close() {
-      await metrics.shutdown().catch((err: unknown) => options.logger.warn({ err: { message: String(err) } }, "metrics did not flush"));
-      await ops?.close();
-      await queue?.close().catch(() => undefined);
-    },
+    stopping: () => ops.stopping(),
+    close: () => ops.close(),
   };
 }
