@@ -3,25 +3,8 @@
 // the old tree; the log shows attempt 1 abandoned and attempt 2 complete.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { findTreeProcess } from "../worker/_more.ts";
 import { processFleet, readAll, treeMembers, waitUntil } from "../worker/_support.ts";
-
-/** The sleep the Bash tool started: its pid, tree marker and config dir (which names the worker's root). */
-function findSleep(root: string, needle: string): { pid: number; marker: string; env: string } | undefined {
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${name}/cmdline`, "latin1").replaceAll("\0", " ");
-      if (!cmd.includes(needle)) continue;
-      const env = readFileSync(`/proc/${name}/environ`, "latin1");
-      const m = /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(env);
-      if (m && env.includes(root)) return { pid: Number(name), marker: m[1]!, env };
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return undefined;
-}
 
 test("kill -9 of a worker mid-Bash: another worker completes the turn, the dead tree is gone, attempt 1 abandoned", async () => {
   const fleet = await processFleet({
@@ -40,8 +23,8 @@ test("kill -9 of a worker mid-Bash: another worker completes the turn, the dead 
   try {
     const workers = { a: await fleet.start("a", env), b: await fleet.start("b", env) };
     const t = await producer.enqueueTurn({ prompt: "run the slow command", cwd: ws, options: { skipPermissions: true } });
-    let sleep: ReturnType<typeof findSleep>;
-    await waitUntil(() => (sleep = findSleep(space.root, "sleep 37")) !== undefined, 30000, "the Bash tool's sleep to start").catch(async (err: unknown) => {
+    let sleep: ReturnType<typeof findTreeProcess>;
+    await waitUntil(() => (sleep = findTreeProcess("sleep 37", space.root)) !== undefined, 30000, "the Bash tool's sleep to start").catch(async (err: unknown) => {
       const seen = (await readAll(producer.log, t.session)).map((e) => `${e.kind}:${JSON.stringify(e.data).slice(0, 200)}`);
       throw new Error(`${(err as Error).message}; log: ${seen.join(" | ")}`);
     });

@@ -1,21 +1,14 @@
 // Helpers for the retry, lost-session and shutdown tests: an in-process worker against a scripted
 // model server with its own prefixes, and small readers over one turn's events.
-import { createProducer, type Producer } from "../../src/queue/index.ts";
 import { startTurnWorker, type TurnWorker, type TurnWorkerOptions } from "../../src/worker/index.ts";
-import { startModelServer, type ModelServer } from "../../src/testing/index.ts";
-import type { Envelope, RedisClient } from "../../src/log/index.ts";
+import type { Envelope } from "../../src/log/index.ts";
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { cleanupKeys, cliEnv, NODE, readAll, redisFor, testSpace, type TestSpace, type WorkerProcess } from "./_support.ts";
+import { cliEnv, NODE, readAll, testStage, type TestStage, type WorkerProcess } from "./_support.ts";
 
-export interface Rig {
-  space: TestSpace;
-  server: ModelServer;
-  redis: RedisClient;
-  producer: Producer;
-  ws: string;
+export interface Rig extends TestStage {
   /** Starts an in-process worker on the rig's prefixes; closed by dispose(). */
   worker(extra?: Partial<TurnWorkerOptions>): TurnWorker;
   events(session: string, turn?: string): Promise<Envelope[]>;
@@ -24,19 +17,12 @@ export interface Rig {
 
 /** `script` may be a function of the rig's workspace, for scripts that name files in it. */
 export async function rig(script: unknown): Promise<Rig> {
-  const space = testSpace();
-  const ws = space.workspace();
-  const server = await startModelServer({ script: typeof script === "function" ? (script as (ws: string) => unknown)(ws) : script });
-  const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const { close, ...stage } = await testStage(script as Parameters<typeof testStage>[0]);
+  const { space, server, redis, producer, ws } = stage;
   const workers: TurnWorker[] = [];
   let n = 0;
   return {
-    space,
-    server,
-    redis,
-    producer,
-    ws,
+    ...stage,
     worker(extra = {}) {
       const w = startTurnWorker({
         redis,
@@ -56,11 +42,7 @@ export async function rig(script: unknown): Promise<Rig> {
     },
     async dispose() {
       await Promise.all(workers.map((w) => w.close({ graceMs: 1000 })));
-      await producer.close();
-      await cleanupKeys(redis, space);
-      redis.disconnect();
-      await server.close();
-      space.cleanup();
+      await close();
     },
   };
 }

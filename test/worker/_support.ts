@@ -165,14 +165,43 @@ export function redisFor(url?: string, clusterNodes?: string): RedisClient {
   return clusterNodes ? connectRedis({ clusterNodes }) : connectRedis({ url: url ?? "redis://127.0.0.1:6379" });
 }
 
-/** Worker processes on a private test space against a scripted model server; dispose() ends them and removes everything. */
-export interface ProcessFleet {
+/** A private test space: a workspace, a scripted model server, and Redis and a producer on the space's prefixes. */
+export interface TestStage {
   space: TestSpace;
   server: ModelServer;
   redis: RedisClient;
   producer: Producer;
   /** The workspace root the workers run turns under. */
   ws: string;
+}
+
+type StageScript = ModelServerOptions["script"] | ((ws: string) => ModelServerOptions["script"]);
+
+/** Sets a stage up; `script` may be a function of the workspace, for scripts that name files in it. The returned close() takes it down. */
+export async function testStage(script: StageScript, options: { redisUrl?: string; clusterNodes?: string } = {}): Promise<TestStage & { close(): Promise<void> }> {
+  const space = testSpace();
+  const ws = space.workspace();
+  const server = await startModelServer({ script: typeof script === "function" ? script(ws) : script });
+  const redis = redisFor(options.redisUrl, options.clusterNodes);
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  return {
+    space,
+    server,
+    redis,
+    producer,
+    ws,
+    async close() {
+      await producer.close();
+      await cleanupKeys(redis, space);
+      redis.disconnect();
+      await server.close();
+      space.cleanup();
+    },
+  };
+}
+
+/** Worker processes on a test stage; dispose() ends them and takes the stage down. */
+export interface ProcessFleet extends TestStage {
   /** Starts a worker process with workerProcessEnv(..., name) plus `extra` (which overrides), on the fleet's Redis. */
   start(name: string, extra?: Record<string, string>): Promise<WorkerProcess>;
   /** SIGTERMs every started worker still running and awaits their exits, then closes the producer, removes the keys, disconnects, closes the server and removes the space. */
@@ -180,20 +209,13 @@ export interface ProcessFleet {
 }
 
 /** Redis is the local one unless `redisUrl` or `clusterNodes` (which the workers then get as REDIS_CLUSTER_NODES) say otherwise. */
-export async function processFleet(script: ModelServerOptions["script"], options: { redisUrl?: string; clusterNodes?: string } = {}): Promise<ProcessFleet> {
-  const space = testSpace();
-  const server = await startModelServer({ script });
-  const redis = redisFor(options.redisUrl, options.clusterNodes);
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const ws = space.workspace();
+export async function processFleet(script: StageScript, options: { redisUrl?: string; clusterNodes?: string } = {}): Promise<ProcessFleet> {
+  const { close, ...stage } = await testStage(script, options);
+  const { space, server, ws } = stage;
   const redisEnv: Record<string, string> = options.clusterNodes ? { REDIS_CLUSTER_NODES: options.clusterNodes } : { REDIS_URL: options.redisUrl ?? DEFAULT_REDIS_URL };
   const workers: WorkerProcess[] = [];
   return {
-    space,
-    server,
-    redis,
-    producer,
-    ws,
+    ...stage,
     async start(name, extra = {}) {
       // The fleet's Redis (URL or cluster nodes) in place of workerProcessEnv's local default.
       const { REDIS_URL: _local, ...env } = workerProcessEnv(space, ws, server.url, name);
@@ -204,11 +226,7 @@ export async function processFleet(script: ModelServerOptions["script"], options
     async dispose() {
       for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.kill("SIGTERM");
       await Promise.all(workers.map((w) => w.exited));
-      await producer.close();
-      await cleanupKeys(redis, space);
-      redis.disconnect();
-      await server.close();
-      space.cleanup();
+      await close();
     },
   };
 }
