@@ -9,7 +9,7 @@ import { createNoopMeter, type Meter } from "@opentelemetry/api";
 import type { MeterProvider, MetricReader, PushMetricExporter } from "@opentelemetry/sdk-metrics";
 import type { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
-import { DEFAULT_SERVICE_NAME, nonEmpty, otlpSettings, parseKeyValueList, positiveMs, TelemetryConfigError, type EnvLike, type OtlpSettings, type Scrubber } from "../telemetry/index.ts";
+import { DEFAULT_SERVICE_NAME, nonEmpty, otlpEndpointSet, otlpSettings, positiveMs, sdkDisabled, serviceIdentity, TelemetryConfigError, type EnvLike, type OtlpSettings, type Scrubber } from "../telemetry/index.ts";
 
 const load = createRequire(import.meta.url);
 
@@ -48,15 +48,14 @@ function listedExporters(env: EnvLike): Set<string> | undefined {
  */
 export function metricsConfig(env: EnvLike, opsEndpoint: boolean, fallbackServiceName = DEFAULT_SERVICE_NAME): MetricsConfig {
   const listed = listedExporters(env);
-  const otlpEndpointSet = nonEmpty(env["OTEL_EXPORTER_OTLP_ENDPOINT"]) !== undefined || nonEmpty(env["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"]) !== undefined;
   if (listed?.has("prometheus") === true && !opsEndpoint) {
     throw new TelemetryConfigError("OTEL_METRICS_EXPORTER", "OTEL_METRICS_EXPORTER lists prometheus, but this process serves no /metrics: set TURNSTREAM_OPS_PORT (or --ops-port)");
   }
   const prometheus = listed === undefined ? opsEndpoint : listed.has("prometheus");
-  const otlp = listed === undefined ? otlpEndpointSet : listed.has("otlp");
+  const otlp = listed === undefined ? otlpEndpointSet(env, "metrics") : listed.has("otlp");
   const console = listed?.has("console") === true;
-  const disabled = nonEmpty(env["OTEL_SDK_DISABLED"])?.toLowerCase() === "true";
-  const resourceAttributes = parseKeyValueList(nonEmpty(env["OTEL_RESOURCE_ATTRIBUTES"]), "OTEL_RESOURCE_ATTRIBUTES");
+  const disabled = sdkDisabled(env);
+  const { serviceName, resourceAttributes } = serviceIdentity(env, fallbackServiceName);
   return {
     enabled: !disabled && (prometheus || otlp || console),
     prometheus: !disabled && prometheus,
@@ -65,7 +64,7 @@ export function metricsConfig(env: EnvLike, opsEndpoint: boolean, fallbackServic
     ...otlpSettings(env, "metrics"),
     intervalMillis: positiveMs(env, ["OTEL_METRIC_EXPORT_INTERVAL"], 60_000)!,
     exportTimeoutMillis: positiveMs(env, ["OTEL_METRIC_EXPORT_TIMEOUT"], 30_000)!,
-    serviceName: nonEmpty(env["OTEL_SERVICE_NAME"]) ?? resourceAttributes["service.name"] ?? fallbackServiceName,
+    serviceName,
     resourceAttributes,
   };
 }

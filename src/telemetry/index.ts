@@ -24,9 +24,11 @@ export { RedactingSpanExporter, scrubAttributes } from "./redacting-exporter.ts"
 export { DEFAULT_SERVICE_NAME, startTelemetry, TRACER_NAME, tracesConfig, type StartTelemetryOptions, type Telemetry, type TracesConfig } from "./otel.ts";
 export {
   nonEmpty,
+  otlpEndpointSet,
   otlpSettings,
-  parseKeyValueList,
   positiveMs,
+  sdkDisabled,
+  serviceIdentity,
   TelemetryConfigError,
   type OtlpProtocol,
   type OtlpSettings,

@@ -18,7 +18,7 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
-import { nonEmpty, otlpSettings, parseKeyValueList, TelemetryConfigError, type OtlpProtocol, type OtlpSettings } from "./otlp-env.ts";
+import { nonEmpty, otlpEndpointSet, otlpSettings, sdkDisabled, serviceIdentity, TelemetryConfigError, type OtlpProtocol, type OtlpSettings } from "./otlp-env.ts";
 import { RedactingSpanExporter } from "./redacting-exporter.ts";
 import type { EnvLike, Scrubber } from "./scrub.ts";
 
@@ -67,7 +67,7 @@ export interface TracesConfig extends OtlpSettings {
 
 /** Reads the OTEL_* variables that decide whether and where traces go. Pure: no I/O. */
 export function tracesConfig(env: EnvLike, fallbackServiceName = DEFAULT_SERVICE_NAME): TracesConfig {
-  const disabled = nonEmpty(env["OTEL_SDK_DISABLED"])?.toLowerCase() === "true";
+  const disabled = sdkDisabled(env);
   const exporterVar = nonEmpty(env["OTEL_TRACES_EXPORTER"]);
   const names = (exporterVar ?? "otlp").split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "");
   const exporters: Array<"otlp" | "console"> = [];
@@ -79,9 +79,8 @@ export function tracesConfig(env: EnvLike, fallbackServiceName = DEFAULT_SERVICE
     if (!exporters.includes(n)) exporters.push(n);
   }
   if (names.includes("none")) exporters.length = 0;
-  const resourceAttributes = parseKeyValueList(nonEmpty(env["OTEL_RESOURCE_ATTRIBUTES"]), "OTEL_RESOURCE_ATTRIBUTES");
-  const serviceName = nonEmpty(env["OTEL_SERVICE_NAME"]) ?? resourceAttributes["service.name"] ?? fallbackServiceName;
-  const configured = ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].some((v) => nonEmpty(env[v]) !== undefined) || exporterVar !== undefined;
+  const { serviceName, resourceAttributes } = serviceIdentity(env, fallbackServiceName);
+  const configured = otlpEndpointSet(env, "traces") || exporterVar !== undefined;
   return {
     enabled: !disabled && configured && exporters.length > 0,
     exporters,

@@ -85,6 +85,22 @@ const SIGNAL_VARS: Record<OtlpSignal, Record<Setting, string>> = {
   },
 };
 
+/** OTEL_SDK_DISABLED=true: every signal is off, whatever else is set. */
+export function sdkDisabled(env: EnvLike): boolean {
+  return nonEmpty(env["OTEL_SDK_DISABLED"])?.toLowerCase() === "true";
+}
+
+/** OTEL_RESOURCE_ATTRIBUTES, and service.name: OTEL_SERVICE_NAME, else the attributes' service.name, else `fallback`. */
+export function serviceIdentity(env: EnvLike, fallback: string): { serviceName: string; resourceAttributes: Record<string, string> } {
+  const resourceAttributes = parseKeyValueList(nonEmpty(env["OTEL_RESOURCE_ATTRIBUTES"]), "OTEL_RESOURCE_ATTRIBUTES");
+  return { serviceName: nonEmpty(env["OTEL_SERVICE_NAME"]) ?? resourceAttributes["service.name"] ?? fallback, resourceAttributes };
+}
+
+/** Whether an OTLP endpoint is set for `signal`: its own variable or the general one. */
+export function otlpEndpointSet(env: EnvLike, signal: OtlpSignal): boolean {
+  return nonEmpty(env[GENERAL_VARS.endpoint]) !== undefined || nonEmpty(env[SIGNAL_VARS[signal].endpoint]) !== undefined;
+}
+
 /** The per-signal variable when set, else the general one. */
 function signalVar(env: EnvLike, signal: OtlpSignal, setting: Setting): string {
   const specific = SIGNAL_VARS[signal][setting];
