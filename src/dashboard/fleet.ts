@@ -7,7 +7,19 @@ import type { Queue } from "bullmq";
 import { listPending, type PendingRequest } from "../decisions/index.ts";
 import { silentLogger, type Logger } from "../kernel/index.ts";
 import { isCluster, storedEnvelope, storedHead, type EventLog, type RedisClient } from "../log/index.ts";
-import { applyEvent, initialState, readModel, sessionRow, sessionRowOf, type ProjectionState, type SessionRow } from "../projector/index.ts";
+import {
+  applyEvent,
+  FOLD_LIMIT,
+  inBatches,
+  initialState,
+  LISTING_CONCURRENCY,
+  listingRow,
+  readModel,
+  sessionRow,
+  sessionRowOf,
+  type ProjectionState,
+  type SessionRow,
+} from "../projector/index.ts";
 import { contextOf, type RequestContext } from "./context.ts";
 import { queueView, type QueueView } from "./queue-view.ts";
 
@@ -29,13 +41,12 @@ export interface FleetOptions {
 const BLOCK_MS = 1000;
 /** Folded states kept for sessions that moved lately (the least recently moved go first). */
 const MAX_STATES = 200;
-/** A session the projector has not reached is folded for its line only when its log is at most this long. */
-const FOLD_LIMIT = 10_000;
 const KINDS_FOR_PENDING = /^(decision\.|attempt\.|turn\.|rule\.)/;
 const KINDS_FOR_QUEUE = /^(attempt\.|turn\.)/;
 
 export class Fleet {
   readonly #o: FleetOptions;
+  readonly #logger: Logger;
   readonly #listeners = new Set<(e: FleetEvent) => void>();
   readonly #states = new Map<string, ProjectionState>();
   readonly #lastIds = new Map<string, string>();
@@ -48,6 +59,7 @@ export class Fleet {
 
   constructor(options: FleetOptions) {
     this.#o = options;
+    this.#logger = options.logger ?? silentLogger;
   }
 
   /** Listens to fleet changes; the watch runs while anyone listens. */
@@ -80,28 +92,36 @@ export class Fleet {
 
   async rows(): Promise<SessionRow[]> {
     const ids = await this.#o.log.sessions();
-    return Promise.all(ids.map((id) => this.#row(id)));
+    return inBatches(ids, LISTING_CONCURRENCY, (id) => this.#row(id));
   }
 
-  /** From the folded state when there is one; else the read model's; else, for a short log, folded now. */
+  /** From the folded state when there is one; else the read model's; else, for a short log, folded now (and kept). */
   async #row(session: string): Promise<SessionRow> {
     const s = this.#states.get(session);
     if (s !== undefined) return sessionRowOf(session, s, (await this.#o.log.stat(session)).lastSeq);
-    const row = await sessionRow(this.#o.redis, this.#o.log, session);
-    if (row.projectedSeq !== null || row.lastSeq === 0 || row.lastSeq > FOLD_LIMIT) return row;
-    return sessionRowOf(session, await this.state(session), row.lastSeq);
+    return (await listingRow(this.#o.redis, this.#o.log, session, FOLD_LIMIT, () => this.state(session))).row;
   }
 
-  /** Whether folding a session forward is cheap: folded already, projected, or a short log. */
-  async #foldable(session: string): Promise<boolean> {
-    if (this.#states.has(session)) return true;
+  /** Whether folding a session forward is cheap: folded already, projected, or a short log; when not, the row read to tell. */
+  async #foldable(session: string): Promise<{ foldable: true } | { foldable: false; row: SessionRow }> {
+    if (this.#states.has(session)) return { foldable: true };
     const row = await sessionRow(this.#o.redis, this.#o.log, session);
-    return row.projectedSeq !== null || row.lastSeq <= FOLD_LIMIT;
+    return row.projectedSeq !== null || row.lastSeq <= FOLD_LIMIT ? { foldable: true } : { foldable: false, row };
   }
 
   async pending(): Promise<PendingView[]> {
     const list = await listPending({ redis: this.#o.redis, prefix: this.#o.log.prefix });
-    const context = async (p: PendingRequest): Promise<RequestContext | null> => ((await this.#foldable(p.session)) ? contextOf(await this.state(p.session), p.turn) : null);
+    // Several requests may wait in one session: its state is folded once for all of them.
+    const states = new Map<string, Promise<ProjectionState | undefined>>();
+    const stateOf = (session: string): Promise<ProjectionState | undefined> => {
+      let p = states.get(session);
+      if (p === undefined) states.set(session, (p = this.#foldable(session).then(({ foldable }) => (foldable ? this.state(session) : undefined))));
+      return p;
+    };
+    const context = async (p: PendingRequest): Promise<RequestContext | null> => {
+      const s = await stateOf(p.session);
+      return s === undefined ? null : contextOf(s, p.turn);
+    };
     return Promise.all(list.map(async (p) => ({ ...p, context: await context(p) })));
   }
 
@@ -113,11 +133,11 @@ export class Fleet {
     this.#ac = new AbortController();
     if (isCluster(this.#o.redis)) {
       // One blocking read cannot span a cluster's slots: the fleet views show what they loaded.
-      (this.#o.logger ?? silentLogger).warn({}, "dashboard: on a Redis Cluster the sessions, decisions and queue views do not update live; reload them");
+      this.#logger.warn({}, "dashboard: on a Redis Cluster the sessions, decisions and queue views do not update live; reload them");
       return;
     }
     this.#loop = this.#watch(this.#ac.signal).catch((err: unknown) => {
-      (this.#o.logger ?? silentLogger).warn({ err: (err as Error).message }, "dashboard: fleet watch stopped");
+      this.#logger.warn({ err: (err as Error).message }, "dashboard: fleet watch stopped");
     });
   }
 
@@ -147,7 +167,7 @@ export class Fleet {
       } catch (err) {
         if (signal.aborted) break;
         // Said once per outage; retried ever more slowly, up to every 30 s.
-        if (failures++ === 0) (this.#o.logger ?? silentLogger).warn({ err: (err as Error).message }, "dashboard: fleet watch read failed; retrying");
+        if (failures++ === 0) this.#logger.warn({ err: (err as Error).message }, "dashboard: fleet watch read failed; retrying");
         await new Promise((r) => setTimeout(r, Math.min(30_000, 500 * 2 ** failures)));
       }
     }
@@ -187,13 +207,15 @@ export class Fleet {
     this.#pendingDirty = this.#queueDirty = false;
     try {
       for (const session of dirty) {
-        if (await this.#foldable(session)) await this.state(session);
-        this.#emit({ type: "row", row: await this.#row(session) });
+        const f = await this.#foldable(session);
+        if (f.foldable) await this.state(session);
+        // Folded, its row comes from the state; not, it is the row just read.
+        this.#emit({ type: "row", row: f.foldable ? await this.#row(session) : f.row });
       }
       if (pending) this.#emit({ type: "pending", pending: await this.pending() });
       if (queue) this.#emit({ type: "queue", queue: await this.queue() });
     } catch (err) {
-      (this.#o.logger ?? silentLogger).warn({ err: (err as Error).message }, "dashboard: fleet update failed");
+      this.#logger.warn({ err: (err as Error).message }, "dashboard: fleet update failed");
     }
   }
 

@@ -1,9 +1,10 @@
 // One session's line in a listing (`turnstream sessions`, the dashboard): the figures of its read
 // model, or the log's own state where the projector has not been; and the same line from a state
 // folded in memory, so a live view and a listing never disagree on what a column means.
-import type { EventLog, RedisClient } from "../log/index.ts";
-import { projectionKeys, readPointer, readSummary } from "./store.ts";
-import { summaryOf, type ProjectionState, type Tokens } from "./state.ts";
+import type { EventLog, RedisClient, SessionStat } from "../log/index.ts";
+import { foldAsync } from "./reduce.ts";
+import { readModelFields } from "./store.ts";
+import { summaryOf, type ProjectionState, type SessionSummary, type Tokens } from "./state.ts";
 
 export interface SessionRow {
   session: string;
@@ -18,31 +19,75 @@ export interface SessionRow {
   lastErrorKind: string | null;
 }
 
-/** The stored session view's token counts (from the small core field), or null. */
-async function storedTokens(redis: RedisClient, session: string, prefix: string): Promise<Tokens | null> {
-  const base = projectionKeys(prefix, session, 1);
-  const version = await readPointer(redis, base);
-  if (version === null) return null;
-  const core = await redis.hget(base.modelOf(version), "core");
-  if (core === null) return null;
-  return (JSON.parse(core) as ProjectionState).view.tokens ?? null;
+/** The stored summary and token counts of a session's read model (one pointer read, one HMGET), or undefined. */
+async function storedFigures(redis: RedisClient, session: string, prefix: string): Promise<{ summary: SessionSummary; tokens: Tokens | null } | undefined> {
+  const fields = await readModelFields(redis, session, prefix, ["summary", "core"]);
+  if (fields === undefined) return undefined;
+  const [summary, core] = fields as [string, string | null];
+  // The token counts are kept only in the core field.
+  return { summary: JSON.parse(summary) as SessionSummary, tokens: core === null ? null : ((JSON.parse(core) as ProjectionState).view.tokens ?? null) };
 }
 
-/** A session's figures from its read model, or from the log's meta where the projector has not been. */
-export async function sessionRow(redis: RedisClient, log: EventLog, session: string): Promise<SessionRow> {
-  const [st, s, tokens] = await Promise.all([log.stat(session), readSummary(redis, session, log.prefix), storedTokens(redis, session, log.prefix)]);
-  return {
+/** A session's row and the log's stat it was made with. */
+async function statAndRow(redis: RedisClient, log: EventLog, session: string): Promise<{ st: SessionStat; row: SessionRow }> {
+  const [st, stored] = await Promise.all([log.stat(session), storedFigures(redis, session, log.prefix)]);
+  const s = stored?.summary;
+  const row: SessionRow = {
     session,
     status: s?.status ?? st.state ?? "new",
     turns: s?.turns ?? null,
     costUsd: s?.costUsd ?? null,
-    tokens,
+    tokens: stored?.tokens ?? null,
     lastActivity: s?.lastAt ?? null,
     lastSeq: st.lastSeq,
     projectedSeq: s?.lastSeq ?? null,
     pendingDecisions: s?.pendingDecisions ?? null,
     lastErrorKind: s?.lastErrorKind ?? null,
   };
+  return { st, row };
+}
+
+/** A session's figures from its read model, or from the log's meta where the projector has not been. */
+export async function sessionRow(redis: RedisClient, log: EventLog, session: string): Promise<SessionRow> {
+  return (await statAndRow(redis, log, session)).row;
+}
+
+/**
+ * Most events of a session without a read model folded for its line: folding reads all of them (their
+ * bytes in memory, a round trip per page), so past this a longer log is left to the projector.
+ */
+export const FOLD_LIMIT = 10_000;
+
+/** Sessions whose lines are read at once: bounds memory when many have no read model. */
+export const LISTING_CONCURRENCY = 4;
+
+/** Where a listed row's figures come from: the read model, the log folded now, or the log's meta alone. */
+export type RowSource = "projection" | "log" | "meta";
+
+/**
+ * A session's line from its read model; without one, folded from a log of at most `foldLimit` events
+ * (by `fold`, given the log's last seq; by default the log read up to it), else the log's meta alone.
+ */
+export async function listingRow(
+  redis: RedisClient,
+  log: EventLog,
+  session: string,
+  foldLimit = FOLD_LIMIT,
+  fold: (lastSeq: number) => Promise<ProjectionState> = (lastSeq) => foldAsync(log.read(session, { toSeq: lastSeq })),
+): Promise<{ row: SessionRow; source: RowSource }> {
+  const { st, row } = await statAndRow(redis, log, session);
+  if (row.projectedSeq !== null) return { row, source: "projection" };
+  if (st.length === 0 || st.length > foldLimit) return { row, source: "meta" };
+  const state = await fold(row.lastSeq);
+  // No read model holds these: projectedSeq stays null.
+  return { row: { ...sessionRowOf(session, state, row.lastSeq), projectedSeq: null }, source: "log" };
+}
+
+/** `fn` over `items` in order, at most `n` at a time. */
+export async function inBatches<T, R>(items: readonly T[], n: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += n) out.push(...(await Promise.all(items.slice(i, i + n).map(fn))));
+  return out;
 }
 
 /** The same line from a state folded up to the log's end (`lastSeq` is the log's). */

@@ -138,16 +138,26 @@ export async function readModel(redis: RedisClient, session: string, options: Re
   return undefined;
 }
 
-/** The stored listing summary of a session (cheap: one small field), or undefined. */
-export async function readSummary(redis: RedisClient, session: string, prefix = DEFAULT_PREFIX): Promise<SessionSummary | undefined> {
+/**
+ * `fields` of a session's current read model, or undefined when none is stored. Follows the version
+ * pointer, retrying when the model it names is gone (the pointer switched while reading) — the first
+ * field tells: a stored model always has it.
+ */
+export async function readModelFields(redis: RedisClient, session: string, prefix: string, fields: readonly [string, ...string[]]): Promise<(string | null)[] | undefined> {
   for (let tries = 0; tries < 3; tries++) {
     const base = projectionKeys(prefix, session, 1);
     const version = await readPointer(redis, base);
     if (version === null) return undefined;
-    const s = await redis.hget(base.modelOf(version), "summary");
-    if (s !== null) return JSON.parse(s) as SessionSummary;
+    const values = await redis.hmget(base.modelOf(version), ...fields);
+    if (values[0] !== null) return values;
   }
   return undefined;
+}
+
+/** The stored listing summary of a session (cheap: one small field), or undefined. */
+export async function readSummary(redis: RedisClient, session: string, prefix = DEFAULT_PREFIX): Promise<SessionSummary | undefined> {
+  const [s] = (await readModelFields(redis, session, prefix, ["summary"])) ?? [];
+  return s == null ? undefined : (JSON.parse(s) as SessionSummary);
 }
 
 /** Deletes a session's projection keys of the given versions and the pointer (operators, tests). */

@@ -2,7 +2,19 @@
 // from the live read models, or, for a session the projector has not reached, folded from the log
 // itself with the projector's reducer (bounded: a long log is left to the projector).
 import { createEventLog, type EventLog, type RedisClient } from "../../log/index.ts";
-import { connectForCommand, createOutput, foldAsync, paint, sessionRow, sessionRowOf, type Output, type Scrub, type SessionRow } from "../../projector/index.ts";
+import {
+  connectForCommand,
+  createOutput,
+  FOLD_LIMIT,
+  inBatches,
+  LISTING_CONCURRENCY,
+  listingRow,
+  paint,
+  type Output,
+  type RowSource,
+  type Scrub,
+  type SessionRow,
+} from "../../projector/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { defaultScrub } from "./_scrub.ts";
@@ -10,45 +22,27 @@ import { logPrefix } from "./_connect.ts";
 
 export const summary = "list sessions with status, turns, cost and last activity";
 
-// Folding a session reads all its events (their bytes in memory, a round trip per page); past this
-// many a session without a read model shows "-" instead (the projector is the way for those).
-const DEFAULT_FOLD_LIMIT = 10_000;
-// Sessions read at once: bounds memory when many have no read model.
-const CONCURRENCY = 4;
-
 const usage = `usage: turnstream sessions [--json] [--prefix P] [--fold-limit N]
   Lists the sessions of the log's index, most recently active last.
   Figures come from the live read models (run \`turnstream projector\`); a session not projected yet
   is folded from its log when it holds at most --fold-limit events, else shows "-" for them.
   --json          one JSON object per session and line
   --prefix P      key prefix (default: TURNSTREAM_PREFIX or "ts:")
-  --fold-limit N  most events of a session read to fold it (default ${DEFAULT_FOLD_LIMIT}; 0: never)
+  --fold-limit N  most events of a session read to fold it (default ${FOLD_LIMIT}; 0: never)
 `;
 
-/** Where a row's figures come from: the read model, the log folded now, or the log's meta alone. */
-type Row = SessionRow & { source: "projection" | "log" | "meta" };
+/** A listed row and where its figures come from: the read model, the log folded now, or the log's meta alone. */
+type Row = SessionRow & { source: RowSource };
 
 /** A session's row from its read model; without one, folded from a log of at most `foldLimit` events. */
 async function rowOf(redis: RedisClient, log: EventLog, session: string, foldLimit: number): Promise<Row> {
-  const row = await sessionRow(redis, log, session);
-  if (row.projectedSeq !== null) return { ...row, source: "projection" };
-  const { length } = await log.stat(session);
-  if (length === 0 || length > foldLimit) return { ...row, source: "meta" };
-  const state = await foldAsync(log.read(session, { toSeq: row.lastSeq }));
-  // No read model holds these: projectedSeq stays null.
-  return { ...sessionRowOf(session, state, row.lastSeq), projectedSeq: null, source: "log" };
-}
-
-/** `fn` over `items` in order, at most `n` at a time. */
-async function inBatches<T, R>(items: readonly T[], n: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = [];
-  for (let i = 0; i < items.length; i += n) out.push(...(await Promise.all(items.slice(i, i + n).map(fn))));
-  return out;
+  const { row, source } = await listingRow(redis, log, session, foldLimit);
+  return { ...row, source };
 }
 
 /** --fold-limit as a number, or undefined (after saying why) when it is not a whole number. */
 function foldLimitOf(text: string | undefined): number | undefined {
-  if (text === undefined) return DEFAULT_FOLD_LIMIT;
+  if (text === undefined) return FOLD_LIMIT;
   if (/^\d{1,9}$/.test(text)) return Number(text);
   process.stderr.write(`turnstream sessions: --fold-limit takes a whole number of events, got '${text}'\n${usage}`);
   return undefined;
@@ -86,7 +80,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   try {
     const prefix = logPrefix(values.prefix);
     const log = createEventLog({ redis, prefix });
-    const rows = await inBatches(await log.sessions(), CONCURRENCY, (session) => rowOf(redis, log, session, foldLimit));
+    const rows = await inBatches(await log.sessions(), LISTING_CONCURRENCY, (session) => rowOf(redis, log, session, foldLimit));
     if (values.json) {
       for (const r of rows) out.line(JSON.stringify(r));
     } else if (rows.length === 0) {
