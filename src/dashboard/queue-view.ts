@@ -1,6 +1,7 @@
 // The queue as BullMQ holds it: counts, and the waiting, active, delayed and failed turns with
 // their sessions (the newest few of each).
 import type { Queue } from "bullmq";
+import { jobRow, QUEUE_STATES } from "../queue/index.ts";
 
 export interface QueueJob {
   state: string;
@@ -17,24 +18,22 @@ export interface QueueView {
   jobs: QueueJob[];
 }
 
-const STATES = ["waiting", "active", "delayed", "prioritized", "failed"] as const;
 const PER_STATE = 50;
 
 export async function queueView(queue: Queue | undefined): Promise<QueueView> {
   if (queue === undefined) return { available: false, counts: {}, jobs: [] };
-  const counts = await queue.getJobCounts(...STATES, "completed");
+  const counts = await queue.getJobCounts(...QUEUE_STATES, "completed");
   const jobs: QueueJob[] = [];
-  for (const state of STATES) {
+  for (const state of QUEUE_STATES) {
     for (const job of await queue.getJobs([state], 0, PER_STATE - 1)) {
       if (job === undefined || job === null) continue;
-      const data = (job.data ?? {}) as { session?: unknown; turn?: unknown };
-      const at = job.processedOn ?? job.timestamp;
+      const row = jobRow(job, state);
       jobs.push({
         state,
-        turn: String(data.turn ?? job.id ?? "?"),
-        session: String(data.session ?? "?"),
-        attempt: job.attemptsMade + (state === "active" ? 1 : 0),
-        at: at ? new Date(at).toISOString() : null,
+        turn: row.turn,
+        session: row.session,
+        attempt: row.attempt,
+        at: row.startedAt ?? row.queuedAt ?? null,
         failedReason: job.failedReason ? String(job.failedReason) : null,
       });
     }

@@ -9,9 +9,9 @@ import type { Queue } from "bullmq";
 import { pendingKey } from "../decisions/index.ts";
 import { withTimeout, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
-import { readWaitingTurns, type WaitingSource } from "../queue/index.ts";
+import { QUEUE_STATES, readWaitingTurns, type WaitingSource } from "../queue/index.ts";
 import { gauge } from "./instruments.ts";
-import { METRICS, QUEUE_STATES } from "./names.ts";
+import { METRICS } from "./names.ts";
 
 /** The part of a BullMQ Queue the gauges read. */
 export type QueueCountsSource = WaitingSource & Pick<Queue, "getJobCounts">;

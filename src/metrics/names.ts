@@ -8,6 +8,7 @@
 // unbounded value: every value is in the listed set, or passes a shape check, else it is "other".
 
 import { WARM_STARTS } from "../events/index.ts";
+import { QUEUE_STATES } from "../queue/index.ts";
 
 /** OpenTelemetry instrument kinds turnstream uses (gauges are observable: read when collected). */
 export type InstrumentKind = "counter" | "histogram" | "gauge";
@@ -36,7 +37,6 @@ export const MODEL = "model" as const;
 /** The value used for anything outside an attribute's set. */
 export const OTHER = "other";
 
-export const QUEUE_STATES = ["waiting", "active", "delayed", "prioritized", "failed"] as const;
 export const TURN_OUTCOMES = ["finished", "failed", "cancelled", "timed_out"] as const;
 export const ATTEMPT_OUTCOMES = ["finished", "failed", "cancelled", "abandoned"] as const;
 export const TOKEN_TYPES = ["input", "output", "cache_read", "cache_creation"] as const;

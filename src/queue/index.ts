@@ -39,3 +39,4 @@ export { SessionOrder, type AcquireResult, type NextHead, type SessionOrderOptio
 export { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, orderKeys, type OrderKeys } from "./keys.ts";
 export { bullConnection, reportBullErrors } from "./connection.ts";
 export { readWaitingTurns, type WaitingSource, type WaitingTurns } from "./waiting.ts";
+export { jobRow, QUEUE_STATES, type JobRow } from "./jobs.ts";

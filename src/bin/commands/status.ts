@@ -2,7 +2,7 @@
 // the registry with their slots, the turns running now, and a warning when turns wait on no worker.
 import type { Queue } from "bullmq";
 import type { RedisClient } from "../../log/index.ts";
-import { closeTurnQueue, createTurnQueue, readWaitingTurns } from "../../queue/index.ts";
+import { closeTurnQueue, createTurnQueue, jobRow, readWaitingTurns } from "../../queue/index.ts";
 import { readWorkers, type WorkerEntry } from "../../worker/registry.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
@@ -64,12 +64,10 @@ async function gather(queue: Queue, redis: RedisClient, prefix: string): Promise
     queue.getWorkersCount().catch(() => undefined),
   ]);
   const workers = registered.map(({ boot: _boot, ...w }) => ({ ...w, heartbeatAgeMs: Math.max(0, now - Date.parse(w.beatAt)) }));
-  const running: RunningTurn[] = active.map((job) => ({
-    session: String((job.data as { session?: unknown }).session ?? "?"),
-    turn: String((job.data as { turn?: unknown }).turn ?? job.id),
-    attempt: job.attemptsMade + 1,
-    startedAt: job.processedOn ? new Date(job.processedOn).toISOString() : undefined,
-  }));
+  const running: RunningTurn[] = active.map((job) => {
+    const { session, turn, attempt, startedAt } = jobRow(job, "active");
+    return { session, turn, attempt, startedAt };
+  });
   const report: StatusReport = {
     counts: { ...counts, due: waiting.dueDelayed },
     oldestWaitingAgeMs: waiting.oldestQueuedAt === undefined ? null : Math.max(0, now - waiting.oldestQueuedAt),
