@@ -1,5 +1,6 @@
 // Redis for the projector's commands: one connection attempt with a clear message when Redis is
 // not there (the URL is shown without credentials), instead of ioredis retrying forever.
+import { withTimeout } from "../kernel/index.ts";
 import { connectRedis, DEFAULT_REDIS_URL, type RedisClient } from "../log/index.ts";
 
 export class RedisUnavailableError extends Error {
@@ -34,17 +35,11 @@ export async function connectForCommand(timeoutMs = 3000): Promise<RedisClient> 
     redisOptions: { maxRetriesPerRequest: 1, connectTimeout: timeoutMs, retryStrategy: (n: number) => Math.min(100 * n, 2000) },
   });
   redis.on("error", () => {}); // reported below as one clear error
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      redis.ping(),
-      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("timeout")), timeoutMs))),
-    ]);
+    await withTimeout(redis.ping(), timeoutMs, "timeout");
     return redis;
   } catch {
     redis.disconnect();
     throw new RedisUnavailableError(redisUrlForDisplay());
-  } finally {
-    clearTimeout(timer);
   }
 }
