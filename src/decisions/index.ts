@@ -31,7 +31,7 @@ export {
 export { requestDigest, signDecision, verifyDecision, signRule, verifyRule, ruleAddedOf, ruleOfAdded, type Verification, type UnsignedDecision, type UnsignedRule } from "./signing.ts";
 export { sweepSupervisedDirs, SUPERVISED_DIR_PREFIX, type SupervisedSweepOptions, type SupervisedSweepResult } from "./sweep.ts";
 export { redisAclFile, newAclPasswords, ACL_ROLES, ACL_ROLE_PURPOSE, type AclRole, type AclOptions } from "./acl.ts";
-export { listPending, pendingKey, hubKey, type ListPendingOptions, type PendingEntry, type PendingRequest } from "./pending.ts";
+export { listPending, parsePendingEntry, pendingKey, hubKey, type ListPendingOptions, type PendingEntry, type PendingRequest } from "./pending.ts";
 export {
   RuleStore,
   evaluateRules,

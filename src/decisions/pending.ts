@@ -37,6 +37,16 @@ export const pendingField = (session: string, requestId: string): string => `${s
 /** Entries this long past their expiry are removed from the index by the next listing. */
 export const EXPIRED_GRACE_MS = 60_000;
 
+/** One value of the index, or undefined when it is not JSON of an entry's shape. */
+export function parsePendingEntry(text: string): PendingEntry | undefined {
+  try {
+    const p = pendingEntrySchema.safeParse(JSON.parse(text));
+    return p.success ? p.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function putPending(redis: RedisClient, prefix: string, e: PendingEntry): Promise<void> {
   await redis.hset(pendingKey(prefix), pendingField(e.session, e.requestId), JSON.stringify(e));
 }
@@ -47,13 +57,7 @@ export async function dropPending(redis: RedisClient, prefix: string, session: s
 
 export async function getPending(redis: RedisClient, prefix: string, session: string, requestId: string): Promise<PendingEntry | undefined> {
   const v = await redis.hget(pendingKey(prefix), pendingField(session, requestId));
-  if (v === null) return undefined;
-  try {
-    const p = pendingEntrySchema.safeParse(JSON.parse(v));
-    return p.success ? p.data : undefined;
-  } catch {
-    return undefined;
-  }
+  return v === null ? undefined : parsePendingEntry(v);
 }
 
 /** Whether a request's attempt can still receive a decision: its hub is alive and its epoch current. */
@@ -82,19 +86,8 @@ export async function listPending(options: ListPendingOptions): Promise<PendingR
   const out: PendingRequest[] = [];
   const stale: string[] = [];
   for (const [field, v] of Object.entries(all)) {
-    let e: PendingEntry;
-    try {
-      const p = pendingEntrySchema.safeParse(JSON.parse(v));
-      if (!p.success) {
-        stale.push(field);
-        continue;
-      }
-      e = p.data;
-    } catch {
-      stale.push(field);
-      continue;
-    }
-    if (Date.parse(e.expiresAt) + EXPIRED_GRACE_MS < now) {
+    const e = parsePendingEntry(v);
+    if (e === undefined || Date.parse(e.expiresAt) + EXPIRED_GRACE_MS < now) {
       stale.push(field);
       continue;
     }

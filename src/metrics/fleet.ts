@@ -6,7 +6,7 @@
 // in time leaves these gauges out of that scrape rather than holding the scrape up.
 import type { BatchObservableResult, Meter } from "@opentelemetry/api";
 import type { Queue } from "bullmq";
-import { pendingKey } from "../decisions/index.ts";
+import { parsePendingEntry, pendingKey } from "../decisions/index.ts";
 import { withTimeout, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
 import { QUEUE_STATES, readWaitingTurns, type WaitingSource } from "../queue/index.ts";
@@ -45,14 +45,11 @@ async function readPending(redis: RedisClient, prefix: string, now: number): Pro
   let pending = 0;
   let oldest = now;
   for (const v of values) {
-    let e: { requestedAt?: unknown; expiresAt?: unknown };
-    try {
-      e = JSON.parse(v) as typeof e;
-    } catch {
-      continue;
-    }
-    const requested = Date.parse(String(e.requestedAt));
-    const expires = Date.parse(String(e.expiresAt));
+    const e = parsePendingEntry(v);
+    if (e === undefined) continue;
+    // Gone from the gauge once expired (`turnstream pending` still lists it for EXPIRED_GRACE_MS).
+    const requested = Date.parse(e.requestedAt);
+    const expires = Date.parse(e.expiresAt);
     if (!Number.isFinite(requested) || (Number.isFinite(expires) && expires <= now)) continue;
     pending++;
     oldest = Math.min(oldest, requested);
