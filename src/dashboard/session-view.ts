@@ -1,19 +1,28 @@
 // What the session page is sent: the read models of one session (without the fold's bookkeeping),
 // the trace id of each turn, and after each live event a patch naming only what that event changed,
 // so a long session's page does not receive its whole transcript again per line.
+import { parseTraceParent } from "@opentelemetry/core";
+import { traceIdsSchema } from "../events/index.ts";
+import { isObj } from "../kernel/index.ts";
 import type { Envelope } from "../log/index.ts";
 import type { DecisionRequest, ProjectionState, TranscriptItem, TurnView } from "../projector/index.ts";
 
 /** Turn id → trace id (from attempt.started's trace, else turn.queued's traceparent). */
 export type TraceIds = Record<string, string>;
 
+/**
+ * Notes a turn's trace id. Only the field that carries it is checked, so a log imported from an older
+ * version (its attempt.started without a later required field) still links its turns to their traces.
+ */
 export function noteTrace(traces: TraceIds, env: Envelope): void {
-  if (env.turn === "" || env.data === null || typeof env.data !== "object") return;
-  const d = env.data as { trace?: { traceId?: unknown }; traceparent?: unknown };
-  if (env.kind === "attempt.started" && typeof d.trace?.traceId === "string") traces[env.turn] = d.trace.traceId;
-  else if (env.kind === "turn.queued" && typeof d.traceparent === "string" && traces[env.turn] === undefined) {
-    const id = d.traceparent.split("-")[1];
-    if (id !== undefined && /^[0-9a-f]{32}$/.test(id)) traces[env.turn] = id;
+  if (env.turn === "" || !isObj(env.data)) return;
+  if (env.kind === "attempt.started") {
+    const id = traceIdsSchema.safeParse(env.data["trace"]).data?.traceId;
+    if (id !== undefined) traces[env.turn] = id;
+  } else if (env.kind === "turn.queued" && traces[env.turn] === undefined) {
+    const traceparent = env.data["traceparent"];
+    const id = typeof traceparent === "string" ? parseTraceParent(traceparent)?.traceId : undefined;
+    if (id !== undefined) traces[env.turn] = id;
   }
 }
 
