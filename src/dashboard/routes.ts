@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import { decide, DecisionError, InvalidRuleError, type OperatorKey, type OperatorKeyring } from "../decisions/index.ts";
 import { isValidSessionId, type EventLog } from "../log/index.ts";
-import { replaySession } from "../projector/index.ts";
+import { replaySession, UnknownSessionError, type ProjectionState } from "../projector/index.ts";
 import type { Fleet, FleetEvent } from "./fleet.ts";
 import { eventStream, readBody, sendJson, sendText } from "./http.ts";
 import type { Guard } from "./security.ts";
@@ -73,9 +73,13 @@ function sentPatch(ctx: Ctx, patch: SessionPatch): SessionPatch {
 
 /** The whole text of the result event `seq` recorded (the session folded up to it, as time travel does). */
 export async function resultRoute(ctx: Ctx, res: ServerResponse, session: string, seq: number): Promise<void> {
-  const st = await ctx.log.stat(session);
-  if (!st.exists && st.length === 0) return sendJson(res, 404, { error: `no session ${session}` });
-  const state = await replaySession(ctx.log, session, { until: { seq } });
+  let state: ProjectionState;
+  try {
+    state = await replaySession(ctx.log, session, { until: { seq } });
+  } catch (err) {
+    if (err instanceof UnknownSessionError) return sendJson(res, 404, { error: `no session ${session}` });
+    throw err;
+  }
   for (const t of state.transcript.turns) {
     for (const a of t.attempts) {
       const text = resultAt(a.items, seq);
