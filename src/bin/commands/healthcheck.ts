@@ -2,6 +2,7 @@
 // port configured (TURNSTREAM_OPS_PORT) it asks the process's own ops server (/readyz, or /healthz
 // with --live), which knows more than a Redis ping (shutting down, fenced, a stuck event loop);
 // without one it pings the Redis this process is configured for.
+import { opsConfigFromEnv, OpsConfigError, type OpsConfig } from "../../ops/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { redisOrExplain } from "./_connect.ts";
@@ -25,12 +26,22 @@ const DEFAULT_TIMEOUT_MS = 4000;
  */
 export function opsUrl(path: "/readyz" | "/healthz", env: NodeJS.ProcessEnv = process.env): URL | string | undefined {
   const raw = env["TURNSTREAM_OPS_PORT"]?.trim() ?? "";
-  if (raw === "") return undefined;
-  const port = Number(raw);
-  if (!/^\d+$/.test(raw) || port < 1 || port > 65535) return `TURNSTREAM_OPS_PORT=${JSON.stringify(raw.slice(0, 20))} is not a port to ask (1-65535)`;
-  const bind = env["TURNSTREAM_OPS_HOST"]?.trim() ?? "";
-  const host = bind === "" || bind === "0.0.0.0" || bind === "::" || bind === "[::]" ? "127.0.0.1" : bind.includes(":") && !bind.startsWith("[") ? `[${bind}]` : bind;
-  return new URL(`http://${host}:${port}${path}`);
+  const notAPort = `TURNSTREAM_OPS_PORT=${JSON.stringify(raw.slice(0, 20))} is not a port to ask (1-65535)`;
+  // The port as the ops server reads it, but written in digits only, and never 0 (an ephemeral port
+  // cannot be known from outside the process).
+  if (raw !== "" && !/^\d+$/.test(raw)) return notAPort;
+  let config: OpsConfig | undefined;
+  try {
+    config = opsConfigFromEnv(env);
+  } catch (err) {
+    if (err instanceof OpsConfigError) return notAPort;
+    throw err;
+  }
+  if (config === undefined) return undefined;
+  if (config.port === 0) return notAPort;
+  const bind = config.host;
+  const host = bind === "0.0.0.0" || bind === "::" || bind === "[::]" ? "127.0.0.1" : bind.includes(":") && !bind.startsWith("[") ? `[${bind}]` : bind;
+  return new URL(`http://${host}:${config.port}${path}`);
 }
 
 /** GETs the endpoint: 0 on 200; else 3 with one line saying why (status and the start of the body, or the error). */
