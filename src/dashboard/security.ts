@@ -36,7 +36,6 @@ function cookieOf(req: IncomingMessage, name: string): string | undefined {
 export interface Guard {
   /** The per-process CSRF token, placed in the page's HTML. */
   readonly csrf: string;
-  readonly loginRequired: boolean;
   /** False for a Host header a loopback-bound dashboard must not answer (DNS rebinding). */
   hostAllowed(req: IncomingMessage): boolean;
   authorized(req: IncomingMessage): boolean;
@@ -86,7 +85,6 @@ export function createGuard(options: GuardOptions): Guard {
   };
   const guard: Guard = {
     csrf,
-    loginRequired: tokens !== undefined,
     hostAllowed: (req) => hostAllowed(loopback, req),
     authorized: (req) => tokens === undefined || loginOf(req) !== undefined,
     operatorOf: (req) => (tokens === undefined ? operator : (loginOf(req) ?? "unknown")),
