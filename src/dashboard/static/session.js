@@ -123,11 +123,72 @@ function patchTurn(turns, transcript, live, p) {
   }
 }
 
+/**
+ * Time travel on a session page: the moment shown (`at`, null while live), moved by goTo, step and
+ * toLive; `live()` is the live page (null before its snapshot), `show` renders a page, `where` says
+ * where the view stands.
+ */
+function timeTravel(id, at, { live, show, where }) {
+  let travel = at; // null: live
+  let asked = 0;
+  let inFlight = false;
+  let fetched = null;
+  // Held-down keys step faster than the server folds: one fetch at a time, always of the latest moment asked for.
+  async function fetchMoment() {
+    if (inFlight) return;
+    inFlight = true;
+    try {
+      while (travel !== null && travel !== fetched) {
+        const seq = travel;
+        fetched = seq;
+        const ticket = ++asked;
+        const res = await fetch(`/api/sessions/${encodeURIComponent(id)}?until=${seq}`);
+        const body = await res.json().catch(() => ({}));
+        if (ticket !== asked || travel === null) continue;
+        if (!res.ok) {
+          where.textContent = `event ${seq}: ${body.error ?? res.statusText}`;
+          break;
+        }
+        show(body);
+      }
+    } finally {
+      inFlight = false;
+    }
+  }
+  function goTo(seq) {
+    const max = live()?.logSeq ?? seq;
+    seq = Math.max(1, Math.min(seq, max));
+    if (live() && seq >= max) return toLive();
+    travel = seq;
+    where.textContent = `event ${seq} of ${max} …`;
+    history.replaceState(null, "", `#/session/${encodeURIComponent(id)}/at/${seq}`);
+    void fetchMoment();
+  }
+  function toLive() {
+    travel = null;
+    fetched = null;
+    asked++;
+    history.replaceState(null, "", `#/session/${encodeURIComponent(id)}`);
+    if (live()) show(live());
+  }
+  function step(n) {
+    const from = travel ?? live()?.logSeq ?? 1;
+    void goTo(from + n);
+  }
+  return {
+    get at() {
+      return travel;
+    },
+    goTo,
+    toLive,
+    step,
+  };
+}
+
 export function sessionView(root, id, at) {
   setSession(id);
   let live = null;
   let shown = null;
-  let travel = at; // null: live
   let turns = [];
   const title = h("h1", {}, id);
   const status = h("span");
@@ -135,20 +196,21 @@ export function sessionView(root, id, at) {
   const slider = h("input", { type: "range", min: 1, max: 1, value: 1, "aria-label": "event number" });
   const where = h("span", { class: "muted", id: "where" });
   const liveBtn = h("button", { title: "back to live (L)" }, "Live");
-  const bar = h("div", { class: "travel" }, h("button", { title: "one event back (←)", onclick: () => step(-1) }, "◀"), slider, h("button", { title: "one event on (→)", onclick: () => step(1) }, "▶"), where, liveBtn);
+  const bar = h("div", { class: "travel" }, h("button", { title: "one event back (←)", onclick: () => travel.step(-1) }, "◀"), slider, h("button", { title: "one event on (→)", onclick: () => travel.step(1) }, "▶"), where, liveBtn);
   const transcript = h("div", { id: "transcript" });
   root.append(h("div", { class: "session-head" }, title, status, figures), bar, transcript);
+  const travel = timeTravel(id, at, { live: () => live, show: renderAll, where });
 
   function renderHead(model) {
     const v = model.view;
     status.replaceChildren(badge(v.status));
-    figures.replaceChildren(...figuresOf(v, travel !== null));
+    figures.replaceChildren(...figuresOf(v, travel.at !== null));
     const max = Math.max(1, live?.logSeq ?? model.logSeq);
     slider.max = String(max);
     slider.value = String(model.lastSeq);
-    where.textContent = travel === null ? `live · event ${model.lastSeq}` : `event ${model.lastSeq} of ${max}`;
-    bar.classList.toggle("past", travel !== null);
-    liveBtn.disabled = travel === null;
+    where.textContent = travel.at === null ? `live · event ${model.lastSeq}` : `event ${model.lastSeq} of ${max}`;
+    bar.classList.toggle("past", travel.at !== null);
+    liveBtn.disabled = travel.at === null;
   }
 
   function renderAll(model) {
@@ -173,8 +235,8 @@ export function sessionView(root, id, at) {
     performance.mark("ts:snapshot");
     live = JSON.parse(e.data);
     performance.mark("ts:parsed");
-    if (travel === null) renderAll(live);
-    else void goTo(travel);
+    if (travel.at === null) renderAll(live);
+    else void travel.goTo(travel.at);
     performance.mark("ts:rendered");
     requestAnimationFrame(() => setTimeout(() => performance.mark("ts:painted")));
     window.dispatchEvent(new Event("ts:snapshot"));
@@ -182,71 +244,26 @@ export function sessionView(root, id, at) {
   es.addEventListener("patch", (e) => {
     const p = JSON.parse(e.data);
     applyPatch(live, p);
-    if (travel === null) renderPatch(p);
+    if (travel.at === null) renderPatch(p);
     else renderHead(shown);
   });
 
-  let asked = 0;
-  let inFlight = false;
-  let fetched = null;
-  // Held-down keys step faster than the server folds: one fetch at a time, always of the latest moment asked for.
-  async function fetchMoment() {
-    if (inFlight) return;
-    inFlight = true;
-    try {
-      while (travel !== null && travel !== fetched) {
-        const seq = travel;
-        fetched = seq;
-        const ticket = ++asked;
-        const res = await fetch(`/api/sessions/${encodeURIComponent(id)}?until=${seq}`);
-        const body = await res.json().catch(() => ({}));
-        if (ticket !== asked || travel === null) continue;
-        if (!res.ok) {
-          where.textContent = `event ${seq}: ${body.error ?? res.statusText}`;
-          break;
-        }
-        renderAll(body);
-      }
-    } finally {
-      inFlight = false;
-    }
-  }
-  function goTo(seq) {
-    const max = live?.logSeq ?? seq;
-    seq = Math.max(1, Math.min(seq, max));
-    if (live && seq >= max) return toLive();
-    travel = seq;
-    where.textContent = `event ${seq} of ${max} …`;
-    history.replaceState(null, "", `#/session/${encodeURIComponent(id)}/at/${seq}`);
-    void fetchMoment();
-  }
-  function toLive() {
-    travel = null;
-    fetched = null;
-    asked++;
-    history.replaceState(null, "", `#/session/${encodeURIComponent(id)}`);
-    if (live) renderAll(live);
-  }
-  function step(n) {
-    const from = travel ?? live?.logSeq ?? 1;
-    void goTo(from + n);
-  }
   let debounce;
   slider.addEventListener("input", () => {
     clearTimeout(debounce);
-    debounce = setTimeout(() => void goTo(Number(slider.value)), 120);
+    debounce = setTimeout(() => void travel.goTo(Number(slider.value)), 120);
   });
-  liveBtn.addEventListener("click", toLive);
+  liveBtn.addEventListener("click", () => travel.toLive());
 
   return {
     loading: true,
     unmount: () => es.close(),
     key(e) {
       if (e.target === slider && (e.key === "ArrowLeft" || e.key === "ArrowRight")) return;
-      if (e.key === "ArrowLeft") step(e.shiftKey ? -10 : -1);
-      else if (e.key === "ArrowRight") step(e.shiftKey ? 10 : 1);
-      else if (e.key === "Home") void goTo(1);
-      else if (e.key === "End" || e.key === "l" || e.key === "L") toLive();
+      if (e.key === "ArrowLeft") travel.step(e.shiftKey ? -10 : -1);
+      else if (e.key === "ArrowRight") travel.step(e.shiftKey ? 10 : 1);
+      else if (e.key === "Home") void travel.goTo(1);
+      else if (e.key === "End" || e.key === "l" || e.key === "L") travel.toLive();
       else return;
       e.preventDefault();
     },
