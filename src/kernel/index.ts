@@ -7,7 +7,7 @@ export { withTimeout } from "./deadline.ts";
 export { instanceStem } from "./instance-stem.ts";
 export { packageVersion } from "./package-version.ts";
 export { stableJson } from "./stable-json.ts";
-export { errorFields, errorReporter, RepeatLimiter, REPEAT_INTERVAL_MS, type ErrorReporter } from "./repeated-errors.ts";
+export { errorFields, errorReporter, RepeatLimiter, type ErrorReporter } from "./repeated-errors.ts";
 
 /** The key prefix of the event log and its read models, when none is configured. */
 export const DEFAULT_PREFIX = "ts:";

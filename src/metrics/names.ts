@@ -209,8 +209,6 @@ export const METRICS = {
   },
 } as const satisfies Record<string, MetricDef>;
 
-export type MetricKey = keyof typeof METRICS;
-
 /**
  * The name the OpenTelemetry Prometheus exporter (`@opentelemetry/exporter-prometheus`) gives an
  * instrument: characters outside `[a-zA-Z0-9_]` become `_` (runs collapse to one), and a monotonic

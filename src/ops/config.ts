@@ -15,7 +15,7 @@ export class OpsConfigError extends Error {
 }
 
 /** A port number as written: an integer 0…65535 (0: pick a free one). */
-export function parseOpsPort(text: string, source: string): number {
+function parseOpsPort(text: string, source: string): number {
   const n = Number(text.trim());
   if (text.trim() === "" || !Number.isInteger(n) || n < 0 || n > 65535) {
     throw new OpsConfigError(source, `${source} must be a port number 0-65535 (0 picks a free port), got '${text}'`);

@@ -45,8 +45,6 @@ export interface OpsServer {
   shuttingDown(): void;
   /** Runs every readiness check now, as /readyz does. */
   readiness(): Promise<ReadinessReport>;
-  /** The event loop's recent delay, ms, as /healthz reports it. */
-  eventLoopLagMs(): number;
   close(): Promise<void>;
 }
 
@@ -125,10 +123,6 @@ class Ops implements OpsServer {
     const checks: Record<string, string> = {};
     this.#checks.forEach((c, i) => (checks[c.name] = results[i]!));
     return { status: results.every((r) => r === "ok") ? "ready" : "not_ready", checks };
-  }
-
-  eventLoopLagMs(): number {
-    return this.#lag.lagMs();
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {

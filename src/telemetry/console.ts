@@ -9,7 +9,7 @@ const LEVELS = { error: "error", warn: "warn", log: "info", info: "info", debug:
 type Method = keyof typeof LEVELS;
 
 /** The first line of what console would print; an error reads as its name and message (the rest of a stack is frames). */
-export function consoleMessage(args: readonly unknown[]): string {
+function consoleMessage(args: readonly unknown[]): string {
   const text = format(...args.map((a) => (a instanceof Error ? `${a.name}: ${a.message}` : a)));
   const line = text.split("\n", 1)[0]!;
   // A stack passed as text (ioredis does) keeps its first line too, which names the error.

@@ -19,7 +19,7 @@ export {
   type SecretValues,
 } from "./scrub.ts";
 export { createLogger, REDACT_PATHS, type CreateLoggerOptions, type Logger } from "./logger.ts";
-export { consoleMessage, routeConsoleToLogger } from "./console.ts";
+export { routeConsoleToLogger } from "./console.ts";
 export { RedactingSpanExporter, scrubAttributes } from "./redacting-exporter.ts";
 export { DEFAULT_SERVICE_NAME, startTelemetry, TRACER_NAME, tracesConfig, type StartTelemetryOptions, type Telemetry, type TracesConfig } from "./otel.ts";
 export {
