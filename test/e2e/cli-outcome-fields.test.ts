@@ -1,6 +1,6 @@
 // What runTurn fills in from real runs of the CLI: the result envelope's subtype, errors and
 // terminal_reason, and the exit code and signal, for a success, a max-turns stop, an API error, an
-// interrupt (SIGINT: the CLI still prints a result) and a CLI killed by a signal. Values are the ones
+// interrupt (SIGINT: the CLI usually still prints a result) and a CLI killed by a signal. Values are the ones
 // the pinned CLI prints: a change in the CLI or in how runTurn copies
 // them fails here. The one fake CLI stands in for what the real one never does: die of SIGTERM (it
 // handles TERM and exits 143, see cli-kill-grace.test.ts).
@@ -100,21 +100,41 @@ test("API error 500: the CLI's subtype (success, with is_error) and terminal_rea
   });
 });
 
-test("SIGINT while the model streams: the CLI prints error_during_execution; errors and terminalReason aborted_streaming are filled", async () => {
-  await withServer([{ hang: true }], async (s) => {
+/** Runs a turn against a stalled stream and interrupts it with SIGINT once the model is asked. */
+async function interrupted(): Promise<{ err: ClaudeCodeCliError; printed: Record<string, unknown> | undefined }> {
+  return withServer([{ hang: true }], async (s) => {
     const h = turn(s);
     const printed = lastResult(h);
     await modelAsked(s);
     process.kill(h.pid!, "SIGINT");
     const err = await failure(h);
+    return { err, printed: await printed };
+  });
+}
+
+// The CLI answers SIGINT in one of two ways, by a race inside it that no wait from outside settles:
+// usually an error_during_execution result, sometimes only an "[Request interrupted by user]" user
+// line and exit 0 with no result. Both are asserted; the result path must show within a few tries.
+const SIGINT_TRIES = 6;
+
+test("SIGINT while the model streams: error_during_execution with errors and terminalReason aborted_streaming filled, or no result at all (no_result, exit 0)", async () => {
+  for (let attempt = 1; attempt <= SIGINT_TRIES; attempt++) {
+    const { err, printed } = await interrupted();
+    assert.equal(err.signal, null);
+    assert.equal(err.exitCode, 0);
+    if (printed === undefined) {
+      assert.equal(err.kind, "no_result");
+      assert.equal(err.subtype, undefined);
+      continue;
+    }
     assert.equal(err.kind, "error_result");
     assert.equal(err.subtype, "error_during_execution");
     assert.equal(err.terminalReason, "aborted_streaming");
     assert.ok(err.errors.length > 0 && err.errors.every((e) => typeof e === "string" && e.length > 0), JSON.stringify(err.errors));
-    assert.deepEqual([...err.errors], (await printed)?.["errors"]);
-    assert.equal(err.signal, null);
-    assert.equal(err.exitCode, 0);
-  });
+    assert.deepEqual([...err.errors], printed["errors"]);
+    return;
+  }
+  assert.fail(`the CLI printed no result line after SIGINT in ${SIGINT_TRIES} tries`);
 });
 
 test("the real CLI SIGKILLed from outside mid-turn: kind no_result, signal SIGKILL, exit code null, no result fields", async () => {
