@@ -22,17 +22,23 @@ export function registryKeys(prefix: string): { live: string; entry(id: string):
   return { live: `${prefix}{workers}:live`, entry: (id) => `${prefix}{workers}:w:${id}` };
 }
 
+/** What a worker is doing, as of its last beat. */
+export interface WorkerLoad {
+  /** CLIs running now, and the worker's concurrency. */
+  slotsBusy: number;
+  slotsTotal: number;
+  /** Idle CLI processes kept for warm sessions' next turns. */
+  warmKept: number;
+}
+
 /** One live worker as its entry says. */
-export interface WorkerEntry {
+export interface WorkerEntry extends WorkerLoad {
   /** The instance id the entry is registered under. */
   id: string;
   /** The worker's id in leases, attempts and logs. */
   worker: string;
   host: string;
   pid: number;
-  /** CLIs running now, and the worker's concurrency. */
-  slotsBusy: number;
-  slotsTotal: number;
   startedAt: string;
   /** When the entry was last written. */
   beatAt: string;
@@ -48,8 +54,8 @@ export interface HeartbeatOptions {
   id: string;
   worker: string;
   intervalMs?: number;
-  /** Slots busy and total, read at each beat. */
-  slots(): { busy: number; total: number };
+  /** Read at each beat. */
+  load(): WorkerLoad;
   logger: Logger;
 }
 
@@ -75,8 +81,9 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
   const beat = (): Promise<void> => {
     // A beat still waiting on a slow Redis is not doubled up.
     if (inFlight !== undefined) return inFlight;
-    const s = o.slots();
-    const fields = { ...fixed, slotsBusy: String(s.busy), slotsTotal: String(s.total), beatAt: new Date().toISOString() };
+    const { slotsBusy, slotsTotal, warmKept } = o.load();
+    const load = { slotsBusy: String(slotsBusy), slotsTotal: String(slotsTotal), warmKept: String(warmKept) };
+    const fields = { ...fixed, ...load, beatAt: new Date().toISOString() };
     const now = Date.now();
     inFlight = beatScript([keys.entry(o.id), keys.live], [boot, ttl, now, o.id, ...Object.entries(fields).flat()])
       .then((reply) => state.replied(reply), (err: unknown) => state.failed(err))
@@ -164,6 +171,8 @@ export async function readWorkers(redis: RedisClient, prefix: string): Promise<W
       pid: Number(h["pid"]),
       slotsBusy: Number(h["slotsBusy"]),
       slotsTotal: Number(h["slotsTotal"]),
+      // Entries written before warm sessions have no count.
+      warmKept: Number(h["warmKept"] ?? 0),
       startedAt: h["startedAt"] ?? "",
       beatAt: h["beatAt"] ?? "",
       version: h["version"] ?? "",

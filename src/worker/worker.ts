@@ -102,7 +102,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     if (job !== undefined) logger.info({ worker: id, jobId: job.id, err: { message: err.message } }, "turn job failed");
   });
   let closing: Promise<void> | undefined;
-  const heartbeat = workerHeartbeat(options.redis, settings, logger, slots);
+  const heartbeat = workerHeartbeat(options.redis, settings, logger, slots, deps.warm);
   const parts: WorkerParts = { worker, slots, queue, connection, running: deps.running, settings, logger, telemetry: options.telemetry, hub, heartbeat, warm: deps.warm };
   return {
     id,
@@ -151,15 +151,15 @@ function workerScrubbers(options: TurnWorkerOptions, settings: WorkerSettings, l
   return { scrubber, lineScrubber };
 }
 
-/** The worker's registry entry under its instance id, with its CLI slots busy and total. */
-function workerHeartbeat(redis: RedisClient, settings: WorkerSettings, logger: Logger, slots: CliSlots): Heartbeat {
+/** The worker's registry entry under its instance id, with its CLI slots and kept warm processes. */
+function workerHeartbeat(redis: RedisClient, settings: WorkerSettings, logger: Logger, slots: CliSlots, warm: WarmSessions): Heartbeat {
   return startHeartbeat({
     redis,
     prefix: settings.logPrefix,
     id: settings.instanceId,
     worker: settings.workerId,
     intervalMs: settings.heartbeatMs,
-    slots: () => ({ busy: slots.busy, total: settings.concurrency }),
+    load: () => ({ slotsBusy: slots.busy, slotsTotal: settings.concurrency, warmKept: warm.kept }),
     logger,
   });
 }

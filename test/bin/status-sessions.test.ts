@@ -1,16 +1,17 @@
 // `turnstream status` against real Redis and BullMQ: turns waiting on no live worker raise a warning
 // (text and --json, and exit 3 under --strict) with the oldest turn's age; a worker that heartbeats is
 // listed with its slots and the warning goes. `turnstream sessions` without a projector shows a real
-// turn's figures folded from the log.
+// turn's figures folded from the log; that turn runs warm, and status lists its kept process.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { rig } from "../worker/_more.ts";
+import { waitFor } from "../decisions/_support.ts";
 import { turnstream, onlyJson } from "./_cli.ts";
 
 interface StatusJson {
   counts: Record<string, number>;
   oldestWaitingAgeMs: number | null;
-  workers: { id: string; worker: string; slotsBusy: number; slotsTotal: number; heartbeatAgeMs: number; pid: number }[];
+  workers: { id: string; worker: string; slotsBusy: number; slotsTotal: number; warmKept: number; heartbeatAgeMs: number; pid: number }[];
   running: unknown[];
   warnings: string[];
 }
@@ -51,11 +52,11 @@ test("status: waiting turns and no worker → a warning and the oldest turn's ag
     assert.equal(live.counts["waiting"], 2);
     assert.equal(live.workers.length, 1);
     const [x] = live.workers;
-    assert.deepEqual([x!.id, x!.worker, x!.slotsBusy, x!.slotsTotal, x!.pid], ["status-inst", "w-status", 0, 3, process.pid]);
+    assert.deepEqual([x!.id, x!.worker, x!.slotsBusy, x!.slotsTotal, x!.warmKept, x!.pid], ["status-inst", "w-status", 0, 3, 0, process.pid]);
     assert.ok(x!.heartbeatAgeMs >= 0 && x!.heartbeatAgeMs < 15_000, `heartbeat age ${x!.heartbeatAgeMs}`);
     const liveText = await turnstream(["status", "--strict"], env);
     assert.equal(liveText.code, 0, liveText.stderr);
-    assert.match(liveText.stdout, /workers: 1\n {2}status-inst \(w-status, host \S+, pid \d+, v\S+\): 0\/3 slots busy, heartbeat \d+s ago/);
+    assert.match(liveText.stdout, /workers: 1\n {2}status-inst \(w-status, host \S+, pid \d+, v\S+\): 0\/3 slots busy, 0 warm kept, heartbeat \d+s ago/);
     assert.doesNotMatch(liveText.stdout, /warning:/);
 
     // Closed cleanly, the worker is gone from the registry at once, and the warning is back.
@@ -67,12 +68,12 @@ test("status: waiting turns and no worker → a warning and the oldest turn's ag
   }
 });
 
-test("sessions without a projector: a real turn's count, cost and last activity folded from the log; --fold-limit bounds it", async () => {
+test("sessions without a projector: a real turn's count, cost and last activity folded from the log; --fold-limit bounds it; status lists the warm process the turn left", async () => {
   const r = await rig({ responses: [{ content: [{ type: "text", text: "done" }], usage: { input_tokens: 1200, output_tokens: 300 } }] });
   const env = { TURNSTREAM_PREFIX: r.space.logPrefix };
   try {
-    r.worker();
-    const q = await r.producer.enqueueTurn({ prompt: "say done", cwd: r.ws });
+    r.worker({ instanceId: "warm-inst", heartbeatMs: 200 });
+    const q = await r.producer.enqueueTurn({ prompt: "say done", cwd: r.ws, options: { warm: true } });
     const result = await r.producer.waitForTurn(q.turn, { session: q.session, timeoutMs: 90_000 });
     assert.equal(result.status, "finished");
     const events = await r.events(q.session);
@@ -103,6 +104,15 @@ test("sessions without a projector: a real turn's count, cost and last activity 
     const bad = await turnstream(["sessions", "--fold-limit", "lots"], env);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--fold-limit takes a whole number of events/);
+
+    // The worker kept the session's CLI process; a beat after the turn says so.
+    const statusEnv = { ...env, TURNSTREAM_QUEUE_PREFIX: r.space.queuePrefix };
+    const kept = await waitFor(async () => {
+      const s = onlyJson((await turnstream(["status", "--json"], statusEnv)).stdout) as unknown as StatusJson;
+      return s.workers.find((w) => w.id === "warm-inst" && w.warmKept === 1);
+    }, 15_000);
+    assert.equal(kept.slotsBusy, 0);
+    assert.match((await turnstream(["status"], statusEnv)).stdout, /warm-inst \(.*\): 0\/\d+ slots busy, 1 warm kept,/);
   } finally {
     await r.dispose();
   }

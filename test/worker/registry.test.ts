@@ -69,7 +69,7 @@ test("a heartbeat against an unreachable Redis never throws, logs the failure ra
   dead.sendCommand = ((...a: Parameters<typeof send>) => (sent++, send(...a))) as typeof dead.sendCommand;
   const warned: string[] = [];
   const logger = { debug() {}, info() {}, error() {}, warn: (_o: unknown, msg?: string) => void warned.push(String(msg)) };
-  const hb = startHeartbeat({ redis: dead as never, prefix: "tw-dead:", id: "nowhere", worker: "w", intervalMs: 50, slots: () => ({ busy: 0, total: 1 }), logger });
+  const hb = startHeartbeat({ redis: dead as never, prefix: "tw-dead:", id: "nowhere", worker: "w", intervalMs: 50, load: () => ({ slotsBusy: 0, slotsTotal: 1, warmKept: 0 }), logger });
   try {
     await hb.first;
     await new Promise((r) => setTimeout(r, 600));

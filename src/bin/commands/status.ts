@@ -98,7 +98,7 @@ function printReport(r: StatusReport): void {
   w(`oldest waiting turn: ${r.oldestWaitingAgeMs === null ? "none" : `queued ${formatAge(r.oldestWaitingAgeMs)} ago`}`);
   w(`workers: ${r.workers.length}`);
   for (const x of r.workers) {
-    w(`  ${x.id} (${x.worker}, host ${x.host}, pid ${x.pid}, v${x.version}): ${x.slotsBusy}/${x.slotsTotal} slots busy, heartbeat ${formatAge(x.heartbeatAgeMs)} ago`);
+    w(`  ${x.id} (${x.worker}, host ${x.host}, pid ${x.pid}, v${x.version}): ${x.slotsBusy}/${x.slotsTotal} slots busy, ${x.warmKept} warm kept, heartbeat ${formatAge(x.heartbeatAgeMs)} ago`);
   }
   if (r.running.length === 0) w("running: none");
   for (const t of r.running) w(`running: session ${t.session} turn ${t.turn} attempt ${t.attempt}${t.startedAt ? ` since ${t.startedAt}` : ""}`);
