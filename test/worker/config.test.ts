@@ -34,7 +34,7 @@ test("TURNSTREAM_JOB_ENV_ALLOW, TURNSTREAM_WORKSPACE_TRUST, TURNSTREAM_MCP_CONFI
   refused({ TURNSTREAM_ALLOW_ENV: "GREETING,NODE_OPTIONS" }, "TURNSTREAM_ALLOW_ENV", /NODE_OPTIONS cannot be allowed/);
   refused({ TURNSTREAM_JOB_ENV_ALLOW: "CI,PATH" }, "TURNSTREAM_JOB_ENV_ALLOW", /PATH cannot be allowed/);
   refused({ TURNSTREAM_JOB_ENV_ALLOW: "BUN_*" }, "TURNSTREAM_JOB_ENV_ALLOW", /BUN_\* cannot be allowed/);
-  refused({ TURNSTREAM_JOB_ENV_ALLOW: "CL*" }, "TURNSTREAM_JOB_ENV_ALLOW", /would admit CLAUDE_BIN/);
+  refused({ TURNSTREAM_JOB_ENV_ALLOW: "CLAUDE_CODE_*" }, "TURNSTREAM_JOB_ENV_ALLOW", /CLAUDE_CODE_\* cannot be allowed: it admits names that can never be set/);
   refused({ TURNSTREAM_JOB_ENV_ALLOW: "*" }, "TURNSTREAM_JOB_ENV_ALLOW", /comma-separated/);
   refused({ TURNSTREAM_JOB_ENV_ALLOW: "X*" }, "TURNSTREAM_JOB_ENV_ALLOW", /too broad/);
   refused({ TURNSTREAM_WORKSPACE_TRUST: "always" }, "TURNSTREAM_WORKSPACE_TRUST", /never.*job/);
