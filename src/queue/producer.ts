@@ -44,7 +44,7 @@ export interface QueueConfig {
    * Give it the workers' TURNSTREAM_JOB_ENV_ALLOW: they check again with their own.
    */
   jobEnvAllow?: readonly string[];
-  /** Older option: names added to `jobEnvAllow` (or to the default). */
+  /** Names added to `jobEnvAllow` or to its default (the workers' TURNSTREAM_ALLOW_ENV). */
   allowEnv?: readonly string[];
 }
 

@@ -58,7 +58,7 @@ export interface TurnWorkerOptions {
    * whatever this says (a few only by exact name: EXACT_OPT_IN_ENV_NAMES).
    */
   jobEnvAllow?: readonly string[];
-  /** Older option (TURNSTREAM_ALLOW_ENV): names added to `jobEnvAllow` or to the default. */
+  /** Names added to `jobEnvAllow` or to its default (TURNSTREAM_ALLOW_ENV). */
   allowEnv?: readonly string[];
   /** `job`: a job's `trustWorkspace: true` is honoured. Default `never`: no workspace settings, hooks or MCP servers load. */
   workspaceTrust?: WorkspaceTrust;
