@@ -41,6 +41,10 @@ test("enqueue: each attack variable, and a name the operator did not list, refus
     await refused("https_proxy", /through another server/);
     await refused("GREETING", /ask the worker operator to add it to TURNSTREAM_JOB_ENV_ALLOW/);
     await refused("CLAUDE_CODE_MAX_RETRIES", /lists CLAUDE_CODE_MAX_RETRIES by its exact name in TURNSTREAM_JOB_ENV_ALLOW/);
+    // A reference's target name meets the same list.
+    for (const [name, why] of [["NODE_OPTIONS", /loads code/], ["GITHUB_TOKEN", /add it to TURNSTREAM_JOB_ENV_ALLOW/]] as const) {
+      await assert.rejects(producer.enqueueTurn({ prompt: "hi", cwd, options: { env: { [name]: { fromEnv: "WORKER_VALUE" } } } }), why, name);
+    }
     // The default lets CI metadata and the locale through.
     await producer.enqueueTurn({ prompt: "hi", cwd, options: { env: { CI: "true", GITHUB_REPOSITORY: "acme/api", LANG: "C.UTF-8", LC_ALL: "C", TZ: "UTC" } } });
   } finally {
