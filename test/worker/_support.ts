@@ -213,7 +213,7 @@ export interface ProcessFleet extends TestStage {
 }
 
 /** Redis is the local one unless `redisUrl` or `clusterNodes` (which the workers then get as REDIS_CLUSTER_NODES) say otherwise. */
-export async function processFleet(script: StageScript, options: { redisUrl?: string; clusterNodes?: string } = {}): Promise<ProcessFleet> {
+export async function processFleet(script: StageScript, options: { redisUrl?: string; clusterNodes?: string; allowEnv?: readonly string[] } = {}): Promise<ProcessFleet> {
   const { close, ...stage } = await testStage(script, options);
   const { space, server, ws } = stage;
   const redisEnv: Record<string, string> = options.clusterNodes ? { REDIS_CLUSTER_NODES: options.clusterNodes } : { REDIS_URL: options.redisUrl ?? DEFAULT_REDIS_URL };

@@ -12,7 +12,7 @@ import { createProducer, InvalidTurnError, JOB_VERSION } from "../../src/queue/i
 import { startModelServer } from "../../src/testing/index.ts";
 import { hermeticEnv } from "../cli/_support.ts";
 import { cliLines, rig, type Rig } from "./_more.ts";
-import { cleanupKeys, cliEnv, redisFor, testSpace } from "./_support.ts";
+import { cleanupKeys, cliEnv, processFleet, readAll, redisFor, testSpace } from "./_support.ts";
 
 // Each once ran the attacker's code or sent the worker's credentials to the attacker.
 const ATTACKS: Record<string, string> = {
@@ -156,6 +156,38 @@ test("a turn's Bash env: the minimal base, what the worker gives, and the job's 
   } finally {
     for (const name of Object.keys(planted)) delete process.env[name];
     await r.dispose();
+  }
+});
+
+test("`turnstream worker`: TURNSTREAM_RUN_ENV and TURNSTREAM_ALLOW_ENV reach a tool; REDIS_URL and other worker variables do not", async () => {
+  const fleet = await processFleet(
+    {
+      responses: [
+        { content: [{ type: "tool_use", name: "Bash", input: { command: "env", description: "print the env" } }] },
+        { content: [{ type: "text", text: "printed" }] },
+      ],
+    },
+    { allowEnv: ["DEPLOY_TARGET"] },
+  );
+  try {
+    await fleet.start("env", {
+      TURNSTREAM_RUN_ENV: "OPERATOR_SETTING",
+      OPERATOR_SETTING: "on",
+      TURNSTREAM_ALLOW_ENV: "DEPLOY_TARGET",
+      TURNSTREAM_CANARY_SECRET: "canary-0b8d3f61c2a4",
+      UNRELATED_WORKER_VAR: "worker-only",
+    });
+    const env = { DEPLOY_TARGET: "staging", GITHUB_SHA: "0123abc" };
+    const t = await fleet.producer.enqueueTurn({ prompt: "print the env", cwd: fleet.ws, options: { allowedTools: ["Bash"], env } });
+    const res = await fleet.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+    assert.equal(res.status, "finished", JSON.stringify(res.event.data));
+    const names = envNamesPrinted(cliLines(await readAll(fleet.producer.log, t.session), 1));
+    for (const name of ["OPERATOR_SETTING", "DEPLOY_TARGET", "GITHUB_SHA", "ANTHROPIC_API_KEY", "PATH"]) assert.ok(names.has(name), `${name} reached the tool`);
+    for (const name of ["REDIS_URL", "TURNSTREAM_CANARY_SECRET", "UNRELATED_WORKER_VAR", "TURNSTREAM_PREFIX", "TURNSTREAM_WORKSPACE_ROOTS", "LOG_LEVEL"]) {
+      assert.ok(!names.has(name), `${name} of the worker's env stayed out`);
+    }
+  } finally {
+    await fleet.dispose();
   }
 });
 
