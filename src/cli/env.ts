@@ -60,19 +60,17 @@ export function baseEnv(host: HostEnv): Record<string, string> {
  */
 export function modelAccessEnv(host: HostEnv): Record<string, string> {
   const providers = PROVIDER_PREFIXES.filter((p) => switchedOn(host, p.switch)).flatMap((p) => p.prefixes);
-  return pick(
-    host,
-    (name) => name.startsWith("ANTHROPIC_") || MODEL_ACCESS_NAMES.includes(name) || providers.some((p) => name.startsWith(p)),
-  );
+  const isAccess = (name: string): boolean =>
+    name.startsWith("ANTHROPIC_") || MODEL_ACCESS_NAMES.includes(name) || providers.some((p) => name.startsWith(p));
+  return pick(host, isAccess);
 }
 
 /** The host's settings for the CLI itself: `CLAUDE_CODE_*` and `DISABLE_*` tuning, and CLAUDE_CONFIG_DIR. */
 export function cliSettingsEnv(host: HostEnv): Record<string, string> {
   const access = modelAccessEnv(host);
-  return pick(
-    host,
-    (name) => !(name in access) && (name.startsWith("CLAUDE_CODE_") || name.startsWith("DISABLE_") || name === "CLAUDE_CONFIG_DIR"),
-  );
+  const isSetting = (name: string): boolean =>
+    name.startsWith("CLAUDE_CODE_") || name.startsWith("DISABLE_") || name === "CLAUDE_CONFIG_DIR";
+  return pick(host, (name) => !(name in access) && isSetting(name));
 }
 
 export interface BuildEnvOptions {

@@ -8,8 +8,8 @@
 /** What a job may set when the operator lists nothing: CI metadata a tool may print, and the locale. */
 export const DEFAULT_JOB_ENV_ALLOW: readonly string[] = [
   "CI",
-  // GitHub's run metadata by name, not GITHUB_*: the CLI also reads GITHUB_ENV, GITHUB_ACTION_PATH,
-  // GITHUB_EVENT_PATH and GITHUB_WORKSPACE (paths its sandbox guards), GITHUB_ACTIONS and GITHUB_TOKEN.
+  // GitHub's run metadata by name, not GITHUB_*: GITHUB_TOKEN is a credential an operator lists on
+  // purpose, and the runner's paths and API URLs, which the CLI and tools read, can never be set.
   "GITHUB_REPOSITORY",
   "GITHUB_REPOSITORY_OWNER",
   "GITHUB_SHA",
@@ -41,34 +41,62 @@ interface NeverRule {
  */
 const NEVER: readonly NeverRule[] = [
   { names: ["CLAUDE_BIN"], why: "it names the program the worker runs" },
-  { prefixes: ["NODE_", "BUN_", "NPM_CONFIG_", "LD_", "DYLD_"], why: "it loads code into the CLI or every process of the turn" },
   {
-    names: ["PYTHONPATH", "PYTHONSTARTUP", "PERL5LIB", "PERL5OPT", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS"],
+    prefixes: ["NODE_", "BUN_", "NPM_CONFIG_", "LD_", "DYLD_"],
+    why: "it loads code into the CLI or every process of the turn",
+  },
+  {
+    names: ["PYTHONPATH", "PYTHONSTARTUP", "PERL5LIB", "PERL5OPT", "RUBYOPT", "RUBYLIB"],
     why: "it loads code into the tools a turn starts",
   },
-  { names: ["GCONV_PATH", "LOCPATH", "LESSOPEN", "LESSCLOSE"], why: "it loads or runs code in the tools a turn starts" },
-  { names: ["BASH_ENV", "ENV", "SHELL", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH"], why: "it runs code in every shell the turn starts" },
+  {
+    names: ["JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "GCONV_PATH", "LOCPATH", "LESSOPEN", "LESSCLOSE"],
+    why: "it loads or runs code in the tools a turn starts",
+  },
+  {
+    names: ["BASH_ENV", "ENV", "SHELL", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH"],
+    why: "it runs code in every shell the turn starts",
+  },
   { names: ["PATH", "HOME", "TMPDIR", "TMP", "TEMP"], why: "it decides which programs run and where their files are" },
   { prefixes: ["GIT_", "SSH_"], why: "git and ssh run programs and read config named by these" },
-  { names: ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"], test: (u) => u.endsWith("_PROXY"), why: "it sends the turn's requests, with the worker's credentials, through another server" },
+  {
+    names: ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"],
+    test: (u) => u.endsWith("_PROXY"),
+    why: "it sends the turn's requests, with the worker's credentials, through another server",
+  },
   {
     names: ["SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE"],
     test: (u) => u.includes("CA_CERT"),
     why: "it makes the CLI and tools trust another certificate authority",
   },
-  { prefixes: ["ANTHROPIC_", "AWS_", "GOOGLE_", "CLOUD_ML_", "VERTEX_", "AZURE_"], why: "the model access and its credentials come only from the worker" },
-  { prefixes: ["CLAUDE_", "DISABLE_", "OTEL_", "XDG_"], why: "it changes how the CLI runs, where it keeps its settings or where it reports" },
   {
-    names: ["GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY", "GITHUB_ACTION_PATH", "GITHUB_EVENT_PATH", "GITHUB_WORKSPACE", "GITHUB_ACTIONS"],
+    prefixes: ["ANTHROPIC_", "AWS_", "GOOGLE_", "CLOUD_ML_", "VERTEX_", "AZURE_"],
+    why: "the model access and its credentials come only from the worker",
+  },
+  {
+    prefixes: ["CLAUDE_", "DISABLE_", "OTEL_", "XDG_"],
+    why: "it changes how the CLI runs, where it keeps its settings or where it reports",
+  },
+  {
+    names: ["GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY"],
     why: "the CLI reads it as the GitHub Actions runner's files and paths",
   },
-  { names: ["GITHUB_API_URL", "GITHUB_SERVER_URL", "GITHUB_GRAPHQL_URL"], why: "it sends the requests that carry a GitHub token to another server" },
+  {
+    names: ["GITHUB_ACTION_PATH", "GITHUB_EVENT_PATH", "GITHUB_WORKSPACE", "GITHUB_ACTIONS"],
+    why: "the CLI reads it as the GitHub Actions runner's files and paths",
+  },
+  {
+    names: ["GITHUB_API_URL", "GITHUB_SERVER_URL", "GITHUB_GRAPHQL_URL"],
+    why: "it sends the requests that carry a GitHub token to another server",
+  },
   { names: ["IS_SANDBOX"], why: "only the worker may claim it runs in a sandbox (TURNSTREAM_SANDBOXED)" },
   { prefixes: ["TURNSTREAM_"], why: "turnstream's own variables belong to the worker" },
 ];
 
 const neverMatches = (rule: NeverRule, upper: string): boolean =>
-  (rule.names?.includes(upper) ?? false) || (rule.prefixes?.some((p) => upper.startsWith(p)) ?? false) || (rule.test?.(upper) ?? false);
+  (rule.names?.includes(upper) ?? false) ||
+  (rule.prefixes?.some((p) => upper.startsWith(p)) ?? false) ||
+  (rule.test?.(upper) ?? false);
 
 /**
  * Names in NEVER an operator may still list, by exact name only. The CLI tuning ones change output
@@ -117,9 +145,12 @@ export function refusedEnvName(name: string, policy: JobEnvPolicy): RefusedEnvNa
     return { name, why: `may not be set by a job: ${never}; ${fix}` };
   }
   if (policy.allows(name)) return undefined;
+  const listed = policy.entries.join(",") || "empty";
   return {
     name,
-    why: `may not be set by a job: it is not in the allow-list (${policy.entries.join(",") || "empty"}); ask the worker operator to add it to TURNSTREAM_JOB_ENV_ALLOW`,
+    why:
+      `may not be set by a job: it is not in the allow-list (${listed}); ` +
+      "ask the worker operator to add it to TURNSTREAM_JOB_ENV_ALLOW",
   };
 }
 
@@ -167,6 +198,9 @@ export function compileJobEnvPolicy(entries: readonly string[]): JobEnvPolicy {
  * The allow-list from an operator's settings: `jobEnvAllow` (TURNSTREAM_JOB_ENV_ALLOW) replaces the
  * default; `allowEnv` (the older TURNSTREAM_ALLOW_ENV) adds names to whichever list applies.
  */
-export function jobEnvPolicyFrom(settings: { jobEnvAllow?: readonly string[] | undefined; allowEnv?: readonly string[] | undefined }): JobEnvPolicy {
+export function jobEnvPolicyFrom(settings: {
+  jobEnvAllow?: readonly string[] | undefined;
+  allowEnv?: readonly string[] | undefined;
+}): JobEnvPolicy {
   return compileJobEnvPolicy([...(settings.jobEnvAllow ?? DEFAULT_JOB_ENV_ALLOW), ...(settings.allowEnv ?? [])]);
 }

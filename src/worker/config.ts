@@ -84,13 +84,18 @@ function envAllowFrom(variable: string, value: string | undefined): string[] | u
 }
 
 /** The worker variables every run gets (TURNSTREAM_RUN_ENV), read now: the worker's own configuration. */
-function runEnvFrom(value: string | undefined, env: Readonly<Record<string, string | undefined>>): Record<string, string> | undefined {
+function runEnvFrom(
+  value: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string> | undefined {
   const names = listFrom(value);
   if (names === undefined) return undefined;
   const runEnv: Record<string, string> = {};
   for (const name of names) {
     const v = env[name];
-    if (v === undefined) throw new WorkerConfigError("TURNSTREAM_RUN_ENV", `${name} is not set in the worker's environment`);
+    if (v === undefined) {
+      throw new WorkerConfigError("TURNSTREAM_RUN_ENV", `${name} is not set in the worker's environment`);
+    }
     runEnv[name] = v;
   }
   return runEnv;

@@ -8,7 +8,13 @@ import type { EventObserver } from "../events/index.ts";
 import { DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
 import { resolveClaudeBin } from "../cli/index.ts";
-import { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, jobEnvPolicyFrom, type JobEnvPolicy } from "../queue/index.ts";
+import {
+  assertQueuePrefix,
+  DEFAULT_QUEUE_NAME,
+  DEFAULT_QUEUE_PREFIX,
+  jobEnvPolicyFrom,
+  type JobEnvPolicy,
+} from "../queue/index.ts";
 import type { SecretValues, Scrubber, Telemetry } from "../telemetry/index.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import { DEFAULT_SNAPSHOT_CACHE_BYTES } from "./snapshots.ts";

@@ -41,8 +41,12 @@ export function resolveEnv(job: TurnJob, settings: Pick<WorkerSettings, "secretE
  * The overlay a job's CLI starts with, over the minimal base runTurn builds (`isolate`): the worker's
  * CLI settings and model access from its own environment, its runEnv, then the job's allowed names.
  */
-export function runOverlay(settings: Pick<WorkerSettings, "hostEnv" | "runEnv">, run: Pick<RunEnv, "env">): Record<string, string> {
-  return { ...cliSettingsEnv(settings.hostEnv), ...modelAccessEnv(settings.hostEnv), ...settings.runEnv, ...run.env };
+export function runOverlay(
+  settings: Pick<WorkerSettings, "hostEnv" | "runEnv">,
+  run: Pick<RunEnv, "env">,
+): Record<string, string> {
+  const { hostEnv } = settings;
+  return { ...cliSettingsEnv(hostEnv), ...modelAccessEnv(hostEnv), ...settings.runEnv, ...run.env };
 }
 
 // Shorter referenced values are left to the name rules: redacting a short word everywhere would

@@ -23,13 +23,14 @@ const ATTACKS: Record<string, string> = {
   NODE_EXTRA_CA_CERTS: "./evil-ca.pem",
 };
 
-test("enqueue: each attack variable, and a name the operator did not list, refused naming options.env.NAME and what to change", async () => {
+test("enqueue: each attack variable, and a name nobody listed, refused naming options.env.NAME and what to change", async () => {
   const space = testSpace();
   const redis = redisFor();
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
   const cwd = space.workspace();
   const refused = async (name: string, why: RegExp): Promise<void> => {
-    await assert.rejects(producer.enqueueTurn({ prompt: "hi", cwd, options: { env: { [name]: ATTACKS[name] ?? "x" } } }), (err: unknown) => {
+    const enqueued = producer.enqueueTurn({ prompt: "hi", cwd, options: { env: { [name]: ATTACKS[name] ?? "x" } } });
+    await assert.rejects(enqueued, (err: unknown) => {
       assert.ok(err instanceof InvalidTurnError, String(err));
       assert.equal(err.field, `options.env.${name}`);
       assert.match(err.message, why);
@@ -37,16 +38,20 @@ test("enqueue: each attack variable, and a name the operator did not list, refus
     });
   };
   try {
-    for (const name of Object.keys(ATTACKS)) await refused(name, /may not be set by a job: .*the worker sets it from its own configuration/);
+    const fromWorker = /may not be set by a job: .*the worker sets it from its own configuration/;
+    for (const name of Object.keys(ATTACKS)) await refused(name, fromWorker);
     await refused("https_proxy", /through another server/);
     await refused("GREETING", /ask the worker operator to add it to TURNSTREAM_JOB_ENV_ALLOW/);
     await refused("CLAUDE_CODE_MAX_RETRIES", /lists CLAUDE_CODE_MAX_RETRIES by its exact name in TURNSTREAM_JOB_ENV_ALLOW/);
     // A reference's target name meets the same list.
-    for (const [name, why] of [["NODE_OPTIONS", /loads code/], ["GITHUB_TOKEN", /add it to TURNSTREAM_JOB_ENV_ALLOW/]] as const) {
-      await assert.rejects(producer.enqueueTurn({ prompt: "hi", cwd, options: { env: { [name]: { fromEnv: "WORKER_VALUE" } } } }), why, name);
+    const references = [["NODE_OPTIONS", /loads code/], ["GITHUB_TOKEN", /add it to TURNSTREAM_JOB_ENV_ALLOW/]] as const;
+    for (const [name, why] of references) {
+      const env = { [name]: { fromEnv: "WORKER_VALUE" } };
+      await assert.rejects(producer.enqueueTurn({ prompt: "hi", cwd, options: { env } }), why, name);
     }
     // The default lets CI metadata and the locale through.
-    await producer.enqueueTurn({ prompt: "hi", cwd, options: { env: { CI: "true", GITHUB_REPOSITORY: "acme/api", LANG: "C.UTF-8", LC_ALL: "C", TZ: "UTC" } } });
+    const env = { CI: "true", GITHUB_REPOSITORY: "acme/api", LANG: "C.UTF-8", LC_ALL: "C", TZ: "UTC" };
+    await producer.enqueueTurn({ prompt: "hi", cwd, options: { env } });
   } finally {
     await producer.close();
     await cleanupKeys(redis, space);
@@ -55,18 +60,23 @@ test("enqueue: each attack variable, and a name the operator did not list, refus
   }
 });
 
-test("an operator's pattern admits what it says and nothing else; no pattern or name reaches a variable that can never be set", async () => {
+test("an operator's pattern admits what it says and nothing else; nothing reaches a name that can never be set", async () => {
   const space = testSpace();
   const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, jobEnvAllow: ["GITHUB_*", "DEPLOY_*", "CLAUDE_CODE_MAX_RETRIES"] });
+  const jobEnvAllow = ["GITHUB_*", "DEPLOY_*", "CLAUDE_CODE_MAX_RETRIES"];
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, jobEnvAllow });
   const cwd = space.workspace();
   const enqueue = (name: string) => producer.enqueueTurn({ prompt: "hi", cwd, options: { env: { [name]: "x" } } });
   try {
     for (const name of ["GITHUB_REPOSITORY", "GITHUB_RUN_ATTEMPT", "DEPLOY_TARGET", "CLAUDE_CODE_MAX_RETRIES"]) await enqueue(name);
     // Outside the patterns, the default the list replaced included.
-    for (const name of ["DEPLOY", "DEPLOYX", "deploy_target", "LANG", "CI"]) await assert.rejects(enqueue(name), /add it to TURNSTREAM_JOB_ENV_ALLOW/, name);
+    for (const name of ["DEPLOY", "DEPLOYX", "deploy_target", "LANG", "CI"]) {
+      await assert.rejects(enqueue(name), /add it to TURNSTREAM_JOB_ENV_ALLOW/, name);
+    }
     // Inside GITHUB_*, but read by the CLI as runner paths or by tools as where a token goes.
-    for (const name of ["GITHUB_ENV", "GITHUB_WORKSPACE", "GITHUB_API_URL"]) await assert.rejects(enqueue(name), /may not be set by a job/, name);
+    for (const name of ["GITHUB_ENV", "GITHUB_WORKSPACE", "GITHUB_API_URL"]) {
+      await assert.rejects(enqueue(name), /may not be set by a job/, name);
+    }
     assert.throws(() => createProducer({ redis, jobEnvAllow: ["BUN_OPTIONS"] }), /BUN_OPTIONS cannot be allowed: it loads code/);
     assert.throws(() => createProducer({ redis, jobEnvAllow: ["HTTPS_PROXY"] }), /HTTPS_PROXY cannot be allowed/);
     assert.throws(() => createProducer({ redis, allowEnv: ["CLAUDE_*"] }), /CLAUDE_\* cannot be allowed/);
@@ -78,20 +88,23 @@ test("an operator's pattern admits what it says and nothing else; no pattern or 
   }
 });
 
+type Failures = Map<string, (err: Error) => void>;
+
 /** Adds a job straight to the queue, skipping the producer's checks; resolves with the worker's failure and its kind. */
-async function directJob(r: Rig, failures: Map<string, (err: Error) => void>, env: Record<string, string>, n: number): Promise<{ message: string; kind: unknown }> {
+async function directJob(r: Rig, failures: Failures, env: Record<string, string>, n: number): Promise<{ message: string; kind: unknown }> {
   const session = `direct-${r.space.id}-${n}`;
   const turn = `t_directenv${String(n).padStart(6, "0")}`;
   const failed = new Promise<Error>((resolve) => failures.set(turn, resolve));
   await r.producer.order.register(session, turn, undefined);
-  const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: r.ws, queuedSeq: 0, enqueuedAt: new Date().toISOString(), options: { env } };
+  const enqueuedAt = new Date().toISOString();
+  const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: r.ws, queuedSeq: 0, enqueuedAt, options: { env } };
   await r.producer.queue.add("turn", job, { jobId: turn });
   const { message } = await failed;
   const end = (await r.events(session)).find((e) => e.kind === "turn.failed");
   return { message, kind: (end?.data as { errorKind?: unknown } | undefined)?.errorKind };
 }
 
-test("a job written to Redis with an attack variable, or a name this worker does not list: bad_payload naming it, no CLI started", async () => {
+test("a job written to Redis with an attack variable, or a name the worker does not list: bad_payload naming it", async () => {
   const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
   try {
     const failures = new Map<string, (err: Error) => void>();
@@ -115,11 +128,16 @@ test("a job written to Redis with an attack variable, or a name this worker does
 function envNamesPrinted(lines: Record<string, unknown>[]): Set<string> {
   const result = lines.find((l) => l["type"] === "user" && l["tool_use_result"] !== undefined);
   const stdout = String((result?.["tool_use_result"] as { stdout?: unknown } | undefined)?.stdout ?? "");
-  return new Set(stdout.split("\n").map((l) => /^([A-Za-z_][A-Za-z0-9_]*)=/.exec(l)?.[1]).filter((n): n is string => n !== undefined));
+  const names = stdout.split("\n").map((l) => /^([A-Za-z_][A-Za-z0-9_]*)=/.exec(l)?.[1]);
+  return new Set(names.filter((n): n is string => n !== undefined));
 }
 
-test("a turn's Bash env: the minimal base, what the worker gives, and the job's allowed names; no other worker variable", async () => {
-  const planted = { TURNSTREAM_CANARY_SECRET: "canary-5f1e9a0c7d2b", UNRELATED_WORKER_VAR: "worker-only", GIT_SSH_COMMAND: "touch /tmp/pwned" };
+test("a turn's Bash env: the minimal base, what the worker gives, the job's allowed names; no other worker variable", async () => {
+  const planted = {
+    TURNSTREAM_CANARY_SECRET: "canary-5f1e9a0c7d2b",
+    UNRELATED_WORKER_VAR: "worker-only",
+    GIT_SSH_COMMAND: "touch /tmp/pwned",
+  };
   Object.assign(process.env, planted);
   const r = await rig({
     responses: [
@@ -138,8 +156,9 @@ test("a turn's Bash env: the minimal base, what the worker gives, and the job's 
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     const names = envNamesPrinted(cliLines(await r.events(t.session, t.turn), 1));
-    assert.ok(names.has("GITHUB_REPOSITORY") && names.has("TZ"), `the job's allowed names reach the tool: ${[...names].join(",")}`);
-    assert.ok(names.has("OPERATOR_RUN_SETTING") && names.has("ANTHROPIC_API_KEY"), "the worker's runEnv and model access do");
+    for (const name of ["GITHUB_REPOSITORY", "TZ", "OPERATOR_RUN_SETTING", "ANTHROPIC_API_KEY"]) {
+      assert.ok(names.has(name), `the job's allowed names, the worker's runEnv and model access reach the tool: ${name}`);
+    }
     for (const name of Object.keys(planted)) assert.ok(!names.has(name), `${name} of the worker's env stayed out`);
     const raw = JSON.stringify(await r.events(t.session));
     for (const value of Object.values(planted)) assert.ok(!raw.includes(value), `${value} appears nowhere`);
@@ -159,7 +178,7 @@ test("a turn's Bash env: the minimal base, what the worker gives, and the job's 
   }
 });
 
-test("`turnstream worker`: TURNSTREAM_RUN_ENV and TURNSTREAM_ALLOW_ENV reach a tool; REDIS_URL and other worker variables do not", async () => {
+test("`turnstream worker`: TURNSTREAM_RUN_ENV and allowed names reach a tool; REDIS_URL and the rest do not", async () => {
   const fleet = await processFleet(
     {
       responses: [
@@ -178,12 +197,16 @@ test("`turnstream worker`: TURNSTREAM_RUN_ENV and TURNSTREAM_ALLOW_ENV reach a t
       UNRELATED_WORKER_VAR: "worker-only",
     });
     const env = { DEPLOY_TARGET: "staging", GITHUB_SHA: "0123abc" };
-    const t = await fleet.producer.enqueueTurn({ prompt: "print the env", cwd: fleet.ws, options: { allowedTools: ["Bash"], env } });
+    const options = { allowedTools: ["Bash"], env };
+    const t = await fleet.producer.enqueueTurn({ prompt: "print the env", cwd: fleet.ws, options });
     const res = await fleet.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     const names = envNamesPrinted(cliLines(await readAll(fleet.producer.log, t.session), 1));
-    for (const name of ["OPERATOR_SETTING", "DEPLOY_TARGET", "GITHUB_SHA", "ANTHROPIC_API_KEY", "PATH"]) assert.ok(names.has(name), `${name} reached the tool`);
-    for (const name of ["REDIS_URL", "TURNSTREAM_CANARY_SECRET", "UNRELATED_WORKER_VAR", "TURNSTREAM_PREFIX", "TURNSTREAM_WORKSPACE_ROOTS", "LOG_LEVEL"]) {
+    for (const name of ["OPERATOR_SETTING", "DEPLOY_TARGET", "GITHUB_SHA", "ANTHROPIC_API_KEY", "PATH"]) {
+      assert.ok(names.has(name), `${name} reached the tool`);
+    }
+    const workerOnly = ["REDIS_URL", "TURNSTREAM_CANARY_SECRET", "UNRELATED_WORKER_VAR", "TURNSTREAM_PREFIX", "LOG_LEVEL"];
+    for (const name of [...workerOnly, "TURNSTREAM_WORKSPACE_ROOTS"]) {
       assert.ok(!names.has(name), `${name} of the worker's env stayed out`);
     }
   } finally {
@@ -192,10 +215,12 @@ test("`turnstream worker`: TURNSTREAM_RUN_ENV and TURNSTREAM_ALLOW_ENV reach a t
 });
 
 // What the CLI and bash themselves put in a Bash tool's environment (besides the CLI's own CLAUDE* names).
-const CLI_SHELL_NAMES = new Set(["PWD", "OLDPWD", "SHLVL", "_", "SHELL", "AI_AGENT", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "NoDefaultCurrentDirectoryInExePath", "GIT_EDITOR", "COREPACK_ENABLE_AUTO_PIN"]);
+const CLI_SHELL_NAMES = new Set(["PWD", "OLDPWD", "SHLVL", "_", "SHELL", "AI_AGENT", "GIT_EDITOR", "COREPACK_ENABLE_AUTO_PIN"]);
+CLI_SHELL_NAMES.add("NoDefaultCurrentDirectoryInExePath");
 
 test("the library's runTurn: an overlay naming another program as CLAUDE_BIN does not choose the binary", async () => {
-  const server = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "the real CLI answered" }] }] } });
+  const script = { responses: [{ content: [{ type: "text", text: "the real CLI answered" }] }] };
+  const server = await startModelServer({ script });
   const space = testSpace();
   const dir = space.workspace();
   const marker = join(dir, "evil-ran");
@@ -203,7 +228,8 @@ test("the library's runTurn: an overlay naming another program as CLAUDE_BIN doe
   writeFileSync(evil, `#!/bin/sh\ntouch ${marker}\n`);
   chmodSync(evil, 0o755);
   try {
-    const turn = runTurn({ cwd: dir, prompt: "hi", env: { ...hermeticEnv(server.url), CLAUDE_BIN: evil, PATH: `${dir}:${process.env["PATH"] ?? ""}` } });
+    const env = { ...hermeticEnv(server.url), CLAUDE_BIN: evil, PATH: `${dir}:${process.env["PATH"] ?? ""}` };
+    const turn = runTurn({ cwd: dir, prompt: "hi", env });
     const outcome = await turn.outcome;
     assert.equal(outcome.resultText, "the real CLI answered");
     assert.equal(existsSync(marker), false, "the overlay's program never ran");
