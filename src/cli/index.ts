@@ -3,7 +3,7 @@ export { runTurn, type TurnHandle, type TurnOutcome, type RunTurnExtras, type Cl
 export { RunTurnOptionsSchema, validateRunTurnOptions, type RunTurnOptions, type SkillSpec, type ConfigHomeOptions } from "./options.ts";
 export { ClaudeCodeCliError, LostSessionError, CliNotFoundError, type RunnerErrorKind } from "./errors.ts";
 export { buildArgs } from "./args.ts";
-export { buildEnv, envAuth, type EnvOverlay } from "./env.ts";
+export { baseEnv, buildEnv, cliSettingsEnv, envAuth, modelAccessEnv, type EnvOverlay } from "./env.ts";
 export { resolveClaudeBin } from "./resolve-bin.ts";
 export { processStartTime, ProcessTree, TREE_MARKER_VAR } from "./process-tree.ts";
 export { startWatchdog, WATCHDOG_SCRIPT, watchdogEntry, type WatchdogHandle } from "./watchdog.ts";

@@ -65,11 +65,14 @@ export const RunTurnOptionsSchema = z.strictObject({
   includeHookEvents: z.boolean().optional(),
   /** More CLI arguments, appended as given. */
   extraArgs: z.array(z.string()).optional(),
-  /** Variables laid over the host's environment; a key set to `undefined` is removed. */
+  /**
+   * Variables laid over the run's environment (a minimal base of the host's, plus its model access and
+   * CLI settings: see buildEnv); a key set to `undefined` is removed. Never where the binary comes from.
+   */
   env: z.record(z.string(), z.string().optional()).optional(),
-  /** Drop inherited `CLAUDE_*`/`ANTHROPIC_*` variables (the `env` overlay still applies). */
+  /** Only the host's minimal base and `env`: none of its model access or CLI settings. */
   isolate: z.boolean().optional(),
-  /** The `claude` binary to run (default: `CLAUDE_BIN`, else the pinned package's, else PATH). */
+  /** The `claude` binary to run (default: the host's `CLAUDE_BIN`, else the pinned package's, else the host's PATH). */
   claudeBin: nonEmpty.optional(),
   /** Ends the run (whole process tree) after this long. */
   timeoutMs: posInt.optional(),

@@ -46,6 +46,7 @@ function onPath(name: string, pathVar: string | undefined): string | undefined {
 
 export interface ResolveBinOptions {
   claudeBin?: string | undefined;
+  /** The host's own environment (default process.env), never a run's: an overlay must not pick the program. */
   env?: Record<string, string | undefined>;
   cwd?: string;
 }

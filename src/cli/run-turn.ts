@@ -171,7 +171,8 @@ export function startCli(o: CheckedRunTurnOptions, sessionFile: Uint8Array | und
   const marker = randomUUID();
   const overlay: Record<string, string | undefined> = { ...o.env, IS_SANDBOX: sandboxClaim(o), [TREE_MARKER_VAR]: marker };
   const env = buildEnv({ overlay, isolate: o.isolate });
-  const bin = resolveClaudeBin({ claudeBin: o.claudeBin, env });
+  // From the host's own environment, never the run's: an overlay must not pick the program.
+  const bin = resolveClaudeBin({ claudeBin: o.claudeBin });
   const files = new RunFiles(logger, env);
   const { home, authSource, spawned } = launch(o, env, bin, marker, files, sessionFile, input);
   return {

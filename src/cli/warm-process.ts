@@ -9,7 +9,6 @@ import { readFileSync, realpathSync, statSync } from "node:fs";
 import type { ChildProcess } from "node:child_process";
 import { stableJson } from "../kernel/index.ts";
 import type { ParsedLine } from "../protocol/index.ts";
-import { buildEnv } from "./env.ts";
 import { badOptions, ClaudeCodeCliError, type RunnerErrorKind } from "./errors.ts";
 import { validateRunTurnOptions, validateTurnDeadlines, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
@@ -110,7 +109,7 @@ export function warmFingerprint(options: WarmProcessOptions): string {
 function fingerprintOf(o: CheckedRunTurnOptions): string {
   // How the process started (resume, fork) and how it is watched do not change the turns it answers.
   const { resume: _r, forkSession: _f, logger: _l, onStderr: _o, threadId: _t, killGraceMs: _k, watchdog: _w, ...shaping } = o;
-  const bin = resolveClaudeBin({ claudeBin: o.claudeBin, env: buildEnv({ overlay: o.env, isolate: o.isolate }) });
+  const bin = resolveClaudeBin({ claudeBin: o.claudeBin });
   // A run id only names the home's folder; which home it is comes from the rest.
   const configHome = o.configHome === undefined ? undefined : { ...o.configHome, runId: undefined };
   const material = { ...shaping, configHome, bin: fileIdentity(bin), settings: fileContent(o.settingsFile), mcp: fileContent(o.mcpConfigFile) };

@@ -1,50 +1,132 @@
-// Which environment variables a turn's env overlay may set. A job payload is attacker input on a CI
-// fleet: its overlay must not reach the gates that hold a turn in (the permission hook and its
-// forwarder, the sandbox claim, where settings and credentials come from) nor redirect the API traffic
-// that carries the worker's credentials. The producer checks at enqueue and the worker again at run
-// time, since a job can be written to Redis without going through a producer.
+// Which environment variables a job's env overlay may set. A job payload is attacker input on a CI
+// fleet and the CLI reads hundreds of variables (its binary, Bun and Node preloads, an env file it
+// sources before each Bash command, proxies, CA files, base URLs), so the overlay is an allow-list: a
+// job sets only the names the worker's operator lists (TURNSTREAM_JOB_ENV_ALLOW), and some names can
+// never be listed. The producer checks at enqueue and the worker again at run time, since a job can be
+// written to Redis without going through a producer.
 
-/** Never settable from a job: each changes how the CLI, its hooks or the forwarder start or are checked. */
-const REFUSED: ReadonlyArray<{ test: (name: string) => boolean; why: string }> = [
-  { test: (n) => n === "NODE_OPTIONS" || n === "NODE_PATH", why: "it loads code into the CLI and the permission forwarder" },
-  { test: (n) => n.startsWith("NODE_TLS_") || n === "NODE_EXTRA_CA_CERTS", why: "it weakens the TLS checks that protect the API credentials" },
-  { test: (n) => n.startsWith("LD_") || n.startsWith("DYLD_"), why: "it loads code into every process of the turn" },
-  { test: (n) => n === "IS_SANDBOX", why: "only the worker may claim it runs in a sandbox (TURNSTREAM_SANDBOXED)" },
-  { test: (n) => n === "CLAUDE_CONFIG_DIR" || n === "HOME" || n === "XDG_CONFIG_HOME", why: "it moves where the CLI reads its settings and credentials" },
-  { test: (n) => n === "BASH_ENV" || n === "ENV" || n === "SHELL" || n === "SHELLOPTS" || n === "BASHOPTS", why: "it runs code in every shell the turn starts" },
-  { test: (n) => n.startsWith("TURNSTREAM_"), why: "turnstream's own variables belong to the worker" },
-  {
-    test: (n) => n.startsWith("CLAUDE_CODE_") && !TUNING_CLAUDE_CODE.has(n),
-    why: "CLAUDE_CODE_* variables change how the CLI runs tools, where it sends requests or which permissions apply",
-  },
+/** What a job may set when the operator lists nothing: CI metadata a tool may print, and the locale. */
+export const DEFAULT_JOB_ENV_ALLOW: readonly string[] = [
+  "CI",
+  // GitHub's run metadata by name, not GITHUB_*: GITHUB_TOKEN is a credential an operator lists on
+  // purpose, and the runner's paths and API URLs, which the CLI and tools read, can never be set.
+  "GITHUB_REPOSITORY",
+  "GITHUB_REPOSITORY_OWNER",
+  "GITHUB_SHA",
+  "GITHUB_REF",
+  "GITHUB_REF_NAME",
+  "GITHUB_HEAD_REF",
+  "GITHUB_BASE_REF",
+  "GITHUB_RUN_ID",
+  "GITHUB_RUN_NUMBER",
+  "GITHUB_EVENT_NAME",
+  "GITHUB_ACTOR",
+  "LANG",
+  "LC_*",
+  "TZ",
 ];
 
-// CLAUDE_CODE_* variables that only tune a run's output, retries or what it keeps on disk.
-const TUNING_CLAUDE_CODE: ReadonlySet<string> = new Set([
+interface NeverRule {
+  names?: readonly string[];
+  prefixes?: readonly string[];
+  /** For what names and prefixes cannot say (a suffix, an infix). */
+  test?: (upper: string) => boolean;
+  why: string;
+}
+
+/**
+ * Never settable by a job, whatever the operator lists: each decides which program runs, loads code
+ * into it, or changes where the requests carrying the worker's credentials go. Matched ignoring case
+ * (`https_proxy` is read as well as `HTTPS_PROXY`).
+ */
+const NEVER: readonly NeverRule[] = [
+  { names: ["CLAUDE_BIN"], why: "it names the program the worker runs" },
+  {
+    prefixes: ["NODE_", "BUN_", "NPM_CONFIG_", "LD_", "DYLD_"],
+    why: "it loads code into the CLI or every process of the turn",
+  },
+  {
+    names: ["PYTHONPATH", "PYTHONSTARTUP", "PERL5LIB", "PERL5OPT", "RUBYOPT", "RUBYLIB"],
+    why: "it loads code into the tools a turn starts",
+  },
+  {
+    names: ["JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "GCONV_PATH", "LOCPATH", "LESSOPEN", "LESSCLOSE"],
+    why: "it loads or runs code in the tools a turn starts",
+  },
+  {
+    names: ["BASH_ENV", "ENV", "SHELL", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH"],
+    why: "it runs code in every shell the turn starts",
+  },
+  { names: ["PATH", "HOME", "TMPDIR", "TMP", "TEMP"], why: "it decides which programs run and where their files are" },
+  { prefixes: ["GIT_", "SSH_"], why: "git and ssh run programs and read config named by these" },
+  {
+    names: ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"],
+    test: (u) => u.endsWith("_PROXY"),
+    why: "it sends the turn's requests, with the worker's credentials, through another server",
+  },
+  {
+    names: ["SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE"],
+    test: (u) => u.includes("CA_CERT"),
+    why: "it makes the CLI and tools trust another certificate authority",
+  },
+  {
+    prefixes: ["ANTHROPIC_", "AWS_", "GOOGLE_", "CLOUD_ML_", "VERTEX_", "AZURE_"],
+    why: "the model access and its credentials come only from the worker",
+  },
+  {
+    prefixes: ["CLAUDE_", "DISABLE_", "OTEL_", "XDG_"],
+    why: "it changes how the CLI runs, where it keeps its settings or where it reports",
+  },
+  {
+    names: ["GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY"],
+    why: "the CLI reads it as the GitHub Actions runner's files and paths",
+  },
+  {
+    names: ["GITHUB_ACTION_PATH", "GITHUB_EVENT_PATH", "GITHUB_WORKSPACE", "GITHUB_ACTIONS"],
+    why: "the CLI reads it as the GitHub Actions runner's files and paths",
+  },
+  {
+    names: ["GITHUB_API_URL", "GITHUB_SERVER_URL", "GITHUB_GRAPHQL_URL"],
+    why: "it sends the requests that carry a GitHub token to another server",
+  },
+  { names: ["IS_SANDBOX"], why: "only the worker may claim it runs in a sandbox (TURNSTREAM_SANDBOXED)" },
+  { prefixes: ["TURNSTREAM_"], why: "turnstream's own variables belong to the worker" },
+];
+
+const neverMatches = (rule: NeverRule, upper: string): boolean =>
+  (rule.names?.includes(upper) ?? false) ||
+  (rule.prefixes?.some((p) => upper.startsWith(p)) ?? false) ||
+  (rule.test?.(upper) ?? false);
+
+/**
+ * Names in NEVER an operator may still list, by exact name only. The CLI tuning ones change output
+ * size, retries and what the CLI keeps, nothing it runs. ANTHROPIC_BASE_URL is for workers whose model
+ * is a local scripted server holding no real credential (`turnstream rerun`, tests), where each job
+ * names its server; a worker holding a real credential must not list it.
+ */
+export const EXACT_OPT_IN_ENV_NAMES: readonly string[] = [
+  "ANTHROPIC_BASE_URL",
   "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
   "CLAUDE_CODE_SKIP_PROMPT_HISTORY",
   "CLAUDE_CODE_MAX_RETRIES",
-  "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
   "CLAUDE_CODE_EFFORT_LEVEL",
-]);
-
-/**
- * Refused unless the operator allows them by name (producer option `allowEnv`, worker
- * `TURNSTREAM_ALLOW_ENV`): they decide which programs run and where the API requests, with the worker's
- * credentials, are sent.
- */
-export const ALLOWABLE_ENV_NAMES: readonly string[] = [
-  "PATH",
-  "ANTHROPIC_BASE_URL",
-  "ANTHROPIC_BEDROCK_BASE_URL",
-  "ANTHROPIC_VERTEX_BASE_URL",
-  "HTTP_PROXY",
-  "HTTPS_PROXY",
-  "NO_PROXY",
-  "http_proxy",
-  "https_proxy",
-  "no_proxy",
 ];
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const ENV_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*\*?$/;
+
+/** Why a job may never set `name` (whatever an allow-list says), or undefined. */
+function neverWhy(name: string): string | undefined {
+  const upper = name.toUpperCase();
+  return NEVER.find((rule) => neverMatches(rule, upper))?.why;
+}
+
+/** A compiled allow-list: exact names and `PREFIX*` patterns, as the operator wrote them. */
+export interface JobEnvPolicy {
+  /** The entries, for messages and status. */
+  readonly entries: readonly string[];
+  allows(name: string): boolean;
+}
 
 export interface RefusedEnvName {
   name: string;
@@ -52,34 +134,73 @@ export interface RefusedEnvName {
   why: string;
 }
 
-/** Why `name` may not be set by a job's overlay, or undefined when it may. */
-export function refusedEnvName(name: string, allowed: ReadonlySet<string>): RefusedEnvName | undefined {
-  const hard = REFUSED.find((r) => r.test(name));
-  if (hard !== undefined) return { name, why: `may not be set by a turn: ${hard.why}` };
-  if (ALLOWABLE_ENV_NAMES.includes(name) && !allowed.has(name)) {
-    return {
-      name,
-      why: `may be set by a turn only where the operator allows it (producer option allowEnv and worker TURNSTREAM_ALLOW_ENV=${name})`,
-    };
+/** Why `name` may not be set by a job under `policy`, or undefined when it may. */
+export function refusedEnvName(name: string, policy: JobEnvPolicy): RefusedEnvName | undefined {
+  const never = neverWhy(name);
+  const optedIn = EXACT_OPT_IN_ENV_NAMES.includes(name) && policy.entries.includes(name);
+  if (never !== undefined && !optedIn) {
+    const fix = EXACT_OPT_IN_ENV_NAMES.includes(name)
+      ? `only a worker operator who lists ${name} by its exact name in TURNSTREAM_JOB_ENV_ALLOW lets a job set it`
+      : "the worker sets it from its own configuration";
+    return { name, why: `may not be set by a job: ${never}; ${fix}` };
   }
-  return undefined;
+  if (policy.allows(name)) return undefined;
+  const listed = policy.entries.join(",") || "empty";
+  return {
+    name,
+    why:
+      `may not be set by a job: it is not in the allow-list (${listed}); ` +
+      "ask the worker operator to add it to TURNSTREAM_JOB_ENV_ALLOW",
+  };
 }
 
 /** The first refused name of an overlay, in the overlay's order. */
-export function firstRefusedEnvName(names: Iterable<string>, allowed: ReadonlySet<string>): RefusedEnvName | undefined {
+export function firstRefusedEnvName(names: Iterable<string>, policy: JobEnvPolicy): RefusedEnvName | undefined {
   for (const name of names) {
-    const refused = refusedEnvName(name, allowed);
+    const refused = refusedEnvName(name, policy);
     if (refused !== undefined) return refused;
   }
   return undefined;
 }
 
-/** Checks an operator's allow list: only the names in ALLOWABLE_ENV_NAMES can be allowed. */
-export function checkAllowEnv(names: readonly string[]): Set<string> {
-  for (const name of names) {
-    if (!ALLOWABLE_ENV_NAMES.includes(name)) {
-      throw new Error(`allowEnv: ${name} cannot be allowed; only ${ALLOWABLE_ENV_NAMES.join(", ")} can`);
-    }
+/** Why an operator may not list `entry`, or undefined when it may. */
+function entryProblem(entry: string): string | undefined {
+  if (!ENV_PATTERN.test(entry)) return "is neither a variable name nor a PREFIX* pattern";
+  if (!entry.endsWith("*")) {
+    const never = neverWhy(entry);
+    return never === undefined || EXACT_OPT_IN_ENV_NAMES.includes(entry) ? undefined : `cannot be allowed: ${never}`;
   }
-  return new Set(names);
+  const prefix = entry.slice(0, -1);
+  if (prefix.length < 2) return "is too broad: name the variables or a prefix of at least two characters";
+  const covered = neverWhy(prefix + "X") ?? neverWhy(prefix);
+  if (covered !== undefined) return `cannot be allowed: it admits names that can never be set (${covered})`;
+  return undefined;
+}
+
+/**
+ * Compiles an operator's allow-list (names and `PREFIX*` patterns). Throws naming the first entry that
+ * is malformed, too broad or reaches a name that can never be set.
+ */
+export function compileJobEnvPolicy(entries: readonly string[]): JobEnvPolicy {
+  for (const entry of entries) {
+    const problem = entryProblem(entry);
+    if (problem !== undefined) throw new Error(`${entry} ${problem}`);
+  }
+  const exact = new Set(entries.filter((e) => !e.endsWith("*")));
+  const prefixes = entries.filter((e) => e.endsWith("*")).map((e) => e.slice(0, -1));
+  return {
+    entries: [...entries],
+    allows: (name) => ENV_NAME.test(name) && (exact.has(name) || prefixes.some((p) => name.startsWith(p))),
+  };
+}
+
+/**
+ * The allow-list from an operator's settings: `jobEnvAllow` (TURNSTREAM_JOB_ENV_ALLOW) replaces the
+ * default; `allowEnv` (the older TURNSTREAM_ALLOW_ENV) adds names to whichever list applies.
+ */
+export function jobEnvPolicyFrom(settings: {
+  jobEnvAllow?: readonly string[] | undefined;
+  allowEnv?: readonly string[] | undefined;
+}): JobEnvPolicy {
+  return compileJobEnvPolicy([...(settings.jobEnvAllow ?? DEFAULT_JOB_ENV_ALLOW), ...(settings.allowEnv ?? [])]);
 }

@@ -33,7 +33,16 @@ export {
   type TurnJob,
   type TurnOptions,
 } from "./schema.ts";
-export { ALLOWABLE_ENV_NAMES, checkAllowEnv, firstRefusedEnvName, refusedEnvName, type RefusedEnvName } from "./env-policy.ts";
+export {
+  compileJobEnvPolicy,
+  DEFAULT_JOB_ENV_ALLOW,
+  EXACT_OPT_IN_ENV_NAMES,
+  firstRefusedEnvName,
+  jobEnvPolicyFrom,
+  refusedEnvName,
+  type JobEnvPolicy,
+  type RefusedEnvName,
+} from "./env-policy.ts";
 export { InvalidTurnError, MissingVariableError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
 export { SessionOrder, type AcquireResult, type NextHead, type SessionOrderOptions } from "./order.ts";
 export { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, orderKeys, type OrderKeys } from "./keys.ts";

@@ -13,7 +13,10 @@ import { queuedWriter, sessionId, turnId } from "./ids.ts";
 import { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "./keys.ts";
 import { SessionFollowers } from "./follow.ts";
 import { SessionOrder } from "./order.ts";
-import { checkAllowEnv, firstRefusedEnvName } from "./env-policy.ts";
+import { firstRefusedEnvName, jobEnvPolicyFrom, type JobEnvPolicy } from "./env-policy.ts";
+
+// Compiled once: the allow-list of a producer given no env options.
+const DEFAULT_ENV_POLICY = jobEnvPolicyFrom({});
 import {
   enqueueInputSchema,
   JOB_VERSION,
@@ -37,9 +40,11 @@ export interface QueueConfig {
   queueName?: string;
   logger?: Logger;
   /**
-   * Env names a turn's overlay may set although they are refused by default (PATH, ANTHROPIC_BASE_URL,
-   * proxies: see ALLOWABLE_ENV_NAMES). Workers check again with their own TURNSTREAM_ALLOW_ENV.
+   * The env names (and `PREFIX*` patterns) a turn's overlay may set; default DEFAULT_JOB_ENV_ALLOW.
+   * Give it the workers' TURNSTREAM_JOB_ENV_ALLOW: they check again with their own.
    */
+  jobEnvAllow?: readonly string[];
+  /** Names added to `jobEnvAllow` or to its default (the workers' TURNSTREAM_ALLOW_ENV). */
   allowEnv?: readonly string[];
 }
 
@@ -214,14 +219,14 @@ export interface CheckedEnqueue {
  * secret-shaped text and refused env names (InvalidTurnError naming the field). `turnstream batch`
  * runs it over a whole file before it enqueues any turn.
  */
-export function checkEnqueue(input: EnqueueInput, allowEnv: ReadonlySet<string> = new Set()): CheckedEnqueue {
+export function checkEnqueue(input: EnqueueInput, envPolicy: JobEnvPolicy = DEFAULT_ENV_POLICY): CheckedEnqueue {
   const req = parseOrThrow(enqueueInputSchema, input);
   const prompt = renderPrompt(req.prompt, req.variables);
   const session = req.session ?? sessionId(req.idempotencyKey);
   const turn = turnId(session, req.idempotencyKey);
   const options = req.options ?? {};
   refuseSecretShapedPrompt(req.prompt, prompt, options.appendSystemPrompt);
-  const refused = firstRefusedEnvName(Object.keys(options.env ?? {}), allowEnv);
+  const refused = firstRefusedEnvName(Object.keys(options.env ?? {}), envPolicy);
   if (refused !== undefined) throw new InvalidTurnError(`options.env.${refused.name}`, refused.why);
   return { req, prompt, session, turn, options };
 }
@@ -325,12 +330,12 @@ class TurnProducer implements Producer {
   readonly order: SessionOrder;
   readonly #redis: RedisClient;
   readonly #queuePrefix: string;
-  readonly #allowEnv: ReadonlySet<string>;
+  readonly #envPolicy: JobEnvPolicy;
   readonly #followers: SessionFollowers;
   readonly #recent = new RecentTurns();
 
   constructor(config: QueueConfig) {
-    this.#allowEnv = checkAllowEnv(config.allowEnv ?? []);
+    this.#envPolicy = jobEnvPolicyFrom(config);
     const logPrefix = config.logPrefix ?? DEFAULT_PREFIX;
     this.#redis = config.redis;
     this.log = createEventLog({ redis: config.redis, prefix: logPrefix, logger: config.logger });
@@ -341,7 +346,7 @@ class TurnProducer implements Producer {
   }
 
   async enqueueTurn(input: EnqueueInput): Promise<EnqueueResult> {
-    const checked = checkEnqueue(input, this.#allowEnv);
+    const checked = checkEnqueue(input, this.#envPolicy);
     const { session, turn } = checked;
     const traceparent = activeTraceparent();
     const { created, warm } = await this.order.register(session, turn, checked.req.onLostSession, checked.options.warm);

@@ -40,7 +40,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "TURNSTREAM_OPS_PORT", readIn: "src/ops/config.ts", meaning: "port of the ops endpoint (/metrics, /healthz, /readyz) of a worker or projector; unset: none; 0: a free port, logged; --ops-port wins" },
   { name: "TURNSTREAM_OPS_HOST", readIn: "src/ops/config.ts", meaning: "address the ops endpoint listens on (default 127.0.0.1; 0.0.0.0 in a container)" },
   { name: "TURNSTREAM_WORKSPACE_ROOTS", readIn: "src/worker/config.ts", meaning: "colon-separated absolute directories a turn's cwd must lie under; a worker does not start without it" },
-  { name: "ANTHROPIC_API_KEY", readIn: "src/cli/env.ts", meaning: "passed through to the claude CLI; registered as a secret by the scrubber" },
+  { name: "ANTHROPIC_API_KEY", readIn: "src/cli/env.ts", meaning: "passed to the claude CLI with the rest of the host's model access (modelAccessEnv); registered as a secret by the scrubber" },
   { name: "TURNSTREAM_KEEP_RAW_LINES", readIn: "src/worker/config.ts", meaning: "1 keeps cli.line text, turn.finished.resultText and session snapshots exactly as the CLI wrote them; default: known secret values (env, job env references, credential tokens) and secret shapes (tokens, keys, passwords in URLs) are replaced before append" },
   { name: "TURNSTREAM_MAX_OUTPUT_LINES", readIn: "src/worker/config.ts", meaning: "lines of output (stdout and stderr) one CLI run may print; past it the run's tree is killed and the turn fails with errorKind output_limit (default 100000)" },
   { name: "TURNSTREAM_MAX_OUTPUT_MB", readIn: "src/worker/config.ts", meaning: "MiB of output (stdout and stderr) one CLI run may print; past it the run's tree is killed and the turn fails with errorKind output_limit (default 256)" },
@@ -49,7 +49,9 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "TURNSTREAM_WARM_MAX", readIn: "src/worker/config.ts", meaning: "most idle warm CLI processes one worker keeps; the least recently used is ended first (default 8)" },
   { name: "TURNSTREAM_WARM_MAX_RSS_MB", readIn: "src/worker/config.ts", meaning: "MiB of resident memory all of a worker's idle warm CLI trees may hold together (default 2048)" },
   { name: "TURNSTREAM_SNAPSHOT_CACHE_MB", readIn: "src/worker/config.ts", meaning: "MiB of recent session files a worker keeps in memory so a session's next turn there skips rebuilding its file from the log (default 64; 0 turns it off)" },
-  { name: "TURNSTREAM_ALLOW_ENV", readIn: "src/worker/config.ts", meaning: "comma-separated env names a job's overlay may set although refused by default: PATH, ANTHROPIC_BASE_URL, ANTHROPIC_BEDROCK_BASE_URL, ANTHROPIC_VERTEX_BASE_URL and the proxy variables" },
+  { name: "TURNSTREAM_JOB_ENV_ALLOW", readIn: "src/worker/config.ts", meaning: "comma-separated names and PREFIX* patterns a job's env overlay may set (default CI, GitHub run metadata by name, LANG, LC_*, TZ; empty: none); names that pick the binary, load code or move the model traffic are refused whatever it says" },
+  { name: "TURNSTREAM_ALLOW_ENV", readIn: "src/worker/config.ts", meaning: "comma-separated names added to TURNSTREAM_JOB_ENV_ALLOW (or to its default)" },
+  { name: "TURNSTREAM_RUN_ENV", readIn: "src/worker/config.ts", meaning: "comma-separated names of the worker's own variables every run gets (a run otherwise gets only PATH, HOME, TMPDIR, the locale, the model access and CLAUDE_CODE_*/DISABLE_* settings)" },
   { name: "TURNSTREAM_WORKSPACE_TRUST", readIn: "src/worker/config.ts", meaning: "never (default): a turn loads no settings, hooks, MCP servers or plugins from its workspace; job: a job's trustWorkspace: true is honoured" },
   { name: "TURNSTREAM_MCP_CONFIG", readIn: "src/worker/config.ts", meaning: "absolute path of a vetted MCP config file: the only MCP servers a turn starts" },
   { name: "TURNSTREAM_OPERATOR_KEYS", readIn: "src/worker/config.ts", meaning: "the operators' public keys a worker trusts for supervised decisions and trust rules: an absolute path to a file with one `ed25519:…` key per line, or the keys themselves comma-separated; without it supervised turns fail" },
@@ -81,7 +83,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "HOME", readIn: "src/cli/config-home.ts", meaning: "where ~/.claude and ~/.local/share are, when CLAUDE_CONFIG_DIR and XDG_DATA_HOME are not set" },
   { name: "USER", readIn: "src/decisions/operator.ts", meaning: "who a decision or cancellation is recorded as when TURNSTREAM_USER is not set" },
   { name: "TMPDIR", readIn: "src/cli/run-turn.ts", meaning: "where a run's scratch files (such as the appended system prompt) are made; read from the run's environment (default the OS temp dir)" },
-  { name: "PATH", readIn: "src/cli/resolve-bin.ts", meaning: "where `claude` is looked up when neither claudeBin, CLAUDE_BIN nor the pinned package gives one; a job's env may set it only when allowed on both sides" },
+  { name: "PATH", readIn: "src/cli/resolve-bin.ts", meaning: "where `claude` is looked up when neither claudeBin, CLAUDE_BIN nor the pinned package gives one; passed to every run; a job can never set it" },
   { name: "NO_COLOR", readIn: "src/projector/output.ts", meaning: "set and non-empty: `tail` and `replay` print no colour (they colour only a terminal anyway)" },
 ];
 

@@ -4,7 +4,7 @@
 import { resolve } from "node:path";
 import { z } from "zod";
 import { OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys } from "../decisions/index.ts";
-import { checkAllowEnv } from "../queue/index.ts";
+import { compileJobEnvPolicy } from "../queue/index.ts";
 import type { WorkerEnvConfig } from "./options.ts";
 
 const intFrom = (name: string) =>
@@ -14,6 +14,9 @@ const intFrom = (name: string) =>
     .transform(Number)
     .refine((n) => n > 0, `${name} must be a positive integer`)
     .optional();
+
+// Names or PREFIX* patterns, comma-separated; empty is an empty list.
+const ENV_LIST = /^([A-Za-z_][A-Za-z0-9_]*\*?(,[A-Za-z_][A-Za-z0-9_]*\*?)*)?$/;
 
 const envSchema = z.object({
   TURNSTREAM_WORKSPACE_ROOTS: z.string().min(1, "TURNSTREAM_WORKSPACE_ROOTS must list at least one absolute directory (colon-separated)"),
@@ -29,7 +32,9 @@ const envSchema = z.object({
   TURNSTREAM_QUEUE_PREFIX: z.string().optional(),
   TURNSTREAM_QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
   CLAUDE_BIN: z.string().min(1).optional(),
-  TURNSTREAM_ALLOW_ENV: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*$/, "TURNSTREAM_ALLOW_ENV is a comma-separated list of variable names").optional(),
+  TURNSTREAM_JOB_ENV_ALLOW: z.string().regex(ENV_LIST, "TURNSTREAM_JOB_ENV_ALLOW is a comma-separated list of names and PREFIX* patterns").optional(),
+  TURNSTREAM_ALLOW_ENV: z.string().regex(ENV_LIST, "TURNSTREAM_ALLOW_ENV is a comma-separated list of variable names").optional(),
+  TURNSTREAM_RUN_ENV: z.string().regex(ENV_LIST, "TURNSTREAM_RUN_ENV is a comma-separated list of variable names").optional(),
   "TURNSTREAM_WORKSPACE_TRUST": z.enum(["never", "job"], "TURNSTREAM_WORKSPACE_TRUST is `never` (default) or `job`").optional(),
   "TURNSTREAM_MCP_CONFIG": z.string().startsWith("/", "TURNSTREAM_MCP_CONFIG must be an absolute path").optional(),
   TURNSTREAM_OPERATOR_KEYS: z.string().optional(),
@@ -64,14 +69,36 @@ export function parseWorkspaceRoots(value: string): string[] {
   return roots.map((r) => resolve(r));
 }
 
-function allowEnvFrom(value: string | undefined): string[] {
-  const names = value === undefined ? [] : value.split(",");
+const listFrom = (value: string | undefined): string[] | undefined =>
+  value === undefined ? undefined : value.split(",").filter((n) => n !== "");
+
+/** A list of allow-list entries, checked here so one that can never be allowed stops the start, named. */
+function envAllowFrom(variable: string, value: string | undefined): string[] | undefined {
+  const entries = listFrom(value);
   try {
-    checkAllowEnv(names);
+    compileJobEnvPolicy(entries ?? []);
   } catch (err) {
-    throw new WorkerConfigError("TURNSTREAM_ALLOW_ENV", (err as Error).message);
+    throw new WorkerConfigError(variable, (err as Error).message);
   }
-  return names;
+  return entries;
+}
+
+/** The worker variables every run gets (TURNSTREAM_RUN_ENV), read now: the worker's own configuration. */
+function runEnvFrom(
+  value: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string> | undefined {
+  const names = listFrom(value);
+  if (names === undefined) return undefined;
+  const runEnv: Record<string, string> = {};
+  for (const name of names) {
+    const v = env[name];
+    if (v === undefined) {
+      throw new WorkerConfigError("TURNSTREAM_RUN_ENV", `${name} is not set in the worker's environment`);
+    }
+    runEnv[name] = v;
+  }
+  return runEnv;
 }
 
 /** The trusted operator keys: a file of them or the keys inline, checked here so a bad key stops the start. */
@@ -113,7 +140,9 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     queueName: e.TURNSTREAM_QUEUE_NAME,
     claudeBin: e.CLAUDE_BIN,
     snapshotCacheBytes: e["TURNSTREAM_SNAPSHOT_CACHE_MB"] === undefined ? undefined : e["TURNSTREAM_SNAPSHOT_CACHE_MB"] * 1024 * 1024,
-    allowEnv: allowEnvFrom(e.TURNSTREAM_ALLOW_ENV),
+    jobEnvAllow: envAllowFrom("TURNSTREAM_JOB_ENV_ALLOW", e.TURNSTREAM_JOB_ENV_ALLOW),
+    allowEnv: envAllowFrom("TURNSTREAM_ALLOW_ENV", e.TURNSTREAM_ALLOW_ENV),
+    runEnv: runEnvFrom(e.TURNSTREAM_RUN_ENV, env),
     workspaceTrust: e.TURNSTREAM_WORKSPACE_TRUST,
     mcpConfigFile: e.TURNSTREAM_MCP_CONFIG,
     operatorKeys: operatorKeysFrom(e.TURNSTREAM_OPERATOR_KEYS),

@@ -7,7 +7,14 @@ import type { Tracer } from "@opentelemetry/api";
 import type { EventObserver } from "../events/index.ts";
 import { DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
-import { assertQueuePrefix, checkAllowEnv, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "../queue/index.ts";
+import { resolveClaudeBin } from "../cli/index.ts";
+import {
+  assertQueuePrefix,
+  DEFAULT_QUEUE_NAME,
+  DEFAULT_QUEUE_PREFIX,
+  jobEnvPolicyFrom,
+  type JobEnvPolicy,
+} from "../queue/index.ts";
 import type { SecretValues, Scrubber, Telemetry } from "../telemetry/index.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import { DEFAULT_SNAPSHOT_CACHE_BYTES } from "./snapshots.ts";
@@ -52,9 +59,12 @@ export interface TurnWorkerOptions {
   /** Backoff of retryable failures (rate limits, overload, server errors, timeouts); see DEFAULT_RETRY. */
   retry?: Partial<RetryPolicy>;
   /**
-   * Env names a job's overlay may set although refused by default (PATH, ANTHROPIC_BASE_URL, proxies:
-   * ALLOWABLE_ENV_NAMES). Everything else that reaches the CLI's gates is refused whatever this says.
+   * The env names and `PREFIX*` patterns a job's overlay may set (TURNSTREAM_JOB_ENV_ALLOW); default
+   * DEFAULT_JOB_ENV_ALLOW. Names that load code, pick the binary or move the model traffic are refused
+   * whatever this says (a few only by exact name: EXACT_OPT_IN_ENV_NAMES).
    */
+  jobEnvAllow?: readonly string[];
+  /** Names added to `jobEnvAllow` or to its default (TURNSTREAM_ALLOW_ENV). */
   allowEnv?: readonly string[];
   /** `job`: a job's `trustWorkspace: true` is honoured. Default `never`: no workspace settings, hooks or MCP servers load. */
   workspaceTrust?: WorkspaceTrust;
@@ -65,7 +75,10 @@ export interface TurnWorkerOptions {
    * signed by one of them count. Without any, supervised turns fail (nothing could be verified).
    */
   operatorKeys?: readonly string[];
-  /** Env laid over every CLI run (the job's overlay comes on top). */
+  /**
+   * Env every CLI run gets over its minimal base (TURNSTREAM_RUN_ENV names the worker's variables to
+   * pass); the job's allowed overlay comes on top.
+   */
   runEnv?: Record<string, string>;
   /** Where `{ fromEnv }` references in job env overlays are resolved; default process.env. */
   secretEnv?: Readonly<Record<string, string | undefined>>;
@@ -150,7 +163,9 @@ export type WorkerEnvConfig = Pick<
   | "queueName"
   | "claudeBin"
   | "snapshotCacheBytes"
+  | "jobEnvAllow"
   | "allowEnv"
+  | "runEnv"
   | "workspaceTrust"
   | "mcpConfigFile"
   | "operatorKeys"
@@ -182,14 +197,17 @@ export interface WorkerSettings {
   instanceId: string;
   instanceRoot: string | undefined;
   sandboxed: boolean;
-  claudeBin: string | undefined;
+  /** The `claude` binary, resolved once at start from the worker's own options and environment. */
+  claudeBin: string;
   killGraceMs: number;
   /** Env laid over every run (under the job's own overlay). */
   runEnv: Record<string, string>;
+  /** The worker's environment as it started: where a run's model access and CLI settings come from. */
+  hostEnv: Readonly<Record<string, string | undefined>>;
   /** Where `{ fromEnv }` references are resolved. */
   secretEnv: Readonly<Record<string, string | undefined>>;
-  /** Env names a job may set although refused by default (see ALLOWABLE_ENV_NAMES). */
-  allowEnv: ReadonlySet<string>;
+  /** What a job's env overlay may set. */
+  jobEnv: JobEnvPolicy;
   workspaceTrust: WorkspaceTrust;
   mcpConfigFile: string | undefined;
   operatorKeys: readonly string[] | undefined;
@@ -283,11 +301,12 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     instanceId: options.instanceId ?? workerId.replace(/[^A-Za-z0-9._-]/g, "-"),
     instanceRoot: options.instanceRoot,
     sandboxed: options.sandboxed ?? d.sandboxed,
-    claudeBin: options.claudeBin,
+    claudeBin: resolveClaudeBin({ claudeBin: options.claudeBin }),
     killGraceMs: options.killGraceMs ?? d.killGraceMs,
     runEnv: options.runEnv ?? {},
+    hostEnv: { ...process.env },
     secretEnv: options.secretEnv ?? process.env,
-    allowEnv: checkAllowEnv(options.allowEnv ?? []),
+    jobEnv: jobEnvPolicyFrom(options),
     workspaceTrust: options.workspaceTrust ?? d.workspaceTrust,
     mcpConfigFile: options.mcpConfigFile,
     operatorKeys: options.operatorKeys,

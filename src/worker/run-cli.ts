@@ -9,6 +9,7 @@ import type { Scrubber } from "../telemetry/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
 import type { WorkerSettings } from "./options.ts";
 import { errFields } from "./outcome.ts";
+import { runOverlay } from "./run-env.ts";
 import type { PreparedRun } from "./prepare.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps } from "./types.ts";
 import type { CliHandle } from "./warm.ts";
@@ -89,7 +90,9 @@ export function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptCont
     // After the job's own, so nothing above can loosen it: the hook's settings, default mode, no skipping.
     ...supervised?.turnOptions,
     claudeBin: settings.claudeBin,
-    env: { ...settings.runEnv, ...run.env },
+    // The minimal base, then only what the worker gives and the job's allowed names: no worker variable leaks.
+    env: runOverlay(settings, run),
+    isolate: true,
     killGraceMs: settings.killGraceMs,
     signal: ctl.ac.signal,
     logger: deps.logger,

@@ -1,5 +1,6 @@
 // A run's environment: the job's overlay with its `{ fromEnv }` references resolved from the worker's
-// environment, and the scrubbers that know the values it brought.
+// environment, what the worker itself gives every run, and the scrubbers that know the values it brought.
+import { cliSettingsEnv, modelAccessEnv } from "../cli/index.ts";
 import { firstRefusedEnvName, type TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { WorkerSettings } from "./options.ts";
@@ -14,12 +15,12 @@ export interface RunEnv {
 const badPayload = (message: string): Error => Object.assign(new Error(message), { kind: "bad_payload", retryable: false });
 
 /** Throws a `bad_payload` error for a refused name or a reference the worker's environment does not set. */
-export function resolveEnv(job: TurnJob, settings: Pick<WorkerSettings, "secretEnv" | "allowEnv">): RunEnv {
+export function resolveEnv(job: TurnJob, settings: Pick<WorkerSettings, "secretEnv" | "jobEnv">): RunEnv {
   const env: Record<string, string> = {};
   const refs = new Map<string, string>();
   const overlay = job.options.env ?? {};
   // Again here: a job written to Redis directly never met the producer's check.
-  const refused = firstRefusedEnvName(Object.keys(overlay), settings.allowEnv);
+  const refused = firstRefusedEnvName(Object.keys(overlay), settings.jobEnv);
   if (refused !== undefined) throw badPayload(`env ${refused.name} ${refused.why}`);
   for (const [name, v] of Object.entries(overlay)) {
     if (typeof v === "string") {
@@ -34,6 +35,18 @@ export function resolveEnv(job: TurnJob, settings: Pick<WorkerSettings, "secretE
     refs.set(v.fromEnv, value);
   }
   return { env, refs };
+}
+
+/**
+ * The overlay a job's CLI starts with, over the minimal base runTurn builds (`isolate`): the worker's
+ * CLI settings and model access from its own environment, its runEnv, then the job's allowed names.
+ */
+export function runOverlay(
+  settings: Pick<WorkerSettings, "hostEnv" | "runEnv">,
+  run: Pick<RunEnv, "env">,
+): Record<string, string> {
+  const { hostEnv } = settings;
+  return { ...cliSettingsEnv(hostEnv), ...modelAccessEnv(hostEnv), ...settings.runEnv, ...run.env };
 }
 
 // Shorter referenced values are left to the name rules: redacting a short word everywhere would

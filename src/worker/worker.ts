@@ -6,7 +6,7 @@ import { Worker, type Job, type Queue } from "bullmq";
 import { errorReporter, silentLogger, type Logger } from "../kernel/index.ts";
 import { createEventLog, type EventLog, type RedisClient } from "../log/index.ts";
 import { bullConnection, createTurnQueue, reportBullErrors, SessionOrder } from "../queue/index.ts";
-import { CREDENTIALS_FILE, operatorConfigDir } from "../cli/index.ts";
+import { CREDENTIALS_FILE, modelAccessEnv, operatorConfigDir } from "../cli/index.ts";
 import type { EventObserver } from "../events/index.ts";
 import { attemptSpansObserver, createScrubber, scrubError, type Scrubber, type Telemetry } from "../telemetry/index.ts";
 import { startDecisionHub, sweepSupervisedDirs, type DecisionHub } from "../decisions/index.ts";
@@ -134,13 +134,15 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
  * The worker's scrubbers: the caller's (or one over process.env) for logs, spans, stderr, errors and
  * job records, and one for raw CLI lines with the known values and the built-in patterns, which keep
  * a JSON line valid (not the caller's, whose hook or extra patterns might not). Both learn the
- * secret-looking variables of secretEnv and runEnv, the registered values and the operator's credentials.
+ * secret-looking variables of secretEnv, runEnv and the runs' model access, the registered values and the
+ * operator's credentials.
  */
 function workerScrubbers(options: TurnWorkerOptions, settings: WorkerSettings, logger: Logger): { scrubber: Scrubber; lineScrubber: Scrubber } {
   const scrubber = options.scrubber ?? createScrubber({ env: process.env });
   const lineScrubber = createScrubber({ env: process.env });
   for (const s of [scrubber, lineScrubber]) {
-    s.addEnv(settings.secretEnv).addEnv(settings.runEnv);
+    // The model access the worker gives its runs, whatever scrubber the caller brought.
+    s.addEnv(settings.secretEnv).addEnv(settings.runEnv).addEnv(modelAccessEnv(settings.hostEnv));
     if (options.secretValues !== undefined) s.addValues(options.secretValues);
     try {
       s.addCredentialFile(join(operatorConfigDir({ ...process.env, ...settings.secretEnv }), CREDENTIALS_FILE));

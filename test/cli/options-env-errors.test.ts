@@ -6,6 +6,7 @@ import { join } from "node:path";
 import {
   buildArgs,
   buildEnv,
+  modelAccessEnv,
   ClaudeCodeCliError,
   CliNotFoundError,
   LostSessionError,
@@ -82,23 +83,23 @@ test("args: fixed stream-json prefix, one flag per option, prompt never in argv"
   assert.deepEqual(args.slice(-2), ["--effort", "low"]);
 });
 
-test("env: host, overlay on top (undefined removes), FORCE_COLOR=0 last; isolate strips inherited CLAUDE_*/ANTHROPIC_*", () => {
-  const host = { PATH: "/bin", HOME: "/h", ANTHROPIC_API_KEY: "host-key", CLAUDE_CONFIG_DIR: "/host/cfg", KEEP: "1", DROP: "x", FORCE_COLOR: "3" };
-  const e = buildEnv({ host, overlay: { DROP: undefined, NEW: "n", FORCE_COLOR: "1" } });
-  assert.equal(e["KEEP"], "1");
-  assert.equal(e["NEW"], "n");
-  assert.equal("DROP" in e, false);
+test("env: a minimal base of the host, its model access and CLI settings, overlay on top (undefined removes), FORCE_COLOR=0 last", () => {
+  const host = {
+    PATH: "/bin", HOME: "/h", LANG: "C.UTF-8", LC_TIME: "C", TZ: "UTC", ANTHROPIC_API_KEY: "host-key", CLAUDE_CONFIG_DIR: "/host/cfg",
+    CLAUDE_CODE_MAX_RETRIES: "0", HTTPS_PROXY: "http://proxy", AWS_SECRET_ACCESS_KEY: "aws", REDIS_URL: "redis://:pw@r", KEEP: "1", FORCE_COLOR: "3",
+  };
+  const e = buildEnv({ host, overlay: { HOME: undefined, NEW: "n", FORCE_COLOR: "1" } });
+  assert.deepEqual(Object.keys(e).sort(), ["ANTHROPIC_API_KEY", "CLAUDE_CODE_MAX_RETRIES", "CLAUDE_CONFIG_DIR", "FORCE_COLOR", "HTTPS_PROXY", "LANG", "LC_TIME", "NEW", "PATH", "TZ"]);
   assert.equal(e["FORCE_COLOR"], "0");
   assert.equal(e["ANTHROPIC_API_KEY"], "host-key");
+  // A cloud provider's credentials only where the host points the CLI at it.
+  assert.equal(buildEnv({ host: { ...host, CLAUDE_CODE_USE_BEDROCK: "1" } })["AWS_SECRET_ACCESS_KEY"], "aws");
   const iso = buildEnv({ host, overlay: { ANTHROPIC_BASE_URL: "http://x" }, isolate: true });
-  assert.equal("ANTHROPIC_API_KEY" in iso, false);
-  assert.equal("CLAUDE_CONFIG_DIR" in iso, false);
-  assert.equal(iso["ANTHROPIC_BASE_URL"], "http://x");
-  assert.equal(iso["PATH"], "/bin");
-  assert.equal(iso["HOME"], "/h");
+  assert.deepEqual(Object.keys(iso).sort(), ["ANTHROPIC_BASE_URL", "FORCE_COLOR", "HOME", "LANG", "LC_TIME", "PATH", "TZ"]);
+  assert.deepEqual(modelAccessEnv(host), { ANTHROPIC_API_KEY: "host-key", HTTPS_PROXY: "http://proxy" });
 });
 
-test("binary resolution: option, then CLAUDE_BIN, then the pinned package; not found names both knobs", () => {
+test("binary resolution: option, then the host's CLAUDE_BIN, then the pinned package; not found names both knobs", () => {
   const dir = mkdtempSync(join(tmpdir(), "ts-bin-"));
   const fake = join(dir, "claude");
   writeFileSync(fake, "#!/bin/sh\necho 1\n");

@@ -101,7 +101,7 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
       { content: [{ type: "text", text: "printed" }] },
       { error: { status: 403, type: "permission_error", message: `request signature ${c.api} does not match` } },
     ],
-  });
+  }, { allowEnv: ["DEPLOY_TOKEN", "GREETING", "WRAPPER_TOKEN"] });
   const receiver = await startOtlpReceiver();
   const logLines: string[] = [];
   const scrubber = createScrubber();

@@ -21,13 +21,14 @@ test("worker process: spans exported over OTLP from OTEL_* env, flushed on SIGTE
   try {
     const worker = await fleet.start("a", {
       DEPLOY_TOKEN: secret,
+      TURNSTREAM_RUN_ENV: "DEPLOY_TOKEN",
       TURNSTREAM_SANDBOXED: "1",
       TURNSTREAM_SHUTDOWN_GRACE_MS: "5000",
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       LOG_LEVEL: "debug",
     });
-    // The CLI inherits the worker's environment, so the Bash tool sees DEPLOY_TOKEN without a reference.
+    // The operator passes DEPLOY_TOKEN to every run (TURNSTREAM_RUN_ENV), so the Bash tool sees it without a reference.
     const t = await producer.enqueueTurn({ prompt: "print it", cwd: ws, options: { skipPermissions: true } });
     const res = await producer.waitForTurn(t.turn, { timeoutMs: 20_000 }).catch((err: unknown) => {
       throw new Error(`${(err as Error).message}; worker log: ${worker.lines.slice(-8).map((l) => JSON.stringify(l)).join("\n")}`);

@@ -8,6 +8,9 @@ import assert from "node:assert/strict";
 import { waitUntil } from "../worker/_support.ts";
 import { cliLines, dataOf, kindsOf, rig, type Rig } from "../worker/_more.ts";
 
+// A tuning variable a job may set only where the operator lists it by name.
+const SKIP_HISTORY = { allowEnv: ["CLAUDE_CODE_SKIP_PROMPT_HISTORY"] };
+
 async function firstTurnWithoutSnapshot(r: Rig, onLostSession?: "replay"): Promise<{ session: string; cliSessionId: string }> {
   const t1 = await r.producer.enqueueTurn({
     prompt: "remember the word kumquat-marker",
@@ -25,7 +28,7 @@ async function firstTurnWithoutSnapshot(r: Rig, onLostSession?: "replay"): Promi
 }
 
 test("lost session, default policy: turn 2 fails as lost_session after one attempt, no retry", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "noted kumquat" }] }, { content: [{ type: "text", text: "must not be asked for" }] }] });
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "noted kumquat" }] }, { content: [{ type: "text", text: "must not be asked for" }] }] }, SKIP_HISTORY);
   try {
     r.worker({ retry: { baseMs: 100 } });
     const s = await firstTurnWithoutSnapshot(r);
@@ -52,7 +55,7 @@ test("lost session, default policy: turn 2 fails as lost_session after one attem
 });
 
 test("lost session with onLostSession replay: turn 2 runs in a fresh CLI session carrying turn 1's transcript", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "noted kumquat" }] }, { content: [{ type: "text", text: "the word was kumquat" }] }] });
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "noted kumquat" }] }, { content: [{ type: "text", text: "the word was kumquat" }] }] }, SKIP_HISTORY);
   try {
     r.worker({ retry: { baseMs: 100 } });
     const s = await firstTurnWithoutSnapshot(r, "replay");

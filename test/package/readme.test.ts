@@ -111,7 +111,7 @@ test("the producer example runs: a worker takes its turn and it finishes", async
   const block = tsBlocks.find((b) => b.body.includes("createProducer"))!;
   const model = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "api: a small service" }] }] } });
   const hermetic = hermeticEnv({ baseUrl: model.url, root: join(work, "worker-home") });
-  const worker = await startCommand(["worker"], userEnv({ ...hermetic.env, TURNSTREAM_WORKSPACE_ROOTS: workspace, GITHUB_TOKEN: "ghp_readmeExampleToken0123456789abcdef" }), "worker ready");
+  const worker = await startCommand(["worker"], userEnv({ ...hermetic.env, TURNSTREAM_WORKSPACE_ROOTS: workspace, TURNSTREAM_ALLOW_ENV: "GITHUB_TOKEN", GITHUB_TOKEN: "ghp_readmeExampleToken0123456789abcdef" }), "worker ready");
   try {
     const { stdout } = await run(process.execPath, [blockFile(block)], { cwd: workspace, env: userEnv(), timeout: 120_000 });
     assert.match(stdout, /finished api: a small service/);

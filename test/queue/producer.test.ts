@@ -46,7 +46,7 @@ test("enqueue: bad payloads are refused naming the field; placeholders without v
 test("enqueue: same idempotency key twice enqueues once; the job holds references, not secret values; trace context travels", async () => {
   const space = testSpace();
   const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, allowEnv: ["GITHUB_TOKEN"] });
   try {
     const cwd = space.workspace();
     const input = {

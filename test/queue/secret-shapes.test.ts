@@ -27,7 +27,7 @@ async function keysUnder(redis: ReturnType<typeof redisFor>, pattern: string): P
 test("enqueue refuses a prompt, variables, an appended system prompt or a literal env value shaped like a secret, and writes nothing", async () => {
   const space = testSpace();
   const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, allowEnv: ["DATABASE_URL"] });
   try {
     const cwd = space.workspace();
     const refused = async (input: Record<string, unknown>, field: string, shape: string, secret: string): Promise<void> => {

@@ -15,9 +15,12 @@ export interface Rig extends TestStage {
   dispose(): Promise<void>;
 }
 
-/** `script` may be a function of the rig's workspace, for scripts that name files in it. */
-export async function rig(script: unknown): Promise<Rig> {
-  const { close, ...stage } = await testStage(script as Parameters<typeof testStage>[0]);
+/**
+ * `script` may be a function of the rig's workspace, for scripts that name files in it. `allowEnv`:
+ * env names its producer and workers let a job set besides the default allow-list.
+ */
+export async function rig(script: unknown, options: { allowEnv?: readonly string[] } = {}): Promise<Rig> {
+  const { close, ...stage } = await testStage(script as Parameters<typeof testStage>[0], options);
   const { space, server, redis, producer, ws } = stage;
   const workers: TurnWorker[] = [];
   let n = 0;
@@ -30,6 +33,7 @@ export async function rig(script: unknown): Promise<Rig> {
         queuePrefix: space.queuePrefix,
         workspaceRoots: [ws],
         instanceRoot: space.dir(`inst-${n++}`),
+        allowEnv: options.allowEnv,
         ...extra,
         runEnv: { ...cliEnv(server.url), ...extra.runEnv },
       });

@@ -178,12 +178,17 @@ export interface TestStage {
 type StageScript = ModelServerOptions["script"] | ((ws: string) => ModelServerOptions["script"]);
 
 /** Sets a stage up; `script` may be a function of the workspace, for scripts that name files in it. The returned close() takes it down. */
-export async function testStage(script: StageScript, options: { redisUrl?: string; clusterNodes?: string } = {}): Promise<TestStage & { close(): Promise<void> }> {
+/** `allowEnv`: env names the stage's producer lets a job set besides the default allow-list. */
+export async function testStage(
+  script: StageScript,
+  options: { redisUrl?: string; clusterNodes?: string; allowEnv?: readonly string[] } = {},
+): Promise<TestStage & { close(): Promise<void> }> {
   const space = testSpace();
   const ws = space.workspace();
   const server = await startModelServer({ script: typeof script === "function" ? script(ws) : script });
   const redis = redisFor(options.redisUrl, options.clusterNodes);
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const { logPrefix, queuePrefix } = space;
+  const producer = createProducer({ redis, logPrefix, queuePrefix, allowEnv: options.allowEnv });
   return {
     space,
     server,
@@ -209,7 +214,10 @@ export interface ProcessFleet extends TestStage {
 }
 
 /** Redis is the local one unless `redisUrl` or `clusterNodes` (which the workers then get as REDIS_CLUSTER_NODES) say otherwise. */
-export async function processFleet(script: StageScript, options: { redisUrl?: string; clusterNodes?: string } = {}): Promise<ProcessFleet> {
+export async function processFleet(
+  script: StageScript,
+  options: { redisUrl?: string; clusterNodes?: string; allowEnv?: readonly string[] } = {},
+): Promise<ProcessFleet> {
   const { close, ...stage } = await testStage(script, options);
   const { space, server, ws } = stage;
   const redisEnv: Record<string, string> = options.clusterNodes ? { REDIS_CLUSTER_NODES: options.clusterNodes } : { REDIS_URL: options.redisUrl ?? DEFAULT_REDIS_URL };

@@ -2,6 +2,7 @@
 // the variable to change.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { DEFAULT_JOB_ENV_ALLOW } from "../../src/queue/index.ts";
 import { compileWorkerOptions, WORKER_DEFAULTS, workerConfigFromEnv, WorkerConfigError } from "../../src/worker/index.ts";
 
 const base = { TURNSTREAM_WORKSPACE_ROOTS: "/work/a:/work/b" };
@@ -19,16 +20,32 @@ test("TURNSTREAM_SNAPSHOT_CACHE_MB: default unset, MiB to bytes, 0 turns it off,
   assert.deepEqual(workerConfigFromEnv(base).workspaceRoots, ["/work/a", "/work/b"]);
 });
 
-test("TURNSTREAM_ALLOW_ENV, TURNSTREAM_WORKSPACE_TRUST, TURNSTREAM_MCP_CONFIG: safe defaults, and a gate no setting can open", () => {
+test("TURNSTREAM_JOB_ENV_ALLOW, TURNSTREAM_WORKSPACE_TRUST, TURNSTREAM_MCP_CONFIG: safe defaults, and a gate no setting can open", () => {
   const cfg = compileWorkerOptions(workerConfigFromEnv(base));
-  assert.deepEqual([[...cfg.allowEnv], cfg.workspaceTrust, cfg.mcpConfigFile], [[], "never", undefined]);
-  const set = compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_ALLOW_ENV: "PATH,ANTHROPIC_BASE_URL", TURNSTREAM_WORKSPACE_TRUST: "job", TURNSTREAM_MCP_CONFIG: "/etc/ts/mcp.json" }));
-  assert.deepEqual([[...set.allowEnv], set.workspaceTrust, set.mcpConfigFile], [["PATH", "ANTHROPIC_BASE_URL"], "job", "/etc/ts/mcp.json"]);
+  assert.deepEqual([cfg.jobEnv.entries, cfg.workspaceTrust, cfg.mcpConfigFile], [DEFAULT_JOB_ENV_ALLOW, "never", undefined]);
+  const set = compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_JOB_ENV_ALLOW: "CI,DEPLOY_*", TURNSTREAM_WORKSPACE_TRUST: "job", TURNSTREAM_MCP_CONFIG: "/etc/ts/mcp.json" }));
+  assert.deepEqual([set.jobEnv.entries, set.workspaceTrust, set.mcpConfigFile], [["CI", "DEPLOY_*"], "job", "/etc/ts/mcp.json"]);
+  assert.deepEqual(compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_JOB_ENV_ALLOW: "" })).jobEnv.entries, [], "empty: a job sets nothing");
+  // The older variable adds names to the list that applies.
+  const older = compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_JOB_ENV_ALLOW: "CI", TURNSTREAM_ALLOW_ENV: "GREETING,ANTHROPIC_BASE_URL" }));
+  assert.deepEqual(older.jobEnv.entries, ["CI", "GREETING", "ANTHROPIC_BASE_URL"]);
   const refused = (env: Record<string, string>, variable: string, message: RegExp) =>
     assert.throws(() => workerConfigFromEnv({ ...base, ...env }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable && message.test(err.message));
-  refused({ TURNSTREAM_ALLOW_ENV: "PATH,NODE_OPTIONS" }, "TURNSTREAM_ALLOW_ENV", /NODE_OPTIONS cannot be allowed/);
+  refused({ TURNSTREAM_ALLOW_ENV: "GREETING,NODE_OPTIONS" }, "TURNSTREAM_ALLOW_ENV", /NODE_OPTIONS cannot be allowed/);
+  refused({ TURNSTREAM_JOB_ENV_ALLOW: "CI,PATH" }, "TURNSTREAM_JOB_ENV_ALLOW", /PATH cannot be allowed/);
+  refused({ TURNSTREAM_JOB_ENV_ALLOW: "BUN_*" }, "TURNSTREAM_JOB_ENV_ALLOW", /BUN_\* cannot be allowed/);
+  refused({ TURNSTREAM_JOB_ENV_ALLOW: "CLAUDE_CODE_*" }, "TURNSTREAM_JOB_ENV_ALLOW", /CLAUDE_CODE_\* cannot be allowed: it admits names that can never be set/);
+  refused({ TURNSTREAM_JOB_ENV_ALLOW: "*" }, "TURNSTREAM_JOB_ENV_ALLOW", /comma-separated/);
+  refused({ TURNSTREAM_JOB_ENV_ALLOW: "X*" }, "TURNSTREAM_JOB_ENV_ALLOW", /too broad/);
   refused({ TURNSTREAM_WORKSPACE_TRUST: "always" }, "TURNSTREAM_WORKSPACE_TRUST", /never.*job/);
   refused({ TURNSTREAM_MCP_CONFIG: "mcp.json" }, "TURNSTREAM_MCP_CONFIG", /absolute/);
+});
+
+test("TURNSTREAM_RUN_ENV: the named worker variables, read at start, reach every run; a name the worker lacks stops the start", () => {
+  const cfg = workerConfigFromEnv({ ...base, TURNSTREAM_RUN_ENV: "GH_HOST,MAX_THINKING_TOKENS", GH_HOST: "ghe.example", MAX_THINKING_TOKENS: "0", OTHER: "x" });
+  assert.deepEqual(cfg.runEnv, { GH_HOST: "ghe.example", MAX_THINKING_TOKENS: "0" });
+  assert.equal(workerConfigFromEnv(base).runEnv, undefined);
+  assert.throws(() => workerConfigFromEnv({ ...base, TURNSTREAM_RUN_ENV: "GH_HOST" }), (err: unknown) => err instanceof WorkerConfigError && err.variable === "TURNSTREAM_RUN_ENV" && /GH_HOST is not set/.test(err.message));
 });
 
 test("TURNSTREAM_KEEP_RAW_LINES, TURNSTREAM_MAX_OUTPUT_LINES, TURNSTREAM_MAX_OUTPUT_MB: scrubbed and bounded by default, refused by name when malformed", () => {

@@ -43,15 +43,17 @@ test("env overlay: names that reach the CLI's gates are refused at enqueue, nami
       await assert.rejects(enqueueWith({ [name]: "x" }), (err: unknown) => {
         assert.ok(err instanceof InvalidTurnError, String(err));
         assert.equal(err.field, `options.env.${name}`);
-        assert.match(err.message, new RegExp(`options\\.env\\.${name}\` may`));
+        assert.match(err.message, new RegExp(`options\\.env\\.${name}\` may not be set by a job`));
         return true;
       });
     }
-    await assert.rejects(enqueueWith({ PATH: "/x" }), /TURNSTREAM_ALLOW_ENV=PATH/, "says how an operator allows it");
-    await enqueueWith({ CLAUDE_CODE_MAX_RETRIES: "2", GREETING: "hello" });
+    await assert.rejects(enqueueWith({ PATH: "/x" }), /the worker sets it from its own configuration/, "says where it comes from");
+    await assert.rejects(enqueueWith({ CLAUDE_CODE_MAX_RETRIES: "2" }), /exact name in TURNSTREAM_JOB_ENV_ALLOW/, "a tuning name only where listed");
+    await assert.rejects(enqueueWith({ GREETING: "hello" }), /add it to TURNSTREAM_JOB_ENV_ALLOW/, "a name nobody listed");
     assert.throws(() => createProducer({ redis, allowEnv: ["NODE_OPTIONS"] }), /NODE_OPTIONS cannot be allowed/);
-    const allowing = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, allowEnv: ["PATH"] });
-    await allowing.enqueueTurn({ prompt: "hi", cwd, options: { env: { PATH: "/usr/bin" } } });
+    assert.throws(() => createProducer({ redis, allowEnv: ["PATH"] }), /PATH cannot be allowed/);
+    const allowing = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, allowEnv: ["CLAUDE_CODE_MAX_RETRIES", "GREETING"] });
+    await allowing.enqueueTurn({ prompt: "hi", cwd, options: { env: { CLAUDE_CODE_MAX_RETRIES: "2", GREETING: "hello" } } });
     await allowing.close();
   } finally {
     await producer.close();
@@ -70,7 +72,7 @@ test("a job that skipped the producer with NODE_OPTIONS in its env: the worker f
     await r.producer.order.register(session, turn, undefined);
     const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: r.ws, queuedSeq: 0, enqueuedAt: new Date().toISOString(), options: { env: { NODE_OPTIONS: "--import=data:text/javascript,0" } } };
     await r.producer.queue.add("turn", job, { jobId: turn });
-    assert.match((await failed).message, /NODE_OPTIONS may not be set by a turn/);
+    assert.match((await failed).message, /NODE_OPTIONS may not be set by a job/);
     const end = (await r.events(session)).find((e) => e.kind === "turn.failed");
     assert.equal((end?.data as { errorKind?: string }).errorKind, "bad_payload");
     assert.equal(r.server.requests().length, 0, "no CLI was started");

@@ -8,12 +8,15 @@ import type { AttemptContext, EventObserver, ObservedEvent } from "../../src/eve
 import { rig } from "./_more.ts";
 
 test("observers: one context per attempt, every event in log order, and a scrub that knows the run's secrets", async () => {
-  const r = await rig({
-    responses: [
-      { error: { status: 529, type: "overloaded_error", message: "slow down" } },
-      { content: [{ type: "text", text: "second time lucky" }] },
-    ],
-  });
+  const r = await rig(
+    {
+      responses: [
+        { error: { status: 529, type: "overloaded_error", message: "slow down" } },
+        { content: [{ type: "text", text: "second time lucky" }] },
+      ],
+    },
+    { allowEnv: ["GREETING"] },
+  );
   // A plain name: only the job's `{ fromEnv }` reference marks the value secret.
   const secret = "obs-secret-value-5a9c1e7d";
   const contexts: AttemptContext[] = [];
