@@ -5,7 +5,7 @@
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
 import type { AttemptStartedData } from "../events/index.ts";
 import type { EventLog } from "../log/index.ts";
-import type { TurnJob } from "../queue/index.ts";
+import { cwdProblem, type TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
 import { jobOptionsRefusal } from "./job-options.ts";
@@ -15,7 +15,7 @@ import { runTurnOptions } from "./run-cli.ts";
 import type { WarmUse } from "./warm.ts";
 import type { Snapshot } from "./snapshots.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay } from "./types.ts";
-import { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
+import { BadCwdError, underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
 
 // attempt.started waits this long at most for the CLI's first line to share its append: one round
 // trip fewer per turn, and live followers see the attempt start when its first output does. A worker
@@ -85,6 +85,11 @@ function refusal(deps: ExecuteDeps, job: TurnJob, attempt: number): { errorKind:
   }
   if (!underRoots(job.cwd, workspaceRoots)) {
     const e = new WorkspaceNotAllowedError(workspaceRoots);
+    return { errorKind: e.kind, name: e.name, message: e.message };
+  }
+  const problem = cwdProblem(job.cwd);
+  if (problem !== undefined) {
+    const e = new BadCwdError(job.cwd, problem, deps.settings.workerId);
     return { errorKind: e.kind, name: e.name, message: e.message };
   }
   return undefined;
