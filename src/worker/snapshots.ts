@@ -21,6 +21,10 @@ export interface Snapshot {
   bytes: Buffer;
   /** Deltas between this snapshot and the last whole one (0: it is whole). */
   depth: number;
+  /** The cwd the CLI ran in (undefined in logs from before it was recorded). */
+  cwd?: string | undefined;
+  /** The CLI session's running total as of this file (undefined in logs from before it was recorded). */
+  costTotalUsd?: number | undefined;
   /**
    * sha256 fed with `bytes` and never finalised (use copies): the next snapshot's hash then costs
    * only its appended bytes, not the whole file again.
@@ -132,5 +136,8 @@ export async function assembleSnapshot(log: EventLog, session: string, seq: numb
   const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts.reverse());
   const hash = createHash("sha256").update(bytes);
   if (bytes.length !== top.bytes || hash.copy().digest("hex") !== top.sha256) return undefined;
-  return { seq, cliSessionId: top.cliSessionId, bytes, depth: typeof top.depth === "number" ? top.depth : 0, hash };
+  const depth = typeof top.depth === "number" ? top.depth : 0;
+  const cwd = typeof top.cwd === "string" ? top.cwd : undefined;
+  const costTotalUsd = typeof top.costTotalUsd === "number" && top.costTotalUsd >= 0 ? top.costTotalUsd : undefined;
+  return { seq, cliSessionId: top.cliSessionId, bytes, depth, hash, cwd, costTotalUsd };
 }

@@ -1,0 +1,43 @@
+// Which CLI session an attempt continues. The latest snapshot's, as a rule: its file is restored
+// into the run's config home and the CLI resumes it. But the CLI keeps a conversation under its
+// cwd's project folder, and a turn enqueued with another cwd is a new conversation there (the
+// library's runThreadTurn treats it so too): resuming the old one would show the model a
+// conversation held somewhere else. Such a turn starts a fresh CLI session, says why
+// (`cwd_changed` in attempt.started, session.replayed once it finished), and the log keeps the
+// session's history as it was.
+import type { EventLog } from "../log/index.ts";
+import { resolve } from "node:path";
+import type { TurnJob } from "../queue/index.ts";
+import { lastCliSessionId, reportedTotalBefore, writerCwd } from "./log-scan.ts";
+import type { Snapshot } from "./snapshots.ts";
+
+/** Why the session's CLI session is not continued. */
+export type FreshReason = "cwd_changed";
+
+export interface ResumePlan {
+  /** The CLI session to resume. */
+  resume: string | undefined;
+  /** The snapshot this run restores (its file is restored when `resume` is its session). */
+  snapshot: Snapshot | undefined;
+  /** The running total the resumed CLI session had reported: what this run's results count from. */
+  costBaseUsd: number | undefined;
+  /** Set when the session had a CLI session this attempt does not continue. */
+  fresh: { reason: FreshReason; previous: string } | undefined;
+}
+
+/** The plan of an attempt that replays a lost session: a fresh CLI session, the transcript in its prompt. */
+export const REPLAY_PLAN: ResumePlan = { resume: undefined, snapshot: undefined, costBaseUsd: undefined, fresh: undefined };
+
+/** Decides what the attempt resumes, from the session's latest snapshot (or, without one, the last CLI session id it reported). */
+export async function planResume(log: EventLog, job: TurnJob, snapshot: Snapshot | undefined): Promise<ResumePlan> {
+  if (snapshot === undefined) {
+    return { resume: await lastCliSessionId(log, job.session), snapshot: undefined, costBaseUsd: undefined, fresh: undefined };
+  }
+  const madeIn = snapshot.cwd ?? (await writerCwd(log, job.session, snapshot.seq));
+  // Compared as paths (a trailing slash or a `.` part does not make another directory).
+  if (madeIn !== undefined && resolve(madeIn) !== resolve(job.cwd)) {
+    return { resume: undefined, snapshot: undefined, costBaseUsd: undefined, fresh: { reason: "cwd_changed", previous: snapshot.cliSessionId } };
+  }
+  const costBaseUsd = snapshot.costTotalUsd ?? (await reportedTotalBefore(log, job.session, snapshot.seq, snapshot.cliSessionId));
+  return { resume: snapshot.cliSessionId, snapshot, costBaseUsd, fresh: undefined };
+}

@@ -1,0 +1,130 @@
+// What a turn cost, with the real CLI, cold and warm. The CLI's total_cost_usd is its CLI session's
+// running total: three identical turns of one session read about $0.000168, $0.000336, $0.000504.
+// Each turn must count what it added (the same for identical turns), the session what it spent (the
+// last result's total): in turn.finished, the read model's fold, replay, `turnstream sessions`, the
+// dashboard and the cost metric. Checked against the CLI's own per-result figure
+// (model_usage_since_last_result), a count that does not go through the running total.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { AggregationTemporality, InMemoryMetricExporter, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
+import type { Envelope } from "../../src/log/index.ts";
+import { METRICS, startMetrics } from "../../src/metrics/index.ts";
+import { metricsObserver } from "../../src/metrics/worker.ts";
+import { fold, replaySession } from "../../src/projector/index.ts";
+import { startDashboard } from "../../src/dashboard/index.ts";
+import { createScrubber } from "../../src/telemetry/index.ts";
+import { onlyJson, turnstream } from "../bin/_cli.ts";
+import { cliLines, dataOf, rig, type Rig } from "./_more.ts";
+
+const close = (a: number, b: number): boolean => Math.abs(a - b) < 1e-12;
+const near = (a: number, b: number, what: string): void => assert.ok(close(a, b), `${what}: ${a} vs ${b}`);
+
+interface TurnFigures {
+  total: number;
+  ownFigure: number;
+  finishedCost: number;
+  started: Record<string, unknown>;
+}
+
+/** The result line's total and the CLI's own per-result cost (model_usage_since_last_result) of a turn's single attempt. */
+function figuresOf(events: Envelope[]): TurnFigures {
+  const results = cliLines(events, 1).filter((l) => l["type"] === "result");
+  assert.equal(results.length, 1);
+  const r = results[0]!;
+  const since = r["model_usage_since_last_result"] as Record<string, { costUSD: number }>;
+  const finished = events.find((e) => e.kind === "turn.finished");
+  assert.ok(finished !== undefined, "the turn finished");
+  return {
+    total: r["total_cost_usd"] as number,
+    ownFigure: Object.values(since).reduce((n, m) => n + m.costUSD, 0),
+    finishedCost: dataOf(finished)["costUsd"] as number,
+    started: dataOf(events.find((e) => e.kind === "attempt.started")!),
+  };
+}
+
+async function metricCost(metrics: ReturnType<typeof startMetrics>, exporter: InMemoryMetricExporter): Promise<number> {
+  await metrics.forceFlush();
+  const points = exporter
+    .getMetrics()
+    .at(-1)!
+    .scopeMetrics.flatMap((s) => s.metrics)
+    .filter((m) => m.descriptor.name === METRICS.cost.name)
+    .flatMap((m) => m.dataPoints as Array<{ value: unknown }>);
+  return points.reduce((n, p) => n + (p.value as number), 0);
+}
+
+/** What the surfaces that read the log say the session and its turns cost. */
+async function surfaces(r: Rig, session: string): Promise<{ fold: number[]; replay: number; sessions: number; dashboard: number; dashboardTurns: number[] }> {
+  const events = await r.events(session);
+  const s = fold(events);
+  const replayed = await replaySession(r.producer.log, session);
+  const env = { TURNSTREAM_PREFIX: r.space.logPrefix, TURNSTREAM_QUEUE_PREFIX: r.space.queuePrefix };
+  const listed = await turnstream(["sessions", "--json"], env);
+  assert.equal(listed.code, 0, listed.stderr);
+  const row = onlyJson(listed.stdout);
+  assert.equal(row["id"] ?? row["session"], session);
+  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix });
+  try {
+    const page = (await (await fetch(`${dash.url}api/sessions/${session}?until=${events.at(-1)!.seq}`)).json()) as { view: { costUsd: number; turns: Array<{ attempts: Array<{ costUsd: number }> }> } };
+    return {
+      fold: [s.view.costUsd, ...s.view.turns.map((t) => t.attempts.reduce((n, a) => n + a.costUsd, 0))],
+      replay: replayed.view.costUsd,
+      sessions: row["costUsd"] as number,
+      dashboard: page.view.costUsd,
+      // As the session page adds them up per turn.
+      dashboardTurns: page.view.turns.map((t) => t.attempts.reduce((n, a) => n + a.costUsd, 0)),
+    };
+  } finally {
+    await dash.close();
+  }
+}
+
+async function threeIdenticalTurns(warm: boolean): Promise<void> {
+  const r = await rig({ responses: [] });
+  const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+  const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 600_000 });
+  const scrubber = createScrubber({ env: {} });
+  const metrics = startMetrics({ env: {}, scrubber, opsEndpoint: false, instanceId: "cost-test", reader: reader as never });
+  try {
+    r.worker({ observers: [metricsObserver(metrics.meter, scrubber)] });
+    let session: string | undefined;
+    const turns: TurnFigures[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t = await r.producer.enqueueTurn({ prompt: "the same question", cwd: r.ws, session, options: { warm } });
+      session = t.session;
+      assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
+      turns.push(figuresOf(await r.events(t.session, t.turn)));
+    }
+    const [first, , last] = turns;
+    assert.deepEqual(turns.map((t) => t.started["warm"]), warm ? ["none", "warm", "warm"] : [undefined, undefined, undefined]);
+    // The measurement this rests on: the CLI's totals run on across the session's turns.
+    assert.ok(first!.total > 0);
+    near(last!.total, 3 * first!.total, "the CLI reports the session's running total");
+    for (const [i, t] of turns.entries()) {
+      near(t.ownFigure, first!.ownFigure, `the CLI's own figure of turn ${i + 1}`);
+      near(t.finishedCost, t.ownFigure, `turn.finished.costUsd of turn ${i + 1}`);
+      // Where the resumed session's count stood: the previous turn's total.
+      if (i > 0) near(t.started["costBaseUsd"] as number, turns[i - 1]!.total, `attempt.started.costBaseUsd of turn ${i + 1}`);
+    }
+    assert.equal(turns[0]!.started["costBaseUsd"], undefined, "a fresh session counts from 0");
+    const seen = await surfaces(r, session!);
+    near(seen.fold[0]!, last!.total, "the read model's session cost");
+    for (const [i, c] of seen.fold.slice(1).entries()) near(c, first!.ownFigure, `the read model's turn ${i + 1}`);
+    near(seen.replay, last!.total, "replay");
+    near(seen.sessions, last!.total, "turnstream sessions --json");
+    near(seen.dashboard, last!.total, "the dashboard's session cost");
+    for (const [i, c] of seen.dashboardTurns.entries()) near(c, first!.ownFigure, `the dashboard's turn ${i + 1}`);
+    near(await metricCost(metrics, exporter), last!.total, "the cost metric");
+  } finally {
+    await metrics.shutdown();
+    await r.dispose();
+  }
+}
+
+test("cold: three identical turns of one session each cost the same, the session what its CLI session spent", async () => {
+  await threeIdenticalTurns(false);
+});
+
+test("warm: three identical turns on one kept CLI process each cost the same, the session what it spent", async () => {
+  await threeIdenticalTurns(true);
+});
