@@ -70,9 +70,10 @@ export const attemptStartedData = z.object({
   /** Warm sessions only: see WARM_STARTS. */
   warm: z.enum(WARM_STARTS).optional(),
   /**
-   * When resuming: the running total (`total_cost_usd`) the CLI session had reported when its
-   * snapshot was taken, which this attempt's result lines go on from (see costAdded). Absent for a
-   * fresh session (its count starts at 0) and in logs from before it was recorded.
+   * When resuming: where the CLI session's running total (`total_cost_usd`) stands as the run
+   * starts, which its result lines go on from (see costAdded): the total the restored session file
+   * holds (the CLI writes it there when its process exits), or a kept warm process's last one.
+   * Absent for a fresh session (its count starts at 0) and in logs from before it was recorded.
    */
   costBaseUsd: z.number().nonnegative().optional(),
   /**

@@ -328,7 +328,10 @@ function attemptStarted(s: ProjectionState, env: ReducibleEnvelope, ti: number):
   if (d?.cliVersion !== undefined) s.view.cliVersion = d.cliVersion;
   if (d !== undefined) s.view.cwd = d.cwd;
   if (d?.model !== undefined && s.view.model === null) s.view.model = d.model;
-  if (d?.costBaseUsd !== undefined) s.cursor.costBase[`${ti}:${env.attempt}`] = d.costBaseUsd;
+  // Where the attempt's CLI session's count starts: recorded when resuming, 0 for a fresh session; a
+  // resumed attempt of a log from before it was recorded is left to its first result (attemptCost).
+  const costBase = d === undefined ? undefined : (d.costBaseUsd ?? (d.resume === undefined ? 0 : undefined));
+  if (costBase !== undefined) s.cursor.costBase[`${ti}:${env.attempt}`] = costBase;
   if (!TERMINAL_TURN.has(t.status)) t.status = "running";
   refreshAccepted(s, ti);
   refreshStatus(s, ti);

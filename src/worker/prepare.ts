@@ -11,7 +11,7 @@ import type { Scrubber } from "../telemetry/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
 import { jobOptionsRefusal } from "./job-options.ts";
 import { rebuildTranscript } from "./log-scan.ts";
-import { planResume, REPLAY_PLAN, type ResumePlan } from "./resume.ts";
+import { planResume, REPLAY_PLAN, resumedCostBase, type ResumePlan } from "./resume.ts";
 import { resolveEnv, runScrubbers, type RunEnv } from "./run-env.ts";
 import { runTurnOptions } from "./run-cli.ts";
 import type { WarmUse } from "./warm.ts";
@@ -36,7 +36,7 @@ export interface PreparedRun {
   resume: string | undefined;
   /** The snapshot this run restores (its file is restored when `resume` is its session). */
   snapshot: Snapshot | undefined;
-  /** The running total the resumed CLI session had reported: what this run's results count from. */
+  /** Where the resumed CLI session's running total stands as this run starts: its results count from it (resume.ts). */
   costBaseUsd: number | undefined;
   /** Set when the session had a CLI session this run does not continue, and why. */
   fresh: ResumePlan["fresh"];
@@ -67,8 +67,9 @@ export async function prepareAttempt(
   events.useScrubber(scrubbers.scrubber);
   const plan = replay === undefined ? await planResume(deps.log, job, await snapshotRead) : REPLAY_PLAN;
   const { prompt, replayedTurns } = replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(deps.log, job);
-  const run: PreparedRun = { env: runEnv.env, lines: scrubbers.lines, prompt, ...plan, replayedTurns, supervised: undefined };
+  const run: PreparedRun = { env: runEnv.env, lines: scrubbers.lines, prompt, ...plan, costBaseUsd: undefined, replayedTurns, supervised: undefined };
   ctl.warm = warmUse(deps, job, ctl, events, run);
+  run.costBaseUsd = await resumedCostBase(deps.log, job.session, plan, ctl.warm?.label === "warm");
   await writeAttemptStarted(deps, job, events, run, ctl.warm);
   if (ctl.reason !== undefined) return { end: await events.stopped() };
   if (job.options.trustWorkspace === true && deps.settings.workspaceTrust !== "job") {

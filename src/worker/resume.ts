@@ -9,7 +9,7 @@ import type { EventLog } from "../log/index.ts";
 import { resolve } from "node:path";
 import type { TurnJob } from "../queue/index.ts";
 import { lastCliSessionId, reportedTotalBefore, writerCwd } from "./log-scan.ts";
-import type { Snapshot } from "./snapshots.ts";
+import { restoredCostTotal, type Snapshot } from "./snapshots.ts";
 
 /** Why the session's CLI session is not continued. */
 export type FreshReason = "cwd_changed";
@@ -19,25 +19,34 @@ export interface ResumePlan {
   resume: string | undefined;
   /** The snapshot this run restores (its file is restored when `resume` is its session). */
   snapshot: Snapshot | undefined;
-  /** The running total the resumed CLI session had reported: what this run's results count from. */
-  costBaseUsd: number | undefined;
   /** Set when the session had a CLI session this attempt does not continue. */
   fresh: { reason: FreshReason; previous: string } | undefined;
 }
 
 /** The plan of an attempt that replays a lost session: a fresh CLI session, the transcript in its prompt. */
-export const REPLAY_PLAN: ResumePlan = { resume: undefined, snapshot: undefined, costBaseUsd: undefined, fresh: undefined };
+export const REPLAY_PLAN: ResumePlan = { resume: undefined, snapshot: undefined, fresh: undefined };
 
 /** Decides what the attempt resumes, from the session's latest snapshot (or, without one, the last CLI session id it reported). */
 export async function planResume(log: EventLog, job: TurnJob, snapshot: Snapshot | undefined): Promise<ResumePlan> {
-  if (snapshot === undefined) {
-    return { resume: await lastCliSessionId(log, job.session), snapshot: undefined, costBaseUsd: undefined, fresh: undefined };
-  }
+  if (snapshot === undefined) return { resume: await lastCliSessionId(log, job.session), snapshot: undefined, fresh: undefined };
   const madeIn = snapshot.cwd ?? (await writerCwd(log, job.session, snapshot.seq));
   // Compared as paths (a trailing slash or a `.` part does not make another directory).
   if (madeIn !== undefined && resolve(madeIn) !== resolve(job.cwd)) {
-    return { resume: undefined, snapshot: undefined, costBaseUsd: undefined, fresh: { reason: "cwd_changed", previous: snapshot.cliSessionId } };
+    return { resume: undefined, snapshot: undefined, fresh: { reason: "cwd_changed", previous: snapshot.cliSessionId } };
   }
-  const costBaseUsd = snapshot.costTotalUsd ?? (await reportedTotalBefore(log, job.session, snapshot.seq, snapshot.cliSessionId));
-  return { resume: snapshot.cliSessionId, snapshot, costBaseUsd, fresh: undefined };
+  return { resume: snapshot.cliSessionId, snapshot, fresh: undefined };
+}
+
+/**
+ * Where the resumed CLI session's running total stands when this run starts, which its results go on
+ * from (see costAdded): a kept warm process holds it in memory, as its last result reported it; a
+ * process started on the restored file takes it from the file. Undefined when the run resumes no
+ * snapshot (a fresh session counts from 0) or, in a log from before snapshots recorded it, the kept
+ * process's last total cannot be found.
+ */
+export async function resumedCostBase(log: EventLog, session: string, plan: ResumePlan, keptProcess: boolean): Promise<number | undefined> {
+  const snapshot = plan.snapshot;
+  if (snapshot === undefined || plan.resume !== snapshot.cliSessionId) return undefined;
+  if (!keptProcess) return restoredCostTotal(snapshot.bytes, snapshot.cliSessionId);
+  return snapshot.costTotalUsd ?? (await reportedTotalBefore(log, session, snapshot.seq, snapshot.cliSessionId));
 }

@@ -141,3 +141,28 @@ export async function assembleSnapshot(log: EventLog, session: string, seq: numb
   const costTotalUsd = typeof top.costTotalUsd === "number" && top.costTotalUsd >= 0 ? top.costTotalUsd : undefined;
   return { seq, cliSessionId: top.cliSessionId, bytes, depth, hash, cwd, costTotalUsd };
 }
+
+const COST_STATE = Buffer.from('"type":"cost-state"');
+
+/**
+ * The running total a CLI started with `--resume` on this session file goes on from: the CLI writes
+ * its session's cost (a `cost-state` line) into the file when its process exits, and restores the
+ * last one on resume (measured with CLI 2.1.332). A file saved while its process lived on (a warm
+ * turn) has none for its latest turns, and the CLI then counts from the last one it has, or from 0.
+ */
+export function restoredCostTotal(file: Buffer, cliSessionId: string): number {
+  for (let at = file.lastIndexOf(COST_STATE); at >= 0; at = at === 0 ? -1 : file.lastIndexOf(COST_STATE, at - 1)) {
+    const start = file.lastIndexOf(0x0a, at) + 1;
+    const nl = file.indexOf(0x0a, at);
+    let rec: unknown;
+    try {
+      rec = JSON.parse(file.subarray(start, nl < 0 ? file.length : nl).toString("utf8"));
+    } catch {
+      continue; // a broken line says nothing
+    }
+    const r = rec as { type?: unknown; sessionId?: unknown; totalCostUSD?: unknown };
+    if (r.type !== "cost-state" || r.sessionId !== cliSessionId) continue;
+    return typeof r.totalCostUSD === "number" && r.totalCostUSD >= 0 ? r.totalCostUSD : 0;
+  }
+  return 0;
+}

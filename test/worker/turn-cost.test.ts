@@ -1,9 +1,10 @@
 // What a turn cost, with the real CLI, cold and warm. The CLI's total_cost_usd is its CLI session's
-// running total: three identical turns of one session read about $0.000168, $0.000336, $0.000504.
-// Each turn must count what it added (the same for identical turns), the session what it spent (the
-// last result's total): in turn.finished, the read model's fold, replay, `turnstream sessions`, the
-// dashboard and the cost metric. Checked against the CLI's own per-result figure
-// (model_usage_since_last_result), a count that does not go through the running total.
+// running total: three identical turns of one session read about $0.000168, $0.000336, $0.000504 (a
+// kept process counts in memory; a new one goes on from the cost its exiting predecessor wrote into
+// the session file, or from 0 when the file has none). Each turn must count what it added (the same
+// for identical turns), the session what it spent: in turn.finished, the read model's fold, replay,
+// `turnstream sessions`, the dashboard and the cost metric. Checked against the CLI's own per-result
+// figure (model_usage_since_last_result), a count that does not go through the running total.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { AggregationTemporality, InMemoryMetricExporter, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
@@ -14,6 +15,7 @@ import { fold, replaySession } from "../../src/projector/index.ts";
 import { startDashboard } from "../../src/dashboard/index.ts";
 import { createScrubber } from "../../src/telemetry/index.ts";
 import { onlyJson, turnstream } from "../bin/_cli.ts";
+import { restoredCostTotal } from "../../src/worker/snapshots.ts";
 import { cliLines, dataOf, rig, type Rig } from "./_more.ts";
 
 const close = (a: number, b: number): boolean => Math.abs(a - b) < 1e-12;
@@ -79,7 +81,11 @@ async function surfaces(r: Rig, session: string): Promise<{ fold: number[]; repl
   }
 }
 
-async function threeIdenticalTurns(warm: boolean): Promise<void> {
+/**
+ * Three identical turns of one session, each in warm mode or not as `warm` says. `bases` gives, per
+ * turn, where its CLI session's count should stand when it starts, from the turns' result totals.
+ */
+async function threeIdenticalTurns(warm: boolean[], bases: (totals: number[]) => (number | undefined)[]): Promise<TurnFigures[]> {
   const r = await rig({ responses: [] });
   const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
   const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 600_000 });
@@ -89,32 +95,32 @@ async function threeIdenticalTurns(warm: boolean): Promise<void> {
     r.worker({ observers: [metricsObserver(metrics.meter, scrubber)] });
     let session: string | undefined;
     const turns: TurnFigures[] = [];
-    for (let i = 0; i < 3; i++) {
-      const t = await r.producer.enqueueTurn({ prompt: "the same question", cwd: r.ws, session, options: { warm } });
+    for (const w of warm) {
+      const t = await r.producer.enqueueTurn({ prompt: "the same question", cwd: r.ws, session, options: { warm: w } });
       session = t.session;
       assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
       turns.push(figuresOf(await r.events(t.session, t.turn)));
     }
-    const [first, , last] = turns;
-    assert.deepEqual(turns.map((t) => t.started["warm"]), warm ? ["none", "warm", "warm"] : [undefined, undefined, undefined]);
-    // The measurement this rests on: the CLI's totals run on across the session's turns.
-    assert.ok(first!.total > 0);
-    near(last!.total, 3 * first!.total, "the CLI reports the session's running total");
+    const first = turns[0]!;
+    assert.ok(first.total > 0);
+    const expectedBases = bases(turns.map((t) => t.total));
     for (const [i, t] of turns.entries()) {
-      near(t.ownFigure, first!.ownFigure, `the CLI's own figure of turn ${i + 1}`);
+      near(t.ownFigure, first.ownFigure, `the CLI's own figure of turn ${i + 1}`);
       near(t.finishedCost, t.ownFigure, `turn.finished.costUsd of turn ${i + 1}`);
-      // Where the resumed session's count stood: the previous turn's total.
-      if (i > 0) near(t.started["costBaseUsd"] as number, turns[i - 1]!.total, `attempt.started.costBaseUsd of turn ${i + 1}`);
+      const base = expectedBases[i];
+      if (base === undefined) assert.equal(t.started["costBaseUsd"], undefined, `turn ${i + 1} starts a fresh count`);
+      else near(t.started["costBaseUsd"] as number, base, `attempt.started.costBaseUsd of turn ${i + 1}`);
     }
-    assert.equal(turns[0]!.started["costBaseUsd"], undefined, "a fresh session counts from 0");
+    const spent = 3 * first.ownFigure;
     const seen = await surfaces(r, session!);
-    near(seen.fold[0]!, last!.total, "the read model's session cost");
-    for (const [i, c] of seen.fold.slice(1).entries()) near(c, first!.ownFigure, `the read model's turn ${i + 1}`);
-    near(seen.replay, last!.total, "replay");
-    near(seen.sessions, last!.total, "turnstream sessions --json");
-    near(seen.dashboard, last!.total, "the dashboard's session cost");
-    for (const [i, c] of seen.dashboardTurns.entries()) near(c, first!.ownFigure, `the dashboard's turn ${i + 1}`);
-    near(await metricCost(metrics, exporter), last!.total, "the cost metric");
+    near(seen.fold[0]!, spent, "the read model's session cost");
+    for (const [i, c] of seen.fold.slice(1).entries()) near(c, first.ownFigure, `the read model's turn ${i + 1}`);
+    near(seen.replay, spent, "replay");
+    near(seen.sessions, spent, "turnstream sessions --json");
+    near(seen.dashboard, spent, "the dashboard's session cost");
+    for (const [i, c] of seen.dashboardTurns.entries()) near(c, first.ownFigure, `the dashboard's turn ${i + 1}`);
+    near(await metricCost(metrics, exporter), spent, "the cost metric");
+    return turns;
   } finally {
     await metrics.shutdown();
     await r.dispose();
@@ -122,9 +128,34 @@ async function threeIdenticalTurns(warm: boolean): Promise<void> {
 }
 
 test("cold: three identical turns of one session each cost the same, the session what its CLI session spent", async () => {
-  await threeIdenticalTurns(false);
+  const turns = await threeIdenticalTurns([false, false, false], (t) => [undefined, t[0], t[1]]);
+  assert.deepEqual(turns.map((t) => t.started["warm"]), [undefined, undefined, undefined]);
+  // The measurement this rests on: a cold resume goes on from the total its session file holds.
+  near(turns[2]!.total, 3 * turns[0]!.total, "the CLI reports the session's running total");
 });
 
 test("warm: three identical turns on one kept CLI process each cost the same, the session what it spent", async () => {
-  await threeIdenticalTurns(true);
+  const turns = await threeIdenticalTurns([true, true, true], (t) => [undefined, t[0], t[1]]);
+  assert.deepEqual(turns.map((t) => t.started["warm"]), ["none", "warm", "warm"]);
+  near(turns[2]!.total, 3 * turns[0]!.total, "the kept process reports the session's running total");
+});
+
+test("warm then cold: a file saved while its process lived on holds no cost, so the next process counts from 0", async () => {
+  // The CLI writes its session's cost into the file when its process exits: a warm turn's snapshot
+  // (taken at its result, the process kept) has none, a cold turn's has it.
+  const turns = await threeIdenticalTurns([true, false, false], (t) => [undefined, 0, t[1]]);
+  near(turns[1]!.total, turns[0]!.total, "turn 2's CLI counted from 0");
+  near(turns[2]!.total, 2 * turns[0]!.total, "turn 3's went on from turn 2's file");
+});
+
+test("the cost a session file holds: its CLI session's last cost-state line; another session's, a broken line or a quoted one do not count", () => {
+  const line = (o: unknown): string => JSON.stringify(o);
+  const file = (lines: string[]): Buffer => Buffer.from(lines.join("\n") + "\n");
+  const state = (sessionId: string, totalCostUSD: unknown) => line({ type: "cost-state", sessionId, totalCostUSD });
+  const quoted = line({ type: "user", message: { content: `${"{"}"type":"cost-state","sessionId":"s1","totalCostUSD":99}` } });
+  assert.equal(restoredCostTotal(file([state("s1", 0.1), state("s1", 0.3), state("s2", 7)]), "s1"), 0.3);
+  assert.equal(restoredCostTotal(file([state("s1", 0.1), quoted, '{"type":"cost-state","sessionId":"s1",broken']), "s1"), 0.1);
+  assert.equal(restoredCostTotal(file([state("s2", 7)]), "s1"), 0, "none for this session: the CLI counts from 0");
+  assert.equal(restoredCostTotal(file([state("s1", "lots")]), "s1"), 0);
+  assert.equal(restoredCostTotal(Buffer.from(state("s1", 0.5)), "s1"), 0.5, "the last line without a newline");
 });
