@@ -5,14 +5,14 @@
 // conversation held somewhere else. Such a turn starts a fresh CLI session, says why
 // (`cwd_changed` in attempt.started, session.replayed once it finished), and the log keeps the
 // session's history as it was.
+import { sameCwd, type FreshReason as CliFreshReason } from "../cli/index.ts";
 import type { EventLog } from "../log/index.ts";
-import { resolve } from "node:path";
 import type { TurnJob } from "../queue/index.ts";
 import { lastCliSessionId, reportedTotalBefore, writerCwd } from "./log-scan.ts";
 import { restoredCostTotal, type Snapshot } from "./snapshots.ts";
 
-/** Why the session's CLI session is not continued. */
-export type FreshReason = "cwd_changed";
+/** Why the session's CLI session is not continued (the library's name for it, src/cli/sessions.ts). */
+export type FreshReason = Extract<CliFreshReason, "cwd_changed">;
 
 export interface ResumePlan {
   /** The CLI session to resume. */
@@ -30,8 +30,7 @@ export const REPLAY_PLAN: ResumePlan = { resume: undefined, snapshot: undefined,
 export async function planResume(log: EventLog, job: TurnJob, snapshot: Snapshot | undefined): Promise<ResumePlan> {
   if (snapshot === undefined) return { resume: await lastCliSessionId(log, job.session), snapshot: undefined, fresh: undefined };
   const madeIn = snapshot.cwd ?? (await writerCwd(log, job.session, snapshot.seq));
-  // Compared as paths (a trailing slash or a `.` part does not make another directory).
-  if (madeIn !== undefined && resolve(madeIn) !== resolve(job.cwd)) {
+  if (madeIn !== undefined && !sameCwd(madeIn, job.cwd)) {
     return { resume: undefined, snapshot: undefined, fresh: { reason: "cwd_changed", previous: snapshot.cliSessionId } };
   }
   return { resume: snapshot.cliSessionId, snapshot, fresh: undefined };
