@@ -66,7 +66,7 @@ test("a worker given a missing cwd or a file as cwd fails the turn with bad_cwd 
       assert.equal(res.status, "failed");
       assert.equal(res.errorKind, "bad_cwd");
       assert.ok(res.error?.includes(JSON.stringify(cwd)), res.error);
-      assert.ok(!res.error.includes("\n"), "no raw newline in the message");
+      assert.ok(!res.error!.includes("\n"), "no raw newline in the message");
       const events = await r.events(t.session, t.turn);
       assert.deepEqual(kindsOf(events), ["turn.queued", "turn.failed"], "no CLI started, no retry");
       const failed = dataOf(events.at(-1)!);
