@@ -23,6 +23,8 @@ const near = (a: number, b: number, what: string): void => assert.ok(close(a, b)
 
 interface TurnFigures {
   total: number;
+  /** The result's usage: the turn's own tokens. */
+  tokens: { input: number; output: number };
   ownFigure: number;
   finishedCost: number;
   started: Record<string, unknown>;
@@ -36,8 +38,10 @@ function figuresOf(events: Envelope[]): TurnFigures {
   const since = r["model_usage_since_last_result"] as Record<string, { costUSD: number }>;
   const finished = events.find((e) => e.kind === "turn.finished");
   assert.ok(finished !== undefined, "the turn finished");
+  const usage = r["usage"] as { input_tokens: number; output_tokens: number };
   return {
     total: r["total_cost_usd"] as number,
+    tokens: { input: usage.input_tokens, output: usage.output_tokens },
     ownFigure: Object.values(since).reduce((n, m) => n + m.costUSD, 0),
     finishedCost: dataOf(finished)["costUsd"] as number,
     started: dataOf(events.find((e) => e.kind === "attempt.started")!),
@@ -56,7 +60,7 @@ async function metricCost(metrics: ReturnType<typeof startMetrics>, exporter: In
 }
 
 /** What the surfaces that read the log say the session and its turns cost. */
-async function surfaces(r: Rig, session: string): Promise<{ fold: number[]; replay: number; sessions: number; dashboard: number; dashboardTurns: number[] }> {
+async function surfaces(r: Rig, session: string): Promise<{ fold: number[]; tokens: { input: number; output: number }[]; replay: number; sessions: number; dashboard: number; dashboardTurns: number[] }> {
   const events = await r.events(session);
   const s = fold(events);
   const replayed = await replaySession(r.producer.log, session);
@@ -70,6 +74,7 @@ async function surfaces(r: Rig, session: string): Promise<{ fold: number[]; repl
     const page = (await (await fetch(`${dash.url}api/sessions/${session}?until=${events.at(-1)!.seq}`)).json()) as { view: { costUsd: number; turns: Array<{ attempts: Array<{ costUsd: number }> }> } };
     return {
       fold: [s.view.costUsd, ...s.view.turns.map((t) => t.attempts.reduce((n, a) => n + a.costUsd, 0))],
+      tokens: s.view.turns.map((t) => ({ input: t.attempts[0]!.tokens.input, output: t.attempts[0]!.tokens.output })),
       replay: replayed.view.costUsd,
       sessions: row["costUsd"] as number,
       dashboard: page.view.costUsd,
@@ -115,6 +120,9 @@ async function threeIdenticalTurns(warm: boolean[], bases: (totals: number[]) =>
     const seen = await surfaces(r, session!);
     near(seen.fold[0]!, spent, "the read model's session cost");
     for (const [i, c] of seen.fold.slice(1).entries()) near(c, first.ownFigure, `the read model's turn ${i + 1}`);
+    // Tokens were per turn already: each result's usage is the turn's own, the same for identical turns.
+    assert.deepEqual(seen.tokens, turns.map((t) => t.tokens));
+    assert.deepEqual(seen.tokens, turns.map(() => first.tokens));
     near(seen.replay, spent, "replay");
     near(seen.sessions, spent, "turnstream sessions --json");
     near(seen.dashboard, spent, "the dashboard's session cost");
