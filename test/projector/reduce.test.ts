@@ -120,6 +120,17 @@ test("crash-retried attempt: abandoned output kept apart and marked, never mixed
   assert.equal(s.view.costUsd, t1!.attempts[1]!.costUsd + t2!.attempts[1]!.costUsd);
 });
 
+test("a log written before attempt.started recorded costBaseUsd: each turn counts from where its CLI session's last finished turn left it", () => {
+  const envs = fixtureLog("today-session");
+  assert.ok(!envs.some((e) => e.kind === "attempt.started" && "costBaseUsd" in (e.data as Obj)), "a log from before");
+  const s = fold(envs);
+  const results = lineObjs(envs).filter((o) => o["type"] === "result");
+  assert.equal(results.length, s.view.turns.length);
+  const own = results.map((r) => Object.values(r["model_usage_since_last_result"] as Record<string, Obj>).reduce((n, m) => n + (m["costUSD"] as number), 0));
+  s.view.turns.forEach((t, i) => assert.ok(Math.abs(t.attempts[0]!.costUsd - own[i]!) < 1e-12, `turn ${i + 1}: ${t.attempts[0]!.costUsd} vs ${own[i]}`));
+  assert.ok(Math.abs(s.view.costUsd - (results.at(-1)!["total_cost_usd"] as number)) < 1e-12);
+});
+
 test("background subagent: its work nests under the Agent call; two results in one attempt", () => {
   const envs = fixtureLog("background-subagent");
   const s = fold(envs);
