@@ -42,6 +42,7 @@ const OUTCOME_OF_ERROR_KIND: Readonly<Record<string, Outcome>> = {
   bad_payload: "usage",
   bad_options: "usage",
   workspace_not_allowed: "usage",
+  bad_cwd: "usage",
   // Transient or fleet-side: the worker already retried the retryable ones, a new job may succeed.
   rate_limit: "infrastructure",
   overloaded: "infrastructure",

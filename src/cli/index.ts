@@ -39,6 +39,7 @@ export { type Logger, silentLogger } from "../kernel/index.ts";
 export {
   InMemorySessionStore,
   runThreadTurn,
+  sameCwd,
   type SessionStore,
   type StoredSession,
   type ThreadTurnOptions,

@@ -2,6 +2,7 @@
 // `--resume` the stored id. An id is stored only after a successful turn, so a failed first turn
 // never leaves a thread pointing at a session the CLI did not keep. Resume is cwd-aware: the CLI only
 // finds a session under its cwd's project folder, so a thread whose cwd changed starts fresh.
+import { resolve } from "node:path";
 import type { ParsedLine } from "../protocol/index.ts";
 import { Channel } from "./channel.ts";
 import { LostSessionError } from "./errors.ts";
@@ -76,10 +77,19 @@ interface ResumePlan {
   abandoned: string | undefined;
 }
 
+/**
+ * Whether a CLI session held under cwd `held` may be resumed by a run in `cwd`: the same directory,
+ * compared as paths (a trailing slash or a `.` part does not make another one). The queued path
+ * (src/worker/resume.ts) decides with this too.
+ */
+export function sameCwd(held: string, cwd: string): boolean {
+  return held === cwd || resolve(held) === resolve(cwd);
+}
+
 /** Resume is cwd-aware: the CLI only finds a session under its cwd's project folder. */
 function planResume(stored: StoredSession | undefined, cwd: string): ResumePlan {
   if (stored === undefined) return { resume: undefined, sessionFile: undefined, freshReason: "new_thread", abandoned: undefined };
-  if (stored.cwd !== cwd) return { resume: undefined, sessionFile: undefined, freshReason: "cwd_changed", abandoned: stored.sessionId };
+  if (!sameCwd(stored.cwd, cwd)) return { resume: undefined, sessionFile: undefined, freshReason: "cwd_changed", abandoned: stored.sessionId };
   return { resume: stored.sessionId, sessionFile: stored.sessionFile, freshReason: undefined, abandoned: undefined };
 }
 

@@ -5,4 +5,5 @@
 export * from "./schemas.ts";
 export { ATTEMPT_END_KINDS, isTerminalKind, KIND_PATTERN, TERMINAL_KINDS, TURN_KINDS } from "./kinds.ts";
 export { dataOf, isEventKind } from "./data.ts";
+export { costAdded } from "./cost.ts";
 export type { AttemptContext, AttemptObserver, EventObserver, ObservedEvent } from "./observer.ts";

@@ -69,6 +69,18 @@ export const attemptStartedData = z.object({
   trace: traceIdsSchema.optional(),
   /** Warm sessions only: see WARM_STARTS. */
   warm: z.enum(WARM_STARTS).optional(),
+  /**
+   * When resuming: where the CLI session's running total (`total_cost_usd`) stands as the run
+   * starts, which its result lines go on from (see costAdded): the total the restored session file
+   * holds (the CLI writes it there when its process exits), or a kept warm process's last one.
+   * Absent for a fresh session (its count starts at 0) and in logs from before it was recorded.
+   */
+  costBaseUsd: z.number().nonnegative().optional(),
+  /**
+   * Why the attempt starts a fresh CLI session although the session had one: `cwd_changed` (the
+   * CLI keeps a session under its cwd's project folder, so a turn in another cwd does not continue it).
+   */
+  freshReason: z.string().optional(),
 });
 
 /** `cli.exit`: the CLI process ended. */
@@ -96,6 +108,11 @@ export const attemptAbandonedData = z.object({
 export const turnFinishedData = z.object({
   attempt: nonNegInt,
   cliSessionId: z.string().optional(),
+  /**
+   * What the accepted attempt cost: the rise of its CLI session's running total (see costAdded).
+   * Logs written before this was so hold the session's running total here; readers count from the
+   * result lines instead.
+   */
   costUsd: z.number().optional(),
   durationMs: z.number().optional(),
   /** The result text, scrubbed. */
@@ -133,11 +150,20 @@ export const sessionSnapshotData = z.object({
   baseSeq: int.positive().optional(),
   /** Deltas back to a whole snapshot (absent: this one is whole). */
   depth: nonNegInt.optional(),
+  /** The cwd the CLI ran in: the session file belongs to that cwd's conversation. */
+  cwd: z.string().optional(),
+  /** The CLI session's running total (`total_cost_usd` of the run's last result) as of this file. */
+  costTotalUsd: z.number().nonnegative().optional(),
 });
 
-/** `session.replayed`: the CLI session was lost and a fresh one started from the log's transcript. */
+/**
+ * `session.replayed`: a fresh CLI session took the place of the session's: the CLI lost it
+ * (`lost_session`: the new one carries the log's transcript) or the turn ran in another cwd than the
+ * one it was held in (`cwd_changed`: nothing carried, `turns` 0; the log keeps the history).
+ */
 export const sessionReplayedData = z.object({
   by: z.string(),
+  /** lost_session | cwd_changed */
   reason: z.string(),
   previousCliSessionId: z.string().optional(),
   cliSessionId: z.string().optional(),

@@ -68,6 +68,7 @@ export const ERROR_TYPES = [
   "output_limit",
   "too_many_attempts",
   "bad_payload",
+  "bad_cwd",
   "abandoned",
   "unsupervised",
   OTHER,

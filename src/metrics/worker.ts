@@ -3,7 +3,7 @@
 // reader collects: CLI slots from the worker, the queue and the decision index from Redis, all in one
 // callback bounded by a timeout, so a slow Redis delays no scrape past it.
 import type { Attributes, BatchObservableResult, Counter, Histogram, Meter } from "@opentelemetry/api";
-import { WARM_STARTS, type AttemptContext, type AttemptObserver, type EventObserver, type ObservedEvent } from "../events/index.ts";
+import { costAdded, WARM_STARTS, type AttemptContext, type AttemptObserver, type EventObserver, type ObservedEvent } from "../events/index.ts";
 import { isObj, numberField, silentLogger, stringField, type Logger } from "../kernel/index.ts";
 import { isKnown, type ParsedLine } from "../protocol/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
@@ -62,7 +62,9 @@ class AttemptMetrics implements AttemptObserver {
   #startedWritten: number | undefined;
   #firstLineSeen = false;
   #ended = false;
-  /** The attempt's cost so far: the latest result's total_cost_usd. */
+  /** Where the attempt's CLI session's running total stood before it (attempt.started `costBaseUsd`; 0 for a fresh one). */
+  #costBaseUsd = 0;
+  /** The attempt's cost so far, as counted: the rise of the latest result's total_cost_usd over the base. */
   #costUsd = 0;
 
   constructor(i: EventInstruments, context: AttemptContext, model: string) {
@@ -75,6 +77,7 @@ class AttemptMetrics implements AttemptObserver {
     switch (event.kind) {
       case "attempt.started": {
         this.#startedWritten = performance.now();
+        this.#costBaseUsd = numberField(objOf(event.data), "costBaseUsd") ?? 0;
         const warm = stringField(objOf(event.data), "warm");
         if (warm !== undefined) this.#i.warmStarts.add(1, { "turnstream.warm.start": bounded(warm, WARM_STARTS) });
         return;
@@ -109,10 +112,12 @@ class AttemptMetrics implements AttemptObserver {
     if (parsed === undefined || !isKnown(parsed, "result")) return;
     const line = parsed.line as Record<string, unknown>;
     const model = { "gen_ai.request.model": this.#model };
-    // total_cost_usd is the CLI process's running total (a run with background subagents prints two
-    // results with the same figure): the latest replaces the attempt's, and the counter takes the rise.
-    const cost = numberField(line, "total_cost_usd");
-    if (cost !== undefined && cost >= 0) {
+    // total_cost_usd is the CLI session's running total (a run with background subagents prints two
+    // results with the same figure; a resumed session, cold or warm, goes on from its earlier turns):
+    // the attempt's cost is its rise over the base, and the counter takes what that adds.
+    const total = numberField(line, "total_cost_usd");
+    if (total !== undefined && total >= 0) {
+      const cost = costAdded(this.#costBaseUsd, total);
       if (cost > this.#costUsd) this.#i.cost.add(cost - this.#costUsd, model);
       this.#costUsd = cost;
     }

@@ -8,7 +8,7 @@
 // Event data is read through its kind's schema (`dataOf`, src/events): data that does not fit is
 // counted in `carried.malformed` and read as absent, so the event still moves the turn it belongs to.
 import { parsePattern } from "../decisions/rules.ts";
-import { dataOf, TURN_KINDS, type EventData, type EventKind } from "../events/index.ts";
+import { costAdded, dataOf, TURN_KINDS, type EventData, type EventKind } from "../events/index.ts";
 import { isObj, numberField, objField, stringField, type Obj } from "../kernel/index.ts";
 import type { Envelope } from "../log/index.ts";
 import { classifyResult, parseLine, toolResultText, type ErrorKind } from "../protocol/index.ts";
@@ -328,6 +328,10 @@ function attemptStarted(s: ProjectionState, env: ReducibleEnvelope, ti: number):
   if (d?.cliVersion !== undefined) s.view.cliVersion = d.cliVersion;
   if (d !== undefined) s.view.cwd = d.cwd;
   if (d?.model !== undefined && s.view.model === null) s.view.model = d.model;
+  // Where the attempt's CLI session's count starts: recorded when resuming, 0 for a fresh session; a
+  // resumed attempt of a log from before it was recorded is left to its first result (attemptCost).
+  const costBase = d === undefined ? undefined : (d.costBaseUsd ?? (d.resume === undefined ? 0 : undefined));
+  if (costBase !== undefined) s.cursor.costBase[`${ti}:${env.attempt}`] = costBase;
   if (!TERMINAL_TURN.has(t.status)) t.status = "running";
   refreshAccepted(s, ti);
   refreshStatus(s, ti);
@@ -374,7 +378,19 @@ function turnFinished(s: ProjectionState, env: ReducibleEnvelope, ti: number): v
   t.errorKind = a?.errorKind ?? null;
   setError(s, t.errorKind, env.seq);
   if (d?.cliSessionId !== undefined) s.view.cliSessionId = d.cliSessionId;
+  // The accepted attempt's last total is where its CLI session stands for the session's next turn.
+  const total = a === undefined ? undefined : s.cursor.costTotal[`${ti}:${a.attempt}`];
+  if (a !== undefined && a.cliSessionId !== null && total !== undefined) s.cursor.cliCostTotals[a.cliSessionId] = total;
+  forgetCosts(s, ti);
   refreshStatus(s, ti);
+}
+
+/** Drops the per-attempt cost bookkeeping of an ended turn (what its next turn needs is in cliCostTotals). */
+function forgetCosts(s: ProjectionState, ti: number): void {
+  for (const a of s.view.turns[ti]!.attempts) {
+    delete s.cursor.costBase[`${ti}:${a.attempt}`];
+    delete s.cursor.costTotal[`${ti}:${a.attempt}`];
+  }
 }
 
 function turnFailed(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
@@ -384,6 +400,7 @@ function turnFailed(s: ProjectionState, env: ReducibleEnvelope, ti: number): voi
   t.errorKind = (d?.errorKind as ErrorKind | undefined) ?? a?.errorKind ?? null;
   t.error = d === undefined ? null : { name: d.error.name, message: d.error.message };
   setError(s, t.errorKind ?? "cli_error", env.seq);
+  forgetCosts(s, ti);
   refreshStatus(s, ti);
 }
 
@@ -392,6 +409,7 @@ function turnCancelled(s: ProjectionState, env: ReducibleEnvelope, ti: number): 
   const t = s.view.turns[ti]!;
   t.status = "cancelled";
   t.endedAt = env.at;
+  forgetCosts(s, ti);
   refreshAccepted(s, ti);
   refreshStatus(s, ti);
 }
@@ -598,14 +616,12 @@ function result(s: ProjectionState, env: ReducibleEnvelope, a: AttemptView, key:
   setError(s, kind, env.seq);
   const sid = stringField(o, "session_id");
   if (sid !== undefined) s.view.cliSessionId = sid;
-  // total_cost_usd is the CLI process's running total (a run with background subagents prints two
-  // results with the same figure), so the latest replaces the attempt's; usage is per result
-  // (measured: the second result of that run reports its own smaller usage), so it adds up.
-  const cost = numberField(o, "total_cost_usd");
-  if (cost !== undefined) {
-    s.view.costUsd += cost - a.costUsd;
-    a.costUsd = cost;
-  }
+  // total_cost_usd is the CLI session's running total (a run with background subagents prints two
+  // results with the same figure; a resumed session goes on from its earlier turns), so the latest
+  // replaces the attempt's total; usage is per result (measured: the second result of that run
+  // reports its own smaller usage, each turn of a resumed session its own), so it adds up.
+  const total = numberField(o, "total_cost_usd");
+  if (total !== undefined) attemptCost(s, key, a, sid, total);
   const u = objField(o, "usage");
   if (u !== undefined) {
     for (const t of [a.tokens, s.view.tokens]) {
@@ -629,6 +645,17 @@ function result(s: ProjectionState, env: ReducibleEnvelope, a: AttemptView, key:
       });
     }
   }
+}
+
+/** Sets the attempt's cost from its latest running total: the rise over where its CLI session stood before it. */
+function attemptCost(s: ProjectionState, key: string, a: AttemptView, cliSessionId: string | undefined, total: number): void {
+  const c = s.cursor;
+  // Known from attempt.started, or else where the session's last finished turn left this CLI session (0 if new).
+  const base = (c.costBase[key] ??= (cliSessionId === undefined ? undefined : c.cliCostTotals[cliSessionId]) ?? 0);
+  c.costTotal[key] = total;
+  const cost = costAdded(base, total);
+  s.view.costUsd += cost - a.costUsd;
+  a.costUsd = cost;
 }
 
 function system(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, o: Obj): void {

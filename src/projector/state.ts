@@ -4,7 +4,7 @@
 import type { ErrorKind } from "../protocol/index.ts";
 
 /** Bump when the state's shape or the reducer's semantics change: the projector rebuilds into new keys. */
-export const STATE_VERSION = 2;
+export const STATE_VERSION = 3;
 
 export type TurnStatus = "queued" | "running" | "finished" | "failed" | "cancelled";
 export type SessionStatus = "new" | TurnStatus;
@@ -31,6 +31,7 @@ export interface AttemptView {
   /** Kind of its last `result` line (`no_result` until one arrives). */
   errorKind: ErrorKind;
   results: number;
+  /** What the attempt cost: the rise of its CLI session's running total over where it stood before (costAdded). */
   costUsd: number;
   tokens: Tokens;
   lines: number;
@@ -208,6 +209,15 @@ export interface Cursor {
   /** Per `<turnIndex>:<attempt>`: indexes into decisions.outcomes / decisions.requests (to mark them abandoned). */
   attemptOutcomes: Record<string, number[]>;
   attemptRequests: Record<string, number[]>;
+  /**
+   * Per `<turnIndex>:<attempt>` of turns not yet ended: the running total its CLI session stood at
+   * before it (attempt.started `costBaseUsd`, else `cliCostTotals`), and the last total its results
+   * reported. An attempt's cost is the rise (costAdded).
+   */
+  costBase: Record<string, number>;
+  costTotal: Record<string, number>;
+  /** CLI session id → the running total it had reported when its latest turn finished. */
+  cliCostTotals: Record<string, number>;
 }
 
 export interface ProjectionState {
@@ -252,7 +262,19 @@ export function initialState(): ProjectionState {
     transcript: { turns: [] },
     decisions: { outcomes: [], requests: [], pending: [], rules: [], unmatchedDecisions: 0 },
     carried: { kinds: {}, lineTypes: {}, malformed: {}, recent: [], total: 0 },
-    cursor: { toolPaths: {}, synthetic: {}, turnIndex: {}, requestIndex: {}, outcomeKeys: {}, active: [], attemptOutcomes: {}, attemptRequests: {} },
+    cursor: {
+      toolPaths: {},
+      synthetic: {},
+      turnIndex: {},
+      requestIndex: {},
+      outcomeKeys: {},
+      active: [],
+      attemptOutcomes: {},
+      attemptRequests: {},
+      costBase: {},
+      costTotal: {},
+      cliCostTotals: {},
+    },
   };
 }
 

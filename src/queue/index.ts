@@ -17,6 +17,7 @@ export {
   type WaitOptions,
 } from "./producer.ts";
 export {
+  cwdProblem,
   enqueueInputSchema,
   envOverlaySchema,
   isSecretName,

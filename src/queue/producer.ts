@@ -18,6 +18,7 @@ import { firstRefusedEnvName, jobEnvPolicyFrom, type JobEnvPolicy } from "./env-
 // Compiled once: the allow-list of a producer given no env options.
 const DEFAULT_ENV_POLICY = jobEnvPolicyFrom({});
 import {
+  cwdProblem,
   enqueueInputSchema,
   JOB_VERSION,
   parseOrThrow,
@@ -46,6 +47,12 @@ export interface QueueConfig {
   jobEnvAllow?: readonly string[];
   /** Names added to `jobEnvAllow` or to its default (the workers' TURNSTREAM_ALLOW_ENV). */
   allowEnv?: readonly string[];
+  /**
+   * Refuse at enqueue a cwd that does not exist or is not a directory on this host: for a producer
+   * that shares the workers' filesystem. Off by default, since a producer usually runs elsewhere;
+   * workers check every turn's cwd before they start its CLI either way.
+   */
+  checkCwd?: boolean | undefined;
 }
 
 export interface EnqueueResult {
@@ -72,6 +79,8 @@ export interface TurnResult {
   resultText: string | undefined;
   cliSessionId: string | undefined;
   errorKind: string | undefined;
+  /** A failed turn's error message (turn.failed, scrubbed by the worker). */
+  error: string | undefined;
 }
 
 export interface WaitOptions {
@@ -231,6 +240,13 @@ export function checkEnqueue(input: EnqueueInput, envPolicy: JobEnvPolicy = DEFA
   return { req, prompt, session, turn, options };
 }
 
+/** Refuses a cwd that is not a directory on this host (QueueConfig.checkCwd), naming it. */
+function refuseBadCwd(cwd: string): void {
+  const problem = cwdProblem(cwd);
+  if (problem === undefined) return;
+  throw new InvalidTurnError("cwd", `${JSON.stringify(cwd)} ${problem} on this host; enqueue the turn with an existing directory`);
+}
+
 /** The turn.queued event's data: the rendered prompt, and of the env overlay only its names. */
 function queuedEventData({ req, prompt, options }: CheckedEnqueue, traceparent: string | undefined): TurnQueuedData {
   const queued: TurnQueuedData = { prompt, cwd: req.cwd };
@@ -292,6 +308,7 @@ class TurnResultReader {
       resultText: finished?.resultText ?? this.#resultTexts.get(attempt),
       cliSessionId: finished?.cliSessionId,
       errorKind: failed?.errorKind,
+      error: failed?.error.message,
     };
   }
 }
@@ -331,11 +348,13 @@ class TurnProducer implements Producer {
   readonly #redis: RedisClient;
   readonly #queuePrefix: string;
   readonly #envPolicy: JobEnvPolicy;
+  readonly #checkCwd: boolean;
   readonly #followers: SessionFollowers;
   readonly #recent = new RecentTurns();
 
   constructor(config: QueueConfig) {
     this.#envPolicy = jobEnvPolicyFrom(config);
+    this.#checkCwd = config.checkCwd === true;
     const logPrefix = config.logPrefix ?? DEFAULT_PREFIX;
     this.#redis = config.redis;
     this.log = createEventLog({ redis: config.redis, prefix: logPrefix, logger: config.logger });
@@ -347,6 +366,7 @@ class TurnProducer implements Producer {
 
   async enqueueTurn(input: EnqueueInput): Promise<EnqueueResult> {
     const checked = checkEnqueue(input, this.#envPolicy);
+    if (this.#checkCwd) refuseBadCwd(checked.req.cwd);
     const { session, turn } = checked;
     const traceparent = activeTraceparent();
     const { created, warm } = await this.order.register(session, turn, checked.req.onLostSession, checked.options.warm);

@@ -1,6 +1,7 @@
 // The turn job schema (zod): what a producer may ask for and what a job record holds. Job records
 // hold no secret values: an env variable whose name looks secret must be a reference
 // `{ fromEnv: "NAME" }`, resolved from the worker's own environment when the turn runs.
+import { statSync } from "node:fs";
 import { z } from "zod";
 import { SESSION_ID_PATTERN } from "../log/index.ts";
 import { secretShapeIn } from "../telemetry/patterns.ts";
@@ -56,6 +57,22 @@ export const envOverlaySchema = z
   });
 
 const absolutePath = z.string().min(1).max(4096).refine((p) => p.startsWith("/"), "must be an absolute path");
+
+/**
+ * Why `cwd` cannot be a turn's working directory on this host: it does not exist or is not a
+ * directory. Undefined when it is one, and when that cannot be told (a permission error is the
+ * host's to report, not the caller's mistake). A relative path never gets here: the schemas refuse it.
+ */
+export function cwdProblem(cwd: string): string | undefined {
+  try {
+    return statSync(cwd).isDirectory() ? undefined : "is not a directory";
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return "does not exist";
+    if (code === "ENOTDIR") return "is not a directory (a part of the path is a file)";
+    return undefined;
+  }
+}
 const skillName = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, "must be letters, digits, . _ - starting with a letter or digit")

@@ -2,7 +2,8 @@
 // started but never ended (their worker died), and the transcript for a replay. Backward scans read
 // the stream's stored envelope (`e`, see src/log/README.md) for kind/turn/attempt only, and decode
 // the one event they need through the log's own reader.
-import { renderText } from "../protocol/index.ts";
+import { isKnown, parseLine, renderText } from "../protocol/index.ts";
+import { numberField, stringField } from "../kernel/index.ts";
 import { dataOf, isTerminalKind } from "../events/index.ts";
 import { storedEnvelope, storedHead, type Envelope, type EventLog, type SnapshotRef } from "../log/index.ts";
 import { assembleSnapshot, type Snapshot, type SnapshotCache } from "./snapshots.ts";
@@ -42,9 +43,9 @@ function headOf(seq: number, env: string | undefined): Head | undefined {
   }
 }
 
-async function* backwards(log: EventLog, session: string, limit = 200_000): AsyncGenerator<Head> {
+async function* backwards(log: EventLog, session: string, limit = 200_000, atOrBefore?: number): AsyncGenerator<Head> {
   const key = log.keys(session).events;
-  let end = "+";
+  let end = atOrBefore === undefined ? "+" : `0-${atOrBefore}`;
   let seen = 0;
   for (let size = FIRST_PAGE; ; size = Math.min(MAX_PAGE, size * 4)) {
     const page = (await log.redis.xrevrange(key, end, "-", "COUNT", size)) as [string, string[]][];
@@ -93,6 +94,44 @@ export async function lastCliSessionId(log: EventLog, session: string): Promise<
     }
   }
   return undefined;
+}
+
+/**
+ * The cwd of the attempt that wrote the event at `seq` (its attempt.started, else its turn's
+ * turn.queued): for a snapshot from before snapshots recorded their cwd. Undefined when neither is found.
+ */
+export async function writerCwd(log: EventLog, session: string, seq: number): Promise<string | undefined> {
+  let writer: { turn: string; attempt: number } | undefined;
+  for await (const h of backwards(log, session, 20_000, seq)) {
+    writer ??= { turn: h.turn, attempt: h.attempt };
+    if (h.turn !== writer.turn) continue; // unfenced events of other turns may sit in between
+    if (h.kind === "attempt.started" && h.attempt === writer.attempt) return (await eventAt(log, session, h.seq, "attempt.started"))?.cwd;
+    if (h.kind === "turn.queued") return (await eventAt(log, session, h.seq, "turn.queued"))?.cwd;
+  }
+  return undefined;
+}
+
+async function eventAt<K extends "attempt.started" | "turn.queued">(log: EventLog, session: string, seq: number, kind: K) {
+  for await (const ev of log.read(session, { fromSeq: seq, toSeq: seq })) return ev.kind === kind ? dataOf(kind, ev.data) : undefined;
+  return undefined;
+}
+
+// A run's last result line sits a few events before its snapshot (then cli.exit; stderr may come between).
+const RESULT_LOOKBACK = 16;
+
+/**
+ * The running total (`total_cost_usd`) CLI session `cliSessionId` reported last before the event at
+ * `seq`: for a snapshot from before snapshots recorded it. Undefined when no such result is near.
+ */
+export async function reportedTotalBefore(log: EventLog, session: string, seq: number, cliSessionId: string): Promise<number | undefined> {
+  let total: number | undefined;
+  for await (const ev of log.read(session, { fromSeq: Math.max(1, seq - RESULT_LOOKBACK), toSeq: seq })) {
+    const raw = ev.kind === "cli.line" ? dataOf("cli.line", ev.data)?.raw : undefined;
+    const line = raw === undefined ? undefined : parseLine(raw);
+    if (line === undefined || !isKnown(line, "result") || stringField(line.line, "session_id") !== cliSessionId) continue;
+    total = numberField(line.line, "total_cost_usd") ?? total;
+  }
+  return total;
 }
 
 /**

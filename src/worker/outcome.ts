@@ -1,9 +1,9 @@
 // How an attempt whose CLI ran ends: the verdict (a pure function of what happened), then the events
 // that record it. Finished: the session snapshot, session.replayed when the run replayed a lost
-// session, turn.finished. A lost session: replay it once when the session allows, else fail. A
+// session or left its CLI session behind in another cwd, turn.finished (with what the turn cost). A lost session: replay it once when the session allows, else fail. A
 // retryable failure below the attempt limit: abandon the attempt and retry later. Else: turn.failed.
 import type { TurnOutcome } from "../cli/index.ts";
-import type { SessionReplayedData, SessionSnapshotData, TurnFinishedData } from "../events/index.ts";
+import { costAdded, type SessionReplayedData, type SessionSnapshotData, type TurnFinishedData } from "../events/index.ts";
 import { retryHints } from "../protocol/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
@@ -128,18 +128,13 @@ async function claimWarmOwner(deps: ExecuteDeps, job: TurnJob): Promise<void> {
 
 async function finishTurn(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, run: PreparedRun, outcome: TurnOutcome, replay: Replay | undefined): Promise<AttemptEnd> {
   const cliSessionId = outcome.sessionId;
-  const written = await writeSnapshot(events, run, outcome);
-  if (replay !== undefined) {
-    const r: SessionReplayedData = { by: "worker", reason: "lost_session", turns: run.replayedTurns };
-    if (replay.previous !== undefined) r.previousCliSessionId = replay.previous;
-    if (cliSessionId !== undefined) r.cliSessionId = cliSessionId;
-    await events.write("session.replayed", r);
-    deps.logger.warn({ session: job.session, turn: job.turn, turns: run.replayedTurns }, "CLI session was lost; started a fresh one carrying the transcript from the log");
-  }
+  const total = outcome.result["total_cost_usd"];
+  const costTotalUsd = typeof total === "number" && total >= 0 ? total : undefined;
+  const written = await writeSnapshot(events, job, run, outcome, costTotalUsd);
+  await writeReplaced(deps, job, events, run, replay, cliSessionId);
   const fin: TurnFinishedData = { attempt: events.attempt, durationMs: outcome.durationMs };
   if (cliSessionId !== undefined) fin.cliSessionId = cliSessionId;
-  const cost = outcome.result["total_cost_usd"];
-  if (typeof cost === "number") fin.costUsd = cost;
+  if (costTotalUsd !== undefined) fin.costUsd = costAdded(run.costBaseUsd ?? 0, costTotalUsd);
   // Plain text, not a JSON line: the run's full scrubber, like stderr and error messages.
   if (outcome.resultText !== undefined) fin.resultText = deps.settings.keepRawLines ? outcome.resultText : events.scrubMessage(outcome.resultText);
   const warm = written !== undefined && ctl.warm?.viaProcess === true && ctl.warm.process?.alive === true ? ctl.warm : undefined;
@@ -152,22 +147,43 @@ async function finishTurn(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, 
   return { kind: "finished", attempt: events.attempt, cliSessionId };
 }
 
+/** session.replayed when the run started a fresh CLI session in place of the session's: it was lost, or its cwd changed. */
+async function writeReplaced(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents, run: PreparedRun, replay: Replay | undefined, cliSessionId: string | undefined): Promise<void> {
+  const why = replay !== undefined ? { reason: "lost_session", previous: replay.previous } : run.fresh;
+  if (why === undefined) return;
+  const r: SessionReplayedData = { by: "worker", reason: why.reason, turns: run.replayedTurns };
+  if (why.previous !== undefined) r.previousCliSessionId = why.previous;
+  if (cliSessionId !== undefined) r.cliSessionId = cliSessionId;
+  await events.write("session.replayed", r);
+  const { session, turn } = job;
+  if (replay !== undefined) deps.logger.warn({ session, turn, turns: run.replayedTurns }, "CLI session was lost; started a fresh one carrying the transcript from the log");
+  else deps.logger.info({ session, turn, previous: why.previous }, "the turn's cwd differs from the one its CLI session ran in; started a fresh CLI session");
+}
+
 /**
  * The snapshot step: the session file the run left, as session.snapshot (a delta over the restored
  * snapshot when it extends it). Scrubbed like the lines (it is JSONL holding every tool result of the
  * session, and the patterns keep each line valid), so a resumed session shows the model the markers
  * where secrets were. A file with nothing to scrub keeps its exact bytes.
  */
-async function writeSnapshot(events: AttemptEvents, run: PreparedRun, outcome: TurnOutcome): Promise<{ at: string; snapshot: Snapshot } | undefined> {
+async function writeSnapshot(
+  events: AttemptEvents,
+  job: TurnJob,
+  run: PreparedRun,
+  outcome: TurnOutcome,
+  costTotalUsd: number | undefined,
+): Promise<{ at: string; snapshot: Snapshot } | undefined> {
   const cliSessionId = outcome.sessionId;
   if (outcome.sessionFile === undefined || cliSessionId === undefined) return undefined;
   const file = scrubbedSessionFile(outcome.sessionFile, run.lines);
   const restored = run.resume === run.snapshot?.cliSessionId ? run.snapshot : undefined;
   const rec = snapshotRecord(file, cliSessionId, restored);
-  const data: SessionSnapshotData = rec.data;
+  const data: SessionSnapshotData = { ...rec.data, cwd: job.cwd };
+  if (costTotalUsd !== undefined) data.costTotalUsd = costTotalUsd;
   const at = new Date().toISOString();
   await events.write("session.snapshot", data, { at });
-  return { at, snapshot: { seq: 0, cliSessionId, bytes: file, depth: data.depth ?? 0, hash: rec.hash } };
+  const snapshot: Snapshot = { seq: 0, cliSessionId, bytes: file, depth: data.depth ?? 0, hash: rec.hash, cwd: job.cwd, costTotalUsd };
+  return { at, snapshot };
 }
 
 function scrubbedSessionFile(file: Buffer, lines: PreparedRun["lines"]): Buffer {

@@ -1,21 +1,23 @@
 // Everything an attempt does before its CLI starts: the checks a job cannot pass by itself (attempt
-// limit, workspace roots, env overlay, workspace trust), the run's env and scrubbers, which CLI
-// session to resume (the latest snapshot's) or the transcript to replay, attempt.started, and for a
+// limit, workspace roots, the cwd itself, env overlay, workspace trust), the run's env and scrubbers,
+// which CLI session to resume (the latest snapshot's unless the cwd changed: resume.ts) or the
+// transcript to replay, attempt.started, and for a
 // supervised turn its hook wiring. A check that fails ends the attempt with turn.failed.
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
 import type { AttemptStartedData } from "../events/index.ts";
 import type { EventLog } from "../log/index.ts";
-import type { TurnJob } from "../queue/index.ts";
+import { cwdProblem, type TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
 import { jobOptionsRefusal } from "./job-options.ts";
-import { lastCliSessionId, rebuildTranscript } from "./log-scan.ts";
+import { rebuildTranscript } from "./log-scan.ts";
+import { planResume, REPLAY_PLAN, resumedCostBase, type ResumePlan } from "./resume.ts";
 import { resolveEnv, runScrubbers, type RunEnv } from "./run-env.ts";
 import { runTurnOptions } from "./run-cli.ts";
 import type { WarmUse } from "./warm.ts";
 import type { Snapshot } from "./snapshots.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay } from "./types.ts";
-import { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
+import { BadCwdError, underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
 
 // attempt.started waits this long at most for the CLI's first line to share its append: one round
 // trip fewer per turn, and live followers see the attempt start when its first output does. A worker
@@ -34,6 +36,10 @@ export interface PreparedRun {
   resume: string | undefined;
   /** The snapshot this run restores (its file is restored when `resume` is its session). */
   snapshot: Snapshot | undefined;
+  /** Where the resumed CLI session's running total stands as this run starts: its results count from it (resume.ts). */
+  costBaseUsd: number | undefined;
+  /** Set when the session had a CLI session this run does not continue, and why. */
+  fresh: ResumePlan["fresh"];
   /** Turns whose transcript a replay carries. */
   replayedTurns: number;
   supervised: SupervisedRun | undefined;
@@ -59,12 +65,12 @@ export async function prepareAttempt(
   }
   const scrubbers = runScrubbers(deps, runEnv);
   events.useScrubber(scrubbers.scrubber);
-  const snapshot = await snapshotRead;
-  const resume = replay === undefined ? (snapshot?.cliSessionId ?? (await lastCliSessionId(deps.log, job.session))) : undefined;
+  const plan = replay === undefined ? await planResume(deps.log, job, await snapshotRead) : REPLAY_PLAN;
   const { prompt, replayedTurns } = replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(deps.log, job);
-  const provisional = { env: runEnv.env, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: undefined };
-  ctl.warm = warmUse(deps, job, ctl, events, provisional);
-  await writeAttemptStarted(deps, job, events, resume, snapshot, ctl.warm);
+  const run: PreparedRun = { env: runEnv.env, lines: scrubbers.lines, prompt, ...plan, costBaseUsd: undefined, replayedTurns, supervised: undefined };
+  ctl.warm = warmUse(deps, job, ctl, events, run);
+  run.costBaseUsd = await resumedCostBase(deps.log, job.session, plan, ctl.warm?.label === "warm");
+  await writeAttemptStarted(deps, job, events, run, ctl.warm);
   if (ctl.reason !== undefined) return { end: await events.stopped() };
   if (job.options.trustWorkspace === true && deps.settings.workspaceTrust !== "job") {
     const why = "the turn asks to trust its workspace, which this worker does not allow; set TURNSTREAM_WORKSPACE_TRUST=job on the worker, or drop trustWorkspace";
@@ -74,7 +80,7 @@ export async function prepareAttempt(
   if (optionsRefused !== undefined) return { end: await events.fail("bad_options", optionsRefused.name, optionsRefused.message) };
   const supervision = job.options.supervised === true ? await supervise(deps, job, events) : undefined;
   if (supervision !== undefined && "failed" in supervision) return { end: await events.fail("bad_options", "SupervisedUnavailable", supervision.failed) };
-  return { run: { env: runEnv.env, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: supervision?.run } };
+  return { run: { ...run, supervised: supervision?.run } };
 }
 
 /** Why the turn cannot run on this worker at all, before anything is resolved. */
@@ -85,6 +91,11 @@ function refusal(deps: ExecuteDeps, job: TurnJob, attempt: number): { errorKind:
   }
   if (!underRoots(job.cwd, workspaceRoots)) {
     const e = new WorkspaceNotAllowedError(workspaceRoots);
+    return { errorKind: e.kind, name: e.name, message: e.message };
+  }
+  const problem = cwdProblem(job.cwd);
+  if (problem !== undefined) {
+    const e = new BadCwdError(job.cwd, problem, deps.settings.workerId);
     return { errorKind: e.kind, name: e.name, message: e.message };
   }
   return undefined;
@@ -108,20 +119,15 @@ function warmUse(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: A
   return deps.warm.choose(job, runTurnOptions(deps, job, ctl, events, run), events.lastSnapshot);
 }
 
-async function writeAttemptStarted(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  events: AttemptEvents,
-  resume: string | undefined,
-  snapshot: Snapshot | undefined,
-  warm: WarmUse | undefined,
-): Promise<void> {
+async function writeAttemptStarted(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents, run: PreparedRun, warm: WarmUse | undefined): Promise<void> {
   const started: AttemptStartedData = { worker: deps.settings.workerId, attempt: events.attempt, cwd: job.cwd };
   if (job.options.model !== undefined) started.model = job.options.model;
   const cliVersion = await deps.cliVersion();
   if (cliVersion !== undefined) started.cliVersion = cliVersion;
-  if (resume !== undefined) started.resume = resume;
-  if (snapshot !== undefined) started.snapshotSeq = snapshot.seq;
+  if (run.resume !== undefined) started.resume = run.resume;
+  if (run.snapshot !== undefined) started.snapshotSeq = run.snapshot.seq;
+  if (run.costBaseUsd !== undefined) started.costBaseUsd = run.costBaseUsd;
+  if (run.fresh !== undefined) started.freshReason = run.fresh.reason;
   if (job.traceparent !== undefined) started.traceparent = job.traceparent;
   if (events.trace !== undefined) started.trace = events.trace;
   if (warm !== undefined) started.warm = warm.label;

@@ -21,6 +21,10 @@ export interface Snapshot {
   bytes: Buffer;
   /** Deltas between this snapshot and the last whole one (0: it is whole). */
   depth: number;
+  /** The cwd the CLI ran in (undefined in logs from before it was recorded). */
+  cwd?: string | undefined;
+  /** The CLI session's running total as of this file (undefined in logs from before it was recorded). */
+  costTotalUsd?: number | undefined;
   /**
    * sha256 fed with `bytes` and never finalised (use copies): the next snapshot's hash then costs
    * only its appended bytes, not the whole file again.
@@ -132,5 +136,33 @@ export async function assembleSnapshot(log: EventLog, session: string, seq: numb
   const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts.reverse());
   const hash = createHash("sha256").update(bytes);
   if (bytes.length !== top.bytes || hash.copy().digest("hex") !== top.sha256) return undefined;
-  return { seq, cliSessionId: top.cliSessionId, bytes, depth: typeof top.depth === "number" ? top.depth : 0, hash };
+  const depth = typeof top.depth === "number" ? top.depth : 0;
+  const cwd = typeof top.cwd === "string" ? top.cwd : undefined;
+  const costTotalUsd = typeof top.costTotalUsd === "number" && top.costTotalUsd >= 0 ? top.costTotalUsd : undefined;
+  return { seq, cliSessionId: top.cliSessionId, bytes, depth, hash, cwd, costTotalUsd };
+}
+
+const COST_STATE = Buffer.from('"type":"cost-state"');
+
+/**
+ * The running total a CLI started with `--resume` on this session file goes on from: the CLI writes
+ * its session's cost (a `cost-state` line) into the file when its process exits, and restores the
+ * last one on resume (measured with CLI 2.1.332). A file saved while its process lived on (a warm
+ * turn) has none for its latest turns, and the CLI then counts from the last one it has, or from 0.
+ */
+export function restoredCostTotal(file: Buffer, cliSessionId: string): number {
+  for (let at = file.lastIndexOf(COST_STATE); at >= 0; at = at === 0 ? -1 : file.lastIndexOf(COST_STATE, at - 1)) {
+    const start = file.lastIndexOf(0x0a, at) + 1;
+    const nl = file.indexOf(0x0a, at);
+    let rec: unknown;
+    try {
+      rec = JSON.parse(file.subarray(start, nl < 0 ? file.length : nl).toString("utf8"));
+    } catch {
+      continue; // a broken line says nothing
+    }
+    const r = rec as { type?: unknown; sessionId?: unknown; totalCostUSD?: unknown };
+    if (r.type !== "cost-state" || r.sessionId !== cliSessionId) continue;
+    return typeof r.totalCostUSD === "number" && r.totalCostUSD >= 0 ? r.totalCostUSD : 0;
+  }
+  return 0;
 }

@@ -1,5 +1,8 @@
 // A turn's cwd must lie under one of the worker's workspace roots (symlinks resolved), or the turn
-// fails without retry: a producer must not point a CLI with tool access anywhere on the machine.
+// fails without retry: a producer must not point a CLI with tool access anywhere on the machine. It
+// must also be a directory that exists: a job whose cwd is missing can never run, so it is the
+// caller's mistake (usage), not a failure worth retrying. The roots are checked first, so a producer
+// cannot learn through the error kind which paths exist outside them.
 import { realpathSync } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
 
@@ -28,5 +31,16 @@ export class WorkspaceNotAllowedError extends Error {
   constructor(roots: readonly string[]) {
     super(`the turn's cwd is outside this worker's workspace roots (${roots.join(", ")}); enqueue it with a cwd under one of them or add its root to TURNSTREAM_WORKSPACE_ROOTS`);
     this.roots = roots;
+  }
+}
+
+export class BadCwdError extends Error {
+  override readonly name = "BadCwdError";
+  readonly kind = "bad_cwd";
+  readonly retryable = false;
+  readonly cwd: string;
+  constructor(cwd: string, problem: string, workerId: string) {
+    super(`the turn's cwd ${JSON.stringify(cwd)} ${problem} on worker ${workerId}; enqueue it with an existing directory under the worker's workspace roots`);
+    this.cwd = cwd;
   }
 }

@@ -64,7 +64,7 @@ test("plain reply: session view from init and result, prompt and reply in the tr
   assert.equal(msgs[1]!.role, "assistant");
 });
 
-test("resumed session: two turns on one CLI session, costs add up", () => {
+test("resumed session: two turns on one CLI session, each costs what it added to the session's running total", () => {
   const envs = fixtureLog("resumed-session");
   const s = fold(envs);
   const results = lineObjs(envs).filter((o) => o["type"] === "result");
@@ -73,7 +73,13 @@ test("resumed session: two turns on one CLI session, costs add up", () => {
   const sids = s.view.turns.map((t) => t.attempts[0]!.cliSessionId);
   assert.equal(sids[0], sids[1], "the resumed turn continues the same CLI session");
   assert.equal(s.view.cliSessionId, sids[0]);
-  assert.equal(s.view.costUsd, results.reduce((n, r) => n + (r["total_cost_usd"] as number), 0));
+  // total_cost_usd of a resumed CLI session is its running total: the session spent the last one.
+  const totals = results.map((r) => r["total_cost_usd"] as number);
+  assert.ok(totals[1]! > totals[0]!, "the fixture's second result reads the running total");
+  assert.ok(Math.abs(s.view.costUsd - totals.at(-1)!) < 1e-12, `${s.view.costUsd} vs ${totals.at(-1)}`);
+  // Independently: the CLI's own per-result figure (model_usage_since_last_result).
+  const own = results.map((r) => Object.values(r["model_usage_since_last_result"] as Record<string, Obj>).reduce((n, m) => n + (m["costUSD"] as number), 0));
+  assert.deepEqual(s.view.turns.map((t) => Number(t.attempts[0]!.costUsd.toFixed(12))), own.map((c) => Number(c.toFixed(12))));
   assert.equal(s.transcript.turns.length, 2);
   assert.ok(s.transcript.turns.every((t) => t.prompt !== null));
   assert.equal(toMessages(s).filter((m) => m.role === "user").length, 2);
@@ -112,6 +118,17 @@ test("crash-retried attempt: abandoned output kept apart and marked, never mixed
   assert.ok(text.includes("[abandoned attempt 1: superseded]"));
   // Cost: only the attempts that printed a result cost anything here.
   assert.equal(s.view.costUsd, t1!.attempts[1]!.costUsd + t2!.attempts[1]!.costUsd);
+});
+
+test("a log written before attempt.started recorded costBaseUsd: each turn counts from where its CLI session's last finished turn left it", () => {
+  const envs = fixtureLog("today-session");
+  assert.ok(!envs.some((e) => e.kind === "attempt.started" && "costBaseUsd" in (e.data as Obj)), "a log from before");
+  const s = fold(envs);
+  const results = lineObjs(envs).filter((o) => o["type"] === "result");
+  assert.equal(results.length, s.view.turns.length);
+  const own = results.map((r) => Object.values(r["model_usage_since_last_result"] as Record<string, Obj>).reduce((n, m) => n + (m["costUSD"] as number), 0));
+  s.view.turns.forEach((t, i) => assert.ok(Math.abs(t.attempts[0]!.costUsd - own[i]!) < 1e-12, `turn ${i + 1}: ${t.attempts[0]!.costUsd} vs ${own[i]}`));
+  assert.ok(Math.abs(s.view.costUsd - (results.at(-1)!["total_cost_usd"] as number)) < 1e-12);
 });
 
 test("background subagent: its work nests under the Agent call; two results in one attempt", () => {

@@ -23,7 +23,7 @@ import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "enqueue a turn (--wait: follow it live and exit with its outcome)";
 
-const usage = `usage: turnstream run [--session S] [--cwd DIR] [--wait] [--json] [--supervised] [--model M] [--max-turns N]
+const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--wait] [--json] [--supervised] [--model M] [--max-turns N]
                       [--allowed-tools A,B] [--idempotency-key K] [--var key=value …]
                       [--timeout D] [--turn-timeout D] [--start-timeout D] [--prefix P] [--queue-prefix Q] [--queue NAME]
                       [--] PROMPT | --prompt-file FILE | (prompt on stdin)
@@ -34,6 +34,8 @@ const usage = `usage: turnstream run [--session S] [--cwd DIR] [--wait] [--json]
   --timeout-ms MS    the same as --timeout, kept for existing scripts
   --turn-timeout D   the worker ends the turn itself after D (its timeoutMs)
   --start-timeout D  exit 3 (and cancel the turn) when no worker has taken it within D
+  --check-cwd        refuse (exit 2) a cwd that is not a directory here, for a host that shares the workers'
+                     files; workers refuse such a turn anyway (failed, bad_cwd, exit 2)
   --supervised       each risky tool call waits for \`turnstream decide\` (or a trust rule); see \`turnstream pending\`
 ${QUEUE_FLAGS_USAGE}A prompt given after -- is visible to other local users in the process list while this command runs;
 prefer --prompt-file or stdin for anything sensitive.
@@ -42,6 +44,7 @@ prefer --prompt-file or stdin for anything sensitive.
 const options = {
   session: { type: "string" },
   cwd: { type: "string" },
+  "check-cwd": { type: "boolean" },
   wait: { type: "boolean" },
   supervised: { type: "boolean" },
   json: { type: "boolean" },
@@ -191,7 +194,8 @@ function reportResult(result: TurnResult, v: RunValues, scrub: Scrub): number {
   const outcome = outcomeOfTurn(result.status, result.errorKind);
   if (!v.json && result.resultText !== undefined) process.stdout.write(scrub(`result (${result.status}): ${result.resultText}\n`));
   const { event: _event, ...fields } = result;
-  const said = result.status === "finished" ? undefined : `turn ${result.turn} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}: ${outcome}`;
+  const why = result.error === undefined ? "" : ` (${result.error})`;
+  const said = result.status === "finished" ? undefined : `turn ${result.turn} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}: ${outcome}${why}`;
   return report(v.json, scrub, outcome, fields, said);
 }
 
@@ -235,7 +239,7 @@ async function enqueueAndFollow(args: RunArgs, scrub: Scrub): Promise<number> {
   const timeouts = timeoutsOf(v);
   const input = enqueueInput(v, await readPrompt(args), timeouts);
   const redis = await connectForCommand();
-  const producer = createProducer({ redis, ...queueConfigOf(v) });
+  const producer = createProducer({ redis, ...queueConfigOf(v), checkCwd: v["check-cwd"] });
   try {
     const queued = await producer.enqueueTurn(input);
     if (v.wait) return await followToEnd(producer, queued, v, timeouts, scrub);

@@ -206,8 +206,10 @@ export class AttemptSpans implements AttemptObserver {
   }
 
   #onStarted(data: unknown): void {
+    const started = dataOf("attempt.started", data);
+    this.#results.costBaseUsd = started?.costBaseUsd ?? 0;
     if (this.#requestModel !== undefined) return;
-    this.#requestModel = dataOf("attempt.started", data)?.model;
+    this.#requestModel = started?.model;
     this.#setRoot(GENAI.requestModel, this.#requestModel);
   }
 

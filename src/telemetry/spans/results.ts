@@ -2,6 +2,7 @@
 // reasons, permission denials, and the error text its status takes if the attempt fails. A run with
 // background subagents prints several results; each updates the figures.
 import type { Attributes, Span } from "@opentelemetry/api";
+import { costAdded } from "../../events/index.ts";
 import { isObj, numberField, objField, stringField, type Obj } from "../../kernel/index.ts";
 import { GENAI } from "./names.ts";
 import type { SpanText } from "./span-text.ts";
@@ -25,6 +26,8 @@ export class ResultAccounting {
   #processTokens: TokenCounts | undefined;
   /** From `usage`: each result's main loop only, so summed; the fallback when no modelUsage came. */
   #summedTokens: TokenCounts | undefined;
+  /** Where the CLI session's running total stood before the attempt (attempt.started `costBaseUsd`). */
+  costBaseUsd = 0;
 
   constructor(root: Span, text: SpanText, captureContent: boolean) {
     this.#root = root;
@@ -47,7 +50,7 @@ export class ResultAccounting {
     this.#count++;
     this.#root.setAttribute("turnstream.result_count", this.#count);
     this.#addTokens(line);
-    this.#root.setAttributes(resultFigures(line));
+    this.#root.setAttributes(resultFigures(line, this.costBaseUsd));
     for (const denial of Array.isArray(line["permission_denials"]) ? line["permission_denials"] : []) {
       if (isObj(denial)) this.#root.addEvent("permission_denial", this.#denialAttributes(denial), at);
     }
@@ -112,10 +115,11 @@ function modelUsageTokens(modelUsage: Obj | undefined): TokenCounts | undefined 
 }
 
 /** Cost, turns, stop and terminal reasons, and the API's error status, as far as the result has them. */
-function resultFigures(line: Obj): Attributes {
+function resultFigures(line: Obj, costBaseUsd: number): Attributes {
   const attributes: Attributes = {};
-  const cost = numberField(line, "total_cost_usd");
-  if (cost !== undefined) attributes["turnstream.cost.usd"] = cost;
+  // The attempt's own cost: total_cost_usd is the CLI session's running total.
+  const total = numberField(line, "total_cost_usd");
+  if (total !== undefined) attributes["turnstream.cost.usd"] = costAdded(costBaseUsd, total);
   const turns = numberField(line, "num_turns");
   if (turns !== undefined) attributes["turnstream.num_turns"] = turns;
   const stop = stringField(line, "stop_reason");
