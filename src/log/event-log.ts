@@ -17,11 +17,14 @@ import type { RedisClient } from "./redis.ts";
 import { logScripts, type LogScripts } from "./scripts.ts";
 import { storedEnvelope, storedHead } from "./stored-head.ts";
 
-export type AppendOutcome = "appended" | "duplicate" | "fenced" | "conflict";
+export type AppendOutcome = "appended" | "duplicate" | "fenced" | "conflict" | "rolled_back";
 
 export interface AppendResult {
   outcome: AppendOutcome;
-  /** appended: seq of the batch's last event; duplicate: seq after the writer's latest batch; else the log's last seq. */
+  /**
+   * appended: seq of the batch's last event; duplicate: seq after the writer's latest batch; else the
+   * log's last seq (rolled_back: the real head, below what the writer was acknowledged).
+   */
   lastSeq: number;
   /** The session's current epoch as the script saw it. */
   epoch: number;
@@ -30,6 +33,12 @@ export interface AppendResult {
 export interface AppendOptions {
   /** The last seq the caller believes the log has (0 for an empty log); mismatch → `conflict`. */
   expectedSeq?: number;
+  /**
+   * The highest seq this writer was told is in the log (its previous batch's last seq, or the head it
+   * started from). Others may append past it meanwhile; a log found below it, or missing this batch
+   * id's previous batch, lost acknowledged writes → `rolled_back` (see lua/append.lua).
+   */
+  ackedSeq?: number;
   /**
    * `<writer>:<n>`: per writer id, n strictly increasing, one batch in flight at a time. A batch whose
    * n is not above the writer's last appended n is a `duplicate` (a re-send). Generated when absent.
@@ -56,6 +65,8 @@ export interface SnapshotRef {
 export interface BeginResult {
   epoch: number;
   attempt: number;
+  /** The log's last seq when the attempt began: its writer's first claim (AppendOptions.ackedSeq). */
+  lastSeq: number;
   /** The latest snapshot; null: the session has none; undefined: not known here (scan the stream). */
   lastSnapshot: SnapshotRef | null | undefined;
 }
@@ -234,8 +245,8 @@ export class EventLog {
       throw new Error("turn id must be a non-empty string of at most 200 characters");
     }
     // Both sent at once: the index update need not wait for the epoch, only be done on return.
-    const [[epoch, attempt, snap]] = await Promise.all([this.#scripts.begin([k.events, k.meta, k.blobs], turn), this.#touchIndex(session)]);
-    return { epoch: Number(epoch), attempt: Number(attempt), lastSnapshot: snapshotRef(String(snap ?? "")) };
+    const [[epoch, attempt, snap, seq]] = await Promise.all([this.#scripts.begin([k.events, k.meta, k.blobs], turn), this.#touchIndex(session)]);
+    return { epoch: Number(epoch), attempt: Number(attempt), lastSeq: Number(seq ?? 0), lastSnapshot: snapshotRef(String(snap ?? "")) };
   }
 
   /** Validates and encodes one event for `append`/`appendEncoded`; throws InvalidEventError. */
@@ -325,7 +336,8 @@ export class EventLog {
     const { writer, n } = auto ? { writer: newWriterId(), n: 1 } : parseBatchId(options.batchId!);
     if (events.length === 0) {
       const st = await this.stat(session);
-      return { outcome: "appended", lastSeq: st.lastSeq, epoch: st.epoch };
+      const behind = st.lastSeq < Math.max(options.ackedSeq ?? 0, options.expectedSeq ?? 0);
+      return { outcome: behind ? "rolled_back" : "appended", lastSeq: st.lastSeq, epoch: st.epoch };
     }
     const blobKeys: string[] = [];
     for (const ev of events) if (ev.blob !== undefined) blobKeys.push(k.blob(ev.blob.sha256));
@@ -336,6 +348,7 @@ export class EventLog {
       n,
       this.finishedTtlMs,
       options.epochFloor === undefined ? "" : options.epochFloor,
+      options.ackedSeq === undefined ? "" : options.ackedSeq,
       blobKeys.length,
       ...blobKeys,
     ];

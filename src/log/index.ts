@@ -35,6 +35,7 @@ export {
   InvalidEventError,
   InvalidPrefixError,
   InvalidSessionIdError,
+  LogRolledBackError,
   UnfencedKindError,
   WriterClosedError,
 } from "./errors.ts";

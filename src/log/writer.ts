@@ -2,9 +2,12 @@
 // one batch in flight (so batch ids stay in order even across reconnects and cluster redirects, which
 // is what makes "n not above the last seen n" a sound duplicate test), retries with backoff while
 // Redis is unreachable, and applies backpressure: `write` waits while the buffer is full. It never
-// drops an event and never appends one twice. A fenced epoch fails the writer with FencedError.
+// drops an event and never appends one twice. A fenced epoch fails the writer with FencedError. Every
+// batch claims the last seq the writer was acknowledged (append.lua's rollback check): a log found
+// behind it lost confirmed writes, and the writer stops with LogRolledBackError rather than append
+// after a hole.
 import type { EventInput } from "./envelope.ts";
-import { ConflictError, FencedError, UnfencedKindError, WriterClosedError } from "./errors.ts";
+import { ConflictError, FencedError, LogRolledBackError, UnfencedKindError, WriterClosedError } from "./errors.ts";
 import { newWriterId, type EncodedEvent, type EventLog } from "./event-log.ts";
 import { silentLogger, type Logger } from "../kernel/index.ts";
 
@@ -14,6 +17,11 @@ export interface WriterOptions {
   /** The attempt's epoch from beginAttempt, or null for unfenced kinds (producer, operator). */
   epoch: number | null;
   writerId?: string;
+  /**
+   * The log's last seq as the writer's owner last saw it (an attempt: beginAttempt's lastSeq); the
+   * first batch claims it as acknowledged. Default 0: no claim until the first batch is in.
+   */
+  startSeq?: number;
   maxBatchEvents?: number;
   maxBatchBytes?: number;
   /** Buffer bound (counting the batch in flight); one event larger than the bound is still accepted alone. */
@@ -66,14 +74,14 @@ export interface Writer {
   /** Events buffered or in flight. */
   readonly pending: number;
   readonly stats: Readonly<WriterStats>;
-  /** The error that stopped the writer (FencedError, ...), if any. */
+  /** The error that stopped the writer (FencedError, LogRolledBackError, ...), if any. */
   readonly failure: Error | undefined;
 }
 
 // Everything else (connection loss, LOADING after a restart, CLUSTERDOWN, TRYAGAIN, timeouts) is
 // retried: giving up would drop events.
 function isFatal(err: unknown): boolean {
-  return err instanceof FencedError || err instanceof ConflictError;
+  return err instanceof FencedError || err instanceof ConflictError || err instanceof LogRolledBackError;
 }
 
 /** The writer's options with their defaults applied. */
@@ -254,6 +262,7 @@ class BufferedWriter {
     this.#session = options.session;
     this.#epoch = options.epoch;
     this.writerId = options.writerId ?? newWriterId();
+    this.#lastSeq = options.startSeq ?? 0;
     this.#settings = writerSettings(options);
     this.#buffer = new EventBuffer(this.#settings);
     this.#linger = new LingerTimer(this.#settings.lingerMs, () => void this.#pump());
@@ -349,7 +358,8 @@ class BufferedWriter {
     const batchId = `${this.writerId}:${this.#batchNo}`;
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await this.#log.appendEncoded(this.#session, this.#epoch, events, { batchId });
+        const res = await this.#log.appendEncoded(this.#session, this.#epoch, events, { batchId, ackedSeq: this.#lastSeq });
+        if (res.outcome === "rolled_back") throw new LogRolledBackError(this.#session, this.#lastSeq, res.lastSeq);
         if (res.outcome === "fenced") throw new FencedError(this.#session, this.#epoch ?? 0, res.epoch);
         if (res.outcome === "conflict") throw new ConflictError(this.#session, -1, res.lastSeq);
         this.#appended(res.lastSeq, events.length, res.outcome === "duplicate");
