@@ -19,6 +19,7 @@ export type {
   SnapshotRef,
   TailOptions,
 } from "./event-log.ts";
+export { AckedSeqs } from "./acked.ts";
 export { createWriter } from "./writer.ts";
 export { storedEnvelope, storedHead, type StoredHead } from "./stored-head.ts";
 export type { Writer, WriteOptions, WriterOptions, WriterStats } from "./writer.ts";

@@ -37,6 +37,8 @@ export interface WriterOptions {
   logger?: Logger;
   /** Called after each batch is known to be in the log. */
   onAppended?: (info: { firstSeq: number; lastSeq: number; count: number; duplicate: boolean }) => void;
+  /** Called once when the writer stops for good (FencedError, LogRolledBackError…), before any write or flush sees it. */
+  onFailed?: (error: Error) => void;
   /** Called when an append failed and will be retried. */
   onRetry?: (info: { error: unknown; attempt: number; delayMs: number }) => void;
 }
@@ -96,6 +98,7 @@ interface WriterSettings {
   logger: Logger;
   onAppended: WriterOptions["onAppended"];
   onRetry: WriterOptions["onRetry"];
+  onFailed: WriterOptions["onFailed"];
 }
 
 function writerSettings(options: WriterOptions): WriterSettings {
@@ -110,6 +113,7 @@ function writerSettings(options: WriterOptions): WriterSettings {
     logger: options.logger ?? silentLogger,
     onAppended: options.onAppended,
     onRetry: options.onRetry,
+    onFailed: options.onFailed,
   };
 }
 
@@ -395,6 +399,7 @@ class BufferedWriter {
   #fail(err: Error): void {
     this.#failure = err;
     this.#settings.logger.error({ session: this.#session, writer: this.writerId, err: { name: err.name, message: err.message } }, "event writer stopped");
+    this.#settings.onFailed?.(err);
     this.#buffer.wakeWaiters();
     this.#settleFlushes();
   }
