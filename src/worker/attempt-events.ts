@@ -45,6 +45,8 @@ export interface WriteEventOptions {
 export class AttemptEvents {
   readonly attempt: number;
   readonly epoch: number;
+  /** The log's last seq when the attempt began. */
+  readonly startSeq: number;
   /** The session's latest snapshot as the attempt's begin read it (null: none; undefined: unknown). */
   readonly lastSnapshot: SnapshotRef | null | undefined;
   /** ISO time of attempt.started (and the start of its span). */
@@ -72,12 +74,13 @@ export class AttemptEvents {
     this.#scrubber = deps.scrubber;
     this.epoch = begun.epoch;
     this.attempt = begun.attempt;
+    this.startSeq = begun.lastSeq ?? 0;
     this.lastSnapshot = begun.lastSnapshot;
     this.#writer = createWriter({
       log: deps.log,
       session: job.session,
       epoch: begun.epoch,
-      startSeq: begun.lastSeq,
+      startSeq: this.startSeq,
       logger: deps.logger,
       lingerMs: LINE_LINGER_MS,
       // A writer that stops ends the attempt at once, not at its next line (a tool may run for minutes).

@@ -8,7 +8,7 @@ import { AttemptEvents } from "./attempt-events.ts";
 import { danglingAttempts, latestSnapshot } from "./log-scan.ts";
 import { settleAttempt } from "./outcome.ts";
 import { prepareAttempt } from "./prepare.ts";
-import { recordRollback } from "./rollback.ts";
+import { failIfQueuedLost, recordRollback } from "./rollback.ts";
 import { runCli } from "./run-cli.ts";
 import type { Snapshot } from "./snapshots.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay, RolledBackEnd } from "./types.ts";
@@ -22,7 +22,9 @@ export async function runAttempt(
   rolledBack?: RolledBackEnd,
 ): Promise<AttemptEnd> {
   const { session, turn } = job;
-  const begun = await deps.log.beginAttempt(session, turn);
+  let begun = await deps.log.beginAttempt(session, turn);
+  // A rolled-back log may have lost the begins that counted the lost attempt: numbers stay unique.
+  while (rolledBack !== undefined && begun.attempt <= rolledBack.attempt) begun = await deps.log.beginAttempt(session, turn);
   // The begin returns where the latest snapshot is (read in the same step as the epoch bump, so no
   // fenced attempt can add one behind it): mostly the cache has it and nothing more is read.
   const snapshotRead: Promise<Snapshot | undefined> =
@@ -53,10 +55,10 @@ async function attemptSteps(
       const abandoned: AttemptAbandonedData = { reason: "worker_crashed", attempt: a, retry: true, detectedBy: events.attempt };
       await events.write("attempt.abandoned", abandoned);
     }
-    if (rolledBack !== undefined) {
-      const failed = await recordRollback(deps, job, events, rolledBack, snapshotRead);
-      if (failed !== undefined) return failed;
-    }
+    const lost = rolledBack === undefined ? undefined : await recordRollback(deps, job, events, rolledBack, snapshotRead);
+    if (lost !== undefined) return lost;
+    const queuedLost = await failIfQueuedLost(deps, job, events);
+    if (queuedLost !== undefined) return queuedLost;
     if (ctl.reason !== undefined) return await events.stopped();
     const prepared = await prepareAttempt(deps, job, ctl, events, snapshotRead, replay);
     if ("end" in prepared) return prepared.end;

@@ -43,3 +43,17 @@ export async function recordRollback(
     `so the turn cannot run again without losing the conversation; check Redis replication and persistence`;
   return events.fail(LOG_LOST, "LogRolledBack", message);
 }
+
+/**
+ * The turn's failure when the log began this attempt below the turn's own turn.queued (the job carries
+ * its seq): Redis lost the turn's record and everything after it, which a run would silently follow.
+ */
+export async function failIfQueuedLost(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents): Promise<AttemptEnd | undefined> {
+  if (events.startSeq >= job.queuedSeq) return undefined;
+  deps.logger.error({ session: job.session, turn: job.turn, queuedSeq: job.queuedSeq, lastSeq: events.startSeq }, "the event log lost the turn's turn.queued");
+  const message =
+    `Redis lost writes it had acknowledged (a failover to a replica that had not received them, or a restart ` +
+    `without its data): the turn was queued at seq ${job.queuedSeq} but the log is at seq ${events.startSeq}; ` +
+    `check Redis replication and persistence, then enqueue the turn again`;
+  return events.fail(LOG_LOST, "LogRolledBack", message);
+}
