@@ -9,7 +9,7 @@ import {
   type Envelope,
   type EventInput,
 } from "./envelope.ts";
-import { InvalidEventError, UnfencedKindError } from "./errors.ts";
+import { InvalidEventError, LogRolledBackError, UnfencedKindError } from "./errors.ts";
 import { assertPrefix, assertSessionId, DEFAULT_PREFIX, indexKey, seqOfId, sessionKeys, streamId } from "./keys.ts";
 import type { SessionKeys } from "./keys.ts";
 import { errorReporter, silentLogger, type ErrorReporter, type Logger } from "../kernel/index.ts";
@@ -516,6 +516,8 @@ export class EventLog {
     const needle = options.turn === undefined ? undefined : `"turn":${JSON.stringify(options.turn)},`;
     try {
       let last = Math.max(1, options.fromSeq ?? 1) - 1;
+      // The highest seq this tail has read: a stream found below it lost events the tail saw.
+      let seen = 0;
       while (!signal?.aborted) {
         let res: [string, [string, string[]][]][] | null;
         try {
@@ -532,7 +534,11 @@ export class EventLog {
           if (signal?.aborted) return;
           throw err;
         }
-        if (res === null) continue;
+        if (res === null) {
+          if (seen > 0) await this.#checkNotBehind(conn, session, k, seen);
+          continue;
+        }
+        seen = Math.max(seen, ...res.flatMap(([, entries]) => entries.map(([id]) => seqOfId(id))));
         for (const [, entries] of res) {
           for (const [id, fields] of entries) {
             if (needle !== undefined && !storedRecordHas(fields, needle)) {
@@ -557,6 +563,16 @@ export class EventLog {
       signal?.removeEventListener("abort", onAbort);
       conn.disconnect();
     }
+  }
+
+  /**
+   * A quiet tail checks that the stream still reaches what it has read: after a failover that lost
+   * writes, events would come again under seqs it has passed, and it would wait forever for the rest.
+   */
+  async #checkNotBehind(conn: RedisClient, session: string, k: SessionKeys, seen: number): Promise<void> {
+    const head = (await conn.xrevrange(k.events, "+", "-", "COUNT", 1)) as [string, string[]][];
+    const lastSeq = head.length === 0 ? 0 : seqOfId(head[0]![0]);
+    if (lastSeq < seen) throw new LogRolledBackError(session, seen, lastSeq);
   }
 
   /** Session ids from the index, most recently active last. A hint: entries whose meta is gone are pruned. */

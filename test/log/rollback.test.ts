@@ -133,6 +133,27 @@ describe("append.lua: a log behind what a writer was acknowledged is refused (ro
     assert.equal((await log.appendUnfenced(s, [], { ackedSeq: 3 })).outcome, "rolled_back");
   });
 
+  it("a tail that read events the log then lost ends with LogRolledBackError instead of waiting forever", async () => {
+    const s = session();
+    const { epoch } = await log.beginAttempt(s, "t1");
+    await log.append(s, epoch, [line("a")]);
+    const saved = await save(s);
+    await log.append(s, epoch, [line("b"), line("c")]);
+    const seen: number[] = [];
+    const tailed = (async () => {
+      for await (const ev of log.tail(s, { blockMs: 100 })) {
+        seen.push(ev.seq);
+        if (ev.seq === 3) await rollBack(saved);
+      }
+    })();
+    await assert.rejects(tailed, (err: unknown) => {
+      assert.ok(err instanceof LogRolledBackError, String(err));
+      assert.deepEqual([err.ackedSeq, err.lastSeq], [3, 1]);
+      return true;
+    });
+    assert.deepEqual(seen, [1, 2, 3]);
+  });
+
   it("a re-sent batch that made it in is still a duplicate, and a superseded attempt still fenced", async () => {
     const s = session();
     const old = await log.beginAttempt(s, "t1");
