@@ -16,6 +16,7 @@ import { errorReporter, silentLogger, type ErrorReporter, type Logger } from "..
 import type { RedisClient } from "./redis.ts";
 import { logScripts, type LogScripts } from "./scripts.ts";
 import { storedEnvelope, storedHead } from "./stored-head.ts";
+import { explainRedisError, redisAddress } from "./redis-errors.ts";
 
 export type AppendOutcome = "appended" | "duplicate" | "fenced" | "conflict" | "rolled_back";
 
@@ -509,7 +510,7 @@ export class EventLog {
     if (signal?.aborted) return;
     const conn = this.redis.duplicate();
     // Without a listener ioredis prints each connection error, stack and all, to the console.
-    conn.on("error", (err: Error) => this.#tailErrors("redis connection error", err, { connection: "tail" }));
+    conn.on("error", (err: Error) => this.#tailErrors("redis connection error", explainRedisError(err, redisAddress(conn)), { connection: "tail" }));
     const onAbort = (): void => conn.disconnect();
     signal?.addEventListener("abort", onAbort, { once: true });
     // The stored record is JSON with `turn` among its first keys; turn ids need no escaping in JSON.

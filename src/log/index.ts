@@ -43,6 +43,14 @@ export {
 export { DEFAULT_PREFIX, SESSION_ID_PATTERN, assertSessionId, indexKey, isValidSessionId, sessionKeys } from "./keys.ts";
 export type { SessionKeys } from "./keys.ts";
 export { connectRedis, DEFAULT_REDIS_URL, isCluster } from "./redis.ts";
+export {
+  explainRedisError,
+  redisAddress,
+  redisProblemOf,
+  RedisUnavailableError,
+  redisUrlForDisplay,
+  type RedisProblem,
+} from "./redis-errors.ts";
 export type { ConnectOptions, RedisClient } from "./redis.ts";
 export { exportJsonl, importFile } from "./jsonl.ts";
 export type { ImportResult } from "./jsonl.ts";

@@ -9,6 +9,7 @@
 import type { EventInput } from "./envelope.ts";
 import { ConflictError, FencedError, LogRolledBackError, UnfencedKindError, WriterClosedError } from "./errors.ts";
 import { newWriterId, type EncodedEvent, type EventLog } from "./event-log.ts";
+import { explainRedisError, redisAddress } from "./redis-errors.ts";
 import { silentLogger, type Logger } from "../kernel/index.ts";
 
 export interface WriterOptions {
@@ -389,7 +390,13 @@ class BufferedWriter {
     this.#stats.retries++;
     const delayMs = Math.min(backoffMaxMs, backoffInitialMs * 2 ** Math.min(attempt - 1, 16)) * (0.5 + Math.random() / 2);
     logger.warn(
-      { session: this.#session, writer: this.writerId, attempt, delayMs: Math.round(delayMs), err: { message: (error as Error)?.message } },
+      {
+        session: this.#session,
+        writer: this.writerId,
+        attempt,
+        delayMs: Math.round(delayMs),
+        err: { message: explainRedisError(error, redisAddress(this.#log.redis), "appending to the event log").message },
+      },
       "append failed; retrying",
     );
     this.#settings.onRetry?.({ error, attempt, delayMs });
