@@ -55,7 +55,7 @@ async function toolResults(log: EventLog, session: string): Promise<number> {
   return toolIds(await readAll(log, session)).results.length;
 }
 
-test("a failover that lost acknowledged appends: the attempt is abandoned (log_rolled_back), the turn runs again, no hole", { timeout: 240_000 }, async () => {
+test("a failover that lost acknowledged appends: the attempt is abandoned (log_rolled_back), the turn runs again, no hole", { timeout: 240_000 }, async (t0) => {
   const space = testSpace();
   const primary = await startRedisServer();
   const replicaServer = await startRedisServer({ args: ["--replicaof", "127.0.0.1", String(primary.port)] });
@@ -89,11 +89,12 @@ test("a failover that lost acknowledged appends: the attempt is abandoned (log_r
     const cut = await replicaLog.stat(t.session);
     const resultsAtCut = await toolResults(replicaLog, t.session);
     // The primary goes on acknowledging the attempt's appends, which the replica never gets.
-    await waitUntil(async () => (await toolResults(primaryLog, t.session)) >= resultsAtCut + 2, 60000, "two more tool results acknowledged by the primary");
+    await waitUntil(async () => (await toolResults(primaryLog, t.session)) >= resultsAtCut + 3, 60000, "three more tool results acknowledged by the primary");
     const lost = await primaryLog.stat(t.session);
     await primary.stop("SIGKILL");
     proxy.switchTo(replicaServer.port);
     assert.ok(lost.lastSeq > cut.lastSeq, `the primary acknowledged seq ${lost.lastSeq}, the promoted replica holds ${cut.lastSeq}`);
+    t0.diagnostic(`acknowledged events lost in the failover: ${lost.lastSeq - cut.lastSeq} (seq ${cut.lastSeq + 1}..${lost.lastSeq})`);
 
     await waitUntil(
       async () => {
