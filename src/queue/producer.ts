@@ -354,6 +354,8 @@ class TurnProducer implements Producer {
     const queued = { turn, attempt: 0, kind: "turn.queued", data: queuedEventData(checked, traceparent) };
     // It claims the seq this producer last appended to the session at: a log that lost it is refused.
     const appended = await this.log.appendUnfenced(session, [queued], { batchId: `${queuedWriter(turn)}:1`, ackedSeq: this.#acked.get(session) });
+    // Refused on a log that lost what it had acknowledged: the turn is taken off the session's order too.
+    if (appended.outcome === "rolled_back") await this.order.wake(await this.order.drop(session, turn));
     const { lastSeq } = this.#acked.settle(session, appended);
     const job = turnJob(checked, lastSeq, traceparent);
     await this.#redis.set(turnRecordKey(this.#queuePrefix, turn), `${session}|${lastSeq}`, "EX", JOB_RETENTION.removeOnComplete.age);
