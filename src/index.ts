@@ -115,6 +115,7 @@ export {
   importFile,
   InvalidEventError,
   InvalidSessionIdError,
+  LogRolledBackError,
   type AppendResult,
   type ConnectOptions,
   type Envelope,

@@ -6,6 +6,7 @@ import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, extname, join } from "node:path";
 import { packageVersion } from "../kernel/package-version.ts";
+import { explainRedisError, redisUrlForDisplay } from "../log/redis-errors.ts";
 import { EXIT } from "./exit-codes.ts";
 
 interface CommandModule {
@@ -67,7 +68,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    const message = err instanceof Error ? err.message : String(err);
+    // Redis's own errors (ioredis' "max retries per request", ECONNREFUSED…) say which Redis and what to check.
+    const message = explainRedisError(err, redisUrlForDisplay()).message;
     process.stderr.write(`turnstream${commandName === undefined ? "" : ` ${commandName}`}: ${message.split("\n")[0]}\n`);
     process.exitCode = EXIT.infrastructure;
   },

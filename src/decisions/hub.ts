@@ -10,7 +10,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { EventLog, Logger, RedisClient } from "../log/index.ts";
+import { AckedSeqs, type EventLog, type Logger, type RedisClient } from "../log/index.ts";
 import { BodyTooLargeError, listen, readBody, silentLogger } from "../kernel/index.ts";
 import { HubClosedError, OperatorKeysMissingError } from "./errors.ts";
 import { decisionMadeData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
@@ -119,6 +119,8 @@ class Decider {
   readonly #closing: AbortSignal;
   // Warned once per rule and signature: the rules are read on every request.
   readonly #warnedRules = new Set<string>();
+  /** What the hub last recorded per session, claimed by its next append (a rolled-back log refuses it). */
+  readonly #acked = new AckedSeqs();
   waiting = 0;
 
   constructor(settings: HubSettings, closing: AbortSignal) {
@@ -130,9 +132,11 @@ class Decider {
   async decide(run: RunContext, input: HookInput, nonce: string): Promise<Verdict> {
     const now = Date.now();
     const requested = this.#requestOf(input, nonce, now);
-    const appended = await this.#s.log.append(run.session, run.epoch, [
-      { turn: run.turn, attempt: run.attempt, kind: "decision.requested", data: requested },
-    ]);
+    const request = [{ turn: run.turn, attempt: run.attempt, kind: "decision.requested", data: requested }];
+    const appended = await this.#s.log.append(run.session, run.epoch, request, { ackedSeq: this.#acked.get(run.session) });
+    // A log that lost what the hub had recorded in it (rolled_back) cannot take requests either.
+    if (appended.outcome === "rolled_back") this.#acked.forget(run.session);
+    else this.#acked.settle(run.session, appended);
     if (appended.outcome !== "appended") {
       const reason = `turnstream: denied because this attempt can no longer record requests (${appended.outcome})`;
       return { decision: "deny", reason, requestId: requested.requestId };
@@ -298,7 +302,10 @@ class Decider {
   }
 
   async #recordMade(run: RunContext, made: DecisionMade): Promise<void> {
-    await this.#s.log.appendUnfenced(run.session, [{ turn: run.turn, attempt: run.attempt, kind: "decision.made", data: made }]);
+    const res = await this.#s.log.appendUnfenced(run.session, [{ turn: run.turn, attempt: run.attempt, kind: "decision.made", data: made }], {
+      ackedSeq: this.#acked.get(run.session),
+    });
+    this.#acked.settle(run.session, res);
   }
 }
 

@@ -4,7 +4,7 @@
 // Every decision and rule is signed with the operator's key (signing.ts): that, not access to Redis,
 // is what lets the hub accept it.
 import { userInfo } from "node:os";
-import type { Envelope, EventLog, RedisClient } from "../log/index.ts";
+import { LogRolledBackError, type Envelope, type EventLog, type RedisClient } from "../log/index.ts";
 import { DecisionError } from "./errors.ts";
 import { decisionMadeData, decisionRequestedData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
 import { parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "./operator-keys.ts";
@@ -154,7 +154,10 @@ export async function decide(target: DecideTarget, input: DecideInput): Promise<
   const decisionEvent = { turn, attempt, kind: "decision.made", data: made };
   const events = rule === undefined ? [decisionEvent] : [{ turn, attempt, kind: "rule.added", data: ruleAddedOf(rule) }, decisionEvent];
   // The record first (one atomic batch), then the rule store: a rule is never in force without its event.
-  const res = await asOperator(session, requestId, () => log.appendUnfenced(session, events));
+  // It claims the request it read: a log rolled back below it (a failover) refuses the decision.
+  const ackedSeq = found!.envelope.seq;
+  const res = await asOperator(session, requestId, () => log.appendUnfenced(session, events, { ackedSeq }));
+  if (res.outcome === "rolled_back") throw new LogRolledBackError(session, ackedSeq, res.lastSeq);
   if (rule !== undefined) await asOperator(session, requestId, () => new RuleStore(redis, prefix).put(rule));
   // The decision is recorded; the index is a hint the hub also clears when it stops waiting.
   await dropPending(redis, prefix, session, requestId).catch(() => undefined);

@@ -79,6 +79,31 @@ export class ConflictError extends Error {
   }
 }
 
+/**
+ * The log is behind what this writer was acknowledged: Redis lost writes it had confirmed (a failover
+ * to a replica that had not received them, or a restart without its data). Nothing of the rejected
+ * batch was written; the writer must stop, since everything it appends would follow a hole.
+ */
+export class LogRolledBackError extends Error {
+  override readonly name = "LogRolledBackError";
+  readonly session: string;
+  /** The highest seq the writer had been told was in the log. */
+  readonly ackedSeq: number;
+  /** The log's real last seq now. */
+  readonly lastSeq: number;
+  constructor(session: string, ackedSeq: number, lastSeq: number) {
+    super(
+      `session ${session}: the event log lost acknowledged writes (it is at seq ${lastSeq}, but seq ` +
+        `${ackedSeq} had been confirmed, or this writer's confirmed batch is gone): Redis failed over to a ` +
+        `replica that had not received them, or restarted without its data; check the Redis ` +
+        `replication and persistence settings (appendonly, min-replicas-to-write)`,
+    );
+    this.session = session;
+    this.ackedSeq = ackedSeq;
+    this.lastSeq = lastSeq;
+  }
+}
+
 /** A kind that needs a fencing epoch was given to an unfenced append. */
 export class UnfencedKindError extends Error {
   override readonly name = "UnfencedKindError";

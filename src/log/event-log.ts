@@ -9,19 +9,23 @@ import {
   type Envelope,
   type EventInput,
 } from "./envelope.ts";
-import { InvalidEventError, UnfencedKindError } from "./errors.ts";
+import { InvalidEventError, LogRolledBackError, UnfencedKindError } from "./errors.ts";
 import { assertPrefix, assertSessionId, DEFAULT_PREFIX, indexKey, seqOfId, sessionKeys, streamId } from "./keys.ts";
 import type { SessionKeys } from "./keys.ts";
 import { errorReporter, silentLogger, type ErrorReporter, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "./redis.ts";
 import { logScripts, type LogScripts } from "./scripts.ts";
 import { storedEnvelope, storedHead } from "./stored-head.ts";
+import { explainRedisError, redisAddress } from "./redis-errors.ts";
 
-export type AppendOutcome = "appended" | "duplicate" | "fenced" | "conflict";
+export type AppendOutcome = "appended" | "duplicate" | "fenced" | "conflict" | "rolled_back";
 
 export interface AppendResult {
   outcome: AppendOutcome;
-  /** appended: seq of the batch's last event; duplicate: seq after the writer's latest batch; else the log's last seq. */
+  /**
+   * appended: seq of the batch's last event; duplicate: seq after the writer's latest batch; else the
+   * log's last seq (rolled_back: the real head, below what the writer was acknowledged).
+   */
   lastSeq: number;
   /** The session's current epoch as the script saw it. */
   epoch: number;
@@ -30,6 +34,12 @@ export interface AppendResult {
 export interface AppendOptions {
   /** The last seq the caller believes the log has (0 for an empty log); mismatch → `conflict`. */
   expectedSeq?: number;
+  /**
+   * The highest seq this writer was told is in the log (its previous batch's last seq, or the head it
+   * started from). Others may append past it meanwhile; a log found below it, or missing this batch
+   * id's previous batch, lost acknowledged writes → `rolled_back` (see lua/append.lua).
+   */
+  ackedSeq?: number;
   /**
    * `<writer>:<n>`: per writer id, n strictly increasing, one batch in flight at a time. A batch whose
    * n is not above the writer's last appended n is a `duplicate` (a re-send). Generated when absent.
@@ -56,6 +66,8 @@ export interface SnapshotRef {
 export interface BeginResult {
   epoch: number;
   attempt: number;
+  /** The log's last seq when the attempt began: its writer's first claim (AppendOptions.ackedSeq). */
+  lastSeq: number;
   /** The latest snapshot; null: the session has none; undefined: not known here (scan the stream). */
   lastSnapshot: SnapshotRef | null | undefined;
 }
@@ -234,8 +246,8 @@ export class EventLog {
       throw new Error("turn id must be a non-empty string of at most 200 characters");
     }
     // Both sent at once: the index update need not wait for the epoch, only be done on return.
-    const [[epoch, attempt, snap]] = await Promise.all([this.#scripts.begin([k.events, k.meta, k.blobs], turn), this.#touchIndex(session)]);
-    return { epoch: Number(epoch), attempt: Number(attempt), lastSnapshot: snapshotRef(String(snap ?? "")) };
+    const [[epoch, attempt, snap, seq]] = await Promise.all([this.#scripts.begin([k.events, k.meta, k.blobs], turn), this.#touchIndex(session)]);
+    return { epoch: Number(epoch), attempt: Number(attempt), lastSeq: Number(seq ?? 0), lastSnapshot: snapshotRef(String(snap ?? "")) };
   }
 
   /** Validates and encodes one event for `append`/`appendEncoded`; throws InvalidEventError. */
@@ -325,7 +337,8 @@ export class EventLog {
     const { writer, n } = auto ? { writer: newWriterId(), n: 1 } : parseBatchId(options.batchId!);
     if (events.length === 0) {
       const st = await this.stat(session);
-      return { outcome: "appended", lastSeq: st.lastSeq, epoch: st.epoch };
+      const behind = st.lastSeq < Math.max(options.ackedSeq ?? 0, options.expectedSeq ?? 0);
+      return { outcome: behind ? "rolled_back" : "appended", lastSeq: st.lastSeq, epoch: st.epoch };
     }
     const blobKeys: string[] = [];
     for (const ev of events) if (ev.blob !== undefined) blobKeys.push(k.blob(ev.blob.sha256));
@@ -336,6 +349,7 @@ export class EventLog {
       n,
       this.finishedTtlMs,
       options.epochFloor === undefined ? "" : options.epochFloor,
+      options.ackedSeq === undefined ? "" : options.ackedSeq,
       blobKeys.length,
       ...blobKeys,
     ];
@@ -496,13 +510,15 @@ export class EventLog {
     if (signal?.aborted) return;
     const conn = this.redis.duplicate();
     // Without a listener ioredis prints each connection error, stack and all, to the console.
-    conn.on("error", (err: Error) => this.#tailErrors("redis connection error", err, { connection: "tail" }));
+    conn.on("error", (err: Error) => this.#tailErrors("redis connection error", explainRedisError(err, redisAddress(conn)), { connection: "tail" }));
     const onAbort = (): void => conn.disconnect();
     signal?.addEventListener("abort", onAbort, { once: true });
     // The stored record is JSON with `turn` among its first keys; turn ids need no escaping in JSON.
     const needle = options.turn === undefined ? undefined : `"turn":${JSON.stringify(options.turn)},`;
     try {
       let last = Math.max(1, options.fromSeq ?? 1) - 1;
+      // The highest seq this tail has read: a stream found below it lost events the tail saw.
+      let seen = 0;
       while (!signal?.aborted) {
         let res: [string, [string, string[]][]][] | null;
         try {
@@ -519,7 +535,11 @@ export class EventLog {
           if (signal?.aborted) return;
           throw err;
         }
-        if (res === null) continue;
+        if (res === null) {
+          if (seen > 0) await this.#checkNotBehind(conn, session, k, seen);
+          continue;
+        }
+        seen = Math.max(seen, ...res.flatMap(([, entries]) => entries.map(([id]) => seqOfId(id))));
         for (const [, entries] of res) {
           for (const [id, fields] of entries) {
             if (needle !== undefined && !storedRecordHas(fields, needle)) {
@@ -544,6 +564,16 @@ export class EventLog {
       signal?.removeEventListener("abort", onAbort);
       conn.disconnect();
     }
+  }
+
+  /**
+   * A quiet tail checks that the stream still reaches what it has read: after a failover that lost
+   * writes, events would come again under seqs it has passed, and it would wait forever for the rest.
+   */
+  async #checkNotBehind(conn: RedisClient, session: string, k: SessionKeys, seen: number): Promise<void> {
+    const head = (await conn.xrevrange(k.events, "+", "-", "COUNT", 1)) as [string, string[]][];
+    const lastSeq = head.length === 0 ? 0 : seqOfId(head[0]![0]);
+    if (lastSeq < seen) throw new LogRolledBackError(session, seen, lastSeq);
   }
 
   /** Session ids from the index, most recently active last. A hint: entries whose meta is gone are pruned. */

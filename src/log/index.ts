@@ -19,6 +19,7 @@ export type {
   SnapshotRef,
   TailOptions,
 } from "./event-log.ts";
+export { AckedSeqs } from "./acked.ts";
 export { createWriter } from "./writer.ts";
 export { storedEnvelope, storedHead, type StoredHead } from "./stored-head.ts";
 export type { Writer, WriteOptions, WriterOptions, WriterStats } from "./writer.ts";
@@ -35,12 +36,21 @@ export {
   InvalidEventError,
   InvalidPrefixError,
   InvalidSessionIdError,
+  LogRolledBackError,
   UnfencedKindError,
   WriterClosedError,
 } from "./errors.ts";
 export { DEFAULT_PREFIX, SESSION_ID_PATTERN, assertSessionId, indexKey, isValidSessionId, sessionKeys } from "./keys.ts";
 export type { SessionKeys } from "./keys.ts";
 export { connectRedis, DEFAULT_REDIS_URL, isCluster } from "./redis.ts";
+export {
+  explainRedisError,
+  redisAddress,
+  redisProblemOf,
+  RedisUnavailableError,
+  redisUrlForDisplay,
+  type RedisProblem,
+} from "./redis-errors.ts";
 export type { ConnectOptions, RedisClient } from "./redis.ts";
 export { exportJsonl, importFile } from "./jsonl.ts";
 export type { ImportResult } from "./jsonl.ts";

@@ -5,7 +5,7 @@ import { createReadStream } from "node:fs";
 import type { Writable } from "node:stream";
 import { once } from "node:events";
 import { envelopeSchema, type Envelope, type EventInput } from "./envelope.ts";
-import { ConflictError, FencedError } from "./errors.ts";
+import { ConflictError, FencedError, LogRolledBackError } from "./errors.ts";
 import { newWriterId, type EncodedEvent, type EventLog } from "./event-log.ts";
 
 /** Writes a session's log to `out` as JSON lines (one envelope each, blobs inlined); resolves with the number of events. */
@@ -109,6 +109,7 @@ class ImportBatches {
       batchId: `${this.#writer}:${this.#batchNo}`,
       epochFloor: this.epochFloor,
     });
+    if (res.outcome === "rolled_back") throw new LogRolledBackError(this.#session, this.lastSeq, res.lastSeq);
     if (res.outcome === "fenced") throw new FencedError(this.#session, this.#epoch ?? 0, res.epoch);
     if (res.outcome === "conflict") throw new ConflictError(this.#session, this.lastSeq, res.lastSeq);
     this.lastSeq = res.lastSeq;

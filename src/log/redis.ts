@@ -2,6 +2,7 @@
 // REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES ("host:port,host:port").
 import { Cluster, Redis } from "ioredis";
 import type { ClusterOptions, RedisOptions } from "ioredis";
+import { DEFAULT_REDIS_URL } from "./redis-errors.ts";
 
 export type RedisClient = Redis | Cluster;
 
@@ -18,7 +19,7 @@ export interface ConnectOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
+export { DEFAULT_REDIS_URL };
 
 function parseNodes(nodes: string | readonly string[]): { host: string; port: number }[] {
   const list = typeof nodes === "string" ? nodes.split(",") : [...nodes];

@@ -34,7 +34,7 @@ const APPEND = luaScript("turnstreamLogAppend", 3, new URL("./lua/append.lua", i
 const BEGIN = luaScript("turnstreamLogBegin", 3, new URL("./lua/begin.lua", import.meta.url));
 
 export type AppendReply = [outcome: string, lastSeq: number, epoch: number];
-export type BeginReply = [epoch: number, attempt: number, snap: string];
+export type BeginReply = [epoch: number, attempt: number, snap: string, seq: number];
 
 export interface LogScripts {
   append(keys: readonly [string, string, string], argv: readonly (string | number)[]): Promise<AppendReply>;

@@ -2,10 +2,14 @@
 // one batch in flight (so batch ids stay in order even across reconnects and cluster redirects, which
 // is what makes "n not above the last seen n" a sound duplicate test), retries with backoff while
 // Redis is unreachable, and applies backpressure: `write` waits while the buffer is full. It never
-// drops an event and never appends one twice. A fenced epoch fails the writer with FencedError.
+// drops an event and never appends one twice. A fenced epoch fails the writer with FencedError. Every
+// batch claims the last seq the writer was acknowledged (append.lua's rollback check): a log found
+// behind it lost confirmed writes, and the writer stops with LogRolledBackError rather than append
+// after a hole.
 import type { EventInput } from "./envelope.ts";
-import { ConflictError, FencedError, UnfencedKindError, WriterClosedError } from "./errors.ts";
+import { ConflictError, FencedError, LogRolledBackError, UnfencedKindError, WriterClosedError } from "./errors.ts";
 import { newWriterId, type EncodedEvent, type EventLog } from "./event-log.ts";
+import { explainRedisError, redisAddress } from "./redis-errors.ts";
 import { silentLogger, type Logger } from "../kernel/index.ts";
 
 export interface WriterOptions {
@@ -14,6 +18,11 @@ export interface WriterOptions {
   /** The attempt's epoch from beginAttempt, or null for unfenced kinds (producer, operator). */
   epoch: number | null;
   writerId?: string;
+  /**
+   * The log's last seq as the writer's owner last saw it (an attempt: beginAttempt's lastSeq); the
+   * first batch claims it as acknowledged. Default 0: no claim until the first batch is in.
+   */
+  startSeq?: number;
   maxBatchEvents?: number;
   maxBatchBytes?: number;
   /** Buffer bound (counting the batch in flight); one event larger than the bound is still accepted alone. */
@@ -29,6 +38,8 @@ export interface WriterOptions {
   logger?: Logger;
   /** Called after each batch is known to be in the log. */
   onAppended?: (info: { firstSeq: number; lastSeq: number; count: number; duplicate: boolean }) => void;
+  /** Called once when the writer stops for good (FencedError, LogRolledBackError…), before any write or flush sees it. */
+  onFailed?: (error: Error) => void;
   /** Called when an append failed and will be retried. */
   onRetry?: (info: { error: unknown; attempt: number; delayMs: number }) => void;
 }
@@ -66,14 +77,14 @@ export interface Writer {
   /** Events buffered or in flight. */
   readonly pending: number;
   readonly stats: Readonly<WriterStats>;
-  /** The error that stopped the writer (FencedError, ...), if any. */
+  /** The error that stopped the writer (FencedError, LogRolledBackError, ...), if any. */
   readonly failure: Error | undefined;
 }
 
 // Everything else (connection loss, LOADING after a restart, CLUSTERDOWN, TRYAGAIN, timeouts) is
 // retried: giving up would drop events.
 function isFatal(err: unknown): boolean {
-  return err instanceof FencedError || err instanceof ConflictError;
+  return err instanceof FencedError || err instanceof ConflictError || err instanceof LogRolledBackError;
 }
 
 /** The writer's options with their defaults applied. */
@@ -88,6 +99,7 @@ interface WriterSettings {
   logger: Logger;
   onAppended: WriterOptions["onAppended"];
   onRetry: WriterOptions["onRetry"];
+  onFailed: WriterOptions["onFailed"];
 }
 
 function writerSettings(options: WriterOptions): WriterSettings {
@@ -102,6 +114,7 @@ function writerSettings(options: WriterOptions): WriterSettings {
     logger: options.logger ?? silentLogger,
     onAppended: options.onAppended,
     onRetry: options.onRetry,
+    onFailed: options.onFailed,
   };
 }
 
@@ -254,6 +267,7 @@ class BufferedWriter {
     this.#session = options.session;
     this.#epoch = options.epoch;
     this.writerId = options.writerId ?? newWriterId();
+    this.#lastSeq = options.startSeq ?? 0;
     this.#settings = writerSettings(options);
     this.#buffer = new EventBuffer(this.#settings);
     this.#linger = new LingerTimer(this.#settings.lingerMs, () => void this.#pump());
@@ -349,7 +363,8 @@ class BufferedWriter {
     const batchId = `${this.writerId}:${this.#batchNo}`;
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await this.#log.appendEncoded(this.#session, this.#epoch, events, { batchId });
+        const res = await this.#log.appendEncoded(this.#session, this.#epoch, events, { batchId, ackedSeq: this.#lastSeq });
+        if (res.outcome === "rolled_back") throw new LogRolledBackError(this.#session, this.#lastSeq, res.lastSeq);
         if (res.outcome === "fenced") throw new FencedError(this.#session, this.#epoch ?? 0, res.epoch);
         if (res.outcome === "conflict") throw new ConflictError(this.#session, -1, res.lastSeq);
         this.#appended(res.lastSeq, events.length, res.outcome === "duplicate");
@@ -375,7 +390,13 @@ class BufferedWriter {
     this.#stats.retries++;
     const delayMs = Math.min(backoffMaxMs, backoffInitialMs * 2 ** Math.min(attempt - 1, 16)) * (0.5 + Math.random() / 2);
     logger.warn(
-      { session: this.#session, writer: this.writerId, attempt, delayMs: Math.round(delayMs), err: { message: (error as Error)?.message } },
+      {
+        session: this.#session,
+        writer: this.writerId,
+        attempt,
+        delayMs: Math.round(delayMs),
+        err: { message: explainRedisError(error, redisAddress(this.#log.redis), "appending to the event log").message },
+      },
       "append failed; retrying",
     );
     this.#settings.onRetry?.({ error, attempt, delayMs });
@@ -385,6 +406,7 @@ class BufferedWriter {
   #fail(err: Error): void {
     this.#failure = err;
     this.#settings.logger.error({ session: this.#session, writer: this.writerId, err: { name: err.name, message: err.message } }, "event writer stopped");
+    this.#settings.onFailed?.(err);
     this.#buffer.wakeWaiters();
     this.#settleFlushes();
   }

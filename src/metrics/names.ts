@@ -71,11 +71,12 @@ export const ERROR_TYPES = [
   "bad_cwd",
   "abandoned",
   "unsupervised",
+  "log_lost",
   OTHER,
 ] as const;
 
 /** Why an attempt was abandoned: a retryable error kind, or the reason the worker stopped it. */
-export const ABANDON_REASONS = [...ERROR_TYPES, "worker_crashed", "lease_lost", "lock_lost", "shutdown", "fenced"] as const;
+export const ABANDON_REASONS = [...ERROR_TYPES, "worker_crashed", "lease_lost", "lock_lost", "shutdown", "fenced", "log_rolled_back"] as const;
 
 const SECONDS_SHORT = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 

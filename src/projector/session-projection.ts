@@ -145,7 +145,7 @@ export class SessionProjection {
       }
       if (Date.now() - started > this.#maxBatchMs) break;
     }
-    if (n === 0) return "idle";
+    if (n === 0) return (await this.#storeWentBack()) ? "conflict" : "idle";
     const outcome = await this.commit();
     if (outcome === "conflict" || outcome === "repoint") {
       await this.load();
@@ -153,6 +153,20 @@ export class SessionProjection {
     }
     if (outcome === "superseded") return "superseded";
     return "progress";
+  }
+
+  /**
+   * The stored checkpoint is below the one this projection committed: commits only move it forward,
+   * so Redis lost writes (a failover to a replica that missed them), the log's events with them.
+   * The state is reloaded from what the store still holds, so events written again under the lost
+   * seqs are folded instead of passed over as already seen.
+   */
+  async #storeWentBack(): Promise<boolean> {
+    if (this.#committed === 0) return false;
+    const stored = Number((await this.#redis.hget(this.keys.model, "seq")) ?? 0);
+    if (stored >= this.#committed) return false;
+    await this.load();
+    return true;
   }
 
   /** Steps until the log has nothing new (or the projection is superseded). */

@@ -2,7 +2,7 @@
 // the caller's client (used for the log and the ordering scripts) keeps its own settings.
 import type { ErrorReporter } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
-import { isCluster } from "../log/index.ts";
+import { explainRedisError, isCluster, redisAddress } from "../log/index.ts";
 
 export function bullConnection(client: RedisClient): RedisClient {
   if (isCluster(client)) {
@@ -27,8 +27,10 @@ export function reportBullErrors(
   msg: string,
   fields: Record<string, unknown> = {},
 ): void {
-  bull.on("error", (err: Error) => report(msg, err, fields));
+  // Said as which Redis, what failed and what to check, not as ioredis words it.
+  const explain = (err: Error): Error => explainRedisError(err, redisAddress(client));
+  bull.on("error", (err: Error) => report(msg, explain(err), fields));
   client.on("error", (err: Error) => {
-    if (client.listenerCount("error") === 1) report("redis connection error", err, { ...fields, connection: "queue" });
+    if (client.listenerCount("error") === 1) report("redis connection error", explain(err), { ...fields, connection: "queue" });
   });
 }

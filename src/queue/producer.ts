@@ -3,7 +3,7 @@
 // the session log records the rendered prompt and the producer's trace context.
 import { context, propagation, trace } from "@opentelemetry/api";
 import { Job, Queue } from "bullmq";
-import { createEventLog, DEFAULT_PREFIX, type Envelope, type EventLog, type Logger, type RedisClient } from "../log/index.ts";
+import { AckedSeqs, createEventLog, DEFAULT_PREFIX, type Envelope, type EventLog, type Logger, type RedisClient } from "../log/index.ts";
 import { bullConnection, reportBullErrors } from "./connection.ts";
 import { InvalidTurnError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
 import { dataOf, isTerminalKind, type TurnCancelledData, type TurnQueuedData } from "../events/index.ts";
@@ -351,6 +351,8 @@ class TurnProducer implements Producer {
   readonly #checkCwd: boolean;
   readonly #followers: SessionFollowers;
   readonly #recent = new RecentTurns();
+  /** The seq this producer was last acknowledged per session (its turn.queued, its cancels). */
+  readonly #acked = new AckedSeqs();
 
   constructor(config: QueueConfig) {
     this.#envPolicy = jobEnvPolicyFrom(config);
@@ -375,7 +377,11 @@ class TurnProducer implements Producer {
     // One batch under a writer id derived from the turn: a repeated enqueue comes back `duplicate`
     // with the original seq, so the log holds one turn.queued per turn.
     const queued = { turn, attempt: 0, kind: "turn.queued", data: queuedEventData(checked, traceparent) };
-    const { lastSeq } = await this.log.appendUnfenced(session, [queued], { batchId: `${queuedWriter(turn)}:1` });
+    // It claims the seq this producer last appended to the session at: a log that lost it is refused.
+    const appended = await this.log.appendUnfenced(session, [queued], { batchId: `${queuedWriter(turn)}:1`, ackedSeq: this.#acked.get(session) });
+    // Refused on a log that lost what it had acknowledged: the turn is taken off the session's order too.
+    if (appended.outcome === "rolled_back") await this.order.wake(await this.order.drop(session, turn));
+    const { lastSeq } = this.#acked.settle(session, appended);
     const job = turnJob(checked, lastSeq, traceparent);
     await this.#redis.set(turnRecordKey(this.#queuePrefix, turn), `${session}|${lastSeq}`, "EX", JOB_RETENTION.removeOnComplete.age);
     await this.queue.add("turn", job, { jobId: turn, attempts: 1, ...JOB_RETENTION });
@@ -391,7 +397,11 @@ class TurnProducer implements Producer {
     await this.order.requestCancel(session, turn);
     if (!(await this.#removeJob(turn))) return { session, turn, outcome: "requested" };
     const data: TurnCancelledData = { reason: options.reason ?? "cancelled before it ran", by: options.by ?? "producer" };
-    await this.log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.cancelled", data }], { batchId: `c-${turn}:1` });
+    const cancelled = await this.log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.cancelled", data }], {
+      batchId: `c-${turn}:1`,
+      ackedSeq: this.#acked.get(session),
+    });
+    this.#acked.settle(session, cancelled);
     await this.order.wake(await this.order.drop(session, turn));
     return { session, turn, outcome: "cancelled" };
   }

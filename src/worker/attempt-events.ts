@@ -12,11 +12,19 @@ import {
   type TurnCancelledData,
   type TurnFailedData,
 } from "../events/index.ts";
-import { createWriter, FencedError, type EventInput, type SnapshotRef, type Writer, type WriteOptions } from "../log/index.ts";
+import {
+  createWriter,
+  FencedError,
+  LogRolledBackError,
+  type EventInput,
+  type SnapshotRef,
+  type Writer,
+  type WriteOptions,
+} from "../log/index.ts";
 import type { ParsedLine } from "../protocol/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
-import type { AttemptControl, AttemptEnd, ExecuteDeps } from "./types.ts";
+import type { AttemptControl, AttemptEnd, ExecuteDeps, RolledBackEnd } from "./types.ts";
 
 // The CLI prints a turn's lines in bursts (a message and its result a few ms apart): waiting this
 // long lets a burst share one append, at a cost of at most that much to live followers.
@@ -37,6 +45,8 @@ export interface WriteEventOptions {
 export class AttemptEvents {
   readonly attempt: number;
   readonly epoch: number;
+  /** The log's last seq when the attempt began. */
+  readonly startSeq: number;
   /** The session's latest snapshot as the attempt's begin read it (null: none; undefined: unknown). */
   readonly lastSnapshot: SnapshotRef | null | undefined;
   /** ISO time of attempt.started (and the start of its span). */
@@ -52,15 +62,30 @@ export class AttemptEvents {
   /** The worker's scrubber until the run's env is resolved, then the run's (with the overlay's secrets). */
   #scrubber: Scrubber;
 
-  constructor(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, begun: { epoch: number; attempt: number; lastSnapshot?: SnapshotRef | null | undefined }) {
+  constructor(
+    deps: ExecuteDeps,
+    job: TurnJob,
+    ctl: AttemptControl,
+    begun: { epoch: number; attempt: number; lastSeq?: number; lastSnapshot?: SnapshotRef | null | undefined },
+  ) {
     this.#deps = deps;
     this.#job = job;
     this.#ctl = ctl;
     this.#scrubber = deps.scrubber;
     this.epoch = begun.epoch;
     this.attempt = begun.attempt;
+    this.startSeq = begun.lastSeq ?? 0;
     this.lastSnapshot = begun.lastSnapshot;
-    this.#writer = createWriter({ log: deps.log, session: job.session, epoch: begun.epoch, logger: deps.logger, lingerMs: LINE_LINGER_MS });
+    this.#writer = createWriter({
+      log: deps.log,
+      session: job.session,
+      epoch: begun.epoch,
+      startSeq: this.startSeq,
+      logger: deps.logger,
+      lingerMs: LINE_LINGER_MS,
+      // A writer that stops ends the attempt at once, not at its next line (a tool may run for minutes).
+      onFailed: (err) => this.#writerStopped(err),
+    });
     this.#observers = this.#startObservers();
     this.trace = this.#observers.find((o) => o.trace !== undefined)?.trace;
   }
@@ -119,10 +144,22 @@ export class AttemptEvents {
     try {
       await this.#writer.write(event, options.wait);
     } catch (err) {
-      if (err instanceof FencedError) this.#ctl.reason ??= "fenced";
-      this.#ctl.ac.abort();
+      this.#writerStopped(err);
       throw err;
     }
+  }
+
+  #writerStopped(err: unknown): void {
+    if (err instanceof FencedError) this.#ctl.reason ??= "fenced";
+    else if (err instanceof LogRolledBackError) this.#ctl.reason ??= "log_rolled_back";
+    this.#ctl.ac.abort();
+  }
+
+  /** How an attempt whose writer found the log rolled back ends (nothing more can be written under it). */
+  rolledBack(): RolledBackEnd {
+    const failure = this.#writer.failure;
+    const lost = failure instanceof LogRolledBackError ? failure : undefined;
+    return { kind: "rolled_back", attempt: this.attempt, ackedSeq: lost?.ackedSeq ?? this.#writer.lastSeq, lastSeq: lost?.lastSeq ?? 0 };
   }
 
   #observe(event: ObservedEvent, parsed: ParsedLine | undefined): void {
@@ -162,6 +199,7 @@ export class AttemptEvents {
   async stopped(): Promise<AttemptEnd> {
     const reason = this.#ctl.reason!;
     const attempt = this.attempt;
+    if (reason === "log_rolled_back") return this.rolledBack();
     if (reason === "cancelled") {
       await this.abandon("cancelled", false);
       const cancelled: TurnCancelledData = { reason: "cancelled while running", by: "producer", attempt };

@@ -5,13 +5,13 @@
 import { randomUUID } from "node:crypto";
 import { DelayedError, Job, UnrecoverableError } from "bullmq";
 import type { AttemptAbandonedData, TurnCancelledData, TurnFailedData } from "../events/index.ts";
-import { SESSION_ID_PATTERN, type EventInput } from "../log/index.ts";
+import { LogRolledBackError, SESSION_ID_PATTERN, type EventInput } from "../log/index.ts";
 import { parseOrThrow, turnJobSchema, TURN_ID_PATTERN, type TurnJob } from "../queue/index.ts";
 import { runAttempt } from "./attempt.ts";
 import type { CliSlot } from "./cli-slots.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
 import { danglingAttempts } from "./log-scan.ts";
-import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay, StopReason, TurnJobResult } from "./types.ts";
+import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay, RolledBackEnd, StopReason, TurnJobResult } from "./types.ts";
 
 function waitBackoffMs(job: Job): number {
   const n = Math.max(1, job.attemptsStarted ?? 1);
@@ -63,7 +63,12 @@ export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string 
     if (acq.status === "gone") return { outcome: "skipped" };
     if (acq.status === "ok" || acq.status === "wait") {
       const cancelled: TurnCancelledData = { reason: "cancelled before it ran", by: "producer" };
-      await deps.log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.cancelled", data: cancelled }], { batchId: `c-${turn}:1` });
+      // The job carries the seq of its turn.queued: a log below it lost the turn's own record.
+      const res = await deps.log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.cancelled", data: cancelled }], {
+        batchId: `c-${turn}:1`,
+        ackedSeq: data.queuedSeq,
+      });
+      if (res.outcome === "rolled_back") throw new LogRolledBackError(session, data.queuedSeq, res.lastSeq);
       await order.wake(acq.status === "ok" ? await order.finish(session, turn, leaseToken) : await order.drop(session, turn));
       return { outcome: "cancelled" };
     }
@@ -178,10 +183,13 @@ async function runLeased(deps: ExecuteDeps, leased: LeasedJob, lockSignal: Abort
   const lease = new LeaseKeeper({ order: deps.order, session, turn, token: leased.leaseToken, leaseMs: deps.settings.leaseMs, stop });
   try {
     let replay: Replay | undefined;
+    let rolledBack: RolledBackEnd | undefined;
     for (;;) {
-      const end = await runAttempt(deps, leased.data, ctl, replay);
-      if (end.kind !== "replay") return await endJob(deps, leased, end);
-      replay = { previous: end.previous };
+      const end = await runAttempt(deps, leased.data, ctl, replay, rolledBack);
+      rolledBack = undefined;
+      if (end.kind === "replay") replay = { previous: end.previous };
+      else if (end.kind === "rolled_back") rolledBack = afterRollback(ctl, end);
+      else return await endJob(deps, leased, end);
     }
   } finally {
     lease.stop();
@@ -190,8 +198,20 @@ async function runLeased(deps: ExecuteDeps, leased: LeasedJob, lockSignal: Abort
   }
 }
 
+/**
+ * The log lost writes the attempt had been acknowledged: the next attempt (bounded by the attempt
+ * limit) records it and runs the turn again, with the control reset unless something else stopped it.
+ */
+function afterRollback(ctl: AttemptControl, end: RolledBackEnd): RolledBackEnd {
+  if (ctl.reason === "log_rolled_back") {
+    ctl.reason = undefined;
+    ctl.ac = new AbortController();
+  }
+  return end;
+}
+
 /** What the job does once an attempt has ended the turn, or handed it on. */
-async function endJob(deps: ExecuteDeps, leased: LeasedJob, end: Exclude<AttemptEnd, { kind: "replay" }>): Promise<TurnJobResult> {
+async function endJob(deps: ExecuteDeps, leased: LeasedJob, end: Exclude<AttemptEnd, { kind: "replay" | "rolled_back" }>): Promise<TurnJobResult> {
   const { order, settings } = deps;
   const { session, turn } = leased.data;
   switch (end.kind) {

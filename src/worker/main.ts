@@ -1,6 +1,6 @@
 // A worker process: configuration from the environment, the scrubbing logger, SIGTERM/SIGINT → a
 // bounded shutdown. Used by workers/turn-worker.ts and `turnstream worker`.
-import { connectRedis } from "../log/index.ts";
+import { connectRedis, explainRedisError, redisAddress } from "../log/index.ts";
 import { createLogger, createScrubber, routeConsoleToLogger, startTelemetry } from "../telemetry/index.ts";
 import { workerConfigFromEnv } from "./config.ts";
 import { DEFAULT_SWEEP_INTERVAL_MS, startHousekeeping } from "./housekeeping.ts";
@@ -34,7 +34,7 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   const telemetry = startTelemetry({ scrubber, env });
   const redis = connectRedis({ env: env as NodeJS.ProcessEnv });
   const reportError = errorReporter(logger);
-  redis.on("error", (err: Error) => reportError("redis connection error", err));
+  redis.on("error", (err: Error) => reportError("redis connection error", explainRedisError(err, redisAddress(redis))));
   // Metrics and the ops endpoint (each off unless configured); readiness checks: redis, started, shutdown.
   const obs = await startWorkerObservability({ env, opsPort: options.opsPort, redis, logger, scrubber, instanceId: housekeeping.instanceId, logPrefix: cfg.logPrefix ?? DEFAULT_PREFIX, queuePrefix: cfg.queuePrefix ?? DEFAULT_QUEUE_PREFIX, queueName: cfg.queueName ?? DEFAULT_QUEUE_NAME });
   let worker: TurnWorker;

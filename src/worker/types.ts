@@ -11,7 +11,8 @@ import type { WorkerSettings } from "./options.ts";
 import type { SnapshotCache } from "./snapshots.ts";
 import type { WarmSessions, WarmUse } from "./warm.ts";
 
-export type StopReason = "lease_lost" | "cancelled" | "fenced" | "lock_lost" | "shutdown";
+/** log_rolled_back: the attempt's writer found the log behind what it had been acknowledged (Redis lost writes). */
+export type StopReason = "lease_lost" | "cancelled" | "fenced" | "lock_lost" | "shutdown" | "log_rolled_back";
 
 export interface ExecuteDeps {
   log: EventLog;
@@ -66,7 +67,24 @@ export type AttemptEnd =
   | { kind: "cancelled"; attempt: number }
   | { kind: "retry"; attempt: number; delayMs: number }
   | { kind: "replay"; attempt: number; previous: string | undefined }
-  | { kind: "stopped"; attempt: number; reason: StopReason };
+  | { kind: "stopped"; attempt: number; reason: StopReason }
+  | RolledBackEnd;
+
+/**
+ * An attempt stopped because the log lost writes it had been acknowledged: the next attempt records
+ * it abandoned (log_rolled_back) and runs the turn again from the snapshot it resumed from, if the
+ * log still holds that.
+ */
+export interface RolledBackEnd {
+  kind: "rolled_back";
+  attempt: number;
+  /** The highest seq the attempt had been told was in the log. */
+  ackedSeq: number;
+  /** The log's real last seq when that was found. */
+  lastSeq: number;
+  /** The seq of the session snapshot the attempt resumed from (undefined: none). */
+  snapshotSeq?: number | undefined;
+}
 
 /** An attempt that lost its CLI session and runs again on a fresh one, carrying the transcript. */
 export interface Replay {

@@ -2,7 +2,7 @@
 // ../exit-codes.ts), so a pipeline can tell "the agent failed the task" from "retry this job".
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import type { Envelope } from "../../log/index.ts";
+import { explainRedisError, redisUrlForDisplay, type Envelope } from "../../log/index.ts";
 import { connectForCommand, type Scrub } from "../../projector/index.ts";
 import {
   createProducer,
@@ -210,7 +210,7 @@ async function reportUnended(err: unknown, producer: Producer, queued: EnqueueRe
   const message =
     err instanceof WaitTimeoutError
       ? `turn ${queued.turn} did not end within --timeout (${v.timeout ?? `${v["timeout-ms"]} ms`}); it goes on running (turnstream cancel ${queued.turn} stops it)`
-      : String((err as Error).message ?? err);
+      : explainRedisError(err, redisUrlForDisplay(), `waiting for turn ${queued.turn}`).message;
   return report(v.json, scrub, outcomeOfError(err), { ...where, error: message }, message);
 }
 
@@ -263,7 +263,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     return await enqueueAndFollow(args, scrub);
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = explainRedisError(err, redisUrlForDisplay(), "enqueueing the turn").message;
     return report(args.values.json, scrub, outcomeOfError(err), { error: message }, message);
   }
 }

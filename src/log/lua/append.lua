@@ -10,7 +10,9 @@
 -- ARGV[4]  n           batch number of that writer, > 0, strictly increasing per writer
 -- ARGV[5]  ttlMs       expiry for a finished session's keys; "0" = keep forever
 -- ARGV[6]  epochFloor  raise meta epoch to at least this (import); "" = leave it
--- ARGV[7]  B           number of blob keys referenced by the batch, then B blob key names
+-- ARGV[7]  ackedSeq    the highest seq this writer was told is in the log: its previous batch's last
+--                      seq, or for a first batch the head it started from; "" = no claim
+-- ARGV[8]  B           number of blob keys referenced by the batch, then B blob key names
 -- then per event: mode ("e" | "r"), kind, envelope JSON, and when mode is "r" the raw line text
 --
 -- Returns { outcome, lastSeq, epoch } where outcome is one of
@@ -19,10 +21,23 @@
 --                   the seq after that writer's latest batch (a re-sent batch gets its own result back)
 --   "fenced"        ARGV[1] is not the session's current epoch: nothing written; epoch = current epoch
 --   "conflict"      ARGV[2] is not the current last seq: nothing written; lastSeq = current last seq
+--   "rolled_back"   the log is behind what this writer was acknowledged (see below): nothing written;
+--                   lastSeq = the log's real last seq, epoch = its current epoch
 --   "missing_blob"  a referenced blob key does not exist (it expired between upload and append):
 --                   nothing written; the client uploads it again and retries
 -- The duplicate check comes first: a batch that made it in is reported as such even if the attempt
 -- was fenced afterwards, so the sender never appends it a second time under any outcome.
+--
+-- Rollback check (before the epoch): the log only ever grows, and its epoch only ever rises, so a log
+-- found behind what a writer was acknowledged lost acknowledged writes (a failover to a replica that
+-- had not received them, a Redis restarted without its data). Writers of other kinds may append
+-- between a writer's batches (turn.queued, decision.made, cancel), so the head is not required to
+-- equal the writer's last seq, only not to be below it. `rolled_back` when
+--   * the head is below ackedSeq (or below expectedSeq: a caller's exact expectation), or
+--   * n > 1 with ackedSeq given and the writer's own record `w:<writer>` is missing or names an
+--     earlier batch than n - 1: the batch it was acknowledged is gone, even if others' appends have
+--     since pushed the head past its seq, or
+--   * an epoch is given and the session's epoch is below it: the begin that handed it out is gone.
 --
 -- meta `snap` points at the session's latest session.snapshot event ("<seq>|<epoch>|<at>", "0" for a
 -- session that has none), so a new attempt finds it without scanning the stream; `sseq` is the seq
@@ -35,18 +50,32 @@ local epochArg, expectedArg, writer = ARGV[1], ARGV[2], ARGV[3]
 local n = tonumber(ARGV[4])
 local ttl = tonumber(ARGV[5])
 local epochFloor = ARGV[6]
-local nblobs = tonumber(ARGV[7])
+local ackedArg = ARGV[7]
+local nblobs = tonumber(ARGV[8])
 
 local m = redis.call('HMGET', meta, 'epoch', 'seq', 'w:' .. writer, 'state', 'expiring', 'snap', 'sseq')
 local epoch = tonumber(m[1]) or 0
 local seq = tonumber(m[2]) or 0
 
+local seenN = 0
 if m[3] then
   local sep = string.find(m[3], ':', 1, true)
-  local seenN = tonumber(string.sub(m[3], 1, sep - 1))
+  seenN = tonumber(string.sub(m[3], 1, sep - 1))
   if n <= seenN then
     return { 'duplicate', tonumber(string.sub(m[3], sep + 1)), epoch }
   end
+end
+
+local floor = tonumber(ackedArg) or 0
+if expectedArg ~= '' and tonumber(expectedArg) > floor then floor = tonumber(expectedArg) end
+if seq < floor then
+  return { 'rolled_back', seq, epoch }
+end
+if ackedArg ~= '' and n > 1 and (not m[3] or seenN < n - 1) then
+  return { 'rolled_back', seq, epoch }
+end
+if epochArg ~= '' and tonumber(epochArg) > epoch then
+  return { 'rolled_back', seq, epoch }
 end
 
 if epochArg ~= '' and tonumber(epochArg) ~= epoch then
@@ -58,7 +87,7 @@ if expectedArg ~= '' and tonumber(expectedArg) ~= seq then
 end
 
 for b = 1, nblobs do
-  if redis.call('EXISTS', ARGV[7 + b]) == 0 then
+  if redis.call('EXISTS', ARGV[8 + b]) == 0 then
     return { 'missing_blob', seq, epoch }
   end
 end
@@ -67,7 +96,7 @@ local state = m[4]
 local fresh = seq == 0 and not m[6]
 local passedBy = m[6] and tonumber(m[7]) ~= seq
 local snapSeq, snapEnv
-local i = 8 + nblobs
+local i = 9 + nblobs
 local last = #ARGV
 while i <= last do
   local mode, kind, env = ARGV[i], ARGV[i + 1], ARGV[i + 2]
@@ -96,7 +125,7 @@ while i <= last do
 end
 
 for b = 1, nblobs do
-  redis.call('SADD', blobset, ARGV[7 + b])
+  redis.call('SADD', blobset, ARGV[8 + b])
 end
 
 if epochFloor ~= '' and tonumber(epochFloor) > epoch then

@@ -4,9 +4,11 @@
 -- KEYS[2]  meta     <prefix>{s:<id>}:meta
 -- KEYS[3]  blobset  <prefix>{s:<id>}:blobs
 -- ARGV[1]  turn id
--- Returns { epoch, attempt, snap }: epoch is the new session epoch (every earlier epoch is now fenced);
--- attempt counts the attempts of this turn (1 for the first; resets when the turn changes); snap is
--- meta `snap` (the latest session.snapshot, see append.lua) when append.lua left it current, else "".
+-- Returns { epoch, attempt, snap, seq }: epoch is the new session epoch (every earlier epoch is now
+-- fenced); attempt counts the attempts of this turn (1 for the first; resets when the turn changes);
+-- snap is meta `snap` (the latest session.snapshot, see append.lua) when append.lua left it current,
+-- else ""; seq is the log's last seq, which the attempt's writer claims as acknowledged on its first
+-- batch (append.lua's rollback check).
 -- A session that was set to expire (finished, with retention) is made persistent again: a new
 -- attempt must never lose its epoch counter to expiry, or an old epoch could become current again.
 
@@ -32,4 +34,4 @@ if cur[2] then
 end
 local snap = ''
 if cur[3] and cur[4] == cur[5] then snap = cur[3] end
-return { epoch, attempt, snap }
+return { epoch, attempt, snap, tonumber(cur[4]) or 0 }

@@ -1,0 +1,145 @@
+// A Redis failover that loses acknowledged writes, made the way asynchronous replication makes it:
+// a primary and a replica on loopback, the replica cut off (promoted: a partition), the primary
+// acknowledging the turn's appends for a while longer, then killed -9, and the clients' address (a
+// proxy, as a virtual IP would be) sent to the promoted replica. The attempt writing the turn must not
+// go on after the rolled-back head: it is recorded abandoned (log_rolled_back) and the turn runs
+// again, and the log the turn ends in has every seq once, with each tool call and its result paired.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Redis } from "ioredis";
+import { connectRedis, createEventLog, type Envelope, type EventLog } from "../../src/log/index.ts";
+import { createProducer } from "../../src/queue/index.ts";
+import { startTurnWorker } from "../../src/worker/index.ts";
+import { startModelServer } from "../../src/testing/index.ts";
+import { startRedisServer } from "../support/redis-server.ts";
+import { startTcpProxy } from "../support/tcp-proxy.ts";
+import { cliEnv, readAll, testSpace, waitUntil } from "../worker/_support.ts";
+
+const STEPS = 12;
+
+/** One tool chain: each step's Bash prints the marker the next step's response waits for. */
+function chain(): object[] {
+  const out: object[] = [];
+  for (let i = 0; i < STEPS; i++) {
+    const command = `sleep 0.3; echo step-${i + 1}-ok`;
+    out.push({ match: i === 0 ? "CHAIN-START" : `step-${i}-ok`, content: [{ type: "tool_use", name: "Bash", input: { command, description: `step ${i + 1}` } }] });
+  }
+  out.push({ match: `step-${STEPS}-ok`, content: [{ type: "text", text: "chain done" }] });
+  return out;
+}
+
+interface ToolIds {
+  uses: string[];
+  results: string[];
+}
+
+function toolIds(events: readonly Envelope[], attempt?: number): ToolIds {
+  const ids: ToolIds = { uses: [], results: [] };
+  for (const e of events) {
+    if (e.kind !== "cli.line" || (attempt !== undefined && e.attempt !== attempt)) continue;
+    const line = JSON.parse(String((e.data as { raw: string }).raw)) as { type?: string; message?: { content?: unknown } };
+    const content = Array.isArray(line.message?.content) ? (line.message.content as { type?: string; id?: string; tool_use_id?: string }[]) : [];
+    for (const block of content) {
+      if (line.type === "assistant" && block.type === "tool_use") ids.uses.push(String(block.id));
+      if (line.type === "user" && block.type === "tool_result") ids.results.push(String(block.tool_use_id));
+    }
+  }
+  return ids;
+}
+
+async function replicaInSync(replica: Redis): Promise<boolean> {
+  return (await replica.info("replication")).includes("master_link_status:up");
+}
+
+async function toolResults(log: EventLog, session: string): Promise<number> {
+  return toolIds(await readAll(log, session)).results.length;
+}
+
+test("a failover that lost acknowledged appends: the attempt is abandoned (log_rolled_back), the turn runs again, no hole", { timeout: 240_000 }, async (t0) => {
+  const space = testSpace();
+  const primary = await startRedisServer();
+  const replicaServer = await startRedisServer({ args: ["--replicaof", "127.0.0.1", String(primary.port)] });
+  const proxy = await startTcpProxy(primary.port);
+  const onPrimary = new Redis(primary.url, { maxRetriesPerRequest: 1 });
+  const onReplica = new Redis(replicaServer.url);
+  for (const c of [onPrimary, onReplica]) c.on("error", () => undefined);
+  const server = await startModelServer({ script: { responses: [...chain(), ...chain(), ...chain()] } });
+  const redis = connectRedis({ url: proxy.url });
+  redis.on("error", () => undefined);
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const primaryLog = createEventLog({ redis: onPrimary, prefix: space.logPrefix });
+  const replicaLog = createEventLog({ redis: onReplica, prefix: space.logPrefix });
+  const ws = space.workspace();
+  const worker = startTurnWorker({
+    redis,
+    logPrefix: space.logPrefix,
+    queuePrefix: space.queuePrefix,
+    workspaceRoots: [ws],
+    instanceRoot: space.dir("inst"),
+    runEnv: cliEnv(server.url),
+    sandboxed: true,
+  });
+  try {
+    await waitUntil(() => replicaInSync(onReplica), 15000, "the replica in sync with the primary");
+    const t = await producer.enqueueTurn({ prompt: "CHAIN-START: run the steps", cwd: ws, options: { skipPermissions: true } });
+    await waitUntil(async () => (await toolResults(primaryLog, t.session)) >= 3, 60000, "three tool results on the primary");
+
+    // The partition: the replica stops taking the primary's writes (and is promoted).
+    await onReplica.replicaof("NO", "ONE");
+    const cut = await replicaLog.stat(t.session);
+    const resultsAtCut = await toolResults(replicaLog, t.session);
+    // The primary goes on acknowledging the attempt's appends, which the replica never gets.
+    await waitUntil(async () => (await toolResults(primaryLog, t.session)) >= resultsAtCut + 3, 60000, "three more tool results acknowledged by the primary");
+    const lost = await primaryLog.stat(t.session);
+    await primary.stop("SIGKILL");
+    proxy.switchTo(replicaServer.port);
+    assert.ok(lost.lastSeq > cut.lastSeq, `the primary acknowledged seq ${lost.lastSeq}, the promoted replica holds ${cut.lastSeq}`);
+    t0.diagnostic(`acknowledged events lost in the failover: ${lost.lastSeq - cut.lastSeq} (seq ${cut.lastSeq + 1}..${lost.lastSeq})`);
+
+    await waitUntil(
+      async () => {
+        const st = await replicaLog.stat(t.session);
+        return st.turn === t.turn && (st.state === "finished" || st.state === "failed");
+      },
+      150000,
+      "the turn to end on the promoted replica",
+    );
+    const events = await readAll(replicaLog, t.session);
+    assert.deepEqual(events.map((e) => e.seq), events.map((_, i) => i + 1), "every seq once, no gap");
+    const abandoned = events.filter((e) => e.kind === "attempt.abandoned").map((e) => e.data as { reason: string; attempt: number; detectedBy?: number });
+    const rolledBack = abandoned.find((a) => a.reason === "log_rolled_back");
+    assert.ok(rolledBack !== undefined, `attempt.abandoned (log_rolled_back) in ${JSON.stringify(abandoned)}`);
+    assert.equal(rolledBack.attempt, 1);
+    const abandonedAt = events.find((e) => e.kind === "attempt.abandoned" && (e.data as { reason: string }).reason === "log_rolled_back")!.seq;
+    assert.ok(
+      events.filter((e) => e.attempt === 1).every((e) => e.seq < abandonedAt),
+      "the rolled-back attempt wrote nothing after the log's real head",
+    );
+    const end = events.at(-1)!;
+    if (end.kind === "turn.failed") {
+      assert.equal((end.data as { errorKind: string }).errorKind, "log_lost", JSON.stringify(end.data));
+      return;
+    }
+    assert.equal(end.kind, "turn.finished", JSON.stringify(end));
+    const accepted = (end.data as { attempt: number }).attempt;
+    assert.ok(accepted >= 2, `the turn finished on a later attempt (${accepted}), not on the one that wrote after a hole`);
+    const ids = toolIds(events, accepted);
+    assert.equal(ids.uses.length, STEPS, "the accepted attempt ran the whole chain");
+    assert.deepEqual([...ids.results].sort(), [...ids.uses].sort(), "every tool call of the accepted attempt has its result, once");
+    assert.equal(new Set(ids.uses).size, ids.uses.length, "no tool call twice");
+    const result = await producer.waitForTurn(t.turn, { timeoutMs: 30000 });
+    assert.equal(result.status, "finished");
+    assert.equal(result.resultText, "chain done");
+  } finally {
+    await worker.close({ graceMs: 1000 });
+    await producer.close();
+    redis.disconnect();
+    onPrimary.disconnect();
+    onReplica.disconnect();
+    await proxy.close();
+    await server.close();
+    await primary.dispose();
+    await replicaServer.dispose();
+    space.cleanup();
+  }
+});
