@@ -102,8 +102,21 @@ export type ConfigHomeOptions = z.input<typeof ConfigHomeOptionsSchema>;
 export type CheckedRunTurnOptions = z.output<typeof RunTurnOptionsSchema>;
 
 export function validateRunTurnOptions(options: unknown): CheckedRunTurnOptions {
-  return checkedOrThrow(RunTurnOptionsSchema, options);
+  const checked = checkedOrThrow(RunTurnOptionsSchema, options);
+  if (checked.skillsMode === "add-dir" && checked.skills !== undefined && checked.skills.length > 0 && checked.trustWorkspace !== true) {
+    throw badOptions("skillsMode", NATIVE_SKILLS_REFUSED);
+  }
+  return checked;
 }
+
+/**
+ * Why `skillsMode: "add-dir"` needs a trusted workspace: the CLI loads such skills natively, and a
+ * skill's front matter hooks and `!` lines then run commands no permission hook ever sees.
+ */
+export const NATIVE_SKILLS_REFUSED =
+  '"add-dir" loads skills natively, where their front matter hooks and `!` lines run outside supervision, ' +
+  'and only a trusted workspace (trustWorkspace: true) may do that; use skillsMode "claude-md" (the default: ' +
+  "the model reads each skill as a file)";
 
 const TurnDeadlinesSchema = RunTurnOptionsSchema.pick({ timeoutMs: true, inactivityTimeoutMs: true });
 

@@ -94,10 +94,10 @@ function skillList(skills: readonly ListedSkill[]): string | undefined {
 }
 
 /**
- * The context an untrusted workspace still offers: its CLAUDE.md files and its skills, plus `extraSkills`
- * (skills the caller brought that the CLI will not discover by itself). Undefined when there is none.
+ * The context an untrusted workspace still offers: its CLAUDE.md files and its skills, as text (the
+ * caller's own skills reach such a run as files listed in CLAUDE.md). Undefined when there is none.
  */
-export function workspaceContext(cwd: string, extraSkills: readonly ListedSkill[] = []): string | undefined {
+export function workspaceContext(cwd: string): string | undefined {
   let root: string;
   try {
     root = realpathSync(cwd);
@@ -105,7 +105,7 @@ export function workspaceContext(cwd: string, extraSkills: readonly ListedSkill[
     return undefined;
   }
   const parts = instructions(root);
-  const skills = skillList([...workspaceSkills(cwd), ...extraSkills]);
+  const skills = skillList(workspaceSkills(cwd));
   if (skills !== undefined) parts.push(skills);
   return parts.length === 0 ? undefined : parts.join("\n\n");
 }

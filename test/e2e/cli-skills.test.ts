@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runTurn } from "../../src/cli/index.ts";
+import { ClaudeCodeCliError, runTurn } from "../../src/cli/index.ts";
 import { assertSkillWasRead, SkillNotReadError, type ParsedLine } from "../../src/protocol/index.ts";
 import { startScriptedServer, type Step } from "../cli/_model.ts";
 import { hermeticEnv } from "../cli/_support.ts";
@@ -63,16 +63,11 @@ test("add-dir, trusted workspace: the CLI discovers .claude/skills/<name> in the
   assert.deepEqual(readdirSync(r.tmp).filter((n) => n.startsWith("turnstream-")), [], "scratch and skill dirs removed");
 });
 
-test("add-dir, untrusted workspace with a per-run config home: the skill sits in the home, where the CLI's Skill tool finds it", async () => {
-  const r = await run(() => [{ tool: { name: "Skill", input: { skill: "plum" } } }, { text: "done" }], { mode: "add-dir", name: "plum", configHome: true });
-  assert.ok(JSON.stringify(r.requests[0]).includes("plum"), "skill advertised to the model");
-  assert.ok(JSON.stringify(r.requests[1]).includes("Always answer PINEAPPLE"), "the Skill tool loaded it");
-  assert.doesNotThrow(() => assertSkillWasRead(r.lines, "plum"));
-});
-
-test("add-dir, untrusted workspace without a config home: the skill's file is listed for the model with its description", async () => {
-  const r = await run(() => [{ text: "done" }], { mode: "add-dir", name: "fig" });
-  const first = JSON.stringify(r.requests[0]);
-  assert.match(first, /turnstream-skills-[^"`]*\/\.claude\/skills\/fig\/SKILL\.md/, "the skill's SKILL.md in the added dir is listed");
-  assert.ok(first.includes("PINEAPPLE-fig"), "with its description");
+test("add-dir, untrusted workspace (with or without a config home): refused by name before the CLI starts", async () => {
+  for (const configHome of [true, false]) {
+    await assert.rejects(
+      run(() => [{ text: "done" }], { mode: "add-dir", name: "plum", configHome }),
+      (err: unknown) => err instanceof ClaudeCodeCliError && err.kind === "bad_options" && /`skillsMode`: "add-dir" loads skills natively/.test(err.message),
+    );
+  }
 });
