@@ -21,6 +21,8 @@ test("enqueue refuses bad skills, addDirs, settingsFile and extraArgs, naming th
     const cases: Array<[EnqueueInput["options"], string, RegExp]> = [
       [{ skills: [{ name: "../up", path: "/w/s" }] }, "options.skills.0.name", /letters, digits/],
       [{ skills: [{ name: "ok", path: "relative" }] }, "options.skills.0.path", /absolute/],
+      [{ skills: [{ name: "ok", path: "/w/s" }], skillsMode: "add-dir" }, "options.skillsMode", /loads skills natively.*only with trustWorkspace: true/],
+      [{ supervised: true, skillsMode: "add-dir" }, "options.skillsMode", /"claude-md"/],
       [{ addDirs: ["/ok", "rel/dir"] }, "options.addDirs.1", /absolute/],
       [{ settingsFile: "settings.json" }, "options.settingsFile", /absolute/],
       [{ supervised: true, settingsFile: "/w/settings.json" }, "options.settingsFile", /supervised/],
