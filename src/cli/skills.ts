@@ -1,8 +1,10 @@
 // Offering skills to a run. Two ways:
 // - claude-md: copy the skill to `<cwd>/.skills/<name>/SKILL.md` and list it in the cwd's CLAUDE.md,
-//   which the CLI loads into context; the model then reads the file when the task fits.
-// - add-dir: a temp dir with `.claude/skills/<name>` links, passed with --add-dir, so the CLI's own
-//   skill discovery sees them. Removed after the run.
+//   which the CLI loads into context; the model then reads the file when the task fits. Every write in
+//   the cwd goes through WorkspaceFiles, so a link planted there is refused, never followed.
+// - add-dir (trusted workspaces only): a temp dir with `.claude/skills/<name>` links, passed with
+//   --add-dir, so the CLI's own skill discovery loads them, front-matter hooks and `!` lines included.
+//   Removed after the run.
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
@@ -144,7 +146,7 @@ export interface SkillAddDir {
  * Places each skill at `<root>/<name>` (a link to its folder, a copy where a link fails), the layout
  * the CLI's own skill discovery reads. Returns each placed SKILL.md.
  */
-export function placeSkills(skills: readonly SkillSpec[], root: string): ListedSkill[] {
+function placeSkills(skills: readonly SkillSpec[], root: string): ListedSkill[] {
   mkdirSync(root, { recursive: true });
   const listed: ListedSkill[] = [];
   for (const s of skills) {

@@ -28,7 +28,17 @@ import { isAbsolute, join, normalize, sep } from "node:path";
 import { ClaudeCodeCliError } from "./errors.ts";
 
 /** Why a workspace path was refused. */
-export type WorkspacePathProblem = "link" | "not a folder" | "not a regular file" | "exists" | "outside";
+export type WorkspacePathProblem =
+  | "link"
+  | "not a folder"
+  | "not a regular file"
+  | "exists"
+  | "outside"
+  | "inside its source"
+  | "too many entries";
+
+/** Most entries one copy into the workspace makes (a link loop in a source would never end). */
+const MAX_COPY_ENTRIES = 10_000;
 
 /** A workspace write or removal refused because of what lies at `path`. */
 export class WorkspacePathError extends ClaudeCodeCliError {
@@ -55,6 +65,10 @@ function describe(problem: WorkspacePathProblem): string {
       return "already exists; remove it";
     case "outside":
       return "is not a plain relative path inside the workspace";
+    case "inside its source":
+      return "lies inside the folder it would be copied from; name a skill folder that does not hold the workspace";
+    case "too many entries":
+      return `would be copied from a link loop or hold more than ${MAX_COPY_ENTRIES} entries; name a smaller folder without loops`;
   }
 }
 
@@ -211,16 +225,31 @@ export class WorkspaceFiles {
   }
 
   /**
-   * Copies the folder `source` (outside the workspace; its links were checked by whoever chose it,
-   * and are followed) to the new folder `rel`, every file created with O_EXCL.
+   * Copies the folder `source` (outside the workspace's target; its links were checked by whoever chose
+   * it, and are followed) to the new folder `rel`, every file created with O_EXCL. A source holding
+   * its own target, or more than MAX_COPY_ENTRIES entries (a link loop), is refused.
    */
   copyIn(source: string, rel: string): void {
+    const target = this.path(rel);
+    const from = realpathSync(source);
+    if (target === from || target.startsWith(`${from}${sep}`)) throw new WorkspacePathError(target, "inside its source");
+    this.#copy(from, rel, { left: MAX_COPY_ENTRIES }, [from]);
+  }
+
+  /** `above`: the real source folders this one lies in, so a link back up is caught as a loop. */
+  #copy(source: string, rel: string, budget: { left: number }, above: readonly string[]): void {
     this.mkdir(rel);
     for (const name of readdirSync(source)) {
+      if (--budget.left < 0) throw new WorkspacePathError(this.path(rel), "too many entries");
       const from = join(source, name);
       const to = join(rel, name);
-      if (statSync(from).isDirectory()) this.copyIn(from, to);
-      else this.write(to, readFileSync(from), { exclusive: true });
+      if (!statSync(from).isDirectory()) {
+        this.write(to, readFileSync(from), { exclusive: true });
+        continue;
+      }
+      const real = realpathSync(from);
+      if (above.includes(real)) throw new WorkspacePathError(this.path(to), "too many entries");
+      this.#copy(real, to, budget, [...above, real]);
     }
   }
 }

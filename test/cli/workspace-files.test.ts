@@ -161,3 +161,15 @@ test("runTurn with a claude-md skill into a workspace whose journal links outsid
   assert.throws(() => runTurn({ cwd, prompt: "hi", skills: skill(), claudeBin: "/bin/false" }), refusedAt(cwd, ".skills/.turnstream-injection.json"));
   assert.equal(readFileSync(outsideFile, "utf8"), "PRECIOUS");
 });
+
+test("a skill folder that holds the workspace, or loops through a link, is refused instead of copied forever", () => {
+  const { cwd } = setup();
+  writeFileSync(join(cwd, "SKILL.md"), "---\ndescription: the workspace itself\n---\n");
+  assert.throws(() => injectSkillsForRun(cwd, [{ name: "self", path: cwd }]), (e: unknown) => e instanceof WorkspacePathError && e.problem === "inside its source");
+  assert.equal(existsSync(join(cwd, ".skills")), false, "undone");
+  const looped = skillSource("looped");
+  symlinkSync(looped, join(looped, "again"));
+  const other = tmp("ts-ws-");
+  assert.throws(() => injectSkillsForRun(other, [{ name: "looped", path: looped }]), (e: unknown) => e instanceof WorkspacePathError && e.problem === "too many entries");
+  assert.equal(existsSync(join(other, ".skills")), false, "undone");
+});
