@@ -167,3 +167,22 @@ test("a worker that trusts job workspaces runs the job's settings file", async (
     await r.dispose();
   }
 });
+
+test("a job that skipped the producer with skillsMode add-dir in an untrusted workspace: the worker fails it, naming the field, and starts no CLI", async () => {
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  try {
+    const failed = new Promise<Error>((resolve) => r.worker().worker.on("failed", (_job, err) => resolve(err)));
+    const skill = writeSkill(join(r.ws, "lib"), "native");
+    const session = `direct-${r.space.id}`;
+    const turn = "t_directskill0001";
+    await r.producer.order.register(session, turn, undefined);
+    const options = { skills: [{ name: "native", path: skill }], skillsMode: "add-dir" };
+    const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: r.ws, queuedSeq: 0, enqueuedAt: new Date().toISOString(), options };
+    await r.producer.queue.add("turn", job, { jobId: turn });
+    assert.match((await failed).message, /`options\.skillsMode` "add-dir" loads skills natively/);
+    assert.equal(r.server.requests().length, 0, "no CLI was started");
+    assert.deepEqual(readdirSync(r.ws), ["lib"], "nothing placed in the workspace");
+  } finally {
+    await r.dispose();
+  }
+});
