@@ -99,13 +99,19 @@ async function turn(cwd: string, prompt: string, steps: ScriptResponse[], option
   }
 }
 
-test("control: in a trusted workspace a built-in slash command's `!` line runs git, and the workspace's fsmonitor with it", async () => {
+test("control: in a trusted workspace a built-in command's `!` line runs git (and the workspace's fsmonitor), a skill's runs when the Skill tool loads it", async () => {
   const rig = makeRig();
   const ws = mkdtempSync(join(tmpdir(), "ts-outside-ws-"));
   try {
     plantWorkspace(ws, rig);
     await turn(ws, "/security-review", [], { trustWorkspace: true });
     assert.ok(rig.ran().includes("fsmonitor"), `the rig catches git run by the command (ran: ${rig.ran().join(", ")})`);
+    rmSync(rig.marks, { recursive: true });
+    mkdirSync(rig.marks);
+    // The model can load a skill itself (the Skill tool needs no decision), and its `!` line runs.
+    const skillCall: ScriptResponse = { content: [{ type: "tool_use", name: "Skill", input: { skill: "wsskill" } }] };
+    await turn(ws, "use it", [skillCall], { trustWorkspace: true, allowedTools: ["Skill"] });
+    assert.ok(rig.ran().includes("ws-skill-bang"), `the Skill tool's load runs its \`!\` line (ran: ${rig.ran().join(", ")})`);
   } finally {
     rig.cleanup();
     rmSync(ws, { recursive: true, force: true });
@@ -122,10 +128,13 @@ test("supervised turn: no slash command, skill, settings helper or git status ru
       const out = await turn(ctx.dir, prompt, [say("ok")], supervised);
       assert.deepEqual(rig.ran(), [], `${prompt}: nothing ran (the CLI said: ${out.slice(0, 400)})`);
     }
-    // A plain prompt whose model asks for the job skill through the Skill tool: no native skill exists.
-    const skillCall: ScriptResponse = { content: [{ type: "tool_use", name: "Skill", input: { skill: "jobskill" } }] };
-    await turn(ctx.dir, "use the jobskill skill", [skillCall], supervised);
-    assert.deepEqual(rig.ran(), [], "the Skill tool loaded nothing that ran");
+    // A plain prompt whose model asks for skills through the Skill tool, which needs no decision and
+    // which the job allows outright.
+    for (const name of ["jobskill", "wsskill"]) {
+      const skillCall: ScriptResponse = { content: [{ type: "tool_use", name: "Skill", input: { skill: name } }] };
+      await turn(ctx.dir, `use the ${name} skill`, [skillCall], { ...supervised, allowedTools: run.allowedToolsFilter(["Skill"]) });
+      assert.deepEqual(rig.ran(), [], `the Skill tool loaded nothing that ran (${name})`);
+    }
     assert.equal(existsSync(join(ctx.dir, ".skills")), false, "the job skill's files are gone after the run");
   });
   rig.cleanup();
