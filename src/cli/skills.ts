@@ -10,11 +10,13 @@ import { tmpdir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { badOptions } from "./errors.ts";
 import type { SkillSpec } from "./options.ts";
-import { WorkspaceFiles } from "./workspace-files.ts";
+import { readRegularFile, WorkspaceFiles } from "./workspace-files.ts";
 
 export const SKILLS_DIR = ".skills";
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const INSTRUCTION_MARK = "<!-- turnstream:skills -->";
+/** Most of a SKILL.md read for its description (the front matter comes first). */
+const MAX_SKILL_BYTES = 64 * 1024;
 /** Tells the model how to use a list of skills that follows it. */
 export const SKILL_INSTRUCTION =
   `## Skills\n\nThis project provides skills. Before starting a task, check the list below; ` +
@@ -69,20 +71,15 @@ function installIn(files: WorkspaceFiles, name: string, src: { dir: string | und
   if (src.dir !== undefined) files.copyIn(src.dir, rel);
   else {
     files.mkdir(rel);
-    files.write(join(rel, "SKILL.md"), readFileSync(src.file), { exclusive: true });
+    files.copyFileIn(src.file, join(rel, "SKILL.md"));
   }
   return files.path(join(rel, "SKILL.md"));
 }
 
 /** The `description:` of a SKILL.md's front matter, on one line. */
 export function skillDescription(skillMd: string): string | undefined {
-  let text: string;
-  try {
-    text = readFileSync(skillMd, "utf8");
-  } catch {
-    return undefined;
-  }
-  return descriptionOf(text);
+  const read = readRegularFile(skillMd, MAX_SKILL_BYTES);
+  return read === undefined ? undefined : descriptionOf(read.bytes.toString("utf8"));
 }
 
 function descriptionOf(text: string): string | undefined {

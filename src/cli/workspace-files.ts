@@ -15,7 +15,6 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
-  readFileSync,
   readSync,
   realpathSync,
   renameSync,
@@ -35,10 +34,13 @@ export type WorkspacePathProblem =
   | "exists"
   | "outside"
   | "inside its source"
-  | "too many entries";
+  | "too many entries"
+  | "too large";
 
 /** Most entries one copy into the workspace makes (a link loop in a source would never end). */
 const MAX_COPY_ENTRIES = 10_000;
+/** Largest file one copy into the workspace takes. */
+const MAX_COPY_FILE_BYTES = 64 * 1024 * 1024;
 
 /** A workspace write or removal refused because of what lies at `path`. */
 export class WorkspacePathError extends ClaudeCodeCliError {
@@ -67,6 +69,8 @@ function describe(problem: WorkspacePathProblem): string {
       return "is not a plain relative path inside the workspace";
     case "inside its source":
       return "lies inside the folder it would be copied from; name a skill folder that does not hold the workspace";
+    case "too large":
+      return `is larger than ${MAX_COPY_FILE_BYTES} bytes; keep big files out of a skill folder`;
     case "too many entries":
       return `would be copied from a link loop or hold more than ${MAX_COPY_ENTRIES} entries; name a smaller folder without loops`;
   }
@@ -81,6 +85,37 @@ function lstatOrUndefined(path: string): Stats | undefined {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw err;
   }
+}
+
+/**
+ * Up to `max` bytes of `path` when it is a regular file (links followed: callers check where it
+ * lies), and whether there was more; undefined for anything else. Opened with O_NONBLOCK, so a FIFO
+ * planted in a workspace cannot block the worker.
+ */
+export function readRegularFile(path: string, max: number): { bytes: Buffer; cut: boolean } | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, O_RDONLY | O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return undefined;
+    const buf = Buffer.alloc(Math.min(st.size, max));
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return { bytes: buf.subarray(0, n), cut: st.size > max };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A source file's bytes for a copy: a regular file (never a FIFO or device) of bounded size. */
+function sourceFile(path: string): Buffer {
+  const read = readRegularFile(path, MAX_COPY_FILE_BYTES);
+  if (read === undefined) throw new WorkspacePathError(path, "not a regular file");
+  if (read.cut) throw new WorkspacePathError(path, "too large");
+  return read.bytes;
 }
 
 /** The workspace's files, addressed relative to its root; nothing here follows a link. */
@@ -236,6 +271,11 @@ export class WorkspaceFiles {
     this.#copy(from, rel, { left: MAX_COPY_ENTRIES }, [from]);
   }
 
+  /** Copies the file `source` to the new file `rel`. */
+  copyFileIn(source: string, rel: string): void {
+    this.write(rel, sourceFile(source), { exclusive: true });
+  }
+
   /** `above`: the real source folders this one lies in, so a link back up is caught as a loop. */
   #copy(source: string, rel: string, budget: { left: number }, above: readonly string[]): void {
     this.mkdir(rel);
@@ -244,7 +284,7 @@ export class WorkspaceFiles {
       const from = join(source, name);
       const to = join(rel, name);
       if (!statSync(from).isDirectory()) {
-        this.write(to, readFileSync(from), { exclusive: true });
+        this.write(to, sourceFile(from), { exclusive: true });
         continue;
       }
       const real = realpathSync(from);

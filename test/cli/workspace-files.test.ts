@@ -173,3 +173,26 @@ test("a skill folder that holds the workspace, or loops through a link, is refus
   assert.throws(() => injectSkillsForRun(other, [{ name: "looped", path: looped }]), (e: unknown) => e instanceof WorkspacePathError && e.problem === "too many entries");
   assert.equal(existsSync(join(other, ".skills")), false, "undone");
 });
+
+test("an untrusted workspace whose CLAUDE.md and skill file are FIFOs: its context is read without hanging, the FIFOs skipped", async () => {
+  const { cwd } = setup();
+  execFileSync("mkfifo", [join(cwd, "CLAUDE.md")]);
+  mkdirSync(join(cwd, ".claude", "skills", "pipe"), { recursive: true });
+  execFileSync("mkfifo", [join(cwd, ".claude", "skills", "pipe", "SKILL.md")]);
+  writeFileSync(join(cwd, ".claude", "CLAUDE.md"), "Rule FIFO-OK-5521.\n");
+  const { workspaceContext } = await import("../../src/cli/workspace-context.ts");
+  const context = workspaceContext(cwd) ?? "";
+  assert.match(context, /FIFO-OK-5521/);
+  assert.doesNotMatch(context, /Contents of CLAUDE\.md/);
+});
+
+test("a skill folder holding a FIFO is refused at once instead of blocking the copy", () => {
+  const { cwd } = setup();
+  const src = skillSource("piped");
+  execFileSync("mkfifo", [join(src, "notes.txt")]);
+  assert.throws(
+    () => injectSkillsForRun(cwd, [{ name: "piped", path: src }]),
+    (e: unknown) => e instanceof WorkspacePathError && e.problem === "not a regular file" && e.path === join(src, "notes.txt"),
+  );
+  assert.equal(existsSync(join(cwd, ".skills")), false, "undone");
+});
