@@ -3,7 +3,7 @@
 // workspace roots; a settings file only on a worker that trusts job workspaces), and run for real.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { InvalidTurnError, JOB_VERSION, type EnqueueInput } from "../../src/queue/index.ts";
 import { dataOf, rig } from "./_more.ts";
@@ -182,6 +182,28 @@ test("a job that skipped the producer with skillsMode add-dir in an untrusted wo
     assert.match((await failed).message, /`options\.skillsMode` "add-dir" loads skills natively/);
     assert.equal(r.server.requests().length, 0, "no CLI was started");
     assert.deepEqual(readdirSync(r.ws), ["lib"], "nothing placed in the workspace");
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("a workspace whose skill journal is a link to a worker file: the turn fails naming the link, the file is unchanged", async () => {
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  try {
+    const precious = join(r.space.dir("worker-files"), "config");
+    writeFileSync(precious, "WORKER-CONFIG");
+    mkdirSync(join(r.ws, ".skills"));
+    symlinkSync(precious, join(r.ws, ".skills", ".turnstream-injection.json"));
+    const skill = writeSkill(join(r.ws, "lib"), "fruit");
+    r.worker();
+    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { skills: [{ name: "fruit", path: skill }] } });
+    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    assert.equal(res.status, "failed");
+    const error = dataOf(res.event)["error"] as { name: string; message: string };
+    assert.match(error.message, /\.skills\/\.turnstream-injection\.json is a symbolic link/, JSON.stringify(error));
+    assert.equal(readFileSync(precious, "utf8"), "WORKER-CONFIG");
+    assert.equal(r.server.requests().length, 0, "no CLI was started");
+    assert.deepEqual(readdirSync(join(r.ws, ".skills")), [".turnstream-injection.json"], "no skill was injected");
   } finally {
     await r.dispose();
   }
