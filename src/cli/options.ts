@@ -103,9 +103,8 @@ export type CheckedRunTurnOptions = z.output<typeof RunTurnOptionsSchema>;
 
 export function validateRunTurnOptions(options: unknown): CheckedRunTurnOptions {
   const checked = checkedOrThrow(RunTurnOptionsSchema, options);
-  if (checked.skillsMode === "add-dir" && checked.skills !== undefined && checked.skills.length > 0 && checked.trustWorkspace !== true) {
-    throw badOptions("skillsMode", NATIVE_SKILLS_REFUSED);
-  }
+  const nativeSkills = checked.skillsMode === "add-dir" && (checked.skills ?? []).length > 0;
+  if (nativeSkills && checked.trustWorkspace !== true) throw badOptions("skillsMode", NATIVE_SKILLS_REFUSED);
   return checked;
 }
 

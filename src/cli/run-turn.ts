@@ -17,7 +17,12 @@ import { createConfigHome, type AuthSource, type ConfigHome } from "./config-hom
 import { buildEnv, envAuth } from "./env.ts";
 import { badOptions, ClaudeCodeCliError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
 import { silentLogger, stringField, type Logger } from "../kernel/index.ts";
-import { NATIVE_SKILLS_REFUSED, validateRunTurnOptions, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
+import {
+  NATIVE_SKILLS_REFUSED,
+  validateRunTurnOptions,
+  type CheckedRunTurnOptions,
+  type RunTurnOptions,
+} from "./options.ts";
 import {
   containment,
   ContainmentError,

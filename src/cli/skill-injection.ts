@@ -56,7 +56,8 @@ function restoreClaudeMd(files: WorkspaceFiles, bytes: string | null): void {
 function restoreSkillFolders(files: WorkspaceFiles, j: Journal): void {
   for (const e of j.entries) {
     files.remove(join(SKILLS_DIR, e.name));
-    if (e.saved && files.stat(savedName(e.name)) !== undefined) files.rename(savedName(e.name), join(SKILLS_DIR, e.name));
+    const saved = savedName(e.name);
+    if (e.saved && files.stat(saved) !== undefined) files.rename(saved, join(SKILLS_DIR, e.name));
   }
 }
 
@@ -87,8 +88,13 @@ function writeJournal(files: WorkspaceFiles, skills: readonly SkillSpec[]): Jour
   const skillsDirCreated = files.stat(SKILLS_DIR) === undefined;
   const claudeMd = files.read("CLAUDE.md");
   files.mkdir(SKILLS_DIR);
-  const entries = skills.map((s) => ({ name: s.name, saved: !skillsDirCreated && NAME.test(s.name) && files.stat(join(SKILLS_DIR, s.name)) !== undefined }));
-  const journal: Journal = { claudeMd: claudeMd === undefined ? null : claudeMd.toString("base64"), skillsDirCreated, entries };
+  const replaces = (name: string): boolean => NAME.test(name) && files.stat(join(SKILLS_DIR, name)) !== undefined;
+  const entries = skills.map((s) => ({ name: s.name, saved: !skillsDirCreated && replaces(s.name) }));
+  const journal: Journal = {
+    claudeMd: claudeMd === undefined ? null : claudeMd.toString("base64"),
+    skillsDirCreated,
+    entries,
+  };
   // O_EXCL: a journal (or a link) left where this one goes is refused, never written through.
   files.write(JOURNAL, JSON.stringify(journal), { exclusive: true });
   return journal;

@@ -5,7 +5,17 @@
 // - add-dir (trusted workspaces only): a temp dir with `.claude/skills/<name>` links, passed with
 //   --add-dir, so the CLI's own skill discovery loads them, front-matter hooks and `!` lines included.
 //   Removed after the run.
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { badOptions } from "./errors.ts";

@@ -49,7 +49,8 @@ export class WorkspacePathError extends ClaudeCodeCliError {
   readonly problem: WorkspacePathProblem;
 
   constructor(path: string, problem: WorkspacePathProblem) {
-    super(`refusing to write in the workspace: ${path} ${describe(problem)}`, { kind: "bad_options", retryable: false });
+    const message = `refusing to write in the workspace: ${path} ${describe(problem)}`;
+    super(message, { kind: "bad_options", retryable: false });
     this.path = path;
     this.problem = problem;
   }
@@ -58,7 +59,10 @@ export class WorkspacePathError extends ClaudeCodeCliError {
 function describe(problem: WorkspacePathProblem): string {
   switch (problem) {
     case "link":
-      return "is a symbolic link (a workspace file the runner writes may not be one, nor lie under one); replace it with a regular file or folder";
+      return (
+        "is a symbolic link (a workspace file the runner writes may not be one, nor lie under one); " +
+        "replace it with a regular file or folder"
+      );
     case "not a folder":
       return "is not a folder; remove it or rename it";
     case "not a regular file":
@@ -72,7 +76,10 @@ function describe(problem: WorkspacePathProblem): string {
     case "too large":
       return `is larger than ${MAX_COPY_FILE_BYTES} bytes; keep big files out of a skill folder`;
     case "too many entries":
-      return `would be copied from a link loop or hold more than ${MAX_COPY_ENTRIES} entries; name a smaller folder without loops`;
+      return (
+        `would be copied from a link loop or hold more than ${MAX_COPY_ENTRIES} entries; ` +
+        "name a smaller folder without loops"
+      );
   }
 }
 
@@ -267,7 +274,8 @@ export class WorkspaceFiles {
   copyIn(source: string, rel: string): void {
     const target = this.path(rel);
     const from = realpathSync(source);
-    if (target === from || target.startsWith(`${from}${sep}`)) throw new WorkspacePathError(target, "inside its source");
+    const holdsTarget = target === from || target.startsWith(`${from}${sep}`);
+    if (holdsTarget) throw new WorkspacePathError(target, "inside its source");
     this.#copy(from, rel, { left: MAX_COPY_ENTRIES }, [from]);
   }
 

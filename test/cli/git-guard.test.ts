@@ -11,7 +11,13 @@ import { guardGit } from "../../src/cli/git-guard.ts";
 test("guardGit: command-scope config outranks the workspace's; only identity GIT_* names survive", () => {
   const ws = mkdtempSync(join(tmpdir(), "ts-gitguard-"));
   execFileSync("git", ["init", "-q", ws]);
-  const planted = { "core.fsmonitor": "/ws/evil", "core.hooksPath": "/ws/hooks", "core.pager": "/ws/pager", "core.sshCommand": "/ws/ssh", "credential.helper": "/ws/cred" };
+  const planted = {
+    "core.fsmonitor": "/ws/evil",
+    "core.hooksPath": "/ws/hooks",
+    "core.pager": "/ws/pager",
+    "core.sshCommand": "/ws/ssh",
+    "credential.helper": "/ws/cred",
+  };
   for (const [key, value] of Object.entries(planted)) execFileSync("git", ["-C", ws, "config", key, value]);
   const env: Record<string, string> = {
     PATH: process.env["PATH"]!,
@@ -22,10 +28,12 @@ test("guardGit: command-scope config outranks the workspace's; only identity GIT
   };
   guardGit(env);
   assert.equal(env["GIT_AUTHOR_NAME"], "Job Author");
-  for (const name of ["GIT_DIR", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS"]) assert.equal(env[name], undefined, `${name} removed`);
+  for (const name of ["GIT_DIR", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS"]) {
+    assert.equal(env[name], undefined, `${name} removed`);
+  }
   const seen = (key: string): string[] =>
     execFileSync("git", ["-C", ws, "config", "--get-all", key], { env, encoding: "utf8" }).split("\n").slice(0, -1);
-  assert.deepEqual(seen("core.fsmonitor"), ["/ws/evil", ""], "the workspace's fsmonitor, then the guard's empty one, which wins");
+  assert.deepEqual(seen("core.fsmonitor"), ["/ws/evil", ""], "the workspace's, then the guard's empty one, which wins");
   assert.equal(seen("core.hooksPath").at(-1), "/dev/null");
   assert.equal(seen("core.pager").at(-1), "cat");
   assert.equal(seen("core.sshCommand").at(-1), "ssh");

@@ -4,7 +4,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -50,6 +51,12 @@ function refusedAt(cwd: string, rel: string): (err: unknown) => boolean {
 }
 
 const skill = () => [{ name: "alpha", path: skillSource("alpha") }];
+
+/** The refusal is a WorkspacePathError for `problem`. */
+const refusedFor =
+  (problem: string) =>
+  (e: unknown): boolean =>
+    e instanceof WorkspacePathError && e.problem === problem;
 
 test("the journal shipped as a link to a file outside: the run is refused naming it, the file is unchanged", () => {
   const { cwd, outsideFile } = setup();
@@ -147,10 +154,10 @@ test("WorkspaceFiles: a FIFO where a file goes is refused at once (no hang); `..
   const { cwd } = setup();
   execFileSync("mkfifo", [join(cwd, "CLAUDE.md")]);
   const files = new WorkspaceFiles(cwd);
-  assert.throws(() => files.append("CLAUDE.md", "x"), (e: unknown) => e instanceof WorkspacePathError && e.problem === "not a regular file");
-  assert.throws(() => files.read("CLAUDE.md"), (e: unknown) => e instanceof WorkspacePathError && e.problem === "not a regular file");
+  assert.throws(() => files.append("CLAUDE.md", "x"), refusedFor("not a regular file"));
+  assert.throws(() => files.read("CLAUDE.md"), refusedFor("not a regular file"));
   for (const bad of ["../escape", "/etc/passwd", "a/../../escape", "."]) {
-    assert.throws(() => files.write(bad, "x"), (e: unknown) => e instanceof WorkspacePathError && e.problem === "outside");
+    assert.throws(() => files.write(bad, "x"), refusedFor("outside"));
   }
 });
 
@@ -158,19 +165,22 @@ test("runTurn with a claude-md skill into a workspace whose journal links outsid
   const { cwd, outsideFile } = setup();
   mkdirSync(join(cwd, ".skills"));
   symlinkSync(outsideFile, join(cwd, ".skills", ".turnstream-injection.json"));
-  assert.throws(() => runTurn({ cwd, prompt: "hi", skills: skill(), claudeBin: "/bin/false" }), refusedAt(cwd, ".skills/.turnstream-injection.json"));
+  assert.throws(
+    () => runTurn({ cwd, prompt: "hi", skills: skill(), claudeBin: "/bin/false" }),
+    refusedAt(cwd, ".skills/.turnstream-injection.json"),
+  );
   assert.equal(readFileSync(outsideFile, "utf8"), "PRECIOUS");
 });
 
 test("a skill folder that holds the workspace, or loops through a link, is refused instead of copied forever", () => {
   const { cwd } = setup();
   writeFileSync(join(cwd, "SKILL.md"), "---\ndescription: the workspace itself\n---\n");
-  assert.throws(() => injectSkillsForRun(cwd, [{ name: "self", path: cwd }]), (e: unknown) => e instanceof WorkspacePathError && e.problem === "inside its source");
+  assert.throws(() => injectSkillsForRun(cwd, [{ name: "self", path: cwd }]), refusedFor("inside its source"));
   assert.equal(existsSync(join(cwd, ".skills")), false, "undone");
   const looped = skillSource("looped");
   symlinkSync(looped, join(looped, "again"));
   const other = tmp("ts-ws-");
-  assert.throws(() => injectSkillsForRun(other, [{ name: "looped", path: looped }]), (e: unknown) => e instanceof WorkspacePathError && e.problem === "too many entries");
+  assert.throws(() => injectSkillsForRun(other, [{ name: "looped", path: looped }]), refusedFor("too many entries"));
   assert.equal(existsSync(join(other, ".skills")), false, "undone");
 });
 
@@ -192,7 +202,7 @@ test("a skill folder holding a FIFO is refused at once instead of blocking the c
   execFileSync("mkfifo", [join(src, "notes.txt")]);
   assert.throws(
     () => injectSkillsForRun(cwd, [{ name: "piped", path: src }]),
-    (e: unknown) => e instanceof WorkspacePathError && e.problem === "not a regular file" && e.path === join(src, "notes.txt"),
+    (e: unknown) => refusedFor("not a regular file")(e) && (e as WorkspacePathError).path === join(src, "notes.txt"),
   );
   assert.equal(existsSync(join(cwd, ".skills")), false, "undone");
 });

@@ -67,7 +67,10 @@ test("add-dir, untrusted workspace (with or without a config home): refused by n
   for (const configHome of [true, false]) {
     await assert.rejects(
       run(() => [{ text: "done" }], { mode: "add-dir", name: "plum", configHome }),
-      (err: unknown) => err instanceof ClaudeCodeCliError && err.kind === "bad_options" && /`skillsMode`: "add-dir" loads skills natively/.test(err.message),
+      (err: unknown) =>
+        err instanceof ClaudeCodeCliError &&
+        err.kind === "bad_options" &&
+        /`skillsMode`: "add-dir" loads skills natively/.test(err.message),
     );
   }
 });

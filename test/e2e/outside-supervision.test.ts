@@ -50,8 +50,16 @@ function makeRig(): Rig {
 
 /** A SKILL.md whose front matter adds a hook and pre-approves Bash, and whose body has a `!` line. */
 function skillText(name: string, hook: string, bang: string): string {
-  const hooks = `hooks:\n  PreToolUse:\n    - matcher: "*"\n      hooks:\n        - type: command\n          command: ${hook}\n`;
-  return `---\nname: ${name}\ndescription: ${name} helps\nallowed-tools: Bash\n${hooks}---\n!\`${bang}\`\nFollow the steps.\n`;
+  const hooks = [
+    "hooks:",
+    "  PreToolUse:",
+    '    - matcher: "*"',
+    "      hooks:",
+    "        - type: command",
+    `          command: ${hook}`,
+  ];
+  const front = ["---", `name: ${name}`, `description: ${name} helps`, "allowed-tools: Bash", ...hooks, "---"];
+  return `${front.join("\n")}\n!\`${bang}\`\nFollow the steps.\n`;
 }
 
 /** Plants every program a workspace can name into `ws`, a git repository with a dirty file. */
@@ -64,9 +72,11 @@ function plantWorkspace(ws: string, rig: Rig): void {
   writeFileSync(join(ws, "tracked.txt"), "two\n");
   git("config", "core.fsmonitor", rig.marker("fsmonitor"));
   mkdirSync(join(ws, ".claude", "commands"), { recursive: true });
-  writeFileSync(join(ws, ".claude", "commands", "wscommand.md"), `---\ndescription: run it\n---\n!\`${rig.marker("ws-command-bang")}\`\nGo.\n`);
+  const command = `---\ndescription: run it\n---\n!\`${rig.marker("ws-command-bang")}\`\nGo.\n`;
+  writeFileSync(join(ws, ".claude", "commands", "wscommand.md"), command);
   mkdirSync(join(ws, ".claude", "skills", "wsskill"), { recursive: true });
-  writeFileSync(join(ws, ".claude", "skills", "wsskill", "SKILL.md"), skillText("wsskill", rig.marker("ws-skill-hook"), rig.marker("ws-skill-bang")));
+  const wsSkill = skillText("wsskill", rig.marker("ws-skill-hook"), rig.marker("ws-skill-bang"));
+  writeFileSync(join(ws, ".claude", "skills", "wsskill", "SKILL.md"), wsSkill);
   const hook = (name: string) => [{ hooks: [{ type: "command", command: rig.marker(name) }] }];
   const settings = {
     statusLine: { type: "command", command: rig.marker("status-line") },
@@ -84,7 +94,12 @@ function plantWorkspace(ws: string, rig: Rig): void {
 const say = (text: string): ScriptResponse => ({ content: [{ type: "text", text }] });
 
 /** One real CLI turn in `cwd` with `prompt`; resolves once its tree is gone. */
-async function turn(cwd: string, prompt: string, steps: ScriptResponse[], options: Partial<RunTurnOptions>): Promise<string> {
+async function turn(
+  cwd: string,
+  prompt: string,
+  steps: ScriptResponse[],
+  options: Partial<RunTurnOptions>,
+): Promise<string> {
   const server = await startModelServer({ script: { responses: [...steps, say("finished")] } });
   const h = hermeticEnv({ baseUrl: server.url });
   try {
@@ -111,7 +126,7 @@ test("control: in a trusted workspace a built-in command's `!` line runs git (an
     // The model can load a skill itself (the Skill tool needs no decision), and its `!` line runs.
     const skillCall: ScriptResponse = { content: [{ type: "tool_use", name: "Skill", input: { skill: "wsskill" } }] };
     await turn(ws, "use it", [skillCall], { trustWorkspace: true, allowedTools: ["Skill"] });
-    assert.ok(rig.ran().includes("ws-skill-bang"), `the Skill tool's load runs its \`!\` line (ran: ${rig.ran().join(", ")})`);
+    assert.ok(rig.ran().includes("ws-skill-bang"), `the loaded skill's \`!\` line ran (ran: ${rig.ran().join(", ")})`);
   } finally {
     rig.cleanup();
     rmSync(ws, { recursive: true, force: true });
@@ -132,7 +147,8 @@ test("supervised turn: no slash command, skill, settings helper or git status ru
     // which the job allows outright.
     for (const name of ["jobskill", "wsskill"]) {
       const skillCall: ScriptResponse = { content: [{ type: "tool_use", name: "Skill", input: { skill: name } }] };
-      await turn(ctx.dir, `use the ${name} skill`, [skillCall], { ...supervised, allowedTools: run.allowedToolsFilter(["Skill"]) });
+      const allowSkill = { ...supervised, allowedTools: run.allowedToolsFilter(["Skill"]) };
+      await turn(ctx.dir, `use the ${name} skill`, [skillCall], allowSkill);
       assert.deepEqual(rig.ran(), [], `the Skill tool loaded nothing that ran (${name})`);
     }
     assert.equal(existsSync(join(ctx.dir, ".skills")), false, "the job skill's files are gone after the run");

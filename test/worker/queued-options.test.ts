@@ -21,7 +21,11 @@ test("enqueue refuses bad skills, addDirs, settingsFile and extraArgs, naming th
     const cases: Array<[EnqueueInput["options"], string, RegExp]> = [
       [{ skills: [{ name: "../up", path: "/w/s" }] }, "options.skills.0.name", /letters, digits/],
       [{ skills: [{ name: "ok", path: "relative" }] }, "options.skills.0.path", /absolute/],
-      [{ skills: [{ name: "ok", path: "/w/s" }], skillsMode: "add-dir" }, "options.skillsMode", /loads skills natively.*only with trustWorkspace: true/],
+      [
+        { skills: [{ name: "ok", path: "/w/s" }], skillsMode: "add-dir" },
+        "options.skillsMode",
+        /loads skills natively.*only with trustWorkspace: true/,
+      ],
       [{ supervised: true, skillsMode: "add-dir" }, "options.skillsMode", /"claude-md"/],
       [{ addDirs: ["/ok", "rel/dir"] }, "options.addDirs.1", /absolute/],
       [{ settingsFile: "settings.json" }, "options.settingsFile", /absolute/],
@@ -177,7 +181,8 @@ test("a job that skipped the producer with skillsMode add-dir in an untrusted wo
     const turn = "t_directskill0001";
     await r.producer.order.register(session, turn, undefined);
     const options = { skills: [{ name: "native", path: skill }], skillsMode: "add-dir" };
-    const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: r.ws, queuedSeq: 0, enqueuedAt: new Date().toISOString(), options };
+    const enqueuedAt = new Date().toISOString();
+    const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: r.ws, queuedSeq: 0, enqueuedAt, options };
     await r.producer.queue.add("turn", job, { jobId: turn });
     assert.match((await failed).message, /`options\.skillsMode` "add-dir" loads skills natively/);
     assert.equal(r.server.requests().length, 0, "no CLI was started");
@@ -196,7 +201,8 @@ test("a workspace whose skill journal is a link to a worker file: the turn fails
     symlinkSync(precious, join(r.ws, ".skills", ".turnstream-injection.json"));
     const skill = writeSkill(join(r.ws, "lib"), "fruit");
     r.worker();
-    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { skills: [{ name: "fruit", path: skill }] } });
+    const options = { skills: [{ name: "fruit", path: skill }] };
+    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
     assert.equal(res.status, "failed");
     const error = dataOf(res.event)["error"] as { name: string; message: string };
