@@ -2,7 +2,7 @@
 // With the real CLI, one hostile workspace tries every way the CLI runs a command by itself that its
 // docs and changelog name: a built-in slash command's `!` lines (which ran git, and so the workspace's
 // core.fsmonitor), a workspace command or skill with `!` lines and front-matter hooks, a job skill
-// with the same, the git status in the system prompt, settings helpers (status line, apiKeyHelper,
+// and a skill in a folder the job adds (--add-dir) with the same, the Skill tool loading them, the git status in the system prompt, settings helpers (status line, apiKeyHelper,
 // awsAuthRefresh, awsCredentialExport, otelHeadersHelper, fileSuggestion) and settings hooks. Each
 // writes a marker file if it runs; a trusted control run shows the rig does catch one.
 import { test } from "node:test";
@@ -138,14 +138,19 @@ test("supervised turn: no slash command, skill, settings helper or git status ru
   await withCtx(async (ctx) => {
     plantWorkspace(ctx.dir, rig);
     const run = prepare(ctx, await withHub(ctx));
-    const supervised = { ...run.turnOptions, skills: [{ name: "jobskill", path: rig.jobSkill }] };
-    for (const prompt of ["/security-review", "/review", "/init", "/wscommand", "/wsskill", "/jobskill"]) {
+    // A folder the job adds (--add-dir) brings its own `.claude/skills` too.
+    const added = join(rig.marks, "..", "added");
+    mkdirSync(join(added, ".claude", "skills", "addskill"), { recursive: true });
+    const addSkill = skillText("addskill", rig.marker("add-dir-skill-hook"), rig.marker("add-dir-skill-bang"));
+    writeFileSync(join(added, ".claude", "skills", "addskill", "SKILL.md"), addSkill);
+    const supervised = { ...run.turnOptions, skills: [{ name: "jobskill", path: rig.jobSkill }], addDirs: [added] };
+    for (const prompt of ["/security-review", "/review", "/init", "/wscommand", "/wsskill", "/jobskill", "/addskill"]) {
       const out = await turn(ctx.dir, prompt, [say("ok")], supervised);
       assert.deepEqual(rig.ran(), [], `${prompt}: nothing ran (the CLI said: ${out.slice(0, 400)})`);
     }
     // A plain prompt whose model asks for skills through the Skill tool, which needs no decision and
     // which the job allows outright.
-    for (const name of ["jobskill", "wsskill"]) {
+    for (const name of ["jobskill", "wsskill", "addskill"]) {
       const skillCall: ScriptResponse = { content: [{ type: "tool_use", name: "Skill", input: { skill: name } }] };
       const allowSkill = { ...supervised, allowedTools: run.allowedToolsFilter(["Skill"]) };
       await turn(ctx.dir, `use the ${name} skill`, [skillCall], allowSkill);
