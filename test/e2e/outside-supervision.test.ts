@@ -2,9 +2,10 @@
 // With the real CLI, one hostile workspace tries every way the CLI runs a command by itself that its
 // docs and changelog name: a built-in slash command's `!` lines (which ran git, and so the workspace's
 // core.fsmonitor), a workspace command or skill with `!` lines and front-matter hooks, a job skill
-// and a skill in a folder the job adds (--add-dir) with the same, the Skill tool loading them, the git status in the system prompt, settings helpers (status line, apiKeyHelper,
-// awsAuthRefresh, awsCredentialExport, otelHeadersHelper, fileSuggestion) and settings hooks. Each
-// writes a marker file if it runs; a trusted control run shows the rig does catch one.
+// and a skill in a folder the job adds (--add-dir) with the same, the Skill tool loading them, the git
+// status in the system prompt, settings helpers (status line, apiKeyHelper, awsAuthRefresh,
+// awsCredentialExport, otelHeadersHelper, fileSuggestion) and settings hooks. Each writes a marker
+// file if it runs; a trusted control run shows the rig does catch one.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
