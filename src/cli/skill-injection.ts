@@ -8,6 +8,7 @@
 //
 // The journal lies in the workspace, which is attacker input: it is read as data only (names checked,
 // nothing followed out of the cwd), so a planted one can at most rewrite the workspace's own files.
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { SkillSpec } from "./options.ts";
 import { injectSkills, SKILLS_DIR } from "./skills.ts";
@@ -67,6 +68,7 @@ function restoreSkillFolders(files: WorkspaceFiles, j: Journal): void {
  * journal that is a link is never read or written through (WorkspacePathError names it).
  */
 export function restoreSkillInjection(cwd: string): boolean {
+  if (!existsSync(cwd)) return false; // the run removed its workspace: nothing left to restore
   const files = new WorkspaceFiles(cwd);
   const skillsDir = files.stat(SKILLS_DIR);
   // A `.skills` that is a link (planted, or made by the run) is never walked into: it could point anywhere.
