@@ -148,6 +148,10 @@ test("supervised turn: no slash command, skill, settings helper or git status ru
     for (const prompt of ["/security-review", "/review", "/init", "/wscommand", "/wsskill", "/jobskill", "/addskill"]) {
       const out = await turn(ctx.dir, prompt, [say("ok")], supervised);
       assert.deepEqual(rig.ran(), [], `${prompt}: nothing ran (the CLI said: ${out.slice(0, 400)})`);
+      const objects = out.split("\n").filter((l) => l.startsWith("{"));
+      const init = objects.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l["subtype"] === "init");
+      assert.deepEqual([init?.["slash_commands"], init?.["skills"]], [[], []], "the CLI offers no command and no skill");
+      assert.equal((init?.["tools"] as string[]).includes("Skill"), false, "nor the Skill tool");
     }
     // A plain prompt whose model asks for skills through the Skill tool, which needs no decision and
     // which the job allows outright.
