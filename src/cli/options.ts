@@ -85,7 +85,11 @@ export const RunTurnOptionsSchema = z.strictObject({
   onStderr: z.custom<(line: string) => void>((v) => typeof v === "function").optional(),
   /** Per-run CLAUDE_CONFIG_DIR (see config-home.ts). */
   configHome: ConfigHomeOptionsSchema.optional(),
-  /** Skills to offer the model: copied under `<cwd>/.skills` and listed in its CLAUDE.md (claude-md; both undone once the run is over) or linked via --add-dir. */
+  /**
+   * Skills to offer the model: copied under `<cwd>/.skills` and listed (claude-md: in CLAUDE.md when the
+   * workspace is trusted, else in the appended system prompt; undone once the run is over) or linked via
+   * --add-dir (trusted workspaces only).
+   */
   skills: z.array(SkillSpecSchema).optional(),
   /** How `skills` reach the model: `claude-md` (default) or `add-dir`. */
   skillsMode: z.enum(["claude-md", "add-dir"]).optional(),

@@ -38,7 +38,7 @@ import { resolveClaudeBin } from "./resolve-bin.ts";
 import { captureSessionFile, restoreSessionFile } from "./session-file.ts";
 import { guardGit } from "./git-guard.ts";
 import { injectSkillsForRun } from "./skill-injection.ts";
-import { prepareSkillAddDir } from "./skills.ts";
+import { installedSkills, prepareSkillAddDir, type ListedSkill } from "./skills.ts";
 import { startWatchdog, type WatchdogHandle } from "./watchdog.ts";
 import { workspaceContext } from "./workspace-context.ts";
 
@@ -117,26 +117,29 @@ function sandboxClaim(o: CheckedRunTurnOptions): "1" | undefined {
 }
 
 /**
- * Where the caller's skills go. claude-md: files in the cwd the model reads, listed in its CLAUDE.md.
- * add-dir (a trusted workspace only, see validateRunTurnOptions): an added directory the CLI's own
- * skill discovery loads. An untrusted turn never gets a native skill: one could run its front matter
- * hooks and `!` lines outside supervision.
+ * Where the caller's skills go. claude-md: files in the cwd the model reads, listed in its CLAUDE.md
+ * when the workspace is trusted (the CLI loads that file), else in the appended system prompt, where an
+ * untrusted workspace's CLAUDE.md goes too (so its CLAUDE.md is never written). add-dir (a trusted
+ * workspace only, see validateRunTurnOptions): an added directory the CLI's own skill discovery loads.
+ * An untrusted turn never gets a native skill: one could run its front matter hooks and `!` lines
+ * outside supervision.
  */
-function offerSkills(o: CheckedRunTurnOptions, files: RunFiles): { addDirs: string[] } {
-  if (o.skills === undefined || o.skills.length === 0) return { addDirs: [] };
+function offerSkills(o: CheckedRunTurnOptions, files: RunFiles): { addDirs: string[]; listed: ListedSkill[] } {
+  if (o.skills === undefined || o.skills.length === 0) return { addDirs: [], listed: [] };
+  const trusted = o.trustWorkspace === true;
   if ((o.skillsMode ?? "claude-md") === "claude-md") {
     // Undone with the run's other files, once its tree is gone: the checkout is left as it was found.
-    files.onCleanup(injectSkillsForRun(o.cwd, o.skills));
-    return { addDirs: [] };
+    files.onCleanup(injectSkillsForRun(o.cwd, o.skills, { listInClaudeMd: trusted }));
+    return { addDirs: [], listed: trusted ? [] : installedSkills(o.cwd, o.skills) };
   }
-  if (o.trustWorkspace !== true) throw badOptions("skillsMode", NATIVE_SKILLS_REFUSED);
+  if (!trusted) throw badOptions("skillsMode", NATIVE_SKILLS_REFUSED);
   const added = prepareSkillAddDir(o.skills, files.scratchDir());
-  return { addDirs: [added.dir] };
+  return { addDirs: [added.dir], listed: [] };
 }
 
 /** The appended system prompt: the caller's, then what an untrusted workspace still offers as text. */
-function systemPromptAppendix(o: CheckedRunTurnOptions): string | undefined {
-  const context = o.trustWorkspace === true ? undefined : workspaceContext(o.cwd);
+function systemPromptAppendix(o: CheckedRunTurnOptions, skills: readonly ListedSkill[]): string | undefined {
+  const context = o.trustWorkspace === true ? undefined : workspaceContext(o.cwd, skills);
   const parts = [o.appendSystemPrompt, context].filter((p): p is string => p !== undefined);
   return parts.length === 0 ? undefined : parts.join("\n\n");
 }
@@ -257,7 +260,7 @@ function prepareRun(
   const skills = offerSkills(o, files);
   const args = buildArgs({ ...o, appendSystemPrompt: undefined }, skills.addDirs);
   if (input === "stream-json") args.splice(1, 0, "--input-format", "stream-json");
-  const appendix = systemPromptAppendix(o);
+  const appendix = systemPromptAppendix(o, skills.listed);
   if (appendix !== undefined) {
     // A file, not argv: argv is readable by every user through /proc.
     const f = join(files.scratchDir(), "append-system-prompt.txt");

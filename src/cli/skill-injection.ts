@@ -11,7 +11,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { SkillSpec } from "./options.ts";
-import { injectSkills, SKILLS_DIR } from "./skills.ts";
+import { injectSkills, installSkill, SKILLS_DIR } from "./skills.ts";
 import { WorkspaceFiles } from "./workspace-files.ts";
 
 const JOURNAL = join(SKILLS_DIR, ".turnstream-injection.json");
@@ -20,6 +20,8 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const savedName = (name: string): string => join(SKILLS_DIR, `.turnstream-saved-${name}`);
 
 interface Journal {
+  /** Whether the run lists its skills in CLAUDE.md (false: CLAUDE.md is never read or written). */
+  claudeMdTouched: boolean;
   /** CLAUDE.md's bytes before the run (base64), or null when there was none. */
   claudeMd: string | null;
   /** `.skills` did not exist before: the whole folder goes. */
@@ -39,7 +41,10 @@ function readJournal(files: WorkspaceFiles): Journal | undefined {
   try {
     const j = JSON.parse(bytes.toString("utf8")) as Journal;
     const entries = Array.isArray(j.entries) ? j.entries.filter((e) => typeof e?.name === "string" && NAME.test(e.name) && !e.name.includes("..")) : [];
-    return { claudeMd: typeof j.claudeMd === "string" ? j.claudeMd : null, skillsDirCreated: j.skillsDirCreated === true, entries };
+    const claudeMd = typeof j.claudeMd === "string" ? j.claudeMd : null;
+    // A journal from before claudeMdTouched existed always listed its skills in CLAUDE.md.
+    const claudeMdTouched = j.claudeMdTouched !== false;
+    return { claudeMdTouched, claudeMd, skillsDirCreated: j.skillsDirCreated === true, entries };
   } catch {
     return undefined;
   }
@@ -75,7 +80,7 @@ export function restoreSkillInjection(cwd: string): boolean {
   if (skillsDir === undefined || !skillsDir.isDirectory()) return false;
   const j = readJournal(files);
   if (j === undefined) return false;
-  restoreClaudeMd(files, j.claudeMd);
+  if (j.claudeMdTouched) restoreClaudeMd(files, j.claudeMd);
   if (j.skillsDirCreated) {
     files.remove(SKILLS_DIR);
     return true;
@@ -86,13 +91,14 @@ export function restoreSkillInjection(cwd: string): boolean {
 }
 
 /** Records the cwd's state in the journal before anything changes. */
-function writeJournal(files: WorkspaceFiles, skills: readonly SkillSpec[]): Journal {
+function writeJournal(files: WorkspaceFiles, skills: readonly SkillSpec[], claudeMdTouched: boolean): Journal {
   const skillsDirCreated = files.stat(SKILLS_DIR) === undefined;
-  const claudeMd = files.read("CLAUDE.md");
+  const claudeMd = claudeMdTouched ? files.read("CLAUDE.md") : undefined;
   files.mkdir(SKILLS_DIR);
   const replaces = (name: string): boolean => NAME.test(name) && files.stat(join(SKILLS_DIR, name)) !== undefined;
   const entries = skills.map((s) => ({ name: s.name, saved: !skillsDirCreated && replaces(s.name) }));
   const journal: Journal = {
+    claudeMdTouched,
     claudeMd: claudeMd === undefined ? null : claudeMd.toString("base64"),
     skillsDirCreated,
     entries,
@@ -103,21 +109,28 @@ function writeJournal(files: WorkspaceFiles, skills: readonly SkillSpec[]): Jour
 }
 
 /**
- * claude-md mode for one run: a journal is written, then the skills are injected (see injectSkills).
- * Returns the undo, to call once the run is over; on a failure the cwd is restored before the throw.
- * Any link on the way (`.skills`, the journal, a skill folder, CLAUDE.md) refuses the run with a
- * WorkspacePathError naming it, and nothing outside the workspace is touched.
+ * claude-md mode for one run: a journal is written, then the skills are injected (see injectSkills;
+ * `listInClaudeMd: false` copies them only, for a run that lists them to the model itself, and never
+ * reads or writes CLAUDE.md). Returns the undo, to call once the run is over; on a failure the cwd is
+ * restored before the throw. Any link on the way (`.skills`, the journal, a skill folder, CLAUDE.md)
+ * refuses the run with a WorkspacePathError naming it, and nothing outside the workspace is touched.
  */
-export function injectSkillsForRun(cwd: string, skills: readonly SkillSpec[]): () => void {
+export function injectSkillsForRun(
+  cwd: string,
+  skills: readonly SkillSpec[],
+  options: { listInClaudeMd?: boolean } = {},
+): () => void {
+  const listInClaudeMd = options.listInClaudeMd !== false;
   // A run killed with its worker left its journal: put that back first, so this one records the original.
   restoreSkillInjection(cwd);
   const files = new WorkspaceFiles(cwd);
   let journaled = false;
   try {
-    const journal = writeJournal(files, skills);
+    const journal = writeJournal(files, skills, listInClaudeMd);
     journaled = true;
     for (const e of journal.entries) if (e.saved) files.rename(join(SKILLS_DIR, e.name), savedName(e.name));
-    injectSkills(cwd, skills);
+    if (listInClaudeMd) injectSkills(cwd, skills);
+    else for (const skill of skills) installSkill(cwd, skill);
   } catch (err) {
     // Only a journal this run wrote is restored from: a planted one refused above is left alone.
     if (journaled) restoreSkillInjection(cwd);

@@ -86,6 +86,14 @@ function installIn(files: WorkspaceFiles, name: string, src: { dir: string | und
   return files.path(join(rel, "SKILL.md"));
 }
 
+/** Skills installed under `<cwd>/.skills/`, as the model is told to read them (paths relative to the cwd). */
+export function installedSkills(cwd: string, skills: readonly SkillSpec[]): ListedSkill[] {
+  return skills.map((s) => {
+    const path = `${SKILLS_DIR}/${s.name}/SKILL.md`;
+    return { name: s.name, path, description: skillDescription(join(cwd, path)) };
+  });
+}
+
 /** The `description:` of a SKILL.md's front matter, on one line. */
 export function skillDescription(skillMd: string): string | undefined {
   const read = readRegularFile(skillMd, MAX_SKILL_BYTES);

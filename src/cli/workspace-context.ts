@@ -82,10 +82,10 @@ function skillList(skills: readonly ListedSkill[]): string | undefined {
 }
 
 /**
- * The context an untrusted workspace still offers: its CLAUDE.md files and its skills, as text (the
- * caller's own skills reach such a run as files listed in CLAUDE.md). Undefined when there is none.
+ * The context an untrusted workspace still offers: its CLAUDE.md files and its skills, as text, plus
+ * `extraSkills` (the caller's, copied into the cwd for the model to read). Undefined when there is none.
  */
-export function workspaceContext(cwd: string): string | undefined {
+export function workspaceContext(cwd: string, extraSkills: readonly ListedSkill[] = []): string | undefined {
   let root: string;
   try {
     root = realpathSync(cwd);
@@ -93,7 +93,7 @@ export function workspaceContext(cwd: string): string | undefined {
     return undefined;
   }
   const parts = instructions(root);
-  const skills = skillList(workspaceSkills(cwd));
+  const skills = skillList([...workspaceSkills(cwd), ...extraSkills]);
   if (skills !== undefined) parts.push(skills);
   return parts.length === 0 ? undefined : parts.join("\n\n");
 }

@@ -206,3 +206,15 @@ test("a skill folder holding a FIFO is refused at once instead of blocking the c
   );
   assert.equal(existsSync(join(cwd, ".skills")), false, "undone");
 });
+
+test("skills copied only (listInClaudeMd: false, as an untrusted run does): CLAUDE.md is never read or written", () => {
+  const { cwd, outsideFile } = setup();
+  symlinkSync(outsideFile, join(cwd, "CLAUDE.md"));
+  const undo = injectSkillsForRun(cwd, skill(), { listInClaudeMd: false });
+  assert.match(readFileSync(join(cwd, ".skills", "alpha", "SKILL.md"), "utf8"), /test skill alpha/);
+  assert.equal(readFileSync(outsideFile, "utf8"), "PRECIOUS");
+  undo();
+  assert.ok(lstatSync(join(cwd, "CLAUDE.md")).isSymbolicLink(), "the workspace's link is left as it was");
+  assert.equal(readFileSync(outsideFile, "utf8"), "PRECIOUS");
+  assert.equal(existsSync(join(cwd, ".skills")), false);
+});

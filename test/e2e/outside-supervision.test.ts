@@ -150,7 +150,7 @@ test("supervised turn: no slash command, skill, settings helper or git status ru
       assert.deepEqual(rig.ran(), [], `${prompt}: nothing ran (the CLI said: ${out.slice(0, 400)})`);
       const objects = out.split("\n").filter((l) => l.startsWith("{"));
       const init = objects.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l["subtype"] === "init");
-      assert.deepEqual([init?.["slash_commands"], init?.["skills"]], [[], []], "the CLI offers no command and no skill");
+      assert.deepEqual([init?.["slash_commands"], init?.["skills"]], [[], []], "no command and no skill offered");
       assert.equal((init?.["tools"] as string[]).includes("Skill"), false, "nor the Skill tool");
     }
     // A plain prompt whose model asks for skills through the Skill tool, which needs no decision and
