@@ -102,6 +102,8 @@ export {
   type ThreadTurnOutcome,
   type TurnHandle,
   type TurnOutcome,
+  WorkspacePathError,
+  type WorkspacePathProblem,
 } from "./cli/index.ts";
 
 // The event log (src/log/).

@@ -11,8 +11,10 @@ export function buildArgs(o: Opts, extraAddDirs: readonly string[] = []): string
   if (o.skipPermissions === true) args.push("--dangerously-skip-permissions");
   if (o.settingsFile !== undefined) args.push("--settings", o.settingsFile);
   // `user` is the run's own config home (or the host's), never the workspace; MCP servers come only
-  // from the caller's file.
-  if (o.trustWorkspace !== true) args.push("--setting-sources", "user", "--strict-mcp-config");
+  // from the caller's file; no slash command or skill runs its `!` lines (they never pass a hook).
+  if (o.trustWorkspace !== true) {
+    args.push("--setting-sources", "user", "--strict-mcp-config", "--disable-slash-commands");
+  }
   if (o.mcpConfigFile !== undefined) args.push(`--mcp-config=${o.mcpConfigFile}`);
   const addDirs = [...(o.addDirs ?? []), ...extraAddDirs];
   // One flag per directory: the variadic form would swallow whatever option follows.

@@ -34,6 +34,7 @@ export {
 } from "./config-home.ts";
 export { projectSlug, sessionFilePath, captureSessionFile, restoreSessionFile } from "./session-file.ts";
 export { injectSkillsForRun, restoreSkillInjection } from "./skill-injection.ts";
+export { WorkspaceFiles, WorkspacePathError, type WorkspacePathProblem } from "./workspace-files.ts";
 export { installSkill, injectSkills, pointClaudeMdAtSkills, prepareSkillAddDir, SKILLS_DIR, type SkillAddDir } from "./skills.ts";
 export { type Logger, silentLogger } from "../kernel/index.ts";
 export {

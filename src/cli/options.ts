@@ -88,7 +88,11 @@ export const RunTurnOptionsSchema = z.strictObject({
   onStderr: z.custom<(line: string) => void>((v) => typeof v === "function").optional(),
   /** Per-run CLAUDE_CONFIG_DIR (see config-home.ts). */
   configHome: ConfigHomeOptionsSchema.optional(),
-  /** Skills to offer the model: copied under `<cwd>/.skills` and listed in its CLAUDE.md (claude-md; both undone once the run is over) or linked via --add-dir. */
+  /**
+   * Skills to offer the model: copied under `<cwd>/.skills` and listed (claude-md: in CLAUDE.md when the
+   * workspace is trusted, else in the appended system prompt; undone once the run is over) or linked via
+   * --add-dir (trusted workspaces only).
+   */
   skills: z.array(SkillSpecSchema).optional(),
   /** How `skills` reach the model: `claude-md` (default) or `add-dir`. */
   skillsMode: z.enum(["claude-md", "add-dir"]).optional(),
@@ -105,8 +109,20 @@ export type ConfigHomeOptions = z.input<typeof ConfigHomeOptionsSchema>;
 export type CheckedRunTurnOptions = z.output<typeof RunTurnOptionsSchema>;
 
 export function validateRunTurnOptions(options: unknown): CheckedRunTurnOptions {
-  return checkedOrThrow(RunTurnOptionsSchema, options);
+  const checked = checkedOrThrow(RunTurnOptionsSchema, options);
+  const nativeSkills = checked.skillsMode === "add-dir" && (checked.skills ?? []).length > 0;
+  if (nativeSkills && checked.trustWorkspace !== true) throw badOptions("skillsMode", NATIVE_SKILLS_REFUSED);
+  return checked;
 }
+
+/**
+ * Why `skillsMode: "add-dir"` needs a trusted workspace: the CLI loads such skills natively, and a
+ * skill's front matter hooks and `!` lines then run commands no permission hook ever sees.
+ */
+export const NATIVE_SKILLS_REFUSED =
+  '"add-dir" loads skills natively, where their front matter hooks and `!` lines run outside supervision, ' +
+  'and only a trusted workspace (trustWorkspace: true) may do that; use skillsMode "claude-md" (the default: ' +
+  "the model reads each skill as a file)";
 
 const TurnDeadlinesSchema = RunTurnOptionsSchema.pick({ timeoutMs: true, inactivityTimeoutMs: true });
 

@@ -17,7 +17,12 @@ import { createConfigHome, type AuthSource, type ConfigHome } from "./config-hom
 import { buildEnv, envAuth } from "./env.ts";
 import { badOptions, ClaudeCodeCliError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
 import { silentLogger, stringField, type Logger } from "../kernel/index.ts";
-import { validateRunTurnOptions, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
+import {
+  NATIVE_SKILLS_REFUSED,
+  validateRunTurnOptions,
+  type CheckedRunTurnOptions,
+  type RunTurnOptions,
+} from "./options.ts";
 import {
   containment,
   ContainmentError,
@@ -31,8 +36,9 @@ import {
 import { pidMark, ProcessTree, TREE_MARKER_VAR, trackTree, type PidMark } from "./process-tree.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
 import { captureSessionFile, restoreSessionFile } from "./session-file.ts";
+import { guardGit } from "./git-guard.ts";
 import { injectSkillsForRun } from "./skill-injection.ts";
-import { placeSkills, prepareSkillAddDir, type ListedSkill } from "./skills.ts";
+import { installedSkills, prepareSkillAddDir, type ListedSkill } from "./skills.ts";
 import { startWatchdog, type WatchdogHandle } from "./watchdog.ts";
 import { workspaceContext } from "./workspace-context.ts";
 
@@ -111,24 +117,24 @@ function sandboxClaim(o: CheckedRunTurnOptions): "1" | undefined {
 }
 
 /**
- * Where the caller's skills go. claude-md: into the cwd, listed in its CLAUDE.md. add-dir: where the
- * CLI's own discovery finds them, which for an untrusted workspace (no project setting sources) is only
- * the run's own config home; without one they sit in an added directory and are listed for the model.
+ * Where the caller's skills go. claude-md: files in the cwd the model reads, listed in its CLAUDE.md
+ * when the workspace is trusted (the CLI loads that file), else in the appended system prompt, where an
+ * untrusted workspace's CLAUDE.md goes too (so its CLAUDE.md is never written). add-dir (a trusted
+ * workspace only, see validateRunTurnOptions): an added directory the CLI's own skill discovery loads.
+ * An untrusted turn never gets a native skill: one could run its front matter hooks and `!` lines
+ * outside supervision.
  */
-function offerSkills(o: CheckedRunTurnOptions, home: ConfigHome | undefined, files: RunFiles): { addDirs: string[]; listed: ListedSkill[] } {
-  const scratchDir = (): string => files.scratchDir();
+function offerSkills(o: CheckedRunTurnOptions, files: RunFiles): { addDirs: string[]; listed: ListedSkill[] } {
   if (o.skills === undefined || o.skills.length === 0) return { addDirs: [], listed: [] };
+  const trusted = o.trustWorkspace === true;
   if ((o.skillsMode ?? "claude-md") === "claude-md") {
     // Undone with the run's other files, once its tree is gone: the checkout is left as it was found.
-    files.onCleanup(injectSkillsForRun(o.cwd, o.skills));
-    return { addDirs: [], listed: [] };
+    files.onCleanup(injectSkillsForRun(o.cwd, o.skills, { listInClaudeMd: trusted }));
+    return { addDirs: [], listed: trusted ? [] : installedSkills(o.cwd, o.skills) };
   }
-  if (o.trustWorkspace !== true && home !== undefined) {
-    placeSkills(o.skills, join(home.dir, "skills"));
-    return { addDirs: [], listed: [] };
-  }
-  const d = prepareSkillAddDir(o.skills, scratchDir());
-  return { addDirs: [d.dir], listed: o.trustWorkspace === true ? [] : d.skills };
+  if (!trusted) throw badOptions("skillsMode", NATIVE_SKILLS_REFUSED);
+  const added = prepareSkillAddDir(o.skills, files.scratchDir());
+  return { addDirs: [added.dir], listed: [] };
 }
 
 /** The appended system prompt: the caller's, then what an untrusted workspace still offers as text. */
@@ -171,6 +177,7 @@ export function startCli(o: CheckedRunTurnOptions, sessionFile: Uint8Array | und
   const marker = randomUUID();
   const overlay: Record<string, string | undefined> = { ...o.env, IS_SANDBOX: sandboxClaim(o), [TREE_MARKER_VAR]: marker };
   const env = buildEnv({ overlay, isolate: o.isolate });
+  if (o.trustWorkspace !== true) guardGit(env);
   // From the host's own environment, never the run's: an overlay must not pick the program.
   const bin = resolveClaudeBin({ claudeBin: o.claudeBin });
   const files = new RunFiles(logger, env);
@@ -251,7 +258,7 @@ function prepareRun(
     Object.assign(env, home.env);
     if (sessionFile !== undefined) restoreSessionFile(home.dir, o.cwd, o.resume!, sessionFile);
   }
-  const skills = offerSkills(o, home, files);
+  const skills = offerSkills(o, files);
   const args = buildArgs({ ...o, appendSystemPrompt: undefined }, skills.addDirs);
   if (input === "stream-json") args.splice(1, 0, "--input-format", "stream-json");
   const appendix = systemPromptAppendix(o, skills.listed);

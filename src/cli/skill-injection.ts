@@ -8,18 +8,20 @@
 //
 // The journal lies in the workspace, which is attacker input: it is read as data only (names checked,
 // nothing followed out of the cwd), so a planted one can at most rewrite the workspace's own files.
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
-import { isAbsolute, join, relative, sep } from "node:path";
-import { badOptions } from "./errors.ts";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import type { SkillSpec } from "./options.ts";
-import { injectSkills, SKILLS_DIR } from "./skills.ts";
+import { injectSkills, installSkill, SKILLS_DIR } from "./skills.ts";
+import { WorkspaceFiles } from "./workspace-files.ts";
 
-const JOURNAL = ".turnstream-injection.json";
+const JOURNAL = join(SKILLS_DIR, ".turnstream-injection.json");
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 /** A replaced skill folder waits here (a dot name, so it is never listed as a skill). */
-const savedName = (name: string): string => `.turnstream-saved-${name}`;
+const savedName = (name: string): string => join(SKILLS_DIR, `.turnstream-saved-${name}`);
 
 interface Journal {
+  /** Whether the run lists its skills in CLAUDE.md (false: CLAUDE.md is never read or written). */
+  claudeMdTouched: boolean;
   /** CLAUDE.md's bytes before the run (base64), or null when there was none. */
   claudeMd: string | null;
   /** `.skills` did not exist before: the whole folder goes. */
@@ -28,119 +30,110 @@ interface Journal {
   entries: Array<{ name: string; saved: boolean }>;
 }
 
-function inside(root: string, path: string): boolean {
-  const rel = relative(root, path);
-  return rel !== "" && !rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel);
-}
-
-const isLink = (path: string): boolean => existsSync(path) && lstatSync(path).isSymbolicLink();
-/** lstat that tolerates a missing path (existsSync is false for a dangling link). */
-function present(path: string): boolean {
+function readJournal(files: WorkspaceFiles): Journal | undefined {
+  let bytes: Buffer | undefined;
   try {
-    lstatSync(path);
-    return true;
+    bytes = files.read(JOURNAL);
   } catch {
-    return false;
+    return undefined; // a journal that is a link or no regular file is not ours: never read through it
   }
-}
-
-/** The file CLAUDE.md stands for: itself, or where its link points when that stays inside the cwd. */
-function claudeMdTarget(cwd: string): string {
-  const path = join(cwd, "CLAUDE.md");
-  if (!present(path) || !lstatSync(path).isSymbolicLink()) return path;
-  let real: string;
+  if (bytes === undefined) return undefined;
   try {
-    real = realpathSync(path);
-  } catch {
-    throw badOptions("cwd", `${path} is a dangling link`);
-  }
-  if (!inside(realpathSync(cwd), real)) throw badOptions("cwd", `${path} resolves outside the cwd`);
-  return real;
-}
-
-function readJournal(skillsDir: string): Journal | undefined {
-  const file = join(skillsDir, JOURNAL);
-  if (!present(file) || !lstatSync(file).isFile()) return undefined;
-  try {
-    const j = JSON.parse(readFileSync(file, "utf8")) as Journal;
+    const j = JSON.parse(bytes.toString("utf8")) as Journal;
     const entries = Array.isArray(j.entries) ? j.entries.filter((e) => typeof e?.name === "string" && NAME.test(e.name) && !e.name.includes("..")) : [];
-    return { claudeMd: typeof j.claudeMd === "string" ? j.claudeMd : null, skillsDirCreated: j.skillsDirCreated === true, entries };
+    const claudeMd = typeof j.claudeMd === "string" ? j.claudeMd : null;
+    // A journal from before claudeMdTouched existed always listed its skills in CLAUDE.md.
+    const claudeMdTouched = j.claudeMdTouched !== false;
+    return { claudeMdTouched, claudeMd, skillsDirCreated: j.skillsDirCreated === true, entries };
   } catch {
     return undefined;
   }
 }
 
-function restoreClaudeMd(cwd: string, bytes: string | null): void {
-  const link = join(cwd, "CLAUDE.md");
-  let target: string;
-  try {
-    target = claudeMdTarget(cwd);
-  } catch {
-    // The run turned it into a link out of the cwd: drop the link rather than write through it.
-    unlinkSync(link);
-    target = link;
-  }
-  if (bytes === null) {
-    rmSync(link, { force: true });
-    return;
-  }
-  const want = Buffer.from(bytes, "base64");
-  if (present(target) && lstatSync(target).isFile() && readFileSync(target).equals(want)) return;
-  writeFileSync(target, want);
+function restoreClaudeMd(files: WorkspaceFiles, bytes: string | null): void {
+  const want = bytes === null ? undefined : Buffer.from(bytes, "base64");
+  const st = files.stat("CLAUDE.md");
+  if (want !== undefined && st?.isFile() === true && files.read("CLAUDE.md")!.equals(want)) return;
+  // Whatever stands there now (the run may have made it a link) goes; the bytes come back as a new file.
+  files.remove("CLAUDE.md");
+  if (want !== undefined) files.write("CLAUDE.md", want, { exclusive: true });
 }
 
-function restoreSkillFolders(skillsDir: string, j: Journal): void {
+function restoreSkillFolders(files: WorkspaceFiles, j: Journal): void {
   for (const e of j.entries) {
-    rmSync(join(skillsDir, e.name), { recursive: true, force: true });
-    if (e.saved && present(join(skillsDir, savedName(e.name)))) renameSync(join(skillsDir, savedName(e.name)), join(skillsDir, e.name));
+    files.remove(join(SKILLS_DIR, e.name));
+    const saved = savedName(e.name);
+    if (e.saved && files.stat(saved) !== undefined) files.rename(saved, join(SKILLS_DIR, e.name));
   }
 }
 
 /**
  * Puts back what a skill injection in `cwd` changed, from its journal (a finished run, or one whose
- * worker was killed before it could). Returns whether there was anything to restore.
+ * worker was killed before it could). Returns whether there was anything to restore. A `.skills` or
+ * journal that is a link is never read or written through (WorkspacePathError names it).
  */
 export function restoreSkillInjection(cwd: string): boolean {
-  const skillsDir = join(cwd, SKILLS_DIR);
-  // A `.skills` the run replaced with a link is never walked into: it could point anywhere.
-  if (isLink(skillsDir)) return false;
-  const j = readJournal(skillsDir);
+  if (!existsSync(cwd)) return false; // the run removed its workspace: nothing left to restore
+  const files = new WorkspaceFiles(cwd);
+  const skillsDir = files.stat(SKILLS_DIR);
+  // A `.skills` that is a link (planted, or made by the run) is never walked into: it could point anywhere.
+  if (skillsDir === undefined || !skillsDir.isDirectory()) return false;
+  const j = readJournal(files);
   if (j === undefined) return false;
-  restoreClaudeMd(cwd, j.claudeMd);
+  if (j.claudeMdTouched) restoreClaudeMd(files, j.claudeMd);
   if (j.skillsDirCreated) {
-    rmSync(skillsDir, { recursive: true, force: true });
+    files.remove(SKILLS_DIR);
     return true;
   }
-  restoreSkillFolders(skillsDir, j);
-  rmSync(join(skillsDir, JOURNAL), { force: true });
+  restoreSkillFolders(files, j);
+  files.remove(JOURNAL);
   return true;
 }
 
-/** Records the cwd's state in the journal before anything changes, and moves replaced skill folders aside. */
-function writeJournal(cwd: string, skills: readonly SkillSpec[]): void {
-  const skillsDir = join(cwd, SKILLS_DIR);
-  const claudeMd = claudeMdTarget(cwd);
-  const skillsDirCreated = !present(skillsDir);
-  const entries = skills.map((s) => ({ name: s.name, saved: !skillsDirCreated && NAME.test(s.name) && present(join(skillsDir, s.name)) }));
-  const journal: Journal = { claudeMd: existsSync(claudeMd) ? readFileSync(claudeMd).toString("base64") : null, skillsDirCreated, entries };
-  mkdirSync(skillsDir, { recursive: true });
-  if (!inside(realpathSync(cwd), realpathSync(skillsDir))) throw badOptions("cwd", `${skillsDir} resolves outside the cwd`);
-  writeFileSync(join(skillsDir, JOURNAL), JSON.stringify(journal), { mode: 0o600 });
-  for (const e of entries) if (e.saved) renameSync(join(skillsDir, e.name), join(skillsDir, savedName(e.name)));
+/** Records the cwd's state in the journal before anything changes. */
+function writeJournal(files: WorkspaceFiles, skills: readonly SkillSpec[], claudeMdTouched: boolean): Journal {
+  const skillsDirCreated = files.stat(SKILLS_DIR) === undefined;
+  const claudeMd = claudeMdTouched ? files.read("CLAUDE.md") : undefined;
+  files.mkdir(SKILLS_DIR);
+  const replaces = (name: string): boolean => NAME.test(name) && files.stat(join(SKILLS_DIR, name)) !== undefined;
+  const entries = skills.map((s) => ({ name: s.name, saved: !skillsDirCreated && replaces(s.name) }));
+  const journal: Journal = {
+    claudeMdTouched,
+    claudeMd: claudeMd === undefined ? null : claudeMd.toString("base64"),
+    skillsDirCreated,
+    entries,
+  };
+  // O_EXCL: a journal (or a link) left where this one goes is refused, never written through.
+  files.write(JOURNAL, JSON.stringify(journal), { exclusive: true });
+  return journal;
 }
 
 /**
- * claude-md mode for one run: a journal is written, then the skills are injected (see injectSkills).
- * Returns the undo, to call once the run is over; on a failure the cwd is restored before the throw.
+ * claude-md mode for one run: a journal is written, then the skills are injected (see injectSkills;
+ * `listInClaudeMd: false` copies them only, for a run that lists them to the model itself, and never
+ * reads or writes CLAUDE.md). Returns the undo, to call once the run is over; on a failure the cwd is
+ * restored before the throw. Any link on the way (`.skills`, the journal, a skill folder, CLAUDE.md)
+ * refuses the run with a WorkspacePathError naming it, and nothing outside the workspace is touched.
  */
-export function injectSkillsForRun(cwd: string, skills: readonly SkillSpec[]): () => void {
+export function injectSkillsForRun(
+  cwd: string,
+  skills: readonly SkillSpec[],
+  options: { listInClaudeMd?: boolean } = {},
+): () => void {
+  const listInClaudeMd = options.listInClaudeMd !== false;
   // A run killed with its worker left its journal: put that back first, so this one records the original.
   restoreSkillInjection(cwd);
+  const files = new WorkspaceFiles(cwd);
+  let journaled = false;
   try {
-    writeJournal(cwd, skills);
-    injectSkills(cwd, skills);
+    const journal = writeJournal(files, skills, listInClaudeMd);
+    journaled = true;
+    for (const e of journal.entries) if (e.saved) files.rename(join(SKILLS_DIR, e.name), savedName(e.name));
+    if (listInClaudeMd) injectSkills(cwd, skills);
+    else for (const skill of skills) installSkill(cwd, skill);
   } catch (err) {
-    restoreSkillInjection(cwd);
+    // Only a journal this run wrote is restored from: a planted one refused above is left alone.
+    if (journaled) restoreSkillInjection(cwd);
     throw err;
   }
   return () => void restoreSkillInjection(cwd);

@@ -1,17 +1,32 @@
 // Offering skills to a run. Two ways:
 // - claude-md: copy the skill to `<cwd>/.skills/<name>/SKILL.md` and list it in the cwd's CLAUDE.md,
-//   which the CLI loads into context; the model then reads the file when the task fits.
-// - add-dir: a temp dir with `.claude/skills/<name>` links, passed with --add-dir, so the CLI's own
-//   skill discovery sees them. Removed after the run.
-import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync, appendFileSync } from "node:fs";
+//   which the CLI loads into context; the model then reads the file when the task fits. Every write in
+//   the cwd goes through WorkspaceFiles, so a link planted there is refused, never followed.
+// - add-dir (trusted workspaces only): a temp dir with `.claude/skills/<name>` links, passed with
+//   --add-dir, so the CLI's own skill discovery loads them, front-matter hooks and `!` lines included.
+//   Removed after the run.
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { badOptions } from "./errors.ts";
 import type { SkillSpec } from "./options.ts";
+import { readRegularFile, WorkspaceFiles } from "./workspace-files.ts";
 
 export const SKILLS_DIR = ".skills";
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const INSTRUCTION_MARK = "<!-- turnstream:skills -->";
+/** Most of a SKILL.md read for its description (the front matter comes first). */
+const MAX_SKILL_BYTES = 64 * 1024;
 /** Tells the model how to use a list of skills that follows it. */
 export const SKILL_INSTRUCTION =
   `## Skills\n\nThis project provides skills. Before starting a task, check the list below; ` +
@@ -44,40 +59,48 @@ function sourceOf(path: string): { dir: string | undefined; file: string } {
   return { dir: basename(path) === "SKILL.md" ? dirname(path) : undefined, file: path };
 }
 
-function skillsRoot(cwd: string): string {
+/** The workspace's files, with `.skills` made as a real folder (a link there is refused, never followed). */
+function skillsRoot(cwd: string): WorkspaceFiles {
   if (!isAbsolute(cwd)) throw badOptions("cwd", "must be an absolute path");
-  const root = join(cwd, SKILLS_DIR);
-  mkdirSync(root, { recursive: true });
-  // A `.skills` that is a link pointing elsewhere would make us write outside the cwd.
-  if (!inside(realpathSync(cwd), realpathSync(root))) throw badOptions("cwd", `${root} resolves outside the cwd`);
-  return root;
+  const files = new WorkspaceFiles(cwd);
+  files.mkdir(SKILLS_DIR);
+  return files;
 }
 
 /** Copies a skill into `<cwd>/.skills/<name>/` (the whole folder when given one). Returns its SKILL.md path. */
 export function installSkill(cwd: string, skill: SkillSpec): string {
   checkName(skill.name);
   const src = sourceOf(skill.path);
-  const root = skillsRoot(cwd);
-  const target = resolve(root, skill.name);
-  if (!inside(root, target) || target === root) throw badOptions("skills.name", "skill target must stay inside .skills");
-  if (existsSync(target) && lstatSync(target).isSymbolicLink()) throw badOptions("skills.name", `${target} is a link`);
-  if (src.dir !== undefined) {
-    cpSync(src.dir, target, { recursive: true, dereference: true, force: true });
-  } else {
-    mkdirSync(target, { recursive: true });
-    writeFileSync(join(target, "SKILL.md"), readFileSync(src.file));
+  return installIn(skillsRoot(cwd), skill.name, src);
+}
+
+/** Replaces `.skills/<name>` with a fresh copy of the skill; nothing under it is followed. */
+function installIn(files: WorkspaceFiles, name: string, src: { dir: string | undefined; file: string }): string {
+  const rel = join(SKILLS_DIR, name);
+  files.remove(rel);
+  if (src.dir !== undefined) files.copyIn(src.dir, rel);
+  else {
+    files.mkdir(rel);
+    files.copyFileIn(src.file, join(rel, "SKILL.md"));
   }
-  return join(target, "SKILL.md");
+  return files.path(join(rel, "SKILL.md"));
+}
+
+/** Skills installed under `<cwd>/.skills/`, as the model is told to read them (paths relative to the cwd). */
+export function installedSkills(cwd: string, skills: readonly SkillSpec[]): ListedSkill[] {
+  return skills.map((s) => {
+    const path = `${SKILLS_DIR}/${s.name}/SKILL.md`;
+    return { name: s.name, path, description: skillDescription(join(cwd, path)) };
+  });
 }
 
 /** The `description:` of a SKILL.md's front matter, on one line. */
 export function skillDescription(skillMd: string): string | undefined {
-  let text: string;
-  try {
-    text = readFileSync(skillMd, "utf8");
-  } catch {
-    return undefined;
-  }
+  const read = readRegularFile(skillMd, MAX_SKILL_BYTES);
+  return read === undefined ? undefined : descriptionOf(read.bytes.toString("utf8"));
+}
+
+function descriptionOf(text: string): string | undefined {
   const fm = /^---\r?\n([\s\S]*?)\r?\n---/.exec(text);
   const line = fm?.[1]?.split(/\r?\n/).find((l) => l.startsWith("description:"));
   const value = line?.slice("description:".length).trim().replace(/^["']|["']$/g, "");
@@ -89,23 +112,26 @@ export function skillDescription(skillMd: string): string | undefined {
  * instruction is written once, and only skills not mentioned yet are appended. Returns the names added.
  */
 export function pointClaudeMdAtSkills(cwd: string): string[] {
-  const root = skillsRoot(cwd);
-  const names = readdirSync(root, { withFileTypes: true })
-    .filter((d) => d.isDirectory() && NAME.test(d.name) && existsSync(join(root, d.name, "SKILL.md")))
-    .map((d) => d.name)
-    .sort();
-  const claudeMd = join(cwd, "CLAUDE.md");
-  const existing = existsSync(claudeMd) ? readFileSync(claudeMd, "utf8") : "";
+  const files = skillsRoot(cwd);
+  const skillText = (name: string): string | undefined => {
+    try {
+      return files.read(join(SKILLS_DIR, name, "SKILL.md"))?.toString("utf8");
+    } catch {
+      return undefined; // a SKILL.md that is a link or no regular file is no skill
+    }
+  };
+  const names = files.folders(SKILLS_DIR).filter((n) => NAME.test(n) && skillText(n) !== undefined).sort();
+  const existing = files.read("CLAUDE.md")?.toString("utf8") ?? "";
   const added = names.filter((n) => !existing.includes(`${SKILLS_DIR}/${n}/SKILL.md`));
   if (added.length === 0) return [];
   let text = "";
   if (existing !== "" && !existing.endsWith("\n")) text += "\n";
   if (!existing.includes(INSTRUCTION_MARK)) text += (existing === "" ? "" : "\n") + INSTRUCTION + "\n";
   for (const n of added) {
-    const d = skillDescription(join(root, n, "SKILL.md"));
+    const d = descriptionOf(skillText(n)!);
     text += `- \`${n}\`: read \`${SKILLS_DIR}/${n}/SKILL.md\`${d === undefined ? "" : ` — ${d}`}\n`;
   }
-  appendFileSync(claudeMd, text);
+  files.append("CLAUDE.md", text);
   return added;
 }
 
@@ -135,7 +161,7 @@ export interface SkillAddDir {
  * Places each skill at `<root>/<name>` (a link to its folder, a copy where a link fails), the layout
  * the CLI's own skill discovery reads. Returns each placed SKILL.md.
  */
-export function placeSkills(skills: readonly SkillSpec[], root: string): ListedSkill[] {
+function placeSkills(skills: readonly SkillSpec[], root: string): ListedSkill[] {
   mkdirSync(root, { recursive: true });
   const listed: ListedSkill[] = [];
   for (const s of skills) {

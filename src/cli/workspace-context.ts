@@ -7,9 +7,10 @@
 //
 // Only regular files inside the workspace are read: a link out of it would copy the worker's own files
 // into the prompt.
-import { closeSync, fstatSync, openSync, readdirSync, readSync, realpathSync } from "node:fs";
+import { readdirSync, realpathSync } from "node:fs";
 import { isAbsolute, join, relative, sep } from "node:path";
 import { SKILL_INSTRUCTION, skillDescription, type ListedSkill } from "./skills.ts";
+import { readRegularFile } from "./workspace-files.ts";
 
 /** The project instruction files the CLI itself would load from a trusted workspace. */
 const INSTRUCTION_FILES = ["CLAUDE.md", join(".claude", "CLAUDE.md")];
@@ -34,21 +35,8 @@ function fileInside(root: string, path: string): string | undefined {
 
 /** Up to `max` bytes of a regular file, and whether there was more. */
 function readCapped(path: string, max: number): { text: string; cut: boolean } | undefined {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch {
-    return undefined;
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) return undefined;
-    const buf = Buffer.alloc(Math.min(st.size, max));
-    const n = readSync(fd, buf, 0, buf.length, 0);
-    return { text: buf.subarray(0, n).toString("utf8"), cut: st.size > max };
-  } finally {
-    closeSync(fd);
-  }
+  const read = readRegularFile(path, max);
+  return read === undefined ? undefined : { text: read.bytes.toString("utf8"), cut: read.cut };
 }
 
 function instructions(root: string): string[] {
@@ -94,8 +82,8 @@ function skillList(skills: readonly ListedSkill[]): string | undefined {
 }
 
 /**
- * The context an untrusted workspace still offers: its CLAUDE.md files and its skills, plus `extraSkills`
- * (skills the caller brought that the CLI will not discover by itself). Undefined when there is none.
+ * The context an untrusted workspace still offers: its CLAUDE.md files and its skills, as text, plus
+ * `extraSkills` (the caller's, copied into the cwd for the model to read). Undefined when there is none.
  */
 export function workspaceContext(cwd: string, extraSkills: readonly ListedSkill[] = []): string | undefined {
   let root: string;

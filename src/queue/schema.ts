@@ -128,7 +128,10 @@ export const turnOptionsSchema = z.strictObject({
    * the worker, links resolved); the turn fails otherwise.
    */
   skills: z.array(jobSkillSchema).max(50).optional(),
-  /** How `skills` reach the model: `claude-md` (default; undone after the run) or `add-dir`. */
+  /**
+   * How `skills` reach the model: `claude-md` (default; files the model reads, undone after the run) or
+   * `add-dir` (loaded natively by the CLI, hooks and `!` lines included: only with trustWorkspace).
+   */
   skillsMode: z.enum(["claude-md", "add-dir"]).optional(),
   /** More directories the CLI may use (`--add-dir`); each under the worker's workspace roots. */
   addDirs: z.array(absolutePath).max(50).optional(),
@@ -156,6 +159,12 @@ export const turnOptionsSchema = z.strictObject({
   .refine((o) => !(o.supervised === true && o.settingsFile !== undefined), {
     path: ["settingsFile"],
     message: "a supervised turn runs with the decision hook's settings; drop settingsFile or supervised",
+  })
+  .refine((o) => !(o.skillsMode === "add-dir" && o.trustWorkspace !== true), {
+    path: ["skillsMode"],
+    message:
+      '"add-dir" loads skills natively, where their hooks and `!` lines run outside supervision: only with ' +
+      'trustWorkspace: true; use skillsMode "claude-md" (the default: the model reads each skill as a file)',
   })
   .refine((o) => !(o.supervised === true && o.trustWorkspace === true), {
     path: ["trustWorkspace"],

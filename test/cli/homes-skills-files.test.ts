@@ -218,11 +218,11 @@ test("skills: names and paths validated, nothing written outside the target", ()
   for (const bad of [{ name: "..", path: src }, { name: "a/../../x", path: src }, { name: "/abs", path: src }, { name: "ok", path: "relative/path" }]) {
     assert.throws(() => injectSkills(cwd, [bad]), (e: unknown) => e instanceof ClaudeCodeCliError && e.kind === "bad_options");
   }
-  // `.skills` as a link out of the cwd is refused.
+  // `.skills` as a link out of the cwd is refused by name (WorkspacePathError), nothing written there.
   const cwd2 = tmp("ts-cwd-");
   const elsewhere = tmp("ts-elsewhere-");
   symlinkSync(elsewhere, join(cwd2, ".skills"));
-  assert.throws(() => injectSkills(cwd2, [{ name: "ok", path: src }]), /outside the cwd/);
+  assert.throws(() => injectSkills(cwd2, [{ name: "ok", path: src }]), /\.skills is a symbolic link/);
   assert.deepEqual(readdirSync(elsewhere), []);
 });
 

@@ -1,10 +1,11 @@
 // Skills reach the real CLI: CLAUDE.md pointer (claude-md) and --add-dir skill discovery.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, readdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, mkdtempSync, symlinkSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runTurn } from "../../src/cli/index.ts";
+import { ClaudeCodeCliError, runTurn } from "../../src/cli/index.ts";
 import { assertSkillWasRead, SkillNotReadError, type ParsedLine } from "../../src/protocol/index.ts";
 import { startScriptedServer, type Step } from "../cli/_model.ts";
 import { hermeticEnv } from "../cli/_support.ts";
@@ -16,8 +17,18 @@ function skill(name: string): string {
   return d;
 }
 
-async function run(script: (cwd: string) => Step[], opts: { mode: "claude-md" | "add-dir"; name: string; trustWorkspace?: boolean; configHome?: boolean }) {
+interface RunOpts {
+  mode: "claude-md" | "add-dir";
+  name: string;
+  trustWorkspace?: boolean;
+  configHome?: boolean;
+  /** Lays out the workspace before the turn. */
+  plant?: (cwd: string) => void;
+}
+
+async function run(script: (cwd: string) => Step[], opts: RunOpts) {
   const cwd = mkdtempSync(join(tmpdir(), "ts-skillcwd-"));
+  opts.plant?.(cwd);
   const server = await startScriptedServer(script(cwd));
   try {
     const env = hermeticEnv(server.url);
@@ -42,11 +53,31 @@ async function run(script: (cwd: string) => Step[], opts: { mode: "claude-md" | 
   }
 }
 
-test("claude-md: the CLI loads the CLAUDE.md pointer, the model reads the skill, assertSkillWasRead passes", async () => {
-  const r = await run((cwd) => [{ tool: { name: "Read", input: { file_path: join(cwd, ".skills", "fruit", "SKILL.md") } } }, { text: "PINEAPPLE" }], { mode: "claude-md", name: "fruit" });
+const readSkill = (name: string) => (cwd: string): Step[] => [
+  { tool: { name: "Read", input: { file_path: join(cwd, ".skills", name, "SKILL.md") } } },
+  { text: "PINEAPPLE" },
+];
+
+test("claude-md, trusted workspace: the CLI loads the CLAUDE.md pointer, the model reads the skill, assertSkillWasRead passes", async () => {
+  const r = await run(readSkill("fruit"), { mode: "claude-md", name: "fruit", trustWorkspace: true });
   assert.ok(JSON.stringify(r.requests[0]).includes(".skills/fruit/SKILL.md"), "CLAUDE.md pointer reached the model");
   assert.ok(JSON.stringify(r.requests[1]).includes("Always answer PINEAPPLE"), "the Read returned the skill");
   assert.doesNotThrow(() => assertSkillWasRead(r.lines, "fruit"));
+});
+
+test("claude-md, untrusted workspace whose CLAUDE.md links to AGENTS.md: the skill is listed in the system prompt, CLAUDE.md is not written", async () => {
+  const plant = (cwd: string): void => {
+    writeFileSync(join(cwd, "AGENTS.md"), "Agent rule AGENTS-7781.\n");
+    symlinkSync("AGENTS.md", join(cwd, "CLAUDE.md"));
+  };
+  const r = await run(readSkill("kiwi"), { mode: "claude-md", name: "kiwi", plant });
+  const first = JSON.stringify(r.requests[0]);
+  assert.ok(first.includes(".skills/kiwi/SKILL.md") && first.includes("PINEAPPLE-kiwi"), "listed with its description");
+  assert.ok(first.includes("AGENTS-7781"), "the workspace's CLAUDE.md still reaches the model as text");
+  assert.ok(JSON.stringify(r.requests[1]).includes("Always answer PINEAPPLE"), "the Read returned the skill");
+  assert.equal(readFileSync(join(r.cwd, "AGENTS.md"), "utf8"), "Agent rule AGENTS-7781.\n", "nothing written through");
+  assert.ok(lstatSync(join(r.cwd, "CLAUDE.md")).isSymbolicLink());
+  assert.equal(existsSync(join(r.cwd, ".skills")), false, "the copy is gone after the run");
 });
 
 test("a run that never reads the skill fails assertSkillWasRead", async () => {
@@ -63,16 +94,14 @@ test("add-dir, trusted workspace: the CLI discovers .claude/skills/<name> in the
   assert.deepEqual(readdirSync(r.tmp).filter((n) => n.startsWith("turnstream-")), [], "scratch and skill dirs removed");
 });
 
-test("add-dir, untrusted workspace with a per-run config home: the skill sits in the home, where the CLI's Skill tool finds it", async () => {
-  const r = await run(() => [{ tool: { name: "Skill", input: { skill: "plum" } } }, { text: "done" }], { mode: "add-dir", name: "plum", configHome: true });
-  assert.ok(JSON.stringify(r.requests[0]).includes("plum"), "skill advertised to the model");
-  assert.ok(JSON.stringify(r.requests[1]).includes("Always answer PINEAPPLE"), "the Skill tool loaded it");
-  assert.doesNotThrow(() => assertSkillWasRead(r.lines, "plum"));
-});
-
-test("add-dir, untrusted workspace without a config home: the skill's file is listed for the model with its description", async () => {
-  const r = await run(() => [{ text: "done" }], { mode: "add-dir", name: "fig" });
-  const first = JSON.stringify(r.requests[0]);
-  assert.match(first, /turnstream-skills-[^"`]*\/\.claude\/skills\/fig\/SKILL\.md/, "the skill's SKILL.md in the added dir is listed");
-  assert.ok(first.includes("PINEAPPLE-fig"), "with its description");
+test("add-dir, untrusted workspace (with or without a config home): refused by name before the CLI starts", async () => {
+  for (const configHome of [true, false]) {
+    await assert.rejects(
+      run(() => [{ text: "done" }], { mode: "add-dir", name: "plum", configHome }),
+      (err: unknown) =>
+        err instanceof ClaudeCodeCliError &&
+        err.kind === "bad_options" &&
+        /`skillsMode`: "add-dir" loads skills natively/.test(err.message),
+    );
+  }
 });

@@ -3,7 +3,7 @@
 // workspace roots; a settings file only on a worker that trusts job workspaces), and run for real.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { InvalidTurnError, JOB_VERSION, type EnqueueInput } from "../../src/queue/index.ts";
 import { dataOf, rig } from "./_more.ts";
@@ -21,6 +21,12 @@ test("enqueue refuses bad skills, addDirs, settingsFile and extraArgs, naming th
     const cases: Array<[EnqueueInput["options"], string, RegExp]> = [
       [{ skills: [{ name: "../up", path: "/w/s" }] }, "options.skills.0.name", /letters, digits/],
       [{ skills: [{ name: "ok", path: "relative" }] }, "options.skills.0.path", /absolute/],
+      [
+        { skills: [{ name: "ok", path: "/w/s" }], skillsMode: "add-dir" },
+        "options.skillsMode",
+        /loads skills natively.*only with trustWorkspace: true/,
+      ],
+      [{ supervised: true, skillsMode: "add-dir" }, "options.skillsMode", /"claude-md"/],
       [{ addDirs: ["/ok", "rel/dir"] }, "options.addDirs.1", /absolute/],
       [{ settingsFile: "settings.json" }, "options.settingsFile", /absolute/],
       [{ supervised: true, settingsFile: "/w/settings.json" }, "options.settingsFile", /supervised/],
@@ -161,6 +167,49 @@ test("a worker that trusts job workspaces runs the job's settings file", async (
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     const models = r.server.requests().filter((q) => q.kind === "messages").map((q) => q.model);
     assert.deepEqual(models, ["claude-from-the-settings-file"]);
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("a job that skipped the producer with skillsMode add-dir in an untrusted workspace: the worker fails it, naming the field, and starts no CLI", async () => {
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  try {
+    const failed = new Promise<Error>((resolve) => r.worker().worker.on("failed", (_job, err) => resolve(err)));
+    const skill = writeSkill(join(r.ws, "lib"), "native");
+    const session = `direct-${r.space.id}`;
+    const turn = "t_directskill0001";
+    await r.producer.order.register(session, turn, undefined);
+    const options = { skills: [{ name: "native", path: skill }], skillsMode: "add-dir" };
+    const enqueuedAt = new Date().toISOString();
+    const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: r.ws, queuedSeq: 0, enqueuedAt, options };
+    await r.producer.queue.add("turn", job, { jobId: turn });
+    assert.match((await failed).message, /`options\.skillsMode` "add-dir" loads skills natively/);
+    assert.equal(r.server.requests().length, 0, "no CLI was started");
+    assert.deepEqual(readdirSync(r.ws), ["lib"], "nothing placed in the workspace");
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("a workspace whose skill journal is a link to a worker file: the turn fails naming the link, the file is unchanged", async () => {
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  try {
+    const precious = join(r.space.dir("worker-files"), "config");
+    writeFileSync(precious, "WORKER-CONFIG");
+    mkdirSync(join(r.ws, ".skills"));
+    symlinkSync(precious, join(r.ws, ".skills", ".turnstream-injection.json"));
+    const skill = writeSkill(join(r.ws, "lib"), "fruit");
+    r.worker();
+    const options = { skills: [{ name: "fruit", path: skill }] };
+    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options });
+    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    assert.equal(res.status, "failed");
+    const error = dataOf(res.event)["error"] as { name: string; message: string };
+    assert.match(error.message, /\.skills\/\.turnstream-injection\.json is a symbolic link/, JSON.stringify(error));
+    assert.equal(readFileSync(precious, "utf8"), "WORKER-CONFIG");
+    assert.equal(r.server.requests().length, 0, "no CLI was started");
+    assert.deepEqual(readdirSync(join(r.ws, ".skills")), [".turnstream-injection.json"], "no skill was injected");
   } finally {
     await r.dispose();
   }
