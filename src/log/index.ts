@@ -42,6 +42,6 @@ export { DEFAULT_PREFIX, SESSION_ID_PATTERN, assertSessionId, indexKey, isValidS
 export type { SessionKeys } from "./keys.ts";
 export { connectRedis, DEFAULT_REDIS_URL, isCluster } from "./redis.ts";
 export type { ConnectOptions, RedisClient } from "./redis.ts";
-export { exportJsonl, importFile, IMPORTED_EVENT_KIND } from "./jsonl.ts";
+export { exportJsonl, importedAt, importFile, IMPORTED_FIELD } from "./jsonl.ts";
 export type { ImportResult } from "./jsonl.ts";
 export type { Logger } from "../kernel/index.ts";

@@ -1,10 +1,10 @@
 // JSONL export/import of a session's log. Export writes one envelope per line (blobs resolved).
 // Import takes either such a file (same seq numbers, same epochs) or a raw CLI stdout recording
 // (each line becomes a cli.line event of one new attempt), always into an empty session. Every import
-// ends with a `session.imported` event (and the meta field `imported`): whatever reads the log later to
-// run something (a re-run) knows it holds what someone's file said, not what a worker recorded.
+// first sets the session's meta field `imported`: whatever reads the log later to run something (a
+// re-run) knows it holds what someone's file said, not what a worker recorded, even when the import
+// stopped half-way. The events themselves stay exactly as exported.
 import { createReadStream } from "node:fs";
-import { basename } from "node:path";
 import type { Writable } from "node:stream";
 import { once } from "node:events";
 import { envelopeSchema, type Envelope, type EventInput } from "./envelope.ts";
@@ -51,24 +51,8 @@ function asEnvelope(line: string): Envelope | undefined {
 
 export interface ImportResult {
   mode: "envelopes" | "raw";
-  /** Events imported from the file (the `session.imported` marker after them not counted). */
   count: number;
-  /** The seq of the last event of the session: the marker's. */
   lastSeq: number;
-}
-
-/** The kind of the marker event an import appends after what it imported. */
-export const IMPORTED_EVENT_KIND = "session.imported";
-
-/** Appends the marker (unfenced, no turn) and sets the session's meta field `imported` to when. */
-async function markImported(log: EventLog, session: string, path: string, r: ImportResult): Promise<ImportResult> {
-  const importedAt = new Date().toISOString();
-  const data = { mode: r.mode, count: r.count, lastImportedSeq: r.lastSeq, file: basename(path), importedAt };
-  const marker = log.encode(session, 0, { turn: "", attempt: 0, kind: IMPORTED_EVENT_KIND, data });
-  const res = await log.appendEncoded(session, null, [marker], { expectedSeq: r.lastSeq });
-  if (res.outcome === "conflict") throw new ConflictError(session, r.lastSeq, res.lastSeq);
-  await log.redis.hset(log.keys(session).meta, "imported", importedAt);
-  return { ...r, lastSeq: res.lastSeq };
 }
 
 export interface ImportOptions {
@@ -76,6 +60,14 @@ export interface ImportOptions {
   turn?: string;
   batchEvents?: number;
   batchBytes?: number;
+}
+
+/** The session meta field an import sets (to when it began): the session holds imported events. */
+export const IMPORTED_FIELD = "imported";
+
+/** When the session was loaded by an import, or undefined when a worker wrote everything in its log. */
+export async function importedAt(log: EventLog, session: string): Promise<string | undefined> {
+  return (await log.redis.hget(log.keys(session).meta, IMPORTED_FIELD)) ?? undefined;
 }
 
 /** Appends imported events in batches, each checked against the seq the previous one left. */
@@ -194,6 +186,7 @@ export async function importFile(log: EventLog, session: string, path: string, o
   const first = await firstNonEmpty(lines);
   if (first === undefined) return { mode: "raw", count: 0, lastSeq: 0 };
   const all = prepend(first, lines);
-  const r = asEnvelope(first) !== undefined ? await importEnvelopes(log, session, path, all, options) : await importRaw(log, session, all, options);
-  return markImported(log, session, path, r);
+  // Marked before the first event goes in: a file that fails half-way still leaves a marked session.
+  await log.redis.hset(log.keys(session).meta, IMPORTED_FIELD, new Date().toISOString());
+  return asEnvelope(first) !== undefined ? importEnvelopes(log, session, path, all, options) : importRaw(log, session, all, options);
 }

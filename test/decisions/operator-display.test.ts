@@ -7,8 +7,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { FORWARDER_PATH, writeOperatorKeyFile, type SupervisedRun } from "../../src/decisions/index.ts";
-import { cli, eventsOf, nextEvent, OPERATOR, prepare, setup, waitFor, withHub, type Ctx } from "./_support.ts";
+import { FORWARDER_PATH, foldDecisions, writeOperatorKeyFile, type SupervisedRun } from "../../src/decisions/index.ts";
+import { fold } from "../../src/projector/index.ts";
+import { cli, eventsOf, nextEvent, OPERATOR, prepare, setup, trustedKeys, waitFor, withHub, type Ctx } from "./_support.ts";
 
 const ESC = "\u001b";
 const RLO = "\u202e";
@@ -115,6 +116,13 @@ test("forged unsigned decision.made records (the hub's, an operator's allow) nei
     const listed = JSON.parse((await cli(["pending", "--json"], env)).stdout) as Array<{ requestId: string; status: string }>;
     assert.deepEqual(listed.map((p) => [p.requestId, p.status]), [[requestId, "pending"]]);
     assert.equal(settled, false, "the forwarder got no answer from a forged record");
+    // Folded state agrees: the decision state (with the operator keys, and without) and the read model.
+    const before = await eventsOf(ctx);
+    assert.equal(foldDecisions(before, undefined, { keyring: trustedKeys }).requests[requestId]!.status, "pending");
+    assert.equal(foldDecisions(before).requests[requestId]!.status, "pending", "without keys, an unsigned record counts neither");
+    // The read model holds no keys: it still drops an unsigned operator's allow (hub-claimed records it shows as the hub's).
+    const operatorClaims = before.filter((e) => e.kind !== "decision.made" || (e.data as { source: string }).source === "operator");
+    assert.deepEqual(fold(operatorClaims).decisions.pending, [requestId], "the read model ignores an unsigned operator's allow");
     const d = await cli(["decide", ctx.session, requestId, "allow", "--json"], env);
     assert.equal(d.code, 0, d.stderr);
     const res = JSON.parse(d.stdout) as { applied: boolean; decision: { by: string; keyId: string } };
@@ -123,6 +131,8 @@ test("forged unsigned decision.made records (the hub's, an operator's allow) nei
     const got = await answer;
     assert.equal(got.permissionDecision, "allow");
     assert.match(got.permissionDecisionReason, /allowed by erin .*signed with operator key/);
+    const after = foldDecisions(await eventsOf(ctx), undefined, { keyring: trustedKeys }).requests[requestId]!;
+    assert.deepEqual([after.status, after.made?.by], ["decided", "erin"]);
     run.close();
   } finally {
     await ctx.cleanup();

@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { IMPORTED_EVENT_KIND, type Envelope, type RedisClient } from "../../log/index.ts";
+import { createEventLog, importedAt, type Envelope, type RedisClient } from "../../log/index.ts";
 import { createProducer, type Producer } from "../../queue/index.ts";
 import {
   compareRuns,
@@ -141,7 +141,7 @@ export async function rerunSession(o: RerunOptions): Promise<RerunResult> {
   const { cwd } = o;
   const permissionMode = o.permissionMode ?? "default";
   // `turnstream import` marks every import: such a log is what someone's file said.
-  const imported = events.some((e) => e.kind === IMPORTED_EVENT_KIND);
+  const imported = (await importedAt(createEventLog({ redis: o.redis, prefix: o.logPrefix }), o.session)) !== undefined;
   const refused = refusalOf(recorded, { permissionMode, imported, session: o.session });
   if (refused !== undefined) throw new RecordingRefusedError(refused);
   const space = openSpace(o.redis, cwd, permissionMode);

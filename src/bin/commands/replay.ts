@@ -1,6 +1,6 @@
 // `turnstream replay <session>`: rebuilds the read models from the log alone (never touching the
 // live ones) and prints them, optionally as of an event or a moment, optionally following.
-import { createEventLog, type EventLog } from "../../log/index.ts";
+import { createEventLog, importedAt, type EventLog } from "../../log/index.ts";
 import {
   connectForCommand,
   createOutput,
@@ -153,8 +153,8 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     if (values["export-traces"]) return await exportTraces(log, session, out);
-    const imported = format === "text" ? await redis.hget(log.keys(session).meta, "imported") : null;
-    if (imported !== null) out.line(`(imported session, ${imported}: this log is what an imported file said, not what a worker recorded)`);
+    const imported = format === "text" ? await importedAt(log, session) : undefined;
+    if (imported !== undefined) out.line(`(imported session, ${imported}: this log is what an imported file said, not what a worker recorded)`);
     const progressive = values.follow || speed !== undefined;
     const observers = [printer(out, format, progressive)];
     await replaySession(log, session, { until, speed, follow: values.follow, signal: interrupt.signal, observers });

@@ -1,7 +1,7 @@
 // `turnstream sessions`: every session in the log's index with status, turns, cost, last activity,
 // from the live read models, or, for a session the projector has not reached, folded from the log
 // itself with the projector's reducer (bounded: a long log is left to the projector).
-import { createEventLog, type EventLog, type RedisClient } from "../../log/index.ts";
+import { createEventLog, importedAt, type EventLog, type RedisClient } from "../../log/index.ts";
 import {
   connectForCommand,
   createOutput,
@@ -40,8 +40,8 @@ type Row = SessionRow & { source: RowSource; imported: string | null };
 
 /** A session's row from its read model; without one, folded from a log of at most `foldLimit` events. */
 async function rowOf(redis: RedisClient, log: EventLog, session: string, foldLimit: number): Promise<Row> {
-  const [{ row, source }, imported] = await Promise.all([listingRow(redis, log, session, foldLimit), redis.hget(log.keys(session).meta, "imported")]);
-  return { ...row, source, imported };
+  const [{ row, source }, imported] = await Promise.all([listingRow(redis, log, session, foldLimit), importedAt(log, session)]);
+  return { ...row, source, imported: imported ?? null };
 }
 
 /** --fold-limit as a number, or undefined (after saying why) when it is not a whole number. */
