@@ -9,7 +9,8 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { FORWARDER_PATH, foldDecisions, writeOperatorKeyFile, type SupervisedRun } from "../../src/decisions/index.ts";
 import { fold } from "../../src/projector/index.ts";
-import { cli, eventsOf, nextEvent, OPERATOR, prepare, setup, trustedKeys, waitFor, withHub, type Ctx } from "./_support.ts";
+import { existsSync } from "node:fs";
+import { cli, eventsOf, nextEvent, OPERATOR, prepare, setup, supervisedTurn, trustedKeys, waitFor, withHub, type Ctx } from "./_support.ts";
 
 const ESC = "\u001b";
 const RLO = "\u202e";
@@ -133,6 +134,28 @@ test("forged unsigned decision.made records (the hub's, an operator's allow) nei
     assert.match(got.permissionDecisionReason, /allowed by erin .*signed with operator key/);
     const after = foldDecisions(await eventsOf(ctx), undefined, { keyring: trustedKeys }).requests[requestId]!;
     assert.deepEqual([after.status, after.made?.by], ["decided", "erin"]);
+    run.close();
+  } finally {
+    await ctx.cleanup();
+  }
+});
+
+test("with the real CLI: a model's Bash call whose description hides an overprint is denied by the hub and does not run", { timeout: 180_000 }, async () => {
+  const ctx = await setup();
+  try {
+    const hub = await withHub(ctx);
+    const run = prepare(ctx, hub);
+    const marker = join(ctx.dir, "ran");
+    const description = `List the files${ESC}[2K\r${ESC}[1A${ESC}[32mls -la (read only)`;
+    const turn = await supervisedTurn(ctx, run, [{ content: [{ type: "tool_use", name: "Bash", input: { command: `touch ${marker}`, description } }] }]);
+    assert.equal(existsSync(marker), false, "the command did not run");
+    assert.equal(turn.toolResults.length, 1);
+    assert.equal(turn.toolResults[0]!.isError, true);
+    assert.match(turn.toolResults[0]!.content, /the call's description carries the character \\x1b at index 14/);
+    const [made] = await eventsOf(ctx, "decision.made");
+    assert.deepEqual([(made!.data as { source: string }).source, (made!.data as { decision: string }).decision], ["hub", "deny"]);
+    const shown = await cli(["tail", ctx.session], operatorEnv(ctx));
+    assert.doesNotMatch(shown.stdout, /\u001b/, "tail shows the recorded request without a raw escape");
     run.close();
   } finally {
     await ctx.cleanup();
