@@ -1,7 +1,8 @@
 // What the model sends reaches an operator's terminal escaped, with the real CLI: a scripted model
 // answers with text and a Bash call whose description carry terminal escapes (clear line, carriage
 // return, cursor up, colour) and a bidi override. `replay --format text` and `tail` print them as
-// visible escapes; no control or bidi character reaches the terminal.
+// visible escapes, and so does `run --wait` following a turn; no control or bidi character reaches the
+// terminal.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { rig } from "../worker/_more.ts";
@@ -17,6 +18,7 @@ test("replay --format text and tail show a model's escapes and bidi characters a
   const r = await rig({
     responses: [
       { content: [{ type: "tool_use", name: "Bash", input: { command: "echo listed", description: HOSTILE_DESCRIPTION } }] },
+      { content: [{ type: "text", text: HOSTILE_TEXT }] },
       { content: [{ type: "text", text: HOSTILE_TEXT }] },
     ],
   });
@@ -36,6 +38,12 @@ test("replay --format text and tail show a model's escapes and bidi characters a
     assert.equal(tail.code, 0, tail.stderr);
     assert.doesNotMatch(tail.stdout, RAW, "no raw control or bidi character in the event summaries");
     assert.ok(tail.stdout.includes("\\u202e") || tail.stdout.includes("\\x1b"), tail.stdout);
+
+    // A turn followed live: its transcript and result text are escaped too.
+    const live = await turnstream(["run", "--wait", "--cwd", r.ws, ...prefix, "--queue-prefix", r.space.queuePrefix, "--", "say it"], {}, TIMEOUT);
+    assert.equal(live.code, 0, live.stdout + live.stderr);
+    assert.doesNotMatch(live.stdout, RAW, "no raw control or bidi character while following a turn");
+    assert.match(live.stdout, /result \(finished\): Done\.\\x1b\]0;owned\\x07 Result: \\u202egnp\.exe/);
   } finally {
     await r.dispose();
   }

@@ -1,6 +1,7 @@
 // `turnstream rerun <session>`: plays a logged run's model side back to the real CLI in a workspace
 // and says whether the agent did and got the same (exit 0) or not (exit 1, with a readable diff).
 import { resolve } from "node:path";
+import { forTerminal } from "../../kernel/index.ts";
 import { connectForCommand } from "../../projector/index.ts";
 import { NoRecordedTurnError, RecordingRefusedError, renderComparison, RERUN_PERMISSION_MODES, type RerunPermissionMode } from "../../rerun/index.ts";
 import { EXIT } from "../exit-codes.ts";
@@ -59,11 +60,12 @@ export async function run(argv: string[]): Promise<number> {
     const r = await rerunSession({ redis, logPrefix: logPrefix(values.prefix), session, turn: values.turn, cwd: resolve(values.cwd), permissionMode: mode as RerunPermissionMode });
     const exitCode = r.comparison.match ? EXIT.finished : EXIT.taskFailed;
     if (values.json) process.stdout.write(`${scrub(JSON.stringify({ ...r, outcome: r.comparison.match ? "finished" : "task_failed", exitCode }))}\n`);
-    else process.stdout.write(scrub(renderComparison(r.comparison)));
+    // The diff quotes what the model and the tools produced: escaped for the terminal, lines kept.
+    else process.stdout.write(forTerminal(scrub(renderComparison(r.comparison)), { multiline: true }));
     return exitCode;
   } catch (err) {
     if (err instanceof NoRecordedTurnError) return usageError(values.json, `session ${session}: ${err.message}`);
-    if (err instanceof RecordingRefusedError) return usageError(values.json, `refused: ${err.message}`);
+    if (err instanceof RecordingRefusedError) return usageError(values.json, `refused: ${forTerminal(err.message)}`);
     throw err;
   } finally {
     redis.disconnect();
