@@ -33,5 +33,6 @@ export function contextOf(s: ProjectionState, turn: string): RequestContext | nu
   // The inbox shows this with textContent (no markup), but bidi and invisible characters still reorder
   // or hide text on a page: escaped like every text shown to a person.
   const shown = (text: string): string => forTerminal(text, { multiline: true });
-  return { prompt: t.prompt === null ? null : shown(cut(t.prompt, 600)), recent: (attempt?.items ?? []).slice(-4).map((i) => forTerminal(line(i))) };
+  const recent = (attempt?.items ?? []).slice(-4).map((i) => forTerminal(line(i)));
+  return { prompt: t.prompt === null ? null : shown(cut(t.prompt, 600)), recent };
 }

@@ -35,8 +35,9 @@ export interface PendingView extends PendingRequest {
  */
 function shownPending(p: PendingRequest): PendingRequest {
   const line = (text: string): string => forTerminal(text);
-  const block = (text: string | undefined): string | undefined => (text === undefined ? undefined : forTerminal(text, { multiline: true }));
-  return { ...p, tool: line(p.tool), input: block(p.input)!, command: block(p.command), description: p.description === undefined ? undefined : line(p.description) };
+  const block = (text: string): string => forTerminal(text, { multiline: true });
+  const description = p.description === undefined ? undefined : line(p.description);
+  return { ...p, tool: line(p.tool), input: block(p.input), command: p.command === undefined ? undefined : block(p.command), description };
 }
 
 export interface FleetOptions {

@@ -139,7 +139,8 @@ class Decider {
       return { decision: "deny", reason, requestId: requested.requestId };
     }
     if (unsafe !== undefined) return this.#refuseUnshowable(run, requested, unsafe);
-    return (await this.#byRule(run, input, requested.requestId)) ?? (await this.#byOperator(run, requested, appended.lastSeq, now, this.#description(input)));
+    const byRule = await this.#byRule(run, input, requested.requestId);
+    return byRule ?? (await this.#byOperator(run, requested, appended.lastSeq, now, this.#description(input)));
   }
 
   /** The model's description of a call (scrubbed, clipped), shown apart from the command it describes. */
@@ -156,8 +157,9 @@ class Decider {
    */
   async #refuseUnshowable(run: RunContext, requested: DecisionRequested, unsafe: string): Promise<Verdict> {
     const reason = `${unsafe}: an operator could be shown something other than what would run; ask without control characters`;
-    this.#s.logger.warn({ session: run.session, requestId: requested.requestId, tool: forTerminal(requested.tool) }, "refused a tool call that cannot be shown safely");
-    await this.#recordMade(run, { requestId: requested.requestId, decision: "deny", by: "hub", source: "hub", reason, decidedAt: new Date().toISOString() });
+    const { requestId } = requested;
+    this.#s.logger.warn({ session: run.session, requestId, tool: requested.tool }, "refused a tool call that cannot be shown safely");
+    await this.#recordMade(run, { requestId, decision: "deny", by: "hub", source: "hub", reason, decidedAt: new Date().toISOString() });
     return { decision: "deny", reason: `turnstream: denied because ${reason}`, requestId: requested.requestId };
   }
 
@@ -168,7 +170,8 @@ class Decider {
   #requestOf(input: HookInput, nonce: string, now: number, refused: boolean): DecisionRequested {
     const { hubId, timeoutMs } = this.#s;
     const raw = shownCall(input, this.#s.scrubber);
-    const escape = (text: string | undefined): string | undefined => (text === undefined || !refused ? text : forTerminal(text, { multiline: true }));
+    const escape = (text: string | undefined): string | undefined =>
+      text === undefined || !refused ? text : forTerminal(text, { multiline: true });
     const shown = { ...raw, input: escape(raw.input)!, subject: escape(raw.subject) };
     return {
       requestId: `dr-${randomBytes(12).toString("base64url")}`,
@@ -221,7 +224,13 @@ class Decider {
   }
 
   /** Listed in the fleet's pending index while it waits for an operator; denied at the timeout or when the hub closes. */
-  async #byOperator(run: RunContext, requested: DecisionRequested, seq: number, requestedAt: number, description: string | undefined): Promise<Verdict> {
+  async #byOperator(
+    run: RunContext,
+    requested: DecisionRequested,
+    seq: number,
+    requestedAt: number,
+    description: string | undefined,
+  ): Promise<Verdict> {
     const { redis, prefix, logger } = this.#s;
     const { requestId } = requested;
     await putPending(redis, prefix, { ...this.#pendingEntry(run, requested, seq, requestedAt), description });

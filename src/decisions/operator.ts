@@ -112,7 +112,13 @@ function ringOf(keyId: string, own: OperatorKeyring, trusted: OperatorKeyring | 
  * signed by a key we can check (or, without trusted keys, by any key), has the record's effect and
  * matches the recorded call.
  */
-function ruleAccountsFor(request: DecisionRequested, made: DecisionMade, rules: readonly TrustRule[], own: OperatorKeyring, trusted: OperatorKeyring | undefined): boolean {
+function ruleAccountsFor(
+  request: DecisionRequested,
+  made: DecisionMade,
+  rules: readonly TrustRule[],
+  own: OperatorKeyring,
+  trusted: OperatorKeyring | undefined,
+): boolean {
   const rule = rules.find((r) => r.id === made.ruleId);
   if (rule === undefined || rule.effect !== made.decision || rule.keyId === undefined) return false;
   const ring = ringOf(rule.keyId, own, trusted);
@@ -130,7 +136,12 @@ function ruleAccountsFor(request: DecisionRequested, made: DecisionMade, rules: 
  * request expired or its hub is gone is checked directly (checkDecidable), so a forged one written to
  * Redis neither drops nor answers a request.
  */
-function countsFor(session: string, own: OperatorKeyring, trusted: OperatorKeyring | undefined, rules: readonly TrustRule[]): Counts {
+function countsFor(
+  session: string,
+  own: OperatorKeyring,
+  trusted: OperatorKeyring | undefined,
+  rules: readonly TrustRule[],
+): Counts {
   return (request, made) => {
     if (made.source === "rule") return ruleAccountsFor(request, made, rules, own, trusted);
     if (made.source !== "operator") return false;

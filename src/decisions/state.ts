@@ -34,13 +34,13 @@ export const initialDecisionState = (): DecisionState => ({ requests: {}, rules:
 
 const ENDS_TURN = new Set(["turn.finished", "turn.failed", "turn.cancelled"]);
 
-/** Trust rules the fold may account a rule's verdict to (the fleet's stored rules), beside those added in this log. */
+/** The operator keys, and the fleet's stored rules a rule's verdict may be accounted to beside those added in the log. */
 export interface FoldTrust {
   keyring?: OperatorKeyring | undefined;
   rules?: readonly TrustRule[] | undefined;
 }
 
-/** Whether a signed rule, stored or added in this log, with the record's effect accounts for a rule's verdict. */
+/** Whether a signed rule (stored, or added in this log) with the record's effect accounts for a rule's verdict. */
 function ruleAccountsFor(ev: Envelope, state: DecisionState, made: DecisionMade, trust: FoldTrust): boolean {
   const keyring = trust.keyring;
   if (keyring === undefined || made.ruleId === undefined) return false;
@@ -59,7 +59,7 @@ function counts(ev: Envelope, state: DecisionState, r: RequestState, made: Decis
   return keyring === undefined || verifyDecision(keyring, ev.session, made, requestDigest(ev.session, r.requested)).ok;
 }
 
-/** One event folded in; `trust` is the operator keys (or, for the older form, the keyring itself) and stored rules. */
+/** One event folded in; `trust`: the operator keys and stored rules (or, the older form, the keyring itself). */
 export function reduceDecisions(state: DecisionState, ev: Envelope, trustOrKeyring?: FoldTrust | OperatorKeyring): DecisionState {
   const trust = trustOf(trustOrKeyring);
   const next: DecisionState = { requests: state.requests, rules: state.rules, lastSeq: ev.seq };
@@ -102,9 +102,14 @@ export function reduceDecisions(state: DecisionState, ev: Envelope, trustOrKeyri
 }
 
 const isKeyring = (v: FoldTrust | OperatorKeyring): v is OperatorKeyring => typeof (v as OperatorKeyring).has === "function";
-const trustOf = (v: FoldTrust | OperatorKeyring | undefined): FoldTrust => (v === undefined ? {} : isKeyring(v) ? { keyring: v } : v);
+const trustOf = (v: FoldTrust | OperatorKeyring | undefined): FoldTrust =>
+  v === undefined ? {} : isKeyring(v) ? { keyring: v } : v;
 
-export function foldDecisions(events: Iterable<Envelope>, state: DecisionState = initialDecisionState(), trustOrKeyring?: FoldTrust | OperatorKeyring): DecisionState {
+export function foldDecisions(
+  events: Iterable<Envelope>,
+  state: DecisionState = initialDecisionState(),
+  trustOrKeyring?: FoldTrust | OperatorKeyring,
+): DecisionState {
   let s = state;
   const trust = trustOf(trustOrKeyring);
   for (const ev of events) s = reduceDecisions(s, ev, trust);

@@ -107,7 +107,9 @@ const SHOWN_FIELDS: Readonly<Record<string, Readonly<Record<string, boolean>>>> 
 function* stringsIn(value: unknown, path: string): Generator<[string, string]> {
   if (typeof value === "string") yield [path, value];
   else if (Array.isArray(value)) for (const [i, v] of value.entries()) yield* stringsIn(v, `${path}[${i}]`);
-  else if (value !== null && typeof value === "object") for (const [k, v] of Object.entries(value)) yield* stringsIn(v, path === "" ? k : `${path}.${k}`);
+  else if (value !== null && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) yield* stringsIn(v, path === "" ? k : `${path}.${k}`);
+  }
 }
 
 /**

@@ -34,8 +34,15 @@ export function forTerminal(text: string, options: DisplayOptions = {}): string 
   return text.replace(UNSAFE, (ch) => (options.multiline === true && (ch === "\n" || ch === "\t") ? ch : escapeOf(ch)));
 }
 
+export interface UnsafeCharacter {
+  /** Its UTF-16 index in the text. */
+  index: number;
+  /** How forTerminal shows it (`\x1b`, `\u202e`). */
+  escaped: string;
+}
+
 /** The first character `forTerminal` would escape (newlines and tabs allowed with `multiline`), or undefined. */
-export function unsafeCharacter(text: string, options: DisplayOptions = {}): { index: number; escaped: string } | undefined {
+export function unsafeCharacter(text: string, options: DisplayOptions = {}): UnsafeCharacter | undefined {
   for (const m of text.matchAll(UNSAFE)) {
     const ch = m[0];
     if (options.multiline === true && (ch === "\n" || ch === "\t")) continue;

@@ -20,7 +20,7 @@ export interface RecordedTurn {
   prompt: string;
   cwd: string;
   model: string | undefined;
-  /** The permission mode the CLI's init line reported (`default`, `acceptEdits`, `bypassPermissions`…), if it printed one. */
+  /** The permission mode the CLI's init line reported (`default`, `bypassPermissions`…), if it printed one. */
   permissionMode: string | undefined;
   /** The CLI ran with permissions skipped (its init line said `bypassPermissions`). */
   skipPermissions: boolean;
@@ -51,7 +51,10 @@ function endingOf(events: readonly Envelope[]): TurnEnding & { attempt: number |
   return { status: "unended", errorKind: undefined, resultText: undefined, attempt: undefined };
 }
 
-/** The permission mode of the attempt's init line. A recording is untrusted: this says what it asks for, never what a re-run gets. */
+/**
+ * The permission mode of the attempt's init line. A recording is untrusted: this says what it asks
+ * for, never what a re-run gets.
+ */
 function permissionModeOf(lines: readonly string[]): string | undefined {
   for (const raw of lines) {
     const o = parseLine(raw).line;
@@ -70,7 +73,8 @@ function recordedTurn(turn: string, events: readonly Envelope[]): RecordedTurn |
   const lines = printed.filter((e) => e.attempt === attempt).map((e) => dataOf("cli.line", e.data)?.raw).filter((r): r is string => r !== undefined);
   const permissionMode = permissionModeOf(lines);
   const skipPermissions = permissionMode === "bypassPermissions";
-  return { turn, prompt: queued.prompt, cwd: queued.cwd, model: queued.model, permissionMode, skipPermissions, attempt, lines, ending };
+  const { prompt, cwd, model } = queued;
+  return { turn, prompt, cwd, model, permissionMode, skipPermissions, attempt, lines, ending };
 }
 
 /**

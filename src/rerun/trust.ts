@@ -5,7 +5,7 @@
 // more than the default mode.
 import type { RecordedTurn } from "./record.ts";
 
-/** The permission modes a re-run can be granted (`--permission-mode`); `default` unless the operator says otherwise. */
+/** The permission modes a re-run can be granted (`--permission-mode`); `default` unless the operator says so. */
 export const RERUN_PERMISSION_MODES = ["default", "acceptEdits", "plan", "dontAsk", "auto", "bypassPermissions"] as const;
 export type RerunPermissionMode = (typeof RERUN_PERMISSION_MODES)[number];
 
@@ -26,17 +26,20 @@ export interface RerunGrant {
 export function refusalOf(turns: readonly RecordedTurn[], grant: RerunGrant): string | undefined {
   if (grant.imported && grant.permissionMode !== "default") {
     return (
-      `session ${grant.session} was imported, so its recording is untrusted: it re-runs only in the default permission mode; ` +
-      `drop --permission-mode ${grant.permissionMode}`
+      `session ${grant.session} was imported, so its recording is untrusted: ` +
+      `it re-runs only in the default permission mode; drop --permission-mode ${grant.permissionMode}`
     );
   }
   for (const [i, t] of turns.entries()) {
     const asked = t.permissionMode ?? "default";
     if (asked === "default" || asked === grant.permissionMode) continue;
-    const how = grant.imported ? "an imported session re-runs only in the default mode" : `pass --permission-mode ${asked} to re-run it so`;
+    const how = grant.imported
+      ? "an imported session re-runs only in the default mode"
+      : `pass --permission-mode ${asked} to re-run it so`;
     return (
-      `turn ${i + 1} (${t.turn}) was recorded in permission mode ${JSON.stringify(asked)}, and a re-run never takes its permissions ` +
-      `from a recording (it runs in the mode you grant, ${grant.permissionMode}); ${how}, or re-run another turn with --turn`
+      `turn ${i + 1} (${t.turn}) was recorded in permission mode ${JSON.stringify(asked)}, and a re-run never takes ` +
+      `its permissions from a recording (it runs in the mode you grant, ${grant.permissionMode}); ${how}, ` +
+      "or re-run another turn with --turn"
     );
   }
   return undefined;

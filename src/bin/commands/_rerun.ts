@@ -117,13 +117,20 @@ async function closeSpace(redis: RedisClient, s: Space): Promise<void> {
 }
 
 /** Runs one recorded turn again against its own script; the re-run's turn and the server's divergence, if any. */
-async function rerunTurn(s: Space, recorded: RecordedTurn, session: string, o: RerunOptions & { permissionMode: RerunPermissionMode }): Promise<{ turn: RecordedTurn | undefined; divergence: string | undefined }> {
+async function rerunTurn(
+  s: Space,
+  recorded: RecordedTurn,
+  session: string,
+  o: RerunOptions & { permissionMode: RerunPermissionMode },
+): Promise<{ turn: RecordedTurn | undefined; divergence: string | undefined }> {
   const { cwd, permissionMode } = o;
   const server = await startModelServer({ script: scriptFromTurns([recorded], { cwd }) });
   try {
     // Only the model comes from the recording; the permissions are the operator's grant.
-    const permissions = permissionMode === "bypassPermissions" ? { skipPermissions: true } : permissionMode === "default" ? {} : { permissionMode };
-    const options = { ...(recorded.model === undefined ? {} : { model: recorded.model }), ...permissions, env: { ANTHROPIC_BASE_URL: server.url } };
+    const permissions =
+      permissionMode === "bypassPermissions" ? { skipPermissions: true } : permissionMode === "default" ? {} : { permissionMode };
+    const model = recorded.model === undefined ? {} : { model: recorded.model };
+    const options = { ...model, ...permissions, env: { ANTHROPIC_BASE_URL: server.url } };
     const queued = await s.producer.enqueueTurn({ session, prompt: recorded.prompt, cwd, options });
     await s.producer.waitForTurn(queued.turn, { session, timeoutMs: o.turnTimeoutMs ?? TURN_TIMEOUT_MS, signal: o.signal, onEvent: o.onEvent });
     const events = await readSession(s.redis, s.logPrefix, session);
@@ -154,7 +161,9 @@ export async function rerunSession(o: RerunOptions): Promise<RerunResult> {
       turns.push(r.turn);
       divergences.push(r.divergence);
     }
-    return { session: o.session, rerunSession: rerunSessionId, cwd, permissionMode, imported, comparison: compareRuns(recorded, turns, divergences), seconds: (Date.now() - started) / 1000 };
+    const comparison = compareRuns(recorded, turns, divergences);
+    const seconds = (Date.now() - started) / 1000;
+    return { session: o.session, rerunSession: rerunSessionId, cwd, permissionMode, imported, comparison, seconds };
   } finally {
     await closeSpace(o.redis, space);
   }

@@ -116,11 +116,13 @@ function printDecision(res: DecideResult, input: DecideInput, key: OperatorKey, 
   const id = forTerminal(input.requestId);
   if (json) process.stdout.write(JSON.stringify(res) + "\n");
   else if (!res.applied) {
-    process.stdout.write(`${id}: another decision came first: ${res.decision.decision} by ${forTerminal(res.decision.by)}\n${decidedCall(res)}`);
+    const first = `${res.decision.decision} by ${forTerminal(res.decision.by)}`;
+    process.stdout.write(`${id}: another decision came first: ${first}\n${decidedCall(res)}`);
   } else {
     const redacted = res.decision.allowRedacted === true ? " (allowed with redacted input, as you asked)" : "";
     const rule = res.rule ? `; rule ${forTerminal(res.rule.pattern)} added` : "";
-    process.stdout.write(`${id}: ${input.decision} recorded (seq ${res.seq}, signed with ${key.keyId})${redacted}${rule}\n${decidedCall(res)}`);
+    const recorded = `${input.decision} recorded (seq ${res.seq}, signed with ${key.keyId})`;
+    process.stdout.write(`${id}: ${recorded}${redacted}${rule}\n${decidedCall(res)}`);
   }
 }
 

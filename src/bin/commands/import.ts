@@ -36,7 +36,8 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     const res = await importFile(log, session, file, { turn: values.turn });
-    process.stderr.write(`imported ${res.count} events (${res.mode}) into ${session}, marked as imported (untrusted: rerun grants it only the default permission mode); last seq ${res.lastSeq}\n`);
+    const marked = "marked as imported (untrusted: rerun grants it only the default permission mode)";
+    process.stderr.write(`imported ${res.count} events (${res.mode}) into ${session}, ${marked}; last seq ${res.lastSeq}\n`);
     return EXIT.finished;
   } catch (err) {
     // The file or the target session is wrong (unreadable, mixed formats, a session with events)

@@ -32,12 +32,12 @@ function describe(p: PendingRequest): string {
   const redacted =
     p.redacted === undefined
       ? ""
-      : `    ! contains redacted text (${forTerminal(p.redacted.join(", "))}): the exact input is not shown; allowing it needs --allow-redacted\n`;
-  const head = `${forTerminal(p.session)} ${forTerminal(p.requestId)} ${forTerminal(p.tool)} [${forTerminal(p.riskClass)}] ${state}\n`;
-  const what =
-    p.command === undefined
-      ? `    input:   ${block(p.input)}\n`
-      : `    command: ${block(p.command)}\n` + (p.description === undefined ? "" : `    model's description (a claim, not what runs): ${forTerminal(p.description)}\n`);
+      : `    ! contains redacted text (${forTerminal(p.redacted.join(", "))}): the exact input is not shown; ` +
+        "allowing it needs --allow-redacted\n";
+  const who = [p.session, p.requestId, p.tool].map((text) => forTerminal(text)).join(" ");
+  const head = `${who} [${forTerminal(p.riskClass)}] ${state}\n`;
+  const claim = p.description === undefined ? "" : `    model's description (a claim, not what runs): ${forTerminal(p.description)}\n`;
+  const what = p.command === undefined ? `    input:   ${block(p.input)}\n` : `    command: ${block(p.command)}\n${claim}`;
   return `${head}${redacted}${what}`;
 }
 

@@ -154,7 +154,9 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     if (values["export-traces"]) return await exportTraces(log, session, out);
     const imported = format === "text" ? await importedAt(log, session) : undefined;
-    if (imported !== undefined) out.line(`(imported session, ${imported}: this log is what an imported file said, not what a worker recorded)`);
+    if (imported !== undefined) {
+      out.line(`(imported session, ${imported}: this log is what an imported file said, not what a worker recorded)`);
+    }
     const progressive = values.follow || speed !== undefined;
     const observers = [printer(out, format, progressive)];
     await replaySession(log, session, { until, speed, follow: values.follow, signal: interrupt.signal, observers });

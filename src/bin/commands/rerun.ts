@@ -38,7 +38,14 @@ export async function run(argv: string[]): Promise<number> {
   const args = parseCommandArgs("rerun", usage, {
     args: argv,
     allowPositionals: true,
-    options: { turn: { type: "string" }, cwd: { type: "string" }, "permission-mode": { type: "string" }, json: { type: "boolean" }, prefix: { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: {
+      turn: { type: "string" },
+      cwd: { type: "string" },
+      "permission-mode": { type: "string" },
+      json: { type: "boolean" },
+      prefix: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   if (typeof args === "number") return args;
   const { values, positionals } = args;
@@ -46,18 +53,21 @@ export async function run(argv: string[]): Promise<number> {
   const session = positionals[0]!;
   if (rejectSessionId("rerun", session)) return EXIT.usage;
   if (values.cwd === undefined) {
-    return usageError(values.json, "pass --cwd DIR: a re-run works where you say, never in the cwd a recording names (a copy of the workspace, or an empty directory)");
+    const why = "a re-run works where you say, never in the cwd a recording names (a copy of the workspace, or an empty directory)";
+    return usageError(values.json, `pass --cwd DIR: ${why}`);
   }
   const problem = workspaceProblem(values.cwd);
   if (problem !== undefined) return usageError(values.json, `--cwd ${problem}`);
   const mode = values["permission-mode"] ?? "default";
   if (!(RERUN_PERMISSION_MODES as readonly string[]).includes(mode)) {
-    return usageError(values.json, `--permission-mode must be one of ${RERUN_PERMISSION_MODES.join(", ")}, got ${JSON.stringify(mode)}`);
+    const modes = RERUN_PERMISSION_MODES.join(", ");
+    return usageError(values.json, `--permission-mode must be one of ${modes}, got ${JSON.stringify(mode)}`);
   }
   const scrub = defaultScrub();
   const redis = await connectForCommand();
   try {
-    const r = await rerunSession({ redis, logPrefix: logPrefix(values.prefix), session, turn: values.turn, cwd: resolve(values.cwd), permissionMode: mode as RerunPermissionMode });
+    const permissionMode = mode as RerunPermissionMode;
+    const r = await rerunSession({ redis, logPrefix: logPrefix(values.prefix), session, turn: values.turn, cwd: resolve(values.cwd), permissionMode });
     const exitCode = r.comparison.match ? EXIT.finished : EXIT.taskFailed;
     if (values.json) process.stdout.write(`${scrub(JSON.stringify({ ...r, outcome: r.comparison.match ? "finished" : "task_failed", exitCode }))}\n`);
     // The diff quotes what the model and the tools produced: escaped for the terminal, lines kept.

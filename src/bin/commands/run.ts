@@ -190,7 +190,10 @@ async function warnWithoutWorker(producer: Producer): Promise<void> {
 
 function reportResult(result: TurnResult, v: RunValues, scrub: Scrub): number {
   const outcome = outcomeOfTurn(result.status, result.errorKind);
-  if (!v.json && result.resultText !== undefined) process.stdout.write(forTerminal(scrub(`result (${result.status}): ${result.resultText}\n`), { multiline: true }));
+  if (!v.json && result.resultText !== undefined) {
+    // The model's text: escaped for the terminal, lines kept.
+    process.stdout.write(forTerminal(scrub(`result (${result.status}): ${result.resultText}\n`), { multiline: true }));
+  }
   const { event: _event, ...fields } = result;
   const said = result.status === "finished" ? undefined : `turn ${result.turn} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}: ${outcome}`;
   return report(v.json, scrub, outcome, fields, said);

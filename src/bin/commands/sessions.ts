@@ -40,7 +40,8 @@ type Row = SessionRow & { source: RowSource; imported: string | null };
 
 /** A session's row from its read model; without one, folded from a log of at most `foldLimit` events. */
 async function rowOf(redis: RedisClient, log: EventLog, session: string, foldLimit: number): Promise<Row> {
-  const [{ row, source }, imported] = await Promise.all([listingRow(redis, log, session, foldLimit), importedAt(log, session)]);
+  const listed = listingRow(redis, log, session, foldLimit);
+  const [{ row, source }, imported] = await Promise.all([listed, importedAt(log, session)]);
   return { ...row, source, imported: imported ?? null };
 }
 

@@ -108,7 +108,9 @@ function rerunOfEntry(line: number, object: Record<string, unknown>, baseDir: st
   if (typeof session !== "string" || !isValidSessionId(session)) return "`rerun` must be the recorded session's id (1-128 characters from A-Z a-z 0-9 _ . -)";
   const turn = rerunTurnOf(object["turn"]);
   if (typeof turn === "object") return turn.problem;
-  if (cwd === undefined) return "a re-run entry needs `cwd`: a re-run works where you say, never in the cwd its recording names";
+  if (cwd === undefined) {
+    return "a re-run entry needs `cwd`: a re-run works where you say, never in the cwd its recording names";
+  }
   if (typeof cwd !== "string" || cwd === "") return "`cwd` must be a directory path";
   const dir = resolve(baseDir, cwd);
   const problem = workspaceProblem(dir);
