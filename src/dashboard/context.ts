@@ -1,5 +1,6 @@
 // What an operator sees of a session next to a decision request: the turn's prompt and the last
 // few things the agent said or did before asking.
+import { forTerminal } from "../kernel/index.ts";
 import type { ProjectionState, TranscriptItem } from "../projector/index.ts";
 
 export interface RequestContext {
@@ -29,5 +30,9 @@ export function contextOf(s: ProjectionState, turn: string): RequestContext | nu
   if (ti === undefined) return null;
   const t = s.transcript.turns[ti]!;
   const attempt = t.attempts.at(-1);
-  return { prompt: t.prompt === null ? null : cut(t.prompt, 600), recent: (attempt?.items ?? []).slice(-4).map(line) };
+  // The inbox shows this with textContent (no markup), but bidi and invisible characters still reorder
+  // or hide text on a page: escaped like every text shown to a person.
+  const shown = (text: string): string => forTerminal(text, { multiline: true });
+  const recent = (attempt?.items ?? []).slice(-4).map((i) => forTerminal(line(i)));
+  return { prompt: t.prompt === null ? null : shown(cut(t.prompt, 600)), recent };
 }

@@ -5,7 +5,7 @@
 // model (or from zero), so its line is right even before the projector commits.
 import type { Queue } from "bullmq";
 import { listPending, type PendingRequest } from "../decisions/index.ts";
-import { silentLogger, type Logger } from "../kernel/index.ts";
+import { forTerminal, silentLogger, type Logger } from "../kernel/index.ts";
 import { isCluster, storedEnvelope, storedHead, type EventLog, type RedisClient } from "../log/index.ts";
 import {
   applyEvent,
@@ -27,6 +27,17 @@ export type FleetEvent = { type: "row"; row: SessionRow } | { type: "pending"; p
 
 export interface PendingView extends PendingRequest {
   context: RequestContext | null;
+}
+
+/**
+ * A pending request as the inbox shows it: every text a model or a Redis writer chose, with controls,
+ * bidi and invisible characters escaped (a page shown with textContent still obeys bidi overrides).
+ */
+function shownPending(p: PendingRequest): PendingRequest {
+  const line = (text: string): string => forTerminal(text);
+  const block = (text: string): string => forTerminal(text, { multiline: true });
+  const description = p.description === undefined ? undefined : line(p.description);
+  return { ...p, tool: line(p.tool), input: block(p.input), command: p.command === undefined ? undefined : block(p.command), description };
 }
 
 export interface FleetOptions {
@@ -122,7 +133,7 @@ export class Fleet {
       const s = await stateOf(p.session);
       return s === undefined ? null : contextOf(s, p.turn);
     };
-    return Promise.all(list.map(async (p) => ({ ...p, context: await context(p) })));
+    return Promise.all(list.map(async (p) => ({ ...shownPending(p), context: await context(p) })));
   }
 
   async queue(): Promise<QueueView> {

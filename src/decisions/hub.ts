@@ -11,10 +11,10 @@ import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { AckedSeqs, type EventLog, type Logger, type RedisClient } from "../log/index.ts";
-import { BodyTooLargeError, listen, readBody, silentLogger } from "../kernel/index.ts";
+import { BodyTooLargeError, forTerminal, listen, readBody, silentLogger } from "../kernel/index.ts";
 import { HubClosedError, OperatorKeysMissingError } from "./errors.ts";
 import { decisionMadeData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
-import { hookInputSchema, riskClassOf, scrubReport, summarizeInput, type HookInput, type TextScrubber } from "./tool-calls.ts";
+import { hookInputSchema, riskClassOf, SHELL_TOOLS, scrubReport, summarizeInput, unsafeShownField, type HookInput, type TextScrubber } from "./tool-calls.ts";
 import { parseOperatorKeys, type OperatorKeyring } from "./operator-keys.ts";
 import { dropPending, hubKey, putPending, type PendingEntry } from "./pending.ts";
 import { evaluateRules, RuleStore, subjectOf, type TrustRule } from "./rules.ts";
@@ -131,7 +131,8 @@ class Decider {
 
   async decide(run: RunContext, input: HookInput, nonce: string): Promise<Verdict> {
     const now = Date.now();
-    const requested = this.#requestOf(input, nonce, now);
+    const unsafe = unsafeShownField(input.tool_name, input.tool_input);
+    const requested = this.#requestOf(input, nonce, now, unsafe !== undefined);
     const request = [{ turn: run.turn, attempt: run.attempt, kind: "decision.requested", data: requested }];
     const appended = await this.#s.log.append(run.session, run.epoch, request, { ackedSeq: this.#acked.get(run.session) });
     // A log that lost what the hub had recorded in it (rolled_back) cannot take requests either.
@@ -141,17 +142,45 @@ class Decider {
       const reason = `turnstream: denied because this attempt can no longer record requests (${appended.outcome})`;
       return { decision: "deny", reason, requestId: requested.requestId };
     }
-    return (await this.#byRule(run, input, requested.requestId)) ?? (await this.#byOperator(run, requested, appended.lastSeq, now));
+    if (unsafe !== undefined) return this.#refuseUnshowable(run, requested, unsafe);
+    const byRule = await this.#byRule(run, input, requested.requestId);
+    return byRule ?? (await this.#byOperator(run, requested, appended.lastSeq, now, this.#description(input)));
   }
 
-  /** The `decision.requested` record of a call, expiring timeoutMs after `now`. */
-  #requestOf(input: HookInput, nonce: string, now: number): DecisionRequested {
-    const { timeoutMs, hubId } = this.#s;
-    const shown = shownCall(input, this.#s.scrubber);
+  /** The model's description of a call (scrubbed, clipped), shown apart from the command it describes. */
+  #description(input: HookInput): string | undefined {
+    const text = input.tool_input["description"];
+    if (typeof text !== "string" || text.length === 0) return undefined;
+    const clipped = text.length > 500 ? `${text.slice(0, 500)}… (${text.length} chars)` : text;
+    return this.#s.scrubber === undefined ? clipped : this.#s.scrubber.scrub(clipped);
+  }
+
+  /**
+   * A call whose shown fields carry control or bidi characters is never put to an operator nor matched
+   * by a rule: what they would read might not be what runs. Denied at once, recorded as the hub's.
+   */
+  async #refuseUnshowable(run: RunContext, requested: DecisionRequested, unsafe: string): Promise<Verdict> {
+    const reason = `${unsafe}: an operator could be shown something other than what would run; ask without control characters`;
+    const { requestId } = requested;
+    this.#s.logger.warn({ session: run.session, requestId, tool: requested.tool }, "refused a tool call that cannot be shown safely");
+    await this.#recordMade(run, { requestId, decision: "deny", by: "hub", source: "hub", reason, decidedAt: new Date().toISOString() });
+    return { decision: "deny", reason: `turnstream: denied because ${reason}`, requestId: requested.requestId };
+  }
+
+  /**
+   * The `decision.requested` record of a call, expiring timeoutMs after `now`. A call refused for what it
+   * shows is recorded escaped and expired at once: it is never open for a decision.
+   */
+  #requestOf(input: HookInput, nonce: string, now: number, refused: boolean): DecisionRequested {
+    const { hubId, timeoutMs } = this.#s;
+    const raw = shownCall(input, this.#s.scrubber);
+    const escape = (text: string | undefined): string | undefined =>
+      text === undefined || !refused ? text : forTerminal(text, { multiline: true });
+    const shown = { ...raw, input: escape(raw.input)!, subject: escape(raw.subject) };
     return {
       requestId: `dr-${randomBytes(12).toString("base64url")}`,
       nonce,
-      tool: input.tool_name,
+      tool: refused ? forTerminal(input.tool_name) : input.tool_name,
       toolUseId: input.tool_use_id,
       riskClass: riskClassOf(input.tool_name),
       input: shown.input,
@@ -160,7 +189,7 @@ class Decider {
       cliSessionId: input.session_id,
       hubId,
       timeoutMs,
-      expiresAt: new Date(now + timeoutMs).toISOString(),
+      expiresAt: new Date(refused ? now : now + timeoutMs).toISOString(),
     };
   }
 
@@ -199,10 +228,16 @@ class Decider {
   }
 
   /** Listed in the fleet's pending index while it waits for an operator; denied at the timeout or when the hub closes. */
-  async #byOperator(run: RunContext, requested: DecisionRequested, seq: number, requestedAt: number): Promise<Verdict> {
+  async #byOperator(
+    run: RunContext,
+    requested: DecisionRequested,
+    seq: number,
+    requestedAt: number,
+    description: string | undefined,
+  ): Promise<Verdict> {
     const { redis, prefix, logger } = this.#s;
     const { requestId } = requested;
-    await putPending(redis, prefix, this.#pendingEntry(run, requested, seq, requestedAt));
+    await putPending(redis, prefix, { ...this.#pendingEntry(run, requested, seq, requestedAt), description });
     this.waiting++;
     try {
       const got = await this.#waitForOperator(run, seq, requested, requestedAt + this.#s.timeoutMs);
@@ -226,6 +261,8 @@ class Decider {
       tool: requested.tool,
       riskClass: requested.riskClass,
       input: requested.input,
+      // The exact command (scrubbed), shown apart from the model's description of it.
+      command: SHELL_TOOLS.has(requested.tool) ? requested.subject : undefined,
       redacted: requested.redacted,
       hubId: this.#s.hubId,
       requestedAt: new Date(requestedAt).toISOString(),

@@ -50,5 +50,5 @@ export {
 } from "./rules.ts";
 export { decisionRequestedData, decisionMadeData, ruleAddedData, type Decision, type DecisionMade, type DecisionRequested, type RuleAdded, type RiskClass } from "../events/index.ts";
 export { DEFAULT_RISKY_TOOLS, SHELL_TOOLS, scrubReport, hookInputSchema, riskClassOf, summarizeInput, type HookInput, type TextScrubber } from "./tool-calls.ts";
-export { reduceDecisions, foldDecisions, initialDecisionState, type DecisionState, type RequestState } from "./state.ts";
+export { reduceDecisions, foldDecisions, initialDecisionState, type DecisionState, type FoldTrust, type RequestState } from "./state.ts";
 export { DecisionError, InvalidRuleError, HubClosedError, OperatorKeyError, OperatorKeysMissingError, type DecideProblem } from "./errors.ts";

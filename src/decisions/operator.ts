@@ -9,8 +9,8 @@ import { DecisionError } from "./errors.ts";
 import { decisionMadeData, decisionRequestedData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
 import { parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "./operator-keys.ts";
 import { dropPending, getPending, isAbandoned } from "./pending.ts";
-import { parsePattern, patternForSubject, ruleId, RuleStore, SUBJECT_TOOLS, type TrustRule } from "./rules.ts";
-import { requestDigest, ruleAddedOf, signDecision, signRule, verifyDecision } from "./signing.ts";
+import { parsePattern, patternForSubject, ruleId, ruleMatches, RuleStore, SUBJECT_TOOLS, type TrustRule } from "./rules.ts";
+import { requestDigest, ruleAddedOf, signDecision, signRule, verifyDecision, verifyRule } from "./signing.ts";
 
 /** Who a person at this machine is, as decisions and cancellations record them: TURNSTREAM_USER, then USER, then the login name. */
 export function operatorName(env: Readonly<Record<string, string | undefined>> = process.env): string {
@@ -63,6 +63,8 @@ export interface DecideResult {
   applied: boolean;
   rule: TrustRule | undefined;
   seq: number;
+  /** The request decided on, as recorded in the log. */
+  request: DecisionRequested;
 }
 
 interface FoundRequest {
@@ -88,17 +90,64 @@ async function findRequest(log: EventLog, session: string, requestId: string, fr
   return found;
 }
 
+/** The field of a call's input its recorded subject is, for rebuilding the call a rule decided on. */
+const SUBJECT_FIELD: Readonly<Record<string, string>> = {
+  Bash: "command",
+  Monitor: "command",
+  Write: "file_path",
+  Edit: "file_path",
+  MultiEdit: "file_path",
+  Read: "file_path",
+  NotebookEdit: "notebook_path",
+  WebFetch: "url",
+};
+
+/** The keyring that can check `keyId`: ours, else the trusted one; undefined when neither holds it. */
+function ringOf(keyId: string, own: OperatorKeyring, trusted: OperatorKeyring | undefined): OperatorKeyring | undefined {
+  return own.has(keyId) ? own : trusted?.has(keyId) === true ? trusted : undefined;
+}
+
 /**
- * Whether an earlier decision.made is one the hub acts on, as far as this operator can check: the
- * hub's own records count; an operator's counts when signed by a key we can verify (our own, or one
- * of `trusted`), or by a key we cannot check when we have no list of trusted keys.
+ * Whether a rule-sourced record is one a signed trust rule accounts for: the rule it names is stored,
+ * signed by a key we can check (or, without trusted keys, by any key), has the record's effect and
+ * matches the recorded call.
  */
-function countsFor(session: string, own: OperatorKeyring, trusted: OperatorKeyring | undefined): Counts {
+function ruleAccountsFor(
+  request: DecisionRequested,
+  made: DecisionMade,
+  rules: readonly TrustRule[],
+  own: OperatorKeyring,
+  trusted: OperatorKeyring | undefined,
+): boolean {
+  const rule = rules.find((r) => r.id === made.ruleId);
+  if (rule === undefined || rule.effect !== made.decision || rule.keyId === undefined) return false;
+  const ring = ringOf(rule.keyId, own, trusted);
+  if (ring === undefined ? trusted !== undefined : !verifyRule(ring, rule).ok) return false;
+  const field = SUBJECT_FIELD[request.tool];
+  const input = field === undefined || request.subject === undefined ? {} : { [field]: request.subject };
+  return ruleMatches(rule, { tool: request.tool, input });
+}
+
+/**
+ * Whether an earlier decision.made is one the hub acted on, as far as this operator can verify: an
+ * operator's counts when signed by a key we can check (our own, or one of `trusted`), or by a key we
+ * cannot check when we have no list of trusted keys; a rule's when a signed stored rule accounts for
+ * it. A record claiming a timeout or the hub's shutdown is unsigned and proves nothing: whether the
+ * request expired or its hub is gone is checked directly (checkDecidable), so a forged one written to
+ * Redis neither drops nor answers a request.
+ */
+function countsFor(
+  session: string,
+  own: OperatorKeyring,
+  trusted: OperatorKeyring | undefined,
+  rules: readonly TrustRule[],
+): Counts {
   return (request, made) => {
-    if (made.source !== "operator") return true;
+    if (made.source === "rule") return ruleAccountsFor(request, made, rules, own, trusted);
+    if (made.source !== "operator") return false;
     if (made.keyId === undefined || made.signature === undefined) return false;
     if (made.decision === "allow" && request.redacted !== undefined && made.allowRedacted !== true) return false;
-    const ring = own.has(made.keyId) ? own : trusted?.has(made.keyId) === true ? trusted : undefined;
+    const ring = ringOf(made.keyId, own, trusted);
     if (ring === undefined) return trusted === undefined;
     return verifyDecision(ring, session, made, requestDigest(session, request)).ok;
   };
@@ -129,7 +178,8 @@ export async function decide(target: DecideTarget, input: DecideInput): Promise<
   const prefix = target.prefix ?? log.prefix;
   const { session, requestId } = input;
   if (input.by.trim().length === 0) throw new Error("decide: `by` must name who decides");
-  const counts = countsFor(session, parseOperatorKeys([operatorKey.publicKey]), target.trustedKeys);
+  const rules = await new RuleStore(redis, prefix).list();
+  const counts = countsFor(session, parseOperatorKeys([operatorKey.publicKey]), target.trustedKeys, rules);
   const hint = await getPending(redis, prefix, session, requestId);
   const found = await findRequest(log, session, requestId, hint?.seq ?? 1, counts);
   await checkDecidable(redis, prefix, input, found);
@@ -165,7 +215,7 @@ export async function decide(target: DecideTarget, input: DecideInput): Promise<
   const winner = after?.decided?.data ?? made;
   // Our decision.made is the last event of our batch; an earlier one for the request wins.
   const applied = after?.decided === undefined || after.decided.envelope.seq === res.lastSeq;
-  return { decision: winner, applied, rule, seq: res.lastSeq };
+  return { decision: winner, applied, rule, seq: res.lastSeq, request };
 }
 
 /** Throws the DecisionError that says why this request cannot be decided as asked, if any. */

@@ -17,6 +17,10 @@ export const pendingEntrySchema = z.object({
   tool: z.string(),
   riskClass: riskClassSchema,
   input: z.string(),
+  /** A shell tool's exact command (scrubbed); absent when too long to record or not a shell tool. */
+  command: z.string().optional(),
+  /** The model's own description of the call: its claim, not what runs. */
+  description: z.string().optional(),
   /** What the scrubber took out of the shown input (see decision.requested); absent when nothing. */
   redacted: z.array(z.string()).optional(),
   hubId: z.string(),

@@ -2,11 +2,16 @@
 // A request still open when its attempt is abandoned, superseded by a newer attempt, or its turn
 // ends is marked abandoned: nobody can answer it any more, and the retried attempt asks again.
 // Like the hub, the state counts an operator's decision only when it is signed (and, given the trusted
-// keys, only when the signature checks): anyone who can write Redis can append an unsigned one.
+// keys, only when the signature checks): anyone who can write Redis can append an unsigned one. A
+// record the hub writes (a rule's verdict, a timeout, a shutdown) carries no signature: a rule's counts
+// only when a signed rule it names accounts for it (given the keys), and a timeout's or shutdown's
+// never decides (the request is shown pending until its attempt ends, then abandoned): a forged one
+// changes nothing.
 import type { Envelope } from "../log/index.ts";
 import { decisionMadeData, decisionRequestedData, ruleAddedData, type DecisionMade, type DecisionRequested, type RuleAdded } from "../events/index.ts";
 import type { OperatorKeyring } from "./operator-keys.ts";
-import { requestDigest, verifyDecision } from "./signing.ts";
+import type { TrustRule } from "./rules.ts";
+import { requestDigest, ruleOfAdded, verifyDecision, verifyRule } from "./signing.ts";
 
 export interface RequestState {
   requestId: string;
@@ -29,15 +34,34 @@ export const initialDecisionState = (): DecisionState => ({ requests: {}, rules:
 
 const ENDS_TURN = new Set(["turn.finished", "turn.failed", "turn.cancelled"]);
 
+/** The operator keys, and the fleet's stored rules a rule's verdict may be accounted to beside those added in the log. */
+export interface FoldTrust {
+  keyring?: OperatorKeyring | undefined;
+  rules?: readonly TrustRule[] | undefined;
+}
+
+/** Whether a signed rule (stored, or added in this log) with the record's effect accounts for a rule's verdict. */
+function ruleAccountsFor(ev: Envelope, state: DecisionState, made: DecisionMade, trust: FoldTrust): boolean {
+  const keyring = trust.keyring;
+  if (keyring === undefined || made.ruleId === undefined) return false;
+  const added = state.rules.filter((a) => a.ruleId === made.ruleId).map((a) => ruleOfAdded(ev.session, a));
+  const candidates = [...(trust.rules ?? []).filter((rule) => rule.id === made.ruleId), ...added];
+  return candidates.some((rule) => rule.effect === made.decision && verifyRule(keyring, rule).ok);
+}
+
 /** Whether the hub could have acted on `made` (signature checked only when the keys are given). */
-function counts(ev: Envelope, r: RequestState, made: DecisionMade, keyring: OperatorKeyring | undefined): boolean {
-  if (made.source !== "operator") return true;
+function counts(ev: Envelope, state: DecisionState, r: RequestState, made: DecisionMade, trust: FoldTrust): boolean {
+  const keyring = trust.keyring;
+  if (made.source === "rule") return ruleAccountsFor(ev, state, made, trust);
+  if (made.source !== "operator") return false;
   if (made.keyId === undefined || made.signature === undefined) return false;
   if (made.decision === "allow" && r.requested.redacted !== undefined && made.allowRedacted !== true) return false;
   return keyring === undefined || verifyDecision(keyring, ev.session, made, requestDigest(ev.session, r.requested)).ok;
 }
 
-export function reduceDecisions(state: DecisionState, ev: Envelope, keyring?: OperatorKeyring): DecisionState {
+/** One event folded in; `trust`: the operator keys and stored rules (or, the older form, the keyring itself). */
+export function reduceDecisions(state: DecisionState, ev: Envelope, trustOrKeyring?: FoldTrust | OperatorKeyring): DecisionState {
+  const trust = trustOf(trustOrKeyring);
   const next: DecisionState = { requests: state.requests, rules: state.rules, lastSeq: ev.seq };
   const update = (pick: (r: RequestState) => boolean, status: RequestState["status"]): void => {
     let changed: Record<string, RequestState> | undefined;
@@ -61,7 +85,7 @@ export function reduceDecisions(state: DecisionState, ev: Envelope, keyring?: Op
     const d = decisionMadeData.safeParse(ev.data);
     const r = d.success ? state.requests[d.data.requestId] : undefined;
     // The first decision wins; a later one (a second operator, a late answer) changes nothing.
-    if (d.success && r !== undefined && r.made === undefined && counts(ev, r, d.data, keyring)) {
+    if (d.success && r !== undefined && r.made === undefined && counts(ev, state, r, d.data, trust)) {
       next.requests = { ...state.requests, [r.requestId]: { ...r, status: "decided", made: d.data } };
     }
   } else if (ev.kind === "rule.added") {
@@ -77,8 +101,17 @@ export function reduceDecisions(state: DecisionState, ev: Envelope, keyring?: Op
   return next;
 }
 
-export function foldDecisions(events: Iterable<Envelope>, state: DecisionState = initialDecisionState(), keyring?: OperatorKeyring): DecisionState {
+const isKeyring = (v: FoldTrust | OperatorKeyring): v is OperatorKeyring => typeof (v as OperatorKeyring).has === "function";
+const trustOf = (v: FoldTrust | OperatorKeyring | undefined): FoldTrust =>
+  v === undefined ? {} : isKeyring(v) ? { keyring: v } : v;
+
+export function foldDecisions(
+  events: Iterable<Envelope>,
+  state: DecisionState = initialDecisionState(),
+  trustOrKeyring?: FoldTrust | OperatorKeyring,
+): DecisionState {
   let s = state;
-  for (const ev of events) s = reduceDecisions(s, ev, keyring);
+  const trust = trustOf(trustOrKeyring);
+  for (const ev of events) s = reduceDecisions(s, ev, trust);
   return s;
 }

@@ -2,6 +2,7 @@
 // from another process), the risk class of a tool, and the input summary operators see.
 import { z } from "zod";
 import type { RiskClass } from "../events/index.ts";
+import { unsafeCharacter } from "../kernel/index.ts";
 
 /** Supervised unless a job names them in `unsupervisedTools`; every MCP tool (`mcp__*`) is supervised always. */
 export const DEFAULT_RISKY_TOOLS: readonly string[] = ["Bash", "Monitor", "Write", "Edit", "MultiEdit", "NotebookEdit", "WebFetch"];
@@ -89,4 +90,47 @@ export function scrubReport(text: string, scrubber: TextScrubber | undefined): {
   const before = markerCounts(text);
   const added = [...markerCounts(out)].filter(([name, n]) => n > (before.get(name) ?? 0)).map(([name]) => name);
   return { text: out, redacted: added.length > 0 ? added.sort() : ["scrubbed"] };
+}
+
+/** Fields of known tools that an operator is shown (contents are shown as sizes only); true: a multi-line field. */
+const SHOWN_FIELDS: Readonly<Record<string, Readonly<Record<string, boolean>>>> = {
+  Bash: { command: true, description: false },
+  Monitor: { command: true, description: false },
+  Write: { file_path: false },
+  Edit: { file_path: false },
+  MultiEdit: { file_path: false },
+  NotebookEdit: { notebook_path: false, edit_mode: false },
+  WebFetch: { url: false },
+};
+
+/** Every string inside a value with its path (`a.b[0]`), for a tool whose whole input is shown. */
+function* stringsIn(value: unknown, path: string): Generator<[string, string]> {
+  if (typeof value === "string") yield [path, value];
+  else if (Array.isArray(value)) for (const [i, v] of value.entries()) yield* stringsIn(v, `${path}[${i}]`);
+  else if (value !== null && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) yield* stringsIn(v, path === "" ? k : `${path}.${k}`);
+  }
+}
+
+/**
+ * Why a call cannot be put to an operator, or undefined: a field they would be shown (the tool name, a
+ * command, its description, a path, a URL, or any string of a tool whose whole input is shown) carries
+ * a control, bidi or invisible format character, which could make the request look like another one.
+ * A command may span lines (newlines and tabs are allowed there); nothing else may.
+ */
+export function unsafeShownField(tool: string, input: Record<string, unknown>): string | undefined {
+  const fields: Array<[string, unknown, boolean]> = [["tool name", tool, false]];
+  const known = SHOWN_FIELDS[tool];
+  if (known !== undefined) {
+    for (const [name, multiline] of Object.entries(known)) fields.push([name, input[name], multiline]);
+    if (tool === "Monitor") fields.push(["ws.url", (input["ws"] as { url?: unknown } | undefined)?.url, false]);
+  } else {
+    for (const [path, text] of stringsIn(input, "")) fields.push([path, text, true]);
+  }
+  for (const [name, value, multiline] of fields) {
+    if (typeof value !== "string") continue;
+    const bad = unsafeCharacter(value, { multiline });
+    if (bad !== undefined) return `the call's ${name} carries the character ${bad.escaped} at index ${bad.index}`;
+  }
+  return undefined;
 }

@@ -11,3 +11,4 @@ export { errorFields, errorReporter, RepeatLimiter, type ErrorReporter } from ".
 
 /** The key prefix of the event log and its read models, when none is configured. */
 export const DEFAULT_PREFIX = "ts:";
+export { forTerminal, unsafeCharacter, type DisplayOptions } from "./display.ts";

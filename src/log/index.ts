@@ -52,6 +52,6 @@ export {
   type RedisProblem,
 } from "./redis-errors.ts";
 export type { ConnectOptions, RedisClient } from "./redis.ts";
-export { exportJsonl, importFile } from "./jsonl.ts";
+export { exportJsonl, importedAt, importFile, IMPORTED_FIELD } from "./jsonl.ts";
 export type { ImportResult } from "./jsonl.ts";
 export type { Logger } from "../kernel/index.ts";

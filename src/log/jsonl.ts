@@ -1,6 +1,9 @@
 // JSONL export/import of a session's log. Export writes one envelope per line (blobs resolved).
 // Import takes either such a file (same seq numbers, same epochs) or a raw CLI stdout recording
-// (each line becomes a cli.line event of one new attempt), always into an empty session.
+// (each line becomes a cli.line event of one new attempt), always into an empty session. Every import
+// first sets the session's meta field `imported`: whatever reads the log later to run something (a
+// re-run) knows it holds what someone's file said, not what a worker recorded, even when the import
+// stopped half-way. The events themselves stay exactly as exported.
 import { createReadStream } from "node:fs";
 import type { Writable } from "node:stream";
 import { once } from "node:events";
@@ -57,6 +60,14 @@ export interface ImportOptions {
   turn?: string;
   batchEvents?: number;
   batchBytes?: number;
+}
+
+/** The session meta field an import sets (to when it began): the session holds imported events. */
+export const IMPORTED_FIELD = "imported";
+
+/** When the session was loaded by an import, or undefined when a worker wrote everything in its log. */
+export async function importedAt(log: EventLog, session: string): Promise<string | undefined> {
+  return (await log.redis.hget(log.keys(session).meta, IMPORTED_FIELD)) ?? undefined;
 }
 
 /** Appends imported events in batches, each checked against the seq the previous one left. */
@@ -176,5 +187,7 @@ export async function importFile(log: EventLog, session: string, path: string, o
   const first = await firstNonEmpty(lines);
   if (first === undefined) return { mode: "raw", count: 0, lastSeq: 0 };
   const all = prepend(first, lines);
+  // Marked before the first event goes in: a file that fails half-way still leaves a marked session.
+  await log.redis.hset(log.keys(session).meta, IMPORTED_FIELD, new Date().toISOString());
   return asEnvelope(first) !== undefined ? importEnvelopes(log, session, path, all, options) : importRaw(log, session, all, options);
 }

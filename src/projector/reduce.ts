@@ -784,6 +784,9 @@ function decisionRequested(s: ProjectionState, env: ReducibleEnvelope): void {
 function decisionMade(s: ProjectionState, env: ReducibleEnvelope): void {
   const d = read(s, "decision.made", env.data);
   if (d === undefined) return;
+  // An operator's decision counts only signed: anyone who can write Redis can append an unsigned one
+  // (the read model holds no keys to check a signature; the hub and `decide` do).
+  if (d.source === "operator" && (d.keyId === undefined || d.signature === undefined)) return;
   const i = s.cursor.requestIndex[d.requestId];
   const r = i === undefined ? undefined : s.decisions.requests[i];
   if (r === undefined) s.decisions.unmatchedDecisions++;

@@ -20,6 +20,8 @@ export interface RecordedTurn {
   prompt: string;
   cwd: string;
   model: string | undefined;
+  /** The permission mode the CLI's init line reported (`default`, `bypassPermissions`…), if it printed one. */
+  permissionMode: string | undefined;
   /** The CLI ran with permissions skipped (its init line said `bypassPermissions`). */
   skipPermissions: boolean;
   /** The attempt whose lines count: the one the turn's ending names, else the last that printed. */
@@ -49,13 +51,17 @@ function endingOf(events: readonly Envelope[]): TurnEnding & { attempt: number |
   return { status: "unended", errorKind: undefined, resultText: undefined, attempt: undefined };
 }
 
-function permissionsSkipped(lines: readonly string[]): boolean {
+/**
+ * The permission mode of the attempt's init line. A recording is untrusted: this says what it asks
+ * for, never what a re-run gets.
+ */
+function permissionModeOf(lines: readonly string[]): string | undefined {
   for (const raw of lines) {
     const o = parseLine(raw).line;
     if (!isObj(o)) continue;
-    if (o?.["type"] === "system" && o["subtype"] === "init") return stringField(o, "permissionMode") === "bypassPermissions";
+    if (o?.["type"] === "system" && o["subtype"] === "init") return stringField(o, "permissionMode");
   }
-  return false;
+  return undefined;
 }
 
 function recordedTurn(turn: string, events: readonly Envelope[]): RecordedTurn | undefined {
@@ -65,7 +71,10 @@ function recordedTurn(turn: string, events: readonly Envelope[]): RecordedTurn |
   const printed = events.filter((e) => e.kind === "cli.line");
   const attempt = named ?? Math.max(0, ...printed.map((e) => e.attempt));
   const lines = printed.filter((e) => e.attempt === attempt).map((e) => dataOf("cli.line", e.data)?.raw).filter((r): r is string => r !== undefined);
-  return { turn, prompt: queued.prompt, cwd: queued.cwd, model: queued.model, skipPermissions: permissionsSkipped(lines), attempt, lines, ending };
+  const permissionMode = permissionModeOf(lines);
+  const skipPermissions = permissionMode === "bypassPermissions";
+  const { prompt, cwd, model } = queued;
+  return { turn, prompt, cwd, model, permissionMode, skipPermissions, attempt, lines, ending };
 }
 
 /**

@@ -82,7 +82,7 @@ const redisCalls: Record<string, string[]> = {
   projector: ["projector"],
   "record-script": ["record-script", SESSION],
   replay: ["replay", SESSION],
-  rerun: ["rerun", SESSION],
+  rerun: ["rerun", SESSION, "--cwd", scratch],
   run: ["run", "--", "hello"],
   sessions: ["sessions"],
   status: ["status"],

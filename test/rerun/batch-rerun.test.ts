@@ -2,7 +2,8 @@
 // turn, a re-run in a copy of the workspace (passes) and a re-run where the file the turn reads has
 // changed (fails with the diff, a secret in it scrubbed): exit 1, the JUnit file with one failure,
 // an ::error annotation pointing at the line, progress lines; a session the log does not hold is an
-// <error> and exit 2. Re-run entries are checked at parse time.
+// <error> and exit 2. Re-run entries are checked at parse time (each needs its cwd: a recording never
+// says where its re-run works; a turn recorded with permissions skipped re-runs so only when granted).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
@@ -41,8 +42,8 @@ test("batch runs re-runs as test cases beside turns: a match passes, a changed f
     const file = join(r.space.root, "suite.jsonl");
     const entries = [
       { prompt: "say done", cwd: r.ws, label: "plain turn" },
-      { rerun: q.session, cwd: same, label: "same workspace" },
-      { rerun: q.session, turn: 1, cwd: changed, label: "changed notes" },
+      { rerun: q.session, cwd: same, permissionMode: "bypassPermissions", label: "same workspace" },
+      { rerun: q.session, turn: 1, cwd: changed, permissionMode: "bypassPermissions", label: "changed notes" },
     ];
     writeFileSync(file, entries.map((e) => JSON.stringify(e)).join("\n") + "\n");
     const junit = join(r.space.root, "junit.xml");
@@ -62,7 +63,7 @@ test("batch runs re-runs as test cases beside turns: a match passes, a changed f
     assert.deepEqual([...cases.keys()], ["plain turn", "same workspace", "changed notes"]);
     assert.doesNotMatch(cases.get("plain turn")!, /<failure|<error/);
     assert.doesNotMatch(cases.get("same workspace")!, /<failure|<error/);
-    assert.match(cases.get("same workspace")!, /see the run: turnstream rerun \S+ --cwd \S+same/);
+    assert.match(cases.get("same workspace")!, /see the run: turnstream rerun \S+ --cwd \S+same --permission-mode bypassPermissions/);
     const failure = /<failure message="[^"]*" type="rerun_differs">([\s\S]*?)<\/failure>/.exec(cases.get("changed notes")!);
     assert.ok(failure, cases.get("changed notes"));
     assert.match(failure[1]!, /differs, the runs parted at step 1\n  step 1: tool result of Read\n    - recorded: .*beta.*\n    \+ re-run: +.*gamma/);
@@ -70,7 +71,7 @@ test("batch runs re-runs as test cases beside turns: a match passes, a changed f
     assert.ok(!xml.includes(SECRET) && !out.stdout.includes(SECRET), "the secret in the changed file is scrubbed from every report");
 
     // A session the log does not hold is the batch file's fault: an <error>, and usage outranks the rest.
-    writeFileSync(file, [JSON.stringify({ rerun: "s-never-recorded", label: "gone" }), JSON.stringify(entries[1])].join("\n") + "\n");
+    writeFileSync(file, [JSON.stringify({ rerun: "s-never-recorded", cwd: same, label: "gone" }), JSON.stringify(entries[1])].join("\n") + "\n");
     const missing = await turnstream(["batch", file, "--junit", junit, "--prefix", r.space.logPrefix, "--queue-prefix", r.space.queuePrefix], {}, TIMEOUT);
     assert.equal(missing.code, 2, missing.stdout + missing.stderr);
     const missingXml = readFileSync(junit, "utf8");
@@ -86,24 +87,34 @@ test("re-run entries are checked when the file is read: each bad field named wit
   try {
     const dir = space.workspace();
     const yaml = join(space.root, "suite.yaml");
-    writeFileSync(yaml, ["- rerun: s-recorded", "  turn: 2", "  cwd: workspaces/ws", "- rerun: s-other", "  label: whole session", ""].join("\n"));
+    writeFileSync(yaml, ["- rerun: s-recorded", "  turn: 2", "  cwd: workspaces/ws", "- rerun: s-other", `  cwd: ${dir}`, "  permissionMode: acceptEdits", "  label: whole session", ""].join("\n"));
     assert.deepEqual(loadBatchFile(yaml, space.root), [
-      { line: 1, label: "rerun s-recorded turn 2", rerun: { session: "s-recorded", turn: "2", cwd: dir } },
-      { line: 4, label: "whole session", rerun: { session: "s-other", turn: undefined, cwd: undefined } },
+      { line: 1, label: "rerun s-recorded turn 2", rerun: { session: "s-recorded", turn: "2", cwd: dir, permissionMode: "default" } },
+      { line: 4, label: "whole session", rerun: { session: "s-other", turn: undefined, cwd: dir, permissionMode: "acceptEdits" } },
     ]);
     const bad = join(space.root, "bad.jsonl");
-    const lines = [{ rerun: "s-ok" }, { rerun: "not a session id!" }, { rerun: "s-ok", prompt: "hi" }, { rerun: "s-ok", turn: 0 }, { rerun: "s-ok", cwd: "missing-dir" }];
+    const lines = [
+      { rerun: "s-ok", cwd: dir },
+      { rerun: "not a session id!", cwd: dir },
+      { rerun: "s-ok", cwd: dir, prompt: "hi" },
+      { rerun: "s-ok", cwd: dir, turn: 0 },
+      { rerun: "s-ok", cwd: "missing-dir" },
+      { rerun: "s-ok" },
+      { rerun: "s-ok", cwd: dir, permissionMode: "yolo" },
+    ];
     writeFileSync(bad, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
     assert.throws(
       () => loadBatchFile(bad, space.root),
       (e: unknown) =>
         e instanceof BatchFileError &&
-        /4 bad line\(s\), nothing was enqueued/.test(e.message) &&
+        /6 bad line\(s\), nothing was enqueued/.test(e.message) &&
         !/line 1:/.test(e.message) &&
         /line 2: `rerun` must be the recorded session's id/.test(e.message) &&
-        /line 3: a re-run entry takes `rerun`, `turn`, `cwd`, `label`; not `prompt`/.test(e.message) &&
+        /line 3: a re-run entry takes `rerun`, `turn`, `cwd`, `permissionMode`, `label`; not `prompt`/.test(e.message) &&
         /line 4: `turn` must be a turn id or the turn's number/.test(e.message) &&
-        /line 5: `cwd` \S+missing-dir does not exist/.test(e.message),
+        /line 5: `cwd` \S+missing-dir does not exist/.test(e.message) &&
+        /line 6: a re-run entry needs `cwd`/.test(e.message) &&
+        /line 7: `permissionMode` must be one of default, acceptEdits/.test(e.message),
     );
   } finally {
     space.cleanup();

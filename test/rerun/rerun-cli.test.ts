@@ -22,7 +22,8 @@ async function record(r: Rig, prompts: string[]): Promise<string> {
   return session!;
 }
 
-const rerun = (r: Rig, args: string[]) => turnstream(["rerun", ...args, "--prefix", r.space.logPrefix, "--json"], {}, TIMEOUT);
+/** The turns were recorded with permissions skipped: the operator grants that mode, the recording never does. */
+const rerun = (r: Rig, args: string[]) => turnstream(["rerun", ...args, "--permission-mode", "bypassPermissions", "--prefix", r.space.logPrefix, "--json"], {}, TIMEOUT);
 
 type Turn = { match: boolean; partedAt?: number | "end"; steps: number; divergence?: string; differences: Array<{ step: number | "end"; what: string; recorded: string; rerun: string }> };
 const turnsOf = (out: Record<string, unknown>): Turn[] => (out["comparison"] as { turns: Turn[] }).turns;
@@ -59,7 +60,7 @@ test("a recorded multi-tool turn re-runs as a match in a copy of its workspace, 
     assert.match(diff!.differences[0]!.rerun, /gamma/);
     assert.match(diff!.divergence ?? "", /request 2 \(for response 2\): the result of tool call toolu_\S+ \(Read\) differs from the recording's/);
 
-    const text = await turnstream(["rerun", session, "--cwd", copy, "--prefix", r.space.logPrefix], {}, TIMEOUT);
+    const text = await turnstream(["rerun", session, "--cwd", copy, "--permission-mode", "bypassPermissions", "--prefix", r.space.logPrefix], {}, TIMEOUT);
     assert.equal(text.code, 1);
     assert.match(text.stdout, /differs, the runs parted at step 1\n  step 1: tool result of Read\n    - recorded: .*beta.*\n    \+ re-run: +.*gamma/);
     assert.match(text.stdout, /rerun: 1 turn\(s\), 0 match, 1 differ/);
@@ -77,11 +78,11 @@ test("a recorded session of three turns re-runs turn by turn, the later ones res
   });
   try {
     const session = await record(r, ["first", "second", "third"]);
-    const all = await rerun(r, [session]);
+    const all = await rerun(r, [session, "--cwd", r.ws]);
     assert.equal(all.code, 0, all.stdout + all.stderr);
     const turns = turnsOf(onlyJson(all.stdout));
     assert.deepEqual(turns.map((t) => [t.match, t.steps]), [[true, 1], [true, 1], [true, 1]]);
-    const second = await rerun(r, [session, "--turn", "2"]);
+    const second = await rerun(r, [session, "--turn", "2", "--cwd", r.ws]);
     assert.equal(second.code, 0, second.stdout + second.stderr);
     const [only] = turnsOf(onlyJson(second.stdout));
     assert.equal(turnsOf(onlyJson(second.stdout)).length, 1);
@@ -95,11 +96,11 @@ test("a recorded API error re-runs as the same error kind, and a session that is
   const r = await rig({ responses: [{ error: { status: 429, type: "rate_limit_error", message: "Number of requests has exceeded your rate limit" } }] });
   try {
     const session = await record(r, ["Hello?"]);
-    const out = await rerun(r, [session]);
+    const out = await rerun(r, [session, "--cwd", r.ws]);
     assert.equal(out.code, 0, out.stdout + out.stderr);
     const [turn] = turnsOf(onlyJson(out.stdout));
     assert.equal(turn!.match, true, JSON.stringify(turn));
-    const missing = await rerun(r, ["no-such-session"]);
+    const missing = await rerun(r, ["no-such-session", "--cwd", r.ws]);
     assert.equal(missing.code, 2, missing.stderr);
     assert.equal(onlyJson(missing.stdout)["outcome"], "usage");
   } finally {

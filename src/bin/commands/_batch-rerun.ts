@@ -4,7 +4,7 @@
 // message) when they differ, usage when the session or turn is not there, infrastructure otherwise.
 import type { Envelope, RedisClient } from "../../log/index.ts";
 import type { Scrub } from "../../projector/index.ts";
-import { NoRecordedTurnError, renderComparison } from "../../rerun/index.ts";
+import { NoRecordedTurnError, RecordingRefusedError, renderComparison } from "../../rerun/index.ts";
 import type { Outcome } from "../exit-codes.ts";
 import type { BatchRerun } from "../reports/batch-file.ts";
 import type { ProgressView, TurnProgress } from "../reports/progress.ts";
@@ -31,8 +31,10 @@ export interface RerunContext {
 }
 
 /** The command that runs the same re-run on its own. */
-function rerunCommand({ session, turn, cwd }: BatchRerun["rerun"]): string {
-  return ["turnstream rerun", session, ...(turn === undefined ? [] : ["--turn", turn]), ...(cwd === undefined ? [] : ["--cwd", cwd])].join(" ");
+function rerunCommand({ session, turn, cwd, permissionMode }: BatchRerun["rerun"]): string {
+  const mode = permissionMode === "default" ? [] : ["--permission-mode", permissionMode];
+  const picked = turn === undefined ? [] : ["--turn", turn];
+  return ["turnstream rerun", session, ...picked, "--cwd", cwd, ...mode].join(" ");
 }
 
 type Verdict = Pick<BatchTurnResult, "status" | "outcome" | "errorKind" | "message">;
@@ -45,6 +47,9 @@ function caseResult(c: RerunCase, turn: string, seconds: number, verdict: Verdic
 
 function failedVerdict(session: string, err: unknown, stopped: Outcome | undefined): Verdict {
   if (err instanceof NoRecordedTurnError) return { status: "failed", outcome: "usage", errorKind: "no_recorded_turn", message: `session ${session}: ${err.message}` };
+  if (err instanceof RecordingRefusedError) {
+    return { status: "failed", outcome: "usage", errorKind: "recording_refused", message: `refused: ${err.message}` };
+  }
   if (stopped !== undefined) return { status: "unended", outcome: stopped, errorKind: undefined, message: `the batch stopped the re-run before it ended (${stopped})` };
   return { status: "failed", outcome: "infrastructure", errorKind: undefined, message: `the re-run could not run: ${(err as Error)?.message ?? String(err)}` };
 }
@@ -62,7 +67,8 @@ async function runCase(x: RerunContext, c: RerunCase): Promise<BatchTurnResult> 
   const s = c.spec.rerun;
   try {
     signal.throwIfAborted();
-    const r = await rerunSession({ redis: x.redis, logPrefix: x.logPrefix, session: s.session, turn: s.turn, cwd: s.cwd, signal, onEvent });
+    const { session, cwd, permissionMode } = s;
+    const r = await rerunSession({ redis: x.redis, logPrefix: x.logPrefix, session, turn: s.turn, cwd, permissionMode, signal, onEvent });
     const turn = r.comparison.turns.map((t) => t.recordedTurn).join(" ");
     end(r.comparison.match ? "match" : "differs");
     const verdict: Verdict = r.comparison.match

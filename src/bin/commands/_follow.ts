@@ -1,5 +1,6 @@
 // Shared by `run --wait` and `demo`: follow one turn's events and print the transcript as it grows,
 // with a progress line (state, tool calls, elapsed). Everything printed goes through `scrub`.
+import { forTerminal } from "../../kernel/index.ts";
 import type { Envelope } from "../../log/index.ts";
 import { renderText, type ParsedLine } from "../../protocol/index.ts";
 import type { Producer, TurnResult } from "../../queue/index.ts";
@@ -21,7 +22,8 @@ export interface FollowOptions {
 export async function followTurn(producer: Producer, session: string, turn: string, options: FollowOptions): Promise<TurnResult> {
   const started = Date.now();
   const tracker = new TurnProgress(turn);
-  const write = (s: string): void => void options.out.write(options.scrub(s));
+  // The transcript is the model's and tools' text: escaped for the terminal, lines kept.
+  const write = (s: string): void => void options.out.write(forTerminal(options.scrub(s), { multiline: true }));
   const progress = (): void => write(`  · ${tracker.state}, attempt ${tracker.attempt}, ${tracker.toolCalls} tool call(s), ${secondsText((Date.now() - started) / 1000)}\n`);
   const printTranscript = (parsed: ParsedLine | undefined): void => {
     if (parsed === undefined || options.transcript === false) return;

@@ -2,13 +2,24 @@
 // own, and its prompt runs through an in-process worker (the real CLI, real tools, the given cwd) on
 // keys of its own under the same Redis, so the re-run's events have the same shape as the recording's
 // and are compared by the same rules (src/rerun). Nothing of the re-run stays in Redis afterwards.
+// The recording is untrusted (src/rerun/trust.ts): the cwd and the permission mode are the operator's,
+// and a recorded turn that ran with more than that is refused before anything runs.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Envelope, RedisClient } from "../../log/index.ts";
+import { createEventLog, importedAt, type Envelope, type RedisClient } from "../../log/index.ts";
 import { createProducer, type Producer } from "../../queue/index.ts";
-import { compareRuns, recordedTurns, scriptFromTurns, type RecordedTurn, type RerunComparison } from "../../rerun/index.ts";
+import {
+  compareRuns,
+  recordedTurns,
+  RecordingRefusedError,
+  refusalOf,
+  scriptFromTurns,
+  type RecordedTurn,
+  type RerunComparison,
+  type RerunPermissionMode,
+} from "../../rerun/index.ts";
 import { hermeticEnv, startModelServer } from "../../testing/index.ts";
 import { startTurnWorker, type TurnWorker } from "../../worker/index.ts";
 import { readSession } from "./_connect.ts";
@@ -20,8 +31,10 @@ export interface RerunOptions {
   session: string;
   /** A turn id, or its 1-based number in the session; default every turn. */
   turn?: string | undefined;
-  /** Where the re-run works; default the recorded turn's cwd. */
-  cwd?: string | undefined;
+  /** Where the re-run works: the operator's, never the recording's (an edited log could name any directory). */
+  cwd: string;
+  /** The permission mode the operator grants (default `default`); a turn recorded in another mode is refused. */
+  permissionMode?: RerunPermissionMode | undefined;
   /** How long one turn may take (default 10 minutes). */
   turnTimeoutMs?: number | undefined;
   /** Stops waiting for the re-run's turn (the re-run then throws the signal's reason). */
@@ -35,6 +48,10 @@ export interface RerunResult {
   /** The session the re-run ran as (its keys are gone once the re-run is over). */
   rerunSession: string;
   cwd: string;
+  /** The permission mode the re-run ran in. */
+  permissionMode: RerunPermissionMode;
+  /** The session was imported (`turnstream import`): its recording is untrusted. */
+  imported: boolean;
   comparison: RerunComparison;
   seconds: number;
 }
@@ -70,7 +87,7 @@ interface Space {
   producer: Producer;
 }
 
-function openSpace(redis: RedisClient, cwd: string): Space {
+function openSpace(redis: RedisClient, cwd: string, mode: RerunPermissionMode): Space {
   const tag = `rerun-${randomBytes(6).toString("hex")}`;
   const root = mkdtempSync(join(tmpdir(), "turnstream-rerun-"));
   const logPrefix = `ts-${tag}:`;
@@ -81,8 +98,8 @@ function openSpace(redis: RedisClient, cwd: string): Space {
     queuePrefix,
     workspaceRoots: [cwd],
     instanceRoot: join(root, "instances"),
-    // A recorded turn that skipped permissions skips them again; the re-run is offline, its model scripted.
-    sandboxed: true,
+    // Claimed only when the operator granted bypassPermissions (as root the CLI needs it to skip permissions).
+    sandboxed: mode === "bypassPermissions",
     retry: { maxAttempts: 1 },
     allowEnv: ["ANTHROPIC_BASE_URL"],
     // Offline, no retries (a recorded API error is one answer); each turn names its own model server.
@@ -100,10 +117,20 @@ async function closeSpace(redis: RedisClient, s: Space): Promise<void> {
 }
 
 /** Runs one recorded turn again against its own script; the re-run's turn and the server's divergence, if any. */
-async function rerunTurn(s: Space, recorded: RecordedTurn, session: string, cwd: string, o: RerunOptions): Promise<{ turn: RecordedTurn | undefined; divergence: string | undefined }> {
+async function rerunTurn(
+  s: Space,
+  recorded: RecordedTurn,
+  session: string,
+  o: RerunOptions & { permissionMode: RerunPermissionMode },
+): Promise<{ turn: RecordedTurn | undefined; divergence: string | undefined }> {
+  const { cwd, permissionMode } = o;
   const server = await startModelServer({ script: scriptFromTurns([recorded], { cwd }) });
   try {
-    const options = { ...(recorded.model === undefined ? {} : { model: recorded.model }), ...(recorded.skipPermissions ? { skipPermissions: true } : {}), env: { ANTHROPIC_BASE_URL: server.url } };
+    // Only the model comes from the recording; the permissions are the operator's grant.
+    const permissions =
+      permissionMode === "bypassPermissions" ? { skipPermissions: true } : permissionMode === "default" ? {} : { permissionMode };
+    const model = recorded.model === undefined ? {} : { model: recorded.model };
+    const options = { ...model, ...permissions, env: { ANTHROPIC_BASE_URL: server.url } };
     const queued = await s.producer.enqueueTurn({ session, prompt: recorded.prompt, cwd, options });
     await s.producer.waitForTurn(queued.turn, { session, timeoutMs: o.turnTimeoutMs ?? TURN_TIMEOUT_MS, signal: o.signal, onEvent: o.onEvent });
     const events = await readSession(s.redis, s.logPrefix, session);
@@ -116,19 +143,27 @@ async function rerunTurn(s: Space, recorded: RecordedTurn, session: string, cwd:
 /** Re-runs the recorded turns one after another (later turns resume the re-run's session) and compares. */
 export async function rerunSession(o: RerunOptions): Promise<RerunResult> {
   const started = Date.now();
-  const recorded = recordedTurns(await readSession(o.redis, o.logPrefix, o.session), o.turn);
-  const cwd = o.cwd ?? recorded[0]!.cwd;
-  const space = openSpace(o.redis, cwd);
+  const events = await readSession(o.redis, o.logPrefix, o.session);
+  const recorded = recordedTurns(events, o.turn);
+  const { cwd } = o;
+  const permissionMode = o.permissionMode ?? "default";
+  // `turnstream import` marks every import: such a log is what someone's file said.
+  const imported = (await importedAt(createEventLog({ redis: o.redis, prefix: o.logPrefix }), o.session)) !== undefined;
+  const refused = refusalOf(recorded, { permissionMode, imported, session: o.session });
+  if (refused !== undefined) throw new RecordingRefusedError(refused);
+  const space = openSpace(o.redis, cwd, permissionMode);
   const rerunSessionId = `rerun-${randomBytes(8).toString("hex")}`;
   try {
     const turns: Array<RecordedTurn | undefined> = [];
     const divergences: Array<string | undefined> = [];
     for (const t of recorded) {
-      const r = await rerunTurn(space, t, rerunSessionId, cwd, o);
+      const r = await rerunTurn(space, t, rerunSessionId, { ...o, permissionMode });
       turns.push(r.turn);
       divergences.push(r.divergence);
     }
-    return { session: o.session, rerunSession: rerunSessionId, cwd, comparison: compareRuns(recorded, turns, divergences), seconds: (Date.now() - started) / 1000 };
+    const comparison = compareRuns(recorded, turns, divergences);
+    const seconds = (Date.now() - started) / 1000;
+    return { session: o.session, rerunSession: rerunSessionId, cwd, permissionMode, imported, comparison, seconds };
   } finally {
     await closeSpace(o.redis, space);
   }

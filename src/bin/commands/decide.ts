@@ -1,4 +1,5 @@
 // `turnstream decide <session> <requestId> allow|deny [--always] [--reason TEXT] [--by NAME]`: a signed decision.
+import { forTerminal } from "../../kernel/index.ts";
 import {
   decide,
   DecisionError,
@@ -104,14 +105,24 @@ function signingKeys(keyFlag: string | undefined): { key: OperatorKey; trusted: 
   }
 }
 
+/** What was decided on, as recorded: the tool and its exact command or input, escaped for the terminal. */
+function decidedCall(res: DecideResult): string {
+  const r = res.request;
+  const what = r.subject ?? r.input;
+  return `  ${forTerminal(r.tool)}: ${forTerminal(what, { multiline: true }).replace(/\n/g, "\n    ")}\n`;
+}
+
 function printDecision(res: DecideResult, input: DecideInput, key: OperatorKey, json: boolean | undefined): void {
+  const id = forTerminal(input.requestId);
   if (json) process.stdout.write(JSON.stringify(res) + "\n");
   else if (!res.applied) {
-    process.stdout.write(`${input.requestId}: another decision came first: ${res.decision.decision} by ${res.decision.by}\n`);
+    const first = `${res.decision.decision} by ${forTerminal(res.decision.by)}`;
+    process.stdout.write(`${id}: another decision came first: ${first}\n${decidedCall(res)}`);
   } else {
     const redacted = res.decision.allowRedacted === true ? " (allowed with redacted input, as you asked)" : "";
-    const rule = res.rule ? `; rule ${res.rule.pattern} added` : "";
-    process.stdout.write(`${input.requestId}: ${input.decision} recorded (seq ${res.seq}, signed with ${key.keyId})${redacted}${rule}\n`);
+    const rule = res.rule ? `; rule ${forTerminal(res.rule.pattern)} added` : "";
+    const recorded = `${input.decision} recorded (seq ${res.seq}, signed with ${key.keyId})`;
+    process.stdout.write(`${id}: ${recorded}${redacted}${rule}\n${decidedCall(res)}`);
   }
 }
 
@@ -133,7 +144,8 @@ export async function run(argv: string[]): Promise<number> {
     // The decision cannot be made as asked (decided already, expired, redacted input, a rule that does
     // not parse, a Redis user without the operator role): fix the call, retrying it fails the same way.
     if (err instanceof DecisionError || err instanceof InvalidRuleError) {
-      process.stderr.write(`turnstream decide: ${err.message}\n`);
+      // The message quotes what others wrote (who decided, a pattern): escaped for the terminal.
+      process.stderr.write(`turnstream decide: ${forTerminal(err.message)}\n`);
       return EXIT.usage;
     }
     throw err;

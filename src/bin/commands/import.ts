@@ -11,6 +11,8 @@ export const summary = "load an exported JSONL log or a raw CLI stdout recording
 const usage = `usage: turnstream import <session> FILE [--prefix P] [--turn T]
   FILE is either a \`turnstream export\` file (events keep their seq numbers) or the raw stdout of a
   CLI run (each line becomes a cli.line event of one attempt of turn T). The session must be empty.
+  The session is marked as imported (sessions and replay say so): its log is what the file said, so
+  \`turnstream rerun\` re-runs it only in the default permission mode.
   Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
   --prefix P   key prefix (default: TURNSTREAM_PREFIX or "ts:")
   --turn T     turn id for a raw recording (default: import-<time>)
@@ -34,7 +36,8 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     const res = await importFile(log, session, file, { turn: values.turn });
-    process.stderr.write(`imported ${res.count} events (${res.mode}) into ${session}; last seq ${res.lastSeq}\n`);
+    const marked = "marked as imported (untrusted: rerun grants it only the default permission mode)";
+    process.stderr.write(`imported ${res.count} events (${res.mode}) into ${session}, ${marked}; last seq ${res.lastSeq}\n`);
     return EXIT.finished;
   } catch (err) {
     // The file or the target session is wrong (unreadable, mixed formats, a session with events)

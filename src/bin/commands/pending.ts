@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { listPending, type PendingRequest } from "../../decisions/index.ts";
 import { connectForCommand } from "../../projector/index.ts";
 import { logPrefix } from "./_connect.ts";
+import { forTerminal } from "../../kernel/index.ts";
 
 export const summary = "list supervised tool calls waiting for a decision (all workers)";
 
@@ -17,15 +18,27 @@ const usage = `usage: turnstream pending [--json] [--prefix P]
   Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
 `;
 
-/** One request for a person: who, what, how long; a redacted input is said plainly, before the input. */
+/** A multi-line block indented under its label; controls and bidi characters escaped, newlines kept. */
+const block = (text: string): string => forTerminal(text, { multiline: true }).replace(/\n/g, "\n      ");
+
+/**
+ * One request for a person: who, what, how long; a redacted input is said plainly, before the input.
+ * Everything in it came from a model or a Redis writer: each field is escaped for the terminal, and a
+ * shell command is shown under its own label, apart from the model's description of it.
+ */
 function describe(p: PendingRequest): string {
   const left = Math.max(0, Math.round((Date.parse(p.expiresAt) - Date.now()) / 1000));
   const state = p.status === "abandoned" ? "ABANDONED" : `${left}s left`;
   const redacted =
     p.redacted === undefined
       ? ""
-      : `    ! contains redacted text (${p.redacted.join(", ")}): the exact input is not shown; allowing it needs --allow-redacted\n`;
-  return `${p.session} ${p.requestId} ${p.tool} [${p.riskClass}] ${state}\n${redacted}    ${p.input.replace(/\n/g, "\n    ")}\n`;
+      : `    ! contains redacted text (${forTerminal(p.redacted.join(", "))}): the exact input is not shown; ` +
+        "allowing it needs --allow-redacted\n";
+  const who = [p.session, p.requestId, p.tool].map((text) => forTerminal(text)).join(" ");
+  const head = `${who} [${forTerminal(p.riskClass)}] ${state}\n`;
+  const claim = p.description === undefined ? "" : `    model's description (a claim, not what runs): ${forTerminal(p.description)}\n`;
+  const what = p.command === undefined ? `    input:   ${block(p.input)}\n` : `    command: ${block(p.command)}\n${claim}`;
+  return `${head}${redacted}${what}`;
 }
 
 export async function run(argv: string[]): Promise<number> {

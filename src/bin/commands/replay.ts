@@ -1,6 +1,6 @@
 // `turnstream replay <session>`: rebuilds the read models from the log alone (never touching the
 // live ones) and prints them, optionally as of an event or a moment, optionally following.
-import { createEventLog, type EventLog } from "../../log/index.ts";
+import { createEventLog, importedAt, type EventLog } from "../../log/index.ts";
 import {
   connectForCommand,
   createOutput,
@@ -18,6 +18,7 @@ import {
 import { interruptSignal, parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import { exportSessionTraces } from "./_export-traces.ts";
 import { defaultScrub } from "./_scrub.ts";
+import { forTerminal } from "../../kernel/index.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
 
 export const summary = "rebuild a session's read models from its log (text, json or AI-SDK messages)";
@@ -142,12 +143,20 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   const request = replayRequest(values, args.positionals);
   if (typeof request === "number") return request;
   const { session, format, until, speed } = request;
-  const out = createOutput(process.stdout, { scrub: scrub ?? defaultScrub() });
+  const scrubText = scrub ?? defaultScrub();
+  // The transcript is the model's and tools' text: shown to a person, its controls and bidi characters
+  // are escaped (newlines and tabs kept); JSON escapes controls itself and stays machine-readable.
+  const shown = format === "text" ? (s: string): string => forTerminal(scrubText(s), { multiline: true }) : scrubText;
+  const out = createOutput(process.stdout, { scrub: shown });
   const redis = await connectForCommand();
   const interrupt = interruptSignal();
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     if (values["export-traces"]) return await exportTraces(log, session, out);
+    const imported = format === "text" ? await importedAt(log, session) : undefined;
+    if (imported !== undefined) {
+      out.line(`(imported session, ${imported}: this log is what an imported file said, not what a worker recorded)`);
+    }
     const progressive = values.follow || speed !== undefined;
     const observers = [printer(out, format, progressive)];
     await replaySession(log, session, { until, speed, follow: values.follow, signal: interrupt.signal, observers });

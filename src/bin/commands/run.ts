@@ -2,6 +2,7 @@
 // ../exit-codes.ts), so a pipeline can tell "the agent failed the task" from "retry this job".
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { forTerminal } from "../../kernel/index.ts";
 import { explainRedisError, redisUrlForDisplay, type Envelope } from "../../log/index.ts";
 import { connectForCommand, type Scrub } from "../../projector/index.ts";
 import {
@@ -192,7 +193,10 @@ async function warnWithoutWorker(producer: Producer): Promise<void> {
 
 function reportResult(result: TurnResult, v: RunValues, scrub: Scrub): number {
   const outcome = outcomeOfTurn(result.status, result.errorKind);
-  if (!v.json && result.resultText !== undefined) process.stdout.write(scrub(`result (${result.status}): ${result.resultText}\n`));
+  if (!v.json && result.resultText !== undefined) {
+    // The model's text: escaped for the terminal, lines kept.
+    process.stdout.write(forTerminal(scrub(`result (${result.status}): ${result.resultText}\n`), { multiline: true }));
+  }
   const { event: _event, ...fields } = result;
   const why = result.error === undefined ? "" : ` (${result.error})`;
   const said = result.status === "finished" ? undefined : `turn ${result.turn} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}: ${outcome}${why}`;

@@ -1,7 +1,7 @@
 // `turnstream sessions`: every session in the log's index with status, turns, cost, last activity,
 // from the live read models, or, for a session the projector has not reached, folded from the log
 // itself with the projector's reducer (bounded: a long log is left to the projector).
-import { createEventLog, type EventLog, type RedisClient } from "../../log/index.ts";
+import { createEventLog, importedAt, type EventLog, type RedisClient } from "../../log/index.ts";
 import {
   connectForCommand,
   createOutput,
@@ -18,6 +18,7 @@ import {
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { defaultScrub } from "./_scrub.ts";
+import { forTerminal } from "../../kernel/index.ts";
 import { logPrefix } from "./_connect.ts";
 
 export const summary = "list sessions with status, turns, cost and last activity";
@@ -31,13 +32,17 @@ const usage = `usage: turnstream sessions [--json] [--prefix P] [--fold-limit N]
   --fold-limit N  most events of a session read to fold it (default ${FOLD_LIMIT}; 0: never)
 `;
 
-/** A listed row and where its figures come from: the read model, the log folded now, or the log's meta alone. */
-type Row = SessionRow & { source: RowSource };
+/**
+ * A listed row, where its figures come from (the read model, the log folded now, or the log's meta
+ * alone), and when the session was imported (`turnstream import`), or null.
+ */
+type Row = SessionRow & { source: RowSource; imported: string | null };
 
 /** A session's row from its read model; without one, folded from a log of at most `foldLimit` events. */
 async function rowOf(redis: RedisClient, log: EventLog, session: string, foldLimit: number): Promise<Row> {
-  const { row, source } = await listingRow(redis, log, session, foldLimit);
-  return { ...row, source };
+  const listed = listingRow(redis, log, session, foldLimit);
+  const [{ row, source }, imported] = await Promise.all([listed, importedAt(log, session)]);
+  return { ...row, source, imported: imported ?? null };
 }
 
 /** --fold-limit as a number, or undefined (after saying why) when it is not a whole number. */
@@ -50,12 +55,13 @@ function foldLimitOf(text: string | undefined): number | undefined {
 
 function printTable(out: Output, rows: Row[]): void {
   const head = ["SESSION", "STATUS", "TURNS", "COST", "LAST ACTIVITY", "EVENTS", "PENDING"];
+  // Ids and statuses come from Redis, which others write: escaped before they reach the terminal.
   const table = rows.map((r) => [
-    r.session,
-    r.status + (r.lastErrorKind !== null && r.status === "failed" ? ` (${r.lastErrorKind})` : ""),
+    forTerminal(r.session) + (r.imported === null ? "" : " (imported)"),
+    forTerminal(r.status + (r.lastErrorKind !== null && r.status === "failed" ? ` (${r.lastErrorKind})` : "")),
     r.turns === null ? "-" : String(r.turns),
     r.costUsd === null ? "-" : `$${r.costUsd.toFixed(4)}`,
-    r.lastActivity ?? "-",
+    forTerminal(r.lastActivity ?? "-"),
     r.projectedSeq === null || r.projectedSeq === r.lastSeq ? String(r.lastSeq) : `${r.lastSeq} (projected ${r.projectedSeq})`,
     r.pendingDecisions === null ? "-" : String(r.pendingDecisions),
   ]);

@@ -1,5 +1,6 @@
 // `turnstream status`: queue counts, how long the oldest waiting turn has waited, the live workers of
 // the registry with their slots, the turns running now, and a warning when turns wait on no worker.
+import { forTerminal } from "../../kernel/index.ts";
 import type { Queue } from "bullmq";
 import type { RedisClient } from "../../log/index.ts";
 import { closeTurnQueue, createTurnQueue, jobRow, readWaitingTurns } from "../../queue/index.ts";
@@ -90,7 +91,8 @@ function noWorkerWarning(ready: number, prefix: string, connections: number | un
 
 function printReport(r: StatusReport): void {
   const c = r.counts;
-  const w = (s: string): boolean => process.stdout.write(`${s}\n`);
+  // Worker entries, session and turn ids come from Redis, which others write: escaped for the terminal.
+  const w = (s: string): boolean => process.stdout.write(`${forTerminal(s)}\n`);
   w(
     `queue: ${c["waiting"] ?? 0} waiting, ${c["active"] ?? 0} active, ${c["delayed"] ?? 0} delayed (waiting their session's turn or a retry; ${c["due"] ?? 0} due), ` +
       `${c["completed"] ?? 0} completed, ${c["failed"] ?? 0} failed`,

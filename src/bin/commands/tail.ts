@@ -3,6 +3,7 @@ import { createEventLog, type Envelope, type EventLog } from "../../log/index.ts
 import { connectForCommand, createOutput, paint, summarizeEvent, type Output, type Scrub } from "../../projector/index.ts";
 import { interruptSignal, parseCommandArgs } from "./_args.ts";
 import { defaultScrub } from "./_scrub.ts";
+import { forTerminal } from "../../kernel/index.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
 
 export const summary = "print a session's events (seq, kind, summary), optionally following live";
@@ -38,9 +39,10 @@ function scrubbedData(value: unknown, scrub: Scrub): unknown {
 
 export function formatEvent(env: Envelope, color: boolean, scrub: Scrub): string {
   const at = env.at.length >= 23 ? env.at.slice(11, 23) : env.at;
-  const who = env.turn === "" ? "" : ` ${env.turn}#${env.attempt}`;
-  const summary = summarizeEvent({ kind: env.kind, data: scrubbedData(env.data, scrub) });
-  return `${paint(color, "dim", String(env.seq).padStart(6))} ${paint(color, "dim", at)} ${paint(color, kindStyle(env.kind), env.kind)}${who}${summary === "" ? "" : ` ${summary}`}`;
+  const who = env.turn === "" ? "" : ` ${forTerminal(env.turn)}#${env.attempt}`;
+  // The log's text is a model's, a tool's or a Redis writer's: escaped before any colour is added.
+  const summary = forTerminal(summarizeEvent({ kind: env.kind, data: scrubbedData(env.data, scrub) }));
+  return `${paint(color, "dim", String(env.seq).padStart(6))} ${paint(color, "dim", at)} ${paint(color, kindStyle(env.kind), forTerminal(env.kind))}${who}${summary === "" ? "" : ` ${summary}`}`;
 }
 
 const options = {

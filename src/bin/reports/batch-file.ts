@@ -11,6 +11,7 @@ import { resolve } from "node:path";
 import { isValidSessionId } from "../../log/index.ts";
 import { checkEnqueue, InvalidTurnError, MissingVariableError, type EnqueueInput } from "../../queue/index.ts";
 import { workspaceProblem } from "../commands/_rerun.ts";
+import { RERUN_PERMISSION_MODES, type RerunPermissionMode } from "../../rerun/index.ts";
 
 export interface BatchTurn {
   /** 1-based line of the batch file. */
@@ -27,8 +28,10 @@ export interface BatchRerun {
     session: string;
     /** A turn id, or its 1-based number in the session; undefined: every turn. */
     turn: string | undefined;
-    /** Absolute; undefined: the recorded cwd. */
-    cwd: string | undefined;
+    /** Absolute; required: a recording never says where its re-run works. */
+    cwd: string;
+    /** The permission mode granted to the re-run (`permissionMode`); default `default`. */
+    permissionMode: RerunPermissionMode;
   };
 }
 
@@ -88,7 +91,7 @@ function labelOf(label: unknown, rendered: string): string | string[] {
   return [`\`label\` must be a string of 1-${LABEL_MAX} characters`];
 }
 
-const RERUN_FIELDS = ["rerun", "turn", "cwd", "label"];
+const RERUN_FIELDS = ["rerun", "turn", "cwd", "permissionMode", "label"];
 
 function rerunTurnOf(turn: unknown): string | undefined | { problem: string } {
   if (turn === undefined) return undefined;
@@ -105,12 +108,20 @@ function rerunOfEntry(line: number, object: Record<string, unknown>, baseDir: st
   if (typeof session !== "string" || !isValidSessionId(session)) return "`rerun` must be the recorded session's id (1-128 characters from A-Z a-z 0-9 _ . -)";
   const turn = rerunTurnOf(object["turn"]);
   if (typeof turn === "object") return turn.problem;
-  if (cwd !== undefined && (typeof cwd !== "string" || cwd === "")) return "`cwd` must be a directory path";
-  const dir = cwd === undefined ? undefined : resolve(baseDir, cwd);
-  const problem = dir === undefined ? undefined : workspaceProblem(dir);
+  if (cwd === undefined) {
+    return "a re-run entry needs `cwd`: a re-run works where you say, never in the cwd its recording names";
+  }
+  if (typeof cwd !== "string" || cwd === "") return "`cwd` must be a directory path";
+  const dir = resolve(baseDir, cwd);
+  const problem = workspaceProblem(dir);
   if (problem !== undefined) return `\`cwd\` ${problem}`;
+  const mode = object["permissionMode"] ?? "default";
+  if (typeof mode !== "string" || !(RERUN_PERMISSION_MODES as readonly string[]).includes(mode)) {
+    return `\`permissionMode\` must be one of ${RERUN_PERMISSION_MODES.join(", ")}`;
+  }
   const named = labelOf(label, `rerun ${session}${turn === undefined ? "" : ` turn ${turn}`}`);
-  return typeof named === "string" ? { line, label: named, rerun: { session, turn, cwd: dir } } : named[0]!;
+  const rerun = { session, turn, cwd: dir, permissionMode: mode as RerunPermissionMode };
+  return typeof named === "string" ? { line, label: named, rerun } : named[0]!;
 }
 
 /** One entry as a turn or a re-run, or what is wrong with it. */

@@ -37,7 +37,11 @@ function card(p, notes) {
       p.status === "abandoned" ? h("span", { class: "badge s-abandoned" }, "abandoned — the worker or attempt is gone; a retry asks again") : h("span", { class: "muted", "data-expires": p.expiresAt }, left(p.expiresAt))),
     h("div", { class: "muted" }, "session ", h("a", { href: `#/session/${encodeURIComponent(p.session)}` }, p.session), ` · turn ${p.turn} · attempt ${p.attempt} · request ${p.requestId}`),
     p.redacted ? h("p", { class: "warn" }, `contains redacted text (${p.redacted.join(", ")}): the exact input is not shown`) : null,
-    h("pre", { class: "input" }, p.input),
+    // The command apart from the model's description of it: the description is a claim, the command is what runs.
+    p.command !== undefined
+      ? h("div", {}, h("div", { class: "muted" }, "command"), h("pre", { class: "input command" }, p.command),
+        p.description !== undefined ? h("div", { class: "muted description" }, "model's description (a claim, not what runs): ", p.description) : null)
+      : h("pre", { class: "input" }, p.input),
     ctx ? h("details", { open: true }, h("summary", { class: "muted" }, "context"),
       ctx.prompt ? h("div", { class: "prompt" }, ctx.prompt) : null,
       ctx.recent.map((l) => h("div", { class: "muted" }, l))) : null,
