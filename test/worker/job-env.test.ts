@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { existsSync, writeFileSync, chmodSync } from "node:fs";
 import { join } from "node:path";
 import { baseEnv, cliSettingsEnv, modelAccessEnv, runTurn } from "../../src/cli/index.ts";
+import { guardGit } from "../../src/cli/git-guard.ts";
 import { createProducer, InvalidTurnError, JOB_VERSION } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { hermeticEnv } from "../cli/_support.ts";
@@ -165,7 +166,10 @@ test("a turn's Bash env: the minimal base, what the worker gives, the job's allo
     // Every name is the base, what the worker gives (model access, CLI settings, runEnv), the run's
     // config home, the job's, or one the CLI sets for its shell.
     const host = process.env;
+    const gitGuard: Record<string, string> = {};
+    guardGit(gitGuard);
     const expected = new Set([
+      ...Object.keys(gitGuard),
       ...Object.keys({ ...baseEnv(host), ...modelAccessEnv(host), ...cliSettingsEnv(host), ...cliEnv(r.server.url) }),
       ...["OPERATOR_RUN_SETTING", "GITHUB_REPOSITORY", "TZ", "FORCE_COLOR", "TURNSTREAM_TREE"],
       ...["CLAUDE_CONFIG_DIR", "TMPDIR", "CLAUDE_CODE_TMPDIR", "XDG_RUNTIME_DIR"],
