@@ -15,7 +15,8 @@ import { buildArgs } from "./args.ts";
 import { Channel } from "./channel.ts";
 import { createConfigHome, type AuthSource, type ConfigHome } from "./config-home.ts";
 import { buildEnv, envAuth } from "./env.ts";
-import { badOptions, ClaudeCodeCliError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
+import { badOptions, ClaudeCodeCliError, LimitExceededError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
+import { fileBlocksOf, isLimitKind, limitSupport, LimitWatch, RunLimitGroups, type LimitHit } from "./limits.ts";
 import { silentLogger, stringField, type Logger } from "../kernel/index.ts";
 import { validateRunTurnOptions, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
 import {
@@ -173,7 +174,7 @@ export function startCli(o: CheckedRunTurnOptions, sessionFile: Uint8Array | und
   const env = buildEnv({ overlay, isolate: o.isolate });
   const bin = resolveClaudeBin({ claudeBin: o.claudeBin, env });
   const files = new RunFiles(logger, env);
-  const { home, authSource, spawned } = launch(o, env, bin, marker, files, sessionFile, input);
+  const { home, authSource, spawned, scratchDir } = launch(o, env, bin, marker, files, sessionFile, input);
   return {
     child: spawned.child,
     o,
@@ -183,6 +184,8 @@ export function startCli(o: CheckedRunTurnOptions, sessionFile: Uint8Array | und
     mark: spawned.mark,
     contained: spawned.contained,
     cgroup: spawned.cgroup,
+    limitGroups: spawned.limitGroups,
+    scratchDir,
     launch: spawned.launch,
     home,
     authSource,
@@ -243,13 +246,14 @@ function prepareRun(
   files: RunFiles,
   sessionFile: Uint8Array | undefined,
   input: CliInput,
-): { home: ConfigHome | undefined; authSource: AuthSource | "inherited"; args: string[] } {
+): { home: ConfigHome | undefined; authSource: AuthSource | "inherited"; args: string[]; scratchDir: string | undefined } {
   const { home, source: authSource } = auth(o, env);
   if (home !== undefined) {
     files.onCleanup(() => home.teardown());
     Object.assign(env, home.env);
     if (sessionFile !== undefined) restoreSessionFile(home.dir, o.cwd, o.resume!, sessionFile);
   }
+  const scratchDir = home?.dir ?? ownTmpdir(o, env, files);
   const skills = offerSkills(o, home, files);
   const args = buildArgs({ ...o, appendSystemPrompt: undefined }, skills.addDirs);
   if (input === "stream-json") args.splice(1, 0, "--input-format", "stream-json");
@@ -260,13 +264,26 @@ function prepareRun(
     writeFileSync(f, appendix, { mode: 0o600 });
     args.push("--append-system-prompt-file", f);
   }
-  return { home, authSource, args };
+  return { home, authSource, args, scratchDir };
+}
+
+/**
+ * A run with a scratch limit and no config home gets a TMPDIR of its own, the scratch the limit
+ * measures (the host's temp dir is shared with everything else on the machine).
+ */
+function ownTmpdir(o: CheckedRunTurnOptions, env: Record<string, string>, files: RunFiles): string | undefined {
+  if (o.limits?.scratchBytes === undefined) return undefined;
+  const dir = files.scratchDir();
+  env["TMPDIR"] = dir;
+  env["CLAUDE_CODE_TMPDIR"] = dir;
+  return dir;
 }
 
 interface SpawnedCli {
   child: ChildProcess;
   mark: PidMark | undefined;
   cgroup: RunCgroup | undefined;
+  limitGroups: RunLimitGroups | undefined;
   launch: LaunchCommand;
   contained: ContainmentKind;
 }
@@ -280,10 +297,10 @@ function launch(
   files: RunFiles,
   sessionFile: Uint8Array | undefined,
   input: CliInput,
-): { home: ConfigHome | undefined; authSource: AuthSource | "inherited"; spawned: SpawnedCli } {
+): { home: ConfigHome | undefined; authSource: AuthSource | "inherited"; spawned: SpawnedCli; scratchDir: string | undefined } {
   try {
-    const { home, authSource, args } = prepareRun(o, env, files, sessionFile, input);
-    return { home, authSource, spawned: spawnContained(o, env, bin, args, marker, o.logger ?? silentLogger) };
+    const { home, authSource, args, scratchDir } = prepareRun(o, env, files, sessionFile, input);
+    return { home, authSource, spawned: spawnContained(o, env, bin, args, marker, o.logger ?? silentLogger), scratchDir };
   } catch (err) {
     files.cleanup();
     throw err;
@@ -301,13 +318,16 @@ function spawnContained(
 ): SpawnedCli {
   const c = containment(logger);
   const cgroup = c.hostDir === undefined ? undefined : RunCgroup.create(c, marker);
+  let limitGroups: RunLimitGroups | undefined;
   try {
-    const launch = launchCommand(c, cgroup, bin, args);
+    limitGroups = o.limits === undefined ? undefined : RunLimitGroups.create(limitSupport(c), cgroup, marker, o.limits);
+    const launch = launchCommand(c, cgroup, bin, args, { enter: limitGroups?.enter ?? [], fileBlocks: fileBlocksOf(o.limits) });
     logger.debug({ bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")), containment: c.kind }, "spawning claude");
     const mark = pidMark();
     const child = spawn(launch.file, launch.args, { cwd: o.cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
-    return { child, mark, cgroup, launch, contained: c.kind };
+    return { child, mark, cgroup, limitGroups, launch, contained: c.kind };
   } catch (err) {
+    void limitGroups?.release();
     cgroup?.remove();
     throw err;
   }
@@ -324,6 +344,10 @@ export interface SuperviseContext {
   contained: ContainmentKind;
   /** The run's cgroup, which the CLI entered before it exec'd. */
   cgroup: RunCgroup | undefined;
+  /** The cgroups holding the run's limits beyond its own cgroup, entered likewise. */
+  limitGroups: RunLimitGroups | undefined;
+  /** What the scratch limit measures: the run's config home, or the TMPDIR made for it. */
+  scratchDir: string | undefined;
   /** What was spawned: the CLI, or a launcher (sh, unshare) that execs it. */
   launch: LaunchCommand;
   home: ConfigHome | undefined;
@@ -336,13 +360,18 @@ export type TurnDeadlines = Pick<CheckedRunTurnOptions, "signal" | "timeoutMs" |
 
 /**
  * Ending the run's process tree: on a deadline (timeoutMs, inactivityTimeoutMs, the caller's abort
- * signal), on kill(), and after the CLI exits (whatever it left running). TERM first, KILL after the
- * grace period.
+ * signal, the wall-time limit), on a limit hit, on kill(), and after the CLI exits (whatever it left
+ * running). TERM first, KILL after the grace period.
  */
 export class TreeEnding {
   /** Why the tree was ended before the CLI finished, if it was. */
   reason: RunnerErrorKind | undefined;
+  /** With a limit kind as the reason: what showed the limit was hit. */
+  limitDetail: string | undefined;
   readonly #scope: RunScope;
+  readonly #groups: RunLimitGroups | undefined;
+  readonly #watch: LimitWatch | undefined;
+  #duration: NodeJS.Timeout | undefined;
   readonly #o: CheckedRunTurnOptions;
   /** The deadlines armed now (none between a warm process's turns). */
   #armed: TurnDeadlines | undefined;
@@ -362,6 +391,29 @@ export class TreeEnding {
     this.#logger = ctx.logger;
     this.#graceMs = ctx.killGraceMs;
     this.#pid = pid;
+    this.#groups = ctx.limitGroups;
+    const limits = ctx.o.limits;
+    if (limits !== undefined && pid !== undefined) {
+      const target = { limits, groups: ctx.limitGroups, members: () => scope.members(), scratchDir: ctx.scratchDir };
+      this.#watch = new LimitWatch(target, (hit) => this.#hit(hit));
+      this.#watch.start();
+    }
+  }
+
+  /**
+   * A limit the kernel or the sampling shows hit right now (not the scratch, which takes a walk); the
+   * tree is ended for it. For a warm turn's result line, which settles before the next look.
+   */
+  limitHitNow(): LimitHit | undefined {
+    const hit = this.#watch?.checkNow();
+    if (hit !== undefined) this.#hit(hit);
+    return hit;
+  }
+
+  #hit(hit: LimitHit): void {
+    if (this.reason !== undefined) return;
+    this.limitDetail = hit.detail;
+    this.end(hit.kind);
   }
 
   /** Starts the deadlines: the caller's signal, timeoutMs, inactivityTimeoutMs (the run's, or one warm turn's). */
@@ -373,7 +425,26 @@ export class TreeEnding {
       else signal.addEventListener("abort", this.#onAbort, { once: true });
     }
     if (timeoutMs !== undefined) this.#timeout = setTimeout(() => this.end("timeout"), timeoutMs);
+    const durationMs = this.#o.limits?.durationMs;
+    if (durationMs !== undefined) {
+      this.#duration = setTimeout(() => this.#hit({ kind: "limit_duration", detail: `the turn ran past its limit of ${durationMs} ms` }), durationMs);
+    }
     this.activity();
+  }
+
+  /**
+   * Once the tree is gone, before its cgroups are: a limit hit since the last look (the OOM killer
+   * that ended the CLI itself, a scratch filled at the end) still fails the run.
+   */
+  async #lastLook(): Promise<void> {
+    const watch = this.#watch;
+    if (watch === undefined) return;
+    watch.stop();
+    if (this.reason !== undefined) return;
+    const hit = await watch.check().catch(() => undefined);
+    if (hit === undefined || this.reason !== undefined) return;
+    this.reason = hit.kind;
+    this.limitDetail = hit.detail;
   }
 
   /** The CLI printed something: the inactivity deadline starts over. */
@@ -388,7 +459,8 @@ export class TreeEnding {
   disarm(): void {
     clearTimeout(this.#timeout);
     clearTimeout(this.#inactivity);
-    this.#timeout = this.#inactivity = undefined;
+    clearTimeout(this.#duration);
+    this.#timeout = this.#inactivity = this.#duration = undefined;
     this.#armed?.signal?.removeEventListener("abort", this.#onAbort);
     this.#armed = undefined;
   }
@@ -416,7 +488,11 @@ export class TreeEnding {
   reap(): Promise<void> {
     this.#reaped ??= new Promise<void>((resolve) => {
       clearTimeout(this.#killTimer);
-      const done = (): void => void this.#scope.release(this.#logger).then(resolve);
+      const done = (): void => void this.#lastLook().then(async () => {
+        await this.#scope.release(this.#logger);
+        await this.#groups?.release();
+        resolve();
+      });
       if (this.#scope.members().length === 0) return done();
       if (this.reason === undefined) this.#terminate();
       const check = (): void => {
@@ -576,7 +652,7 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
         watchdog?.stop();
         untrack?.();
         const sessionFile = finishOutput(ctx, stdout, stderr);
-        const end: RunEnd = { code, sig, spawnError, ending: ending.reason, stdout, stderrTail: stderr.tail, started, pid: child.pid!, sessionFile };
+        const end: RunEnd = { code, sig, spawnError, ending: ending.reason, limitDetail: ending.limitDetail, stdout, stderrTail: stderr.tail, started, pid: child.pid!, sessionFile };
         try {
           resolve(settleOutcome(ctx, end));
         } catch (err) {
@@ -643,8 +719,10 @@ export interface RunEnd {
   code: number | null;
   sig: NodeJS.Signals | null;
   spawnError: Error | undefined;
-  /** Why the tree was ended early (timeout, inactivity, abort, kill), if it was. */
+  /** Why the tree was ended early (timeout, inactivity, abort, kill, a limit), if it was. */
   ending: RunnerErrorKind | undefined;
+  /** With a limit kind as `ending`: what showed it. */
+  limitDetail?: string | undefined;
   stdout: StdoutLines;
   stderrTail: string;
   started: number;
@@ -661,6 +739,8 @@ export function settleOutcome(ctx: SuperviseContext, end: RunEnd): TurnOutcome {
   const fields = { exitCode: end.code, signal: end.sig, stderr: end.stderrTail };
   const startError = startFailure(ctx, end, fields);
   if (startError !== undefined) throw startError;
+  // A limit outranks even a successful result: the run did what its bounds forbid.
+  if (isLimitKind(end.ending)) throw new LimitExceededError(end.ending, end.limitDetail ?? end.ending, fields);
   const { stdout } = end;
   if (stdout.lastKind === "ok" && stdout.lastResult !== undefined) {
     return {
