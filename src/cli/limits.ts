@@ -461,7 +461,7 @@ export interface LimitEnforcement {
 }
 
 function placeText(controller: Controller, place: Place): string {
-  return `cgroup ${place.version} ${controller} under ${place.hostDir} (${LIMIT_FILE[place.version][controller]})`;
+  return `cgroup ${place.version} ${controller}, a cgroup per run under ${dirname(place.hostDir)} (${LIMIT_FILE[place.version][controller]})`;
 }
 
 /** One line per limit: how this host enforces it, and why a stronger way is not in use. */
