@@ -87,12 +87,12 @@ function operatorKeysFrom(value: string | undefined): string[] | undefined {
   }
 }
 
-/** The per-run limits (TURNSTREAM_MAX_PIDS, _MEMORY_MB, _CPUS, _SCRATCH_MB, _TURN_MS), refused by name when malformed. */
+/** The per-run limits (TURNSTREAM_MAX_PIDS, TURNSTREAM_MAX_MEMORY_MB, …), refused by name when malformed. */
 function limitsFrom(env: Readonly<Record<string, string | undefined>>): WorkerEnvConfig["limits"] {
   try {
     return runLimitsFromEnv(env);
   } catch (err) {
-    throw new WorkerConfigError((err as { variable?: string }).variable ?? "TURNSTREAM_MAX_*", (err as Error).message);
+    throw new WorkerConfigError((err as { variable?: string }).variable ?? "TURNSTREAM_MAX_PIDS", (err as Error).message);
   }
 }
 

@@ -100,7 +100,9 @@ export interface TurnWorkerOptions {
   maxOutputBytes?: number;
   /**
    * Each run's maximum processes, memory, CPU, scratch and turn duration (DEFAULT_RUN_LIMITS; 0 turns
-   * one off). A job may ask for less (`options.limits`, `options.timeoutMs`), never more. `TURNSTREAM_MAX_*`.
+   * one off). A job may ask for less (`options.limits`, `options.timeoutMs`), never more.
+   * `TURNSTREAM_MAX_PIDS`, `TURNSTREAM_MAX_MEMORY_MB`, `TURNSTREAM_MAX_CPUS`, `TURNSTREAM_MAX_SCRATCH_MB`,
+   * `TURNSTREAM_MAX_TURN_MS`.
    */
   limits?: Partial<RunLimitSettings>;
   /** Spans of every attempt go through this (flushed, bounded, on close; its owner shuts it down). */

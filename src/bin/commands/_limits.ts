@@ -12,7 +12,7 @@ const SETTING_OF: Record<LimitName, keyof RunLimitSettings> = {
   duration: "turnMs",
 };
 
-/** One `limit` check per limit; a malformed TURNSTREAM_MAX_* variable is one failing line naming it. */
+/** One `limit` check per limit; a malformed limit variable is one failing line naming it. */
 export function limitChecks(env: Readonly<Record<string, string | undefined>>): CheckResult[] {
   let settings: RunLimitSettings;
   try {

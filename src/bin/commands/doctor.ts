@@ -15,7 +15,7 @@ processes are contained (cgroup-v2, cgroup-v1-freezer, pid-namespace, or proc-wa
 a process that leaves the run's session and drops TURNSTREAM_TREE can outlive its turn; run doctor
 as the user the worker runs as); a live probe turn ("Respond with hello.") through stream-json
 finishes within the limit (default 45 s); then one \`limit\` line per run limit (pids, memory, cpu,
-disk, duration): the value a worker with this environment applies (TURNSTREAM_MAX_*) and how this host
+disk, duration): the value a worker with this environment applies (TURNSTREAM_MAX_PIDS, …) and how this host
 enforces it (a cgroup, turnstream watching the run, or not at all: a warning).
 --json prints one JSON object ({ ok, checks: [{ name, status, detail }] }) instead of the lines.
 Exits 3 when a check fails: this machine is not ready to run turns (infrastructure, not the task).
