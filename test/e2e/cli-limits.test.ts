@@ -95,6 +95,14 @@ test("pids: a Bash tool that starts 100 sleeps under a limit of 40 tasks fails l
   assert.match((turn.error as Error).message, /limit of 40 tasks/);
 });
 
+test("pids: forks that leave the session and the environment (setsid -f env -i) still count against the limit", async () => {
+  const nonce = escapeNonce();
+  // dash gives up on a refused fork at once; the tool returns and the CLI goes on, the turn still fails.
+  const escape = `for i in $(seq 60); do setsid -f env -i sh -c "sleep 300.${nonce}" || break; done; echo forked`;
+  const turn = await limitedTurn(`sh -c '${escape}'`, { pids: 40 });
+  await assertEnded(turn, "limit_pids", nonce);
+});
+
 test("memory: a Bash tool that buffers 2 GiB under a limit of 300 MiB fails limit_memory, its tree ended", async () => {
   const nonce = escapeNonce();
   // tail keeps a line without a newline in memory: the whole 2 GiB, past the limit long before.

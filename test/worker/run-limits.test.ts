@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { workerConfigFromEnv, WorkerConfigError } from "../../src/worker/config.ts";
 import { compileWorkerOptions } from "../../src/worker/options.ts";
 import { compileRunLimits, DEFAULT_RUN_LIMITS, jobLimitsRefusal, runLimitsFor } from "../../src/worker/limits.ts";
+import { turnOptionsSchema } from "../../src/queue/schema.ts";
 import { dataOf, findTreeProcess, rig } from "./_more.ts";
 
 const MiB = 1024 * 1024;
@@ -51,6 +52,14 @@ test("a job may lower each limit, never raise it: more is refused naming the opt
     // The job's timeoutMs stays its own (retried) deadline; the worker's maximum is the ceiling.
     durationMs: 60_000,
   });
+});
+
+test("the job schema refuses a limit that is not a positive number, and any limit it does not know", () => {
+  for (const limits of [{ pids: 0 }, { memoryMb: -1 }, { cpus: 0 }, { scratchMb: 1.5 }, { pids: 5, nofile: 3 }]) {
+    const r = turnOptionsSchema.safeParse({ limits });
+    assert.equal(r.success, false, JSON.stringify(limits));
+  }
+  assert.equal(turnOptionsSchema.safeParse({ limits: { pids: 5, memoryMb: 64, cpus: 0.5, scratchMb: 16 } }).success, true);
 });
 
 test("a job asking for more memory than the worker allows fails bad_options before any CLI starts", async () => {
