@@ -470,7 +470,8 @@ export function launchCommand(
 ): LaunchCommand {
   const dirs = [...(cgroup === undefined ? [] : [cgroup.path]), ...limits.enter];
   const unshare = cgroup === undefined && c.kind === "pid-namespace" ? c.unshare : undefined;
-  const target = unshare === undefined ? [bin, ...args] : [unshare, "--pid", "--fork", "--kill-child", "--", bin, ...args];
+  const inNamespace = (u: string): string[] => [u, "--pid", "--fork", "--kill-child", "--", bin, ...args];
+  const target = unshare === undefined ? [bin, ...args] : inNamespace(unshare);
   if (dirs.length > 0 || limits.fileBlocks !== undefined) {
     return { file: "/bin/sh", args: ["-c", enterAndExec(dirs, limits.fileBlocks), ...target], launcher: "sh" };
   }
@@ -490,7 +491,8 @@ export function launchFailure(
 ): ContainmentError | LaunchError | undefined {
   if (cmd.launcher === undefined || lines > 0) return undefined;
   if (exit.exitCode === ENTER_FAILED && cmd.launcher === "sh") {
-    return new ContainmentError(cgroup?.path ?? "(the run's limit cgroups)", "the launcher could not enter its cgroups or set its file size limit", exit);
+    const problem = "the launcher could not enter its cgroups or set its file size limit";
+    return new ContainmentError(cgroup?.path ?? "(the run's limit cgroups)", problem, exit);
   }
   if (exit.exitCode === 126) return new LaunchError("EACCES", cmd.launcher);
   if (exit.exitCode === 127) return new LaunchError("ENOENT", cmd.launcher);

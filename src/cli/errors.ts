@@ -3,7 +3,14 @@
 import type { LimitErrorKind } from "./limits.ts";
 
 /** Failure kinds the CLI runner adds to the protocol's result classification. */
-export type RunnerErrorKind = "timeout" | "inactivity" | "aborted" | "killed" | "cli_not_found" | "bad_options" | LimitErrorKind;
+export type RunnerErrorKind =
+  | "timeout"
+  | "inactivity"
+  | "aborted"
+  | "killed"
+  | "cli_not_found"
+  | "bad_options"
+  | LimitErrorKind;
 
 export interface ClaudeCodeCliErrorFields {
   kind: string;
@@ -87,7 +94,11 @@ export class LimitExceededError extends ClaudeCodeCliError {
   override readonly name: string = "LimitExceededError";
 
   constructor(kind: LimitErrorKind, detail: string, fields: Omit<ClaudeCodeCliErrorFields, "kind" | "retryable"> = {}) {
-    super(`the run hit its ${LIMIT_NOUN[kind]} limit: ${detail}; its process tree was ended and its scratch removed`, { ...fields, kind, retryable: false });
+    super(`the run hit its ${LIMIT_NOUN[kind]} limit: ${detail}; its process tree was ended and its scratch removed`, {
+      ...fields,
+      kind,
+      retryable: false,
+    });
   }
 }
 

@@ -51,7 +51,12 @@ export interface RunLimits {
 export type LimitErrorKind = "limit_pids" | "limit_memory" | "limit_disk" | "limit_duration";
 
 /** Every kind a run that hit a limit fails with. None is retryable: the same turn hits it again. */
-export const LIMIT_ERROR_KINDS: readonly LimitErrorKind[] = ["limit_pids", "limit_memory", "limit_disk", "limit_duration"];
+export const LIMIT_ERROR_KINDS: readonly LimitErrorKind[] = [
+  "limit_pids",
+  "limit_memory",
+  "limit_disk",
+  "limit_duration",
+];
 
 export function isLimitKind(kind: string | undefined): kind is LimitErrorKind {
   return (LIMIT_ERROR_KINDS as readonly string[]).includes(kind ?? "");
@@ -131,7 +136,8 @@ function probeLimitDir(hostDir: string, file: string): string | undefined {
 function delegateV2(hostDir: string, controller: Controller): string | undefined {
   const parent = dirname(hostDir);
   if (!(readText(join(parent, "cgroup.controllers")) ?? "").split(/\s+/).includes(controller)) {
-    return `the worker's cgroup ${dirname(parent)} does not delegate ${controller} (its cgroup.subtree_control lacks it)`;
+    const own = dirname(parent);
+    return `the worker's cgroup ${own} does not delegate ${controller} (its cgroup.subtree_control lacks it)`;
   }
   try {
     for (const dir of [parent, hostDir]) writeFileSync(join(dir, "cgroup.subtree_control"), `+${controller}`);
@@ -146,7 +152,9 @@ function prepareV1(controller: Controller): Place | { reason: string } {
   const own = ownHierarchyDir(controller);
   if ("reason" in own) return own;
   const hostDir = join(own.dir, "turnstream", hostName());
-  if (!SAFE_PATH.test(hostDir)) return { reason: `its path ${JSON.stringify(hostDir)} has characters the launcher does not quote` };
+  if (!SAFE_PATH.test(hostDir)) {
+    return { reason: `its path ${JSON.stringify(hostDir)} has characters the launcher does not quote` };
+  }
   try {
     mkdirSync(hostDir, { recursive: true });
   } catch (err) {
@@ -159,7 +167,8 @@ function prepareV1(controller: Controller): Place | { reason: string } {
 }
 
 function placeController(c: Containment, controller: Controller): Place | { reason: string } {
-  const v2 = c.kind === "cgroup-v2" && c.hostDir !== undefined ? delegateV2(c.hostDir, controller) : "runs have no cgroup v2";
+  const v2 =
+    c.kind === "cgroup-v2" && c.hostDir !== undefined ? delegateV2(c.hostDir, controller) : "runs have no cgroup v2";
   if (v2 === undefined) return { version: "v2", hostDir: c.hostDir! };
   const v1 = prepareV1(controller);
   return "reason" in v1 ? { reason: `${v2}; ${v1.reason}` } : v1;
@@ -205,7 +214,9 @@ export function limitSupport(c: Containment = containment()): LimitSupport {
 const CPU_PERIOD_US = 100_000;
 
 /** The values written for each controller, in the order the kernel needs them. */
-function limitWrites(version: Version, controller: Controller, limits: RunLimits): Array<[string, string, "required" | "optional"]> {
+type LimitWrite = [file: string, value: string, need: "required" | "optional"];
+
+function limitWrites(version: Version, controller: Controller, limits: RunLimits): LimitWrite[] {
   if (controller === "pids") return [[LIMIT_FILE[version].pids, String(limits.pids), "required"]];
   if (controller === "memory") {
     const bytes = String(limits.memoryBytes);
@@ -240,7 +251,12 @@ export class RunLimitGroups {
   readonly #versions: ReadonlyMap<Controller, Version>;
   readonly #limits: RunLimits;
 
-  private constructor(dirs: Map<Controller, string>, versions: Map<Controller, Version>, enter: string[], limits: RunLimits) {
+  private constructor(
+    dirs: Map<Controller, string>,
+    versions: Map<Controller, Version>,
+    enter: string[],
+    limits: RunLimits,
+  ) {
     this.#dirs = dirs;
     this.#versions = versions;
     this.enter = enter;
@@ -262,7 +278,8 @@ export class RunLimitGroups {
         if (limits[LIMIT_OF[controller]] === undefined || place === undefined) continue;
         if (place.version === "v2" && cgroup === undefined) continue;
         const dir = place.version === "v2" ? cgroup!.path : join(place.hostDir, name);
-        if (place.version === "v1" && !made.includes(dir)) {
+        // A v1 hierarchy co-mounted with the run's own (freezer) cgroup, or with another limit's, is already made.
+        if (place.version === "v1" && dir !== cgroup?.path && !made.includes(dir)) {
           makeDir(place.hostDir, dir);
           holdCgroup(dir);
           made.push(dir);
@@ -273,7 +290,8 @@ export class RunLimitGroups {
       }
     } catch (err) {
       for (const dir of made) if (tryRmdir(dir)) dropCgroup(dir);
-      throw new ContainmentError(made.at(-1) ?? name, `could not set the run's limits (${(err as Error).message})`, { cause: err });
+      const problem = `could not set the run's limits (${(err as Error).message})`;
+      throw new ContainmentError(made.at(-1) ?? name, problem, { cause: err });
     }
     return new RunLimitGroups(dirs, versions, made, limits);
   }
@@ -287,13 +305,18 @@ export class RunLimitGroups {
   hit(): LimitHit | undefined {
     const pidsDir = this.#dirs.get("pids");
     const refused = pidsDir === undefined ? 0 : counter(join(pidsDir, "pids.events"), "max");
-    if (refused > 0) return { kind: "limit_pids", detail: `a fork was refused at the run's limit of ${this.#limits.pids} tasks (pids.events max ${refused})` };
+    if (refused > 0) {
+      const detail = `a fork was refused at the run's limit of ${this.#limits.pids} tasks (pids.events max ${refused})`;
+      return { kind: "limit_pids", detail };
+    }
     const memoryDir = this.#dirs.get("memory");
     if (memoryDir === undefined) return undefined;
     const v2 = this.#versions.get("memory") === "v2";
     const killed = counter(join(memoryDir, v2 ? "memory.events" : "memory.oom_control"), "oom_kill");
     if (killed === 0) return undefined;
-    return { kind: "limit_memory", detail: `the kernel's OOM killer ended ${killed} process(es) at the run's limit of ${sizeText(this.#limits.memoryBytes!)}` };
+    const limit = sizeText(this.#limits.memoryBytes!);
+    const detail = `the kernel's OOM killer ended ${killed} process(es) at the run's limit of ${limit}`;
+    return { kind: "limit_memory", detail };
   }
 
   /** Removes the v1 cgroups once their processes are gone (killing what is still there), bounded. */
@@ -322,7 +345,8 @@ function writeLimits(dir: string, version: Version, controller: Controller, limi
   }
 }
 
-export const sizeText = (bytes: number): string => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`);
+export const sizeText = (bytes: number): string =>
+  bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
 
 /** RLIMIT_FSIZE for the run, in the 512-byte blocks of POSIX `ulimit -f`. */
 export function fileBlocksOf(limits: RunLimits | undefined): number | undefined {
@@ -338,8 +362,11 @@ export function residentBytes(pid: number): number {
   return m === null ? 0 : Number(m[1]) * 1024;
 }
 
-/** Disk a folder's tree takes (allocated blocks, so a sparse file counts what it holds) and its entries, up to `maxEntries`. */
-export async function scratchUsage(dir: string, maxEntries = MAX_SCRATCH_ENTRIES): Promise<{ bytes: number; entries: number }> {
+/**
+ * Disk a folder's tree takes (allocated blocks, so a sparse file counts what it holds) and its
+ * entries, up to `maxEntries`.
+ */
+export async function scratchUsage(dir: string, maxEntries = MAX_SCRATCH_ENTRIES): Promise<ScratchUse> {
   let bytes = 0;
   let entries = 0;
   const pending = [dir];
@@ -363,6 +390,12 @@ export async function scratchUsage(dir: string, maxEntries = MAX_SCRATCH_ENTRIES
     }
   }
   return { bytes, entries };
+}
+
+/** What a scratch holds. */
+export interface ScratchUse {
+  bytes: number;
+  entries: number;
 }
 
 /** What the watch over one run needs. */
@@ -428,12 +461,16 @@ export class LimitWatch {
     if (!countPids && !sumMemory) return undefined;
     const members = this.#target.members();
     if (countPids && members.length > limits.pids!) {
-      return { kind: "limit_pids", detail: `the run had ${members.length} processes, over its limit of ${limits.pids} (counted, no pids cgroup)` };
+      const count = members.length;
+      const detail = `the run had ${count} processes, over its limit of ${limits.pids} (counted, no pids cgroup)`;
+      return { kind: "limit_pids", detail };
     }
     if (!sumMemory) return undefined;
     const rss = members.reduce((sum, pid) => sum + residentBytes(pid), 0);
     if (rss <= limits.memoryBytes!) return undefined;
-    return { kind: "limit_memory", detail: `the run's processes held ${sizeText(rss)}, over its limit of ${sizeText(limits.memoryBytes!)} (sampled, no memory cgroup)` };
+    const limit = sizeText(limits.memoryBytes!);
+    const detail = `the run's processes held ${sizeText(rss)}, over its limit of ${limit} (sampled, no memory cgroup)`;
+    return { kind: "limit_memory", detail };
   }
 
   async #scratch(limits: RunLimits): Promise<LimitHit | undefined> {
@@ -444,7 +481,9 @@ export class LimitWatch {
       return { kind: "limit_disk", detail: `the run's scratch ${dir} held more than ${MAX_SCRATCH_ENTRIES} entries` };
     }
     if (used.bytes <= limits.scratchBytes) return undefined;
-    return { kind: "limit_disk", detail: `the run's scratch ${dir} held ${sizeText(used.bytes)}, over its limit of ${sizeText(limits.scratchBytes)}` };
+    const limit = sizeText(limits.scratchBytes);
+    const detail = `the run's scratch ${dir} held ${sizeText(used.bytes)}, over its limit of ${limit}`;
+    return { kind: "limit_disk", detail };
   }
 }
 
@@ -461,26 +500,52 @@ export interface LimitEnforcement {
 }
 
 function placeText(controller: Controller, place: Place): string {
-  return `cgroup ${place.version} ${controller}, a cgroup per run under ${dirname(place.hostDir)} (${LIMIT_FILE[place.version][controller]})`;
+  const file = LIMIT_FILE[place.version][controller];
+  return `cgroup ${place.version} ${controller}, a cgroup per run under ${dirname(place.hostDir)} (${file})`;
 }
 
 /** One line per limit: how this host enforces it, and why a stronger way is not in use. */
 export function describeLimits(support: LimitSupport = limitSupport()): LimitEnforcement[] {
   const { places, missing } = support;
-  const pids = places.pids;
-  const memory = places.memory;
-  const cpu = places.cpu;
+  const every = `every ${CHECK_MS} ms`;
+  const line = (limit: LimitName, enforced: LimitEnforcement["enforced"], detail: string): LimitEnforcement => ({
+    limit,
+    enforced,
+    detail,
+  });
   return [
-    pids !== undefined
-      ? { limit: "pids", enforced: "kernel", detail: `${placeText("pids", pids)}: a fork past the limit fails and the turn fails limit_pids` }
-      : { limit: "pids", enforced: "watched", detail: `no pids cgroup (${missing.pids}): the run's processes are counted every ${CHECK_MS} ms and the turn ended past the limit (limit_pids); a fast fork bomb can outrun the count, and threads are not counted` },
-    memory !== undefined
-      ? { limit: "memory", enforced: "kernel", detail: `${placeText("memory", memory)}: past the limit the kernel's OOM killer ends a process and the turn fails limit_memory` }
-      : { limit: "memory", enforced: "watched", detail: `no memory cgroup (${missing.memory}): the run's resident memory is summed every ${CHECK_MS} ms and the turn ended past the limit (limit_memory); a fast allocation can outrun it (RLIMIT_AS is not used: node and bun reserve far more address space than they use)` },
-    cpu !== undefined
-      ? { limit: "cpu", enforced: "kernel", detail: `${placeText("cpu", cpu)}: the run is throttled to its share of CPU time, never failed` }
-      : { limit: "cpu", enforced: "none", detail: `not enforced: no cpu cgroup (${missing.cpu})` },
-    { limit: "disk", enforced: "watched", detail: `each file a run writes is capped at the scratch limit (RLIMIT_FSIZE); the run's scratch (its config home: TMPDIR, CLAUDE_CONFIG_DIR) is measured every ${CHECK_MS} ms and the turn fails limit_disk past it; the workspace is capped per file only` },
-    { limit: "duration", enforced: "watched", detail: "a turn past the maximum turn duration has its tree ended and fails limit_duration" },
+    places.pids !== undefined
+      ? line("pids", "kernel", `${placeText("pids", places.pids)}: a fork past it fails; the turn fails limit_pids`)
+      : line(
+          "pids",
+          "watched",
+          `no pids cgroup (${missing.pids}): the run's processes are counted ${every} and the turn ended past the ` +
+            "limit (limit_pids); a fast fork bomb can outrun the count, and threads are not counted",
+        ),
+    places.memory !== undefined
+      ? line(
+          "memory",
+          "kernel",
+          `${placeText("memory", places.memory)}: past the limit the kernel's OOM killer ends a process and the turn ` +
+            "fails limit_memory",
+        )
+      : line(
+          "memory",
+          "watched",
+          `no memory cgroup (${missing.memory}): the run's resident memory is summed ${every} and the turn ended ` +
+            "past the limit (limit_memory); a fast allocation can outrun it (RLIMIT_AS is not used: node and bun " +
+            "reserve far more address space than they use)",
+        ),
+    places.cpu !== undefined
+      ? line("cpu", "kernel", `${placeText("cpu", places.cpu)}: the run is throttled to its share of CPU, never failed`)
+      : line("cpu", "none", `not enforced: no cpu cgroup (${missing.cpu})`),
+    line(
+      "disk",
+      "watched",
+      "each file a run writes is capped at the scratch limit (RLIMIT_FSIZE); the run's scratch (its config home: " +
+        `TMPDIR, CLAUDE_CONFIG_DIR) is measured ${every} and the turn fails limit_disk past it; the workspace is ` +
+        "capped per file only",
+    ),
+    line("duration", "watched", "a turn past the maximum turn duration has its tree ended and fails limit_duration"),
   ];
 }

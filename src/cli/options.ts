@@ -31,7 +31,10 @@ export const RunLimitsSchema = z.strictObject({
   cpus: z.number().positive().max(4096).optional(),
   /** Bytes the run's scratch may hold, and any one file the run writes. */
   scratchBytes: posInt.optional(),
-  /** Wall time of a turn, ms: past it the tree is ended and the run fails `limit_duration` (not retried, unlike `timeoutMs`). */
+  /**
+   * Wall time of a turn, ms: past it the tree is ended and the run fails `limit_duration` (unlike
+   * `timeoutMs`, which fails `timeout`, not retried by a worker).
+   */
   durationMs: posInt.optional(),
 });
 

@@ -239,6 +239,14 @@ class RunFiles {
   }
 }
 
+/** What a run has on disk before its CLI starts. */
+interface PreparedFiles {
+  home: ConfigHome | undefined;
+  authSource: AuthSource | "inherited";
+  /** What the scratch limit measures: the config home, or the TMPDIR made for the run. */
+  scratchDir: string | undefined;
+}
+
 /** The per-run config home (with the restored session file), the skills, and the CLI's argv. */
 function prepareRun(
   o: CheckedRunTurnOptions,
@@ -246,7 +254,7 @@ function prepareRun(
   files: RunFiles,
   sessionFile: Uint8Array | undefined,
   input: CliInput,
-): { home: ConfigHome | undefined; authSource: AuthSource | "inherited"; args: string[]; scratchDir: string | undefined } {
+): PreparedFiles & { args: string[] } {
   const { home, source: authSource } = auth(o, env);
   if (home !== undefined) {
     files.onCleanup(() => home.teardown());
@@ -297,10 +305,10 @@ function launch(
   files: RunFiles,
   sessionFile: Uint8Array | undefined,
   input: CliInput,
-): { home: ConfigHome | undefined; authSource: AuthSource | "inherited"; spawned: SpawnedCli; scratchDir: string | undefined } {
+): PreparedFiles & { spawned: SpawnedCli } {
   try {
-    const { home, authSource, args, scratchDir } = prepareRun(o, env, files, sessionFile, input);
-    return { home, authSource, spawned: spawnContained(o, env, bin, args, marker, o.logger ?? silentLogger), scratchDir };
+    const { args, ...prepared } = prepareRun(o, env, files, sessionFile, input);
+    return { ...prepared, spawned: spawnContained(o, env, bin, args, marker, o.logger ?? silentLogger) };
   } catch (err) {
     files.cleanup();
     throw err;
@@ -321,7 +329,8 @@ function spawnContained(
   let limitGroups: RunLimitGroups | undefined;
   try {
     limitGroups = o.limits === undefined ? undefined : RunLimitGroups.create(limitSupport(c), cgroup, marker, o.limits);
-    const launch = launchCommand(c, cgroup, bin, args, { enter: limitGroups?.enter ?? [], fileBlocks: fileBlocksOf(o.limits) });
+    const bounds = { enter: limitGroups?.enter ?? [], fileBlocks: fileBlocksOf(o.limits) };
+    const launch = launchCommand(c, cgroup, bin, args, bounds);
     logger.debug({ bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")), containment: c.kind }, "spawning claude");
     const mark = pidMark();
     const child = spawn(launch.file, launch.args, { cwd: o.cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
@@ -427,7 +436,8 @@ export class TreeEnding {
     if (timeoutMs !== undefined) this.#timeout = setTimeout(() => this.end("timeout"), timeoutMs);
     const durationMs = this.#o.limits?.durationMs;
     if (durationMs !== undefined) {
-      this.#duration = setTimeout(() => this.#hit({ kind: "limit_duration", detail: `the turn ran past its limit of ${durationMs} ms` }), durationMs);
+      const hit: LimitHit = { kind: "limit_duration", detail: `the turn ran past its limit of ${durationMs} ms` };
+      this.#duration = setTimeout(() => this.#hit(hit), durationMs);
     }
     this.activity();
   }

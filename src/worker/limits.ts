@@ -64,8 +64,13 @@ function jobAsks(o: TurnJob["options"]): Partial<Record<LimitKey, number>> {
   };
 }
 
+export interface LimitRefusal {
+  name: string;
+  message: string;
+}
+
 /** Why this worker will not run the job's limits (one above its maximum), or undefined. */
-export function jobLimitsRefusal(o: TurnJob["options"], max: RunLimitSettings): { name: string; message: string } | undefined {
+export function jobLimitsRefusal(o: TurnJob["options"], max: RunLimitSettings): LimitRefusal | undefined {
   const asks = jobAsks(o);
   for (const key of Object.keys(LIMITS) as LimitKey[]) {
     const ask = asks[key];
@@ -74,7 +79,9 @@ export function jobLimitsRefusal(o: TurnJob["options"], max: RunLimitSettings): 
     const { option, variable, unit } = LIMITS[key];
     return {
       name: "LimitAboveMaximum",
-      message: `${option}: ${inUnit(key, ask)} ${unit} is above this worker's maximum of ${inUnit(key, ceiling)} ${unit} (${variable}); ask for at most that, or leave it out to get the maximum`,
+      message:
+        `${option}: ${inUnit(key, ask)} ${unit} is above this worker's maximum of ${inUnit(key, ceiling)} ${unit} ` +
+        `(${variable}); ask for at most that, or leave it out to get the maximum`,
     };
   }
   return undefined;
@@ -96,7 +103,9 @@ export function runLimitsFor(o: TurnJob["options"], max: RunLimitSettings): RunL
 function checkLimit(name: string, value: number | undefined, integer: boolean): number | undefined {
   if (value === undefined || value === 0) return undefined;
   if (!Number.isFinite(value) || value < 0 || (integer && !Number.isSafeInteger(value))) {
-    throw new RangeError(`limits.${name} must be a ${integer ? "whole" : ""} number above 0 (0 or unset: the default), got ${String(value)}`);
+    const what = integer ? "a whole number" : "a number";
+    const got = String(value);
+    throw new RangeError(`limits.${name} must be ${what} above 0 (0: no limit; unset: the default), got ${got}`);
   }
   return value;
 }
@@ -113,7 +122,12 @@ export function compileRunLimits(options: Partial<RunLimitSettings> | undefined)
   };
 }
 
-const whole = (name: string) => z.string().regex(/^\d+$/, `${name} must be a whole number (0: no limit)`).transform(Number).optional();
+const whole = (name: string) =>
+  z
+    .string()
+    .regex(/^\d+$/, `${name} must be a whole number (0: no limit)`)
+    .transform(Number)
+    .optional();
 
 const limitEnvSchema = z.object({
   TURNSTREAM_MAX_PIDS: whole("TURNSTREAM_MAX_PIDS"),
@@ -151,7 +165,14 @@ export function runLimitsFromEnv(env: Readonly<Record<string, string | undefined
 export function describeRunLimitSettings(settings: RunLimitSettings): Record<LimitKey, string> {
   const text = (key: LimitKey): string => {
     const value = settings[key];
-    return value === undefined ? `no limit (${LIMITS[key].variable} unset or 0)` : `${inUnit(key, value)} ${LIMITS[key].unit} (${LIMITS[key].variable})`;
+    const { variable, unit } = LIMITS[key];
+    return value === undefined ? `no limit (${variable} unset or 0)` : `${inUnit(key, value)} ${unit} (${variable})`;
   };
-  return { pids: text("pids"), memoryBytes: text("memoryBytes"), cpus: text("cpus"), scratchBytes: text("scratchBytes"), turnMs: text("turnMs") };
+  return {
+    pids: text("pids"),
+    memoryBytes: text("memoryBytes"),
+    cpus: text("cpus"),
+    scratchBytes: text("scratchBytes"),
+    turnMs: text("turnMs"),
+  };
 }

@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, truncateSync, writeFi
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ownHierarchyDir, RunScope } from "../../src/cli/containment.ts";
-import { LimitWatch, limitSupport, RunLimitGroups, scratchUsage } from "../../src/cli/limits.ts";
+import { LimitWatch, limitSupport, RunLimitGroups, scratchUsage, type RunLimits } from "../../src/cli/limits.ts";
 import { pidMark, ProcessTree } from "../../src/cli/process-tree.ts";
 import { waitUntil } from "./_support.ts";
 
@@ -19,7 +19,8 @@ const MiB = 1024 * 1024;
 /** The limit files of this process's own cgroups, which a run's limits must never change. */
 function ownLimitFiles(): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [controller, file] of [["pids", "pids.max"], ["memory", "memory.limit_in_bytes"], ["cpu", "cpu.cfs_quota_us"]] as const) {
+  const files = [["pids", "pids.max"], ["memory", "memory.limit_in_bytes"], ["cpu", "cpu.cfs_quota_us"]] as const;
+  for (const [controller, file] of files) {
     const own = ownHierarchyDir(controller);
     if ("reason" in own || !existsSync(join(own.dir, file))) continue;
     out[`${controller}/${file}`] = readFileSync(join(own.dir, file), "latin1");
@@ -36,12 +37,14 @@ test("a run's limit cgroups are made under this host's turnstream folders, hold 
     for (const dir of groups.enter) {
       assert.match(dir, new RegExp(`/turnstream/\\d+-${process.pid}-\\d+/${name}$`), "only under this host's folder");
     }
-    const pidsDir = groups.enter.find((d) => existsSync(join(d, "pids.max")));
-    if (support.places.pids?.version === "v1") assert.equal(readFileSync(join(pidsDir!, "pids.max"), "latin1").trim(), "33");
-    const memoryDir = groups.enter.find((d) => existsSync(join(d, "memory.limit_in_bytes")));
-    if (support.places.memory?.version === "v1") assert.equal(readFileSync(join(memoryDir!, "memory.limit_in_bytes"), "latin1").trim(), String(200 * MiB));
-    const cpuDir = groups.enter.find((d) => existsSync(join(d, "cpu.cfs_quota_us")));
-    if (support.places.cpu?.version === "v1") assert.equal(readFileSync(join(cpuDir!, "cpu.cfs_quota_us"), "latin1").trim(), "25000");
+    /** The value of `file` in the run's cgroup holding it. */
+    const written = (file: string): string => {
+      const dir = groups.enter.find((d) => existsSync(join(d, file)));
+      return readFileSync(join(dir!, file), "latin1").trim();
+    };
+    if (support.places.pids?.version === "v1") assert.equal(written("pids.max"), "33");
+    if (support.places.memory?.version === "v1") assert.equal(written("memory.limit_in_bytes"), String(200 * MiB));
+    if (support.places.cpu?.version === "v1") assert.equal(written("cpu.cfs_quota_us"), "25000");
     assert.deepEqual(ownLimitFiles(), before, "the worker's own cgroups keep their limits");
     assert.equal(groups.hit(), undefined, "nothing hit in an empty cgroup");
   } finally {
@@ -50,11 +53,17 @@ test("a run's limit cgroups are made under this host's turnstream folders, hold 
   for (const dir of groups.enter) assert.equal(existsSync(dir), false, `${dir} is removed`);
 });
 
+/** A watch with no cgroup behind it: what it sees it samples. */
+function watchOver(limits: RunLimits, members: () => number[], scratchDir?: string): LimitWatch {
+  return new LimitWatch({ limits, groups: undefined, members, scratchDir }, () => {});
+}
+
 /** A real tree (`sh` and what it starts), its scope found by the /proc walk only: no cgroup holds it. */
 function startTree(script: string): { scope: RunScope; stop: () => void } {
   const marker = randomUUID();
   const mark = pidMark();
-  const child = spawn("/bin/sh", ["-c", script], { detached: true, stdio: "ignore", env: { ...process.env, TURNSTREAM_TREE: marker } });
+  const env = { ...process.env, TURNSTREAM_TREE: marker };
+  const child = spawn("/bin/sh", ["-c", script], { detached: true, stdio: "ignore", env });
   const scope = new RunScope(new ProcessTree(child.pid!, marker, mark), undefined);
   return { scope, stop: () => void scope.signal("SIGKILL") };
 }
@@ -63,11 +72,11 @@ test("with no pids cgroup the watch counts the run's processes and reports limit
   const { scope, stop } = startTree("for i in $(seq 12); do sleep 297.5 & done; wait");
   try {
     await waitUntil(() => scope.members().length >= 13, 10_000, "the sleeps to start");
-    const watch = new LimitWatch({ limits: { pids: 5 }, groups: undefined, members: () => scope.members(), scratchDir: undefined }, () => {});
+    const watch = watchOver({ pids: 5 }, () => scope.members());
     const hit = await watch.check();
     assert.equal(hit?.kind, "limit_pids");
     assert.match(hit.detail, /over its limit of 5 \(counted, no pids cgroup\)/);
-    const roomy = new LimitWatch({ limits: { pids: 100 }, groups: undefined, members: () => scope.members(), scratchDir: undefined }, () => {});
+    const roomy = watchOver({ pids: 100 }, () => scope.members());
     assert.equal(await roomy.check(), undefined);
   } finally {
     stop();
@@ -78,7 +87,7 @@ test("with no memory cgroup the watch sums the run's resident memory and reports
   const hold = `const b = Buffer.alloc(${96 * MiB}, 1); setInterval(() => b[0]++, 1000);`;
   const { scope, stop } = startTree(`exec ${JSON.stringify(process.execPath)} -e ${JSON.stringify(hold)}`);
   try {
-    const watch = new LimitWatch({ limits: { memoryBytes: 64 * MiB }, groups: undefined, members: () => scope.members(), scratchDir: undefined }, () => {});
+    const watch = watchOver({ memoryBytes: 64 * MiB }, () => scope.members());
     let hit: Awaited<ReturnType<LimitWatch["check"]>>;
     await waitUntil(() => {
       void watch.check().then((h) => (hit = h));
@@ -102,7 +111,7 @@ test("the scratch counts what its files hold on disk (a sparse file its blocks),
   const used = await scratchUsage(dir);
   assert.ok(used.bytes >= 5 * MiB && used.bytes < 6 * MiB, `${used.bytes}`);
   assert.equal(used.entries, 4);
-  const watch = (scratchBytes: number): LimitWatch => new LimitWatch({ limits: { scratchBytes }, groups: undefined, members: () => [], scratchDir: dir }, () => {});
+  const watch = (scratchBytes: number): LimitWatch => watchOver({ scratchBytes }, () => [], dir);
   assert.equal((await watch(4 * MiB).check())?.kind, "limit_disk");
   assert.equal(await watch(8 * MiB).check(), undefined);
   const capped = await scratchUsage(dir, 2);

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ClaudeCodeCliError, runTurn, type TurnHandle } from "../../src/cli/index.ts";
 import { LimitExceededError } from "../../src/cli/errors.ts";
+import { readMounts } from "../../src/cli/containment.ts";
 import { describeLimits, limitSupport, type RunLimits } from "../../src/cli/limits.ts";
 import { startScriptedServer } from "../cli/_model.ts";
 import { alive, cmdline, escapeNonce, hermeticEnv, waitUntil } from "../cli/_support.ts";
@@ -41,7 +42,8 @@ async function limitedTurn(command: string, limits: RunLimits): Promise<LimitedT
   const cwd = join(root, "ws");
   mkdirSync(cwd);
   mkdirSync(join(root, "operator"));
-  const server = await startScriptedServer([{ tool: { name: "Bash", input: { command, description: "x", timeout: 600000 } } }, { text: "done" }]);
+  const bash = { name: "Bash", input: { command, description: "x", timeout: 600000 } };
+  const server = await startScriptedServer([{ tool: bash }, { text: "done" }]);
   try {
     const handle = runTurn({
       cwd,
@@ -106,7 +108,8 @@ test("pids: forks that leave the session and the environment (setsid -f env -i) 
 test("memory: a Bash tool that buffers 2 GiB under a limit of 300 MiB fails limit_memory, its tree ended", async () => {
   const nonce = escapeNonce();
   // tail keeps a line without a newline in memory: the whole 2 GiB, past the limit long before.
-  const turn = await limitedTurn(`${sleeper(nonce)} & head -c 2000M /dev/zero | tail | wc -c; wait`, { memoryBytes: 300 * MiB });
+  const command = `${sleeper(nonce)} & head -c 2000M /dev/zero | tail | wc -c; wait`;
+  const turn = await limitedTurn(command, { memoryBytes: 300 * MiB });
   await assertEnded(turn, "limit_memory", nonce);
 });
 
@@ -136,7 +139,11 @@ test("cpu: a busy loop under a limit of 0.1 CPU is throttled, and the turn finis
     assert.equal(describeLimits().find((l) => l.limit === "cpu")!.enforced, "none");
     return;
   }
-  const where = cpu.version === "v2" ? `/sys/fs/cgroup/unified$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)` : `/sys/fs/cgroup/cpu$(awk -F: '$2=="cpu"{print $3}' /proc/self/cgroup)`;
+  // The tool's own cgroup, as /proc/self/cgroup names it, under the mount of the hierarchy holding cpu
+  // (a hierarchy mounted at its root, as on a host; in a container the mount's root is the container's).
+  const v2 = cpu.version === "v2";
+  const mount = readMounts().find((m) => (v2 ? m.fstype === "cgroup2" : m.superOptions.includes("cpu")))!;
+  const where = `${mount.point}$(awk -F: '${v2 ? '$1=="0"' : '$2~/(^|,)cpu(,|$)/'}{print $3}' /proc/self/cgroup)`;
   const command = `timeout 2 sh -c 'while :; do :; done'; cat ${where}/cpu.stat`;
   const turn = await limitedTurn(command, { cpus: 0.1 });
   assert.equal(turn.error, undefined, String(turn.error));

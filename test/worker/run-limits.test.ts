@@ -16,12 +16,25 @@ const base = { TURNSTREAM_WORKSPACE_ROOTS: "/tmp" };
 test("TURNSTREAM_MAX_*: bounded by default, set by the environment, 0 turns one off, a malformed one refused by name", () => {
   const byDefault = compileWorkerOptions(workerConfigFromEnv(base)).limits;
   assert.deepEqual(byDefault, { pids: 512, memoryBytes: 4096 * MiB, cpus: undefined, scratchBytes: 1024 * MiB, turnMs: 3_600_000 });
-  const set = compileWorkerOptions(
-    workerConfigFromEnv({ ...base, TURNSTREAM_MAX_PIDS: "64", TURNSTREAM_MAX_MEMORY_MB: "0", TURNSTREAM_MAX_CPUS: "1.5", TURNSTREAM_MAX_SCRATCH_MB: "32", TURNSTREAM_MAX_TURN_MS: "60000" }),
-  ).limits;
+  const env = {
+    ...base,
+    TURNSTREAM_MAX_PIDS: "64",
+    TURNSTREAM_MAX_MEMORY_MB: "0",
+    TURNSTREAM_MAX_CPUS: "1.5",
+    TURNSTREAM_MAX_SCRATCH_MB: "32",
+    TURNSTREAM_MAX_TURN_MS: "60000",
+  };
+  const set = compileWorkerOptions(workerConfigFromEnv(env)).limits;
   assert.deepEqual(set, { pids: 64, memoryBytes: undefined, cpus: 1.5, scratchBytes: 32 * MiB, turnMs: 60_000 });
-  for (const [variable, bad] of [["TURNSTREAM_MAX_PIDS", "-1"], ["TURNSTREAM_MAX_MEMORY_MB", "1.5"], ["TURNSTREAM_MAX_CPUS", "two"], ["TURNSTREAM_MAX_TURN_MS", "1h"]] as const) {
-    assert.throws(() => workerConfigFromEnv({ ...base, [variable]: bad }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable, variable);
+  const malformed = [
+    ["TURNSTREAM_MAX_PIDS", "-1"],
+    ["TURNSTREAM_MAX_MEMORY_MB", "1.5"],
+    ["TURNSTREAM_MAX_CPUS", "two"],
+    ["TURNSTREAM_MAX_TURN_MS", "1h"],
+  ] as const;
+  for (const [variable, bad] of malformed) {
+    const named = (err: unknown): boolean => err instanceof WorkerConfigError && err.variable === variable;
+    assert.throws(() => workerConfigFromEnv({ ...base, [variable]: bad }), named, variable);
   }
   assert.throws(() => compileRunLimits({ pids: 1.5 }), /limits\.pids/);
   assert.deepEqual(compileRunLimits(undefined), DEFAULT_RUN_LIMITS);
@@ -82,7 +95,11 @@ test("a job asking for more memory than the worker allows fails bad_options befo
 test("a turn whose Bash tool forks past the worker's process limit fails limit_pids on its first attempt, its tree gone", async () => {
   const r = await rig({
     responses: [
-      { content: [{ type: "tool_use", name: "Bash", input: { command: `for i in $(seq 80); do sh -c "sleep 299.5" & done; wait`, description: "fork" } }] },
+      {
+        content: [
+          { type: "tool_use", name: "Bash", input: { command: `for i in $(seq 80); do sh -c "sleep 299.5" & done; wait`, description: "fork" } },
+        ],
+      },
       { content: [{ type: "text", text: "never reached" }] },
     ],
   });

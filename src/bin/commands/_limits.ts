@@ -2,7 +2,12 @@
 // would apply and how this host enforces it (the kernel, turnstream watching the run, or nothing).
 import type { CheckResult } from "../../cli/probe.ts";
 import { describeLimits, type LimitName } from "../../cli/limits.ts";
-import { compileRunLimits, describeRunLimitSettings, runLimitsFromEnv, type RunLimitSettings } from "../../worker/limits.ts";
+import {
+  compileRunLimits,
+  describeRunLimitSettings,
+  runLimitsFromEnv,
+  type RunLimitSettings,
+} from "../../worker/limits.ts";
 
 const SETTING_OF: Record<LimitName, keyof RunLimitSettings> = {
   pids: "pids",
