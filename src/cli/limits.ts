@@ -33,6 +33,7 @@ import {
   type Containment,
   type RunCgroup,
 } from "./containment.ts";
+import { silentLogger, type Logger } from "../kernel/index.ts";
 
 /** What one run may use. Each is optional: an unset limit is not applied. */
 export interface RunLimits {
@@ -199,11 +200,17 @@ function removeV1HostDirsAtExit(support: LimitSupport): void {
   });
 }
 
-/** The controllers this host offers runs under `c` (this process's containment by default), found once. */
-export function limitSupport(c: Containment = containment()): LimitSupport {
+/**
+ * The controllers this host offers runs under `c` (this process's containment by default), found
+ * once and logged then: a controller no cgroup can hold is a warning (its limit is only sampled).
+ */
+export function limitSupport(c: Containment = containment(), logger: Logger = silentLogger): LimitSupport {
   if (detected?.containment !== c) {
     detected = { containment: c, support: detectSupport(c) };
     removeV1HostDirsAtExit(detected.support);
+    const { places, missing } = detected.support;
+    if (Object.keys(missing).length === 0) logger.info({ places }, "run limits: every controller is a cgroup's");
+    else logger.warn({ places, missing }, "run limits: some controllers have no cgroup; their limits are sampled or not held");
   }
   return detected.support;
 }

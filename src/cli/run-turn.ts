@@ -328,7 +328,8 @@ function spawnContained(
   const cgroup = c.hostDir === undefined ? undefined : RunCgroup.create(c, marker);
   let limitGroups: RunLimitGroups | undefined;
   try {
-    limitGroups = o.limits === undefined ? undefined : RunLimitGroups.create(limitSupport(c), cgroup, marker, o.limits);
+    const limits = o.limits;
+    limitGroups = limits === undefined ? undefined : RunLimitGroups.create(limitSupport(c, logger), cgroup, marker, limits);
     const bounds = { enter: limitGroups?.enter ?? [], fileBlocks: fileBlocksOf(o.limits) };
     const launch = launchCommand(c, cgroup, bin, args, bounds);
     logger.debug({ bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")), containment: c.kind }, "spawning claude");
