@@ -210,7 +210,7 @@ export function limitSupport(c: Containment = containment(), logger: Logger = si
     removeV1HostDirsAtExit(detected.support);
     const { places, missing } = detected.support;
     if (Object.keys(missing).length === 0) logger.info({ places }, "run limits: every controller is a cgroup's");
-    else logger.warn({ places, missing }, "run limits: some controllers have no cgroup; their limits are sampled or not held");
+    else logger.warn({ places, missing }, "run limits: controllers without a cgroup are sampled or not held");
   }
   return detected.support;
 }
