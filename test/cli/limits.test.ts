@@ -6,10 +6,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { ownHierarchyDir, RunScope } from "../../src/cli/containment.ts";
+import { dirname, join } from "node:path";
+import { ownHierarchyDir, RunScope, sweepCgroups } from "../../src/cli/containment.ts";
 import { LimitWatch, limitSupport, RunLimitGroups, scratchUsage, type RunLimits } from "../../src/cli/limits.ts";
 import { pidMark, ProcessTree } from "../../src/cli/process-tree.ts";
 import { waitUntil } from "./_support.ts";
@@ -117,4 +117,26 @@ test("the scratch counts what its files hold on disk (a sparse file its blocks),
   const capped = await scratchUsage(dir, 2);
   assert.equal(capped.entries, 3, "the walk stops at the first entry past the cap");
   assert.ok(capped.entries > 2, "which the watch reads as full");
+});
+
+test("a dead host's limit cgroup (v1) is swept: what is still in it is killed, then it is removed", async () => {
+  const place = limitSupport().places.pids;
+  assert.ok(place !== undefined, "this host has a pids cgroup");
+  if (place.version !== "v1") return;
+  // A host name no live process has: its pid is past pid_max.
+  const ns = /\[(\d+)\]/.exec(readlinkSync("/proc/self/ns/pid"))![1]!;
+  const deadHost = join(dirname(place.hostDir), `${ns}-4194305-1`);
+  const run = join(deadHost, randomUUID());
+  mkdirSync(run, { recursive: true });
+  const child = spawn("/bin/sh", ["-c", `echo $$ > '${run}/cgroup.procs' && exec sleep 296.5`], { stdio: "ignore" });
+  try {
+    await waitUntil(() => readFileSync(join(run, "cgroup.procs"), "latin1").trim() === String(child.pid), 10_000, "the sleep in the cgroup");
+    const exited = new Promise((r) => child.once("exit", r));
+    const swept = sweepCgroups();
+    await exited;
+    assert.ok(swept.removed.includes(run), `removed: ${swept.removed.join(", ")}`);
+    assert.equal(existsSync(deadHost), false, "the dead host's folder goes too");
+  } finally {
+    child.kill("SIGKILL");
+  }
 });
