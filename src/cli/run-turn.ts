@@ -82,6 +82,8 @@ export interface TurnHandle {
   readonly containment: ContainmentKind;
   /** The run's cgroup folder, with the cgroup kinds; removed once the run's processes are gone. */
   readonly cgroup: string | undefined;
+  /** The cgroups holding the run's limits beyond its own (v1 hierarchies); removed likewise. */
+  readonly limitCgroups: readonly string[];
   /** Ends the whole tree (TERM, then KILL after killGraceMs); the outcome rejects with kind `killed`. */
   kill(): void;
 }
@@ -629,7 +631,13 @@ export function watchTree(child: ChildProcess, ctx: SuperviseContext): WatchedTr
   const watchdog =
     child.pid === undefined || ctx.o.watchdog === false
       ? undefined
-      : startWatchdog({ cliPid: child.pid, marker: ctx.marker, killGraceMs: ctx.killGraceMs, cgroup: ctx.cgroup?.path });
+      : startWatchdog({
+          cliPid: child.pid,
+          marker: ctx.marker,
+          killGraceMs: ctx.killGraceMs,
+          cgroup: ctx.cgroup?.path,
+          limitCgroups: ctx.limitGroups?.enter,
+        });
   return { scope, ending: new TreeEnding(scope, ctx, child.pid), watchdog, untrack };
 }
 
@@ -686,6 +694,7 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
     watchdogPid: watchdog?.pid,
     containment: ctx.contained,
     cgroup: ctx.cgroup?.path,
+    limitCgroups: ctx.limitGroups?.enter ?? [],
     kill: () => ending.end("killed"),
   };
 }

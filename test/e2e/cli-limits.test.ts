@@ -12,7 +12,7 @@ import { LimitExceededError } from "../../src/cli/errors.ts";
 import { readMounts } from "../../src/cli/containment.ts";
 import { describeLimits, limitSupport, type RunLimits } from "../../src/cli/limits.ts";
 import { startScriptedServer } from "../cli/_model.ts";
-import { alive, cmdline, escapeNonce, hermeticEnv, waitUntil } from "../cli/_support.ts";
+import { alive, cmdline, escapeNonce, hermeticEnv, startHost, waitUntil } from "../cli/_support.ts";
 
 const MiB = 1024 * 1024;
 
@@ -74,7 +74,9 @@ async function assertEnded(turn: LimitedTurn, kind: string, nonce: string): Prom
   assert.equal(err.kind, kind, err.message);
   assert.equal(err.retryable, false);
   assert.deepEqual(noncePids(nonce), [], "no process of the turn is alive once its outcome settled");
-  if (turn.handle.cgroup !== undefined) assert.equal(existsSync(turn.handle.cgroup), false, "the run's cgroup is removed");
+  for (const cgroup of [turn.handle.cgroup, ...turn.handle.limitCgroups]) {
+    if (cgroup !== undefined) assert.equal(existsSync(cgroup), false, `the run's cgroup ${cgroup} is removed`);
+  }
   assert.equal(existsSync(turn.homeDir), false, "the run's config home (its TMPDIR) is gone from config-homes");
   // Teardown moves the home to the instance's trash and deletes it there right after.
   const trash = join(turn.homeDir, "..", "..", "trash");
@@ -149,4 +151,25 @@ test("cpu: a busy loop under a limit of 0.1 CPU is throttled, and the turn finis
   assert.equal(turn.error, undefined, String(turn.error));
   const throttled = /nr_throttled (\d+)/.exec(turn.toolOutput);
   assert.ok(throttled !== null && Number(throttled[1]) > 0, `the loop was throttled: ${turn.toolOutput.slice(0, 400)}`);
+});
+
+test("host SIGKILLed mid-turn: the watchdog ends the run and removes its limit cgroups with its own", async () => {
+  const nonce = escapeNonce();
+  const limits: RunLimits = { pids: 200, memoryBytes: 512 * MiB, cpus: 1 };
+  const command = `${sleeper(nonce)} & echo started`;
+  const { host, info, exited } = await startHost("wait", command, { HOST_LIMITS: JSON.stringify(limits) });
+  try {
+    const held = info.limitCgroups ?? [];
+    const v1 = Object.values(limitSupport().places).filter((p) => p.version === "v1");
+    assert.ok(v1.length > 0 && held.length > 0, "this host holds the limits in v1 cgroups");
+    await waitUntil(() => noncePids(nonce).length > 0, 10_000, "the sleeper");
+    host.kill("SIGKILL");
+    await exited;
+    await waitUntil(() => noncePids(nonce).length === 0 && !alive(info.cli), 15_000, "the run to die");
+    for (const dir of [info.cgroup, ...held]) {
+      if (dir !== undefined) await waitUntil(() => !existsSync(dir), 10_000, `${dir} to be removed`);
+    }
+  } finally {
+    if (host.exitCode === null) host.kill("SIGKILL");
+  }
 });
