@@ -24,7 +24,7 @@ import { defaultScrub } from "./_scrub.ts";
 export const summary = "enqueue a turn (--wait: follow it live and exit with its outcome)";
 
 const usage = `usage: turnstream run [--session S] [--cwd DIR] [--wait] [--json] [--supervised] [--model M] [--max-turns N]
-                      [--allowed-tools A,B] [--idempotency-key K] [--var key=value …]
+                      [--allowed-tools A,B] [--idempotency-key K] [--var key=value …] [--limit name=N …]
                       [--timeout D] [--turn-timeout D] [--start-timeout D] [--prefix P] [--queue-prefix Q] [--queue NAME]
                       [--] PROMPT | --prompt-file FILE | (prompt on stdin)
   --wait             follow the turn live and exit with its outcome: 0 finished, 1 the agent failed the task,
@@ -33,6 +33,8 @@ const usage = `usage: turnstream run [--session S] [--cwd DIR] [--wait] [--json]
   --timeout D        stop waiting after D (exit 4; the turn goes on); D is 30s, 10m, 1h or milliseconds
   --timeout-ms MS    the same as --timeout, kept for existing scripts
   --turn-timeout D   the worker ends the turn itself after D (its timeoutMs)
+  --limit name=N     a lower bound than the worker's for this turn: pids, memoryMb, cpus or scratchMb
+                     (repeat it; more than the worker's maximum fails the turn, naming it)
   --start-timeout D  exit 3 (and cancel the turn) when no worker has taken it within D
   --supervised       each risky tool call waits for \`turnstream decide\` (or a trust rule); see \`turnstream pending\`
 ${QUEUE_FLAGS_USAGE}A prompt given after -- is visible to other local users in the process list while this command runs;
@@ -50,6 +52,7 @@ const options = {
   "allowed-tools": { type: "string" },
   "idempotency-key": { type: "string" },
   var: { type: "string", multiple: true },
+  limit: { type: "string", multiple: true },
   timeout: { type: "string" },
   "timeout-ms": { type: "string" },
   "turn-timeout": { type: "string" },
@@ -115,6 +118,23 @@ function maxTurnsOf(text: string | undefined): number | undefined {
   return n;
 }
 
+const LIMIT_NAMES = ["pids", "memoryMb", "cpus", "scratchMb"] as const;
+
+/** `--limit name=N …` as the job's `options.limits` (the schema checks the numbers). */
+function limitsOf(flags: readonly string[]): Partial<Record<(typeof LIMIT_NAMES)[number], number>> | undefined {
+  if (flags.length === 0) return undefined;
+  const limits: Partial<Record<(typeof LIMIT_NAMES)[number], number>> = {};
+  for (const flag of flags) {
+    const [name, value] = flag.split("=", 2);
+    const known = LIMIT_NAMES.find((n) => n === name);
+    if (known === undefined || value === undefined || value === "" || !Number.isFinite(Number(value))) {
+      throw new RunUsageError(`--limit takes name=N with name one of ${LIMIT_NAMES.join(", ")}, got '${flag}'`);
+    }
+    limits[known] = Number(value);
+  }
+  return limits;
+}
+
 function enqueueInput(v: RunValues, prompt: string, timeouts: Timeouts): EnqueueInput {
   return {
     prompt,
@@ -128,6 +148,7 @@ function enqueueInput(v: RunValues, prompt: string, timeouts: Timeouts): Enqueue
       maxTurns: maxTurnsOf(v["max-turns"]),
       allowedTools: v["allowed-tools"]?.split(",").filter(Boolean),
       timeoutMs: timeouts.turnMs,
+      limits: limitsOf(v.limit ?? []),
     },
   };
 }
