@@ -16,7 +16,7 @@ import { Channel } from "./channel.ts";
 import { createConfigHome, type AuthSource, type ConfigHome } from "./config-home.ts";
 import { buildEnv, envAuth } from "./env.ts";
 import { badOptions, ClaudeCodeCliError, LimitExceededError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
-import { fileBlocksOf, isLimitKind, limitSupport, LimitWatch, RunLimitGroups, type LimitHit } from "./limits.ts";
+import { fileBlocksOf, isLimitKind, limitSupport, LimitWatch, RunLimitGroups, sizeText, type LimitHit } from "./limits.ts";
 import { silentLogger, stringField, type Logger } from "../kernel/index.ts";
 import { validateRunTurnOptions, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
 import {
@@ -760,7 +760,8 @@ export function settleOutcome(ctx: SuperviseContext, end: RunEnd): TurnOutcome {
   const startError = startFailure(ctx, end, fields);
   if (startError !== undefined) throw startError;
   // A limit outranks even a successful result: the run did what its bounds forbid.
-  if (isLimitKind(end.ending)) throw new LimitExceededError(end.ending, end.limitDetail ?? end.ending, fields);
+  const limitError = limitFailure(ctx.o, end, fields);
+  if (limitError !== undefined) throw limitError;
   const { stdout } = end;
   if (stdout.lastKind === "ok" && stdout.lastResult !== undefined) {
     return {
@@ -780,6 +781,20 @@ export function settleOutcome(ctx: SuperviseContext, end: RunEnd): TurnOutcome {
     throw new ClaudeCodeCliError(`the claude CLI ${endingText(ctx.o, end.ending)}; its process tree was ended`, { ...fields, kind: end.ending });
   }
   throw resultFailure(ctx.o, end, fields);
+}
+
+/**
+ * The limit the run hit: the one its tree was ended for, or the file size cap (RLIMIT_FSIZE) when the
+ * CLI itself died of SIGXFSZ writing past it (its Write tool runs in its own process).
+ */
+function limitFailure(o: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields): LimitExceededError | undefined {
+  const cap = o.limits?.scratchBytes;
+  // The more precise cause first: the last look may also have found the scratch full of that file.
+  if (end.sig === "SIGXFSZ" && cap !== undefined && (end.ending === undefined || isLimitKind(end.ending))) {
+    return new LimitExceededError("limit_disk", `the CLI wrote a file past the limit of ${sizeText(cap)} (SIGXFSZ)`, fields);
+  }
+  if (isLimitKind(end.ending)) return new LimitExceededError(end.ending, end.limitDetail ?? end.ending, fields);
+  return undefined;
 }
 
 /** How the CLI process ended, as every error of the run carries it. */

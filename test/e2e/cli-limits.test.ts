@@ -27,6 +27,11 @@ function noncePids(nonce: string): number[] {
 /** A long sleep marked with the nonce (through sh: the CLI's Bash tool refuses a standalone long sleep). */
 const sleeper = (nonce: string): string => `sh -c "sleep 300.${nonce}"`;
 
+interface ToolCall {
+  name: string;
+  input: Record<string, unknown>;
+}
+
 interface LimitedTurn {
   handle: TurnHandle;
   error: unknown;
@@ -36,14 +41,17 @@ interface LimitedTurn {
   homeDir: string;
 }
 
-/** One real turn whose Bash tool runs `command`, under `limits`, with a per-run config home (its scratch). */
-async function limitedTurn(command: string, limits: RunLimits): Promise<LimitedTurn> {
+/**
+ * One real turn whose Bash tool runs `command` (or whose one tool call is `tool`, given the workspace),
+ * under `limits`, with a per-run config home (its scratch).
+ */
+async function limitedTurn(command: string, limits: RunLimits, tool?: (cwd: string) => ToolCall): Promise<LimitedTurn> {
   const root = mkdtempSync(join(tmpdir(), "ts-limits-"));
   const cwd = join(root, "ws");
   mkdirSync(cwd);
   mkdirSync(join(root, "operator"));
-  const bash = { name: "Bash", input: { command, description: "x", timeout: 600000 } };
-  const server = await startScriptedServer([{ tool: bash }, { text: "done" }]);
+  const call = tool?.(cwd) ?? { name: "Bash", input: { command, description: "x", timeout: 600000 } };
+  const server = await startScriptedServer([{ tool: call }, { text: "done" }]);
   try {
     const handle = runTurn({
       cwd,
@@ -124,6 +132,26 @@ test("disk: files past the scratch limit: one outside the scratch is capped, the
   await assertEnded(turn, "limit_disk", nonce);
   // RLIMIT_FSIZE: the write outside the scratch stopped at the limit (the writer got SIGXFSZ).
   assert.equal(statSync(join(turn.cwd, "outside.bin")).size, 32 * MiB);
+});
+
+test("disk: the CLI's own Write tool past the file cap kills the CLI (SIGXFSZ): limit_disk, not a retried no_result", async () => {
+  // No config home: the scratch is a TMPDIR made for the run, and the file goes to the workspace,
+  // which only the file cap bounds.
+  const cwd = mkdtempSync(join(tmpdir(), "ts-limits-write-"));
+  const write = { name: "Write", input: { file_path: join(cwd, "big.txt"), content: "a".repeat(300_000) } };
+  const server = await startScriptedServer([{ tool: write }, { text: "done" }]);
+  try {
+    const env = hermeticEnv(server.url);
+    const handle = runTurn({ cwd, prompt: "go", skipPermissions: true, sandboxed: true, env, limits: { scratchBytes: 100_000 } });
+    const error = await handle.outcome.then(() => undefined, (err: unknown) => err);
+    assert.ok(error instanceof LimitExceededError, String(error));
+    assert.equal(error.kind, "limit_disk");
+    assert.match(error.message, /the CLI wrote a file past the limit of 100000 bytes \(SIGXFSZ\)/);
+    // The CLI writes through a temporary file: whatever it left is within the cap.
+    for (const name of readdirSync(cwd)) assert.ok(statSync(join(cwd, name)).size <= 100_000, `${name} is within the cap`);
+  } finally {
+    await server.close();
+  }
 });
 
 test("duration: a Bash tool that sleeps past the wall-time limit fails limit_duration, not retried like a timeout", async () => {
