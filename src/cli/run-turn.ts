@@ -791,7 +791,8 @@ function limitFailure(o: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields)
   const cap = o.limits?.scratchBytes;
   // The more precise cause first: the last look may also have found the scratch full of that file.
   if (end.sig === "SIGXFSZ" && cap !== undefined && (end.ending === undefined || isLimitKind(end.ending))) {
-    return new LimitExceededError("limit_disk", `the CLI wrote a file past the limit of ${sizeText(cap)} (SIGXFSZ)`, fields);
+    const detail = `the CLI wrote a file past the limit of ${sizeText(cap)} (SIGXFSZ)`;
+    return new LimitExceededError("limit_disk", detail, fields);
   }
   if (isLimitKind(end.ending)) return new LimitExceededError(end.ending, end.limitDetail ?? end.ending, fields);
   return undefined;
