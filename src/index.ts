@@ -81,6 +81,7 @@ export {
   CliNotFoundError,
   ContainmentError,
   InMemorySessionStore,
+  LimitExceededError,
   LostSessionError,
   NoAuthError,
   restoreSessionFile,

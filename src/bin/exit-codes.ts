@@ -38,6 +38,11 @@ const OUTCOME_OF_ERROR_KIND: Readonly<Record<string, Outcome>> = {
   invalid_request: "task_failed",
   output_limit: "task_failed",
   error_result: "task_failed",
+  // The turn's own processes went past a limit of the worker's (or the job's lower one): the same
+  // request goes past it again. Never retried.
+  limit_pids: "task_failed",
+  limit_memory: "task_failed",
+  limit_disk: "task_failed",
   // The request itself is wrong: fix the call, do not retry it.
   bad_payload: "usage",
   bad_options: "usage",
@@ -63,6 +68,8 @@ const OUTCOME_OF_ERROR_KIND: Readonly<Record<string, Outcome>> = {
   // The turn's own timeout or inactivity limit ended it.
   timeout: "timed_out",
   inactivity: "timed_out",
+  // The worker's maximum turn duration (or the job's lower one) ended it; not retried, unlike timeout.
+  limit_duration: "timed_out",
   aborted: "cancelled",
 };
 

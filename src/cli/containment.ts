@@ -84,16 +84,16 @@ export class LaunchError extends Error {
 // Where this process's cgroups are
 
 /** Safe to put in a shell word and in the watchdog's colon/space separated line. */
-const SAFE_PATH = /^\/[A-Za-z0-9_.@/-]*$/;
+export const SAFE_PATH = /^\/[A-Za-z0-9_.@/-]*$/;
 
-interface CgroupMount {
+export interface CgroupMount {
   root: string;
   point: string;
   fstype: string;
   superOptions: string[];
 }
 
-function readMounts(): CgroupMount[] {
+export function readMounts(): CgroupMount[] {
   const out: CgroupMount[] = [];
   let text: string;
   try {
@@ -134,15 +134,23 @@ function ownCgroupPath(controller: string | undefined): string | undefined {
 
 /** The folder of this process's own cgroup for `kind`, or why there is none. */
 function ownCgroupDir(kind: CgroupKind): { dir: string } | { reason: string } {
-  const controller = kind === "cgroup-v2" ? undefined : "freezer";
+  return ownHierarchyDir(kind === "cgroup-v2" ? undefined : "freezer");
+}
+
+/**
+ * The folder of this process's own cgroup in the v2 hierarchy (`controller` undefined) or in the v1
+ * hierarchy holding `controller`, or why there is none.
+ */
+export function ownHierarchyDir(controller: string | undefined): { dir: string } | { reason: string } {
+  const name = controller === undefined ? "cgroup v2" : `v1 ${controller}`;
   const own = ownCgroupPath(controller);
-  if (own === undefined) return { reason: `this process is in no ${kind === "cgroup-v2" ? "cgroup v2" : "v1 freezer"} hierarchy` };
+  if (own === undefined) return { reason: `this process is in no ${name} hierarchy` };
   const mount = readMounts().find(
     (m) =>
-      (kind === "cgroup-v2" ? m.fstype === "cgroup2" : m.fstype === "cgroup" && m.superOptions.includes("freezer")) &&
+      (controller === undefined ? m.fstype === "cgroup2" : m.fstype === "cgroup" && m.superOptions.includes(controller)) &&
       (m.root === "/" || own === m.root || own.startsWith(`${m.root}/`)),
   );
-  if (mount === undefined) return { reason: `no ${kind === "cgroup-v2" ? "cgroup2" : "freezer"} mount shows this process's cgroup ${own}` };
+  if (mount === undefined) return { reason: `no ${name} mount shows this process's cgroup ${own}` };
   const dir = mount.point + (mount.root === "/" ? own : own.slice(mount.root.length));
   const clean = dir.endsWith("/") ? dir.slice(0, -1) : dir;
   if (!SAFE_PATH.test(clean)) return { reason: `its path ${JSON.stringify(clean)} has characters the launcher does not quote` };
@@ -152,7 +160,7 @@ function ownCgroupDir(kind: CgroupKind): { dir: string } | { reason: string } {
 let ownHostName: string | undefined;
 
 /** `<pid namespace>-<pid>-<start time>`: names this process for as long as it lives, and only it. */
-function hostName(): string {
+export function hostName(): string {
   ownHostName ??= readHostName();
   return ownHostName;
 }
@@ -170,16 +178,22 @@ function readHostName(): string {
 // ---------------------------------------------------------------------------------------------
 // Choosing the containment (once per process)
 
-const pause = (ms: number): void => void Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+export const pause = (ms: number): void => void Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
-/** The shell line that moves the shell into `dir` and then execs the CLI ("$0" "$@"). */
-function enterAndExec(dir: string): string {
-  return `echo $$ > '${dir}/cgroup.procs' || exit ${ENTER_FAILED}; exec "$0" "$@"`;
+/**
+ * The shell line that moves the shell into each of `dirs` (the run's cgroup, then those holding its
+ * limits), caps the size of any file it writes (`ulimit -f`, in POSIX's 512-byte blocks), and then
+ * execs the CLI ("$0" "$@").
+ */
+function enterAndExec(dirs: readonly string[], fileBlocks?: number): string {
+  const enter = dirs.map((dir) => `echo $$ > '${dir}/cgroup.procs' || exit ${ENTER_FAILED}; `).join("");
+  const cap = fileBlocks === undefined ? "" : `ulimit -f ${fileBlocks} || exit ${ENTER_FAILED}; `;
+  return `${enter}${cap}exec "$0" "$@"`;
 }
 /** The launcher's exit status when it could not enter the run's cgroup. */
 const ENTER_FAILED = 125;
 
-function tryRmdir(path: string): boolean {
+export function tryRmdir(path: string): boolean {
   try {
     rmdirSync(path);
     return true;
@@ -211,7 +225,7 @@ function probeCgroup(kind: CgroupKind, hostDir: string): string | undefined {
   const probe = join(hostDir, `probe-${randomUUID()}`);
   try {
     mkdirSync(probe);
-    const r = spawnSync("/bin/sh", ["-c", enterAndExec(probe), "/bin/true"], { stdio: "ignore", timeout: 10_000 });
+    const r = spawnSync("/bin/sh", ["-c", enterAndExec([probe]), "/bin/true"], { stdio: "ignore", timeout: 10_000 });
     return r.status === 0 ? undefined : `a process cannot enter a cgroup under ${hostDir} (exit ${String(r.status)})`;
   } catch (err) {
     return `cannot make a cgroup under ${hostDir} (${(err as NodeJS.ErrnoException).code ?? "error"})`;
@@ -307,7 +321,16 @@ export function selectContainment(kinds: readonly ContainmentKind[], logger: Log
 /** The cgroups this process made for runs that have not been removed yet (the sweep leaves them). */
 const liveCgroups = new Set<string>();
 
-function readPids(dir: string): number[] {
+/** A run's cgroup the sweep must leave alone until it is dropped (limits.ts's cgroups, like RunCgroup's). */
+export function holdCgroup(path: string): void {
+  liveCgroups.add(path);
+}
+
+export function dropCgroup(path: string): void {
+  liveCgroups.delete(path);
+}
+
+export function readPids(dir: string): number[] {
   try {
     const text = readFileSync(join(dir, "cgroup.procs"), "latin1");
     return text === "" ? [] : text.trim().split("\n").map(Number);
@@ -316,7 +339,7 @@ function readPids(dir: string): number[] {
   }
 }
 
-function signalAll(pids: readonly number[], sig: NodeJS.Signals): number[] {
+export function signalAll(pids: readonly number[], sig: NodeJS.Signals): number[] {
   const sent: number[] = [];
   for (const pid of pids) {
     try {
@@ -337,7 +360,11 @@ function awaitFrozen(dir: string): void {
   }
 }
 
-/** SIGKILLs every process in the cgroup at `dir`, including any it is forking; returns the pids it listed. */
+/**
+ * SIGKILLs every process in the cgroup at `dir`, including any it is forking (with cgroup.kill or the
+ * freezer; a v1 cgroup with neither, one holding a limit, gets a SIGKILL per listed process); returns
+ * the pids it listed.
+ */
 function killCgroup(dir: string): number[] {
   const pids = readPids(dir);
   if (existsSync(join(dir, "cgroup.kill"))) {
@@ -345,6 +372,7 @@ function killCgroup(dir: string): number[] {
     return pids;
   }
   const state = join(dir, "freezer.state");
+  if (!existsSync(state)) return signalAll(pids, "SIGKILL");
   writeFileSync(state, "FROZEN");
   try {
     awaitFrozen(dir);
@@ -422,12 +450,32 @@ export interface LaunchCommand {
   launcher: string | undefined;
 }
 
+/** What a run's limits add to its launch: the cgroups holding them, and a cap on any file's size. */
+export interface LaunchLimits {
+  /** Cgroup folders the CLI enters after the run's own (none when the limits live there). */
+  enter: readonly string[];
+  /** RLIMIT_FSIZE of the run's processes, in 512-byte blocks. */
+  fileBlocks: number | undefined;
+}
+
+const NO_LIMITS: LaunchLimits = { enter: [], fileBlocks: undefined };
+
 /** How to spawn `bin args` so the CLI starts contained. The prompt is never on argv (it is on stdin). */
-export function launchCommand(c: Containment, cgroup: RunCgroup | undefined, bin: string, args: readonly string[]): LaunchCommand {
-  if (cgroup !== undefined) return { file: "/bin/sh", args: ["-c", enterAndExec(cgroup.path), bin, ...args], launcher: "sh" };
-  if (c.kind === "pid-namespace" && c.unshare !== undefined) {
-    return { file: c.unshare, args: ["--pid", "--fork", "--kill-child", "--", bin, ...args], launcher: "unshare" };
+export function launchCommand(
+  c: Containment,
+  cgroup: RunCgroup | undefined,
+  bin: string,
+  args: readonly string[],
+  limits: LaunchLimits = NO_LIMITS,
+): LaunchCommand {
+  const dirs = [...(cgroup === undefined ? [] : [cgroup.path]), ...limits.enter];
+  const unshare = cgroup === undefined && c.kind === "pid-namespace" ? c.unshare : undefined;
+  const inNamespace = (u: string): string[] => [u, "--pid", "--fork", "--kill-child", "--", bin, ...args];
+  const target = unshare === undefined ? [bin, ...args] : inNamespace(unshare);
+  if (dirs.length > 0 || limits.fileBlocks !== undefined) {
+    return { file: "/bin/sh", args: ["-c", enterAndExec(dirs, limits.fileBlocks), ...target], launcher: "sh" };
   }
+  if (unshare !== undefined) return { file: unshare, args: target.slice(1), launcher: "unshare" };
   return { file: bin, args: [...args], launcher: undefined };
 }
 
@@ -442,8 +490,9 @@ export function launchFailure(
   lines: number,
 ): ContainmentError | LaunchError | undefined {
   if (cmd.launcher === undefined || lines > 0) return undefined;
-  if (exit.exitCode === ENTER_FAILED && cmd.launcher === "sh" && cgroup !== undefined) {
-    return new ContainmentError(cgroup.path, "the launcher could not write its cgroup.procs", exit);
+  if (exit.exitCode === ENTER_FAILED && cmd.launcher === "sh") {
+    const problem = "the launcher could not enter its cgroups or set its file size limit";
+    return new ContainmentError(cgroup?.path ?? "(the run's limit cgroups)", problem, exit);
   }
   if (exit.exitCode === 126) return new LaunchError("EACCES", cmd.launcher);
   if (exit.exitCode === 127) return new LaunchError("ENOENT", cmd.launcher);
@@ -513,6 +562,9 @@ const RELEASE_DELAY_MS = 10;
 // ---------------------------------------------------------------------------------------------
 // Sweeping what dead hosts left
 
+/** The v1 hierarchies a run's limits may live in (limits.ts), swept like the killing ones. */
+export const LIMIT_HIERARCHIES = ["pids", "memory", "cpu"] as const;
+
 export interface CgroupSweepResult {
   /** Run cgroups removed (their processes killed first). */
   removed: string[];
@@ -564,10 +616,13 @@ export function sweepCgroups(options: { logger?: Logger } = {}): CgroupSweepResu
   const result: CgroupSweepResult = { removed: [], live: [], failed: [] };
   const self = hostName();
   const ownNs = self.split("-")[0]!;
-  for (const kind of ["cgroup-v2", "cgroup-v1-freezer"] as const) {
-    const own = ownCgroupDir(kind);
-    if ("reason" in own) continue;
-    const parent = join(own.dir, "turnstream");
+  // The killing hierarchies first (their runs' processes die at once), then those holding limits.
+  const parents = new Set<string>();
+  for (const controller of [undefined, "freezer", ...LIMIT_HIERARCHIES]) {
+    const own = ownHierarchyDir(controller);
+    if (!("reason" in own)) parents.add(join(own.dir, "turnstream"));
+  }
+  for (const parent of parents) {
     for (const host of listDirs(parent)) {
       const hostDir = join(parent, host);
       const mine = host === self;

@@ -1,8 +1,16 @@
 // Typed failures of one CLI run. Raw stderr is kept for diagnosis but never enumerable and never in
 // `message`: it can echo prompts, paths or secrets, and errors end up in logs and job records.
+import type { LimitErrorKind } from "./limits.ts";
 
 /** Failure kinds the CLI runner adds to the protocol's result classification. */
-export type RunnerErrorKind = "timeout" | "inactivity" | "aborted" | "killed" | "cli_not_found" | "bad_options";
+export type RunnerErrorKind =
+  | "timeout"
+  | "inactivity"
+  | "aborted"
+  | "killed"
+  | "cli_not_found"
+  | "bad_options"
+  | LimitErrorKind;
 
 export interface ClaudeCodeCliErrorFields {
   kind: string;
@@ -80,3 +88,23 @@ export class CliNotFoundError extends ClaudeCodeCliError {
 export function badOptions(field: string, problem: string): ClaudeCodeCliError {
   return new ClaudeCodeCliError(`bad runTurn option \`${field}\`: ${problem}`, { kind: "bad_options", retryable: false });
 }
+
+/** The run hit one of its limits (limits.ts): its tree was ended. Never retryable: the same turn hits it again. */
+export class LimitExceededError extends ClaudeCodeCliError {
+  override readonly name: string = "LimitExceededError";
+
+  constructor(kind: LimitErrorKind, detail: string, fields: Omit<ClaudeCodeCliErrorFields, "kind" | "retryable"> = {}) {
+    super(`the run hit its ${LIMIT_NOUN[kind]} limit: ${detail}; its process tree was ended and its scratch removed`, {
+      ...fields,
+      kind,
+      retryable: false,
+    });
+  }
+}
+
+const LIMIT_NOUN: Record<LimitErrorKind, string> = {
+  limit_pids: "process",
+  limit_memory: "memory",
+  limit_disk: "scratch disk",
+  limit_duration: "wall time",
+};

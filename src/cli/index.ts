@@ -1,7 +1,7 @@
 // Running one Claude Code CLI process. Knows nothing of Redis; imports only the protocol.
 export { runTurn, type TurnHandle, type TurnOutcome, type RunTurnExtras, type CliErrorKind } from "./run-turn.ts";
 export { RunTurnOptionsSchema, validateRunTurnOptions, type RunTurnOptions, type SkillSpec, type ConfigHomeOptions } from "./options.ts";
-export { ClaudeCodeCliError, LostSessionError, CliNotFoundError, type RunnerErrorKind } from "./errors.ts";
+export { ClaudeCodeCliError, LostSessionError, CliNotFoundError, LimitExceededError, type RunnerErrorKind } from "./errors.ts";
 export { buildArgs } from "./args.ts";
 export { baseEnv, buildEnv, cliSettingsEnv, envAuth, modelAccessEnv, type EnvOverlay } from "./env.ts";
 export { resolveClaudeBin } from "./resolve-bin.ts";

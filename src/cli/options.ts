@@ -21,6 +21,23 @@ export const ConfigHomeOptionsSchema = z.object({
   operatorConfigDir: absolute.optional(),
 });
 
+/** What one run may use (limits.ts); each unset limit is not applied. */
+export const RunLimitsSchema = z.strictObject({
+  /** Tasks (processes and threads) at once. */
+  pids: posInt.optional(),
+  /** Bytes of memory. */
+  memoryBytes: posInt.optional(),
+  /** CPUs' worth of time (0.5: half a CPU): throttled past it, never failed. */
+  cpus: z.number().positive().max(4096).optional(),
+  /** Bytes the run's scratch may hold, and any one file the run writes. */
+  scratchBytes: posInt.optional(),
+  /**
+   * Wall time of a turn, ms: past it the tree is ended and the run fails `limit_duration` (unlike
+   * `timeoutMs`, which fails `timeout`, not retried by a worker).
+   */
+  durationMs: posInt.optional(),
+});
+
 export const RunTurnOptionsSchema = z.strictObject({
   /** Absolute directory the CLI runs in (its workspace). */
   cwd: absolute,
@@ -76,6 +93,8 @@ export const RunTurnOptionsSchema = z.strictObject({
   claudeBin: nonEmpty.optional(),
   /** Ends the run (whole process tree) after this long. */
   timeoutMs: posInt.optional(),
+  /** Bounds on processes, memory, CPU, scratch and wall time (limits.ts); a run past one fails `limit_*`. */
+  limits: RunLimitsSchema.optional(),
   /** Ends the run when the CLI prints nothing on stdout for this long. */
   inactivityTimeoutMs: posInt.optional(),
   /** Wait between SIGTERM and SIGKILL of the tree (default 2000). */

@@ -15,7 +15,8 @@ import { buildArgs } from "./args.ts";
 import { Channel } from "./channel.ts";
 import { createConfigHome, type AuthSource, type ConfigHome } from "./config-home.ts";
 import { buildEnv, envAuth } from "./env.ts";
-import { badOptions, ClaudeCodeCliError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
+import { badOptions, ClaudeCodeCliError, LimitExceededError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
+import { fileBlocksOf, isLimitKind, limitSupport, LimitWatch, RunLimitGroups, sizeText, type LimitHit } from "./limits.ts";
 import { silentLogger, stringField, type Logger } from "../kernel/index.ts";
 import {
   NATIVE_SKILLS_REFUSED,
@@ -87,6 +88,8 @@ export interface TurnHandle {
   readonly containment: ContainmentKind;
   /** The run's cgroup folder, with the cgroup kinds; removed once the run's processes are gone. */
   readonly cgroup: string | undefined;
+  /** The cgroups holding the run's limits beyond its own (v1 hierarchies); removed likewise. */
+  readonly limitCgroups: readonly string[];
   /** Ends the whole tree (TERM, then KILL after killGraceMs); the outcome rejects with kind `killed`. */
   kill(): void;
 }
@@ -181,7 +184,7 @@ export function startCli(o: CheckedRunTurnOptions, sessionFile: Uint8Array | und
   // From the host's own environment, never the run's: an overlay must not pick the program.
   const bin = resolveClaudeBin({ claudeBin: o.claudeBin });
   const files = new RunFiles(logger, env);
-  const { home, authSource, spawned } = launch(o, env, bin, marker, files, sessionFile, input);
+  const { home, authSource, spawned, scratchDir } = launch(o, env, bin, marker, files, sessionFile, input);
   return {
     child: spawned.child,
     o,
@@ -191,6 +194,8 @@ export function startCli(o: CheckedRunTurnOptions, sessionFile: Uint8Array | und
     mark: spawned.mark,
     contained: spawned.contained,
     cgroup: spawned.cgroup,
+    limitGroups: spawned.limitGroups,
+    scratchDir,
     launch: spawned.launch,
     home,
     authSource,
@@ -244,6 +249,14 @@ class RunFiles {
   }
 }
 
+/** What a run has on disk before its CLI starts. */
+interface PreparedFiles {
+  home: ConfigHome | undefined;
+  authSource: AuthSource | "inherited";
+  /** What the scratch limit measures: the config home, or the TMPDIR made for the run. */
+  scratchDir: string | undefined;
+}
+
 /** The per-run config home (with the restored session file), the skills, and the CLI's argv. */
 function prepareRun(
   o: CheckedRunTurnOptions,
@@ -251,13 +264,14 @@ function prepareRun(
   files: RunFiles,
   sessionFile: Uint8Array | undefined,
   input: CliInput,
-): { home: ConfigHome | undefined; authSource: AuthSource | "inherited"; args: string[] } {
+): PreparedFiles & { args: string[] } {
   const { home, source: authSource } = auth(o, env);
   if (home !== undefined) {
     files.onCleanup(() => home.teardown());
     Object.assign(env, home.env);
     if (sessionFile !== undefined) restoreSessionFile(home.dir, o.cwd, o.resume!, sessionFile);
   }
+  const scratchDir = home?.dir ?? ownTmpdir(o, env, files);
   const skills = offerSkills(o, files);
   const args = buildArgs({ ...o, appendSystemPrompt: undefined }, skills.addDirs);
   if (input === "stream-json") args.splice(1, 0, "--input-format", "stream-json");
@@ -268,13 +282,26 @@ function prepareRun(
     writeFileSync(f, appendix, { mode: 0o600 });
     args.push("--append-system-prompt-file", f);
   }
-  return { home, authSource, args };
+  return { home, authSource, args, scratchDir };
+}
+
+/**
+ * A run with a scratch limit and no config home gets a TMPDIR of its own, the scratch the limit
+ * measures (the host's temp dir is shared with everything else on the machine).
+ */
+function ownTmpdir(o: CheckedRunTurnOptions, env: Record<string, string>, files: RunFiles): string | undefined {
+  if (o.limits?.scratchBytes === undefined) return undefined;
+  const dir = files.scratchDir();
+  env["TMPDIR"] = dir;
+  env["CLAUDE_CODE_TMPDIR"] = dir;
+  return dir;
 }
 
 interface SpawnedCli {
   child: ChildProcess;
   mark: PidMark | undefined;
   cgroup: RunCgroup | undefined;
+  limitGroups: RunLimitGroups | undefined;
   launch: LaunchCommand;
   contained: ContainmentKind;
 }
@@ -288,10 +315,10 @@ function launch(
   files: RunFiles,
   sessionFile: Uint8Array | undefined,
   input: CliInput,
-): { home: ConfigHome | undefined; authSource: AuthSource | "inherited"; spawned: SpawnedCli } {
+): PreparedFiles & { spawned: SpawnedCli } {
   try {
-    const { home, authSource, args } = prepareRun(o, env, files, sessionFile, input);
-    return { home, authSource, spawned: spawnContained(o, env, bin, args, marker, o.logger ?? silentLogger) };
+    const { args, ...prepared } = prepareRun(o, env, files, sessionFile, input);
+    return { ...prepared, spawned: spawnContained(o, env, bin, args, marker, o.logger ?? silentLogger) };
   } catch (err) {
     files.cleanup();
     throw err;
@@ -309,13 +336,18 @@ function spawnContained(
 ): SpawnedCli {
   const c = containment(logger);
   const cgroup = c.hostDir === undefined ? undefined : RunCgroup.create(c, marker);
+  let limitGroups: RunLimitGroups | undefined;
   try {
-    const launch = launchCommand(c, cgroup, bin, args);
+    const limits = o.limits;
+    limitGroups = limits === undefined ? undefined : RunLimitGroups.create(limitSupport(c, logger), cgroup, marker, limits);
+    const bounds = { enter: limitGroups?.enter ?? [], fileBlocks: fileBlocksOf(o.limits) };
+    const launch = launchCommand(c, cgroup, bin, args, bounds);
     logger.debug({ bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")), containment: c.kind }, "spawning claude");
     const mark = pidMark();
     const child = spawn(launch.file, launch.args, { cwd: o.cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
-    return { child, mark, cgroup, launch, contained: c.kind };
+    return { child, mark, cgroup, limitGroups, launch, contained: c.kind };
   } catch (err) {
+    void limitGroups?.release();
     cgroup?.remove();
     throw err;
   }
@@ -332,6 +364,10 @@ export interface SuperviseContext {
   contained: ContainmentKind;
   /** The run's cgroup, which the CLI entered before it exec'd. */
   cgroup: RunCgroup | undefined;
+  /** The cgroups holding the run's limits beyond its own cgroup, entered likewise. */
+  limitGroups: RunLimitGroups | undefined;
+  /** What the scratch limit measures: the run's config home, or the TMPDIR made for it. */
+  scratchDir: string | undefined;
   /** What was spawned: the CLI, or a launcher (sh, unshare) that execs it. */
   launch: LaunchCommand;
   home: ConfigHome | undefined;
@@ -344,13 +380,18 @@ export type TurnDeadlines = Pick<CheckedRunTurnOptions, "signal" | "timeoutMs" |
 
 /**
  * Ending the run's process tree: on a deadline (timeoutMs, inactivityTimeoutMs, the caller's abort
- * signal), on kill(), and after the CLI exits (whatever it left running). TERM first, KILL after the
- * grace period.
+ * signal, the wall-time limit), on a limit hit, on kill(), and after the CLI exits (whatever it left
+ * running). TERM first, KILL after the grace period.
  */
 export class TreeEnding {
   /** Why the tree was ended before the CLI finished, if it was. */
   reason: RunnerErrorKind | undefined;
+  /** With a limit kind as the reason: what showed the limit was hit. */
+  limitDetail: string | undefined;
   readonly #scope: RunScope;
+  readonly #groups: RunLimitGroups | undefined;
+  readonly #watch: LimitWatch | undefined;
+  #duration: NodeJS.Timeout | undefined;
   readonly #o: CheckedRunTurnOptions;
   /** The deadlines armed now (none between a warm process's turns). */
   #armed: TurnDeadlines | undefined;
@@ -370,6 +411,29 @@ export class TreeEnding {
     this.#logger = ctx.logger;
     this.#graceMs = ctx.killGraceMs;
     this.#pid = pid;
+    this.#groups = ctx.limitGroups;
+    const limits = ctx.o.limits;
+    if (limits !== undefined && pid !== undefined) {
+      const target = { limits, groups: ctx.limitGroups, members: () => scope.members(), scratchDir: ctx.scratchDir };
+      this.#watch = new LimitWatch(target, (hit) => this.#hit(hit));
+      this.#watch.start();
+    }
+  }
+
+  /**
+   * A limit the kernel or the sampling shows hit right now (not the scratch, which takes a walk); the
+   * tree is ended for it. For a warm turn's result line, which settles before the next look.
+   */
+  limitHitNow(): LimitHit | undefined {
+    const hit = this.#watch?.checkNow();
+    if (hit !== undefined) this.#hit(hit);
+    return hit;
+  }
+
+  #hit(hit: LimitHit): void {
+    if (this.reason !== undefined) return;
+    this.limitDetail = hit.detail;
+    this.end(hit.kind);
   }
 
   /** Starts the deadlines: the caller's signal, timeoutMs, inactivityTimeoutMs (the run's, or one warm turn's). */
@@ -381,7 +445,27 @@ export class TreeEnding {
       else signal.addEventListener("abort", this.#onAbort, { once: true });
     }
     if (timeoutMs !== undefined) this.#timeout = setTimeout(() => this.end("timeout"), timeoutMs);
+    const durationMs = this.#o.limits?.durationMs;
+    if (durationMs !== undefined) {
+      const hit: LimitHit = { kind: "limit_duration", detail: `the turn ran past its limit of ${durationMs} ms` };
+      this.#duration = setTimeout(() => this.#hit(hit), durationMs);
+    }
     this.activity();
+  }
+
+  /**
+   * Once the tree is gone, before its cgroups are: a limit hit since the last look (the OOM killer
+   * that ended the CLI itself, a scratch filled at the end) still fails the run.
+   */
+  async #lastLook(): Promise<void> {
+    const watch = this.#watch;
+    if (watch === undefined) return;
+    watch.stop();
+    if (this.reason !== undefined) return;
+    const hit = await watch.check().catch(() => undefined);
+    if (hit === undefined || this.reason !== undefined) return;
+    this.reason = hit.kind;
+    this.limitDetail = hit.detail;
   }
 
   /** The CLI printed something: the inactivity deadline starts over. */
@@ -396,7 +480,8 @@ export class TreeEnding {
   disarm(): void {
     clearTimeout(this.#timeout);
     clearTimeout(this.#inactivity);
-    this.#timeout = this.#inactivity = undefined;
+    clearTimeout(this.#duration);
+    this.#timeout = this.#inactivity = this.#duration = undefined;
     this.#armed?.signal?.removeEventListener("abort", this.#onAbort);
     this.#armed = undefined;
   }
@@ -424,7 +509,11 @@ export class TreeEnding {
   reap(): Promise<void> {
     this.#reaped ??= new Promise<void>((resolve) => {
       clearTimeout(this.#killTimer);
-      const done = (): void => void this.#scope.release(this.#logger).then(resolve);
+      const done = (): void => void this.#lastLook().then(async () => {
+        await this.#scope.release(this.#logger);
+        await this.#groups?.release();
+        resolve();
+      });
       if (this.#scope.members().length === 0) return done();
       if (this.reason === undefined) this.#terminate();
       const check = (): void => {
@@ -550,7 +639,13 @@ export function watchTree(child: ChildProcess, ctx: SuperviseContext): WatchedTr
   const watchdog =
     child.pid === undefined || ctx.o.watchdog === false
       ? undefined
-      : startWatchdog({ cliPid: child.pid, marker: ctx.marker, killGraceMs: ctx.killGraceMs, cgroup: ctx.cgroup?.path });
+      : startWatchdog({
+          cliPid: child.pid,
+          marker: ctx.marker,
+          killGraceMs: ctx.killGraceMs,
+          cgroup: ctx.cgroup?.path,
+          limitCgroups: ctx.limitGroups?.enter,
+        });
   return { scope, ending: new TreeEnding(scope, ctx, child.pid), watchdog, untrack };
 }
 
@@ -584,7 +679,7 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
         watchdog?.stop();
         untrack?.();
         const sessionFile = finishOutput(ctx, stdout, stderr);
-        const end: RunEnd = { code, sig, spawnError, ending: ending.reason, stdout, stderrTail: stderr.tail, started, pid: child.pid!, sessionFile };
+        const end: RunEnd = { code, sig, spawnError, ending: ending.reason, limitDetail: ending.limitDetail, stdout, stderrTail: stderr.tail, started, pid: child.pid!, sessionFile };
         try {
           resolve(settleOutcome(ctx, end));
         } catch (err) {
@@ -607,6 +702,7 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
     watchdogPid: watchdog?.pid,
     containment: ctx.contained,
     cgroup: ctx.cgroup?.path,
+    limitCgroups: ctx.limitGroups?.enter ?? [],
     kill: () => ending.end("killed"),
   };
 }
@@ -651,8 +747,10 @@ export interface RunEnd {
   code: number | null;
   sig: NodeJS.Signals | null;
   spawnError: Error | undefined;
-  /** Why the tree was ended early (timeout, inactivity, abort, kill), if it was. */
+  /** Why the tree was ended early (timeout, inactivity, abort, kill, a limit), if it was. */
   ending: RunnerErrorKind | undefined;
+  /** With a limit kind as `ending`: what showed it. */
+  limitDetail?: string | undefined;
   stdout: StdoutLines;
   stderrTail: string;
   started: number;
@@ -669,6 +767,9 @@ export function settleOutcome(ctx: SuperviseContext, end: RunEnd): TurnOutcome {
   const fields = { exitCode: end.code, signal: end.sig, stderr: end.stderrTail };
   const startError = startFailure(ctx, end, fields);
   if (startError !== undefined) throw startError;
+  // A limit outranks even a successful result: the run did what its bounds forbid.
+  const limitError = limitFailure(ctx.o, end, fields);
+  if (limitError !== undefined) throw limitError;
   const { stdout } = end;
   if (stdout.lastKind === "ok" && stdout.lastResult !== undefined) {
     return {
@@ -688,6 +789,21 @@ export function settleOutcome(ctx: SuperviseContext, end: RunEnd): TurnOutcome {
     throw new ClaudeCodeCliError(`the claude CLI ${endingText(ctx.o, end.ending)}; its process tree was ended`, { ...fields, kind: end.ending });
   }
   throw resultFailure(ctx.o, end, fields);
+}
+
+/**
+ * The limit the run hit: the one its tree was ended for, or the file size cap (RLIMIT_FSIZE) when the
+ * CLI itself died of SIGXFSZ writing past it (its Write tool runs in its own process).
+ */
+function limitFailure(o: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields): LimitExceededError | undefined {
+  const cap = o.limits?.scratchBytes;
+  // The more precise cause first: the last look may also have found the scratch full of that file.
+  if (end.sig === "SIGXFSZ" && cap !== undefined && (end.ending === undefined || isLimitKind(end.ending))) {
+    const detail = `the CLI wrote a file past the limit of ${sizeText(cap)} (SIGXFSZ)`;
+    return new LimitExceededError("limit_disk", detail, fields);
+  }
+  if (isLimitKind(end.ending)) return new LimitExceededError(end.ending, end.limitDetail ?? end.ending, fields);
+  return undefined;
 }
 
 /** How the CLI process ended, as every error of the run carries it. */

@@ -9,6 +9,7 @@ import { readFileSync, realpathSync, statSync } from "node:fs";
 import type { ChildProcess } from "node:child_process";
 import { stableJson } from "../kernel/index.ts";
 import type { ParsedLine } from "../protocol/index.ts";
+import { residentBytes } from "./limits.ts";
 import { badOptions, ClaudeCodeCliError, type RunnerErrorKind } from "./errors.ts";
 import { validateRunTurnOptions, validateTurnDeadlines, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
@@ -271,7 +272,9 @@ class WarmCli implements WarmProcess {
     const t = this.#takeTurn()!;
     const stdout = this.#stdout;
     const sessionFile = captureSession(this.#ctx, stdout.sessionId);
-    const end: RunEnd = { code: null, sig: null, spawnError: undefined, ending: undefined, stdout, stderrTail: this.#stderr.tail, started: t.started, pid: this.pid!, sessionFile };
+    // A limit hit since the last look fails the turn (and ends the process) as it would a cold run.
+    const hit = this.#tree.ending.limitHitNow();
+    const end: RunEnd = { code: null, sig: null, spawnError: undefined, ending: hit?.kind, limitDetail: hit?.detail, stdout, stderrTail: this.#stderr.tail, started: t.started, pid: this.pid!, sessionFile };
     try {
       t.resolve(settleOutcome(this.#ctx, end));
     } catch (err) {
@@ -285,7 +288,7 @@ class WarmCli implements WarmProcess {
     if (t === undefined) return;
     const ctx = { ...this.#ctx, o: { ...this.#ctx.o, timeoutMs: t.options.timeoutMs, inactivityTimeoutMs: t.options.inactivityTimeoutMs } };
     const stdout = this.#stdout;
-    const end: RunEnd = { code, sig, spawnError: this.#spawnError, ending: this.#tree.ending.reason, stdout, stderrTail: this.#stderr.tail, started: t.started, pid: this.pid ?? 0, sessionFile: undefined };
+    const end: RunEnd = { code, sig, spawnError: this.#spawnError, ending: this.#tree.ending.reason, limitDetail: this.#tree.ending.limitDetail, stdout, stderrTail: this.#stderr.tail, started: t.started, pid: this.pid ?? 0, sessionFile: undefined };
     try {
       settleOutcome(ctx, end);
       t.reject(new ClaudeCodeCliError("the warm claude process ended before the turn's result", { kind: "no_result", exitCode: code, signal: sig }));
@@ -297,7 +300,7 @@ class WarmCli implements WarmProcess {
   rssBytes(): number {
     if (this.dead !== undefined) return 0;
     let total = 0;
-    for (const pid of this.#tree.scope.members()) total += vmRss(pid);
+    for (const pid of this.#tree.scope.members()) total += residentBytes(pid);
     return total;
   }
 
@@ -308,15 +311,5 @@ class WarmCli implements WarmProcess {
       if (this.dead === undefined) this.#tree.ending.end("killed");
     }
     return this.#closed;
-  }
-}
-
-/** A process's resident set from /proc/<pid>/status, in bytes (0 when it is gone). */
-function vmRss(pid: number): number {
-  try {
-    const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"));
-    return m === null ? 0 : Number(m[1]) * 1024;
-  } catch {
-    return 0;
   }
 }

@@ -6,7 +6,8 @@
 // CLI, shared process groups/sessions, the run's marker variable) and the processes in the run's
 // cgroup, sends TERM, and KILLs what is left after the grace period; last it kills whatever is still
 // in the runs' cgroups (found there whatever they did to their session or environment) and removes
-// them. A run is `cli:start:marker:grace[:cgroup]`.
+// them. A run is `cli:start:marker:grace[:cgroup…]`: the run's own cgroup, then those holding its
+// limits (limits.ts), whose processes count as the run's too.
 //
 // Earlier versions started a watchdog per run that polled once a second. Spawning it meant forking
 // a large process on every run, and every poll cost CPU for every run; on a busy worker that was
@@ -27,7 +28,7 @@ for r in $runs; do
   [ -n "$2" ] && clis="$clis $1:$2"
   marks="$marks $3"
   [ "$4" -gt "$grace" ] 2>/dev/null && grace=$4
-  [ -n "$5" ] && cgs="$cgs $5"
+  [ "$#" -gt 4 ] && shift 4 && for c in "$@"; do cgs="$cgs $c"; done
 done
 # Prints the process groups of the CLIs (as -pgid) and every member of their trees. Pids wrap (on
 # some hosts within seconds), so a CLI counts only while its pid still has the recorded start time,
@@ -99,11 +100,23 @@ export interface WatchdogHandle {
   stop(): void;
 }
 
-/** One run as the watchdog's line lists it: `cli:start:marker:grace[:cgroup]`. */
-export function watchdogEntry(run: { cliPid: number; marker: string; killGraceMs: number; cgroup?: string | undefined }): string {
+/** One run as the watchdog's line lists it: `cli:start:marker:grace[:cgroup…]`. */
+export function watchdogEntry(run: WatchedRun): string {
   const start = processStartTime(run.cliPid) ?? "";
   const grace = Math.max(1, Math.ceil(run.killGraceMs / 100));
-  return `${run.cliPid}:${start}:${run.marker}:${grace}${run.cgroup === undefined ? "" : `:${run.cgroup}`}`;
+  const cgroups = [...(run.cgroup === undefined ? [] : [run.cgroup]), ...(run.limitCgroups ?? [])];
+  return `${run.cliPid}:${start}:${run.marker}:${grace}${cgroups.map((c) => `:${c}`).join("")}`;
+}
+
+/** What the watchdog needs of a run. */
+export interface WatchedRun {
+  cliPid: number;
+  marker: string;
+  killGraceMs: number;
+  /** The run's own cgroup. */
+  cgroup?: string | undefined;
+  /** The cgroups holding its limits beyond its own (v1 hierarchies), removed with it. */
+  limitCgroups?: readonly string[] | undefined;
 }
 
 class HostWatchdog {
@@ -162,7 +175,7 @@ class HostWatchdog {
 const watchdogs = new Map<string, HostWatchdog>();
 
 /** Watches one run with the host's watchdog (started on first use, one per shell). */
-export function startWatchdog(opts: { cliPid: number; marker: string; killGraceMs: number; cgroup?: string | undefined; shell?: string }): WatchdogHandle {
+export function startWatchdog(opts: WatchedRun & { shell?: string }): WatchdogHandle {
   const shell = opts.shell ?? "/bin/sh";
   let wd = watchdogs.get(shell);
   if (wd === undefined) watchdogs.set(shell, (wd = new HostWatchdog(shell)));

@@ -122,6 +122,10 @@ export const turnFinishedData = z.object({
 /** `turn.failed`: the turn gave up. */
 export const turnFailedData = z.object({
   attempt: nonNegInt,
+  /**
+   * Why: a kind of src/bin/exit-codes.ts's table (the classifier's, the runner's, the worker's). A run
+   * past one of its limits is `limit_pids`, `limit_memory`, `limit_disk` or `limit_duration`.
+   */
   errorKind: z.string(),
   /** A typed error's name and scrubbed message. */
   error: z.object({ name: z.string(), message: z.string() }),

@@ -93,6 +93,18 @@ const extraArgsSchema = z
 
 const toolNames = z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name")).min(1).optional();
 
+/** A job's own limits: each at most the worker's (checked by the worker, which knows its maximums). */
+const jobLimitsSchema = z.strictObject({
+  /** Tasks (processes and threads) at once. */
+  pids: z.number().int().positive().optional(),
+  /** MiB of memory. */
+  memoryMb: z.number().int().positive().optional(),
+  /** CPUs' worth of time (0.5: half a CPU); past it the run is throttled. */
+  cpus: z.number().positive().max(4096).optional(),
+  /** MiB the run's scratch may hold, and any one file it writes. */
+  scratchMb: z.number().int().positive().optional(),
+});
+
 /** The CLI options a turn may carry (a subset of the runner's, all plain data). */
 export const turnOptionsSchema = z.strictObject({
   model: z.string().min(1).max(200).optional(),
@@ -105,6 +117,11 @@ export const turnOptionsSchema = z.strictObject({
   disallowedTools: z.array(z.string().min(1)).optional(),
   timeoutMs: z.number().int().positive().optional(),
   inactivityTimeoutMs: z.number().int().positive().optional(),
+  /**
+   * Lower bounds than the worker's for this turn (processes, memory, CPU, scratch; its wall time is
+   * timeoutMs). A value above the worker's maximum fails the turn `bad_options`, naming it.
+   */
+  limits: jobLimitsSchema.optional(),
   env: envOverlaySchema.optional(),
   /**
    * Load the workspace's own settings, hooks, MCP servers and plugins. Off by default: a workspace is

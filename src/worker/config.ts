@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys } from "../decisions/index.ts";
 import { compileJobEnvPolicy } from "../queue/index.ts";
+import { runLimitsFromEnv } from "./limits.ts";
 import type { WorkerEnvConfig } from "./options.ts";
 
 const intFrom = (name: string) =>
@@ -113,6 +114,15 @@ function operatorKeysFrom(value: string | undefined): string[] | undefined {
   }
 }
 
+/** The per-run limits (TURNSTREAM_MAX_PIDS, TURNSTREAM_MAX_MEMORY_MB, …), refused by name when malformed. */
+function limitsFrom(env: Readonly<Record<string, string | undefined>>): WorkerEnvConfig["limits"] {
+  try {
+    return runLimitsFromEnv(env);
+  } catch (err) {
+    throw new WorkerConfigError((err as { variable?: string }).variable ?? "TURNSTREAM_MAX_PIDS", (err as Error).message);
+  }
+}
+
 /**
  * Reads the worker's options from the environment (REDIS_URL / REDIS_CLUSTER_NODES are read by
  * connectRedis). Unset variables stay undefined: the defaults are compileWorkerOptions'.
@@ -149,6 +159,7 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     keepRawLines: e.TURNSTREAM_KEEP_RAW_LINES === "1" || e.TURNSTREAM_KEEP_RAW_LINES === "true",
     maxOutputLines: e.TURNSTREAM_MAX_OUTPUT_LINES,
     maxOutputBytes: e.TURNSTREAM_MAX_OUTPUT_MB === undefined ? undefined : e.TURNSTREAM_MAX_OUTPUT_MB * 1024 * 1024,
+    limits: limitsFrom(env),
     warm: e.TURNSTREAM_WARM === "1" || e.TURNSTREAM_WARM === "true",
     warmIdleMs: e.TURNSTREAM_WARM_IDLE_MS,
     warmMaxProcesses: e.TURNSTREAM_WARM_MAX,

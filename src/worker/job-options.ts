@@ -7,6 +7,7 @@
 import { lstatSync, readdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import type { TurnJob } from "../queue/index.ts";
+import { jobLimitsRefusal } from "./limits.ts";
 import type { WorkerSettings } from "./options.ts";
 import { underRoots } from "./workspace.ts";
 
@@ -69,7 +70,9 @@ function skillLeavingRoots(o: TurnJob["options"], roots: readonly string[]): Opt
 }
 
 /** Why this worker will not run the job's options, or undefined when it will. */
-export function jobOptionsRefusal(job: TurnJob, settings: Pick<WorkerSettings, "workspaceRoots" | "workspaceTrust">): OptionsRefusal | undefined {
+export function jobOptionsRefusal(job: TurnJob, settings: Pick<WorkerSettings, "workspaceRoots" | "workspaceTrust" | "limits">): OptionsRefusal | undefined {
+  const limits = jobLimitsRefusal(job.options, settings.limits);
+  if (limits !== undefined) return limits;
   if (job.options.settingsFile !== undefined && settings.workspaceTrust !== "job") {
     return {
       name: "SettingsFileRefused",

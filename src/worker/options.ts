@@ -16,6 +16,7 @@ import {
   type JobEnvPolicy,
 } from "../queue/index.ts";
 import type { SecretValues, Scrubber, Telemetry } from "../telemetry/index.ts";
+import { compileRunLimits, type RunLimitSettings } from "./limits.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import { DEFAULT_SNAPSHOT_CACHE_BYTES } from "./snapshots.ts";
 import { DEFAULT_HEARTBEAT_MS } from "./registry.ts";
@@ -110,6 +111,13 @@ export interface TurnWorkerOptions {
   maxOutputLines?: number;
   /** Likewise for bytes of output. Default 256 MiB. `TURNSTREAM_MAX_OUTPUT_MB`. */
   maxOutputBytes?: number;
+  /**
+   * Each run's maximum processes, memory, CPU, scratch and turn duration (DEFAULT_RUN_LIMITS; 0 turns
+   * one off). A job may ask for less (`options.limits`, `options.timeoutMs`), never more.
+   * `TURNSTREAM_MAX_PIDS`, `TURNSTREAM_MAX_MEMORY_MB`, `TURNSTREAM_MAX_CPUS`, `TURNSTREAM_MAX_SCRATCH_MB`,
+   * `TURNSTREAM_MAX_TURN_MS`.
+   */
+  limits?: Partial<RunLimitSettings>;
   /** Spans of every attempt go through this (flushed, bounded, on close; its owner shuts it down). */
   telemetry?: Telemetry;
   /** Tracer for attempt spans; overrides `telemetry`'s (tests: a provider with an in-memory exporter). */
@@ -172,6 +180,7 @@ export type WorkerEnvConfig = Pick<
   | "keepRawLines"
   | "maxOutputLines"
   | "maxOutputBytes"
+  | "limits"
   | "warm"
   | "warmIdleMs"
   | "warmMaxProcesses"
@@ -218,6 +227,8 @@ export interface WorkerSettings {
   maxOutputLines: number;
   /** Likewise for bytes of output. */
   maxOutputBytes: number;
+  /** Each run's maximums (processes, memory, CPU, scratch, turn duration); a job may only lower them. */
+  limits: RunLimitSettings;
   keepRawLines: boolean;
   /** 0: no snapshot cache. */
   snapshotCacheBytes: number;
@@ -314,6 +325,7 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     orphanMs: d.orphanMs,
     maxOutputLines: positiveLimit("maxOutputLines", options.maxOutputLines, d.maxOutputLines),
     maxOutputBytes: positiveLimit("maxOutputBytes", options.maxOutputBytes, d.maxOutputBytes),
+    limits: compileRunLimits(options.limits),
     keepRawLines: options.keepRawLines ?? d.keepRawLines,
     snapshotCacheBytes: options.snapshotCacheBytes ?? d.snapshotCacheBytes,
     heartbeatMs: positiveLimit("heartbeatMs", options.heartbeatMs, d.heartbeatMs),

@@ -14,7 +14,11 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 5, baseMs: 2000, maxMs: 60_000, maxWaitMs: 15 * 60_000 };
 
-/** Kinds worth another attempt; everything else (auth, invalid_request, bad payloads…) fails at once. */
+/**
+ * Kinds worth another attempt; everything else (auth, invalid_request, bad payloads…) fails at once.
+ * A run limit hit (`limit_pids`, `limit_memory`, `limit_disk`, `limit_duration`) is not here: the same
+ * turn hits the same bound again, and retrying would spend the bound's resources once per attempt.
+ */
 export const RETRYABLE_KINDS: ReadonlySet<string> = new Set([
   "rate_limit",
   "overloaded",

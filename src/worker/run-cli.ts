@@ -8,6 +8,7 @@ import type { TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
 import type { WorkerSettings } from "./options.ts";
+import { runLimitsFor } from "./limits.ts";
 import { errFields } from "./outcome.ts";
 import { runOverlay } from "./run-env.ts";
 import type { PreparedRun } from "./prepare.ts";
@@ -80,6 +81,7 @@ export function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptCont
     disallowedTools: o.disallowedTools,
     timeoutMs: o.timeoutMs,
     inactivityTimeoutMs: o.inactivityTimeoutMs,
+    limits: runLimitsFor(o, settings.limits),
     trustWorkspace: o.trustWorkspace,
     skills: o.skills,
     skillsMode: o.skillsMode,

@@ -20,10 +20,11 @@ test("each class of error kind exits with its code", () => {
   const expect: Record<string, number> = {
     ok: 0,
     max_turns: 1, max_budget: 1, invalid_request: 1, output_limit: 1, error_result: 1,
+    limit_pids: 1, limit_memory: 1, limit_disk: 1,
     bad_payload: 2, bad_options: 2, workspace_not_allowed: 2,
     rate_limit: 3, overloaded: 3, server_error: 3, api_error: 3, lost_session: 3, no_result: 3, cli_error: 3,
     too_many_attempts: 3, abandoned: 3, log_lost: 3, auth: 3,
-    timeout: 4, inactivity: 4,
+    timeout: 4, inactivity: 4, limit_duration: 4,
   };
   for (const [kind, code] of Object.entries(expect)) assert.equal(exitCodeOf(outcomeOfErrorKind(kind)), code, kind);
   assert.equal(outcomeOfErrorKind("a_kind_from_a_newer_worker"), "infrastructure", "an unknown kind is retried, not blamed on the task");

@@ -2,6 +2,7 @@
 // containment} as JSON once the Bash background sleepers exist, then waits to be killed (or exits as
 // told by HOST_MODE). HOST_CONTAINMENT picks the containment kind instead of the best one.
 import { runTurn, selectContainment, startWatchdog, type ContainmentKind } from "../../src/cli/index.ts";
+import type { RunLimits } from "../../src/cli/limits.ts";
 import { hermeticEnv } from "./_support.ts";
 
 const url = process.env["MODEL_URL"]!;
@@ -16,6 +17,7 @@ const h = runTurn({
   env: hermeticEnv(url),
   killGraceMs: 500,
   watchdog: mode === "wait",
+  limits: process.env["HOST_LIMITS"] === undefined ? undefined : (JSON.parse(process.env["HOST_LIMITS"]) as RunLimits),
 });
 let watchdog = h.watchdogPid;
 if (mode === "dash") {
@@ -24,7 +26,8 @@ if (mode === "dash") {
 h.outcome.catch(() => {});
 for await (const l of h.lines) {
   if (l.type === "user" && l.raw.includes("started")) {
-    process.stdout.write(JSON.stringify({ cli: h.pid, marker: h.treeMarker, watchdog, cgroup: h.cgroup, containment: h.containment }) + "\n");
+    const info = { cli: h.pid, marker: h.treeMarker, watchdog, cgroup: h.cgroup, limitCgroups: h.limitCgroups, containment: h.containment };
+    process.stdout.write(JSON.stringify(info) + "\n");
     if (mode === "exit") process.exit(0);
     if (mode === "throw") setImmediate(() => {
       throw new Error("host crashed");

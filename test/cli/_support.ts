@@ -151,6 +151,7 @@ export interface HostInfo {
   marker: string;
   watchdog?: number;
   cgroup?: string;
+  limitCgroups?: string[];
   containment?: string;
 }
 

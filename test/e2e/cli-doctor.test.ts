@@ -29,7 +29,10 @@ test("doctor: all checks pass with a working probe; one line per check", async (
   const cwd = join(mkdtempSync(join(tmpdir(), "ts-doc-")), "new", "dir");
   const r = await doctor([{ text: "hello" }], ["--cwd", cwd]);
   const lines = r.out.trim().split("\n");
-  assert.deepEqual(lines.map((l) => l.split(/\s+/).slice(0, 2).join(" ")), ["pass cli", "pass cwd", "pass auth", "pass contain", "pass probe"]);
+  assert.deepEqual(lines.slice(0, 5).map((l) => l.split(/\s+/).slice(0, 2).join(" ")), ["pass cli", "pass cwd", "pass auth", "pass contain", "pass probe"]);
+  // Then a line per run limit: the worker's value and how this host enforces it (root here: v1 cgroups).
+  assert.deepEqual(lines.slice(5).map((l) => /^(\w+)\s+limit\s+(\w+):/.exec(l)?.slice(1, 3).join(" ")), ["pass pids", "pass memory", "pass cpu", "pass disk", "pass duration"]);
+  assert.match(lines[5]!, /pids: 512 tasks \(TURNSTREAM_MAX_PIDS\); cgroup v[12] pids, a cgroup per run under .*pids\.max/);
   assert.match(lines[0]!, /2\.1\.\d+/);
   assert.match(lines[2]!, /api key/);
   // This host lets root make cgroups: each run gets one, and the line says what that means.
@@ -52,6 +55,16 @@ test("doctor: a failing probe is a fail line and a non-zero exit; a relative cwd
   assert.match(rel.out, /^fail\s+cwd\s+relative\/dir is not an absolute path/m);
   assert.notEqual(rel.code, 0);
   assert.equal(rel.requests, 0);
+});
+
+test("doctor: a worker limit from the environment is shown with its enforcement; a malformed one fails by name", async () => {
+  const cwd = mkdtempSync(join(tmpdir(), "ts-doc-"));
+  const r = await doctor([{ text: "hello" }], ["--cwd", cwd], { TURNSTREAM_MAX_CPUS: "0.5", TURNSTREAM_MAX_MEMORY_MB: "0" });
+  assert.match(r.out, /^pass\s+limit\s+cpu: 0\.5 CPUs \(TURNSTREAM_MAX_CPUS\); cgroup v[12] cpu.*throttled/m);
+  assert.match(r.out, /^pass\s+limit\s+memory: no limit \(TURNSTREAM_MAX_MEMORY_MB unset or 0\)/m);
+  const bad = await doctor([{ text: "hello" }], ["--cwd", cwd], { TURNSTREAM_MAX_PIDS: "lots" });
+  assert.match(bad.out, /^fail\s+limit\s+TURNSTREAM_MAX_PIDS must be a whole number/m);
+  assert.equal(bad.code, 3);
 });
 
 test("doctor: no auth anywhere names `claude auth login`", async () => {

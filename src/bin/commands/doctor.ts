@@ -3,8 +3,9 @@ import { resolve } from "node:path";
 import { runChecks, type CheckResult } from "../../cli/probe.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
+import { limitChecks } from "./_limits.ts";
 
-export const summary = "check the claude CLI, the cwd, auth, process containment, and a live stream-json probe turn";
+export const summary = "check the claude CLI, the cwd, auth, process containment, a live stream-json probe turn, and each run limit";
 
 const USAGE = `usage: turnstream doctor [--cwd DIR] [--claude-bin PATH] [--timeout-ms N] [--json]
 
@@ -13,7 +14,9 @@ available (API key or auth token in the environment, or a subscription credentia
 processes are contained (cgroup-v2, cgroup-v1-freezer, pid-namespace, or proc-walk, which warns:
 a process that leaves the run's session and drops TURNSTREAM_TREE can outlive its turn; run doctor
 as the user the worker runs as); a live probe turn ("Respond with hello.") through stream-json
-finishes within the limit (default 45 s).
+finishes within the limit (default 45 s); then one \`limit\` line per run limit (pids, memory, cpu,
+disk, duration): the value a worker with this environment applies (TURNSTREAM_MAX_PIDS, …) and how this host
+enforces it (a cgroup, turnstream watching the run, or not at all: a warning).
 --json prints one JSON object ({ ok, checks: [{ name, status, detail }] }) instead of the lines.
 Exits 3 when a check fails: this machine is not ready to run turns (infrastructure, not the task).
 `;
@@ -40,6 +43,10 @@ export async function run(argv: string[]): Promise<number> {
   const cwd = values.cwd ?? resolve(process.cwd());
   const printLine = (r: CheckResult): void => void process.stdout.write(`${r.status.padEnd(4)}  ${r.name.padEnd(7)}  ${r.detail}\n`);
   const results = await runChecks({ cwd, claudeBin: values["claude-bin"], probeTimeoutMs: timeout }, values.json ? () => {} : printLine);
+  for (const r of limitChecks(process.env)) {
+    results.push(r);
+    if (!values.json) printLine(r);
+  }
   const ok = !results.some((r) => r.status === "fail");
   if (values.json) process.stdout.write(`${JSON.stringify({ ok, checks: results })}\n`);
   return ok ? EXIT.finished : EXIT.infrastructure;

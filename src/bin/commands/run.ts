@@ -25,7 +25,7 @@ import { defaultScrub } from "./_scrub.ts";
 export const summary = "enqueue a turn (--wait: follow it live and exit with its outcome)";
 
 const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--wait] [--json] [--supervised] [--model M] [--max-turns N]
-                      [--allowed-tools A,B] [--idempotency-key K] [--var key=value …]
+                      [--allowed-tools A,B] [--idempotency-key K] [--var key=value …] [--limit name=N …]
                       [--timeout D] [--turn-timeout D] [--start-timeout D] [--prefix P] [--queue-prefix Q] [--queue NAME]
                       [--] PROMPT | --prompt-file FILE | (prompt on stdin)
   --wait             follow the turn live and exit with its outcome: 0 finished, 1 the agent failed the task,
@@ -34,6 +34,8 @@ const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--
   --timeout D        stop waiting after D (exit 4; the turn goes on); D is 30s, 10m, 1h or milliseconds
   --timeout-ms MS    the same as --timeout, kept for existing scripts
   --turn-timeout D   the worker ends the turn itself after D (its timeoutMs)
+  --limit name=N     a lower bound than the worker's for this turn: pids, memoryMb, cpus or scratchMb
+                     (repeat it; more than the worker's maximum fails the turn, naming it)
   --start-timeout D  exit 3 (and cancel the turn) when no worker has taken it within D
   --check-cwd        refuse (exit 2) a cwd that is not a directory here, for a host that shares the workers'
                      files; workers refuse such a turn anyway (failed, bad_cwd, exit 2)
@@ -54,6 +56,7 @@ const options = {
   "allowed-tools": { type: "string" },
   "idempotency-key": { type: "string" },
   var: { type: "string", multiple: true },
+  limit: { type: "string", multiple: true },
   timeout: { type: "string" },
   "timeout-ms": { type: "string" },
   "turn-timeout": { type: "string" },
@@ -119,6 +122,23 @@ function maxTurnsOf(text: string | undefined): number | undefined {
   return n;
 }
 
+const LIMIT_NAMES = ["pids", "memoryMb", "cpus", "scratchMb"] as const;
+
+/** `--limit name=N …` as the job's `options.limits` (the schema checks the numbers). */
+function limitsOf(flags: readonly string[]): Partial<Record<(typeof LIMIT_NAMES)[number], number>> | undefined {
+  if (flags.length === 0) return undefined;
+  const limits: Partial<Record<(typeof LIMIT_NAMES)[number], number>> = {};
+  for (const flag of flags) {
+    const [name, value] = flag.split("=", 2);
+    const known = LIMIT_NAMES.find((n) => n === name);
+    if (known === undefined || value === undefined || value === "" || !Number.isFinite(Number(value))) {
+      throw new RunUsageError(`--limit takes name=N with name one of ${LIMIT_NAMES.join(", ")}, got '${flag}'`);
+    }
+    limits[known] = Number(value);
+  }
+  return limits;
+}
+
 function enqueueInput(v: RunValues, prompt: string, timeouts: Timeouts): EnqueueInput {
   return {
     prompt,
@@ -132,6 +152,7 @@ function enqueueInput(v: RunValues, prompt: string, timeouts: Timeouts): Enqueue
       maxTurns: maxTurnsOf(v["max-turns"]),
       allowedTools: v["allowed-tools"]?.split(",").filter(Boolean),
       timeoutMs: timeouts.turnMs,
+      limits: limitsOf(v.limit ?? []),
     },
   };
 }
