@@ -30,6 +30,7 @@ import {
 } from "./containment.ts";
 import { pidMark, ProcessTree, TREE_MARKER_VAR, trackTree, type PidMark } from "./process-tree.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
+import { runSettingsFile } from "./sandbox.ts";
 import { captureSessionFile, restoreSessionFile } from "./session-file.ts";
 import { injectSkillsForRun } from "./skill-injection.ts";
 import { placeSkills, prepareSkillAddDir, type ListedSkill } from "./skills.ts";
@@ -251,7 +252,8 @@ function prepareRun(
     if (sessionFile !== undefined) restoreSessionFile(home.dir, o.cwd, o.resume!, sessionFile);
   }
   const skills = offerSkills(o, home, files);
-  const args = buildArgs({ ...o, appendSystemPrompt: undefined }, skills.addDirs);
+  const settingsFile = runSettingsFile({ ...o, addDirs: [...(o.addDirs ?? []), ...skills.addDirs] }, env, files);
+  const args = buildArgs({ ...o, settingsFile, appendSystemPrompt: undefined }, skills.addDirs);
   if (input === "stream-json") args.splice(1, 0, "--input-format", "stream-json");
   const appendix = systemPromptAppendix(o, skills.listed);
   if (appendix !== undefined) {

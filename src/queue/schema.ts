@@ -77,6 +77,12 @@ const extraArgsSchema = z
 const toolNames = z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name")).min(1).optional();
 
 /** The CLI options a turn may carry (a subset of the runner's, all plain data). */
+/** A host name a tool may reach, or `*.` and a domain for its subdomains. */
+const domainName = z
+  .string()
+  .max(253)
+  .regex(/^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*$/, "must be a host name like example.com or *.example.com");
+
 export const turnOptionsSchema = z.strictObject({
   model: z.string().min(1).max(200).optional(),
   permissionMode: z.enum(["acceptEdits", "auto", "bypassPermissions", "default", "manual", "dontAsk", "plan"]).optional(),
@@ -120,6 +126,11 @@ export const turnOptionsSchema = z.strictObject({
    * whose TURNSTREAM_WORKSPACE_TRUST is `job`, and only from under the worker's workspace roots.
    */
   settingsFile: absolutePath.optional(),
+  /**
+   * Narrows the worker's tool sandbox for this turn (untrusted workspaces only): the hosts a tool may
+   * reach, each one the worker's TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS covers; the worker refuses any other.
+   */
+  sandbox: z.strictObject({ allowDomains: z.array(domainName).max(100) }).optional(),
   /** More CLI flags, from a short allow-list of flags that grant nothing (see extra-args.ts). */
   extraArgs: extraArgsSchema.optional(),
   /**
@@ -139,6 +150,10 @@ export const turnOptionsSchema = z.strictObject({
   .refine((o) => !(o.supervised === true && o.settingsFile !== undefined), {
     path: ["settingsFile"],
     message: "a supervised turn runs with the decision hook's settings; drop settingsFile or supervised",
+  })
+  .refine((o) => !(o.sandbox !== undefined && o.trustWorkspace === true), {
+    path: ["sandbox"],
+    message: "a turn that trusts its workspace runs without the tool sandbox, so it cannot narrow it; drop sandbox or trustWorkspace",
   })
   .refine((o) => !(o.supervised === true && o.trustWorkspace === true), {
     path: ["trustWorkspace"],

@@ -12,6 +12,7 @@ import type { SecretValues, Scrubber, Telemetry } from "../telemetry/index.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import { DEFAULT_SNAPSHOT_CACHE_BYTES } from "./snapshots.ts";
 import { DEFAULT_HEARTBEAT_MS } from "./registry.ts";
+import { compileToolSandbox, type ToolSandboxOptions, type ToolSandboxSettings } from "./tool-sandbox.ts";
 
 /** Whether a job may ask for its workspace's settings, hooks and MCP servers to load. */
 export type WorkspaceTrust = "never" | "job";
@@ -58,6 +59,11 @@ export interface TurnWorkerOptions {
   allowEnv?: readonly string[];
   /** `job`: a job's `trustWorkspace: true` is honoured. Default `never`: no workspace settings, hooks or MCP servers load. */
   workspaceTrust?: WorkspaceTrust;
+  /**
+   * The tool sandbox of untrusted turns (see tool-sandbox.ts): `mode` on by default, the hosts tools
+   * may reach (none by default), more paths they may not read.
+   */
+  toolSandbox?: ToolSandboxOptions;
   /** A vetted MCP config file: the only MCP servers a run with an untrusted workspace starts. */
   mcpConfigFile?: string;
   /**
@@ -152,6 +158,7 @@ export type WorkerEnvConfig = Pick<
   | "snapshotCacheBytes"
   | "allowEnv"
   | "workspaceTrust"
+  | "toolSandbox"
   | "mcpConfigFile"
   | "operatorKeys"
   | "keepRawLines"
@@ -191,6 +198,7 @@ export interface WorkerSettings {
   /** Env names a job may set although refused by default (see ALLOWABLE_ENV_NAMES). */
   allowEnv: ReadonlySet<string>;
   workspaceTrust: WorkspaceTrust;
+  toolSandbox: ToolSandboxSettings;
   mcpConfigFile: string | undefined;
   operatorKeys: readonly string[] | undefined;
   retry: RetryPolicy;
@@ -289,6 +297,7 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     secretEnv: options.secretEnv ?? process.env,
     allowEnv: checkAllowEnv(options.allowEnv ?? []),
     workspaceTrust: options.workspaceTrust ?? d.workspaceTrust,
+    toolSandbox: compileToolSandbox(options.toolSandbox, options.instanceRoot, options.runEnv?.["PATH"] ?? process.env["PATH"]),
     mcpConfigFile: options.mcpConfigFile,
     operatorKeys: options.operatorKeys,
     retry: { ...DEFAULT_RETRY, ...options.retry },

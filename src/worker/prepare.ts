@@ -3,12 +3,14 @@
 // session to resume (the latest snapshot's) or the transcript to replay, attempt.started, and for a
 // supervised turn its hook wiring. A check that fails ends the attempt with turn.failed.
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
+import type { ToolSandbox } from "../cli/index.ts";
 import type { AttemptStartedData } from "../events/index.ts";
 import type { EventLog } from "../log/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
 import { jobOptionsRefusal } from "./job-options.ts";
+import { toolSandboxFor } from "./tool-sandbox.ts";
 import { lastCliSessionId, rebuildTranscript } from "./log-scan.ts";
 import { resolveEnv, runScrubbers, type RunEnv } from "./run-env.ts";
 import { runTurnOptions } from "./run-cli.ts";
@@ -37,6 +39,8 @@ export interface PreparedRun {
   /** Turns whose transcript a replay carries. */
   replayedTurns: number;
   supervised: SupervisedRun | undefined;
+  /** The tool sandbox of a turn whose workspace is not trusted (undefined: unsandboxed). */
+  toolSandbox: ToolSandbox | undefined;
 }
 
 export type Preparation = { run: PreparedRun } | { end: AttemptEnd };
@@ -62,7 +66,9 @@ export async function prepareAttempt(
   const snapshot = await snapshotRead;
   const resume = replay === undefined ? (snapshot?.cliSessionId ?? (await lastCliSessionId(deps.log, job.session))) : undefined;
   const { prompt, replayedTurns } = replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(deps.log, job);
-  const provisional = { env: runEnv.env, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: undefined };
+  const sandboxing = toolSandboxFor(job, deps.settings.toolSandbox);
+  const toolSandbox = "sandbox" in sandboxing ? sandboxing.sandbox : undefined;
+  const provisional = { env: runEnv.env, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: undefined, toolSandbox };
   ctl.warm = warmUse(deps, job, ctl, events, provisional);
   await writeAttemptStarted(deps, job, events, resume, snapshot, ctl.warm);
   if (ctl.reason !== undefined) return { end: await events.stopped() };
@@ -70,11 +76,12 @@ export async function prepareAttempt(
     const why = "the turn asks to trust its workspace, which this worker does not allow; set TURNSTREAM_WORKSPACE_TRUST=job on the worker, or drop trustWorkspace";
     return { end: await events.fail("bad_options", "WorkspaceTrustRefused", why) };
   }
+  if ("refused" in sandboxing) return { end: await events.fail(sandboxing.refused.errorKind, sandboxing.refused.name, sandboxing.refused.message) };
   const optionsRefused = jobOptionsRefusal(job, deps.settings);
   if (optionsRefused !== undefined) return { end: await events.fail("bad_options", optionsRefused.name, optionsRefused.message) };
   const supervision = job.options.supervised === true ? await supervise(deps, job, events) : undefined;
   if (supervision !== undefined && "failed" in supervision) return { end: await events.fail("bad_options", "SupervisedUnavailable", supervision.failed) };
-  return { run: { env: runEnv.env, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: supervision?.run } };
+  return { run: { ...provisional, supervised: supervision?.run } };
 }
 
 /** Why the turn cannot run on this worker at all, before anything is resolved. */

@@ -84,6 +84,8 @@ export function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptCont
     skillsMode: o.skillsMode,
     addDirs: o.addDirs,
     settingsFile: o.settingsFile,
+    // Composed with the supervised hook's settings (or the job's) into the run's one settings file.
+    toolSandbox: run.toolSandbox,
     extraArgs: supervised === undefined ? o.extraArgs : supervised.argsFilter(o.extraArgs),
     mcpConfigFile: settings.mcpConfigFile,
     // After the job's own, so nothing above can loosen it: the hook's settings, default mode, no skipping.
