@@ -150,3 +150,18 @@ export function runSettingsFile(input: RunSettingsInput, env: Record<string, str
   writeFileSync(file, JSON.stringify(composed, null, 2), { mode: 0o600, flag: "wx" });
   return file;
 }
+
+/**
+ * doctor's line: can this host sandbox the tools of untrusted turns? A failure unless the operator
+ * switched the sandbox off (TURNSTREAM_TOOL_SANDBOX=off), then a warning.
+ */
+export function sandboxCheck(env: Record<string, string | undefined>): { status: "pass" | "warn" | "fail"; detail: string } {
+  const probe = probeToolSandbox(env["PATH"]);
+  const off = env["TURNSTREAM_TOOL_SANDBOX"] === "off";
+  if (probe.ok) {
+    const note = off ? "; but TURNSTREAM_TOOL_SANDBOX=off: untrusted turns run their tools unconfined" : "; untrusted turns run their tools in it";
+    return { status: off ? "warn" : "pass", detail: `${probe.detail}${note}` };
+  }
+  if (off) return { status: "warn", detail: `${probe.detail}; TURNSTREAM_TOOL_SANDBOX=off: untrusted turns run their tools unconfined` };
+  return { status: "fail", detail: `${probe.detail}; a worker refuses untrusted turns until then (or set TURNSTREAM_TOOL_SANDBOX=off)` };
+}

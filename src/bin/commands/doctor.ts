@@ -4,7 +4,7 @@ import { runChecks, type CheckResult } from "../../cli/probe.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 
-export const summary = "check the claude CLI, the cwd, auth, process containment, and a live stream-json probe turn";
+export const summary = "check the claude CLI, the cwd, auth, process containment, the tool sandbox, and a live stream-json probe turn";
 
 const USAGE = `usage: turnstream doctor [--cwd DIR] [--claude-bin PATH] [--timeout-ms N] [--json]
 
@@ -12,8 +12,9 @@ Checks: the claude CLI is found and runs (version); the cwd is absolute and crea
 available (API key or auth token in the environment, or a subscription credential); how a run's
 processes are contained (cgroup-v2, cgroup-v1-freezer, pid-namespace, or proc-walk, which warns:
 a process that leaves the run's session and drops TURNSTREAM_TREE can outlive its turn; run doctor
-as the user the worker runs as); a live probe turn ("Respond with hello.") through stream-json
-finishes within the limit (default 45 s).
+as the user the worker runs as); the tool sandbox works (bwrap and socat on PATH, and a bwrap run with
+no network starts; untrusted turns need it unless TURNSTREAM_TOOL_SANDBOX=off); a live probe turn
+("Respond with hello.") through stream-json finishes within the limit (default 45 s).
 --json prints one JSON object ({ ok, checks: [{ name, status, detail }] }) instead of the lines.
 Exits 3 when a check fails: this machine is not ready to run turns (infrastructure, not the task).
 `;
