@@ -1,0 +1,69 @@
+// runTurn's toolSandbox with the real CLI: the caller's settings (here a PreToolUse hook) and the
+// sandbox block become one --settings file; the hook runs outside the sandbox (as the supervised
+// forwarder must, to reach its loopback hub) while the Bash command it lets through is confined.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runTurn } from "../../src/cli/index.ts";
+import { SOCKET_DIR_MAX } from "../../src/cli/sandbox.ts";
+import { startModelServer } from "../../src/testing/index.ts";
+import { hermeticEnv } from "./_support.ts";
+
+test("toolSandbox: the caller's hook and the sandbox share one settings file; the hook runs unconfined, the tool does not", async () => {
+  const root = mkdtempSync(join(tmpdir(), "ts-sbx-cli-"));
+  const cwd = join(root, "ws");
+  mkdirSync(cwd);
+  const hookMark = join(root, "hook-ran-outside");
+  const toolMark = join(root, "tool-wrote-outside");
+  const settingsFile = join(root, "caller-settings.json");
+  const hook = { matcher: "Bash", hooks: [{ type: "command", command: `touch ${hookMark}` }] };
+  writeFileSync(settingsFile, JSON.stringify({ hooks: { PreToolUse: [hook] } }));
+  const server = await startModelServer({
+    script: {
+      responses: [
+        { content: [{ type: "tool_use", name: "Bash", input: { command: `echo x > ${toolMark}; echo TMP=$TMPDIR`, description: "probe" } }] },
+        { content: [{ type: "text", text: "done" }] },
+      ],
+    },
+  });
+  try {
+    const turn = runTurn({
+      cwd,
+      prompt: "probe",
+      env: hermeticEnv(server.url, root),
+      settingsFile,
+      allowedTools: ["Bash"],
+      toolSandbox: { allowDomains: [], denyRead: [] },
+      // A deep instance root: the run's own TMPDIR is too long for the CLI's sockets and is moved.
+      configHome: { instanceId: "a".repeat(40), instanceRoot: join(root, "b".repeat(40)) },
+    });
+    let results = "";
+    for await (const line of turn.lines) if (line.raw.includes('"tool_result"')) results += line.raw;
+    await turn.outcome;
+    assert.ok(existsSync(hookMark), "the caller's PreToolUse hook ran, outside the sandbox");
+    assert.equal(existsSync(toolMark), false, "the Bash command could not write outside its workspace");
+    assert.match(results, /Read-only file system/);
+    const tmp = /TMP=([^\\"]+)/.exec(results)?.[1] ?? "";
+    assert.ok(tmp.length > 0 && tmp.length <= SOCKET_DIR_MAX + "/claude-0".length, `the sandbox started with a short TMPDIR (${tmp})`);
+    assert.deepEqual(JSON.parse(readFileSync(settingsFile, "utf8")), { hooks: { PreToolUse: [hook] } }, "the caller's file is left as it was");
+  } finally {
+    await server.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("toolSandbox refuses a caller settings file that sets sandbox, and a trusted workspace", () => {
+  const root = mkdtempSync(join(tmpdir(), "ts-sbx-cli-"));
+  try {
+    const settingsFile = join(root, "s.json");
+    writeFileSync(settingsFile, JSON.stringify({ sandbox: { enabled: false } }));
+    const sandbox = { allowDomains: [], denyRead: [] };
+    assert.throws(() => runTurn({ cwd: root, prompt: "x", settingsFile, toolSandbox: sandbox }), /settingsFile.*sets "sandbox"/);
+    assert.throws(() => runTurn({ cwd: root, prompt: "x", trustWorkspace: true, toolSandbox: sandbox }), /toolSandbox.*trusted workspace/);
+    assert.throws(() => runTurn({ cwd: root, prompt: "x", toolSandbox: { allowDomains: ["http://x/"], denyRead: [] } }), /allowDomains/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
