@@ -20,10 +20,12 @@ test("toolSandbox: the caller's hook and the sandbox share one settings file; th
   const settingsFile = join(root, "caller-settings.json");
   const hook = { matcher: "Bash", hooks: [{ type: "command", command: `touch ${hookMark}` }] };
   writeFileSync(settingsFile, JSON.stringify({ hooks: { PreToolUse: [hook] } }));
+  writeFileSync(join(root, "secret.txt"), "PARENT-SECRET-3390");
+  writeFileSync(join(cwd, "notes.txt"), "WORKSPACE-NOTES-1177");
   const server = await startModelServer({
     script: {
       responses: [
-        { content: [{ type: "tool_use", name: "Bash", input: { command: `echo x > ${toolMark}; echo TMP=$TMPDIR`, description: "probe" } }] },
+        { content: [{ type: "tool_use", name: "Bash", input: { command: `echo x > ${toolMark}; echo TMP=$TMPDIR; cat ${join(root, "secret.txt")}; cat notes.txt`, description: "probe" } }] },
         { content: [{ type: "text", text: "done" }] },
       ],
     },
@@ -35,7 +37,8 @@ test("toolSandbox: the caller's hook and the sandbox share one settings file; th
       env: hermeticEnv(server.url, root),
       settingsFile,
       allowedTools: ["Bash"],
-      toolSandbox: { allowDomains: [], denyRead: [] },
+      // The workspace lies under a denied folder (a worker's HOME, say): it stays readable, the rest not.
+      toolSandbox: { allowDomains: [], denyRead: [root] },
       // A deep instance root: the run's own TMPDIR is too long for the CLI's sockets and is moved.
       configHome: { instanceId: "a".repeat(40), instanceRoot: join(root, "b".repeat(40)) },
     });
@@ -44,7 +47,7 @@ test("toolSandbox: the caller's hook and the sandbox share one settings file; th
     await turn.outcome;
     assert.ok(existsSync(hookMark), "the caller's PreToolUse hook ran, outside the sandbox");
     assert.equal(existsSync(toolMark), false, "the Bash command could not write outside its workspace");
-    assert.match(results, /Read-only file system/);
+    assert.ok(results.includes("WORKSPACE-NOTES-1177") && !results.includes("PARENT-SECRET-3390"), "the workspace reads, its denied parent does not");
     const tmp = /TMP=([^\\"]+)/.exec(results)?.[1] ?? "";
     assert.ok(tmp.length > 0 && tmp.length <= SOCKET_DIR_MAX + "/claude-0".length, `the sandbox started with a short TMPDIR (${tmp})`);
     assert.deepEqual(JSON.parse(readFileSync(settingsFile, "utf8")), { hooks: { PreToolUse: [hook] } }, "the caller's file is left as it was");
