@@ -91,6 +91,9 @@ function callerSettings(file: string | undefined): Record<string, unknown> {
   return settings;
 }
 
+/** The CLI's own credentials in its environment, which sandboxed commands do not see. */
+export const CLI_CREDENTIAL_VARS = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"] as const;
+
 /** The `sandbox` block of a run's settings. */
 export function sandboxBlock(sandbox: ToolSandbox, readable: readonly string[], writable: readonly string[]): Record<string, unknown> {
   return {
@@ -102,6 +105,8 @@ export function sandboxBlock(sandbox: ToolSandbox, readable: readonly string[], 
     excludedCommands: [],
     network: { allowedDomains: [...sandbox.allowDomains] },
     filesystem: { allowWrite: [...writable], denyRead: [...sandbox.denyRead], allowRead: [...readable] },
+    // The CLI needs its credentials; the commands it runs do not, and could print them.
+    credentials: { envVars: CLI_CREDENTIAL_VARS.map((name) => ({ name, mode: "deny" })) },
   };
 }
 

@@ -1,6 +1,6 @@
 // The tool sandbox, played as an attacker with the real CLI and bubblewrap: a turn whose workspace is
 // not trusted runs a Bash call that reaches for a loopback server, writes outside its workspace, reads
-// a file of the worker's own and asks to leave the sandbox; each is refused. A trusted turn runs as
+// a file of the worker's own, prints the CLI's API key and asks to leave the sandbox; each is refused. A trusted turn runs as
 // before; a worker that cannot sandbox refuses untrusted turns unless its operator opted out.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -67,7 +67,7 @@ test("untrusted turn: a tool's curl to loopback, a write outside, a read of the 
   const target = await loopbackTarget();
   const r = await rig((ws: string) => ({
     responses: [
-      bash(`curl -sS -m 5 ${target.url}; echo x > ${join(ws, "..", "..", "written-outside.txt")}; cat ${join(ws, "..", "..", "inst-sbx", "worker-secret.txt")}; echo y > ${join(ws, "written-inside.txt")}`),
+      bash(`curl -sS -m 5 ${target.url}; echo x > ${join(ws, "..", "..", "written-outside.txt")}; cat ${join(ws, "..", "..", "inst-sbx", "worker-secret.txt")}; echo y > ${join(ws, "written-inside.txt")}; echo "KEY=[$ANTHROPIC_API_KEY]"`),
       bash(`echo again > ${join(ws, "..", "..", "written-outside.txt")}`, { dangerouslyDisableSandbox: true }),
       done,
     ],
@@ -83,6 +83,7 @@ test("untrusted turn: a tool's curl to loopback, a write outside, a read of the 
     assert.ok(existsSync(a.inside), "the workspace itself stays writable");
     assert.ok(!results.includes("WORKER-SECRET-8812") && results.includes(a.secret), "the worker's file could not be read");
     assert.ok(!results.includes("LOOPBACK-PAGE-5521"));
+    assert.ok(results.includes("KEY=[]"), "the CLI's API key is not in the tool's environment");
   } finally {
     target.server.close();
     await r.dispose();
@@ -93,7 +94,7 @@ test("a trusted workspace's turn runs its tools unsandboxed, as before", async (
   const target = await loopbackTarget();
   const r = await rig((ws: string) => ({
     responses: [
-      bash(`curl -sS -m 5 ${target.url}; echo x > ${join(ws, "..", "..", "written-outside.txt")}; cat ${join(ws, "..", "..", "inst-sbx", "worker-secret.txt")}`),
+      bash(`curl -sS -m 5 ${target.url}; echo x > ${join(ws, "..", "..", "written-outside.txt")}; cat ${join(ws, "..", "..", "inst-sbx", "worker-secret.txt")}; echo "KEY=[$ANTHROPIC_API_KEY]"`),
       done,
     ],
   }));
@@ -106,6 +107,7 @@ test("a trusted workspace's turn runs its tools unsandboxed, as before", async (
     assert.equal(target.hits(), 1, "the loopback server was reached");
     assert.ok(existsSync(a.outside), "the write outside happened");
     assert.ok(results.includes("WORKER-SECRET-8812"), "the file was read");
+    assert.ok(/KEY=\[(?!\])/.test(results), "the API key is in the tool's environment (scrubbed in the log)");
   } finally {
     target.server.close();
     await r.dispose();
