@@ -15,6 +15,8 @@ import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { badOptions } from "./errors.ts";
 
+type CheckStatus = "pass" | "warn" | "fail";
+
 /** What a sandboxed run's tools may reach. */
 export interface ToolSandbox {
   /** Hosts a tool may reach through the CLI's proxy (`sandbox.network.allowedDomains`); empty: none. */
@@ -56,13 +58,16 @@ export type SandboxProbe = { ok: true; detail: string } | { ok: false; detail: s
  */
 export function probeToolSandbox(path: string | undefined = process.env["PATH"]): SandboxProbe {
   const missing = SANDBOX_PROGRAMS.filter((p) => onPath(p, path) === undefined);
-  if (missing.length > 0) return { ok: false, detail: `${missing.join(" and ")} not found on PATH; ${SANDBOX_INSTALL_HINT}` };
+  if (missing.length > 0) {
+    return { ok: false, detail: `${missing.join(" and ")} not found on PATH; ${SANDBOX_INSTALL_HINT}` };
+  }
   const bwrap = onPath("bwrap", path)!;
-  const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--die-with-parent"];
-  const r = spawnSync(bwrap, [...args, "--", "/bin/sh", "-c", "echo sandbox-ok"], { encoding: "utf8", timeout: 10_000 });
+  const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid"];
+  const command = ["--die-with-parent", "--", "/bin/sh", "-c", "echo sandbox-ok"];
+  const r = spawnSync(bwrap, [...args, ...command], { encoding: "utf8", timeout: 10_000 });
   if (r.status === 0 && r.stdout.trim() === "sandbox-ok") return { ok: true, detail: `bwrap works (${bwrap})` };
-  const why = (r.stderr ?? "").trim().split("\n")[0] ?? "";
-  return { ok: false, detail: `${bwrap} cannot start a sandbox here (${why || r.error?.message || `exit ${r.status}`}); user namespaces must be allowed` };
+  const why = (r.stderr ?? "").trim().split("\n")[0] || r.error?.message || `exit ${r.status}`;
+  return { ok: false, detail: `${bwrap} cannot start a sandbox here (${why}); user namespaces must be allowed` };
 }
 
 // Permission rules the CLI merges into the sandbox: Edit/Write allow rules widen where tools may
@@ -78,15 +83,20 @@ function callerSettings(file: string | undefined): Record<string, unknown> {
   } catch (err) {
     throw badOptions("settingsFile", `${file} is not readable JSON (${(err as Error).message})`);
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw badOptions("settingsFile", `${file} must hold a JSON object`);
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw badOptions("settingsFile", `${file} must hold a JSON object`);
+  }
   const settings = parsed as Record<string, unknown>;
   if ("sandbox" in settings) {
-    throw badOptions("settingsFile", `${file} sets "sandbox", which only the worker sets for a turn whose workspace is not trusted; remove the key`);
+    const why = `${file} sets "sandbox", which only the worker sets (for a turn whose workspace is not trusted)`;
+    throw badOptions("settingsFile", `${why}; remove the key`);
   }
   const allow = (settings["permissions"] as { allow?: unknown } | undefined)?.allow;
-  const widening = Array.isArray(allow) ? allow.find((rule) => typeof rule === "string" && WIDENING_RULE.test(rule)) : undefined;
+  const rules: unknown[] = Array.isArray(allow) ? allow : [];
+  const widening = rules.find((rule) => typeof rule === "string" && WIDENING_RULE.test(rule));
   if (widening !== undefined) {
-    throw badOptions("settingsFile", `${file}: permissions.allow rule ${JSON.stringify(widening)} would widen the tool sandbox (the CLI merges Edit/Write/WebFetch rules into it); remove it`);
+    const why = `permissions.allow rule ${JSON.stringify(widening)} would widen the tool sandbox`;
+    throw badOptions("settingsFile", `${file}: ${why} (the CLI merges Edit/Write/WebFetch rules into it); remove it`);
   }
   return settings;
 }
@@ -95,7 +105,11 @@ function callerSettings(file: string | undefined): Record<string, unknown> {
 export const CLI_CREDENTIAL_VARS = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"] as const;
 
 /** The `sandbox` block of a run's settings. */
-export function sandboxBlock(sandbox: ToolSandbox, readable: readonly string[], writable: readonly string[]): Record<string, unknown> {
+export function sandboxBlock(
+  sandbox: ToolSandbox,
+  readable: readonly string[],
+  writable: readonly string[],
+): Record<string, unknown> {
   return {
     enabled: true,
     // The CLI exits rather than run a command unconfined when bwrap cannot start.
@@ -139,10 +153,15 @@ export interface RunFilesAccess {
  * otherwise one composed file in the run's scratch (the caller's settings, then the sandbox block,
  * which nothing in them can change), with the run's TMPDIR moved where the CLI's sockets fit.
  */
-export function runSettingsFile(input: RunSettingsInput, env: Record<string, string>, files: RunFilesAccess): string | undefined {
+export function runSettingsFile(
+  input: RunSettingsInput,
+  env: Record<string, string>,
+  files: RunFilesAccess,
+): string | undefined {
   if (input.toolSandbox === undefined) return input.settingsFile;
   if (input.trustWorkspace === true) {
-    throw badOptions("toolSandbox", "a trusted workspace's own settings could widen or switch off the sandbox; drop trustWorkspace or toolSandbox");
+    const why = "a trusted workspace's own settings could widen or switch off the sandbox";
+    throw badOptions("toolSandbox", `${why}; drop trustWorkspace or toolSandbox`);
   }
   const settings = callerSettings(input.settingsFile);
   const scratch = files.scratchDir();
@@ -160,13 +179,13 @@ export function runSettingsFile(input: RunSettingsInput, env: Record<string, str
  * doctor's line: can this host sandbox the tools of untrusted turns? A failure unless the operator
  * switched the sandbox off (TURNSTREAM_TOOL_SANDBOX=off), then a warning.
  */
-export function sandboxCheck(env: Record<string, string | undefined>): { status: "pass" | "warn" | "fail"; detail: string } {
+export function sandboxCheck(env: Record<string, string | undefined>): { status: CheckStatus; detail: string } {
   const probe = probeToolSandbox(env["PATH"]);
+  const unconfined = "TURNSTREAM_TOOL_SANDBOX=off: untrusted turns run their tools unconfined";
   const off = env["TURNSTREAM_TOOL_SANDBOX"] === "off";
-  if (probe.ok) {
-    const note = off ? "; but TURNSTREAM_TOOL_SANDBOX=off: untrusted turns run their tools unconfined" : "; untrusted turns run their tools in it";
-    return { status: off ? "warn" : "pass", detail: `${probe.detail}${note}` };
-  }
-  if (off) return { status: "warn", detail: `${probe.detail}; TURNSTREAM_TOOL_SANDBOX=off: untrusted turns run their tools unconfined` };
-  return { status: "fail", detail: `${probe.detail}; a worker refuses untrusted turns until then (or set TURNSTREAM_TOOL_SANDBOX=off)` };
+  if (probe.ok && off) return { status: "warn", detail: `${probe.detail}; but ${unconfined}` };
+  if (probe.ok) return { status: "pass", detail: `${probe.detail}; untrusted turns run their tools in it` };
+  if (off) return { status: "warn", detail: `${probe.detail}; ${unconfined}` };
+  const refused = "a worker refuses untrusted turns until then (or set TURNSTREAM_TOOL_SANDBOX=off)";
+  return { status: "fail", detail: `${probe.detail}; ${refused}` };
 }

@@ -297,7 +297,11 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     secretEnv: options.secretEnv ?? process.env,
     allowEnv: checkAllowEnv(options.allowEnv ?? []),
     workspaceTrust: options.workspaceTrust ?? d.workspaceTrust,
-    toolSandbox: compileToolSandbox(options.toolSandbox, options.instanceRoot, options.runEnv?.["PATH"] ?? process.env["PATH"]),
+    toolSandbox: compileToolSandbox(options.toolSandbox, {
+      instanceRoot: options.instanceRoot,
+      workspaceRoots: options.workspaceRoots,
+      runPath: options.runEnv?.["PATH"] ?? process.env["PATH"],
+    }),
     mcpConfigFile: options.mcpConfigFile,
     operatorKeys: options.operatorKeys,
     retry: { ...DEFAULT_RETRY, ...options.retry },

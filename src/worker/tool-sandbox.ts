@@ -36,33 +36,49 @@ export interface ToolSandboxSettings {
 
 export const TOOL_SANDBOX_OPT_OUT = "TURNSTREAM_TOOL_SANDBOX=off";
 
-/** The worker's own files no tool may read: its instance root (every run's home), the operator's CLI config, its HOME. */
-function workerPaths(instanceRoot: string | undefined): string[] {
-  return [instanceRoot ?? defaultInstanceRoot(), operatorConfigDir(), process.env["HOME"] ?? homedir()];
+/**
+ * What no tool may read: the worker's instance root (every run's home), the operator's CLI config, its
+ * HOME, and the workspace roots, so one turn cannot read another's checkout (its own cwd and added
+ * directories are allowed again by the run).
+ */
+function workerPaths(instanceRoot: string | undefined, workspaceRoots: readonly string[]): string[] {
+  const home = process.env["HOME"] ?? homedir();
+  return [instanceRoot ?? defaultInstanceRoot(), operatorConfigDir(), home, ...workspaceRoots];
+}
+
+/** Where the worker and its runs live. */
+export interface ToolSandboxHost {
+  instanceRoot: string | undefined;
+  workspaceRoots: readonly string[];
+  /** The PATH the CLI runs get, where bwrap and socat must be. */
+  runPath: string | undefined;
 }
 
 export function compileToolSandbox(
   options: ToolSandboxOptions | undefined,
-  instanceRoot: string | undefined,
-  runPath: string | undefined,
+  host: ToolSandboxHost,
 ): ToolSandboxSettings {
   let probed: SandboxProbe | undefined;
+  const denyRead = [...workerPaths(host.instanceRoot, host.workspaceRoots), ...(options?.denyRead ?? [])];
   return {
     mode: options?.mode ?? "on",
     allowDomains: [...(options?.allowDomains ?? [])],
-    denyRead: [...new Set([...workerPaths(instanceRoot), ...(options?.denyRead ?? [])])],
-    probe: () => (probed ??= probeToolSandbox(runPath)),
+    denyRead: [...new Set(denyRead)],
+    probe: () => (probed ??= probeToolSandbox(host.runPath)),
   };
 }
 
 /** Logged once at start: an operator who switched the sandbox off, or a host that cannot sandbox. */
 export function announceToolSandbox(settings: ToolSandboxSettings, logger: Logger): void {
   if (settings.mode === "off") {
-    logger.warn({ setting: TOOL_SANDBOX_OPT_OUT }, "tool sandbox is OFF: tools of untrusted turns run unconfined (network, writes and reads of this worker's files)");
+    const what = "tool sandbox is OFF: tools of untrusted turns run unconfined (network, writes, this worker's files)";
+    logger.warn({ setting: TOOL_SANDBOX_OPT_OUT }, what);
     return;
   }
   const probe = settings.probe();
-  if (!probe.ok) logger.warn({ reason: probe.detail }, `tool sandbox unavailable: untrusted turns will be refused; ${SANDBOX_INSTALL_HINT}, or set ${TOOL_SANDBOX_OPT_OUT}`);
+  if (probe.ok) return;
+  const what = `tool sandbox unavailable, untrusted turns will be refused: ${SANDBOX_INSTALL_HINT}`;
+  logger.warn({ reason: probe.detail, optOut: TOOL_SANDBOX_OPT_OUT }, what);
 }
 
 /** Whether a worker allow-list entry covers a job's entry (a `*.` entry covers its subdomains). */
@@ -80,19 +96,24 @@ export interface SandboxRefusal {
   message: string;
 }
 
+export type SandboxDecision = { sandbox: ToolSandbox | undefined } | { refused: SandboxRefusal };
+
 /** The sandbox a job's run gets (undefined: unsandboxed), or why this worker will not run it. */
-export function toolSandboxFor(job: TurnJob, settings: ToolSandboxSettings): { sandbox: ToolSandbox | undefined } | { refused: SandboxRefusal } {
+export function toolSandboxFor(job: TurnJob, settings: ToolSandboxSettings): SandboxDecision {
   if (job.options.trustWorkspace === true || settings.mode === "off") return { sandbox: undefined };
   const probe = settings.probe();
   if (!probe.ok) {
-    const message = `this worker cannot sandbox the tools of a turn whose workspace is not trusted: ${probe.detail}; or set ${TOOL_SANDBOX_OPT_OUT} on the worker to run them unconfined`;
+    const why = `this worker cannot sandbox the tools of a turn whose workspace is not trusted: ${probe.detail}`;
+    const message = `${why}; or set ${TOOL_SANDBOX_OPT_OUT} on the worker to run them unconfined`;
     return { refused: { errorKind: "sandbox_unavailable", name: "SandboxUnavailable", message } };
   }
   const asked = job.options.sandbox?.allowDomains;
   const wider = (asked ?? []).findIndex((d) => !settings.allowDomains.some((w) => covers(w, d)));
   if (wider >= 0) {
     const allowed = settings.allowDomains.length === 0 ? "none" : settings.allowDomains.join(", ");
-    const message = `options.sandbox.allowDomains.${wider}: ${asked![wider]} is not in this worker's tool network allow-list (${allowed}); a turn may only narrow it (TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS)`;
+    const field = `options.sandbox.allowDomains.${wider}: ${asked![wider]}`;
+    const rule = "a turn may only narrow it (TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS)";
+    const message = `${field} is not in this worker's tool network allow-list (${allowed}); ${rule}`;
     return { refused: { errorKind: "bad_options", name: "SandboxWidened", message } };
   }
   return { sandbox: { allowDomains: asked ?? settings.allowDomains, denyRead: settings.denyRead } };

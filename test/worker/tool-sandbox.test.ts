@@ -67,14 +67,16 @@ test("untrusted turn: a tool's curl to loopback, a write outside, a read of the 
   const target = await loopbackTarget();
   const r = await rig((ws: string) => ({
     responses: [
-      bash(`curl -sS -m 5 ${target.url}; echo x > ${join(ws, "..", "..", "written-outside.txt")}; cat ${join(ws, "..", "..", "inst-sbx", "worker-secret.txt")}; echo y > ${join(ws, "written-inside.txt")}; echo "KEY=[$ANTHROPIC_API_KEY]"`),
+      bash(`curl -sS -m 5 ${target.url}; echo x > ${join(ws, "..", "..", "written-outside.txt")}; cat ${join(ws, "..", "..", "inst-sbx", "worker-secret.txt")}; echo y > ${join(ws, "written-inside.txt")}; echo "KEY=[$ANTHROPIC_API_KEY]"; cat ${join(ws, "..", "other", "checkout.txt")}`),
       bash(`echo again > ${join(ws, "..", "..", "written-outside.txt")}`, { dangerouslyDisableSandbox: true }),
       done,
     ],
   }));
   try {
     const a = attack(r, target, join(r.space.root, "inst-sbx"));
-    r.worker({ instanceRoot: join(r.space.root, "inst-sbx") });
+    // Another turn's checkout under the same workspace root.
+    writeFileSync(join(r.space.workspace("other"), "checkout.txt"), "OTHER-CHECKOUT-6604");
+    r.worker({ instanceRoot: join(r.space.root, "inst-sbx"), workspaceRoots: [join(r.space.root, "workspaces")] });
     const t = await r.producer.enqueueTurn({ prompt: "probe", cwd: r.ws, options: { allowedTools: ["Bash"] } });
     assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 120_000 })).status, "finished");
     const results = toolResults(await r.events(t.session));
@@ -84,6 +86,7 @@ test("untrusted turn: a tool's curl to loopback, a write outside, a read of the 
     assert.ok(!results.includes("WORKER-SECRET-8812") && results.includes(a.secret), "the worker's file could not be read");
     assert.ok(!results.includes("LOOPBACK-PAGE-5521"));
     assert.ok(results.includes("KEY=[]"), "the CLI's API key is not in the tool's environment");
+    assert.ok(!results.includes("OTHER-CHECKOUT-6604"), "another turn's checkout could not be read");
   } finally {
     target.server.close();
     await r.dispose();
@@ -132,7 +135,10 @@ test("a worker that cannot sandbox refuses untrusted turns by name; with TURNSTR
     assert.equal(r.server.requests().filter((q) => q.kind === "messages").length, 0, "the CLI never started");
     await strict.close({ graceMs: 1000 });
 
-    r.worker({ runEnv: noBwrap, toolSandbox: { mode: "off" } });
+    const warnings: string[] = [];
+    const logger = { debug() {}, info() {}, error() {}, warn: (_fields: unknown, message: string) => void warnings.push(message) };
+    r.worker({ runEnv: noBwrap, toolSandbox: { mode: "off" }, logger });
+    assert.ok(warnings.some((w) => /tool sandbox is OFF/.test(w)), "the opt-out is logged when the worker starts");
     const unconfined = await r.producer.enqueueTurn({ prompt: "probe", cwd: r.ws, options: { allowedTools: ["Bash"] } });
     assert.equal((await r.producer.waitForTurn(unconfined.turn, { timeoutMs: 120_000 })).status, "finished");
     assert.ok(existsSync(outside), "the operator's opt-out ran the tool unconfined");
