@@ -134,6 +134,23 @@ function socketSafeTmp(env: Record<string, string>, onCleanup: (undo: () => void
   return dir;
 }
 
+const isWithin = (path: string, dir: string): boolean =>
+  path === dir || path.startsWith(dir.endsWith("/") ? dir : `${dir}/`);
+
+/**
+ * The built-in file tools (Read, Edit, Write) are not in the sandbox: they follow permission rules,
+ * and a run that skips permissions would read anything. Deny rules hold them off the denied paths
+ * that hold none of the run's own folders (a deny rule would beat the workspace's allowance there).
+ */
+function withFileToolDenies(permissions: unknown, denyRead: readonly string[], readable: readonly string[]): object {
+  const base = typeof permissions === "object" && permissions !== null ? { ...(permissions as object) } : {};
+  const given = (base as { deny?: unknown }).deny;
+  const deny = Array.isArray(given) ? (given as unknown[]) : [];
+  const paths = denyRead.filter((dir) => !readable.some((own) => isWithin(own, dir)));
+  const rules = paths.flatMap((dir) => [`Read(/${dir}/**)`, `Edit(/${dir}/**)`]);
+  return { ...base, deny: [...deny, ...rules] };
+}
+
 export interface RunSettingsInput {
   cwd: string;
   settingsFile?: string | undefined;
@@ -169,7 +186,11 @@ export function runSettingsFile(
   env["TMPDIR"] = tmp;
   const temps = [...new Set([tmp, env["CLAUDE_CODE_TMPDIR"] ?? tmp, scratch])];
   const readable = [input.cwd, ...input.addDirs, ...temps];
-  const composed = { ...settings, sandbox: sandboxBlock(input.toolSandbox, readable, temps) };
+  const composed = {
+    ...settings,
+    permissions: withFileToolDenies(settings["permissions"], input.toolSandbox.denyRead, readable),
+    sandbox: sandboxBlock(input.toolSandbox, readable, temps),
+  };
   const file = join(scratch, "settings.json");
   writeFileSync(file, JSON.stringify(composed, null, 2), { mode: 0o600, flag: "wx" });
   return file;

@@ -70,3 +70,32 @@ test("toolSandbox refuses a caller settings file that sets sandbox, and a truste
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test("toolSandbox: the built-in Read tool is held off the denied paths too, even when the run skips permissions", async () => {
+  const root = mkdtempSync(join(tmpdir(), "ts-sbx-cli-"));
+  const cwd = join(root, "ws");
+  const denied = join(root, "worker-files");
+  mkdirSync(cwd);
+  mkdirSync(denied);
+  writeFileSync(join(denied, "key.txt"), "WORKER-KEY-4471");
+  const read = { content: [{ type: "tool_use" as const, name: "Read", input: { file_path: join(denied, "key.txt") } }] };
+  const server = await startModelServer({ script: { responses: [read, { content: [{ type: "text", text: "done" }] }] } });
+  try {
+    const turn = runTurn({
+      cwd,
+      prompt: "read it",
+      env: hermeticEnv(server.url, root),
+      skipPermissions: true,
+      sandboxed: true,
+      toolSandbox: { allowDomains: [], denyRead: [denied] },
+    });
+    let results = "";
+    for await (const line of turn.lines) if (line.raw.includes('"tool_result"')) results += line.raw;
+    await turn.outcome;
+    assert.ok(results.length > 0, "the Read call got a result");
+    assert.equal(results.includes("WORKER-KEY-4471"), false, "the Read tool could not read the denied file");
+  } finally {
+    await server.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
