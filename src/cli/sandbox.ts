@@ -1,14 +1,15 @@
 // The CLI's own tool sandbox (bubblewrap on Linux) for a run whose workspace is not trusted, and the
-// one settings file a run gets. The CLI reads a single `--settings` file (a second flag replaces the
-// first), so the caller's settings (a job's file, the supervised hook's) and the sandbox block are
-// composed here into one object, once per run; the caller's file may not touch `sandbox` nor carry
-// the permission rules the CLI merges into the sandbox's write and network lists.
+// one settings file a run gets. The CLI takes one `--settings` file (its "flag" settings source), so
+// the caller's settings (a job's file, the supervised hook's) and the sandbox block are composed here
+// into one object, once per run; the caller's file may not touch `sandbox` nor carry the permission
+// rules the CLI merges into the sandbox's write and network lists.
 //
-// What the sandbox does (measured with CLI 2.1.332; the README's "Tool sandbox" says it for operators): a Bash
-// tool and everything it starts runs in bwrap with no network but the allowed domains (through the
-// CLI's proxy), writes only in the workspace, the added directories and the run's temp folders, and
-// cannot read the paths in `denyRead`. The CLI process itself, its hooks (the supervised forwarder)
-// and its model traffic are not sandboxed.
+// What the sandbox does (measured with CLI 2.1.332; the README's Security section says it for
+// operators): a Bash tool and everything it starts runs in bwrap with no network but the allowed
+// domains (through the CLI's proxy), writes only in the workspace, the added directories and the
+// run's temp folders, cannot read the paths in `denyRead` nor see the CLI's credentials. The CLI
+// process itself, its hooks (the supervised forwarder) and its model traffic are not sandboxed; the
+// built-in file tools get deny rules instead.
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
