@@ -5,6 +5,7 @@ export { ClaudeCodeCliError, LostSessionError, CliNotFoundError, LimitExceededEr
 export { buildArgs } from "./args.ts";
 export { baseEnv, buildEnv, cliSettingsEnv, envAuth, modelAccessEnv, type EnvOverlay } from "./env.ts";
 export { resolveClaudeBin } from "./resolve-bin.ts";
+export { probeToolSandbox, SANDBOX_INSTALL_HINT, type SandboxProbe, type ToolSandbox } from "./sandbox.ts";
 export { processStartTime, ProcessTree, TREE_MARKER_VAR } from "./process-tree.ts";
 export { startWatchdog, WATCHDOG_SCRIPT, watchdogEntry, type WatchdogHandle } from "./watchdog.ts";
 export {

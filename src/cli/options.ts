@@ -8,6 +8,7 @@ import type { Logger } from "../kernel/index.ts";
 const nonEmpty = z.string().min(1);
 const posInt = z.number().int().positive();
 const absolute = nonEmpty.refine((p) => isAbsolute(p), "must be an absolute path");
+const DOMAIN = /^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*$/;
 const skillName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, "letters, digits, . _ - only").refine((n) => !n.includes(".."), "must not contain ..");
 
 export const SkillSpecSchema = z.object({ name: skillName, path: absolute });
@@ -55,8 +56,18 @@ export const RunTurnOptionsSchema = z.strictObject({
   skipPermissions: z.boolean().optional(),
   /** The run is inside a sandbox: sets `IS_SANDBOX=1` (removed from the env otherwise). */
   sandboxed: z.boolean().optional(),
-  /** A settings JSON file passed as `--settings`. */
+  /** A settings JSON file passed as `--settings` (composed with the sandbox block when `toolSandbox` is set). */
   settingsFile: nonEmpty.optional(),
+  /**
+   * Run the tools in the CLI's sandbox (bwrap): network only to `allowDomains`, writes only in the
+   * cwd, added dirs and the run's temp folders, no reads of `denyRead`. Only for an untrusted workspace.
+   */
+  toolSandbox: z
+    .strictObject({
+      allowDomains: z.array(z.string().regex(DOMAIN, "must be a host name like example.com or *.example.com")).readonly(),
+      denyRead: z.array(absolute).readonly(),
+    })
+    .optional(),
   /**
    * Let the CLI load the workspace's own settings, hooks, MCP servers and plugins (its CLAUDE.md and
    * skills are offered either way). Default false: the workspace is untrusted input.

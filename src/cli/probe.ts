@@ -9,6 +9,7 @@ import { envAuth } from "./env.ts";
 import { ClaudeCodeCliError } from "./errors.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
 import { runTurn } from "./run-turn.ts";
+import { sandboxCheck } from "./sandbox.ts";
 
 export type CheckStatus = "pass" | "warn" | "fail";
 export interface CheckResult {
@@ -130,6 +131,8 @@ export async function runChecks(options: DoctorOptions, onResult: (r: CheckResul
   const authOk = checkAuth(env, report);
   const contained = containment();
   report("contain", contained.kind === "proc-walk" ? "warn" : "pass", containmentDetail(contained));
+  const sandbox = sandboxCheck(env);
+  report("sandbox", sandbox.status, sandbox.detail);
   if (bin === undefined || !cwdOk || !authOk) report("probe", "fail", "skipped: fix the failures above first");
   else await probeTurn(options, env, bin, report);
   return results;

@@ -36,6 +36,7 @@ import {
 } from "./containment.ts";
 import { pidMark, ProcessTree, TREE_MARKER_VAR, trackTree, type PidMark } from "./process-tree.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
+import { runSettingsFile } from "./sandbox.ts";
 import { captureSessionFile, restoreSessionFile } from "./session-file.ts";
 import { guardGit } from "./git-guard.ts";
 import { injectSkillsForRun } from "./skill-injection.ts";
@@ -273,7 +274,8 @@ function prepareRun(
   }
   const scratchDir = home?.dir ?? ownTmpdir(o, env, files);
   const skills = offerSkills(o, files);
-  const args = buildArgs({ ...o, appendSystemPrompt: undefined }, skills.addDirs);
+  const settingsFile = runSettingsFile({ ...o, addDirs: [...(o.addDirs ?? []), ...skills.addDirs] }, env, files);
+  const args = buildArgs({ ...o, settingsFile, appendSystemPrompt: undefined }, skills.addDirs);
   if (input === "stream-json") args.splice(1, 0, "--input-format", "stream-json");
   const appendix = systemPromptAppendix(o, skills.listed);
   if (appendix !== undefined) {

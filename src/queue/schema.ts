@@ -106,6 +106,12 @@ const jobLimitsSchema = z.strictObject({
 });
 
 /** The CLI options a turn may carry (a subset of the runner's, all plain data). */
+/** A host name a tool may reach, or `*.` and a domain for its subdomains. */
+const domainName = z
+  .string()
+  .max(253)
+  .regex(/^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*$/, "must be a host name like example.com or *.example.com");
+
 export const turnOptionsSchema = z.strictObject({
   model: z.string().min(1).max(200).optional(),
   permissionMode: z.enum(["acceptEdits", "auto", "bypassPermissions", "default", "manual", "dontAsk", "plan"]).optional(),
@@ -157,6 +163,11 @@ export const turnOptionsSchema = z.strictObject({
    * whose TURNSTREAM_WORKSPACE_TRUST is `job`, and only from under the worker's workspace roots.
    */
   settingsFile: absolutePath.optional(),
+  /**
+   * Narrows the worker's tool sandbox for this turn (untrusted workspaces only): the hosts a tool may
+   * reach, each one the worker's TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS covers; the worker refuses any other.
+   */
+  sandbox: z.strictObject({ allowDomains: z.array(domainName).max(100) }).optional(),
   /** More CLI flags, from a short allow-list of flags that grant nothing (see extra-args.ts). */
   extraArgs: extraArgsSchema.optional(),
   /**
@@ -182,6 +193,10 @@ export const turnOptionsSchema = z.strictObject({
     message:
       '"add-dir" loads skills natively, where their hooks and `!` lines run outside supervision: only with ' +
       'trustWorkspace: true; use skillsMode "claude-md" (the default: the model reads each skill as a file)',
+  })
+  .refine((o) => !(o.sandbox !== undefined && o.trustWorkspace === true), {
+    path: ["sandbox"],
+    message: "a turn that trusts its workspace runs without the tool sandbox, so it cannot narrow it; drop sandbox or trustWorkspace",
   })
   .refine((o) => !(o.supervised === true && o.trustWorkspace === true), {
     path: ["trustWorkspace"],

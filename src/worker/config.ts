@@ -18,6 +18,8 @@ const intFrom = (name: string) =>
 
 // Names or PREFIX* patterns, comma-separated; empty is an empty list.
 const ENV_LIST = /^([A-Za-z_][A-Za-z0-9_]*\*?(,[A-Za-z_][A-Za-z0-9_]*\*?)*)?$/;
+const DOMAIN = String.raw`(\*\.)?[A-Za-z0-9][A-Za-z0-9-]{0,62}(\.[A-Za-z0-9][A-Za-z0-9-]{0,62})*`;
+const DOMAIN_LIST = new RegExp(`^${DOMAIN}(,${DOMAIN})*$`);
 
 const envSchema = z.object({
   TURNSTREAM_WORKSPACE_ROOTS: z.string().min(1, "TURNSTREAM_WORKSPACE_ROOTS must list at least one absolute directory (colon-separated)"),
@@ -39,6 +41,15 @@ const envSchema = z.object({
   "TURNSTREAM_WORKSPACE_TRUST": z.enum(["never", "job"], "TURNSTREAM_WORKSPACE_TRUST is `never` (default) or `job`").optional(),
   "TURNSTREAM_MCP_CONFIG": z.string().startsWith("/", "TURNSTREAM_MCP_CONFIG must be an absolute path").optional(),
   TURNSTREAM_OPERATOR_KEYS: z.string().optional(),
+  TURNSTREAM_TOOL_SANDBOX: z.enum(["on", "off"], "TURNSTREAM_TOOL_SANDBOX is `on` (default: untrusted turns run their tools in the sandbox or are refused) or `off`").optional(),
+  TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS: z
+    .string()
+    .regex(DOMAIN_LIST, "TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS is a comma-separated list of host names (example.com, *.example.com)")
+    .optional(),
+  TURNSTREAM_TOOL_SANDBOX_DENY_READ: z
+    .string()
+    .regex(/^\/[^:]*(:\/[^:]*)*$/, "TURNSTREAM_TOOL_SANDBOX_DENY_READ is a colon-separated list of absolute paths")
+    .optional(),
   "TURNSTREAM_KEEP_RAW_LINES": z.enum(["0", "1", "true", "false"], "TURNSTREAM_KEEP_RAW_LINES is 1 (keep cli.line text unscrubbed) or 0 (default)").optional(),
   TURNSTREAM_MAX_OUTPUT_LINES: intFrom("TURNSTREAM_MAX_OUTPUT_LINES"),
   TURNSTREAM_MAX_OUTPUT_MB: intFrom("TURNSTREAM_MAX_OUTPUT_MB"),
@@ -154,6 +165,11 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     allowEnv: envAllowFrom("TURNSTREAM_ALLOW_ENV", e.TURNSTREAM_ALLOW_ENV),
     runEnv: runEnvFrom(e.TURNSTREAM_RUN_ENV, env),
     workspaceTrust: e.TURNSTREAM_WORKSPACE_TRUST,
+    toolSandbox: {
+      mode: e.TURNSTREAM_TOOL_SANDBOX,
+      allowDomains: e.TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS?.split(","),
+      denyRead: e.TURNSTREAM_TOOL_SANDBOX_DENY_READ?.split(":"),
+    },
     mcpConfigFile: e.TURNSTREAM_MCP_CONFIG,
     operatorKeys: operatorKeysFrom(e.TURNSTREAM_OPERATOR_KEYS),
     keepRawLines: e.TURNSTREAM_KEEP_RAW_LINES === "1" || e.TURNSTREAM_KEEP_RAW_LINES === "true",

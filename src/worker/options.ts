@@ -20,6 +20,7 @@ import { compileRunLimits, type RunLimitSettings } from "./limits.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import { DEFAULT_SNAPSHOT_CACHE_BYTES } from "./snapshots.ts";
 import { DEFAULT_HEARTBEAT_MS } from "./registry.ts";
+import { compileToolSandbox, type ToolSandboxOptions, type ToolSandboxSettings } from "./tool-sandbox.ts";
 
 /** Whether a job may ask for its workspace's settings, hooks and MCP servers to load. */
 export type WorkspaceTrust = "never" | "job";
@@ -69,6 +70,11 @@ export interface TurnWorkerOptions {
   allowEnv?: readonly string[];
   /** `job`: a job's `trustWorkspace: true` is honoured. Default `never`: no workspace settings, hooks or MCP servers load. */
   workspaceTrust?: WorkspaceTrust;
+  /**
+   * The tool sandbox of untrusted turns (see tool-sandbox.ts): `mode` on by default, the hosts tools
+   * may reach (none by default), more paths they may not read.
+   */
+  toolSandbox?: ToolSandboxOptions;
   /** A vetted MCP config file: the only MCP servers a run with an untrusted workspace starts. */
   mcpConfigFile?: string;
   /**
@@ -175,6 +181,7 @@ export type WorkerEnvConfig = Pick<
   | "allowEnv"
   | "runEnv"
   | "workspaceTrust"
+  | "toolSandbox"
   | "mcpConfigFile"
   | "operatorKeys"
   | "keepRawLines"
@@ -218,6 +225,7 @@ export interface WorkerSettings {
   /** What a job's env overlay may set. */
   jobEnv: JobEnvPolicy;
   workspaceTrust: WorkspaceTrust;
+  toolSandbox: ToolSandboxSettings;
   mcpConfigFile: string | undefined;
   operatorKeys: readonly string[] | undefined;
   retry: RetryPolicy;
@@ -319,6 +327,11 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     secretEnv: options.secretEnv ?? process.env,
     jobEnv: jobEnvPolicyFrom(options),
     workspaceTrust: options.workspaceTrust ?? d.workspaceTrust,
+    toolSandbox: compileToolSandbox(options.toolSandbox, {
+      instanceRoot: options.instanceRoot,
+      workspaceRoots: options.workspaceRoots,
+      runPath: options.runEnv?.["PATH"] ?? process.env["PATH"],
+    }),
     mcpConfigFile: options.mcpConfigFile,
     operatorKeys: options.operatorKeys,
     retry: { ...DEFAULT_RETRY, ...options.retry },

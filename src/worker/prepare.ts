@@ -4,6 +4,7 @@
 // transcript to replay, attempt.started, and for a
 // supervised turn its hook wiring. A check that fails ends the attempt with turn.failed.
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
+import type { ToolSandbox } from "../cli/index.ts";
 import type { AttemptStartedData } from "../events/index.ts";
 import type { EventLog } from "../log/index.ts";
 import { cwdProblem, type TurnJob } from "../queue/index.ts";
@@ -12,6 +13,7 @@ import type { AttemptEvents } from "./attempt-events.ts";
 import { jobOptionsRefusal } from "./job-options.ts";
 import { rebuildTranscript } from "./log-scan.ts";
 import { planResume, REPLAY_PLAN, resumedCostBase, type ResumePlan } from "./resume.ts";
+import { toolSandboxFor } from "./tool-sandbox.ts";
 import { resolveEnv, runScrubbers, type RunEnv } from "./run-env.ts";
 import { runTurnOptions } from "./run-cli.ts";
 import type { WarmUse } from "./warm.ts";
@@ -43,6 +45,8 @@ export interface PreparedRun {
   /** Turns whose transcript a replay carries. */
   replayedTurns: number;
   supervised: SupervisedRun | undefined;
+  /** The tool sandbox of a turn whose workspace is not trusted (undefined: unsandboxed). */
+  toolSandbox: ToolSandbox | undefined;
 }
 
 export type Preparation = { run: PreparedRun } | { end: AttemptEnd };
@@ -67,7 +71,18 @@ export async function prepareAttempt(
   events.useScrubber(scrubbers.scrubber);
   const plan = replay === undefined ? await planResume(deps.log, job, await snapshotRead) : REPLAY_PLAN;
   const { prompt, replayedTurns } = replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(deps.log, job);
-  const run: PreparedRun = { env: runEnv.env, lines: scrubbers.lines, prompt, ...plan, costBaseUsd: undefined, replayedTurns, supervised: undefined };
+  const sandboxing = toolSandboxFor(job, deps.settings.toolSandbox);
+  const toolSandbox = "sandbox" in sandboxing ? sandboxing.sandbox : undefined;
+  const run: PreparedRun = {
+    env: runEnv.env,
+    lines: scrubbers.lines,
+    prompt,
+    ...plan,
+    costBaseUsd: undefined,
+    replayedTurns,
+    supervised: undefined,
+    toolSandbox,
+  };
   ctl.warm = warmUse(deps, job, ctl, events, run);
   run.costBaseUsd = await resumedCostBase(deps.log, job.session, plan, ctl.warm?.label === "warm");
   await writeAttemptStarted(deps, job, events, run, ctl.warm);
@@ -76,6 +91,7 @@ export async function prepareAttempt(
     const why = "the turn asks to trust its workspace, which this worker does not allow; set TURNSTREAM_WORKSPACE_TRUST=job on the worker, or drop trustWorkspace";
     return { end: await events.fail("bad_options", "WorkspaceTrustRefused", why) };
   }
+  if ("refused" in sandboxing) return { end: await events.fail(sandboxing.refused.errorKind, sandboxing.refused.name, sandboxing.refused.message) };
   const optionsRefused = jobOptionsRefusal(job, deps.settings);
   if (optionsRefused !== undefined) return { end: await events.fail("bad_options", optionsRefused.name, optionsRefused.message) };
   const supervision = job.options.supervised === true ? await supervise(deps, job, events) : undefined;

@@ -1,6 +1,7 @@
 // The run step: take a CLI slot, start the CLI (runTurn) with the job's options under the worker's
 // rules, and append its stdout lines and stderr as they come, within the worker's output limits.
 // Ends once the CLI's outcome is known and every line it printed has been handed to the writer.
+import { dirname } from "node:path";
 import { runTurn, type RunTurnExtras, type RunTurnOptions, type TurnOutcome } from "../cli/index.ts";
 import type { CliExitData } from "../events/index.ts";
 import { isKnown, type ParsedLine } from "../protocol/index.ts";
@@ -87,6 +88,8 @@ export function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptCont
     skillsMode: o.skillsMode,
     addDirs: o.addDirs,
     settingsFile: o.settingsFile,
+    // Composed with the supervised hook's settings (or the job's) into the run's one settings file.
+    toolSandbox: sandboxOf(run),
     extraArgs: supervised === undefined ? o.extraArgs : supervised.argsFilter(o.extraArgs),
     mcpConfigFile: settings.mcpConfigFile,
     // After the job's own, so nothing above can loosen it: the hook's settings, default mode, no skipping.
@@ -100,6 +103,13 @@ export function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptCont
     logger: deps.logger,
     configHome: { instanceId: settings.instanceId, instanceRoot: settings.instanceRoot, runId: `${job.turn}.${events.attempt}.${events.epoch}` },
   };
+}
+
+/** The run's tool sandbox; a supervised run's tools may not read its hook's token either. */
+function sandboxOf(run: PreparedRun): RunTurnOptions["toolSandbox"] {
+  const { toolSandbox, supervised } = run;
+  if (toolSandbox === undefined || supervised === undefined) return toolSandbox;
+  return { ...toolSandbox, denyRead: [...toolSandbox.denyRead, dirname(supervised.runFile)] };
 }
 
 /** Writes the run's output as it comes and waits for its outcome. A fenced attempt writes nothing more. */

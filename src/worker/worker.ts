@@ -19,6 +19,7 @@ import { compileWorkerOptions, type TurnWorkerOptions, type WorkerSettings } fro
 import { SnapshotCache } from "./snapshots.ts";
 import { WarmSessions, type WarmWatch } from "./warm.ts";
 import type { ExecuteDeps, RunningTurn, TurnJobResult } from "./types.ts";
+import { announceToolSandbox } from "./tool-sandbox.ts";
 
 export interface TurnWorker {
   readonly id: string;
@@ -60,6 +61,7 @@ export function boundedWait(p: Promise<unknown>, ms: number): Promise<boolean> {
 export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const settings = compileWorkerOptions(options);
   const logger = options.logger ?? silentLogger;
+  announceToolSandbox(settings.toolSandbox, logger);
   const log = createEventLog({ redis: options.redis, prefix: settings.logPrefix, logger, onAppend: options.onLogAppend });
   const queue = createTurnQueue({ redis: options.redis, queuePrefix: settings.queuePrefix, queueName: settings.queueName, logger });
   const { scrubber, lineScrubber } = workerScrubbers(options, settings, logger);

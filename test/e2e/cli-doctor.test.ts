@@ -29,16 +29,34 @@ test("doctor: all checks pass with a working probe; one line per check", async (
   const cwd = join(mkdtempSync(join(tmpdir(), "ts-doc-")), "new", "dir");
   const r = await doctor([{ text: "hello" }], ["--cwd", cwd]);
   const lines = r.out.trim().split("\n");
-  assert.deepEqual(lines.slice(0, 5).map((l) => l.split(/\s+/).slice(0, 2).join(" ")), ["pass cli", "pass cwd", "pass auth", "pass contain", "pass probe"]);
+  assert.deepEqual(lines.slice(0, 6).map((l) => l.split(/\s+/).slice(0, 2).join(" ")), ["pass cli", "pass cwd", "pass auth", "pass contain", "pass sandbox", "pass probe"]);
   // Then a line per run limit: the worker's value and how this host enforces it (root here: v1 cgroups).
-  assert.deepEqual(lines.slice(5).map((l) => /^(\w+)\s+limit\s+(\w+):/.exec(l)?.slice(1, 3).join(" ")), ["pass pids", "pass memory", "pass cpu", "pass disk", "pass duration"]);
-  assert.match(lines[5]!, /pids: 512 tasks \(TURNSTREAM_MAX_PIDS\); cgroup v[12] pids, a cgroup per run under .*pids\.max/);
+  assert.deepEqual(lines.slice(6).map((l) => /^(\w+)\s+limit\s+(\w+):/.exec(l)?.slice(1, 3).join(" ")), ["pass pids", "pass memory", "pass cpu", "pass disk", "pass duration"]);
+  assert.match(lines[6]!, /pids: 512 tasks \(TURNSTREAM_MAX_PIDS\); cgroup v[12] pids, a cgroup per run under .*pids\.max/);
   assert.match(lines[0]!, /2\.1\.\d+/);
   assert.match(lines[2]!, /api key/);
   // This host lets root make cgroups: each run gets one, and the line says what that means.
   assert.match(lines[3]!, /^pass\s+contain\s+cgroup-(v2|v1-freezer): each run's CLI starts in a cgroup .* of its own; .*whatever it does to its session/);
+  assert.match(lines[4]!, /^pass\s+sandbox\s+bwrap works \(.*bwrap\); untrusted turns run their tools in it/);
   assert.equal(r.code, 0);
   assert.equal(r.requests, 1);
+});
+
+test("doctor: without bwrap on PATH the sandbox line fails, naming the install and the opt-out; with the opt-out it warns", async () => {
+  const cwd = mkdtempSync(join(tmpdir(), "ts-doc-"));
+  const noBwrap = mkdtempSync(join(tmpdir(), "ts-doc-bin-"));
+  const json = await doctor([{ text: "hello" }], ["--cwd", cwd, "--json"], { PATH: noBwrap });
+  const said = JSON.parse(json.out) as { ok: boolean; checks: Array<{ name: string; status: string; detail: string }> };
+  const sandbox = said.checks.find((c) => c.name === "sandbox")!;
+  assert.equal(sandbox.status, "fail");
+  assert.match(sandbox.detail, /bwrap and socat not found on PATH; install bubblewrap and socat \(Debian\/Ubuntu: apt-get install bubblewrap socat\)/);
+  assert.match(sandbox.detail, /TURNSTREAM_TOOL_SANDBOX=off/);
+  assert.equal(said.ok, false);
+  assert.equal(json.code, 3);
+  const optedOut = await doctor([{ text: "hello" }], ["--cwd", cwd, "--json"], { PATH: noBwrap, TURNSTREAM_TOOL_SANDBOX: "off" });
+  const out = JSON.parse(optedOut.out) as { ok: boolean; checks: Array<{ name: string; status: string; detail: string }> };
+  assert.equal(out.checks.find((c) => c.name === "sandbox")?.status, "warn");
+  assert.equal(optedOut.code, 0);
 });
 
 test("doctor: a failing probe is a fail line and a non-zero exit; a relative cwd fails too", async () => {

@@ -79,3 +79,19 @@ test("TURNSTREAM_INSTANCE_ID and TURNSTREAM_SWEEP_INTERVAL_MS: unset until the w
     assert.throws(() => workerConfigFromEnv({ ...base, [variable]: bad }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable);
   }
 });
+
+test("TURNSTREAM_TOOL_SANDBOX*: on with no network by default, the worker's own files unreadable; malformed values refused by name", () => {
+  const cfg = compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_INSTANCE_ROOT: "/srv/ts" }));
+  assert.deepEqual([cfg.toolSandbox.mode, cfg.toolSandbox.allowDomains], ["on", []]);
+  assert.ok(cfg.toolSandbox.denyRead.includes("/srv/ts"), "the instance root, where every run's home lives, is unreadable to tools");
+  const set = compileWorkerOptions(
+    workerConfigFromEnv({ ...base, TURNSTREAM_TOOL_SANDBOX: "off", TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS: "registry.npmjs.org,*.github.com", TURNSTREAM_TOOL_SANDBOX_DENY_READ: "/etc/ci:/opt/keys" }),
+  );
+  assert.deepEqual([set.toolSandbox.mode, set.toolSandbox.allowDomains], ["off", ["registry.npmjs.org", "*.github.com"]]);
+  assert.ok(set.toolSandbox.denyRead.includes("/etc/ci") && set.toolSandbox.denyRead.includes("/opt/keys"));
+  const refused = (env: Record<string, string>, variable: string) =>
+    assert.throws(() => workerConfigFromEnv({ ...base, ...env }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable);
+  refused({ TURNSTREAM_TOOL_SANDBOX: "no" }, "TURNSTREAM_TOOL_SANDBOX");
+  refused({ TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS: "https://evil.example" }, "TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS");
+  refused({ TURNSTREAM_TOOL_SANDBOX_DENY_READ: "relative/path" }, "TURNSTREAM_TOOL_SANDBOX_DENY_READ");
+});

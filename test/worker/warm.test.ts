@@ -212,7 +212,7 @@ test("a warm turn past its timeout ends the kept tree; a turn with skills runs c
     r.worker();
     const one = await runTurn(r, "hello");
     const marker = markerOf(one.pid);
-    const t = await r.producer.enqueueTurn({ prompt: "wait forever", cwd: r.ws, session: one.session, options: { warm: true, timeoutMs: 3000 } });
+    const t = await r.producer.enqueueTurn({ prompt: "wait forever", cwd: r.ws, session: one.session, options: { warm: true, timeoutMs: 8000 } });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
     const events = await r.events(one.session, t.turn);
     // A timeout is retryable: the first attempt (warm) is abandoned, the retry starts a new process.

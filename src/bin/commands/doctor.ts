@@ -5,7 +5,7 @@ import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { limitChecks } from "./_limits.ts";
 
-export const summary = "check the claude CLI, the cwd, auth, process containment, a live stream-json probe turn, and each run limit";
+export const summary = "check the claude CLI, the cwd, auth, process containment, the tool sandbox, a live stream-json probe turn, and each run limit";
 
 const USAGE = `usage: turnstream doctor [--cwd DIR] [--claude-bin PATH] [--timeout-ms N] [--json]
 
@@ -13,8 +13,9 @@ Checks: the claude CLI is found and runs (version); the cwd is absolute and crea
 available (API key or auth token in the environment, or a subscription credential); how a run's
 processes are contained (cgroup-v2, cgroup-v1-freezer, pid-namespace, or proc-walk, which warns:
 a process that leaves the run's session and drops TURNSTREAM_TREE can outlive its turn; run doctor
-as the user the worker runs as); a live probe turn ("Respond with hello.") through stream-json
-finishes within the limit (default 45 s); then one \`limit\` line per run limit (pids, memory, cpu,
+as the user the worker runs as); the tool sandbox works (bwrap and socat on PATH, and a bwrap run with
+no network starts; untrusted turns need it unless TURNSTREAM_TOOL_SANDBOX=off); a live probe turn
+("Respond with hello.") through stream-json finishes within the limit (default 45 s); then one \`limit\` line per run limit (pids, memory, cpu,
 disk, duration): the value a worker with this environment applies (TURNSTREAM_MAX_PIDS, …) and how this host
 enforces it (a cgroup, turnstream watching the run, or not at all: a warning).
 --json prints one JSON object ({ ok, checks: [{ name, status, detail }] }) instead of the lines.

@@ -1,0 +1,101 @@
+// runTurn's toolSandbox with the real CLI: the caller's settings (here a PreToolUse hook) and the
+// sandbox block become one --settings file; the hook runs outside the sandbox (as the supervised
+// forwarder must, to reach its loopback hub) while the Bash command it lets through is confined.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runTurn } from "../../src/cli/index.ts";
+import { SOCKET_DIR_MAX } from "../../src/cli/sandbox.ts";
+import { startModelServer } from "../../src/testing/index.ts";
+import { hermeticEnv } from "./_support.ts";
+
+test("toolSandbox: the caller's hook and the sandbox share one settings file; the hook runs unconfined, the tool does not", async () => {
+  const root = mkdtempSync(join(tmpdir(), "ts-sbx-cli-"));
+  const cwd = join(root, "ws");
+  mkdirSync(cwd);
+  const hookMark = join(root, "hook-ran-outside");
+  const toolMark = join(root, "tool-wrote-outside");
+  const settingsFile = join(root, "caller-settings.json");
+  const hook = { matcher: "Bash", hooks: [{ type: "command", command: `touch ${hookMark}` }] };
+  writeFileSync(settingsFile, JSON.stringify({ hooks: { PreToolUse: [hook] } }));
+  writeFileSync(join(root, "secret.txt"), "PARENT-SECRET-3390");
+  writeFileSync(join(cwd, "notes.txt"), "WORKSPACE-NOTES-1177");
+  const server = await startModelServer({
+    script: {
+      responses: [
+        { content: [{ type: "tool_use", name: "Bash", input: { command: `echo x > ${toolMark}; echo TMP=$TMPDIR; cat ${join(root, "secret.txt")}; cat notes.txt`, description: "probe" } }] },
+        { content: [{ type: "text", text: "done" }] },
+      ],
+    },
+  });
+  try {
+    const turn = runTurn({
+      cwd,
+      prompt: "probe",
+      env: hermeticEnv(server.url, root),
+      settingsFile,
+      allowedTools: ["Bash"],
+      // The workspace lies under a denied folder (a worker's HOME, say): it stays readable, the rest not.
+      toolSandbox: { allowDomains: [], denyRead: [root] },
+      // A deep instance root: the run's own TMPDIR is too long for the CLI's sockets and is moved.
+      configHome: { instanceId: "a".repeat(40), instanceRoot: join(root, "b".repeat(40)) },
+    });
+    let results = "";
+    for await (const line of turn.lines) if (line.raw.includes('"tool_result"')) results += line.raw;
+    await turn.outcome;
+    assert.ok(existsSync(hookMark), "the caller's PreToolUse hook ran, outside the sandbox");
+    assert.equal(existsSync(toolMark), false, "the Bash command could not write outside its workspace");
+    assert.ok(results.includes("WORKSPACE-NOTES-1177") && !results.includes("PARENT-SECRET-3390"), "the workspace reads, its denied parent does not");
+    const tmp = /TMP=([^\\"]+)/.exec(results)?.[1] ?? "";
+    assert.ok(tmp.length > 0 && tmp.length <= SOCKET_DIR_MAX + "/claude-0".length, `the sandbox started with a short TMPDIR (${tmp})`);
+    assert.deepEqual(JSON.parse(readFileSync(settingsFile, "utf8")), { hooks: { PreToolUse: [hook] } }, "the caller's file is left as it was");
+  } finally {
+    await server.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("toolSandbox refuses a caller settings file that sets sandbox, and a trusted workspace", () => {
+  const root = mkdtempSync(join(tmpdir(), "ts-sbx-cli-"));
+  try {
+    const settingsFile = join(root, "s.json");
+    writeFileSync(settingsFile, JSON.stringify({ sandbox: { enabled: false } }));
+    const sandbox = { allowDomains: [], denyRead: [] };
+    assert.throws(() => runTurn({ cwd: root, prompt: "x", settingsFile, toolSandbox: sandbox }), /settingsFile.*sets "sandbox"/);
+    assert.throws(() => runTurn({ cwd: root, prompt: "x", trustWorkspace: true, toolSandbox: sandbox }), /toolSandbox.*trusted workspace/);
+    assert.throws(() => runTurn({ cwd: root, prompt: "x", toolSandbox: { allowDomains: ["http://x/"], denyRead: [] } }), /allowDomains/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("toolSandbox: the built-in Read tool is held off the denied paths too, even when the run skips permissions", async () => {
+  const root = mkdtempSync(join(tmpdir(), "ts-sbx-cli-"));
+  const cwd = join(root, "ws");
+  const denied = join(root, "worker-files");
+  mkdirSync(cwd);
+  mkdirSync(denied);
+  writeFileSync(join(denied, "key.txt"), "WORKER-KEY-4471");
+  const read = { content: [{ type: "tool_use" as const, name: "Read", input: { file_path: join(denied, "key.txt") } }] };
+  const server = await startModelServer({ script: { responses: [read, { content: [{ type: "text", text: "done" }] }] } });
+  try {
+    const turn = runTurn({
+      cwd,
+      prompt: "read it",
+      env: hermeticEnv(server.url, root),
+      skipPermissions: true,
+      sandboxed: true,
+      toolSandbox: { allowDomains: [], denyRead: [denied] },
+    });
+    let results = "";
+    for await (const line of turn.lines) if (line.raw.includes('"tool_result"')) results += line.raw;
+    await turn.outcome;
+    assert.ok(results.length > 0, "the Read call got a result");
+    assert.equal(results.includes("WORKER-KEY-4471"), false, "the Read tool could not read the denied file");
+  } finally {
+    await server.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
