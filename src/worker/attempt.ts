@@ -35,6 +35,7 @@ async function attemptSteps(
 ): Promise<AttemptEnd> {
   const { session, turn } = job;
   ctl.warm = undefined;
+  ctl.access = undefined;
   try {
     for (const a of await danglingAttempts(deps.log, session, turn, events.attempt)) {
       const abandoned: AttemptAbandonedData = { reason: "worker_crashed", attempt: a, retry: true, detectedBy: events.attempt };
@@ -56,6 +57,8 @@ async function attemptSteps(
   } finally {
     // A fenced, failed, stopped or retried attempt ends its process: only a clean finish keeps one.
     deps.warm.release(ctl.warm);
+    // The run's token ends with it (a kept warm process keeps its own until it ends).
+    deps.access?.close(ctl.access, ctl.warm);
     events.endObservers(ctl.reason ?? "worker_error");
   }
 }

@@ -3,6 +3,7 @@
 // session to resume (the latest snapshot's) or the transcript to replay, attempt.started, and for a
 // supervised turn its hook wiring. A check that fails ends the attempt with turn.failed.
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
+import type { EnvOverlay } from "../cli/index.ts";
 import type { AttemptStartedData } from "../events/index.ts";
 import type { EventLog } from "../log/index.ts";
 import type { TurnJob } from "../queue/index.ts";
@@ -27,6 +28,8 @@ const ATTEMPT_HOLD_MS = 1500;
 export interface PreparedRun {
   /** The job's env overlay, resolved. */
   env: Record<string, string>;
+  /** The run's model access through the gateway (laid over `env`); undefined in passthrough. */
+  modelEnv?: EnvOverlay | undefined;
   /** Scrubs raw `cli.line` text and the session file; undefined when the worker keeps them raw. */
   lines: Scrubber | undefined;
   prompt: string;
@@ -62,8 +65,11 @@ export async function prepareAttempt(
   const snapshot = await snapshotRead;
   const resume = replay === undefined ? (snapshot?.cliSessionId ?? (await lastCliSessionId(deps.log, job.session))) : undefined;
   const { prompt, replayedTurns } = replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(deps.log, job);
-  const provisional = { env: runEnv.env, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: undefined };
+  const access = await openAccess(deps, job, ctl, events, runEnv);
+  if ("end" in access) return access;
+  const provisional = { env: runEnv.env, modelEnv: access.env, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: undefined };
   ctl.warm = warmUse(deps, job, ctl, events, provisional);
+  if (ctl.access !== undefined) ctl.access = await deps.access!.forNewProcess(ctl.access, ctl.warm);
   await writeAttemptStarted(deps, job, events, resume, snapshot, ctl.warm);
   if (ctl.reason !== undefined) return { end: await events.stopped() };
   if (job.options.trustWorkspace === true && deps.settings.workspaceTrust !== "job") {
@@ -74,7 +80,21 @@ export async function prepareAttempt(
   if (optionsRefused !== undefined) return { end: await events.fail("bad_options", optionsRefused.name, optionsRefused.message) };
   const supervision = job.options.supervised === true ? await supervise(deps, job, events) : undefined;
   if (supervision !== undefined && "failed" in supervision) return { end: await events.fail("bad_options", "SupervisedUnavailable", supervision.failed) };
-  return { run: { env: runEnv.env, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: supervision?.run } };
+  const modelEnv = ctl.access?.env;
+  return { run: { env: runEnv.env, modelEnv, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: supervision?.run } };
+}
+
+/** The run's token at the worker's gateway (none in passthrough); a worker with no credential fails the turn. */
+async function openAccess(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, runEnv: RunEnv): Promise<{ env: EnvOverlay | undefined } | { end: AttemptEnd }> {
+  if (deps.access === undefined) return { env: undefined };
+  try {
+    // A turn that runs warm keeps its session's token while its process is kept.
+    ctl.access = await deps.access.open(job, events, runEnv.env, deps.warm.viaProcess(job));
+    return { env: ctl.access.env };
+  } catch (err) {
+    const e = err as Error & { kind?: string };
+    return { end: await events.fail(e.kind ?? "auth", e.name, e.message) };
+  }
 }
 
 /** Why the turn cannot run on this worker at all, before anything is resolved. */

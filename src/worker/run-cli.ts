@@ -89,11 +89,17 @@ export function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptCont
     // After the job's own, so nothing above can loosen it: the hook's settings, default mode, no skipping.
     ...supervised?.turnOptions,
     claudeBin: settings.claudeBin,
-    env: { ...settings.runEnv, ...run.env },
+    env: { ...settings.runEnv, ...run.env, ...run.modelEnv },
     killGraceMs: settings.killGraceMs,
     signal: ctl.ac.signal,
     logger: deps.logger,
-    configHome: { instanceId: settings.instanceId, instanceRoot: settings.instanceRoot, runId: `${job.turn}.${events.attempt}.${events.epoch}` },
+    configHome: {
+      instanceId: settings.instanceId,
+      instanceRoot: settings.instanceRoot,
+      runId: `${job.turn}.${events.attempt}.${events.epoch}`,
+      // A brokered run's home holds no credential: the gateway has it.
+      credential: run.modelEnv === undefined ? undefined : "none",
+    },
   };
 }
 
