@@ -4,7 +4,7 @@
 import type { ErrorKind } from "../protocol/index.ts";
 
 /** Bump when the state's shape or the reducer's semantics change: the projector rebuilds into new keys. */
-export const STATE_VERSION = 2;
+export const STATE_VERSION = 3;
 
 export type TurnStatus = "queued" | "running" | "finished" | "failed" | "cancelled";
 export type SessionStatus = "new" | TurnStatus;
@@ -35,6 +35,18 @@ export interface AttemptView {
   tokens: Tokens;
   lines: number;
   stderrLines: number;
+  /** What the worker's model gateway saw of the attempt (`model.call` events). */
+  modelCalls: ModelCallsView;
+}
+
+/** An attempt's model calls through the gateway: counted, their tokens and estimated cost summed. */
+export interface ModelCallsView {
+  calls: number;
+  /** Calls answered with a status of 400 or more (refusals of the gateway included). */
+  errors: number;
+  tokens: Tokens;
+  /** The gateway's estimate (its price table), beside the CLI's own `costUsd`. */
+  costUsd: number;
 }
 
 export interface TurnView {
