@@ -16,8 +16,8 @@ export interface Rig extends TestStage {
 }
 
 /** `script` may be a function of the rig's workspace, for scripts that name files in it. */
-export async function rig(script: unknown): Promise<Rig> {
-  const { close, ...stage } = await testStage(script as Parameters<typeof testStage>[0]);
+export async function rig(script: unknown, options: Parameters<typeof testStage>[1] = {}): Promise<Rig> {
+  const { close, ...stage } = await testStage(script as Parameters<typeof testStage>[0], options);
   const { space, server, redis, producer, ws } = stage;
   const workers: TurnWorker[] = [];
   let n = 0;

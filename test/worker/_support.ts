@@ -178,10 +178,10 @@ export interface TestStage {
 type StageScript = ModelServerOptions["script"] | ((ws: string) => ModelServerOptions["script"]);
 
 /** Sets a stage up; `script` may be a function of the workspace, for scripts that name files in it. The returned close() takes it down. */
-export async function testStage(script: StageScript, options: { redisUrl?: string; clusterNodes?: string } = {}): Promise<TestStage & { close(): Promise<void> }> {
+export async function testStage(script: StageScript, options: { redisUrl?: string; clusterNodes?: string; credential?: string } = {}): Promise<TestStage & { close(): Promise<void> }> {
   const space = testSpace();
   const ws = space.workspace();
-  const server = await startModelServer({ script: typeof script === "function" ? script(ws) : script });
+  const server = await startModelServer({ script: typeof script === "function" ? script(ws) : script, credential: options.credential });
   const redis = redisFor(options.redisUrl, options.clusterNodes);
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
   return {
