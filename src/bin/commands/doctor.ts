@@ -3,8 +3,9 @@ import { resolve } from "node:path";
 import { runChecks, type CheckResult } from "../../cli/probe.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
+import { gatewayCheck } from "./_gateway-check.ts";
 
-export const summary = "check the claude CLI, the cwd, auth, process containment, and a live stream-json probe turn";
+export const summary = "check the claude CLI, the cwd, auth, process containment, a live stream-json probe turn, and the model gateway";
 
 const USAGE = `usage: turnstream doctor [--cwd DIR] [--claude-bin PATH] [--timeout-ms N] [--json]
 
@@ -13,7 +14,10 @@ available (API key or auth token in the environment, or a subscription credentia
 processes are contained (cgroup-v2, cgroup-v1-freezer, pid-namespace, or proc-walk, which warns:
 a process that leaves the run's session and drops TURNSTREAM_TREE can outlive its turn; run doctor
 as the user the worker runs as); a live probe turn ("Respond with hello.") through stream-json
-finishes within the limit (default 45 s).
+finishes within the limit (default 45 s); the model gateway: whether a worker started with this
+environment brokers its runs' model access (TURNSTREAM_GATEWAY=broker, the default: runs get a token,
+never the credential) or passes the credential through (passthrough: a warning), which credential the
+gateway would hold, and one count_tokens request through a loopback gateway to the upstream.
 --json prints one JSON object ({ ok, checks: [{ name, status, detail }] }) instead of the lines.
 Exits 3 when a check fails: this machine is not ready to run turns (infrastructure, not the task).
 `;
@@ -40,6 +44,9 @@ export async function run(argv: string[]): Promise<number> {
   const cwd = values.cwd ?? resolve(process.cwd());
   const printLine = (r: CheckResult): void => void process.stdout.write(`${r.status.padEnd(4)}  ${r.name.padEnd(7)}  ${r.detail}\n`);
   const results = await runChecks({ cwd, claudeBin: values["claude-bin"], probeTimeoutMs: timeout }, values.json ? () => {} : printLine);
+  const gateway = await gatewayCheck(process.env);
+  if (!values.json) printLine(gateway);
+  results.push(gateway);
   const ok = !results.some((r) => r.status === "fail");
   if (values.json) process.stdout.write(`${JSON.stringify({ ok, checks: results })}\n`);
   return ok ? EXIT.finished : EXIT.infrastructure;
