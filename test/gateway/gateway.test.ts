@@ -4,12 +4,12 @@
 // usage adds up to the CLI's own result line.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, realpathSync } from "node:fs";
+import { mkdtempSync, realpathSync, utimesSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runTurn } from "../../src/cli/index.ts";
-import { credentialFrom, startGateway, type GatewayPolicy, type ModelCall, type ModelGateway, type RunGrant } from "../../src/gateway/index.ts";
+import { credentialFrom, OAUTH_BETA, startGateway, UsageTap, type GatewayPolicy, type ModelCall, type ModelGateway, type RunGrant } from "../../src/gateway/index.ts";
 import { startModelServer, hermeticEnv, type ModelServer } from "../../src/testing/index.ts";
 import type { ParsedLine } from "../../src/protocol/index.ts";
 
@@ -206,4 +206,55 @@ test("a policy that refuses: the CLI sees the error; one that delays: the call w
   } finally {
     await d.close();
   }
+});
+
+test("an OAuth token (the operator's credentials file or CLAUDE_CODE_OAUTH_TOKEN) goes upstream as a bearer token with the OAuth beta, read anew when the file changes", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ts-gw-oauth-"));
+  const file = join(dir, ".credentials.json");
+  writeFileSync(file, JSON.stringify({ claudeAiOauth: { accessToken: "sk-ant-oat01-first", refreshToken: "sk-ant-ort01-never-used" } }));
+  const server = await startModelServer({ script: { responses: [] }, credential: "sk-ant-oat01-second" });
+  const gateway = await startGateway();
+  const credential = credentialFrom({}, file)!;
+  assert.equal(credential.kind, "oauth");
+  assert.equal(credentialFrom({ CLAUDE_CODE_OAUTH_TOKEN: "sk-ant-oat01-env" }, file)!.source, "CLAUDE_CODE_OAUTH_TOKEN");
+  assert.equal(credentialFrom({ ANTHROPIC_AUTH_TOKEN: "tok" }, file)!.headers()["authorization"], "Bearer tok");
+  const grant = gateway.issue({ baseUrl: new URL(server.url), credential }, { binding: { session: "s" }, onCall: () => undefined });
+  try {
+    const post = () =>
+      fetch(`${gateway.url}/v1/messages/count_tokens`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${grant.token}`, "anthropic-beta": "claude-code-20250219", "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+      });
+    assert.equal((await post()).status, 401, "the upstream wants the second token");
+    // The operator logs in again: the file changes, and the gateway uses the new token.
+    writeFileSync(file, JSON.stringify({ claudeAiOauth: { accessToken: "sk-ant-oat01-second" } }));
+    const later = new Date(Date.now() + 5000);
+    utimesSync(file, later, later);
+    assert.equal((await post()).status, 200);
+    const beta = server.requests().at(-1)!.headers["anthropic-beta"];
+    assert.equal(beta, `claude-code-20250219,${OAUTH_BETA}`);
+  } finally {
+    await gateway.close();
+    await server.close();
+  }
+});
+
+test("usage is read from SSE events split anywhere across chunks, and from a JSON answer", () => {
+  const sse =
+    'event: message_start\ndata: {"type":"message_start","message":{"model":"claude-haiku-4-5","usage":{"input_tokens":10,"output_tokens":1,"cache_read_input_tokens":3}}}\n\n' +
+    'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"data: {\\"type\\":\\"message_delta\\"}"}}\n\n' +
+    'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":7}}\n\n';
+  for (const size of [1, 7, 64, sse.length]) {
+    const tap = new UsageTap("text/event-stream");
+    for (let i = 0; i < sse.length; i += size) tap.feed(Buffer.from(sse.slice(i, i + size)));
+    assert.deepEqual(tap.result(), { model: "claude-haiku-4-5", usage: { input_tokens: 10, output_tokens: 7, cache_read_input_tokens: 3, cache_creation_input_tokens: 0 } });
+  }
+  const json = new UsageTap("application/json");
+  json.feed(Buffer.from('{"type":"message","model":"m","usage":{"input_tokens":4,'));
+  json.feed(Buffer.from('"output_tokens":2}}'));
+  assert.deepEqual(json.result().usage, { input_tokens: 4, output_tokens: 2, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 });
+  const error = new UsageTap("application/json");
+  error.feed(Buffer.from('{"type":"error","error":{"type":"overloaded_error"}}'));
+  assert.equal(error.result().usage, undefined);
 });

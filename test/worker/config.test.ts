@@ -62,3 +62,12 @@ test("TURNSTREAM_INSTANCE_ID and TURNSTREAM_SWEEP_INTERVAL_MS: unset until the w
     assert.throws(() => workerConfigFromEnv({ ...base, [variable]: bad }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable);
   }
 });
+
+test("TURNSTREAM_GATEWAY: broker by default (runs never hold the model credential), passthrough by name, anything else refused", () => {
+  assert.equal(compileWorkerOptions(workerConfigFromEnv(base)).gateway, "broker");
+  assert.equal(compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_GATEWAY: "passthrough" })).gateway, "passthrough");
+  assert.throws(
+    () => workerConfigFromEnv({ ...base, TURNSTREAM_GATEWAY: "off" }),
+    (err: unknown) => err instanceof WorkerConfigError && err.variable === "TURNSTREAM_GATEWAY" && /broker.*passthrough/.test(err.message),
+  );
+});
