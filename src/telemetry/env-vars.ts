@@ -48,6 +48,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "TURNSTREAM_WARM_IDLE_MS", readIn: "src/worker/config.ts", meaning: "an idle warm CLI process is ended after this many ms (default 300000)" },
   { name: "TURNSTREAM_WARM_MAX", readIn: "src/worker/config.ts", meaning: "most idle warm CLI processes one worker keeps; the least recently used is ended first (default 8)" },
   { name: "TURNSTREAM_WARM_MAX_RSS_MB", readIn: "src/worker/config.ts", meaning: "MiB of resident memory all of a worker's idle warm CLI trees may hold together (default 2048)" },
+  { name: "TURNSTREAM_GATEWAY", readIn: "src/worker/config.ts", meaning: "broker (default): runs reach the model through the worker's loopback gateway with a token of their own and never hold its credential; passthrough: each run holds the credential (Bedrock, Vertex, Foundry)" },
   { name: "TURNSTREAM_SNAPSHOT_CACHE_MB", readIn: "src/worker/config.ts", meaning: "MiB of recent session files a worker keeps in memory so a session's next turn there skips rebuilding its file from the log (default 64; 0 turns it off)" },
   { name: "TURNSTREAM_ALLOW_ENV", readIn: "src/worker/config.ts", meaning: "comma-separated env names a job's overlay may set although refused by default: PATH, ANTHROPIC_BASE_URL, ANTHROPIC_BEDROCK_BASE_URL, ANTHROPIC_VERTEX_BASE_URL and the proxy variables" },
   { name: "TURNSTREAM_WORKSPACE_TRUST", readIn: "src/worker/config.ts", meaning: "never (default): a turn loads no settings, hooks, MCP servers or plugins from its workspace; job: a job's trustWorkspace: true is honoured" },

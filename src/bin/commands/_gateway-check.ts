@@ -19,7 +19,7 @@ async function throughGateway(env: Env, credential: Credential): Promise<{ statu
     const res = await fetch(`${gateway.url}/v1/messages/count_tokens`, {
       method: "POST",
       headers: { "x-api-key": grant.token, "content-type": "application/json", "anthropic-version": "2023-06-01" },
-      body: JSON.stringify({ model: env["ANTHROPIC_MODEL"] ?? "claude-sonnet-4-5", messages: [{ role: "user", content: "hello" }] }),
+      body: JSON.stringify({ model: "claude-sonnet-4-5", messages: [{ role: "user", content: "hello" }] }),
       signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
     });
     const body = (await res.json().catch(() => ({}))) as { error?: { type?: string } };
