@@ -28,7 +28,7 @@ const FORWARDED_PATHS = /^\/v1\/(?:messages|messages\/count_tokens|models|models
 
 // Hop-by-hop (RFC 9110 §7.6.1) and what the gateway sets itself: never copied between the legs.
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization", "proxy-authenticate"]);
-const REQUEST_OWN = new Set(["host", "content-length", "x-api-key", "authorization", "accept-encoding"]);
+const REQUEST_OWN = new Set(["host", "content-length", "x-api-key", "authorization", "accept-encoding", "expect"]);
 
 /** An Anthropic-shaped error answer. */
 export function sendError(res: ServerResponse, status: number, type: string, message: string, headers: Record<string, string> = {}): void {
@@ -83,7 +83,8 @@ export async function handleRequest(ctx: ProxyContext, req: IncomingMessage, res
     req.resume();
     return sendError(res, 401, "authentication_error", "turnstream gateway: missing, unknown or expired run token");
   }
-  if (!FORWARDED_PATHS.test(url.pathname)) {
+  // Origin-form targets only (`/v1/…`): an absolute or `//host` target names no other upstream here.
+  if (!/^\/(?!\/)/.test(req.url ?? "") || !FORWARDED_PATHS.test(url.pathname)) {
     req.resume();
     return sendError(res, 404, "not_found_error", `turnstream gateway: ${url.pathname} is not forwarded (only the Messages, count-tokens and models endpoints are)`);
   }
@@ -174,21 +175,26 @@ function forward(ctx: ProxyContext, call: CallRecord, req: IncomingMessage, res:
   const target = upstreamUrl(grant.upstream.baseUrl, req.url ?? "/");
   const send = target.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolve) => {
-    const upstream = send(target, { method: req.method, headers: upstreamHeaders(req, grant, body.length) }, (up) => {
-      pipeAnswer(ctx, call, up, res).then(resolve, resolve);
-    });
-    upstream.on("error", (err: NodeJS.ErrnoException) => {
-      if (res.writableEnded || res.destroyed) return resolve();
-      const why = err.code ?? "error";
-      sendError(res, 502, "api_error", `turnstream gateway: the upstream ${target.origin} could not be reached (${why})`);
-      call.end(ctx, 502, "upstream_unreachable");
-      resolve();
-    });
-    // The CLI hung up (interrupted, killed): the upstream request goes too.
-    res.once("close", () => {
-      if (!res.writableFinished) upstream.destroy();
-    });
-    upstream.end(body);
+    const attempt = (retried: boolean): void => {
+      const upstream = send(target, { method: req.method, headers: upstreamHeaders(req, grant, body.length) }, (up) => {
+        pipeAnswer(ctx, call, up, res).then(resolve, resolve);
+      });
+      upstream.on("error", (err: NodeJS.ErrnoException) => {
+        if (res.writableEnded || res.destroyed) return resolve();
+        // A kept-alive connection the upstream closed as this request went out: Node's advice is one
+        // retry on a new connection (nothing of the answer has reached the CLI).
+        if (!retried && upstream.reusedSocket && err.code === "ECONNRESET" && !res.headersSent) return attempt(true);
+        sendError(res, 502, "api_error", `turnstream gateway: the upstream ${target.origin} could not be reached (${err.code ?? "error"})`);
+        call.end(ctx, 502, "upstream_unreachable");
+        resolve();
+      });
+      // The CLI hung up (interrupted, killed): the upstream request goes too.
+      res.once("close", () => {
+        if (!res.writableFinished) upstream.destroy();
+      });
+      upstream.end(body);
+    };
+    attempt(false);
   });
 }
 
@@ -220,7 +226,10 @@ function pipeAnswer(ctx: ProxyContext, call: CallRecord, up: IncomingMessage, re
       }
       tap.feed(chunk);
     });
-    up.once("end", () => res.end(() => finish()));
+    up.once("end", () => {
+      res.end();
+      finish();
+    });
     up.once("close", () => {
       if (!up.complete) {
         res.destroy();

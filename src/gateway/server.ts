@@ -56,6 +56,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<ModelG
   // Model answers stream for minutes: no idle cut-off of the gateway's own.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
+  // The CLI reuses its connection after a tool ran for a while; an idle close racing its next request
+  // is a reset it reports as an API error (Node's default closes after 5 s).
+  server.keepAliveTimeout = 120_000;
   const sockets = new Set<Socket>();
   server.on("connection", (socket) => {
     sockets.add(socket);

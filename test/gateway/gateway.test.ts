@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync, utimesSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
+import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runTurn } from "../../src/cli/index.ts";
@@ -129,6 +130,19 @@ test("only the model endpoints are forwarded; a body over the bound gets 413; th
       assert.equal(res.status, 404, path);
       assert.equal(((await res.json()) as { error: { type: string } }).error.type, "not_found_error");
     }
+    // A request target cannot move the upstream or climb out of the forwarded paths.
+    for (const target of ["http://169.254.169.254/latest/meta-data", "/v1/messages/../files", "/v1/messages/%2e%2e/files", "//evil.example/v1/messages"]) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest(gateway.url, { method: "GET", path: target, headers }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on("error", reject);
+        req.end();
+      });
+      assert.equal(status, 404, target);
+    }
+    assert.equal(server.requests().length, 0, "none reached the upstream");
     const big = await fetch(`${gateway.url}/v1/messages`, { method: "POST", headers, body: "x".repeat(2048) });
     assert.equal(big.status, 413);
     assert.equal(((await big.json()) as { error: { type: string } }).error.type, "request_too_large");
