@@ -49,7 +49,8 @@ export async function rig(script: unknown, options: Parameters<typeof testStage>
 
 export const dataOf = (e: Envelope): Record<string, unknown> => (e.data ?? {}) as Record<string, unknown>;
 
-export const kindsOf = (events: Envelope[]): string[] => events.filter((e) => e.kind !== "cli.line" && e.kind !== "cli.stderr").map((e) => e.kind);
+/** The turn's lifecycle kinds: what the CLI printed and the model calls it made (model.call) left out. */
+export const kindsOf = (events: Envelope[]): string[] => events.filter((e) => e.kind !== "cli.line" && e.kind !== "cli.stderr" && e.kind !== "model.call").map((e) => e.kind);
 
 /** Parsed stdout lines of one attempt. */
 export function cliLines(events: Envelope[], attempt: number): Record<string, unknown>[] {
