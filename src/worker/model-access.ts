@@ -108,10 +108,10 @@ export class WorkerModelAccess {
    * A warm turn that starts a new process gets a new token: the session's old one belongs to the
    * process it replaces, and ends with it.
    */
-  async forNewProcess(access: RunAccess, use: WarmUse | undefined): Promise<RunAccess> {
+  async forNewProcess(access: RunAccess, use: WarmUse | undefined, overlay: Readonly<Record<string, string>>): Promise<RunAccess> {
     if (access.session === undefined || !access.reused || use?.label === "warm") return access;
     const gateway = await this.#gateway;
-    const grant = gateway.issue(access.grant.upstream, access.grant.sink);
+    const grant = gateway.issue(this.upstreamFor(overlay), access.grant.sink);
     this.#end(access.session, access.grant);
     this.#sessions.set(access.session, grant);
     return { env: gatewayRunEnv(gateway, grant), grant, session: access.session, reused: false };

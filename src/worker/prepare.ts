@@ -69,7 +69,7 @@ export async function prepareAttempt(
   if ("end" in access) return access;
   const provisional = { env: runEnv.env, modelEnv: access.env, lines: scrubbers.lines, prompt, resume, snapshot, replayedTurns, supervised: undefined };
   ctl.warm = warmUse(deps, job, ctl, events, provisional);
-  if (ctl.access !== undefined) ctl.access = await deps.access!.forNewProcess(ctl.access, ctl.warm);
+  if (ctl.access !== undefined) ctl.access = await deps.access!.forNewProcess(ctl.access, ctl.warm, runEnv.env);
   await writeAttemptStarted(deps, job, events, resume, snapshot, ctl.warm);
   if (ctl.reason !== undefined) return { end: await events.stopped() };
   if (job.options.trustWorkspace === true && deps.settings.workspaceTrust !== "job") {
