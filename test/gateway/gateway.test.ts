@@ -36,7 +36,7 @@ async function stage(responses: unknown[], policy?: GatewayPolicy): Promise<Stag
 }
 
 /** One CLI turn through the gateway; its parsed lines. */
-async function turnThrough(s: Stage, prompt: string, extra: Record<string, unknown> = {}): Promise<{ lines: ParsedLine[]; result: Record<string, any> | undefined; error: unknown }> {
+async function turnThrough(s: Stage, prompt: string, extra: Record<string, unknown> = {}): Promise<{ lines: ParsedLine[]; result: Record<string, any> | undefined; error: unknown; pid: number | undefined }> {
   const run = hermeticEnv({});
   const cwd = realpathSync(mkdtempSync(join(tmpdir(), "ts-gw-ws-")));
   const h = runTurn({ cwd, prompt, env: { ...run.env, ...s.gateway.runEnv(s.grant) }, ...extra });
@@ -45,11 +45,11 @@ async function turnThrough(s: Stage, prompt: string, extra: Record<string, unkno
   const error = await h.outcome.then(() => undefined, (e: unknown) => e);
   run.cleanup();
   const resultLine = lines.find((l) => l.type.startsWith("result"));
-  return { lines, result: resultLine === undefined ? undefined : (JSON.parse(resultLine.raw) as Record<string, any>), error };
+  return { lines, result: resultLine === undefined ? undefined : (JSON.parse(resultLine.raw) as Record<string, any>), error, pid: h.pid };
 }
 
 // Every process of the run's tree carries TURNSTREAM_TREE: read each one's environ, and the shell's own.
-const DUMP_TREE_ENV = 'env; for p in /proc/[0-9]*; do if tr "\\0" "\\n" < $p/environ 2>/dev/null | grep -qx "TURNSTREAM_TREE=$TURNSTREAM_TREE"; then echo "== $p"; tr "\\0" "\\n" < $p/environ; fi; done';
+const DUMP_TREE_ENV = 'env; for f in $(grep -lzx "TURNSTREAM_TREE=$TURNSTREAM_TREE" /proc/[0-9]*/environ 2>/dev/null); do echo "== $f"; tr "\\0" "\\n" < $f; done';
 
 const toolOutputs = (lines: ParsedLine[]): string =>
   lines
@@ -63,10 +63,11 @@ test("a run's tree holds only its token; the upstream gets the worker's key; the
     { content: [{ type: "text", text: "all read" }], usage: { input_tokens: 2000, output_tokens: 25, cache_creation_input_tokens: 500 } },
   ]);
   try {
-    const { lines, result, error } = await turnThrough(s, "dump the environment", { allowedTools: ["Bash"], model: "claude-sonnet-4-5-20250929" });
+    const { lines, result, error, pid } = await turnThrough(s, "dump the environment", { allowedTools: ["Bash"], model: "claude-sonnet-4-5-20250929" });
     assert.equal(error, undefined, String(error));
     const out = toolOutputs(lines);
-    assert.match(out, /== \/proc\/\d+/, "the tree's environs were read");
+    assert.match(out, /== \/proc\/\d+\/environ/, "the tree's environs were read");
+    assert.ok(out.includes(`== /proc/${pid}/environ`), "the CLI's own among them");
     assert.ok(out.includes(`ANTHROPIC_API_KEY=${s.grant.token}`), "the run sees its token");
     assert.equal(out.includes(s.key), false, "no process of the run holds the worker's key");
     assert.equal(lines.some((l) => l.raw.includes(s.key)), false);

@@ -21,7 +21,7 @@ const canary = (): string => `sk-ant-api03-${randomBytes(24).toString("base64url
 // `env`, then the environ of every process of the run's tree (each carries TURNSTREAM_TREE), and the
 // gateway's address and the run's token into a file, to try it after the run.
 const dumpTree = (file: string): string =>
-  `env; for p in /proc/[0-9]*; do if tr "\\0" "\\n" < $p/environ 2>/dev/null | grep -qx "TURNSTREAM_TREE=$TURNSTREAM_TREE"; then echo "== $p"; tr "\\0" "\\n" < $p/environ; fi; done; ` +
+  `env; for f in $(grep -lzx "TURNSTREAM_TREE=$TURNSTREAM_TREE" /proc/[0-9]*/environ 2>/dev/null); do echo "== $f"; tr "\\0" "\\n" < $f; done; ` +
   `printf '%s\\n%s' "$ANTHROPIC_BASE_URL" "$ANTHROPIC_API_KEY" > ${file}`;
 
 async function tryToken(file: string): Promise<number> {
@@ -61,7 +61,9 @@ test("a brokered turn: no process of the run holds the worker's key; each call i
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     const events = await r.events(t.session, t.turn);
     const out = toolOutput(events);
-    assert.match(out, /== \/proc\/\d+/, "the tree's environs were read");
+    assert.match(out, /== \/proc\/\d+\/environ/, "the tree's environs were read");
+    const cliPid = dataOf(events.find((e) => e.kind === "cli.exit")!)["pid"];
+    assert.ok(out.includes(`== /proc/${String(cliPid)}/environ`), "the CLI's own among them");
     assert.match(out, /ANTHROPIC_BASE_URL=http:\/\/127\.0\.0\.1:\d+/);
     assert.equal(out.includes(key), false, "no process of the run holds the worker's key");
     assert.equal(JSON.stringify(events).includes(key), false, "nor does any event");
