@@ -78,6 +78,11 @@ function requestShape(body: Buffer): { model: string | undefined; stream: boolea
 /** Handles one request to the gateway. Never throws. */
 export async function handleRequest(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "http://gateway.invalid");
+  if (url.pathname === "/api/hello" && (req.method === "HEAD" || req.method === "GET")) {
+    // The CLI's connectivity check (with non-essential traffic on): answered here, nothing leaves.
+    req.resume();
+    return void res.writeHead(200, { "content-length": 0 }).end();
+  }
   const grant = ctx.grants.find(presentedToken(req.headers));
   if (grant === undefined || grant.sink === undefined) {
     req.resume();

@@ -143,6 +143,8 @@ test("only the model endpoints are forwarded; a body over the bound gets 413; th
       });
       assert.equal(status, 404, target);
     }
+    // The CLI's connectivity check is answered by the gateway itself.
+    assert.equal((await fetch(`${gateway.url}/api/hello`, { method: "HEAD" })).status, 200);
     assert.equal(server.requests().length, 0, "none reached the upstream");
     const big = await fetch(`${gateway.url}/v1/messages`, { method: "POST", headers, body: "x".repeat(2048) });
     assert.equal(big.status, 413);
