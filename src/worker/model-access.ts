@@ -4,6 +4,7 @@
 // the session's kept CLI process (whose env cannot change between turns): each turn binds it to
 // that turn's attempt, and between turns it is bound to none, so its calls are refused.
 // With TURNSTREAM_GATEWAY=passthrough a run holds the worker's credential as before.
+import { join } from "node:path";
 import { CREDENTIALS_FILE, NoAuthError, operatorConfigDir, type EnvOverlay } from "../cli/index.ts";
 import type { ModelCallData } from "../events/index.ts";
 import { credentialFrom, startGateway, unbrokerableProvider, upstreamBaseUrl, UNBROKERABLE_PROVIDERS, type CallSink, type GatewayPolicy, type ModelCall, type ModelGateway, type RunGrant, type Upstream } from "../gateway/index.ts";
@@ -83,8 +84,8 @@ export class WorkerModelAccess {
   /** The upstream a run with this env overlay would have used: its base URL and credential. */
   upstreamFor(overlay: Readonly<Record<string, string>>): Upstream {
     const env = { ...process.env, ...this.#settings.runEnv, ...overlay };
-    const file = overlay["CLAUDE_CONFIG_DIR"] === undefined ? operatorConfigDir({ ...process.env, ...this.#settings.secretEnv }) : operatorConfigDir(env);
-    const credentialsPath = `${file}/${CREDENTIALS_FILE}`;
+    // The operator's credential file, where the worker's scrubbers learn it (a job cannot move it).
+    const credentialsPath = join(operatorConfigDir({ ...process.env, ...this.#settings.secretEnv }), CREDENTIALS_FILE);
     const credential = credentialFrom(env, credentialsPath);
     if (credential === undefined) throw new NoAuthError(credentialsPath);
     return { baseUrl: upstreamBaseUrl(env), credential };

@@ -93,7 +93,8 @@ async function openAccess(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, 
     return { env: ctl.access.env };
   } catch (err) {
     const e = err as Error & { kind?: string };
-    return { end: await events.fail(e.kind ?? "auth", e.name, e.message) };
+    // NoAuthError says `auth`; anything else is the gateway's own failure (it could not listen).
+    return { end: await events.fail(e.kind ?? "gateway", e.name, e.message) };
   }
 }
 

@@ -142,3 +142,20 @@ test("Bedrock, Vertex and Foundry cannot be brokered: the worker refuses to star
     await r.dispose();
   }
 });
+
+test("a worker with no credential for its gateway fails the turn as auth, saying where one comes from, and starts no CLI", async () => {
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "never" }] }] });
+  try {
+    const empty = r.space.dir("no-operator");
+    r.worker({ runEnv: { ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: "", CLAUDE_CODE_OAUTH_TOKEN: "" }, secretEnv: { CLAUDE_CONFIG_DIR: empty } });
+    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws });
+    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    assert.equal(res.status, "failed");
+    const failed = dataOf(res.event);
+    assert.equal(failed["errorKind"], "auth");
+    assert.match(String((failed["error"] as { message: string }).message), /claude auth login/);
+    assert.equal(r.server.requests().length, 0);
+  } finally {
+    await r.dispose();
+  }
+});
