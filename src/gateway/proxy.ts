@@ -75,9 +75,25 @@ function requestShape(body: Buffer): { model: string | undefined; stream: boolea
   }
 }
 
-/** Handles one request to the gateway. Never throws. */
+/** Handles one request to the gateway. Never throws: a run's processes are attacker input. */
 export async function handleRequest(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = new URL(req.url ?? "/", "http://gateway.invalid");
+  try {
+    await handle(ctx, req, res);
+  } catch (err) {
+    ctx.warn("gateway request failed", err);
+    if (!res.headersSent) sendError(res, 500, "api_error", "turnstream gateway: the request could not be handled");
+    else res.destroy();
+  }
+}
+
+async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let url: URL;
+  try {
+    url = new URL(req.url ?? "/", "http://gateway.invalid");
+  } catch {
+    req.resume();
+    return sendError(res, 400, "invalid_request_error", "turnstream gateway: the request target is not a URL path");
+  }
   if (url.pathname === "/api/hello" && (req.method === "HEAD" || req.method === "GET")) {
     // The CLI's connectivity check (with non-essential traffic on): answered here, nothing leaves.
     req.resume();
