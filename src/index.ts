@@ -34,6 +34,9 @@ export {
   type WorkerEnvConfig,
 } from "./worker/index.ts";
 
+// The model gateway's policy door (src/gateway/): TurnWorkerOptions.gatewayPolicy.
+export { type GatewayPolicy, type ModelCall, type PolicyCall, type PolicyDecision } from "./gateway/index.ts";
+
 // Read models, replay and rendering (src/projector/).
 export {
   readModel,

@@ -169,11 +169,13 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
     instanceRoot: options.instanceRoot,
     runId: options.runId,
     operatorConfigDir: options.operatorConfigDir,
+    credential: options.credential,
   });
   const logger = options.logger ?? silentLogger;
   const runId = o.runId ?? randomUUID();
   const credentialSource = join(o.operatorConfigDir ?? operatorConfigDir(), CREDENTIALS_FILE);
-  const hasCredential = existsSync(credentialSource);
+  // With `credential: none` the run's model access is brokered: its home must hold no credential.
+  const hasCredential = o.credential !== "none" && existsSync(credentialSource);
   if (!hasCredential && envAuth(options.runEnv ?? process.env) === undefined) throw new NoAuthError(credentialSource);
 
   const inst = instanceDir(o.instanceRoot ?? defaultInstanceRoot(), o.instanceId);

@@ -20,6 +20,11 @@ export const ConfigHomeOptionsSchema = z.object({
   runId: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/).refine((n) => !n.includes("..")).optional(),
   /** Where the operator's `.credentials.json` lives; default host CLAUDE_CONFIG_DIR or ~/.claude. */
   operatorConfigDir: absolute.optional(),
+  /**
+   * `copy` (default): the home gets a copy of the operator's credential file. `none`: it gets no
+   * credential; the run's env carries its model access (a model gateway's token).
+   */
+  credential: z.enum(["copy", "none"]).optional(),
 });
 
 /** What one run may use (limits.ts); each unset limit is not applied. */

@@ -82,6 +82,8 @@ export interface WarmProcess {
   rssBytes(): number;
   /** Ends the tree (TERM, then KILL after killGraceMs); resolves once it is gone and its files removed. Idempotent. */
   close(): Promise<void>;
+  /** Resolves once the process is gone (whoever ended it) and its files removed. */
+  readonly ended: Promise<void>;
 }
 
 /** Starts the CLI in stream-json input mode, as a cold run with the same options would start. */
@@ -302,6 +304,10 @@ class WarmCli implements WarmProcess {
     let total = 0;
     for (const pid of this.#tree.scope.members()) total += residentBytes(pid);
     return total;
+  }
+
+  get ended(): Promise<void> {
+    return this.#closed;
   }
 
   close(): Promise<void> {

@@ -20,6 +20,7 @@ export const TURN_KINDS: ReadonlySet<EventKind> = new Set([
   "cli.stderr",
   "cli.exit",
   "attempt.abandoned",
+  "model.call",
   ...TERMINAL_KINDS,
 ]);
 

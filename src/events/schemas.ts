@@ -241,6 +241,38 @@ export const ruleAddedData = z.object({
   signature: z.string().optional(),
 });
 
+/** Token counts of one model call, from the answer's own usage. */
+export const modelUsageSchema = z.object({
+  input_tokens: nonNegInt,
+  output_tokens: nonNegInt,
+  cache_creation_input_tokens: nonNegInt,
+  cache_read_input_tokens: nonNegInt,
+});
+
+/** `model.call`: one request of the run's CLI through the worker's model gateway, as the gateway saw it. */
+export const modelCallData = z.object({
+  /** ISO time the request reached the gateway. */
+  startedAt: z.string(),
+  method: z.string(),
+  /** `/v1/messages`, `/v1/messages/count_tokens`, … (no query). */
+  path: z.string(),
+  model: z.string().optional(),
+  stream: z.boolean(),
+  /** The status the CLI got. */
+  status: int,
+  /** Request arrival to the answer's first body byte. */
+  ttfbMs: z.number().optional(),
+  durationMs: z.number(),
+  usage: modelUsageSchema.optional(),
+  /** An estimate from the gateway's price table (docs/gateway.md). */
+  costUsd: z.number().optional(),
+  retryAfterS: z.number().optional(),
+  /** The upstream's `request-id`. */
+  requestId: z.string().optional(),
+  /** Set when the gateway answered itself: `policy`, `upstream_unreachable`, `too_large`, `aborted`. */
+  answeredBy: z.string().optional(),
+});
+
 /** Every kind turnstream writes, with the schema of its data. */
 export const eventDataSchemas = {
   "turn.queued": turnQueuedData,
@@ -257,6 +289,7 @@ export const eventDataSchemas = {
   "decision.requested": decisionRequestedData,
   "decision.made": decisionMadeData,
   "rule.added": ruleAddedData,
+  "model.call": modelCallData,
 } as const;
 
 export type EventKind = keyof typeof eventDataSchemas;
@@ -279,3 +312,4 @@ export type SessionReplayedData = EventData<"session.replayed">;
 export type DecisionRequested = EventData<"decision.requested">;
 export type DecisionMade = EventData<"decision.made">;
 export type RuleAdded = EventData<"rule.added">;
+export type ModelCallData = EventData<"model.call">;

@@ -79,6 +79,11 @@ export const ERROR_TYPES = [
   OTHER,
 ] as const;
 
+/** A gateway call's HTTP status, by class. */
+export const STATUS_CLASSES = ["2xx", "3xx", "4xx", "5xx", OTHER] as const;
+/** Who answered a gateway call: the upstream, or the gateway itself and why. */
+export const GATEWAY_ANSWERS = ["upstream", "policy", "upstream_unreachable", "too_large", "aborted", OTHER] as const;
+
 /** Why an attempt was abandoned: a retryable error kind, or the reason the worker stopped it. */
 export const ABANDON_REASONS = [...ERROR_TYPES, "worker_crashed", "lease_lost", "lock_lost", "shutdown", "fenced", "log_rolled_back"] as const;
 
@@ -181,6 +186,21 @@ export const METRICS = {
     description: "Tokens per CLI result, by token type",
     attributes: { "gen_ai.token.type": TOKEN_TYPES, "gen_ai.request.model": MODEL },
     buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864],
+  },
+  gatewayCalls: {
+    name: "turnstream.gateway.calls",
+    kind: "counter",
+    unit: "{call}",
+    description: "Model calls through the worker's gateway, by status class and who answered (the upstream, or the gateway: policy, unreachable upstream, too large, client gone)",
+    attributes: { "turnstream.gateway.status": STATUS_CLASSES, "turnstream.gateway.answered_by": GATEWAY_ANSWERS, "gen_ai.request.model": MODEL },
+  },
+  gatewayTtfb: {
+    name: "turnstream.gateway.ttfb",
+    kind: "histogram",
+    unit: "s",
+    description: "Time from a model request's arrival at the gateway to the answer's first byte",
+    attributes: { "gen_ai.request.model": MODEL },
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
   },
   decisionsPending: {
     name: "turnstream.decisions.pending",

@@ -3,13 +3,21 @@
 // reader collects: CLI slots from the worker, the queue and the decision index from Redis, all in one
 // callback bounded by a timeout, so a slow Redis delays no scrape past it.
 import type { Attributes, BatchObservableResult, Counter, Histogram, Meter } from "@opentelemetry/api";
-import { costAdded, WARM_STARTS, type AttemptContext, type AttemptObserver, type EventObserver, type ObservedEvent } from "../events/index.ts";
+import {
+  costAdded,
+  dataOf,
+  WARM_STARTS,
+  type AttemptContext,
+  type AttemptObserver,
+  type EventObserver,
+  type ObservedEvent,
+} from "../events/index.ts";
 import { isObj, numberField, silentLogger, stringField, type Logger } from "../kernel/index.ts";
 import { isKnown, type ParsedLine } from "../protocol/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import { fleetGauges, type FleetSources } from "./fleet.ts";
 import { counter, gauge, histogram } from "./instruments.ts";
-import { ABANDON_REASONS, ATTEMPT_OUTCOMES, bounded, ERROR_TYPES, METRICS, modelLabel } from "./names.ts";
+import { ABANDON_REASONS, ATTEMPT_OUTCOMES, bounded, ERROR_TYPES, GATEWAY_ANSWERS, METRICS, modelLabel, OTHER, STATUS_CLASSES } from "./names.ts";
 
 /** What the gauges read of a running worker. */
 export interface ObservedWorker {
@@ -41,6 +49,9 @@ interface EventInstruments {
   warmStarts: Counter;
   cost: Counter;
   tokens: Histogram;
+  gatewayCalls: Counter;
+  gatewayTtfb: Histogram;
+  label: (model: string | undefined) => string;
 }
 
 const objOf = (v: unknown): Record<string, unknown> | undefined => (isObj(v) ? v : undefined);
@@ -84,6 +95,8 @@ class AttemptMetrics implements AttemptObserver {
       }
       case "cli.line":
         return this.#line(parsed);
+      case "model.call":
+        return this.#modelCall(event.data);
       case "attempt.abandoned":
         return this.#abandoned(event.data);
       case "turn.finished":
@@ -129,6 +142,16 @@ class AttemptMetrics implements AttemptObserver {
     }
   }
 
+  #modelCall(data: unknown): void {
+    const call = dataOf("model.call", data);
+    if (call === undefined) return;
+    const model = { "gen_ai.request.model": this.#i.label(call.model) };
+    const status = call.status >= 200 && call.status < 600 ? `${Math.floor(call.status / 100)}xx` : OTHER;
+    const answeredBy = bounded(call.answeredBy ?? "upstream", GATEWAY_ANSWERS);
+    this.#i.gatewayCalls.add(1, { ...model, "turnstream.gateway.status": bounded(status, STATUS_CLASSES), "turnstream.gateway.answered_by": answeredBy });
+    if (call.ttfbMs !== undefined) this.#i.gatewayTtfb.record(call.ttfbMs / 1000, model);
+  }
+
   #abandoned(data: unknown): void {
     const reason = bounded(stringField(objOf(data), "reason"), ABANDON_REASONS);
     const retry = isObj(data) && data["retry"] === true;
@@ -157,6 +180,19 @@ class AttemptMetrics implements AttemptObserver {
   }
 }
 
+/** Model names as labels; names repeat, so the shape check and the scrubber run once per name. */
+function modelLabels(scrubber: Scrubber): (model: string | undefined) => string {
+  const models = new Map<string, string>();
+  return (m) => {
+    let v = models.get(m ?? "");
+    if (v === undefined) {
+      v = modelLabel(m, (t) => scrubber.scrub(t, { sink: "metric", field: "gen_ai.request.model" }));
+      if (models.size < 1000) models.set(m ?? "", v);
+    }
+    return v;
+  };
+}
+
 /** The observer that turns a worker's events into counters and histograms. */
 export function metricsObserver(meter: Meter, scrubber: Scrubber): EventObserver {
   const i: EventInstruments = {
@@ -168,17 +204,11 @@ export function metricsObserver(meter: Meter, scrubber: Scrubber): EventObserver
     warmStarts: counter(meter, METRICS.warmStarts),
     cost: counter(meter, METRICS.cost),
     tokens: histogram(meter, METRICS.tokenUsage),
+    gatewayCalls: counter(meter, METRICS.gatewayCalls),
+    gatewayTtfb: histogram(meter, METRICS.gatewayTtfb),
+    label: modelLabels(scrubber),
   };
-  // Model names repeat: the shape check and the scrubber run once per name.
-  const models = new Map<string, string>();
-  const label = (m: string | undefined): string => {
-    let v = models.get(m ?? "");
-    if (v === undefined) {
-      v = modelLabel(m, (t) => scrubber.scrub(t, { sink: "metric", field: "gen_ai.request.model" }));
-      if (models.size < 1000) models.set(m ?? "", v);
-    }
-    return v;
-  };
+  const label = i.label;
   return { attempt: (context) => new AttemptMetrics(i, context, label(context.requestModel)) };
 }
 

@@ -58,6 +58,11 @@ const summaries: { [K in EventKind]?: (data: EventData<K>) => string } = {
   "turn.failed": (d) => d.errorKind,
   "decision.requested": (d) => `${d.requestId} ${d.tool}`,
   "decision.made": (d) => `${d.requestId} → ${d.decision} by ${d.by}`,
+  "model.call": (d) => {
+    const tokens = d.usage === undefined ? "" : ` ${d.usage.input_tokens} in ${d.usage.output_tokens} out`;
+    const ttfb = d.ttfbMs === undefined ? "" : ` ttfb ${Math.round(d.ttfbMs)} ms`;
+    return `${d.model ?? d.path} ${d.status}${ttfb}${tokens}${d.answeredBy === undefined ? "" : ` (${d.answeredBy})`}`;
+  },
 };
 
 export function summarizeEvent(env: Pick<Envelope, "kind" | "data">): string {

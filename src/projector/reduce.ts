@@ -162,6 +162,7 @@ function attemptAt(s: ProjectionState, ti: number, n: number, epoch: number, at:
     tokens: zeroTokens(),
     lines: 0,
     stderrLines: 0,
+    modelCalls: { calls: 0, errors: 0, tokens: zeroTokens(), costUsd: 0 },
   };
   const ta: TranscriptAttempt = { attempt: n, abandoned: false, abandonReason: null, items: [] };
   // Keep attempts ordered by number even if a late event of an older attempt creates it.
@@ -287,6 +288,9 @@ function turnEvent(s: ProjectionState, env: ReducibleEnvelope): void {
     case "cli.exit":
       cliExit(s, env, ti);
       return;
+    case "model.call":
+      modelCall(s, env, ti);
+      return;
     case "attempt.abandoned":
       attemptAbandoned(s, env, ti);
       return;
@@ -300,6 +304,21 @@ function turnEvent(s: ProjectionState, env: ReducibleEnvelope): void {
       turnCancelled(s, env, ti);
       return;
   }
+}
+
+/** One call through the worker's gateway: counted on its attempt with its usage and estimated cost. */
+function modelCall(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const d = read(s, "model.call", env.data);
+  if (d === undefined) return;
+  const m = attemptAt(s, ti, env.attempt, env.epoch, env.at).modelCalls;
+  m.calls++;
+  if (d.status >= 400) m.errors++;
+  if (d.costUsd !== undefined) m.costUsd += d.costUsd;
+  if (d.usage === undefined) return;
+  m.tokens.input += d.usage.input_tokens;
+  m.tokens.output += d.usage.output_tokens;
+  m.tokens.cacheRead += d.usage.cache_read_input_tokens;
+  m.tokens.cacheCreation += d.usage.cache_creation_input_tokens;
 }
 
 function turnQueued(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {

@@ -36,6 +36,18 @@ export interface AttemptView {
   tokens: Tokens;
   lines: number;
   stderrLines: number;
+  /** What the worker's model gateway saw of the attempt (`model.call` events). */
+  modelCalls: ModelCallsView;
+}
+
+/** An attempt's model calls through the gateway: counted, their tokens and estimated cost summed. */
+export interface ModelCallsView {
+  calls: number;
+  /** Calls answered with a status of 400 or more (refusals of the gateway included). */
+  errors: number;
+  tokens: Tokens;
+  /** The gateway's estimate (its price table), beside the CLI's own `costUsd`. */
+  costUsd: number;
 }
 
 export interface TurnView {

@@ -53,6 +53,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "TURNSTREAM_WARM_IDLE_MS", readIn: "src/worker/config.ts", meaning: "an idle warm CLI process is ended after this many ms (default 300000)" },
   { name: "TURNSTREAM_WARM_MAX", readIn: "src/worker/config.ts", meaning: "most idle warm CLI processes one worker keeps; the least recently used is ended first (default 8)" },
   { name: "TURNSTREAM_WARM_MAX_RSS_MB", readIn: "src/worker/config.ts", meaning: "MiB of resident memory all of a worker's idle warm CLI trees may hold together (default 2048)" },
+  { name: "TURNSTREAM_GATEWAY", readIn: "src/worker/config.ts", meaning: "broker (default): runs reach the model through the worker's loopback gateway with a token of their own and never hold its credential; passthrough: each run holds the credential (Bedrock, Vertex, Foundry)" },
   { name: "TURNSTREAM_SNAPSHOT_CACHE_MB", readIn: "src/worker/config.ts", meaning: "MiB of recent session files a worker keeps in memory so a session's next turn there skips rebuilding its file from the log (default 64; 0 turns it off)" },
   { name: "TURNSTREAM_JOB_ENV_ALLOW", readIn: "src/worker/config.ts", meaning: "comma-separated names and PREFIX* patterns a job's env overlay may set (default CI, GitHub run metadata by name, LANG, LC_*, TZ; empty: none); names that pick the binary, load code or move the model traffic are refused whatever it says" },
   { name: "TURNSTREAM_ALLOW_ENV", readIn: "src/worker/config.ts", meaning: "comma-separated names added to TURNSTREAM_JOB_ENV_ALLOW (or to its default)" },

@@ -66,6 +66,11 @@ export interface ModelServerOptions {
   sideRequest?: ((request: RecordedRequest) => boolean) | false | undefined;
   /** Text answered to side requests (default `Scripted session`). */
   sideReply?: string | undefined;
+  /**
+   * The one credential accepted (as `x-api-key` or `Authorization: Bearer`): any other request gets
+   * 401 `authentication_error`, like the real API. Default: any credential, or none.
+   */
+  credential?: string | undefined;
 }
 
 /**
@@ -151,6 +156,13 @@ interface Answerer {
   sideReply: ContentResponse;
   exhausted: "done" | "error";
   cwd: string | undefined;
+  credential: string | undefined;
+}
+
+/** Whether the request carries the server's credential (when it requires one). */
+function authorised(a: Answerer, req: IncomingMessage): boolean {
+  if (a.credential === undefined) return true;
+  return req.headers["x-api-key"] === a.credential || req.headers.authorization === `Bearer ${a.credential}`;
 }
 
 /** A request as recorded, before it is known which kind it is. */
@@ -223,6 +235,10 @@ async function handle(a: Answerer, req: IncomingMessage, res: ServerResponse): P
   const parsed = parseJson(body);
   const entry = recordOf(req, url, parsed);
   a.recorded.push(entry);
+  if (!authorised(a, req)) {
+    sendError(res, 401, "authentication_error", "invalid x-api-key");
+    return;
+  }
   if (req.method === "POST" && url.pathname === "/v1/messages/count_tokens") {
     entry.kind = "count_tokens";
     const tokens = Math.ceil(JSON.stringify(entry.messages).length / 4);
@@ -256,6 +272,7 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     sideReply: { content: [{ type: "text", text: options.sideReply ?? "Scripted session" }] },
     exhausted: script.exhausted ?? "done",
     cwd: script.cwd,
+    credential: options.credential,
   };
   const open = new Set<ServerResponse>();
   const server = createServer((req, res) => {

@@ -49,6 +49,7 @@ async function attemptSteps(
   const { session, turn } = job;
   const { replay, rolledBack } = before;
   ctl.warm = undefined;
+  ctl.access = undefined;
   try {
     for (const a of await danglingAttempts(deps.log, session, turn, events.attempt)) {
       if (a === rolledBack?.attempt) continue;
@@ -79,6 +80,8 @@ async function attemptSteps(
   } finally {
     // A fenced, failed, stopped or retried attempt ends its process: only a clean finish keeps one.
     deps.warm.release(ctl.warm);
+    // The run's token ends with it (a kept warm process keeps its own until it ends).
+    deps.access?.close(ctl.access, ctl.warm);
     events.endObservers(ctl.reason ?? "worker_error");
   }
 }

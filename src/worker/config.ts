@@ -57,6 +57,7 @@ const envSchema = z.object({
   TURNSTREAM_WARM_IDLE_MS: intFrom("TURNSTREAM_WARM_IDLE_MS"),
   TURNSTREAM_WARM_MAX: intFrom("TURNSTREAM_WARM_MAX"),
   TURNSTREAM_WARM_MAX_RSS_MB: intFrom("TURNSTREAM_WARM_MAX_RSS_MB"),
+  TURNSTREAM_GATEWAY: z.enum(["broker", "passthrough"], "TURNSTREAM_GATEWAY is `broker` (default: runs never hold the worker's model credential) or `passthrough`").optional(),
   "TURNSTREAM_SNAPSHOT_CACHE_MB": z.string().regex(/^\d+$/, "TURNSTREAM_SNAPSHOT_CACHE_MB must be a whole number of MiB (0 turns the cache off)").transform(Number).optional(),
 });
 
@@ -180,5 +181,6 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     warmIdleMs: e.TURNSTREAM_WARM_IDLE_MS,
     warmMaxProcesses: e.TURNSTREAM_WARM_MAX,
     warmMaxRssBytes: e.TURNSTREAM_WARM_MAX_RSS_MB === undefined ? undefined : e.TURNSTREAM_WARM_MAX_RSS_MB * 1024 * 1024,
+    gateway: e.TURNSTREAM_GATEWAY,
   };
 }

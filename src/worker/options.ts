@@ -5,6 +5,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { Tracer } from "@opentelemetry/api";
 import type { EventObserver } from "../events/index.ts";
+import type { GatewayPolicy } from "../gateway/index.ts";
 import { DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
 import { resolveClaudeBin } from "../cli/index.ts";
@@ -159,7 +160,18 @@ export interface TurnWorkerOptions {
   warmMaxProcesses?: number;
   /** Most resident memory of all idle warm trees together (default 2 GiB). `TURNSTREAM_WARM_MAX_RSS_MB`. */
   warmMaxRssBytes?: number;
+  /**
+   * `broker` (default): runs reach the model through the worker's loopback gateway with a token of
+   * their own and never hold the worker's credential. `passthrough`: each run holds the credential,
+   * as before (the only way to run Bedrock, Vertex or Foundry). `TURNSTREAM_GATEWAY`.
+   */
+  gateway?: GatewayMode;
+  /** What the gateway asks before each model request leaves the worker (default: allow all). */
+  gatewayPolicy?: GatewayPolicy;
 }
+
+/** How a run reaches the model: through the worker's gateway (`broker`) or holding the credential (`passthrough`). */
+export type GatewayMode = "broker" | "passthrough";
 
 /** The options a worker process reads from its environment (workerConfigFromEnv). */
 export type WorkerEnvConfig = Pick<
@@ -192,6 +204,7 @@ export type WorkerEnvConfig = Pick<
   | "warmIdleMs"
   | "warmMaxProcesses"
   | "warmMaxRssBytes"
+  | "gateway"
 > & {
   /** How often the worker process sweeps dead runs' leftovers (ms; 0: only at start). Not a worker option: the process does it. */
   sweepIntervalMs?: number | undefined;
@@ -243,6 +256,7 @@ export interface WorkerSettings {
   heartbeatMs: number;
   /** Warm sessions: `all` turns unless a turn opts in (`enabled` false means only turns with `options.warm`). */
   warm: WarmSettings;
+  gateway: GatewayMode;
 }
 
 /** How a worker keeps CLI processes between a session's turns. */
@@ -342,6 +356,7 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     keepRawLines: options.keepRawLines ?? d.keepRawLines,
     snapshotCacheBytes: options.snapshotCacheBytes ?? d.snapshotCacheBytes,
     heartbeatMs: positiveLimit("heartbeatMs", options.heartbeatMs, d.heartbeatMs),
+    gateway: options.gateway ?? "broker",
     warm: {
       all: options.warm ?? d.warm.all,
       idleTtlMs: positiveLimit("warmIdleMs", options.warmIdleMs, d.warm.idleTtlMs),

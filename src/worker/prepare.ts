@@ -4,7 +4,7 @@
 // transcript to replay, attempt.started, and for a
 // supervised turn its hook wiring. A check that fails ends the attempt with turn.failed.
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
-import type { ToolSandbox } from "../cli/index.ts";
+import type { EnvOverlay, ToolSandbox } from "../cli/index.ts";
 import type { AttemptStartedData } from "../events/index.ts";
 import type { EventLog } from "../log/index.ts";
 import { cwdProblem, type TurnJob } from "../queue/index.ts";
@@ -31,6 +31,8 @@ const ATTEMPT_HOLD_MS = 1500;
 export interface PreparedRun {
   /** The job's env overlay, resolved. */
   env: Record<string, string>;
+  /** The run's model access through the gateway (laid over `env`); undefined in passthrough. */
+  modelEnv?: EnvOverlay | undefined;
   /** Scrubs raw `cli.line` text and the session file; undefined when the worker keeps them raw. */
   lines: Scrubber | undefined;
   prompt: string;
@@ -73,8 +75,11 @@ export async function prepareAttempt(
   const { prompt, replayedTurns } = replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(deps.log, job);
   const sandboxing = toolSandboxFor(job, deps.settings.toolSandbox);
   const toolSandbox = "sandbox" in sandboxing ? sandboxing.sandbox : undefined;
+  const access = await openAccess(deps, job, ctl, events, runEnv);
+  if ("end" in access) return access;
   const run: PreparedRun = {
     env: runEnv.env,
+    modelEnv: access.env,
     lines: scrubbers.lines,
     prompt,
     ...plan,
@@ -84,6 +89,7 @@ export async function prepareAttempt(
     toolSandbox,
   };
   ctl.warm = warmUse(deps, job, ctl, events, run);
+  if (ctl.access !== undefined) ctl.access = await deps.access!.forNewProcess(ctl.access, ctl.warm, runEnv.env);
   run.costBaseUsd = await resumedCostBase(deps.log, job.session, plan, ctl.warm?.label === "warm");
   await writeAttemptStarted(deps, job, events, run, ctl.warm);
   if (ctl.reason !== undefined) return { end: await events.stopped() };
@@ -96,7 +102,22 @@ export async function prepareAttempt(
   if (optionsRefused !== undefined) return { end: await events.fail("bad_options", optionsRefused.name, optionsRefused.message) };
   const supervision = job.options.supervised === true ? await supervise(deps, job, events) : undefined;
   if (supervision !== undefined && "failed" in supervision) return { end: await events.fail("bad_options", "SupervisedUnavailable", supervision.failed) };
-  return { run: { ...run, supervised: supervision?.run } };
+  // The warm path may have moved the run to a new process, and so to a new token.
+  return { run: { ...run, modelEnv: ctl.access?.env, supervised: supervision?.run } };
+}
+
+/** The run's token at the worker's gateway (none in passthrough); a worker with no credential fails the turn. */
+async function openAccess(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, runEnv: RunEnv): Promise<{ env: EnvOverlay | undefined } | { end: AttemptEnd }> {
+  if (deps.access === undefined) return { env: undefined };
+  try {
+    // A turn that runs warm keeps its session's token while its process is kept.
+    ctl.access = await deps.access.open(job, events, runEnv.env, deps.warm.viaProcess(job));
+    return { env: ctl.access.env };
+  } catch (err) {
+    const e = err as Error & { kind?: string };
+    // NoAuthError says `auth`; anything else is the gateway's own failure (it could not listen).
+    return { end: await events.fail(e.kind ?? "gateway", e.name, e.message) };
+  }
 }
 
 /** Why the turn cannot run on this worker at all, before anything is resolved. */

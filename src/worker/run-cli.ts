@@ -101,7 +101,13 @@ export function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptCont
     killGraceMs: settings.killGraceMs,
     signal: ctl.ac.signal,
     logger: deps.logger,
-    configHome: { instanceId: settings.instanceId, instanceRoot: settings.instanceRoot, runId: `${job.turn}.${events.attempt}.${events.epoch}` },
+    configHome: {
+      instanceId: settings.instanceId,
+      instanceRoot: settings.instanceRoot,
+      runId: `${job.turn}.${events.attempt}.${events.epoch}`,
+      // A brokered run's home holds no credential: the gateway has it.
+      credential: run.modelEnv === undefined ? undefined : "none",
+    },
   };
 }
 

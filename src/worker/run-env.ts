@@ -1,6 +1,6 @@
 // A run's environment: the job's overlay with its `{ fromEnv }` references resolved from the worker's
 // environment, what the worker itself gives every run, and the scrubbers that know the values it brought.
-import { cliSettingsEnv, modelAccessEnv } from "../cli/index.ts";
+import { cliSettingsEnv, modelAccessEnv, type EnvOverlay } from "../cli/index.ts";
 import { firstRefusedEnvName, type TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { WorkerSettings } from "./options.ts";
@@ -39,14 +39,16 @@ export function resolveEnv(job: TurnJob, settings: Pick<WorkerSettings, "secretE
 
 /**
  * The overlay a job's CLI starts with, over the minimal base runTurn builds (`isolate`): the worker's
- * CLI settings and model access from its own environment, its runEnv, then the job's allowed names.
+ * CLI settings and model access from its own environment, its runEnv, the job's allowed names, then the
+ * gateway's model access (which replaces the worker's credential with the run's token).
  */
 export function runOverlay(
   settings: Pick<WorkerSettings, "hostEnv" | "runEnv">,
-  run: Pick<RunEnv, "env">,
-): Record<string, string> {
+  run: Pick<RunEnv, "env"> & { modelEnv?: EnvOverlay | undefined },
+): EnvOverlay {
   const { hostEnv } = settings;
-  return { ...cliSettingsEnv(hostEnv), ...modelAccessEnv(hostEnv), ...settings.runEnv, ...run.env };
+  // The gateway's overlay comes last: it removes the worker's credentials and names itself.
+  return { ...cliSettingsEnv(hostEnv), ...modelAccessEnv(hostEnv), ...settings.runEnv, ...run.env, ...run.modelEnv };
 }
 
 // Shorter referenced values are left to the name rules: redacting a short word everywhere would

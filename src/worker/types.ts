@@ -7,6 +7,7 @@ import type { EventLog } from "../log/index.ts";
 import type { SessionOrder } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { CliSlot } from "./cli-slots.ts";
+import type { RunAccess, WorkerModelAccess } from "./model-access.ts";
 import type { WorkerSettings } from "./options.ts";
 import type { SnapshotCache } from "./snapshots.ts";
 import type { WarmSessions, WarmUse } from "./warm.ts";
@@ -37,6 +38,8 @@ export interface ExecuteDeps {
   warm: WarmSessions;
   /** The CLI's version, read once per worker; undefined when it could not be read. */
   cliVersion: () => Promise<string | undefined>;
+  /** The worker's model gateway and its runs' tokens; undefined when runs hold the credential (passthrough). */
+  access: WorkerModelAccess | undefined;
 }
 
 export interface RunningTurn {
@@ -59,6 +62,8 @@ export interface AttemptControl {
   slot: CliSlot | undefined;
   /** The running attempt's warm decision (warm sessions), undefined for a turn in cold mode. */
   warm?: WarmUse | undefined;
+  /** The running attempt's model access through the gateway (its token), once opened. */
+  access?: RunAccess | undefined;
 }
 
 export type AttemptEnd =

@@ -44,6 +44,11 @@ export interface WarmWatch {
   everyMs: number;
 }
 
+/** Why a warm-mode turn runs cold all the same (supervised, skills), if it does. */
+function coldOnly(job: TurnJob): "supervised" | "skills" | undefined {
+  return job.options.supervised === true ? "supervised" : (job.options.skills?.length ?? 0) > 0 ? "skills" : undefined;
+}
+
 /** The worker's kept processes and how a turn gets one. */
 export class WarmSessions {
   readonly #pool: WarmPool;
@@ -79,9 +84,14 @@ export class WarmSessions {
     return this.#settings.handoffMs;
   }
 
+  /** Whether the turn's CLI process is a kept one (or one started to be kept): warm mode, not a cold-only turn. */
+  viaProcess(job: TurnJob): boolean {
+    return this.wants(job) && coldOnly(job) === undefined;
+  }
+
   /** Decides how the turn's CLI process comes about; `latest` is the session's snapshot pointer read when the attempt began. */
   choose(job: TurnJob, options: RunTurnOptions, latest: SnapshotRef | null | undefined): WarmUse {
-    const cold = job.options.supervised === true ? "supervised" : (job.options.skills?.length ?? 0) > 0 ? "skills" : undefined;
+    const cold = coldOnly(job);
     if (cold !== undefined) {
       // Their per-run state (the decision hook's token, the skills written into the workspace) lives
       // for one run, so these turns take the plain cold path.

@@ -14,6 +14,7 @@ import { CliSlots } from "./cli-slots.ts";
 import { startHeartbeat, type Heartbeat } from "./registry.ts";
 import { cliVersionReader } from "./cli-version.ts";
 import { executeTurnJob } from "./execute.ts";
+import { checkBrokerable, WorkerModelAccess } from "./model-access.ts";
 import { renewEveryMs } from "./lease-keeper.ts";
 import { compileWorkerOptions, type TurnWorkerOptions, type WorkerSettings } from "./options.ts";
 import { SnapshotCache } from "./snapshots.ts";
@@ -60,6 +61,7 @@ export function boundedWait(p: Promise<unknown>, ms: number): Promise<boolean> {
 /** Starts a turn worker on the queue: each job leases its session, runs the CLI, appends every line to the log, snapshots the session and ends the turn. */
 export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const settings = compileWorkerOptions(options);
+  checkBrokerable(settings.gateway, { ...process.env, ...settings.runEnv });
   const logger = options.logger ?? silentLogger;
   announceToolSandbox(settings.toolSandbox, logger);
   const log = createEventLog({ redis: options.redis, prefix: settings.logPrefix, logger, onAppend: options.onLogAppend });
@@ -80,6 +82,8 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     snapshots: settings.snapshotCacheBytes === 0 ? undefined : new SnapshotCache(settings.snapshotCacheBytes),
     warm: new WarmSessions(settings.warm, warmWatch(log, running, settings.leaseMs), logger),
     cliVersion: cliVersionReader(settings.claudeBin, { ...process.env, ...settings.runEnv }, logger),
+    // Started with the worker, closed with it (closeWorker), after its runs have ended.
+    access: settings.gateway === "broker" ? new WorkerModelAccess(settings, options.gatewayPolicy, logger) : undefined,
   };
   const connection = bullConnection(options.redis);
   let slots: CliSlots | undefined;
@@ -105,7 +109,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   });
   let closing: Promise<void> | undefined;
   const heartbeat = workerHeartbeat(options.redis, settings, logger, slots, deps.warm);
-  const parts: WorkerParts = { worker, slots, queue, connection, running: deps.running, settings, logger, telemetry: options.telemetry, hub, heartbeat, warm: deps.warm };
+  const parts: WorkerParts = { worker, slots, queue, connection, running: deps.running, settings, logger, telemetry: options.telemetry, hub, heartbeat, warm: deps.warm, access: deps.access };
   return {
     id,
     worker,
@@ -127,7 +131,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
       return heartbeat.fenced;
     },
     // Ready once registered too, so `turnstream status` lists a worker that says it is ready.
-    ready: () => Promise.all([worker.waitUntilReady(), heartbeat.first]).then(() => undefined),
+    ready: () => Promise.all([worker.waitUntilReady(), heartbeat.first, deps.access?.ready()]).then(() => undefined),
     close: (opts = {}) => (closing ??= closeWorker(parts, opts.graceMs ?? 30_000, opts.closeTimeoutMs ?? 5000)),
   };
 }
@@ -234,6 +238,7 @@ interface WorkerParts {
   hub: LazyHub;
   heartbeat: Heartbeat;
   warm: WarmSessions;
+  access: WorkerModelAccess | undefined;
 }
 
 /** Stops taking jobs, lets running turns finish within graceMs, ends the rest, and closes the connections, each wait bounded. */
@@ -261,6 +266,8 @@ async function closeWorker(p: WorkerParts, graceMs: number, closeTimeoutMs: numb
   }
   // Kept processes answer only this worker's turns; once it stops taking jobs they are of no use.
   await boundedWait(p.warm.closeAll(), p.settings.killGraceMs + closeTimeoutMs);
+  // Every run has ended: the gateway revokes what tokens are left and stops listening.
+  if (p.access !== undefined) await boundedWait(p.access.closeAll(), closeTimeoutMs);
   if (p.telemetry !== undefined) await boundedWait(p.telemetry.forceFlush(), closeTimeoutMs);
   if (!(await boundedWait(p.queue.close(), closeTimeoutMs))) void p.queue.disconnect().catch(() => undefined);
   // Listed as live until its turns have ended; the entry goes before the connections do.

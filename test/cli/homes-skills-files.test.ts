@@ -29,6 +29,19 @@ function recordingLogger(): Logger & { warnings: string[] } {
   return { warnings, debug: noop, info: noop, error: noop, warn: (o: object | string, m?: string) => void warnings.push(typeof o === "string" ? o : (m ?? "")) };
 }
 
+test("config home with credential none (a brokered run): no copy of the operator's credential, auth from the env", () => {
+  const root = tmp("ts-root-");
+  const operator = tmp("ts-op-");
+  writeFileSync(join(operator, ".credentials.json"), '{"claudeAiOauth":{"accessToken":"sk-ant-oat01-operator"}}', { mode: 0o600 });
+  const home = createConfigHome({ instanceId: "inst-b", instanceRoot: root, operatorConfigDir: operator, runEnv: { ANTHROPIC_API_KEY: "turnstream-gw-token" }, credential: "none", logger: recordingLogger() });
+  try {
+    assert.equal(home.auth, "env");
+    assert.deepEqual(readdirSync(home.dir).sort(), ["run", "tmp"]);
+  } finally {
+    home.teardown();
+  }
+});
+
 test("instance root defaults to the user data dir, not tmp", () => {
   assert.equal(defaultInstanceRoot({ XDG_DATA_HOME: "/data", HOME: "/h" }), "/data/turnstream");
   assert.equal(defaultInstanceRoot({ HOME: "/h" }), "/h/.local/share/turnstream");

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startScriptedServer, type Step } from "../cli/_model.ts";
 import { hermeticEnv } from "../cli/_support.ts";
+import { startModelServer } from "../../src/testing/index.ts";
 
 const bin = join(import.meta.dirname, "..", "..", "src", "bin", "turnstream.ts");
 
@@ -19,7 +20,8 @@ async function doctor(script: Step[], args: string[], envOver: Record<string, st
     let out = "";
     child.stdout!.on("data", (c: Buffer) => (out += c.toString()));
     const code = await new Promise<number | null>((r) => child.once("close", r));
-    return { code, out, requests: server.requests().length };
+    // Model turns only: the gateway line's count_tokens request is not one.
+    return { code, out, requests: server.requests().filter((r) => r.kind !== "count_tokens").length };
   } finally {
     await server.close();
   }
@@ -29,15 +31,16 @@ test("doctor: all checks pass with a working probe; one line per check", async (
   const cwd = join(mkdtempSync(join(tmpdir(), "ts-doc-")), "new", "dir");
   const r = await doctor([{ text: "hello" }], ["--cwd", cwd]);
   const lines = r.out.trim().split("\n");
-  assert.deepEqual(lines.slice(0, 6).map((l) => l.split(/\s+/).slice(0, 2).join(" ")), ["pass cli", "pass cwd", "pass auth", "pass contain", "pass sandbox", "pass probe"]);
+  assert.deepEqual(lines.slice(0, 7).map((l) => l.split(/\s+/).slice(0, 2).join(" ")), ["pass cli", "pass cwd", "pass auth", "pass contain", "pass sandbox", "pass probe", "pass gateway"]);
   // Then a line per run limit: the worker's value and how this host enforces it (root here: v1 cgroups).
-  assert.deepEqual(lines.slice(6).map((l) => /^(\w+)\s+limit\s+(\w+):/.exec(l)?.slice(1, 3).join(" ")), ["pass pids", "pass memory", "pass cpu", "pass disk", "pass duration"]);
-  assert.match(lines[6]!, /pids: 512 tasks \(TURNSTREAM_MAX_PIDS\); cgroup v[12] pids, a cgroup per run under .*pids\.max/);
+  assert.deepEqual(lines.slice(7).map((l) => /^(\w+)\s+limit\s+(\w+):/.exec(l)?.slice(1, 3).join(" ")), ["pass pids", "pass memory", "pass cpu", "pass disk", "pass duration"]);
+  assert.match(lines[7]!, /pids: 512 tasks \(TURNSTREAM_MAX_PIDS\); cgroup v[12] pids, a cgroup per run under .*pids\.max/);
   assert.match(lines[0]!, /2\.1\.\d+/);
   assert.match(lines[2]!, /api key/);
   // This host lets root make cgroups: each run gets one, and the line says what that means.
   assert.match(lines[3]!, /^pass\s+contain\s+cgroup-(v2|v1-freezer): each run's CLI starts in a cgroup .* of its own; .*whatever it does to its session/);
   assert.match(lines[4]!, /^pass\s+sandbox\s+bwrap works \(.*bwrap\); untrusted turns run their tools in it/);
+  assert.match(lines[6]!, /^pass\s+gateway\s+brokering on: the gateway holds the api key from ANTHROPIC_API_KEY; runs get a token of their own; .*reached http:\/\/127\.0\.0\.1:\d+ \(status 200\)/);
   assert.equal(r.code, 0);
   assert.equal(r.requests, 1);
 });
@@ -57,6 +60,26 @@ test("doctor: without bwrap on PATH the sandbox line fails, naming the install a
   const out = JSON.parse(optedOut.out) as { ok: boolean; checks: Array<{ name: string; status: string; detail: string }> };
   assert.equal(out.checks.find((c) => c.name === "sandbox")?.status, "warn");
   assert.equal(optedOut.code, 0);
+});
+
+test("doctor: the gateway line shows passthrough as a warning, a refused credential and an unbrokerable provider as failures", async () => {
+  const cwd = mkdtempSync(join(tmpdir(), "ts-doc-"));
+  const pass = await doctor([{ text: "hello" }], ["--cwd", cwd], { TURNSTREAM_GATEWAY: "passthrough" });
+  assert.match(pass.out, /^warn\s+gateway\s+passthrough .*each run holds the worker's credential \(api key\)/m);
+  assert.equal(pass.code, 0, "a warning is not a failure");
+  const bedrock = await doctor([{ text: "hello" }], ["--cwd", cwd], { CLAUDE_CODE_USE_BEDROCK: "1" });
+  assert.match(bedrock.out, /^fail\s+gateway\s+CLAUDE_CODE_USE_BEDROCK is set: .*TURNSTREAM_GATEWAY=passthrough/m);
+  // An upstream that takes only another key: the gateway line says the credential was refused, and never prints it.
+  const key = `sk-ant-api03-${"k".repeat(40)}`;
+  const server = await startModelServer({ script: { responses: [] }, credential: "sk-ant-api03-the-right-one" });
+  try {
+    const refused = await doctor([{ text: "hello" }], ["--cwd", cwd], { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: key });
+    assert.match(refused.out, /^fail\s+gateway\s+brokering is on .* refused that credential \(401 authentication_error\)/m);
+    assert.equal(refused.out.includes(key), false);
+    assert.equal(refused.code, 3);
+  } finally {
+    await server.close();
+  }
 });
 
 test("doctor: a failing probe is a fail line and a non-zero exit; a relative cwd fails too", async () => {

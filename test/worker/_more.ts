@@ -19,7 +19,7 @@ export interface Rig extends TestStage {
  * `script` may be a function of the rig's workspace, for scripts that name files in it. `allowEnv`:
  * env names its producer and workers let a job set besides the default allow-list.
  */
-export async function rig(script: unknown, options: { allowEnv?: readonly string[] } = {}): Promise<Rig> {
+export async function rig(script: unknown, options: Parameters<typeof testStage>[1] = {}): Promise<Rig> {
   const { close, ...stage } = await testStage(script as Parameters<typeof testStage>[0], options);
   const { space, server, redis, producer, ws } = stage;
   const workers: TurnWorker[] = [];
@@ -53,7 +53,8 @@ export async function rig(script: unknown, options: { allowEnv?: readonly string
 
 export const dataOf = (e: Envelope): Record<string, unknown> => (e.data ?? {}) as Record<string, unknown>;
 
-export const kindsOf = (events: Envelope[]): string[] => events.filter((e) => e.kind !== "cli.line" && e.kind !== "cli.stderr").map((e) => e.kind);
+/** The turn's lifecycle kinds: what the CLI printed and the model calls it made (model.call) left out. */
+export const kindsOf = (events: Envelope[]): string[] => events.filter((e) => e.kind !== "cli.line" && e.kind !== "cli.stderr" && e.kind !== "model.call").map((e) => e.kind);
 
 /** Parsed stdout lines of one attempt. */
 export function cliLines(events: Envelope[], attempt: number): Record<string, unknown>[] {

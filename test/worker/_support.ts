@@ -178,14 +178,17 @@ export interface TestStage {
 type StageScript = ModelServerOptions["script"] | ((ws: string) => ModelServerOptions["script"]);
 
 /** Sets a stage up; `script` may be a function of the workspace, for scripts that name files in it. The returned close() takes it down. */
-/** `allowEnv`: env names the stage's producer lets a job set besides the default allow-list. */
+/**
+ * `allowEnv`: env names the stage's producer lets a job set besides the default allow-list;
+ * `credential`: the only key the stage's model server accepts.
+ */
 export async function testStage(
   script: StageScript,
-  options: { redisUrl?: string; clusterNodes?: string; allowEnv?: readonly string[] } = {},
+  options: { redisUrl?: string; clusterNodes?: string; allowEnv?: readonly string[]; credential?: string } = {},
 ): Promise<TestStage & { close(): Promise<void> }> {
   const space = testSpace();
   const ws = space.workspace();
-  const server = await startModelServer({ script: typeof script === "function" ? script(ws) : script });
+  const server = await startModelServer({ script: typeof script === "function" ? script(ws) : script, credential: options.credential });
   const redis = redisFor(options.redisUrl, options.clusterNodes);
   const { logPrefix, queuePrefix } = space;
   const producer = createProducer({ redis, logPrefix, queuePrefix, allowEnv: options.allowEnv });

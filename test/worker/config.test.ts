@@ -95,3 +95,12 @@ test("TURNSTREAM_TOOL_SANDBOX*: on with no network by default, the worker's own 
   refused({ TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS: "https://evil.example" }, "TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS");
   refused({ TURNSTREAM_TOOL_SANDBOX_DENY_READ: "relative/path" }, "TURNSTREAM_TOOL_SANDBOX_DENY_READ");
 });
+
+test("TURNSTREAM_GATEWAY: broker by default (runs never hold the model credential), passthrough by name, anything else refused", () => {
+  assert.equal(compileWorkerOptions(workerConfigFromEnv(base)).gateway, "broker");
+  assert.equal(compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_GATEWAY: "passthrough" })).gateway, "passthrough");
+  assert.throws(
+    () => workerConfigFromEnv({ ...base, TURNSTREAM_GATEWAY: "off" }),
+    (err: unknown) => err instanceof WorkerConfigError && err.variable === "TURNSTREAM_GATEWAY" && /broker.*passthrough/.test(err.message),
+  );
+});

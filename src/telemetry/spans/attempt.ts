@@ -19,6 +19,7 @@ import { DEFAULT_MAX_CONTENT_CHARS, spanText, type SpanText } from "./span-text.
 import { apiRetryAttributes, hookAttributes, permissionDeniedAttributes } from "./system-lines.ts";
 import { millisOf } from "./time.ts";
 import { ToolSpans } from "./tools.ts";
+import { modelCallSpan } from "./model-calls.ts";
 
 export interface AttemptSpansOptions {
   tracer: Tracer;
@@ -46,6 +47,8 @@ export class AttemptSpans implements AttemptObserver {
   readonly #tools: ToolSpans;
   readonly #results: ResultAccounting;
   readonly #classifier = new RunClassifier();
+  readonly #tracer: Tracer;
+  #modelCalls = 0;
   #lastMs: number;
   #ended = false;
   #requestModel: string | undefined;
@@ -62,6 +65,7 @@ export class AttemptSpans implements AttemptObserver {
     this.attempt = context.attempt;
     this.#lastMs = millisOf(context.startedAt) ?? Date.now();
     this.#requestModel = context.requestModel;
+    this.#tracer = options.tracer;
     // CLIENT: the agent runs in another process (the CLI), which the conventions call a remote agent.
     this.#root = options.tracer.startSpan(ATTEMPT_SPAN_NAME, { kind: SpanKind.CLIENT, startTime: this.#lastMs, attributes: attemptAttributes(context) }, parent);
     this.trace = attemptTraceIds(this.#root, parent);
@@ -75,9 +79,9 @@ export class AttemptSpans implements AttemptObserver {
     return this.#ended;
   }
 
-  /** Spans started so far: the attempt's and its tools'. */
+  /** Spans started so far: the attempt's, its tools' and its model calls'. */
   get spanCount(): number {
-    return 1 + this.#tools.started;
+    return 1 + this.#tools.started + this.#modelCalls;
   }
 
   /** Runs `fn` with the attempt span active (a no-op without a registered context manager). */
@@ -98,6 +102,7 @@ export class AttemptSpans implements AttemptObserver {
     else if (kind === "cli.stderr") this.#onStderr(event.data, at);
     else if (kind === "cli.exit") this.#onExit(event.data);
     else if (kind === "attempt.started") this.#onStarted(event.data);
+    else if (kind === "model.call") this.#modelCalls += modelCallSpan(this.#tracer, this.#context, event.data, this.#text) ? 1 : 0;
     else if (isEventKind(kind) && ATTEMPT_END_KINDS.has(kind)) this.#onEndEvent(kind, event.data, at);
   }
 

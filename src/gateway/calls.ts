@@ -1,0 +1,167 @@
+// What the gateway learns of one model call: from the request (path, model, stream), the answer's
+// headers (status, request id, retry-after) and the answer's own usage, read from the SSE events
+// `message_start` and `message_delta` as they pass (never holding the stream back) or from a JSON
+// answer's `usage`.
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+}
+
+export interface ModelCall {
+  /** ISO time the request reached the gateway. */
+  startedAt: string;
+  method: string;
+  /** The path without its query. */
+  path: string;
+  /** The request's model (else the answer's). */
+  model?: string | undefined;
+  stream: boolean;
+  /** The HTTP status the CLI got (the gateway's own for a refusal or an unreachable upstream). */
+  status: number;
+  /** Request arrival to the answer's first body byte. */
+  ttfbMs?: number | undefined;
+  /** Request arrival to the answer's end. */
+  durationMs: number;
+  usage?: Usage | undefined;
+  /** Estimated from usage and the price table (see estimateCostUsd). */
+  costUsd?: number | undefined;
+  /** The answer's `retry-after`, in seconds. */
+  retryAfterS?: number | undefined;
+  /** The upstream's `request-id`. */
+  requestId?: string | undefined;
+  /** Set when the gateway answered itself: `policy`, `upstream` (unreachable), `too_large`, `aborted` (the CLI hung up). */
+  answeredBy?: "policy" | "upstream_unreachable" | "too_large" | "aborted" | undefined;
+  /** The credential's fingerprint. */
+  credential: string;
+}
+
+const USAGE_KEYS = ["input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"] as const;
+
+/** Lays the numeric usage fields of `from` over `into` (a message_delta's usage is cumulative). */
+function mergeUsage(into: Partial<Usage>, from: unknown): void {
+  if (typeof from !== "object" || from === null) return;
+  for (const key of USAGE_KEYS) {
+    const v = (from as Record<string, unknown>)[key];
+    if (typeof v === "number" && Number.isFinite(v)) into[key] = v;
+  }
+}
+
+const complete = (u: Partial<Usage>): Usage => ({
+  input_tokens: u.input_tokens ?? 0,
+  output_tokens: u.output_tokens ?? 0,
+  cache_creation_input_tokens: u.cache_creation_input_tokens ?? 0,
+  cache_read_input_tokens: u.cache_read_input_tokens ?? 0,
+});
+
+// A JSON answer is parsed for its usage only up to this size; a larger one passes unread.
+const MAX_JSON_READ = 8 * 1024 * 1024;
+// An SSE line this long is no message_start or message_delta: it is skipped, not held.
+const MAX_SSE_LINE = 1024 * 1024;
+
+/** Reads usage and the model from an answer's body as its chunks pass, without holding any back. */
+export class UsageTap {
+  readonly #sse: boolean;
+  #usage: Partial<Usage> | undefined;
+  #model: string | undefined;
+  #partial = "";
+  #skipping = false;
+  #json: Buffer[] = [];
+  #jsonBytes = 0;
+
+  constructor(contentType: string | undefined) {
+    this.#sse = (contentType ?? "").includes("text/event-stream");
+  }
+
+  feed(chunk: Buffer): void {
+    if (this.#sse) return this.#feedSse(chunk.toString("utf8"));
+    this.#jsonBytes += chunk.length;
+    if (this.#jsonBytes <= MAX_JSON_READ) this.#json.push(chunk);
+  }
+
+  #feedSse(text: string): void {
+    let start = 0;
+    for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n", start)) {
+      const line = this.#partial + text.slice(start, nl);
+      this.#partial = "";
+      if (!this.#skipping) this.#sseLine(line);
+      this.#skipping = false;
+      start = nl + 1;
+    }
+    if (this.#skipping) return;
+    this.#partial += text.slice(start);
+    if (this.#partial.length > MAX_SSE_LINE) {
+      this.#partial = "";
+      this.#skipping = true;
+    }
+  }
+
+  #sseLine(line: string): void {
+    // Only the two small events that carry usage are parsed; content deltas are never touched.
+    if (!line.startsWith("data: {\"type\":\"message_")) return;
+    let event: { type?: unknown; message?: { model?: unknown; usage?: unknown }; usage?: unknown };
+    try {
+      event = JSON.parse(line.slice(6)) as typeof event;
+    } catch {
+      return;
+    }
+    if (event.type === "message_start") {
+      this.#usage = {};
+      mergeUsage(this.#usage, event.message?.usage);
+      if (typeof event.message?.model === "string") this.#model = event.message.model;
+    } else if (event.type === "message_delta") {
+      mergeUsage((this.#usage ??= {}), event.usage);
+    }
+  }
+
+  /** The answer's usage and model once its body has ended. */
+  result(): { usage: Usage | undefined; model: string | undefined } {
+    if (!this.#sse && this.#jsonBytes > 0 && this.#jsonBytes <= MAX_JSON_READ) this.#readJson();
+    return { usage: this.#usage === undefined ? undefined : complete(this.#usage), model: this.#model };
+  }
+
+  #readJson(): void {
+    try {
+      const body = JSON.parse(Buffer.concat(this.#json).toString("utf8")) as { type?: unknown; model?: unknown; usage?: unknown };
+      this.#json = [];
+      if (body.type !== "message" || typeof body.usage !== "object") return;
+      this.#usage = {};
+      mergeUsage(this.#usage, body.usage);
+      if (typeof body.model === "string") this.#model = body.model;
+    } catch {
+      // Not JSON: no usage to read.
+    }
+  }
+}
+
+/** USD per million tokens: input, output. Cache writes cost 1.25× input (5-minute TTL), cache reads 0.1×. */
+interface Price {
+  input: number;
+  output: number;
+}
+
+// By model family, newest names first; an estimate: the API's invoice is the truth.
+const PRICES: ReadonlyArray<[RegExp, Price]> = [
+  [/opus-4-[5-9]|opus-[5-9]/, { input: 5, output: 25 }],
+  [/opus/, { input: 15, output: 75 }],
+  [/sonnet/, { input: 3, output: 15 }],
+  [/haiku-4|haiku-[5-9]/, { input: 1, output: 5 }],
+  [/3-5-haiku|haiku-3-5/, { input: 0.8, output: 4 }],
+  [/haiku/, { input: 0.25, output: 1.25 }],
+];
+
+/** The call's cost in USD by the price table, or undefined for a model it does not know. */
+export function estimateCostUsd(model: string | undefined, usage: Usage | undefined): number | undefined {
+  if (model === undefined || usage === undefined) return undefined;
+  const price = PRICES.find(([pattern]) => pattern.test(model))?.[1];
+  if (price === undefined) return undefined;
+  const perToken = (usd: number): number => usd / 1_000_000;
+  return (
+    usage.input_tokens * perToken(price.input) +
+    usage.cache_creation_input_tokens * perToken(price.input * 1.25) +
+    usage.cache_read_input_tokens * perToken(price.input * 0.1) +
+    usage.output_tokens * perToken(price.output)
+  );
+}

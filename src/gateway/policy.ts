@@ -1,0 +1,30 @@
+// The one door for fleet rules: every request passes beforeRequest before it leaves the worker, and
+// every outcome is shown to afterResponse. A fleet-wide cooldown after a 429 or a tenant's budget
+// plugs in here without touching the runner.
+import type { RunBinding } from "./grants.ts";
+import type { ModelCall } from "./calls.ts";
+
+export interface PolicyCall {
+  run: RunBinding;
+  /** The request's model, when its body names one. */
+  model: string | undefined;
+  /** `/v1/messages`, `/v1/messages/count_tokens`, … */
+  path: string;
+  /** Names the credential the call would use, never holding it. */
+  credentialFingerprint: string;
+}
+
+export type PolicyDecision =
+  | { action: "allow" }
+  /** Answered by the gateway with an Anthropic-shaped error (`type`: `rate_limit_error`, `permission_error`, …). */
+  | { action: "refuse"; status: number; type: string; message: string; retryAfterS?: number }
+  /** Held this long, then sent (a client that hangs up meanwhile ends it). */
+  | { action: "delay"; ms: number };
+
+export interface GatewayPolicy {
+  beforeRequest(call: PolicyCall): Promise<PolicyDecision> | PolicyDecision;
+  /** Sees each call once it ended (refused ones too). Must not throw; what it throws is logged. */
+  afterResponse?(call: PolicyCall, outcome: ModelCall): void;
+}
+
+export const allowAll: GatewayPolicy = { beforeRequest: () => ({ action: "allow" }) };

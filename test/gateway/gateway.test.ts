@@ -1,0 +1,302 @@
+// The model gateway with the real CLI and the scripted model server as its upstream: the run holds
+// only its token (its env and every process of its tree), the upstream sees the worker's key, tokens
+// are refused once revoked, the policy door refuses and delays, bodies are bounded, and each call's
+// usage adds up to the CLI's own result line.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, realpathSync, utimesSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runTurn } from "../../src/cli/index.ts";
+import { credentialFrom, OAUTH_BETA, startGateway, UsageTap, type GatewayPolicy, type ModelCall, type ModelGateway, type RunGrant } from "../../src/gateway/index.ts";
+import { startModelServer, hermeticEnv, type ModelServer } from "../../src/testing/index.ts";
+import type { ParsedLine } from "../../src/protocol/index.ts";
+
+const canary = (): string => `sk-ant-api03-${randomBytes(24).toString("base64url")}`;
+
+interface Stage {
+  server: ModelServer;
+  gateway: ModelGateway;
+  grant: RunGrant;
+  calls: ModelCall[];
+  key: string;
+  close(): Promise<void>;
+}
+
+async function stage(responses: unknown[], policy?: GatewayPolicy): Promise<Stage> {
+  const key = canary();
+  const server = await startModelServer({ script: { responses }, credential: key });
+  const gateway = await startGateway({ policy });
+  const calls: ModelCall[] = [];
+  const credential = credentialFrom({ ANTHROPIC_API_KEY: key }, undefined)!;
+  const grant = gateway.issue({ baseUrl: new URL(server.url), credential }, { binding: { session: "s1", turn: "t1", attempt: 1 }, onCall: (c) => calls.push(c) });
+  return { server, gateway, grant, calls, key, close: async () => (await gateway.close(), await server.close()) };
+}
+
+/** One CLI turn through the gateway; its parsed lines. */
+async function turnThrough(s: Stage, prompt: string, extra: Record<string, unknown> = {}): Promise<{ lines: ParsedLine[]; result: Record<string, any> | undefined; error: unknown; pid: number | undefined }> {
+  const run = hermeticEnv({});
+  const cwd = realpathSync(mkdtempSync(join(tmpdir(), "ts-gw-ws-")));
+  const h = runTurn({ cwd, prompt, env: { ...run.env, ...s.gateway.runEnv(s.grant) }, ...extra });
+  const lines: ParsedLine[] = [];
+  for await (const l of h.lines) lines.push(l);
+  const error = await h.outcome.then(() => undefined, (e: unknown) => e);
+  run.cleanup();
+  const resultLine = lines.find((l) => l.type.startsWith("result"));
+  return { lines, result: resultLine === undefined ? undefined : (JSON.parse(resultLine.raw) as Record<string, any>), error, pid: h.pid };
+}
+
+// Every process of the run's tree carries TURNSTREAM_TREE: read each one's environ, and the shell's own.
+const DUMP_TREE_ENV = 'env; for f in $(grep -lzx "TURNSTREAM_TREE=$TURNSTREAM_TREE" /proc/[0-9]*/environ 2>/dev/null); do echo "== $f"; tr "\\0" "\\n" < $f; done';
+
+const toolOutputs = (lines: ParsedLine[]): string =>
+  lines
+    .filter((l) => l.type === "user")
+    .map((l) => l.raw)
+    .join("\n");
+
+test("a run's tree holds only its token; the upstream gets the worker's key; the calls add up to the result line", async () => {
+  const s = await stage([
+    { content: [{ type: "tool_use", name: "Bash", input: { command: DUMP_TREE_ENV } }], usage: { input_tokens: 1200, output_tokens: 40, cache_read_input_tokens: 300 } },
+    { content: [{ type: "text", text: "all read" }], usage: { input_tokens: 2000, output_tokens: 25, cache_creation_input_tokens: 500 } },
+  ]);
+  try {
+    const { lines, result, error, pid } = await turnThrough(s, "dump the environment", { allowedTools: ["Bash"], model: "claude-sonnet-4-5-20250929" });
+    assert.equal(error, undefined, String(error));
+    const out = toolOutputs(lines);
+    assert.match(out, /== \/proc\/\d+\/environ/, "the tree's environs were read");
+    assert.ok(out.includes(`== /proc/${pid}/environ`), "the CLI's own among them");
+    assert.ok(out.includes(`ANTHROPIC_API_KEY=${s.grant.token}`), "the run sees its token");
+    assert.equal(out.includes(s.key), false, "no process of the run holds the worker's key");
+    assert.equal(lines.some((l) => l.raw.includes(s.key)), false);
+    // The model server accepts only the worker's key: the turn finished, so every request carried it.
+    assert.equal(result?.["is_error"], false);
+    const messages = s.calls.filter((c) => c.path === "/v1/messages");
+    assert.equal(messages.length, 2);
+    for (const c of messages) {
+      assert.equal(c.status, 200);
+      assert.equal(c.stream, true);
+      assert.ok(c.ttfbMs !== undefined && c.ttfbMs <= c.durationMs);
+      assert.equal(c.model, "claude-sonnet-4-5-20250929");
+    }
+    const sum = (k: "input_tokens" | "output_tokens" | "cache_read_input_tokens" | "cache_creation_input_tokens"): number => messages.reduce((n, c) => n + (c.usage?.[k] ?? 0), 0);
+    assert.equal(sum("input_tokens"), result!["usage"]["input_tokens"]);
+    assert.equal(sum("output_tokens"), result!["usage"]["output_tokens"]);
+    assert.equal(sum("cache_read_input_tokens"), result!["usage"]["cache_read_input_tokens"]);
+    assert.equal(sum("cache_creation_input_tokens"), result!["usage"]["cache_creation_input_tokens"]);
+    const cost = messages.reduce((n, c) => n + (c.costUsd ?? 0), 0);
+    assert.ok(Math.abs(cost - result!["total_cost_usd"]) < 1e-9, `gateway ${cost} vs CLI ${result!["total_cost_usd"]}`);
+  } finally {
+    await s.close();
+  }
+});
+
+test("no token, a wrong token and a revoked token get 401 with an Anthropic error body", async () => {
+  const s = await stage([{ content: [{ type: "text", text: "hi" }] }]);
+  try {
+    const post = (headers: Record<string, string>) =>
+      fetch(`${s.gateway.url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ model: "m", messages: [] }) });
+    const wrong: Array<Record<string, string>> = [{}, { "x-api-key": "turnstream-gw-" + "A".repeat(43) }, { authorization: `Bearer ${s.key}` }, { "x-api-key": s.grant.token.slice(0, -1) }];
+    for (const headers of wrong) {
+      const res = await post(headers);
+      assert.equal(res.status, 401);
+      const body = (await res.json()) as { type: string; error: { type: string; message: string } };
+      assert.equal(body.type, "error");
+      assert.equal(body.error.type, "authentication_error");
+    }
+    // The live token passes, as x-api-key or as a bearer token.
+    assert.equal((await post({ "x-api-key": s.grant.token })).status, 200);
+    assert.equal((await post({ authorization: `Bearer ${s.grant.token}` })).status, 200);
+    s.grant.revoke();
+    const after = await post({ "x-api-key": s.grant.token });
+    assert.equal(after.status, 401);
+    assert.equal(((await after.json()) as { error: { type: string } }).error.type, "authentication_error");
+    assert.equal(s.gateway.liveTokens, 0);
+  } finally {
+    await s.close();
+  }
+});
+
+test("only the model endpoints are forwarded; a body over the bound gets 413; the key never comes back", async () => {
+  const key = canary();
+  const server = await startModelServer({ script: { responses: [] }, credential: key });
+  const gateway = await startGateway({ maxRequestBytes: 1024 });
+  const grant = gateway.issue({ baseUrl: new URL(server.url), credential: credentialFrom({ ANTHROPIC_API_KEY: key }, undefined)! }, { binding: { session: "s" }, onCall: () => undefined });
+  try {
+    const headers = { "x-api-key": grant.token, "content-type": "application/json" };
+    for (const path of ["/v1/files", "/v1/messages/batches", "/v1/organizations/api_keys", "/_requests"]) {
+      const res = await fetch(gateway.url + path, { headers });
+      assert.equal(res.status, 404, path);
+      assert.equal(((await res.json()) as { error: { type: string } }).error.type, "not_found_error");
+    }
+    // A request target cannot move the upstream or climb out of the forwarded paths.
+    for (const target of ["//[", "http://[::1", "http://169.254.169.254/latest/meta-data", "/v1/messages/../files", "/v1/messages/%2e%2e/files", "//evil.example/v1/messages"]) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest(gateway.url, { method: "GET", path: target, headers }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on("error", reject);
+        req.end();
+      });
+      assert.ok(status === 404 || status === 400, `${target}: ${status}`);
+    }
+    // The CLI's connectivity check is answered by the gateway itself.
+    assert.equal((await fetch(`${gateway.url}/api/hello`, { method: "HEAD" })).status, 200);
+    assert.equal(server.requests().length, 0, "none reached the upstream");
+    const big = await fetch(`${gateway.url}/v1/messages`, { method: "POST", headers, body: "x".repeat(2048) });
+    assert.equal(big.status, 413);
+    assert.equal(((await big.json()) as { error: { type: string } }).error.type, "request_too_large");
+    const counted = await fetch(`${gateway.url}/v1/messages/count_tokens`, { method: "POST", headers, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }) });
+    assert.equal(counted.status, 200);
+    const text = JSON.stringify([...counted.headers]) + (await counted.text());
+    assert.equal(text.includes(key), false);
+    // The upstream saw the key and never the token.
+    const seen = server.requests().find((r) => r.kind === "count_tokens");
+    assert.ok(seen !== undefined);
+  } finally {
+    await gateway.close();
+    await server.close();
+  }
+});
+
+test("the stream passes through as it arrives, not once it is whole", async () => {
+  const s = await stage([{ content: [{ type: "text", text: "one two three four five six" }], chunkDelayMs: 150 }]);
+  try {
+    const res = await fetch(`${s.gateway.url}/v1/messages?beta=true`, {
+      method: "POST",
+      headers: { "x-api-key": s.grant.token, "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "claude-sonnet-4-5", stream: true, max_tokens: 10, messages: [{ role: "user", content: "hi" }], tools: [{ name: "x" }] }),
+    });
+    assert.equal(res.headers.get("content-type")?.includes("text/event-stream"), true);
+    const started = performance.now();
+    const arrivals: number[] = [];
+    let body = "";
+    for await (const chunk of res.body!) {
+      arrivals.push(performance.now() - started);
+      body += Buffer.from(chunk).toString();
+    }
+    assert.match(body, /message_stop/);
+    // Six-plus events 150 ms apart: the first must arrive long before the last.
+    assert.ok(arrivals.length >= 4, `chunks: ${arrivals.length}`);
+    assert.ok(arrivals.at(-1)! - arrivals[0]! > 450, `arrivals ${arrivals.map(Math.round).join(",")}`);
+    assert.equal(s.calls.length, 1);
+    assert.equal(s.calls[0]!.usage?.output_tokens, 6);
+  } finally {
+    await s.close();
+  }
+});
+
+test("a policy that refuses: the CLI sees the error; one that delays: the call waits", async () => {
+  let refused = 0;
+  const refuse: GatewayPolicy = {
+    beforeRequest: (call) => {
+      assert.equal(call.run.session, "s1");
+      assert.match(call.credentialFingerprint, /^[0-9a-f]{16}$/);
+      refused++;
+      return { action: "refuse", status: 429, type: "rate_limit_error", message: "fleet cooldown after a 429", retryAfterS: 30 };
+    },
+  };
+  const s = await stage([{ content: [{ type: "text", text: "never" }] }], refuse);
+  try {
+    const { result, lines } = await turnThrough(s, "hi");
+    assert.ok(refused >= 1);
+    assert.equal(s.server.requests().length, 0, "nothing reached the upstream");
+    assert.match(lines.map((l) => l.raw).join("\n"), /fleet cooldown after a 429/);
+    assert.equal(result?.["is_error"], true);
+    assert.equal(s.calls[0]?.answeredBy, "policy");
+    assert.equal(s.calls[0]?.retryAfterS, 30);
+  } finally {
+    await s.close();
+  }
+  const seen: ModelCall[] = [];
+  const delay: GatewayPolicy = { beforeRequest: () => ({ action: "delay", ms: 400 }), afterResponse: (_call, outcome) => void seen.push(outcome) };
+  const d = await stage([{ content: [{ type: "text", text: "late" }] }], delay);
+  try {
+    const { result } = await turnThrough(d, "hi");
+    assert.equal(result?.["result"], "late");
+    const call = d.calls.find((c) => c.path === "/v1/messages")!;
+    assert.ok(call.durationMs >= 400 && call.ttfbMs! >= 400, JSON.stringify(call));
+    assert.equal(seen.length, d.calls.length);
+  } finally {
+    await d.close();
+  }
+});
+
+test("an OAuth token (the operator's credentials file or CLAUDE_CODE_OAUTH_TOKEN) goes upstream as a bearer token with the OAuth beta, read anew when the file changes", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ts-gw-oauth-"));
+  const file = join(dir, ".credentials.json");
+  writeFileSync(file, JSON.stringify({ claudeAiOauth: { accessToken: "sk-ant-oat01-first", refreshToken: "sk-ant-ort01-never-used" } }));
+  const server = await startModelServer({ script: { responses: [] }, credential: "sk-ant-oat01-second" });
+  const gateway = await startGateway();
+  const credential = credentialFrom({}, file)!;
+  assert.equal(credential.kind, "oauth");
+  assert.equal(credentialFrom({ CLAUDE_CODE_OAUTH_TOKEN: "sk-ant-oat01-env" }, file)!.source, "CLAUDE_CODE_OAUTH_TOKEN");
+  assert.equal(credentialFrom({ ANTHROPIC_AUTH_TOKEN: "tok" }, file)!.headers()["authorization"], "Bearer tok");
+  const grant = gateway.issue({ baseUrl: new URL(server.url), credential }, { binding: { session: "s" }, onCall: () => undefined });
+  try {
+    const post = () =>
+      fetch(`${gateway.url}/v1/messages/count_tokens`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${grant.token}`, "anthropic-beta": "claude-code-20250219", "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+      });
+    assert.equal((await post()).status, 401, "the upstream wants the second token");
+    // The operator logs in again: the file changes, and the gateway uses the new token.
+    writeFileSync(file, JSON.stringify({ claudeAiOauth: { accessToken: "sk-ant-oat01-second" } }));
+    const later = new Date(Date.now() + 5000);
+    utimesSync(file, later, later);
+    assert.equal((await post()).status, 200);
+    const beta = server.requests().at(-1)!.headers["anthropic-beta"];
+    assert.equal(beta, `claude-code-20250219,${OAUTH_BETA}`);
+  } finally {
+    await gateway.close();
+    await server.close();
+  }
+});
+
+test("usage is read from SSE events split anywhere across chunks, and from a JSON answer", () => {
+  const sse =
+    'event: message_start\ndata: {"type":"message_start","message":{"model":"claude-haiku-4-5","usage":{"input_tokens":10,"output_tokens":1,"cache_read_input_tokens":3}}}\n\n' +
+    'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"data: {\\"type\\":\\"message_delta\\"}"}}\n\n' +
+    'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":7}}\n\n';
+  for (const size of [1, 7, 64, sse.length]) {
+    const tap = new UsageTap("text/event-stream");
+    for (let i = 0; i < sse.length; i += size) tap.feed(Buffer.from(sse.slice(i, i + size)));
+    assert.deepEqual(tap.result(), { model: "claude-haiku-4-5", usage: { input_tokens: 10, output_tokens: 7, cache_read_input_tokens: 3, cache_creation_input_tokens: 0 } });
+  }
+  const json = new UsageTap("application/json");
+  json.feed(Buffer.from('{"type":"message","model":"m","usage":{"input_tokens":4,'));
+  json.feed(Buffer.from('"output_tokens":2}}'));
+  assert.deepEqual(json.result().usage, { input_tokens: 4, output_tokens: 2, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 });
+  const error = new UsageTap("application/json");
+  error.feed(Buffer.from('{"type":"error","error":{"type":"overloaded_error"}}'));
+  assert.equal(error.result().usage, undefined);
+});
+
+test("a policy that throws or answers a status HTTP cannot carry fails that request, never the gateway", async () => {
+  let n = 0;
+  const policy: GatewayPolicy = {
+    beforeRequest: () => {
+      n++;
+      if (n === 1) throw new Error("policy store down");
+      if (n === 2) return { action: "refuse", status: 99, type: "x", message: "bad status" };
+      return { action: "allow" };
+    },
+  };
+  const s = await stage([{ content: [{ type: "text", text: "fine" }] }], policy);
+  try {
+    const post = () =>
+      fetch(`${s.gateway.url}/v1/messages`, { method: "POST", headers: { "x-api-key": s.grant.token, "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }) });
+    for (const expected of [500, 500, 200]) {
+      const res = await post();
+      assert.equal(res.status, expected);
+      if (expected === 500) assert.equal(((await res.json()) as { error: { type: string } }).error.type, "api_error");
+      else await res.text();
+    }
+  } finally {
+    await s.close();
+  }
+});

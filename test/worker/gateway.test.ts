@@ -1,0 +1,161 @@
+// The worker's model gateway with the real CLI: a turn's whole process tree holds only the run's
+// token (the model server, which accepts only the worker's key, still answers every call), the token
+// is refused once the run has ended, each model call is one model.call event whose usage adds up to
+// the CLI's own result line, spans and read models count the same calls, and the worker's key is in no
+// event, span or log line. A warm session's token lives with its kept process and is bound to no turn
+// between turns.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { ATTEMPT_SPAN_NAME } from "../../src/telemetry/index.ts";
+import { fold } from "../../src/projector/index.ts";
+import { startTurnWorker, WorkerConfigError } from "../../src/worker/index.ts";
+import type { Envelope } from "../../src/log/index.ts";
+import { cliLines, dataOf, rig } from "./_more.ts";
+
+const canary = (): string => `sk-ant-api03-${randomBytes(24).toString("base64url")}`;
+
+// `env`, then the environ of every process of the run's tree (each carries TURNSTREAM_TREE), and the
+// gateway's address and the run's token into a file, to try it after the run.
+const dumpTree = (file: string): string =>
+  `env; for f in $(grep -lzx "TURNSTREAM_TREE=$TURNSTREAM_TREE" /proc/[0-9]*/environ 2>/dev/null); do echo "== $f"; tr "\\0" "\\n" < $f; done; ` +
+  `printf '%s\\n%s' "$ANTHROPIC_BASE_URL" "$ANTHROPIC_API_KEY" > ${file}`;
+
+async function tryToken(file: string): Promise<number> {
+  const [url, token] = readFileSync(file, "utf8").split("\n");
+  const res = await fetch(`${url}/v1/messages`, { method: "POST", headers: { "x-api-key": token!, "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [] }) });
+  const body = (await res.json()) as { error?: { type?: string } };
+  if (res.status === 401) assert.equal(body.error?.type, "authentication_error");
+  return res.status;
+}
+
+const toolOutput = (events: Envelope[]): string =>
+  cliLines(events, 1)
+    .filter((l) => l["type"] === "user")
+    .map((l) => JSON.stringify(l))
+    .join("\n");
+
+test("a brokered turn: no process of the run holds the worker's key; each call is a model.call that adds up to the result line; the token dies with the run", async () => {
+  const key = canary();
+  const r = await rig(
+    (ws: string) => ({
+      responses: [
+        { content: [{ type: "tool_use", name: "Bash", input: { command: dumpTree(join(ws, ".gw")), description: "env" } }], usage: { input_tokens: 900, output_tokens: 30, cache_read_input_tokens: 200 } },
+        { content: [{ type: "text", text: "read" }], usage: { input_tokens: 1500, output_tokens: 20, cache_creation_input_tokens: 400 } },
+      ],
+    }),
+    { credential: key },
+  );
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const logged: string[] = [];
+  const logger = { debug: (...a: unknown[]) => void logged.push(JSON.stringify(a)), info: (...a: unknown[]) => void logged.push(JSON.stringify(a)), warn: (...a: unknown[]) => void logged.push(JSON.stringify(a)), error: (...a: unknown[]) => void logged.push(JSON.stringify(a)) };
+  try {
+    r.worker({ tracer: provider.getTracer("test"), sandboxed: true, logger, runEnv: { ANTHROPIC_API_KEY: key } });
+    const t = await r.producer.enqueueTurn({ prompt: "show the environment", cwd: r.ws, options: { skipPermissions: true, model: "claude-sonnet-4-5-20250929" } });
+    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 90_000 });
+    // The model server answers only the worker's key: the turn finishing proves every call carried it.
+    assert.equal(res.status, "finished", JSON.stringify(res.event.data));
+    const events = await r.events(t.session, t.turn);
+    const out = toolOutput(events);
+    assert.match(out, /== \/proc\/\d+\/environ/, "the tree's environs were read");
+    const cliPid = dataOf(events.find((e) => e.kind === "cli.exit")!)["pid"];
+    assert.ok(out.includes(`== /proc/${String(cliPid)}/environ`), "the CLI's own among them");
+    assert.match(out, /ANTHROPIC_BASE_URL=http:\/\/127\.0\.0\.1:\d+/);
+    assert.equal(out.includes(key), false, "no process of the run holds the worker's key");
+    assert.equal(JSON.stringify(events).includes(key), false, "nor does any event");
+    assert.equal(logged.join("\n").includes(key), false, "nor any log line");
+
+    const calls = events.filter((e) => e.kind === "model.call").map((e) => dataOf(e));
+    const messages = calls.filter((c) => c["path"] === "/v1/messages");
+    assert.equal(messages.length, 2, JSON.stringify(calls));
+    const result = cliLines(events, 1).find((l) => l["type"] === "result")!;
+    const usage = result["usage"] as Record<string, number>;
+    const sum = (k: string): number => messages.reduce((n, c) => n + ((c["usage"] as Record<string, number>)[k] ?? 0), 0);
+    for (const k of ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]) assert.equal(sum(k), usage[k], k);
+    const cost = messages.reduce((n, c) => n + Number(c["costUsd"]), 0);
+    assert.ok(Math.abs(cost - Number(result["total_cost_usd"])) < 1e-9, `${cost} vs ${String(result["total_cost_usd"])}`);
+
+    // The read models (and replay, which folds the same way) count the same calls.
+    const view = fold(await r.events(t.session)).view.turns[0]!.attempts[0]!;
+    assert.equal(view.modelCalls.calls, calls.length);
+    assert.deepEqual(view.modelCalls.tokens, { input: usage["input_tokens"], output: usage["output_tokens"], cacheRead: usage["cache_read_input_tokens"], cacheCreation: usage["cache_creation_input_tokens"] });
+    assert.ok(Math.abs(view.modelCalls.costUsd - view.costUsd) < 1e-9);
+
+    // A span per call, under the attempt span; none holds the key.
+    const spans = exporter.getFinishedSpans();
+    const attempt = spans.find((s) => s.name === ATTEMPT_SPAN_NAME)!;
+    const chats = spans.filter((s) => s.name === "chat claude-sonnet-4-5-20250929");
+    assert.equal(chats.length, 2);
+    for (const c of chats) assert.equal(c.parentSpanContext?.spanId, attempt.spanContext().spanId);
+    assert.equal(JSON.stringify(spans.map((s) => [s.attributes, s.events])).includes(key), false);
+
+    // The run has ended: its token is refused.
+    assert.equal(await tryToken(join(r.ws, ".gw")), 401);
+  } finally {
+    await r.dispose();
+    await provider.shutdown();
+  }
+});
+
+test("a warm session keeps one token for its kept process, bound to each turn in turn and to none between them", async () => {
+  const r = await rig((ws: string) => ({
+    responses: [
+      { content: [{ type: "tool_use", name: "Bash", input: { command: dumpTree(join(ws, ".gw1")), description: "env" } }] },
+      { content: [{ type: "text", text: "one" }] },
+      { content: [{ type: "tool_use", name: "Bash", input: { command: dumpTree(join(ws, ".gw2")), description: "env" } }] },
+      { content: [{ type: "text", text: "two" }] },
+    ],
+  }));
+  try {
+    r.worker({ sandboxed: true });
+    const a = await r.producer.enqueueTurn({ prompt: "first", cwd: r.ws, options: { skipPermissions: true, warm: true } });
+    assert.equal((await r.producer.waitForTurn(a.turn, { timeoutMs: 90_000 })).status, "finished");
+    // Kept, idle: its token is bound to no turn, so nothing can use it between turns.
+    assert.equal(await tryToken(join(r.ws, ".gw1")), 401);
+    const b = await r.producer.enqueueTurn({ session: a.session, prompt: "second", cwd: r.ws, options: { skipPermissions: true, warm: true } });
+    assert.equal((await r.producer.waitForTurn(b.turn, { timeoutMs: 90_000 })).status, "finished");
+    const events = await r.events(a.session);
+    assert.deepEqual(events.filter((e) => e.kind === "attempt.started").map((e) => dataOf(e)["warm"]), ["none", "warm"]);
+    assert.equal(readFileSync(join(r.ws, ".gw1"), "utf8"), readFileSync(join(r.ws, ".gw2"), "utf8"), "the kept process has one token");
+    const callsOf = (turn: string): number => events.filter((e) => e.kind === "model.call" && e.turn === turn).length;
+    assert.equal(callsOf(a.turn), 2);
+    assert.equal(callsOf(b.turn), 2);
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("Bedrock, Vertex and Foundry cannot be brokered: the worker refuses to start, naming the variable, unless passthrough is chosen", async () => {
+  const r = await rig({ responses: [] });
+  try {
+    assert.throws(
+      () => r.worker({ runEnv: { CLAUDE_CODE_USE_BEDROCK: "1" } }),
+      (err: unknown) => err instanceof WorkerConfigError && err.variable === "CLAUDE_CODE_USE_BEDROCK" && /TURNSTREAM_GATEWAY=passthrough/.test(err.message),
+    );
+    const w = startTurnWorker({ redis: r.redis, workspaceRoots: [r.ws], logPrefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, autorun: false, gateway: "passthrough", runEnv: { CLAUDE_CODE_USE_VERTEX: "1" } });
+    await w.close({ graceMs: 100 });
+  } finally {
+    await r.dispose();
+  }
+});
+
+test("a worker with no credential for its gateway fails the turn as auth, saying where one comes from, and starts no CLI", async () => {
+  const r = await rig({ responses: [{ content: [{ type: "text", text: "never" }] }] });
+  try {
+    const empty = r.space.dir("no-operator");
+    r.worker({ runEnv: { ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: "", CLAUDE_CODE_OAUTH_TOKEN: "" }, secretEnv: { CLAUDE_CONFIG_DIR: empty } });
+    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws });
+    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    assert.equal(res.status, "failed");
+    const failed = dataOf(res.event);
+    assert.equal(failed["errorKind"], "auth");
+    assert.match(String((failed["error"] as { message: string }).message), /claude auth login/);
+    assert.equal(r.server.requests().length, 0);
+  } finally {
+    await r.dispose();
+  }
+});
