@@ -54,7 +54,10 @@ test("a brokered turn: no process of the run holds the worker's key; each call i
   const logged: string[] = [];
   const logger = { debug: (...a: unknown[]) => void logged.push(JSON.stringify(a)), info: (...a: unknown[]) => void logged.push(JSON.stringify(a)), warn: (...a: unknown[]) => void logged.push(JSON.stringify(a)), error: (...a: unknown[]) => void logged.push(JSON.stringify(a)) };
   try {
-    r.worker({ tracer: provider.getTracer("test"), sandboxed: true, logger, runEnv: { ANTHROPIC_API_KEY: key } });
+    // The tool sandbox off: its pid namespace would hide the CLI's environ from the tool, and the
+    // gateway must hold where the sandbox does not.
+    const toolSandbox = { mode: "off" as const };
+    r.worker({ tracer: provider.getTracer("test"), sandboxed: true, logger, runEnv: { ANTHROPIC_API_KEY: key }, toolSandbox });
     const t = await r.producer.enqueueTurn({ prompt: "show the environment", cwd: r.ws, options: { skipPermissions: true, model: "claude-sonnet-4-5-20250929" } });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 90_000 });
     // The model server answers only the worker's key: the turn finishing proves every call carried it.
