@@ -42,11 +42,11 @@ const envSchema = z.object({
   "TURNSTREAM_MCP_CONFIG": z.string().startsWith("/", "TURNSTREAM_MCP_CONFIG must be an absolute path").optional(),
   TURNSTREAM_OPERATOR_KEYS: z.string().optional(),
   TURNSTREAM_TOOL_SANDBOX: z.enum(["on", "off"], "TURNSTREAM_TOOL_SANDBOX is `on` (default: untrusted turns run their tools in the sandbox or are refused) or `off`").optional(),
-  TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS: z
+  "TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS": z
     .string()
     .regex(DOMAIN_LIST, "TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS is a comma-separated list of host names (example.com, *.example.com)")
     .optional(),
-  TURNSTREAM_TOOL_SANDBOX_DENY_READ: z
+  "TURNSTREAM_TOOL_SANDBOX_DENY_READ": z
     .string()
     .regex(/^\/[^:]*(:\/[^:]*)*$/, "TURNSTREAM_TOOL_SANDBOX_DENY_READ is a colon-separated list of absolute paths")
     .optional(),
