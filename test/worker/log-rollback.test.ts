@@ -3,6 +3,8 @@
 // that moment would hold. (test/e2e/worker-failover-rollback.test.ts does it with a real replica.)
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { outcomeOfErrorKind } from "../../src/bin/exit-codes.ts";
 import { connectRedis, type Envelope, type EventLog } from "../../src/log/index.ts";
 import { createProducer } from "../../src/queue/index.ts";
@@ -10,10 +12,12 @@ import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { cleanupKeys, cliEnv, readAll, testSpace, waitUntil } from "./_support.ts";
 
-function chain(label: string, steps: number): object[] {
+/** `gatedStep`: that step waits for a file `gate` in the workspace, so a test knows the turn is still running. */
+function chain(label: string, steps: number, gatedStep?: number): object[] {
   const out: object[] = [];
   for (let i = 0; i < steps; i++) {
-    const command = `sleep 0.2; echo ${label}-step-${i + 1}-ok`;
+    const wait = i + 1 === gatedStep ? "while [ ! -e gate ]; do sleep 0.1; done; " : "sleep 0.2; ";
+    const command = `${wait}echo ${label}-step-${i + 1}-ok`;
     out.push({ match: i === 0 ? `${label}-START` : `${label}-step-${i}-ok`, content: [{ type: "tool_use", name: "Bash", input: { command, description: "step" } }] });
   }
   out.push({ match: `${label}-step-${steps}-ok`, content: [{ type: "text", text: `${label} done` }] });
@@ -49,7 +53,7 @@ async function setup(responses: object[]) {
 }
 
 test("the log lost the snapshot a rolled-back attempt resumed from: the turn fails (log_lost, exit 3), saying so", { timeout: 180_000 }, async () => {
-  const { space, server, redis, producer, ws, startWorker } = await setup([...chain("A", 2), ...chain("B", 8)]);
+  const { space, server, redis, producer, ws, startWorker } = await setup([...chain("A", 2), ...chain("B", 8, 3)]);
   const worker = startWorker();
   try {
     const t1 = await producer.enqueueTurn({ prompt: "A-START", cwd: ws, options: { skipPermissions: true } });
@@ -63,6 +67,8 @@ test("the log lost the snapshot a rolled-back attempt resumed from: the turn fai
     const snapshotSeq = (await readAll(producer.log, t1.session)).find((e) => e.kind === "session.snapshot")?.seq;
     assert.ok(snapshotSeq !== undefined, "turn 1 left a snapshot");
     for (const [key, dump] of saved) await redis.restore(key, 0, dump!, "REPLACE");
+    // Turn 2 waits at its third step until now, however slowly this machine polled.
+    writeFileSync(join(ws, "gate"), "");
 
     await waitUntil(() => ended(producer.log, t1.session, t2.turn), 90000, "turn 2 to end");
     const events = await readAll(producer.log, t1.session);
