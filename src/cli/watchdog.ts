@@ -106,7 +106,7 @@ export interface WatchdogHandle {
   stop(): void;
 }
 
-/** One run as the watchdog's line lists it: `cli:start:marker:grace[:cgroup…]` (cli and start empty before the spawn). */
+/** One run as the watchdog's line lists it: `cli:start:marker:grace[:cgroup…]` (cli, start empty before the spawn). */
 export function watchdogEntry(run: WatchedRun): string {
   const start = run.cliPid === undefined ? "" : (processStartTime(run.cliPid) ?? "");
   const grace = Math.max(1, Math.ceil(run.killGraceMs / 100));

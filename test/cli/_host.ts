@@ -34,7 +34,10 @@ if (mode === "dash") {
   watchdog = startWatchdog({ cliPid: h.pid!, marker: h.treeMarker, killGraceMs: 500, cgroup: h.cgroup, shell: "/usr/bin/dash" }).pid;
 }
 h.outcome.catch(() => {});
-const info = (): string => JSON.stringify({ cli: h.pid, marker: h.treeMarker, watchdog, cgroup: h.cgroup, limitCgroups: h.limitCgroups, containment: h.containment });
+const info = (): string => {
+  const { pid: cli, treeMarker: marker, cgroup, limitCgroups, containment } = h;
+  return JSON.stringify({ cli, marker, watchdog, cgroup, limitCgroups, containment });
+};
 if (mode === "spawn") process.stdout.write(info() + "\n");
 for await (const l of h.lines) {
   if (mode !== "spawn" && l.type === "user" && l.raw.includes("started")) {
@@ -47,9 +50,15 @@ for await (const l of h.lines) {
 }
 
 /** The turn in a warm process, for the spawn modes: its tree and outcome (no lines; its cgroup is not reported). */
-function warmRun(): Pick<ReturnType<typeof runTurn>, "pid" | "treeMarker" | "watchdogPid" | "cgroup" | "limitCgroups" | "containment" | "outcome" | "lines"> {
+type Run = ReturnType<typeof runTurn>;
+type HostRun = Pick<Run, "pid" | "treeMarker" | "watchdogPid" | "cgroup" | "limitCgroups" | "containment" | "outcome">
+  & Pick<Run, "lines">;
+function warmRun(): HostRun {
   const w = startWarmProcess(options);
-  return { pid: w.pid, treeMarker: w.treeMarker, watchdogPid: undefined, cgroup: undefined, limitCgroups: [], containment: "proc-walk", outcome: w.turn("run it"), lines: [] as unknown as ReturnType<typeof runTurn>["lines"] };
+  const outcome = w.turn("run it");
+  const lines = [] as unknown as Run["lines"];
+  const tree = { cgroup: undefined, limitCgroups: [], containment: "proc-walk" as const };
+  return { pid: w.pid, treeMarker: w.treeMarker, watchdogPid: undefined, ...tree, outcome, lines };
 }
 
 /**

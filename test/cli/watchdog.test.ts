@@ -150,7 +150,8 @@ for (const kind of ["cgroup-v2", "cgroup-v1-freezer"] as const) {
   });
 }
 
-test("a run announced before its spawn (no pid yet) is ended by its marker; what ignores TERM is KILLed once the grace runs out", async () => {
+const announced = "a run announced before its spawn (no pid yet) is ended by its marker";
+test(`${announced}; what ignores TERM is KILLed once the grace runs out`, async () => {
   const marker = randomUUID();
   const entry = watchdogEntry({ marker, killGraceMs: 800 });
   assert.equal(entry, `::${marker}:8`, "no pid and no start time until the spawn returned");
@@ -158,7 +159,8 @@ test("a run announced before its spawn (no pid yet) is ended by its marker; what
   const env = { PATH: process.env["PATH"]!, [TREE_MARKER_VAR]: marker };
   const proof = spawn("/bin/sh", ["-c", "trap '' TERM; exec sleep 60"], { detached: true, stdio: "ignore", env });
   proof.unref();
-  await waitUntil(() => readFileSync(`/proc/${proof.pid}/cmdline`, "latin1").startsWith("sleep"), 5000, "the sleep to run");
+  const runsSleep = (): boolean => readFileSync(`/proc/${proof.pid}/cmdline`, "latin1").startsWith("sleep");
+  await waitUntil(runsSleep, 5000, "the sleep to run");
   try {
     const diedAt = Date.now();
     await hostDies([entry]);

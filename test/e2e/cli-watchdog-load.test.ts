@@ -30,7 +30,8 @@ function v2CgroupOf(pid: number): string | undefined {
 }
 
 for (const warm of [false, true]) {
-  test(`${warm ? "warm" : "cold"} runs on a busy host: hosts SIGKILLed at the spawn and mid-tool leave nothing after the grace period`, async () => {
+  const name = `${warm ? "warm" : "cold"} runs on a busy host: hosts SIGKILLed at the spawn and mid-tool leave nothing`;
+  test(`${name} after the grace period`, async () => {
     const busy = hogs(2, 30_000);
     const nonce = escapeNonce();
     const env = { HOST_KILL_GRACE_MS: String(GRACE_MS), HOST_WARM: warm ? "1" : "0" };
@@ -51,8 +52,10 @@ for (const warm of [false, true]) {
 
       const left = (): number[] => hosts.flatMap((h) => treeMembers(h.info.marker));
       const deadline = GRACE_MS + SLACK_MS - (Date.now() - killedAt);
-      await waitUntil(() => left().length === 0, Math.max(deadline, 0), "every run's processes to be gone").catch((err: unknown) => {
-        throw new Error(`${(err as Error).message}: ${left().map((p) => `${p} ${cmdline(p).slice(0, 60)}`).join(" | ")}`);
+      const what = "every run's processes to be gone";
+      await waitUntil(() => left().length === 0, Math.max(deadline, 0), what).catch((err: unknown) => {
+        const alive = left().map((p) => `${p} ${cmdline(p).slice(0, 60)}`);
+        throw new Error(`${(err as Error).message}: ${alive.join(" | ")}`);
       });
       await waitUntil(() => cgroups.every((c) => !existsSync(c!)), 3000, "the runs' cgroups to be removed");
     } finally {
