@@ -157,6 +157,9 @@ function auth(
   return { home, source: home.auth };
 }
 
+/** How long a run's processes get between TERM and KILL unless `killGraceMs` says otherwise. */
+const DEFAULT_KILL_GRACE_MS = 2000;
+
 /** Spawns the real `claude -p` for one turn: its stdout lines as they come, and the outcome (or a typed error) once it ends. */
 export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
   const { sessionFile, ...rest } = options;
@@ -190,12 +193,13 @@ export function startCli(o: CheckedRunTurnOptions, sessionFile: Uint8Array | und
     child: spawned.child,
     o,
     logger,
-    killGraceMs: o.killGraceMs ?? 2000,
+    killGraceMs: o.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
     marker,
     mark: spawned.mark,
     contained: spawned.contained,
     cgroup: spawned.cgroup,
     limitGroups: spawned.limitGroups,
+    watchdog: spawned.watchdog,
     scratchDir,
     launch: spawned.launch,
     home,
@@ -306,6 +310,8 @@ interface SpawnedCli {
   limitGroups: RunLimitGroups | undefined;
   launch: LaunchCommand;
   contained: ContainmentKind;
+  /** The run as the host's watchdog knows it (announced before the spawn). */
+  watchdog: WatchdogHandle | undefined;
 }
 
 /** Prepares the run's files and spawns the CLI; everything this creates is undone if spawning fails. */
@@ -339,16 +345,22 @@ function spawnContained(
   const c = containment(logger);
   const cgroup = c.hostDir === undefined ? undefined : RunCgroup.create(c, marker);
   let limitGroups: RunLimitGroups | undefined;
+  let watchdog: WatchdogHandle | undefined;
   try {
     const limits = o.limits;
     limitGroups = limits === undefined ? undefined : RunLimitGroups.create(limitSupport(c, logger), cgroup, marker, limits);
     const bounds = { enter: limitGroups?.enter ?? [], fileBlocks: fileBlocksOf(o.limits) };
     const launch = launchCommand(c, cgroup, bin, args, bounds);
     logger.debug({ bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")), containment: c.kind }, "spawning claude");
+    // Announced before the spawn: a host killed the moment after still has a watchdog that knows the run.
+    const killGraceMs = o.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+    const watched = { marker, killGraceMs, cgroup: cgroup?.path, limitCgroups: limitGroups?.enter };
+    watchdog = o.watchdog === false ? undefined : startWatchdog(watched);
     const mark = pidMark();
     const child = spawn(launch.file, launch.args, { cwd: o.cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
-    return { child, mark, cgroup, limitGroups, launch, contained: c.kind };
+    return { child, mark, cgroup, limitGroups, launch, contained: c.kind, watchdog };
   } catch (err) {
+    watchdog?.stop();
     void limitGroups?.release();
     cgroup?.remove();
     throw err;
@@ -368,6 +380,8 @@ export interface SuperviseContext {
   cgroup: RunCgroup | undefined;
   /** The cgroups holding the run's limits beyond its own cgroup, entered likewise. */
   limitGroups: RunLimitGroups | undefined;
+  /** The run as the host's watchdog knows it; undefined with `watchdog: false`. */
+  watchdog: WatchdogHandle | undefined;
   /** What the scratch limit measures: the run's config home, or the TMPDIR made for it. */
   scratchDir: string | undefined;
   /** What was spawned: the CLI, or a launcher (sh, unshare) that execs it. */
@@ -638,16 +652,9 @@ export function watchTree(child: ChildProcess, ctx: SuperviseContext): WatchedTr
   // The run's processes: its cgroup (everything the CLI started, wherever it went) and the /proc walk.
   const scope = new RunScope(child.pid === undefined ? undefined : new ProcessTree(child.pid, ctx.marker, ctx.mark), ctx.cgroup);
   const untrack = child.pid === undefined ? undefined : trackTree(scope);
-  const watchdog =
-    child.pid === undefined || ctx.o.watchdog === false
-      ? undefined
-      : startWatchdog({
-          cliPid: child.pid,
-          marker: ctx.marker,
-          killGraceMs: ctx.killGraceMs,
-          cgroup: ctx.cgroup?.path,
-          limitCgroups: ctx.limitGroups?.enter,
-        });
+  const watchdog = ctx.watchdog;
+  if (child.pid === undefined) watchdog?.stop();
+  else watchdog?.started(child.pid);
   return { scope, ending: new TreeEnding(scope, ctx, child.pid), watchdog, untrack };
 }
 

@@ -22,11 +22,11 @@ self=$$; runs=
 while read -r line; do runs=$line; done
 [ -n "$runs" ] || exit 0
 # The host is gone: gather every run's tree, then TERM, wait, KILL; then kill and remove the runs' cgroups.
-clis=; marks=; cgs=; grace=1; ifs=$IFS
+clis=; pats=; cgs=; grace=1; ifs=$IFS
 for r in $runs; do
   IFS=:; set -- $r; IFS=$ifs
   [ -n "$2" ] && clis="$clis $1:$2"
-  marks="$marks $3"
+  pats="$pats -e ${TREE_MARKER_VAR}=$3"
   [ "$4" -gt "$grace" ] 2>/dev/null && grace=$4
   [ "$#" -gt 4 ] && shift 4 && for c in "$@"; do cgs="$cgs $c"; done
 done
@@ -35,7 +35,7 @@ done
 # checked in every collect: a pid reused during the grace period is never signalled. The processes
 # in the runs' cgroups are members whatever their session or environment.
 collect() {
-  marked=$(for m in $marks; do grep -lzxF -e "${TREE_MARKER_VAR}=$m" /proc/[0-9]*/environ 2>/dev/null; done | sed 's#^/proc/##; s#/environ$##' | tr '\n' ' ')
+  marked=$(grep -lzxF $pats /proc/[0-9]*/environ 2>/dev/null | sed 's#^/proc/##; s#/environ$##' | tr '\n' ' ')
   cat /proc/[0-9]*/stat 2>/dev/null | awk -v clis="$clis" -v marked="$marked" -v self="$self" '
     { pid = $1; sub(/^.*\) /, ""); if ($1 == "Z" || $1 == "X") next
       n++; P[n] = pid; PP[n] = $2; PG[n] = $3; SI[n] = $4; ST[pid] = $20
@@ -79,15 +79,19 @@ finish() {
   done
   exit 0
 }
+# The grace period is a timer started the moment the host is gone, not a count of rounds: on a busy
+# host one collect can take longer than the whole grace period, and counting rounds of it let a run's
+# tree outlive its host by seconds. When it runs out, the cgroups go first (at once, whatever is in
+# them), then whatever else the last collect finds.
+sleep "$((grace / 10)).$((grace % 10))" & timer=$!
 known=$(collect)
 kill -TERM $known 2>/dev/null
-i=0
-while [ "$i" -lt "$grace" ]; do
+while kill -0 "$timer" 2>/dev/null; do
   known=$(collect)
-  [ -z "$(echo $known)" ] && finish
+  [ -z "$(echo $known)" ] && { kill "$timer" 2>/dev/null; finish; }
   sleep 0.1
-  i=$((i + 1))
 done
+for d in $cgs; do [ -d "$d" ] && cgkill "$d" 2>/dev/null; done
 known=$(collect)
 kill -KILL $known 2>/dev/null
 finish
@@ -96,21 +100,24 @@ finish
 export interface WatchdogHandle {
   /** The host's watchdog process (shared by all of its runs). */
   pid: number | undefined;
+  /** The run's CLI is spawned (announced before, by marker and cgroups): its pid joins the run's entry. */
+  started(cliPid: number): void;
   /** The run is over: the watchdog forgets it. */
   stop(): void;
 }
 
-/** One run as the watchdog's line lists it: `cli:start:marker:grace[:cgroup…]`. */
+/** One run as the watchdog's line lists it: `cli:start:marker:grace[:cgroup…]` (cli, start empty before the spawn). */
 export function watchdogEntry(run: WatchedRun): string {
-  const start = processStartTime(run.cliPid) ?? "";
+  const start = run.cliPid === undefined ? "" : (processStartTime(run.cliPid) ?? "");
   const grace = Math.max(1, Math.ceil(run.killGraceMs / 100));
   const cgroups = [...(run.cgroup === undefined ? [] : [run.cgroup]), ...(run.limitCgroups ?? [])];
-  return `${run.cliPid}:${start}:${run.marker}:${grace}${cgroups.map((c) => `:${c}`).join("")}`;
+  return `${run.cliPid ?? ""}:${start}:${run.marker}:${grace}${cgroups.map((c) => `:${c}`).join("")}`;
 }
 
 /** What the watchdog needs of a run. */
 export interface WatchedRun {
-  cliPid: number;
+  /** Undefined while the run is announced before its spawn: its marker and cgroups already name it. */
+  cliPid?: number | undefined;
   marker: string;
   killGraceMs: number;
   /** The run's own cgroup. */
@@ -138,6 +145,13 @@ class HostWatchdog {
     this.#runs.set(id, entry);
     this.#publish();
     return id;
+  }
+
+  update(id: number, entry: string): void {
+    if (this.#runs.has(id)) {
+      this.#runs.set(id, entry);
+      this.#publish();
+    }
   }
 
   forget(id: number): void {
@@ -174,7 +188,12 @@ class HostWatchdog {
 
 const watchdogs = new Map<string, HostWatchdog>();
 
-/** Watches one run with the host's watchdog (started on first use, one per shell). */
+/**
+ * Watches one run with the host's watchdog (started on first use, one per shell). Called before the
+ * CLI's spawn (without `cliPid`), the run is known to the watchdog before any of its processes
+ * exists: a host killed between the spawn and `started` still leaves a watchdog that finds the run
+ * by its marker and cgroups.
+ */
 export function startWatchdog(opts: WatchedRun & { shell?: string }): WatchdogHandle {
   const shell = opts.shell ?? "/bin/sh";
   let wd = watchdogs.get(shell);
@@ -183,6 +202,9 @@ export function startWatchdog(opts: WatchedRun & { shell?: string }): WatchdogHa
   let stopped = false;
   return {
     pid: wd.pid,
+    started(cliPid) {
+      if (!stopped) wd.update(id, watchdogEntry({ ...opts, cliPid }));
+    },
     stop() {
       if (stopped) return;
       stopped = true;

@@ -149,3 +149,24 @@ for (const kind of ["cgroup-v2", "cgroup-v1-freezer"] as const) {
     }
   });
 }
+
+const announced = "a run announced before its spawn (no pid yet) is ended by its marker";
+test(`${announced}; what ignores TERM is KILLed once the grace runs out`, async () => {
+  const marker = randomUUID();
+  const entry = watchdogEntry({ marker, killGraceMs: 800 });
+  assert.equal(entry, `::${marker}:8`, "no pid and no start time until the spawn returned");
+  // TERM ignored, and the disposition survives the exec: only the KILL at the end of the grace ends it.
+  const env = { PATH: process.env["PATH"]!, [TREE_MARKER_VAR]: marker };
+  const proof = spawn("/bin/sh", ["-c", "trap '' TERM; exec sleep 60"], { detached: true, stdio: "ignore", env });
+  proof.unref();
+  const runsSleep = (): boolean => readFileSync(`/proc/${proof.pid}/cmdline`, "latin1").startsWith("sleep");
+  await waitUntil(runsSleep, 5000, "the sleep to run");
+  try {
+    const diedAt = Date.now();
+    await hostDies([entry]);
+    assert.equal(alive(proof.pid!), false, "KILLed by the watchdog");
+    assert.ok(Date.now() - diedAt >= 800, "not before the grace period ran out");
+  } finally {
+    if (alive(proof.pid!)) process.kill(proof.pid!, "SIGKILL");
+  }
+});

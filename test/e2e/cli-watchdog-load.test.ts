@@ -1,0 +1,67 @@
+// Hosts SIGKILLed on a busy machine (two CPU hogs for the test's duration), cold runs and warm
+// processes alike: one host dies the instant its CLI's spawn returns (before anything else of the
+// run happened in it), two while their Bash tool sleeps. Within the grace period and a little more
+// after the kill, nothing of any run may be alive (the CLI, the tool's sleep, anything carrying the
+// run's marker), and the run's cgroup is gone.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { readMounts } from "../../src/cli/containment.ts";
+import { cmdline, escapeNonce, startHost, treeMembers, waitUntil } from "../cli/_support.ts";
+
+/** The worker's default grace between TERM and KILL. */
+const GRACE_MS = 2000;
+/** What the watchdog may take beyond the grace: wake-up, one /proc scan, the kills, on a busy host. */
+const SLACK_MS = 2000;
+
+/** Busy-loop processes, each ending by itself after `ms` (so a failed test leaves no hog behind). */
+function hogs(count: number, ms: number): ChildProcess[] {
+  const loop = `const end = Date.now() + ${ms}; while (Date.now() < end) {}`;
+  return Array.from({ length: count }, () => spawn(process.execPath, ["-e", loop], { stdio: "ignore" }));
+}
+
+/** The cgroup v2 a process is in (a warm host does not report its run's cgroup). */
+function v2CgroupOf(pid: number): string | undefined {
+  const line = readFileSync(`/proc/${pid}/cgroup`, "latin1").split("\n").find((l) => l.startsWith("0::"));
+  const mount = readMounts().find((m) => m.fstype === "cgroup2" && m.root === "/");
+  return line === undefined || mount === undefined || line === "0::/" ? undefined : join(mount.point, line.slice(3));
+}
+
+for (const warm of [false, true]) {
+  const name = `${warm ? "warm" : "cold"} runs on a busy host: hosts SIGKILLed at the spawn and mid-tool leave nothing`;
+  test(`${name} after the grace period`, async () => {
+    const busy = hogs(2, 30_000);
+    const nonce = escapeNonce();
+    const env = { HOST_KILL_GRACE_MS: String(GRACE_MS), HOST_WARM: warm ? "1" : "0" };
+    const command = (i: number): string => `echo go; sleep 600.${nonce}${i}; echo done`;
+    const hosts: Array<Awaited<ReturnType<typeof startHost>>> = [];
+    try {
+      const atSpawn = await startHost("spawned", command(0), env);
+      const midTool = await Promise.all([1, 2].map((i) => startHost("spawn", command(i), env)));
+      hosts.push(atSpawn, ...midTool);
+      const sleepOf = (h: (typeof hosts)[number], i: number): number | undefined =>
+        treeMembers(h.info.marker).find((p) => cmdline(p) === `sleep 600.${nonce}${i}`);
+      await waitUntil(() => midTool.every((h, i) => sleepOf(h, i + 1) !== undefined), 60_000, "the Bash tools' sleeps");
+      const cgroups = [atSpawn.info.cgroup, ...midTool.map((h, i) => h.info.cgroup ?? v2CgroupOf(sleepOf(h, i + 1)!))];
+      assert.ok(cgroups.every((c) => c !== undefined), `every run has a cgroup: ${JSON.stringify(cgroups)}`);
+      const killedAt = Date.now();
+      for (const h of midTool) h.host.kill("SIGKILL");
+      await Promise.all(hosts.map((h) => h.exited));
+
+      const left = (): number[] => hosts.flatMap((h) => treeMembers(h.info.marker));
+      const deadline = GRACE_MS + SLACK_MS - (Date.now() - killedAt);
+      const what = "every run's processes to be gone";
+      await waitUntil(() => left().length === 0, Math.max(deadline, 0), what).catch((err: unknown) => {
+        const alive = left().map((p) => `${p} ${cmdline(p).slice(0, 60)}`);
+        throw new Error(`${(err as Error).message}: ${alive.join(" | ")}`);
+      });
+      await waitUntil(() => cgroups.every((c) => !existsSync(c!)), 3000, "the runs' cgroups to be removed");
+    } finally {
+      for (const b of busy) b.kill("SIGKILL");
+      for (const h of hosts) h.host.kill("SIGKILL");
+      for (const h of hosts) for (const p of treeMembers(h.info.marker)) process.kill(p, "SIGKILL");
+    }
+  });
+}
