@@ -102,6 +102,9 @@ export function redisAddress(client: RedisClient): string {
     const nodes = (client as Cluster).nodes().map((n) => `${n.options.host ?? "?"}:${n.options.port ?? "?"}`);
     return nodes.length === 0 ? "a Redis Cluster" : `cluster ${nodes.join(",")}`;
   }
-  const { host, port, db, tls } = (client as Exclude<RedisClient, Cluster>).options;
+  const { host, port, db, tls, sentinels, name } = (client as Exclude<RedisClient, Cluster>).options;
+  if (sentinels !== undefined && sentinels !== null && sentinels.length > 0) {
+    return `redis-sentinel://${sentinels.map((s) => `${s.host ?? "127.0.0.1"}:${s.port ?? 26379}`).join(",")}/${name ?? "mymaster"}`;
+  }
   return `${tls === undefined ? "redis" : "rediss"}://${host ?? "127.0.0.1"}:${port ?? 6379}${db ? `/${db}` : ""}`;
 }

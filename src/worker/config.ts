@@ -32,6 +32,10 @@ const envSchema = z.object({
   TURNSTREAM_LOCK_MS: intFrom("TURNSTREAM_LOCK_MS"),
   TURNSTREAM_STALLED_INTERVAL_MS: intFrom("TURNSTREAM_STALLED_INTERVAL_MS"),
   TURNSTREAM_PREFIX: z.string().optional(),
+  TURNSTREAM_DURABILITY: z
+    .string()
+    .regex(/^(memory|fsync|replicas:[1-9][0-9]?)$/, "TURNSTREAM_DURABILITY is memory (default), replicas:N (1-99) or fsync")
+    .optional(),
   TURNSTREAM_QUEUE_PREFIX: z.string().optional(),
   TURNSTREAM_QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
   CLAUDE_BIN: z.string().min(1).optional(),
@@ -157,6 +161,7 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     lockDuration: e.TURNSTREAM_LOCK_MS,
     stalledInterval: e.TURNSTREAM_STALLED_INTERVAL_MS,
     logPrefix: e.TURNSTREAM_PREFIX,
+    durability: e.TURNSTREAM_DURABILITY,
     queuePrefix: e.TURNSTREAM_QUEUE_PREFIX,
     queueName: e.TURNSTREAM_QUEUE_NAME,
     claudeBin: e.CLAUDE_BIN,
