@@ -16,7 +16,8 @@ export type Durability =
 
 export const MEMORY: Durability = { level: "memory" };
 export const DEFAULT_DURABILITY_TIMEOUT_MS = 1000;
-export const DEFAULT_DURABILITY_TRIES = 3;
+// 10 × 1 s: long enough for a Sentinel failover to bring a replica back under the promoted primary.
+export const DEFAULT_DURABILITY_TRIES = 10;
 
 const FORM = /^(memory|fsync|replicas:([1-9][0-9]?))$/;
 

@@ -167,23 +167,31 @@ export class AttemptEvents {
    * Ends an attempt whose append Redis applied but could not confirm at the durability level (no
    * replica acknowledged it in time, the AOF was not fsynced): a new writer of the same epoch, claiming
    * only what was confirmed, records it abandoned (`log_not_durable`) and the turn is retried later
-   * within the attempt limit, then failed as infrastructure. If even that record cannot be confirmed
-   * the error is thrown: the job fails with its message.
+   * within the attempt limit, then failed as infrastructure (if even that end cannot be confirmed, the
+   * job fails with the error's message).
    */
   async notDurable(): Promise<AttemptEnd> {
     const failure = this.#writer.failure;
     this.#writer = this.#newWriter(this.#writer.lastSeq);
     const message = failure?.message ?? "an append was not confirmed at the log's durability level";
     const retry = this.#deps.settings.retry;
+    if (this.attempt >= retry.maxAttempts) {
+      try {
+        return await this.fail("log_not_durable", "DurabilityError", message, false);
+      } catch (err) {
+        throw failure ?? err;
+      }
+    }
+    const delayMs = retryDelayMs(retry, this.attempt, undefined);
     try {
-      if (this.attempt >= retry.maxAttempts) return await this.fail("log_not_durable", "DurabilityError", message, false);
-      const delayMs = retryDelayMs(retry, this.attempt, undefined);
       await this.abandon("log_not_durable", true, delayMs);
       await this.close();
-      return { kind: "retry", attempt: this.attempt, delayMs };
     } catch (err) {
-      throw failure ?? err;
+      // Applied but not confirmed either (or not applied): the next attempt finds this one's record,
+      // or records it abandoned as crashed. Only another kind of failure ends the job here.
+      if (!(err instanceof DurabilityError)) throw err;
     }
+    return { kind: "retry", attempt: this.attempt, delayMs };
   }
 
   /** How an attempt whose writer found the log rolled back ends (nothing more can be written under it). */

@@ -13,6 +13,7 @@ import { connectRedis, createEventLog, type Envelope, type EventLog } from "../.
 import { createProducer } from "../../src/queue/index.ts";
 import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
+import { createLogger, createScrubber } from "../../src/telemetry/index.ts";
 import { startSentinelRig } from "../support/sentinel.ts";
 import { cliEnv, readAll, testSpace, waitUntil } from "../worker/_support.ts";
 
@@ -98,6 +99,7 @@ async function failoverTurn(t: TestContext, durability: string): Promise<Failove
     runEnv: cliEnv(server.url),
     sandboxed: true,
     retry: { baseMs: 300, maxMs: 2000 },
+    logger: process.env["DEBUG_FAILOVER"] ? createLogger({ scrubber: createScrubber({ env: {} }), level: "info", destination: { write: (l: string) => void process.stderr.write(l) } }) : undefined,
   });
   try {
     const turn = await producer.enqueueTurn({ prompt: "CHAIN-START: run the steps", cwd: ws, options: { skipPermissions: true } });
@@ -117,7 +119,11 @@ async function failoverTurn(t: TestContext, durability: string): Promise<Failove
       },
       150000,
       "the turn to end on the promoted replica",
-    );
+    ).catch(async (err: unknown) => {
+      const seen = await readAll(replicaLog, turn.session).catch(() => []);
+      t.diagnostic(`log: ${JSON.stringify(seen.map((e) => [e.seq, e.attempt, e.kind, e.kind === "attempt.abandoned" ? e.data : undefined]))}`);
+      throw err;
+    });
     const result = await producer.waitForTurn(turn.turn, { timeoutMs: 30000 });
     const events = await readAll(replicaLog, turn.session);
     return { events, end: assertNoHole(events, turn.turn), replicaHead, primaryHead, status: result.status };
