@@ -86,6 +86,14 @@ export function redisUrlForDisplay(env: NodeJS.ProcessEnv = process.env): string
 }
 
 function withoutCredentials(raw: string): string {
+  const sentinel = "redis-sentinel://";
+  if (raw.startsWith(sentinel)) {
+    // Several hosts are not a URL's authority: drop what comes before the last @ of the host part.
+    const rest = raw.slice(sentinel.length);
+    const slash = rest.indexOf("/");
+    const hosts = slash < 0 ? rest : rest.slice(0, slash);
+    return `${sentinel}${hosts.slice(hosts.lastIndexOf("@") + 1)}${slash < 0 ? "" : rest.slice(slash).split("?")[0]}`;
+  }
   try {
     const u = new URL(raw);
     u.username = "";

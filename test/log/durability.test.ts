@@ -13,6 +13,7 @@ import {
   DurabilityError,
   parseDurability,
   redisAddress,
+  redisUrlForDisplay,
   type Durability,
 } from "../../src/log/index.ts";
 import { sentinelOptions } from "../../src/log/redis.ts";
@@ -110,6 +111,8 @@ test("redis-sentinel:// URLs: sentinels and primary name read, malformed ones re
   assert.equal(o.db, 3);
   const client = connectRedis({ url: "redis-sentinel://app:s3cr%40t@127.0.0.1:1/mymaster", env: {}, redisOptions: { lazyConnect: true } });
   assert.equal(redisAddress(client), "redis-sentinel://127.0.0.1:1/mymaster");
+  const shown = redisUrlForDisplay({ REDIS_URL: "redis-sentinel://app:s3cr%40t@127.0.0.1:26379,10.0.0.2:26380/mymaster?db=3" });
+  assert.equal(shown, "redis-sentinel://127.0.0.1:26379,10.0.0.2:26380/mymaster");
   client.disconnect();
   const bad: [string, RegExp][] = [
     ["redis-sentinel://127.0.0.1:26379", /ends with \/<primary name>/],
