@@ -119,6 +119,7 @@ export {
   InvalidEventError,
   InvalidSessionIdError,
   LogRolledBackError,
+  DurabilityError,
   type AppendResult,
   type ConnectOptions,
   type Envelope,
