@@ -35,7 +35,7 @@ export class DurabilityError extends Error {
 /** Reads `memory`, `replicas:N` (1-99) or `fsync`; anything else is refused naming the variable. */
 export function parseDurability(text: string | undefined, variable = "TURNSTREAM_DURABILITY"): Durability {
   if (text === undefined || text === "") return MEMORY;
-  const m = FORM.exec(text.trim());
+  const m = FORM.exec(text);
   if (m === null) {
     throw new Error(`${variable}=${JSON.stringify(text.slice(0, 40))} is not a durability level: use memory (default), replicas:N (N replicas hold each batch) or fsync`);
   }
