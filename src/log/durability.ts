@@ -8,6 +8,7 @@
 import type { Cluster, Redis } from "ioredis";
 import type { RedisClient } from "./redis.ts";
 import { isCluster } from "./redis.ts";
+import { redisAddress } from "./redis-errors.ts";
 
 export type Durability =
   | { level: "memory" }
@@ -80,7 +81,7 @@ export async function checkDurability(client: RedisClient, d: Durability): Promi
     if (aof !== "yes" || fsync !== "always") {
       throw new DurabilityError(
         "unsupported",
-        `TURNSTREAM_DURABILITY=fsync: Redis ${major}.${minor} at ${node.options.host}:${node.options.port} has no WAITAOF ` +
+        `TURNSTREAM_DURABILITY=fsync: Redis ${major}.${minor} at ${redisAddress(node)} has no WAITAOF ` +
           `(7.2+), and its appendonly is ${JSON.stringify(aof)}, appendfsync ${JSON.stringify(fsync)}; ` +
           `set appendonly yes and appendfsync always on it, upgrade to Redis 7.2+, or choose another level`,
       );

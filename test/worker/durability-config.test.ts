@@ -47,5 +47,5 @@ test("a worker told fsync refuses to start on a Redis < 7.2 without appendfsync 
     (e: unknown) => e,
   );
   assert.ok(err instanceof DurabilityError, String(err));
-  assert.match(err.message, /TURNSTREAM_DURABILITY=fsync: Redis 7\.0 at 127\.0\.0\.1:\d+ has no WAITAOF \(7\.2\+\), and its appendonly is "yes", appendfsync "everysec"; set appendonly yes and appendfsync always/);
+  assert.match(err.message, /TURNSTREAM_DURABILITY=fsync: Redis 7\.0 at redis:\/\/127\.0\.0\.1:\d+ has no WAITAOF \(7\.2\+\), and its appendonly is "yes", appendfsync "everysec"; set appendonly yes and appendfsync always/);
 });
