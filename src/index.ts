@@ -122,6 +122,7 @@ export {
   InvalidEventError,
   InvalidSessionIdError,
   LogRolledBackError,
+  DurabilityError,
   type AppendResult,
   type ConnectOptions,
   type Envelope,

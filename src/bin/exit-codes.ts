@@ -62,6 +62,8 @@ const OUTCOME_OF_ERROR_KIND: Readonly<Record<string, Outcome>> = {
   killed: "infrastructure",
   // Redis lost acknowledged writes, the turn's snapshot among them (src/worker/rollback.ts).
   log_lost: "infrastructure",
+  // Appends could not be confirmed at TURNSTREAM_DURABILITY (replicas or the AOF behind) within the attempt limit.
+  log_not_durable: "infrastructure",
   // auth is infrastructure, not the task's failure: an expired token, an unpaid bill or a revoked key
   // belongs to the worker's host, and the same job succeeds once an operator fixes the credentials.
   auth: "infrastructure",

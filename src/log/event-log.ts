@@ -14,6 +14,7 @@ import { assertPrefix, assertSessionId, DEFAULT_PREFIX, indexKey, seqOfId, sessi
 import type { SessionKeys } from "./keys.ts";
 import { errorReporter, silentLogger, type ErrorReporter, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "./redis.ts";
+import { awaitDurable, checkDurability, DurabilityError, MEMORY, type Durability } from "./durability.ts";
 import { logScripts, type LogScripts } from "./scripts.ts";
 import { storedEnvelope, storedHead } from "./stored-head.ts";
 import { explainRedisError, redisAddress } from "./redis-errors.ts";
@@ -140,6 +141,8 @@ export interface EventLogOptions {
   logger?: Logger | undefined;
   /** Told how long each append took, seconds (the Redis round trips and script, blob re-uploads included): the log-append metric. */
   onAppend?: ((seconds: number) => void) | undefined;
+  /** When an append counts as done (see durability.ts); default `memory`. */
+  durability?: Durability | undefined;
 }
 
 /**
@@ -219,6 +222,9 @@ export class EventLog {
   readonly #tailErrors: ErrorReporter;
   readonly #onAppend: ((seconds: number) => void) | undefined;
   readonly #scripts: LogScripts;
+  readonly durability: Durability;
+  /** How `fsync` is confirmed on this server, checked once (a refusal is kept and thrown on every append). */
+  #fsyncMode: Promise<"waitaof" | "always" | undefined> | undefined;
   readonly #indexed = new Map<string, number>();
   #indexSwept = 0;
 
@@ -233,6 +239,23 @@ export class EventLog {
     this.#tailErrors = errorReporter(this.#logger);
     this.#onAppend = options.onAppend;
     this.#scripts = logScripts(this.redis);
+    this.durability = options.durability ?? MEMORY;
+  }
+
+  /** Refuses (DurabilityError) a server that cannot give the log's durability level; memoised. */
+  checkDurability(): Promise<"waitaof" | "always" | undefined> {
+    this.#fsyncMode ??= checkDurability(this.redis, this.durability).catch((err: unknown) => {
+      // A refusal stands; a connection error is asked again next time.
+      if (!(err instanceof DurabilityError)) this.#fsyncMode = undefined;
+      throw err;
+    });
+    return this.#fsyncMode;
+  }
+
+  /** After an append Redis applied: waits until it holds at the durability level (WAIT on the same client). */
+  async #durable(): Promise<void> {
+    if (this.durability.level === "memory") return;
+    await awaitDurable(this.redis, this.durability, await this.checkDurability());
   }
 
   keys(session: string): SessionKeys {
@@ -372,6 +395,8 @@ export class EventLog {
       // The reply is in, so this client will never re-send the batch: its dedupe entry can go.
       this.redis.hdel(k.meta, `w:${writer}`).catch((err: unknown) => this.#logger.debug({ err, session }, "dedupe entry cleanup failed"));
     }
+    // A duplicate is a re-send of a batch that got in: it may be the one whose confirmation timed out.
+    if (outcome === "appended" || outcome === "duplicate") await this.#durable();
     if (outcome === "appended") void this.#touchIndex(session);
     return { outcome: outcome as AppendOutcome, lastSeq: Number(lastSeq), epoch: Number(current) };
   }

@@ -44,6 +44,17 @@ export { DEFAULT_PREFIX, SESSION_ID_PATTERN, assertSessionId, indexKey, isValidS
 export type { SessionKeys } from "./keys.ts";
 export { connectRedis, DEFAULT_REDIS_URL, isCluster } from "./redis.ts";
 export {
+  awaitDurable,
+  checkDurability,
+  DEFAULT_DURABILITY_TIMEOUT_MS,
+  DEFAULT_DURABILITY_TRIES,
+  describeDurability,
+  DurabilityError,
+  MEMORY,
+  parseDurability,
+} from "./durability.ts";
+export type { Durability } from "./durability.ts";
+export {
   explainRedisError,
   redisAddress,
   redisProblemOf,

@@ -86,6 +86,14 @@ export function redisUrlForDisplay(env: NodeJS.ProcessEnv = process.env): string
 }
 
 function withoutCredentials(raw: string): string {
+  const sentinel = "redis-sentinel://";
+  if (raw.startsWith(sentinel)) {
+    // Several hosts are not a URL's authority: drop what comes before the last @ of the host part.
+    const rest = raw.slice(sentinel.length);
+    const slash = rest.indexOf("/");
+    const hosts = slash < 0 ? rest : rest.slice(0, slash);
+    return `${sentinel}${hosts.slice(hosts.lastIndexOf("@") + 1)}${slash < 0 ? "" : rest.slice(slash).split("?")[0]}`;
+  }
   try {
     const u = new URL(raw);
     u.username = "";
@@ -102,6 +110,9 @@ export function redisAddress(client: RedisClient): string {
     const nodes = (client as Cluster).nodes().map((n) => `${n.options.host ?? "?"}:${n.options.port ?? "?"}`);
     return nodes.length === 0 ? "a Redis Cluster" : `cluster ${nodes.join(",")}`;
   }
-  const { host, port, db, tls } = (client as Exclude<RedisClient, Cluster>).options;
+  const { host, port, db, tls, sentinels, name } = (client as Exclude<RedisClient, Cluster>).options;
+  if (sentinels !== undefined && sentinels !== null && sentinels.length > 0) {
+    return `redis-sentinel://${sentinels.map((s) => `${s.host ?? "127.0.0.1"}:${s.port ?? 26379}`).join(",")}/${name ?? "mymaster"}`;
+  }
   return `${tls === undefined ? "redis" : "rediss"}://${host ?? "127.0.0.1"}:${port ?? 6379}${db ? `/${db}` : ""}`;
 }

@@ -10,6 +10,7 @@ import type { EventInput } from "./envelope.ts";
 import { ConflictError, FencedError, LogRolledBackError, UnfencedKindError, WriterClosedError } from "./errors.ts";
 import { newWriterId, type EncodedEvent, type EventLog } from "./event-log.ts";
 import { explainRedisError, redisAddress } from "./redis-errors.ts";
+import { DurabilityError } from "./durability.ts";
 import { silentLogger, type Logger } from "../kernel/index.ts";
 
 export interface WriterOptions {
@@ -84,7 +85,8 @@ export interface Writer {
 // Everything else (connection loss, LOADING after a restart, CLUSTERDOWN, TRYAGAIN, timeouts) is
 // retried: giving up would drop events.
 function isFatal(err: unknown): boolean {
-  return err instanceof FencedError || err instanceof ConflictError || err instanceof LogRolledBackError;
+  // A DurabilityError already retried its WAIT: the attempt fails as infrastructure, not a forever loop.
+  return err instanceof FencedError || err instanceof ConflictError || err instanceof LogRolledBackError || err instanceof DurabilityError;
 }
 
 /** The writer's options with their defaults applied. */

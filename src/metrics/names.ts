@@ -76,6 +76,7 @@ export const ERROR_TYPES = [
   "abandoned",
   "unsupervised",
   "log_lost",
+  "log_not_durable",
   OTHER,
 ] as const;
 

@@ -3,7 +3,7 @@
 // the session log records the rendered prompt and the producer's trace context.
 import { context, propagation, trace } from "@opentelemetry/api";
 import { Job, Queue } from "bullmq";
-import { AckedSeqs, createEventLog, DEFAULT_PREFIX, type Envelope, type EventLog, type Logger, type RedisClient } from "../log/index.ts";
+import { AckedSeqs, createEventLog, DEFAULT_PREFIX, parseDurability, type Envelope, type EventLog, type Logger, type RedisClient } from "../log/index.ts";
 import { bullConnection, reportBullErrors } from "./connection.ts";
 import { InvalidTurnError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
 import { dataOf, isTerminalKind, type TurnCancelledData, type TurnQueuedData } from "../events/index.ts";
@@ -53,6 +53,8 @@ export interface QueueConfig {
    * workers check every turn's cwd before they start its CLI either way.
    */
   checkCwd?: boolean | undefined;
+  /** When the producer's appends count as done (TURNSTREAM_DURABILITY): memory (default), replicas:N or fsync. */
+  durability?: string | undefined;
 }
 
 export interface EnqueueResult {
@@ -359,7 +361,12 @@ class TurnProducer implements Producer {
     this.#checkCwd = config.checkCwd === true;
     const logPrefix = config.logPrefix ?? DEFAULT_PREFIX;
     this.#redis = config.redis;
-    this.log = createEventLog({ redis: config.redis, prefix: logPrefix, logger: config.logger });
+    this.log = createEventLog({
+      redis: config.redis,
+      prefix: logPrefix,
+      logger: config.logger,
+      durability: parseDurability(config.durability, "durability (TURNSTREAM_DURABILITY)"),
+    });
     this.queue = createTurnQueue(config);
     this.#queuePrefix = config.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
     this.order = new SessionOrder({ redis: config.redis, logPrefix, queue: this.queue });

@@ -12,7 +12,7 @@ export interface EnvVarDoc {
 }
 
 export const ENV_VARS: readonly EnvVarDoc[] = [
-  { name: "REDIS_URL", readIn: "src/log/redis.ts", meaning: "Redis holding queue and event log (default redis://127.0.0.1:6379)" },
+  { name: "REDIS_URL", readIn: "src/log/redis.ts", meaning: "Redis holding queue and event log (default redis://127.0.0.1:6379; redis-sentinel://host:port,…/name for Sentinel)" },
   { name: "REDIS_CLUSTER_NODES", readIn: "src/log/redis.ts", meaning: "host:port list; when set, connect to a Redis Cluster instead" },
   { name: "LOG_LEVEL", readIn: "src/telemetry/logger.ts", meaning: "pino level: fatal, error, warn, info (default), debug, trace, silent" },
   { name: "OTEL_SDK_DISABLED", readIn: "src/telemetry/otel.ts", meaning: "true turns tracing off whatever else is set" },
@@ -70,6 +70,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   { name: "TURNSTREAM_DASHBOARD_TOKEN", readIn: "src/bin/commands/dashboard.ts", meaning: "the dashboard's operator token itself, when no token file is given" },
   { name: "TURNSTREAM_TRACE_URL", readIn: "src/bin/commands/dashboard.ts", meaning: "the dashboard's trace link template, `{traceId}` replaced (default http://localhost:16686/trace/{traceId}, Jaeger)" },
   { name: "CLAUDE_BIN", readIn: "src/cli/resolve-bin.ts", meaning: "the claude binary to run (default: the pinned package's)" },
+  { name: "TURNSTREAM_DURABILITY", readIn: "src/worker/config.ts, src/bin/commands/_connect.ts", meaning: "when an append counts as done: memory (default), replicas:N (WAIT N) or fsync (the AOF on disk)" },
   { name: "TURNSTREAM_PREFIX", readIn: "src/worker/config.ts, src/bin/commands/_connect.ts, workers/projector.ts", meaning: "key prefix of the event log and read models (default ts:); commands also take --prefix" },
   { name: "TURNSTREAM_QUEUE_PREFIX", readIn: "src/worker/config.ts, src/bin/commands/_connect.ts", meaning: "BullMQ key prefix, one cluster hash tag (default {turnstream})" },
   { name: "TURNSTREAM_QUEUE_NAME", readIn: "src/worker/config.ts, src/bin/commands/_connect.ts", meaning: "BullMQ queue name (default turns)" },

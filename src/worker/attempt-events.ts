@@ -14,6 +14,7 @@ import {
 } from "../events/index.ts";
 import {
   createWriter,
+  DurabilityError,
   FencedError,
   LogRolledBackError,
   type EventInput,
@@ -24,6 +25,7 @@ import {
 import type { ParsedLine } from "../protocol/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
+import { retryDelayMs } from "./retry.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps, RolledBackEnd } from "./types.ts";
 
 // The CLI prints a turn's lines in bursts (a message and its result a few ms apart): waiting this
@@ -56,7 +58,7 @@ export class AttemptEvents {
   readonly #deps: ExecuteDeps;
   readonly #job: TurnJob;
   readonly #ctl: AttemptControl;
-  readonly #writer: Writer;
+  #writer: Writer;
   readonly #observers: AttemptObserver[] = [];
   #observersEnded = false;
   /** The worker's scrubber until the run's env is resolved, then the run's (with the overlay's secrets). */
@@ -76,18 +78,23 @@ export class AttemptEvents {
     this.attempt = begun.attempt;
     this.startSeq = begun.lastSeq ?? 0;
     this.lastSnapshot = begun.lastSnapshot;
-    this.#writer = createWriter({
-      log: deps.log,
-      session: job.session,
-      epoch: begun.epoch,
-      startSeq: this.startSeq,
-      logger: deps.logger,
+    this.#writer = this.#newWriter(this.startSeq);
+    this.#observers = this.#startObservers();
+    this.trace = this.#observers.find((o) => o.trace !== undefined)?.trace;
+  }
+
+  /** The attempt's writer, claiming `startSeq` (the last seq it knows is in the log). */
+  #newWriter(startSeq: number): Writer {
+    return createWriter({
+      log: this.#deps.log,
+      session: this.#job.session,
+      epoch: this.epoch,
+      startSeq,
+      logger: this.#deps.logger,
       lingerMs: LINE_LINGER_MS,
       // A writer that stops ends the attempt at once, not at its next line (a tool may run for minutes).
       onFailed: (err) => this.#writerStopped(err),
     });
-    this.#observers = this.#startObservers();
-    this.trace = this.#observers.find((o) => o.trace !== undefined)?.trace;
   }
 
   #startObservers(): AttemptObserver[] {
@@ -152,7 +159,39 @@ export class AttemptEvents {
   #writerStopped(err: unknown): void {
     if (err instanceof FencedError) this.#ctl.reason ??= "fenced";
     else if (err instanceof LogRolledBackError) this.#ctl.reason ??= "log_rolled_back";
+    else if (err instanceof DurabilityError) this.#ctl.reason ??= "log_not_durable";
     this.#ctl.ac.abort();
+  }
+
+  /**
+   * Ends an attempt whose append Redis applied but could not confirm at the durability level (no
+   * replica acknowledged it in time, the AOF was not fsynced): a new writer of the same epoch, claiming
+   * only what was confirmed, records it abandoned (`log_not_durable`) and the turn is retried later
+   * within the attempt limit, then failed as infrastructure (if even that end cannot be confirmed, the
+   * job fails with the error's message).
+   */
+  async notDurable(): Promise<AttemptEnd> {
+    const failure = this.#writer.failure;
+    this.#writer = this.#newWriter(this.#writer.lastSeq);
+    const message = failure?.message ?? "an append was not confirmed at the log's durability level";
+    const retry = this.#deps.settings.retry;
+    if (this.attempt >= retry.maxAttempts) {
+      try {
+        return await this.fail("log_not_durable", "DurabilityError", message, false);
+      } catch (err) {
+        throw failure ?? err;
+      }
+    }
+    const delayMs = retryDelayMs(retry, this.attempt, undefined);
+    try {
+      await this.abandon("log_not_durable", true, delayMs);
+      await this.close();
+    } catch (err) {
+      // Applied but not confirmed either (or not applied): the next attempt finds this one's record,
+      // or records it abandoned as crashed. Only another kind of failure ends the job here.
+      if (!(err instanceof DurabilityError)) throw err;
+    }
+    return { kind: "retry", attempt: this.attempt, delayMs };
   }
 
   /** How an attempt whose writer found the log rolled back ends (nothing more can be written under it). */
@@ -200,6 +239,7 @@ export class AttemptEvents {
     const reason = this.#ctl.reason!;
     const attempt = this.attempt;
     if (reason === "log_rolled_back") return this.rolledBack();
+    if (reason === "log_not_durable") return this.notDurable();
     if (reason === "cancelled") {
       await this.abandon("cancelled", false);
       const cancelled: TurnCancelledData = { reason: "cancelled while running", by: "producer", attempt };

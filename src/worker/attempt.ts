@@ -2,7 +2,7 @@
 // ended as abandoned, prepare (checks, env, snapshot or replay, attempt.started, supervision), run the
 // CLI with its output appended as it comes, write cli.exit, and settle how the attempt ends.
 import type { TurnJob } from "../queue/index.ts";
-import { FencedError, LogRolledBackError } from "../log/index.ts";
+import { DurabilityError, FencedError, LogRolledBackError } from "../log/index.ts";
 import type { AttemptAbandonedData } from "../events/index.ts";
 import { AttemptEvents } from "./attempt-events.ts";
 import { danglingAttempts, latestSnapshot } from "./log-scan.ts";
@@ -71,6 +71,10 @@ async function attemptSteps(
     if (err instanceof LogRolledBackError || ctl.reason === "log_rolled_back") {
       ctl.ac.abort();
       return events.rolledBack();
+    }
+    if (err instanceof DurabilityError || ctl.reason === "log_not_durable") {
+      ctl.ac.abort();
+      return await events.notDurable();
     }
     if (err instanceof FencedError || ctl.reason === "fenced") {
       ctl.ac.abort();

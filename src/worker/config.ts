@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys } from "../decisions/index.ts";
 import { compileJobEnvPolicy } from "../queue/index.ts";
+import { parseDurability } from "../log/index.ts";
 import { runLimitsFromEnv } from "./limits.ts";
 import type { WorkerEnvConfig } from "./options.ts";
 
@@ -32,6 +33,7 @@ const envSchema = z.object({
   TURNSTREAM_LOCK_MS: intFrom("TURNSTREAM_LOCK_MS"),
   TURNSTREAM_STALLED_INTERVAL_MS: intFrom("TURNSTREAM_STALLED_INTERVAL_MS"),
   TURNSTREAM_PREFIX: z.string().optional(),
+  TURNSTREAM_DURABILITY: z.string().optional(),
   TURNSTREAM_QUEUE_PREFIX: z.string().optional(),
   TURNSTREAM_QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
   CLAUDE_BIN: z.string().min(1).optional(),
@@ -127,6 +129,16 @@ function operatorKeysFrom(value: string | undefined): string[] | undefined {
 }
 
 /** The per-run limits (TURNSTREAM_MAX_PIDS, TURNSTREAM_MAX_MEMORY_MB, …), refused by name when malformed. */
+/** TURNSTREAM_DURABILITY checked now (the worker parses it again into its settings). */
+function durabilityFrom(text: string | undefined): string | undefined {
+  try {
+    parseDurability(text);
+  } catch (err) {
+    throw new WorkerConfigError("TURNSTREAM_DURABILITY", (err as Error).message);
+  }
+  return text;
+}
+
 function limitsFrom(env: Readonly<Record<string, string | undefined>>): WorkerEnvConfig["limits"] {
   try {
     return runLimitsFromEnv(env);
@@ -158,6 +170,7 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     lockDuration: e.TURNSTREAM_LOCK_MS,
     stalledInterval: e.TURNSTREAM_STALLED_INTERVAL_MS,
     logPrefix: e.TURNSTREAM_PREFIX,
+    durability: durabilityFrom(e.TURNSTREAM_DURABILITY),
     queuePrefix: e.TURNSTREAM_QUEUE_PREFIX,
     queueName: e.TURNSTREAM_QUEUE_NAME,
     claudeBin: e.CLAUDE_BIN,

@@ -1,6 +1,6 @@
 // A worker process: configuration from the environment, the scrubbing logger, SIGTERM/SIGINT → a
 // bounded shutdown. Used by workers/turn-worker.ts and `turnstream worker`.
-import { connectRedis, explainRedisError, redisAddress } from "../log/index.ts";
+import { checkDurability, connectRedis, explainRedisError, parseDurability, redisAddress } from "../log/index.ts";
 import { createLogger, createScrubber, routeConsoleToLogger, startTelemetry } from "../telemetry/index.ts";
 import { workerConfigFromEnv } from "./config.ts";
 import { DEFAULT_SWEEP_INTERVAL_MS, startHousekeeping } from "./housekeeping.ts";
@@ -39,6 +39,9 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   const obs = await startWorkerObservability({ env, opsPort: options.opsPort, redis, logger, scrubber, instanceId: housekeeping.instanceId, logPrefix: cfg.logPrefix ?? DEFAULT_PREFIX, queuePrefix: cfg.queuePrefix ?? DEFAULT_QUEUE_PREFIX, queueName: cfg.queueName ?? DEFAULT_QUEUE_NAME });
   let worker: TurnWorker;
   try {
+    // A level the server cannot give is refused before any turn is taken (fsync on Redis < 7.2
+    // without appendfsync always).
+    await checkDurability(redis, parseDurability(cfg.durability, "TURNSTREAM_DURABILITY"));
     // The environment's options, then what only the process has: its connection, logger, scrubber and telemetry.
     worker = startTurnWorker({ ...cfg, instanceId: housekeeping.instanceId, concurrency: options.concurrency ?? cfg.concurrency, redis, logger, scrubber, secretEnv: env, telemetry, observers: obs.observers, onLogAppend: obs.onLogAppend });
   } catch (err) {

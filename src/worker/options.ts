@@ -7,7 +7,7 @@ import type { Tracer } from "@opentelemetry/api";
 import type { EventObserver } from "../events/index.ts";
 import type { GatewayPolicy } from "../gateway/index.ts";
 import { DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
-import type { RedisClient } from "../log/index.ts";
+import { parseDurability, type Durability, type RedisClient } from "../log/index.ts";
 import { resolveClaudeBin } from "../cli/index.ts";
 import {
   assertQueuePrefix,
@@ -134,6 +134,12 @@ export interface TurnWorkerOptions {
    * after the worker's own span observer; what one throws is logged and the turn goes on.
    */
   observers?: readonly EventObserver[];
+  /**
+   * When an append counts as done (TURNSTREAM_DURABILITY): `memory` (default), `replicas:N` (WAIT N
+   * after each batch) or `fsync` (the primary's AOF on disk). The worker's log, its decision hub and the
+   * turn's terminal event are acknowledged at this level.
+   */
+  durability?: string | undefined;
   /** Told each event-log append's duration in seconds (the log-append metric). */
   onLogAppend?: ((seconds: number) => void) | undefined;
   /** Default true: start fetching jobs at once. */
@@ -185,6 +191,7 @@ export type WorkerEnvConfig = Pick<
   | "lockDuration"
   | "stalledInterval"
   | "logPrefix"
+  | "durability"
   | "queuePrefix"
   | "queueName"
   | "claudeBin"
@@ -226,6 +233,7 @@ export interface WorkerSettings {
   instanceId: string;
   instanceRoot: string | undefined;
   sandboxed: boolean;
+  durability: Durability;
   /** The `claude` binary, resolved once at start from the worker's own options and environment. */
   claudeBin: string;
   killGraceMs: number;
@@ -334,6 +342,7 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     instanceId: options.instanceId ?? workerId.replace(/[^A-Za-z0-9._-]/g, "-"),
     instanceRoot: options.instanceRoot,
     sandboxed: options.sandboxed ?? d.sandboxed,
+    durability: parseDurability(options.durability, "durability (TURNSTREAM_DURABILITY)"),
     claudeBin: resolveClaudeBin({ claudeBin: options.claudeBin }),
     killGraceMs: options.killGraceMs ?? d.killGraceMs,
     runEnv: options.runEnv ?? {},

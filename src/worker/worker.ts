@@ -64,7 +64,13 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   checkBrokerable(settings.gateway, { ...process.env, ...settings.runEnv });
   const logger = options.logger ?? silentLogger;
   announceToolSandbox(settings.toolSandbox, logger);
-  const log = createEventLog({ redis: options.redis, prefix: settings.logPrefix, logger, onAppend: options.onLogAppend });
+  const log = createEventLog({
+    redis: options.redis,
+    prefix: settings.logPrefix,
+    logger,
+    onAppend: options.onLogAppend,
+    durability: settings.durability,
+  });
   const queue = createTurnQueue({ redis: options.redis, queuePrefix: settings.queuePrefix, queueName: settings.queueName, logger });
   const { scrubber, lineScrubber } = workerScrubbers(options, settings, logger);
   const hub = lazyDecisionHub(options.redis, log, settings, logger, scrubber);

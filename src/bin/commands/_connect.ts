@@ -23,8 +23,12 @@ export async function readStdin(): Promise<string> {
 }
 
 /** Where the commands find the log and the queue: the same variables the worker reads. */
-export function queueConfigFromEnv(env: NodeJS.ProcessEnv = process.env): { logPrefix?: string; queuePrefix?: string; queueName?: string } {
-  const out: { logPrefix?: string; queuePrefix?: string; queueName?: string } = {};
+type QueueEnvConfig = { logPrefix?: string; queuePrefix?: string; queueName?: string; durability?: string };
+
+export function queueConfigFromEnv(env: NodeJS.ProcessEnv = process.env): QueueEnvConfig {
+  const out: QueueEnvConfig = {};
+  // The producer's appends (turn.queued, cancels) at the workers' level.
+  if (env["TURNSTREAM_DURABILITY"]) out.durability = env["TURNSTREAM_DURABILITY"];
   if (env["TURNSTREAM_PREFIX"]) out.logPrefix = env["TURNSTREAM_PREFIX"];
   if (env["TURNSTREAM_QUEUE_PREFIX"]) out.queuePrefix = env["TURNSTREAM_QUEUE_PREFIX"];
   if (env["TURNSTREAM_QUEUE_NAME"]) out.queueName = env["TURNSTREAM_QUEUE_NAME"];
@@ -39,7 +43,7 @@ export interface QueueFlags {
 }
 
 /** Where the command finds the log and the queue: its flags, else the worker's variables. */
-export function queueConfigOf(flags: QueueFlags, env: NodeJS.ProcessEnv = process.env): { logPrefix?: string; queuePrefix?: string; queueName?: string } {
+export function queueConfigOf(flags: QueueFlags, env: NodeJS.ProcessEnv = process.env): QueueEnvConfig {
   const fromEnv = queueConfigFromEnv(env);
   const out = { ...fromEnv };
   if (flags.prefix !== undefined) out.logPrefix = flags.prefix;

@@ -1,0 +1,163 @@
+// A real Redis Sentinel failover under a running turn: Debian's redis-server (a primary, one replica)
+// and redis-sentinel (three, quorum 2) on loopback; the worker and the producer connect through the
+// sentinels (REDIS_URL=redis-sentinel://…); the real CLI runs a Bash tool chain against the scripted
+// model server; the primary is killed -9 mid-turn and Sentinel promotes the replica.
+// replicas:1: every batch acknowledged to the worker was on the replica, so the promoted log holds it
+// (the writers' rollback check never fires) and the turn finishes exactly once, every seq once, every
+// tool call paired with its result. memory: writes may be lost, but never silently: the turn either
+// finishes with a log that has no hole, or its attempt is recorded rolled back and run again.
+import { test, type TestContext } from "node:test";
+import assert from "node:assert/strict";
+import { Redis } from "ioredis";
+import { connectRedis, createEventLog, type Envelope, type EventLog } from "../../src/log/index.ts";
+import { createProducer } from "../../src/queue/index.ts";
+import { startTurnWorker } from "../../src/worker/index.ts";
+import { startModelServer } from "../../src/testing/index.ts";
+import { createLogger, createScrubber } from "../../src/telemetry/index.ts";
+import { startSentinelRig } from "../support/sentinel.ts";
+import { cliEnv, readAll, testSpace, waitUntil } from "../worker/_support.ts";
+
+const STEPS = 10;
+
+/** One tool chain: each step's Bash prints the marker the next step's response waits for. */
+function chain(): object[] {
+  const out: object[] = [];
+  for (let i = 0; i < STEPS; i++) {
+    const command = `sleep 0.3; echo step-${i + 1}-ok`;
+    out.push({ match: i === 0 ? "CHAIN-START" : `step-${i}-ok`, content: [{ type: "tool_use", name: "Bash", input: { command, description: `step ${i + 1}` } }] });
+  }
+  out.push({ match: `step-${STEPS}-ok`, content: [{ type: "text", text: "chain done" }] });
+  return out;
+}
+
+function toolIds(events: readonly Envelope[], attempt: number): { uses: string[]; results: string[] } {
+  const ids = { uses: [] as string[], results: [] as string[] };
+  for (const e of events) {
+    if (e.kind !== "cli.line" || e.attempt !== attempt) continue;
+    const line = JSON.parse(String((e.data as { raw: string }).raw)) as { type?: string; message?: { content?: unknown } };
+    const content = Array.isArray(line.message?.content) ? (line.message.content as { type?: string; id?: string; tool_use_id?: string }[]) : [];
+    for (const block of content) {
+      if (line.type === "assistant" && block.type === "tool_use") ids.uses.push(String(block.id));
+      if (line.type === "user" && block.type === "tool_result") ids.results.push(String(block.tool_use_id));
+    }
+  }
+  return ids;
+}
+
+async function toolResults(log: EventLog, session: string): Promise<number> {
+  let n = 0;
+  for (const e of await readAll(log, session)) if (e.kind === "cli.line" && String((e.data as { raw: string }).raw).includes('"tool_result"')) n++;
+  return n;
+}
+
+/** The log a turn ended in has every seq once and, if it finished, the accepted attempt's calls and results paired. */
+function assertNoHole(events: readonly Envelope[], turn: string): Envelope {
+  assert.deepEqual(events.map((e) => e.seq), events.map((_, i) => i + 1), "every seq once, no gap");
+  const ends = events.filter((e) => e.turn === turn && (e.kind === "turn.finished" || e.kind === "turn.failed"));
+  assert.equal(ends.length, 1, `the turn ended exactly once: ${JSON.stringify(ends.map((e) => e.kind))}`);
+  const end = ends[0]!;
+  if (end.kind === "turn.finished") {
+    const accepted = (end.data as { attempt: number }).attempt;
+    const ids = toolIds(events, accepted);
+    assert.equal(ids.uses.length, STEPS, `the accepted attempt ${accepted} ran the whole chain`);
+    assert.deepEqual([...ids.results].sort(), [...ids.uses].sort(), "every tool call of the accepted attempt has its result, once");
+    assert.equal(new Set(ids.uses).size, ids.uses.length, "no tool call twice");
+  }
+  return end;
+}
+
+interface FailoverRun {
+  events: Envelope[];
+  end: Envelope;
+  /** The replica's head when the primary was killed, and the primary's. */
+  replicaHead: number;
+  primaryHead: number;
+  status: string;
+}
+
+/** Runs the chain through a worker connected via Sentinel at `durability`, kills the primary mid-turn, and returns the log the turn ended in. */
+async function failoverTurn(t: TestContext, durability: string): Promise<FailoverRun> {
+  const space = testSpace();
+  const rig = await startSentinelRig();
+  const onPrimary = new Redis(rig.primary.url, { maxRetriesPerRequest: 1 });
+  const onReplica = new Redis(rig.replica.url);
+  for (const c of [onPrimary, onReplica]) c.on("error", () => undefined);
+  const server = await startModelServer({ script: { responses: [...chain(), ...chain(), ...chain(), ...chain()] } });
+  const redis = connectRedis({ url: rig.url, env: {} });
+  redis.on("error", () => undefined);
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, durability });
+  const primaryLog = createEventLog({ redis: onPrimary, prefix: space.logPrefix });
+  const replicaLog = createEventLog({ redis: onReplica, prefix: space.logPrefix });
+  const ws = space.workspace();
+  const worker = startTurnWorker({
+    redis,
+    durability,
+    logPrefix: space.logPrefix,
+    queuePrefix: space.queuePrefix,
+    workspaceRoots: [ws],
+    instanceRoot: space.dir("inst"),
+    runEnv: cliEnv(server.url),
+    sandboxed: true,
+    retry: { baseMs: 300, maxMs: 2000 },
+    logger: process.env["DEBUG_FAILOVER"] ? createLogger({ scrubber: createScrubber({ env: {} }), level: "info", destination: { write: (l: string) => void process.stderr.write(l) } }) : undefined,
+  });
+  try {
+    const turn = await producer.enqueueTurn({ prompt: "CHAIN-START: run the steps", cwd: ws, options: { skipPermissions: true } });
+    await waitUntil(async () => (await toolResults(primaryLog, turn.session)) >= 3, 60000, "three tool results on the primary");
+    const [primaryHead, replicaHead] = [(await primaryLog.stat(turn.session)).lastSeq, (await replicaLog.stat(turn.session)).lastSeq];
+    const before = await rig.primaryAddress();
+    await rig.primary.stop("SIGKILL");
+    await waitUntil(async () => (await rig.primaryAddress()) === `127.0.0.1:${rig.replica.port}`, 60000, "Sentinel to promote the replica");
+    t.diagnostic(`${durability}: primary ${before} killed at seq ${primaryHead} (replica at ${replicaHead}); promoted ${rig.replica.port}`);
+    // The old primary comes back empty; the sentinels make it a replica of the promoted one, so
+    // replicas:1 can be confirmed again.
+    await rig.primary.start();
+    await waitUntil(
+      async () => {
+        const st = await replicaLog.stat(turn.session);
+        return st.turn === turn.turn && (st.state === "finished" || st.state === "failed");
+      },
+      150000,
+      "the turn to end on the promoted replica",
+    ).catch(async (err: unknown) => {
+      const seen = await readAll(replicaLog, turn.session).catch(() => []);
+      t.diagnostic(`log: ${JSON.stringify(seen.map((e) => [e.seq, e.attempt, e.kind, e.kind === "attempt.abandoned" ? e.data : undefined]))}`);
+      throw err;
+    });
+    const result = await producer.waitForTurn(turn.turn, { timeoutMs: 30000 });
+    const events = await readAll(replicaLog, turn.session);
+    return { events, end: assertNoHole(events, turn.turn), replicaHead, primaryHead, status: result.status };
+  } finally {
+    await worker.close({ graceMs: 1000 });
+    await producer.close();
+    redis.disconnect();
+    onPrimary.disconnect();
+    onReplica.disconnect();
+    await server.close();
+    await rig.dispose();
+    space.cleanup();
+  }
+}
+
+function abandonReasons(events: readonly Envelope[]): string[] {
+  return events.filter((e) => e.kind === "attempt.abandoned").map((e) => (e.data as { reason: string }).reason);
+}
+
+test("Sentinel failover with replicas:1: every acknowledged line is in the promoted log, the turn finishes exactly once", { timeout: 300_000 }, async (t) => {
+  const run = await failoverTurn(t, "replicas:1");
+  const reasons = abandonReasons(run.events);
+  t.diagnostic(`abandoned: ${JSON.stringify(reasons)}; ${run.events.length} events`);
+  // A lost acknowledged write would have been found by the writer's claim (log_rolled_back).
+  assert.ok(!reasons.includes("log_rolled_back"), `no acknowledged write was lost: ${JSON.stringify(reasons)}`);
+  assert.equal(run.end.kind, "turn.finished", JSON.stringify(run.end.data));
+  assert.equal(run.status, "finished");
+  assert.ok(run.events.length >= run.replicaHead, "the promoted log kept what the replica held");
+});
+
+test("Sentinel failover with memory: lost writes are found, never a finished turn with a hole", { timeout: 300_000 }, async (t) => {
+  const run = await failoverTurn(t, "memory");
+  const reasons = abandonReasons(run.events);
+  t.diagnostic(`abandoned: ${JSON.stringify(reasons)}; lost at most ${run.primaryHead - run.replicaHead} events`);
+  if (run.end.kind === "turn.failed") assert.match((run.end.data as { errorKind: string }).errorKind, /^log_lost$/);
+  else assert.equal(run.status, "finished");
+});
