@@ -234,8 +234,9 @@ function probeCgroup(kind: CgroupKind, hostDir: string): string | undefined {
   }
 }
 
-function findOnPath(name: string): string | undefined {
-  for (const dir of (process.env["PATH"] ?? "/usr/bin:/bin").split(delimiter)) {
+/** Where the executable `name` is on `path` (default this process's PATH), or undefined. */
+export function findOnPath(name: string, path: string = process.env["PATH"] ?? "/usr/bin:/bin"): string | undefined {
+  for (const dir of path.split(delimiter)) {
     if (dir === "") continue;
     try {
       accessSync(join(dir, name), constants.X_OK);

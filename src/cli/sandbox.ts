@@ -11,9 +11,10 @@
 // process itself, its hooks (the supervised forwarder) and its model traffic are not sandboxed; the
 // built-in file tools get deny rules instead.
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
+import { join } from "node:path";
+import { findOnPath } from "./containment.ts";
 import { badOptions } from "./errors.ts";
 
 type CheckStatus = "pass" | "warn" | "fail";
@@ -37,19 +38,8 @@ export const SANDBOX_PROGRAMS = ["bwrap", "socat"] as const;
 
 export const SANDBOX_INSTALL_HINT = "install bubblewrap and socat (Debian/Ubuntu: apt-get install bubblewrap socat)";
 
-/** Where `name` is on `path`, or undefined. */
-function onPath(name: string, path: string | undefined): string | undefined {
-  for (const dir of (path ?? "").split(delimiter)) {
-    if (dir === "") continue;
-    try {
-      accessSync(join(dir, name), constants.X_OK);
-      return join(dir, name);
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
+/** Where `name` is on `path` (none: nowhere), or undefined. */
+const onPath = (name: string, path: string | undefined): string | undefined => findOnPath(name, path ?? "");
 
 export type SandboxProbe = { ok: true; detail: string } | { ok: false; detail: string };
 

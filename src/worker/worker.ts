@@ -64,13 +64,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   checkBrokerable(settings.gateway, { ...process.env, ...settings.runEnv });
   const logger = options.logger ?? silentLogger;
   announceToolSandbox(settings.toolSandbox, logger);
-  const log = createEventLog({
-    redis: options.redis,
-    prefix: settings.logPrefix,
-    logger,
-    onAppend: options.onLogAppend,
-    durability: settings.durability,
-  });
+  const log = workerLog(options, settings, logger);
   const queue = createTurnQueue({ redis: options.redis, queuePrefix: settings.queuePrefix, queueName: settings.queueName, logger });
   const { scrubber, lineScrubber } = workerScrubbers(options, settings, logger);
   const hub = lazyDecisionHub(options.redis, log, settings, logger, scrubber);
@@ -140,6 +134,12 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     ready: () => Promise.all([worker.waitUntilReady(), heartbeat.first, deps.access?.ready()]).then(() => undefined),
     close: (opts = {}) => (closing ??= closeWorker(parts, opts.graceMs ?? 30_000, opts.closeTimeoutMs ?? 5000)),
   };
+}
+
+/** The worker's event log, acknowledging appends at the worker's durability level. */
+function workerLog(options: TurnWorkerOptions, settings: WorkerSettings, logger: Logger): EventLog {
+  const { logPrefix: prefix, durability } = settings;
+  return createEventLog({ redis: options.redis, prefix, logger, onAppend: options.onLogAppend, durability });
 }
 
 /**

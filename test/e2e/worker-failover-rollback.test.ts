@@ -13,20 +13,10 @@ import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { startRedisServer } from "../support/redis-server.ts";
 import { startTcpProxy } from "../support/tcp-proxy.ts";
-import { cliEnv, readAll, testSpace, waitUntil } from "../worker/_support.ts";
+import { cliEnv, readAll, testSpace, toolChain, waitUntil } from "../worker/_support.ts";
 
 const STEPS = 12;
 
-/** One tool chain: each step's Bash prints the marker the next step's response waits for. */
-function chain(): object[] {
-  const out: object[] = [];
-  for (let i = 0; i < STEPS; i++) {
-    const command = `sleep 0.3; echo step-${i + 1}-ok`;
-    out.push({ match: i === 0 ? "CHAIN-START" : `step-${i}-ok`, content: [{ type: "tool_use", name: "Bash", input: { command, description: `step ${i + 1}` } }] });
-  }
-  out.push({ match: `step-${STEPS}-ok`, content: [{ type: "text", text: "chain done" }] });
-  return out;
-}
 
 interface ToolIds {
   uses: string[];
@@ -63,7 +53,7 @@ test("a failover that lost acknowledged appends: the attempt is abandoned (log_r
   const onPrimary = new Redis(primary.url, { maxRetriesPerRequest: 1 });
   const onReplica = new Redis(replicaServer.url);
   for (const c of [onPrimary, onReplica]) c.on("error", () => undefined);
-  const server = await startModelServer({ script: { responses: [...chain(), ...chain(), ...chain()] } });
+  const server = await startModelServer({ script: { responses: [...toolChain("CHAIN", STEPS, { pauseS: 0.3 }), ...toolChain("CHAIN", STEPS, { pauseS: 0.3 }), ...toolChain("CHAIN", STEPS, { pauseS: 0.3 })] } });
   const redis = connectRedis({ url: proxy.url });
   redis.on("error", () => undefined);
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
@@ -129,7 +119,7 @@ test("a failover that lost acknowledged appends: the attempt is abandoned (log_r
     assert.equal(new Set(ids.uses).size, ids.uses.length, "no tool call twice");
     const result = await producer.waitForTurn(t.turn, { timeoutMs: 30000 });
     assert.equal(result.status, "finished");
-    assert.equal(result.resultText, "chain done");
+    assert.equal(result.resultText, "CHAIN done");
   } finally {
     await worker.close({ graceMs: 1000 });
     await producer.close();

@@ -15,20 +15,10 @@ import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { createLogger, createScrubber } from "../../src/telemetry/index.ts";
 import { startSentinelRig } from "../support/sentinel.ts";
-import { cliEnv, readAll, testSpace, waitUntil } from "../worker/_support.ts";
+import { cliEnv, readAll, testSpace, toolChain, waitUntil } from "../worker/_support.ts";
 
 const STEPS = 10;
 
-/** One tool chain: each step's Bash prints the marker the next step's response waits for. */
-function chain(): object[] {
-  const out: object[] = [];
-  for (let i = 0; i < STEPS; i++) {
-    const command = `sleep 0.3; echo step-${i + 1}-ok`;
-    out.push({ match: i === 0 ? "CHAIN-START" : `step-${i}-ok`, content: [{ type: "tool_use", name: "Bash", input: { command, description: `step ${i + 1}` } }] });
-  }
-  out.push({ match: `step-${STEPS}-ok`, content: [{ type: "text", text: "chain done" }] });
-  return out;
-}
 
 function toolIds(events: readonly Envelope[], attempt: number): { uses: string[]; results: string[] } {
   const ids = { uses: [] as string[], results: [] as string[] };
@@ -82,7 +72,7 @@ async function failoverTurn(t: TestContext, durability: string): Promise<Failove
   const onPrimary = new Redis(rig.primary.url, { maxRetriesPerRequest: 1 });
   const onReplica = new Redis(rig.replica.url);
   for (const c of [onPrimary, onReplica]) c.on("error", () => undefined);
-  const server = await startModelServer({ script: { responses: [...chain(), ...chain(), ...chain(), ...chain()] } });
+  const server = await startModelServer({ script: { responses: Array.from({ length: 4 }, () => toolChain("CHAIN", STEPS, { pauseS: 0.3 })).flat() } });
   const redis = connectRedis({ url: rig.url, env: {} });
   redis.on("error", () => undefined);
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, durability });

@@ -288,3 +288,20 @@ export async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutM
 }
 
 export type { Producer };
+
+/**
+ * A scripted tool chain: each step's Bash prints the marker the next step's response waits for, and the
+ * last answers `<label> done`; a prompt holding `<label>-START` begins it. `gatedStep` waits for a file
+ * `gate` in the cwd, so a test knows the turn is still running until it writes one.
+ */
+export function toolChain(label: string, steps: number, options: { pauseS?: number; gatedStep?: number } = {}): object[] {
+  const out: object[] = [];
+  for (let i = 0; i < steps; i++) {
+    const wait = i + 1 === options.gatedStep ? "while [ ! -e gate ]; do sleep 0.1; done; " : `sleep ${options.pauseS ?? 0.2}; `;
+    const command = `${wait}echo ${label}-step-${i + 1}-ok`;
+    const tool = { type: "tool_use", name: "Bash", input: { command, description: `step ${i + 1}` } };
+    out.push({ match: i === 0 ? `${label}-START` : `${label}-step-${i}-ok`, content: [tool] });
+  }
+  out.push({ match: `${label}-step-${steps}-ok`, content: [{ type: "text", text: `${label} done` }] });
+  return out;
+}

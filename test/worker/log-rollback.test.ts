@@ -10,19 +10,8 @@ import { connectRedis, type Envelope, type EventLog } from "../../src/log/index.
 import { createProducer } from "../../src/queue/index.ts";
 import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
-import { cleanupKeys, cliEnv, readAll, testSpace, waitUntil } from "./_support.ts";
+import { cleanupKeys, cliEnv, readAll, testSpace, toolChain, waitUntil } from "./_support.ts";
 
-/** `gatedStep`: that step waits for a file `gate` in the workspace, so a test knows the turn is still running. */
-function chain(label: string, steps: number, gatedStep?: number): object[] {
-  const out: object[] = [];
-  for (let i = 0; i < steps; i++) {
-    const wait = i + 1 === gatedStep ? "while [ ! -e gate ]; do sleep 0.1; done; " : "sleep 0.2; ";
-    const command = `${wait}echo ${label}-step-${i + 1}-ok`;
-    out.push({ match: i === 0 ? `${label}-START` : `${label}-step-${i}-ok`, content: [{ type: "tool_use", name: "Bash", input: { command, description: "step" } }] });
-  }
-  out.push({ match: `${label}-step-${steps}-ok`, content: [{ type: "text", text: `${label} done` }] });
-  return out;
-}
 
 function toolResultsOf(events: readonly Envelope[], turn: string): number {
   return events.filter((e) => e.turn === turn && e.kind === "cli.line" && String((e.data as { raw: string }).raw).includes('"tool_result"')).length;
@@ -53,7 +42,7 @@ async function setup(responses: object[]) {
 }
 
 test("the log lost the snapshot a rolled-back attempt resumed from: the turn fails (log_lost, exit 3), saying so", { timeout: 180_000 }, async () => {
-  const { space, server, redis, producer, ws, startWorker } = await setup([...chain("A", 2), ...chain("B", 8, 3)]);
+  const { space, server, redis, producer, ws, startWorker } = await setup([...toolChain("A", 2), ...toolChain("B", 8, { gatedStep: 3 })]);
   const worker = startWorker();
   try {
     const t1 = await producer.enqueueTurn({ prompt: "A-START", cwd: ws, options: { skipPermissions: true } });
@@ -93,7 +82,7 @@ test("the log lost the snapshot a rolled-back attempt resumed from: the turn fai
 });
 
 test("the log lost the turn's own turn.queued before it ran: the turn fails (log_lost), nothing runs", { timeout: 60_000 }, async () => {
-  const { space, server, redis, producer, ws, startWorker } = await setup(chain("C", 1));
+  const { space, server, redis, producer, ws, startWorker } = await setup(toolChain("C", 1));
   const t = await producer.enqueueTurn({ prompt: "C-START", cwd: ws, options: { skipPermissions: true } });
   const k = producer.log.keys(t.session);
   await redis.del(k.events, k.meta);
