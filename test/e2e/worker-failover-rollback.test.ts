@@ -13,29 +13,9 @@ import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { startRedisServer } from "../support/redis-server.ts";
 import { startTcpProxy } from "../support/tcp-proxy.ts";
-import { cliEnv, readAll, testSpace, toolChain, waitUntil } from "../worker/_support.ts";
+import { cliEnv, readAll, testSpace, toolChain, toolIds, waitUntil } from "../worker/_support.ts";
 
 const STEPS = 12;
-
-
-interface ToolIds {
-  uses: string[];
-  results: string[];
-}
-
-function toolIds(events: readonly Envelope[], attempt?: number): ToolIds {
-  const ids: ToolIds = { uses: [], results: [] };
-  for (const e of events) {
-    if (e.kind !== "cli.line" || (attempt !== undefined && e.attempt !== attempt)) continue;
-    const line = JSON.parse(String((e.data as { raw: string }).raw)) as { type?: string; message?: { content?: unknown } };
-    const content = Array.isArray(line.message?.content) ? (line.message.content as { type?: string; id?: string; tool_use_id?: string }[]) : [];
-    for (const block of content) {
-      if (line.type === "assistant" && block.type === "tool_use") ids.uses.push(String(block.id));
-      if (line.type === "user" && block.type === "tool_result") ids.results.push(String(block.tool_use_id));
-    }
-  }
-  return ids;
-}
 
 async function replicaInSync(replica: Redis): Promise<boolean> {
   return (await replica.info("replication")).includes("master_link_status:up");
@@ -53,7 +33,7 @@ test("a failover that lost acknowledged appends: the attempt is abandoned (log_r
   const onPrimary = new Redis(primary.url, { maxRetriesPerRequest: 1 });
   const onReplica = new Redis(replicaServer.url);
   for (const c of [onPrimary, onReplica]) c.on("error", () => undefined);
-  const server = await startModelServer({ script: { responses: [...toolChain("CHAIN", STEPS, { pauseS: 0.3 }), ...toolChain("CHAIN", STEPS, { pauseS: 0.3 }), ...toolChain("CHAIN", STEPS, { pauseS: 0.3 })] } });
+  const server = await startModelServer({ script: { responses: Array.from({ length: 3 }, () => toolChain("CHAIN", STEPS, { pauseS: 0.3 })).flat() } });
   const redis = connectRedis({ url: proxy.url });
   redis.on("error", () => undefined);
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });

@@ -15,24 +15,9 @@ import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { createLogger, createScrubber } from "../../src/telemetry/index.ts";
 import { startSentinelRig } from "../support/sentinel.ts";
-import { cliEnv, readAll, testSpace, toolChain, waitUntil } from "../worker/_support.ts";
+import { cliEnv, readAll, testSpace, toolChain, toolIds, waitUntil } from "../worker/_support.ts";
 
 const STEPS = 10;
-
-
-function toolIds(events: readonly Envelope[], attempt: number): { uses: string[]; results: string[] } {
-  const ids = { uses: [] as string[], results: [] as string[] };
-  for (const e of events) {
-    if (e.kind !== "cli.line" || e.attempt !== attempt) continue;
-    const line = JSON.parse(String((e.data as { raw: string }).raw)) as { type?: string; message?: { content?: unknown } };
-    const content = Array.isArray(line.message?.content) ? (line.message.content as { type?: string; id?: string; tool_use_id?: string }[]) : [];
-    for (const block of content) {
-      if (line.type === "assistant" && block.type === "tool_use") ids.uses.push(String(block.id));
-      if (line.type === "user" && block.type === "tool_result") ids.results.push(String(block.tool_use_id));
-    }
-  }
-  return ids;
-}
 
 async function toolResults(log: EventLog, session: string): Promise<number> {
   let n = 0;

@@ -305,3 +305,18 @@ export function toolChain(label: string, steps: number, options: { pauseS?: numb
   out.push({ match: `${label}-step-${steps}-ok`, content: [{ type: "text", text: `${label} done` }] });
   return out;
 }
+
+/** The tool_use ids the CLI printed and the tool_use ids its results answered, of one attempt or all. */
+export function toolIds(events: readonly Envelope[], attempt?: number): { uses: string[]; results: string[] } {
+  const ids: { uses: string[]; results: string[] } = { uses: [], results: [] };
+  for (const e of events) {
+    if (e.kind !== "cli.line" || (attempt !== undefined && e.attempt !== attempt)) continue;
+    const line = JSON.parse(String((e.data as { raw: string }).raw)) as { type?: string; message?: { content?: unknown } };
+    const content = Array.isArray(line.message?.content) ? (line.message.content as { type?: string; id?: string; tool_use_id?: string }[]) : [];
+    for (const block of content) {
+      if (line.type === "assistant" && block.type === "tool_use") ids.uses.push(String(block.id));
+      if (line.type === "user" && block.type === "tool_result") ids.results.push(String(block.tool_use_id));
+    }
+  }
+  return ids;
+}
