@@ -38,8 +38,6 @@ export const SANDBOX_PROGRAMS = ["bwrap", "socat"] as const;
 
 export const SANDBOX_INSTALL_HINT = "install bubblewrap and socat (Debian/Ubuntu: apt-get install bubblewrap socat)";
 
-/** Where `name` is on `path` (none: nowhere), or undefined. */
-const onPath = (name: string, path: string | undefined): string | undefined => findOnPath(name, path ?? "");
 
 export type SandboxProbe = { ok: true; detail: string } | { ok: false; detail: string };
 
@@ -48,11 +46,11 @@ export type SandboxProbe = { ok: true; detail: string } | { ok: false; detail: s
  * namespaces the CLI asks for (no network, own pids, a fresh /proc) actually starts.
  */
 export function probeToolSandbox(path: string | undefined = process.env["PATH"]): SandboxProbe {
-  const missing = SANDBOX_PROGRAMS.filter((p) => onPath(p, path) === undefined);
+  const missing = SANDBOX_PROGRAMS.filter((p) => findOnPath(p, path ?? "") === undefined);
   if (missing.length > 0) {
     return { ok: false, detail: `${missing.join(" and ")} not found on PATH; ${SANDBOX_INSTALL_HINT}` };
   }
-  const bwrap = onPath("bwrap", path)!;
+  const bwrap = findOnPath("bwrap", path ?? "")!;
   const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid"];
   const command = ["--die-with-parent", "--", "/bin/sh", "-c", "echo sandbox-ok"];
   const r = spawnSync(bwrap, [...args, ...command], { encoding: "utf8", timeout: 10_000 });

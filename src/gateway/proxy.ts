@@ -4,6 +4,7 @@
 // CLI's socket is full). Headers pass both ways except hop-by-hop ones and credentials.
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { BodyTooLargeError, readBodyBytes } from "../kernel/index.ts";
 import { OAUTH_BETA } from "./credential.ts";
 import { estimateCostUsd, UsageTap, type ModelCall } from "./calls.ts";
 import type { GrantTable, RunGrant } from "./grants.ts";
@@ -48,21 +49,6 @@ export function presentedToken(headers: IncomingHttpHeaders): string | undefined
   const auth = headers.authorization;
   if (typeof auth === "string" && auth.startsWith("Bearer ")) return auth.slice(7);
   return undefined;
-}
-
-class TooLarge extends Error {}
-
-async function readBounded(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"] ?? "0");
-  if (declared > limit) throw new TooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw new TooLarge();
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
 }
 
 /** The request's model and whether it asks to stream, when its body is a JSON object. */
@@ -112,10 +98,10 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   const call = new CallRecord(req.method ?? "GET", url.pathname, grant);
   let body: Buffer;
   try {
-    body = await readBounded(req, ctx.limits.maxRequestBytes);
+    body = await readBodyBytes(req, ctx.limits.maxRequestBytes);
   } catch (err) {
     req.resume();
-    if (!(err instanceof TooLarge)) return void res.destroy();
+    if (!(err instanceof BodyTooLargeError)) return void res.destroy();
     sendError(res, 413, "request_too_large", `turnstream gateway: request body over ${ctx.limits.maxRequestBytes} bytes`);
     return call.end(ctx, 413, "too_large");
   }

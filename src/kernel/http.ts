@@ -16,8 +16,12 @@ export class BodyTooLargeError extends Error {
   override readonly name = "BodyTooLargeError";
 }
 
-/** The request body as UTF-8 text; fails with BodyTooLargeError past `limit` bytes (the request is then destroyed). */
-export async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+/**
+ * The request body; fails with BodyTooLargeError past `limit` bytes, at once when its Content-Length
+ * says so (the request is then destroyed by the caller).
+ */
+export async function readBodyBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
+  if (Number(req.headers["content-length"] ?? "0") > limit) throw new BodyTooLargeError(`request body over ${limit} bytes`);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req) {
@@ -25,7 +29,12 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<str
     if (size > limit) throw new BodyTooLargeError(`request body over ${limit} bytes`);
     chunks.push(c as Buffer);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
+}
+
+/** The request body as UTF-8 text (readBodyBytes). */
+export async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return (await readBodyBytes(req, limit)).toString("utf8");
 }
 
 /** Starts `server` on `host:port` and resolves with its address once it listens; fails with the listen error (a port in use). */

@@ -2,7 +2,7 @@
 // so any module may import it.
 export { type Logger, silentLogger } from "./logger.ts";
 export { isObj, numberField, objField, stringField, type Obj } from "./fields.ts";
-export { BodyTooLargeError, listen, readBody, sendJson } from "./http.ts";
+export { BodyTooLargeError, listen, readBody, readBodyBytes, sendJson } from "./http.ts";
 export { withTimeout } from "./deadline.ts";
 export { instanceStem } from "./instance-stem.ts";
 export { packageVersion } from "./package-version.ts";
