@@ -13,7 +13,7 @@ import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { startRedisServer } from "../support/redis-server.ts";
 import { startTcpProxy } from "../support/tcp-proxy.ts";
-import { cliEnv, readAll, testSpace, toolChain, toolIds, waitUntil } from "../worker/_support.ts";
+import { assertNoHole, cliEnv, readAll, testSpace, toolChain, toolIds, waitUntil } from "../worker/_support.ts";
 
 const STEPS = 12;
 
@@ -75,7 +75,6 @@ test("a failover that lost acknowledged appends: the attempt is abandoned (log_r
       "the turn to end on the promoted replica",
     );
     const events = await readAll(replicaLog, t.session);
-    assert.deepEqual(events.map((e) => e.seq), events.map((_, i) => i + 1), "every seq once, no gap");
     const abandoned = events.filter((e) => e.kind === "attempt.abandoned").map((e) => e.data as { reason: string; attempt: number; detectedBy?: number });
     const rolledBack = abandoned.find((a) => a.reason === "log_rolled_back");
     assert.ok(rolledBack !== undefined, `attempt.abandoned (log_rolled_back) in ${JSON.stringify(abandoned)}`);
@@ -85,18 +84,14 @@ test("a failover that lost acknowledged appends: the attempt is abandoned (log_r
       events.filter((e) => e.attempt === 1).every((e) => e.seq < abandonedAt),
       "the rolled-back attempt wrote nothing after the log's real head",
     );
-    const end = events.at(-1)!;
+    const end = assertNoHole(events, t.turn, STEPS);
+    assert.equal(end, events.at(-1), "the turn's end is the log's last event");
     if (end.kind === "turn.failed") {
       assert.equal((end.data as { errorKind: string }).errorKind, "log_lost", JSON.stringify(end.data));
       return;
     }
-    assert.equal(end.kind, "turn.finished", JSON.stringify(end));
     const accepted = (end.data as { attempt: number }).attempt;
     assert.ok(accepted >= 2, `the turn finished on a later attempt (${accepted}), not on the one that wrote after a hole`);
-    const ids = toolIds(events, accepted);
-    assert.equal(ids.uses.length, STEPS, "the accepted attempt ran the whole chain");
-    assert.deepEqual([...ids.results].sort(), [...ids.uses].sort(), "every tool call of the accepted attempt has its result, once");
-    assert.equal(new Set(ids.uses).size, ids.uses.length, "no tool call twice");
     const result = await producer.waitForTurn(t.turn, { timeoutMs: 30000 });
     assert.equal(result.status, "finished");
     assert.equal(result.resultText, "CHAIN done");

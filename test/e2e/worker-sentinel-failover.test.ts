@@ -15,7 +15,7 @@ import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { createLogger, createScrubber } from "../../src/telemetry/index.ts";
 import { startSentinelRig } from "../support/sentinel.ts";
-import { cliEnv, readAll, testSpace, toolChain, toolIds, waitUntil } from "../worker/_support.ts";
+import { assertNoHole, cliEnv, readAll, testSpace, toolChain, waitUntil } from "../worker/_support.ts";
 
 const STEPS = 10;
 
@@ -25,21 +25,6 @@ async function toolResults(log: EventLog, session: string): Promise<number> {
   return n;
 }
 
-/** The log a turn ended in has every seq once and, if it finished, the accepted attempt's calls and results paired. */
-function assertNoHole(events: readonly Envelope[], turn: string): Envelope {
-  assert.deepEqual(events.map((e) => e.seq), events.map((_, i) => i + 1), "every seq once, no gap");
-  const ends = events.filter((e) => e.turn === turn && (e.kind === "turn.finished" || e.kind === "turn.failed"));
-  assert.equal(ends.length, 1, `the turn ended exactly once: ${JSON.stringify(ends.map((e) => e.kind))}`);
-  const end = ends[0]!;
-  if (end.kind === "turn.finished") {
-    const accepted = (end.data as { attempt: number }).attempt;
-    const ids = toolIds(events, accepted);
-    assert.equal(ids.uses.length, STEPS, `the accepted attempt ${accepted} ran the whole chain`);
-    assert.deepEqual([...ids.results].sort(), [...ids.uses].sort(), "every tool call of the accepted attempt has its result, once");
-    assert.equal(new Set(ids.uses).size, ids.uses.length, "no tool call twice");
-  }
-  return end;
-}
 
 interface FailoverRun {
   events: Envelope[];
@@ -101,7 +86,7 @@ async function failoverTurn(t: TestContext, durability: string): Promise<Failove
     });
     const result = await producer.waitForTurn(turn.turn, { timeoutMs: 30000 });
     const events = await readAll(replicaLog, turn.session);
-    return { events, end: assertNoHole(events, turn.turn), replicaHead, primaryHead, status: result.status };
+    return { events, end: assertNoHole(events, turn.turn, STEPS), replicaHead, primaryHead, status: result.status };
   } finally {
     await worker.close({ graceMs: 1000 });
     await producer.close();

@@ -1,5 +1,6 @@
 // Shared helpers for the queue/worker tests: isolated prefixes, a workspace root, the env a worker
 // needs to run the real CLI against the scripted model server, worker processes, and log checks.
+import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -319,4 +320,23 @@ export function toolIds(events: readonly Envelope[], attempt?: number): { uses: 
     }
   }
   return ids;
+}
+
+/**
+ * The log a turn ended in has every seq once, the turn ended once and, if it finished, the accepted
+ * attempt ran all `steps` tool calls, each with its one result.
+ */
+export function assertNoHole(events: readonly Envelope[], turn: string, steps: number): Envelope {
+  assert.deepEqual(events.map((e) => e.seq), events.map((_, i) => i + 1), "every seq once, no gap");
+  const ends = events.filter((e) => e.turn === turn && (e.kind === "turn.finished" || e.kind === "turn.failed"));
+  assert.equal(ends.length, 1, `the turn ended exactly once: ${JSON.stringify(ends.map((e) => e.kind))}`);
+  const end = ends[0]!;
+  if (end.kind === "turn.finished") {
+    const accepted = (end.data as { attempt: number }).attempt;
+    const ids = toolIds(events, accepted);
+    assert.equal(ids.uses.length, steps, `the accepted attempt ${accepted} ran the whole chain`);
+    assert.deepEqual([...ids.results].sort(), [...ids.uses].sort(), "every tool call of the accepted attempt has its result, once");
+    assert.equal(new Set(ids.uses).size, ids.uses.length, "no tool call twice");
+  }
+  return end;
 }
