@@ -8,12 +8,24 @@ const gateway = process.env["GW_GATEWAY"]!;
 const token = process.env["GW_TOKEN"]!;
 const n = Number(process.env["GW_REQUESTS"] ?? 300);
 // A request the size of a CLI turn's (system prompt, tools, messages: tens of KiB).
-const body = JSON.stringify({ model: "claude-sonnet-4-5", stream: true, max_tokens: 64, system: "s".repeat(24_000), tools: [{ name: "Bash", description: "d".repeat(8000) }], messages: [{ role: "user", content: "say done" }] });
+const body = JSON.stringify({
+  model: "claude-sonnet-4-5",
+  stream: true,
+  max_tokens: 64,
+  system: "s".repeat(24_000),
+  tools: [{ name: "Bash", description: "d".repeat(8000) }],
+  messages: [{ role: "user", content: "say done" }],
+});
 
 function ttfb(base: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const headers = { "x-api-key": token, "content-type": "application/json", "anthropic-version": "2023-06-01", "content-length": Buffer.byteLength(body) };
+    const headers = {
+      "x-api-key": token,
+      "content-type": "application/json",
+      "anthropic-version": "2023-06-01",
+      "content-length": Buffer.byteLength(body),
+    };
     const req = request(`${base}/v1/messages?beta=true`, { method: "POST", headers }, (res) => {
       let first: number | undefined;
       res.on("data", () => (first ??= performance.now() - t0));

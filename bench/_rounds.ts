@@ -7,7 +7,12 @@ export const SESSIONS = 4;
 export const CONCURRENCY = 2;
 
 /** Runs `bin` with the prompt on stdin, reads its stdout to the end; the session id it printed. */
-export async function spawnAndRead(bin: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+export async function spawnAndRead(
+  bin: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<string | undefined> {
   const child = spawn(bin, args, { cwd, env, stdio: ["pipe", "pipe", "ignore"] });
   child.stdin.end("say done");
   let out = "";
@@ -20,19 +25,35 @@ export async function spawnAndRead(bin: string, args: string[], cwd: string, env
  * Bare: CONCURRENCY lanes, each running its sessions' turns in order, one at a time. `home(s)` is
  * session s's home for this round; `run(home, resume)` runs one turn and returns its session id.
  */
-export async function bareRound(turns: number, home: (s: number) => string, run: (home: string, resume: string | undefined) => Promise<string | undefined>): Promise<void> {
+export async function bareRound(
+  turns: number,
+  home: (s: number) => string,
+  run: (home: string, resume: string | undefined) => Promise<string | undefined>,
+): Promise<void> {
   const lane = async (sessions: number[]): Promise<void> => {
     const ids = new Map<number, string | undefined>();
     const homes = new Map(sessions.map((s) => [s, home(s)]));
-    for (let t = 0; t < turns / SESSIONS; t++) for (const s of sessions) ids.set(s, await run(homes.get(s)!, ids.get(s)));
+    for (let t = 0; t < turns / SESSIONS; t++)
+      for (const s of sessions) ids.set(s, await run(homes.get(s)!, ids.get(s)));
   };
-  await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => [...Array(SESSIONS).keys()].filter((s) => s % CONCURRENCY === i)).map(lane));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, (_, i) => [...Array(SESSIONS).keys()].filter((s) => s % CONCURRENCY === i)).map(
+      lane,
+    ),
+  );
 }
 
 /** Queued: enqueues every turn (turn i to session `session(i % SESSIONS)`), then waits for all; throws unless all finished. */
-export async function queuedRound(producer: Producer, turns: number, session: (s: number) => string, cwd: string, timeoutMs: number): Promise<void> {
+export async function queuedRound(
+  producer: Producer,
+  turns: number,
+  session: (s: number) => string,
+  cwd: string,
+  timeoutMs: number,
+): Promise<void> {
   const ids: string[] = [];
-  for (let i = 0; i < turns; i++) ids.push((await producer.enqueueTurn({ session: session(i % SESSIONS), prompt: "say done", cwd })).turn);
+  for (let i = 0; i < turns; i++)
+    ids.push((await producer.enqueueTurn({ session: session(i % SESSIONS), prompt: "say done", cwd })).turn);
   const results = await Promise.all(ids.map((t) => producer.waitForTurn(t, { timeoutMs })));
   const bad = results.filter((r) => r.status !== "finished");
   if (bad.length > 0) throw new Error(`${bad.length} turns did not finish: ${JSON.stringify(bad[0]!.event.data)}`);

@@ -1,5 +1,8 @@
 // Deterministic filler for benchmark payloads: the same seed gives the same bytes, so runs compare.
-export const WORDS = "the of and to in is that for it with as was on be by this are from at or an file line code function return value error test run build".split(" ");
+export const WORDS =
+  "the of and to in is that for it with as was on be by this are from at or an file line code function return value error test run build".split(
+    " ",
+  );
 
 export function textSource(seed: number): { rand(): number; text(bytes: number): string } {
   let state = seed;

@@ -41,7 +41,10 @@ async function bareSide(): Promise<Side> {
   const args = ["-p", "--output-format", "stream-json", "--verbose"];
   // One hermetic home per session and round, kept across the session's turns (as a user's would be).
   const run = (root: string, resume: string | undefined): Promise<string | undefined> =>
-    spawnAndRead(bin, resume ? [...args, "--resume", resume] : args, ws, { ...process.env, ...hermeticEnv({ baseUrl: server.url, root }).env });
+    spawnAndRead(bin, resume ? [...args, "--resume", resume] : args, ws, {
+      ...process.env,
+      ...hermeticEnv({ baseUrl: server.url, root }).env,
+    });
   return {
     pids: [],
     round: (tag, turns) => bareRound(turns, (s) => mkdtempSync(join(space.root, `${tag}-${s}-`)), run),
@@ -63,7 +66,10 @@ async function queuedSide(): Promise<Side> {
   });
   // Redis's pid, when that is the Redis this process talks to (a local server, not a remote one's pid).
   const redisPid = Number(/process_id:(\d+)/.exec(await redis.info("server"))?.[1]);
-  const local = redisPid > 0 && existsSync(`/proc/${redisPid}/comm`) && readFileSync(`/proc/${redisPid}/comm`, "utf8").startsWith("redis-server");
+  const local =
+    redisPid > 0 &&
+    existsSync(`/proc/${redisPid}/comm`) &&
+    readFileSync(`/proc/${redisPid}/comm`, "utf8").startsWith("redis-server");
   return {
     pids: [worker.pid, ...(local ? [redisPid] : [])],
     round: (tag, turns) => queuedRound(producer, turns, (s) => `${tag}-${s}-${space.id}`, ws, 600000),

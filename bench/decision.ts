@@ -13,7 +13,16 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runTurn } from "../src/cli/index.ts";
-import { FORWARDER_PATH, generateOperatorKey, operatorKeyFromPem, prepareSupervisedRun, RuleStore, ruleId, signRule, startDecisionHub } from "../src/decisions/index.ts";
+import {
+  FORWARDER_PATH,
+  generateOperatorKey,
+  operatorKeyFromPem,
+  prepareSupervisedRun,
+  RuleStore,
+  ruleId,
+  signRule,
+  startDecisionHub,
+} from "../src/decisions/index.ts";
 import { connectRedis, createEventLog } from "../src/log/index.ts";
 import { hermeticEnv, startModelServer } from "../src/testing/index.ts";
 
@@ -35,25 +44,46 @@ const { epoch, attempt } = await log.beginAttempt(session, "t1");
 // The rule counts only when signed by a key the hub trusts: each request verifies it (no cache).
 const operator = generateOperatorKey();
 const hub = await startDecisionHub({ log, redis, prefix, operatorKeys: [operator.publicKey] });
-const rule = { id: ruleId("allow", "Bash(echo *)"), pattern: "Bash(echo *)", effect: "allow" as const, by: "bench", at: new Date().toISOString() };
+const rule = {
+  id: ruleId("allow", "Bash(echo *)"),
+  pattern: "Bash(echo *)",
+  effect: "allow" as const,
+  by: "bench",
+  at: new Date().toISOString(),
+};
 await new RuleStore(redis, prefix).put(signRule(operatorKeyFromPem(operator.privateKeyPem), rule));
 const dir = mkdtempSync(join(tmpdir(), "bench-decision-"));
 const run = prepareSupervisedRun(hub, { session, turn: "t1", attempt, epoch, cwd: dir, tmpDir: dir });
 const { token } = JSON.parse(readFileSync(run.runFile, "utf8")) as { token: string };
 const input = (i: number): string =>
-  JSON.stringify({ hook_event_name: "PreToolUse", session_id: "bench", tool_name: "Bash", tool_input: { command: `echo ${i}` }, tool_use_id: `toolu_${i}` });
+  JSON.stringify({
+    hook_event_name: "PreToolUse",
+    session_id: "bench",
+    tool_name: "Bash",
+    tool_input: { command: `echo ${i}` },
+    tool_use_id: `toolu_${i}`,
+  });
 
 function post(url: string, body: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const nonce = randomBytes(16).toString("hex");
-    const req = request(new URL("/v1/hook", url), {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "x-turnstream-nonce": nonce, "content-length": Buffer.byteLength(body) },
-    }, (res) => {
-      let text = "";
-      res.setEncoding("utf8").on("data", (c: string) => (text += c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = request(
+      new URL("/v1/hook", url),
+      {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/json",
+          "x-turnstream-nonce": nonce,
+          "content-length": Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8").on("data", (c: string) => (text += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -72,18 +102,29 @@ for (let i = 0; i < N_HUB; i++) {
 // 2. The forwarder spawned as the hook runs it: real hub vs an instant stub.
 const stub = createServer((req, res) => {
   req.resume();
-  req.on("end", () => res.end(JSON.stringify({ decision: "allow", reason: "stub", nonce: req.headers["x-turnstream-nonce"] })));
+  req.on("end", () =>
+    res.end(JSON.stringify({ decision: "allow", reason: "stub", nonce: req.headers["x-turnstream-nonce"] })),
+  );
 });
 await new Promise<void>((r) => stub.listen(0, "127.0.0.1", () => r()));
 const stubFile = join(dir, "stub-run.json");
-writeFileSync(stubFile, JSON.stringify({ ...JSON.parse(readFileSync(run.runFile, "utf8")), url: `http://127.0.0.1:${(stub.address() as AddressInfo).port}` }), { mode: 0o600 });
+writeFileSync(
+  stubFile,
+  JSON.stringify({
+    ...JSON.parse(readFileSync(run.runFile, "utf8")),
+    url: `http://127.0.0.1:${(stub.address() as AddressInfo).port}`,
+  }),
+  { mode: 0o600 },
+);
 function forward(file: string, i: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const t = performance.now();
     const c = spawn(process.execPath, [FORWARDER_PATH, file], { stdio: ["pipe", "pipe", "ignore"] });
     let out = "";
     c.stdout.setEncoding("utf8").on("data", (x: string) => (out += x));
-    c.on("close", () => (out.includes('"allow"') ? resolve(performance.now() - t) : reject(new Error(`forwarder said ${out}`))));
+    c.on("close", () =>
+      out.includes('"allow"') ? resolve(performance.now() - t) : reject(new Error(`forwarder said ${out}`)),
+    );
     c.stdin.end(input(i));
   });
 }
@@ -101,13 +142,22 @@ for (let i = 0; i < N_SPAWN; i++) {
 stub.close();
 
 // 3. Real CLI: K rule-allowed Bash calls per turn, hooked vs not.
-const steps = Array.from({ length: K }, (_, i) => ({ content: [{ type: "tool_use" as const, name: "Bash", input: { command: `echo step-${i}` } }] }));
+const steps = Array.from({ length: K }, (_, i) => ({
+  content: [{ type: "tool_use" as const, name: "Bash", input: { command: `echo step-${i}` } }],
+}));
 async function cliTurn(hooked: boolean): Promise<number> {
-  const server = await startModelServer({ script: { responses: [...steps, { content: [{ type: "text", text: "done" }] }] } });
+  const server = await startModelServer({
+    script: { responses: [...steps, { content: [{ type: "text", text: "done" }] }] },
+  });
   const h = hermeticEnv({ baseUrl: server.url });
   try {
     const t = performance.now();
-    const handle = runTurn({ cwd: dir, prompt: "go", env: h.env, ...(hooked ? run.turnOptions : { permissionMode: "default" as const }) });
+    const handle = runTurn({
+      cwd: dir,
+      prompt: "go",
+      env: h.env,
+      ...(hooked ? run.turnOptions : { permissionMode: "default" as const }),
+    });
     for await (const _ of handle.lines) void _;
     const o = await handle.outcome;
     if ((o.result["permission_denials"] as unknown[]).length > 0) throw new Error("a call was denied");
@@ -149,6 +199,10 @@ const out = {
   cliCallsPerTurn: K,
 };
 process.stdout.write(`hub round trip: p50 ${out.p50Ms} ms, p99 ${out.p99Ms} ms over ${N_HUB}\n`);
-process.stdout.write(`forwarder spawn: p50 ${out.forwarderP50Ms} ms (stub ${out.forwarderStartupP50Ms} ms), p99 ${out.forwarderP99Ms} ms (stub ${out.forwarderStartupP99Ms} ms)\n`);
-process.stdout.write(`real CLI: ${out.cliPerCallOverheadMs} ms per hooked call (turns hooked ${hooked.map((x) => x.toFixed(0)).join("/")} ms, plain ${plain.map((x) => x.toFixed(0)).join("/")} ms)\n`);
+process.stdout.write(
+  `forwarder spawn: p50 ${out.forwarderP50Ms} ms (stub ${out.forwarderStartupP50Ms} ms), p99 ${out.forwarderP99Ms} ms (stub ${out.forwarderStartupP99Ms} ms)\n`,
+);
+process.stdout.write(
+  `real CLI: ${out.cliPerCallOverheadMs} ms per hooked call (turns hooked ${hooked.map((x) => x.toFixed(0)).join("/")} ms, plain ${plain.map((x) => x.toFixed(0)).join("/")} ms)\n`,
+);
 process.stdout.write(JSON.stringify(out) + "\n");

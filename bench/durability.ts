@@ -7,7 +7,14 @@
 import { parseArgs } from "node:util";
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
-import { connectRedis, createEventLog, createWriter, parseDurability, type Durability, type RedisClient } from "../src/log/index.ts";
+import {
+  connectRedis,
+  createEventLog,
+  createWriter,
+  parseDurability,
+  type Durability,
+  type RedisClient,
+} from "../src/log/index.ts";
 import { startRedisServer, type RedisServer } from "../test/support/redis-server.ts";
 import { textSource } from "./_text.ts";
 
@@ -24,8 +31,21 @@ const { rand, text } = textSource(0x9e3779b9);
 // Short assistant lines and mid-size tool results, as a CLI prints them.
 const lines = Array.from({ length: total }, (_, i) =>
   rand() < 0.5
-    ? JSON.stringify({ type: "assistant", message: { id: `msg_${i}`, role: "assistant", content: [{ type: "text", text: text(300 + Math.floor(rand() * 500)) }] } })
-    : JSON.stringify({ type: "user", message: { role: "user", content: [{ tool_use_id: `toolu_${i}`, type: "tool_result", content: text(800 + Math.floor(rand() * 1200)) }] } }),
+    ? JSON.stringify({
+        type: "assistant",
+        message: {
+          id: `msg_${i}`,
+          role: "assistant",
+          content: [{ type: "text", text: text(300 + Math.floor(rand() * 500)) }],
+        },
+      })
+    : JSON.stringify({
+        type: "user",
+        message: {
+          role: "user",
+          content: [{ tool_use_id: `toolu_${i}`, type: "tool_result", content: text(800 + Math.floor(rand() * 1200)) }],
+        },
+      }),
 );
 
 async function ingest(redis: RedisClient, durability: Durability, items: readonly string[]): Promise<number> {

@@ -24,7 +24,11 @@ async function modelServer(dir: string): Promise<{ url: string; stop(): void }> 
   // An empty script: every request gets the text "done", one model call per turn.
   const script = join(dir, "script.json");
   writeFileSync(script, JSON.stringify({ responses: [] }));
-  const child = spawn(NODE, [join(here, "..", "src", "bin", "turnstream.ts"), "model-server", "--script", script, "--port", "0"], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(
+    NODE,
+    [join(here, "..", "src", "bin", "turnstream.ts"), "model-server", "--script", script, "--port", "0"],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   for await (const line of createInterface({ input: child.stdout! })) {
     const m = /listening on (\S+)/.exec(line);
     if (m !== null) return { url: m[1]!, stop: () => void child.kill("SIGTERM") };
@@ -36,7 +40,10 @@ const dir = mkdtempSync(join(tmpdir(), "ts-bench-gw-"));
 const server = await modelServer(dir);
 const gateway = await startGateway();
 const calls: ModelCall[] = [];
-const grant = gateway.issue({ baseUrl: new URL(server.url), credential: credentialFrom({ ANTHROPIC_API_KEY: KEY }, undefined)! }, { binding: { session: "bench" }, onCall: (c) => calls.push(c) });
+const grant = gateway.issue(
+  { baseUrl: new URL(server.url), credential: credentialFrom({ ANTHROPIC_API_KEY: KEY }, undefined)! },
+  { binding: { session: "bench" }, onCall: (c) => calls.push(c) },
+);
 const cwd = mkdtempSync(join(tmpdir(), "ts-bench-gw-ws-"));
 const run = hermeticEnv({ baseUrl: server.url, apiKey: KEY });
 const envs = { direct: run.env, gateway: { ...run.env, ...gateway.runEnv(grant) } };
@@ -55,7 +62,13 @@ async function turn(way: Way): Promise<void> {
 
 /** First-byte times from the client process; this process's CPU meanwhile is the gateway's. */
 async function firstBytes(): Promise<{ ttfbs: Record<Way, number[]>; cpuMs: number; requests: number }> {
-  const env = { ...process.env, GW_DIRECT: server.url, GW_GATEWAY: gateway.url, GW_TOKEN: grant.token, GW_REQUESTS: String(REQUESTS) };
+  const env = {
+    ...process.env,
+    GW_DIRECT: server.url,
+    GW_GATEWAY: gateway.url,
+    GW_TOKEN: grant.token,
+    GW_REQUESTS: String(REQUESTS),
+  };
   const child = spawn(NODE, [join(here, "_gateway-client.ts")], { env, stdio: ["ignore", "pipe", "inherit"] });
   let c0 = process.cpuUsage();
   let before = calls.length;
@@ -66,7 +79,11 @@ async function firstBytes(): Promise<{ ttfbs: Record<Way, number[]>; cpuMs: numb
       continue;
     }
     const c = process.cpuUsage(c0);
-    return { ttfbs: JSON.parse(line) as Record<Way, number[]>, cpuMs: (c.user + c.system) / 1000, requests: calls.length - before };
+    return {
+      ttfbs: JSON.parse(line) as Record<Way, number[]>,
+      cpuMs: (c.user + c.system) / 1000,
+      requests: calls.length - before,
+    };
   }
   throw new Error("the first-byte client printed no result");
 }
@@ -85,12 +102,15 @@ server.stop();
 run.cleanup();
 
 const sum = (x: number[]): number => x.reduce((s, v) => s + v, 0);
-const pct = (x: number[], p: number): number => [...x].sort((a, b) => a - b)[Math.min(x.length - 1, Math.floor(x.length * p))]!;
+const pct = (x: number[], p: number): number =>
+  [...x].sort((a, b) => a - b)[Math.min(x.length - 1, Math.floor(x.length * p))]!;
 const r2 = (n: number): number => Number(n.toFixed(2));
 const wallRatio = sum(wall.gateway) / sum(wall.direct);
 const ttfbAddedP95Ms = pct(ttfbs.gateway, 0.95) - pct(ttfbs.direct, 0.95);
 for (const w of ["direct", "gateway"] as const) {
-  process.stdout.write(`${w.padEnd(8)} turns: total ${sum(wall[w]).toFixed(0)} ms, median ${pct(wall[w], 0.5).toFixed(1)} ms; ttfb p50 ${pct(ttfbs[w], 0.5).toFixed(2)} ms, p95 ${pct(ttfbs[w], 0.95).toFixed(2)} ms\n`);
+  process.stdout.write(
+    `${w.padEnd(8)} turns: total ${sum(wall[w]).toFixed(0)} ms, median ${pct(wall[w], 0.5).toFixed(1)} ms; ttfb p50 ${pct(ttfbs[w], 0.5).toFixed(2)} ms, p95 ${pct(ttfbs[w], 0.95).toFixed(2)} ms\n`,
+  );
 }
 process.stdout.write(`gateway CPU: ${cpuMs.toFixed(0)} ms for ${gatewayRequests} requests\n`);
 process.stdout.write(

@@ -25,12 +25,25 @@ const sessionId = "4f1c2b9e-8d7a-4e6b-9c3d-2a1b0f9e8d7c";
 // Mix modelled on stream-json output: many short tool/assistant lines, some mid, a few large results.
 function line(i: number): string {
   const r = rand();
-  const size = r < 0.5 ? 300 + Math.floor(rand() * 500) : r < 0.85 ? 800 + Math.floor(rand() * 1200) : 2000 + Math.floor(rand() * 2096);
+  const size =
+    r < 0.5
+      ? 300 + Math.floor(rand() * 500)
+      : r < 0.85
+        ? 800 + Math.floor(rand() * 1200)
+        : 2000 + Math.floor(rand() * 2096);
   const id = `msg_${i.toString(36).padStart(8, "0")}`;
   if (r < 0.5) {
     return JSON.stringify({
       type: "assistant",
-      message: { id, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [{ type: "text", text: text(size - 260) }], stop_reason: null, usage: { input_tokens: 3, output_tokens: 12 } },
+      message: {
+        id,
+        type: "message",
+        role: "assistant",
+        model: "claude-sonnet-4-5",
+        content: [{ type: "text", text: text(size - 260) }],
+        stop_reason: null,
+        usage: { input_tokens: 3, output_tokens: 12 },
+      },
       parent_tool_use_id: null,
       session_id: sessionId,
     });
@@ -67,7 +80,13 @@ async function rawRun(key: string, items: string[]): Promise<number> {
 async function logRun(sess: string, items: string[]): Promise<number> {
   const t0 = performance.now();
   const { epoch, attempt } = await log.beginAttempt(sess, "turn-1");
-  const writer = createWriter({ log, session: sess, epoch, maxBatchEvents: batchEvents, maxBatchBytes: 4 * 1024 * 1024 });
+  const writer = createWriter({
+    log,
+    session: sess,
+    epoch,
+    maxBatchEvents: batchEvents,
+    maxBatchBytes: 4 * 1024 * 1024,
+  });
   for (const raw of items) await writer.write({ turn: "turn-1", attempt, kind: "cli.line", data: { raw } });
   await writer.close();
   return performance.now() - t0;
@@ -102,7 +121,15 @@ try {
   await redis.del(rawKey);
   await log.destroy(session);
   process.stdout.write(
-    JSON.stringify({ bench: "ingest", eventsPerSec, rawPerSec, ratio: Number((eventsPerSec / rawPerSec).toFixed(3)), bytesPerEvent, rawBytesPerEvent: Math.round(rawBytes / total), events: total }) + "\n",
+    JSON.stringify({
+      bench: "ingest",
+      eventsPerSec,
+      rawPerSec,
+      ratio: Number((eventsPerSec / rawPerSec).toFixed(3)),
+      bytesPerEvent,
+      rawBytesPerEvent: Math.round(rawBytes / total),
+      events: total,
+    }) + "\n",
   );
 } finally {
   await store.close();

@@ -6,7 +6,14 @@
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createProducer } from "../src/queue/index.ts";
-import { cleanupKeys, readAll, redisFor, startWorkerProcess, testSpace, type WorkerProcess } from "../test/worker/_support.ts";
+import {
+  cleanupKeys,
+  readAll,
+  redisFor,
+  startWorkerProcess,
+  testSpace,
+  type WorkerProcess,
+} from "../test/worker/_support.ts";
 
 const TURNS = Number(process.argv[2] ?? 1000);
 const SESSIONS = 10;
@@ -58,7 +65,9 @@ for (let i = 0; i < TURNS; i++) {
 }
 const enqueueMs = performance.now() - t0;
 // One follower per session (its last turn): turns of a session end in order, so that is all of them.
-const results = await Promise.all([...expected.values()].map((ts) => producer.waitForTurn(ts.at(-1)!, { timeoutMs: 900000 })));
+const results = await Promise.all(
+  [...expected.values()].map((ts) => producer.waitForTurn(ts.at(-1)!, { timeoutMs: 900000 })),
+);
 const totalMs = performance.now() - t0;
 let problems = 0;
 const note = (m: string): void => {
@@ -72,7 +81,8 @@ for (const s of sessions) {
   const started = events.filter((e) => e.kind === "attempt.started");
   attempts += started.length;
   const order = started.map((e) => e.turn);
-  if (JSON.stringify(order) !== JSON.stringify(expected.get(s))) note(`session ${s}: turns ran out of order or more than once`);
+  if (JSON.stringify(order) !== JSON.stringify(expected.get(s)))
+    note(`session ${s}: turns ran out of order or more than once`);
   let open: string | undefined;
   for (const e of events) {
     if (e.kind === "attempt.started") {
@@ -80,7 +90,8 @@ for (const s of sessions) {
       open = e.turn;
     } else if (e.kind === "turn.finished" || e.kind === "turn.failed") open = undefined;
   }
-  if (events.filter((e) => e.kind === "turn.finished").length !== expected.get(s)!.length) note(`session ${s}: missing finished turns`);
+  if (events.filter((e) => e.kind === "turn.finished").length !== expected.get(s)!.length)
+    note(`session ${s}: missing finished turns`);
 }
 for (const w of workers) w.kill("SIGTERM");
 await Promise.all(workers.map((w) => w.exited));
@@ -89,8 +100,20 @@ await cleanupKeys(redis, space);
 redis.disconnect();
 space.cleanup();
 const tps = TURNS / (totalMs / 1000);
-process.stdout.write(`${TURNS} turns, ${SESSIONS} sessions, ${WORKERS} workers × 2: ${totalMs.toFixed(0)} ms (enqueue ${enqueueMs.toFixed(0)} ms), ${tps.toFixed(1)} turns/s, ${attempts} attempts, ${problems} problems\n`);
 process.stdout.write(
-  JSON.stringify({ bench: "load", ratio: Number((attempts / TURNS).toFixed(4)), turnsPerSecond: Number(tps.toFixed(2)), turns: TURNS, sessions: SESSIONS, workers: WORKERS, totalMs: Math.round(totalMs), problems, fakeCli: true }) + "\n",
+  `${TURNS} turns, ${SESSIONS} sessions, ${WORKERS} workers × 2: ${totalMs.toFixed(0)} ms (enqueue ${enqueueMs.toFixed(0)} ms), ${tps.toFixed(1)} turns/s, ${attempts} attempts, ${problems} problems\n`,
+);
+process.stdout.write(
+  JSON.stringify({
+    bench: "load",
+    ratio: Number((attempts / TURNS).toFixed(4)),
+    turnsPerSecond: Number(tps.toFixed(2)),
+    turns: TURNS,
+    sessions: SESSIONS,
+    workers: WORKERS,
+    totalMs: Math.round(totalMs),
+    problems,
+    fakeCli: true,
+  }) + "\n",
 );
 process.exit(problems === 0 ? 0 : 1);

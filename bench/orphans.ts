@@ -13,7 +13,9 @@ const GRACE_MS = 2000;
 const HOSTS = 3;
 
 function cgroupOf(pid: number): string | undefined {
-  const line = readFileSync(`/proc/${pid}/cgroup`, "latin1").split("\n").find((l) => l.startsWith("0::"));
+  const line = readFileSync(`/proc/${pid}/cgroup`, "latin1")
+    .split("\n")
+    .find((l) => l.startsWith("0::"));
   const mount = readMounts().find((m) => m.fstype === "cgroup2" && m.root === "/");
   return line === undefined || mount === undefined || line === "0::/" ? undefined : join(mount.point, line.slice(3));
 }

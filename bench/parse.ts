@@ -3,7 +3,16 @@
 // in its own child process so its peak RSS is its own; the streaming parser is also measured at
 // half the size to show its memory does not grow with the input.
 import { spawn } from "node:child_process";
-import { createReadStream, createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import {
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -71,7 +80,9 @@ function sampleLines(): string[] {
   const dir = join(root, "test/fixtures/cli");
   const lines: string[] = [];
   if (existsSync(dir)) {
-    for (const f of readdirSync(dir).filter((f) => f.endsWith(".jsonl")).sort()) {
+    for (const f of readdirSync(dir)
+      .filter((f) => f.endsWith(".jsonl"))
+      .sort()) {
       for (const l of readFileSync(join(dir, f), "utf8").split("\n")) if (l.trim() !== "") lines.push(l);
     }
   }

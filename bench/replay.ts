@@ -21,7 +21,12 @@ const logsDir = join(import.meta.dirname, "..", "test", "fixtures", "logs");
 const runs: Envelope[][] = readdirSync(logsDir)
   .filter((f) => f.endsWith(".jsonl"))
   .sort()
-  .map((f) => readFileSync(join(logsDir, f), "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Envelope));
+  .map((f) =>
+    readFileSync(join(logsDir, f), "utf8")
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => JSON.parse(l) as Envelope),
+  );
 
 const store = await benchRedis(values.url);
 const { redis } = store;
@@ -47,7 +52,13 @@ try {
         seq++;
         const ep = e.epoch === 0 ? 0 : epochBase + e.epoch;
         epoch = Math.max(epoch, ep);
-        const enc = log.encode(session, ep, { turn: `${e.turn}-${turnNo}`, attempt: e.attempt, kind: e.kind, data: e.data, at: e.at });
+        const enc = log.encode(session, ep, {
+          turn: `${e.turn}-${turnNo}`,
+          attempt: e.attempt,
+          kind: e.kind,
+          data: e.data,
+          at: e.at,
+        });
         if (enc.raw === undefined) pipe.xadd(k.events, `0-${seq}`, "e", enc.env);
         else pipe.xadd(k.events, `0-${seq}`, "e", enc.env, "r", enc.raw);
         if (++inPipe === 5000) {
@@ -86,7 +97,9 @@ try {
   }
   const bareS = (performance.now() - t1) / 1000;
   const bareRate = bare / bareS;
-  process.stdout.write(`bare XRANGE + JSON.parse: ${bare} events in ${bareS.toFixed(2)} s = ${Math.round(bareRate)} events/s\n`);
+  process.stdout.write(
+    `bare XRANGE + JSON.parse: ${bare} events in ${bareS.toFixed(2)} s = ${Math.round(bareRate)} events/s\n`,
+  );
 
   if (process.env["BENCH_PHASES"]) {
     const ta = performance.now();

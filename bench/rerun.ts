@@ -14,19 +14,33 @@ const ROUNDS = Number(process.argv[2] ?? 5);
 const r = await rig({ responses: [] });
 const script = {
   responses: [
-    ...Array.from({ length: 5 }, (_, i) => ({ content: [{ type: "tool_use", name: "Read", input: { file_path: join(r.ws, `f${i}.txt`) } }, { type: "tool_use", name: "Bash", input: { command: `cat f${i}.txt` } }] })),
+    ...Array.from({ length: 5 }, (_, i) => ({
+      content: [
+        { type: "tool_use", name: "Read", input: { file_path: join(r.ws, `f${i}.txt`) } },
+        { type: "tool_use", name: "Bash", input: { command: `cat f${i}.txt` } },
+      ],
+    })),
     { content: [{ type: "text", text: "read them all" }] },
   ],
 };
 const env = ["ANTHROPIC_BASE_URL"];
-const producer = createProducer({ redis: r.redis, logPrefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, allowEnv: env });
+const producer = createProducer({
+  redis: r.redis,
+  logPrefix: r.space.logPrefix,
+  queuePrefix: r.space.queuePrefix,
+  allowEnv: env,
+});
 
 /** One fresh turn of the script; its session and seconds. */
 async function fresh(): Promise<{ session: string; seconds: number }> {
   const t0 = performance.now();
   const server = await startModelServer({ script });
   try {
-    const q = await producer.enqueueTurn({ prompt: "Read the five files.", cwd: r.ws, options: { skipPermissions: true, env: { ANTHROPIC_BASE_URL: server.url } } });
+    const q = await producer.enqueueTurn({
+      prompt: "Read the five files.",
+      cwd: r.ws,
+      options: { skipPermissions: true, env: { ANTHROPIC_BASE_URL: server.url } },
+    });
     const done = await producer.waitForTurn(q.turn, { session: q.session, timeoutMs: 120_000 });
     if (done.status !== "finished") throw new Error(`the fresh turn ${done.status}`);
     return { session: q.session, seconds: (performance.now() - t0) / 1000 };
@@ -37,8 +51,15 @@ async function fresh(): Promise<{ session: string; seconds: number }> {
 
 async function rerun(session: string): Promise<number> {
   const t0 = performance.now();
-  const out = await rerunSession({ redis: r.redis, logPrefix: r.space.logPrefix, session, cwd: r.ws, permissionMode: "bypassPermissions" });
-  if (!out.comparison.match || out.comparison.turns[0]!.steps !== 10) throw new Error(`the re-run did not match 10 steps: ${JSON.stringify(out.comparison)}`);
+  const out = await rerunSession({
+    redis: r.redis,
+    logPrefix: r.space.logPrefix,
+    session,
+    cwd: r.ws,
+    permissionMode: "bypassPermissions",
+  });
+  if (!out.comparison.match || out.comparison.turns[0]!.steps !== 10)
+    throw new Error(`the re-run did not match 10 steps: ${JSON.stringify(out.comparison)}`);
   return (performance.now() - t0) / 1000;
 }
 
@@ -55,9 +76,13 @@ try {
   }
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const text = (xs: number[]): string => xs.map((s) => s.toFixed(2)).join(" ");
-  process.stdout.write(`fresh turn (10 tools): ${text(freshSeconds)} s\nrerunSession:          ${text(rerunSeconds)} s\n`);
+  process.stdout.write(
+    `fresh turn (10 tools): ${text(freshSeconds)} s\nrerunSession:          ${text(rerunSeconds)} s\n`,
+  );
   const [f, x] = [median(freshSeconds), median(rerunSeconds)];
-  process.stdout.write(`${JSON.stringify({ bench: "rerun", tools: 10, rounds: ROUNDS, freshSeconds: Number(f.toFixed(3)), rerunSeconds: Number(x.toFixed(3)), ratio: Number((x / f).toFixed(3)) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ bench: "rerun", tools: 10, rounds: ROUNDS, freshSeconds: Number(f.toFixed(3)), rerunSeconds: Number(x.toFixed(3)), ratio: Number((x / f).toFixed(3)) })}\n`,
+  );
 } finally {
   await producer.close();
   await r.dispose();

@@ -17,7 +17,11 @@ const args = ["-p", "--output-format", "stream-json", "--verbose"];
 
 async function bare(): Promise<number> {
   const t0 = performance.now();
-  const child = spawn(bin, args, { cwd, env: { ...process.env, ...env, FORCE_COLOR: "0" }, stdio: ["pipe", "pipe", "ignore"] });
+  const child = spawn(bin, args, {
+    cwd,
+    env: { ...process.env, ...env, FORCE_COLOR: "0" },
+    stdio: ["pipe", "pipe", "ignore"],
+  });
   child.stdin.end("say ok");
   child.stdout.on("data", () => {});
   await new Promise((r) => child.once("close", r));
@@ -54,5 +58,13 @@ const ratio = sum(a) / sum(b);
 process.stdout.write(`runTurn: total ${sum(a).toFixed(0)} ms, median ${median(a).toFixed(1)} ms over ${N}\n`);
 process.stdout.write(`bare:    total ${sum(b).toFixed(0)} ms, median ${median(b).toFixed(1)} ms over ${N}\n`);
 process.stdout.write(
-  JSON.stringify({ bench: "spawn", ratio: Number(ratio.toFixed(4)), turns: N, runTurnMs: Math.round(sum(a)), bareMs: Math.round(sum(b)), runTurnMedianMs: Number(median(a).toFixed(1)), bareMedianMs: Number(median(b).toFixed(1)) }) + "\n",
+  JSON.stringify({
+    bench: "spawn",
+    ratio: Number(ratio.toFixed(4)),
+    turns: N,
+    runTurnMs: Math.round(sum(a)),
+    bareMs: Math.round(sum(b)),
+    runTurnMedianMs: Number(median(a).toFixed(1)),
+    bareMedianMs: Number(median(b).toFixed(1)),
+  }) + "\n",
 );

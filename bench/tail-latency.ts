@@ -22,16 +22,27 @@ const log = createEventLog({ redis, prefix });
 const { epoch } = await log.beginAttempt(session, "t1");
 const line = JSON.stringify({
   type: "assistant",
-  message: { id: "msg_1", type: "message", role: "assistant", model: "claude-opus-5-5", content: [{ type: "text", text: "x".repeat(200) }], stop_reason: null },
+  message: {
+    id: "msg_1",
+    type: "message",
+    role: "assistant",
+    model: "claude-opus-5-5",
+    content: [{ type: "text", text: "x".repeat(200) }],
+    stop_reason: null,
+  },
   parent_tool_use_id: null,
   session_id: "7a0d4baa-0424-4009-9309-c722202a1a4a",
 });
 
-const child = spawn(join(root, "node_modules", ".bin", "node"), [join(root, "src", "bin", "turnstream.ts"), "tail", session, "--follow", "--prefix", prefix], {
-  cwd: root,
-  env: { ...process.env, REDIS_URL: url, NO_COLOR: "1" },
-  stdio: ["ignore", "pipe", "inherit"],
-});
+const child = spawn(
+  join(root, "node_modules", ".bin", "node"),
+  [join(root, "src", "bin", "turnstream.ts"), "tail", session, "--follow", "--prefix", prefix],
+  {
+    cwd: root,
+    env: { ...process.env, REDIS_URL: url, NO_COLOR: "1" },
+    stdio: ["ignore", "pipe", "inherit"],
+  },
+);
 const seen = new Map<number, () => void>();
 const rl = createInterface({ input: child.stdout! });
 rl.on("line", (l) => {
@@ -58,9 +69,20 @@ try {
   lat.sort((a, b) => a - b);
   const q = (p: number): number => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))]!;
   const r = (x: number): number => Number(x.toFixed(3));
-  process.stdout.write(`append → visible in tail --follow, ${lat.length} events: p50 ${q(0.5).toFixed(2)} ms, p99 ${q(0.99).toFixed(2)} ms, max ${lat.at(-1)!.toFixed(2)} ms\n`);
   process.stdout.write(
-    JSON.stringify({ bench: "tail-latency", events: lat.length, p50Ms: r(q(0.5)), p90Ms: r(q(0.9)), p99Ms: r(q(0.99)), maxMs: r(lat.at(-1)!), goalP99Ms: 10, ratio: r(10 / q(0.99)) }) + "\n",
+    `append → visible in tail --follow, ${lat.length} events: p50 ${q(0.5).toFixed(2)} ms, p99 ${q(0.99).toFixed(2)} ms, max ${lat.at(-1)!.toFixed(2)} ms\n`,
+  );
+  process.stdout.write(
+    JSON.stringify({
+      bench: "tail-latency",
+      events: lat.length,
+      p50Ms: r(q(0.5)),
+      p90Ms: r(q(0.9)),
+      p99Ms: r(q(0.99)),
+      maxMs: r(lat.at(-1)!),
+      goalP99Ms: 10,
+      ratio: r(10 / q(0.99)),
+    }) + "\n",
   );
 } finally {
   child.kill("SIGTERM");

@@ -39,7 +39,13 @@ const secrets: Record<string, string> = {};
 for (let i = 0; i < 20; i++) {
   const kind = i % 4;
   secrets[`SECRET_${i}`] =
-    kind === 0 ? `sk-ant-api03-${randomBytes(24).toString("base64url")}` : kind === 1 ? `ghp_${randomBytes(18).toString("hex")}` : kind === 2 ? randomBytes(16).toString("hex") : `xoxb-${randomBytes(12).toString("hex")}`;
+    kind === 0
+      ? `sk-ant-api03-${randomBytes(24).toString("base64url")}`
+      : kind === 1
+        ? `ghp_${randomBytes(18).toString("hex")}`
+        : kind === 2
+          ? randomBytes(16).toString("hex")
+          : `xoxb-${randomBytes(12).toString("hex")}`;
 }
 const secretList = Object.values(secrets);
 
@@ -49,7 +55,16 @@ const model = "claude-sonnet-4-5";
 // and then, a rare retry, one result at the end. Tool outputs carry a secret once in a while.
 function makeLines(n: number): string[] {
   const out: string[] = [
-    JSON.stringify({ type: "system", subtype: "init", cwd: "/work/repo", session_id: sessionId, tools: ["Bash", "Read", "Edit"], model, permissionMode: "default", claude_code_version: "2.1.332" }),
+    JSON.stringify({
+      type: "system",
+      subtype: "init",
+      cwd: "/work/repo",
+      session_id: sessionId,
+      tools: ["Bash", "Read", "Edit"],
+      model,
+      permissionMode: "default",
+      claude_code_version: "2.1.332",
+    }),
   ];
   let i = 0;
   while (out.length < n - 1) {
@@ -58,23 +73,134 @@ function makeLines(n: number): string[] {
     const toolId = `toolu_${i.toString(36).padStart(16, "0")}`;
     const r = rand();
     if (r < 0.5) {
-      out.push(JSON.stringify({ type: "assistant", message: { id, type: "message", role: "assistant", model, content: [{ type: "text", text: text(200 + Math.floor(rand() * 600)) }], stop_reason: null, usage: { input_tokens: 3, output_tokens: 12 } }, parent_tool_use_id: null, session_id: sessionId }));
+      out.push(
+        JSON.stringify({
+          type: "assistant",
+          message: {
+            id,
+            type: "message",
+            role: "assistant",
+            model,
+            content: [{ type: "text", text: text(200 + Math.floor(rand() * 600)) }],
+            stop_reason: null,
+            usage: { input_tokens: 3, output_tokens: 12 },
+          },
+          parent_tool_use_id: null,
+          session_id: sessionId,
+        }),
+      );
     }
     const cmd = `grep -rn "${words[i % words.length]}" src | head -${1 + (i % 40)}`;
-    out.push(JSON.stringify({ type: "assistant", message: { id, type: "message", role: "assistant", model, content: [{ type: "tool_use", id: toolId, name: i % 5 === 0 ? "Read" : "Bash", input: { command: cmd, description: "search" } }], stop_reason: null, usage: { input_tokens: 3, output_tokens: 30 } }, parent_tool_use_id: null, session_id: sessionId }));
+    out.push(
+      JSON.stringify({
+        type: "assistant",
+        message: {
+          id,
+          type: "message",
+          role: "assistant",
+          model,
+          content: [
+            {
+              type: "tool_use",
+              id: toolId,
+              name: i % 5 === 0 ? "Read" : "Bash",
+              input: { command: cmd, description: "search" },
+            },
+          ],
+          stop_reason: null,
+          usage: { input_tokens: 3, output_tokens: 30 },
+        },
+        parent_tool_use_id: null,
+        session_id: sessionId,
+      }),
+    );
     if (i % 25 === 0) {
-      out.push(JSON.stringify({ type: "system", subtype: "hook_started", hook_id: `h${i}`, hook_name: "PreToolUse:Bash", hook_event: "PreToolUse", session_id: sessionId }));
-      out.push(JSON.stringify({ type: "system", subtype: "hook_response", hook_id: `h${i}`, hook_name: "PreToolUse:Bash", hook_event: "PreToolUse", output: "", stdout: "", stderr: "", exit_code: 0, outcome: "success", session_id: sessionId }));
+      out.push(
+        JSON.stringify({
+          type: "system",
+          subtype: "hook_started",
+          hook_id: `h${i}`,
+          hook_name: "PreToolUse:Bash",
+          hook_event: "PreToolUse",
+          session_id: sessionId,
+        }),
+      );
+      out.push(
+        JSON.stringify({
+          type: "system",
+          subtype: "hook_response",
+          hook_id: `h${i}`,
+          hook_name: "PreToolUse:Bash",
+          hook_event: "PreToolUse",
+          output: "",
+          stdout: "",
+          stderr: "",
+          exit_code: 0,
+          outcome: "success",
+          session_id: sessionId,
+        }),
+      );
     }
-    if (i % 997 === 0) out.push(JSON.stringify({ type: "system", subtype: "api_retry", attempt: 1, max_retries: 10, retry_delay_ms: 500, error_status: 529, error: "overloaded", session_id: sessionId }));
+    if (i % 997 === 0)
+      out.push(
+        JSON.stringify({
+          type: "system",
+          subtype: "api_retry",
+          attempt: 1,
+          max_retries: 10,
+          retry_delay_ms: 500,
+          error_status: 529,
+          error: "overloaded",
+          session_id: sessionId,
+        }),
+      );
     const size = rand() < 0.7 ? 300 + Math.floor(rand() * 1200) : 1500 + Math.floor(rand() * 2500);
     let body = text(size);
     if (i % 500 === 0) body += ` token=${secretList[i % secretList.length]}`;
     const isError = i % 40 === 0;
-    out.push(JSON.stringify({ type: "user", message: { role: "user", content: [{ tool_use_id: toolId, type: "tool_result", content: body, is_error: isError }] }, parent_tool_use_id: null, session_id: sessionId, tool_use_result: isError ? `Error: ${body.slice(0, 80)}` : { stdout: body.slice(0, 100), stderr: "", interrupted: false } }));
+    out.push(
+      JSON.stringify({
+        type: "user",
+        message: {
+          role: "user",
+          content: [{ tool_use_id: toolId, type: "tool_result", content: body, is_error: isError }],
+        },
+        parent_tool_use_id: null,
+        session_id: sessionId,
+        tool_use_result: isError
+          ? `Error: ${body.slice(0, 80)}`
+          : { stdout: body.slice(0, 100), stderr: "", interrupted: false },
+      }),
+    );
   }
   out.length = Math.min(out.length, n - 1);
-  out.push(JSON.stringify({ type: "result", subtype: "success", is_error: false, result: "done", session_id: sessionId, num_turns: i, total_cost_usd: 12.5, usage: { input_tokens: 1000, output_tokens: 5000, cache_read_input_tokens: 200000, cache_creation_input_tokens: 3000 }, modelUsage: { [model]: { inputTokens: 1000, outputTokens: 5000, cacheReadInputTokens: 200000, cacheCreationInputTokens: 3000, costUSD: 12.5 } }, permission_denials: [] }));
+  out.push(
+    JSON.stringify({
+      type: "result",
+      subtype: "success",
+      is_error: false,
+      result: "done",
+      session_id: sessionId,
+      num_turns: i,
+      total_cost_usd: 12.5,
+      usage: {
+        input_tokens: 1000,
+        output_tokens: 5000,
+        cache_read_input_tokens: 200000,
+        cache_creation_input_tokens: 3000,
+      },
+      modelUsage: {
+        [model]: {
+          inputTokens: 1000,
+          outputTokens: 5000,
+          cacheReadInputTokens: 200000,
+          cacheCreationInputTokens: 3000,
+          costUSD: 12.5,
+        },
+      },
+      permission_denials: [],
+    }),
+  );
   return out;
 }
 
@@ -105,7 +231,11 @@ let runNo = 0;
 
 type Mode = "off" | "scrub" | "on";
 
-async function ingest(items: string[], parsed: readonly ParsedLine[], mode: Mode): Promise<{ ms: number; spans: number; redacted: number }> {
+async function ingest(
+  items: string[],
+  parsed: readonly ParsedLine[],
+  mode: Mode,
+): Promise<{ ms: number; spans: number; redacted: number }> {
   const withTelemetry = mode === "on";
   const session = `bench-tel-${runNo++}-${randomBytes(3).toString("hex")}`;
   const exporter = new DroppingExporter();
@@ -152,7 +282,8 @@ async function ingest(items: string[], parsed: readonly ParsedLine[], mode: Mode
   const ms = performance.now() - t0;
   await telemetry?.shutdown();
   const stat = await log.stat(session);
-  if (stat.lastSeq !== items.length + 2) throw new Error(`log has ${stat.lastSeq} events, expected ${items.length + 2}`);
+  if (stat.lastSeq !== items.length + 2)
+    throw new Error(`log has ${stat.lastSeq} events, expected ${items.length + 2}`);
   await log.destroy(session);
   return { ms, spans: exporter.spans, redacted };
 }
@@ -189,7 +320,19 @@ try {
       `scrub ${scrubBest.toFixed(0)} ms  ${scrubPerSec}/s  (line scrubbing only, no spans)\n` +
       `on    ${onBest.toFixed(0)} ms  ${onPerSec}/s  ${spans} spans exported, ${redacted} lines had a secret\n`,
   );
-  process.stdout.write(JSON.stringify({ bench: "telemetry", ratio: Number((onPerSec / offPerSec).toFixed(3)), scrubOnlyRatio: Number((scrubPerSec / offPerSec).toFixed(3)), onPerSec, scrubPerSec, offPerSec, spans, redactedLines: redacted, events: total }) + "\n");
+  process.stdout.write(
+    JSON.stringify({
+      bench: "telemetry",
+      ratio: Number((onPerSec / offPerSec).toFixed(3)),
+      scrubOnlyRatio: Number((scrubPerSec / offPerSec).toFixed(3)),
+      onPerSec,
+      scrubPerSec,
+      offPerSec,
+      spans,
+      redactedLines: redacted,
+      events: total,
+    }) + "\n",
+  );
 } finally {
   await store.close();
 }

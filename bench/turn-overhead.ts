@@ -29,7 +29,15 @@ const HIERARCHIES = ["cpu", "cpuacct"] as const;
 const CGROUP_ROOT = "/sys/fs/cgroup";
 const PERIOD_US = 20_000;
 
-type Line = { ready?: boolean; pids?: number[]; round?: number; start?: number; end?: number; cpuMs?: number; done?: boolean };
+type Line = {
+  ready?: boolean;
+  pids?: number[];
+  round?: number;
+  start?: number;
+  end?: number;
+  cpuMs?: number;
+  done?: boolean;
+};
 interface Round {
   start: number;
   end: number;
@@ -46,7 +54,10 @@ class SideProcess {
 
   constructor(name: "bare" | "queued", env: Record<string, string>) {
     this.name = name;
-    this.child = spawn(NODE, [join(import.meta.dirname, "_turn-side.ts"), name, String(TURNS)], { env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "inherit"] });
+    this.child = spawn(NODE, [join(import.meta.dirname, "_turn-side.ts"), name, String(TURNS)], {
+      env: { ...process.env, ...env },
+      stdio: ["pipe", "pipe", "inherit"],
+    });
     createInterface({ input: this.child.stdout! }).on("line", (text) => {
       try {
         this.#lines.push(JSON.parse(text) as Line);
@@ -89,8 +100,11 @@ class SideProcess {
 }
 
 /** Two sibling cgroups with equal CPU shares, or undefined where this process cannot make them. */
-function makeGroups(): { path(side: string, h: string): string; join(side: string, pid: number): void; restore(): void; remove(): void } | undefined {
-  if (process.getuid?.() !== 0 || !HIERARCHIES.every((h) => existsSync(join(CGROUP_ROOT, h, "cgroup.procs")))) return undefined;
+function makeGroups():
+  | { path(side: string, h: string): string; join(side: string, pid: number): void; restore(): void; remove(): void }
+  | undefined {
+  if (process.getuid?.() !== 0 || !HIERARCHIES.every((h) => existsSync(join(CGROUP_ROOT, h, "cgroup.procs"))))
+    return undefined;
   const name = (side: string): string => `turnstream-bench-${process.pid}-${side}`;
   const path = (side: string, h: string): string => join(CGROUP_ROOT, h, name(side));
   const moved = new Map<number, Map<string, string>>(); // pid → hierarchy → the cgroup it came from
@@ -126,13 +140,14 @@ function makeGroups(): { path(side: string, h: string): string; join(side: strin
       }
     },
     remove() {
-      for (const side of ["bare", "queued"]) for (const h of HIERARCHIES) {
-        try {
-          rmdirSync(path(side, h));
-        } catch {
-          // a combined cpu,cpuacct mount: already gone
+      for (const side of ["bare", "queued"])
+        for (const h of HIERARCHIES) {
+          try {
+            rmdirSync(path(side, h));
+          } catch {
+            // a combined cpu,cpuacct mount: already gone
+          }
         }
-      }
     },
   };
 }
@@ -140,13 +155,23 @@ function makeGroups(): { path(side: string, h: string): string; join(side: strin
 const groups = argv.includes("--sequential") ? undefined : makeGroups();
 const mode = groups === undefined ? "sequential" : "shared";
 const sides = (["bare", "queued"] as const).map((name) => {
-  const s = new SideProcess(name, groups === undefined ? {} : { TS_BENCH_CPUACCT: join(groups.path(name, "cpuacct"), "cpuacct.usage") });
+  const s = new SideProcess(
+    name,
+    groups === undefined ? {} : { TS_BENCH_CPUACCT: join(groups.path(name, "cpuacct"), "cpuacct.usage") },
+  );
   groups?.join(name, s.child.pid!);
   return s;
 });
 const [bare, queued] = sides as [SideProcess, SideProcess];
 
-let result: { ratio: number; cpuRatio: number; rounds: number; queuedMs: number; bareMs: number; spread?: [number, number] };
+let result: {
+  ratio: number;
+  cpuRatio: number;
+  rounds: number;
+  queuedMs: number;
+  bareMs: number;
+  spread?: [number, number];
+};
 try {
   for (const s of sides) {
     const l = await s.next();
@@ -160,9 +185,10 @@ try {
     const pairs = b.map((r, i) => [r, q[i]!] as const).filter(([x, y]) => x.end <= until && y.end <= until);
     if (pairs.length === 0) throw new Error("no round ran on both sides at once; give more rounds");
     const sum = (f: (p: (typeof pairs)[number]) => number): number => pairs.reduce((a, p) => a + f(p), 0);
-    for (const [x, y] of pairs) process.stdout.write(
-      `round: bare ${x.ms.toFixed(0)} ms, queued ${y.ms.toFixed(0)} ms, ratio ${(y.ms / x.ms).toFixed(4)}; CPU per turn bare ${(x.cpuMs / TURNS).toFixed(1)} ms, queued ${(y.cpuMs / TURNS).toFixed(1)} ms\n`,
-    );
+    for (const [x, y] of pairs)
+      process.stdout.write(
+        `round: bare ${x.ms.toFixed(0)} ms, queued ${y.ms.toFixed(0)} ms, ratio ${(y.ms / x.ms).toFixed(4)}; CPU per turn bare ${(x.cpuMs / TURNS).toFixed(1)} ms, queued ${(y.cpuMs / TURNS).toFixed(1)} ms\n`,
+      );
     const each = pairs.map(([x, y]) => y.ms / x.ms);
     result = {
       ratio: sum(([, y]) => y.ms) / sum(([x]) => x.ms),
@@ -175,20 +201,47 @@ try {
   } else {
     // Interleaved so that a slow moment hits both sides instead of deciding the ratio.
     const best = { bare: undefined as Round | undefined, queued: undefined as Round | undefined };
-    for (const side of ["bare", "queued", "queued", "bare", "bare", "queued", "queued", "bare", "bare", "queued", "queued", "bare", "bare", "queued"] as const) {
+    for (const side of [
+      "bare",
+      "queued",
+      "queued",
+      "bare",
+      "bare",
+      "queued",
+      "queued",
+      "bare",
+      "bare",
+      "queued",
+      "queued",
+      "bare",
+      "bare",
+      "queued",
+    ] as const) {
       const [r] = await (side === "bare" ? bare : queued).rounds(1);
       if (best[side] === undefined || r!.ms < best[side].ms) best[side] = r!;
-      process.stdout.write(`round ${side.padEnd(6)} ${r!.ms.toFixed(0)} ms, machine CPU ${(r!.cpuMs / TURNS).toFixed(0)} ms per turn\n`);
+      process.stdout.write(
+        `round ${side.padEnd(6)} ${r!.ms.toFixed(0)} ms, machine CPU ${(r!.cpuMs / TURNS).toFixed(0)} ms per turn\n`,
+      );
     }
-    result = { ratio: best.queued!.ms / best.bare!.ms, cpuRatio: best.queued!.cpuMs / best.bare!.cpuMs, rounds: 7, queuedMs: best.queued!.ms, bareMs: best.bare!.ms };
+    result = {
+      ratio: best.queued!.ms / best.bare!.ms,
+      cpuRatio: best.queued!.cpuMs / best.bare!.cpuMs,
+      rounds: 7,
+      queuedMs: best.queued!.ms,
+      bareMs: best.bare!.ms,
+    };
   }
 } finally {
   await Promise.all(sides.map((s) => s.close()));
   groups?.restore();
   groups?.remove();
 }
-process.stdout.write(`bare:   ${TURNS} runs in ${result.bareMs.toFixed(0)} ms (2 at a time, 4 sessions, resumed)${mode === "shared" ? ", mean of the rounds" : ", best round"}\n`);
-process.stdout.write(`queued: ${TURNS} turns in ${result.queuedMs.toFixed(0)} ms (worker concurrency 2, log, snapshots)\n`);
+process.stdout.write(
+  `bare:   ${TURNS} runs in ${result.bareMs.toFixed(0)} ms (2 at a time, 4 sessions, resumed)${mode === "shared" ? ", mean of the rounds" : ", best round"}\n`,
+);
+process.stdout.write(
+  `queued: ${TURNS} turns in ${result.queuedMs.toFixed(0)} ms (worker concurrency 2, log, snapshots)\n`,
+);
 process.stdout.write(
   JSON.stringify({
     bench: "turn-overhead",

@@ -75,8 +75,12 @@ await server.close();
 redis.disconnect();
 space.cleanup();
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
-process.stdout.write(`cold: follow-up median ${med(cold.latencies).toFixed(0)} ms, mean ${mean(cold.latencies).toFixed(0)} ms, CPU ${cold.cpuMsPerTurn.toFixed(0)} ms/turn\n`);
-process.stdout.write(`warm: follow-up median ${med(warm.latencies).toFixed(0)} ms, mean ${mean(warm.latencies).toFixed(0)} ms, CPU ${warm.cpuMsPerTurn.toFixed(0)} ms/turn\n`);
+process.stdout.write(
+  `cold: follow-up median ${med(cold.latencies).toFixed(0)} ms, mean ${mean(cold.latencies).toFixed(0)} ms, CPU ${cold.cpuMsPerTurn.toFixed(0)} ms/turn\n`,
+);
+process.stdout.write(
+  `warm: follow-up median ${med(warm.latencies).toFixed(0)} ms, mean ${mean(warm.latencies).toFixed(0)} ms, CPU ${warm.cpuMsPerTurn.toFixed(0)} ms/turn\n`,
+);
 process.stdout.write(
   JSON.stringify({
     bench: "warm",

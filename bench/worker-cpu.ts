@@ -21,9 +21,13 @@ const ws = space.workspace();
 const bin = space.dir("bin");
 // A turn the real CLI printed (test/fixtures/cli, recorded by `npm run fixtures`), its session id and
 // cwd swapped for the stand-in's own.
-const recorded = readFileSync(join(import.meta.dirname, "../test/fixtures/cli/plain-reply.jsonl"), "utf8").trim().split("\n");
+const recorded = readFileSync(join(import.meta.dirname, "../test/fixtures/cli/plain-reply.jsonl"), "utf8")
+  .trim()
+  .split("\n");
 const init = JSON.parse(recorded[0]!) as { session_id: string; cwd: string };
-recorded.forEach((l, i) => writeFileSync(join(bin, `l${i}.json`), l.split(init.session_id).join("@SID@").split(init.cwd).join("@CWD@") + "\n"));
+recorded.forEach((l, i) =>
+  writeFileSync(join(bin, `l${i}.json`), l.split(init.session_id).join("@SID@").split(init.cwd).join("@CWD@") + "\n"),
+);
 if (recorded.length !== 3) throw new Error("plain-reply.jsonl should hold init, assistant and result lines");
 const row = JSON.stringify({ type: "filler", text: "x".repeat(900) }) + "\n";
 writeFileSync(join(bin, "base.jsonl"), row.repeat(155));
@@ -73,10 +77,15 @@ type BenchWorker = Awaited<ReturnType<typeof benchWorker>> & { scrape?: () => Pr
  */
 async function metricsWorker(): Promise<BenchWorker> {
   const w = await benchWorker({ TURNSTREAM_OPS_PORT: "0" });
-  const listening = await w.proc.waitFor((l) => l["msg"] === "ops endpoint listening (/metrics, /healthz, /readyz)", 30000, "the ops endpoint");
+  const listening = await w.proc.waitFor(
+    (l) => l["msg"] === "ops endpoint listening (/metrics, /healthz, /readyz)",
+    30000,
+    "the ops endpoint",
+  );
   const url = `http://127.0.0.1:${String(listening["port"])}/metrics`;
   const scrape = async (): Promise<void> => {
-    if (!(await (await fetch(url)).text()).includes("turnstream_turns_ended_total")) throw new Error("the worker's /metrics shows no turns");
+    if (!(await (await fetch(url)).text()).includes("turnstream_turns_ended_total"))
+      throw new Error("the worker's /metrics shows no turns");
   };
   return { ...w, scrape };
 }
@@ -100,27 +109,43 @@ const ownCpuMs = (): number => {
   return (u.user + u.system) / 1000;
 };
 
-const queued = (w: BenchWorker, tag: string, turns: number): Promise<void> => queuedRound(w.producer, turns, (s) => `${tag}-${s}-${w.lane.id}`, ws, 300000);
+const queued = (w: BenchWorker, tag: string, turns: number): Promise<void> =>
+  queuedRound(w.producer, turns, (s) => `${tag}-${s}-${w.lane.id}`, ws, 300000);
 const bare = (turns: number): Promise<void> =>
   bareRound(
     turns,
     (s) => mkdtempSync(join(space.root, `bare-${s}-`)),
-    (configDir, resume) => spawnAndRead(standIn, resume ? ["-p", "--resume", resume] : ["-p"], ws, { ...process.env, CLAUDE_CONFIG_DIR: configDir }),
+    (configDir, resume) =>
+      spawnAndRead(standIn, resume ? ["-p", "--resume", resume] : ["-p"], ws, {
+        ...process.env,
+        CLAUDE_CONFIG_DIR: configDir,
+      }),
   );
 
 /** CPU ms per turn of one round through `w`: its worker, Redis, and this process (the producer). */
-async function measuredRound(w: BenchWorker, tag: string): Promise<{ worker: number; redis: number; producer: number }> {
+async function measuredRound(
+  w: BenchWorker,
+  tag: string,
+): Promise<{ worker: number; redis: number; producer: number }> {
   const [w0, r0, p0] = [cpuMs(w.proc.pid), cpuMs(redisPid), ownCpuMs()];
   await queued(w, tag, TURNS);
   await w.scrape?.();
-  return { worker: (cpuMs(w.proc.pid) - w0) / TURNS, redis: (cpuMs(redisPid) - r0) / TURNS, producer: (ownCpuMs() - p0) / TURNS };
+  return {
+    worker: (cpuMs(w.proc.pid) - w0) / TURNS,
+    redis: (cpuMs(redisPid) - r0) / TURNS,
+    producer: (ownCpuMs() - p0) / TURNS,
+  };
 }
 
 await bare(8);
 const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const rounds = { off: [] as Awaited<ReturnType<typeof measuredRound>>[], on: [] as Awaited<ReturnType<typeof measuredRound>>[] };
+const rounds = {
+  off: [] as Awaited<ReturnType<typeof measuredRound>>[],
+  on: [] as Awaited<ReturnType<typeof measuredRound>>[],
+};
 const b: number[] = [];
-const fmt = (x: { worker: number; redis: number; producer: number }): string => `worker ${x.worker.toFixed(2)} ms/turn, redis ${x.redis.toFixed(2)}, producer ${x.producer.toFixed(2)}`;
+const fmt = (x: { worker: number; redis: number; producer: number }): string =>
+  `worker ${x.worker.toFixed(2)} ms/turn, redis ${x.redis.toFixed(2)}, producer ${x.producer.toFixed(2)}`;
 for (let round = 0; round < ROUNDS; round++) {
   // A fresh pair of workers each round: one process's own luck (its JIT, its heap) would otherwise
   // count in every round it runs.
@@ -133,14 +158,22 @@ for (let round = 0; round < ROUNDS; round++) {
   const b0 = ownCpuMs();
   await bare(TURNS);
   b.push((ownCpuMs() - b0) / TURNS);
-  process.stdout.write(`round ${round}: metrics off ${fmt(rounds.off.at(-1)!)}; metrics on ${fmt(rounds.on.at(-1)!)}; bare ${b.at(-1)!.toFixed(2)}\n`);
+  process.stdout.write(
+    `round ${round}: metrics off ${fmt(rounds.off.at(-1)!)}; metrics on ${fmt(rounds.on.at(-1)!)}; bare ${b.at(-1)!.toFixed(2)}\n`,
+  );
 }
 redis.disconnect();
 space.cleanup();
-const medians = (xs: typeof rounds.off) => ({ worker: med(xs.map((x) => x.worker)), redis: med(xs.map((x) => x.redis)), producer: med(xs.map((x) => x.producer)) });
+const medians = (xs: typeof rounds.off) => ({
+  worker: med(xs.map((x) => x.worker)),
+  redis: med(xs.map((x) => x.redis)),
+  producer: med(xs.map((x) => x.producer)),
+});
 const [mOff, mOn] = [medians(rounds.off), medians(rounds.on)];
 const total = (m: typeof mOff): number => m.worker + m.redis + m.producer;
-process.stdout.write(`medians per turn: metrics off ${fmt(mOff)}; metrics on ${fmt(mOn)}; bare spawn-and-read ${med(b).toFixed(2)} ms\n`);
+process.stdout.write(
+  `medians per turn: metrics off ${fmt(mOff)}; metrics on ${fmt(mOn)}; bare spawn-and-read ${med(b).toFixed(2)} ms\n`,
+);
 process.stdout.write(
   JSON.stringify({
     bench: "worker-cpu",

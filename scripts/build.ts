@@ -26,13 +26,19 @@ function filesUnder(dir: string): string[] {
 /** A hash of everything the build reads, so an unchanged tree is not built twice. */
 function inputsFingerprint(): string {
   const hash = createHash("sha256");
-  const inputs = [...filesUnder(src), ...["package.json", "tsconfig.json", "tsconfig.build.json", "scripts/build.ts"].map((f) => join(root, f))];
+  const inputs = [
+    ...filesUnder(src),
+    ...["package.json", "tsconfig.json", "tsconfig.build.json", "scripts/build.ts"].map((f) => join(root, f)),
+  ];
   for (const file of inputs) hash.update(relative(root, file)).update("\0").update(readFileSync(file)).update("\0");
   return hash.digest("hex");
 }
 
 function compile(): void {
-  execFileSync(join(root, "node_modules", ".bin", "tsc"), ["-p", join(root, "tsconfig.build.json")], { cwd: root, stdio: "inherit" });
+  execFileSync(join(root, "node_modules", ".bin", "tsc"), ["-p", join(root, "tsconfig.build.json")], {
+    cwd: root,
+    stdio: "inherit",
+  });
 }
 
 function copyAssets(): void {

@@ -74,7 +74,9 @@ export function collectorRedaction(patterns: readonly ScrubPattern[] = BUILTIN_P
   const each = (target: string, fn: "replace_pattern" | "replace_all_patterns"): string[] =>
     patterns.map((p) => {
       const args = [ottl(toRe2(p.regex)), ottl(replacement(p))].join(", ");
-      return fn === "replace_pattern" ? `replace_pattern(${target}, ${args})` : `replace_all_patterns(${target}, "value", ${args})`;
+      return fn === "replace_pattern"
+        ? `replace_pattern(${target}, ${args})`
+        : `replace_all_patterns(${target}, "value", ${args})`;
     });
   const dropStack = 'delete_key(attributes, "exception.stacktrace")';
   return {
@@ -82,9 +84,17 @@ export function collectorRedaction(patterns: readonly ScrubPattern[] = BUILTIN_P
       { context: "resource", statements: each("attributes", "replace_all_patterns") },
       {
         context: "span",
-        statements: [dropStack, ...each("name", "replace_pattern"), ...each("status.message", "replace_pattern"), ...each("attributes", "replace_all_patterns")],
+        statements: [
+          dropStack,
+          ...each("name", "replace_pattern"),
+          ...each("status.message", "replace_pattern"),
+          ...each("attributes", "replace_all_patterns"),
+        ],
       },
-      { context: "spanevent", statements: [dropStack, ...each("name", "replace_pattern"), ...each("attributes", "replace_all_patterns")] },
+      {
+        context: "spanevent",
+        statements: [dropStack, ...each("name", "replace_pattern"), ...each("attributes", "replace_all_patterns")],
+      },
     ],
     blockedValues: patterns.map((p) => toRe2(p.regex)),
   };

@@ -16,7 +16,13 @@ routeConsoleToLogger(logger);
 const version = Number(env["TURNSTREAM_PROJECTION_VERSION"] ?? PROJECTION_VERSION);
 const rescanMs = Number(env["TURNSTREAM_PROJECTOR_RESCAN_MS"] ?? 2000);
 const batchEvents = Number(env["TURNSTREAM_PROJECTOR_BATCH_EVENTS"] ?? 5000);
-if (!Number.isSafeInteger(version) || version < 1 || !(rescanMs > 0) || !Number.isSafeInteger(batchEvents) || batchEvents < 1) {
+if (
+  !Number.isSafeInteger(version) ||
+  version < 1 ||
+  !(rescanMs > 0) ||
+  !Number.isSafeInteger(batchEvents) ||
+  batchEvents < 1
+) {
   logger.error(
     {},
     "TURNSTREAM_PROJECTION_VERSION and TURNSTREAM_PROJECTOR_BATCH_EVENTS must be positive integers, TURNSTREAM_PROJECTOR_RESCAN_MS a positive number",
@@ -26,6 +32,14 @@ if (!Number.isSafeInteger(version) || version < 1 || !(rescanMs > 0) || !Number.
 const redis = connectRedis();
 const reportError = errorReporter(logger);
 redis.on("error", (err: Error) => reportError("redis connection error", err));
-const code = await runProjectorProcess({ redis, logger, version, rescanMs, batchEvents, prefix: env["TURNSTREAM_PREFIX"] ?? "ts:", scrubber });
+const code = await runProjectorProcess({
+  redis,
+  logger,
+  version,
+  rescanMs,
+  batchEvents,
+  prefix: env["TURNSTREAM_PREFIX"] ?? "ts:",
+  scrubber,
+});
 redis.disconnect();
 process.exitCode = code;

@@ -70,7 +70,9 @@ main(process.argv.slice(2)).then(
   (err: unknown) => {
     // Redis's own errors (ioredis' "max retries per request", ECONNREFUSED…) say which Redis and what to check.
     const message = explainRedisError(err, redisUrlForDisplay()).message;
-    process.stderr.write(`turnstream${commandName === undefined ? "" : ` ${commandName}`}: ${message.split("\n")[0]}\n`);
+    process.stderr.write(
+      `turnstream${commandName === undefined ? "" : ` ${commandName}`}: ${message.split("\n")[0]}\n`,
+    );
     process.exitCode = EXIT.infrastructure;
   },
 );

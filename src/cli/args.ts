@@ -22,7 +22,8 @@ export function buildArgs(o: Opts, extraAddDirs: readonly string[] = []): string
   if (o.maxTurns !== undefined) args.push("--max-turns", String(o.maxTurns));
   if (o.maxBudgetUsd !== undefined) args.push("--max-budget-usd", String(o.maxBudgetUsd));
   if (o.appendSystemPrompt !== undefined) args.push("--append-system-prompt", o.appendSystemPrompt);
-  if (o.allowedTools !== undefined && o.allowedTools.length > 0) args.push(`--allowed-tools=${o.allowedTools.join(",")}`);
+  if (o.allowedTools !== undefined && o.allowedTools.length > 0)
+    args.push(`--allowed-tools=${o.allowedTools.join(",")}`);
   if (o.disallowedTools !== undefined && o.disallowedTools.length > 0) {
     args.push(`--disallowed-tools=${o.disallowedTools.join(",")}`);
   }

@@ -3,7 +3,17 @@
 // temp folders there. Each run gets `<instanceRoot>/instances/<instanceId>/config-homes/<runId>`
 // (0700) holding only a copy of the operator's `.credentials.json`, plus its own temp dirs.
 import { createHash, randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { ClaudeCodeCliError } from "./errors.ts";
@@ -151,7 +161,9 @@ function teardownHome(home: RunHomePaths, copyHash: string | undefined, logger: 
     const trash = join(inst, TRASH_DIR);
     const gone = join(trash, runId);
     inDirs([trash], () => renameSync(dir, gone));
-    removeSoon(gone, (err) => logger.warn({ runId, configHome: gone, err: err.message }, "could not remove per-run config home"));
+    removeSoon(gone, (err) =>
+      logger.warn({ runId, configHome: gone, err: err.message }, "could not remove per-run config home"),
+    );
   } catch (err) {
     logger.warn({ runId, configHome: dir, err: (err as Error).message }, "could not move away per-run config home");
     rmSync(dir, { recursive: true, force: true });
@@ -253,7 +265,13 @@ export function sweepConfigHomes(options: SweepOptions): SweepResult {
     const inst = instanceDir(options.instanceRoot ?? defaultInstanceRoot(), id.data);
     const dryRun = options.dryRun === true;
     result.trash = emptyTrash(inst, dryRun, logger);
-    const ctx: HomeSweep = { inst, threshold: options.olderThanMs ?? 60 * 60 * 1000, now: options.now ?? Date.now(), dryRun, logger };
+    const ctx: HomeSweep = {
+      inst,
+      threshold: options.olderThanMs ?? 60 * 60 * 1000,
+      now: options.now ?? Date.now(),
+      dryRun,
+      logger,
+    };
     for (const name of listNames(join(inst, "config-homes"))) sweepHome(ctx, name, result);
     result.staleLocks = removeStaleLocks(ctx);
   } catch (err) {
@@ -311,7 +329,8 @@ function sweepHome(ctx: HomeSweep, name: string, result: SweepResult): void {
       rmSync(lockPath, { force: true });
     }
     result.removed.push(name);
-    result.reasons[name] = state === "dead" ? "its run's process has ended" : "no lock, and unchanged for longer than the threshold";
+    result.reasons[name] =
+      state === "dead" ? "its run's process has ended" : "no lock, and unchanged for longer than the threshold";
   } catch (err) {
     result.failed.push(name);
     result.reasons[name] = `could not remove: ${(err as Error).message}`;

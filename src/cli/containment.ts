@@ -18,7 +18,17 @@
 // can move itself out of its cgroup.
 import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmdirSync,
+  writeFileSync,
+} from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { ClaudeCodeCliError } from "./errors.ts";
 import { silentLogger, type Logger } from "../kernel/index.ts";
@@ -28,7 +38,12 @@ export type ContainmentKind = "cgroup-v2" | "cgroup-v1-freezer" | "pid-namespace
 type CgroupKind = "cgroup-v2" | "cgroup-v1-freezer";
 
 /** Every kind, best first. */
-export const CONTAINMENT_KINDS: readonly ContainmentKind[] = ["cgroup-v2", "cgroup-v1-freezer", "pid-namespace", "proc-walk"];
+export const CONTAINMENT_KINDS: readonly ContainmentKind[] = [
+  "cgroup-v2",
+  "cgroup-v1-freezer",
+  "pid-namespace",
+  "proc-walk",
+];
 
 export interface Containment {
   readonly kind: ContainmentKind;
@@ -59,12 +74,19 @@ export class ContainmentError extends ClaudeCodeCliError {
   override readonly name: string = "ContainmentError";
   readonly path: string;
 
-  constructor(path: string, problem: string, fields: { cause?: unknown; exitCode?: number | null; stderr?: string } = {}) {
-    super(`could not contain the run in its cgroup ${path}: ${problem}; check that the worker may still write the cgroup tree`, {
-      ...fields,
-      kind: "cli_error",
-      retryable: true,
-    });
+  constructor(
+    path: string,
+    problem: string,
+    fields: { cause?: unknown; exitCode?: number | null; stderr?: string } = {},
+  ) {
+    super(
+      `could not contain the run in its cgroup ${path}: ${problem}; check that the worker may still write the cgroup tree`,
+      {
+        ...fields,
+        kind: "cli_error",
+        retryable: true,
+      },
+    );
     this.path = path;
   }
 }
@@ -107,8 +129,14 @@ export function readMounts(): CgroupMount[] {
     const fields = pre.split(" ");
     const [fstype, , superOpts] = post.split(" ");
     if (fstype !== "cgroup" && fstype !== "cgroup2") continue;
-    const unescape = (s: string): string => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-    out.push({ root: unescape(fields[3] ?? ""), point: unescape(fields[4] ?? ""), fstype, superOptions: (superOpts ?? "").split(",") });
+    const unescape = (s: string): string =>
+      s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+    out.push({
+      root: unescape(fields[3] ?? ""),
+      point: unescape(fields[4] ?? ""),
+      fstype,
+      superOptions: (superOpts ?? "").split(","),
+    });
   }
   return out;
 }
@@ -147,13 +175,16 @@ export function ownHierarchyDir(controller: string | undefined): { dir: string }
   if (own === undefined) return { reason: `this process is in no ${name} hierarchy` };
   const mount = readMounts().find(
     (m) =>
-      (controller === undefined ? m.fstype === "cgroup2" : m.fstype === "cgroup" && m.superOptions.includes(controller)) &&
+      (controller === undefined
+        ? m.fstype === "cgroup2"
+        : m.fstype === "cgroup" && m.superOptions.includes(controller)) &&
       (m.root === "/" || own === m.root || own.startsWith(`${m.root}/`)),
   );
   if (mount === undefined) return { reason: `no ${name} mount shows this process's cgroup ${own}` };
   const dir = mount.point + (mount.root === "/" ? own : own.slice(mount.root.length));
   const clean = dir.endsWith("/") ? dir.slice(0, -1) : dir;
-  if (!SAFE_PATH.test(clean)) return { reason: `its path ${JSON.stringify(clean)} has characters the launcher does not quote` };
+  if (!SAFE_PATH.test(clean))
+    return { reason: `its path ${JSON.stringify(clean)} has characters the launcher does not quote` };
   return { dir: clean };
 }
 
@@ -221,7 +252,8 @@ function prepareCgroup(kind: CgroupKind): { hostDir: string } | { reason: string
 /** Why no run could be contained under `hostDir`, or undefined when a process did enter a cgroup there. */
 function probeCgroup(kind: CgroupKind, hostDir: string): string | undefined {
   const key = kind === "cgroup-v2" ? "cgroup.kill" : "freezer.state";
-  if (!existsSync(join(hostDir, key))) return `${hostDir} has no ${key}${kind === "cgroup-v2" ? " (kernel older than 5.14)" : ""}`;
+  if (!existsSync(join(hostDir, key)))
+    return `${hostDir} has no ${key}${kind === "cgroup-v2" ? " (kernel older than 5.14)" : ""}`;
   const probe = join(hostDir, `probe-${randomUUID()}`);
   try {
     mkdirSync(probe);
@@ -252,7 +284,10 @@ export function findOnPath(name: string, path: string = process.env["PATH"] ?? "
 function preparePidNamespace(): { unshare: string } | { reason: string } {
   const unshare = findOnPath("unshare");
   if (unshare === undefined) return { reason: "no unshare on PATH" };
-  const r = spawnSync(unshare, ["--pid", "--fork", "--kill-child", "--", "/bin/true"], { stdio: "ignore", timeout: 10_000 });
+  const r = spawnSync(unshare, ["--pid", "--fork", "--kill-child", "--", "/bin/true"], {
+    stdio: "ignore",
+    timeout: 10_000,
+  });
   if (r.status !== 0) return { reason: `unshare --pid is not permitted (exit ${String(r.status)})` };
   return { unshare };
 }
@@ -404,7 +439,8 @@ export class RunCgroup {
       mkdirSync(path);
     } catch (err) {
       // The host's folder was removed under us (an operator cleaning up): make it again, once.
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw new ContainmentError(path, (err as Error).message, { cause: err });
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT")
+        throw new ContainmentError(path, (err as Error).message, { cause: err });
       try {
         mkdirSync(c.hostDir, { recursive: true });
         mkdirSync(path);

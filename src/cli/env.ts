@@ -93,7 +93,9 @@ export function buildEnv(options: BuildEnvOptions = {}): Record<string, string> 
 }
 
 /** Which kind of API authentication an environment carries, if any. */
-export function envAuth(env: Record<string, string | undefined>): "api_key" | "auth_token" | "oauth_token" | "bedrock" | "vertex" | "foundry" | undefined {
+export function envAuth(
+  env: Record<string, string | undefined>,
+): "api_key" | "auth_token" | "oauth_token" | "bedrock" | "vertex" | "foundry" | undefined {
   if (setIn(env, "ANTHROPIC_API_KEY")) return "api_key";
   if (setIn(env, "ANTHROPIC_AUTH_TOKEN")) return "auth_token";
   if (setIn(env, "CLAUDE_CODE_OAUTH_TOKEN")) return "oauth_token";

@@ -4,13 +4,7 @@ import type { LimitErrorKind } from "./limits.ts";
 
 /** Failure kinds the CLI runner adds to the protocol's result classification. */
 export type RunnerErrorKind =
-  | "timeout"
-  | "inactivity"
-  | "aborted"
-  | "killed"
-  | "cli_not_found"
-  | "bad_options"
-  | LimitErrorKind;
+  "timeout" | "inactivity" | "aborted" | "killed" | "cli_not_found" | "bad_options" | LimitErrorKind;
 
 export interface ClaudeCodeCliErrorFields {
   kind: string;
@@ -25,7 +19,16 @@ export interface ClaudeCodeCliErrorFields {
   cause?: unknown;
 }
 
-const RETRYABLE_KINDS = new Set(["timeout", "inactivity", "killed", "rate_limit", "overloaded", "server_error", "api_error", "no_result"]);
+const RETRYABLE_KINDS = new Set([
+  "timeout",
+  "inactivity",
+  "killed",
+  "rate_limit",
+  "overloaded",
+  "server_error",
+  "api_error",
+  "no_result",
+]);
 
 export class ClaudeCodeCliError extends Error {
   override readonly name: string = "ClaudeCodeCliError";
@@ -86,7 +89,10 @@ export class CliNotFoundError extends ClaudeCodeCliError {
 }
 
 export function badOptions(field: string, problem: string): ClaudeCodeCliError {
-  return new ClaudeCodeCliError(`bad runTurn option \`${field}\`: ${problem}`, { kind: "bad_options", retryable: false });
+  return new ClaudeCodeCliError(`bad runTurn option \`${field}\`: ${problem}`, {
+    kind: "bad_options",
+    retryable: false,
+  });
 }
 
 /** The run hit one of its limits (limits.ts): its tree was ended. Never retryable: the same turn hits it again. */

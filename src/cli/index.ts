@@ -1,7 +1,19 @@
 // Running one Claude Code CLI process. Knows nothing of Redis; imports only the protocol.
 export { runTurn, type TurnHandle, type TurnOutcome, type RunTurnExtras, type CliErrorKind } from "./run-turn.ts";
-export { RunTurnOptionsSchema, validateRunTurnOptions, type RunTurnOptions, type SkillSpec, type ConfigHomeOptions } from "./options.ts";
-export { ClaudeCodeCliError, LostSessionError, CliNotFoundError, LimitExceededError, type RunnerErrorKind } from "./errors.ts";
+export {
+  RunTurnOptionsSchema,
+  validateRunTurnOptions,
+  type RunTurnOptions,
+  type SkillSpec,
+  type ConfigHomeOptions,
+} from "./options.ts";
+export {
+  ClaudeCodeCliError,
+  LostSessionError,
+  CliNotFoundError,
+  LimitExceededError,
+  type RunnerErrorKind,
+} from "./errors.ts";
 export { buildArgs } from "./args.ts";
 export { baseEnv, buildEnv, cliSettingsEnv, envAuth, modelAccessEnv, type EnvOverlay } from "./env.ts";
 export { resolveClaudeBin } from "./resolve-bin.ts";
@@ -36,7 +48,14 @@ export {
 export { projectSlug, sessionFilePath, captureSessionFile, restoreSessionFile } from "./session-file.ts";
 export { injectSkillsForRun, restoreSkillInjection } from "./skill-injection.ts";
 export { WorkspaceFiles, WorkspacePathError, type WorkspacePathProblem } from "./workspace-files.ts";
-export { installSkill, injectSkills, pointClaudeMdAtSkills, prepareSkillAddDir, SKILLS_DIR, type SkillAddDir } from "./skills.ts";
+export {
+  installSkill,
+  injectSkills,
+  pointClaudeMdAtSkills,
+  prepareSkillAddDir,
+  SKILLS_DIR,
+  type SkillAddDir,
+} from "./skills.ts";
 export { type Logger, silentLogger } from "../kernel/index.ts";
 export {
   InMemorySessionStore,
@@ -49,5 +68,11 @@ export {
   type ThreadTurnHandle,
   type FreshReason,
 } from "./sessions.ts";
-export { claimInstanceSlot, defaultInstanceStem, instanceHolder, InstanceIdTakenError, type InstanceSlot } from "./instance-slot.ts";
+export {
+  claimInstanceSlot,
+  defaultInstanceStem,
+  instanceHolder,
+  InstanceIdTakenError,
+  type InstanceSlot,
+} from "./instance-slot.ts";
 export { lockState, type LockState } from "./live-lock.ts";

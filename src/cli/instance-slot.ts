@@ -107,13 +107,18 @@ async function claim(root: string, instanceId: string): Promise<InstanceSlot | u
  * Holds `instanceId`, or without one the lowest free `worker-<host>-<n>`. An id a live process on this
  * host holds is refused (InstanceIdTakenError): two workers sharing one would share its folders.
  */
-export async function claimInstanceSlot(options: { instanceRoot: string; instanceId?: string | undefined }): Promise<InstanceSlot> {
+export async function claimInstanceSlot(options: {
+  instanceRoot: string;
+  instanceId?: string | undefined;
+}): Promise<InstanceSlot> {
   const root = options.instanceRoot;
   if (options.instanceId !== undefined) {
     const slot = await claim(root, options.instanceId);
     if (slot !== undefined) return slot;
     const holder = instanceHolder(root, options.instanceId);
-    throw new InstanceIdTakenError(`instance id ${options.instanceId} is held by a running process${holder === undefined ? "" : ` (pid ${holder.pid})`} under ${root}`);
+    throw new InstanceIdTakenError(
+      `instance id ${options.instanceId} is held by a running process${holder === undefined ? "" : ` (pid ${holder.pid})`} under ${root}`,
+    );
   }
   const stem = defaultInstanceStem();
   for (let n = 0; n < MAX_SLOTS; n++) {

@@ -228,12 +228,22 @@ function limitWrites(version: Version, controller: Controller, limits: RunLimits
   if (controller === "memory") {
     const bytes = String(limits.memoryBytes);
     // No swap beyond the limit where the kernel offers the knob (memsw must come after the limit).
-    if (version === "v2") return [["memory.max", bytes, "required"], ["memory.swap.max", "0", "optional"]];
-    return [["memory.limit_in_bytes", bytes, "required"], ["memory.memsw.limit_in_bytes", bytes, "optional"]];
+    if (version === "v2")
+      return [
+        ["memory.max", bytes, "required"],
+        ["memory.swap.max", "0", "optional"],
+      ];
+    return [
+      ["memory.limit_in_bytes", bytes, "required"],
+      ["memory.memsw.limit_in_bytes", bytes, "optional"],
+    ];
   }
   const quota = String(Math.max(1000, Math.round(limits.cpus! * CPU_PERIOD_US)));
   if (version === "v2") return [["cpu.max", `${quota} ${CPU_PERIOD_US}`, "required"]];
-  return [["cpu.cfs_period_us", String(CPU_PERIOD_US), "required"], ["cpu.cfs_quota_us", quota, "required"]];
+  return [
+    ["cpu.cfs_period_us", String(CPU_PERIOD_US), "required"],
+    ["cpu.cfs_quota_us", quota, "required"],
+  ];
 }
 
 const LIMIT_OF: Record<Controller, keyof RunLimits> = { pids: "pids", memory: "memoryBytes", cpu: "cpus" };

@@ -9,15 +9,25 @@ const nonEmpty = z.string().min(1);
 const posInt = z.number().int().positive();
 const absolute = nonEmpty.refine((p) => isAbsolute(p), "must be an absolute path");
 const DOMAIN = /^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*$/;
-const skillName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, "letters, digits, . _ - only").refine((n) => !n.includes(".."), "must not contain ..");
+const skillName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, "letters, digits, . _ - only")
+  .refine((n) => !n.includes(".."), "must not contain ..");
 
 export const SkillSpecSchema = z.object({ name: skillName, path: absolute });
 export type SkillSpec = z.infer<typeof SkillSpecSchema>;
 
 export const ConfigHomeOptionsSchema = z.object({
-  instanceId: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/).refine((n) => !n.includes("..")),
+  instanceId: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/)
+    .refine((n) => !n.includes("..")),
   instanceRoot: absolute.optional(),
-  runId: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/).refine((n) => !n.includes("..")).optional(),
+  runId: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/)
+    .refine((n) => !n.includes(".."))
+    .optional(),
   /** Where the operator's `.credentials.json` lives; default host CLAUDE_CONFIG_DIR or ~/.claude. */
   operatorConfigDir: absolute.optional(),
   /**
@@ -56,7 +66,9 @@ export const RunTurnOptionsSchema = z.strictObject({
   /** With `resume`: continue in a new session id instead of the resumed one. */
   forkSession: z.boolean().optional(),
   /** The CLI's `--permission-mode`; `bypassPermissions` as root needs `sandboxed`. */
-  permissionMode: z.enum(["acceptEdits", "auto", "bypassPermissions", "default", "manual", "dontAsk", "plan"]).optional(),
+  permissionMode: z
+    .enum(["acceptEdits", "auto", "bypassPermissions", "default", "manual", "dontAsk", "plan"])
+    .optional(),
   /** Pass `--dangerously-skip-permissions`; as root it needs `sandboxed`. */
   skipPermissions: z.boolean().optional(),
   /** The run is inside a sandbox: sets `IS_SANDBOX=1` (removed from the env otherwise). */
@@ -69,7 +81,9 @@ export const RunTurnOptionsSchema = z.strictObject({
    */
   toolSandbox: z
     .strictObject({
-      allowDomains: z.array(z.string().regex(DOMAIN, "must be a host name like example.com or *.example.com")).readonly(),
+      allowDomains: z
+        .array(z.string().regex(DOMAIN, "must be a host name like example.com or *.example.com"))
+        .readonly(),
       denyRead: z.array(absolute).readonly(),
     })
     .optional(),
@@ -118,7 +132,9 @@ export const RunTurnOptionsSchema = z.strictObject({
   /** Aborting it ends the run like a timeout. */
   signal: z.instanceof(AbortSignal).optional(),
   /** Where warnings go (pino-compatible; default silent). */
-  logger: z.custom<Logger>((v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function").optional(),
+  logger: z
+    .custom<Logger>((v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function")
+    .optional(),
   /** Called with each stderr line of the CLI. */
   onStderr: z.custom<(line: string) => void>((v) => typeof v === "function").optional(),
   /** Per-run CLAUDE_CONFIG_DIR (see config-home.ts). */

@@ -46,14 +46,22 @@ function containmentDetail(c: Containment): string {
 type Report = (name: string, status: CheckStatus, detail: string) => void;
 
 /** The claude binary, if it resolves and runs `--version`. */
-async function checkCli(options: DoctorOptions, env: Record<string, string | undefined>, report: Report): Promise<string | undefined> {
+async function checkCli(
+  options: DoctorOptions,
+  env: Record<string, string | undefined>,
+  report: Report,
+): Promise<string | undefined> {
   let bin: string | undefined;
   try {
     bin = resolveClaudeBin({ claudeBin: options.claudeBin, env });
     report("cli", "pass", `${bin} (${await cliVersion(bin)})`);
     return bin;
   } catch (err) {
-    report("cli", "fail", bin === undefined ? (err as Error).message : `${bin} does not run: ${(err as Error).message.split("\n")[0]}`);
+    report(
+      "cli",
+      "fail",
+      bin === undefined ? (err as Error).message : `${bin} does not run: ${(err as Error).message.split("\n")[0]}`,
+    );
     return undefined;
   }
 }
@@ -83,14 +91,23 @@ function checkAuth(env: Record<string, string | undefined>, report: Report): boo
   if (viaEnv !== undefined) report("auth", "pass", `from the environment (${viaEnv.replace("_", " ")})`);
   else if (existsSync(credential)) report("auth", "pass", `subscription credential at ${credential}`);
   else {
-    report("auth", "fail", `no ANTHROPIC_API_KEY / auth token in the environment and no credential at ${credential}; run \`claude auth login\``);
+    report(
+      "auth",
+      "fail",
+      `no ANTHROPIC_API_KEY / auth token in the environment and no credential at ${credential}; run \`claude auth login\``,
+    );
     return false;
   }
   return true;
 }
 
 /** One live stream-json turn in a per-run config home. */
-async function probeTurn(options: DoctorOptions, env: Record<string, string | undefined>, bin: string, report: Report): Promise<void> {
+async function probeTurn(
+  options: DoctorOptions,
+  env: Record<string, string | undefined>,
+  bin: string,
+  report: Report,
+): Promise<void> {
   try {
     const h = runTurn({
       cwd: options.cwd,
@@ -118,7 +135,10 @@ async function probeTurn(options: DoctorOptions, env: Record<string, string | un
   }
 }
 
-export async function runChecks(options: DoctorOptions, onResult: (r: CheckResult) => void = () => {}): Promise<CheckResult[]> {
+export async function runChecks(
+  options: DoctorOptions,
+  onResult: (r: CheckResult) => void = () => {},
+): Promise<CheckResult[]> {
   const env = options.env ?? process.env;
   const results: CheckResult[] = [];
   const report: Report = (name, status, detail) => {

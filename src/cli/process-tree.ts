@@ -242,7 +242,7 @@ export class ProcessTree {
       if (since !== undefined && Number(p.start) < since) continue;
       if (ok(p) && !members.has(p.pid) && carriesMarker(p.pid, this.markerBytes)) members.add(p.pid);
     }
-    for (let changed = true; changed; ) {
+    for (let changed = true; changed;) {
       changed = false;
       const groups = new Set<number>();
       for (const pid of members) {

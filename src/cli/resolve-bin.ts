@@ -55,7 +55,10 @@ export interface ResolveBinOptions {
 export function resolveClaudeBin(options: ResolveBinOptions = {}): string {
   const env = options.env ?? process.env;
   const explicit = (label: string, value: string): string => {
-    const path = isAbsolute(value) || value.includes("/") ? resolve(options.cwd ?? process.cwd(), value) : onPath(value, env["PATH"]);
+    const path =
+      isAbsolute(value) || value.includes("/")
+        ? resolve(options.cwd ?? process.cwd(), value)
+        : onPath(value, env["PATH"]);
     if (path !== undefined && executable(path)) return path;
     throw new CliNotFoundError([`${label}=${value}`]);
   };

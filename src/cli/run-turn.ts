@@ -15,8 +15,22 @@ import { buildArgs } from "./args.ts";
 import { Channel } from "./channel.ts";
 import { createConfigHome, type AuthSource, type ConfigHome } from "./config-home.ts";
 import { buildEnv, envAuth } from "./env.ts";
-import { badOptions, ClaudeCodeCliError, LimitExceededError, LostSessionError, type RunnerErrorKind } from "./errors.ts";
-import { fileBlocksOf, isLimitKind, limitSupport, LimitWatch, RunLimitGroups, sizeText, type LimitHit } from "./limits.ts";
+import {
+  badOptions,
+  ClaudeCodeCliError,
+  LimitExceededError,
+  LostSessionError,
+  type RunnerErrorKind,
+} from "./errors.ts";
+import {
+  fileBlocksOf,
+  isLimitKind,
+  limitSupport,
+  LimitWatch,
+  RunLimitGroups,
+  sizeText,
+  type LimitHit,
+} from "./limits.ts";
 import { silentLogger, stringField, type Logger } from "../kernel/index.ts";
 import {
   NATIVE_SKILLS_REFUSED,
@@ -108,7 +122,12 @@ const STDERR_KEEP = 64 * 1024;
  * here, before the CLI would refuse it with a less helpful message.
  */
 function sandboxClaim(o: CheckedRunTurnOptions): "1" | undefined {
-  const bypass = o.skipPermissions === true ? "skipPermissions" : o.permissionMode === "bypassPermissions" ? "permissionMode" : undefined;
+  const bypass =
+    o.skipPermissions === true
+      ? "skipPermissions"
+      : o.permissionMode === "bypassPermissions"
+        ? "permissionMode"
+        : undefined;
   if (bypass === undefined || process.getuid?.() !== 0) return undefined;
   if (o.sandboxed !== true) {
     throw badOptions(
@@ -178,11 +197,19 @@ export type CliInput = "prompt" | "stream-json";
  * binary, the per-run config home and skills, the argv, containment and the spawn. A cold turn and a
  * warm process start the same way, so a warm process behaves as the cold runs it replaces.
  */
-export function startCli(o: CheckedRunTurnOptions, sessionFile: Uint8Array | undefined, input: CliInput): SuperviseContext & { child: ChildProcess } {
+export function startCli(
+  o: CheckedRunTurnOptions,
+  sessionFile: Uint8Array | undefined,
+  input: CliInput,
+): SuperviseContext & { child: ChildProcess } {
   checkSessionFile(o, sessionFile);
   const logger = o.logger ?? silentLogger;
   const marker = randomUUID();
-  const overlay: Record<string, string | undefined> = { ...o.env, IS_SANDBOX: sandboxClaim(o), [TREE_MARKER_VAR]: marker };
+  const overlay: Record<string, string | undefined> = {
+    ...o.env,
+    IS_SANDBOX: sandboxClaim(o),
+    [TREE_MARKER_VAR]: marker,
+  };
   const env = buildEnv({ overlay, isolate: o.isolate });
   if (o.trustWorkspace !== true) guardGit(env);
   // From the host's own environment, never the run's: an overlay must not pick the program.
@@ -348,10 +375,14 @@ function spawnContained(
   let watchdog: WatchdogHandle | undefined;
   try {
     const limits = o.limits;
-    limitGroups = limits === undefined ? undefined : RunLimitGroups.create(limitSupport(c, logger), cgroup, marker, limits);
+    limitGroups =
+      limits === undefined ? undefined : RunLimitGroups.create(limitSupport(c, logger), cgroup, marker, limits);
     const bounds = { enter: limitGroups?.enter ?? [], fileBlocks: fileBlocksOf(o.limits) };
     const launch = launchCommand(c, cgroup, bin, args, bounds);
-    logger.debug({ bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")), containment: c.kind }, "spawning claude");
+    logger.debug(
+      { bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")), containment: c.kind },
+      "spawning claude",
+    );
     // Announced before the spawn: a host killed the moment after still has a watchdog that knows the run.
     const killGraceMs = o.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
     const watched = { marker, killGraceMs, cgroup: cgroup?.path, limitCgroups: limitGroups?.enter };
@@ -525,11 +556,12 @@ export class TreeEnding {
   reap(): Promise<void> {
     this.#reaped ??= new Promise<void>((resolve) => {
       clearTimeout(this.#killTimer);
-      const done = (): void => void this.#lastLook().then(async () => {
-        await this.#scope.release(this.#logger);
-        await this.#groups?.release();
-        resolve();
-      });
+      const done = (): void =>
+        void this.#lastLook().then(async () => {
+          await this.#scope.release(this.#logger);
+          await this.#groups?.release();
+          resolve();
+        });
       if (this.#scope.members().length === 0) return done();
       if (this.reason === undefined) this.#terminate();
       const check = (): void => {
@@ -585,7 +617,8 @@ export class StdoutLines {
     this.count++;
     if (p.category === "known" || p.category === "unknown") {
       const line = p.line;
-      if (line["type"] === "system" && line["subtype"] === "init") this.sessionId = stringField(line, "session_id") ?? this.sessionId;
+      if (line["type"] === "system" && line["subtype"] === "init")
+        this.sessionId = stringField(line, "session_id") ?? this.sessionId;
       if (line["type"] === "result") {
         this.lastResult = line;
         this.sessionId = stringField(line, "session_id") ?? this.sessionId;
@@ -650,7 +683,10 @@ export interface WatchedTree {
 /** Starts watching a spawned CLI's tree (cold runs and warm processes alike). */
 export function watchTree(child: ChildProcess, ctx: SuperviseContext): WatchedTree {
   // The run's processes: its cgroup (everything the CLI started, wherever it went) and the /proc walk.
-  const scope = new RunScope(child.pid === undefined ? undefined : new ProcessTree(child.pid, ctx.marker, ctx.mark), ctx.cgroup);
+  const scope = new RunScope(
+    child.pid === undefined ? undefined : new ProcessTree(child.pid, ctx.marker, ctx.mark),
+    ctx.cgroup,
+  );
   const untrack = child.pid === undefined ? undefined : trackTree(scope);
   const watchdog = ctx.watchdog;
   if (child.pid === undefined) watchdog?.stop();
@@ -688,7 +724,18 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
         watchdog?.stop();
         untrack?.();
         const sessionFile = finishOutput(ctx, stdout, stderr);
-        const end: RunEnd = { code, sig, spawnError, ending: ending.reason, limitDetail: ending.limitDetail, stdout, stderrTail: stderr.tail, started, pid: child.pid!, sessionFile };
+        const end: RunEnd = {
+          code,
+          sig,
+          spawnError,
+          ending: ending.reason,
+          limitDetail: ending.limitDetail,
+          stdout,
+          stderrTail: stderr.tail,
+          started,
+          pid: child.pid!,
+          sessionFile,
+        };
         try {
           resolve(settleOutcome(ctx, end));
         } catch (err) {
@@ -717,7 +764,13 @@ function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
 }
 
 /** The prompt goes to stdin; stdout and stderr feed the line pumps (stdout output also counts as activity). */
-function connectStdio(child: ChildProcess, prompt: string | undefined, ending: TreeEnding, stdout: StdoutLines, stderr: StderrLines): void {
+function connectStdio(
+  child: ChildProcess,
+  prompt: string | undefined,
+  ending: TreeEnding,
+  stdout: StdoutLines,
+  stderr: StderrLines,
+): void {
   child.stdout!.on("data", (chunk: Buffer) => {
     ending.activity();
     stdout.push(chunk);
@@ -795,7 +848,10 @@ export function settleOutcome(ctx: SuperviseContext, end: RunEnd): TurnOutcome {
     };
   }
   if (end.ending !== undefined) {
-    throw new ClaudeCodeCliError(`the claude CLI ${endingText(ctx.o, end.ending)}; its process tree was ended`, { ...fields, kind: end.ending });
+    throw new ClaudeCodeCliError(`the claude CLI ${endingText(ctx.o, end.ending)}; its process tree was ended`, {
+      ...fields,
+      kind: end.ending,
+    });
   }
   throw resultFailure(ctx.o, end, fields);
 }
@@ -855,12 +911,15 @@ function resultFailure(o: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields
   const resultFields = {
     ...fields,
     subtype: stringField(r, "subtype"),
-    errors: Array.isArray(r["errors"]) ? (r["errors"] as unknown[]).map((e) => (typeof e === "string" ? e : JSON.stringify(e))) : [],
+    errors: Array.isArray(r["errors"])
+      ? (r["errors"] as unknown[]).map((e) => (typeof e === "string" ? e : JSON.stringify(e)))
+      : [],
     terminalReason: stringField(r, "terminal_reason"),
     apiErrorStatus: typeof r["api_error_status"] === "number" ? r["api_error_status"] : undefined,
   };
   const kind = end.stdout.lastKind ?? "no_result";
-  if (kind === "lost_session" && o.resume !== undefined) return new LostSessionError(o.resume, o.threadId, resultFields);
+  if (kind === "lost_session" && o.resume !== undefined)
+    return new LostSessionError(o.resume, o.threadId, resultFields);
   const message =
     kind === "no_result"
       ? `the claude CLI ended (exit ${String(end.code)}${end.sig === null ? "" : `, ${end.sig}`}) without a result line`

@@ -38,7 +38,6 @@ export const SANDBOX_PROGRAMS = ["bwrap", "socat"] as const;
 
 export const SANDBOX_INSTALL_HINT = "install bubblewrap and socat (Debian/Ubuntu: apt-get install bubblewrap socat)";
 
-
 export type SandboxProbe = { ok: true; detail: string } | { ok: false; detail: string };
 
 /**

@@ -88,8 +88,10 @@ export function sameCwd(held: string, cwd: string): boolean {
 
 /** Resume is cwd-aware: the CLI only finds a session under its cwd's project folder. */
 function planResume(stored: StoredSession | undefined, cwd: string): ResumePlan {
-  if (stored === undefined) return { resume: undefined, sessionFile: undefined, freshReason: "new_thread", abandoned: undefined };
-  if (!sameCwd(stored.cwd, cwd)) return { resume: undefined, sessionFile: undefined, freshReason: "cwd_changed", abandoned: stored.sessionId };
+  if (stored === undefined)
+    return { resume: undefined, sessionFile: undefined, freshReason: "new_thread", abandoned: undefined };
+  if (!sameCwd(stored.cwd, cwd))
+    return { resume: undefined, sessionFile: undefined, freshReason: "cwd_changed", abandoned: stored.sessionId };
   return { resume: stored.sessionId, sessionFile: stored.sessionFile, freshReason: undefined, abandoned: undefined };
 }
 
@@ -176,7 +178,18 @@ async function driveThreadTurn(
     outcome = await runs.start(plan).outcome;
   }
   if (outcome.sessionId !== undefined) {
-    await store.set(threadId, { sessionId: outcome.sessionId, cwd, updatedAt: Date.now(), sessionFile: outcome.sessionFile });
+    await store.set(threadId, {
+      sessionId: outcome.sessionId,
+      cwd,
+      updatedAt: Date.now(),
+      sessionFile: outcome.sessionFile,
+    });
   }
-  return { ...outcome, threadId, resumed: plan.resume !== undefined, freshReason: plan.freshReason, abandonedSessionId: plan.abandoned };
+  return {
+    ...outcome,
+    threadId,
+    resumed: plan.resume !== undefined,
+    freshReason: plan.freshReason,
+    abandonedSessionId: plan.abandoned,
+  };
 }

@@ -40,7 +40,9 @@ function readJournal(files: WorkspaceFiles): Journal | undefined {
   if (bytes === undefined) return undefined;
   try {
     const j = JSON.parse(bytes.toString("utf8")) as Journal;
-    const entries = Array.isArray(j.entries) ? j.entries.filter((e) => typeof e?.name === "string" && NAME.test(e.name) && !e.name.includes("..")) : [];
+    const entries = Array.isArray(j.entries)
+      ? j.entries.filter((e) => typeof e?.name === "string" && NAME.test(e.name) && !e.name.includes(".."))
+      : [];
     const claudeMd = typeof j.claudeMd === "string" ? j.claudeMd : null;
     // A journal from before claudeMdTouched existed always listed its skills in CLAUDE.md.
     const claudeMdTouched = j.claudeMdTouched !== false;

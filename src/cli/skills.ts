@@ -34,7 +34,11 @@ export const SKILL_INSTRUCTION =
 const INSTRUCTION = `${INSTRUCTION_MARK}\n${SKILL_INSTRUCTION}`;
 
 function checkName(name: string): void {
-  if (!NAME.test(name) || name.includes("..")) throw badOptions("skills.name", `skill name ${JSON.stringify(name)} must be letters, digits, . _ - and contain no ..`);
+  if (!NAME.test(name) || name.includes(".."))
+    throw badOptions(
+      "skills.name",
+      `skill name ${JSON.stringify(name)} must be letters, digits, . _ - and contain no ..`,
+    );
 }
 
 function inside(parent: string, child: string): boolean {
@@ -103,7 +107,10 @@ export function skillDescription(skillMd: string): string | undefined {
 function descriptionOf(text: string): string | undefined {
   const fm = /^---\r?\n([\s\S]*?)\r?\n---/.exec(text);
   const line = fm?.[1]?.split(/\r?\n/).find((l) => l.startsWith("description:"));
-  const value = line?.slice("description:".length).trim().replace(/^["']|["']$/g, "");
+  const value = line
+    ?.slice("description:".length)
+    .trim()
+    .replace(/^["']|["']$/g, "");
   return value === undefined || value === "" ? undefined : value.replace(/\s+/g, " ").slice(0, 300);
 }
 
@@ -120,7 +127,10 @@ export function pointClaudeMdAtSkills(cwd: string): string[] {
       return undefined; // a SKILL.md that is a link or no regular file is no skill
     }
   };
-  const names = files.folders(SKILLS_DIR).filter((n) => NAME.test(n) && skillText(n) !== undefined).sort();
+  const names = files
+    .folders(SKILLS_DIR)
+    .filter((n) => NAME.test(n) && skillText(n) !== undefined)
+    .sort();
   const existing = files.read("CLAUDE.md")?.toString("utf8") ?? "";
   const added = names.filter((n) => !existing.includes(`${SKILLS_DIR}/${n}/SKILL.md`));
   if (added.length === 0) return [];
@@ -168,7 +178,8 @@ function placeSkills(skills: readonly SkillSpec[], root: string): ListedSkill[] 
     checkName(s.name);
     const src = sourceOf(s.path);
     const target = resolve(root, s.name);
-    if (!inside(root, target) || target === root) throw badOptions("skills.name", "skill target must stay inside the skills dir");
+    if (!inside(root, target) || target === root)
+      throw badOptions("skills.name", "skill target must stay inside the skills dir");
     let linked = false;
     if (src.dir !== undefined) {
       try {

@@ -119,7 +119,10 @@ export class WarmPool {
     let total = [...rss.values()].reduce((a, b) => a + b, 0);
     for (const [s, bytes] of rss) {
       if (total <= cap) break;
-      this.#logger.info({ session: s, rssBytes: bytes, totalBytes: total }, "warm pool over its memory cap; ending the least recently used");
+      this.#logger.info(
+        { session: s, rssBytes: bytes, totalBytes: total },
+        "warm pool over its memory cap; ending the least recently used",
+      );
       void this.#evict(s, "evicted");
       total -= bytes;
     }

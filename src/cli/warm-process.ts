@@ -11,7 +11,12 @@ import { stableJson } from "../kernel/index.ts";
 import type { ParsedLine } from "../protocol/index.ts";
 import { residentBytes } from "./limits.ts";
 import { badOptions, ClaudeCodeCliError, type RunnerErrorKind } from "./errors.ts";
-import { validateRunTurnOptions, validateTurnDeadlines, type CheckedRunTurnOptions, type RunTurnOptions } from "./options.ts";
+import {
+  validateRunTurnOptions,
+  validateTurnDeadlines,
+  type CheckedRunTurnOptions,
+  type RunTurnOptions,
+} from "./options.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
 import {
   captureSession,
@@ -111,11 +116,26 @@ export function warmFingerprint(options: WarmProcessOptions): string {
 
 function fingerprintOf(o: CheckedRunTurnOptions): string {
   // How the process started (resume, fork) and how it is watched do not change the turns it answers.
-  const { resume: _r, forkSession: _f, logger: _l, onStderr: _o, threadId: _t, killGraceMs: _k, watchdog: _w, ...shaping } = o;
+  const {
+    resume: _r,
+    forkSession: _f,
+    logger: _l,
+    onStderr: _o,
+    threadId: _t,
+    killGraceMs: _k,
+    watchdog: _w,
+    ...shaping
+  } = o;
   const bin = resolveClaudeBin({ claudeBin: o.claudeBin });
   // A run id only names the home's folder; which home it is comes from the rest.
   const configHome = o.configHome === undefined ? undefined : { ...o.configHome, runId: undefined };
-  const material = { ...shaping, configHome, bin: fileIdentity(bin), settings: fileContent(o.settingsFile), mcp: fileContent(o.mcpConfigFile) };
+  const material = {
+    ...shaping,
+    configHome,
+    bin: fileIdentity(bin),
+    settings: fileContent(o.settingsFile),
+    mcp: fileContent(o.mcpConfigFile),
+  };
   return createHmac("sha256", FINGERPRINT_KEY).update(stableJson(material)).digest("hex");
 }
 
@@ -232,10 +252,18 @@ class WarmCli implements WarmProcess {
       return Promise.reject(err as Error);
     }
     // A second message while a turn runs would be folded into that turn, not answered on its own.
-    if (this.#turn !== undefined) return Promise.reject(new ClaudeCodeCliError("a turn is already running in this warm claude process", { kind: "bad_options", retryable: false }));
+    if (this.#turn !== undefined)
+      return Promise.reject(
+        new ClaudeCodeCliError("a turn is already running in this warm claude process", {
+          kind: "bad_options",
+          retryable: false,
+        }),
+      );
     if (!this.alive) {
       const why = this.dead?.reason ?? "closed";
-      return Promise.reject(new ClaudeCodeCliError(`the warm claude process is gone (${why})`, { kind: "no_result", retryable: true }));
+      return Promise.reject(
+        new ClaudeCodeCliError(`the warm claude process is gone (${why})`, { kind: "no_result", retryable: true }),
+      );
     }
     this.#stdout.beginTurn();
     return new Promise<TurnOutcome>((resolve, reject) => {
@@ -276,7 +304,18 @@ class WarmCli implements WarmProcess {
     const sessionFile = captureSession(this.#ctx, stdout.sessionId);
     // A limit hit since the last look fails the turn (and ends the process) as it would a cold run.
     const hit = this.#tree.ending.limitHitNow();
-    const end: RunEnd = { code: null, sig: null, spawnError: undefined, ending: hit?.kind, limitDetail: hit?.detail, stdout, stderrTail: this.#stderr.tail, started: t.started, pid: this.pid!, sessionFile };
+    const end: RunEnd = {
+      code: null,
+      sig: null,
+      spawnError: undefined,
+      ending: hit?.kind,
+      limitDetail: hit?.detail,
+      stdout,
+      stderrTail: this.#stderr.tail,
+      started: t.started,
+      pid: this.pid!,
+      sessionFile,
+    };
     try {
       t.resolve(settleOutcome(this.#ctx, end));
     } catch (err) {
@@ -288,12 +327,32 @@ class WarmCli implements WarmProcess {
   #failTurn(code: number | null, sig: NodeJS.Signals | null): void {
     const t = this.#takeTurn();
     if (t === undefined) return;
-    const ctx = { ...this.#ctx, o: { ...this.#ctx.o, timeoutMs: t.options.timeoutMs, inactivityTimeoutMs: t.options.inactivityTimeoutMs } };
+    const ctx = {
+      ...this.#ctx,
+      o: { ...this.#ctx.o, timeoutMs: t.options.timeoutMs, inactivityTimeoutMs: t.options.inactivityTimeoutMs },
+    };
     const stdout = this.#stdout;
-    const end: RunEnd = { code, sig, spawnError: this.#spawnError, ending: this.#tree.ending.reason, limitDetail: this.#tree.ending.limitDetail, stdout, stderrTail: this.#stderr.tail, started: t.started, pid: this.pid ?? 0, sessionFile: undefined };
+    const end: RunEnd = {
+      code,
+      sig,
+      spawnError: this.#spawnError,
+      ending: this.#tree.ending.reason,
+      limitDetail: this.#tree.ending.limitDetail,
+      stdout,
+      stderrTail: this.#stderr.tail,
+      started: t.started,
+      pid: this.pid ?? 0,
+      sessionFile: undefined,
+    };
     try {
       settleOutcome(ctx, end);
-      t.reject(new ClaudeCodeCliError("the warm claude process ended before the turn's result", { kind: "no_result", exitCode: code, signal: sig }));
+      t.reject(
+        new ClaudeCodeCliError("the warm claude process ended before the turn's result", {
+          kind: "no_result",
+          exitCode: code,
+          signal: sig,
+        }),
+      );
     } catch (err) {
       t.reject(err as Error);
     }

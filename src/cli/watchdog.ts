@@ -176,7 +176,8 @@ class HostWatchdog {
     // Killed from outside while we live: the next change starts a new one with the full list.
     child.once("exit", () => {
       if (this.#child === child) this.#child = undefined;
-      if (this.#runs.size > 0) queueMicrotask(() => this.#child === undefined && this.#runs.size > 0 && this.#publish());
+      if (this.#runs.size > 0)
+        queueMicrotask(() => this.#child === undefined && this.#runs.size > 0 && this.#publish());
     });
     // The watchdog must never keep the host's event loop alive.
     child.unref();

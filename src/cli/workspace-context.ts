@@ -77,7 +77,9 @@ export function workspaceSkills(cwd: string): ListedSkill[] {
 
 function skillList(skills: readonly ListedSkill[]): string | undefined {
   if (skills.length === 0) return undefined;
-  const lines = skills.map((s) => `- \`${s.name}\`: read \`${s.path}\`${s.description === undefined ? "" : ` — ${s.description}`}`);
+  const lines = skills.map(
+    (s) => `- \`${s.name}\`: read \`${s.path}\`${s.description === undefined ? "" : ` — ${s.description}`}`,
+  );
   return `${SKILL_INSTRUCTION}\n${lines.join("\n")}`;
 }
 

@@ -152,7 +152,9 @@ export class WorkspaceFiles {
 
   /** Each folder between the root and `rel` that exists must be a real folder. */
   #checkParents(rel: string): void {
-    const parts = normalize(rel).split(sep).filter((p) => p !== "");
+    const parts = normalize(rel)
+      .split(sep)
+      .filter((p) => p !== "");
     let current = this.root;
     for (const part of parts.slice(0, -1)) {
       current = join(current, part);
@@ -167,7 +169,9 @@ export class WorkspaceFiles {
   mkdir(rel: string): void {
     this.path(rel);
     let current = this.root;
-    for (const part of normalize(rel).split(sep).filter((p) => p !== "")) {
+    for (const part of normalize(rel)
+      .split(sep)
+      .filter((p) => p !== "")) {
       current = join(current, part);
       let st = lstatOrUndefined(current);
       if (st === undefined) {

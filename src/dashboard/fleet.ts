@@ -23,7 +23,8 @@ import {
 import { contextOf, type RequestContext } from "./context.ts";
 import { queueView, type QueueView } from "./queue-view.ts";
 
-export type FleetEvent = { type: "row"; row: SessionRow } | { type: "pending"; pending: PendingView[] } | { type: "queue"; queue: QueueView };
+export type FleetEvent =
+  { type: "row"; row: SessionRow } | { type: "pending"; pending: PendingView[] } | { type: "queue"; queue: QueueView };
 
 export interface PendingView extends PendingRequest {
   context: RequestContext | null;
@@ -37,7 +38,13 @@ function shownPending(p: PendingRequest): PendingRequest {
   const line = (text: string): string => forTerminal(text);
   const block = (text: string): string => forTerminal(text, { multiline: true });
   const description = p.description === undefined ? undefined : line(p.description);
-  return { ...p, tool: line(p.tool), input: block(p.input), command: p.command === undefined ? undefined : block(p.command), description };
+  return {
+    ...p,
+    tool: line(p.tool),
+    input: block(p.input),
+    command: p.command === undefined ? undefined : block(p.command),
+    description,
+  };
 }
 
 export interface FleetOptions {
@@ -93,7 +100,8 @@ export class Fleet {
   /** A session's state folded up to the end of its log: its read model, then the events after it. */
   async state(session: string): Promise<ProjectionState> {
     let s = this.#states.get(session);
-    if (s === undefined) s = (await readModel(this.#o.redis, session, { prefix: this.#o.log.prefix }))?.state ?? initialState();
+    if (s === undefined)
+      s = (await readModel(this.#o.redis, session, { prefix: this.#o.log.prefix }))?.state ?? initialState();
     for await (const env of this.#o.log.read(session, { fromSeq: s.lastSeq + 1 })) applyEvent(s, env);
     this.#states.delete(session);
     this.#states.set(session, s);
@@ -126,7 +134,11 @@ export class Fleet {
     const states = new Map<string, Promise<ProjectionState | undefined>>();
     const stateOf = (session: string): Promise<ProjectionState | undefined> => {
       let p = states.get(session);
-      if (p === undefined) states.set(session, (p = this.#foldable(session).then(({ foldable }) => (foldable ? this.state(session) : undefined))));
+      if (p === undefined)
+        states.set(
+          session,
+          (p = this.#foldable(session).then(({ foldable }) => (foldable ? this.state(session) : undefined))),
+        );
       return p;
     };
     const context = async (p: PendingRequest): Promise<RequestContext | null> => {
@@ -144,7 +156,10 @@ export class Fleet {
     this.#ac = new AbortController();
     if (isCluster(this.#o.redis)) {
       // One blocking read cannot span a cluster's slots: the fleet views show what they loaded.
-      this.#logger.warn({}, "dashboard: on a Redis Cluster the sessions, decisions and queue views do not update live; reload them");
+      this.#logger.warn(
+        {},
+        "dashboard: on a Redis Cluster the sessions, decisions and queue views do not update live; reload them",
+      );
       return;
     }
     this.#loop = this.#watch(this.#ac.signal).catch((err: unknown) => {
@@ -178,7 +193,8 @@ export class Fleet {
       } catch (err) {
         if (signal.aborted) break;
         // Said once per outage; retried ever more slowly, up to every 30 s.
-        if (failures++ === 0) this.#logger.warn({ err: (err as Error).message }, "dashboard: fleet watch read failed; retrying");
+        if (failures++ === 0)
+          this.#logger.warn({ err: (err as Error).message }, "dashboard: fleet watch read failed; retrying");
         await new Promise((r) => setTimeout(r, Math.min(30_000, 500 * 2 ** failures)));
       }
     }
@@ -192,7 +208,9 @@ export class Fleet {
     }
     const keys = sessions.map((s) => this.#o.log.keys(s).events);
     const ids = sessions.map((s) => this.#lastIds.get(s)!);
-    const reply = (await conn.xread("COUNT", 1000, "BLOCK", BLOCK_MS, "STREAMS", ...keys, ...ids)) as Array<[string, Array<[string, string[]]>]> | null;
+    const reply = (await conn.xread("COUNT", 1000, "BLOCK", BLOCK_MS, "STREAMS", ...keys, ...ids)) as Array<
+      [string, Array<[string, string[]]>]
+    > | null;
     if (reply === null || signal.aborted) return;
     for (const [key, entries] of reply) {
       const session = sessions[keys.indexOf(key)];

@@ -5,7 +5,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 export { BodyTooLargeError, readBody, sendJson } from "../kernel/index.ts";
 
 /** Strict CSP: only this origin's files run; no inline script or style, no framing. */
-export const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+export const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 export function securityHeaders(res: ServerResponse): void {
   res.setHeader("Content-Security-Policy", CSP);
@@ -16,7 +17,13 @@ export function securityHeaders(res: ServerResponse): void {
   res.setHeader("Cross-Origin-Resource-Policy", "same-origin");
 }
 
-export function sendText(res: ServerResponse, status: number, text: string, type = "text/plain; charset=utf-8", extra: Record<string, string> = {}): void {
+export function sendText(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  type = "text/plain; charset=utf-8",
+  extra: Record<string, string> = {},
+): void {
   res.writeHead(status, { "Content-Type": type, "Content-Length": Buffer.byteLength(text), ...extra });
   res.end(text);
 }
@@ -32,7 +39,12 @@ export interface EventStream {
  */
 export function eventStream(req: IncomingMessage, res: ServerResponse): EventStream {
   const ac = new AbortController();
-  res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", Connection: "keep-alive", "X-Accel-Buffering": "no" });
+  res.writeHead(200, {
+    "Content-Type": "text/event-stream; charset=utf-8",
+    "Cache-Control": "no-store",
+    Connection: "keep-alive",
+    "X-Accel-Buffering": "no",
+  });
   res.flushHeaders();
   res.socket?.setNoDelay(true);
   const ping = setInterval(() => res.write(": ping\n\n"), 15_000);

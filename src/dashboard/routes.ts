@@ -7,7 +7,15 @@ import { replaySession, UnknownSessionError, type ProjectionState } from "../pro
 import type { Fleet, FleetEvent } from "./fleet.ts";
 import { eventStream, readBody, sendJson, sendText } from "./http.ts";
 import type { Guard } from "./security.ts";
-import { noteTrace, pageOf, resultAt, trimResults, type SessionPage, type SessionPatch, type TraceIds } from "./session-view.ts";
+import {
+  noteTrace,
+  pageOf,
+  resultAt,
+  trimResults,
+  type SessionPage,
+  type SessionPatch,
+  type TraceIds,
+} from "./session-view.ts";
 import type { WatchedSessions } from "./watched.ts";
 import { attr, type StaticFile } from "./static-files.ts";
 
@@ -46,10 +54,19 @@ export async function fleetStream(ctx: Ctx, req: IncomingMessage, res: ServerRes
   const es = eventStream(req, res);
   const queued: FleetEvent[] = [];
   let ready = false;
-  const send = (e: FleetEvent): void => es.send(e.type, ctx.deep(e.type === "row" ? e.row : e.type === "pending" ? e.pending : e.queue));
+  const send = (e: FleetEvent): void =>
+    es.send(e.type, ctx.deep(e.type === "row" ? e.row : e.type === "pending" ? e.pending : e.queue));
   const off = ctx.fleet.subscribe((e) => (ready ? send(e) : queued.push(e)));
   es.closed.addEventListener("abort", off, { once: true });
-  es.send("hello", ctx.deep({ operator: ctx.guard.operatorOf(req), canDecide: ctx.operatorKey !== undefined, traceUrl: ctx.traceUrl, prefix: ctx.log.prefix }));
+  es.send(
+    "hello",
+    ctx.deep({
+      operator: ctx.guard.operatorOf(req),
+      canDecide: ctx.operatorKey !== undefined,
+      traceUrl: ctx.traceUrl,
+      prefix: ctx.log.prefix,
+    }),
+  );
   const [rows, pending, queue] = await Promise.all([ctx.fleet.rows(), ctx.fleet.pending(), ctx.fleet.queue()]);
   es.send("sessions", ctx.deep(rows));
   es.send("pending", ctx.deep(pending));
@@ -93,17 +110,27 @@ export async function resultRoute(ctx: Ctx, res: ServerResponse, session: string
 const sentPatches = new WeakMap<SessionPatch, SessionPatch>();
 
 /** One session: its state folded from the log, then a patch per new event, from the log's tail. */
-export async function sessionStream(ctx: Ctx, req: IncomingMessage, res: ServerResponse, session: string): Promise<void> {
+export async function sessionStream(
+  ctx: Ctx,
+  req: IncomingMessage,
+  res: ServerResponse,
+  session: string,
+): Promise<void> {
   const es = eventStream(req, res);
-  await ctx.watched.watch(session, {
-    snapshot: (state, traces) => es.send("snapshot", sentPage(ctx, pageOf(session, state, traces, state.lastSeq, ctx.traceUrl))),
-    patch(patch) {
-      let sent = sentPatches.get(patch);
-      if (sent === undefined) sentPatches.set(patch, (sent = sentPatch(ctx, patch)));
-      es.send("patch", sent);
+  await ctx.watched.watch(
+    session,
+    {
+      snapshot: (state, traces) =>
+        es.send("snapshot", sentPage(ctx, pageOf(session, state, traces, state.lastSeq, ctx.traceUrl))),
+      patch(patch) {
+        let sent = sentPatches.get(patch);
+        if (sent === undefined) sentPatches.set(patch, (sent = sentPatch(ctx, patch)));
+        es.send("patch", sent);
+      },
+      end: () => res.end(),
     },
-    end: () => res.end(),
-  }, es.closed);
+    es.closed,
+  );
 }
 
 /** The session as it stood at event `until`, folded like `turnstream replay --until`. */
@@ -111,7 +138,10 @@ export async function sessionAt(ctx: Ctx, res: ServerResponse, session: string, 
   const traces: TraceIds = {};
   const st = await ctx.log.stat(session);
   if (!st.exists && st.length === 0) return sendJson(res, 404, { error: `no session ${session}` });
-  const state = await replaySession(ctx.log, session, { until: { seq: until }, observers: [{ onEvent: (env) => noteTrace(traces, env) }] });
+  const state = await replaySession(ctx.log, session, {
+    until: { seq: until },
+    observers: [{ onEvent: (env) => noteTrace(traces, env) }],
+  });
   sendJson(res, 200, sentPage(ctx, pageOf(session, state, traces, st.lastSeq, ctx.traceUrl)));
 }
 
@@ -130,7 +160,9 @@ export async function decideRoute(ctx: Ctx, req: IncomingMessage, res: ServerRes
   const refused = ctx.guard.refuseChange(req);
   if (refused !== undefined) return sendJson(res, 403, { error: refused });
   if (ctx.operatorKey === undefined) {
-    return sendJson(res, 503, { error: "this dashboard cannot decide: start it with TURNSTREAM_OPERATOR_KEY naming your operator key file" });
+    return sendJson(res, 503, {
+      error: "this dashboard cannot decide: start it with TURNSTREAM_OPERATOR_KEY naming your operator key file",
+    });
   }
   let body: z.infer<typeof decisionBody>;
   try {
@@ -139,8 +171,21 @@ export async function decideRoute(ctx: Ctx, req: IncomingMessage, res: ServerRes
     return sendJson(res, 400, { error: `bad decision: ${(err as Error).message.slice(0, 300)}` });
   }
   try {
-    const r = await decide({ log: ctx.log, operatorKey: ctx.operatorKey, trustedKeys: ctx.trustedKeys }, { ...body, by: ctx.guard.operatorOf(req) });
-    sendJson(res, 200, ctx.deep({ applied: r.applied, decision: r.decision.decision, by: r.decision.by, seq: r.seq, rule: r.rule?.pattern ?? null }));
+    const r = await decide(
+      { log: ctx.log, operatorKey: ctx.operatorKey, trustedKeys: ctx.trustedKeys },
+      { ...body, by: ctx.guard.operatorOf(req) },
+    );
+    sendJson(
+      res,
+      200,
+      ctx.deep({
+        applied: r.applied,
+        decision: r.decision.decision,
+        by: r.decision.by,
+        seq: r.seq,
+        rule: r.rule?.pattern ?? null,
+      }),
+    );
   } catch (err) {
     if (err instanceof DecisionError) return sendJson(res, 409, ctx.deep({ error: err.message, problem: err.problem }));
     if (err instanceof InvalidRuleError) return sendJson(res, 400, ctx.deep({ error: err.message }));

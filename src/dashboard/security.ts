@@ -67,7 +67,8 @@ function refuseChange(guard: Guard, req: IncomingMessage): string | undefined {
   const site = req.headers["sec-fetch-site"];
   if (site !== undefined && site !== "same-origin") return "cross-site request";
   const origin = req.headers.origin;
-  if (origin !== undefined && origin !== `http://${req.headers.host}` && origin !== `https://${req.headers.host}`) return "cross-origin request";
+  if (origin !== undefined && origin !== `http://${req.headers.host}` && origin !== `https://${req.headers.host}`)
+    return "cross-origin request";
   if (!String(req.headers["content-type"] ?? "").startsWith("application/json")) return "expected application/json";
   const sent = req.headers[CSRF_HEADER];
   if (typeof sent !== "string" || !sameSecret(sent, guard.csrf)) return "missing or wrong CSRF token";

@@ -9,7 +9,16 @@ import { operatorName, type OperatorKey, type OperatorKeyring } from "../decisio
 import { Fleet } from "./fleet.ts";
 import { WatchedSessions } from "./watched.ts";
 import { BodyTooLargeError, securityHeaders, sendJson, sendText } from "./http.ts";
-import { decideRoute, fleetStream, loginRoute, page, resultRoute, sessionAt, sessionStream, type Ctx } from "./routes.ts";
+import {
+  decideRoute,
+  fleetStream,
+  loginRoute,
+  page,
+  resultRoute,
+  sessionAt,
+  sessionStream,
+  type Ctx,
+} from "./routes.ts";
 import { createGuard, isLoopbackHost } from "./security.ts";
 import { loadStaticFiles } from "./static-files.ts";
 
@@ -59,7 +68,9 @@ export interface Dashboard {
 export class DashboardTokenRequiredError extends Error {
   override readonly name = "DashboardTokenRequiredError";
   constructor(host: string) {
-    super(`binding the dashboard to ${host} (not loopback) needs an operator token: set TURNSTREAM_DASHBOARD_TOKEN_FILE (or TURNSTREAM_DASHBOARD_TOKEN)`);
+    super(
+      `binding the dashboard to ${host} (not loopback) needs an operator token: set TURNSTREAM_DASHBOARD_TOKEN_FILE (or TURNSTREAM_DASHBOARD_TOKEN)`,
+    );
   }
 }
 
@@ -102,8 +113,12 @@ function handler(ctx: Ctx, logger: Logger): (req: IncomingMessage, res: ServerRe
     securityHeaders(res);
     if (!ctx.guard.hostAllowed(req)) return sendText(res, 421, "this dashboard answers only to a loopback host name");
     route(ctx, req, res).catch((err: unknown) => {
-      if (!(err instanceof BodyTooLargeError)) logger.warn({ err: ctx.deep((err as Error).message) }, "dashboard: request failed");
-      if (!res.headersSent) sendJson(res, err instanceof BodyTooLargeError ? 413 : 500, { error: err instanceof BodyTooLargeError ? err.message : "internal error" });
+      if (!(err instanceof BodyTooLargeError))
+        logger.warn({ err: ctx.deep((err as Error).message) }, "dashboard: request failed");
+      if (!res.headersSent)
+        sendJson(res, err instanceof BodyTooLargeError ? 413 : 500, {
+          error: err instanceof BodyTooLargeError ? err.message : "internal error",
+        });
       else res.end();
     });
   };
@@ -119,7 +134,11 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const logger = options.logger ?? silentLogger;
   const scrubber = options.scrubber ?? createScrubber({ env: process.env });
   const log = createEventLog({ redis: options.redis, prefix: options.prefix ?? DEFAULT_PREFIX });
-  const queue = createTurnQueue({ redis: options.redis, queuePrefix: options.queuePrefix, queueName: options.queueName });
+  const queue = createTurnQueue({
+    redis: options.redis,
+    queuePrefix: options.queuePrefix,
+    queueName: options.queueName,
+  });
   const fleet = new Fleet({ log, redis: options.redis, queue, logger });
   const watched = new WatchedSessions(log, logger);
   const ctx: Ctx = {

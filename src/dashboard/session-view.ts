@@ -41,7 +41,13 @@ export interface SessionPage {
   unknownEvents: number;
 }
 
-export function pageOf(session: string, s: ProjectionState, traces: TraceIds, logSeq: number, traceUrl: string): SessionPage {
+export function pageOf(
+  session: string,
+  s: ProjectionState,
+  traces: TraceIds,
+  logSeq: number,
+  traceUrl: string,
+): SessionPage {
   return {
     session,
     lastSeq: s.lastSeq,
@@ -69,7 +75,13 @@ export interface SessionPatch {
   view: Omit<ProjectionState["view"], "turns">;
   turnIndex: number | null;
   turnView: TurnView | null;
-  head: { turn: string; prompt: string | null; promptSeq: number | null; acceptedAttempt: number | null; attempts: Array<{ attempt: number; abandoned: boolean; abandonReason: string | null; count: number }> } | null;
+  head: {
+    turn: string;
+    prompt: string | null;
+    promptSeq: number | null;
+    acceptedAttempt: number | null;
+    attempts: Array<{ attempt: number; abandoned: boolean; abandonReason: string | null; count: number }>;
+  } | null;
   items: ItemPatch[];
   requests: DecisionRequest[];
   traceId: string | null;
@@ -117,10 +129,23 @@ export function patchOf(s: ProjectionState, env: Envelope, sent: SentCounts, tra
     prompt: t.prompt,
     promptSeq: t.promptSeq,
     acceptedAttempt: t.acceptedAttempt,
-    attempts: t.attempts.map((a) => ({ attempt: a.attempt, abandoned: a.abandoned, abandonReason: a.abandonReason, count: a.items.length })),
+    attempts: t.attempts.map((a) => ({
+      attempt: a.attempt,
+      abandoned: a.abandoned,
+      abandonReason: a.abandonReason,
+      count: a.items.length,
+    })),
   };
   const requests = s.decisions.requests.filter((r) => r.turn === env.turn);
-  return { ...base, turnIndex: ti, turnView: turns[ti] ?? null, head, items, requests, traceId: traces[env.turn] ?? null };
+  return {
+    ...base,
+    turnIndex: ti,
+    turnView: turns[ti] ?? null,
+    head,
+    items,
+    requests,
+    traceId: traces[env.turn] ?? null,
+  };
 }
 
 /** Result text sent with a page; longer results are folded in the page and fetched whole when opened. */

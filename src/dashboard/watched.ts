@@ -70,7 +70,15 @@ export class WatchedSessions {
   }
 
   #start(session: string): Watch {
-    const watch: Watch = { state: initialState(), traces: {}, sent: new Map(), watchers: new Set(), ready: Promise.resolve(), ac: new AbortController(), idle: undefined };
+    const watch: Watch = {
+      state: initialState(),
+      traces: {},
+      sent: new Map(),
+      watchers: new Set(),
+      ready: Promise.resolve(),
+      ac: new AbortController(),
+      idle: undefined,
+    };
     this.#watches.set(session, watch);
     watch.ready = this.#fold(session, watch);
     watch.ready.then(
@@ -92,14 +100,21 @@ export class WatchedSessions {
 
   async #follow(session: string, watch: Watch): Promise<void> {
     try {
-      for await (const env of this.#log.tail(session, { fromSeq: watch.state.lastSeq + 1, signal: watch.ac.signal, blockMs: 1000 })) {
+      for await (const env of this.#log.tail(session, {
+        fromSeq: watch.state.lastSeq + 1,
+        signal: watch.ac.signal,
+        blockMs: 1000,
+      })) {
         applyEvent(watch.state, env);
         noteTrace(watch.traces, env);
         const patch = patchOf(watch.state, env, watch.sent, watch.traces);
         for (const w of watch.watchers) w.patch(patch);
       }
     } catch (err) {
-      this.#logger.warn({ err: (err as Error).message, session }, "dashboard: following a session failed; its pages reconnect");
+      this.#logger.warn(
+        { err: (err as Error).message, session },
+        "dashboard: following a session failed; its pages reconnect",
+      );
     } finally {
       // Pages that still watch reconnect (EventSource does) and start a fresh fold.
       if (this.#watches.get(session) === watch) this.#watches.delete(session);

@@ -26,7 +26,8 @@ const QUEUE_PREFIX = /^\{[A-Za-z0-9_.:-]{1,64}\}$/;
 export const ACL_ROLE_PURPOSE: Record<AclRole, string> = {
   admin: "administers Redis (ACL, CONFIG); never given to turnstream processes",
   worker: "runs turns: the queue, the log, leases, snapshots, the decision hub",
-  operator: "reads everything turnstream stores; writes only session logs (decisions, rules), the trust rules and the pending index",
+  operator:
+    "reads everything turnstream stores; writes only session logs (decisions, rules), the trust rules and the pending index",
   reader: "reads everything turnstream stores and writes nothing (pending, tail, sessions, dashboards)",
 };
 
@@ -41,7 +42,14 @@ function rules(role: AclRole, p: string, q: string): string {
       return `~${p}* ~${q}* &* -@all +@all -@dangerous +info +client|setname +client|getname +client|id`;
     case "operator": {
       const session = `${p}{s:*}`;
-      const writable = [`${session}:events`, `${session}:meta`, `${session}:blobs`, `${p}sessions`, `${p}decisions:rules`, `${p}decisions:pending`];
+      const writable = [
+        `${session}:events`,
+        `${session}:meta`,
+        `${session}:blobs`,
+        `${p}sessions`,
+        `${p}decisions:rules`,
+        `${p}decisions:pending`,
+      ];
       const writes = "+evalsha +eval +xadd +hset +hdel +sadd +persist +pexpire +zadd";
       return `${read} ${writable.map((k) => `~${k}`).join(" ")} ${readCommands} ${writes}`;
     }
@@ -59,8 +67,10 @@ const sha256 = (s: string): string => createHash("sha256").update(s).digest("hex
 export function redisAclFile(options: AclOptions = {}): string {
   const p = options.logPrefix ?? DEFAULT_PREFIX;
   const q = options.queuePrefix ?? "{turnstream}";
-  if (!LOG_PREFIX.test(p)) throw new Error(`log prefix ${JSON.stringify(p)} must be 0-64 characters from A-Z a-z 0-9 _ . : -`);
-  if (!QUEUE_PREFIX.test(q)) throw new Error(`queue prefix ${JSON.stringify(q)} must be one hash tag like {turnstream}`);
+  if (!LOG_PREFIX.test(p))
+    throw new Error(`log prefix ${JSON.stringify(p)} must be 0-64 characters from A-Z a-z 0-9 _ . : -`);
+  if (!QUEUE_PREFIX.test(q))
+    throw new Error(`queue prefix ${JSON.stringify(q)} must be one hash tag like {turnstream}`);
   const lines = ["user default off resetpass resetkeys resetchannels -@all"];
   for (const role of ACL_ROLES) {
     const pw = options.passwords?.[role];

@@ -25,7 +25,8 @@ process.on("unhandledRejection", () => deny("the permission forwarder failed"));
 let run;
 try {
   run = JSON.parse(readFileSync(process.argv[2] ?? "", "utf8"));
-  if (typeof run.url !== "string" || typeof run.token !== "string" || !(run.timeoutMs > 0)) throw new Error("bad run file");
+  if (typeof run.url !== "string" || typeof run.token !== "string" || !(run.timeoutMs > 0))
+    throw new Error("bad run file");
 } catch {
   deny("the supervised run's settings could not be read");
 }
@@ -67,7 +68,9 @@ function post(body) {
     }
     parts.push(c);
   });
-  sock.on("error", () => deny(size === 0 ? "the decision hub could not be reached" : "the decision hub's reply broke off"));
+  sock.on("error", () =>
+    deny(size === 0 ? "the decision hub could not be reached" : "the decision hub's reply broke off"),
+  );
   sock.on("end", () => answer(Buffer.concat(parts).toString("utf8"), nonce));
 }
 
@@ -79,7 +82,8 @@ function answer(text, nonce) {
   if (code < 200 || code > 299) return deny(`the decision hub answered HTTP ${code}`);
   const bodyText = text.slice(split + 4);
   const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, split));
-  if (length !== null && Buffer.byteLength(bodyText) !== Number(length[1])) return deny("the decision hub's reply broke off");
+  if (length !== null && Buffer.byteLength(bodyText) !== Number(length[1]))
+    return deny("the decision hub's reply broke off");
   let reply;
   try {
     reply = JSON.parse(bodyText);

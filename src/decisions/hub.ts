@@ -14,7 +14,16 @@ import { AckedSeqs, type EventLog, type Logger, type RedisClient } from "../log/
 import { BodyTooLargeError, forTerminal, listen, readBody, silentLogger } from "../kernel/index.ts";
 import { HubClosedError, OperatorKeysMissingError } from "./errors.ts";
 import { decisionMadeData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
-import { hookInputSchema, riskClassOf, SHELL_TOOLS, scrubReport, summarizeInput, unsafeShownField, type HookInput, type TextScrubber } from "./tool-calls.ts";
+import {
+  hookInputSchema,
+  riskClassOf,
+  SHELL_TOOLS,
+  scrubReport,
+  summarizeInput,
+  unsafeShownField,
+  type HookInput,
+  type TextScrubber,
+} from "./tool-calls.ts";
 import { parseOperatorKeys, type OperatorKeyring } from "./operator-keys.ts";
 import { dropPending, hubKey, putPending, type PendingEntry } from "./pending.ts";
 import { evaluateRules, RuleStore, subjectOf, type TrustRule } from "./rules.ts";
@@ -88,7 +97,10 @@ function keyringOf(keys: DecisionHubOptions["operatorKeys"]): OperatorKeyring {
 }
 
 /** The call as operators are shown it: scrubbed summary and subject, and what scrubbing took out. */
-function shownCall(input: HookInput, scrubber: TextScrubber | undefined): { input: string; subject: string | undefined; redacted: string[] | undefined } {
+function shownCall(
+  input: HookInput,
+  scrubber: TextScrubber | undefined,
+): { input: string; subject: string | undefined; redacted: string[] | undefined } {
   const summary = scrubReport(summarizeInput(input.tool_name, input.tool_input), scrubber);
   const raw = subjectOf(input.tool_name, input.tool_input);
   const subject = raw === undefined || raw.length > 4000 ? undefined : scrubReport(raw, scrubber);
@@ -134,7 +146,9 @@ class Decider {
     const unsafe = unsafeShownField(input.tool_name, input.tool_input);
     const requested = this.#requestOf(input, nonce, now, unsafe !== undefined);
     const request = [{ turn: run.turn, attempt: run.attempt, kind: "decision.requested", data: requested }];
-    const appended = await this.#s.log.append(run.session, run.epoch, request, { ackedSeq: this.#acked.get(run.session) });
+    const appended = await this.#s.log.append(run.session, run.epoch, request, {
+      ackedSeq: this.#acked.get(run.session),
+    });
     // A log that lost what the hub had recorded in it (rolled_back) cannot take requests either.
     if (appended.outcome === "rolled_back") this.#acked.forget(run.session);
     else this.#acked.settle(run.session, appended);
@@ -162,8 +176,18 @@ class Decider {
   async #refuseUnshowable(run: RunContext, requested: DecisionRequested, unsafe: string): Promise<Verdict> {
     const reason = `${unsafe}: an operator could be shown something other than what would run; ask without control characters`;
     const { requestId } = requested;
-    this.#s.logger.warn({ session: run.session, requestId, tool: requested.tool }, "refused a tool call that cannot be shown safely");
-    await this.#recordMade(run, { requestId, decision: "deny", by: "hub", source: "hub", reason, decidedAt: new Date().toISOString() });
+    this.#s.logger.warn(
+      { session: run.session, requestId, tool: requested.tool },
+      "refused a tool call that cannot be shown safely",
+    );
+    await this.#recordMade(run, {
+      requestId,
+      decision: "deny",
+      by: "hub",
+      source: "hub",
+      reason,
+      decidedAt: new Date().toISOString(),
+    });
     return { decision: "deny", reason: `turnstream: denied because ${reason}`, requestId: requested.requestId };
   }
 
@@ -271,7 +295,12 @@ class Decider {
   }
 
   /** The first verified operator decision for the request, or why none came. */
-  async #waitForOperator(run: RunContext, afterSeq: number, requested: DecisionRequested, deadline: number): Promise<DecisionMade | "timeout" | "closed"> {
+  async #waitForOperator(
+    run: RunContext,
+    afterSeq: number,
+    requested: DecisionRequested,
+    deadline: number,
+  ): Promise<DecisionMade | "timeout" | "closed"> {
     // Also when the hub closed while the request was being recorded: that abort has already fired.
     if (this.#closing.aborted) return "closed";
     const stop = new AbortController();
@@ -279,19 +308,33 @@ class Decider {
     this.#closing.addEventListener("abort", onClose, { once: true });
     let timedOut = false;
     const requestDigestHex = requestDigest(run.session, requested);
-    const timer = setTimeout(() => {
-      timedOut = true;
-      stop.abort();
-    }, Math.max(0, deadline - Date.now()));
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        stop.abort();
+      },
+      Math.max(0, deadline - Date.now()),
+    );
     try {
-      for await (const ev of this.#s.log.tail(run.session, { fromSeq: afterSeq + 1, signal: stop.signal, blockMs: 1000 })) {
+      for await (const ev of this.#s.log.tail(run.session, {
+        fromSeq: afterSeq + 1,
+        signal: stop.signal,
+        blockMs: 1000,
+      })) {
         if (ev.kind !== "decision.made") continue;
         const made = decisionMadeData.safeParse(ev.data);
         if (!made.success || made.data.requestId !== requested.requestId) continue;
         const why = this.#refusal(run, requested, requestDigestHex, made.data);
         if (why === undefined) return made.data;
         this.#s.logger.warn(
-          { hubId: this.#s.hubId, session: run.session, requestId: requested.requestId, seq: ev.seq, by: made.data.by.slice(0, 100), why },
+          {
+            hubId: this.#s.hubId,
+            session: run.session,
+            requestId: requested.requestId,
+            seq: ev.seq,
+            by: made.data.by.slice(0, 100),
+            why,
+          },
           "ignored a decision that is not a trusted operator's; still waiting",
         );
       }
@@ -303,7 +346,12 @@ class Decider {
   }
 
   /** Why an operator's decision.made cannot be acted on, or undefined when it can. */
-  #refusal(run: RunContext, requested: DecisionRequested, requestDigestHex: string, made: DecisionMade): string | undefined {
+  #refusal(
+    run: RunContext,
+    requested: DecisionRequested,
+    requestDigestHex: string,
+    made: DecisionMade,
+  ): string | undefined {
     const v = verifyDecision(this.#s.keyring, run.session, made, requestDigestHex);
     if (!v.ok) return v.why;
     if (made.decision === "allow" && requested.redacted !== undefined && made.allowRedacted !== true) {
@@ -317,15 +365,25 @@ class Decider {
     const text = made.reason.length > 0 ? `: ${made.reason}` : "";
     const signed = ` (signed with operator key ${made.keyId}${keyName !== undefined ? ` of ${keyName}` : ""})`;
     const verb = made.decision === "allow" ? "allowed" : "denied";
-    return { decision: made.decision, reason: `turnstream: ${verb} by ${made.by}${text}${signed}`, requestId: made.requestId };
+    return {
+      decision: made.decision,
+      reason: `turnstream: ${verb} by ${made.by}${text}${signed}`,
+      requestId: made.requestId,
+    };
   }
 
   /** No operator decided: deny, recorded as the hub's (a timeout is flagged for escalation). */
   async #denyUnanswered(run: RunContext, requested: DecisionRequested, why: "timeout" | "closed"): Promise<Verdict> {
     const { requestId } = requested;
     const timedOut = why === "timeout";
-    const reason = timedOut ? `no operator decided within ${Math.round(this.#s.timeoutMs / 1000)} s` : "the worker's decision hub shut down";
-    if (timedOut) this.#s.logger.warn({ session: run.session, requestId, tool: requested.tool }, "supervised decision timed out; denied and escalated");
+    const reason = timedOut
+      ? `no operator decided within ${Math.round(this.#s.timeoutMs / 1000)} s`
+      : "the worker's decision hub shut down";
+    if (timedOut)
+      this.#s.logger.warn(
+        { session: run.session, requestId, tool: requested.tool },
+        "supervised decision timed out; denied and escalated",
+      );
     await this.#recordMade(run, {
       requestId,
       decision: "deny",
@@ -334,14 +392,20 @@ class Decider {
       reason,
       decidedAt: new Date().toISOString(),
       timeoutPolicy: timedOut ? "escalate" : undefined,
-    }).catch((err: unknown) => this.#s.logger.warn({ err: (err as Error).message, requestId }, "could not record the hub's deny"));
+    }).catch((err: unknown) =>
+      this.#s.logger.warn({ err: (err as Error).message, requestId }, "could not record the hub's deny"),
+    );
     return { decision: "deny", reason: `turnstream: denied because ${reason}`, requestId };
   }
 
   async #recordMade(run: RunContext, made: DecisionMade): Promise<void> {
-    const res = await this.#s.log.appendUnfenced(run.session, [{ turn: run.turn, attempt: run.attempt, kind: "decision.made", data: made }], {
-      ackedSeq: this.#acked.get(run.session),
-    });
+    const res = await this.#s.log.appendUnfenced(
+      run.session,
+      [{ turn: run.turn, attempt: run.attempt, kind: "decision.made", data: made }],
+      {
+        ackedSeq: this.#acked.get(run.session),
+      },
+    );
     this.#acked.settle(run.session, res);
   }
 }
@@ -359,7 +423,8 @@ class RunTokens {
 
   /** The run an `Authorization: Bearer …` header names, if any. */
   runOf(authorization: string | undefined): RunContext | undefined {
-    const token = typeof authorization === "string" && authorization.startsWith("Bearer ") ? authorization.slice(7) : "";
+    const token =
+      typeof authorization === "string" && authorization.startsWith("Bearer ") ? authorization.slice(7) : "";
     return token.length > 0 ? this.#runs.get(digest(token)) : undefined;
   }
 
@@ -370,7 +435,11 @@ class RunTokens {
 
 const reply = (res: ServerResponse, status: number, body: Record<string, unknown>): void => {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), connection: "close" });
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    connection: "close",
+  });
   res.end(text);
 };
 
@@ -397,7 +466,8 @@ async function answerHook(hub: HookEndpoint, req: IncomingMessage, res: ServerRe
   const { logger, hubId } = hub.settings;
   const nonceHeader = req.headers["x-turnstream-nonce"];
   const nonce = typeof nonceHeader === "string" && NONCE.test(nonceHeader) ? nonceHeader : "";
-  const deny = (status: number, why: string): void => reply(res, status, { decision: "deny", reason: `turnstream: denied because ${why}`, nonce });
+  const deny = (status: number, why: string): void =>
+    reply(res, status, { decision: "deny", reason: `turnstream: denied because ${why}`, nonce });
   if (req.method !== "POST" || req.url !== "/v1/hook") return deny(404, "the forwarder asked the wrong endpoint");
   const run = hub.tokens.runOf(req.headers.authorization);
   if (run === undefined) {
@@ -412,7 +482,10 @@ async function answerHook(hub: HookEndpoint, req: IncomingMessage, res: ServerRe
   try {
     verdict = await hub.decider.decide(run, input, nonce);
   } catch (err) {
-    logger.error({ err: (err as Error).message, session: run.session, tool: input.tool_name }, "supervised decision failed; denied");
+    logger.error(
+      { err: (err as Error).message, session: run.session, tool: input.tool_name },
+      "supervised decision failed; denied",
+    );
     verdict = { decision: "deny", reason: "turnstream: denied because the decision could not be made or recorded" };
   }
   reply(res, 200, { ...verdict, nonce });
@@ -420,7 +493,8 @@ async function answerHook(hub: HookEndpoint, req: IncomingMessage, res: ServerRe
 
 /** The hub's liveness key, renewed every period; the pending index counts the hub gone after 3 missed beats. */
 async function startHeartbeat(s: HubSettings, heartbeatMs: number): Promise<NodeJS.Timeout> {
-  const beat = (): Promise<unknown> => s.redis.set(hubKey(s.prefix, s.hubId), String(process.pid), "PX", heartbeatMs * 3);
+  const beat = (): Promise<unknown> =>
+    s.redis.set(hubKey(s.prefix, s.hubId), String(process.pid), "PX", heartbeatMs * 3);
   await beat();
   const timer = setInterval(() => {
     void beat().catch((err: unknown) => {
@@ -432,7 +506,10 @@ async function startHeartbeat(s: HubSettings, heartbeatMs: number): Promise<Node
 }
 
 /** Listens on a free loopback port; requests still being answered are tracked so close() can wait for them. */
-async function listenLoopback(handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>, inflight: Set<Promise<unknown>>): Promise<Server> {
+async function listenLoopback(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  inflight: Set<Promise<unknown>>,
+): Promise<Server> {
   const server = createServer((req, res) => {
     const p = handle(req, res).catch(() => {
       if (!res.headersSent) reply(res, 500, { decision: "deny", reason: "turnstream: denied because the hub failed" });
@@ -454,7 +531,9 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
     logger: options.logger ?? silentLogger,
     scrubber: options.scrubber,
     timeoutMs: options.timeoutMs ?? DEFAULT_DECISION_TIMEOUT_MS,
-    hubId: `hub-${randomBytes(9).toString("base64url").replace(/[^A-Za-z0-9]/g, "x")}`,
+    hubId: `hub-${randomBytes(9)
+      .toString("base64url")
+      .replace(/[^A-Za-z0-9]/g, "x")}`,
   };
   const { redis, prefix, hubId, timeoutMs, logger } = settings;
   const closing = new AbortController();

@@ -1,5 +1,12 @@
 // Supervised mode: the hook forwarder, the loopback decision hub, trust rules, operator decisions.
-export { startDecisionHub, DEFAULT_DECISION_TIMEOUT_MS, type DecisionHub, type DecisionHubOptions, type RunContext, type RunRegistration } from "./hub.ts";
+export {
+  startDecisionHub,
+  DEFAULT_DECISION_TIMEOUT_MS,
+  type DecisionHub,
+  type DecisionHubOptions,
+  type RunContext,
+  type RunRegistration,
+} from "./hub.ts";
 export {
   prepareSupervisedRun,
   filterSupervisedArgs,
@@ -28,10 +35,34 @@ export {
   type OperatorKeyring,
   type GeneratedOperatorKey,
 } from "./operator-keys.ts";
-export { requestDigest, signDecision, verifyDecision, signRule, verifyRule, ruleAddedOf, ruleOfAdded, type Verification, type UnsignedDecision, type UnsignedRule } from "./signing.ts";
-export { sweepSupervisedDirs, SUPERVISED_DIR_PREFIX, type SupervisedSweepOptions, type SupervisedSweepResult } from "./sweep.ts";
+export {
+  requestDigest,
+  signDecision,
+  verifyDecision,
+  signRule,
+  verifyRule,
+  ruleAddedOf,
+  ruleOfAdded,
+  type Verification,
+  type UnsignedDecision,
+  type UnsignedRule,
+} from "./signing.ts";
+export {
+  sweepSupervisedDirs,
+  SUPERVISED_DIR_PREFIX,
+  type SupervisedSweepOptions,
+  type SupervisedSweepResult,
+} from "./sweep.ts";
 export { redisAclFile, newAclPasswords, ACL_ROLES, ACL_ROLE_PURPOSE, type AclRole, type AclOptions } from "./acl.ts";
-export { listPending, parsePendingEntry, pendingKey, hubKey, type ListPendingOptions, type PendingEntry, type PendingRequest } from "./pending.ts";
+export {
+  listPending,
+  parsePendingEntry,
+  pendingKey,
+  hubKey,
+  type ListPendingOptions,
+  type PendingEntry,
+  type PendingRequest,
+} from "./pending.ts";
 export {
   RuleStore,
   evaluateRules,
@@ -48,7 +79,39 @@ export {
   type RuleVerdict,
   type CallContext,
 } from "./rules.ts";
-export { decisionRequestedData, decisionMadeData, ruleAddedData, type Decision, type DecisionMade, type DecisionRequested, type RuleAdded, type RiskClass } from "../events/index.ts";
-export { DEFAULT_RISKY_TOOLS, SHELL_TOOLS, scrubReport, hookInputSchema, riskClassOf, summarizeInput, type HookInput, type TextScrubber } from "./tool-calls.ts";
-export { reduceDecisions, foldDecisions, initialDecisionState, type DecisionState, type FoldTrust, type RequestState } from "./state.ts";
-export { DecisionError, InvalidRuleError, HubClosedError, OperatorKeyError, OperatorKeysMissingError, type DecideProblem } from "./errors.ts";
+export {
+  decisionRequestedData,
+  decisionMadeData,
+  ruleAddedData,
+  type Decision,
+  type DecisionMade,
+  type DecisionRequested,
+  type RuleAdded,
+  type RiskClass,
+} from "../events/index.ts";
+export {
+  DEFAULT_RISKY_TOOLS,
+  SHELL_TOOLS,
+  scrubReport,
+  hookInputSchema,
+  riskClassOf,
+  summarizeInput,
+  type HookInput,
+  type TextScrubber,
+} from "./tool-calls.ts";
+export {
+  reduceDecisions,
+  foldDecisions,
+  initialDecisionState,
+  type DecisionState,
+  type FoldTrust,
+  type RequestState,
+} from "./state.ts";
+export {
+  DecisionError,
+  InvalidRuleError,
+  HubClosedError,
+  OperatorKeyError,
+  OperatorKeysMissingError,
+  type DecideProblem,
+} from "./errors.ts";

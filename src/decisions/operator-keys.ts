@@ -4,7 +4,15 @@
 //
 // Public key text: `ed25519:<base64url of the 32-byte key>` optionally followed by a name, one per line
 // in a file (`#` starts a comment). The key id is derived from the key, so it cannot be claimed.
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  sign,
+  verify,
+  type KeyObject,
+} from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { OperatorKeyError } from "./errors.ts";
@@ -37,13 +45,16 @@ export function keyIdOf(rawPublicKey: Buffer): string {
 
 function publicKeyText(key: KeyObject): string {
   const x = key.export({ format: "jwk" }).x;
-  if (typeof x !== "string") throw new OperatorKeyError("the key is not an Ed25519 key; make one with `turnstream operator-key new`");
+  if (typeof x !== "string")
+    throw new OperatorKeyError("the key is not an Ed25519 key; make one with `turnstream operator-key new`");
   return `${PUBLIC_KEY_PREFIX}${x}`;
 }
 
 function signerFor(privateKey: KeyObject): OperatorKey {
   if (privateKey.asymmetricKeyType !== "ed25519") {
-    throw new OperatorKeyError(`the key is ${privateKey.asymmetricKeyType ?? "not asymmetric"}, not Ed25519; make one with \`turnstream operator-key new\``);
+    throw new OperatorKeyError(
+      `the key is ${privateKey.asymmetricKeyType ?? "not asymmetric"}, not Ed25519; make one with \`turnstream operator-key new\``,
+    );
   }
   const publicKey = publicKeyText(createPublicKey(privateKey));
   const keyId = keyIdOf(Buffer.from(publicKey.slice(PUBLIC_KEY_PREFIX.length), "base64url"));
@@ -61,7 +72,11 @@ export interface GeneratedOperatorKey {
 export function generateOperatorKey(): GeneratedOperatorKey {
   const { privateKey } = generateKeyPairSync("ed25519");
   const signer = signerFor(privateKey);
-  return { privateKeyPem: privateKey.export({ type: "pkcs8", format: "pem" }).toString(), publicKey: signer.publicKey, keyId: signer.keyId };
+  return {
+    privateKeyPem: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+    publicKey: signer.publicKey,
+    keyId: signer.keyId,
+  };
 }
 
 /** Writes a new private key file with mode 0600 (its folder 0700 when created); never overwrites. */
@@ -70,7 +85,8 @@ export function writeOperatorKeyFile(path: string, privateKeyPem: string): void 
   try {
     writeFileSync(path, privateKeyPem, { mode: 0o600, flag: "wx" });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new OperatorKeyError(`${path} already exists; choose another file with --out (a key is never overwritten)`);
+    if ((err as NodeJS.ErrnoException).code === "EEXIST")
+      throw new OperatorKeyError(`${path} already exists; choose another file with --out (a key is never overwritten)`);
     throw err;
   }
   // The umask may have narrowed the mode further, never widened it; make it exact.
@@ -82,7 +98,9 @@ export function operatorKeyFromPem(pem: string): OperatorKey {
   try {
     key = createPrivateKey(pem);
   } catch {
-    throw new OperatorKeyError("the operator key is not a PEM private key; make one with `turnstream operator-key new`");
+    throw new OperatorKeyError(
+      "the operator key is not a PEM private key; make one with `turnstream operator-key new`",
+    );
   }
   return signerFor(key);
 }
@@ -93,10 +111,14 @@ export function loadOperatorKey(path: string): OperatorKey {
   try {
     mode = statSync(path).mode;
   } catch {
-    throw new OperatorKeyError(`cannot read the operator key file ${path}; set TURNSTREAM_OPERATOR_KEY to your key file (make one with \`turnstream operator-key new\`)`);
+    throw new OperatorKeyError(
+      `cannot read the operator key file ${path}; set TURNSTREAM_OPERATOR_KEY to your key file (make one with \`turnstream operator-key new\`)`,
+    );
   }
   if ((mode & 0o077) !== 0) {
-    throw new OperatorKeyError(`the operator key file ${path} can be read by others (mode ${(mode & 0o777).toString(8)}); run chmod 600 ${path}`);
+    throw new OperatorKeyError(
+      `the operator key file ${path} can be read by others (mode ${(mode & 0o777).toString(8)}); run chmod 600 ${path}`,
+    );
   }
   return operatorKeyFromPem(readFileSync(path, "utf8"));
 }
@@ -110,7 +132,9 @@ function parseKeyLine(line: string, where: string): [string, TrustedKey] {
   const [text, name, ...rest] = line.split(/\s+/);
   const raw = text!.startsWith(PUBLIC_KEY_PREFIX) ? text!.slice(PUBLIC_KEY_PREFIX.length) : "";
   if (!RAW_KEY.test(raw) || rest.length > 0 || (name !== undefined && !NAME.test(name))) {
-    throw new OperatorKeyError(`${where}: write each operator key as "ed25519:<43 base64url characters> [name]", as \`turnstream operator-key new\` prints it`);
+    throw new OperatorKeyError(
+      `${where}: write each operator key as "ed25519:<43 base64url characters> [name]", as \`turnstream operator-key new\` prints it`,
+    );
   }
   const bytes = Buffer.from(raw, "base64url");
   const key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: raw }, format: "jwk" });
@@ -154,7 +178,9 @@ export function operatorKeyLinesFromEnv(value: string | undefined): string[] | u
     try {
       return readFileSync(v, "utf8").split(/\r?\n/);
     } catch {
-      throw new OperatorKeyError(`TURNSTREAM_OPERATOR_KEYS names ${v}, which cannot be read; point it at a file with one operator public key per line`);
+      throw new OperatorKeyError(
+        `TURNSTREAM_OPERATOR_KEYS names ${v}, which cannot be read; point it at a file with one operator public key per line`,
+      );
     }
   }
   return v.split(/[,\n]/);

@@ -6,10 +6,24 @@
 import { userInfo } from "node:os";
 import { LogRolledBackError, type Envelope, type EventLog, type RedisClient } from "../log/index.ts";
 import { DecisionError } from "./errors.ts";
-import { decisionMadeData, decisionRequestedData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
+import {
+  decisionMadeData,
+  decisionRequestedData,
+  type Decision,
+  type DecisionMade,
+  type DecisionRequested,
+} from "../events/index.ts";
 import { parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "./operator-keys.ts";
 import { dropPending, getPending, isAbandoned } from "./pending.ts";
-import { parsePattern, patternForSubject, ruleId, ruleMatches, RuleStore, SUBJECT_TOOLS, type TrustRule } from "./rules.ts";
+import {
+  parsePattern,
+  patternForSubject,
+  ruleId,
+  ruleMatches,
+  RuleStore,
+  SUBJECT_TOOLS,
+  type TrustRule,
+} from "./rules.ts";
 import { requestDigest, ruleAddedOf, signDecision, signRule, verifyDecision, verifyRule } from "./signing.ts";
 
 /** Who a person at this machine is, as decisions and cancellations record them: TURNSTREAM_USER, then USER, then the login name. */
@@ -76,7 +90,13 @@ interface FoundRequest {
 type Counts = (request: DecisionRequested, made: DecisionMade) => boolean;
 
 /** The request and the first decision for it that `counts` (the one the hub would act on). */
-async function findRequest(log: EventLog, session: string, requestId: string, fromSeq: number, counts: Counts): Promise<FoundRequest | undefined> {
+async function findRequest(
+  log: EventLog,
+  session: string,
+  requestId: string,
+  fromSeq: number,
+  counts: Counts,
+): Promise<FoundRequest | undefined> {
   let found: FoundRequest | undefined;
   for await (const ev of log.read(session, { fromSeq })) {
     if (found === undefined && ev.kind === "decision.requested") {
@@ -84,7 +104,8 @@ async function findRequest(log: EventLog, session: string, requestId: string, fr
       if (d.success && d.data.requestId === requestId) found = { envelope: ev, data: d.data, decided: undefined };
     } else if (found !== undefined && ev.kind === "decision.made") {
       const d = decisionMadeData.safeParse(ev.data);
-      if (d.success && d.data.requestId === requestId && counts(found.data, d.data)) return { ...found, decided: { envelope: ev, data: d.data } };
+      if (d.success && d.data.requestId === requestId && counts(found.data, d.data))
+        return { ...found, decided: { envelope: ev, data: d.data } };
     }
   }
   return found;
@@ -103,7 +124,11 @@ const SUBJECT_FIELD: Readonly<Record<string, string>> = {
 };
 
 /** The keyring that can check `keyId`: ours, else the trusted one; undefined when neither holds it. */
-function ringOf(keyId: string, own: OperatorKeyring, trusted: OperatorKeyring | undefined): OperatorKeyring | undefined {
+function ringOf(
+  keyId: string,
+  own: OperatorKeyring,
+  trusted: OperatorKeyring | undefined,
+): OperatorKeyring | undefined {
   return own.has(keyId) ? own : trusted?.has(keyId) === true ? trusted : undefined;
 }
 
@@ -202,7 +227,10 @@ export async function decide(target: DecideTarget, input: DecideInput): Promise<
   });
   const { turn, attempt } = found!.envelope;
   const decisionEvent = { turn, attempt, kind: "decision.made", data: made };
-  const events = rule === undefined ? [decisionEvent] : [{ turn, attempt, kind: "rule.added", data: ruleAddedOf(rule) }, decisionEvent];
+  const events =
+    rule === undefined
+      ? [decisionEvent]
+      : [{ turn, attempt, kind: "rule.added", data: ruleAddedOf(rule) }, decisionEvent];
   // The record first (one atomic batch), then the rule store: a rule is never in force without its event.
   // It claims the request it read: a log rolled back below it (a failover) refuses the decision.
   const ackedSeq = found!.envelope.seq;
@@ -219,19 +247,39 @@ export async function decide(target: DecideTarget, input: DecideInput): Promise<
 }
 
 /** Throws the DecisionError that says why this request cannot be decided as asked, if any. */
-async function checkDecidable(redis: RedisClient, prefix: string, input: DecideInput, found: FoundRequest | undefined): Promise<void> {
+async function checkDecidable(
+  redis: RedisClient,
+  prefix: string,
+  input: DecideInput,
+  found: FoundRequest | undefined,
+): Promise<void> {
   const { session, requestId } = input;
   if (found === undefined) {
-    throw new DecisionError("not_found", session, requestId, `no decision request ${requestId} in session ${session}; list open ones with \`turnstream pending\``);
+    throw new DecisionError(
+      "not_found",
+      session,
+      requestId,
+      `no decision request ${requestId} in session ${session}; list open ones with \`turnstream pending\``,
+    );
   }
   if (found.decided !== undefined) {
     // Best effort: a reader's stale index entry stays for the next operator to clear.
     await dropPending(redis, prefix, session, requestId).catch(() => undefined);
     const d = found.decided.data;
-    throw new DecisionError("already_decided", session, requestId, `request ${requestId} was already decided (${d.decision} by ${d.by})`);
+    throw new DecisionError(
+      "already_decided",
+      session,
+      requestId,
+      `request ${requestId} was already decided (${d.decision} by ${d.by})`,
+    );
   }
   if (Date.parse(found.data.expiresAt) <= Date.now()) {
-    throw new DecisionError("expired", session, requestId, `request ${requestId} expired at ${found.data.expiresAt}; the hub denies it by itself`);
+    throw new DecisionError(
+      "expired",
+      session,
+      requestId,
+      `request ${requestId} expired at ${found.data.expiresAt}; the hub denies it by itself`,
+    );
   }
   if (await isAbandoned(redis, prefix, { session, epoch: found.envelope.epoch, hubId: found.data.hubId })) {
     throw new DecisionError(

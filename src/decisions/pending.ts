@@ -55,18 +55,35 @@ export async function putPending(redis: RedisClient, prefix: string, e: PendingE
   await redis.hset(pendingKey(prefix), pendingField(e.session, e.requestId), JSON.stringify(e));
 }
 
-export async function dropPending(redis: RedisClient, prefix: string, session: string, requestId: string): Promise<void> {
+export async function dropPending(
+  redis: RedisClient,
+  prefix: string,
+  session: string,
+  requestId: string,
+): Promise<void> {
   await redis.hdel(pendingKey(prefix), pendingField(session, requestId));
 }
 
-export async function getPending(redis: RedisClient, prefix: string, session: string, requestId: string): Promise<PendingEntry | undefined> {
+export async function getPending(
+  redis: RedisClient,
+  prefix: string,
+  session: string,
+  requestId: string,
+): Promise<PendingEntry | undefined> {
   const v = await redis.hget(pendingKey(prefix), pendingField(session, requestId));
   return v === null ? undefined : parsePendingEntry(v);
 }
 
 /** Whether a request's attempt can still receive a decision: its hub is alive and its epoch current. */
-export async function isAbandoned(redis: RedisClient, prefix: string, e: Pick<PendingEntry, "session" | "epoch" | "hubId">): Promise<boolean> {
-  const [hub, epoch] = await Promise.all([redis.exists(hubKey(prefix, e.hubId)), redis.hget(sessionKeys(prefix, e.session).meta, "epoch")]);
+export async function isAbandoned(
+  redis: RedisClient,
+  prefix: string,
+  e: Pick<PendingEntry, "session" | "epoch" | "hubId">,
+): Promise<boolean> {
+  const [hub, epoch] = await Promise.all([
+    redis.exists(hubKey(prefix, e.hubId)),
+    redis.hget(sessionKeys(prefix, e.session).meta, "epoch"),
+  ]);
   return hub === 0 || Number(epoch ?? 0) > e.epoch;
 }
 

@@ -50,10 +50,18 @@ function endsWithOnlyWildcardAfterSpace(parts: readonly Token[]): boolean {
   const last = parts.at(-1);
   const beforeLast = parts.at(-2);
   const stars = parts.filter((t) => "star" in t).length;
-  return stars === 1 && last !== undefined && "star" in last && beforeLast !== undefined && "text" in beforeLast && beforeLast.text === " ";
+  return (
+    stars === 1 &&
+    last !== undefined &&
+    "star" in last &&
+    beforeLast !== undefined &&
+    "text" in beforeLast &&
+    beforeLast.text === " "
+  );
 }
 
-const shellBody = (parts: readonly Token[]): string => parts.map((t) => ("star" in t ? "[\\s\\S]*" : literal(t.text))).join("");
+const shellBody = (parts: readonly Token[]): string =>
+  parts.map((t) => ("star" in t ? "[\\s\\S]*" : literal(t.text))).join("");
 
 // The CLI splits a command line on `&&`, `||`, `;`, `|` (and `&`, newlines) and needs every part
 // allowed. Anything else that lets one line run more than its words say (substitutions, redirections,
@@ -144,7 +152,11 @@ function below(base: string, path: string): string | undefined {
  */
 export function pathRuleMatches(spec: string, filePath: string, ctx: PathContext): boolean {
   const { base, pattern, anyDepth } = anchor(spec.trim(), ctx);
-  const absolute = posix.isAbsolute(filePath) ? posix.normalize(filePath) : ctx.cwd === undefined ? undefined : posix.resolve(ctx.cwd, filePath);
+  const absolute = posix.isAbsolute(filePath)
+    ? posix.normalize(filePath)
+    : ctx.cwd === undefined
+      ? undefined
+      : posix.resolve(ctx.cwd, filePath);
   if (base === undefined || absolute === undefined) return false;
   const rel = below(base, absolute);
   if (rel === undefined) return false;

@@ -10,7 +10,13 @@ import { homedir } from "node:os";
 import { z } from "zod";
 import type { RedisClient } from "../log/index.ts";
 import { InvalidRuleError } from "./errors.ts";
-import { domainRuleMatches, isDomainSpec, pathRuleMatches, shellRuleMatches, urlGlobMatches } from "./permission-rules.ts";
+import {
+  domainRuleMatches,
+  isDomainSpec,
+  pathRuleMatches,
+  shellRuleMatches,
+  urlGlobMatches,
+} from "./permission-rules.ts";
 import { SHELL_TOOLS } from "./tool-calls.ts";
 
 export const ruleEffectSchema = z.enum(["allow", "deny"]);
@@ -43,16 +49,24 @@ const PATTERN = /^([A-Za-z][A-Za-z0-9_.-]*?)(__\*)?(?:\(([\s\S]*)\))?$/;
 export function parsePattern(pattern: string): ParsedPattern {
   const m = PATTERN.exec(pattern.trim());
   if (m === null || (m[2] !== undefined && !isMcpServer(m[1]!))) {
-    throw new InvalidRuleError(pattern, 'write a rule as "Tool" or "Tool(specifier)", e.g. Bash(git status:*), Edit(src/**/*.ts), WebFetch(domain:example.com), mcp__github');
+    throw new InvalidRuleError(
+      pattern,
+      'write a rule as "Tool" or "Tool(specifier)", e.g. Bash(git status:*), Edit(src/**/*.ts), WebFetch(domain:example.com), mcp__github',
+    );
   }
   const glob = m[3];
-  if (glob !== undefined && glob.length === 0) throw new InvalidRuleError(pattern, "the specifier in Tool(...) must not be empty; use just the tool name to match every call");
+  if (glob !== undefined && glob.length === 0)
+    throw new InvalidRuleError(
+      pattern,
+      "the specifier in Tool(...) must not be empty; use just the tool name to match every call",
+    );
   // `Bash(*)` is `Bash`, as in the docs; taking it as a glob would refuse compound commands `Bash` allows.
   return { tool: m[1]!, glob: glob?.trim() === "*" ? undefined : glob };
 }
 
 /** `mcp__server` (no tool part): names every tool of that server. */
-const isMcpServer = (name: string): boolean => /^mcp__[A-Za-z0-9_.-]+$/.test(name) && !name.slice("mcp__".length).includes("__");
+const isMcpServer = (name: string): boolean =>
+  /^mcp__[A-Za-z0-9_.-]+$/.test(name) && !name.slice("mcp__".length).includes("__");
 
 /** Escapes text so that it matches itself only, as the glob of a rule. */
 export function escapeGlob(text: string): string {
@@ -114,7 +128,8 @@ function specifierMatches(spec: string, effect: RuleEffect, call: CallContext): 
   if (subject === undefined) return false;
   if (SHELL_TOOLS.has(call.tool)) return shellRuleMatches(spec, subject, effect);
   if (PATH_TOOLS.has(call.tool)) return pathRuleMatches(spec, subject, { cwd: call.cwd, home: call.home ?? homedir() });
-  if (call.tool === "WebFetch") return isDomainSpec(spec) ? domainRuleMatches(spec, subject) : urlGlobMatches(spec, subject);
+  if (call.tool === "WebFetch")
+    return isDomainSpec(spec) ? domainRuleMatches(spec, subject) : urlGlobMatches(spec, subject);
   return false;
 }
 
@@ -199,7 +214,10 @@ export class RuleStore {
   async put(rule: TrustRule): Promise<void> {
     parsePattern(rule.pattern);
     if (rule.keyId === undefined || rule.signature === undefined) {
-      throw new InvalidRuleError(rule.pattern, "it is not signed; sign it with signRule and an operator key (the hub ignores unsigned rules)");
+      throw new InvalidRuleError(
+        rule.pattern,
+        "it is not signed; sign it with signRule and an operator key (the hub ignores unsigned rules)",
+      );
     }
     await this.redis.hset(this.key, rule.id, JSON.stringify(ruleSchema.parse(rule)));
   }

@@ -66,19 +66,38 @@ export function signDecision(key: OperatorKey, session: string, d: UnsignedDecis
  * Whether the hub may act on `made` for the request whose digest is `digest`: an operator decision,
  * signed by a trusted key, for exactly that request.
  */
-export function verifyDecision(keyring: OperatorKeyring, session: string, made: DecisionMade, digest: string): Verification {
-  if (made.source !== "operator") return { ok: false, why: `it claims source "${made.source}", which only the hub itself records` };
+export function verifyDecision(
+  keyring: OperatorKeyring,
+  session: string,
+  made: DecisionMade,
+  digest: string,
+): Verification {
+  if (made.source !== "operator")
+    return { ok: false, why: `it claims source "${made.source}", which only the hub itself records` };
   if (made.keyId === undefined || made.signature === undefined) return { ok: false, why: "it is not signed" };
   if (made.requestDigest !== digest) return { ok: false, why: "it was signed for a different request" };
-  if (!keyring.has(made.keyId)) return { ok: false, why: `its key ${made.keyId} is not one of this worker's operator keys` };
-  if (!keyring.verify(made.keyId, decisionMessage(session, made, made.keyId), made.signature)) return { ok: false, why: "its signature does not match" };
+  if (!keyring.has(made.keyId))
+    return { ok: false, why: `its key ${made.keyId} is not one of this worker's operator keys` };
+  if (!keyring.verify(made.keyId, decisionMessage(session, made, made.keyId), made.signature))
+    return { ok: false, why: "its signature does not match" };
   return { ok: true, keyId: made.keyId };
 }
 
 export type UnsignedRule = Omit<TrustRule, "keyId" | "signature">;
 
 function ruleMessage(r: UnsignedRule, keyId: string): Buffer {
-  const fields = [RULE_TAG, r.id, r.pattern, r.effect, r.by, r.at, r.reason ?? null, r.source?.session ?? null, r.source?.requestId ?? null, keyId];
+  const fields = [
+    RULE_TAG,
+    r.id,
+    r.pattern,
+    r.effect,
+    r.by,
+    r.at,
+    r.reason ?? null,
+    r.source?.session ?? null,
+    r.source?.requestId ?? null,
+    keyId,
+  ];
   return Buffer.from(JSON.stringify(fields));
 }
 
@@ -89,9 +108,12 @@ export function signRule(key: OperatorKey, rule: UnsignedRule): TrustRule {
 /** A stored rule counts only when a trusted key signed it and its id is the one its effect and pattern give. */
 export function verifyRule(keyring: OperatorKeyring, rule: TrustRule): Verification {
   if (rule.keyId === undefined || rule.signature === undefined) return { ok: false, why: "it is not signed" };
-  if (rule.id !== ruleId(rule.effect, rule.pattern)) return { ok: false, why: "its id does not match its effect and pattern" };
-  if (!keyring.has(rule.keyId)) return { ok: false, why: `its key ${rule.keyId} is not one of this worker's operator keys` };
-  if (!keyring.verify(rule.keyId, ruleMessage(rule, rule.keyId), rule.signature)) return { ok: false, why: "its signature does not match" };
+  if (rule.id !== ruleId(rule.effect, rule.pattern))
+    return { ok: false, why: "its id does not match its effect and pattern" };
+  if (!keyring.has(rule.keyId))
+    return { ok: false, why: `its key ${rule.keyId} is not one of this worker's operator keys` };
+  if (!keyring.verify(rule.keyId, ruleMessage(rule, rule.keyId), rule.signature))
+    return { ok: false, why: "its signature does not match" };
   return { ok: true, keyId: rule.keyId };
 }
 

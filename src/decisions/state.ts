@@ -8,7 +8,14 @@
 // never decides (the request is shown pending until its attempt ends, then abandoned): a forged one
 // changes nothing.
 import type { Envelope } from "../log/index.ts";
-import { decisionMadeData, decisionRequestedData, ruleAddedData, type DecisionMade, type DecisionRequested, type RuleAdded } from "../events/index.ts";
+import {
+  decisionMadeData,
+  decisionRequestedData,
+  ruleAddedData,
+  type DecisionMade,
+  type DecisionRequested,
+  type RuleAdded,
+} from "../events/index.ts";
 import type { OperatorKeyring } from "./operator-keys.ts";
 import type { TrustRule } from "./rules.ts";
 import { requestDigest, ruleOfAdded, verifyDecision, verifyRule } from "./signing.ts";
@@ -60,7 +67,11 @@ function counts(ev: Envelope, state: DecisionState, r: RequestState, made: Decis
 }
 
 /** One event folded in; `trust`: the operator keys and stored rules (or, the older form, the keyring itself). */
-export function reduceDecisions(state: DecisionState, ev: Envelope, trustOrKeyring?: FoldTrust | OperatorKeyring): DecisionState {
+export function reduceDecisions(
+  state: DecisionState,
+  ev: Envelope,
+  trustOrKeyring?: FoldTrust | OperatorKeyring,
+): DecisionState {
   const trust = trustOf(trustOrKeyring);
   const next: DecisionState = { requests: state.requests, rules: state.rules, lastSeq: ev.seq };
   const update = (pick: (r: RequestState) => boolean, status: RequestState["status"]): void => {
@@ -78,7 +89,16 @@ export function reduceDecisions(state: DecisionState, ev: Envelope, trustOrKeyri
     if (d.success) {
       next.requests = {
         ...state.requests,
-        [d.data.requestId]: { requestId: d.data.requestId, turn: ev.turn, attempt: ev.attempt, epoch: ev.epoch, seq: ev.seq, requested: d.data, status: "pending", made: undefined },
+        [d.data.requestId]: {
+          requestId: d.data.requestId,
+          turn: ev.turn,
+          attempt: ev.attempt,
+          epoch: ev.epoch,
+          seq: ev.seq,
+          requested: d.data,
+          status: "pending",
+          made: undefined,
+        },
       };
     }
   } else if (ev.kind === "decision.made") {
@@ -101,7 +121,8 @@ export function reduceDecisions(state: DecisionState, ev: Envelope, trustOrKeyri
   return next;
 }
 
-const isKeyring = (v: FoldTrust | OperatorKeyring): v is OperatorKeyring => typeof (v as OperatorKeyring).has === "function";
+const isKeyring = (v: FoldTrust | OperatorKeyring): v is OperatorKeyring =>
+  typeof (v as OperatorKeyring).has === "function";
 const trustOf = (v: FoldTrust | OperatorKeyring | undefined): FoldTrust =>
   v === undefined ? {} : isKeyring(v) ? { keyring: v } : v;
 

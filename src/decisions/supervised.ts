@@ -83,7 +83,8 @@ const MCP_TOOLS = "mcp__.*";
 /** Anchored so `Write` never catches `TodoWrite` (or an MCP tool that ends in Write); every `mcp__*` tool is caught. */
 export function matcherFor(tools: readonly string[]): string {
   for (const t of tools) {
-    if (!TOOL_NAME.test(t)) throw new Error(`risky tool name ${JSON.stringify(t)} must be a tool name like Bash or mcp__server__tool`);
+    if (!TOOL_NAME.test(t))
+      throw new Error(`risky tool name ${JSON.stringify(t)} must be a tool name like Bash or mcp__server__tool`);
   }
   return `^(?:${[...tools, MCP_TOOLS].join("|")})$`;
 }
@@ -92,15 +93,26 @@ export function matcherFor(tools: readonly string[]): string {
  * DEFAULT_RISKY_TOOLS plus `riskyTools`, minus `unsupervisedTools` (logged: a tool that leaves
  * supervision should never go unnoticed, a shell tool least of all).
  */
-export function supervisedTools(options: Pick<SupervisedRunOptions, "riskyTools" | "unsupervisedTools" | "logger">): string[] {
+export function supervisedTools(
+  options: Pick<SupervisedRunOptions, "riskyTools" | "unsupervisedTools" | "logger">,
+): string[] {
   const off = new Set(options.unsupervisedTools ?? []);
   for (const t of off) {
     if (!DEFAULT_RISKY_TOOLS.includes(t)) {
-      options.logger?.warn({ tool: t }, "supervised turn: unsupervisedTools names a tool that is not supervised by default; ignored");
+      options.logger?.warn(
+        { tool: t },
+        "supervised turn: unsupervisedTools names a tool that is not supervised by default; ignored",
+      );
     } else if (SHELL_TOOLS.has(t)) {
-      options.logger?.warn({ tool: t }, "supervised turn: a shell tool is NOT supervised (unsupervisedTools): its commands run without an operator's decision");
+      options.logger?.warn(
+        { tool: t },
+        "supervised turn: a shell tool is NOT supervised (unsupervisedTools): its commands run without an operator's decision",
+      );
     } else {
-      options.logger?.warn({ tool: t }, "supervised turn: a risky tool is not supervised (unsupervisedTools): its calls run without an operator's decision");
+      options.logger?.warn(
+        { tool: t },
+        "supervised turn: a risky tool is not supervised (unsupervisedTools): its calls run without an operator's decision",
+      );
     }
   }
   const tools = [...DEFAULT_RISKY_TOOLS.filter((t) => !off.has(t)), ...(options.riskyTools ?? [])];
@@ -151,7 +163,10 @@ export function filterAllowedTools(allowed: readonly string[] | undefined, match
     return !risky.test(tool) && !tool.includes("*");
   });
   if (kept.length !== specs.length) {
-    logger?.warn({ dropped: specs.filter((t) => !kept.includes(t)) }, "supervised turn: pre-approved risky tools removed; each call needs a decision");
+    logger?.warn(
+      { dropped: specs.filter((t) => !kept.includes(t)) },
+      "supervised turn: pre-approved risky tools removed; each call needs a decision",
+    );
   }
   return kept;
 }
@@ -213,8 +228,13 @@ export function prepareSupervisedRun(hub: DecisionHub, options: SupervisedRunOpt
   const settingsFile = join(dir, "settings.json");
   const hookCommand = hookCommandFor(options.nodePath ?? process.execPath, runFile);
   try {
-    writeFileSync(runFile, JSON.stringify({ url: hub.url, token: reg.token, timeoutMs: forwarderTimeoutMs }), { mode: 0o600, flag: "wx" });
-    const settings = { hooks: { PreToolUse: [{ matcher, hooks: [{ type: "command", command: hookCommand, timeout: hookTimeoutSec }] }] } };
+    writeFileSync(runFile, JSON.stringify({ url: hub.url, token: reg.token, timeoutMs: forwarderTimeoutMs }), {
+      mode: 0o600,
+      flag: "wx",
+    });
+    const settings = {
+      hooks: { PreToolUse: [{ matcher, hooks: [{ type: "command", command: hookCommand, timeout: hookTimeoutSec }] }] },
+    };
     writeFileSync(settingsFile, JSON.stringify(settings, null, 2), { mode: 0o600, flag: "wx" });
   } catch (err) {
     reg.unregister();

@@ -93,7 +93,10 @@ export function sweepSupervisedDirs(options: SupervisedSweepOptions = {}): Super
       result.removed.push(name);
     } catch (err) {
       result.failed.push(name);
-      options.logger?.warn({ dir: name, err: (err as Error).message }, "could not remove a dead worker's supervised-run folder");
+      options.logger?.warn(
+        { dir: name, err: (err as Error).message },
+        "could not remove a dead worker's supervised-run folder",
+      );
     }
   }
   return result;

@@ -5,7 +5,15 @@ import type { RiskClass } from "../events/index.ts";
 import { unsafeCharacter } from "../kernel/index.ts";
 
 /** Supervised unless a job names them in `unsupervisedTools`; every MCP tool (`mcp__*`) is supervised always. */
-export const DEFAULT_RISKY_TOOLS: readonly string[] = ["Bash", "Monitor", "Write", "Edit", "MultiEdit", "NotebookEdit", "WebFetch"];
+export const DEFAULT_RISKY_TOOLS: readonly string[] = [
+  "Bash",
+  "Monitor",
+  "Write",
+  "Edit",
+  "MultiEdit",
+  "NotebookEdit",
+  "WebFetch",
+];
 
 /** Tools that run a shell command line (Monitor runs one and streams its output). */
 export const SHELL_TOOLS: ReadonlySet<string> = new Set(["Bash", "Monitor"]);

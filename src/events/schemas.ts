@@ -17,7 +17,10 @@ export const traceIdsSchema = z.object({
   /** The attempt span, 16 lowercase hex digits. */
   spanId: z.string().regex(/^[0-9a-f]{16}$/),
   /** The producer's span (from the job's traceparent), when there was one. */
-  parentSpanId: z.string().regex(/^[0-9a-f]{16}$/).optional(),
+  parentSpanId: z
+    .string()
+    .regex(/^[0-9a-f]{16}$/)
+    .optional(),
 });
 export type TraceIds = z.infer<typeof traceIdsSchema>;
 
@@ -50,7 +53,17 @@ export const turnQueuedData = z.object({
  * the turn, else why a process was started for it (none kept here, its options or cwd changed, it
  * died, idled out, was evicted by a cap, the session moved on elsewhere, or the turn runs cold).
  */
-export const WARM_STARTS = ["warm", "none", "fingerprint_changed", "dead", "expired", "evicted", "moved", "supervised", "skills"] as const;
+export const WARM_STARTS = [
+  "warm",
+  "none",
+  "fingerprint_changed",
+  "dead",
+  "expired",
+  "evicted",
+  "moved",
+  "supervised",
+  "skills",
+] as const;
 
 /** `attempt.started`: a worker holds the session's lease and starts the CLI. */
 export const attemptStartedData = z.object({

@@ -100,7 +100,7 @@ export class UsageTap {
 
   #sseLine(line: string): void {
     // Only the two small events that carry usage are parsed; content deltas are never touched.
-    if (!line.startsWith("data: {\"type\":\"message_")) return;
+    if (!line.startsWith('data: {"type":"message_')) return;
     let event: { type?: unknown; message?: { model?: unknown; usage?: unknown }; usage?: unknown };
     try {
       event = JSON.parse(line.slice(6)) as typeof event;
@@ -124,7 +124,11 @@ export class UsageTap {
 
   #readJson(): void {
     try {
-      const body = JSON.parse(Buffer.concat(this.#json).toString("utf8")) as { type?: unknown; model?: unknown; usage?: unknown };
+      const body = JSON.parse(Buffer.concat(this.#json).toString("utf8")) as {
+        type?: unknown;
+        model?: unknown;
+        usage?: unknown;
+      };
       this.#json = [];
       if (body.type !== "message" || typeof body.usage !== "object") return;
       this.#usage = {};

@@ -28,7 +28,8 @@ export const UNBROKERABLE_PROVIDERS: Readonly<Record<string, string>> = {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-const isOn = (v: string | undefined): boolean => v !== undefined && v !== "" && v !== "0" && v.toLowerCase() !== "false";
+const isOn = (v: string | undefined): boolean =>
+  v !== undefined && v !== "" && v !== "0" && v.toLowerCase() !== "false";
 
 /** The variable that turns on a provider the gateway cannot broker, if the env sets one. */
 export function unbrokerableProvider(env: Env): string | undefined {
@@ -38,7 +39,8 @@ export function unbrokerableProvider(env: Env): string | undefined {
 const digest = (value: string): string => createHash("sha256").update(value).digest("hex").slice(0, 16);
 
 function fromValue(kind: CredentialKind, source: string, value: string): Credential {
-  const headers: Record<string, string> = kind === "api_key" ? { "x-api-key": value } : { authorization: `Bearer ${value}` };
+  const headers: Record<string, string> =
+    kind === "api_key" ? { "x-api-key": value } : { authorization: `Bearer ${value}` };
   return { kind, source, fingerprint: () => digest(value), headers: () => ({ ...headers }) };
 }
 
@@ -58,13 +60,19 @@ function fromFile(path: string, first: string): Credential {
   const current = (): string => {
     try {
       const mtimeMs = statSync(path).mtimeMs;
-      if (mtimeMs !== cached.mtimeMs) cached = { mtimeMs, token: oauthAccessToken(readFileSync(path, "utf8")) ?? cached.token };
+      if (mtimeMs !== cached.mtimeMs)
+        cached = { mtimeMs, token: oauthAccessToken(readFileSync(path, "utf8")) ?? cached.token };
     } catch {
       // Gone or unreadable for a moment: the last token read is the best there is.
     }
     return cached.token;
   };
-  return { kind: "oauth", source: path, fingerprint: () => digest(current()), headers: () => ({ authorization: `Bearer ${current()}` }) };
+  return {
+    kind: "oauth",
+    source: path,
+    fingerprint: () => digest(current()),
+    headers: () => ({ authorization: `Bearer ${current()}` }),
+  };
 }
 
 /**
@@ -72,7 +80,8 @@ function fromFile(path: string, first: string): Credential {
  * token variable), else the OAuth token of the credentials file at `credentialsFile`.
  */
 export function credentialFrom(env: Env, credentialsFile: string | undefined): Credential | undefined {
-  const set = (name: string): string | undefined => (env[name] !== undefined && env[name] !== "" ? env[name] : undefined);
+  const set = (name: string): string | undefined =>
+    env[name] !== undefined && env[name] !== "" ? env[name] : undefined;
   const apiKey = set("ANTHROPIC_API_KEY");
   if (apiKey !== undefined) return fromValue("api_key", "ANTHROPIC_API_KEY", apiKey);
   const authToken = set("ANTHROPIC_AUTH_TOKEN");

@@ -1,6 +1,21 @@
 // The model gateway: credential brokering and the one door every model call of a run passes.
-export { startGateway, GATEWAY_DEFAULTS, type GatewayOptions, type GatewayRunEnv, type ModelGateway } from "./server.ts";
+export {
+  startGateway,
+  GATEWAY_DEFAULTS,
+  type GatewayOptions,
+  type GatewayRunEnv,
+  type ModelGateway,
+} from "./server.ts";
 export { RunGrant, TOKEN_PREFIX, type CallSink, type RunBinding, type Upstream } from "./grants.ts";
-export { credentialFrom, oauthAccessToken, OAUTH_BETA, unbrokerableProvider, upstreamBaseUrl, UNBROKERABLE_PROVIDERS, type Credential, type CredentialKind } from "./credential.ts";
+export {
+  credentialFrom,
+  oauthAccessToken,
+  OAUTH_BETA,
+  unbrokerableProvider,
+  upstreamBaseUrl,
+  UNBROKERABLE_PROVIDERS,
+  type Credential,
+  type CredentialKind,
+} from "./credential.ts";
 export { estimateCostUsd, UsageTap, type ModelCall, type Usage } from "./calls.ts";
 export { allowAll, type GatewayPolicy, type PolicyCall, type PolicyDecision } from "./policy.ts";

@@ -28,11 +28,27 @@ export interface ProxyContext {
 const FORWARDED_PATHS = /^\/v1\/(?:messages|messages\/count_tokens|models|models\/[A-Za-z0-9._:@-]{1,200})$/;
 
 // Hop-by-hop (RFC 9110 §7.6.1) and what the gateway sets itself: never copied between the legs.
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization", "proxy-authenticate"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "te",
+  "trailer",
+  "upgrade",
+  "proxy-authorization",
+  "proxy-authenticate",
+]);
 const REQUEST_OWN = new Set(["host", "content-length", "x-api-key", "authorization", "accept-encoding", "expect"]);
 
 /** An Anthropic-shaped error answer. */
-export function sendError(res: ServerResponse, status: number, type: string, message: string, headers: Record<string, string> = {}): void {
+export function sendError(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -93,7 +109,12 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   // Origin-form targets only (`/v1/…`): an absolute or `//host` target names no other upstream here.
   if (!/^\/(?!\/)/.test(req.url ?? "") || !FORWARDED_PATHS.test(url.pathname)) {
     req.resume();
-    return sendError(res, 404, "not_found_error", `turnstream gateway: ${url.pathname} is not forwarded (only the Messages, count-tokens and models endpoints are)`);
+    return sendError(
+      res,
+      404,
+      "not_found_error",
+      `turnstream gateway: ${url.pathname} is not forwarded (only the Messages, count-tokens and models endpoints are)`,
+    );
   }
   const call = new CallRecord(req.method ?? "GET", url.pathname, grant);
   let body: Buffer;
@@ -102,7 +123,12 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   } catch (err) {
     req.resume();
     if (!(err instanceof BodyTooLargeError)) return void res.destroy();
-    sendError(res, 413, "request_too_large", `turnstream gateway: request body over ${ctx.limits.maxRequestBytes} bytes`);
+    sendError(
+      res,
+      413,
+      "request_too_large",
+      `turnstream gateway: request body over ${ctx.limits.maxRequestBytes} bytes`,
+    );
     return call.end(ctx, 413, "too_large");
   }
   Object.assign(call, requestShape(body));
@@ -117,10 +143,16 @@ async function admit(ctx: ProxyContext, call: CallRecord, res: ServerResponse): 
     decision = await ctx.policy.beforeRequest(call.policyCall());
   } catch (err) {
     ctx.warn("gateway policy beforeRequest threw; the request is refused", err);
-    decision = { action: "refuse" as const, status: 500, type: "api_error", message: "turnstream gateway: the policy failed" };
+    decision = {
+      action: "refuse" as const,
+      status: 500,
+      type: "api_error",
+      message: "turnstream gateway: the policy failed",
+    };
   }
   if (decision.action === "refuse") {
-    const headers: Record<string, string> = decision.retryAfterS === undefined ? {} : { "retry-after": String(decision.retryAfterS) };
+    const headers: Record<string, string> =
+      decision.retryAfterS === undefined ? {} : { "retry-after": String(decision.retryAfterS) };
     sendError(res, decision.status, decision.type, decision.message, headers);
     call.retryAfterS = decision.retryAfterS;
     call.end(ctx, decision.status, "policy");
@@ -159,7 +191,10 @@ function upstreamHeaders(req: IncomingMessage, grant: RunGrant, bodyBytes: numbe
   const credential = grant.upstream.credential;
   Object.assign(headers, credential.headers());
   if (credential.kind === "oauth") {
-    const betas = String(headers["anthropic-beta"] ?? "").split(",").map((b) => b.trim()).filter((b) => b !== "");
+    const betas = String(headers["anthropic-beta"] ?? "")
+      .split(",")
+      .map((b) => b.trim())
+      .filter((b) => b !== "");
     if (!betas.includes(OAUTH_BETA)) headers["anthropic-beta"] = [...betas, OAUTH_BETA].join(",");
   }
   // Usage is read from the answer as it passes: it must come unencoded.
@@ -177,7 +212,13 @@ function responseHeaders(up: IncomingMessage): Record<string, string | string[]>
   return headers;
 }
 
-function forward(ctx: ProxyContext, call: CallRecord, req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
+function forward(
+  ctx: ProxyContext,
+  call: CallRecord,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: Buffer,
+): Promise<void> {
   const grant = call.grant;
   const target = upstreamUrl(grant.upstream.baseUrl, req.url ?? "/");
   const send = target.protocol === "https:" ? httpsRequest : httpRequest;
@@ -191,7 +232,12 @@ function forward(ctx: ProxyContext, call: CallRecord, req: IncomingMessage, res:
         // A kept-alive connection the upstream closed as this request went out: Node's advice is one
         // retry on a new connection (nothing of the answer has reached the CLI).
         if (!retried && upstream.reusedSocket && err.code === "ECONNRESET" && !res.headersSent) return attempt(true);
-        sendError(res, 502, "api_error", `turnstream gateway: the upstream ${target.origin} could not be reached (${err.code ?? "error"})`);
+        sendError(
+          res,
+          502,
+          "api_error",
+          `turnstream gateway: the upstream ${target.origin} could not be reached (${err.code ?? "error"})`,
+        );
         call.end(ctx, 502, "upstream_unreachable");
         resolve();
       });
@@ -272,7 +318,12 @@ class CallRecord {
   }
 
   policyCall(): PolicyCall {
-    return { run: { ...this.#run!.binding }, model: this.model, path: this.path, credentialFingerprint: this.grant.upstream.credential.fingerprint() };
+    return {
+      run: { ...this.#run!.binding },
+      model: this.model,
+      path: this.path,
+      credentialFingerprint: this.grant.upstream.credential.fingerprint(),
+    };
   }
 
   readHeaders(up: IncomingMessage): void {

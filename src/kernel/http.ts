@@ -7,7 +7,11 @@ import type { AddressInfo } from "node:net";
 /** Writes `body` as the whole JSON response with `status`. */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "Content-Length": Buffer.byteLength(text) });
+  res.writeHead(status, {
+    "Content-Type": "application/json; charset=utf-8",
+    "Cache-Control": "no-store",
+    "Content-Length": Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
@@ -21,7 +25,8 @@ export class BodyTooLargeError extends Error {
  * says so (the request is then destroyed by the caller).
  */
 export async function readBodyBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
-  if (Number(req.headers["content-length"] ?? "0") > limit) throw new BodyTooLargeError(`request body over ${limit} bytes`);
+  if (Number(req.headers["content-length"] ?? "0") > limit)
+    throw new BodyTooLargeError(`request body over ${limit} bytes`);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req) {

@@ -3,5 +3,7 @@ import { hostname } from "node:os";
 
 /** `<role>-<host>`, the host name made safe for a folder name or a label value (at most 60 characters of it). */
 export function instanceStem(role: string): string {
-  return `${role}-${hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60)}`;
+  return `${role}-${hostname()
+    .replace(/[^A-Za-z0-9._-]/g, "-")
+    .slice(0, 60)}`;
 }

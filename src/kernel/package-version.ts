@@ -6,7 +6,9 @@ let version: string | undefined;
 /** The package's version: package.json sits two levels up from both src/kernel/ and dist/kernel/. */
 export function packageVersion(): string {
   try {
-    return (version ??= (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version);
+    return (version ??= (
+      JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }
+    ).version);
   } catch {
     return (version = "unknown");
   }

@@ -34,7 +34,8 @@ export class AckedSeqs {
     const acked = this.#seqs.get(session);
     this.#seqs.delete(session);
     if (result.outcome === "rolled_back") throw new LogRolledBackError(session, acked ?? 0, result.lastSeq);
-    const seq = result.outcome === "appended" || result.outcome === "duplicate" ? Math.max(result.lastSeq, acked ?? 0) : acked;
+    const seq =
+      result.outcome === "appended" || result.outcome === "duplicate" ? Math.max(result.lastSeq, acked ?? 0) : acked;
     if (seq !== undefined) this.#seqs.set(session, seq);
     if (this.#seqs.size > this.#max) this.#seqs.delete(this.#seqs.keys().next().value!);
     return result;

@@ -38,11 +38,19 @@ export function parseDurability(text: string | undefined, variable = "TURNSTREAM
   if (text === undefined || text === "") return MEMORY;
   const m = FORM.exec(text);
   if (m === null) {
-    throw new Error(`${variable}=${JSON.stringify(text.slice(0, 40))} is not a durability level: use memory (default), replicas:N (N replicas hold each batch) or fsync`);
+    throw new Error(
+      `${variable}=${JSON.stringify(text.slice(0, 40))} is not a durability level: use memory (default), replicas:N (N replicas hold each batch) or fsync`,
+    );
   }
   if (m[1] === "memory") return MEMORY;
-  if (m[1] === "fsync") return { level: "fsync", timeoutMs: DEFAULT_DURABILITY_TIMEOUT_MS, tries: DEFAULT_DURABILITY_TRIES };
-  return { level: "replicas", replicas: Number(m[2]), timeoutMs: DEFAULT_DURABILITY_TIMEOUT_MS, tries: DEFAULT_DURABILITY_TRIES };
+  if (m[1] === "fsync")
+    return { level: "fsync", timeoutMs: DEFAULT_DURABILITY_TIMEOUT_MS, tries: DEFAULT_DURABILITY_TRIES };
+  return {
+    level: "replicas",
+    replicas: Number(m[2]),
+    timeoutMs: DEFAULT_DURABILITY_TIMEOUT_MS,
+    tries: DEFAULT_DURABILITY_TRIES,
+  };
 }
 
 export function describeDurability(d: Durability): string {
@@ -108,7 +116,11 @@ async function confirmed(client: RedisClient, d: Exclude<Durability, { level: "m
  * `tries` times, each for `timeoutMs`; then DurabilityError. On a cluster every primary's connection
  * is asked (the append went to one of them; the others have nothing pending and answer at once).
  */
-export async function awaitDurable(client: RedisClient, d: Durability, fsyncMode: "waitaof" | "always" | undefined): Promise<void> {
+export async function awaitDurable(
+  client: RedisClient,
+  d: Durability,
+  fsyncMode: "waitaof" | "always" | undefined,
+): Promise<void> {
   if (d.level === "memory" || (d.level === "fsync" && fsyncMode === "always")) return;
   const needed = d.level === "replicas" ? d.replicas : 1;
   let got = 0;
@@ -124,5 +136,8 @@ export async function awaitDurable(client: RedisClient, d: Durability, fsyncMode
         `check that the primary has ${d.replicas} connected, caught-up replica(s) (INFO replication) or lower N`,
     );
   }
-  throw new DurabilityError("fsync_timeout", `TURNSTREAM_DURABILITY=fsync: the AOF was not fsynced within ${waited} ms; check the primary's disk and appendonly setting`);
+  throw new DurabilityError(
+    "fsync_timeout",
+    `TURNSTREAM_DURABILITY=fsync: the AOF was not fsynced within ${waited} ms; check the primary's disk and appendonly setting`,
+  );
 }

@@ -68,7 +68,8 @@ export function issuesOf(error: z.ZodError): string[] {
 
 type Rec = Record<string, unknown>;
 // Plain objects only (what JSON.parse makes): anything more exotic is left to zod.
-const isRec = (v: unknown): v is Rec => v !== null && typeof v === "object" && Object.getPrototypeOf(v) === Object.prototype;
+const isRec = (v: unknown): v is Rec =>
+  v !== null && typeof v === "object" && Object.getPrototypeOf(v) === Object.prototype;
 const isNonNegInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 
 const checkedKinds = new Set<string>();
@@ -102,7 +103,15 @@ function cliOk(cli: unknown): boolean {
 /** The fields an envelope and an event input share (`base`, and checkData's rule for cli.line). */
 function baseOk(r: Rec): boolean {
   const { turn, attempt, kind, data } = r;
-  if (typeof turn !== "string" || turn.length > 200 || !isNonNegInt(attempt) || !kindOk(kind) || data === undefined || !cliOk(r["cli"])) return false;
+  if (
+    typeof turn !== "string" ||
+    turn.length > 200 ||
+    !isNonNegInt(attempt) ||
+    !kindOk(kind) ||
+    data === undefined ||
+    !cliOk(r["cli"])
+  )
+    return false;
   return kind !== "cli.line" || (isRec(data) && typeof data["raw"] === "string");
 }
 
@@ -113,10 +122,28 @@ function baseOk(r: Rec): boolean {
 export function fastEnvelope(value: unknown): Envelope | undefined {
   if (!isRec(value) || !baseOk(value)) return undefined;
   const { v, seq, session, epoch, at } = value;
-  if (v !== ENVELOPE_VERSION || !Number.isSafeInteger(seq) || (seq as number) <= 0 || !sessionOk(session) || !isNonNegInt(epoch) || typeof at !== "string" || at.length === 0) {
+  if (
+    v !== ENVELOPE_VERSION ||
+    !Number.isSafeInteger(seq) ||
+    (seq as number) <= 0 ||
+    !sessionOk(session) ||
+    !isNonNegInt(epoch) ||
+    typeof at !== "string" ||
+    at.length === 0
+  ) {
     return undefined;
   }
-  const out: Envelope = { v: ENVELOPE_VERSION, seq: seq as number, session, epoch, at, turn: value["turn"] as string, attempt: value["attempt"] as number, kind: value["kind"] as string, data: value["data"] };
+  const out: Envelope = {
+    v: ENVELOPE_VERSION,
+    seq: seq as number,
+    session,
+    epoch,
+    at,
+    turn: value["turn"] as string,
+    attempt: value["attempt"] as number,
+    kind: value["kind"] as string,
+    data: value["data"],
+  };
   if ("cli" in value) out.cli = value["cli"] as Envelope["cli"];
   return out;
 }
@@ -128,8 +155,14 @@ export function fastEnvelope(value: unknown): Envelope | undefined {
 export function fastEventInput(value: unknown): z.output<typeof eventInputSchema> | undefined {
   if (!isRec(value) || !baseOk(value)) return undefined;
   const { at, cli } = value;
-  if (("at" in value && (typeof at !== "string" || at.length === 0)) || ("cli" in value && cli === undefined)) return undefined;
-  const base = { turn: value["turn"] as string, attempt: value["attempt"] as number, kind: value["kind"] as string, data: value["data"] };
+  if (("at" in value && (typeof at !== "string" || at.length === 0)) || ("cli" in value && cli === undefined))
+    return undefined;
+  const base = {
+    turn: value["turn"] as string,
+    attempt: value["attempt"] as number,
+    kind: value["kind"] as string,
+    data: value["data"],
+  };
   const out: z.output<typeof eventInputSchema> = at === undefined ? base : { at: at as string, ...base };
   if (cli !== undefined) out.cli = cli as Envelope["cli"];
   return out;

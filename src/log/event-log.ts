@@ -77,7 +77,9 @@ function snapshotRef(snap: string): SnapshotRef | null | undefined {
   if (snap === "0") return null;
   const [seq, epoch, at] = snap.split("|");
   const ref = { seq: Number(seq), epoch: Number(epoch), at: at ?? "" };
-  return Number.isSafeInteger(ref.seq) && ref.seq > 0 && Number.isSafeInteger(ref.epoch) && ref.at !== "" ? ref : undefined;
+  return Number.isSafeInteger(ref.seq) && ref.seq > 0 && Number.isSafeInteger(ref.epoch) && ref.at !== ""
+    ? ref
+    : undefined;
 }
 
 export interface SessionStat {
@@ -180,7 +182,9 @@ export function parseBatchId(batchId: string): { writer: string; n: number } {
 }
 
 export function newWriterId(): string {
-  return `w-${randomBytes(9).toString("base64url").replace(/[^A-Za-z0-9]/g, "x")}`;
+  return `w-${randomBytes(9)
+    .toString("base64url")
+    .replace(/[^A-Za-z0-9]/g, "x")}`;
 }
 
 interface StoredRecord {
@@ -269,8 +273,16 @@ export class EventLog {
       throw new Error("turn id must be a non-empty string of at most 200 characters");
     }
     // Both sent at once: the index update need not wait for the epoch, only be done on return.
-    const [[epoch, attempt, snap, seq]] = await Promise.all([this.#scripts.begin([k.events, k.meta, k.blobs], turn), this.#touchIndex(session)]);
-    return { epoch: Number(epoch), attempt: Number(attempt), lastSeq: Number(seq ?? 0), lastSnapshot: snapshotRef(String(snap ?? "")) };
+    const [[epoch, attempt, snap, seq]] = await Promise.all([
+      this.#scripts.begin([k.events, k.meta, k.blobs], turn),
+      this.#touchIndex(session),
+    ]);
+    return {
+      epoch: Number(epoch),
+      attempt: Number(attempt),
+      lastSeq: Number(seq ?? 0),
+      lastSnapshot: snapshotRef(String(snap ?? "")),
+    };
   }
 
   /** Validates and encodes one event for `append`/`appendEncoded`; throws InvalidEventError. */
@@ -328,7 +340,8 @@ export class EventLog {
     events: readonly EventInput[],
     options: AppendOptions = {},
   ): Promise<AppendResult> {
-    if (!Number.isSafeInteger(epoch) || epoch < 0) throw new Error("epoch must be a non-negative integer from beginAttempt");
+    if (!Number.isSafeInteger(epoch) || epoch < 0)
+      throw new Error("epoch must be a non-negative integer from beginAttempt");
     const encoded = events.map((ev) => this.encode(session, epoch, ev));
     return this.appendEncoded(session, epoch, encoded, options);
   }
@@ -337,7 +350,11 @@ export class EventLog {
    * Appends events that are not bound to an attempt (see DEFAULT_UNFENCED_KINDS); no epoch check.
    * Their envelope epoch is 0. Still exactly-once per batch id, still ordered by the one script.
    */
-  async appendUnfenced(session: string, events: readonly EventInput[], options: AppendOptions = {}): Promise<AppendResult> {
+  async appendUnfenced(
+    session: string,
+    events: readonly EventInput[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
     for (const ev of events) {
       if (!this.unfencedKinds.has(ev.kind)) throw new UnfencedKindError(ev.kind, [...this.unfencedKinds]);
     }
@@ -390,10 +407,13 @@ export class EventLog {
     }
     if (this.#onAppend !== undefined) this.#onAppend((performance.now() - began) / 1000);
     const [outcome, lastSeq, current] = reply!;
-    if (outcome === "missing_blob") throw new Error(`session ${session}: blobs keep expiring before the append; check retention settings`);
+    if (outcome === "missing_blob")
+      throw new Error(`session ${session}: blobs keep expiring before the append; check retention settings`);
     if (auto && (outcome === "appended" || outcome === "duplicate")) {
       // The reply is in, so this client will never re-send the batch: its dedupe entry can go.
-      this.redis.hdel(k.meta, `w:${writer}`).catch((err: unknown) => this.#logger.debug({ err, session }, "dedupe entry cleanup failed"));
+      this.redis
+        .hdel(k.meta, `w:${writer}`)
+        .catch((err: unknown) => this.#logger.debug({ err, session }, "dedupe entry cleanup failed"));
     }
     // A duplicate is a re-send of a batch that got in: it may be the one whose confirmation timed out.
     if (outcome === "appended" || outcome === "duplicate") await this.#durable();
@@ -449,12 +469,19 @@ export class EventLog {
     } catch {
       throw new InvalidEventError(session, seq, ["stored entry is not JSON"]);
     }
-    if (rec === null || typeof rec !== "object") throw new InvalidEventError(session, seq, ["stored entry has no envelope"]);
+    if (rec === null || typeof rec !== "object")
+      throw new InvalidEventError(session, seq, ["stored entry has no envelope"]);
     if (rec.b !== undefined) return this.#decodeBlob(session, k, seq, rec, raw);
     return this.#finish(session, seq, rec, raw, rec.data);
   }
 
-  async #decodeBlob(session: string, k: SessionKeys, seq: number, rec: StoredRecord, raw: string | undefined): Promise<Envelope> {
+  async #decodeBlob(
+    session: string,
+    k: SessionKeys,
+    seq: number,
+    rec: StoredRecord,
+    raw: string | undefined,
+  ): Promise<Envelope> {
     const b = rec.b!;
     let data: unknown = rec.data;
     const body = await this.redis.get(k.blob(b.s));
@@ -487,7 +514,8 @@ export class EventLog {
     if (!Number.isSafeInteger(pageSize) || pageSize < 1) throw new Error("pageSize must be a positive integer");
     const to = options.toSeq;
     const end = to === undefined ? "+" : streamId(to);
-    const fetch = (from: number): Promise<[string, string[]][]> => this.redis.xrange(k.events, streamId(from), end, "COUNT", pageSize);
+    const fetch = (from: number): Promise<[string, string[]][]> =>
+      this.redis.xrange(k.events, streamId(from), end, "COUNT", pageSize);
     const first = Math.max(1, options.fromSeq ?? 1);
     if (to !== undefined && first > to) return;
     let pending: Promise<[string, string[]][]> | undefined = fetch(first);
@@ -535,7 +563,9 @@ export class EventLog {
     if (signal?.aborted) return;
     const conn = this.redis.duplicate();
     // Without a listener ioredis prints each connection error, stack and all, to the console.
-    conn.on("error", (err: Error) => this.#tailErrors("redis connection error", explainRedisError(err, redisAddress(conn)), { connection: "tail" }));
+    conn.on("error", (err: Error) =>
+      this.#tailErrors("redis connection error", explainRedisError(err, redisAddress(conn)), { connection: "tail" }),
+    );
     const onAbort = (): void => conn.disconnect();
     signal?.addEventListener("abort", onAbort, { once: true });
     // The stored record is JSON with `turn` among its first keys; turn ids need no escaping in JSON.

@@ -23,12 +23,7 @@ export { AckedSeqs } from "./acked.ts";
 export { createWriter } from "./writer.ts";
 export { storedEnvelope, storedHead, type StoredHead } from "./stored-head.ts";
 export type { Writer, WriteOptions, WriterOptions, WriterStats } from "./writer.ts";
-export {
-  ENVELOPE_VERSION,
-  envelopeSchema,
-  eventInputSchema,
-  kindSchema,
-} from "./envelope.ts";
+export { ENVELOPE_VERSION, envelopeSchema, eventInputSchema, kindSchema } from "./envelope.ts";
 export type { Envelope, EventInput } from "./envelope.ts";
 export {
   ConflictError,
@@ -40,7 +35,14 @@ export {
   UnfencedKindError,
   WriterClosedError,
 } from "./errors.ts";
-export { DEFAULT_PREFIX, SESSION_ID_PATTERN, assertSessionId, indexKey, isValidSessionId, sessionKeys } from "./keys.ts";
+export {
+  DEFAULT_PREFIX,
+  SESSION_ID_PATTERN,
+  assertSessionId,
+  indexKey,
+  isValidSessionId,
+  sessionKeys,
+} from "./keys.ts";
 export type { SessionKeys } from "./keys.ts";
 export { connectRedis, DEFAULT_REDIS_URL, isCluster } from "./redis.ts";
 export {

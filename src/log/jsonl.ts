@@ -151,7 +151,13 @@ function eventInputOf(env: Envelope): EventInput {
 }
 
 /** An exported log: every envelope keeps its seq (so the file must hold every seq from 1 on) and its epoch. */
-async function importEnvelopes(log: EventLog, session: string, path: string, lines: AsyncGenerator<string>, options: ImportOptions): Promise<ImportResult> {
+async function importEnvelopes(
+  log: EventLog,
+  session: string,
+  path: string,
+  lines: AsyncGenerator<string>,
+  options: ImportOptions,
+): Promise<ImportResult> {
   const batches = new ImportBatches(log, session, null, options);
   batches.epochFloor = 0;
   for await (const line of lines) {
@@ -159,7 +165,10 @@ async function importEnvelopes(log: EventLog, session: string, path: string, lin
     const env = asEnvelope(line);
     const expected = batches.nextSeq;
     if (env === undefined) throw new Error(`${path}: line ${expected} is not an envelope; the file mixes formats`);
-    if (env.seq !== expected) throw new Error(`${path}: expected seq ${expected} but found ${env.seq}; an exported log has every seq from 1 on`);
+    if (env.seq !== expected)
+      throw new Error(
+        `${path}: expected seq ${expected} but found ${env.seq}; an exported log has every seq from 1 on`,
+      );
     batches.epochFloor = Math.max(batches.epochFloor, env.epoch);
     await batches.add(log.encode(session, env.epoch, eventInputOf(env)));
   }
@@ -168,17 +177,28 @@ async function importEnvelopes(log: EventLog, session: string, path: string, lin
 }
 
 /** A raw CLI stdout recording: one attempt of a new turn, one cli.line per line. */
-async function importRaw(log: EventLog, session: string, lines: AsyncGenerator<string>, options: ImportOptions): Promise<ImportResult> {
+async function importRaw(
+  log: EventLog,
+  session: string,
+  lines: AsyncGenerator<string>,
+  options: ImportOptions,
+): Promise<ImportResult> {
   const turn = options.turn ?? `import-${Date.now()}`;
   const { epoch, attempt } = await log.beginAttempt(session, turn);
   const batches = new ImportBatches(log, session, epoch, options);
-  for await (const line of lines) await batches.add(log.encode(session, epoch, { turn, attempt, kind: "cli.line", data: { raw: line } }));
+  for await (const line of lines)
+    await batches.add(log.encode(session, epoch, { turn, attempt, kind: "cli.line", data: { raw: line } }));
   const { count, lastSeq } = await batches.finish();
   return { mode: "raw", count, lastSeq };
 }
 
 /** Loads a JSONL export back into a session with the same seqs, or a raw CLI stdout recording as one `cli.line` per line. */
-export async function importFile(log: EventLog, session: string, path: string, options: ImportOptions = {}): Promise<ImportResult> {
+export async function importFile(
+  log: EventLog,
+  session: string,
+  path: string,
+  options: ImportOptions = {},
+): Promise<ImportResult> {
   const st = await log.stat(session);
   if (st.lastSeq > 0) {
     throw new Error(`session ${session} already has ${st.lastSeq} events; import into a new session id`);
@@ -189,5 +209,7 @@ export async function importFile(log: EventLog, session: string, path: string, o
   const all = prepend(first, lines);
   // Marked before the first event goes in: a file that fails half-way still leaves a marked session.
   await log.redis.hset(log.keys(session).meta, IMPORTED_FIELD, new Date().toISOString());
-  return asEnvelope(first) !== undefined ? importEnvelopes(log, session, path, all, options) : importRaw(log, session, all, options);
+  return asEnvelope(first) !== undefined
+    ? importEnvelopes(log, session, path, all, options)
+    : importRaw(log, session, all, options);
 }

@@ -21,7 +21,8 @@ const CHECK: Readonly<Record<RedisProblem, (at: string) => string>> = {
   read_only: (at) =>
     `Redis at ${at} is a read-only replica, so it refused a write: after a failover the address may still ` +
     `lead to the old primary; point REDIS_URL at the current primary`,
-  loading: (at) => `Redis at ${at} is still loading its data after a restart: retry once it is loaded (INFO persistence shows loading:0)`,
+  loading: (at) =>
+    `Redis at ${at} is still loading its data after a restart: retry once it is loaded (INFO persistence shows loading:0)`,
   cluster_down: (at) =>
     `the Redis Cluster at ${at} cannot serve (CLUSTERDOWN: a hash slot has no master): check its nodes with ` +
     `redis-cli --cluster check`,
@@ -44,8 +45,22 @@ export class RedisUnavailableError extends Error {
   }
 }
 
-const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "EAI_AGAIN"]);
-const UNREACHABLE_MESSAGES = ["Connection is closed", "None of startup nodes is available", "Stream isn't writeable", "Failed to refresh slots cache"];
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+  "EAI_AGAIN",
+]);
+const UNREACHABLE_MESSAGES = [
+  "Connection is closed",
+  "None of startup nodes is available",
+  "Stream isn't writeable",
+  "Failed to refresh slots cache",
+];
 const REPLY_PREFIXES: readonly [string, RedisProblem][] = [
   ["NOAUTH", "auth"],
   ["WRONGPASS", "auth"],

@@ -38,10 +38,13 @@ export function sentinelOptions(url: string): RedisOptions {
   const [hosts = "", pathAndQuery = ""] = rest.slice(at + 1).split("/", 2);
   const [name = "", query = ""] = pathAndQuery.split("?", 2);
   if (!SENTINEL_NAME.test(name)) {
-    throw new Error(`REDIS_URL: a redis-sentinel:// URL ends with /<primary name> (1-64 of A-Z a-z 0-9 . _ -), like redis-sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster`);
+    throw new Error(
+      `REDIS_URL: a redis-sentinel:// URL ends with /<primary name> (1-64 of A-Z a-z 0-9 . _ -), like redis-sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster`,
+    );
   }
   const sentinels = parseNodes(hosts, "REDIS_URL's sentinel");
-  if (sentinels.length === 0) throw new Error("REDIS_URL: a redis-sentinel:// URL lists at least one sentinel host:port");
+  if (sentinels.length === 0)
+    throw new Error("REDIS_URL: a redis-sentinel:// URL lists at least one sentinel host:port");
   const options: RedisOptions = { sentinels, name };
   if (auth !== "") {
     const colon = auth.indexOf(":");
@@ -51,7 +54,8 @@ export function sentinelOptions(url: string): RedisOptions {
   }
   const db = new URLSearchParams(query).get("db");
   if (db !== null) {
-    if (!/^\d{1,2}$/.test(db)) throw new Error(`REDIS_URL: db=${JSON.stringify(db.slice(0, 10))} is not a database number`);
+    if (!/^\d{1,2}$/.test(db))
+      throw new Error(`REDIS_URL: db=${JSON.stringify(db.slice(0, 10))} is not a database number`);
     options.db = Number(db);
   }
   return options;
@@ -66,7 +70,10 @@ function parseNodes(nodes: string | readonly string[], what = "cluster node"): {
       const at = s.lastIndexOf(":");
       const port = Number(s.slice(at + 1));
       if (at <= 0 || !Number.isInteger(port) || port <= 0 || port > 65535) {
-        const example = what === "cluster node" ? "set REDIS_CLUSTER_NODES like 127.0.0.1:7000,127.0.0.1:7001" : "list them like 127.0.0.1:26379,127.0.0.1:26380";
+        const example =
+          what === "cluster node"
+            ? "set REDIS_CLUSTER_NODES like 127.0.0.1:7000,127.0.0.1:7001"
+            : "list them like 127.0.0.1:26379,127.0.0.1:26380";
         throw new Error(`${what} ${JSON.stringify(s.slice(0, 80))} is not host:port; ${example}`);
       }
       return { host: s.slice(0, at), port };

@@ -21,9 +21,13 @@ type Arg = string | number;
 type Dynamic = Record<string, (...args: (Arg | readonly Arg[])[]) => Promise<unknown>>;
 
 /** Registers the script on this client (once per client) and returns a call taking its keys and its argv. */
-export function scriptCommand<T>(client: RedisClient, script: LuaScript): (keys: readonly Arg[], argv: readonly Arg[]) => Promise<T> {
+export function scriptCommand<T>(
+  client: RedisClient,
+  script: LuaScript,
+): (keys: readonly Arg[], argv: readonly Arg[]) => Promise<T> {
   const dyn = client as unknown as Dynamic;
-  if (typeof dyn[script.name] !== "function") client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+  if (typeof dyn[script.name] !== "function")
+    client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
   const command = dyn[script.name]!;
   // argv goes as one array, which ioredis flattens into the command: spread into call arguments, a
   // projection commit's hundreds of thousands of fields would overflow the stack.

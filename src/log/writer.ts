@@ -86,7 +86,12 @@ export interface Writer {
 // retried: giving up would drop events.
 function isFatal(err: unknown): boolean {
   // A DurabilityError already retried its WAIT: the attempt fails as infrastructure, not a forever loop.
-  return err instanceof FencedError || err instanceof ConflictError || err instanceof LogRolledBackError || err instanceof DurabilityError;
+  return (
+    err instanceof FencedError ||
+    err instanceof ConflictError ||
+    err instanceof LogRolledBackError ||
+    err instanceof DurabilityError
+  );
 }
 
 /** The writer's options with their defaults applied. */
@@ -149,7 +154,9 @@ class EventBuffer {
   /** An empty buffer takes any event, however large; otherwise both bounds hold. */
   hasRoom(bytes: number): boolean {
     const { maxBufferEvents, maxBufferBytes } = this.#settings;
-    return this.#events.length === 0 || (this.#events.length < maxBufferEvents && this.#bytes + bytes <= maxBufferBytes);
+    return (
+      this.#events.length === 0 || (this.#events.length < maxBufferEvents && this.#bytes + bytes <= maxBufferBytes)
+    );
   }
 
   waitForRoom(): Promise<void> {
@@ -297,7 +304,8 @@ class BufferedWriter {
     if (this.#closed) throw new WriterClosedError(this.#session);
     const log = this.#log;
     const enc = log.encode(this.#session, this.#epoch ?? 0, event);
-    if (this.#epoch === null && !log.unfencedKinds.has(enc.kind)) throw new UnfencedKindError(enc.kind, [...log.unfencedKinds]);
+    if (this.#epoch === null && !log.unfencedKinds.has(enc.kind))
+      throw new UnfencedKindError(enc.kind, [...log.unfencedKinds]);
     while (!this.#buffer.hasRoom(enc.bytes)) {
       await this.#buffer.waitForRoom();
       if (this.#failure !== undefined) throw this.#failure;
@@ -323,9 +331,14 @@ class BufferedWriter {
     // Every batch is in, so no re-send can need the dedupe entry any more: dropping it is cleanup,
     // not awaited (the end of a turn waits on no more round trips than it must).
     if (this.#batchNo > 0) {
-      this.#log.forgetWriter(this.#session, this.writerId).catch((err: unknown) =>
-        this.#settings.logger.debug({ session: this.#session, writer: this.writerId, err: { message: (err as Error)?.message } }, "dedupe entry cleanup failed"),
-      );
+      this.#log
+        .forgetWriter(this.#session, this.writerId)
+        .catch((err: unknown) =>
+          this.#settings.logger.debug(
+            { session: this.#session, writer: this.writerId, err: { message: (err as Error)?.message } },
+            "dedupe entry cleanup failed",
+          ),
+        );
     }
     return seq;
   }
@@ -365,7 +378,10 @@ class BufferedWriter {
     const batchId = `${this.writerId}:${this.#batchNo}`;
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await this.#log.appendEncoded(this.#session, this.#epoch, events, { batchId, ackedSeq: this.#lastSeq });
+        const res = await this.#log.appendEncoded(this.#session, this.#epoch, events, {
+          batchId,
+          ackedSeq: this.#lastSeq,
+        });
         if (res.outcome === "rolled_back") throw new LogRolledBackError(this.#session, this.#lastSeq, res.lastSeq);
         if (res.outcome === "fenced") throw new FencedError(this.#session, this.#epoch ?? 0, res.epoch);
         if (res.outcome === "conflict") throw new ConflictError(this.#session, -1, res.lastSeq);
@@ -390,7 +406,8 @@ class BufferedWriter {
   async #backOff(error: unknown, attempt: number): Promise<void> {
     const { backoffInitialMs, backoffMaxMs, logger } = this.#settings;
     this.#stats.retries++;
-    const delayMs = Math.min(backoffMaxMs, backoffInitialMs * 2 ** Math.min(attempt - 1, 16)) * (0.5 + Math.random() / 2);
+    const delayMs =
+      Math.min(backoffMaxMs, backoffInitialMs * 2 ** Math.min(attempt - 1, 16)) * (0.5 + Math.random() / 2);
     logger.warn(
       {
         session: this.#session,
@@ -407,7 +424,10 @@ class BufferedWriter {
 
   #fail(err: Error): void {
     this.#failure = err;
-    this.#settings.logger.error({ session: this.#session, writer: this.writerId, err: { name: err.name, message: err.message } }, "event writer stopped");
+    this.#settings.logger.error(
+      { session: this.#session, writer: this.writerId, err: { name: err.name, message: err.message } },
+      "event writer stopped",
+    );
     this.#settings.onFailed?.(err);
     this.#buffer.wakeWaiters();
     this.#settleFlushes();

@@ -36,11 +36,18 @@ interface FleetReading {
 
 async function readQueue(queue: QueueCountsSource, now: number): Promise<Pick<FleetReading, "counts" | "oldestWaitS">> {
   const [counts, waiting] = await Promise.all([queue.getJobCounts(...QUEUE_STATES), readWaitingTurns(queue, now)]);
-  return { counts, oldestWaitS: waiting.oldestQueuedAt === undefined ? 0 : Math.max(0, (now - waiting.oldestQueuedAt) / 1000) };
+  return {
+    counts,
+    oldestWaitS: waiting.oldestQueuedAt === undefined ? 0 : Math.max(0, (now - waiting.oldestQueuedAt) / 1000),
+  };
 }
 
 /** Pending requests in the decision index that have not expired, and how long the oldest has waited. */
-async function readPending(redis: RedisClient, prefix: string, now: number): Promise<Pick<FleetReading, "pending" | "oldestPendingS">> {
+async function readPending(
+  redis: RedisClient,
+  prefix: string,
+  now: number,
+): Promise<Pick<FleetReading, "pending" | "oldestPendingS">> {
   const values = await redis.hvals(pendingKey(prefix));
   let pending = 0;
   let oldest = now;
@@ -59,7 +66,10 @@ async function readPending(redis: RedisClient, prefix: string, now: number): Pro
 
 async function readFleet(sources: FleetSources): Promise<FleetReading> {
   const now = Date.now();
-  const [queue, pending] = await Promise.all([sources.queue === undefined ? {} : readQueue(sources.queue, now), readPending(sources.redis, sources.logPrefix, now)]);
+  const [queue, pending] = await Promise.all([
+    sources.queue === undefined ? {} : readQueue(sources.queue, now),
+    readPending(sources.redis, sources.logPrefix, now),
+  ]);
   return { ...queue, ...pending };
 }
 
@@ -79,7 +89,9 @@ export function fleetGauges(meter: Meter, sources: FleetSources, logger: Logger)
         logger.debug({ err: { message: (err as Error).message } }, "fleet gauges not read this time");
         return;
       }
-      if (reading.counts !== undefined) for (const state of QUEUE_STATES) r.observe(depth, reading.counts[state] ?? 0, { "turnstream.queue.state": state });
+      if (reading.counts !== undefined)
+        for (const state of QUEUE_STATES)
+          r.observe(depth, reading.counts[state] ?? 0, { "turnstream.queue.state": state });
       if (reading.oldestWaitS !== undefined) r.observe(oldestWait, reading.oldestWaitS);
       r.observe(pending, reading.pending);
       r.observe(oldestPending, reading.oldestPendingS);

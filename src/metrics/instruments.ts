@@ -9,10 +9,13 @@ export function counter(meter: Meter, def: MetricDef): Counter {
 
 export function histogram(meter: Meter, def: MetricDef): Histogram {
   const advice = def.buckets === undefined ? undefined : { explicitBucketBoundaries: [...def.buckets] };
-  return meter.createHistogram(def.name, { unit: def.unit, description: def.description, ...(advice === undefined ? {} : { advice }) });
+  return meter.createHistogram(def.name, {
+    unit: def.unit,
+    description: def.description,
+    ...(advice === undefined ? {} : { advice }),
+  });
 }
 
 export function gauge(meter: Meter, def: MetricDef): ObservableGauge {
   return meter.createObservableGauge(def.name, { unit: def.unit, description: def.description });
 }
-

@@ -86,7 +86,15 @@ export const STATUS_CLASSES = ["2xx", "3xx", "4xx", "5xx", OTHER] as const;
 export const GATEWAY_ANSWERS = ["upstream", "policy", "upstream_unreachable", "too_large", "aborted", OTHER] as const;
 
 /** Why an attempt was abandoned: a retryable error kind, or the reason the worker stopped it. */
-export const ABANDON_REASONS = [...ERROR_TYPES, "worker_crashed", "lease_lost", "lock_lost", "shutdown", "fenced", "log_rolled_back"] as const;
+export const ABANDON_REASONS = [
+  ...ERROR_TYPES,
+  "worker_crashed",
+  "lease_lost",
+  "lock_lost",
+  "shutdown",
+  "fenced",
+  "log_rolled_back",
+] as const;
 
 const SECONDS_SHORT = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 
@@ -149,7 +157,8 @@ export const METRICS = {
     name: "turnstream.warm.starts",
     kind: "counter",
     unit: "{attempt}",
-    description: "Warm-mode attempts by how their CLI process came about: warm (a kept process answered) or why a new one started",
+    description:
+      "Warm-mode attempts by how their CLI process came about: warm (a kept process answered) or why a new one started",
     attributes: { "turnstream.warm.start": WARM_STARTS },
   },
   warmKept: {
@@ -192,8 +201,13 @@ export const METRICS = {
     name: "turnstream.gateway.calls",
     kind: "counter",
     unit: "{call}",
-    description: "Model calls through the worker's gateway, by status class and who answered (the upstream, or the gateway: policy, unreachable upstream, too large, client gone)",
-    attributes: { "turnstream.gateway.status": STATUS_CLASSES, "turnstream.gateway.answered_by": GATEWAY_ANSWERS, "gen_ai.request.model": MODEL },
+    description:
+      "Model calls through the worker's gateway, by status class and who answered (the upstream, or the gateway: policy, unreachable upstream, too large, client gone)",
+    attributes: {
+      "turnstream.gateway.status": STATUS_CLASSES,
+      "turnstream.gateway.answered_by": GATEWAY_ANSWERS,
+      "gen_ai.request.model": MODEL,
+    },
   },
   gatewayTtfb: {
     name: "turnstream.gateway.ttfb",

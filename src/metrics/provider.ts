@@ -9,7 +9,19 @@ import { createNoopMeter, type Meter } from "@opentelemetry/api";
 import type { MeterProvider, MetricReader, PushMetricExporter } from "@opentelemetry/sdk-metrics";
 import type { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
-import { DEFAULT_SERVICE_NAME, nonEmpty, otlpEndpointSet, otlpSettings, positiveMs, sdkDisabled, serviceIdentity, TelemetryConfigError, type EnvLike, type OtlpSettings, type Scrubber } from "../telemetry/index.ts";
+import {
+  DEFAULT_SERVICE_NAME,
+  nonEmpty,
+  otlpEndpointSet,
+  otlpSettings,
+  positiveMs,
+  sdkDisabled,
+  serviceIdentity,
+  TelemetryConfigError,
+  type EnvLike,
+  type OtlpSettings,
+  type Scrubber,
+} from "../telemetry/index.ts";
 
 const load = createRequire(import.meta.url);
 
@@ -32,10 +44,18 @@ export interface MetricsConfig extends OtlpSettings {
 function listedExporters(env: EnvLike): Set<string> | undefined {
   const text = nonEmpty(env["OTEL_METRICS_EXPORTER"]);
   if (text === undefined) return undefined;
-  const names = new Set(text.split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== ""));
+  const names = new Set(
+    text
+      .split(",")
+      .map((s) => s.trim().toLowerCase())
+      .filter((s) => s !== ""),
+  );
   for (const n of names) {
     if (!["otlp", "prometheus", "console", "none"].includes(n)) {
-      throw new TelemetryConfigError("OTEL_METRICS_EXPORTER", `OTEL_METRICS_EXPORTER lists '${n}'; use prometheus, otlp, console or none`);
+      throw new TelemetryConfigError(
+        "OTEL_METRICS_EXPORTER",
+        `OTEL_METRICS_EXPORTER lists '${n}'; use prometheus, otlp, console or none`,
+      );
     }
   }
   return names.has("none") ? new Set() : names;
@@ -46,10 +66,17 @@ function listedExporters(env: EnvLike): Set<string> | undefined {
  * whether this process serves /metrics. Unset OTEL_METRICS_EXPORTER means prometheus when the ops
  * endpoint is on, plus otlp when an OTLP endpoint is set.
  */
-export function metricsConfig(env: EnvLike, opsEndpoint: boolean, fallbackServiceName = DEFAULT_SERVICE_NAME): MetricsConfig {
+export function metricsConfig(
+  env: EnvLike,
+  opsEndpoint: boolean,
+  fallbackServiceName = DEFAULT_SERVICE_NAME,
+): MetricsConfig {
   const listed = listedExporters(env);
   if (listed?.has("prometheus") === true && !opsEndpoint) {
-    throw new TelemetryConfigError("OTEL_METRICS_EXPORTER", "OTEL_METRICS_EXPORTER lists prometheus, but this process serves no /metrics: set TURNSTREAM_OPS_PORT (or --ops-port)");
+    throw new TelemetryConfigError(
+      "OTEL_METRICS_EXPORTER",
+      "OTEL_METRICS_EXPORTER lists prometheus, but this process serves no /metrics: set TURNSTREAM_OPS_PORT (or --ops-port)",
+    );
   }
   const prometheus = listed === undefined ? opsEndpoint : listed.has("prometheus");
   const otlp = listed === undefined ? otlpEndpointSet(env, "metrics") : listed.has("otlp");
@@ -98,24 +125,43 @@ type Sdk = typeof import("@opentelemetry/sdk-metrics");
 
 function otlpExporter(config: MetricsConfig): PushMetricExporter {
   type Exporter = new (options: Record<string, unknown>) => PushMetricExporter;
-  const pkg = { grpc: "@opentelemetry/exporter-metrics-otlp-grpc", "http/json": "@opentelemetry/exporter-metrics-otlp-http", "http/protobuf": "@opentelemetry/exporter-metrics-otlp-proto" }[config.protocol];
+  const pkg = {
+    grpc: "@opentelemetry/exporter-metrics-otlp-grpc",
+    "http/json": "@opentelemetry/exporter-metrics-otlp-http",
+    "http/protobuf": "@opentelemetry/exporter-metrics-otlp-proto",
+  }[config.protocol];
   const { OTLPMetricExporter } = load(pkg) as { OTLPMetricExporter: Exporter };
   // gRPC takes its headers as metadata, which it reads from the environment itself.
   const headers = config.protocol === "grpc" ? {} : { headers: config.headers };
-  return new OTLPMetricExporter({ url: config.url, ...headers, timeoutMillis: config.timeoutMillis, compression: config.compression });
+  return new OTLPMetricExporter({
+    url: config.url,
+    ...headers,
+    timeoutMillis: config.timeoutMillis,
+    compression: config.compression,
+  });
 }
 
-function readers(config: MetricsConfig, sdk: Sdk, extra: MetricReader | undefined): { readers: MetricReader[]; prometheus: PrometheusExporter | undefined } {
+function readers(
+  config: MetricsConfig,
+  sdk: Sdk,
+  extra: MetricReader | undefined,
+): { readers: MetricReader[]; prometheus: PrometheusExporter | undefined } {
   const out: MetricReader[] = extra === undefined ? [] : [extra];
   let prometheus: PrometheusExporter | undefined;
   if (config.prometheus) {
-    const { PrometheusExporter: Exporter } = load("@opentelemetry/exporter-prometheus") as { PrometheusExporter: typeof PrometheusExporter };
+    const { PrometheusExporter: Exporter } = load("@opentelemetry/exporter-prometheus") as {
+      PrometheusExporter: typeof PrometheusExporter;
+    };
     prometheus = new Exporter({ preventServerStart: true });
     // The exporter ships its own copy of sdk-metrics; the reader contract is the same.
     out.push(prometheus as unknown as MetricReader);
   }
   const push = (exporter: PushMetricExporter): MetricReader =>
-    new sdk.PeriodicExportingMetricReader({ exporter, exportIntervalMillis: config.intervalMillis, exportTimeoutMillis: Math.min(config.exportTimeoutMillis, config.intervalMillis) });
+    new sdk.PeriodicExportingMetricReader({
+      exporter,
+      exportIntervalMillis: config.intervalMillis,
+      exportTimeoutMillis: Math.min(config.exportTimeoutMillis, config.intervalMillis),
+    });
   if (config.otlp) out.push(push(otlpExporter(config)));
   if (config.console) out.push(push(new sdk.ConsoleMetricExporter()));
   return { readers: out, prometheus };
@@ -135,7 +181,12 @@ export function startMetrics(options: StartMetricsOptions): Metrics {
   if (!config.enabled && options.reader === undefined) return noop();
   options.scrubber.addValues(Object.entries(config.headers).map(([k, v]) => [`otlp header ${k}`, v] as const));
   const sdk = load("@opentelemetry/sdk-metrics") as Sdk;
-  const scrubbed = Object.fromEntries(Object.entries(config.resourceAttributes).map(([k, v]) => [k, options.scrubber.scrub(v, { sink: "metric", field: k })]));
+  const scrubbed = Object.fromEntries(
+    Object.entries(config.resourceAttributes).map(([k, v]) => [
+      k,
+      options.scrubber.scrub(v, { sink: "metric", field: k }),
+    ]),
+  );
   const resource = defaultResource()
     .merge(resourceFromAttributes(scrubbed))
     .merge(resourceFromAttributes({ "service.name": config.serviceName, "service.instance.id": options.instanceId }));

@@ -17,7 +17,17 @@ import { isKnown, type ParsedLine } from "../protocol/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import { fleetGauges, type FleetSources } from "./fleet.ts";
 import { counter, gauge, histogram } from "./instruments.ts";
-import { ABANDON_REASONS, ATTEMPT_OUTCOMES, bounded, ERROR_TYPES, GATEWAY_ANSWERS, METRICS, modelLabel, OTHER, STATUS_CLASSES } from "./names.ts";
+import {
+  ABANDON_REASONS,
+  ATTEMPT_OUTCOMES,
+  bounded,
+  ERROR_TYPES,
+  GATEWAY_ANSWERS,
+  METRICS,
+  modelLabel,
+  OTHER,
+  STATUS_CLASSES,
+} from "./names.ts";
 
 /** What the gauges read of a running worker. */
 export interface ObservedWorker {
@@ -148,7 +158,11 @@ class AttemptMetrics implements AttemptObserver {
     const model = { "gen_ai.request.model": this.#i.label(call.model) };
     const status = call.status >= 200 && call.status < 600 ? `${Math.floor(call.status / 100)}xx` : OTHER;
     const answeredBy = bounded(call.answeredBy ?? "upstream", GATEWAY_ANSWERS);
-    this.#i.gatewayCalls.add(1, { ...model, "turnstream.gateway.status": bounded(status, STATUS_CLASSES), "turnstream.gateway.answered_by": answeredBy });
+    this.#i.gatewayCalls.add(1, {
+      ...model,
+      "turnstream.gateway.status": bounded(status, STATUS_CLASSES),
+      "turnstream.gateway.answered_by": answeredBy,
+    });
     if (call.ttfbMs !== undefined) this.#i.gatewayTtfb.record(call.ttfbMs / 1000, model);
   }
 

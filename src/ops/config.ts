@@ -24,10 +24,17 @@ function parseOpsPort(text: string, source: string): number {
 }
 
 /** The ops endpoint's address, or undefined when none is configured. `portFlag` (--ops-port) wins over the environment. */
-export function opsConfigFromEnv(env: Readonly<Record<string, string | undefined>>, portFlag?: string): OpsConfig | undefined {
+export function opsConfigFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  portFlag?: string,
+): OpsConfig | undefined {
   const fromEnv = env["TURNSTREAM_OPS_PORT"];
   const port =
-    portFlag !== undefined ? parseOpsPort(portFlag, "--ops-port") : fromEnv !== undefined && fromEnv.trim() !== "" ? parseOpsPort(fromEnv, "TURNSTREAM_OPS_PORT") : undefined;
+    portFlag !== undefined
+      ? parseOpsPort(portFlag, "--ops-port")
+      : fromEnv !== undefined && fromEnv.trim() !== ""
+        ? parseOpsPort(fromEnv, "TURNSTREAM_OPS_PORT")
+        : undefined;
   if (port === undefined) return undefined;
   const host = env["TURNSTREAM_OPS_HOST"]?.trim();
   return { port, host: host === undefined || host === "" ? "127.0.0.1" : host };

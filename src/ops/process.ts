@@ -45,7 +45,15 @@ export async function startProcessOps(options: ProcessOpsOptions): Promise<Proce
   const started: ReadinessCheck = { name: "started", check: () => (options.isStarted() ? true : "starting") };
   let ops: OpsServer | undefined;
   try {
-    ops = opsConfig === undefined ? undefined : await startOpsServer({ ...opsConfig, logger: options.logger, metrics: metrics.prometheus, checks: [redisReadiness(options.redis), started] });
+    ops =
+      opsConfig === undefined
+        ? undefined
+        : await startOpsServer({
+            ...opsConfig,
+            logger: options.logger,
+            metrics: metrics.prometheus,
+            checks: [redisReadiness(options.redis), started],
+          });
   } catch (err) {
     await metrics.shutdown();
     await options.closeSources?.();
@@ -55,7 +63,9 @@ export async function startProcessOps(options: ProcessOpsOptions): Promise<Proce
     addCheck: (check) => ops?.addCheck(check),
     stopping: () => ops?.shuttingDown(),
     async close() {
-      await metrics.shutdown().catch((err: unknown) => options.logger.warn({ err: { message: String(err) } }, "metrics did not flush"));
+      await metrics
+        .shutdown()
+        .catch((err: unknown) => options.logger.warn({ err: { message: String(err) } }, "metrics did not flush"));
       await ops?.close();
       await options.closeSources?.().catch(() => undefined);
     },

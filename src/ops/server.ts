@@ -86,7 +86,9 @@ async function runCheck(check: ReadinessCheck, timeoutMs: number): Promise<strin
     const r = await check.check();
     return r === true ? "ok" : r === false ? "failed" : r;
   })();
-  return withTimeout(run, timeoutMs, `no answer within ${timeoutMs} ms`).catch((err: unknown) => (err instanceof Error ? err.message : String(err)));
+  return withTimeout(run, timeoutMs, `no answer within ${timeoutMs} ms`).catch((err: unknown) =>
+    err instanceof Error ? err.message : String(err),
+  );
 }
 
 class Ops implements OpsServer {
@@ -101,7 +103,10 @@ class Ops implements OpsServer {
     this.#options = options;
     this.host = options.host ?? DEFAULT_HOST;
     this.#server = server;
-    this.#checks.push({ name: "shutdown", check: () => (this.#stopping ? "shutting down" : true) }, ...(options.checks ?? []));
+    this.#checks.push(
+      { name: "shutdown", check: () => (this.#stopping ? "shutting down" : true) },
+      ...(options.checks ?? []),
+    );
   }
 
   get port(): number {
@@ -127,8 +132,16 @@ class Ops implements OpsServer {
 
   handle(req: IncomingMessage, res: ServerResponse): void {
     const path = (req.url ?? "/").split("?")[0];
-    const route = path === "/metrics" ? this.#options.metrics : path === "/healthz" ? this.#healthz : path === "/readyz" ? this.#readyz : undefined;
-    if (route === undefined) return sendJson(res, 404, { error: `no such endpoint; try /metrics, /healthz or /readyz` });
+    const route =
+      path === "/metrics"
+        ? this.#options.metrics
+        : path === "/healthz"
+          ? this.#healthz
+          : path === "/readyz"
+            ? this.#readyz
+            : undefined;
+    if (route === undefined)
+      return sendJson(res, 404, { error: `no such endpoint; try /metrics, /healthz or /readyz` });
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.setHeader("allow", "GET, HEAD");
       return sendJson(res, 405, { error: "only GET and HEAD" });

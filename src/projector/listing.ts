@@ -20,16 +20,27 @@ export interface SessionRow {
 }
 
 /** The stored summary and token counts of a session's read model (one pointer read, one HMGET), or undefined. */
-async function storedFigures(redis: RedisClient, session: string, prefix: string): Promise<{ summary: SessionSummary; tokens: Tokens | null } | undefined> {
+async function storedFigures(
+  redis: RedisClient,
+  session: string,
+  prefix: string,
+): Promise<{ summary: SessionSummary; tokens: Tokens | null } | undefined> {
   const fields = await readModelFields(redis, session, prefix, ["summary", "core"]);
   if (fields === undefined) return undefined;
   const [summary, core] = fields as [string, string | null];
   // The token counts are kept only in the core field.
-  return { summary: JSON.parse(summary) as SessionSummary, tokens: core === null ? null : ((JSON.parse(core) as ProjectionState).view.tokens ?? null) };
+  return {
+    summary: JSON.parse(summary) as SessionSummary,
+    tokens: core === null ? null : ((JSON.parse(core) as ProjectionState).view.tokens ?? null),
+  };
 }
 
 /** A session's row and the log's stat it was made with. */
-async function statAndRow(redis: RedisClient, log: EventLog, session: string): Promise<{ st: SessionStat; row: SessionRow }> {
+async function statAndRow(
+  redis: RedisClient,
+  log: EventLog,
+  session: string,
+): Promise<{ st: SessionStat; row: SessionRow }> {
   const [st, stored] = await Promise.all([log.stat(session), storedFigures(redis, session, log.prefix)]);
   const s = stored?.summary;
   const row: SessionRow = {

@@ -3,7 +3,14 @@
 // atomically (session-projection.ts). Any number may run at once; each session's commits are
 // compare-and-set, so racing projectors waste work at worst, never apply an event twice.
 import { EventEmitter } from "node:events";
-import { errorFields, errorReporter, silentLogger, DEFAULT_PREFIX, type ErrorReporter, type Logger } from "../kernel/index.ts";
+import {
+  errorFields,
+  errorReporter,
+  silentLogger,
+  DEFAULT_PREFIX,
+  type ErrorReporter,
+  type Logger,
+} from "../kernel/index.ts";
 import { createEventLog, type EventLog, type RedisClient } from "../log/index.ts";
 import { SessionProjection, type SessionProjectionOptions, type StepResult } from "./session-projection.ts";
 import { PROJECTION_VERSION, projectionKeys, readModel, type ReadModel } from "./store.ts";
@@ -108,7 +115,8 @@ class LiveProjector implements Projector {
     this.#redis = options.redis;
     this.#prefix = options.prefix ?? DEFAULT_PREFIX;
     this.version = options.version ?? PROJECTION_VERSION;
-    if (!Number.isSafeInteger(this.version) || this.version < 1) throw new Error("projection version must be a positive integer");
+    if (!Number.isSafeInteger(this.version) || this.version < 1)
+      throw new Error("projection version must be a positive integer");
     this.#logger = options.logger ?? silentLogger;
     this.#connectionErrors = errorReporter(this.#logger);
     this.#log = createEventLog({ redis: this.#redis, prefix: this.#prefix, logger: this.#logger });
@@ -138,7 +146,8 @@ class LiveProjector implements Projector {
       const lagging = (await this.#survey()).filter((s) => !this.#superseded.has(s.session) && s.logSeq > s.seq);
       if (lagging.length === 0) return;
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`projector did not catch up within ${timeoutMs} ms (${lagging.length} sessions behind)`);
+      if (left <= 0)
+        throw new Error(`projector did not catch up within ${timeoutMs} ms (${lagging.length} sessions behind)`);
       await this.#nextCommitOrIdle(Math.min(left, 250));
     }
   }
@@ -151,10 +160,16 @@ class LiveProjector implements Projector {
     for (const c of this.#blockingConnections) c.disconnect();
     const all = Promise.all([...this.#followers.values()].map((f) => f.done));
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), this.#options.stopTimeoutMs ?? 5000)));
+    const timedOut = new Promise<"timeout">(
+      (resolve) => (timer = setTimeout(() => resolve("timeout"), this.#options.stopTimeoutMs ?? 5000)),
+    );
     const r = await Promise.race([all.then(() => "done" as const), timedOut]);
     clearTimeout(timer);
-    if (r === "timeout") this.#logger.warn({ followers: this.#followers.size }, "projector stop timed out; steps in flight were left to their commit script");
+    if (r === "timeout")
+      this.#logger.warn(
+        { followers: this.#followers.size },
+        "projector stop timed out; steps in flight were left to their commit script",
+      );
     if (this.#scanning) await this.#scanning.catch(() => {});
   }
 
@@ -179,8 +194,12 @@ class LiveProjector implements Projector {
     return Promise.all(
       ids.map(async (session) => {
         const k = projectionKeys(this.#prefix, session, this.version);
-        const [logSeq, [seq, summary]] = await Promise.all([this.#redis.hget(k.logMeta, "seq"), this.#redis.hmget(k.model, "seq", "summary")]);
-        const status = summary === null || summary === undefined ? null : (JSON.parse(summary) as SessionSummary).status;
+        const [logSeq, [seq, summary]] = await Promise.all([
+          this.#redis.hget(k.logMeta, "seq"),
+          this.#redis.hmget(k.model, "seq", "summary"),
+        ]);
+        const status =
+          summary === null || summary === undefined ? null : (JSON.parse(summary) as SessionSummary).status;
         return { session, logSeq: Number(logSeq ?? 0), seq: Number(seq ?? 0), status };
       }),
     );
@@ -195,7 +214,8 @@ class LiveProjector implements Projector {
         this.#lag = survey.reduce((sum, s) => sum + Math.max(0, s.logSeq - s.seq), 0);
         for (const s of survey) {
           if (this.#followers.has(s.session)) continue;
-          if (s.logSeq > s.seq || (s.logSeq > 0 && s.status !== null && !TERMINAL_STATUSES.has(s.status))) this.#follow(s.session);
+          if (s.logSeq > s.seq || (s.logSeq > 0 && s.status !== null && !TERMINAL_STATUSES.has(s.status)))
+            this.#follow(s.session);
         }
       } catch (err) {
         this.#stats.errors++;
@@ -256,7 +276,13 @@ class LiveProjector implements Projector {
   }
 
   /** Backs off (growing with each failure in a row), then reloads the state the step started from. */
-  async #afterFailedStep(session: string, proj: SessionProjection, err: unknown, failures: number, sleep: WakeableSleep): Promise<void> {
+  async #afterFailedStep(
+    session: string,
+    proj: SessionProjection,
+    err: unknown,
+    failures: number,
+    sleep: WakeableSleep,
+  ): Promise<void> {
     this.#stats.errors++;
     this.#logger.warn({ session, err: errorFields(err) }, "projection step failed; retrying");
     await sleep.sleep(Math.min(2000, 50 * 2 ** Math.min(failures, 6)));
@@ -278,7 +304,15 @@ class LiveProjector implements Projector {
   /** Blocks until the session has an event past `checkpoint` (or blockMs passes); false once stopping ended the read. */
   async #waitForEvents(conn: RedisClient, session: string, checkpoint: number): Promise<boolean> {
     try {
-      await conn.xread("COUNT", 1, "BLOCK", this.#options.blockMs ?? 1000, "STREAMS", this.#log.keys(session).events, `0-${checkpoint}`);
+      await conn.xread(
+        "COUNT",
+        1,
+        "BLOCK",
+        this.#options.blockMs ?? 1000,
+        "STREAMS",
+        this.#log.keys(session).events,
+        `0-${checkpoint}`,
+      );
       return true;
     } catch (err) {
       if (this.#stopping) return false;

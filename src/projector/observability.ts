@@ -25,7 +25,9 @@ export interface ProjectorObservability {
   close(): Promise<void>;
 }
 
-export async function startProjectorObservability(options: ProjectorObservabilityOptions): Promise<ProjectorObservability> {
+export async function startProjectorObservability(
+  options: ProjectorObservabilityOptions,
+): Promise<ProjectorObservability> {
   const instanceId = `${instanceStem("projector")}-${process.pid}`;
   let projector: Projector | undefined;
   const ops = await startProcessOps({
@@ -34,7 +36,13 @@ export async function startProjectorObservability(options: ProjectorObservabilit
     redis: options.redis,
     logger: options.logger,
     startMetrics: (opsEndpoint) => {
-      const metrics = startMetrics({ env: options.env, scrubber: options.scrubber, opsEndpoint, instanceId, serviceName: "turnstream-projector" });
+      const metrics = startMetrics({
+        env: options.env,
+        scrubber: options.scrubber,
+        opsEndpoint,
+        instanceId,
+        serviceName: "turnstream-projector",
+      });
       if (metrics.enabled) {
         fleetGauges(metrics.meter, { redis: options.redis, logPrefix: options.prefix }, options.logger);
         gauge(metrics.meter, METRICS.projectorLag).addCallback((r) => {

@@ -21,7 +21,14 @@ export interface ProjectorProcessOptions extends Omit<ProjectorOptions, "redis" 
 
 export async function runProjectorProcess(options: ProjectorProcessOptions): Promise<number> {
   const { logger } = options;
-  const obs = await startProjectorObservability({ env: options.env ?? process.env, opsPort: options.opsPort, redis: options.redis, logger, scrubber: options.scrubber, prefix: options.prefix ?? DEFAULT_PREFIX });
+  const obs = await startProjectorObservability({
+    env: options.env ?? process.env,
+    opsPort: options.opsPort,
+    redis: options.redis,
+    logger,
+    scrubber: options.scrubber,
+    prefix: options.prefix ?? DEFAULT_PREFIX,
+  });
   const projector = startProjector(options);
   obs.started(projector);
   logger.info({ version: projector.version, prefix: options.prefix ?? DEFAULT_PREFIX }, "projector started");

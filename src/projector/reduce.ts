@@ -33,7 +33,10 @@ export const MAX_RESULT_CHARS = 32_000;
 const RECENT_CARRIED = 20;
 
 /** The minimal envelope the reducer reads (a full Envelope fits). */
-export type ReducibleEnvelope = Pick<Envelope, "seq" | "session" | "turn" | "attempt" | "epoch" | "at" | "kind" | "data">;
+export type ReducibleEnvelope = Pick<
+  Envelope,
+  "seq" | "session" | "turn" | "attempt" | "epoch" | "at" | "kind" | "data"
+>;
 
 export { initialState };
 
@@ -340,7 +343,8 @@ function attemptStarted(s: ProjectionState, env: ReducibleEnvelope, ti: number):
   const t = s.view.turns[ti]!;
   // A later attempt of the same turn means the earlier ones will never write again (fenced).
   for (const a of t.attempts) {
-    if (a.attempt < env.attempt && (a.status === "running" || a.status === "exited")) abandon(s, ti, a.attempt, "superseded");
+    if (a.attempt < env.attempt && (a.status === "running" || a.status === "exited"))
+      abandon(s, ti, a.attempt, "superseded");
   }
   const a = attemptAt(s, ti, env.attempt, env.epoch, env.at);
   if (a.status !== "abandoned") a.status = "running";
@@ -376,7 +380,13 @@ function attemptAbandoned(s: ProjectionState, env: ReducibleEnvelope, ti: number
 }
 
 /** Ends the turn with attempt `n` (named by turn.finished/failed) as its outcome; returns that attempt's view. */
-function endTurn(s: ProjectionState, env: ReducibleEnvelope, ti: number, status: "finished" | "failed", n: number): AttemptView | undefined {
+function endTurn(
+  s: ProjectionState,
+  env: ReducibleEnvelope,
+  ti: number,
+  status: "finished" | "failed",
+  n: number,
+): AttemptView | undefined {
   const t = s.view.turns[ti]!;
   t.status = status;
   t.endedAt = env.at;
@@ -506,7 +516,13 @@ interface Group {
 }
 
 /** The item list lines with this parent_tool_use_id go to (the subagent list of that tool call). */
-function groupFor(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, parent: string | undefined): Group {
+function groupFor(
+  s: ProjectionState,
+  env: ReducibleEnvelope,
+  ti: number,
+  key: string,
+  parent: string | undefined,
+): Group {
   const ta = transcriptAttempt(s, ti, env.attempt);
   if (parent === undefined) return { items: ta.items, path: [] };
   const paths = toolPaths(s, key);
@@ -567,7 +583,12 @@ function assistant(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: 
 function resultView(content: unknown, isError: boolean, seq: number): ToolResultView {
   const full = toolResultText(content);
   const cut = full.length > MAX_RESULT_CHARS;
-  return { text: cut ? full.slice(0, MAX_RESULT_CHARS) : full, isError, seq, droppedChars: cut ? full.length - MAX_RESULT_CHARS : 0 };
+  return {
+    text: cut ? full.slice(0, MAX_RESULT_CHARS) : full,
+    isError,
+    seq,
+    droppedChars: cut ? full.length - MAX_RESULT_CHARS : 0,
+  };
 }
 
 function user(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, o: Obj): void {
@@ -619,7 +640,13 @@ function user(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: strin
   }
 }
 
-function toolNameOf(s: ProjectionState, ti: number, attempt: number, key: string, id: string | undefined): string | undefined {
+function toolNameOf(
+  s: ProjectionState,
+  ti: number,
+  attempt: number,
+  key: string,
+  id: string | undefined,
+): string | undefined {
   if (id === undefined) return undefined;
   const path = s.cursor.toolPaths[key]?.[id];
   if (path === undefined) return undefined;
@@ -667,7 +694,13 @@ function result(s: ProjectionState, env: ReducibleEnvelope, a: AttemptView, key:
 }
 
 /** Sets the attempt's cost from its latest running total: the rise over where its CLI session stood before it. */
-function attemptCost(s: ProjectionState, key: string, a: AttemptView, cliSessionId: string | undefined, total: number): void {
+function attemptCost(
+  s: ProjectionState,
+  key: string,
+  a: AttemptView,
+  cliSessionId: string | undefined,
+  total: number,
+): void {
   const c = s.cursor;
   // Known from attempt.started, or else where the session's last finished turn left this CLI session (0 if new).
   const base = (c.costBase[key] ??= (cliSessionId === undefined ? undefined : c.cliCostTotals[cliSessionId]) ?? 0);
@@ -744,7 +777,12 @@ interface OutcomeReport {
   requestId?: string | undefined;
 }
 
-function outcome(s: ProjectionState, env: { seq: number; turn: string; attempt: number }, dedupeKey: string, r: OutcomeReport): void {
+function outcome(
+  s: ProjectionState,
+  env: { seq: number; turn: string; attempt: number },
+  dedupeKey: string,
+  r: OutcomeReport,
+): void {
   if (s.cursor.outcomeKeys[dedupeKey] !== undefined) return;
   s.cursor.outcomeKeys[dedupeKey] = env.seq;
   const ti = s.cursor.turnIndex[env.turn];

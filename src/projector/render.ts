@@ -27,14 +27,20 @@ function renderItems(items: TranscriptItem[], indent: string, out: string[], o: 
         out.push(`${indent}[API error: ${it.error}]${it.text === "" ? "" : ` ${it.text}`}`);
         break;
       case "tool":
-        out.push(`${indent}Tool Called: ${it.name || "(unknown call)"}(${capText(inputJson(it.input), o.maxToolInputChars)})`);
+        out.push(
+          `${indent}Tool Called: ${it.name || "(unknown call)"}(${capText(inputJson(it.input), o.maxToolInputChars)})`,
+        );
         if (it.subagent.length > 0) renderItems(it.subagent, indent + "  ", out, o);
         if (it.result !== null) {
-          out.push(`${indent}${it.result.isError ? "Tool Result (error)" : "Tool Result"}: ${capText(it.result.text, o.maxToolResultChars)}`);
+          out.push(
+            `${indent}${it.result.isError ? "Tool Result (error)" : "Tool Result"}: ${capText(it.result.text, o.maxToolResultChars)}`,
+          );
         }
         break;
       case "orphan_result":
-        out.push(`${indent}${it.result.isError ? "Tool Result (error)" : "Tool Result"}: ${capText(it.result.text, o.maxToolResultChars)}`);
+        out.push(
+          `${indent}${it.result.isError ? "Tool Result (error)" : "Tool Result"}: ${capText(it.result.text, o.maxToolResultChars)}`,
+        );
         break;
     }
   }
@@ -55,7 +61,9 @@ export function renderTranscriptText(state: ProjectionState, opts: TextOptions =
   const views = state.view.turns;
   state.transcript.turns.forEach((t, i) => {
     const v = views[i]!;
-    out.push(`── turn ${t.turn} (${v.status}${v.errorKind !== null && v.errorKind !== "ok" ? `, ${v.errorKind}` : ""}) ──`);
+    out.push(
+      `── turn ${t.turn} (${v.status}${v.errorKind !== null && v.errorKind !== "ok" ? `, ${v.errorKind}` : ""}) ──`,
+    );
     if (t.prompt !== null) out.push(`User: ${t.prompt}`);
     for (const a of t.attempts) {
       if (!a.abandoned) continue;
@@ -88,7 +96,9 @@ export function toMessages(state: ProjectionState): AiSdkMessage[] {
             type: "tool-result" as const,
             toolCallId: c.id,
             toolName: c.name,
-            output: c.result!.isError ? { type: "error-text" as const, value: c.result!.text } : { type: "text" as const, value: c.result!.text },
+            output: c.result!.isError
+              ? { type: "error-text" as const, value: c.result!.text }
+              : { type: "text" as const, value: c.result!.text },
           })),
         });
       }

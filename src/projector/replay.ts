@@ -16,7 +16,9 @@ export function parseUntil(text: string): Until {
   }
   const time = Date.parse(text);
   if (!/^\d{4}-\d\d-\d\d/.test(text) || Number.isNaN(time)) {
-    throw new Error(`--until must be an event number or an ISO time like 2025-01-31T12:00:00Z (got ${JSON.stringify(text.slice(0, 40))})`);
+    throw new Error(
+      `--until must be an event number or an ISO time like 2025-01-31T12:00:00Z (got ${JSON.stringify(text.slice(0, 40))})`,
+    );
   }
   return { time, iso: text };
 }
@@ -48,7 +50,9 @@ export class UnknownSessionError extends Error {
   override readonly name = "UnknownSessionError";
   readonly session: string;
   constructor(session: string, prefix: string) {
-    super(`session ${session} has no events under key prefix "${prefix}"; check the id (turnstream sessions lists them) or --prefix`);
+    super(
+      `session ${session} has no events under key prefix "${prefix}"; check the id (turnstream sessions lists them) or --prefix`,
+    );
     this.session = session;
   }
 }
@@ -74,14 +78,19 @@ function beyond(until: Until | undefined, env: Envelope): boolean {
 }
 
 /** Rebuilds a session's read models from its log alone, optionally up to a point or following live; touches no stored read model. */
-export async function replaySession(log: EventLog, session: string, options: ReplayOptions = {}): Promise<ProjectionState> {
+export async function replaySession(
+  log: EventLog,
+  session: string,
+  options: ReplayOptions = {},
+): Promise<ProjectionState> {
   const st = await log.stat(session);
   if (!st.exists && st.length === 0) throw new UnknownSessionError(session, log.prefix);
   const state = initialState();
   const observers = options.observers ?? [];
   const sleep = options.sleep ?? defaultSleep;
   const speed = options.speed;
-  if (speed !== undefined && !(speed > 0)) throw new Error("--speed must be a number above 0, e.g. 2 for twice as fast");
+  if (speed !== undefined && !(speed > 0))
+    throw new Error("--speed must be a number above 0, e.g. 2 for twice as fast");
   let prevAt: number | undefined;
   const toSeq = options.until !== undefined && "seq" in options.until ? options.until.seq : undefined;
   let stoppedEarly = false;

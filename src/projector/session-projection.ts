@@ -71,7 +71,10 @@ export class SessionProjection {
 
   /** (Re)loads the stored state and checkpoint; discards anything folded but not committed. */
   async load(): Promise<void> {
-    const [hash, pointer] = await Promise.all([this.#redis.hgetall(this.keys.model), readPointer(this.#redis, this.keys)]);
+    const [hash, pointer] = await Promise.all([
+      this.#redis.hgetall(this.keys.model),
+      readPointer(this.#redis, this.keys),
+    ]);
     this.#pointer = pointer;
     if (pointer !== null && pointer > this.version) this.#superseded = true;
     this.#state = decodeState(hash) ?? initialState();
@@ -80,7 +83,9 @@ export class SessionProjection {
   }
 
   /** Folds events into the in-memory state (events at or below its seq are ignored). */
-  apply(events: readonly Pick<Envelope, "seq" | "session" | "turn" | "attempt" | "epoch" | "at" | "kind" | "data">[]): void {
+  apply(
+    events: readonly Pick<Envelope, "seq" | "session" | "turn" | "attempt" | "epoch" | "at" | "kind" | "data">[],
+  ): void {
     const s = this.#state;
     if (s === undefined) throw new Error("load() the projection before applying events");
     for (const e of events) {
@@ -100,7 +105,15 @@ export class SessionProjection {
       this.#faults?.beforeCommit?.(this.session);
       // A first commit writes every turn; later ones only those the batch touched.
       const turns = this.#committed === 0 ? undefined : this.#dirty;
-      const reply = await commitProjection(this.#redis, this.keys, this.version, this.#committed, this.#pointer, s, turns);
+      const reply = await commitProjection(
+        this.#redis,
+        this.keys,
+        this.version,
+        this.#committed,
+        this.#pointer,
+        s,
+        turns,
+      );
       this.#faults?.afterCommit?.(this.session, reply);
       if (reply.outcome === "repoint" && tries < 3) {
         this.#pointer = reply.n === 0 ? null : reply.n;
@@ -130,7 +143,11 @@ export class SessionProjection {
     let n = 0;
     // Folded page by page as they stream in (the log fetches the next page meanwhile; no batch is
     // held in memory); committed after batchEvents or maxBatchMs.
-    const pages = this.#log.readPages(this.session, { fromSeq: from, toSeq: from + this.#batch - 1, pageSize: READ_PAGE });
+    const pages = this.#log.readPages(this.session, {
+      fromSeq: from,
+      toSeq: from + this.#batch - 1,
+      pageSize: READ_PAGE,
+    });
     for await (const page of pages) {
       let lastTurn: string | undefined;
       for (const e of page) {

@@ -8,7 +8,14 @@ import type { RedisClient } from "../log/index.ts";
 import { DEFAULT_PREFIX } from "../kernel/index.ts";
 import { sessionKeys } from "../log/index.ts";
 import { luaScript, scriptCommand } from "../log/scripts.ts";
-import { STATE_VERSION, summaryOf, type ProjectionState, type SessionSummary, type TurnView, type TranscriptTurn } from "./state.ts";
+import {
+  STATE_VERSION,
+  summaryOf,
+  type ProjectionState,
+  type SessionSummary,
+  type TurnView,
+  type TranscriptTurn,
+} from "./state.ts";
 
 /** The projection version written by default: bump STATE_VERSION and the projector rebuilds into new keys. */
 export const PROJECTION_VERSION: number = STATE_VERSION;
@@ -42,7 +49,14 @@ export function encodeState(s: ProjectionState, turns?: Iterable<number>): strin
     transcript: { turns: [] },
     cursor: { ...cursor, toolPaths: {} },
   };
-  const out = ["core", JSON.stringify(core), "summary", JSON.stringify(summaryOf(s)), "turns", String(view.turns.length)];
+  const out = [
+    "core",
+    JSON.stringify(core),
+    "summary",
+    JSON.stringify(summaryOf(s)),
+    "turns",
+    String(view.turns.length),
+  ];
   const pathsByTurn = new Map<number, Record<string, Record<string, number[]>>>();
   for (const key of Object.keys(cursor.toolPaths)) {
     const ti = Number(key.slice(0, key.indexOf(":")));
@@ -66,7 +80,8 @@ export function decodeState(hash: Record<string, string>): ProjectionState | und
   const n = Number(hash["turns"] ?? 0);
   for (let i = 0; i < n; i++) {
     const raw = hash[`t:${i}`];
-    if (raw === undefined) throw new Error(`stored projection is missing turn ${i}; delete its keys and let the projector rebuild`);
+    if (raw === undefined)
+      throw new Error(`stored projection is missing turn ${i}; delete its keys and let the projector rebuild`);
     const part = JSON.parse(raw) as TurnPart;
     s.view.turns.push(part.view);
     s.transcript.turns.push(part.transcript);
@@ -124,7 +139,11 @@ export interface ReadModelOptions {
  * The current read models of a session as the live projector stored them, or undefined when none
  * are stored yet. Follows the version pointer (retrying once if it switches while reading).
  */
-export async function readModel(redis: RedisClient, session: string, options: ReadModelOptions = {}): Promise<ReadModel | undefined> {
+export async function readModel(
+  redis: RedisClient,
+  session: string,
+  options: ReadModelOptions = {},
+): Promise<ReadModel | undefined> {
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   for (let tries = 0; tries < 3; tries++) {
     const base = projectionKeys(prefix, session, 1);
@@ -143,7 +162,12 @@ export async function readModel(redis: RedisClient, session: string, options: Re
  * pointer, retrying when the model it names is gone (the pointer switched while reading) — the first
  * field tells: a stored model always has it.
  */
-export async function readModelFields(redis: RedisClient, session: string, prefix: string, fields: readonly [string, ...string[]]): Promise<(string | null)[] | undefined> {
+export async function readModelFields(
+  redis: RedisClient,
+  session: string,
+  prefix: string,
+  fields: readonly [string, ...string[]],
+): Promise<(string | null)[] | undefined> {
   for (let tries = 0; tries < 3; tries++) {
     const base = projectionKeys(prefix, session, 1);
     const version = await readPointer(redis, base);
@@ -155,13 +179,22 @@ export async function readModelFields(redis: RedisClient, session: string, prefi
 }
 
 /** The stored listing summary of a session (cheap: one small field), or undefined. */
-export async function readSummary(redis: RedisClient, session: string, prefix = DEFAULT_PREFIX): Promise<SessionSummary | undefined> {
+export async function readSummary(
+  redis: RedisClient,
+  session: string,
+  prefix = DEFAULT_PREFIX,
+): Promise<SessionSummary | undefined> {
   const [s] = (await readModelFields(redis, session, prefix, ["summary"])) ?? [];
   return s == null ? undefined : (JSON.parse(s) as SessionSummary);
 }
 
 /** Deletes a session's projection keys of the given versions and the pointer (operators, tests). */
-export async function deleteProjection(redis: RedisClient, session: string, versions: number[], prefix = DEFAULT_PREFIX): Promise<void> {
+export async function deleteProjection(
+  redis: RedisClient,
+  session: string,
+  versions: number[],
+  prefix = DEFAULT_PREFIX,
+): Promise<void> {
   const k = projectionKeys(prefix, session, 1);
   for (const v of versions) await redis.del(k.modelOf(v));
   await redis.del(k.pointer);

@@ -55,7 +55,8 @@ function callsSkill(call: ToolCall, name: string): boolean {
 
 /** The successful call that read the skill, or undefined. */
 export function findSkillRead(lines: LinesInput | Fold, name: string): ToolCall | undefined {
-  const fold = "toolCalls" in lines && lines.toolCalls instanceof Map ? (lines as Fold) : foldMessages(lines as LinesInput);
+  const fold =
+    "toolCalls" in lines && lines.toolCalls instanceof Map ? (lines as Fold) : foldMessages(lines as LinesInput);
   for (const c of fold.toolCalls.values()) {
     if (c.result === undefined || c.result.isError) continue;
     if (readsSkillFile(c, name) || callsSkill(c, name)) return c;

@@ -68,7 +68,13 @@ function user(o: O): boolean {
 
 function streamEvent(o: O): boolean {
   const e = o["event"];
-  return o["type"] === "stream_event" && isObj(e) && typeof e["type"] === "string" && nullStr(o["parent_tool_use_id"]) && common(o);
+  return (
+    o["type"] === "stream_event" &&
+    isObj(e) &&
+    typeof e["type"] === "string" &&
+    nullStr(o["parent_tool_use_id"]) &&
+    common(o)
+  );
 }
 
 function result(o: O): boolean {

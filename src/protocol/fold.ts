@@ -160,4 +160,3 @@ export function foldMessages(lines: LinesInput): Fold {
 export function unpairedToolCalls(fold: Fold): ToolCall[] {
   return [...fold.toolCalls.values()].filter((c) => c.result === undefined);
 }
-

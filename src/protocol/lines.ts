@@ -15,7 +15,6 @@ export function objOf(p: ParsedLine): Obj | undefined {
   return (p.category === "known" || p.category === "unknown") && isObj(p.line) ? (p.line as Obj) : undefined;
 }
 
-
 export function contentBlocks(o: Obj): Obj[] {
   const msg = o["message"];
   if (!isObj(msg)) return [];

@@ -63,7 +63,8 @@ export function renderText(lines: LinesInput | Fold, opts?: RenderOptions): stri
           out.push(`${indent}[${type} block]`);
         }
       }
-      if (m.error !== undefined && !m.blocks.some((b) => b["type"] === "text")) out.push(`${indent}[API error: ${m.error}]`);
+      if (m.error !== undefined && !m.blocks.some((b) => b["type"] === "text"))
+        out.push(`${indent}[API error: ${m.error}]`);
     }
   };
   renderMessages(fold.messages, "");
@@ -82,7 +83,9 @@ function orphan(b: Obj, m: FoldedMessage): ToolResult {
 }
 
 function isFold(v: unknown): v is Fold {
-  return typeof v === "object" && v !== null && "toolCalls" in v && "messages" in v && (v as Fold).toolCalls instanceof Map;
+  return (
+    typeof v === "object" && v !== null && "toolCalls" in v && "messages" in v && (v as Fold).toolCalls instanceof Map
+  );
 }
 
 // AI SDK (v5) ModelMessage shapes, declared here so the protocol layer needs no dependency.
@@ -107,7 +110,9 @@ export function toAiSdkMessages(lines: LinesInput | Fold, opts?: RenderOptions):
   for (const m of fold.messages) {
     if (m.role === "user") {
       // Tool results are placed right after the assistant message that called them.
-      const texts = m.blocks.filter((b) => b["type"] === "text" && typeof b["text"] === "string").map((b) => b["text"] as string);
+      const texts = m.blocks
+        .filter((b) => b["type"] === "text" && typeof b["text"] === "string")
+        .map((b) => b["text"] as string);
       if (texts.length > 0) out.push({ role: "user", content: texts.join("\n") });
       continue;
     }
@@ -122,7 +127,7 @@ export function toAiSdkMessages(lines: LinesInput | Fold, opts?: RenderOptions):
     if (textParts.length > 0) content.push({ type: "text", text: textParts.join("\n") });
     for (const c of m.toolCalls) {
       const json = inputJson(c.input);
-      const input = json.length > lim.input ? capText(json, lim.input) : c.input ?? {};
+      const input = json.length > lim.input ? capText(json, lim.input) : (c.input ?? {});
       content.push({ type: "tool-call", toolCallId: c.id, toolName: c.name, input });
     }
     if (content.length === 0) continue;

@@ -31,6 +31,7 @@ export function reportBullErrors(
   const explain = (err: Error): Error => explainRedisError(err, redisAddress(client));
   bull.on("error", (err: Error) => report(msg, explain(err), fields));
   client.on("error", (err: Error) => {
-    if (client.listenerCount("error") === 1) report("redis connection error", explain(err), { ...fields, connection: "queue" });
+    if (client.listenerCount("error") === 1)
+      report("redis connection error", explain(err), { ...fields, connection: "queue" });
   });
 }

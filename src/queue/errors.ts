@@ -17,7 +17,9 @@ export class MissingVariableError extends Error {
   override readonly name = "MissingVariableError";
   readonly placeholder: string;
   constructor(placeholder: string) {
-    super(`prompt placeholder {{${placeholder}}} has no value: add \`variables.${placeholder}\` or remove the placeholder`);
+    super(
+      `prompt placeholder {{${placeholder}}} has no value: add \`variables.${placeholder}\` or remove the placeholder`,
+    );
     this.placeholder = placeholder;
   }
 }

@@ -5,7 +5,11 @@
 // separate value could be read as a flag of its own.
 
 /** Flags taking no value. */
-const SWITCHES = new Set(["--include-partial-messages", "--exclude-dynamic-system-prompt-sections", "--disable-slash-commands"]);
+const SWITCHES = new Set([
+  "--include-partial-messages",
+  "--exclude-dynamic-system-prompt-sections",
+  "--disable-slash-commands",
+]);
 /** Flags taking one value, given as `--flag=value`. */
 const WITH_VALUE = new Set(["--fallback-model", "--effort", "--json-schema", "--betas"]);
 
@@ -17,6 +21,9 @@ export function extraArgProblem(arg: string): string | undefined {
   const eq = arg.indexOf("=");
   const flag = eq === -1 ? arg : arg.slice(0, eq);
   if (SWITCHES.has(flag)) return eq === -1 ? undefined : `${flag} takes no value`;
-  if (WITH_VALUE.has(flag)) return eq === -1 || eq === arg.length - 1 ? `${flag} needs its value in the same argument: ${flag}=<value>` : undefined;
+  if (WITH_VALUE.has(flag))
+    return eq === -1 || eq === arg.length - 1
+      ? `${flag} needs its value in the same argument: ${flag}=<value>`
+      : undefined;
   return `${JSON.stringify(flag)} is not a flag a queued turn may pass; allowed: ${ALLOWED_EXTRA_ARGS.join(", ")}`;
 }

@@ -93,7 +93,14 @@ export class SessionFollowers {
    * Follows `turn` of `session` from `fromSeq` until the listener returns true, `signal` aborts, or
    * the log fails. With `every` false the listener gets only the turn's `cli.line` and terminal events.
    */
-  follow(session: string, turn: string, fromSeq: number, listener: TurnListener, signal?: AbortSignal, every = true): Promise<void> {
+  follow(
+    session: string,
+    turn: string,
+    fromSeq: number,
+    listener: TurnListener,
+    signal?: AbortSignal,
+    every = true,
+  ): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
       let tail = this.#tails.get(session);

@@ -20,7 +20,10 @@ export interface JobRow {
 const iso = (ms: number | undefined): string | undefined => (ms ? new Date(ms).toISOString() : undefined);
 
 /** A job of `state` as a listing row; a job without turn data shows its id, and "?" for what it lacks. */
-export function jobRow(job: Pick<Job, "id" | "data" | "attemptsMade" | "processedOn" | "timestamp">, state: string): JobRow {
+export function jobRow(
+  job: Pick<Job, "id" | "data" | "attemptsMade" | "processedOn" | "timestamp">,
+  state: string,
+): JobRow {
   const data = (job.data ?? {}) as { session?: unknown; turn?: unknown };
   return {
     session: String(data.session ?? "?"),

@@ -8,10 +8,7 @@ import { orderScripts, type OrderScripts } from "./scripts.ts";
 
 /** `cancelled`: a cancellation of the turn was requested (read in the same step). */
 export type AcquireResult = (
-  | { status: "ok" }
-  | { status: "wait"; head: string }
-  | { status: "busy"; holder: string }
-  | { status: "gone" }
+  { status: "ok" } | { status: "wait"; head: string } | { status: "busy"; holder: string } | { status: "gone" }
 ) & { cancelled: boolean };
 
 /** The session's head after a pop: `turn` "" when none; `deferred` when its job waits out a delay. */
@@ -53,16 +50,32 @@ export class SessionOrder {
    * `warm` given is stored as the session's warm mode from this turn on; `warm` returned is the
    * session's mode as stored (its turns run warm once one asked, until one says `warm: false`).
    */
-  async register(session: string, turn: string, onLostSession: string | undefined, warm?: boolean): Promise<{ created: boolean; warm: boolean }> {
+  async register(
+    session: string,
+    turn: string,
+    onLostSession: string | undefined,
+    warm?: boolean,
+  ): Promise<{ created: boolean; warm: boolean }> {
     const k = this.keys(session);
     const w = warm === undefined ? "" : warm ? "1" : "0";
-    const [created, stored] = await this.#scripts.register([k.turns, k.registered, k.conf], turn, Date.now(), onLostSession ?? "", w);
+    const [created, stored] = await this.#scripts.register(
+      [k.turns, k.registered, k.conf],
+      turn,
+      Date.now(),
+      onLostSession ?? "",
+      w,
+    );
     return { created: Number(created) === 1, warm: stored === "1" };
   }
 
   async acquire(session: string, turn: string, token: string, leaseMs: number): Promise<AcquireResult> {
     const k = this.keys(session);
-    const [status, detail, c] = await this.#scripts.acquire([k.turns, k.lease, k.cancel, k.deferred], turn, token, leaseMs);
+    const [status, detail, c] = await this.#scripts.acquire(
+      [k.turns, k.lease, k.cancel, k.deferred],
+      turn,
+      token,
+      leaseMs,
+    );
     const cancelled = Number(c) === 1;
     if (status === "ok") return { status, cancelled };
     if (status === "wait") return { status, head: detail, cancelled };

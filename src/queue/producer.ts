@@ -3,7 +3,16 @@
 // the session log records the rendered prompt and the producer's trace context.
 import { context, propagation, trace } from "@opentelemetry/api";
 import { Job, Queue } from "bullmq";
-import { AckedSeqs, createEventLog, DEFAULT_PREFIX, parseDurability, type Envelope, type EventLog, type Logger, type RedisClient } from "../log/index.ts";
+import {
+  AckedSeqs,
+  createEventLog,
+  DEFAULT_PREFIX,
+  parseDurability,
+  type Envelope,
+  type EventLog,
+  type Logger,
+  type RedisClient,
+} from "../log/index.ts";
 import { bullConnection, reportBullErrors } from "./connection.ts";
 import { InvalidTurnError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
 import { dataOf, isTerminalKind, type TurnCancelledData, type TurnQueuedData } from "../events/index.ts";
@@ -158,7 +167,11 @@ export async function closeTurnQueue(queue: Queue): Promise<void> {
   await (queue.opts.connection as RedisClient).quit().catch(() => undefined);
 }
 
-export async function sessionOfTurn(queue: Queue, turn: string, redis?: RedisClient): Promise<{ session: string; queuedSeq: number } | undefined> {
+export async function sessionOfTurn(
+  queue: Queue,
+  turn: string,
+  redis?: RedisClient,
+): Promise<{ session: string; queuedSeq: number } | undefined> {
   if (redis !== undefined) {
     const rec = await redis.get(turnRecordKey(queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX, turn));
     if (rec !== null) {
@@ -246,7 +259,10 @@ export function checkEnqueue(input: EnqueueInput, envPolicy: JobEnvPolicy = DEFA
 function refuseBadCwd(cwd: string): void {
   const problem = cwdProblem(cwd);
   if (problem === undefined) return;
-  throw new InvalidTurnError("cwd", `${JSON.stringify(cwd)} ${problem} on this host; enqueue the turn with an existing directory`);
+  throw new InvalidTurnError(
+    "cwd",
+    `${JSON.stringify(cwd)} ${problem} on this host; enqueue the turn with an existing directory`,
+  );
 }
 
 /** The turn.queued event's data: the rendered prompt, and of the env overlay only its names. */
@@ -255,13 +271,27 @@ function queuedEventData({ req, prompt, options }: CheckedEnqueue, traceparent: 
   if (options.model !== undefined) queued.model = options.model;
   if (traceparent !== undefined) queued.traceparent = traceparent;
   if (req.idempotencyKey !== undefined) queued.idempotencyKey = req.idempotencyKey;
-  if (options.env !== undefined) queued.env = Object.entries(options.env).map(([k, v]) => (typeof v === "string" ? k : `ref:${k}`));
+  if (options.env !== undefined)
+    queued.env = Object.entries(options.env).map(([k, v]) => (typeof v === "string" ? k : `ref:${k}`));
   if (req.onLostSession !== undefined) queued.onLostSession = req.onLostSession;
   return queued;
 }
 
-function turnJob({ req, prompt, session, turn, options }: CheckedEnqueue, queuedSeq: number, traceparent: string | undefined): TurnJob {
-  const job: TurnJob = { v: JOB_VERSION, session, turn, prompt, cwd: req.cwd, options, queuedSeq, enqueuedAt: new Date().toISOString() };
+function turnJob(
+  { req, prompt, session, turn, options }: CheckedEnqueue,
+  queuedSeq: number,
+  traceparent: string | undefined,
+): TurnJob {
+  const job: TurnJob = {
+    v: JOB_VERSION,
+    session,
+    turn,
+    prompt,
+    cwd: req.cwd,
+    options,
+    queuedSeq,
+    enqueuedAt: new Date().toISOString(),
+  };
   if (req.onLostSession !== undefined) job.onLostSession = req.onLostSession;
   if (traceparent !== undefined) job.traceparent = traceparent;
   parseOrThrow(turnJobSchema, job);
@@ -385,12 +415,20 @@ class TurnProducer implements Producer {
     // with the original seq, so the log holds one turn.queued per turn.
     const queued = { turn, attempt: 0, kind: "turn.queued", data: queuedEventData(checked, traceparent) };
     // It claims the seq this producer last appended to the session at: a log that lost it is refused.
-    const appended = await this.log.appendUnfenced(session, [queued], { batchId: `${queuedWriter(turn)}:1`, ackedSeq: this.#acked.get(session) });
+    const appended = await this.log.appendUnfenced(session, [queued], {
+      batchId: `${queuedWriter(turn)}:1`,
+      ackedSeq: this.#acked.get(session),
+    });
     // Refused on a log that lost what it had acknowledged: the turn is taken off the session's order too.
     if (appended.outcome === "rolled_back") await this.order.wake(await this.order.drop(session, turn));
     const { lastSeq } = this.#acked.settle(session, appended);
     const job = turnJob(checked, lastSeq, traceparent);
-    await this.#redis.set(turnRecordKey(this.#queuePrefix, turn), `${session}|${lastSeq}`, "EX", JOB_RETENTION.removeOnComplete.age);
+    await this.#redis.set(
+      turnRecordKey(this.#queuePrefix, turn),
+      `${session}|${lastSeq}`,
+      "EX",
+      JOB_RETENTION.removeOnComplete.age,
+    );
     await this.queue.add("turn", job, { jobId: turn, attempts: 1, ...JOB_RETENTION });
     this.#recent.remember(turn, { session, queuedSeq: lastSeq });
     return { session, turn, jobId: turn, queuedSeq: lastSeq, created };
@@ -403,7 +441,10 @@ class TurnProducer implements Producer {
     // Flag first: a worker that picks the job from now on sees the flag and ends the turn itself.
     await this.order.requestCancel(session, turn);
     if (!(await this.#removeJob(turn))) return { session, turn, outcome: "requested" };
-    const data: TurnCancelledData = { reason: options.reason ?? "cancelled before it ran", by: options.by ?? "producer" };
+    const data: TurnCancelledData = {
+      reason: options.reason ?? "cancelled before it ran",
+      by: options.by ?? "producer",
+    };
     const cancelled = await this.log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.cancelled", data }], {
       batchId: `c-${turn}:1`,
       ackedSeq: this.#acked.get(session),
@@ -422,12 +463,16 @@ class TurnProducer implements Producer {
       return reader.read(ev);
     };
     try {
-      await this.#followers.follow(session, turn, queuedSeq, onEvent, deadline.signal, options.onEvent !== undefined).catch((err: unknown) => {
-        if (!deadline.signal.aborted) throw err;
-      });
+      await this.#followers
+        .follow(session, turn, queuedSeq, onEvent, deadline.signal, options.onEvent !== undefined)
+        .catch((err: unknown) => {
+          if (!deadline.signal.aborted) throw err;
+        });
       if (reader.result !== undefined) return reader.result;
       if (deadline.timedOut) throw new WaitTimeoutError(turn, options.timeoutMs!);
-      throw options.signal?.reason instanceof Error ? options.signal.reason : new Error(`waiting for turn ${turn} was aborted`);
+      throw options.signal?.reason instanceof Error
+        ? options.signal.reason
+        : new Error(`waiting for turn ${turn} was aborted`);
     } finally {
       deadline.dispose();
     }

@@ -56,7 +56,11 @@ export const envOverlaySchema = z
     }
   });
 
-const absolutePath = z.string().min(1).max(4096).refine((p) => p.startsWith("/"), "must be an absolute path");
+const absolutePath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((p) => p.startsWith("/"), "must be an absolute path");
 
 /**
  * Why `cwd` cannot be a turn's working directory on this host: it does not exist or is not a
@@ -91,7 +95,10 @@ const extraArgsSchema = z
     });
   });
 
-const toolNames = z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name")).min(1).optional();
+const toolNames = z
+  .array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name"))
+  .min(1)
+  .optional();
 
 /** A job's own limits: each at most the worker's (checked by the worker, which knows its maximums). */
 const jobLimitsSchema = z.strictObject({
@@ -110,72 +117,81 @@ const jobLimitsSchema = z.strictObject({
 const domainName = z
   .string()
   .max(253)
-  .regex(/^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*$/, "must be a host name like example.com or *.example.com");
+  .regex(
+    /^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*$/,
+    "must be a host name like example.com or *.example.com",
+  );
 
-export const turnOptionsSchema = z.strictObject({
-  model: z.string().min(1).max(200).optional(),
-  permissionMode: z.enum(["acceptEdits", "auto", "bypassPermissions", "default", "manual", "dontAsk", "plan"]).optional(),
-  skipPermissions: z.boolean().optional(),
-  maxTurns: z.number().int().positive().optional(),
-  maxBudgetUsd: z.number().positive().finite().optional(),
-  appendSystemPrompt: z.string().max(256 * 1024).optional(),
-  allowedTools: z.array(z.string().min(1)).optional(),
-  disallowedTools: z.array(z.string().min(1)).optional(),
-  timeoutMs: z.number().int().positive().optional(),
-  inactivityTimeoutMs: z.number().int().positive().optional(),
-  /**
-   * Lower bounds than the worker's for this turn (processes, memory, CPU, scratch; its wall time is
-   * timeoutMs). A value above the worker's maximum fails the turn `bad_options`, naming it.
-   */
-  limits: jobLimitsSchema.optional(),
-  env: envOverlaySchema.optional(),
-  /**
-   * Load the workspace's own settings, hooks, MCP servers and plugins. Off by default: a workspace is
-   * attacker input on a CI fleet. Honoured only on workers whose TURNSTREAM_WORKSPACE_TRUST is `job`.
-   */
-  trustWorkspace: z.boolean().optional(),
-  /** A person or a trust rule allows or denies each risky tool call (supervised mode). */
-  supervised: z.boolean().optional(),
-  /**
-   * More tools that need a decision in supervised mode, ADDED to the defaults (Bash, Monitor, Write,
-   * Edit, MultiEdit, NotebookEdit, WebFetch; every mcp__* tool always needs one).
-   */
-  riskyTools: toolNames,
-  /**
-   * Default risky tools to leave unsupervised in this turn (they run under the CLI's default
-   * permission mode without a decision). The only way to narrow supervision; the worker logs each.
-   */
-  unsupervisedTools: toolNames,
-  /**
-   * Skills offered to the model. Each path must lie under the worker's workspace roots (checked by
-   * the worker, links resolved); the turn fails otherwise.
-   */
-  skills: z.array(jobSkillSchema).max(50).optional(),
-  /**
-   * How `skills` reach the model: `claude-md` (default; files the model reads, undone after the run) or
-   * `add-dir` (loaded natively by the CLI, hooks and `!` lines included: only with trustWorkspace).
-   */
-  skillsMode: z.enum(["claude-md", "add-dir"]).optional(),
-  /** More directories the CLI may use (`--add-dir`); each under the worker's workspace roots. */
-  addDirs: z.array(absolutePath).max(50).optional(),
-  /**
-   * A settings file (`--settings`). It can add hooks, which run commands: honoured only on workers
-   * whose TURNSTREAM_WORKSPACE_TRUST is `job`, and only from under the worker's workspace roots.
-   */
-  settingsFile: absolutePath.optional(),
-  /**
-   * Narrows the worker's tool sandbox for this turn (untrusted workspaces only): the hosts a tool may
-   * reach, each one the worker's TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS covers; the worker refuses any other.
-   */
-  sandbox: z.strictObject({ allowDomains: z.array(domainName).max(100) }).optional(),
-  /** More CLI flags, from a short allow-list of flags that grant nothing (see extra-args.ts). */
-  extraArgs: extraArgsSchema.optional(),
-  /**
-   * Warm sessions (see README): the CLI process stays up after a turn for the session's next one.
-   * Stored for the session at enqueue: its later turns run warm too until one says `false`.
-   */
-  warm: z.boolean().optional(),
-})
+export const turnOptionsSchema = z
+  .strictObject({
+    model: z.string().min(1).max(200).optional(),
+    permissionMode: z
+      .enum(["acceptEdits", "auto", "bypassPermissions", "default", "manual", "dontAsk", "plan"])
+      .optional(),
+    skipPermissions: z.boolean().optional(),
+    maxTurns: z.number().int().positive().optional(),
+    maxBudgetUsd: z.number().positive().finite().optional(),
+    appendSystemPrompt: z
+      .string()
+      .max(256 * 1024)
+      .optional(),
+    allowedTools: z.array(z.string().min(1)).optional(),
+    disallowedTools: z.array(z.string().min(1)).optional(),
+    timeoutMs: z.number().int().positive().optional(),
+    inactivityTimeoutMs: z.number().int().positive().optional(),
+    /**
+     * Lower bounds than the worker's for this turn (processes, memory, CPU, scratch; its wall time is
+     * timeoutMs). A value above the worker's maximum fails the turn `bad_options`, naming it.
+     */
+    limits: jobLimitsSchema.optional(),
+    env: envOverlaySchema.optional(),
+    /**
+     * Load the workspace's own settings, hooks, MCP servers and plugins. Off by default: a workspace is
+     * attacker input on a CI fleet. Honoured only on workers whose TURNSTREAM_WORKSPACE_TRUST is `job`.
+     */
+    trustWorkspace: z.boolean().optional(),
+    /** A person or a trust rule allows or denies each risky tool call (supervised mode). */
+    supervised: z.boolean().optional(),
+    /**
+     * More tools that need a decision in supervised mode, ADDED to the defaults (Bash, Monitor, Write,
+     * Edit, MultiEdit, NotebookEdit, WebFetch; every mcp__* tool always needs one).
+     */
+    riskyTools: toolNames,
+    /**
+     * Default risky tools to leave unsupervised in this turn (they run under the CLI's default
+     * permission mode without a decision). The only way to narrow supervision; the worker logs each.
+     */
+    unsupervisedTools: toolNames,
+    /**
+     * Skills offered to the model. Each path must lie under the worker's workspace roots (checked by
+     * the worker, links resolved); the turn fails otherwise.
+     */
+    skills: z.array(jobSkillSchema).max(50).optional(),
+    /**
+     * How `skills` reach the model: `claude-md` (default; files the model reads, undone after the run) or
+     * `add-dir` (loaded natively by the CLI, hooks and `!` lines included: only with trustWorkspace).
+     */
+    skillsMode: z.enum(["claude-md", "add-dir"]).optional(),
+    /** More directories the CLI may use (`--add-dir`); each under the worker's workspace roots. */
+    addDirs: z.array(absolutePath).max(50).optional(),
+    /**
+     * A settings file (`--settings`). It can add hooks, which run commands: honoured only on workers
+     * whose TURNSTREAM_WORKSPACE_TRUST is `job`, and only from under the worker's workspace roots.
+     */
+    settingsFile: absolutePath.optional(),
+    /**
+     * Narrows the worker's tool sandbox for this turn (untrusted workspaces only): the hosts a tool may
+     * reach, each one the worker's TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS covers; the worker refuses any other.
+     */
+    sandbox: z.strictObject({ allowDomains: z.array(domainName).max(100) }).optional(),
+    /** More CLI flags, from a short allow-list of flags that grant nothing (see extra-args.ts). */
+    extraArgs: extraArgsSchema.optional(),
+    /**
+     * Warm sessions (see README): the CLI process stays up after a turn for the session's next one.
+     * Stored for the session at enqueue: its later turns run warm too until one says `false`.
+     */
+    warm: z.boolean().optional(),
+  })
   .refine((o) => !(o.riskyTools ?? []).some((t) => (o.unsupervisedTools ?? []).includes(t)), {
     path: ["unsupervisedTools"],
     message: "a tool cannot be both in riskyTools and in unsupervisedTools; drop it from one",
@@ -196,7 +212,8 @@ export const turnOptionsSchema = z.strictObject({
   })
   .refine((o) => !(o.sandbox !== undefined && o.trustWorkspace === true), {
     path: ["sandbox"],
-    message: "a turn that trusts its workspace runs without the tool sandbox, so it cannot narrow it; drop sandbox or trustWorkspace",
+    message:
+      "a turn that trusts its workspace runs without the tool sandbox, so it cannot narrow it; drop sandbox or trustWorkspace",
   })
   .refine((o) => !(o.supervised === true && o.trustWorkspace === true), {
     path: ["trustWorkspace"],
@@ -207,11 +224,16 @@ export type TurnOptions = z.infer<typeof turnOptionsSchema>;
 export const lostSessionPolicySchema = z.enum(["fail", "replay"]);
 export type LostSessionPolicy = z.infer<typeof lostSessionPolicySchema>;
 
-const sessionId = z.string().regex(SESSION_ID_PATTERN, "must be 1-128 characters from A-Z a-z 0-9 _ . - starting with a letter or digit");
+const sessionId = z
+  .string()
+  .regex(SESSION_ID_PATTERN, "must be 1-128 characters from A-Z a-z 0-9 _ . - starting with a letter or digit");
 
 export const enqueueInputSchema = z.strictObject({
   session: sessionId.optional(),
-  prompt: z.string().min(1, "must not be empty").max(4 * 1024 * 1024),
+  prompt: z
+    .string()
+    .min(1, "must not be empty")
+    .max(4 * 1024 * 1024),
   cwd: absolutePath,
   options: turnOptionsSchema.optional(),
   idempotencyKey: z.string().min(1).max(256).optional(),

@@ -12,8 +12,19 @@ const RELEASE = luaScript("turnstreamQueueRelease", 1, new URL("./lua/release.lu
 const DROP = luaScript("turnstreamQueueDrop2", 3, new URL("./lua/drop.lua", import.meta.url));
 
 export interface OrderScripts {
-  register(keys: [string, string, string], turn: string, nowMs: number, onLostSession: string, warm: string): Promise<[number, string]>;
-  acquire(keys: [string, string, string, string], turn: string, token: string, px: number): Promise<[string, string, number]>;
+  register(
+    keys: [string, string, string],
+    turn: string,
+    nowMs: number,
+    onLostSession: string,
+    warm: string,
+  ): Promise<[number, string]>;
+  acquire(
+    keys: [string, string, string, string],
+    turn: string,
+    token: string,
+    px: number,
+  ): Promise<[string, string, number]>;
   renew(keys: [string, string], token: string, px: number, turn: string): Promise<string>;
   finish(keys: [string, string, string, string], turn: string, token: string): Promise<[string, number] | null>;
   release(keys: [string], token: string): Promise<number>;

@@ -26,6 +26,8 @@ export async function readWaitingTurns(queue: WaitingSource, now: number): Promi
     dueDelayed > 0 ? queue.getJobs(["delayed"], 0, Math.min(dueDelayed, SAMPLE) - 1, true) : [],
   ]);
   let oldest: number | undefined;
-  for (const job of lists.flat()) if (job !== undefined && job.timestamp > 0 && (oldest === undefined || job.timestamp < oldest)) oldest = job.timestamp;
+  for (const job of lists.flat())
+    if (job !== undefined && job.timestamp > 0 && (oldest === undefined || job.timestamp < oldest))
+      oldest = job.timestamp;
   return { dueDelayed, oldestQueuedAt: oldest };
 }

@@ -53,13 +53,17 @@ export function runSteps(turn: RecordedTurn): RunStep[] {
 }
 
 const NONE = "(none)";
-const resultText = (r: RunStep["result"]): string => (r === undefined ? "(no result)" : `${r.isError ? "error: " : ""}${JSON.stringify(r.text)}`);
-const endingText = (status: TurnStatus, errorKind: string | undefined): string => `${status}${errorKind === undefined ? "" : ` (${errorKind})`}`;
+const resultText = (r: RunStep["result"]): string =>
+  r === undefined ? "(no result)" : `${r.isError ? "error: " : ""}${JSON.stringify(r.text)}`;
+const endingText = (status: TurnStatus, errorKind: string | undefined): string =>
+  `${status}${errorKind === undefined ? "" : ` (${errorKind})`}`;
 
 function stepDifferences(n: number, a: RunStep | undefined, b: RunStep | undefined): Difference[] {
   const call = (s: RunStep | undefined): string => (s === undefined ? NONE : `${s.tool} ${s.input}`);
-  if (a === undefined || b === undefined || a.tool !== b.tool || a.input !== b.input) return [{ step: n, what: "tool call", recorded: call(a), rerun: call(b) }];
-  if (a.result?.isError !== b.result?.isError || a.result?.text !== b.result?.text) return [{ step: n, what: `tool result of ${a.tool}`, recorded: resultText(a.result), rerun: resultText(b.result) }];
+  if (a === undefined || b === undefined || a.tool !== b.tool || a.input !== b.input)
+    return [{ step: n, what: "tool call", recorded: call(a), rerun: call(b) }];
+  if (a.result?.isError !== b.result?.isError || a.result?.text !== b.result?.text)
+    return [{ step: n, what: `tool result of ${a.tool}`, recorded: resultText(a.result), rerun: resultText(b.result) }];
   return [];
 }
 
@@ -67,33 +71,59 @@ function endDifferences(a: RecordedTurn, b: RecordedTurn | undefined): Differenc
   const out: Difference[] = [];
   const bEnding = b?.ending ?? { status: "unended" as const, errorKind: undefined, resultText: undefined };
   if (a.ending.status !== bEnding.status || a.ending.errorKind !== bEnding.errorKind) {
-    out.push({ step: "end", what: "ending", recorded: endingText(a.ending.status, a.ending.errorKind), rerun: endingText(bEnding.status, bEnding.errorKind) });
+    out.push({
+      step: "end",
+      what: "ending",
+      recorded: endingText(a.ending.status, a.ending.errorKind),
+      rerun: endingText(bEnding.status, bEnding.errorKind),
+    });
   }
-  const text = (t: RecordedTurn | undefined): string => (t?.ending.resultText === undefined ? NONE : JSON.stringify(normaliseRunText(t.ending.resultText, t.cwd)));
+  const text = (t: RecordedTurn | undefined): string =>
+    t?.ending.resultText === undefined ? NONE : JSON.stringify(normaliseRunText(t.ending.resultText, t.cwd));
   if (text(a) !== text(b)) out.push({ step: "end", what: "result text", recorded: text(a), rerun: text(b) });
   return out;
 }
 
 /** One recorded turn against its re-run (undefined when the re-run never got to it). */
-export function compareTurn(index: number, recorded: RecordedTurn, rerun: RecordedTurn | undefined, divergence?: string): TurnComparison {
+export function compareTurn(
+  index: number,
+  recorded: RecordedTurn,
+  rerun: RecordedTurn | undefined,
+  divergence?: string,
+): TurnComparison {
   const a = runSteps(recorded);
   const b = rerun === undefined ? [] : runSteps(rerun);
   const differences: Difference[] = [];
   for (let i = 0; i < Math.max(a.length, b.length); i++) differences.push(...stepDifferences(i + 1, a[i], b[i]));
   differences.push(...endDifferences(recorded, rerun));
   const match = differences.length === 0;
-  return { index, recordedTurn: recorded.turn, rerunTurn: rerun?.turn, prompt: recorded.prompt, match, partedAt: differences[0]?.step, steps: a.length, differences, divergence };
+  return {
+    index,
+    recordedTurn: recorded.turn,
+    rerunTurn: rerun?.turn,
+    prompt: recorded.prompt,
+    match,
+    partedAt: differences[0]?.step,
+    steps: a.length,
+    differences,
+    divergence,
+  };
 }
 
 /** Every recorded turn against the re-run's turn at the same place. */
-export function compareRuns(recorded: readonly RecordedTurn[], rerun: readonly (RecordedTurn | undefined)[], divergences: readonly (string | undefined)[] = []): RerunComparison {
+export function compareRuns(
+  recorded: readonly RecordedTurn[],
+  rerun: readonly (RecordedTurn | undefined)[],
+  divergences: readonly (string | undefined)[] = [],
+): RerunComparison {
   const turns = recorded.map((t, i) => compareTurn(i + 1, t, rerun[i], divergences[i]));
   return { match: turns.every((t) => t.match), turns };
 }
 
 /** How much of a long text a diff line shows. */
 const SHOWN = 240;
-const cut = (s: string): string => (s.length > SHOWN ? `${s.slice(0, SHOWN)}… (${s.length - SHOWN} more characters)` : s);
+const cut = (s: string): string =>
+  s.length > SHOWN ? `${s.slice(0, SHOWN)}… (${s.length - SHOWN} more characters)` : s;
 /** Differences listed per turn before the rest are counted: after the first, most follow from it. */
 const LISTED = 6;
 
@@ -105,10 +135,15 @@ function promptStart(prompt: string): string {
 function turnLines(t: TurnComparison, total: number): string[] {
   const head = `turn ${t.index}/${total} ${t.recordedTurn} "${promptStart(t.prompt)}"`;
   if (t.match) return [`${head}: match (${t.steps} tool call(s))`];
-  const parted = t.partedAt === "end" ? "the same tool calls, a different ending" : `the runs parted at step ${t.partedAt}`;
+  const parted =
+    t.partedAt === "end" ? "the same tool calls, a different ending" : `the runs parted at step ${t.partedAt}`;
   const lines = [`${head}: differs, ${parted}`];
   for (const d of t.differences.slice(0, LISTED)) {
-    lines.push(`  ${d.step === "end" ? "end" : `step ${d.step}`}: ${d.what}`, `    - recorded: ${cut(d.recorded)}`, `    + re-run:   ${cut(d.rerun)}`);
+    lines.push(
+      `  ${d.step === "end" ? "end" : `step ${d.step}`}: ${d.what}`,
+      `    - recorded: ${cut(d.recorded)}`,
+      `    + re-run:   ${cut(d.rerun)}`,
+    );
   }
   if (t.differences.length > LISTED) lines.push(`  … and ${t.differences.length - LISTED} more difference(s)`);
   if (t.divergence !== undefined) lines.push(`  the recording could not answer: ${t.divergence}`);

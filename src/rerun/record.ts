@@ -46,7 +46,8 @@ function endingOf(events: readonly Envelope[]): TurnEnding & { attempt: number |
       const d = dataOf("turn.failed", e.data);
       return { status: "failed", errorKind: d?.errorKind, resultText: undefined, attempt: d?.attempt ?? e.attempt };
     }
-    if (e.kind === "turn.cancelled") return { status: "cancelled", errorKind: "aborted", resultText: undefined, attempt: e.attempt || undefined };
+    if (e.kind === "turn.cancelled")
+      return { status: "cancelled", errorKind: "aborted", resultText: undefined, attempt: e.attempt || undefined };
   }
   return { status: "unended", errorKind: undefined, resultText: undefined, attempt: undefined };
 }
@@ -70,7 +71,10 @@ function recordedTurn(turn: string, events: readonly Envelope[]): RecordedTurn |
   const { attempt: named, ...ending } = endingOf(events);
   const printed = events.filter((e) => e.kind === "cli.line");
   const attempt = named ?? Math.max(0, ...printed.map((e) => e.attempt));
-  const lines = printed.filter((e) => e.attempt === attempt).map((e) => dataOf("cli.line", e.data)?.raw).filter((r): r is string => r !== undefined);
+  const lines = printed
+    .filter((e) => e.attempt === attempt)
+    .map((e) => dataOf("cli.line", e.data)?.raw)
+    .filter((r): r is string => r !== undefined);
   const permissionMode = permissionModeOf(lines);
   const skipPermissions = permissionMode === "bypassPermissions";
   const { prompt, cwd, model } = queued;
@@ -95,6 +99,9 @@ export function recordedTurns(events: readonly Envelope[], turn?: string): Recor
     return all;
   }
   const picked = /^\d+$/.test(turn) ? all[Number(turn) - 1] : all.find((t) => t.turn === turn);
-  if (picked === undefined) throw new NoRecordedTurnError(`the session has no turn ${turn} (it has ${all.length}: ${all.map((t, i) => `${i + 1} ${t.turn}`).join(", ")})`);
+  if (picked === undefined)
+    throw new NoRecordedTurnError(
+      `the session has no turn ${turn} (it has ${all.length}: ${all.map((t, i) => `${i + 1} ${t.turn}`).join(", ")})`,
+    );
   return [picked];
 }

@@ -7,13 +7,33 @@
 // so a script holds nothing the log's readers could not see.
 import { isObj, numberField, objField, stringField, type Obj } from "../kernel/index.ts";
 import { foldMessages, parsedLines, type FoldedMessage } from "../protocol/index.ts";
-import { parseScript, toolResultDigest, type Script, type ScriptBlock, type ScriptExpect, type ScriptResponse } from "../testing/index.ts";
+import {
+  parseScript,
+  toolResultDigest,
+  type Script,
+  type ScriptBlock,
+  type ScriptExpect,
+  type ScriptResponse,
+} from "../testing/index.ts";
 import type { RecordedTurn } from "./record.ts";
 
 const STOP_REASONS = new Set(["end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"]);
-const USAGE_FIELDS = ["input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"] as const;
+const USAGE_FIELDS = [
+  "input_tokens",
+  "output_tokens",
+  "cache_creation_input_tokens",
+  "cache_read_input_tokens",
+] as const;
 /** The Anthropic error type of an HTTP status, for a synthetic line that does not name one. */
-const ERROR_TYPES: Readonly<Record<number, string>> = { 400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error" };
+const ERROR_TYPES: Readonly<Record<number, string>> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  403: "permission_error",
+  404: "not_found_error",
+  413: "request_too_large",
+  429: "rate_limit_error",
+  529: "overloaded_error",
+};
 
 /** Every string inside `value` with the recorded cwd replaced by the re-run's. */
 function movedTo<T>(value: T, from: string, to: string): T {
@@ -30,14 +50,23 @@ function scriptBlock(b: Obj): ScriptBlock | undefined {
       return typeof b["text"] === "string" ? { type: "text", text: b["text"] } : undefined;
     case "thinking": {
       const signature = stringField(b, "signature");
-      return typeof b["thinking"] === "string" ? { type: "thinking", thinking: b["thinking"], ...(signature === undefined ? {} : { signature }) } : undefined;
+      return typeof b["thinking"] === "string"
+        ? { type: "thinking", thinking: b["thinking"], ...(signature === undefined ? {} : { signature }) }
+        : undefined;
     }
     case "redacted_thinking": {
       const data = stringField(b, "data");
       return { type: "redacted_thinking", ...(data === undefined ? {} : { data }) };
     }
     case "tool_use":
-      return typeof b["name"] === "string" && isObj(b["input"]) ? { type: "tool_use", name: b["name"], input: b["input"], ...(typeof b["id"] === "string" ? { id: b["id"] } : {}) } : undefined;
+      return typeof b["name"] === "string" && isObj(b["input"])
+        ? {
+            type: "tool_use",
+            name: b["name"],
+            input: b["input"],
+            ...(typeof b["id"] === "string" ? { id: b["id"] } : {}),
+          }
+        : undefined;
     default:
       return undefined;
   }
@@ -59,13 +88,21 @@ function errorResponse(line: Obj, blocks: readonly Obj[]): ScriptResponse {
   const status = numberField(line, "api_error_status") ?? 500;
   const type = stringField(line, "api_error_type") ?? ERROR_TYPES[status] ?? "api_error";
   const text = blocks.map((b) => stringField(b, "text") ?? "").join("\n");
-  return { error: { status: status >= 400 && status <= 599 ? status : 500, type, message: text.replace(/^API Error: /, "") } };
+  return {
+    error: { status: status >= 400 && status <= 599 ? status : 500, type, message: text.replace(/^API Error: /, "") },
+  };
 }
 
-function responseOf(m: FoldedMessage, lines: readonly (Obj | undefined)[], previous: FoldedMessage | undefined, turn: RecordedTurn): ScriptResponse | undefined {
+function responseOf(
+  m: FoldedMessage,
+  lines: readonly (Obj | undefined)[],
+  previous: FoldedMessage | undefined,
+  turn: RecordedTurn,
+): ScriptResponse | undefined {
   const first = lines[m.lineIndexes[0]!];
   const lastMessage = objField(lines[m.lineIndexes.at(-1)!], "message");
-  if (first !== undefined && (first["is_api_error_message"] === true || m.model === "<synthetic>")) return errorResponse(first, m.blocks);
+  if (first !== undefined && (first["is_api_error_message"] === true || m.model === "<synthetic>"))
+    return errorResponse(first, m.blocks);
   const content = m.blocks.map(scriptBlock).filter((b): b is ScriptBlock => b !== undefined);
   if (content.length === 0) return undefined;
   const stop = stringField(lastMessage, "stop_reason");
@@ -83,7 +120,14 @@ function responseOf(m: FoldedMessage, lines: readonly (Obj | undefined)[], previ
 function expectOf(previous: FoldedMessage | undefined, cwd: string): ScriptExpect | undefined {
   const calls = (previous?.toolCalls ?? []).filter((c) => c.result !== undefined);
   if (calls.length === 0) return undefined;
-  return { toolResults: calls.map((c) => ({ toolUseId: c.id, name: c.name, sha256: toolResultDigest(c.result!.text, cwd), isError: c.result!.isError })) };
+  return {
+    toolResults: calls.map((c) => ({
+      toolUseId: c.id,
+      name: c.name,
+      sha256: toolResultDigest(c.result!.text, cwd),
+      isError: c.result!.isError,
+    })),
+  };
 }
 
 /** The scripted responses of one recorded turn, in the order the CLI received them. */
@@ -92,8 +136,12 @@ export function responsesOfTurn(turn: RecordedTurn): ScriptResponse[] {
   const fold = foldMessages(parsed);
   const lines = parsed.map((p) => (isObj(p.line) ? p.line : undefined));
   const groups = [fold.messages, ...fold.subagents.values()].map((g) => g.filter((m) => m.role === "assistant"));
-  const ordered = groups.flatMap((g) => g.map((m, i) => ({ m, previous: g[i - 1] }))).sort((a, b) => a.m.lineIndexes[0]! - b.m.lineIndexes[0]!);
-  return ordered.map(({ m, previous }) => responseOf(m, lines, previous, turn)).filter((r): r is ScriptResponse => r !== undefined);
+  const ordered = groups
+    .flatMap((g) => g.map((m, i) => ({ m, previous: g[i - 1] })))
+    .sort((a, b) => a.m.lineIndexes[0]! - b.m.lineIndexes[0]!);
+  return ordered
+    .map(({ m, previous }) => responseOf(m, lines, previous, turn))
+    .filter((r): r is ScriptResponse => r !== undefined);
 }
 
 export interface ScriptOptions {

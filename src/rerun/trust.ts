@@ -6,7 +6,14 @@
 import type { RecordedTurn } from "./record.ts";
 
 /** The permission modes a re-run can be granted (`--permission-mode`); `default` unless the operator says so. */
-export const RERUN_PERMISSION_MODES = ["default", "acceptEdits", "plan", "dontAsk", "auto", "bypassPermissions"] as const;
+export const RERUN_PERMISSION_MODES = [
+  "default",
+  "acceptEdits",
+  "plan",
+  "dontAsk",
+  "auto",
+  "bypassPermissions",
+] as const;
 export type RerunPermissionMode = (typeof RERUN_PERMISSION_MODES)[number];
 
 /** The recording asks for more than the operator granted, or the session is imported and more was granted. */

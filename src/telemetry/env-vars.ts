@@ -12,89 +12,432 @@ export interface EnvVarDoc {
 }
 
 export const ENV_VARS: readonly EnvVarDoc[] = [
-  { name: "REDIS_URL", readIn: "src/log/redis.ts", meaning: "Redis holding queue and event log (default redis://127.0.0.1:6379; redis-sentinel://host:port,…/name for Sentinel)" },
-  { name: "REDIS_CLUSTER_NODES", readIn: "src/log/redis.ts", meaning: "host:port list; when set, connect to a Redis Cluster instead" },
-  { name: "LOG_LEVEL", readIn: "src/telemetry/logger.ts", meaning: "pino level: fatal, error, warn, info (default), debug, trace, silent" },
-  { name: "OTEL_SDK_DISABLED", readIn: "src/telemetry/otel.ts", meaning: "true turns tracing off whatever else is set" },
-  { name: "OTEL_TRACES_EXPORTER", readIn: "src/telemetry/otel.ts", meaning: "otlp (default when an endpoint is set), console, none; setting it turns tracing on" },
-  { name: "OTEL_EXPORTER_OTLP_ENDPOINT", readIn: "src/telemetry/otel.ts", meaning: "collector base URL (…/v1/traces is appended); setting it turns tracing on" },
-  { name: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", readIn: "src/telemetry/otel.ts", meaning: "full traces URL, used as is; setting it turns tracing on" },
-  { name: "OTEL_EXPORTER_OTLP_PROTOCOL", readIn: "src/telemetry/otel.ts", meaning: "http/protobuf (default), http/json or grpc" },
-  { name: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", readIn: "src/telemetry/otel.ts", meaning: "per-signal override of the protocol" },
-  { name: "OTEL_EXPORTER_OTLP_HEADERS", readIn: "src/telemetry/otel.ts", meaning: "k=v,… headers for the collector (values are registered as secrets)" },
+  {
+    name: "REDIS_URL",
+    readIn: "src/log/redis.ts",
+    meaning:
+      "Redis holding queue and event log (default redis://127.0.0.1:6379; redis-sentinel://host:port,…/name for Sentinel)",
+  },
+  {
+    name: "REDIS_CLUSTER_NODES",
+    readIn: "src/log/redis.ts",
+    meaning: "host:port list; when set, connect to a Redis Cluster instead",
+  },
+  {
+    name: "LOG_LEVEL",
+    readIn: "src/telemetry/logger.ts",
+    meaning: "pino level: fatal, error, warn, info (default), debug, trace, silent",
+  },
+  {
+    name: "OTEL_SDK_DISABLED",
+    readIn: "src/telemetry/otel.ts",
+    meaning: "true turns tracing off whatever else is set",
+  },
+  {
+    name: "OTEL_TRACES_EXPORTER",
+    readIn: "src/telemetry/otel.ts",
+    meaning: "otlp (default when an endpoint is set), console, none; setting it turns tracing on",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_ENDPOINT",
+    readIn: "src/telemetry/otel.ts",
+    meaning: "collector base URL (…/v1/traces is appended); setting it turns tracing on",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    readIn: "src/telemetry/otel.ts",
+    meaning: "full traces URL, used as is; setting it turns tracing on",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_PROTOCOL",
+    readIn: "src/telemetry/otel.ts",
+    meaning: "http/protobuf (default), http/json or grpc",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    readIn: "src/telemetry/otel.ts",
+    meaning: "per-signal override of the protocol",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_HEADERS",
+    readIn: "src/telemetry/otel.ts",
+    meaning: "k=v,… headers for the collector (values are registered as secrets)",
+  },
   { name: "OTEL_EXPORTER_OTLP_TRACES_HEADERS", readIn: "src/telemetry/otel.ts", meaning: "per-signal headers" },
   { name: "OTEL_EXPORTER_OTLP_TIMEOUT", readIn: "src/telemetry/otel.ts", meaning: "export timeout, ms" },
-  { name: "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", readIn: "src/telemetry/otel.ts", meaning: "per-signal export timeout, ms" },
+  {
+    name: "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+    readIn: "src/telemetry/otel.ts",
+    meaning: "per-signal export timeout, ms",
+  },
   { name: "OTEL_EXPORTER_OTLP_COMPRESSION", readIn: "src/telemetry/otel.ts", meaning: "gzip or none" },
   { name: "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", readIn: "src/telemetry/otel.ts", meaning: "per-signal compression" },
-  { name: "OTEL_SERVICE_NAME", readIn: "src/telemetry/otel.ts", meaning: "service.name of the spans (default turnstream)" },
-  { name: "OTEL_RESOURCE_ATTRIBUTES", readIn: "src/telemetry/otel.ts", meaning: "k=v,… resource attributes (scrubbed before export)" },
-  { name: "OTEL_METRICS_EXPORTER", readIn: "src/metrics/provider.ts", meaning: "prometheus (default when the ops endpoint is on), otlp (default when an OTLP endpoint is set), console, none (metrics off)" },
-  { name: "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", readIn: "src/metrics/provider.ts", meaning: "full metrics URL, used as is; setting it turns OTLP metrics on" },
-  { name: "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", readIn: "src/metrics/provider.ts", meaning: "per-signal override of the protocol for metrics" },
-  { name: "OTEL_EXPORTER_OTLP_METRICS_HEADERS", readIn: "src/metrics/provider.ts", meaning: "per-signal headers for metrics (values are registered as secrets)" },
-  { name: "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", readIn: "src/metrics/provider.ts", meaning: "per-signal export timeout for metrics, ms" },
-  { name: "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", readIn: "src/metrics/provider.ts", meaning: "per-signal compression for metrics" },
-  { name: "OTEL_METRIC_EXPORT_INTERVAL", readIn: "src/metrics/provider.ts", meaning: "how often OTLP metrics are pushed, ms (default 60000)" },
-  { name: "OTEL_METRIC_EXPORT_TIMEOUT", readIn: "src/metrics/provider.ts", meaning: "how long one OTLP metrics push may take, ms (default 30000)" },
-  { name: "TURNSTREAM_OPS_PORT", readIn: "src/ops/config.ts", meaning: "port of the ops endpoint (/metrics, /healthz, /readyz) of a worker or projector; unset: none; 0: a free port, logged; --ops-port wins" },
-  { name: "TURNSTREAM_OPS_HOST", readIn: "src/ops/config.ts", meaning: "address the ops endpoint listens on (default 127.0.0.1; 0.0.0.0 in a container)" },
-  { name: "TURNSTREAM_WORKSPACE_ROOTS", readIn: "src/worker/config.ts", meaning: "colon-separated absolute directories a turn's cwd must lie under; a worker does not start without it" },
-  { name: "ANTHROPIC_API_KEY", readIn: "src/cli/env.ts", meaning: "passed to the claude CLI with the rest of the host's model access (modelAccessEnv); registered as a secret by the scrubber" },
-  { name: "TURNSTREAM_KEEP_RAW_LINES", readIn: "src/worker/config.ts", meaning: "1 keeps cli.line text, turn.finished.resultText and session snapshots exactly as the CLI wrote them; default: known secret values (env, job env references, credential tokens) and secret shapes (tokens, keys, passwords in URLs) are replaced before append" },
-  { name: "TURNSTREAM_MAX_OUTPUT_LINES", readIn: "src/worker/config.ts", meaning: "lines of output (stdout and stderr) one CLI run may print; past it the run's tree is killed and the turn fails with errorKind output_limit (default 100000)" },
-  { name: "TURNSTREAM_MAX_OUTPUT_MB", readIn: "src/worker/config.ts", meaning: "MiB of output (stdout and stderr) one CLI run may print; past it the run's tree is killed and the turn fails with errorKind output_limit (default 256)" },
-  { name: "TURNSTREAM_MAX_PIDS", readIn: "src/worker/limits.ts", meaning: "tasks (processes and threads) one run may have at once; a fork past it fails and the turn fails limit_pids (default 512; 0: none)" },
-  { name: "TURNSTREAM_MAX_MEMORY_MB", readIn: "src/worker/limits.ts", meaning: "MiB of memory one run may use; past it the OOM killer ends a process and the turn fails limit_memory (default 4096; 0: none)" },
-  { name: "TURNSTREAM_MAX_CPUS", readIn: "src/worker/limits.ts", meaning: "CPUs' worth of time one run may use, e.g. 2 or 0.5; past it the run is throttled (default: no cap)" },
-  { name: "TURNSTREAM_MAX_SCRATCH_MB", readIn: "src/worker/limits.ts", meaning: "MiB one run's scratch (its config home and TMPDIR) may hold, and the most any one file it writes may hold; past it the turn fails limit_disk (default 1024; 0: none)" },
-  { name: "TURNSTREAM_MAX_TURN_MS", readIn: "src/worker/limits.ts", meaning: "longest a turn may run; past it its tree is ended and the turn fails limit_duration (default 3600000; 0: none)" },
-  { name: "TURNSTREAM_WARM", readIn: "src/worker/config.ts", meaning: "1 runs every turn warm (the CLI process stays up for the session's next turn on this worker); default 0: only turns enqueued with options.warm: true" },
-  { name: "TURNSTREAM_WARM_IDLE_MS", readIn: "src/worker/config.ts", meaning: "an idle warm CLI process is ended after this many ms (default 300000)" },
-  { name: "TURNSTREAM_WARM_MAX", readIn: "src/worker/config.ts", meaning: "most idle warm CLI processes one worker keeps; the least recently used is ended first (default 8)" },
-  { name: "TURNSTREAM_WARM_MAX_RSS_MB", readIn: "src/worker/config.ts", meaning: "MiB of resident memory all of a worker's idle warm CLI trees may hold together (default 2048)" },
-  { name: "TURNSTREAM_GATEWAY", readIn: "src/worker/config.ts", meaning: "broker (default): runs reach the model through the worker's loopback gateway with a token of their own and never hold its credential; passthrough: each run holds the credential (Bedrock, Vertex, Foundry)" },
-  { name: "TURNSTREAM_SNAPSHOT_CACHE_MB", readIn: "src/worker/config.ts", meaning: "MiB of recent session files a worker keeps in memory so a session's next turn there skips rebuilding its file from the log (default 64; 0 turns it off)" },
-  { name: "TURNSTREAM_JOB_ENV_ALLOW", readIn: "src/worker/config.ts", meaning: "comma-separated names and PREFIX* patterns a job's env overlay may set (default CI, GitHub run metadata by name, LANG, LC_*, TZ; empty: none); names that pick the binary, load code or move the model traffic are refused whatever it says" },
-  { name: "TURNSTREAM_ALLOW_ENV", readIn: "src/worker/config.ts", meaning: "comma-separated names added to TURNSTREAM_JOB_ENV_ALLOW (or to its default)" },
-  { name: "TURNSTREAM_RUN_ENV", readIn: "src/worker/config.ts", meaning: "comma-separated names of the worker's own variables every run gets (a run otherwise gets only PATH, HOME, TMPDIR, the locale, the model access and CLAUDE_CODE_*/DISABLE_* settings)" },
-  { name: "TURNSTREAM_TOOL_SANDBOX", readIn: "src/worker/config.ts", meaning: "on (default): a turn whose workspace is not trusted runs its tools in the CLI's sandbox, or is refused where it cannot; off: the operator's decision to run them unconfined" },
-  { name: "TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS", readIn: "src/worker/config.ts", meaning: "hosts a sandboxed tool may reach (comma-separated; *.example.com covers subdomains); none by default; a job may only narrow it" },
-  { name: "TURNSTREAM_TOOL_SANDBOX_DENY_READ", readIn: "src/worker/config.ts", meaning: "more paths a sandboxed tool may not read (colon-separated), beside the worker's instance root, the operator's CLI config and HOME" },
-  { name: "TURNSTREAM_WORKSPACE_TRUST", readIn: "src/worker/config.ts", meaning: "never (default): a turn loads no settings, hooks, MCP servers or plugins from its workspace; job: a job's trustWorkspace: true is honoured" },
-  { name: "TURNSTREAM_MCP_CONFIG", readIn: "src/worker/config.ts", meaning: "absolute path of a vetted MCP config file: the only MCP servers a turn starts" },
-  { name: "TURNSTREAM_OPERATOR_KEYS", readIn: "src/worker/config.ts", meaning: "the operators' public keys a worker trusts for supervised decisions and trust rules: an absolute path to a file with one `ed25519:…` key per line, or the keys themselves comma-separated; without it supervised turns fail" },
-  { name: "TURNSTREAM_USER", readIn: "src/decisions/operator.ts", meaning: "the name `turnstream decide`, `turnstream cancel` and the dashboard record as who decided or cancelled (default USER, then the login name); decide --by overrides it" },
-  { name: "TURNSTREAM_OPERATOR_KEY", readIn: "src/bin/commands/decide.ts, src/bin/commands/dashboard.ts", meaning: "path of the operator's private key file (0600) that `turnstream decide` and the dashboard sign with; made by `turnstream operator-key new`" },
-  { name: "TURNSTREAM_DASHBOARD_TOKEN_FILE", readIn: "src/bin/commands/dashboard.ts", meaning: "the dashboard's operator tokens, asked for at /login: one token per line, or `name token` so each operator's decisions carry their name; required to bind a non-loopback address" },
-  { name: "TURNSTREAM_DASHBOARD_TOKEN", readIn: "src/bin/commands/dashboard.ts", meaning: "the dashboard's operator token itself, when no token file is given" },
-  { name: "TURNSTREAM_TRACE_URL", readIn: "src/bin/commands/dashboard.ts", meaning: "the dashboard's trace link template, `{traceId}` replaced (default http://localhost:16686/trace/{traceId}, Jaeger)" },
-  { name: "CLAUDE_BIN", readIn: "src/cli/resolve-bin.ts", meaning: "the claude binary to run (default: the pinned package's)" },
-  { name: "TURNSTREAM_DURABILITY", readIn: "src/worker/config.ts, src/bin/commands/_connect.ts", meaning: "when an append counts as done: memory (default), replicas:N (WAIT N) or fsync (the AOF on disk)" },
-  { name: "TURNSTREAM_PREFIX", readIn: "src/worker/config.ts, src/bin/commands/_connect.ts, workers/projector.ts", meaning: "key prefix of the event log and read models (default ts:); commands also take --prefix" },
-  { name: "TURNSTREAM_QUEUE_PREFIX", readIn: "src/worker/config.ts, src/bin/commands/_connect.ts", meaning: "BullMQ key prefix, one cluster hash tag (default {turnstream})" },
-  { name: "TURNSTREAM_QUEUE_NAME", readIn: "src/worker/config.ts, src/bin/commands/_connect.ts", meaning: "BullMQ queue name (default turns)" },
-  { name: "TURNSTREAM_CONCURRENCY", readIn: "src/worker/config.ts", meaning: "CLIs one worker runs at once (default 1); `turnstream worker --concurrency` wins" },
-  { name: "TURNSTREAM_INSTANCE_ROOT", readIn: "src/worker/config.ts, src/bin/commands/sweep.ts", meaning: "absolute directory holding the per-run config homes (default $XDG_DATA_HOME/turnstream)" },
-  { name: "TURNSTREAM_INSTANCE_ID", readIn: "src/worker/config.ts, src/bin/commands/sweep.ts", meaning: "the worker's instance id: its folder under the instance root, held while it runs (default: the lowest worker-<host>-<n> no live process on this host holds)" },
-  { name: "TURNSTREAM_SWEEP_INTERVAL_MS", readIn: "src/worker/config.ts", meaning: "how often a worker removes what dead runs left (config homes, supervised-run folders, cgroups), ms (default 300000; 0: only at start)" },
-  { name: "TURNSTREAM_SANDBOXED", readIn: "src/worker/config.ts", meaning: "1: turns may skip permissions as root (IS_SANDBOX=1 is set for them); only inside a sandbox (default 0)" },
+  {
+    name: "OTEL_SERVICE_NAME",
+    readIn: "src/telemetry/otel.ts",
+    meaning: "service.name of the spans (default turnstream)",
+  },
+  {
+    name: "OTEL_RESOURCE_ATTRIBUTES",
+    readIn: "src/telemetry/otel.ts",
+    meaning: "k=v,… resource attributes (scrubbed before export)",
+  },
+  {
+    name: "OTEL_METRICS_EXPORTER",
+    readIn: "src/metrics/provider.ts",
+    meaning:
+      "prometheus (default when the ops endpoint is on), otlp (default when an OTLP endpoint is set), console, none (metrics off)",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    readIn: "src/metrics/provider.ts",
+    meaning: "full metrics URL, used as is; setting it turns OTLP metrics on",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+    readIn: "src/metrics/provider.ts",
+    meaning: "per-signal override of the protocol for metrics",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    readIn: "src/metrics/provider.ts",
+    meaning: "per-signal headers for metrics (values are registered as secrets)",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+    readIn: "src/metrics/provider.ts",
+    meaning: "per-signal export timeout for metrics, ms",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+    readIn: "src/metrics/provider.ts",
+    meaning: "per-signal compression for metrics",
+  },
+  {
+    name: "OTEL_METRIC_EXPORT_INTERVAL",
+    readIn: "src/metrics/provider.ts",
+    meaning: "how often OTLP metrics are pushed, ms (default 60000)",
+  },
+  {
+    name: "OTEL_METRIC_EXPORT_TIMEOUT",
+    readIn: "src/metrics/provider.ts",
+    meaning: "how long one OTLP metrics push may take, ms (default 30000)",
+  },
+  {
+    name: "TURNSTREAM_OPS_PORT",
+    readIn: "src/ops/config.ts",
+    meaning:
+      "port of the ops endpoint (/metrics, /healthz, /readyz) of a worker or projector; unset: none; 0: a free port, logged; --ops-port wins",
+  },
+  {
+    name: "TURNSTREAM_OPS_HOST",
+    readIn: "src/ops/config.ts",
+    meaning: "address the ops endpoint listens on (default 127.0.0.1; 0.0.0.0 in a container)",
+  },
+  {
+    name: "TURNSTREAM_WORKSPACE_ROOTS",
+    readIn: "src/worker/config.ts",
+    meaning: "colon-separated absolute directories a turn's cwd must lie under; a worker does not start without it",
+  },
+  {
+    name: "ANTHROPIC_API_KEY",
+    readIn: "src/cli/env.ts",
+    meaning:
+      "passed to the claude CLI with the rest of the host's model access (modelAccessEnv); registered as a secret by the scrubber",
+  },
+  {
+    name: "TURNSTREAM_KEEP_RAW_LINES",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "1 keeps cli.line text, turn.finished.resultText and session snapshots exactly as the CLI wrote them; default: known secret values (env, job env references, credential tokens) and secret shapes (tokens, keys, passwords in URLs) are replaced before append",
+  },
+  {
+    name: "TURNSTREAM_MAX_OUTPUT_LINES",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "lines of output (stdout and stderr) one CLI run may print; past it the run's tree is killed and the turn fails with errorKind output_limit (default 100000)",
+  },
+  {
+    name: "TURNSTREAM_MAX_OUTPUT_MB",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "MiB of output (stdout and stderr) one CLI run may print; past it the run's tree is killed and the turn fails with errorKind output_limit (default 256)",
+  },
+  {
+    name: "TURNSTREAM_MAX_PIDS",
+    readIn: "src/worker/limits.ts",
+    meaning:
+      "tasks (processes and threads) one run may have at once; a fork past it fails and the turn fails limit_pids (default 512; 0: none)",
+  },
+  {
+    name: "TURNSTREAM_MAX_MEMORY_MB",
+    readIn: "src/worker/limits.ts",
+    meaning:
+      "MiB of memory one run may use; past it the OOM killer ends a process and the turn fails limit_memory (default 4096; 0: none)",
+  },
+  {
+    name: "TURNSTREAM_MAX_CPUS",
+    readIn: "src/worker/limits.ts",
+    meaning: "CPUs' worth of time one run may use, e.g. 2 or 0.5; past it the run is throttled (default: no cap)",
+  },
+  {
+    name: "TURNSTREAM_MAX_SCRATCH_MB",
+    readIn: "src/worker/limits.ts",
+    meaning:
+      "MiB one run's scratch (its config home and TMPDIR) may hold, and the most any one file it writes may hold; past it the turn fails limit_disk (default 1024; 0: none)",
+  },
+  {
+    name: "TURNSTREAM_MAX_TURN_MS",
+    readIn: "src/worker/limits.ts",
+    meaning:
+      "longest a turn may run; past it its tree is ended and the turn fails limit_duration (default 3600000; 0: none)",
+  },
+  {
+    name: "TURNSTREAM_WARM",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "1 runs every turn warm (the CLI process stays up for the session's next turn on this worker); default 0: only turns enqueued with options.warm: true",
+  },
+  {
+    name: "TURNSTREAM_WARM_IDLE_MS",
+    readIn: "src/worker/config.ts",
+    meaning: "an idle warm CLI process is ended after this many ms (default 300000)",
+  },
+  {
+    name: "TURNSTREAM_WARM_MAX",
+    readIn: "src/worker/config.ts",
+    meaning: "most idle warm CLI processes one worker keeps; the least recently used is ended first (default 8)",
+  },
+  {
+    name: "TURNSTREAM_WARM_MAX_RSS_MB",
+    readIn: "src/worker/config.ts",
+    meaning: "MiB of resident memory all of a worker's idle warm CLI trees may hold together (default 2048)",
+  },
+  {
+    name: "TURNSTREAM_GATEWAY",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "broker (default): runs reach the model through the worker's loopback gateway with a token of their own and never hold its credential; passthrough: each run holds the credential (Bedrock, Vertex, Foundry)",
+  },
+  {
+    name: "TURNSTREAM_SNAPSHOT_CACHE_MB",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "MiB of recent session files a worker keeps in memory so a session's next turn there skips rebuilding its file from the log (default 64; 0 turns it off)",
+  },
+  {
+    name: "TURNSTREAM_JOB_ENV_ALLOW",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "comma-separated names and PREFIX* patterns a job's env overlay may set (default CI, GitHub run metadata by name, LANG, LC_*, TZ; empty: none); names that pick the binary, load code or move the model traffic are refused whatever it says",
+  },
+  {
+    name: "TURNSTREAM_ALLOW_ENV",
+    readIn: "src/worker/config.ts",
+    meaning: "comma-separated names added to TURNSTREAM_JOB_ENV_ALLOW (or to its default)",
+  },
+  {
+    name: "TURNSTREAM_RUN_ENV",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "comma-separated names of the worker's own variables every run gets (a run otherwise gets only PATH, HOME, TMPDIR, the locale, the model access and CLAUDE_CODE_*/DISABLE_* settings)",
+  },
+  {
+    name: "TURNSTREAM_TOOL_SANDBOX",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "on (default): a turn whose workspace is not trusted runs its tools in the CLI's sandbox, or is refused where it cannot; off: the operator's decision to run them unconfined",
+  },
+  {
+    name: "TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "hosts a sandboxed tool may reach (comma-separated; *.example.com covers subdomains); none by default; a job may only narrow it",
+  },
+  {
+    name: "TURNSTREAM_TOOL_SANDBOX_DENY_READ",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "more paths a sandboxed tool may not read (colon-separated), beside the worker's instance root, the operator's CLI config and HOME",
+  },
+  {
+    name: "TURNSTREAM_WORKSPACE_TRUST",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "never (default): a turn loads no settings, hooks, MCP servers or plugins from its workspace; job: a job's trustWorkspace: true is honoured",
+  },
+  {
+    name: "TURNSTREAM_MCP_CONFIG",
+    readIn: "src/worker/config.ts",
+    meaning: "absolute path of a vetted MCP config file: the only MCP servers a turn starts",
+  },
+  {
+    name: "TURNSTREAM_OPERATOR_KEYS",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "the operators' public keys a worker trusts for supervised decisions and trust rules: an absolute path to a file with one `ed25519:…` key per line, or the keys themselves comma-separated; without it supervised turns fail",
+  },
+  {
+    name: "TURNSTREAM_USER",
+    readIn: "src/decisions/operator.ts",
+    meaning:
+      "the name `turnstream decide`, `turnstream cancel` and the dashboard record as who decided or cancelled (default USER, then the login name); decide --by overrides it",
+  },
+  {
+    name: "TURNSTREAM_OPERATOR_KEY",
+    readIn: "src/bin/commands/decide.ts, src/bin/commands/dashboard.ts",
+    meaning:
+      "path of the operator's private key file (0600) that `turnstream decide` and the dashboard sign with; made by `turnstream operator-key new`",
+  },
+  {
+    name: "TURNSTREAM_DASHBOARD_TOKEN_FILE",
+    readIn: "src/bin/commands/dashboard.ts",
+    meaning:
+      "the dashboard's operator tokens, asked for at /login: one token per line, or `name token` so each operator's decisions carry their name; required to bind a non-loopback address",
+  },
+  {
+    name: "TURNSTREAM_DASHBOARD_TOKEN",
+    readIn: "src/bin/commands/dashboard.ts",
+    meaning: "the dashboard's operator token itself, when no token file is given",
+  },
+  {
+    name: "TURNSTREAM_TRACE_URL",
+    readIn: "src/bin/commands/dashboard.ts",
+    meaning:
+      "the dashboard's trace link template, `{traceId}` replaced (default http://localhost:16686/trace/{traceId}, Jaeger)",
+  },
+  {
+    name: "CLAUDE_BIN",
+    readIn: "src/cli/resolve-bin.ts",
+    meaning: "the claude binary to run (default: the pinned package's)",
+  },
+  {
+    name: "TURNSTREAM_DURABILITY",
+    readIn: "src/worker/config.ts, src/bin/commands/_connect.ts",
+    meaning: "when an append counts as done: memory (default), replicas:N (WAIT N) or fsync (the AOF on disk)",
+  },
+  {
+    name: "TURNSTREAM_PREFIX",
+    readIn: "src/worker/config.ts, src/bin/commands/_connect.ts, workers/projector.ts",
+    meaning: "key prefix of the event log and read models (default ts:); commands also take --prefix",
+  },
+  {
+    name: "TURNSTREAM_QUEUE_PREFIX",
+    readIn: "src/worker/config.ts, src/bin/commands/_connect.ts",
+    meaning: "BullMQ key prefix, one cluster hash tag (default {turnstream})",
+  },
+  {
+    name: "TURNSTREAM_QUEUE_NAME",
+    readIn: "src/worker/config.ts, src/bin/commands/_connect.ts",
+    meaning: "BullMQ queue name (default turns)",
+  },
+  {
+    name: "TURNSTREAM_CONCURRENCY",
+    readIn: "src/worker/config.ts",
+    meaning: "CLIs one worker runs at once (default 1); `turnstream worker --concurrency` wins",
+  },
+  {
+    name: "TURNSTREAM_INSTANCE_ROOT",
+    readIn: "src/worker/config.ts, src/bin/commands/sweep.ts",
+    meaning: "absolute directory holding the per-run config homes (default $XDG_DATA_HOME/turnstream)",
+  },
+  {
+    name: "TURNSTREAM_INSTANCE_ID",
+    readIn: "src/worker/config.ts, src/bin/commands/sweep.ts",
+    meaning:
+      "the worker's instance id: its folder under the instance root, held while it runs (default: the lowest worker-<host>-<n> no live process on this host holds)",
+  },
+  {
+    name: "TURNSTREAM_SWEEP_INTERVAL_MS",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "how often a worker removes what dead runs left (config homes, supervised-run folders, cgroups), ms (default 300000; 0: only at start)",
+  },
+  {
+    name: "TURNSTREAM_SANDBOXED",
+    readIn: "src/worker/config.ts",
+    meaning: "1: turns may skip permissions as root (IS_SANDBOX=1 is set for them); only inside a sandbox (default 0)",
+  },
   { name: "TURNSTREAM_LEASE_MS", readIn: "src/worker/config.ts", meaning: "session lease, ms (default 15000)" },
   { name: "TURNSTREAM_LOCK_MS", readIn: "src/worker/config.ts", meaning: "BullMQ job lock, ms (default 30000)" },
-  { name: "TURNSTREAM_STALLED_INTERVAL_MS", readIn: "src/worker/config.ts", meaning: "BullMQ stalled-job check interval, ms (default BullMQ's)" },
-  { name: "TURNSTREAM_SHUTDOWN_GRACE_MS", readIn: "src/worker/main.ts", meaning: "how long running turns may finish after SIGTERM/SIGINT before they are ended (default 30000); `turnstream worker --grace-ms` wins" },
-  { name: "TURNSTREAM_PROJECTION_VERSION", readIn: "workers/projector.ts", meaning: "projection version workers/projector.ts builds (default: the built-in one); a newer one rebuilds into new keys. `turnstream projector` takes --version instead" },
-  { name: "TURNSTREAM_PROJECTOR_RESCAN_MS", readIn: "workers/projector.ts", meaning: "how often workers/projector.ts rescans the session index, ms (default 2000). `turnstream projector` takes --rescan-ms instead" },
-  { name: "TURNSTREAM_PROJECTOR_BATCH_EVENTS", readIn: "workers/projector.ts", meaning: "most events workers/projector.ts folds into one commit (default 5000)" },
-  { name: "TURNSTREAM_TREE", readIn: "src/cli/process-tree.ts", meaning: "not a setting: turnstream sets it on every process of a run and finds the run's processes by it; a job's env may not set it" },
-  { name: "CLAUDE_CONFIG_DIR", readIn: "src/cli/config-home.ts", meaning: "the operator's CLI config directory, whose .credentials.json each run's config home gets a copy of (default ~/.claude)" },
-  { name: "XDG_DATA_HOME", readIn: "src/cli/config-home.ts", meaning: "default instance root is $XDG_DATA_HOME/turnstream (else ~/.local/share/turnstream)" },
-  { name: "XDG_CONFIG_HOME", readIn: "src/bin/commands/operator-key.ts", meaning: "`turnstream operator-key new` writes to $XDG_CONFIG_HOME/turnstream/operator.key by default (else ~/.config/…)" },
-  { name: "HOME", readIn: "src/cli/config-home.ts", meaning: "where ~/.claude and ~/.local/share are, when CLAUDE_CONFIG_DIR and XDG_DATA_HOME are not set" },
-  { name: "USER", readIn: "src/decisions/operator.ts", meaning: "who a decision or cancellation is recorded as when TURNSTREAM_USER is not set" },
-  { name: "TMPDIR", readIn: "src/cli/run-turn.ts", meaning: "where a run's scratch files (such as the appended system prompt) are made; read from the run's environment (default the OS temp dir)" },
-  { name: "PATH", readIn: "src/cli/resolve-bin.ts", meaning: "where `claude` is looked up when neither claudeBin, CLAUDE_BIN nor the pinned package gives one; passed to every run; a job can never set it" },
-  { name: "NO_COLOR", readIn: "src/projector/output.ts", meaning: "set and non-empty: `tail` and `replay` print no colour (they colour only a terminal anyway)" },
+  {
+    name: "TURNSTREAM_STALLED_INTERVAL_MS",
+    readIn: "src/worker/config.ts",
+    meaning: "BullMQ stalled-job check interval, ms (default BullMQ's)",
+  },
+  {
+    name: "TURNSTREAM_SHUTDOWN_GRACE_MS",
+    readIn: "src/worker/main.ts",
+    meaning:
+      "how long running turns may finish after SIGTERM/SIGINT before they are ended (default 30000); `turnstream worker --grace-ms` wins",
+  },
+  {
+    name: "TURNSTREAM_PROJECTION_VERSION",
+    readIn: "workers/projector.ts",
+    meaning:
+      "projection version workers/projector.ts builds (default: the built-in one); a newer one rebuilds into new keys. `turnstream projector` takes --version instead",
+  },
+  {
+    name: "TURNSTREAM_PROJECTOR_RESCAN_MS",
+    readIn: "workers/projector.ts",
+    meaning:
+      "how often workers/projector.ts rescans the session index, ms (default 2000). `turnstream projector` takes --rescan-ms instead",
+  },
+  {
+    name: "TURNSTREAM_PROJECTOR_BATCH_EVENTS",
+    readIn: "workers/projector.ts",
+    meaning: "most events workers/projector.ts folds into one commit (default 5000)",
+  },
+  {
+    name: "TURNSTREAM_TREE",
+    readIn: "src/cli/process-tree.ts",
+    meaning:
+      "not a setting: turnstream sets it on every process of a run and finds the run's processes by it; a job's env may not set it",
+  },
+  {
+    name: "CLAUDE_CONFIG_DIR",
+    readIn: "src/cli/config-home.ts",
+    meaning:
+      "the operator's CLI config directory, whose .credentials.json each run's config home gets a copy of (default ~/.claude)",
+  },
+  {
+    name: "XDG_DATA_HOME",
+    readIn: "src/cli/config-home.ts",
+    meaning: "default instance root is $XDG_DATA_HOME/turnstream (else ~/.local/share/turnstream)",
+  },
+  {
+    name: "XDG_CONFIG_HOME",
+    readIn: "src/bin/commands/operator-key.ts",
+    meaning:
+      "`turnstream operator-key new` writes to $XDG_CONFIG_HOME/turnstream/operator.key by default (else ~/.config/…)",
+  },
+  {
+    name: "HOME",
+    readIn: "src/cli/config-home.ts",
+    meaning: "where ~/.claude and ~/.local/share are, when CLAUDE_CONFIG_DIR and XDG_DATA_HOME are not set",
+  },
+  {
+    name: "USER",
+    readIn: "src/decisions/operator.ts",
+    meaning: "who a decision or cancellation is recorded as when TURNSTREAM_USER is not set",
+  },
+  {
+    name: "TMPDIR",
+    readIn: "src/cli/run-turn.ts",
+    meaning:
+      "where a run's scratch files (such as the appended system prompt) are made; read from the run's environment (default the OS temp dir)",
+  },
+  {
+    name: "PATH",
+    readIn: "src/cli/resolve-bin.ts",
+    meaning:
+      "where `claude` is looked up when neither claudeBin, CLAUDE_BIN nor the pinned package gives one; passed to every run; a job can never set it",
+  },
+  {
+    name: "NO_COLOR",
+    readIn: "src/projector/output.ts",
+    meaning: "set and non-empty: `tail` and `replay` print no colour (they colour only a terminal anyway)",
+  },
 ];
 
 export const ENV_VAR_NAMES: ReadonlySet<string> = new Set(ENV_VARS.map((v) => v.name));

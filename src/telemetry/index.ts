@@ -21,7 +21,15 @@ export {
 export { createLogger, REDACT_PATHS, type CreateLoggerOptions, type Logger } from "./logger.ts";
 export { routeConsoleToLogger } from "./console.ts";
 export { RedactingSpanExporter, scrubAttributes } from "./redacting-exporter.ts";
-export { DEFAULT_SERVICE_NAME, startTelemetry, TRACER_NAME, tracesConfig, type StartTelemetryOptions, type Telemetry, type TracesConfig } from "./otel.ts";
+export {
+  DEFAULT_SERVICE_NAME,
+  startTelemetry,
+  TRACER_NAME,
+  tracesConfig,
+  type StartTelemetryOptions,
+  type Telemetry,
+  type TracesConfig,
+} from "./otel.ts";
 export {
   nonEmpty,
   otlpEndpointSet,
@@ -35,6 +43,13 @@ export {
   type OtlpSignal,
 } from "./otlp-env.ts";
 export { ENV_VARS, ENV_VAR_NAMES, type EnvVarDoc } from "./env-vars.ts";
-export { AGENT_NAME, ATTEMPT_SPAN_NAME, attemptSpansObserver, GENAI, toolSpanName, type AttemptSpansOptions } from "./spans/index.ts";
+export {
+  AGENT_NAME,
+  ATTEMPT_SPAN_NAME,
+  attemptSpansObserver,
+  GENAI,
+  toolSpanName,
+  type AttemptSpansOptions,
+} from "./spans/index.ts";
 export { contextFromTraceparent, formatTraceparent, injectTraceparent, type TraceIds } from "./trace-context.ts";
 export { exportTracesFromLog, type ExportTracesOptions, type ExportTracesResult } from "./trace-export.ts";

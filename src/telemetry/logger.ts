@@ -25,13 +25,33 @@ export interface CreateLoggerOptions {
 
 /** Paths pino blanks before anything else sees them. `*` matches one level. */
 export const REDACT_PATHS: readonly string[] = [
-  "headers.authorization", "headers.cookie", "headers[\"x-api-key\"]", "headers[\"set-cookie\"]",
-  "*.headers.authorization", "*.headers.cookie", "*.headers[\"x-api-key\"]",
-  "env.*", "*.env.*",
-  "apiKey", "*.apiKey", "api_key", "*.api_key",
-  "token", "*.token", "accessToken", "*.accessToken", "refreshToken", "*.refreshToken",
-  "password", "*.password", "secret", "*.secret", "authorization", "*.authorization",
-  "credentials", "*.credentials",
+  "headers.authorization",
+  "headers.cookie",
+  'headers["x-api-key"]',
+  'headers["set-cookie"]',
+  "*.headers.authorization",
+  "*.headers.cookie",
+  '*.headers["x-api-key"]',
+  "env.*",
+  "*.env.*",
+  "apiKey",
+  "*.apiKey",
+  "api_key",
+  "*.api_key",
+  "token",
+  "*.token",
+  "accessToken",
+  "*.accessToken",
+  "refreshToken",
+  "*.refreshToken",
+  "password",
+  "*.password",
+  "secret",
+  "*.secret",
+  "authorization",
+  "*.authorization",
+  "credentials",
+  "*.credentials",
 ];
 
 const LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
@@ -47,7 +67,11 @@ export function traceFields(): Readonly<Record<string, string>> {
   if (span === undefined) return NO_TRACE;
   const sc = span.spanContext();
   if (!isSpanContextValid(sc)) return NO_TRACE;
-  return { trace_id: sc.traceId, span_id: sc.spanId, trace_flags: (sc.traceFlags & 0xff).toString(16).padStart(2, "0") };
+  return {
+    trace_id: sc.traceId,
+    span_id: sc.spanId,
+    trace_flags: (sc.traceFlags & 0xff).toString(16).padStart(2, "0"),
+  };
 }
 
 /** A pino logger whose every line passes the scrubber, with the usual secret paths (auth headers, tokens) blanked first. */

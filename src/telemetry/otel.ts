@@ -18,7 +18,16 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
-import { nonEmpty, otlpEndpointSet, otlpSettings, sdkDisabled, serviceIdentity, TelemetryConfigError, type OtlpProtocol, type OtlpSettings } from "./otlp-env.ts";
+import {
+  nonEmpty,
+  otlpEndpointSet,
+  otlpSettings,
+  sdkDisabled,
+  serviceIdentity,
+  TelemetryConfigError,
+  type OtlpProtocol,
+  type OtlpSettings,
+} from "./otlp-env.ts";
 import { RedactingSpanExporter } from "./redacting-exporter.ts";
 import type { EnvLike, Scrubber } from "./scrub.ts";
 
@@ -57,7 +66,6 @@ export interface Telemetry {
   shutdown(): Promise<void>;
 }
 
-
 export interface TracesConfig extends OtlpSettings {
   readonly enabled: boolean;
   readonly exporters: ReadonlyArray<"otlp" | "console">;
@@ -69,12 +77,18 @@ export interface TracesConfig extends OtlpSettings {
 export function tracesConfig(env: EnvLike, fallbackServiceName = DEFAULT_SERVICE_NAME): TracesConfig {
   const disabled = sdkDisabled(env);
   const exporterVar = nonEmpty(env["OTEL_TRACES_EXPORTER"]);
-  const names = (exporterVar ?? "otlp").split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "");
+  const names = (exporterVar ?? "otlp")
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter((s) => s !== "");
   const exporters: Array<"otlp" | "console"> = [];
   for (const n of names) {
     if (n === "none") continue;
     if (n !== "otlp" && n !== "console") {
-      throw new TelemetryConfigError("OTEL_TRACES_EXPORTER", `OTEL_TRACES_EXPORTER lists '${n}'; use otlp, console or none`);
+      throw new TelemetryConfigError(
+        "OTEL_TRACES_EXPORTER",
+        `OTEL_TRACES_EXPORTER lists '${n}'; use otlp, console or none`,
+      );
     }
     if (!exporters.includes(n)) exporters.push(n);
   }
@@ -92,20 +106,32 @@ export function tracesConfig(env: EnvLike, fallbackServiceName = DEFAULT_SERVICE
 
 /** The exporters OTEL_TRACES_EXPORTER names, as NodeSDK would make them; each reads its own settings from the environment. */
 function envExporters(config: TracesConfig): SpanExporter[] {
-  return config.exporters.map((name) => (name === "console" ? new ConsoleSpanExporter() : otlpExporter(config.protocol)));
+  return config.exporters.map((name) =>
+    name === "console" ? new ConsoleSpanExporter() : otlpExporter(config.protocol),
+  );
 }
 
 function otlpExporter(protocol: OtlpProtocol): SpanExporter {
   type Exporter = new () => SpanExporter;
-  const pkg = { grpc: "@opentelemetry/exporter-trace-otlp-grpc", "http/json": "@opentelemetry/exporter-trace-otlp-http", "http/protobuf": "@opentelemetry/exporter-trace-otlp-proto" }[protocol];
+  const pkg = {
+    grpc: "@opentelemetry/exporter-trace-otlp-grpc",
+    "http/json": "@opentelemetry/exporter-trace-otlp-http",
+    "http/protobuf": "@opentelemetry/exporter-trace-otlp-proto",
+  }[protocol];
   const { OTLPTraceExporter } = load(pkg) as { OTLPTraceExporter: Exporter };
   return new OTLPTraceExporter();
 }
 
 /** A span processor over the exporter wrapped for redaction: batched, except the console (as NodeSDK does) or when asked. */
-function redactingProcessor(exporter: SpanExporter, scrubber: Scrubber, processor: "batch" | "simple" | undefined): SpanProcessor {
+function redactingProcessor(
+  exporter: SpanExporter,
+  scrubber: Scrubber,
+  processor: "batch" | "simple" | undefined,
+): SpanProcessor {
   const safe = new RedactingSpanExporter(exporter, scrubber);
-  return processor === "simple" || exporter instanceof ConsoleSpanExporter ? new SimpleSpanProcessor(safe) : new BatchSpanProcessor(safe);
+  return processor === "simple" || exporter instanceof ConsoleSpanExporter
+    ? new SimpleSpanProcessor(safe)
+    : new BatchSpanProcessor(safe);
 }
 
 const noop = (): Telemetry => {
@@ -150,7 +176,9 @@ function globalTracerProvider(): TracerProvider {
 function ensureContextManager(): boolean {
   type Manager = { enable(): Manager; disable(): Manager };
   const fromSdk = createRequire(load.resolve("@opentelemetry/sdk-node"));
-  const { AsyncLocalStorageContextManager } = fromSdk("@opentelemetry/context-async-hooks") as { AsyncLocalStorageContextManager: new () => Manager };
+  const { AsyncLocalStorageContextManager } = fromSdk("@opentelemetry/context-async-hooks") as {
+    AsyncLocalStorageContextManager: new () => Manager;
+  };
   const manager = new AsyncLocalStorageContextManager().enable();
   if (context.setGlobalContextManager(manager as never)) return true;
   manager.disable();
@@ -162,7 +190,10 @@ function privateTelemetry(options: StartTelemetryOptions, config: TracesConfig, 
   const resource = defaultResource()
     .merge(resourceFromAttributes(config.resourceAttributes))
     .merge(resourceFromAttributes({ "service.name": config.serviceName }));
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [redactingProcessor(exporter, options.scrubber, options.processor)] });
+  const provider = new BasicTracerProvider({
+    resource,
+    spanProcessors: [redactingProcessor(exporter, options.scrubber, options.processor)],
+  });
   if (options.registerGlobal === true) trace.setGlobalTracerProvider(provider);
   const ownContext = ensureContextManager();
   let down: Promise<void> | undefined;
@@ -199,7 +230,10 @@ function sdkTelemetry(options: StartTelemetryOptions, config: TracesConfig, env:
   const provider = globalTracerProvider();
   if (provider === before) {
     void sdk.shutdown();
-    throw new TelemetryConfigError("OTEL_TRACES_EXPORTER", "an OpenTelemetry SDK is already registered in this process; start turnstream's tracing once, or pass your own exporter");
+    throw new TelemetryConfigError(
+      "OTEL_TRACES_EXPORTER",
+      "an OpenTelemetry SDK is already registered in this process; start turnstream's tracing once, or pass your own exporter",
+    );
   }
   let down: Promise<void> | undefined;
   const shutdown = async (): Promise<void> => {

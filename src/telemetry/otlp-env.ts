@@ -23,7 +23,8 @@ export class TelemetryConfigError extends Error {
 }
 
 /** The variable's trimmed text, or undefined when unset or blank. */
-export const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v.trim() === "" ? undefined : v.trim());
+export const nonEmpty = (v: string | undefined): string | undefined =>
+  v === undefined || v.trim() === "" ? undefined : v.trim();
 
 /** `k=v,k2=v2`, values percent-decoded (OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_HEADERS). */
 export function parseKeyValueList(text: string | undefined, variable: string): Record<string, string> {
@@ -32,7 +33,11 @@ export function parseKeyValueList(text: string | undefined, variable: string): R
   for (const item of text.split(",")) {
     if (item.trim() === "") continue;
     const eq = item.indexOf("=");
-    if (eq <= 0) throw new TelemetryConfigError(variable, `${variable} must be a comma-separated list of key=value pairs; fix the entry at position ${Object.keys(out).length + 1}`);
+    if (eq <= 0)
+      throw new TelemetryConfigError(
+        variable,
+        `${variable} must be a comma-separated list of key=value pairs; fix the entry at position ${Object.keys(out).length + 1}`,
+      );
     const key = item.slice(0, eq).trim();
     const raw = item.slice(eq + 1).trim();
     let value = raw;
@@ -52,7 +57,8 @@ export function positiveMs(env: EnvLike, names: readonly string[], dflt: number 
     const text = nonEmpty(env[name]);
     if (text === undefined) continue;
     const n = Number(text);
-    if (!(Number.isFinite(n) && n > 0)) throw new TelemetryConfigError(name, `${name} must be a positive number of milliseconds, got '${text}'`);
+    if (!(Number.isFinite(n) && n > 0))
+      throw new TelemetryConfigError(name, `${name} must be a positive number of milliseconds, got '${text}'`);
     return n;
   }
   return dflt;
@@ -91,14 +97,22 @@ export function sdkDisabled(env: EnvLike): boolean {
 }
 
 /** OTEL_RESOURCE_ATTRIBUTES, and service.name: OTEL_SERVICE_NAME, else the attributes' service.name, else `fallback`. */
-export function serviceIdentity(env: EnvLike, fallback: string): { serviceName: string; resourceAttributes: Record<string, string> } {
+export function serviceIdentity(
+  env: EnvLike,
+  fallback: string,
+): { serviceName: string; resourceAttributes: Record<string, string> } {
   const resourceAttributes = parseKeyValueList(nonEmpty(env["OTEL_RESOURCE_ATTRIBUTES"]), "OTEL_RESOURCE_ATTRIBUTES");
-  return { serviceName: nonEmpty(env["OTEL_SERVICE_NAME"]) ?? resourceAttributes["service.name"] ?? fallback, resourceAttributes };
+  return {
+    serviceName: nonEmpty(env["OTEL_SERVICE_NAME"]) ?? resourceAttributes["service.name"] ?? fallback,
+    resourceAttributes,
+  };
 }
 
 /** Whether an OTLP endpoint is set for `signal`: its own variable or the general one. */
 export function otlpEndpointSet(env: EnvLike, signal: OtlpSignal): boolean {
-  return nonEmpty(env[GENERAL_VARS.endpoint]) !== undefined || nonEmpty(env[SIGNAL_VARS[signal].endpoint]) !== undefined;
+  return (
+    nonEmpty(env[GENERAL_VARS.endpoint]) !== undefined || nonEmpty(env[SIGNAL_VARS[signal].endpoint]) !== undefined
+  );
 }
 
 /** The per-signal variable when set, else the general one. */
@@ -112,7 +126,11 @@ function otlpUrl(env: EnvLike, signal: OtlpSignal, protocol: OtlpProtocol): stri
   const urlVar = signalVar(env, signal, "endpoint");
   const given = nonEmpty(env[urlVar]);
   const url =
-    urlVar !== GENERAL_VARS.endpoint ? given! : protocol === "grpc" ? (given ?? "http://localhost:4317") : `${(given ?? "http://localhost:4318").replace(/\/+$/, "")}/v1/${signal}`;
+    urlVar !== GENERAL_VARS.endpoint
+      ? given!
+      : protocol === "grpc"
+        ? (given ?? "http://localhost:4317")
+        : `${(given ?? "http://localhost:4318").replace(/\/+$/, "")}/v1/${signal}`;
   try {
     new URL(url);
   } catch {
@@ -126,7 +144,10 @@ export function otlpSettings(env: EnvLike, signal: OtlpSignal): OtlpSettings {
   const protocolVar = signalVar(env, signal, "protocol");
   const protocol = nonEmpty(env[protocolVar]) ?? "http/protobuf";
   if (protocol !== "http/protobuf" && protocol !== "http/json" && protocol !== "grpc") {
-    throw new TelemetryConfigError(protocolVar, `${protocolVar} is '${protocol}'; use http/protobuf, http/json or grpc`);
+    throw new TelemetryConfigError(
+      protocolVar,
+      `${protocolVar} is '${protocol}'; use http/protobuf, http/json or grpc`,
+    );
   }
   const vars = SIGNAL_VARS[signal];
   const headers = {

@@ -42,7 +42,10 @@ export const BUILTIN_PATTERNS: readonly ScrubPattern[] = [
     precheck: /PRIVATE KEY/,
     // A truncated block (no END line) is still a key: redact to the end of the text, or of the JSON
     // string it stands in.
-    regex: new RegExp(String.raw`-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:${IN_STRING}*?${PEM_END}|${IN_STRING}*)`, "g"),
+    regex: new RegExp(
+      String.raw`-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:${IN_STRING}*?${PEM_END}|${IN_STRING}*)`,
+      "g",
+    ),
   },
   {
     name: "anthropic_key",
@@ -63,7 +66,10 @@ export const BUILTIN_PATTERNS: readonly ScrubPattern[] = [
     name: "aws_secret_access_key",
     // the regex needs `access.?key`
     precheck: /k(?<=access.?k)/i,
-    regex: new RegExp(String.raw`(?<keep>aws.?secret.?access.?key(?:\\*["'])?${WS}*[:=]${WS}*(?:\\*["'])?)[A-Za-z0-9/+=]{16,}`, "gi"),
+    regex: new RegExp(
+      String.raw`(?<keep>aws.?secret.?access.?key(?:\\*["'])?${WS}*[:=]${WS}*(?:\\*["'])?)[A-Za-z0-9/+=]{16,}`,
+      "gi",
+    ),
   },
   {
     name: "slack_token",
@@ -85,7 +91,10 @@ export const BUILTIN_PATTERNS: readonly ScrubPattern[] = [
     name: "basic_auth",
     // the regex needs `authorization`
     precheck: /z(?<=authoriz)/i,
-    regex: new RegExp(String.raw`(?<keep>${START}authorization(?:\\*["'])?${WS}*[:=]${WS}*(?:\\*["'])?basic${WS}+)[A-Za-z0-9+/]{8,}=*`, "gi"),
+    regex: new RegExp(
+      String.raw`(?<keep>${START}authorization(?:\\*["'])?${WS}*[:=]${WS}*(?:\\*["'])?basic${WS}+)[A-Za-z0-9+/]{8,}=*`,
+      "gi",
+    ),
   },
   {
     name: "connection_password",

@@ -49,7 +49,11 @@ class BatchScrub {
         k = { key, secret: isSecretFieldName(key), values: new Map() };
         this.#keys.set(rawKey, k);
       }
-      const safe = drop ? undefined : typeof value === "number" || typeof value === "boolean" ? value : this.#value(k, value!);
+      const safe = drop
+        ? undefined
+        : typeof value === "number" || typeof value === "boolean"
+          ? value
+          : this.#value(k, value!);
       if (out === undefined && (drop || k.key !== rawKey || safe !== value)) out = copyBefore(attrs, rawKey);
       if (out !== undefined && !drop) out[k.key] = safe;
     }
@@ -123,7 +127,10 @@ export class RedactingSpanExporter implements SpanExporter {
       safe = spans.map((s) => this.#redact(s, batch));
     } catch {
       // Never fall back to the raw spans: fail the batch.
-      resultCallback({ code: ExportResultCode.FAILED, error: new Error("span redaction failed; the batch was dropped") });
+      resultCallback({
+        code: ExportResultCode.FAILED,
+        error: new Error("span redaction failed; the batch was dropped"),
+      });
       return;
     }
     this.#inner.export(safe, resultCallback);
@@ -147,9 +154,27 @@ export class RedactingSpanExporter implements SpanExporter {
   #redact(span: ReadableSpan, b: BatchScrub): ReadableSpan {
     const name = b.name(span.name);
     const attributes = b.attributes(span.attributes);
-    const events = sameOrCopies(span.events, (e): TimedEvent => ({ time: e.time, name: b.name(e.name), attributes: b.attributes(e.attributes), droppedAttributesCount: e.droppedAttributesCount ?? 0 }), (e, safe) => safe.name === e.name && safe.attributes === e.attributes);
-    const links = sameOrCopies(span.links, (l): Link => ({ context: l.context, attributes: b.attributes(l.attributes), droppedAttributesCount: l.droppedAttributesCount ?? 0 }), (l, safe) => safe.attributes === l.attributes);
-    let changed = name !== span.name || attributes !== span.attributes || events !== span.events || links !== span.links;
+    const events = sameOrCopies(
+      span.events,
+      (e): TimedEvent => ({
+        time: e.time,
+        name: b.name(e.name),
+        attributes: b.attributes(e.attributes),
+        droppedAttributesCount: e.droppedAttributesCount ?? 0,
+      }),
+      (e, safe) => safe.name === e.name && safe.attributes === e.attributes,
+    );
+    const links = sameOrCopies(
+      span.links,
+      (l): Link => ({
+        context: l.context,
+        attributes: b.attributes(l.attributes),
+        droppedAttributesCount: l.droppedAttributesCount ?? 0,
+      }),
+      (l, safe) => safe.attributes === l.attributes,
+    );
+    let changed =
+      name !== span.name || attributes !== span.attributes || events !== span.events || links !== span.links;
     const message = span.status.message === undefined ? undefined : b.name(span.status.message);
     const resource = this.#resource(span.resource);
     if (message !== span.status.message || resource !== span.resource) changed = true;

@@ -123,7 +123,13 @@ function compile(values: ReadonlyMap<string, string>): Compiled {
   let m = PREFILTER_WINDOW;
   for (const v of long) m = Math.min(m, v.length);
   // The tail of a token is its random part; prefixes (`sk-ant-api03-`) are shared and common.
-  const pre = long.length === 0 ? null : createPrefilter(long.map((v) => ({ text: v.slice(v.length - m) })), m);
+  const pre =
+    long.length === 0
+      ? null
+      : createPrefilter(
+          long.map((v) => ({ text: v.slice(v.length - m) })),
+          m,
+        );
   const re = short.length === 0 ? null : new RegExp(short.map(escapeRegex).join("|"));
   const maybe = pre === null ? (t: string) => re!.test(t) : re === null ? pre : (t: string) => pre(t) || re.test(t);
   return { variants, maybe };
@@ -157,12 +163,13 @@ function redactValues(text: string, compiled: Compiled): string {
   if (compiled.maybe === null || !compiled.maybe(text)) return text;
   const spans: Array<[start: number, end: number, name: string]> = [];
   for (const [v, name] of compiled.variants) {
-    for (let i = text.indexOf(v); i !== -1; i = text.indexOf(v, i + 1)) spans.push([...escapeAligned(text, i, i + v.length), name]);
+    for (let i = text.indexOf(v); i !== -1; i = text.indexOf(v, i + 1))
+      spans.push([...escapeAligned(text, i, i + v.length), name]);
   }
   spans.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
   let out = "";
   let at = 0;
-  for (let k = 0; k < spans.length; ) {
+  for (let k = 0; k < spans.length;) {
     const [start, , name] = spans[k]!;
     let end = spans[k]![1];
     for (k++; k < spans.length && spans[k]![0] < end; k++) end = Math.max(end, spans[k]![1]);
@@ -300,7 +307,8 @@ class ScrubberImpl implements Scrubber {
   }
 
   addValues(values: SecretValues): this {
-    const entries = Symbol.iterator in values ? (values as Iterable<readonly [string, string]>) : Object.entries(values);
+    const entries =
+      Symbol.iterator in values ? (values as Iterable<readonly [string, string]>) : Object.entries(values);
     for (const [name, value] of entries) this.addValue(name, value);
     return this;
   }
@@ -374,7 +382,13 @@ function collectSecretFields(node: unknown, out: Array<[string, string]>, depth:
   }
 }
 
-function deep(s: Scrubber, value: unknown, context: ScrubContext, seen: WeakMap<object, unknown>, depth: number): unknown {
+function deep(
+  s: Scrubber,
+  value: unknown,
+  context: ScrubContext,
+  seen: WeakMap<object, unknown>,
+  depth: number,
+): unknown {
   if (typeof value === "string") return s.scrub(value, context);
   if (value === null || typeof value !== "object") return value;
   if (seen.has(value)) return seen.get(value);

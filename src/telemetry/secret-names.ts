@@ -3,9 +3,28 @@
 
 /** Words that make any name secret. */
 const STRONG = new Set([
-  "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE", "CREDENTIAL",
-  "CREDENTIALS", "COOKIE", "COOKIES", "AUTHORIZATION", "APIKEY", "BEARER", "JWT", "PRIVATEKEY",
-  "ACCESSKEY", "SECRETKEY", "SIGNINGKEY", "MASTERKEY", "ENCRYPTIONKEY", "CLIENTSECRET",
+  "TOKEN",
+  "SECRET",
+  "SECRETS",
+  "PASSWORD",
+  "PASSWORDS",
+  "PASSWD",
+  "PASSPHRASE",
+  "CREDENTIAL",
+  "CREDENTIALS",
+  "COOKIE",
+  "COOKIES",
+  "AUTHORIZATION",
+  "APIKEY",
+  "BEARER",
+  "JWT",
+  "PRIVATEKEY",
+  "ACCESSKEY",
+  "SECRETKEY",
+  "SIGNINGKEY",
+  "MASTERKEY",
+  "ENCRYPTIONKEY",
+  "CLIENTSECRET",
 ]);
 const STRONG_SUFFIXES = ["TOKEN", "SECRET", "PASSWORD", "PASSWD"];
 
@@ -13,13 +32,53 @@ const STRONG_SUFFIXES = ["TOKEN", "SECRET", "PASSWORD", "PASSWD"];
 const ENV_WEAK = new Set(["KEY", "AUTH", "SESSION", "PASS", "PWD", "DSN", "SIGNATURE"]);
 
 /** In object keys, KEY is secret only after one of these (`api_key`, `x-api-key`), never `cache_key`. */
-const KEY_QUALIFIERS = new Set(["API", "ACCESS", "SECRET", "PRIVATE", "SIGNING", "MASTER", "ENCRYPTION", "AUTH", "SSH", "LICENSE", "CLIENT"]);
+const KEY_QUALIFIERS = new Set([
+  "API",
+  "ACCESS",
+  "SECRET",
+  "PRIVATE",
+  "SIGNING",
+  "MASTER",
+  "ENCRYPTION",
+  "AUTH",
+  "SSH",
+  "LICENSE",
+  "CLIENT",
+]);
 
 /** A last word that describes a secret rather than holding one: `SESSION_ID`, `KEY_FILE`, `tokenCount`. */
 const METADATA = new Set([
-  "ID", "IDS", "NAME", "NAMES", "FILE", "PATH", "DIR", "TYPE", "KIND", "COUNT", "COUNTS", "SIZE",
-  "LENGTH", "TTL", "TIMEOUT", "EXPIRY", "EXPIRES", "AT", "LIMIT", "ENABLED", "DISABLED", "MODE",
-  "LEVEL", "PREFIX", "FORMAT", "VERSION", "SOURCE", "STATUS", "HELPER", "SCOPES", "SCOPE",
+  "ID",
+  "IDS",
+  "NAME",
+  "NAMES",
+  "FILE",
+  "PATH",
+  "DIR",
+  "TYPE",
+  "KIND",
+  "COUNT",
+  "COUNTS",
+  "SIZE",
+  "LENGTH",
+  "TTL",
+  "TIMEOUT",
+  "EXPIRY",
+  "EXPIRES",
+  "AT",
+  "LIMIT",
+  "ENABLED",
+  "DISABLED",
+  "MODE",
+  "LEVEL",
+  "PREFIX",
+  "FORMAT",
+  "VERSION",
+  "SOURCE",
+  "STATUS",
+  "HELPER",
+  "SCOPES",
+  "SCOPE",
 ]);
 
 /** Variables that look secret by word but are not (`PWD` is the working directory). */

@@ -10,7 +10,10 @@ export type { TraceIds };
 
 function spanContextOf(from: Context | Span | undefined): SpanContext | undefined {
   if (from === undefined) return undefined;
-  const sc = "spanContext" in from && typeof from.spanContext === "function" ? from.spanContext() : trace.getSpanContext(from as Context);
+  const sc =
+    "spanContext" in from && typeof from.spanContext === "function"
+      ? from.spanContext()
+      : trace.getSpanContext(from as Context);
   return sc !== undefined && trace.isSpanContextValid(sc) ? sc : undefined;
 }
 
@@ -30,7 +33,10 @@ export function injectTraceparent(from?: Context | Span): string | undefined {
 }
 
 /** A context whose (remote) parent is the span a traceparent names; undefined when it is malformed. */
-export function contextFromTraceparent(traceparent: string | undefined, base: Context = ROOT_CONTEXT): Context | undefined {
+export function contextFromTraceparent(
+  traceparent: string | undefined,
+  base: Context = ROOT_CONTEXT,
+): Context | undefined {
   if (typeof traceparent !== "string") return undefined;
   const sc = parseTraceParent(traceparent.trim());
   if (sc === null || !trace.isSpanContextValid(sc)) return undefined;

@@ -42,7 +42,8 @@ export async function exportTracesFromLog(
   for await (const event of events) {
     if (event.kind === "turn.queued") {
       const traceparent = dataOf("turn.queued", event.data)?.traceparent;
-      if (traceparent !== undefined && contextFromTraceparent(traceparent) !== undefined) producerOf.set(event.turn, traceparent);
+      if (traceparent !== undefined && contextFromTraceparent(traceparent) !== undefined)
+        producerOf.set(event.turn, traceparent);
       continue;
     }
     let spans = open.get(event.turn);

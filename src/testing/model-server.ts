@@ -194,7 +194,10 @@ function pickResponse(a: Answerer, entry: RecordedRequest): ScriptResponse {
   entry.responseIndex = a.queue.take(entry.lastUserText);
   if (entry.responseIndex === null) {
     if (a.exhausted === "done") return DEFAULT_REPLY;
-    return divergence(entry, `request ${messagesCount(a)}: more requests than the ${a.queue.length} response(s) the script holds`);
+    return divergence(
+      entry,
+      `request ${messagesCount(a)}: more requests than the ${a.queue.length} response(s) the script holds`,
+    );
   }
   const r = a.queue.response(entry.responseIndex);
   const differs = r.expect === undefined ? undefined : unexpectedToolResult(r.expect, entry.messages, a.cwd);
@@ -207,20 +210,27 @@ const messagesCount = (a: Answerer): number => a.recorded.filter((r) => r.kind =
 /** The scripted error that answers a request the script cannot answer; the CLI does not retry a 400. */
 function divergence(entry: RecordedRequest, reason: string): ScriptResponse {
   entry.diverged = reason;
-  return { error: { status: 400, type: "invalid_request_error", message: `the run parted from the script: ${reason}` } };
+  return {
+    error: { status: 400, type: "invalid_request_error", message: `the run parted from the script: ${reason}` },
+  };
 }
 
 /** What is wrong with the last user message's tool results against `expect`, or undefined when they match. */
 function unexpectedToolResult(expect: ScriptExpect, messages: unknown[], cwd: string | undefined): string | undefined {
-  const last = [...messages].reverse().find((m) => (m as { role?: unknown })?.role === "user") as { content?: unknown } | undefined;
+  const last = [...messages].reverse().find((m) => (m as { role?: unknown })?.role === "user") as
+    { content?: unknown } | undefined;
   const blocks = Array.isArray(last?.content) ? (last.content as Array<Record<string, unknown>>) : [];
-  const results = new Map(blocks.filter((b) => b?.["type"] === "tool_result").map((b) => [String(b["tool_use_id"]), b]));
+  const results = new Map(
+    blocks.filter((b) => b?.["type"] === "tool_result").map((b) => [String(b["tool_use_id"]), b]),
+  );
   for (const want of expect.toolResults) {
     const named = `the result of tool call ${want.toolUseId}${want.name === undefined ? "" : ` (${want.name})`}`;
     const got = results.get(want.toolUseId);
     if (got === undefined) return `${named} is missing`;
-    if ((got["is_error"] === true) !== want.isError) return `${named} ${want.isError ? "succeeded where the recording's failed" : "failed where the recording's succeeded"}`;
-    if (toolResultDigest(toolResultText(got["content"]), cwd) !== want.sha256) return `${named} differs from the recording's`;
+    if ((got["is_error"] === true) !== want.isError)
+      return `${named} ${want.isError ? "succeeded where the recording's failed" : "failed where the recording's succeeded"}`;
+    if (toolResultDigest(toolResultText(got["content"]), cwd) !== want.sha256)
+      return `${named} differs from the recording's`;
   }
   return undefined;
 }
@@ -322,7 +332,10 @@ async function respond(res: ServerResponse, r: ScriptResponse, model: string, st
     const blocks = withToolIds(r.content ?? []);
     const groups = blockEventGroups(blocks).slice(0, r.afterBlocks ?? 0);
     const events: SseEvent[] = [messageStart(model, usageOf(undefined)), ...groups.flat()];
-    events.push({ event: "error", data: { type: "error", error: { type: r.streamError.type, message: r.streamError.message } } });
+    events.push({
+      event: "error",
+      data: { type: "error", error: { type: r.streamError.type, message: r.streamError.message } },
+    });
     await writeSse(res, events, 0);
     return;
   }
@@ -331,7 +344,9 @@ async function respond(res: ServerResponse, r: ScriptResponse, model: string, st
   const usage = usageOf(r.usage);
   const stopReason = stopReasonOf(r, blocks);
   if (!stream) {
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(jsonMessage(model, blocks, stopReason, usage)));
+    res
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify(jsonMessage(model, blocks, stopReason, usage)));
     return;
   }
   const events = [messageStart(model, usage), ...blockEventGroups(blocks).flat(), ...messageEnd(stopReason, usage)];
@@ -352,7 +367,13 @@ async function writeSse(res: ServerResponse, events: SseEvent[], chunkDelayMs: n
   res.end();
 }
 
-function sendError(res: ServerResponse, status: number, type: string, message: string, headers: Record<string, string> = {}): void {
+function sendError(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   res
     .writeHead(status, { "content-type": "application/json", ...headers })
     .end(JSON.stringify({ type: "error", error: { type, message } }));
@@ -368,7 +389,13 @@ function readBody(req: IncomingMessage): Promise<string> {
         const raw = Buffer.concat(chunks);
         const encoding = String(req.headers["content-encoding"] ?? "").toLowerCase();
         const decoded =
-          encoding === "gzip" ? gunzipSync(raw) : encoding === "deflate" ? inflateSync(raw) : encoding === "br" ? brotliDecompressSync(raw) : raw;
+          encoding === "gzip"
+            ? gunzipSync(raw)
+            : encoding === "deflate"
+              ? inflateSync(raw)
+              : encoding === "br"
+                ? brotliDecompressSync(raw)
+                : raw;
         resolve(decoded.toString("utf8"));
       } catch (err) {
         reject(err);

@@ -26,7 +26,11 @@ export function normaliseRunText(text: string, cwd?: string | undefined): string
   let out = text;
   const dir = cwd?.replace(/\/+$/, "");
   if (dir !== undefined && dir.length > 1) out = out.split(dir).join("<cwd>");
-  return out.replace(tempDirPattern(), "<tmp>").replace(UUID, "<uuid>").replace(TOOL_USE_ID, "<toolu>").replace(ISO_TIME, "<time>");
+  return out
+    .replace(tempDirPattern(), "<tmp>")
+    .replace(UUID, "<uuid>")
+    .replace(TOOL_USE_ID, "<toolu>")
+    .replace(ISO_TIME, "<time>");
 }
 
 /** The sha256 (hex) of a tool result's normalised text: what a script's `expect` holds. */

@@ -10,7 +10,12 @@ const toolUseBlock = z.object({
   input: z.record(z.string(), z.unknown()),
   id: z.string().optional(),
 });
-export const blockSchema = z.discriminatedUnion("type", [textBlock, thinkingBlock, redactedThinkingBlock, toolUseBlock]);
+export const blockSchema = z.discriminatedUnion("type", [
+  textBlock,
+  thinkingBlock,
+  redactedThinkingBlock,
+  toolUseBlock,
+]);
 export type ScriptBlock = z.infer<typeof blockSchema>;
 
 const usageSchema = z.object({
@@ -27,7 +32,14 @@ export type ScriptUsage = z.infer<typeof usageSchema>;
  * flag. A request that differs gets a scripted error instead: the run has parted from the recording.
  */
 const expectSchema = z.strictObject({
-  toolResults: z.array(z.strictObject({ toolUseId: z.string().min(1), name: z.string().optional(), sha256: z.string().regex(/^[0-9a-f]{64}$/), isError: z.boolean() })),
+  toolResults: z.array(
+    z.strictObject({
+      toolUseId: z.string().min(1),
+      name: z.string().optional(),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/),
+      isError: z.boolean(),
+    }),
+  ),
 });
 /** A response's `expect`: the tool results (by id, digest and error flag) its request must carry. */
 export type ScriptExpect = z.infer<typeof expectSchema>;

@@ -65,7 +65,10 @@ function blockEvents(b: ScriptBlock, index: number): SseEvent[] {
   const events: SseEvent[] = [];
   switch (b.type) {
     case "text":
-      events.push(start({ type: "text", text: "" }), ...pieces(b.text).map((t) => delta({ type: "text_delta", text: t })));
+      events.push(
+        start({ type: "text", text: "" }),
+        ...pieces(b.text).map((t) => delta({ type: "text_delta", text: t })),
+      );
       break;
     case "thinking":
       events.push(
@@ -116,13 +119,22 @@ export function messageEnd(stopReason: string, usage: Required<ScriptUsage>): Ss
   return [
     {
       event: "message_delta",
-      data: { type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } },
+      data: {
+        type: "message_delta",
+        delta: { stop_reason: stopReason, stop_sequence: null },
+        usage: { output_tokens: usage.output_tokens },
+      },
     },
     { event: "message_stop", data: { type: "message_stop" } },
   ];
 }
 
-export function jsonMessage(model: string, blocks: ScriptBlock[], stopReason: string, usage: Required<ScriptUsage>): Record<string, unknown> {
+export function jsonMessage(
+  model: string,
+  blocks: ScriptBlock[],
+  stopReason: string,
+  usage: Required<ScriptUsage>,
+): Record<string, unknown> {
   return {
     id: newId("msg"),
     type: "message",

@@ -198,7 +198,12 @@ export class AttemptEvents {
   rolledBack(): RolledBackEnd {
     const failure = this.#writer.failure;
     const lost = failure instanceof LogRolledBackError ? failure : undefined;
-    return { kind: "rolled_back", attempt: this.attempt, ackedSeq: lost?.ackedSeq ?? this.#writer.lastSeq, lastSeq: lost?.lastSeq ?? 0 };
+    return {
+      kind: "rolled_back",
+      attempt: this.attempt,
+      ackedSeq: lost?.ackedSeq ?? this.#writer.lastSeq,
+      lastSeq: lost?.lastSeq ?? 0,
+    };
   }
 
   #observe(event: ObservedEvent, parsed: ParsedLine | undefined): void {

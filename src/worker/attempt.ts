@@ -24,11 +24,14 @@ export async function runAttempt(
   const { session, turn } = job;
   let begun = await deps.log.beginAttempt(session, turn);
   // A rolled-back log may have lost the begins that counted the lost attempt: numbers stay unique.
-  while (rolledBack !== undefined && begun.attempt <= rolledBack.attempt) begun = await deps.log.beginAttempt(session, turn);
+  while (rolledBack !== undefined && begun.attempt <= rolledBack.attempt)
+    begun = await deps.log.beginAttempt(session, turn);
   // The begin returns where the latest snapshot is (read in the same step as the epoch bump, so no
   // fenced attempt can add one behind it): mostly the cache has it and nothing more is read.
   const snapshotRead: Promise<Snapshot | undefined> =
-    replay === undefined ? latestSnapshot(deps.log, session, deps.snapshots, begun.lastSnapshot) : Promise.resolve(undefined);
+    replay === undefined
+      ? latestSnapshot(deps.log, session, deps.snapshots, begun.lastSnapshot)
+      : Promise.resolve(undefined);
   snapshotRead.catch(() => undefined); // awaited in the preparation unless the attempt ends before it
   const events = new AttemptEvents(deps, job, ctl, begun);
   const end = await events.run(() => attemptSteps(deps, job, ctl, { replay, rolledBack }, events, snapshotRead));
@@ -53,10 +56,16 @@ async function attemptSteps(
   try {
     for (const a of await danglingAttempts(deps.log, session, turn, events.attempt)) {
       if (a === rolledBack?.attempt) continue;
-      const abandoned: AttemptAbandonedData = { reason: "worker_crashed", attempt: a, retry: true, detectedBy: events.attempt };
+      const abandoned: AttemptAbandonedData = {
+        reason: "worker_crashed",
+        attempt: a,
+        retry: true,
+        detectedBy: events.attempt,
+      };
       await events.write("attempt.abandoned", abandoned);
     }
-    const lost = rolledBack === undefined ? undefined : await recordRollback(deps, job, events, rolledBack, snapshotRead);
+    const lost =
+      rolledBack === undefined ? undefined : await recordRollback(deps, job, events, rolledBack, snapshotRead);
     if (lost !== undefined) return lost;
     const queuedLost = await failIfQueuedLost(deps, job, events);
     if (queuedLost !== undefined) return queuedLost;

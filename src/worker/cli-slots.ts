@@ -105,7 +105,8 @@ export class CliSlots {
 
   private free(): void {
     const next = this.waiters.shift();
-    if (next !== undefined) next.grant(true); // the slot passes on: `running` stays
+    if (next !== undefined)
+      next.grant(true); // the slot passes on: `running` stays
     else this.running--;
   }
 

@@ -9,13 +9,20 @@ const VERSION = /^\d+\.\d+\.\d+\S*/;
 const VERSION_TIMEOUT_MS = 10_000;
 
 /** Starts reading the version now; the result resolves to undefined when it cannot be read. */
-export function cliVersionReader(claudeBin: string | undefined, env: Record<string, string | undefined>, logger: Logger): () => Promise<string | undefined> {
+export function cliVersionReader(
+  claudeBin: string | undefined,
+  env: Record<string, string | undefined>,
+  logger: Logger,
+): () => Promise<string | undefined> {
   const read = (async (): Promise<string | undefined> => {
     try {
       const printed = await cliVersion(resolveClaudeBin({ claudeBin, env }), VERSION_TIMEOUT_MS);
       return VERSION.exec(printed)?.[0];
     } catch (err) {
-      logger.warn({ err: { message: (err as Error).message } }, "could not read the CLI's version; attempts will not record it");
+      logger.warn(
+        { err: { message: (err as Error).message } },
+        "could not read the CLI's version; attempts will not record it",
+      );
       return undefined;
     }
   })();

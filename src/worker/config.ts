@@ -23,11 +23,20 @@ const DOMAIN = String.raw`(\*\.)?[A-Za-z0-9][A-Za-z0-9-]{0,62}(\.[A-Za-z0-9][A-Z
 const DOMAIN_LIST = new RegExp(`^${DOMAIN}(,${DOMAIN})*$`);
 
 const envSchema = z.object({
-  TURNSTREAM_WORKSPACE_ROOTS: z.string().min(1, "TURNSTREAM_WORKSPACE_ROOTS must list at least one absolute directory (colon-separated)"),
+  TURNSTREAM_WORKSPACE_ROOTS: z
+    .string()
+    .min(1, "TURNSTREAM_WORKSPACE_ROOTS must list at least one absolute directory (colon-separated)"),
   TURNSTREAM_CONCURRENCY: intFrom("TURNSTREAM_CONCURRENCY"),
-  TURNSTREAM_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/).optional(),
+  TURNSTREAM_INSTANCE_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/)
+    .optional(),
   TURNSTREAM_INSTANCE_ROOT: z.string().startsWith("/").optional(),
-  TURNSTREAM_SWEEP_INTERVAL_MS: z.string().regex(/^\d+$/, "TURNSTREAM_SWEEP_INTERVAL_MS must be a whole number of ms (0 turns the periodic sweep off)").transform(Number).optional(),
+  TURNSTREAM_SWEEP_INTERVAL_MS: z
+    .string()
+    .regex(/^\d+$/, "TURNSTREAM_SWEEP_INTERVAL_MS must be a whole number of ms (0 turns the periodic sweep off)")
+    .transform(Number)
+    .optional(),
   TURNSTREAM_SANDBOXED: z.enum(["0", "1", "true", "false"]).optional(),
   TURNSTREAM_LEASE_MS: intFrom("TURNSTREAM_LEASE_MS"),
   TURNSTREAM_LOCK_MS: intFrom("TURNSTREAM_LOCK_MS"),
@@ -35,32 +44,70 @@ const envSchema = z.object({
   TURNSTREAM_PREFIX: z.string().optional(),
   TURNSTREAM_DURABILITY: z.string().optional(),
   TURNSTREAM_QUEUE_PREFIX: z.string().optional(),
-  TURNSTREAM_QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
-  CLAUDE_BIN: z.string().min(1).optional(),
-  TURNSTREAM_JOB_ENV_ALLOW: z.string().regex(ENV_LIST, "TURNSTREAM_JOB_ENV_ALLOW is a comma-separated list of names and PREFIX* patterns").optional(),
-  TURNSTREAM_ALLOW_ENV: z.string().regex(ENV_LIST, "TURNSTREAM_ALLOW_ENV is a comma-separated list of variable names").optional(),
-  TURNSTREAM_RUN_ENV: z.string().regex(ENV_LIST, "TURNSTREAM_RUN_ENV is a comma-separated list of variable names").optional(),
-  "TURNSTREAM_WORKSPACE_TRUST": z.enum(["never", "job"], "TURNSTREAM_WORKSPACE_TRUST is `never` (default) or `job`").optional(),
-  "TURNSTREAM_MCP_CONFIG": z.string().startsWith("/", "TURNSTREAM_MCP_CONFIG must be an absolute path").optional(),
-  TURNSTREAM_OPERATOR_KEYS: z.string().optional(),
-  TURNSTREAM_TOOL_SANDBOX: z.enum(["on", "off"], "TURNSTREAM_TOOL_SANDBOX is `on` (default: untrusted turns run their tools in the sandbox or are refused) or `off`").optional(),
-  "TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS": z
+  TURNSTREAM_QUEUE_NAME: z
     .string()
-    .regex(DOMAIN_LIST, "TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS is a comma-separated list of host names (example.com, *.example.com)")
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/)
     .optional(),
-  "TURNSTREAM_TOOL_SANDBOX_DENY_READ": z
+  CLAUDE_BIN: z.string().min(1).optional(),
+  TURNSTREAM_JOB_ENV_ALLOW: z
+    .string()
+    .regex(ENV_LIST, "TURNSTREAM_JOB_ENV_ALLOW is a comma-separated list of names and PREFIX* patterns")
+    .optional(),
+  TURNSTREAM_ALLOW_ENV: z
+    .string()
+    .regex(ENV_LIST, "TURNSTREAM_ALLOW_ENV is a comma-separated list of variable names")
+    .optional(),
+  TURNSTREAM_RUN_ENV: z
+    .string()
+    .regex(ENV_LIST, "TURNSTREAM_RUN_ENV is a comma-separated list of variable names")
+    .optional(),
+  TURNSTREAM_WORKSPACE_TRUST: z
+    .enum(["never", "job"], "TURNSTREAM_WORKSPACE_TRUST is `never` (default) or `job`")
+    .optional(),
+  TURNSTREAM_MCP_CONFIG: z.string().startsWith("/", "TURNSTREAM_MCP_CONFIG must be an absolute path").optional(),
+  TURNSTREAM_OPERATOR_KEYS: z.string().optional(),
+  TURNSTREAM_TOOL_SANDBOX: z
+    .enum(
+      ["on", "off"],
+      "TURNSTREAM_TOOL_SANDBOX is `on` (default: untrusted turns run their tools in the sandbox or are refused) or `off`",
+    )
+    .optional(),
+  TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS: z
+    .string()
+    .regex(
+      DOMAIN_LIST,
+      "TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS is a comma-separated list of host names (example.com, *.example.com)",
+    )
+    .optional(),
+  TURNSTREAM_TOOL_SANDBOX_DENY_READ: z
     .string()
     .regex(/^\/[^:]*(:\/[^:]*)*$/, "TURNSTREAM_TOOL_SANDBOX_DENY_READ is a colon-separated list of absolute paths")
     .optional(),
-  "TURNSTREAM_KEEP_RAW_LINES": z.enum(["0", "1", "true", "false"], "TURNSTREAM_KEEP_RAW_LINES is 1 (keep cli.line text unscrubbed) or 0 (default)").optional(),
+  TURNSTREAM_KEEP_RAW_LINES: z
+    .enum(["0", "1", "true", "false"], "TURNSTREAM_KEEP_RAW_LINES is 1 (keep cli.line text unscrubbed) or 0 (default)")
+    .optional(),
   TURNSTREAM_MAX_OUTPUT_LINES: intFrom("TURNSTREAM_MAX_OUTPUT_LINES"),
   TURNSTREAM_MAX_OUTPUT_MB: intFrom("TURNSTREAM_MAX_OUTPUT_MB"),
-  TURNSTREAM_WARM: z.enum(["0", "1", "true", "false"], "TURNSTREAM_WARM is 1 (every turn runs warm) or 0 (default: only turns that ask)").optional(),
+  TURNSTREAM_WARM: z
+    .enum(
+      ["0", "1", "true", "false"],
+      "TURNSTREAM_WARM is 1 (every turn runs warm) or 0 (default: only turns that ask)",
+    )
+    .optional(),
   TURNSTREAM_WARM_IDLE_MS: intFrom("TURNSTREAM_WARM_IDLE_MS"),
   TURNSTREAM_WARM_MAX: intFrom("TURNSTREAM_WARM_MAX"),
   TURNSTREAM_WARM_MAX_RSS_MB: intFrom("TURNSTREAM_WARM_MAX_RSS_MB"),
-  TURNSTREAM_GATEWAY: z.enum(["broker", "passthrough"], "TURNSTREAM_GATEWAY is `broker` (default: runs never hold the worker's model credential) or `passthrough`").optional(),
-  "TURNSTREAM_SNAPSHOT_CACHE_MB": z.string().regex(/^\d+$/, "TURNSTREAM_SNAPSHOT_CACHE_MB must be a whole number of MiB (0 turns the cache off)").transform(Number).optional(),
+  TURNSTREAM_GATEWAY: z
+    .enum(
+      ["broker", "passthrough"],
+      "TURNSTREAM_GATEWAY is `broker` (default: runs never hold the worker's model credential) or `passthrough`",
+    )
+    .optional(),
+  TURNSTREAM_SNAPSHOT_CACHE_MB: z
+    .string()
+    .regex(/^\d+$/, "TURNSTREAM_SNAPSHOT_CACHE_MB must be a whole number of MiB (0 turns the cache off)")
+    .transform(Number)
+    .optional(),
 });
 
 export class WorkerConfigError extends Error {
@@ -78,9 +125,11 @@ export function parseWorkspaceRoots(value: string): string[] {
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
   for (const r of roots) {
-    if (!r.startsWith("/")) throw new WorkerConfigError("TURNSTREAM_WORKSPACE_ROOTS", `${JSON.stringify(r)} is not an absolute path`);
+    if (!r.startsWith("/"))
+      throw new WorkerConfigError("TURNSTREAM_WORKSPACE_ROOTS", `${JSON.stringify(r)} is not an absolute path`);
   }
-  if (roots.length === 0) throw new WorkerConfigError("TURNSTREAM_WORKSPACE_ROOTS", "list at least one absolute directory");
+  if (roots.length === 0)
+    throw new WorkerConfigError("TURNSTREAM_WORKSPACE_ROOTS", "list at least one absolute directory");
   return roots.map((r) => resolve(r));
 }
 
@@ -143,7 +192,10 @@ function limitsFrom(env: Readonly<Record<string, string | undefined>>): WorkerEn
   try {
     return runLimitsFromEnv(env);
   } catch (err) {
-    throw new WorkerConfigError((err as { variable?: string }).variable ?? "TURNSTREAM_MAX_PIDS", (err as Error).message);
+    throw new WorkerConfigError(
+      (err as { variable?: string }).variable ?? "TURNSTREAM_MAX_PIDS",
+      (err as Error).message,
+    );
   }
 }
 
@@ -174,7 +226,8 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     queuePrefix: e.TURNSTREAM_QUEUE_PREFIX,
     queueName: e.TURNSTREAM_QUEUE_NAME,
     claudeBin: e.CLAUDE_BIN,
-    snapshotCacheBytes: e["TURNSTREAM_SNAPSHOT_CACHE_MB"] === undefined ? undefined : e["TURNSTREAM_SNAPSHOT_CACHE_MB"] * 1024 * 1024,
+    snapshotCacheBytes:
+      e["TURNSTREAM_SNAPSHOT_CACHE_MB"] === undefined ? undefined : e["TURNSTREAM_SNAPSHOT_CACHE_MB"] * 1024 * 1024,
     jobEnvAllow: envAllowFrom("TURNSTREAM_JOB_ENV_ALLOW", e.TURNSTREAM_JOB_ENV_ALLOW),
     allowEnv: envAllowFrom("TURNSTREAM_ALLOW_ENV", e.TURNSTREAM_ALLOW_ENV),
     runEnv: runEnvFrom(e.TURNSTREAM_RUN_ENV, env),
@@ -193,7 +246,8 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     warm: e.TURNSTREAM_WARM === "1" || e.TURNSTREAM_WARM === "true",
     warmIdleMs: e.TURNSTREAM_WARM_IDLE_MS,
     warmMaxProcesses: e.TURNSTREAM_WARM_MAX,
-    warmMaxRssBytes: e.TURNSTREAM_WARM_MAX_RSS_MB === undefined ? undefined : e.TURNSTREAM_WARM_MAX_RSS_MB * 1024 * 1024,
+    warmMaxRssBytes:
+      e.TURNSTREAM_WARM_MAX_RSS_MB === undefined ? undefined : e.TURNSTREAM_WARM_MAX_RSS_MB * 1024 * 1024,
     gateway: e.TURNSTREAM_GATEWAY,
   };
 }

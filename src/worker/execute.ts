@@ -11,7 +11,15 @@ import { runAttempt } from "./attempt.ts";
 import type { CliSlot } from "./cli-slots.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
 import { danglingAttempts } from "./log-scan.ts";
-import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay, RolledBackEnd, StopReason, TurnJobResult } from "./types.ts";
+import type {
+  AttemptControl,
+  AttemptEnd,
+  ExecuteDeps,
+  Replay,
+  RolledBackEnd,
+  StopReason,
+  TurnJobResult,
+} from "./types.ts";
 
 function waitBackoffMs(job: Job): number {
   const n = Math.max(1, job.attemptsStarted ?? 1);
@@ -44,7 +52,13 @@ async function warmElsewhere(deps: ExecuteDeps, session: string, data: TurnJob):
 }
 
 /** Entry point for one BullMQ job (the worker's processor). */
-export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string | undefined, signal?: AbortSignal, slot?: CliSlot): Promise<TurnJobResult> {
+export async function executeTurnJob(
+  deps: ExecuteDeps,
+  job: Job,
+  token: string | undefined,
+  signal?: AbortSignal,
+  slot?: CliSlot,
+): Promise<TurnJobResult> {
   let data: TurnJob;
   try {
     data = parseOrThrow(turnJobSchema, job.data);
@@ -64,12 +78,18 @@ export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string 
     if (acq.status === "ok" || acq.status === "wait") {
       const cancelled: TurnCancelledData = { reason: "cancelled before it ran", by: "producer" };
       // The job carries the seq of its turn.queued: a log below it lost the turn's own record.
-      const res = await deps.log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.cancelled", data: cancelled }], {
-        batchId: `c-${turn}:1`,
-        ackedSeq: data.queuedSeq,
-      });
+      const res = await deps.log.appendUnfenced(
+        session,
+        [{ turn, attempt: 0, kind: "turn.cancelled", data: cancelled }],
+        {
+          batchId: `c-${turn}:1`,
+          ackedSeq: data.queuedSeq,
+        },
+      );
       if (res.outcome === "rolled_back") throw new LogRolledBackError(session, data.queuedSeq, res.lastSeq);
-      await order.wake(acq.status === "ok" ? await order.finish(session, turn, leaseToken) : await order.drop(session, turn));
+      await order.wake(
+        acq.status === "ok" ? await order.finish(session, turn, leaseToken) : await order.drop(session, turn),
+      );
       return { outcome: "cancelled" };
     }
     return delayJob(job, token, waitBackoffMs(job));
@@ -78,7 +98,10 @@ export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string 
   if (acq.status === "gone") return { outcome: "skipped" };
   if (acq.status === "wait") {
     await repairHead(deps, session, acq.head).catch((err: unknown) =>
-      deps.logger.warn({ session, err: { message: (err as Error).message } }, "could not check the session's head turn"),
+      deps.logger.warn(
+        { session, err: { message: (err as Error).message } },
+        "could not check the session's head turn",
+      ),
     );
     // Not our turn yet: the worker that ends the head promotes us, so this delay is only the safety net
     // for a promotion lost to a crash. Short delays would have waiting turns bounce through the
@@ -97,7 +120,13 @@ export async function executeTurnJob(deps: ExecuteDeps, job: Job, token: string 
 async function rejectMalformed(deps: ExecuteDeps, job: Job, err: Error): Promise<void> {
   const d = (job.data ?? {}) as { session?: unknown; turn?: unknown };
   deps.logger.warn({ jobId: job.id, err: { name: err.name, message: err.message } }, "refusing a malformed turn job");
-  if (typeof d.session !== "string" || typeof d.turn !== "string" || !SESSION_ID_PATTERN.test(d.session) || !TURN_ID_PATTERN.test(d.turn)) return;
+  if (
+    typeof d.session !== "string" ||
+    typeof d.turn !== "string" ||
+    !SESSION_ID_PATTERN.test(d.session) ||
+    !TURN_ID_PATTERN.test(d.turn)
+  )
+    return;
   const { session, turn } = { session: d.session, turn: d.turn };
   const token = `${deps.settings.workerId}.${randomUUID()}`;
   const acq = await deps.order.acquire(session, turn, token, deps.settings.leaseMs);
@@ -150,7 +179,12 @@ async function repairHead(deps: ExecuteDeps, session: string, head: string): Pro
         const ab: AttemptAbandonedData = { reason: "worker_crashed", attempt: a, retry: false, detectedBy: attempt };
         events.push({ turn: head, attempt, kind: "attempt.abandoned", data: ab });
       }
-      const failed: TurnFailedData = { attempt, errorKind: "abandoned", error: { name: "AbandonedTurn", message: `the turn can no longer run: ${why}` }, retryable: false };
+      const failed: TurnFailedData = {
+        attempt,
+        errorKind: "abandoned",
+        error: { name: "AbandonedTurn", message: `the turn can no longer run: ${why}` },
+        retryable: false,
+      };
       events.push({ turn: head, attempt, kind: "turn.failed", data: failed });
       await deps.log.append(session, epoch, events);
     }
@@ -167,7 +201,12 @@ interface LeasedJob {
   leaseToken: string;
 }
 
-async function runLeased(deps: ExecuteDeps, leased: LeasedJob, lockSignal: AbortSignal | undefined, slot: CliSlot | undefined): Promise<TurnJobResult> {
+async function runLeased(
+  deps: ExecuteDeps,
+  leased: LeasedJob,
+  lockSignal: AbortSignal | undefined,
+  slot: CliSlot | undefined,
+): Promise<TurnJobResult> {
   const { session, turn } = leased.data;
   const ctl: AttemptControl = { reason: undefined, ac: new AbortController(), slot };
   const stop = (reason: StopReason): void => {
@@ -180,7 +219,14 @@ async function runLeased(deps: ExecuteDeps, leased: LeasedJob, lockSignal: Abort
   lockSignal?.addEventListener("abort", onLock, { once: true });
   const jobId = String(leased.job.id);
   deps.running.set(jobId, { session, turn, stop });
-  const lease = new LeaseKeeper({ order: deps.order, session, turn, token: leased.leaseToken, leaseMs: deps.settings.leaseMs, stop });
+  const lease = new LeaseKeeper({
+    order: deps.order,
+    session,
+    turn,
+    token: leased.leaseToken,
+    leaseMs: deps.settings.leaseMs,
+    stop,
+  });
   try {
     let replay: Replay | undefined;
     let rolledBack: RolledBackEnd | undefined;
@@ -211,7 +257,11 @@ function afterRollback(ctl: AttemptControl, end: RolledBackEnd): RolledBackEnd {
 }
 
 /** What the job does once an attempt has ended the turn, or handed it on. */
-async function endJob(deps: ExecuteDeps, leased: LeasedJob, end: Exclude<AttemptEnd, { kind: "replay" | "rolled_back" }>): Promise<TurnJobResult> {
+async function endJob(
+  deps: ExecuteDeps,
+  leased: LeasedJob,
+  end: Exclude<AttemptEnd, { kind: "replay" | "rolled_back" }>,
+): Promise<TurnJobResult> {
   const { order, settings } = deps;
   const { session, turn } = leased.data;
   switch (end.kind) {

@@ -2,7 +2,13 @@
 // removes what dead runs left behind (config homes with credential copies, supervised-run folders
 // with bearer tokens, run cgroups) when it starts and every few minutes after. Only leftovers whose
 // owner provably ended are removed; a live run's are never touched, whichever instance it belongs to.
-import { claimInstanceSlot, defaultInstanceRoot, sweepCgroups, sweepConfigHomes, type InstanceSlot } from "../cli/index.ts";
+import {
+  claimInstanceSlot,
+  defaultInstanceRoot,
+  sweepCgroups,
+  sweepConfigHomes,
+  type InstanceSlot,
+} from "../cli/index.ts";
 import { sweepSupervisedDirs } from "../decisions/index.ts";
 import type { Logger } from "../kernel/index.ts";
 
@@ -71,7 +77,10 @@ export async function startHousekeeping(options: HousekeepingOptions): Promise<H
   const { instanceId } = slot;
   sweepOnce(instanceId, instanceRoot, logger);
   // Unref'd: a sweep due never keeps a stopping worker alive.
-  const timer = options.sweepIntervalMs > 0 ? setInterval(() => sweepOnce(instanceId, instanceRoot, logger), options.sweepIntervalMs).unref() : undefined;
+  const timer =
+    options.sweepIntervalMs > 0
+      ? setInterval(() => sweepOnce(instanceId, instanceRoot, logger), options.sweepIntervalMs).unref()
+      : undefined;
   let stopped = false;
   return {
     instanceId,

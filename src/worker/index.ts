@@ -1,10 +1,24 @@
 // Executing turns: the BullMQ turn worker (lease → restore → run CLI → append → snapshot → release).
 export { startTurnWorker, type TurnWorker } from "./worker.ts";
-export { compileWorkerOptions, WORKER_DEFAULTS, type TurnWorkerOptions, type WorkerEnvConfig, type WorkerSettings, type WorkspaceTrust } from "./options.ts";
+export {
+  compileWorkerOptions,
+  WORKER_DEFAULTS,
+  type TurnWorkerOptions,
+  type WorkerEnvConfig,
+  type WorkerSettings,
+  type WorkspaceTrust,
+} from "./options.ts";
 export { executeTurnJob } from "./execute.ts";
 export type { ExecuteDeps, RunningTurn, StopReason, TurnJobResult } from "./types.ts";
 export { DEFAULT_RETRY, RETRYABLE_KINDS, retryDelayMs, type RetryPolicy } from "./retry.ts";
 export { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
 export { parseWorkspaceRoots, workerConfigFromEnv, WorkerConfigError } from "./config.ts";
 export { danglingAttempts, lastCliSessionId, latestSnapshot, rebuildTranscript } from "./log-scan.ts";
-export { assembleSnapshot, MAX_SNAPSHOT_DEPTH, SnapshotCache, snapshotData, snapshotRecord, type Snapshot } from "./snapshots.ts";
+export {
+  assembleSnapshot,
+  MAX_SNAPSHOT_DEPTH,
+  SnapshotCache,
+  snapshotData,
+  snapshotRecord,
+  type Snapshot,
+} from "./snapshots.ts";

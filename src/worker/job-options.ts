@@ -64,13 +64,19 @@ function skillLeavingRoots(o: TurnJob["options"], roots: readonly string[]): Opt
   for (const [i, skill] of (o.skills ?? []).entries()) {
     const entry = entryOutside(skill.path, roots);
     if (entry === undefined) continue;
-    return { name: "PathNotAllowed", message: `options.skills.${i}.path: ${entry} in the skill leads outside this worker's workspace roots; a skill may not hold links out of them` };
+    return {
+      name: "PathNotAllowed",
+      message: `options.skills.${i}.path: ${entry} in the skill leads outside this worker's workspace roots; a skill may not hold links out of them`,
+    };
   }
   return undefined;
 }
 
 /** Why this worker will not run the job's options, or undefined when it will. */
-export function jobOptionsRefusal(job: TurnJob, settings: Pick<WorkerSettings, "workspaceRoots" | "workspaceTrust" | "limits">): OptionsRefusal | undefined {
+export function jobOptionsRefusal(
+  job: TurnJob,
+  settings: Pick<WorkerSettings, "workspaceRoots" | "workspaceTrust" | "limits">,
+): OptionsRefusal | undefined {
   const limits = jobLimitsRefusal(job.options, settings.limits);
   if (limits !== undefined) return limits;
   if (job.options.settingsFile !== undefined && settings.workspaceTrust !== "job") {

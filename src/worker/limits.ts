@@ -123,11 +123,7 @@ export function compileRunLimits(options: Partial<RunLimitSettings> | undefined)
 }
 
 const whole = (name: string) =>
-  z
-    .string()
-    .regex(/^\d+$/, `${name} must be a whole number (0: no limit)`)
-    .transform(Number)
-    .optional();
+  z.string().regex(/^\d+$/, `${name} must be a whole number (0: no limit)`).transform(Number).optional();
 
 const limitEnvSchema = z.object({
   TURNSTREAM_MAX_PIDS: whole("TURNSTREAM_MAX_PIDS"),

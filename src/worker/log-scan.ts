@@ -28,7 +28,14 @@ function headOf(seq: number, env: string | undefined): Head | undefined {
   // Only an abandonment's own data is needed (which attempt it abandons): parse just those.
   if (h !== undefined && h.kind !== "attempt.abandoned") return { seq, ...h, dataAttempt: undefined };
   try {
-    const rec = JSON.parse(env ?? "{}") as { kind?: string; turn?: string; attempt?: number; epoch?: number; at?: string; data?: unknown };
+    const rec = JSON.parse(env ?? "{}") as {
+      kind?: string;
+      turn?: string;
+      attempt?: number;
+      epoch?: number;
+      at?: string;
+      data?: unknown;
+    };
     return {
       seq,
       kind: String(rec.kind),
@@ -67,7 +74,12 @@ async function* backwards(log: EventLog, session: string, limit = 200_000, atOrB
  * (or it cannot be rebuilt). Taken from `cache` when it holds the one the same attempt wrote. `known`
  * is where beginAttempt found it (null: there is none); without it the stream is scanned backwards.
  */
-export async function latestSnapshot(log: EventLog, session: string, cache?: SnapshotCache, known?: SnapshotRef | null): Promise<Snapshot | undefined> {
+export async function latestSnapshot(
+  log: EventLog,
+  session: string,
+  cache?: SnapshotCache,
+  known?: SnapshotRef | null,
+): Promise<Snapshot | undefined> {
   if (known === null) return undefined;
   if (known !== undefined) return snapshotAt(log, session, known, cache);
   for await (const h of backwards(log, session)) {
@@ -76,7 +88,12 @@ export async function latestSnapshot(log: EventLog, session: string, cache?: Sna
   return undefined;
 }
 
-async function snapshotAt(log: EventLog, session: string, h: SnapshotRef, cache: SnapshotCache | undefined): Promise<Snapshot | undefined> {
+async function snapshotAt(
+  log: EventLog,
+  session: string,
+  h: SnapshotRef,
+  cache: SnapshotCache | undefined,
+): Promise<Snapshot | undefined> {
   const cached = h.epoch > 0 ? cache?.get(session, h.epoch, h.at, h.seq) : undefined;
   if (cached !== undefined) return cached;
   const snap = await assembleSnapshot(log, session, h.seq);
@@ -105,14 +122,21 @@ export async function writerCwd(log: EventLog, session: string, seq: number): Pr
   for await (const h of backwards(log, session, 20_000, seq)) {
     writer ??= { turn: h.turn, attempt: h.attempt };
     if (h.turn !== writer.turn) continue; // unfenced events of other turns may sit in between
-    if (h.kind === "attempt.started" && h.attempt === writer.attempt) return (await eventAt(log, session, h.seq, "attempt.started"))?.cwd;
+    if (h.kind === "attempt.started" && h.attempt === writer.attempt)
+      return (await eventAt(log, session, h.seq, "attempt.started"))?.cwd;
     if (h.kind === "turn.queued") return (await eventAt(log, session, h.seq, "turn.queued"))?.cwd;
   }
   return undefined;
 }
 
-async function eventAt<K extends "attempt.started" | "turn.queued">(log: EventLog, session: string, seq: number, kind: K) {
-  for await (const ev of log.read(session, { fromSeq: seq, toSeq: seq })) return ev.kind === kind ? dataOf(kind, ev.data) : undefined;
+async function eventAt<K extends "attempt.started" | "turn.queued">(
+  log: EventLog,
+  session: string,
+  seq: number,
+  kind: K,
+) {
+  for await (const ev of log.read(session, { fromSeq: seq, toSeq: seq }))
+    return ev.kind === kind ? dataOf(kind, ev.data) : undefined;
   return undefined;
 }
 
@@ -123,12 +147,18 @@ const RESULT_LOOKBACK = 16;
  * The running total (`total_cost_usd`) CLI session `cliSessionId` reported last before the event at
  * `seq`: for a snapshot from before snapshots recorded it. Undefined when no such result is near.
  */
-export async function reportedTotalBefore(log: EventLog, session: string, seq: number, cliSessionId: string): Promise<number | undefined> {
+export async function reportedTotalBefore(
+  log: EventLog,
+  session: string,
+  seq: number,
+  cliSessionId: string,
+): Promise<number | undefined> {
   let total: number | undefined;
   for await (const ev of log.read(session, { fromSeq: Math.max(1, seq - RESULT_LOOKBACK), toSeq: seq })) {
     const raw = ev.kind === "cli.line" ? dataOf("cli.line", ev.data)?.raw : undefined;
     const line = raw === undefined ? undefined : parseLine(raw);
-    if (line === undefined || !isKnown(line, "result") || stringField(line.line, "session_id") !== cliSessionId) continue;
+    if (line === undefined || !isKnown(line, "result") || stringField(line.line, "session_id") !== cliSessionId)
+      continue;
     total = numberField(line.line, "total_cost_usd") ?? total;
   }
   return total;
@@ -139,7 +169,12 @@ export async function reportedTotalBefore(log: EventLog, session: string, seq: n
  * attempt.started reached the log (it waits for the CLI's first line). Every number below `current`
  * was begun, since beginAttempt counts a turn's attempts.
  */
-export async function danglingAttempts(log: EventLog, session: string, turn: string, current: number): Promise<number[]> {
+export async function danglingAttempts(
+  log: EventLog,
+  session: string,
+  turn: string,
+  current: number,
+): Promise<number[]> {
   // A first attempt has none before it, and the scan back to the turn's turn.queued can be long
   // (a producer that queued many turns at once put it far back).
   if (current <= 1) return [];
@@ -159,7 +194,11 @@ export async function danglingAttempts(log: EventLog, session: string, turn: str
  * The session's conversation so far as text, for a fresh CLI session that has to carry it: each
  * finished turn's prompt and the rendering of its accepted attempt's lines.
  */
-export async function rebuildTranscript(log: EventLog, session: string, beforeTurn: string): Promise<{ text: string; turns: number }> {
+export async function rebuildTranscript(
+  log: EventLog,
+  session: string,
+  beforeTurn: string,
+): Promise<{ text: string; turns: number }> {
   const prompts = new Map<string, string>();
   const lines = new Map<string, string[]>();
   const order: string[] = [];

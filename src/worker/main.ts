@@ -29,21 +29,47 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   // of the process's life: its stdout holds only JSON lines.
   routeConsoleToLogger(logger);
   // The instance id is held from here until the worker stops; the first sweep runs before any turn.
-  const housekeeping = await startHousekeeping({ ...cfg, sweepIntervalMs: cfg.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS, logger, env });
+  const housekeeping = await startHousekeeping({
+    ...cfg,
+    sweepIntervalMs: cfg.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,
+    logger,
+    env,
+  });
   // Off unless OTEL_* configures an exporter; spans pass the redacting exporter either way.
   const telemetry = startTelemetry({ scrubber, env });
   const redis = connectRedis({ env: env as NodeJS.ProcessEnv });
   const reportError = errorReporter(logger);
   redis.on("error", (err: Error) => reportError("redis connection error", explainRedisError(err, redisAddress(redis))));
   // Metrics and the ops endpoint (each off unless configured); readiness checks: redis, started, shutdown.
-  const obs = await startWorkerObservability({ env, opsPort: options.opsPort, redis, logger, scrubber, instanceId: housekeeping.instanceId, logPrefix: cfg.logPrefix ?? DEFAULT_PREFIX, queuePrefix: cfg.queuePrefix ?? DEFAULT_QUEUE_PREFIX, queueName: cfg.queueName ?? DEFAULT_QUEUE_NAME });
+  const obs = await startWorkerObservability({
+    env,
+    opsPort: options.opsPort,
+    redis,
+    logger,
+    scrubber,
+    instanceId: housekeeping.instanceId,
+    logPrefix: cfg.logPrefix ?? DEFAULT_PREFIX,
+    queuePrefix: cfg.queuePrefix ?? DEFAULT_QUEUE_PREFIX,
+    queueName: cfg.queueName ?? DEFAULT_QUEUE_NAME,
+  });
   let worker: TurnWorker;
   try {
     // A level the server cannot give is refused before any turn is taken (fsync on Redis < 7.2
     // without appendfsync always).
     await checkDurability(redis, parseDurability(cfg.durability, "TURNSTREAM_DURABILITY"));
     // The environment's options, then what only the process has: its connection, logger, scrubber and telemetry.
-    worker = startTurnWorker({ ...cfg, instanceId: housekeeping.instanceId, concurrency: options.concurrency ?? cfg.concurrency, redis, logger, scrubber, secretEnv: env, telemetry, observers: obs.observers, onLogAppend: obs.onLogAppend });
+    worker = startTurnWorker({
+      ...cfg,
+      instanceId: housekeeping.instanceId,
+      concurrency: options.concurrency ?? cfg.concurrency,
+      redis,
+      logger,
+      scrubber,
+      secretEnv: env,
+      telemetry,
+      observers: obs.observers,
+      onLogAppend: obs.onLogAppend,
+    });
   } catch (err) {
     housekeeping.stop();
     await obs.close();
@@ -53,12 +79,19 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   }
   const graceRaw = Number(env["TURNSTREAM_SHUTDOWN_GRACE_MS"]);
   const graceMs = options.graceMs ?? (Number.isFinite(graceRaw) && graceRaw >= 0 ? graceRaw : 30_000);
-  if (cfg.operatorKeys === undefined) logger.warn({}, "no TURNSTREAM_OPERATOR_KEYS: supervised turns will fail, since no operator decision could be verified");
+  if (cfg.operatorKeys === undefined)
+    logger.warn(
+      {},
+      "no TURNSTREAM_OPERATOR_KEYS: supervised turns will fail, since no operator decision could be verified",
+    );
   await worker.ready();
   obs.started(worker);
   // Two processes must never run as one instance: the second is not ready while the first lives.
   obs.addCheck({ name: "fenced", check: () => (worker.fenced ? "another process holds this instance id" : true) });
-  logger.info({ worker: worker.id, pid: process.pid, concurrency: worker.worker.opts.concurrency, roots: cfg.workspaceRoots }, "worker ready");
+  logger.info(
+    { worker: worker.id, pid: process.pid, concurrency: worker.worker.opts.concurrency, roots: cfg.workspaceRoots },
+    "worker ready",
+  );
   logger.info({ instance: housekeeping.instanceId, instanceRoot: housekeeping.instanceRoot }, "instance id held");
   await new Promise<void>((resolve) => {
     const onSignal = (sig: NodeJS.Signals): void => {
@@ -74,7 +107,8 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   await worker.close({ graceMs });
   housekeeping.stop();
   // The last spans (attempts ended by the shutdown) go out before the process exits.
-  if (!(await boundedWait(telemetry.shutdown(), 5000))) logger.warn({}, "telemetry did not flush within 5 s; some spans may be lost");
+  if (!(await boundedWait(telemetry.shutdown(), 5000)))
+    logger.warn({}, "telemetry did not flush within 5 s; some spans may be lost");
   if (!(await boundedWait(obs.close(), 5000))) logger.warn({}, "metrics did not flush within 5 s");
   if (!(await boundedWait(redis.quit(), 1000))) redis.disconnect();
   logger.info({ worker: worker.id }, "worker stopped");

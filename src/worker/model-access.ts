@@ -7,7 +7,19 @@
 import { join } from "node:path";
 import { CREDENTIALS_FILE, NoAuthError, operatorConfigDir, type EnvOverlay } from "../cli/index.ts";
 import type { ModelCallData } from "../events/index.ts";
-import { credentialFrom, startGateway, unbrokerableProvider, upstreamBaseUrl, UNBROKERABLE_PROVIDERS, type CallSink, type GatewayPolicy, type ModelCall, type ModelGateway, type RunGrant, type Upstream } from "../gateway/index.ts";
+import {
+  credentialFrom,
+  startGateway,
+  unbrokerableProvider,
+  upstreamBaseUrl,
+  UNBROKERABLE_PROVIDERS,
+  type CallSink,
+  type GatewayPolicy,
+  type ModelCall,
+  type ModelGateway,
+  type RunGrant,
+  type Upstream,
+} from "../gateway/index.ts";
 import type { Logger } from "../kernel/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
@@ -16,7 +28,13 @@ import type { GatewayMode, WorkerSettings } from "./options.ts";
 import type { WarmUse } from "./warm.ts";
 
 /** Variables that carry a model credential or say where to send it: never in a brokered run's env. */
-export const MODEL_CREDENTIAL_VARS = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_OAUTH_REFRESH_TOKEN", "ANTHROPIC_BASE_URL"] as const;
+export const MODEL_CREDENTIAL_VARS = [
+  "ANTHROPIC_API_KEY",
+  "ANTHROPIC_AUTH_TOKEN",
+  "CLAUDE_CODE_OAUTH_TOKEN",
+  "CLAUDE_CODE_OAUTH_REFRESH_TOKEN",
+  "ANTHROPIC_BASE_URL",
+] as const;
 
 /**
  * The env overlay that gives a run its model access through the gateway: every credential variable
@@ -55,7 +73,7 @@ export function checkBrokerable(mode: GatewayMode, env: Readonly<Record<string, 
   throw new WorkerConfigError(
     name,
     `${UNBROKERABLE_PROVIDERS[name]} requests are signed with the cloud's own credentials, which the model gateway cannot broker; ` +
-      "set TURNSTREAM_GATEWAY=passthrough (option gateway: \"passthrough\") to run it as before, with each run holding the worker's cloud credentials",
+      'set TURNSTREAM_GATEWAY=passthrough (option gateway: "passthrough") to run it as before, with each run holding the worker\'s cloud credentials',
   );
 }
 
@@ -69,7 +87,11 @@ export class WorkerModelAccess {
   /** Kept processes whose end already revokes their token. */
   readonly #watched = new WeakSet<object>();
 
-  constructor(settings: Pick<WorkerSettings, "runEnv" | "secretEnv">, policy: GatewayPolicy | undefined, logger: Logger) {
+  constructor(
+    settings: Pick<WorkerSettings, "runEnv" | "secretEnv">,
+    policy: GatewayPolicy | undefined,
+    logger: Logger,
+  ) {
     this.#settings = settings;
     this.#logger = logger;
     this.#gateway = startGateway({ policy, logger });
@@ -92,7 +114,12 @@ export class WorkerModelAccess {
   }
 
   /** Opens the attempt's access: a new token, or in warm mode the session's (bound to this attempt now). */
-  async open(job: TurnJob, events: AttemptEvents, overlay: Readonly<Record<string, string>>, warm: boolean): Promise<RunAccess> {
+  async open(
+    job: TurnJob,
+    events: AttemptEvents,
+    overlay: Readonly<Record<string, string>>,
+    warm: boolean,
+  ): Promise<RunAccess> {
     const gateway = await this.#gateway;
     const sink = attemptSink(job, events, this.#logger);
     const kept = warm ? this.#sessions.get(job.session) : undefined;
@@ -109,7 +136,11 @@ export class WorkerModelAccess {
    * A warm turn that starts a new process gets a new token: the session's old one belongs to the
    * process it replaces, and ends with it.
    */
-  async forNewProcess(access: RunAccess, use: WarmUse | undefined, overlay: Readonly<Record<string, string>>): Promise<RunAccess> {
+  async forNewProcess(
+    access: RunAccess,
+    use: WarmUse | undefined,
+    overlay: Readonly<Record<string, string>>,
+  ): Promise<RunAccess> {
     if (access.session === undefined || !access.reused || use?.label === "warm") return access;
     const gateway = await this.#gateway;
     const grant = gateway.issue(this.upstreamFor(overlay), access.grant.sink);
@@ -155,7 +186,10 @@ function attemptSink(job: TurnJob, events: AttemptEvents, logger: Logger): CallS
     binding: { session: job.session, turn: job.turn, attempt: events.attempt },
     onCall: (call) => {
       events.write("model.call", modelCallData(call)).catch((err: unknown) => {
-        logger.debug({ session: job.session, turn: job.turn, err: { message: (err as Error).message } }, "model.call not written");
+        logger.debug(
+          { session: job.session, turn: job.turn, err: { message: (err as Error).message } },
+          "model.call not written",
+        );
       });
     },
   };

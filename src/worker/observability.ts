@@ -51,10 +51,26 @@ export async function startWorkerObservability(options: WorkerObservabilityOptio
     redis: options.redis,
     logger: options.logger,
     startMetrics: (opsEndpoint) => {
-      const metrics = startMetrics({ env: options.env, scrubber: options.scrubber, opsEndpoint, instanceId: options.instanceId, serviceName: "turnstream-worker" });
+      const metrics = startMetrics({
+        env: options.env,
+        scrubber: options.scrubber,
+        opsEndpoint,
+        instanceId: options.instanceId,
+        serviceName: "turnstream-worker",
+      });
       // Counts only: the process's own connection serves it (a BullMQ worker's blocking one would not).
-      queue = metrics.enabled ? new Queue(options.queueName, { connection: options.redis as never, prefix: options.queuePrefix }) : undefined;
-      instruments = metrics.enabled ? workerInstruments(metrics.meter, { scrubber: options.scrubber, redis: options.redis, logPrefix: options.logPrefix, queue, logger: options.logger }) : undefined;
+      queue = metrics.enabled
+        ? new Queue(options.queueName, { connection: options.redis as never, prefix: options.queuePrefix })
+        : undefined;
+      instruments = metrics.enabled
+        ? workerInstruments(metrics.meter, {
+            scrubber: options.scrubber,
+            redis: options.redis,
+            logPrefix: options.logPrefix,
+            queue,
+            logger: options.logger,
+          })
+        : undefined;
       return metrics;
     },
     isStarted: () => worker !== undefined,

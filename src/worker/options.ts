@@ -314,18 +314,23 @@ export const WORKER_DEFAULTS = {
 
 function positiveLimit(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
+  if (!Number.isSafeInteger(value) || value <= 0)
+    throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
   return value;
 }
 
-const defaultWorkerId = (): string => `w-${hostname().replace(/[^A-Za-z0-9]/g, "").slice(0, 20)}-${process.pid}-${randomBytes(3).toString("hex")}`;
+const defaultWorkerId = (): string =>
+  `w-${hostname()
+    .replace(/[^A-Za-z0-9]/g, "")
+    .slice(0, 20)}-${process.pid}-${randomBytes(3).toString("hex")}`;
 
 /** Checks a worker's options and fills in the defaults: the settings it runs with. */
 export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">): WorkerSettings {
   const d = WORKER_DEFAULTS;
   const queuePrefix = options.queuePrefix ?? d.queuePrefix;
   assertQueuePrefix(queuePrefix);
-  if (options.workspaceRoots.length === 0) throw new Error("workspaceRoots must list at least one directory (TURNSTREAM_WORKSPACE_ROOTS)");
+  if (options.workspaceRoots.length === 0)
+    throw new Error("workspaceRoots must list at least one directory (TURNSTREAM_WORKSPACE_ROOTS)");
   const workerId = options.workerId ?? defaultWorkerId();
   return {
     workerId,

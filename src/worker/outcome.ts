@@ -3,7 +3,12 @@
 // session or left its CLI session behind in another cwd, turn.finished (with what the turn cost). A lost session: replay it once when the session allows, else fail. A
 // retryable failure below the attempt limit: abandon the attempt and retry later. Else: turn.failed.
 import type { TurnOutcome } from "../cli/index.ts";
-import { costAdded, type SessionReplayedData, type SessionSnapshotData, type TurnFinishedData } from "../events/index.ts";
+import {
+  costAdded,
+  type SessionReplayedData,
+  type SessionSnapshotData,
+  type TurnFinishedData,
+} from "../events/index.ts";
 import { retryHints } from "../protocol/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
@@ -58,13 +63,26 @@ export interface RunFacts {
 export function verdict(f: RunFacts): Verdict {
   if (f.stopped) return { kind: "stopped" };
   // Even when the CLI got its result out before the kill: the log holds only part of the run.
-  if (f.outputLimitExceeded !== undefined) return { kind: "failed", errorKind: "output_limit", name: "OutputLimitExceeded", message: f.outputLimitExceeded, retryable: false };
+  if (f.outputLimitExceeded !== undefined)
+    return {
+      kind: "failed",
+      errorKind: "output_limit",
+      name: "OutputLimitExceeded",
+      message: f.outputLimitExceeded,
+      retryable: false,
+    };
   if (f.outcome !== undefined) return { kind: "finished", outcome: f.outcome };
   const e = errFields(f.failure);
   if (e.kind === "lost_session") {
     if (f.lostSessionPolicy === "replay" && !f.replaying) return { kind: "replay" };
     const why = f.restored ? "the restored session file was not accepted" : "no session snapshot to restore";
-    return { kind: "failed", errorKind: "lost_session", name: e.name, message: `${e.message} (${why})`, retryable: false };
+    return {
+      kind: "failed",
+      errorKind: "lost_session",
+      name: e.name,
+      message: `${e.message} (${why})`,
+      retryable: false,
+    };
   }
   if (e.retryable && f.attempt < f.maxAttempts) return { kind: "retry", errorKind: e.kind };
   return { kind: "failed", errorKind: e.kind, name: e.name, message: e.message, retryable: e.retryable };
@@ -82,7 +100,11 @@ export async function settleAttempt(
 ): Promise<AttemptEnd> {
   const stopped = ctl.reason !== undefined;
   // The session's policy is read only when the verdict depends on it.
-  const lost = !stopped && ran.outputLimitExceeded === undefined && ran.outcome === undefined && errFields(ran.failure).kind === "lost_session";
+  const lost =
+    !stopped &&
+    ran.outputLimitExceeded === undefined &&
+    ran.outcome === undefined &&
+    errFields(ran.failure).kind === "lost_session";
   const v = verdict({
     stopped,
     outputLimitExceeded: ran.outputLimitExceeded,
@@ -91,7 +113,9 @@ export async function settleAttempt(
     attempt: events.attempt,
     maxAttempts: deps.settings.retry.maxAttempts,
     replaying: replay !== undefined,
-    lostSessionPolicy: lost ? (job.onLostSession ?? (await deps.order.onLostSession(job.session)) ?? "fail") : undefined,
+    lostSessionPolicy: lost
+      ? (job.onLostSession ?? (await deps.order.onLostSession(job.session)) ?? "fail")
+      : undefined,
     restored: run.snapshot !== undefined,
   });
   const attempt = events.attempt;
@@ -122,11 +146,22 @@ export async function settleAttempt(
  */
 async function claimWarmOwner(deps: ExecuteDeps, job: TurnJob): Promise<void> {
   await deps.order.setWarmOwner(job.session, deps.settings.workerId, deps.warm.handoffMs).catch((err: unknown) => {
-    deps.logger.warn({ session: job.session, err: { message: (err as Error).message } }, "could not name this worker the session's warm owner");
+    deps.logger.warn(
+      { session: job.session, err: { message: (err as Error).message } },
+      "could not name this worker the session's warm owner",
+    );
   });
 }
 
-async function finishTurn(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, run: PreparedRun, outcome: TurnOutcome, replay: Replay | undefined): Promise<AttemptEnd> {
+async function finishTurn(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  ctl: AttemptControl,
+  events: AttemptEvents,
+  run: PreparedRun,
+  outcome: TurnOutcome,
+  replay: Replay | undefined,
+): Promise<AttemptEnd> {
   const cliSessionId = outcome.sessionId;
   const total = outcome.result["total_cost_usd"];
   const costTotalUsd = typeof total === "number" && total >= 0 ? total : undefined;
@@ -136,8 +171,10 @@ async function finishTurn(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, 
   if (cliSessionId !== undefined) fin.cliSessionId = cliSessionId;
   if (costTotalUsd !== undefined) fin.costUsd = costAdded(run.costBaseUsd ?? 0, costTotalUsd);
   // Plain text, not a JSON line: the run's full scrubber, like stderr and error messages.
-  if (outcome.resultText !== undefined) fin.resultText = deps.settings.keepRawLines ? outcome.resultText : events.scrubMessage(outcome.resultText);
-  const warm = written !== undefined && ctl.warm?.viaProcess === true && ctl.warm.process?.alive === true ? ctl.warm : undefined;
+  if (outcome.resultText !== undefined)
+    fin.resultText = deps.settings.keepRawLines ? outcome.resultText : events.scrubMessage(outcome.resultText);
+  const warm =
+    written !== undefined && ctl.warm?.viaProcess === true && ctl.warm.process?.alive === true ? ctl.warm : undefined;
   if (warm !== undefined) await claimWarmOwner(deps, job);
   await events.write("turn.finished", fin);
   await events.close();
@@ -148,7 +185,14 @@ async function finishTurn(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, 
 }
 
 /** session.replayed when the run started a fresh CLI session in place of the session's: it was lost, or its cwd changed. */
-async function writeReplaced(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents, run: PreparedRun, replay: Replay | undefined, cliSessionId: string | undefined): Promise<void> {
+async function writeReplaced(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  events: AttemptEvents,
+  run: PreparedRun,
+  replay: Replay | undefined,
+  cliSessionId: string | undefined,
+): Promise<void> {
   const why = replay !== undefined ? { reason: "lost_session", previous: replay.previous } : run.fresh;
   if (why === undefined) return;
   const r: SessionReplayedData = { by: "worker", reason: why.reason, turns: run.replayedTurns };
@@ -156,8 +200,16 @@ async function writeReplaced(deps: ExecuteDeps, job: TurnJob, events: AttemptEve
   if (cliSessionId !== undefined) r.cliSessionId = cliSessionId;
   await events.write("session.replayed", r);
   const { session, turn } = job;
-  if (replay !== undefined) deps.logger.warn({ session, turn, turns: run.replayedTurns }, "CLI session was lost; started a fresh one carrying the transcript from the log");
-  else deps.logger.info({ session, turn, previous: why.previous }, "the turn's cwd differs from the one its CLI session ran in; started a fresh CLI session");
+  if (replay !== undefined)
+    deps.logger.warn(
+      { session, turn, turns: run.replayedTurns },
+      "CLI session was lost; started a fresh one carrying the transcript from the log",
+    );
+  else
+    deps.logger.info(
+      { session, turn, previous: why.previous },
+      "the turn's cwd differs from the one its CLI session ran in; started a fresh CLI session",
+    );
 }
 
 /**
@@ -182,7 +234,15 @@ async function writeSnapshot(
   if (costTotalUsd !== undefined) data.costTotalUsd = costTotalUsd;
   const at = new Date().toISOString();
   await events.write("session.snapshot", data, { at });
-  const snapshot: Snapshot = { seq: 0, cliSessionId, bytes: file, depth: data.depth ?? 0, hash: rec.hash, cwd: job.cwd, costTotalUsd };
+  const snapshot: Snapshot = {
+    seq: 0,
+    cliSessionId,
+    bytes: file,
+    depth: data.depth ?? 0,
+    hash: rec.hash,
+    cwd: job.cwd,
+    costTotalUsd,
+  };
   return { at, snapshot };
 }
 

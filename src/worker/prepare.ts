@@ -72,7 +72,8 @@ export async function prepareAttempt(
   const scrubbers = runScrubbers(deps, runEnv);
   events.useScrubber(scrubbers.scrubber);
   const plan = replay === undefined ? await planResume(deps.log, job, await snapshotRead) : REPLAY_PLAN;
-  const { prompt, replayedTurns } = replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(deps.log, job);
+  const { prompt, replayedTurns } =
+    replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(deps.log, job);
   const sandboxing = toolSandboxFor(job, deps.settings.toolSandbox);
   const toolSandbox = "sandbox" in sandboxing ? sandboxing.sandbox : undefined;
   const access = await openAccess(deps, job, ctl, events, runEnv);
@@ -94,20 +95,32 @@ export async function prepareAttempt(
   await writeAttemptStarted(deps, job, events, run, ctl.warm);
   if (ctl.reason !== undefined) return { end: await events.stopped() };
   if (job.options.trustWorkspace === true && deps.settings.workspaceTrust !== "job") {
-    const why = "the turn asks to trust its workspace, which this worker does not allow; set TURNSTREAM_WORKSPACE_TRUST=job on the worker, or drop trustWorkspace";
+    const why =
+      "the turn asks to trust its workspace, which this worker does not allow; set TURNSTREAM_WORKSPACE_TRUST=job on the worker, or drop trustWorkspace";
     return { end: await events.fail("bad_options", "WorkspaceTrustRefused", why) };
   }
-  if ("refused" in sandboxing) return { end: await events.fail(sandboxing.refused.errorKind, sandboxing.refused.name, sandboxing.refused.message) };
+  if ("refused" in sandboxing)
+    return {
+      end: await events.fail(sandboxing.refused.errorKind, sandboxing.refused.name, sandboxing.refused.message),
+    };
   const optionsRefused = jobOptionsRefusal(job, deps.settings);
-  if (optionsRefused !== undefined) return { end: await events.fail("bad_options", optionsRefused.name, optionsRefused.message) };
+  if (optionsRefused !== undefined)
+    return { end: await events.fail("bad_options", optionsRefused.name, optionsRefused.message) };
   const supervision = job.options.supervised === true ? await supervise(deps, job, events) : undefined;
-  if (supervision !== undefined && "failed" in supervision) return { end: await events.fail("bad_options", "SupervisedUnavailable", supervision.failed) };
+  if (supervision !== undefined && "failed" in supervision)
+    return { end: await events.fail("bad_options", "SupervisedUnavailable", supervision.failed) };
   // The warm path may have moved the run to a new process, and so to a new token.
   return { run: { ...run, modelEnv: ctl.access?.env, supervised: supervision?.run } };
 }
 
 /** The run's token at the worker's gateway (none in passthrough); a worker with no credential fails the turn. */
-async function openAccess(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, runEnv: RunEnv): Promise<{ env: EnvOverlay | undefined } | { end: AttemptEnd }> {
+async function openAccess(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  ctl: AttemptControl,
+  events: AttemptEvents,
+  runEnv: RunEnv,
+): Promise<{ env: EnvOverlay | undefined } | { end: AttemptEnd }> {
   if (deps.access === undefined) return { env: undefined };
   try {
     // A turn that runs warm keeps its session's token while its process is kept.
@@ -121,10 +134,18 @@ async function openAccess(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, 
 }
 
 /** Why the turn cannot run on this worker at all, before anything is resolved. */
-function refusal(deps: ExecuteDeps, job: TurnJob, attempt: number): { errorKind: string; name: string; message: string } | undefined {
+function refusal(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  attempt: number,
+): { errorKind: string; name: string; message: string } | undefined {
   const { retry, workspaceRoots } = deps.settings;
   if (attempt > retry.maxAttempts) {
-    return { errorKind: "too_many_attempts", name: "TooManyAttempts", message: `the turn had ${attempt - 1} attempts (limit ${retry.maxAttempts})` };
+    return {
+      errorKind: "too_many_attempts",
+      name: "TooManyAttempts",
+      message: `the turn had ${attempt - 1} attempts (limit ${retry.maxAttempts})`,
+    };
   }
   if (!underRoots(job.cwd, workspaceRoots)) {
     const e = new WorkspaceNotAllowedError(workspaceRoots);
@@ -148,7 +169,13 @@ async function replayPrompt(log: EventLog, job: TurnJob): Promise<{ prompt: stri
 }
 
 /** The attempt's warm decision, taken with the options the run will start with (supervision adds nothing a warm turn keeps). */
-function warmUse(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, run: PreparedRun): WarmUse | undefined {
+function warmUse(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  ctl: AttemptControl,
+  events: AttemptEvents,
+  run: PreparedRun,
+): WarmUse | undefined {
   if (!deps.warm.wants(job)) {
     deps.warm.drop(job.session);
     return undefined;
@@ -156,7 +183,13 @@ function warmUse(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: A
   return deps.warm.choose(job, runTurnOptions(deps, job, ctl, events, run), events.lastSnapshot);
 }
 
-async function writeAttemptStarted(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents, run: PreparedRun, warm: WarmUse | undefined): Promise<void> {
+async function writeAttemptStarted(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  events: AttemptEvents,
+  run: PreparedRun,
+  warm: WarmUse | undefined,
+): Promise<void> {
   const started: AttemptStartedData = { worker: deps.settings.workerId, attempt: events.attempt, cwd: job.cwd };
   if (job.options.model !== undefined) started.model = job.options.model;
   const cliVersion = await deps.cliVersion();
@@ -172,7 +205,11 @@ async function writeAttemptStarted(deps: ExecuteDeps, job: TurnJob, events: Atte
 }
 
 /** A supervised turn's hook wiring, or why it cannot be supervised here (then it must not start). */
-async function supervise(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents): Promise<{ run: SupervisedRun } | { failed: string }> {
+async function supervise(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  events: AttemptEvents,
+): Promise<{ run: SupervisedRun } | { failed: string }> {
   if (deps.decisionHub === undefined) return { failed: "this worker has no decision hub for supervised turns" };
   let hub: DecisionHub;
   try {

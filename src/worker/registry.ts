@@ -75,7 +75,15 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
   const intervalMs = o.intervalMs ?? DEFAULT_HEARTBEAT_MS;
   const ttl = intervalMs * HEARTBEAT_TTL_BEATS;
   const boot = randomBytes(12).toString("hex");
-  const fixed = { id: o.id, worker: o.worker, host: hostname(), pid: String(process.pid), startedAt: new Date().toISOString(), version: packageVersion(), boot };
+  const fixed = {
+    id: o.id,
+    worker: o.worker,
+    host: hostname(),
+    pid: String(process.pid),
+    startedAt: new Date().toISOString(),
+    version: packageVersion(),
+    boot,
+  };
   const state = new BeatState(o.logger, o.id);
   let inFlight: Promise<void> | undefined;
   const beat = (): Promise<void> => {
@@ -86,7 +94,10 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
     const fields = { ...fixed, ...load, beatAt: new Date().toISOString() };
     const now = Date.now();
     inFlight = beatScript([keys.entry(o.id), keys.live], [boot, ttl, now, o.id, ...Object.entries(fields).flat()])
-      .then((reply) => state.replied(reply), (err: unknown) => state.failed(err))
+      .then(
+        (reply) => state.replied(reply),
+        (err: unknown) => state.failed(err),
+      )
       .finally(() => (inFlight = undefined));
     return inFlight;
   };
@@ -102,7 +113,10 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
       clearInterval(timer);
       // Unreachable Redis: nothing to wait for, since the entry expires on its own.
       if (o.redis.status !== "ready") {
-        o.logger.warn({ instance: o.id }, "could not remove the worker's registry entry (Redis is not connected); it expires on its own");
+        o.logger.warn(
+          { instance: o.id },
+          "could not remove the worker's registry entry (Redis is not connected); it expires on its own",
+        );
         return;
       }
       await inFlight;
@@ -110,7 +124,10 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
         await scriptCommand<number>(o.redis, UNREGISTER)([keys.entry(o.id), keys.live], [boot, o.id]);
       } catch (err) {
         // The entry expires on its own.
-        o.logger.warn({ instance: o.id, err: { message: (err as Error).message } }, "could not remove the worker's registry entry; it expires on its own");
+        o.logger.warn(
+          { instance: o.id, err: { message: (err as Error).message } },
+          "could not remove the worker's registry entry; it expires on its own",
+        );
       }
     },
   };
@@ -133,7 +150,10 @@ class BeatState {
 
   replied(reply: string[]): void {
     if (this.failingSince !== undefined) {
-      this.logger.info({ instance: this.id, failedForMs: Date.now() - this.failingSince }, "worker heartbeat written again");
+      this.logger.info(
+        { instance: this.id, failedForMs: Date.now() - this.failingSince },
+        "worker heartbeat written again",
+      );
       this.failingSince = undefined;
     }
     const taken = reply[0] === "taken";

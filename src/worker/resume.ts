@@ -28,10 +28,15 @@ export const REPLAY_PLAN: ResumePlan = { resume: undefined, snapshot: undefined,
 
 /** Decides what the attempt resumes, from the session's latest snapshot (or, without one, the last CLI session id it reported). */
 export async function planResume(log: EventLog, job: TurnJob, snapshot: Snapshot | undefined): Promise<ResumePlan> {
-  if (snapshot === undefined) return { resume: await lastCliSessionId(log, job.session), snapshot: undefined, fresh: undefined };
+  if (snapshot === undefined)
+    return { resume: await lastCliSessionId(log, job.session), snapshot: undefined, fresh: undefined };
   const madeIn = snapshot.cwd ?? (await writerCwd(log, job.session, snapshot.seq));
   if (madeIn !== undefined && !sameCwd(madeIn, job.cwd)) {
-    return { resume: undefined, snapshot: undefined, fresh: { reason: "cwd_changed", previous: snapshot.cliSessionId } };
+    return {
+      resume: undefined,
+      snapshot: undefined,
+      fresh: { reason: "cwd_changed", previous: snapshot.cliSessionId },
+    };
   }
   return { resume: snapshot.cliSessionId, snapshot, fresh: undefined };
 }
@@ -43,7 +48,12 @@ export async function planResume(log: EventLog, job: TurnJob, snapshot: Snapshot
  * snapshot (a fresh session counts from 0) or, in a log from before snapshots recorded it, the kept
  * process's last total cannot be found.
  */
-export async function resumedCostBase(log: EventLog, session: string, plan: ResumePlan, keptProcess: boolean): Promise<number | undefined> {
+export async function resumedCostBase(
+  log: EventLog,
+  session: string,
+  plan: ResumePlan,
+  keptProcess: boolean,
+): Promise<number | undefined> {
   const snapshot = plan.snapshot;
   if (snapshot === undefined || plan.resume !== snapshot.cliSessionId) return undefined;
   if (!keptProcess) return restoredCostTotal(snapshot.bytes, snapshot.cliSessionId);

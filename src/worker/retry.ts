@@ -29,7 +29,12 @@ export const RETRYABLE_KINDS: ReadonlySet<string> = new Set([
   "no_result",
 ]);
 
-export function retryDelayMs(policy: RetryPolicy, attempt: number, hints: RetryHints | undefined, now = Date.now()): number {
+export function retryDelayMs(
+  policy: RetryPolicy,
+  attempt: number,
+  hints: RetryHints | undefined,
+  now = Date.now(),
+): number {
   const backoff = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, attempt - 1)) * (0.9 + Math.random() * 0.2);
   // The CLI's hints are a floor: jitter may only push past them (spreading a fleet that hit the same
   // reset time), never undercut them.

@@ -33,7 +33,12 @@ export async function recordRollback(
       ? "the event log lost acknowledged writes and the snapshot the turn resumes from: failing the turn"
       : "the event log lost acknowledged writes: running the turn again from the last snapshot it holds",
   );
-  const abandoned: AttemptAbandonedData = { reason: LOG_ROLLED_BACK, attempt: lost.attempt, retry: !snapshotGone, detectedBy: events.attempt };
+  const abandoned: AttemptAbandonedData = {
+    reason: LOG_ROLLED_BACK,
+    attempt: lost.attempt,
+    retry: !snapshotGone,
+    detectedBy: events.attempt,
+  };
   await events.write("attempt.abandoned", abandoned);
   if (!snapshotGone) return undefined;
   const message =
@@ -48,9 +53,16 @@ export async function recordRollback(
  * The turn's failure when the log began this attempt below the turn's own turn.queued (the job carries
  * its seq): Redis lost the turn's record and everything after it, which a run would silently follow.
  */
-export async function failIfQueuedLost(deps: ExecuteDeps, job: TurnJob, events: AttemptEvents): Promise<AttemptEnd | undefined> {
+export async function failIfQueuedLost(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  events: AttemptEvents,
+): Promise<AttemptEnd | undefined> {
   if (events.startSeq >= job.queuedSeq) return undefined;
-  deps.logger.error({ session: job.session, turn: job.turn, queuedSeq: job.queuedSeq, lastSeq: events.startSeq }, "the event log lost the turn's turn.queued");
+  deps.logger.error(
+    { session: job.session, turn: job.turn, queuedSeq: job.queuedSeq, lastSeq: events.startSeq },
+    "the event log lost the turn's turn.queued",
+  );
   const message =
     `Redis lost writes it had acknowledged (a failover to a replica that had not received them, or a restart ` +
     `without its data): the turn was queued at seq ${job.queuedSeq} but the log is at seq ${events.startSeq}; ` +

@@ -33,7 +33,13 @@ export interface CliRun {
   outputLimitExceeded: string | undefined;
 }
 
-export async function runCli(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, run: PreparedRun): Promise<{ ran: CliRun } | { end: AttemptEnd }> {
+export async function runCli(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  ctl: AttemptControl,
+  events: AttemptEvents,
+  run: PreparedRun,
+): Promise<{ ran: CliRun } | { end: AttemptEnd }> {
   // Taken only now, so the lease, the begin and attempt.started are done while a CLI that has
   // printed its result is still exiting.
   const release = ctl.slot === undefined ? () => undefined : await ctl.slot.acquire(ctl.ac.signal);
@@ -60,7 +66,13 @@ export async function runCli(deps: ExecuteDeps, job: TurnJob, ctl: AttemptContro
 }
 
 /** runTurn's options for this attempt: the job's, under the worker's settings and a supervised turn's rules. */
-export function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptControl, events: AttemptEvents, run: PreparedRun): RunTurnOptions & RunTurnExtras {
+export function runTurnOptions(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  ctl: AttemptControl,
+  events: AttemptEvents,
+  run: PreparedRun,
+): RunTurnOptions & RunTurnExtras {
   const { settings } = deps;
   const o = job.options;
   const { supervised, snapshot, resume } = run;
@@ -78,7 +90,10 @@ export function runTurnOptions(deps: ExecuteDeps, job: TurnJob, ctl: AttemptCont
     maxTurns: o.maxTurns,
     maxBudgetUsd: o.maxBudgetUsd,
     appendSystemPrompt: o.appendSystemPrompt,
-    allowedTools: o.allowedTools === undefined || supervised === undefined ? o.allowedTools : supervised.allowedToolsFilter(o.allowedTools),
+    allowedTools:
+      o.allowedTools === undefined || supervised === undefined
+        ? o.allowedTools
+        : supervised.allowedToolsFilter(o.allowedTools),
     disallowedTools: o.disallowedTools,
     timeoutMs: o.timeoutMs,
     inactivityTimeoutMs: o.inactivityTimeoutMs,
@@ -119,7 +134,13 @@ function sandboxOf(run: PreparedRun): RunTurnOptions["toolSandbox"] {
 }
 
 /** Writes the run's output as it comes and waits for its outcome. A fenced attempt writes nothing more. */
-async function drain(handle: CliHandle, ctl: AttemptControl, events: AttemptEvents, settings: WorkerSettings, lines: Scrubber | undefined): Promise<{ ran: CliRun } | { end: AttemptEnd }> {
+async function drain(
+  handle: CliHandle,
+  ctl: AttemptControl,
+  events: AttemptEvents,
+  settings: WorkerSettings,
+  lines: Scrubber | undefined,
+): Promise<{ ran: CliRun } | { end: AttemptEnd }> {
   const hints: ParsedLine[] = [];
   const limit = outputLimit(settings, () => handle.kill());
   const fenced = (): boolean => ctl.ac.signal.aborted && ctl.reason === "fenced";
@@ -130,7 +151,10 @@ async function drain(handle: CliHandle, ctl: AttemptControl, events: AttemptEven
         const result = isKnown(l, "result");
         if (l.type === "system/api_retry" || l.type === "rate_limit_event") hints.push(l);
         else if (result) ctl.slot?.ending();
-        await events.write("cli.line", lineData(l, lines), { parsed: l, wait: result ? { lingerMs: RESULT_LINGER_MS } : undefined });
+        await events.write("cli.line", lineData(l, lines), {
+          parsed: l,
+          wait: result ? { lingerMs: RESULT_LINGER_MS } : undefined,
+        });
       }
     })(),
     (async () => {
@@ -162,7 +186,10 @@ async function drain(handle: CliHandle, ctl: AttemptControl, events: AttemptEven
 }
 
 /** A `cli.line`'s data: the raw line, scrubbed unless the worker keeps raw lines; an over-long line only by its size and hash. */
-function lineData(l: ParsedLine, lines: Scrubber | undefined): { raw: string; truncated?: { byteLength: number; sha256: string } } {
+function lineData(
+  l: ParsedLine,
+  lines: Scrubber | undefined,
+): { raw: string; truncated?: { byteLength: number; sha256: string } } {
   if (l.category === "truncated") return { raw: "", truncated: { byteLength: l.byteLength, sha256: l.sha256 } };
   return { raw: lines === undefined ? l.raw : lines.scrub(l.raw, { sink: "log", field: "cli.line" }) };
 }
@@ -176,13 +203,17 @@ interface OutputLimit {
   readonly exceeded: string | undefined;
 }
 
-const sizeText = (bytes: number): string => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`);
+const sizeText = (bytes: number): string =>
+  bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
 
 /**
  * A run's output against the worker's limits (a job cannot raise them): the first line past either
  * ends the run, so a tool that floods stdout cannot fill Redis through one turn.
  */
-function outputLimit(settings: Pick<WorkerSettings, "maxOutputLines" | "maxOutputBytes">, end: () => void): OutputLimit {
+function outputLimit(
+  settings: Pick<WorkerSettings, "maxOutputLines" | "maxOutputBytes">,
+  end: () => void,
+): OutputLimit {
   let lines = 0;
   let bytes = 0;
   let exceeded: string | undefined;

@@ -12,7 +12,8 @@ export interface RunEnv {
   refs: Map<string, string>;
 }
 
-const badPayload = (message: string): Error => Object.assign(new Error(message), { kind: "bad_payload", retryable: false });
+const badPayload = (message: string): Error =>
+  Object.assign(new Error(message), { kind: "bad_payload", retryable: false });
 
 /** Throws a `bad_payload` error for a refused name or a reference the worker's environment does not set. */
 export function resolveEnv(job: TurnJob, settings: Pick<WorkerSettings, "secretEnv" | "jobEnv">): RunEnv {
@@ -29,7 +30,9 @@ export function resolveEnv(job: TurnJob, settings: Pick<WorkerSettings, "secretE
     }
     const value = settings.secretEnv[v.fromEnv];
     if (value === undefined) {
-      throw badPayload(`env ${name} references ${v.fromEnv}, which this worker's environment does not set; set it on the worker or drop the reference`);
+      throw badPayload(
+        `env ${name} references ${v.fromEnv}, which this worker's environment does not set; set it on the worker or drop the reference`,
+      );
     }
     env[name] = value;
     refs.set(v.fromEnv, value);
@@ -63,7 +66,10 @@ export interface RunScrubbers {
 }
 
 /** Scrubbers for one run: the worker's, plus the overlay's secrets and its references' values. */
-export function runScrubbers(worker: { scrubber: Scrubber; lineScrubber: Scrubber; settings: Pick<WorkerSettings, "keepRawLines"> }, run: RunEnv): RunScrubbers {
+export function runScrubbers(
+  worker: { scrubber: Scrubber; lineScrubber: Scrubber; settings: Pick<WorkerSettings, "keepRawLines"> },
+  run: RunEnv,
+): RunScrubbers {
   const values: Array<[string, string]> = [];
   for (const [name, value] of run.refs) if (value.length >= MIN_REF_VALUE) values.push([name, value]);
   // The worker-wide scrubbers learn the references too (bounded: they come from the worker's own

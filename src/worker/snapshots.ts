@@ -33,7 +33,11 @@ export interface Snapshot {
 }
 
 /** A snapshot's event data, and the unfinalised sha256 over the whole file (for the next one). */
-export function snapshotRecord(file: Buffer, cliSessionId: string, restored: Snapshot | undefined): { data: SessionSnapshotData; hash: Hash } {
+export function snapshotRecord(
+  file: Buffer,
+  cliSessionId: string,
+  restored: Snapshot | undefined,
+): { data: SessionSnapshotData; hash: Hash } {
   const base = restored?.bytes;
   if (
     restored !== undefined &&
@@ -46,10 +50,16 @@ export function snapshotRecord(file: Buffer, cliSessionId: string, restored: Sna
     const delta = file.subarray(base.length);
     const hash = (restored.hash?.copy() ?? createHash("sha256").update(base)).update(delta);
     const data = { cliSessionId, bytes: file.length, sha256: hash.copy().digest("hex") };
-    return { data: { ...data, base64: delta.toString("base64"), baseSeq: restored.seq, depth: restored.depth + 1 }, hash };
+    return {
+      data: { ...data, base64: delta.toString("base64"), baseSeq: restored.seq, depth: restored.depth + 1 },
+      hash,
+    };
   }
   const hash = createHash("sha256").update(file);
-  return { data: { cliSessionId, bytes: file.length, sha256: hash.copy().digest("hex"), base64: file.toString("base64") }, hash };
+  return {
+    data: { cliSessionId, bytes: file.length, sha256: hash.copy().digest("hex"), base64: file.toString("base64") },
+    hash,
+  };
 }
 
 /** What to record for the session file a run left, given the snapshot it restored (if any). */

@@ -14,7 +14,8 @@ import type { WarmSessions, WarmUse } from "./warm.ts";
 
 /** log_rolled_back: the attempt's writer found the log behind what it had been acknowledged (Redis lost writes). */
 /** log_not_durable: an append was applied but not confirmed at the log's durability level (TURNSTREAM_DURABILITY). */
-export type StopReason = "lease_lost" | "cancelled" | "fenced" | "lock_lost" | "shutdown" | "log_rolled_back" | "log_not_durable";
+export type StopReason =
+  "lease_lost" | "cancelled" | "fenced" | "lock_lost" | "shutdown" | "log_rolled_back" | "log_not_durable";
 
 export interface ExecuteDeps {
   log: EventLog;

@@ -67,7 +67,12 @@ export class WarmSessions {
     this.#settings = settings;
     this.#watch = watch;
     this.#logger = logger;
-    this.#pool = new WarmPool({ idleTtlMs: settings.idleTtlMs, maxProcesses: settings.maxProcesses, maxRssBytes: settings.maxRssBytes, logger });
+    this.#pool = new WarmPool({
+      idleTtlMs: settings.idleTtlMs,
+      maxProcesses: settings.maxProcesses,
+      maxRssBytes: settings.maxRssBytes,
+      logger,
+    });
   }
 
   /** Whether the turn runs in warm mode (the worker's default or the turn's own option). */
@@ -129,7 +134,11 @@ export class WarmSessions {
     return this.#turn(process, prompt ?? "", { signal, timeoutMs, inactivityTimeoutMs });
   }
 
-  #turn(p: WarmProcess, prompt: string, o: Pick<RunTurnOptions, "signal" | "timeoutMs" | "inactivityTimeoutMs">): CliHandle {
+  #turn(
+    p: WarmProcess,
+    prompt: string,
+    o: Pick<RunTurnOptions, "signal" | "timeoutMs" | "inactivityTimeoutMs">,
+  ): CliHandle {
     const lines = new Channel<ParsedLine>();
     const stderr = new Channel<string>();
     const sink = this.#stderr.get(p);
@@ -182,7 +191,10 @@ export class WarmSessions {
         const epoch = await this.#watch.epochOf(session).catch(() => undefined);
         const made = this.#made.get(p)?.epoch;
         if (epoch === undefined || made === undefined || epoch <= made || this.#watch.runningHere(session)) return;
-        this.#logger.info({ session, epoch, madeAt: made }, "another attempt of the session began elsewhere; ending its kept CLI process");
+        this.#logger.info(
+          { session, epoch, madeAt: made },
+          "another attempt of the session began elsewhere; ending its kept CLI process",
+        );
         await this.#pool.end(session, p, "moved");
       }),
     );
@@ -206,4 +218,3 @@ export class WarmSessions {
     return this.#pool.closeAll();
   }
 }
-

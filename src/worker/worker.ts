@@ -65,7 +65,12 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const logger = options.logger ?? silentLogger;
   announceToolSandbox(settings.toolSandbox, logger);
   const log = workerLog(options, settings, logger);
-  const queue = createTurnQueue({ redis: options.redis, queuePrefix: settings.queuePrefix, queueName: settings.queueName, logger });
+  const queue = createTurnQueue({
+    redis: options.redis,
+    queuePrefix: settings.queuePrefix,
+    queueName: settings.queueName,
+    logger,
+  });
   const { scrubber, lineScrubber } = workerScrubbers(options, settings, logger);
   const hub = lazyDecisionHub(options.redis, log, settings, logger, scrubber);
   const running = new Map<string, RunningTurn>();
@@ -87,15 +92,19 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   };
   const connection = bullConnection(options.redis);
   let slots: CliSlots | undefined;
-  const worker = new Worker(queue.name, scrubbedProcessor(deps, () => slots), {
-    connection: connection as never,
-    prefix: settings.queuePrefix,
-    concurrency: settings.concurrency,
-    lockDuration: settings.lockDuration,
-    stalledInterval: settings.stalledInterval,
-    maxStalledCount: settings.maxStalledCount,
-    autorun: settings.autorun,
-  });
+  const worker = new Worker(
+    queue.name,
+    scrubbedProcessor(deps, () => slots),
+    {
+      connection: connection as never,
+      prefix: settings.queuePrefix,
+      concurrency: settings.concurrency,
+      lockDuration: settings.lockDuration,
+      stalledInterval: settings.stalledInterval,
+      maxStalledCount: settings.maxStalledCount,
+      autorun: settings.autorun,
+    },
+  );
   slots = new CliSlots(worker, settings.concurrency);
   const id = settings.workerId;
   worker.on("lockRenewalFailed", (jobIds: string[]) => {
@@ -109,7 +118,20 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   });
   let closing: Promise<void> | undefined;
   const heartbeat = workerHeartbeat(options.redis, settings, logger, slots, deps.warm);
-  const parts: WorkerParts = { worker, slots, queue, connection, running: deps.running, settings, logger, telemetry: options.telemetry, hub, heartbeat, warm: deps.warm, access: deps.access };
+  const parts: WorkerParts = {
+    worker,
+    slots,
+    queue,
+    connection,
+    running: deps.running,
+    settings,
+    logger,
+    telemetry: options.telemetry,
+    hub,
+    heartbeat,
+    warm: deps.warm,
+    access: deps.access,
+  };
   return {
     id,
     worker,
@@ -149,7 +171,11 @@ function workerLog(options: TurnWorkerOptions, settings: WorkerSettings, logger:
  * secret-looking variables of secretEnv, runEnv and the runs' model access, the registered values and the
  * operator's credentials.
  */
-function workerScrubbers(options: TurnWorkerOptions, settings: WorkerSettings, logger: Logger): { scrubber: Scrubber; lineScrubber: Scrubber } {
+function workerScrubbers(
+  options: TurnWorkerOptions,
+  settings: WorkerSettings,
+  logger: Logger,
+): { scrubber: Scrubber; lineScrubber: Scrubber } {
   const scrubber = options.scrubber ?? createScrubber({ env: process.env });
   const lineScrubber = createScrubber({ env: process.env });
   for (const s of [scrubber, lineScrubber]) {
@@ -159,14 +185,23 @@ function workerScrubbers(options: TurnWorkerOptions, settings: WorkerSettings, l
     try {
       s.addCredentialFile(join(operatorConfigDir({ ...process.env, ...settings.secretEnv }), CREDENTIALS_FILE));
     } catch (err) {
-      logger.warn({ err: { message: (err as Error).message } }, "could not read the operator's credential file for scrubbing");
+      logger.warn(
+        { err: { message: (err as Error).message } },
+        "could not read the operator's credential file for scrubbing",
+      );
     }
   }
   return { scrubber, lineScrubber };
 }
 
 /** The worker's registry entry under its instance id, with its CLI slots and kept warm processes. */
-function workerHeartbeat(redis: RedisClient, settings: WorkerSettings, logger: Logger, slots: CliSlots, warm: WarmSessions): Heartbeat {
+function workerHeartbeat(
+  redis: RedisClient,
+  settings: WorkerSettings,
+  logger: Logger,
+  slots: CliSlots,
+  warm: WarmSessions,
+): Heartbeat {
   return startHeartbeat({
     redis,
     prefix: settings.logPrefix,
@@ -204,12 +239,25 @@ interface LazyHub {
  * Started on the first supervised turn: most workers never need the loopback hub. Its start also
  * removes the run folders (tokens, hook settings) that SIGKILLed workers' hubs left behind.
  */
-function lazyDecisionHub(redis: RedisClient, log: EventLog, settings: WorkerSettings, logger: Logger, scrubber: Scrubber): LazyHub {
+function lazyDecisionHub(
+  redis: RedisClient,
+  log: EventLog,
+  settings: WorkerSettings,
+  logger: Logger,
+  scrubber: Scrubber,
+): LazyHub {
   let hub: Promise<DecisionHub> | undefined;
   return {
     get() {
       if (hub === undefined) sweepSupervisedDirs({ logger });
-      return (hub ??= startDecisionHub({ log, redis, prefix: settings.logPrefix, logger, scrubber, operatorKeys: settings.operatorKeys }));
+      return (hub ??= startDecisionHub({
+        log,
+        redis,
+        prefix: settings.logPrefix,
+        logger,
+        scrubber,
+        operatorKeys: settings.operatorKeys,
+      }));
     },
     started: () => hub,
   };
@@ -279,7 +327,11 @@ async function closeWorker(p: WorkerParts, graceMs: number, closeTimeoutMs: numb
   // Listed as live until its turns have ended; the entry goes before the connections do.
   await boundedWait(p.heartbeat.stop(), 1000);
   const hub = p.hub.started();
-  if (hub !== undefined) await boundedWait(hub.then((h) => h.close()), closeTimeoutMs);
+  if (hub !== undefined)
+    await boundedWait(
+      hub.then((h) => h.close()),
+      closeTimeoutMs,
+    );
   for (const c of [p.connection, p.queue.opts.connection as RedisClient]) {
     if (!(await boundedWait(c.quit(), 1000))) c.disconnect();
   }

@@ -29,7 +29,9 @@ export class WorkspaceNotAllowedError extends Error {
   readonly retryable = false;
   readonly roots: readonly string[];
   constructor(roots: readonly string[]) {
-    super(`the turn's cwd is outside this worker's workspace roots (${roots.join(", ")}); enqueue it with a cwd under one of them or add its root to TURNSTREAM_WORKSPACE_ROOTS`);
+    super(
+      `the turn's cwd is outside this worker's workspace roots (${roots.join(", ")}); enqueue it with a cwd under one of them or add its root to TURNSTREAM_WORKSPACE_ROOTS`,
+    );
     this.roots = roots;
   }
 }
@@ -40,7 +42,9 @@ export class BadCwdError extends Error {
   readonly retryable = false;
   readonly cwd: string;
   constructor(cwd: string, problem: string, workerId: string) {
-    super(`the turn's cwd ${JSON.stringify(cwd)} ${problem} on worker ${workerId}; enqueue it with an existing directory under the worker's workspace roots`);
+    super(
+      `the turn's cwd ${JSON.stringify(cwd)} ${problem} on worker ${workerId}; enqueue it with an existing directory under the worker's workspace roots`,
+    );
     this.cwd = cwd;
   }
 }

@@ -13,7 +13,11 @@ export interface CliRun {
   stderr: string;
 }
 
-export async function turnstream(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliRun> {
+export async function turnstream(
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 60_000,
+): Promise<CliRun> {
   try {
     const r = await exec(NODE, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, timeout: timeoutMs });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
@@ -25,7 +29,10 @@ export async function turnstream(args: string[], env: Record<string, string> = {
 
 /** The one JSON object a `--json` run printed on stdout (fails when there is not exactly one line). */
 export function onlyJson(stdout: string): Record<string, unknown> {
-  const lines = stdout.trim().split("\n").filter((l) => l.length > 0);
+  const lines = stdout
+    .trim()
+    .split("\n")
+    .filter((l) => l.length > 0);
   if (lines.length !== 1) throw new Error(`expected one JSON line on stdout, got ${lines.length}: ${stdout}`);
   return JSON.parse(lines[0]!) as Record<string, unknown>;
 }

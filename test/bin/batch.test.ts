@@ -33,7 +33,11 @@ function decodeEntities(raw: string): string {
   const decoded = raw.replace(/&([^;]*);?/g, (whole, body: string) => {
     if (!whole.endsWith(";")) throw new Error(`bare & in ${JSON.stringify(raw)}`);
     if (named[body] !== undefined) return named[body];
-    const code = /^#x[0-9a-fA-F]+$/.test(body) ? parseInt(body.slice(2), 16) : /^#\d+$/.test(body) ? Number(body.slice(1)) : undefined;
+    const code = /^#x[0-9a-fA-F]+$/.test(body)
+      ? parseInt(body.slice(2), 16)
+      : /^#\d+$/.test(body)
+        ? Number(body.slice(1))
+        : undefined;
     if (code === undefined) throw new Error(`unknown entity &${body};`);
     const char = String.fromCodePoint(code);
     if (XML_CHAR_FORBIDDEN.test(char)) throw new Error(`character reference to a forbidden character &${body};`);
@@ -99,17 +103,27 @@ function checkTestcase(tc: XmlElement): string | undefined {
   assertNumber(tc.attrs["time"], "testcase time");
   const order = ["properties", ...VERDICTS, "system-out", "system-err"];
   const positions = tc.children.map((c) => order.indexOf(c.name));
-  assert.ok(positions.every((p) => p >= 0), `testcase children: ${tc.children.map((c) => c.name).join(",")}`);
-  assert.deepEqual(positions, [...positions].sort((a, b) => a - b), "children in schema order");
+  assert.ok(
+    positions.every((p) => p >= 0),
+    `testcase children: ${tc.children.map((c) => c.name).join(",")}`,
+  );
+  assert.deepEqual(
+    positions,
+    [...positions].sort((a, b) => a - b),
+    "children in schema order",
+  );
   const verdicts = tc.children.filter((c) => VERDICTS.includes(c.name));
   assert.ok(verdicts.length <= 1, "at most one failure/error/skipped");
-  for (const v of verdicts.filter((v) => v.name !== "skipped")) assert.ok(v.attrs["message"] !== undefined && (v.attrs["type"] ?? "").length > 0, `${v.name} has message and type`);
-  for (const p of tc.children.find((c) => c.name === "properties")?.children ?? []) assert.ok(p.name === "property" && p.attrs["name"] !== undefined && p.attrs["value"] !== undefined);
+  for (const v of verdicts.filter((v) => v.name !== "skipped"))
+    assert.ok(v.attrs["message"] !== undefined && (v.attrs["type"] ?? "").length > 0, `${v.name} has message and type`);
+  for (const p of tc.children.find((c) => c.name === "properties")?.children ?? [])
+    assert.ok(p.name === "property" && p.attrs["name"] !== undefined && p.attrs["value"] !== undefined);
   return verdicts[0]?.name;
 }
 
 function checkSuiteCounts(suite: XmlElement, cases: XmlElement[], verdicts: Array<string | undefined>): void {
-  for (const attr of ["name", "tests", "failures", "errors", "time"]) assert.ok(suite.attrs[attr] !== undefined, `<${suite.name}> has ${attr}`);
+  for (const attr of ["name", "tests", "failures", "errors", "time"])
+    assert.ok(suite.attrs[attr] !== undefined, `<${suite.name}> has ${attr}`);
   assert.equal(assertNumber(suite.attrs["tests"], "tests"), cases.length);
   assert.equal(assertNumber(suite.attrs["failures"], "failures"), verdicts.filter((v) => v === "failure").length);
   assert.equal(assertNumber(suite.attrs["errors"], "errors"), verdicts.filter((v) => v === "error").length);
@@ -125,7 +139,10 @@ function readJunit(doc: string): XmlElement[] {
   const all: XmlElement[] = [];
   const allVerdicts: Array<string | undefined> = [];
   for (const suite of root.children) {
-    assert.ok(suite.children.every((c) => c.name === "testcase"), "a testsuite holds testcases");
+    assert.ok(
+      suite.children.every((c) => c.name === "testcase"),
+      "a testsuite holds testcases",
+    );
     const verdicts = suite.children.map(checkTestcase);
     checkSuiteCounts(suite, suite.children, verdicts);
     all.push(...suite.children);
@@ -135,13 +152,28 @@ function readJunit(doc: string): XmlElement[] {
   return all;
 }
 
-const property = (tc: XmlElement, name: string): string | undefined => tc.children.find((c) => c.name === "properties")?.children.find((p) => p.attrs["name"] === name)?.attrs["value"];
+const property = (tc: XmlElement, name: string): string | undefined =>
+  tc.children.find((c) => c.name === "properties")?.children.find((p) => p.attrs["name"] === name)?.attrs["value"];
 const child = (tc: XmlElement, name: string): XmlElement | undefined => tc.children.find((c) => c.name === name);
 
 // ---- reports from a made-up batch -----------------------------------------------------------------
 
 function turnResult(over: Partial<BatchTurnResult>): BatchTurnResult {
-  return { line: 1, label: "a turn", session: "s-1", turn: "t_abcdefgh01", status: "finished", outcome: "finished", attempts: 1, toolCalls: 0, seconds: 1.5, errorKind: undefined, message: undefined, resultText: "ok", ...over };
+  return {
+    line: 1,
+    label: "a turn",
+    session: "s-1",
+    turn: "t_abcdefgh01",
+    status: "finished",
+    outcome: "finished",
+    attempts: 1,
+    toolCalls: 0,
+    seconds: 1.5,
+    errorKind: undefined,
+    message: undefined,
+    resultText: "ok",
+    ...over,
+  };
 }
 
 const NASTY = `<b> & "quotes" 'apos' ]]> tab\tnl\ncr\r bell\u0007 nul\u0000 esc\u001b lone\uD800 end`;
@@ -149,14 +181,24 @@ const NASTY = `<b> & "quotes" 'apos' ]]> tab\tnl\ncr\r bell\u0007 nul\u0000 esc\
 test("the JUnit document survives markup, quotes and control characters in every text, and maps each outcome", () => {
   const turns = [
     turnResult({ line: 1, label: NASTY }),
-    turnResult({ line: 2, status: "failed", outcome: "task_failed", errorKind: "max_turns", message: NASTY, attempts: 2 }),
+    turnResult({
+      line: 2,
+      status: "failed",
+      outcome: "task_failed",
+      errorKind: "max_turns",
+      message: NASTY,
+      attempts: 2,
+    }),
     turnResult({ line: 3, status: "failed", outcome: "infrastructure", errorKind: "rate_limit", message: "429" }),
     turnResult({ line: 4, status: "cancelled", outcome: "cancelled", message: "by hand" }),
     turnResult({ line: 5, status: "unended", outcome: "timed_out", message: "did not end within --timeout" }),
   ];
   const cases = readJunit(junitXml(batchReport("batch & <co>.jsonl", new Date(), turns)));
   assert.equal(cases.length, 5);
-  assert.equal(cases[0]!.attrs["name"], NASTY.replace(/[\u0007\u0000\u001b]|\uD800/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`));
+  assert.equal(
+    cases[0]!.attrs["name"],
+    NASTY.replace(/[\u0007\u0000\u001b]|\uD800/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
+  );
   assert.equal(checkTestcase(cases[0]!), undefined);
   assert.equal(child(cases[1]!, "failure")?.attrs["type"], "max_turns");
   assert.match(child(cases[1]!, "failure")!.text, /<b> & "quotes"/);
@@ -167,7 +209,17 @@ test("the JUnit document survives markup, quotes and control characters in every
   assert.match(child(cases[0]!, "system-out")!.text, /turnstream replay s-1/);
   assert.equal(xmlText("a\u0001b"), "a\\u0001b");
   // The reader is strict: each of these would pass a lenient regex check.
-  for (const bad of ["<a><b></a></b>", '<a x="1" x="2"/>', "<a x=1/>", "<a>&</a>", "<a>&nbsp;</a>", "<a>\u0001</a>", "<a>&#1;</a>", "<a/><b/>", "<a>"]) {
+  for (const bad of [
+    "<a><b></a></b>",
+    '<a x="1" x="2"/>',
+    "<a x=1/>",
+    "<a>&</a>",
+    "<a>&nbsp;</a>",
+    "<a>\u0001</a>",
+    "<a>&#1;</a>",
+    "<a/><b/>",
+    "<a>",
+  ]) {
     assert.throws(() => parseXml(`<?xml version="1.0" encoding="UTF-8"?>\n${bad}`), bad);
   }
   assert.equal(xmlAttr("x\ny"), "x&#10;y");
@@ -179,21 +231,39 @@ test("the batch's outcome is its worst turn's: infrastructure > usage > task fai
   assert.equal(worstOutcome(["timed_out", "usage", "task_failed"]), "usage");
   assert.equal(worstOutcome(["usage", "infrastructure", "finished"]), "infrastructure");
   assert.equal(worstOutcome(["finished", "timed_out"]), "timed_out");
-  assert.equal(batchReport("f", new Date(), [turnResult({ outcome: "usage" }), turnResult({ outcome: "cancelled" })]).exitCode, 2);
+  assert.equal(
+    batchReport("f", new Date(), [turnResult({ outcome: "usage" }), turnResult({ outcome: "cancelled" })]).exitCode,
+    2,
+  );
 });
 
 test("annotations escape the workflow-command characters and point at the batch file's line", () => {
   const report = batchReport("dir/b,1.jsonl", new Date(), [
-    turnResult({ line: 7, label: "fix: the build, now", status: "failed", outcome: "task_failed", errorKind: "max_turns", message: "100% stuck\nsecond line" }),
+    turnResult({
+      line: 7,
+      label: "fix: the build, now",
+      status: "failed",
+      outcome: "task_failed",
+      errorKind: "max_turns",
+      message: "100% stuck\nsecond line",
+    }),
     turnResult({ line: 8 }),
   ]);
   const lines = annotations(report);
   assert.equal(lines.length, 1);
-  assert.equal(lines[0], "::error file=dir/b%2C1.jsonl,line=7,title=turnstream batch%3A fix%3A the build%2C now (failed%2C max_turns)::100%25 stuck%0Asecond line%0Asee the run: turnstream replay s-1");
+  assert.equal(
+    lines[0],
+    "::error file=dir/b%2C1.jsonl,line=7,title=turnstream batch%3A fix%3A the build%2C now (failed%2C max_turns)::100%25 stuck%0Asecond line%0Asee the run: turnstream replay s-1",
+  );
   const summary = stepSummary(report);
-  assert.match(summary, /^\| fix: the build, now \| ❌ failed \(max_turns\) \| 1 \| 1\.5 s \| `turnstream replay s-1` \|$/m);
+  assert.match(
+    summary,
+    /^\| fix: the build, now \| ❌ failed \(max_turns\) \| 1 \| 1\.5 s \| `turnstream replay s-1` \|$/m,
+  );
   // A label is text, not markup: a tag in it would vanish from the rendered summary or swallow the rows after it.
-  const marked = stepSummary(batchReport("b.jsonl", new Date(), [turnResult({ line: 1, label: "<details> a | b & c" })]));
+  const marked = stepSummary(
+    batchReport("b.jsonl", new Date(), [turnResult({ line: 1, label: "<details> a | b & c" })]),
+  );
   assert.match(marked, /^\| &lt;details&gt; a \\\| b &amp; c \| /m);
 });
 
@@ -205,7 +275,10 @@ test("on a terminal each turn keeps one line, redrawn in place", () => {
   live.close();
   assert.equal(written.length, 2);
   assert.doesNotMatch(written[0]!, /\x1b\[2A/);
-  assert.match(written[1]!, /^\x1b\[2A\r\x1b\[2Kfirst +queued +attempt 0 +0 tool call\(s\) +0\.0 s\n\r\x1b\[2Ksecond +running +attempt 1/);
+  assert.match(
+    written[1]!,
+    /^\x1b\[2A\r\x1b\[2Kfirst +queued +attempt 0 +0 tool call\(s\) +0\.0 s\n\r\x1b\[2Ksecond +running +attempt 1/,
+  );
 });
 
 // ---- the command --------------------------------------------------------------------------------
@@ -216,7 +289,16 @@ test("a bad line: exit 2 naming each bad line and its field, and nothing is enqu
   const ws = space.workspace();
   const file = join(space.root, "bad.jsonl");
   const good = JSON.stringify({ session: "s-good", prompt: "fine", cwd: ws });
-  writeFileSync(file, [good, JSON.stringify({ session: "s-good", prompt: "x", cwd: ws, options: { maxTurns: "three" } }), "", "{not json", JSON.stringify({ prompt: "hi {{name}}" })].join("\n"));
+  writeFileSync(
+    file,
+    [
+      good,
+      JSON.stringify({ session: "s-good", prompt: "x", cwd: ws, options: { maxTurns: "three" } }),
+      "",
+      "{not json",
+      JSON.stringify({ prompt: "hi {{name}}" }),
+    ].join("\n"),
+  );
   try {
     const r = await turnstream(["batch", file, "--prefix", space.logPrefix, "--queue-prefix", space.queuePrefix]);
     assert.equal(r.code, 2, r.stderr);
@@ -246,25 +328,48 @@ test("20 turns over 5 sessions run on a worker: exit 0, one JUnit testcase per t
   r.worker({ concurrency: 5 });
   const file = join(r.space.root, "twenty.jsonl");
   const junit = join(r.space.root, "twenty.xml");
-  const lines = Array.from({ length: 20 }, (_, i) => JSON.stringify({ session: `s-batch-${i % 5}`, prompt: `turn ${i} of the batch`, cwd: r.ws, label: `turn ${i}` }));
+  const lines = Array.from({ length: 20 }, (_, i) =>
+    JSON.stringify({ session: `s-batch-${i % 5}`, prompt: `turn ${i} of the batch`, cwd: r.ws, label: `turn ${i}` }),
+  );
   writeFileSync(file, lines.join("\n") + "\n");
   try {
     const started = Date.now();
-    const run = await turnstream(["batch", file, "--json", "--junit", junit, "--prefix", r.space.logPrefix, "--queue-prefix", r.space.queuePrefix], {}, 170_000);
+    const run = await turnstream(
+      ["batch", file, "--json", "--junit", junit, "--prefix", r.space.logPrefix, "--queue-prefix", r.space.queuePrefix],
+      {},
+      170_000,
+    );
     assert.equal(run.code, 0, run.stderr + run.stdout);
-    const said = onlyJson(run.stdout) as { outcome: string; exitCode: number; turns: Array<{ status: string; session: string; turn: string; attempts: number; line: number }> };
+    const said = onlyJson(run.stdout) as {
+      outcome: string;
+      exitCode: number;
+      turns: Array<{ status: string; session: string; turn: string; attempts: number; line: number }>;
+    };
     assert.equal(said.outcome, "finished");
     assert.equal(said.turns.length, 20);
     assert.ok(said.turns.every((t) => t.status === "finished" && t.attempts === 1));
-    assert.deepEqual(said.turns.map((t) => t.line), Array.from({ length: 20 }, (_, i) => i + 1));
+    assert.deepEqual(
+      said.turns.map((t) => t.line),
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
     assert.match(run.stderr, /\[20\/20\] turn 19 +finished/, "plain progress lines on stderr under --json");
     const cases = readJunit(readFileSync(junit, "utf8"));
     assert.equal(cases.length, 20);
-    assert.deepEqual(new Set(cases.map((c) => c.attrs["classname"])), new Set([0, 1, 2, 3, 4].map((i) => `s-batch-${i}`)));
-    assert.ok(cases.every((c, i) => c.attrs["name"] === `turn ${i}` && checkTestcase(c) === undefined && property(c, "attempts") === "1"));
+    assert.deepEqual(
+      new Set(cases.map((c) => c.attrs["classname"])),
+      new Set([0, 1, 2, 3, 4].map((i) => `s-batch-${i}`)),
+    );
+    assert.ok(
+      cases.every(
+        (c, i) => c.attrs["name"] === `turn ${i}` && checkTestcase(c) === undefined && property(c, "attempts") === "1",
+      ),
+    );
     // Each session's turns ran in file order: its turn.finished events come in line order.
     const s0 = (await r.events("s-batch-0")).filter((e) => e.kind === "turn.finished").map((e) => e.turn);
-    assert.deepEqual(s0, [0, 5, 10, 15].map((i) => said.turns[i]!.turn));
+    assert.deepEqual(
+      s0,
+      [0, 5, 10, 15].map((i) => said.turns[i]!.turn),
+    );
     process.stdout.write(`# 20 turns in ${Date.now() - started} ms\n`);
   } finally {
     await r.dispose();
@@ -274,7 +379,10 @@ test("20 turns over 5 sessions run on a worker: exit 0, one JUnit testcase per t
 test("a failing turn: exit 1, a <failure>, an ::error annotation and a step summary row per turn", async () => {
   // The failing turn keeps reading a file that holds its marker, so every request of its run (its prompt,
   // then each tool result) takes a Read; with maxTurns 1 it ends max_turns. The other turn gets `done`.
-  const read = (ws: string) => ({ match: "LOOP-MARK", content: [{ type: "tool_use", name: "Read", input: { file_path: join(ws, "loop.txt") } }] });
+  const read = (ws: string) => ({
+    match: "LOOP-MARK",
+    content: [{ type: "tool_use", name: "Read", input: { file_path: join(ws, "loop.txt") } }],
+  });
   const r = await rig((ws: string) => ({ responses: [read(ws), read(ws), read(ws), read(ws)] }));
   writeFileSync(join(r.ws, "loop.txt"), "LOOP-MARK again\n");
   r.worker({ concurrency: 2 });
@@ -282,11 +390,34 @@ test("a failing turn: exit 1, a <failure>, an ::error annotation and a step summ
   const junit = join(r.space.root, "failing.xml");
   const summary = join(r.space.root, "summary.md");
   writeFileSync(summary, "earlier step\n");
-  writeFileSync(file, [JSON.stringify({ prompt: "just answer", cwd: r.ws, label: "passes" }), JSON.stringify({ prompt: "LOOP-MARK: read loop.txt", cwd: r.ws, options: { maxTurns: 1 } })].join("\n"));
+  writeFileSync(
+    file,
+    [
+      JSON.stringify({ prompt: "just answer", cwd: r.ws, label: "passes" }),
+      JSON.stringify({ prompt: "LOOP-MARK: read loop.txt", cwd: r.ws, options: { maxTurns: 1 } }),
+    ].join("\n"),
+  );
   try {
-    const run = await turnstream(["batch", file, "--github", "--junit", junit, "--prefix", r.space.logPrefix, "--queue-prefix", r.space.queuePrefix], { GITHUB_STEP_SUMMARY: summary }, 170_000);
+    const run = await turnstream(
+      [
+        "batch",
+        file,
+        "--github",
+        "--junit",
+        junit,
+        "--prefix",
+        r.space.logPrefix,
+        "--queue-prefix",
+        r.space.queuePrefix,
+      ],
+      { GITHUB_STEP_SUMMARY: summary },
+      170_000,
+    );
     assert.equal(run.code, 1, run.stderr + run.stdout);
-    assert.match(run.stdout, /^::error file=.*failing\.jsonl,line=2,title=turnstream batch%3A LOOP-MARK%3A read loop\.txt \(failed%2C max_turns\)::.+see the run: turnstream replay \S+$/m);
+    assert.match(
+      run.stdout,
+      /^::error file=.*failing\.jsonl,line=2,title=turnstream batch%3A LOOP-MARK%3A read loop\.txt \(failed%2C max_turns\)::.+see the run: turnstream replay \S+$/m,
+    );
     assert.equal(run.stdout.match(/^::error/gm)?.length, 1);
     assert.match(run.stdout, /batch: 1 finished, 1 failed in [\d.]+ s: task_failed \(exit 1\)/);
     const cases = readJunit(readFileSync(junit, "utf8"));
@@ -312,19 +443,53 @@ test("--timeout with no worker: exit 4, the unended turns timed out in the JSON 
   const summary = join(space.root, "summary.md");
   const secret = "s3cr3t-batch-value-123";
   // A label is not part of the job, so nothing refuses a secret in it: every report must scrub it.
-  writeFileSync(file, [JSON.stringify({ prompt: "never runs", cwd: space.workspace(), label: `uses ${secret}` }), JSON.stringify({ prompt: "nor this", cwd: space.workspace() })].join("\n"));
+  writeFileSync(
+    file,
+    [
+      JSON.stringify({ prompt: "never runs", cwd: space.workspace(), label: `uses ${secret}` }),
+      JSON.stringify({ prompt: "nor this", cwd: space.workspace() }),
+    ].join("\n"),
+  );
   try {
-    const flags = ["--timeout", "1s", "--json", "--github", "--junit", junit, "--prefix", space.logPrefix, "--queue-prefix", space.queuePrefix];
-    const run = await turnstream(["batch", file, ...flags], { BATCH_TEST_API_TOKEN: secret, GITHUB_STEP_SUMMARY: summary });
+    const flags = [
+      "--timeout",
+      "1s",
+      "--json",
+      "--github",
+      "--junit",
+      junit,
+      "--prefix",
+      space.logPrefix,
+      "--queue-prefix",
+      space.queuePrefix,
+    ];
+    const run = await turnstream(["batch", file, ...flags], {
+      BATCH_TEST_API_TOKEN: secret,
+      GITHUB_STEP_SUMMARY: summary,
+    });
     assert.equal(run.code, 4, run.stderr);
-    for (const [what, text] of [["output", run.stdout + run.stderr], ["junit", readFileSync(junit, "utf8")], ["summary", readFileSync(summary, "utf8")]] as const) {
+    for (const [what, text] of [
+      ["output", run.stdout + run.stderr],
+      ["junit", readFileSync(junit, "utf8")],
+      ["summary", readFileSync(summary, "utf8")],
+    ] as const) {
       assert.ok(!text.includes(secret), `${what} holds the secret`);
       assert.match(text, /\[REDACTED:BATCH_TEST_API_TOKEN\]/, what);
     }
     assert.match(run.stderr, /^::warning file=.*stuck\.jsonl,line=1,/m, "annotations go to stderr under --json");
-    const said = onlyJson(run.stdout) as { outcome: string; turns: Array<{ status: string; outcome: string; message: string }> };
+    const said = onlyJson(run.stdout) as {
+      outcome: string;
+      turns: Array<{ status: string; outcome: string; message: string }>;
+    };
     assert.equal(said.outcome, "timed_out");
-    assert.ok(said.turns.every((t) => t.status === "unended" && t.outcome === "timed_out" && /did not end within --timeout \(1s\); it goes on running/.test(t.message)));
+    assert.ok(
+      said.turns.every(
+        (t) =>
+          t.status === "unended" &&
+          t.outcome === "timed_out" &&
+          /did not end within --timeout \(1s\); it goes on running/.test(t.message),
+      ),
+    );
     const cases = readJunit(readFileSync(junit, "utf8"));
     assert.ok(cases.every((c) => child(c, "failure")?.attrs["type"] === "timed_out"));
   } finally {
@@ -338,7 +503,17 @@ test("a YAML batch file: a list of turns, each read like a JSONL line, a bad ite
   const space = testSpace();
   try {
     const good = join(space.root, "turns.yaml");
-    writeFileSync(good, ["- prompt: Say hello.", "  label: greeting", "- session: s-yaml", '  prompt: "Summarise {{file}}"', "  variables: { file: README.md }", ""].join("\n"));
+    writeFileSync(
+      good,
+      [
+        "- prompt: Say hello.",
+        "  label: greeting",
+        "- session: s-yaml",
+        '  prompt: "Summarise {{file}}"',
+        "  variables: { file: README.md }",
+        "",
+      ].join("\n"),
+    );
     const turns = loadBatchFile(good, space.root);
     assert.deepEqual(
       turns.map((t) => ("input" in t ? [t.line, t.label, t.input.prompt, t.input.session, t.input.cwd] : t)),
@@ -349,7 +524,14 @@ test("a YAML batch file: a list of turns, each read like a JSONL line, a bad ite
     );
     const bad = join(space.root, "bad.yml");
     writeFileSync(bad, ["- prompt: fine", "- prompt: 42", "- just text", ""].join("\n"));
-    assert.throws(() => loadBatchFile(bad, space.root), (e: unknown) => e instanceof BatchFileError && /line 2: .*prompt/.test(e.message) && /line 3: must be an object/.test(e.message) && !/line 1/.test(e.message));
+    assert.throws(
+      () => loadBatchFile(bad, space.root),
+      (e: unknown) =>
+        e instanceof BatchFileError &&
+        /line 2: .*prompt/.test(e.message) &&
+        /line 3: must be an object/.test(e.message) &&
+        !/line 1/.test(e.message),
+    );
     const notList = join(space.root, "map.yaml");
     writeFileSync(notList, "prompt: one turn\n");
     assert.throws(() => loadBatchFile(notList, space.root), /must be a YAML list of turns/);

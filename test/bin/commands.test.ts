@@ -13,7 +13,10 @@ import { cleanupKeys, cliEnv, NODE, readAll, redisFor, startWorkerProcess, testS
 const exec = promisify(execFile);
 const BIN = join(process.cwd(), "src", "bin", "turnstream.ts");
 
-async function turnstream(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function turnstream(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const r = await exec(NODE, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, timeout: 120_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
@@ -85,8 +88,16 @@ test("run --wait follows a turn on a worker process; status sees the worker; a b
     assert.match(outside.stdout + outside.stderr, /failed/);
     const outsideJson = await turnstream(["run", "--wait", "--json", "--cwd", "/", "--", "hello"], common);
     assert.equal(outsideJson.code, 2);
-    const said = JSON.parse(outsideJson.stdout) as { status: string; errorKind: string; outcome: string; exitCode: number };
-    assert.deepEqual([said.status, said.errorKind, said.outcome, said.exitCode], ["failed", "workspace_not_allowed", "usage", 2]);
+    const said = JSON.parse(outsideJson.stdout) as {
+      status: string;
+      errorKind: string;
+      outcome: string;
+      exitCode: number;
+    };
+    assert.deepEqual(
+      [said.status, said.errorKind, said.outcome, said.exitCode],
+      ["failed", "workspace_not_allowed", "usage", 2],
+    );
 
     const bad = await turnstream(["run", "--cwd", ws, "--var", "x=1", "--", "hello {{missing.name}}"], common);
     assert.equal(bad.code, 2);
@@ -119,7 +130,11 @@ test("tail output is scrubbed of the environment's secrets; replay --export-trac
     const appended = await log.append(session, epoch, [
       { turn: "t_commandstest1", attempt, kind: "attempt.started", data: {} },
       line({ type: "system", subtype: "init", session_id: "c1", model: "m", tools: [] }),
-      line({ type: "assistant", message: { id: "m1", role: "assistant", content: [{ type: "text", text: `the token is ${secret}` }] }, session_id: "c1" }),
+      line({
+        type: "assistant",
+        message: { id: "m1", role: "assistant", content: [{ type: "text", text: `the token is ${secret}` }] },
+        session_id: "c1",
+      }),
       line({ type: "result", subtype: "success", is_error: false, result: "ok", session_id: "c1", usage: {} }),
       { turn: "t_commandstest1", attempt, kind: "turn.finished", data: { attempt } },
     ]);

@@ -22,8 +22,14 @@ async function inProcess(command: string, args: string[]): Promise<CliRun> {
   const said = { stdout: "", stderr: "" };
   const realOut = process.stdout.write;
   const realErr = process.stderr.write;
-  process.stdout.write = ((chunk: string | Uint8Array) => ((said.stdout += String(chunk)), true)) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => ((said.stderr += String(chunk)), true)) as typeof process.stderr.write;
+  process.stdout.write = ((chunk: string | Uint8Array) => (
+    (said.stdout += String(chunk)),
+    true
+  )) as typeof process.stdout.write;
+  process.stderr.write = ((chunk: string | Uint8Array) => (
+    (said.stderr += String(chunk)),
+    true
+  )) as typeof process.stderr.write;
   try {
     const code = await mod.run(args);
     return { code, ...said };
@@ -163,7 +169,12 @@ test("every command with a surplus argument: usage on stderr, exit 2", async () 
 });
 
 test("every command's -h and --help: usage on stdout, exit 0; turnstream --version", async () => {
-  const runs = await eachInProcess(commands.flatMap((c): Array<[string, string[]]> => [[c, ["-h"]], [c, ["--help"]]]));
+  const runs = await eachInProcess(
+    commands.flatMap((c): Array<[string, string[]]> => [
+      [c, ["-h"]],
+      [c, ["--help"]],
+    ]),
+  );
   runs.forEach((r, i) => {
     const c = `${commands[Math.floor(i / 2)]} ${i % 2 === 0 ? "-h" : "--help"}`;
     assert.equal(r.code, 0, `${c}: ${r.stderr}`);
@@ -180,7 +191,10 @@ test("Redis unreachable: every Redis command says so in one line naming the URL 
   const key = await turnstream(["operator-key", "new", "--out", keyFile, "--name", "frame"]);
   assert.equal(key.code, 0, key.stderr);
   const names = Object.keys(redisCalls);
-  const runs = await runEach(names.map((c) => redisCalls[c]!), { ...ENV, ...DEAD_REDIS });
+  const runs = await runEach(
+    names.map((c) => redisCalls[c]!),
+    { ...ENV, ...DEAD_REDIS },
+  );
   runs.forEach((r, i) => {
     const c = names[i]!;
     assert.equal(r.code, 3, `${c}: ${r.stderr}`);
@@ -194,7 +208,10 @@ test("Redis unreachable: every Redis command says so in one line naming the URL 
 
 test("commands that never touch Redis do not fail for want of it", async () => {
   const names = Object.keys(offlineCalls);
-  const runs = await runEach(names.map((c) => offlineCalls[c]!), { ...ENV, ...DEAD_REDIS });
+  const runs = await runEach(
+    names.map((c) => offlineCalls[c]!),
+    { ...ENV, ...DEAD_REDIS },
+  );
   runs.forEach((r, i) => {
     const c = names[i]!;
     assert.doesNotMatch(r.stdout + r.stderr, /redis/i, c);
@@ -204,7 +221,10 @@ test("commands that never touch Redis do not fail for want of it", async () => {
 });
 
 test("doctor speaks --json: one object with every check", async () => {
-  const doctor = await turnstream(["doctor", "--json", "--claude-bin", join(scratch, "no-such-claude"), "--timeout-ms", "1000"], ENV);
+  const doctor = await turnstream(
+    ["doctor", "--json", "--claude-bin", join(scratch, "no-such-claude"), "--timeout-ms", "1000"],
+    ENV,
+  );
   assert.equal(doctor.code, 3, doctor.stderr);
   const said = onlyJson(doctor.stdout) as { ok: boolean; checks: Array<{ name: string; status: string }> };
   assert.equal(said.ok, false);

@@ -37,16 +37,31 @@ test("run --limit: above the worker's TURNSTREAM_MAX_MEMORY_MB is refused by nam
   });
   const redis = redisFor();
   try {
-    const above = await turnstream(["run", "--wait", "--json", "--cwd", ws, "--limit", "memoryMb=1024", "--", "hi"], common);
+    const above = await turnstream(
+      ["run", "--wait", "--json", "--cwd", ws, "--limit", "memoryMb=1024", "--", "hi"],
+      common,
+    );
     assert.equal(above.code, 2, above.out);
-    const said = JSON.parse(above.out.slice(0, above.out.indexOf("\n"))) as { errorKind: string; session: string; turn: string };
+    const said = JSON.parse(above.out.slice(0, above.out.indexOf("\n"))) as {
+      errorKind: string;
+      session: string;
+      turn: string;
+    };
     assert.equal(said.errorKind, "bad_options");
-    const failed = (await readAll(createEventLog({ redis, prefix: space.logPrefix }), said.session)).find((e) => e.kind === "turn.failed");
+    const failed = (await readAll(createEventLog({ redis, prefix: space.logPrefix }), said.session)).find(
+      (e) => e.kind === "turn.failed",
+    );
     const error = (failed?.data as { error: { name: string; message: string } }).error;
     assert.equal(error.name, "LimitAboveMaximum");
-    assert.match(error.message, /options\.limits\.memoryMb: 1024 MiB is above this worker's maximum of 256 MiB \(TURNSTREAM_MAX_MEMORY_MB\)/);
+    assert.match(
+      error.message,
+      /options\.limits\.memoryMb: 1024 MiB is above this worker's maximum of 256 MiB \(TURNSTREAM_MAX_MEMORY_MB\)/,
+    );
 
-    const within = await turnstream(["run", "--wait", "--cwd", ws, "--limit", "memoryMb=200", "--limit", "pids=100", "--", "hi"], common);
+    const within = await turnstream(
+      ["run", "--wait", "--cwd", ws, "--limit", "memoryMb=200", "--limit", "pids=100", "--", "hi"],
+      common,
+    );
     assert.equal(within.code, 0, within.out);
     assert.match(within.out, /bounded/);
 

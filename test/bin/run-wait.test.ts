@@ -35,7 +35,9 @@ test("a malformed duration is a usage error naming the flag, before anything is 
 });
 
 test("Redis unreachable: exit 3 and one JSON object naming the URL without its password", async () => {
-  const r = await turnstream(["run", "--wait", "--json", "--", "hi"], { REDIS_URL: "redis://user:hunter2-secret@127.0.0.1:1" });
+  const r = await turnstream(["run", "--wait", "--json", "--", "hi"], {
+    REDIS_URL: "redis://user:hunter2-secret@127.0.0.1:1",
+  });
   assert.equal(r.code, 3);
   const said = onlyJson(r.stdout);
   assert.equal(said["outcome"], "infrastructure");
@@ -49,7 +51,16 @@ test("no worker: a warning at once; --start-timeout exits 3 and cancels the turn
   const flags = ["--prefix", space.logPrefix, "--queue-prefix", space.queuePrefix, "--cwd", space.workspace()];
   try {
     const started = Date.now();
-    const noStart = await turnstream(["run", "--wait", "--json", "--start-timeout", "1s", ...flags, "--", "never runs"]);
+    const noStart = await turnstream([
+      "run",
+      "--wait",
+      "--json",
+      "--start-timeout",
+      "1s",
+      ...flags,
+      "--",
+      "never runs",
+    ]);
     assert.equal(noStart.code, 3, noStart.stderr);
     assert.match(noStart.stderr, /warning: no live worker on queue/);
     assert.ok(Date.now() - started < 15_000);
@@ -60,7 +71,16 @@ test("no worker: a warning at once; --start-timeout exits 3 and cancels the turn
     const kinds = (await readAll(log, String(said["session"]))).map((e) => e.kind);
     assert.deepEqual(kinds, ["turn.queued", "turn.cancelled"], "a turn no worker took does not run later as a stray");
 
-    const waited = await turnstream(["run", "--wait", "--json", "--timeout", "1s", ...flags, "--", "never runs either"]);
+    const waited = await turnstream([
+      "run",
+      "--wait",
+      "--json",
+      "--timeout",
+      "1s",
+      ...flags,
+      "--",
+      "never runs either",
+    ]);
     assert.equal(waited.code, 4, waited.stderr);
     const timedOut = onlyJson(waited.stdout);
     assert.equal(timedOut["outcome"], "timed_out");
@@ -82,7 +102,20 @@ test("--turn-timeout becomes the job's timeoutMs", async () => {
   const redis = redisFor();
   const queue = createTurnQueue({ redis, queuePrefix: space.queuePrefix });
   try {
-    const r = await turnstream(["run", "--json", "--turn-timeout", "10m", "--prefix", space.logPrefix, "--queue-prefix", space.queuePrefix, "--cwd", space.workspace(), "--", "bounded"]);
+    const r = await turnstream([
+      "run",
+      "--json",
+      "--turn-timeout",
+      "10m",
+      "--prefix",
+      space.logPrefix,
+      "--queue-prefix",
+      space.queuePrefix,
+      "--cwd",
+      space.workspace(),
+      "--",
+      "bounded",
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const { turn } = onlyJson(r.stdout) as { turn: string };
     const job = await queue.getJob(turn);

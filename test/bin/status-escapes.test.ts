@@ -15,7 +15,19 @@ test("status shows a forged registry entry's escapes and bidi characters as visi
   try {
     const id = "inst-1";
     const now = new Date().toISOString();
-    await redis.hset(keys.entry(id), { id, worker: "w\u001b[2J\u001b[Hclean", host: "h\u202eost", pid: "1", slotsBusy: "0", slotsTotal: "1", warmKept: "0", startedAt: now, beatAt: now, version: "1", boot: "b" });
+    await redis.hset(keys.entry(id), {
+      id,
+      worker: "w\u001b[2J\u001b[Hclean",
+      host: "h\u202eost",
+      pid: "1",
+      slotsBusy: "0",
+      slotsTotal: "1",
+      warmKept: "0",
+      startedAt: now,
+      beatAt: now,
+      version: "1",
+      boot: "b",
+    });
     await redis.zadd(keys.live, Date.now() + 60_000, id);
     const out = await turnstream(["status"], { TURNSTREAM_PREFIX: prefix, TURNSTREAM_QUEUE_PREFIX: `{${prefix}q}` });
     assert.equal(out.code, 0, out.stderr);

@@ -11,7 +11,15 @@ import { turnstream, onlyJson } from "./_cli.ts";
 interface StatusJson {
   counts: Record<string, number>;
   oldestWaitingAgeMs: number | null;
-  workers: { id: string; worker: string; slotsBusy: number; slotsTotal: number; warmKept: number; heartbeatAgeMs: number; pid: number }[];
+  workers: {
+    id: string;
+    worker: string;
+    slotsBusy: number;
+    slotsTotal: number;
+    warmKept: number;
+    heartbeatAgeMs: number;
+    pid: number;
+  }[];
   running: unknown[];
   warnings: string[];
 }
@@ -29,7 +37,10 @@ test("status: waiting turns and no worker → a warning and the oldest turn's ag
     assert.match(text.stdout, /queue: 2 waiting/);
     assert.match(text.stdout, /workers: 0/);
     assert.match(text.stdout, /oldest waiting turn: queued \d+s ago/);
-    assert.match(text.stdout, /^warning: 2 turn\(s\) wait to run and no worker heartbeats under key prefix "tw[0-9a-f]+:".*start a worker \(`turnstream worker`\)/m);
+    assert.match(
+      text.stdout,
+      /^warning: 2 turn\(s\) wait to run and no worker heartbeats under key prefix "tw[0-9a-f]+:".*start a worker \(`turnstream worker`\)/m,
+    );
 
     const json = await turnstream(["status", "--json"], env);
     assert.equal(json.code, 0, json.stderr);
@@ -52,11 +63,17 @@ test("status: waiting turns and no worker → a warning and the oldest turn's ag
     assert.equal(live.counts["waiting"], 2);
     assert.equal(live.workers.length, 1);
     const [x] = live.workers;
-    assert.deepEqual([x!.id, x!.worker, x!.slotsBusy, x!.slotsTotal, x!.warmKept, x!.pid], ["status-inst", "w-status", 0, 3, 0, process.pid]);
+    assert.deepEqual(
+      [x!.id, x!.worker, x!.slotsBusy, x!.slotsTotal, x!.warmKept, x!.pid],
+      ["status-inst", "w-status", 0, 3, 0, process.pid],
+    );
     assert.ok(x!.heartbeatAgeMs >= 0 && x!.heartbeatAgeMs < 15_000, `heartbeat age ${x!.heartbeatAgeMs}`);
     const liveText = await turnstream(["status", "--strict"], env);
     assert.equal(liveText.code, 0, liveText.stderr);
-    assert.match(liveText.stdout, /workers: 1\n {2}status-inst \(w-status, host \S+, pid \d+, v\S+\): 0\/3 slots busy, 0 warm kept, heartbeat \d+s ago/);
+    assert.match(
+      liveText.stdout,
+      /workers: 1\n {2}status-inst \(w-status, host \S+, pid \d+, v\S+\): 0\/3 slots busy, 0 warm kept, heartbeat \d+s ago/,
+    );
     assert.doesNotMatch(liveText.stdout, /warning:/);
 
     // Closed cleanly, the worker is gone from the registry at once, and the warning is back.
@@ -69,7 +86,9 @@ test("status: waiting turns and no worker → a warning and the oldest turn's ag
 });
 
 test("sessions without a projector: a real turn's count, cost and last activity folded from the log; --fold-limit bounds it; status lists the warm process the turn left", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "done" }], usage: { input_tokens: 1200, output_tokens: 300 } }] });
+  const r = await rig({
+    responses: [{ content: [{ type: "text", text: "done" }], usage: { input_tokens: 1200, output_tokens: 300 } }],
+  });
   const env = { TURNSTREAM_PREFIX: r.space.logPrefix };
   try {
     r.worker({ instanceId: "warm-inst", heartbeatMs: 200 });
@@ -97,10 +116,20 @@ test("sessions without a projector: a real turn's count, cost and last activity 
     assert.equal(row["projectedSeq"], null);
 
     const table = await turnstream(["sessions"], env);
-    assert.match(table.stdout, new RegExp(`${q.session}\\s+\\S+\\s+1\\s+\\$${cost.toFixed(4).replace(".", "\\.")}\\s+${last.at.replace(/[.]/g, "\\.")}`));
+    assert.match(
+      table.stdout,
+      new RegExp(
+        `${q.session}\\s+\\S+\\s+1\\s+\\$${cost.toFixed(4).replace(".", "\\.")}\\s+${last.at.replace(/[.]/g, "\\.")}`,
+      ),
+    );
 
-    const bounded = onlyJson((await turnstream(["sessions", "--json", "--fold-limit", String(last.seq - 1)], env)).stdout);
-    assert.deepEqual([bounded["source"], bounded["turns"], bounded["costUsd"], bounded["lastActivity"]], ["meta", null, null, null]);
+    const bounded = onlyJson(
+      (await turnstream(["sessions", "--json", "--fold-limit", String(last.seq - 1)], env)).stdout,
+    );
+    assert.deepEqual(
+      [bounded["source"], bounded["turns"], bounded["costUsd"], bounded["lastActivity"]],
+      ["meta", null, null, null],
+    );
     const bad = await turnstream(["sessions", "--fold-limit", "lots"], env);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--fold-limit takes a whole number of events/);

@@ -66,7 +66,10 @@ test("processes claiming at the same moment get distinct ids, the lowest free on
   const four = [0, 1, 2, 3].map(() => hold());
   const ids = await Promise.all(four.map((h) => h.said));
   const stem = defaultInstanceStem();
-  assert.deepEqual([...ids].sort(), [0, 1, 2, 3].map((n) => `held ${stem}-${n}`));
+  assert.deepEqual(
+    [...ids].sort(),
+    [0, 1, 2, 3].map((n) => `held ${stem}-${n}`),
+  );
 
   // Slot 1 freed by a clean release: the next claim takes it, not slot 4. (Which of the four holds
   // slot 1 is up to the race.)
@@ -85,21 +88,34 @@ test("processes claiming at the same moment get distinct ids, the lowest free on
   const slot = await claimInstanceSlot({ instanceRoot: root, instanceId: "pod-a" });
   assert.equal(slot.instanceId, "pod-a");
   assert.equal(readdirSync(join(root, "instances", "pod-a", "owner")).length, 1, "the dead holder's claim was removed");
-  await assert.rejects(claimInstanceSlot({ instanceRoot: root, instanceId: "pod-a" }), InstanceIdTakenError, "this process holds it now");
+  await assert.rejects(
+    claimInstanceSlot({ instanceRoot: root, instanceId: "pod-a" }),
+    InstanceIdTakenError,
+    "this process holds it now",
+  );
   slot.release();
   assert.deepEqual(readdirSync(join(root, "instances", "pod-a", "owner")), [], "released on close");
   await release(...four.filter((h) => h !== second), again, rival);
 });
 
 /** A config home of `instance` with a lock naming `pid` (none: no lock), last changed `ageMs` ago. */
-function home(root: string, instance: string, run: string, lock: { pid: number; start?: string | undefined } | undefined, ageMs = 0): string {
+function home(
+  root: string,
+  instance: string,
+  run: string,
+  lock: { pid: number; start?: string | undefined } | undefined,
+  ageMs = 0,
+): string {
   const inst = join(root, "instances", instance);
   const dir = join(inst, "config-homes", run);
   mkdirSync(join(dir, "tmp"), { recursive: true });
   writeFileSync(join(dir, ".credentials.json"), '{"claudeAiOauth":{"refreshToken":"sk-ant-ort01-secret"}}');
   if (lock !== undefined) {
     mkdirSync(join(inst, "live"), { recursive: true });
-    writeFileSync(join(inst, "live", `${run}.lock`), JSON.stringify({ ...lock, runId: run, createdAt: new Date().toISOString() }));
+    writeFileSync(
+      join(inst, "live", `${run}.lock`),
+      JSON.stringify({ ...lock, runId: run, createdAt: new Date().toISOString() }),
+    );
   }
   const t = (Date.now() - ageMs) / 1000;
   utimesSync(dir, t, t);
@@ -121,7 +137,16 @@ test("turnstream sweep: --dry-run removes nothing, then the dead runs' homes go;
   try {
     const dry = await turnstream(["sweep", "--all", "--dry-run", "--json"], env);
     assert.equal(dry.code, 0, dry.stderr);
-    const report = onlyJson(dry.stdout) as { dryRun: boolean; instances: Array<{ instance: string; skipped?: string; heldBy?: number; removed: Array<{ home: string; reason: string }>; kept: Array<{ home: string; reason: string }> }> };
+    const report = onlyJson(dry.stdout) as {
+      dryRun: boolean;
+      instances: Array<{
+        instance: string;
+        skipped?: string;
+        heldBy?: number;
+        removed: Array<{ home: string; reason: string }>;
+        kept: Array<{ home: string; reason: string }>;
+      }>;
+    };
     assert.equal(report.dryRun, true);
     const byName = Object.fromEntries(report.instances.map((i) => [i.instance, i]));
     assert.deepEqual(Object.keys(byName).sort(), ["held-inst", "old-inst"]);
@@ -143,7 +168,12 @@ test("turnstream sweep: --dry-run removes nothing, then the dead runs' homes go;
     const named = await turnstream(["sweep", "--instance", "held-inst"], env);
     assert.equal(named.code, 0, named.stderr);
     assert.equal(existsSync(heldDead), false);
-    for (const bad of [["sweep"], ["sweep", "--all", "--instance", "x"], ["sweep", "--instance", "../x"], ["sweep", "--all", "--instance-root", "rel"]]) {
+    for (const bad of [
+      ["sweep"],
+      ["sweep", "--all", "--instance", "x"],
+      ["sweep", "--instance", "../x"],
+      ["sweep", "--all", "--instance-root", "rel"],
+    ]) {
       const r = await turnstream(bad, { TURNSTREAM_INSTANCE_ROOT: root });
       assert.equal(r.code, 2, `${bad.join(" ")}: ${r.stderr}`);
       assert.match(r.stderr, /usage: turnstream sweep/);

@@ -31,7 +31,13 @@ const warm = process.env["HOST_WARM"] === "1";
 const h = warm ? warmRun() : runTurn({ ...options, prompt: "run it" });
 let watchdog = h.watchdogPid;
 if (mode === "dash") {
-  watchdog = startWatchdog({ cliPid: h.pid!, marker: h.treeMarker, killGraceMs: 500, cgroup: h.cgroup, shell: "/usr/bin/dash" }).pid;
+  watchdog = startWatchdog({
+    cliPid: h.pid!,
+    marker: h.treeMarker,
+    killGraceMs: 500,
+    cgroup: h.cgroup,
+    shell: "/usr/bin/dash",
+  }).pid;
 }
 h.outcome.catch(() => {});
 const info = (): string => {
@@ -43,16 +49,17 @@ for await (const l of h.lines) {
   if (mode !== "spawn" && l.type === "user" && l.raw.includes("started")) {
     process.stdout.write(info() + "\n");
     if (mode === "exit") process.exit(0);
-    if (mode === "throw") setImmediate(() => {
-      throw new Error("host crashed");
-    });
+    if (mode === "throw")
+      setImmediate(() => {
+        throw new Error("host crashed");
+      });
   }
 }
 
 /** The turn in a warm process, for the spawn modes: its tree and outcome (no lines; its cgroup is not reported). */
 type Run = ReturnType<typeof runTurn>;
-type HostRun = Pick<Run, "pid" | "treeMarker" | "watchdogPid" | "cgroup" | "limitCgroups" | "containment" | "outcome">
-  & Pick<Run, "lines">;
+type HostRun = Pick<Run, "pid" | "treeMarker" | "watchdogPid" | "cgroup" | "limitCgroups" | "containment" | "outcome"> &
+  Pick<Run, "lines">;
 function warmRun(): HostRun {
   const w = startWarmProcess(options);
   const outcome = w.turn("run it");

@@ -164,13 +164,25 @@ export async function startHost(
   command: string,
   env: Record<string, string> = {},
 ): Promise<{ host: ChildProcess; info: HostInfo; exited: Promise<number | null> }> {
-  const server = await startScriptedServer([{ tool: { name: "Bash", input: { command, description: "sleepers" } } }, { hang: true }]);
+  const server = await startScriptedServer([
+    { tool: { name: "Bash", input: { command, description: "sleepers" } } },
+    { hang: true },
+  ]);
   const host = spawn(process.execPath, [join(import.meta.dirname, "_host.ts")], {
-    env: { ...process.env, ...env, MODEL_URL: server.url, HOST_MODE: mode, RUN_CWD: mkdtempSync(join(tmpdir(), "ts-host-cwd-")) },
+    env: {
+      ...process.env,
+      ...env,
+      MODEL_URL: server.url,
+      HOST_MODE: mode,
+      RUN_CWD: mkdtempSync(join(tmpdir(), "ts-host-cwd-")),
+    },
     stdio: ["ignore", "pipe", "ignore"],
   });
   const exited = new Promise<number | null>((r) => host.once("exit", (code) => r(code)));
-  exited.then(() => server.close(), () => server.close());
+  exited.then(
+    () => server.close(),
+    () => server.close(),
+  );
   let out = "";
   const info = await new Promise<HostInfo>((resolve, reject) => {
     host.stdout!.on("data", (c: Buffer) => {

@@ -10,10 +10,26 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { launchCommand, RunCgroup, RunScope, selectContainment, sweepCgroups, type ContainmentKind } from "../../src/cli/containment.ts";
+import {
+  launchCommand,
+  RunCgroup,
+  RunScope,
+  selectContainment,
+  sweepCgroups,
+  type ContainmentKind,
+} from "../../src/cli/containment.ts";
 import { runTurn } from "../../src/cli/index.ts";
 import { pidMark, ProcessTree } from "../../src/cli/process-tree.ts";
-import { awaitEscapes, escapeCommands, escapeNonce, escapees, fakeCli, killEscapees, startTree, waitUntil } from "./_support.ts";
+import {
+  awaitEscapes,
+  escapeCommands,
+  escapeNonce,
+  escapees,
+  fakeCli,
+  killEscapees,
+  startTree,
+  waitUntil,
+} from "./_support.ts";
 
 const CONTAINED: readonly ContainmentKind[] = ["cgroup-v2", "cgroup-v1-freezer", "pid-namespace"];
 
@@ -39,13 +55,19 @@ for (const kind of CONTAINED) {
     try {
       await waitUntil(() => escapees(nonce).length === 2, 3000, "both escaped sleepers");
       const scope = new RunScope(new ProcessTree(root.pid!, marker, mark), cgroup);
-      if (cgroup !== undefined) for (const pid of escapees(nonce)) assert.ok(cgroup.pids().includes(pid), `escaped ${pid} is still in the cgroup`);
+      if (cgroup !== undefined)
+        for (const pid of escapees(nonce))
+          assert.ok(cgroup.pids().includes(pid), `escaped ${pid} is still in the cgroup`);
       const exited = new Promise((r) => root.once("exit", r));
       scope.signal("SIGKILL");
       await exited;
       await scope.release();
       // pid-namespace: the namespace dies with its pid 1, a moment after the launcher.
-      await waitUntil(() => escapees(nonce).length === 0 && scope.members().length === 0, 2000, "the escaped sleepers and the tree to die");
+      await waitUntil(
+        () => escapees(nonce).length === 0 && scope.members().length === 0,
+        2000,
+        "the escaped sleepers and the tree to die",
+      );
       if (cgroup !== undefined) assert.equal(existsSync(cgroup.path), false, "the run's cgroup is removed");
     } finally {
       killEscapees(nonce);
@@ -56,7 +78,12 @@ for (const kind of CONTAINED) {
     const why = use(kind);
     if (why !== undefined) return t.skip(why);
     const nonce = escapeNonce();
-    const h = runTurn({ cwd: mkdtempSync(join(tmpdir(), "ts-contain-")), prompt: "go", claudeBin: fakeCli(`${escapeCommands(nonce)}; ${awaitEscapes(nonce)}`), killGraceMs: 500 });
+    const h = runTurn({
+      cwd: mkdtempSync(join(tmpdir(), "ts-contain-")),
+      prompt: "go",
+      claudeBin: fakeCli(`${escapeCommands(nonce)}; ${awaitEscapes(nonce)}`),
+      killGraceMs: 500,
+    });
     try {
       assert.equal(h.containment, kind);
       const o = await h.outcome;
@@ -75,7 +102,12 @@ for (const kind of CONTAINED) {
 test("proc-walk (no cgroup, no namespace): the escaped processes outlive the turn, the residual risk the other kinds close", async () => {
   assert.equal(use("proc-walk"), undefined);
   const nonce = escapeNonce();
-  const h = runTurn({ cwd: mkdtempSync(join(tmpdir(), "ts-contain-")), prompt: "go", claudeBin: fakeCli(`${escapeCommands(nonce)}; ${awaitEscapes(nonce)}`), killGraceMs: 200 });
+  const h = runTurn({
+    cwd: mkdtempSync(join(tmpdir(), "ts-contain-")),
+    prompt: "go",
+    claudeBin: fakeCli(`${escapeCommands(nonce)}; ${awaitEscapes(nonce)}`),
+    killGraceMs: 200,
+  });
   try {
     assert.equal(h.cgroup, undefined);
     await h.outcome;
@@ -100,9 +132,13 @@ for (const kind of ["cgroup-v2", "cgroup-v1-freezer"] as const) {
       const child = spawn(cmd.file, cmd.args, { detached: true, stdio: ["ignore", "pipe", "ignore"] });
       child.stdout.once("data", () => process.stdout.write(cg.path + "\\n"));
       setInterval(() => {}, 1000);`;
-    const host = spawn(process.execPath, ["--input-type=module", "-e", hostCode], { stdio: ["ignore", "pipe", "inherit"] });
+    const host = spawn(process.execPath, ["--input-type=module", "-e", hostCode], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     try {
-      const path = await new Promise<string>((resolve) => host.stdout!.once("data", (b: Buffer) => resolve(b.toString().trim())));
+      const path = await new Promise<string>((resolve) =>
+        host.stdout!.once("data", (b: Buffer) => resolve(b.toString().trim())),
+      );
       await waitUntil(() => escapees(nonce).length === 2, 3000, "the dead host's escaped sleepers");
       const mine = selectContainment([kind]);
       const ownRun = RunCgroup.create(mine, randomUUID());

@@ -1,7 +1,19 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync, lstatSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+  lstatSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitUntil } from "./_support.ts";
@@ -26,14 +38,29 @@ const tmp = (p: string): string => mkdtempSync(join(tmpdir(), p));
 function recordingLogger(): Logger & { warnings: string[] } {
   const warnings: string[] = [];
   const noop = (): void => {};
-  return { warnings, debug: noop, info: noop, error: noop, warn: (o: object | string, m?: string) => void warnings.push(typeof o === "string" ? o : (m ?? "")) };
+  return {
+    warnings,
+    debug: noop,
+    info: noop,
+    error: noop,
+    warn: (o: object | string, m?: string) => void warnings.push(typeof o === "string" ? o : (m ?? "")),
+  };
 }
 
 test("config home with credential none (a brokered run): no copy of the operator's credential, auth from the env", () => {
   const root = tmp("ts-root-");
   const operator = tmp("ts-op-");
-  writeFileSync(join(operator, ".credentials.json"), '{"claudeAiOauth":{"accessToken":"sk-ant-oat01-operator"}}', { mode: 0o600 });
-  const home = createConfigHome({ instanceId: "inst-b", instanceRoot: root, operatorConfigDir: operator, runEnv: { ANTHROPIC_API_KEY: "turnstream-gw-token" }, credential: "none", logger: recordingLogger() });
+  writeFileSync(join(operator, ".credentials.json"), '{"claudeAiOauth":{"accessToken":"sk-ant-oat01-operator"}}', {
+    mode: 0o600,
+  });
+  const home = createConfigHome({
+    instanceId: "inst-b",
+    instanceRoot: root,
+    operatorConfigDir: operator,
+    runEnv: { ANTHROPIC_API_KEY: "turnstream-gw-token" },
+    credential: "none",
+    logger: recordingLogger(),
+  });
   try {
     assert.equal(home.auth, "env");
     assert.deepEqual(readdirSync(home.dir).sort(), ["run", "tmp"]);
@@ -53,14 +80,21 @@ test("config home: 0700, only a 0600 credential copy, own temp dirs; teardown re
   writeFileSync(join(operator, ".credentials.json"), '{"claudeAiOauth":{"refreshToken":"r1"}}', { mode: 0o644 });
   writeFileSync(join(operator, "settings.json"), "{}");
   const logger = recordingLogger();
-  const home = createConfigHome({ instanceId: "inst-a", instanceRoot: root, operatorConfigDir: operator, runEnv: {}, logger });
+  const home = createConfigHome({
+    instanceId: "inst-a",
+    instanceRoot: root,
+    operatorConfigDir: operator,
+    runEnv: {},
+    logger,
+  });
   assert.equal(home.auth, "credential");
   assert.equal(home.dir, join(root, "instances", "inst-a", "config-homes", home.runId));
   assert.equal(statSync(home.dir).mode & 0o777, 0o700);
   assert.deepEqual(readdirSync(home.dir).sort(), [".credentials.json", "run", "tmp"]);
   assert.equal(statSync(join(home.dir, ".credentials.json")).mode & 0o777, 0o600);
   assert.equal(home.env["CLAUDE_CONFIG_DIR"], home.dir);
-  for (const k of ["TMPDIR", "CLAUDE_CODE_TMPDIR", "XDG_RUNTIME_DIR"]) assert.ok(home.env[k]!.startsWith(home.dir + "/"), k);
+  for (const k of ["TMPDIR", "CLAUDE_CODE_TMPDIR", "XDG_RUNTIME_DIR"])
+    assert.ok(home.env[k]!.startsWith(home.dir + "/"), k);
   // While it runs, a sweep with threshold 0 must leave it alone (live lock).
   assert.deepEqual(sweep({ instanceId: "inst-a", instanceRoot: root, olderThanMs: 0 }).live, [home.runId]);
   writeFileSync(join(home.dir, ".credentials.json"), '{"claudeAiOauth":{"refreshToken":"r2"}}');
@@ -80,7 +114,13 @@ test("config home: 0700, only a 0600 credential copy, own temp dirs; teardown re
 test("config home: an instance's folders removed while the process runs (a sweep's trash, an operator's rm -r) are made again", async () => {
   const root = tmp("ts-root-");
   const operator = tmp("ts-op-");
-  const make = () => createConfigHome({ instanceId: "inst-r", instanceRoot: root, operatorConfigDir: operator, runEnv: { ANTHROPIC_API_KEY: "k" } });
+  const make = () =>
+    createConfigHome({
+      instanceId: "inst-r",
+      instanceRoot: root,
+      operatorConfigDir: operator,
+      runEnv: { ANTHROPIC_API_KEY: "k" },
+    });
   make().teardown();
   const inst = join(root, "instances", "inst-r");
   // A sweep empties trash by removing it; then a home is torn down.
@@ -101,7 +141,13 @@ test("config home: an instance's folders removed while the process runs (a sweep
 test("config home: later homes of an instance start with the install state the CLI wrote in an earlier one, and nothing else", () => {
   const root = tmp("ts-root-");
   const operator = tmp("ts-op-");
-  const make = (instanceId: string) => createConfigHome({ instanceId, instanceRoot: root, operatorConfigDir: operator, runEnv: { ANTHROPIC_API_KEY: "k" } });
+  const make = (instanceId: string) =>
+    createConfigHome({
+      instanceId,
+      instanceRoot: root,
+      operatorConfigDir: operator,
+      runEnv: { ANTHROPIC_API_KEY: "k" },
+    });
   const first = make("seeded");
   assert.equal(existsSync(join(first.dir, ".claude.json")), false, "nothing to seed from yet");
   const written = {
@@ -129,10 +175,20 @@ test("config home: no credential and no env auth is refused naming `claude auth 
   const root = tmp("ts-root-");
   const operator = tmp("ts-op-");
   assert.throws(
-    () => createConfigHome({ instanceId: "i", instanceRoot: root, operatorConfigDir: operator, runEnv: { PATH: "/bin" } }),
-    (err: unknown) => err instanceof NoAuthError && err instanceof ClaudeCodeCliError && err.kind === "auth" && /claude auth login/.test(err.message),
+    () =>
+      createConfigHome({ instanceId: "i", instanceRoot: root, operatorConfigDir: operator, runEnv: { PATH: "/bin" } }),
+    (err: unknown) =>
+      err instanceof NoAuthError &&
+      err instanceof ClaudeCodeCliError &&
+      err.kind === "auth" &&
+      /claude auth login/.test(err.message),
   );
-  for (const runEnv of [{ ANTHROPIC_API_KEY: "k" }, { ANTHROPIC_AUTH_TOKEN: "t" }, { CLAUDE_CODE_USE_BEDROCK: "1" }, { CLAUDE_CODE_USE_VERTEX: "1" }]) {
+  for (const runEnv of [
+    { ANTHROPIC_API_KEY: "k" },
+    { ANTHROPIC_AUTH_TOKEN: "t" },
+    { CLAUDE_CODE_USE_BEDROCK: "1" },
+    { CLAUDE_CODE_USE_VERTEX: "1" },
+  ]) {
     const home = createConfigHome({ instanceId: "i", instanceRoot: root, operatorConfigDir: operator, runEnv });
     assert.equal(home.auth, "env");
     assert.deepEqual(readdirSync(home.dir).sort(), ["run", "tmp"]);
@@ -158,10 +214,16 @@ test("sweep: removes old orphans of this instance only; never a live or young on
   await new Promise((r) => child.once("spawn", r));
   const liveHome = orphan("mine", "live-run", 3_600_000);
   mkdirSync(join(root, "instances", "mine", "live"), { recursive: true });
-  writeFileSync(join(root, "instances", "mine", "live", "live-run.lock"), JSON.stringify({ pid: child.pid, runId: "live-run" }));
+  writeFileSync(
+    join(root, "instances", "mine", "live", "live-run.lock"),
+    JSON.stringify({ pid: child.pid, runId: "live-run" }),
+  );
   // An old home whose lock owner is dead is an orphan.
   const deadHome = orphan("mine", "dead-owner", 3_600_000);
-  writeFileSync(join(root, "instances", "mine", "live", "dead-owner.lock"), JSON.stringify({ pid: 2 ** 22 + 12345, runId: "dead-owner" }));
+  writeFileSync(
+    join(root, "instances", "mine", "live", "dead-owner.lock"),
+    JSON.stringify({ pid: 2 ** 22 + 12345, runId: "dead-owner" }),
+  );
   // A home moved to trash by a host that died before deleting it.
   const trashed = join(root, "instances", "mine", "trash", "left-by-a-crash");
   mkdirSync(join(trashed, "projects"), { recursive: true });
@@ -211,7 +273,10 @@ test("skills (claude-md): copied under .skills, CLAUDE.md kept, instruction once
   writeFileSync(join(cwd, "CLAUDE.md"), "# Project rules\nBe brief.");
   injectSkills(cwd, [{ name: "alpha", path: skillSource("alpha") }]);
   assert.equal(readFileSync(join(cwd, ".skills", "alpha", "extra.txt"), "utf8"), "resource");
-  injectSkills(cwd, [{ name: "alpha", path: skillSource("alpha") }, { name: "beta", path: join(skillSource("beta"), "SKILL.md") }]);
+  injectSkills(cwd, [
+    { name: "alpha", path: skillSource("alpha") },
+    { name: "beta", path: join(skillSource("beta"), "SKILL.md") },
+  ]);
   const md = readFileSync(join(cwd, "CLAUDE.md"), "utf8");
   assert.ok(md.startsWith("# Project rules\nBe brief.\n"));
   assert.equal(md.split("turnstream:skills").length - 1, 1);
@@ -228,8 +293,16 @@ test("skills (claude-md): copied under .skills, CLAUDE.md kept, instruction once
 test("skills: names and paths validated, nothing written outside the target", () => {
   const cwd = tmp("ts-cwd-");
   const src = skillSource("ok");
-  for (const bad of [{ name: "..", path: src }, { name: "a/../../x", path: src }, { name: "/abs", path: src }, { name: "ok", path: "relative/path" }]) {
-    assert.throws(() => injectSkills(cwd, [bad]), (e: unknown) => e instanceof ClaudeCodeCliError && e.kind === "bad_options");
+  for (const bad of [
+    { name: "..", path: src },
+    { name: "a/../../x", path: src },
+    { name: "/abs", path: src },
+    { name: "ok", path: "relative/path" },
+  ]) {
+    assert.throws(
+      () => injectSkills(cwd, [bad]),
+      (e: unknown) => e instanceof ClaudeCodeCliError && e.kind === "bad_options",
+    );
   }
   // `.skills` as a link out of the cwd is refused by name (WorkspacePathError), nothing written there.
   const cwd2 = tmp("ts-cwd-");

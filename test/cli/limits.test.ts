@@ -19,7 +19,11 @@ const MiB = 1024 * 1024;
 /** The limit files of this process's own cgroups, which a run's limits must never change. */
 function ownLimitFiles(): Record<string, string> {
   const out: Record<string, string> = {};
-  const files = [["pids", "pids.max"], ["memory", "memory.limit_in_bytes"], ["cpu", "cpu.cfs_quota_us"]] as const;
+  const files = [
+    ["pids", "pids.max"],
+    ["memory", "memory.limit_in_bytes"],
+    ["cpu", "cpu.cfs_quota_us"],
+  ] as const;
   for (const [controller, file] of files) {
     const own = ownHierarchyDir(controller);
     if ("reason" in own || !existsSync(join(own.dir, file))) continue;
@@ -89,10 +93,14 @@ test("with no memory cgroup the watch sums the run's resident memory and reports
   try {
     const watch = watchOver({ memoryBytes: 64 * MiB }, () => scope.members());
     let hit: Awaited<ReturnType<LimitWatch["check"]>>;
-    await waitUntil(() => {
-      void watch.check().then((h) => (hit = h));
-      return hit !== undefined;
-    }, 15_000, "the allocation to show");
+    await waitUntil(
+      () => {
+        void watch.check().then((h) => (hit = h));
+        return hit !== undefined;
+      },
+      15_000,
+      "the allocation to show",
+    );
     assert.equal(hit!.kind, "limit_memory");
     assert.match(hit!.detail, /over its limit of 64 MiB \(sampled, no memory cgroup\)/);
   } finally {
@@ -130,7 +138,11 @@ test("a dead host's limit cgroup (v1) is swept: what is still in it is killed, t
   mkdirSync(run, { recursive: true });
   const child = spawn("/bin/sh", ["-c", `echo $$ > '${run}/cgroup.procs' && exec sleep 296.5`], { stdio: "ignore" });
   try {
-    await waitUntil(() => readFileSync(join(run, "cgroup.procs"), "latin1").trim() === String(child.pid), 10_000, "the sleep in the cgroup");
+    await waitUntil(
+      () => readFileSync(join(run, "cgroup.procs"), "latin1").trim() === String(child.pid),
+      10_000,
+      "the sleep in the cgroup",
+    );
     const exited = new Promise((r) => child.once("exit", r));
     const swept = sweepCgroups();
     await exited;

@@ -32,7 +32,10 @@ test("bad options become bad_options naming the field, before anything spawns", 
   assert.match(kindOf(() => runTurn({ cwd: "/tmp", addDirs: ["/ok", "rel"] })).message, /`addDirs\.1`/);
   assert.match(kindOf(() => runTurn({ cwd: "/tmp", resume: "../../etc" })).message, /`resume`/);
   assert.match(kindOf(() => runTurn({ cwd: "/tmp", bogus: 1 } as never)).message, /`bogus`.*unknown option/);
-  assert.match(kindOf(() => runTurn({ cwd: "/tmp", skills: [{ name: "../x", path: "/a" }] })).message, /`skills\.0\.name`/);
+  assert.match(
+    kindOf(() => runTurn({ cwd: "/tmp", skills: [{ name: "../x", path: "/a" }] })).message,
+    /`skills\.0\.name`/,
+  );
 });
 
 test("skipPermissions as root without sandboxed is refused before spawning, saying why", () => {
@@ -77,7 +80,15 @@ test("args: fixed stream-json prefix, one flag per option, prompt never in argv"
     assert.ok(i > 0, want[0]);
     assert.equal(args[i + 1], want[1]);
   }
-  for (const flag of ["--fork-session", "--add-dir=/a", "--add-dir=/b", "--allowed-tools=Read,Bash(git:*)", "--disallowed-tools=Write", "--include-partial-messages", "--include-hook-events"]) {
+  for (const flag of [
+    "--fork-session",
+    "--add-dir=/a",
+    "--add-dir=/b",
+    "--allowed-tools=Read,Bash(git:*)",
+    "--disallowed-tools=Write",
+    "--include-partial-messages",
+    "--include-hook-events",
+  ]) {
     assert.ok(args.includes(flag), flag);
   }
   assert.deepEqual(args.slice(-2), ["--effort", "low"]);
@@ -85,17 +96,47 @@ test("args: fixed stream-json prefix, one flag per option, prompt never in argv"
 
 test("env: a minimal base of the host, its model access and CLI settings, overlay on top (undefined removes), FORCE_COLOR=0 last", () => {
   const host = {
-    PATH: "/bin", HOME: "/h", LANG: "C.UTF-8", LC_TIME: "C", TZ: "UTC", ANTHROPIC_API_KEY: "host-key", CLAUDE_CONFIG_DIR: "/host/cfg",
-    CLAUDE_CODE_MAX_RETRIES: "0", HTTPS_PROXY: "http://proxy", AWS_SECRET_ACCESS_KEY: "aws", REDIS_URL: "redis://:pw@r", KEEP: "1", FORCE_COLOR: "3",
+    PATH: "/bin",
+    HOME: "/h",
+    LANG: "C.UTF-8",
+    LC_TIME: "C",
+    TZ: "UTC",
+    ANTHROPIC_API_KEY: "host-key",
+    CLAUDE_CONFIG_DIR: "/host/cfg",
+    CLAUDE_CODE_MAX_RETRIES: "0",
+    HTTPS_PROXY: "http://proxy",
+    AWS_SECRET_ACCESS_KEY: "aws",
+    REDIS_URL: "redis://:pw@r",
+    KEEP: "1",
+    FORCE_COLOR: "3",
   };
   const e = buildEnv({ host, overlay: { HOME: undefined, NEW: "n", FORCE_COLOR: "1" } });
-  assert.deepEqual(Object.keys(e).sort(), ["ANTHROPIC_API_KEY", "CLAUDE_CODE_MAX_RETRIES", "CLAUDE_CONFIG_DIR", "FORCE_COLOR", "HTTPS_PROXY", "LANG", "LC_TIME", "NEW", "PATH", "TZ"]);
+  assert.deepEqual(Object.keys(e).sort(), [
+    "ANTHROPIC_API_KEY",
+    "CLAUDE_CODE_MAX_RETRIES",
+    "CLAUDE_CONFIG_DIR",
+    "FORCE_COLOR",
+    "HTTPS_PROXY",
+    "LANG",
+    "LC_TIME",
+    "NEW",
+    "PATH",
+    "TZ",
+  ]);
   assert.equal(e["FORCE_COLOR"], "0");
   assert.equal(e["ANTHROPIC_API_KEY"], "host-key");
   // A cloud provider's credentials only where the host points the CLI at it.
   assert.equal(buildEnv({ host: { ...host, CLAUDE_CODE_USE_BEDROCK: "1" } })["AWS_SECRET_ACCESS_KEY"], "aws");
   const iso = buildEnv({ host, overlay: { ANTHROPIC_BASE_URL: "http://x" }, isolate: true });
-  assert.deepEqual(Object.keys(iso).sort(), ["ANTHROPIC_BASE_URL", "FORCE_COLOR", "HOME", "LANG", "LC_TIME", "PATH", "TZ"]);
+  assert.deepEqual(Object.keys(iso).sort(), [
+    "ANTHROPIC_BASE_URL",
+    "FORCE_COLOR",
+    "HOME",
+    "LANG",
+    "LC_TIME",
+    "PATH",
+    "TZ",
+  ]);
   assert.deepEqual(modelAccessEnv(host), { ANTHROPIC_API_KEY: "host-key", HTTPS_PROXY: "http://proxy" });
 });
 
@@ -107,7 +148,10 @@ test("binary resolution: option, then the host's CLAUDE_BIN, then the pinned pac
   assert.equal(resolveClaudeBin({ claudeBin: fake, env: { CLAUDE_BIN: "/nope" } }), fake);
   assert.equal(resolveClaudeBin({ env: { CLAUDE_BIN: fake } }), fake);
   assert.match(resolveClaudeBin({ env: { PATH: "" } }), /@anthropic-ai\/claude-code\/bin\/claude(\.exe)?$/);
-  for (const fn of [() => resolveClaudeBin({ claudeBin: join(dir, "missing") }), () => resolveClaudeBin({ env: { CLAUDE_BIN: join(dir, "missing") } })]) {
+  for (const fn of [
+    () => resolveClaudeBin({ claudeBin: join(dir, "missing") }),
+    () => resolveClaudeBin({ env: { CLAUDE_BIN: join(dir, "missing") } }),
+  ]) {
     assert.throws(fn, (err: unknown) => {
       assert.ok(err instanceof CliNotFoundError);
       assert.equal(err.kind, "cli_not_found");
@@ -121,7 +165,13 @@ test("binary resolution: option, then the host's CLAUDE_BIN, then the pinned pac
 });
 
 test("errors: stderr kept but not enumerable and not in the message; structured fields readonly", () => {
-  const e = new ClaudeCodeCliError("the claude CLI reported auth", { kind: "auth", exitCode: 1, stderr: "token sk-ant-xyz leaked", apiErrorStatus: 401, errors: ["x"] });
+  const e = new ClaudeCodeCliError("the claude CLI reported auth", {
+    kind: "auth",
+    exitCode: 1,
+    stderr: "token sk-ant-xyz leaked",
+    apiErrorStatus: 401,
+    errors: ["x"],
+  });
   assert.equal(e.stderr, "token sk-ant-xyz leaked");
   assert.equal(Object.keys(e).includes("stderr"), false);
   assert.equal(JSON.stringify(e).includes("sk-ant"), false);

@@ -58,7 +58,10 @@ test("with the pid mark taken before the spawn, a refresh reads only the process
   try {
     const marker = randomUUID();
     const mark = pidMark();
-    assert.ok(mark !== undefined && mark.forks > 0 && mark.tasks > 0, "this host's /proc gives the fork counter and the task count");
+    assert.ok(
+      mark !== undefined && mark.forks > 0 && mark.tasks > 0,
+      "this host's /proc gives the fork counter and the task count",
+    );
     const root = await startTree(marker);
     const inStretch = pidsSince(root.pid!, mark);
     assert.ok(inStretch !== undefined, "the stretch is bounded");

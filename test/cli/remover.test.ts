@@ -29,9 +29,15 @@ test("removeSoon deletes a tree while the main thread is busy, from a thread at 
   assert.equal(existsSync(dir), false, "deleted while the main thread never yielded");
   const nices = readdirSync("/proc/self/task").map((t) => {
     const stat = readFileSync(`/proc/self/task/${t}/stat`, "utf8");
-    return { name: readFileSync(`/proc/self/task/${t}/comm`, "utf8").trim(), nice: Number(stat.slice(stat.lastIndexOf(") ") + 2).split(" ")[16]) };
+    return {
+      name: readFileSync(`/proc/self/task/${t}/comm`, "utf8").trim(),
+      nice: Number(stat.slice(stat.lastIndexOf(") ") + 2).split(" ")[16]),
+    };
   });
-  assert.ok(nices.some((t) => t.nice === 19), `a thread at nice 19: ${JSON.stringify(nices)}`);
+  assert.ok(
+    nices.some((t) => t.nice === 19),
+    `a thread at nice 19: ${JSON.stringify(nices)}`,
+  );
   assert.equal(nices.find((t) => t.name === "MainThread")?.nice, 0, "the main thread keeps its priority");
   assert.deepEqual(errors, []);
 });

@@ -31,7 +31,10 @@ test("a .skills that was there keeps its own skills; one of the same name comes 
   writeFileSync(join(cwd, ".skills", "alpha", "SKILL.md"), "the project's own alpha");
   mkdirSync(join(cwd, ".skills", "mine"));
   writeFileSync(join(cwd, ".skills", "mine", "SKILL.md"), "mine");
-  const undo = injectSkillsForRun(cwd, [{ name: "alpha", path: skillSource("alpha") }, { name: "beta", path: skillSource("beta") }]);
+  const undo = injectSkillsForRun(cwd, [
+    { name: "alpha", path: skillSource("alpha") },
+    { name: "beta", path: skillSource("beta") },
+  ]);
   assert.match(readFileSync(join(cwd, ".skills", "alpha", "SKILL.md"), "utf8"), /test skill alpha/);
   undo();
   assert.deepEqual(readdirSync(join(cwd, ".skills")).sort(), ["alpha", "mine"]);
@@ -59,7 +62,14 @@ test("a worker killed mid-run leaves its journal; the next run in the cwd restor
 test("a failed injection (a bad skill path) leaves nothing behind", () => {
   const cwd = tmp("ts-cwd-");
   writeFileSync(join(cwd, "CLAUDE.md"), "x");
-  assert.throws(() => injectSkillsForRun(cwd, [{ name: "ok", path: skillSource("ok") }, { name: "bad", path: "/nonexistent/skill" }]), /no skill at/);
+  assert.throws(
+    () =>
+      injectSkillsForRun(cwd, [
+        { name: "ok", path: skillSource("ok") },
+        { name: "bad", path: "/nonexistent/skill" },
+      ]),
+    /no skill at/,
+  );
   assert.deepEqual(readdirSync(cwd), ["CLAUDE.md"]);
   assert.equal(readFileSync(join(cwd, "CLAUDE.md"), "utf8"), "x");
 });

@@ -25,7 +25,18 @@ test("toolSandbox: the caller's hook and the sandbox share one settings file; th
   const server = await startModelServer({
     script: {
       responses: [
-        { content: [{ type: "tool_use", name: "Bash", input: { command: `echo x > ${toolMark}; echo TMP=$TMPDIR; cat ${join(root, "secret.txt")}; cat notes.txt`, description: "probe" } }] },
+        {
+          content: [
+            {
+              type: "tool_use",
+              name: "Bash",
+              input: {
+                command: `echo x > ${toolMark}; echo TMP=$TMPDIR; cat ${join(root, "secret.txt")}; cat notes.txt`,
+                description: "probe",
+              },
+            },
+          ],
+        },
         { content: [{ type: "text", text: "done" }] },
       ],
     },
@@ -47,10 +58,20 @@ test("toolSandbox: the caller's hook and the sandbox share one settings file; th
     await turn.outcome;
     assert.ok(existsSync(hookMark), "the caller's PreToolUse hook ran, outside the sandbox");
     assert.equal(existsSync(toolMark), false, "the Bash command could not write outside its workspace");
-    assert.ok(results.includes("WORKSPACE-NOTES-1177") && !results.includes("PARENT-SECRET-3390"), "the workspace reads, its denied parent does not");
+    assert.ok(
+      results.includes("WORKSPACE-NOTES-1177") && !results.includes("PARENT-SECRET-3390"),
+      "the workspace reads, its denied parent does not",
+    );
     const tmp = /TMP=([^\\"]+)/.exec(results)?.[1] ?? "";
-    assert.ok(tmp.length > 0 && tmp.length <= SOCKET_DIR_MAX + "/claude-0".length, `the sandbox started with a short TMPDIR (${tmp})`);
-    assert.deepEqual(JSON.parse(readFileSync(settingsFile, "utf8")), { hooks: { PreToolUse: [hook] } }, "the caller's file is left as it was");
+    assert.ok(
+      tmp.length > 0 && tmp.length <= SOCKET_DIR_MAX + "/claude-0".length,
+      `the sandbox started with a short TMPDIR (${tmp})`,
+    );
+    assert.deepEqual(
+      JSON.parse(readFileSync(settingsFile, "utf8")),
+      { hooks: { PreToolUse: [hook] } },
+      "the caller's file is left as it was",
+    );
   } finally {
     await server.close();
     rmSync(root, { recursive: true, force: true });
@@ -63,9 +84,18 @@ test("toolSandbox refuses a caller settings file that sets sandbox, and a truste
     const settingsFile = join(root, "s.json");
     writeFileSync(settingsFile, JSON.stringify({ sandbox: { enabled: false } }));
     const sandbox = { allowDomains: [], denyRead: [] };
-    assert.throws(() => runTurn({ cwd: root, prompt: "x", settingsFile, toolSandbox: sandbox }), /settingsFile.*sets "sandbox"/);
-    assert.throws(() => runTurn({ cwd: root, prompt: "x", trustWorkspace: true, toolSandbox: sandbox }), /toolSandbox.*trusted workspace/);
-    assert.throws(() => runTurn({ cwd: root, prompt: "x", toolSandbox: { allowDomains: ["http://x/"], denyRead: [] } }), /allowDomains/);
+    assert.throws(
+      () => runTurn({ cwd: root, prompt: "x", settingsFile, toolSandbox: sandbox }),
+      /settingsFile.*sets "sandbox"/,
+    );
+    assert.throws(
+      () => runTurn({ cwd: root, prompt: "x", trustWorkspace: true, toolSandbox: sandbox }),
+      /toolSandbox.*trusted workspace/,
+    );
+    assert.throws(
+      () => runTurn({ cwd: root, prompt: "x", toolSandbox: { allowDomains: ["http://x/"], denyRead: [] } }),
+      /allowDomains/,
+    );
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
@@ -78,8 +108,12 @@ test("toolSandbox: the built-in Read tool is held off the denied paths too, even
   mkdirSync(cwd);
   mkdirSync(denied);
   writeFileSync(join(denied, "key.txt"), "WORKER-KEY-4471");
-  const read = { content: [{ type: "tool_use" as const, name: "Read", input: { file_path: join(denied, "key.txt") } }] };
-  const server = await startModelServer({ script: { responses: [read, { content: [{ type: "text", text: "done" }] }] } });
+  const read = {
+    content: [{ type: "tool_use" as const, name: "Read", input: { file_path: join(denied, "key.txt") } }],
+  };
+  const server = await startModelServer({
+    script: { responses: [read, { content: [{ type: "text", text: "done" }] }] },
+  });
   try {
     const turn = runTurn({
       cwd,

@@ -6,7 +6,12 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ClaudeCodeCliError } from "../../src/cli/index.ts";
-import { startWarmProcess, warmFingerprint, type WarmProcess, type WarmProcessOptions } from "../../src/cli/warm-process.ts";
+import {
+  startWarmProcess,
+  warmFingerprint,
+  type WarmProcess,
+  type WarmProcessOptions,
+} from "../../src/cli/warm-process.ts";
 import { WarmPool } from "../../src/cli/warm-pool.ts";
 import type { ParsedLine } from "../../src/protocol/index.ts";
 import { startScriptedServer, type Step } from "./_model.ts";
@@ -24,11 +29,21 @@ async function withServer(script: Step[], fn: (url: string) => Promise<void>): P
 }
 
 function options(url: string, extra: Partial<WarmProcessOptions> = {}): WarmProcessOptions {
-  return { cwd: dir("ts-warm-cwd-"), env: hermeticEnv(url), killGraceMs: 1000, skipPermissions: true, sandboxed: true, ...extra };
+  return {
+    cwd: dir("ts-warm-cwd-"),
+    env: hermeticEnv(url),
+    killGraceMs: 1000,
+    skipPermissions: true,
+    sandboxed: true,
+    ...extra,
+  };
 }
 
 /** Runs one turn, collecting its lines. */
-async function turn(p: WarmProcess, prompt: string): Promise<{ lines: ParsedLine[]; outcome: Awaited<ReturnType<WarmProcess["turn"]>> }> {
+async function turn(
+  p: WarmProcess,
+  prompt: string,
+): Promise<{ lines: ParsedLine[]; outcome: Awaited<ReturnType<WarmProcess["turn"]>> }> {
   const lines: ParsedLine[] = [];
   const outcome = await p.turn(prompt, { timeoutMs: 30_000, onLine: (l) => lines.push(l) });
   return { lines, outcome };
@@ -68,7 +83,11 @@ test("one warm process answers three turns of one session; the session file is c
 });
 
 test("a turn with a tool call runs warm, after a plain one", async () => {
-  const script: Step[] = [{ text: "hello" }, { tool: { name: "Bash", input: { command: "echo warm-made > made.txt", description: "write" } } }, { text: "written" }];
+  const script: Step[] = [
+    { text: "hello" },
+    { tool: { name: "Bash", input: { command: "echo warm-made > made.txt", description: "write" } } },
+    { text: "written" },
+  ];
   await withServer(script, async (url) => {
     const o = options(url);
     const p = startWarmProcess(o);
@@ -76,7 +95,10 @@ test("a turn with a tool call runs warm, after a plain one", async () => {
       await turn(p, "hi");
       const { lines, outcome } = await turn(p, "write the file");
       assert.equal(outcome.resultText, "written");
-      assert.ok(lines.some((l) => l.type === "user" && l.raw.includes("tool_result")), "the tool's result is among the turn's lines");
+      assert.ok(
+        lines.some((l) => l.type === "user" && l.raw.includes("tool_result")),
+        "the tool's result is among the turn's lines",
+      );
       assert.equal(readFileSync(join(o.cwd, "made.txt"), "utf8"), "warm-made\n");
     } finally {
       await p.close();
@@ -85,25 +107,38 @@ test("a turn with a tool call runs warm, after a plain one", async () => {
 });
 
 test("abort mid-turn ends the whole tree, slow Bash tool included, and the process is not reused", async () => {
-  await withServer([{ tool: { name: "Bash", input: { command: "echo begin; sleep 47", description: "slow" } } }, { hang: true }], async (url) => {
-    const p = startWarmProcess(options(url));
-    const ac = new AbortController();
-    const pending = p.turn("run it", { signal: ac.signal });
-    pending.catch(() => {});
-    try {
-      await waitUntil(() => treeMembers(p.treeMarker).some((pid) => cmdline(pid) === "sleep 47"), 20_000, "the slow Bash tool");
-    } finally {
-      ac.abort();
-    }
-    const err = await pending.then(() => assert.fail("expected the turn to fail"), (e: unknown) => e);
-    assert.ok(err instanceof ClaudeCodeCliError);
-    assert.equal(err.kind, "aborted");
-    assert.equal(p.alive, false);
-    assert.equal(p.dead?.reason, "aborted");
-    assert.deepEqual(treeMembers(p.treeMarker), [], "no process of the tree is left");
-    const again = await p.turn("more").then(() => assert.fail("a dead process takes no turn"), (e: unknown) => e);
-    assert.ok(again instanceof ClaudeCodeCliError);
-  });
+  await withServer(
+    [{ tool: { name: "Bash", input: { command: "echo begin; sleep 47", description: "slow" } } }, { hang: true }],
+    async (url) => {
+      const p = startWarmProcess(options(url));
+      const ac = new AbortController();
+      const pending = p.turn("run it", { signal: ac.signal });
+      pending.catch(() => {});
+      try {
+        await waitUntil(
+          () => treeMembers(p.treeMarker).some((pid) => cmdline(pid) === "sleep 47"),
+          20_000,
+          "the slow Bash tool",
+        );
+      } finally {
+        ac.abort();
+      }
+      const err = await pending.then(
+        () => assert.fail("expected the turn to fail"),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof ClaudeCodeCliError);
+      assert.equal(err.kind, "aborted");
+      assert.equal(p.alive, false);
+      assert.equal(p.dead?.reason, "aborted");
+      assert.deepEqual(treeMembers(p.treeMarker), [], "no process of the tree is left");
+      const again = await p.turn("more").then(
+        () => assert.fail("a dead process takes no turn"),
+        (e: unknown) => e,
+      );
+      assert.ok(again instanceof ClaudeCodeCliError);
+    },
+  );
 });
 
 test("a CLI killed between turns is reported dead, and the pool answers `dead`", async () => {
@@ -129,7 +164,10 @@ test("pool: fingerprint, least recently used over the cap, idle expiry, closeAll
     const [a, b, c, d] = [0, 1, 2, 3].map(() => startWarmProcess(base));
     const all = [a!, b!, c!, d!];
     const fp = warmFingerprint(base);
-    assert.ok(all.every((p) => p.fingerprint === fp), "same options, same fingerprint");
+    assert.ok(
+      all.every((p) => p.fingerprint === fp),
+      "same options, same fingerprint",
+    );
     assert.notEqual(warmFingerprint({ ...base, model: "other" }), fp);
     assert.notEqual(warmFingerprint({ ...base, env: { ...base.env, EXTRA: "1" } }), fp);
     const pool = new WarmPool({ idleTtlMs: 60_000, maxProcesses: 2 });
@@ -139,7 +177,11 @@ test("pool: fingerprint, least recently used over the cap, idle expiry, closeAll
       assert.equal(pool.take("a", fp).process, a, "a live matching process is handed out");
       pool.put("a", a!); // a is now the most recently used
       pool.put("c", c!);
-      await waitUntil(() => !alive(b!.pid!) && treeMembers(b!.treeMarker).length === 0, 10_000, "the least recently used tree to end");
+      await waitUntil(
+        () => !alive(b!.pid!) && treeMembers(b!.treeMarker).length === 0,
+        10_000,
+        "the least recently used tree to end",
+      );
       assert.equal(pool.take("b", fp).reason, "evicted");
       assert.equal(pool.take("c", "another-fingerprint").reason, "fingerprint_changed");
       await waitUntil(() => treeMembers(c!.treeMarker).length === 0, 10_000, "the mismatched tree to end");

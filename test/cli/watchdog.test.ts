@@ -13,7 +13,11 @@ import { alive, escapeCommands, escapeNonce, escapees, killEscapees, startTree, 
 
 function fakeCli(marker: string): number {
   // Detached: its own process group, as the CLI leads its own.
-  const child = spawn("sleep", ["60"], { detached: true, stdio: "ignore", env: { PATH: process.env["PATH"]!, [TREE_MARKER_VAR]: marker } });
+  const child = spawn("sleep", ["60"], {
+    detached: true,
+    stdio: "ignore",
+    env: { PATH: process.env["PATH"]!, [TREE_MARKER_VAR]: marker },
+  });
   child.unref();
   return child.pid!;
 }
@@ -109,7 +113,11 @@ test("a run found by its marker alone dies too (its CLI pid gone stale)", async 
 });
 
 test("a CLI that still has its recorded start time takes its whole process group along, unmarked members too", async () => {
-  const root = spawn("sh", ["-c", "sleep 60 & echo started; wait"], { detached: true, stdio: ["ignore", "pipe", "ignore"], env: { PATH: process.env["PATH"]! } });
+  const root = spawn("sh", ["-c", "sleep 60 & echo started; wait"], {
+    detached: true,
+    stdio: ["ignore", "pipe", "ignore"],
+    env: { PATH: process.env["PATH"]! },
+  });
   await new Promise<void>((resolve) => root.stdout!.once("data", () => resolve()));
   const sleeper = childrenOf(root.pid!)[0]!;
   try {
@@ -134,7 +142,10 @@ for (const kind of ["cgroup-v2", "cgroup-v1-freezer"] as const) {
     });
     try {
       await waitUntil(() => escapees(nonce).length === 2, 3000, "both escaped sleepers");
-      assert.match(watchdogEntry({ cliPid: root.pid!, marker, killGraceMs: 200, cgroup: cgroup.path }), /^\d+:\d+:[0-9a-f-]+:2:\/sys\/fs\/cgroup\/.+$/);
+      assert.match(
+        watchdogEntry({ cliPid: root.pid!, marker, killGraceMs: 200, cgroup: cgroup.path }),
+        /^\d+:\d+:[0-9a-f-]+:2:\/sys\/fs\/cgroup\/.+$/,
+      );
       // Another run of the same host still holds the host's folder: only the dead run's cgroup goes.
       const other = RunCgroup.create(c, randomUUID());
       await hostDies([watchdogEntry({ cliPid: root.pid!, marker, killGraceMs: 200, cgroup: cgroup.path })]);

@@ -39,7 +39,11 @@ function commentAbove(lines: string[], line: number): string {
 function longFunctions(file: string): Found[] {
   const text = readFileSync(file, "utf8");
   const lines = text.split("\n");
-  const ast = parse(stripTypeScriptTypes(text, { mode: "strip" }), { ecmaVersion: "latest", sourceType: "module", locations: true });
+  const ast = parse(stripTypeScriptTypes(text, { mode: "strip" }), {
+    ecmaVersion: "latest",
+    sourceType: "module",
+    locations: true,
+  });
   const found: Found[] = [];
   fullAncestor(ast, (node: Node) => {
     if (!/Function/.test(node.type) || node.loc == null) return;

@@ -30,8 +30,14 @@ function importsOf(file: string): string[] {
 
 test("imports between src/ folders follow the layout table in docs/ARCHITECTURE.md", () => {
   const allowed = allowedImports();
-  const folders = readdirSync(src, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
-  assert.deepEqual(folders.filter((f) => !allowed.has(f)), [], "every src/ folder has a row in the layout table");
+  const folders = readdirSync(src, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name);
+  assert.deepEqual(
+    folders.filter((f) => !allowed.has(f)),
+    [],
+    "every src/ folder has a row in the layout table",
+  );
   const wrong: string[] = [];
   for (const folder of folders) {
     const may = allowed.get(folder);
@@ -41,7 +47,8 @@ test("imports between src/ folders follow the layout table in docs/ARCHITECTURE.
       const file = join(entry.parentPath, entry.name);
       for (const spec of importsOf(file)) {
         const target = relative(src, resolve(dirname(file), spec)).split("/")[0]!;
-        if (target !== folder && !target.startsWith("..") && !may.has(target)) wrong.push(`${relative(repoRoot, file)} imports ${spec}`);
+        if (target !== folder && !target.startsWith("..") && !may.has(target))
+          wrong.push(`${relative(repoRoot, file)} imports ${spec}`);
       }
     }
   }

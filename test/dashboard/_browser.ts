@@ -11,7 +11,10 @@ export const ARTIFACTS = join(repoRoot, "test-artifacts", "dashboard");
 export async function launchBrowser(): Promise<Browser> {
   mkdirSync(ARTIFACTS, { recursive: true });
   // As root (CI) Chromium runs only without its sandbox; the pages here are our own.
-  return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"] });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+  });
 }
 
 /** A page that fails the test on any script error or CSP violation it reports. */

@@ -15,24 +15,52 @@ import { OPERATOR, operatorKey } from "../decisions/_support.ts";
 import { rig } from "../worker/_more.ts";
 import { launchBrowser, openPage, screenshot } from "./_browser.ts";
 
-const touch = (file: string) => ({ content: [{ type: "tool_use" as const, name: "Bash", input: { command: `touch ${file}`, description: "create a file" } }] });
+const touch = (file: string) => ({
+  content: [
+    { type: "tool_use" as const, name: "Bash", input: { command: `touch ${file}`, description: "create a file" } },
+  ],
+});
 
 test("a pending decision appears live in the inbox; Deny ends the turn with the denial in its transcript", async () => {
-  const r = await rig((ws: string) => ({ responses: [touch(join(ws, "denied.txt")), { content: [{ type: "text", text: "the call was refused" }] }] }));
+  const r = await rig((ws: string) => ({
+    responses: [touch(join(ws, "denied.txt")), { content: [{ type: "text", text: "the call was refused" }] }],
+  }));
   r.worker({ operatorKeys: [OPERATOR.publicKey] });
-  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, operatorKey, operatorName: "dana" });
+  const dash = await startDashboard({
+    redis: r.redis,
+    prefix: r.space.logPrefix,
+    queuePrefix: r.space.queuePrefix,
+    operatorKey,
+    operatorName: "dana",
+  });
   const browser = await launchBrowser();
   const errors: string[] = [];
   try {
     // A request whose worker is gone (no hub heartbeat): listed, marked abandoned, not decidable.
-    const gone = { session: "s-gone", requestId: "dr-gone", turn: "t_gone", attempt: 1, epoch: 1, seq: 3, tool: "Write", riskClass: "write" as const, input: "/etc/motd", hubId: "hub-gone", requestedAt: new Date(Date.now() - 1000).toISOString(), expiresAt: new Date(Date.now() + 60_000).toISOString() };
+    const gone = {
+      session: "s-gone",
+      requestId: "dr-gone",
+      turn: "t_gone",
+      attempt: 1,
+      epoch: 1,
+      seq: 3,
+      tool: "Write",
+      riskClass: "write" as const,
+      input: "/etc/motd",
+      hubId: "hub-gone",
+      requestedAt: new Date(Date.now() - 1000).toISOString(),
+      expiresAt: new Date(Date.now() + 60_000).toISOString(),
+    };
     await r.redis.hset(pendingKey(r.space.logPrefix), "s-gone/dr-gone", JSON.stringify(gone));
     const page = await openPage(browser, errors);
     await page.goto(`${dash.url}#/decisions`);
     const abandoned = page.locator('.pending-card[data-status="abandoned"]');
     await abandoned.waitFor({ timeout: 20_000 });
     assert.match(await abandoned.innerText(), /Write[\s\S]*abandoned/);
-    assert.ok(await abandoned.getByRole("button", { name: "Deny", exact: true }).isDisabled(), "an abandoned request cannot be decided");
+    assert.ok(
+      await abandoned.getByRole("button", { name: "Deny", exact: true }).isDisabled(),
+      "an abandoned request cannot be decided",
+    );
     await page.getByText("deciding as dana").waitFor();
     // Two more views left open, to see the new session and its queued turn arrive without a reload.
     const list = await openPage(browser, errors);
@@ -59,13 +87,19 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
     const row = list.locator(`tr[data-session="${t.session}"]`);
     await row.locator(".badge", { hasText: "running" }).waitFor({ timeout: 20_000 });
     assert.match(await row.innerText(), /\t1\t/, "one turn");
-    await queue.locator("#queue tr", { hasText: t.turn }).locator(".badge", { hasText: "active" }).waitFor({ timeout: 20_000 });
+    await queue
+      .locator("#queue tr", { hasText: t.turn })
+      .locator(".badge", { hasText: "active" })
+      .waitFor({ timeout: 20_000 });
     assert.match(await queue.locator("#queue tr", { hasText: t.turn }).innerText(), new RegExp(t.session));
     await screenshot(queue, "queue-active");
 
     await card.getByLabel("reason").fill("not on my watch");
     await card.getByRole("button", { name: "Deny", exact: true }).click();
-    await page.locator("#decided").getByText(/deny recorded by dana/).waitFor({ timeout: 20_000 });
+    await page
+      .locator("#decided")
+      .getByText(/deny recorded by dana/)
+      .waitFor({ timeout: 20_000 });
     const result = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
     assert.equal(result.status, "finished");
     assert.equal(existsSync(join(r.ws, "denied.txt")), false, "the denied call did not run");
@@ -105,7 +139,10 @@ interface Answer {
   body: string;
 }
 
-function call(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
+function call(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: options.method ?? "GET", headers: options.headers }, (res) => {
       let body = "";
@@ -121,7 +158,13 @@ const decision = JSON.stringify({ session: "s-nope", requestId: "r-nope", decisi
 
 test("state changes need the page's CSRF token and a same-origin request; loopback refuses a foreign Host", async () => {
   const r = await rig({ responses: [] });
-  const dash: Dashboard = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, operatorKey, operatorName: "dana" });
+  const dash: Dashboard = await startDashboard({
+    redis: r.redis,
+    prefix: r.space.logPrefix,
+    queuePrefix: r.space.queuePrefix,
+    operatorKey,
+    operatorName: "dana",
+  });
   try {
     const html = await call(dash.url);
     assert.equal(html.status, 200);
@@ -132,13 +175,38 @@ test("state changes need the page's CSRF token and a same-origin request; loopba
     const json = { "Content-Type": "application/json" };
     const api = `${dash.url}api/decide`;
     assert.equal((await call(api, { method: "POST", headers: json, body: decision })).status, 403, "no CSRF header");
-    assert.equal((await call(api, { method: "POST", headers: { ...json, "X-Turnstream-CSRF": "wrong" }, body: decision })).status, 403);
+    assert.equal(
+      (await call(api, { method: "POST", headers: { ...json, "X-Turnstream-CSRF": "wrong" }, body: decision })).status,
+      403,
+    );
     const ok = { ...json, "X-Turnstream-CSRF": csrf };
-    assert.equal((await call(api, { method: "POST", headers: { ...ok, Origin: "https://evil.example" }, body: decision })).status, 403, "cross-origin");
-    assert.equal((await call(api, { method: "POST", headers: { ...ok, "Sec-Fetch-Site": "cross-site" }, body: decision })).status, 403, "cross-site");
-    assert.equal((await call(api, { method: "POST", headers: { "Content-Type": "text/plain", "X-Turnstream-CSRF": csrf }, body: decision })).status, 403, "a simple (form-like) request");
+    assert.equal(
+      (await call(api, { method: "POST", headers: { ...ok, Origin: "https://evil.example" }, body: decision })).status,
+      403,
+      "cross-origin",
+    );
+    assert.equal(
+      (await call(api, { method: "POST", headers: { ...ok, "Sec-Fetch-Site": "cross-site" }, body: decision })).status,
+      403,
+      "cross-site",
+    );
+    assert.equal(
+      (
+        await call(api, {
+          method: "POST",
+          headers: { "Content-Type": "text/plain", "X-Turnstream-CSRF": csrf },
+          body: decision,
+        })
+      ).status,
+      403,
+      "a simple (form-like) request",
+    );
     // With every check passed the decision reaches `decide`, which finds no such request.
-    const through = await call(api, { method: "POST", headers: { ...ok, Origin: dash.url.slice(0, -1), "Sec-Fetch-Site": "same-origin" }, body: decision });
+    const through = await call(api, {
+      method: "POST",
+      headers: { ...ok, Origin: dash.url.slice(0, -1), "Sec-Fetch-Site": "same-origin" },
+      body: decision,
+    });
     assert.equal(through.status, 409, through.body);
     assert.match(through.body, /not_found/);
     assert.equal((await call(dash.url, { headers: { Host: "evil.example" } })).status, 421, "DNS rebinding");
@@ -150,12 +218,27 @@ test("state changes need the page's CSRF token and a same-origin request; loopba
 
 test("off loopback: no start without a token; a token is asked for once in a POST, kept as an HttpOnly cookie, and names its operator", async () => {
   // The token file: one token per line, or `name token`; a bare token is the dashboard operator's.
-  assert.deepEqual([...parseTokens("# operators\nerin abcdefghijklmnop1\n\nqrstuvwxyzabcdef12  # mine\n", "dana")], [["erin", "abcdefghijklmnop1"], ["dana", "qrstuvwxyzabcdef12"]]);
+  assert.deepEqual(
+    [...parseTokens("# operators\nerin abcdefghijklmnop1\n\nqrstuvwxyzabcdef12  # mine\n", "dana")],
+    [
+      ["erin", "abcdefghijklmnop1"],
+      ["dana", "qrstuvwxyzabcdef12"],
+    ],
+  );
   assert.throws(() => parseTokens("erin short\n", "dana"), /shorter than 16/);
   const r = await rig({ responses: [] });
-  await assert.rejects(startDashboard({ redis: r.redis, prefix: r.space.logPrefix, host: "0.0.0.0" }), /TURNSTREAM_DASHBOARD_TOKEN_FILE/);
+  await assert.rejects(
+    startDashboard({ redis: r.redis, prefix: r.space.logPrefix, host: "0.0.0.0" }),
+    /TURNSTREAM_DASHBOARD_TOKEN_FILE/,
+  );
   const token = "dashboard-token-7c1f9e2b5a";
-  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, host: "0.0.0.0", operatorTokens: { erin: token, frank: "frank-token-0a8e3c6d9b" } });
+  const dash = await startDashboard({
+    redis: r.redis,
+    prefix: r.space.logPrefix,
+    queuePrefix: r.space.queuePrefix,
+    host: "0.0.0.0",
+    operatorTokens: { erin: token, frank: "frank-token-0a8e3c6d9b" },
+  });
   const base = `http://127.0.0.1:${dash.port}/`;
   try {
     const first = await call(base);
@@ -175,7 +258,17 @@ test("off loopback: no start without a token; a token is asked for once in a POS
     const page = await call(base, { headers: { Cookie: cookie } });
     assert.equal(page.status, 200);
     assert.ok(!page.body.includes(token));
-    assert.equal((await call(`${base}api/decide`, { method: "POST", headers: { "Content-Type": "application/json", Cookie: cookie }, body: decision })).status, 403, "the cookie alone cannot decide");
+    assert.equal(
+      (
+        await call(`${base}api/decide`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Cookie: cookie },
+          body: decision,
+        })
+      ).status,
+      403,
+      "the cookie alone cannot decide",
+    );
     // The login names its operator: the console says who decides, and decisions carry that name.
     const ac = new AbortController();
     const hello = await fetch(`${base}api/fleet`, { headers: { Cookie: cookie }, signal: ac.signal });
@@ -190,12 +283,22 @@ test("off loopback: no start without a token; a token is asked for once in a POS
 
 test("a token on loopback: the console asks for the login there too, and a decision without it is refused", async () => {
   const r = await rig({ responses: [] });
-  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, operatorKey, operatorTokens: { dana: "loopback-token-5e0d7a91c3" } });
+  const dash = await startDashboard({
+    redis: r.redis,
+    prefix: r.space.logPrefix,
+    queuePrefix: r.space.queuePrefix,
+    operatorKey,
+    operatorTokens: { dana: "loopback-token-5e0d7a91c3" },
+  });
   try {
     const first = await call(dash.url);
     assert.equal(first.status, 303);
     assert.equal(first.headers.location, "/login");
-    const refused = await call(`${dash.url}api/decide`, { method: "POST", headers: { "Content-Type": "application/json", Origin: dash.url.slice(0, -1), "Sec-Fetch-Site": "same-origin" }, body: decision });
+    const refused = await call(`${dash.url}api/decide`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Origin: dash.url.slice(0, -1), "Sec-Fetch-Site": "same-origin" },
+      body: decision,
+    });
     assert.equal(refused.status, 401, "log in first");
   } finally {
     await dash.close();

@@ -20,29 +20,89 @@ const line = (message: unknown, type = "assistant", parent: string | null = null
 /** A turn planted straight into the log, as an import of an older log could hold it: nothing scrubbed. */
 async function plantRawTurn(r: Awaited<ReturnType<typeof rig>>, session: string): Promise<void> {
   const turn = "t_planted";
-  await r.producer.log.appendUnfenced(session, [{ turn, attempt: 0, kind: "turn.queued", data: { prompt: `use ${ENV_CANARY}`, cwd: r.ws } }]);
+  await r.producer.log.appendUnfenced(session, [
+    { turn, attempt: 0, kind: "turn.queued", data: { prompt: `use ${ENV_CANARY}`, cwd: r.ws } },
+  ]);
   // Attempt 1 is abandoned (its worker lost the lease) after one line; attempt 2 does the work.
   const first = await r.producer.log.beginAttempt(session, turn);
   await r.producer.log.append(session, first.epoch, [
     { turn, attempt: first.attempt, kind: "attempt.started", data: { worker: "planted", attempt: first.attempt } },
-    { turn, attempt: first.attempt, kind: "cli.line", data: { raw: line({ id: "m0", role: "assistant", model: "m", content: [{ type: "text", text: "starting over" }] }) } },
-    { turn, attempt: first.attempt, kind: "attempt.abandoned", data: { reason: "lease_lost", attempt: first.attempt, retry: true } },
+    {
+      turn,
+      attempt: first.attempt,
+      kind: "cli.line",
+      data: {
+        raw: line({ id: "m0", role: "assistant", model: "m", content: [{ type: "text", text: "starting over" }] }),
+      },
+    },
+    {
+      turn,
+      attempt: first.attempt,
+      kind: "attempt.abandoned",
+      data: { reason: "lease_lost", attempt: first.attempt, retry: true },
+    },
   ]);
   const { epoch, attempt } = await r.producer.log.beginAttempt(session, turn);
   const long = `${"x".repeat(3000)}\nthe key is ${GH_CANARY}\n`;
   const lines = [
     line({ id: "m1", role: "assistant", model: "m", content: [{ type: "text", text: `I found ${GH_CANARY}` }] }),
-    line({ id: "m2", role: "assistant", model: "m", content: [{ type: "tool_use", id: "toolu_p1", name: "Bash", input: { command: `curl -H 'X: ${ENV_CANARY}' https://example.com` } }] }),
+    line({
+      id: "m2",
+      role: "assistant",
+      model: "m",
+      content: [
+        {
+          type: "tool_use",
+          id: "toolu_p1",
+          name: "Bash",
+          input: { command: `curl -H 'X: ${ENV_CANARY}' https://example.com` },
+        },
+      ],
+    }),
     line({ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_p1", content: long }] }, "user"),
     // A subagent: its work carries the id of the Task call that started it.
-    line({ id: "m3", role: "assistant", model: "m", content: [{ type: "tool_use", id: "toolu_task", name: "Task", input: { description: "look around", prompt: "list the files" } }] }),
-    line({ id: "m4", role: "assistant", model: "m", content: [{ type: "text", text: "subagent: three files here" }] }, "assistant", "toolu_task"),
-    line({ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_task", content: "three files" }] }, "user"),
+    line({
+      id: "m3",
+      role: "assistant",
+      model: "m",
+      content: [
+        {
+          type: "tool_use",
+          id: "toolu_task",
+          name: "Task",
+          input: { description: "look around", prompt: "list the files" },
+        },
+      ],
+    }),
+    line(
+      { id: "m4", role: "assistant", model: "m", content: [{ type: "text", text: "subagent: three files here" }] },
+      "assistant",
+      "toolu_task",
+    ),
+    line(
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_task", content: "three files" }] },
+      "user",
+    ),
   ];
   await r.producer.log.append(session, epoch, [
-    { turn, attempt, kind: "attempt.started", data: { worker: "planted", attempt, trace: { traceId: TRACE_ID, spanId: "00f067aa0ba902b7" } } },
+    {
+      turn,
+      attempt,
+      kind: "attempt.started",
+      data: { worker: "planted", attempt, trace: { traceId: TRACE_ID, spanId: "00f067aa0ba902b7" } },
+    },
     ...lines.map((raw) => ({ turn, attempt, kind: "cli.line", data: { raw } })),
-    { turn, attempt, kind: "turn.failed", data: { attempt, errorKind: "process_error", error: { name: "Error", message: `boom ${GH_CANARY} ${ENV_CANARY}` }, retryable: false } },
+    {
+      turn,
+      attempt,
+      kind: "turn.failed",
+      data: {
+        attempt,
+        errorKind: "process_error",
+        error: { name: "Error", message: `boom ${GH_CANARY} ${ENV_CANARY}` },
+        retryable: false,
+      },
+    },
   ]);
 }
 
@@ -66,25 +126,48 @@ async function firstEvents(url: string, n: number): Promise<string> {
 test("a finished session: transcript, steps back in time and back to live; a canary secret appears nowhere", async () => {
   const r = await rig({
     responses: [
-      { content: [{ type: "tool_use", name: "Bash", input: { command: `echo ${GH_CANARY}`, description: "print it" } }] },
+      {
+        content: [{ type: "tool_use", name: "Bash", input: { command: `echo ${GH_CANARY}`, description: "print it" } }],
+      },
       { content: [{ type: "text", text: "printed the value" }] },
     ],
   });
   r.worker();
   process.env["DASHBOARD_CANARY_TOKEN"] = ENV_CANARY;
-  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, traceUrl: "https://traces.example/t/{traceId}?x=1" });
+  const dash = await startDashboard({
+    redis: r.redis,
+    prefix: r.space.logPrefix,
+    queuePrefix: r.space.queuePrefix,
+    traceUrl: "https://traces.example/t/{traceId}?x=1",
+  });
   const browser = await launchBrowser();
   const errors: string[] = [];
   try {
-    const t = await r.producer.enqueueTurn({ prompt: "print the value", cwd: r.ws, options: { allowedTools: ["Bash"] } });
+    const t = await r.producer.enqueueTurn({
+      prompt: "print the value",
+      cwd: r.ws,
+      options: { allowedTools: ["Bash"] },
+    });
     assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
     await plantRawTurn(r, t.session);
     const events = await r.events(t.session);
     const last = events.at(-1)!.seq;
     const finished = seqOf(events, (e) => e.kind === "turn.finished");
-    const callSeq = seqOf(events, (e) => e.kind === "cli.line" && /"tool_use"/.test(String((e.data as { raw?: string }).raw)));
-    const resultSeq = seqOf(events, (e) => e.kind === "cli.line" && /"tool_result"/.test(String((e.data as { raw?: string }).raw)));
-    const plantedResult = seqOf(events, (e) => e.turn === "t_planted" && e.kind === "cli.line" && /"tool_result"/.test(String((e.data as { raw?: string }).raw)));
+    const callSeq = seqOf(
+      events,
+      (e) => e.kind === "cli.line" && /"tool_use"/.test(String((e.data as { raw?: string }).raw)),
+    );
+    const resultSeq = seqOf(
+      events,
+      (e) => e.kind === "cli.line" && /"tool_result"/.test(String((e.data as { raw?: string }).raw)),
+    );
+    const plantedResult = seqOf(
+      events,
+      (e) =>
+        e.turn === "t_planted" &&
+        e.kind === "cli.line" &&
+        /"tool_result"/.test(String((e.data as { raw?: string }).raw)),
+    );
 
     const page = await openPage(browser, errors);
     await page.goto(`${dash.url}#/session/${t.session}`);
@@ -96,17 +179,31 @@ test("a finished session: transcript, steps back in time and back to live; a can
     assert.match(String(await real.textContent()), /printed the value/);
     assert.match(await planted.locator(".turn-head").innerText(), /process_error: boom \[REDACTED/);
     assert.match(String(await planted.locator("details.folded summary").textContent()), /result · 3\.\d KB \(folded\)/);
-    assert.equal(await planted.locator("a.trace").getAttribute("href"), `https://traces.example/t/${TRACE_ID}?x=1`, "the turn links to its trace");
-    assert.match(await planted.locator("details.abandoned > summary").innerText(), /abandoned attempt 1: lease_lost \(1 item\)/);
+    assert.equal(
+      await planted.locator("a.trace").getAttribute("href"),
+      `https://traces.example/t/${TRACE_ID}?x=1`,
+      "the turn links to its trace",
+    );
+    assert.match(
+      await planted.locator("details.abandoned > summary").innerText(),
+      /abandoned attempt 1: lease_lost \(1 item\)/,
+    );
     assert.match(await planted.locator(".turn-head").innerText(), /2 attempts/);
     const task = planted.locator('.tool[data-tool="Task"]');
-    assert.match(String(await task.locator(".subagent").textContent()), /subagent · 1 item[\s\S]*subagent: three files here/, "subagent work nested under its call");
+    assert.match(
+      String(await task.locator(".subagent").textContent()),
+      /subagent · 1 item[\s\S]*subagent: three files here/,
+      "subagent work nested under its call",
+    );
     assert.match(String(await task.locator(":scope > .result").textContent()), /three files/);
     await screenshot(page, "session-live");
 
     // Back, one event per key press, to just before the real turn finished.
     for (let i = 0; i < last - finished + 1; i++) await page.keyboard.press("ArrowLeft");
-    await page.locator("#where").getByText(`event ${finished - 1} of ${last}`).waitFor();
+    await page
+      .locator("#where")
+      .getByText(`event ${finished - 1} of ${last}`)
+      .waitFor();
     await real.locator(".turn-head .badge", { hasText: "running" }).waitFor();
     assert.equal(await planted.count(), 0, "the later turn is not there yet");
     await page.keyboard.press("Home");

@@ -4,7 +4,15 @@
 import { connectRedis, createEventLog } from "../../src/log/index.ts";
 import { prepareSupervisedRun, startDecisionHub } from "../../src/decisions/index.ts";
 
-const [prefix, session, turn, attempt, epoch, dir, publicKey] = process.argv.slice(2) as [string, string, string, string, string, string, string];
+const [prefix, session, turn, attempt, epoch, dir, publicKey] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+];
 const redis = connectRedis();
 const log = createEventLog({ redis, prefix });
 const hub = await startDecisionHub({ log, redis, prefix, heartbeatMs: 100, operatorKeys: [publicKey] });

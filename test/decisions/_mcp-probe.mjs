@@ -4,7 +4,11 @@ import { writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-const TOOL = { name: "touch", description: "Creates a file", inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } };
+const TOOL = {
+  name: "touch",
+  description: "Creates a file",
+  inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+};
 
 createInterface({ input: process.stdin }).on("line", (line) => {
   let m;
@@ -15,7 +19,15 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   }
   if (m.id === undefined) return;
   if (m.method === "initialize") {
-    return send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params?.protocolVersion ?? "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "probe", version: "1.0.0" } } });
+    return send({
+      jsonrpc: "2.0",
+      id: m.id,
+      result: {
+        protocolVersion: m.params?.protocolVersion ?? "2025-06-18",
+        capabilities: { tools: {} },
+        serverInfo: { name: "probe", version: "1.0.0" },
+      },
+    });
   }
   if (m.method === "tools/list") return send({ jsonrpc: "2.0", id: m.id, result: { tools: [TOOL] } });
   if (m.method === "tools/call") {

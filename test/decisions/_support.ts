@@ -88,7 +88,13 @@ export async function withCtx(fn: (ctx: Ctx) => Promise<void>): Promise<void> {
 }
 
 export async function withHub(ctx: Ctx, options: Partial<DecisionHubOptions> = {}): Promise<DecisionHub> {
-  ctx.hub = await startDecisionHub({ log: ctx.log, redis: ctx.redis, prefix: ctx.prefix, operatorKeys: [OPERATOR.publicKey], ...options });
+  ctx.hub = await startDecisionHub({
+    log: ctx.log,
+    redis: ctx.redis,
+    prefix: ctx.prefix,
+    operatorKeys: [OPERATOR.publicKey],
+    ...options,
+  });
   return ctx.hub;
 }
 
@@ -101,14 +107,33 @@ export function decideAs(ctx: Ctx, input: Omit<DecideInput, "session"> & { sessi
 }
 
 /** Stores a rule signed by the test operator. */
-export async function putRule(ctx: Ctx, pattern: string, effect: "allow" | "deny" = "allow", by = "carol"): Promise<TrustRule> {
-  const rule = signRule(operatorKey, { id: ruleId(effect, pattern), pattern, effect, by, at: new Date().toISOString() });
+export async function putRule(
+  ctx: Ctx,
+  pattern: string,
+  effect: "allow" | "deny" = "allow",
+  by = "carol",
+): Promise<TrustRule> {
+  const rule = signRule(operatorKey, {
+    id: ruleId(effect, pattern),
+    pattern,
+    effect,
+    by,
+    at: new Date().toISOString(),
+  });
   await new RuleStore(ctx.redis, ctx.prefix).put(rule);
   return rule;
 }
 
 export function prepare(ctx: Ctx, hub: DecisionHub, extra: Partial<SupervisedRunOptions> = {}): SupervisedRun {
-  return prepareSupervisedRun(hub, { session: ctx.session, turn: ctx.turn, attempt: ctx.attempt, epoch: ctx.epoch, cwd: ctx.dir, tmpDir: ctx.dir, ...extra });
+  return prepareSupervisedRun(hub, {
+    session: ctx.session,
+    turn: ctx.turn,
+    attempt: ctx.attempt,
+    epoch: ctx.epoch,
+    cwd: ctx.dir,
+    tmpDir: ctx.dir,
+    ...extra,
+  });
 }
 
 export interface TurnResult {
@@ -118,7 +143,9 @@ export interface TurnResult {
   denials: Array<{ tool_name: string; tool_use_id: string; tool_input: Record<string, unknown> }>;
 }
 
-export const bash = (command: string): ScriptResponse => ({ content: [{ type: "tool_use", name: "Bash", input: { command, description: "test step" } }] });
+export const bash = (command: string): ScriptResponse => ({
+  content: [{ type: "tool_use", name: "Bash", input: { command, description: "test step" } }],
+});
 
 /** One real CLI turn under supervision: the scripted tool calls, then "finished". */
 export interface TurnExtras {
@@ -137,8 +164,16 @@ export function mcpProbeConfig(dir: string): string {
   return file;
 }
 
-export async function supervisedTurn(ctx: Ctx, run: SupervisedRun, steps: ScriptResponse[], extraArgs: string[] = [], extras: TurnExtras = {}): Promise<TurnResult> {
-  const server = await startModelServer({ script: { responses: [...steps, { content: [{ type: "text", text: "finished" }] }] } });
+export async function supervisedTurn(
+  ctx: Ctx,
+  run: SupervisedRun,
+  steps: ScriptResponse[],
+  extraArgs: string[] = [],
+  extras: TurnExtras = {},
+): Promise<TurnResult> {
+  const server = await startModelServer({
+    script: { responses: [...steps, { content: [{ type: "text", text: "finished" }] }] },
+  });
   const h = hermeticEnv({ baseUrl: server.url });
   try {
     const handle = runTurn({
@@ -151,7 +186,8 @@ export async function supervisedTurn(ctx: Ctx, run: SupervisedRun, steps: Script
       timeoutMs: 120_000,
     });
     const lines: Array<Record<string, any>> = [];
-    for await (const l of handle.lines) if (l.category === "known" || l.category === "unknown") lines.push(l.line as Record<string, any>);
+    for await (const l of handle.lines)
+      if (l.category === "known" || l.category === "unknown") lines.push(l.line as Record<string, any>);
     await handle.outcome.catch(() => {});
     const toolResults: TurnResult["toolResults"] = [];
     for (const line of lines) {
@@ -181,7 +217,8 @@ export async function nextEvent(ctx: Ctx, kind: string, fromSeq = 1, timeoutMs =
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), timeoutMs);
   try {
-    for await (const ev of ctx.log.tail(ctx.session, { fromSeq, signal: stop.signal, blockMs: 500 })) if (ev.kind === kind) return ev;
+    for await (const ev of ctx.log.tail(ctx.session, { fromSeq, signal: stop.signal, blockMs: 500 }))
+      if (ev.kind === kind) return ev;
   } finally {
     clearTimeout(timer);
     stop.abort();
@@ -221,10 +258,17 @@ const BIN = join(import.meta.dirname, "../../src/bin/turnstream.ts");
  * Runs the `turnstream` command line with `env` over this process's environment, less its TURNSTREAM_*
  * and REDIS_CLUSTER_NODES, so each test's command sees only the settings the test gives it.
  */
-export function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function cli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const clean: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("TURNSTREAM_") && k !== "REDIS_CLUSTER_NODES") clean[k] = v;
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && !k.startsWith("TURNSTREAM_") && k !== "REDIS_CLUSTER_NODES") clean[k] = v;
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...clean, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));

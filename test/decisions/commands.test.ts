@@ -16,7 +16,14 @@ test("pending --json lists the waiting call; decide --always --reason records wh
     let out = "";
     fwd.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
     const fwdClosed = new Promise((r) => fwd.on("close", r));
-    fwd.stdin.end(JSON.stringify({ hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "npm test" }, tool_use_id: "toolu_c1" }));
+    fwd.stdin.end(
+      JSON.stringify({
+        hook_event_name: "PreToolUse",
+        tool_name: "Bash",
+        tool_input: { command: "npm test" },
+        tool_use_id: "toolu_c1",
+      }),
+    );
     const req = await nextEvent(ctx, "decision.requested");
     const requestId = (req.data as { requestId: string }).requestId;
     const keyFile = join(ctx.dir, "keys", "operator.key");
@@ -24,7 +31,9 @@ test("pending --json lists the waiting call; decide --always --reason records wh
     const env = { TURNSTREAM_PREFIX: ctx.prefix, TURNSTREAM_USER: "erin", TURNSTREAM_OPERATOR_KEY: keyFile };
     const listed = await waitFor(async () => {
       const r = await cli(["pending", "--json"], env);
-      const mine = (JSON.parse(r.stdout) as Array<{ requestId: string; status: string; input: string }>).find((p) => p.requestId === requestId);
+      const mine = (JSON.parse(r.stdout) as Array<{ requestId: string; status: string; input: string }>).find(
+        (p) => p.requestId === requestId,
+      );
       return mine;
     });
     assert.equal(listed.status, "pending");
@@ -64,7 +73,10 @@ test("operator-key new writes a 0600 key and prints its public key; public print
     assert.match(again.stderr, /already exists/);
     const pub = await cli(["operator-key", "public", file], {});
     assert.equal(pub.stdout, made.stdout.replace(" alice", ""));
-    const keyless = await cli(["decide", ctx.session, "dr-x", "allow"], { TURNSTREAM_PREFIX: ctx.prefix, TURNSTREAM_OPERATOR_KEY: "" });
+    const keyless = await cli(["decide", ctx.session, "dr-x", "allow"], {
+      TURNSTREAM_PREFIX: ctx.prefix,
+      TURNSTREAM_OPERATOR_KEY: "",
+    });
     assert.equal(keyless.code, 2);
     assert.match(keyless.stderr, /set TURNSTREAM_OPERATOR_KEY to your private key file.*operator-key new/);
   } finally {

@@ -9,7 +9,13 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { decide, DEFAULT_DECISION_TIMEOUT_MS, FORWARDER_PATH, listPending, type PendingRequest } from "../../src/decisions/index.ts";
+import {
+  decide,
+  DEFAULT_DECISION_TIMEOUT_MS,
+  FORWARDER_PATH,
+  listPending,
+  type PendingRequest,
+} from "../../src/decisions/index.ts";
 import type { Envelope } from "../../src/log/index.ts";
 import { nextEvent, OPERATOR, operatorKey, prepare, waitFor, withHub, withCtx } from "./_support.ts";
 import { rig } from "../worker/_more.ts";
@@ -28,13 +34,19 @@ function assertDefaultDeadline(ev: Envelope): void {
   // expiresAt is `now + timeoutMs`, taken just before the event was stamped: at most 300 s after
   // `at`, and only by the few ms between the two.
   const d = deadlineAfterRecord(ev);
-  assert.ok(d <= DEFAULT_MS && d > DEFAULT_MS - 5000, `expiresAt is ${d} ms after the request's at (want ~${DEFAULT_MS})`);
+  assert.ok(
+    d <= DEFAULT_MS && d > DEFAULT_MS - 5000,
+    `expiresAt is ${d} ms after the request's at (want ~${DEFAULT_MS})`,
+  );
 }
 
 function assertDefaultPending(p: PendingRequest): void {
-  assert.equal(Date.parse(p.expiresAt) - Date.parse(p.requestedAt), DEFAULT_MS, "the pending index expires the request 300 s after it");
+  assert.equal(
+    Date.parse(p.expiresAt) - Date.parse(p.requestedAt),
+    DEFAULT_MS,
+    "the pending index expires the request 300 s after it",
+  );
 }
-
 
 test("a hub started without timeoutMs (or with it undefined) waits 300 s: exported default, hub, forwarder and hook timeouts", async () => {
   assert.equal(DEFAULT_DECISION_TIMEOUT_MS, DEFAULT_MS);
@@ -42,7 +54,11 @@ test("a hub started without timeoutMs (or with it undefined) waits 300 s: export
     const hub = await withHub(ctx);
     assert.equal(hub.timeoutMs, DEFAULT_MS);
     const run = prepare(ctx, hub);
-    assert.equal(JSON.parse(readFileSync(run.runFile, "utf8")).timeoutMs, DEFAULT_MS + 5000, "the forwarder gives up 5 s after the hub");
+    assert.equal(
+      JSON.parse(readFileSync(run.runFile, "utf8")).timeoutMs,
+      DEFAULT_MS + 5000,
+      "the forwarder gives up 5 s after the hub",
+    );
     assert.equal(run.hookTimeoutSec, 335, "the CLI's hook timeout is 30 s more");
     assert.equal(JSON.parse(readFileSync(run.settingsFile, "utf8")).hooks.PreToolUse[0].hooks[0].timeout, 335);
     run.close();
@@ -62,10 +78,19 @@ test("a request through the forwarder to a hub without timeoutMs: decision.reque
     child.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
     const closed = new Promise<void>((r) => child.on("close", () => r()));
     child.stdin.end(
-      JSON.stringify({ session_id: "cli-1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "ls" }, tool_use_id: "toolu_default", cwd: ctx.dir }),
+      JSON.stringify({
+        session_id: "cli-1",
+        hook_event_name: "PreToolUse",
+        tool_name: "Bash",
+        tool_input: { command: "ls" },
+        tool_use_id: "toolu_default",
+        cwd: ctx.dir,
+      }),
     );
     const ev = await nextEvent(ctx, "decision.requested", 1, 20_000);
-    const pending = await waitFor(async () => (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.session === ctx.session));
+    const pending = await waitFor(async () =>
+      (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.session === ctx.session),
+    );
     await waitFor(async () => (hub.waiting() === 1 ? true : undefined), 5000);
     // Closing the hub denies what still waits: the forwarder gets its answer now, not in 300 s.
     await hub.close();
@@ -80,7 +105,11 @@ test("a request through the forwarder to a hub without timeoutMs: decision.reque
 test("a supervised turn through the worker (no timeout configured anywhere): the real CLI's request expires 300 s after it", async () => {
   const r = await rig((ws: string) => ({
     responses: [
-      { content: [{ type: "tool_use", name: "Bash", input: { command: `touch ${join(ws, "x.txt")}`, description: "touch" } }] },
+      {
+        content: [
+          { type: "tool_use", name: "Bash", input: { command: `touch ${join(ws, "x.txt")}`, description: "touch" } },
+        ],
+      },
       { content: [{ type: "text", text: "refused" }] },
     ],
   }));
@@ -88,12 +117,24 @@ test("a supervised turn through the worker (no timeout configured anywhere): the
   try {
     const t = await r.producer.enqueueTurn({ prompt: "touch it", cwd: r.ws, options: { supervised: true } });
     const pending = await waitFor(
-      async () => (await listPending({ redis: r.redis, prefix: r.space.logPrefix })).find((p) => p.session === t.session && p.status === "pending"),
+      async () =>
+        (await listPending({ redis: r.redis, prefix: r.space.logPrefix })).find(
+          (p) => p.session === t.session && p.status === "pending",
+        ),
       60_000,
     );
     const requested = (await r.events(t.session)).find((e) => e.kind === "decision.requested");
     // Decided before the checks, so a failing check does not leave the turn waiting on its request.
-    await decide({ log: r.producer.log, redis: r.redis, operatorKey }, { session: t.session, requestId: pending.requestId, decision: "deny", by: "test", reason: "checked the deadline" });
+    await decide(
+      { log: r.producer.log, redis: r.redis, operatorKey },
+      {
+        session: t.session,
+        requestId: pending.requestId,
+        decision: "deny",
+        by: "test",
+        reason: "checked the deadline",
+      },
+    );
     assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
     assertDefaultPending(pending);
     assert.ok(requested !== undefined);

@@ -7,7 +7,14 @@ import { FORWARDER_PATH } from "../../src/decisions/index.ts";
 import { eventsOf, prepare, putRule, withCtx, withHub } from "./_support.ts";
 
 const hookInput = (command: string, id: string) =>
-  JSON.stringify({ session_id: "cli-1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command }, tool_use_id: id, cwd: "/tmp" });
+  JSON.stringify({
+    session_id: "cli-1",
+    hook_event_name: "PreToolUse",
+    tool_name: "Bash",
+    tool_input: { command },
+    tool_use_id: id,
+    cwd: "/tmp",
+  });
 
 async function forward(runFile: string, stdin: string): Promise<[string, string]> {
   const child = spawn(process.execPath, [FORWARDER_PATH, runFile], { stdio: ["pipe", "pipe", "pipe"] });
@@ -15,7 +22,9 @@ async function forward(runFile: string, stdin: string): Promise<[string, string]
   let stdout = "";
   child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
   await new Promise((r) => child.on("close", r));
-  const out = JSON.parse(stdout) as { hookSpecificOutput?: { permissionDecision?: string; permissionDecisionReason?: string } };
+  const out = JSON.parse(stdout) as {
+    hookSpecificOutput?: { permissionDecision?: string; permissionDecisionReason?: string };
+  };
   return [String(out.hookSpecificOutput?.permissionDecision), String(out.hookSpecificOutput?.permissionDecisionReason)];
 }
 
@@ -25,9 +34,14 @@ test("a hook call on a log that lost the hub's records is denied (rolled_back); 
     await putRule(ctx, "Bash(ls*)", "allow");
     const run = prepare(ctx, hub);
     const k = ctx.log.keys(ctx.session);
-    const saved = await Promise.all([k.events, k.meta].map(async (key) => [key, await ctx.redis.dumpBuffer(key)] as const));
+    const saved = await Promise.all(
+      [k.events, k.meta].map(async (key) => [key, await ctx.redis.dumpBuffer(key)] as const),
+    );
     assert.equal((await forward(run.runFile, hookInput("ls -l", "toolu_a")))[0], "allow");
-    assert.deepEqual((await eventsOf(ctx)).map((e) => e.kind), ["decision.requested", "decision.made"]);
+    assert.deepEqual(
+      (await eventsOf(ctx)).map((e) => e.kind),
+      ["decision.requested", "decision.made"],
+    );
     // The failover: the replica had neither record.
     for (const [key, dump] of saved) {
       if (dump === null) await ctx.redis.del(key);

@@ -7,11 +7,36 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { decide, DecisionError, FORWARDER_PATH, listPending, reduceDecisions, foldDecisions, initialDecisionState } from "../../src/decisions/index.ts";
-import { decideAs, eventsOf, nextEvent, OPERATOR, operatorKey, prepare, waitFor, withHub, withCtx } from "./_support.ts";
+import {
+  decide,
+  DecisionError,
+  FORWARDER_PATH,
+  listPending,
+  reduceDecisions,
+  foldDecisions,
+  initialDecisionState,
+} from "../../src/decisions/index.ts";
+import {
+  decideAs,
+  eventsOf,
+  nextEvent,
+  OPERATOR,
+  operatorKey,
+  prepare,
+  waitFor,
+  withHub,
+  withCtx,
+} from "./_support.ts";
 
 const hookInput = (command: string, id = "toolu_test1") =>
-  JSON.stringify({ session_id: "cli-1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command }, tool_use_id: id, cwd: "/tmp" });
+  JSON.stringify({
+    session_id: "cli-1",
+    hook_event_name: "PreToolUse",
+    tool_name: "Bash",
+    tool_input: { command },
+    tool_use_id: id,
+    cwd: "/tmp",
+  });
 
 async function forward(runFile: string, stdin: string): Promise<{ code: number | null; out: any; stdout: string }> {
   const child = spawn(process.execPath, [FORWARDER_PATH, runFile], { stdio: ["pipe", "pipe", "pipe"] });
@@ -28,10 +53,14 @@ async function forward(runFile: string, stdin: string): Promise<{ code: number |
   return { code, out, stdout };
 }
 
-const decisionOf = (r: { out: any }): [string, string] => [r.out?.hookSpecificOutput?.permissionDecision, r.out?.hookSpecificOutput?.permissionDecisionReason];
+const decisionOf = (r: { out: any }): [string, string] => [
+  r.out?.hookSpecificOutput?.permissionDecision,
+  r.out?.hookSpecificOutput?.permissionDecisionReason,
+];
 
-
-async function stub(handler: (req: IncomingMessage, res: ServerResponse, body: string) => void): Promise<{ url: string; server: Server }> {
+async function stub(
+  handler: (req: IncomingMessage, res: ServerResponse, body: string) => void,
+): Promise<{ url: string; server: Server }> {
   const server = createServer((req, res) => {
     let body = "";
     req.setEncoding("utf8").on("data", (c: string) => (body += c));
@@ -59,14 +88,25 @@ test("run file and settings: 0600, token only in the run file, anchored matcher,
       ["Bash", "Write", "Read", "Monitor", "TodoWrite", "mcp__x__Write", "Writer", "Glob"].map((t) => re.test(t)),
       [true, true, true, true, false, true, false, false],
     );
-    assert.match(hook.hooks[0].command, /^\/usr\/bin\/env -i PATH=\/usr\/bin:\/bin '/, "the forwarder starts with a fixed environment");
+    assert.match(
+      hook.hooks[0].command,
+      /^\/usr\/bin\/env -i PATH=\/usr\/bin:\/bin '/,
+      "the forwarder starts with a fixed environment",
+    );
     assert.match(hook.hooks[0].command, /\|\| \{ echo .* >&2; exit 2; \}$/);
     assert.ok(hook.hooks[0].timeout * 1000 > runInfo.timeoutMs, "the forwarder gives up before the CLI's hook timeout");
-    assert.deepEqual(run.turnOptions, { settingsFile: run.settingsFile, permissionMode: "default", skipPermissions: false });
+    assert.deepEqual(run.turnOptions, {
+      settingsFile: run.settingsFile,
+      permissionMode: "default",
+      skipPermissions: false,
+    });
     run.close();
     // Revoked: the same run file (re-created) no longer works.
     writeFileSync(join(ctx.dir, "old.json"), JSON.stringify(runInfo));
-    assert.deepEqual(decisionOf(await forward(join(ctx.dir, "old.json"), hookInput("ls"))), ["deny", "turnstream supervised mode: denied because the decision hub answered HTTP 401"]);
+    assert.deepEqual(decisionOf(await forward(join(ctx.dir, "old.json"), hookInput("ls"))), [
+      "deny",
+      "turnstream supervised mode: denied because the decision hub answered HTTP 401",
+    ]);
   });
 });
 
@@ -110,11 +150,34 @@ test("forwarder: every failure prints deny and exits 0", async () => {
       ["500", (_q, s) => s.writeHead(500).end(JSON.stringify({ decision: "allow", reason: "x" })), /HTTP 500/],
       ["empty body", (_q, s) => s.writeHead(200).end(), /not JSON/],
       ["not JSON", (_q, s) => s.writeHead(200).end("allow"), /not JSON/],
-      ["no decision", (q, s) => s.writeHead(200).end(JSON.stringify({ reason: "x", nonce: q.headers["x-turnstream-nonce"] })), /had no decision/],
-      ["odd decision", (q, s) => s.writeHead(200).end(JSON.stringify({ decision: "ask", reason: "x", nonce: q.headers["x-turnstream-nonce"] })), /had no decision/],
-      ["wrong nonce", (_q, s) => s.writeHead(200).end(JSON.stringify({ decision: "allow", reason: "x", nonce: "abc" })), /malformed/],
+      [
+        "no decision",
+        (q, s) => s.writeHead(200).end(JSON.stringify({ reason: "x", nonce: q.headers["x-turnstream-nonce"] })),
+        /had no decision/,
+      ],
+      [
+        "odd decision",
+        (q, s) =>
+          s
+            .writeHead(200)
+            .end(JSON.stringify({ decision: "ask", reason: "x", nonce: q.headers["x-turnstream-nonce"] })),
+        /had no decision/,
+      ],
+      [
+        "wrong nonce",
+        (_q, s) => s.writeHead(200).end(JSON.stringify({ decision: "allow", reason: "x", nonce: "abc" })),
+        /malformed/,
+      ],
       ["huge", (_q, s) => s.writeHead(200).end("x".repeat(200_000)), /too large/],
-      ["cut off", (_q, s) => { s.writeHead(200, { "content-length": "100" }); s.write("{"); s.destroy(); }, /broke off|not JSON|not HTTP|could not be reached/],
+      [
+        "cut off",
+        (_q, s) => {
+          s.writeHead(200, { "content-length": "100" });
+          s.write("{");
+          s.destroy();
+        },
+        /broke off|not JSON|not HTTP|could not be reached/,
+      ],
     ];
     for (const [name, handler, expected] of cases) {
       const s = await stub(handler);
@@ -136,7 +199,10 @@ test("forwarder: every failure prints deny and exits 0", async () => {
     hang.server.closeAllConnections();
     hang.server.close();
     // No run file, a garbage run file.
-    assert.match(decisionOf(await forward(join(ctx.dir, "missing.json"), hookInput("ls")))[1], /settings could not be read/);
+    assert.match(
+      decisionOf(await forward(join(ctx.dir, "missing.json"), hookInput("ls")))[1],
+      /settings could not be read/,
+    );
     writeFileSync(f, "{");
     assert.match(decisionOf(await forward(f, hookInput("ls")))[1], /settings could not be read/);
     // The real hub refuses hook input that is not a PreToolUse call.
@@ -151,7 +217,10 @@ test("hub: a fenced (superseded) attempt gets deny; a closing hub denies and rec
     const hub = await withHub(ctx);
     const stale = prepare(ctx, hub);
     await ctx.log.beginAttempt(ctx.session, ctx.turn);
-    assert.match(decisionOf(await forward(stale.runFile, hookInput("ls")))[1], /can no longer record requests \(fenced\)/);
+    assert.match(
+      decisionOf(await forward(stale.runFile, hookInput("ls")))[1],
+      /can no longer record requests \(fenced\)/,
+    );
     stale.close();
     const { epoch, attempt } = await ctx.log.beginAttempt(ctx.session, ctx.turn);
     const run = prepare(ctx, hub, { epoch, attempt });
@@ -164,7 +233,10 @@ test("hub: a fenced (superseded) attempt gets deny; a closing hub denies and rec
     assert.match(why, /decision hub shut down/);
     const made = await eventsOf(ctx, "decision.made");
     assert.equal((made[0]!.data as { source: string }).source, "hub");
-    assert.deepEqual((await listPending({ redis: ctx.redis, prefix: ctx.prefix })).filter((p) => p.session === ctx.session), []);
+    assert.deepEqual(
+      (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).filter((p) => p.session === ctx.session),
+      [],
+    );
     run.close();
   });
 });
@@ -173,7 +245,10 @@ test("decide: unknown request, second operator loses, already decided", async ()
   await withCtx(async (ctx) => {
     const hub = await withHub(ctx);
     const run = prepare(ctx, hub);
-    await assert.rejects(decideAs(ctx, { requestId: "dr-nope", decision: "allow", by: "x" }), (e: unknown) => e instanceof DecisionError && e.problem === "not_found");
+    await assert.rejects(
+      decideAs(ctx, { requestId: "dr-nope", decision: "allow", by: "x" }),
+      (e: unknown) => e instanceof DecisionError && e.problem === "not_found",
+    );
     const waiting = forward(run.runFile, hookInput("git push"));
     const req = await nextEvent(ctx, "decision.requested");
     const requestId = (req.data as { requestId: string }).requestId;
@@ -188,7 +263,10 @@ test("decide: unknown request, second operator loses, already decided", async ()
     const w = (winners[0] as { decision: { decision: string; by: string } }).decision;
     assert.equal(d, w.decision);
     assert.match(why, new RegExp(`by ${w.by}`));
-    await assert.rejects(decideAs(ctx, { requestId, decision: "allow", by: "cy" }), (e: unknown) => e instanceof DecisionError && e.problem === "already_decided");
+    await assert.rejects(
+      decideAs(ctx, { requestId, decision: "allow", by: "cy" }),
+      (e: unknown) => e instanceof DecisionError && e.problem === "already_decided",
+    );
     run.close();
   });
 });
@@ -196,16 +274,33 @@ test("decide: unknown request, second operator loses, already decided", async ()
 test("a worker killed while a decision is pending: listed as abandoned, decide refuses, the retried attempt asks again", async () => {
   await withCtx(async (ctx) => {
     // The "worker": a separate process holding a hub with a fast heartbeat.
-    const child = spawn(process.execPath, [join(import.meta.dirname, "_hub-child.ts"), ctx.prefix, ctx.session, ctx.turn, String(ctx.attempt), String(ctx.epoch), ctx.dir, OPERATOR.publicKey], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        join(import.meta.dirname, "_hub-child.ts"),
+        ctx.prefix,
+        ctx.session,
+        ctx.turn,
+        String(ctx.attempt),
+        String(ctx.epoch),
+        ctx.dir,
+        OPERATOR.publicKey,
+      ],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     let out = "";
     child.stdout.setEncoding("utf8");
-    const runFile = await new Promise<string>((resolve) => child.stdout.on("data", (c: string) => ((out += c), out.includes("\n") && resolve(out.trim()))));
+    const runFile = await new Promise<string>((resolve) =>
+      child.stdout.on("data", (c: string) => ((out += c), out.includes("\n") && resolve(out.trim()))),
+    );
     const waiting = forward(runFile, hookInput("rm -rf build"));
     const req = await nextEvent(ctx, "decision.requested");
     const requestId = (req.data as { requestId: string }).requestId;
-    const first = await waitFor(async () => (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.requestId === requestId));
+    const first = await waitFor(async () =>
+      (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.requestId === requestId),
+    );
     assert.equal(first.status, "pending");
     child.kill("SIGKILL");
     // The forwarder sees the connection drop: deny.
@@ -216,7 +311,10 @@ test("a worker killed while a decision is pending: listed as abandoned, decide r
       return p?.status === "abandoned" ? p : undefined;
     });
     assert.equal(gone.tool, "Bash");
-    await assert.rejects(decideAs(ctx, { requestId, decision: "allow", by: "x" }), (e: unknown) => e instanceof DecisionError && e.problem === "abandoned");
+    await assert.rejects(
+      decideAs(ctx, { requestId, decision: "allow", by: "x" }),
+      (e: unknown) => e instanceof DecisionError && e.problem === "abandoned",
+    );
     // The retry: a new attempt (epoch bump) on a new worker asks again.
     const { epoch, attempt } = await ctx.log.beginAttempt(ctx.session, ctx.turn);
     await ctx.log.append(ctx.session, epoch, [{ turn: ctx.turn, attempt, kind: "attempt.started", data: null }]);
@@ -225,7 +323,9 @@ test("a worker killed while a decision is pending: listed as abandoned, decide r
     const again = forward(run.runFile, hookInput("rm -rf build"));
     const req2 = await nextEvent(ctx, "decision.requested", req.seq + 1);
     const id2 = (req2.data as { requestId: string }).requestId;
-    const listed = await waitFor(async () => (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.requestId === id2));
+    const listed = await waitFor(async () =>
+      (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.requestId === id2),
+    );
     assert.equal(listed.status, "pending");
     assert.equal(listed.attempt, attempt);
     await decide({ log: ctx.log, operatorKey }, { session: ctx.session, requestId: id2, decision: "allow", by: "ops" });
@@ -246,16 +346,36 @@ test("--always on a Write to an absolute path: the rule names that file (//…) 
     const run = prepare(ctx, hub);
     const target = join(ctx.dir, "src", "a.ts");
     const write = (id: string): string =>
-      JSON.stringify({ session_id: "cli-1", hook_event_name: "PreToolUse", tool_name: "Write", tool_input: { file_path: target, content: "x" }, tool_use_id: id, cwd: "/tmp" });
+      JSON.stringify({
+        session_id: "cli-1",
+        hook_event_name: "PreToolUse",
+        tool_name: "Write",
+        tool_input: { file_path: target, content: "x" },
+        tool_use_id: id,
+        cwd: "/tmp",
+      });
     const first = forward(run.runFile, write("toolu_w1"));
     const req = await nextEvent(ctx, "decision.requested");
-    const d = await decideAs(ctx, { requestId: (req.data as { requestId: string }).requestId, decision: "allow", by: "dave", always: true, reason: "routine" });
-    assert.equal(d.rule?.pattern, `Write(/${target})`, "a leading // anchors at the filesystem root; a single / would mean the run's cwd");
+    const d = await decideAs(ctx, {
+      requestId: (req.data as { requestId: string }).requestId,
+      decision: "allow",
+      by: "dave",
+      always: true,
+      reason: "routine",
+    });
+    assert.equal(
+      d.rule?.pattern,
+      `Write(/${target})`,
+      "a leading // anchors at the filesystem root; a single / would mean the run's cwd",
+    );
     assert.equal(decisionOf(await first)[0], "allow");
     const second = await forward(run.runFile, write("toolu_w2"));
     assert.equal(decisionOf(second)[0], "allow");
     const made = await eventsOf(ctx, "decision.made");
-    assert.deepEqual(made.map((e) => (e.data as { source: string }).source), ["operator", "rule"]);
+    assert.deepEqual(
+      made.map((e) => (e.data as { source: string }).source),
+      ["operator", "rule"],
+    );
     run.close();
   });
 });

@@ -16,7 +16,13 @@ interface Row {
   effect?: RuleEffect;
 }
 
-const bash = (rule: string, command: string, match: boolean, effect?: RuleEffect): Row => ({ rule, tool: "Bash", input: { command }, match, effect });
+const bash = (rule: string, command: string, match: boolean, effect?: RuleEffect): Row => ({
+  rule,
+  tool: "Bash",
+  input: { command },
+  match,
+  effect,
+});
 const file = (rule: string, tool: string, path: string, match: boolean): Row => ({
   rule,
   tool,
@@ -122,20 +128,39 @@ const TABLE: Row[] = [
   mcp("mcp__puppeteer", "mcp__puppeteer2__navigate", false),
 ];
 
-const ruleOf = (pattern: string, effect: RuleEffect): TrustRule => ({ id: pattern, pattern, effect, by: "t", at: "2026-01-01T00:00:00Z" });
+const ruleOf = (pattern: string, effect: RuleEffect): TrustRule => ({
+  id: pattern,
+  pattern,
+  effect,
+  by: "t",
+  at: "2026-01-01T00:00:00Z",
+});
 
 test(`the documentation's examples: ${TABLE.length} rows of rule, tool, input → match`, () => {
   const wrong = TABLE.filter((row) => {
-    const got = ruleMatches(ruleOf(row.rule, row.effect ?? "allow"), { tool: row.tool, input: row.input, cwd: CWD, home: HOME });
+    const got = ruleMatches(ruleOf(row.rule, row.effect ?? "allow"), {
+      tool: row.tool,
+      input: row.input,
+      cwd: CWD,
+      home: HOME,
+    });
     return got !== row.match;
-  }).map((row) => `${row.effect ?? "allow"} ${row.rule} on ${row.tool} ${JSON.stringify(row.input)}: expected ${row.match}`);
+  }).map(
+    (row) => `${row.effect ?? "allow"} ${row.rule} on ${row.tool} ${JSON.stringify(row.input)}: expected ${row.match}`,
+  );
   assert.deepEqual(wrong, []);
 });
 
 test("order is deny, then allow; specificity does not matter", () => {
   const call = { tool: "Bash", input: { command: "aws s3 ls" }, cwd: CWD, home: HOME };
-  assert.equal(evaluateRules([ruleOf("Bash(aws s3 ls)", "allow"), ruleOf("Bash(aws *)", "deny")], call)?.effect, "deny");
-  assert.equal(evaluateRules([ruleOf("Bash(aws *)", "deny"), ruleOf("Bash(aws s3 ls)", "allow")], call)?.effect, "deny");
+  assert.equal(
+    evaluateRules([ruleOf("Bash(aws s3 ls)", "allow"), ruleOf("Bash(aws *)", "deny")], call)?.effect,
+    "deny",
+  );
+  assert.equal(
+    evaluateRules([ruleOf("Bash(aws *)", "deny"), ruleOf("Bash(aws s3 ls)", "allow")], call)?.effect,
+    "deny",
+  );
   assert.equal(evaluateRules([ruleOf("Bash(aws s3 ls)", "allow")], call)?.effect, "allow");
   assert.equal(evaluateRules([ruleOf("Bash(aws ec2 *)", "deny")], call), undefined, "no match: an operator is asked");
 });

@@ -1,10 +1,23 @@
 // Trust rule patterns and matching, pure.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { evaluateRules, InvalidRuleError, parsePattern, patternForCall, ruleMatches, type TrustRule } from "../../src/decisions/index.ts";
+import {
+  evaluateRules,
+  InvalidRuleError,
+  parsePattern,
+  patternForCall,
+  ruleMatches,
+  type TrustRule,
+} from "../../src/decisions/index.ts";
 import { patternForSubject } from "../../src/decisions/rules.ts";
 
-const rule = (pattern: string, effect: "allow" | "deny" = "allow"): TrustRule => ({ id: pattern, pattern, effect, by: "t", at: "2026-01-01T00:00:00Z" });
+const rule = (pattern: string, effect: "allow" | "deny" = "allow"): TrustRule => ({
+  id: pattern,
+  pattern,
+  effect,
+  by: "t",
+  at: "2026-01-01T00:00:00Z",
+});
 const bash = (command: string) => ({ tool: "Bash", input: { command } });
 
 test("patterns: Tool and Tool(specifier); Tool(*) is Tool, mcp__server__* is mcp__server; bad ones name the fix", () => {
@@ -29,8 +42,16 @@ test("Bash allow patterns need every part of a compound command; substitutions a
   assert.equal(ruleMatches(r, bash("git status > /etc/passwd")), false);
   assert.equal(ruleMatches(r, bash("git push")), false);
   assert.equal(ruleMatches(rule("Bash"), bash("anything; at all")), true, "a bare tool rule is every call");
-  assert.equal(ruleMatches(rule("Bash(echo a > f)"), bash("echo a > f")), true, "an exact rule (no wildcard) matches exactly");
-  assert.equal(ruleMatches(rule("Bash(git *)"), bash("git log && git status | git stash list")), true, "every part matches");
+  assert.equal(
+    ruleMatches(rule("Bash(echo a > f)"), bash("echo a > f")),
+    true,
+    "an exact rule (no wildcard) matches exactly",
+  );
+  assert.equal(
+    ruleMatches(rule("Bash(git *)"), bash("git log && git status | git stash list")),
+    true,
+    "every part matches",
+  );
   assert.equal(ruleMatches(rule("Bash(git *)"), bash(" ; && ")), false, "no parts is not every part allowed");
   assert.equal(ruleMatches(rule("Bash(*)"), bash("anything; at all")), true, "Bash(*) is Bash");
 });
@@ -54,23 +75,55 @@ test("exact rules from a call escape wildcards and anchor file paths; file rules
   assert.equal(exact, "Write(//w/src/\\*.ts)", "absolute paths are written //path");
   assert.equal(ruleMatches(rule(exact), write("/w/src/*.ts")), true);
   assert.equal(ruleMatches(rule(exact), write("/w/src/a.ts")), false);
-  assert.equal(patternForSubject("Write", "a.ts"), "Write(./a.ts)", "a relative path is anchored, not matched at any depth");
+  assert.equal(
+    patternForSubject("Write", "a.ts"),
+    "Write(./a.ts)",
+    "a relative path is anchored, not matched at any depth",
+  );
   assert.equal(ruleMatches(rule(patternForSubject("Write", "a.ts")), write("/w/sub/a.ts")), false);
   const w = rule("Write(src/*)");
   assert.equal(ruleMatches(w, write("/w/src/a.ts")), true);
   assert.equal(ruleMatches(w, write("/elsewhere/src/a.ts")), false);
   assert.equal(ruleMatches(w, write("/w/src/../../etc/a.ts")), false, "paths are normalized before matching");
   assert.equal(ruleMatches(rule("Write(//etc/*)"), write("/etc/hosts")), true);
-  assert.equal(ruleMatches(rule("Write(/etc/*)"), write("/etc/hosts")), false, "a single leading / is the project root");
+  assert.equal(
+    ruleMatches(rule("Write(/etc/*)"), write("/etc/hosts")),
+    false,
+    "a single leading / is the project root",
+  );
   assert.equal(ruleMatches(rule("Write(/etc/*)"), write("/w/etc/hosts")), true);
-  assert.equal(ruleMatches(rule("Write(src/*)"), { tool: "Write", input: { file_path: "/w/src/a.ts" } }), false, "no cwd: relative rules match nothing");
+  assert.equal(
+    ruleMatches(rule("Write(src/*)"), { tool: "Write", input: { file_path: "/w/src/a.ts" } }),
+    false,
+    "no cwd: relative rules match nothing",
+  );
   assert.equal(ruleMatches(rule("Write"), { tool: "TodoWrite", input: {} }), false);
-  assert.equal(ruleMatches(rule("WebFetch(https://docs.example/*)"), { tool: "WebFetch", input: { url: "https://docs.example/a" } }), true);
+  assert.equal(
+    ruleMatches(rule("WebFetch(https://docs.example/*)"), {
+      tool: "WebFetch",
+      input: { url: "https://docs.example/a" },
+    }),
+    true,
+  );
 });
 
 test("deny before allow, whatever the order or how specific the allow is", () => {
   const rules = [rule("Bash(aws s3 ls)"), rule("Bash(aws *)", "deny")];
   assert.equal(evaluateRules(rules, bash("aws s3 ls"))?.effect, "deny");
-  assert.equal(evaluateRules([rule("Edit(src/**)"), rule("Edit(src/secret/**)", "deny")], { tool: "Write", input: { file_path: "/w/src/secret/k" }, cwd: "/w" })?.effect, "deny");
-  assert.equal(evaluateRules([rule("Edit(src/**)"), rule("Edit(src/secret/**)", "deny")], { tool: "Write", input: { file_path: "/w/src/a" }, cwd: "/w" })?.effect, "allow");
+  assert.equal(
+    evaluateRules([rule("Edit(src/**)"), rule("Edit(src/secret/**)", "deny")], {
+      tool: "Write",
+      input: { file_path: "/w/src/secret/k" },
+      cwd: "/w",
+    })?.effect,
+    "deny",
+  );
+  assert.equal(
+    evaluateRules([rule("Edit(src/**)"), rule("Edit(src/secret/**)", "deny")], {
+      tool: "Write",
+      input: { file_path: "/w/src/a" },
+      cwd: "/w",
+    })?.effect,
+    "allow",
+  );
 });

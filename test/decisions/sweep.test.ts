@@ -11,12 +11,27 @@ import { OPERATOR, prepare, setup, withHub } from "./_support.ts";
 test("sweepSupervisedDirs removes the folders of dead owners (also a reused pid), keeps live ones, never follows a symlink", async () => {
   const ctx = await setup();
   try {
-    const child = spawn(process.execPath, [join(import.meta.dirname, "_hub-child.ts"), ctx.prefix, ctx.session, ctx.turn, String(ctx.attempt), String(ctx.epoch), ctx.dir, OPERATOR.publicKey], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        join(import.meta.dirname, "_hub-child.ts"),
+        ctx.prefix,
+        ctx.session,
+        ctx.turn,
+        String(ctx.attempt),
+        String(ctx.epoch),
+        ctx.dir,
+        OPERATOR.publicKey,
+      ],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     let out = "";
     child.stdout.setEncoding("utf8");
-    const runFile = await new Promise<string>((resolve) => child.stdout.on("data", (c: string) => ((out += c), out.includes("\n") && resolve(out.trim()))));
+    const runFile = await new Promise<string>((resolve) =>
+      child.stdout.on("data", (c: string) => ((out += c), out.includes("\n") && resolve(out.trim()))),
+    );
     const dead = basename(dirname(runFile));
     assert.ok(dead.startsWith(`${SUPERVISED_DIR_PREFIX}${child.pid}.`), `named by its owner: ${dead}`);
     const exited = new Promise((r) => child.once("exit", r));

@@ -24,8 +24,16 @@ import { ensureBuilt, repoRoot } from "../support/build.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "../telemetry/otlp-receiver.ts";
 
 const run = promisify(execFile);
-type Service = { image?: string; command?: string[]; environment?: Record<string, string | null>; volumes?: string[]; healthcheck?: { test: string[] } };
-const compose = parse(readFileSync(join(repoRoot, "docker-compose.yml"), "utf8"), { merge: true }) as { services: Record<string, Service> };
+type Service = {
+  image?: string;
+  command?: string[];
+  environment?: Record<string, string | null>;
+  volumes?: string[];
+  healthcheck?: { test: string[] };
+};
+const compose = parse(readFileSync(join(repoRoot, "docker-compose.yml"), "utf8"), { merge: true }) as {
+  services: Record<string, Service>;
+};
 /** Services whose image this repository builds (`build: .`): their commands are ours to start. */
 const ours = Object.entries(compose.services).filter(([, s]) => String(s.image ?? "").startsWith("turnstream:"));
 
@@ -48,7 +56,11 @@ function mapValue(value: string, volumes: Map<string, string>): string {
   let out = interpolate(value)
     .replace(/\/\/redis:6379\b/g, "//127.0.0.1:6379")
     .replace(/\/\/otel-collector:4318\b/g, `//${new URL(receiver.url).host}`);
-  for (const [target, dir] of volumes) out = out.split(":").map((part) => (part === target || part.startsWith(`${target}/`) ? dir + part.slice(target.length) : part)).join(":");
+  for (const [target, dir] of volumes)
+    out = out
+      .split(":")
+      .map((part) => (part === target || part.startsWith(`${target}/`) ? dir + part.slice(target.length) : part))
+      .join(":");
   return out;
 }
 
@@ -97,7 +109,9 @@ function startService(name: string, env: NodeJS.ProcessEnv, ready: string): Prom
       out += d.toString();
       if (out.split("\n").some((l) => l.includes(`"msg":"${ready}"`))) resolve(child);
     });
-    child.once("exit", (code) => reject(new Error(`${name} exited ${code} before "${ready}": ${stderr.slice(-2000)}${out.slice(-2000)}`)));
+    child.once("exit", (code) =>
+      reject(new Error(`${name} exited ${code} before "${ready}": ${stderr.slice(-2000)}${out.slice(-2000)}`)),
+    );
   });
 }
 
@@ -118,7 +132,9 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
 before(async () => {
   ensureBuilt();
   receiver = await startOtlpReceiver();
-  model = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "compose says hello" }] }] } });
+  model = await startModelServer({
+    script: { responses: [{ content: [{ type: "text", text: "compose says hello" }] }] },
+  });
   for (const _ of ours) spareOpsPorts.push(await freePort());
 });
 
@@ -150,13 +166,20 @@ test("compose builds the worker and the projector from this repository", () => {
 
 test("worker and projector start from their compose command and environment: a turn runs, is projected and traced; health checks pass", async () => {
   // The worker's own environment reaches the CLI; the model server stands in for the API.
-  const modelEnv = { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: "sk-ant-compose-dummy-key", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" };
+  const modelEnv = {
+    ANTHROPIC_BASE_URL: model.url,
+    ANTHROPIC_API_KEY: "sk-ant-compose-dummy-key",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  };
   const workerEnv = serviceEnv("worker", modelEnv);
   const projectorEnv = serviceEnv("projector", {});
   const worker = await startService("worker", workerEnv, "worker ready");
   const projector = await startService("projector", projectorEnv, "projector started");
 
-  for (const [name, env] of [["worker", workerEnv], ["projector", projectorEnv]] as const) {
+  for (const [name, env] of [
+    ["worker", workerEnv],
+    ["projector", projectorEnv],
+  ] as const) {
     const [, ...check] = compose.services[name]!.healthcheck!.test;
     const [bin, ...args] = check;
     await run(bin === "node" ? process.execPath : bin!, args, { cwd: repoRoot, env });
@@ -165,13 +188,22 @@ test("worker and projector start from their compose command and environment: a t
   const workspace = join(workerEnv["TURNSTREAM_WORKSPACE_ROOTS"]!.split(":")[0]!, "repo");
   mkdirSync(workspace);
   const redis = connectRedis();
-  const producer = createProducer({ redis, logPrefix: testEnv.TURNSTREAM_PREFIX, queuePrefix: testEnv.TURNSTREAM_QUEUE_PREFIX });
+  const producer = createProducer({
+    redis,
+    logPrefix: testEnv.TURNSTREAM_PREFIX,
+    queuePrefix: testEnv.TURNSTREAM_QUEUE_PREFIX,
+  });
   try {
     const { session, turn } = await producer.enqueueTurn({ prompt: "Say hello.", cwd: workspace });
     const result = await producer.waitForTurn(turn, { timeoutMs: 120_000 });
     assert.equal(result.status, "finished");
     assert.equal(result.resultText, "compose says hello");
-    await waitFor(async () => (await readModel(redis, session, { prefix: testEnv.TURNSTREAM_PREFIX }))?.state.view.status === "finished", 30_000, "the projector to project the finished turn");
+    await waitFor(
+      async () =>
+        (await readModel(redis, session, { prefix: testEnv.TURNSTREAM_PREFIX }))?.state.view.status === "finished",
+      30_000,
+      "the projector to project the finished turn",
+    );
   } finally {
     await producer.close();
     redis.disconnect();
@@ -189,7 +221,10 @@ test("worker and projector start from their compose command and environment: a t
 test("a variable the worker requires and compose would leave unset stops it at start", async () => {
   const [bin, args] = commandOf("worker");
   const env = serviceEnv("worker", {}, ["TURNSTREAM_WORKSPACE_ROOTS"]);
-  const result = await run(bin, args, { cwd: repoRoot, env }).then(() => ({ code: 0, stderr: "" }), (err: { code: number; stderr: string }) => err);
+  const result = await run(bin, args, { cwd: repoRoot, env }).then(
+    () => ({ code: 0, stderr: "" }),
+    (err: { code: number; stderr: string }) => err,
+  );
   assert.equal(result.code, 2);
   assert.match(result.stderr, /TURNSTREAM_WORKSPACE_ROOTS/);
 });

@@ -35,7 +35,9 @@ test("compose has the five services; workers scale (no container_name, no host p
   const collectorDockerfile = readFileSync(join(root, collectorBuild.context, collectorBuild.dockerfile), "utf8");
   assert.match(collectorDockerfile, /^FROM otel\/opentelemetry-collector-contrib:/m);
   assert.match(String(compose.services["jaeger"]!["image"]), /^jaegertracing\/jaeger:2\./);
-  assert.ok((compose.services["otel-collector"]!["volumes"] as string[]).some((v) => v.startsWith("./otel/collector.yaml:")));
+  assert.ok(
+    (compose.services["otel-collector"]!["volumes"] as string[]).some((v) => v.startsWith("./otel/collector.yaml:")),
+  );
   const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
   assert.match(dockerfile, /npm ci/);
   assert.match(dockerfile, /COPY package\.json package-lock\.json/);
@@ -45,14 +47,27 @@ test("compose has the five services; workers scale (no container_name, no host p
 test("every long-running service has a health check, and the turnstream ones use a command their image has", () => {
   for (const [name, svc] of Object.entries(compose.services)) {
     const check = svc["healthcheck"] as { test: string[] } | undefined;
-    assert.ok(check !== undefined && Array.isArray(check.test) && check.test[0] === "CMD", `${name} has no health check`);
+    assert.ok(
+      check !== undefined && Array.isArray(check.test) && check.test[0] === "CMD",
+      `${name} has no health check`,
+    );
   }
   for (const name of ["worker", "projector"]) {
-    assert.deepEqual((compose.services[name]!["healthcheck"] as { test: string[] }).test, ["CMD", "node", "dist/bin/turnstream.js", "healthcheck", "--ready"]);
+    assert.deepEqual((compose.services[name]!["healthcheck"] as { test: string[] }).test, [
+      "CMD",
+      "node",
+      "dist/bin/turnstream.js",
+      "healthcheck",
+      "--ready",
+    ]);
     // --ready asks the ops endpoint, so the service must run one, reachable from the container's loopback.
     const env = compose.services[name]!["environment"] as Record<string, string>;
     assert.match(String(env["TURNSTREAM_OPS_PORT"]), /^[1-9]\d*$/, `${name} has no ops port for its health check`);
-    assert.equal(env["TURNSTREAM_OPS_HOST"], "0.0.0.0", `${name}'s ops endpoint is not reachable from the compose network`);
+    assert.equal(
+      env["TURNSTREAM_OPS_HOST"],
+      "0.0.0.0",
+      `${name}'s ops endpoint is not reachable from the compose network`,
+    );
   }
   assert.ok(existsSync(join(root, "src", "bin", "commands", "healthcheck.ts")));
   assert.equal(compose.services["worker"]!["depends_on"]["otel-collector"]["condition"], "service_healthy");
@@ -65,9 +80,14 @@ test("the worker runs as a non-root user with a workspace volume under each of i
   assert.ok(user !== undefined && user !== "root" && user !== "0", `the image runs as ${user ?? "root"}`);
   assert.match(runtimeStage, new RegExp(`chown ${user}:${user} /workspace`));
   const worker = compose.services["worker"]!;
-  const roots = String(worker["environment"]["TURNSTREAM_WORKSPACE_ROOTS"] ?? "").split(":").filter((r) => r !== "");
+  const roots = String(worker["environment"]["TURNSTREAM_WORKSPACE_ROOTS"] ?? "")
+    .split(":")
+    .filter((r) => r !== "");
   assert.ok(roots.length > 0, "TURNSTREAM_WORKSPACE_ROOTS is not set for the worker");
-  const mounts = ((worker["volumes"] ?? []) as string[]).map((v) => ({ source: v.split(":")[0]!, target: v.split(":")[1]! }));
+  const mounts = ((worker["volumes"] ?? []) as string[]).map((v) => ({
+    source: v.split(":")[0]!,
+    target: v.split(":")[1]!,
+  }));
   for (const r of roots) {
     const mount = mounts.find((m) => r === m.target || r.startsWith(`${m.target}/`));
     assert.ok(mount !== undefined, `${r} is on no volume`);
@@ -85,20 +105,28 @@ test("services reach each other by compose names that exist", () => {
   assert.equal(jaegerEndpoint.split(":")[0], "jaeger");
   for (const [name, svc] of Object.entries(compose.services)) {
     const deps = svc["depends_on"];
-    for (const d of Array.isArray(deps) ? deps : Object.keys(deps ?? {})) assert.ok(d in compose.services, `${name} depends on unknown ${d}`);
+    for (const d of Array.isArray(deps) ? deps : Object.keys(deps ?? {}))
+      assert.ok(d in compose.services, `${name} depends on unknown ${d}`);
   }
 });
 
 test("collector pipelines use only defined components, and end with redaction before export", () => {
-  const pipelines = collector["service"]["pipelines"] as Record<string, { receivers: string[]; processors: string[]; exporters: string[] }>;
+  const pipelines = collector["service"]["pipelines"] as Record<
+    string,
+    { receivers: string[]; processors: string[]; exporters: string[] }
+  >;
   assert.ok(pipelines["traces"] !== undefined);
   for (const [name, p] of Object.entries(pipelines)) {
     for (const kind of ["receivers", "processors", "exporters"] as const) {
       assert.ok(p[kind].length > 0 || kind === "processors", `${name} has no ${kind}`);
-      for (const c of p[kind]) assert.ok(c in (collector[kind] ?? {}), `${name} uses undefined ${kind.slice(0, -1)} ${c}`);
+      for (const c of p[kind])
+        assert.ok(c in (collector[kind] ?? {}), `${name} uses undefined ${kind.slice(0, -1)} ${c}`);
     }
     const procs = p.processors;
-    assert.ok(procs.includes("redaction") && procs.some((x) => x.startsWith("transform")), `${name} lacks redaction/transform`);
+    assert.ok(
+      procs.includes("redaction") && procs.some((x) => x.startsWith("transform")),
+      `${name} lacks redaction/transform`,
+    );
     assert.ok(procs.indexOf("transform/scrub") < procs.indexOf("redaction"));
   }
   for (const ext of collector["service"]["extensions"] ?? []) assert.ok(ext in collector["extensions"]);
@@ -136,11 +164,22 @@ test("the collector's redaction is exactly what npm run gen:collector makes from
 
 test("collector block patterns catch every secret shape the scrubber knows, and spare ordinary text", () => {
   const blocked = (collector["processors"]["redaction"]["blocked_values"] as string[]).map(toJs);
-  const statements = (collector["processors"]["transform/scrub"]["trace_statements"] as Array<{ context: string; statements: string[] }>).flatMap((s) => s.statements);
+  const statements = (
+    collector["processors"]["transform/scrub"]["trace_statements"] as Array<{ context: string; statements: string[] }>
+  ).flatMap((s) => s.statements);
   for (const [name, sample] of Object.entries(SAMPLES)) {
-    assert.ok(blocked.some((re) => re.test(sample)), `redaction processor misses ${name}`);
+    assert.ok(
+      blocked.some((re) => re.test(sample)),
+      `redaction processor misses ${name}`,
+    );
   }
-  for (const ordinary of ["https://example.com/docs", "bearer of news", "ASIAN", '{"input_tokens":12}', "git@github.com:o/r.git"]) {
+  for (const ordinary of [
+    "https://example.com/docs",
+    "bearer of news",
+    "ASIAN",
+    '{"input_tokens":12}',
+    "git@github.com:o/r.git",
+  ]) {
     assert.ok(!blocked.some((re) => re.test(ordinary)), `redaction would mask ordinary text: ${ordinary}`);
   }
   assert.ok(statements.includes('delete_key(attributes, "exception.stacktrace")'));
@@ -169,7 +208,10 @@ function readInCode(name: string): string[] {
   const files = [...sourceFiles(join(root, "src")), ...sourceFiles(join(root, "workers"))].filter(
     (f) => !f.endsWith(join("telemetry", "env-vars.ts")),
   );
-  const re = new RegExp(`(?:\\benv\\.${name}\\b|\\[\\s*["'\`]${name}["'\`]\\s*\\]|["'\`]${name}["'\`]|^\\s*${name}\\s*:\\s*[\\w.]+\\()`, "m");
+  const re = new RegExp(
+    `(?:\\benv\\.${name}\\b|\\[\\s*["'\`]${name}["'\`]\\s*\\]|["'\`]${name}["'\`]|^\\s*${name}\\s*:\\s*[\\w.]+\\()`,
+    "m",
+  );
   return files.filter((f) => re.test(readFileSync(f, "utf8"))).map((f) => relative(root, f));
 }
 
@@ -183,11 +225,18 @@ test("every variable compose sets is documented in env-vars.ts and read by the c
   }
   assert.ok(set.size >= 4);
   for (const name of set) {
-    assert.ok(ENV_VAR_NAMES.has(name), `${name} is set in docker-compose.yml but not documented in src/telemetry/env-vars.ts`);
-    assert.ok(readInCode(name).length > 0, `${name} is set in docker-compose.yml but nothing in src/ or workers/ reads it`);
+    assert.ok(
+      ENV_VAR_NAMES.has(name),
+      `${name} is set in docker-compose.yml but not documented in src/telemetry/env-vars.ts`,
+    );
+    assert.ok(
+      readInCode(name).length > 0,
+      `${name} is set in docker-compose.yml but nothing in src/ or workers/ reads it`,
+    );
   }
 });
 
 test("every documented variable is read by the code (the list cannot drift)", () => {
-  for (const name of ENV_VAR_NAMES) assert.ok(readInCode(name).length > 0, `${name} is documented but not read in src/ or workers/`);
+  for (const name of ENV_VAR_NAMES)
+    assert.ok(readInCode(name).length > 0, `${name} is documented but not read in src/ or workers/`);
 });

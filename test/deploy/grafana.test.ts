@@ -25,10 +25,28 @@ for (const def of Object.values(METRICS) as MetricDef[]) {
   else exported.set(base, def);
 }
 
-const panels: Obj[] = (dashboard["panels"] as Obj[]).flatMap((p) => [p, ...((p["panels"] as Obj[] | undefined) ?? [])]).filter((p) => p["type"] !== "row");
-const exprs: Array<{ panel: string; expr: string }> = panels.flatMap((p) => (p["targets"] as Obj[]).map((t) => ({ panel: String(p["title"]), expr: String(t["expr"]) })));
+const panels: Obj[] = (dashboard["panels"] as Obj[])
+  .flatMap((p) => [p, ...((p["panels"] as Obj[] | undefined) ?? [])])
+  .filter((p) => p["type"] !== "row");
+const exprs: Array<{ panel: string; expr: string }> = panels.flatMap((p) =>
+  (p["targets"] as Obj[]).map((t) => ({ panel: String(p["title"]), expr: String(t["expr"]) })),
+);
 
-const KEYWORDS = new Set(["by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset", "and", "or", "unless", "inf", "nan"]);
+const KEYWORDS = new Set([
+  "by",
+  "without",
+  "on",
+  "ignoring",
+  "group_left",
+  "group_right",
+  "bool",
+  "offset",
+  "and",
+  "or",
+  "unless",
+  "inf",
+  "nan",
+]);
 
 /** One selector in a PromQL expression: the series name and its label matchers. */
 interface Selector {
@@ -40,10 +58,18 @@ interface Selector {
 function selectors(expr: string): { selectors: Selector[]; grouping: string[] } {
   const grouping: string[] = [];
   // Label lists of by/without/on/ignoring are labels, not series.
-  let rest = expr.replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g, (_m, _k, labels: string) => {
-    grouping.push(...labels.split(",").map((l) => l.trim()).filter((l) => l !== ""));
-    return " ";
-  });
+  let rest = expr.replace(
+    /\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g,
+    (_m, _k, labels: string) => {
+      grouping.push(
+        ...labels
+          .split(",")
+          .map((l) => l.trim())
+          .filter((l) => l !== ""),
+      );
+      return " ";
+    },
+  );
   rest = rest.replace(/\[[^\]]*\]/g, " ").replace(/\$\{?\w+\}?/g, " ");
   const out: Selector[] = [];
   const re = /([A-Za-z_:][A-Za-z0-9_:]*)\s*(\{[^}]*\})?(\s*\()?/g;
@@ -51,7 +77,9 @@ function selectors(expr: string): { selectors: Selector[]; grouping: string[] } 
     const [, name, braces, call] = m;
     if (call !== undefined && braces === undefined) continue; // a function
     if (KEYWORDS.has(name!.toLowerCase())) continue;
-    const matchers = [...(braces ?? "").matchAll(/([A-Za-z_]\w*)\s*(=~|!~|!=|=)\s*"([^"]*)"/g)].map(([, label, op, value]) => ({ label: label!, op: op!, value: value! }));
+    const matchers = [...(braces ?? "").matchAll(/([A-Za-z_]\w*)\s*(=~|!~|!=|=)\s*"([^"]*)"/g)].map(
+      ([, label, op, value]) => ({ label: label!, op: op!, value: value! }),
+    );
     out.push({ name: name!, matchers });
   }
   return { selectors: out, grouping };
@@ -67,7 +95,11 @@ test("the dashboard is a Grafana dashboard with a Prometheus datasource variable
   for (const p of panels) {
     assert.ok(!ids.has(p["id"]), `panel id ${p["id"]} is used twice`);
     ids.add(p["id"]);
-    assert.deepEqual(p["datasource"], { type: "prometheus", uid: `\${${ds!["name"]}}` }, `${p["title"]} has no datasource`);
+    assert.deepEqual(
+      p["datasource"],
+      { type: "prometheus", uid: `\${${ds!["name"]}}` },
+      `${p["title"]} has no datasource`,
+    );
     assert.ok(Array.isArray(p["targets"]) && p["targets"].length > 0, `${p["title"]} has no targets`);
     for (const t of p["targets"] as Obj[]) {
       assert.deepEqual(t["datasource"], p["datasource"], `${p["title"]} ${t["refId"]}`);
@@ -79,7 +111,8 @@ test("the dashboard is a Grafana dashboard with a Prometheus datasource variable
   // Every $variable an expression uses is defined (or one of Grafana's own $__ ones).
   const defined = new Set(vars.map((v) => v["name"]));
   for (const { panel, expr } of exprs) {
-    for (const [, v] of expr.matchAll(/\$\{?(\w+)\}?/g)) assert.ok(v!.startsWith("__") || defined.has(v), `${panel} uses undefined $${v}`);
+    for (const [, v] of expr.matchAll(/\$\{?(\w+)\}?/g))
+      assert.ok(v!.startsWith("__") || defined.has(v), `${panel} uses undefined $${v}`);
   }
 });
 
@@ -92,7 +125,10 @@ test("every series a panel queries is one the code exports, with that instrument
     for (const s of sels) {
       count++;
       const def = exported.get(s.name);
-      assert.ok(def !== undefined, `${panel}: ${s.name} is not a metric the code exports (${[...exported.keys()].join(", ")})`);
+      assert.ok(
+        def !== undefined,
+        `${panel}: ${s.name} is not a metric the code exports (${[...exported.keys()].join(", ")})`,
+      );
       const attrs = def.attributes as Record<string, readonly string[] | string>;
       const own = new Map(Object.entries(attrs).map(([k, v]) => [prometheusLabel(k), v]));
       for (const l of own.keys()) labelsHere.add(l);
@@ -100,10 +136,15 @@ test("every series a panel queries is one the code exports, with that instrument
       for (const m of s.matchers) {
         assert.ok(own.has(m.label) || TARGET_LABELS.has(m.label), `${panel}: ${s.name} has no label ${m.label}`);
         const allowed = own.get(m.label);
-        if (m.op === "=" && Array.isArray(allowed)) assert.ok(allowed.includes(m.value), `${panel}: ${m.label}="${m.value}" never occurs`);
+        if (m.op === "=" && Array.isArray(allowed))
+          assert.ok(allowed.includes(m.value), `${panel}: ${m.label}="${m.value}" never occurs`);
       }
     }
-    for (const l of grouping) assert.ok(labelsHere.has(l), `${panel}: groups by ${l}, which ${sels.map((s) => s.name).join(", ")} do not carry`);
+    for (const l of grouping)
+      assert.ok(
+        labelsHere.has(l),
+        `${panel}: groups by ${l}, which ${sels.map((s) => s.name).join(", ")} do not carry`,
+      );
   }
   assert.ok(count >= Object.keys(METRICS).length);
 });
@@ -113,7 +154,10 @@ test("every exported instrument is on some panel; histograms' quantiles come fro
   for (const [key, def] of Object.entries(METRICS) as Array<[string, MetricDef]>) {
     const base = prometheusName(def);
     const names = def.kind === "histogram" ? [`${base}_bucket`, `${base}_sum`, `${base}_count`] : [base];
-    assert.ok(names.some((n) => used.has(n)), `${key} (${base}) is on no panel`);
+    assert.ok(
+      names.some((n) => used.has(n)),
+      `${key} (${base}) is on no panel`,
+    );
   }
   for (const { panel, expr } of exprs) {
     for (const m of expr.matchAll(/histogram_quantile\(\s*([0-9.]+)\s*,(.*)/g)) {
@@ -124,14 +168,23 @@ test("every exported instrument is on some panel; histograms' quantiles come fro
     }
     // Fleet-wide gauges are the same number in every process: summing them multiplies by the fleet size.
     for (const s of selectors(expr).selectors) {
-      if (exported.get(s.name)?.fleetWide === true) assert.match(expr, /^max\b/, `${panel}: ${s.name} is fleet-wide; aggregate it with max`);
+      if (exported.get(s.name)?.fleetWide === true)
+        assert.match(expr, /^max\b/, `${panel}: ${s.name} is fleet-wide; aggregate it with max`);
     }
   }
 });
 
 test("the parser finds series, functions and labels as PromQL means them", () => {
-  const { selectors: s, grouping } = selectors('sum by (a, b) (rate(x_total{c="d", e=~"$job"}[$__rate_interval])) / max(y) * 3600');
-  assert.deepEqual(s.map((x) => x.name), ["x_total", "y"]);
-  assert.deepEqual(s[0]!.matchers.map((m) => m.label), ["c", "e"]);
+  const { selectors: s, grouping } = selectors(
+    'sum by (a, b) (rate(x_total{c="d", e=~"$job"}[$__rate_interval])) / max(y) * 3600',
+  );
+  assert.deepEqual(
+    s.map((x) => x.name),
+    ["x_total", "y"],
+  );
+  assert.deepEqual(
+    s[0]!.matchers.map((m) => m.label),
+    ["c", "e"],
+  );
   assert.deepEqual(grouping, ["a", "b"]);
 });

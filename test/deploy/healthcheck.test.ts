@@ -44,7 +44,11 @@ async function closedPort(): Promise<number> {
   return p;
 }
 
-const opsEnv = (p: number, extra: Record<string, string> = {}): Record<string, string> => ({ TURNSTREAM_OPS_PORT: String(p), TURNSTREAM_OPS_HOST: "0.0.0.0", ...extra });
+const opsEnv = (p: number, extra: Record<string, string> = {}): Record<string, string> => ({
+  TURNSTREAM_OPS_PORT: String(p),
+  TURNSTREAM_OPS_HOST: "0.0.0.0",
+  ...extra,
+});
 
 test("ready: a 200 from /readyz exits 0, and the default with an ops port is the readiness probe", async () => {
   answers.set("/readyz", { status: 200, body: '{"status":"ready"}' });
@@ -110,9 +114,17 @@ test("misconfiguration is a usage error (2), never healthy: --ready without a po
 });
 
 test("without an ops port it pings Redis: 0 when it answers, 3 when it does not", async () => {
-  const up = await turnstream(["healthcheck"], { TURNSTREAM_OPS_PORT: "", REDIS_URL: "redis://127.0.0.1:6379" }, 60_000);
+  const up = await turnstream(
+    ["healthcheck"],
+    { TURNSTREAM_OPS_PORT: "", REDIS_URL: "redis://127.0.0.1:6379" },
+    60_000,
+  );
   assert.equal(up.code, 0, up.stderr);
-  const down = await turnstream(["healthcheck"], { TURNSTREAM_OPS_PORT: "", REDIS_URL: `redis://127.0.0.1:${await closedPort()}` }, 60_000);
+  const down = await turnstream(
+    ["healthcheck"],
+    { TURNSTREAM_OPS_PORT: "", REDIS_URL: `redis://127.0.0.1:${await closedPort()}` },
+    60_000,
+  );
   assert.equal(down.code, 3, down.stderr);
 });
 

@@ -64,7 +64,10 @@ const generated: Manifest[] = ((kustomization["secretGenerator"] ?? []) as Obj[]
       if (m !== null) data[m[1]!] = m[2]!;
     }
   }
-  return { file: `${(g["envs"] as string[]).join(",")}.example`, doc: { apiVersion: "v1", kind: "Secret", metadata: { name: g["name"] }, stringData: data } };
+  return {
+    file: `${(g["envs"] as string[]).join(",")}.example`,
+    doc: { apiVersion: "v1", kind: "Secret", metadata: { name: g["name"] }, stringData: data },
+  };
 });
 const all = [...manifests, ...generated];
 
@@ -86,7 +89,9 @@ const containerOf = (d: Obj): Obj => {
 
 /** Whether a label selector (matchLabels, matchExpressions In/NotIn/Exists) selects these labels. */
 function selects(selector: Obj, labels: Record<string, string>): boolean {
-  const okLabels = Object.entries((selector["matchLabels"] ?? {}) as Record<string, string>).every(([k, v]) => labels[k] === v);
+  const okLabels = Object.entries((selector["matchLabels"] ?? {}) as Record<string, string>).every(
+    ([k, v]) => labels[k] === v,
+  );
   const okExprs = ((selector["matchExpressions"] ?? []) as Obj[]).every((e) => {
     const v = labels[e["key"]];
     if (e["operator"] === "In") return v !== undefined && (e["values"] as string[]).includes(v);
@@ -104,19 +109,28 @@ function portOf(container: Obj, port: string | number): number | undefined {
 }
 
 test("kustomization lists every manifest in deploy/k8s, and each validates against its schema", () => {
-  const onDisk = readdirSync(dir).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml").sort();
+  const onDisk = readdirSync(dir)
+    .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
+    .sort();
   assert.deepEqual([...(kustomization["resources"] as string[])].sort(), onDisk);
   assert.ok(manifests.length >= 10);
   for (const { file, doc } of all) {
     const key = `${doc["apiVersion"]}/${doc["kind"]}`;
     const Model = MODELS[key];
     assert.ok(Model !== undefined, `${file}: no schema for ${key}`);
-    assert.doesNotThrow(() => new Model(doc).validate(), (err: unknown) => `${file} ${key} ${doc["metadata"]?.["name"]}: ${String(err)}`);
+    assert.doesNotThrow(
+      () => new Model(doc).validate(),
+      (err: unknown) => `${file} ${key} ${doc["metadata"]?.["name"]}: ${String(err)}`,
+    );
     assert.equal(doc["metadata"]["namespace"], undefined, `${file}: the namespace comes from the kustomization`);
   }
   assert.equal(kustomization["namespace"], only("Namespace")["metadata"]["name"]);
   const imageNames = new Set(((kustomization["images"] ?? []) as Obj[]).map((i) => i["name"]));
-  for (const d of deployments) assert.ok(imageNames.has(containerOf(d)["image"]), `${d["metadata"]["name"]}'s image is not set by the kustomization`);
+  for (const d of deployments)
+    assert.ok(
+      imageNames.has(containerOf(d)["image"]),
+      `${d["metadata"]["name"]}'s image is not set by the kustomization`,
+    );
 });
 
 test("the ConfigMap holds only documented variables and no secrets; deployments reference only what exists", () => {
@@ -133,7 +147,8 @@ test("the ConfigMap holds only documented variables and no secrets; deployments 
     }
     for (const e of (c["env"] ?? []) as Obj[]) {
       assert.ok(ENV_VAR_NAMES.has(e["name"]), `${name} sets ${e["name"]}, which env-vars.ts does not list`);
-      if (isSecretEnvName(e["name"]) || e["name"] === "REDIS_URL") assert.ok(e["valueFrom"]?.["secretKeyRef"], `${name}: ${e["name"]} must come from a Secret`);
+      if (isSecretEnvName(e["name"]) || e["name"] === "REDIS_URL")
+        assert.ok(e["valueFrom"]?.["secretKeyRef"], `${name}: ${e["name"]} must come from a Secret`);
       const ref = e["valueFrom"]?.["secretKeyRef"] ?? e["valueFrom"]?.["configMapKeyRef"];
       if (ref === undefined) continue;
       const source = only(e["valueFrom"]["secretKeyRef"] ? "Secret" : "ConfigMap", ref["name"]);
@@ -156,25 +171,39 @@ test("no secret value is in the repository: the Secrets are generated from git-i
   }
   for (const envFile of ((kustomization["secretGenerator"] ?? []) as Obj[]).flatMap((g) => g["envs"] as string[])) {
     // check-ignore exits 0 when git ignores the path: the filled-in file can never be committed.
-    assert.doesNotThrow(() => execFileSync("git", ["check-ignore", "-q", join("deploy", "k8s", envFile)], { cwd: root }), `${envFile} is not git-ignored`);
+    assert.doesNotThrow(
+      () => execFileSync("git", ["check-ignore", "-q", join("deploy", "k8s", envFile)], { cwd: root }),
+      `${envFile} is not git-ignored`,
+    );
   }
   for (const file of readdirSync(dir)) {
     const text = readFileSync(join(dir, file), "utf8");
     assert.equal(secretShapeIn(text), undefined, `${file} holds something shaped like a secret`);
     assert.doesNotMatch(text, /\/\/[^\s/:@]+:[^\s/@]+@/, `${file} has a URL with a password`);
   }
-  assert.equal(all.filter((m) => m.doc["kind"] === "Secret" && m.file.endsWith(".yaml")).length, 0, "no Secret is written out as a manifest");
+  assert.equal(
+    all.filter((m) => m.doc["kind"] === "Secret" && m.file.endsWith(".yaml")).length,
+    0,
+    "no Secret is written out as a manifest",
+  );
 });
 
 test("probes and scrape annotations use the ops server's port and the paths it serves", async () => {
   assert.ok(Number.isInteger(opsPort) && opsPort > 0);
-  assert.equal(config["TURNSTREAM_OPS_HOST"], "0.0.0.0", "the kubelet and Prometheus reach the pod on its IP, not loopback");
+  assert.equal(
+    config["TURNSTREAM_OPS_HOST"],
+    "0.0.0.0",
+    "the kubelet and Prometheus reach the pod on its IP, not loopback",
+  );
   const ops = await startOpsServer({ port: 0, host: "127.0.0.1", checks: [{ name: "redis", check: () => true }] });
   try {
     for (const d of deployments) {
       const name = d["metadata"]["name"];
       const c = containerOf(d);
-      for (const [probe, path] of [["readinessProbe", "/readyz"], ["livenessProbe", "/healthz"]] as const) {
+      for (const [probe, path] of [
+        ["readinessProbe", "/readyz"],
+        ["livenessProbe", "/healthz"],
+      ] as const) {
         const get = c[probe]?.["httpGet"];
         assert.equal(get?.["path"], path, `${name} ${probe}`);
         assert.equal(portOf(c, get["port"]), opsPort, `${name} ${probe} port`);
@@ -192,14 +221,21 @@ test("probes and scrape annotations use the ops server's port and the paths it s
   const svc = only("Service");
   assert.equal(svc["spec"]["ports"].length, 1);
   for (const d of deployments) {
-    assert.ok(selects({ matchLabels: svc["spec"]["selector"] }, d["spec"]["template"]["metadata"]["labels"]), `the Service does not select ${d["metadata"]["name"]}`);
+    assert.ok(
+      selects({ matchLabels: svc["spec"]["selector"] }, d["spec"]["template"]["metadata"]["labels"]),
+      `the Service does not select ${d["metadata"]["name"]}`,
+    );
     assert.equal(portOf(containerOf(d), svc["spec"]["ports"][0]["targetPort"]), opsPort);
   }
 });
 
 test("pods run as non-root with a read-only root, and every place they write is a volume", () => {
   const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
-  assert.match(dockerfile.slice(dockerfile.lastIndexOf("\nFROM ")), /^USER node$/m, "the image's user is node (uid 1000 in the node images)");
+  assert.match(
+    dockerfile.slice(dockerfile.lastIndexOf("\nFROM ")),
+    /^USER node$/m,
+    "the image's user is node (uid 1000 in the node images)",
+  );
   for (const d of deployments) {
     const name = d["metadata"]["name"];
     const pod = d["spec"]["template"]["spec"];
@@ -211,19 +247,33 @@ test("pods run as non-root with a read-only root, and every place they write is 
     assert.equal(c["securityContext"]["readOnlyRootFilesystem"], true, name);
     assert.equal(c["securityContext"]["allowPrivilegeEscalation"], false, name);
     assert.deepEqual(c["securityContext"]["capabilities"]["drop"], ["ALL"], name);
-    assert.ok(c["resources"]["requests"]["cpu"] && c["resources"]["requests"]["memory"] && c["resources"]["limits"]["memory"], `${name} resources`);
-    const mounts = (c["volumeMounts"] as Obj[]).filter((m) => m["readOnly"] !== true).map((m) => m["mountPath"] as string);
+    assert.ok(
+      c["resources"]["requests"]["cpu"] && c["resources"]["requests"]["memory"] && c["resources"]["limits"]["memory"],
+      `${name} resources`,
+    );
+    const mounts = (c["volumeMounts"] as Obj[])
+      .filter((m) => m["readOnly"] !== true)
+      .map((m) => m["mountPath"] as string);
     const volumes = new Set((pod["volumes"] as Obj[]).map((v) => v["name"]));
-    for (const m of c["volumeMounts"] as Obj[]) assert.ok(volumes.has(m["name"]), `${name} mounts unknown volume ${m["name"]}`);
+    for (const m of c["volumeMounts"] as Obj[])
+      assert.ok(volumes.has(m["name"]), `${name} mounts unknown volume ${m["name"]}`);
     const onVolume = (p: string): boolean => mounts.some((m) => p === m || p.startsWith(`${m}/`));
-    for (const v of ["HOME", "TMPDIR"]) assert.ok(onVolume(config[v]!), `${name}: ${v}=${config[v]} is on the read-only root`);
+    for (const v of ["HOME", "TMPDIR"])
+      assert.ok(onVolume(config[v]!), `${name}: ${v}=${config[v]} is on the read-only root`);
   }
   const workerMounts = (containerOf(worker)["volumeMounts"] as Obj[]).map((m) => m["mountPath"] as string);
   for (const p of [config["TURNSTREAM_INSTANCE_ROOT"]!, ...config["TURNSTREAM_WORKSPACE_ROOTS"]!.split(":")]) {
-    assert.ok(workerMounts.some((m) => p === m || p.startsWith(`${m}/`)), `the worker writes ${p}, which is on no volume`);
+    assert.ok(
+      workerMounts.some((m) => p === m || p.startsWith(`${m}/`)),
+      `the worker writes ${p}, which is on no volume`,
+    );
   }
   const ws = (worker["spec"]["template"]["spec"]["volumes"] as Obj[]).find((v) => v["persistentVolumeClaim"]);
-  assert.deepEqual(only("PersistentVolumeClaim", ws!["persistentVolumeClaim"]["claimName"])["spec"]["accessModes"], ["ReadWriteMany"], "every worker pod shares the workspaces");
+  assert.deepEqual(
+    only("PersistentVolumeClaim", ws!["persistentVolumeClaim"]["claimName"])["spec"]["accessModes"],
+    ["ReadWriteMany"],
+    "every worker pod shares the workspaces",
+  );
 });
 
 test("the worker: stable instance id from the pod name, and a grace period longer than its shutdown grace", () => {
@@ -232,32 +282,64 @@ test("the worker: stable instance id from the pod name, and a grace period longe
   const graceMs = Number(config["TURNSTREAM_SHUTDOWN_GRACE_MS"]);
   assert.ok(graceMs > 0);
   const podGraceMs = worker["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] * 1000;
-  assert.ok(podGraceMs >= graceMs + 10_000, `terminationGracePeriodSeconds (${podGraceMs} ms) leaves no room after TURNSTREAM_SHUTDOWN_GRACE_MS (${graceMs} ms)`);
+  assert.ok(
+    podGraceMs >= graceMs + 10_000,
+    `terminationGracePeriodSeconds (${podGraceMs} ms) leaves no room after TURNSTREAM_SHUTDOWN_GRACE_MS (${graceMs} ms)`,
+  );
   assert.deepEqual(containerOf(worker)["command"], ["node", "dist/bin/turnstream.js", "worker"]);
   assert.deepEqual(containerOf(projector)["command"], ["node", "dist/bin/turnstream.js", "projector"]);
   assert.equal(projector["spec"]["replicas"], 1);
   for (const d of deployments) {
-    assert.ok(selects(d["spec"]["selector"], d["spec"]["template"]["metadata"]["labels"]), `${d["metadata"]["name"]}'s selector misses its own pods`);
+    assert.ok(
+      selects(d["spec"]["selector"], d["spec"]["template"]["metadata"]["labels"]),
+      `${d["metadata"]["name"]}'s selector misses its own pods`,
+    );
   }
-  assert.ok(!selects(worker["spec"]["selector"], projector["spec"]["template"]["metadata"]["labels"]), "the worker's selector takes in projector pods");
-  assert.ok(!selects(projector["spec"]["selector"], worker["spec"]["template"]["metadata"]["labels"]), "the projector's selector takes in worker pods");
+  assert.ok(
+    !selects(worker["spec"]["selector"], projector["spec"]["template"]["metadata"]["labels"]),
+    "the worker's selector takes in projector pods",
+  );
+  assert.ok(
+    !selects(projector["spec"]["selector"], worker["spec"]["template"]["metadata"]["labels"]),
+    "the projector's selector takes in worker pods",
+  );
 });
 
 test("the ScaledObject scales the worker Deployment on the queue lists src/queue uses, one pod per concurrency", async () => {
   const so = only("ScaledObject");
-  assert.deepEqual(so["spec"]["scaleTargetRef"], { apiVersion: "apps/v1", kind: "Deployment", name: worker["metadata"]["name"] });
+  assert.deepEqual(so["spec"]["scaleTargetRef"], {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    name: worker["metadata"]["name"],
+  });
   // The keys BullMQ computes for the queue the ConfigMap configures (no job is added; nothing is written).
   const redis = connectRedis();
-  const queue = createTurnQueue({ redis, queuePrefix: config["TURNSTREAM_QUEUE_PREFIX"], queueName: config["TURNSTREAM_QUEUE_NAME"] });
+  const queue = createTurnQueue({
+    redis,
+    queuePrefix: config["TURNSTREAM_QUEUE_PREFIX"],
+    queueName: config["TURNSTREAM_QUEUE_NAME"],
+  });
   const keys = { wait: queue.keys["wait"], active: queue.keys["active"] };
   await closeTurnQueue(queue);
   redis.disconnect();
   const triggers = so["spec"]["triggers"] as Obj[];
-  assert.deepEqual(triggers.map((t) => [t["type"], t["metadata"]["listName"]]).sort(), [["redis", keys.active], ["redis", keys.wait]].sort());
+  assert.deepEqual(
+    triggers.map((t) => [t["type"], t["metadata"]["listName"]]).sort(),
+    [
+      ["redis", keys.active],
+      ["redis", keys.wait],
+    ].sort(),
+  );
   const modifiers = so["spec"]["advanced"]["scalingModifiers"];
-  const formulaNames = String(modifiers["formula"]).match(/[A-Za-z_]\w*/g)!.sort();
+  const formulaNames = String(modifiers["formula"])
+    .match(/[A-Za-z_]\w*/g)!
+    .sort();
   assert.deepEqual(formulaNames, triggers.map((t) => t["name"]).sort(), "the formula adds up exactly the triggers");
-  assert.equal(Number(modifiers["target"]), Number(config["TURNSTREAM_CONCURRENCY"]), "one pod per TURNSTREAM_CONCURRENCY turns");
+  assert.equal(
+    Number(modifiers["target"]),
+    Number(config["TURNSTREAM_CONCURRENCY"]),
+    "one pod per TURNSTREAM_CONCURRENCY turns",
+  );
   for (const t of triggers) {
     const auth = only("TriggerAuthentication", t["authenticationRef"]["name"]);
     for (const ref of auth["spec"]["secretTargetRef"] as Obj[]) {
@@ -275,7 +357,10 @@ test("NetworkPolicies: deny by default; each pod's policy allows the ops port fr
   assert.equal(deny["spec"]["ingress"], undefined);
   assert.equal(deny["spec"]["egress"], undefined);
   const otlpPort = Number(new URL(config["OTEL_EXPORTER_OTLP_ENDPOINT"]!).port);
-  const expected: Array<[Obj, number[]]> = [[worker, [53, 6379, otlpPort, 443]], [projector, [53, 6379, otlpPort]]];
+  const expected: Array<[Obj, number[]]> = [
+    [worker, [53, 6379, otlpPort, 443]],
+    [projector, [53, 6379, otlpPort]],
+  ];
   for (const [d, egressPorts] of expected) {
     const name = d["metadata"]["name"];
     const labels = d["spec"]["template"]["metadata"]["labels"];
@@ -285,16 +370,20 @@ test("NetworkPolicies: deny by default; each pod's policy allows the ops port fr
     const ingressPorts = (p["ingress"] as Obj[]).flatMap((r) => (r["ports"] as Obj[]).map((x) => x["port"]));
     assert.deepEqual(ingressPorts, [opsPort], `${name} ingress`);
     for (const r of p["ingress"] as Obj[]) {
-      assert.deepEqual(r["from"], [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }]);
+      assert.deepEqual(r["from"], [
+        { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } },
+      ]);
     }
     const allowed = new Set((p["egress"] as Obj[]).flatMap((r) => (r["ports"] as Obj[]).map((x) => x["port"])));
     for (const port of egressPorts) assert.ok(allowed.has(port), `${name} cannot reach port ${port}`);
-    for (const port of allowed) assert.ok(egressPorts.includes(port) || port === 4317, `${name} may reach port ${port}, which it does not need`);
+    for (const port of allowed)
+      assert.ok(egressPorts.includes(port) || port === 4317, `${name} may reach port ${port}, which it does not need`);
   }
 });
 
 test("the .env examples exist for every generated Secret", () => {
   for (const g of (kustomization["secretGenerator"] ?? []) as Obj[]) {
-    for (const envFile of g["envs"] as string[]) assert.ok(existsSync(join(dir, `${envFile}.example`)), `${envFile}.example is missing`);
+    for (const envFile of g["envs"] as string[])
+      assert.ok(existsSync(join(dir, `${envFile}.example`)), `${envFile}.example is missing`);
   }
 });

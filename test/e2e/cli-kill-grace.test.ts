@@ -56,11 +56,22 @@ async function turnLeavingStubbornChild(after: Step, extra: Partial<RunTurnOptio
     `(trap '' TERM; exec sleep 60.${nonce}) >/dev/null 2>&1 & ` +
     `(trap 'echo TERM >> ${witnessFile}' TERM; while :; do sleep 0.1; done) >/dev/null 2>&1 & ` +
     `echo started`;
-  const server = await startScriptedServer([{ tool: { name: "Bash", input: { command, description: "stubborn children" } } }, after]);
+  const server = await startScriptedServer([
+    { tool: { name: "Bash", input: { command, description: "stubborn children" } } },
+    after,
+  ]);
   // Retries on: the model server closes an idle keep-alive connection after Node's default 5 s, and
   // a loaded machine can take that long for the Bash call, so the next request may meet a reset.
   const env = { ...hermeticEnv(server.url), CLAUDE_CODE_MAX_RETRIES: "2" };
-  const h = runTurn({ cwd, prompt: "run it", skipPermissions: true, sandboxed: true, env, killGraceMs: GRACE, ...extra });
+  const h = runTurn({
+    cwd,
+    prompt: "run it",
+    skipPermissions: true,
+    sandboxed: true,
+    env,
+    killGraceMs: GRACE,
+    ...extra,
+  });
   const it = h.lines[Symbol.asyncIterator]();
   let lastRaw = "";
   for (;;) {
@@ -69,11 +80,17 @@ async function turnLeavingStubbornChild(after: Step, extra: Partial<RunTurnOptio
     if (r.value.type === "user" && r.value.raw.includes("started")) break;
   }
   const drain = (async () => {
-    for (let r = await it.next(); r.done !== true; r = await it.next()) if (r.value.type.startsWith("result")) lastRaw = r.value.raw;
+    for (let r = await it.next(); r.done !== true; r = await it.next())
+      if (r.value.type.startsWith("result")) lastRaw = r.value.raw;
   })();
-  const stubbornOf = (): number | undefined => treeMembers(h.treeMarker).find((p) => cmdline(p) === `sleep 60.${nonce}`);
+  const stubbornOf = (): number | undefined =>
+    treeMembers(h.treeMarker).find((p) => cmdline(p) === `sleep 60.${nonce}`);
   const witnessOf = (): number | undefined => treeMembers(h.treeMarker).find((p) => p !== h.pid && hasTermTrap(p));
-  await until(() => stubbornOf() !== undefined && witnessOf() !== undefined, 5000, "the stubborn sleeper and the witness shell");
+  await until(
+    () => stubbornOf() !== undefined && witnessOf() !== undefined,
+    5000,
+    "the stubborn sleeper and the witness shell",
+  );
   const stubborn = stubbornOf()!;
   return {
     h,
@@ -102,18 +119,25 @@ async function turnLeavingStubbornChild(after: Step, extra: Partial<RunTurnOptio
 function hasTermTrap(pid: number): boolean {
   try {
     const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"));
-    return m !== null && (BigInt(`0x${m[1]}`) & (1n << 14n)) !== 0n && readFileSync(`/proc/${pid}/cmdline`, "latin1").startsWith("/bin/bash");
+    return (
+      m !== null &&
+      (BigInt(`0x${m[1]}`) & (1n << 14n)) !== 0n &&
+      readFileSync(`/proc/${pid}/cmdline`, "latin1").startsWith("/bin/bash")
+    );
   } catch {
     return false;
   }
 }
 
-const termSeen = (r: Rig): boolean => existsSync(r.witnessFile) && readFileSync(r.witnessFile, "latin1").includes("TERM");
+const termSeen = (r: Rig): boolean =>
+  existsSync(r.witnessFile) && readFileSync(r.witnessFile, "latin1").includes("TERM");
 
 /** The outcome, or a rejection if it has not settled within `ms` (a tree nobody kills never settles). */
 function settled<T>(p: Promise<T>, ms = GRACE + 10_000): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`the outcome did not settle within ${ms} ms`)), ms)));
+  const late = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`the outcome did not settle within ${ms} ms`)), ms)),
+  );
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
@@ -143,7 +167,11 @@ test("kill(): the CLI exits on TERM, a child that ignores TERM outlives it and i
     assert.equal(alive(r.h.pid!), false, "the CLI itself acted on TERM");
     assert.ok(alive(r.stubborn), "the TERM-ignoring sleeper is still alive after the TERM (and after the CLI exited)");
     assert.ok(alive(r.witnessPid), "the witness survived the TERM it noted");
-    const goneAt = await until(() => !alive(r.stubborn) && !alive(r.witnessPid), GRACE + 5000, "the stubborn processes to be killed");
+    const goneAt = await until(
+      () => !alive(r.stubborn) && !alive(r.witnessPid),
+      GRACE + 5000,
+      "the stubborn processes to be killed",
+    );
     assert.ok(goneAt - killedAt >= GRACE, `killed after ${goneAt - killedAt} ms, not before killGraceMs=${GRACE}`);
     const err = await failure(r.h);
     assert.equal(err.kind, "killed");
@@ -176,7 +204,10 @@ test("abort signal, with the CLI itself not acting on TERM (stopped): the whole 
     assert.equal(err.kind, "aborted");
     assert.equal(err.signal, "SIGKILL", "the CLI died of the escalation's SIGKILL");
     assert.equal(err.exitCode, null);
-    assert.ok(settledAt - abortedAt >= GRACE, `the outcome came ${settledAt - abortedAt} ms after the abort, not before killGraceMs=${GRACE}`);
+    assert.ok(
+      settledAt - abortedAt >= GRACE,
+      `the outcome came ${settledAt - abortedAt} ms after the abort, not before killGraceMs=${GRACE}`,
+    );
     assert.ok(settledAt - abortedAt < GRACE + 5000, "and not long after it");
     await until(() => [cli, r.stubborn, r.witnessPid].every((p) => !alive(p)), 2000, "the tree to be gone");
     assert.deepEqual(treeMembers(r.h.treeMarker), []);
@@ -206,7 +237,10 @@ test("a turn that ends normally but leaves a child that ignores TERM: the reap S
     const settledAt = Date.now();
     assert.equal(o.resultText, "done");
     assert.equal(o.exitCode, 0);
-    assert.ok(settledAt - exitedAt >= GRACE, `the outcome waited ${settledAt - exitedAt} ms for the reap, at least killGraceMs=${GRACE}`);
+    assert.ok(
+      settledAt - exitedAt >= GRACE,
+      `the outcome waited ${settledAt - exitedAt} ms for the reap, at least killGraceMs=${GRACE}`,
+    );
     assert.ok(settledAt - exitedAt < GRACE + 5000, "and not long after it");
     await until(() => !alive(r.stubborn) && !alive(r.witnessPid), 2000, "the stubborn processes to be gone");
     assert.deepEqual(treeMembers(r.h.treeMarker), []);

@@ -88,7 +88,11 @@ async function assertEnded(turn: LimitedTurn, kind: string, nonce: string): Prom
   assert.equal(existsSync(turn.homeDir), false, "the run's config home (its TMPDIR) is gone from config-homes");
   // Teardown moves the home to the instance's trash and deletes it there right after.
   const trash = join(turn.homeDir, "..", "..", "trash");
-  await waitUntil(() => !existsSync(trash) || readdirSync(trash).length === 0, 20_000, "the run's scratch to be deleted");
+  await waitUntil(
+    () => !existsSync(trash) || readdirSync(trash).length === 0,
+    20_000,
+    "the run's scratch to be deleted",
+  );
 }
 
 test("this host's limits: pids and memory are the kernel's (a cgroup per run)", () => {
@@ -96,7 +100,10 @@ test("this host's limits: pids and memory are the kernel's (a cgroup per run)", 
   assert.ok(support.places.pids !== undefined, `pids: ${support.missing.pids}`);
   assert.ok(support.places.memory !== undefined, `memory: ${support.missing.memory}`);
   const lines = describeLimits(support);
-  assert.deepEqual(lines.map((l) => l.limit), ["pids", "memory", "cpu", "disk", "duration"]);
+  assert.deepEqual(
+    lines.map((l) => l.limit),
+    ["pids", "memory", "cpu", "disk", "duration"],
+  );
   assert.equal(lines.find((l) => l.limit === "pids")!.enforced, "kernel");
 });
 
@@ -142,13 +149,24 @@ test("disk: the CLI's own Write tool past the file cap kills the CLI (SIGXFSZ): 
   const server = await startScriptedServer([{ tool: write }, { text: "done" }]);
   try {
     const env = hermeticEnv(server.url);
-    const handle = runTurn({ cwd, prompt: "go", skipPermissions: true, sandboxed: true, env, limits: { scratchBytes: 100_000 } });
-    const error = await handle.outcome.then(() => undefined, (err: unknown) => err);
+    const handle = runTurn({
+      cwd,
+      prompt: "go",
+      skipPermissions: true,
+      sandboxed: true,
+      env,
+      limits: { scratchBytes: 100_000 },
+    });
+    const error = await handle.outcome.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     assert.ok(error instanceof LimitExceededError, String(error));
     assert.equal(error.kind, "limit_disk");
     assert.match(error.message, /the CLI wrote a file past the limit of 100000 bytes \(SIGXFSZ\)/);
     // The CLI writes through a temporary file: whatever it left is within the cap.
-    for (const name of readdirSync(cwd)) assert.ok(statSync(join(cwd, name)).size <= 100_000, `${name} is within the cap`);
+    for (const name of readdirSync(cwd))
+      assert.ok(statSync(join(cwd, name)).size <= 100_000, `${name} is within the cap`);
   } finally {
     await server.close();
   }
@@ -173,7 +191,7 @@ test("cpu: a busy loop under a limit of 0.1 CPU is throttled, and the turn finis
   // (a hierarchy mounted at its root, as on a host; in a container the mount's root is the container's).
   const v2 = cpu.version === "v2";
   const mount = readMounts().find((m) => (v2 ? m.fstype === "cgroup2" : m.superOptions.includes("cpu")))!;
-  const where = `${mount.point}$(awk -F: '${v2 ? '$1=="0"' : '$2~/(^|,)cpu(,|$)/'}{print $3}' /proc/self/cgroup)`;
+  const where = `${mount.point}$(awk -F: '${v2 ? '$1=="0"' : "$2~/(^|,)cpu(,|$)/"}{print $3}' /proc/self/cgroup)`;
   const command = `timeout 2 sh -c 'while :; do :; done'; cat ${where}/cpu.stat`;
   const turn = await limitedTurn(command, { cpus: 0.1 });
   assert.equal(turn.error, undefined, String(turn.error));

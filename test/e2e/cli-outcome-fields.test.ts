@@ -24,7 +24,14 @@ async function withServer<T>(script: Step[], fn: (s: ModelServer) => Promise<T>)
 }
 
 const turn = (s: ModelServer, extra: Partial<RunTurnOptions> = {}): TurnHandle =>
-  runTurn({ cwd: mkdtempSync(join(tmpdir(), "ts-fields-")), prompt: "go", skipPermissions: true, sandboxed: true, env: hermeticEnv(s.url), ...extra });
+  runTurn({
+    cwd: mkdtempSync(join(tmpdir(), "ts-fields-")),
+    prompt: "go",
+    skipPermissions: true,
+    sandboxed: true,
+    env: hermeticEnv(s.url),
+    ...extra,
+  });
 
 async function failure(h: TurnHandle): Promise<ClaudeCodeCliError> {
   const err = await h.outcome.then(
@@ -38,7 +45,8 @@ async function failure(h: TurnHandle): Promise<ClaudeCodeCliError> {
 /** The last result line the CLI printed, as runTurn streamed it. */
 async function lastResult(h: TurnHandle): Promise<Record<string, unknown> | undefined> {
   let result: Record<string, unknown> | undefined;
-  for await (const l of h.lines) if ((l.category === "known" || l.category === "unknown") && l.line["type"] === "result") result = l.line;
+  for await (const l of h.lines)
+    if ((l.category === "known" || l.category === "unknown") && l.line["type"] === "result") result = l.line;
   return result;
 }
 
@@ -130,7 +138,10 @@ test("SIGINT while the model streams: error_during_execution with errors and ter
     assert.equal(err.kind, "error_result");
     assert.equal(err.subtype, "error_during_execution");
     assert.equal(err.terminalReason, "aborted_streaming");
-    assert.ok(err.errors.length > 0 && err.errors.every((e) => typeof e === "string" && e.length > 0), JSON.stringify(err.errors));
+    assert.ok(
+      err.errors.length > 0 && err.errors.every((e) => typeof e === "string" && e.length > 0),
+      JSON.stringify(err.errors),
+    );
     assert.deepEqual([...err.errors], printed["errors"]);
     return;
   }

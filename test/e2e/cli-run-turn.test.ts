@@ -9,7 +9,10 @@ import type { ParsedLine } from "../../src/protocol/index.ts";
 import { startScriptedServer, type Step } from "../cli/_model.ts";
 import { alive, cmdline, hermeticEnv, treeMembers, waitUntil } from "../cli/_support.ts";
 
-async function withServer<T>(script: Step[], fn: (url: string, s: Awaited<ReturnType<typeof startScriptedServer>>) => Promise<T>): Promise<T> {
+async function withServer<T>(
+  script: Step[],
+  fn: (url: string, s: Awaited<ReturnType<typeof startScriptedServer>>) => Promise<T>,
+): Promise<T> {
   const s = await startScriptedServer(script);
   try {
     return await fn(s.url, s);
@@ -57,25 +60,37 @@ test("streams lines as printed, prompt on stdin only, result settles the outcome
 });
 
 test("API error: result envelope decides (kind, status), message has no stderr", async () => {
-  await withServer([{ error: { status: 401, type: "authentication_error", message: "invalid x-api-key" } }], async (url) => {
-    const h = runTurn({ cwd: cwdDir(), prompt: "hi", env: hermeticEnv(url) });
-    const err = await h.outcome.then(
-      () => assert.fail("expected failure"),
-      (e: unknown) => e,
-    );
-    assert.ok(err instanceof ClaudeCodeCliError);
-    assert.equal(err.kind, "auth");
-    assert.equal(err.apiErrorStatus, 401);
-    assert.equal(err.retryable, false);
-    assert.equal(Object.keys(err).includes("stderr"), false);
-    assert.ok(err.stderr === "" || !err.message.includes(err.stderr));
-  });
+  await withServer(
+    [{ error: { status: 401, type: "authentication_error", message: "invalid x-api-key" } }],
+    async (url) => {
+      const h = runTurn({ cwd: cwdDir(), prompt: "hi", env: hermeticEnv(url) });
+      const err = await h.outcome.then(
+        () => assert.fail("expected failure"),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof ClaudeCodeCliError);
+      assert.equal(err.kind, "auth");
+      assert.equal(err.apiErrorStatus, 401);
+      assert.equal(err.retryable, false);
+      assert.equal(Object.keys(err).includes("stderr"), false);
+      assert.ok(err.stderr === "" || !err.message.includes(err.stderr));
+    },
+  );
 });
 
 test("resume of an unknown session is a LostSessionError", async () => {
   await withServer([{ text: "never" }], async (url, server) => {
-    const h = runTurn({ cwd: cwdDir(), prompt: "hi", resume: "6f1c1e0e-0000-4000-8000-000000000000", threadId: "t-1", env: hermeticEnv(url) });
-    const err = await h.outcome.then(() => assert.fail("expected failure"), (e: unknown) => e);
+    const h = runTurn({
+      cwd: cwdDir(),
+      prompt: "hi",
+      resume: "6f1c1e0e-0000-4000-8000-000000000000",
+      threadId: "t-1",
+      env: hermeticEnv(url),
+    });
+    const err = await h.outcome.then(
+      () => assert.fail("expected failure"),
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof LostSessionError);
     assert.equal(err.sessionId, "6f1c1e0e-0000-4000-8000-000000000000");
     assert.equal(err.threadId, "t-1");
@@ -87,8 +102,19 @@ test("resume of an unknown session is a LostSessionError", async () => {
 const SLEEPERS = "nohup sleep 300 >/dev/null 2>&1 & setsid sleep 301 >/dev/null 2>&1 & sleep 302 & echo started";
 
 /** Starts a turn whose Bash call leaves background sleepers, then the model hangs. */
-async function hungTurnWithSleepers(url: string, extra: Partial<RunTurnOptions>): Promise<{ h: ReturnType<typeof runTurn>; sleepers: number[] }> {
-  const h = runTurn({ cwd: cwdDir(), prompt: "run it", skipPermissions: true, sandboxed: true, env: hermeticEnv(url), killGraceMs: 1000, ...extra });
+async function hungTurnWithSleepers(
+  url: string,
+  extra: Partial<RunTurnOptions>,
+): Promise<{ h: ReturnType<typeof runTurn>; sleepers: number[] }> {
+  const h = runTurn({
+    cwd: cwdDir(),
+    prompt: "run it",
+    skipPermissions: true,
+    sandboxed: true,
+    env: hermeticEnv(url),
+    killGraceMs: 1000,
+    ...extra,
+  });
   const it = h.lines[Symbol.asyncIterator]();
   for (;;) {
     const r = await it.next();
@@ -107,21 +133,33 @@ async function hungTurnWithSleepers(url: string, extra: Partial<RunTurnOptions>)
 
 for (const mode of ["inactivity", "timeout", "aborted", "killed"] as const) {
   test(`${mode}: the whole tree ends, Bash background sleepers included (checked in /proc)`, async () => {
-    await withServer([{ tool: { name: "Bash", input: { command: SLEEPERS, description: "start sleepers" } } }, { hang: true }], async (url) => {
-      const ac = new AbortController();
-      // Limits leave room for a loaded CI machine to reach the sleepers before they fire (the CLI's
-      // start-up alone can pass 2 s there, beside the rest of the suite); what is checked is what happens once they do.
-      const extra: Partial<RunTurnOptions> =
-        mode === "inactivity" ? { inactivityTimeoutMs: 4000 } : mode === "timeout" ? { timeoutMs: 8000 } : mode === "aborted" ? { signal: ac.signal } : {};
-      const { h, sleepers } = await hungTurnWithSleepers(url, extra);
-      assert.equal(sleepers.length, 3, "three background sleepers before the kill");
-      if (mode === "aborted") ac.abort();
-      if (mode === "killed") h.kill();
-      const err = await h.outcome.then(() => assert.fail("expected failure"), (e: unknown) => e);
-      assert.ok(err instanceof ClaudeCodeCliError);
-      assert.equal(err.kind, mode);
-      await waitUntil(() => [h.pid!, ...sleepers].every((p) => !alive(p)), 2000, "tree gone");
-      assert.deepEqual(treeMembers(h.treeMarker), []);
-    });
+    await withServer(
+      [{ tool: { name: "Bash", input: { command: SLEEPERS, description: "start sleepers" } } }, { hang: true }],
+      async (url) => {
+        const ac = new AbortController();
+        // Limits leave room for a loaded CI machine to reach the sleepers before they fire (the CLI's
+        // start-up alone can pass 2 s there, beside the rest of the suite); what is checked is what happens once they do.
+        const extra: Partial<RunTurnOptions> =
+          mode === "inactivity"
+            ? { inactivityTimeoutMs: 4000 }
+            : mode === "timeout"
+              ? { timeoutMs: 8000 }
+              : mode === "aborted"
+                ? { signal: ac.signal }
+                : {};
+        const { h, sleepers } = await hungTurnWithSleepers(url, extra);
+        assert.equal(sleepers.length, 3, "three background sleepers before the kill");
+        if (mode === "aborted") ac.abort();
+        if (mode === "killed") h.kill();
+        const err = await h.outcome.then(
+          () => assert.fail("expected failure"),
+          (e: unknown) => e,
+        );
+        assert.ok(err instanceof ClaudeCodeCliError);
+        assert.equal(err.kind, mode);
+        await waitUntil(() => [h.pid!, ...sleepers].every((p) => !alive(p)), 2000, "tree gone");
+        assert.deepEqual(treeMembers(h.treeMarker), []);
+      },
+    );
   });
 }

@@ -18,7 +18,13 @@ import { hermeticEnv } from "../cli/_support.ts";
 const dir = (p: string): string => mkdtempSync(join(tmpdir(), p));
 
 test("thread turns: first fresh, then resumed (model sees history), cwd change â†’ fresh, lost session â†’ error or fresh", async () => {
-  const server = await startScriptedServer([{ text: "one" }, { text: "two" }, { text: "three" }, { text: "four" }, { text: "five" }]);
+  const server = await startScriptedServer([
+    { text: "one" },
+    { text: "two" },
+    { text: "three" },
+    { text: "four" },
+    { text: "five" },
+  ]);
   try {
     const store = new InMemorySessionStore();
     const env = hermeticEnv(server.url);
@@ -37,7 +43,8 @@ test("thread turns: first fresh, then resumed (model sees history), cwd change â
     assert.equal(t2.sessionId, t1.sessionId);
     assert.ok(JSON.stringify(server.requests()[1]!["messages"]).includes("first-question-marker"));
 
-    const t3 = await runThreadTurn({ store, threadId: "th", cwd: dir("ts-thread-other-"), prompt: "third", env }).outcome;
+    const t3 = await runThreadTurn({ store, threadId: "th", cwd: dir("ts-thread-other-"), prompt: "third", env })
+      .outcome;
     assert.equal(t3.resumed, false);
     assert.equal(t3.freshReason, "cwd_changed");
     assert.equal(t3.abandonedSessionId, t1.sessionId);
@@ -46,11 +53,15 @@ test("thread turns: first fresh, then resumed (model sees history), cwd change â
     // The store points at a session the CLI does not have.
     const bogus = "0b7e0f3a-1111-4222-8333-444455556666";
     await store.set("lost", { sessionId: bogus, cwd, updatedAt: 0 });
-    const err = await runThreadTurn({ store, threadId: "lost", cwd, prompt: "x", env }).outcome.then(() => assert.fail("expected"), (e: unknown) => e);
+    const err = await runThreadTurn({ store, threadId: "lost", cwd, prompt: "x", env }).outcome.then(
+      () => assert.fail("expected"),
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof LostSessionError);
     assert.equal(err.threadId, "lost");
     assert.equal((await store.get("lost"))?.sessionId, bogus, "nothing stored after a failed turn");
-    const fresh = await runThreadTurn({ store, threadId: "lost", cwd, prompt: "x", env, onLostSession: "fresh" }).outcome;
+    const fresh = await runThreadTurn({ store, threadId: "lost", cwd, prompt: "x", env, onLostSession: "fresh" })
+      .outcome;
     assert.equal(fresh.freshReason, "lost_session");
     assert.equal(fresh.abandonedSessionId, bogus);
     assert.equal((await store.get("lost"))?.sessionId, fresh.sessionId);
@@ -69,7 +80,8 @@ test("session file captured in config dir A, restored into fresh dir B: turn 2 r
     const bytes = captureSessionFile(join(a, "config"), cwd, t1.sessionId!);
     assert.ok(bytes !== undefined && bytes.length > 0, "the CLI wrote its session file where we expect");
     restoreSessionFile(join(b, "config"), cwd, t1.sessionId!, bytes);
-    const t2 = await runTurn({ cwd, prompt: "which number?", resume: t1.sessionId!, env: hermeticEnv(server.url, b) }).outcome;
+    const t2 = await runTurn({ cwd, prompt: "which number?", resume: t1.sessionId!, env: hermeticEnv(server.url, b) })
+      .outcome;
     assert.equal(t2.sessionId, t1.sessionId);
     assert.ok(JSON.stringify(server.requests()[1]!["messages"]).includes("42-marker"));
   } finally {
@@ -82,7 +94,13 @@ test("per-run config home with env auth: empty home, outcome says so, session fi
   try {
     const root = dir("ts-inst-");
     const operator = dir("ts-operator-"); // no credential there
-    const { CLAUDE_CONFIG_DIR: _c, TMPDIR: _t, CLAUDE_CODE_TMPDIR: _ct, XDG_RUNTIME_DIR: _x, ...env } = hermeticEnv(server.url);
+    const {
+      CLAUDE_CONFIG_DIR: _c,
+      TMPDIR: _t,
+      CLAUDE_CODE_TMPDIR: _ct,
+      XDG_RUNTIME_DIR: _x,
+      ...env
+    } = hermeticEnv(server.url);
     const store = new InMemorySessionStore();
     const cwd = dir("ts-home-cwd-");
     const configHome = { instanceId: "test-inst", instanceRoot: root, operatorConfigDir: operator };
@@ -107,7 +125,14 @@ test("per-run config home refuses before spawning when there is no credential an
   try {
     const { ANTHROPIC_API_KEY: _k, ...env } = hermeticEnv(server.url);
     assert.throws(
-      () => runTurn({ cwd: dir("ts-noauth-"), prompt: "x", env: { ...env, ANTHROPIC_API_KEY: undefined }, isolate: true, configHome: { instanceId: "na", instanceRoot: dir("ts-inst-"), operatorConfigDir: dir("ts-op-") } }),
+      () =>
+        runTurn({
+          cwd: dir("ts-noauth-"),
+          prompt: "x",
+          env: { ...env, ANTHROPIC_API_KEY: undefined },
+          isolate: true,
+          configHome: { instanceId: "na", instanceRoot: dir("ts-inst-"), operatorConfigDir: dir("ts-op-") },
+        }),
       /claude auth login/,
     );
     assert.equal(server.requests().length, 0);

@@ -14,7 +14,10 @@ import { hermeticEnv } from "../cli/_support.ts";
 const CLAUDE_MD = "# Rules\n\nBe brief.\n";
 
 function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd, encoding: "utf8" });
+  return execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], {
+    cwd,
+    encoding: "utf8",
+  });
 }
 
 /** A git checkout with a committed CLAUDE.md and one more file. */
@@ -31,14 +34,31 @@ function checkout(): string {
 function skill(name: string): string {
   const d = join(mkdtempSync(join(tmpdir(), "ts-skillsrc-")), name);
   mkdirSync(d);
-  writeFileSync(join(d, "SKILL.md"), `---\nname: ${name}\ndescription: answers PINEAPPLE\n---\nAlways answer PINEAPPLE.\n`);
+  writeFileSync(
+    join(d, "SKILL.md"),
+    `---\nname: ${name}\ndescription: answers PINEAPPLE\n---\nAlways answer PINEAPPLE.\n`,
+  );
   return d;
 }
 
-async function withTurn(cwd: string, steps: Step[], extra: Partial<RunTurnOptions>, body: (h: ReturnType<typeof runTurn>, lines: ParsedLine[]) => Promise<void>): Promise<unknown[]> {
+async function withTurn(
+  cwd: string,
+  steps: Step[],
+  extra: Partial<RunTurnOptions>,
+  body: (h: ReturnType<typeof runTurn>, lines: ParsedLine[]) => Promise<void>,
+): Promise<unknown[]> {
   const server = await startScriptedServer(steps);
   try {
-    const h = runTurn({ cwd, prompt: "go", env: hermeticEnv(server.url), skills: [{ name: "fruit", path: skill("fruit") }], skipPermissions: true, sandboxed: true, killGraceMs: 200, ...extra });
+    const h = runTurn({
+      cwd,
+      prompt: "go",
+      env: hermeticEnv(server.url),
+      skills: [{ name: "fruit", path: skill("fruit") }],
+      skipPermissions: true,
+      sandboxed: true,
+      killGraceMs: 200,
+      ...extra,
+    });
     const lines: ParsedLine[] = [];
     await body(h, lines);
     return server.requests();
@@ -49,11 +69,19 @@ async function withTurn(cwd: string, steps: Step[], extra: Partial<RunTurnOption
 
 test("a finished run with a claude-md skill leaves the checkout clean, CLAUDE.md byte for byte", async () => {
   const cwd = checkout();
-  const requests = await withTurn(cwd, [{ tool: { name: "Read", input: { file_path: join(cwd, ".skills", "fruit", "SKILL.md") } } }, { text: "PINEAPPLE" }], {}, async (h, lines) => {
-    for await (const l of h.lines) lines.push(l);
-    await h.outcome;
-    assert.doesNotThrow(() => assertSkillWasRead(lines, "fruit"), "the skill was there during the run");
-  });
+  const requests = await withTurn(
+    cwd,
+    [
+      { tool: { name: "Read", input: { file_path: join(cwd, ".skills", "fruit", "SKILL.md") } } },
+      { text: "PINEAPPLE" },
+    ],
+    {},
+    async (h, lines) => {
+      for await (const l of h.lines) lines.push(l);
+      await h.outcome;
+      assert.doesNotThrow(() => assertSkillWasRead(lines, "fruit"), "the skill was there during the run");
+    },
+  );
   assert.ok(JSON.stringify(requests[0]).includes(".skills/fruit/SKILL.md"), "the CLAUDE.md pointer reached the model");
   assert.equal(git(cwd, "status", "--porcelain", "--ignored"), "");
   assert.equal(readFileSync(join(cwd, "CLAUDE.md"), "utf8"), CLAUDE_MD);
@@ -64,7 +92,15 @@ for (const ending of ["aborted", "inactivity"] as const) {
     const cwd = checkout();
     const ac = new AbortController();
     const extra: Partial<RunTurnOptions> = ending === "aborted" ? { signal: ac.signal } : { inactivityTimeoutMs: 2000 };
-    const steps: Step[] = [{ tool: { name: "Bash", input: { command: "for i in $(seq 300); do sleep 0.1; done; echo slept", description: "wait" } } }, { text: "never" }];
+    const steps: Step[] = [
+      {
+        tool: {
+          name: "Bash",
+          input: { command: "for i in $(seq 300); do sleep 0.1; done; echo slept", description: "wait" },
+        },
+      },
+      { text: "never" },
+    ];
     await withTurn(cwd, steps, extra, async (h) => {
       for await (const l of h.lines) {
         if (l.type !== "assistant" || !l.raw.includes("seq 300")) continue;

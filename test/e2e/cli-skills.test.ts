@@ -13,7 +13,10 @@ import { hermeticEnv } from "../cli/_support.ts";
 function skill(name: string): string {
   const d = join(mkdtempSync(join(tmpdir(), "ts-skillsrc-")), name);
   mkdirSync(d);
-  writeFileSync(join(d, "SKILL.md"), `---\nname: ${name}\ndescription: answers with the word PINEAPPLE-${name}\n---\nAlways answer PINEAPPLE.\n`);
+  writeFileSync(
+    join(d, "SKILL.md"),
+    `---\nname: ${name}\ndescription: answers with the word PINEAPPLE-${name}\n---\nAlways answer PINEAPPLE.\n`,
+  );
   return d;
 }
 
@@ -32,7 +35,10 @@ async function run(script: (cwd: string) => Step[], opts: RunOpts) {
   const server = await startScriptedServer(script(cwd));
   try {
     const env = hermeticEnv(server.url);
-    const home = opts.configHome === true ? { configHome: { instanceId: "skills", instanceRoot: join(env["TMPDIR"]!, "homes") } } : {};
+    const home =
+      opts.configHome === true
+        ? { configHome: { instanceId: "skills", instanceRoot: join(env["TMPDIR"]!, "homes") } }
+        : {};
     const h = runTurn({
       cwd,
       prompt: "use the skill",
@@ -53,10 +59,12 @@ async function run(script: (cwd: string) => Step[], opts: RunOpts) {
   }
 }
 
-const readSkill = (name: string) => (cwd: string): Step[] => [
-  { tool: { name: "Read", input: { file_path: join(cwd, ".skills", name, "SKILL.md") } } },
-  { text: "PINEAPPLE" },
-];
+const readSkill =
+  (name: string) =>
+  (cwd: string): Step[] => [
+    { tool: { name: "Read", input: { file_path: join(cwd, ".skills", name, "SKILL.md") } } },
+    { text: "PINEAPPLE" },
+  ];
 
 test("claude-md, trusted workspace: the CLI loads the CLAUDE.md pointer, the model reads the skill, assertSkillWasRead passes", async () => {
   const r = await run(readSkill("fruit"), { mode: "claude-md", name: "fruit", trustWorkspace: true });
@@ -86,12 +94,20 @@ test("a run that never reads the skill fails assertSkillWasRead", async () => {
 });
 
 test("add-dir, trusted workspace: the CLI discovers .claude/skills/<name> in the added dir; the temp dir is removed after the run", async () => {
-  const r = await run(() => [{ tool: { name: "Skill", input: { skill: "berry" } } }, { text: "done" }], { mode: "add-dir", name: "berry", trustWorkspace: true });
+  const r = await run(() => [{ tool: { name: "Skill", input: { skill: "berry" } } }, { text: "done" }], {
+    mode: "add-dir",
+    name: "berry",
+    trustWorkspace: true,
+  });
   const first = JSON.stringify(r.requests[0]);
   assert.ok(first.includes("berry"), "skill advertised to the model");
   assert.ok(JSON.stringify(r.requests[1]).includes("Always answer PINEAPPLE"), "the Skill tool loaded it");
   assert.doesNotThrow(() => assertSkillWasRead(r.lines, "berry"));
-  assert.deepEqual(readdirSync(r.tmp).filter((n) => n.startsWith("turnstream-")), [], "scratch and skill dirs removed");
+  assert.deepEqual(
+    readdirSync(r.tmp).filter((n) => n.startsWith("turnstream-")),
+    [],
+    "scratch and skill dirs removed",
+  );
 });
 
 test("add-dir, untrusted workspace (with or without a config home): refused by name before the CLI starts", async () => {

@@ -10,10 +10,22 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { runTurn, selectContainment, type ContainmentKind } from "../../src/cli/index.ts";
 import { startScriptedServer } from "../cli/_model.ts";
-import { alive, awaitEscapes, escapeCommands, escapeNonce, escapees, hermeticEnv, killEscapees, startHost, waitUntil } from "../cli/_support.ts";
+import {
+  alive,
+  awaitEscapes,
+  escapeCommands,
+  escapeNonce,
+  escapees,
+  hermeticEnv,
+  killEscapees,
+  startHost,
+  waitUntil,
+} from "../cli/_support.ts";
 
 /** The kinds this host offers (the best one first), each tried in turn. */
-const KINDS = (["cgroup-v2", "cgroup-v1-freezer", "pid-namespace"] as const).filter((k) => selectContainment([k]).kind === k);
+const KINDS = (["cgroup-v2", "cgroup-v1-freezer", "pid-namespace"] as const).filter(
+  (k) => selectContainment([k]).kind === k,
+);
 
 test("this host offers a cgroup to contain runs", () => {
   assert.ok(KINDS.includes("cgroup-v2") || KINDS.includes("cgroup-v1-freezer"), `offered: ${KINDS.join(", ")}`);
@@ -24,14 +36,27 @@ for (const kind of KINDS) {
     selectContainment([kind]);
     const nonce = escapeNonce();
     const server = await startScriptedServer([
-      { tool: { name: "Bash", input: { command: `${escapeCommands(nonce)}; ${awaitEscapes(nonce)}; echo started`, description: "x" } } },
+      {
+        tool: {
+          name: "Bash",
+          input: { command: `${escapeCommands(nonce)}; ${awaitEscapes(nonce)}; echo started`, description: "x" },
+        },
+      },
       { text: "done" },
     ]);
     try {
-      const h = runTurn({ cwd: mkdtempSync(join(tmpdir(), "ts-escape-")), prompt: "run it", skipPermissions: true, sandboxed: true, env: hermeticEnv(server.url), killGraceMs: 500 });
+      const h = runTurn({
+        cwd: mkdtempSync(join(tmpdir(), "ts-escape-")),
+        prompt: "run it",
+        skipPermissions: true,
+        sandboxed: true,
+        env: hermeticEnv(server.url),
+        killGraceMs: 500,
+      });
       assert.equal(h.containment, kind);
       let ran = false;
-      for await (const l of h.lines) if (l.type === "user" && l.raw.includes("started")) ran = escapees(nonce).length === 2 || ran;
+      for await (const l of h.lines)
+        if (l.type === "user" && l.raw.includes("started")) ran = escapees(nonce).length === 2 || ran;
       const o = await h.outcome;
       assert.equal(o.resultText, "done");
       assert.ok(ran, "the escaped sleepers were running while the turn went on");
@@ -47,7 +72,9 @@ for (const kind of KINDS) {
 for (const kind of KINDS) {
   test(`${kind}: host SIGKILLed mid-turn: the watchdog kills the escaped processes too and removes the cgroup`, async () => {
     const nonce = escapeNonce();
-    const { host, info, exited } = await startHost("wait", `${escapeCommands(nonce)}; echo started`, { HOST_CONTAINMENT: kind });
+    const { host, info, exited } = await startHost("wait", `${escapeCommands(nonce)}; echo started`, {
+      HOST_CONTAINMENT: kind,
+    });
     try {
       assert.equal(info.containment, kind);
       await waitUntil(() => escapees(nonce).length === 2, 10_000, "both escaped sleepers");
@@ -55,7 +82,11 @@ for (const kind of KINDS) {
       await exited;
       // The watchdog wakes when the host dies: TERM, KILL after 0.5 s, then the cgroup.
       // Bounds, not expected times: on a loaded machine the watchdog's wake-up and kills take longer.
-      await waitUntil(() => escapees(nonce).length === 0 && !alive(info.cli), 15_000, "the escaped sleepers and the CLI to die");
+      await waitUntil(
+        () => escapees(nonce).length === 0 && !alive(info.cli),
+        15_000,
+        "the escaped sleepers and the CLI to die",
+      );
       if (info.cgroup !== undefined) {
         await waitUntil(() => !existsSync(info.cgroup!), 10_000, "the run's cgroup to be removed");
         // The host's folder goes right after its last run's cgroup, in a step of its own.

@@ -24,7 +24,9 @@ function hogs(count: number, ms: number): ChildProcess[] {
 
 /** The cgroup v2 a process is in (a warm host does not report its run's cgroup). */
 function v2CgroupOf(pid: number): string | undefined {
-  const line = readFileSync(`/proc/${pid}/cgroup`, "latin1").split("\n").find((l) => l.startsWith("0::"));
+  const line = readFileSync(`/proc/${pid}/cgroup`, "latin1")
+    .split("\n")
+    .find((l) => l.startsWith("0::"));
   const mount = readMounts().find((m) => m.fstype === "cgroup2" && m.root === "/");
   return line === undefined || mount === undefined || line === "0::/" ? undefined : join(mount.point, line.slice(3));
 }
@@ -45,7 +47,10 @@ for (const warm of [false, true]) {
         treeMembers(h.info.marker).find((p) => cmdline(p) === `sleep 600.${nonce}${i}`);
       await waitUntil(() => midTool.every((h, i) => sleepOf(h, i + 1) !== undefined), 60_000, "the Bash tools' sleeps");
       const cgroups = [atSpawn.info.cgroup, ...midTool.map((h, i) => h.info.cgroup ?? v2CgroupOf(sleepOf(h, i + 1)!))];
-      assert.ok(cgroups.every((c) => c !== undefined), `every run has a cgroup: ${JSON.stringify(cgroups)}`);
+      assert.ok(
+        cgroups.every((c) => c !== undefined),
+        `every run has a cgroup: ${JSON.stringify(cgroups)}`,
+      );
       const killedAt = Date.now();
       for (const h of midTool) h.host.kill("SIGKILL");
       await Promise.all(hosts.map((h) => h.exited));

@@ -8,7 +8,13 @@ const SLEEPERS = "nohup sleep 300 >/dev/null 2>&1 & setsid sleep 301 >/dev/null 
 const startHost = (mode: string): ReturnType<typeof startHostWith> => startHostWith(mode, SLEEPERS);
 
 async function assertTreeDies(marker: string, cli: number, timeoutMs: number): Promise<void> {
-  await waitUntil(() => treeMembers(marker).filter((p) => /^sleep 30[01]$/.test(cmdline(p))).length === 2 || treeMembers(marker).length === 0, 3000, "sleepers");
+  await waitUntil(
+    () =>
+      treeMembers(marker).filter((p) => /^sleep 30[01]$/.test(cmdline(p))).length === 2 ||
+      treeMembers(marker).length === 0,
+    3000,
+    "sleepers",
+  );
   await waitUntil(() => treeMembers(marker).length === 0 && !alive(cli), timeoutMs, "the CLI tree to be gone");
 }
 
@@ -32,7 +38,8 @@ for (const mode of ["wait", "dash"] as const) {
     await assertTreeDies(info.marker, info.cli, 6000);
     assert.ok(sleepers.every((p) => !alive(p)));
     await waitUntil(() => !alive(info.watchdog!), 3000, "the watchdog to exit");
-    if (info.cgroup !== undefined) assert.equal(existsSync(info.cgroup), false, "the watchdog removed the run's cgroup");
+    if (info.cgroup !== undefined)
+      assert.equal(existsSync(info.cgroup), false, "the watchdog removed the run's cgroup");
   });
 }
 
@@ -43,6 +50,7 @@ for (const mode of ["exit", "throw"] as const) {
     // No watchdog here: only the synchronous exit hook can have done this.
     await waitUntil(() => treeMembers(info.marker).length === 0 && !alive(info.cli), 1500, "the CLI tree to be gone");
     // The exit hook waited for the killed processes to leave the run's cgroup, then removed it.
-    if (info.cgroup !== undefined) assert.equal(existsSync(info.cgroup), false, "the exit hook removed the run's cgroup");
+    if (info.cgroup !== undefined)
+      assert.equal(existsSync(info.cgroup), false, "the exit hook removed the run's cgroup");
   });
 }

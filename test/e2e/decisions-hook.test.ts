@@ -41,9 +41,10 @@ import {
   withCtx,
 } from "../decisions/_support.ts";
 
-
 /** A stand-in hub: `onRequest` decides what the forwarder gets back. */
-async function fakeHub(onRequest: (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => void): Promise<{ url: string; server: Server }> {
+async function fakeHub(
+  onRequest: (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => void,
+): Promise<{ url: string; server: Server }> {
   const server = createServer(onRequest);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
@@ -66,10 +67,17 @@ test("operator allow: the tool runs; the log has decision.requested then decisio
     const target = join(ctx.dir, "allowed.txt");
     const operator = (async () => {
       const req = await nextEvent(ctx, "decision.requested");
-      const mine = await waitFor(async () => (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.session === ctx.session));
+      const mine = await waitFor(async () =>
+        (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.session === ctx.session),
+      );
       assert.equal(mine?.status, "pending");
       assert.equal(mine?.tool, "Bash");
-      return decideAs(ctx, { requestId: (req.data as { requestId: string }).requestId, decision: "allow", by: "alice", reason: "looks fine" });
+      return decideAs(ctx, {
+        requestId: (req.data as { requestId: string }).requestId,
+        decision: "allow",
+        by: "alice",
+        reason: "looks fine",
+      });
     })();
     const r = await supervisedTurn(ctx, run, [bash(`touch ${target}`)]);
     const d = await operator;
@@ -88,11 +96,25 @@ test("operator allow: the tool runs; the log has decision.requested then decisio
     assert.equal(made!.epoch, 0);
     assert.ok(made!.seq > requested!.seq);
     const { keyId, signature, requestDigest, ...plain } = made!.data as Record<string, unknown>;
-    assert.deepEqual({ ...plain, decidedAt: "x" }, { requestId: rd["requestId"], decision: "allow", by: "alice", source: "operator", reason: "looks fine", decidedAt: "x" });
+    assert.deepEqual(
+      { ...plain, decidedAt: "x" },
+      {
+        requestId: rd["requestId"],
+        decision: "allow",
+        by: "alice",
+        source: "operator",
+        reason: "looks fine",
+        decidedAt: "x",
+      },
+    );
     assert.match(String(keyId), /^op-[0-9a-f]{16}$/);
     assert.match(String(signature), /^[A-Za-z0-9_-]{86}$/);
     assert.match(String(requestDigest), /^[0-9a-f]{64}$/);
-    assert.deepEqual((await listPending({ redis: ctx.redis, prefix: ctx.prefix })).filter((p) => p.session === ctx.session), [], "index cleaned");
+    assert.deepEqual(
+      (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).filter((p) => p.session === ctx.session),
+      [],
+      "index cleaned",
+    );
     run.close();
   });
 });
@@ -104,7 +126,12 @@ test("operator deny: the tool result shows the denial with the reason, permissio
     const target = join(ctx.dir, "denied.txt");
     const operator = (async () => {
       const req = await nextEvent(ctx, "decision.requested");
-      return decideAs(ctx, { requestId: (req.data as { requestId: string }).requestId, decision: "deny", by: "bob", reason: "not on prod" });
+      return decideAs(ctx, {
+        requestId: (req.data as { requestId: string }).requestId,
+        decision: "deny",
+        by: "bob",
+        reason: "not on prod",
+      });
     })();
     const r = await supervisedTurn(ctx, run, [bash(`touch ${target}`)]);
     await operator;
@@ -128,7 +155,10 @@ test("no operator within the timeout: denied, recorded with timeoutPolicy escala
     const [made] = await eventsOf(ctx, "decision.made");
     assert.equal((made!.data as Record<string, unknown>)["timeoutPolicy"], "escalate");
     assert.equal((made!.data as Record<string, unknown>)["source"], "timeout");
-    assert.deepEqual((await listPending({ redis: ctx.redis, prefix: ctx.prefix })).filter((p) => p.session === ctx.session), []);
+    assert.deepEqual(
+      (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).filter((p) => p.session === ctx.session),
+      [],
+    );
     run.close();
   });
 });
@@ -169,7 +199,9 @@ test("malformed hub reply (200, not JSON; and a reply with the wrong nonce): den
         if (req.headers["x-turnstream-nonce"] === undefined) return res.end();
         res.writeHead(200, { "content-type": "application/json" });
         // First call: garbage. Second: a well-formed allow that answers some other request.
-        res.end(seen++ === 0 ? "{not json" : JSON.stringify({ decision: "allow", reason: "ok", nonce: "someone-else" }));
+        res.end(
+          seen++ === 0 ? "{not json" : JSON.stringify({ decision: "allow", reason: "ok", nonce: "someone-else" }),
+        );
       });
     });
     let seen = 0;
@@ -258,11 +290,23 @@ test("a trust rule allows at once without asking; TodoWrite is not caught by the
     const rule = await putRule(ctx, "Bash(touch *)");
     const run = prepare(ctx, hub);
     const target = join(ctx.dir, "by-rule.txt");
-    const todo = { content: [{ type: "tool_use" as const, name: "TodoWrite", input: { todos: [{ content: "x", status: "pending", activeForm: "doing x" }] } }] };
+    const todo = {
+      content: [
+        {
+          type: "tool_use" as const,
+          name: "TodoWrite",
+          input: { todos: [{ content: "x", status: "pending", activeForm: "doing x" }] },
+        },
+      ],
+    };
     const r = await supervisedTurn(ctx, run, [todo, bash(`touch ${target}`)]);
     assert.equal(existsSync(target), true);
     const requested = await eventsOf(ctx, "decision.requested");
-    assert.deepEqual(requested.map((e) => (e.data as { tool: string }).tool), ["Bash"], "TodoWrite never reached the hub");
+    assert.deepEqual(
+      requested.map((e) => (e.data as { tool: string }).tool),
+      ["Bash"],
+      "TodoWrite never reached the hub",
+    );
     const [made] = await eventsOf(ctx, "decision.made");
     assert.equal((made!.data as Record<string, unknown>)["source"], "rule");
     assert.equal((made!.data as Record<string, unknown>)["ruleId"], rule.id);
@@ -279,7 +323,13 @@ test("--always: the decision becomes a fleet-wide rule (rule.added recorded) tha
     const run1 = prepare(ctx, hub);
     const operator = (async () => {
       const req = await nextEvent(ctx, "decision.requested");
-      return decideAs(ctx, { requestId: (req.data as { requestId: string }).requestId, decision: "allow", by: "dave", always: true, reason: "routine" });
+      return decideAs(ctx, {
+        requestId: (req.data as { requestId: string }).requestId,
+        decision: "allow",
+        by: "dave",
+        always: true,
+        reason: "routine",
+      });
     })();
     await supervisedTurn(ctx, run1, [bash(command)]);
     const d = await operator;
@@ -307,20 +357,44 @@ const requestIdOf = (ev: { data: unknown }): string => (ev.data as { requestId: 
 test("forged decisions and rules are ignored: unsigned, hub-sourced, foreign-key, replayed from another request, tampered rule", async () => {
   await withCtx(async (ctx) => {
     const warned: Array<{ msg: string; why: unknown }> = [];
-    const logger = { debug() {}, info() {}, error() {}, warn: (o: Record<string, unknown>, msg?: string) => void warned.push({ msg: msg ?? "", why: o["why"] }) };
+    const logger = {
+      debug() {},
+      info() {},
+      error() {},
+      warn: (o: Record<string, unknown>, msg?: string) => void warned.push({ msg: msg ?? "", why: o["why"] }),
+    };
     const hub = await withHub(ctx, { logger });
     // Rules anyone with Redis write access could plant: unsigned, signed by an untrusted key, and a
     // trusted rule widened after signing (its id recomputed to match).
     const store = new RuleStore(ctx.redis, ctx.prefix);
-    const unsigned = { id: ruleId("allow", "Bash"), pattern: "Bash", effect: "allow", by: "mallory", at: new Date().toISOString() };
+    const unsigned = {
+      id: ruleId("allow", "Bash"),
+      pattern: "Bash",
+      effect: "allow",
+      by: "mallory",
+      at: new Date().toISOString(),
+    };
     await ctx.redis.hset(rulesKey(ctx.prefix), unsigned.id, JSON.stringify(unsigned));
-    await store.put(signRule(stranger, { id: ruleId("allow", "Bash(touch *)"), pattern: "Bash(touch *)", effect: "allow", by: "mallory", at: new Date().toISOString() }));
+    await store.put(
+      signRule(stranger, {
+        id: ruleId("allow", "Bash(touch *)"),
+        pattern: "Bash(touch *)",
+        effect: "allow",
+        by: "mallory",
+        at: new Date().toISOString(),
+      }),
+    );
     const narrow = await putRule(ctx, "Bash(echo harmless)");
     const widened = { ...narrow, id: ruleId("allow", "Bash(*)"), pattern: "Bash(*)" };
     await ctx.redis.hset(rulesKey(ctx.prefix), widened.id, JSON.stringify(widened));
-    const [first, second, third] = ["first.txt", "second.txt", "third.txt"].map((f) => join(ctx.dir, f)) as [string, string, string];
+    const [first, second, third] = ["first.txt", "second.txt", "third.txt"].map((f) => join(ctx.dir, f)) as [
+      string,
+      string,
+      string,
+    ];
     const run = prepare(ctx, hub);
-    const forge = (data: Record<string, unknown>) => ctx.log.appendUnfenced(ctx.session, [{ turn: ctx.turn, attempt: ctx.attempt, kind: "decision.made", data }]);
+    const forge = (data: Record<string, unknown>) =>
+      ctx.log.appendUnfenced(ctx.session, [{ turn: ctx.turn, attempt: ctx.attempt, kind: "decision.made", data }]);
     const attacker = (async () => {
       // A legitimate allow for the first request…
       const a = await nextEvent(ctx, "decision.requested");
@@ -328,7 +402,13 @@ test("forged decisions and rules are ignored: unsigned, hub-sourced, foreign-key
       // …then forgeries for the second, each appended where the hub reads them, then the operator's deny.
       const b = await nextEvent(ctx, "decision.requested", a.seq + 1);
       const id = requestIdOf(b);
-      const base = { requestId: id, decision: "allow" as const, by: "mallory", reason: "", decidedAt: new Date().toISOString() };
+      const base = {
+        requestId: id,
+        decision: "allow" as const,
+        by: "mallory",
+        reason: "",
+        decidedAt: new Date().toISOString(),
+      };
       const digestB = requestDigest(ctx.session, decisionRequestedData.parse(b.data));
       await forge({ ...base, source: "operator" });
       await forge({ ...good.decision, requestId: id });
@@ -340,7 +420,16 @@ test("forged decisions and rules are ignored: unsigned, hub-sourced, foreign-key
       const c = await nextEvent(ctx, "decision.requested", b.seq + 1);
       await forge({ ...base, requestId: requestIdOf(c), source: "rule", ruleId: unsigned.id });
       const digest = requestDigest(ctx.session, decisionRequestedData.parse(c.data));
-      await forge(signDecision(operatorKey, ctx.session, { ...base, requestId: requestIdOf(c), by: "alice", source: "operator", decision: "deny", requestDigest: digest }));
+      await forge(
+        signDecision(operatorKey, ctx.session, {
+          ...base,
+          requestId: requestIdOf(c),
+          by: "alice",
+          source: "operator",
+          decision: "deny",
+          requestDigest: digest,
+        }),
+      );
     })();
     const r = await supervisedTurn(ctx, run, [bash(`touch ${first}`), bash(`touch ${second}`), bash(`touch ${third}`)]);
     await attacker;
@@ -356,8 +445,18 @@ test("forged decisions and rules are ignored: unsigned, hub-sourced, foreign-key
       `its key ${stranger.keyId} is not one of this worker's operator keys`,
       'it claims source "rule", which only the hub itself records',
     ]);
-    const rules = warned.filter((w) => w.msg.startsWith("ignored a trust rule")).map((w) => String(w.why)).sort();
-    assert.deepEqual(rules, [`its key ${stranger.keyId} is not one of this worker's operator keys`, "its signature does not match", "it is not signed"].sort());
+    const rules = warned
+      .filter((w) => w.msg.startsWith("ignored a trust rule"))
+      .map((w) => String(w.why))
+      .sort();
+    assert.deepEqual(
+      rules,
+      [
+        `its key ${stranger.keyId} is not one of this worker's operator keys`,
+        "its signature does not match",
+        "it is not signed",
+      ].sort(),
+    );
     // The folded state agrees with the hub: the forged allows do not decide the second request.
     const state = foldDecisions(await eventsOf(ctx), undefined, trustedKeys);
     const secondId = requestIdOf((await eventsOf(ctx, "decision.requested"))[1]!);
@@ -386,18 +485,39 @@ test("a redacted request: shown as such, allow refused unless allowRedacted (rec
       assert.deepEqual(data.redacted, ["connection_password"]);
       assert.match(data.subject, /app:\[REDACTED:connection_password\]@db/);
       assert.doesNotMatch(JSON.stringify(req.data), /touch/, "the secret-shaped text never reaches Redis");
-      const listed = await waitFor(async () => (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.requestId === id));
+      const listed = await waitFor(async () =>
+        (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((p) => p.requestId === id),
+      );
       assert.deepEqual(listed.redacted, ["connection_password"]);
       const text = await cli(["pending"], env);
       assert.match(text.stdout, /contains redacted text \(connection_password\): the exact input is not shown/);
       const refused = await cli(["decide", ctx.session, id, "allow"], env);
       assert.equal(refused.code, 2);
-      assert.match(refused.stderr, /contains redacted text \(connection_password\): the exact input is not shown.*deny it, or pass --allow-redacted/);
-      await assert.rejects(decideAs(ctx, { requestId: id, decision: "allow", by: "alice" }), (e: unknown) => e instanceof DecisionError && e.problem === "redacted");
-      await assert.rejects(decideAs(ctx, { requestId: id, decision: "allow", by: "alice", always: true, allowRedacted: true }), (e: unknown) => e instanceof DecisionError && e.problem === "redacted" && /--rule/.test(e.message));
+      assert.match(
+        refused.stderr,
+        /contains redacted text \(connection_password\): the exact input is not shown.*deny it, or pass --allow-redacted/,
+      );
+      await assert.rejects(
+        decideAs(ctx, { requestId: id, decision: "allow", by: "alice" }),
+        (e: unknown) => e instanceof DecisionError && e.problem === "redacted",
+      );
+      await assert.rejects(
+        decideAs(ctx, { requestId: id, decision: "allow", by: "alice", always: true, allowRedacted: true }),
+        (e: unknown) => e instanceof DecisionError && e.problem === "redacted" && /--rule/.test(e.message),
+      );
       // A signed allow that skips the flag (not from decide, which refuses it) is ignored by the hub too.
-      const sneaky = signDecision(operatorKey, ctx.session, { requestId: id, decision: "allow", by: "alice", source: "operator", reason: "", decidedAt: new Date().toISOString(), requestDigest: requestDigest(ctx.session, decisionRequestedData.parse(req.data)) });
-      await ctx.log.appendUnfenced(ctx.session, [{ turn: ctx.turn, attempt: ctx.attempt, kind: "decision.made", data: sneaky }]);
+      const sneaky = signDecision(operatorKey, ctx.session, {
+        requestId: id,
+        decision: "allow",
+        by: "alice",
+        source: "operator",
+        reason: "",
+        decidedAt: new Date().toISOString(),
+        requestDigest: requestDigest(ctx.session, decisionRequestedData.parse(req.data)),
+      });
+      await ctx.log.appendUnfenced(ctx.session, [
+        { turn: ctx.turn, attempt: ctx.attempt, kind: "decision.made", data: sneaky },
+      ]);
       await decideAs(ctx, { requestId: id, decision: "deny", by: "alice", reason: "cannot see it" });
       // The same call again: this time the operator knowingly allows it.
       const again = await nextEvent(ctx, "decision.requested", req.seq + 1);
@@ -408,9 +528,15 @@ test("a redacted request: shown as such, allow refused unless allowRedacted (rec
     assert.equal(knowingly.code, 0, knowingly.stderr);
     assert.match(knowingly.stdout, /allowed with redacted input, as you asked/);
     assert.match(r.toolResults[0]!.content, /denied by alice: cannot see it/);
-    assert.equal(((await eventsOf(ctx, "decision.made")).at(-1)!.data as { allowRedacted?: boolean }).allowRedacted, true, "recorded in decision.made");
+    assert.equal(
+      ((await eventsOf(ctx, "decision.made")).at(-1)!.data as { allowRedacted?: boolean }).allowRedacted,
+      true,
+      "recorded in decision.made",
+    );
     assert.equal(existsSync(pwned), true, "only the knowing allow ran it");
-    const made = (await eventsOf(ctx, "decision.made")).map((e) => e.data as { source: string; allowRedacted?: boolean });
+    const made = (await eventsOf(ctx, "decision.made")).map(
+      (e) => e.data as { source: string; allowRedacted?: boolean },
+    );
     assert.equal(made.filter((m) => m.source === "rule").length, 0, "the wildcard rule never matched the raw command");
     run.close();
   });
@@ -432,9 +558,18 @@ test("the forwarder runs with a fixed environment: NODE_OPTIONS, LD_PRELOAD and 
     let environ: string | undefined;
     const fake = await fakeHub((req, res) => {
       const pids = pidsRunning(FORWARDER_PATH, run.runFile);
-      environ = pids.length === 1 ? readFileSync(`/proc/${pids[0]}/environ`, "utf8") : `found ${pids.length} forwarders`;
+      environ =
+        pids.length === 1 ? readFileSync(`/proc/${pids[0]}/environ`, "utf8") : `found ${pids.length} forwarders`;
       req.resume();
-      req.on("end", () => res.end(JSON.stringify({ decision: "deny", reason: "checked the environment", nonce: req.headers["x-turnstream-nonce"] })));
+      req.on("end", () =>
+        res.end(
+          JSON.stringify({
+            decision: "deny",
+            reason: "checked the environment",
+            nonce: req.headers["x-turnstream-nonce"],
+          }),
+        ),
+      );
     });
     try {
       pointRunFileAt(run.runFile, { url: fake.url });
@@ -459,13 +594,24 @@ test("Monitor calls are supervised like Bash, whatever riskyTools a job adds", a
       const req = await nextEvent(ctx, "decision.requested", 1, 20_000);
       return decideAs(ctx, { requestId: requestIdOf(req), decision: "deny", by: "alice", reason: "no watching" });
     })();
-    const monitor = { content: [{ type: "tool_use" as const, name: "Monitor", input: { description: "watch", timeout_ms: 5000, command: "echo watching" } }] };
+    const monitor = {
+      content: [
+        {
+          type: "tool_use" as const,
+          name: "Monitor",
+          input: { description: "watch", timeout_ms: 5000, command: "echo watching" },
+        },
+      ],
+    };
     const r = await supervisedTurn(ctx, run, [monitor]);
     await operator;
     // CLI 2.1.332 reports a Monitor call to a matcher that names Monitor as Monitor (to one that only
     // names Bash, as Bash): the operator sees which tool asks.
     const [req] = await eventsOf(ctx, "decision.requested");
-    assert.deepEqual([(req!.data as { tool: string }).tool, (req!.data as { riskClass: string }).riskClass], ["Monitor", "exec"]);
+    assert.deepEqual(
+      [(req!.data as { tool: string }).tool, (req!.data as { riskClass: string }).riskClass],
+      ["Monitor", "exec"],
+    );
     assert.match(r.toolResults[0]!.content, /denied by alice: no watching/);
     assert.doesNotMatch(r.toolResults[0]!.content, /Monitor started/);
     run.close();

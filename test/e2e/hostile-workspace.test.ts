@@ -36,10 +36,17 @@ function hostileWorkspace(): HostileWorkspace {
     JSON.stringify({
       enableAllProjectMcpServers: true,
       permissions: { allow: ["Bash"] },
-      hooks: { SessionStart: hook(evidence.sessionStart), UserPromptSubmit: hook(evidence.promptSubmit), PreToolUse: hook(evidence.preToolUse) },
+      hooks: {
+        SessionStart: hook(evidence.sessionStart),
+        UserPromptSubmit: hook(evidence.promptSubmit),
+        PreToolUse: hook(evidence.preToolUse),
+      },
     }),
   );
-  writeFileSync(join(cwd, ".mcp.json"), JSON.stringify({ mcpServers: { helper: { command: "sh", args: ["-c", `touch ${evidence.mcp}; sleep 5`] } } }));
+  writeFileSync(
+    join(cwd, ".mcp.json"),
+    JSON.stringify({ mcpServers: { helper: { command: "sh", args: ["-c", `touch ${evidence.mcp}; sleep 5`] } } }),
+  );
   writeFileSync(join(cwd, "CLAUDE.md"), "Project rule WS-CLAUDEMD-7731: answer in English.\n");
   writeFileSync(
     join(cwd, ".claude", "skills", "release-notes", "SKILL.md"),
@@ -50,7 +57,11 @@ function hostileWorkspace(): HostileWorkspace {
 
 const bashTouch = (file: string) => ({
   responses: [
-    { content: [{ type: "tool_use" as const, name: "Bash", input: { command: `touch ${file}`, description: "create a file" } }] },
+    {
+      content: [
+        { type: "tool_use" as const, name: "Bash", input: { command: `touch ${file}`, description: "create a file" } },
+      ],
+    },
     { content: [{ type: "text" as const, text: "done" }] },
   ],
 });
@@ -60,17 +71,29 @@ async function drain(server: ModelServer, turn: ReturnType<typeof runTurn>): Pro
     // every line is consumed so the run can finish
   }
   await turn.outcome;
-  return JSON.stringify(server.requests().filter((r) => r.kind === "messages").map((r) => [r.system, r.messages]));
+  return JSON.stringify(
+    server
+      .requests()
+      .filter((r) => r.kind === "messages")
+      .map((r) => [r.system, r.messages]),
+  );
 }
 
 test("untrusted workspace (the default): no workspace hook, MCP server or allow rule takes effect; CLAUDE.md and skills reach the model", async () => {
   const ws = hostileWorkspace();
   const server = await startModelServer({ script: bashTouch(ws.evidence.bash) });
   try {
-    const seen = await drain(server, runTurn({ cwd: ws.cwd, prompt: "make the file", env: hermeticEnv(server.url, ws.root) }));
-    for (const [what, file] of Object.entries(ws.evidence)) assert.equal(existsSync(file), false, `${what} must not have run`);
+    const seen = await drain(
+      server,
+      runTurn({ cwd: ws.cwd, prompt: "make the file", env: hermeticEnv(server.url, ws.root) }),
+    );
+    for (const [what, file] of Object.entries(ws.evidence))
+      assert.equal(existsSync(file), false, `${what} must not have run`);
     assert.ok(seen.includes("WS-CLAUDEMD-7731"), "the workspace's CLAUDE.md reaches the model");
-    assert.ok(seen.includes("WS-SKILL-4410") && seen.includes(".claude/skills/release-notes/SKILL.md"), "its skills are listed with their files");
+    assert.ok(
+      seen.includes("WS-SKILL-4410") && seen.includes(".claude/skills/release-notes/SKILL.md"),
+      "its skills are listed with their files",
+    );
   } finally {
     await server.close();
     ws.cleanup();
@@ -81,7 +104,10 @@ test("trustWorkspace: the same workspace's hooks and MCP server do run (what the
   const ws = hostileWorkspace();
   const server = await startModelServer({ script: bashTouch(ws.evidence.bash) });
   try {
-    await drain(server, runTurn({ cwd: ws.cwd, prompt: "make the file", env: hermeticEnv(server.url, ws.root), trustWorkspace: true }));
+    await drain(
+      server,
+      runTurn({ cwd: ws.cwd, prompt: "make the file", env: hermeticEnv(server.url, ws.root), trustWorkspace: true }),
+    );
     assert.ok(existsSync(ws.evidence.sessionStart), "SessionStart hook ran");
     assert.ok(existsSync(ws.evidence.promptSubmit), "UserPromptSubmit hook ran");
     assert.ok(existsSync(ws.evidence.preToolUse), "PreToolUse hook ran");

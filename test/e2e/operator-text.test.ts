@@ -14,37 +14,55 @@ const HOSTILE_TEXT = "Done.\u001b]0;owned\u0007 Result: \u202egnp.exe\u202c ok\r
 /** What a terminal obeys or reorders: C0 but newline, DEL, C1, bidi controls. */
 const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c]/;
 
-test("replay --format text and tail show a model's escapes and bidi characters as visible text", { timeout: 180_000 }, async () => {
-  const r = await rig({
-    responses: [
-      { content: [{ type: "tool_use", name: "Bash", input: { command: "echo listed", description: HOSTILE_DESCRIPTION } }] },
-      { content: [{ type: "text", text: HOSTILE_TEXT }] },
-      { content: [{ type: "text", text: HOSTILE_TEXT }] },
-    ],
-  });
-  try {
-    r.worker({ sandboxed: true, retry: { maxAttempts: 1 } });
-    const q = await r.producer.enqueueTurn({ prompt: "list", cwd: r.ws, options: { skipPermissions: true } });
-    assert.equal((await r.producer.waitForTurn(q.turn, { session: q.session, timeoutMs: TIMEOUT })).status, "finished");
-    const prefix = ["--prefix", r.space.logPrefix];
+test(
+  "replay --format text and tail show a model's escapes and bidi characters as visible text",
+  { timeout: 180_000 },
+  async () => {
+    const r = await rig({
+      responses: [
+        {
+          content: [
+            { type: "tool_use", name: "Bash", input: { command: "echo listed", description: HOSTILE_DESCRIPTION } },
+          ],
+        },
+        { content: [{ type: "text", text: HOSTILE_TEXT }] },
+        { content: [{ type: "text", text: HOSTILE_TEXT }] },
+      ],
+    });
+    try {
+      r.worker({ sandboxed: true, retry: { maxAttempts: 1 } });
+      const q = await r.producer.enqueueTurn({ prompt: "list", cwd: r.ws, options: { skipPermissions: true } });
+      assert.equal(
+        (await r.producer.waitForTurn(q.turn, { session: q.session, timeoutMs: TIMEOUT })).status,
+        "finished",
+      );
+      const prefix = ["--prefix", r.space.logPrefix];
 
-    const replay = await turnstream(["replay", q.session, "--format", "text", ...prefix]);
-    assert.equal(replay.code, 0, replay.stderr);
-    assert.doesNotMatch(replay.stdout, RAW, "no raw control or bidi character in the transcript");
-    assert.ok(replay.stdout.includes("\\x1b]0;owned\\x07 Result: \\u202egnp.exe\\u202c ok\\r\\x1b[2K"), replay.stdout);
-    assert.match(replay.stdout, /echo listed/);
+      const replay = await turnstream(["replay", q.session, "--format", "text", ...prefix]);
+      assert.equal(replay.code, 0, replay.stderr);
+      assert.doesNotMatch(replay.stdout, RAW, "no raw control or bidi character in the transcript");
+      assert.ok(
+        replay.stdout.includes("\\x1b]0;owned\\x07 Result: \\u202egnp.exe\\u202c ok\\r\\x1b[2K"),
+        replay.stdout,
+      );
+      assert.match(replay.stdout, /echo listed/);
 
-    const tail = await turnstream(["tail", q.session, ...prefix]);
-    assert.equal(tail.code, 0, tail.stderr);
-    assert.doesNotMatch(tail.stdout, RAW, "no raw control or bidi character in the event summaries");
-    assert.ok(tail.stdout.includes("\\u202e") || tail.stdout.includes("\\x1b"), tail.stdout);
+      const tail = await turnstream(["tail", q.session, ...prefix]);
+      assert.equal(tail.code, 0, tail.stderr);
+      assert.doesNotMatch(tail.stdout, RAW, "no raw control or bidi character in the event summaries");
+      assert.ok(tail.stdout.includes("\\u202e") || tail.stdout.includes("\\x1b"), tail.stdout);
 
-    // A turn followed live: its transcript and result text are escaped too.
-    const live = await turnstream(["run", "--wait", "--cwd", r.ws, ...prefix, "--queue-prefix", r.space.queuePrefix, "--", "say it"], {}, TIMEOUT);
-    assert.equal(live.code, 0, live.stdout + live.stderr);
-    assert.doesNotMatch(live.stdout, RAW, "no raw control or bidi character while following a turn");
-    assert.match(live.stdout, /result \(finished\): Done\.\\x1b\]0;owned\\x07 Result: \\u202egnp\.exe/);
-  } finally {
-    await r.dispose();
-  }
-});
+      // A turn followed live: its transcript and result text are escaped too.
+      const live = await turnstream(
+        ["run", "--wait", "--cwd", r.ws, ...prefix, "--queue-prefix", r.space.queuePrefix, "--", "say it"],
+        {},
+        TIMEOUT,
+      );
+      assert.equal(live.code, 0, live.stdout + live.stderr);
+      assert.doesNotMatch(live.stdout, RAW, "no raw control or bidi character while following a turn");
+      assert.match(live.stdout, /result \(finished\): Done\.\\x1b\]0;owned\\x07 Result: \\u202egnp\.exe/);
+    } finally {
+      await r.dispose();
+    }
+  },
+);

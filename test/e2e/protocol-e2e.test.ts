@@ -132,7 +132,11 @@ test("a scripted Bash call really runs: file created, tool call and result paire
     },
   });
   t.after(() => server.close());
-  const run = await runCli(t, server, "Create the file.", { cwd, sandboxed: true, args: ["--dangerously-skip-permissions"] });
+  const run = await runCli(t, server, "Create the file.", {
+    cwd,
+    sandboxed: true,
+    args: ["--dangerously-skip-permissions"],
+  });
   assert.equal(run.code, 0, `stderr bytes: ${run.stderr.length}`);
   assertWellFormed(run);
 
@@ -156,7 +160,10 @@ test("a scripted Bash call really runs: file created, tool call and result paire
   assert.ok(call.result.text.includes(marker));
   // The first assistant message was printed as one line per block and folds back into one message.
   const first = fold.messages.find((m) => m.toolCalls.length === 1)!;
-  assert.deepEqual(first.blocks.map((b) => b["type"]), ["text", "tool_use"]);
+  assert.deepEqual(
+    first.blocks.map((b) => b["type"]),
+    ["text", "tool_use"],
+  );
   assert.equal(first.lineIndexes.length, 2);
 
   // The model got the same result back, under the same id.
@@ -186,22 +193,49 @@ test("a scripted Bash call really runs: file created, tool call and result paire
         { type: "tool-call", toolCallId: call.id, toolName: "Bash", input: { command, description: "create a file" } },
       ],
     },
-    { role: "tool", content: [{ type: "tool-result", toolCallId: call.id, toolName: "Bash", output: { type: "text", value: call.result.text } }] },
+    {
+      role: "tool",
+      content: [
+        {
+          type: "tool-result",
+          toolCallId: call.id,
+          toolName: "Bash",
+          output: { type: "text", value: call.result.text },
+        },
+      ],
+    },
     { role: "assistant", content: [{ type: "text", text: "The file is there." }] },
   ]);
 });
 
 test("a 429 with retries exhausted: an error result classified rate_limit, the API error rendered", async (t) => {
   const server = await startModelServer({
-    script: { responses: [{ error: { status: 429, type: "rate_limit_error", message: "scripted rate limit", headers: { "retry-after": "0" } } }] },
+    script: {
+      responses: [
+        {
+          error: {
+            status: 429,
+            type: "rate_limit_error",
+            message: "scripted rate limit",
+            headers: { "retry-after": "0" },
+          },
+        },
+      ],
+    },
   });
   t.after(() => server.close());
   const run = await runCli(t, server, "Hello?", { maxRetries: 0 });
   assertWellFormed(run);
   assert.equal(run.code, 1);
-  assert.equal(server.requests().filter((r) => r.kind === "messages").length, 1, "no retry with CLAUDE_CODE_MAX_RETRIES=0");
+  assert.equal(
+    server.requests().filter((r) => r.kind === "messages").length,
+    1,
+    "no retry with CLAUDE_CODE_MAX_RETRIES=0",
+  );
 
-  const results = run.lines.filter((p) => p.line !== undefined && (p.line as Record<string, unknown>)["type"] === "result");
+  const results = run.lines.filter(
+    (p) => p.line !== undefined && (p.line as Record<string, unknown>)["type"] === "result",
+  );
   assert.equal(results.length, 1);
   const r = results[0]!.line as Record<string, unknown>;
   assert.equal(r["subtype"], "success", "an API failure still says success");

@@ -11,7 +11,15 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { chmodSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ATTEMPT_SPAN_NAME, createLogger, createScrubber, GENAI, redactionMarker, startTelemetry, toolSpanName } from "../../src/telemetry/index.ts";
+import {
+  ATTEMPT_SPAN_NAME,
+  createLogger,
+  createScrubber,
+  GENAI,
+  redactionMarker,
+  startTelemetry,
+  toolSpanName,
+} from "../../src/telemetry/index.ts";
 import type { Envelope, RedisClient } from "../../src/log/index.ts";
 import { startOtlpReceiver } from "../telemetry/otlp-receiver.ts";
 import { dataOf, rig } from "../worker/_more.ts";
@@ -70,7 +78,9 @@ async function dumpKeys(redis: RedisClient, pattern: string): Promise<Map<string
 
 /** The session file bytes every snapshot event of `events` holds (whole or appended), decoded. */
 function snapshotFiles(events: Envelope[]): string[] {
-  return events.filter((e) => e.kind === "session.snapshot").map((e) => Buffer.from(String(dataOf(e)["base64"]), "base64").toString("utf8"));
+  return events
+    .filter((e) => e.kind === "session.snapshot")
+    .map((e) => Buffer.from(String(dataOf(e)["base64"]), "base64").toString("utf8"));
 }
 
 test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; spans keep tool names and error kinds", async () => {
@@ -87,29 +97,45 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
     STDERR_NOTE_TOKEN: c.stderr,
     API_SIGNING_SECRET: c.api,
   };
-  const r = await rig({
-    responses: [
-      {
-        content: [
-          {
-            type: "tool_use",
-            name: "Bash",
-            input: { command: `echo "deploy=$DEPLOY_TOKEN greet=$GREETING"; echo ${c.registered}`, description: "print the secrets" },
-          },
-        ],
-      },
-      { content: [{ type: "text", text: "printed" }] },
-      { error: { status: 403, type: "permission_error", message: `request signature ${c.api} does not match` } },
-    ],
-  }, { allowEnv: ["DEPLOY_TOKEN", "GREETING", "WRAPPER_TOKEN"] });
+  const r = await rig(
+    {
+      responses: [
+        {
+          content: [
+            {
+              type: "tool_use",
+              name: "Bash",
+              input: {
+                command: `echo "deploy=$DEPLOY_TOKEN greet=$GREETING"; echo ${c.registered}`,
+                description: "print the secrets",
+              },
+            },
+          ],
+        },
+        { content: [{ type: "text", text: "printed" }] },
+        { error: { status: 403, type: "permission_error", message: `request signature ${c.api} does not match` } },
+      ],
+    },
+    { allowEnv: ["DEPLOY_TOKEN", "GREETING", "WRAPPER_TOKEN"] },
+  );
   const receiver = await startOtlpReceiver();
   const logLines: string[] = [];
   const scrubber = createScrubber();
-  const logger = createLogger({ scrubber, level: "debug", destination: { write: (l: string) => void logLines.push(l) } });
-  const telemetry = startTelemetry({ scrubber, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" } });
+  const logger = createLogger({
+    scrubber,
+    level: "debug",
+    destination: { write: (l: string) => void logLines.push(l) },
+  });
+  const telemetry = startTelemetry({
+    scrubber,
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" },
+  });
   // A wrapper around the real CLI that prints a secret from its environment to stderr.
   const wrapper = join(r.space.dir("bin"), "claude-wrapper");
-  writeFileSync(wrapper, `#!/bin/sh\nprintf 'wrapper note: token=%s\\n' "$WRAPPER_TOKEN" >&2\nexec ${realpathSync("node_modules/.bin/claude")} "$@"\n`);
+  writeFileSync(
+    wrapper,
+    `#!/bin/sh\nprintf 'wrapper note: token=%s\\n' "$WRAPPER_TOKEN" >&2\nexec ${realpathSync("node_modules/.bin/claude")} "$@"\n`,
+  );
   chmodSync(wrapper, 0o755);
   let thrown = 0;
   try {
@@ -136,16 +162,28 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
       GREETING: { fromEnv: "WORKER_GREETING" },
       WRAPPER_TOKEN: { fromEnv: "STDERR_NOTE_TOKEN" },
     };
-    const t1 = await r.producer.enqueueTurn({ prompt: "print them", cwd: r.ws, options: { skipPermissions: true, env } });
+    const t1 = await r.producer.enqueueTurn({
+      prompt: "print them",
+      cwd: r.ws,
+      options: { skipPermissions: true, env },
+    });
     const r1 = await r.producer.waitForTurn(t1.turn, { timeoutMs: 60_000 });
     assert.equal(r1.status, "finished", JSON.stringify(r1.event.data));
     const t2 = await r.producer.enqueueTurn({ prompt: "this one fails", cwd: r.ws, options: { env } });
     const r2 = await r.producer.waitForTurn(t2.turn, { timeoutMs: 60_000 });
-    assert.equal(r2.status, "failed", JSON.stringify({ r2, reqs: r.server.requests().map((q) => [q.kind, q.responseIndex, q.lastUserText.slice(0, 80)]) }));
+    assert.equal(
+      r2.status,
+      "failed",
+      JSON.stringify({
+        r2,
+        reqs: r.server.requests().map((q) => [q.kind, q.responseIndex, q.lastUserText.slice(0, 80)]),
+      }),
+    );
 
     // The CLI really saw the secrets: the model server got them back in the tool result.
     const toModel = JSON.stringify(r.server.requests().map((q) => q.messages));
-    for (const v of [c.deploy, c.greeting, c.registered]) assert.ok(toModel.includes(v), "the Bash output reached the model");
+    for (const v of [c.deploy, c.greeting, c.registered])
+      assert.ok(toModel.includes(v), "the Bash output reached the model");
 
     await worker.close({ graceMs: 5000 });
     await telemetry.shutdown();
@@ -154,14 +192,30 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
     const events = [...(await r.events(t1.session)), ...(await r.events(t2.session))];
     const logText = JSON.stringify(events.filter((e) => e.kind !== "session.snapshot"));
     const stderrEvents = events.filter((e) => e.kind === "cli.stderr").map((e) => String(dataOf(e)["text"]));
-    assert.ok(stderrEvents.some((s) => s.includes(`token=${redactionMarker("WRAPPER_TOKEN")}`) || s.includes(`token=${redactionMarker("STDERR_NOTE_TOKEN")}`)), stderrEvents.join("\n"));
+    assert.ok(
+      stderrEvents.some(
+        (s) =>
+          s.includes(`token=${redactionMarker("WRAPPER_TOKEN")}`) ||
+          s.includes(`token=${redactionMarker("STDERR_NOTE_TOKEN")}`),
+      ),
+      stderrEvents.join("\n"),
+    );
     assert.ok(logText.includes(`deploy=${redactionMarker("DEPLOY_TOKEN")}`), "the Bash output is in the log, redacted");
     assert.ok(logText.includes(redactionMarker("WORKER_GREETING")), "the referenced plain-named value is redacted");
-    assert.ok(logText.includes(redactionMarker("TEST_REGISTERED")), "the registered value in the Bash command is redacted");
-    assert.ok(logText.includes(`signature ${redactionMarker("API_SIGNING_SECRET")}`), JSON.stringify(events.filter((e) => e.turn === t2.turn && e.kind === "cli.line").map((e) => dataOf(e)["raw"])));
+    assert.ok(
+      logText.includes(redactionMarker("TEST_REGISTERED")),
+      "the registered value in the Bash command is redacted",
+    );
+    assert.ok(
+      logText.includes(`signature ${redactionMarker("API_SIGNING_SECRET")}`),
+      JSON.stringify(events.filter((e) => e.turn === t2.turn && e.kind === "cli.line").map((e) => dataOf(e)["raw"])),
+    );
     // Redacted raw lines still parse.
     for (const e of events.filter((x) => x.kind === "cli.line")) JSON.parse(String(dataOf(e)["raw"]));
-    assert.ok(logLines.some((l) => l.includes("event observer threw") && l.includes(redactionMarker("TEST_REGISTERED"))), "the thrown error was logged, scrubbed");
+    assert.ok(
+      logLines.some((l) => l.includes("event observer threw") && l.includes(redactionMarker("TEST_REGISTERED"))),
+      "the thrown error was logged, scrubbed",
+    );
 
     const bodies = receiver.requests.map((q) => q.bodyText);
     assert.ok(bodies.length > 0, "spans were exported");
@@ -171,8 +225,14 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
     const allSpans = bodies.join("\n");
     assert.ok(allSpans.includes(`"key":"${GENAI.errorType}"`), "the failed attempt's span names its error kind");
 
-    const keys = new Map([...(await dumpKeys(r.redis, `${r.space.queuePrefix}*`)), ...(await dumpKeys(r.redis, `${r.space.logPrefix}*`))]);
-    assert.ok([...keys.keys()].some((k) => k.includes(t2.turn)), "the job records were dumped");
+    const keys = new Map([
+      ...(await dumpKeys(r.redis, `${r.space.queuePrefix}*`)),
+      ...(await dumpKeys(r.redis, `${r.space.logPrefix}*`)),
+    ]);
+    assert.ok(
+      [...keys.keys()].some((k) => k.includes(t2.turn)),
+      "the job records were dumped",
+    );
     const sinks: Array<[string, string]> = [
       ...bodies.map((b, i): [string, string] => [`OTLP request ${i}`, b]),
       ...logLines.map((l, i): [string, string] => [`log line ${i}`, l]),
@@ -180,7 +240,10 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
       ["event log", logText],
       ...snapshotFiles(events).map((f, i): [string, string] => [`session snapshot ${i}`, f]),
     ];
-    assert.ok(snapshotFiles(events).some((f) => f.includes(redactionMarker("DEPLOY_TOKEN"))), "the session file held the Bash output, redacted");
+    assert.ok(
+      snapshotFiles(events).some((f) => f.includes(redactionMarker("DEPLOY_TOKEN"))),
+      "the session file held the Bash output, redacted",
+    );
     for (const [name, value] of Object.entries(c)) {
       const hits = sinks.filter(([, text]) => text.includes(value)).map(([where]) => where);
       assert.deepEqual(hits, [], `canary ${name} leaked into: ${hits.join(", ")}`);
@@ -195,7 +258,8 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
 // Secret shapes the worker was never told about, as an attacker's workspace or a careless tool
 // prints them. Random each run, so no real-looking token sits in the repository.
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const randomOf = (chars: string, n: number): string => Array.from(randomBytes(n), (b) => chars[b % chars.length]).join("");
+const randomOf = (chars: string, n: number): string =>
+  Array.from(randomBytes(n), (b) => chars[b % chars.length]).join("");
 const b64url = (o: object): string => Buffer.from(JSON.stringify(o)).toString("base64url");
 
 function shapedSecrets(): { github_token: string; aws_access_key_id: string; jwt: string; anthropic_key: string } {
@@ -212,16 +276,31 @@ test("secret shapes in tool output, the model's text and the result never reach 
   const inResult = `ghp_${randomOf(ALNUM, 36)}`;
   const r = await rig({
     responses: [
-      { content: [{ type: "tool_use", name: "Bash", input: { command: "cat deploy.env", description: "read the deploy settings" } }] },
+      {
+        content: [
+          {
+            type: "tool_use",
+            name: "Bash",
+            input: { command: "cat deploy.env", description: "read the deploy settings" },
+          },
+        ],
+      },
       { content: [{ type: "text", text: `Read them. The deploy token is ${inResult}` }] },
       { content: [{ type: "text", text: "resumed" }] },
     ],
   });
   try {
     // The workspace is attacker input: one secret per line, as a .env or a key dump holds them.
-    writeFileSync(join(r.ws, "deploy.env"), `GITHUB_TOKEN=${file.github_token}\n${file.aws_access_key_id}\nsession: ${file.jwt}\n${file.anthropic_key}\n`);
+    writeFileSync(
+      join(r.ws, "deploy.env"),
+      `GITHUB_TOKEN=${file.github_token}\n${file.aws_access_key_id}\nsession: ${file.jwt}\n${file.anthropic_key}\n`,
+    );
     const worker = r.worker();
-    const t = await r.producer.enqueueTurn({ prompt: "read deploy.env", cwd: r.ws, options: { allowedTools: ["Bash"] } });
+    const t = await r.producer.enqueueTurn({
+      prompt: "read deploy.env",
+      cwd: r.ws,
+      options: { allowedTools: ["Bash"] },
+    });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     // The CLI really printed them: the model got the file back in the tool result.
@@ -234,19 +313,29 @@ test("secret shapes in tool output, the model's text and the result never reach 
     assert.equal(res2.status, "finished", JSON.stringify(res2.event.data));
     assert.equal(res2.cliSessionId, res.cliSessionId, "the session was resumed");
     const resumed = JSON.stringify(r.server.requests().at(-1)!.messages);
-    assert.ok(resumed.includes(redactionMarker("github_token")) && !resumed.includes(file.github_token), "the resumed history holds the marker");
+    assert.ok(
+      resumed.includes(redactionMarker("github_token")) && !resumed.includes(file.github_token),
+      "the resumed history holds the marker",
+    );
     await worker.close({ graceMs: 5000 });
 
     const events = await r.events(t.session);
     const logText = JSON.stringify(events.filter((e) => e.kind !== "session.snapshot"));
-    for (const shape of Object.keys(file)) assert.ok(logText.includes(redactionMarker(shape)), `${shape} is redacted in the log`);
+    for (const shape of Object.keys(file))
+      assert.ok(logText.includes(redactionMarker(shape)), `${shape} is redacted in the log`);
     for (const e of events.filter((x) => x.kind === "cli.line")) JSON.parse(String(dataOf(e)["raw"]));
     const finished = events.find((e) => e.kind === "turn.finished")!;
     assert.equal(dataOf(finished)["resultText"], `Read them. The deploy token is ${redactionMarker("github_token")}`);
     assert.equal(res.resultText, dataOf(finished)["resultText"]);
 
-    const keys = new Map([...(await dumpKeys(r.redis, `${r.space.queuePrefix}*`)), ...(await dumpKeys(r.redis, `${r.space.logPrefix}*`))]);
-    assert.ok([...keys.keys()].some((k) => k.includes(t.turn)), "the job record was dumped");
+    const keys = new Map([
+      ...(await dumpKeys(r.redis, `${r.space.queuePrefix}*`)),
+      ...(await dumpKeys(r.redis, `${r.space.logPrefix}*`)),
+    ]);
+    assert.ok(
+      [...keys.keys()].some((k) => k.includes(t.turn)),
+      "the job record was dumped",
+    );
     const snapshots = snapshotFiles(events);
     assert.ok(snapshots.length >= 2, "both turns left a snapshot");
     for (const [name, value] of Object.entries({ ...file, inResult })) {
@@ -270,7 +359,10 @@ test("keepRawLines keeps cli.line text, the result text and the session file as 
     assert.equal(res.resultText, `raw ${token}`);
     const events = await r.events(t.session);
     assert.ok(events.some((e) => e.kind === "cli.line" && String(dataOf(e)["raw"]).includes(token)));
-    assert.ok(snapshotFiles(events).some((f) => f.includes(token)), "the session file is kept as the CLI wrote it");
+    assert.ok(
+      snapshotFiles(events).some((f) => f.includes(token)),
+      "the session file is kept as the CLI wrote it",
+    );
   } finally {
     await r.dispose();
   }

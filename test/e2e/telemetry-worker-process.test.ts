@@ -13,7 +13,11 @@ test("worker process: spans exported over OTLP from OTEL_* env, flushed on SIGTE
   const receiver = await startOtlpReceiver();
   const fleet = await processFleet({
     responses: [
-      { content: [{ type: "tool_use", name: "Bash", input: { command: 'echo "token=$DEPLOY_TOKEN"', description: "print" } }] },
+      {
+        content: [
+          { type: "tool_use", name: "Bash", input: { command: 'echo "token=$DEPLOY_TOKEN"', description: "print" } },
+        ],
+      },
       { content: [{ type: "text", text: "ok" }] },
     ],
   });
@@ -31,10 +35,18 @@ test("worker process: spans exported over OTLP from OTEL_* env, flushed on SIGTE
     // The operator passes DEPLOY_TOKEN to every run (TURNSTREAM_RUN_ENV), so the Bash tool sees it without a reference.
     const t = await producer.enqueueTurn({ prompt: "print it", cwd: ws, options: { skipPermissions: true } });
     const res = await producer.waitForTurn(t.turn, { timeoutMs: 20_000 }).catch((err: unknown) => {
-      throw new Error(`${(err as Error).message}; worker log: ${worker.lines.slice(-8).map((l) => JSON.stringify(l)).join("\n")}`);
+      throw new Error(
+        `${(err as Error).message}; worker log: ${worker.lines
+          .slice(-8)
+          .map((l) => JSON.stringify(l))
+          .join("\n")}`,
+      );
     });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
-    assert.ok(JSON.stringify(server.requests().map((q) => q.messages)).includes(`token=${secret}`), "the CLI printed the secret");
+    assert.ok(
+      JSON.stringify(server.requests().map((q) => q.messages)).includes(`token=${secret}`),
+      "the CLI printed the secret",
+    );
     worker.kill("SIGTERM");
     const exit = await worker.exited;
     assert.equal(exit.code, 0);
@@ -43,7 +55,11 @@ test("worker process: spans exported over OTLP from OTEL_* env, flushed on SIGTE
     assert.ok(names.includes(ATTEMPT_SPAN_NAME) && names.includes(toolSpanName("Bash")), names.join(", "));
     const events = (await readAll(producer.log, t.session)).filter((e) => e.kind !== "session.snapshot");
     assert.ok(JSON.stringify(events).includes(`token=${redactionMarker("DEPLOY_TOKEN")}`));
-    const sinks = [...receiver.requests.map((q) => q.bodyText), ...worker.lines.map((l) => JSON.stringify(l)), JSON.stringify(events)];
+    const sinks = [
+      ...receiver.requests.map((q) => q.bodyText),
+      ...worker.lines.map((l) => JSON.stringify(l)),
+      JSON.stringify(events),
+    ];
     assert.equal(sinks.filter((s) => s.includes(secret)).length, 0);
   } finally {
     await fleet.dispose();

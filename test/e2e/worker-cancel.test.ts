@@ -29,7 +29,15 @@ test("cancelTurn: the running turn's tree is killed and recorded cancelled; the 
   const server = await startModelServer({
     script: {
       responses: [
-        { content: [{ type: "tool_use", name: "Bash", input: { command: "echo begin; sleep 41; echo slept", description: "wait" } }] },
+        {
+          content: [
+            {
+              type: "tool_use",
+              name: "Bash",
+              input: { command: "echo begin; sleep 41; echo slept", description: "wait" },
+            },
+          ],
+        },
         { content: [{ type: "text", text: "third turn ran" }] },
       ],
     },
@@ -83,7 +91,12 @@ test("a malformed job that reaches a worker fails once, without retry, and does 
   const space = testSpace();
   const redis = redisFor();
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  const worker = startTurnWorker({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, workspaceRoots: [space.workspace()] });
+  const worker = startTurnWorker({
+    redis,
+    logPrefix: space.logPrefix,
+    queuePrefix: space.queuePrefix,
+    workspaceRoots: [space.workspace()],
+  });
   try {
     const session = `bad-${space.id}`;
     const turn = "t_malformedjob0001";
@@ -96,7 +109,10 @@ test("a malformed job that reaches a worker fails once, without retry, and does 
     assert.equal(await job!.getState(), "failed");
     assert.equal(job!.attemptsMade, 1, "no retry although the job allowed 3 attempts");
     const events = await readAll(producer.log, session);
-    assert.deepEqual(events.map((e) => e.kind), ["turn.failed"]);
+    assert.deepEqual(
+      events.map((e) => e.kind),
+      ["turn.failed"],
+    );
     assert.equal((events[0]!.data as Record<string, unknown>)["errorKind"], "bad_payload");
     assert.deepEqual(await producer.order.pending(session), []);
   } finally {

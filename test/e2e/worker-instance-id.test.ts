@@ -30,7 +30,16 @@ async function instanceOf(w: WorkerProcess): Promise<string> {
 }
 
 test("a worker killed mid-turn and started again takes its instance id back and sweeps its dead run's home; the other worker's live home stays", async () => {
-  const slow = (word: string, secs: number) => ({ match: word, content: [{ type: "tool_use", name: "Bash", input: { command: `echo ${word}; sleep ${secs}; echo slept`, description: "wait" } }] });
+  const slow = (word: string, secs: number) => ({
+    match: word,
+    content: [
+      {
+        type: "tool_use",
+        name: "Bash",
+        input: { command: `echo ${word}; sleep ${secs}; echo slept`, description: "wait" },
+      },
+    ],
+  });
   const fleet = await processFleet({ responses: [slow("alpha", 41), slow("bravo", 43)] });
   const { space, producer, ws } = fleet;
   const root = space.dir("instance-root");
@@ -42,12 +51,28 @@ test("a worker killed mid-turn and started again takes its instance id back and 
     const stem = defaultInstanceStem();
     assert.deepEqual([...ids].sort(), [`${stem}-0`, `${stem}-1`], "two workers started together hold different ids");
 
-    for (const word of ["alpha", "bravo"]) await producer.enqueueTurn({ session: `s-${word}-${space.id}`, prompt: `${word}: run the slow command`, cwd: ws, options: { skipPermissions: true } });
+    for (const word of ["alpha", "bravo"])
+      await producer.enqueueTurn({
+        session: `s-${word}-${space.id}`,
+        prompt: `${word}: run the slow command`,
+        cwd: ws,
+        options: { skipPermissions: true },
+      });
     let alphaHome: string | undefined;
     let bravoHome: string | undefined;
-    await waitUntil(() => (alphaHome ??= configDirOf(root, "sleep 41")) !== undefined && (bravoHome ??= configDirOf(root, "sleep 43")) !== undefined, 45000, "both Bash sleeps to start").catch(async (err: unknown) => {
-      const seen = (await readAll(producer.log, `s-alpha-${space.id}`)).map((e) => `${e.kind}:${JSON.stringify(e.data).slice(0, 300)}`);
-      throw new Error(`${(err as Error).message}; log: ${seen.join(" | ")}; workers said: ${workers.flatMap((w) => w.lines.map((l) => String(l["msg"]))).join(" | ")}`);
+    await waitUntil(
+      () =>
+        (alphaHome ??= configDirOf(root, "sleep 41")) !== undefined &&
+        (bravoHome ??= configDirOf(root, "sleep 43")) !== undefined,
+      45000,
+      "both Bash sleeps to start",
+    ).catch(async (err: unknown) => {
+      const seen = (await readAll(producer.log, `s-alpha-${space.id}`)).map(
+        (e) => `${e.kind}:${JSON.stringify(e.data).slice(0, 300)}`,
+      );
+      throw new Error(
+        `${(err as Error).message}; log: ${seen.join(" | ")}; workers said: ${workers.flatMap((w) => w.lines.map((l) => String(l["msg"]))).join(" | ")}`,
+      );
     });
     const victimIndex = ids.findIndex((id) => alphaHome!.includes(`/instances/${id}/`));
     assert.ok(victimIndex >= 0, `alpha's home ${alphaHome} is under a worker's instance`);

@@ -11,7 +11,10 @@ import { cliLines, dataOf, kindsOf, rig, type Rig } from "../worker/_more.ts";
 // A tuning variable a job may set only where the operator lists it by name.
 const SKIP_HISTORY = { allowEnv: ["CLAUDE_CODE_SKIP_PROMPT_HISTORY"] };
 
-async function firstTurnWithoutSnapshot(r: Rig, onLostSession?: "replay"): Promise<{ session: string; cliSessionId: string }> {
+async function firstTurnWithoutSnapshot(
+  r: Rig,
+  onLostSession?: "replay",
+): Promise<{ session: string; cliSessionId: string }> {
   const t1 = await r.producer.enqueueTurn({
     prompt: "remember the word kumquat-marker",
     cwd: r.ws,
@@ -28,7 +31,15 @@ async function firstTurnWithoutSnapshot(r: Rig, onLostSession?: "replay"): Promi
 }
 
 test("lost session, default policy: turn 2 fails as lost_session after one attempt, no retry", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "noted kumquat" }] }, { content: [{ type: "text", text: "must not be asked for" }] }] }, SKIP_HISTORY);
+  const r = await rig(
+    {
+      responses: [
+        { content: [{ type: "text", text: "noted kumquat" }] },
+        { content: [{ type: "text", text: "must not be asked for" }] },
+      ],
+    },
+    SKIP_HISTORY,
+  );
   try {
     r.worker({ retry: { baseMs: 100 } });
     const s = await firstTurnWithoutSnapshot(r);
@@ -45,17 +56,32 @@ test("lost session, default policy: turn 2 fails as lost_session after one attem
     assert.equal(started["resume"], s.cliSessionId, "turn 2 tried to resume turn 1's CLI session");
     assert.equal(started["snapshotSeq"], undefined);
     const result = cliLines(ev, 1).find((l) => l["type"] === "result")!;
-    assert.ok(JSON.stringify(result["errors"]).includes(`No conversation found with session ID: ${s.cliSessionId}`), JSON.stringify(result));
+    assert.ok(
+      JSON.stringify(result["errors"]).includes(`No conversation found with session ID: ${s.cliSessionId}`),
+      JSON.stringify(result),
+    );
     assert.equal(r.server.remaining(), 1, "the model was not asked for turn 2");
     // The worker pops the turn right after its terminal event is in the log.
-    await waitUntil(async () => (await r.producer.order.pending(s.session)).length === 0, 5000, "the session's pending list to empty");
+    await waitUntil(
+      async () => (await r.producer.order.pending(s.session)).length === 0,
+      5000,
+      "the session's pending list to empty",
+    );
   } finally {
     await r.dispose();
   }
 });
 
 test("lost session with onLostSession replay: turn 2 runs in a fresh CLI session carrying turn 1's transcript", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "noted kumquat" }] }, { content: [{ type: "text", text: "the word was kumquat" }] }] }, SKIP_HISTORY);
+  const r = await rig(
+    {
+      responses: [
+        { content: [{ type: "text", text: "noted kumquat" }] },
+        { content: [{ type: "text", text: "the word was kumquat" }] },
+      ],
+    },
+    SKIP_HISTORY,
+  );
   try {
     r.worker({ retry: { baseMs: 100 } });
     const s = await firstTurnWithoutSnapshot(r, "replay");
@@ -82,9 +108,19 @@ test("lost session with onLostSession replay: turn 2 runs in a fresh CLI session
     const [a1, a2] = ev.filter((e) => e.kind === "attempt.started").map(dataOf);
     assert.equal(a1!["resume"], s.cliSessionId);
     assert.equal(a2!["resume"], undefined, "the replay does not resume");
-    assert.deepEqual(dataOf(ev.find((e) => e.kind === "attempt.abandoned")!), { reason: "lost_session", attempt: 1, retry: true });
+    assert.deepEqual(dataOf(ev.find((e) => e.kind === "attempt.abandoned")!), {
+      reason: "lost_session",
+      attempt: 1,
+      retry: true,
+    });
     const replayed = dataOf(ev.find((e) => e.kind === "session.replayed")!);
-    assert.deepEqual(replayed, { by: "worker", reason: "lost_session", turns: 1, previousCliSessionId: s.cliSessionId, cliSessionId: r2.cliSessionId });
+    assert.deepEqual(replayed, {
+      by: "worker",
+      reason: "lost_session",
+      turns: 1,
+      previousCliSessionId: s.cliSessionId,
+      cliSessionId: r2.cliSessionId,
+    });
     assert.equal(dataOf(ev.find((e) => e.kind === "session.snapshot")!)["cliSessionId"], r2.cliSessionId);
 
     const asked = r.server.requests().filter((q) => q.kind === "messages");

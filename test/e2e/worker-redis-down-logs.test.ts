@@ -43,7 +43,10 @@ test("worker with Redis down: stdout is JSON lines only, errors not repeated, st
     await redis.stop();
     await new Promise((r) => setTimeout(r, DOWN_MS));
     child.kill("SIGTERM");
-    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r("still running"), 40_000).unref())]);
+    const code = await Promise.race([
+      exited,
+      new Promise<string>((r) => setTimeout(() => r("still running"), 40_000).unref()),
+    ]);
     assert.equal(code, 0, `exit: ${String(code)}; stderr: ${stderr}`);
 
     assert.equal(stderr, "", "stderr holds nothing");
@@ -55,12 +58,25 @@ test("worker with Redis down: stdout is JSON lines only, errors not repeated, st
     });
     // The connection errors went through the logger, with the error's code.
     const errors = records.filter((r) => ERROR_LINES.has(r["msg"] as string) || r["source"] === "console");
-    assert.ok(errors.some((r) => r["msg"] === "redis connection error" && (r["err"] as { code?: string }).code === "ECONNREFUSED"), stdout);
+    assert.ok(
+      errors.some(
+        (r) => r["msg"] === "redis connection error" && (r["err"] as { code?: string }).code === "ECONNREFUSED",
+      ),
+      stdout,
+    );
     // Said as which Redis and what to check, not in ioredis' words.
-    const said = errors.filter((r) => r["msg"] === "redis connection error").map((r) => String((r["err"] as { message?: string }).message));
-    assert.ok(said.every((m) => m.startsWith(`cannot reach Redis at ${redis.url}`) && m.includes("REDIS_URL")), said.join("\n"));
+    const said = errors
+      .filter((r) => r["msg"] === "redis connection error")
+      .map((r) => String((r["err"] as { message?: string }).message));
+    assert.ok(
+      said.every((m) => m.startsWith(`cannot reach Redis at ${redis.url}`) && m.includes("REDIS_URL")),
+      said.join("\n"),
+    );
     // Within the repeat interval each distinct error is written once, however often it recurs.
-    const kinds = errors.map((r) => `${String(r["msg"])}|${String((r["err"] as { message?: string } | undefined)?.message)}|${String(r["connection"])}`);
+    const kinds = errors.map(
+      (r) =>
+        `${String(r["msg"])}|${String((r["err"] as { message?: string } | undefined)?.message)}|${String(r["connection"])}`,
+    );
     assert.equal(new Set(kinds).size, kinds.length, kinds.join("\n"));
     assert.ok(lines.length <= 40, `${lines.length} lines`);
   } finally {

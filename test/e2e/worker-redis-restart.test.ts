@@ -16,7 +16,15 @@ test("Redis restarted mid-turn: the turn completes and nothing is lost", async (
   const server = await startModelServer({
     script: {
       responses: [
-        { content: [{ type: "tool_use", name: "Bash", input: { command: "echo begin; sleep 3; echo after-restart-marker", description: "wait" } }] },
+        {
+          content: [
+            {
+              type: "tool_use",
+              name: "Bash",
+              input: { command: "echo begin; sleep 3; echo after-restart-marker", description: "wait" },
+            },
+          ],
+        },
         { content: [{ type: "text", text: "all good" }] },
       ],
     },
@@ -38,7 +46,10 @@ test("Redis restarted mid-turn: the turn completes and nothing is lost", async (
     const t = await producer.enqueueTurn({ prompt: "run it", cwd: ws, options: { skipPermissions: true } });
     // Restart once the CLI has asked for the tool, i.e. while the Bash command runs.
     await waitUntil(
-      async () => (await readAll(producer.log, t.session)).some((e) => e.kind === "cli.line" && String((e.data as { raw: string }).raw).includes('"tool_use"')),
+      async () =>
+        (await readAll(producer.log, t.session)).some(
+          (e) => e.kind === "cli.line" && String((e.data as { raw: string }).raw).includes('"tool_use"'),
+        ),
       30000,
       "the Bash tool call in the log",
     );
@@ -49,20 +60,32 @@ test("Redis restarted mid-turn: the turn completes and nothing is lost", async (
     assert.equal(r.attempt, 1, "the attempt survived the restart");
     assert.equal(r.resultText, "all good");
     const events = await readAll(producer.log, t.session);
-    assert.deepEqual(events.map((e) => e.seq), events.map((_, i) => i + 1), "no gap in the log");
+    assert.deepEqual(
+      events.map((e) => e.seq),
+      events.map((_, i) => i + 1),
+      "no gap in the log",
+    );
     const lines = events.filter((e) => e.kind === "cli.line").map((e) => String((e.data as { raw: string }).raw));
     assert.equal(new Set(lines).size, lines.length, "no line twice");
-    assert.ok(lines.some((l) => l.includes("after-restart-marker")), "the tool output written after the restart is there");
+    assert.ok(
+      lines.some((l) => l.includes("after-restart-marker")),
+      "the tool output written after the restart is there",
+    );
     const types = lines.map((l) => (JSON.parse(l) as { type: string }).type);
     assert.equal(types[0], "system");
     assert.equal(types.at(-1), "result");
     assert.deepEqual(
-      events.filter((e) => e.kind !== "cli.line" && e.kind !== "cli.stderr" && e.kind !== "model.call").map((e) => e.kind),
+      events
+        .filter((e) => e.kind !== "cli.line" && e.kind !== "cli.stderr" && e.kind !== "model.call")
+        .map((e) => e.kind),
       ["turn.queued", "attempt.started", "cli.exit", "session.snapshot", "turn.finished"],
     );
     // Each model call the gateway saw is in the log once, the outage notwithstanding.
     const messages = server.requests().filter((q) => q.kind === "messages").length;
-    assert.equal(events.filter((e) => e.kind === "model.call" && (e.data as { path?: string }).path === "/v1/messages").length, messages);
+    assert.equal(
+      events.filter((e) => e.kind === "model.call" && (e.data as { path?: string }).path === "/v1/messages").length,
+      messages,
+    );
     assert.equal(events.filter((e) => e.kind === "attempt.started").length, 1);
   } finally {
     await worker.close({ graceMs: 1000 });

@@ -8,7 +8,12 @@ import { processFleet, readAll } from "../worker/_support.ts";
 
 async function resumeAcrossWorkers(redis: { redisUrl?: string; clusterNodes?: string }): Promise<void> {
   const fleet = await processFleet(
-    { responses: [{ content: [{ type: "text", text: "noted" }] }, { content: [{ type: "text", text: "the word was kumquat" }] }] },
+    {
+      responses: [
+        { content: [{ type: "text", text: "noted" }] },
+        { content: [{ type: "text", text: "the word was kumquat" }] },
+      ],
+    },
     redis,
   );
   const { server, producer, ws } = fleet;
@@ -28,7 +33,10 @@ async function resumeAcrossWorkers(redis: { redisUrl?: string; clusterNodes?: st
     assert.equal(r2.resultText, "the word was kumquat");
     assert.equal(r2.cliSessionId, r1.cliSessionId, "the CLI session was resumed, not replaced");
     const msgs = server.requests().filter((r) => r.kind === "messages");
-    assert.ok(JSON.stringify(msgs.at(-1)!.messages).includes("kumquat-marker"), "turn 2's request carries turn 1's conversation");
+    assert.ok(
+      JSON.stringify(msgs.at(-1)!.messages).includes("kumquat-marker"),
+      "turn 2's request carries turn 1's conversation",
+    );
     const events = await readAll(producer.log, t1.session);
     const started = events.filter((e) => e.kind === "attempt.started").map((e) => e.data as Record<string, unknown>);
     assert.equal(started.length, 2);

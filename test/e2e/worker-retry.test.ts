@@ -43,13 +43,22 @@ for (const c of [
       assert.equal(result1["api_error_status"], c.status, "attempt 1 really was the API error");
       const abandoned = ev.find((e) => e.kind === "attempt.abandoned")!;
       assert.equal(abandoned.attempt, 1);
-      assert.deepEqual({ ...dataOf(abandoned), delayMs: undefined }, { reason: c.kind, attempt: 1, retry: true, delayMs: undefined });
+      assert.deepEqual(
+        { ...dataOf(abandoned), delayMs: undefined },
+        { reason: c.kind, attempt: 1, retry: true, delayMs: undefined },
+      );
       // With CLAUDE_CODE_MAX_RETRIES=0 the CLI prints no api_retry/rate_limit_event line and its result
       // carries no retry-after, so the policy alone sets this delay (the next test covers the hint).
       const delayMs = dataOf(abandoned)["delayMs"] as number;
-      assert.ok(delayMs >= SMALL_RETRY.baseMs * 0.9 && delayMs <= SMALL_RETRY.baseMs * 1.1, `first retry delay ${delayMs} follows the policy`);
+      assert.ok(
+        delayMs >= SMALL_RETRY.baseMs * 0.9 && delayMs <= SMALL_RETRY.baseMs * 1.1,
+        `first retry delay ${delayMs} follows the policy`,
+      );
       const started2 = ev.filter((e) => e.kind === "attempt.started")[1]!;
-      assert.ok(atMs(started2) - atMs(abandoned) >= delayMs, `attempt 2 began ${atMs(started2) - atMs(abandoned)} ms after the abandonment, delay ${delayMs}`);
+      assert.ok(
+        atMs(started2) - atMs(abandoned) >= delayMs,
+        `attempt 2 began ${atMs(started2) - atMs(abandoned)} ms after the abandonment, delay ${delayMs}`,
+      );
       assert.ok(started2.epoch > abandoned.epoch);
       assert.equal(r.server.requests().filter((q) => q.kind === "messages").length, 2);
     } finally {
@@ -77,7 +86,10 @@ test("429 the CLI retried itself once (CLAUDE_CODE_MAX_RETRIES=1): the worker wa
     assert.ok(hint >= 1000, `the CLI's delay ${hint} honours retry-after: 1`);
     const abandoned = ev.find((x) => x.kind === "attempt.abandoned")!;
     assert.equal(dataOf(abandoned)["reason"], "rate_limit");
-    assert.ok((dataOf(abandoned)["delayMs"] as number) >= hint, `the worker's delay ${String(dataOf(abandoned)["delayMs"])} is not below the CLI's hint ${hint}`);
+    assert.ok(
+      (dataOf(abandoned)["delayMs"] as number) >= hint,
+      `the worker's delay ${String(dataOf(abandoned)["delayMs"])} is not below the CLI's hint ${hint}`,
+    );
     const started2 = ev.filter((x) => x.kind === "attempt.started")[1]!;
     const gap = atMs(started2) - atMs(abandoned);
     assert.ok(gap >= 1000, `attempt 2 waited ${gap} ms, at least the server's retry-after`);
@@ -92,7 +104,10 @@ test("retryDelayMs never waits less than the CLI's retry hint or the rate limit'
   t.mock.method(Math, "random", () => 0);
   assert.ok(retryDelayMs(policy, 1, { apiRetries: 1, retryDelayMs: 1000 }) >= 1000, "below the CLI's retry_delay_ms");
   const now = 1_000_000;
-  assert.ok(retryDelayMs(policy, 1, { apiRetries: 0, resetsAtMs: now + 5000 }, now) >= 5000, "before the rate limit resets");
+  assert.ok(
+    retryDelayMs(policy, 1, { apiRetries: 0, resetsAtMs: now + 5000 }, now) >= 5000,
+    "before the rate limit resets",
+  );
 });
 
 for (const c of [
@@ -122,7 +137,11 @@ for (const c of [
       assert.equal(job.attemptsMade <= 1, true);
       assert.equal(r.server.requests().filter((q) => q.kind === "messages").length, 1, "the model was asked once");
       assert.equal(r.server.remaining(), 1);
-      await waitUntil(async () => (await r.producer.order.pending(t.session)).length === 0, 5000, "the session's pending list to empty");
+      await waitUntil(
+        async () => (await r.producer.order.pending(t.session)).length === 0,
+        5000,
+        "the session's pending list to empty",
+      );
     } finally {
       await r.dispose();
     }

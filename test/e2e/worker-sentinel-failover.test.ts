@@ -21,10 +21,10 @@ const STEPS = 10;
 
 async function toolResults(log: EventLog, session: string): Promise<number> {
   let n = 0;
-  for (const e of await readAll(log, session)) if (e.kind === "cli.line" && String((e.data as { raw: string }).raw).includes('"tool_result"')) n++;
+  for (const e of await readAll(log, session))
+    if (e.kind === "cli.line" && String((e.data as { raw: string }).raw).includes('"tool_result"')) n++;
   return n;
 }
-
 
 interface FailoverRun {
   events: Envelope[];
@@ -42,7 +42,9 @@ async function failoverTurn(t: TestContext, durability: string): Promise<Failove
   const onPrimary = new Redis(rig.primary.url, { maxRetriesPerRequest: 1 });
   const onReplica = new Redis(rig.replica.url);
   for (const c of [onPrimary, onReplica]) c.on("error", () => undefined);
-  const server = await startModelServer({ script: { responses: Array.from({ length: 4 }, () => toolChain("CHAIN", STEPS, { pauseS: 0.3 })).flat() } });
+  const server = await startModelServer({
+    script: { responses: Array.from({ length: 4 }, () => toolChain("CHAIN", STEPS, { pauseS: 0.3 })).flat() },
+  });
   const redis = connectRedis({ url: rig.url, env: {} });
   redis.on("error", () => undefined);
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, durability });
@@ -59,16 +61,39 @@ async function failoverTurn(t: TestContext, durability: string): Promise<Failove
     runEnv: cliEnv(server.url),
     sandboxed: true,
     retry: { baseMs: 300, maxMs: 2000 },
-    logger: process.env["DEBUG_FAILOVER"] ? createLogger({ scrubber: createScrubber({ env: {} }), level: "info", destination: { write: (l: string) => void process.stderr.write(l) } }) : undefined,
+    logger: process.env["DEBUG_FAILOVER"]
+      ? createLogger({
+          scrubber: createScrubber({ env: {} }),
+          level: "info",
+          destination: { write: (l: string) => void process.stderr.write(l) },
+        })
+      : undefined,
   });
   try {
-    const turn = await producer.enqueueTurn({ prompt: "CHAIN-START: run the steps", cwd: ws, options: { skipPermissions: true } });
-    await waitUntil(async () => (await toolResults(primaryLog, turn.session)) >= 3, 60000, "three tool results on the primary");
-    const [primaryHead, replicaHead] = [(await primaryLog.stat(turn.session)).lastSeq, (await replicaLog.stat(turn.session)).lastSeq];
+    const turn = await producer.enqueueTurn({
+      prompt: "CHAIN-START: run the steps",
+      cwd: ws,
+      options: { skipPermissions: true },
+    });
+    await waitUntil(
+      async () => (await toolResults(primaryLog, turn.session)) >= 3,
+      60000,
+      "three tool results on the primary",
+    );
+    const [primaryHead, replicaHead] = [
+      (await primaryLog.stat(turn.session)).lastSeq,
+      (await replicaLog.stat(turn.session)).lastSeq,
+    ];
     const before = await rig.primaryAddress();
     await rig.primary.stop("SIGKILL");
-    await waitUntil(async () => (await rig.primaryAddress()) === `127.0.0.1:${rig.replica.port}`, 60000, "Sentinel to promote the replica");
-    t.diagnostic(`${durability}: primary ${before} killed at seq ${primaryHead} (replica at ${replicaHead}); promoted ${rig.replica.port}`);
+    await waitUntil(
+      async () => (await rig.primaryAddress()) === `127.0.0.1:${rig.replica.port}`,
+      60000,
+      "Sentinel to promote the replica",
+    );
+    t.diagnostic(
+      `${durability}: primary ${before} killed at seq ${primaryHead} (replica at ${replicaHead}); promoted ${rig.replica.port}`,
+    );
     // The old primary comes back empty; the sentinels make it a replica of the promoted one, so
     // replicas:1 can be confirmed again.
     await rig.primary.start();
@@ -81,7 +106,9 @@ async function failoverTurn(t: TestContext, durability: string): Promise<Failove
       "the turn to end on the promoted replica",
     ).catch(async (err: unknown) => {
       const seen = await readAll(replicaLog, turn.session).catch(() => []);
-      t.diagnostic(`log: ${JSON.stringify(seen.map((e) => [e.seq, e.attempt, e.kind, e.kind === "attempt.abandoned" ? e.data : undefined]))}`);
+      t.diagnostic(
+        `log: ${JSON.stringify(seen.map((e) => [e.seq, e.attempt, e.kind, e.kind === "attempt.abandoned" ? e.data : undefined]))}`,
+      );
       throw err;
     });
     const result = await producer.waitForTurn(turn.turn, { timeoutMs: 30000 });
@@ -103,21 +130,29 @@ function abandonReasons(events: readonly Envelope[]): string[] {
   return events.filter((e) => e.kind === "attempt.abandoned").map((e) => (e.data as { reason: string }).reason);
 }
 
-test("Sentinel failover with replicas:1: every acknowledged line is in the promoted log, the turn finishes exactly once", { timeout: 300_000 }, async (t) => {
-  const run = await failoverTurn(t, "replicas:1");
-  const reasons = abandonReasons(run.events);
-  t.diagnostic(`abandoned: ${JSON.stringify(reasons)}; ${run.events.length} events`);
-  // A lost acknowledged write would have been found by the writer's claim (log_rolled_back).
-  assert.ok(!reasons.includes("log_rolled_back"), `no acknowledged write was lost: ${JSON.stringify(reasons)}`);
-  assert.equal(run.end.kind, "turn.finished", JSON.stringify(run.end.data));
-  assert.equal(run.status, "finished");
-  assert.ok(run.events.length >= run.replicaHead, "the promoted log kept what the replica held");
-});
+test(
+  "Sentinel failover with replicas:1: every acknowledged line is in the promoted log, the turn finishes exactly once",
+  { timeout: 300_000 },
+  async (t) => {
+    const run = await failoverTurn(t, "replicas:1");
+    const reasons = abandonReasons(run.events);
+    t.diagnostic(`abandoned: ${JSON.stringify(reasons)}; ${run.events.length} events`);
+    // A lost acknowledged write would have been found by the writer's claim (log_rolled_back).
+    assert.ok(!reasons.includes("log_rolled_back"), `no acknowledged write was lost: ${JSON.stringify(reasons)}`);
+    assert.equal(run.end.kind, "turn.finished", JSON.stringify(run.end.data));
+    assert.equal(run.status, "finished");
+    assert.ok(run.events.length >= run.replicaHead, "the promoted log kept what the replica held");
+  },
+);
 
-test("Sentinel failover with memory: lost writes are found, never a finished turn with a hole", { timeout: 300_000 }, async (t) => {
-  const run = await failoverTurn(t, "memory");
-  const reasons = abandonReasons(run.events);
-  t.diagnostic(`abandoned: ${JSON.stringify(reasons)}; lost at most ${run.primaryHead - run.replicaHead} events`);
-  if (run.end.kind === "turn.failed") assert.match((run.end.data as { errorKind: string }).errorKind, /^log_lost$/);
-  else assert.equal(run.status, "finished");
-});
+test(
+  "Sentinel failover with memory: lost writes are found, never a finished turn with a hole",
+  { timeout: 300_000 },
+  async (t) => {
+    const run = await failoverTurn(t, "memory");
+    const reasons = abandonReasons(run.events);
+    t.diagnostic(`abandoned: ${JSON.stringify(reasons)}; lost at most ${run.primaryHead - run.replicaHead} events`);
+    if (run.end.kind === "turn.failed") assert.match((run.end.data as { errorKind: string }).errorKind, /^log_lost$/);
+    else assert.equal(run.status, "finished");
+  },
+);

@@ -7,7 +7,16 @@ import { connectRedis } from "../../src/log/index.ts";
 import { createProducer } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { startRedisServer } from "../support/redis-server.ts";
-import { cliEnv, processFleet, readAll, startWorkerProcess, testSpace, treeMembers, type WorkerProcess, waitUntil } from "../worker/_support.ts";
+import {
+  cliEnv,
+  processFleet,
+  readAll,
+  startWorkerProcess,
+  testSpace,
+  treeMembers,
+  type WorkerProcess,
+  waitUntil,
+} from "../worker/_support.ts";
 import { dataOf, findTreeProcess, kindsOf, startWorkerCommand } from "../worker/_more.ts";
 
 const GRACE_MS = 500;
@@ -17,18 +26,38 @@ const CLOSE_TIMEOUT_MS = 5000; // the worker's default, for connections that do 
 test("SIGTERM with a running turn: bounded exit, tree gone, attempt abandoned, the next worker completes the turn", async () => {
   const fleet = await processFleet({
     responses: [
-      { content: [{ type: "tool_use", name: "Bash", input: { command: "echo begin; sleep 30; echo slept", description: "wait" } }] },
+      {
+        content: [
+          {
+            type: "tool_use",
+            name: "Bash",
+            input: { command: "echo begin; sleep 30; echo slept", description: "wait" },
+          },
+        ],
+      },
       { content: [{ type: "text", text: "completed after the restart" }] },
     ],
   });
   const { space, producer, ws } = fleet;
   const start = (name: string): Promise<WorkerProcess> =>
-    fleet.start(name, { TURNSTREAM_INSTANCE_ID: `inst-${name}`, TURNSTREAM_SANDBOXED: "1", TURNSTREAM_SHUTDOWN_GRACE_MS: String(GRACE_MS) });
+    fleet.start(name, {
+      TURNSTREAM_INSTANCE_ID: `inst-${name}`,
+      TURNSTREAM_SANDBOXED: "1",
+      TURNSTREAM_SHUTDOWN_GRACE_MS: String(GRACE_MS),
+    });
   try {
     const a = await start("a");
-    const t = await producer.enqueueTurn({ prompt: "run the slow command", cwd: ws, options: { skipPermissions: true } });
+    const t = await producer.enqueueTurn({
+      prompt: "run the slow command",
+      cwd: ws,
+      options: { skipPermissions: true },
+    });
     let sleep: ReturnType<typeof findTreeProcess>;
-    await waitUntil(() => (sleep = findTreeProcess("sleep 30", `${space.root}/root-a/`)) !== undefined, 30000, "the Bash tool's sleep to start");
+    await waitUntil(
+      () => (sleep = findTreeProcess("sleep 30", `${space.root}/root-a/`)) !== undefined,
+      30000,
+      "the Bash tool's sleep to start",
+    );
     assert.ok(treeMembers(sleep!.marker).length >= 2, "the CLI and its Bash command carry the marker");
 
     const t0 = Date.now();
@@ -58,7 +87,11 @@ test("SIGTERM with a running turn: bounded exit, tree gone, attempt abandoned, t
     assert.equal(started.length, 2);
     assert.match(String(dataOf(started[1]!)["worker"]), new RegExp(`-${b.pid}-`), "attempt 2 ran on the second worker");
     assert.ok(started[1]!.epoch > started[0]!.epoch);
-    assert.equal(events.filter((e) => e.kind === "attempt.abandoned").length, 1, "the shutdown's own record; nobody re-records it as crashed");
+    assert.equal(
+      events.filter((e) => e.kind === "attempt.abandoned").length,
+      1,
+      "the shutdown's own record; nobody re-records it as crashed",
+    );
     assert.equal(events.at(-1)!.kind, "turn.finished");
   } finally {
     await fleet.dispose();
@@ -66,7 +99,10 @@ test("SIGTERM with a running turn: bounded exit, tree gone, attempt abandoned, t
 });
 
 /** Resolves with the exit, or "still running" once `ms` have passed (the caller then kills it). */
-function exitWithin(w: WorkerProcess, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | "still running"> {
+function exitWithin(
+  w: WorkerProcess,
+  ms: number,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null } | "still running"> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
     w.exited.finally(() => clearTimeout(timer)),
@@ -84,7 +120,19 @@ for (const c of [
     const space = testSpace();
     const redisServer = await startRedisServer();
     const server = await startModelServer({
-      script: { responses: [{ content: [{ type: "tool_use", name: "Bash", input: { command: "echo begin; sleep 31; echo slept", description: "wait" } }] }] },
+      script: {
+        responses: [
+          {
+            content: [
+              {
+                type: "tool_use",
+                name: "Bash",
+                input: { command: "echo begin; sleep 31; echo slept", description: "wait" },
+              },
+            ],
+          },
+        ],
+      },
     });
     const redis = connectRedis({ url: redisServer.url });
     redis.on("error", () => undefined);
@@ -106,7 +154,11 @@ for (const c of [
       let sleep: ReturnType<typeof findTreeProcess>;
       if (c.turn) {
         await producer.enqueueTurn({ prompt: "run the slow command", cwd: ws, options: { skipPermissions: true } });
-        await waitUntil(() => (sleep = findTreeProcess("sleep 31", `${space.root}/root-w/`)) !== undefined, 30000, "the Bash tool's sleep to start");
+        await waitUntil(
+          () => (sleep = findTreeProcess("sleep 31", `${space.root}/root-w/`)) !== undefined,
+          30000,
+          "the Bash tool's sleep to start",
+        );
       }
       await producer.close();
       await redisServer.stop("SIGKILL");
@@ -119,10 +171,19 @@ for (const c of [
       const exit = await exitWithin(w, bound + 4000);
       const took = Date.now() - t0;
       const stopped = w.lines.some((l) => l["msg"] === "worker stopped");
-      assert.notEqual(exit, "still running", `no exit ${took} ms after SIGTERM (${stopped ? "it had logged 'worker stopped'" : "shutdown not finished"})`);
-      assert.deepEqual(exit, { code: 0, signal: null }, `a clean exit although Redis is gone; last log: ${JSON.stringify(w.lines.slice(-3))}`);
+      assert.notEqual(
+        exit,
+        "still running",
+        `no exit ${took} ms after SIGTERM (${stopped ? "it had logged 'worker stopped'" : "shutdown not finished"})`,
+      );
+      assert.deepEqual(
+        exit,
+        { code: 0, signal: null },
+        `a clean exit although Redis is gone; last log: ${JSON.stringify(w.lines.slice(-3))}`,
+      );
       assert.ok(took <= bound, `worker exited after ${took} ms`);
-      if (sleep !== undefined) assert.deepEqual(treeMembers(sleep.marker), [], "the CLI's tree is gone when the worker has exited");
+      if (sleep !== undefined)
+        assert.deepEqual(treeMembers(sleep.marker), [], "the CLI's tree is gone when the worker has exited");
     } finally {
       w.kill("SIGKILL");
       await w.exited;

@@ -29,7 +29,9 @@ test("kill -9 of a worker with a warm session: its kept CLI tree ends, the next 
     const next = await producer.enqueueTurn({ prompt: "second", cwd: ws, session: first.session });
     const res = await producer.waitForTurn(next.turn, { timeoutMs: 40_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
-    const s2 = (await readAll(producer.log, first.session)).find((e) => e.turn === next.turn && e.kind === "attempt.started")!.data as Record<string, unknown>;
+    const s2 = (await readAll(producer.log, first.session)).find(
+      (e) => e.turn === next.turn && e.kind === "attempt.started",
+    )!.data as Record<string, unknown>;
     assert.match(String(s2["worker"]), new RegExp(`-${workers[survivor].pid}-`));
     assert.equal(s2["warm"], "none", "a new process on the survivor");
     assert.equal(typeof s2["snapshotSeq"], "number", "started from the session's snapshot");

@@ -52,7 +52,17 @@ interface FastPath {
 }
 
 /** Inputs whose treatment zod and the fast envelope check must agree on, at the edges of the schema. */
-const envelopeBase = { v: 1, seq: 1, session: "s-1", epoch: 0, at: "x", turn: "t", attempt: 0, kind: "cli.line", data: { raw: "{}" } };
+const envelopeBase = {
+  v: 1,
+  seq: 1,
+  session: "s-1",
+  epoch: 0,
+  at: "x",
+  turn: "t",
+  attempt: 0,
+  kind: "cli.line",
+  data: { raw: "{}" },
+};
 const envelopeEdges: unknown[] = [
   { ...envelopeBase, data: { raw: "" } },
   { ...envelopeBase, data: {} },
@@ -102,29 +112,53 @@ const fastPaths: FastPath[] = [
     anyKeyOrder: true,
     samples: envelopes.map(({ turn, attempt, kind, data, at }) => ({ turn, attempt, kind, data, at })),
   },
-  ...(Object.keys(fastChecks) as SchemaKey[]).map(
-    (key): FastPath => ({
-      name: `fastChecks["${key}"]`,
-      fast: (v) => (v !== null && typeof v === "object" && !Array.isArray(v) && fastChecks[key]!(v as Obj) ? { output: v } : undefined),
-      schema: lineSchemas[key],
-      // parseLine keeps the original object; only the verdict counts.
-      sameOutput: false,
-      samples: lineObjects.filter((o) => keyOf(o) === key),
-    }),
-  ),
+  ...(Object.keys(fastChecks) as SchemaKey[]).map((key): FastPath => ({
+    name: `fastChecks["${key}"]`,
+    fast: (v) =>
+      v !== null && typeof v === "object" && !Array.isArray(v) && fastChecks[key]!(v as Obj)
+        ? { output: v }
+        : undefined,
+    schema: lineSchemas[key],
+    // parseLine keeps the original object; only the verdict counts.
+    sameOutput: false,
+    samples: lineObjects.filter((o) => keyOf(o) === key),
+  })),
 ];
 
 test("every recorded input takes its fast path", () => {
   for (const path of fastPaths) {
     assert.ok(path.samples.length > 0, `${path.name}: no recorded samples`);
-    for (const sample of path.samples) if (path.fast(sample) === undefined) assert.fail(`${path.name} refused a recorded input: ${shown(sample)}`);
+    for (const sample of path.samples)
+      if (path.fast(sample) === undefined) assert.fail(`${path.name} refused a recorded input: ${shown(sample)}`);
   }
 });
 
 // ---- mutations -----------------------------------------------------------------------------------
 
 const junk = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom<unknown>(undefined, null, "", "x", 0, -1, -0, 1.5, 2 ** 53, Number.NaN, Infinity, true, [], [1], ["a", null], {}, { type: "text" }, { raw: 1 }) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom<unknown>(
+      undefined,
+      null,
+      "",
+      "x",
+      0,
+      -1,
+      -0,
+      1.5,
+      2 ** 53,
+      Number.NaN,
+      Infinity,
+      true,
+      [],
+      [1],
+      ["a", null],
+      {},
+      { type: "text" },
+      { raw: 1 },
+    ),
+  },
   { weight: 1, arbitrary: fc.anything() },
 );
 
@@ -184,12 +218,17 @@ function mutate(value: unknown, mutation: Mutation): unknown {
 const input = fc.nat().chain((pathIndex) => {
   const path = fastPaths[pathIndex % fastPaths.length]!;
   const edges = path.name === "fastEnvelope" || path.name === "fastEventInput" ? envelopeEdges : [];
-  const recorded = fc.tuple(fc.constantFrom(...path.samples), fc.array(mutation, { minLength: 1, maxLength: 3 })).map(([sample, ms]) => {
-    let v: unknown = structuredClone(sample);
-    for (const m of ms) v = mutate(v, m);
-    return v;
-  });
-  const sources = [{ weight: 12, arbitrary: recorded }, { weight: 1, arbitrary: fc.anything() }];
+  const recorded = fc
+    .tuple(fc.constantFrom(...path.samples), fc.array(mutation, { minLength: 1, maxLength: 3 }))
+    .map(([sample, ms]) => {
+      let v: unknown = structuredClone(sample);
+      for (const m of ms) v = mutate(v, m);
+      return v;
+    });
+  const sources = [
+    { weight: 12, arbitrary: recorded },
+    { weight: 1, arbitrary: fc.anything() },
+  ];
   if (edges.length > 0) sources.push({ weight: 2, arbitrary: fc.constantFrom(...edges) });
   return fc.oneof(...sources).map((value) => ({ path: path.name, value }));
 });
@@ -215,17 +254,27 @@ test("property: a fast check that accepts means its schema accepts, with zod's o
       const fast = path.fast(value);
       if (fast === undefined) return;
       vouched.set(path.name, (vouched.get(path.name) ?? 0) + 1);
-      if (!parsed.success) assert.fail(`${path.name} accepted what its schema rejects (${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}): ${shown(value)}`);
+      if (!parsed.success)
+        assert.fail(
+          `${path.name} accepted what its schema rejects (${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}): ${shown(value)}`,
+        );
       if (!path.sameOutput) return;
       assert.deepEqual(fast.output, parsed.data);
-      const keys = (o: unknown): string[] => (path.anyKeyOrder === true ? Object.keys(o as Obj).sort() : Object.keys(o as Obj));
+      const keys = (o: unknown): string[] =>
+        path.anyKeyOrder === true ? Object.keys(o as Obj).sort() : Object.keys(o as Obj);
       assert.deepEqual(keys(fast.output), keys(parsed.data));
     }),
     { numRuns: 12_000 },
   );
   // Both sides of every contract must be exercised, or the property proves nothing.
   for (const path of fastPaths) {
-    assert.ok((vouched.get(path.name) ?? 0) > 100, `${path.name}: only ${vouched.get(path.name) ?? 0} inputs took the fast path`);
-    assert.ok((refused.get(path.name) ?? 0) > 100, `${path.name}: only ${refused.get(path.name) ?? 0} inputs were invalid`);
+    assert.ok(
+      (vouched.get(path.name) ?? 0) > 100,
+      `${path.name}: only ${vouched.get(path.name) ?? 0} inputs took the fast path`,
+    );
+    assert.ok(
+      (refused.get(path.name) ?? 0) > 100,
+      `${path.name}: only ${refused.get(path.name) ?? 0} inputs were invalid`,
+    );
   }
 });

@@ -10,12 +10,21 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { randomBytes } from "node:crypto";
 import { connectRedis, createEventLog, exportJsonl, importFile, type Envelope } from "../../src/log/index.ts";
-import { acceptedAttempt, renderTranscriptText, replaySession, type ProjectionState } from "../../src/projector/index.ts";
+import {
+  acceptedAttempt,
+  renderTranscriptText,
+  replaySession,
+  type ProjectionState,
+} from "../../src/projector/index.ts";
 
 const file = join(import.meta.dirname, "..", "fixtures", "logs", "today-session.jsonl");
 const text = readFileSync(file, "utf8");
-const recorded = text.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Envelope);
-const dataOfKind = (kind: string) => recorded.filter((e) => e.kind === kind).map((e) => e.data as Record<string, unknown>);
+const recorded = text
+  .split("\n")
+  .filter((l) => l !== "")
+  .map((l) => JSON.parse(l) as Envelope);
+const dataOfKind = (kind: string) =>
+  recorded.filter((e) => e.kind === kind).map((e) => e.data as Record<string, unknown>);
 
 async function importAndReplay(): Promise<{ state: ProjectionState; exported: string }> {
   const redis = connectRedis({ url: process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379", env: {} });
@@ -46,7 +55,10 @@ test("today's log imports, exports unchanged, and replays: turns finished, trans
   // Five turns, each finished by its first attempt, on one CLI session.
   const finished = dataOfKind("turn.finished");
   assert.equal(state.view.status, "finished");
-  assert.deepEqual(state.view.turns.map((t) => [t.status, t.acceptedAttempt, t.errorKind]), Array(5).fill(["finished", 1, "ok"]));
+  assert.deepEqual(
+    state.view.turns.map((t) => [t.status, t.acceptedAttempt, t.errorKind]),
+    Array(5).fill(["finished", 1, "ok"]),
+  );
   assert.equal(state.view.cliSessionId, finished[0]!["cliSessionId"]);
   assert.equal(state.view.cwd, dataOfKind("turn.queued")[0]!["cwd"]);
   assert.equal(state.view.snapshots, 5);
@@ -59,10 +71,15 @@ test("today's log imports, exports unchanged, and replays: turns finished, trans
 
   // The transcript: every prompt, and every reply the turn's result reports.
   const transcript = renderTranscriptText(state);
-  for (const d of dataOfKind("turn.queued")) assert.ok(transcript.includes(`User: ${d["prompt"] as string}`), `prompt ${d["prompt"] as string}`);
-  for (const d of finished) assert.ok(transcript.includes(d["resultText"] as string), `reply ${d["resultText"] as string}`);
+  for (const d of dataOfKind("turn.queued"))
+    assert.ok(transcript.includes(`User: ${d["prompt"] as string}`), `prompt ${d["prompt"] as string}`);
+  for (const d of finished)
+    assert.ok(transcript.includes(d["resultText"] as string), `reply ${d["resultText"] as string}`);
   const tools = state.transcript.turns.slice(1).map((t) => acceptedAttempt(t)!.items.find((i) => i.t === "tool"));
-  assert.deepEqual(tools.map((i) => i?.t === "tool" && i.name), ["Bash", "Bash", "Bash", "Bash"]);
+  assert.deepEqual(
+    tools.map((i) => i?.t === "tool" && i.name),
+    ["Bash", "Bash", "Bash", "Bash"],
+  );
 
   // Decisions: the hub's requests, as the hub wrote them, answered by the operator and then the rule.
   const d = state.decisions;
@@ -77,9 +94,26 @@ test("today's log imports, exports unchanged, and replays: turns finished, trans
     ],
   );
   const requested = dataOfKind("decision.requested");
-  assert.deepEqual(d.requests.map((r) => [r.summary, r.deadline, r.toolUseId]), requested.map((q) => [q["input"], q["expiresAt"], q["toolUseId"]]));
-  assert.deepEqual(d.rules.map((r) => [r.tool, r.pattern, r.decision, r.by]), [["Bash", "Bash(touch *)", "allow", "erin"]]);
+  assert.deepEqual(
+    d.requests.map((r) => [r.summary, r.deadline, r.toolUseId]),
+    requested.map((q) => [q["input"], q["expiresAt"], q["toolUseId"]]),
+  );
+  assert.deepEqual(
+    d.rules.map((r) => [r.tool, r.pattern, r.decision, r.by]),
+    [["Bash", "Bash(touch *)", "allow", "erin"]],
+  );
   const hub = d.outcomes.filter((o) => o.source === "hub");
-  assert.deepEqual(hub.map((o) => [o.toolName, o.decision]), [["Bash", "allow"], ["Bash", "deny"], ["Bash", "allow"], ["Bash", "allow"]]);
-  assert.ok(d.outcomes.some((o) => o.source === "permission_denials" && o.toolName === "Bash"), "the CLI reports the denied call too");
+  assert.deepEqual(
+    hub.map((o) => [o.toolName, o.decision]),
+    [
+      ["Bash", "allow"],
+      ["Bash", "deny"],
+      ["Bash", "allow"],
+      ["Bash", "allow"],
+    ],
+  );
+  assert.ok(
+    d.outcomes.some((o) => o.source === "permission_denials" && o.toolName === "Bash"),
+    "the CLI reports the denied call too",
+  );
 });

@@ -10,7 +10,16 @@ import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runTurn } from "../../src/cli/index.ts";
-import { credentialFrom, OAUTH_BETA, startGateway, UsageTap, type GatewayPolicy, type ModelCall, type ModelGateway, type RunGrant } from "../../src/gateway/index.ts";
+import {
+  credentialFrom,
+  OAUTH_BETA,
+  startGateway,
+  UsageTap,
+  type GatewayPolicy,
+  type ModelCall,
+  type ModelGateway,
+  type RunGrant,
+} from "../../src/gateway/index.ts";
 import { startModelServer, hermeticEnv, type ModelServer } from "../../src/testing/index.ts";
 import type { ParsedLine } from "../../src/protocol/index.ts";
 
@@ -31,25 +40,41 @@ async function stage(responses: unknown[], policy?: GatewayPolicy): Promise<Stag
   const gateway = await startGateway({ policy });
   const calls: ModelCall[] = [];
   const credential = credentialFrom({ ANTHROPIC_API_KEY: key }, undefined)!;
-  const grant = gateway.issue({ baseUrl: new URL(server.url), credential }, { binding: { session: "s1", turn: "t1", attempt: 1 }, onCall: (c) => calls.push(c) });
+  const grant = gateway.issue(
+    { baseUrl: new URL(server.url), credential },
+    { binding: { session: "s1", turn: "t1", attempt: 1 }, onCall: (c) => calls.push(c) },
+  );
   return { server, gateway, grant, calls, key, close: async () => (await gateway.close(), await server.close()) };
 }
 
 /** One CLI turn through the gateway; its parsed lines. */
-async function turnThrough(s: Stage, prompt: string, extra: Record<string, unknown> = {}): Promise<{ lines: ParsedLine[]; result: Record<string, any> | undefined; error: unknown; pid: number | undefined }> {
+async function turnThrough(
+  s: Stage,
+  prompt: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ lines: ParsedLine[]; result: Record<string, any> | undefined; error: unknown; pid: number | undefined }> {
   const run = hermeticEnv({});
   const cwd = realpathSync(mkdtempSync(join(tmpdir(), "ts-gw-ws-")));
   const h = runTurn({ cwd, prompt, env: { ...run.env, ...s.gateway.runEnv(s.grant) }, ...extra });
   const lines: ParsedLine[] = [];
   for await (const l of h.lines) lines.push(l);
-  const error = await h.outcome.then(() => undefined, (e: unknown) => e);
+  const error = await h.outcome.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   run.cleanup();
   const resultLine = lines.find((l) => l.type.startsWith("result"));
-  return { lines, result: resultLine === undefined ? undefined : (JSON.parse(resultLine.raw) as Record<string, any>), error, pid: h.pid };
+  return {
+    lines,
+    result: resultLine === undefined ? undefined : (JSON.parse(resultLine.raw) as Record<string, any>),
+    error,
+    pid: h.pid,
+  };
 }
 
 // Every process of the run's tree carries TURNSTREAM_TREE: read each one's environ, and the shell's own.
-const DUMP_TREE_ENV = 'env; for f in $(grep -lzx "TURNSTREAM_TREE=$TURNSTREAM_TREE" /proc/[0-9]*/environ 2>/dev/null); do echo "== $f"; tr "\\0" "\\n" < $f; done';
+const DUMP_TREE_ENV =
+  'env; for f in $(grep -lzx "TURNSTREAM_TREE=$TURNSTREAM_TREE" /proc/[0-9]*/environ 2>/dev/null); do echo "== $f"; tr "\\0" "\\n" < $f; done';
 
 const toolOutputs = (lines: ParsedLine[]): string =>
   lines
@@ -59,18 +84,30 @@ const toolOutputs = (lines: ParsedLine[]): string =>
 
 test("a run's tree holds only its token; the upstream gets the worker's key; the calls add up to the result line", async () => {
   const s = await stage([
-    { content: [{ type: "tool_use", name: "Bash", input: { command: DUMP_TREE_ENV } }], usage: { input_tokens: 1200, output_tokens: 40, cache_read_input_tokens: 300 } },
-    { content: [{ type: "text", text: "all read" }], usage: { input_tokens: 2000, output_tokens: 25, cache_creation_input_tokens: 500 } },
+    {
+      content: [{ type: "tool_use", name: "Bash", input: { command: DUMP_TREE_ENV } }],
+      usage: { input_tokens: 1200, output_tokens: 40, cache_read_input_tokens: 300 },
+    },
+    {
+      content: [{ type: "text", text: "all read" }],
+      usage: { input_tokens: 2000, output_tokens: 25, cache_creation_input_tokens: 500 },
+    },
   ]);
   try {
-    const { lines, result, error, pid } = await turnThrough(s, "dump the environment", { allowedTools: ["Bash"], model: "claude-sonnet-4-5-20250929" });
+    const { lines, result, error, pid } = await turnThrough(s, "dump the environment", {
+      allowedTools: ["Bash"],
+      model: "claude-sonnet-4-5-20250929",
+    });
     assert.equal(error, undefined, String(error));
     const out = toolOutputs(lines);
     assert.match(out, /== \/proc\/\d+\/environ/, "the tree's environs were read");
     assert.ok(out.includes(`== /proc/${pid}/environ`), "the CLI's own among them");
     assert.ok(out.includes(`ANTHROPIC_API_KEY=${s.grant.token}`), "the run sees its token");
     assert.equal(out.includes(s.key), false, "no process of the run holds the worker's key");
-    assert.equal(lines.some((l) => l.raw.includes(s.key)), false);
+    assert.equal(
+      lines.some((l) => l.raw.includes(s.key)),
+      false,
+    );
     // The model server accepts only the worker's key: the turn finished, so every request carried it.
     assert.equal(result?.["is_error"], false);
     const messages = s.calls.filter((c) => c.path === "/v1/messages");
@@ -81,7 +118,9 @@ test("a run's tree holds only its token; the upstream gets the worker's key; the
       assert.ok(c.ttfbMs !== undefined && c.ttfbMs <= c.durationMs);
       assert.equal(c.model, "claude-sonnet-4-5-20250929");
     }
-    const sum = (k: "input_tokens" | "output_tokens" | "cache_read_input_tokens" | "cache_creation_input_tokens"): number => messages.reduce((n, c) => n + (c.usage?.[k] ?? 0), 0);
+    const sum = (
+      k: "input_tokens" | "output_tokens" | "cache_read_input_tokens" | "cache_creation_input_tokens",
+    ): number => messages.reduce((n, c) => n + (c.usage?.[k] ?? 0), 0);
     assert.equal(sum("input_tokens"), result!["usage"]["input_tokens"]);
     assert.equal(sum("output_tokens"), result!["usage"]["output_tokens"]);
     assert.equal(sum("cache_read_input_tokens"), result!["usage"]["cache_read_input_tokens"]);
@@ -97,8 +136,17 @@ test("no token, a wrong token and a revoked token get 401 with an Anthropic erro
   const s = await stage([{ content: [{ type: "text", text: "hi" }] }]);
   try {
     const post = (headers: Record<string, string>) =>
-      fetch(`${s.gateway.url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ model: "m", messages: [] }) });
-    const wrong: Array<Record<string, string>> = [{}, { "x-api-key": "turnstream-gw-" + "A".repeat(43) }, { authorization: `Bearer ${s.key}` }, { "x-api-key": s.grant.token.slice(0, -1) }];
+      fetch(`${s.gateway.url}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ model: "m", messages: [] }),
+      });
+    const wrong: Array<Record<string, string>> = [
+      {},
+      { "x-api-key": "turnstream-gw-" + "A".repeat(43) },
+      { authorization: `Bearer ${s.key}` },
+      { "x-api-key": s.grant.token.slice(0, -1) },
+    ];
     for (const headers of wrong) {
       const res = await post(headers);
       assert.equal(res.status, 401);
@@ -123,7 +171,10 @@ test("only the model endpoints are forwarded; a body over the bound gets 413; th
   const key = canary();
   const server = await startModelServer({ script: { responses: [] }, credential: key });
   const gateway = await startGateway({ maxRequestBytes: 1024 });
-  const grant = gateway.issue({ baseUrl: new URL(server.url), credential: credentialFrom({ ANTHROPIC_API_KEY: key }, undefined)! }, { binding: { session: "s" }, onCall: () => undefined });
+  const grant = gateway.issue(
+    { baseUrl: new URL(server.url), credential: credentialFrom({ ANTHROPIC_API_KEY: key }, undefined)! },
+    { binding: { session: "s" }, onCall: () => undefined },
+  );
   try {
     const headers = { "x-api-key": grant.token, "content-type": "application/json" };
     for (const path of ["/v1/files", "/v1/messages/batches", "/v1/organizations/api_keys", "/_requests"]) {
@@ -132,7 +183,14 @@ test("only the model endpoints are forwarded; a body over the bound gets 413; th
       assert.equal(((await res.json()) as { error: { type: string } }).error.type, "not_found_error");
     }
     // A request target cannot move the upstream or climb out of the forwarded paths.
-    for (const target of ["//[", "http://[::1", "http://169.254.169.254/latest/meta-data", "/v1/messages/../files", "/v1/messages/%2e%2e/files", "//evil.example/v1/messages"]) {
+    for (const target of [
+      "//[",
+      "http://[::1",
+      "http://169.254.169.254/latest/meta-data",
+      "/v1/messages/../files",
+      "/v1/messages/%2e%2e/files",
+      "//evil.example/v1/messages",
+    ]) {
       const status = await new Promise<number>((resolve, reject) => {
         const req = httpRequest(gateway.url, { method: "GET", path: target, headers }, (res) => {
           res.resume();
@@ -149,7 +207,11 @@ test("only the model endpoints are forwarded; a body over the bound gets 413; th
     const big = await fetch(`${gateway.url}/v1/messages`, { method: "POST", headers, body: "x".repeat(2048) });
     assert.equal(big.status, 413);
     assert.equal(((await big.json()) as { error: { type: string } }).error.type, "request_too_large");
-    const counted = await fetch(`${gateway.url}/v1/messages/count_tokens`, { method: "POST", headers, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }) });
+    const counted = await fetch(`${gateway.url}/v1/messages/count_tokens`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+    });
     assert.equal(counted.status, 200);
     const text = JSON.stringify([...counted.headers]) + (await counted.text());
     assert.equal(text.includes(key), false);
@@ -168,7 +230,13 @@ test("the stream passes through as it arrives, not once it is whole", async () =
     const res = await fetch(`${s.gateway.url}/v1/messages?beta=true`, {
       method: "POST",
       headers: { "x-api-key": s.grant.token, "content-type": "application/json", "anthropic-version": "2023-06-01" },
-      body: JSON.stringify({ model: "claude-sonnet-4-5", stream: true, max_tokens: 10, messages: [{ role: "user", content: "hi" }], tools: [{ name: "x" }] }),
+      body: JSON.stringify({
+        model: "claude-sonnet-4-5",
+        stream: true,
+        max_tokens: 10,
+        messages: [{ role: "user", content: "hi" }],
+        tools: [{ name: "x" }],
+      }),
     });
     assert.equal(res.headers.get("content-type")?.includes("text/event-stream"), true);
     const started = performance.now();
@@ -196,7 +264,13 @@ test("a policy that refuses: the CLI sees the error; one that delays: the call w
       assert.equal(call.run.session, "s1");
       assert.match(call.credentialFingerprint, /^[0-9a-f]{16}$/);
       refused++;
-      return { action: "refuse", status: 429, type: "rate_limit_error", message: "fleet cooldown after a 429", retryAfterS: 30 };
+      return {
+        action: "refuse",
+        status: 429,
+        type: "rate_limit_error",
+        message: "fleet cooldown after a 429",
+        retryAfterS: 30,
+      };
     },
   };
   const s = await stage([{ content: [{ type: "text", text: "never" }] }], refuse);
@@ -212,7 +286,10 @@ test("a policy that refuses: the CLI sees the error; one that delays: the call w
     await s.close();
   }
   const seen: ModelCall[] = [];
-  const delay: GatewayPolicy = { beforeRequest: () => ({ action: "delay", ms: 400 }), afterResponse: (_call, outcome) => void seen.push(outcome) };
+  const delay: GatewayPolicy = {
+    beforeRequest: () => ({ action: "delay", ms: 400 }),
+    afterResponse: (_call, outcome) => void seen.push(outcome),
+  };
   const d = await stage([{ content: [{ type: "text", text: "late" }] }], delay);
   try {
     const { result } = await turnThrough(d, "hi");
@@ -228,19 +305,32 @@ test("a policy that refuses: the CLI sees the error; one that delays: the call w
 test("an OAuth token (the operator's credentials file or CLAUDE_CODE_OAUTH_TOKEN) goes upstream as a bearer token with the OAuth beta, read anew when the file changes", async () => {
   const dir = mkdtempSync(join(tmpdir(), "ts-gw-oauth-"));
   const file = join(dir, ".credentials.json");
-  writeFileSync(file, JSON.stringify({ claudeAiOauth: { accessToken: "sk-ant-oat01-first", refreshToken: "sk-ant-ort01-never-used" } }));
+  writeFileSync(
+    file,
+    JSON.stringify({ claudeAiOauth: { accessToken: "sk-ant-oat01-first", refreshToken: "sk-ant-ort01-never-used" } }),
+  );
   const server = await startModelServer({ script: { responses: [] }, credential: "sk-ant-oat01-second" });
   const gateway = await startGateway();
   const credential = credentialFrom({}, file)!;
   assert.equal(credential.kind, "oauth");
-  assert.equal(credentialFrom({ CLAUDE_CODE_OAUTH_TOKEN: "sk-ant-oat01-env" }, file)!.source, "CLAUDE_CODE_OAUTH_TOKEN");
+  assert.equal(
+    credentialFrom({ CLAUDE_CODE_OAUTH_TOKEN: "sk-ant-oat01-env" }, file)!.source,
+    "CLAUDE_CODE_OAUTH_TOKEN",
+  );
   assert.equal(credentialFrom({ ANTHROPIC_AUTH_TOKEN: "tok" }, file)!.headers()["authorization"], "Bearer tok");
-  const grant = gateway.issue({ baseUrl: new URL(server.url), credential }, { binding: { session: "s" }, onCall: () => undefined });
+  const grant = gateway.issue(
+    { baseUrl: new URL(server.url), credential },
+    { binding: { session: "s" }, onCall: () => undefined },
+  );
   try {
     const post = () =>
       fetch(`${gateway.url}/v1/messages/count_tokens`, {
         method: "POST",
-        headers: { authorization: `Bearer ${grant.token}`, "anthropic-beta": "claude-code-20250219", "content-type": "application/json" },
+        headers: {
+          authorization: `Bearer ${grant.token}`,
+          "anthropic-beta": "claude-code-20250219",
+          "content-type": "application/json",
+        },
         body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
       });
     assert.equal((await post()).status, 401, "the upstream wants the second token");
@@ -265,12 +355,20 @@ test("usage is read from SSE events split anywhere across chunks, and from a JSO
   for (const size of [1, 7, 64, sse.length]) {
     const tap = new UsageTap("text/event-stream");
     for (let i = 0; i < sse.length; i += size) tap.feed(Buffer.from(sse.slice(i, i + size)));
-    assert.deepEqual(tap.result(), { model: "claude-haiku-4-5", usage: { input_tokens: 10, output_tokens: 7, cache_read_input_tokens: 3, cache_creation_input_tokens: 0 } });
+    assert.deepEqual(tap.result(), {
+      model: "claude-haiku-4-5",
+      usage: { input_tokens: 10, output_tokens: 7, cache_read_input_tokens: 3, cache_creation_input_tokens: 0 },
+    });
   }
   const json = new UsageTap("application/json");
   json.feed(Buffer.from('{"type":"message","model":"m","usage":{"input_tokens":4,'));
   json.feed(Buffer.from('"output_tokens":2}}'));
-  assert.deepEqual(json.result().usage, { input_tokens: 4, output_tokens: 2, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 });
+  assert.deepEqual(json.result().usage, {
+    input_tokens: 4,
+    output_tokens: 2,
+    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: 0,
+  });
   const error = new UsageTap("application/json");
   error.feed(Buffer.from('{"type":"error","error":{"type":"overloaded_error"}}'));
   assert.equal(error.result().usage, undefined);
@@ -289,7 +387,11 @@ test("a policy that throws or answers a status HTTP cannot carry fails that requ
   const s = await stage([{ content: [{ type: "text", text: "fine" }] }], policy);
   try {
     const post = () =>
-      fetch(`${s.gateway.url}/v1/messages`, { method: "POST", headers: { "x-api-key": s.grant.token, "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }) });
+      fetch(`${s.gateway.url}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": s.grant.token, "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+      });
     for (const expected of [500, 500, 200]) {
       const res = await post();
       assert.equal(res.status, expected);

@@ -37,7 +37,10 @@ describe("large payloads", () => {
     const tail = '"}]},"session_id":"x"}';
     // Built through a buffer so the string is flat: a concatenation is a rope that V8 flattens (one
     // more 100 MB copy) on first use, inside the write path, which then counted the caller's copy.
-    const raw = Buffer.from(head + "ab\\\"cd  ".repeat(size / 8).slice(0, size - head.length - tail.length) + tail, "latin1").toString("latin1");
+    const raw = Buffer.from(
+      head + 'ab\\"cd  '.repeat(size / 8).slice(0, size - head.length - tail.length) + tail,
+      "latin1",
+    ).toString("latin1");
     assert.equal(raw.length, size);
     // Growth is measured from here: the line is the caller's, only what the log adds on top counts;
     // the pieces it was built from are collected first, so their release cannot hide any growth.
@@ -73,7 +76,9 @@ describe("large payloads", () => {
 
     const writeGrowth = (afterWrite - base) / size;
     const totalGrowth = (peak - base) / size;
-    t.diagnostic(`RSS growth: write ${writeGrowth.toFixed(2)}x, write+read ${totalGrowth.toFixed(2)}x the line (${size} B)`);
+    t.diagnostic(
+      `RSS growth: write ${writeGrowth.toFixed(2)}x, write+read ${totalGrowth.toFixed(2)}x the line (${size} B)`,
+    );
     // A copy of the line when encoding/sending (plus the reply buffer and the string on read).
     assert.ok(writeGrowth < 3, `write path grew RSS by ${writeGrowth.toFixed(2)}x the line`);
     assert.ok(totalGrowth < 4.5, `write+read grew RSS by ${totalGrowth.toFixed(2)}x the line`);

@@ -59,14 +59,30 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       const s = session();
       const { epoch, attempt } = await log.beginAttempt(s, "t1");
       assert.deepEqual({ epoch, attempt }, { epoch: 1, attempt: 1 });
-      const raws = ['{"type":"system","subtype":"init"}', "not json at all\r", "", "ünïcödé ✓ \u0000 \"quoted\"", "  spaced  "];
-      const res = await log.append(s, epoch, raws.map((r) => line(r)));
+      const raws = [
+        '{"type":"system","subtype":"init"}',
+        "not json at all\r",
+        "",
+        'ünïcödé ✓ \u0000 "quoted"',
+        "  spaced  ",
+      ];
+      const res = await log.append(
+        s,
+        epoch,
+        raws.map((r) => line(r)),
+      );
       assert.deepEqual(res, { outcome: "appended", lastSeq: 5, epoch: 1 });
       const ids = (await redis.xrange(log.keys(s).events, "-", "+")).map(([id]) => id);
       assert.deepEqual(ids, ["0-1", "0-2", "0-3", "0-4", "0-5"]);
       const evs = await all(log.read(s));
-      assert.deepEqual(evs.map((e) => (e.data as { raw: string }).raw), raws);
-      assert.deepEqual(evs.map((e) => e.seq), [1, 2, 3, 4, 5]);
+      assert.deepEqual(
+        evs.map((e) => (e.data as { raw: string }).raw),
+        raws,
+      );
+      assert.deepEqual(
+        evs.map((e) => e.seq),
+        [1, 2, 3, 4, 5],
+      );
       for (const e of evs) {
         assert.equal(e.v, 1);
         assert.equal(e.session, s);
@@ -84,9 +100,16 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
     it("read honours fromSeq/toSeq across pages", async () => {
       const s = session();
       const { epoch } = await log.beginAttempt(s, "t1");
-      await log.append(s, epoch, Array.from({ length: 23 }, (_, i) => line(`l${i}`)));
+      await log.append(
+        s,
+        epoch,
+        Array.from({ length: 23 }, (_, i) => line(`l${i}`)),
+      );
       const mid = await all(log.read(s, { fromSeq: 5, toSeq: 17, pageSize: 4 }));
-      assert.deepEqual(mid.map((e) => e.seq), Array.from({ length: 13 }, (_, i) => i + 5));
+      assert.deepEqual(
+        mid.map((e) => e.seq),
+        Array.from({ length: 13 }, (_, i) => i + 5),
+      );
       assert.equal((await all(log.read(s, { pageSize: 5 }))).length, 23);
     });
 
@@ -171,7 +194,9 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
 
     it("unfenced kinds append without an epoch; attempt-bound kinds are refused", async () => {
       const s = session();
-      const res = await log.appendUnfenced(s, [{ turn: "t1", attempt: 0, kind: "turn.queued", data: { prompt: "redacted" } }]);
+      const res = await log.appendUnfenced(s, [
+        { turn: "t1", attempt: 0, kind: "turn.queued", data: { prompt: "redacted" } },
+      ]);
       assert.equal(res.outcome, "appended");
       await assert.rejects(() => log.appendUnfenced(s, [line("x")]), UnfencedKindError);
       const w = createWriter({ log, session: s, epoch: null });
@@ -216,7 +241,14 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       const { epoch } = await log.beginAttempt(s, "t1");
       const batches: number[] = [];
       const LINGER = 5000;
-      const w = createWriter({ log, session: s, epoch, lingerMs: LINGER, maxBatchEvents: 4, onAppended: (i) => batches.push(i.count) });
+      const w = createWriter({
+        log,
+        session: s,
+        epoch,
+        lingerMs: LINGER,
+        maxBatchEvents: 4,
+        onAppended: (i) => batches.push(i.count),
+      });
       await w.write(line("a"));
       await passed(20);
       await w.write(line("b"));
@@ -263,7 +295,13 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       const s3 = session();
       const e3 = await log.beginAttempt(s3, "t1");
       const steady: number[] = [];
-      const w3 = createWriter({ log, session: s3, epoch: e3.epoch, lingerMs: 1000, onAppended: (i) => steady.push(i.count) });
+      const w3 = createWriter({
+        log,
+        session: s3,
+        epoch: e3.epoch,
+        lingerMs: 1000,
+        onAppended: (i) => steady.push(i.count),
+      });
       const rival = createWriter({ log, session: s3, epoch: null, lingerMs: 1000 });
       await w3.write(line("e"));
       await rival.write(controlKinds);
@@ -272,7 +310,9 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       await until(() => steady.length > 0, 5000, "e's linger to end");
       await rival.close();
       assert.deepEqual(steady, [2], "the second event joined the first's window");
-      const order = (await all(log.read(s3))).map((e) => (e.kind === "cli.line" ? (e.data as { raw: string }).raw : e.kind));
+      const order = (await all(log.read(s3))).map((e) =>
+        e.kind === "cli.line" ? (e.data as { raw: string }).raw : e.kind,
+      );
       assert.deepEqual(order, ["e", "f", "turn.queued"], "instead of pushing it back");
       await w2.close();
       await w3.close();
@@ -289,7 +329,11 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       assert.equal(await stored(s), 0, "held past the usual linger");
       await w.write(line("b"));
       await until(() => batches.length === 1, HOLD / 2, "b's linger to send both");
-      assert.deepEqual(batches, [2], "the next event ended the hold and both went on its linger, long before the hold ran out");
+      assert.deepEqual(
+        batches,
+        [2],
+        "the next event ended the hold and both went on its linger, long before the hold ran out",
+      );
 
       await w.write(line("c"), { holdMs: 600 });
       await passed(20);
@@ -311,18 +355,31 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
     it("unknown dotted kinds are storable and readable; invalid events are rejected on write", async () => {
       const s = session();
       const { epoch } = await log.beginAttempt(s, "t1");
-      await log.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "future.thing_v2.sub", data: { n: [1, 2, { x: null }] } }]);
+      await log.append(s, epoch, [
+        { turn: "t1", attempt: 1, kind: "future.thing_v2.sub", data: { n: [1, 2, { x: null }] } },
+      ]);
       const [e] = await all(log.read(s));
       assert.deepEqual(e!.data, { n: [1, 2, { x: null }] });
       assert.equal(e!.kind, "future.thing_v2.sub");
-      await assert.rejects(() => log.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "NoDots", data: 1 }]), InvalidEventError);
-      await assert.rejects(() => log.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "cli.line", data: { text: "x" } }]), InvalidEventError);
+      await assert.rejects(
+        () => log.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "NoDots", data: 1 }]),
+        InvalidEventError,
+      );
+      await assert.rejects(
+        () => log.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "cli.line", data: { text: "x" } }]),
+        InvalidEventError,
+      );
       assert.equal((await log.stat(s)).length, 1);
     });
 
     it("a corrupt stored entry fails validation on read", async () => {
       const s = session();
-      await redis.xadd(log.keys(s).events, "0-1", "e", JSON.stringify({ v: 1, turn: "t", attempt: 0, epoch: 0, at: "x", kind: "cli.line", data: {} }));
+      await redis.xadd(
+        log.keys(s).events,
+        "0-1",
+        "e",
+        JSON.stringify({ v: 1, turn: "t", attempt: 0, epoch: 0, at: "x", kind: "cli.line", data: {} }),
+      );
       await assert.rejects(() => all(log.read(s)), InvalidEventError);
     });
 
@@ -331,7 +388,12 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       const { epoch } = await log.beginAttempt(s, "t1");
       const big = "x".repeat(5000) + '"end"';
       const bigData = { items: Array.from({ length: 300 }, (_, i) => `item-${i}`) };
-      await log.append(s, epoch, [line(big), line(big), { turn: "t1", attempt: 1, kind: "session.snapshot", data: bigData }, line("small")]);
+      await log.append(s, epoch, [
+        line(big),
+        line(big),
+        { turn: "t1", attempt: 1, kind: "session.snapshot", data: bigData },
+        line("small"),
+      ]);
       const blobs = await redis.smembers(log.keys(s).blobs);
       assert.equal(blobs.length, 2, "identical lines share one blob");
       const stored = await redis.xrange(log.keys(s).events, "0-1", "0-1");
@@ -366,8 +428,16 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       const { epoch } = await blogs.beginAttempt(s, "t1");
       const big = "y".repeat(3000);
       // A turn id that is a prefix of another, and one mentioned inside another turn's data.
-      await blogs.append(s, epoch, [line("a", "t1"), line(big, "t10"), line('{"turn":"t1"}', "t2"), line(big, "t1"), { turn: "t1", attempt: 1, kind: "session.snapshot", data: { note: "t10" } }]);
-      await blogs.appendUnfenced(s, [{ turn: "t1", attempt: 0, kind: "turn.cancelled", data: { reason: "x" } }], { batchId: "c-t1:1" });
+      await blogs.append(s, epoch, [
+        line("a", "t1"),
+        line(big, "t10"),
+        line('{"turn":"t1"}', "t2"),
+        line(big, "t1"),
+        { turn: "t1", attempt: 1, kind: "session.snapshot", data: { note: "t10" } },
+      ]);
+      await blogs.appendUnfenced(s, [{ turn: "t1", attempt: 0, kind: "turn.cancelled", data: { reason: "x" } }], {
+        batchId: "c-t1:1",
+      });
       const ac = new AbortController();
       const want = (await all(blogs.read(s))).filter((e) => e.turn === "t1").map((e) => e.seq);
       const seen: number[] = [];
@@ -396,7 +466,10 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       const s = session();
       const rlog = createEventLog({ redis, prefix, blobCapBytes: 1024, finishedTtlMs: 60_000 });
       const { epoch } = await rlog.beginAttempt(s, "t1");
-      await rlog.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "attempt.started", data: {} }, line("y".repeat(3000))]);
+      await rlog.append(s, epoch, [
+        { turn: "t1", attempt: 1, kind: "attempt.started", data: {} },
+        line("y".repeat(3000)),
+      ]);
       const k = rlog.keys(s);
       const [blob] = await redis.smembers(k.blobs);
       assert.equal(await redis.pttl(k.events), -1);
@@ -409,7 +482,8 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       assert.equal(st.state, "finished");
       assert.ok(st.expiresInMs !== undefined);
       await rlog.appendUnfenced(s, [{ turn: "t2", attempt: 0, kind: "turn.queued", data: {} }]);
-      for (const key of [k.events, k.meta, k.blobs, blob!]) assert.equal(await redis.pttl(key), -1, `${key} persistent`);
+      for (const key of [k.events, k.meta, k.blobs, blob!])
+        assert.equal(await redis.pttl(key), -1, `${key} persistent`);
     });
   });
 }

@@ -19,52 +19,68 @@ async function slotOwners(any: Redis, key: string): Promise<{ master: number; re
   return range?.[3] === undefined ? undefined : { master: Number(range[2][1]), replica: Number(range[3][1]) };
 }
 
-test("replicas:1 on a Redis Cluster: acknowledged batches are on the slot's replica and survive its master's failover", { timeout: 120_000 }, async (t) => {
-  const cluster = await startRedisCluster({ replicas: 1, nodeTimeoutMs: 1000 });
-  const redis = connectRedis({ clusterNodes: cluster.nodeList, env: {} });
-  redis.on("error", () => undefined);
-  const probe = new Redis(cluster.nodes[0]!.url);
-  const clients: Redis[] = [probe];
-  t.after(async () => {
-    redis.disconnect();
-    for (const c of clients) c.disconnect();
-    await cluster.dispose();
-  });
-  const level: Durability = { level: "replicas", replicas: 1, timeoutMs: 500, tries: 40 };
-  const log = createEventLog({ redis, prefix: "durc:", durability: level });
-  const { epoch } = await log.beginAttempt("s1", "t1");
-  const writer = createWriter({ log, session: "s1", epoch, backoff: { initialMs: 50, maxMs: 300 } });
-  for (let i = 0; i < 100; i++) await writer.write(line(i));
-  const seq = await writer.flush();
-  const found: { master: number; replica: number }[] = [];
-  await waitUntil(
-    async () => {
-      const o = await slotOwners(probe, log.keys("s1").events);
-      if (o !== undefined) found.push(o);
-      return o !== undefined;
-    },
-    30000,
-    "the slot's replica to be listed",
-  );
-  const owners = found[0]!;
-  const replica = new Redis({ host: "127.0.0.1", port: owners.replica });
-  replica.on("error", () => undefined);
-  clients.push(replica);
-  await replica.call("READONLY");
-  assert.equal(await replica.xlen(log.keys("s1").events), seq, "read at once on the replica: WAIT held the acknowledgement until it was there");
+test(
+  "replicas:1 on a Redis Cluster: acknowledged batches are on the slot's replica and survive its master's failover",
+  { timeout: 120_000 },
+  async (t) => {
+    const cluster = await startRedisCluster({ replicas: 1, nodeTimeoutMs: 1000 });
+    const redis = connectRedis({ clusterNodes: cluster.nodeList, env: {} });
+    redis.on("error", () => undefined);
+    const probe = new Redis(cluster.nodes[0]!.url);
+    const clients: Redis[] = [probe];
+    t.after(async () => {
+      redis.disconnect();
+      for (const c of clients) c.disconnect();
+      await cluster.dispose();
+    });
+    const level: Durability = { level: "replicas", replicas: 1, timeoutMs: 500, tries: 40 };
+    const log = createEventLog({ redis, prefix: "durc:", durability: level });
+    const { epoch } = await log.beginAttempt("s1", "t1");
+    const writer = createWriter({ log, session: "s1", epoch, backoff: { initialMs: 50, maxMs: 300 } });
+    for (let i = 0; i < 100; i++) await writer.write(line(i));
+    const seq = await writer.flush();
+    const found: { master: number; replica: number }[] = [];
+    await waitUntil(
+      async () => {
+        const o = await slotOwners(probe, log.keys("s1").events);
+        if (o !== undefined) found.push(o);
+        return o !== undefined;
+      },
+      30000,
+      "the slot's replica to be listed",
+    );
+    const owners = found[0]!;
+    const replica = new Redis({ host: "127.0.0.1", port: owners.replica });
+    replica.on("error", () => undefined);
+    clients.push(replica);
+    await replica.call("READONLY");
+    assert.equal(
+      await replica.xlen(log.keys("s1").events),
+      seq,
+      "read at once on the replica: WAIT held the acknowledgement until it was there",
+    );
 
-  const master = cluster.nodes.find((n) => n.port === owners.master)!;
-  await master.stop("SIGKILL");
-  const writing = (async () => {
-    for (let i = 100; i < 200; i++) await writer.write(line(i));
-    return writer.flush();
-  })();
-  await waitUntil(async () => (await replica.info("replication")).includes("role:master"), 30000, "the replica to be promoted");
-  await master.start(); // rejoins from its nodes.conf as the promoted master's replica
-  const last = await writing;
-  assert.equal(writer.failure, undefined);
-  assert.equal(last, 200);
-  const ids = (await replica.xrange(log.keys("s1").events, "-", "+")).map(([id]) => Number(id.split("-")[1]));
-  assert.deepEqual(ids, Array.from({ length: 200 }, (_, i) => i + 1), "every seq once on the promoted master");
-  await writer.close();
-});
+    const master = cluster.nodes.find((n) => n.port === owners.master)!;
+    await master.stop("SIGKILL");
+    const writing = (async () => {
+      for (let i = 100; i < 200; i++) await writer.write(line(i));
+      return writer.flush();
+    })();
+    await waitUntil(
+      async () => (await replica.info("replication")).includes("role:master"),
+      30000,
+      "the replica to be promoted",
+    );
+    await master.start(); // rejoins from its nodes.conf as the promoted master's replica
+    const last = await writing;
+    assert.equal(writer.failure, undefined);
+    assert.equal(last, 200);
+    const ids = (await replica.xrange(log.keys("s1").events, "-", "+")).map(([id]) => Number(id.split("-")[1]));
+    assert.deepEqual(
+      ids,
+      Array.from({ length: 200 }, (_, i) => i + 1),
+      "every seq once on the promoted master",
+    );
+    await writer.close();
+  },
+);

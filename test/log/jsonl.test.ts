@@ -6,7 +6,14 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { connectRedis, createEventLog, importFile, type Envelope, type EventLog, type RedisClient } from "../../src/log/index.ts";
+import {
+  connectRedis,
+  createEventLog,
+  importFile,
+  type Envelope,
+  type EventLog,
+  type RedisClient,
+} from "../../src/log/index.ts";
 import { rid } from "./contract.ts";
 
 const run = promisify(execFile);
@@ -18,18 +25,53 @@ const redisUrl = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
 function recording(dir: string): string {
   const fixtures = join(root, "test", "fixtures", "cli");
   if (existsSync(fixtures)) {
-    const f = readdirSync(fixtures).filter((n) => n.endsWith(".jsonl")).sort()[0];
+    const f = readdirSync(fixtures)
+      .filter((n) => n.endsWith(".jsonl"))
+      .sort()[0];
     if (f !== undefined) return join(fixtures, f);
   }
   const sid = "0d6c4a52-3b1e-4f7a-9a8e-5c2d1b0e9f11";
   const lines = [
-    JSON.stringify({ type: "system", subtype: "init", session_id: sid, tools: ["Bash", "Read"], model: "claude-sonnet-4-5" }),
-    JSON.stringify({ type: "assistant", message: { id: "msg_1", role: "assistant", content: [{ type: "text", text: "Let me look. ünïcödé ✓" }] }, parent_tool_use_id: null, session_id: sid }),
-    JSON.stringify({ type: "assistant", message: { id: "msg_1", role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "ls" } }] }, session_id: sid }),
-    JSON.stringify({ type: "user", message: { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "a\nb\n".repeat(80_000) }] }, session_id: sid }),
+    JSON.stringify({
+      type: "system",
+      subtype: "init",
+      session_id: sid,
+      tools: ["Bash", "Read"],
+      model: "claude-sonnet-4-5",
+    }),
+    JSON.stringify({
+      type: "assistant",
+      message: { id: "msg_1", role: "assistant", content: [{ type: "text", text: "Let me look. ünïcödé ✓" }] },
+      parent_tool_use_id: null,
+      session_id: sid,
+    }),
+    JSON.stringify({
+      type: "assistant",
+      message: {
+        id: "msg_1",
+        role: "assistant",
+        content: [{ type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "ls" } }],
+      },
+      session_id: sid,
+    }),
+    JSON.stringify({
+      type: "user",
+      message: {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "a\nb\n".repeat(80_000) }],
+      },
+      session_id: sid,
+    }),
     '{"type":"system","subtype":"api_retry","attempt":1}\r',
     "",
-    JSON.stringify({ type: "result", subtype: "success", is_error: false, result: "done", session_id: sid, usage: { input_tokens: 10, output_tokens: 5 } }),
+    JSON.stringify({
+      type: "result",
+      subtype: "success",
+      is_error: false,
+      result: "done",
+      session_id: sid,
+      usage: { input_tokens: 10, output_tokens: 5 },
+    }),
   ];
   const file = join(dir, "recorded-run.jsonl");
   writeFileSync(file, lines.join("\n") + "\n");
@@ -81,21 +123,40 @@ describe("import/export", () => {
     for await (const e of log.read(s1)) evs.push(e);
     assert.equal(evs.length, lines.length);
     assert.ok(evs.every((e) => e.kind === "cli.line" && e.turn === "rec-1" && e.attempt === 1 && e.epoch === 1));
-    assert.deepEqual(evs.map((e) => (e.data as { raw: string }).raw), lines, "every line exactly, \\r and empty lines included");
+    assert.deepEqual(
+      evs.map((e) => (e.data as { raw: string }).raw),
+      lines,
+      "every line exactly, \\r and empty lines included",
+    );
 
     const out1 = join(dir, "export-1.jsonl");
     const exp = await cli(["export", s1, out1, "--prefix", prefix]);
     assert.equal(exp.code, 0, exp.stderr);
-    const exported = readFileSync(out1, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as Envelope);
-    assert.deepEqual(exported.map((e) => e.seq), lines.map((_, i) => i + 1));
-    assert.equal(exported.map((e) => (e.data as { raw: string }).raw).join("\n") + "\n", original.endsWith("\n") ? original : original + "\n");
+    const exported = readFileSync(out1, "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Envelope);
+    assert.deepEqual(
+      exported.map((e) => e.seq),
+      lines.map((_, i) => i + 1),
+    );
+    assert.equal(
+      exported.map((e) => (e.data as { raw: string }).raw).join("\n") + "\n",
+      original.endsWith("\n") ? original : original + "\n",
+    );
 
     const re = await cli(["import", s2, out1, "--prefix", prefix]);
     assert.equal(re.code, 0, re.stderr);
     const exp2 = await cli(["export", s2, "--prefix", prefix]);
     assert.equal(exp2.code, 0, exp2.stderr);
-    const copy = exp2.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as Envelope);
-    assert.deepEqual(copy.map(({ session: _s, ...rest }) => rest), exported.map(({ session: _s, ...rest }) => rest));
+    const copy = exp2.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Envelope);
+    assert.deepEqual(
+      copy.map(({ session: _s, ...rest }) => rest),
+      exported.map(({ session: _s, ...rest }) => rest),
+    );
     assert.ok(copy.every((e) => e.session === s2));
     // The imported session's epoch counter continues above the imported epochs.
     assert.equal((await log.beginAttempt(s2, "next")).epoch, 2);
@@ -109,7 +170,11 @@ describe("import/export", () => {
   it("import in small batches: leading blank lines are skipped, seqs and epochs kept; a gap or a mixed file is refused", async () => {
     const source = `src-${rid()}`;
     const { epoch, attempt } = await log.beginAttempt(source, "t1");
-    await log.append(source, epoch, [1, 2, 3, 4, 5].map((i) => ({ turn: "t1", attempt, kind: "cli.line", data: { raw: `line ${i}` } })));
+    await log.append(
+      source,
+      epoch,
+      [1, 2, 3, 4, 5].map((i) => ({ turn: "t1", attempt, kind: "cli.line", data: { raw: `line ${i}` } })),
+    );
     const envelopes: Envelope[] = [];
     for await (const e of log.read(source)) envelopes.push(e);
     const text = (es: Envelope[]): string => es.map((e) => JSON.stringify(e)).join("\n") + "\n";
@@ -119,14 +184,22 @@ describe("import/export", () => {
     const gap = `gap-${rid()}`;
     const mixed = `mixed-${rid()}`;
     try {
-      assert.deepEqual(await importFile(log, copy, good, { batchEvents: 2 }), { mode: "envelopes", count: 5, lastSeq: 5 });
+      assert.deepEqual(await importFile(log, copy, good, { batchEvents: 2 }), {
+        mode: "envelopes",
+        count: 5,
+        lastSeq: 5,
+      });
       const copied: Envelope[] = [];
       for await (const e of log.read(copy)) copied.push(e);
       assert.deepEqual(
         copied.map((e) => [e.seq, e.epoch, e.data]),
         envelopes.map((e) => [e.seq, e.epoch, e.data]),
       );
-      assert.equal((await log.beginAttempt(copy, "next")).epoch, epoch + 1, "the epoch counter continues above the imported epochs");
+      assert.equal(
+        (await log.beginAttempt(copy, "next")).epoch,
+        epoch + 1,
+        "the epoch counter continues above the imported epochs",
+      );
 
       const gapFile = join(dir, "gap.jsonl");
       writeFileSync(gapFile, text([envelopes[0]!, envelopes[2]!]));

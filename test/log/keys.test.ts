@@ -45,7 +45,17 @@ describe("keys and validation", () => {
   });
 
   it("envelope schema: versioned, dotted kinds, cli.line needs the raw text", () => {
-    const ok = { v: 1, seq: 1, session: "s", turn: "t", attempt: 1, epoch: 1, at: new Date().toISOString(), kind: "cli.line", data: { raw: "" } };
+    const ok = {
+      v: 1,
+      seq: 1,
+      session: "s",
+      turn: "t",
+      attempt: 1,
+      epoch: 1,
+      at: new Date().toISOString(),
+      kind: "cli.line",
+      data: { raw: "" },
+    };
     assert.ok(envelopeSchema.safeParse(ok).success);
     assert.ok(envelopeSchema.safeParse({ ...ok, kind: "some.new.kind", data: null }).success);
     assert.equal(envelopeSchema.safeParse({ ...ok, v: 2 }).success, false);

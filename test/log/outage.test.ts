@@ -17,7 +17,8 @@ import { rid } from "./contract.ts";
 
 async function readAll(log: EventLog, s: string): Promise<{ seq: number; i: number; epoch: number }[]> {
   const out: { seq: number; i: number; epoch: number }[] = [];
-  for await (const e of log.read(s)) out.push({ seq: e.seq, i: JSON.parse((e.data as { raw: string }).raw).i, epoch: e.epoch });
+  for await (const e of log.read(s))
+    out.push({ seq: e.seq, i: JSON.parse((e.data as { raw: string }).raw).i, epoch: e.epoch });
   return out;
 }
 
@@ -67,7 +68,12 @@ describe("writer across a Redis outage", () => {
     const producer = (async () => {
       for (let i = 0; i < N; i++) {
         const t = Date.now();
-        await writer.write({ turn: "t1", attempt, kind: "cli.line", data: { raw: JSON.stringify({ type: "assistant", i }) } });
+        await writer.write({
+          turn: "t1",
+          attempt,
+          kind: "cli.line",
+          data: { raw: JSON.stringify({ type: "assistant", i }) },
+        });
         longestWrite = Math.max(longestWrite, Date.now() - t);
       }
       return writer.close();
@@ -87,7 +93,9 @@ describe("writer across a Redis outage", () => {
       assert.equal(e.epoch, epoch);
     });
     assert.ok(retries > 0, "the writer had to retry");
-    t.diagnostic(`writer retries ${retries}, duplicates detected ${writer.stats.duplicates}, batches ${writer.stats.batches}`);
+    t.diagnostic(
+      `writer retries ${retries}, duplicates detected ${writer.stats.duplicates}, batches ${writer.stats.batches}`,
+    );
     assert.ok(longestWrite >= 4000, `the producer was held back during the outage (longest write ${longestWrite} ms)`);
     const st = await log.stat(s);
     assert.equal(st.lastSeq, N);
@@ -123,7 +131,10 @@ describe("writer across a Redis outage", () => {
     assert.equal(await writer.close(), N);
     await resumed;
     const evs = await readAll(log, s);
-    assert.deepEqual(evs.map((e) => e.i), Array.from({ length: N }, (_, i) => i));
+    assert.deepEqual(
+      evs.map((e) => e.i),
+      Array.from({ length: N }, (_, i) => i),
+    );
     assert.ok(longestWrite >= 1500, `producer blocked while Redis was frozen (${longestWrite} ms)`);
     assert.ok(writer.pending === 0);
   });

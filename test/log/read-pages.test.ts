@@ -3,7 +3,14 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { connectRedis, createEventLog, InvalidEventError, type Envelope, type EventLog, type RedisClient } from "../../src/log/index.ts";
+import {
+  connectRedis,
+  createEventLog,
+  InvalidEventError,
+  type Envelope,
+  type EventLog,
+  type RedisClient,
+} from "../../src/log/index.ts";
 
 let redis: RedisClient;
 let log: EventLog;
@@ -35,8 +42,14 @@ async function filled(n: number): Promise<{ s: string; raws: string[] }> {
   const s = session();
   const { epoch } = await log.beginAttempt(s, "t1");
   // Every 7th line is above the blob cap, so blob entries fall inside pages.
-  const raws = Array.from({ length: n }, (_, i) => (i % 7 === 3 ? `{"big":${i},"pad":"${"x".repeat(1100)}"}` : `{"n":${i}}`));
-  await log.append(s, epoch, raws.map((raw) => ({ turn: "t1", attempt: 1, kind: "cli.line", data: { raw } })));
+  const raws = Array.from({ length: n }, (_, i) =>
+    i % 7 === 3 ? `{"big":${i},"pad":"${"x".repeat(1100)}"}` : `{"n":${i}}`,
+  );
+  await log.append(
+    s,
+    epoch,
+    raws.map((raw) => ({ turn: "t1", attempt: 1, kind: "cli.line", data: { raw } })),
+  );
   assert.equal((await redis.smembers(log.keys(s).blobs)).length, Math.floor((n + 3) / 7));
   return { s, raws };
 }
@@ -44,10 +57,19 @@ async function filled(n: number): Promise<{ s: string; raws: string[] }> {
 test("pages cover exactly the requested range, in order, blobs resolved in place", async () => {
   const { s, raws } = await filled(23);
   const all = await pages(s, { pageSize: 5 });
-  assert.deepEqual(all.map((p) => p.length), [5, 5, 5, 5, 3]);
+  assert.deepEqual(
+    all.map((p) => p.length),
+    [5, 5, 5, 5, 3],
+  );
   const flat = all.flat();
-  assert.deepEqual(flat.map((e) => e.seq), raws.map((_, i) => i + 1));
-  assert.deepEqual(flat.map((e) => (e.data as { raw: string }).raw), raws);
+  assert.deepEqual(
+    flat.map((e) => e.seq),
+    raws.map((_, i) => i + 1),
+  );
+  assert.deepEqual(
+    flat.map((e) => (e.data as { raw: string }).raw),
+    raws,
+  );
   assert.ok(flat.every((e) => e.session === s && e.v === 1 && e.kind === "cli.line"));
 
   const bounded = (await pages(s, { fromSeq: 4, toSeq: 15, pageSize: 4 })).flat().map((e) => e.seq);
@@ -55,7 +77,10 @@ test("pages cover exactly the requested range, in order, blobs resolved in place
   assert.deepEqual((await pages(s, { fromSeq: 20, toSeq: 19, pageSize: 4 })).flat(), []);
   assert.deepEqual((await pages(s, { fromSeq: 24, pageSize: 4 })).flat(), []);
   // An exact multiple of the page size ends without an extra empty page.
-  assert.deepEqual((await pages(s, { toSeq: 20, pageSize: 5 })).map((p) => p.length), [5, 5, 5, 5]);
+  assert.deepEqual(
+    (await pages(s, { toSeq: 20, pageSize: 5 })).map((p) => p.length),
+    [5, 5, 5, 5],
+  );
 
   const perEvent: number[] = [];
   for await (const e of log.read(s, { fromSeq: 2, pageSize: 3 })) perEvent.push(e.seq);
@@ -78,23 +103,41 @@ test("an invalid entry in the middle of a page: the events before it arrive, the
   const s = session();
   const k = log.keys(s);
   const good = (seq: number) =>
-    redis.xadd(k.events, `0-${seq}`, "e", JSON.stringify({ v: 1, turn: "t", attempt: 0, epoch: 0, at: "x", kind: "turn.queued", data: {} }));
+    redis.xadd(
+      k.events,
+      `0-${seq}`,
+      "e",
+      JSON.stringify({ v: 1, turn: "t", attempt: 0, epoch: 0, at: "x", kind: "turn.queued", data: {} }),
+    );
   await good(1);
   await good(2);
   // cli.line without its raw text: zod (not the fast check) has to say no.
-  await redis.xadd(k.events, "0-3", "e", JSON.stringify({ v: 1, turn: "t", attempt: 0, epoch: 0, at: "x", kind: "cli.line", data: {} }));
+  await redis.xadd(
+    k.events,
+    "0-3",
+    "e",
+    JSON.stringify({ v: 1, turn: "t", attempt: 0, epoch: 0, at: "x", kind: "cli.line", data: {} }),
+  );
   await good(4);
   await redis.hset(k.meta, "seq", 4);
   const got: number[] = [];
-  await assert.rejects(async () => {
-    for await (const p of log.readPages(s, { pageSize: 10 })) got.push(...p.map((e) => e.seq));
-  }, (err: unknown) => err instanceof InvalidEventError && err.seq === 3 && /raw/.test(err.message));
+  await assert.rejects(
+    async () => {
+      for await (const p of log.readPages(s, { pageSize: 10 })) got.push(...p.map((e) => e.seq));
+    },
+    (err: unknown) => err instanceof InvalidEventError && err.seq === 3 && /raw/.test(err.message),
+  );
   assert.deepEqual(got, [1, 2]);
   await assert.rejects(async () => {
     for await (const _ of log.read(s, { fromSeq: 3 })) assert.fail("no event before the invalid one");
   }, InvalidEventError);
   // Wrong field types are refused too (the fast check defers to zod, which rejects).
-  await redis.xadd(k.events, "0-5", "e", JSON.stringify({ v: 1, turn: "t", attempt: -1, epoch: 0, at: "x", kind: "turn.queued", data: {} }));
+  await redis.xadd(
+    k.events,
+    "0-5",
+    "e",
+    JSON.stringify({ v: 1, turn: "t", attempt: -1, epoch: 0, at: "x", kind: "turn.queued", data: {} }),
+  );
   await assert.rejects(async () => {
     for await (const _ of log.read(s, { fromSeq: 5 })) assert.fail("invalid attempt accepted");
   }, InvalidEventError);

@@ -82,7 +82,9 @@ describe("re-sent batches after a lost reply", () => {
     sessions.push(s);
     const { epoch, attempt } = await log.beginAttempt(s, "t1");
     const dropped = proxy.dropNextReply();
-    const res = await log.append(s, epoch, [{ turn: "t1", attempt, kind: "cli.line", data: { raw: "once" } }], { batchId: "w1:1" });
+    const res = await log.append(s, epoch, [{ turn: "t1", attempt, kind: "cli.line", data: { raw: "once" } }], {
+      batchId: "w1:1",
+    });
     await dropped;
     assert.deepEqual(res, { outcome: "duplicate", lastSeq: 1, epoch });
     assert.equal(await direct.xlen(log.keys(s).events), 1);
@@ -106,7 +108,8 @@ describe("re-sent batches after a lost reply", () => {
         }
       },
     });
-    for (let i = 0; i < 100; i++) await writer.write({ turn: "t1", attempt, kind: "cli.line", data: { raw: String(i) } });
+    for (let i = 0; i < 100; i++)
+      await writer.write({ turn: "t1", attempt, kind: "cli.line", data: { raw: String(i) } });
     assert.equal(await writer.close(), 100);
     await dropped;
     assert.equal(writer.stats.duplicates, 1, "exactly the re-sent batch was recognised");
@@ -114,6 +117,9 @@ describe("re-sent batches after a lost reply", () => {
     assert.equal(entries.length, 100);
     const raws: string[] = [];
     for await (const e of createEventLog({ redis: direct, prefix }).read(s)) raws.push((e.data as { raw: string }).raw);
-    assert.deepEqual(raws, Array.from({ length: 100 }, (_, i) => String(i)));
+    assert.deepEqual(
+      raws,
+      Array.from({ length: 100 }, (_, i) => String(i)),
+    );
   });
 });

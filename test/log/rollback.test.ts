@@ -15,7 +15,12 @@ import {
 import { rid } from "./contract.ts";
 
 const line = (raw: string, attempt = 1) => ({ turn: "t1", attempt, kind: "cli.line", data: { raw } });
-const queued = (turn: string) => ({ turn, attempt: 0, kind: "turn.queued", data: { prompt: "p", cwd: "/tmp", options: {} } });
+const queued = (turn: string) => ({
+  turn,
+  attempt: 0,
+  kind: "turn.queued",
+  data: { prompt: "p", cwd: "/tmp", options: {} },
+});
 
 type Saved = [key: string, dump: Buffer | null][];
 
@@ -32,7 +37,9 @@ describe("append.lua: a log behind what a writer was acknowledged is refused (ro
   /** The session's stream and meta as they are now. */
   const save = async (s: string): Promise<Saved> => {
     const k = log.keys(s);
-    return Promise.all([k.events, k.meta].map(async (key) => [key, await redis.dumpBuffer(key)] as [string, Buffer | null]));
+    return Promise.all(
+      [k.events, k.meta].map(async (key) => [key, await redis.dumpBuffer(key)] as [string, Buffer | null]),
+    );
   };
   /** Puts the saved keys back: what a replica that missed every write since `save` would hold. */
   const rollBack = async (saved: Saved): Promise<void> => {
@@ -100,7 +107,10 @@ describe("append.lua: a log behind what a writer was acknowledged is refused (ro
     const saved = await save(s);
     const begun = await log.beginAttempt(s, "t1");
     await rollBack(saved);
-    const res = await log.append(s, begun.epoch, [line("a", begun.attempt)], { batchId: "w3:1", ackedSeq: begun.lastSeq });
+    const res = await log.append(s, begun.epoch, [line("a", begun.attempt)], {
+      batchId: "w3:1",
+      ackedSeq: begun.lastSeq,
+    });
     assert.equal(res.outcome, "rolled_back");
     assert.equal(res.epoch, begun.epoch - 1);
   });

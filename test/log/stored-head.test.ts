@@ -19,9 +19,21 @@ test("property: the head read from encode()'s text is the full parse's", () => {
       fc.constantFrom("cli.line", "session.snapshot", "turn.finished", "a_b.c_d"),
       fc.jsonValue(),
       (turn, attempt, epoch, kind, data) => {
-        const enc = log.encode("s-1", epoch, { turn, attempt, kind, at: "2026-12-03T09:00:00.000Z", data: kind === "cli.line" ? { raw: JSON.stringify(data) } : data });
+        const enc = log.encode("s-1", epoch, {
+          turn,
+          attempt,
+          kind,
+          at: "2026-12-03T09:00:00.000Z",
+          data: kind === "cli.line" ? { raw: JSON.stringify(data) } : data,
+        });
         const full = JSON.parse(enc.env) as Record<string, unknown>;
-        assert.deepEqual(storedHead(enc.env), { turn: full["turn"], attempt: full["attempt"], epoch: full["epoch"], at: full["at"], kind: full["kind"] });
+        assert.deepEqual(storedHead(enc.env), {
+          turn: full["turn"],
+          attempt: full["attempt"],
+          epoch: full["epoch"],
+          at: full["at"],
+          kind: full["kind"],
+        });
       },
     ),
     { numRuns: 500 },

@@ -9,10 +9,20 @@ import { redisFor } from "../worker/_support.ts";
 test("readyz: 200 while every check passes; 503 naming Redis when it does not answer, and from shutdown on", async () => {
   const redis = redisFor();
   // Nothing listens on port 1: PING never answers.
-  const gone = new Redis({ host: "127.0.0.1", port: 1, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 200 });
+  const gone = new Redis({
+    host: "127.0.0.1",
+    port: 1,
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => 200,
+  });
   gone.on("error", () => {});
   let custom: boolean | string = true;
-  const up = await startOpsServer({ port: 0, checks: [redisReadiness(redis), { name: "fenced", check: () => custom }], checkTimeoutMs: 1000 });
+  const up = await startOpsServer({
+    port: 0,
+    checks: [redisReadiness(redis), { name: "fenced", check: () => custom }],
+    checkTimeoutMs: 1000,
+  });
   const down = await startOpsServer({ port: 0, checks: [redisReadiness(gone)], checkTimeoutMs: 1000 });
   const get = async (port: number, path: string, method = "GET") => {
     const res = await fetch(`http://127.0.0.1:${port}${path}`, { method });
@@ -82,7 +92,10 @@ test("healthz: 503 while the event loop has been blocked past the bound", async 
 test("ops config: unset means no server; a bad port names the variable or the flag", () => {
   assert.equal(opsConfigFromEnv({}), undefined);
   assert.deepEqual(opsConfigFromEnv({ TURNSTREAM_OPS_PORT: "9464" }), { port: 9464, host: "127.0.0.1" });
-  assert.deepEqual(opsConfigFromEnv({ TURNSTREAM_OPS_PORT: "9464", TURNSTREAM_OPS_HOST: "0.0.0.0" }, "0"), { port: 0, host: "0.0.0.0" });
+  assert.deepEqual(opsConfigFromEnv({ TURNSTREAM_OPS_PORT: "9464", TURNSTREAM_OPS_HOST: "0.0.0.0" }, "0"), {
+    port: 0,
+    host: "0.0.0.0",
+  });
   assert.throws(() => opsConfigFromEnv({ TURNSTREAM_OPS_PORT: "http" }), /TURNSTREAM_OPS_PORT must be a port number/);
   assert.throws(() => opsConfigFromEnv({}, "70000"), /--ops-port must be a port number/);
 });

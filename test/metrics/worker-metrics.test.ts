@@ -30,7 +30,9 @@ function parseProm(text: string): Sample[] {
 }
 
 const sum = (samples: Sample[], name: string, where: Record<string, string> = {}): number =>
-  samples.filter((s) => s.name === name && Object.entries(where).every(([k, v]) => s.labels[k] === v)).reduce((a, s) => a + s.value, 0);
+  samples
+    .filter((s) => s.name === name && Object.entries(where).every(([k, v]) => s.labels[k] === v))
+    .reduce((a, s) => a + s.value, 0);
 
 test("worker metrics: Prometheus and OTLP report what the turns did", async () => {
   const r = await rig({
@@ -43,24 +45,49 @@ test("worker metrics: Prometheus and OTLP report what the turns did", async () =
   });
   const receiver = await startOtlpReceiver();
   const scrubber = createScrubber({ env: {} });
-  const env = { OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${receiver.url}/v1/metrics`, OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: "http/json", OTEL_METRIC_EXPORT_INTERVAL: "600000" };
+  const env = {
+    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${receiver.url}/v1/metrics`,
+    OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: "http/json",
+    OTEL_METRIC_EXPORT_INTERVAL: "600000",
+  };
   const metrics = startMetrics({ env, scrubber, opsEndpoint: true, instanceId: "metrics-test-worker" });
   const queue = new Queue("turns", { connection: r.redis as never, prefix: r.space.queuePrefix });
-  const instruments = workerInstruments(metrics.meter, { scrubber, redis: r.redis, logPrefix: r.space.logPrefix, queue: queue as never });
+  const instruments = workerInstruments(metrics.meter, {
+    scrubber,
+    redis: r.redis,
+    logPrefix: r.space.logPrefix,
+    queue: queue as never,
+  });
   const ops = await startOpsServer({ port: 0, metrics: metrics.prometheus, checks: [redisReadiness(r.redis)] });
   try {
-    const w = r.worker({ concurrency: 2, retry: { baseMs: 100, maxMs: 500 }, observers: [instruments.observer], onLogAppend: instruments.onLogAppend });
+    const w = r.worker({
+      concurrency: 2,
+      retry: { baseMs: 100, maxMs: 500 },
+      observers: [instruments.observer],
+      onLogAppend: instruments.onLogAppend,
+    });
     instruments.bindWorker(w);
     // One after another, so each takes the scripted responses in order.
     const turns = [];
     const results = [];
     for (const prompt of ["alpha please", "bravo please", "charlie please"]) {
       // The first turn's session is in warm mode: its process is kept after the turn.
-      const t = await r.producer.enqueueTurn({ prompt, cwd: r.ws, options: { model: "claude-test-1", warm: prompt.startsWith("alpha") } });
+      const t = await r.producer.enqueueTurn({
+        prompt,
+        cwd: r.ws,
+        options: { model: "claude-test-1", warm: prompt.startsWith("alpha") },
+      });
       turns.push(t);
       results.push(await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 }));
     }
-    assert.deepEqual(results.map((x) => [x.status, x.errorKind ?? null]), [["finished", null], ["failed", "invalid_request"], ["finished", null]]);
+    assert.deepEqual(
+      results.map((x) => [x.status, x.errorKind ?? null]),
+      [
+        ["finished", null],
+        ["failed", "invalid_request"],
+        ["finished", null],
+      ],
+    );
 
     // What the log says: every attempt's result line (cost, tokens) and how many attempts printed a line.
     let cost = 0;
@@ -108,7 +135,12 @@ test("worker metrics: Prometheus and OTLP report what the turns did", async () =
     assert.equal(sum(s, `${prometheusName(METRICS.cliFirstLineDuration)}_count`), attemptsWithLines);
     assert.equal(sum(s, prometheusName(METRICS.cliSlotsLimit)), 2);
     assert.equal(sum(s, prometheusName(METRICS.cliSlotsUsage)), 0);
-    assert.deepEqual(s.filter((x) => x.name === prometheusName(METRICS.warmStarts)).map((x) => [x.labels["turnstream_warm_start"], x.value]), [["none", 1]]);
+    assert.deepEqual(
+      s
+        .filter((x) => x.name === prometheusName(METRICS.warmStarts))
+        .map((x) => [x.labels["turnstream_warm_start"], x.value]),
+      [["none", 1]],
+    );
     assert.equal(sum(s, prometheusName(METRICS.warmKept)), 1, "alpha's process is kept");
     assert.ok(Math.abs(sum(s, prometheusName(METRICS.cost), { gen_ai_request_model: "claude-test-1" }) - cost) < 1e-9);
     const tokens = `${prometheusName(METRICS.tokenUsage)}_sum`;
@@ -125,11 +157,38 @@ test("worker metrics: Prometheus and OTLP report what the turns did", async () =
     // OTLP: the same figures, pushed on flush.
     await metrics.forceFlush();
     const pushed = await receiver.waitFor((q) => q.path === "/v1/metrics" && q.json !== undefined, 20_000);
-    const rm = (pushed.json as { resourceMetrics: Array<{ resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> }; scopeMetrics: Array<{ metrics: Array<{ name: string; sum?: { dataPoints: Array<{ asDouble?: number; asInt?: string | number; attributes: Array<{ key: string; value: { stringValue?: string } }> }> } }> }> }> }).resourceMetrics[0]!;
-    assert.equal(rm.resource.attributes.find((a) => a.key === "service.instance.id")?.value.stringValue, "metrics-test-worker");
+    const rm = (
+      pushed.json as {
+        resourceMetrics: Array<{
+          resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> };
+          scopeMetrics: Array<{
+            metrics: Array<{
+              name: string;
+              sum?: {
+                dataPoints: Array<{
+                  asDouble?: number;
+                  asInt?: string | number;
+                  attributes: Array<{ key: string; value: { stringValue?: string } }>;
+                }>;
+              };
+            }>;
+          }>;
+        }>;
+      }
+    ).resourceMetrics[0]!;
+    assert.equal(
+      rm.resource.attributes.find((a) => a.key === "service.instance.id")?.value.stringValue,
+      "metrics-test-worker",
+    );
     const turnsEnded = rm.scopeMetrics.flatMap((m) => m.metrics).find((m) => m.name === METRICS.turnsEnded.name)!;
-    const points = turnsEnded.sum!.dataPoints.map((p) => [p.attributes.find((a) => a.key === "turnstream.turn.outcome")?.value.stringValue, Number(p.asInt ?? p.asDouble)]);
-    assert.deepEqual(points.sort(), [["failed", 1], ["finished", 2]]);
+    const points = turnsEnded.sum!.dataPoints.map((p) => [
+      p.attributes.find((a) => a.key === "turnstream.turn.outcome")?.value.stringValue,
+      Number(p.asInt ?? p.asDouble),
+    ]);
+    assert.deepEqual(points.sort(), [
+      ["failed", 1],
+      ["finished", 2],
+    ]);
     assert.ok(!pushed.bodyText.includes(turns[0]!.session));
 
     // Health and readiness.

@@ -23,7 +23,11 @@ export interface EntryReport {
 const hasDoc = (s: TsSymbol, checker: Checker): boolean => s.getDocumentationComment(checker).trim() !== "";
 
 function report(checker: Checker, exports: readonly TsSymbol[]): EntryReport {
-  const out: EntryReport = { names: exports.map((e) => e.name).sort(), undocumentedFunctions: [], undocumentedOptions: [] };
+  const out: EntryReport = {
+    names: exports.map((e) => e.name).sort(),
+    undocumentedFunctions: [],
+    undocumentedOptions: [],
+  };
   for (const e of exports) {
     const target = (e.flags & SymbolFlags.Alias) !== 0 ? checker.getAliasedSymbol(e) : e;
     if ((target.flags & SymbolFlags.Function) !== 0 && !hasDoc(target, checker)) out.undocumentedFunctions.push(e.name);

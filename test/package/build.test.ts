@@ -30,8 +30,17 @@ test("every file a module opens beside itself is beside its built module", () =>
 
 test("the built entry points and command load without type stripping", async () => {
   for (const entry of ["index.js", "testing/index.js", "protocol/index.js"]) {
-    await run(process.execPath, ["--no-experimental-strip-types", "--input-type=module", "-e", `await import(${JSON.stringify(join(distDir, entry))})`]);
+    await run(process.execPath, [
+      "--no-experimental-strip-types",
+      "--input-type=module",
+      "-e",
+      `await import(${JSON.stringify(join(distDir, entry))})`,
+    ]);
   }
-  const { stdout } = await run(process.execPath, ["--no-experimental-strip-types", join(distDir, "bin", "turnstream.js"), "--help"]);
+  const { stdout } = await run(process.execPath, [
+    "--no-experimental-strip-types",
+    join(distDir, "bin", "turnstream.js"),
+    "--help",
+  ]);
   assert.match(stdout, /healthcheck/);
 });

@@ -15,7 +15,10 @@ import { hermeticEnv, startModelServer } from "../../src/testing/index.ts";
 import { ensureBuilt, repoRoot } from "../support/build.ts";
 
 const run = promisify(execFile);
-const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string; devDependencies: Record<string, string> };
+const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
+  version: string;
+  devDependencies: Record<string, string>;
+};
 const work = mkdtempSync(join(tmpdir(), "turnstream-consumer-"));
 const project = join(work, "project");
 const fixtures = join(repoRoot, "test", "package", "consumer");
@@ -31,7 +34,11 @@ function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 function pack(): string {
-  const out = execFileSync("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], { cwd: repoRoot, env: userEnv(), encoding: "utf8" });
+  const out = execFileSync("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], {
+    cwd: repoRoot,
+    env: userEnv(),
+    encoding: "utf8",
+  });
   const [info] = JSON.parse(out) as Array<{ filename: string; files: Array<{ path: string }> }>;
   packedFiles = info!.files.map((f) => f.path);
   return join(work, info!.filename);
@@ -39,11 +46,22 @@ function pack(): string {
 
 function install(tarball: string): void {
   mkdirSync(project);
-  writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }, null, 2));
+  writeFileSync(
+    join(project, "package.json"),
+    JSON.stringify({ name: "consumer", private: true, type: "module" }, null, 2),
+  );
   const started = performance.now();
   execFileSync(
     "npm",
-    ["install", tarball, `@types/node@${pkg.devDependencies["@types/node"]}`, "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"],
+    [
+      "install",
+      tarball,
+      `@types/node@${pkg.devDependencies["@types/node"]}`,
+      "--prefer-offline",
+      "--no-audit",
+      "--no-fund",
+      "--loglevel=error",
+    ],
     { cwd: project, env: userEnv(), stdio: ["ignore", "ignore", "inherit"] },
   );
   installMs = performance.now() - started;
@@ -61,12 +79,29 @@ after(() => rmSync(work, { recursive: true, force: true }));
 
 test("the tarball holds the built package, the licence and the README, and no sources", (t) => {
   t.diagnostic(`npm install of the tarball: ${Math.round(installMs)} ms`);
-  for (const f of ["package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts", "dist/bin/turnstream.js", "dist/testing/index.js", "dist/protocol/index.d.ts", "dist/log/lua/append.lua", "dist/projector/lua/commit.lua", "dist/decisions/forwarder.mjs"]) {
+  for (const f of [
+    "package.json",
+    "README.md",
+    "LICENSE",
+    "dist/index.js",
+    "dist/index.d.ts",
+    "dist/bin/turnstream.js",
+    "dist/testing/index.js",
+    "dist/protocol/index.d.ts",
+    "dist/log/lua/append.lua",
+    "dist/projector/lua/commit.lua",
+    "dist/decisions/forwarder.mjs",
+  ]) {
     assert.ok(packedFiles.includes(f), `${f} is not in the tarball`);
   }
-  const stray = packedFiles.filter((f) => !f.startsWith("dist/") && !["package.json", "README.md", "LICENSE"].includes(f));
+  const stray = packedFiles.filter(
+    (f) => !f.startsWith("dist/") && !["package.json", "README.md", "LICENSE"].includes(f),
+  );
   assert.deepEqual(stray, []);
-  assert.deepEqual(packedFiles.filter((f) => /(?<!\.d)\.ts$/.test(f) || f.includes(".build-stamp")), []);
+  assert.deepEqual(
+    packedFiles.filter((f) => /(?<!\.d)\.ts$/.test(f) || f.includes(".build-stamp")),
+    [],
+  );
   // A user's install should not take minutes: the tarball comes from disk, the dependencies from the warm cache.
   assert.ok(installMs < 90_000, `npm install took ${Math.round(installMs)} ms`);
 });
@@ -78,8 +113,16 @@ test("a program importing turnstream runs a real turn through the scripted model
   const logPrefix = `tsconsumer${tag}:`;
   const queuePrefix = `{tsconsumer${tag}}`;
   try {
-    const { stdout } = await run(process.execPath, ["turn.mjs", workspace, logPrefix, queuePrefix], { cwd: project, env: userEnv(), timeout: 150_000 });
-    const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { status: string; resultText: string; cliSessionId: string };
+    const { stdout } = await run(process.execPath, ["turn.mjs", workspace, logPrefix, queuePrefix], {
+      cwd: project,
+      env: userEnv(),
+      timeout: 150_000,
+    });
+    const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as {
+      status: string;
+      resultText: string;
+      cliSessionId: string;
+    };
     assert.equal(result.status, "finished");
     assert.equal(result.resultText, "hello from the consumer");
     assert.match(result.cliSessionId, /^[0-9a-f-]{36}$/);
@@ -95,12 +138,22 @@ test("a program importing turnstream runs a real turn through the scripted model
 
 test("consumer TypeScript type-checks against the published declarations", async () => {
   const tsconfig = {
-    compilerOptions: { target: "es2024", module: "nodenext", moduleResolution: "nodenext", strict: true, noEmit: true, skipLibCheck: false, types: ["node"] },
+    compilerOptions: {
+      target: "es2024",
+      module: "nodenext",
+      moduleResolution: "nodenext",
+      strict: true,
+      noEmit: true,
+      skipLibCheck: false,
+      types: ["node"],
+    },
     files: ["consumer.ts"],
   };
   writeFileSync(join(project, "tsconfig.json"), JSON.stringify(tsconfig, null, 2));
   const tsc = join(repoRoot, "node_modules", ".bin", "tsc");
-  const result = await run(tsc, ["-p", join(project, "tsconfig.json")], { cwd: project, env: userEnv() }).catch((err: { stdout: string }) => err);
+  const result = await run(tsc, ["-p", join(project, "tsconfig.json")], { cwd: project, env: userEnv() }).catch(
+    (err: { stdout: string }) => err,
+  );
   assert.equal("code" in result ? result.stdout : "", "", "tsc reported errors");
 });
 
@@ -111,7 +164,10 @@ test("the installed turnstream command prints its version and passes doctor agai
   const server = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "hello" }] }] } });
   const hermetic = hermeticEnv({ baseUrl: server.url, root: join(work, "doctor") });
   try {
-    const doctor = await run(bin, ["doctor", "--cwd", join(work, "doctor-cwd")], { env: userEnv(hermetic.env), timeout: 90_000 });
+    const doctor = await run(bin, ["doctor", "--cwd", join(work, "doctor-cwd")], {
+      env: userEnv(hermetic.env),
+      timeout: 90_000,
+    });
     assert.match(doctor.stdout, /^pass\s+probe/m);
     assert.match(doctor.stdout, /^pass\s+cli\b/m);
   } finally {

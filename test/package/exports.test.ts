@@ -8,7 +8,10 @@ import { join } from "node:path";
 import { repoRoot } from "../support/build.ts";
 import { ENTRY_POINTS, publicApi, type EntryReport } from "./_api.ts";
 
-const listed = JSON.parse(readFileSync(join(repoRoot, "test", "package", "exports.json"), "utf8")) as Record<string, string[]>;
+const listed = JSON.parse(readFileSync(join(repoRoot, "test", "package", "exports.json"), "utf8")) as Record<
+  string,
+  string[]
+>;
 const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { exports: Record<string, unknown> };
 let api: Record<string, EntryReport> | undefined;
 const apiOnce = (): Record<string, EntryReport> => (api ??= publicApi());
@@ -23,11 +26,18 @@ for (const subpath of Object.keys(ENTRY_POINTS)) {
     const names = apiOnce()[subpath]!.names;
     const leaked = names.filter((n) => !listed[subpath]!.includes(n));
     const missing = listed[subpath]!.filter((n) => !names.includes(n));
-    assert.deepEqual({ leaked, missing }, { leaked: [], missing: [] }, "add a new public name to test/package/exports.json, or stop exporting it");
+    assert.deepEqual(
+      { leaked, missing },
+      { leaked: [], missing: [] },
+      "add a new public name to test/package/exports.json, or stop exporting it",
+    );
   });
 
   test(`"turnstream${subpath.slice(1)}": every exported function and option has a doc comment`, () => {
     const r = apiOnce()[subpath]!;
-    assert.deepEqual({ functions: r.undocumentedFunctions, options: r.undocumentedOptions }, { functions: [], options: [] });
+    assert.deepEqual(
+      { functions: r.undocumentedFunctions, options: r.undocumentedOptions },
+      { functions: [], options: [] },
+    );
   });
 }

@@ -8,7 +8,17 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -36,7 +46,8 @@ interface Block {
 function fencedBlocks(markdown: string): Block[] {
   const out: Block[] = [];
   const re = /^```(\w*)\n([\s\S]*?)^```$/gm;
-  for (const m of markdown.matchAll(re)) out.push({ lang: m[1]!, body: m[2]!, line: markdown.slice(0, m.index).split("\n").length });
+  for (const m of markdown.matchAll(re))
+    out.push({ lang: m[1]!, body: m[2]!, line: markdown.slice(0, m.index).split("\n").length });
   return out;
 }
 
@@ -46,8 +57,14 @@ const blockFile = (b: Block): string => join(project, `readme-line-${b.line}.ts`
 /** A user's environment: this repo's Node first on PATH, the private Redis, nothing of npm's. */
 function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^(npm_|ANTHROPIC_|OTEL_|TURNSTREAM_|REDIS_)/i.test(k)) env[k] = v;
-  return { ...env, PATH: `${join(repoRoot, "node_modules", ".bin")}:${process.env["PATH"] ?? ""}`, REDIS_URL: redis.url, ...extra };
+  for (const [k, v] of Object.entries(process.env))
+    if (!/^(npm_|ANTHROPIC_|OTEL_|TURNSTREAM_|REDIS_)/i.test(k)) env[k] = v;
+  return {
+    ...env,
+    PATH: `${join(repoRoot, "node_modules", ".bin")}:${process.env["PATH"] ?? ""}`,
+    REDIS_URL: redis.url,
+    ...extra,
+  };
 }
 
 /** Starts the built `turnstream` command and resolves once it logs `ready`. */
@@ -64,7 +81,10 @@ function startCommand(args: string[], env: NodeJS.ProcessEnv, ready: string): Pr
   });
 }
 
-const stopped = (child: ChildProcess): Promise<void> => new Promise((resolve) => (child.exitCode !== null ? resolve() : (child.once("exit", () => resolve()), child.kill("SIGTERM"))));
+const stopped = (child: ChildProcess): Promise<void> =>
+  new Promise((resolve) =>
+    child.exitCode !== null ? resolve() : (child.once("exit", () => resolve()), child.kill("SIGTERM")),
+  );
 
 before(async () => {
   ensureBuilt();
@@ -103,17 +123,34 @@ test("every TypeScript block type-checks against the built declarations", async 
     files: tsBlocks.map(blockFile),
   };
   writeFileSync(join(project, "tsconfig.json"), JSON.stringify(tsconfig, null, 2));
-  const result = await run(join(repoRoot, "node_modules", ".bin", "tsc"), ["-p", join(project, "tsconfig.json")], { cwd: project }).catch((err: { stdout: string }) => err);
+  const result = await run(join(repoRoot, "node_modules", ".bin", "tsc"), ["-p", join(project, "tsconfig.json")], {
+    cwd: project,
+  }).catch((err: { stdout: string }) => err);
   assert.equal("stdout" in result ? result.stdout : "", "");
 });
 
 test("the producer example runs: a worker takes its turn and it finishes", async () => {
   const block = tsBlocks.find((b) => b.body.includes("createProducer"))!;
-  const model = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "api: a small service" }] }] } });
+  const model = await startModelServer({
+    script: { responses: [{ content: [{ type: "text", text: "api: a small service" }] }] },
+  });
   const hermetic = hermeticEnv({ baseUrl: model.url, root: join(work, "worker-home") });
-  const worker = await startCommand(["worker"], userEnv({ ...hermetic.env, TURNSTREAM_WORKSPACE_ROOTS: workspace, TURNSTREAM_ALLOW_ENV: "GITHUB_TOKEN", GITHUB_TOKEN: "ghp_readmeExampleToken0123456789abcdef" }), "worker ready");
+  const worker = await startCommand(
+    ["worker"],
+    userEnv({
+      ...hermetic.env,
+      TURNSTREAM_WORKSPACE_ROOTS: workspace,
+      TURNSTREAM_ALLOW_ENV: "GITHUB_TOKEN",
+      GITHUB_TOKEN: "ghp_readmeExampleToken0123456789abcdef",
+    }),
+    "worker ready",
+  );
   try {
-    const { stdout } = await run(process.execPath, [blockFile(block)], { cwd: workspace, env: userEnv(), timeout: 120_000 });
+    const { stdout } = await run(process.execPath, [blockFile(block)], {
+      cwd: workspace,
+      env: userEnv(),
+      timeout: 120_000,
+    });
     assert.match(stdout, /finished api: a small service/);
     assert.match(stdout, /turn\.finished/);
   } finally {
@@ -124,10 +161,16 @@ test("the producer example runs: a worker takes its turn and it finishes", async
 
 test("the runTurn example runs against the scripted model server", async () => {
   const block = tsBlocks.find((b) => b.body.includes("runTurn("))!;
-  const model = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "the test passes now" }] }] } });
+  const model = await startModelServer({
+    script: { responses: [{ content: [{ type: "text", text: "the test passes now" }] }] },
+  });
   const hermetic = hermeticEnv({ baseUrl: model.url, root: join(work, "runturn-home") });
   try {
-    const { stdout } = await run(process.execPath, [blockFile(block)], { cwd: workspace, env: userEnv(hermetic.env), timeout: 120_000 });
+    const { stdout } = await run(process.execPath, [blockFile(block)], {
+      cwd: workspace,
+      env: userEnv(hermetic.env),
+      timeout: 120_000,
+    });
     assert.match(stdout, /^system\/init$/m);
     assert.match(stdout, /^result\/success$/m);
     assert.match(stdout, /^the test passes now$/m);
@@ -140,7 +183,8 @@ test("the runTurn example runs against the scripted model server", async () => {
 const RUN_ELSEWHERE: Record<string, () => void> = {
   "npm ci": () => assert.match(readFileSync(join(repoRoot, ".ci", "run"), "utf8"), /^npm ci\b/m),
   "npm test": () => assert.match(readFileSync(join(repoRoot, ".ci", "run"), "utf8"), /^npm test$/m),
-  "npm install turnstream": () => assert.match(readFileSync(join(repoRoot, "test", "package", "consumer.test.ts"), "utf8"), /"install", tarball/),
+  "npm install turnstream": () =>
+    assert.match(readFileSync(join(repoRoot, "test", "package", "consumer.test.ts"), "utf8"), /"install", tarball/),
 };
 
 test("every command line in a sh block runs (or is run by CI or the consumer test)", async () => {
@@ -170,13 +214,17 @@ test("every `turnstream …` command the README names exists and takes the flags
   const helpOf = (cmd: string): Promise<string> => {
     if (!helps.has(cmd)) {
       const args = cmd.startsWith("-") ? [cmd] : [cmd, "--help"];
-      helps.set(cmd, run(process.execPath, [bin, ...args], { env: userEnv() }).then((r) => r.stdout + r.stderr));
+      helps.set(
+        cmd,
+        run(process.execPath, [bin, ...args], { env: userEnv() }).then((r) => r.stdout + r.stderr),
+      );
     }
     return helps.get(cmd)!;
   };
   for (const [span, cmd, rest] of spans) {
     const help = await helpOf(cmd!);
-    for (const flag of rest!.match(/--[a-z][a-z-]*/g) ?? []) assert.ok(help.includes(flag), `${span}: turnstream ${cmd} has no ${flag}`);
+    for (const flag of rest!.match(/--[a-z][a-z-]*/g) ?? [])
+      assert.ok(help.includes(flag), `${span}: turnstream ${cmd} has no ${flag}`);
   }
 });
 
@@ -188,8 +236,16 @@ test("every `npm run …` the README names is a script of package.json", () => {
 
 test("README runs or checks every fenced block: ts and sh blocks, and untagged diagrams without commands", () => {
   for (const b of fencedBlocks(readme)) {
-    assert.ok(["ts", "sh", ""].includes(b.lang), `block at line ${b.line} is \`${b.lang}\`: only ts and sh blocks are run`);
-    if (b.lang === "") assert.doesNotMatch(b.body, /^\s*(?:\$\s*)?(?:npx |npm |turnstream |node )/m, `block at line ${b.line} holds a command: put it in a sh block`);
+    assert.ok(
+      ["ts", "sh", ""].includes(b.lang),
+      `block at line ${b.line} is \`${b.lang}\`: only ts and sh blocks are run`,
+    );
+    if (b.lang === "")
+      assert.doesNotMatch(
+        b.body,
+        /^\s*(?:\$\s*)?(?:npx |npm |turnstream |node )/m,
+        `block at line ${b.line} holds a command: put it in a sh block`,
+      );
   }
 });
 
@@ -208,8 +264,13 @@ function configurationTableNames(): Set<string> {
 test("the Configuration table lists exactly the variables of src/telemetry/env-vars.ts", () => {
   const table = configurationTableNames();
   assert.ok(table.size >= 20);
-  for (const name of ENV_VAR_NAMES) assert.ok(table.has(name), `${name} is in src/telemetry/env-vars.ts but not in the README's Configuration table`);
-  for (const name of table) assert.ok(ENV_VAR_NAMES.has(name), `${name} is in the README's Configuration table but not in src/telemetry/env-vars.ts`);
+  for (const name of ENV_VAR_NAMES)
+    assert.ok(table.has(name), `${name} is in src/telemetry/env-vars.ts but not in the README's Configuration table`);
+  for (const name of table)
+    assert.ok(
+      ENV_VAR_NAMES.has(name),
+      `${name} is in the README's Configuration table but not in src/telemetry/env-vars.ts`,
+    );
 });
 
 function codeFiles(dir: string): string[] {
@@ -226,10 +287,12 @@ test("every TURNSTREAM_* variable src/ and workers/ name is in src/telemetry/env
   const named = new Map<string, string>();
   for (const f of [...codeFiles(join(repoRoot, "src")), ...codeFiles(join(repoRoot, "workers"))]) {
     if (f.endsWith(join("telemetry", "env-vars.ts"))) continue;
-    for (const m of readFileSync(f, "utf8").matchAll(/\bTURNSTREAM_[A-Z][A-Z0-9_]*\b/g)) if (!named.has(m[0])) named.set(m[0], f);
+    for (const m of readFileSync(f, "utf8").matchAll(/\bTURNSTREAM_[A-Z][A-Z0-9_]*\b/g))
+      if (!named.has(m[0])) named.set(m[0], f);
   }
   assert.ok(named.size >= 20);
-  for (const [name, file] of named) assert.ok(ENV_VAR_NAMES.has(name), `${name} (named in ${file}) is not in src/telemetry/env-vars.ts`);
+  for (const [name, file] of named)
+    assert.ok(ENV_VAR_NAMES.has(name), `${name} (named in ${file}) is not in src/telemetry/env-vars.ts`);
 });
 
 test("every repository path README.md, CONTRIBUTING.md and docs/ARCHITECTURE.md name exists", () => {

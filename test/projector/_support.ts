@@ -37,7 +37,17 @@ export function wrapCli(name: string, session = "wrap"): Envelope[] {
   const out: Envelope[] = [];
   const base = Date.UTC(2025, 0, 1);
   const add = (kind: string, data: unknown): void => {
-    out.push({ v: 1, seq: out.length + 1, session, turn: "t1", attempt: 1, epoch: 1, at: new Date(base + out.length * 10).toISOString(), kind, data });
+    out.push({
+      v: 1,
+      seq: out.length + 1,
+      session,
+      turn: "t1",
+      attempt: 1,
+      epoch: 1,
+      at: new Date(base + out.length * 10).toISOString(),
+      kind,
+      data,
+    });
   };
   add("attempt.started", { worker: "w", attempt: 1, cwd: "/work" });
   for (const raw of lines) add("cli.line", { raw });

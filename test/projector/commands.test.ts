@@ -22,9 +22,15 @@ after(() => ctx.cleanup());
 const node = join(root, "node_modules", ".bin", "node");
 const bin = join(root, "src", "bin", "turnstream.ts");
 
-async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await exec(node, [bin, ...args], { cwd: root, env: { ...process.env, TURNSTREAM_PREFIX: ctx.prefix, NO_COLOR: "1", ...env } });
+    const r = await exec(node, [bin, ...args], {
+      cwd: root,
+      env: { ...process.env, TURNSTREAM_PREFIX: ctx.prefix, NO_COLOR: "1", ...env },
+    });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -59,7 +65,10 @@ test("replay --until TIME is the state as of that moment; --speed keeps the orig
   const slept: number[] = [];
   const timed = await replaySession(ctx.log, sessions[name]!, { speed: 4, sleep: async (ms) => void slept.push(ms) });
   assert.deepEqual(timed, fold(envs));
-  const gaps = envs.slice(1).map((e, i) => (Date.parse(e.at) - Date.parse(envs[i]!.at)) / 4).filter((g) => g > 0);
+  const gaps = envs
+    .slice(1)
+    .map((e, i) => (Date.parse(e.at) - Date.parse(envs[i]!.at)) / 4)
+    .filter((g) => g > 0);
   assert.deepEqual(slept, gaps);
   const none: number[] = [];
   await replaySession(ctx.log, sessions[name]!, { sleep: async (ms) => void none.push(ms) });
@@ -99,7 +108,10 @@ test("turnstream replay --follow prints live events as they are appended", async
   const session = rid("follow");
   const envs = fixtureLog("plain-reply");
   await appendEnvelopes(ctx.log, session, envs.slice(0, 2));
-  const child = spawn(node, [bin, "replay", session, "--follow"], { cwd: root, env: { ...process.env, TURNSTREAM_PREFIX: ctx.prefix } });
+  const child = spawn(node, [bin, "replay", session, "--follow"], {
+    cwd: root,
+    env: { ...process.env, TURNSTREAM_PREFIX: ctx.prefix },
+  });
   let out = "";
   const seen = (needle: string): Promise<void> =>
     new Promise((resolve) => {
@@ -131,16 +143,27 @@ test("turnstream tail: one line per event; --json; --follow sees appends", async
   assert.equal(r.code, 0, r.stderr);
   const lines = r.stdout.trimEnd().split("\n");
   assert.equal(lines.length, envs.length);
-  lines.forEach((l, i) => assert.match(l, new RegExp(`^\\s*${envs[i]!.seq} \\S+ ${envs[i]!.kind.replace(".", "\\.")}`)));
+  lines.forEach((l, i) =>
+    assert.match(l, new RegExp(`^\\s*${envs[i]!.seq} \\S+ ${envs[i]!.kind.replace(".", "\\.")}`)),
+  );
   assert.ok(!r.stdout.includes("\u001b["), "no colour off a TTY");
   assert.ok(lines.some((l) => l.includes("decision.made") && l.includes("req-1 → deny by user:ops")));
   const j = await cli(["tail", session, "--json"]);
-  assert.deepEqual(j.stdout.trimEnd().split("\n").map((l) => JSON.parse(l).kind), envs.map((e) => e.kind));
+  assert.deepEqual(
+    j.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l).kind),
+    envs.map((e) => e.kind),
+  );
   const unknown = await cli(["tail", rid("nosuch")]);
   assert.equal(unknown.code, 2, "an unknown session is a usage error");
 
   const live = rid("tailf");
-  const child = spawn(node, [bin, "tail", live, "--follow"], { cwd: root, env: { ...process.env, TURNSTREAM_PREFIX: ctx.prefix } });
+  const child = spawn(node, [bin, "tail", live, "--follow"], {
+    cwd: root,
+    env: { ...process.env, TURNSTREAM_PREFIX: ctx.prefix },
+  });
   let out = "";
   const waitLines = (n: number): Promise<void> =>
     new Promise((resolve) => {
@@ -171,7 +194,10 @@ test("turnstream sessions: status, turns, cost, last activity from the live read
   }
   const r = await cli(["sessions", "--json"]);
   assert.equal(r.code, 0, r.stderr);
-  const rows = r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+  const rows = r.stdout
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   for (const name of fixtureLogNames()) {
     const row = rows.find((x) => x["session"] === sessions[name]);
     assert.ok(row, `${name} listed`);

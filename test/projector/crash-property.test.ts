@@ -30,7 +30,12 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ op: fc.constant("crash" as const), who }),
   fc.record({ op: fc.constant("crashBeforeCommit" as const), who }),
   fc.record({ op: fc.constant("crashAfterCommit" as const), who }),
-  fc.record({ op: fc.constant("redeliver" as const), who, back: fc.integer({ min: 0, max: 10 }), n: fc.integer({ min: 1, max: 8 }) }),
+  fc.record({
+    op: fc.constant("redeliver" as const),
+    who,
+    back: fc.integer({ min: 0, max: 10 }),
+    n: fc.integer({ min: 1, max: 8 }),
+  }),
 );
 
 class Crash extends Error {}
@@ -48,7 +53,7 @@ test("live read model equals replay from zero under crashes, re-deliveries and r
         const session = rid("prop");
         const source = logs[name]!;
         let appended = 0;
-        const fault: ({ before: boolean; after: boolean })[] = [
+        const fault: { before: boolean; after: boolean }[] = [
           { before: false, after: false },
           { before: false, after: false },
         ];
@@ -72,11 +77,18 @@ test("live read model equals replay from zero under crashes, re-deliveries and r
         const check = async (): Promise<void> => {
           const m = await readModel(ctx.redis, session, { prefix: ctx.prefix });
           if (m === undefined) return;
-          assert.ok(m.seq >= stored, `checkpoint went back from ${stored} to ${m.seq}: a stale projector overwrote newer work`);
+          assert.ok(
+            m.seq >= stored,
+            `checkpoint went back from ${stored} to ${m.seq}: a stale projector overwrote newer work`,
+          );
           stored = m.seq;
           const prefixLog = (await readAll(ctx.log, session)).slice(0, m.seq);
           assert.equal(m.state.lastSeq, m.seq);
-          assert.deepEqual(m.state, viaJson(fold(prefixLog)), `stored state at seq ${m.seq} is the fold of that prefix`);
+          assert.deepEqual(
+            m.state,
+            viaJson(fold(prefixLog)),
+            `stored state at seq ${m.seq} is the fold of that prefix`,
+          );
         };
         try {
           for (const o of ops) {

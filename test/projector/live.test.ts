@@ -6,7 +6,14 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
-import { fold, PROJECTION_VERSION, projectionKeys, readModel, startProjector, type Projector } from "../../src/projector/index.ts";
+import {
+  fold,
+  PROJECTION_VERSION,
+  projectionKeys,
+  readModel,
+  startProjector,
+  type Projector,
+} from "../../src/projector/index.ts";
 import { appendEnvelopes, fixtureLog, fixtureLogNames, readAll, redisCtx, rid, root, viaJson } from "./_support.ts";
 
 const ctx = redisCtx();
@@ -87,7 +94,12 @@ test("a version bump rebuilds into new keys, switches the pointer, deletes the o
 function spawnWorker(): ReturnType<typeof spawn> {
   return spawn(join(root, "node_modules", ".bin", "node"), [join(root, "workers", "projector.ts")], {
     cwd: root,
-    env: { ...process.env, TURNSTREAM_PREFIX: ctx.prefix, TURNSTREAM_PROJECTOR_RESCAN_MS: "100", TURNSTREAM_PROJECTOR_BATCH_EVENTS: "25" },
+    env: {
+      ...process.env,
+      TURNSTREAM_PREFIX: ctx.prefix,
+      TURNSTREAM_PROJECTOR_RESCAN_MS: "100",
+      TURNSTREAM_PROJECTOR_BATCH_EVENTS: "25",
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
 }
@@ -130,12 +142,18 @@ test("workers/projector.ts: SIGKILL mid-rebuild then restart loses and doubles n
       out.push(d.toString());
       if (out.join("").includes("projector started")) resolve();
     });
-    second.once("exit", (code) => reject(new Error(`the restarted projector exited (${code}) before it started: ${stderr.slice(-500)}`)));
+    second.once("exit", (code) =>
+      reject(new Error(`the restarted projector exited (${code}) before it started: ${stderr.slice(-500)}`)),
+    );
   });
   second.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   try {
     await started;
-    await waitFor(async () => Number((await ctx.redis.hget(k.model, "seq")) ?? 0) === many.length, 60_000, "the restarted projector to catch up");
+    await waitFor(
+      async () => Number((await ctx.redis.hget(k.model, "seq")) ?? 0) === many.length,
+      60_000,
+      "the restarted projector to catch up",
+    );
     await expectEqualToReplay(session);
     assert.ok(partial > 0 && partial < many.length, `killed mid-rebuild (at ${partial} of ${many.length})`);
   } finally {

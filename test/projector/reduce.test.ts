@@ -17,13 +17,15 @@ import type { Envelope } from "../../src/log/index.ts";
 
 type Obj = Record<string, unknown>;
 const lineObjs = (envs: Envelope[]): Obj[] =>
-  envs.filter((e) => e.kind === "cli.line").flatMap((e) => {
-    try {
-      return [JSON.parse((e.data as { raw: string }).raw) as Obj];
-    } catch {
-      return [];
-    }
-  });
+  envs
+    .filter((e) => e.kind === "cli.line")
+    .flatMap((e) => {
+      try {
+        return [JSON.parse((e.data as { raw: string }).raw) as Obj];
+      } catch {
+        return [];
+      }
+    });
 
 const allItems = (items: TranscriptItem[]): TranscriptItem[] =>
   items.flatMap((i) => (i.t === "tool" ? [i, ...allItems(i.subagent)] : [i]));
@@ -55,7 +57,9 @@ test("plain reply: session view from init and result, prompt and reply in the tr
   assert.equal(a.exitCode, 0);
   assert.equal(a.results, 1);
   const prompt = (envs[0]!.data as { prompt: string }).prompt;
-  const reply = lines.filter((o) => o["type"] === "assistant").flatMap((o) => ((o["message"] as Obj)["content"] as Obj[]).map((b) => b["text"]));
+  const reply = lines
+    .filter((o) => o["type"] === "assistant")
+    .flatMap((o) => ((o["message"] as Obj)["content"] as Obj[]).map((b) => b["text"]));
   const text = renderTranscriptText(s);
   assert.ok(text.includes(`User: ${prompt}`));
   for (const r of reply) assert.ok(text.includes(String(r)));
@@ -69,7 +73,10 @@ test("resumed session: two turns on one CLI session, each costs what it added to
   const s = fold(envs);
   const results = lineObjs(envs).filter((o) => o["type"] === "result");
   assert.equal(s.view.turns.length, 2);
-  assert.deepEqual(s.view.turns.map((t) => t.status), ["finished", "finished"]);
+  assert.deepEqual(
+    s.view.turns.map((t) => t.status),
+    ["finished", "finished"],
+  );
   const sids = s.view.turns.map((t) => t.attempts[0]!.cliSessionId);
   assert.equal(sids[0], sids[1], "the resumed turn continues the same CLI session");
   assert.equal(s.view.cliSessionId, sids[0]);
@@ -78,8 +85,16 @@ test("resumed session: two turns on one CLI session, each costs what it added to
   assert.ok(totals[1]! > totals[0]!, "the fixture's second result reads the running total");
   assert.ok(Math.abs(s.view.costUsd - totals.at(-1)!) < 1e-12, `${s.view.costUsd} vs ${totals.at(-1)}`);
   // Independently: the CLI's own per-result figure (model_usage_since_last_result).
-  const own = results.map((r) => Object.values(r["model_usage_since_last_result"] as Record<string, Obj>).reduce((n, m) => n + (m["costUSD"] as number), 0));
-  assert.deepEqual(s.view.turns.map((t) => Number(t.attempts[0]!.costUsd.toFixed(12))), own.map((c) => Number(c.toFixed(12))));
+  const own = results.map((r) =>
+    Object.values(r["model_usage_since_last_result"] as Record<string, Obj>).reduce(
+      (n, m) => n + (m["costUSD"] as number),
+      0,
+    ),
+  );
+  assert.deepEqual(
+    s.view.turns.map((t) => Number(t.attempts[0]!.costUsd.toFixed(12))),
+    own.map((c) => Number(c.toFixed(12))),
+  );
   assert.equal(s.transcript.turns.length, 2);
   assert.ok(s.transcript.turns.every((t) => t.prompt !== null));
   assert.equal(toMessages(s).filter((m) => m.role === "user").length, 2);
@@ -90,17 +105,23 @@ test("crash-retried attempt: abandoned output kept apart and marked, never mixed
   const s = fold(envs);
   const [t1, t2] = s.view.turns;
   assert.equal(t1!.status, "finished");
-  assert.deepEqual(t1!.attempts.map((a) => [a.attempt, a.status, a.abandonReason]), [
-    [1, "abandoned", "worker_crashed"],
-    [2, "finished", null],
-  ]);
+  assert.deepEqual(
+    t1!.attempts.map((a) => [a.attempt, a.status, a.abandonReason]),
+    [
+      [1, "abandoned", "worker_crashed"],
+      [2, "finished", null],
+    ],
+  );
   assert.equal(t1!.acceptedAttempt, 2);
   assert.equal(t1!.attempts[0]!.stderrLines, 1);
   // Attempt 2 of turn 2 began without an abandoned event: attempt 1 is superseded.
-  assert.deepEqual(t2!.attempts.map((a) => [a.attempt, a.status, a.abandonReason]), [
-    [1, "abandoned", "superseded"],
-    [2, "finished", null],
-  ]);
+  assert.deepEqual(
+    t2!.attempts.map((a) => [a.attempt, a.status, a.abandonReason]),
+    [
+      [1, "abandoned", "superseded"],
+      [2, "finished", null],
+    ],
+  );
   assert.equal(t2!.attempts[0]!.signal, "SIGTERM");
   const tt = s.transcript.turns[0]!;
   assert.equal(tt.attempts[0]!.abandoned, true);
@@ -126,8 +147,18 @@ test("a log written before attempt.started recorded costBaseUsd: each turn count
   const s = fold(envs);
   const results = lineObjs(envs).filter((o) => o["type"] === "result");
   assert.equal(results.length, s.view.turns.length);
-  const own = results.map((r) => Object.values(r["model_usage_since_last_result"] as Record<string, Obj>).reduce((n, m) => n + (m["costUSD"] as number), 0));
-  s.view.turns.forEach((t, i) => assert.ok(Math.abs(t.attempts[0]!.costUsd - own[i]!) < 1e-12, `turn ${i + 1}: ${t.attempts[0]!.costUsd} vs ${own[i]}`));
+  const own = results.map((r) =>
+    Object.values(r["model_usage_since_last_result"] as Record<string, Obj>).reduce(
+      (n, m) => n + (m["costUSD"] as number),
+      0,
+    ),
+  );
+  s.view.turns.forEach((t, i) =>
+    assert.ok(
+      Math.abs(t.attempts[0]!.costUsd - own[i]!) < 1e-12,
+      `turn ${i + 1}: ${t.attempts[0]!.costUsd} vs ${own[i]}`,
+    ),
+  );
   assert.ok(Math.abs(s.view.costUsd - (results.at(-1)!["total_cost_usd"] as number)) < 1e-12);
 });
 
@@ -143,7 +174,10 @@ test("background subagent: its work nests under the Agent call; two results in o
   assert.ok(call !== undefined && call.t === "tool");
   assert.equal(call.name, "Agent");
   const subTexts = sub.flatMap((o) => ((o["message"] as Obj)["content"] as Obj[]).map((b) => b["text"]));
-  assert.deepEqual(call.subagent.filter((i) => i.t === "text").map((i) => (i as { text: string }).text), subTexts);
+  assert.deepEqual(
+    call.subagent.filter((i) => i.t === "text").map((i) => (i as { text: string }).text),
+    subTexts,
+  );
   // Nested, not at top level.
   for (const t of subTexts) assert.ok(!acc.items.some((i) => i.t === "text" && i.text === t));
   assert.ok(call.result !== null, "the launch result is paired with the call");
@@ -160,7 +194,13 @@ test("denials: every CLI-reported outcome and the hub's decisions; pending and a
   const s = fold(fixtureLog("denials"));
   const d = s.decisions;
   const sources = new Set(d.outcomes.map((o) => o.source));
-  assert.deepEqual([...sources].sort(), ["hook_response", "hub", "permission_denials", "permission_denied", "tool_result_meta"]);
+  assert.deepEqual([...sources].sort(), [
+    "hook_response",
+    "hub",
+    "permission_denials",
+    "permission_denied",
+    "tool_result_meta",
+  ]);
   const t1 = d.outcomes.filter((o) => o.turn === "t1");
   assert.ok(t1.some((o) => o.source === "permission_denied" && o.toolName === "Write" && o.decision === "deny"));
   assert.ok(t1.some((o) => o.source === "permission_denials" && o.toolName === "Write"));
@@ -171,32 +211,43 @@ test("denials: every CLI-reported outcome and the hub's decisions; pending and a
   // One denial per tool call and source even though result lines may repeat them.
   const keys = d.outcomes.map((o) => `${o.source}|${o.turn}|${o.attempt}|${o.toolUseId}|${o.requestId}`);
   assert.equal(new Set(keys).size, keys.length);
-  assert.deepEqual(d.requests.map((r) => [r.requestId, r.status, r.decision]), [
-    ["req-abandoned", "abandoned", null],
-    ["req-1", "decided", "deny"],
-    ["req-2", "pending", null],
-  ]);
+  assert.deepEqual(
+    d.requests.map((r) => [r.requestId, r.status, r.decision]),
+    [
+      ["req-abandoned", "abandoned", null],
+      ["req-1", "decided", "deny"],
+      ["req-2", "pending", null],
+    ],
+  );
   assert.deepEqual(d.pending, ["req-2"]);
   const hub = d.outcomes.find((o) => o.source === "hub")!;
   assert.deepEqual([hub.requestId, hub.by, hub.toolName, hub.attempt], ["req-1", "user:ops", "Bash", 2]);
   assert.deepEqual(d.requests.find((r) => r.requestId === "req-1")?.summary, "echo hi", "the hub's shown input");
   // rule.added carries a pattern and an effect: the read model's tool comes from the pattern.
-  assert.deepEqual(d.rules, [{ seq: d.rules[0]!.seq, ruleId: "r1", tool: "Bash", pattern: "Bash(rm *)", decision: "deny", by: "user:ops" }]);
+  assert.deepEqual(d.rules, [
+    { seq: d.rules[0]!.seq, ruleId: "r1", tool: "Bash", pattern: "Bash(rm *)", decision: "deny", by: "user:ops" },
+  ]);
   // Unknown kinds and line types: carried, counted, not fatal.
   assert.equal(s.carried.kinds["future.kind"], 1);
   assert.equal(s.carried.lineTypes["future_line_type"], 1);
   assert.equal(s.carried.lineTypes["invalid"], 1);
   assert.equal(s.carried.total, 3);
-  assert.deepEqual(s.carried.recent.map((r) => r.type ?? r.kind), ["future_line_type", "invalid", "future.kind"]);
+  assert.deepEqual(
+    s.carried.recent.map((r) => r.type ?? r.kind),
+    ["future_line_type", "invalid", "future.kind"],
+  );
   assert.equal(s.view.status, "finished");
 });
 
 test("api errors: failed turns with their kinds, last error kind", () => {
   const s = fold(fixtureLog("api-errors"));
-  assert.deepEqual(s.view.turns.map((t) => [t.status, t.errorKind]), [
-    ["failed", "rate_limit"],
-    ["failed", "auth"],
-  ]);
+  assert.deepEqual(
+    s.view.turns.map((t) => [t.status, t.errorKind]),
+    [
+      ["failed", "rate_limit"],
+      ["failed", "auth"],
+    ],
+  );
   assert.deepEqual(s.view.turns[0]!.error, { name: "CliApiError", message: "rate limited; retry later" });
   assert.equal(s.view.turns[0]!.attempts[0]!.errorKind, "rate_limit", "classified from the CLI's own result");
   assert.equal(s.view.turns[1]!.attempts[0]!.errorKind, "auth");
@@ -212,13 +263,18 @@ test("every raw CLI recording folds: no unknown line types, thinking never in th
     assert.equal(s.carried.total, 0, `${name}: ${JSON.stringify(s.carried.lineTypes)}`);
     assert.deepEqual(viaJson(s), s, `${name}: state survives JSON`);
     const thinking = lineObjs(envs).flatMap((o) =>
-      o["type"] === "assistant" ? ((o["message"] as Obj)["content"] as Obj[]).filter((b) => b["type"] === "thinking") : [],
+      o["type"] === "assistant"
+        ? ((o["message"] as Obj)["content"] as Obj[]).filter((b) => b["type"] === "thinking")
+        : [],
     );
     const text = renderTranscriptText(s);
     for (const b of thinking) {
       const t = b["thinking"];
       if (typeof t === "string" && t.length > 0) assert.ok(!text.includes(t), `${name}: thinking rendered`);
-      assert.ok(!JSON.stringify(s.transcript).includes(JSON.stringify(t)), `${name}: thinking stored in the transcript`);
+      assert.ok(
+        !JSON.stringify(s.transcript).includes(JSON.stringify(t)),
+        `${name}: thinking stored in the transcript`,
+      );
     }
     if (name === "thinking") assert.ok(thinking.length > 0);
     if (name === "sigterm-midstream") assert.equal(s.view.turns[0]!.attempts[0]!.errorKind, "no_result");
@@ -251,7 +307,11 @@ test("deterministic, JSON-serialisable, idempotent under re-delivery; reduceSess
     assert.equal(s.gaps, 0);
     // Folding in two halves through a JSON round trip (a stored checkpoint) gives the same state.
     const mid = Math.floor(envs.length / 2);
-    assert.deepEqual(fold(envs.slice(mid), viaJson(fold(envs.slice(0, mid)))), a, `${name}: resumable from a stored state`);
+    assert.deepEqual(
+      fold(envs.slice(mid), viaJson(fold(envs.slice(0, mid)))),
+      a,
+      `${name}: resumable from a stored state`,
+    );
     const before = viaJson(fold(envs.slice(0, mid)));
     const frozen = viaJson(before);
     reduceSession(before, envs[mid]!);

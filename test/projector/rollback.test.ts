@@ -10,7 +10,12 @@ import { readAll, redisCtx, rid, viaJson } from "./_support.ts";
 const ctx = redisCtx();
 after(() => ctx.cleanup());
 
-const queued = (turn: string) => ({ turn, attempt: 0, kind: "turn.queued", data: { prompt: `prompt of ${turn}`, cwd: "/work" } });
+const queued = (turn: string) => ({
+  turn,
+  attempt: 0,
+  kind: "turn.queued",
+  data: { prompt: `prompt of ${turn}`, cwd: "/work" },
+});
 
 async function modelAt(session: string, seq: number, timeoutMs: number): Promise<void> {
   const end = Date.now() + timeoutMs;
@@ -23,7 +28,13 @@ async function modelAt(session: string, seq: number, timeoutMs: number): Promise
 test("a rolled-back session (log and read model) is folded again from what the store still holds", async () => {
   const session = rid("rb");
   await ctx.log.appendUnfenced(session, ["t1", "t2", "t3"].map(queued));
-  const projector = startProjector({ redis: ctx.redis, prefix: ctx.prefix, rescanMs: 100, blockMs: 200, sessions: [session] });
+  const projector = startProjector({
+    redis: ctx.redis,
+    prefix: ctx.prefix,
+    rescanMs: 100,
+    blockMs: 200,
+    sessions: [session],
+  });
   try {
     await modelAt(session, 3, 10_000);
     // What a replica cut off now holds: every key of the session, the read model's included.

@@ -97,8 +97,10 @@ const expectations: Record<string, (c: Ctx) => void> = {
   "error-429": (c) => apiError(c, "rate_limit"),
   "error-529": (c) => apiError(c, "overloaded"),
   "max-turns": (c) => assert.equal(c.sum.errorKind, "max_turns"),
-  "permission-denied": (c) => assert.ok(resultObjs(c).some((r) => Array.isArray(r["permission_denials"]) && r["permission_denials"].length > 0)),
-  "hook-deny": (c) => assert.ok(resultObjs(c).some((r) => Array.isArray(r["permission_denials"]) && r["permission_denials"].length > 0)),
+  "permission-denied": (c) =>
+    assert.ok(resultObjs(c).some((r) => Array.isArray(r["permission_denials"]) && r["permission_denials"].length > 0)),
+  "hook-deny": (c) =>
+    assert.ok(resultObjs(c).some((r) => Array.isArray(r["permission_denials"]) && r["permission_denials"].length > 0)),
   "background-subagent": (c) => {
     assert.ok(c.sum.results.length >= 2, "two result lines in one run");
     assert.ok(c.fold.subagents.size >= 1, "subagent lines grouped under their parent tool call");
@@ -122,15 +124,25 @@ function load(name: string): ParsedLine[] {
   return [...s.push(bytes), ...s.end()].map(parseItem);
 }
 
-const recorded = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".jsonl")).map((f) => f.slice(0, -6)) : [];
+const recorded = existsSync(dir)
+  ? readdirSync(dir)
+      .filter((f) => f.endsWith(".jsonl"))
+      .map((f) => f.slice(0, -6))
+  : [];
 
 test("every recorded fixture has expectations here", () => {
-  assert.deepEqual(recorded.filter((n) => !(n in expectations)), []);
+  assert.deepEqual(
+    recorded.filter((n) => !(n in expectations)),
+    [],
+  );
 });
 
 for (const name of Object.keys(expectations)) {
   test(`fixture ${name}`, () => {
-    assert.ok(existsSync(join(dir, `${name}.jsonl`)), `test/fixtures/cli/${name}.jsonl is not recorded yet (npm run fixtures)`);
+    assert.ok(
+      existsSync(join(dir, `${name}.jsonl`)),
+      `test/fixtures/cli/${name}.jsonl is not recorded yet (npm run fixtures)`,
+    );
     const lines = load(name);
     assert.ok(lines.length > 0);
     const sum = summarizeRun(lines);
@@ -142,17 +154,30 @@ for (const name of Object.keys(expectations)) {
     assert.equal(classifyRun(lines), sum.errorKind);
     assert.deepEqual(bashCommands(lines), sum.bashCommands);
     const fold = foldMessages(lines);
-    assert.deepEqual(unpairedToolCalls(fold).map((t) => t.id), sum.unpairedToolCalls.map((t) => t.id));
+    assert.deepEqual(
+      unpairedToolCalls(fold).map((t) => t.id),
+      sum.unpairedToolCalls.map((t) => t.id),
+    );
     // Any chunking yields the same lines.
     const bytes = readFileSync(join(dir, `${name}.jsonl`));
     const sp = createLineSplitter();
     const chunked: ParsedLine[] = [];
     for (let i = 0; i < bytes.length; i += 997) chunked.push(...sp.push(bytes.subarray(i, i + 997)).map(parseItem));
     chunked.push(...sp.end().map(parseItem));
-    assert.deepEqual(chunked.map((p) => p.raw), lines.map((p) => p.raw));
+    assert.deepEqual(
+      chunked.map((p) => p.raw),
+      lines.map((p) => p.raw),
+    );
     // Raw text is exact: each record holds its line of the file unchanged.
-    const fileLines = bytes.toString("utf8").split("\n").map((l) => l.replace(/\r$/, "")).filter((l) => l.trim() !== "");
-    assert.deepEqual(lines.map((p) => p.raw), fileLines);
+    const fileLines = bytes
+      .toString("utf8")
+      .split("\n")
+      .map((l) => l.replace(/\r$/, ""))
+      .filter((l) => l.trim() !== "");
+    assert.deepEqual(
+      lines.map((p) => p.raw),
+      fileLines,
+    );
     expectations[name]!({ lines, sum, fold, text: renderText(fold) });
   });
 }

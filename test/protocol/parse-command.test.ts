@@ -24,8 +24,21 @@ test("turnstream parse FILE prints one JSON summary", async () => {
   const dir = mkdtempSync(join(tmpdir(), "parse-cmd-"));
   try {
     const file = join(dir, "run.jsonl");
-    const big = JSON.stringify({ type: "assistant", message: { id: "m", content: [{ type: "text", text: "z".repeat(5000) }] } });
-    writeFileSync(file, [...s.toolsRun, "not json", big, s.apiRetry(429, "rate_limit"), s.synthetic("rate_limit", "x"), s.apiErrorResult(429, "x")].join("\r\n"));
+    const big = JSON.stringify({
+      type: "assistant",
+      message: { id: "m", content: [{ type: "text", text: "z".repeat(5000) }] },
+    });
+    writeFileSync(
+      file,
+      [
+        ...s.toolsRun,
+        "not json",
+        big,
+        s.apiRetry(429, "rate_limit"),
+        s.synthetic("rate_limit", "x"),
+        s.apiErrorResult(429, "x"),
+      ].join("\r\n"),
+    );
     const { code, out } = await runParse(["--max-line-bytes", "4096", file]);
     assert.equal(code, 3, "a rate-limited run is infrastructure: exit 3, worth retrying");
     assert.equal(out.trim().split("\n").length, 1);
@@ -37,7 +50,10 @@ test("turnstream parse FILE prints one JSON summary", async () => {
     assert.equal(sum.sessionId, s.sid);
     assert.equal(sum.cliVersion, "2.1.332");
     assert.equal(sum.errorKind, "rate_limit");
-    assert.deepEqual(sum.results.map((r: { errorKind: string }) => r.errorKind), ["ok", "rate_limit"]);
+    assert.deepEqual(
+      sum.results.map((r: { errorKind: string }) => r.errorKind),
+      ["ok", "rate_limit"],
+    );
     assert.deepEqual(sum.bashCommands, ["ls -la"]);
     assert.equal(sum.toolCalls, 2);
     assert.equal(sum.toolResults, 2);
@@ -64,7 +80,10 @@ test("turnstream parse exits by the run's outcome: ok 0, max_turns 1 (the task f
   const maxTurns = await runParse(["-"], [s.init, s.maxTurns].join("\n") + "\n");
   assert.equal(JSON.parse(maxTurns.out).errorKind, "max_turns");
   assert.equal(maxTurns.code, 1);
-  const limited = await runParse(["-"], [s.init, s.synthetic("rate_limit", "x"), s.apiErrorResult(429, "x")].join("\n") + "\n");
+  const limited = await runParse(
+    ["-"],
+    [s.init, s.synthetic("rate_limit", "x"), s.apiErrorResult(429, "x")].join("\n") + "\n",
+  );
   assert.equal(JSON.parse(limited.out).errorKind, "rate_limit");
   assert.equal(limited.code, 3);
   const help = await runParse(["--help"]);

@@ -17,7 +17,15 @@ test("known lines keep every field and their raw text; type joins subtype", () =
 
 test("every system subtype and line type the CLI prints is known", () => {
   const lines = [
-    { type: "system", subtype: "api_retry", attempt: 1, max_retries: 10, retry_delay_ms: 500, error_status: 529, error: "overloaded" },
+    {
+      type: "system",
+      subtype: "api_retry",
+      attempt: 1,
+      max_retries: 10,
+      retry_delay_ms: 500,
+      error_status: 529,
+      error: "overloaded",
+    },
     { type: "system", subtype: "status", status: "compacting" },
     { type: "system", subtype: "thinking_tokens", tokens: 12 },
     { type: "system", subtype: "permission_denied", tool_name: "Bash" },
@@ -69,16 +77,26 @@ test("non-JSON and non-object JSON become invalid records holding the raw text",
 test("parseText splits a whole transcript", () => {
   const ps = parseText(s.toolsRun.join("\r\n") + "\n\n");
   assert.equal(ps.length, s.toolsRun.length);
-  assert.deepEqual(ps.map((p) => p.raw), s.toolsRun);
+  assert.deepEqual(
+    ps.map((p) => p.raw),
+    s.toolsRun,
+  );
 });
 
 test("fuzz: parseLine never throws and always keeps raw", () => {
   fc.assert(
-    fc.property(fc.oneof(fc.string(), fc.json(), fc.string().map((x) => `{"type":"${x}"`)), (raw) => {
-      const p = parseLine(raw);
-      assert.equal(p.raw, raw);
-      assert.ok(["known", "unknown", "invalid"].includes(p.category));
-    }),
+    fc.property(
+      fc.oneof(
+        fc.string(),
+        fc.json(),
+        fc.string().map((x) => `{"type":"${x}"`),
+      ),
+      (raw) => {
+        const p = parseLine(raw);
+        assert.equal(p.raw, raw);
+        assert.ok(["known", "unknown", "invalid"].includes(p.category));
+      },
+    ),
     { numRuns: 500 },
   );
 });

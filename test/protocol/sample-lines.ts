@@ -37,7 +37,11 @@ const assistantBlock = (msgId: string, block: unknown, extra: Record<string, unk
     ...extra,
   });
 
-const toolResult = (id: string, content: unknown, opts: { isError?: boolean; tur?: unknown; parent?: string } = {}): string =>
+const toolResult = (
+  id: string,
+  content: unknown,
+  opts: { isError?: boolean; tur?: unknown; parent?: string } = {},
+): string =>
   j({
     type: "user",
     message: {

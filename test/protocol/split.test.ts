@@ -94,7 +94,14 @@ test("fuzz: random chunkings of random bytes give identical items", () => {
         const whole = splitAll(bytes, [], max);
         assert.deepEqual(splitAll(bytes, cuts, max), whole);
         // byte-for-byte: one byte per push
-        assert.deepEqual(splitAll(bytes, Array.from({ length: bytes.length }, (_, i) => i), max), whole);
+        assert.deepEqual(
+          splitAll(
+            bytes,
+            Array.from({ length: bytes.length }, (_, i) => i),
+            max,
+          ),
+          whole,
+        );
       },
     ),
     { numRuns: 300 },
@@ -116,7 +123,8 @@ test("fuzz: lines keep their bytes (text decoded exactly, truncated ones hashed 
           .filter((t) => t.trim() !== "")
           .map((t): SplitItem => {
             const b = Buffer.from(t);
-            if (b.length > max) return { truncated: true, byteLength: b.length, sha256: createHash("sha256").update(b).digest("hex") };
+            if (b.length > max)
+              return { truncated: true, byteLength: b.length, sha256: createHash("sha256").update(b).digest("hex") };
             return { text: t };
           });
         assert.deepEqual(items, expected);

@@ -27,9 +27,16 @@ after(async () => {
   redis.disconnect();
 });
 
-const line = (turn: string, n: number): EventInput => ({ turn, attempt: 1, kind: "cli.line", data: { raw: `{"n":${n}}` } });
+const line = (turn: string, n: number): EventInput => ({
+  turn,
+  attempt: 1,
+  kind: "cli.line",
+  data: { raw: `{"n":${n}}` },
+});
 const finished = (turn: string): EventInput => ({ turn, attempt: 1, kind: "turn.finished", data: { attempt: 1 } });
-const collect = (seen: Envelope[]) => (ev: Envelope): boolean => (seen.push(ev), ev.kind === "turn.finished");
+const collect =
+  (seen: Envelope[]) =>
+  (ev: Envelope): boolean => (seen.push(ev), ev.kind === "turn.finished");
 const waitFor = async (cond: () => boolean): Promise<void> => {
   for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
 };
@@ -55,7 +62,11 @@ test("many waits on one session share one tail; a wait started behind it catches
   for await (const e of log.read(s)) all.push(e);
   for (const t of turns) {
     const want = all.filter((e) => e.turn === t && e.seq >= (t === "t1" ? 1 : 2)).map((e) => e.seq);
-    assert.deepEqual(seen.get(t)!.map((e) => e.seq), want, t);
+    assert.deepEqual(
+      seen.get(t)!.map((e) => e.seq),
+      want,
+      t,
+    );
     assert.equal(seen.get(t)!.at(-1)?.kind, "turn.finished", t);
   }
   await waitFor(() => openTails === 0);
@@ -78,7 +89,10 @@ test("aborting one wait leaves the others; a listener that throws ends only its 
   await log.append(s, epoch, [line("c", 1), line("b", 1), finished("b")]);
   await assert.rejects(c, /listener broke/);
   await b;
-  assert.deepEqual(seenB.map((e) => e.kind), ["cli.line", "turn.finished"]);
+  assert.deepEqual(
+    seenB.map((e) => e.kind),
+    ["cli.line", "turn.finished"],
+  );
   followers.close();
 });
 
@@ -95,7 +109,10 @@ test("waits that need only lines and the end pass other kinds over undecoded; a 
   await log.append(s, epoch, [line("t1", 1), finished("t1")]);
   const lean: Envelope[] = [];
   await followers.follow(s, "t1", 1, collect(lean), undefined, false);
-  assert.deepEqual(lean.map((e) => e.kind), ["cli.line", "cli.line", "turn.finished"]);
+  assert.deepEqual(
+    lean.map((e) => e.kind),
+    ["cli.line", "cli.line", "turn.finished"],
+  );
   await assert.rejects(followers.follow(s, "t1", 1, collect([]), undefined, true), /blob .* is missing/);
   followers.close();
 });

@@ -26,8 +26,16 @@ test("enqueue on a log that lost this producer's turn.queued: LogRolledBackError
     assert.ok(refused instanceof LogRolledBackError, String(refused));
     assert.deepEqual([refused.ackedSeq, refused.lastSeq], [2, 1]);
     assert.match(refused.message, new RegExp(`session ${first.session}: the event log lost acknowledged writes`));
-    assert.deepEqual((await readAll(producer.log, first.session)).map((e) => e.seq), [1], "nothing appended after the hole");
-    assert.deepEqual(await producer.order.pending(first.session), [first.turn, second.turn], "the refused turn is not left in the session's order");
+    assert.deepEqual(
+      (await readAll(producer.log, first.session)).map((e) => e.seq),
+      [1],
+      "nothing appended after the hole",
+    );
+    assert.deepEqual(
+      await producer.order.pending(first.session),
+      [first.turn, second.turn],
+      "the refused turn is not left in the session's order",
+    );
     // Said once: the producer forgets its claim, so the caller can queue again on the log as it is.
     const again = await producer.enqueueTurn({ session: first.session, prompt: "three", cwd });
     assert.equal(again.queuedSeq, 2);

@@ -16,7 +16,10 @@ test("enqueue: bad payloads are refused naming the field; placeholders without v
   try {
     const cwd = space.workspace();
     const refused = async (input: unknown, field: string): Promise<void> => {
-      const err = await producer.enqueueTurn(input as never).then(() => assert.fail(`accepted ${JSON.stringify(input)}`), (e: unknown) => e);
+      const err = await producer.enqueueTurn(input as never).then(
+        () => assert.fail(`accepted ${JSON.stringify(input)}`),
+        (e: unknown) => e,
+      );
       assert.ok(err instanceof InvalidTurnError, String(err));
       assert.equal(err.field, field, err.message);
       assert.ok(err.message.includes(field));
@@ -25,7 +28,10 @@ test("enqueue: bad payloads are refused naming the field; placeholders without v
     await refused({ prompt: "hi", cwd: "relative/dir" }, "cwd");
     await refused({ prompt: "hi", cwd, session: "bad{tag}" }, "session");
     await refused({ prompt: "hi", cwd, options: { maxTurns: -1 } }, "options.maxTurns");
-    await refused({ prompt: "hi", cwd, options: { env: { ANTHROPIC_API_KEY: "sk-ant-secret-value-123456" } } }, "options.env.ANTHROPIC_API_KEY");
+    await refused(
+      { prompt: "hi", cwd, options: { env: { ANTHROPIC_API_KEY: "sk-ant-secret-value-123456" } } },
+      "options.env.ANTHROPIC_API_KEY",
+    );
     await refused({ prompt: "hi", cwd, options: { nope: 1 } }, "options");
     const err = await producer.enqueueTurn({ prompt: "hello {{user.name}}", cwd, variables: { user: {} } }).then(
       () => assert.fail("accepted"),
@@ -46,7 +52,12 @@ test("enqueue: bad payloads are refused naming the field; placeholders without v
 test("enqueue: same idempotency key twice enqueues once; the job holds references, not secret values; trace context travels", async () => {
   const space = testSpace();
   const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, allowEnv: ["GITHUB_TOKEN"] });
+  const producer = createProducer({
+    redis,
+    logPrefix: space.logPrefix,
+    queuePrefix: space.queuePrefix,
+    allowEnv: ["GITHUB_TOKEN"],
+  });
   try {
     const cwd = space.workspace();
     const input = {
@@ -59,7 +70,11 @@ test("enqueue: same idempotency key twice enqueues once; the job holds reference
     // What a process with OTel set up has: a context manager and the W3C propagator.
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-    const span = trace.wrapSpanContext({ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", traceFlags: TraceFlags.SAMPLED });
+    const span = trace.wrapSpanContext({
+      traceId: "0af7651916cd43dd8448eb211c80319c",
+      spanId: "b7ad6b7169203331",
+      traceFlags: TraceFlags.SAMPLED,
+    });
     const a = await context.with(trace.setSpan(context.active(), span), () => producer.enqueueTurn(input));
     const b = await producer.enqueueTurn(input);
     assert.equal(b.turn, a.turn);
@@ -70,7 +85,10 @@ test("enqueue: same idempotency key twice enqueues once; the job holds reference
     assert.equal(await producer.queue.count(), 1);
     assert.deepEqual(await producer.order.pending(a.session), [a.turn]);
     const events = await readAll(producer.log, a.session);
-    assert.deepEqual(events.map((e) => e.kind), ["turn.queued"]);
+    assert.deepEqual(
+      events.map((e) => e.kind),
+      ["turn.queued"],
+    );
     const d = events[0]!.data as Record<string, unknown>;
     assert.equal(d["prompt"], "review 7");
     assert.equal(d["traceparent"], "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
@@ -157,11 +175,17 @@ test("waiting for a turn this producer enqueued needs no look-up; another produc
   try {
     const r = await producer.enqueueTurn({ prompt: "hi", cwd: space.workspace() });
     const { epoch, attempt } = await producer.log.beginAttempt(r.session, r.turn);
-    await producer.log.append(r.session, epoch, [{ turn: r.turn, attempt, kind: "turn.finished", data: { attempt, resultText: "done" } }]);
+    await producer.log.append(r.session, epoch, [
+      { turn: r.turn, attempt, kind: "turn.finished", data: { attempt, resultText: "done" } },
+    ]);
     const mine = await producer.waitForTurn(r.turn, { timeoutMs: 10000 });
     assert.equal(mine.status, "finished");
     assert.equal(mine.resultText, "done");
-    assert.deepEqual(lookups.filter((k) => k.includes(r.turn)), [], "its own turn: no turn-record read");
+    assert.deepEqual(
+      lookups.filter((k) => k.includes(r.turn)),
+      [],
+      "its own turn: no turn-record read",
+    );
     const theirs = await other.waitForTurn(r.turn, { timeoutMs: 10000 });
     assert.equal(theirs.status, "finished");
     assert.equal(lookups.filter((k) => k.includes(r.turn)).length, 1, "another producer reads the turn record once");

@@ -8,16 +8,24 @@ import { createProducer, InvalidTurnError, parseOrThrow, turnJobSchema } from ".
 import { cleanupKeys, redisFor, testSpace } from "../worker/_support.ts";
 
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const randomOf = (chars: string, n: number): string => Array.from(randomBytes(n), (b) => chars[b % chars.length]).join("");
+const randomOf = (chars: string, n: number): string =>
+  Array.from(randomBytes(n), (b) => chars[b % chars.length]).join("");
 const githubToken = (): string => `ghp_${randomOf(ALNUM, 36)}`;
 const awsKeyId = (): string => `AKIA${randomOf("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)}`;
-const jwt = (): string => `${Buffer.from('{"alg":"HS256"}').toString("base64url")}.${Buffer.from(`{"sub":"${randomOf(ALNUM, 8)}"}`).toString("base64url")}.${randomOf(ALNUM, 32)}`;
+const jwt = (): string =>
+  `${Buffer.from('{"alg":"HS256"}').toString("base64url")}.${Buffer.from(`{"sub":"${randomOf(ALNUM, 8)}"}`).toString("base64url")}.${randomOf(ALNUM, 32)}`;
 
 async function keysUnder(redis: ReturnType<typeof redisFor>, pattern: string): Promise<string[]> {
   const out: string[] = [];
   let cursor = "0";
   do {
-    const [next, batch] = await (redis as unknown as { scan(...a: unknown[]): Promise<[string, string[]]> }).scan(cursor, "MATCH", pattern, "COUNT", 500);
+    const [next, batch] = await (redis as unknown as { scan(...a: unknown[]): Promise<[string, string[]]> }).scan(
+      cursor,
+      "MATCH",
+      pattern,
+      "COUNT",
+      500,
+    );
     cursor = next;
     out.push(...batch);
   } while (cursor !== "0");
@@ -27,32 +35,73 @@ async function keysUnder(redis: ReturnType<typeof redisFor>, pattern: string): P
 test("enqueue refuses a prompt, variables, an appended system prompt or a literal env value shaped like a secret, and writes nothing", async () => {
   const space = testSpace();
   const redis = redisFor();
-  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, allowEnv: ["DATABASE_URL"] });
+  const producer = createProducer({
+    redis,
+    logPrefix: space.logPrefix,
+    queuePrefix: space.queuePrefix,
+    allowEnv: ["DATABASE_URL"],
+  });
   try {
     const cwd = space.workspace();
-    const refused = async (input: Record<string, unknown>, field: string, shape: string, secret: string): Promise<void> => {
-      const err = await producer.enqueueTurn({ cwd, ...input } as never).then(() => assert.fail(`accepted ${field}`), (e: unknown) => e);
+    const refused = async (
+      input: Record<string, unknown>,
+      field: string,
+      shape: string,
+      secret: string,
+    ): Promise<void> => {
+      const err = await producer.enqueueTurn({ cwd, ...input } as never).then(
+        () => assert.fail(`accepted ${field}`),
+        (e: unknown) => e,
+      );
       assert.ok(err instanceof InvalidTurnError, String(err));
       assert.equal(err.field, field, err.message);
       assert.ok(err.message.includes(shape), err.message);
       assert.match(err.message, /fromEnv/);
-      assert.ok(!err.message.includes(secret) && !err.issues.join("\n").includes(secret), "the error does not echo the secret");
+      assert.ok(
+        !err.message.includes(secret) && !err.issues.join("\n").includes(secret),
+        "the error does not echo the secret",
+      );
     };
     const gh = githubToken();
     await refused({ prompt: `push with ${gh} please` }, "prompt", "github_token", gh);
     const aws = awsKeyId();
-    await refused({ prompt: "deploy with key {{creds.id}}", variables: { creds: { id: aws } } }, "variables", "aws_access_key_id", aws);
+    await refused(
+      { prompt: "deploy with key {{creds.id}}", variables: { creds: { id: aws } } },
+      "variables",
+      "aws_access_key_id",
+      aws,
+    );
     const token = jwt();
-    await refused({ prompt: "hi", options: { appendSystemPrompt: `session ${token}` } }, "options.appendSystemPrompt", "jwt", token);
+    await refused(
+      { prompt: "hi", options: { appendSystemPrompt: `session ${token}` } },
+      "options.appendSystemPrompt",
+      "jwt",
+      token,
+    );
     await refused({ prompt: "hi", options: { env: { MY_VALUE: gh } } }, "options.env.MY_VALUE", "github_token", gh);
-    await refused({ prompt: "hi", options: { env: { DATABASE_URL: "postgres://u:s3cretpw@h/db" } } }, "options.env.DATABASE_URL", "connection_password", "s3cretpw");
+    await refused(
+      { prompt: "hi", options: { env: { DATABASE_URL: "postgres://u:s3cretpw@h/db" } } },
+      "options.env.DATABASE_URL",
+      "connection_password",
+      "s3cretpw",
+    );
     // BullMQ writes the queue's version record (`…:meta`) when the Queue is built, whatever is enqueued.
-    const written = [...(await keysUnder(redis, `${space.logPrefix}*`)), ...(await keysUnder(redis, `${space.queuePrefix}*`))];
-    assert.deepEqual(written.filter((key) => !key.endsWith(":meta")), []);
+    const written = [
+      ...(await keysUnder(redis, `${space.logPrefix}*`)),
+      ...(await keysUnder(redis, `${space.queuePrefix}*`)),
+    ];
+    assert.deepEqual(
+      written.filter((key) => !key.endsWith(":meta")),
+      [],
+    );
     assert.equal(await producer.queue.count(), 0);
 
     // Prose that looks a little like a shape, and a URL without a password, go through.
-    const ok = await producer.enqueueTurn({ prompt: "Add bearer authentication; docs at https://example.com/a@b", cwd, options: { env: { DATABASE_URL: "postgres://db.internal:5432/app" } } });
+    const ok = await producer.enqueueTurn({
+      prompt: "Add bearer authentication; docs at https://example.com/a@b",
+      cwd,
+      options: { env: { DATABASE_URL: "postgres://db.internal:5432/app" } },
+    });
     assert.equal(ok.created, true);
   } finally {
     await producer.close();
@@ -73,5 +122,8 @@ test("a job written to Redis without a producer is refused by the worker's schem
     queuedSeq: 1,
     enqueuedAt: new Date().toISOString(),
   };
-  assert.throws(() => parseOrThrow(turnJobSchema, job), (err: unknown) => err instanceof InvalidTurnError && err.field === "options.env.PLAIN_NAME");
+  assert.throws(
+    () => parseOrThrow(turnJobSchema, job),
+    (err: unknown) => err instanceof InvalidTurnError && err.field === "options.env.PLAIN_NAME",
+  );
 });

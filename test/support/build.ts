@@ -12,8 +12,12 @@ export const distDir = join(repoRoot, "dist");
 export function ensureBuilt(): void {
   const lockDir = join(repoRoot, ".tmp");
   mkdirSync(lockDir, { recursive: true });
-  execFileSync("flock", [join(lockDir, "build.lock"), process.execPath, join(repoRoot, "scripts", "build.ts"), "--if-stale"], {
-    cwd: repoRoot,
-    stdio: ["ignore", "inherit", "inherit"],
-  });
+  execFileSync(
+    "flock",
+    [join(lockDir, "build.lock"), process.execPath, join(repoRoot, "scripts", "build.ts"), "--if-stale"],
+    {
+      cwd: repoRoot,
+      stdio: ["ignore", "inherit", "inherit"],
+    },
+  );
 }

@@ -19,7 +19,11 @@ export interface RedisCluster {
 
 async function clusterOk(port: number, known: number): Promise<boolean> {
   const { stdout } = await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), "cluster", "info"]);
-  return stdout.includes("cluster_state:ok") && stdout.includes("cluster_slots_ok:16384") && stdout.includes(`cluster_known_nodes:${known}`);
+  return (
+    stdout.includes("cluster_state:ok") &&
+    stdout.includes("cluster_slots_ok:16384") &&
+    stdout.includes(`cluster_known_nodes:${known}`)
+  );
 }
 
 export interface RedisClusterOptions {
@@ -45,7 +49,14 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
         await startRedisServer({
           port,
           dir,
-          args: ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", String(options.nodeTimeoutMs ?? 5000)],
+          args: [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            String(options.nodeTimeoutMs ?? 5000),
+          ],
         }),
       );
     }

@@ -54,14 +54,22 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "turnstream-redis-"));
   const host = "127.0.0.1";
   const args = [
-    "--port", String(port),
-    "--bind", host,
-    "--dir", dir,
-    "--save", "",
-    "--appendonly", "no",
-    "--logfile", "",
-    "--daemonize", "no",
-    "--protected-mode", "no",
+    "--port",
+    String(port),
+    "--bind",
+    host,
+    "--dir",
+    dir,
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--logfile",
+    "",
+    "--daemonize",
+    "no",
+    "--protected-mode",
+    "no",
     ...(options.args ?? []),
   ];
   const timeoutMs = options.readyTimeoutMs ?? 15000;

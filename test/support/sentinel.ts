@@ -64,7 +64,9 @@ export async function startSentinelRig(primaryArgs: string[] = []): Promise<Sent
     }
     const replicaClient = new Redis(replica.url, { lazyConnect: true });
     clients.push(replicaClient);
-    await waitFor("replica in sync", async () => (await replicaClient.info("replication")).includes("master_link_status:up"));
+    await waitFor("replica in sync", async () =>
+      (await replicaClient.info("replication")).includes("master_link_status:up"),
+    );
     for (const port of ports) {
       const s = new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 1 });
       clients.push(s);
@@ -89,12 +91,17 @@ export async function startSentinelRig(primaryArgs: string[] = []): Promise<Sent
     sentinelPorts: ports,
     url: `redis-sentinel://${ports.map((p) => `127.0.0.1:${p}`).join(",")}/${SENTINEL_PRIMARY_NAME}`,
     async primaryAddress() {
-      const [host, port] = (await asker.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_PRIMARY_NAME)) as [string, string];
+      const [host, port] = (await asker.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_PRIMARY_NAME)) as [
+        string,
+        string,
+      ];
       return `${host}:${port}`;
     },
     async dispose() {
       asker.disconnect();
-      const exits = procs.map((p) => (p.exitCode !== null ? Promise.resolve() : new Promise((resolve) => p.once("exit", resolve))));
+      const exits = procs.map((p) =>
+        p.exitCode !== null ? Promise.resolve() : new Promise((resolve) => p.once("exit", resolve)),
+      );
       for (const p of procs) p.kill("SIGKILL");
       await Promise.all(exits);
       await Promise.all([primary.dispose(), replica.dispose()]);

@@ -36,7 +36,11 @@ export function startSpans(o: StartSpansOptions): TestAttemptSpans {
     scrub: (text, field) => o.scrubber.scrub(text, { sink: "span", field }),
   });
   if (spans?.trace === undefined) throw new Error("attempt spans carry trace ids");
-  return { trace: spans.trace, onEvent: (event, parsed) => spans.onEvent(event, parsed), end: (reason) => spans.end?.(reason) };
+  return {
+    trace: spans.trace,
+    onEvent: (event, parsed) => spans.onEvent(event, parsed),
+    end: (reason) => spans.end?.(reason),
+  };
 }
 
 /** Valid data of the kinds the tests write, with the fields the worker always sets. */
@@ -48,6 +52,11 @@ export const data = {
   },
   exit: (code: number | null) => ({ code, signal: null, durationMs: 100 }),
   finished: (attempt: number) => ({ attempt }),
-  failed: (attempt: number, errorKind: string, message: string) => ({ attempt, errorKind, error: { name: "TurnError", message }, retryable: false }),
+  failed: (attempt: number, errorKind: string, message: string) => ({
+    attempt,
+    errorKind,
+    error: { name: "TurnError", message },
+    retryable: false,
+  }),
   queued: (traceparent: string) => ({ prompt: "Go.", cwd: "/work", traceparent }),
 };

@@ -8,7 +8,11 @@ import { createLogger, createScrubber, routeConsoleToLogger } from "../../src/te
 
 function capture(env: Record<string, string> = {}) {
   const lines: Record<string, unknown>[] = [];
-  const logger = createLogger({ scrubber: createScrubber({ env }), level: "debug", destination: { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) } });
+  const logger = createLogger({
+    scrubber: createScrubber({ env }),
+    level: "debug",
+    destination: { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
+  });
   return { lines, logger };
 }
 
@@ -23,11 +27,14 @@ test("error reporter: one line per message per interval, repeats counted into th
   }
   report("redis connection error", new Error("Connection is closed."));
   report("queue error", refused);
-  assert.deepEqual(lines.map((l) => [l["msg"], (l["err"] as { message: string }).message]), [
-    ["redis connection error", "connect ECONNREFUSED 127.0.0.1:1"],
-    ["redis connection error", "Connection is closed."],
-    ["queue error", "connect ECONNREFUSED 127.0.0.1:1"],
-  ]);
+  assert.deepEqual(
+    lines.map((l) => [l["msg"], (l["err"] as { message: string }).message]),
+    [
+      ["redis connection error", "connect ECONNREFUSED 127.0.0.1:1"],
+      ["redis connection error", "Connection is closed."],
+      ["queue error", "connect ECONNREFUSED 127.0.0.1:1"],
+    ],
+  );
   assert.equal(lines[0]!["level"], 40);
   assert.equal((lines[0]!["err"] as { code: string }).code, "ECONNREFUSED");
   assert.equal("suppressed" in lines[0]!, false);
@@ -65,12 +72,19 @@ test("console calls become scrubbed JSON lines of the logger, one line each, rep
     restore();
   }
   assert.equal(console.error, original);
-  assert.deepEqual(lines.map((l) => [l["level"], l["source"], l["msg"]]), [
-    [50, "console", "Error: connect ECONNREFUSED redis://:[REDACTED:REDIS_PASSWORD]@127.0.0.1:1"],
-    [50, "console", "[ioredis] Unhandled error event: Error: connect ECONNREFUSED redis://:[REDACTED:REDIS_PASSWORD]@127.0.0.1:1"],
-    [40, "console", "IMPORTANT! Eviction policy is allkeys-lru"],
-    [30, "console", "{ a: 1 }"],
-    [20, "console", "debug note"],
-  ]);
+  assert.deepEqual(
+    lines.map((l) => [l["level"], l["source"], l["msg"]]),
+    [
+      [50, "console", "Error: connect ECONNREFUSED redis://:[REDACTED:REDIS_PASSWORD]@127.0.0.1:1"],
+      [
+        50,
+        "console",
+        "[ioredis] Unhandled error event: Error: connect ECONNREFUSED redis://:[REDACTED:REDIS_PASSWORD]@127.0.0.1:1",
+      ],
+      [40, "console", "IMPORTANT! Eviction policy is allkeys-lru"],
+      [30, "console", "{ a: 1 }"],
+      [20, "console", "debug note"],
+    ],
+  );
   assert.ok(!JSON.stringify(lines).includes(secret));
 });

@@ -21,11 +21,15 @@ test("no canary reaches the log stream, whichever way it is logged", () => {
   log.error(new Error(`thrown ${CANARY}`, { cause: new Error(`cause ${SHAPED}`) }));
   log.error({ err: new Error(`wrapped ${CANARY}`) }, "wrapped");
   log.child({ run: CANARY, key: SHAPED }).debug("child");
-  log.info({ headers: { authorization: "tiny", accept: "*/*" }, env: { HOME: "/root" }, apiKey: "k", token: "t" }, "paths");
+  log.info(
+    { headers: { authorization: "tiny", accept: "*/*" }, env: { HOME: "/root" }, apiKey: "k", token: "t" },
+    "paths",
+  );
   log.trace(`below level ${CANARY}`);
   const out = lines.join("");
   assert.equal(lines.length, 7);
-  for (const bad of [CANARY, JSON.stringify(CANARY).slice(1, -1), SHAPED, "tiny"]) assert.ok(!out.includes(bad), `${bad} leaked: ${out}`);
+  for (const bad of [CANARY, JSON.stringify(CANARY).slice(1, -1), SHAPED, "tiny"])
+    assert.ok(!out.includes(bad), `${bad} leaked: ${out}`);
   const records = lines.map((l) => JSON.parse(l));
   assert.equal(records[0].msg, "message [REDACTED:ANTHROPIC_API_KEY]");
   assert.equal(records[0].worker, "w-[REDACTED:ANTHROPIC_API_KEY]");
@@ -55,5 +59,8 @@ test("level comes from options, else LOG_LEVEL", () => {
   const log = createLogger({ scrubber: createScrubber(), destination, env: { LOG_LEVEL: "warn" } });
   log.info("hidden");
   log.warn("shown");
-  assert.deepEqual(lines.map((l) => JSON.parse(l).msg), ["shown"]);
+  assert.deepEqual(
+    lines.map((l) => JSON.parse(l).msg),
+    ["shown"],
+  );
 });

@@ -19,7 +19,11 @@ interface JsonTraces {
 }
 
 /** Starts tracing to the receiver over http/json with `extra` OTEL_* variables, runs `body`, shuts down. */
-async function traced(receiver: OtlpReceiver, extra: Record<string, string>, body: (t: Telemetry) => void): Promise<JsonTraces[]> {
+async function traced(
+  receiver: OtlpReceiver,
+  extra: Record<string, string>,
+  body: (t: Telemetry) => void,
+): Promise<JsonTraces[]> {
   const env = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", ...extra };
   const t = startTelemetry({ scrubber: createScrubber({ values: { PLANTED: CANARY } }), env });
   try {
@@ -31,7 +35,9 @@ async function traced(receiver: OtlpReceiver, extra: Record<string, string>, bod
 }
 
 const spanNames = (bodies: JsonTraces[]): string[] =>
-  bodies.flatMap((b) => b.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => s.name)))).sort();
+  bodies
+    .flatMap((b) => b.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => s.name))))
+    .sort();
 
 const resourceOf = (bodies: JsonTraces[]): Record<string, unknown> =>
   Object.fromEntries(bodies[0]!.resourceSpans[0]!.resource.attributes.map((a) => [a.key, Object.values(a.value)[0]]));
@@ -58,18 +64,29 @@ test("OTEL_TRACES_SAMPLER=always_off: spans do not record and nothing reaches th
 });
 
 test("OTEL_TRACES_SAMPLER=traceidratio takes its ratio from OTEL_TRACES_SAMPLER_ARG", async () => {
-  for (const [arg, expected] of [["0", []], ["1", ["kept-0", "kept-1", "kept-2"]]] as const) {
+  for (const [arg, expected] of [
+    ["0", []],
+    ["1", ["kept-0", "kept-1", "kept-2"]],
+  ] as const) {
     await withReceiver(async (receiver) => {
-      const bodies = await traced(receiver, { OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: arg }, (t) => {
-        for (let i = 0; i < 3; i++) t.tracer.startSpan(`kept-${i}`).end();
-      });
+      const bodies = await traced(
+        receiver,
+        { OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: arg },
+        (t) => {
+          for (let i = 0; i < 3; i++) t.tracer.startSpan(`kept-${i}`).end();
+        },
+      );
       assert.deepEqual(spanNames(bodies), expected, `ratio ${arg}`);
     });
   }
 });
 
 test("OTEL_PROPAGATORS picks the propagator (W3C trace context by default)", async () => {
-  for (const [propagators, header] of [[undefined, "traceparent"], ["b3", "b3"], ["b3multi", "x-b3-traceid"]] as const) {
+  for (const [propagators, header] of [
+    [undefined, "traceparent"],
+    ["b3", "b3"],
+    ["b3multi", "x-b3-traceid"],
+  ] as const) {
     await withReceiver(async (receiver) => {
       const carrier: Record<string, string> = {};
       await traced(receiver, propagators === undefined ? {} : { OTEL_PROPAGATORS: propagators }, (t) => {
@@ -87,7 +104,11 @@ test("resource: OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES (scrubbed) and OTEL_
   await withReceiver(async (receiver) => {
     const bodies = await traced(
       receiver,
-      { OTEL_SERVICE_NAME: "svc-from-env", OTEL_RESOURCE_ATTRIBUTES: `team=infra,note=${CANARY}`, OTEL_NODE_RESOURCE_DETECTORS: "env,host" },
+      {
+        OTEL_SERVICE_NAME: "svc-from-env",
+        OTEL_RESOURCE_ATTRIBUTES: `team=infra,note=${CANARY}`,
+        OTEL_NODE_RESOURCE_DETECTORS: "env,host",
+      },
       (t) => t.tracer.startSpan("with-resource").end(),
     );
     const resource = resourceOf(bodies);
@@ -100,13 +121,17 @@ test("resource: OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES (scrubbed) and OTEL_
   });
   await withReceiver(async (receiver) => {
     // The process detector: its pid and runtime arrive, the command line (argv can hold a prompt) does not.
-    const resource = resourceOf(await traced(receiver, { OTEL_NODE_RESOURCE_DETECTORS: "process" }, (t) => t.tracer.startSpan("proc").end()));
+    const resource = resourceOf(
+      await traced(receiver, { OTEL_NODE_RESOURCE_DETECTORS: "process" }, (t) => t.tracer.startSpan("proc").end()),
+    );
     assert.equal(typeof resource["process.pid"], "number", "the process detector ran");
     assert.equal(resource["process.command_args"], undefined);
     assert.equal(resource["process.command_line"], undefined);
   });
   await withReceiver(async (receiver) => {
-    const resource = resourceOf(await traced(receiver, { OTEL_NODE_RESOURCE_DETECTORS: "none" }, (t) => t.tracer.startSpan("bare").end()));
+    const resource = resourceOf(
+      await traced(receiver, { OTEL_NODE_RESOURCE_DETECTORS: "none" }, (t) => t.tracer.startSpan("bare").end()),
+    );
     assert.equal(resource["service.name"], "turnstream", "the fallback service name");
     assert.equal(resource["host.name"], undefined);
   });

@@ -28,10 +28,19 @@ test("tracing is off unless an endpoint or a traces exporter is configured", () 
   assert.equal(base.enabled, true);
   assert.equal(base.url, "http://collector:4318/v1/traces");
   assert.equal(base.protocol, "http/protobuf");
-  assert.equal(tracesConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://c:4318/custom" }).url, "http://c:4318/custom");
+  assert.equal(
+    tracesConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://c:4318/custom" }).url,
+    "http://c:4318/custom",
+  );
   assert.equal(tracesConfig({ OTEL_TRACES_EXPORTER: "otlp" }).url, "http://localhost:4318/v1/traces");
-  assert.equal(tracesConfig({ OTEL_TRACES_EXPORTER: "none", OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" }).enabled, false);
-  assert.equal(tracesConfig({ OTEL_SDK_DISABLED: "true", OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" }).enabled, false);
+  assert.equal(
+    tracesConfig({ OTEL_TRACES_EXPORTER: "none", OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" }).enabled,
+    false,
+  );
+  assert.equal(
+    tracesConfig({ OTEL_SDK_DISABLED: "true", OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" }).enabled,
+    false,
+  );
   const full = tracesConfig({
     OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318",
     OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
@@ -43,18 +52,28 @@ test("tracing is off unless an endpoint or a traces exporter is configured", () 
   assert.deepEqual(full.headers, { "x-team": "abc def", authorization: "Bearer zzz" });
   assert.equal(full.serviceName, "from-attrs");
   assert.equal(full.timeoutMillis, 2500);
-  assert.equal(tracesConfig({ OTEL_SERVICE_NAME: "svc", OTEL_RESOURCE_ATTRIBUTES: "service.name=other" }).serviceName, "svc");
+  assert.equal(
+    tracesConfig({ OTEL_SERVICE_NAME: "svc", OTEL_RESOURCE_ATTRIBUTES: "service.name=other" }).serviceName,
+    "svc",
+  );
 });
 
 test("bad OTEL_* values fail with the variable named and what to set", () => {
   const bad: Array<[Record<string, string>, string]> = [
-    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "thrift" }, "OTEL_EXPORTER_OTLP_PROTOCOL"],
+    [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "thrift" },
+      "OTEL_EXPORTER_OTLP_PROTOCOL",
+    ],
     [{ OTEL_TRACES_EXPORTER: "zipkin" }, "OTEL_TRACES_EXPORTER"],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: "not a url" }, "OTEL_EXPORTER_OTLP_ENDPOINT"],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_RESOURCE_ATTRIBUTES: "novalue" }, "OTEL_RESOURCE_ATTRIBUTES"],
   ];
   for (const [env, variable] of bad) {
-    assert.throws(() => tracesConfig(env), (err: unknown) => err instanceof TelemetryConfigError && err.variable === variable && err.message.includes(variable));
+    assert.throws(
+      () => tracesConfig(env),
+      (err: unknown) =>
+        err instanceof TelemetryConfigError && err.variable === variable && err.message.includes(variable),
+    );
   }
 });
 
@@ -122,13 +141,20 @@ test("redacting exporter: a span with nothing to scrub goes through as it is; on
     scrubber,
     env: {},
     processor: "simple",
-    exporter: { export: (spans, done) => (seen.push(...spans), memory.export(spans, done)), shutdown: () => memory.shutdown() },
+    exporter: {
+      export: (spans, done) => (seen.push(...spans), memory.export(spans, done)),
+      shutdown: () => memory.shutdown(),
+    },
   });
-  const clean = t.tracer.startSpan("execute_tool Bash", { attributes: { "gen_ai.tool.name": "Bash", "gen_ai.tool.call.id": "toolu_1" } });
+  const clean = t.tracer.startSpan("execute_tool Bash", {
+    attributes: { "gen_ai.tool.name": "Bash", "gen_ai.tool.call.id": "toolu_1" },
+  });
   clean.addEvent("tool_result", { ok: true });
   clean.end();
   // The secret sits in the middle: keys before and after it must survive the copy, in order.
-  const dirty = t.tracer.startSpan("execute_tool Bash", { attributes: { first: "a", second: `x ${CANARY}`, third: 3, fourth: "d" } });
+  const dirty = t.tracer.startSpan("execute_tool Bash", {
+    attributes: { first: "a", second: `x ${CANARY}`, third: 3, fourth: "d" },
+  });
   dirty.end();
   const stacked = t.tracer.startSpan("thrown");
   stacked.recordException(new Error("plain words"));
@@ -137,11 +163,24 @@ test("redacting exporter: a span with nothing to scrub goes through as it is; on
   assert.equal(seen.length, 3);
   assert.equal(seen[0], clean as unknown as ReadableSpan, "the clean span is the SDK's own object");
   assert.notEqual(seen[1], dirty as unknown as ReadableSpan);
-  assert.deepEqual(Object.entries(seen[1]!.attributes), [["first", "a"], ["second", "x [REDACTED:PLANTED]"], ["third", 3], ["fourth", "d"]]);
-  assert.equal((dirty as unknown as ReadableSpan).attributes["second"], `x ${CANARY}`, "the SDK's span is not modified");
+  assert.deepEqual(Object.entries(seen[1]!.attributes), [
+    ["first", "a"],
+    ["second", "x [REDACTED:PLANTED]"],
+    ["third", 3],
+    ["fourth", "d"],
+  ]);
+  assert.equal(
+    (dirty as unknown as ReadableSpan).attributes["second"],
+    `x ${CANARY}`,
+    "the SDK's span is not modified",
+  );
   const exc = seen[2]!.events.find((e) => e.name === "exception");
   assert.equal(exc?.attributes?.["exception.message"], "plain words");
-  assert.equal(exc?.attributes?.["exception.stacktrace"], undefined, "a stack is dropped even when nothing else changes");
+  assert.equal(
+    exc?.attributes?.["exception.stacktrace"],
+    undefined,
+    "a stack is dropped even when nothing else changes",
+  );
   await t.shutdown();
 });
 
@@ -179,7 +218,8 @@ for (const protocol of ["http/json", "http/protobuf"] as const) {
       for (const bad of [CANARY, JSON.stringify(CANARY).slice(1, -1), SHAPED, "otel-canary"]) {
         assert.ok(!all.includes(bad), `${bad} reached the wire`);
       }
-      if (protocol === "http/json") assert.deepEqual(receiver.jsonSpanNames().sort(), ["turnstream.cli.line", "turnstream.turn"]);
+      if (protocol === "http/json")
+        assert.deepEqual(receiver.jsonSpanNames().sort(), ["turnstream.cli.line", "turnstream.turn"]);
     } finally {
       await receiver.close();
     }

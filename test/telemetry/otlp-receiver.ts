@@ -82,8 +82,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     jsonSpanNames() {
       const names: string[] = [];
       for (const r of requests) {
-        const rs = (r.json as { resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: Array<{ name: string }> }> }> } | undefined)?.resourceSpans;
-        for (const x of rs ?? []) for (const ss of x.scopeSpans ?? []) for (const sp of ss.spans ?? []) names.push(sp.name);
+        const rs = (
+          r.json as { resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: Array<{ name: string }> }> }> } | undefined
+        )?.resourceSpans;
+        for (const x of rs ?? [])
+          for (const ss of x.scopeSpans ?? []) for (const sp of ss.spans ?? []) names.push(sp.name);
       }
       return names;
     },

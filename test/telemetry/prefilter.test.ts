@@ -7,7 +7,7 @@ import { BUILTIN_PATTERNS, combinedPrecheck } from "../../src/telemetry/patterns
 // Anchors and text of every kind of character: full unicode (astral halves, lone surrogates),
 // characters that collide in the 8-bit hash (U+0141 vs A), regex and JSON metacharacters.
 const unit = fc.oneof(
-  fc.constantFrom(..."abcAB\"\\/.*+?()[]{}|^$-_09é🔑\u0141\u0161\n \t"),
+  fc.constantFrom(...'abcAB"\\/.*+?()[]{}|^$-_09é🔑\u0141\u0161\n \t'),
   fc.string({ unit: "binary", minLength: 1, maxLength: 1 }),
 );
 const str = (min: number, max: number) => fc.string({ unit, minLength: min, maxLength: max });
@@ -31,7 +31,9 @@ test("property: the prefilter says yes exactly when some anchor's first m charac
         const m = Math.min(window, ...anchors.map((a) => a.text.length));
         const a = anchors[pick % anchors.length]!;
         const text = plant ? before + a.text + after : before + after;
-        const expected = anchors.some((x) => (x.ignoreCase === true ? asciiFoldIncludes(text, x.text.slice(0, m)) : text.includes(x.text.slice(0, m))));
+        const expected = anchors.some((x) =>
+          x.ignoreCase === true ? asciiFoldIncludes(text, x.text.slice(0, m)) : text.includes(x.text.slice(0, m)),
+        );
         assert.equal(f(text), expected);
         if (plant) assert.equal(f(text), true);
       },
@@ -54,10 +56,36 @@ test("prefilter: case-insensitive anchors fold ASCII letters only; long clean te
 test("property: built-in pre-checks pass every text their pattern's regex matches", () => {
   const token = fc.string({ unit: fc.constantFrom(..."ABCXYZabcxyz0129_-./+="), minLength: 0, maxLength: 40 });
   const word = fc.constantFrom(
-    "sk-ant-", "ghp_", "gho_", "github_pat_", "AKIA", "ASIA", "xoxb-", "eyJ", ".", "Bearer ", "bearer\t", "BEARER\u00a0",
-    "Authorization: Basic ", "authorization\\\": \\\"basic ", "AWS_SECRET_ACCESS_KEY=", "aws.secret-access_key: ",
-    "redis://", "https://u:", "@", ":", "-----BEGIN RSA PRIVATE KEY-----", "PRIVATE KEY", " ",
-    "\\n", "\\t", "\\f", "\\u000b", "\\u0001", "\\", "\"",
+    "sk-ant-",
+    "ghp_",
+    "gho_",
+    "github_pat_",
+    "AKIA",
+    "ASIA",
+    "xoxb-",
+    "eyJ",
+    ".",
+    "Bearer ",
+    "bearer\t",
+    "BEARER\u00a0",
+    "Authorization: Basic ",
+    'authorization\\": \\"basic ',
+    "AWS_SECRET_ACCESS_KEY=",
+    "aws.secret-access_key: ",
+    "redis://",
+    "https://u:",
+    "@",
+    ":",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "PRIVATE KEY",
+    " ",
+    "\\n",
+    "\\t",
+    "\\f",
+    "\\u000b",
+    "\\u0001",
+    "\\",
+    '"',
   );
   const text = fc.array(fc.oneof(word, token), { maxLength: 12 }).map((xs) => xs.join(""));
   const any = combinedPrecheck(BUILTIN_PATTERNS);
@@ -71,7 +99,11 @@ test("property: built-in pre-checks pass every text their pattern's regex matche
           assert.ok(any(t), `combined precheck missed ${p.name} in ${JSON.stringify(t)}`);
         }
       }
-      p: for (const p of BUILTIN_PATTERNS) if (p.precheck.test(t)) { assert.ok(any(t)); break p; }
+      p: for (const p of BUILTIN_PATTERNS)
+        if (p.precheck.test(t)) {
+          assert.ok(any(t));
+          break p;
+        }
     }),
     { numRuns: 2000 },
   );

@@ -7,10 +7,13 @@ import { createScrubber } from "../../src/telemetry/scrub.ts";
 // metacharacters; text around them likewise.
 const anyChars = fc.oneof(
   fc.string({ unit: "binary", minLength: 8, maxLength: 40 }),
-  fc.string({ unit: fc.constantFrom(..."\"\\/\n\t.*+?()[]{}|^$-_aZ09é🔑"), minLength: 8, maxLength: 24 }),
+  fc.string({ unit: fc.constantFrom(...'"\\/\n\t.*+?()[]{}|^$-_aZ09é🔑'), minLength: 8, maxLength: 24 }),
   fc.string({ unit: "grapheme-ascii", minLength: 8, maxLength: 40 }),
 );
-const text = fc.oneof(fc.string({ unit: "binary", maxLength: 60 }), fc.string({ unit: "grapheme-ascii", maxLength: 60 }));
+const text = fc.oneof(
+  fc.string({ unit: "binary", maxLength: 60 }),
+  fc.string({ unit: "grapheme-ascii", maxLength: 60 }),
+);
 
 // A secret must not be a run of one character, nor be formed by the marker text itself.
 const secret = anyChars.filter((s) => !/^(.)\1*$/su.test(s) && !"[REDACTED:SECRET_0]".includes(s));
@@ -19,29 +22,34 @@ const jsonBody = (s: string): string => JSON.stringify(s).slice(1, -1);
 
 test("property: registered secrets embedded in random text never survive, raw or JSON-escaped", () => {
   fc.assert(
-    fc.property(fc.array(secret, { minLength: 1, maxLength: 5 }), fc.array(text, { minLength: 6, maxLength: 6 }), (secrets, parts) => {
-      const values = secrets.map((v, i) => [`SECRET_${i}`, v] as const);
-      const s = createScrubber({ values, patterns: false });
-      const raw = parts[0] + secrets.map((v, i) => v + parts[i + 1]!).join("");
-      const line = JSON.stringify({ type: "user", text: raw, again: `${parts[5]}${secrets[0]}` });
-      const nested = JSON.stringify({ content: line });
-      for (const input of [raw, line, nested]) {
-        const out = s.scrub(input);
-        for (const v of secrets) {
-          assert.ok(!out.includes(v), `raw secret survived in ${JSON.stringify(out)}`);
-          assert.ok(!out.includes(jsonBody(v)), `escaped secret survived in ${JSON.stringify(out)}`);
-          assert.ok(!out.includes(jsonBody(jsonBody(v))), "doubly escaped secret survived");
+    fc.property(
+      fc.array(secret, { minLength: 1, maxLength: 5 }),
+      fc.array(text, { minLength: 6, maxLength: 6 }),
+      (secrets, parts) => {
+        const values = secrets.map((v, i) => [`SECRET_${i}`, v] as const);
+        const s = createScrubber({ values, patterns: false });
+        const raw = parts[0] + secrets.map((v, i) => v + parts[i + 1]!).join("");
+        const line = JSON.stringify({ type: "user", text: raw, again: `${parts[5]}${secrets[0]}` });
+        const nested = JSON.stringify({ content: line });
+        for (const input of [raw, line, nested]) {
+          const out = s.scrub(input);
+          for (const v of secrets) {
+            assert.ok(!out.includes(v), `raw secret survived in ${JSON.stringify(out)}`);
+            assert.ok(!out.includes(jsonBody(v)), `escaped secret survived in ${JSON.stringify(out)}`);
+            assert.ok(!out.includes(jsonBody(jsonBody(v))), "doubly escaped secret survived");
+          }
         }
-      }
-      // When the scrubbed line is still JSON, the decoded strings hold no secret either.
-      let decoded: { text: string; again: string } | undefined;
-      try {
-        decoded = JSON.parse(s.scrub(line));
-      } catch {
-        decoded = undefined;
-      }
-      if (decoded !== undefined) for (const v of secrets) assert.ok(!decoded.text.includes(v) && !decoded.again.includes(v));
-    }),
+        // When the scrubbed line is still JSON, the decoded strings hold no secret either.
+        let decoded: { text: string; again: string } | undefined;
+        try {
+          decoded = JSON.parse(s.scrub(line));
+        } catch {
+          decoded = undefined;
+        }
+        if (decoded !== undefined)
+          for (const v of secrets) assert.ok(!decoded.text.includes(v) && !decoded.again.includes(v));
+      },
+    ),
     { numRuns: 400 },
   );
 });
@@ -67,7 +75,7 @@ test("property: secrets from an env overlay are caught in a child, and only ther
 test("property: text without secrets or secret shapes passes through unchanged", () => {
   const s = createScrubber({ values: { A: "Zq9!never-in-the-alphabet-below" } });
   fc.assert(
-    fc.property(fc.string({ unit: fc.constantFrom(..."abcdefgh ijklmn.,:;{}\"0123456789\n"), maxLength: 300 }), (t) => {
+    fc.property(fc.string({ unit: fc.constantFrom(...'abcdefgh ijklmn.,:;{}"0123456789\n'), maxLength: 300 }), (t) => {
       assert.equal(s.scrub(t), t);
     }),
     { numRuns: 300 },
@@ -75,7 +83,11 @@ test("property: text without secrets or secret shapes passes through unchanged",
 });
 
 test("property: pattern-shaped secrets are redacted inside random JSON text", () => {
-  const b64 = fc.string({ unit: fc.constantFrom(..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"), minLength: 24, maxLength: 40 });
+  const b64 = fc.string({
+    unit: fc.constantFrom(..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"),
+    minLength: 24,
+    maxLength: 40,
+  });
   const shaped = b64.chain((body) =>
     fc.constantFrom(
       `sk-ant-api03-${body}`,
@@ -87,26 +99,40 @@ test("property: pattern-shaped secrets are redacted inside random JSON text", ()
   );
   const s = createScrubber();
   fc.assert(
-    fc.property(shaped, fc.string({ unit: "grapheme-ascii", maxLength: 40 }), fc.string({ unit: "grapheme-ascii", maxLength: 40 }), (tok, a, b) => {
-      const out = s.scrub(JSON.stringify({ text: `${a} ${tok} ${b}` }));
-      assert.ok(!out.includes(tok), out);
-    }),
+    fc.property(
+      shaped,
+      fc.string({ unit: "grapheme-ascii", maxLength: 40 }),
+      fc.string({ unit: "grapheme-ascii", maxLength: 40 }),
+      (tok, a, b) => {
+        const out = s.scrub(JSON.stringify({ text: `${a} ${tok} ${b}` }));
+        assert.ok(!out.includes(tok), out);
+      },
+    ),
     { numRuns: 300 },
   );
 });
 
 test("property: short and long secrets together (prefilter and literal fallback) never survive, raw or escaped", () => {
   const shortSecret = fc
-    .string({ unit: fc.constantFrom(..."\"\\/.*+?()é🔑aZ09-_"), minLength: 4, maxLength: 7 })
+    .string({ unit: fc.constantFrom(...'"\\/.*+?()é🔑aZ09-_'), minLength: 4, maxLength: 7 })
     .filter((s) => !/^(.)\1*$/su.test(s) && !"[REDACTED:SECRET_0]".includes(s) && !"[REDACTED:SECRET_1]".includes(s));
   fc.assert(
     fc.property(shortSecret, secret, text, text, text, (a, b, p0, p1, p2) => {
-      const s = createScrubber({ values: [["SECRET_0", a], ["SECRET_1", b]], patterns: false });
+      const s = createScrubber({
+        values: [
+          ["SECRET_0", a],
+          ["SECRET_1", b],
+        ],
+        patterns: false,
+      });
       const raw = p0 + a + p1 + b + p2;
       for (const input of [raw, JSON.stringify({ t: raw }), JSON.stringify({ c: JSON.stringify({ t: raw }) })]) {
         const out = s.scrub(input);
         for (const v of [a, b]) {
-          assert.ok(!out.includes(v) && !out.includes(jsonBody(v)) && !out.includes(jsonBody(jsonBody(v))), JSON.stringify(out));
+          assert.ok(
+            !out.includes(v) && !out.includes(jsonBody(v)) && !out.includes(jsonBody(jsonBody(v))),
+            JSON.stringify(out),
+          );
         }
       }
     }),
@@ -116,7 +142,7 @@ test("property: short and long secrets together (prefilter and literal fallback)
 
 // Raw `cli.line` text is scrubbed as it is, JSON and all: what comes out must still parse, and parse
 // to what scrubbing each decoded string would give. Filler holds every character JSON escapes.
-const filler = fc.string({ unit: fc.constantFrom(..."aZ09 _-=:/@.\"\\\n\t\r\u0001\u000b\f\b\u2028é🔑"), maxLength: 12 });
+const filler = fc.string({ unit: fc.constantFrom(...'aZ09 _-=:/@."\\\n\t\r\u0001\u000b\f\b\u2028é🔑'), maxLength: 12 });
 const alnum = (min: number, max: number, chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") =>
   fc.string({ unit: fc.constantFrom(...chars), minLength: min, maxLength: max });
 const space = fc.constantFrom(" ", "\t", "\n", "\r", "\u000b", "\f");
@@ -133,7 +159,9 @@ const shapeAt = fc.oneof(
   fc.tuple(alnum(8, 20), space).map(([b, sp]) => [`authorization:${sp}Basic ${b}==`, false] as const),
   alnum(16, 30).map((b) => [`aws_secret_access_key = ${b}`, false] as const),
   alnum(6, 20).map((b) => [`postgres://bob:${b}@db.example:5432/app`, false] as const),
-  alnum(20, 60).map((b) => [`-----BEGIN RSA PRIVATE KEY-----\n${b}\n${b}\n-----END RSA PRIVATE KEY-----`, false] as const),
+  alnum(20, 60).map(
+    (b) => [`-----BEGIN RSA PRIVATE KEY-----\n${b}\n${b}\n-----END RSA PRIVATE KEY-----`, false] as const,
+  ),
   alnum(20, 60).map((b) => [`-----BEGIN PRIVATE KEY-----\n${b}\n${b}`, true] as const),
 );
 const field = fc.tuple(filler, shapeAt, filler).map(([a, [shape, last], b]) => (last ? a + shape : a + shape + b));
@@ -142,7 +170,11 @@ test("property: scrubbing a valid JSON line with secret shapes yields valid JSON
   const s = createScrubber();
   fc.assert(
     fc.property(fc.array(fc.oneof(field, filler), { minLength: 1, maxLength: 4 }), (texts) => {
-      const line = JSON.stringify({ type: "user", content: texts.map((text) => ({ type: "text", text })), nested: JSON.stringify({ t: texts[0] }) });
+      const line = JSON.stringify({
+        type: "user",
+        content: texts.map((text) => ({ type: "text", text })),
+        nested: JSON.stringify({ t: texts[0] }),
+      });
       const out = s.scrub(line);
       let parsed: { content: Array<{ text: string }>; nested: string };
       try {
@@ -161,7 +193,9 @@ test("property: scrubbing a valid JSON line with secret shapes yields valid JSON
 
 test("property: registered values in a JSON line leave it valid JSON, even next to an escape", () => {
   // Values made of the letters escapes use, so a value can start on the `n` of a `\n`.
-  const value = fc.string({ unit: fc.constantFrom(..."nrtbfu0a1B9-_\\"), minLength: 8, maxLength: 16 }).filter((v) => !/^(.)\1*$/s.test(v));
+  const value = fc
+    .string({ unit: fc.constantFrom(..."nrtbfu0a1B9-_\\"), minLength: 8, maxLength: 16 })
+    .filter((v) => !/^(.)\1*$/s.test(v));
   fc.assert(
     fc.property(value, filler, filler, (v, a, b) => {
       const s = createScrubber({ values: { SECRET_0: v }, patterns: false });

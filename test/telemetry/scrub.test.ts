@@ -14,28 +14,77 @@ import { secretShapeIn } from "../../src/telemetry/patterns.ts";
 
 test("env names: secret words count, metadata words and look-alikes do not", () => {
   for (const n of [
-    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN", "DB_PASSWORD", "MYSQL_PASSWD", "GITHUB_TOKEN", "NPM_AUTH", "SESSION_COOKIE",
-    "GOOGLE_APPLICATION_CREDENTIALS", "SENTRY_DSN", "STRIPE_KEY", "githubToken", "DB_PWD",
-  ]) assert.equal(isSecretEnvName(n), true, n);
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "DB_PASSWORD",
+    "MYSQL_PASSWD",
+    "GITHUB_TOKEN",
+    "NPM_AUTH",
+    "SESSION_COOKIE",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "SENTRY_DSN",
+    "STRIPE_KEY",
+    "githubToken",
+    "DB_PWD",
+  ])
+    assert.equal(isSecretEnvName(n), true, n);
   for (const n of [
-    "PWD", "OLDPWD", "HOME", "PATH", "GIT_AUTHOR_NAME", "CLAUDE_CODE_SESSION_ID", "KEY_FILE",
-    "MAX_TOKENS", "TOKEN_TTL", "KEYBOARD_LAYOUT", "REDIS_URL", "OTEL_SERVICE_NAME",
-  ]) assert.equal(isSecretEnvName(n), false, n);
+    "PWD",
+    "OLDPWD",
+    "HOME",
+    "PATH",
+    "GIT_AUTHOR_NAME",
+    "CLAUDE_CODE_SESSION_ID",
+    "KEY_FILE",
+    "MAX_TOKENS",
+    "TOKEN_TTL",
+    "KEYBOARD_LAYOUT",
+    "REDIS_URL",
+    "OTEL_SERVICE_NAME",
+  ])
+    assert.equal(isSecretEnvName(n), false, n);
 });
 
 test("field names: api keys and tokens, never cache keys, session ids or token counts", () => {
-  for (const n of ["apiKey", "x-api-key", "authorization", "accessToken", "refresh_token", "password", "client_secret", "proxy.auth"]) {
+  for (const n of [
+    "apiKey",
+    "x-api-key",
+    "authorization",
+    "accessToken",
+    "refresh_token",
+    "password",
+    "client_secret",
+    "proxy.auth",
+  ]) {
     assert.equal(isSecretFieldName(n), true, n);
   }
-  for (const n of ["key", "cacheKey", "stream_key", "session", "sessionId", "input_tokens", "tokenCount", "turnstream.session", "author"]) {
+  for (const n of [
+    "key",
+    "cacheKey",
+    "stream_key",
+    "session",
+    "sessionId",
+    "input_tokens",
+    "tokenCount",
+    "turnstream.session",
+    "author",
+  ]) {
     assert.equal(isSecretFieldName(n), false, n);
   }
 });
 
 test("env values are redacted by variable name; short and boring values are left alone", () => {
   const s = createScrubber({
-    env: { MY_API_KEY: "abcd1234efgh", SHORT_TOKEN: "abc", FEATURE_AUTH: "true", PWD: "/srv/project-dir", HOME: "/root" },
+    env: {
+      MY_API_KEY: "abcd1234efgh",
+      SHORT_TOKEN: "abc",
+      FEATURE_AUTH: "true",
+      PWD: "/srv/project-dir",
+      HOME: "/root",
+    },
   });
   assert.equal(s.scrub("key=abcd1234efgh in /srv/project-dir"), "key=[REDACTED:MY_API_KEY] in /srv/project-dir");
   assert.equal(s.scrub("abc true"), "abc true");
@@ -84,7 +133,7 @@ test("secrets in JSON-escaped, doubly escaped, \\u-escaped and URL-encoded form 
   for (const text of [once, twice, python, slashes]) {
     const out = s.scrub(text);
     assert.match(out, /\[REDACTED:DB_PASSWORD\]/, text);
-    assert.ok(!out.includes("pa\\\"ss") && !out.includes("w\\u00f6rd") && !out.includes("wörd"), out);
+    assert.ok(!out.includes('pa\\"ss') && !out.includes("w\\u00f6rd") && !out.includes("wörd"), out);
   }
   assert.equal(JSON.parse(s.scrub(once)).text, "before [REDACTED:DB_PASSWORD] after");
   assert.equal(s.scrub(`?p=${encodeURIComponent(secret)}`), "?p=[REDACTED:DB_PASSWORD]");
@@ -99,17 +148,32 @@ test("built-in patterns redact each secret shape and keep the surrounding words"
     ["t=ghp_abcdefghijklmnopqrstuvwxyz0123456789", "t=[REDACTED:github_token]"],
     ["t=github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "t=[REDACTED:github_token]"],
     ["id AKIAIOSFODNN7EXAMPLE ok", "id [REDACTED:aws_access_key_id] ok"],
-    ["aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_access_key = [REDACTED:aws_secret_access_key]"],
-    ['{\\"AWS_SECRET_ACCESS_KEY\\":\\"wJalrXUtnFEMI/K7MDENG/bPxRfiCY\\"}', '{\\"AWS_SECRET_ACCESS_KEY\\":\\"[REDACTED:aws_secret_access_key]\\"}'],
+    [
+      "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+      "aws_secret_access_key = [REDACTED:aws_secret_access_key]",
+    ],
+    [
+      '{\\"AWS_SECRET_ACCESS_KEY\\":\\"wJalrXUtnFEMI/K7MDENG/bPxRfiCY\\"}',
+      '{\\"AWS_SECRET_ACCESS_KEY\\":\\"[REDACTED:aws_secret_access_key]\\"}',
+    ],
     ["slack xoxb-123456789012-abcdefghijkl", "slack [REDACTED:slack_token]"],
     [
       "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U!",
       "jwt [REDACTED:jwt]!",
     ],
-    ["-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY----- tail", "[REDACTED:private_key] tail"],
-    ["-----BEGIN OPENSSH PRIVATE KEY-----\\nb3BlbnNzaC1rZXk\\n-----END OPENSSH PRIVATE KEY-----", "[REDACTED:private_key]"],
+    [
+      "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY----- tail",
+      "[REDACTED:private_key] tail",
+    ],
+    [
+      "-----BEGIN OPENSSH PRIVATE KEY-----\\nb3BlbnNzaC1rZXk\\n-----END OPENSSH PRIVATE KEY-----",
+      "[REDACTED:private_key]",
+    ],
     ["truncated -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq", "truncated [REDACTED:private_key]"],
-    ["postgres://bob:p@ss:w0rd@db.example.com:5432/app", "postgres://bob:[REDACTED:connection_password]@db.example.com:5432/app"],
+    [
+      "postgres://bob:p@ss:w0rd@db.example.com:5432/app",
+      "postgres://bob:[REDACTED:connection_password]@db.example.com:5432/app",
+    ],
     ["redis://:hunter2@redis:6379", "redis://:[REDACTED:connection_password]@redis:6379"],
   ];
   for (const [input, expected] of cases) assert.equal(s.scrub(input), expected, input);
@@ -132,14 +196,24 @@ test("a private key inside a JSON string is redacted to its END line or its stri
   const s = createScrubber();
   const key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nAAAA";
   const line = JSON.stringify({ a: key, b: "after", c: `${key}\n-----END PRIVATE KEY-----\nok` });
-  assert.deepEqual(JSON.parse(s.scrub(line)), { a: "[REDACTED:private_key]", b: "after", c: "[REDACTED:private_key]\nok" });
+  assert.deepEqual(JSON.parse(s.scrub(line)), {
+    a: "[REDACTED:private_key]",
+    b: "after",
+    c: "[REDACTED:private_key]\nok",
+  });
 });
 
 test("secretShapeIn names the shape of a secret and ignores prose look-alikes", () => {
   assert.equal(secretShapeIn(`use ghp_${"x1".repeat(18)} please`), "github_token");
   assert.equal(secretShapeIn("postgres://u:secret@h/db"), "connection_password");
   assert.equal(secretShapeIn("AKIAIOSFODNN7EXAMPLE"), "aws_access_key_id");
-  for (const prose of ["Add bearer authentication to the API", "the bearer of bad news", "see https://example.com/a@b", "ghp_ is GitHub's prefix", ""]) {
+  for (const prose of [
+    "Add bearer authentication to the API",
+    "the bearer of bad news",
+    "see https://example.com/a@b",
+    "ghp_ is GitHub's prefix",
+    "",
+  ]) {
     assert.equal(secretShapeIn(prose), undefined, prose);
   }
 });
@@ -152,7 +226,8 @@ test("ordinary text survives the patterns", () => {
     "ASIAN markets, AKIA is a word, sk-ant is a prefix, eyJ alone",
     '{"type":"result","subtype":"success","usage":{"input_tokens":12}}',
     "git@github.com:owner/repo.git",
-  ]) assert.equal(s.scrub(text), text);
+  ])
+    assert.equal(s.scrub(text), text);
 });
 
 test("credential file: token fields at any depth, absent file is 0, malformed file still scanned", () => {
@@ -162,7 +237,12 @@ test("credential file: token fields at any depth, absent file is 0, malformed fi
     writeFileSync(
       path,
       JSON.stringify({
-        claudeAiOauth: { accessToken: "sk-ant-oat01-ACCESSxyz", refreshToken: "rt-REFRESH-0123456789", expiresAt: 1767225600000, scopes: ["user:inference"] },
+        claudeAiOauth: {
+          accessToken: "sk-ant-oat01-ACCESSxyz",
+          refreshToken: "rt-REFRESH-0123456789",
+          expiresAt: 1767225600000,
+          scopes: ["user:inference"],
+        },
         other: { deeper: [{ id_token: "idtok-abcdefgh" }] },
       }),
     );
@@ -186,7 +266,10 @@ test("credential file: token fields at any depth, absent file is 0, malformed fi
 test("child scrubbers: a run's overlay stays in the run, the parent's later secrets reach the child", () => {
   const worker = createScrubber({ env: { WORKER_TOKEN: "worker-token-123" } });
   const run = worker.child({ ANTHROPIC_API_KEY: "run-api-key-456", CLAUDE_CONFIG_DIR: "/tmp/run-config" });
-  assert.equal(run.scrub("worker-token-123 run-api-key-456 /tmp/run-config"), "[REDACTED:WORKER_TOKEN] [REDACTED:ANTHROPIC_API_KEY] /tmp/run-config");
+  assert.equal(
+    run.scrub("worker-token-123 run-api-key-456 /tmp/run-config"),
+    "[REDACTED:WORKER_TOKEN] [REDACTED:ANTHROPIC_API_KEY] /tmp/run-config",
+  );
   assert.equal(worker.scrub("run-api-key-456"), "run-api-key-456");
   worker.addValue("late", "registered-later-789");
   assert.equal(run.scrub("registered-later-789"), "[REDACTED:late]");
@@ -206,12 +289,15 @@ test("child scrubbers: a run's overlay stays in the run, the parent's later secr
 
 test("registered values too short to redact are refused without echoing them", () => {
   const s = createScrubber();
-  assert.throws(() => s.addValue("pin", "abc"), (err: unknown) => {
-    assert.ok(err instanceof ScrubberConfigError);
-    assert.equal(err.secretName, "pin");
-    assert.ok(!err.message.includes("abc"));
-    return true;
-  });
+  assert.throws(
+    () => s.addValue("pin", "abc"),
+    (err: unknown) => {
+      assert.ok(err instanceof ScrubberConfigError);
+      assert.equal(err.secretName, "pin");
+      assert.ok(!err.message.includes("abc"));
+      return true;
+    },
+  );
 });
 
 test("the hook runs last, on scrubbed text, with the caller's context", () => {
@@ -244,7 +330,11 @@ test("scrubDeep copies structure, redacts secret-named fields whole, handles cyc
   assert.equal(out["msg"], "has [REDACTED:TOK]");
   assert.deepEqual(out["list"].slice(0, 3), ["[REDACTED:TOK]", 5, null]);
   assert.equal(out["list"][3].nested, "x [REDACTED:TOK]");
-  assert.deepEqual(out["headers"], { authorization: "[REDACTED:authorization]", "x-api-key": "[REDACTED:x-api-key]", accept: "json" });
+  assert.deepEqual(out["headers"], {
+    authorization: "[REDACTED:authorization]",
+    "x-api-key": "[REDACTED:x-api-key]",
+    accept: "json",
+  });
   assert.deepEqual([...out["map"]], [["[REDACTED:TOK]", "v [REDACTED:TOK]"]]);
   assert.equal(out["self"], out);
   assert.deepEqual(out["usage"], { input_tokens: 3 });

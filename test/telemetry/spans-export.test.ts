@@ -24,7 +24,9 @@ after(async () => {
   await receiver.close();
 });
 
-const lines = readFileSync(join(import.meta.dirname, "../fixtures/cli/bash-call.jsonl"), "utf8").split("\n").filter((l) => l.trim() !== "");
+const lines = readFileSync(join(import.meta.dirname, "../fixtures/cli/bash-call.jsonl"), "utf8")
+  .split("\n")
+  .filter((l) => l.trim() !== "");
 
 interface JsonSpan {
   name: string;
@@ -44,12 +46,22 @@ test("a session's spans come back from the log into the producer's trace, with t
   const lost = new InMemorySpanExporter();
   const scrubber = createScrubber({});
   const liveTelemetry = startTelemetry({ scrubber, exporter: lost, processor: "simple", env: {} });
-  await log.appendUnfenced(session, [{ turn: "turn-1", attempt: 0, kind: "turn.queued", at: "2026-03-03T09:00:00.000Z", data: data.queued(traceparent) }]);
+  await log.appendUnfenced(session, [
+    { turn: "turn-1", attempt: 0, kind: "turn.queued", at: "2026-03-03T09:00:00.000Z", data: data.queued(traceparent) },
+  ]);
   const { epoch, attempt } = await log.beginAttempt(session, "turn-1");
   let t = Date.parse("2026-03-03T09:00:01.000Z");
   const at = (): string => new Date((t += 25)).toISOString();
   const startedAt = at();
-  const spans = startSpans({ tracer: liveTelemetry.tracer, scrubber, session, turn: "turn-1", attempt, traceparent, startedAt });
+  const spans = startSpans({
+    tracer: liveTelemetry.tracer,
+    scrubber,
+    session,
+    turn: "turn-1",
+    attempt,
+    traceparent,
+    startedAt,
+  });
   const events = [
     { turn: "turn-1", attempt, kind: "attempt.started", at: startedAt, data: data.started(attempt, spans.trace) },
     ...lines.map((raw) => ({ turn: "turn-1", attempt, kind: "cli.line", at: at(), data: { raw } })),
@@ -60,7 +72,10 @@ test("a session's spans come back from the log into the producer's trace, with t
   assert.equal(r.outcome, "appended");
   for (const e of events) spans.onEvent({ ...e, session, epoch });
   const liveSpans = lost.getFinishedSpans();
-  assert.ok(liveSpans.some((s) => s.name === "invoke_agent claude-code"), "turn.finished ended the attempt span");
+  assert.ok(
+    liveSpans.some((s) => s.name === "invoke_agent claude-code"),
+    "turn.finished ended the attempt span",
+  );
   await liveTelemetry.shutdown();
 
   const res = await exportSessionTraces({
@@ -71,7 +86,10 @@ test("a session's spans come back from the log into the producer's trace, with t
   });
   assert.deepEqual(res, { spans: liveSpans.length, attempts: 1, enabled: true });
   const got: JsonSpan[] = receiver.requests.flatMap((q) =>
-    ((q.json as { resourceSpans?: Array<{ scopeSpans: Array<{ spans: JsonSpan[] }> }> } | undefined)?.resourceSpans ?? []).flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)),
+    (
+      (q.json as { resourceSpans?: Array<{ scopeSpans: Array<{ spans: JsonSpan[] }> }> } | undefined)?.resourceSpans ??
+      []
+    ).flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)),
   );
   assert.deepEqual(got.map((s) => s.name).sort(), liveSpans.map((s) => s.name).sort());
   const root = got.find((s) => s.name === "invoke_agent claude-code")!;

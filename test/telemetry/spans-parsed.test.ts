@@ -12,7 +12,10 @@ import { createScrubber, startTelemetry } from "../../src/telemetry/index.ts";
 import { data, startSpans } from "./attempt-spans.ts";
 
 const FIXTURES = join(import.meta.dirname, "../fixtures/cli");
-const names = readdirSync(FIXTURES).filter((f) => f.endsWith(".jsonl")).map((f) => f.slice(0, -6)).sort();
+const names = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith(".jsonl"))
+  .map((f) => f.slice(0, -6))
+  .sort();
 
 const exporter = new InMemorySpanExporter();
 const scrubber = createScrubber({ values: { CANARY_TOKEN: "cnry-7f3a9d2e1b4c" } });
@@ -23,7 +26,15 @@ function build(lines: string[], parsed: ParsedLine[] | undefined, captureContent
   const T0 = Date.parse("2026-03-01T12:00:00.000Z");
   const s = startSpans({ tracer: telemetry.tracer, scrubber, startedAt: new Date(T0).toISOString(), captureContent });
   const { traceId } = s.trace;
-  const event = (i: number, kind: string, d: unknown) => ({ session: "sess-1", turn: "turn-1", attempt: 1, epoch: 1, kind, at: new Date(T0 + 10 * i).toISOString(), data: d });
+  const event = (i: number, kind: string, d: unknown) => ({
+    session: "sess-1",
+    turn: "turn-1",
+    attempt: 1,
+    epoch: 1,
+    kind,
+    at: new Date(T0 + 10 * i).toISOString(),
+    data: d,
+  });
   lines.forEach((raw, i) => s.onEvent(event(i + 1, "cli.line", { raw }), parsed?.[i]));
   s.onEvent(event(lines.length + 1, "turn.finished", data.finished(1)));
   const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === traceId);
@@ -43,7 +54,10 @@ function build(lines: string[], parsed: ParsedLine[] | undefined, captureContent
 test("spans from parsed lines equal spans from raw lines, for every fixture", () => {
   assert.ok(names.length >= 10);
   for (const name of names) {
-    const lines = readFileSync(join(FIXTURES, `${name}.jsonl`), "utf8").split("\n").map((l) => l.replace(/\r$/, "")).filter((l) => l.trim() !== "");
+    const lines = readFileSync(join(FIXTURES, `${name}.jsonl`), "utf8")
+      .split("\n")
+      .map((l) => l.replace(/\r$/, ""))
+      .filter((l) => l.trim() !== "");
     const parsed = lines.map(parseLine);
     for (const capture of [false, true]) {
       const fromRaw = build(lines, undefined, capture);
@@ -54,14 +68,28 @@ test("spans from parsed lines equal spans from raw lines, for every fixture", ()
 });
 
 test("a parse of some other text is not trusted: the raw text decides", () => {
-  const lines = readFileSync(join(FIXTURES, "bash-call.jsonl"), "utf8").split("\n").filter((l) => l.trim() !== "");
+  const lines = readFileSync(join(FIXTURES, "bash-call.jsonl"), "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "");
   const wrong = lines.map(() => parseLine('{"type":"system","subtype":"init","model":"not-this-one"}'));
   assert.deepEqual(build(lines, wrong, false), build(lines, undefined, false));
 });
 
 test("a tool call repeated after its result still makes one span (ended calls leave the open map)", () => {
-  const use = JSON.stringify({ type: "assistant", message: { id: "m1", role: "assistant", model: "claude-x", content: [{ type: "tool_use", id: "toolu_rep", name: "Bash", input: { command: "ls" } }] }, parent_tool_use_id: null });
-  const result = JSON.stringify({ type: "user", message: { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_rep", content: "ok" }] } });
+  const use = JSON.stringify({
+    type: "assistant",
+    message: {
+      id: "m1",
+      role: "assistant",
+      model: "claude-x",
+      content: [{ type: "tool_use", id: "toolu_rep", name: "Bash", input: { command: "ls" } }],
+    },
+    parent_tool_use_id: null,
+  });
+  const result = JSON.stringify({
+    type: "user",
+    message: { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_rep", content: "ok" }] },
+  });
   const lines = [use, result, use, result];
   for (const parsed of [undefined, lines.map(parseLine)]) {
     const names = (build(lines, parsed, false) as Array<{ name: string }>).map((s) => s.name);

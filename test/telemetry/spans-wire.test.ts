@@ -21,11 +21,15 @@ async function runCli(responses: unknown[]): Promise<string[]> {
   const h = hermeticEnv({ baseUrl: server.url, sandboxed: true, maxRetries: 0 });
   const cwd = mkdtempSync(join(tmpdir(), "ts-spans-wire-"));
   try {
-    const child = spawn(pinnedClaudeBin(), ["-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"], {
-      cwd,
-      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...h.env },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
+    const child = spawn(
+      pinnedClaudeBin(),
+      ["-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"],
+      {
+        cwd,
+        env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...h.env },
+        stdio: ["pipe", "pipe", "pipe"],
+      },
+    );
     child.stdin.end("Go.");
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
@@ -57,11 +61,25 @@ after(() => receiver.close());
 
 test("planted secrets stay off the wire; tool names and error kinds arrive", async () => {
   const toolRun = await runCli([
-    { content: [{ type: "tool_use", name: "Bash", input: { command: `echo ${SECRET}`, description: "print the token" } }] },
-    { content: [{ type: "tool_use", name: "Bash", input: { command: `echo ${SECRET} >&2; exit 2`, description: "fail loudly" } }] },
+    {
+      content: [
+        { type: "tool_use", name: "Bash", input: { command: `echo ${SECRET}`, description: "print the token" } },
+      ],
+    },
+    {
+      content: [
+        {
+          type: "tool_use",
+          name: "Bash",
+          input: { command: `echo ${SECRET} >&2; exit 2`, description: "fail loudly" },
+        },
+      ],
+    },
     { content: [{ type: "text", text: "done" }] },
   ]);
-  const apiRun = await runCli([{ error: { status: 429, type: "rate_limit_error", message: `quota exceeded for key ${SECRET}` } }]);
+  const apiRun = await runCli([
+    { error: { status: 429, type: "rate_limit_error", message: `quota exceeded for key ${SECRET}` } },
+  ]);
   // The secret really is in what the CLI printed: in the tool input, the failing tool's output, the API error.
   assert.ok(toolRun.some((l) => l.includes('"type":"tool_use"') && l.includes(SECRET)));
   assert.ok(toolRun.some((l) => l.includes('"is_error":true') && l.includes(SECRET)));
@@ -71,7 +89,11 @@ test("planted secrets stay off the wire; tool names and error kinds arrive", asy
     const scrubber = createScrubber({ values: { PLANTED: SECRET } });
     const telemetry = startTelemetry({
       scrubber,
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: protocol, OTEL_SERVICE_NAME: "spans-wire" },
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+        OTEL_SERVICE_NAME: "spans-wire",
+      },
     });
     assert.equal(telemetry.enabled, true);
     const runs = [
@@ -82,7 +104,14 @@ test("planted secrets stay off the wire; tool names and error kinds arrive", asy
     for (const envs of runs) {
       const first = envs[0]!;
       // captureContent on: arguments and error texts are recorded, so only scrubbing keeps the secret out.
-      const s = startSpans({ tracer: telemetry.tracer, scrubber, session: first.session, turn: first.turn, startedAt: first.at, captureContent: true });
+      const s = startSpans({
+        tracer: telemetry.tracer,
+        scrubber,
+        session: first.session,
+        turn: first.turn,
+        startedAt: first.at,
+        captureContent: true,
+      });
       traceIds.push(s.trace.traceId);
       for (const e of envs) s.onEvent(e);
     }
@@ -94,17 +123,41 @@ test("planted secrets stay off the wire; tool names and error kinds arrive", asy
     const text = bodies.map((r) => r.bodyText).join("\n");
     assert.equal(text.includes(SECRET), false, `${protocol}: the planted secret is not on the wire`);
     assert.ok(text.includes("[REDACTED:PLANTED]"), `${protocol}: it was there, redacted`);
-    for (const want of ["invoke_agent claude-code", "execute_tool Bash", "Bash", "tool_error", "rate_limit", "gen_ai.tool.call.arguments", "cli.stderr"]) {
+    for (const want of [
+      "invoke_agent claude-code",
+      "execute_tool Bash",
+      "Bash",
+      "tool_error",
+      "rate_limit",
+      "gen_ai.tool.call.arguments",
+      "cli.stderr",
+    ]) {
       assert.ok(text.includes(want), `${protocol}: ${want} reaches the wire`);
     }
     if (protocol === "http/json") {
       const spans = bodies.flatMap((r) =>
-        ((r.json as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ name: string; traceId: string; status?: { code?: number; message?: string }; attributes: Array<{ key: string; value: { stringValue?: string } }> }> }> }> }).resourceSpans ?? []).flatMap(
-          (rs) => rs.scopeSpans.flatMap((ss) => ss.spans),
-        ),
+        (
+          (
+            r.json as {
+              resourceSpans: Array<{
+                scopeSpans: Array<{
+                  spans: Array<{
+                    name: string;
+                    traceId: string;
+                    status?: { code?: number; message?: string };
+                    attributes: Array<{ key: string; value: { stringValue?: string } }>;
+                  }>;
+                }>;
+              }>;
+            }
+          ).resourceSpans ?? []
+        ).flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)),
       );
-      const attr = (s: (typeof spans)[number], k: string): string | undefined => s.attributes.find((a) => a.key === k)?.value.stringValue;
-      const apiRoot = spans.find((s) => s.name === "invoke_agent claude-code" && attr(s, "turnstream.turn") === "turn-api");
+      const attr = (s: (typeof spans)[number], k: string): string | undefined =>
+        s.attributes.find((a) => a.key === k)?.value.stringValue;
+      const apiRoot = spans.find(
+        (s) => s.name === "invoke_agent claude-code" && attr(s, "turnstream.turn") === "turn-api",
+      );
       assert.ok(apiRoot);
       assert.equal(attr(apiRoot, "error.type"), "rate_limit");
       assert.match(apiRoot.status?.message ?? "", /quota exceeded for key \[REDACTED:PLANTED\]/);

@@ -32,11 +32,17 @@ type Obj = Record<string, unknown>;
 
 function fixtureLines(name: string): string[] {
   const text = readFileSync(join(FIXTURES, `${name}.jsonl`), "utf8");
-  return text.split("\n").map((l) => l.replace(/\r$/, "")).filter((l) => l.trim() !== "");
+  return text
+    .split("\n")
+    .map((l) => l.replace(/\r$/, ""))
+    .filter((l) => l.trim() !== "");
 }
 
 /** Runs the real CLI once against a scripted model server; returns its stdout lines. */
-async function runCli(responses: unknown[], opts: { args?: string[]; prompt?: string; settings?: unknown; maxRetries?: number } = {}): Promise<string[]> {
+async function runCli(
+  responses: unknown[],
+  opts: { args?: string[]; prompt?: string; settings?: unknown; maxRetries?: number } = {},
+): Promise<string[]> {
   const server = await startModelServer({ script: { responses } });
   const h = hermeticEnv({ baseUrl: server.url, sandboxed: true, maxRetries: opts.maxRetries ?? 0 });
   const cwd = mkdtempSync(join(tmpdir(), "ts-spans-cwd-"));
@@ -47,7 +53,11 @@ async function runCli(responses: unknown[], opts: { args?: string[]; prompt?: st
       writeFileSync(f, JSON.stringify(opts.settings));
       args.push("--settings", f);
     }
-    const child = spawn(pinnedClaudeBin(), args, { cwd, env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...h.env }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(pinnedClaudeBin(), args, {
+      cwd,
+      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...h.env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     child.stdin.end(opts.prompt ?? "Go.");
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
@@ -71,11 +81,26 @@ interface Wrapped {
 /** The events a worker would write for one attempt of a turn. */
 function wrap(
   lines: string[],
-  o: { session?: string; turn?: string; attempt?: number; trace?: TraceIds; end?: "finished" | "none"; extra?: Array<{ kind: string; data: unknown }> } = {},
+  o: {
+    session?: string;
+    turn?: string;
+    attempt?: number;
+    trace?: TraceIds;
+    end?: "finished" | "none";
+    extra?: Array<{ kind: string; data: unknown }>;
+  } = {},
 ): Wrapped {
   const attempt = o.attempt ?? 1;
   let t = T0;
-  const event = (kind: string, d: unknown, at: number): ObservedEvent => ({ session: o.session ?? "sess-1", turn: o.turn ?? "turn-1", attempt, epoch: 1, kind, at: new Date(at).toISOString(), data: d });
+  const event = (kind: string, d: unknown, at: number): ObservedEvent => ({
+    session: o.session ?? "sess-1",
+    turn: o.turn ?? "turn-1",
+    attempt,
+    epoch: 1,
+    kind,
+    at: new Date(at).toISOString(),
+    data: d,
+  });
   const envelopes: ObservedEvent[] = [event("attempt.started", data.started(attempt, o.trace), t)];
   const lineAt: number[] = [];
   for (const raw of lines) {
@@ -96,11 +121,24 @@ const telemetry = startTelemetry({ scrubber, exporter, processor: "simple", env:
 after(() => telemetry.shutdown());
 
 /** Feeds the events to live attempt spans (which end at the last one); returns the spans of that attempt's trace. */
-function live(w: Wrapped, opts: { traceparent?: string; captureContent?: boolean } = {}): { spans: ReadableSpan[]; ids: TraceIds } {
+function live(
+  w: Wrapped,
+  opts: { traceparent?: string; captureContent?: boolean } = {},
+): { spans: ReadableSpan[]; ids: TraceIds } {
   const first = w.envelopes[0]!;
-  const s = startSpans({ tracer: telemetry.tracer, scrubber, session: first.session, turn: first.turn, attempt: first.attempt, startedAt: first.at, ...opts });
+  const s = startSpans({
+    tracer: telemetry.tracer,
+    scrubber,
+    session: first.session,
+    turn: first.turn,
+    attempt: first.attempt,
+    startedAt: first.at,
+    ...opts,
+  });
   for (const e of w.envelopes) s.onEvent(e);
-  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.trace.traceId && x.name !== "enqueue turn");
+  const spans = exporter
+    .getFinishedSpans()
+    .filter((x) => x.spanContext().traceId === s.trace.traceId && x.name !== "enqueue turn");
   return { spans, ids: s.trace };
 }
 
@@ -125,7 +163,13 @@ function toolUses(lines: string[]): Array<{ id: string; name: string; parent: st
     const o = JSON.parse(l) as Obj;
     if (o["type"] !== "assistant") return;
     for (const b of ((o["message"] as Obj)["content"] as Obj[]) ?? []) {
-      if (b["type"] === "tool_use") out.push({ id: b["id"] as string, name: b["name"] as string, parent: (o["parent_tool_use_id"] as string | null) ?? undefined, index });
+      if (b["type"] === "tool_use")
+        out.push({
+          id: b["id"] as string,
+          name: b["name"] as string,
+          parent: (o["parent_tool_use_id"] as string | null) ?? undefined,
+          index,
+        });
     }
   });
   return out;
@@ -142,7 +186,10 @@ function toolResults(lines: string[]): Map<string, { index: number; isError: boo
   return out;
 }
 const withoutResults = (lines: string[]): string[] => lines.filter((l) => (JSON.parse(l) as Obj)["type"] !== "result");
-const linesOf = (lines: string[], type: string): Obj[] => lines.map((l) => JSON.parse(l) as Obj).filter((o) => (typeof o["subtype"] === "string" ? `${o["type"]}/${o["subtype"]}` : o["type"]) === type);
+const linesOf = (lines: string[], type: string): Obj[] =>
+  lines
+    .map((l) => JSON.parse(l) as Obj)
+    .filter((o) => (typeof o["subtype"] === "string" ? `${o["type"]}/${o["subtype"]}` : o["type"]) === type);
 
 function assertNoExceptionEvents(spans: ReadableSpan[]): void {
   for (const s of spans) {
@@ -163,10 +210,17 @@ function assertToolsMatchLines(lines: string[], w: Wrapped, spans: ReadableSpan[
     assert.equal(s.kind, SpanKind.INTERNAL);
     assert.equal(s.attributes["gen_ai.operation.name"], "execute_tool");
     assert.equal(s.attributes["gen_ai.tool.name"], u.name);
-    assert.equal(parentId(s), u.parent === undefined ? root.spanContext().spanId : toolById(spans, u.parent).spanContext().spanId);
+    assert.equal(
+      parentId(s),
+      u.parent === undefined ? root.spanContext().spanId : toolById(spans, u.parent).spanContext().spanId,
+    );
     assert.equal(ms(s.startTime), w.lineAt[u.index]);
     const r = results.get(u.id);
-    if (r !== undefined && s.attributes["turnstream.tool.incomplete"] === undefined && !s.events.some((e) => e.name === "task_started")) {
+    if (
+      r !== undefined &&
+      s.attributes["turnstream.tool.incomplete"] === undefined &&
+      !s.events.some((e) => e.name === "task_started")
+    ) {
       assert.equal(ms(s.endTime), w.lineAt[r.index], `${u.name} ends at its result`);
     }
     if (r?.isError === true) {
@@ -192,7 +246,11 @@ test("bash-call: producer → invoke_agent → execute_tool Bash, GenAI attribut
   assert.equal(root.kind, SpanKind.CLIENT);
   assert.equal(root.spanContext().traceId, producer.spanContext().traceId, "same trace as the producer");
   assert.equal(parentId(root), producer.spanContext().spanId, "attempt span is the producer span's child");
-  assert.deepEqual(ids, { traceId: root.spanContext().traceId, spanId: root.spanContext().spanId, parentSpanId: producer.spanContext().spanId });
+  assert.deepEqual(ids, {
+    traceId: root.spanContext().traceId,
+    spanId: root.spanContext().spanId,
+    parentSpanId: producer.spanContext().spanId,
+  });
   const init = linesOf(lines, "system/init")[0]!;
   const result = linesOf(lines, "result/success").at(-1)!;
   const a = root.attributes;
@@ -204,7 +262,10 @@ test("bash-call: producer → invoke_agent → execute_tool Bash, GenAI attribut
   assert.equal(a["gen_ai.response.model"], Object.keys(result["modelUsage"] as Obj)[0]);
   const mu = Object.values(result["modelUsage"] as Record<string, Obj>);
   const sum = (k: string): number => mu.reduce((n, m) => n + (m[k] as number), 0);
-  assert.equal(a["gen_ai.usage.input_tokens"], sum("inputTokens") + sum("cacheReadInputTokens") + sum("cacheCreationInputTokens"));
+  assert.equal(
+    a["gen_ai.usage.input_tokens"],
+    sum("inputTokens") + sum("cacheReadInputTokens") + sum("cacheCreationInputTokens"),
+  );
   assert.equal(a["gen_ai.usage.output_tokens"], sum("outputTokens"));
   assert.equal(a["gen_ai.usage.cache_read.input_tokens"], sum("cacheReadInputTokens"));
   assert.equal(a["gen_ai.usage.cache_creation.input_tokens"], sum("cacheCreationInputTokens"));
@@ -278,7 +339,10 @@ test("hook-deny: hook events, a permission_denial event from the result, the too
   assert.equal(hookEvents.length, hookLines);
   assert.ok(hookLines >= 2, "the fixture has hook events");
   assert.ok(hookEvents.every((e) => typeof e.attributes?.["turnstream.hook.name"] === "string"));
-  assert.ok(!hookEvents.some((e) => JSON.stringify(e.attributes).includes("permissionDecision")), "hook output is not copied");
+  assert.ok(
+    !hookEvents.some((e) => JSON.stringify(e.attributes).includes("permissionDecision")),
+    "hook output is not copied",
+  );
   const denials = (linesOf(lines, "result/success").at(-1)!["permission_denials"] as Obj[]) ?? [];
   const denialEvents = root.events.filter((e) => e.name === "permission_denial");
   assert.equal(denialEvents.length, denials.length);
@@ -314,12 +378,17 @@ test("background-subagent: the Agent span lasts until the task's notification; t
   const started = linesOf(lines, "system/task_started").find((o) => o["is_backgrounded"] === true);
   assert.ok(started);
   const agent = toolById(spans, started["tool_use_id"] as string);
-  const note = lines.findIndex((l) => l.includes('"subtype":"task_notification"') && l.includes(started["tool_use_id"] as string));
+  const note = lines.findIndex(
+    (l) => l.includes('"subtype":"task_notification"') && l.includes(started["tool_use_id"] as string),
+  );
   assert.ok(note > 0);
   assert.equal(ms(agent.endTime), w.lineAt[note], "ends when the background task reports");
   assert.ok(agent.events.some((e) => e.name === "task_started"));
   assert.ok(agent.events.some((e) => e.name === "tool_result"));
-  assert.equal(agent.events.find((e) => e.name === "task_notification")?.attributes?.["turnstream.task.status"], "completed");
+  assert.equal(
+    agent.events.find((e) => e.name === "task_notification")?.attributes?.["turnstream.task.status"],
+    "completed",
+  );
   assert.equal(agent.status.code, SpanStatusCode.UNSET);
   assert.equal(root.attributes["turnstream.result_count"], linesOf(lines, "result/success").length);
   assert.ok(linesOf(lines, "result/success").length >= 2);
@@ -330,8 +399,19 @@ let subagentLines: string[] | undefined;
 async function subagentRun(): Promise<string[]> {
   subagentLines ??= await runCli(
     [
-      { content: [{ type: "tool_use", name: "Task", input: { description: "list", prompt: "SUBAGENT-PROMPT: run a command", subagent_type: "general-purpose" } }] },
-      { match: "SUBAGENT-PROMPT", content: [{ type: "tool_use", name: "Bash", input: { command: "echo from-subagent", description: "echo" } }] },
+      {
+        content: [
+          {
+            type: "tool_use",
+            name: "Task",
+            input: { description: "list", prompt: "SUBAGENT-PROMPT: run a command", subagent_type: "general-purpose" },
+          },
+        ],
+      },
+      {
+        match: "SUBAGENT-PROMPT",
+        content: [{ type: "tool_use", name: "Bash", input: { command: "echo from-subagent", description: "echo" } }],
+      },
       { match: "from-subagent", content: [{ type: "text", text: "subagent done" }] },
       { content: [{ type: "text", text: "all done" }] },
     ],
@@ -380,7 +460,14 @@ test("an attempt cut off mid-tool (no terminal event): end(reason) ends the tool
 /** Feeds the events to live attempt spans without ending them; returns that trace's finished spans and the spans. */
 function feed(w: Wrapped): { spans: () => ReadableSpan[]; s: ReturnType<typeof startSpans> } {
   const first = w.envelopes[0]!;
-  const s = startSpans({ tracer: telemetry.tracer, scrubber, session: first.session, turn: first.turn, attempt: first.attempt, startedAt: first.at });
+  const s = startSpans({
+    tracer: telemetry.tracer,
+    scrubber,
+    session: first.session,
+    turn: first.turn,
+    attempt: first.attempt,
+    startedAt: first.at,
+  });
   for (const e of w.envelopes) s.onEvent(e);
   return { s, spans: () => exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.trace.traceId) };
 }
@@ -392,7 +479,10 @@ test("turn.failed without a result: error.type and scrubbed status from the even
     extra: [
       { kind: "cli.stderr", data: { text: "fatal: credential cnry-7f3a9d2e1b4c rejected" } },
       { kind: "cli.exit", data: data.exit(1) },
-      { kind: "turn.failed", data: data.failed(1, "cli_error", "the CLI exited 1 without a result; token cnry-7f3a9d2e1b4c") },
+      {
+        kind: "turn.failed",
+        data: data.failed(1, "cli_error", "the CLI exited 1 without a result; token cnry-7f3a9d2e1b4c"),
+      },
     ],
   });
   const { spans } = feed(w);
@@ -415,12 +505,19 @@ test("a CLI that exits without a result: error.type no_result", () => {
 
 test("attempt.abandoned ends the spans with its reason, unless it records another (earlier) attempt", () => {
   const lines = withoutResults(fixtureLines("plain-reply"));
-  const earlier = { kind: "attempt.abandoned", data: { reason: "worker_crashed", attempt: 1, retry: true, detectedBy: 2 } };
+  const earlier = {
+    kind: "attempt.abandoned",
+    data: { reason: "worker_crashed", attempt: 1, retry: true, detectedBy: 2 },
+  };
   const own = { kind: "attempt.abandoned", data: { reason: "lease_lost", attempt: 2, retry: true } };
   const w = wrap(lines, { attempt: 2, end: "none", extra: [earlier, own] });
   const { spans } = feed(w);
   const root = rootOf(spans());
-  assert.equal(ms(root.endTime), Date.parse(w.envelopes.at(-1)!.at), "ends at its own abandonment, not the earlier attempt's");
+  assert.equal(
+    ms(root.endTime),
+    Date.parse(w.envelopes.at(-1)!.at),
+    "ends at its own abandonment, not the earlier attempt's",
+  );
   assert.equal(root.attributes["error.type"], "lease_lost");
   assert.deepEqual(
     root.events.filter((e) => e.name === "attempt.abandoned").map((e) => ms(e.time)),
@@ -429,7 +526,10 @@ test("attempt.abandoned ends the spans with its reason, unless it records anothe
 });
 
 test("turn.cancelled: error.type cancelled (its reason is prose, not a kind)", () => {
-  const w = wrap([], { end: "none", extra: [{ kind: "turn.cancelled", data: { reason: "cancelled while running", by: "producer", attempt: 1 } }] });
+  const w = wrap([], {
+    end: "none",
+    extra: [{ kind: "turn.cancelled", data: { reason: "cancelled while running", by: "producer", attempt: 1 } }],
+  });
   const { spans } = feed(w);
   const root = rootOf(spans());
   assert.equal(root.attributes["error.type"], "cancelled");
@@ -443,7 +543,12 @@ test("the request model: the turn's, else attempt.started's, else system/init's"
   w.envelopes[0] = { ...w.envelopes[0]!, data: { ...data.started(1), model: "from-attempt-started" } };
   assert.equal(rootOf(live(wrap(lines)).spans).attributes["gen_ai.request.model"], init["model"]);
   assert.equal(rootOf(live(w).spans).attributes["gen_ai.request.model"], "from-attempt-started");
-  const s = startSpans({ tracer: telemetry.tracer, scrubber, startedAt: w.envelopes[0]!.at, requestModel: "from-the-turn" });
+  const s = startSpans({
+    tracer: telemetry.tracer,
+    scrubber,
+    startedAt: w.envelopes[0]!.at,
+    requestModel: "from-the-turn",
+  });
   for (const e of w.envelopes) s.onEvent(e);
   const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.trace.traceId);
   assert.equal(rootOf(spans).attributes["gen_ai.request.model"], "from-the-turn");
@@ -465,9 +570,18 @@ function shape(spans: ReadableSpan[]): string[] {
   const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
   const path = (s: ReadableSpan): string => {
     const p = s.parentSpanContext === undefined ? undefined : byId.get(s.parentSpanContext.spanId);
-    return (p === undefined ? "" : path(p) + " > ") + s.name + (s.attributes["gen_ai.tool.call.id"] === undefined ? "" : `#${String(s.attributes["gen_ai.tool.call.id"])}`);
+    return (
+      (p === undefined ? "" : path(p) + " > ") +
+      s.name +
+      (s.attributes["gen_ai.tool.call.id"] === undefined ? "" : `#${String(s.attributes["gen_ai.tool.call.id"])}`)
+    );
   };
-  return spans.map((s) => `${path(s)} @${ms(s.startTime)}-${ms(s.endTime)} ${s.status.code}:${s.status.message ?? ""} ${String(s.attributes["error.type"] ?? "")} ev=${s.events.map((e) => e.name).join(",")}`).sort();
+  return spans
+    .map(
+      (s) =>
+        `${path(s)} @${ms(s.startTime)}-${ms(s.endTime)} ${s.status.code}:${s.status.message ?? ""} ${String(s.attributes["error.type"] ?? "")} ev=${s.events.map((e) => e.name).join(",")}`,
+    )
+    .sort();
 }
 
 test("exportTracesFromLog re-emits the same structure and timing into the recorded trace", async () => {
@@ -476,19 +590,37 @@ test("exportTracesFromLog re-emits the same structure and timing into the record
   producer.end();
   const traceparent = injectTraceparent(producer)!;
   // Attempt 1: the live run, its ids written into attempt.started as the worker does.
-  const probe = startSpans({ tracer: telemetry.tracer, scrubber, session: "s-re", turn: "t-re", attempt: 1, traceparent, startedAt: new Date(T0).toISOString() });
+  const probe = startSpans({
+    tracer: telemetry.tracer,
+    scrubber,
+    session: "s-re",
+    turn: "t-re",
+    attempt: 1,
+    traceparent,
+    startedAt: new Date(T0).toISOString(),
+  });
   const w = wrap(lines, { session: "s-re", turn: "t-re", attempt: 1, trace: probe.trace });
   for (const e of w.envelopes) probe.onEvent(e);
   // A second turn of the same session in the log: the subagent run, no producer.
   const sub = await subagentRun();
   const w2 = wrap(sub, { session: "s-re", turn: "t-re-2", attempt: 1 });
-  const liveSpans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === probe.trace.traceId && x.name !== "enqueue turn");
+  const liveSpans = exporter
+    .getFinishedSpans()
+    .filter((x) => x.spanContext().traceId === probe.trace.traceId && x.name !== "enqueue turn");
   const liveSub = live(w2).spans;
 
   const replayExporter = new InMemorySpanExporter();
   const replay = startTelemetry({ scrubber, exporter: replayExporter, processor: "simple", env: {} });
   async function* log(): AsyncGenerator<ObservedEvent> {
-    yield { kind: "turn.queued", at: new Date(T0 - 5).toISOString(), session: "s-re", turn: "t-re", attempt: 0, epoch: 0, data: data.queued(traceparent) };
+    yield {
+      kind: "turn.queued",
+      at: new Date(T0 - 5).toISOString(),
+      session: "s-re",
+      turn: "t-re",
+      attempt: 0,
+      epoch: 0,
+      data: data.queued(traceparent),
+    };
     for (const e of [...w.envelopes, ...w2.envelopes]) yield e;
   }
   const r = await exportTracesFromLog(log(), { tracer: replay.tracer, scrubber });

@@ -18,7 +18,11 @@ const githubToken = (): string => `ghp_${Array.from(randomBytes(36), (b) => ALNU
 const LEAD = "the deploy script printed its token: ";
 
 const toolResultLine = (text: string): string =>
-  JSON.stringify({ type: "user", message: { role: "user", content: [{ tool_use_id: "toolu_1", type: "tool_result", content: text }] }, session_id: "c1" });
+  JSON.stringify({
+    type: "user",
+    message: { role: "user", content: [{ tool_use_id: "toolu_1", type: "tool_result", content: text }] },
+    session_id: "c1",
+  });
 
 function assertRedacted(out: string, token: string): void {
   assert.ok(out.includes("[REDACTED:github_token]"), out);
@@ -28,7 +32,17 @@ function assertRedacted(out: string, token: string): void {
 test("formatEvent: a 40-character token in a tool result shows as its marker, no prefix of it", () => {
   assert.equal(LEAD.length, 37);
   const token = githubToken();
-  const env = { v: 1, seq: 3, session: "s", turn: "t_abcdefgh12", attempt: 1, epoch: 1, at: new Date().toISOString(), kind: "cli.line", data: { raw: toolResultLine(LEAD + token) } } as unknown as Envelope;
+  const env = {
+    v: 1,
+    seq: 3,
+    session: "s",
+    turn: "t_abcdefgh12",
+    attempt: 1,
+    epoch: 1,
+    at: new Date().toISOString(),
+    kind: "cli.line",
+    data: { raw: toolResultLine(LEAD + token) },
+  } as unknown as Envelope;
   assertRedacted(formatEvent(env, false, defaultScrub({})), token);
 });
 
@@ -40,7 +54,9 @@ test("turnstream tail on a log holding a raw token prints the marker, no prefix 
     const log = createEventLog({ redis, prefix: space.logPrefix });
     const session = `s-${space.id}`;
     const { epoch, attempt } = await log.beginAttempt(session, "t_tailscrub01");
-    await log.append(session, epoch, [{ turn: "t_tailscrub01", attempt, kind: "cli.line", data: { raw: toolResultLine(LEAD + token) } }]);
+    await log.append(session, epoch, [
+      { turn: "t_tailscrub01", attempt, kind: "cli.line", data: { raw: toolResultLine(LEAD + token) } },
+    ]);
     const r = await promisify(execFile)(NODE, [join(process.cwd(), "src", "bin", "turnstream.ts"), "tail", session], {
       env: { ...process.env, NO_COLOR: "1", TURNSTREAM_PREFIX: space.logPrefix },
       timeout: 60_000,

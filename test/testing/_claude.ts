@@ -79,7 +79,17 @@ export async function runClaude(options: RunClaudeOptions): Promise<ClaudeRun & 
   });
   clearTimeout(timer);
   if (pending.trim() !== "") lines.push(JSON.parse(pending) as Record<string, any>);
-  return { stdout, stderr, code, signal, durationMs: Math.round(performance.now() - started), firstLineMs, lines, argv, hermetic };
+  return {
+    stdout,
+    stderr,
+    code,
+    signal,
+    durationMs: Math.round(performance.now() - started),
+    firstLineMs,
+    lines,
+    argv,
+    hermetic,
+  };
 }
 
 export const resultsOf = (run: ClaudeRun) => run.lines.filter((l) => l["type"] === "result");

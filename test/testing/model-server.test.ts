@@ -7,7 +7,14 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { InvalidScriptError, hermeticEnv, parseScript, pinnedClaudeBin, startModelServer, type ModelServer } from "../../src/testing/index.ts";
+import {
+  InvalidScriptError,
+  hermeticEnv,
+  parseScript,
+  pinnedClaudeBin,
+  startModelServer,
+  type ModelServer,
+} from "../../src/testing/index.ts";
 
 interface Sse {
   event: string;
@@ -25,7 +32,12 @@ function parseSse(text: string): Sse[] {
     });
 }
 
-function post(server: ModelServer, body: Record<string, unknown>, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+function post(
+  server: ModelServer,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+): Promise<Response> {
   return fetch(`${server.url}/v1/messages?beta=true`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -42,7 +54,11 @@ const ask = (text: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-async function serve(t: { after(fn: () => unknown): void }, script: unknown, opts: Record<string, unknown> = {}): Promise<ModelServer> {
+async function serve(
+  t: { after(fn: () => unknown): void },
+  script: unknown,
+  opts: Record<string, unknown> = {},
+): Promise<ModelServer> {
   const server = await startModelServer({ script, ...opts });
   t.after(() => server.close());
   return server;
@@ -74,7 +90,11 @@ test("streams text, thinking, redacted thinking and tool_use as Anthropic SSE", 
           { type: "thinking", thinking: "let me think about this for a while, step by step" },
           { type: "redacted_thinking" },
           { type: "text", text: longText },
-          { type: "tool_use", name: "Bash", input: { command: "ls -la /some/rather/long/path/to/list", description: "list" } },
+          {
+            type: "tool_use",
+            name: "Bash",
+            input: { command: "ls -la /some/rather/long/path/to/list", description: "list" },
+          },
         ],
         usage: { input_tokens: 100, output_tokens: 42 },
       },
@@ -92,7 +112,10 @@ test("streams text, thinking, redacted thinking and tool_use as Anthropic SSE", 
   assert.match(events[0]!.data["message"]["id"], /^msg_/);
   assert.equal(names.filter((n) => n === "content_block_start").length, 4);
   assert.equal(names.filter((n) => n === "content_block_stop").length, 4);
-  assert.ok(events.filter((e) => e.data["delta"]?.["type"] === "text_delta").length > 1, "text arrives in several deltas");
+  assert.ok(
+    events.filter((e) => e.data["delta"]?.["type"] === "text_delta").length > 1,
+    "text arrives in several deltas",
+  );
   const [thinking, redacted, text, tool] = assemble(events);
   assert.equal(thinking!["thinking"], "let me think about this for a while, step by step");
   assert.ok(thinking!["signature"].length > 0);
@@ -101,7 +124,10 @@ test("streams text, thinking, redacted thinking and tool_use as Anthropic SSE", 
   assert.equal(text!["text"], longText);
   assert.equal(tool!["name"], "Bash");
   assert.match(tool!["id"], /^toolu_/);
-  assert.deepEqual(JSON.parse(tool!["json"]), { command: "ls -la /some/rather/long/path/to/list", description: "list" });
+  assert.deepEqual(JSON.parse(tool!["json"]), {
+    command: "ls -la /some/rather/long/path/to/list",
+    description: "list",
+  });
   const delta = events.at(-2)!.data;
   assert.equal(delta["delta"]["stop_reason"], "tool_use");
   assert.equal(delta["usage"]["output_tokens"], 42);
@@ -111,18 +137,32 @@ test("streams text, thinking, redacted thinking and tool_use as Anthropic SSE", 
 test("tool ids are fresh per block; stop reason end_turn without tools, or as scripted", async (t) => {
   const call = { type: "tool_use", name: "Read", input: { file_path: "/x" } };
   const server = await serve(t, {
-    responses: [{ content: [call, call] }, { content: [{ type: "text", text: "x" }] }, { content: [{ type: "text", text: "y" }], stopReason: "max_tokens" }],
+    responses: [
+      { content: [call, call] },
+      { content: [{ type: "text", text: "x" }] },
+      { content: [{ type: "text", text: "y" }], stopReason: "max_tokens" },
+    ],
   });
   const first = assemble(parseSse(await (await post(server, ask("a"))).text()));
   assert.notEqual(first[0]!["id"], first[1]!["id"]);
-  const stop = async () => parseSse(await (await post(server, ask("b"))).text()).find((e) => e.event === "message_delta")!.data["delta"]["stop_reason"];
+  const stop = async () =>
+    parseSse(await (await post(server, ask("b"))).text()).find((e) => e.event === "message_delta")!.data["delta"][
+      "stop_reason"
+    ];
   assert.equal(await stop(), "end_turn");
   assert.equal(await stop(), "max_tokens");
 });
 
 test("answers one JSON message when stream is false", async (t) => {
   const server = await serve(t, {
-    responses: [{ content: [{ type: "text", text: "plain" }, { type: "tool_use", name: "Bash", input: { command: "true" } }] }],
+    responses: [
+      {
+        content: [
+          { type: "text", text: "plain" },
+          { type: "tool_use", name: "Bash", input: { command: "true" } },
+        ],
+      },
+    ],
   });
   const res = await post(server, ask("hi", { stream: false }));
   assert.equal(res.status, 200);
@@ -139,18 +179,37 @@ test("answers one JSON message when stream is false", async (t) => {
 
 test("a scripted error is an HTTP status with an Anthropic error body and its headers", async (t) => {
   const server = await serve(t, {
-    responses: [{ error: { status: 429, type: "rate_limit_error", message: "too many (scripted)", headers: { "retry-after": "1" } } }],
+    responses: [
+      {
+        error: {
+          status: 429,
+          type: "rate_limit_error",
+          message: "too many (scripted)",
+          headers: { "retry-after": "1" },
+        },
+      },
+    ],
   });
   const res = await post(server, ask("hi"));
   assert.equal(res.status, 429);
   assert.equal(res.headers.get("retry-after"), "1");
-  assert.deepEqual(await res.json(), { type: "error", error: { type: "rate_limit_error", message: "too many (scripted)" } });
+  assert.deepEqual(await res.json(), {
+    type: "error",
+    error: { type: "rate_limit_error", message: "too many (scripted)" },
+  });
 });
 
 test("a stream error arrives as SSE event: error after the given number of blocks", async (t) => {
   const server = await serve(t, {
     responses: [
-      { streamError: { type: "overloaded_error", message: "Overloaded" }, afterBlocks: 1, content: [{ type: "text", text: "first" }, { type: "text", text: "never" }] },
+      {
+        streamError: { type: "overloaded_error", message: "Overloaded" },
+        afterBlocks: 1,
+        content: [
+          { type: "text", text: "first" },
+          { type: "text", text: "never" },
+        ],
+      },
       { streamError: { type: "api_error", message: "boom" } },
     ],
   });
@@ -161,7 +220,10 @@ test("a stream error arrives as SSE event: error after the given number of block
   );
   assert.deepEqual(events.at(-1)!.data, { type: "error", error: { type: "overloaded_error", message: "Overloaded" } });
   const bare = parseSse(await (await post(server, ask("b"))).text());
-  assert.deepEqual(bare.map((e) => e.event), ["message_start", "error"]);
+  assert.deepEqual(
+    bare.map((e) => e.event),
+    ["message_start", "error"],
+  );
 });
 
 test("a hang sends headers then nothing until the client goes away", async (t) => {
@@ -182,7 +244,9 @@ test("a hang sends headers then nothing until the client goes away", async (t) =
 });
 
 test("chunkDelayMs paces the events; delayMs delays the first byte", async (t) => {
-  const server = await serve(t, { responses: [{ content: [{ type: "text", text: "slow" }], chunkDelayMs: 30, delayMs: 50 }] });
+  const server = await serve(t, {
+    responses: [{ content: [{ type: "text", text: "slow" }], chunkDelayMs: 30, delayMs: 50 }],
+  });
   const started = performance.now();
   const res = await post(server, ask("hi"));
   const headersAt = performance.now() - started;
@@ -225,7 +289,12 @@ test("match sees tool_result text in the last user message", async (t) => {
     messages: [
       { role: "user", content: "run it" },
       { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "Bash", input: {} }] },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "failed: exit code 7" }] }] },
+      {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "failed: exit code 7" }] },
+        ],
+      },
     ],
   });
   assert.equal(assemble(parseSse(await (await post(server, body)).text()))[0]!["text"], "saw it");
@@ -233,22 +302,48 @@ test("match sees tool_result text in the last user message", async (t) => {
 
 test("side requests (no tools, small model) are answered without consuming the script", async (t) => {
   const server = await serve(t, { responses: [{ content: [{ type: "text", text: "the real answer" }] }] });
-  const side = await post(server, { model: "claude-haiku-4-5", stream: false, messages: [{ role: "user", content: "title this" }] });
+  const side = await post(server, {
+    model: "claude-haiku-4-5",
+    stream: false,
+    messages: [{ role: "user", content: "title this" }],
+  });
   assert.equal(((await side.json()) as any).content[0].text, "Scripted session");
   assert.equal(server.remaining(), 1);
   assert.equal(assemble(parseSse(await (await post(server, ask("q"))).text()))[0]!["text"], "the real answer");
-  assert.deepEqual(server.requests().map((r) => r.kind), ["side", "messages"]);
+  assert.deepEqual(
+    server.requests().map((r) => r.kind),
+    ["side", "messages"],
+  );
 
-  const strict = await serve(t, { responses: [{ content: [{ type: "text", text: "scripted" }] }] }, { sideRequest: false });
-  const res = await post(strict, { model: "claude-haiku-4-5", stream: false, messages: [{ role: "user", content: "title this" }] });
+  const strict = await serve(
+    t,
+    { responses: [{ content: [{ type: "text", text: "scripted" }] }] },
+    { sideRequest: false },
+  );
+  const res = await post(strict, {
+    model: "claude-haiku-4-5",
+    stream: false,
+    messages: [{ role: "user", content: "title this" }],
+  });
   assert.equal(((await res.json()) as any).content[0].text, "scripted");
 });
 
 test("every request is recorded, readable over GET /_requests, without credentials", async (t) => {
   const server = await serve(t, { responses: [] });
   const secret = "sk-ant-api03-should-never-be-recorded";
-  await (await post(server, ask("hello", { system: [{ type: "text", text: "sys" }] }), { "x-api-key": secret, authorization: `Bearer ${secret}`, "anthropic-version": "2023-06-01" })).text();
-  await (await fetch(`${server.url}/v1/messages/count_tokens`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "abc" }] }) })).json();
+  await (
+    await post(server, ask("hello", { system: [{ type: "text", text: "sys" }] }), {
+      "x-api-key": secret,
+      authorization: `Bearer ${secret}`,
+      "anthropic-version": "2023-06-01",
+    })
+  ).text();
+  await (
+    await fetch(`${server.url}/v1/messages/count_tokens`, {
+      method: "POST",
+      body: JSON.stringify({ messages: [{ role: "user", content: "abc" }] }),
+    })
+  ).json();
   const unknown = await fetch(`${server.url}/v1/models`);
   assert.equal(unknown.status, 404);
   assert.equal(((await unknown.json()) as any).type, "error");
@@ -265,7 +360,10 @@ test("every request is recorded, readable over GET /_requests, without credentia
 
   const over = (await (await fetch(`${server.url}/_requests`)).json()) as Array<Record<string, any>>;
   assert.deepEqual(over, JSON.parse(JSON.stringify(server.requests())));
-  assert.deepEqual(over.map((r) => r["kind"]), ["messages", "count_tokens", "other", "messages", "messages"]);
+  assert.deepEqual(
+    over.map((r) => r["kind"]),
+    ["messages", "count_tokens", "other", "messages", "messages"],
+  );
   const first = over[0]!;
   assert.equal(first["model"], "claude-test");
   assert.equal(first["path"], "/v1/messages?beta=true");
@@ -282,8 +380,14 @@ test("every request is recorded, readable over GET /_requests, without credentia
 
 test("a bad script is rejected with the field path named", async () => {
   assert.throws(
-    () => parseScript({ responses: [{ content: [{ type: "text", text: "ok" }] }, { error: { status: 200, type: "x", message: "m" } }] }),
-    (err: unknown) => err instanceof InvalidScriptError && err.issues.some((i) => i.startsWith("responses.1.error.status:")) && /responses\.1\.error\.status/.test(err.message),
+    () =>
+      parseScript({
+        responses: [{ content: [{ type: "text", text: "ok" }] }, { error: { status: 200, type: "x", message: "m" } }],
+      }),
+    (err: unknown) =>
+      err instanceof InvalidScriptError &&
+      err.issues.some((i) => i.startsWith("responses.1.error.status:")) &&
+      /responses\.1\.error\.status/.test(err.message),
   );
   assert.throws(
     () => parseScript({ responses: [{ content: [{ type: "tool_use", name: "Bash" }] }] }),
@@ -304,7 +408,10 @@ test("hermeticEnv gives one run its own directories, the base URL and few retrie
     assert.equal(h.env["CLAUDE_CODE_MAX_RETRIES"], "0");
     assert.equal(h.env["IS_SANDBOX"], undefined);
     assert.ok(h.env["ANTHROPIC_API_KEY"]!.length > 0);
-    assert.equal(hermeticEnv({ baseUrl: "x", root: h.dirs.root + "/nested", sandboxed: true, maxRetries: 2 }).env["IS_SANDBOX"], "1");
+    assert.equal(
+      hermeticEnv({ baseUrl: "x", root: h.dirs.root + "/nested", sandboxed: true, maxRetries: 2 }).env["IS_SANDBOX"],
+      "1",
+    );
   } finally {
     h.cleanup();
   }
@@ -317,9 +424,13 @@ test("turnstream model-server serves a script file until SIGTERM", async (t) => 
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, "script.json");
   writeFileSync(file, JSON.stringify({ responses: [{ content: [{ type: "text", text: "from the command" }] }] }));
-  const child = spawn(process.execPath, [join(import.meta.dirname, "../../src/bin/turnstream.ts"), "model-server", "--script", file], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [join(import.meta.dirname, "../../src/bin/turnstream.ts"), "model-server", "--script", file],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   const url = await new Promise<string>((resolve, reject) => {
     let out = "";
@@ -336,7 +447,11 @@ test("turnstream model-server serves a script file until SIGTERM", async (t) => 
   assert.equal(await exited, 0);
 
   writeFileSync(file, JSON.stringify({ responses: [{ error: { status: 99 } }] }));
-  const bad = spawn(process.execPath, [join(import.meta.dirname, "../../src/bin/turnstream.ts"), "model-server", "--script", file], { stdio: ["ignore", "pipe", "pipe"] });
+  const bad = spawn(
+    process.execPath,
+    [join(import.meta.dirname, "../../src/bin/turnstream.ts"), "model-server", "--script", file],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
   let err = "";
   bad.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
   assert.equal(await new Promise((r) => bad.once("exit", r)), 2);

@@ -6,7 +6,9 @@ import { startModelServer } from "../../src/testing/index.ts";
 import { resultsOf, runClaude } from "./_claude.ts";
 
 test("a scripted text reply arrives as the CLI's result", async (t) => {
-  const server = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "scripted hello 7f3a" }] }] } });
+  const server = await startModelServer({
+    script: { responses: [{ content: [{ type: "text", text: "scripted hello 7f3a" }] }] },
+  });
   t.after(() => server.close());
   const run = await runClaude({ baseUrl: server.url, prompt: "greet me PROMPT-TEXT-1" });
   t.after(() => run.hermetic.cleanup());
@@ -24,7 +26,10 @@ test("a scripted text reply arrives as the CLI's result", async (t) => {
   assert.equal(server.remaining(), 0);
   // Nothing secret is recorded: the dummy key never appears.
   assert.ok(!JSON.stringify(server.requests()).includes(run.hermetic.env["ANTHROPIC_API_KEY"]!));
-  assert.ok(server.requests().every((r) => r.kind !== "other"), JSON.stringify(server.requests().map((r) => r.path)));
+  assert.ok(
+    server.requests().every((r) => r.kind !== "other"),
+    JSON.stringify(server.requests().map((r) => r.path)),
+  );
 });
 
 test("a scripted Bash tool call really runs and its output is the next request's tool_result", async (t) => {
@@ -32,13 +37,23 @@ test("a scripted Bash tool call really runs and its output is the next request's
   const server = await startModelServer({
     script: {
       responses: [
-        { content: [{ type: "text", text: "running it" }, { type: "tool_use", name: "Bash", input: { command: `echo ${marker}`, description: "echo a marker" } }] },
+        {
+          content: [
+            { type: "text", text: "running it" },
+            { type: "tool_use", name: "Bash", input: { command: `echo ${marker}`, description: "echo a marker" } },
+          ],
+        },
         { match: marker, content: [{ type: "text", text: "the command printed the marker" }] },
       ],
     },
   });
   t.after(() => server.close());
-  const run = await runClaude({ baseUrl: server.url, prompt: "run the command", sandboxed: true, args: ["--dangerously-skip-permissions"] });
+  const run = await runClaude({
+    baseUrl: server.url,
+    prompt: "run the command",
+    sandboxed: true,
+    args: ["--dangerously-skip-permissions"],
+  });
   t.after(() => run.hermetic.cleanup());
   t.diagnostic(`bash tool run: ${run.durationMs} ms`);
   assert.equal(run.code, 0, run.stderr);
@@ -62,8 +77,22 @@ test("a 429 with retries exhausted ends in an error result carrying api_error_st
   const server = await startModelServer({
     script: {
       responses: [
-        { error: { status: 429, type: "rate_limit_error", message: "slow down (scripted)", headers: { "retry-after": "0" } } },
-        { error: { status: 429, type: "rate_limit_error", message: "slow down (scripted)", headers: { "retry-after": "0" } } },
+        {
+          error: {
+            status: 429,
+            type: "rate_limit_error",
+            message: "slow down (scripted)",
+            headers: { "retry-after": "0" },
+          },
+        },
+        {
+          error: {
+            status: 429,
+            type: "rate_limit_error",
+            message: "slow down (scripted)",
+            headers: { "retry-after": "0" },
+          },
+        },
       ],
     },
   });
@@ -82,13 +111,24 @@ test("a 429 with retries exhausted ends in an error result carrying api_error_st
 
 test("an SSE error before any block: the CLI re-sends the request non-streaming", async (t) => {
   const server = await startModelServer({
-    script: { responses: [{ streamError: { type: "overloaded_error", message: "Overloaded" } }, { content: [{ type: "text", text: "answered without streaming" }] }] },
+    script: {
+      responses: [
+        { streamError: { type: "overloaded_error", message: "Overloaded" } },
+        { content: [{ type: "text", text: "answered without streaming" }] },
+      ],
+    },
   });
   t.after(() => server.close());
   const run = await runClaude({ baseUrl: server.url, prompt: "hello" });
   t.after(() => run.hermetic.cleanup());
   assert.equal(run.code, 0, run.stderr);
-  assert.deepEqual(server.requests().filter((r) => r.kind === "messages").map((r) => r.stream), [true, false]);
+  assert.deepEqual(
+    server
+      .requests()
+      .filter((r) => r.kind === "messages")
+      .map((r) => r.stream),
+    [true, false],
+  );
   assert.equal(resultsOf(run)[0]?.["result"], "answered without streaming");
 });
 
@@ -96,7 +136,11 @@ test("an SSE error after a block: the CLI keeps the partial block and asks to co
   const server = await startModelServer({
     script: {
       responses: [
-        { streamError: { type: "overloaded_error", message: "Overloaded" }, afterBlocks: 1, content: [{ type: "text", text: "partial" }] },
+        {
+          streamError: { type: "overloaded_error", message: "Overloaded" },
+          afterBlocks: 1,
+          content: [{ type: "text", text: "partial" }],
+        },
         { match: "cut off", content: [{ type: "text", text: "the rest" }] },
       ],
     },
@@ -106,7 +150,10 @@ test("an SSE error after a block: the CLI keeps the partial block and asks to co
   t.after(() => run.hermetic.cleanup());
   assert.equal(run.code, 0, run.stderr);
   const reqs = server.requests().filter((r) => r.kind === "messages");
-  assert.deepEqual(reqs.map((r) => r.stream), [true, true]);
+  assert.deepEqual(
+    reqs.map((r) => r.stream),
+    [true, true],
+  );
   assert.equal(reqs[1]!.responseIndex, 1, "the continuation prompt says the reply was cut off");
   const texts = run.lines.filter((l) => l["type"] === "assistant").map((l) => l["message"]["content"][0]["text"]);
   assert.deepEqual(texts, ["partial", "the rest"]);

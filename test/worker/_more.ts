@@ -54,7 +54,8 @@ export async function rig(script: unknown, options: Parameters<typeof testStage>
 export const dataOf = (e: Envelope): Record<string, unknown> => (e.data ?? {}) as Record<string, unknown>;
 
 /** The turn's lifecycle kinds: what the CLI printed and the model calls it made (model.call) left out. */
-export const kindsOf = (events: Envelope[]): string[] => events.filter((e) => e.kind !== "cli.line" && e.kind !== "cli.stderr" && e.kind !== "model.call").map((e) => e.kind);
+export const kindsOf = (events: Envelope[]): string[] =>
+  events.filter((e) => e.kind !== "cli.line" && e.kind !== "cli.stderr" && e.kind !== "model.call").map((e) => e.kind);
 
 /** Parsed stdout lines of one attempt. */
 export function cliLines(events: Envelope[], attempt: number): Record<string, unknown>[] {
@@ -68,7 +69,12 @@ export const atMs = (e: Envelope): number => Date.parse(e.at);
 /** `turnstream worker <args>` as a process, logging JSON lines like startWorkerProcess's workers. */
 export async function startWorkerCommand(env: Record<string, string>, args: string[]): Promise<WorkerProcess> {
   const child = spawn(NODE, [join(process.cwd(), "src", "bin", "turnstream.ts"), "worker", ...args], {
-    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: process.env["HOME"] ?? "/root", LOG_LEVEL: "info", ...env },
+    env: {
+      PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+      HOME: process.env["HOME"] ?? "/root",
+      LOG_LEVEL: "info",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: Record<string, unknown>[] = [];
@@ -98,13 +104,24 @@ export async function startWorkerCommand(env: Record<string, string>, args: stri
           done();
           resolve(hit);
         };
-        const t = setTimeout(() => (done(), reject(new Error(`worker ${child.pid}: timed out waiting for ${what}; stderr: ${stderr.slice(-800)}`))), timeoutMs);
+        const t = setTimeout(
+          () => (
+            done(),
+            reject(new Error(`worker ${child.pid}: timed out waiting for ${what}; stderr: ${stderr.slice(-800)}`))
+          ),
+          timeoutMs,
+        );
         const done = (): void => {
           clearTimeout(t);
           waiters.delete(check);
         };
         waiters.add(check);
-        void exited.then(() => (done(), reject(new Error(`worker ${child.pid} exited while waiting for ${what}; stderr: ${stderr.slice(-800)}`))));
+        void exited.then(
+          () => (
+            done(),
+            reject(new Error(`worker ${child.pid} exited while waiting for ${what}; stderr: ${stderr.slice(-800)}`))
+          ),
+        );
         check();
       });
     },
@@ -116,7 +133,10 @@ export async function startWorkerCommand(env: Record<string, string>, args: stri
 }
 
 /** The process whose command line contains `needle` and whose environment names `root`: pid and tree marker. */
-export function findTreeProcess(needle: string, root: string): { pid: number; marker: string; env: string } | undefined {
+export function findTreeProcess(
+  needle: string,
+  root: string,
+): { pid: number; marker: string; env: string } | undefined {
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {

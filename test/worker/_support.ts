@@ -7,7 +7,13 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { connectRedis, DEFAULT_REDIS_URL, type Envelope, type EventLog, type RedisClient } from "../../src/log/index.ts";
+import {
+  connectRedis,
+  DEFAULT_REDIS_URL,
+  type Envelope,
+  type EventLog,
+  type RedisClient,
+} from "../../src/log/index.ts";
 import { createProducer, type Producer } from "../../src/queue/index.ts";
 import { startModelServer, type ModelServer, type ModelServerOptions } from "../../src/testing/index.ts";
 
@@ -70,7 +76,13 @@ export function cliEnv(url: string): Record<string, string> {
  * The environment of a worker process on `space`'s keys that runs turns under `ws` against the model
  * server at `modelUrl`; `name` gives it an instance root of its own. `extra` adds or overrides.
  */
-export function workerProcessEnv(space: TestSpace, ws: string, modelUrl: string, name: string, extra: Record<string, string> = {}): Record<string, string> {
+export function workerProcessEnv(
+  space: TestSpace,
+  ws: string,
+  modelUrl: string,
+  name: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return {
     REDIS_URL: "redis://127.0.0.1:6379",
     ...cliEnv(modelUrl),
@@ -87,18 +99,28 @@ export interface WorkerProcess {
   readonly pid: number;
   /** Log lines (parsed pino JSON) seen so far. */
   readonly lines: Record<string, unknown>[];
-  waitFor(pred: (line: Record<string, unknown>) => boolean, timeoutMs: number, what: string): Promise<Record<string, unknown>>;
+  waitFor(
+    pred: (line: Record<string, unknown>) => boolean,
+    timeoutMs: number,
+    what: string,
+  ): Promise<Record<string, unknown>>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   kill(signal?: NodeJS.Signals): void;
 }
 
 export async function startWorkerProcess(env: Record<string, string>): Promise<WorkerProcess> {
   const child = spawn(NODE, [WORKER_ENTRY], {
-    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: process.env["HOME"] ?? "/root", LOG_LEVEL: "info", ...env },
+    env: {
+      PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+      HOME: process.env["HOME"] ?? "/root",
+      LOG_LEVEL: "info",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: Record<string, unknown>[] = [];
-  const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
+  const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] =
+    [];
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   createInterface({ input: child.stdout! }).on("line", (text) => {
@@ -109,10 +131,11 @@ export async function startWorkerProcess(env: Record<string, string>): Promise<W
       l = { msg: text };
     }
     lines.push(l);
-    for (const w of [...waiters]) if (w.pred(l)) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve(l);
-    }
+    for (const w of [...waiters])
+      if (w.pred(l)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(l);
+      }
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
@@ -125,7 +148,10 @@ export async function startWorkerProcess(env: Record<string, string>): Promise<W
       const hit = lines.find(pred);
       if (hit) return Promise.resolve(hit);
       return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`worker ${child.pid}: timed out waiting for ${what}; stderr: ${stderr.slice(-800)}`)), timeoutMs);
+        const t = setTimeout(
+          () => reject(new Error(`worker ${child.pid}: timed out waiting for ${what}; stderr: ${stderr.slice(-800)}`)),
+          timeoutMs,
+        );
         waiters.push({ pred, resolve: (l) => (clearTimeout(t), resolve(l)) });
         void exited.then(() => {
           clearTimeout(t);
@@ -149,12 +175,21 @@ export async function readAll(log: EventLog, session: string): Promise<Envelope[
 /** Removes every key a test's prefixes created (log, ordering, BullMQ). */
 export async function cleanupKeys(redis: RedisClient, space: TestSpace): Promise<void> {
   const patterns = [`${space.logPrefix}*`, `${space.queuePrefix}*`];
-  const nodes = "nodes" in redis && typeof (redis as { nodes?: unknown }).nodes === "function" ? (redis as unknown as { nodes(r: string): RedisClient[] }).nodes("master") : [redis];
+  const nodes =
+    "nodes" in redis && typeof (redis as { nodes?: unknown }).nodes === "function"
+      ? (redis as unknown as { nodes(r: string): RedisClient[] }).nodes("master")
+      : [redis];
   for (const node of nodes) {
     for (const pattern of patterns) {
       let cursor = "0";
       do {
-        const [next, keys] = (await (node as { scan(...a: unknown[]): Promise<[string, string[]]> }).scan(cursor, "MATCH", pattern, "COUNT", 500));
+        const [next, keys] = await (node as { scan(...a: unknown[]): Promise<[string, string[]]> }).scan(
+          cursor,
+          "MATCH",
+          pattern,
+          "COUNT",
+          500,
+        );
         cursor = next;
         for (const k of keys) await node.del(k);
       } while (cursor !== "0");
@@ -189,7 +224,10 @@ export async function testStage(
 ): Promise<TestStage & { close(): Promise<void> }> {
   const space = testSpace();
   const ws = space.workspace();
-  const server = await startModelServer({ script: typeof script === "function" ? script(ws) : script, credential: options.credential });
+  const server = await startModelServer({
+    script: typeof script === "function" ? script(ws) : script,
+    credential: options.credential,
+  });
   const redis = redisFor(options.redisUrl, options.clusterNodes);
   const { logPrefix, queuePrefix } = space;
   const producer = createProducer({ redis, logPrefix, queuePrefix, allowEnv: options.allowEnv });
@@ -224,7 +262,9 @@ export async function processFleet(
 ): Promise<ProcessFleet> {
   const { close, ...stage } = await testStage(script, options);
   const { space, server, ws } = stage;
-  const redisEnv: Record<string, string> = options.clusterNodes ? { REDIS_CLUSTER_NODES: options.clusterNodes } : { REDIS_URL: options.redisUrl ?? DEFAULT_REDIS_URL };
+  const redisEnv: Record<string, string> = options.clusterNodes
+    ? { REDIS_CLUSTER_NODES: options.clusterNodes }
+    : { REDIS_URL: options.redisUrl ?? DEFAULT_REDIS_URL };
   const workers: WorkerProcess[] = [];
   return {
     ...stage,
@@ -280,7 +320,11 @@ export function markersOfProcessesWith(needle: string): Map<number, string> {
 }
 
 /** Waits (bounded) until `cond` holds, re-checking every 100 ms. */
-export async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+export async function waitUntil(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
@@ -295,10 +339,15 @@ export type { Producer };
  * last answers `<label> done`; a prompt holding `<label>-START` begins it. `gatedStep` waits for a file
  * `gate` in the cwd, so a test knows the turn is still running until it writes one.
  */
-export function toolChain(label: string, steps: number, options: { pauseS?: number; gatedStep?: number } = {}): object[] {
+export function toolChain(
+  label: string,
+  steps: number,
+  options: { pauseS?: number; gatedStep?: number } = {},
+): object[] {
   const out: object[] = [];
   for (let i = 0; i < steps; i++) {
-    const wait = i + 1 === options.gatedStep ? "while [ ! -e gate ]; do sleep 0.1; done; " : `sleep ${options.pauseS ?? 0.2}; `;
+    const wait =
+      i + 1 === options.gatedStep ? "while [ ! -e gate ]; do sleep 0.1; done; " : `sleep ${options.pauseS ?? 0.2}; `;
     const command = `${wait}echo ${label}-step-${i + 1}-ok`;
     const tool = { type: "tool_use", name: "Bash", input: { command, description: `step ${i + 1}` } };
     out.push({ match: i === 0 ? `${label}-START` : `${label}-step-${i}-ok`, content: [tool] });
@@ -312,8 +361,13 @@ export function toolIds(events: readonly Envelope[], attempt?: number): { uses: 
   const ids: { uses: string[]; results: string[] } = { uses: [], results: [] };
   for (const e of events) {
     if (e.kind !== "cli.line" || (attempt !== undefined && e.attempt !== attempt)) continue;
-    const line = JSON.parse(String((e.data as { raw: string }).raw)) as { type?: string; message?: { content?: unknown } };
-    const content = Array.isArray(line.message?.content) ? (line.message.content as { type?: string; id?: string; tool_use_id?: string }[]) : [];
+    const line = JSON.parse(String((e.data as { raw: string }).raw)) as {
+      type?: string;
+      message?: { content?: unknown };
+    };
+    const content = Array.isArray(line.message?.content)
+      ? (line.message.content as { type?: string; id?: string; tool_use_id?: string }[])
+      : [];
     for (const block of content) {
       if (line.type === "assistant" && block.type === "tool_use") ids.uses.push(String(block.id));
       if (line.type === "user" && block.type === "tool_result") ids.results.push(String(block.tool_use_id));
@@ -327,7 +381,11 @@ export function toolIds(events: readonly Envelope[], attempt?: number): { uses: 
  * attempt ran all `steps` tool calls, each with its one result.
  */
 export function assertNoHole(events: readonly Envelope[], turn: string, steps: number): Envelope {
-  assert.deepEqual(events.map((e) => e.seq), events.map((_, i) => i + 1), "every seq once, no gap");
+  assert.deepEqual(
+    events.map((e) => e.seq),
+    events.map((_, i) => i + 1),
+    "every seq once, no gap",
+  );
   const ends = events.filter((e) => e.turn === turn && (e.kind === "turn.finished" || e.kind === "turn.failed"));
   assert.equal(ends.length, 1, `the turn ended exactly once: ${JSON.stringify(ends.map((e) => e.kind))}`);
   const end = ends[0]!;
@@ -335,7 +393,11 @@ export function assertNoHole(events: readonly Envelope[], turn: string, steps: n
     const accepted = (end.data as { attempt: number }).attempt;
     const ids = toolIds(events, accepted);
     assert.equal(ids.uses.length, steps, `the accepted attempt ${accepted} ran the whole chain`);
-    assert.deepEqual([...ids.results].sort(), [...ids.uses].sort(), "every tool call of the accepted attempt has its result, once");
+    assert.deepEqual(
+      [...ids.results].sort(),
+      [...ids.uses].sort(),
+      "every tool call of the accepted attempt has its result, once",
+    );
     assert.equal(new Set(ids.uses).size, ids.uses.length, "no tool call twice");
   }
   return end;

@@ -20,10 +20,18 @@ test("bad_cwd is a usage outcome (exit 2) and never retried", () => {
 
 test("enqueue refuses a relative cwd always, and with checkCwd one that is missing or a file here, naming it", async () => {
   const r = await rig({ responses: [] });
-  const checking = createProducer({ redis: r.redis, logPrefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, checkCwd: true });
+  const checking = createProducer({
+    redis: r.redis,
+    logPrefix: r.space.logPrefix,
+    queuePrefix: r.space.queuePrefix,
+    checkCwd: true,
+  });
   try {
     for (const cwd of ["relative/dir", "./ws", "../ws", "ws"]) {
-      const err = await r.producer.enqueueTurn({ prompt: "x", cwd }).then(() => assert.fail(`enqueued ${cwd}`), (e: unknown) => e);
+      const err = await r.producer.enqueueTurn({ prompt: "x", cwd }).then(
+        () => assert.fail(`enqueued ${cwd}`),
+        (e: unknown) => e,
+      );
       assert.ok(err instanceof InvalidTurnError, String(err));
       assert.equal(err.field, "cwd");
       assert.match(err.message, /absolute path/);
@@ -36,7 +44,10 @@ test("enqueue refuses a relative cwd always, and with checkCwd one that is missi
       [join(file, "below"), /is not a directory \(a part of the path is a file\)/],
     ];
     for (const [cwd, why] of cases) {
-      const err = await checking.enqueueTurn({ prompt: "x", cwd }).then(() => assert.fail(`enqueued ${cwd}`), (e: unknown) => e);
+      const err = await checking.enqueueTurn({ prompt: "x", cwd }).then(
+        () => assert.fail(`enqueued ${cwd}`),
+        (e: unknown) => e,
+      );
       assert.ok(err instanceof InvalidTurnError, String(err));
       assert.equal(err.field, "cwd");
       assert.ok(err.message.includes(JSON.stringify(cwd)), err.message);
@@ -105,7 +116,10 @@ test("run --wait exits 2 and names the path when the worker refuses the cwd; --c
     assert.match(waited.stderr, /failed \(bad_cwd\): usage/);
     assert.ok(waited.stderr.includes(JSON.stringify(missing)), waited.stderr);
     const json = onlyJson((await turnstream(["run", "--wait", "--json", "--cwd", missing, "--", "hello"], env)).stdout);
-    assert.deepEqual([json["status"], json["errorKind"], json["outcome"], json["exitCode"]], ["failed", "bad_cwd", "usage", 2]);
+    assert.deepEqual(
+      [json["status"], json["errorKind"], json["outcome"], json["exitCode"]],
+      ["failed", "bad_cwd", "usage", 2],
+    );
     assert.ok(String(json["error"]).includes(missing));
 
     const checked = await turnstream(["run", "--check-cwd", "--cwd", missing, "--", "hello"], env);

@@ -37,7 +37,8 @@ async function harness(size: number, run: Processor) {
   return {
     slots,
     worker,
-    add: (n: number) => queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: "t", data: { i }, opts: { jobId: `j${i}` } }))),
+    add: (n: number) =>
+      queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: "t", data: { i }, opts: { jobId: `j${i}` } }))),
     async allDone(n: number, ms = 20_000) {
       const until = Date.now() + ms;
       while (finished.size < n && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
@@ -58,7 +59,12 @@ async function harness(size: number, run: Processor) {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One stand-in CLI under a slot: counted live from start to exit; its result comes `exitMs` before it exits. */
-async function fakeCli(slot: CliSlot, live: { now: number; max: number }, runMs: number, exitMs: number): Promise<void> {
+async function fakeCli(
+  slot: CliSlot,
+  live: { now: number; max: number },
+  runMs: number,
+  exitMs: number,
+): Promise<void> {
   const release = await slot.acquire();
   assert.ok(release);
   live.now++;

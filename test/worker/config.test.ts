@@ -3,18 +3,29 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DEFAULT_JOB_ENV_ALLOW } from "../../src/queue/index.ts";
-import { compileWorkerOptions, WORKER_DEFAULTS, workerConfigFromEnv, WorkerConfigError } from "../../src/worker/index.ts";
+import {
+  compileWorkerOptions,
+  WORKER_DEFAULTS,
+  workerConfigFromEnv,
+  WorkerConfigError,
+} from "../../src/worker/index.ts";
 
 const base = { TURNSTREAM_WORKSPACE_ROOTS: "/work/a:/work/b" };
 
 test("TURNSTREAM_SNAPSHOT_CACHE_MB: default unset, MiB to bytes, 0 turns it off, anything else refused by name", () => {
   assert.equal(workerConfigFromEnv(base).snapshotCacheBytes, undefined);
-  assert.equal(workerConfigFromEnv({ ...base, TURNSTREAM_SNAPSHOT_CACHE_MB: "16" }).snapshotCacheBytes, 16 * 1024 * 1024);
+  assert.equal(
+    workerConfigFromEnv({ ...base, TURNSTREAM_SNAPSHOT_CACHE_MB: "16" }).snapshotCacheBytes,
+    16 * 1024 * 1024,
+  );
   assert.equal(workerConfigFromEnv({ ...base, TURNSTREAM_SNAPSHOT_CACHE_MB: "0" }).snapshotCacheBytes, 0);
   for (const bad of ["-1", "1.5", "lots"]) {
     assert.throws(
       () => workerConfigFromEnv({ ...base, TURNSTREAM_SNAPSHOT_CACHE_MB: bad }),
-      (err: unknown) => err instanceof WorkerConfigError && err.variable === "TURNSTREAM_SNAPSHOT_CACHE_MB" && /whole number of MiB/.test(err.message),
+      (err: unknown) =>
+        err instanceof WorkerConfigError &&
+        err.variable === "TURNSTREAM_SNAPSHOT_CACHE_MB" &&
+        /whole number of MiB/.test(err.message),
     );
   }
   assert.deepEqual(workerConfigFromEnv(base).workspaceRoots, ["/work/a", "/work/b"]);
@@ -22,19 +33,49 @@ test("TURNSTREAM_SNAPSHOT_CACHE_MB: default unset, MiB to bytes, 0 turns it off,
 
 test("TURNSTREAM_JOB_ENV_ALLOW, TURNSTREAM_WORKSPACE_TRUST, TURNSTREAM_MCP_CONFIG: safe defaults, and a gate no setting can open", () => {
   const cfg = compileWorkerOptions(workerConfigFromEnv(base));
-  assert.deepEqual([cfg.jobEnv.entries, cfg.workspaceTrust, cfg.mcpConfigFile], [DEFAULT_JOB_ENV_ALLOW, "never", undefined]);
-  const set = compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_JOB_ENV_ALLOW: "CI,DEPLOY_*", TURNSTREAM_WORKSPACE_TRUST: "job", TURNSTREAM_MCP_CONFIG: "/etc/ts/mcp.json" }));
-  assert.deepEqual([set.jobEnv.entries, set.workspaceTrust, set.mcpConfigFile], [["CI", "DEPLOY_*"], "job", "/etc/ts/mcp.json"]);
-  assert.deepEqual(compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_JOB_ENV_ALLOW: "" })).jobEnv.entries, [], "empty: a job sets nothing");
+  assert.deepEqual(
+    [cfg.jobEnv.entries, cfg.workspaceTrust, cfg.mcpConfigFile],
+    [DEFAULT_JOB_ENV_ALLOW, "never", undefined],
+  );
+  const set = compileWorkerOptions(
+    workerConfigFromEnv({
+      ...base,
+      TURNSTREAM_JOB_ENV_ALLOW: "CI,DEPLOY_*",
+      TURNSTREAM_WORKSPACE_TRUST: "job",
+      TURNSTREAM_MCP_CONFIG: "/etc/ts/mcp.json",
+    }),
+  );
+  assert.deepEqual(
+    [set.jobEnv.entries, set.workspaceTrust, set.mcpConfigFile],
+    [["CI", "DEPLOY_*"], "job", "/etc/ts/mcp.json"],
+  );
+  assert.deepEqual(
+    compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_JOB_ENV_ALLOW: "" })).jobEnv.entries,
+    [],
+    "empty: a job sets nothing",
+  );
   // The older variable adds names to the list that applies.
-  const older = compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_JOB_ENV_ALLOW: "CI", TURNSTREAM_ALLOW_ENV: "GREETING,ANTHROPIC_BASE_URL" }));
+  const older = compileWorkerOptions(
+    workerConfigFromEnv({
+      ...base,
+      TURNSTREAM_JOB_ENV_ALLOW: "CI",
+      TURNSTREAM_ALLOW_ENV: "GREETING,ANTHROPIC_BASE_URL",
+    }),
+  );
   assert.deepEqual(older.jobEnv.entries, ["CI", "GREETING", "ANTHROPIC_BASE_URL"]);
   const refused = (env: Record<string, string>, variable: string, message: RegExp) =>
-    assert.throws(() => workerConfigFromEnv({ ...base, ...env }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable && message.test(err.message));
+    assert.throws(
+      () => workerConfigFromEnv({ ...base, ...env }),
+      (err: unknown) => err instanceof WorkerConfigError && err.variable === variable && message.test(err.message),
+    );
   refused({ TURNSTREAM_ALLOW_ENV: "GREETING,NODE_OPTIONS" }, "TURNSTREAM_ALLOW_ENV", /NODE_OPTIONS cannot be allowed/);
   refused({ TURNSTREAM_JOB_ENV_ALLOW: "CI,PATH" }, "TURNSTREAM_JOB_ENV_ALLOW", /PATH cannot be allowed/);
   refused({ TURNSTREAM_JOB_ENV_ALLOW: "BUN_*" }, "TURNSTREAM_JOB_ENV_ALLOW", /BUN_\* cannot be allowed/);
-  refused({ TURNSTREAM_JOB_ENV_ALLOW: "CLAUDE_CODE_*" }, "TURNSTREAM_JOB_ENV_ALLOW", /CLAUDE_CODE_\* cannot be allowed: it admits names that can never be set/);
+  refused(
+    { TURNSTREAM_JOB_ENV_ALLOW: "CLAUDE_CODE_*" },
+    "TURNSTREAM_JOB_ENV_ALLOW",
+    /CLAUDE_CODE_\* cannot be allowed: it admits names that can never be set/,
+  );
   refused({ TURNSTREAM_JOB_ENV_ALLOW: "*" }, "TURNSTREAM_JOB_ENV_ALLOW", /comma-separated/);
   refused({ TURNSTREAM_JOB_ENV_ALLOW: "X*" }, "TURNSTREAM_JOB_ENV_ALLOW", /too broad/);
   refused({ TURNSTREAM_WORKSPACE_TRUST: "always" }, "TURNSTREAM_WORKSPACE_TRUST", /never.*job/);
@@ -42,55 +83,131 @@ test("TURNSTREAM_JOB_ENV_ALLOW, TURNSTREAM_WORKSPACE_TRUST, TURNSTREAM_MCP_CONFI
 });
 
 test("TURNSTREAM_RUN_ENV: the named worker variables, read at start, reach every run; a name the worker lacks stops the start", () => {
-  const cfg = workerConfigFromEnv({ ...base, TURNSTREAM_RUN_ENV: "GH_HOST,MAX_THINKING_TOKENS", GH_HOST: "ghe.example", MAX_THINKING_TOKENS: "0", OTHER: "x" });
+  const cfg = workerConfigFromEnv({
+    ...base,
+    TURNSTREAM_RUN_ENV: "GH_HOST,MAX_THINKING_TOKENS",
+    GH_HOST: "ghe.example",
+    MAX_THINKING_TOKENS: "0",
+    OTHER: "x",
+  });
   assert.deepEqual(cfg.runEnv, { GH_HOST: "ghe.example", MAX_THINKING_TOKENS: "0" });
   assert.equal(workerConfigFromEnv(base).runEnv, undefined);
-  assert.throws(() => workerConfigFromEnv({ ...base, TURNSTREAM_RUN_ENV: "GH_HOST" }), (err: unknown) => err instanceof WorkerConfigError && err.variable === "TURNSTREAM_RUN_ENV" && /GH_HOST is not set/.test(err.message));
+  assert.throws(
+    () => workerConfigFromEnv({ ...base, TURNSTREAM_RUN_ENV: "GH_HOST" }),
+    (err: unknown) =>
+      err instanceof WorkerConfigError &&
+      err.variable === "TURNSTREAM_RUN_ENV" &&
+      /GH_HOST is not set/.test(err.message),
+  );
 });
 
 test("TURNSTREAM_KEEP_RAW_LINES, TURNSTREAM_MAX_OUTPUT_LINES, TURNSTREAM_MAX_OUTPUT_MB: scrubbed and bounded by default, refused by name when malformed", () => {
   const cfg = compileWorkerOptions(workerConfigFromEnv(base));
   assert.deepEqual([cfg.keepRawLines, cfg.maxOutputLines, cfg.maxOutputBytes], [false, 100_000, 256 * 1024 * 1024]);
-  const set = compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_KEEP_RAW_LINES: "1", TURNSTREAM_MAX_OUTPUT_LINES: "5000", TURNSTREAM_MAX_OUTPUT_MB: "64" }));
+  const set = compileWorkerOptions(
+    workerConfigFromEnv({
+      ...base,
+      TURNSTREAM_KEEP_RAW_LINES: "1",
+      TURNSTREAM_MAX_OUTPUT_LINES: "5000",
+      TURNSTREAM_MAX_OUTPUT_MB: "64",
+    }),
+  );
   assert.deepEqual([set.keepRawLines, set.maxOutputLines, set.maxOutputBytes], [true, 5000, 64 * 1024 * 1024]);
-  for (const [variable, bad] of [["TURNSTREAM_KEEP_RAW_LINES", "yes"], ["TURNSTREAM_MAX_OUTPUT_LINES", "0"], ["TURNSTREAM_MAX_OUTPUT_MB", "1.5"]] as const) {
-    assert.throws(() => workerConfigFromEnv({ ...base, [variable]: bad }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable);
+  for (const [variable, bad] of [
+    ["TURNSTREAM_KEEP_RAW_LINES", "yes"],
+    ["TURNSTREAM_MAX_OUTPUT_LINES", "0"],
+    ["TURNSTREAM_MAX_OUTPUT_MB", "1.5"],
+  ] as const) {
+    assert.throws(
+      () => workerConfigFromEnv({ ...base, [variable]: bad }),
+      (err: unknown) => err instanceof WorkerConfigError && err.variable === variable,
+    );
   }
 });
 
 test("one compile step: the environment's options become the settings a worker runs with, unset ones from the defaults", () => {
-  const cfg = workerConfigFromEnv({ ...base, TURNSTREAM_CONCURRENCY: "3", TURNSTREAM_LEASE_MS: "9000", TURNSTREAM_SNAPSHOT_CACHE_MB: "0", TURNSTREAM_INSTANCE_ID: "inst-7" });
+  const cfg = workerConfigFromEnv({
+    ...base,
+    TURNSTREAM_CONCURRENCY: "3",
+    TURNSTREAM_LEASE_MS: "9000",
+    TURNSTREAM_SNAPSHOT_CACHE_MB: "0",
+    TURNSTREAM_INSTANCE_ID: "inst-7",
+  });
   const settings = compileWorkerOptions(cfg);
   assert.deepEqual(
-    [settings.concurrency, settings.leaseMs, settings.snapshotCacheBytes, settings.lockDuration, settings.stalledInterval, settings.queueName, settings.logPrefix],
-    [3, 9000, 0, WORKER_DEFAULTS.lockDuration, WORKER_DEFAULTS.stalledInterval, WORKER_DEFAULTS.queueName, WORKER_DEFAULTS.logPrefix],
+    [
+      settings.concurrency,
+      settings.leaseMs,
+      settings.snapshotCacheBytes,
+      settings.lockDuration,
+      settings.stalledInterval,
+      settings.queueName,
+      settings.logPrefix,
+    ],
+    [
+      3,
+      9000,
+      0,
+      WORKER_DEFAULTS.lockDuration,
+      WORKER_DEFAULTS.stalledInterval,
+      WORKER_DEFAULTS.queueName,
+      WORKER_DEFAULTS.logPrefix,
+    ],
   );
   assert.equal(settings.instanceId, cfg.instanceId, "the environment's instance id is kept");
   assert.throws(() => compileWorkerOptions({ ...cfg, maxOutputLines: 0 }), /maxOutputLines must be a positive integer/);
-  assert.throws(() => compileWorkerOptions({ ...cfg, workspaceRoots: [] }), /workspaceRoots must list at least one directory/);
+  assert.throws(
+    () => compileWorkerOptions({ ...cfg, workspaceRoots: [] }),
+    /workspaceRoots must list at least one directory/,
+  );
 });
 
 test("TURNSTREAM_INSTANCE_ID and TURNSTREAM_SWEEP_INTERVAL_MS: unset until the worker claims an id; the interval is whole ms, 0 allowed", () => {
   const cfg = workerConfigFromEnv(base);
   assert.deepEqual([cfg.instanceId, cfg.sweepIntervalMs], [undefined, undefined]);
-  assert.deepEqual(workerConfigFromEnv({ ...base, TURNSTREAM_INSTANCE_ID: "pod-a", TURNSTREAM_SWEEP_INTERVAL_MS: "0" }).sweepIntervalMs, 0);
+  assert.deepEqual(
+    workerConfigFromEnv({ ...base, TURNSTREAM_INSTANCE_ID: "pod-a", TURNSTREAM_SWEEP_INTERVAL_MS: "0" })
+      .sweepIntervalMs,
+    0,
+  );
   assert.equal(workerConfigFromEnv({ ...base, TURNSTREAM_SWEEP_INTERVAL_MS: "60000" }).sweepIntervalMs, 60000);
-  for (const [variable, bad] of [["TURNSTREAM_SWEEP_INTERVAL_MS", "5m"], ["TURNSTREAM_SWEEP_INTERVAL_MS", "-1"], ["TURNSTREAM_INSTANCE_ID", "../x"]] as const) {
-    assert.throws(() => workerConfigFromEnv({ ...base, [variable]: bad }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable);
+  for (const [variable, bad] of [
+    ["TURNSTREAM_SWEEP_INTERVAL_MS", "5m"],
+    ["TURNSTREAM_SWEEP_INTERVAL_MS", "-1"],
+    ["TURNSTREAM_INSTANCE_ID", "../x"],
+  ] as const) {
+    assert.throws(
+      () => workerConfigFromEnv({ ...base, [variable]: bad }),
+      (err: unknown) => err instanceof WorkerConfigError && err.variable === variable,
+    );
   }
 });
 
 test("TURNSTREAM_TOOL_SANDBOX*: on with no network by default, the worker's own files unreadable; malformed values refused by name", () => {
   const cfg = compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_INSTANCE_ROOT: "/srv/ts" }));
   assert.deepEqual([cfg.toolSandbox.mode, cfg.toolSandbox.allowDomains], ["on", []]);
-  assert.ok(cfg.toolSandbox.denyRead.includes("/srv/ts"), "the instance root, where every run's home lives, is unreadable to tools");
-  const set = compileWorkerOptions(
-    workerConfigFromEnv({ ...base, TURNSTREAM_TOOL_SANDBOX: "off", TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS: "registry.npmjs.org,*.github.com", TURNSTREAM_TOOL_SANDBOX_DENY_READ: "/etc/ci:/opt/keys" }),
+  assert.ok(
+    cfg.toolSandbox.denyRead.includes("/srv/ts"),
+    "the instance root, where every run's home lives, is unreadable to tools",
   );
-  assert.deepEqual([set.toolSandbox.mode, set.toolSandbox.allowDomains], ["off", ["registry.npmjs.org", "*.github.com"]]);
+  const set = compileWorkerOptions(
+    workerConfigFromEnv({
+      ...base,
+      TURNSTREAM_TOOL_SANDBOX: "off",
+      TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS: "registry.npmjs.org,*.github.com",
+      TURNSTREAM_TOOL_SANDBOX_DENY_READ: "/etc/ci:/opt/keys",
+    }),
+  );
+  assert.deepEqual(
+    [set.toolSandbox.mode, set.toolSandbox.allowDomains],
+    ["off", ["registry.npmjs.org", "*.github.com"]],
+  );
   assert.ok(set.toolSandbox.denyRead.includes("/etc/ci") && set.toolSandbox.denyRead.includes("/opt/keys"));
   const refused = (env: Record<string, string>, variable: string) =>
-    assert.throws(() => workerConfigFromEnv({ ...base, ...env }), (err: unknown) => err instanceof WorkerConfigError && err.variable === variable);
+    assert.throws(
+      () => workerConfigFromEnv({ ...base, ...env }),
+      (err: unknown) => err instanceof WorkerConfigError && err.variable === variable,
+    );
   refused({ TURNSTREAM_TOOL_SANDBOX: "no" }, "TURNSTREAM_TOOL_SANDBOX");
   refused({ TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS: "https://evil.example" }, "TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS");
   refused({ TURNSTREAM_TOOL_SANDBOX_DENY_READ: "relative/path" }, "TURNSTREAM_TOOL_SANDBOX_DENY_READ");
@@ -98,9 +215,15 @@ test("TURNSTREAM_TOOL_SANDBOX*: on with no network by default, the worker's own 
 
 test("TURNSTREAM_GATEWAY: broker by default (runs never hold the model credential), passthrough by name, anything else refused", () => {
   assert.equal(compileWorkerOptions(workerConfigFromEnv(base)).gateway, "broker");
-  assert.equal(compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_GATEWAY: "passthrough" })).gateway, "passthrough");
+  assert.equal(
+    compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_GATEWAY: "passthrough" })).gateway,
+    "passthrough",
+  );
   assert.throws(
     () => workerConfigFromEnv({ ...base, TURNSTREAM_GATEWAY: "off" }),
-    (err: unknown) => err instanceof WorkerConfigError && err.variable === "TURNSTREAM_GATEWAY" && /broker.*passthrough/.test(err.message),
+    (err: unknown) =>
+      err instanceof WorkerConfigError &&
+      err.variable === "TURNSTREAM_GATEWAY" &&
+      /broker.*passthrough/.test(err.message),
   );
 });

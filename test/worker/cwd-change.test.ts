@@ -30,8 +30,17 @@ async function acrossCwds(warm: boolean): Promise<void> {
       const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
       assert.equal(res.status, "finished", JSON.stringify(res.event.data));
       const events = await r.events(t.session, t.turn);
-      const request = r.server.requests().filter((q) => q.kind === "messages").at(-1)!;
-      return { ...t, res, events, started: dataOf(events.find((e) => e.kind === "attempt.started")!), request: JSON.stringify(request.messages) };
+      const request = r.server
+        .requests()
+        .filter((q) => q.kind === "messages")
+        .at(-1)!;
+      return {
+        ...t,
+        res,
+        events,
+        started: dataOf(events.find((e) => e.kind === "attempt.started")!),
+        request: JSON.stringify(request.messages),
+      };
     };
     const one = await run("remember marker-of-turn-one", a);
     const two = await run("what did I ask? marker-of-turn-two", b, one.session);
@@ -44,7 +53,15 @@ async function acrossCwds(warm: boolean): Promise<void> {
     assert.equal(two.started["cwd"], b);
     assert.notEqual(two.res.cliSessionId, one.res.cliSessionId);
     const replaced = two.events.filter((e) => e.kind === "session.replayed").map(dataOf);
-    assert.deepEqual(replaced, [{ by: "worker", reason: "cwd_changed", turns: 0, previousCliSessionId: one.res.cliSessionId, cliSessionId: two.res.cliSessionId }]);
+    assert.deepEqual(replaced, [
+      {
+        by: "worker",
+        reason: "cwd_changed",
+        turns: 0,
+        previousCliSessionId: one.res.cliSessionId,
+        cliSessionId: two.res.cliSessionId,
+      },
+    ]);
     if (warm) assert.equal(two.started["warm"], "fingerprint_changed");
 
     assert.ok(three.request.includes("marker-of-turn-two"), "turn 3, in the same cwd as turn 2, continues it");
@@ -55,10 +72,19 @@ async function acrossCwds(warm: boolean): Promise<void> {
 
     // The log keeps the whole session, turn 1 included; a fresh CLI session's cost counts from 0.
     const s = fold(await r.events(one.session));
-    assert.deepEqual(s.transcript.turns.map((t) => t.prompt), ["remember marker-of-turn-one", "what did I ask? marker-of-turn-two", "and now? marker-of-turn-three"]);
-    assert.deepEqual(s.view.turns.map((t) => t.status), ["finished", "finished", "finished"]);
+    assert.deepEqual(
+      s.transcript.turns.map((t) => t.prompt),
+      ["remember marker-of-turn-one", "what did I ask? marker-of-turn-two", "and now? marker-of-turn-three"],
+    );
+    assert.deepEqual(
+      s.view.turns.map((t) => t.status),
+      ["finished", "finished", "finished"],
+    );
     const costs = s.view.turns.map((t) => t.attempts[0]!.costUsd);
-    assert.ok(costs.every((c) => c > 0 && Math.abs(c - costs[0]!) < 1e-12), `each turn costs the same: ${costs.join(", ")}`);
+    assert.ok(
+      costs.every((c) => c > 0 && Math.abs(c - costs[0]!) < 1e-12),
+      `each turn costs the same: ${costs.join(", ")}`,
+    );
   } finally {
     await r.dispose();
   }
@@ -83,10 +109,23 @@ after(async () => {
 
 test("a snapshot written before snapshots held their cwd and cost: both read from the attempt that wrote it", async () => {
   const s = `old-${randomBytes(4).toString("hex")}`;
-  const ev = (turn: string, attempt: number, kind: string, data: unknown): EventInput => ({ turn, attempt, kind, data });
+  const ev = (turn: string, attempt: number, kind: string, data: unknown): EventInput => ({
+    turn,
+    attempt,
+    kind,
+    data,
+  });
   await log.appendUnfenced(s, [ev("t1", 0, "turn.queued", { prompt: "hi", cwd: "/ws/old" })]);
   const { epoch } = await log.beginAttempt(s, "t1");
-  const result = (sid: string, total: number) => JSON.stringify({ type: "result", subtype: "success", is_error: false, session_id: sid, total_cost_usd: total, result: "ok" });
+  const result = (sid: string, total: number) =>
+    JSON.stringify({
+      type: "result",
+      subtype: "success",
+      is_error: false,
+      session_id: sid,
+      total_cost_usd: total,
+      result: "ok",
+    });
   await log.append(s, epoch, [
     ev("t1", 1, "attempt.started", { worker: "w", attempt: 1, cwd: "/ws/old" }),
     ev("t1", 1, "cli.line", { raw: result("cli-x", 0.25) }),
@@ -95,7 +134,9 @@ test("a snapshot written before snapshots held their cwd and cost: both read fro
   ]);
   // An unfenced event of a later turn lands between the attempt's start and its snapshot.
   await log.appendUnfenced(s, [ev("t2", 0, "turn.queued", { prompt: "next", cwd: "/ws/new" })]);
-  const { lastSeq } = await log.append(s, epoch, [ev("t1", 1, "session.snapshot", snapshotData(Buffer.from("file"), "cli-x", undefined))]);
+  const { lastSeq } = await log.append(s, epoch, [
+    ev("t1", 1, "session.snapshot", snapshotData(Buffer.from("file"), "cli-x", undefined)),
+  ]);
   assert.equal(await writerCwd(log, s, lastSeq), "/ws/old");
   assert.equal(await reportedTotalBefore(log, s, lastSeq, "cli-x"), 0.25, "that CLI session's total, not another's");
   assert.equal(await reportedTotalBefore(log, s, lastSeq, "cli-none"), undefined);

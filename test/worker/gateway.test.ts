@@ -26,7 +26,11 @@ const dumpTree = (file: string): string =>
 
 async function tryToken(file: string): Promise<number> {
   const [url, token] = readFileSync(file, "utf8").split("\n");
-  const res = await fetch(`${url}/v1/messages`, { method: "POST", headers: { "x-api-key": token!, "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [] }) });
+  const res = await fetch(`${url}/v1/messages`, {
+    method: "POST",
+    headers: { "x-api-key": token!, "content-type": "application/json" },
+    body: JSON.stringify({ model: "m", messages: [] }),
+  });
   const body = (await res.json()) as { error?: { type?: string } };
   if (res.status === 401) assert.equal(body.error?.type, "authentication_error");
   return res.status;
@@ -43,8 +47,16 @@ test("a brokered turn: no process of the run holds the worker's key; each call i
   const r = await rig(
     (ws: string) => ({
       responses: [
-        { content: [{ type: "tool_use", name: "Bash", input: { command: dumpTree(join(ws, ".gw")), description: "env" } }], usage: { input_tokens: 900, output_tokens: 30, cache_read_input_tokens: 200 } },
-        { content: [{ type: "text", text: "read" }], usage: { input_tokens: 1500, output_tokens: 20, cache_creation_input_tokens: 400 } },
+        {
+          content: [
+            { type: "tool_use", name: "Bash", input: { command: dumpTree(join(ws, ".gw")), description: "env" } },
+          ],
+          usage: { input_tokens: 900, output_tokens: 30, cache_read_input_tokens: 200 },
+        },
+        {
+          content: [{ type: "text", text: "read" }],
+          usage: { input_tokens: 1500, output_tokens: 20, cache_creation_input_tokens: 400 },
+        },
       ],
     }),
     { credential: key },
@@ -52,13 +64,28 @@ test("a brokered turn: no process of the run holds the worker's key; each call i
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   const logged: string[] = [];
-  const logger = { debug: (...a: unknown[]) => void logged.push(JSON.stringify(a)), info: (...a: unknown[]) => void logged.push(JSON.stringify(a)), warn: (...a: unknown[]) => void logged.push(JSON.stringify(a)), error: (...a: unknown[]) => void logged.push(JSON.stringify(a)) };
+  const logger = {
+    debug: (...a: unknown[]) => void logged.push(JSON.stringify(a)),
+    info: (...a: unknown[]) => void logged.push(JSON.stringify(a)),
+    warn: (...a: unknown[]) => void logged.push(JSON.stringify(a)),
+    error: (...a: unknown[]) => void logged.push(JSON.stringify(a)),
+  };
   try {
     // The tool sandbox off: its pid namespace would hide the CLI's environ from the tool, and the
     // gateway must hold where the sandbox does not.
     const toolSandbox = { mode: "off" as const };
-    r.worker({ tracer: provider.getTracer("test"), sandboxed: true, logger, runEnv: { ANTHROPIC_API_KEY: key }, toolSandbox });
-    const t = await r.producer.enqueueTurn({ prompt: "show the environment", cwd: r.ws, options: { skipPermissions: true, model: "claude-sonnet-4-5-20250929" } });
+    r.worker({
+      tracer: provider.getTracer("test"),
+      sandboxed: true,
+      logger,
+      runEnv: { ANTHROPIC_API_KEY: key },
+      toolSandbox,
+    });
+    const t = await r.producer.enqueueTurn({
+      prompt: "show the environment",
+      cwd: r.ws,
+      options: { skipPermissions: true, model: "claude-sonnet-4-5-20250929" },
+    });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 90_000 });
     // The model server answers only the worker's key: the turn finishing proves every call carried it.
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
@@ -77,15 +104,25 @@ test("a brokered turn: no process of the run holds the worker's key; each call i
     assert.equal(messages.length, 2, JSON.stringify(calls));
     const result = cliLines(events, 1).find((l) => l["type"] === "result")!;
     const usage = result["usage"] as Record<string, number>;
-    const sum = (k: string): number => messages.reduce((n, c) => n + ((c["usage"] as Record<string, number>)[k] ?? 0), 0);
-    for (const k of ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]) assert.equal(sum(k), usage[k], k);
+    const sum = (k: string): number =>
+      messages.reduce((n, c) => n + ((c["usage"] as Record<string, number>)[k] ?? 0), 0);
+    for (const k of ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"])
+      assert.equal(sum(k), usage[k], k);
     const cost = messages.reduce((n, c) => n + Number(c["costUsd"]), 0);
-    assert.ok(Math.abs(cost - Number(result["total_cost_usd"])) < 1e-9, `${cost} vs ${String(result["total_cost_usd"])}`);
+    assert.ok(
+      Math.abs(cost - Number(result["total_cost_usd"])) < 1e-9,
+      `${cost} vs ${String(result["total_cost_usd"])}`,
+    );
 
     // The read models (and replay, which folds the same way) count the same calls.
     const view = fold(await r.events(t.session)).view.turns[0]!.attempts[0]!;
     assert.equal(view.modelCalls.calls, calls.length);
-    assert.deepEqual(view.modelCalls.tokens, { input: usage["input_tokens"], output: usage["output_tokens"], cacheRead: usage["cache_read_input_tokens"], cacheCreation: usage["cache_creation_input_tokens"] });
+    assert.deepEqual(view.modelCalls.tokens, {
+      input: usage["input_tokens"],
+      output: usage["output_tokens"],
+      cacheRead: usage["cache_read_input_tokens"],
+      cacheCreation: usage["cache_creation_input_tokens"],
+    });
     assert.ok(Math.abs(view.modelCalls.costUsd - view.costUsd) < 1e-9);
 
     // A span per call, under the attempt span; none holds the key.
@@ -107,23 +144,47 @@ test("a brokered turn: no process of the run holds the worker's key; each call i
 test("a warm session keeps one token for its kept process, bound to each turn in turn and to none between them", async () => {
   const r = await rig((ws: string) => ({
     responses: [
-      { content: [{ type: "tool_use", name: "Bash", input: { command: dumpTree(join(ws, ".gw1")), description: "env" } }] },
+      {
+        content: [
+          { type: "tool_use", name: "Bash", input: { command: dumpTree(join(ws, ".gw1")), description: "env" } },
+        ],
+      },
       { content: [{ type: "text", text: "one" }] },
-      { content: [{ type: "tool_use", name: "Bash", input: { command: dumpTree(join(ws, ".gw2")), description: "env" } }] },
+      {
+        content: [
+          { type: "tool_use", name: "Bash", input: { command: dumpTree(join(ws, ".gw2")), description: "env" } },
+        ],
+      },
       { content: [{ type: "text", text: "two" }] },
     ],
   }));
   try {
     r.worker({ sandboxed: true });
-    const a = await r.producer.enqueueTurn({ prompt: "first", cwd: r.ws, options: { skipPermissions: true, warm: true } });
+    const a = await r.producer.enqueueTurn({
+      prompt: "first",
+      cwd: r.ws,
+      options: { skipPermissions: true, warm: true },
+    });
     assert.equal((await r.producer.waitForTurn(a.turn, { timeoutMs: 90_000 })).status, "finished");
     // Kept, idle: its token is bound to no turn, so nothing can use it between turns.
     assert.equal(await tryToken(join(r.ws, ".gw1")), 401);
-    const b = await r.producer.enqueueTurn({ session: a.session, prompt: "second", cwd: r.ws, options: { skipPermissions: true, warm: true } });
+    const b = await r.producer.enqueueTurn({
+      session: a.session,
+      prompt: "second",
+      cwd: r.ws,
+      options: { skipPermissions: true, warm: true },
+    });
     assert.equal((await r.producer.waitForTurn(b.turn, { timeoutMs: 90_000 })).status, "finished");
     const events = await r.events(a.session);
-    assert.deepEqual(events.filter((e) => e.kind === "attempt.started").map((e) => dataOf(e)["warm"]), ["none", "warm"]);
-    assert.equal(readFileSync(join(r.ws, ".gw1"), "utf8"), readFileSync(join(r.ws, ".gw2"), "utf8"), "the kept process has one token");
+    assert.deepEqual(
+      events.filter((e) => e.kind === "attempt.started").map((e) => dataOf(e)["warm"]),
+      ["none", "warm"],
+    );
+    assert.equal(
+      readFileSync(join(r.ws, ".gw1"), "utf8"),
+      readFileSync(join(r.ws, ".gw2"), "utf8"),
+      "the kept process has one token",
+    );
     const callsOf = (turn: string): number => events.filter((e) => e.kind === "model.call" && e.turn === turn).length;
     assert.equal(callsOf(a.turn), 2);
     assert.equal(callsOf(b.turn), 2);
@@ -137,9 +198,20 @@ test("Bedrock, Vertex and Foundry cannot be brokered: the worker refuses to star
   try {
     assert.throws(
       () => r.worker({ runEnv: { CLAUDE_CODE_USE_BEDROCK: "1" } }),
-      (err: unknown) => err instanceof WorkerConfigError && err.variable === "CLAUDE_CODE_USE_BEDROCK" && /TURNSTREAM_GATEWAY=passthrough/.test(err.message),
+      (err: unknown) =>
+        err instanceof WorkerConfigError &&
+        err.variable === "CLAUDE_CODE_USE_BEDROCK" &&
+        /TURNSTREAM_GATEWAY=passthrough/.test(err.message),
     );
-    const w = startTurnWorker({ redis: r.redis, workspaceRoots: [r.ws], logPrefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix, autorun: false, gateway: "passthrough", runEnv: { CLAUDE_CODE_USE_VERTEX: "1" } });
+    const w = startTurnWorker({
+      redis: r.redis,
+      workspaceRoots: [r.ws],
+      logPrefix: r.space.logPrefix,
+      queuePrefix: r.space.queuePrefix,
+      autorun: false,
+      gateway: "passthrough",
+      runEnv: { CLAUDE_CODE_USE_VERTEX: "1" },
+    });
     await w.close({ graceMs: 100 });
   } finally {
     await r.dispose();
@@ -150,7 +222,10 @@ test("a worker with no credential for its gateway fails the turn as auth, saying
   const r = await rig({ responses: [{ content: [{ type: "text", text: "never" }] }] });
   try {
     const empty = r.space.dir("no-operator");
-    r.worker({ runEnv: { ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: "", CLAUDE_CODE_OAUTH_TOKEN: "" }, secretEnv: { CLAUDE_CONFIG_DIR: empty } });
+    r.worker({
+      runEnv: { ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: "", CLAUDE_CODE_OAUTH_TOKEN: "" },
+      secretEnv: { CLAUDE_CONFIG_DIR: empty },
+    });
     const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
     assert.equal(res.status, "failed");

@@ -47,13 +47,34 @@ test("env overlay: names that reach the CLI's gates are refused at enqueue, nami
         return true;
       });
     }
-    await assert.rejects(enqueueWith({ PATH: "/x" }), /the worker sets it from its own configuration/, "says where it comes from");
-    await assert.rejects(enqueueWith({ CLAUDE_CODE_MAX_RETRIES: "2" }), /exact name in TURNSTREAM_JOB_ENV_ALLOW/, "a tuning name only where listed");
-    await assert.rejects(enqueueWith({ GREETING: "hello" }), /add it to TURNSTREAM_JOB_ENV_ALLOW/, "a name nobody listed");
+    await assert.rejects(
+      enqueueWith({ PATH: "/x" }),
+      /the worker sets it from its own configuration/,
+      "says where it comes from",
+    );
+    await assert.rejects(
+      enqueueWith({ CLAUDE_CODE_MAX_RETRIES: "2" }),
+      /exact name in TURNSTREAM_JOB_ENV_ALLOW/,
+      "a tuning name only where listed",
+    );
+    await assert.rejects(
+      enqueueWith({ GREETING: "hello" }),
+      /add it to TURNSTREAM_JOB_ENV_ALLOW/,
+      "a name nobody listed",
+    );
     assert.throws(() => createProducer({ redis, allowEnv: ["NODE_OPTIONS"] }), /NODE_OPTIONS cannot be allowed/);
     assert.throws(() => createProducer({ redis, allowEnv: ["PATH"] }), /PATH cannot be allowed/);
-    const allowing = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, allowEnv: ["CLAUDE_CODE_MAX_RETRIES", "GREETING"] });
-    await allowing.enqueueTurn({ prompt: "hi", cwd, options: { env: { CLAUDE_CODE_MAX_RETRIES: "2", GREETING: "hello" } } });
+    const allowing = createProducer({
+      redis,
+      logPrefix: space.logPrefix,
+      queuePrefix: space.queuePrefix,
+      allowEnv: ["CLAUDE_CODE_MAX_RETRIES", "GREETING"],
+    });
+    await allowing.enqueueTurn({
+      prompt: "hi",
+      cwd,
+      options: { env: { CLAUDE_CODE_MAX_RETRIES: "2", GREETING: "hello" } },
+    });
     await allowing.close();
   } finally {
     await producer.close();
@@ -70,7 +91,16 @@ test("a job that skipped the producer with NODE_OPTIONS in its env: the worker f
     const session = `direct-${r.space.id}`;
     const turn = "t_directjob000001";
     await r.producer.order.register(session, turn, undefined);
-    const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: r.ws, queuedSeq: 0, enqueuedAt: new Date().toISOString(), options: { env: { NODE_OPTIONS: "--import=data:text/javascript,0" } } };
+    const job = {
+      v: JOB_VERSION,
+      session,
+      turn,
+      prompt: "hi",
+      cwd: r.ws,
+      queuedSeq: 0,
+      enqueuedAt: new Date().toISOString(),
+      options: { env: { NODE_OPTIONS: "--import=data:text/javascript,0" } },
+    };
     await r.producer.queue.add("turn", job, { jobId: turn });
     assert.match((await failed).message, /NODE_OPTIONS may not be set by a job/);
     const end = (await r.events(session)).find((e) => e.kind === "turn.failed");
@@ -86,7 +116,11 @@ test("permissionMode bypassPermissions is gated like skipPermissions: as root it
   const marker = join(r.ws, "bypassed");
   try {
     r.worker({ sandboxed: false });
-    const t = await r.producer.enqueueTurn({ prompt: `touch ${marker}`, cwd: r.ws, options: { permissionMode: "bypassPermissions" } });
+    const t = await r.producer.enqueueTurn({
+      prompt: `touch ${marker}`,
+      cwd: r.ws,
+      options: { permissionMode: "bypassPermissions" },
+    });
     const result = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
     if (asRoot) {
       assert.equal(result.status, "failed");
@@ -105,13 +139,22 @@ test("IS_SANDBOX reaches a run only with sandboxed: true, whatever env it inheri
   const server = await startModelServer({
     script: {
       responses: [
-        { content: [{ type: "tool_use", name: "Bash", input: { command: 'echo "sandbox=[$IS_SANDBOX]"', description: "look" } }] },
+        {
+          content: [
+            { type: "tool_use", name: "Bash", input: { command: 'echo "sandbox=[$IS_SANDBOX]"', description: "look" } },
+          ],
+        },
         { content: [{ type: "text", text: "looked" }] },
       ],
     },
   });
   try {
-    const turn = runTurn({ cwd: process.cwd(), prompt: "look", env: { ...hermeticEnv(server.url), IS_SANDBOX: "1" }, allowedTools: ["Bash"] });
+    const turn = runTurn({
+      cwd: process.cwd(),
+      prompt: "look",
+      env: { ...hermeticEnv(server.url), IS_SANDBOX: "1" },
+      allowedTools: ["Bash"],
+    });
     const results: string[] = [];
     for await (const l of turn.lines) {
       if (l.category !== "known" || l.line["type"] !== "user") continue;
@@ -121,7 +164,11 @@ test("IS_SANDBOX reaches a run only with sandboxed: true, whatever env it inheri
     assert.equal(results.length, 1, "the command ran once");
     assert.match(results[0]!, /sandbox=\[\]/, "IS_SANDBOX was not in the tool's env");
     if (asRoot) {
-      assert.throws(() => runTurn({ cwd: process.cwd(), prompt: "x", env: { IS_SANDBOX: "1" }, permissionMode: "bypassPermissions" }), /sandboxed: true/);
+      assert.throws(
+        () =>
+          runTurn({ cwd: process.cwd(), prompt: "x", env: { IS_SANDBOX: "1" }, permissionMode: "bypassPermissions" }),
+        /sandboxed: true/,
+      );
     }
   } finally {
     await server.close();
@@ -130,28 +177,42 @@ test("IS_SANDBOX reaches a run only with sandboxed: true, whatever env it inheri
 
 test("supervised turn in a workspace whose settings switch hooks off and allow Bash: the hub is still asked, nothing runs", async () => {
   const r = await rig({
-    responses: [{ content: [{ type: "tool_use", name: "Bash", input: { command: "id", description: "who am I" } }] }, { content: [{ type: "text", text: "ok" }] }],
+    responses: [
+      { content: [{ type: "tool_use", name: "Bash", input: { command: "id", description: "who am I" } }] },
+      { content: [{ type: "text", text: "ok" }] },
+    ],
   });
   const hookRan = join(r.space.root, "workspace-hook-ran");
   mkdirSync(join(r.ws, ".claude"), { recursive: true });
   writeFileSync(
     join(r.ws, ".claude", "settings.json"),
-    JSON.stringify({ disableAllHooks: true, permissions: { allow: ["Bash"] }, hooks: { PreToolUse: [{ hooks: [{ type: "command", command: `touch ${hookRan}` }] }] } }),
+    JSON.stringify({
+      disableAllHooks: true,
+      permissions: { allow: ["Bash"] },
+      hooks: { PreToolUse: [{ hooks: [{ type: "command", command: `touch ${hookRan}` }] }] },
+    }),
   );
   try {
     r.worker({ operatorKeys: [OPERATOR.publicKey] });
     const t = await r.producer.enqueueTurn({ prompt: "who am I", cwd: r.ws, options: { supervised: true } });
     let requested: Record<string, unknown> | undefined;
-    await waitUntil(async () => {
-      requested = (await readAll(r.producer.log, t.session)).find((e) => e.kind === "decision.requested")?.data as Record<string, unknown> | undefined;
-      return requested !== undefined;
-    }, 30_000, "decision.requested");
+    await waitUntil(
+      async () => {
+        requested = (await readAll(r.producer.log, t.session)).find((e) => e.kind === "decision.requested")?.data as
+          Record<string, unknown> | undefined;
+        return requested !== undefined;
+      },
+      30_000,
+      "decision.requested",
+    );
     assert.equal(requested!["tool"], "Bash");
     assert.equal(existsSync(hookRan), false, "the workspace's own hook did not run");
     await r.producer.cancelTurn(t.turn);
     const result = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
     assert.equal(result.status, "cancelled");
-    const toolResults = (await r.events(t.session)).filter((e) => e.kind === "cli.line" && String((e.data as { raw: string }).raw).includes('"tool_result"'));
+    const toolResults = (await r.events(t.session)).filter(
+      (e) => e.kind === "cli.line" && String((e.data as { raw: string }).raw).includes('"tool_result"'),
+    );
     assert.equal(toolResults.length, 0, "Bash never ran: no tool result before the cancel");
   } finally {
     await r.dispose();
@@ -159,10 +220,15 @@ test("supervised turn in a workspace whose settings switch hooks off and allow B
 });
 
 test("trustWorkspace is honoured only on a worker whose policy allows it, and never with supervision", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "one" }] }, { content: [{ type: "text", text: "two" }] }] });
+  const r = await rig({
+    responses: [{ content: [{ type: "text", text: "one" }] }, { content: [{ type: "text", text: "two" }] }],
+  });
   const hookRan = join(r.space.root, "session-start-ran");
   mkdirSync(join(r.ws, ".claude"), { recursive: true });
-  writeFileSync(join(r.ws, ".claude", "settings.json"), JSON.stringify({ hooks: { SessionStart: [{ hooks: [{ type: "command", command: `touch ${hookRan}` }] }] } }));
+  writeFileSync(
+    join(r.ws, ".claude", "settings.json"),
+    JSON.stringify({ hooks: { SessionStart: [{ hooks: [{ type: "command", command: `touch ${hookRan}` }] }] } }),
+  );
   try {
     await assert.rejects(
       r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { trustWorkspace: true, supervised: true } }),
@@ -172,7 +238,10 @@ test("trustWorkspace is honoured only on a worker whose policy allows it, and ne
     const refused = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { trustWorkspace: true } });
     const first = await r.producer.waitForTurn(refused.turn, { timeoutMs: 30_000 });
     assert.equal(first.errorKind, "bad_options");
-    assert.match(String((first.event.data as { error?: { message?: string } }).error?.message), /TURNSTREAM_WORKSPACE_TRUST=job/);
+    assert.match(
+      String((first.event.data as { error?: { message?: string } }).error?.message),
+      /TURNSTREAM_WORKSPACE_TRUST=job/,
+    );
     assert.equal(existsSync(hookRan), false);
     await strict.close({ graceMs: 1000 });
 

@@ -12,7 +12,11 @@ import { cleanupKeys, cliEnv, readAll, redisFor, testSpace, waitUntil } from "./
 
 test("in-process worker: two turns of one session, the second resumes the first", async () => {
   const space = testSpace();
-  const server = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "noted" }] }, { content: [{ type: "text", text: "it was 42" }] }] } });
+  const server = await startModelServer({
+    script: {
+      responses: [{ content: [{ type: "text", text: "noted" }] }, { content: [{ type: "text", text: "it was 42" }] }],
+    },
+  });
   const redis = redisFor();
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
   const worker = startTurnWorker({
@@ -36,20 +40,39 @@ test("in-process worker: two turns of one session, the second resumes the first"
     assert.equal(r1.resultText, "noted");
     assert.equal(r2.resultText, "it was 42");
     assert.equal(r2.cliSessionId, r1.cliSessionId);
-    assert.ok(seen.includes("attempt.started") && seen.includes("cli.line") && seen.includes("session.snapshot"), seen.join(","));
+    assert.ok(
+      seen.includes("attempt.started") && seen.includes("cli.line") && seen.includes("session.snapshot"),
+      seen.join(","),
+    );
     const reqs = server.requests().filter((r) => r.kind === "messages");
     assert.ok(JSON.stringify(reqs.at(-1)!.messages).includes("remember 42-marker"));
     const events = await readAll(producer.log, a.session);
     const kinds = events.map((e) => `${e.turn === a.turn ? 1 : 2}:${e.kind}`);
     assert.ok(kinds.indexOf("2:attempt.started") > kinds.indexOf("1:turn.finished"), kinds.join(" "));
     // Every attempt records the version of the CLI that ran it: the pinned package's, read once by the worker.
-    const pinned = (JSON.parse(readFileSync(join("node_modules", "@anthropic-ai", "claude-code", "package.json"), "utf8")) as { version: string }).version;
-    const starts = events.filter((e) => e.kind === "attempt.started").map((e) => dataOf("attempt.started", e.data)?.cliVersion);
+    const pinned = (
+      JSON.parse(readFileSync(join("node_modules", "@anthropic-ai", "claude-code", "package.json"), "utf8")) as {
+        version: string;
+      }
+    ).version;
+    const starts = events
+      .filter((e) => e.kind === "attempt.started")
+      .map((e) => dataOf("attempt.started", e.data)?.cliVersion);
     assert.deepEqual(starts, [pinned, pinned]);
-    const init = events.map((e) => (e.kind === "cli.line" ? (JSON.parse(String(dataOf("cli.line", e.data)?.raw)) as Record<string, unknown>) : undefined)).find((l) => l?.["subtype"] === "init");
+    const init = events
+      .map((e) =>
+        e.kind === "cli.line"
+          ? (JSON.parse(String(dataOf("cli.line", e.data)?.raw)) as Record<string, unknown>)
+          : undefined,
+      )
+      .find((l) => l?.["subtype"] === "init");
     assert.equal(init?.["claude_code_version"], pinned, "the version the CLI itself reports");
     // The worker pops the turn right after its terminal event is in the log.
-    await waitUntil(async () => (await producer.order.pending(a.session)).length === 0, 5000, "the session's pending list to empty");
+    await waitUntil(
+      async () => (await producer.order.pending(a.session)).length === 0,
+      5000,
+      "the session's pending list to empty",
+    );
   } finally {
     await worker.close({ graceMs: 1000 });
     await producer.close();

@@ -43,9 +43,15 @@ test("enqueue: each attack variable, and a name nobody listed, refused naming op
     for (const name of Object.keys(ATTACKS)) await refused(name, fromWorker);
     await refused("https_proxy", /through another server/);
     await refused("GREETING", /ask the worker operator to add it to TURNSTREAM_JOB_ENV_ALLOW/);
-    await refused("CLAUDE_CODE_MAX_RETRIES", /lists CLAUDE_CODE_MAX_RETRIES by its exact name in TURNSTREAM_JOB_ENV_ALLOW/);
+    await refused(
+      "CLAUDE_CODE_MAX_RETRIES",
+      /lists CLAUDE_CODE_MAX_RETRIES by its exact name in TURNSTREAM_JOB_ENV_ALLOW/,
+    );
     // A reference's target name meets the same list.
-    const references = [["NODE_OPTIONS", /loads code/], ["GITHUB_TOKEN", /add it to TURNSTREAM_JOB_ENV_ALLOW/]] as const;
+    const references = [
+      ["NODE_OPTIONS", /loads code/],
+      ["GITHUB_TOKEN", /add it to TURNSTREAM_JOB_ENV_ALLOW/],
+    ] as const;
     for (const [name, why] of references) {
       const env = { [name]: { fromEnv: "WORKER_VALUE" } };
       await assert.rejects(producer.enqueueTurn({ prompt: "hi", cwd, options: { env } }), why, name);
@@ -69,7 +75,8 @@ test("an operator's pattern admits what it says and nothing else; nothing reache
   const cwd = space.workspace();
   const enqueue = (name: string) => producer.enqueueTurn({ prompt: "hi", cwd, options: { env: { [name]: "x" } } });
   try {
-    for (const name of ["GITHUB_REPOSITORY", "GITHUB_RUN_ATTEMPT", "DEPLOY_TARGET", "CLAUDE_CODE_MAX_RETRIES"]) await enqueue(name);
+    for (const name of ["GITHUB_REPOSITORY", "GITHUB_RUN_ATTEMPT", "DEPLOY_TARGET", "CLAUDE_CODE_MAX_RETRIES"])
+      await enqueue(name);
     // Outside the patterns, the default the list replaced included.
     for (const name of ["DEPLOY", "DEPLOYX", "deploy_target", "LANG", "CI"]) {
       await assert.rejects(enqueue(name), /add it to TURNSTREAM_JOB_ENV_ALLOW/, name);
@@ -78,7 +85,10 @@ test("an operator's pattern admits what it says and nothing else; nothing reache
     for (const name of ["GITHUB_ENV", "GITHUB_WORKSPACE", "GITHUB_API_URL"]) {
       await assert.rejects(enqueue(name), /may not be set by a job/, name);
     }
-    assert.throws(() => createProducer({ redis, jobEnvAllow: ["BUN_OPTIONS"] }), /BUN_OPTIONS cannot be allowed: it loads code/);
+    assert.throws(
+      () => createProducer({ redis, jobEnvAllow: ["BUN_OPTIONS"] }),
+      /BUN_OPTIONS cannot be allowed: it loads code/,
+    );
     assert.throws(() => createProducer({ redis, jobEnvAllow: ["HTTPS_PROXY"] }), /HTTPS_PROXY cannot be allowed/);
     assert.throws(() => createProducer({ redis, allowEnv: ["CLAUDE_*"] }), /CLAUDE_\* cannot be allowed/);
   } finally {
@@ -92,7 +102,12 @@ test("an operator's pattern admits what it says and nothing else; nothing reache
 type Failures = Map<string, (err: Error) => void>;
 
 /** Adds a job straight to the queue, skipping the producer's checks; resolves with the worker's failure and its kind. */
-async function directJob(r: Rig, failures: Failures, env: Record<string, string>, n: number): Promise<{ message: string; kind: unknown }> {
+async function directJob(
+  r: Rig,
+  failures: Failures,
+  env: Record<string, string>,
+  n: number,
+): Promise<{ message: string; kind: unknown }> {
   const session = `direct-${r.space.id}-${n}`;
   const turn = `t_directenv${String(n).padStart(6, "0")}`;
   const failed = new Promise<Error>((resolve) => failures.set(turn, resolve));
@@ -211,7 +226,13 @@ test("`turnstream worker`: TURNSTREAM_RUN_ENV and allowed names reach a tool; RE
     for (const name of ["OPERATOR_SETTING", "DEPLOY_TARGET", "GITHUB_SHA", "PATH"]) {
       assert.ok(names.has(name), `${name} reached the tool`);
     }
-    const workerOnly = ["REDIS_URL", "TURNSTREAM_CANARY_SECRET", "UNRELATED_WORKER_VAR", "TURNSTREAM_PREFIX", "LOG_LEVEL"];
+    const workerOnly = [
+      "REDIS_URL",
+      "TURNSTREAM_CANARY_SECRET",
+      "UNRELATED_WORKER_VAR",
+      "TURNSTREAM_PREFIX",
+      "LOG_LEVEL",
+    ];
     for (const name of [...workerOnly, "TURNSTREAM_WORKSPACE_ROOTS"]) {
       assert.ok(!names.has(name), `${name} of the worker's env stayed out`);
     }
@@ -221,7 +242,16 @@ test("`turnstream worker`: TURNSTREAM_RUN_ENV and allowed names reach a tool; RE
 });
 
 // What the CLI and bash themselves put in a Bash tool's environment (besides the CLI's own CLAUDE* names).
-const CLI_SHELL_NAMES = new Set(["PWD", "OLDPWD", "SHLVL", "_", "SHELL", "AI_AGENT", "GIT_EDITOR", "COREPACK_ENABLE_AUTO_PIN"]);
+const CLI_SHELL_NAMES = new Set([
+  "PWD",
+  "OLDPWD",
+  "SHLVL",
+  "_",
+  "SHELL",
+  "AI_AGENT",
+  "GIT_EDITOR",
+  "COREPACK_ENABLE_AUTO_PIN",
+]);
 CLI_SHELL_NAMES.add("NoDefaultCurrentDirectoryInExePath");
 
 test("the library's runTurn: an overlay naming another program as CLAUDE_BIN does not choose the binary", async () => {

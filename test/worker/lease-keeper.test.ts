@@ -7,7 +7,10 @@ import { LeaseKeeper } from "../../src/worker/lease-keeper.ts";
 import type { StopReason } from "../../src/worker/index.ts";
 
 /** A keeper over a fake order whose n-th renew answers `answers[n]` (the last one repeats); resolves with the first stop. */
-function keep(leaseMs: number, answers: Array<() => Promise<"ok" | "lost" | "cancelled">>): { stopped: Promise<StopReason>; renews: number[]; keeper: LeaseKeeper } {
+function keep(
+  leaseMs: number,
+  answers: Array<() => Promise<"ok" | "lost" | "cancelled">>,
+): { stopped: Promise<StopReason>; renews: number[]; keeper: LeaseKeeper } {
   const renews: number[] = [];
   const started = Date.now();
   let resolveStop!: (r: StopReason) => void;

@@ -27,14 +27,24 @@ after(async () => {
   redis.disconnect();
 });
 
-const ev = (turn: string, attempt: number, kind: string, data: unknown = {}): EventInput => ({ turn, attempt, kind, data });
+const ev = (turn: string, attempt: number, kind: string, data: unknown = {}): EventInput => ({
+  turn,
+  attempt,
+  kind,
+  data,
+});
 const snapshot = (id: string, text: string) => snapshotData(Buffer.from(text), id, undefined);
 
 test("the latest snapshot is found many entries back; earlier ones and other kinds are passed over", async () => {
   const s = `scan-${randomBytes(4).toString("hex")}`;
   const { epoch } = await log.beginAttempt(s, "t1");
-  await log.append(s, epoch, [ev("t1", 1, "session.snapshot", snapshot("old-id", "old")), ev("t1", 1, "session.snapshot", snapshot("cli-1", "newest"))]);
-  const lines = Array.from({ length: 300 }, (_, i) => ev("t1", 1, "cli.line", { raw: `{"n":${i},"kind":"session.snapshot"}` }));
+  await log.append(s, epoch, [
+    ev("t1", 1, "session.snapshot", snapshot("old-id", "old")),
+    ev("t1", 1, "session.snapshot", snapshot("cli-1", "newest")),
+  ]);
+  const lines = Array.from({ length: 300 }, (_, i) =>
+    ev("t1", 1, "cli.line", { raw: `{"n":${i},"kind":"session.snapshot"}` }),
+  );
   await log.append(s, epoch, [...lines, ev("t1", 1, "turn.finished", { attempt: 1, cliSessionId: "cli-1" })]);
   const snap = await latestSnapshot(log, s);
   assert.equal(snap?.cliSessionId, "cli-1");
@@ -49,12 +59,19 @@ test("beginAttempt says where the latest snapshot is, so a new attempt reads no 
   const first = await log.beginAttempt(s, "t1");
   assert.equal(first.lastSnapshot, null, "a session created with this log version and no snapshot yet");
   assert.equal(await latestSnapshot(log, s, undefined, first.lastSnapshot), undefined);
-  await log.append(s, first.epoch, [ev("t1", 1, "session.snapshot", snapshot("cli-a", "one")), ev("t1", 1, "session.snapshot", snapshot("cli-b", "two"))]);
+  await log.append(s, first.epoch, [
+    ev("t1", 1, "session.snapshot", snapshot("cli-a", "one")),
+    ev("t1", 1, "session.snapshot", snapshot("cli-b", "two")),
+  ]);
   await log.append(s, first.epoch, [ev("t1", 1, "turn.finished", { attempt: 1 })]);
   const second = await log.beginAttempt(s, "t2");
   const stored: Envelope[] = [];
   for await (const e of log.read(s, { fromSeq: 3, toSeq: 3 })) stored.push(e);
-  assert.deepEqual(second.lastSnapshot, { seq: 3, epoch: first.epoch, at: stored[0]!.at }, "the later of the two, with the epoch and time the cache checks");
+  assert.deepEqual(
+    second.lastSnapshot,
+    { seq: 3, epoch: first.epoch, at: stored[0]!.at },
+    "the later of the two, with the epoch and time the cache checks",
+  );
   const viaPointer = await latestSnapshot(log, s, undefined, second.lastSnapshot);
   const viaScan = await latestSnapshot(log, s);
   assert.equal(viaPointer?.bytes.toString(), "two");
@@ -76,10 +93,20 @@ test("beginAttempt says where the latest snapshot is, so a new attempt reads no 
   const afterForeign = await log.beginAttempt(s, "t3");
   assert.equal(afterForeign.lastSnapshot, undefined, "the pointer was dropped, not trusted again");
   assert.equal((await latestSnapshot(log, s, undefined, afterForeign.lastSnapshot))?.bytes.toString(), "three");
-  await log.append(s, afterForeign.epoch, [ev("t3", afterForeign.attempt, "session.snapshot", snapshot("cli-d", "four"))]);
+  await log.append(s, afterForeign.epoch, [
+    ev("t3", afterForeign.attempt, "session.snapshot", snapshot("cli-d", "four")),
+  ]);
   assert.notEqual((await log.beginAttempt(s, "t3")).lastSnapshot, undefined, "the next snapshot sets it again");
   // A snapshot envelope whose head the script cannot read: the pointer is dropped, not left behind.
-  await log.appendEncoded(s, null, [{ kind: "session.snapshot", env: JSON.stringify({ kind: "session.snapshot", v: 1 }), raw: undefined, blob: undefined, bytes: 40 }]);
+  await log.appendEncoded(s, null, [
+    {
+      kind: "session.snapshot",
+      env: JSON.stringify({ kind: "session.snapshot", v: 1 }),
+      raw: undefined,
+      blob: undefined,
+      bytes: 40,
+    },
+  ]);
   assert.equal((await log.beginAttempt(s, "t2")).lastSnapshot, undefined);
   // A session from before the pointer existed (no `snap` at all): found by the scan.
   await redis.hdel(meta, "snap");
@@ -113,7 +140,7 @@ test("dangling attempts: begun and never ended (with or without attempt.started)
 test("snapshots: a growing session file is stored as deltas, restored whole, and stored whole again every so often", async () => {
   const s = `scan-${randomBytes(4).toString("hex")}`;
   const { epoch } = await log.beginAttempt(s, "t1");
-  let file = Buffer.from(`${"{\"type\":\"attachment\",\"big\":\"" + "x".repeat(20000)}"}\n`);
+  let file = Buffer.from(`${'{"type":"attachment","big":"' + "x".repeat(20000)}"}\n`);
   let restored: Snapshot | undefined;
   const stored: number[] = [];
   for (let turn = 1; turn <= MAX_SNAPSHOT_DEPTH + 3; turn++) {
@@ -175,12 +202,16 @@ test("snapshot cache: the latest snapshot comes from memory only when epoch and 
   assert.equal(hit?.seq, seq + 1);
   // Same epoch, another time (a session deleted and begun again under its id): not taken from memory.
   const other = Buffer.from("another conversation\n");
-  await log.append(s, epoch, [{ ...ev("t1", 1, "session.snapshot", snapshotData(other, "cli-2", undefined)), at: "2026-12-03T08:00:01.000Z" }]);
+  await log.append(s, epoch, [
+    { ...ev("t1", 1, "session.snapshot", snapshotData(other, "cli-2", undefined)), at: "2026-12-03T08:00:01.000Z" },
+  ]);
   assert.equal((await latestSnapshot(log, s, cache))?.bytes.toString(), "another conversation\n");
   // A later attempt's snapshot is a miss for what the earlier attempt cached.
   const { epoch: e2 } = await log.beginAttempt(s, "t2");
   cache.set(s, epoch, at, { seq: 0, cliSessionId: "cli-1", bytes: first, depth: 0 });
-  await log.append(s, e2, [{ ...ev("t2", 1, "session.snapshot", snapshotData(Buffer.from("turn two\n"), "cli-3", undefined)), at }]);
+  await log.append(s, e2, [
+    { ...ev("t2", 1, "session.snapshot", snapshotData(Buffer.from("turn two\n"), "cli-3", undefined)), at },
+  ]);
   assert.equal((await latestSnapshot(log, s, cache))?.bytes.toString(), "turn two\n");
 });
 

@@ -15,7 +15,11 @@ test("worker log lines: ids of the attempt span inside the attempt, none outside
   const exporter = new InMemorySpanExporter();
   const telemetry = startTelemetry({ scrubber, exporter, processor: "simple", env: {} });
   const lines: Record<string, unknown>[] = [];
-  const logger = createLogger({ scrubber, level: "debug", destination: { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) } });
+  const logger = createLogger({
+    scrubber,
+    level: "debug",
+    destination: { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
+  });
   const r = await rig({
     responses: [
       { content: [{ type: "tool_use", name: "Bash", input: { command: "echo log-ids", description: "echo" } }] },
@@ -34,7 +38,11 @@ test("worker log lines: ids of the attempt span inside the attempt, none outside
     assert.ok(attempt !== undefined, "the attempt span was exported");
     const { traceId, spanId } = attempt.spanContext();
     const started = events.find((e) => e.kind === "attempt.started");
-    assert.equal((dataOf(started!)["trace"] as { spanId: string }).spanId, spanId, "attempt.started names the same span");
+    assert.equal(
+      (dataOf(started!)["trace"] as { spanId: string }).spanId,
+      spanId,
+      "attempt.started names the same span",
+    );
 
     // The CLI's spawn is logged by the attempt (debug): it must carry the attempt span's ids.
     const spawned = lines.filter((l) => l["msg"] === "spawning claude");
@@ -44,7 +52,10 @@ test("worker log lines: ids of the attempt span inside the attempt, none outside
     assert.equal(spawned[0]!["trace_flags"], "01");
     // Every line with ids names this attempt's span (there was one attempt, and no other trace).
     const withIds = lines.filter((l) => "trace_id" in l);
-    assert.ok(withIds.every((l) => l["trace_id"] === traceId && l["span_id"] === spanId), JSON.stringify(withIds));
+    assert.ok(
+      withIds.every((l) => l["trace_id"] === traceId && l["span_id"] === spanId),
+      JSON.stringify(withIds),
+    );
     // The worker's shutdown runs outside any turn.
     const shutdown = lines.find((l) => l["msg"] === "worker shutting down");
     assert.ok(shutdown !== undefined, JSON.stringify(lines.map((l) => l["msg"])));
@@ -55,7 +66,6 @@ test("worker log lines: ids of the attempt span inside the attempt, none outside
     await telemetry.shutdown();
   }
 });
-
 
 /** trace and span id of every span named `name` in the receiver's OTLP/JSON requests. */
 function exportedSpans(receiver: OtlpReceiver, name: string): { traceId: string; spanId: string }[] {

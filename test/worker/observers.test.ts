@@ -37,15 +37,22 @@ test("observers: one context per attempt, every event in log order, and a scrub 
   };
   try {
     r.worker({ retry: { baseMs: 100, maxMs: 500 }, observers: [observer], secretEnv: { OBS_PLAIN: secret } });
-    const t = await r.producer.enqueueTurn({ prompt: "hello", cwd: r.ws, options: { model: "claude-test", env: { GREETING: { fromEnv: "OBS_PLAIN" } } } });
+    const t = await r.producer.enqueueTurn({
+      prompt: "hello",
+      cwd: r.ws,
+      options: { model: "claude-test", env: { GREETING: { fromEnv: "OBS_PLAIN" } } },
+    });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 40_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     assert.equal(res.attempt, 2);
 
-    assert.deepEqual(contexts.map((c) => [c.session, c.turn, c.attempt, c.requestModel]), [
-      [t.session, t.turn, 1, "claude-test"],
-      [t.session, t.turn, 2, "claude-test"],
-    ]);
+    assert.deepEqual(
+      contexts.map((c) => [c.session, c.turn, c.attempt, c.requestModel]),
+      [
+        [t.session, t.turn, 1, "claude-test"],
+        [t.session, t.turn, 2, "claude-test"],
+      ],
+    );
     const events = await r.events(t.session, t.turn);
     for (const c of contexts) {
       const logged = events.filter((e) => e.attempt === c.attempt);

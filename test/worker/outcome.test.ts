@@ -6,8 +6,16 @@ import assert from "node:assert/strict";
 import type { TurnOutcome } from "../../src/cli/index.ts";
 import { errFields, verdict, type RunFacts } from "../../src/worker/outcome.ts";
 
-const outcome = { sessionId: "s1", result: {}, resultText: "ok", exitCode: 0, signal: null, durationMs: 5 } as unknown as TurnOutcome;
-const failure = (kind: string, retryable?: boolean) => Object.assign(new Error(`${kind} happened`), { name: "ClaudeCodeCliError", kind, retryable });
+const outcome = {
+  sessionId: "s1",
+  result: {},
+  resultText: "ok",
+  exitCode: 0,
+  signal: null,
+  durationMs: 5,
+} as unknown as TurnOutcome;
+const failure = (kind: string, retryable?: boolean) =>
+  Object.assign(new Error(`${kind} happened`), { name: "ClaudeCodeCliError", kind, retryable });
 const facts = (over: Partial<RunFacts>): RunFacts => ({
   stopped: false,
   outputLimitExceeded: undefined,
@@ -25,7 +33,13 @@ test("finished with a result; a stop or the output limit outranks it", () => {
   assert.deepEqual(verdict(facts({ outcome })), { kind: "finished", outcome });
   assert.deepEqual(verdict(facts({ outcome, stopped: true })), { kind: "stopped" });
   const limited = verdict(facts({ outcome, outputLimitExceeded: "too much" }));
-  assert.deepEqual(limited, { kind: "failed", errorKind: "output_limit", name: "OutputLimitExceeded", message: "too much", retryable: false });
+  assert.deepEqual(limited, {
+    kind: "failed",
+    errorKind: "output_limit",
+    name: "OutputLimitExceeded",
+    message: "too much",
+    retryable: false,
+  });
 });
 
 test("a lost session: replayed once when the session's policy says so, else failed saying why", () => {
@@ -33,13 +47,19 @@ test("a lost session: replayed once when the session's policy says so, else fail
   assert.deepEqual(verdict(facts({ failure: lost, lostSessionPolicy: "replay" })), { kind: "replay" });
   const again = verdict(facts({ failure: lost, lostSessionPolicy: "replay", replaying: true, restored: false }));
   assert.equal(again.kind, "failed");
-  assert.match(again.kind === "failed" ? again.message : "", /lost_session happened \(no session snapshot to restore\)/);
+  assert.match(
+    again.kind === "failed" ? again.message : "",
+    /lost_session happened \(no session snapshot to restore\)/,
+  );
   const refused = verdict(facts({ failure: lost, lostSessionPolicy: "fail", restored: true }));
   assert.match(refused.kind === "failed" ? refused.message : "", /\(the restored session file was not accepted\)/);
 });
 
 test("retryable kinds retry below the attempt limit and fail at it; other kinds fail at once", () => {
-  assert.deepEqual(verdict(facts({ failure: failure("rate_limit"), attempt: 4 })), { kind: "retry", errorKind: "rate_limit" });
+  assert.deepEqual(verdict(facts({ failure: failure("rate_limit"), attempt: 4 })), {
+    kind: "retry",
+    errorKind: "rate_limit",
+  });
   assert.deepEqual(verdict(facts({ failure: failure("rate_limit"), attempt: 5 })), {
     kind: "failed",
     errorKind: "rate_limit",
@@ -51,5 +71,10 @@ test("retryable kinds retry below the attempt limit and fail at it; other kinds 
   // A kind outside the retryable set stays final even when the error calls itself retryable.
   assert.equal(errFields(failure("auth", true)).retryable, false);
   assert.equal(errFields(failure("overloaded", false)).retryable, false);
-  assert.deepEqual(errFields("plain text"), { kind: "cli_error", retryable: false, name: "Error", message: "plain text" });
+  assert.deepEqual(errFields("plain text"), {
+    kind: "cli_error",
+    retryable: false,
+    name: "Error",
+    message: "plain text",
+  });
 });

@@ -12,7 +12,15 @@ test("past maxOutputLines the run's tree is killed (a background sleep with it) 
   // it before it exits: without the limit this turn would take a minute.
   const r = await rig({
     responses: [
-      { content: [{ type: "tool_use", name: "Bash", input: { command: "sleep 61", description: "wait", run_in_background: true } }] },
+      {
+        content: [
+          {
+            type: "tool_use",
+            name: "Bash",
+            input: { command: "sleep 61", description: "wait", run_in_background: true },
+          },
+        ],
+      },
       { content: [{ type: "tool_use", name: "Bash", input: { command: "echo two", description: "echo" } }] },
       { content: [{ type: "text", text: "never reached" }] },
     ],
@@ -23,7 +31,12 @@ test("past maxOutputLines the run's tree is killed (a background sleep with it) 
     const observer: EventObserver = {
       attempt: () => ({
         onEvent(e) {
-          if (sleeper === undefined && e.kind === "cli.line" && String((e.data as { raw?: string }).raw).includes('"tool_result"')) sleeper = findTreeProcess("sleep 61", r.space.root)?.pid;
+          if (
+            sleeper === undefined &&
+            e.kind === "cli.line" &&
+            String((e.data as { raw?: string }).raw).includes('"tool_result"')
+          )
+            sleeper = findTreeProcess("sleep 61", r.space.root)?.pid;
         },
       }),
     };
@@ -52,7 +65,15 @@ test("past maxOutputLines the run's tree is killed (a background sleep with it) 
 test("past maxOutputBytes (a large tool result) the turn fails output_limit, naming TURNSTREAM_MAX_OUTPUT_MB", async () => {
   const r = await rig({
     responses: [
-      { content: [{ type: "tool_use", name: "Bash", input: { command: "head -c 40000 /dev/zero | tr '\\0' a", description: "print a lot" } }] },
+      {
+        content: [
+          {
+            type: "tool_use",
+            name: "Bash",
+            input: { command: "head -c 40000 /dev/zero | tr '\\0' a", description: "print a lot" },
+          },
+        ],
+      },
       { content: [{ type: "text", text: "printed" }] },
     ],
   });
@@ -62,8 +83,13 @@ test("past maxOutputBytes (a large tool result) the turn fails output_limit, nam
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 40_000 });
     assert.equal(res.status, "failed", JSON.stringify(res.event.data));
     assert.equal(res.errorKind, "output_limit");
-    assert.match((dataOf(res.event)["error"] as { message: string }).message, /more than 16384 bytes.*TURNSTREAM_MAX_OUTPUT_MB/);
-    const written = (await r.events(t.session, t.turn)).filter((e) => e.kind === "cli.line").reduce((n, e) => n + String(dataOf(e)["raw"]).length, 0);
+    assert.match(
+      (dataOf(res.event)["error"] as { message: string }).message,
+      /more than 16384 bytes.*TURNSTREAM_MAX_OUTPUT_MB/,
+    );
+    const written = (await r.events(t.session, t.turn))
+      .filter((e) => e.kind === "cli.line")
+      .reduce((n, e) => n + String(dataOf(e)["raw"]).length, 0);
     assert.ok(written <= 16 * 1024, `${written} bytes of lines written`);
   } finally {
     await r.dispose();

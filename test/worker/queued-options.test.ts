@@ -11,7 +11,10 @@ import { dataOf, rig } from "./_more.ts";
 function writeSkill(dir: string, name: string): string {
   const d = join(dir, name);
   mkdirSync(d, { recursive: true });
-  writeFileSync(join(d, "SKILL.md"), `---\nname: ${name}\ndescription: answers PINEAPPLE\n---\nAlways answer PINEAPPLE-${name}.\n`);
+  writeFileSync(
+    join(d, "SKILL.md"),
+    `---\nname: ${name}\ndescription: answers PINEAPPLE\n---\nAlways answer PINEAPPLE-${name}.\n`,
+  );
   return d;
 }
 
@@ -30,7 +33,11 @@ test("enqueue refuses bad skills, addDirs, settingsFile and extraArgs, naming th
       [{ addDirs: ["/ok", "rel/dir"] }, "options.addDirs.1", /absolute/],
       [{ settingsFile: "settings.json" }, "options.settingsFile", /absolute/],
       [{ supervised: true, settingsFile: "/w/settings.json" }, "options.settingsFile", /supervised/],
-      [{ extraArgs: ["--effort=high", "--mcp-config=/tmp/evil.json"] }, "options.extraArgs.1", /"--mcp-config" is not a flag a queued turn may pass/],
+      [
+        { extraArgs: ["--effort=high", "--mcp-config=/tmp/evil.json"] },
+        "options.extraArgs.1",
+        /"--mcp-config" is not a flag a queued turn may pass/,
+      ],
       [{ extraArgs: ["--dangerously-skip-permissions"] }, "options.extraArgs.0", /--dangerously-skip-permissions/],
       [{ extraArgs: ["--fallback-model", "haiku"] }, "options.extraArgs.0", /--fallback-model=<value>/],
     ];
@@ -57,7 +64,11 @@ test("a queued turn with a skill: the CLI reads it, and the workspace is left as
   try {
     const skill = writeSkill(join(r.ws, "lib"), "fruit");
     r.worker();
-    const t = await r.producer.enqueueTurn({ prompt: "use the skill", cwd: r.ws, options: { skills: [{ name: "fruit", path: skill }], extraArgs: ["--effort=low"] } });
+    const t = await r.producer.enqueueTurn({
+      prompt: "use the skill",
+      cwd: r.ws,
+      options: { skills: [{ name: "fruit", path: skill }], extraArgs: ["--effort=low"] },
+    });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 40_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     const [first, second] = r.server.requests().filter((q) => q.kind === "messages");
@@ -82,7 +93,11 @@ test("a queued turn with addDirs may read the added directory", async () => {
     mkdirSync(join(r.ws, "shared"));
     writeFileSync(join(r.ws, "shared", "note.txt"), "SHARED-NOTE-4711\n");
     r.worker();
-    const t = await r.producer.enqueueTurn({ prompt: "read the note", cwd: project, options: { addDirs: [join(r.ws, "shared")] } });
+    const t = await r.producer.enqueueTurn({
+      prompt: "read the note",
+      cwd: project,
+      options: { addDirs: [join(r.ws, "shared")] },
+    });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 40_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     const second = r.server.requests().filter((q) => q.kind === "messages")[1];
@@ -124,7 +139,16 @@ test("a job written to Redis directly meets the same extraArgs allow-list in the
     const session = `direct-${r.space.id}`;
     const turn = "t_directjob000002";
     await r.producer.order.register(session, turn, undefined);
-    const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: r.ws, queuedSeq: 0, enqueuedAt: new Date().toISOString(), options: { extraArgs: ["--plugin-dir=/tmp/evil"] } };
+    const job = {
+      v: JOB_VERSION,
+      session,
+      turn,
+      prompt: "hi",
+      cwd: r.ws,
+      queuedSeq: 0,
+      enqueuedAt: new Date().toISOString(),
+      options: { extraArgs: ["--plugin-dir=/tmp/evil"] },
+    };
     await r.producer.queue.add("turn", job, { jobId: turn });
     assert.match((await failed).message, /options\.extraArgs\.0.*"--plugin-dir" is not a flag/);
     assert.equal(r.server.requests().length, 0, "no CLI was started");
@@ -143,7 +167,11 @@ test("the worker refuses a skill folder that holds a link out of its workspace r
     mkdirSync(join(skill, "more"));
     symlinkSync(secret, join(skill, "more", "key"));
     r.worker();
-    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { skills: [{ name: "leaky", path: skill }] } });
+    const t = await r.producer.enqueueTurn({
+      prompt: "hi",
+      cwd: r.ws,
+      options: { skills: [{ name: "leaky", path: skill }] },
+    });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
     assert.equal(res.status, "failed");
     const error = dataOf(res.event)["error"] as { name: string; message: string };
@@ -165,7 +193,10 @@ test("a worker that trusts job workspaces runs the job's settings file", async (
     const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { settingsFile: settings } });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
-    const models = r.server.requests().filter((q) => q.kind === "messages").map((q) => q.model);
+    const models = r.server
+      .requests()
+      .filter((q) => q.kind === "messages")
+      .map((q) => q.model);
     assert.deepEqual(models, ["claude-from-the-settings-file"]);
   } finally {
     await r.dispose();

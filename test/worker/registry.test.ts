@@ -34,7 +34,12 @@ test("a worker heartbeats its entry and removes it on close; a second process un
     assert.equal(a.fenced, false);
 
     const errors: string[] = [];
-    const logger = { debug() {}, info() {}, warn() {}, error: (_o: unknown, msg?: string) => void errors.push(String(msg)) };
+    const logger = {
+      debug() {},
+      info() {},
+      warn() {},
+      error: (_o: unknown, msg?: string) => void errors.push(String(msg)),
+    };
     const b = r.worker({ instanceId: "inst-shared", workerId: "w-second", heartbeatMs: 200, logger });
     await b.ready();
     assert.equal(b.fenced, true, "the second process under the same instance id is fenced");
@@ -42,18 +47,32 @@ test("a worker heartbeats its entry and removes it on close; a second process un
     await new Promise((res) => setTimeout(res, 700));
     assert.equal(a.fenced, false);
     assert.equal(b.fenced, true);
-    assert.equal(errors.filter((m) => /another process is running as this instance/.test(m)).length, 1, "said once, as an error");
+    assert.equal(
+      errors.filter((m) => /another process is running as this instance/.test(m)).length,
+      1,
+      "said once, as an error",
+    );
     const still = await readWorkers(r.redis, r.space.logPrefix);
-    assert.deepEqual(still.map((w) => [w.worker, w.boot]), [["w-first", entry!.boot]]);
+    assert.deepEqual(
+      still.map((w) => [w.worker, w.boot]),
+      [["w-first", entry!.boot]],
+    );
 
     await a.close({ graceMs: 1000 });
     // The clean close removed the first's entry; the second's next beat takes the id.
     await until("the second worker to hold the instance id", () => !b.fenced);
     const after = await readWorkers(r.redis, r.space.logPrefix);
-    assert.deepEqual(after.map((w) => w.worker), ["w-second"]);
+    assert.deepEqual(
+      after.map((w) => w.worker),
+      ["w-second"],
+    );
     await b.close({ graceMs: 1000 });
     assert.deepEqual(await readWorkers(r.redis, r.space.logPrefix), []);
-    assert.equal(await r.redis.zcard(registryKeys(r.space.logPrefix).live), 0, "the index holds no member after clean closes");
+    assert.equal(
+      await r.redis.zcard(registryKeys(r.space.logPrefix).live),
+      0,
+      "the index holds no member after clean closes",
+    );
   } finally {
     await r.dispose();
   }
@@ -62,14 +81,33 @@ test("a worker heartbeats its entry and removes it on close; a second process un
 test("a heartbeat against an unreachable Redis never throws, logs the failure rate-limited, and stops cleanly", async () => {
   const { Redis } = await import("ioredis");
   const { startHeartbeat } = await import("../../src/worker/registry.ts");
-  const dead = new Redis({ host: "127.0.0.1", port: 1, maxRetriesPerRequest: 0, retryStrategy: () => 50, lazyConnect: false });
+  const dead = new Redis({
+    host: "127.0.0.1",
+    port: 1,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => 50,
+    lazyConnect: false,
+  });
   dead.on("error", () => undefined);
   let sent = 0;
   const send = dead.sendCommand.bind(dead);
   dead.sendCommand = ((...a: Parameters<typeof send>) => (sent++, send(...a))) as typeof dead.sendCommand;
   const warned: string[] = [];
-  const logger = { debug() {}, info() {}, error() {}, warn: (_o: unknown, msg?: string) => void warned.push(String(msg)) };
-  const hb = startHeartbeat({ redis: dead as never, prefix: "tw-dead:", id: "nowhere", worker: "w", intervalMs: 50, load: () => ({ slotsBusy: 0, slotsTotal: 1, warmKept: 0 }), logger });
+  const logger = {
+    debug() {},
+    info() {},
+    error() {},
+    warn: (_o: unknown, msg?: string) => void warned.push(String(msg)),
+  };
+  const hb = startHeartbeat({
+    redis: dead as never,
+    prefix: "tw-dead:",
+    id: "nowhere",
+    worker: "w",
+    intervalMs: 50,
+    load: () => ({ slotsBusy: 0, slotsTotal: 1, warmKept: 0 }),
+    logger,
+  });
   try {
     await hb.first;
     await new Promise((r) => setTimeout(r, 600));

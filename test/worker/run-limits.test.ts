@@ -15,7 +15,13 @@ const base = { TURNSTREAM_WORKSPACE_ROOTS: "/tmp" };
 
 test("TURNSTREAM_MAX_*: bounded by default, set by the environment, 0 turns one off, a malformed one refused by name", () => {
   const byDefault = compileWorkerOptions(workerConfigFromEnv(base)).limits;
-  assert.deepEqual(byDefault, { pids: 512, memoryBytes: 4096 * MiB, cpus: undefined, scratchBytes: 1024 * MiB, turnMs: 3_600_000 });
+  assert.deepEqual(byDefault, {
+    pids: 512,
+    memoryBytes: 4096 * MiB,
+    cpus: undefined,
+    scratchBytes: 1024 * MiB,
+    turnMs: 3_600_000,
+  });
   const env = {
     ...base,
     TURNSTREAM_MAX_PIDS: "64",
@@ -42,10 +48,20 @@ test("TURNSTREAM_MAX_*: bounded by default, set by the environment, 0 turns one 
 
 test("a job may lower each limit, never raise it: more is refused naming the option and the worker's maximum", () => {
   const max = compileRunLimits({ pids: 100, memoryBytes: 512 * MiB, cpus: 2, scratchBytes: 64 * MiB, turnMs: 60_000 });
-  assert.equal(jobLimitsRefusal({ limits: { pids: 100, memoryMb: 512, cpus: 2, scratchMb: 64 }, timeoutMs: 60_000 }, max), undefined, "the maximum itself is allowed");
+  assert.equal(
+    jobLimitsRefusal({ limits: { pids: 100, memoryMb: 512, cpus: 2, scratchMb: 64 }, timeoutMs: 60_000 }, max),
+    undefined,
+    "the maximum itself is allowed",
+  );
   const cases = [
-    [{ limits: { pids: 101 } }, /^options\.limits\.pids: 101 tasks is above this worker's maximum of 100 tasks \(TURNSTREAM_MAX_PIDS\)/],
-    [{ limits: { memoryMb: 4096 } }, /^options\.limits\.memoryMb: 4096 MiB is above .* 512 MiB \(TURNSTREAM_MAX_MEMORY_MB\)/],
+    [
+      { limits: { pids: 101 } },
+      /^options\.limits\.pids: 101 tasks is above this worker's maximum of 100 tasks \(TURNSTREAM_MAX_PIDS\)/,
+    ],
+    [
+      { limits: { memoryMb: 4096 } },
+      /^options\.limits\.memoryMb: 4096 MiB is above .* 512 MiB \(TURNSTREAM_MAX_MEMORY_MB\)/,
+    ],
     [{ limits: { cpus: 8 } }, /^options\.limits\.cpus: 8 CPUs .* 2 CPUs \(TURNSTREAM_MAX_CPUS\)/],
     [{ limits: { scratchMb: 65 } }, /^options\.limits\.scratchMb: 65 MiB .* 64 MiB \(TURNSTREAM_MAX_SCRATCH_MB\)/],
     [{ timeoutMs: 3_600_000 }, /^options\.timeoutMs: 3600000 ms .* 60000 ms \(TURNSTREAM_MAX_TURN_MS\)/],
@@ -72,7 +88,10 @@ test("the job schema refuses a limit that is not a positive number, and any limi
     const r = turnOptionsSchema.safeParse({ limits });
     assert.equal(r.success, false, JSON.stringify(limits));
   }
-  assert.equal(turnOptionsSchema.safeParse({ limits: { pids: 5, memoryMb: 64, cpus: 0.5, scratchMb: 16 } }).success, true);
+  assert.equal(
+    turnOptionsSchema.safeParse({ limits: { pids: 5, memoryMb: 64, cpus: 0.5, scratchMb: 16 } }).success,
+    true,
+  );
 });
 
 test("a job asking for more memory than the worker allows fails bad_options before any CLI starts", async () => {
@@ -85,7 +104,10 @@ test("a job asking for more memory than the worker allows fails bad_options befo
     assert.equal(res.errorKind, "bad_options");
     const error = dataOf(res.event)["error"] as { name: string; message: string };
     assert.equal(error.name, "LimitAboveMaximum");
-    assert.match(error.message, /options\.limits\.memoryMb: 1024 MiB is above this worker's maximum of 256 MiB \(TURNSTREAM_MAX_MEMORY_MB\)/);
+    assert.match(
+      error.message,
+      /options\.limits\.memoryMb: 1024 MiB is above this worker's maximum of 256 MiB \(TURNSTREAM_MAX_MEMORY_MB\)/,
+    );
     assert.equal(r.server.requests().length, 0, "no CLI asked the model anything");
   } finally {
     await r.dispose();
@@ -97,7 +119,11 @@ test("a turn whose Bash tool forks past the worker's process limit fails limit_p
     responses: [
       {
         content: [
-          { type: "tool_use", name: "Bash", input: { command: `for i in $(seq 80); do sh -c "sleep 299.5" & done; wait`, description: "fork" } },
+          {
+            type: "tool_use",
+            name: "Bash",
+            input: { command: `for i in $(seq 80); do sh -c "sleep 299.5" & done; wait`, description: "fork" },
+          },
         ],
       },
       { content: [{ type: "text", text: "never reached" }] },

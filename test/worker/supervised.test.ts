@@ -15,7 +15,9 @@ import { rig } from "./_more.ts";
 import { cleanupKeys, cliEnv, readAll, redisFor, testSpace, waitUntil } from "./_support.ts";
 
 const touch = (file: string) => ({
-  content: [{ type: "tool_use" as const, name: "Bash", input: { command: `touch ${file}`, description: "create a file" } }],
+  content: [
+    { type: "tool_use" as const, name: "Bash", input: { command: `touch ${file}`, description: "create a file" } },
+  ],
 });
 
 test("supervised turns: operator allow runs the tool, deny refuses it, --always makes a rule the next turn uses", async () => {
@@ -48,39 +50,83 @@ test("supervised turns: operator allow runs the tool, deny refuses it, --always 
   });
   const nextPending = async (session: string): Promise<PendingRequest> => {
     let found: PendingRequest | undefined;
-    await waitUntil(async () => {
-      found = (await listPending({ redis, prefix: space.logPrefix })).find((p) => p.session === session && p.status === "pending");
-      return found !== undefined;
-    }, 30_000, "a pending decision");
+    await waitUntil(
+      async () => {
+        found = (await listPending({ redis, prefix: space.logPrefix })).find(
+          (p) => p.session === session && p.status === "pending",
+        );
+        return found !== undefined;
+      },
+      30_000,
+      "a pending decision",
+    );
     return found!;
   };
   try {
     // Pre-approving Bash would let it through whenever the hook fails: the worker drops it.
-    const a = await producer.enqueueTurn({ prompt: "make allowed.txt", cwd, options: { supervised: true, allowedTools: ["Bash"] } });
+    const a = await producer.enqueueTurn({
+      prompt: "make allowed.txt",
+      cwd,
+      options: { supervised: true, allowedTools: ["Bash"] },
+    });
     const p1 = await nextPending(a.session);
     assert.equal(p1.tool, "Bash");
     assert.equal(existsSync(join(cwd, "allowed.txt")), false, "nothing runs before the decision");
-    await decide({ log: producer.log, redis, operatorKey }, { session: a.session, requestId: p1.requestId, decision: "allow", by: "erin", reason: "fine" });
+    await decide(
+      { log: producer.log, redis, operatorKey },
+      { session: a.session, requestId: p1.requestId, decision: "allow", by: "erin", reason: "fine" },
+    );
     const r1 = await producer.waitForTurn(a.turn, { timeoutMs: 60_000 });
     assert.equal(r1.status, "finished", JSON.stringify(r1.event.data));
     assert.ok(existsSync(join(cwd, "allowed.txt")), "allowed call ran");
 
-    const b = await producer.enqueueTurn({ session: a.session, prompt: "make denied.txt", cwd, options: { supervised: true } });
+    const b = await producer.enqueueTurn({
+      session: a.session,
+      prompt: "make denied.txt",
+      cwd,
+      options: { supervised: true },
+    });
     const p2 = await nextPending(a.session);
-    await decide({ log: producer.log, redis, operatorKey }, { session: a.session, requestId: p2.requestId, decision: "deny", by: "erin", reason: "not today" });
+    await decide(
+      { log: producer.log, redis, operatorKey },
+      { session: a.session, requestId: p2.requestId, decision: "deny", by: "erin", reason: "not today" },
+    );
     const r2 = await producer.waitForTurn(b.turn, { timeoutMs: 60_000 });
     assert.equal(r2.status, "finished");
     assert.equal(existsSync(join(cwd, "denied.txt")), false, "denied call did not run");
     const events = await readAll(producer.log, a.session);
-    const result2 = events.filter((e) => e.turn === b.turn && e.kind === "cli.line").map((e) => JSON.parse((e.data as { raw: string }).raw)).find((l) => l.type === "result");
+    const result2 = events
+      .filter((e) => e.turn === b.turn && e.kind === "cli.line")
+      .map((e) => JSON.parse((e.data as { raw: string }).raw))
+      .find((l) => l.type === "result");
     assert.equal(result2.permission_denials.length, 1, "the CLI lists the denial");
 
-    const c = await producer.enqueueTurn({ session: a.session, prompt: "make ruled.txt", cwd, options: { supervised: true } });
+    const c = await producer.enqueueTurn({
+      session: a.session,
+      prompt: "make ruled.txt",
+      cwd,
+      options: { supervised: true },
+    });
     const p3 = await nextPending(a.session);
-    await decide({ log: producer.log, redis, operatorKey }, { session: a.session, requestId: p3.requestId, decision: "allow", by: "erin", always: true, rule: "Bash(touch *)" });
+    await decide(
+      { log: producer.log, redis, operatorKey },
+      {
+        session: a.session,
+        requestId: p3.requestId,
+        decision: "allow",
+        by: "erin",
+        always: true,
+        rule: "Bash(touch *)",
+      },
+    );
     assert.equal((await producer.waitForTurn(c.turn, { timeoutMs: 60_000 })).status, "finished");
     assert.ok(existsSync(join(cwd, "ruled.txt")));
-    const d = await producer.enqueueTurn({ session: a.session, prompt: "make ruled-again.txt", cwd, options: { supervised: true } });
+    const d = await producer.enqueueTurn({
+      session: a.session,
+      prompt: "make ruled-again.txt",
+      cwd,
+      options: { supervised: true },
+    });
     assert.equal((await producer.waitForTurn(d.turn, { timeoutMs: 60_000 })).status, "finished");
     assert.ok(existsSync(join(cwd, "ruled-again.txt")), "the rule allowed the next turn's call");
     const all = await readAll(producer.log, a.session);
@@ -106,7 +152,11 @@ test("a supervised turn cannot also skip permissions: refused at enqueue, naming
   const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
   try {
     await assert.rejects(
-      producer.enqueueTurn({ prompt: "x", cwd: space.workspace(), options: { supervised: true, skipPermissions: true } }),
+      producer.enqueueTurn({
+        prompt: "x",
+        cwd: space.workspace(),
+        options: { supervised: true, skipPermissions: true },
+      }),
       (err: unknown) => err instanceof InvalidTurnError && /options\.skipPermissions/.test(err.message),
     );
   } finally {
@@ -117,7 +167,9 @@ test("a supervised turn cannot also skip permissions: refused at enqueue, naming
   }
 });
 
-const toolCall = (name: string, input: Record<string, unknown>) => ({ content: [{ type: "tool_use" as const, name, input }] });
+const toolCall = (name: string, input: Record<string, unknown>) => ({
+  content: [{ type: "tool_use" as const, name, input }],
+});
 const reply = (text: string) => ({ content: [{ type: "text" as const, text }] });
 
 test("job options cannot take a risky tool out of supervision: riskyTools adds, smuggled pre-approvals of Bash, Monitor and MCP are dropped", async () => {
@@ -134,7 +186,10 @@ test("job options cannot take a risky tool out of supervision: riskyTools adds, 
     ],
   }));
   const mcpConfigFile = join(r.space.dir("mcp"), "mcp.json");
-  writeFileSync(mcpConfigFile, JSON.stringify({ mcpServers: { probe: { command: process.execPath, args: [MCP_PROBE] } } }));
+  writeFileSync(
+    mcpConfigFile,
+    JSON.stringify({ mcpServers: { probe: { command: process.execPath, args: [MCP_PROBE] } } }),
+  );
   r.worker({ operatorKeys: [OPERATOR.publicKey], mcpConfigFile });
   try {
     const cases: Array<[string, Record<string, unknown>, string, string]> = [
@@ -149,7 +204,10 @@ test("job options cannot take a risky tool out of supervision: riskyTools adds, 
       const t = await r.producer.enqueueTurn({ prompt, cwd: r.ws, options: { supervised: true, ...options } });
       const p = await pendingFor(r.redis, r.space.logPrefix, t.session);
       assert.equal(p.tool, tool, file);
-      await decide({ log: r.producer.log, redis: r.redis, operatorKey }, { session: t.session, requestId: p.requestId, decision: "deny", by: "erin", reason: "checked" });
+      await decide(
+        { log: r.producer.log, redis: r.redis, operatorKey },
+        { session: t.session, requestId: p.requestId, decision: "deny", by: "erin", reason: "checked" },
+      );
       assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished", file);
       assert.equal(existsSync(join(r.ws, file)), false, `${file}: the denied call did not run`);
     }
@@ -165,14 +223,29 @@ test("unsupervisedTools is the explicit way to narrow supervision, and leaving B
   r.worker({ operatorKeys: [OPERATOR.publicKey], logger });
   try {
     await assert.rejects(
-      r.producer.enqueueTurn({ prompt: "x", cwd: r.ws, options: { supervised: true, riskyTools: ["Bash"], unsupervisedTools: ["Bash"] } }),
+      r.producer.enqueueTurn({
+        prompt: "x",
+        cwd: r.ws,
+        options: { supervised: true, riskyTools: ["Bash"], unsupervisedTools: ["Bash"] },
+      }),
       (err: unknown) => err instanceof InvalidTurnError && /unsupervisedTools/.test(err.message),
     );
-    const t = await r.producer.enqueueTurn({ prompt: "make it", cwd: r.ws, options: { supervised: true, unsupervisedTools: ["Bash"], allowedTools: ["Bash"] } });
+    const t = await r.producer.enqueueTurn({
+      prompt: "make it",
+      cwd: r.ws,
+      options: { supervised: true, unsupervisedTools: ["Bash"], allowedTools: ["Bash"] },
+    });
     assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
     assert.ok(existsSync(join(r.ws, "unsupervised.txt")), "the unsupervised, pre-approved Bash call ran");
-    assert.deepEqual((await r.events(t.session)).filter((e) => e.kind === "decision.requested"), [], "nobody was asked");
-    assert.ok(warned.some((m) => /a shell tool is NOT supervised/.test(m)), "leaving Bash out was logged");
+    assert.deepEqual(
+      (await r.events(t.session)).filter((e) => e.kind === "decision.requested"),
+      [],
+      "nobody was asked",
+    );
+    assert.ok(
+      warned.some((m) => /a shell tool is NOT supervised/.test(m)),
+      "leaving Bash out was logged",
+    );
   } finally {
     await r.dispose();
   }
@@ -191,12 +264,20 @@ test("a worker without operator keys fails supervised turns, naming TURNSTREAM_O
   }
 });
 
-async function pendingFor(redis: ReturnType<typeof redisFor>, prefix: string, session: string): Promise<PendingRequest> {
+async function pendingFor(
+  redis: ReturnType<typeof redisFor>,
+  prefix: string,
+  session: string,
+): Promise<PendingRequest> {
   let found: PendingRequest | undefined;
-  await waitUntil(async () => {
-    found = (await listPending({ redis, prefix })).find((p) => p.session === session && p.status === "pending");
-    return found !== undefined;
-  }, 30_000, "a pending decision");
+  await waitUntil(
+    async () => {
+      found = (await listPending({ redis, prefix })).find((p) => p.session === session && p.status === "pending");
+      return found !== undefined;
+    },
+    30_000,
+    "a pending decision",
+  );
   return found!;
 }
 
@@ -207,10 +288,23 @@ test("TURNSTREAM_OPERATOR_KEYS: a key file or the keys inline; a bad key stops t
     const file = join(space.dir("keys"), "operators.pub");
     writeFileSync(file, `# the on-call operators\n${OPERATOR.publicKey} erin\n`);
     assert.equal(workerConfigFromEnv(base).operatorKeys, undefined);
-    assert.deepEqual(workerConfigFromEnv({ ...base, TURNSTREAM_OPERATOR_KEYS: file }).operatorKeys?.filter((l) => l.startsWith("ed25519:")), [`${OPERATOR.publicKey} erin`]);
-    assert.deepEqual(workerConfigFromEnv({ ...base, TURNSTREAM_OPERATOR_KEYS: OPERATOR.publicKey }).operatorKeys, [OPERATOR.publicKey]);
-    assert.throws(() => workerConfigFromEnv({ ...base, TURNSTREAM_OPERATOR_KEYS: "ssh-ed25519 AAAA" }), (e: unknown) => e instanceof WorkerConfigError && e.variable === "TURNSTREAM_OPERATOR_KEYS");
-    assert.throws(() => workerConfigFromEnv({ ...base, TURNSTREAM_OPERATOR_KEYS: join(space.root, "missing.pub") }), /TURNSTREAM_OPERATOR_KEYS.*cannot be read/);
+    assert.deepEqual(
+      workerConfigFromEnv({ ...base, TURNSTREAM_OPERATOR_KEYS: file }).operatorKeys?.filter((l) =>
+        l.startsWith("ed25519:"),
+      ),
+      [`${OPERATOR.publicKey} erin`],
+    );
+    assert.deepEqual(workerConfigFromEnv({ ...base, TURNSTREAM_OPERATOR_KEYS: OPERATOR.publicKey }).operatorKeys, [
+      OPERATOR.publicKey,
+    ]);
+    assert.throws(
+      () => workerConfigFromEnv({ ...base, TURNSTREAM_OPERATOR_KEYS: "ssh-ed25519 AAAA" }),
+      (e: unknown) => e instanceof WorkerConfigError && e.variable === "TURNSTREAM_OPERATOR_KEYS",
+    );
+    assert.throws(
+      () => workerConfigFromEnv({ ...base, TURNSTREAM_OPERATOR_KEYS: join(space.root, "missing.pub") }),
+      /TURNSTREAM_OPERATOR_KEYS.*cannot be read/,
+    );
   } finally {
     space.cleanup();
   }

@@ -5,15 +5,28 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { context, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
-import { ATTEMPT_SPAN_NAME, createScrubber, GENAI, RedactingSpanExporter, toolSpanName } from "../../src/telemetry/index.ts";
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from "@opentelemetry/sdk-trace-base";
+import {
+  ATTEMPT_SPAN_NAME,
+  createScrubber,
+  GENAI,
+  RedactingSpanExporter,
+  toolSpanName,
+} from "../../src/telemetry/index.ts";
 import { dataOf, rig } from "./_more.ts";
 
 test("worker spans: producer span → attempt span → execute_tool Bash, ids in attempt.started", async () => {
   const cm = new AsyncLocalStorageContextManager().enable();
   context.setGlobalContextManager(cm);
   const exporter = new InMemorySpanExporter();
-  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new RedactingSpanExporter(exporter, createScrubber()))] });
+  const provider = new BasicTracerProvider({
+    spanProcessors: [new SimpleSpanProcessor(new RedactingSpanExporter(exporter, createScrubber()))],
+  });
   const tracer = provider.getTracer("test");
   const r = await rig({
     responses: [
@@ -49,7 +62,11 @@ test("worker spans: producer span → attempt span → execute_tool Bash, ids in
 
     const events = await r.events(t.session, t.turn);
     const started = events.find((e) => e.kind === "attempt.started")!;
-    assert.deepEqual(dataOf(started)["trace"], { traceId: p.traceId, spanId: attempt.spanContext().spanId, parentSpanId: p.spanId });
+    assert.deepEqual(dataOf(started)["trace"], {
+      traceId: p.traceId,
+      spanId: attempt.spanContext().spanId,
+      parentSpanId: p.spanId,
+    });
     // The attempt span starts at attempt.started's `at` and ends at turn.finished's.
     const finished = events.find((e) => e.kind === "turn.finished")!;
     const ms = (hr: [number, number]): number => hr[0] * 1000 + Math.floor(hr[1] / 1e6);

@@ -67,7 +67,9 @@ test("untrusted turn: a tool's curl to loopback, a write outside, a read of the 
   const target = await loopbackTarget();
   const r = await rig((ws: string) => ({
     responses: [
-      bash(`curl -sS -m 5 ${target.url}; echo x > ${join(ws, "..", "..", "written-outside.txt")}; cat ${join(ws, "..", "..", "inst-sbx", "worker-secret.txt")}; echo y > ${join(ws, "written-inside.txt")}; echo "KEY=[$ANTHROPIC_API_KEY]"; cat ${join(ws, "..", "other", "checkout.txt")}`),
+      bash(
+        `curl -sS -m 5 ${target.url}; echo x > ${join(ws, "..", "..", "written-outside.txt")}; cat ${join(ws, "..", "..", "inst-sbx", "worker-secret.txt")}; echo y > ${join(ws, "written-inside.txt")}; echo "KEY=[$ANTHROPIC_API_KEY]"; cat ${join(ws, "..", "other", "checkout.txt")}`,
+      ),
       bash(`echo again > ${join(ws, "..", "..", "written-outside.txt")}`, { dangerouslyDisableSandbox: true }),
       done,
     ],
@@ -83,7 +85,10 @@ test("untrusted turn: a tool's curl to loopback, a write outside, a read of the 
     assert.equal(target.hits(), 0, "the loopback server saw no request");
     assert.equal(existsSync(a.outside), false, "nothing was written outside the workspace");
     assert.ok(existsSync(a.inside), "the workspace itself stays writable");
-    assert.ok(!results.includes("WORKER-SECRET-8812") && results.includes(a.secret), "the worker's file could not be read");
+    assert.ok(
+      !results.includes("WORKER-SECRET-8812") && results.includes(a.secret),
+      "the worker's file could not be read",
+    );
     assert.ok(!results.includes("LOOPBACK-PAGE-5521"));
     assert.ok(results.includes("KEY=[]"), "the CLI's API key is not in the tool's environment");
     assert.ok(!results.includes("OTHER-CHECKOUT-6604"), "another turn's checkout could not be read");
@@ -97,14 +102,20 @@ test("a trusted workspace's turn runs its tools unsandboxed, as before", async (
   const target = await loopbackTarget();
   const r = await rig((ws: string) => ({
     responses: [
-      bash(`curl -sS -m 5 ${target.url}; echo x > ${join(ws, "..", "..", "written-outside.txt")}; cat ${join(ws, "..", "..", "inst-sbx", "worker-secret.txt")}; echo "KEY=[$ANTHROPIC_API_KEY]"`),
+      bash(
+        `curl -sS -m 5 ${target.url}; echo x > ${join(ws, "..", "..", "written-outside.txt")}; cat ${join(ws, "..", "..", "inst-sbx", "worker-secret.txt")}; echo "KEY=[$ANTHROPIC_API_KEY]"`,
+      ),
       done,
     ],
   }));
   try {
     const a = attack(r, target, join(r.space.root, "inst-sbx"));
     r.worker({ instanceRoot: join(r.space.root, "inst-sbx"), workspaceTrust: "job" });
-    const t = await r.producer.enqueueTurn({ prompt: "probe", cwd: r.ws, options: { allowedTools: ["Bash"], trustWorkspace: true } });
+    const t = await r.producer.enqueueTurn({
+      prompt: "probe",
+      cwd: r.ws,
+      options: { allowedTools: ["Bash"], trustWorkspace: true },
+    });
     assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 120_000 })).status, "finished");
     const results = toolResults(await r.events(t.session));
     assert.equal(target.hits(), 1, "the loopback server was reached");
@@ -118,7 +129,9 @@ test("a trusted workspace's turn runs its tools unsandboxed, as before", async (
 });
 
 test("a worker that cannot sandbox refuses untrusted turns by name; with TURNSTREAM_TOOL_SANDBOX=off it runs them", async () => {
-  const r = await rig((ws: string) => ({ responses: [bash(`echo x > ${join(ws, "..", "..", "written-outside.txt")}`), done] }));
+  const r = await rig((ws: string) => ({
+    responses: [bash(`echo x > ${join(ws, "..", "..", "written-outside.txt")}`), done],
+  }));
   // No bwrap on the PATH the runs get: the host cannot sandbox.
   const noBwrap = { PATH: join(r.space.root, "empty-bin") };
   mkdirSync(noBwrap.PATH);
@@ -136,10 +149,22 @@ test("a worker that cannot sandbox refuses untrusted turns by name; with TURNSTR
     await strict.close({ graceMs: 1000 });
 
     const warnings: string[] = [];
-    const logger = { debug() {}, info() {}, error() {}, warn: (_fields: unknown, message: string) => void warnings.push(message) };
+    const logger = {
+      debug() {},
+      info() {},
+      error() {},
+      warn: (_fields: unknown, message: string) => void warnings.push(message),
+    };
     r.worker({ runEnv: noBwrap, toolSandbox: { mode: "off" }, logger });
-    assert.ok(warnings.some((w) => /tool sandbox is OFF/.test(w)), "the opt-out is logged when the worker starts");
-    const unconfined = await r.producer.enqueueTurn({ prompt: "probe", cwd: r.ws, options: { allowedTools: ["Bash"] } });
+    assert.ok(
+      warnings.some((w) => /tool sandbox is OFF/.test(w)),
+      "the opt-out is logged when the worker starts",
+    );
+    const unconfined = await r.producer.enqueueTurn({
+      prompt: "probe",
+      cwd: r.ws,
+      options: { allowedTools: ["Bash"] },
+    });
     assert.equal((await r.producer.waitForTurn(unconfined.turn, { timeoutMs: 120_000 })).status, "finished");
     assert.ok(existsSync(outside), "the operator's opt-out ran the tool unconfined");
   } finally {
@@ -151,33 +176,58 @@ test("a job may narrow the tool network allow-list, never widen it; its settings
   const r = await rig({ responses: [done, done] });
   try {
     await assert.rejects(
-      r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { trustWorkspace: true, sandbox: { allowDomains: ["example.org"] } } }),
+      r.producer.enqueueTurn({
+        prompt: "hi",
+        cwd: r.ws,
+        options: { trustWorkspace: true, sandbox: { allowDomains: ["example.org"] } },
+      }),
       (err: unknown) => err instanceof InvalidTurnError && err.field === "options.sandbox",
     );
     await assert.rejects(
-      r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { sandbox: { allowDomains: ["http://evil.example/"] } } }),
+      r.producer.enqueueTurn({
+        prompt: "hi",
+        cwd: r.ws,
+        options: { sandbox: { allowDomains: ["http://evil.example/"] } },
+      }),
       (err: unknown) => err instanceof InvalidTurnError && err.field.startsWith("options.sandbox.allowDomains"),
     );
     r.worker({ workspaceTrust: "job", toolSandbox: { allowDomains: ["*.example.org"] } });
-    const widened = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { sandbox: { allowDomains: ["api.example.org", "evil.example"] } } });
+    const widened = await r.producer.enqueueTurn({
+      prompt: "hi",
+      cwd: r.ws,
+      options: { sandbox: { allowDomains: ["api.example.org", "evil.example"] } },
+    });
     const end = await r.producer.waitForTurn(widened.turn, { timeoutMs: 60_000 });
     assert.equal(end.errorKind, "bad_options");
-    assert.match(String((end.event.data as { error?: { message?: string } }).error?.message), /options\.sandbox\.allowDomains\.1: evil\.example is not in this worker's/);
+    assert.match(
+      String((end.event.data as { error?: { message?: string } }).error?.message),
+      /options\.sandbox\.allowDomains\.1: evil\.example is not in this worker's/,
+    );
 
     const settingsFile = join(r.ws, "job-settings.json");
     writeFileSync(settingsFile, JSON.stringify({ sandbox: { enabled: false } }));
     const off = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { settingsFile } });
     const offEnd = await r.producer.waitForTurn(off.turn, { timeoutMs: 60_000 });
     assert.equal(offEnd.errorKind, "bad_options");
-    assert.match(String((offEnd.event.data as { error?: { message?: string } }).error?.message), /settingsFile.*sets "sandbox"/);
+    assert.match(
+      String((offEnd.event.data as { error?: { message?: string } }).error?.message),
+      /settingsFile.*sets "sandbox"/,
+    );
 
     const wideningRules = join(r.ws, "job-rules.json");
     writeFileSync(wideningRules, JSON.stringify({ permissions: { allow: ["Edit(//etc/**)"] } }));
     const rules = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { settingsFile: wideningRules } });
     const rulesEnd = await r.producer.waitForTurn(rules.turn, { timeoutMs: 60_000 });
-    assert.match(String((rulesEnd.event.data as { error?: { message?: string } }).error?.message), /Edit\(\/\/etc\/\*\*\).*widen the tool sandbox/);
+    assert.match(
+      String((rulesEnd.event.data as { error?: { message?: string } }).error?.message),
+      /Edit\(\/\/etc\/\*\*\).*widen the tool sandbox/,
+    );
 
-    const narrowed = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { sandbox: { allowDomains: ["api.example.org"] } } });
+    const narrowed = await r.producer.enqueueTurn({
+      prompt: "hi",
+      cwd: r.ws,
+      options: { sandbox: { allowDomains: ["api.example.org"] } },
+    });
     assert.equal((await r.producer.waitForTurn(narrowed.turn, { timeoutMs: 120_000 })).status, "finished");
   } finally {
     await r.dispose();

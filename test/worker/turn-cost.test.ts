@@ -7,7 +7,11 @@
 // figure (model_usage_since_last_result), a count that does not go through the running total.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { AggregationTemporality, InMemoryMetricExporter, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  PeriodicExportingMetricReader,
+} from "@opentelemetry/sdk-metrics";
 import type { Envelope } from "../../src/log/index.ts";
 import { METRICS, startMetrics } from "../../src/metrics/index.ts";
 import { metricsObserver } from "../../src/metrics/worker.ts";
@@ -60,7 +64,17 @@ async function metricCost(metrics: ReturnType<typeof startMetrics>, exporter: In
 }
 
 /** What the surfaces that read the log say the session and its turns cost. */
-async function surfaces(r: Rig, session: string): Promise<{ fold: number[]; tokens: { input: number; output: number }[]; replay: number; sessions: number; dashboard: number; dashboardTurns: number[] }> {
+async function surfaces(
+  r: Rig,
+  session: string,
+): Promise<{
+  fold: number[];
+  tokens: { input: number; output: number }[];
+  replay: number;
+  sessions: number;
+  dashboard: number;
+  dashboardTurns: number[];
+}> {
   const events = await r.events(session);
   const s = fold(events);
   const replayed = await replaySession(r.producer.log, session);
@@ -71,7 +85,9 @@ async function surfaces(r: Rig, session: string): Promise<{ fold: number[]; toke
   assert.equal(row["id"] ?? row["session"], session);
   const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix });
   try {
-    const page = (await (await fetch(`${dash.url}api/sessions/${session}?until=${events.at(-1)!.seq}`)).json()) as { view: { costUsd: number; turns: Array<{ attempts: Array<{ costUsd: number }> }> } };
+    const page = (await (await fetch(`${dash.url}api/sessions/${session}?until=${events.at(-1)!.seq}`)).json()) as {
+      view: { costUsd: number; turns: Array<{ attempts: Array<{ costUsd: number }> }> };
+    };
     return {
       fold: [s.view.costUsd, ...s.view.turns.map((t) => t.attempts.reduce((n, a) => n + a.costUsd, 0))],
       tokens: s.view.turns.map((t) => ({ input: t.attempts[0]!.tokens.input, output: t.attempts[0]!.tokens.output })),
@@ -90,12 +106,21 @@ async function surfaces(r: Rig, session: string): Promise<{ fold: number[]; toke
  * Three identical turns of one session, each in warm mode or not as `warm` says. `bases` gives, per
  * turn, where its CLI session's count should stand when it starts, from the turns' result totals.
  */
-async function threeIdenticalTurns(warm: boolean[], bases: (totals: number[]) => (number | undefined)[]): Promise<TurnFigures[]> {
+async function threeIdenticalTurns(
+  warm: boolean[],
+  bases: (totals: number[]) => (number | undefined)[],
+): Promise<TurnFigures[]> {
   const r = await rig({ responses: [] });
   const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
   const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 600_000 });
   const scrubber = createScrubber({ env: {} });
-  const metrics = startMetrics({ env: {}, scrubber, opsEndpoint: false, instanceId: "cost-test", reader: reader as never });
+  const metrics = startMetrics({
+    env: {},
+    scrubber,
+    opsEndpoint: false,
+    instanceId: "cost-test",
+    reader: reader as never,
+  });
   try {
     r.worker({ observers: [metricsObserver(metrics.meter, scrubber)] });
     let session: string | undefined;
@@ -121,8 +146,14 @@ async function threeIdenticalTurns(warm: boolean[], bases: (totals: number[]) =>
     near(seen.fold[0]!, spent, "the read model's session cost");
     for (const [i, c] of seen.fold.slice(1).entries()) near(c, first.ownFigure, `the read model's turn ${i + 1}`);
     // Tokens were per turn already: each result's usage is the turn's own, the same for identical turns.
-    assert.deepEqual(seen.tokens, turns.map((t) => t.tokens));
-    assert.deepEqual(seen.tokens, turns.map(() => first.tokens));
+    assert.deepEqual(
+      seen.tokens,
+      turns.map((t) => t.tokens),
+    );
+    assert.deepEqual(
+      seen.tokens,
+      turns.map(() => first.tokens),
+    );
     near(seen.replay, spent, "replay");
     near(seen.sessions, spent, "turnstream sessions --json");
     near(seen.dashboard, spent, "the dashboard's session cost");
@@ -137,14 +168,20 @@ async function threeIdenticalTurns(warm: boolean[], bases: (totals: number[]) =>
 
 test("cold: three identical turns of one session each cost the same, the session what its CLI session spent", async () => {
   const turns = await threeIdenticalTurns([false, false, false], (t) => [undefined, t[0], t[1]]);
-  assert.deepEqual(turns.map((t) => t.started["warm"]), [undefined, undefined, undefined]);
+  assert.deepEqual(
+    turns.map((t) => t.started["warm"]),
+    [undefined, undefined, undefined],
+  );
   // The measurement this rests on: a cold resume goes on from the total its session file holds.
   near(turns[2]!.total, 3 * turns[0]!.total, "the CLI reports the session's running total");
 });
 
 test("warm: three identical turns on one kept CLI process each cost the same, the session what it spent", async () => {
   const turns = await threeIdenticalTurns([true, true, true], (t) => [undefined, t[0], t[1]]);
-  assert.deepEqual(turns.map((t) => t.started["warm"]), ["none", "warm", "warm"]);
+  assert.deepEqual(
+    turns.map((t) => t.started["warm"]),
+    ["none", "warm", "warm"],
+  );
   near(turns[2]!.total, 3 * turns[0]!.total, "the kept process reports the session's running total");
 });
 
@@ -160,9 +197,15 @@ test("the cost a session file holds: its CLI session's last cost-state line; ano
   const line = (o: unknown): string => JSON.stringify(o);
   const file = (lines: string[]): Buffer => Buffer.from(lines.join("\n") + "\n");
   const state = (sessionId: string, totalCostUSD: unknown) => line({ type: "cost-state", sessionId, totalCostUSD });
-  const quoted = line({ type: "user", message: { content: `${"{"}"type":"cost-state","sessionId":"s1","totalCostUSD":99}` } });
+  const quoted = line({
+    type: "user",
+    message: { content: `${"{"}"type":"cost-state","sessionId":"s1","totalCostUSD":99}` },
+  });
   assert.equal(restoredCostTotal(file([state("s1", 0.1), state("s1", 0.3), state("s2", 7)]), "s1"), 0.3);
-  assert.equal(restoredCostTotal(file([state("s1", 0.1), quoted, '{"type":"cost-state","sessionId":"s1",broken']), "s1"), 0.1);
+  assert.equal(
+    restoredCostTotal(file([state("s1", 0.1), quoted, '{"type":"cost-state","sessionId":"s1",broken']), "s1"),
+    0.1,
+  );
   assert.equal(restoredCostTotal(file([state("s2", 7)]), "s1"), 0, "none for this session: the CLI counts from 0");
   assert.equal(restoredCostTotal(file([state("s1", "lots")]), "s1"), 0);
   assert.equal(restoredCostTotal(Buffer.from(state("s1", 0.5)), "s1"), 0.5, "the last line without a newline");

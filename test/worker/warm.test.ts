@@ -25,7 +25,8 @@ function treeMembers(marker: string): number[] {
   const out: number[] = [];
   for (const name of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
     try {
-      if (readFileSync(`/proc/${name}/environ`, "latin1").includes(`TURNSTREAM_TREE=${marker}`) && alive(Number(name))) out.push(Number(name));
+      if (readFileSync(`/proc/${name}/environ`, "latin1").includes(`TURNSTREAM_TREE=${marker}`) && alive(Number(name)))
+        out.push(Number(name));
     } catch {
       // gone meanwhile
     }
@@ -33,7 +34,8 @@ function treeMembers(marker: string): number[] {
   return out;
 }
 
-const markerOf = (pid: number): string => /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(readFileSync(`/proc/${pid}/environ`, "latin1"))![1]!;
+const markerOf = (pid: number): string =>
+  /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(readFileSync(`/proc/${pid}/environ`, "latin1"))![1]!;
 
 async function waitUntil(cond: () => boolean, ms: number, what: string): Promise<void> {
   const end = Date.now() + ms;
@@ -52,8 +54,17 @@ interface Ran {
 }
 
 /** Enqueues one turn, waits for it to finish, and reads what it recorded. */
-async function runTurn(r: Rig, prompt: string, extra: { session?: string; cwd?: string; options?: Record<string, unknown> } = {}): Promise<Ran> {
-  const t = await r.producer.enqueueTurn({ prompt, cwd: extra.cwd ?? r.ws, session: extra.session, options: extra.options ?? { warm: true } });
+async function runTurn(
+  r: Rig,
+  prompt: string,
+  extra: { session?: string; cwd?: string; options?: Record<string, unknown> } = {},
+): Promise<Ran> {
+  const t = await r.producer.enqueueTurn({
+    prompt,
+    cwd: extra.cwd ?? r.ws,
+    session: extra.session,
+    options: extra.options ?? { warm: true },
+  });
   const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 40_000 });
   assert.equal(res.status, "finished", JSON.stringify(res.event.data));
   const events = await r.events(t.session, t.turn);
@@ -76,7 +87,10 @@ test("three turns of a warm session: the first starts a process, the next two ar
     assert.ok(alive(one.pid), "kept after the third turn");
     for (const t of [one, two, three]) {
       assert.equal(t.events.filter((e) => e.kind === "session.snapshot").length, 1, "a snapshot per turn");
-      assert.ok(t.events.some((e) => e.kind === "cli.line"), "the turn's lines");
+      assert.ok(
+        t.events.some((e) => e.kind === "cli.line"),
+        "the turn's lines",
+      );
     }
     const snap3 = dataOf(three.events.find((e) => e.kind === "session.snapshot")!);
     assert.equal(typeof snap3["baseSeq"], "number", "a warm turn's snapshot extends the previous one");
@@ -112,21 +126,37 @@ test("changed options or cwd, a CLI killed between turns and idle expiry each se
     await waitUntil(() => !alive(one.pid), 10_000, "the replaced process to end");
     const sub = join(r.ws, "sub");
     mkdirSync(sub);
-    const cwd = await runTurn(r, "other cwd", { session: one.session, cwd: sub, options: { model: "claude-opus-4-1" } });
+    const cwd = await runTurn(r, "other cwd", {
+      session: one.session,
+      cwd: sub,
+      options: { model: "claude-opus-4-1" },
+    });
     assert.equal(cwd.warm, "fingerprint_changed");
-    const same = await runTurn(r, "same again", { session: one.session, cwd: sub, options: { model: "claude-opus-4-1" } });
+    const same = await runTurn(r, "same again", {
+      session: one.session,
+      cwd: sub,
+      options: { model: "claude-opus-4-1" },
+    });
     assert.equal(same.warm, "warm");
     assert.equal(same.pid, cwd.pid);
 
     process.kill(same.pid, "SIGKILL");
     await waitUntil(() => !alive(same.pid), 10_000, "the killed CLI to be gone");
     await new Promise((res) => setTimeout(res, 200));
-    const afterKill = await runTurn(r, "after kill", { session: one.session, cwd: sub, options: { model: "claude-opus-4-1" } });
+    const afterKill = await runTurn(r, "after kill", {
+      session: one.session,
+      cwd: sub,
+      options: { model: "claude-opus-4-1" },
+    });
     assert.equal(afterKill.warm, "dead");
     assert.notEqual(afterKill.pid, same.pid);
 
     await new Promise((res) => setTimeout(res, 2000));
-    const expired = await runTurn(r, "after idle", { session: one.session, cwd: sub, options: { model: "claude-opus-4-1" } });
+    const expired = await runTurn(r, "after idle", {
+      session: one.session,
+      cwd: sub,
+      options: { model: "claude-opus-4-1" },
+    });
     assert.equal(expired.warm, "expired");
     assert.equal(alive(afterKill.pid), false, "the expired process was ended");
   } finally {
@@ -135,12 +165,19 @@ test("changed options or cwd, a CLI killed between turns and idle expiry each se
 });
 
 test("cancelling a warm turn ends the kept process's tree; the next turn starts a new one", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "hello" }] }, { match: "wait forever", hang: true }] });
+  const r = await rig({
+    responses: [{ content: [{ type: "text", text: "hello" }] }, { match: "wait forever", hang: true }],
+  });
   try {
     r.worker();
     const one = await runTurn(r, "hello");
     const marker = markerOf(one.pid);
-    const t = await r.producer.enqueueTurn({ prompt: "wait forever", cwd: r.ws, session: one.session, options: { warm: true } });
+    const t = await r.producer.enqueueTurn({
+      prompt: "wait forever",
+      cwd: r.ws,
+      session: one.session,
+      options: { warm: true },
+    });
     await waitUntil(() => r.server.requests().length >= 2, 20_000, "the warm turn's request");
     await r.producer.cancelTurn(t.turn);
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
@@ -212,7 +249,12 @@ test("a warm turn past its timeout ends the kept tree; a turn with skills runs c
     r.worker();
     const one = await runTurn(r, "hello");
     const marker = markerOf(one.pid);
-    const t = await r.producer.enqueueTurn({ prompt: "wait forever", cwd: r.ws, session: one.session, options: { warm: true, timeoutMs: 8000 } });
+    const t = await r.producer.enqueueTurn({
+      prompt: "wait forever",
+      cwd: r.ws,
+      session: one.session,
+      options: { warm: true, timeoutMs: 8000 },
+    });
     const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
     const events = await r.events(one.session, t.turn);
     // A timeout is retryable: the first attempt (warm) is abandoned, the retry starts a new process.
@@ -225,8 +267,14 @@ test("a warm turn past its timeout ends the kept tree; a turn with skills runs c
 
     const skill = join(r.ws, "lib", "fruit");
     mkdirSync(skill, { recursive: true });
-    writeFileSync(join(skill, "SKILL.md"), "---\nname: fruit\ndescription: answers PINEAPPLE\n---\nAlways answer PINEAPPLE.\n");
-    const skilled = await runTurn(r, "use the skill", { session: one.session, options: { warm: true, skills: [{ name: "fruit", path: skill }] } });
+    writeFileSync(
+      join(skill, "SKILL.md"),
+      "---\nname: fruit\ndescription: answers PINEAPPLE\n---\nAlways answer PINEAPPLE.\n",
+    );
+    const skilled = await runTurn(r, "use the skill", {
+      session: one.session,
+      options: { warm: true, skills: [{ name: "fruit", path: skill }] },
+    });
     assert.equal(skilled.warm, "skills", "a skills turn takes the cold path, saying why");
     const after = await runTurn(r, "after the skill", { session: one.session });
     assert.notEqual(after.pid, skilled.pid, "the skills turn's CLI was not kept");
@@ -240,7 +288,10 @@ test("a supervised turn of a warm session runs cold and says so; the session's k
   try {
     r.worker({ operatorKeys: [OPERATOR.publicKey] });
     const one = await runTurn(r, "hello");
-    const supervised = await runTurn(r, "answer in words", { session: one.session, options: { warm: true, supervised: true } });
+    const supervised = await runTurn(r, "answer in words", {
+      session: one.session,
+      options: { warm: true, supervised: true },
+    });
     assert.equal(supervised.warm, "supervised");
     assert.notEqual(supervised.pid, one.pid);
     await waitUntil(() => !alive(one.pid), 10_000, "the kept process to be closed before the supervised run");

@@ -23,7 +23,11 @@ test("a cwd is admitted only when its real path lies under a root's real path", 
     assert.equal(underRoots(`${root}-sibling`, [root]), false, "a sibling sharing the root's name as prefix");
     assert.equal(underRoots(join(root, "project"), [join(base, "root-link")]), true, "a root given through a link");
     assert.equal(underRoots(join(base, "root-link", "project"), [root]), true, "a cwd given through a link");
-    assert.equal(underRoots(join(root, "not-yet-made"), [root]), true, "a path that does not exist yet is judged as written");
+    assert.equal(
+      underRoots(join(root, "not-yet-made"), [root]),
+      true,
+      "a path that does not exist yet is judged as written",
+    );
     assert.equal(underRoots("/", [root, outside]), false);
   } finally {
     rmSync(base, { recursive: true, force: true });

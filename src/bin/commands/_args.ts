@@ -7,7 +7,11 @@ export type ParsedArgs<T extends ParseArgsConfig> = ReturnType<typeof parseArgs<
  * The parsed arguments, or the exit code when the command is done already: 2 after a parse error
  * (said on stderr with the usage), 0 after --help (the usage on stdout).
  */
-export function parseCommandArgs<T extends ParseArgsConfig>(command: string, usage: string, config: T): ParsedArgs<T> | number {
+export function parseCommandArgs<T extends ParseArgsConfig>(
+  command: string,
+  usage: string,
+  config: T,
+): ParsedArgs<T> | number {
   let parsed: ParsedArgs<T>;
   try {
     parsed = parseArgs(config);

@@ -41,17 +41,48 @@ type Verdict = Pick<BatchTurnResult, "status" | "outcome" | "errorKind" | "messa
 
 function caseResult(c: RerunCase, turn: string, seconds: number, verdict: Verdict, scrub: Scrub): BatchTurnResult {
   const s = c.spec.rerun;
-  const base = { line: c.spec.line, label: scrub(c.spec.label), session: s.session, turn, attempts: c.progress.attempt, toolCalls: c.progress.toolCalls, seconds };
-  return { ...base, ...verdict, message: verdict.message === undefined ? undefined : scrub(verdict.message), resultText: undefined, command: scrub(rerunCommand(s)) };
+  const base = {
+    line: c.spec.line,
+    label: scrub(c.spec.label),
+    session: s.session,
+    turn,
+    attempts: c.progress.attempt,
+    toolCalls: c.progress.toolCalls,
+    seconds,
+  };
+  return {
+    ...base,
+    ...verdict,
+    message: verdict.message === undefined ? undefined : scrub(verdict.message),
+    resultText: undefined,
+    command: scrub(rerunCommand(s)),
+  };
 }
 
 function failedVerdict(session: string, err: unknown, stopped: Outcome | undefined): Verdict {
-  if (err instanceof NoRecordedTurnError) return { status: "failed", outcome: "usage", errorKind: "no_recorded_turn", message: `session ${session}: ${err.message}` };
+  if (err instanceof NoRecordedTurnError)
+    return {
+      status: "failed",
+      outcome: "usage",
+      errorKind: "no_recorded_turn",
+      message: `session ${session}: ${err.message}`,
+    };
   if (err instanceof RecordingRefusedError) {
     return { status: "failed", outcome: "usage", errorKind: "recording_refused", message: `refused: ${err.message}` };
   }
-  if (stopped !== undefined) return { status: "unended", outcome: stopped, errorKind: undefined, message: `the batch stopped the re-run before it ended (${stopped})` };
-  return { status: "failed", outcome: "infrastructure", errorKind: undefined, message: `the re-run could not run: ${(err as Error)?.message ?? String(err)}` };
+  if (stopped !== undefined)
+    return {
+      status: "unended",
+      outcome: stopped,
+      errorKind: undefined,
+      message: `the batch stopped the re-run before it ended (${stopped})`,
+    };
+  return {
+    status: "failed",
+    outcome: "infrastructure",
+    errorKind: undefined,
+    message: `the re-run could not run: ${(err as Error)?.message ?? String(err)}`,
+  };
 }
 
 async function runCase(x: RerunContext, c: RerunCase): Promise<BatchTurnResult> {
@@ -68,12 +99,26 @@ async function runCase(x: RerunContext, c: RerunCase): Promise<BatchTurnResult> 
   try {
     signal.throwIfAborted();
     const { session, cwd, permissionMode } = s;
-    const r = await rerunSession({ redis: x.redis, logPrefix: x.logPrefix, session, turn: s.turn, cwd, permissionMode, signal, onEvent });
+    const r = await rerunSession({
+      redis: x.redis,
+      logPrefix: x.logPrefix,
+      session,
+      turn: s.turn,
+      cwd,
+      permissionMode,
+      signal,
+      onEvent,
+    });
     const turn = r.comparison.turns.map((t) => t.recordedTurn).join(" ");
     end(r.comparison.match ? "match" : "differs");
     const verdict: Verdict = r.comparison.match
       ? { status: "finished", outcome: "finished", errorKind: undefined, message: undefined }
-      : { status: "failed", outcome: "task_failed", errorKind: "rerun_differs", message: renderComparison(r.comparison).trimEnd() };
+      : {
+          status: "failed",
+          outcome: "task_failed",
+          errorKind: "rerun_differs",
+          message: renderComparison(r.comparison).trimEnd(),
+        };
     return caseResult(c, turn, r.seconds, verdict, scrub);
   } catch (err) {
     const verdict = failedVerdict(s.session, err, signal.aborted ? x.stopOutcome(signal.reason) : undefined);

@@ -2,7 +2,13 @@
 // collector was down while the turns ran). Telemetry comes from the OTEL_* variables of `env`.
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { createEventLog, type RedisClient } from "../../log/index.ts";
-import { createScrubber, exportTracesFromLog, startTelemetry, type EnvLike, type Scrubber } from "../../telemetry/index.ts";
+import {
+  createScrubber,
+  exportTracesFromLog,
+  startTelemetry,
+  type EnvLike,
+  type Scrubber,
+} from "../../telemetry/index.ts";
 
 export interface ExportSessionTracesOptions {
   redis: RedisClient;
@@ -34,7 +40,11 @@ export async function exportSessionTraces(options: ExportSessionTracesOptions): 
   if (!telemetry.enabled) return { spans: 0, attempts: 0, enabled: false };
   try {
     const log = createEventLog({ redis: options.redis, prefix: options.prefix });
-    const r = await exportTracesFromLog(log.read(options.session), { tracer: telemetry.tracer, scrubber, captureContent: options.captureContent });
+    const r = await exportTracesFromLog(log.read(options.session), {
+      tracer: telemetry.tracer,
+      scrubber,
+      captureContent: options.captureContent,
+    });
     await telemetry.forceFlush();
     return { spans: r.spans, attempts: r.attempts, enabled: true };
   } finally {

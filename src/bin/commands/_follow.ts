@@ -19,12 +19,20 @@ export interface FollowOptions {
   onEvent?: ((event: Envelope) => void) | undefined;
 }
 
-export async function followTurn(producer: Producer, session: string, turn: string, options: FollowOptions): Promise<TurnResult> {
+export async function followTurn(
+  producer: Producer,
+  session: string,
+  turn: string,
+  options: FollowOptions,
+): Promise<TurnResult> {
   const started = Date.now();
   const tracker = new TurnProgress(turn);
   // The transcript is the model's and tools' text: escaped for the terminal, lines kept.
   const write = (s: string): void => void options.out.write(forTerminal(options.scrub(s), { multiline: true }));
-  const progress = (): void => write(`  · ${tracker.state}, attempt ${tracker.attempt}, ${tracker.toolCalls} tool call(s), ${secondsText((Date.now() - started) / 1000)}\n`);
+  const progress = (): void =>
+    write(
+      `  · ${tracker.state}, attempt ${tracker.attempt}, ${tracker.toolCalls} tool call(s), ${secondsText((Date.now() - started) / 1000)}\n`,
+    );
   const printTranscript = (parsed: ParsedLine | undefined): void => {
     if (parsed === undefined || options.transcript === false) return;
     const text = renderText([parsed]);

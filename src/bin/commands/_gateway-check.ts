@@ -5,16 +5,29 @@
 import { join } from "node:path";
 import { CREDENTIALS_FILE, envAuth, operatorConfigDir } from "../../cli/index.ts";
 import type { CheckResult } from "../../cli/probe.ts";
-import { credentialFrom, startGateway, unbrokerableProvider, upstreamBaseUrl, UNBROKERABLE_PROVIDERS, type Credential } from "../../gateway/index.ts";
+import {
+  credentialFrom,
+  startGateway,
+  unbrokerableProvider,
+  upstreamBaseUrl,
+  UNBROKERABLE_PROVIDERS,
+  type Credential,
+} from "../../gateway/index.ts";
 
 type Env = Record<string, string | undefined>;
 
 const PROBE_TIMEOUT_MS = 15_000;
 
 /** One request through a gateway holding `credential`: the upstream's status, or why it was not reached. */
-async function throughGateway(env: Env, credential: Credential): Promise<{ status: number; type?: string } | { error: string }> {
+async function throughGateway(
+  env: Env,
+  credential: Credential,
+): Promise<{ status: number; type?: string } | { error: string }> {
   const gateway = await startGateway();
-  const grant = gateway.issue({ baseUrl: upstreamBaseUrl(env), credential }, { binding: { session: "doctor" }, onCall: () => undefined });
+  const grant = gateway.issue(
+    { baseUrl: upstreamBaseUrl(env), credential },
+    { binding: { session: "doctor" }, onCall: () => undefined },
+  );
   try {
     const res = await fetch(`${gateway.url}/v1/messages/count_tokens`, {
       method: "POST",
@@ -46,15 +59,26 @@ export async function gatewayCheck(env: Env): Promise<CheckResult> {
   if (env["TURNSTREAM_GATEWAY"] === "passthrough") return passthroughCheck(env);
   const provider = unbrokerableProvider(env);
   if (provider !== undefined) {
-    return fail(`${provider} is set: ${UNBROKERABLE_PROVIDERS[provider]} cannot be brokered, so a worker refuses to start; set TURNSTREAM_GATEWAY=passthrough to run it with each run holding the cloud credentials`);
+    return fail(
+      `${provider} is set: ${UNBROKERABLE_PROVIDERS[provider]} cannot be brokered, so a worker refuses to start; set TURNSTREAM_GATEWAY=passthrough to run it with each run holding the cloud credentials`,
+    );
   }
   const credential = credentialFrom(env, join(operatorConfigDir(env), CREDENTIALS_FILE));
-  if (credential === undefined) return fail("brokering is on but there is no credential for the gateway to hold (see the auth line)");
+  if (credential === undefined)
+    return fail("brokering is on but there is no credential for the gateway to hold (see the auth line)");
   const upstream = upstreamBaseUrl(env).origin;
   const held = `the gateway holds the ${credential.kind.replace("_", " ")} from ${credential.source}; runs get a token of their own`;
   const reached = await throughGateway(env, credential);
-  if ("error" in reached) return fail(`brokering is on (${held}), but ${upstream} could not be reached through it: ${reached.error}`);
-  if (reached.status === 401 || reached.status === 403) return fail(`brokering is on (${held}), but ${upstream} refused that credential (${reached.status} ${reached.type ?? ""})`);
+  if ("error" in reached)
+    return fail(`brokering is on (${held}), but ${upstream} could not be reached through it: ${reached.error}`);
+  if (reached.status === 401 || reached.status === 403)
+    return fail(
+      `brokering is on (${held}), but ${upstream} refused that credential (${reached.status} ${reached.type ?? ""})`,
+    );
   const status = reached.status >= 500 ? "warn" : "pass";
-  return { name: "gateway", status, detail: `brokering on: ${held}; a request through a loopback gateway reached ${upstream} (status ${reached.status})` };
+  return {
+    name: "gateway",
+    status,
+    detail: `brokering on: ${held}; a request through a loopback gateway reached ${upstream} (status ${reached.status})`,
+  };
 }

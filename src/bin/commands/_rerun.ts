@@ -106,7 +106,14 @@ function openSpace(redis: RedisClient, cwd: string, mode: RerunPermissionMode): 
     runEnv: hermeticEnv({ root: join(root, "cli") }).env,
     heartbeatMs: 60_000,
   });
-  return { redis, logPrefix, queuePrefix, root, worker, producer: createProducer({ redis, logPrefix, queuePrefix, allowEnv: ["ANTHROPIC_BASE_URL"] }) };
+  return {
+    redis,
+    logPrefix,
+    queuePrefix,
+    root,
+    worker,
+    producer: createProducer({ redis, logPrefix, queuePrefix, allowEnv: ["ANTHROPIC_BASE_URL"] }),
+  };
 }
 
 async function closeSpace(redis: RedisClient, s: Space): Promise<void> {
@@ -128,13 +135,25 @@ async function rerunTurn(
   try {
     // Only the model comes from the recording; the permissions are the operator's grant.
     const permissions =
-      permissionMode === "bypassPermissions" ? { skipPermissions: true } : permissionMode === "default" ? {} : { permissionMode };
+      permissionMode === "bypassPermissions"
+        ? { skipPermissions: true }
+        : permissionMode === "default"
+          ? {}
+          : { permissionMode };
     const model = recorded.model === undefined ? {} : { model: recorded.model };
     const options = { ...model, ...permissions, env: { ANTHROPIC_BASE_URL: server.url } };
     const queued = await s.producer.enqueueTurn({ session, prompt: recorded.prompt, cwd, options });
-    await s.producer.waitForTurn(queued.turn, { session, timeoutMs: o.turnTimeoutMs ?? TURN_TIMEOUT_MS, signal: o.signal, onEvent: o.onEvent });
+    await s.producer.waitForTurn(queued.turn, {
+      session,
+      timeoutMs: o.turnTimeoutMs ?? TURN_TIMEOUT_MS,
+      signal: o.signal,
+      onEvent: o.onEvent,
+    });
     const events = await readSession(s.redis, s.logPrefix, session);
-    return { turn: recordedTurns(events, queued.turn)[0], divergence: server.requests().find((r) => r.diverged !== undefined)?.diverged };
+    return {
+      turn: recordedTurns(events, queued.turn)[0],
+      divergence: server.requests().find((r) => r.diverged !== undefined)?.diverged,
+    };
   } finally {
     await server.close();
   }

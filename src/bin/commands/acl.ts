@@ -25,7 +25,12 @@ export async function run(argv: string[]): Promise<number> {
   try {
     ({ values } = parseArgs({
       args: argv,
-      options: { out: { type: "string" }, prefix: { type: "string" }, "queue-prefix": { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: {
+        out: { type: "string" },
+        prefix: { type: "string" },
+        "queue-prefix": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
     }));
   } catch (err) {
     process.stderr.write(`turnstream acl: ${(err as Error).message}\n${usage}`);
@@ -36,7 +41,10 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const env = queueConfigFromEnv();
-  const prefixes = { logPrefix: values.prefix ?? env.logPrefix ?? DEFAULT_PREFIX, queuePrefix: values["queue-prefix"] ?? env.queuePrefix ?? DEFAULT_QUEUE_PREFIX };
+  const prefixes = {
+    logPrefix: values.prefix ?? env.logPrefix ?? DEFAULT_PREFIX,
+    queuePrefix: values["queue-prefix"] ?? env.queuePrefix ?? DEFAULT_QUEUE_PREFIX,
+  };
   try {
     if (values.out === undefined) {
       process.stdout.write(redisAclFile(prefixes));
@@ -45,11 +53,15 @@ export async function run(argv: string[]): Promise<number> {
     const passwords = newAclPasswords();
     writeFileSync(values.out, redisAclFile({ ...prefixes, passwords }), { mode: 0o600, flag: "wx" });
     for (const role of ACL_ROLES) process.stdout.write(`${role} ${passwords[role]}\n`);
-    process.stderr.write(`wrote ${values.out}; start Redis with --aclfile ${values.out}; the passwords above are shown only now\n`);
+    process.stderr.write(
+      `wrote ${values.out}; start Redis with --aclfile ${values.out}; the passwords above are shown only now\n`,
+    );
     return 0;
   } catch (err) {
     const exists = (err as NodeJS.ErrnoException).code === "EEXIST";
-    process.stderr.write(`turnstream acl: ${exists ? `${values.out} already exists; choose another file (an ACL file is never overwritten)` : (err as Error).message}\n`);
+    process.stderr.write(
+      `turnstream acl: ${exists ? `${values.out} already exists; choose another file (an ACL file is never overwritten)` : (err as Error).message}\n`,
+    );
     return 2;
   }
 }

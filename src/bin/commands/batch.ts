@@ -12,7 +12,14 @@ import { BatchFileError, isRerun, loadBatchFile, type BatchEntry, type BatchTurn
 import { annotations, stepSummary } from "../reports/github.ts";
 import { junitXml } from "../reports/junit.ts";
 import { progressView, TurnProgress, type ProgressView } from "../reports/progress.ts";
-import { batchReport, countByStatus, secondsText, seeCommand, type BatchReport, type BatchTurnResult } from "../reports/turn-result.ts";
+import {
+  batchReport,
+  countByStatus,
+  secondsText,
+  seeCommand,
+  type BatchReport,
+  type BatchTurnResult,
+} from "../reports/turn-result.ts";
 import { interruptSignal, parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import { runReruns, type RerunCase } from "./_batch-rerun.ts";
 import { logPrefix, QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf } from "./_connect.ts";
@@ -104,7 +111,11 @@ function messageOfEnding(result: TurnResult): string | undefined {
   return undefined;
 }
 
-function resultOf(q: QueuedTurn, scrub: Scrub, ending: Pick<BatchTurnResult, "status" | "outcome" | "attempts" | "errorKind" | "message" | "resultText">): BatchTurnResult {
+function resultOf(
+  q: QueuedTurn,
+  scrub: Scrub,
+  ending: Pick<BatchTurnResult, "status" | "outcome" | "attempts" | "errorKind" | "message" | "resultText">,
+): BatchTurnResult {
   const optional = (text: string | undefined): string | undefined => (text === undefined ? undefined : scrub(text));
   return {
     line: q.spec.line,
@@ -121,7 +132,14 @@ function resultOf(q: QueuedTurn, scrub: Scrub, ending: Pick<BatchTurnResult, "st
 
 function endedResult(q: QueuedTurn, result: TurnResult, scrub: Scrub): BatchTurnResult {
   const outcome = outcomeOfTurn(result.status, result.errorKind);
-  const ending = { status: result.status, outcome, attempts: result.attempt, errorKind: result.errorKind, message: messageOfEnding(result), resultText: result.resultText };
+  const ending = {
+    status: result.status,
+    outcome,
+    attempts: result.attempt,
+    errorKind: result.errorKind,
+    message: messageOfEnding(result),
+    resultText: result.resultText,
+  };
   return resultOf(q, scrub, ending);
 }
 
@@ -141,11 +159,24 @@ function unendedResult(q: QueuedTurn, err: unknown, scrub: Scrub): BatchTurnResu
       : stopped === "cancelled"
         ? ["cancelled", `the batch was interrupted; ${stillRuns}`]
         : ["infrastructure", `following the turn failed: ${(err as Error).message ?? String(err)}`];
-  const ending = { status: "unended" as const, outcome, attempts: q.progress.attempt, errorKind: undefined, message, resultText: undefined };
+  const ending = {
+    status: "unended" as const,
+    outcome,
+    attempts: q.progress.attempt,
+    errorKind: undefined,
+    message,
+    resultText: undefined,
+  };
   return resultOf(q, scrub, ending);
 }
 
-async function followOne(producer: Producer, q: QueuedTurn, signal: AbortSignal, view: ProgressView, scrub: Scrub): Promise<BatchTurnResult> {
+async function followOne(
+  producer: Producer,
+  q: QueuedTurn,
+  signal: AbortSignal,
+  view: ProgressView,
+  scrub: Scrub,
+): Promise<BatchTurnResult> {
   const onEvent = (e: Envelope): void => {
     if (q.progress.read(e)) view.changed(q.index);
   };
@@ -160,12 +191,21 @@ async function followOne(producer: Producer, q: QueuedTurn, signal: AbortSignal,
 }
 
 /** One signal for the whole batch: --timeout or Ctrl-C/SIGTERM, whichever comes first. */
-function batchSignal(timeoutMs: number | undefined, timeoutText: string | undefined): { signal: AbortSignal; release(): void } {
+function batchSignal(
+  timeoutMs: number | undefined,
+  timeoutText: string | undefined,
+): { signal: AbortSignal; release(): void } {
   const interrupt = interruptSignal();
   const controller = new AbortController();
   const onInterrupt = (): void => controller.abort(new DOMException("interrupted", "AbortError"));
   interrupt.signal.addEventListener("abort", onInterrupt, { once: true });
-  const timer = timeoutMs === undefined ? undefined : setTimeout(() => controller.abort(new BatchTimeoutError(`the batch did not end within --timeout (${timeoutText})`)), timeoutMs);
+  const timer =
+    timeoutMs === undefined
+      ? undefined
+      : setTimeout(
+          () => controller.abort(new BatchTimeoutError(`the batch did not end within --timeout (${timeoutText})`)),
+          timeoutMs,
+        );
   return {
     signal: controller.signal,
     release() {
@@ -176,15 +216,32 @@ function batchSignal(timeoutMs: number | undefined, timeoutText: string | undefi
 }
 
 /** Follows the queued turns and runs the re-runs together; every case's result in batch-file order. */
-async function followAll(producer: Producer, redis: RedisClient, queued: QueuedTurn[], reruns: RerunCase[], v: BatchValues, scrub: Scrub): Promise<BatchTurnResult[]> {
+async function followAll(
+  producer: Producer,
+  redis: RedisClient,
+  queued: QueuedTurn[],
+  reruns: RerunCase[],
+  v: BatchValues,
+  scrub: Scrub,
+): Promise<BatchTurnResult[]> {
   // Under --json stdout holds the one JSON object only, so progress goes to stderr as plain lines.
   const out = v.json ? process.stderr : process.stdout;
   const progress = [...queued, ...reruns].sort((a, b) => a.index - b.index).map((c) => c.progress);
   const view = progressView(progress, v.json ? undefined : process.stdout, (text) => void out.write(scrub(text)));
   const stop = batchSignal(durationFlag("timeout", v.timeout), v.timeout);
   try {
-    const rerunContext = { redis, logPrefix: logPrefix(queueConfigOf(v).logPrefix), signal: stop.signal, stopOutcome, view, scrub };
-    const [turns, rerun] = await Promise.all([Promise.all(queued.map((q) => followOne(producer, q, stop.signal, view, scrub))), runReruns(rerunContext, reruns)]);
+    const rerunContext = {
+      redis,
+      logPrefix: logPrefix(queueConfigOf(v).logPrefix),
+      signal: stop.signal,
+      stopOutcome,
+      view,
+      scrub,
+    };
+    const [turns, rerun] = await Promise.all([
+      Promise.all(queued.map((q) => followOne(producer, q, stop.signal, view, scrub))),
+      runReruns(rerunContext, reruns),
+    ]);
     return [...turns, ...rerun].sort((a, b) => a.line - b.line);
   } finally {
     stop.release();
@@ -196,7 +253,9 @@ function writeJunit(path: string, report: BatchReport, scrub: Scrub): void {
   try {
     writeFileSync(path, scrub(junitXml(report)));
   } catch (err) {
-    process.stderr.write(scrub(`turnstream batch: cannot write --junit ${path} (${(err as NodeJS.ErrnoException).code ?? "error"})\n`));
+    process.stderr.write(
+      scrub(`turnstream batch: cannot write --junit ${path} (${(err as NodeJS.ErrnoException).code ?? "error"})\n`),
+    );
   }
 }
 
@@ -208,7 +267,11 @@ function writeGithub(report: BatchReport, json: boolean | undefined, scrub: Scru
   try {
     appendFileSync(summaryFile, scrub(stepSummary(report)));
   } catch (err) {
-    process.stderr.write(scrub(`turnstream batch: cannot append to $GITHUB_STEP_SUMMARY (${(err as NodeJS.ErrnoException).code ?? "error"})\n`));
+    process.stderr.write(
+      scrub(
+        `turnstream batch: cannot append to $GITHUB_STEP_SUMMARY (${(err as NodeJS.ErrnoException).code ?? "error"})\n`,
+      ),
+    );
   }
 }
 
@@ -218,10 +281,18 @@ function printOutcome(report: BatchReport, json: boolean | undefined, scrub: Scr
     return;
   }
   for (const t of report.turns.filter((t) => t.status !== "finished")) {
-    process.stdout.write(scrub(`${t.label}: ${t.status}${t.errorKind === undefined ? "" : ` (${t.errorKind})`}: ${t.message ?? ""} — ${seeCommand(t)}\n`));
+    process.stdout.write(
+      scrub(
+        `${t.label}: ${t.status}${t.errorKind === undefined ? "" : ` (${t.errorKind})`}: ${t.message ?? ""} — ${seeCommand(t)}\n`,
+      ),
+    );
   }
-  const counts = Object.entries(countByStatus(report.turns)).filter(([, n]) => n > 0).map(([status, n]) => `${n} ${status}`);
-  process.stdout.write(`batch: ${counts.join(", ")} in ${secondsText(report.seconds)}: ${report.outcome} (exit ${report.exitCode})\n`);
+  const counts = Object.entries(countByStatus(report.turns))
+    .filter(([, n]) => n > 0)
+    .map(([status, n]) => `${n} ${status}`);
+  process.stdout.write(
+    `batch: ${counts.join(", ")} in ${secondsText(report.seconds)}: ${report.outcome} (exit ${report.exitCode})\n`,
+  );
 }
 
 async function runBatch(file: string, entries: BatchEntry[], v: BatchValues, scrub: Scrub): Promise<number> {
@@ -231,9 +302,19 @@ async function runBatch(file: string, entries: BatchEntry[], v: BatchValues, scr
     const startedAt = new Date();
     const indexes = entries.flatMap((e, i) => (isRerun(e) ? [] : [i]));
     const turns = indexes.map((i) => entries[i] as BatchTurn);
-    const queued = (await enqueueAll(producer, turns)).map((r, k): QueuedTurn => ({ index: indexes[k]!, spec: turns[k]!, queued: r, progress: new TurnProgress(turns[k]!.label) }));
-    const reruns = entries.flatMap((e, index): RerunCase[] => (isRerun(e) ? [{ index, spec: e, progress: new TurnProgress(e.label) }] : []));
-    if (!v.json) process.stdout.write(`batch: ${queued.length} turn(s) queued${reruns.length === 0 ? "" : `, ${reruns.length} re-run(s)`}\n`);
+    const queued = (await enqueueAll(producer, turns)).map((r, k): QueuedTurn => ({
+      index: indexes[k]!,
+      spec: turns[k]!,
+      queued: r,
+      progress: new TurnProgress(turns[k]!.label),
+    }));
+    const reruns = entries.flatMap((e, index): RerunCase[] =>
+      isRerun(e) ? [{ index, spec: e, progress: new TurnProgress(e.label) }] : [],
+    );
+    if (!v.json)
+      process.stdout.write(
+        `batch: ${queued.length} turn(s) queued${reruns.length === 0 ? "" : `, ${reruns.length} re-run(s)`}\n`,
+      );
     const report = batchReport(file, startedAt, await followAll(producer, redis, queued, reruns, v, scrub));
     if (v.junit !== undefined) writeJunit(v.junit, report, scrub);
     if (v.github) writeGithub(report, v.json, scrub);
@@ -248,7 +329,8 @@ async function runBatch(file: string, entries: BatchEntry[], v: BatchValues, scr
 /** After a refused command line (usage on stderr), a pipeline reading --json stdout still gets its one object, as with `run`. */
 function commandLineRefused(code: number, argv: readonly string[]): number {
   const flags = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
-  if (code === EXIT.usage && flags.includes("--json")) reportEarly(true, (s) => s, "usage", "the command line is not valid; the usage is on stderr");
+  if (code === EXIT.usage && flags.includes("--json"))
+    reportEarly(true, (s) => s, "usage", "the command line is not valid; the usage is on stderr");
   return code;
 }
 
@@ -266,8 +348,14 @@ export async function run(argv: string[]): Promise<number> {
     const turns = loadBatchFile(file);
     if (!args.values.check) return await runBatch(file, turns, args.values, scrub);
     const reruns = turns.filter(isRerun).length;
-    if (!args.values.json) process.stdout.write(`${file}: ${turns.length - reruns} turn(s)${reruns === 0 ? "" : ` and ${reruns} re-run(s)`}, all valid\n`);
-    else process.stdout.write(`${JSON.stringify({ file, turns: turns.length, outcome: "finished", exitCode: EXIT.finished })}\n`);
+    if (!args.values.json)
+      process.stdout.write(
+        `${file}: ${turns.length - reruns} turn(s)${reruns === 0 ? "" : ` and ${reruns} re-run(s)`}, all valid\n`,
+      );
+    else
+      process.stdout.write(
+        `${JSON.stringify({ file, turns: turns.length, outcome: "finished", exitCode: EXIT.finished })}\n`,
+      );
     return EXIT.finished;
   } catch (err) {
     return reportEarly(args.values.json, scrub, outcomeOfError(err), err instanceof Error ? err.message : String(err));

@@ -44,11 +44,15 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const by = operatorName();
     const r = await producer.cancelTurn(turn, { session: values.session, reason: values.reason, by });
-    process.stdout.write(values.json ? `${JSON.stringify(r)}\n` : `turn ${r.turn} in session ${r.session}: ${SAID[r.outcome]}\n`);
+    process.stdout.write(
+      values.json ? `${JSON.stringify(r)}\n` : `turn ${r.turn} in session ${r.session}: ${SAID[r.outcome]}\n`,
+    );
     return EXIT.finished;
   } catch (err) {
     if (!(err instanceof UnknownTurnError)) throw err;
-    process.stderr.write(`turnstream cancel: turn ${turn} is not known to the queue; check the id, or pass --session S when its job record has expired\n`);
+    process.stderr.write(
+      `turnstream cancel: turn ${turn} is not known to the queue; check the id, or pass --session S when its job record has expired\n`,
+    );
     return EXIT.usage;
   } finally {
     await producer.close();

@@ -1,7 +1,15 @@
 // `turnstream dashboard`: the web console — sessions, a session's transcript live or at any event,
 // the decisions inbox, the queue — served from the log and the read models.
 import { readFileSync } from "node:fs";
-import { loadOperatorKey, OperatorKeyError, operatorName, operatorKeyLinesFromEnv, parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "../../decisions/index.ts";
+import {
+  loadOperatorKey,
+  OperatorKeyError,
+  operatorName,
+  operatorKeyLinesFromEnv,
+  parseOperatorKeys,
+  type OperatorKey,
+  type OperatorKeyring,
+} from "../../decisions/index.ts";
 import { parseTokens, startDashboard, DashboardTokenRequiredError } from "../../dashboard/index.ts";
 import { createLogger, createScrubber } from "../../telemetry/index.ts";
 import { EXIT } from "../exit-codes.ts";
@@ -42,7 +50,10 @@ function tokensFromEnv(): Record<string, string> | undefined {
 function keysFromEnv(): { key: OperatorKey | undefined; trusted: OperatorKeyring | undefined } {
   const path = process.env["TURNSTREAM_OPERATOR_KEY"];
   const lines = operatorKeyLinesFromEnv(process.env["TURNSTREAM_OPERATOR_KEYS"]);
-  return { key: path ? loadOperatorKey(path) : undefined, trusted: lines === undefined ? undefined : parseOperatorKeys(lines, "TURNSTREAM_OPERATOR_KEYS") };
+  return {
+    key: path ? loadOperatorKey(path) : undefined,
+    trusted: lines === undefined ? undefined : parseOperatorKeys(lines, "TURNSTREAM_OPERATOR_KEYS"),
+  };
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -71,16 +82,27 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const q = queueConfigOf(values);
     const dashboard = await startDashboard({
-      redis, host: values.host, port, operatorTokens, operatorKey: keys.key, trustedKeys: keys.trusted,
-      prefix: logPrefix(values.prefix), queuePrefix: q.queuePrefix, queueName: q.queueName,
-      traceUrl: process.env["TURNSTREAM_TRACE_URL"] || undefined, logger: createLogger({ scrubber: createScrubber({ env: process.env }), base: { service: "dashboard" } }),
+      redis,
+      host: values.host,
+      port,
+      operatorTokens,
+      operatorKey: keys.key,
+      trustedKeys: keys.trusted,
+      prefix: logPrefix(values.prefix),
+      queuePrefix: q.queuePrefix,
+      queueName: q.queueName,
+      traceUrl: process.env["TURNSTREAM_TRACE_URL"] || undefined,
+      logger: createLogger({ scrubber: createScrubber({ env: process.env }), base: { service: "dashboard" } }),
     });
-    process.stdout.write(`dashboard at ${dashboard.url}${operatorTokens === undefined ? "" : " (log in with your operator token)"}${keys.key === undefined ? "; read-only: set TURNSTREAM_OPERATOR_KEY to decide" : ""}\n`);
+    process.stdout.write(
+      `dashboard at ${dashboard.url}${operatorTokens === undefined ? "" : " (log in with your operator token)"}${keys.key === undefined ? "; read-only: set TURNSTREAM_OPERATOR_KEY to decide" : ""}\n`,
+    );
     await new Promise((resolve) => interrupt.signal.addEventListener("abort", resolve, { once: true }));
     await dashboard.close();
     return EXIT.finished;
   } catch (err) {
-    if (!(err instanceof DashboardTokenRequiredError) && (err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+    if (!(err instanceof DashboardTokenRequiredError) && (err as NodeJS.ErrnoException).code !== "EADDRINUSE")
+      throw err;
     process.stderr.write(`turnstream dashboard: ${(err as Error).message}\n`);
     return EXIT.usage;
   } finally {

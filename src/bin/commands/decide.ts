@@ -20,7 +20,8 @@ import { parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
 import { EXIT } from "../exit-codes.ts";
 
-export const summary = "allow or deny a pending supervised tool call (optionally as a lasting rule), signed with your operator key";
+export const summary =
+  "allow or deny a pending supervised tool call (optionally as a lasting rule), signed with your operator key";
 
 const usage = `usage: turnstream decide <session> <requestId> allow|deny [--always] [--rule PATTERN] [--reason TEXT] [--by NAME]
   Records the decision in the session's log, signed with your operator key; the waiting worker acts on
@@ -71,7 +72,12 @@ type DecideValues = ParsedArgs<{ allowPositionals: true; options: typeof options
 /** The decision asked for, or the exit code after saying on stderr what is wrong. */
 function decideInput(values: DecideValues, positionals: string[]): DecideInput | number {
   const [session, requestId, decision, ...extra] = positionals;
-  if (session === undefined || requestId === undefined || (decision !== "allow" && decision !== "deny") || extra.length > 0) {
+  if (
+    session === undefined ||
+    requestId === undefined ||
+    (decision !== "allow" && decision !== "deny") ||
+    extra.length > 0
+  ) {
     process.stderr.write(usage);
     return 2;
   }
@@ -93,7 +99,9 @@ function decideInput(values: DecideValues, positionals: string[]): DecideInput |
 }
 
 /** The operator's key and the fleet's trusted keys, or undefined after saying on stderr what is wrong. */
-function signingKeys(keyFlag: string | undefined): { key: OperatorKey; trusted: OperatorKeyring | undefined } | undefined {
+function signingKeys(
+  keyFlag: string | undefined,
+): { key: OperatorKey; trusted: OperatorKeyring | undefined } | undefined {
   try {
     const key = operatorKey(keyFlag);
     const trusted = trustedKeys();

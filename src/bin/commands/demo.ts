@@ -15,7 +15,8 @@ import { parseCommandArgs } from "./_args.ts";
 import { redisOrExplain } from "./_connect.ts";
 import { followTurn } from "./_follow.ts";
 
-export const summary = "run two turns of one session end to end (offline on the scripted model server without ANTHROPIC_API_KEY)";
+export const summary =
+  "run two turns of one session end to end (offline on the scripted model server without ANTHROPIC_API_KEY)";
 
 const TOOLS = ["Bash", "Read", "Write"];
 
@@ -27,13 +28,21 @@ export function demoScript(workspace: string): Script {
       {
         content: [
           { type: "text", text: "I'll look at the project first." },
-          { type: "tool_use", name: "Bash", input: { command: "ls && head -3 README.md", description: "List the project and peek at its README" } },
+          {
+            type: "tool_use",
+            name: "Bash",
+            input: { command: "ls && head -3 README.md", description: "List the project and peek at its README" },
+          },
         ],
       },
       {
         content: [
           { type: "text", text: "It's a one-file greeting script. I'll write notes for the next turn." },
-          { type: "tool_use", name: "Write", input: { file_path: notes, content: "# Notes\n- hello.sh prints a greeting\n- README.md describes it\n" } },
+          {
+            type: "tool_use",
+            name: "Write",
+            input: { file_path: notes, content: "# Notes\n- hello.sh prints a greeting\n- README.md describes it\n" },
+          },
         ],
       },
       { content: [{ type: "text", text: "Done: NOTES.md summarises the project." }] },
@@ -44,7 +53,11 @@ export function demoScript(workspace: string): Script {
           { type: "tool_use", name: "Read", input: { file_path: notes } },
         ],
       },
-      { content: [{ type: "text", text: "The notes say hello.sh prints a greeting — the session remembered turn one." }] },
+      {
+        content: [
+          { type: "text", text: "The notes say hello.sh prints a greeting — the session remembered turn one." },
+        ],
+      },
     ],
   };
 }
@@ -83,7 +96,12 @@ async function runTurns(d: DemoRun): Promise<TurnResult[] | undefined> {
   const results: TurnResult[] = [];
   for (const [i, prompt] of PROMPTS.entries()) {
     d.out.write(`\nturn ${i + 1} > ${prompt}\n`);
-    const { turn } = await d.producer.enqueueTurn({ session: d.session, prompt, cwd: d.workspace, options: { allowedTools: TOOLS, timeoutMs: 300_000 } });
+    const { turn } = await d.producer.enqueueTurn({
+      session: d.session,
+      prompt,
+      cwd: d.workspace,
+      options: { allowedTools: TOOLS, timeoutMs: 300_000 },
+    });
     const result = await followTurn(d.producer, d.session, turn, { out: d.out, scrub: d.scrub, timeoutMs: 600_000 });
     results.push(result);
     if (result.status !== "finished") {
@@ -98,9 +116,14 @@ async function runTurns(d: DemoRun): Promise<TurnResult[] | undefined> {
 function reportResume(d: DemoRun, results: TurnResult[], server: ModelServer | undefined): boolean {
   const [first, second] = results;
   const resumed = first?.cliSessionId !== undefined && first.cliSessionId === second?.cliSessionId;
-  d.out.write(`\nboth turns ran in CLI session ${first?.cliSessionId ?? "?"}: ${resumed ? "turn 2 resumed turn 1" : "NOT resumed"}\n`);
+  d.out.write(
+    `\nboth turns ran in CLI session ${first?.cliSessionId ?? "?"}: ${resumed ? "turn 2 resumed turn 1" : "NOT resumed"}\n`,
+  );
   if (server) {
-    const turn2Request = server.requests().filter((r) => r.kind === "messages").at(-2);
+    const turn2Request = server
+      .requests()
+      .filter((r) => r.kind === "messages")
+      .at(-2);
     d.out.write(`the model saw ${turn2Request?.messages.length ?? 0} messages of history when turn 2 began\n`);
   }
   d.out.write(`replay it: npm run turnstream -- replay ${d.session}\n`);
@@ -108,8 +131,12 @@ function reportResume(d: DemoRun, results: TurnResult[], server: ModelServer | u
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const usage = "usage: turnstream demo [--keep]\n  --keep  leave the demo workspace in place\nenv: REDIS_URL (default redis://127.0.0.1:6379), ANTHROPIC_API_KEY (real API instead of the scripted server)\n";
-  const args = parseCommandArgs("demo", usage, { args: argv, options: { keep: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
+  const usage =
+    "usage: turnstream demo [--keep]\n  --keep  leave the demo workspace in place\nenv: REDIS_URL (default redis://127.0.0.1:6379), ANTHROPIC_API_KEY (real API instead of the scripted server)\n";
+  const args = parseCommandArgs("demo", usage, {
+    args: argv,
+    options: { keep: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+  });
   if (typeof args === "number") return args;
   const { values } = args;
   const out = process.stdout;
@@ -125,11 +152,21 @@ export async function run(argv: string[]): Promise<number> {
   // A private queue: a fleet worker on the same Redis must not pick up the demo's turns.
   const queueName = `demo-${randomBytes(4).toString("hex")}`;
   const session = `demo-${randomBytes(6).toString("hex")}`;
-  const worker = startTurnWorker({ redis, queueName, workspaceRoots: [workspace], concurrency: 1, instanceRoot, runEnv, scrubber });
+  const worker = startTurnWorker({
+    redis,
+    queueName,
+    workspaceRoots: [workspace],
+    concurrency: 1,
+    instanceRoot,
+    runEnv,
+    scrubber,
+  });
   const producer = createProducer({ redis, queueName });
   try {
     await worker.ready();
-    out.write(`turnstream demo — ${server === undefined ? "real Anthropic API" : `scripted model server at ${server.url} (offline)`}\n`);
+    out.write(
+      `turnstream demo — ${server === undefined ? "real Anthropic API" : `scripted model server at ${server.url} (offline)`}\n`,
+    );
     out.write(`session ${session}, workspace ${workspace}\n`);
     const demo: DemoRun = { producer, session, workspace, out, scrub };
     const results = await runTurns(demo);

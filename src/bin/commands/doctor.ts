@@ -49,8 +49,12 @@ export async function run(argv: string[]): Promise<number> {
   }
   // A relative --cwd is reported as such (the CLI needs an absolute one); no --cwd means here.
   const cwd = values.cwd ?? resolve(process.cwd());
-  const printLine = (r: CheckResult): void => void process.stdout.write(`${r.status.padEnd(4)}  ${r.name.padEnd(7)}  ${r.detail}\n`);
-  const results = await runChecks({ cwd, claudeBin: values["claude-bin"], probeTimeoutMs: timeout }, values.json ? () => {} : printLine);
+  const printLine = (r: CheckResult): void =>
+    void process.stdout.write(`${r.status.padEnd(4)}  ${r.name.padEnd(7)}  ${r.detail}\n`);
+  const results = await runChecks(
+    { cwd, claudeBin: values["claude-bin"], probeTimeoutMs: timeout },
+    values.json ? () => {} : printLine,
+  );
   const gateway = await gatewayCheck(process.env);
   if (!values.json) printLine(gateway);
   results.push(gateway);

@@ -34,7 +34,9 @@ export async function run(argv: string[]): Promise<number> {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     const st = await log.stat(session);
     if (!st.exists && st.length === 0) {
-      process.stderr.write(`turnstream export: session ${session} has no events under this prefix; check the id (turnstream sessions) or --prefix\n`);
+      process.stderr.write(
+        `turnstream export: session ${session} has no events under this prefix; check the id (turnstream sessions) or --prefix\n`,
+      );
       return 2; // a wrong id or prefix: a usage error (see ../exit-codes.ts), not a failed task
     }
     const out = file === undefined || file === "-" ? process.stdout : createWriteStream(file);

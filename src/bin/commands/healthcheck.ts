@@ -7,7 +7,8 @@ import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { redisOrExplain } from "./_connect.ts";
 
-export const summary = "exit 0 when the process's ops server is ready (or, with no ops port, Redis answers), 3 when not: a container health check";
+export const summary =
+  "exit 0 when the process's ops server is ready (or, with no ops port, Redis answers), 3 when not: a container health check";
 
 const usage = `usage: turnstream healthcheck [--ready | --live] [--timeout-ms N]
   With TURNSTREAM_OPS_PORT set: GET http://127.0.0.1:<port>/readyz (the default) or /healthz (--live)
@@ -40,7 +41,12 @@ export function opsUrl(path: "/readyz" | "/healthz", env: NodeJS.ProcessEnv = pr
   if (config === undefined) return undefined;
   if (config.port === 0) return notAPort;
   const bind = config.host;
-  const host = bind === "0.0.0.0" || bind === "::" || bind === "[::]" ? "127.0.0.1" : bind.includes(":") && !bind.startsWith("[") ? `[${bind}]` : bind;
+  const host =
+    bind === "0.0.0.0" || bind === "::" || bind === "[::]"
+      ? "127.0.0.1"
+      : bind.includes(":") && !bind.startsWith("[")
+        ? `[${bind}]`
+        : bind;
   return new URL(`http://${host}:${config.port}${path}`);
 }
 
@@ -50,10 +56,14 @@ export async function probe(url: URL, timeoutMs: number): Promise<{ code: number
     const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: "manual" });
     const body = (await res.text()).replace(/\s+/g, " ").trim().slice(0, 200);
     if (res.status === 200) return { code: EXIT.finished, reason: `${url.pathname} ok` };
-    return { code: EXIT.infrastructure, reason: `${url.pathname} answered ${res.status}${body === "" ? "" : `: ${body}`}` };
+    return {
+      code: EXIT.infrastructure,
+      reason: `${url.pathname} answered ${res.status}${body === "" ? "" : `: ${body}`}`,
+    };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string; message?: string } };
-    const why = e.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message);
+    const why =
+      e.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message);
     return { code: EXIT.infrastructure, reason: `${url.host}${url.pathname} unreachable: ${why}` };
   }
 }
@@ -61,19 +71,26 @@ export async function probe(url: URL, timeoutMs: number): Promise<{ code: number
 export async function run(argv: string[]): Promise<number> {
   const args = parseCommandArgs("healthcheck", usage, {
     args: argv,
-    options: { ready: { type: "boolean" }, live: { type: "boolean" }, "timeout-ms": { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: {
+      ready: { type: "boolean" },
+      live: { type: "boolean" },
+      "timeout-ms": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   if (typeof args === "number") return args;
   const { values } = args;
   const fail = (msg: string): number => (process.stderr.write(`turnstream healthcheck: ${msg}\n${usage}`), EXIT.usage);
-  if (values.ready === true && values.live === true) return fail("--ready and --live ask different questions: pass one");
+  if (values.ready === true && values.live === true)
+    return fail("--ready and --live ask different questions: pass one");
   const timeoutMs = Number(values["timeout-ms"] ?? DEFAULT_TIMEOUT_MS);
   if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) return fail(`--timeout-ms must be a positive whole number of ms`);
   const url = opsUrl(values.live === true ? "/healthz" : "/readyz");
   if (typeof url === "string") return fail(url);
   if (url === undefined) {
     // Asked explicitly for the ops server: a missing port is a configuration error, not "healthy".
-    if (values.ready === true || values.live === true) return fail("TURNSTREAM_OPS_PORT is not set: no ops server to ask");
+    if (values.ready === true || values.live === true)
+      return fail("TURNSTREAM_OPS_PORT is not set: no ops server to ask");
     const redis = await redisOrExplain("healthcheck");
     if (redis === undefined) return EXIT.infrastructure;
     redis.disconnect();

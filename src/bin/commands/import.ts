@@ -37,12 +37,20 @@ export async function run(argv: string[]): Promise<number> {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
     const res = await importFile(log, session, file, { turn: values.turn });
     const marked = "marked as imported (untrusted: rerun grants it only the default permission mode)";
-    process.stderr.write(`imported ${res.count} events (${res.mode}) into ${session}, ${marked}; last seq ${res.lastSeq}\n`);
+    process.stderr.write(
+      `imported ${res.count} events (${res.mode}) into ${session}, ${marked}; last seq ${res.lastSeq}\n`,
+    );
     return EXIT.finished;
   } catch (err) {
     // The file or the target session is wrong (unreadable, mixed formats, a session with events)
     // unless Redis itself stopped answering: then the dispatcher reports infrastructure.
-    if (!(await redis.ping().then(() => true, () => false))) throw err;
+    if (
+      !(await redis.ping().then(
+        () => true,
+        () => false,
+      ))
+    )
+      throw err;
     process.stderr.write(`turnstream import: ${(err as Error).message}\n`);
     return EXIT.usage;
   } finally {

@@ -36,7 +36,9 @@ function newKey(out: string, name: string | undefined): number {
 function publicKey(file: string | undefined): number {
   const path = file ?? process.env["TURNSTREAM_OPERATOR_KEY"];
   if (path === undefined || path === "") {
-    process.stderr.write(`turnstream operator-key public: name the private key file (or set TURNSTREAM_OPERATOR_KEY)\n`);
+    process.stderr.write(
+      `turnstream operator-key public: name the private key file (or set TURNSTREAM_OPERATOR_KEY)\n`,
+    );
     return 2;
   }
   process.stdout.write(`${loadOperatorKey(path).publicKey}\n`);
@@ -46,7 +48,11 @@ function publicKey(file: string | undefined): number {
 export async function run(argv: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { out: { type: "string" }, name: { type: "string" }, help: { type: "boolean", short: "h" } } });
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { out: { type: "string" }, name: { type: "string" }, help: { type: "boolean", short: "h" } },
+    });
   } catch (err) {
     process.stderr.write(`turnstream operator-key: ${(err as Error).message}\n${usage}`);
     return 2;

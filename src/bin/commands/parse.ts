@@ -41,7 +41,9 @@ export async function run(argv: string[]): Promise<number> {
     for await (const chunk of input) take(splitter.push(chunk as Buffer));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    process.stderr.write(`turnstream parse: cannot read ${file === "-" ? "stdin" : file}${code ? ` (${code})` : ""}; check the path\n`);
+    process.stderr.write(
+      `turnstream parse: cannot read ${file === "-" ? "stdin" : file}${code ? ` (${code})` : ""}; check the path\n`,
+    );
     return EXIT.usage;
   }
   take(splitter.end());

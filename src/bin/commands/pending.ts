@@ -36,15 +36,22 @@ function describe(p: PendingRequest): string {
         "allowing it needs --allow-redacted\n";
   const who = [p.session, p.requestId, p.tool].map((text) => forTerminal(text)).join(" ");
   const head = `${who} [${forTerminal(p.riskClass)}] ${state}\n`;
-  const claim = p.description === undefined ? "" : `    model's description (a claim, not what runs): ${forTerminal(p.description)}\n`;
-  const what = p.command === undefined ? `    input:   ${block(p.input)}\n` : `    command: ${block(p.command)}\n${claim}`;
+  const claim =
+    p.description === undefined
+      ? ""
+      : `    model's description (a claim, not what runs): ${forTerminal(p.description)}\n`;
+  const what =
+    p.command === undefined ? `    input:   ${block(p.input)}\n` : `    command: ${block(p.command)}\n${claim}`;
   return `${head}${redacted}${what}`;
 }
 
 export async function run(argv: string[]): Promise<number> {
   let values: { json?: boolean; prefix?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: argv, options: { json: { type: "boolean" }, prefix: { type: "string" }, help: { type: "boolean", short: "h" } } }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { json: { type: "boolean" }, prefix: { type: "string" }, help: { type: "boolean", short: "h" } },
+    }));
   } catch (err) {
     process.stderr.write(`turnstream pending: ${(err as Error).message}\n${usage}`);
     return 2;

@@ -21,7 +21,12 @@ export async function run(argv: string[]): Promise<number> {
   const args = parseCommandArgs("record-script", usage, {
     args: argv,
     allowPositionals: true,
-    options: { turn: { type: "string" }, cwd: { type: "string" }, prefix: { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: {
+      turn: { type: "string" },
+      cwd: { type: "string" },
+      prefix: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   if (typeof args === "number") return args;
   const [session, ...extra] = args.positionals;

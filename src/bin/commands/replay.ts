@@ -119,7 +119,8 @@ function replayRequest(values: ReplayValues, positionals: string[]): ReplayReque
 function speedOf(flag: string | undefined): number | undefined {
   if (flag === undefined) return undefined;
   const speed = Number(flag);
-  if (!(speed > 0) || !Number.isFinite(speed)) throw new Error("--speed must be a number above 0, e.g. 2 for twice as fast");
+  if (!(speed > 0) || !Number.isFinite(speed))
+    throw new Error("--speed must be a number above 0, e.g. 2 for twice as fast");
   return speed;
 }
 
@@ -128,7 +129,9 @@ async function exportTraces(log: EventLog, session: string, out: Output): Promis
   if (!(await log.stat(session)).exists) throw new UnknownSessionError(session, log.prefix);
   const r = await exportSessionTraces({ redis: log.redis, prefix: log.prefix, session });
   if (!r.enabled) {
-    process.stderr.write("turnstream replay: --export-traces needs a trace exporter: set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER)\n");
+    process.stderr.write(
+      "turnstream replay: --export-traces needs a trace exporter: set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER)\n",
+    );
     return 2;
   }
   out.line(`exported ${r.spans} spans of ${r.attempts} attempt(s) of session ${session}`);

@@ -3,14 +3,21 @@
 import { resolve } from "node:path";
 import { forTerminal } from "../../kernel/index.ts";
 import { connectForCommand } from "../../projector/index.ts";
-import { NoRecordedTurnError, RecordingRefusedError, renderComparison, RERUN_PERMISSION_MODES, type RerunPermissionMode } from "../../rerun/index.ts";
+import {
+  NoRecordedTurnError,
+  RecordingRefusedError,
+  renderComparison,
+  RERUN_PERMISSION_MODES,
+  type RerunPermissionMode,
+} from "../../rerun/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
 import { rerunSession, workspaceProblem } from "./_rerun.ts";
 import { defaultScrub } from "./_scrub.ts";
 
-export const summary = "re-run a logged session's turns offline against its recorded model answers and diff the tool calls";
+export const summary =
+  "re-run a logged session's turns offline against its recorded model answers and diff the tool calls";
 
 const usage = `usage: turnstream rerun <session> --cwd DIR [--turn T] [--permission-mode MODE] [--json] [--prefix P]
   Serves the recorded model answers from a scripted model server, runs the same prompt(s) with the
@@ -49,11 +56,13 @@ export async function run(argv: string[]): Promise<number> {
   });
   if (typeof args === "number") return args;
   const { values, positionals } = args;
-  if (positionals.length !== 1) return usageError(values.json, `takes exactly one session, got ${positionals.length}\n${usage}`);
+  if (positionals.length !== 1)
+    return usageError(values.json, `takes exactly one session, got ${positionals.length}\n${usage}`);
   const session = positionals[0]!;
   if (rejectSessionId("rerun", session)) return EXIT.usage;
   if (values.cwd === undefined) {
-    const why = "a re-run works where you say, never in the cwd a recording names (a copy of the workspace, or an empty directory)";
+    const why =
+      "a re-run works where you say, never in the cwd a recording names (a copy of the workspace, or an empty directory)";
     return usageError(values.json, `pass --cwd DIR: ${why}`);
   }
   const problem = workspaceProblem(values.cwd);
@@ -67,9 +76,19 @@ export async function run(argv: string[]): Promise<number> {
   const redis = await connectForCommand();
   try {
     const permissionMode = mode as RerunPermissionMode;
-    const r = await rerunSession({ redis, logPrefix: logPrefix(values.prefix), session, turn: values.turn, cwd: resolve(values.cwd), permissionMode });
+    const r = await rerunSession({
+      redis,
+      logPrefix: logPrefix(values.prefix),
+      session,
+      turn: values.turn,
+      cwd: resolve(values.cwd),
+      permissionMode,
+    });
     const exitCode = r.comparison.match ? EXIT.finished : EXIT.taskFailed;
-    if (values.json) process.stdout.write(`${scrub(JSON.stringify({ ...r, outcome: r.comparison.match ? "finished" : "task_failed", exitCode }))}\n`);
+    if (values.json)
+      process.stdout.write(
+        `${scrub(JSON.stringify({ ...r, outcome: r.comparison.match ? "finished" : "task_failed", exitCode }))}\n`,
+      );
     // The diff quotes what the model and the tools produced: escaped for the terminal, lines kept.
     else process.stdout.write(forTerminal(scrub(renderComparison(r.comparison)), { multiline: true }));
     return exitCode;

@@ -87,7 +87,11 @@ interface Timeouts {
 
 function timeoutsOf(v: RunValues): Timeouts {
   const waitMs = durationFlag("timeout", v.timeout) ?? durationFlag("timeout-ms", v["timeout-ms"]);
-  return { waitMs, turnMs: durationFlag("turn-timeout", v["turn-timeout"]), startMs: durationFlag("start-timeout", v["start-timeout"]) };
+  return {
+    waitMs,
+    turnMs: durationFlag("turn-timeout", v["turn-timeout"]),
+    startMs: durationFlag("start-timeout", v["start-timeout"]),
+  };
 }
 
 /** The prompt: --prompt-file, else the words after the options, else stdin when it is not a terminal. */
@@ -100,7 +104,9 @@ async function readPrompt(args: RunArgs): Promise<string> {
   try {
     return readFileSync(file, "utf8");
   } catch (err) {
-    throw new RunUsageError(`--prompt-file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"}); check the path`);
+    throw new RunUsageError(
+      `--prompt-file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"}); check the path`,
+    );
   }
 }
 
@@ -118,7 +124,8 @@ function templateVariables(pairs: readonly string[]): Record<string, string> | u
 function maxTurnsOf(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new RunUsageError(`--max-turns takes a positive whole number, got '${text}'`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new RunUsageError(`--max-turns takes a positive whole number, got '${text}'`);
   return n;
 }
 
@@ -166,7 +173,13 @@ function outcomeOfError(err: unknown): Outcome {
 }
 
 /** Says how the command ended: one JSON object on stdout under --json, else `message` on stderr. */
-function report(json: boolean | undefined, scrub: Scrub, outcome: Outcome, fields: Record<string, unknown>, message?: string): number {
+function report(
+  json: boolean | undefined,
+  scrub: Scrub,
+  outcome: Outcome,
+  fields: Record<string, unknown>,
+  message?: string,
+): number {
   const exitCode = exitCodeOf(outcome);
   if (json) process.stdout.write(scrub(JSON.stringify({ ...fields, outcome, exitCode })) + "\n");
   else if (message !== undefined) process.stderr.write(scrub(`turnstream run: ${message}\n`));
@@ -185,7 +198,12 @@ class StartWatch {
   constructor(startMs: number | undefined) {
     if (startMs === undefined) return;
     this.#timer = setTimeout(() => {
-      if (!this.#taken) this.#controller.abort(new NoWorkerInTimeError(`no worker took the turn within ${startMs} ms; check that workers run on this queue (turnstream status), then retry`));
+      if (!this.#taken)
+        this.#controller.abort(
+          new NoWorkerInTimeError(
+            `no worker took the turn within ${startMs} ms; check that workers run on this queue (turnstream status), then retry`,
+          ),
+        );
     }, startMs);
   }
 
@@ -209,7 +227,9 @@ async function warnWithoutWorker(producer: Producer): Promise<void> {
   // getWorkersCount reads CLIENT LIST; where the ACL refuses it, say nothing rather than guess.
   const workers = await producer.queue.getWorkersCount().catch(() => undefined);
   if (workers !== 0) return;
-  process.stderr.write(`turnstream run: warning: no live worker on queue '${producer.queue.name}'; the turn waits until one starts (turnstream worker)\n`);
+  process.stderr.write(
+    `turnstream run: warning: no live worker on queue '${producer.queue.name}'; the turn waits until one starts (turnstream worker)\n`,
+  );
 }
 
 function reportResult(result: TurnResult, v: RunValues, scrub: Scrub): number {
@@ -220,17 +240,34 @@ function reportResult(result: TurnResult, v: RunValues, scrub: Scrub): number {
   }
   const { event: _event, ...fields } = result;
   const why = result.error === undefined ? "" : ` (${result.error})`;
-  const said = result.status === "finished" ? undefined : `turn ${result.turn} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}: ${outcome}${why}`;
+  const said =
+    result.status === "finished"
+      ? undefined
+      : `turn ${result.turn} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}: ${outcome}${why}`;
   return report(v.json, scrub, outcome, fields, said);
 }
 
 /** The turn did not end while we waited: the wait timed out, no worker took it, or Redis went away. */
-async function reportUnended(err: unknown, producer: Producer, queued: EnqueueResult, v: RunValues, scrub: Scrub): Promise<number> {
+async function reportUnended(
+  err: unknown,
+  producer: Producer,
+  queued: EnqueueResult,
+  v: RunValues,
+  scrub: Scrub,
+): Promise<number> {
   const where = { session: queued.session, turn: queued.turn };
   if (err instanceof NoWorkerInTimeError) {
     // The pipeline retries the job: a turn left queued would run later as a stray duplicate.
-    await producer.cancelTurn(queued.turn, { session: queued.session, reason: "no worker took it in time", by: "turnstream run" }).catch(() => undefined);
-    return report(v.json, scrub, "infrastructure", { ...where, error: err.message }, `${err.message} (the turn was cancelled)`);
+    await producer
+      .cancelTurn(queued.turn, { session: queued.session, reason: "no worker took it in time", by: "turnstream run" })
+      .catch(() => undefined);
+    return report(
+      v.json,
+      scrub,
+      "infrastructure",
+      { ...where, error: err.message },
+      `${err.message} (the turn was cancelled)`,
+    );
   }
   const message =
     err instanceof WaitTimeoutError
@@ -239,13 +276,25 @@ async function reportUnended(err: unknown, producer: Producer, queued: EnqueueRe
   return report(v.json, scrub, outcomeOfError(err), { ...where, error: message }, message);
 }
 
-async function followToEnd(producer: Producer, queued: EnqueueResult, v: RunValues, timeouts: Timeouts, scrub: Scrub): Promise<number> {
+async function followToEnd(
+  producer: Producer,
+  queued: EnqueueResult,
+  v: RunValues,
+  timeouts: Timeouts,
+  scrub: Scrub,
+): Promise<number> {
   if (!v.json) process.stdout.write(`turn ${queued.turn} in session ${queued.session}\n`);
   await warnWithoutWorker(producer);
   const watch = new StartWatch(timeouts.startMs);
   try {
     const out = v.json ? process.stderr : process.stdout;
-    const result = await followTurn(producer, queued.session, queued.turn, { out, scrub, timeoutMs: timeouts.waitMs, signal: watch.signal, onEvent: watch.onEvent });
+    const result = await followTurn(producer, queued.session, queued.turn, {
+      out,
+      scrub,
+      timeoutMs: timeouts.waitMs,
+      signal: watch.signal,
+      onEvent: watch.onEvent,
+    });
     return reportResult(result, v, scrub);
   } catch (err) {
     return reportUnended(watch.signal.aborted ? watch.signal.reason : err, producer, queued, v, scrub);
@@ -256,7 +305,9 @@ async function followToEnd(producer: Producer, queued: EnqueueResult, v: RunValu
 
 function printQueued(queued: EnqueueResult, json: boolean | undefined): void {
   const again = queued.created ? "" : " (already queued with that idempotency key)";
-  process.stdout.write(json ? `${JSON.stringify(queued)}\n` : `queued turn ${queued.turn} in session ${queued.session}${again}\n`);
+  process.stdout.write(
+    json ? `${JSON.stringify(queued)}\n` : `queued turn ${queued.turn} in session ${queued.session}${again}\n`,
+  );
 }
 
 async function enqueueAndFollow(args: RunArgs, scrub: Scrub): Promise<number> {
@@ -281,7 +332,8 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof args === "number") {
     // The usage went to stderr; a pipeline reading --json stdout still gets its one object.
     const flags = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
-    if (args === EXIT.usage && flags.includes("--json")) report(true, (s) => s, "usage", { error: "the command line is not valid; the usage is on stderr" });
+    if (args === EXIT.usage && flags.includes("--json"))
+      report(true, (s) => s, "usage", { error: "the command line is not valid; the usage is on stderr" });
     return args;
   }
   const scrub = defaultScrub();

@@ -62,11 +62,17 @@ function printTable(out: Output, rows: Row[]): void {
     r.turns === null ? "-" : String(r.turns),
     r.costUsd === null ? "-" : `$${r.costUsd.toFixed(4)}`,
     forTerminal(r.lastActivity ?? "-"),
-    r.projectedSeq === null || r.projectedSeq === r.lastSeq ? String(r.lastSeq) : `${r.lastSeq} (projected ${r.projectedSeq})`,
+    r.projectedSeq === null || r.projectedSeq === r.lastSeq
+      ? String(r.lastSeq)
+      : `${r.lastSeq} (projected ${r.projectedSeq})`,
     r.pendingDecisions === null ? "-" : String(r.pendingDecisions),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
-  const fmt = (row: string[]): string => row.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  const fmt = (row: string[]): string =>
+    row
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
   out.line(paint(out.color, "dim", fmt(head)));
   for (const row of table) out.line(fmt(row));
 }
@@ -75,7 +81,12 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   const args = parseCommandArgs("sessions", usage, {
     args: argv,
     allowPositionals: false,
-    options: { json: { type: "boolean", default: false }, prefix: { type: "string" }, "fold-limit": { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: {
+      json: { type: "boolean", default: false },
+      prefix: { type: "string" },
+      "fold-limit": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   if (typeof args === "number") return args;
   const { values } = args;
@@ -86,7 +97,9 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   try {
     const prefix = logPrefix(values.prefix);
     const log = createEventLog({ redis, prefix });
-    const rows = await inBatches(await log.sessions(), LISTING_CONCURRENCY, (session) => rowOf(redis, log, session, foldLimit));
+    const rows = await inBatches(await log.sessions(), LISTING_CONCURRENCY, (session) =>
+      rowOf(redis, log, session, foldLimit),
+    );
     if (values.json) {
       for (const r of rows) out.line(JSON.stringify(r));
     } else if (rows.length === 0) {

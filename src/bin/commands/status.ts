@@ -36,7 +36,12 @@ const usage = `usage: turnstream status [--json] [--strict] [--prefix P] [--queu
 ${QUEUE_FLAGS_USAGE}`;
 
 export async function run(argv: string[]): Promise<number> {
-  const options = { json: { type: "boolean" }, strict: { type: "boolean" }, ...QUEUE_FLAG_OPTIONS, help: { type: "boolean", short: "h" } } as const;
+  const options = {
+    json: { type: "boolean" },
+    strict: { type: "boolean" },
+    ...QUEUE_FLAG_OPTIONS,
+    help: { type: "boolean", short: "h" },
+  } as const;
   const args = parseCommandArgs("status", usage, { args: argv, options });
   if (typeof args === "number") return args;
   const { values } = args;
@@ -64,7 +69,10 @@ async function gather(queue: Queue, redis: RedisClient, prefix: string): Promise
     // CLIENT LIST, which an ACL may refuse: only a hint for the warning.
     queue.getWorkersCount().catch(() => undefined),
   ]);
-  const workers = registered.map(({ boot: _boot, ...w }) => ({ ...w, heartbeatAgeMs: Math.max(0, now - Date.parse(w.beatAt)) }));
+  const workers = registered.map(({ boot: _boot, ...w }) => ({
+    ...w,
+    heartbeatAgeMs: Math.max(0, now - Date.parse(w.beatAt)),
+  }));
   const running: RunningTurn[] = active.map((job) => {
     const { session, turn, attempt, startedAt } = jobRow(job, "active");
     return { session, turn, attempt, startedAt };
@@ -100,9 +108,12 @@ function printReport(r: StatusReport): void {
   w(`oldest waiting turn: ${r.oldestWaitingAgeMs === null ? "none" : `queued ${formatAge(r.oldestWaitingAgeMs)} ago`}`);
   w(`workers: ${r.workers.length}`);
   for (const x of r.workers) {
-    w(`  ${x.id} (${x.worker}, host ${x.host}, pid ${x.pid}, v${x.version}): ${x.slotsBusy}/${x.slotsTotal} slots busy, ${x.warmKept} warm kept, heartbeat ${formatAge(x.heartbeatAgeMs)} ago`);
+    w(
+      `  ${x.id} (${x.worker}, host ${x.host}, pid ${x.pid}, v${x.version}): ${x.slotsBusy}/${x.slotsTotal} slots busy, ${x.warmKept} warm kept, heartbeat ${formatAge(x.heartbeatAgeMs)} ago`,
+    );
   }
   if (r.running.length === 0) w("running: none");
-  for (const t of r.running) w(`running: session ${t.session} turn ${t.turn} attempt ${t.attempt}${t.startedAt ? ` since ${t.startedAt}` : ""}`);
+  for (const t of r.running)
+    w(`running: session ${t.session} turn ${t.turn} attempt ${t.attempt}${t.startedAt ? ` since ${t.startedAt}` : ""}`);
   for (const warning of r.warnings) w(`warning: ${warning}`);
 }

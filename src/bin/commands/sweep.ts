@@ -45,7 +45,9 @@ function usageError(message: string): number {
 
 function instancesUnder(root: string): string[] {
   try {
-    return readdirSync(join(root, "instances")).filter((n) => ConfigHomeOptionsSchema.shape.instanceId.safeParse(n).success).sort();
+    return readdirSync(join(root, "instances"))
+      .filter((n) => ConfigHomeOptionsSchema.shape.instanceId.safeParse(n).success)
+      .sort();
   } catch {
     return [];
   }
@@ -59,10 +61,25 @@ function sweepInstance(root: string, instance: string, all: boolean, dryRun: boo
   const holder = instanceHolder(root, instance);
   const base = { instance, ...(holder === undefined ? {} : { heldBy: holder.pid }) };
   if (all && holder !== undefined) {
-    return { ...base, skipped: `held by a running worker (pid ${holder.pid})`, removed: [], kept: [], failed: [], trash: 0, staleLocks: 0 };
+    return {
+      ...base,
+      skipped: `held by a running worker (pid ${holder.pid})`,
+      removed: [],
+      kept: [],
+      failed: [],
+      trash: 0,
+      staleLocks: 0,
+    };
   }
   const r = sweepConfigHomes({ instanceId: instance, instanceRoot: root, dryRun });
-  return { ...base, removed: lines(r, r.removed), kept: lines(r, [...r.live, ...r.young]), failed: lines(r, r.failed), trash: r.trash, staleLocks: r.staleLocks };
+  return {
+    ...base,
+    removed: lines(r, r.removed),
+    kept: lines(r, [...r.live, ...r.young]),
+    failed: lines(r, r.failed),
+    trash: r.trash,
+    staleLocks: r.staleLocks,
+  };
 }
 
 function printText(reports: readonly InstanceReport[], root: string, dryRun: boolean): void {
@@ -74,8 +91,13 @@ function printText(reports: readonly InstanceReport[], root: string, dryRun: boo
       out.push(`${r.instance}: skipped, ${r.skipped}`);
       continue;
     }
-    const extra = r.trash + r.staleLocks > 0 ? `, and ${r.trash} ended run(s) awaiting deletion, ${r.staleLocks} stale lock(s)` : "";
-    out.push(`${r.instance}: ${verb} ${r.removed.length} home(s), kept ${r.kept.length}${r.failed.length > 0 ? `, failed ${r.failed.length}` : ""}${extra}`);
+    const extra =
+      r.trash + r.staleLocks > 0
+        ? `, and ${r.trash} ended run(s) awaiting deletion, ${r.staleLocks} stale lock(s)`
+        : "";
+    out.push(
+      `${r.instance}: ${verb} ${r.removed.length} home(s), kept ${r.kept.length}${r.failed.length > 0 ? `, failed ${r.failed.length}` : ""}${extra}`,
+    );
     for (const h of r.removed) out.push(`  ${verb} ${h.home}: ${h.reason}`);
     for (const h of r.kept) out.push(`  kept ${h.home}: ${h.reason}`);
     for (const h of r.failed) out.push(`  failed ${h.home}: ${h.reason}`);
@@ -101,8 +123,10 @@ export async function run(argv: string[]): Promise<number> {
   const dryRun = v["dry-run"] === true;
   if (all && v.instance !== undefined) return usageError("--instance and --all exclude each other");
   const instance = all ? undefined : (v.instance ?? (process.env["TURNSTREAM_INSTANCE_ID"] || undefined));
-  if (!all && instance === undefined) return usageError("name an instance (--instance ID or TURNSTREAM_INSTANCE_ID) or pass --all");
-  if (instance !== undefined && !ConfigHomeOptionsSchema.shape.instanceId.safeParse(instance).success) return usageError(`${JSON.stringify(instance)} is not an instance id`);
+  if (!all && instance === undefined)
+    return usageError("name an instance (--instance ID or TURNSTREAM_INSTANCE_ID) or pass --all");
+  if (instance !== undefined && !ConfigHomeOptionsSchema.shape.instanceId.safeParse(instance).success)
+    return usageError(`${JSON.stringify(instance)} is not an instance id`);
   const root = v["instance-root"] ?? (process.env["TURNSTREAM_INSTANCE_ROOT"] || defaultInstanceRoot());
   if (!isAbsolute(root)) return usageError("--instance-root must be an absolute directory");
   const ids = instance !== undefined ? [instance] : instancesUnder(root);

@@ -1,6 +1,13 @@
 // `turnstream tail <session>`: a session's events as they arrive, one short line each.
 import { createEventLog, type Envelope, type EventLog } from "../../log/index.ts";
-import { connectForCommand, createOutput, paint, summarizeEvent, type Output, type Scrub } from "../../projector/index.ts";
+import {
+  connectForCommand,
+  createOutput,
+  paint,
+  summarizeEvent,
+  type Output,
+  type Scrub,
+} from "../../projector/index.ts";
 import { interruptSignal, parseCommandArgs } from "./_args.ts";
 import { defaultScrub } from "./_scrub.ts";
 import { forTerminal } from "../../kernel/index.ts";
@@ -84,11 +91,14 @@ interface TailRun {
 async function printEvents(t: TailRun): Promise<number> {
   const st = await t.log.stat(t.session);
   if (!st.exists && st.length === 0 && !t.follow) {
-    process.stderr.write(`turnstream tail: session ${t.session} has no events under key prefix "${t.log.prefix}"; check the id (turnstream sessions) or --prefix\n`);
+    process.stderr.write(
+      `turnstream tail: session ${t.session} has no events under key prefix "${t.log.prefix}"; check the id (turnstream sessions) or --prefix\n`,
+    );
     return 2; // a wrong id or prefix: a usage error (see ../exit-codes.ts), not a failed task
   }
   if (t.follow) {
-    if (!st.exists) process.stderr.write(`turnstream tail: session ${t.session} has no events yet; waiting for the first\n`);
+    if (!st.exists)
+      process.stderr.write(`turnstream tail: session ${t.session} has no events yet; waiting for the first\n`);
     for await (const env of t.log.tail(t.session, { fromSeq: t.from, signal: t.signal, blockMs: 1000 })) t.print(env);
   } else {
     for await (const env of t.log.read(t.session, { fromSeq: t.from })) {
@@ -112,8 +122,17 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   const interrupt = interruptSignal();
   try {
     const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
-    const print = (env: Envelope): void => out.line(values.json ? JSON.stringify(env) : formatEvent(env, out.color, scrubText));
-    return await printEvents({ log, session: target.session, from: target.from, follow: values.follow, signal: interrupt.signal, print, out });
+    const print = (env: Envelope): void =>
+      out.line(values.json ? JSON.stringify(env) : formatEvent(env, out.color, scrubText));
+    return await printEvents({
+      log,
+      session: target.session,
+      from: target.from,
+      follow: values.follow,
+      signal: interrupt.signal,
+      print,
+      out,
+    });
   } finally {
     interrupt.release();
     redis.disconnect();

@@ -18,7 +18,12 @@ export async function run(argv: string[]): Promise<number> {
   try {
     parsed = parseArgs({
       args: argv,
-      options: { concurrency: { type: "string" }, "grace-ms": { type: "string" }, "ops-port": { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: {
+        concurrency: { type: "string" },
+        "grace-ms": { type: "string" },
+        "ops-port": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
     });
   } catch (err) {
     process.stderr.write(`turnstream worker: ${err instanceof Error ? err.message : String(err)}\n${usage}`);

@@ -57,7 +57,8 @@ interface Entry {
 }
 
 function asObject(value: unknown): Record<string, unknown> | string {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return "must be an object with the turn's fields";
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    return "must be an object with the turn's fields";
   return value as Record<string, unknown>;
 }
 
@@ -77,9 +78,13 @@ function jsonlEntries(text: string): Array<Entry | string> {
 function yamlEntries(text: string): Array<Entry | string> {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines });
-  if (doc.errors.length > 0) return doc.errors.map((e) => `line ${e.linePos?.[0].line ?? "?"}: not YAML (${e.message.split("\n")[0]})`);
+  if (doc.errors.length > 0)
+    return doc.errors.map((e) => `line ${e.linePos?.[0].line ?? "?"}: not YAML (${e.message.split("\n")[0]})`);
   if (!isSeq(doc.contents)) return ["line 1: must be a YAML list of turns (- prompt: …)"];
-  return doc.contents.items.map((item) => ({ line: lines.linePos(isNode(item) ? (item.range?.[0] ?? 0) : 0).line, value: isNode(item) ? item.toJSON() : item }));
+  return doc.contents.items.map((item) => ({
+    line: lines.linePos(isNode(item) ? (item.range?.[0] ?? 0) : 0).line,
+    value: isNode(item) ? item.toJSON() : item,
+  }));
 }
 
 function labelOf(label: unknown, rendered: string): string | string[] {
@@ -103,9 +108,11 @@ function rerunTurnOf(turn: unknown): string | undefined | { problem: string } {
 /** A `rerun` entry as a re-run, or what is wrong with it. */
 function rerunOfEntry(line: number, object: Record<string, unknown>, baseDir: string): BatchRerun | string {
   const unknown = Object.keys(object).filter((k) => !RERUN_FIELDS.includes(k));
-  if (unknown.length > 0) return `a re-run entry takes ${RERUN_FIELDS.map((f) => `\`${f}\``).join(", ")}; not ${unknown.map((f) => `\`${f}\``).join(", ")}`;
+  if (unknown.length > 0)
+    return `a re-run entry takes ${RERUN_FIELDS.map((f) => `\`${f}\``).join(", ")}; not ${unknown.map((f) => `\`${f}\``).join(", ")}`;
   const { rerun: session, cwd, label } = object;
-  if (typeof session !== "string" || !isValidSessionId(session)) return "`rerun` must be the recorded session's id (1-128 characters from A-Z a-z 0-9 _ . -)";
+  if (typeof session !== "string" || !isValidSessionId(session))
+    return "`rerun` must be the recorded session's id (1-128 characters from A-Z a-z 0-9 _ . -)";
   const turn = rerunTurnOf(object["turn"]);
   if (typeof turn === "object") return turn.problem;
   if (cwd === undefined) {
@@ -130,7 +137,8 @@ function turnOfEntry({ line, value }: Entry, baseDir: string): BatchEntry | stri
   if (typeof object === "string") return object;
   if ("rerun" in object) return rerunOfEntry(line, object, baseDir);
   const { label, ...fields } = object;
-  if (typeof fields["cwd"] === "string" || fields["cwd"] === undefined) fields["cwd"] = resolve(baseDir, (fields["cwd"] as string | undefined) ?? ".");
+  if (typeof fields["cwd"] === "string" || fields["cwd"] === undefined)
+    fields["cwd"] = resolve(baseDir, (fields["cwd"] as string | undefined) ?? ".");
   const input = fields as unknown as EnqueueInput;
   try {
     const named = labelOf(label, checkEnqueue(input).prompt);
@@ -145,14 +153,18 @@ function readBatchText(path: string): string {
   try {
     return readFileSync(path, "utf8");
   } catch (err) {
-    throw new BatchFileError(`${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"}); check the path`);
+    throw new BatchFileError(
+      `${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"}); check the path`,
+    );
   }
 }
 
 function problemsError(path: string, problems: readonly string[]): BatchFileError {
   const shown = problems.slice(0, PROBLEMS_SHOWN);
   const more = problems.length > shown.length ? [`… and ${problems.length - shown.length} more bad line(s)`] : [];
-  return new BatchFileError([`${path}: ${problems.length} bad line(s), nothing was enqueued`, ...shown, ...more].join("\n"));
+  return new BatchFileError(
+    [`${path}: ${problems.length} bad line(s), nothing was enqueued`, ...shown, ...more].join("\n"),
+  );
 }
 
 /** Every turn and re-run of the batch file; throws BatchFileError naming each bad line and its field. */
@@ -166,6 +178,7 @@ export function loadBatchFile(path: string, baseDir: string = process.cwd()): Ba
     else problems.push(`${path} ${typeof entry === "string" ? "" : `line ${entry.line}: `}${turn}`);
   }
   if (problems.length > 0) throw problemsError(path, problems);
-  if (turns.length === 0) throw new BatchFileError(`${path} holds no turns; write one JSON object per line, or a YAML list`);
+  if (turns.length === 0)
+    throw new BatchFileError(`${path} holds no turns; write one JSON object per line, or a YAML list`);
   return turns;
 }

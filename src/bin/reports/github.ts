@@ -27,7 +27,8 @@ const cell = (s: string): string => s.replace(/[\r\n]+/g, " ").replaceAll("|", "
  * A cell of plain text (a label from the batch file): the summary is rendered as Markdown with HTML,
  * so `<…>` in a label would be taken for a tag and vanish, or hide the rows after it.
  */
-const textCell = (s: string): string => cell(s).replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+const textCell = (s: string): string =>
+  cell(s).replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 
 const STATUS_MARK: Readonly<Record<string, string>> = { finished: "✅", failed: "❌", cancelled: "⏭️", unended: "⏱️" };
 
@@ -39,7 +40,9 @@ function summaryRow(t: BatchTurnResult): string {
 /** The step summary: a headline with the counts and the exit code, then one row per turn. */
 export function stepSummary(report: BatchReport): string {
   const counts = countByStatus(report.turns);
-  const parts = Object.entries(counts).filter(([, n]) => n > 0).map(([status, n]) => `${n} ${status}`);
+  const parts = Object.entries(counts)
+    .filter(([, n]) => n > 0)
+    .map(([status, n]) => `${n} ${status}`);
   return [
     `### turnstream batch \`${cell(report.file)}\`: ${parts.join(", ") || "no turns"} (exit ${report.exitCode}, ${secondsText(report.seconds)})`,
     "",

@@ -10,18 +10,28 @@ import { seeCommand, type BatchReport, type BatchTurnResult } from "./turn-resul
  * Characters XML 1.0 cannot hold at all, even as character references: C0 controls other than tab,
  * newline and carriage return, lone surrogates, U+FFFE and U+FFFF. Each becomes a visible `\uXXXX`.
  */
-const NOT_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const NOT_XML =
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 const visible = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
 /** Text content: markup characters escaped, impossible characters shown as \uXXXX. */
 export function xmlText(text: string): string {
-  return text.replace(NOT_XML, visible).replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;").replaceAll("\r", "&#13;");
+  return text
+    .replace(NOT_XML, visible)
+    .replaceAll("&", "&amp;")
+    .replaceAll("<", "&lt;")
+    .replaceAll(">", "&gt;")
+    .replaceAll("\r", "&#13;");
 }
 
 /** An attribute value: as text, plus quotes, and whitespace kept from attribute-value normalisation. */
 export function xmlAttr(text: string): string {
-  return xmlText(text).replaceAll('"', "&quot;").replaceAll("'", "&apos;").replaceAll("\n", "&#10;").replaceAll("\t", "&#9;");
+  return xmlText(text)
+    .replaceAll('"', "&quot;")
+    .replaceAll("'", "&apos;")
+    .replaceAll("\n", "&#10;")
+    .replaceAll("\t", "&#9;");
 }
 
 const seconds3 = (s: number): string => s.toFixed(3);
@@ -46,7 +56,10 @@ function verdictElement(t: BatchTurnResult, verdict: Verdict): string | undefine
 }
 
 function systemOut(t: BatchTurnResult): string {
-  const lines = [`turn ${t.turn} (batch file line ${t.line}): ${t.status}, attempt ${t.attempts}, ${t.toolCalls} tool call(s)`, `see the run: ${seeCommand(t)}`];
+  const lines = [
+    `turn ${t.turn} (batch file line ${t.line}): ${t.status}, attempt ${t.attempts}, ${t.toolCalls} tool call(s)`,
+    `see the run: ${seeCommand(t)}`,
+  ];
   if (t.resultText !== undefined) lines.push(`result: ${t.resultText}`);
   return `      <system-out>${xmlText(lines.join("\n"))}</system-out>`;
 }

@@ -138,14 +138,20 @@ export class LiveProgress implements ProgressView {
 
   #draw(): void {
     // Lines cut to the terminal's width: a wrapped line would throw the cursor arithmetic off.
-    const lines = this.#turns.map((t) => `\r\x1b[2K${t.line(this.#labelWidth).slice(0, Math.max(1, this.#columns - 1))}\n`);
+    const lines = this.#turns.map(
+      (t) => `\r\x1b[2K${t.line(this.#labelWidth).slice(0, Math.max(1, this.#columns - 1))}\n`,
+    );
     this.#write(`${this.#drawn ? `\x1b[${this.#turns.length}A` : ""}${lines.join("")}`);
     this.#drawn = true;
   }
 }
 
 /** The live view when `terminal` is one tall enough for every turn, else plain lines. */
-export function progressView(turns: readonly TurnProgress[], terminal: NodeJS.WriteStream | undefined, write: Write): ProgressView {
+export function progressView(
+  turns: readonly TurnProgress[],
+  terminal: NodeJS.WriteStream | undefined,
+  write: Write,
+): ProgressView {
   const fits = terminal?.isTTY === true && (terminal.rows ?? 0) > turns.length;
   return fits ? new LiveProgress(turns, write, terminal.columns ?? 80) : new PlainProgress(turns, write);
 }

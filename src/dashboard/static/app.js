@@ -13,7 +13,11 @@ let current = null;
 
 /** Posts a state change with the CSRF header; the answer's JSON, or an Error with its message. */
 export async function post(path, body) {
-  const res = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json", "X-Turnstream-CSRF": csrf }, body: JSON.stringify(body) });
+  const res = await fetch(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-Turnstream-CSRF": csrf },
+    body: JSON.stringify(body),
+  });
   const data = await res.json().catch(() => ({ error: res.statusText }));
   if (!res.ok) throw new Error(data.error || res.statusText);
   return data;
@@ -24,13 +28,16 @@ function connect() {
   const conn = document.getElementById("conn");
   es.onopen = () => conn.classList.add("on");
   es.onerror = () => conn.classList.remove("on");
-  const on = (name, fn) => es.addEventListener(name, (e) => {
-    fn(JSON.parse(e.data));
-    current?.update?.(name);
-  });
+  const on = (name, fn) =>
+    es.addEventListener(name, (e) => {
+      fn(JSON.parse(e.data));
+      current?.update?.(name);
+    });
   on("hello", (d) => {
     store.hello = d;
-    document.getElementById("whoami").textContent = d.canDecide ? `deciding as ${d.operator}` : "read-only (no operator key)";
+    document.getElementById("whoami").textContent = d.canDecide
+      ? `deciding as ${d.operator}`
+      : "read-only (no operator key)";
   });
   on("sessions", (rows) => (store.rows = new Map(rows.map((r) => [r.session, r]))));
   on("row", (r) => store.rows.set(r.session, r));
@@ -49,8 +56,10 @@ function route() {
   current?.unmount?.();
   main.replaceChildren();
   const name = parts[0] || "sessions";
-  for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("active", a.dataset.nav === (name === "session" ? "sessions" : name));
-  if (name === "session" && parts[1]) current = sessionView(main, parts[1], parts[2] === "at" ? Number(parts[3]) : null);
+  for (const a of document.querySelectorAll("[data-nav]"))
+    a.classList.toggle("active", a.dataset.nav === (name === "session" ? "sessions" : name));
+  if (name === "session" && parts[1])
+    current = sessionView(main, parts[1], parts[2] === "at" ? Number(parts[3]) : null);
   else if (name === "decisions") current = inboxView(main);
   else if (name === "queue") current = queueView(main);
   else current = sessionsView(main);

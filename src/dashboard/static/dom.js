@@ -41,4 +41,10 @@ export function duration(from, to) {
 export const badge = (status) => h("span", { class: `badge s-${status}` }, status);
 
 /** True when a key press belongs to a text field, not to the page's shortcuts. */
-export const typing = (e) => e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement || e.ctrlKey || e.metaKey || e.altKey;
+export const typing = (e) =>
+  e.target instanceof HTMLInputElement ||
+  e.target instanceof HTMLTextAreaElement ||
+  e.target instanceof HTMLSelectElement ||
+  e.ctrlKey ||
+  e.metaKey ||
+  e.altKey;

@@ -16,7 +16,9 @@ export function applyPatch(model, p) {
     m.items.length = Math.min(m.items.length, a.count);
   });
   for (const ip of p.items) tt.attempts[ip.attempt].items[ip.index] = ip.item;
-  model.requests = model.requests.filter((r) => r.turn !== p.head.turn).concat(p.requests).sort((a, b) => a.seq - b.seq);
+  model.requests = model.requests
+    .filter((r) => r.turn !== p.head.turn)
+    .concat(p.requests)
+    .sort((a, b) => a.seq - b.seq);
   if (p.traceId) model.traces[p.head.turn] = p.traceId;
 }
-

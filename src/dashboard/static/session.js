@@ -8,13 +8,25 @@ import { applyPatch } from "./patch.js";
 
 function turnFigures(tv) {
   const cost = tv.attempts.reduce((n, a) => n + a.costUsd, 0);
-  const t = tv.attempts.reduce((acc, a) => ({ input: acc.input + a.tokens.input, output: acc.output + a.tokens.output, cacheRead: acc.cacheRead + a.tokens.cacheRead, cacheCreation: acc.cacheCreation + a.tokens.cacheCreation }), { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 });
+  const t = tv.attempts.reduce(
+    (acc, a) => ({
+      input: acc.input + a.tokens.input,
+      output: acc.output + a.tokens.output,
+      cacheRead: acc.cacheRead + a.tokens.cacheRead,
+      cacheCreation: acc.cacheCreation + a.tokens.cacheCreation,
+    }),
+    { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
+  );
   return { cost, t };
 }
 
 function traceLink(traceId, tpl) {
   if (!traceId || !tpl) return null;
-  return h("a", { href: tpl.replace("{traceId}", traceId), target: "_blank", rel: "noopener noreferrer", class: "trace" }, "trace ↗");
+  return h(
+    "a",
+    { href: tpl.replace("{traceId}", traceId), target: "_blank", rel: "noopener noreferrer", class: "trace" },
+    "trace ↗",
+  );
 }
 
 function turnHead(model, i) {
@@ -22,22 +34,42 @@ function turnHead(model, i) {
   const tt = model.transcript.turns[i];
   if (!tv) return h("div", { class: "turn-head" }, h("span", { class: "tid" }, tt?.turn ?? "?"));
   const { cost, t } = turnFigures(tv);
-  return h("div", { class: "turn-head" },
-    h("span", { class: "tid" }, tv.id), badge(tv.status),
+  return h(
+    "div",
+    { class: "turn-head" },
+    h("span", { class: "tid" }, tv.id),
+    badge(tv.status),
     h("span", { class: "muted" }, `${tv.attempts.length} attempt${tv.attempts.length === 1 ? "" : "s"}`),
-    h("span", {}, money(cost)), h("span", { class: "muted" }, tokens(t)),
+    h("span", {}, money(cost)),
+    h("span", { class: "muted" }, tokens(t)),
     h("span", { class: "muted" }, duration(tv.startedAt, tv.endedAt)),
-    tv.errorKind && tv.errorKind !== "ok" ? h("span", { class: "error" }, tv.errorKind, tv.error?.message ? `: ${tv.error.message}` : "") : null,
-    traceLink(model.traces[tv.id], model.traceUrl));
+    tv.errorKind && tv.errorKind !== "ok"
+      ? h("span", { class: "error" }, tv.errorKind, tv.error?.message ? `: ${tv.error.message}` : "")
+      : null,
+    traceLink(model.traces[tv.id], model.traceUrl),
+  );
 }
 
 function requestsOf(model, turn) {
   const reqs = model.requests.filter((r) => r.turn === turn);
   if (reqs.length === 0) return null;
-  return h("div", { class: "requests" }, reqs.map((r) => h("div", { "data-request": r.requestId },
-    "decision ", h("b", {}, r.toolName ?? "?"), " ", badge(r.status),
-    r.decision ? ` ${r.decision}` : "", r.by ? ` by ${r.by}` : "",
-    r.status === "pending" ? [" · ", h("a", { href: "#/decisions" }, "decide")] : null)));
+  return h(
+    "div",
+    { class: "requests" },
+    reqs.map((r) =>
+      h(
+        "div",
+        { "data-request": r.requestId },
+        "decision ",
+        h("b", {}, r.toolName ?? "?"),
+        " ",
+        badge(r.status),
+        r.decision ? ` ${r.decision}` : "",
+        r.by ? ` by ${r.by}` : "",
+        r.status === "pending" ? [" · ", h("a", { href: "#/decisions" }, "decide")] : null,
+      ),
+    ),
+  );
 }
 
 const CHUNK = 100;
@@ -57,8 +89,16 @@ function appendItem(box, el) {
 
 function attemptBox(a, items) {
   if (a.abandoned) {
-    return h("details", { class: "abandoned", "data-attempt": a.attempt },
-      h("summary", {}, `abandoned attempt ${a.attempt}: ${a.abandonReason ?? "abandoned"} (${count(a.items?.length ?? a.count ?? 0, "item")})`), chunked(items));
+    return h(
+      "details",
+      { class: "abandoned", "data-attempt": a.attempt },
+      h(
+        "summary",
+        {},
+        `abandoned attempt ${a.attempt}: ${a.abandonReason ?? "abandoned"} (${count(a.items?.length ?? a.count ?? 0, "item")})`,
+      ),
+      chunked(items),
+    );
   }
   return h("div", { class: "attempt", "data-attempt": a.attempt }, chunked(items));
 }
@@ -73,7 +113,12 @@ function renderTurn(model, i) {
     return { box: attemptBox(a, itemEls), itemEls, abandoned: a.abandoned };
   });
   const prompt = tt.prompt === null ? null : h("div", { class: "prompt" }, tt.prompt);
-  const body = h("div", { class: "turn-body" }, prompt, attempts.map((a) => a.box));
+  const body = h(
+    "div",
+    { class: "turn-body" },
+    prompt,
+    attempts.map((a) => a.box),
+  );
   const section = h("section", { class: "turn", "data-turn": tt.turn }, head, reqs, body);
   return { section, head, reqs, body, attempts, hasPrompt: prompt !== null };
 }
@@ -81,8 +126,10 @@ function renderTurn(model, i) {
 /** The session's figures; a past moment shows its own time instead of how long ago it was. */
 function figuresOf(v, past) {
   return [
-    h("span", {}, "cost ", h("b", {}, money(v.costUsd))), h("span", {}, "tokens ", h("b", {}, tokens(v.tokens))),
-    h("span", {}, "turns ", h("b", {}, String(v.turns.length))), h("span", {}, "model ", h("b", {}, v.model ?? "–")),
+    h("span", {}, "cost ", h("b", {}, money(v.costUsd))),
+    h("span", {}, "tokens ", h("b", {}, tokens(v.tokens))),
+    h("span", {}, "turns ", h("b", {}, String(v.turns.length))),
+    h("span", {}, "model ", h("b", {}, v.model ?? "–")),
     past
       ? h("span", {}, "as of ", h("b", {}, v.lastAt ? v.lastAt.replace("T", " ").slice(0, 19) : "–"))
       : h("span", { title: v.lastAt ?? "" }, "last activity ", h("b", {}, ago(v.lastAt))),
@@ -96,7 +143,11 @@ function patchTurn(turns, transcript, live, p) {
   const i = p.turnIndex;
   const t = turns[i];
   const tt = live.transcript.turns[i];
-  const reshaped = !t || t.attempts.length !== tt.attempts.length || t.attempts.some((a, ai) => a.abandoned !== tt.attempts[ai].abandoned) || t.hasPrompt !== (tt.prompt !== null);
+  const reshaped =
+    !t ||
+    t.attempts.length !== tt.attempts.length ||
+    t.attempts.some((a, ai) => a.abandoned !== tt.attempts[ai].abandoned) ||
+    t.hasPrompt !== (tt.prompt !== null);
   if (reshaped) {
     const fresh = renderTurn(live, i);
     if (t) t.section.replaceWith(fresh.section);
@@ -196,7 +247,15 @@ export function sessionView(root, id, at) {
   const slider = h("input", { type: "range", min: 1, max: 1, value: 1, "aria-label": "event number" });
   const where = h("span", { class: "muted", id: "where" });
   const liveBtn = h("button", { title: "back to live (L)" }, "Live");
-  const bar = h("div", { class: "travel" }, h("button", { title: "one event back (←)", onclick: () => travel.step(-1) }, "◀"), slider, h("button", { title: "one event on (→)", onclick: () => travel.step(1) }, "▶"), where, liveBtn);
+  const bar = h(
+    "div",
+    { class: "travel" },
+    h("button", { title: "one event back (←)", onclick: () => travel.step(-1) }, "◀"),
+    slider,
+    h("button", { title: "one event on (→)", onclick: () => travel.step(1) }, "▶"),
+    where,
+    liveBtn,
+  );
   const transcript = h("div", { id: "transcript" });
   root.append(h("div", { class: "session-head" }, title, status, figures), bar, transcript);
   const travel = timeTravel(id, at, { live: () => live, show: renderAll, where });
@@ -218,7 +277,8 @@ export function sessionView(root, id, at) {
     renderHead(model);
     turns = model.transcript.turns.map((_, i) => renderTurn(model, i));
     transcript.replaceChildren(...turns.map((t) => t.section));
-    if (turns.length === 0) transcript.append(h("p", { class: "empty" }, model.lastSeq === 0 ? "no events yet" : "no turns"));
+    if (turns.length === 0)
+      transcript.append(h("p", { class: "empty" }, model.lastSeq === 0 ? "no events yet" : "no turns"));
     transcript.dataset.seq = String(model.lastSeq);
   }
 

@@ -15,7 +15,12 @@ function folded(label, r, cls) {
   const total = r.text.length + (r.more ?? 0);
   if (total <= FOLD_CHARS) return h("div", { class: cls }, h("pre", {}, r.text));
   const pre = h("pre");
-  const d = h("details", { class: `${cls} folded` }, h("summary", { class: "muted" }, `${label} · ${size(total)} (folded)`), pre);
+  const d = h(
+    "details",
+    { class: `${cls} folded` },
+    h("summary", { class: "muted" }, `${label} · ${size(total)} (folded)`),
+    pre,
+  );
   d.addEventListener("toggle", async () => {
     if (!d.open || pre.textContent !== "") return;
     pre.textContent = r.text;
@@ -49,18 +54,42 @@ export function renderItem(item) {
     case "text":
       return h("div", { class: "item text", "data-seq": item.seq }, item.text);
     case "api_error":
-      return h("div", { class: "item error", "data-seq": item.seq }, `API error: ${item.error}${item.text ? ` ${item.text}` : ""}`);
+      return h(
+        "div",
+        { class: "item error", "data-seq": item.seq },
+        `API error: ${item.error}${item.text ? ` ${item.text}` : ""}`,
+      );
     case "orphan_result":
-      return h("div", { class: "item tool", "data-seq": item.result.seq }, h("div", { class: "muted" }, `result for ${item.toolUseId}`), resultEl(item.result));
+      return h(
+        "div",
+        { class: "item tool", "data-seq": item.result.seq },
+        h("div", { class: "muted" }, `result for ${item.toolUseId}`),
+        resultEl(item.result),
+      );
     case "tool": {
       const call = callText(item);
-      const sub = item.subagent.length > 0
-        ? h("div", { class: "subagent" }, h("div", { class: "subagent-label" }, `subagent · ${count(item.subagent.length, "item")}`), item.subagent.map(renderItem))
-        : null;
-      return h("div", { class: "item tool", "data-seq": item.seq, "data-tool": item.name },
-        h("div", { class: "call" }, h("b", {}, item.name || "(unknown call)"), " ", call.length > 400 ? `${call.slice(0, 400)}… (${size(call.length)})` : call),
+      const sub =
+        item.subagent.length > 0
+          ? h(
+              "div",
+              { class: "subagent" },
+              h("div", { class: "subagent-label" }, `subagent · ${count(item.subagent.length, "item")}`),
+              item.subagent.map(renderItem),
+            )
+          : null;
+      return h(
+        "div",
+        { class: "item tool", "data-seq": item.seq, "data-tool": item.name },
+        h(
+          "div",
+          { class: "call" },
+          h("b", {}, item.name || "(unknown call)"),
+          " ",
+          call.length > 400 ? `${call.slice(0, 400)}… (${size(call.length)})` : call,
+        ),
         sub,
-        item.result === null ? h("div", { class: "muted" }, "… no result yet") : resultEl(item.result));
+        item.result === null ? h("div", { class: "muted" }, "… no result yet") : resultEl(item.result),
+      );
     }
     default:
       return h("div", { class: "item muted" }, "(unknown item)");

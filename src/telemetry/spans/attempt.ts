@@ -6,8 +6,26 @@
 //
 // Nothing here records exceptions: a stack is raw text. Texts are scrubbed here (span-text.ts) and
 // again by the RedactingSpanExporter.
-import { context as otelContext, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
-import { ATTEMPT_END_KINDS, dataOf, isEventKind, type AttemptContext, type AttemptObserver, type ObservedEvent, type TraceIds } from "../../events/index.ts";
+import {
+  context as otelContext,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from "@opentelemetry/api";
+import {
+  ATTEMPT_END_KINDS,
+  dataOf,
+  isEventKind,
+  type AttemptContext,
+  type AttemptObserver,
+  type ObservedEvent,
+  type TraceIds,
+} from "../../events/index.ts";
 import { isObj, objField, stringField, type Obj } from "../../kernel/index.ts";
 import { parseLine, RunClassifier, type ParsedLine } from "../../protocol/index.ts";
 import { objOf } from "../../protocol/lines.ts";
@@ -67,11 +85,20 @@ export class AttemptSpans implements AttemptObserver {
     this.#requestModel = context.requestModel;
     this.#tracer = options.tracer;
     // CLIENT: the agent runs in another process (the CLI), which the conventions call a remote agent.
-    this.#root = options.tracer.startSpan(ATTEMPT_SPAN_NAME, { kind: SpanKind.CLIENT, startTime: this.#lastMs, attributes: attemptAttributes(context) }, parent);
+    this.#root = options.tracer.startSpan(
+      ATTEMPT_SPAN_NAME,
+      { kind: SpanKind.CLIENT, startTime: this.#lastMs, attributes: attemptAttributes(context) },
+      parent,
+    );
     this.trace = attemptTraceIds(this.#root, parent);
     this.#text = spanText(context.scrub, options.maxContentChars ?? DEFAULT_MAX_CONTENT_CHARS);
     this.#context = trace.setSpan(parent, this.#root);
-    this.#tools = new ToolSpans({ tracer: options.tracer, attemptContext: this.#context, text: this.#text, captureContent });
+    this.#tools = new ToolSpans({
+      tracer: options.tracer,
+      attemptContext: this.#context,
+      text: this.#text,
+      captureContent,
+    });
     this.#results = new ResultAccounting(this.#root, this.#text, captureContent);
   }
 
@@ -102,7 +129,8 @@ export class AttemptSpans implements AttemptObserver {
     else if (kind === "cli.stderr") this.#onStderr(event.data, at);
     else if (kind === "cli.exit") this.#onExit(event.data);
     else if (kind === "attempt.started") this.#onStarted(event.data);
-    else if (kind === "model.call") this.#modelCalls += modelCallSpan(this.#tracer, this.#context, event.data, this.#text) ? 1 : 0;
+    else if (kind === "model.call")
+      this.#modelCalls += modelCallSpan(this.#tracer, this.#context, event.data, this.#text) ? 1 : 0;
     else if (isEventKind(kind) && ATTEMPT_END_KINDS.has(kind)) this.#onEndEvent(kind, event.data, at);
   }
 
@@ -145,13 +173,15 @@ export class AttemptSpans implements AttemptObserver {
     const content = message?.["content"];
     if (!Array.isArray(content)) return;
     const parentCallId = stringField(line, "parent_tool_use_id");
-    for (const block of content) if (isObj(block) && block["type"] === "tool_use") this.#tools.start(block, parentCallId, at);
+    for (const block of content)
+      if (isObj(block) && block["type"] === "tool_use") this.#tools.start(block, parentCallId, at);
   }
 
   #onUser(line: Obj, at: number): void {
     const content = objField(line, "message")?.["content"];
     if (!Array.isArray(content)) return;
-    for (const block of content) if (isObj(block) && block["type"] === "tool_result") this.#tools.onResult(block, line, at);
+    for (const block of content)
+      if (isObj(block) && block["type"] === "tool_result") this.#tools.onResult(block, line, at);
   }
 
   #onSystem(line: Obj, at: number): void {
@@ -200,7 +230,8 @@ export class AttemptSpans implements AttemptObserver {
   #onStderr(data: unknown, at: number): void {
     this.#stderrLines++;
     const text = dataOf("cli.stderr", data)?.text;
-    if (text !== undefined && this.#stderrLines <= MAX_STDERR_EVENTS) this.#root.addEvent("cli.stderr", { "turnstream.stderr": this.#text(text, "stderr") }, at);
+    if (text !== undefined && this.#stderrLines <= MAX_STDERR_EVENTS)
+      this.#root.addEvent("cli.stderr", { "turnstream.stderr": this.#text(text, "stderr") }, at);
   }
 
   #onExit(data: unknown): void {

@@ -5,7 +5,12 @@ import { dataOf } from "../../events/index.ts";
 import { millisOf } from "./time.ts";
 import { GENAI } from "./names.ts";
 
-export function modelCallSpan(tracer: Tracer, parent: Context, data: unknown, text: (s: string, field: string) => string): boolean {
+export function modelCallSpan(
+  tracer: Tracer,
+  parent: Context,
+  data: unknown,
+  text: (s: string, field: string) => string,
+): boolean {
   const call = dataOf("model.call", data);
   const start = call === undefined ? undefined : millisOf(call.startedAt);
   if (call === undefined || start === undefined) return false;

@@ -96,7 +96,9 @@ export class ResultAccounting {
 /** The model that answered, as a result names it: the first key of its modelUsage. */
 export function resultModel(line: Obj): string | undefined {
   const modelUsage = objField(line, "modelUsage");
-  return modelUsage === undefined || modelUsageTokens(modelUsage) === undefined ? undefined : Object.keys(modelUsage)[0];
+  return modelUsage === undefined || modelUsageTokens(modelUsage) === undefined
+    ? undefined
+    : Object.keys(modelUsage)[0];
 }
 
 /** Token counts summed over the models of a modelUsage; undefined when it names none. */
@@ -134,6 +136,8 @@ function resultFigures(line: Obj, costBaseUsd: number): Attributes {
 function errorTextOf(line: Obj): string | undefined {
   const isError = line["is_error"] === true || (stringField(line, "subtype") ?? "").startsWith("error");
   if (!isError) return undefined;
-  const errors = Array.isArray(line["errors"]) ? line["errors"].map((e) => (typeof e === "string" ? e : JSON.stringify(e))).join("; ") : "";
+  const errors = Array.isArray(line["errors"])
+    ? line["errors"].map((e) => (typeof e === "string" ? e : JSON.stringify(e))).join("; ")
+    : "";
   return stringField(line, "result") ?? (errors !== "" ? errors : undefined);
 }

@@ -1,7 +1,15 @@
 // The tool-span table: one `execute_tool <name>` span per tool call, the child of the attempt span
 // or, for a subagent's call, of the Task/Agent call that spawned it. A call ends at its result; a
 // background task runs on after its result and ends at the task's notification instead.
-import { SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
+import {
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from "@opentelemetry/api";
 import { isObj, objField, stringField, type Obj } from "../../kernel/index.ts";
 import { toolResultText } from "../../protocol/index.ts";
 import { GENAI, toolSpanName } from "./names.ts";
@@ -56,9 +64,14 @@ export class ToolSpans {
     const parent = parentCallId === undefined ? undefined : this.#open.get(parentCallId);
     const context = parent === undefined ? attemptContext : trace.setSpan(attemptContext, parent.span);
     // Literal keys (the GENAI names): computed keys in a literal are defined one by one, slower.
-    const attributes: Attributes = { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": id };
+    const attributes: Attributes = {
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": name,
+      "gen_ai.tool.call.id": id,
+    };
     if (parentCallId !== undefined) attributes["turnstream.tool.parent_call_id"] = parentCallId;
-    if (captureContent && block["input"] !== undefined) attributes[GENAI.toolArguments] = text(JSON.stringify(block["input"]), GENAI.toolArguments);
+    if (captureContent && block["input"] !== undefined)
+      attributes[GENAI.toolArguments] = text(JSON.stringify(block["input"]), GENAI.toolArguments);
     const span = tracer.startSpan(toolSpanName(name), { kind: SpanKind.INTERNAL, startTime: at, attributes }, context);
     this.#started++;
     this.#open.set(id, { id, name, span, background: false, resultSeen: false });
@@ -74,7 +87,8 @@ export class ToolSpans {
     const source = stringField(decision, "source");
     if (source !== undefined) tool.span.setAttribute("turnstream.tool.permission.source", source);
     if (block["is_error"] === true) {
-      const refused = stringField(decision, "decision") === "reject" || stringField(meta, "non_execution_kind") !== undefined;
+      const refused =
+        stringField(decision, "decision") === "reject" || stringField(meta, "non_execution_kind") !== undefined;
       fail(tool, refused ? "permission_denied" : "tool_error", this.#errorMessage(tool, block, refused, source));
     }
     if (tool.background) tool.span.addEvent("tool_result", { "turnstream.tool.background": true }, at);

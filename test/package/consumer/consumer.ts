@@ -15,7 +15,11 @@ import { startModelServer, type ModelServer } from "turnstream/testing";
 
 export async function enqueueOne(): Promise<TurnResult> {
   const producer = createProducer({ redis: connectRedis() });
-  const queued: EnqueueResult = await producer.enqueueTurn({ prompt: "hi", cwd: "/work/repo", options: { maxTurns: 2 } });
+  const queued: EnqueueResult = await producer.enqueueTurn({
+    prompt: "hi",
+    cwd: "/work/repo",
+    options: { maxTurns: 2 },
+  });
   // @ts-expect-error maxTurns is a number
   await producer.enqueueTurn({ prompt: "hi", cwd: "/work/repo", options: { maxTurns: "two" } });
   return producer.waitForTurn(queued.turn, { timeoutMs: 1000 });

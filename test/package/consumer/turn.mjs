@@ -5,7 +5,9 @@ import { connectRedis, createProducer, startTurnWorker } from "turnstream";
 import { DUMMY_API_KEY, startModelServer } from "turnstream/testing";
 
 const [workspace, logPrefix, queuePrefix] = process.argv.slice(2);
-const server = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "hello from the consumer" }] }] } });
+const server = await startModelServer({
+  script: { responses: [{ content: [{ type: "text", text: "hello from the consumer" }] }] },
+});
 const redis = connectRedis();
 const worker = startTurnWorker({
   redis,
@@ -13,14 +15,20 @@ const worker = startTurnWorker({
   instanceRoot: `${workspace}/.turnstream`,
   logPrefix,
   queuePrefix,
-  runEnv: { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: DUMMY_API_KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" },
+  runEnv: {
+    ANTHROPIC_BASE_URL: server.url,
+    ANTHROPIC_API_KEY: DUMMY_API_KEY,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  },
 });
 const producer = createProducer({ redis, logPrefix, queuePrefix });
 try {
   await worker.ready();
   const { turn } = await producer.enqueueTurn({ prompt: "Say hello.", cwd: workspace });
   const result = await producer.waitForTurn(turn, { timeoutMs: 120_000 });
-  process.stdout.write(JSON.stringify({ status: result.status, resultText: result.resultText, cliSessionId: result.cliSessionId }) + "\n");
+  process.stdout.write(
+    JSON.stringify({ status: result.status, resultText: result.resultText, cliSessionId: result.cliSessionId }) + "\n",
+  );
 } finally {
   await worker.close({ graceMs: 5000 });
   await producer.queue.obliterate({ force: true });
