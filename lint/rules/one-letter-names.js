@@ -1,0 +1,46 @@
+// One-letter names read as noise once a function grows past a line; inside a short lambda such as
+// `(e) => e.id` the name's whole life is in view, so there it is allowed (an expression body the
+// formatter wrapped onto a second line still counts as short). `_` marks an unused slot, and a
+// generic's type parameter keeps the language's own convention (`T`).
+const SHORT_LAMBDA_LINES = 2;
+
+const isShortLambda = (fn) =>
+  fn?.type === "ArrowFunctionExpression" &&
+  fn.body.type !== "BlockStatement" &&
+  fn.loc.end.line - fn.loc.start.line < SHORT_LAMBDA_LINES;
+
+function declaringFunction(identifier) {
+  const parent = identifier.parent;
+  if (parent.type === "ArrowFunctionExpression" && parent.params.includes(identifier)) return parent;
+  if (parent.type === "AssignmentPattern" && parent.left === identifier) return declaringFunction(parent);
+  return undefined;
+}
+
+/** @type {import("eslint").Rule.RuleModule} */
+export default {
+  meta: {
+    type: "suggestion",
+    docs: { description: "No one-letter names outside short one-line lambdas" },
+    schema: [],
+    messages: { oneLetter: "'{{name}}' is a one-letter name; give it a name that says what it holds." },
+  },
+  create(context) {
+    return {
+      "Program:exit"() {
+        const scopes = [context.sourceCode.scopeManager.globalScope];
+        while (scopes.length > 0) {
+          const scope = scopes.pop();
+          scopes.push(...scope.childScopes);
+          for (const variable of scope.variables) {
+            if (variable.name.length !== 1 || variable.name === "_") continue;
+            for (const definition of variable.defs) {
+              if (definition.name.parent.type === "TSTypeParameter") continue;
+              if (isShortLambda(declaringFunction(definition.name))) continue;
+              context.report({ node: definition.name, messageId: "oneLetter", data: { name: variable.name } });
+            }
+          }
+        }
+      },
+    };
+  },
+};
