@@ -9,11 +9,14 @@ const isShortLambda = (fn) =>
   fn.body.type !== "BlockStatement" &&
   fn.loc.end.line - fn.loc.start.line < SHORT_LAMBDA_LINES;
 
-function declaringFunction(identifier) {
-  const parent = identifier.parent;
-  if (parent.type === "ArrowFunctionExpression" && parent.params.includes(identifier)) return parent;
-  if (parent.type === "AssignmentPattern" && parent.left === identifier) return declaringFunction(parent);
-  return undefined;
+const PATTERN_PARTS = new Set(["ArrayPattern", "ObjectPattern", "Property", "AssignmentPattern", "RestElement"]);
+
+/** The arrow function whose parameter list declares this name, destructured or not. */
+function declaringArrow(identifier) {
+  let node = identifier;
+  while (PATTERN_PARTS.has(node.parent.type)) node = node.parent;
+  const parent = node.parent;
+  return parent.type === "ArrowFunctionExpression" && parent.params.includes(node) ? parent : undefined;
 }
 
 /** @type {import("eslint").Rule.RuleModule} */
@@ -35,7 +38,7 @@ export default {
             if (variable.name.length !== 1 || variable.name === "_") continue;
             for (const definition of variable.defs) {
               if (definition.name.parent.type === "TSTypeParameter") continue;
-              if (isShortLambda(declaringFunction(definition.name))) continue;
+              if (isShortLambda(declaringArrow(definition.name))) continue;
               context.report({ node: definition.name, messageId: "oneLetter", data: { name: variable.name } });
             }
           }
