@@ -6,7 +6,7 @@ import { request } from "node:http";
 const direct = process.env["GW_DIRECT"]!;
 const gateway = process.env["GW_GATEWAY"]!;
 const token = process.env["GW_TOKEN"]!;
-const n = Number(process.env["GW_REQUESTS"] ?? 300);
+const requests = Number(process.env["GW_REQUESTS"] ?? 300);
 // A request the size of a CLI turn's (system prompt, tools, messages: tens of KiB).
 const body = JSON.stringify({
   model: "claude-sonnet-4-5",
@@ -37,11 +37,11 @@ function ttfb(base: string): Promise<number> {
 }
 
 // Warm-up (JIT, connections) not counted; "ready" tells the gateway's process to start its CPU clock.
-for (let i = 0; i < 50; i++) for (const base of [gateway, direct]) await ttfb(base);
+for (let warmup = 0; warmup < 50; warmup++) for (const base of [gateway, direct]) await ttfb(base);
 process.stdout.write("ready\n");
 const out: { direct: number[]; gateway: number[] } = { direct: [], gateway: [] };
-for (let i = 0; i < n; i++) {
-  for (const way of (i % 2 === 0 ? ["gateway", "direct"] : ["direct", "gateway"]) as Array<"direct" | "gateway">) {
+for (let round = 0; round < requests; round++) {
+  for (const way of (round % 2 === 0 ? ["gateway", "direct"] : ["direct", "gateway"]) as Array<"direct" | "gateway">) {
     out[way].push(await ttfb(way === "direct" ? direct : gateway));
   }
 }

@@ -27,14 +27,14 @@ export async function spawnAndRead(
  */
 export async function bareRound(
   turns: number,
-  home: (s: number) => string,
+  home: (session: number) => string,
   run: (home: string, resume: string | undefined) => Promise<string | undefined>,
 ): Promise<void> {
   const lane = async (sessions: number[]): Promise<void> => {
     const ids = new Map<number, string | undefined>();
     const homes = new Map(sessions.map((s) => [s, home(s)]));
-    for (let t = 0; t < turns / SESSIONS; t++)
-      for (const s of sessions) ids.set(s, await run(homes.get(s)!, ids.get(s)));
+    for (let round = 0; round < turns / SESSIONS; round++)
+      for (const session of sessions) ids.set(session, await run(homes.get(session)!, ids.get(session)));
   };
   await Promise.all(
     Array.from({ length: CONCURRENCY }, (_, i) => [...Array(SESSIONS).keys()].filter((s) => s % CONCURRENCY === i)).map(
@@ -43,17 +43,20 @@ export async function bareRound(
   );
 }
 
-/** Queued: enqueues every turn (turn i to session `session(i % SESSIONS)`), then waits for all; throws unless all finished. */
+/**
+ * Queued: enqueues every turn (turn i to session `session(i % SESSIONS)`), then waits for all; throws unless all
+ * finished.
+ */
 export async function queuedRound(
   producer: Producer,
   turns: number,
-  session: (s: number) => string,
+  session: (index: number) => string,
   cwd: string,
   timeoutMs: number,
 ): Promise<void> {
   const ids: string[] = [];
-  for (let i = 0; i < turns; i++)
-    ids.push((await producer.enqueueTurn({ session: session(i % SESSIONS), prompt: "say done", cwd })).turn);
+  for (let turn = 0; turn < turns; turn++)
+    ids.push((await producer.enqueueTurn({ session: session(turn % SESSIONS), prompt: "say done", cwd })).turn);
   const results = await Promise.all(ids.map((t) => producer.waitForTurn(t, { timeoutMs })));
   const bad = results.filter((r) => r.status !== "finished");
   if (bad.length > 0) throw new Error(`${bad.length} turns did not finish: ${JSON.stringify(bad[0]!.event.data)}`);

@@ -13,9 +13,9 @@ export function textSource(seed: number): { rand(): number; text(bytes: number):
     return (state >>> 0) / 0x100000000;
   };
   const text = (bytes: number): string => {
-    let s = "";
-    while (s.length < bytes) s += WORDS[Math.floor(rand() * WORDS.length)] + (rand() < 0.1 ? "\\n" : " ");
-    return s.slice(0, bytes);
+    let words = "";
+    while (words.length < bytes) words += WORDS[Math.floor(rand() * WORDS.length)] + (rand() < 0.1 ? "\\n" : " ");
+    return words.slice(0, bytes);
   };
   return { rand, text };
 }

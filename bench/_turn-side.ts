@@ -26,8 +26,8 @@ const out = (o: object): boolean => process.stdout.write(JSON.stringify(o) + "\n
 const cpuacct = process.env["TS_BENCH_CPUACCT"];
 function cpuMs(): number {
   if (cpuacct !== undefined) return Number(readFileSync(cpuacct, "utf8")) / 1e6;
-  const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
-  return (f[0]! + f[1]! + f[2]! + f[5]! + f[6]!) * 10;
+  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return (fields[0]! + fields[1]! + fields[2]! + fields[5]! + fields[6]!) * 10;
 }
 
 interface Side {
@@ -83,21 +83,21 @@ async function queuedSide(): Promise<Side> {
   };
 }
 
-const s = side === "bare" ? await bareSide() : await queuedSide();
-await s.round("warm", SESSIONS); // one turn per session: caches, JIT, the CLI binary's pages
-out({ ready: true, pids: s.pids });
-let n = 0;
+const turnSide = side === "bare" ? await bareSide() : await queuedSide();
+await turnSide.round("warm", SESSIONS); // one turn per session: caches, JIT, the CLI binary's pages
+out({ ready: true, pids: turnSide.pids });
+let served = 0;
 for await (const line of createInterface({ input: process.stdin })) {
-  const m = /^go (\d+)$/.exec(line.trim());
-  if (m === null) break;
-  for (let i = 0; i < Number(m[1]); i++) {
+  const request = /^go (\d+)$/.exec(line.trim());
+  if (request === null) break;
+  for (let turn = 0; turn < Number(request[1]); turn++) {
     const [start, cpu0] = [performance.timeOrigin + performance.now(), cpuMs()];
-    await s.round(`r${n}`, TURNS);
+    await turnSide.round(`r${served}`, TURNS);
     const [end, cpu1] = [performance.timeOrigin + performance.now(), cpuMs()];
-    out({ round: n++, start, end, cpuMs: cpu1 - cpu0 });
+    out({ round: served++, start, end, cpuMs: cpu1 - cpu0 });
   }
   out({ done: true });
 }
-await s.close();
+await turnSide.close();
 await server.close();
 space.cleanup();

@@ -1,7 +1,8 @@
 // Dashboard: (1) a session of 10,000 events (assistant text, tool calls and their results) shows its
 // transcript in headless Chromium within 1 s of navigation — from page.goto of a fresh page to the
 // first frame painted with its last item in the DOM (on a dashboard that has served a page before;
-// the first page after start is reported too); (2) a line appended to the log reaches the open page's DOM with p99 ≤ 100 ms — each append
+// the first page after start is reported too); (2) a line appended to the log reaches the open page's DOM with p99 ≤
+// 100 ms — each append
 // waits for the previous one to be seen (a MutationObserver in the page reports it back).
 // Options: --events N (default 10000), --appends N (default 500), --url redis://… (default: a
 // private redis-server).
@@ -45,28 +46,30 @@ const toolResult = (id: string, text: string): string =>
   });
 
 /** The i-th line of the session: text, a Bash call, its result (every tenth result long, to be folded). */
-function lineOf(i: number): string {
-  const k = i % 3;
-  const n = Math.floor(i / 3);
-  if (k === 0)
-    return assistant(`msg_${n}`, [
+function lineOf(index: number): string {
+  const kind = index % 3;
+  const step = Math.floor(index / 3);
+  if (kind === 0)
+    return assistant(`msg_${step}`, [
       {
         type: "text",
-        text: `Step ${n}: looking at the next file, then running the tests again to see what changed. `.repeat(2),
+        text: `Step ${step}: looking at the next file, then running the tests again to see what changed. `.repeat(2),
       },
     ]);
-  if (k === 1)
-    return assistant(`msg_${n}t`, [
+  if (kind === 1)
+    return assistant(`msg_${step}t`, [
       {
         type: "tool_use",
-        id: `toolu_${n}`,
+        id: `toolu_${step}`,
         name: "Bash",
-        input: { command: `grep -rn "pattern${n}" src/ | head -20`, description: "search" },
+        input: { command: `grep -rn "pattern${step}" src/ | head -20`, description: "search" },
       },
     ]);
   return toolResult(
-    `toolu_${n}`,
-    n % 10 === 0 ? `src/file${n}.ts:12: match\n`.repeat(200) : `src/file${n}.ts:12: const pattern${n} = true;\n`,
+    `toolu_${step}`,
+    step % 10 === 0
+      ? `src/file${step}.ts:12: match\n`.repeat(200)
+      : `src/file${step}.ts:12: const pattern${step} = true;\n`,
   );
 }
 
@@ -78,9 +81,10 @@ async function buildSession(id: string, count: number): Promise<number> {
   const events: EventInput[] = [
     { turn: "t1", attempt: 1, kind: "attempt.started", data: { worker: "bench", attempt: 1 } },
   ];
-  for (let i = 0; events.length + 1 < count; i++)
-    events.push({ turn: "t1", attempt: 1, kind: "cli.line", data: { raw: lineOf(i) } });
-  for (let i = 0; i < events.length; i += 500) await log.append(id, epoch, events.slice(i, i + 500));
+  for (let index = 0; events.length + 1 < count; index++)
+    events.push({ turn: "t1", attempt: 1, kind: "cli.line", data: { raw: lineOf(index) } });
+  for (let start = 0; start < events.length; start += 500)
+    await log.append(id, epoch, events.slice(start, start + 500));
   return epoch;
 }
 
@@ -107,7 +111,7 @@ async function openTimed(id: string, lastSeq: number): Promise<{ page: Page; ms:
   return { page, ms: performance.now() - t0 };
 }
 
-const q = (xs: number[], p: number): number => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
+const quantile = (xs: number[], p: number): number => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
 const r3 = (x: number): number => Number(x.toFixed(3));
 
 const epoch = await buildSession(session, total);
@@ -149,26 +153,26 @@ try {
     }).observe(box, { childList: true, subtree: true, attributes: true, attributeFilter: ["data-seq"] });
   })()`);
   const lat: number[] = [];
-  for (let i = 0; i < appends; i++) {
-    const seq = lastSeq + i + 1;
+  for (let append = 0; append < appends; append++) {
+    const seq = lastSeq + append + 1;
     const shown = new Promise<void>((resolve) => seen.set(seq, resolve));
-    const t = performance.now();
+    const sentAt = performance.now();
     await log.append(session, epoch, [
       {
         turn: "t1",
         attempt: 1,
         kind: "cli.line",
-        data: { raw: assistant(`live_${i}`, [{ type: "text", text: `live line ${i}` }]) },
+        data: { raw: assistant(`live_${append}`, [{ type: "text", text: `live line ${append}` }]) },
       },
     ]);
     await shown;
-    lat.push(performance.now() - t);
+    lat.push(performance.now() - sentAt);
   }
   lat.sort((a, b) => a - b);
   process.stdout.write(
-    `append → page DOM, ${lat.length} appends: p50 ${q(lat, 0.5).toFixed(2)} ms, p99 ${q(lat, 0.99).toFixed(2)} ms, max ${lat.at(-1)!.toFixed(2)} ms (goal p99 ≤ 100 ms)\n`,
+    `append → page DOM, ${lat.length} appends: p50 ${quantile(lat, 0.5).toFixed(2)} ms, p99 ${quantile(lat, 0.99).toFixed(2)} ms, max ${lat.at(-1)!.toFixed(2)} ms (goal p99 ≤ 100 ms)\n`,
   );
-  const ratio = Math.min(1000 / renderMs, 100 / q(lat, 0.99));
+  const ratio = Math.min(1000 / renderMs, 100 / quantile(lat, 0.99));
   process.stdout.write(
     JSON.stringify({
       bench: "dashboard",
@@ -178,8 +182,8 @@ try {
       coldRenderMs: r3(cold.ms),
       goalRenderMs: 1000,
       appends: lat.length,
-      p50Ms: r3(q(lat, 0.5)),
-      p99Ms: r3(q(lat, 0.99)),
+      p50Ms: r3(quantile(lat, 0.5)),
+      p99Ms: r3(quantile(lat, 0.99)),
       maxMs: r3(lat.at(-1)!),
       goalP99Ms: 100,
       ratio: r3(ratio),

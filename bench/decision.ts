@@ -28,11 +28,11 @@ import { hermeticEnv, startModelServer } from "../src/testing/index.ts";
 
 const N_HUB = Number(process.env["BENCH_N"] ?? 400);
 const N_SPAWN = 40;
-const K = 8;
+const STEPS_PER_TURN = 8;
 
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+const pct = (xs: number[], fraction: number): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((fraction / 100) * sorted.length) - 1)]!;
 };
 const r1 = (x: number): number => Number(x.toFixed(2));
 
@@ -55,13 +55,13 @@ await new RuleStore(redis, prefix).put(signRule(operatorKeyFromPem(operator.priv
 const dir = mkdtempSync(join(tmpdir(), "bench-decision-"));
 const run = prepareSupervisedRun(hub, { session, turn: "t1", attempt, epoch, cwd: dir, tmpDir: dir });
 const { token } = JSON.parse(readFileSync(run.runFile, "utf8")) as { token: string };
-const input = (i: number): string =>
+const input = (index: number): string =>
   JSON.stringify({
     hook_event_name: "PreToolUse",
     session_id: "bench",
     tool_name: "Bash",
-    tool_input: { command: `echo ${i}` },
-    tool_use_id: `toolu_${i}`,
+    tool_input: { command: `echo ${index}` },
+    tool_use_id: `toolu_${index}`,
   });
 
 function post(url: string, body: string): Promise<{ status: number; text: string }> {
@@ -90,13 +90,14 @@ function post(url: string, body: string): Promise<{ status: number; text: string
 }
 
 // 1. Hub round trips (after a short warm-up).
-for (let i = 0; i < 20; i++) await post(hub.url, input(i));
+for (let warmup = 0; warmup < 20; warmup++) await post(hub.url, input(warmup));
 const hubMs: number[] = [];
-for (let i = 0; i < N_HUB; i++) {
-  const t = performance.now();
-  const r = await post(hub.url, input(i));
-  hubMs.push(performance.now() - t);
-  if (r.status !== 200 || !r.text.includes('"allow"')) throw new Error(`unexpected hub answer ${r.status}`);
+for (let index = 0; index < N_HUB; index++) {
+  const startedAt = performance.now();
+  const response = await post(hub.url, input(index));
+  hubMs.push(performance.now() - startedAt);
+  if (response.status !== 200 || !response.text.includes('"allow"'))
+    throw new Error(`unexpected hub answer ${response.status}`);
 }
 
 // 2. The forwarder spawned as the hook runs it: real hub vs an instant stub.
@@ -116,64 +117,64 @@ writeFileSync(
   }),
   { mode: 0o600 },
 );
-function forward(file: string, i: number): Promise<number> {
+function forward(file: string, index: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const t = performance.now();
-    const c = spawn(process.execPath, [FORWARDER_PATH, file], { stdio: ["pipe", "pipe", "ignore"] });
+    const startedAt = performance.now();
+    const child = spawn(process.execPath, [FORWARDER_PATH, file], { stdio: ["pipe", "pipe", "ignore"] });
     let out = "";
-    c.stdout.setEncoding("utf8").on("data", (x: string) => (out += x));
-    c.on("close", () =>
-      out.includes('"allow"') ? resolve(performance.now() - t) : reject(new Error(`forwarder said ${out}`)),
+    child.stdout.setEncoding("utf8").on("data", (x: string) => (out += x));
+    child.on("close", () =>
+      out.includes('"allow"') ? resolve(performance.now() - startedAt) : reject(new Error(`forwarder said ${out}`)),
     );
-    c.stdin.end(input(i));
+    child.stdin.end(input(index));
   });
 }
 const fullMs: number[] = [];
 const stubMs: number[] = [];
-for (let i = 0; i < N_SPAWN; i++) {
-  if (i % 2 === 0) {
-    fullMs.push(await forward(run.runFile, i));
-    stubMs.push(await forward(stubFile, i));
+for (let index = 0; index < N_SPAWN; index++) {
+  if (index % 2 === 0) {
+    fullMs.push(await forward(run.runFile, index));
+    stubMs.push(await forward(stubFile, index));
   } else {
-    stubMs.push(await forward(stubFile, i));
-    fullMs.push(await forward(run.runFile, i));
+    stubMs.push(await forward(stubFile, index));
+    fullMs.push(await forward(run.runFile, index));
   }
 }
 stub.close();
 
 // 3. Real CLI: K rule-allowed Bash calls per turn, hooked vs not.
-const steps = Array.from({ length: K }, (_, i) => ({
-  content: [{ type: "tool_use" as const, name: "Bash", input: { command: `echo step-${i}` } }],
+const steps = Array.from({ length: STEPS_PER_TURN }, (_, step) => ({
+  content: [{ type: "tool_use" as const, name: "Bash", input: { command: `echo step-${step}` } }],
 }));
 async function cliTurn(hooked: boolean): Promise<number> {
   const server = await startModelServer({
     script: { responses: [...steps, { content: [{ type: "text", text: "done" }] }] },
   });
-  const h = hermeticEnv({ baseUrl: server.url });
+  const hermetic = hermeticEnv({ baseUrl: server.url });
   try {
-    const t = performance.now();
+    const startedAt = performance.now();
     const handle = runTurn({
       cwd: dir,
       prompt: "go",
-      env: h.env,
+      env: hermetic.env,
       ...(hooked ? run.turnOptions : { permissionMode: "default" as const }),
     });
     for await (const _ of handle.lines) void _;
-    const o = await handle.outcome;
-    if ((o.result["permission_denials"] as unknown[]).length > 0) throw new Error("a call was denied");
-    return performance.now() - t;
+    const outcome = await handle.outcome;
+    if ((outcome.result["permission_denials"] as unknown[]).length > 0) throw new Error("a call was denied");
+    return performance.now() - startedAt;
   } finally {
     await server.close();
-    h.cleanup();
+    hermetic.cleanup();
   }
 }
 const hooked: number[] = [];
 const plain: number[] = [];
-for (let i = 0; i < 2; i++) {
+for (let round = 0; round < 2; round++) {
   plain.push(await cliTurn(false));
   hooked.push(await cliTurn(true));
 }
-const perCallMs = (Math.min(...hooked) - Math.min(...plain)) / K;
+const perCallMs = (Math.min(...hooked) - Math.min(...plain)) / STEPS_PER_TURN;
 
 run.close();
 await hub.close();
@@ -196,7 +197,7 @@ const out = {
   forwarderBeyondStartupP50Ms: r1(pct(fullMs, 50) - pct(stubMs, 50)),
   spawns: N_SPAWN,
   cliPerCallOverheadMs: r1(perCallMs),
-  cliCallsPerTurn: K,
+  cliCallsPerTurn: STEPS_PER_TURN,
 };
 process.stdout.write(`hub round trip: p50 ${out.p50Ms} ms, p99 ${out.p99Ms} ms over ${N_HUB}\n`);
 process.stdout.write(

@@ -29,12 +29,12 @@ const batchEvents = Number(values.batch);
 
 const { rand, text } = textSource(0x9e3779b9);
 // Short assistant lines and mid-size tool results, as a CLI prints them.
-const lines = Array.from({ length: total }, (_, i) =>
+const lines = Array.from({ length: total }, (_, index) =>
   rand() < 0.5
     ? JSON.stringify({
         type: "assistant",
         message: {
-          id: `msg_${i}`,
+          id: `msg_${index}`,
           role: "assistant",
           content: [{ type: "text", text: text(300 + Math.floor(rand() * 500)) }],
         },
@@ -43,7 +43,9 @@ const lines = Array.from({ length: total }, (_, i) =>
         type: "user",
         message: {
           role: "user",
-          content: [{ tool_use_id: `toolu_${i}`, type: "tool_result", content: text(800 + Math.floor(rand() * 1200)) }],
+          content: [
+            { tool_use_id: `toolu_${index}`, type: "tool_result", content: text(800 + Math.floor(rand() * 1200)) },
+          ],
         },
       }),
 );
@@ -89,10 +91,10 @@ try {
     ["replicas:1", replicated, parseDurability("replicas:1")],
     ["fsync", fsynced, parseDurability("fsync")],
   ];
-  for (const [, redis, d] of levels) await ingest(redis, d, warm);
+  for (const [, redis, durability] of levels) await ingest(redis, durability, warm);
   const rates: Record<string, number> = {};
-  for (const [name, redis, d] of levels) {
-    const ms = await ingest(redis, d, lines);
+  for (const [name, redis, durability] of levels) {
+    const ms = await ingest(redis, durability, lines);
     rates[name] = Math.round(total / (ms / 1000));
     process.stdout.write(`${name.padEnd(11)} ${ms.toFixed(0).padStart(7)} ms  ${rates[name]}/s\n`);
   }

@@ -30,8 +30,8 @@ async function modelServer(dir: string): Promise<{ url: string; stop(): void }> 
     { stdio: ["ignore", "pipe", "inherit"] },
   );
   for await (const line of createInterface({ input: child.stdout! })) {
-    const m = /listening on (\S+)/.exec(line);
-    if (m !== null) return { url: m[1]!, stop: () => void child.kill("SIGTERM") };
+    const match = /listening on (\S+)/.exec(line);
+    if (match !== null) return { url: match[1]!, stop: () => void child.kill("SIGTERM") };
   }
   throw new Error("the model server did not start");
 }
@@ -53,9 +53,9 @@ const wall: Record<Way, number[]> = { direct: [], gateway: [] };
 
 async function turn(way: Way): Promise<void> {
   const t0 = performance.now();
-  const h = runTurn({ cwd, prompt: "say done", env: envs[way] });
-  for await (const _ of h.lines);
-  const outcome = await h.outcome;
+  const handle = runTurn({ cwd, prompt: "say done", env: envs[way] });
+  for await (const _ of handle.lines);
+  const outcome = await handle.outcome;
   if (outcome.resultText !== "done") throw new Error(`${way} turn answered ${JSON.stringify(outcome.resultText)}`);
   wall[way].push(performance.now() - t0);
 }
@@ -78,10 +78,10 @@ async function firstBytes(): Promise<{ ttfbs: Record<Way, number[]>; cpuMs: numb
       before = calls.length;
       continue;
     }
-    const c = process.cpuUsage(c0);
+    const cpu = process.cpuUsage(c0);
     return {
       ttfbs: JSON.parse(line) as Record<Way, number[]>,
-      cpuMs: (c.user + c.system) / 1000,
+      cpuMs: (cpu.user + cpu.system) / 1000,
       requests: calls.length - before,
     };
   }
@@ -92,9 +92,9 @@ await turn("direct");
 await turn("gateway");
 wall.direct = [];
 wall.gateway = [];
-for (let i = 0; i < TURNS; i++) {
+for (let turnIndex = 0; turnIndex < TURNS; turnIndex++) {
   // Alternate which goes first so drift hits both equally.
-  for (const way of (i % 2 === 0 ? ["gateway", "direct"] : ["direct", "gateway"]) as Way[]) await turn(way);
+  for (const way of (turnIndex % 2 === 0 ? ["gateway", "direct"] : ["direct", "gateway"]) as Way[]) await turn(way);
 }
 const { ttfbs, cpuMs, requests: gatewayRequests } = await firstBytes();
 await gateway.close();
@@ -107,9 +107,9 @@ const pct = (x: number[], p: number): number =>
 const r2 = (n: number): number => Number(n.toFixed(2));
 const wallRatio = sum(wall.gateway) / sum(wall.direct);
 const ttfbAddedP95Ms = pct(ttfbs.gateway, 0.95) - pct(ttfbs.direct, 0.95);
-for (const w of ["direct", "gateway"] as const) {
+for (const route of ["direct", "gateway"] as const) {
   process.stdout.write(
-    `${w.padEnd(8)} turns: total ${sum(wall[w]).toFixed(0)} ms, median ${pct(wall[w], 0.5).toFixed(1)} ms; ttfb p50 ${pct(ttfbs[w], 0.5).toFixed(2)} ms, p95 ${pct(ttfbs[w], 0.95).toFixed(2)} ms\n`,
+    `${route.padEnd(8)} turns: total ${sum(wall[route]).toFixed(0)} ms, median ${pct(wall[route], 0.5).toFixed(1)} ms; ttfb p50 ${pct(ttfbs[route], 0.5).toFixed(2)} ms, p95 ${pct(ttfbs[route], 0.95).toFixed(2)} ms\n`,
   );
 }
 process.stdout.write(`gateway CPU: ${cpuMs.toFixed(0)} ms for ${gatewayRequests} requests\n`);

@@ -23,16 +23,16 @@ const batchEvents = Number(values.batch);
 const { rand, text } = textSource(0x9e3779b9);
 const sessionId = "4f1c2b9e-8d7a-4e6b-9c3d-2a1b0f9e8d7c";
 // Mix modelled on stream-json output: many short tool/assistant lines, some mid, a few large results.
-function line(i: number): string {
-  const r = rand();
+function line(index: number): string {
+  const roll = rand();
   const size =
-    r < 0.5
+    roll < 0.5
       ? 300 + Math.floor(rand() * 500)
-      : r < 0.85
+      : roll < 0.85
         ? 800 + Math.floor(rand() * 1200)
         : 2000 + Math.floor(rand() * 2096);
-  const id = `msg_${i.toString(36).padStart(8, "0")}`;
-  if (r < 0.5) {
+  const id = `msg_${index.toString(36).padStart(8, "0")}`;
+  if (roll < 0.5) {
     return JSON.stringify({
       type: "assistant",
       message: {
@@ -50,7 +50,10 @@ function line(i: number): string {
   }
   return JSON.stringify({
     type: "user",
-    message: { role: "user", content: [{ tool_use_id: `toolu_${i}`, type: "tool_result", content: text(size - 200) }] },
+    message: {
+      role: "user",
+      content: [{ tool_use_id: `toolu_${index}`, type: "tool_result", content: text(size - 200) }],
+    },
     parent_tool_use_id: null,
     session_id: sessionId,
     tool_use_result: { stdout: "", stderr: "", interrupted: false },
@@ -69,10 +72,10 @@ const session = `bench-${randomBytes(4).toString("hex")}`;
 
 async function rawRun(key: string, items: string[]): Promise<number> {
   const t0 = performance.now();
-  for (let i = 0; i < items.length; i += 1000) {
-    const p = redis.pipeline();
-    for (const l of items.slice(i, i + 1000)) p.xadd(key, "*", "r", l);
-    await p.exec();
+  for (let start = 0; start < items.length; start += 1000) {
+    const pipeline = redis.pipeline();
+    for (const item of items.slice(start, start + 1000)) pipeline.xadd(key, "*", "r", item);
+    await pipeline.exec();
   }
   return performance.now() - t0;
 }
@@ -102,10 +105,10 @@ try {
 
   const rawMs = await rawRun(rawKey, lines);
   const logMs = await logRun(session, lines);
-  const k = log.keys(session);
+  const keys = log.keys(session);
   const [streamBytes, metaBytes, rawBytes] = await Promise.all([
-    redis.call("MEMORY", "USAGE", k.events, "SAMPLES", "0") as Promise<number>,
-    redis.call("MEMORY", "USAGE", k.meta, "SAMPLES", "0") as Promise<number>,
+    redis.call("MEMORY", "USAGE", keys.events, "SAMPLES", "0") as Promise<number>,
+    redis.call("MEMORY", "USAGE", keys.meta, "SAMPLES", "0") as Promise<number>,
     redis.call("MEMORY", "USAGE", rawKey, "SAMPLES", "0") as Promise<number>,
   ]);
   const stat = await log.stat(session);

@@ -41,7 +41,7 @@ chmodSync(fake, 0o755);
 const redis = redisFor();
 const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
 const workers: WorkerProcess[] = await Promise.all(
-  Array.from({ length: WORKERS }, (_, i) =>
+  Array.from({ length: WORKERS }, (_, index) =>
     startWorkerProcess({
       REDIS_URL: "redis://127.0.0.1:6379",
       ANTHROPIC_API_KEY: "sk-ant-load-dummy-000000",
@@ -49,7 +49,7 @@ const workers: WorkerProcess[] = await Promise.all(
       TURNSTREAM_WORKSPACE_ROOTS: ws,
       TURNSTREAM_PREFIX: space.logPrefix,
       TURNSTREAM_QUEUE_PREFIX: space.queuePrefix,
-      TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${i}`),
+      TURNSTREAM_INSTANCE_ROOT: space.dir(`root-${index}`),
       TURNSTREAM_CONCURRENCY: "2",
       LOG_LEVEL: "info",
     }),
@@ -58,10 +58,10 @@ const workers: WorkerProcess[] = await Promise.all(
 const sessions = Array.from({ length: SESSIONS }, (_, i) => `load-${i}-${space.id}`);
 const expected = new Map<string, string[]>(sessions.map((s) => [s, []]));
 const t0 = performance.now();
-for (let i = 0; i < TURNS; i++) {
-  const s = sessions[i % SESSIONS]!;
-  const r = await producer.enqueueTurn({ session: s, prompt: `turn ${i}`, cwd: ws });
-  expected.get(s)!.push(r.turn);
+for (let turn = 0; turn < TURNS; turn++) {
+  const session = sessions[turn % SESSIONS]!;
+  const enqueued = await producer.enqueueTurn({ session: session, prompt: `turn ${turn}`, cwd: ws });
+  expected.get(session)!.push(enqueued.turn);
 }
 const enqueueMs = performance.now() - t0;
 // One follower per session (its last turn): turns of a session end in order, so that is all of them.
@@ -70,30 +70,30 @@ const results = await Promise.all(
 );
 const totalMs = performance.now() - t0;
 let problems = 0;
-const note = (m: string): void => {
+const note = (message: string): void => {
   problems++;
-  if (problems <= 10) process.stdout.write(`problem: ${m}\n`);
+  if (problems <= 10) process.stdout.write(`problem: ${message}\n`);
 };
-for (const r of results) if (r.status !== "finished") note(`turn ${r.turn} ${r.status}`);
+for (const result of results) if (result.status !== "finished") note(`turn ${result.turn} ${result.status}`);
 let attempts = 0;
-for (const s of sessions) {
-  const events = await readAll(producer.log, s);
+for (const session of sessions) {
+  const events = await readAll(producer.log, session);
   const started = events.filter((e) => e.kind === "attempt.started");
   attempts += started.length;
   const order = started.map((e) => e.turn);
-  if (JSON.stringify(order) !== JSON.stringify(expected.get(s)))
-    note(`session ${s}: turns ran out of order or more than once`);
+  if (JSON.stringify(order) !== JSON.stringify(expected.get(session)))
+    note(`session ${session}: turns ran out of order or more than once`);
   let open: string | undefined;
-  for (const e of events) {
-    if (e.kind === "attempt.started") {
-      if (open !== undefined) note(`session ${s}: ${e.turn} started while ${open} ran`);
-      open = e.turn;
-    } else if (e.kind === "turn.finished" || e.kind === "turn.failed") open = undefined;
+  for (const event of events) {
+    if (event.kind === "attempt.started") {
+      if (open !== undefined) note(`session ${session}: ${event.turn} started while ${open} ran`);
+      open = event.turn;
+    } else if (event.kind === "turn.finished" || event.kind === "turn.failed") open = undefined;
   }
-  if (events.filter((e) => e.kind === "turn.finished").length !== expected.get(s)!.length)
-    note(`session ${s}: missing finished turns`);
+  if (events.filter((e) => e.kind === "turn.finished").length !== expected.get(session)!.length)
+    note(`session ${session}: missing finished turns`);
 }
-for (const w of workers) w.kill("SIGTERM");
+for (const worker of workers) worker.kill("SIGTERM");
 await Promise.all(workers.map((w) => w.exited));
 await producer.close();
 await cleanupKeys(redis, space);

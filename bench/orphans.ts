@@ -34,7 +34,7 @@ async function round(warm: boolean): Promise<{ goneMs: number; aliveAt5s: number
   try {
     await new Promise((r) => setTimeout(r, 300));
     const killedAt = Date.now();
-    for (const h of hosts) h.host.kill("SIGKILL");
+    for (const spawned of hosts) spawned.host.kill("SIGKILL");
     const left = (): number[] => hosts.flatMap((h) => treeMembers(h.info.marker));
     let aliveAt5s = -1;
     while (left().length > 0 || cgroups.some((c) => existsSync(c))) {
@@ -43,19 +43,21 @@ async function round(warm: boolean): Promise<{ goneMs: number; aliveAt5s: number
       await new Promise((r) => setTimeout(r, 20));
     }
     const goneMs = Date.now() - killedAt;
-    for (const p of left()) process.kill(p, "SIGKILL");
+    for (const leftPid of left()) process.kill(leftPid, "SIGKILL");
     return { goneMs, aliveAt5s: Math.max(aliveAt5s, 0) };
   } finally {
-    for (const h of hogs) h.kill("SIGKILL");
+    for (const hog of hogs) hog.kill("SIGKILL");
   }
 }
 
 const results: Array<{ warm: boolean; goneMs: number; aliveAt5s: number }> = [];
-for (let i = 0; i < ROUNDS; i++) {
-  const warm = i % 2 === 1;
-  const r = await round(warm);
-  results.push({ warm, ...r });
-  console.log(`round ${i + 1} ${warm ? "warm" : "cold"}: gone after ${r.goneMs} ms, alive at 5 s: ${r.aliveAt5s}`);
+for (let roundIndex = 0; roundIndex < ROUNDS; roundIndex++) {
+  const warm = roundIndex % 2 === 1;
+  const result = await round(warm);
+  results.push({ warm, ...result });
+  console.log(
+    `round ${roundIndex + 1} ${warm ? "warm" : "cold"}: gone after ${result.goneMs} ms, alive at 5 s: ${result.aliveAt5s}`,
+  );
 }
 const maxGoneMs = Math.max(...results.map((r) => r.goneMs));
 const aliveAt5s = results.reduce((n, r) => n + r.aliveAt5s, 0);

@@ -58,10 +58,10 @@ async function worker(mode: string, file: string): Promise<void> {
     for await (const chunk of stream) {
       const parts = (rest + (chunk as string)).split("\n");
       rest = parts.pop() ?? "";
-      for (const p of parts) {
-        if (p === "") continue;
+      for (const part of parts) {
+        if (part === "") continue;
         lines++;
-        if (typeof JSON.parse(p) === "object") known++;
+        if (typeof JSON.parse(part) === "object") known++;
       }
     }
     if (rest !== "") {
@@ -72,18 +72,18 @@ async function worker(mode: string, file: string): Promise<void> {
   }
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const peakRssMb = process.resourceUsage().maxRSS / 1024;
-  const m: Measured = { mode, bytes, lines, seconds, peakRssMb, known };
-  process.stdout.write(JSON.stringify(m) + "\n");
+  const measured: Measured = { mode, bytes, lines, seconds, peakRssMb, known };
+  process.stdout.write(JSON.stringify(measured) + "\n");
 }
 
 function sampleLines(): string[] {
   const dir = join(root, "test/fixtures/cli");
   const lines: string[] = [];
   if (existsSync(dir)) {
-    for (const f of readdirSync(dir)
+    for (const file of readdirSync(dir)
       .filter((f) => f.endsWith(".jsonl"))
       .sort()) {
-      for (const l of readFileSync(join(dir, f), "utf8").split("\n")) if (l.trim() !== "") lines.push(l);
+      for (const line of readFileSync(join(dir, file), "utf8").split("\n")) if (line.trim() !== "") lines.push(line);
     }
   }
   return lines;
@@ -132,8 +132,8 @@ async function main(): Promise<void> {
   let lines = sampleLines();
   let source = "test/fixtures/cli/*.jsonl";
   if (lines.length === 0) {
-    const s = await import(join(root, "test/protocol/sample-lines.ts"));
-    lines = s.toolsRun as string[];
+    const samples = await import(join(root, "test/protocol/sample-lines.ts"));
+    lines = samples.toolsRun as string[];
     source = "test/protocol/sample-lines.ts (no recorded fixtures found)";
   }
   const dir = mkdtempSync(join(tmpdir(), "bench-parse-"));
@@ -148,35 +148,36 @@ async function main(): Promise<void> {
     );
     let bestStream: Measured | undefined;
     let bestBase: Measured | undefined;
-    for (let i = 0; i < reps; i++) {
+    for (let rep = 0; rep < reps; rep++) {
       // Alternate so machine noise hits both alike.
-      const b = await measure("baseline", big);
-      const s = await measure("stream", big);
+      const baseline = await measure("baseline", big);
+      const stream = await measure("stream", big);
       process.stdout.write(
-        `rep ${i + 1}: baseline ${(b.bytes / 1e6 / b.seconds).toFixed(1)} MB/s, stream ${(s.bytes / 1e6 / s.seconds).toFixed(1)} MB/s\n`,
+        `rep ${rep + 1}: baseline ${(baseline.bytes / 1e6 / baseline.seconds).toFixed(1)} MB/s, stream ${(stream.bytes / 1e6 / stream.seconds).toFixed(1)} MB/s\n`,
       );
-      if (bestBase === undefined || b.seconds < bestBase.seconds) bestBase = b;
-      if (bestStream === undefined || s.seconds < bestStream.seconds) bestStream = s;
+      if (bestBase === undefined || baseline.seconds < bestBase.seconds) bestBase = baseline;
+      if (bestStream === undefined || stream.seconds < bestStream.seconds) bestStream = stream;
     }
     const halfRun = await measure("stream", half);
-    const s = bestStream!;
-    const b = bestBase!;
-    if (s.lines !== b.lines) throw new Error(`line counts differ: stream ${s.lines}, baseline ${b.lines}`);
-    const mbPerSec = s.bytes / 1e6 / s.seconds;
-    const baselineMbPerSec = b.bytes / 1e6 / b.seconds;
+    const stream = bestStream!;
+    const baseline = bestBase!;
+    if (stream.lines !== baseline.lines)
+      throw new Error(`line counts differ: stream ${stream.lines}, baseline ${baseline.lines}`);
+    const mbPerSec = stream.bytes / 1e6 / stream.seconds;
+    const baselineMbPerSec = baseline.bytes / 1e6 / baseline.seconds;
     process.stdout.write(
-      `lines: ${s.lines} (${s.known} known)\n` +
+      `lines: ${stream.lines} (${stream.known} known)\n` +
         `peak RSS, streaming: ${halfRun.peakRssMb.toFixed(0)} MB at ${(halfRun.bytes / 1e6).toFixed(0)} MB input, ` +
-        `${s.peakRssMb.toFixed(0)} MB at ${(s.bytes / 1e6).toFixed(0)} MB input; baseline ${b.peakRssMb.toFixed(0)} MB\n`,
+        `${stream.peakRssMb.toFixed(0)} MB at ${(stream.bytes / 1e6).toFixed(0)} MB input; baseline ${baseline.peakRssMb.toFixed(0)} MB\n`,
     );
     const out = {
       bench: "parse",
       mbPerSec: Number(mbPerSec.toFixed(1)),
       baselineMbPerSec: Number(baselineMbPerSec.toFixed(1)),
       ratio: Number((mbPerSec / baselineMbPerSec).toFixed(3)),
-      peakRssMb: Number(s.peakRssMb.toFixed(1)),
+      peakRssMb: Number(stream.peakRssMb.toFixed(1)),
       peakRssMbHalfInput: Number(halfRun.peakRssMb.toFixed(1)),
-      inputMb: Number((s.bytes / 1e6).toFixed(1)),
+      inputMb: Number((stream.bytes / 1e6).toFixed(1)),
     };
     process.stdout.write(JSON.stringify(out) + "\n");
   } finally {

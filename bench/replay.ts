@@ -21,8 +21,8 @@ const logsDir = join(import.meta.dirname, "..", "test", "fixtures", "logs");
 const runs: Envelope[][] = readdirSync(logsDir)
   .filter((f) => f.endsWith(".jsonl"))
   .sort()
-  .map((f) =>
-    readFileSync(join(logsDir, f), "utf8")
+  .map((file) =>
+    readFileSync(join(logsDir, file), "utf8")
       .split("\n")
       .filter((l) => l !== "")
       .map((l) => JSON.parse(l) as Envelope),
@@ -33,7 +33,7 @@ const { redis } = store;
 const prefix = `bench-${randomBytes(4).toString("hex")}:`;
 const session = "replay-bench";
 const log = createEventLog({ redis, prefix });
-const k = log.keys(session);
+const sessionKeys = log.keys(session);
 
 try {
   // ---- load ----
@@ -47,20 +47,20 @@ try {
     for (const run of runs) {
       turnNo++;
       const epochBase = epoch;
-      for (const e of run) {
+      for (const runEnvelope of run) {
         if (seq === total) break outer;
         seq++;
-        const ep = e.epoch === 0 ? 0 : epochBase + e.epoch;
+        const ep = runEnvelope.epoch === 0 ? 0 : epochBase + runEnvelope.epoch;
         epoch = Math.max(epoch, ep);
         const enc = log.encode(session, ep, {
-          turn: `${e.turn}-${turnNo}`,
-          attempt: e.attempt,
-          kind: e.kind,
-          data: e.data,
-          at: e.at,
+          turn: `${runEnvelope.turn}-${turnNo}`,
+          attempt: runEnvelope.attempt,
+          kind: runEnvelope.kind,
+          data: runEnvelope.data,
+          at: runEnvelope.at,
         });
-        if (enc.raw === undefined) pipe.xadd(k.events, `0-${seq}`, "e", enc.env);
-        else pipe.xadd(k.events, `0-${seq}`, "e", enc.env, "r", enc.raw);
+        if (enc.raw === undefined) pipe.xadd(sessionKeys.events, `0-${seq}`, "e", enc.env);
+        else pipe.xadd(sessionKeys.events, `0-${seq}`, "e", enc.env, "r", enc.raw);
         if (++inPipe === 5000) {
           await pipe.exec();
           pipe = redis.pipeline();
@@ -69,7 +69,7 @@ try {
       }
     }
   }
-  pipe.hset(k.meta, "seq", seq, "epoch", epoch, "lastId", `0-${seq}`);
+  pipe.hset(sessionKeys.meta, "seq", seq, "epoch", epoch, "lastId", `0-${seq}`);
   await pipe.exec();
   const loadS = (performance.now() - t0) / 1000;
   const mem = (await redis.info("memory")).match(/used_memory_human:(\S+)/)?.[1];
@@ -80,11 +80,11 @@ try {
   let bare = 0;
   let from = "0-1";
   for (;;) {
-    const page = (await redis.xrange(k.events, from, "+", "COUNT", 1000)) as [string, string[]][];
+    const page = (await redis.xrange(sessionKeys.events, from, "+", "COUNT", 1000)) as [string, string[]][];
     for (const [, fields] of page) {
-      for (let i = 1; i < fields.length; i += 2) {
+      for (let fieldIndex = 1; fieldIndex < fields.length; fieldIndex += 2) {
         try {
-          JSON.parse(fields[i]!);
+          JSON.parse(fields[fieldIndex]!);
         } catch {
           // a recorded non-JSON line: the projector counts it, the bare loop just moves on
         }
@@ -103,8 +103,8 @@ try {
 
   if (process.env["BENCH_PHASES"]) {
     const ta = performance.now();
-    let n = 0;
-    for await (const e of log.read(session, { pageSize: 1000 })) n += e.seq > 0 ? 1 : 0;
+    let count = 0;
+    for await (const readEnvelope of log.read(session, { pageSize: 1000 })) count += readEnvelope.seq > 0 ? 1 : 0;
     process.stdout.write(`log.read only: ${((performance.now() - ta) / 1000).toFixed(2)} s\n`);
     const { foldAsync } = await import("../src/projector/index.ts");
     const tb = performance.now();
@@ -140,7 +140,7 @@ try {
   // Delete in pieces: one DEL of a 1M-entry stream would block a shared Redis.
   const keys = await redis.keys(`${prefix}*`);
   for (const key of keys) {
-    if (key === k.events) {
+    if (key === sessionKeys.events) {
       for (;;) {
         const ids = (await redis.xrange(key, "-", "+", "COUNT", 10000)).map(([id]) => id);
         if (ids.length === 0) break;

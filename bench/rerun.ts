@@ -11,13 +11,13 @@ import { startModelServer } from "../src/testing/index.ts";
 import { rig } from "../test/worker/_more.ts";
 
 const ROUNDS = Number(process.argv[2] ?? 5);
-const r = await rig({ responses: [] });
+const setup = await rig({ responses: [] });
 const script = {
   responses: [
-    ...Array.from({ length: 5 }, (_, i) => ({
+    ...Array.from({ length: 5 }, (_, step) => ({
       content: [
-        { type: "tool_use", name: "Read", input: { file_path: join(r.ws, `f${i}.txt`) } },
-        { type: "tool_use", name: "Bash", input: { command: `cat f${i}.txt` } },
+        { type: "tool_use", name: "Read", input: { file_path: join(setup.ws, `f${step}.txt`) } },
+        { type: "tool_use", name: "Bash", input: { command: `cat f${step}.txt` } },
       ],
     })),
     { content: [{ type: "text", text: "read them all" }] },
@@ -25,9 +25,9 @@ const script = {
 };
 const env = ["ANTHROPIC_BASE_URL"];
 const producer = createProducer({
-  redis: r.redis,
-  logPrefix: r.space.logPrefix,
-  queuePrefix: r.space.queuePrefix,
+  redis: setup.redis,
+  logPrefix: setup.space.logPrefix,
+  queuePrefix: setup.space.queuePrefix,
   allowEnv: env,
 });
 
@@ -36,14 +36,14 @@ async function fresh(): Promise<{ session: string; seconds: number }> {
   const t0 = performance.now();
   const server = await startModelServer({ script });
   try {
-    const q = await producer.enqueueTurn({
+    const enqueued = await producer.enqueueTurn({
       prompt: "Read the five files.",
-      cwd: r.ws,
+      cwd: setup.ws,
       options: { skipPermissions: true, env: { ANTHROPIC_BASE_URL: server.url } },
     });
-    const done = await producer.waitForTurn(q.turn, { session: q.session, timeoutMs: 120_000 });
+    const done = await producer.waitForTurn(enqueued.turn, { session: enqueued.session, timeoutMs: 120_000 });
     if (done.status !== "finished") throw new Error(`the fresh turn ${done.status}`);
-    return { session: q.session, seconds: (performance.now() - t0) / 1000 };
+    return { session: enqueued.session, seconds: (performance.now() - t0) / 1000 };
   } finally {
     await server.close();
   }
@@ -52,10 +52,10 @@ async function fresh(): Promise<{ session: string; seconds: number }> {
 async function rerun(session: string): Promise<number> {
   const t0 = performance.now();
   const out = await rerunSession({
-    redis: r.redis,
-    logPrefix: r.space.logPrefix,
+    redis: setup.redis,
+    logPrefix: setup.space.logPrefix,
     session,
-    cwd: r.ws,
+    cwd: setup.ws,
     permissionMode: "bypassPermissions",
   });
   if (!out.comparison.match || out.comparison.turns[0]!.steps !== 10)
@@ -64,8 +64,9 @@ async function rerun(session: string): Promise<number> {
 }
 
 try {
-  for (let i = 0; i < 5; i++) writeFileSync(join(r.ws, `f${i}.txt`), `file ${i}\n`);
-  r.worker({ sandboxed: true, retry: { maxAttempts: 1 }, allowEnv: env });
+  for (let fileIndex = 0; fileIndex < 5; fileIndex++)
+    writeFileSync(join(setup.ws, `f${fileIndex}.txt`), `file ${fileIndex}\n`);
+  setup.worker({ sandboxed: true, retry: { maxAttempts: 1 }, allowEnv: env });
   const recorded = (await fresh()).session; // also warms the worker, the CLI's pages and its home
   await rerun(recorded);
   const freshSeconds: number[] = [];
@@ -79,11 +80,11 @@ try {
   process.stdout.write(
     `fresh turn (10 tools): ${text(freshSeconds)} s\nrerunSession:          ${text(rerunSeconds)} s\n`,
   );
-  const [f, x] = [median(freshSeconds), median(rerunSeconds)];
+  const [freshMedian, rerunMedian] = [median(freshSeconds), median(rerunSeconds)];
   process.stdout.write(
-    `${JSON.stringify({ bench: "rerun", tools: 10, rounds: ROUNDS, freshSeconds: Number(f.toFixed(3)), rerunSeconds: Number(x.toFixed(3)), ratio: Number((x / f).toFixed(3)) })}\n`,
+    `${JSON.stringify({ bench: "rerun", tools: 10, rounds: ROUNDS, freshSeconds: Number(freshMedian.toFixed(3)), rerunSeconds: Number(rerunMedian.toFixed(3)), ratio: Number((rerunMedian / freshMedian).toFixed(3)) })}\n`,
   );
 } finally {
   await producer.close();
-  await r.dispose();
+  await setup.dispose();
 }

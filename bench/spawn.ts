@@ -8,7 +8,7 @@ import { resolveClaudeBin, runTurn } from "../src/cli/index.ts";
 import { startScriptedServer } from "../test/cli/_model.ts";
 import { hermeticEnv } from "../test/cli/_support.ts";
 
-const N = Number(process.argv[2] ?? 20);
+const TURNS = Number(process.argv[2] ?? 20);
 const server = await startScriptedServer([{ text: "ok" }]);
 const bin = resolveClaudeBin();
 const cwd = mkdtempSync(join(tmpdir(), "ts-bench-spawn-"));
@@ -30,41 +30,45 @@ async function bare(): Promise<number> {
 
 async function ours(): Promise<number> {
   const t0 = performance.now();
-  const h = runTurn({ cwd, prompt: "say ok", env });
-  for await (const _ of h.lines);
-  await h.outcome;
+  const handle = runTurn({ cwd, prompt: "say ok", env });
+  for await (const _ of handle.lines);
+  await handle.outcome;
   return performance.now() - t0;
 }
 
 // Warm-up (page cache, first-run files) not counted.
 await bare();
 await ours();
-const a: number[] = [];
-const b: number[] = [];
-for (let i = 0; i < N; i++) {
+const oursMs: number[] = [];
+const bareMs: number[] = [];
+for (let index = 0; index < TURNS; index++) {
   // Alternate which goes first so drift hits both equally.
-  if (i % 2 === 0) {
-    a.push(await ours());
-    b.push(await bare());
+  if (index % 2 === 0) {
+    oursMs.push(await ours());
+    bareMs.push(await bare());
   } else {
-    b.push(await bare());
-    a.push(await ours());
+    bareMs.push(await bare());
+    oursMs.push(await ours());
   }
 }
 await server.close();
 const sum = (x: number[]): number => x.reduce((s, v) => s + v, 0);
 const median = (x: number[]): number => [...x].sort((p, q) => p - q)[Math.floor(x.length / 2)]!;
-const ratio = sum(a) / sum(b);
-process.stdout.write(`runTurn: total ${sum(a).toFixed(0)} ms, median ${median(a).toFixed(1)} ms over ${N}\n`);
-process.stdout.write(`bare:    total ${sum(b).toFixed(0)} ms, median ${median(b).toFixed(1)} ms over ${N}\n`);
+const ratio = sum(oursMs) / sum(bareMs);
+process.stdout.write(
+  `runTurn: total ${sum(oursMs).toFixed(0)} ms, median ${median(oursMs).toFixed(1)} ms over ${TURNS}\n`,
+);
+process.stdout.write(
+  `bare:    total ${sum(bareMs).toFixed(0)} ms, median ${median(bareMs).toFixed(1)} ms over ${TURNS}\n`,
+);
 process.stdout.write(
   JSON.stringify({
     bench: "spawn",
     ratio: Number(ratio.toFixed(4)),
-    turns: N,
-    runTurnMs: Math.round(sum(a)),
-    bareMs: Math.round(sum(b)),
-    runTurnMedianMs: Number(median(a).toFixed(1)),
-    bareMedianMs: Number(median(b).toFixed(1)),
+    turns: TURNS,
+    runTurnMs: Math.round(sum(oursMs)),
+    bareMs: Math.round(sum(bareMs)),
+    runTurnMedianMs: Number(median(oursMs).toFixed(1)),
+    bareMedianMs: Number(median(bareMs).toFixed(1)),
   }) + "\n",
 );

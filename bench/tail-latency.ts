@@ -45,8 +45,8 @@ const child = spawn(
 );
 const seen = new Map<number, () => void>();
 const rl = createInterface({ input: child.stdout! });
-rl.on("line", (l) => {
-  const seq = Number(l.trim().split(" ")[0]);
+rl.on("line", (shownLine) => {
+  const seq = Number(shownLine.trim().split(" ")[0]);
   seen.get(seq)?.();
   seen.delete(seq);
 });
@@ -58,8 +58,8 @@ try {
   await log.append(session, epoch, [{ turn: "t1", attempt: 1, kind: "attempt.started", data: {} }]);
   await first;
   const lat: number[] = [];
-  for (let i = 0; i < total; i++) {
-    const seq = i + 2;
+  for (let appendIndex = 0; appendIndex < total; appendIndex++) {
+    const seq = appendIndex + 2;
     const shown = visible(seq);
     const t0 = performance.now();
     await log.append(session, epoch, [{ turn: "t1", attempt: 1, kind: "cli.line", data: { raw: line } }]);
@@ -67,21 +67,21 @@ try {
     lat.push(performance.now() - t0);
   }
   lat.sort((a, b) => a - b);
-  const q = (p: number): number => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))]!;
-  const r = (x: number): number => Number(x.toFixed(3));
+  const quantile = (p: number): number => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))]!;
+  const rounded = (x: number): number => Number(x.toFixed(3));
   process.stdout.write(
-    `append → visible in tail --follow, ${lat.length} events: p50 ${q(0.5).toFixed(2)} ms, p99 ${q(0.99).toFixed(2)} ms, max ${lat.at(-1)!.toFixed(2)} ms\n`,
+    `append → visible in tail --follow, ${lat.length} events: p50 ${quantile(0.5).toFixed(2)} ms, p99 ${quantile(0.99).toFixed(2)} ms, max ${lat.at(-1)!.toFixed(2)} ms\n`,
   );
   process.stdout.write(
     JSON.stringify({
       bench: "tail-latency",
       events: lat.length,
-      p50Ms: r(q(0.5)),
-      p90Ms: r(q(0.9)),
-      p99Ms: r(q(0.99)),
-      maxMs: r(lat.at(-1)!),
+      p50Ms: rounded(quantile(0.5)),
+      p90Ms: rounded(quantile(0.9)),
+      p99Ms: rounded(quantile(0.99)),
+      maxMs: rounded(lat.at(-1)!),
       goalP99Ms: 10,
-      ratio: r(10 / q(0.99)),
+      ratio: rounded(10 / quantile(0.99)),
     }) + "\n",
   );
 } finally {

@@ -36,9 +36,9 @@ const rounds = Number(values.rounds);
 const { rand, text } = textSource(0x2545f491);
 
 const secrets: Record<string, string> = {};
-for (let i = 0; i < 20; i++) {
-  const kind = i % 4;
-  secrets[`SECRET_${i}`] =
+for (let warmup = 0; warmup < 20; warmup++) {
+  const kind = warmup % 4;
+  secrets[`SECRET_${warmup}`] =
     kind === 0
       ? `sk-ant-api03-${randomBytes(24).toString("base64url")}`
       : kind === 1
@@ -53,7 +53,7 @@ const sessionId = "7d2c1b9e-8d7a-4e6b-9c3d-2a1b0f9e8d7c";
 const model = "claude-sonnet-4-5";
 // A long agentic run: init, then steps of (sometimes text) + tool_use + tool_result, a hook pair now
 // and then, a rare retry, one result at the end. Tool outputs carry a secret once in a while.
-function makeLines(n: number): string[] {
+function makeLines(count: number): string[] {
   const out: string[] = [
     JSON.stringify({
       type: "system",
@@ -66,13 +66,13 @@ function makeLines(n: number): string[] {
       claude_code_version: "2.1.332",
     }),
   ];
-  let i = 0;
-  while (out.length < n - 1) {
-    i++;
-    const id = `msg_${i.toString(36).padStart(8, "0")}`;
-    const toolId = `toolu_${i.toString(36).padStart(16, "0")}`;
-    const r = rand();
-    if (r < 0.5) {
+  let step = 0;
+  while (out.length < count - 1) {
+    step++;
+    const id = `msg_${step.toString(36).padStart(8, "0")}`;
+    const toolId = `toolu_${step.toString(36).padStart(16, "0")}`;
+    const roll = rand();
+    if (roll < 0.5) {
       out.push(
         JSON.stringify({
           type: "assistant",
@@ -90,7 +90,7 @@ function makeLines(n: number): string[] {
         }),
       );
     }
-    const cmd = `grep -rn "${words[i % words.length]}" src | head -${1 + (i % 40)}`;
+    const cmd = `grep -rn "${words[step % words.length]}" src | head -${1 + (step % 40)}`;
     out.push(
       JSON.stringify({
         type: "assistant",
@@ -103,7 +103,7 @@ function makeLines(n: number): string[] {
             {
               type: "tool_use",
               id: toolId,
-              name: i % 5 === 0 ? "Read" : "Bash",
+              name: step % 5 === 0 ? "Read" : "Bash",
               input: { command: cmd, description: "search" },
             },
           ],
@@ -114,12 +114,12 @@ function makeLines(n: number): string[] {
         session_id: sessionId,
       }),
     );
-    if (i % 25 === 0) {
+    if (step % 25 === 0) {
       out.push(
         JSON.stringify({
           type: "system",
           subtype: "hook_started",
-          hook_id: `h${i}`,
+          hook_id: `h${step}`,
           hook_name: "PreToolUse:Bash",
           hook_event: "PreToolUse",
           session_id: sessionId,
@@ -129,7 +129,7 @@ function makeLines(n: number): string[] {
         JSON.stringify({
           type: "system",
           subtype: "hook_response",
-          hook_id: `h${i}`,
+          hook_id: `h${step}`,
           hook_name: "PreToolUse:Bash",
           hook_event: "PreToolUse",
           output: "",
@@ -141,7 +141,7 @@ function makeLines(n: number): string[] {
         }),
       );
     }
-    if (i % 997 === 0)
+    if (step % 997 === 0)
       out.push(
         JSON.stringify({
           type: "system",
@@ -156,8 +156,8 @@ function makeLines(n: number): string[] {
       );
     const size = rand() < 0.7 ? 300 + Math.floor(rand() * 1200) : 1500 + Math.floor(rand() * 2500);
     let body = text(size);
-    if (i % 500 === 0) body += ` token=${secretList[i % secretList.length]}`;
-    const isError = i % 40 === 0;
+    if (step % 500 === 0) body += ` token=${secretList[step % secretList.length]}`;
+    const isError = step % 40 === 0;
     out.push(
       JSON.stringify({
         type: "user",
@@ -173,7 +173,7 @@ function makeLines(n: number): string[] {
       }),
     );
   }
-  out.length = Math.min(out.length, n - 1);
+  out.length = Math.min(out.length, count - 1);
   out.push(
     JSON.stringify({
       type: "result",
@@ -181,7 +181,7 @@ function makeLines(n: number): string[] {
       is_error: false,
       result: "done",
       session_id: sessionId,
-      num_turns: i,
+      num_turns: step,
       total_cost_usd: 12.5,
       usage: {
         input_tokens: 1000,
@@ -207,7 +207,7 @@ function makeLines(n: number): string[] {
 /** Accepts every batch and drops it: what is measured is our side, not a network. */
 class DroppingExporter implements SpanExporter {
   spans = 0;
-  export(spans: ReadableSpan[], done: (r: ExportResult) => void): void {
+  export(spans: ReadableSpan[], done: (exportResult: ExportResult) => void): void {
     this.spans += spans.length;
     done({ code: ExportResultCode.SUCCESS });
   }
@@ -267,14 +267,14 @@ async function ingest(
     await writer.write(event);
   };
   await write("attempt.started", { worker: "bench", attempt, cwd: "/work/repo", trace: spans?.trace }, startedAt);
-  for (let i = 0; i < items.length; i++) {
-    let raw = items[i]!;
+  for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+    let raw = items[itemIndex]!;
     if (mode !== "off") {
       const safe = lineScrubber.scrub(raw, { sink: "log", field: "cli.line" });
       if (safe !== raw) redacted++;
       raw = safe;
     }
-    await write("cli.line", { raw }, new Date().toISOString(), parsed[i]);
+    await write("cli.line", { raw }, new Date().toISOString(), parsed[itemIndex]);
   }
   await write("turn.finished", { attempt }, new Date().toISOString());
   await writer.close();
@@ -290,7 +290,7 @@ async function ingest(
 
 try {
   const warm = lines.slice(0, 5000);
-  for (const m of ["off", "scrub", "on"] as const) await ingest(warm, parsedLines, m);
+  for (const warmMode of ["off", "scrub", "on"] as const) await ingest(warm, parsedLines, warmMode);
   let offBest = Infinity;
   let scrubBest = Infinity;
   let onBest = Infinity;
@@ -298,12 +298,12 @@ try {
   let redacted = 0;
   // The order rotates each round so no mode always runs first (cold) or last (after GC pressure).
   const modes = ["off", "scrub", "on"] as const;
-  for (let r = 0; r < rounds; r++) {
-    for (let k = 0; k < modes.length; k++) {
-      const m = modes[(r + k) % modes.length]!;
-      const res = await ingest(lines, parsedLines, m);
-      if (m === "off") offBest = Math.min(offBest, res.ms);
-      else if (m === "scrub") scrubBest = Math.min(scrubBest, res.ms);
+  for (let roundIndex = 0; roundIndex < rounds; roundIndex++) {
+    for (let offset = 0; offset < modes.length; offset++) {
+      const runMode = modes[(roundIndex + offset) % modes.length]!;
+      const res = await ingest(lines, parsedLines, runMode);
+      if (runMode === "off") offBest = Math.min(offBest, res.ms);
+      else if (runMode === "scrub") scrubBest = Math.min(scrubBest, res.ms);
       else {
         onBest = Math.min(onBest, res.ms);
         spans = res.spans;

@@ -74,19 +74,20 @@ class SideProcess {
 
   async next(): Promise<Line> {
     for (;;) {
-      const l = this.#lines.shift();
-      if (l !== undefined) return l;
+      const line = this.#lines.shift();
+      if (line !== undefined) return line;
       if (this.#exit !== undefined) throw this.#exit;
       await new Promise<void>((r) => (this.#wake = r));
     }
   }
 
   /** Runs `n` rounds; resolves with them once the side says it is done. */
-  async rounds(n: number): Promise<Round[]> {
-    this.child.stdin!.write(`go ${n}\n`);
+  async rounds(count: number): Promise<Round[]> {
+    this.child.stdin!.write(`go ${count}\n`);
     const out: Round[] = [];
-    for (let l = await this.next(); l.done !== true; l = await this.next()) {
-      if (l.round !== undefined) out.push({ start: l.start!, end: l.end!, ms: l.end! - l.start!, cpuMs: l.cpuMs! });
+    for (let line = await this.next(); line.done !== true; line = await this.next()) {
+      if (line.round !== undefined)
+        out.push({ start: line.start!, end: line.end!, ms: line.end! - line.start!, cpuMs: line.cpuMs! });
     }
     return out;
   }
@@ -101,7 +102,12 @@ class SideProcess {
 
 /** Two sibling cgroups with equal CPU shares, or undefined where this process cannot make them. */
 function makeGroups():
-  | { path(side: string, h: string): string; join(side: string, pid: number): void; restore(): void; remove(): void }
+  | {
+      path(side: string, hierarchy: string): string;
+      join(side: string, pid: number): void;
+      restore(): void;
+      remove(): void;
+    }
   | undefined {
   if (process.getuid?.() !== 0 || !HIERARCHIES.every((h) => existsSync(join(CGROUP_ROOT, h, "cgroup.procs"))))
     return undefined;
@@ -110,7 +116,7 @@ function makeGroups():
   const moved = new Map<number, Map<string, string>>(); // pid → hierarchy → the cgroup it came from
   try {
     for (const side of ["bare", "queued"]) {
-      for (const h of HIERARCHIES) mkdirSync(path(side, h), { recursive: true });
+      for (const hierarchy of HIERARCHIES) mkdirSync(path(side, hierarchy), { recursive: true });
       writeFileSync(join(path(side, "cpu"), "cpu.cfs_period_us"), String(PERIOD_US));
       writeFileSync(join(path(side, "cpu"), "cpu.cfs_quota_us"), String(PERIOD_US));
     }
@@ -121,18 +127,19 @@ function makeGroups():
     path,
     join(side, pid) {
       const from = new Map<string, string>();
-      for (const l of readFileSync(`/proc/${pid}/cgroup`, "utf8").split("\n")) {
-        const [, controllers, p] = l.split(":");
-        for (const h of HIERARCHIES) if (controllers?.split(",").includes(h)) from.set(h, p!);
+      for (const line of readFileSync(`/proc/${pid}/cgroup`, "utf8").split("\n")) {
+        const [, controllers, groupPath] = line.split(":");
+        for (const hierarchy of HIERARCHIES)
+          if (controllers?.split(",").includes(hierarchy)) from.set(hierarchy, groupPath!);
       }
       moved.set(pid, from);
-      for (const h of HIERARCHIES) writeFileSync(join(path(side, h), "cgroup.procs"), String(pid));
+      for (const hierarchy of HIERARCHIES) writeFileSync(join(path(side, hierarchy), "cgroup.procs"), String(pid));
     },
     restore() {
       for (const [pid, from] of moved) {
-        for (const [h, p] of from) {
+        for (const [hierarchy, groupPath] of from) {
           try {
-            writeFileSync(join(CGROUP_ROOT, h, p, "cgroup.procs"), String(pid));
+            writeFileSync(join(CGROUP_ROOT, hierarchy, groupPath, "cgroup.procs"), String(pid));
           } catch {
             // it has exited
           }
@@ -141,9 +148,9 @@ function makeGroups():
     },
     remove() {
       for (const side of ["bare", "queued"])
-        for (const h of HIERARCHIES) {
+        for (const hierarchy of HIERARCHIES) {
           try {
-            rmdirSync(path(side, h));
+            rmdirSync(path(side, hierarchy));
           } catch {
             // a combined cpu,cpuacct mount: already gone
           }
@@ -155,12 +162,12 @@ function makeGroups():
 const groups = argv.includes("--sequential") ? undefined : makeGroups();
 const mode = groups === undefined ? "sequential" : "shared";
 const sides = (["bare", "queued"] as const).map((name) => {
-  const s = new SideProcess(
+  const side = new SideProcess(
     name,
     groups === undefined ? {} : { TS_BENCH_CPUACCT: join(groups.path(name, "cpuacct"), "cpuacct.usage") },
   );
-  groups?.join(name, s.child.pid!);
-  return s;
+  groups?.join(name, side.child.pid!);
+  return side;
 });
 const [bare, queued] = sides as [SideProcess, SideProcess];
 
@@ -173,21 +180,23 @@ let result: {
   spread?: [number, number];
 };
 try {
-  for (const s of sides) {
-    const l = await s.next();
-    if (l.ready !== true) throw new Error(`the ${s.name} side did not start`);
-    for (const pid of l.pids ?? []) groups?.join(s.name, pid); // the worker is there already; Redis is not
+  for (const side of sides) {
+    const line = await side.next();
+    if (line.ready !== true) throw new Error(`the ${side.name} side did not start`);
+    for (const pid of line.pids ?? []) groups?.join(side.name, pid); // the worker is there already; Redis is not
   }
   if (groups !== undefined) {
-    const [b, q] = await Promise.all([bare.rounds(ROUNDS), queued.rounds(ROUNDS)]);
+    const [bareRounds, queuedRounds] = await Promise.all([bare.rounds(ROUNDS), queued.rounds(ROUNDS)]);
     // Only rounds both sides finished while the other still ran: past that, one has the machine alone.
-    const until = Math.min(b.at(-1)!.end, q.at(-1)!.end);
-    const pairs = b.map((r, i) => [r, q[i]!] as const).filter(([x, y]) => x.end <= until && y.end <= until);
+    const until = Math.min(bareRounds.at(-1)!.end, queuedRounds.at(-1)!.end);
+    const pairs = bareRounds
+      .map((r, i) => [r, queuedRounds[i]!] as const)
+      .filter(([x, y]) => x.end <= until && y.end <= until);
     if (pairs.length === 0) throw new Error("no round ran on both sides at once; give more rounds");
-    const sum = (f: (p: (typeof pairs)[number]) => number): number => pairs.reduce((a, p) => a + f(p), 0);
-    for (const [x, y] of pairs)
+    const sum = (f: (pair: (typeof pairs)[number]) => number): number => pairs.reduce((a, p) => a + f(p), 0);
+    for (const [bareRound, queuedRound] of pairs)
       process.stdout.write(
-        `round: bare ${x.ms.toFixed(0)} ms, queued ${y.ms.toFixed(0)} ms, ratio ${(y.ms / x.ms).toFixed(4)}; CPU per turn bare ${(x.cpuMs / TURNS).toFixed(1)} ms, queued ${(y.cpuMs / TURNS).toFixed(1)} ms\n`,
+        `round: bare ${bareRound.ms.toFixed(0)} ms, queued ${queuedRound.ms.toFixed(0)} ms, ratio ${(queuedRound.ms / bareRound.ms).toFixed(4)}; CPU per turn bare ${(bareRound.cpuMs / TURNS).toFixed(1)} ms, queued ${(queuedRound.cpuMs / TURNS).toFixed(1)} ms\n`,
       );
     const each = pairs.map(([x, y]) => y.ms / x.ms);
     result = {
@@ -217,10 +226,10 @@ try {
       "bare",
       "queued",
     ] as const) {
-      const [r] = await (side === "bare" ? bare : queued).rounds(1);
-      if (best[side] === undefined || r!.ms < best[side].ms) best[side] = r!;
+      const [round] = await (side === "bare" ? bare : queued).rounds(1);
+      if (best[side] === undefined || round!.ms < best[side].ms) best[side] = round!;
       process.stdout.write(
-        `round ${side.padEnd(6)} ${r!.ms.toFixed(0)} ms, machine CPU ${(r!.cpuMs / TURNS).toFixed(0)} ms per turn\n`,
+        `round ${side.padEnd(6)} ${round!.ms.toFixed(0)} ms, machine CPU ${(round!.cpuMs / TURNS).toFixed(0)} ms per turn\n`,
       );
     }
     result = {

@@ -23,21 +23,22 @@ const TICK_MS = 10; // USER_HZ is 100 on Linux
 
 /** CPU (ms) of this process's children that have been waited for, with theirs. */
 function reapedChildrenCpuMs(): number {
-  const f = readFileSync("/proc/self/stat", "latin1").split(") ")[1]!.split(" ");
-  return (Number(f[13]) + Number(f[14])) * TICK_MS;
+  const statFields = readFileSync("/proc/self/stat", "latin1").split(") ")[1]!.split(" ");
+  return (Number(statFields[13]) + Number(statFields[14])) * TICK_MS;
 }
 
 /** One session's turns in order; the latency of each turn after the first. */
 async function session(producer: Producer, turns: number): Promise<number[]> {
   let id: string | undefined;
   const latencies: number[] = [];
-  for (let i = 0; i < turns; i++) {
+  for (let turnIndex = 0; turnIndex < turns; turnIndex++) {
     const t0 = performance.now();
-    const t = await producer.enqueueTurn({ session: id, prompt: `turn ${i}: say done`, cwd: ws });
-    const r = await producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
-    if (r.status !== "finished") throw new Error(`turn ${i} ended ${r.status}: ${JSON.stringify(r.event.data)}`);
-    if (i > 0) latencies.push(performance.now() - t0);
-    id = t.session;
+    const enqueued = await producer.enqueueTurn({ session: id, prompt: `turn ${turnIndex}: say done`, cwd: ws });
+    const outcome = await producer.waitForTurn(enqueued.turn, { timeoutMs: 60_000 });
+    if (outcome.status !== "finished")
+      throw new Error(`turn ${turnIndex} ended ${outcome.status}: ${JSON.stringify(outcome.event.data)}`);
+    if (turnIndex > 0) latencies.push(performance.now() - t0);
+    id = enqueued.session;
   }
   return latencies;
 }

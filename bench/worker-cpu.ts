@@ -5,7 +5,8 @@
 // Own = worker process + Redis + producer (this process) per turn; bare = this process spawning the
 // same stand-in 2 at a time and reading its stdout. Ratio = own / bare, with metrics off. Each round
 // starts a pair of workers, one with metrics on (its /metrics scraped once a round), and runs the
-// same turns through each: metricsRatio = the median own CPU per turn with metrics / without (goal ≤ 1.05). `npm run bench -- worker-cpu
+// same turns through each: metricsRatio = the median own CPU per turn with metrics / without (goal ≤ 1.05). `npm run
+// bench -- worker-cpu
 // [turns] [rounds]`; used to see what a change to the turn path costs, since the turn-overhead bench
 // cannot resolve a millisecond on a saturated machine.
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -76,8 +77,8 @@ type BenchWorker = Awaited<ReturnType<typeof benchWorker>> & { scrape?: () => Pr
  * (a Prometheus scrape reads the queue and decision gauges from Redis, so its cost is counted).
  */
 async function metricsWorker(): Promise<BenchWorker> {
-  const w = await benchWorker({ TURNSTREAM_OPS_PORT: "0" });
-  const listening = await w.proc.waitFor(
+  const started = await benchWorker({ TURNSTREAM_OPS_PORT: "0" });
+  const listening = await started.proc.waitFor(
     (l) => l["msg"] === "ops endpoint listening (/metrics, /healthz, /readyz)",
     30000,
     "the ops endpoint",
@@ -87,26 +88,26 @@ async function metricsWorker(): Promise<BenchWorker> {
     if (!(await (await fetch(url)).text()).includes("turnstream_turns_ended_total"))
       throw new Error("the worker's /metrics shows no turns");
   };
-  return { ...w, scrape };
+  return { ...started, scrape };
 }
 
-async function stopWorker(w: BenchWorker): Promise<void> {
-  w.proc.kill("SIGTERM");
-  await w.proc.exited;
-  await w.producer.close();
-  await cleanupKeys(redis, w.lane);
-  w.lane.cleanup();
+async function stopWorker(stopped: BenchWorker): Promise<void> {
+  stopped.proc.kill("SIGTERM");
+  await stopped.proc.exited;
+  await stopped.producer.close();
+  await cleanupKeys(redis, stopped.lane);
+  stopped.lane.cleanup();
 }
 const redisPid = Number(/process_id:(\d+)/.exec(await redis.info("server"))?.[1]);
 
 /** CPU ms of a process (user + system, clock ticks of 10 ms), from /proc. */
 function cpuMs(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(f[11]) + Number(f[12])) * 10;
+  const statFields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(statFields[11]) + Number(statFields[12])) * 10;
 }
 const ownCpuMs = (): number => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
 };
 
 const queued = (w: BenchWorker, tag: string, turns: number): Promise<void> =>
@@ -124,14 +125,14 @@ const bare = (turns: number): Promise<void> =>
 
 /** CPU ms per turn of one round through `w`: its worker, Redis, and this process (the producer). */
 async function measuredRound(
-  w: BenchWorker,
+  benchedWorker: BenchWorker,
   tag: string,
 ): Promise<{ worker: number; redis: number; producer: number }> {
-  const [w0, r0, p0] = [cpuMs(w.proc.pid), cpuMs(redisPid), ownCpuMs()];
-  await queued(w, tag, TURNS);
-  await w.scrape?.();
+  const [w0, r0, p0] = [cpuMs(benchedWorker.proc.pid), cpuMs(redisPid), ownCpuMs()];
+  await queued(benchedWorker, tag, TURNS);
+  await benchedWorker.scrape?.();
   return {
-    worker: (cpuMs(w.proc.pid) - w0) / TURNS,
+    worker: (cpuMs(benchedWorker.proc.pid) - w0) / TURNS,
     redis: (cpuMs(redisPid) - r0) / TURNS,
     producer: (ownCpuMs() - p0) / TURNS,
   };
@@ -143,23 +144,23 @@ const rounds = {
   off: [] as Awaited<ReturnType<typeof measuredRound>>[],
   on: [] as Awaited<ReturnType<typeof measuredRound>>[],
 };
-const b: number[] = [];
+const bareCpuPerTurn: number[] = [];
 const fmt = (x: { worker: number; redis: number; producer: number }): string =>
   `worker ${x.worker.toFixed(2)} ms/turn, redis ${x.redis.toFixed(2)}, producer ${x.producer.toFixed(2)}`;
 for (let round = 0; round < ROUNDS; round++) {
   // A fresh pair of workers each round: one process's own luck (its JIT, its heap) would otherwise
   // count in every round it runs.
   const pair = { off: await benchWorker({}), on: await metricsWorker() };
-  for (const w of [pair.off, pair.on]) await queued(w, `warm${round}`, 8);
+  for (const warming of [pair.off, pair.on]) await queued(warming, `warm${round}`, 8);
   // Alternating which goes first keeps a drift in the machine's load from favouring one side.
   const order = round % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const);
   for (const side of order) rounds[side].push(await measuredRound(pair[side], `r${round}${side}`));
   await Promise.all([stopWorker(pair.off), stopWorker(pair.on)]);
   const b0 = ownCpuMs();
   await bare(TURNS);
-  b.push((ownCpuMs() - b0) / TURNS);
+  bareCpuPerTurn.push((ownCpuMs() - b0) / TURNS);
   process.stdout.write(
-    `round ${round}: metrics off ${fmt(rounds.off.at(-1)!)}; metrics on ${fmt(rounds.on.at(-1)!)}; bare ${b.at(-1)!.toFixed(2)}\n`,
+    `round ${round}: metrics off ${fmt(rounds.off.at(-1)!)}; metrics on ${fmt(rounds.on.at(-1)!)}; bare ${bareCpuPerTurn.at(-1)!.toFixed(2)}\n`,
   );
 }
 redis.disconnect();
@@ -172,12 +173,12 @@ const medians = (xs: typeof rounds.off) => ({
 const [mOff, mOn] = [medians(rounds.off), medians(rounds.on)];
 const total = (m: typeof mOff): number => m.worker + m.redis + m.producer;
 process.stdout.write(
-  `medians per turn: metrics off ${fmt(mOff)}; metrics on ${fmt(mOn)}; bare spawn-and-read ${med(b).toFixed(2)} ms\n`,
+  `medians per turn: metrics off ${fmt(mOff)}; metrics on ${fmt(mOn)}; bare spawn-and-read ${med(bareCpuPerTurn).toFixed(2)} ms\n`,
 );
 process.stdout.write(
   JSON.stringify({
     bench: "worker-cpu",
-    ratio: Number((total(mOff) / med(b)).toFixed(2)),
+    ratio: Number((total(mOff) / med(bareCpuPerTurn)).toFixed(2)),
     metricsRatio: Number((total(mOn) / total(mOff)).toFixed(3)),
     metricsGoal: 1.05,
     workerMsPerTurn: Number(mOff.worker.toFixed(2)),
@@ -185,7 +186,7 @@ process.stdout.write(
     redisMsPerTurn: Number(mOff.redis.toFixed(2)),
     redisMsPerTurnMetrics: Number(mOn.redis.toFixed(2)),
     producerMsPerTurn: Number(mOff.producer.toFixed(2)),
-    bareMsPerTurn: Number(med(b).toFixed(2)),
+    bareMsPerTurn: Number(med(bareCpuPerTurn).toFixed(2)),
     turns: TURNS,
     rounds: ROUNDS,
     standInCli: true,

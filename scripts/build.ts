@@ -13,7 +13,10 @@ const src = join(root, "src");
 const dist = join(root, "dist");
 /** Written last: the fingerprint of the inputs dist/ was built from (not shipped: see package.json files). */
 const stampFile = join(dist, ".build-stamp");
-/** Run-time assets: files under src/ that code opens with `new URL("./…", import.meta.url)` (the dashboard's page files too). */
+/**
+ * Run-time assets: files under src/ that code opens with `new URL("./…", import.meta.url)` (the dashboard's page files
+ * too).
+ */
 export const ASSET_PATTERN = /\.(lua|mjs)$|\/dashboard\/static\/[^/]+\.(html|css|js)$/;
 
 function filesUnder(dir: string): string[] {

@@ -15,39 +15,39 @@ export const COLLECTOR_FILE = join(dirname(fileURLToPath(import.meta.url)), ".."
 function groupEnd(source: string, start: number): number {
   let depth = 0;
   let inClass = false;
-  for (let i = start; i < source.length; i++) {
-    const c = source[i];
-    if (c === "\\") i++;
-    else if (inClass) inClass = c !== "]";
-    else if (c === "[") inClass = true;
-    else if (c === "(") depth++;
-    else if (c === ")" && --depth === 0) return i + 1;
+  for (let index = start; index < source.length; index++) {
+    const char = source[index];
+    if (char === "\\") index++;
+    else if (inClass) inClass = char !== "]";
+    else if (char === "[") inClass = true;
+    else if (char === "(") depth++;
+    else if (char === ")" && --depth === 0) return index + 1;
   }
   throw new Error(`unbalanced group at ${start} in ${source}`);
 }
 
 /** A JavaScript regex as RE2: lookarounds dropped, named groups in RE2's spelling, `i` as `(?i)`. */
 export function toRe2(regex: RegExp): string {
-  const s = regex.source;
+  const regexSource = regex.source;
   let out = "";
   let inClass = false;
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i]!;
-    if (c === "\\") {
-      out += c + (s[++i] ?? "");
+  for (let index = 0; index < regexSource.length; index++) {
+    const char = regexSource[index]!;
+    if (char === "\\") {
+      out += char + (regexSource[++index] ?? "");
     } else if (inClass) {
-      inClass = c !== "]";
-      out += c;
-    } else if (c === "[") {
+      inClass = char !== "]";
+      out += char;
+    } else if (char === "[") {
       inClass = true;
-      out += c;
-    } else if (/^\(\?<?[=!]/.test(s.slice(i, i + 4))) {
-      i = groupEnd(s, i) - 1;
-    } else if (s.startsWith("(?<", i)) {
+      out += char;
+    } else if (/^\(\?<?[=!]/.test(regexSource.slice(index, index + 4))) {
+      index = groupEnd(regexSource, index) - 1;
+    } else if (regexSource.startsWith("(?<", index)) {
       out += "(?P<";
-      i += 2;
+      index += 2;
     } else {
-      out += c;
+      out += char;
     }
   }
   const flags = regex.flags.replace(/[gy]/g, "");
@@ -57,9 +57,9 @@ export function toRe2(regex: RegExp): string {
 }
 
 /** The pattern's marker, keeping the `keep` and `tail` groups around it as the scrubber does. */
-function replacement(p: ScrubPattern): string {
-  const s = p.regex.source;
-  return `${s.includes("(?<keep>") ? "${keep}" : ""}[REDACTED:${p.name}]${s.includes("(?<tail>") ? "${tail}" : ""}`;
+function replacement(scrubPattern: ScrubPattern): string {
+  const patternSource = scrubPattern.regex.source;
+  return `${patternSource.includes("(?<keep>") ? "${keep}" : ""}[REDACTED:${scrubPattern.name}]${patternSource.includes("(?<tail>") ? "${tail}" : ""}`;
 }
 
 /** An OTTL string literal. */
@@ -72,8 +72,8 @@ export interface CollectorRedaction {
 
 export function collectorRedaction(patterns: readonly ScrubPattern[] = BUILTIN_PATTERNS): CollectorRedaction {
   const each = (target: string, fn: "replace_pattern" | "replace_all_patterns"): string[] =>
-    patterns.map((p) => {
-      const args = [ottl(toRe2(p.regex)), ottl(replacement(p))].join(", ");
+    patterns.map((scrubPattern) => {
+      const args = [ottl(toRe2(scrubPattern.regex)), ottl(replacement(scrubPattern))].join(", ");
       return fn === "replace_pattern"
         ? `replace_pattern(${target}, ${args})`
         : `replace_all_patterns(${target}, "value", ${args})`;
@@ -103,9 +103,9 @@ export function collectorRedaction(patterns: readonly ScrubPattern[] = BUILTIN_P
 /** collector.yaml with its redaction generated; everything else in the file is kept as written. */
 export function generatedCollectorYaml(text: string): string {
   const doc = parseDocument(text);
-  const r = collectorRedaction();
-  doc.setIn(["processors", "transform/scrub", "trace_statements"], r.traceStatements);
-  doc.setIn(["processors", "redaction", "blocked_values"], r.blockedValues);
+  const scrubbing = collectorRedaction();
+  doc.setIn(["processors", "transform/scrub", "trace_statements"], scrubbing.traceStatements);
+  doc.setIn(["processors", "redaction", "blocked_values"], scrubbing.blockedValues);
   return doc.toString({ lineWidth: 0 });
 }
 

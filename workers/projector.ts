@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Process entry point of the live projector (compose service `projector`). Configuration from the
 // environment: REDIS_URL / REDIS_CLUSTER_NODES, TURNSTREAM_PREFIX, TURNSTREAM_PROJECTION_VERSION,
-// TURNSTREAM_PROJECTOR_RESCAN_MS, TURNSTREAM_PROJECTOR_BATCH_EVENTS (most events per commit). Exits 0 after a clean SIGTERM stop.
+// TURNSTREAM_PROJECTOR_RESCAN_MS, TURNSTREAM_PROJECTOR_BATCH_EVENTS (most events per commit). Exits 0 after a clean
+// SIGTERM stop.
 import { connectRedis } from "../src/log/index.ts";
 import { PROJECTION_VERSION } from "../src/projector/index.ts";
 import { runProjectorProcess } from "../src/projector/process.ts";
