@@ -89,7 +89,7 @@ function post(url: string, body: string): Promise<{ status: number; text: string
   });
 }
 
-// 1. Hub round trips (after a short warm-up).
+// 1. Hub round trips (after a short priming run).
 for (let i = 0; i < 20; i++) await post(hub.url, input(i));
 const hubMs: number[] = [];
 for (let i = 0; i < N_HUB; i++) {

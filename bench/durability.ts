@@ -83,13 +83,13 @@ const replicated = connectRedis({ url: primary.url, env: {} });
 const fsynced = connectRedis({ url: aof.url, env: {} });
 try {
   await inSync(replica);
-  const warm = lines.slice(0, 5000);
+  const priming = lines.slice(0, 5000);
   const levels: [string, RedisClient, Durability][] = [
     ["memory", replicated, parseDurability("memory")],
     ["replicas:1", replicated, parseDurability("replicas:1")],
     ["fsync", fsynced, parseDurability("fsync")],
   ];
-  for (const [, redis, d] of levels) await ingest(redis, d, warm);
+  for (const [, redis, d] of levels) await ingest(redis, d, priming);
   const rates: Record<string, number> = {};
   for (const [name, redis, d] of levels) {
     const ms = await ingest(redis, d, lines);

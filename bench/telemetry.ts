@@ -289,8 +289,8 @@ async function ingest(
 }
 
 try {
-  const warm = lines.slice(0, 5000);
-  for (const m of ["off", "scrub", "on"] as const) await ingest(warm, parsedLines, m);
+  const priming = lines.slice(0, 5000);
+  for (const m of ["off", "scrub", "on"] as const) await ingest(priming, parsedLines, m);
   let offBest = Infinity;
   let scrubBest = Infinity;
   let onBest = Infinity;
