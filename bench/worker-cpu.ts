@@ -1,4 +1,4 @@
-// Worker CPU per turn, measured without the real CLI's load on the machine. A stand-in CLI replays the
+// Worker CPU per turn, measured without the real CLI's load on the machine. A stand-in CLI plays back the
 // shape of a real resumed turn (init, assistant, result lines of the real sizes at the real gaps; a
 // ~144 KB session file that grows ~2.8 KB per turn; exit 45 ms after the result line) at almost no CPU,
 // so the cores stay free and each process's CPU can be read from /proc to a fraction of a millisecond.
