@@ -1,6 +1,6 @@
 // The gateway bench's client, in a process of its own as the CLI is: streaming Messages requests
 // alternating straight to the model server and through the gateway, each timed to its answer's first
-// body byte, after a warm-up. Reads GW_DIRECT, GW_GATEWAY, GW_TOKEN and GW_REQUESTS from its env; prints one JSON line.
+// body byte, after priming rounds. Reads GW_DIRECT, GW_GATEWAY, GW_TOKEN and GW_REQUESTS from its env; prints one JSON line.
 import { request } from "node:http";
 
 const direct = process.env["GW_DIRECT"]!;
@@ -36,8 +36,8 @@ function ttfb(base: string): Promise<number> {
   });
 }
 
-// Warm-up (JIT, connections) not counted; "ready" tells the gateway's process to start its CPU clock.
-for (let warmup = 0; warmup < 50; warmup++) for (const base of [gateway, direct]) await ttfb(base);
+// Priming (JIT, connections) not counted; "ready" tells the gateway's process to start its CPU clock.
+for (let priming = 0; priming < 50; priming++) for (const base of [gateway, direct]) await ttfb(base);
 process.stdout.write("ready\n");
 const out: { direct: number[]; gateway: number[] } = { direct: [], gateway: [] };
 for (let round = 0; round < requests; round++) {

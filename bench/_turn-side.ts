@@ -1,7 +1,7 @@
 // One side of the turn-overhead bench, in a process of its own so the bench can give each side an
 // equal CPU share: `bare` runs `claude -p` itself, `queued` enqueues through a producer to a worker
 // process. Each side serves the scripted model (every request: "done") from its own process.
-// Protocol, one line each way: it prints {"ready":true,"pids":[…]} once warm; each "go N" on stdin
+// Protocol, one line each way: it prints {"ready":true,"pids":[…]} once primed; each "go N" on stdin
 // runs N rounds back to back, printing {"round","start","end","cpuMs"} per round, then {"done":true}.
 // A round is 40 turns over 4 sessions, 2 at a time, later turns of a session resumed.
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
@@ -84,7 +84,7 @@ async function queuedSide(): Promise<Side> {
 }
 
 const turnSide = side === "bare" ? await bareSide() : await queuedSide();
-await turnSide.round("warm", SESSIONS); // one turn per session: caches, JIT, the CLI binary's pages
+await turnSide.round("priming", SESSIONS); // one turn per session: caches, JIT, the CLI binary's pages
 out({ ready: true, pids: turnSide.pids });
 let served = 0;
 for await (const line of createInterface({ input: process.stdin })) {

@@ -89,8 +89,8 @@ function post(url: string, body: string): Promise<{ status: number; text: string
   });
 }
 
-// 1. Hub round trips (after a short warm-up).
-for (let warmup = 0; warmup < 20; warmup++) await post(hub.url, input(warmup));
+// 1. Hub round trips (after a short priming run).
+for (let priming = 0; priming < 20; priming++) await post(hub.url, input(priming));
 const hubMs: number[] = [];
 for (let index = 0; index < N_HUB; index++) {
   const startedAt = performance.now();

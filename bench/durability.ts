@@ -85,13 +85,13 @@ const replicated = connectRedis({ url: primary.url, env: {} });
 const fsynced = connectRedis({ url: aof.url, env: {} });
 try {
   await inSync(replica);
-  const warm = lines.slice(0, 5000);
+  const priming = lines.slice(0, 5000);
   const levels: [string, RedisClient, Durability][] = [
     ["memory", replicated, parseDurability("memory")],
     ["replicas:1", replicated, parseDurability("replicas:1")],
     ["fsync", fsynced, parseDurability("fsync")],
   ];
-  for (const [, redis, durability] of levels) await ingest(redis, durability, warm);
+  for (const [, redis, durability] of levels) await ingest(redis, durability, priming);
   const rates: Record<string, number> = {};
   for (const [name, redis, durability] of levels) {
     const ms = await ingest(redis, durability, lines);

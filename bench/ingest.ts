@@ -96,12 +96,12 @@ async function logRun(sess: string, items: string[]): Promise<number> {
 }
 
 try {
-  // Warm-up (JIT, script load) on small throwaway keys.
-  const warm = lines.slice(0, 5000);
-  await rawRun(`${prefix}warm-raw`, warm);
-  await logRun(`${session}-warm`, warm);
-  await redis.del(`${prefix}warm-raw`);
-  await log.destroy(`${session}-warm`);
+  // Priming (JIT, script load) on small throwaway keys.
+  const priming = lines.slice(0, 5000);
+  await rawRun(`${prefix}priming-raw`, priming);
+  await logRun(`${session}-priming`, priming);
+  await redis.del(`${prefix}priming-raw`);
+  await log.destroy(`${session}-priming`);
 
   const rawMs = await rawRun(rawKey, lines);
   const logMs = await logRun(session, lines);

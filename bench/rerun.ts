@@ -1,5 +1,5 @@
 // A recorded 10-tool turn re-run against the same turn run fresh, like for like in one process: the
-// fresh side enqueues the turn to a warm in-process worker with a scripted model server of its own
+// fresh side enqueues the turn to a primed in-process worker with a scripted model server of its own
 // (a new server per turn, so every round plays the whole script), the re-run side calls rerunSession
 // (what `turnstream rerun` runs) on the recorded session. Rounds alternate; ratio = median re-run
 // seconds / median fresh seconds. `npm run bench -- rerun [rounds]`
@@ -67,7 +67,7 @@ try {
   for (let fileIndex = 0; fileIndex < 5; fileIndex++)
     writeFileSync(join(setup.ws, `f${fileIndex}.txt`), `file ${fileIndex}\n`);
   setup.worker({ sandboxed: true, retry: { maxAttempts: 1 }, allowEnv: env });
-  const recorded = (await fresh()).session; // also warms the worker, the CLI's pages and its home
+  const recorded = (await fresh()).session; // also primes the worker, the CLI's pages and its home
   await rerun(recorded);
   const freshSeconds: number[] = [];
   const rerunSeconds: number[] = [];

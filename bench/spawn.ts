@@ -36,7 +36,7 @@ async function ours(): Promise<number> {
   return performance.now() - t0;
 }
 
-// Warm-up (page cache, first-run files) not counted.
+// Priming (page cache, first-run files) not counted.
 await bare();
 await ours();
 const oursMs: number[] = [];

@@ -36,9 +36,9 @@ const rounds = Number(values.rounds);
 const { rand, text } = textSource(0x2545f491);
 
 const secrets: Record<string, string> = {};
-for (let warmup = 0; warmup < 20; warmup++) {
-  const kind = warmup % 4;
-  secrets[`SECRET_${warmup}`] =
+for (let secretIndex = 0; secretIndex < 20; secretIndex++) {
+  const kind = secretIndex % 4;
+  secrets[`SECRET_${secretIndex}`] =
     kind === 0
       ? `sk-ant-api03-${randomBytes(24).toString("base64url")}`
       : kind === 1
@@ -289,8 +289,8 @@ async function ingest(
 }
 
 try {
-  const warm = lines.slice(0, 5000);
-  for (const warmMode of ["off", "scrub", "on"] as const) await ingest(warm, parsedLines, warmMode);
+  const priming = lines.slice(0, 5000);
+  for (const primingMode of ["off", "scrub", "on"] as const) await ingest(priming, parsedLines, primingMode);
   let offBest = Infinity;
   let scrubBest = Infinity;
   let onBest = Infinity;

@@ -151,7 +151,7 @@ for (let round = 0; round < ROUNDS; round++) {
   // A fresh pair of workers each round: one process's own luck (its JIT, its heap) would otherwise
   // count in every round it runs.
   const pair = { off: await benchWorker({}), on: await metricsWorker() };
-  for (const warming of [pair.off, pair.on]) await queued(warming, `warm${round}`, 8);
+  for (const priming of [pair.off, pair.on]) await queued(priming, `priming${round}`, 8);
   // Alternating which goes first keeps a drift in the machine's load from favouring one side.
   const order = round % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const);
   for (const side of order) rounds[side].push(await measuredRound(pair[side], `r${round}${side}`));

@@ -3,7 +3,7 @@
 // signature for one kind of thing can never be passed off as another.
 //
 // A decision is bound to its request by the request's digest: the hub compares it with the digest of
-// the request *it* recorded, so a signature cannot be replayed on another request, nor obtained by
+// the request *it* recorded, so a signature cannot be reused for another request, nor obtained by
 // showing the operator a look-alike request planted in the log.
 import { createHash } from "node:crypto";
 import type { DecisionMade, DecisionRequested, RuleAdded } from "../events/index.ts";

@@ -3,8 +3,9 @@
 // process), goes on counting from what its earlier turns spent (measured with CLI 2.1.332: three
 // identical turns of one session read $0.000168, $0.000336, $0.000504, cold and warm alike). So a
 // run's cost is the rise of that total over `base`, where the CLI session's count stood as the run
-// started (attempt.started `costBaseUsd`): 0 for a fresh, forked or replayed session. Reducer, metric, replay, `sessions`, the dashboard and the worker's
-// turn.finished all count with this one function.
+// started (attempt.started `costBaseUsd`): 0 for a fresh, forked or replaced CLI session. Reducer,
+// metric, replay, `sessions`, the dashboard and the worker's turn.finished all count with this one
+// function.
 
 /**
  * The cost a run added once its CLI session reports `total`, having stood at `base` before the run.

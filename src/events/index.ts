@@ -3,7 +3,15 @@
 // events to spans and metrics as it writes them. Producer, worker and hub write through these types;
 // projector, spans, log scans, tail and replay read through `dataOf`.
 export * from "./schemas.ts";
-export { ATTEMPT_END_KINDS, isTerminalKind, KIND_PATTERN, TERMINAL_KINDS, TURN_KINDS } from "./kinds.ts";
+export {
+  ATTEMPT_END_KINDS,
+  currentKind,
+  isTerminalKind,
+  KIND_PATTERN,
+  RENAMED_KINDS,
+  TERMINAL_KINDS,
+  TURN_KINDS,
+} from "./kinds.ts";
 export { dataOf, isEventKind } from "./data.ts";
 export { costAdded } from "./cost.ts";
 export type { AttemptContext, AttemptObserver, EventObserver, ObservedEvent } from "./observer.ts";

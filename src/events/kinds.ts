@@ -24,6 +24,14 @@ export const TURN_KINDS: ReadonlySet<EventKind> = new Set([
   ...TERMINAL_KINDS,
 ]);
 
+/** Kinds renamed since logs were written, older name → today's: a reader takes the older as today's. */
+export const RENAMED_KINDS: Readonly<Record<string, EventKind>> = { "session.replayed": "session.replaced" };
+
+/** The kind a stored event's kind is read as: today's name of a renamed kind, else the kind itself. */
+export function currentKind(kind: string): string {
+  return Object.hasOwn(RENAMED_KINDS, kind) ? RENAMED_KINDS[kind]! : kind;
+}
+
 /** Whether an event of this kind ends its turn (finished, failed or cancelled). */
 export function isTerminalKind(kind: string): boolean {
   return (TERMINAL_KINDS as ReadonlySet<string>).has(kind);

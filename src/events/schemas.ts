@@ -174,11 +174,12 @@ export const sessionSnapshotData = z.object({
 });
 
 /**
- * `session.replayed`: a fresh CLI session took the place of the session's: the CLI lost it
- * (`lost_session`: the new one carries the log's transcript) or the turn ran in another cwd than the
- * one it was held in (`cwd_changed`: nothing carried, `turns` 0; the log keeps the history).
+ * `session.replaced`: a fresh CLI session took the place of the session's: the CLI lost it
+ * (`lost_session`: the log's transcript is restored into the new one) or the turn ran in another cwd
+ * than the one it was held in (`cwd_changed`: nothing carried, `turns` 0; the log keeps the history).
+ * Logs hold it under its older name `session.replayed` too (see RENAMED_KINDS).
  */
-export const sessionReplayedData = z.object({
+export const sessionReplacedData = z.object({
   by: z.string(),
   /** lost_session | cwd_changed */
   reason: z.string(),
@@ -187,6 +188,8 @@ export const sessionReplayedData = z.object({
   /** Turns whose transcript was carried into the new session's prompt. */
   turns: nonNegInt,
 });
+/** @deprecated The older name of sessionReplacedData. */
+export const sessionReplayedData = sessionReplacedData;
 
 export const riskClassSchema = z.enum(["exec", "write", "network", "other"]);
 export type RiskClass = z.infer<typeof riskClassSchema>;
@@ -298,7 +301,9 @@ export const eventDataSchemas = {
   "turn.failed": turnFailedData,
   "turn.cancelled": turnCancelledData,
   "session.snapshot": sessionSnapshotData,
-  "session.replayed": sessionReplayedData,
+  "session.replaced": sessionReplacedData,
+  /** The older name of `session.replaced`, which logs already hold: it reads as that kind. */
+  "session.replayed": sessionReplacedData,
   "decision.requested": decisionRequestedData,
   "decision.made": decisionMadeData,
   "rule.added": ruleAddedData,
@@ -321,7 +326,9 @@ export type TurnFinishedData = EventData<"turn.finished">;
 export type TurnFailedData = EventData<"turn.failed">;
 export type TurnCancelledData = EventData<"turn.cancelled">;
 export type SessionSnapshotData = EventData<"session.snapshot">;
-export type SessionReplayedData = EventData<"session.replayed">;
+export type SessionReplacedData = EventData<"session.replaced">;
+/** @deprecated The older name of SessionReplacedData. */
+export type SessionReplayedData = SessionReplacedData;
 export type DecisionRequested = EventData<"decision.requested">;
 export type DecisionMade = EventData<"decision.made">;
 export type RuleAdded = EventData<"rule.added">;

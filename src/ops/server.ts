@@ -9,7 +9,7 @@ import { listen, sendJson, silentLogger, withTimeout, type Logger } from "../ker
 
 /** One named readiness check: true when ready, false or a short reason when not. */
 export interface ReadinessCheck {
-  /** Shown in /readyz's JSON; a fixed word such as `redis` or `fenced`. */
+  /** Shown in /readyz's JSON; a fixed word such as `redis` or `shutdown`. */
   readonly name: string;
   check(): boolean | string | Promise<boolean | string>;
 }

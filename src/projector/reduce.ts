@@ -8,7 +8,7 @@
 // Event data is read through its kind's schema (`dataOf`, src/events): data that does not fit is
 // counted in `carried.malformed` and read as absent, so the event still moves the turn it belongs to.
 import { parsePattern } from "../decisions/rules.ts";
-import { costAdded, dataOf, TURN_KINDS, type EventData, type EventKind } from "../events/index.ts";
+import { costAdded, currentKind, dataOf, TURN_KINDS, type EventData, type EventKind } from "../events/index.ts";
 import { isObj, numberField, objField, stringField, type Obj } from "../kernel/index.ts";
 import type { Envelope } from "../log/index.ts";
 import { classifyResult, parseLine, toolResultText, type ErrorKind } from "../protocol/index.ts";
@@ -83,17 +83,17 @@ function read<K extends EventKind>(s: ProjectionState, kind: K, data: unknown): 
   return d;
 }
 
-/** Events outside a turn's run: snapshots and replays, hub decisions, rules, and kinds this reducer does not know. */
+/** Events outside a turn's run: snapshots, replaced CLI sessions, hub decisions, rules, and kinds not known here. */
 function sessionEvent(s: ProjectionState, env: ReducibleEnvelope): void {
-  switch (env.kind) {
+  switch (currentKind(env.kind)) {
     case "session.snapshot": {
       const d = read(s, "session.snapshot", env.data);
       s.view.snapshots++;
       if (d !== undefined) s.view.cliSessionId = d.cliSessionId;
       return;
     }
-    case "session.replayed":
-      read(s, "session.replayed", env.data);
+    case "session.replaced":
+      read(s, "session.replaced", env.data);
       s.view.replays++;
       return;
     case "decision.requested":

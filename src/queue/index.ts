@@ -22,6 +22,7 @@ export {
   envOverlaySchema,
   isSecretName,
   JOB_VERSION,
+  lostSessionPolicyOf,
   lostSessionPolicySchema,
   parseOrThrow,
   renderPrompt,

@@ -221,8 +221,20 @@ export const turnOptionsSchema = z
   });
 export type TurnOptions = z.infer<typeof turnOptionsSchema>;
 
-export const lostSessionPolicySchema = z.enum(["fail", "replay"]);
-export type LostSessionPolicy = z.infer<typeof lostSessionPolicySchema>;
+/**
+ * What a worker does when the CLI lost the session: `fail` the turn, or `restore` the log's transcript
+ * into a fresh CLI session. `replay`, the older name of `restore`, is still accepted and read as it.
+ */
+export const lostSessionPolicySchema = z
+  .enum(["fail", "restore", "replay"])
+  .transform((policy) => (policy === "replay" ? "restore" : policy));
+export type LostSessionPolicy = z.output<typeof lostSessionPolicySchema>;
+
+/** The policy a stored value names (a session's settings may hold the older `replay`); undefined when none. */
+export function lostSessionPolicyOf(value: string | undefined): LostSessionPolicy | undefined {
+  const parsed = lostSessionPolicySchema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}
 
 const sessionId = z
   .string()

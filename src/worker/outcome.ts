@@ -10,7 +10,7 @@ import {
   type TurnFinishedData,
 } from "../events/index.ts";
 import { retryHints } from "../protocol/index.ts";
-import type { TurnJob } from "../queue/index.ts";
+import { lostSessionPolicyOf, type TurnJob } from "../queue/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
 import type { PreparedRun } from "./prepare.ts";
 import { RETRYABLE_KINDS, retryDelayMs } from "./retry.ts";
@@ -74,7 +74,7 @@ export function verdict(f: RunFacts): Verdict {
   if (f.outcome !== undefined) return { kind: "finished", outcome: f.outcome };
   const e = errFields(f.failure);
   if (e.kind === "lost_session") {
-    if (f.lostSessionPolicy === "replay" && !f.replaying) return { kind: "replay" };
+    if (lostSessionPolicyOf(f.lostSessionPolicy) === "restore" && !f.replaying) return { kind: "replay" };
     const why = f.restored ? "the restored session file was not accepted" : "no session snapshot to restore";
     return {
       kind: "failed",

@@ -354,7 +354,7 @@ test("--always: the decision becomes a fleet-wide rule (rule.added recorded) tha
 
 const requestIdOf = (ev: { data: unknown }): string => (ev.data as { requestId: string }).requestId;
 
-test("forged decisions and rules are ignored: unsigned, hub-sourced, foreign-key, replayed from another request, tampered rule", async () => {
+test("forged decisions and rules are ignored: unsigned, hub-sourced, foreign-key, reused from another request, tampered rule", async () => {
   await withCtx(async (ctx) => {
     const warned: Array<{ msg: string; why: unknown }> = [];
     const logger = {

@@ -1,8 +1,8 @@
 // A session whose CLI conversation cannot be restored: turn 1 runs with transcript saving off
 // (CLAUDE_CODE_SKIP_PROMPT_HISTORY=1, the CLI then writes no session file), so the log has the CLI
 // session id from turn.finished but no session.snapshot, and turn 2's --resume finds nothing. By
-// default that fails the turn as lost_session; with onLostSession "replay" the worker starts a fresh
-// CLI session that carries turn 1's transcript.
+// default that fails the turn as lost_session; with onLostSession "restore" the worker starts a fresh
+// CLI session and restores turn 1's transcript into it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { waitUntil } from "../worker/_support.ts";
@@ -13,7 +13,7 @@ const SKIP_HISTORY = { allowEnv: ["CLAUDE_CODE_SKIP_PROMPT_HISTORY"] };
 
 async function firstTurnWithoutSnapshot(
   r: Rig,
-  onLostSession?: "replay",
+  onLostSession?: "restore",
 ): Promise<{ session: string; cliSessionId: string }> {
   const t1 = await r.producer.enqueueTurn({
     prompt: "remember the word kumquat-marker",
@@ -72,7 +72,7 @@ test("lost session, default policy: turn 2 fails as lost_session after one attem
   }
 });
 
-test("lost session with onLostSession replay: turn 2 runs in a fresh CLI session carrying turn 1's transcript", async () => {
+test("lost session with onLostSession restore: turn 2 runs in a fresh CLI session carrying turn 1's transcript", async () => {
   const r = await rig(
     {
       responses: [
@@ -84,7 +84,7 @@ test("lost session with onLostSession replay: turn 2 runs in a fresh CLI session
   );
   try {
     r.worker({ retry: { baseMs: 100 } });
-    const s = await firstTurnWithoutSnapshot(r, "replay");
+    const s = await firstTurnWithoutSnapshot(r, "restore");
     const t2 = await r.producer.enqueueTurn({ session: s.session, prompt: "which word did I say?", cwd: r.ws });
     const r2 = await r.producer.waitForTurn(t2.turn, { timeoutMs: 30000 });
     assert.equal(r2.status, "finished", JSON.stringify(r2.event.data));
@@ -107,7 +107,7 @@ test("lost session with onLostSession replay: turn 2 runs in a fresh CLI session
     ]);
     const [a1, a2] = ev.filter((e) => e.kind === "attempt.started").map(dataOf);
     assert.equal(a1!["resume"], s.cliSessionId);
-    assert.equal(a2!["resume"], undefined, "the replay does not resume");
+    assert.equal(a2!["resume"], undefined, "the restore does not resume");
     assert.deepEqual(dataOf(ev.find((e) => e.kind === "attempt.abandoned")!), {
       reason: "lost_session",
       attempt: 1,

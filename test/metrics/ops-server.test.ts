@@ -20,7 +20,7 @@ test("readyz: 200 while every check passes; 503 naming Redis when it does not an
   let custom: boolean | string = true;
   const up = await startOpsServer({
     port: 0,
-    checks: [redisReadiness(redis), { name: "fenced", check: () => custom }],
+    checks: [redisReadiness(redis), { name: "instance_taken", check: () => custom }],
     checkTimeoutMs: 1000,
   });
   const down = await startOpsServer({ port: 0, checks: [redisReadiness(gone)], checkTimeoutMs: 1000 });
@@ -31,7 +31,10 @@ test("readyz: 200 while every check passes; 503 naming Redis when it does not an
   try {
     const ok = await get(up.port, "/readyz");
     assert.equal(ok.status, 200);
-    assert.deepEqual(JSON.parse(ok.body), { status: "ready", checks: { shutdown: "ok", redis: "ok", fenced: "ok" } });
+    assert.deepEqual(JSON.parse(ok.body), {
+      status: "ready",
+      checks: { shutdown: "ok", redis: "ok", instance_taken: "ok" },
+    });
     assert.equal((await get(up.port, "/readyz", "HEAD")).status, 200);
 
     const t0 = Date.now();
@@ -44,8 +47,8 @@ test("readyz: 200 while every check passes; 503 naming Redis when it does not an
     assert.ok(Date.now() - t0 < 5000, "bounded by the check timeout");
 
     custom = "another live process heartbeats under this instance id";
-    const fenced = JSON.parse((await get(up.port, "/readyz")).body) as { checks: Record<string, string> };
-    assert.equal(fenced.checks["fenced"], custom);
+    const taken = JSON.parse((await get(up.port, "/readyz")).body) as { checks: Record<string, string> };
+    assert.equal(taken.checks["instance_taken"], custom);
     custom = true;
 
     up.shuttingDown();

@@ -44,6 +44,8 @@ test("finished with a result; a stop or the output limit outranks it", () => {
 
 test("a lost session: replayed once when the session's policy says so, else failed saying why", () => {
   const lost = failure("lost_session", false);
+  assert.deepEqual(verdict(facts({ failure: lost, lostSessionPolicy: "restore" })), { kind: "replay" });
+  // "replay", the policy's older name, as a session begun before stored it.
   assert.deepEqual(verdict(facts({ failure: lost, lostSessionPolicy: "replay" })), { kind: "replay" });
   const again = verdict(facts({ failure: lost, lostSessionPolicy: "replay", replaying: true, restored: false }));
   assert.equal(again.kind, "failed");

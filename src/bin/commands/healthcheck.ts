@@ -1,6 +1,6 @@
 // `turnstream healthcheck`: a container health check for images with no HTTP client. With an ops
 // port configured (TURNSTREAM_OPS_PORT) it asks the process's own ops server (/readyz, or /healthz
-// with --live), which knows more than a Redis ping (shutting down, fenced, a stuck event loop);
+// with --live), which knows more than a Redis ping (shutting down, its instance id taken, a stuck event loop);
 // without one it pings the Redis this process is configured for.
 import { opsConfigFromEnv, OpsConfigError, type OpsConfig } from "../../ops/index.ts";
 import { EXIT } from "../exit-codes.ts";
@@ -14,7 +14,7 @@ const usage = `usage: turnstream healthcheck [--ready | --live] [--timeout-ms N]
   With TURNSTREAM_OPS_PORT set: GET http://127.0.0.1:<port>/readyz (the default) or /healthz (--live)
   and exit 0 on 200, 3 otherwise. Without it: ping the Redis of REDIS_URL / REDIS_CLUSTER_NODES,
   exit 0 when it answers, 3 when it does not (--ready and --live then exit 2: nothing to ask).
-  --ready           ask /readyz: Redis reachable, not shutting down, not fenced
+  --ready           ask /readyz: Redis reachable, not shutting down, instance id not taken by another process
   --live            ask /healthz: the event loop is not stuck
   --timeout-ms N    how long to wait for the answer (default 4000)
 `;
