@@ -1,6 +1,7 @@
 // The gateway bench's client, in a process of its own as the CLI is: streaming Messages requests
 // alternating straight to the model server and through the gateway, each timed to its answer's first
-// body byte, after priming rounds. Reads GW_DIRECT, GW_GATEWAY, GW_TOKEN and GW_REQUESTS from its env; prints one JSON line.
+// body byte, after priming rounds. Reads GW_DIRECT, GW_GATEWAY, GW_TOKEN and GW_REQUESTS from its env; prints one JSON
+// line.
 import { request } from "node:http";
 
 const direct = process.env["GW_DIRECT"]!;
