@@ -3,6 +3,7 @@
 // formatter wrapped onto a second line still counts as short). `_` marks an unused slot, and a
 // generic's type parameter keeps the language's own convention (`T`).
 const SHORT_LAMBDA_LINES = 2;
+const TYPE_PARAMETER_PARENTS = new Set(["TSTypeParameter", "TSMappedType"]);
 
 const isShortLambda = (fn) =>
   fn?.type === "ArrowFunctionExpression" &&
@@ -37,7 +38,7 @@ export default {
           for (const variable of scope.variables) {
             if (variable.name.length !== 1 || variable.name === "_") continue;
             for (const definition of variable.defs) {
-              if (definition.name.parent.type === "TSTypeParameter") continue;
+              if (TYPE_PARAMETER_PARENTS.has(definition.name.parent.type)) continue;
               if (isShortLambda(declaringArrow(definition.name))) continue;
               context.report({ node: definition.name, messageId: "oneLetter", data: { name: variable.name } });
             }
