@@ -1,4 +1,5 @@
-// The exit-code table: one module (src/bin/exit-codes.ts), the same table in the README, and every
+// The exit-code table: one module (src/bin/exit-codes.ts), the generated reference
+// (docs/reference/exit-codes.md) listing each outcome with its code, and every
 // error kind the classifier, the runner and the worker can end a turn with placed in a class.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,9 +14,8 @@ import {
 } from "../../src/bin/exit-codes.ts";
 import { RETRYABLE_KINDS } from "../../src/worker/retry.ts";
 
-test("the README's exit-code table lists each outcome with the module's code", () => {
-  const readme = readFileSync(join(process.cwd(), "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("### Exit codes"));
+test("the exit-code reference lists each outcome with the module's code", () => {
+  const section = readFileSync(join(process.cwd(), "docs", "reference", "exit-codes.md"), "utf8");
   const rows = [...section.matchAll(/^\| (\d) \| ([^|]+) \|/gm)].map((m) => ({
     code: Number(m[1]),
     outcomes: [...m[2]!.matchAll(/`(\w+)`/g)].map((o) => o[1]!),
