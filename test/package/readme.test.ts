@@ -1,10 +1,11 @@
 // README.md cannot rot: every TypeScript block is type-checked against the built package (an
 // `import … from "turnstream"` resolves to dist/ as it would for a user) and run against a private
 // Redis, a turn worker and the scripted model server; every ```sh command line is run, or is one that
-// CI runs itself; no other fenced block holds a command; every `turnstream …` command the prose names
-// exists and takes the flags it shows; the Configuration table lists exactly the variables of
-// src/telemetry/env-vars.ts, which holds every TURNSTREAM_* variable the code names; every repository
-// path README.md, CONTRIBUTING.md and docs/ARCHITECTURE.md name exists.
+// CI runs itself; no other fenced block holds a command. In the README and the guides (docs/guides/),
+// every `turnstream …` command the prose names exists and takes the flags it shows, every `npm run`
+// script exists, and every repository path and link leads somewhere. The generated configuration
+// reference lists exactly the variables of src/telemetry/env-vars.ts, which holds every TURNSTREAM_*
+// variable the code names.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn, type ChildProcess } from "node:child_process";
@@ -29,6 +30,14 @@ import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 
 const run = promisify(execFile);
 const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+const guidesDir = join(repoRoot, "docs", "guides");
+/** The README and the guides, each as [repository path, text]. */
+const userDocs: [string, string][] = [
+  ["README.md", readme],
+  ...readdirSync(guidesDir)
+    .filter((f) => f.endsWith(".md"))
+    .map((f): [string, string] => [join("docs", "guides", f), readFileSync(join(guidesDir, f), "utf8")]),
+];
 const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: Record<string, string> };
 const bin = join(repoRoot, "dist", "bin", "turnstream.js");
 const work = mkdtempSync(join(tmpdir(), "turnstream-readme-"));
@@ -159,6 +168,35 @@ test("the producer example runs: a worker takes its turn and it finishes", async
   }
 });
 
+test("the producer example prints the failed turn's error kind and message, and exits 1", async () => {
+  const block = tsBlocks.find((b) => b.body.includes("createProducer"))!;
+  // The worker allows another workspace, so it fails the example's turn (its cwd) before any CLI starts.
+  const elsewhere = join(work, "another-workspace");
+  mkdirSync(elsewhere, { recursive: true });
+  const hermetic = hermeticEnv({ baseUrl: "http://127.0.0.1:9", root: join(work, "worker-home-refusing") });
+  const worker = await startCommand(
+    ["worker"],
+    userEnv({ ...hermetic.env, TURNSTREAM_WORKSPACE_ROOTS: elsewhere }),
+    "worker ready",
+  );
+  try {
+    const failed = await run(process.execPath, [blockFile(block)], {
+      cwd: workspace,
+      env: userEnv(),
+      timeout: 120_000,
+    }).then(
+      (ok) => assert.fail(`the example exited 0 for a failed turn: ${ok.stdout}${ok.stderr}`),
+      (err: { code: number; stdout: string; stderr: string }) => err,
+    );
+    assert.equal(failed.code, 1, failed.stderr);
+    assert.match(failed.stdout, /turn\.failed/);
+    assert.match(failed.stderr, /^turn failed: workspace_not_allowed: \S/m);
+    assert.doesNotMatch(failed.stderr, /undefined/);
+  } finally {
+    await stopped(worker);
+  }
+});
+
 test("the runTurn example runs against the scripted model server", async () => {
   const block = tsBlocks.find((b) => b.body.includes("runTurn("))!;
   const model = await startModelServer({
@@ -184,7 +222,7 @@ const RUN_ELSEWHERE: Record<string, () => void> = {
   "npm ci": () => assert.match(readFileSync(join(repoRoot, ".ci", "run"), "utf8"), /^npm ci\b/m),
   "npm test": () => assert.match(readFileSync(join(repoRoot, ".ci", "run"), "utf8"), /^npm test$/m),
   "npm install turnstream": () =>
-    assert.match(readFileSync(join(repoRoot, "test", "package", "consumer.test.ts"), "utf8"), /"install", tarball/),
+    assert.match(readFileSync(join(repoRoot, "test", "package", "consumer.test.ts"), "utf8"), /"install",\s+tarball/),
 };
 
 test("every command line in a sh block runs (or is run by CI or the consumer test)", async () => {
@@ -207,8 +245,8 @@ test("every command line in a sh block runs (or is run by CI or the consumer tes
   }
 });
 
-test("every `turnstream …` command the README names exists and takes the flags it shows", async () => {
-  const spans = [...readme.matchAll(/`(?:npx )?turnstream ([a-z-]+)([^`]*)`/g)];
+test("every `turnstream …` command the README and the guides name exists and takes the flags it shows", async () => {
+  const spans = userDocs.flatMap(([, text]) => [...text.matchAll(/`(?:npx )?turnstream ([a-z-]+)([^`]*)`/g)]);
   assert.ok(spans.length >= 10);
   const helps = new Map<string, Promise<string>>();
   const helpOf = (cmd: string): Promise<string> => {
@@ -228,8 +266,8 @@ test("every `turnstream …` command the README names exists and takes the flags
   }
 });
 
-test("every `npm run …` the README names is a script of package.json", () => {
-  const names = [...readme.matchAll(/npm run ([a-z:-]+)/g)].map((m) => m[1]!);
+test("every `npm run …` the README and the guides name is a script of package.json", () => {
+  const names = userDocs.flatMap(([, text]) => [...text.matchAll(/npm run ([a-z:-]+)/g)].map((m) => m[1]!));
   assert.ok(names.length > 0);
   for (const n of names) assert.ok(n in pkg.scripts, `npm run ${n}`);
 });
@@ -249,28 +287,24 @@ test("README runs or checks every fenced block: ts and sh blocks, and untagged d
   }
 });
 
-/** The Configuration section's table: every `NAME` in its first column. */
-function configurationTableNames(): Set<string> {
-  const section = /^## Configuration\n([\s\S]*?)(?=^## )/m.exec(readme);
-  assert.ok(section, "README has a ## Configuration section");
+/** Every `NAME` in the first column of the generated configuration reference's tables. */
+function configurationReferenceNames(): Set<string> {
+  const reference = readFileSync(join(repoRoot, "docs", "reference", "configuration.md"), "utf8");
   const names = new Set<string>();
-  for (const row of section[1]!.split("\n").filter((l) => l.startsWith("|"))) {
+  for (const row of reference.split("\n").filter((l) => l.startsWith("|"))) {
     const first = row.split("|")[1]!;
     for (const m of first.matchAll(/`([^`]+)`/g)) if (/^[A-Z][A-Z0-9_]*$/.test(m[1]!)) names.add(m[1]!);
   }
   return names;
 }
 
-test("the Configuration table lists exactly the variables of src/telemetry/env-vars.ts", () => {
-  const table = configurationTableNames();
+test("the configuration reference lists exactly the variables of src/telemetry/env-vars.ts", () => {
+  const table = configurationReferenceNames();
   assert.ok(table.size >= 20);
   for (const name of ENV_VAR_NAMES)
-    assert.ok(table.has(name), `${name} is in src/telemetry/env-vars.ts but not in the README's Configuration table`);
+    assert.ok(table.has(name), `${name} is in src/telemetry/env-vars.ts but not in docs/reference/configuration.md`);
   for (const name of table)
-    assert.ok(
-      ENV_VAR_NAMES.has(name),
-      `${name} is in the README's Configuration table but not in src/telemetry/env-vars.ts`,
-    );
+    assert.ok(ENV_VAR_NAMES.has(name), `${name} is in docs/reference/configuration.md but not in env-vars.ts`);
 });
 
 function codeFiles(dir: string): string[] {
@@ -295,13 +329,36 @@ test("every TURNSTREAM_* variable src/ and workers/ name is in src/telemetry/env
     assert.ok(ENV_VAR_NAMES.has(name), `${name} (named in ${file}) is not in src/telemetry/env-vars.ts`);
 });
 
-test("every repository path README.md, CONTRIBUTING.md and docs/ARCHITECTURE.md name exists", () => {
+/** A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as dashes. */
+function anchorOf(heading: string): string {
+  return heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, "")
+    .replace(/ /g, "-");
+}
+
+test("every link from the README and the guides to a section of a Markdown file finds its heading", () => {
+  let checked = 0;
+  for (const [doc, text] of userDocs) {
+    for (const m of text.matchAll(/\]\(([^)\s#]*\.md)?#([^)\s]+)\)/g)) {
+      const target = m[1] === undefined ? doc : join(doc, "..", m[1]);
+      const headings = readFileSync(join(repoRoot, target), "utf8").matchAll(/^#+ (.+)$/gm);
+      const anchors = new Set([...headings].map((h) => anchorOf(h[1]!)));
+      checked++;
+      assert.ok(anchors.has(m[2]!), `${doc} links to ${target}#${m[2]}, which has no such heading`);
+    }
+  }
+  assert.ok(checked >= 5);
+});
+
+test("every repository path the README, the guides, CONTRIBUTING.md and docs/ARCHITECTURE.md name exists", () => {
   const roots = /^(?:src|test|docs|bench|workers|deploy|otel|scripts|\.ci)\//;
   let checked = 0;
-  for (const doc of ["README.md", "CONTRIBUTING.md", join("docs", "ARCHITECTURE.md")]) {
+  const docs = [...userDocs.map(([doc]) => doc), "CONTRIBUTING.md", join("docs", "ARCHITECTURE.md")];
+  for (const doc of docs) {
     const text = readFileSync(join(repoRoot, doc), "utf8");
     const named = [...text.matchAll(/`([^`\s]+)`/g)].map((m) => m[1]!);
-    const linked = [...text.matchAll(/\]\(([^)\s#]+)\)/g)].map((m) => join(doc, "..", m[1]!));
+    const linked = [...text.matchAll(/\]\(([^)\s#]+)(?:#[^)\s]*)?\)/g)].map((m) => join(doc, "..", m[1]!));
     for (const path of [...named.filter((p) => roots.test(p)), ...linked.filter((p) => !/^[a-z]+:/.test(p))]) {
       if (/[<*]/.test(path)) continue;
       checked++;
