@@ -217,6 +217,21 @@ test("the runTurn example runs against the scripted model server", async () => {
   }
 });
 
+test("the runTurn example prints why a run failed, and exits 1", async () => {
+  const block = tsBlocks.find((b) => b.body.includes("runTurn("))!;
+  const missing = join(work, "no-such-claude");
+  const failed = await run(process.execPath, [blockFile(block)], {
+    cwd: workspace,
+    env: userEnv({ CLAUDE_BIN: missing }),
+    timeout: 120_000,
+  }).then(
+    (ok) => assert.fail(`the example exited 0 for a failed run: ${ok.stdout}${ok.stderr}`),
+    (err: { code: number; stdout: string; stderr: string }) => err,
+  );
+  assert.equal(failed.code, 1, failed.stderr);
+  assert.match(failed.stderr, /^the turn failed: claude CLI not found \(tried .*no-such-claude/m);
+});
+
 /** Command lines CI runs itself (.ci/run), or another test runs as a user would. */
 const RUN_ELSEWHERE: Record<string, () => void> = {
   "npm ci": () => assert.match(readFileSync(join(repoRoot, ".ci", "run"), "utf8"), /^npm ci\b/m),
