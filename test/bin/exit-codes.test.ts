@@ -16,12 +16,12 @@ import { RETRYABLE_KINDS } from "../../src/worker/retry.ts";
 
 test("the exit-code reference lists each outcome with the module's code", () => {
   const section = readFileSync(join(process.cwd(), "docs", "reference", "exit-codes.md"), "utf8");
-  const rows = [...section.matchAll(/^\| (\d) \| ([^|]+) \|/gm)].map((m) => ({
-    code: Number(m[1]),
-    outcomes: [...m[2]!.matchAll(/`(\w+)`/g)].map((o) => o[1]!),
+  const rows = [...section.matchAll(/^\| (\d) \| ([^|]+) \|/gm)].map((row) => ({
+    code: Number(row[1]),
+    outcomes: [...row[2]!.matchAll(/`(\w+)`/g)].map((outcome) => outcome[1]!),
   }));
   const listed = new Map<string, number>();
-  for (const r of rows) for (const o of r.outcomes) listed.set(o, r.code);
+  for (const row of rows) for (const outcome of row.outcomes) listed.set(outcome, row.code);
   assert.deepEqual(Object.fromEntries(listed), { ...EXIT_CODE_OF_OUTCOME });
 });
 

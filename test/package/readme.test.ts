@@ -55,8 +55,8 @@ interface Block {
 function fencedBlocks(markdown: string): Block[] {
   const out: Block[] = [];
   const re = /^```(\w*)\n([\s\S]*?)^```$/gm;
-  for (const m of markdown.matchAll(re))
-    out.push({ lang: m[1]!, body: m[2]!, line: markdown.slice(0, m.index).split("\n").length });
+  for (const match of markdown.matchAll(re))
+    out.push({ lang: match[1]!, body: match[2]!, line: markdown.slice(0, match.index).split("\n").length });
   return out;
 }
 
@@ -66,8 +66,8 @@ const blockFile = (b: Block): string => join(project, `readme-line-${b.line}.ts`
 /** A user's environment: this repo's Node first on PATH, the private Redis, nothing of npm's. */
 function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env))
-    if (!/^(npm_|ANTHROPIC_|OTEL_|TURNSTREAM_|REDIS_)/i.test(k)) env[k] = v;
+  for (const [name, value] of Object.entries(process.env))
+    if (!/^(npm_|ANTHROPIC_|OTEL_|TURNSTREAM_|REDIS_)/i.test(name)) env[name] = value;
   return {
     ...env,
     PATH: `${join(repoRoot, "node_modules", ".bin")}:${process.env["PATH"] ?? ""}`,
@@ -81,8 +81,8 @@ function startCommand(args: string[], env: NodeJS.ProcessEnv, ready: string): Pr
   const child = spawn(process.execPath, [bin, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
   return new Promise((resolve, reject) => {
     let out = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
       if (out.includes(`"msg":"${ready}"`)) resolve(child);
     });
     child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
@@ -103,7 +103,7 @@ before(async () => {
   // The package as a dependency: resolving through the link lands in dist/ via package.json exports.
   symlinkSync(repoRoot, join(project, "node_modules", "turnstream"));
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "readme", private: true, type: "module" }));
-  for (const b of tsBlocks) writeFileSync(blockFile(b), b.body);
+  for (const block of tsBlocks) writeFileSync(blockFile(block), block.body);
 });
 
 after(async () => {
@@ -113,7 +113,7 @@ after(async () => {
 
 test("README has TypeScript examples and each imports the package by its published name", () => {
   assert.ok(tsBlocks.length >= 2);
-  for (const b of tsBlocks) assert.match(b.body, /from "turnstream(\/\w+)?"/, `block at line ${b.line}`);
+  for (const block of tsBlocks) assert.match(block.body, /from "turnstream(\/\w+)?"/, `block at line ${block.line}`);
 });
 
 test("every TypeScript block type-checks against the built declarations", async () => {
@@ -284,20 +284,20 @@ test("every `turnstream …` command the README and the guides name exists and t
 test("every `npm run …` the README and the guides name is a script of package.json", () => {
   const names = userDocs.flatMap(([, text]) => [...text.matchAll(/npm run ([a-z:-]+)/g)].map((m) => m[1]!));
   assert.ok(names.length > 0);
-  for (const n of names) assert.ok(n in pkg.scripts, `npm run ${n}`);
+  for (const name of names) assert.ok(name in pkg.scripts, `npm run ${name}`);
 });
 
 test("README runs or checks every fenced block: ts and sh blocks, and untagged diagrams without commands", () => {
-  for (const b of fencedBlocks(readme)) {
+  for (const block of fencedBlocks(readme)) {
     assert.ok(
-      ["ts", "sh", ""].includes(b.lang),
-      `block at line ${b.line} is \`${b.lang}\`: only ts and sh blocks are run`,
+      ["ts", "sh", ""].includes(block.lang),
+      `block at line ${block.line} is \`${block.lang}\`: only ts and sh blocks are run`,
     );
-    if (b.lang === "")
+    if (block.lang === "")
       assert.doesNotMatch(
-        b.body,
+        block.body,
         /^\s*(?:\$\s*)?(?:npx |npm |turnstream |node )/m,
-        `block at line ${b.line} holds a command: put it in a sh block`,
+        `block at line ${block.line} holds a command: put it in a sh block`,
       );
   }
 });
@@ -308,7 +308,7 @@ function configurationReferenceNames(): Set<string> {
   const names = new Set<string>();
   for (const row of reference.split("\n").filter((l) => l.startsWith("|"))) {
     const first = row.split("|")[1]!;
-    for (const m of first.matchAll(/`([^`]+)`/g)) if (/^[A-Z][A-Z0-9_]*$/.test(m[1]!)) names.add(m[1]!);
+    for (const cell of first.matchAll(/`([^`]+)`/g)) if (/^[A-Z][A-Z0-9_]*$/.test(cell[1]!)) names.add(cell[1]!);
   }
   return names;
 }
@@ -324,20 +324,20 @@ test("the configuration reference lists exactly the variables of src/telemetry/e
 
 function codeFiles(dir: string): string[] {
   const out: string[] = [];
-  for (const e of readdirSync(dir)) {
-    const p = join(dir, e);
-    if (statSync(p).isDirectory()) out.push(...codeFiles(p));
-    else if (/\.(ts|mjs|lua)$/.test(e)) out.push(p);
+  for (const entry of readdirSync(dir)) {
+    const path = join(dir, entry);
+    if (statSync(path).isDirectory()) out.push(...codeFiles(path));
+    else if (/\.(ts|mjs|lua)$/.test(entry)) out.push(path);
   }
   return out;
 }
 
 test("every TURNSTREAM_* variable src/ and workers/ name is in src/telemetry/env-vars.ts", () => {
   const named = new Map<string, string>();
-  for (const f of [...codeFiles(join(repoRoot, "src")), ...codeFiles(join(repoRoot, "workers"))]) {
-    if (f.endsWith(join("telemetry", "env-vars.ts"))) continue;
-    for (const m of readFileSync(f, "utf8").matchAll(/\bTURNSTREAM_[A-Z][A-Z0-9_]*\b/g))
-      if (!named.has(m[0])) named.set(m[0], f);
+  for (const file of [...codeFiles(join(repoRoot, "src")), ...codeFiles(join(repoRoot, "workers"))]) {
+    if (file.endsWith(join("telemetry", "env-vars.ts"))) continue;
+    for (const match of readFileSync(file, "utf8").matchAll(/\bTURNSTREAM_[A-Z][A-Z0-9_]*\b/g))
+      if (!named.has(match[0])) named.set(match[0], file);
   }
   assert.ok(named.size >= 20);
   for (const [name, file] of named)
@@ -355,12 +355,12 @@ function anchorOf(heading: string): string {
 test("every link from the README and the guides to a section of a Markdown file finds its heading", () => {
   let checked = 0;
   for (const [doc, text] of userDocs) {
-    for (const m of text.matchAll(/\]\(([^)\s#]*\.md)?#([^)\s]+)\)/g)) {
-      const target = m[1] === undefined ? doc : join(doc, "..", m[1]);
+    for (const link of text.matchAll(/\]\(([^)\s#]*\.md)?#([^)\s]+)\)/g)) {
+      const target = link[1] === undefined ? doc : join(doc, "..", link[1]);
       const headings = readFileSync(join(repoRoot, target), "utf8").matchAll(/^#+ (.+)$/gm);
-      const anchors = new Set([...headings].map((h) => anchorOf(h[1]!)));
+      const anchors = new Set([...headings].map((heading) => anchorOf(heading[1]!)));
       checked++;
-      assert.ok(anchors.has(m[2]!), `${doc} links to ${target}#${m[2]}, which has no such heading`);
+      assert.ok(anchors.has(link[2]!), `${doc} links to ${target}#${link[2]}, which has no such heading`);
     }
   }
   assert.ok(checked >= 5);
