@@ -1,6 +1,6 @@
 // The exit codes of every `turnstream` command, in one place, so a CI pipeline can tell "the agent
 // failed the task" (do not retry; look at the transcript) from "retry this job" (infrastructure).
-// The README's CLI reference has the same table; test/bin/exit-codes.test.ts holds them together.
+// docs/reference/exit-codes.md is generated from this module (`npm run docs`).
 
 export type Outcome = "finished" | "task_failed" | "usage" | "infrastructure" | "cancelled" | "timed_out";
 
@@ -26,11 +26,21 @@ export const EXIT_CODE_OF_OUTCOME: Readonly<Record<Outcome, number>> = {
   timed_out: EXIT.cancelledOrTimedOut,
 };
 
+/** What each outcome tells a pipeline, for the exit-code reference. */
+export const OUTCOME_MEANINGS: Readonly<Record<Outcome, string>> = {
+  finished: "The turn finished, or the command did what it was asked.",
+  task_failed: "The agent failed the task on its own terms. Retrying the same request fails the same way.",
+  usage: "The call is wrong: bad flags or arguments, or a request the schema or the worker refuses. Fix it.",
+  infrastructure: "Redis, the worker fleet or the API did not hold up. Retry the job.",
+  cancelled: "The turn was cancelled.",
+  timed_out: "A timeout ended it: the wait's, the turn's own, its inactivity limit or the worker's maximum.",
+};
+
 /**
  * The outcome of each error kind a turn can end with: the classifier's kinds (src/protocol/classify.ts),
  * the runner's (src/cli/errors.ts) and the ones the worker writes in turn.failed.
  */
-const OUTCOME_OF_ERROR_KIND: Readonly<Record<string, Outcome>> = {
+export const OUTCOME_OF_ERROR_KIND: Readonly<Record<string, Outcome>> = {
   ok: "finished",
   // The agent's own ending: the same request would end the same way.
   max_turns: "task_failed",

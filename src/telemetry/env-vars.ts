@@ -1,7 +1,8 @@
 // The environment variables turnstream's processes read: the one list, for operators and for the
 // tests. test/deploy/compose.test.ts: every variable docker-compose.yml sets is listed here, and every
 // one listed is read somewhere in src/ or workers/ (this file does not count), so an unused variable
-// fails CI. test/package/readme.test.ts: the README's Configuration table names exactly these, and
+// fails CI. `npm run docs` writes docs/reference/configuration.md from this list
+// (test/package/reference.test.ts keeps it current), and test/package/readme.test.ts checks that
 // every TURNSTREAM_* variable src/ or workers/ names is here.
 
 export interface EnvVarDoc {
@@ -9,6 +10,11 @@ export interface EnvVarDoc {
   /** Where it is read. */
   readonly readIn: string;
   readonly meaning: string;
+  /**
+   * Unset: a setting an operator chooses. `advanced`: pure tuning, whose default is right for every
+   * fleet (docs/reference/configuration.md lists it apart). `internal`: not a setting at all.
+   */
+  readonly tier?: "advanced" | "internal";
 }
 
 export const ENV_VARS: readonly EnvVarDoc[] = [
@@ -156,12 +162,14 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
     readIn: "src/worker/config.ts",
     meaning:
       "lines of output (stdout and stderr) one CLI run may print; past it the run's tree is killed and the turn fails with errorKind output_limit (default 100000)",
+    tier: "advanced",
   },
   {
     name: "TURNSTREAM_MAX_OUTPUT_MB",
     readIn: "src/worker/config.ts",
     meaning:
       "MiB of output (stdout and stderr) one CLI run may print; past it the run's tree is killed and the turn fails with errorKind output_limit (default 256)",
+    tier: "advanced",
   },
   {
     name: "TURNSTREAM_MAX_PIDS",
@@ -202,16 +210,19 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
     name: "TURNSTREAM_WARM_IDLE_MS",
     readIn: "src/worker/config.ts",
     meaning: "an idle warm CLI process is ended after this many ms (default 300000)",
+    tier: "advanced",
   },
   {
     name: "TURNSTREAM_WARM_MAX",
     readIn: "src/worker/config.ts",
     meaning: "most idle warm CLI processes one worker keeps; the least recently used is ended first (default 8)",
+    tier: "advanced",
   },
   {
     name: "TURNSTREAM_WARM_MAX_RSS_MB",
     readIn: "src/worker/config.ts",
     meaning: "MiB of resident memory all of a worker's idle warm CLI trees may hold together (default 2048)",
+    tier: "advanced",
   },
   {
     name: "TURNSTREAM_GATEWAY",
@@ -224,6 +235,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
     readIn: "src/worker/config.ts",
     meaning:
       "MiB of recent session files a worker keeps in memory so a session's next turn there skips rebuilding its file from the log (default 64; 0 turns it off)",
+    tier: "advanced",
   },
   {
     name: "TURNSTREAM_JOB_ENV_ALLOW",
@@ -352,18 +364,30 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
     readIn: "src/worker/config.ts",
     meaning:
       "how often a worker removes what dead runs left (config homes, supervised-run folders, cgroups), ms (default 300000; 0: only at start)",
+    tier: "advanced",
   },
   {
     name: "TURNSTREAM_SANDBOXED",
     readIn: "src/worker/config.ts",
     meaning: "1: turns may skip permissions as root (IS_SANDBOX=1 is set for them); only inside a sandbox (default 0)",
   },
-  { name: "TURNSTREAM_LEASE_MS", readIn: "src/worker/config.ts", meaning: "session lease, ms (default 15000)" },
-  { name: "TURNSTREAM_LOCK_MS", readIn: "src/worker/config.ts", meaning: "BullMQ job lock, ms (default 30000)" },
+  {
+    name: "TURNSTREAM_LEASE_MS",
+    readIn: "src/worker/config.ts",
+    meaning: "session lease, ms (default 15000)",
+    tier: "advanced",
+  },
+  {
+    name: "TURNSTREAM_LOCK_MS",
+    readIn: "src/worker/config.ts",
+    meaning: "BullMQ job lock, ms (default 30000)",
+    tier: "advanced",
+  },
   {
     name: "TURNSTREAM_STALLED_INTERVAL_MS",
     readIn: "src/worker/config.ts",
     meaning: "BullMQ stalled-job check interval, ms (default BullMQ's)",
+    tier: "advanced",
   },
   {
     name: "TURNSTREAM_SHUTDOWN_GRACE_MS",
@@ -376,23 +400,27 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
     readIn: "workers/projector.ts",
     meaning:
       "projection version workers/projector.ts builds (default: the built-in one); a newer one rebuilds into new keys. `turnstream projector` takes --version instead",
+    tier: "advanced",
   },
   {
     name: "TURNSTREAM_PROJECTOR_RESCAN_MS",
     readIn: "workers/projector.ts",
     meaning:
       "how often workers/projector.ts rescans the session index, ms (default 2000). `turnstream projector` takes --rescan-ms instead",
+    tier: "advanced",
   },
   {
     name: "TURNSTREAM_PROJECTOR_BATCH_EVENTS",
     readIn: "workers/projector.ts",
     meaning: "most events workers/projector.ts folds into one commit (default 5000)",
+    tier: "advanced",
   },
   {
     name: "TURNSTREAM_TREE",
     readIn: "src/cli/process-tree.ts",
     meaning:
       "not a setting: turnstream sets it on every process of a run and finds the run's processes by it; a job's env may not set it",
+    tier: "internal",
   },
   {
     name: "CLAUDE_CONFIG_DIR",

@@ -1,4 +1,5 @@
-// The exit-code table: one module (src/bin/exit-codes.ts), the same table in the README, and every
+// The exit-code table: one module (src/bin/exit-codes.ts), the generated reference
+// (docs/reference/exit-codes.md) listing each outcome with its code, and every
 // error kind the classifier, the runner and the worker can end a turn with placed in a class.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,15 +14,14 @@ import {
 } from "../../src/bin/exit-codes.ts";
 import { RETRYABLE_KINDS } from "../../src/worker/retry.ts";
 
-test("the README's exit-code table lists each outcome with the module's code", () => {
-  const readme = readFileSync(join(process.cwd(), "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("### Exit codes"));
-  const rows = [...section.matchAll(/^\| (\d) \| ([^|]+) \|/gm)].map((m) => ({
-    code: Number(m[1]),
-    outcomes: [...m[2]!.matchAll(/`(\w+)`/g)].map((o) => o[1]!),
+test("the exit-code reference lists each outcome with the module's code", () => {
+  const section = readFileSync(join(process.cwd(), "docs", "reference", "exit-codes.md"), "utf8");
+  const rows = [...section.matchAll(/^\| (\d) \| ([^|]+) \|/gm)].map((row) => ({
+    code: Number(row[1]),
+    outcomes: [...row[2]!.matchAll(/`(\w+)`/g)].map((outcome) => outcome[1]!),
   }));
   const listed = new Map<string, number>();
-  for (const r of rows) for (const o of r.outcomes) listed.set(o, r.code);
+  for (const row of rows) for (const outcome of row.outcomes) listed.set(outcome, row.code);
   assert.deepEqual(Object.fromEntries(listed), { ...EXIT_CODE_OF_OUTCOME });
 });
 

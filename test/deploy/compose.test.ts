@@ -203,13 +203,14 @@ function sourceFiles(dir: string): string[] {
 
 // A variable counts as read when code names it: process.env.X, env.X, env["X"], a "X" literal
 // passed to a reader, or a key of a zod schema the environment is parsed with (`X: z.string()…`,
-// `X: intFrom(…)`). The documentation list itself does not count.
+// `X: intFrom(…)`, also when Prettier puts the chain's first call on the next line). The documentation
+// list itself does not count.
 function readInCode(name: string): string[] {
   const files = [...sourceFiles(join(root, "src")), ...sourceFiles(join(root, "workers"))].filter(
     (f) => !f.endsWith(join("telemetry", "env-vars.ts")),
   );
   const re = new RegExp(
-    `(?:\\benv\\.${name}\\b|\\[\\s*["'\`]${name}["'\`]\\s*\\]|["'\`]${name}["'\`]|^\\s*${name}\\s*:\\s*[\\w.]+\\()`,
+    `(?:\\benv\\.${name}\\b|\\[\\s*["'\`]${name}["'\`]\\s*\\]|["'\`]${name}["'\`]|^\\s*${name}\\s*:\\s*\\w+(?:\\s*\\.\\w+)*\\s*\\()`,
     "m",
   );
   return files.filter((f) => re.test(readFileSync(f, "utf8"))).map((f) => relative(root, f));

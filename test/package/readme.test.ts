@@ -1,10 +1,11 @@
 // README.md cannot rot: every TypeScript block is type-checked against the built package (an
 // `import … from "turnstream"` resolves to dist/ as it would for a user) and run against a private
 // Redis, a turn worker and the scripted model server; every ```sh command line is run, or is one that
-// CI runs itself; no other fenced block holds a command; every `turnstream …` command the prose names
-// exists and takes the flags it shows; the Configuration table lists exactly the variables of
-// src/telemetry/env-vars.ts, which holds every TURNSTREAM_* variable the code names; every repository
-// path README.md, CONTRIBUTING.md and docs/ARCHITECTURE.md name exists.
+// CI runs itself; no other fenced block holds a command. In the README and the guides (docs/guides/),
+// every `turnstream …` command the prose names exists and takes the flags it shows, every `npm run`
+// script exists, and every repository path and link leads somewhere. The generated configuration
+// reference lists exactly the variables of src/telemetry/env-vars.ts, which holds every TURNSTREAM_*
+// variable the code names.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn, type ChildProcess } from "node:child_process";
@@ -29,6 +30,14 @@ import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 
 const run = promisify(execFile);
 const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+const guidesDir = join(repoRoot, "docs", "guides");
+/** The README and the guides, each as [repository path, text]. */
+const userDocs: [string, string][] = [
+  ["README.md", readme],
+  ...readdirSync(guidesDir)
+    .filter((f) => f.endsWith(".md"))
+    .map((f): [string, string] => [join("docs", "guides", f), readFileSync(join(guidesDir, f), "utf8")]),
+];
 const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: Record<string, string> };
 const bin = join(repoRoot, "dist", "bin", "turnstream.js");
 const work = mkdtempSync(join(tmpdir(), "turnstream-readme-"));
@@ -46,8 +55,8 @@ interface Block {
 function fencedBlocks(markdown: string): Block[] {
   const out: Block[] = [];
   const re = /^```(\w*)\n([\s\S]*?)^```$/gm;
-  for (const m of markdown.matchAll(re))
-    out.push({ lang: m[1]!, body: m[2]!, line: markdown.slice(0, m.index).split("\n").length });
+  for (const match of markdown.matchAll(re))
+    out.push({ lang: match[1]!, body: match[2]!, line: markdown.slice(0, match.index).split("\n").length });
   return out;
 }
 
@@ -57,8 +66,8 @@ const blockFile = (b: Block): string => join(project, `readme-line-${b.line}.ts`
 /** A user's environment: this repo's Node first on PATH, the private Redis, nothing of npm's. */
 function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env))
-    if (!/^(npm_|ANTHROPIC_|OTEL_|TURNSTREAM_|REDIS_)/i.test(k)) env[k] = v;
+  for (const [name, value] of Object.entries(process.env))
+    if (!/^(npm_|ANTHROPIC_|OTEL_|TURNSTREAM_|REDIS_)/i.test(name)) env[name] = value;
   return {
     ...env,
     PATH: `${join(repoRoot, "node_modules", ".bin")}:${process.env["PATH"] ?? ""}`,
@@ -72,8 +81,8 @@ function startCommand(args: string[], env: NodeJS.ProcessEnv, ready: string): Pr
   const child = spawn(process.execPath, [bin, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
   return new Promise((resolve, reject) => {
     let out = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
       if (out.includes(`"msg":"${ready}"`)) resolve(child);
     });
     child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
@@ -94,7 +103,7 @@ before(async () => {
   // The package as a dependency: resolving through the link lands in dist/ via package.json exports.
   symlinkSync(repoRoot, join(project, "node_modules", "turnstream"));
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "readme", private: true, type: "module" }));
-  for (const b of tsBlocks) writeFileSync(blockFile(b), b.body);
+  for (const block of tsBlocks) writeFileSync(blockFile(block), block.body);
 });
 
 after(async () => {
@@ -104,7 +113,7 @@ after(async () => {
 
 test("README has TypeScript examples and each imports the package by its published name", () => {
   assert.ok(tsBlocks.length >= 2);
-  for (const b of tsBlocks) assert.match(b.body, /from "turnstream(\/\w+)?"/, `block at line ${b.line}`);
+  for (const block of tsBlocks) assert.match(block.body, /from "turnstream(\/\w+)?"/, `block at line ${block.line}`);
 });
 
 test("every TypeScript block type-checks against the built declarations", async () => {
@@ -159,6 +168,35 @@ test("the producer example runs: a worker takes its turn and it finishes", async
   }
 });
 
+test("the producer example prints the failed turn's error kind and message, and exits 1", async () => {
+  const block = tsBlocks.find((b) => b.body.includes("createProducer"))!;
+  // The worker allows another workspace, so it fails the example's turn (its cwd) before any CLI starts.
+  const elsewhere = join(work, "another-workspace");
+  mkdirSync(elsewhere, { recursive: true });
+  const hermetic = hermeticEnv({ baseUrl: "http://127.0.0.1:9", root: join(work, "worker-home-refusing") });
+  const worker = await startCommand(
+    ["worker"],
+    userEnv({ ...hermetic.env, TURNSTREAM_WORKSPACE_ROOTS: elsewhere }),
+    "worker ready",
+  );
+  try {
+    const failed = await run(process.execPath, [blockFile(block)], {
+      cwd: workspace,
+      env: userEnv(),
+      timeout: 120_000,
+    }).then(
+      (ok) => assert.fail(`the example exited 0 for a failed turn: ${ok.stdout}${ok.stderr}`),
+      (err: { code: number; stdout: string; stderr: string }) => err,
+    );
+    assert.equal(failed.code, 1, failed.stderr);
+    assert.match(failed.stdout, /turn\.failed/);
+    assert.match(failed.stderr, /^turn failed: workspace_not_allowed: \S/m);
+    assert.doesNotMatch(failed.stderr, /undefined/);
+  } finally {
+    await stopped(worker);
+  }
+});
+
 test("the runTurn example runs against the scripted model server", async () => {
   const block = tsBlocks.find((b) => b.body.includes("runTurn("))!;
   const model = await startModelServer({
@@ -179,12 +217,27 @@ test("the runTurn example runs against the scripted model server", async () => {
   }
 });
 
+test("the runTurn example prints why a run failed, and exits 1", async () => {
+  const block = tsBlocks.find((b) => b.body.includes("runTurn("))!;
+  const missing = join(work, "no-such-claude");
+  const failed = await run(process.execPath, [blockFile(block)], {
+    cwd: workspace,
+    env: userEnv({ CLAUDE_BIN: missing }),
+    timeout: 120_000,
+  }).then(
+    (ok) => assert.fail(`the example exited 0 for a failed run: ${ok.stdout}${ok.stderr}`),
+    (err: { code: number; stdout: string; stderr: string }) => err,
+  );
+  assert.equal(failed.code, 1, failed.stderr);
+  assert.match(failed.stderr, /^the turn failed: claude CLI not found \(tried .*no-such-claude/m);
+});
+
 /** Command lines CI runs itself (.ci/run), or another test runs as a user would. */
 const RUN_ELSEWHERE: Record<string, () => void> = {
   "npm ci": () => assert.match(readFileSync(join(repoRoot, ".ci", "run"), "utf8"), /^npm ci\b/m),
   "npm test": () => assert.match(readFileSync(join(repoRoot, ".ci", "run"), "utf8"), /^npm test$/m),
   "npm install turnstream": () =>
-    assert.match(readFileSync(join(repoRoot, "test", "package", "consumer.test.ts"), "utf8"), /"install", tarball/),
+    assert.match(readFileSync(join(repoRoot, "test", "package", "consumer.test.ts"), "utf8"), /"install",\s+tarball/),
 };
 
 test("every command line in a sh block runs (or is run by CI or the consumer test)", async () => {
@@ -207,8 +260,8 @@ test("every command line in a sh block runs (or is run by CI or the consumer tes
   }
 });
 
-test("every `turnstream …` command the README names exists and takes the flags it shows", async () => {
-  const spans = [...readme.matchAll(/`(?:npx )?turnstream ([a-z-]+)([^`]*)`/g)];
+test("every `turnstream …` command the README and the guides name exists and takes the flags it shows", async () => {
+  const spans = userDocs.flatMap(([, text]) => [...text.matchAll(/`(?:npx )?turnstream ([a-z-]+)([^`]*)`/g)]);
   assert.ok(spans.length >= 10);
   const helps = new Map<string, Promise<string>>();
   const helpOf = (cmd: string): Promise<string> => {
@@ -228,80 +281,99 @@ test("every `turnstream …` command the README names exists and takes the flags
   }
 });
 
-test("every `npm run …` the README names is a script of package.json", () => {
-  const names = [...readme.matchAll(/npm run ([a-z:-]+)/g)].map((m) => m[1]!);
+test("every `npm run …` the README and the guides name is a script of package.json", () => {
+  const names = userDocs.flatMap(([, text]) => [...text.matchAll(/npm run ([a-z:-]+)/g)].map((m) => m[1]!));
   assert.ok(names.length > 0);
-  for (const n of names) assert.ok(n in pkg.scripts, `npm run ${n}`);
+  for (const name of names) assert.ok(name in pkg.scripts, `npm run ${name}`);
 });
 
 test("README runs or checks every fenced block: ts and sh blocks, and untagged diagrams without commands", () => {
-  for (const b of fencedBlocks(readme)) {
+  for (const block of fencedBlocks(readme)) {
     assert.ok(
-      ["ts", "sh", ""].includes(b.lang),
-      `block at line ${b.line} is \`${b.lang}\`: only ts and sh blocks are run`,
+      ["ts", "sh", ""].includes(block.lang),
+      `block at line ${block.line} is \`${block.lang}\`: only ts and sh blocks are run`,
     );
-    if (b.lang === "")
+    if (block.lang === "")
       assert.doesNotMatch(
-        b.body,
+        block.body,
         /^\s*(?:\$\s*)?(?:npx |npm |turnstream |node )/m,
-        `block at line ${b.line} holds a command: put it in a sh block`,
+        `block at line ${block.line} holds a command: put it in a sh block`,
       );
   }
 });
 
-/** The Configuration section's table: every `NAME` in its first column. */
-function configurationTableNames(): Set<string> {
-  const section = /^## Configuration\n([\s\S]*?)(?=^## )/m.exec(readme);
-  assert.ok(section, "README has a ## Configuration section");
+/** Every `NAME` in the first column of the generated configuration reference's tables. */
+function configurationReferenceNames(): Set<string> {
+  const reference = readFileSync(join(repoRoot, "docs", "reference", "configuration.md"), "utf8");
   const names = new Set<string>();
-  for (const row of section[1]!.split("\n").filter((l) => l.startsWith("|"))) {
+  for (const row of reference.split("\n").filter((l) => l.startsWith("|"))) {
     const first = row.split("|")[1]!;
-    for (const m of first.matchAll(/`([^`]+)`/g)) if (/^[A-Z][A-Z0-9_]*$/.test(m[1]!)) names.add(m[1]!);
+    for (const cell of first.matchAll(/`([^`]+)`/g)) if (/^[A-Z][A-Z0-9_]*$/.test(cell[1]!)) names.add(cell[1]!);
   }
   return names;
 }
 
-test("the Configuration table lists exactly the variables of src/telemetry/env-vars.ts", () => {
-  const table = configurationTableNames();
+test("the configuration reference lists exactly the variables of src/telemetry/env-vars.ts", () => {
+  const table = configurationReferenceNames();
   assert.ok(table.size >= 20);
   for (const name of ENV_VAR_NAMES)
-    assert.ok(table.has(name), `${name} is in src/telemetry/env-vars.ts but not in the README's Configuration table`);
+    assert.ok(table.has(name), `${name} is in src/telemetry/env-vars.ts but not in docs/reference/configuration.md`);
   for (const name of table)
-    assert.ok(
-      ENV_VAR_NAMES.has(name),
-      `${name} is in the README's Configuration table but not in src/telemetry/env-vars.ts`,
-    );
+    assert.ok(ENV_VAR_NAMES.has(name), `${name} is in docs/reference/configuration.md but not in env-vars.ts`);
 });
 
 function codeFiles(dir: string): string[] {
   const out: string[] = [];
-  for (const e of readdirSync(dir)) {
-    const p = join(dir, e);
-    if (statSync(p).isDirectory()) out.push(...codeFiles(p));
-    else if (/\.(ts|mjs|lua)$/.test(e)) out.push(p);
+  for (const entry of readdirSync(dir)) {
+    const path = join(dir, entry);
+    if (statSync(path).isDirectory()) out.push(...codeFiles(path));
+    else if (/\.(ts|mjs|lua)$/.test(entry)) out.push(path);
   }
   return out;
 }
 
 test("every TURNSTREAM_* variable src/ and workers/ name is in src/telemetry/env-vars.ts", () => {
   const named = new Map<string, string>();
-  for (const f of [...codeFiles(join(repoRoot, "src")), ...codeFiles(join(repoRoot, "workers"))]) {
-    if (f.endsWith(join("telemetry", "env-vars.ts"))) continue;
-    for (const m of readFileSync(f, "utf8").matchAll(/\bTURNSTREAM_[A-Z][A-Z0-9_]*\b/g))
-      if (!named.has(m[0])) named.set(m[0], f);
+  for (const file of [...codeFiles(join(repoRoot, "src")), ...codeFiles(join(repoRoot, "workers"))]) {
+    if (file.endsWith(join("telemetry", "env-vars.ts"))) continue;
+    for (const match of readFileSync(file, "utf8").matchAll(/\bTURNSTREAM_[A-Z][A-Z0-9_]*\b/g))
+      if (!named.has(match[0])) named.set(match[0], file);
   }
   assert.ok(named.size >= 20);
   for (const [name, file] of named)
     assert.ok(ENV_VAR_NAMES.has(name), `${name} (named in ${file}) is not in src/telemetry/env-vars.ts`);
 });
 
-test("every repository path README.md, CONTRIBUTING.md and docs/ARCHITECTURE.md name exists", () => {
+/** A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as dashes. */
+function anchorOf(heading: string): string {
+  return heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, "")
+    .replace(/ /g, "-");
+}
+
+test("every link from the README and the guides to a section of a Markdown file finds its heading", () => {
+  let checked = 0;
+  for (const [doc, text] of userDocs) {
+    for (const link of text.matchAll(/\]\(([^)\s#]*\.md)?#([^)\s]+)\)/g)) {
+      const target = link[1] === undefined ? doc : join(doc, "..", link[1]);
+      const headings = readFileSync(join(repoRoot, target), "utf8").matchAll(/^#+ (.+)$/gm);
+      const anchors = new Set([...headings].map((heading) => anchorOf(heading[1]!)));
+      checked++;
+      assert.ok(anchors.has(link[2]!), `${doc} links to ${target}#${link[2]}, which has no such heading`);
+    }
+  }
+  assert.ok(checked >= 5);
+});
+
+test("every repository path the README, the guides, CONTRIBUTING.md and docs/ARCHITECTURE.md name exists", () => {
   const roots = /^(?:src|test|docs|bench|workers|deploy|otel|scripts|\.ci)\//;
   let checked = 0;
-  for (const doc of ["README.md", "CONTRIBUTING.md", join("docs", "ARCHITECTURE.md")]) {
+  const docs = [...userDocs.map(([doc]) => doc), "CONTRIBUTING.md", join("docs", "ARCHITECTURE.md")];
+  for (const doc of docs) {
     const text = readFileSync(join(repoRoot, doc), "utf8");
     const named = [...text.matchAll(/`([^`\s]+)`/g)].map((m) => m[1]!);
-    const linked = [...text.matchAll(/\]\(([^)\s#]+)\)/g)].map((m) => join(doc, "..", m[1]!));
+    const linked = [...text.matchAll(/\]\(([^)\s#]+)(?:#[^)\s]*)?\)/g)].map((m) => join(doc, "..", m[1]!));
     for (const path of [...named.filter((p) => roots.test(p)), ...linked.filter((p) => !/^[a-z]+:/.test(p))]) {
       if (/[<*]/.test(path)) continue;
       checked++;
