@@ -1,16 +1,24 @@
 // What each public entry point exports, read by the TypeScript checker itself (values and types
 // alike, `export *` followed), and which exported functions and options carry no doc comment.
 import { API, SymbolFlags, type Checker, type Symbol as TsSymbol } from "typescript/unstable/sync";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { repoRoot } from "../support/build.ts";
 
-/** The package's public subpaths and the source file each one is built from. */
-export const ENTRY_POINTS: Record<string, string> = {
-  ".": "src/index.ts",
-  "./testing": "src/testing/index.ts",
-  "./protocol": "src/protocol/index.ts",
-  "./events": "src/events/index.ts",
-};
+const packageExports = (
+  JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
+    exports: Record<string, string | { default: string }>;
+  }
+).exports;
+
+/** The package's public subpaths ("." and "./<entry>") and the source file each one is built from. */
+export const ENTRY_POINTS: Record<string, string> = Object.fromEntries(
+  Object.entries(packageExports).flatMap(([subpath, target]) =>
+    typeof target === "string"
+      ? []
+      : [[subpath, target.default.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts")]],
+  ),
+);
 
 export interface EntryReport {
   names: string[];
