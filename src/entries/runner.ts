@@ -1,7 +1,7 @@
 // "turnstream/runner": one Claude Code CLI turn in this process, thread sessions across turns, config
 // homes and skills, session files, process containment and the sweep of what runs leave behind. For
 // embedding a turn without a queue: this entry loads no Redis client, queue or tracing SDK
-// (test/package/runner-weight.test.ts holds it to that).
+// (test/package/light-entries.test.ts holds it to that).
 export {
   captureSessionFile,
   ClaudeCodeCliError,
