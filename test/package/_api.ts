@@ -22,6 +22,8 @@ export const ENTRY_POINTS: Record<string, string> = Object.fromEntries(
 
 export interface EntryReport {
   names: string[];
+  /** The names that exist at run time (functions, classes, constants): what `import("…")` holds. */
+  values: string[];
   /** Exported functions without a doc comment. */
   undocumentedFunctions: string[];
   /** `<Interface>.<property>` of exported `…Options` interfaces without a doc comment. */
@@ -33,11 +35,13 @@ const hasDoc = (s: TsSymbol, checker: Checker): boolean => s.getDocumentationCom
 function report(checker: Checker, exports: readonly TsSymbol[]): EntryReport {
   const out: EntryReport = {
     names: exports.map((e) => e.name).sort(),
+    values: [],
     undocumentedFunctions: [],
     undocumentedOptions: [],
   };
   for (const e of exports) {
     const target = (e.flags & SymbolFlags.Alias) !== 0 ? checker.getAliasedSymbol(e) : e;
+    if ((target.flags & SymbolFlags.Value) !== 0) out.values.push(e.name);
     if ((target.flags & SymbolFlags.Function) !== 0 && !hasDoc(target, checker)) out.undocumentedFunctions.push(e.name);
     if ((target.flags & SymbolFlags.Interface) !== 0 && e.name.endsWith("Options")) {
       for (const p of checker.getPropertiesOfType(checker.getDeclaredTypeOfSymbol(target))) {
@@ -45,6 +49,7 @@ function report(checker: Checker, exports: readonly TsSymbol[]): EntryReport {
       }
     }
   }
+  out.values.sort();
   return out;
 }
 
