@@ -1,6 +1,7 @@
 // "turnstream/log": reading and keeping what turns wrote: the per-session event log (append, read,
-// tail, JSONL export and import), read models and the live projector, replay and rendering, and the
-// web console that shows them.
+// tail, JSONL export and import), read models and the live projector, replay and rendering. It loads
+// the Redis client but not the queue or tracing (the web console, which shows the queue too, is in
+// "turnstream/worker" with the fleet's other processes).
 export {
   connectRedis,
   createEventLog,
@@ -43,6 +44,3 @@ export {
   type SessionView,
   type Transcript,
 } from "../projector/index.ts";
-
-// The web console.
-export { startDashboard, type Dashboard, type DashboardOptions } from "../dashboard/index.ts";

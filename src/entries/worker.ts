@@ -1,6 +1,7 @@
-// "turnstream/worker": the process that takes turns off the queue and runs them, with what it is set
-// up with: its model gateway's policy door, the decision hub of supervised mode, and the scrubber,
-// logger and tracing its output passes through.
+// "turnstream/worker": the fleet's processes: the worker that takes turns off the queue and runs them,
+// with what it is set up with (its model gateway's policy door, the decision hub of supervised mode,
+// the scrubber, logger and tracing its output passes through), and the web console over the queue
+// and the logs.
 export {
   startTurnWorker,
   workerConfigFromEnv,
@@ -20,6 +21,9 @@ export { type GatewayPolicy, type ModelCall, type PolicyCall, type PolicyDecisio
 
 // Supervised mode, the hub's side (a worker starts one of its own when a turn is supervised).
 export { startDecisionHub, type DecisionHub, type DecisionHubOptions } from "../decisions/index.ts";
+
+// The web console.
+export { startDashboard, type Dashboard, type DashboardOptions } from "../dashboard/index.ts";
 
 // The scrubber, the logger and tracing.
 export {
