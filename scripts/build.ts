@@ -1,7 +1,8 @@
 // `npm run build`: the published package in dist/ — tsc's JavaScript, declarations and source maps
 // for src/, plus the files the code reads at run time beside itself (Lua scripts, the hook
 // forwarder), which tsc does not copy. `--if-stale` skips the build when dist/ was built from the
-// inputs as they are now (tests call it that way; see test/support/build.ts).
+// inputs as they are now (tests call it that way; see test/support/build.ts). Each subpath of the
+// package (src/entries/) is a module of its own, so every file `exports` names is checked to exist.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -52,10 +53,27 @@ function copyAssets(): void {
   }
 }
 
+/** Every file package.json's `exports` points at, relative to the package root. */
+function exportTargets(): string[] {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+    exports: Record<string, string | Record<string, string>>;
+  };
+  return Object.values(pkg.exports).flatMap((target) =>
+    typeof target === "string" ? [target] : Object.values(target),
+  );
+}
+
+/** A subpath whose built module or declarations are missing would install fine and fail at import: fail here. */
+function checkExportTargets(): void {
+  const missing = exportTargets().filter((target) => !existsSync(join(root, target)));
+  if (missing.length > 0) throw new Error(`package.json exports files the build did not write: ${missing.join(", ")}`);
+}
+
 function build(fingerprint: string): void {
   rmSync(dist, { recursive: true, force: true });
   compile();
   copyAssets();
+  checkExportTargets();
   writeFileSync(stampFile, fingerprint + "\n");
 }
 

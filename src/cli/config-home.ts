@@ -226,8 +226,6 @@ export interface SweepOptions {
   olderThanMs?: number;
   /** Where removals and failures are reported. */
   logger?: Logger;
-  /** The current time in ms (tests). */
-  now?: number;
   /** Only say what would be removed. */
   dryRun?: boolean;
 }
@@ -268,7 +266,7 @@ export function sweepConfigHomes(options: SweepOptions): SweepResult {
     const ctx: HomeSweep = {
       inst,
       threshold: options.olderThanMs ?? 60 * 60 * 1000,
-      now: options.now ?? Date.now(),
+      now: Date.now(),
       dryRun,
       logger,
     };

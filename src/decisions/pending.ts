@@ -92,8 +92,6 @@ export interface ListPendingOptions {
   redis: RedisClient;
   /** Key prefix (default "ts:"). */
   prefix?: string;
-  /** The current time in ms, for what counts as expired (tests). */
-  now?: number;
 }
 
 /**
@@ -102,7 +100,7 @@ export interface ListPendingOptions {
  */
 export async function listPending(options: ListPendingOptions): Promise<PendingRequest[]> {
   const prefix = options.prefix ?? DEFAULT_PREFIX;
-  const now = options.now ?? Date.now();
+  const now = Date.now();
   const all = await options.redis.hgetall(pendingKey(prefix));
   const out: PendingRequest[] = [];
   const stale: string[] = [];

@@ -21,8 +21,8 @@ export {
   readSummary,
 } from "./store.ts";
 export type { CommitOutcome, CommitReply, ProjectionKeys, ReadModel, ReadModelOptions } from "./store.ts";
-export { parseUntil, replaySession, UnknownSessionError } from "./replay.ts";
-export type { ReplayObserver, ReplayOptions, Until } from "./replay.ts";
+export { parseUntil, replaySession, replayWithSleep, UnknownSessionError } from "./replay.ts";
+export type { ReplayObserver, ReplayOptions, ReplaySleep, Until } from "./replay.ts";
 export { createOutput, paint } from "./output.ts";
 export type { Output, OutputOptions, Scrub } from "./output.ts";
 export { summarizeCliLine, summarizeEvent } from "./event-summary.ts";

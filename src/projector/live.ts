@@ -12,7 +12,7 @@ import {
   type Logger,
 } from "../kernel/index.ts";
 import { createEventLog, type EventLog, type RedisClient } from "../log/index.ts";
-import { SessionProjection, type SessionProjectionOptions, type StepResult } from "./session-projection.ts";
+import { SessionProjection, type StepResult } from "./session-projection.ts";
 import { PROJECTION_VERSION, projectionKeys, readModel, type ReadModel } from "./store.ts";
 import type { SessionSummary } from "./state.ts";
 
@@ -35,8 +35,6 @@ export interface ProjectorOptions {
   sessions?: readonly string[];
   /** stop() waits at most this long for steps in flight; default 5000 ms. */
   stopTimeoutMs?: number;
-  /** Failures to inject between steps (tests of crash safety). */
-  faults?: SessionProjectionOptions["faults"];
 }
 
 export interface ProjectorStats {
@@ -240,8 +238,8 @@ class LiveProjector implements Projector {
 
   /** Steps the session's projection until it is superseded, finished, or the projector stops. */
   async #runFollower(session: string, sleep: WakeableSleep): Promise<void> {
-    const { batchEvents, faults } = this.#options;
-    const proj = new SessionProjection({ log: this.#log, session, version: this.version, batchEvents, faults });
+    const { batchEvents } = this.#options;
+    const proj = new SessionProjection({ log: this.#log, session, version: this.version, batchEvents });
     const conn = this.#redis.duplicate();
     // Without a listener ioredis prints each connection error, stack and all, to the console.
     conn.on("error", (err: Error) => this.#connectionErrors("redis connection error", err, { connection: "follower" }));

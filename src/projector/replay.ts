@@ -42,9 +42,10 @@ export interface ReplayOptions {
   signal?: AbortSignal | undefined;
   /** Told each event as it is folded, with the state after it. */
   observers?: readonly ReplayObserver[];
-  /** Injectable for tests; default setTimeout-based and abortable. */
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
+
+/** How a replay waits between events when `speed` is set: resolves after `ms`, or at once when `signal` aborts. */
+export type ReplaySleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
 export class UnknownSessionError extends Error {
   override readonly name = "UnknownSessionError";
@@ -78,16 +79,24 @@ function beyond(until: Until | undefined, env: Envelope): boolean {
 }
 
 /** Rebuilds a session's read models from its log alone, optionally up to a point or following live; touches no stored read model. */
-export async function replaySession(
+export function replaySession(log: EventLog, session: string, options: ReplayOptions = {}): Promise<ProjectionState> {
+  return replayWithSleep(log, session, options, defaultSleep);
+}
+
+/**
+ * replaySession with its waits between events made through `sleep`, so tests can see the timing
+ * without waiting it out. Not part of the package's entries.
+ */
+export async function replayWithSleep(
   log: EventLog,
   session: string,
-  options: ReplayOptions = {},
+  options: ReplayOptions,
+  sleep: ReplaySleep,
 ): Promise<ProjectionState> {
   const st = await log.stat(session);
   if (!st.exists && st.length === 0) throw new UnknownSessionError(session, log.prefix);
   const state = initialState();
   const observers = options.observers ?? [];
-  const sleep = options.sleep ?? defaultSleep;
   const speed = options.speed;
   if (speed !== undefined && !(speed > 0))
     throw new Error("--speed must be a number above 0, e.g. 2 for twice as fast");

@@ -1,19 +1,29 @@
 // What each public entry point exports, read by the TypeScript checker itself (values and types
 // alike, `export *` followed), and which exported functions and options carry no doc comment.
 import { API, SymbolFlags, type Checker, type Symbol as TsSymbol } from "typescript/unstable/sync";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { repoRoot } from "../support/build.ts";
 
-/** The package's public subpaths and the source file each one is built from. */
-export const ENTRY_POINTS: Record<string, string> = {
-  ".": "src/index.ts",
-  "./testing": "src/testing/index.ts",
-  "./protocol": "src/protocol/index.ts",
-  "./events": "src/events/index.ts",
-};
+const packageExports = (
+  JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
+    exports: Record<string, string | { default: string }>;
+  }
+).exports;
+
+/** The package's public subpaths ("." and "./<entry>") and the source file each one is built from. */
+export const ENTRY_POINTS: Record<string, string> = Object.fromEntries(
+  Object.entries(packageExports).flatMap(([subpath, target]) =>
+    typeof target === "string"
+      ? []
+      : [[subpath, target.default.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts")]],
+  ),
+);
 
 export interface EntryReport {
   names: string[];
+  /** The names that exist at run time (functions, classes, constants): what `import("…")` holds. */
+  values: string[];
   /** Exported functions without a doc comment. */
   undocumentedFunctions: string[];
   /** `<Interface>.<property>` of exported `…Options` interfaces without a doc comment. */
@@ -25,11 +35,13 @@ const hasDoc = (s: TsSymbol, checker: Checker): boolean => s.getDocumentationCom
 function report(checker: Checker, exports: readonly TsSymbol[]): EntryReport {
   const out: EntryReport = {
     names: exports.map((e) => e.name).sort(),
+    values: [],
     undocumentedFunctions: [],
     undocumentedOptions: [],
   };
   for (const e of exports) {
     const target = (e.flags & SymbolFlags.Alias) !== 0 ? checker.getAliasedSymbol(e) : e;
+    if ((target.flags & SymbolFlags.Value) !== 0) out.values.push(e.name);
     if ((target.flags & SymbolFlags.Function) !== 0 && !hasDoc(target, checker)) out.undocumentedFunctions.push(e.name);
     if ((target.flags & SymbolFlags.Interface) !== 0 && e.name.endsWith("Options")) {
       for (const p of checker.getPropertiesOfType(checker.getDeclaredTypeOfSymbol(target))) {
@@ -37,6 +49,7 @@ function report(checker: Checker, exports: readonly TsSymbol[]): EntryReport {
       }
     }
   }
+  out.values.sort();
   return out;
 }
 

@@ -29,12 +29,17 @@ test("every file a module opens beside itself is beside its built module", () =>
 });
 
 test("the built entry points and command load without type stripping", async () => {
-  for (const entry of ["index.js", "testing/index.js", "protocol/index.js"]) {
+  const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
+    exports: Record<string, string | { default: string }>;
+  };
+  const entries = Object.values(pkg.exports).flatMap((target) => (typeof target === "string" ? [] : [target.default]));
+  assert.ok(entries.length >= 8);
+  for (const entry of entries) {
     await run(process.execPath, [
       "--no-experimental-strip-types",
       "--input-type=module",
       "-e",
-      `await import(${JSON.stringify(join(distDir, entry))})`,
+      `await import(${JSON.stringify(join(repoRoot, entry))})`,
     ]);
   }
   const { stdout } = await run(process.execPath, [

@@ -1,7 +1,8 @@
 // The package as a user gets it: `npm pack`, then a plain `npm install` of the tarball into an empty
-// project, and from there (a) a program importing "turnstream" runs a real turn through the scripted
-// model server, (b) TypeScript checks consumer code against the published declarations alone, and
-// (c) the installed `turnstream` command answers --version and doctor.
+// project, and from there (a) a program importing the producer and worker entries runs a real turn
+// through the scripted model server, (b) every entry imports and holds the names its declarations
+// promise, (c) TypeScript checks consumer code against the published declarations alone, and (d) the
+// installed `turnstream` command answers --version and doctor.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
@@ -13,6 +14,7 @@ import { promisify } from "node:util";
 import { connectRedis } from "../../src/log/index.ts";
 import { hermeticEnv, startModelServer } from "../../src/testing/index.ts";
 import { ensureBuilt, repoRoot } from "../support/build.ts";
+import { ENTRY_POINTS, publicApi } from "./_api.ts";
 
 const run = promisify(execFile);
 const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
@@ -65,7 +67,7 @@ function install(tarball: string): void {
     { cwd: project, env: userEnv(), stdio: ["ignore", "ignore", "inherit"] },
   );
   installMs = performance.now() - started;
-  for (const f of ["turn.mjs", "consumer.ts"]) cpSync(join(fixtures, f), join(project, f));
+  for (const f of ["turn.mjs", "entries.mjs", "consumer.ts"]) cpSync(join(fixtures, f), join(project, f));
 }
 
 before(() => {
@@ -87,6 +89,8 @@ test("the tarball holds the built package, the licence and the README, and no so
     "dist/index.d.ts",
     "dist/bin/turnstream.js",
     "dist/testing/index.js",
+    "dist/entries/runner.js",
+    "dist/entries/runner.d.ts",
     "dist/protocol/index.d.ts",
     "dist/log/lua/append.lua",
     "dist/projector/lua/commit.lua",
@@ -106,7 +110,17 @@ test("the tarball holds the built package, the licence and the README, and no so
   assert.ok(installMs < 90_000, `npm install took ${Math.round(installMs)} ms`);
 });
 
-test("a program importing turnstream runs a real turn through the scripted model server", async () => {
+test("every entry of the installed package imports and holds exactly the run-time names it declares", async () => {
+  const specifiers = Object.keys(ENTRY_POINTS).map((subpath) => "turnstream" + subpath.slice(1));
+  const { stdout } = await run(process.execPath, ["entries.mjs", ...specifiers], { cwd: project, env: userEnv() });
+  const loaded = JSON.parse(stdout) as Record<string, string[]>;
+  const api = publicApi();
+  for (const subpath of Object.keys(ENTRY_POINTS)) {
+    assert.deepEqual(loaded["turnstream" + subpath.slice(1)], api[subpath]!.values, `turnstream${subpath.slice(1)}`);
+  }
+});
+
+test("a program importing turnstream/producer and turnstream/worker runs a real turn through the scripted model server", async () => {
   const workspace = join(work, "workspace");
   mkdirSync(workspace);
   const tag = randomBytes(4).toString("hex");

@@ -17,8 +17,17 @@ let api: Record<string, EntryReport> | undefined;
 const apiOnce = (): Record<string, EntryReport> => (api ??= publicApi());
 
 test("package.json exports exactly the listed entry points (and package.json)", () => {
-  assert.deepEqual(Object.keys(pkg.exports).sort(), [...Object.keys(ENTRY_POINTS), "./package.json"].sort());
-  assert.deepEqual(Object.keys(listed).sort(), Object.keys(ENTRY_POINTS).sort());
+  assert.deepEqual(Object.keys(pkg.exports).sort(), [...Object.keys(listed), "./package.json"].sort());
+  assert.deepEqual(Object.keys(ENTRY_POINTS).sort(), Object.keys(listed).sort());
+});
+
+test("every subpath but the root is built from src/entries/, and the root re-exports the audiences' entries", () => {
+  for (const [subpath, file] of Object.entries(ENTRY_POINTS)) {
+    assert.equal(file, subpath === "." ? "src/index.ts" : `src/entries/${subpath.slice(2)}.ts`);
+  }
+  const audiences = ["./runner", "./producer", "./worker", "./log"];
+  const union = [...new Set(audiences.flatMap((subpath) => listed[subpath]!))].sort();
+  assert.deepEqual(union, [...listed["."]!].sort(), "the root exports the union of the audiences' entries");
 });
 
 for (const subpath of Object.keys(ENTRY_POINTS)) {

@@ -11,6 +11,7 @@ import {
   readModel,
   renderTranscriptText,
   replaySession,
+  replayWithSleep,
   startProjector,
   toMessages,
 } from "../../src/projector/index.ts";
@@ -63,7 +64,7 @@ test("replay --until TIME is the state as of that moment; --speed keeps the orig
   const s = await replaySession(ctx.log, sessions[name]!, { until: parseUntil(envs[k - 1]!.at) });
   assert.deepEqual(s, fold(envs.slice(0, k)));
   const slept: number[] = [];
-  const timed = await replaySession(ctx.log, sessions[name]!, { speed: 4, sleep: async (ms) => void slept.push(ms) });
+  const timed = await replayWithSleep(ctx.log, sessions[name]!, { speed: 4 }, async (ms) => void slept.push(ms));
   assert.deepEqual(timed, fold(envs));
   const gaps = envs
     .slice(1)
@@ -71,7 +72,7 @@ test("replay --until TIME is the state as of that moment; --speed keeps the orig
     .filter((g) => g > 0);
   assert.deepEqual(slept, gaps);
   const none: number[] = [];
-  await replaySession(ctx.log, sessions[name]!, { sleep: async (ms) => void none.push(ms) });
+  await replayWithSleep(ctx.log, sessions[name]!, {}, async (ms) => void none.push(ms));
   assert.deepEqual(none, [], "no sleeping unless asked");
   assert.throws(() => parseUntil("yesterday"), /ISO time/);
 });

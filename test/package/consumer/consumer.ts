@@ -12,6 +12,17 @@ import {
 } from "turnstream";
 import { parseLine, type ParsedLine } from "turnstream/protocol";
 import { startModelServer, type ModelServer } from "turnstream/testing";
+// The entries by audience: each declares what its role uses, with the same types as the root's.
+import {
+  runThreadTurn,
+  InMemorySessionStore,
+  runTurn as runTurnFromRunner,
+  type RunTurnOptions,
+} from "turnstream/runner";
+import { createProducer as createProducerFromEntry, type Producer } from "turnstream/producer";
+import { startTurnWorker as startWorkerFromEntry, type GatewayPolicy } from "turnstream/worker";
+import { createEventLog, replaySession, type Envelope } from "turnstream/log";
+import { isTerminalKind, type EventKind } from "turnstream/events";
 
 export async function enqueueOne(): Promise<TurnResult> {
   const producer = createProducer({ redis: connectRedis() });
@@ -38,3 +49,22 @@ export async function oneTurn(): Promise<TurnOutcome> {
 
 export const parsed: ParsedLine = parseLine('{"type":"system","subtype":"init"}');
 export const scrubbed: string = createScrubber({ values: { TOKEN: "s3cret-value" } }).scrub("s3cret-value");
+
+export const sameRunTurn: typeof runTurn = runTurnFromRunner;
+export const runnerOptions: RunTurnOptions = { cwd: "/work/repo", prompt: "hi" };
+export function thread(): ReturnType<typeof runThreadTurn> {
+  return runThreadTurn({ ...runnerOptions, threadId: "t1", store: new InMemorySessionStore() });
+}
+export function producerFromEntry(): Producer {
+  return createProducerFromEntry({ redis: connectRedis() });
+}
+export const sameWorker: typeof startTurnWorker = startWorkerFromEntry;
+export const allowAll: GatewayPolicy = { beforeRequest: () => ({ action: "allow" }) };
+export async function endingKind(session: string): Promise<string | undefined> {
+  const log = createEventLog({ redis: connectRedis() });
+  await replaySession(log, session);
+  let last: Envelope | undefined;
+  for await (const event of log.read(session)) last = event;
+  return last !== undefined && isTerminalKind(last.kind) ? last.kind : undefined;
+}
+export const finished: EventKind = "turn.finished";

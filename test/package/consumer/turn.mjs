@@ -1,7 +1,9 @@
 // A consumer's program, run from a project that installed the packed tarball: one real turn through
 // the producer, an in-process worker and the real claude CLI, answered by the scripted model server.
+// Each side imports its own entry, as an application and a worker process would.
 // argv: workspace dir, log prefix, queue prefix. Prints the turn's result as one JSON line.
-import { connectRedis, createProducer, startTurnWorker } from "turnstream";
+import { connectRedis, createProducer } from "turnstream/producer";
+import { startTurnWorker } from "turnstream/worker";
 import { DUMMY_API_KEY, startModelServer } from "turnstream/testing";
 
 const [workspace, logPrefix, queuePrefix] = process.argv.slice(2);

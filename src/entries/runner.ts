@@ -1,0 +1,36 @@
+// "turnstream/runner": one Claude Code CLI turn in this process, thread sessions across turns, config
+// homes and skills, session files, process containment and the sweep of what runs leave behind. For
+// embedding a turn without a queue: this entry loads no Redis client, queue or tracing SDK
+// (test/package/light-entries.test.ts holds it to that).
+export {
+  captureSessionFile,
+  ClaudeCodeCliError,
+  CliNotFoundError,
+  ContainmentError,
+  InMemorySessionStore,
+  LimitExceededError,
+  LostSessionError,
+  NoAuthError,
+  restoreSessionFile,
+  resolveClaudeBin,
+  runThreadTurn,
+  runTurn,
+  sweep,
+  WorkspacePathError,
+  type CliErrorKind,
+  type ConfigHomeOptions,
+  type FreshReason,
+  type Logger,
+  type RunTurnOptions,
+  type SessionStore,
+  type SkillSpec,
+  type StoredSession,
+  type SweepOptions,
+  type SweepResult,
+  type ThreadTurnHandle,
+  type ThreadTurnOptions,
+  type ThreadTurnOutcome,
+  type TurnHandle,
+  type TurnOutcome,
+  type WorkspacePathProblem,
+} from "../cli/index.ts";
