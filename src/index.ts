@@ -77,6 +77,21 @@ export {
   type PendingRequest,
 } from "./decisions/index.ts";
 
+// Failure kinds and their verdicts (src/events/): the outcome and exit code `turnstream run --wait`
+// gives a turn's end, and the base class of turnstream's errors (src/kernel/).
+export {
+  FAILURE_KINDS_TABLE,
+  outcomeOf,
+  type ExitCode,
+  type FailureKind,
+  type FailureKindInfo,
+  type KnownErrorKind,
+  type Outcome,
+  type TurnEnding,
+  type TurnVerdict,
+} from "./events/index.ts";
+export { TurnstreamError, type TurnstreamErrorOptions } from "./kernel/index.ts";
+
 // Running one CLI turn, thread sessions, config homes and session files (src/cli/).
 export {
   captureSessionFile,
