@@ -1,12 +1,14 @@
 // Typed failures of one CLI run. Raw stderr is kept for diagnosis but never enumerable and never in
 // `message`: it can echo prompts, paths or secrets, and errors end up in logs and job records.
-import { isRetryableKind } from "../events/index.ts";
+import { isRetryableKind, type KnownErrorKind } from "../events/index.ts";
 import { TurnstreamError } from "../kernel/index.ts";
 import type { LimitErrorKind } from "./limits.ts";
 
 /** Failure kinds the CLI runner adds to the protocol's result classification. */
 export type RunnerErrorKind =
   "timeout" | "inactivity" | "aborted" | "killed" | "cli_not_found" | "bad_options" | LimitErrorKind;
+// Every one has its row in the failure table (a compile error otherwise).
+true satisfies RunnerErrorKind extends KnownErrorKind ? true : never;
 
 export interface ClaudeCodeCliErrorFields {
   kind: string;

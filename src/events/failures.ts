@@ -94,10 +94,10 @@ export const FAILURE_KINDS_TABLE = {
   ),
   cli_error: infrastructure(false, "The CLI could not be started or run, or failed in a way no other kind names."),
   cli_not_found: infrastructure(false, "The claude CLI binary was not found on the worker."),
-  // Our own kill() of a run (see the `killed` test in test/events/failures.test.ts): never retried.
+  // Only ever our own kill(), never an outside signal (that is no_result): test/events/failures.test.ts.
   killed: infrastructure(
     false,
-    "turnstream itself ended the run's process tree (the run handle's kill(), a worker stopping the attempt).",
+    "The run handle's kill() ended the run's process tree: a stop turnstream or its caller chose, so it is not retried.",
   ),
   auth: infrastructure(
     false,
@@ -141,8 +141,7 @@ export const FAILURE_KINDS_TABLE = {
 /** Every kind of the table: the classifier's `ok` and every failure. */
 export type KnownErrorKind = keyof typeof FAILURE_KINDS_TABLE;
 // Every kind the classifier decides has its row (a compile error otherwise).
-const classifiedKindsHaveRows: readonly KnownErrorKind[] = [] as ClassifiedKind[];
-void classifiedKindsHaveRows;
+true satisfies ClassifiedKind extends KnownErrorKind ? true : never;
 
 /** The kinds a turn can fail with: every kind but `ok`. */
 export type FailureKind = Exclude<KnownErrorKind, "ok">;
