@@ -5,7 +5,13 @@
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { EXIT_CODE_OF_OUTCOME, OUTCOME_MEANINGS, OUTCOME_OF_ERROR_KIND, type Outcome } from "../src/bin/exit-codes.ts";
+import {
+  ERROR_KINDS,
+  EXIT_CODE_OF_OUTCOME,
+  FAILURE_KINDS_TABLE,
+  OUTCOME_MEANINGS,
+  type Outcome,
+} from "../src/events/index.ts";
 import { METRICS, MODEL, prometheusName, type MetricDef } from "../src/metrics/names.ts";
 import { ENV_VARS, type EnvVarDoc } from "../src/telemetry/env-vars.ts";
 
@@ -167,7 +173,7 @@ function exitCodeRows(): ExitCodeRow[] {
     code: EXIT_CODE_OF_OUTCOME[outcome],
     outcome,
     meaning: OUTCOME_MEANINGS[outcome],
-    errorKinds: Object.keys(OUTCOME_OF_ERROR_KIND).filter((kind) => OUTCOME_OF_ERROR_KIND[kind] === outcome),
+    errorKinds: ERROR_KINDS.filter((kind) => FAILURE_KINDS_TABLE[kind].outcome === outcome),
   }));
 }
 
@@ -178,13 +184,23 @@ function exitCodesReference(): string {
     row.meaning,
     row.errorKinds.map(code).join(", ") || "—",
   ]);
+  const kinds = ERROR_KINDS.map((kind) => {
+    const info = FAILURE_KINDS_TABLE[kind];
+    return [code(kind), code(info.outcome), info.retryable ? "yes" : "no", info.description];
+  });
   const intro = [
     "Every `turnstream` command exits with one of these codes.",
     'So a pipeline can tell "the agent failed the task" from "retry this job".',
-    "`run --wait --json` and `parse` also print the outcome.",
-    "An error kind the table does not know counts as `infrastructure`. Source: `src/bin/exit-codes.ts`.",
+    "`run --wait --json` and `parse` also print the outcome; a library gets the same verdict from `outcomeOf`.",
+    "Source: the failure table, `src/events/failures.ts`.",
   ].join("\n");
-  return page("Exit codes", intro, table(["code", "outcome", "meaning", "error kinds"], rows));
+  return page(
+    "Exit codes",
+    intro,
+    table(["code", "outcome", "meaning", "error kinds"], rows) +
+      "\n\n## Error kinds\n\nThe worker retries a retryable kind up to its attempt limit.\n\n" +
+      table(["kind", "outcome", "retried", "meaning"], kinds),
+  );
 }
 
 // ---- All of them --------------------------------------------------------------------------------

@@ -57,7 +57,6 @@ function sha256(path: string): string | undefined {
 export type AuthSource = "credential" | "env";
 
 export class NoAuthError extends ClaudeCodeCliError {
-  override readonly name: string = "NoAuthError";
   constructor(credentialPath: string) {
     super(
       `no Claude credential at ${credentialPath} and no API auth in the environment; run \`claude auth login\` ` +

@@ -31,7 +31,7 @@ import {
 } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { ClaudeCodeCliError } from "./errors.ts";
-import { silentLogger, type Logger } from "../kernel/index.ts";
+import { silentLogger, TurnstreamError, type Logger } from "../kernel/index.ts";
 import { processStartTime, type ProcessTree } from "./process-tree.ts";
 
 export type ContainmentKind = "cgroup-v2" | "cgroup-v1-freezer" | "pid-namespace" | "proc-walk";
@@ -71,7 +71,6 @@ export function describeContainment(kind: ContainmentKind): string {
 
 /** The run's cgroup could not be made or entered although this host's containment uses cgroups. */
 export class ContainmentError extends ClaudeCodeCliError {
-  override readonly name: string = "ContainmentError";
   readonly path: string;
 
   constructor(
@@ -92,13 +91,11 @@ export class ContainmentError extends ClaudeCodeCliError {
 }
 
 /** The launcher in front of the CLI (sh or unshare) failed to exec it: reported like a failed spawn. */
-export class LaunchError extends Error {
-  override readonly name: string = "LaunchError";
-  readonly code: "ENOENT" | "EACCES";
+export class LaunchError extends TurnstreamError {
+  declare readonly code: "ENOENT" | "EACCES";
 
   constructor(code: "ENOENT" | "EACCES", launcher: string) {
-    super(`${launcher} could not exec the claude CLI (${code})`);
-    this.code = code;
+    super(`${launcher} could not exec the claude CLI (${code})`, { code });
   }
 }
 

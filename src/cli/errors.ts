@@ -1,10 +1,14 @@
 // Typed failures of one CLI run. Raw stderr is kept for diagnosis but never enumerable and never in
 // `message`: it can echo prompts, paths or secrets, and errors end up in logs and job records.
+import { isRetryableKind, type KnownErrorKind } from "../events/index.ts";
+import { TurnstreamError } from "../kernel/index.ts";
 import type { LimitErrorKind } from "./limits.ts";
 
 /** Failure kinds the CLI runner adds to the protocol's result classification. */
 export type RunnerErrorKind =
   "timeout" | "inactivity" | "aborted" | "killed" | "cli_not_found" | "bad_options" | LimitErrorKind;
+// Every one has its row in the failure table (a compile error otherwise).
+true satisfies RunnerErrorKind extends KnownErrorKind ? true : never;
 
 export interface ClaudeCodeCliErrorFields {
   kind: string;
@@ -19,19 +23,8 @@ export interface ClaudeCodeCliErrorFields {
   cause?: unknown;
 }
 
-const RETRYABLE_KINDS = new Set([
-  "timeout",
-  "inactivity",
-  "killed",
-  "rate_limit",
-  "overloaded",
-  "server_error",
-  "api_error",
-  "no_result",
-]);
-
-export class ClaudeCodeCliError extends Error {
-  override readonly name: string = "ClaudeCodeCliError";
+/** `code` is the kind; `retryable` defaults to the kind's (src/events/failures.ts). */
+export class ClaudeCodeCliError extends TurnstreamError {
   readonly kind: string;
   readonly exitCode: number | null;
   readonly signal: NodeJS.Signals | null;
@@ -39,11 +32,14 @@ export class ClaudeCodeCliError extends Error {
   readonly errors: readonly string[];
   readonly terminalReason: string | undefined;
   readonly apiErrorStatus: number | undefined;
-  readonly retryable: boolean;
   declare readonly stderr: string;
 
   constructor(message: string, fields: ClaudeCodeCliErrorFields) {
-    super(message, fields.cause === undefined ? undefined : { cause: fields.cause });
+    super(message, {
+      code: fields.kind,
+      retryable: fields.retryable ?? isRetryableKind(fields.kind),
+      cause: fields.cause,
+    });
     this.kind = fields.kind;
     this.exitCode = fields.exitCode ?? null;
     this.signal = fields.signal ?? null;
@@ -51,14 +47,12 @@ export class ClaudeCodeCliError extends Error {
     this.errors = Object.freeze([...(fields.errors ?? [])]);
     this.terminalReason = fields.terminalReason;
     this.apiErrorStatus = fields.apiErrorStatus;
-    this.retryable = fields.retryable ?? RETRYABLE_KINDS.has(fields.kind);
     Object.defineProperty(this, "stderr", { value: fields.stderr ?? "", enumerable: false, writable: false });
   }
 }
 
 /** `--resume` named a session the CLI could not find (under this config dir and cwd). */
 export class LostSessionError extends ClaudeCodeCliError {
-  override readonly name: string = "LostSessionError";
   readonly sessionId: string;
   readonly threadId: string | undefined;
 
@@ -75,7 +69,6 @@ export class LostSessionError extends ClaudeCodeCliError {
 }
 
 export class CliNotFoundError extends ClaudeCodeCliError {
-  override readonly name: string = "CliNotFoundError";
   readonly tried: readonly string[];
 
   constructor(tried: readonly string[], cause?: unknown) {
@@ -97,8 +90,6 @@ export function badOptions(field: string, problem: string): ClaudeCodeCliError {
 
 /** The run hit one of its limits (limits.ts): its tree was ended. Never retryable: the same turn hits it again. */
 export class LimitExceededError extends ClaudeCodeCliError {
-  override readonly name: string = "LimitExceededError";
-
   constructor(kind: LimitErrorKind, detail: string, fields: Omit<ClaudeCodeCliErrorFields, "kind" | "retryable"> = {}) {
     super(`the run hit its ${LIMIT_NOUN[kind]} limit: ${detail}; its process tree was ended and its scratch removed`, {
       ...fields,

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, rmSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { instanceStem } from "../kernel/index.ts";
+import { instanceStem, TurnstreamError } from "../kernel/index.ts";
 import { lockState, ownLockContent, readLock, writeLock, type LockContent } from "./live-lock.ts";
 
 const OWNER_DIR = "owner";
@@ -25,8 +25,10 @@ export interface InstanceSlot {
   release(): void;
 }
 
-export class InstanceIdTakenError extends Error {
-  override readonly name = "InstanceIdTakenError";
+export class InstanceIdTakenError extends TurnstreamError {
+  constructor(message: string) {
+    super(message, { code: "instance_id_taken" });
+  }
 }
 
 /** `worker-<host>`: the default ids' stem, the host name made safe for a folder name. */

@@ -44,7 +44,6 @@ const MAX_COPY_FILE_BYTES = 64 * 1024 * 1024;
 
 /** A workspace write or removal refused because of what lies at `path`. */
 export class WorkspacePathError extends ClaudeCodeCliError {
-  override readonly name: string = "WorkspacePathError";
   readonly path: string;
   readonly problem: WorkspacePathProblem;
 

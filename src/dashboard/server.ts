@@ -1,7 +1,7 @@
 // `startDashboard`: a small node:http server for the web console. Static page files, JSON and one
 // SSE stream per open view, fed by the log's tail; everything it sends passes through the scrubber.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { DEFAULT_PREFIX, listen, silentLogger, type Logger } from "../kernel/index.ts";
+import { DEFAULT_PREFIX, listen, silentLogger, type Logger, TurnstreamError } from "../kernel/index.ts";
 import { createEventLog, isValidSessionId, type RedisClient } from "../log/index.ts";
 import { closeTurnQueue, createTurnQueue } from "../queue/index.ts";
 import { createScrubber, type Scrubber } from "../telemetry/index.ts";
@@ -65,11 +65,11 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
-export class DashboardTokenRequiredError extends Error {
-  override readonly name = "DashboardTokenRequiredError";
+export class DashboardTokenRequiredError extends TurnstreamError {
   constructor(host: string) {
     super(
       `binding the dashboard to ${host} (not loopback) needs an operator token: set TURNSTREAM_DASHBOARD_TOKEN_FILE (or TURNSTREAM_DASHBOARD_TOKEN)`,
+      { code: "dashboard_token_required" },
     );
   }
 }

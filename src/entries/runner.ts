@@ -34,3 +34,17 @@ export {
   type TurnOutcome,
   type WorkspacePathProblem,
 } from "../cli/index.ts";
+
+// How a run or turn ended, as the `turnstream` command judges it, and the one base of turnstream's errors.
+export {
+  FAILURE_KINDS_TABLE,
+  outcomeOf,
+  type ExitCode,
+  type FailureKind,
+  type FailureKindInfo,
+  type KnownErrorKind,
+  type Outcome,
+  type TurnEnding,
+  type TurnVerdict,
+} from "../events/index.ts";
+export { TurnstreamError, type TurnstreamErrorOptions } from "../kernel/index.ts";

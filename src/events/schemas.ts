@@ -6,6 +6,7 @@
 // only when every writer has always set it; anything added later is optional, so a log written
 // before it still reads (test/events/fixture-log.test.ts replays one).
 import { z } from "zod";
+import { failureKindSchema } from "./failures.ts";
 
 const int = z.number().int();
 const nonNegInt = int.nonnegative();
@@ -136,10 +137,10 @@ export const turnFinishedData = z.object({
 export const turnFailedData = z.object({
   attempt: nonNegInt,
   /**
-   * Why: a kind of src/bin/exit-codes.ts's table (the classifier's, the runner's, the worker's). A run
-   * past one of its limits is `limit_pids`, `limit_memory`, `limit_disk` or `limit_duration`.
+   * Why: a kind of the failure table (failures.ts: the classifier's, the runner's, the worker's). A
+   * kind older logs hold that is no longer written reads as its successor (LEGACY_FAILURE_KINDS).
    */
-  errorKind: z.string(),
+  errorKind: failureKindSchema,
   /** A typed error's name and scrubbed message. */
   error: z.object({ name: z.string(), message: z.string() }),
   retryable: z.boolean(),

@@ -1,6 +1,7 @@
 // Helpers for the project's small HTTP servers (the ops endpoint, the dashboard, the decision hub):
 // a JSON answer never cached and its length known, so a probe or a page reads it whole; a request
 // body read up to a bound; and listening that fails with the listen error.
+import { TurnstreamError } from "./errors.ts";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -16,8 +17,10 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 }
 
 /** A request body went over the reader's limit. */
-export class BodyTooLargeError extends Error {
-  override readonly name = "BodyTooLargeError";
+export class BodyTooLargeError extends TurnstreamError {
+  constructor(message: string) {
+    super(message, { code: "body_too_large" });
+  }
 }
 
 /**

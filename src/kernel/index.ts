@@ -1,6 +1,7 @@
 // The shared kernel: the few definitions every module needs and none owns. It imports nothing of ours,
 // so any module may import it.
 export { type Logger, silentLogger } from "./logger.ts";
+export { TurnstreamError, type TurnstreamErrorOptions } from "./errors.ts";
 export { isObj, numberField, objField, stringField, type Obj } from "./fields.ts";
 export { BodyTooLargeError, listen, readBody, readBodyBytes, sendJson } from "./http.ts";
 export { withTimeout } from "./deadline.ts";

@@ -5,6 +5,7 @@
 // write before replying, `appendfsync always`, is accepted), so a restart from the AOF keeps it.
 // WAIT and WAITAOF count the writes made on the connection they are sent on: they go on the same
 // client as the append script, after it.
+import { TurnstreamError } from "../kernel/index.ts";
 import type { Cluster, Redis } from "ioredis";
 import type { RedisClient } from "./redis.ts";
 import { isCluster } from "./redis.ts";
@@ -23,12 +24,11 @@ export const DEFAULT_DURABILITY_TRIES = 10;
 const FORM = /^(memory|fsync|replicas:([1-9][0-9]?))$/;
 
 /** An append Redis applied but could not confirm at the durability level asked for. */
-export class DurabilityError extends Error {
-  override readonly name = "DurabilityError";
+export class DurabilityError extends TurnstreamError {
   /** `replicas_timeout`: fewer than N replicas acknowledged; `fsync_timeout`: the AOF was not fsynced in time; `unsupported`: the server cannot give the level. */
   readonly problem: "replicas_timeout" | "fsync_timeout" | "unsupported";
   constructor(problem: DurabilityError["problem"], message: string) {
-    super(message);
+    super(message, { code: "log_not_durable" });
     this.problem = problem;
   }
 }

@@ -1,32 +1,32 @@
 // Typed errors of the event log. Messages say what to change; they never carry event payloads.
+import { TurnstreamError } from "../kernel/index.ts";
 
-export class InvalidSessionIdError extends Error {
-  override readonly name = "InvalidSessionIdError";
+export class InvalidSessionIdError extends TurnstreamError {
   readonly session: string;
   constructor(session: string) {
     super(
       `session id ${JSON.stringify(session.slice(0, 40))} is invalid: use 1-128 characters from ` +
         `A-Z a-z 0-9 _ . - (no braces, colons or spaces), starting with a letter or digit`,
+      { code: "invalid_session_id" },
     );
     this.session = session.slice(0, 128);
   }
 }
 
-export class InvalidPrefixError extends Error {
-  override readonly name = "InvalidPrefixError";
+export class InvalidPrefixError extends TurnstreamError {
   readonly prefix: string;
   constructor(prefix: string) {
     super(
       `key prefix ${JSON.stringify(prefix.slice(0, 40))} is invalid: use at most 64 characters from ` +
         `A-Z a-z 0-9 _ . : - (braces would change the cluster hash tag)`,
+      { code: "invalid_prefix" },
     );
     this.prefix = prefix.slice(0, 64);
   }
 }
 
 /** An event failed the envelope schema (on write: nothing was appended; on read: the stored entry is corrupt). */
-export class InvalidEventError extends Error {
-  override readonly name = "InvalidEventError";
+export class InvalidEventError extends TurnstreamError {
   readonly session: string;
   readonly seq: number | undefined;
   readonly issues: readonly string[];
@@ -34,6 +34,7 @@ export class InvalidEventError extends Error {
     super(
       `event ${seq === undefined ? "" : `#${seq} `}of session ${session} does not match the envelope schema: ` +
         issues.slice(0, 3).join("; "),
+      { code: "invalid_event" },
     );
     this.session = session;
     this.seq = seq;
@@ -46,8 +47,7 @@ export class InvalidEventError extends Error {
  * begun since. The writer holding this epoch is stale and must stop (kill its CLI); nothing of the
  * rejected batch was written.
  */
-export class FencedError extends Error {
-  override readonly name = "FencedError";
+export class FencedError extends TurnstreamError {
   readonly session: string;
   readonly epoch: number;
   readonly currentEpoch: number;
@@ -55,6 +55,7 @@ export class FencedError extends Error {
     super(
       `session ${session}: epoch ${epoch} is fenced (current epoch ${currentEpoch}); this attempt was ` +
         `superseded — stop writing and end the attempt's process`,
+      { code: "fenced" },
     );
     this.session = session;
     this.epoch = epoch;
@@ -63,8 +64,7 @@ export class FencedError extends Error {
 }
 
 /** `expectedSeq` did not match the log's last sequence number; nothing was written. */
-export class ConflictError extends Error {
-  override readonly name = "ConflictError";
+export class ConflictError extends TurnstreamError {
   readonly session: string;
   readonly expectedSeq: number;
   readonly lastSeq: number;
@@ -72,6 +72,7 @@ export class ConflictError extends Error {
     super(
       `session ${session}: expected last seq ${expectedSeq} but the log is at ${lastSeq}; re-read the ` +
         `log and retry with the current seq`,
+      { code: "conflict" },
     );
     this.session = session;
     this.expectedSeq = expectedSeq;
@@ -84,8 +85,7 @@ export class ConflictError extends Error {
  * to a replica that had not received them, or a restart without its data). Nothing of the rejected
  * batch was written; the writer must stop, since everything it appends would follow a hole.
  */
-export class LogRolledBackError extends Error {
-  override readonly name = "LogRolledBackError";
+export class LogRolledBackError extends TurnstreamError {
   readonly session: string;
   /** The highest seq the writer had been told was in the log. */
   readonly ackedSeq: number;
@@ -97,6 +97,7 @@ export class LogRolledBackError extends Error {
         `${ackedSeq} had been confirmed, or this writer's confirmed batch is gone): Redis failed over to a ` +
         `replica that had not received them, or restarted without its data; check the Redis ` +
         `replication and persistence settings (appendonly, min-replicas-to-write)`,
+      { code: "log_rolled_back" },
     );
     this.session = session;
     this.ackedSeq = ackedSeq;
@@ -105,24 +106,25 @@ export class LogRolledBackError extends Error {
 }
 
 /** A kind that needs a fencing epoch was given to an unfenced append. */
-export class UnfencedKindError extends Error {
-  override readonly name = "UnfencedKindError";
+export class UnfencedKindError extends TurnstreamError {
   readonly kind: string;
   constructor(kind: string, allowed: readonly string[]) {
     super(
       `kind ${kind} cannot be appended without an epoch; begin an attempt and append with its epoch, ` +
         `or use one of the unfenced kinds: ${allowed.join(", ")}`,
+      { code: "unfenced_kind" },
     );
     this.kind = kind;
   }
 }
 
 /** The writer was closed; no more events are accepted. */
-export class WriterClosedError extends Error {
-  override readonly name = "WriterClosedError";
+export class WriterClosedError extends TurnstreamError {
   readonly session: string;
   constructor(session: string) {
-    super(`writer for session ${session} is closed; create a new writer to append more events`);
+    super(`writer for session ${session} is closed; create a new writer to append more events`, {
+      code: "writer_closed",
+    });
     this.session = session;
   }
 }

@@ -2,6 +2,7 @@
 // READONLY, LOADING, CLUSTERDOWN…) into a message a person can act on: which Redis (its address,
 // never its password), what failed, and what to check. Commands print it; workers log it. No runtime
 // import of ioredis here: the command line's error path loads this without it.
+import { TurnstreamError } from "../kernel/index.ts";
 import type { Cluster } from "ioredis";
 import type { RedisClient } from "./redis.ts";
 
@@ -29,19 +30,20 @@ const CHECK: Readonly<Record<RedisProblem, (at: string) => string>> = {
 };
 
 /** Redis did not hold up; the message names the Redis, what failed and what to check. */
-export class RedisUnavailableError extends Error {
-  override readonly name = "RedisUnavailableError";
+export class RedisUnavailableError extends TurnstreamError {
   /** The Redis, without credentials. */
   readonly url: string;
   readonly problem: RedisProblem;
-  /** For loggers that keep an error's code: the underlying error's (ECONNREFUSED…), else the problem. */
-  readonly code: string;
+  /** `code`, for loggers that keep an error's code: the underlying error's (ECONNREFUSED…), else the problem. */
   constructor(url: string, problem: RedisProblem = "unreachable", doing?: string, cause?: unknown) {
-    super(CHECK[problem](doing === undefined ? url : `${url} (while ${doing})`), { cause });
+    const causeCode = (cause as { code?: unknown } | undefined)?.code;
+    super(CHECK[problem](doing === undefined ? url : `${url} (while ${doing})`), {
+      code: typeof causeCode === "string" ? causeCode : problem,
+      retryable: true,
+      cause,
+    });
     this.url = url;
     this.problem = problem;
-    const causeCode = (cause as { code?: unknown } | undefined)?.code;
-    this.code = typeof causeCode === "string" ? causeCode : problem;
   }
 }
 

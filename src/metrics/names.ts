@@ -7,7 +7,7 @@
 // else a `turnstream.` namespace. No attribute holds prompt text, session or turn ids, or any other
 // unbounded value: every value is in the listed set, or passes a shape check, else it is "other".
 
-import { WARM_STARTS } from "../events/index.ts";
+import { FAILURE_KINDS, WARM_STARTS } from "../events/index.ts";
 import { QUEUE_STATES } from "../queue/index.ts";
 
 /** OpenTelemetry instrument kinds turnstream uses (gauges are observable: read when collected). */
@@ -42,43 +42,10 @@ export const ATTEMPT_OUTCOMES = ["finished", "failed", "cancelled", "abandoned"]
 export const TOKEN_TYPES = ["input", "output", "cache_read", "cache_creation"] as const;
 
 /**
- * Error kinds turnstream records (`turn.failed` errorKind, the CLI's result classification, the
- * runner's own kinds), plus "cancelled" for a turn ended by a cancel. Anything else is "other".
+ * Error kinds turnstream records: the failure table's (src/events/failures.ts), plus "cancelled" for a
+ * turn ended by a cancel. Anything else is "other".
  */
-export const ERROR_TYPES = [
-  "cancelled",
-  "lost_session",
-  "auth",
-  "rate_limit",
-  "overloaded",
-  "server_error",
-  "api_error",
-  "invalid_request",
-  "max_turns",
-  "max_budget",
-  "no_result",
-  "error_result",
-  "cli_error",
-  "timeout",
-  "inactivity",
-  "aborted",
-  "killed",
-  "cli_not_found",
-  "bad_options",
-  "output_limit",
-  "limit_pids",
-  "limit_memory",
-  "limit_disk",
-  "limit_duration",
-  "too_many_attempts",
-  "bad_payload",
-  "bad_cwd",
-  "abandoned",
-  "unsupervised",
-  "log_lost",
-  "log_not_durable",
-  OTHER,
-] as const;
+export const ERROR_TYPES = ["cancelled", ...FAILURE_KINDS, OTHER] as const;
 
 /** A gateway call's HTTP status, by class. */
 export const STATUS_CLASSES = ["2xx", "3xx", "4xx", "5xx", OTHER] as const;

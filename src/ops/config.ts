@@ -1,15 +1,15 @@
 // Where the ops endpoint listens, from TURNSTREAM_OPS_PORT / TURNSTREAM_OPS_HOST or a command's
 // --ops-port. Unset means no server: a process that nobody probes opens no port.
+import { TurnstreamError } from "../kernel/index.ts";
 export interface OpsConfig {
   readonly port: number;
   readonly host: string;
 }
 
-export class OpsConfigError extends Error {
-  override readonly name = "OpsConfigError";
+export class OpsConfigError extends TurnstreamError {
   readonly variable: string;
   constructor(variable: string, message: string) {
-    super(message);
+    super(message, { code: "ops_config" });
     this.variable = variable;
   }
 }

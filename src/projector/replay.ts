@@ -1,6 +1,7 @@
 // Replay: fold a session's log from zero in memory, never touching the live read models. Optionally
 // only up to an event or a moment, optionally on into live events, optionally with the original
 // timing scaled. Observers see every event and the state after it (renderers, and later exporters).
+import { TurnstreamError } from "../kernel/index.ts";
 import type { Envelope, EventLog } from "../log/index.ts";
 import { applyEvent } from "./reduce.ts";
 import { initialState, type ProjectionState } from "./state.ts";
@@ -47,12 +48,12 @@ export interface ReplayOptions {
 /** How a replay waits between events when `speed` is set: resolves after `ms`, or at once when `signal` aborts. */
 export type ReplaySleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
-export class UnknownSessionError extends Error {
-  override readonly name = "UnknownSessionError";
+export class UnknownSessionError extends TurnstreamError {
   readonly session: string;
   constructor(session: string, prefix: string) {
     super(
       `session ${session} has no events under key prefix "${prefix}"; check the id (turnstream sessions lists them) or --prefix`,
+      { code: "unknown_session" },
     );
     this.session = session;
   }

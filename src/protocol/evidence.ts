@@ -1,7 +1,7 @@
 // Evidence of what the agent actually did, taken from tool_use blocks only: text the model wrote
 // (which may quote commands or paths) never counts.
 import { foldMessages, type Fold, type ToolCall } from "./fold.ts";
-import { isObj } from "../kernel/index.ts";
+import { isObj, TurnstreamError } from "../kernel/index.ts";
 import { contentBlocks, objOf, parsedLines, type LinesInput } from "./lines.ts";
 
 /** Bash commands the run called, in call order (subagents included). */
@@ -23,15 +23,15 @@ export function bashCommands(lines: LinesInput): string[] {
   return out;
 }
 
-export class SkillNotReadError extends Error {
+export class SkillNotReadError extends TurnstreamError {
   readonly skill: string;
   constructor(skill: string) {
     super(
       `skill '${skill}' was not read: expected a successful Read of .skills/${skill}/SKILL.md ` +
         `(or .claude/skills/${skill}/SKILL.md) or a successful Skill tool call for it; ` +
         `check that the skill is installed and the prompt leads the agent to it`,
+      { code: "skill_not_read" },
     );
-    this.name = "SkillNotReadError";
     this.skill = skill;
   }
 }

@@ -2,7 +2,7 @@
 // lines of the attempt the turn's ending names, and how it ended. Read from the event log alone.
 import type { Envelope } from "../log/index.ts";
 import { dataOf } from "../events/index.ts";
-import { isObj, stringField } from "../kernel/index.ts";
+import { isObj, stringField, TurnstreamError } from "../kernel/index.ts";
 import { parseLine } from "../protocol/index.ts";
 
 export type TurnStatus = "finished" | "failed" | "cancelled" | "unended";
@@ -32,8 +32,10 @@ export interface RecordedTurn {
 }
 
 /** The session holds no turn the re-run can use (or none the `--turn` selector names). */
-export class NoRecordedTurnError extends Error {
-  override readonly name = "NoRecordedTurnError";
+export class NoRecordedTurnError extends TurnstreamError {
+  constructor(message: string) {
+    super(message, { code: "no_recorded_turn" });
+  }
 }
 
 function endingOf(events: readonly Envelope[]): TurnEnding & { attempt: number | undefined } {

@@ -3,6 +3,7 @@
 // from the operator alone; a recorded turn that ran with more than the operator grants is refused by
 // name, never re-run with the recording's permissions, and an imported session is never re-run with
 // more than the default mode.
+import { TurnstreamError } from "../kernel/index.ts";
 import type { RecordedTurn } from "./record.ts";
 
 /** The permission modes a re-run can be granted (`--permission-mode`); `default` unless the operator says so. */
@@ -17,8 +18,10 @@ export const RERUN_PERMISSION_MODES = [
 export type RerunPermissionMode = (typeof RERUN_PERMISSION_MODES)[number];
 
 /** The recording asks for more than the operator granted, or the session is imported and more was granted. */
-export class RecordingRefusedError extends Error {
-  override readonly name = "RecordingRefusedError";
+export class RecordingRefusedError extends TurnstreamError {
+  constructor(message: string) {
+    super(message, { code: "recording_refused" });
+  }
 }
 
 export interface RerunGrant {

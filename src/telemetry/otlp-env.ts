@@ -1,5 +1,6 @@
 // The OTLP exporter settings of one signal from the standard OTEL_* variables, for traces and metrics
 // alike: the per-signal variable wins over the general one, as OpenTelemetry's specification says.
+import { TurnstreamError } from "../kernel/index.ts";
 import type { EnvLike } from "./scrub.ts";
 
 export type OtlpProtocol = "http/protobuf" | "http/json" | "grpc";
@@ -13,11 +14,10 @@ export interface OtlpSettings {
   readonly compression: "gzip" | "none" | undefined;
 }
 
-export class TelemetryConfigError extends Error {
+export class TelemetryConfigError extends TurnstreamError {
   readonly variable: string;
   constructor(variable: string, message: string) {
-    super(message);
-    this.name = "TelemetryConfigError";
+    super(message, { code: "telemetry_config" });
     this.variable = variable;
   }
 }

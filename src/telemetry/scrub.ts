@@ -5,6 +5,7 @@
 // the known values (prefilter.ts) plus one combined pre-check regex for the patterns. Only on a hit do we locate every
 // occurrence of every value (overlapping ones too) and redact the union of their spans, so a value
 // that overlaps or contains another never leaks a remainder.
+import { TurnstreamError } from "../kernel/index.ts";
 import { readFileSync } from "node:fs";
 import { BUILTIN_PATTERNS, combinedPrecheck, type ScrubPattern } from "./patterns.ts";
 import { createPrefilter } from "./prefilter.ts";
@@ -58,14 +59,14 @@ export interface Scrubber {
   readonly size: number;
 }
 
-export class ScrubberConfigError extends Error {
+export class ScrubberConfigError extends TurnstreamError {
   readonly secretName: string;
   readonly length: number;
   constructor(secretName: string, length: number) {
     super(
       `secret '${secretName}' is ${length} characters; register values of at least ${MIN_REGISTERED} characters (shorter ones would redact ordinary text)`,
+      { code: "scrubber_config" },
     );
-    this.name = "ScrubberConfigError";
     this.secretName = secretName;
     this.length = length;
   }

@@ -1,4 +1,5 @@
 // The model server's script: the JSON a test writes to say what the "model" answers, request by request.
+import { TurnstreamError } from "../kernel/index.ts";
 import { z } from "zod";
 
 const textBlock = z.object({ type: z.literal("text"), text: z.string() });
@@ -85,11 +86,10 @@ export const scriptSchema = z.strictObject({
 });
 export type Script = z.infer<typeof scriptSchema>;
 
-export class InvalidScriptError extends Error {
+export class InvalidScriptError extends TurnstreamError {
   readonly issues: readonly string[];
   constructor(issues: string[]) {
-    super(`invalid model-server script: ${issues.join("; ")}`);
-    this.name = "InvalidScriptError";
+    super(`invalid model-server script: ${issues.join("; ")}`, { code: "invalid_script" });
     this.issues = issues;
   }
 }

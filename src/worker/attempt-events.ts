@@ -7,6 +7,7 @@ import {
   type AttemptAbandonedData,
   type AttemptObserver,
   type EventKind,
+  type FailureKind,
   type ObservedEvent,
   type TraceIds,
   type TurnCancelledData,
@@ -225,7 +226,7 @@ export class AttemptEvents {
     for (const o of this.#observers) this.#guard(() => o.end?.(reason));
   }
 
-  async fail(errorKind: string, name: string, message: string, retryable = false): Promise<AttemptEnd> {
+  async fail(errorKind: FailureKind, name: string, message: string, retryable = false): Promise<AttemptEnd> {
     const scrubbed = this.scrubMessage(message);
     const failed: TurnFailedData = { attempt: this.attempt, errorKind, error: { name, message: scrubbed }, retryable };
     await this.write("turn.failed", failed);

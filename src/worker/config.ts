@@ -1,6 +1,7 @@
 // Worker configuration from the process environment (`turnstream worker`, workers/turn-worker.ts):
 // the part of TurnWorkerOptions a variable sets, checked here so a bad value stops the start naming
 // the variable.
+import { TurnstreamError } from "../kernel/index.ts";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys } from "../decisions/index.ts";
@@ -110,11 +111,10 @@ const envSchema = z.object({
     .optional(),
 });
 
-export class WorkerConfigError extends Error {
-  override readonly name = "WorkerConfigError";
+export class WorkerConfigError extends TurnstreamError {
   readonly variable: string;
   constructor(variable: string, problem: string) {
-    super(`worker configuration: ${variable}: ${problem}`);
+    super(`worker configuration: ${variable}: ${problem}`, { code: "worker_config" });
     this.variable = variable;
   }
 }

@@ -10,7 +10,7 @@ export {
 } from "./options.ts";
 export { executeTurnJob } from "./execute.ts";
 export type { ExecuteDeps, RunningTurn, StopReason, TurnJobResult } from "./types.ts";
-export { DEFAULT_RETRY, RETRYABLE_KINDS, retryDelayMs, type RetryPolicy } from "./retry.ts";
+export { DEFAULT_RETRY, retryDelayMs, type RetryPolicy } from "./retry.ts";
 export { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
 export { parseWorkspaceRoots, workerConfigFromEnv, WorkerConfigError } from "./config.ts";
 export { danglingAttempts, lastCliSessionId, latestSnapshot, rebuildTranscript } from "./log-scan.ts";

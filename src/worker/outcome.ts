@@ -5,6 +5,9 @@
 import type { TurnOutcome } from "../cli/index.ts";
 import {
   costAdded,
+  isFailureKind,
+  isRetryableKind,
+  type FailureKind,
   type SessionReplayedData,
   type SessionSnapshotData,
   type TurnFinishedData,
@@ -13,25 +16,28 @@ import { retryHints } from "../protocol/index.ts";
 import { lostSessionPolicyOf, type TurnJob } from "../queue/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
 import type { PreparedRun } from "./prepare.ts";
-import { RETRYABLE_KINDS, retryDelayMs } from "./retry.ts";
+import { retryDelayMs } from "./retry.ts";
 import type { CliRun } from "./run-cli.ts";
 import { snapshotRecord, type Snapshot } from "./snapshots.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay } from "./types.ts";
 
 export interface ErrorFields {
-  kind: string;
+  kind: FailureKind;
   retryable: boolean;
   name: string;
   message: string;
 }
 
-/** A thrown error's kind, name and message; it is retryable only when it says so and its kind is one worth retrying. */
+/**
+ * A thrown error's kind (`cli_error` when it names none of the failure table's), name and message; it
+ * is retryable only when it says so and its kind is one worth retrying.
+ */
 export function errFields(err: unknown): ErrorFields {
   const e = err as { kind?: unknown; retryable?: unknown; name?: unknown; message?: unknown };
-  const kind = typeof e?.kind === "string" ? e.kind : "cli_error";
+  const kind = typeof e?.kind === "string" && isFailureKind(e.kind) ? e.kind : "cli_error";
   return {
     kind,
-    retryable: typeof e?.retryable === "boolean" ? e.retryable && RETRYABLE_KINDS.has(kind) : RETRYABLE_KINDS.has(kind),
+    retryable: typeof e?.retryable === "boolean" ? e.retryable && isRetryableKind(kind) : isRetryableKind(kind),
     name: typeof e?.name === "string" ? e.name : "Error",
     message: typeof e?.message === "string" ? e.message : String(err),
   };
@@ -41,8 +47,8 @@ export type Verdict =
   | { kind: "stopped" }
   | { kind: "finished"; outcome: TurnOutcome }
   | { kind: "replay" }
-  | { kind: "retry"; errorKind: string }
-  | { kind: "failed"; errorKind: string; name: string; message: string; retryable: boolean };
+  | { kind: "retry"; errorKind: FailureKind }
+  | { kind: "failed"; errorKind: FailureKind; name: string; message: string; retryable: boolean };
 
 export interface RunFacts {
   /** Set when the attempt was stopped from outside while the CLI ran. */

@@ -5,7 +5,7 @@
 // supervised turn its hook wiring. A check that fails ends the attempt with turn.failed.
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
 import type { EnvOverlay, ToolSandbox } from "../cli/index.ts";
-import type { AttemptStartedData } from "../events/index.ts";
+import { isFailureKind, type AttemptStartedData, type FailureKind } from "../events/index.ts";
 import type { EventLog } from "../log/index.ts";
 import { cwdProblem, type TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
@@ -129,7 +129,8 @@ async function openAccess(
   } catch (err) {
     const e = err as Error & { kind?: string };
     // NoAuthError says `auth`; anything else is the gateway's own failure (it could not listen).
-    return { end: await events.fail(e.kind ?? "gateway", e.name, e.message) };
+    const kind = e.kind !== undefined && isFailureKind(e.kind) ? e.kind : "gateway";
+    return { end: await events.fail(kind, e.name, e.message) };
   }
 }
 
@@ -138,7 +139,7 @@ function refusal(
   deps: ExecuteDeps,
   job: TurnJob,
   attempt: number,
-): { errorKind: string; name: string; message: string } | undefined {
+): { errorKind: FailureKind; name: string; message: string } | undefined {
   const { retry, workspaceRoots } = deps.settings;
   if (attempt > retry.maxAttempts) {
     return {

@@ -1,6 +1,7 @@
-// How long to wait before the next attempt of a turn that failed with a retryable kind: exponential
-// in the attempt number, never earlier than the CLI's own hints (its last retry delay, the rate
-// limit's reset time), bounded so a bogus reset time cannot park a turn for days.
+// How long to wait before the next attempt of a turn that failed with a retryable kind (the failure
+// table in src/events/failures.ts says which): exponential in the attempt number, never earlier than
+// the CLI's own hints (its last retry delay, the rate limit's reset time), bounded so a bogus reset
+// time cannot park a turn for days.
 import type { RetryHints } from "../protocol/index.ts";
 
 export interface RetryPolicy {
@@ -13,21 +14,6 @@ export interface RetryPolicy {
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 5, baseMs: 2000, maxMs: 60_000, maxWaitMs: 15 * 60_000 };
-
-/**
- * Kinds worth another attempt; everything else (auth, invalid_request, bad payloads…) fails at once.
- * A run limit hit (`limit_pids`, `limit_memory`, `limit_disk`, `limit_duration`) is not here: the same
- * turn hits the same bound again, and retrying would spend the bound's resources once per attempt.
- */
-export const RETRYABLE_KINDS: ReadonlySet<string> = new Set([
-  "rate_limit",
-  "overloaded",
-  "server_error",
-  "api_error",
-  "timeout",
-  "inactivity",
-  "no_result",
-]);
 
 export function retryDelayMs(
   policy: RetryPolicy,

@@ -12,6 +12,7 @@ import {
   type SandboxProbe,
   type ToolSandbox,
 } from "../cli/index.ts";
+import type { FailureKind } from "../events/index.ts";
 import type { Logger } from "../kernel/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 
@@ -91,7 +92,7 @@ function covers(workerEntry: string, jobEntry: string): boolean {
 }
 
 export interface SandboxRefusal {
-  errorKind: string;
+  errorKind: FailureKind;
   name: string;
   message: string;
 }

@@ -3,6 +3,7 @@
 // must also be a directory that exists: a job whose cwd is missing can never run, so it is the
 // caller's mistake (usage), not a failure worth retrying. The roots are checked first, so a producer
 // cannot learn through the error kind which paths exist outside them.
+import { TurnstreamError } from "../kernel/index.ts";
 import { realpathSync } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
 
@@ -23,27 +24,25 @@ export function underRoots(cwd: string, roots: readonly string[]): boolean {
   });
 }
 
-export class WorkspaceNotAllowedError extends Error {
-  override readonly name = "WorkspaceNotAllowedError";
+export class WorkspaceNotAllowedError extends TurnstreamError {
   readonly kind = "workspace_not_allowed";
-  readonly retryable = false;
   readonly roots: readonly string[];
   constructor(roots: readonly string[]) {
     super(
       `the turn's cwd is outside this worker's workspace roots (${roots.join(", ")}); enqueue it with a cwd under one of them or add its root to TURNSTREAM_WORKSPACE_ROOTS`,
+      { code: "workspace_not_allowed" },
     );
     this.roots = roots;
   }
 }
 
-export class BadCwdError extends Error {
-  override readonly name = "BadCwdError";
+export class BadCwdError extends TurnstreamError {
   readonly kind = "bad_cwd";
-  readonly retryable = false;
   readonly cwd: string;
   constructor(cwd: string, problem: string, workerId: string) {
     super(
       `the turn's cwd ${JSON.stringify(cwd)} ${problem} on worker ${workerId}; enqueue it with an existing directory under the worker's workspace roots`,
+      { code: "bad_cwd" },
     );
     this.cwd = cwd;
   }

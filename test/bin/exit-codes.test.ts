@@ -12,7 +12,7 @@ import {
   outcomeOfTurn,
   type Outcome,
 } from "../../src/bin/exit-codes.ts";
-import { RETRYABLE_KINDS } from "../../src/worker/retry.ts";
+import { ERROR_KINDS, isRetryableKind } from "../../src/events/index.ts";
 
 test("the exit-code reference lists each outcome with the module's code", () => {
   const section = readFileSync(join(process.cwd(), "docs", "reference", "exit-codes.md"), "utf8");
@@ -64,7 +64,7 @@ test("each class of error kind exits with its code", () => {
 
 test("a kind the worker retries never counts as the task's failure or a usage error", () => {
   const allowed: Outcome[] = ["infrastructure", "timed_out"];
-  for (const kind of RETRYABLE_KINDS)
+  for (const kind of ERROR_KINDS.filter(isRetryableKind))
     assert.ok(allowed.includes(outcomeOfErrorKind(kind)), `${kind} → ${outcomeOfErrorKind(kind)}`);
 });
 

@@ -98,7 +98,7 @@ async function plantRawTurn(r: Awaited<ReturnType<typeof rig>>, session: string)
       kind: "turn.failed",
       data: {
         attempt,
-        errorKind: "process_error",
+        errorKind: "cli_error",
         error: { name: "Error", message: `boom ${GH_CANARY} ${ENV_CANARY}` },
         retryable: false,
       },
@@ -177,7 +177,7 @@ test("a finished session: transcript, steps back in time and back to live; a can
     await planted.locator(".turn-head .badge", { hasText: "failed" }).waitFor();
     assert.match(await page.locator("#where").innerText(), new RegExp(`live · event ${last}$`));
     assert.match(String(await real.textContent()), /printed the value/);
-    assert.match(await planted.locator(".turn-head").innerText(), /process_error: boom \[REDACTED/);
+    assert.match(await planted.locator(".turn-head").innerText(), /cli_error: boom \[REDACTED/);
     assert.match(String(await planted.locator("details.folded summary").textContent()), /result · 3\.\d KB \(folded\)/);
     assert.equal(
       await planted.locator("a.trace").getAttribute("href"),

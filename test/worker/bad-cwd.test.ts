@@ -8,14 +8,14 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createProducer, InvalidTurnError } from "../../src/queue/index.ts";
 import { exitCodeOf, outcomeOfErrorKind } from "../../src/bin/exit-codes.ts";
-import { RETRYABLE_KINDS } from "../../src/worker/retry.ts";
+import { isRetryableKind } from "../../src/events/index.ts";
 import { onlyJson, turnstream } from "../bin/_cli.ts";
 import { dataOf, kindsOf, rig } from "./_more.ts";
 
 test("bad_cwd is a usage outcome (exit 2) and never retried", () => {
   assert.equal(outcomeOfErrorKind("bad_cwd"), "usage");
   assert.equal(exitCodeOf(outcomeOfErrorKind("bad_cwd")), 2);
-  assert.equal(RETRYABLE_KINDS.has("bad_cwd"), false);
+  assert.equal(isRetryableKind("bad_cwd"), false);
 });
 
 test("enqueue refuses a relative cwd always, and with checkCwd one that is missing or a file here, naming it", async () => {

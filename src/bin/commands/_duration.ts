@@ -1,5 +1,6 @@
 // Durations on the command line: `30s`, `10m`, `1h`, `500ms` or plain milliseconds, so a pipeline's
 // timeouts read the way its authors think of them.
+import { TurnstreamError } from "../../kernel/index.ts";
 
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
@@ -11,10 +12,11 @@ export function parseDuration(text: string): number | undefined {
   return Number.isSafeInteger(ms) && ms > 0 ? ms : undefined;
 }
 
-export class BadDurationError extends Error {
-  override readonly name = "BadDurationError";
+export class BadDurationError extends TurnstreamError {
   constructor(flag: string, value: string) {
-    super(`--${flag} takes a duration such as 30s, 10m, 1h or plain milliseconds, got '${value}'`);
+    super(`--${flag} takes a duration such as 30s, 10m, 1h or plain milliseconds, got '${value}'`, {
+      code: "bad_duration",
+    });
   }
 }
 

@@ -2,6 +2,7 @@
 // bad), enqueue them all at once, follow them together, and exit with the worst turn's outcome (see
 // ../reports/turn-result.ts for the order), writing a JUnit file and GitHub annotations on request.
 // Re-run entries run in this process beside them (./_batch-rerun.ts) and are reported alike.
+import { TurnstreamError } from "../../kernel/index.ts";
 import { appendFileSync, writeFileSync } from "node:fs";
 import type { Envelope, RedisClient } from "../../log/index.ts";
 import { dataOf } from "../../events/index.ts";
@@ -62,8 +63,10 @@ type BatchArgs = ParsedArgs<{ allowPositionals: true; options: typeof options }>
 type BatchValues = BatchArgs["values"];
 
 /** Why the batch stopped waiting before every turn ended: --timeout passed. */
-class BatchTimeoutError extends Error {
-  override readonly name = "BatchTimeoutError";
+class BatchTimeoutError extends TurnstreamError {
+  constructor(message: string) {
+    super(message, { code: "batch_timeout" });
+  }
 }
 
 interface QueuedTurn {

@@ -2,7 +2,7 @@
 // ../exit-codes.ts), so a pipeline can tell "the agent failed the task" from "retry this job".
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { forTerminal } from "../../kernel/index.ts";
+import { forTerminal, TurnstreamError } from "../../kernel/index.ts";
 import { explainRedisError, redisUrlForDisplay, type Envelope } from "../../log/index.ts";
 import { connectForCommand, type Scrub } from "../../projector/index.ts";
 import {
@@ -70,13 +70,17 @@ type RunArgs = ParsedArgs<{ allowPositionals: true; options: typeof options }>;
 type RunValues = RunArgs["values"];
 
 /** A mistake in the command line found after parsing: exit 2. */
-class RunUsageError extends Error {
-  override readonly name = "RunUsageError";
+class RunUsageError extends TurnstreamError {
+  constructor(message: string) {
+    super(message, { code: "usage" });
+  }
 }
 
 /** No worker took the turn within --start-timeout: exit 3. */
-class NoWorkerInTimeError extends Error {
-  override readonly name = "NoWorkerInTimeError";
+class NoWorkerInTimeError extends TurnstreamError {
+  constructor(message: string) {
+    super(message, { code: "no_worker_in_time" });
+  }
 }
 
 interface Timeouts {

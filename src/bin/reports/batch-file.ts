@@ -5,6 +5,7 @@
 // batch with nothing queued. A relative or missing cwd is taken from the directory the command runs
 // in, as `turnstream run --cwd` does. An entry naming `rerun` instead re-runs a recorded session (as
 // `turnstream rerun` does): `turn` and `cwd` as that command's flags, a missing cwd the recorded one.
+import { TurnstreamError } from "../../kernel/index.ts";
 import { readFileSync } from "node:fs";
 import { isNode, isSeq, LineCounter, parseDocument } from "yaml";
 import { resolve } from "node:path";
@@ -40,8 +41,10 @@ export type BatchEntry = BatchTurn | BatchRerun;
 export const isRerun = (e: BatchEntry): e is BatchRerun => "rerun" in e;
 
 /** The batch file cannot be read or holds a bad line: exit 2, nothing enqueued. */
-export class BatchFileError extends Error {
-  override readonly name = "BatchFileError";
+export class BatchFileError extends TurnstreamError {
+  constructor(message: string) {
+    super(message, { code: "batch_file" });
+  }
 }
 
 const LABEL_MAX = 200;
