@@ -5,7 +5,7 @@
 // model (or from zero), so its line is right even before the projector commits.
 import type { Queue } from "bullmq";
 import { listPending, type PendingRequest } from "../decisions/index.ts";
-import { forTerminal, silentLogger, type Logger } from "../kernel/index.ts";
+import { backoffDelayMs, forTerminal, silentLogger, type Logger } from "../kernel/index.ts";
 import { isCluster, storedEnvelope, storedHead, type EventLog, type RedisClient } from "../log/index.ts";
 import {
   applyEvent,
@@ -195,7 +195,7 @@ export class Fleet {
         // Said once per outage; retried ever more slowly, up to every 30 s.
         if (failures++ === 0)
           this.#logger.warn({ err: (err as Error).message }, "dashboard: fleet watch read failed; retrying");
-        await new Promise((r) => setTimeout(r, Math.min(30_000, 500 * 2 ** failures)));
+        await new Promise((r) => setTimeout(r, backoffDelayMs(failures + 1, { baseMs: 500, maxMs: 30_000 })));
       }
     }
   }
