@@ -14,6 +14,7 @@ import {
   unlinkSync,
   writeFileSync,
 } from "node:fs";
+import { rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { ClaudeCodeCliError } from "./errors.ts";
@@ -23,7 +24,6 @@ import { ConfigHomeOptionsSchema, type ConfigHomeOptions } from "./options.ts";
 import { learnConfigSeed, seedConfigHome } from "./config-seed.ts";
 import { sweepCgroups } from "./containment.ts";
 import { lockState, ownLockContent, writeLock } from "./live-lock.ts";
-import { removeSoon } from "./remover.ts";
 
 export const CREDENTIALS_FILE = ".credentials.json";
 
@@ -156,11 +156,11 @@ function teardownHome(home: RunHomePaths, copyHash: string | undefined, logger: 
     warnIfCredentialRewritten(home, copyHash, logger);
     learnConfigSeed(inst, dir);
     // Renamed away at once (the home is gone from config-homes when teardown returns), deleted
-    // once the turn's end has been handled (removeSoon). What a crash leaves in trash, sweep removes.
+    // without blocking the event loop. What a crash leaves in trash, sweep removes.
     const trash = join(inst, TRASH_DIR);
     const gone = join(trash, runId);
     inDirs([trash], () => renameSync(dir, gone));
-    removeSoon(gone, (err) =>
+    void rm(gone, { recursive: true, force: true }).catch((err: Error) =>
       logger.warn({ runId, configHome: gone, err: err.message }, "could not remove per-run config home"),
     );
   } catch (err) {

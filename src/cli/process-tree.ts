@@ -6,7 +6,7 @@
 // reparented before we looked). A process that starts its own session and drops the marker too is
 // beyond this walk: containment.ts puts the run in a cgroup where the host allows, and keeps this
 // walk as the second net.
-import { closeSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 export const TREE_MARKER_VAR = "TURNSTREAM_TREE";
 
@@ -18,72 +18,17 @@ interface ProcStat {
   start: string;
 }
 
-// One buffer for every stat read: a table is a read per process, and readFileSync's extra fstat and
-// buffer per file are a large share of a refresh. A stat line is far below 4 KiB.
-const statBuf = Buffer.allocUnsafe(4096);
-
-// Open stat files of the processes the last table listed. procfs regenerates the text on every read
-// at offset 0, so one pread replaces open + read + close (a refresh at every turn's end reads every
-// process on the host, so the opens dominate its cost). A cached fd whose process has exited
-// fails with ESRCH, also when its pid now names another process, and is opened again. Bounded, and
-// close-on-exec like every fd libuv opens, so no child inherits them.
-const statFds = new Map<number, number>();
-const MAX_STAT_FDS = 512;
-
-const readAtStart = (fd: number): string => statBuf.toString("latin1", 0, readSync(fd, statBuf, 0, statBuf.length, 0));
-
-function readStatText(pid: number): string | undefined {
-  const cached = statFds.get(pid);
-  if (cached !== undefined) {
-    try {
-      return readAtStart(cached);
-    } catch {
-      statFds.delete(pid);
-      closeSync(cached);
-    }
-  }
-  let fd: number;
-  try {
-    fd = openSync(`/proc/${pid}/stat`, "r");
-  } catch {
-    return undefined;
-  }
-  let keep = false;
-  try {
-    const text = readAtStart(fd);
-    keep = statFds.size < MAX_STAT_FDS;
-    return text;
-  } catch {
-    return undefined;
-  } finally {
-    if (keep) statFds.set(pid, fd);
-    else closeSync(fd);
-  }
-}
-
-function dropStatFd(pid: number): void {
-  const fd = statFds.get(pid);
-  if (fd === undefined) return;
-  statFds.delete(pid);
-  closeSync(fd);
-}
-
-/** Closes the cached stat files of processes that `listed` no longer names. */
-function forgetStatFds(listed: Set<number>): void {
-  for (const pid of statFds.keys()) if (!listed.has(pid)) dropStatFd(pid);
-}
-
 function readStat(pid: number): ProcStat | undefined {
-  const text = readStatText(pid);
-  if (text === undefined) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "latin1");
+  } catch {
+    return undefined;
+  }
   // comm may contain spaces and parentheses: fields start after the last ") ".
   const rest = text.slice(text.lastIndexOf(") ") + 2).split(" ", 20);
-  if (rest[0] === "Z" || rest[0] === "X") {
-    // A zombie never runs again, and it may be reaped at any moment: keeping its file open would
-    // outlive the pid.
-    dropStatFd(pid);
-    return undefined;
-  }
+  // A zombie never runs again.
+  if (rest[0] === "Z" || rest[0] === "X") return undefined;
   return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), sid: Number(rest[3]), start: rest[19] ?? "" };
 }
 
@@ -93,8 +38,8 @@ export function processStartTime(pid: number): string | undefined {
   return st === undefined || st.start === "" ? undefined : st.start;
 }
 
-/** The processes /proc lists; with `candidate`, only those it accepts are read. */
-function readTable(candidate?: (pid: number) => boolean): Map<number, ProcStat> {
+/** Every process /proc lists. */
+function readTable(): Map<number, ProcStat> {
   const table = new Map<number, ProcStat>();
   let names: string[];
   try {
@@ -102,80 +47,13 @@ function readTable(candidate?: (pid: number) => boolean): Map<number, ProcStat> 
   } catch {
     return table;
   }
-  const listed = new Set<number>();
   for (const name of names) {
     const c = name.charCodeAt(0);
     if (c < 48 || c > 57) continue;
-    const pid = Number(name);
-    listed.add(pid);
-    if (candidate !== undefined && !candidate(pid)) continue;
-    const st = readStat(pid);
+    const st = readStat(Number(name));
     if (st !== undefined) table.set(st.pid, st);
   }
-  forgetStatFds(listed);
   return table;
-}
-
-// The kernel hands out pids in a cycle from the last one given (wrapping to RESERVED_PIDS, passing
-// over pids in use), and so does it for threads. So whatever a run starts gets a pid within a short
-// stretch after its CLI's: at most as far as the tasks created since (the fork counter, which counts
-// threads too and never wraps) plus the tasks that were alive before (the only pids it can pass
-// over), as long as that stays short of a whole cycle. A refresh then reads the stat of the
-// processes in that stretch only, instead of every process on the host (a real share of a turn's
-// CPU on a busy host). Whenever a figure cannot be read, or the stretch could reach round, it reads them all.
-const RESERVED_PIDS = 300;
-
-export interface PidMark {
-  /** Tasks created since boot (/proc/stat `processes`). */
-  forks: number;
-  /** Tasks alive (/proc/loadavg). */
-  tasks: number;
-}
-
-let pidMax: number | undefined;
-
-function readPidMax(): number | undefined {
-  if (pidMax === undefined) {
-    try {
-      const n = Number(readFileSync("/proc/sys/kernel/pid_max", "latin1").trim());
-      if (Number.isSafeInteger(n) && n > RESERVED_PIDS) pidMax = n;
-    } catch {
-      // not Linux procfs: every refresh reads every process
-    }
-  }
-  return pidMax;
-}
-
-/** Where the kernel's pid allocation stands; taken before a CLI is spawned. */
-export function pidMark(): PidMark | undefined {
-  try {
-    const stat = readFileSync("/proc/stat", "latin1");
-    const at = stat.indexOf("\nprocesses ");
-    const forks = at === -1 ? NaN : Number.parseInt(stat.slice(at + 11, at + 32), 10);
-    const tasks = Number(readFileSync("/proc/loadavg", "latin1").split(" ")[3]?.split("/")[1]);
-    if (!Number.isSafeInteger(forks) || !Number.isSafeInteger(tasks) || tasks <= 0) return undefined;
-    return { forks, tasks };
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The pids a task created after `root` (spawned after `mark` was taken) can have, or undefined when
- * that cannot be bounded (then all are candidates).
- */
-export function pidsSince(root: number, mark: PidMark | undefined): ((pid: number) => boolean) | undefined {
-  const max = readPidMax();
-  if (mark === undefined || max === undefined || root < 1 || root >= max) return undefined;
-  const now = pidMark();
-  if (now === undefined) return undefined;
-  const created = now.forks - mark.forks;
-  const reach = created + mark.tasks;
-  if (created < 0 || reach >= max - RESERVED_PIDS) return undefined;
-  return (pid) => {
-    const ahead = pid >= root ? pid - root : max - root + (pid - RESERVED_PIDS);
-    return ahead <= reach;
-  };
 }
 
 function carriesMarker(pid: number, marker: Buffer): boolean {
@@ -205,13 +83,9 @@ export class ProcessTree {
   /** pid → start time, so a reused pid is never mistaken for a member. */
   private readonly known = new Map<number, string>();
 
-  /** Taken before the CLI was spawned: bounds where its descendants' pids can lie (see pidsSince). */
-  private readonly mark: PidMark | undefined;
-
-  constructor(rootPid: number, marker: string, mark?: PidMark) {
+  constructor(rootPid: number, marker: string) {
     this.rootPid = rootPid;
     this.marker = marker;
-    this.mark = mark;
     this.markerBytes = Buffer.from(`${TREE_MARKER_VAR}=${marker}`);
     const st = readStat(rootPid);
     if (st !== undefined) this.known.set(rootPid, st.start);
@@ -221,8 +95,7 @@ export class ProcessTree {
 
   /** Re-reads /proc and returns the live members (pids). */
   refresh(): number[] {
-    const inStretch = pidsSince(this.rootPid, this.mark);
-    const table = readTable(inStretch === undefined ? undefined : (pid) => this.known.has(pid) || inStretch(pid));
+    const table = readTable();
     const members = new Set<number>();
     for (const [pid, start] of this.known) {
       if (table.get(pid)?.start === start) members.add(pid);

@@ -48,7 +48,7 @@ import {
   type ContainmentKind,
   type LaunchCommand,
 } from "./containment.ts";
-import { pidMark, ProcessTree, TREE_MARKER_VAR, trackTree, type PidMark } from "./process-tree.ts";
+import { ProcessTree, TREE_MARKER_VAR, trackTree } from "./process-tree.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
 import { runSettingsFile } from "./sandbox.ts";
 import { captureSessionFile, restoreSessionFile } from "./session-file.ts";
@@ -222,7 +222,6 @@ export function startCli(
     logger,
     killGraceMs: o.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
     marker,
-    mark: spawned.mark,
     contained: spawned.contained,
     cgroup: spawned.cgroup,
     limitGroups: spawned.limitGroups,
@@ -332,7 +331,6 @@ function ownTmpdir(o: CheckedRunTurnOptions, env: Record<string, string>, files:
 
 interface SpawnedCli {
   child: ChildProcess;
-  mark: PidMark | undefined;
   cgroup: RunCgroup | undefined;
   limitGroups: RunLimitGroups | undefined;
   launch: LaunchCommand;
@@ -387,9 +385,8 @@ function spawnContained(
     const killGraceMs = o.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
     const watched = { marker, killGraceMs, cgroup: cgroup?.path, limitCgroups: limitGroups?.enter };
     watchdog = o.watchdog === false ? undefined : startWatchdog(watched);
-    const mark = pidMark();
     const child = spawn(launch.file, launch.args, { cwd: o.cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
-    return { child, mark, cgroup, limitGroups, launch, contained: c.kind, watchdog };
+    return { child, cgroup, limitGroups, launch, contained: c.kind, watchdog };
   } catch (err) {
     watchdog?.stop();
     void limitGroups?.release();
@@ -404,8 +401,6 @@ export interface SuperviseContext {
   logger: Logger;
   killGraceMs: number;
   marker: string;
-  /** The kernel's pid allocation just before the spawn. */
-  mark: PidMark | undefined;
   contained: ContainmentKind;
   /** The run's cgroup, which the CLI entered before it exec'd. */
   cgroup: RunCgroup | undefined;
@@ -683,10 +678,7 @@ export interface WatchedTree {
 /** Starts watching a spawned CLI's tree (cold runs and warm processes alike). */
 export function watchTree(child: ChildProcess, ctx: SuperviseContext): WatchedTree {
   // The run's processes: its cgroup (everything the CLI started, wherever it went) and the /proc walk.
-  const scope = new RunScope(
-    child.pid === undefined ? undefined : new ProcessTree(child.pid, ctx.marker, ctx.mark),
-    ctx.cgroup,
-  );
+  const scope = new RunScope(child.pid === undefined ? undefined : new ProcessTree(child.pid, ctx.marker), ctx.cgroup);
   const untrack = child.pid === undefined ? undefined : trackTree(scope);
   const watchdog = ctx.watchdog;
   if (child.pid === undefined) watchdog?.stop();

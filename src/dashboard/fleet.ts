@@ -4,8 +4,9 @@
 // session in turn whether it changed. A session that moved is folded forward in memory from its read
 // model (or from zero), so its line is right even before the projector commits.
 import type { Queue } from "bullmq";
+import { LRUCache } from "lru-cache";
 import { listPending, type PendingRequest } from "../decisions/index.ts";
-import { forTerminal, silentLogger, type Logger } from "../kernel/index.ts";
+import { backoffDelayMs, forTerminal, silentLogger, type Logger } from "../kernel/index.ts";
 import { isCluster, storedEnvelope, storedHead, type EventLog, type RedisClient } from "../log/index.ts";
 import {
   applyEvent,
@@ -66,7 +67,7 @@ export class Fleet {
   readonly #o: FleetOptions;
   readonly #logger: Logger;
   readonly #listeners = new Set<(e: FleetEvent) => void>();
-  readonly #states = new Map<string, ProjectionState>();
+  readonly #states = new LRUCache<string, ProjectionState>({ max: MAX_STATES });
   readonly #lastIds = new Map<string, string>();
   #ac: AbortController | undefined;
   #dirty = new Set<string>();
@@ -99,13 +100,11 @@ export class Fleet {
 
   /** A session's state folded up to the end of its log: its read model, then the events after it. */
   async state(session: string): Promise<ProjectionState> {
-    let s = this.#states.get(session);
+    let s = this.#states.peek(session);
     if (s === undefined)
       s = (await readModel(this.#o.redis, session, { prefix: this.#o.log.prefix }))?.state ?? initialState();
     for await (const env of this.#o.log.read(session, { fromSeq: s.lastSeq + 1 })) applyEvent(s, env);
-    this.#states.delete(session);
     this.#states.set(session, s);
-    if (this.#states.size > MAX_STATES) this.#states.delete(this.#states.keys().next().value!);
     return s;
   }
 
@@ -116,7 +115,7 @@ export class Fleet {
 
   /** From the folded state when there is one; else the read model's; else, for a short log, folded now (and kept). */
   async #row(session: string): Promise<SessionRow> {
-    const s = this.#states.get(session);
+    const s = this.#states.peek(session);
     if (s !== undefined) return sessionRowOf(session, s, (await this.#o.log.stat(session)).lastSeq);
     return (await listingRow(this.#o.redis, this.#o.log, session, FOLD_LIMIT, () => this.state(session))).row;
   }
@@ -195,7 +194,7 @@ export class Fleet {
         // Said once per outage; retried ever more slowly, up to every 30 s.
         if (failures++ === 0)
           this.#logger.warn({ err: (err as Error).message }, "dashboard: fleet watch read failed; retrying");
-        await new Promise((r) => setTimeout(r, Math.min(30_000, 500 * 2 ** failures)));
+        await new Promise((r) => setTimeout(r, backoffDelayMs(failures + 1, { baseMs: 500, maxMs: 30_000 })));
       }
     }
   }

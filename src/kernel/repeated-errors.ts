@@ -1,6 +1,7 @@
 // While Redis is down every connection reports the same error on each reconnect attempt, several a
 // second: logging each would bury everything else. So the first error of a kind is logged at once,
 // repeats within the interval are only counted, and the count rides on the next line of that kind.
+import { LRUCache } from "lru-cache";
 import { isObj } from "./fields.ts";
 import type { Logger } from "./logger.ts";
 
@@ -13,7 +14,7 @@ const MAX_KINDS = 256;
 export class RepeatLimiter {
   readonly #intervalMs: number;
   readonly #now: () => number;
-  readonly #seen = new Map<string, { at: number; dropped: number }>();
+  readonly #seen = new LRUCache<string, { at: number; dropped: number }>({ max: MAX_KINDS });
 
   constructor(intervalMs = REPEAT_INTERVAL_MS, now: () => number = Date.now) {
     this.#intervalMs = intervalMs;
@@ -23,13 +24,11 @@ export class RepeatLimiter {
   /** The number of repeats dropped since the key last got through, when it gets through now; undefined when this one is dropped. */
   admit(key: string): number | undefined {
     const now = this.#now();
-    const seen = this.#seen.get(key);
+    const seen = this.#seen.peek(key);
     if (seen !== undefined && now - seen.at < this.#intervalMs) {
       seen.dropped++;
       return undefined;
     }
-    this.#seen.delete(key);
-    if (this.#seen.size >= MAX_KINDS) this.#seen.delete(this.#seen.keys().next().value!);
     this.#seen.set(key, { at: now, dropped: 0 });
     return seen?.dropped ?? 0;
   }

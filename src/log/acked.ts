@@ -2,22 +2,22 @@
 // each session's log holds, so its next append can claim it (AppendOptions.ackedSeq) and a log that
 // lost those writes is refused (rolled_back) instead of appended to after a hole. Bounded: the
 // sessions used longest ago are forgotten first, and a forgotten session's next append claims nothing.
+import { LRUCache } from "lru-cache";
 import { LogRolledBackError } from "./errors.ts";
 import type { AppendResult } from "./event-log.ts";
 
 const DEFAULT_SESSIONS_KEPT = 10_000;
 
 export class AckedSeqs {
-  readonly #seqs = new Map<string, number>();
-  readonly #max: number;
+  readonly #seqs: LRUCache<string, number>;
 
   constructor(maxSessions = DEFAULT_SESSIONS_KEPT) {
-    this.#max = maxSessions;
+    this.#seqs = new LRUCache({ max: maxSessions });
   }
 
   /** The highest seq of `session` this writer was told is in the log, if it remembers one. */
   get(session: string): number | undefined {
-    return this.#seqs.get(session);
+    return this.#seqs.peek(session);
   }
 
   /** Claims nothing for `session` from now on (after a rolled-back log was reported). */
@@ -31,13 +31,14 @@ export class AckedSeqs {
    * and throws LogRolledBackError. Other outcomes are returned for the caller to judge.
    */
   settle(session: string, result: AppendResult): AppendResult {
-    const acked = this.#seqs.get(session);
-    this.#seqs.delete(session);
-    if (result.outcome === "rolled_back") throw new LogRolledBackError(session, acked ?? 0, result.lastSeq);
+    const acked = this.#seqs.peek(session);
+    if (result.outcome === "rolled_back") {
+      this.#seqs.delete(session);
+      throw new LogRolledBackError(session, acked ?? 0, result.lastSeq);
+    }
     const seq =
       result.outcome === "appended" || result.outcome === "duplicate" ? Math.max(result.lastSeq, acked ?? 0) : acked;
     if (seq !== undefined) this.#seqs.set(session, seq);
-    if (this.#seqs.size > this.#max) this.#seqs.delete(this.#seqs.keys().next().value!);
     return result;
   }
 }

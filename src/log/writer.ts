@@ -11,7 +11,7 @@ import { ConflictError, FencedError, LogRolledBackError, UnfencedKindError, Writ
 import { newWriterId, type EncodedEvent, type EventLog } from "./event-log.ts";
 import { explainRedisError, redisAddress } from "./redis-errors.ts";
 import { DurabilityError } from "./durability.ts";
-import { silentLogger, type Logger } from "../kernel/index.ts";
+import { backoffDelayMs, silentLogger, type Logger } from "../kernel/index.ts";
 
 export interface WriterOptions {
   log: EventLog;
@@ -406,8 +406,7 @@ class BufferedWriter {
   async #backOff(error: unknown, attempt: number): Promise<void> {
     const { backoffInitialMs, backoffMaxMs, logger } = this.#settings;
     this.#stats.retries++;
-    const delayMs =
-      Math.min(backoffMaxMs, backoffInitialMs * 2 ** Math.min(attempt - 1, 16)) * (0.5 + Math.random() / 2);
+    const delayMs = backoffDelayMs(attempt, { baseMs: backoffInitialMs, maxMs: backoffMaxMs, jitter: [0.5, 1] });
     logger.warn(
       {
         session: this.#session,

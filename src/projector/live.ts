@@ -4,6 +4,7 @@
 // compare-and-set, so racing projectors waste work at worst, never apply an event twice.
 import { EventEmitter } from "node:events";
 import {
+  backoffDelayMs,
   errorFields,
   errorReporter,
   silentLogger,
@@ -283,7 +284,7 @@ class LiveProjector implements Projector {
   ): Promise<void> {
     this.#stats.errors++;
     this.#logger.warn({ session, err: errorFields(err) }, "projection step failed; retrying");
-    await sleep.sleep(Math.min(2000, 50 * 2 ** Math.min(failures, 6)));
+    await sleep.sleep(backoffDelayMs(failures + 1, { baseMs: 50, maxMs: 2000 }));
     await proj.load().catch(() => {});
   }
 

@@ -2,7 +2,6 @@
 // exact raw text, so the event log keeps every byte and a newer parser can re-read it.
 import { lineSchemas, type KnownLine, type SchemaKey } from "./schemas.ts";
 import type { SplitItem } from "./split.ts";
-import { fastChecks } from "./fast-checks.ts";
 
 export type LineCategory = "known" | "unknown" | "invalid" | "truncated";
 
@@ -42,7 +41,6 @@ export type ParsedLine = KnownParsedLine | UnknownParsedLine | InvalidParsedLine
 export const UNTYPED = "untyped";
 
 const schemas = lineSchemas as Record<string, (typeof lineSchemas)[SchemaKey] | undefined>;
-const checks = fastChecks as Record<string, ((o: Record<string, unknown>) => boolean) | undefined>;
 
 /** One stdout line of the CLI, parsed: a known type checked against its schema, an unknown type kept and counted, non-JSON kept as `invalid` with its raw text. Never throws. */
 export function parseLine(raw: string): ParsedLine {
@@ -65,13 +63,10 @@ export function parseLine(raw: string): ParsedLine {
   const key = t === "system" ? type : t;
   const schema = schemas[key];
   if (schema === undefined) return { category: "unknown", raw, type, line: obj };
-  const fast = checks[key];
-  if (fast === undefined || !fast(obj)) {
-    const checked = schema.safeParse(obj);
-    if (!checked.success) {
-      const issues = checked.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
-      return { category: "unknown", raw, type, line: obj, issues };
-    }
+  const checked = schema.safeParse(obj);
+  if (!checked.success) {
+    const issues = checked.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+    return { category: "unknown", raw, type, line: obj, issues };
   }
   // Validate only: keep the original object so key order and every field survive untouched.
   return { category: "known", raw, type, line: obj as KnownParsedLine["line"] };

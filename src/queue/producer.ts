@@ -3,6 +3,7 @@
 // the session log records the rendered prompt and the producer's trace context.
 import { context, propagation, trace } from "@opentelemetry/api";
 import { Job, Queue } from "bullmq";
+import { LRUCache } from "lru-cache";
 import {
   AckedSeqs,
   createEventLog,
@@ -215,16 +216,14 @@ interface TurnPlace {
 
 /** The latest turns this producer enqueued, so waiting for one of them needs no look-up round trip. */
 class RecentTurns {
-  readonly #places = new Map<string, TurnPlace>();
+  readonly #places = new LRUCache<string, TurnPlace>({ max: OWN_TURNS_KEPT });
 
   get(turn: string): TurnPlace | undefined {
-    return this.#places.get(turn);
+    return this.#places.peek(turn);
   }
 
   remember(turn: string, place: TurnPlace): void {
-    this.#places.delete(turn);
     this.#places.set(turn, place);
-    if (this.#places.size > OWN_TURNS_KEPT) this.#places.delete(this.#places.keys().next().value!);
   }
 }
 

@@ -1,14 +1,13 @@
 // The one scrubber every sink uses (logs, spans, errors): known secret values (env, credential
 // files, registered), secret-shaped patterns, then the user's hook. Replacement: `[REDACTED:<name>]`.
 //
-// Speed: the common text contains no secret, so a scrub is one pass of a pair-table prefilter for
-// the known values (prefilter.ts) plus one combined pre-check regex for the patterns. Only on a hit do we locate every
+// Speed: the common text contains no secret, so a scrub is one test of a regex alternation of the
+// known values plus one combined pre-check regex for the patterns. Only on a hit do we locate every
 // occurrence of every value (overlapping ones too) and redact the union of their spans, so a value
 // that overlaps or contains another never leaks a remainder.
 import { TurnstreamError } from "../kernel/index.ts";
 import { readFileSync } from "node:fs";
 import { BUILTIN_PATTERNS, combinedPrecheck, type ScrubPattern } from "./patterns.ts";
-import { createPrefilter } from "./prefilter.ts";
 import { isSecretEnvName, isSecretFieldName, nameWords } from "./secret-names.ts";
 
 export type { ScrubPattern } from "./patterns.ts";
@@ -107,11 +106,6 @@ interface Compiled {
   readonly maybe: ((text: string) => boolean) | null;
 }
 
-// Variants at least this long are found by the pair-table prefilter (its jumps grow with the
-// shortest anchor, up to 16); shorter ones, rare, by a literal regex.
-const PREFILTER_MIN = 8;
-const PREFILTER_WINDOW = 16;
-
 function compile(values: ReadonlyMap<string, string>): Compiled {
   const byVariant = new Map<string, string>();
   for (const [value, name] of values) {
@@ -119,21 +113,8 @@ function compile(values: ReadonlyMap<string, string>): Compiled {
   }
   const variants = [...byVariant].sort((a, b) => b[0].length - a[0].length);
   if (variants.length === 0) return { variants, maybe: null };
-  const long = variants.filter(([v]) => v.length >= PREFILTER_MIN).map(([v]) => v);
-  const short = variants.filter(([v]) => v.length < PREFILTER_MIN).map(([v]) => v);
-  let m = PREFILTER_WINDOW;
-  for (const v of long) m = Math.min(m, v.length);
-  // The tail of a token is its random part; prefixes (`sk-ant-api03-`) are shared and common.
-  const pre =
-    long.length === 0
-      ? null
-      : createPrefilter(
-          long.map((v) => ({ text: v.slice(v.length - m) })),
-          m,
-        );
-  const re = short.length === 0 ? null : new RegExp(short.map(escapeRegex).join("|"));
-  const maybe = pre === null ? (t: string) => re!.test(t) : re === null ? pre : (t: string) => pre(t) || re.test(t);
-  return { variants, maybe };
+  const anyVariant = new RegExp(variants.map(([v]) => escapeRegex(v)).join("|"));
+  return { variants, maybe: (text) => anyVariant.test(text) };
 }
 
 // Whether the backslash at `j` starts a JSON escape: the run of backslashes ending there is odd.

@@ -4,6 +4,7 @@
 // delayed, and the turn's end pops it from the session's list and wakes the next turn's job.
 import { randomUUID } from "node:crypto";
 import { DelayedError, Job, UnrecoverableError } from "bullmq";
+import { backoffDelayMs } from "../kernel/index.ts";
 import type { AttemptAbandonedData, TurnCancelledData, TurnFailedData } from "../events/index.ts";
 import { LogRolledBackError, SESSION_ID_PATTERN, type EventInput } from "../log/index.ts";
 import { parseOrThrow, turnJobSchema, TURN_ID_PATTERN, type TurnJob } from "../queue/index.ts";
@@ -23,12 +24,12 @@ import type {
 
 function waitBackoffMs(job: Job): number {
   const n = Math.max(1, job.attemptsStarted ?? 1);
-  return Math.min(2000, 50 * 2 ** Math.min(n, 6));
+  return backoffDelayMs(n + 1, { baseMs: 50, maxMs: 2000 });
 }
 
 function notHeadDelayMs(job: Job): number {
   const n = Math.max(1, job.attemptsStarted ?? 1);
-  return Math.min(30_000, 1000 * 2 ** Math.min(n - 1, 5));
+  return backoffDelayMs(n, { baseMs: 1000, maxMs: 30_000 });
 }
 
 async function delayJob(job: Job, token: string | undefined, ms: number): Promise<never> {

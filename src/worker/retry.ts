@@ -2,6 +2,7 @@
 // table in src/events/failures.ts says which): exponential in the attempt number, never earlier than
 // the CLI's own hints (its last retry delay, the rate limit's reset time), bounded so a bogus reset
 // time cannot park a turn for days.
+import { backoffDelayMs } from "../kernel/index.ts";
 import type { RetryHints } from "../protocol/index.ts";
 
 export interface RetryPolicy {
@@ -21,7 +22,7 @@ export function retryDelayMs(
   hints: RetryHints | undefined,
   now = Date.now(),
 ): number {
-  const backoff = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, attempt - 1)) * (0.9 + Math.random() * 0.2);
+  const backoff = backoffDelayMs(attempt, { baseMs: policy.baseMs, maxMs: policy.maxMs, jitter: [0.9, 1.1] });
   // The CLI's hints are a floor: jitter may only push past them (spreading a fleet that hit the same
   // reset time), never undercut them.
   let floor = 0;

@@ -19,7 +19,7 @@ import {
   type ContainmentKind,
 } from "../../src/cli/containment.ts";
 import { runTurn } from "../../src/cli/index.ts";
-import { pidMark, ProcessTree } from "../../src/cli/process-tree.ts";
+import { ProcessTree } from "../../src/cli/process-tree.ts";
 import {
   awaitEscapes,
   escapeCommands,
@@ -47,14 +47,13 @@ for (const kind of CONTAINED) {
     const marker = randomUUID();
     const nonce = escapeNonce();
     const cgroup = c.hostDir === undefined ? undefined : RunCgroup.create(c, marker);
-    const mark = pidMark();
     const root = await startTree(marker, {
       script: `${escapeCommands(nonce)}; sleep 60 & setsid sleep 60 & echo started; wait`,
       launch: (file, args) => launchCommand(c, cgroup, file, args),
     });
     try {
       await waitUntil(() => escapees(nonce).length === 2, 3000, "both escaped sleepers");
-      const scope = new RunScope(new ProcessTree(root.pid!, marker, mark), cgroup);
+      const scope = new RunScope(new ProcessTree(root.pid!, marker), cgroup);
       if (cgroup !== undefined)
         for (const pid of escapees(nonce))
           assert.ok(cgroup.pids().includes(pid), `escaped ${pid} is still in the cgroup`);

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { ownHierarchyDir, RunScope, sweepCgroups } from "../../src/cli/containment.ts";
 import { LimitWatch, limitSupport, RunLimitGroups, scratchUsage, type RunLimits } from "../../src/cli/limits.ts";
-import { pidMark, ProcessTree } from "../../src/cli/process-tree.ts";
+import { ProcessTree } from "../../src/cli/process-tree.ts";
 import { waitUntil } from "./_support.ts";
 
 const MiB = 1024 * 1024;
@@ -65,10 +65,9 @@ function watchOver(limits: RunLimits, members: () => number[], scratchDir?: stri
 /** A real tree (`sh` and what it starts), its scope found by the /proc walk only: no cgroup holds it. */
 function startTree(script: string): { scope: RunScope; stop: () => void } {
   const marker = randomUUID();
-  const mark = pidMark();
   const env = { ...process.env, TURNSTREAM_TREE: marker };
   const child = spawn("/bin/sh", ["-c", script], { detached: true, stdio: "ignore", env });
-  const scope = new RunScope(new ProcessTree(child.pid!, marker, mark), undefined);
+  const scope = new RunScope(new ProcessTree(child.pid!, marker), undefined);
   return { scope, stop: () => void scope.signal("SIGKILL") };
 }
 

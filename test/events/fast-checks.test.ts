@@ -3,7 +3,7 @@
 // the whole value replaced) — a fast check that accepts means its schema accepts, and the envelope
 // checks yield exactly zod's output. A fast check may refuse what zod accepts (zod then decides),
 // but every recorded input must take its fast path, or the fast path buys nothing.
-// Fast paths: src/log/envelope.ts (fastEnvelope, fastEventInput) and src/protocol/fast-checks.ts.
+// Fast paths: src/log/envelope.ts (fastEnvelope, fastEventInput).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -11,8 +11,6 @@ import { join } from "node:path";
 import fc from "fast-check";
 import type { z } from "zod";
 import { envelopeSchema, eventInputSchema, fastEnvelope, fastEventInput } from "../../src/log/envelope.ts";
-import { fastChecks } from "../../src/protocol/fast-checks.ts";
-import { lineSchemas, type SchemaKey } from "../../src/protocol/index.ts";
 
 type Obj = Record<string, unknown>;
 const fixtures = join(import.meta.dirname, "..", "fixtures");
@@ -24,21 +22,6 @@ const jsonlLines = (dir: string): string[] =>
     .filter((l) => l.trim() !== "");
 
 const envelopes = jsonlLines(join(fixtures, "logs")).map((l) => JSON.parse(l) as Obj);
-const rawLines = [
-  ...envelopes.filter((e) => e["kind"] === "cli.line").map((e) => (e["data"] as { raw: string }).raw),
-  ...jsonlLines(join(fixtures, "cli")),
-];
-const lineObjects = rawLines.flatMap((raw) => {
-  try {
-    const v = JSON.parse(raw) as unknown;
-    return v !== null && typeof v === "object" && !Array.isArray(v) ? [v as Obj] : [];
-  } catch {
-    return [];
-  }
-});
-/** The schema key parseLine checks a line against. */
-const keyOf = (o: Obj): string => (o["type"] === "system" ? `system/${String(o["subtype"])}` : String(o["type"]));
-
 interface FastPath {
   name: string;
   /** The fast check's output, or undefined when it does not vouch for the value. */
@@ -112,17 +95,6 @@ const fastPaths: FastPath[] = [
     anyKeyOrder: true,
     samples: envelopes.map(({ turn, attempt, kind, data, at }) => ({ turn, attempt, kind, data, at })),
   },
-  ...(Object.keys(fastChecks) as SchemaKey[]).map((key): FastPath => ({
-    name: `fastChecks["${key}"]`,
-    fast: (v) =>
-      v !== null && typeof v === "object" && !Array.isArray(v) && fastChecks[key]!(v as Obj)
-        ? { output: v }
-        : undefined,
-    schema: lineSchemas[key],
-    // parseLine keeps the original object; only the verdict counts.
-    sameOutput: false,
-    samples: lineObjects.filter((o) => keyOf(o) === key),
-  })),
 ];
 
 test("every recorded input takes its fast path", () => {
