@@ -63,6 +63,21 @@ export async function waitUntil(cond: () => boolean, timeoutMs: number, what: st
   }
 }
 
+/**
+ * Tries a run with a deadline (timeoutMs, inactivityTimeoutMs) of `firstMs`, then of three and nine
+ * times that, until `attempt` reports that the run reached the state under test before its deadline
+ * fired. On a loaded machine the CLI's start-up alone can outlast a short deadline; a long one from
+ * the start would make every run of the test wait for it.
+ */
+export async function withGrowingDeadline(firstMs: number, attempt: (ms: number) => Promise<boolean>): Promise<void> {
+  const tried: number[] = [];
+  for (const ms of [firstMs, firstMs * 3, firstMs * 9]) {
+    if (await attempt(ms)) return;
+    tried.push(ms);
+  }
+  throw new Error(`the deadline fired before the run reached the state under test, at each of ${tried.join(", ")} ms`);
+}
+
 /** The tree's default script: a child and a grandchild in its own session, then it waits. */
 export const TREE_SCRIPT = "sleep 60 & setsid sleep 60 & echo started; wait";
 
