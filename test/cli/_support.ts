@@ -54,6 +54,12 @@ export function cmdline(pid: number): string {
   }
 }
 
+/**
+ * The bound for waiting on what follows by itself (a process starting, or dying once it was told to):
+ * waitUntil returns as soon as it holds, and a loaded machine can take seconds for either.
+ */
+export const SETTLE_MS = 15_000;
+
 /** Waits (bounded) until `cond` holds, re-checking every 100 ms. */
 export async function waitUntil(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs;
