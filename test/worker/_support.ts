@@ -117,6 +117,12 @@ export function compileCacheEnv(): Record<string, string> {
   return dir === undefined ? {} : { NODE_COMPILE_CACHE: dir };
 }
 
+/**
+ * How long a worker process may take to say it is ready: a cold start of the whole worker, which a
+ * loaded machine stretches many times over. The wait ends at the ready line.
+ */
+export const WORKER_READY_MS = 60_000;
+
 export async function startWorkerProcess(env: Record<string, string>): Promise<WorkerProcess> {
   const child = spawn(NODE, [WORKER_ENTRY], {
     env: {
@@ -172,7 +178,7 @@ export async function startWorkerProcess(env: Record<string, string>): Promise<W
     exited,
     kill: (signal = "SIGTERM") => void child.kill(signal),
   };
-  await wp.waitFor((l) => l["msg"] === "worker ready", 20000, "worker ready");
+  await wp.waitFor((l) => l["msg"] === "worker ready", WORKER_READY_MS, "worker ready");
   return wp;
 }
 
