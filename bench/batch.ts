@@ -15,17 +15,22 @@ interface BatchJson {
   turns: Array<{ status: string; turn: string; attempts: number }>;
 }
 
-const r = await rig({ responses: [] });
-r.worker({ concurrency: SESSIONS });
+const stage = await rig({ responses: [] });
+stage.worker({ concurrency: SESSIONS });
 const sessions = Array.from({ length: SESSIONS }, (_, i) => `s-bench-batch-${i}`);
-const file = join(r.space.root, "batch.jsonl");
-const lines = Array.from({ length: TURNS }, (_, i) =>
-  JSON.stringify({ session: sessions[i % SESSIONS], prompt: `turn ${i} of the batch`, cwd: r.ws, label: `turn ${i}` }),
+const file = join(stage.space.root, "batch.jsonl");
+const lines = Array.from({ length: TURNS }, (_, line) =>
+  JSON.stringify({
+    session: sessions[line % SESSIONS],
+    prompt: `turn ${line} of the batch`,
+    cwd: stage.ws,
+    label: `turn ${line}`,
+  }),
 );
 writeFileSync(file, lines.join("\n") + "\n");
 
 const started = performance.now();
-const args = ["batch", file, "--json", "--prefix", r.space.logPrefix, "--queue-prefix", r.space.queuePrefix];
+const args = ["batch", file, "--json", "--prefix", stage.space.logPrefix, "--queue-prefix", stage.space.queuePrefix];
 const run = await turnstream(args, {}, 60 * 60_000);
 const totalMs = performance.now() - started;
 
@@ -34,9 +39,9 @@ let attempts = 0;
 try {
   const said = JSON.parse(run.stdout.trim()) as BatchJson;
   if (run.code !== 0 || said.outcome !== "finished") problems.push(`exit ${run.code}, outcome ${said.outcome}`);
-  for (const t of said.turns) if (t.status !== "finished") problems.push(`turn ${t.turn} ${t.status}`);
+  for (const turn of said.turns) if (turn.status !== "finished") problems.push(`turn ${turn.turn} ${turn.status}`);
   for (const [index, session] of sessions.entries()) {
-    const events = await r.events(session);
+    const events = await stage.events(session);
     const attemptsStarted = events.filter((e) => e.kind === "attempt.started");
     attempts += attemptsStarted.length;
     const inFile = said.turns.filter((_, line) => line % SESSIONS === index).map((t) => t.turn);
@@ -46,10 +51,10 @@ try {
 } catch (err) {
   problems.push(`no JSON report (exit ${run.code}): ${(err as Error).message}; ${run.stderr.slice(-500)}`);
 } finally {
-  await r.dispose();
+  await stage.dispose();
 }
 
-for (const p of problems.slice(0, 10)) process.stdout.write(`problem: ${p}\n`);
+for (const problem of problems.slice(0, 10)) process.stdout.write(`problem: ${problem}\n`);
 const perTurnMs = totalMs / TURNS;
 process.stdout.write(
   `${TURNS} turns, ${SESSIONS} sessions: ${totalMs.toFixed(0)} ms (${perTurnMs.toFixed(0)} ms a turn), ` +

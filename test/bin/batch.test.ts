@@ -334,12 +334,12 @@ test("turns over several sessions run on a worker: exit 0, one JUnit testcase pe
   const file = join(r.space.root, "several.jsonl");
   const junit = join(r.space.root, "several.xml");
   const sessions = Array.from({ length: BATCH_SESSIONS }, (_, i) => `s-batch-${i}`);
-  const lines = Array.from({ length: BATCH_TURNS }, (_, i) =>
+  const lines = Array.from({ length: BATCH_TURNS }, (_, line) =>
     JSON.stringify({
-      session: sessions[i % BATCH_SESSIONS],
-      prompt: `turn ${i} of the batch`,
+      session: sessions[line % BATCH_SESSIONS],
+      prompt: `turn ${line} of the batch`,
       cwd: r.ws,
-      label: `turn ${i}`,
+      label: `turn ${line}`,
     }),
   );
   writeFileSync(file, lines.join("\n") + "\n");

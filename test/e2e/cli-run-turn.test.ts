@@ -113,8 +113,8 @@ const SLEEPERS_THEN_HANG: Step[] = [
 async function hungTurnWithSleepers(
   url: string,
   extra: Partial<RunTurnOptions>,
-): Promise<{ h: ReturnType<typeof runTurn>; sleepers: number[] | undefined }> {
-  const h = runTurn({
+): Promise<{ handle: ReturnType<typeof runTurn>; sleepers: number[] | undefined }> {
+  const handle = runTurn({
     cwd: cwdDir(),
     prompt: "run it",
     skipPermissions: true,
@@ -124,24 +124,24 @@ async function hungTurnWithSleepers(
     ...extra,
   });
   let ended = false;
-  void h.outcome.then(
+  void handle.outcome.then(
     () => (ended = true),
     () => (ended = true),
   );
-  const it = h.lines[Symbol.asyncIterator]();
+  const it = handle.lines[Symbol.asyncIterator]();
   for (;;) {
-    const r = await it.next();
-    if (r.done === true) return { h, sleepers: undefined };
-    if (r.value.type === "user" && r.value.raw.includes("started")) break;
+    const next = await it.next();
+    if (next.done === true) return { handle, sleepers: undefined };
+    if (next.value.type === "user" && next.value.raw.includes("started")) break;
   }
   // The shell forks them before they exec `sleep`: wait until all three are sleeping.
-  const find = (): number[] => treeMembers(h.treeMarker).filter((p) => /^sleep 30[012]$/.test(cmdline(p)));
+  const find = (): number[] => treeMembers(handle.treeMarker).filter((p) => /^sleep 30[012]$/.test(cmdline(p)));
   await waitUntil(() => find().length === 3 || ended, 60_000, "three background sleepers");
   const sleepers = find();
   void (async () => {
-    for (let r = await it.next(); r.done !== true; r = await it.next());
+    for (let next = await it.next(); next.done !== true; next = await it.next());
   })();
-  return { h, sleepers: sleepers.length === 3 ? sleepers : undefined };
+  return { handle, sleepers: sleepers.length === 3 ? sleepers : undefined };
 }
 
 type Ending = "inactivity" | "timeout" | "aborted" | "killed";
@@ -152,17 +152,17 @@ type Ending = "inactivity" | "timeout" | "aborted" | "killed";
  */
 async function treeEnds(ending: Ending, extra: Partial<RunTurnOptions>, ac: AbortController): Promise<boolean> {
   return withServer(SLEEPERS_THEN_HANG, async (url) => {
-    const { h, sleepers } = await hungTurnWithSleepers(url, extra);
+    const { handle, sleepers } = await hungTurnWithSleepers(url, extra);
     if (sleepers !== undefined && ending === "aborted") ac.abort();
-    if (sleepers !== undefined && ending === "killed") h.kill();
-    const err = await h.outcome.then(
+    if (sleepers !== undefined && ending === "killed") handle.kill();
+    const err = await handle.outcome.then(
       () => assert.fail("expected failure"),
       (e: unknown) => e,
     );
     assert.ok(err instanceof ClaudeCodeCliError);
     assert.equal(err.kind, ending);
-    await waitUntil(() => [h.pid!, ...(sleepers ?? [])].every((p) => !alive(p)), 15_000, "tree gone");
-    assert.deepEqual(treeMembers(h.treeMarker), []);
+    await waitUntil(() => [handle.pid!, ...(sleepers ?? [])].every((p) => !alive(p)), 15_000, "tree gone");
+    assert.deepEqual(treeMembers(handle.treeMarker), []);
     return sleepers !== undefined;
   });
 }

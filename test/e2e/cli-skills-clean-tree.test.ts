@@ -108,16 +108,16 @@ async function endsClean(
 ): Promise<boolean> {
   const cwd = checkout();
   let sawTool = false;
-  await withTurn(cwd, SLEEPING_BASH, extra, async (h) => {
-    for await (const l of h.lines) {
-      if (l.type !== "assistant" || !l.raw.includes("seq 300")) continue;
+  await withTurn(cwd, SLEEPING_BASH, extra, async (handle) => {
+    for await (const line of handle.lines) {
+      if (line.type !== "assistant" || !line.raw.includes("seq 300")) continue;
       sawTool = true;
       assert.ok(existsSync(join(cwd, ".skills", "fruit", "SKILL.md")), "the skill is in the tree mid-run");
       assert.notEqual(git(cwd, "status", "--porcelain"), "", "mid-run the tree is dirty");
       ac.abort();
       break;
     }
-    await assert.rejects(h.outcome, (e: unknown) => e instanceof ClaudeCodeCliError && e.kind === ending);
+    await assert.rejects(handle.outcome, (e: unknown) => e instanceof ClaudeCodeCliError && e.kind === ending);
   });
   assert.equal(git(cwd, "status", "--porcelain", "--ignored"), "");
   assert.equal(readFileSync(join(cwd, "CLAUDE.md"), "utf8"), CLAUDE_MD);

@@ -25,7 +25,7 @@ const SLACK_PER_SCAN_MS = 10;
 /** The longest of a few /proc scans for `left`, the way the watchdog scans, in ms. */
 function scanMs(left: () => number[]): number {
   let longest = 0;
-  for (let i = 0; i < 3; i++) {
+  for (let scan = 0; scan < 3; scan++) {
     const started = performance.now();
     left();
     longest = Math.max(longest, performance.now() - started);

@@ -16,10 +16,10 @@ test("3 sessions × 3 turns on 2 workers: order per session kept, attempts of a 
     const sessions = ["alpha", "beta", "gamma"].map((s) => `${s}-${space.id}`);
     const turns = new Map<string, string[]>();
     // Interleaved enqueue, as several producers would.
-    for (let i = 0; i < TURNS_PER_SESSION; i++) {
+    for (let round = 0; round < TURNS_PER_SESSION; round++) {
       for (const s of sessions) {
-        const r = await producer.enqueueTurn({ session: s, prompt: `turn ${i} of ${s}`, cwd: ws });
-        turns.set(s, [...(turns.get(s) ?? []), r.turn]);
+        const enqueued = await producer.enqueueTurn({ session: s, prompt: `turn ${round} of ${s}`, cwd: ws });
+        turns.set(s, [...(turns.get(s) ?? []), enqueued.turn]);
       }
     }
     const all = [...turns.values()].flat();
