@@ -1,4 +1,4 @@
-// `turnstream batch FILE`: a bad line stops the batch before anything is queued; 20 turns over 5
+// `turnstream batch FILE`: a bad line stops the batch before anything is queued; turns over several
 // sessions run on a worker and come out as a JUnit file a strict XML reader accepts with the shape
 // CI test reporters need; a failing turn exits 1 with a <failure>, ::error annotations and a step
 // summary; --timeout ends the wait with exit 4. The JUnit documents are read with a small strict
@@ -323,17 +323,27 @@ test("a bad line: exit 2 naming each bad line and its field, and nothing is enqu
   }
 });
 
-test("20 turns over 5 sessions run on a worker: exit 0, one JUnit testcase per turn, one JSON object", async () => {
+// A few turns, two per session, show the JUnit file and the order per session; many more run with
+// `npm run bench -- batch`.
+const BATCH_TURNS = 6;
+const BATCH_SESSIONS = 3;
+
+test("turns over several sessions run on a worker: exit 0, one JUnit testcase per turn, one JSON object", async () => {
   const r = await rig({ responses: [] });
-  r.worker({ concurrency: 5 });
-  const file = join(r.space.root, "twenty.jsonl");
-  const junit = join(r.space.root, "twenty.xml");
-  const lines = Array.from({ length: 20 }, (_, i) =>
-    JSON.stringify({ session: `s-batch-${i % 5}`, prompt: `turn ${i} of the batch`, cwd: r.ws, label: `turn ${i}` }),
+  r.worker({ concurrency: BATCH_SESSIONS });
+  const file = join(r.space.root, "several.jsonl");
+  const junit = join(r.space.root, "several.xml");
+  const sessions = Array.from({ length: BATCH_SESSIONS }, (_, i) => `s-batch-${i}`);
+  const lines = Array.from({ length: BATCH_TURNS }, (_, line) =>
+    JSON.stringify({
+      session: sessions[line % BATCH_SESSIONS],
+      prompt: `turn ${line} of the batch`,
+      cwd: r.ws,
+      label: `turn ${line}`,
+    }),
   );
   writeFileSync(file, lines.join("\n") + "\n");
   try {
-    const started = Date.now();
     const run = await turnstream(
       ["batch", file, "--json", "--junit", junit, "--prefix", r.space.logPrefix, "--queue-prefix", r.space.queuePrefix],
       {},
@@ -346,31 +356,28 @@ test("20 turns over 5 sessions run on a worker: exit 0, one JUnit testcase per t
       turns: Array<{ status: string; session: string; turn: string; attempts: number; line: number }>;
     };
     assert.equal(said.outcome, "finished");
-    assert.equal(said.turns.length, 20);
+    assert.equal(said.turns.length, BATCH_TURNS);
     assert.ok(said.turns.every((t) => t.status === "finished" && t.attempts === 1));
     assert.deepEqual(
       said.turns.map((t) => t.line),
-      Array.from({ length: 20 }, (_, i) => i + 1),
+      Array.from({ length: BATCH_TURNS }, (_, i) => i + 1),
     );
-    assert.match(run.stderr, /\[20\/20\] turn 19 +finished/, "plain progress lines on stderr under --json");
+    const last = `\\[${BATCH_TURNS}/${BATCH_TURNS}\\] turn ${BATCH_TURNS - 1} +finished`;
+    assert.match(run.stderr, new RegExp(last), "plain progress lines on stderr under --json");
     const cases = readJunit(readFileSync(junit, "utf8"));
-    assert.equal(cases.length, 20);
-    assert.deepEqual(
-      new Set(cases.map((c) => c.attrs["classname"])),
-      new Set([0, 1, 2, 3, 4].map((i) => `s-batch-${i}`)),
-    );
+    assert.equal(cases.length, BATCH_TURNS);
+    assert.deepEqual(new Set(cases.map((c) => c.attrs["classname"])), new Set(sessions));
     assert.ok(
       cases.every(
         (c, i) => c.attrs["name"] === `turn ${i}` && checkTestcase(c) === undefined && property(c, "attempts") === "1",
       ),
     );
     // Each session's turns ran in file order: its turn.finished events come in line order.
-    const s0 = (await r.events("s-batch-0")).filter((e) => e.kind === "turn.finished").map((e) => e.turn);
-    assert.deepEqual(
-      s0,
-      [0, 5, 10, 15].map((i) => said.turns[i]!.turn),
-    );
-    process.stdout.write(`# 20 turns in ${Date.now() - started} ms\n`);
+    for (const [index, session] of sessions.entries()) {
+      const finished = (await r.events(session)).filter((e) => e.kind === "turn.finished").map((e) => e.turn);
+      const inFile = said.turns.filter((_, line) => line % BATCH_SESSIONS === index).map((t) => t.turn);
+      assert.deepEqual(finished, inFile, session);
+    }
   } finally {
     await r.dispose();
   }

@@ -54,6 +54,12 @@ export function cmdline(pid: number): string {
   }
 }
 
+/**
+ * The bound for waiting on what follows by itself (a process starting, or dying once it was told to):
+ * waitUntil returns as soon as it holds, and a loaded machine can take seconds for either.
+ */
+export const SETTLE_MS = 15_000;
+
 /** Waits (bounded) until `cond` holds, re-checking every 100 ms. */
 export async function waitUntil(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs;
@@ -61,6 +67,21 @@ export async function waitUntil(cond: () => boolean, timeoutMs: number, what: st
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * Tries a run with a deadline (timeoutMs, inactivityTimeoutMs) of `firstMs`, then of three and nine
+ * times that, until `attempt` reports that the run reached the state under test before its deadline
+ * fired. On a loaded machine the CLI's start-up alone can outlast a short deadline; a long one from
+ * the start would make every run of the test wait for it.
+ */
+export async function withGrowingDeadline(firstMs: number, attempt: (ms: number) => Promise<boolean>): Promise<void> {
+  const tried: number[] = [];
+  for (const ms of [firstMs, firstMs * 3, firstMs * 9]) {
+    if (await attempt(ms)) return;
+    tried.push(ms);
+  }
+  throw new Error(`the deadline fired before the run reached the state under test, at each of ${tried.join(", ")} ms`);
 }
 
 /** The tree's default script: a child and a grandchild in its own session, then it waits. */

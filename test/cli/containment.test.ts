@@ -27,6 +27,7 @@ import {
   escapees,
   fakeCli,
   killEscapees,
+  SETTLE_MS,
   startTree,
   waitUntil,
 } from "./_support.ts";
@@ -52,7 +53,7 @@ for (const kind of CONTAINED) {
       launch: (file, args) => launchCommand(c, cgroup, file, args),
     });
     try {
-      await waitUntil(() => escapees(nonce).length === 2, 3000, "both escaped sleepers");
+      await waitUntil(() => escapees(nonce).length === 2, SETTLE_MS, "both escaped sleepers");
       const scope = new RunScope(new ProcessTree(root.pid!, marker), cgroup);
       if (cgroup !== undefined)
         for (const pid of escapees(nonce))
@@ -138,7 +139,7 @@ for (const kind of ["cgroup-v2", "cgroup-v1-freezer"] as const) {
       const path = await new Promise<string>((resolve) =>
         host.stdout!.once("data", (b: Buffer) => resolve(b.toString().trim())),
       );
-      await waitUntil(() => escapees(nonce).length === 2, 3000, "the dead host's escaped sleepers");
+      await waitUntil(() => escapees(nonce).length === 2, SETTLE_MS, "the dead host's escaped sleepers");
       const mine = selectContainment([kind]);
       const ownRun = RunCgroup.create(mine, randomUUID());
       const before = sweepCgroups();

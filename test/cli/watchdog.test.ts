@@ -9,7 +9,16 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { launchCommand, RunCgroup, selectContainment } from "../../src/cli/containment.ts";
 import { startWatchdog, TREE_MARKER_VAR, WATCHDOG_SCRIPT, watchdogEntry } from "../../src/cli/index.ts";
-import { alive, escapeCommands, escapeNonce, escapees, killEscapees, startTree, waitUntil } from "./_support.ts";
+import {
+  alive,
+  escapeCommands,
+  escapeNonce,
+  escapees,
+  killEscapees,
+  SETTLE_MS,
+  startTree,
+  waitUntil,
+} from "./_support.ts";
 
 function fakeCli(marker: string): number {
   // Detached: its own process group, as the CLI leads its own.
@@ -80,7 +89,7 @@ test("the pipe closes (the host died): the runs of the last line die, a run alre
     const e1 = watchdogEntry({ cliPid: c1, marker: m1, killGraceMs: 200 });
     const e2 = watchdogEntry({ cliPid: c2, marker: m2, killGraceMs: 200 });
     await hostDies([e1, `${e1} ${e2}`, e2]);
-    await waitUntil(() => !alive(c2), 2000, "the watched CLI to die");
+    await waitUntil(() => !alive(c2), SETTLE_MS, "the watched CLI to die");
     assert.equal(alive(c1), true, "the forgotten run is left alone");
   } finally {
     for (const c of [c1, c2]) if (alive(c)) process.kill(c, "SIGKILL");
@@ -106,7 +115,7 @@ test("a run found by its marker alone dies too (its CLI pid gone stale)", async 
   const member = fakeCli(marker);
   try {
     await hostDies([`999999:1:${marker}:2`]);
-    await waitUntil(() => !alive(member), 2000, "the marked process to die");
+    await waitUntil(() => !alive(member), SETTLE_MS, "the marked process to die");
   } finally {
     if (alive(member)) process.kill(member, "SIGKILL");
   }
@@ -123,7 +132,7 @@ test("a CLI that still has its recorded start time takes its whole process group
   try {
     assert.ok(sleeper !== undefined && alive(sleeper));
     await hostDies([watchdogEntry({ cliPid: root.pid!, marker: randomUUID(), killGraceMs: 200 })]);
-    await waitUntil(() => !alive(root.pid!) && !alive(sleeper), 2000, "the CLI and its group to die");
+    await waitUntil(() => !alive(root.pid!) && !alive(sleeper), SETTLE_MS, "the CLI and its group to die");
   } finally {
     for (const p of [root.pid!, sleeper]) if (p !== undefined && alive(p)) process.kill(p, "SIGKILL");
   }
@@ -141,7 +150,7 @@ for (const kind of ["cgroup-v2", "cgroup-v1-freezer"] as const) {
       launch: (file, args) => launchCommand(c, cgroup, file, args),
     });
     try {
-      await waitUntil(() => escapees(nonce).length === 2, 3000, "both escaped sleepers");
+      await waitUntil(() => escapees(nonce).length === 2, SETTLE_MS, "both escaped sleepers");
       assert.match(
         watchdogEntry({ cliPid: root.pid!, marker, killGraceMs: 200, cgroup: cgroup.path }),
         /^\d+:\d+:[0-9a-f-]+:2:\/sys\/fs\/cgroup\/.+$/,
@@ -171,7 +180,7 @@ test(`${announced}; what ignores TERM is KILLed once the grace runs out`, async 
   const proof = spawn("/bin/sh", ["-c", "trap '' TERM; exec sleep 60"], { detached: true, stdio: "ignore", env });
   proof.unref();
   const runsSleep = (): boolean => readFileSync(`/proc/${proof.pid}/cmdline`, "latin1").startsWith("sleep");
-  await waitUntil(runsSleep, 5000, "the sleep to run");
+  await waitUntil(runsSleep, SETTLE_MS, "the sleep to run");
   try {
     const diedAt = Date.now();
     await hostDies([entry]);

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { ClaudeCodeCliError, LostSessionError, runTurn, type RunTurnOptions } from "../../src/cli/index.ts";
 import type { ParsedLine } from "../../src/protocol/index.ts";
 import { startScriptedServer, type Step } from "../cli/_model.ts";
-import { alive, cmdline, hermeticEnv, treeMembers, waitUntil } from "../cli/_support.ts";
+import { alive, cmdline, hermeticEnv, treeMembers, waitUntil, withGrowingDeadline } from "../cli/_support.ts";
 
 async function withServer<T>(
   script: Step[],
@@ -101,12 +101,20 @@ test("resume of an unknown session is a LostSessionError", async () => {
 
 const SLEEPERS = "nohup sleep 300 >/dev/null 2>&1 & setsid sleep 301 >/dev/null 2>&1 & sleep 302 & echo started";
 
-/** Starts a turn whose Bash call leaves background sleepers, then the model hangs. */
+const SLEEPERS_THEN_HANG: Step[] = [
+  { tool: { name: "Bash", input: { command: SLEEPERS, description: "start sleepers" } } },
+  { hang: true },
+];
+
+/**
+ * Starts a turn whose Bash call leaves background sleepers, then the model hangs. `sleepers` is
+ * undefined when the run ended before all three were seen (a deadline that fired first).
+ */
 async function hungTurnWithSleepers(
   url: string,
   extra: Partial<RunTurnOptions>,
-): Promise<{ h: ReturnType<typeof runTurn>; sleepers: number[] }> {
-  const h = runTurn({
+): Promise<{ handle: ReturnType<typeof runTurn>; sleepers: number[] | undefined }> {
+  const handle = runTurn({
     cwd: cwdDir(),
     prompt: "run it",
     skipPermissions: true,
@@ -115,51 +123,58 @@ async function hungTurnWithSleepers(
     killGraceMs: 1000,
     ...extra,
   });
-  const it = h.lines[Symbol.asyncIterator]();
+  let ended = false;
+  void handle.outcome.then(
+    () => (ended = true),
+    () => (ended = true),
+  );
+  const it = handle.lines[Symbol.asyncIterator]();
   for (;;) {
-    const r = await it.next();
-    assert.equal(r.done, false, "tool result line before the end");
-    if (r.value.type === "user" && r.value.raw.includes("started")) break;
+    const next = await it.next();
+    if (next.done === true) return { handle, sleepers: undefined };
+    if (next.value.type === "user" && next.value.raw.includes("started")) break;
   }
   // The shell forks them before they exec `sleep`: wait until all three are sleeping.
-  const find = (): number[] => treeMembers(h.treeMarker).filter((p) => /^sleep 30[012]$/.test(cmdline(p)));
-  await waitUntil(() => find().length === 3, 3000, "three background sleepers");
+  const find = (): number[] => treeMembers(handle.treeMarker).filter((p) => /^sleep 30[012]$/.test(cmdline(p)));
+  await waitUntil(() => find().length === 3 || ended, 60_000, "three background sleepers");
   const sleepers = find();
   void (async () => {
-    for (let r = await it.next(); r.done !== true; r = await it.next());
+    for (let next = await it.next(); next.done !== true; next = await it.next());
   })();
-  return { h, sleepers };
+  return { handle, sleepers: sleepers.length === 3 ? sleepers : undefined };
+}
+
+type Ending = "inactivity" | "timeout" | "aborted" | "killed";
+
+/**
+ * One turn ended by `ending`: its kind is that ending and its whole tree is gone. False when a
+ * deadline fired before the sleepers were seen, which leaves the check of the sleepers untried.
+ */
+async function treeEnds(ending: Ending, extra: Partial<RunTurnOptions>, ac: AbortController): Promise<boolean> {
+  return withServer(SLEEPERS_THEN_HANG, async (url) => {
+    const { handle, sleepers } = await hungTurnWithSleepers(url, extra);
+    if (sleepers !== undefined && ending === "aborted") ac.abort();
+    if (sleepers !== undefined && ending === "killed") handle.kill();
+    const err = await handle.outcome.then(
+      () => assert.fail("expected failure"),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ClaudeCodeCliError);
+    assert.equal(err.kind, ending);
+    await waitUntil(() => [handle.pid!, ...(sleepers ?? [])].every((p) => !alive(p)), 15_000, "tree gone");
+    assert.deepEqual(treeMembers(handle.treeMarker), []);
+    return sleepers !== undefined;
+  });
 }
 
 for (const mode of ["inactivity", "timeout", "aborted", "killed"] as const) {
   test(`${mode}: the whole tree ends, Bash background sleepers included (checked in /proc)`, async () => {
-    await withServer(
-      [{ tool: { name: "Bash", input: { command: SLEEPERS, description: "start sleepers" } } }, { hang: true }],
-      async (url) => {
-        const ac = new AbortController();
-        // Limits leave room for a loaded CI machine to reach the sleepers before they fire (the CLI's
-        // start-up alone can pass 2 s there, beside the rest of the suite); what is checked is what happens once they do.
-        const extra: Partial<RunTurnOptions> =
-          mode === "inactivity"
-            ? { inactivityTimeoutMs: 4000 }
-            : mode === "timeout"
-              ? { timeoutMs: 8000 }
-              : mode === "aborted"
-                ? { signal: ac.signal }
-                : {};
-        const { h, sleepers } = await hungTurnWithSleepers(url, extra);
-        assert.equal(sleepers.length, 3, "three background sleepers before the kill");
-        if (mode === "aborted") ac.abort();
-        if (mode === "killed") h.kill();
-        const err = await h.outcome.then(
-          () => assert.fail("expected failure"),
-          (e: unknown) => e,
-        );
-        assert.ok(err instanceof ClaudeCodeCliError);
-        assert.equal(err.kind, mode);
-        await waitUntil(() => [h.pid!, ...sleepers].every((p) => !alive(p)), 2000, "tree gone");
-        assert.deepEqual(treeMembers(h.treeMarker), []);
-      },
-    );
+    const ac = new AbortController();
+    if (mode === "inactivity") await withGrowingDeadline(4000, (ms) => treeEnds(mode, { inactivityTimeoutMs: ms }, ac));
+    else if (mode === "timeout") await withGrowingDeadline(8000, (ms) => treeEnds(mode, { timeoutMs: ms }, ac));
+    else {
+      const extra = mode === "aborted" ? { signal: ac.signal } : {};
+      assert.equal(await treeEnds(mode, extra, ac), true, "three background sleepers before the end");
+    }
   });
 }

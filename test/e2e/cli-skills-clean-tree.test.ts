@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { ClaudeCodeCliError, runTurn, type RunTurnOptions } from "../../src/cli/index.ts";
 import { assertSkillWasRead, type ParsedLine } from "../../src/protocol/index.ts";
 import { startScriptedServer, type Step } from "../cli/_model.ts";
-import { hermeticEnv } from "../cli/_support.ts";
+import { hermeticEnv, withGrowingDeadline } from "../cli/_support.ts";
 
 const CLAUDE_MD = "# Rules\n\nBe brief.\n";
 
@@ -87,31 +87,48 @@ test("a finished run with a claude-md skill leaves the checkout clean, CLAUDE.md
   assert.equal(readFileSync(join(cwd, "CLAUDE.md"), "utf8"), CLAUDE_MD);
 });
 
-for (const ending of ["aborted", "inactivity"] as const) {
-  test(`a run ${ending} while a Bash tool sleeps leaves the checkout clean`, async () => {
-    const cwd = checkout();
-    const ac = new AbortController();
-    const extra: Partial<RunTurnOptions> = ending === "aborted" ? { signal: ac.signal } : { inactivityTimeoutMs: 2000 };
-    const steps: Step[] = [
-      {
-        tool: {
-          name: "Bash",
-          input: { command: "for i in $(seq 300); do sleep 0.1; done; echo slept", description: "wait" },
-        },
-      },
-      { text: "never" },
-    ];
-    await withTurn(cwd, steps, extra, async (h) => {
-      for await (const l of h.lines) {
-        if (l.type !== "assistant" || !l.raw.includes("seq 300")) continue;
-        assert.ok(existsSync(join(cwd, ".skills", "fruit", "SKILL.md")), "the skill is in the tree mid-run");
-        assert.notEqual(git(cwd, "status", "--porcelain"), "", "mid-run the tree is dirty");
-        ac.abort();
-        break;
-      }
-      await assert.rejects(h.outcome, (e: unknown) => e instanceof ClaudeCodeCliError && e.kind === ending);
-    });
-    assert.equal(git(cwd, "status", "--porcelain", "--ignored"), "");
-    assert.equal(readFileSync(join(cwd, "CLAUDE.md"), "utf8"), CLAUDE_MD);
+const SLEEPING_BASH: Step[] = [
+  {
+    tool: {
+      name: "Bash",
+      input: { command: "for i in $(seq 300); do sleep 0.1; done; echo slept", description: "wait" },
+    },
+  },
+  { text: "never" },
+];
+
+/**
+ * One run ended by `ending` while its Bash tool sleeps; the checkout is clean again after it. False
+ * when the deadline fired before the tool started, which leaves the mid-run checks untried.
+ */
+async function endsClean(
+  ending: "aborted" | "inactivity",
+  extra: Partial<RunTurnOptions>,
+  ac: AbortController,
+): Promise<boolean> {
+  const cwd = checkout();
+  let sawTool = false;
+  await withTurn(cwd, SLEEPING_BASH, extra, async (handle) => {
+    for await (const line of handle.lines) {
+      if (line.type !== "assistant" || !line.raw.includes("seq 300")) continue;
+      sawTool = true;
+      assert.ok(existsSync(join(cwd, ".skills", "fruit", "SKILL.md")), "the skill is in the tree mid-run");
+      assert.notEqual(git(cwd, "status", "--porcelain"), "", "mid-run the tree is dirty");
+      ac.abort();
+      break;
+    }
+    await assert.rejects(handle.outcome, (e: unknown) => e instanceof ClaudeCodeCliError && e.kind === ending);
   });
+  assert.equal(git(cwd, "status", "--porcelain", "--ignored"), "");
+  assert.equal(readFileSync(join(cwd, "CLAUDE.md"), "utf8"), CLAUDE_MD);
+  return sawTool;
 }
+
+test("a run aborted while a Bash tool sleeps leaves the checkout clean", async () => {
+  const ac = new AbortController();
+  assert.equal(await endsClean("aborted", { signal: ac.signal }, ac), true, "the Bash tool started");
+});
+
+test("a run inactivity while a Bash tool sleeps leaves the checkout clean", async () => {
+  await withGrowingDeadline(2000, (ms) => endsClean("inactivity", { inactivityTimeoutMs: ms }, new AbortController()));
+});

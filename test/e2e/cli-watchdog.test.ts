@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readlinkSync } from "node:fs";
-import { alive, cmdline, startHost as startHostWith, treeMembers, waitUntil } from "../cli/_support.ts";
+import { alive, cmdline, SETTLE_MS, startHost as startHostWith, treeMembers, waitUntil } from "../cli/_support.ts";
 
 const SLEEPERS = "nohup sleep 300 >/dev/null 2>&1 & setsid sleep 301 >/dev/null 2>&1 & echo started";
 const startHost = (mode: string): ReturnType<typeof startHostWith> => startHostWith(mode, SLEEPERS);
@@ -12,7 +12,7 @@ async function assertTreeDies(marker: string, cli: number, timeoutMs: number): P
     () =>
       treeMembers(marker).filter((p) => /^sleep 30[01]$/.test(cmdline(p))).length === 2 ||
       treeMembers(marker).length === 0,
-    3000,
+    SETTLE_MS,
     "sleepers",
   );
   await waitUntil(() => treeMembers(marker).length === 0 && !alive(cli), timeoutMs, "the CLI tree to be gone");
@@ -34,10 +34,11 @@ for (const mode of ["wait", "dash"] as const) {
     assert.ok(sleepers.length > 0, "background processes exist before the host dies");
     host.kill("SIGKILL");
     await exited;
-    // The watchdog wakes when the host dies: TERM, then KILL after 0.5 s.
-    await assertTreeDies(info.marker, info.cli, 6000);
+    // The watchdog wakes when the host dies: TERM, then KILL after 0.5 s (how soon on a busy host:
+    // cli-watchdog-load.test.ts).
+    await assertTreeDies(info.marker, info.cli, SETTLE_MS);
     assert.ok(sleepers.every((p) => !alive(p)));
-    await waitUntil(() => !alive(info.watchdog!), 3000, "the watchdog to exit");
+    await waitUntil(() => !alive(info.watchdog!), SETTLE_MS, "the watchdog to exit");
     if (info.cgroup !== undefined)
       assert.equal(existsSync(info.cgroup), false, "the watchdog removed the run's cgroup");
   });
@@ -48,7 +49,11 @@ for (const mode of ["exit", "throw"] as const) {
     const { info, exited } = await startHost(mode);
     assert.equal(await exited, mode === "exit" ? 0 : 1);
     // No watchdog here: only the synchronous exit hook can have done this.
-    await waitUntil(() => treeMembers(info.marker).length === 0 && !alive(info.cli), 1500, "the CLI tree to be gone");
+    await waitUntil(
+      () => treeMembers(info.marker).length === 0 && !alive(info.cli),
+      SETTLE_MS,
+      "the CLI tree to be gone",
+    );
     // The exit hook waited for the killed processes to leave the run's cgroup, then removed it.
     if (info.cgroup !== undefined)
       assert.equal(existsSync(info.cgroup), false, "the exit hook removed the run's cgroup");

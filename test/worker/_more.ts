@@ -6,7 +6,16 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { cliEnv, NODE, readAll, testStage, type TestStage, type WorkerProcess } from "./_support.ts";
+import {
+  cliEnv,
+  compileCacheEnv,
+  NODE,
+  readAll,
+  WORKER_READY_MS,
+  testStage,
+  type TestStage,
+  type WorkerProcess,
+} from "./_support.ts";
 
 export interface Rig extends TestStage {
   /** Starts an in-process worker on the rig's prefixes; closed by dispose(). */
@@ -73,6 +82,7 @@ export async function startWorkerCommand(env: Record<string, string>, args: stri
       PATH: process.env["PATH"] ?? "/usr/bin:/bin",
       HOME: process.env["HOME"] ?? "/root",
       LOG_LEVEL: "info",
+      ...compileCacheEnv(),
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -128,7 +138,7 @@ export async function startWorkerCommand(env: Record<string, string>, args: stri
     exited,
     kill: (signal = "SIGTERM") => void child.kill(signal),
   };
-  await wp.waitFor((l) => l["msg"] === "worker ready", 20000, "worker ready");
+  await wp.waitFor((l) => l["msg"] === "worker ready", WORKER_READY_MS, "worker ready");
   return wp;
 }
 
