@@ -48,9 +48,9 @@ function decodeEntities(raw: string): string {
 
 function attributesOf(source: string): Record<string, string> {
   const attrs: Record<string, string> = {};
-  for (const m of source.matchAll(/\s+([A-Za-z_][\w.:-]*)="([^"<]*)"/g)) {
-    assert.ok(!(m[1]! in attrs), `duplicate attribute ${m[1]}`);
-    attrs[m[1]!] = decodeEntities(m[2]!);
+  for (const attributeMatch of source.matchAll(/\s+([A-Za-z_][\w.:-]*)="([^"<]*)"/g)) {
+    assert.ok(!(attributeMatch[1]! in attrs), `duplicate attribute ${attributeMatch[1]}`);
+    attrs[attributeMatch[1]!] = decodeEntities(attributeMatch[2]!);
   }
   return attrs;
 }
@@ -64,24 +64,25 @@ function parseXml(doc: string): XmlElement {
   const token = /<\/([A-Za-z_][\w.-]*)\s*>|<([A-Za-z_][\w.-]*)((?:\s+[A-Za-z_][\w.:-]*="[^"<]*")*)\s*(\/?)>|([^<]+)/y;
   const stack: XmlElement[] = [];
   let root: XmlElement | undefined;
-  let i = decl[0].length;
-  while (i < doc.length) {
-    token.lastIndex = i;
-    const m = token.exec(doc);
-    if (m === null) throw new Error(`malformed XML at offset ${i}: ${JSON.stringify(doc.slice(i, i + 40))}`);
-    i = token.lastIndex;
-    if (m[1] !== undefined) {
+  let position = decl[0].length;
+  while (position < doc.length) {
+    token.lastIndex = position;
+    const tokenMatch = token.exec(doc);
+    if (tokenMatch === null)
+      throw new Error(`malformed XML at offset ${position}: ${JSON.stringify(doc.slice(position, position + 40))}`);
+    position = token.lastIndex;
+    if (tokenMatch[1] !== undefined) {
       const open = stack.pop();
-      assert.equal(open?.name, m[1], `</${m[1]}> closes <${open?.name}>`);
-    } else if (m[2] !== undefined) {
-      const element: XmlElement = { name: m[2], attrs: attributesOf(m[3]!), children: [], text: "" };
+      assert.equal(open?.name, tokenMatch[1], `</${tokenMatch[1]}> closes <${open?.name}>`);
+    } else if (tokenMatch[2] !== undefined) {
+      const element: XmlElement = { name: tokenMatch[2], attrs: attributesOf(tokenMatch[3]!), children: [], text: "" };
       if (stack.length === 0) {
         assert.equal(root, undefined, "one root element");
         root = element;
       } else stack.at(-1)!.children.push(element);
-      if (m[4] !== "/") stack.push(element);
-    } else if (stack.length === 0) assert.match(m[5]!, /^\s*$/, "only whitespace outside the root");
-    else stack.at(-1)!.text += decodeEntities(m[5]!);
+      if (tokenMatch[4] !== "/") stack.push(element);
+    } else if (stack.length === 0) assert.match(tokenMatch[5]!, /^\s*$/, "only whitespace outside the root");
+    else stack.at(-1)!.text += decodeEntities(tokenMatch[5]!);
   }
   assert.equal(stack.length, 0, `unclosed <${stack.at(-1)?.name}>`);
   assert.ok(root, "a root element");
@@ -114,10 +115,17 @@ function checkTestcase(tc: XmlElement): string | undefined {
   );
   const verdicts = tc.children.filter((c) => VERDICTS.includes(c.name));
   assert.ok(verdicts.length <= 1, "at most one failure/error/skipped");
-  for (const v of verdicts.filter((v) => v.name !== "skipped"))
-    assert.ok(v.attrs["message"] !== undefined && (v.attrs["type"] ?? "").length > 0, `${v.name} has message and type`);
-  for (const p of tc.children.find((c) => c.name === "properties")?.children ?? [])
-    assert.ok(p.name === "property" && p.attrs["name"] !== undefined && p.attrs["value"] !== undefined);
+  for (const verdictElement of verdicts.filter((v) => v.name !== "skipped"))
+    assert.ok(
+      verdictElement.attrs["message"] !== undefined && (verdictElement.attrs["type"] ?? "").length > 0,
+      `${verdictElement.name} has message and type`,
+    );
+  for (const propertyElement of tc.children.find((c) => c.name === "properties")?.children ?? [])
+    assert.ok(
+      propertyElement.name === "property" &&
+        propertyElement.attrs["name"] !== undefined &&
+        propertyElement.attrs["value"] !== undefined,
+    );
   return verdicts[0]?.name;
 }
 
@@ -300,12 +308,19 @@ test("a bad line: exit 2 naming each bad line and its field, and nothing is enqu
     ].join("\n"),
   );
   try {
-    const r = await turnstream(["batch", file, "--prefix", space.logPrefix, "--queue-prefix", space.queuePrefix]);
-    assert.equal(r.code, 2, r.stderr);
-    assert.match(r.stderr, /3 bad line\(s\), nothing was enqueued/);
-    assert.match(r.stderr, /bad\.jsonl line 2: invalid turn: `options\.maxTurns`/);
-    assert.match(r.stderr, /bad\.jsonl line 4: not JSON/);
-    assert.match(r.stderr, /bad\.jsonl line 5: prompt placeholder \{\{name\}\} has no value/);
+    const refusedRun = await turnstream([
+      "batch",
+      file,
+      "--prefix",
+      space.logPrefix,
+      "--queue-prefix",
+      space.queuePrefix,
+    ]);
+    assert.equal(refusedRun.code, 2, refusedRun.stderr);
+    assert.match(refusedRun.stderr, /3 bad line\(s\), nothing was enqueued/);
+    assert.match(refusedRun.stderr, /bad\.jsonl line 2: invalid turn: `options\.maxTurns`/);
+    assert.match(refusedRun.stderr, /bad\.jsonl line 4: not JSON/);
+    assert.match(refusedRun.stderr, /bad\.jsonl line 5: prompt placeholder \{\{name\}\} has no value/);
     const json = await turnstream(["batch", file, "--json"]);
     assert.equal(onlyJson(json.stdout)["outcome"], "usage");
     const keys = [...(await redis.keys(`${space.logPrefix}*`)), ...(await redis.keys(`${space.queuePrefix}*`))];
@@ -324,18 +339,33 @@ test("a bad line: exit 2 naming each bad line and its field, and nothing is enqu
 });
 
 test("20 turns over 5 sessions run on a worker: exit 0, one JUnit testcase per turn, one JSON object", async () => {
-  const r = await rig({ responses: [] });
-  r.worker({ concurrency: 5 });
-  const file = join(r.space.root, "twenty.jsonl");
-  const junit = join(r.space.root, "twenty.xml");
-  const lines = Array.from({ length: 20 }, (_, i) =>
-    JSON.stringify({ session: `s-batch-${i % 5}`, prompt: `turn ${i} of the batch`, cwd: r.ws, label: `turn ${i}` }),
+  const stage = await rig({ responses: [] });
+  stage.worker({ concurrency: 5 });
+  const file = join(stage.space.root, "twenty.jsonl");
+  const junit = join(stage.space.root, "twenty.xml");
+  const lines = Array.from({ length: 20 }, (_, index) =>
+    JSON.stringify({
+      session: `s-batch-${index % 5}`,
+      prompt: `turn ${index} of the batch`,
+      cwd: stage.ws,
+      label: `turn ${index}`,
+    }),
   );
   writeFileSync(file, lines.join("\n") + "\n");
   try {
     const started = Date.now();
     const run = await turnstream(
-      ["batch", file, "--json", "--junit", junit, "--prefix", r.space.logPrefix, "--queue-prefix", r.space.queuePrefix],
+      [
+        "batch",
+        file,
+        "--json",
+        "--junit",
+        junit,
+        "--prefix",
+        stage.space.logPrefix,
+        "--queue-prefix",
+        stage.space.queuePrefix,
+      ],
       {},
       170_000,
     );
@@ -365,14 +395,14 @@ test("20 turns over 5 sessions run on a worker: exit 0, one JUnit testcase per t
       ),
     );
     // Each session's turns ran in file order: its turn.finished events come in line order.
-    const s0 = (await r.events("s-batch-0")).filter((e) => e.kind === "turn.finished").map((e) => e.turn);
+    const s0 = (await stage.events("s-batch-0")).filter((e) => e.kind === "turn.finished").map((e) => e.turn);
     assert.deepEqual(
       s0,
       [0, 5, 10, 15].map((i) => said.turns[i]!.turn),
     );
     process.stdout.write(`# 20 turns in ${Date.now() - started} ms\n`);
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
@@ -383,18 +413,18 @@ test("a failing turn: exit 1, a <failure>, an ::error annotation and a step summ
     match: "LOOP-MARK",
     content: [{ type: "tool_use", name: "Read", input: { file_path: join(ws, "loop.txt") } }],
   });
-  const r = await rig((ws: string) => ({ responses: [read(ws), read(ws), read(ws), read(ws)] }));
-  writeFileSync(join(r.ws, "loop.txt"), "LOOP-MARK again\n");
-  r.worker({ concurrency: 2 });
-  const file = join(r.space.root, "failing.jsonl");
-  const junit = join(r.space.root, "failing.xml");
-  const summary = join(r.space.root, "summary.md");
+  const stage = await rig((ws: string) => ({ responses: [read(ws), read(ws), read(ws), read(ws)] }));
+  writeFileSync(join(stage.ws, "loop.txt"), "LOOP-MARK again\n");
+  stage.worker({ concurrency: 2 });
+  const file = join(stage.space.root, "failing.jsonl");
+  const junit = join(stage.space.root, "failing.xml");
+  const summary = join(stage.space.root, "summary.md");
   writeFileSync(summary, "earlier step\n");
   writeFileSync(
     file,
     [
-      JSON.stringify({ prompt: "just answer", cwd: r.ws, label: "passes" }),
-      JSON.stringify({ prompt: "LOOP-MARK: read loop.txt", cwd: r.ws, options: { maxTurns: 1 } }),
+      JSON.stringify({ prompt: "just answer", cwd: stage.ws, label: "passes" }),
+      JSON.stringify({ prompt: "LOOP-MARK: read loop.txt", cwd: stage.ws, options: { maxTurns: 1 } }),
     ].join("\n"),
   );
   try {
@@ -406,9 +436,9 @@ test("a failing turn: exit 1, a <failure>, an ::error annotation and a step summ
         "--junit",
         junit,
         "--prefix",
-        r.space.logPrefix,
+        stage.space.logPrefix,
         "--queue-prefix",
-        r.space.queuePrefix,
+        stage.space.queuePrefix,
       ],
       { GITHUB_STEP_SUMMARY: summary },
       170_000,
@@ -431,7 +461,7 @@ test("a failing turn: exit 1, a <failure>, an ::error annotation and a step summ
     assert.match(md, /\| passes \| ✅ finished \| 1 \| [\d.]+ s \| `turnstream replay \S+` \|/);
     assert.match(md, /\| LOOP-MARK: read loop\.txt \| ❌ failed \(max_turns\) \| 1 \|/);
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
@@ -484,10 +514,10 @@ test("--timeout with no worker: exit 4, the unended turns timed out in the JSON 
     assert.equal(said.outcome, "timed_out");
     assert.ok(
       said.turns.every(
-        (t) =>
-          t.status === "unended" &&
-          t.outcome === "timed_out" &&
-          /did not end within --timeout \(1s\); it goes on running/.test(t.message),
+        (reported) =>
+          reported.status === "unended" &&
+          reported.outcome === "timed_out" &&
+          /did not end within --timeout \(1s\); it goes on running/.test(reported.message),
       ),
     );
     const cases = readJunit(readFileSync(junit, "utf8"));
@@ -526,11 +556,11 @@ test("a YAML batch file: a list of turns, each read like a JSONL line, a bad ite
     writeFileSync(bad, ["- prompt: fine", "- prompt: 42", "- just text", ""].join("\n"));
     assert.throws(
       () => loadBatchFile(bad, space.root),
-      (e: unknown) =>
-        e instanceof BatchFileError &&
-        /line 2: .*prompt/.test(e.message) &&
-        /line 3: must be an object/.test(e.message) &&
-        !/line 1/.test(e.message),
+      (thrown: unknown) =>
+        thrown instanceof BatchFileError &&
+        /line 2: .*prompt/.test(thrown.message) &&
+        /line 3: must be an object/.test(thrown.message) &&
+        !/line 1/.test(thrown.message),
     );
     const notList = join(space.root, "map.yaml");
     writeFileSync(notList, "prompt: one turn\n");

@@ -16,12 +16,13 @@ import { RETRYABLE_KINDS } from "../../src/worker/retry.ts";
 test("the README's exit-code table lists each outcome with the module's code", () => {
   const readme = readFileSync(join(process.cwd(), "README.md"), "utf8");
   const section = readme.slice(readme.indexOf("### Exit codes"));
-  const rows = [...section.matchAll(/^\| (\d) \| ([^|]+) \|/gm)].map((m) => ({
-    code: Number(m[1]),
-    outcomes: [...m[2]!.matchAll(/`(\w+)`/g)].map((o) => o[1]!),
+  const rows = [...section.matchAll(/^\| (\d) \| ([^|]+) \|/gm)].map((tableRow) => ({
+    code: Number(tableRow[1]),
+    outcomes: [...tableRow[2]!.matchAll(/`(\w+)`/g)].map((o) => o[1]!),
   }));
   const listed = new Map<string, number>();
-  for (const r of rows) for (const o of r.outcomes) listed.set(o, r.code);
+  for (const listedRow of rows)
+    for (const listedOutcome of listedRow.outcomes) listed.set(listedOutcome, listedRow.code);
   assert.deepEqual(Object.fromEntries(listed), { ...EXIT_CODE_OF_OUTCOME });
 });
 
