@@ -13,8 +13,8 @@ function openStatPids(): number[] {
   const pids: number[] = [];
   for (const fd of readdirSync("/proc/self/fd")) {
     try {
-      const m = /^\/proc\/(\d+)\/stat$/.exec(readlinkSync(`/proc/self/fd/${fd}`));
-      if (m !== null) pids.push(Number(m[1]));
+      const statPath = /^\/proc\/(\d+)\/stat$/.exec(readlinkSync(`/proc/self/fd/${fd}`));
+      if (statPath !== null) pids.push(Number(statPath[1]));
     } catch {
       // closed while listing
     }
@@ -25,7 +25,7 @@ function openStatPids(): number[] {
 /** Refreshes `tree` every 20 ms (2 s at most) until `done` holds for its members; returns the last. */
 async function refreshUntil(tree: ProcessTree, done: (members: number[]) => boolean): Promise<number[]> {
   let members = tree.refresh();
-  for (let i = 0; i < 100 && !done(members); i++) {
+  for (let attempt = 0; attempt < 100 && !done(members); attempt++) {
     await new Promise((r) => setTimeout(r, 20));
     members = tree.refresh();
   }

@@ -9,9 +9,9 @@ import { removeSoon } from "../../src/cli/remover.ts";
 
 function tree(): string {
   const root = mkdtempSync(join(tmpdir(), "ts-rm-"));
-  for (let i = 0; i < 20; i++) {
-    mkdirSync(join(root, `d${i}`, "x"), { recursive: true });
-    writeFileSync(join(root, `d${i}`, "x", "f.json"), "x".repeat(4096));
+  for (let index = 0; index < 20; index++) {
+    mkdirSync(join(root, `d${index}`, "x"), { recursive: true });
+    writeFileSync(join(root, `d${index}`, "x", "f.json"), "x".repeat(4096));
   }
   return root;
 }
@@ -27,10 +27,10 @@ test("removeSoon deletes a tree while the main thread is busy, from a thread at 
     // spin
   }
   assert.equal(existsSync(dir), false, "deleted while the main thread never yielded");
-  const nices = readdirSync("/proc/self/task").map((t) => {
-    const stat = readFileSync(`/proc/self/task/${t}/stat`, "utf8");
+  const nices = readdirSync("/proc/self/task").map((taskId) => {
+    const stat = readFileSync(`/proc/self/task/${taskId}/stat`, "utf8");
     return {
-      name: readFileSync(`/proc/self/task/${t}/comm`, "utf8").trim(),
+      name: readFileSync(`/proc/self/task/${taskId}/comm`, "utf8").trim(),
       nice: Number(stat.slice(stat.lastIndexOf(") ") + 2).split(" ")[16]),
     };
   });
@@ -44,7 +44,7 @@ test("removeSoon deletes a tree while the main thread is busy, from a thread at 
 
 test("removeSoon batches many paths and leaves the process free to exit once done", async () => {
   const dirs = Array.from({ length: 5 }, tree);
-  for (const d of dirs) removeSoon(d, (e) => assert.fail(e.message));
+  for (const treeDir of dirs) removeSoon(treeDir, (e) => assert.fail(e.message));
   const until = Date.now() + 10_000;
   while (dirs.some(existsSync) && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(dirs.filter(existsSync), []);
