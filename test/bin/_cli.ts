@@ -19,11 +19,18 @@ export async function turnstream(
   timeoutMs = 60_000,
 ): Promise<CliRun> {
   try {
-    const r = await exec(NODE, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, timeout: timeoutMs });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+    const succeeded = await exec(NODE, [BIN, ...args], {
+      env: { ...process.env, NO_COLOR: "1", ...env },
+      timeout: timeoutMs,
+    });
+    return { code: 0, stdout: succeeded.stdout, stderr: succeeded.stderr };
   } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+    const failed = err as { code?: number; stdout?: string; stderr?: string };
+    return {
+      code: typeof failed.code === "number" ? failed.code : -1,
+      stdout: failed.stdout ?? "",
+      stderr: failed.stderr ?? "",
+    };
   }
 }
 

@@ -18,31 +18,38 @@ async function turnstream(
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await exec(NODE, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, timeout: 120_000 });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+    const succeeded = await exec(NODE, [BIN, ...args], {
+      env: { ...process.env, NO_COLOR: "1", ...env },
+      timeout: 120_000,
+    });
+    return { code: 0, stdout: succeeded.stdout, stderr: succeeded.stderr };
   } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+    const failure = err as { code?: number; stdout?: string; stderr?: string };
+    return {
+      code: typeof failure.code === "number" ? failure.code : -1,
+      stdout: failure.stdout ?? "",
+      stderr: failure.stderr ?? "",
+    };
   }
 }
 
 test("demo: two turns of one session offline, the second resumes the first", async () => {
   const env: Record<string, string> = { ANTHROPIC_API_KEY: "" };
-  const r = await turnstream(["demo"], env);
-  assert.equal(r.code, 0, r.stderr + r.stdout);
-  assert.match(r.stdout, /scripted model server .* \(offline\)/);
-  assert.match(r.stdout, /Tool Called: Bash\(/);
-  assert.match(r.stdout, /Tool Called: Write\(/);
-  assert.match(r.stdout, /Tool Result: 1\t# Notes/, "turn 2 read back the file turn 1 wrote");
-  assert.match(r.stdout, /turn 2 resumed turn 1/);
-  const history = Number(/the model saw (\d+) messages of history/.exec(r.stdout)?.[1]);
+  const demoRun = await turnstream(["demo"], env);
+  assert.equal(demoRun.code, 0, demoRun.stderr + demoRun.stdout);
+  assert.match(demoRun.stdout, /scripted model server .* \(offline\)/);
+  assert.match(demoRun.stdout, /Tool Called: Bash\(/);
+  assert.match(demoRun.stdout, /Tool Called: Write\(/);
+  assert.match(demoRun.stdout, /Tool Result: 1\t# Notes/, "turn 2 read back the file turn 1 wrote");
+  assert.match(demoRun.stdout, /turn 2 resumed turn 1/);
+  const history = Number(/the model saw (\d+) messages of history/.exec(demoRun.stdout)?.[1]);
   assert.ok(history >= 6, `turn 2's request carried turn 1's conversation (${history} messages)`);
 });
 
 test("demo: no Redis → says how to start one, exit 3", async () => {
-  const r = await turnstream(["demo"], { REDIS_URL: "redis://127.0.0.1:1" });
-  assert.equal(r.code, 3);
-  assert.match(r.stderr, /cannot reach Redis at redis:\/\/127\.0\.0\.1:1.*redis-server/);
+  const noRedis = await turnstream(["demo"], { REDIS_URL: "redis://127.0.0.1:1" });
+  assert.equal(noRedis.code, 3);
+  assert.match(noRedis.stderr, /cannot reach Redis at redis:\/\/127\.0\.0\.1:1.*redis-server/);
 });
 
 test("run --wait follows a turn on a worker process; status sees the worker; a bad payload is refused", async () => {
@@ -69,19 +76,22 @@ test("run --wait follows a turn on a worker process; status sees the worker; a b
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /workers: 1/);
 
-    const r = await turnstream(["run", "--wait", "--cwd", ws, "--allowed-tools", "Bash", "--", "say", "hi"], common);
-    assert.equal(r.code, 0, r.stderr + r.stdout);
-    assert.match(r.stdout, /Tool Called: Bash\(\{"command":"echo run-marker"/);
-    assert.match(r.stdout, /Tool Result: run-marker/);
-    assert.match(r.stdout, /finished, attempt 1, 1 tool call\(s\)/);
-    assert.match(r.stdout, /result \(finished\): all done/);
-    const session = /in session (\S+)/.exec(r.stdout)?.[1];
+    const waited = await turnstream(
+      ["run", "--wait", "--cwd", ws, "--allowed-tools", "Bash", "--", "say", "hi"],
+      common,
+    );
+    assert.equal(waited.code, 0, waited.stderr + waited.stdout);
+    assert.match(waited.stdout, /Tool Called: Bash\(\{"command":"echo run-marker"/);
+    assert.match(waited.stdout, /Tool Result: run-marker/);
+    assert.match(waited.stdout, /finished, attempt 1, 1 tool call\(s\)/);
+    assert.match(waited.stdout, /result \(finished\): all done/);
+    const session = /in session (\S+)/.exec(waited.stdout)?.[1];
     assert.ok(session);
     const log = createEventLog({ redis, prefix: space.logPrefix });
     const kinds = (await readAll(log, session)).map((e) => e.kind);
     assert.ok(kinds.includes("turn.queued") && kinds.includes("turn.finished"), kinds.join(","));
 
-    assert.ok(!r.stderr.includes("no live worker"), "no warning while a worker listens");
+    assert.ok(!waited.stderr.includes("no live worker"), "no warning while a worker listens");
 
     const outside = await turnstream(["run", "--wait", "--cwd", "/", "--", "hello"], common);
     assert.equal(outside.code, 2, "a cwd outside the worker's roots is a usage error: fix the call, do not retry");
@@ -121,11 +131,11 @@ test("tail output is scrubbed of the environment's secrets; replay --export-trac
     const log = createEventLog({ redis, prefix: space.logPrefix });
     const session = `s-${space.id}`;
     const { epoch, attempt } = await log.beginAttempt(session, "t_commandstest1");
-    const line = (o: object): { turn: string; attempt: number; kind: string; data: unknown } => ({
+    const line = (cliMessage: object): { turn: string; attempt: number; kind: string; data: unknown } => ({
       turn: "t_commandstest1",
       attempt,
       kind: "cli.line",
-      data: { raw: JSON.stringify(o) },
+      data: { raw: JSON.stringify(cliMessage) },
     });
     const appended = await log.append(session, epoch, [
       { turn: "t_commandstest1", attempt, kind: "attempt.started", data: {} },
@@ -149,13 +159,13 @@ test("tail output is scrubbed of the environment's secrets; replay --export-trac
     assert.equal(noExporter.code, 2);
     assert.match(noExporter.stderr, /OTEL_EXPORTER_OTLP_ENDPOINT/);
 
-    const r = await turnstream(["replay", session, "--export-traces"], {
+    const exportRun = await turnstream(["replay", session, "--export-traces"], {
       TURNSTREAM_PREFIX: space.logPrefix,
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
     });
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /exported \d+ spans of 1 attempt/);
+    assert.equal(exportRun.code, 0, exportRun.stderr);
+    assert.match(exportRun.stdout, /exported \d+ spans of 1 attempt/);
     await receiver.waitFor((q) => q.bodyText.includes("invoke_agent claude-code"), 10_000);
     assert.ok(receiver.jsonSpanNames().includes("invoke_agent claude-code"));
   } finally {
@@ -174,9 +184,9 @@ test("cancel: a queued turn with no worker is cancelled and recorded; an ended o
     const queued = await turnstream(["run", "--json", "--cwd", space.workspace(), "--", "never runs"], common);
     assert.equal(queued.code, 0, queued.stderr);
     const { turn, session } = JSON.parse(queued.stdout) as { turn: string; session: string };
-    const r = await turnstream(["cancel", turn], common);
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /cancelled: it will not run/);
+    const cancelRun = await turnstream(["cancel", turn], common);
+    assert.equal(cancelRun.code, 0, cancelRun.stderr);
+    assert.match(cancelRun.stdout, /cancelled: it will not run/);
     const log = createEventLog({ redis, prefix: space.logPrefix });
     const kinds = (await readAll(log, session)).map((e) => e.kind);
     assert.deepEqual(kinds, ["turn.queued", "turn.cancelled"]);

@@ -68,7 +68,8 @@ async function runEach(calls: string[][], env: Record<string, string>): Promise<
   const runs: CliRun[] = new Array(calls.length);
   let next = 0;
   const lane = async (): Promise<void> => {
-    for (let i = next++; i < calls.length; i = next++) runs[i] = await turnstream(calls[i]!, env, 60_000);
+    for (let slot = next++; slot < calls.length; slot = next++)
+      runs[slot] = await turnstream(calls[slot]!, env, 60_000);
   };
   await Promise.all([lane(), lane(), lane()]);
   return runs;
@@ -136,8 +137,12 @@ const surplusCalls: Record<string, string[] | undefined> = {
 
 const ENV = { TURNSTREAM_WORKSPACE_ROOTS: scratch, TURNSTREAM_INSTANCE_ROOT: scratch, TURNSTREAM_OPERATOR_KEYS: "" };
 
-function assertNoStack(r: CliRun, what: string): void {
-  assert.doesNotMatch(r.stdout + r.stderr, /^\s+at .+\(?.*:\d+:\d+\)?$/m, `${what}: no stack trace\n${r.stderr}`);
+function assertNoStack(cliRun: CliRun, what: string): void {
+  assert.doesNotMatch(
+    cliRun.stdout + cliRun.stderr,
+    /^\s+at .+\(?.*:\d+:\d+\)?$/m,
+    `${what}: no stack trace\n${cliRun.stderr}`,
+  );
 }
 
 test("the tables cover every command", () => {
@@ -147,39 +152,39 @@ test("the tables cover every command", () => {
 
 test("every command with an unknown flag: usage on stderr, exit 2", async () => {
   const runs = await eachInProcess(commands.map((c) => [c, ["--no-such-flag"]]));
-  runs.forEach((r, i) => {
-    const c = commands[i]!;
-    assert.equal(r.code, 2, `${c}: ${r.stderr}`);
-    assert.match(r.stderr, /usage: turnstream /, c);
-    assert.match(r.stderr, /--no-such-flag/, `${c} names the flag`);
-    assert.equal(r.stdout, "", c);
-    assertNoStack(r, c);
+  runs.forEach((cliRun, position) => {
+    const commandName = commands[position]!;
+    assert.equal(cliRun.code, 2, `${commandName}: ${cliRun.stderr}`);
+    assert.match(cliRun.stderr, /usage: turnstream /, commandName);
+    assert.match(cliRun.stderr, /--no-such-flag/, `${commandName} names the flag`);
+    assert.equal(cliRun.stdout, "", commandName);
+    assertNoStack(cliRun, commandName);
   });
 });
 
 test("every command with a surplus argument: usage on stderr, exit 2", async () => {
   const calls = Object.entries(surplusCalls).filter((e): e is [string, string[]] => e[1] !== undefined);
   const runs = await eachInProcess(calls.map(([c, args]) => [c, args.slice(1)]));
-  runs.forEach((r, i) => {
-    const c = calls[i]![0];
-    assert.equal(r.code, 2, `${c}: ${r.stderr}`);
-    assert.match(r.stderr, /usage: turnstream /, c);
-    assertNoStack(r, c);
+  runs.forEach((cliRun, position) => {
+    const commandName = calls[position]![0];
+    assert.equal(cliRun.code, 2, `${commandName}: ${cliRun.stderr}`);
+    assert.match(cliRun.stderr, /usage: turnstream /, commandName);
+    assertNoStack(cliRun, commandName);
   });
 });
 
 test("every command's -h and --help: usage on stdout, exit 0; turnstream --version", async () => {
   const runs = await eachInProcess(
-    commands.flatMap((c): Array<[string, string[]]> => [
-      [c, ["-h"]],
-      [c, ["--help"]],
+    commands.flatMap((commandName): Array<[string, string[]]> => [
+      [commandName, ["-h"]],
+      [commandName, ["--help"]],
     ]),
   );
-  runs.forEach((r, i) => {
-    const c = `${commands[Math.floor(i / 2)]} ${i % 2 === 0 ? "-h" : "--help"}`;
-    assert.equal(r.code, 0, `${c}: ${r.stderr}`);
-    assert.match(r.stdout, /usage: turnstream /, c);
-    assert.equal(r.stderr, "", c);
+  runs.forEach((cliRun, position) => {
+    const invocation = `${commands[Math.floor(position / 2)]} ${position % 2 === 0 ? "-h" : "--help"}`;
+    assert.equal(cliRun.code, 0, `${invocation}: ${cliRun.stderr}`);
+    assert.match(cliRun.stdout, /usage: turnstream /, invocation);
+    assert.equal(cliRun.stderr, "", invocation);
   });
   const version = await turnstream(["--version"]);
   const pkg = JSON.parse(readFileSync(join(process.cwd(), "package.json"), "utf8")) as { version: string };
@@ -195,14 +200,18 @@ test("Redis unreachable: every Redis command says so in one line naming the URL 
     names.map((c) => redisCalls[c]!),
     { ...ENV, ...DEAD_REDIS },
   );
-  runs.forEach((r, i) => {
-    const c = names[i]!;
-    assert.equal(r.code, 3, `${c}: ${r.stderr}`);
-    const lines = r.stderr.trim().split("\n");
-    assert.equal(lines.length, 1, `${c}: one line\n${r.stderr}`);
-    assert.match(lines[0]!, new RegExp(`^turnstream ${c}: cannot reach Redis at redis://127\\.0\\.0\\.1:1`), c);
-    assert.ok(!(r.stdout + r.stderr).includes("hunter2"), `${c}: no password`);
-    assertNoStack(r, c);
+  runs.forEach((cliRun, position) => {
+    const commandName = names[position]!;
+    assert.equal(cliRun.code, 3, `${commandName}: ${cliRun.stderr}`);
+    const lines = cliRun.stderr.trim().split("\n");
+    assert.equal(lines.length, 1, `${commandName}: one line\n${cliRun.stderr}`);
+    assert.match(
+      lines[0]!,
+      new RegExp(`^turnstream ${commandName}: cannot reach Redis at redis://127\\.0\\.0\\.1:1`),
+      commandName,
+    );
+    assert.ok(!(cliRun.stdout + cliRun.stderr).includes("hunter2"), `${commandName}: no password`);
+    assertNoStack(cliRun, commandName);
   });
 });
 
@@ -212,10 +221,10 @@ test("commands that never touch Redis do not fail for want of it", async () => {
     names.map((c) => offlineCalls[c]!),
     { ...ENV, ...DEAD_REDIS },
   );
-  runs.forEach((r, i) => {
-    const c = names[i]!;
-    assert.doesNotMatch(r.stdout + r.stderr, /redis/i, c);
-    assertNoStack(r, c);
+  runs.forEach((cliRun, position) => {
+    const commandName = names[position]!;
+    assert.doesNotMatch(cliRun.stdout + cliRun.stderr, /redis/i, commandName);
+    assertNoStack(cliRun, commandName);
   });
   assert.equal(runs[names.indexOf("acl")]!.code, 0);
 });

@@ -13,19 +13,19 @@ const IOREDIS_WORDS = /max retries|maxRetriesPerRequest|Connection is closed|ECO
 
 test("run --wait against a closed port: which Redis, what to check, exit 3", async () => {
   const port = await freePort();
-  const r = await turnstream(["run", "--wait", "--", "hi"], {
+  const closedPort = await turnstream(["run", "--wait", "--", "hi"], {
     REDIS_URL: `redis://alice:pw-not-shown@127.0.0.1:${port}`,
   });
-  assert.equal(r.code, 3, r.stderr);
+  assert.equal(closedPort.code, 3, closedPort.stderr);
   assert.match(
-    r.stderr,
+    closedPort.stderr,
     new RegExp(
       `^turnstream run: cannot reach Redis at redis://127\\.0\\.0\\.1:${port} \\(while connecting\\): is it running`,
     ),
   );
-  assert.match(r.stderr, /REDIS_URL/);
-  assert.doesNotMatch(r.stderr, IOREDIS_WORDS);
-  assert.ok(!(r.stdout + r.stderr).includes("pw-not-shown"), "the password is never shown");
+  assert.match(closedPort.stderr, /REDIS_URL/);
+  assert.doesNotMatch(closedPort.stderr, IOREDIS_WORDS);
+  assert.ok(!(closedPort.stdout + closedPort.stderr).includes("pw-not-shown"), "the password is never shown");
 });
 
 test(
@@ -97,7 +97,7 @@ test(
       }),
       new Redis(replica.url, { maxRetriesPerRequest: 0 }),
     ];
-    for (const c of clients) c.on("error", () => undefined);
+    for (const redisClient of clients) redisClient.on("error", () => undefined);
     try {
       const [noAuth, wrongPass, onReplica] = clients as [Redis, Redis, Redis];
       const noAuthErr = await noAuth.set("k", "v").then(
@@ -134,7 +134,7 @@ test(
       );
       assert.ok(!badPass.stderr.includes("wrong-pass"));
     } finally {
-      for (const c of clients) c.disconnect();
+      for (const redisClient of clients) redisClient.disconnect();
       await replica.dispose();
       await primary.dispose();
     }

@@ -15,11 +15,17 @@ const BIN = join(process.cwd(), "src", "bin", "turnstream.ts");
 
 async function turnstream(args: string[], env: Record<string, string>): Promise<{ code: number; out: string }> {
   try {
-    const r = await exec(NODE, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, timeout: 120_000 });
-    return { code: 0, out: r.stdout + r.stderr };
+    const succeeded = await exec(NODE, [BIN, ...args], {
+      env: { ...process.env, NO_COLOR: "1", ...env },
+      timeout: 120_000,
+    });
+    return { code: 0, out: succeeded.stdout + succeeded.stderr };
   } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === "number" ? e.code : -1, out: (e.stdout ?? "") + (e.stderr ?? "") };
+    const failure = err as { code?: number; stdout?: string; stderr?: string };
+    return {
+      code: typeof failure.code === "number" ? failure.code : -1,
+      out: (failure.stdout ?? "") + (failure.stderr ?? ""),
+    };
   }
 }
 

@@ -19,9 +19,9 @@ test("durations: 30s, 10m, 1h, 500ms and plain milliseconds; anything else is re
 });
 
 test("a malformed duration is a usage error naming the flag, before anything is queued", async () => {
-  const r = await turnstream(["run", "--wait", "--timeout", "5x", "--", "hi"]);
-  assert.equal(r.code, 2);
-  assert.match(r.stderr, /--timeout takes a duration such as 30s/);
+  const badTimeout = await turnstream(["run", "--wait", "--timeout", "5x", "--", "hi"]);
+  assert.equal(badTimeout.code, 2);
+  assert.match(badTimeout.stderr, /--timeout takes a duration such as 30s/);
   const json = await turnstream(["run", "--wait", "--json", "--turn-timeout", "soon", "--", "hi"]);
   assert.equal(json.code, 2);
   const said = onlyJson(json.stdout);
@@ -35,14 +35,14 @@ test("a malformed duration is a usage error naming the flag, before anything is 
 });
 
 test("Redis unreachable: exit 3 and one JSON object naming the URL without its password", async () => {
-  const r = await turnstream(["run", "--wait", "--json", "--", "hi"], {
+  const noRedis = await turnstream(["run", "--wait", "--json", "--", "hi"], {
     REDIS_URL: "redis://user:hunter2-secret@127.0.0.1:1",
   });
-  assert.equal(r.code, 3);
-  const said = onlyJson(r.stdout);
+  assert.equal(noRedis.code, 3);
+  const said = onlyJson(noRedis.stdout);
   assert.equal(said["outcome"], "infrastructure");
   assert.match(String(said["error"]), /cannot reach Redis at redis:\/\/127\.0\.0\.1:1/);
-  assert.ok(!(r.stdout + r.stderr).includes("hunter2"));
+  assert.ok(!(noRedis.stdout + noRedis.stderr).includes("hunter2"));
 });
 
 test("no worker: a warning at once; --start-timeout exits 3 and cancels the turn; --timeout exits 4", async () => {
@@ -110,7 +110,7 @@ test("--turn-timeout becomes the job's timeoutMs", async () => {
   const redis = redisFor();
   const queue = createTurnQueue({ redis, queuePrefix: space.queuePrefix });
   try {
-    const r = await turnstream([
+    const enqueued = await turnstream([
       "run",
       "--json",
       "--turn-timeout",
@@ -124,8 +124,8 @@ test("--turn-timeout becomes the job's timeoutMs", async () => {
       "--",
       "bounded",
     ]);
-    assert.equal(r.code, 0, r.stderr);
-    const { turn } = onlyJson(r.stdout) as { turn: string };
+    assert.equal(enqueued.code, 0, enqueued.stderr);
+    const { turn } = onlyJson(enqueued.stdout) as { turn: string };
     const job = await queue.getJob(turn);
     assert.equal((job?.data as { options: { timeoutMs?: number } }).options.timeoutMs, 600_000);
   } finally {

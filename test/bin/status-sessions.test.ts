@@ -8,7 +8,8 @@ import { rig } from "../worker/_more.ts";
 import { waitFor } from "../decisions/_support.ts";
 import { turnstream, onlyJson } from "./_cli.ts";
 
-interface StatusJson {
+// A type alias rather than an interface, so `as StatusJson` may narrow the record `onlyJson` returns.
+type StatusJson = {
   counts: Record<string, number>;
   oldestWaitingAgeMs: number | null;
   workers: {
@@ -22,16 +23,16 @@ interface StatusJson {
   }[];
   running: unknown[];
   warnings: string[];
-}
+};
 
 test("status: waiting turns and no worker → a warning and the oldest turn's age; a live worker → listed with its slots, no warning", async () => {
-  const r = await rig({ responses: [] });
-  const env = { TURNSTREAM_PREFIX: r.space.logPrefix, TURNSTREAM_QUEUE_PREFIX: r.space.queuePrefix };
+  const stage = await rig({ responses: [] });
+  const env = { TURNSTREAM_PREFIX: stage.space.logPrefix, TURNSTREAM_QUEUE_PREFIX: stage.space.queuePrefix };
   try {
     const before = Date.now();
-    await r.producer.enqueueTurn({ prompt: "first", cwd: r.ws });
+    await stage.producer.enqueueTurn({ prompt: "first", cwd: stage.ws });
     await new Promise((res) => setTimeout(res, 1100));
-    await r.producer.enqueueTurn({ prompt: "second", cwd: r.ws });
+    await stage.producer.enqueueTurn({ prompt: "second", cwd: stage.ws });
     const text = await turnstream(["status"], env);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /queue: 2 waiting/);
@@ -44,30 +45,51 @@ test("status: waiting turns and no worker → a warning and the oldest turn's ag
 
     const json = await turnstream(["status", "--json"], env);
     assert.equal(json.code, 0, json.stderr);
-    const s = onlyJson(json.stdout) as unknown as StatusJson;
-    assert.equal(s.counts["waiting"], 2);
-    assert.deepEqual(s.workers, []);
-    assert.equal(s.warnings.length, 1);
-    assert.match(s.warnings[0]!, /no worker heartbeats/);
+    const report = onlyJson(json.stdout) as StatusJson;
+    assert.equal(report.counts["waiting"], 2);
+    assert.deepEqual(report.workers, []);
+    assert.equal(report.warnings.length, 1);
+    assert.match(report.warnings[0]!, /no worker heartbeats/);
     // The first turn was queued before the second, which waited over a second to be queued.
-    assert.ok(s.oldestWaitingAgeMs !== null && s.oldestWaitingAgeMs >= 1000, `oldest age ${s.oldestWaitingAgeMs}`);
-    assert.ok(s.oldestWaitingAgeMs <= Date.now() - before, `oldest age ${s.oldestWaitingAgeMs} within the test's run`);
+    assert.ok(
+      report.oldestWaitingAgeMs !== null && report.oldestWaitingAgeMs >= 1000,
+      `oldest age ${report.oldestWaitingAgeMs}`,
+    );
+    assert.ok(
+      report.oldestWaitingAgeMs <= Date.now() - before,
+      `oldest age ${report.oldestWaitingAgeMs} within the test's run`,
+    );
     const strict = await turnstream(["status", "--strict"], env);
     assert.equal(strict.code, 3, "--strict exits 3 on a warning");
 
     // A worker that heartbeats but takes no job: the turns still wait, on a live worker now.
-    const w = r.worker({ autorun: false, concurrency: 3, instanceId: "status-inst", workerId: "w-status" });
-    await w.ready();
-    const live = onlyJson((await turnstream(["status", "--json", "--strict"], env)).stdout) as unknown as StatusJson;
+    const idleWorker = stage.worker({
+      autorun: false,
+      concurrency: 3,
+      instanceId: "status-inst",
+      workerId: "w-status",
+    });
+    await idleWorker.ready();
+    const live = onlyJson((await turnstream(["status", "--json", "--strict"], env)).stdout) as StatusJson;
     assert.deepEqual(live.warnings, []);
     assert.equal(live.counts["waiting"], 2);
     assert.equal(live.workers.length, 1);
-    const [x] = live.workers;
+    const [onlyWorker] = live.workers;
     assert.deepEqual(
-      [x!.id, x!.worker, x!.slotsBusy, x!.slotsTotal, x!.warmKept, x!.pid],
+      [
+        onlyWorker!.id,
+        onlyWorker!.worker,
+        onlyWorker!.slotsBusy,
+        onlyWorker!.slotsTotal,
+        onlyWorker!.warmKept,
+        onlyWorker!.pid,
+      ],
       ["status-inst", "w-status", 0, 3, 0, process.pid],
     );
-    assert.ok(x!.heartbeatAgeMs >= 0 && x!.heartbeatAgeMs < 15_000, `heartbeat age ${x!.heartbeatAgeMs}`);
+    assert.ok(
+      onlyWorker!.heartbeatAgeMs >= 0 && onlyWorker!.heartbeatAgeMs < 15_000,
+      `heartbeat age ${onlyWorker!.heartbeatAgeMs}`,
+    );
     const liveText = await turnstream(["status", "--strict"], env);
     assert.equal(liveText.code, 0, liveText.stderr);
     assert.match(
@@ -77,25 +99,25 @@ test("status: waiting turns and no worker → a warning and the oldest turn's ag
     assert.doesNotMatch(liveText.stdout, /warning:/);
 
     // Closed cleanly, the worker is gone from the registry at once, and the warning is back.
-    await w.close({ graceMs: 1000 });
-    const gone = onlyJson((await turnstream(["status", "--json"], env)).stdout) as unknown as StatusJson;
+    await idleWorker.close({ graceMs: 1000 });
+    const gone = onlyJson((await turnstream(["status", "--json"], env)).stdout) as StatusJson;
     assert.deepEqual([gone.workers.length, gone.warnings.length], [0, 1]);
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("sessions without a projector: a real turn's count, cost and last activity folded from the log; --fold-limit bounds it; status lists the warm process the turn left", async () => {
-  const r = await rig({
+  const stage = await rig({
     responses: [{ content: [{ type: "text", text: "done" }], usage: { input_tokens: 1200, output_tokens: 300 } }],
   });
-  const env = { TURNSTREAM_PREFIX: r.space.logPrefix };
+  const env = { TURNSTREAM_PREFIX: stage.space.logPrefix };
   try {
-    r.worker({ instanceId: "warm-inst", heartbeatMs: 200 });
-    const q = await r.producer.enqueueTurn({ prompt: "say done", cwd: r.ws, options: { warm: true } });
-    const result = await r.producer.waitForTurn(q.turn, { session: q.session, timeoutMs: 90_000 });
+    stage.worker({ instanceId: "warm-inst", heartbeatMs: 200 });
+    const enqueued = await stage.producer.enqueueTurn({ prompt: "say done", cwd: stage.ws, options: { warm: true } });
+    const result = await stage.producer.waitForTurn(enqueued.turn, { session: enqueued.session, timeoutMs: 90_000 });
     assert.equal(result.status, "finished");
-    const events = await r.events(q.session);
+    const events = await stage.events(enqueued.session);
     const finished = events.find((e) => e.kind === "turn.finished");
     assert.ok(finished, "the turn finished");
     const cost = (finished.data as { costUsd: number }).costUsd;
@@ -106,7 +128,7 @@ test("sessions without a projector: a real turn's count, cost and last activity 
     const json = await turnstream(["sessions", "--json"], env);
     assert.equal(json.code, 0, json.stderr);
     const row = onlyJson(json.stdout);
-    assert.equal(row["session"], q.session);
+    assert.equal(row["session"], enqueued.session);
     assert.equal(row["source"], "log");
     assert.equal(row["status"], "finished");
     assert.equal(row["turns"], 1);
@@ -119,7 +141,7 @@ test("sessions without a projector: a real turn's count, cost and last activity 
     assert.match(
       table.stdout,
       new RegExp(
-        `${q.session}\\s+\\S+\\s+1\\s+\\$${cost.toFixed(4).replace(".", "\\.")}\\s+${last.at.replace(/[.]/g, "\\.")}`,
+        `${enqueued.session}\\s+\\S+\\s+1\\s+\\$${cost.toFixed(4).replace(".", "\\.")}\\s+${last.at.replace(/[.]/g, "\\.")}`,
       ),
     );
 
@@ -135,14 +157,14 @@ test("sessions without a projector: a real turn's count, cost and last activity 
     assert.match(bad.stderr, /--fold-limit takes a whole number of events/);
 
     // The worker kept the session's CLI process; a beat after the turn says so.
-    const statusEnv = { ...env, TURNSTREAM_QUEUE_PREFIX: r.space.queuePrefix };
+    const statusEnv = { ...env, TURNSTREAM_QUEUE_PREFIX: stage.space.queuePrefix };
     const kept = await waitFor(async () => {
-      const s = onlyJson((await turnstream(["status", "--json"], statusEnv)).stdout) as unknown as StatusJson;
-      return s.workers.find((w) => w.id === "warm-inst" && w.warmKept === 1);
+      const report = onlyJson((await turnstream(["status", "--json"], statusEnv)).stdout) as StatusJson;
+      return report.workers.find((w) => w.id === "warm-inst" && w.warmKept === 1);
     }, 15_000);
     assert.equal(kept.slotsBusy, 0);
     assert.match((await turnstream(["status"], statusEnv)).stdout, /warm-inst \(.*\): 0\/\d+ slots busy, 1 warm kept,/);
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });

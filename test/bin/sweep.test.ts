@@ -40,7 +40,7 @@ function holder(root: string, instanceId?: string): Holder {
 }
 
 async function release(...hs: Holder[]): Promise<void> {
-  for (const h of hs) h.child.stdin!.end();
+  for (const holding of hs) holding.child.stdin!.end();
   await Promise.all(hs.map((h) => h.exited));
 }
 
@@ -51,17 +51,17 @@ async function deadPid(): Promise<number> {
   return child.pid!;
 }
 
-test("processes claiming at the same moment get distinct ids, the lowest free ones; a held id is refused, a dead holder's is taken back", async (t) => {
+test("processes claiming at the same moment get distinct ids, the lowest free ones; a held id is refused, a dead holder's is taken back", async (testContext) => {
   const root = mkdtempSync(join(tmpdir(), "ts-slot-"));
   const started: Holder[] = [];
   const hold = (instanceId?: string): Holder => {
-    const h = holder(root, instanceId);
-    started.push(h);
-    return h;
+    const claimant = holder(root, instanceId);
+    started.push(claimant);
+    return claimant;
   };
   // A failed assertion must not leave holders running: their pipes would keep this file alive.
-  t.after(() => {
-    for (const h of started) h.child.kill("SIGKILL");
+  testContext.after(() => {
+    for (const claimant of started) claimant.child.kill("SIGKILL");
   });
   const four = [0, 1, 2, 3].map(() => hold());
   const ids = await Promise.all(four.map((h) => h.said));
@@ -117,8 +117,8 @@ function home(
       JSON.stringify({ ...lock, runId: run, createdAt: new Date().toISOString() }),
     );
   }
-  const t = (Date.now() - ageMs) / 1000;
-  utimesSync(dir, t, t);
+  const mtimeSeconds = (Date.now() - ageMs) / 1000;
+  utimesSync(dir, mtimeSeconds, mtimeSeconds);
   return dir;
 }
 
@@ -156,7 +156,8 @@ test("turnstream sweep: --dry-run removes nothing, then the dead runs' homes go;
     assert.match(byName["old-inst"]!.removed.find((h) => h.home === "t1.1.4")!.reason, /process has ended/);
     assert.deepEqual(byName["old-inst"]!.kept.map((h) => h.home).sort(), ["t3.1.1", "t4.1.9"]);
     assert.ok(!dry.stdout.includes("sk-ant-"), "no credential in the report");
-    for (const d of [crashed, stale, young, running, heldDead]) assert.ok(existsSync(d), `dry run removed ${d}`);
+    for (const homeDir of [crashed, stale, young, running, heldDead])
+      assert.ok(existsSync(homeDir), `dry run removed ${homeDir}`);
 
     const real = await turnstream(["sweep", "--all"], env);
     assert.equal(real.code, 0, real.stderr);
@@ -174,9 +175,9 @@ test("turnstream sweep: --dry-run removes nothing, then the dead runs' homes go;
       ["sweep", "--instance", "../x"],
       ["sweep", "--all", "--instance-root", "rel"],
     ]) {
-      const r = await turnstream(bad, { TURNSTREAM_INSTANCE_ROOT: root });
-      assert.equal(r.code, 2, `${bad.join(" ")}: ${r.stderr}`);
-      assert.match(r.stderr, /usage: turnstream sweep/);
+      const refusedRun = await turnstream(bad, { TURNSTREAM_INSTANCE_ROOT: root });
+      assert.equal(refusedRun.code, 2, `${bad.join(" ")}: ${refusedRun.stderr}`);
+      assert.match(refusedRun.stderr, /usage: turnstream sweep/);
     }
   } finally {
     await release(liveHolder);

@@ -28,25 +28,25 @@ const options = {
   limits: process.env["HOST_LIMITS"] === undefined ? undefined : (JSON.parse(process.env["HOST_LIMITS"]) as RunLimits),
 };
 const warm = process.env["HOST_WARM"] === "1";
-const h = warm ? warmRun() : runTurn({ ...options, prompt: "run it" });
-let watchdog = h.watchdogPid;
+const turnRun = warm ? warmRun() : runTurn({ ...options, prompt: "run it" });
+let watchdog = turnRun.watchdogPid;
 if (mode === "dash") {
   watchdog = startWatchdog({
-    cliPid: h.pid!,
-    marker: h.treeMarker,
+    cliPid: turnRun.pid!,
+    marker: turnRun.treeMarker,
     killGraceMs: 500,
-    cgroup: h.cgroup,
+    cgroup: turnRun.cgroup,
     shell: "/usr/bin/dash",
   }).pid;
 }
-h.outcome.catch(() => {});
+turnRun.outcome.catch(() => {});
 const info = (): string => {
-  const { pid: cli, treeMarker: marker, cgroup, limitCgroups, containment } = h;
+  const { pid: cli, treeMarker: marker, cgroup, limitCgroups, containment } = turnRun;
   return JSON.stringify({ cli, marker, watchdog, cgroup, limitCgroups, containment });
 };
 if (mode === "spawn") process.stdout.write(info() + "\n");
-for await (const l of h.lines) {
-  if (mode !== "spawn" && l.type === "user" && l.raw.includes("started")) {
+for await (const line of turnRun.lines) {
+  if (mode !== "spawn" && line.type === "user" && line.raw.includes("started")) {
     process.stdout.write(info() + "\n");
     if (mode === "exit") process.exit(0);
     if (mode === "throw")
@@ -61,11 +61,11 @@ type Run = ReturnType<typeof runTurn>;
 type HostRun = Pick<Run, "pid" | "treeMarker" | "watchdogPid" | "cgroup" | "limitCgroups" | "containment" | "outcome"> &
   Pick<Run, "lines">;
 function warmRun(): HostRun {
-  const w = startWarmProcess(options);
-  const outcome = w.turn("run it");
-  const lines = [] as unknown as Run["lines"];
+  const warmProcess = startWarmProcess(options);
+  const outcome = warmProcess.turn("run it");
+  const lines: Run["lines"] = (async function* () {})();
   const tree = { cgroup: undefined, limitCgroups: [], containment: "proc-walk" as const };
-  return { pid: w.pid, treeMarker: w.treeMarker, watchdogPid: undefined, ...tree, outcome, lines };
+  return { pid: warmProcess.pid, treeMarker: warmProcess.treeMarker, watchdogPid: undefined, ...tree, outcome, lines };
 }
 
 /**

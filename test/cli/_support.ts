@@ -9,9 +9,9 @@ import { startScriptedServer } from "./_model.ts";
 
 /**
  * Env overlay that points the real CLI at a loopback model server, with its own config, home, temp
- * and runtime dirs (turnstream/testing's, under `root`: config is `<root>/config`). Its own HOME matters here: the Bash tool sources the
- * user's shell start-up files, and a tree killed mid-rehash leaves this machine's pyenv lock behind,
- * on which every later shell would wait a minute.
+ * and runtime dirs (turnstream/testing's, under `root`: config is `<root>/config`). Its own HOME
+ * matters here: the Bash tool sources the user's shell start-up files, and a tree killed mid-rehash
+ * leaves this machine's pyenv lock behind, on which every later shell would wait a minute.
  */
 export function hermeticEnv(url: string, root?: string): Record<string, string> {
   return hermetic({ baseUrl: url, root }).env;
@@ -206,8 +206,8 @@ export async function startHost(
   );
   let out = "";
   const info = await new Promise<HostInfo>((resolve, reject) => {
-    host.stdout!.on("data", (c: Buffer) => {
-      out += c.toString();
+    host.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
       const nl = out.indexOf("\n");
       if (nl !== -1) resolve(JSON.parse(out.slice(0, nl)) as HostInfo);
     });

@@ -93,8 +93,8 @@ test("config home: 0700, only a 0600 credential copy, own temp dirs; teardown re
   assert.deepEqual(readdirSync(home.dir).sort(), [".credentials.json", "run", "tmp"]);
   assert.equal(statSync(join(home.dir, ".credentials.json")).mode & 0o777, 0o600);
   assert.equal(home.env["CLAUDE_CONFIG_DIR"], home.dir);
-  for (const k of ["TMPDIR", "CLAUDE_CODE_TMPDIR", "XDG_RUNTIME_DIR"])
-    assert.ok(home.env[k]!.startsWith(home.dir + "/"), k);
+  for (const envName of ["TMPDIR", "CLAUDE_CODE_TMPDIR", "XDG_RUNTIME_DIR"])
+    assert.ok(home.env[envName]!.startsWith(home.dir + "/"), envName);
   // While it runs, a sweep with threshold 0 must leave it alone (live lock).
   assert.deepEqual(sweep({ instanceId: "inst-a", instanceRoot: root, olderThanMs: 0 }).live, [home.runId]);
   writeFileSync(join(home.dir, ".credentials.json"), '{"claudeAiOauth":{"refreshToken":"r2"}}');
@@ -200,11 +200,11 @@ test("sweep: removes old orphans of this instance only; never a live or young on
   const root = tmp("ts-root-");
   const homes = (inst: string): string => join(root, "instances", inst, "config-homes");
   const orphan = (inst: string, name: string, ageMs: number): string => {
-    const d = join(homes(inst), name);
-    mkdirSync(d, { recursive: true });
-    const t = (Date.now() - ageMs) / 1000;
-    utimesSync(d, t, t);
-    return d;
+    const homeDir = join(homes(inst), name);
+    mkdirSync(homeDir, { recursive: true });
+    const mtimeSeconds = (Date.now() - ageMs) / 1000;
+    utimesSync(homeDir, mtimeSeconds, mtimeSeconds);
+    return homeDir;
   };
   const old = orphan("mine", "old-orphan", 3_600_000);
   const young = orphan("mine", "young-orphan", 1000);
@@ -227,12 +227,12 @@ test("sweep: removes old orphans of this instance only; never a live or young on
   // A home moved to trash by a host that died before deleting it.
   const trashed = join(root, "instances", "mine", "trash", "left-by-a-crash");
   mkdirSync(join(trashed, "projects"), { recursive: true });
-  const r = sweep({ instanceId: "mine", instanceRoot: root, olderThanMs: 600_000 });
+  const swept = sweep({ instanceId: "mine", instanceRoot: root, olderThanMs: 600_000 });
   child.stdin!.end();
   assert.equal(existsSync(trashed), false, "trash is emptied");
-  assert.deepEqual(r.removed.sort(), ["dead-owner", "old-orphan"]);
-  assert.deepEqual(r.live, ["live-run"]);
-  assert.deepEqual(r.young, ["young-orphan"]);
+  assert.deepEqual(swept.removed.sort(), ["dead-owner", "old-orphan"]);
+  assert.deepEqual(swept.live, ["live-run"]);
+  assert.deepEqual(swept.young, ["young-orphan"]);
   assert.equal(existsSync(old), false);
   assert.equal(existsSync(deadHome), false);
   assert.equal(existsSync(young), true);
@@ -247,25 +247,28 @@ test("session files: slug rule incl. the long-path hash; capture and restore rou
   assert.equal(projectSlug("/tmp/a b.c_d-é"), "-tmp-a-b-c-d--");
   assert.equal(projectSlug("/x😀"), "-x--");
   const long = "/" + "L".repeat(150) + "/" + "M".repeat(120);
-  const s = projectSlug(long);
-  assert.equal(s.length > 200, true);
-  assert.match(s, /^-L{150}-M{48}-[0-9a-z]+$/);
-  const a = tmp("ts-cfg-");
-  const b = tmp("ts-cfg-");
-  assert.equal(captureSessionFile(a, "/w/x", "abc"), undefined);
-  const path = restoreSessionFile(b, "/w/x", "abc", Buffer.from("line\n"));
-  assert.equal(path, join(b, "projects", "-w-x", "abc.jsonl"));
-  assert.deepEqual(captureSessionFile(b, "/w/x", "abc"), Buffer.from("line\n"));
-  assert.throws(() => sessionFilePath(a, "/w", "../../etc/passwd"));
-  assert.throws(() => sessionFilePath(a, "rel", "abc"));
+  const slug = projectSlug(long);
+  assert.equal(slug.length > 200, true);
+  assert.match(slug, /^-L{150}-M{48}-[0-9a-z]+$/);
+  const emptyConfig = tmp("ts-cfg-");
+  const restoredConfig = tmp("ts-cfg-");
+  assert.equal(captureSessionFile(emptyConfig, "/w/x", "abc"), undefined);
+  const path = restoreSessionFile(restoredConfig, "/w/x", "abc", Buffer.from("line\n"));
+  assert.equal(path, join(restoredConfig, "projects", "-w-x", "abc.jsonl"));
+  assert.deepEqual(captureSessionFile(restoredConfig, "/w/x", "abc"), Buffer.from("line\n"));
+  assert.throws(() => sessionFilePath(emptyConfig, "/w", "../../etc/passwd"));
+  assert.throws(() => sessionFilePath(emptyConfig, "rel", "abc"));
 });
 
 function skillSource(name: string, body = "Say the word PINEAPPLE."): string {
-  const d = tmp("ts-skill-");
-  mkdirSync(join(d, name));
-  writeFileSync(join(d, name, "SKILL.md"), `---\nname: ${name}\ndescription: test skill ${name}\n---\n${body}\n`);
-  writeFileSync(join(d, name, "extra.txt"), "resource");
-  return join(d, name);
+  const sourceDir = tmp("ts-skill-");
+  mkdirSync(join(sourceDir, name));
+  writeFileSync(
+    join(sourceDir, name, "SKILL.md"),
+    `---\nname: ${name}\ndescription: test skill ${name}\n---\n${body}\n`,
+  );
+  writeFileSync(join(sourceDir, name, "extra.txt"), "resource");
+  return join(sourceDir, name);
 }
 
 test("skills (claude-md): copied under .skills, CLAUDE.md kept, instruction once, only new skills appended", () => {
@@ -314,11 +317,11 @@ test("skills: names and paths validated, nothing written outside the target", ()
 
 test("skills (add-dir): temp dir with .claude/skills/<name> links, removed by cleanup", () => {
   const src = skillSource("linked");
-  const d = prepareSkillAddDir([{ name: "linked", path: src }]);
-  const p = join(d.dir, ".claude", "skills", "linked");
-  assert.ok(lstatSync(p).isSymbolicLink());
-  assert.match(readFileSync(join(p, "SKILL.md"), "utf8"), /PINEAPPLE/);
-  d.cleanup();
-  assert.equal(existsSync(d.dir), false);
+  const addDir = prepareSkillAddDir([{ name: "linked", path: src }]);
+  const linkPath = join(addDir.dir, ".claude", "skills", "linked");
+  assert.ok(lstatSync(linkPath).isSymbolicLink());
+  assert.match(readFileSync(join(linkPath, "SKILL.md"), "utf8"), /PINEAPPLE/);
+  addDir.cleanup();
+  assert.equal(existsSync(addDir.dir), false);
   assert.equal(existsSync(src), true);
 });

@@ -39,16 +39,16 @@ test("bad options become bad_options naming the field, before anything spawns", 
 });
 
 test("skipPermissions as root without sandboxed is refused before spawning, saying why", () => {
-  const r = kindOf(() => runTurn({ cwd: "/tmp", skipPermissions: true, claudeBin: "/nonexistent/claude" }));
+  const thrown = kindOf(() => runTurn({ cwd: "/tmp", skipPermissions: true, claudeBin: "/nonexistent/claude" }));
   // Not root: no refusal, so the next check (the binary) fails instead.
-  assert.equal(r.kind, process.getuid?.() === 0 ? "bad_options" : "cli_not_found");
-  if (r.kind !== "bad_options") return;
-  assert.match(r.message, /IS_SANDBOX=1/);
-  assert.match(r.message, /sandboxed: true/);
+  assert.equal(thrown.kind, process.getuid?.() === 0 ? "bad_options" : "cli_not_found");
+  if (thrown.kind !== "bad_options") return;
+  assert.match(thrown.message, /IS_SANDBOX=1/);
+  assert.match(thrown.message, /sandboxed: true/);
 });
 
 test("args: fixed stream-json prefix, one flag per option, prompt never in argv", () => {
-  const o = validateRunTurnOptions({
+  const validated = validateRunTurnOptions({
     cwd: "/w",
     prompt: "SECRET PROMPT",
     model: "m",
@@ -65,7 +65,7 @@ test("args: fixed stream-json prefix, one flag per option, prompt never in argv"
     settingsFile: "/s.json",
     extraArgs: ["--effort", "low"],
   });
-  const args = buildArgs(o);
+  const args = buildArgs(validated);
   assert.deepEqual(args.slice(0, 4), ["-p", "--output-format", "stream-json", "--verbose"]);
   assert.ok(!args.some((a) => a.includes("SECRET")));
   for (const want of [
@@ -76,9 +76,9 @@ test("args: fixed stream-json prefix, one flag per option, prompt never in argv"
     ["--max-budget-usd", "0.5"],
     ["--settings", "/s.json"],
   ]) {
-    const i = args.indexOf(want[0]!);
-    assert.ok(i > 0, want[0]);
-    assert.equal(args[i + 1], want[1]);
+    const flagIndex = args.indexOf(want[0]!);
+    assert.ok(flagIndex > 0, want[0]);
+    assert.equal(args[flagIndex + 1], want[1]);
   }
   for (const flag of [
     "--fork-session",
@@ -110,8 +110,8 @@ test("env: a minimal base of the host, its model access and CLI settings, overla
     KEEP: "1",
     FORCE_COLOR: "3",
   };
-  const e = buildEnv({ host, overlay: { HOME: undefined, NEW: "n", FORCE_COLOR: "1" } });
-  assert.deepEqual(Object.keys(e).sort(), [
+  const childEnv = buildEnv({ host, overlay: { HOME: undefined, NEW: "n", FORCE_COLOR: "1" } });
+  assert.deepEqual(Object.keys(childEnv).sort(), [
     "ANTHROPIC_API_KEY",
     "CLAUDE_CODE_MAX_RETRIES",
     "CLAUDE_CONFIG_DIR",
@@ -123,8 +123,8 @@ test("env: a minimal base of the host, its model access and CLI settings, overla
     "PATH",
     "TZ",
   ]);
-  assert.equal(e["FORCE_COLOR"], "0");
-  assert.equal(e["ANTHROPIC_API_KEY"], "host-key");
+  assert.equal(childEnv["FORCE_COLOR"], "0");
+  assert.equal(childEnv["ANTHROPIC_API_KEY"], "host-key");
   // A cloud provider's credentials only where the host points the CLI at it.
   assert.equal(buildEnv({ host: { ...host, CLAUDE_CODE_USE_BEDROCK: "1" } })["AWS_SECRET_ACCESS_KEY"], "aws");
   const iso = buildEnv({ host, overlay: { ANTHROPIC_BASE_URL: "http://x" }, isolate: true });
@@ -165,18 +165,18 @@ test("binary resolution: option, then the host's CLAUDE_BIN, then the pinned pac
 });
 
 test("errors: stderr kept but not enumerable and not in the message; structured fields readonly", () => {
-  const e = new ClaudeCodeCliError("the claude CLI reported auth", {
+  const cliError = new ClaudeCodeCliError("the claude CLI reported auth", {
     kind: "auth",
     exitCode: 1,
     stderr: "token sk-ant-xyz leaked",
     apiErrorStatus: 401,
     errors: ["x"],
   });
-  assert.equal(e.stderr, "token sk-ant-xyz leaked");
-  assert.equal(Object.keys(e).includes("stderr"), false);
-  assert.equal(JSON.stringify(e).includes("sk-ant"), false);
-  assert.equal(e.message.includes("sk-ant"), false);
-  assert.equal(e.retryable, false);
+  assert.equal(cliError.stderr, "token sk-ant-xyz leaked");
+  assert.equal(Object.keys(cliError).includes("stderr"), false);
+  assert.equal(JSON.stringify(cliError).includes("sk-ant"), false);
+  assert.equal(cliError.message.includes("sk-ant"), false);
+  assert.equal(cliError.retryable, false);
   assert.equal(new ClaudeCodeCliError("t", { kind: "timeout" }).retryable, true);
   const lost = new LostSessionError("sess-1", "thread-9", { exitCode: 1, cause: new Error("c") });
   assert.ok(lost instanceof ClaudeCodeCliError);

@@ -9,10 +9,10 @@ import { injectSkillsForRun, restoreSkillInjection } from "../../src/cli/index.t
 const tmp = (p: string): string => mkdtempSync(join(tmpdir(), p));
 
 function skillSource(name: string): string {
-  const d = join(tmp("ts-skill-"), name);
-  mkdirSync(d);
-  writeFileSync(join(d, "SKILL.md"), `---\nname: ${name}\ndescription: test skill ${name}\n---\nbody\n`);
-  return d;
+  const skillDir = join(tmp("ts-skill-"), name);
+  mkdirSync(skillDir);
+  writeFileSync(join(skillDir, "SKILL.md"), `---\nname: ${name}\ndescription: test skill ${name}\n---\nbody\n`);
+  return skillDir;
 }
 
 test("a CLAUDE.md the run created is removed, and so is the .skills it created", () => {

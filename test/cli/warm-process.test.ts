@@ -20,11 +20,11 @@ import { alive, cmdline, hermeticEnv, treeMembers, waitUntil } from "./_support.
 const dir = (prefix: string): string => mkdtempSync(join(tmpdir(), prefix));
 
 async function withServer(script: Step[], fn: (url: string) => Promise<void>): Promise<void> {
-  const s = await startScriptedServer(script);
+  const server = await startScriptedServer(script);
   try {
-    await fn(s.url);
+    await fn(server.url);
   } finally {
-    await s.close();
+    await server.close();
   }
 }
 
@@ -41,44 +41,44 @@ function options(url: string, extra: Partial<WarmProcessOptions> = {}): WarmProc
 
 /** Runs one turn, collecting its lines. */
 async function turn(
-  p: WarmProcess,
+  warmProcess: WarmProcess,
   prompt: string,
 ): Promise<{ lines: ParsedLine[]; outcome: Awaited<ReturnType<WarmProcess["turn"]>> }> {
   const lines: ParsedLine[] = [];
-  const outcome = await p.turn(prompt, { timeoutMs: 30_000, onLine: (l) => lines.push(l) });
+  const outcome = await warmProcess.turn(prompt, { timeoutMs: 30_000, onLine: (l) => lines.push(l) });
   return { lines, outcome };
 }
 
 test("one warm process answers three turns of one session; the session file is complete at each result", async () => {
   await withServer([{ text: "answer-one" }, { text: "answer-two" }, { text: "answer-three" }], async (url) => {
     const configHome = { instanceId: "warm", instanceRoot: dir("ts-warm-homes-") };
-    const p = startWarmProcess(options(url, { configHome }));
+    const warmProcess = startWarmProcess(options(url, { configHome }));
     try {
       let sizeBefore = 0;
       const ids = new Set<string>();
-      for (const n of ["one", "two", "three"]) {
-        const { lines, outcome } = await turn(p, `question ${n}`);
+      for (const ordinal of ["one", "two", "three"]) {
+        const { lines, outcome } = await turn(warmProcess, `question ${ordinal}`);
         assert.equal(lines[0]?.type, "system/init", "each turn starts with an init line");
         assert.equal(lines.at(-1)?.type, "result/success", "each turn's lines end at its result");
         assert.equal(lines.filter((l) => l.type.startsWith("result")).length, 1);
-        assert.equal(outcome.resultText, `answer-${n}`);
+        assert.equal(outcome.resultText, `answer-${ordinal}`);
         assert.equal(outcome.lineCount, lines.length);
-        assert.equal(outcome.pid, p.pid, "the same process answered");
+        assert.equal(outcome.pid, warmProcess.pid, "the same process answered");
         ids.add(outcome.sessionId!);
         const file = outcome.sessionFile;
         assert.ok(file !== undefined && file.length > sizeBefore, "the session file grew with the turn");
-        assert.ok(file.toString("utf8").includes(`answer-${n}`), "and already holds the turn's answer");
+        assert.ok(file.toString("utf8").includes(`answer-${ordinal}`), "and already holds the turn's answer");
         sizeBefore = file.length;
-        assert.equal(p.alive, true);
+        assert.equal(warmProcess.alive, true);
       }
       assert.equal(ids.size, 1, "one session id across the turns");
-      assert.equal(p.sessionId, [...ids][0]);
-      assert.ok(p.rssBytes() > 10 * 1024 * 1024, "the tree's resident memory is read from /proc");
+      assert.equal(warmProcess.sessionId, [...ids][0]);
+      assert.ok(warmProcess.rssBytes() > 10 * 1024 * 1024, "the tree's resident memory is read from /proc");
     } finally {
-      await p.close();
+      await warmProcess.close();
     }
-    assert.equal(p.alive, false);
-    assert.deepEqual(treeMembers(p.treeMarker), []);
+    assert.equal(warmProcess.alive, false);
+    assert.deepEqual(treeMembers(warmProcess.treeMarker), []);
   });
 });
 
@@ -89,19 +89,19 @@ test("a turn with a tool call runs warm, after a plain one", async () => {
     { text: "written" },
   ];
   await withServer(script, async (url) => {
-    const o = options(url);
-    const p = startWarmProcess(o);
+    const runOptions = options(url);
+    const warmProcess = startWarmProcess(runOptions);
     try {
-      await turn(p, "hi");
-      const { lines, outcome } = await turn(p, "write the file");
+      await turn(warmProcess, "hi");
+      const { lines, outcome } = await turn(warmProcess, "write the file");
       assert.equal(outcome.resultText, "written");
       assert.ok(
         lines.some((l) => l.type === "user" && l.raw.includes("tool_result")),
         "the tool's result is among the turn's lines",
       );
-      assert.equal(readFileSync(join(o.cwd, "made.txt"), "utf8"), "warm-made\n");
+      assert.equal(readFileSync(join(runOptions.cwd, "made.txt"), "utf8"), "warm-made\n");
     } finally {
-      await p.close();
+      await warmProcess.close();
     }
   });
 });
@@ -110,13 +110,13 @@ test("abort mid-turn ends the whole tree, slow Bash tool included, and the proce
   await withServer(
     [{ tool: { name: "Bash", input: { command: "echo begin; sleep 47", description: "slow" } } }, { hang: true }],
     async (url) => {
-      const p = startWarmProcess(options(url));
+      const warmProcess = startWarmProcess(options(url));
       const ac = new AbortController();
-      const pending = p.turn("run it", { signal: ac.signal });
+      const pending = warmProcess.turn("run it", { signal: ac.signal });
       pending.catch(() => {});
       try {
         await waitUntil(
-          () => treeMembers(p.treeMarker).some((pid) => cmdline(pid) === "sleep 47"),
+          () => treeMembers(warmProcess.treeMarker).some((pid) => cmdline(pid) === "sleep 47"),
           20_000,
           "the slow Bash tool",
         );
@@ -129,10 +129,10 @@ test("abort mid-turn ends the whole tree, slow Bash tool included, and the proce
       );
       assert.ok(err instanceof ClaudeCodeCliError);
       assert.equal(err.kind, "aborted");
-      assert.equal(p.alive, false);
-      assert.equal(p.dead?.reason, "aborted");
-      assert.deepEqual(treeMembers(p.treeMarker), [], "no process of the tree is left");
-      const again = await p.turn("more").then(
+      assert.equal(warmProcess.alive, false);
+      assert.equal(warmProcess.dead?.reason, "aborted");
+      assert.deepEqual(treeMembers(warmProcess.treeMarker), [], "no process of the tree is left");
+      const again = await warmProcess.turn("more").then(
         () => assert.fail("a dead process takes no turn"),
         (e: unknown) => e,
       );
@@ -143,26 +143,26 @@ test("abort mid-turn ends the whole tree, slow Bash tool included, and the proce
 
 test("a CLI killed between turns is reported dead, and the pool answers `dead`", async () => {
   await withServer([{ text: "first" }], async (url) => {
-    const o = options(url);
-    const p = startWarmProcess(o);
+    const runOptions = options(url);
+    const warmProcess = startWarmProcess(runOptions);
     const pool = new WarmPool({ idleTtlMs: 60_000, maxProcesses: 4 });
-    await turn(p, "hi");
-    pool.put("s-dead", p);
-    process.kill(p.pid!, "SIGKILL");
-    await waitUntil(() => !p.alive, 5000, "the handle to see the exit");
-    assert.equal(p.dead?.reason, "exited");
-    assert.equal(p.dead?.signal, "SIGKILL");
-    assert.deepEqual(pool.take("s-dead", warmFingerprint(o)), { process: undefined, reason: "dead" });
-    await p.close();
-    assert.deepEqual(treeMembers(p.treeMarker), []);
+    await turn(warmProcess, "hi");
+    pool.put("s-dead", warmProcess);
+    process.kill(warmProcess.pid!, "SIGKILL");
+    await waitUntil(() => !warmProcess.alive, 5000, "the handle to see the exit");
+    assert.equal(warmProcess.dead?.reason, "exited");
+    assert.equal(warmProcess.dead?.signal, "SIGKILL");
+    assert.deepEqual(pool.take("s-dead", warmFingerprint(runOptions)), { process: undefined, reason: "dead" });
+    await warmProcess.close();
+    assert.deepEqual(treeMembers(warmProcess.treeMarker), []);
   });
 });
 
 test("pool: fingerprint, least recently used over the cap, idle expiry, closeAll", async () => {
   await withServer([], async (url) => {
     const base = options(url);
-    const [a, b, c, d] = [0, 1, 2, 3].map(() => startWarmProcess(base));
-    const all = [a!, b!, c!, d!];
+    const [warmA, warmB, warmC, warmD] = [0, 1, 2, 3].map(() => startWarmProcess(base));
+    const all = [warmA!, warmB!, warmC!, warmD!];
     const fp = warmFingerprint(base);
     assert.ok(
       all.every((p) => p.fingerprint === fp),
@@ -172,34 +172,34 @@ test("pool: fingerprint, least recently used over the cap, idle expiry, closeAll
     assert.notEqual(warmFingerprint({ ...base, env: { ...base.env, EXTRA: "1" } }), fp);
     const pool = new WarmPool({ idleTtlMs: 60_000, maxProcesses: 2 });
     try {
-      pool.put("a", a!);
-      pool.put("b", b!);
-      assert.equal(pool.take("a", fp).process, a, "a live matching process is handed out");
-      pool.put("a", a!); // a is now the most recently used
-      pool.put("c", c!);
+      pool.put("a", warmA!);
+      pool.put("b", warmB!);
+      assert.equal(pool.take("a", fp).process, warmA, "a live matching process is handed out");
+      pool.put("a", warmA!); // warmA is now the most recently used
+      pool.put("c", warmC!);
       await waitUntil(
-        () => !alive(b!.pid!) && treeMembers(b!.treeMarker).length === 0,
+        () => !alive(warmB!.pid!) && treeMembers(warmB!.treeMarker).length === 0,
         10_000,
         "the least recently used tree to end",
       );
       assert.equal(pool.take("b", fp).reason, "evicted");
       assert.equal(pool.take("c", "another-fingerprint").reason, "fingerprint_changed");
-      await waitUntil(() => treeMembers(c!.treeMarker).length === 0, 10_000, "the mismatched tree to end");
+      await waitUntil(() => treeMembers(warmC!.treeMarker).length === 0, 10_000, "the mismatched tree to end");
 
       const short = new WarmPool({ idleTtlMs: 300, maxProcesses: 2 });
-      short.put("d", d!);
-      await waitUntil(() => treeMembers(d!.treeMarker).length === 0, 10_000, "the idle tree to expire");
+      short.put("d", warmD!);
+      await waitUntil(() => treeMembers(warmD!.treeMarker).length === 0, 10_000, "the idle tree to expire");
       assert.equal(short.take("d", fp).reason, "expired");
 
       assert.equal(pool.size, 1);
       await pool.closeAll();
       assert.equal(pool.size, 0);
-      assert.deepEqual(treeMembers(a!.treeMarker), [], "closeAll ends every tree");
-      assert.equal(a!.alive, false);
+      assert.deepEqual(treeMembers(warmA!.treeMarker), [], "closeAll ends every tree");
+      assert.equal(warmA!.alive, false);
     } finally {
       await Promise.all(all.map((p) => p.close()));
     }
-    for (const p of all) assert.deepEqual(treeMembers(p.treeMarker), []);
+    for (const warmProcess of all) assert.deepEqual(treeMembers(warmProcess.treeMarker), []);
   });
 });
 
@@ -209,7 +209,8 @@ test("pool: over its memory cap, the least recently used idle tree ends first", 
     const [older, newer] = [startWarmProcess(base), startWarmProcess(base)];
     try {
       // After a turn each process holds what it keeps between turns, so its size is steady enough to set a cap from.
-      for (const p of [older, newer]) assert.equal((await turn(p, "hello")).outcome.resultText, "ok");
+      for (const warmProcess of [older, newer])
+        assert.equal((await turn(warmProcess, "hello")).outcome.resultText, "ok");
       const biggest = Math.max(older.rssBytes(), newer.rssBytes());
       assert.ok(biggest > 10 * 1024 * 1024, `a CLI tree's resident memory is read from /proc (${biggest} bytes)`);
       // Room for one tree, not two.

@@ -33,22 +33,22 @@ function fakeCli(marker: string): number {
 
 /** /proc/<pid>/stat fields after `comm` (so [0] is the state, [1] the ppid, [19] the start time). */
 function statFields(pid: number): string[] {
-  const s = readFileSync(`/proc/${pid}/stat`, "latin1");
-  return s.slice(s.lastIndexOf(") ") + 2).split(" ");
+  const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+  return stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
 }
 
 /** CPU ticks (user + system, its own and its reaped children's) of a process. */
 function cpuTicks(pid: number): number {
-  const f = statFields(pid);
-  return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  const fields = statFields(pid);
+  return Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
 }
 
 const childrenOf = (pid: number): number[] =>
   readdirSync("/proc")
     .filter((n) => /^\d+$/.test(n))
-    .filter((n) => {
+    .filter((procEntry) => {
       try {
-        return statFields(Number(n))[1] === String(pid);
+        return statFields(Number(procEntry))[1] === String(pid);
       } catch {
         return false;
       }
@@ -67,17 +67,17 @@ test("one watchdog serves every run of the host; while it waits it runs nothing 
     await new Promise((r) => setTimeout(r, 2200));
     assert.deepEqual(childrenOf(handles[0]!.pid!), [], "no polling processes");
     assert.ok(cpuTicks(handles[0]!.pid!) - before <= 1, "no CPU while it waits");
-    for (const h of handles) h.stop();
+    for (const handle of handles) handle.stop();
     assert.ok(clis.every(alive), "stopping a run touches nothing");
   } finally {
-    for (const c of clis) process.kill(c, "SIGKILL");
+    for (const cliPid of clis) process.kill(cliPid, "SIGKILL");
   }
 });
 
 /** Runs the script as a host would, sends `lines`, then closes the pipe as a dying host does. */
 async function hostDies(lines: string[]): Promise<void> {
   const wd = spawn("/bin/sh", ["-c", WATCHDOG_SCRIPT, "wd"], { detached: true, stdio: ["pipe", "ignore", "ignore"] });
-  for (const l of lines) wd.stdin.write(`${l}\n`);
+  for (const entryLine of lines) wd.stdin.write(`${entryLine}\n`);
   wd.stdin.end();
   await new Promise((r) => wd.once("exit", r));
 }
@@ -92,7 +92,7 @@ test("the pipe closes (the host died): the runs of the last line die, a run alre
     await waitUntil(() => !alive(c2), SETTLE_MS, "the watched CLI to die");
     assert.equal(alive(c1), true, "the forgotten run is left alone");
   } finally {
-    for (const c of [c1, c2]) if (alive(c)) process.kill(c, "SIGKILL");
+    for (const cliPid of [c1, c2]) if (alive(cliPid)) process.kill(cliPid, "SIGKILL");
   }
 });
 
@@ -134,20 +134,22 @@ test("a CLI that still has its recorded start time takes its whole process group
     await hostDies([watchdogEntry({ cliPid: root.pid!, marker: randomUUID(), killGraceMs: 200 })]);
     await waitUntil(() => !alive(root.pid!) && !alive(sleeper), SETTLE_MS, "the CLI and its group to die");
   } finally {
-    for (const p of [root.pid!, sleeper]) if (p !== undefined && alive(p)) process.kill(p, "SIGKILL");
+    for (const survivor of [root.pid!, sleeper])
+      if (survivor !== undefined && alive(survivor)) process.kill(survivor, "SIGKILL");
   }
 });
 
 for (const kind of ["cgroup-v2", "cgroup-v1-freezer"] as const) {
-  test(`${kind}: the pipe closes: the run's cgroup is killed (escaped processes included) and removed`, async (t) => {
-    const c = selectContainment([kind]);
-    if (c.kind !== kind) return t.skip(c.skipped.find((s) => s.kind === kind)?.reason ?? "not offered");
+  test(`${kind}: the pipe closes: the run's cgroup is killed (escaped processes included) and removed`, async (testContext) => {
+    const selection = selectContainment([kind]);
+    if (selection.kind !== kind)
+      return testContext.skip(selection.skipped.find((s) => s.kind === kind)?.reason ?? "not offered");
     const marker = randomUUID();
     const nonce = escapeNonce();
-    const cgroup = RunCgroup.create(c, marker);
+    const cgroup = RunCgroup.create(selection, marker);
     const root = await startTree(marker, {
       script: `${escapeCommands(nonce)}; sleep 60 & echo started; wait`,
-      launch: (file, args) => launchCommand(c, cgroup, file, args),
+      launch: (file, args) => launchCommand(selection, cgroup, file, args),
     });
     try {
       await waitUntil(() => escapees(nonce).length === 2, SETTLE_MS, "both escaped sleepers");
@@ -156,7 +158,7 @@ for (const kind of ["cgroup-v2", "cgroup-v1-freezer"] as const) {
         /^\d+:\d+:[0-9a-f-]+:2:\/sys\/fs\/cgroup\/.+$/,
       );
       // Another run of the same host still holds the host's folder: only the dead run's cgroup goes.
-      const other = RunCgroup.create(c, randomUUID());
+      const other = RunCgroup.create(selection, randomUUID());
       await hostDies([watchdogEntry({ cliPid: root.pid!, marker, killGraceMs: 200, cgroup: cgroup.path })]);
       assert.deepEqual(escapees(nonce), [], "the escaped sleepers are dead when the watchdog exits");
       assert.equal(alive(root.pid!), false);

@@ -22,10 +22,10 @@ import {
 const tmp = (p: string): string => mkdtempSync(join(tmpdir(), p));
 
 function skillSource(name: string): string {
-  const d = join(tmp("ts-skill-"), name);
-  mkdirSync(d);
-  writeFileSync(join(d, "SKILL.md"), `---\nname: ${name}\ndescription: test skill ${name}\n---\nbody\n`);
-  return d;
+  const skillDir = join(tmp("ts-skill-"), name);
+  mkdirSync(skillDir);
+  writeFileSync(join(skillDir, "SKILL.md"), `---\nname: ${name}\ndescription: test skill ${name}\n---\nbody\n`);
+  return skillDir;
 }
 
 /** A workspace and, outside it, a file and a folder an attacker's links point at. */

@@ -11,28 +11,28 @@ const TOOL = {
 };
 
 createInterface({ input: process.stdin }).on("line", (line) => {
-  let m;
+  let message;
   try {
-    m = JSON.parse(line);
+    message = JSON.parse(line);
   } catch {
     return;
   }
-  if (m.id === undefined) return;
-  if (m.method === "initialize") {
+  if (message.id === undefined) return;
+  if (message.method === "initialize") {
     return send({
       jsonrpc: "2.0",
-      id: m.id,
+      id: message.id,
       result: {
-        protocolVersion: m.params?.protocolVersion ?? "2025-06-18",
+        protocolVersion: message.params?.protocolVersion ?? "2025-06-18",
         capabilities: { tools: {} },
         serverInfo: { name: "probe", version: "1.0.0" },
       },
     });
   }
-  if (m.method === "tools/list") return send({ jsonrpc: "2.0", id: m.id, result: { tools: [TOOL] } });
-  if (m.method === "tools/call") {
-    writeFileSync(m.params.arguments.path, "x");
-    return send({ jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text: "touched" }] } });
+  if (message.method === "tools/list") return send({ jsonrpc: "2.0", id: message.id, result: { tools: [TOOL] } });
+  if (message.method === "tools/call") {
+    writeFileSync(message.params.arguments.path, "x");
+    return send({ jsonrpc: "2.0", id: message.id, result: { content: [{ type: "text", text: "touched" }] } });
   }
-  send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: "no such method" } });
+  send({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "no such method" } });
 });

@@ -174,35 +174,35 @@ export async function supervisedTurn(
   const server = await startModelServer({
     script: { responses: [...steps, { content: [{ type: "text", text: "finished" }] }] },
   });
-  const h = hermeticEnv({ baseUrl: server.url });
+  const hermetic = hermeticEnv({ baseUrl: server.url });
   try {
     const handle = runTurn({
       cwd: ctx.dir,
       prompt: "do the steps",
-      env: { ...h.env, ...extras.env },
+      env: { ...hermetic.env, ...extras.env },
       mcpConfigFile: extras.mcpConfigFile,
       ...run.turnOptions,
       extraArgs: run.argsFilter(extraArgs),
       timeoutMs: 120_000,
     });
     const lines: Array<Record<string, any>> = [];
-    for await (const l of handle.lines)
-      if (l.category === "known" || l.category === "unknown") lines.push(l.line as Record<string, any>);
+    for await (const parsed of handle.lines)
+      if (parsed.category === "known" || parsed.category === "unknown") lines.push(parsed.line as Record<string, any>);
     await handle.outcome.catch(() => {});
     const toolResults: TurnResult["toolResults"] = [];
     for (const line of lines) {
       if (line["type"] !== "user") continue;
-      for (const b of line["message"]?.["content"] ?? []) {
-        if (b.type !== "tool_result") continue;
-        const content = typeof b.content === "string" ? b.content : JSON.stringify(b.content);
-        toolResults.push({ content, isError: b.is_error === true, meta: line["tool_result_meta"] });
+      for (const block of line["message"]?.["content"] ?? []) {
+        if (block.type !== "tool_result") continue;
+        const content = typeof block.content === "string" ? block.content : JSON.stringify(block.content);
+        toolResults.push({ content, isError: block.is_error === true, meta: line["tool_result_meta"] });
       }
     }
     const result = lines.filter((l) => l["type"] === "result").at(-1);
     return { lines, toolResults, result, denials: (result?.["permission_denials"] ?? []) as TurnResult["denials"] };
   } finally {
     await server.close();
-    h.cleanup();
+    hermetic.cleanup();
   }
 }
 
@@ -245,8 +245,8 @@ export function pidsRunning(...argv: string[]): number[] {
 export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
+    const value = await probe();
+    if (value !== undefined) return value;
     if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -263,8 +263,8 @@ export function cli(
   env: Record<string, string>,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const clean: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env))
-    if (v !== undefined && !k.startsWith("TURNSTREAM_") && k !== "REDIS_CLUSTER_NODES") clean[k] = v;
+  for (const [name, value] of Object.entries(process.env))
+    if (value !== undefined && !name.startsWith("TURNSTREAM_") && name !== "REDIS_CLUSTER_NODES") clean[name] = value;
   const child = spawn(process.execPath, [BIN, ...args], {
     env: { ...clean, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -30,11 +30,11 @@ const ACL_DEPLOY_FILE = join(import.meta.dirname, "../../deploy/redis-users.acl"
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
     });
   });
 }
@@ -50,8 +50,8 @@ async function startAclRedis(aclFile: string): Promise<{ port: number; child: Ch
   );
   let out = "";
   await new Promise<void>((resolve, reject) => {
-    child.stdout!.setEncoding("utf8").on("data", (c: string) => {
-      out += c;
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      out += chunk;
       if (out.includes("Ready to accept connections")) resolve();
     });
     child.once("exit", (code) => reject(new Error(`redis-server exited (${code}): ${out.slice(-500)}`)));
@@ -80,9 +80,9 @@ test("ACL roles: a reader cannot decide; an operator without a trusted key canno
   const url = (role: AclRole): string => `redis://${role}:${passwords[role]}@127.0.0.1:${redisServer.port}`;
   const clients: RedisClient[] = [];
   const as = (role: AclRole): RedisClient => {
-    const c = connectRedis({ url: url(role), redisOptions: { maxRetriesPerRequest: 2 } });
-    clients.push(c);
-    return c;
+    const client = connectRedis({ url: url(role), redisOptions: { maxRetriesPerRequest: 2 } });
+    clients.push(client);
+    return client;
   };
   const trustedKeyFile = join(dir, "trusted.key");
   writeOperatorKeyFile(trustedKeyFile, OPERATOR.privateKeyPem);
@@ -136,32 +136,35 @@ test("ACL roles: a reader cannot decide; an operator without a trusted key canno
     return found!;
   };
   try {
-    const a = await producer.enqueueTurn({ prompt: "make forged.txt", cwd, options: { supervised: true } });
-    const p1 = await nextPending(a.session);
+    const firstTurn = await producer.enqueueTurn({ prompt: "make forged.txt", cwd, options: { supervised: true } });
+    const p1 = await nextPending(firstTurn.session);
 
     // The reader lists and reads…
-    for (const args of [["pending", "--json"], ["tail", a.session], ["sessions"]]) {
-      const r = await cli(args, readerEnv);
-      assert.equal(r.code, 0, `${args[0]} as reader: ${r.stderr}`);
+    for (const args of [["pending", "--json"], ["tail", firstTurn.session], ["sessions"]]) {
+      const readRun = await cli(args, readerEnv);
+      assert.equal(readRun.code, 0, `${args[0]} as reader: ${readRun.stderr}`);
     }
     assert.match((await cli(["pending"], readerEnv)).stdout, new RegExp(p1.requestId));
     // …but cannot decide, even holding the trusted key, and is told which role it needs.
-    const denied = await cli(["decide", a.session, p1.requestId, "allow"], readerEnv);
+    const denied = await cli(["decide", firstTurn.session, p1.requestId, "allow"], readerEnv);
     assert.equal(denied.code, 2);
     assert.match(denied.stderr, /may not record decisions \(Redis said: NOPERM.*operator role/);
 
     // An operator-role user without the trusted key: no key at all is refused before anything is written…
-    const keyless = await cli(["decide", a.session, p1.requestId, "allow"], operatorEnv);
+    const keyless = await cli(["decide", firstTurn.session, p1.requestId, "allow"], operatorEnv);
     assert.equal(keyless.code, 2);
     assert.match(keyless.stderr, /TURNSTREAM_OPERATOR_KEY/);
     // …a key the worker does not trust is written and ignored…
-    const foreign = await cli(["decide", a.session, p1.requestId, "allow", "--key", strangerKeyFile], operatorEnv);
+    const foreign = await cli(
+      ["decide", firstTurn.session, p1.requestId, "allow", "--key", strangerKeyFile],
+      operatorEnv,
+    );
     assert.equal(foreign.code, 0, foreign.stderr);
     // …and so are an unsigned decision.made and an unsigned allow rule written with the operator's access.
     const opRedis = as("operator");
-    await createEventLog({ redis: opRedis, prefix: space.logPrefix }).appendUnfenced(a.session, [
+    await createEventLog({ redis: opRedis, prefix: space.logPrefix }).appendUnfenced(firstTurn.session, [
       {
-        turn: a.turn,
+        turn: firstTurn.turn,
         attempt: 1,
         kind: "decision.made",
         data: {
@@ -183,13 +186,13 @@ test("ACL roles: a reader cannot decide; an operator without a trusted key canno
     };
     await opRedis.hset(rulesKey(space.logPrefix), forgedRule.id, JSON.stringify(forgedRule));
     // The trusted operator (who also knows the fleet's keys, so the foreign decision does not count as first) denies.
-    const deny = await cli(["decide", a.session, p1.requestId, "deny", "--reason", "after the forgeries"], {
+    const deny = await cli(["decide", firstTurn.session, p1.requestId, "deny", "--reason", "after the forgeries"], {
       ...operatorEnv,
       TURNSTREAM_OPERATOR_KEY: trustedKeyFile,
       TURNSTREAM_OPERATOR_KEYS: OPERATOR.publicKey,
     });
     assert.equal(deny.code, 0, deny.stderr);
-    assert.equal((await producer.waitForTurn(a.turn, { timeoutMs: 30_000 })).status, "finished");
+    assert.equal((await producer.waitForTurn(firstTurn.turn, { timeoutMs: 30_000 })).status, "finished");
     assert.equal(existsSync(join(cwd, "forged.txt")), false, "no forged or foreign allow let the tool run");
     const ignored = logged.filter((l) => l.msg.startsWith("ignored a decision")).map((l) => String(l.obj["why"]));
     assert.deepEqual(
@@ -198,20 +201,20 @@ test("ACL roles: a reader cannot decide; an operator without a trusted key canno
     );
 
     // The forged rule, read for this request, is ignored (the call waits); the trusted operator's allow is acted on.
-    const b = await producer.enqueueTurn({
-      session: a.session,
+    const secondTurn = await producer.enqueueTurn({
+      session: firstTurn.session,
       prompt: "make signed.txt",
       cwd,
       options: { supervised: true },
     });
-    const p2 = await nextPending(a.session);
+    const p2 = await nextPending(firstTurn.session);
     assert.ok(logged.some((l) => l.msg.startsWith("ignored a trust rule") && l.obj["why"] === "it is not signed"));
-    const allow = await cli(["decide", a.session, p2.requestId, "allow"], {
+    const allow = await cli(["decide", firstTurn.session, p2.requestId, "allow"], {
       ...operatorEnv,
       TURNSTREAM_OPERATOR_KEY: trustedKeyFile,
     });
     assert.equal(allow.code, 0, allow.stderr);
-    assert.equal((await producer.waitForTurn(b.turn, { timeoutMs: 30_000 })).status, "finished");
+    assert.equal((await producer.waitForTurn(secondTurn.turn, { timeoutMs: 30_000 })).status, "finished");
     assert.ok(existsSync(join(cwd, "signed.txt")), "the signed allow ran the tool");
     assert.deepEqual(
       logged.filter((l) => /NOPERM/.test(JSON.stringify(l))),
@@ -221,7 +224,7 @@ test("ACL roles: a reader cannot decide; an operator without a trusted key canno
   } finally {
     await worker.close({ graceMs: 1000 });
     await producer.close();
-    for (const c of clients) c.disconnect();
+    for (const client of clients) client.disconnect();
     await server.close();
     redisServer.child.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });

@@ -30,8 +30,8 @@ test("pending --json lists the waiting call; decide --always --reason records wh
     writeOperatorKeyFile(keyFile, OPERATOR.privateKeyPem);
     const env = { TURNSTREAM_PREFIX: ctx.prefix, TURNSTREAM_USER: "erin", TURNSTREAM_OPERATOR_KEY: keyFile };
     const listed = await waitFor(async () => {
-      const r = await cli(["pending", "--json"], env);
-      const mine = (JSON.parse(r.stdout) as Array<{ requestId: string; status: string; input: string }>).find(
+      const pendingRun = await cli(["pending", "--json"], env);
+      const mine = (JSON.parse(pendingRun.stdout) as Array<{ requestId: string; status: string; input: string }>).find(
         (p) => p.requestId === requestId,
       );
       return mine;
@@ -41,9 +41,9 @@ test("pending --json lists the waiting call; decide --always --reason records wh
     const text = await cli(["pending"], env);
     assert.match(text.stdout, new RegExp(`${ctx.session} ${requestId} Bash \\[exec\\]`));
     assert.equal((await cli(["decide", ctx.session, requestId, "maybe"], env)).code, 2);
-    const d = await cli(["decide", ctx.session, requestId, "allow", "--always", "--reason", "CI only"], env);
-    assert.equal(d.code, 0, d.stderr);
-    assert.match(d.stdout, /rule Bash\(npm test\) added/);
+    const decided = await cli(["decide", ctx.session, requestId, "allow", "--always", "--reason", "CI only"], env);
+    assert.equal(decided.code, 0, decided.stderr);
+    assert.match(decided.stdout, /rule Bash\(npm test\) added/);
     await fwdClosed;
     assert.equal(JSON.parse(out).hookSpecificOutput.permissionDecision, "allow");
     const [made] = await eventsOf(ctx, "decision.made");

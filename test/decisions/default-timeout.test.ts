@@ -33,16 +33,16 @@ function assertDefaultDeadline(ev: Envelope): void {
   assert.equal(data.timeoutMs, DEFAULT_MS, "the request records the 300 s default");
   // expiresAt is `now + timeoutMs`, taken just before the event was stamped: at most 300 s after
   // `at`, and only by the few ms between the two.
-  const d = deadlineAfterRecord(ev);
+  const deadlineMs = deadlineAfterRecord(ev);
   assert.ok(
-    d <= DEFAULT_MS && d > DEFAULT_MS - 5000,
-    `expiresAt is ${d} ms after the request's at (want ~${DEFAULT_MS})`,
+    deadlineMs <= DEFAULT_MS && deadlineMs > DEFAULT_MS - 5000,
+    `expiresAt is ${deadlineMs} ms after the request's at (want ~${DEFAULT_MS})`,
   );
 }
 
-function assertDefaultPending(p: PendingRequest): void {
+function assertDefaultPending(pending: PendingRequest): void {
   assert.equal(
-    Date.parse(p.expiresAt) - Date.parse(p.requestedAt),
+    Date.parse(pending.expiresAt) - Date.parse(pending.requestedAt),
     DEFAULT_MS,
     "the pending index expires the request 300 s after it",
   );
@@ -103,7 +103,7 @@ test("a request through the forwarder to a hub without timeoutMs: decision.reque
 });
 
 test("a supervised turn through the worker (no timeout configured anywhere): the real CLI's request expires 300 s after it", async () => {
-  const r = await rig((ws: string) => ({
+  const stage = await rig((ws: string) => ({
     responses: [
       {
         content: [
@@ -113,33 +113,37 @@ test("a supervised turn through the worker (no timeout configured anywhere): the
       { content: [{ type: "text", text: "refused" }] },
     ],
   }));
-  r.worker({ operatorKeys: [OPERATOR.publicKey] });
+  stage.worker({ operatorKeys: [OPERATOR.publicKey] });
   try {
-    const t = await r.producer.enqueueTurn({ prompt: "touch it", cwd: r.ws, options: { supervised: true } });
+    const enqueued = await stage.producer.enqueueTurn({
+      prompt: "touch it",
+      cwd: stage.ws,
+      options: { supervised: true },
+    });
     const pending = await waitFor(
       async () =>
-        (await listPending({ redis: r.redis, prefix: r.space.logPrefix })).find(
-          (p) => p.session === t.session && p.status === "pending",
+        (await listPending({ redis: stage.redis, prefix: stage.space.logPrefix })).find(
+          (p) => p.session === enqueued.session && p.status === "pending",
         ),
       60_000,
     );
-    const requested = (await r.events(t.session)).find((e) => e.kind === "decision.requested");
+    const requested = (await stage.events(enqueued.session)).find((e) => e.kind === "decision.requested");
     // Decided before the checks, so a failing check does not leave the turn waiting on its request.
     await decide(
-      { log: r.producer.log, redis: r.redis, operatorKey },
+      { log: stage.producer.log, redis: stage.redis, operatorKey },
       {
-        session: t.session,
+        session: enqueued.session,
         requestId: pending.requestId,
         decision: "deny",
         by: "test",
         reason: "checked the deadline",
       },
     );
-    assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
+    assert.equal((await stage.producer.waitForTurn(enqueued.turn, { timeoutMs: 60_000 })).status, "finished");
     assertDefaultPending(pending);
     assert.ok(requested !== undefined);
     assertDefaultDeadline(requested);
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });

@@ -33,9 +33,9 @@ test("a hook call on a log that lost the hub's records is denied (rolled_back); 
     const hub = await withHub(ctx);
     await putRule(ctx, "Bash(ls*)", "allow");
     const run = prepare(ctx, hub);
-    const k = ctx.log.keys(ctx.session);
+    const keys = ctx.log.keys(ctx.session);
     const saved = await Promise.all(
-      [k.events, k.meta].map(async (key) => [key, await ctx.redis.dumpBuffer(key)] as const),
+      [keys.events, keys.meta].map(async (key) => [key, await ctx.redis.dumpBuffer(key)] as const),
     );
     assert.equal((await forward(run.runFile, hookInput("ls -l", "toolu_a")))[0], "allow");
     assert.deepEqual(

@@ -53,9 +53,9 @@ async function forward(runFile: string, stdin: string): Promise<{ code: number |
   return { code, out, stdout };
 }
 
-const decisionOf = (r: { out: any }): [string, string] => [
-  r.out?.hookSpecificOutput?.permissionDecision,
-  r.out?.hookSpecificOutput?.permissionDecisionReason,
+const decisionOf = (forwarded: { out: any }): [string, string] => [
+  forwarded.out?.hookSpecificOutput?.permissionDecision,
+  forwarded.out?.hookSpecificOutput?.permissionDecisionReason,
 ];
 
 async function stub(
@@ -157,10 +157,10 @@ test("forwarder: every failure prints deny and exits 0", async () => {
       ],
       [
         "odd decision",
-        (q, s) =>
-          s
+        (request, response) =>
+          response
             .writeHead(200)
-            .end(JSON.stringify({ decision: "ask", reason: "x", nonce: q.headers["x-turnstream-nonce"] })),
+            .end(JSON.stringify({ decision: "ask", reason: "x", nonce: request.headers["x-turnstream-nonce"] })),
         /had no decision/,
       ],
       [
@@ -171,31 +171,31 @@ test("forwarder: every failure prints deny and exits 0", async () => {
       ["huge", (_q, s) => s.writeHead(200).end("x".repeat(200_000)), /too large/],
       [
         "cut off",
-        (_q, s) => {
-          s.writeHead(200, { "content-length": "100" });
-          s.write("{");
-          s.destroy();
+        (_request, response) => {
+          response.writeHead(200, { "content-length": "100" });
+          response.write("{");
+          response.destroy();
         },
         /broke off|not JSON|not HTTP|could not be reached/,
       ],
     ];
     for (const [name, handler, expected] of cases) {
-      const s = await stub(handler);
-      const f = join(ctx.dir, `run-${name.replace(/ /g, "-")}.json`);
-      writeFileSync(f, JSON.stringify({ ...info, url: s.url }), { mode: 0o600 });
-      const r = await forward(f, hookInput("ls"));
-      s.server.closeAllConnections();
-      s.server.close();
-      assert.equal(r.code, 0, name);
-      const [d, why] = decisionOf(r);
-      assert.equal(d, "deny", name);
+      const hubStub = await stub(handler);
+      const runFile = join(ctx.dir, `run-${name.replace(/ /g, "-")}.json`);
+      writeFileSync(runFile, JSON.stringify({ ...info, url: hubStub.url }), { mode: 0o600 });
+      const forwarded = await forward(runFile, hookInput("ls"));
+      hubStub.server.closeAllConnections();
+      hubStub.server.close();
+      assert.equal(forwarded.code, 0, name);
+      const [decision, why] = decisionOf(forwarded);
+      assert.equal(decision, "deny", name);
       assert.match(why, expected, name);
     }
     // Its own deadline when the hub never answers.
     const hang = await stub(() => {});
-    const f = join(ctx.dir, "run-hang.json");
-    writeFileSync(f, JSON.stringify({ ...info, url: hang.url, timeoutMs: 300 }));
-    assert.match(decisionOf(await forward(f, hookInput("ls")))[1], /no decision arrived in time/);
+    const hangRunFile = join(ctx.dir, "run-hang.json");
+    writeFileSync(hangRunFile, JSON.stringify({ ...info, url: hang.url, timeoutMs: 300 }));
+    assert.match(decisionOf(await forward(hangRunFile, hookInput("ls")))[1], /no decision arrived in time/);
     hang.server.closeAllConnections();
     hang.server.close();
     // No run file, a garbage run file.
@@ -203,8 +203,8 @@ test("forwarder: every failure prints deny and exits 0", async () => {
       decisionOf(await forward(join(ctx.dir, "missing.json"), hookInput("ls")))[1],
       /settings could not be read/,
     );
-    writeFileSync(f, "{");
-    assert.match(decisionOf(await forward(f, hookInput("ls")))[1], /settings could not be read/);
+    writeFileSync(hangRunFile, "{");
+    assert.match(decisionOf(await forward(hangRunFile, hookInput("ls")))[1], /settings could not be read/);
     // The real hub refuses hook input that is not a PreToolUse call.
     assert.match(decisionOf(await forward(run.runFile, "{}"))[1], /HTTP 400/);
     assert.match(decisionOf(await forward(run.runFile, "garbage"))[1], /HTTP 400/);
@@ -228,8 +228,8 @@ test("hub: a fenced (superseded) attempt gets deny; a closing hub denies and rec
     await nextEvent(ctx, "decision.requested");
     await waitFor(async () => (hub.waiting() === 1 ? true : undefined));
     await hub.close();
-    const [d, why] = decisionOf(await waiting);
-    assert.equal(d, "deny");
+    const [decision, why] = decisionOf(await waiting);
+    assert.equal(decision, "deny");
     assert.match(why, /decision hub shut down/);
     const made = await eventsOf(ctx, "decision.made");
     assert.equal((made[0]!.data as { source: string }).source, "hub");
@@ -253,16 +253,18 @@ test("decide: unknown request, second operator loses, already decided", async ()
     const req = await nextEvent(ctx, "decision.requested");
     const requestId = (req.data as { requestId: string }).requestId;
     // Two operators at once: both append, the first in the log wins and the hub acts on it.
-    const [a, b] = await Promise.all([
+    const [annOutcome, benOutcome] = await Promise.all([
       decideAs(ctx, { requestId, decision: "deny", by: "ann", reason: "no" }),
       decideAs(ctx, { requestId, decision: "allow", by: "ben" }).catch((e: unknown) => e),
     ]);
-    const [d, why] = decisionOf(await waiting);
-    const winners = [a, b].filter((r) => !(r instanceof Error) && (r as { applied: boolean }).applied);
+    const [decision, why] = decisionOf(await waiting);
+    const winners = [annOutcome, benOutcome].filter(
+      (r) => !(r instanceof Error) && (r as { applied: boolean }).applied,
+    );
     assert.equal(winners.length, 1);
-    const w = (winners[0] as { decision: { decision: string; by: string } }).decision;
-    assert.equal(d, w.decision);
-    assert.match(why, new RegExp(`by ${w.by}`));
+    const winner = (winners[0] as { decision: { decision: string; by: string } }).decision;
+    assert.equal(decision, winner.decision);
+    assert.match(why, new RegExp(`by ${winner.by}`));
     await assert.rejects(
       decideAs(ctx, { requestId, decision: "allow", by: "cy" }),
       (e: unknown) => e instanceof DecisionError && e.problem === "already_decided",
@@ -307,8 +309,10 @@ test("a worker killed while a decision is pending: listed as abandoned, decide r
     assert.equal(decisionOf(await waiting)[0], "deny");
     // Without a retry yet: the heartbeat lapses (3 × 100 ms) and the request shows as abandoned.
     const gone = await waitFor(async () => {
-      const p = (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find((x) => x.requestId === requestId);
-      return p?.status === "abandoned" ? p : undefined;
+      const entry = (await listPending({ redis: ctx.redis, prefix: ctx.prefix })).find(
+        (x) => x.requestId === requestId,
+      );
+      return entry?.status === "abandoned" ? entry : undefined;
     });
     assert.equal(gone.tool, "Bash");
     await assert.rejects(
@@ -356,7 +360,7 @@ test("--always on a Write to an absolute path: the rule names that file (//…) 
       });
     const first = forward(run.runFile, write("toolu_w1"));
     const req = await nextEvent(ctx, "decision.requested");
-    const d = await decideAs(ctx, {
+    const decided = await decideAs(ctx, {
       requestId: (req.data as { requestId: string }).requestId,
       decision: "allow",
       by: "dave",
@@ -364,7 +368,7 @@ test("--always on a Write to an absolute path: the rule names that file (//…) 
       reason: "routine",
     });
     assert.equal(
-      d.rule?.pattern,
+      decided.rule?.pattern,
       `Write(/${target})`,
       "a leading // anchors at the filesystem root; a single / would mean the run's cwd",
     );

@@ -80,10 +80,17 @@ test("the hub refuses a call whose description, command or path carries escapes 
     );
     const requested = await eventsOf(ctx, "decision.requested");
     assert.equal(requested.length, 3);
-    for (const e of requested) {
-      const d = e.data as { input: string; subject?: string; expiresAt: string };
-      assert.doesNotMatch(d.input + (d.subject ?? ""), /[\u001b\r\u202e]/, "the refused request is recorded escaped");
-      assert.ok(Date.parse(d.expiresAt) <= Date.parse(e.at) + 1000, "a refused request is never open for a decision");
+    for (const event of requested) {
+      const data = event.data as { input: string; subject?: string; expiresAt: string };
+      assert.doesNotMatch(
+        data.input + (data.subject ?? ""),
+        /[\u001b\r\u202e]/,
+        "the refused request is recorded escaped",
+      );
+      assert.ok(
+        Date.parse(data.expiresAt) <= Date.parse(event.at) + 1000,
+        "a refused request is never open for a decision",
+      );
     }
     const pending = await cli(["pending", "--json"], operatorEnv(ctx));
     assert.deepEqual(JSON.parse(pending.stdout), []);
@@ -124,9 +131,9 @@ test("pending shows a Redis writer's escapes as visible text, and the command ap
     assert.ok(shown.includes("Bash\\x1b[8m"), shown);
     assert.ok(shown.includes("command: ls\\x1b[2K\\r\\x1b[1Arm -rf ~"), shown);
     assert.ok(shown.includes("safe \\u202etxet"), shown);
-    const d = await cli(["decide", ctx.session, requestId, "deny"], env);
-    assert.equal(d.code, 0, d.stderr);
-    assert.match(d.stdout, /deny recorded .*\n {2}Bash: ls -la\n {4}echo two\n/);
+    const denied = await cli(["decide", ctx.session, requestId, "deny"], env);
+    assert.equal(denied.code, 0, denied.stderr);
+    assert.match(denied.stdout, /deny recorded .*\n {2}Bash: ls -la\n {4}echo two\n/);
     assert.equal((await answer).permissionDecision, "deny");
     run.close();
   } finally {
@@ -199,7 +206,8 @@ test("forged unsigned decision.made records (the hub's, an operator's allow) nei
       "pending",
       "without keys, an unsigned record counts neither",
     );
-    // The read model holds no keys: it still drops an unsigned operator's allow (hub-claimed records it shows as the hub's).
+    // The read model holds no keys: it still drops an unsigned operator's allow (hub-claimed records
+    // it shows as the hub's).
     const operatorClaims = before.filter(
       (e) => e.kind !== "decision.made" || (e.data as { source: string }).source === "operator",
     );
@@ -208,9 +216,9 @@ test("forged unsigned decision.made records (the hub's, an operator's allow) nei
       [requestId],
       "the read model ignores an unsigned operator's allow",
     );
-    const d = await cli(["decide", ctx.session, requestId, "allow", "--json"], env);
-    assert.equal(d.code, 0, d.stderr);
-    const res = JSON.parse(d.stdout) as { applied: boolean; decision: { by: string; keyId: string } };
+    const allowed = await cli(["decide", ctx.session, requestId, "allow", "--json"], env);
+    assert.equal(allowed.code, 0, allowed.stderr);
+    const res = JSON.parse(allowed.stdout) as { applied: boolean; decision: { by: string; keyId: string } };
     assert.equal(res.applied, true, "the operator's signed decision is the one that counts");
     assert.equal(res.decision.by, "erin");
     const got = await answer;

@@ -33,14 +33,14 @@ test("patterns: Tool and Tool(specifier); Tool(*) is Tool, mcp__server__* is mcp
 });
 
 test("Bash allow patterns need every part of a compound command; substitutions and redirections never ride on a wildcard", () => {
-  const r = rule("Bash(git status*)");
-  assert.equal(ruleMatches(r, bash("git status")), true);
-  assert.equal(ruleMatches(r, bash("git status --short")), true);
-  assert.equal(ruleMatches(r, bash("git statusx; rm -rf /")), false);
-  assert.equal(ruleMatches(r, bash("git status && curl evil")), false);
-  assert.equal(ruleMatches(r, bash("git status $(rm -rf /)")), false);
-  assert.equal(ruleMatches(r, bash("git status > /etc/passwd")), false);
-  assert.equal(ruleMatches(r, bash("git push")), false);
+  const gitStatus = rule("Bash(git status*)");
+  assert.equal(ruleMatches(gitStatus, bash("git status")), true);
+  assert.equal(ruleMatches(gitStatus, bash("git status --short")), true);
+  assert.equal(ruleMatches(gitStatus, bash("git statusx; rm -rf /")), false);
+  assert.equal(ruleMatches(gitStatus, bash("git status && curl evil")), false);
+  assert.equal(ruleMatches(gitStatus, bash("git status $(rm -rf /)")), false);
+  assert.equal(ruleMatches(gitStatus, bash("git status > /etc/passwd")), false);
+  assert.equal(ruleMatches(gitStatus, bash("git push")), false);
   assert.equal(ruleMatches(rule("Bash"), bash("anything; at all")), true, "a bare tool rule is every call");
   assert.equal(
     ruleMatches(rule("Bash(echo a > f)"), bash("echo a > f")),
@@ -66,10 +66,10 @@ test("deny rules also match any simple command inside a compound one, and beat a
 });
 
 test("exact rules from a call escape wildcards and anchor file paths; file rules are relative to the run's cwd", () => {
-  const p = patternForCall("Bash", { command: "echo * \\ done" });
-  assert.equal(p, "Bash(echo \\* \\\\ done)");
-  assert.equal(ruleMatches(rule(p), bash("echo * \\ done")), true);
-  assert.equal(ruleMatches(rule(p), bash("echo x \\ done")), false);
+  const pattern = patternForCall("Bash", { command: "echo * \\ done" });
+  assert.equal(pattern, "Bash(echo \\* \\\\ done)");
+  assert.equal(ruleMatches(rule(pattern), bash("echo * \\ done")), true);
+  assert.equal(ruleMatches(rule(pattern), bash("echo x \\ done")), false);
   const write = (file_path: string) => ({ tool: "Write", input: { file_path }, cwd: "/w" });
   const exact = patternForCall("Write", { file_path: "/w/src/*.ts" });
   assert.equal(exact, "Write(//w/src/\\*.ts)", "absolute paths are written //path");
@@ -81,10 +81,10 @@ test("exact rules from a call escape wildcards and anchor file paths; file rules
     "a relative path is anchored, not matched at any depth",
   );
   assert.equal(ruleMatches(rule(patternForSubject("Write", "a.ts")), write("/w/sub/a.ts")), false);
-  const w = rule("Write(src/*)");
-  assert.equal(ruleMatches(w, write("/w/src/a.ts")), true);
-  assert.equal(ruleMatches(w, write("/elsewhere/src/a.ts")), false);
-  assert.equal(ruleMatches(w, write("/w/src/../../etc/a.ts")), false, "paths are normalized before matching");
+  const srcWrites = rule("Write(src/*)");
+  assert.equal(ruleMatches(srcWrites, write("/w/src/a.ts")), true);
+  assert.equal(ruleMatches(srcWrites, write("/elsewhere/src/a.ts")), false);
+  assert.equal(ruleMatches(srcWrites, write("/w/src/../../etc/a.ts")), false, "paths are normalized before matching");
   assert.equal(ruleMatches(rule("Write(//etc/*)"), write("/etc/hosts")), true);
   assert.equal(
     ruleMatches(rule("Write(/etc/*)"), write("/etc/hosts")),

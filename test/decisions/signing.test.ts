@@ -61,14 +61,14 @@ test("operator key files: 0600, never overwritten, refused when others can read 
   const dir = mkdtempSync(join(tmpdir(), "ts-keys-"));
   try {
     const file = join(dir, "sub", "operator.key");
-    const k = generateOperatorKey();
-    assert.match(k.publicKey, /^ed25519:[A-Za-z0-9_-]{43}$/);
-    assert.match(k.keyId, /^op-[0-9a-f]{16}$/);
-    writeOperatorKeyFile(file, k.privateKeyPem);
+    const key = generateOperatorKey();
+    assert.match(key.publicKey, /^ed25519:[A-Za-z0-9_-]{43}$/);
+    assert.match(key.keyId, /^op-[0-9a-f]{16}$/);
+    writeOperatorKeyFile(file, key.privateKeyPem);
     assert.equal(statSync(file).mode & 0o777, 0o600);
-    assert.throws(() => writeOperatorKeyFile(file, k.privateKeyPem), /already exists/);
+    assert.throws(() => writeOperatorKeyFile(file, key.privateKeyPem), /already exists/);
     const loaded = loadOperatorKey(file);
-    assert.deepEqual([loaded.keyId, loaded.publicKey], [k.keyId, k.publicKey]);
+    assert.deepEqual([loaded.keyId, loaded.publicKey], [key.keyId, key.publicKey]);
     chmodSync(file, 0o644);
     assert.throws(
       () => loadOperatorKey(file),
@@ -76,17 +76,17 @@ test("operator key files: 0600, never overwritten, refused when others can read 
     );
     assert.throws(() => loadOperatorKey(join(dir, "missing.key")), /TURNSTREAM_OPERATOR_KEY/);
 
-    const ring = parseOperatorKeys(`# fleet operators\n${k.publicKey} alice\n\n${OPERATOR.publicKey}  # bob's\n`);
+    const ring = parseOperatorKeys(`# fleet operators\n${key.publicKey} alice\n\n${OPERATOR.publicKey}  # bob's\n`);
     assert.equal(ring.size, 2);
-    assert.equal(ring.nameOf(k.keyId), "alice");
+    assert.equal(ring.nameOf(key.keyId), "alice");
     assert.throws(() => parseOperatorKeys("ssh-ed25519 AAAA"), /ed25519:<43 base64url characters> \[name\]/);
-    assert.throws(() => parseOperatorKeys(`${k.publicKey} two names`), OperatorKeyError);
+    assert.throws(() => parseOperatorKeys(`${key.publicKey} two names`), OperatorKeyError);
 
     const list = join(dir, "operators.pub");
-    writeFileSync(list, `${k.publicKey} alice\n`);
-    assert.deepEqual(operatorKeyLinesFromEnv(list), [`${k.publicKey} alice`, ""]);
-    assert.deepEqual(operatorKeyLinesFromEnv(`${k.publicKey},${OPERATOR.publicKey}`), [
-      k.publicKey,
+    writeFileSync(list, `${key.publicKey} alice\n`);
+    assert.deepEqual(operatorKeyLinesFromEnv(list), [`${key.publicKey} alice`, ""]);
+    assert.deepEqual(operatorKeyLinesFromEnv(`${key.publicKey},${OPERATOR.publicKey}`), [
+      key.publicKey,
       OPERATOR.publicKey,
     ]);
     assert.equal(operatorKeyLinesFromEnv(" "), undefined);
@@ -175,10 +175,10 @@ test("a hub without operator keys refuses to start, naming TURNSTREAM_OPERATOR_K
     for (const operatorKeys of [undefined, [], ["# nobody yet"]]) {
       await assert.rejects(
         startDecisionHub({ log: ctx.log, redis: ctx.redis, prefix: ctx.prefix, operatorKeys }),
-        (e: unknown) =>
-          e instanceof OperatorKeysMissingError &&
-          /TURNSTREAM_OPERATOR_KEYS/.test(e.message) &&
-          /operator-key new/.test(e.message),
+        (thrown: unknown) =>
+          thrown instanceof OperatorKeysMissingError &&
+          /TURNSTREAM_OPERATOR_KEYS/.test(thrown.message) &&
+          /operator-key new/.test(thrown.message),
       );
     }
   } finally {
@@ -214,9 +214,9 @@ test("the folded decision state counts an operator's decision only when signed (
 test("scrubReport names what the scrubber took out, never counting markers that were already there", () => {
   const scrubber = createScrubber({ env: {} });
   assert.deepEqual(scrubReport("ls -la", scrubber), { text: "ls -la", redacted: [] });
-  const r = scrubReport("psql postgres://app:$(touch${IFS}pwned)@db/app", scrubber);
-  assert.deepEqual(r.redacted, ["connection_password"]);
-  assert.doesNotMatch(r.text, /touch/);
+  const report = scrubReport("psql postgres://app:$(touch${IFS}pwned)@db/app", scrubber);
+  assert.deepEqual(report.redacted, ["connection_password"]);
+  assert.doesNotMatch(report.text, /touch/);
   assert.deepEqual(scrubReport("echo [REDACTED:connection_password]", scrubber).redacted, []);
   assert.deepEqual(scrubReport("secret here", { scrub: (t) => t.replace("secret", "xxx") }).redacted, ["scrubbed"]);
   assert.deepEqual(scrubReport("anything", undefined).redacted, []);

@@ -46,10 +46,10 @@ test("sweepSupervisedDirs removes the folders of dead owners (also a reused pid)
     mkdirSync(target);
     symlinkSync(target, join(ctx.dir, `${SUPERVISED_DIR_PREFIX}999999.1-zzzzzz`));
 
-    const r = sweepSupervisedDirs({ tmpDir: ctx.dir });
-    assert.deepEqual(r.removed.sort(), [dead, reused].sort());
-    assert.deepEqual(r.live, [basename(dirname(live.runFile))]);
-    assert.deepEqual(r.failed, []);
+    const swept = sweepSupervisedDirs({ tmpDir: ctx.dir });
+    assert.deepEqual(swept.removed.sort(), [dead, reused].sort());
+    assert.deepEqual(swept.live, [basename(dirname(live.runFile))]);
+    assert.deepEqual(swept.failed, []);
     assert.equal(existsSync(live.runFile), true);
     assert.equal(existsSync(target), true);
     assert.ok(readdirSync(ctx.dir).includes(`${SUPERVISED_DIR_PREFIX}999999.1-zzzzzz`));
