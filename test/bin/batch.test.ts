@@ -48,9 +48,9 @@ function decodeEntities(raw: string): string {
 
 function attributesOf(source: string): Record<string, string> {
   const attrs: Record<string, string> = {};
-  for (const m of source.matchAll(/\s+([A-Za-z_][\w.:-]*)="([^"<]*)"/g)) {
-    assert.ok(!(m[1]! in attrs), `duplicate attribute ${m[1]}`);
-    attrs[m[1]!] = decodeEntities(m[2]!);
+  for (const attribute of source.matchAll(/\s+([A-Za-z_][\w.:-]*)="([^"<]*)"/g)) {
+    assert.ok(!(attribute[1]! in attrs), `duplicate attribute ${attribute[1]}`);
+    attrs[attribute[1]!] = decodeEntities(attribute[2]!);
   }
   return attrs;
 }
@@ -64,24 +64,25 @@ function parseXml(doc: string): XmlElement {
   const token = /<\/([A-Za-z_][\w.-]*)\s*>|<([A-Za-z_][\w.-]*)((?:\s+[A-Za-z_][\w.:-]*="[^"<]*")*)\s*(\/?)>|([^<]+)/y;
   const stack: XmlElement[] = [];
   let root: XmlElement | undefined;
-  let i = decl[0].length;
-  while (i < doc.length) {
-    token.lastIndex = i;
-    const m = token.exec(doc);
-    if (m === null) throw new Error(`malformed XML at offset ${i}: ${JSON.stringify(doc.slice(i, i + 40))}`);
-    i = token.lastIndex;
-    if (m[1] !== undefined) {
+  let offset = decl[0].length;
+  while (offset < doc.length) {
+    token.lastIndex = offset;
+    const match = token.exec(doc);
+    if (match === null)
+      throw new Error(`malformed XML at offset ${offset}: ${JSON.stringify(doc.slice(offset, offset + 40))}`);
+    offset = token.lastIndex;
+    if (match[1] !== undefined) {
       const open = stack.pop();
-      assert.equal(open?.name, m[1], `</${m[1]}> closes <${open?.name}>`);
-    } else if (m[2] !== undefined) {
-      const element: XmlElement = { name: m[2], attrs: attributesOf(m[3]!), children: [], text: "" };
+      assert.equal(open?.name, match[1], `</${match[1]}> closes <${open?.name}>`);
+    } else if (match[2] !== undefined) {
+      const element: XmlElement = { name: match[2], attrs: attributesOf(match[3]!), children: [], text: "" };
       if (stack.length === 0) {
         assert.equal(root, undefined, "one root element");
         root = element;
       } else stack.at(-1)!.children.push(element);
-      if (m[4] !== "/") stack.push(element);
-    } else if (stack.length === 0) assert.match(m[5]!, /^\s*$/, "only whitespace outside the root");
-    else stack.at(-1)!.text += decodeEntities(m[5]!);
+      if (match[4] !== "/") stack.push(element);
+    } else if (stack.length === 0) assert.match(match[5]!, /^\s*$/, "only whitespace outside the root");
+    else stack.at(-1)!.text += decodeEntities(match[5]!);
   }
   assert.equal(stack.length, 0, `unclosed <${stack.at(-1)?.name}>`);
   assert.ok(root, "a root element");
@@ -114,10 +115,15 @@ function checkTestcase(tc: XmlElement): string | undefined {
   );
   const verdicts = tc.children.filter((c) => VERDICTS.includes(c.name));
   assert.ok(verdicts.length <= 1, "at most one failure/error/skipped");
-  for (const v of verdicts.filter((v) => v.name !== "skipped"))
-    assert.ok(v.attrs["message"] !== undefined && (v.attrs["type"] ?? "").length > 0, `${v.name} has message and type`);
-  for (const p of tc.children.find((c) => c.name === "properties")?.children ?? [])
-    assert.ok(p.name === "property" && p.attrs["name"] !== undefined && p.attrs["value"] !== undefined);
+  for (const verdict of verdicts.filter((v) => v.name !== "skipped"))
+    assert.ok(
+      verdict.attrs["message"] !== undefined && (verdict.attrs["type"] ?? "").length > 0,
+      `${verdict.name} has message and type`,
+    );
+  for (const property of tc.children.find((c) => c.name === "properties")?.children ?? [])
+    assert.ok(
+      property.name === "property" && property.attrs["name"] !== undefined && property.attrs["value"] !== undefined,
+    );
   return verdicts[0]?.name;
 }
 
@@ -300,12 +306,19 @@ test("a bad line: exit 2 naming each bad line and its field, and nothing is enqu
     ].join("\n"),
   );
   try {
-    const r = await turnstream(["batch", file, "--prefix", space.logPrefix, "--queue-prefix", space.queuePrefix]);
-    assert.equal(r.code, 2, r.stderr);
-    assert.match(r.stderr, /3 bad line\(s\), nothing was enqueued/);
-    assert.match(r.stderr, /bad\.jsonl line 2: invalid turn: `options\.maxTurns`/);
-    assert.match(r.stderr, /bad\.jsonl line 4: not JSON/);
-    assert.match(r.stderr, /bad\.jsonl line 5: prompt placeholder \{\{name\}\} has no value/);
+    const batchRun = await turnstream([
+      "batch",
+      file,
+      "--prefix",
+      space.logPrefix,
+      "--queue-prefix",
+      space.queuePrefix,
+    ]);
+    assert.equal(batchRun.code, 2, batchRun.stderr);
+    assert.match(batchRun.stderr, /3 bad line\(s\), nothing was enqueued/);
+    assert.match(batchRun.stderr, /bad\.jsonl line 2: invalid turn: `options\.maxTurns`/);
+    assert.match(batchRun.stderr, /bad\.jsonl line 4: not JSON/);
+    assert.match(batchRun.stderr, /bad\.jsonl line 5: prompt placeholder \{\{name\}\} has no value/);
     const json = await turnstream(["batch", file, "--json"]);
     assert.equal(onlyJson(json.stdout)["outcome"], "usage");
     const keys = [...(await redis.keys(`${space.logPrefix}*`)), ...(await redis.keys(`${space.queuePrefix}*`))];
@@ -329,23 +342,33 @@ const BATCH_TURNS = 6;
 const BATCH_SESSIONS = 3;
 
 test("turns over several sessions run on a worker: exit 0, one JUnit testcase per turn, one JSON object", async () => {
-  const r = await rig({ responses: [] });
-  r.worker({ concurrency: BATCH_SESSIONS });
-  const file = join(r.space.root, "several.jsonl");
-  const junit = join(r.space.root, "several.xml");
+  const setup = await rig({ responses: [] });
+  setup.worker({ concurrency: BATCH_SESSIONS });
+  const file = join(setup.space.root, "several.jsonl");
+  const junit = join(setup.space.root, "several.xml");
   const sessions = Array.from({ length: BATCH_SESSIONS }, (_, i) => `s-batch-${i}`);
   const lines = Array.from({ length: BATCH_TURNS }, (_, line) =>
     JSON.stringify({
       session: sessions[line % BATCH_SESSIONS],
       prompt: `turn ${line} of the batch`,
-      cwd: r.ws,
+      cwd: setup.ws,
       label: `turn ${line}`,
     }),
   );
   writeFileSync(file, lines.join("\n") + "\n");
   try {
     const run = await turnstream(
-      ["batch", file, "--json", "--junit", junit, "--prefix", r.space.logPrefix, "--queue-prefix", r.space.queuePrefix],
+      [
+        "batch",
+        file,
+        "--json",
+        "--junit",
+        junit,
+        "--prefix",
+        setup.space.logPrefix,
+        "--queue-prefix",
+        setup.space.queuePrefix,
+      ],
       {},
       170_000,
     );
@@ -374,12 +397,12 @@ test("turns over several sessions run on a worker: exit 0, one JUnit testcase pe
     );
     // Each session's turns ran in file order: its turn.finished events come in line order.
     for (const [index, session] of sessions.entries()) {
-      const finished = (await r.events(session)).filter((e) => e.kind === "turn.finished").map((e) => e.turn);
+      const finished = (await setup.events(session)).filter((e) => e.kind === "turn.finished").map((e) => e.turn);
       const inFile = said.turns.filter((_, line) => line % BATCH_SESSIONS === index).map((t) => t.turn);
       assert.deepEqual(finished, inFile, session);
     }
   } finally {
-    await r.dispose();
+    await setup.dispose();
   }
 });
 
@@ -390,18 +413,18 @@ test("a failing turn: exit 1, a <failure>, an ::error annotation and a step summ
     match: "LOOP-MARK",
     content: [{ type: "tool_use", name: "Read", input: { file_path: join(ws, "loop.txt") } }],
   });
-  const r = await rig((ws: string) => ({ responses: [read(ws), read(ws), read(ws), read(ws)] }));
-  writeFileSync(join(r.ws, "loop.txt"), "LOOP-MARK again\n");
-  r.worker({ concurrency: 2 });
-  const file = join(r.space.root, "failing.jsonl");
-  const junit = join(r.space.root, "failing.xml");
-  const summary = join(r.space.root, "summary.md");
+  const setup = await rig((ws: string) => ({ responses: [read(ws), read(ws), read(ws), read(ws)] }));
+  writeFileSync(join(setup.ws, "loop.txt"), "LOOP-MARK again\n");
+  setup.worker({ concurrency: 2 });
+  const file = join(setup.space.root, "failing.jsonl");
+  const junit = join(setup.space.root, "failing.xml");
+  const summary = join(setup.space.root, "summary.md");
   writeFileSync(summary, "earlier step\n");
   writeFileSync(
     file,
     [
-      JSON.stringify({ prompt: "just answer", cwd: r.ws, label: "passes" }),
-      JSON.stringify({ prompt: "LOOP-MARK: read loop.txt", cwd: r.ws, options: { maxTurns: 1 } }),
+      JSON.stringify({ prompt: "just answer", cwd: setup.ws, label: "passes" }),
+      JSON.stringify({ prompt: "LOOP-MARK: read loop.txt", cwd: setup.ws, options: { maxTurns: 1 } }),
     ].join("\n"),
   );
   try {
@@ -413,9 +436,9 @@ test("a failing turn: exit 1, a <failure>, an ::error annotation and a step summ
         "--junit",
         junit,
         "--prefix",
-        r.space.logPrefix,
+        setup.space.logPrefix,
         "--queue-prefix",
-        r.space.queuePrefix,
+        setup.space.queuePrefix,
       ],
       { GITHUB_STEP_SUMMARY: summary },
       170_000,
@@ -438,7 +461,7 @@ test("a failing turn: exit 1, a <failure>, an ::error annotation and a step summ
     assert.match(md, /\| passes \| ✅ finished \| 1 \| [\d.]+ s \| `turnstream replay \S+` \|/);
     assert.match(md, /\| LOOP-MARK: read loop\.txt \| ❌ failed \(max_turns\) \| 1 \|/);
   } finally {
-    await r.dispose();
+    await setup.dispose();
   }
 });
 
@@ -491,10 +514,10 @@ test("--timeout with no worker: exit 4, the unended turns timed out in the JSON 
     assert.equal(said.outcome, "timed_out");
     assert.ok(
       said.turns.every(
-        (t) =>
-          t.status === "unended" &&
-          t.outcome === "timed_out" &&
-          /did not end within --timeout \(1s\); it goes on running/.test(t.message),
+        (testContext) =>
+          testContext.status === "unended" &&
+          testContext.outcome === "timed_out" &&
+          /did not end within --timeout \(1s\); it goes on running/.test(testContext.message),
       ),
     );
     const cases = readJunit(readFileSync(junit, "utf8"));
@@ -533,11 +556,11 @@ test("a YAML batch file: a list of turns, each read like a JSONL line, a bad ite
     writeFileSync(bad, ["- prompt: fine", "- prompt: 42", "- just text", ""].join("\n"));
     assert.throws(
       () => loadBatchFile(bad, space.root),
-      (e: unknown) =>
-        e instanceof BatchFileError &&
-        /line 2: .*prompt/.test(e.message) &&
-        /line 3: must be an object/.test(e.message) &&
-        !/line 1/.test(e.message),
+      (thrown: unknown) =>
+        thrown instanceof BatchFileError &&
+        /line 2: .*prompt/.test(thrown.message) &&
+        /line 3: must be an object/.test(thrown.message) &&
+        !/line 1/.test(thrown.message),
     );
     const notList = join(space.root, "map.yaml");
     writeFileSync(notList, "prompt: one turn\n");

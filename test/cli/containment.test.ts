@@ -36,21 +36,23 @@ const CONTAINED: readonly ContainmentKind[] = ["cgroup-v2", "cgroup-v1-freezer",
 
 /** Makes `kind` this process's containment, or says why the host does not offer it. */
 function use(kind: ContainmentKind): string | undefined {
-  const c = selectContainment([kind]);
-  return c.kind === kind ? undefined : (c.skipped.find((s) => s.kind === kind)?.reason ?? "not offered");
+  const containment = selectContainment([kind]);
+  return containment.kind === kind
+    ? undefined
+    : (containment.skipped.find((s) => s.kind === kind)?.reason ?? "not offered");
 }
 
 for (const kind of CONTAINED) {
-  test(`${kind}: killing the run ends its escaped grandchildren too, and its cgroup is removed`, async (t) => {
+  test(`${kind}: killing the run ends its escaped grandchildren too, and its cgroup is removed`, async (testContext) => {
     const why = use(kind);
-    if (why !== undefined) return t.skip(why);
-    const c = selectContainment([kind]);
+    if (why !== undefined) return testContext.skip(why);
+    const containment = selectContainment([kind]);
     const marker = randomUUID();
     const nonce = escapeNonce();
-    const cgroup = c.hostDir === undefined ? undefined : RunCgroup.create(c, marker);
+    const cgroup = containment.hostDir === undefined ? undefined : RunCgroup.create(containment, marker);
     const root = await startTree(marker, {
       script: `${escapeCommands(nonce)}; sleep 60 & setsid sleep 60 & echo started; wait`,
-      launch: (file, args) => launchCommand(c, cgroup, file, args),
+      launch: (file, args) => launchCommand(containment, cgroup, file, args),
     });
     try {
       await waitUntil(() => escapees(nonce).length === 2, SETTLE_MS, "both escaped sleepers");
@@ -74,24 +76,24 @@ for (const kind of CONTAINED) {
     }
   });
 
-  test(`${kind}: a CLI that exits leaving escaped processes behind: runTurn's reap ends them before the outcome settles`, async (t) => {
+  test(`${kind}: a CLI that exits leaving escaped processes behind: runTurn's reap ends them before the outcome settles`, async (testContext) => {
     const why = use(kind);
-    if (why !== undefined) return t.skip(why);
+    if (why !== undefined) return testContext.skip(why);
     const nonce = escapeNonce();
-    const h = runTurn({
+    const handle = runTurn({
       cwd: mkdtempSync(join(tmpdir(), "ts-contain-")),
       prompt: "go",
       claudeBin: fakeCli(`${escapeCommands(nonce)}; ${awaitEscapes(nonce)}`),
       killGraceMs: 500,
     });
     try {
-      assert.equal(h.containment, kind);
-      const o = await h.outcome;
-      assert.equal(o.resultText, "ok");
+      assert.equal(handle.containment, kind);
+      const outcome = await handle.outcome;
+      assert.equal(outcome.resultText, "ok");
       assert.deepEqual(escapees(nonce), [], "nothing of the run is left once the outcome settled");
       if (kind !== "pid-namespace") {
-        assert.ok(h.cgroup !== undefined);
-        assert.equal(existsSync(h.cgroup), false, "the run's cgroup is removed");
+        assert.ok(handle.cgroup !== undefined);
+        assert.equal(existsSync(handle.cgroup), false, "the run's cgroup is removed");
       }
     } finally {
       killEscapees(nonce);
@@ -102,15 +104,15 @@ for (const kind of CONTAINED) {
 test("proc-walk (no cgroup, no namespace): the escaped processes outlive the turn, the residual risk the other kinds close", async () => {
   assert.equal(use("proc-walk"), undefined);
   const nonce = escapeNonce();
-  const h = runTurn({
+  const handle = runTurn({
     cwd: mkdtempSync(join(tmpdir(), "ts-contain-")),
     prompt: "go",
     claudeBin: fakeCli(`${escapeCommands(nonce)}; ${awaitEscapes(nonce)}`),
     killGraceMs: 200,
   });
   try {
-    assert.equal(h.cgroup, undefined);
-    await h.outcome;
+    assert.equal(handle.cgroup, undefined);
+    await handle.outcome;
     assert.equal(escapees(nonce).length, 2, "both escaped sleepers survive a /proc walk");
   } finally {
     killEscapees(nonce);
@@ -118,9 +120,9 @@ test("proc-walk (no cgroup, no namespace): the escaped processes outlive the tur
 });
 
 for (const kind of ["cgroup-v2", "cgroup-v1-freezer"] as const) {
-  test(`${kind}: the sweep kills and removes the run cgroups of a host that died, and leaves live hosts' alone`, async (t) => {
+  test(`${kind}: the sweep kills and removes the run cgroups of a host that died, and leaves live hosts' alone`, async (testContext) => {
     const why = use(kind);
-    if (why !== undefined) return t.skip(why);
+    if (why !== undefined) return testContext.skip(why);
     const nonce = escapeNonce();
     // A host that makes a run cgroup, starts an escaped process in it, and is SIGKILLed: what a crashed worker leaves.
     const hostCode = `

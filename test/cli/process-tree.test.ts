@@ -9,7 +9,7 @@ import { startTree } from "./_support.ts";
 /** Refreshes `tree` every 20 ms (2 s at most) until `done` holds for its members; returns the last. */
 async function refreshUntil(tree: ProcessTree, done: (members: number[]) => boolean): Promise<number[]> {
   let members = tree.refresh();
-  for (let i = 0; i < 100 && !done(members); i++) {
+  for (let poll = 0; poll < 100 && !done(members); poll++) {
     await new Promise((r) => setTimeout(r, 20));
     members = tree.refresh();
   }
