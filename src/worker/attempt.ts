@@ -96,12 +96,12 @@ async function attemptSteps(attempt: Attempt): Promise<AttemptEnd> {
 /** Earlier attempts of the turn that never ended (their worker died) are recorded abandoned, for a retry. */
 async function recordDangling(attempt: Attempt): Promise<void> {
   const { worker, job, events } = attempt;
-  for (const number of await danglingAttempts(worker.log, job.session, job.turn, events.attempt)) {
+  for (const dangling of await danglingAttempts(worker.log, job.session, job.turn, events.attempt)) {
     // The rolled-back attempt is recorded with its own reason.
-    if (number === attempt.rolledBack?.attempt) continue;
+    if (dangling === attempt.rolledBack?.attempt) continue;
     const abandoned: AttemptAbandonedData = {
       reason: "worker_crashed",
-      attempt: number,
+      attempt: dangling,
       retry: true,
       detectedBy: events.attempt,
     };

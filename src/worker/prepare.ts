@@ -107,12 +107,12 @@ async function openAccess(
 function refusal(attempt: Attempt): { errorKind: FailureKind; name: string; message: string } | undefined {
   const { job, worker } = attempt;
   const { retry, workspaceRoots } = worker.settings;
-  const number = attempt.events.attempt;
-  if (number > retry.maxAttempts) {
+  const attemptNumber = attempt.events.attempt;
+  if (attemptNumber > retry.maxAttempts) {
     return {
       errorKind: "too_many_attempts",
       name: "TooManyAttempts",
-      message: `the turn had ${number - 1} attempts (limit ${retry.maxAttempts})`,
+      message: `the turn had ${attemptNumber - 1} attempts (limit ${retry.maxAttempts})`,
     };
   }
   if (!underRoots(job.cwd, workspaceRoots)) {
@@ -130,11 +130,11 @@ function refusal(attempt: Attempt): { errorKind: FailureKind; name: string; mess
 /** The prompt of a run whose CLI session was lost: the session so far as a transcript from the log, then the turn's own prompt. */
 async function replayPrompt(attempt: Attempt): Promise<{ prompt: string; replayedTurns: number }> {
   const { job } = attempt;
-  const t = await rebuildTranscript(attempt.worker.log, job.session, job.turn);
+  const transcript = await rebuildTranscript(attempt.worker.log, job.session, job.turn);
   const prompt =
     `The earlier part of this conversation could not be restored, so here it is as a transcript:\n\n` +
-    `<transcript>\n${t.text}\n</transcript>\n\nContinue from there. The user's new message:\n\n${job.prompt}`;
-  return { prompt, replayedTurns: t.turns };
+    `<transcript>\n${transcript.text}\n</transcript>\n\nContinue from there. The user's new message:\n\n${job.prompt}`;
+  return { prompt, replayedTurns: transcript.turns };
 }
 
 /** The attempt's warm decision, taken with the options the run will start with (supervision adds nothing a warm turn keeps). */
