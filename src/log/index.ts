@@ -22,6 +22,15 @@ export type {
 export { AckedSeqs } from "./acked.ts";
 export { createWriter } from "./writer.ts";
 export { storedEnvelope, storedHead, type StoredHead } from "./stored-head.ts";
+export {
+  cliLinesBetween,
+  danglingAttempts,
+  finishedTurns,
+  lastCliSessionId,
+  latestSnapshotRef,
+  writerCwd,
+  type FinishedTurn,
+} from "./queries.ts";
 export type { Writer, WriteOptions, WriterOptions, WriterStats } from "./writer.ts";
 export { ENVELOPE_VERSION, envelopeSchema, eventInputSchema, kindSchema } from "./envelope.ts";
 export type { Envelope, EventInput } from "./envelope.ts";

@@ -21,10 +21,6 @@ export interface CliSlot {
   ending(): void;
 }
 
-interface LoopQueue {
-  add(p: Promise<unknown>): void;
-}
-
 interface Waiter {
   grant(ok: boolean): void;
 }
@@ -115,11 +111,15 @@ export class CliSlots {
     this.worker.concurrency = this.size + extra;
   }
 
-  // BullMQ's loop re-reads its concurrency only when one of its jobs or fetches settles: a settled
-  // no-op in its queue makes it look again now. Without that hook (another BullMQ) the next job is
-  // fetched when this one completes, as before.
+  // BullMQ's loop re-reads its concurrency only when one of its jobs or fetches settles, so raising
+  // it alone would fetch the next job only once this one completes. Resuming a worker is BullMQ's
+  // public way to have its loop fetch again at once, without waiting for the active jobs; resume()
+  // does nothing for a worker that is not paused, so a pause that does not wait for them goes first.
+  // The loop cannot end meanwhile: the job that asks is still active. A worker paused by its owner
+  // stays paused (it fetches nothing whatever its concurrency, and its own resume wakes the loop).
   private wake(): void {
-    const q = (this.worker as unknown as { mainLoopQueue?: LoopQueue | null }).mainLoopQueue;
-    if (q != null && typeof q.add === "function") q.add(Promise.resolve(undefined));
+    if (this.worker.isPaused() || !this.worker.isRunning()) return;
+    const resume = (): Promise<void> => this.worker.resume();
+    void this.worker.pause(true).then(resume, resume);
   }
 }

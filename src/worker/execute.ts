@@ -6,12 +6,11 @@ import { randomUUID } from "node:crypto";
 import { DelayedError, Job, UnrecoverableError } from "bullmq";
 import { backoffDelayMs } from "../kernel/index.ts";
 import type { AttemptAbandonedData, TurnCancelledData, TurnFailedData } from "../events/index.ts";
-import { LogRolledBackError, SESSION_ID_PATTERN, type EventInput } from "../log/index.ts";
+import { danglingAttempts, LogRolledBackError, SESSION_ID_PATTERN, type EventInput } from "../log/index.ts";
 import { parseOrThrow, turnJobSchema, TURN_ID_PATTERN, type TurnJob } from "../queue/index.ts";
-import { runAttempt } from "./attempt.ts";
+import { beginAttempt, runAttempt } from "./attempt.ts";
 import type { CliSlot } from "./cli-slots.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
-import { danglingAttempts } from "./log-scan.ts";
 import type {
   AttemptControl,
   AttemptEnd,
@@ -232,7 +231,8 @@ async function runLeased(
     let replay: Replay | undefined;
     let rolledBack: RolledBackEnd | undefined;
     for (;;) {
-      const end = await runAttempt(deps, leased.data, ctl, replay, rolledBack);
+      const attempt = await beginAttempt(deps, { job: leased.data, control: ctl, replay, rolledBack });
+      const end = await runAttempt(attempt);
       rolledBack = undefined;
       if (end.kind === "replay") replay = { previous: end.previous };
       else if (end.kind === "rolled_back") rolledBack = afterRollback(ctl, end);

@@ -13,9 +13,12 @@ export type { ExecuteDeps, RunningTurn, StopReason, TurnJobResult } from "./type
 export { DEFAULT_RETRY, retryDelayMs, type RetryPolicy } from "./retry.ts";
 export { underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
 export { parseWorkspaceRoots, workerConfigFromEnv, WorkerConfigError } from "./config.ts";
-export { danglingAttempts, lastCliSessionId, latestSnapshot, rebuildTranscript } from "./log-scan.ts";
+// The log's own queries, under the names the worker has always exported them by.
+export { danglingAttempts, lastCliSessionId } from "../log/index.ts";
+export { rebuildTranscript } from "./resume.ts";
 export {
   assembleSnapshot,
+  latestSnapshot,
   MAX_SNAPSHOT_DEPTH,
   SnapshotCache,
   snapshotData,

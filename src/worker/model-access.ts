@@ -22,7 +22,6 @@ import {
 } from "../gateway/index.ts";
 import type { Logger } from "../kernel/index.ts";
 import type { TurnJob } from "../queue/index.ts";
-import type { AttemptEvents } from "./attempt-events.ts";
 import { WorkerConfigError } from "./config.ts";
 import type { GatewayMode, WorkerSettings } from "./options.ts";
 import type { WarmUse } from "./warm.ts";
@@ -116,7 +115,7 @@ export class WorkerModelAccess {
   /** Opens the attempt's access: a new token, or in warm mode the session's (bound to this attempt now). */
   async open(
     job: TurnJob,
-    events: AttemptEvents,
+    events: CallRecorder,
     overlay: Readonly<Record<string, string>>,
     warm: boolean,
   ): Promise<RunAccess> {
@@ -180,8 +179,14 @@ export class WorkerModelAccess {
   }
 }
 
+/** Where an attempt's model calls are recorded: its events (AttemptEvents), as far as the gateway needs them. */
+export interface CallRecorder {
+  readonly attempt: number;
+  write(kind: "model.call", data: ModelCallData): Promise<void>;
+}
+
 /** Each call of the attempt becomes one model.call event, fenced like every append of the attempt. */
-function attemptSink(job: TurnJob, events: AttemptEvents, logger: Logger): CallSink {
+function attemptSink(job: TurnJob, events: CallRecorder, logger: Logger): CallSink {
   return {
     binding: { session: job.session, turn: job.turn, attempt: events.attempt },
     onCall: (call) => {

@@ -5,43 +5,18 @@
 import type { TurnOutcome } from "../cli/index.ts";
 import {
   costAdded,
-  isFailureKind,
-  isRetryableKind,
   type FailureKind,
   type SessionReplayedData,
   type SessionSnapshotData,
   type TurnFinishedData,
 } from "../events/index.ts";
 import { retryHints } from "../protocol/index.ts";
-import { lostSessionPolicyOf, type TurnJob } from "../queue/index.ts";
-import type { AttemptEvents } from "./attempt-events.ts";
-import type { PreparedRun } from "./prepare.ts";
+import { lostSessionPolicyOf } from "../queue/index.ts";
+import type { CliRun, PreparedAttempt, PreparedRun } from "./attempt-context.ts";
+import { errFields } from "./error-fields.ts";
 import { retryDelayMs } from "./retry.ts";
-import type { CliRun } from "./run-cli.ts";
 import { snapshotRecord, type Snapshot } from "./snapshots.ts";
-import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay } from "./types.ts";
-
-export interface ErrorFields {
-  kind: FailureKind;
-  retryable: boolean;
-  name: string;
-  message: string;
-}
-
-/**
- * A thrown error's kind (`cli_error` when it names none of the failure table's), name and message; it
- * is retryable only when it says so and its kind is one worth retrying.
- */
-export function errFields(err: unknown): ErrorFields {
-  const e = err as { kind?: unknown; retryable?: unknown; name?: unknown; message?: unknown };
-  const kind = typeof e?.kind === "string" && isFailureKind(e.kind) ? e.kind : "cli_error";
-  return {
-    kind,
-    retryable: typeof e?.retryable === "boolean" ? e.retryable && isRetryableKind(kind) : isRetryableKind(kind),
-    name: typeof e?.name === "string" ? e.name : "Error",
-    message: typeof e?.message === "string" ? e.message : String(err),
-  };
-}
+import type { AttemptEnd } from "./types.ts";
 
 export type Verdict =
   | { kind: "stopped" }
@@ -95,16 +70,9 @@ export function verdict(f: RunFacts): Verdict {
 }
 
 /** Decides how the attempt ends and records it. */
-export async function settleAttempt(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  ctl: AttemptControl,
-  events: AttemptEvents,
-  run: PreparedRun,
-  ran: CliRun,
-  replay: Replay | undefined,
-): Promise<AttemptEnd> {
-  const stopped = ctl.reason !== undefined;
+export async function settleAttempt(attempt: PreparedAttempt, ran: CliRun): Promise<AttemptEnd> {
+  const { worker, job, events, run } = attempt;
+  const stopped = attempt.control.reason !== undefined;
   // The session's policy is read only when the verdict depends on it.
   const lost =
     !stopped &&
@@ -117,28 +85,27 @@ export async function settleAttempt(
     outcome: ran.outcome,
     failure: ran.failure,
     attempt: events.attempt,
-    maxAttempts: deps.settings.retry.maxAttempts,
-    replaying: replay !== undefined,
+    maxAttempts: worker.settings.retry.maxAttempts,
+    replaying: attempt.replay !== undefined,
     lostSessionPolicy: lost
-      ? (job.onLostSession ?? (await deps.order.onLostSession(job.session)) ?? "fail")
+      ? (job.onLostSession ?? (await worker.order.onLostSession(job.session)) ?? "fail")
       : undefined,
     restored: run.snapshot !== undefined,
   });
-  const attempt = events.attempt;
   switch (v.kind) {
     case "stopped":
       return events.stopped();
     case "finished":
-      return finishTurn(deps, job, ctl, events, run, v.outcome, replay);
+      return finishTurn(attempt, v.outcome);
     case "replay":
       await events.abandon("lost_session", true);
       await events.close();
-      return { kind: "replay", attempt, previous: run.resume };
+      return { kind: "replay", attempt: events.attempt, previous: run.resume };
     case "retry": {
-      const delayMs = retryDelayMs(deps.settings.retry, attempt, retryHints(ran.hints));
+      const delayMs = retryDelayMs(worker.settings.retry, events.attempt, retryHints(ran.hints));
       await events.abandon(v.errorKind, true, delayMs);
       await events.close();
-      return { kind: "retry", attempt, delayMs };
+      return { kind: "retry", attempt: events.attempt, delayMs };
     }
     case "failed":
       return events.fail(v.errorKind, v.name, v.message, v.retryable);
@@ -150,55 +117,47 @@ export async function settleAttempt(
  * the next job hands it back (execute.ts). Said before turn.finished: a producer that sees the turn
  * end and enqueues the next one at once must already find it.
  */
-async function claimWarmOwner(deps: ExecuteDeps, job: TurnJob): Promise<void> {
-  await deps.order.setWarmOwner(job.session, deps.settings.workerId, deps.warm.handoffMs).catch((err: unknown) => {
-    deps.logger.warn(
-      { session: job.session, err: { message: (err as Error).message } },
-      "could not name this worker the session's warm owner",
-    );
-  });
+async function claimWarmOwner(attempt: PreparedAttempt): Promise<void> {
+  const { worker, job } = attempt;
+  await worker.order
+    .setWarmOwner(job.session, worker.settings.workerId, worker.warm.handoffMs)
+    .catch((err: unknown) => {
+      worker.logger.warn(
+        { session: job.session, err: { message: (err as Error).message } },
+        "could not name this worker the session's warm owner",
+      );
+    });
 }
 
-async function finishTurn(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  ctl: AttemptControl,
-  events: AttemptEvents,
-  run: PreparedRun,
-  outcome: TurnOutcome,
-  replay: Replay | undefined,
-): Promise<AttemptEnd> {
+async function finishTurn(attempt: PreparedAttempt, outcome: TurnOutcome): Promise<AttemptEnd> {
+  const { worker, job, control, events, run } = attempt;
   const cliSessionId = outcome.sessionId;
   const total = outcome.result["total_cost_usd"];
   const costTotalUsd = typeof total === "number" && total >= 0 ? total : undefined;
-  const written = await writeSnapshot(events, job, run, outcome, costTotalUsd);
-  await writeReplaced(deps, job, events, run, replay, cliSessionId);
+  const written = await writeSnapshot(attempt, outcome, costTotalUsd);
+  await writeReplaced(attempt, cliSessionId);
   const fin: TurnFinishedData = { attempt: events.attempt, durationMs: outcome.durationMs };
   if (cliSessionId !== undefined) fin.cliSessionId = cliSessionId;
   if (costTotalUsd !== undefined) fin.costUsd = costAdded(run.costBaseUsd ?? 0, costTotalUsd);
   // Plain text, not a JSON line: the run's full scrubber, like stderr and error messages.
   if (outcome.resultText !== undefined)
-    fin.resultText = deps.settings.keepRawLines ? outcome.resultText : events.scrubMessage(outcome.resultText);
+    fin.resultText = worker.settings.keepRawLines ? outcome.resultText : events.scrubMessage(outcome.resultText);
   const warm =
-    written !== undefined && ctl.warm?.viaProcess === true && ctl.warm.process?.alive === true ? ctl.warm : undefined;
-  if (warm !== undefined) await claimWarmOwner(deps, job);
+    written !== undefined && control.warm?.viaProcess === true && control.warm.process?.alive === true
+      ? control.warm
+      : undefined;
+  if (warm !== undefined) await claimWarmOwner(attempt);
   await events.write("turn.finished", fin);
   await events.close();
   // Appended (close would have thrown otherwise): the next turn of the session may start from it.
-  if (written !== undefined) deps.snapshots?.set(job.session, events.epoch, written.at, written.snapshot);
-  if (warm !== undefined && written !== undefined) deps.warm.keep(job.session, warm, events.epoch, written.at);
+  if (written !== undefined) worker.snapshots?.set(job.session, events.epoch, written.at, written.snapshot);
+  if (warm !== undefined && written !== undefined) worker.warm.keep(job.session, warm, events.epoch, written.at);
   return { kind: "finished", attempt: events.attempt, cliSessionId };
 }
 
 /** session.replayed when the run started a fresh CLI session in place of the session's: it was lost, or its cwd changed. */
-async function writeReplaced(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  events: AttemptEvents,
-  run: PreparedRun,
-  replay: Replay | undefined,
-  cliSessionId: string | undefined,
-): Promise<void> {
+async function writeReplaced(attempt: PreparedAttempt, cliSessionId: string | undefined): Promise<void> {
+  const { worker, job, events, run, replay } = attempt;
   const why = replay !== undefined ? { reason: "lost_session", previous: replay.previous } : run.fresh;
   if (why === undefined) return;
   const r: SessionReplayedData = { by: "worker", reason: why.reason, turns: run.replayedTurns };
@@ -207,12 +166,12 @@ async function writeReplaced(
   await events.write("session.replayed", r);
   const { session, turn } = job;
   if (replay !== undefined)
-    deps.logger.warn(
+    worker.logger.warn(
       { session, turn, turns: run.replayedTurns },
       "CLI session was lost; started a fresh one carrying the transcript from the log",
     );
   else
-    deps.logger.info(
+    worker.logger.info(
       { session, turn, previous: why.previous },
       "the turn's cwd differs from the one its CLI session ran in; started a fresh CLI session",
     );
@@ -225,12 +184,11 @@ async function writeReplaced(
  * where secrets were. A file with nothing to scrub keeps its exact bytes.
  */
 async function writeSnapshot(
-  events: AttemptEvents,
-  job: TurnJob,
-  run: PreparedRun,
+  attempt: PreparedAttempt,
   outcome: TurnOutcome,
   costTotalUsd: number | undefined,
 ): Promise<{ at: string; snapshot: Snapshot } | undefined> {
+  const { job, events, run } = attempt;
   const cliSessionId = outcome.sessionId;
   if (outcome.sessionFile === undefined || cliSessionId === undefined) return undefined;
   const file = scrubbedSessionFile(outcome.sessionFile, run.lines);

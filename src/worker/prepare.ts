@@ -4,21 +4,17 @@
 // transcript to replay, attempt.started, and for a
 // supervised turn its hook wiring. A check that fails ends the attempt with turn.failed.
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
-import type { EnvOverlay, ToolSandbox } from "../cli/index.ts";
+import type { EnvOverlay } from "../cli/index.ts";
 import { isFailureKind, type AttemptStartedData, type FailureKind } from "../events/index.ts";
-import type { EventLog } from "../log/index.ts";
-import { cwdProblem, type TurnJob } from "../queue/index.ts";
-import type { Scrubber } from "../telemetry/index.ts";
-import type { AttemptEvents } from "./attempt-events.ts";
+import { cwdProblem } from "../queue/index.ts";
+import type { Attempt, PreparedAttempt, PreparedRun } from "./attempt-context.ts";
 import { jobOptionsRefusal } from "./job-options.ts";
-import { rebuildTranscript } from "./log-scan.ts";
-import { planResume, REPLAY_PLAN, resumedCostBase, type ResumePlan } from "./resume.ts";
+import { planResume, rebuildTranscript, REPLAY_PLAN, resumedCostBase } from "./resume.ts";
 import { toolSandboxFor } from "./tool-sandbox.ts";
 import { resolveEnv, runScrubbers, type RunEnv } from "./run-env.ts";
-import { runTurnOptions } from "./run-cli.ts";
+import { runTurnOptions } from "./turn-options.ts";
 import type { WarmUse } from "./warm.ts";
-import type { Snapshot } from "./snapshots.ts";
-import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay } from "./types.ts";
+import type { AttemptEnd } from "./types.ts";
 import { BadCwdError, underRoots, WorkspaceNotAllowedError } from "./workspace.ts";
 
 // attempt.started waits this long at most for the CLI's first line to share its append: one round
@@ -27,56 +23,26 @@ import { BadCwdError, underRoots, WorkspaceNotAllowedError } from "./workspace.t
 // (danglingAttempts goes by attempt numbers, not by starts).
 const ATTEMPT_HOLD_MS = 1500;
 
-/** What the run step needs from the preparation. */
-export interface PreparedRun {
-  /** The job's env overlay, resolved. */
-  env: Record<string, string>;
-  /** The run's model access through the gateway (laid over `env`); undefined in passthrough. */
-  modelEnv?: EnvOverlay | undefined;
-  /** Scrubs raw `cli.line` text and the session file; undefined when the worker keeps them raw. */
-  lines: Scrubber | undefined;
-  prompt: string;
-  /** The CLI session to resume. */
-  resume: string | undefined;
-  /** The snapshot this run restores (its file is restored when `resume` is its session). */
-  snapshot: Snapshot | undefined;
-  /** Where the resumed CLI session's running total stands as this run starts: its results count from it (resume.ts). */
-  costBaseUsd: number | undefined;
-  /** Set when the session had a CLI session this run does not continue, and why. */
-  fresh: ResumePlan["fresh"];
-  /** Turns whose transcript a replay carries. */
-  replayedTurns: number;
-  supervised: SupervisedRun | undefined;
-  /** The tool sandbox of a turn whose workspace is not trusted (undefined: unsandboxed). */
-  toolSandbox: ToolSandbox | undefined;
-}
+export type Preparation = { prepared: PreparedAttempt } | { end: AttemptEnd };
 
-export type Preparation = { run: PreparedRun } | { end: AttemptEnd };
-
-export async function prepareAttempt(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  ctl: AttemptControl,
-  events: AttemptEvents,
-  snapshotRead: Promise<Snapshot | undefined>,
-  replay: Replay | undefined,
-): Promise<Preparation> {
-  const refused = refusal(deps, job, events.attempt);
+export async function prepareAttempt(attempt: Attempt): Promise<Preparation> {
+  const { worker, job, control, events, replay } = attempt;
+  const refused = refusal(attempt);
   if (refused !== undefined) return { end: await events.fail(refused.errorKind, refused.name, refused.message) };
   let runEnv: RunEnv;
   try {
-    runEnv = resolveEnv(job, deps.settings);
+    runEnv = resolveEnv(job, worker.settings);
   } catch (err) {
     return { end: await events.fail("bad_payload", "BadPayload", (err as Error).message) };
   }
-  const scrubbers = runScrubbers(deps, runEnv);
+  const scrubbers = runScrubbers(worker, runEnv);
   events.useScrubber(scrubbers.scrubber);
-  const plan = replay === undefined ? await planResume(deps.log, job, await snapshotRead) : REPLAY_PLAN;
+  const plan = replay === undefined ? await planResume(worker.log, job, await attempt.snapshot) : REPLAY_PLAN;
   const { prompt, replayedTurns } =
-    replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(deps.log, job);
-  const sandboxing = toolSandboxFor(job, deps.settings.toolSandbox);
+    replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(attempt);
+  const sandboxing = toolSandboxFor(job, worker.settings.toolSandbox);
   const toolSandbox = "sandbox" in sandboxing ? sandboxing.sandbox : undefined;
-  const access = await openAccess(deps, job, ctl, events, runEnv);
+  const access = await openAccess(attempt, runEnv);
   if ("end" in access) return access;
   const run: PreparedRun = {
     env: runEnv.env,
@@ -89,12 +55,13 @@ export async function prepareAttempt(
     supervised: undefined,
     toolSandbox,
   };
-  ctl.warm = warmUse(deps, job, ctl, events, run);
-  if (ctl.access !== undefined) ctl.access = await deps.access!.forNewProcess(ctl.access, ctl.warm, runEnv.env);
-  run.costBaseUsd = await resumedCostBase(deps.log, job.session, plan, ctl.warm?.label === "warm");
-  await writeAttemptStarted(deps, job, events, run, ctl.warm);
-  if (ctl.reason !== undefined) return { end: await events.stopped() };
-  if (job.options.trustWorkspace === true && deps.settings.workspaceTrust !== "job") {
+  control.warm = warmUse(attempt, run);
+  if (control.access !== undefined)
+    control.access = await worker.access!.forNewProcess(control.access, control.warm, runEnv.env);
+  run.costBaseUsd = await resumedCostBase(worker.log, job.session, plan, control.warm?.label === "warm");
+  await writeAttemptStarted(attempt, run);
+  if (control.reason !== undefined) return { end: await events.stopped() };
+  if (job.options.trustWorkspace === true && worker.settings.workspaceTrust !== "job") {
     const why =
       "the turn asks to trust its workspace, which this worker does not allow; set TURNSTREAM_WORKSPACE_TRUST=job on the worker, or drop trustWorkspace";
     return { end: await events.fail("bad_options", "WorkspaceTrustRefused", why) };
@@ -103,29 +70,31 @@ export async function prepareAttempt(
     return {
       end: await events.fail(sandboxing.refused.errorKind, sandboxing.refused.name, sandboxing.refused.message),
     };
-  const optionsRefused = jobOptionsRefusal(job, deps.settings);
+  const optionsRefused = jobOptionsRefusal(job, worker.settings);
   if (optionsRefused !== undefined)
     return { end: await events.fail("bad_options", optionsRefused.name, optionsRefused.message) };
-  const supervision = job.options.supervised === true ? await supervise(deps, job, events) : undefined;
+  const supervision = job.options.supervised === true ? await supervise(attempt) : undefined;
   if (supervision !== undefined && "failed" in supervision)
     return { end: await events.fail("bad_options", "SupervisedUnavailable", supervision.failed) };
   // The warm path may have moved the run to a new process, and so to a new token.
-  return { run: { ...run, modelEnv: ctl.access?.env, supervised: supervision?.run } };
+  const prepared: PreparedAttempt = {
+    ...attempt,
+    run: { ...run, modelEnv: control.access?.env, supervised: supervision?.run },
+  };
+  return { prepared };
 }
 
 /** The run's token at the worker's gateway (none in passthrough); a worker with no credential fails the turn. */
 async function openAccess(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  ctl: AttemptControl,
-  events: AttemptEvents,
+  attempt: Attempt,
   runEnv: RunEnv,
 ): Promise<{ env: EnvOverlay | undefined } | { end: AttemptEnd }> {
-  if (deps.access === undefined) return { env: undefined };
+  const { worker, job, control, events } = attempt;
+  if (worker.access === undefined) return { env: undefined };
   try {
     // A turn that runs warm keeps its session's token while its process is kept.
-    ctl.access = await deps.access.open(job, events, runEnv.env, deps.warm.viaProcess(job));
-    return { env: ctl.access.env };
+    control.access = await worker.access.open(job, events, runEnv.env, worker.warm.viaProcess(job));
+    return { env: control.access.env };
   } catch (err) {
     const e = err as Error & { kind?: string };
     // NoAuthError says `auth`; anything else is the gateway's own failure (it could not listen).
@@ -135,17 +104,15 @@ async function openAccess(
 }
 
 /** Why the turn cannot run on this worker at all, before anything is resolved. */
-function refusal(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  attempt: number,
-): { errorKind: FailureKind; name: string; message: string } | undefined {
-  const { retry, workspaceRoots } = deps.settings;
-  if (attempt > retry.maxAttempts) {
+function refusal(attempt: Attempt): { errorKind: FailureKind; name: string; message: string } | undefined {
+  const { job, worker } = attempt;
+  const { retry, workspaceRoots } = worker.settings;
+  const attemptNumber = attempt.events.attempt;
+  if (attemptNumber > retry.maxAttempts) {
     return {
       errorKind: "too_many_attempts",
       name: "TooManyAttempts",
-      message: `the turn had ${attempt - 1} attempts (limit ${retry.maxAttempts})`,
+      message: `the turn had ${attemptNumber - 1} attempts (limit ${retry.maxAttempts})`,
     };
   }
   if (!underRoots(job.cwd, workspaceRoots)) {
@@ -154,46 +121,38 @@ function refusal(
   }
   const problem = cwdProblem(job.cwd);
   if (problem !== undefined) {
-    const e = new BadCwdError(job.cwd, problem, deps.settings.workerId);
+    const e = new BadCwdError(job.cwd, problem, worker.settings.workerId);
     return { errorKind: e.kind, name: e.name, message: e.message };
   }
   return undefined;
 }
 
 /** The prompt of a run whose CLI session was lost: the session so far as a transcript from the log, then the turn's own prompt. */
-async function replayPrompt(log: EventLog, job: TurnJob): Promise<{ prompt: string; replayedTurns: number }> {
-  const t = await rebuildTranscript(log, job.session, job.turn);
+async function replayPrompt(attempt: Attempt): Promise<{ prompt: string; replayedTurns: number }> {
+  const { job } = attempt;
+  const transcript = await rebuildTranscript(attempt.worker.log, job.session, job.turn);
   const prompt =
     `The earlier part of this conversation could not be restored, so here it is as a transcript:\n\n` +
-    `<transcript>\n${t.text}\n</transcript>\n\nContinue from there. The user's new message:\n\n${job.prompt}`;
-  return { prompt, replayedTurns: t.turns };
+    `<transcript>\n${transcript.text}\n</transcript>\n\nContinue from there. The user's new message:\n\n${job.prompt}`;
+  return { prompt, replayedTurns: transcript.turns };
 }
 
 /** The attempt's warm decision, taken with the options the run will start with (supervision adds nothing a warm turn keeps). */
-function warmUse(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  ctl: AttemptControl,
-  events: AttemptEvents,
-  run: PreparedRun,
-): WarmUse | undefined {
-  if (!deps.warm.wants(job)) {
-    deps.warm.drop(job.session);
+function warmUse(attempt: Attempt, run: PreparedRun): WarmUse | undefined {
+  const { worker, job, events } = attempt;
+  if (!worker.warm.wants(job)) {
+    worker.warm.drop(job.session);
     return undefined;
   }
-  return deps.warm.choose(job, runTurnOptions(deps, job, ctl, events, run), events.lastSnapshot);
+  return worker.warm.choose(job, runTurnOptions(attempt, run), events.lastSnapshot);
 }
 
-async function writeAttemptStarted(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  events: AttemptEvents,
-  run: PreparedRun,
-  warm: WarmUse | undefined,
-): Promise<void> {
-  const started: AttemptStartedData = { worker: deps.settings.workerId, attempt: events.attempt, cwd: job.cwd };
+async function writeAttemptStarted(attempt: Attempt, run: PreparedRun): Promise<void> {
+  const { worker, job, events } = attempt;
+  const warm = attempt.control.warm;
+  const started: AttemptStartedData = { worker: worker.settings.workerId, attempt: events.attempt, cwd: job.cwd };
   if (job.options.model !== undefined) started.model = job.options.model;
-  const cliVersion = await deps.cliVersion();
+  const cliVersion = await worker.cliVersion();
   if (cliVersion !== undefined) started.cliVersion = cliVersion;
   if (run.resume !== undefined) started.resume = run.resume;
   if (run.snapshot !== undefined) started.snapshotSeq = run.snapshot.seq;
@@ -206,15 +165,12 @@ async function writeAttemptStarted(
 }
 
 /** A supervised turn's hook wiring, or why it cannot be supervised here (then it must not start). */
-async function supervise(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  events: AttemptEvents,
-): Promise<{ run: SupervisedRun } | { failed: string }> {
-  if (deps.decisionHub === undefined) return { failed: "this worker has no decision hub for supervised turns" };
+async function supervise(attempt: Attempt): Promise<{ run: SupervisedRun } | { failed: string }> {
+  const { worker, job, events } = attempt;
+  if (worker.decisionHub === undefined) return { failed: "this worker has no decision hub for supervised turns" };
   let hub: DecisionHub;
   try {
-    hub = await deps.decisionHub();
+    hub = await worker.decisionHub();
   } catch (err) {
     // e.g. no operator keys: no decision could be verified.
     return { failed: (err as Error).message };
@@ -226,7 +182,7 @@ async function supervise(
     attempt: events.attempt,
     epoch: events.epoch,
     cwd: job.cwd,
-    logger: deps.logger,
+    logger: worker.logger,
     riskyTools: o.riskyTools,
     unsupervisedTools: o.unsupervisedTools,
   });

@@ -4,11 +4,13 @@
 // library's runThreadTurn treats it so too): resuming the old one would show the model a
 // conversation held somewhere else. Such a turn starts a fresh CLI session, says why
 // (`cwd_changed` in attempt.started, session.replayed once it finished), and the log keeps the
-// session's history as it was.
+// session's history as it was. A run that replays a lost session resumes nothing and carries the
+// session's finished turns as a transcript instead.
 import { sameCwd, type FreshReason as CliFreshReason } from "../cli/index.ts";
-import type { EventLog } from "../log/index.ts";
+import { numberField, stringField } from "../kernel/index.ts";
+import { cliLinesBetween, finishedTurns, lastCliSessionId, writerCwd, type EventLog } from "../log/index.ts";
+import { isKnown, parseLine, renderText } from "../protocol/index.ts";
 import type { TurnJob } from "../queue/index.ts";
-import { lastCliSessionId, reportedTotalBefore, writerCwd } from "./log-scan.ts";
 import { restoredCostTotal, type Snapshot } from "./snapshots.ts";
 
 /** Why the session's CLI session is not continued (the library's name for it, src/cli/sessions.ts). */
@@ -58,4 +60,41 @@ export async function resumedCostBase(
   if (snapshot === undefined || plan.resume !== snapshot.cliSessionId) return undefined;
   if (!keptProcess) return restoredCostTotal(snapshot.bytes, snapshot.cliSessionId);
   return snapshot.costTotalUsd ?? (await reportedTotalBefore(log, session, snapshot.seq, snapshot.cliSessionId));
+}
+
+// A run's last result line sits a few events before its snapshot (then cli.exit; stderr may come between).
+const RESULT_LOOKBACK = 16;
+
+/**
+ * The running total (`total_cost_usd`) CLI session `cliSessionId` reported last before the event at
+ * `seq`: for a snapshot from before snapshots recorded it. Undefined when no such result is near.
+ */
+export async function reportedTotalBefore(
+  log: EventLog,
+  session: string,
+  seq: number,
+  cliSessionId: string,
+): Promise<number | undefined> {
+  let total: number | undefined;
+  for (const raw of await cliLinesBetween(log, session, seq - RESULT_LOOKBACK, seq)) {
+    const line = parseLine(raw);
+    if (line === undefined || !isKnown(line, "result") || stringField(line.line, "session_id") !== cliSessionId)
+      continue;
+    total = numberField(line.line, "total_cost_usd") ?? total;
+  }
+  return total;
+}
+
+/**
+ * The session's conversation so far as text, for a fresh CLI session that has to carry it (a replay):
+ * each finished turn's prompt and the rendering of its accepted attempt's lines.
+ */
+export async function rebuildTranscript(
+  log: EventLog,
+  session: string,
+  beforeTurn: string,
+): Promise<{ text: string; turns: number }> {
+  const finished = await finishedTurns(log, session, beforeTurn);
+  const parts = finished.flatMap((turn) => [`User: ${turn.prompt}`, renderText(turn.lines)]);
+  return { text: parts.join("\n\n"), turns: finished.length };
 }

@@ -4,30 +4,23 @@
 // that attempt resumed from, as after a crash; if the log lost that snapshot too, resuming would
 // silently drop the conversation, so the turn fails instead, saying what happened.
 import type { AttemptAbandonedData } from "../events/index.ts";
-import type { TurnJob } from "../queue/index.ts";
-import type { AttemptEvents } from "./attempt-events.ts";
-import type { Snapshot } from "./snapshots.ts";
-import type { AttemptEnd, ExecuteDeps, RolledBackEnd } from "./types.ts";
+import type { Attempt } from "./attempt-context.ts";
+import type { AttemptEnd, RolledBackEnd } from "./types.ts";
 
 /** The abandonment reason and the turn's error kind when the log lost what it had acknowledged. */
 export const LOG_ROLLED_BACK = "log_rolled_back";
 export const LOG_LOST = "log_lost";
 
 /** Records `lost` abandoned; returns the turn's failure when its snapshot is gone too, else undefined (run on). */
-export async function recordRollback(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  events: AttemptEvents,
-  lost: RolledBackEnd,
-  snapshotRead: Promise<Snapshot | undefined>,
-): Promise<AttemptEnd | undefined> {
-  const { session, turn } = job;
+export async function recordRollback(attempt: Attempt, lost: RolledBackEnd): Promise<AttemptEnd | undefined> {
+  const { worker, events } = attempt;
+  const { session, turn } = attempt.job;
   // The cache may hold a session file the log no longer has.
-  deps.snapshots?.delete(session);
-  const snapshot = lost.snapshotSeq === undefined ? undefined : await snapshotRead;
+  worker.snapshots?.delete(session);
+  const snapshot = lost.snapshotSeq === undefined ? undefined : await attempt.snapshot;
   const snapshotGone = lost.snapshotSeq !== undefined && snapshot?.seq !== lost.snapshotSeq;
   const where = { session, turn, attempt: lost.attempt, ackedSeq: lost.ackedSeq, lastSeq: lost.lastSeq };
-  deps.logger.error(
+  worker.logger.error(
     { ...where, snapshotSeq: lost.snapshotSeq, snapshotGone },
     snapshotGone
       ? "the event log lost acknowledged writes and the snapshot the turn resumes from: failing the turn"
@@ -53,13 +46,10 @@ export async function recordRollback(
  * The turn's failure when the log began this attempt below the turn's own turn.queued (the job carries
  * its seq): Redis lost the turn's record and everything after it, which a run would silently follow.
  */
-export async function failIfQueuedLost(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  events: AttemptEvents,
-): Promise<AttemptEnd | undefined> {
+export async function failIfQueuedLost(attempt: Attempt): Promise<AttemptEnd | undefined> {
+  const { job, events } = attempt;
   if (events.startSeq >= job.queuedSeq) return undefined;
-  deps.logger.error(
+  attempt.worker.logger.error(
     { session: job.session, turn: job.turn, queuedSeq: job.queuedSeq, lastSeq: events.startSeq },
     "the event log lost the turn's turn.queued",
   );

@@ -1,19 +1,15 @@
 // The run step: take a CLI slot, start the CLI (runTurn) with the job's options under the worker's
 // rules, and append its stdout lines and stderr as they come, within the worker's output limits.
 // Ends once the CLI's outcome is known and every line it printed has been handed to the writer.
-import { dirname } from "node:path";
-import { runTurn, type RunTurnExtras, type RunTurnOptions, type TurnOutcome } from "../cli/index.ts";
+import { runTurn, type TurnOutcome } from "../cli/index.ts";
 import type { CliExitData } from "../events/index.ts";
 import { isKnown, type ParsedLine } from "../protocol/index.ts";
-import type { TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
-import type { AttemptEvents } from "./attempt-events.ts";
+import type { CliRun, PreparedAttempt } from "./attempt-context.ts";
+import { errFields } from "./error-fields.ts";
 import type { WorkerSettings } from "./options.ts";
-import { runLimitsFor } from "./limits.ts";
-import { errFields } from "./outcome.ts";
-import { runOverlay } from "./run-env.ts";
-import type { PreparedRun } from "./prepare.ts";
-import type { AttemptControl, AttemptEnd, ExecuteDeps } from "./types.ts";
+import { runTurnOptions } from "./turn-options.ts";
+import type { AttemptEnd } from "./types.ts";
 import type { CliHandle } from "./warm.ts";
 
 // The CLI exits shortly after its result line, and the turn's end (exit, snapshot, turn.finished)
@@ -21,38 +17,21 @@ import type { CliHandle } from "./warm.ts";
 // turn; live followers see it at most this much later, the turn's end not at all.
 const RESULT_LINGER_MS = 100;
 
-/** How the CLI run ended, once its outcome is known and its output written. */
-export interface CliRun {
-  /** Set when the CLI reported a result; otherwise `failure` says why not. */
-  outcome: TurnOutcome | undefined;
-  failure: unknown;
-  exit: CliExitData;
-  /** The CLI's retry and rate-limit lines, for the next attempt's delay. */
-  hints: ParsedLine[];
-  /** Why the run was ended for printing too much, if it was. */
-  outputLimitExceeded: string | undefined;
-}
-
-export async function runCli(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  ctl: AttemptControl,
-  events: AttemptEvents,
-  run: PreparedRun,
-): Promise<{ ran: CliRun } | { end: AttemptEnd }> {
+export async function runCli(attempt: PreparedAttempt): Promise<{ ran: CliRun } | { end: AttemptEnd }> {
+  const { worker, control, events, run } = attempt;
   // Taken only now, so the lease, the begin and attempt.started are done while a CLI that has
   // printed its result is still exiting.
-  const release = ctl.slot === undefined ? () => undefined : await ctl.slot.acquire(ctl.ac.signal);
+  const release = control.slot === undefined ? () => undefined : await control.slot.acquire(control.ac.signal);
   if (release === undefined) {
     run.supervised?.close();
-    ctl.reason ??= "shutdown";
+    control.reason ??= "shutdown";
     return { end: await events.stopped() };
   }
   let handle: CliHandle;
   try {
-    const options = runTurnOptions(deps, job, ctl, events, run);
-    const warm = ctl.warm;
-    handle = warm?.viaProcess === true ? deps.warm.run(warm, options) : runTurn(options);
+    const options = runTurnOptions(attempt, run);
+    const warm = control.warm;
+    handle = warm?.viaProcess === true ? worker.warm.run(warm, options) : runTurn(options);
   } catch (err) {
     release();
     run.supervised?.close();
@@ -62,95 +41,23 @@ export async function runCli(
   void handle.exited.then(release);
   const supervised = run.supervised;
   if (supervised !== undefined) void handle.outcome.then(supervised.close, supervised.close);
-  return drain(handle, ctl, events, deps.settings, run.lines);
-}
-
-/** runTurn's options for this attempt: the job's, under the worker's settings and a supervised turn's rules. */
-export function runTurnOptions(
-  deps: ExecuteDeps,
-  job: TurnJob,
-  ctl: AttemptControl,
-  events: AttemptEvents,
-  run: PreparedRun,
-): RunTurnOptions & RunTurnExtras {
-  const { settings } = deps;
-  const o = job.options;
-  const { supervised, snapshot, resume } = run;
-  return {
-    cwd: job.cwd,
-    prompt: run.prompt,
-    model: o.model,
-    resume,
-    // The snapshot's file only when this run resumes its session.
-    sessionFile: snapshot !== undefined && resume === snapshot.cliSessionId ? snapshot.bytes : undefined,
-    permissionMode: o.permissionMode,
-    skipPermissions: o.skipPermissions,
-    // Only a job that asks to skip permissions claims the worker's sandbox.
-    sandboxed: o.skipPermissions !== undefined ? settings.sandboxed : undefined,
-    maxTurns: o.maxTurns,
-    maxBudgetUsd: o.maxBudgetUsd,
-    appendSystemPrompt: o.appendSystemPrompt,
-    allowedTools:
-      o.allowedTools === undefined || supervised === undefined
-        ? o.allowedTools
-        : supervised.allowedToolsFilter(o.allowedTools),
-    disallowedTools: o.disallowedTools,
-    timeoutMs: o.timeoutMs,
-    inactivityTimeoutMs: o.inactivityTimeoutMs,
-    limits: runLimitsFor(o, settings.limits),
-    trustWorkspace: o.trustWorkspace,
-    skills: o.skills,
-    skillsMode: o.skillsMode,
-    addDirs: o.addDirs,
-    settingsFile: o.settingsFile,
-    // Composed with the supervised hook's settings (or the job's) into the run's one settings file.
-    toolSandbox: sandboxOf(run),
-    extraArgs: supervised === undefined ? o.extraArgs : supervised.argsFilter(o.extraArgs),
-    mcpConfigFile: settings.mcpConfigFile,
-    // After the job's own, so nothing above can loosen it: the hook's settings, default mode, no skipping.
-    ...supervised?.turnOptions,
-    claudeBin: settings.claudeBin,
-    // The minimal base, then only what the worker gives and the job's allowed names: no worker variable leaks.
-    env: runOverlay(settings, run),
-    isolate: true,
-    killGraceMs: settings.killGraceMs,
-    signal: ctl.ac.signal,
-    logger: deps.logger,
-    configHome: {
-      instanceId: settings.instanceId,
-      instanceRoot: settings.instanceRoot,
-      runId: `${job.turn}.${events.attempt}.${events.epoch}`,
-      // A brokered run's home holds no credential: the gateway has it.
-      credential: run.modelEnv === undefined ? undefined : "none",
-    },
-  };
-}
-
-/** The run's tool sandbox; a supervised run's tools may not read its hook's token either. */
-function sandboxOf(run: PreparedRun): RunTurnOptions["toolSandbox"] {
-  const { toolSandbox, supervised } = run;
-  if (toolSandbox === undefined || supervised === undefined) return toolSandbox;
-  return { ...toolSandbox, denyRead: [...toolSandbox.denyRead, dirname(supervised.runFile)] };
+  return drain(attempt, handle);
 }
 
 /** Writes the run's output as it comes and waits for its outcome. A fenced attempt writes nothing more. */
-async function drain(
-  handle: CliHandle,
-  ctl: AttemptControl,
-  events: AttemptEvents,
-  settings: WorkerSettings,
-  lines: Scrubber | undefined,
-): Promise<{ ran: CliRun } | { end: AttemptEnd }> {
+async function drain(attempt: PreparedAttempt, handle: CliHandle): Promise<{ ran: CliRun } | { end: AttemptEnd }> {
+  const { control, events } = attempt;
+  const { lines } = attempt.run;
   const hints: ParsedLine[] = [];
-  const limit = outputLimit(settings, () => handle.kill());
-  const fenced = (): boolean => ctl.ac.signal.aborted && ctl.reason === "fenced";
+  const limit = outputLimit(attempt.worker.settings, () => handle.kill());
+  const fenced = (): boolean => control.ac.signal.aborted && control.reason === "fenced";
   const pumps = Promise.allSettled([
     (async () => {
       for await (const l of handle.lines) {
         if (fenced() || !limit.take(lineBytes(l))) continue;
         const result = isKnown(l, "result");
         if (l.type === "system/api_retry" || l.type === "rate_limit_event") hints.push(l);
-        else if (result) ctl.slot?.ending();
+        else if (result) control.slot?.ending();
         await events.write("cli.line", lineData(l, lines), {
           parsed: l,
           wait: result ? { lingerMs: RESULT_LINGER_MS } : undefined,
@@ -172,9 +79,9 @@ async function drain(
     failure = err;
   }
   const pumped = await pumps;
-  if (ctl.reason === "fenced") return { end: { kind: "stopped", attempt: events.attempt, reason: "fenced" } };
+  if (control.reason === "fenced") return { end: { kind: "stopped", attempt: events.attempt, reason: "fenced" } };
   const pumpFailure = pumped.find((p) => p.status === "rejected");
-  if (pumpFailure !== undefined && ctl.reason === undefined) throw pumpFailure.reason;
+  if (pumpFailure !== undefined && control.reason === undefined) throw pumpFailure.reason;
   const ef = failure as { exitCode?: number | null; signal?: string | null } | undefined;
   const exit: CliExitData = {
     code: outcome?.exitCode ?? ef?.exitCode ?? null,

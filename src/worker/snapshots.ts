@@ -5,7 +5,7 @@
 // (or when the CLI rewrote earlier bytes) it stores the whole file again. `bytes` and `sha256`
 // always describe the whole file, and a restore that does not reproduce them is refused.
 import { createHash, type Hash } from "node:crypto";
-import type { EventLog } from "../log/index.ts";
+import { latestSnapshotRef, type EventLog, type SnapshotRef } from "../log/index.ts";
 import type { SessionSnapshotData } from "../events/index.ts";
 
 /** What a worker keeps of recent session files unless told otherwise (TurnWorkerOptions.snapshotCacheBytes). */
@@ -150,6 +150,35 @@ export async function assembleSnapshot(log: EventLog, session: string, seq: numb
   const cwd = typeof top.cwd === "string" ? top.cwd : undefined;
   const costTotalUsd = typeof top.costTotalUsd === "number" && top.costTotalUsd >= 0 ? top.costTotalUsd : undefined;
   return { seq, cliSessionId: top.cliSessionId, bytes, depth, hash, cwd, costTotalUsd };
+}
+
+/**
+ * The session's latest `session.snapshot` as the whole session file, or undefined when it has none
+ * (or it cannot be rebuilt). Taken from `cache` when it holds the one the same attempt wrote. `known`
+ * is where beginAttempt found it (null: there is none); without it the log is asked where it is.
+ */
+export async function latestSnapshot(
+  log: EventLog,
+  session: string,
+  cache?: SnapshotCache,
+  known?: SnapshotRef | null,
+): Promise<Snapshot | undefined> {
+  if (known === null) return undefined;
+  const ref = known ?? (await latestSnapshotRef(log, session));
+  return ref === undefined ? undefined : snapshotAt(log, session, ref, cache);
+}
+
+async function snapshotAt(
+  log: EventLog,
+  session: string,
+  ref: SnapshotRef,
+  cache: SnapshotCache | undefined,
+): Promise<Snapshot | undefined> {
+  const cached = ref.epoch > 0 ? cache?.get(session, ref.epoch, ref.at, ref.seq) : undefined;
+  if (cached !== undefined) return cached;
+  const snapshot = await assembleSnapshot(log, session, ref.seq);
+  if (snapshot !== undefined && ref.epoch > 0) cache?.set(session, ref.epoch, ref.at, snapshot);
+  return snapshot;
 }
 
 const COST_STATE = Buffer.from('"type":"cost-state"');

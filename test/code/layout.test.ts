@@ -1,7 +1,8 @@
 // The layout table in docs/ARCHITECTURE.md is the rule for imports between src/ folders: every
 // relative import of a file in one folder reaches only folders that folder's row lists. So the table
 // cannot drift from the code, and no change adds an import the design does not allow without
-// changing the table in the same commit.
+// changing the table in the same commit. Inside src/worker no files import one another in a loop, so
+// each step of an attempt can be read (and changed) without the others.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -53,4 +54,43 @@ test("imports between src/ folders follow the layout table in docs/ARCHITECTURE.
     }
   }
   assert.deepEqual(wrong, []);
+});
+
+/** Files of `folder` (not its subfolders) that import one another in a loop, one list per loop. */
+function importCycles(folder: string): string[][] {
+  const dir = join(src, folder);
+  const files = readdirSync(dir).filter((name) => /\.(ts|mjs)$/.test(name));
+  const imports = new Map<string, string[]>();
+  for (const name of files) {
+    const targets = importsOf(join(dir, name)).map((spec) => relative(dir, resolve(dir, spec)));
+    imports.set(
+      name,
+      targets.filter((target) => files.includes(target)),
+    );
+  }
+  // Tarjan's strongly connected components: every component of more than one file is a loop.
+  const index = new Map<string, number>();
+  const lowest = new Map<string, number>();
+  const stack: string[] = [];
+  const cycles: string[][] = [];
+  const visit = (file: string): void => {
+    index.set(file, index.size);
+    lowest.set(file, index.get(file)!);
+    stack.push(file);
+    for (const next of imports.get(file)!) {
+      if (!index.has(next)) {
+        visit(next);
+        lowest.set(file, Math.min(lowest.get(file)!, lowest.get(next)!));
+      } else if (stack.includes(next)) lowest.set(file, Math.min(lowest.get(file)!, index.get(next)!));
+    }
+    if (lowest.get(file) !== index.get(file)) return;
+    const component = stack.splice(stack.indexOf(file));
+    if (component.length > 1) cycles.push(component.sort());
+  };
+  for (const file of files) if (!index.has(file)) visit(file);
+  return cycles;
+}
+
+test("the worker's files import one another without a loop, type imports included", () => {
+  assert.deepEqual(importCycles("worker"), []);
 });

@@ -20,7 +20,7 @@ import {
 } from "../../src/events/index.ts";
 import { ClaudeCodeCliError, runTurn } from "../../src/cli/index.ts";
 import { LIMIT_ERROR_KINDS } from "../../src/cli/limits.ts";
-import { errFields } from "../../src/worker/outcome.ts";
+import { errFields } from "../../src/worker/error-fields.ts";
 import { ERROR_TYPES } from "../../src/metrics/names.ts";
 import { outcomeOf as rootOutcomeOf } from "../../src/index.ts";
 import { startScriptedServer } from "../cli/_model.ts";

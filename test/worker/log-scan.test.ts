@@ -1,14 +1,18 @@
-// The worker's backward scans of a session log, on a real Redis: the latest snapshot found past
+// The log's queries the worker reads a session by, on a real Redis: the latest snapshot found past
 // several pages, earlier attempts that never ended, the last CLI session id, and turn ids that
 // need escaping in the stored JSON.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { createEventLog, type Envelope, type EventInput } from "../../src/log/index.ts";
-import { createHash } from "node:crypto";
 import {
+  createEventLog,
   danglingAttempts,
   lastCliSessionId,
+  type Envelope,
+  type EventInput,
+} from "../../src/log/index.ts";
+import { createHash } from "node:crypto";
+import {
   latestSnapshot,
   MAX_SNAPSHOT_DEPTH,
   SnapshotCache,

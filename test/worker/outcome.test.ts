@@ -4,7 +4,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { TurnOutcome } from "../../src/cli/index.ts";
-import { errFields, verdict, type RunFacts } from "../../src/worker/outcome.ts";
+import { errFields } from "../../src/worker/error-fields.ts";
+import { verdict, type RunFacts } from "../../src/worker/outcome.ts";
 
 const outcome = {
   sessionId: "s1",
