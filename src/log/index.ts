@@ -77,3 +77,4 @@ export type { ConnectOptions, RedisClient } from "./redis.ts";
 export { exportJsonl, importedAt, importFile, IMPORTED_FIELD } from "./jsonl.ts";
 export type { ImportResult } from "./jsonl.ts";
 export type { Logger } from "../kernel/index.ts";
+export { luaScript, scriptCommand } from "./scripts.ts";

@@ -3,48 +3,49 @@ import { dataOf, isEventKind, type EventData, type EventKind } from "../events/i
 import { stringField, type Obj } from "../kernel/index.ts";
 import type { Envelope } from "../log/index.ts";
 import { parseLine, toolResultText } from "../protocol/index.ts";
-import { contentBlocks, objOf } from "../protocol/lines.ts";
+import { contentBlocks, objOf } from "../protocol/index.ts";
 
-function short(s: string, max = 100): string {
-  const one = s.replace(/\s+/g, " ").trim();
+function short(text: string, max = 100): string {
+  const one = text.replace(/\s+/g, " ").trim();
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 }
 
-function assistantBlock(b: Obj): string {
-  if (b["type"] === "text") return `text: ${short(stringField(b, "text") ?? "")}`;
-  if (b["type"] === "tool_use") return `tool_use ${stringField(b, "name") ?? ""} ${stringField(b, "id") ?? ""}`;
-  return String(b["type"]);
+function assistantBlock(block: Obj): string {
+  if (block["type"] === "text") return `text: ${short(stringField(block, "text") ?? "")}`;
+  if (block["type"] === "tool_use")
+    return `tool_use ${stringField(block, "name") ?? ""} ${stringField(block, "id") ?? ""}`;
+  return String(block["type"]);
 }
 
-function userBlock(b: Obj): string {
-  if (b["type"] === "tool_result") {
-    return `tool_result ${stringField(b, "tool_use_id") ?? ""}${b["is_error"] === true ? " (error)" : ""}: ${short(toolResultText(b["content"]), 60)}`;
+function userBlock(block: Obj): string {
+  if (block["type"] === "tool_result") {
+    return `tool_result ${stringField(block, "tool_use_id") ?? ""}${block["is_error"] === true ? " (error)" : ""}: ${short(toolResultText(block["content"]), 60)}`;
   }
-  if (b["type"] === "text") return `text: ${short(stringField(b, "text") ?? "")}`;
-  return String(b["type"]);
+  if (block["type"] === "text") return `text: ${short(stringField(block, "text") ?? "")}`;
+  return String(block["type"]);
 }
 
 export function summarizeCliLine(raw: string): string {
-  const p = parseLine(raw);
-  if (p.category === "invalid") return `invalid line (${raw.length} chars)`;
-  const o = objOf(p);
-  if (o === undefined) return "truncated line";
-  const sub = p.category === "unknown" ? " (unknown)" : "";
-  const parent = typeof o["parent_tool_use_id"] === "string" ? " [subagent]" : "";
-  switch (o["type"]) {
+  const parsed = parseLine(raw);
+  if (parsed.category === "invalid") return `invalid line (${raw.length} chars)`;
+  const line = objOf(parsed);
+  if (line === undefined) return "truncated line";
+  const sub = parsed.category === "unknown" ? " (unknown)" : "";
+  const parent = typeof line["parent_tool_use_id"] === "string" ? " [subagent]" : "";
+  switch (line["type"]) {
     case "assistant": {
-      const error = stringField(o, "error");
+      const error = stringField(line, "error");
       if (error !== undefined) return `assistant API error: ${error}${parent}`;
-      return `assistant ${contentBlocks(o).map(assistantBlock).join(", ")}${parent}${sub}`;
+      return `assistant ${contentBlocks(line).map(assistantBlock).join(", ")}${parent}${sub}`;
     }
     case "user":
-      return `user ${contentBlocks(o).map(userBlock).join(", ")}${parent}${sub}`;
+      return `user ${contentBlocks(line).map(userBlock).join(", ")}${parent}${sub}`;
     case "result": {
-      const cost = typeof o["total_cost_usd"] === "number" ? ` $${o["total_cost_usd"].toFixed(4)}` : "";
-      return `result ${String(o["subtype"] ?? "")}${o["is_error"] === true ? " is_error" : ""}${cost}${sub}`;
+      const cost = typeof line["total_cost_usd"] === "number" ? ` $${line["total_cost_usd"].toFixed(4)}` : "";
+      return `result ${String(line["subtype"] ?? "")}${line["is_error"] === true ? " is_error" : ""}${cost}${sub}`;
     }
     default:
-      return `${p.type}${sub}`;
+      return `${parsed.type}${sub}`;
   }
 }
 
@@ -58,10 +59,10 @@ const summaries: { [K in EventKind]?: (data: EventData<K>) => string } = {
   "turn.failed": (d) => d.errorKind,
   "decision.requested": (d) => `${d.requestId} ${d.tool}`,
   "decision.made": (d) => `${d.requestId} → ${d.decision} by ${d.by}`,
-  "model.call": (d) => {
-    const tokens = d.usage === undefined ? "" : ` ${d.usage.input_tokens} in ${d.usage.output_tokens} out`;
-    const ttfb = d.ttfbMs === undefined ? "" : ` ttfb ${Math.round(d.ttfbMs)} ms`;
-    return `${d.model ?? d.path} ${d.status}${ttfb}${tokens}${d.answeredBy === undefined ? "" : ` (${d.answeredBy})`}`;
+  "model.call": (call) => {
+    const tokens = call.usage === undefined ? "" : ` ${call.usage.input_tokens} in ${call.usage.output_tokens} out`;
+    const ttfb = call.ttfbMs === undefined ? "" : ` ttfb ${Math.round(call.ttfbMs)} ms`;
+    return `${call.model ?? call.path} ${call.status}${ttfb}${tokens}${call.answeredBy === undefined ? "" : ` (${call.answeredBy})`}`;
   },
 };
 

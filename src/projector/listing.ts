@@ -42,18 +42,18 @@ async function statAndRow(
   session: string,
 ): Promise<{ st: SessionStat; row: SessionRow }> {
   const [st, stored] = await Promise.all([log.stat(session), storedFigures(redis, session, log.prefix)]);
-  const s = stored?.summary;
+  const storedSummary = stored?.summary;
   const row: SessionRow = {
     session,
-    status: s?.status ?? st.state ?? "new",
-    turns: s?.turns ?? null,
-    costUsd: s?.costUsd ?? null,
+    status: storedSummary?.status ?? st.state ?? "new",
+    turns: storedSummary?.turns ?? null,
+    costUsd: storedSummary?.costUsd ?? null,
     tokens: stored?.tokens ?? null,
-    lastActivity: s?.lastAt ?? null,
+    lastActivity: storedSummary?.lastAt ?? null,
     lastSeq: st.lastSeq,
-    projectedSeq: s?.lastSeq ?? null,
-    pendingDecisions: s?.pendingDecisions ?? null,
-    lastErrorKind: s?.lastErrorKind ?? null,
+    projectedSeq: storedSummary?.lastSeq ?? null,
+    pendingDecisions: storedSummary?.pendingDecisions ?? null,
+    lastErrorKind: storedSummary?.lastErrorKind ?? null,
   };
   return { st, row };
 }
@@ -95,25 +95,30 @@ export async function listingRow(
 }
 
 /** `fn` over `items` in order, at most `n` at a time. */
-export async function inBatches<T, R>(items: readonly T[], n: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+export async function inBatches<T, R>(
+  items: readonly T[],
+  batchSize: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
   const out: R[] = [];
-  for (let i = 0; i < items.length; i += n) out.push(...(await Promise.all(items.slice(i, i + n).map(fn))));
+  for (let start = 0; start < items.length; start += batchSize)
+    out.push(...(await Promise.all(items.slice(start, start + batchSize).map(fn))));
   return out;
 }
 
 /** The same line from a state folded up to the log's end (`lastSeq` is the log's). */
 export function sessionRowOf(session: string, state: ProjectionState, lastSeq = state.lastSeq): SessionRow {
-  const s = summaryOf(state);
+  const sessionSummary = summaryOf(state);
   return {
     session,
-    status: s.status,
-    turns: s.turns,
-    costUsd: s.costUsd,
+    status: sessionSummary.status,
+    turns: sessionSummary.turns,
+    costUsd: sessionSummary.costUsd,
     tokens: state.view.tokens,
-    lastActivity: s.lastAt,
+    lastActivity: sessionSummary.lastAt,
     lastSeq,
     projectedSeq: state.lastSeq,
-    pendingDecisions: s.pendingDecisions,
-    lastErrorKind: s.lastErrorKind,
+    pendingDecisions: sessionSummary.pendingDecisions,
+    lastErrorKind: sessionSummary.lastErrorKind,
   };
 }

@@ -54,7 +54,10 @@ export interface Projector {
   readModel(session: string): Promise<ReadModel | undefined>;
   readonly stats: Readonly<ProjectorStats>;
   readonly version: number;
-  /** Events in the log past this projector's checkpoints, summed over its sessions, as of the last rescan (the lag metric). */
+  /**
+   * Events in the log past this projector's checkpoints, summed over its sessions, as of the last rescan (the lag
+   * metric).
+   */
   readonly lag: number;
 }
 
@@ -155,16 +158,16 @@ class LiveProjector implements Projector {
     if (this.#stopping) return;
     this.#stopping = true;
     clearInterval(this.#rescanTimer);
-    for (const f of this.#followers.values()) f.sleep.wake();
-    for (const c of this.#blockingConnections) c.disconnect();
+    for (const follower of this.#followers.values()) follower.sleep.wake();
+    for (const connection of this.#blockingConnections) connection.disconnect();
     const all = Promise.all([...this.#followers.values()].map((f) => f.done));
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<"timeout">(
       (resolve) => (timer = setTimeout(() => resolve("timeout"), this.#options.stopTimeoutMs ?? 5000)),
     );
-    const r = await Promise.race([all.then(() => "done" as const), timedOut]);
+    const ending = await Promise.race([all.then(() => "done" as const), timedOut]);
     clearTimeout(timer);
-    if (r === "timeout")
+    if (ending === "timeout")
       this.#logger.warn(
         { followers: this.#followers.size },
         "projector stop timed out; steps in flight were left to their commit script",
@@ -192,10 +195,10 @@ class LiveProjector implements Projector {
     const ids = this.#options.sessions !== undefined ? [...this.#options.sessions] : await this.#log.sessions();
     return Promise.all(
       ids.map(async (session) => {
-        const k = projectionKeys(this.#prefix, session, this.version);
+        const keys = projectionKeys(this.#prefix, session, this.version);
         const [logSeq, [seq, summary]] = await Promise.all([
-          this.#redis.hget(k.logMeta, "seq"),
-          this.#redis.hmget(k.model, "seq", "summary"),
+          this.#redis.hget(keys.logMeta, "seq"),
+          this.#redis.hmget(keys.model, "seq", "summary"),
         ]);
         const status =
           summary === null || summary === undefined ? null : (JSON.parse(summary) as SessionSummary).status;
@@ -211,10 +214,13 @@ class LiveProjector implements Projector {
       try {
         const survey = (await this.#survey()).filter((s) => !this.#superseded.has(s.session));
         this.#lag = survey.reduce((sum, s) => sum + Math.max(0, s.logSeq - s.seq), 0);
-        for (const s of survey) {
-          if (this.#followers.has(s.session)) continue;
-          if (s.logSeq > s.seq || (s.logSeq > 0 && s.status !== null && !TERMINAL_STATUSES.has(s.status)))
-            this.#follow(s.session);
+        for (const surveyed of survey) {
+          if (this.#followers.has(surveyed.session)) continue;
+          if (
+            surveyed.logSeq > surveyed.seq ||
+            (surveyed.logSeq > 0 && surveyed.status !== null && !TERMINAL_STATUSES.has(surveyed.status))
+          )
+            this.#follow(surveyed.session);
         }
       } catch (err) {
         this.#stats.errors++;
@@ -300,7 +306,9 @@ class LiveProjector implements Projector {
     this.#logger.info({ session, version: this.version }, "a newer projection version took over this session");
   }
 
-  /** Blocks until the session has an event past `checkpoint` (or blockMs passes); false once stopping ended the read. */
+  /**
+   * Blocks until the session has an event past `checkpoint` (or blockMs passes); false once stopping ended the read.
+   */
   async #waitForEvents(conn: RedisClient, session: string, checkpoint: number): Promise<boolean> {
     try {
       await conn.xread(
@@ -325,7 +333,10 @@ function isFinished(state: SessionProjection["state"]): boolean {
   return state !== undefined && TERMINAL_STATUSES.has(state.view.status) && state.decisions.pending.length === 0;
 }
 
-/** Starts the live projector: follows the sessions in the log's index and keeps their read models in Redis, checkpointed in the same step. */
+/**
+ * Starts the live projector: follows the sessions in the log's index and keeps their read models in Redis, checkpointed
+ * in the same step.
+ */
 export function startProjector(options: ProjectorOptions): Projector {
   return new LiveProjector(options);
 }

@@ -45,8 +45,8 @@ export async function startProjectorObservability(
       });
       if (metrics.enabled) {
         fleetGauges(metrics.meter, { redis: options.redis, logPrefix: options.prefix }, options.logger);
-        gauge(metrics.meter, METRICS.projectorLag).addCallback((r) => {
-          if (projector !== undefined) r.observe(projector.lag);
+        gauge(metrics.meter, METRICS.projectorLag).addCallback((result) => {
+          if (projector !== undefined) result.observe(projector.lag);
         });
       }
       return metrics;

@@ -2,13 +2,13 @@
 // telemetry engineer's) can be plugged in at one place: `createOutput(stream, { scrub })`.
 import type { Writable } from "node:stream";
 
-export type Scrub = (s: string) => string;
+export type Scrub = (text: string) => string;
 
 export interface Output {
   /** Writes text as is (after scrubbing). */
-  write(s: string): void;
+  write(text: string): void;
   /** Writes a line (adds "\n"). */
-  line(s: string): void;
+  line(text: string): void;
   /** Resolves once everything written has been handed to the stream. */
   drain(): Promise<void>;
   readonly color: boolean;
@@ -26,8 +26,8 @@ export function createOutput(stream: Writable & { isTTY?: boolean }, options: Ou
   const color = options.color ?? (stream.isTTY === true && (env["NO_COLOR"] === undefined || env["NO_COLOR"] === ""));
   const scrub = options.scrub ?? ((s: string) => s);
   let pending: Promise<void> = Promise.resolve();
-  const write = (s: string): void => {
-    if (!stream.write(scrub(s))) {
+  const write = (text: string): void => {
+    if (!stream.write(scrub(text))) {
       pending = new Promise((resolve) => stream.once("drain", () => resolve()));
     }
   };
@@ -49,8 +49,8 @@ const codes: Record<string, [number, number]> = {
   cyan: [36, 39],
 };
 
-export function paint(on: boolean, style: keyof typeof codes, s: string): string {
-  if (!on) return s;
-  const [a, b] = codes[style]!;
-  return `\u001b[${a}m${s}\u001b[${b}m`;
+export function paint(on: boolean, style: keyof typeof codes, text: string): string {
+  if (!on) return text;
+  const [open, close] = codes[style]!;
+  return `\u001b[${open}m${text}\u001b[${close}m`;
 }

@@ -11,7 +11,10 @@ export interface ProjectorProcessOptions extends Omit<ProjectorOptions, "redis" 
   logger: Logger;
   /** Exit code after a clean stop is 0; a second signal during stop exits at once with 130. */
   exit?: (code: number) => void;
-  /** Metrics and the ops endpoint read TURNSTREAM_OPS_PORT, TURNSTREAM_OPS_HOST and OTEL_* from here (default process.env). */
+  /**
+   * Metrics and the ops endpoint read TURNSTREAM_OPS_PORT, TURNSTREAM_OPS_HOST and OTEL_* from here (default
+   * process.env).
+   */
   env?: Readonly<Record<string, string | undefined>>;
   /** --ops-port; wins over TURNSTREAM_OPS_PORT. */
   opsPort?: string | undefined;
@@ -33,10 +36,10 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
   obs.started(projector);
   logger.info({ version: projector.version, prefix: options.prefix ?? DEFAULT_PREFIX }, "projector started");
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    const on = (s: NodeJS.Signals): void => {
+    const on = (received: NodeJS.Signals): void => {
       process.off("SIGTERM", on);
       process.off("SIGINT", on);
-      resolve(s);
+      resolve(received);
     };
     process.on("SIGTERM", on);
     process.on("SIGINT", on);

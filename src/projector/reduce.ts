@@ -7,12 +7,12 @@
 //
 // Event data is read through its kind's schema (`dataOf`, src/events): data that does not fit is
 // counted in `carried.malformed` and read as absent, so the event still moves the turn it belongs to.
-import { parsePattern } from "../decisions/rules.ts";
+import { parsePattern } from "../decisions/index.ts";
 import { costAdded, currentKind, dataOf, TURN_KINDS, type EventData, type EventKind } from "../events/index.ts";
 import { isObj, numberField, objField, stringField, type Obj } from "../kernel/index.ts";
 import type { Envelope } from "../log/index.ts";
 import { classifyResult, parseLine, toolResultText, type ErrorKind } from "../protocol/index.ts";
-import { contentBlocks, objOf } from "../protocol/lines.ts";
+import { contentBlocks, objOf } from "../protocol/index.ts";
 import {
   initialState,
   zeroTokens,
@@ -46,7 +46,7 @@ export function reduceSession(state: ProjectionState, env: ReducibleEnvelope): P
 }
 
 export function fold(envelopes: Iterable<ReducibleEnvelope>, state: ProjectionState = initialState()): ProjectionState {
-  for (const e of envelopes) applyEvent(state, e);
+  for (const event of envelopes) applyEvent(state, event);
   return state;
 }
 
@@ -54,78 +54,78 @@ export async function foldAsync(
   envelopes: AsyncIterable<ReducibleEnvelope>,
   state: ProjectionState = initialState(),
 ): Promise<ProjectionState> {
-  for await (const e of envelopes) applyEvent(state, e);
+  for await (const event of envelopes) applyEvent(state, event);
   return state;
 }
 
 const turnKinds = TURN_KINDS as ReadonlySet<string>;
 
 /** Applies one envelope in place and returns the state. Envelopes at or below the checkpoint are ignored. */
-export function applyEvent(s: ProjectionState, env: ReducibleEnvelope): ProjectionState {
-  if (env.seq <= s.lastSeq) return s;
-  if (env.seq !== s.lastSeq + 1) s.gaps += env.seq - s.lastSeq - 1;
-  s.lastSeq = env.seq;
-  s.events++;
-  const v = s.view;
-  if (v.id === null) v.id = env.session;
-  if (v.firstAt === null) v.firstAt = env.at;
-  v.lastAt = env.at;
-  if (env.kind === "cli.line") cliLine(s, env);
-  else if (turnKinds.has(env.kind)) turnEvent(s, env);
-  else sessionEvent(s, env);
-  return s;
+export function applyEvent(state: ProjectionState, env: ReducibleEnvelope): ProjectionState {
+  if (env.seq <= state.lastSeq) return state;
+  if (env.seq !== state.lastSeq + 1) state.gaps += env.seq - state.lastSeq - 1;
+  state.lastSeq = env.seq;
+  state.events++;
+  const view = state.view;
+  if (view.id === null) view.id = env.session;
+  if (view.firstAt === null) view.firstAt = env.at;
+  view.lastAt = env.at;
+  if (env.kind === "cli.line") cliLine(state, env);
+  else if (turnKinds.has(env.kind)) turnEvent(state, env);
+  else sessionEvent(state, env);
+  return state;
 }
 
 /** The event's data as its kind's shape; undefined (and counted malformed) when it does not fit. */
-function read<K extends EventKind>(s: ProjectionState, kind: K, data: unknown): EventData<K> | undefined {
-  const d = dataOf(kind, data);
-  if (d === undefined) s.carried.malformed[kind] = (s.carried.malformed[kind] ?? 0) + 1;
-  return d;
+function read<K extends EventKind>(state: ProjectionState, kind: K, data: unknown): EventData<K> | undefined {
+  const parsed = dataOf(kind, data);
+  if (parsed === undefined) state.carried.malformed[kind] = (state.carried.malformed[kind] ?? 0) + 1;
+  return parsed;
 }
 
 /** Events outside a turn's run: snapshots, replaced CLI sessions, hub decisions, rules, and kinds not known here. */
-function sessionEvent(s: ProjectionState, env: ReducibleEnvelope): void {
+function sessionEvent(state: ProjectionState, env: ReducibleEnvelope): void {
   switch (currentKind(env.kind)) {
     case "session.snapshot": {
-      const d = read(s, "session.snapshot", env.data);
-      s.view.snapshots++;
-      if (d !== undefined) s.view.cliSessionId = d.cliSessionId;
+      const data = read(state, "session.snapshot", env.data);
+      state.view.snapshots++;
+      if (data !== undefined) state.view.cliSessionId = data.cliSessionId;
       return;
     }
     case "session.replaced":
-      read(s, "session.replaced", env.data);
-      s.view.replays++;
+      read(state, "session.replaced", env.data);
+      state.view.replays++;
       return;
     case "decision.requested":
-      decisionRequested(s, env);
+      decisionRequested(state, env);
       return;
     case "decision.made":
-      decisionMade(s, env);
+      decisionMade(state, env);
       return;
     case "rule.added":
-      s.decisions.rules.push(ruleView(env.seq, read(s, "rule.added", env.data)));
+      state.decisions.rules.push(ruleView(env.seq, read(state, "rule.added", env.data)));
       return;
     default:
-      carry(s, env.seq, env.kind, null);
-      s.carried.kinds[env.kind] = (s.carried.kinds[env.kind] ?? 0) + 1;
+      carry(state, env.seq, env.kind, null);
+      state.carried.kinds[env.kind] = (state.carried.kinds[env.kind] ?? 0) + 1;
   }
 }
 
-function carry(s: ProjectionState, seq: number, kind: string, type: string | null): void {
-  const c = s.carried;
-  c.total++;
-  c.recent.push({ seq, kind, type });
-  if (c.recent.length > RECENT_CARRIED) c.recent.splice(0, c.recent.length - RECENT_CARRIED);
+function carry(state: ProjectionState, seq: number, kind: string, type: string | null): void {
+  const carried = state.carried;
+  carried.total++;
+  carried.recent.push({ seq, kind, type });
+  if (carried.recent.length > RECENT_CARRIED) carried.recent.splice(0, carried.recent.length - RECENT_CARRIED);
 }
 
 // ---- turns and attempts ----------------------------------------------------------------------
 
-function turnAt(s: ProjectionState, id: string): number {
-  const i = s.cursor.turnIndex[id];
-  if (i !== undefined) return i;
-  const idx = s.view.turns.length;
-  s.cursor.turnIndex[id] = idx;
-  s.view.turns.push({
+function turnAt(state: ProjectionState, id: string): number {
+  const index = state.cursor.turnIndex[id];
+  if (index !== undefined) return index;
+  const idx = state.view.turns.length;
+  state.cursor.turnIndex[id] = idx;
+  state.view.turns.push({
     id,
     status: "queued",
     queuedAt: null,
@@ -136,21 +136,22 @@ function turnAt(s: ProjectionState, id: string): number {
     error: null,
     attempts: [],
   });
-  s.transcript.turns.push({ turn: id, prompt: null, promptSeq: null, attempts: [], acceptedAttempt: null });
+  state.transcript.turns.push({ turn: id, prompt: null, promptSeq: null, attempts: [], acceptedAttempt: null });
   return idx;
 }
 
-function findAttempt(t: TurnView, n: number): number {
-  for (let i = t.attempts.length - 1; i >= 0; i--) if (t.attempts[i]!.attempt === n) return i;
+function findAttempt(turn: TurnView, attemptNumber: number): number {
+  for (let index = turn.attempts.length - 1; index >= 0; index--)
+    if (turn.attempts[index]!.attempt === attemptNumber) return index;
   return -1;
 }
 
-function attemptAt(s: ProjectionState, ti: number, n: number, epoch: number, at: string): AttemptView {
-  const t = s.view.turns[ti]!;
-  const i = findAttempt(t, n);
-  if (i >= 0) return t.attempts[i]!;
-  const a: AttemptView = {
-    attempt: n,
+function attemptAt(state: ProjectionState, ti: number, attemptNumber: number, epoch: number, at: string): AttemptView {
+  const turn = state.view.turns[ti]!;
+  const index = findAttempt(turn, attemptNumber);
+  if (index >= 0) return turn.attempts[index]!;
+  const attempt: AttemptView = {
+    attempt: attemptNumber,
     epoch,
     status: "running",
     startedAt: at,
@@ -167,56 +168,57 @@ function attemptAt(s: ProjectionState, ti: number, n: number, epoch: number, at:
     stderrLines: 0,
     modelCalls: { calls: 0, errors: 0, tokens: zeroTokens(), costUsd: 0 },
   };
-  const ta: TranscriptAttempt = { attempt: n, abandoned: false, abandonReason: null, items: [] };
+  const ta: TranscriptAttempt = { attempt: attemptNumber, abandoned: false, abandonReason: null, items: [] };
   // Keep attempts ordered by number even if a late event of an older attempt creates it.
-  let pos = t.attempts.length;
-  while (pos > 0 && t.attempts[pos - 1]!.attempt > n) pos--;
-  t.attempts.splice(pos, 0, a);
-  s.transcript.turns[ti]!.attempts.splice(pos, 0, ta);
-  if (t.status === "queued") t.status = "running";
-  if (t.startedAt === null) t.startedAt = at;
-  refreshAccepted(s, ti);
-  refreshStatus(s, ti);
-  return a;
+  let pos = turn.attempts.length;
+  while (pos > 0 && turn.attempts[pos - 1]!.attempt > attemptNumber) pos--;
+  turn.attempts.splice(pos, 0, attempt);
+  state.transcript.turns[ti]!.attempts.splice(pos, 0, ta);
+  if (turn.status === "queued") turn.status = "running";
+  if (turn.startedAt === null) turn.startedAt = at;
+  refreshAccepted(state, ti);
+  refreshStatus(state, ti);
+  return attempt;
 }
 
-function transcriptAttempt(s: ProjectionState, ti: number, n: number): TranscriptAttempt {
-  const list = s.transcript.turns[ti]!.attempts;
-  for (let i = list.length - 1; i >= 0; i--) if (list[i]!.attempt === n) return list[i]!;
-  throw new Error(`internal: transcript attempt ${n} of turn #${ti} missing`);
+function transcriptAttempt(state: ProjectionState, ti: number, attemptNumber: number): TranscriptAttempt {
+  const list = state.transcript.turns[ti]!.attempts;
+  for (let index = list.length - 1; index >= 0; index--)
+    if (list[index]!.attempt === attemptNumber) return list[index]!;
+  throw new Error(`internal: transcript attempt ${attemptNumber} of turn #${ti} missing`);
 }
 
 const TERMINAL_TURN = new Set<TurnStatus>(["finished", "failed", "cancelled"]);
 
-function refreshAccepted(s: ProjectionState, ti: number, explicit?: number): void {
-  const t = s.view.turns[ti]!;
+function refreshAccepted(state: ProjectionState, ti: number, explicit?: number): void {
+  const turn = state.view.turns[ti]!;
   let accepted: number | null = null;
   if (explicit !== undefined) {
-    const i = findAttempt(t, explicit);
-    if (i >= 0 && t.attempts[i]!.status !== "abandoned") accepted = explicit;
+    const index = findAttempt(turn, explicit);
+    if (index >= 0 && turn.attempts[index]!.status !== "abandoned") accepted = explicit;
   }
-  if (accepted === null && explicit === undefined && TERMINAL_TURN.has(t.status) && t.acceptedAttempt !== null) {
-    const i = findAttempt(t, t.acceptedAttempt);
-    if (i >= 0 && t.attempts[i]!.status !== "abandoned") accepted = t.acceptedAttempt;
+  if (accepted === null && explicit === undefined && TERMINAL_TURN.has(turn.status) && turn.acceptedAttempt !== null) {
+    const index = findAttempt(turn, turn.acceptedAttempt);
+    if (index >= 0 && turn.attempts[index]!.status !== "abandoned") accepted = turn.acceptedAttempt;
   }
   if (accepted === null) {
-    for (let i = t.attempts.length - 1; i >= 0; i--) {
-      if (t.attempts[i]!.status !== "abandoned") {
-        accepted = t.attempts[i]!.attempt;
+    for (let index = turn.attempts.length - 1; index >= 0; index--) {
+      if (turn.attempts[index]!.status !== "abandoned") {
+        accepted = turn.attempts[index]!.attempt;
         break;
       }
     }
   }
-  t.acceptedAttempt = accepted;
-  s.transcript.turns[ti]!.acceptedAttempt = accepted;
+  turn.acceptedAttempt = accepted;
+  state.transcript.turns[ti]!.acceptedAttempt = accepted;
 }
 
 // Session status: running if any turn runs, else queued if any waits, else the latest turn's.
 // Only turns not yet ended are scanned (cursor.active), so this stays O(1) for long sessions.
-function refreshStatus(s: ProjectionState, ti?: number): void {
-  const turns = s.view.turns;
+function refreshStatus(state: ProjectionState, ti?: number): void {
+  const turns = state.view.turns;
   if (turns.length === 0) return;
-  const active = s.cursor.active;
+  const active = state.cursor.active;
   if (ti !== undefined) {
     const at = active.indexOf(ti);
     const open = !TERMINAL_TURN.has(turns[ti]!.status);
@@ -225,8 +227,8 @@ function refreshStatus(s: ProjectionState, ti?: number): void {
   }
   let status: ProjectionState["view"]["status"] = turns[turns.length - 1]!.status;
   let queued = false;
-  for (const i of active) {
-    const st = turns[i]!.status;
+  for (const index of active) {
+    const st = turns[index]!.status;
     if (st === "running") {
       status = "running";
       queued = false;
@@ -235,274 +237,275 @@ function refreshStatus(s: ProjectionState, ti?: number): void {
     if (st === "queued") queued = true;
   }
   if (queued && TERMINAL_TURN.has(status)) status = "queued";
-  s.view.status = status;
+  state.view.status = status;
 }
 
-function setError(s: ProjectionState, kind: ErrorKind | string | null, seq: number): void {
+function setError(state: ProjectionState, kind: ErrorKind | string | null, seq: number): void {
   if (kind === null || kind === "ok" || kind === "no_result") return;
-  s.view.lastErrorKind = kind as ErrorKind;
-  s.view.lastErrorSeq = seq;
+  state.view.lastErrorKind = kind as ErrorKind;
+  state.view.lastErrorSeq = seq;
 }
 
-function abandon(s: ProjectionState, ti: number, n: number, reason: string): void {
-  const t = s.view.turns[ti]!;
-  const i = findAttempt(t, n);
-  if (i < 0) return;
-  const a = t.attempts[i]!;
-  if (a.status === "abandoned") return;
-  a.status = "abandoned";
-  a.abandonReason = reason;
-  const ta = transcriptAttempt(s, ti, n);
+function abandon(state: ProjectionState, ti: number, attemptNumber: number, reason: string): void {
+  const turn = state.view.turns[ti]!;
+  const index = findAttempt(turn, attemptNumber);
+  if (index < 0) return;
+  const attempt = turn.attempts[index]!;
+  if (attempt.status === "abandoned") return;
+  attempt.status = "abandoned";
+  attempt.abandonReason = reason;
+  const ta = transcriptAttempt(state, ti, attemptNumber);
   ta.abandoned = true;
   ta.abandonReason = reason;
-  const key = `${ti}:${n}`;
-  for (const i of s.cursor.attemptOutcomes[key] ?? []) s.decisions.outcomes[i]!.abandoned = true;
+  const key = `${ti}:${attemptNumber}`;
+  for (const index of state.cursor.attemptOutcomes[key] ?? []) state.decisions.outcomes[index]!.abandoned = true;
   let changed = false;
-  for (const i of s.cursor.attemptRequests[key] ?? []) {
-    const r = s.decisions.requests[i]!;
-    if (r.status === "pending") {
-      r.status = "abandoned";
+  for (const index of state.cursor.attemptRequests[key] ?? []) {
+    const request = state.decisions.requests[index]!;
+    if (request.status === "pending") {
+      request.status = "abandoned";
       changed = true;
     }
   }
-  if (changed) rebuildPending(s);
-  refreshAccepted(s, ti);
+  if (changed) rebuildPending(state);
+  refreshAccepted(state, ti);
 }
 
-function rebuildPending(s: ProjectionState): void {
-  s.decisions.pending = s.decisions.requests.filter((r) => r.status === "pending").map((r) => r.requestId);
+function rebuildPending(state: ProjectionState): void {
+  state.decisions.pending = state.decisions.requests.filter((r) => r.status === "pending").map((r) => r.requestId);
 }
 
 /** Events of a turn's run (TURN_KINDS) other than its CLI lines. */
-function turnEvent(s: ProjectionState, env: ReducibleEnvelope): void {
-  const ti = turnAt(s, env.turn);
+function turnEvent(state: ProjectionState, env: ReducibleEnvelope): void {
+  const ti = turnAt(state, env.turn);
   switch (env.kind) {
     case "turn.queued":
-      turnQueued(s, env, ti);
+      turnQueued(state, env, ti);
       return;
     case "attempt.started":
-      attemptStarted(s, env, ti);
+      attemptStarted(state, env, ti);
       return;
     case "cli.stderr":
       // Counted only: stderr may hold what the scrubber did not know to take out.
-      read(s, "cli.stderr", env.data);
-      attemptAt(s, ti, env.attempt, env.epoch, env.at).stderrLines++;
+      read(state, "cli.stderr", env.data);
+      attemptAt(state, ti, env.attempt, env.epoch, env.at).stderrLines++;
       return;
     case "cli.exit":
-      cliExit(s, env, ti);
+      cliExit(state, env, ti);
       return;
     case "model.call":
-      modelCall(s, env, ti);
+      modelCall(state, env, ti);
       return;
     case "attempt.abandoned":
-      attemptAbandoned(s, env, ti);
+      attemptAbandoned(state, env, ti);
       return;
     case "turn.finished":
-      turnFinished(s, env, ti);
+      turnFinished(state, env, ti);
       return;
     case "turn.failed":
-      turnFailed(s, env, ti);
+      turnFailed(state, env, ti);
       return;
     case "turn.cancelled":
-      turnCancelled(s, env, ti);
+      turnCancelled(state, env, ti);
       return;
   }
 }
 
 /** One call through the worker's gateway: counted on its attempt with its usage and estimated cost. */
-function modelCall(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
-  const d = read(s, "model.call", env.data);
-  if (d === undefined) return;
-  const m = attemptAt(s, ti, env.attempt, env.epoch, env.at).modelCalls;
-  m.calls++;
-  if (d.status >= 400) m.errors++;
-  if (d.costUsd !== undefined) m.costUsd += d.costUsd;
-  if (d.usage === undefined) return;
-  m.tokens.input += d.usage.input_tokens;
-  m.tokens.output += d.usage.output_tokens;
-  m.tokens.cacheRead += d.usage.cache_read_input_tokens;
-  m.tokens.cacheCreation += d.usage.cache_creation_input_tokens;
+function modelCall(state: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const data = read(state, "model.call", env.data);
+  if (data === undefined) return;
+  const calls = attemptAt(state, ti, env.attempt, env.epoch, env.at).modelCalls;
+  calls.calls++;
+  if (data.status >= 400) calls.errors++;
+  if (data.costUsd !== undefined) calls.costUsd += data.costUsd;
+  if (data.usage === undefined) return;
+  calls.tokens.input += data.usage.input_tokens;
+  calls.tokens.output += data.usage.output_tokens;
+  calls.tokens.cacheRead += data.usage.cache_read_input_tokens;
+  calls.tokens.cacheCreation += data.usage.cache_creation_input_tokens;
 }
 
-function turnQueued(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
-  const d = read(s, "turn.queued", env.data);
-  const t = s.view.turns[ti]!;
-  if (t.queuedAt === null) t.queuedAt = env.at;
-  const tt = s.transcript.turns[ti]!;
-  if (tt.prompt === null && d !== undefined) {
-    tt.prompt = d.prompt;
+function turnQueued(state: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const data = read(state, "turn.queued", env.data);
+  const turn = state.view.turns[ti]!;
+  if (turn.queuedAt === null) turn.queuedAt = env.at;
+  const tt = state.transcript.turns[ti]!;
+  if (tt.prompt === null && data !== undefined) {
+    tt.prompt = data.prompt;
     tt.promptSeq = env.seq;
   }
-  if (d !== undefined && s.view.cwd === null) s.view.cwd = d.cwd;
-  if (d?.model !== undefined && s.view.model === null) s.view.model = d.model;
-  refreshStatus(s, ti);
+  if (data !== undefined && state.view.cwd === null) state.view.cwd = data.cwd;
+  if (data?.model !== undefined && state.view.model === null) state.view.model = data.model;
+  refreshStatus(state, ti);
 }
 
-function attemptStarted(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
-  const d = read(s, "attempt.started", env.data);
-  const t = s.view.turns[ti]!;
+function attemptStarted(state: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const data = read(state, "attempt.started", env.data);
+  const turn = state.view.turns[ti]!;
   // A later attempt of the same turn means the earlier ones will never write again (fenced).
-  for (const a of t.attempts) {
-    if (a.attempt < env.attempt && (a.status === "running" || a.status === "exited"))
-      abandon(s, ti, a.attempt, "superseded");
+  for (const attempt of turn.attempts) {
+    if (attempt.attempt < env.attempt && (attempt.status === "running" || attempt.status === "exited"))
+      abandon(state, ti, attempt.attempt, "superseded");
   }
-  const a = attemptAt(s, ti, env.attempt, env.epoch, env.at);
-  if (a.status !== "abandoned") a.status = "running";
-  if (d?.cliVersion !== undefined) s.view.cliVersion = d.cliVersion;
-  if (d !== undefined) s.view.cwd = d.cwd;
-  if (d?.model !== undefined && s.view.model === null) s.view.model = d.model;
+  const current = attemptAt(state, ti, env.attempt, env.epoch, env.at);
+  if (current.status !== "abandoned") current.status = "running";
+  if (data?.cliVersion !== undefined) state.view.cliVersion = data.cliVersion;
+  if (data !== undefined) state.view.cwd = data.cwd;
+  if (data?.model !== undefined && state.view.model === null) state.view.model = data.model;
   // Where the attempt's CLI session's count starts: recorded when resuming, 0 for a fresh session; a
   // resumed attempt of a log from before it was recorded is left to its first result (attemptCost).
-  const costBase = d === undefined ? undefined : (d.costBaseUsd ?? (d.resume === undefined ? 0 : undefined));
-  if (costBase !== undefined) s.cursor.costBase[`${ti}:${env.attempt}`] = costBase;
-  if (!TERMINAL_TURN.has(t.status)) t.status = "running";
-  refreshAccepted(s, ti);
-  refreshStatus(s, ti);
+  const costBase = data === undefined ? undefined : (data.costBaseUsd ?? (data.resume === undefined ? 0 : undefined));
+  if (costBase !== undefined) state.cursor.costBase[`${ti}:${env.attempt}`] = costBase;
+  if (!TERMINAL_TURN.has(turn.status)) turn.status = "running";
+  refreshAccepted(state, ti);
+  refreshStatus(state, ti);
 }
 
-function cliExit(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
-  const d = read(s, "cli.exit", env.data);
-  const a = attemptAt(s, ti, env.attempt, env.epoch, env.at);
-  a.exitCode = d?.code ?? null;
-  a.signal = d?.signal ?? null;
-  a.endedAt = env.at;
-  if (a.status === "running") a.status = "exited";
+function cliExit(state: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const data = read(state, "cli.exit", env.data);
+  const attempt = attemptAt(state, ti, env.attempt, env.epoch, env.at);
+  attempt.exitCode = data?.code ?? null;
+  attempt.signal = data?.signal ?? null;
+  attempt.endedAt = env.at;
+  if (attempt.status === "running") attempt.status = "exited";
 }
 
-function attemptAbandoned(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
-  const d = read(s, "attempt.abandoned", env.data);
+function attemptAbandoned(state: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const data = read(state, "attempt.abandoned", env.data);
   // The data names the abandoned attempt: a later attempt may record an earlier one's death.
-  const n = d?.attempt ?? env.attempt;
-  const a = attemptAt(s, ti, n, env.epoch, env.at);
-  if (a.endedAt === null) a.endedAt = env.at;
-  abandon(s, ti, n, d?.reason ?? "abandoned");
-  refreshStatus(s, ti);
+  const attemptNumber = data?.attempt ?? env.attempt;
+  const attempt = attemptAt(state, ti, attemptNumber, env.epoch, env.at);
+  if (attempt.endedAt === null) attempt.endedAt = env.at;
+  abandon(state, ti, attemptNumber, data?.reason ?? "abandoned");
+  refreshStatus(state, ti);
 }
 
 /** Ends the turn with attempt `n` (named by turn.finished/failed) as its outcome; returns that attempt's view. */
 function endTurn(
-  s: ProjectionState,
+  state: ProjectionState,
   env: ReducibleEnvelope,
   ti: number,
   status: "finished" | "failed",
-  n: number,
+  attemptNumber: number,
 ): AttemptView | undefined {
-  const t = s.view.turns[ti]!;
-  t.status = status;
-  t.endedAt = env.at;
-  const i = findAttempt(t, n);
-  const a = i >= 0 ? t.attempts[i]! : undefined;
-  if (a !== undefined && a.status !== "abandoned") {
-    a.status = status;
-    if (a.endedAt === null) a.endedAt = env.at;
+  const turn = state.view.turns[ti]!;
+  turn.status = status;
+  turn.endedAt = env.at;
+  const index = findAttempt(turn, attemptNumber);
+  const attempt = index >= 0 ? turn.attempts[index]! : undefined;
+  if (attempt !== undefined && attempt.status !== "abandoned") {
+    attempt.status = status;
+    if (attempt.endedAt === null) attempt.endedAt = env.at;
   }
-  refreshAccepted(s, ti, n);
-  return a;
+  refreshAccepted(state, ti, attemptNumber);
+  return attempt;
 }
 
-function turnFinished(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
-  const d = read(s, "turn.finished", env.data);
-  const a = endTurn(s, env, ti, "finished", d?.attempt ?? env.attempt);
-  const t = s.view.turns[ti]!;
-  t.errorKind = a?.errorKind ?? null;
-  setError(s, t.errorKind, env.seq);
-  if (d?.cliSessionId !== undefined) s.view.cliSessionId = d.cliSessionId;
+function turnFinished(state: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const data = read(state, "turn.finished", env.data);
+  const attempt = endTurn(state, env, ti, "finished", data?.attempt ?? env.attempt);
+  const turn = state.view.turns[ti]!;
+  turn.errorKind = attempt?.errorKind ?? null;
+  setError(state, turn.errorKind, env.seq);
+  if (data?.cliSessionId !== undefined) state.view.cliSessionId = data.cliSessionId;
   // The accepted attempt's last total is where its CLI session stands for the session's next turn.
-  const total = a === undefined ? undefined : s.cursor.costTotal[`${ti}:${a.attempt}`];
-  if (a !== undefined && a.cliSessionId !== null && total !== undefined) s.cursor.cliCostTotals[a.cliSessionId] = total;
-  forgetCosts(s, ti);
-  refreshStatus(s, ti);
+  const total = attempt === undefined ? undefined : state.cursor.costTotal[`${ti}:${attempt.attempt}`];
+  if (attempt !== undefined && attempt.cliSessionId !== null && total !== undefined)
+    state.cursor.cliCostTotals[attempt.cliSessionId] = total;
+  forgetCosts(state, ti);
+  refreshStatus(state, ti);
 }
 
 /** Drops the per-attempt cost bookkeeping of an ended turn (what its next turn needs is in cliCostTotals). */
-function forgetCosts(s: ProjectionState, ti: number): void {
-  for (const a of s.view.turns[ti]!.attempts) {
-    delete s.cursor.costBase[`${ti}:${a.attempt}`];
-    delete s.cursor.costTotal[`${ti}:${a.attempt}`];
+function forgetCosts(state: ProjectionState, ti: number): void {
+  for (const attempt of state.view.turns[ti]!.attempts) {
+    delete state.cursor.costBase[`${ti}:${attempt.attempt}`];
+    delete state.cursor.costTotal[`${ti}:${attempt.attempt}`];
   }
 }
 
-function turnFailed(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
-  const d = read(s, "turn.failed", env.data);
-  const a = endTurn(s, env, ti, "failed", d?.attempt ?? env.attempt);
-  const t = s.view.turns[ti]!;
-  t.errorKind = (d?.errorKind as ErrorKind | undefined) ?? a?.errorKind ?? null;
-  t.error = d === undefined ? null : { name: d.error.name, message: d.error.message };
-  setError(s, t.errorKind ?? "cli_error", env.seq);
-  forgetCosts(s, ti);
-  refreshStatus(s, ti);
+function turnFailed(state: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const data = read(state, "turn.failed", env.data);
+  const attempt = endTurn(state, env, ti, "failed", data?.attempt ?? env.attempt);
+  const turn = state.view.turns[ti]!;
+  turn.errorKind = (data?.errorKind as ErrorKind | undefined) ?? attempt?.errorKind ?? null;
+  turn.error = data === undefined ? null : { name: data.error.name, message: data.error.message };
+  setError(state, turn.errorKind ?? "cli_error", env.seq);
+  forgetCosts(state, ti);
+  refreshStatus(state, ti);
 }
 
-function turnCancelled(s: ProjectionState, env: ReducibleEnvelope, ti: number): void {
-  read(s, "turn.cancelled", env.data);
-  const t = s.view.turns[ti]!;
-  t.status = "cancelled";
-  t.endedAt = env.at;
-  forgetCosts(s, ti);
-  refreshAccepted(s, ti);
-  refreshStatus(s, ti);
+function turnCancelled(state: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  read(state, "turn.cancelled", env.data);
+  const turn = state.view.turns[ti]!;
+  turn.status = "cancelled";
+  turn.endedAt = env.at;
+  forgetCosts(state, ti);
+  refreshAccepted(state, ti);
+  refreshStatus(state, ti);
 }
 
 // ---- CLI lines -------------------------------------------------------------------------------
 
-function cliLine(s: ProjectionState, env: ReducibleEnvelope): void {
-  const ti = turnAt(s, env.turn);
-  const a = attemptAt(s, ti, env.attempt, env.epoch, env.at);
-  a.lines++;
-  const d = read(s, "cli.line", env.data);
-  if (d === undefined) return;
-  if (d.raw === "" && d.truncated !== undefined) {
-    countLine(s, env.seq, "truncated");
+function cliLine(state: ProjectionState, env: ReducibleEnvelope): void {
+  const ti = turnAt(state, env.turn);
+  const attempt = attemptAt(state, ti, env.attempt, env.epoch, env.at);
+  attempt.lines++;
+  const data = read(state, "cli.line", env.data);
+  if (data === undefined) return;
+  if (data.raw === "" && data.truncated !== undefined) {
+    countLine(state, env.seq, "truncated");
     return;
   }
-  const p = parseLine(d.raw);
-  if (p.category === "invalid") {
-    countLine(s, env.seq, "invalid");
+  const parsed = parseLine(data.raw);
+  if (parsed.category === "invalid") {
+    countLine(state, env.seq, "invalid");
     return;
   }
-  if (p.category !== "known") countLine(s, env.seq, p.type);
-  const o = objOf(p);
-  if (o === undefined) return;
-  const key = `${ti}:${a.attempt}`;
-  const sid = stringField(o, "session_id");
-  if (sid !== undefined && a.cliSessionId === null) a.cliSessionId = sid;
-  switch (o["type"]) {
+  if (parsed.category !== "known") countLine(state, env.seq, parsed.type);
+  const outcome = objOf(parsed);
+  if (outcome === undefined) return;
+  const key = `${ti}:${attempt.attempt}`;
+  const sid = stringField(outcome, "session_id");
+  if (sid !== undefined && attempt.cliSessionId === null) attempt.cliSessionId = sid;
+  switch (outcome["type"]) {
     case "assistant":
-      assistant(s, env, ti, key, o);
+      assistant(state, env, ti, key, outcome);
       return;
     case "user":
-      user(s, env, ti, key, o);
+      user(state, env, ti, key, outcome);
       return;
     case "result":
-      result(s, env, a, key, o);
+      result(state, env, attempt, key, outcome);
       return;
     case "system":
-      system(s, env, ti, key, o);
+      system(state, env, ti, key, outcome);
       return;
   }
 }
 
-function countLine(s: ProjectionState, seq: number, type: string): void {
-  s.carried.lineTypes[type] = (s.carried.lineTypes[type] ?? 0) + 1;
-  carry(s, seq, "cli.line", type);
+function countLine(state: ProjectionState, seq: number, type: string): void {
+  state.carried.lineTypes[type] = (state.carried.lineTypes[type] ?? 0) + 1;
+  carry(state, seq, "cli.line", type);
 }
 
-function toolPaths(s: ProjectionState, key: string): Record<string, number[]> {
-  let p = s.cursor.toolPaths[key];
-  if (p === undefined) {
-    p = {};
-    s.cursor.toolPaths[key] = p;
+function toolPaths(state: ProjectionState, key: string): Record<string, number[]> {
+  let toolPaths = state.cursor.toolPaths[key];
+  if (toolPaths === undefined) {
+    toolPaths = {};
+    state.cursor.toolPaths[key] = toolPaths;
   }
-  return p;
+  return toolPaths;
 }
 
 function itemAt(root: TranscriptItem[], path: number[]): TranscriptItem | undefined {
   let items = root;
   let item: TranscriptItem | undefined;
-  for (let i = 0; i < path.length; i++) {
-    item = items[path[i]!];
+  for (let index = 0; index < path.length; index++) {
+    item = items[path[index]!];
     if (item === undefined) return undefined;
-    if (i < path.length - 1) {
+    if (index < path.length - 1) {
       if (item.t !== "tool") return undefined;
       items = item.subagent;
     }
@@ -517,15 +520,15 @@ interface Group {
 
 /** The item list lines with this parent_tool_use_id go to (the subagent list of that tool call). */
 function groupFor(
-  s: ProjectionState,
+  state: ProjectionState,
   env: ReducibleEnvelope,
   ti: number,
   key: string,
   parent: string | undefined,
 ): Group {
-  const ta = transcriptAttempt(s, ti, env.attempt);
+  const ta = transcriptAttempt(state, ti, env.attempt);
   if (parent === undefined) return { items: ta.items, path: [] };
-  const paths = toolPaths(s, key);
+  const paths = toolPaths(state, key);
   let path = paths[parent];
   let call = path === undefined ? undefined : itemAt(ta.items, path);
   if (call === undefined || call.t !== "tool") {
@@ -538,36 +541,36 @@ function groupFor(
   return { items: call.subagent, path: path! };
 }
 
-function assistant(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, o: Obj): void {
-  const parent = stringField(o, "parent_tool_use_id");
-  const g = groupFor(s, env, ti, key, parent);
-  const msg = objField(o, "message");
+function assistant(state: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, outcome: Obj): void {
+  const parent = stringField(outcome, "parent_tool_use_id");
+  const group = groupFor(state, env, ti, key, parent);
+  const msg = objField(outcome, "message");
   const messageId = stringField(msg, "id") ?? null;
   const model = stringField(msg, "model");
-  if (model !== undefined && model !== "<synthetic>" && parent === undefined) s.view.model = model;
-  const error = stringField(o, "error");
-  const blocks = contentBlocks(o);
+  if (model !== undefined && model !== "<synthetic>" && parent === undefined) state.view.model = model;
+  const error = stringField(outcome, "error");
+  const blocks = contentBlocks(outcome);
   if (error !== undefined) {
-    s.cursor.synthetic[key] = error;
+    state.cursor.synthetic[key] = error;
     const text = blocks.map((b) => (typeof b["text"] === "string" ? b["text"] : "")).join("\n");
-    g.items.push({ t: "api_error", error, text, seq: env.seq });
+    group.items.push({ t: "api_error", error, text, seq: env.seq });
     return;
   }
-  const paths = toolPaths(s, key);
-  for (const b of blocks) {
-    const type = b["type"];
+  const paths = toolPaths(state, key);
+  for (const block of blocks) {
+    const type = block["type"];
     if (type === "text") {
-      const text = typeof b["text"] === "string" ? b["text"] : "";
-      if (text !== "") g.items.push({ t: "text", text, seq: env.seq, messageId });
+      const text = typeof block["text"] === "string" ? block["text"] : "";
+      if (text !== "") group.items.push({ t: "text", text, seq: env.seq, messageId });
     } else if (type === "tool_use") {
-      const id = stringField(b, "id");
+      const id = stringField(block, "id");
       if (id === undefined || paths[id] !== undefined) continue; // no id, or the same block printed twice
-      paths[id] = [...g.path, g.items.length];
-      g.items.push({
+      paths[id] = [...group.path, group.items.length];
+      group.items.push({
         t: "tool",
         id,
-        name: typeof b["name"] === "string" ? b["name"] : "",
-        input: b["input"] === undefined ? null : b["input"],
+        name: typeof block["name"] === "string" ? block["name"] : "",
+        input: block["input"] === undefined ? null : block["input"],
         seq: env.seq,
         result: null,
         subagent: [],
@@ -575,7 +578,7 @@ function assistant(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: 
     } else if (type === "thinking" || type === "redacted_thinking") {
       // Never part of the transcript.
     } else {
-      countLine(s, env.seq, `assistant.block:${String(type)}`);
+      countLine(state, env.seq, `assistant.block:${String(type)}`);
     }
   }
 }
@@ -591,47 +594,47 @@ function resultView(content: unknown, isError: boolean, seq: number): ToolResult
   };
 }
 
-function user(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, o: Obj): void {
-  const parent = stringField(o, "parent_tool_use_id");
-  const blocks = contentBlocks(o);
-  const ta = transcriptAttempt(s, ti, env.attempt);
-  const paths = toolPaths(s, key);
+function user(state: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, line: Obj): void {
+  const parent = stringField(line, "parent_tool_use_id");
+  const blocks = contentBlocks(line);
+  const ta = transcriptAttempt(state, ti, env.attempt);
+  const paths = toolPaths(state, key);
   let results = 0;
-  for (const b of blocks) if (b["type"] === "tool_result") results++;
-  let g: Group | undefined;
-  for (const b of blocks) {
-    const type = b["type"];
+  for (const block of blocks) if (block["type"] === "tool_result") results++;
+  let group: Group | undefined;
+  for (const block of blocks) {
+    const type = block["type"];
     if (type === "tool_result") {
-      const id = typeof b["tool_use_id"] === "string" ? b["tool_use_id"] : "";
+      const id = typeof block["tool_use_id"] === "string" ? block["tool_use_id"] : "";
       // `is_error` may be absent on success; a string tool_use_result means failure (measured).
-      const isError = b["is_error"] === true || (results === 1 && typeof o["tool_use_result"] === "string");
-      const view = resultView(b["content"], isError, env.seq);
+      const isError = block["is_error"] === true || (results === 1 && typeof line["tool_use_result"] === "string");
+      const view = resultView(block["content"], isError, env.seq);
       const path = paths[id];
       const call = path === undefined ? undefined : itemAt(ta.items, path);
       if (call !== undefined && call.t === "tool" && call.result === null) {
         call.result = view;
       } else {
-        g ??= groupFor(s, env, ti, key, parent);
-        g.items.push({ t: "orphan_result", toolUseId: id, result: view });
+        group ??= groupFor(state, env, ti, key, parent);
+        group.items.push({ t: "orphan_result", toolUseId: id, result: view });
       }
     } else if (type === "text") {
-      const text = typeof b["text"] === "string" ? b["text"] : "";
+      const text = typeof block["text"] === "string" ? block["text"] : "";
       if (text === "") continue;
-      g ??= groupFor(s, env, ti, key, parent);
-      g.items.push({ t: "user", text, seq: env.seq });
+      group ??= groupFor(state, env, ti, key, parent);
+      group.items.push({ t: "user", text, seq: env.seq });
     }
   }
-  const meta = o["tool_result_meta"];
+  const meta = line["tool_result_meta"];
   if (Array.isArray(meta)) {
-    for (const m of meta) {
-      if (!isObj(m)) continue;
-      const pd = m["permission_decision"];
+    for (const calls of meta) {
+      if (!isObj(calls)) continue;
+      const pd = calls["permission_decision"];
       if (!isObj(pd)) continue;
-      const id = stringField(m, "id");
-      outcome(s, env, `${key}|meta|${id ?? env.seq}`, {
+      const id = stringField(calls, "id");
+      outcome(state, env, `${key}|meta|${id ?? env.seq}`, {
         source: "tool_result_meta",
         toolUseId: id,
-        toolName: toolNameOf(s, ti, env.attempt, key, id),
+        toolName: toolNameOf(state, ti, env.attempt, key, id),
         decision: stringField(pd, "decision"),
         by: stringField(pd, "source"),
         reason: stringField(pd, "reason_type"),
@@ -641,52 +644,52 @@ function user(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: strin
 }
 
 function toolNameOf(
-  s: ProjectionState,
+  state: ProjectionState,
   ti: number,
   attempt: number,
   key: string,
   id: string | undefined,
 ): string | undefined {
   if (id === undefined) return undefined;
-  const path = s.cursor.toolPaths[key]?.[id];
+  const path = state.cursor.toolPaths[key]?.[id];
   if (path === undefined) return undefined;
-  const item = itemAt(transcriptAttempt(s, ti, attempt).items, path);
+  const item = itemAt(transcriptAttempt(state, ti, attempt).items, path);
   return item !== undefined && item.t === "tool" && item.name !== "" ? item.name : undefined;
 }
 
-function result(s: ProjectionState, env: ReducibleEnvelope, a: AttemptView, key: string, o: Obj): void {
-  a.results++;
-  const kind = classifyResult(o, s.cursor.synthetic[key]);
-  delete s.cursor.synthetic[key];
-  a.errorKind = kind;
-  setError(s, kind, env.seq);
-  const sid = stringField(o, "session_id");
-  if (sid !== undefined) s.view.cliSessionId = sid;
+function result(state: ProjectionState, env: ReducibleEnvelope, attempt: AttemptView, key: string, line: Obj): void {
+  attempt.results++;
+  const kind = classifyResult(line, state.cursor.synthetic[key]);
+  delete state.cursor.synthetic[key];
+  attempt.errorKind = kind;
+  setError(state, kind, env.seq);
+  const sid = stringField(line, "session_id");
+  if (sid !== undefined) state.view.cliSessionId = sid;
   // total_cost_usd is the CLI session's running total (a run with background subagents prints two
   // results with the same figure; a resumed session goes on from its earlier turns), so the latest
   // replaces the attempt's total; usage is per result (measured: the second result of that run
   // reports its own smaller usage, each turn of a resumed session its own), so it adds up.
-  const total = numberField(o, "total_cost_usd");
-  if (total !== undefined) attemptCost(s, key, a, sid, total);
-  const u = objField(o, "usage");
-  if (u !== undefined) {
-    for (const t of [a.tokens, s.view.tokens]) {
-      t.input += numberField(u, "input_tokens") ?? 0;
-      t.output += numberField(u, "output_tokens") ?? 0;
-      t.cacheRead += numberField(u, "cache_read_input_tokens") ?? 0;
-      t.cacheCreation += numberField(u, "cache_creation_input_tokens") ?? 0;
+  const total = numberField(line, "total_cost_usd");
+  if (total !== undefined) attemptCost(state, key, attempt, sid, total);
+  const usage = objField(line, "usage");
+  if (usage !== undefined) {
+    for (const turn of [attempt.tokens, state.view.tokens]) {
+      turn.input += numberField(usage, "input_tokens") ?? 0;
+      turn.output += numberField(usage, "output_tokens") ?? 0;
+      turn.cacheRead += numberField(usage, "cache_read_input_tokens") ?? 0;
+      turn.cacheCreation += numberField(usage, "cache_creation_input_tokens") ?? 0;
     }
   }
-  const denials = o["permission_denials"];
+  const denials = line["permission_denials"];
   if (Array.isArray(denials)) {
-    const ti = s.cursor.turnIndex[env.turn]!;
-    for (const d of denials) {
-      if (!isObj(d)) continue;
-      const id = stringField(d, "tool_use_id");
-      outcome(s, env, `${key}|denial|${id ?? JSON.stringify(d)}`, {
+    const ti = state.cursor.turnIndex[env.turn]!;
+    for (const data of denials) {
+      if (!isObj(data)) continue;
+      const id = stringField(data, "tool_use_id");
+      outcome(state, env, `${key}|denial|${id ?? JSON.stringify(data)}`, {
         source: "permission_denials",
         toolUseId: id,
-        toolName: stringField(d, "tool_name") ?? toolNameOf(s, ti, env.attempt, key, id),
+        toolName: stringField(data, "tool_name") ?? toolNameOf(state, ti, env.attempt, key, id),
         decision: "deny",
       });
     }
@@ -695,75 +698,76 @@ function result(s: ProjectionState, env: ReducibleEnvelope, a: AttemptView, key:
 
 /** Sets the attempt's cost from its latest running total: the rise over where its CLI session stood before it. */
 function attemptCost(
-  s: ProjectionState,
+  state: ProjectionState,
   key: string,
-  a: AttemptView,
+  attempt: AttemptView,
   cliSessionId: string | undefined,
   total: number,
 ): void {
-  const c = s.cursor;
+  const carried = state.cursor;
   // Known from attempt.started, or else where the session's last finished turn left this CLI session (0 if new).
-  const base = (c.costBase[key] ??= (cliSessionId === undefined ? undefined : c.cliCostTotals[cliSessionId]) ?? 0);
-  c.costTotal[key] = total;
+  const base = (carried.costBase[key] ??=
+    (cliSessionId === undefined ? undefined : carried.cliCostTotals[cliSessionId]) ?? 0);
+  carried.costTotal[key] = total;
   const cost = costAdded(base, total);
-  s.view.costUsd += cost - a.costUsd;
-  a.costUsd = cost;
+  state.view.costUsd += cost - attempt.costUsd;
+  attempt.costUsd = cost;
 }
 
-function system(s: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, o: Obj): void {
-  const sub = o["subtype"];
+function system(state: ProjectionState, env: ReducibleEnvelope, ti: number, key: string, line: Obj): void {
+  const sub = line["subtype"];
   if (sub === "init") {
-    const t = s.view.turns[ti]!;
-    const a = t.attempts[findAttempt(t, env.attempt)]!;
-    const sid = stringField(o, "session_id");
+    const turn = state.view.turns[ti]!;
+    const attempt = turn.attempts[findAttempt(turn, env.attempt)]!;
+    const sid = stringField(line, "session_id");
     if (sid !== undefined) {
-      s.view.cliSessionId = sid;
-      a.cliSessionId = sid;
+      state.view.cliSessionId = sid;
+      attempt.cliSessionId = sid;
     }
-    const cwd = stringField(o, "cwd");
-    if (cwd !== undefined) s.view.cwd = cwd;
-    const model = stringField(o, "model");
-    if (model !== undefined) s.view.model = model;
-    const version = stringField(o, "claude_code_version");
-    if (version !== undefined) s.view.cliVersion = version;
+    const cwd = stringField(line, "cwd");
+    if (cwd !== undefined) state.view.cwd = cwd;
+    const model = stringField(line, "model");
+    if (model !== undefined) state.view.model = model;
+    const version = stringField(line, "claude_code_version");
+    if (version !== undefined) state.view.cliVersion = version;
   } else if (sub === "permission_denied") {
-    const id = stringField(o, "tool_use_id");
-    outcome(s, env, `${key}|pd|${id ?? stringField(o, "uuid") ?? env.seq}`, {
+    const id = stringField(line, "tool_use_id");
+    outcome(state, env, `${key}|pd|${id ?? stringField(line, "uuid") ?? env.seq}`, {
       source: "permission_denied",
       toolUseId: id,
-      toolName: stringField(o, "tool_name") ?? toolNameOf(s, ti, env.attempt, key, id),
+      toolName: stringField(line, "tool_name") ?? toolNameOf(state, ti, env.attempt, key, id),
       decision: "deny",
-      by: stringField(o, "decision_reason_type"),
-      reason: stringField(o, "decision_reason") ?? stringField(o, "message"),
+      by: stringField(line, "decision_reason_type"),
+      reason: stringField(line, "decision_reason") ?? stringField(line, "message"),
     });
   } else if (sub === "hook_response") {
-    outcome(s, env, `${key}|hook|${stringField(o, "hook_id") ?? stringField(o, "uuid") ?? env.seq}`, {
+    outcome(state, env, `${key}|hook|${stringField(line, "hook_id") ?? stringField(line, "uuid") ?? env.seq}`, {
       source: "hook_response",
-      toolUseId: stringField(o, "tool_use_id"),
-      toolName: stringField(o, "tool_name"),
-      decision: hookDecision(o),
-      by: stringField(o, "hook_name") ?? stringField(o, "hook_event"),
-      reason: stringField(o, "outcome"),
+      toolUseId: stringField(line, "tool_use_id"),
+      toolName: stringField(line, "tool_name"),
+      decision: hookDecision(line),
+      by: stringField(line, "hook_name") ?? stringField(line, "hook_event"),
+      reason: stringField(line, "outcome"),
     });
   }
 }
 
 /** A PreToolUse hook's decision from its JSON output, or exit code 2 (= block). */
-function hookDecision(o: Obj): string | undefined {
-  for (const k of ["output", "stdout"]) {
-    const text = o[k];
+function hookDecision(outcome: Obj): string | undefined {
+  for (const key of ["output", "stdout"]) {
+    const text = outcome[key];
     if (typeof text !== "string" || !text.trimStart().startsWith("{")) continue;
     try {
-      const j = JSON.parse(text) as unknown;
-      if (!isObj(j)) continue;
-      const hso = objField(j, "hookSpecificOutput");
-      const d = stringField(hso, "permissionDecision") ?? stringField(j, "decision");
-      if (d !== undefined) return d === "block" ? "deny" : d === "approve" ? "allow" : d;
+      const json = JSON.parse(text) as unknown;
+      if (!isObj(json)) continue;
+      const hso = objField(json, "hookSpecificOutput");
+      const data = stringField(hso, "permissionDecision") ?? stringField(json, "decision");
+      if (data !== undefined) return data === "block" ? "deny" : data === "approve" ? "allow" : data;
     } catch {
       // not JSON: no decision in it
     }
   }
-  return o["exit_code"] === 2 ? "deny" : undefined;
+  return outcome["exit_code"] === 2 ? "deny" : undefined;
 }
 
 /** What a source reports of one permission outcome; absent fields are stored as null. */
@@ -778,106 +782,108 @@ interface OutcomeReport {
 }
 
 function outcome(
-  s: ProjectionState,
+  state: ProjectionState,
   env: { seq: number; turn: string; attempt: number },
   dedupeKey: string,
-  r: OutcomeReport,
+  request: OutcomeReport,
 ): void {
-  if (s.cursor.outcomeKeys[dedupeKey] !== undefined) return;
-  s.cursor.outcomeKeys[dedupeKey] = env.seq;
-  const ti = s.cursor.turnIndex[env.turn];
-  if (ti !== undefined) (s.cursor.attemptOutcomes[`${ti}:${env.attempt}`] ??= []).push(s.decisions.outcomes.length);
-  const o: DecisionOutcome = {
+  if (state.cursor.outcomeKeys[dedupeKey] !== undefined) return;
+  state.cursor.outcomeKeys[dedupeKey] = env.seq;
+  const ti = state.cursor.turnIndex[env.turn];
+  if (ti !== undefined)
+    (state.cursor.attemptOutcomes[`${ti}:${env.attempt}`] ??= []).push(state.decisions.outcomes.length);
+  const outcome: DecisionOutcome = {
     seq: env.seq,
     turn: env.turn,
     attempt: env.attempt,
-    abandoned: isAbandoned(s, env.turn, env.attempt),
-    source: r.source,
-    toolUseId: r.toolUseId ?? null,
-    toolName: r.toolName ?? null,
-    decision: r.decision ?? null,
-    by: r.by ?? null,
-    reason: r.reason ?? null,
-    requestId: r.requestId ?? null,
+    abandoned: isAbandoned(state, env.turn, env.attempt),
+    source: request.source,
+    toolUseId: request.toolUseId ?? null,
+    toolName: request.toolName ?? null,
+    decision: request.decision ?? null,
+    by: request.by ?? null,
+    reason: request.reason ?? null,
+    requestId: request.requestId ?? null,
   };
-  s.decisions.outcomes.push(o);
+  state.decisions.outcomes.push(outcome);
 }
 
 /** Whether the attempt is known and abandoned (what it reports then does not count). */
-function isAbandoned(s: ProjectionState, turn: string, attempt: number): boolean {
-  const ti = s.cursor.turnIndex[turn];
+function isAbandoned(state: ProjectionState, turn: string, attempt: number): boolean {
+  const ti = state.cursor.turnIndex[turn];
   if (ti === undefined) return false;
-  const t = s.view.turns[ti]!;
-  const i = findAttempt(t, attempt);
-  return i >= 0 && t.attempts[i]!.status === "abandoned";
+  const turnView = state.view.turns[ti]!;
+  const index = findAttempt(turnView, attempt);
+  return index >= 0 && turnView.attempts[index]!.status === "abandoned";
 }
 
 // ---- hub decisions and rules -----------------------------------------------------------------
 
-function decisionRequested(s: ProjectionState, env: ReducibleEnvelope): void {
-  const d = read(s, "decision.requested", env.data);
-  if (d === undefined || s.cursor.requestIndex[d.requestId] !== undefined) return;
-  const ti = s.cursor.turnIndex[env.turn];
-  const abandoned = isAbandoned(s, env.turn, env.attempt);
-  s.cursor.requestIndex[d.requestId] = s.decisions.requests.length;
-  if (ti !== undefined) (s.cursor.attemptRequests[`${ti}:${env.attempt}`] ??= []).push(s.decisions.requests.length);
-  s.decisions.requests.push({
-    requestId: d.requestId,
+function decisionRequested(state: ProjectionState, env: ReducibleEnvelope): void {
+  const data = read(state, "decision.requested", env.data);
+  if (data === undefined || state.cursor.requestIndex[data.requestId] !== undefined) return;
+  const ti = state.cursor.turnIndex[env.turn];
+  const abandoned = isAbandoned(state, env.turn, env.attempt);
+  state.cursor.requestIndex[data.requestId] = state.decisions.requests.length;
+  if (ti !== undefined)
+    (state.cursor.attemptRequests[`${ti}:${env.attempt}`] ??= []).push(state.decisions.requests.length);
+  state.decisions.requests.push({
+    requestId: data.requestId,
     seq: env.seq,
     turn: env.turn,
     attempt: env.attempt,
-    toolName: d.tool,
-    toolUseId: d.toolUseId ?? null,
-    summary: d.input,
-    deadline: d.expiresAt,
+    toolName: data.tool,
+    toolUseId: data.toolUseId ?? null,
+    summary: data.input,
+    deadline: data.expiresAt,
     status: abandoned ? "abandoned" : "pending",
     decision: null,
     by: null,
     decidedSeq: null,
   });
-  if (!abandoned) s.decisions.pending.push(d.requestId);
+  if (!abandoned) state.decisions.pending.push(data.requestId);
 }
 
-function decisionMade(s: ProjectionState, env: ReducibleEnvelope): void {
-  const d = read(s, "decision.made", env.data);
-  if (d === undefined) return;
+function decisionMade(state: ProjectionState, env: ReducibleEnvelope): void {
+  const data = read(state, "decision.made", env.data);
+  if (data === undefined) return;
   // An operator's decision counts only signed: anyone who can write Redis can append an unsigned one
   // (the read model holds no keys to check a signature; the hub and `decide` do).
-  if (d.source === "operator" && (d.keyId === undefined || d.signature === undefined)) return;
-  const i = s.cursor.requestIndex[d.requestId];
-  const r = i === undefined ? undefined : s.decisions.requests[i];
-  if (r === undefined) s.decisions.unmatchedDecisions++;
-  else if (r.decidedSeq !== null) return; // the first answer counts
-  if (r !== undefined) {
-    r.decision = d.decision;
-    r.by = d.by;
-    r.decidedSeq = env.seq;
-    if (r.status === "pending") {
-      r.status = "decided";
-      s.decisions.pending = s.decisions.pending.filter((id) => id !== r.requestId);
+  if (data.source === "operator" && (data.keyId === undefined || data.signature === undefined)) return;
+  const index = state.cursor.requestIndex[data.requestId];
+  const request = index === undefined ? undefined : state.decisions.requests[index];
+  if (request === undefined) state.decisions.unmatchedDecisions++;
+  else if (request.decidedSeq !== null) return; // the first answer counts
+  if (request !== undefined) {
+    request.decision = data.decision;
+    request.by = data.by;
+    request.decidedSeq = env.seq;
+    if (request.status === "pending") {
+      request.status = "decided";
+      state.decisions.pending = state.decisions.pending.filter((id) => id !== request.requestId);
     }
   }
-  const where = r ?? { turn: env.turn, attempt: env.attempt };
-  outcome(s, { seq: env.seq, turn: where.turn, attempt: where.attempt }, `hub|${d.requestId}`, {
+  const where = request ?? { turn: env.turn, attempt: env.attempt };
+  outcome(state, { seq: env.seq, turn: where.turn, attempt: where.attempt }, `hub|${data.requestId}`, {
     source: "hub",
-    toolUseId: r?.toolUseId ?? undefined,
-    toolName: r?.toolName ?? undefined,
-    decision: d.decision,
-    by: d.by,
-    reason: d.reason,
-    requestId: d.requestId,
+    toolUseId: request?.toolUseId ?? undefined,
+    toolName: request?.toolName ?? undefined,
+    decision: data.decision,
+    by: data.by,
+    reason: data.reason,
+    requestId: data.requestId,
   });
 }
 
 /** A rule as the read model lists it: the effect is its decision, the tool the one its pattern names. */
-function ruleView(seq: number, d: EventData<"rule.added"> | undefined): Rule {
+function ruleView(seq: number, data: EventData<"rule.added"> | undefined): Rule {
   return {
     seq,
-    ruleId: d?.ruleId ?? null,
-    tool: d === undefined ? null : toolOfPattern(d.pattern),
-    pattern: d?.pattern ?? null,
-    decision: d?.effect ?? null,
-    by: d?.by ?? null,
+    ruleId: data?.ruleId ?? null,
+    tool: data === undefined ? null : toolOfPattern(data.pattern),
+    pattern: data?.pattern ?? null,
+    decision: data?.effect ?? null,
+    by: data?.by ?? null,
   };
 }
 

@@ -14,7 +14,7 @@ function inputJson(input: unknown): string {
   return JSON.stringify(input ?? {}) ?? "{}";
 }
 
-function renderItems(items: TranscriptItem[], indent: string, out: string[], o: Required<TextOptions>): void {
+function renderItems(items: TranscriptItem[], indent: string, out: string[], settings: Required<TextOptions>): void {
   for (const it of items) {
     switch (it.t) {
       case "user":
@@ -28,51 +28,51 @@ function renderItems(items: TranscriptItem[], indent: string, out: string[], o: 
         break;
       case "tool":
         out.push(
-          `${indent}Tool Called: ${it.name || "(unknown call)"}(${capText(inputJson(it.input), o.maxToolInputChars)})`,
+          `${indent}Tool Called: ${it.name || "(unknown call)"}(${capText(inputJson(it.input), settings.maxToolInputChars)})`,
         );
-        if (it.subagent.length > 0) renderItems(it.subagent, indent + "  ", out, o);
+        if (it.subagent.length > 0) renderItems(it.subagent, indent + "  ", out, settings);
         if (it.result !== null) {
           out.push(
-            `${indent}${it.result.isError ? "Tool Result (error)" : "Tool Result"}: ${capText(it.result.text, o.maxToolResultChars)}`,
+            `${indent}${it.result.isError ? "Tool Result (error)" : "Tool Result"}: ${capText(it.result.text, settings.maxToolResultChars)}`,
           );
         }
         break;
       case "orphan_result":
         out.push(
-          `${indent}${it.result.isError ? "Tool Result (error)" : "Tool Result"}: ${capText(it.result.text, o.maxToolResultChars)}`,
+          `${indent}${it.result.isError ? "Tool Result (error)" : "Tool Result"}: ${capText(it.result.text, settings.maxToolResultChars)}`,
         );
         break;
     }
   }
 }
 
-export function acceptedAttempt(t: TranscriptTurn): TranscriptAttempt | undefined {
-  return t.acceptedAttempt === null ? undefined : t.attempts.find((a) => a.attempt === t.acceptedAttempt);
+export function acceptedAttempt(turn: TranscriptTurn): TranscriptAttempt | undefined {
+  return turn.acceptedAttempt === null ? undefined : turn.attempts.find((a) => a.attempt === turn.acceptedAttempt);
 }
 
 /** The session's transcript as plain text: prompts, assistant text, tool calls with their results, subagents nested. */
 export function renderTranscriptText(state: ProjectionState, opts: TextOptions = {}): string {
-  const o: Required<TextOptions> = {
+  const settings: Required<TextOptions> = {
     maxToolResultChars: opts.maxToolResultChars ?? 8000,
     maxToolInputChars: opts.maxToolInputChars ?? 30000,
     abandoned: opts.abandoned ?? true,
   };
   const out: string[] = [];
   const views = state.view.turns;
-  state.transcript.turns.forEach((t, i) => {
-    const v = views[i]!;
+  state.transcript.turns.forEach((turn, turnIndex) => {
+    const view = views[turnIndex]!;
     out.push(
-      `── turn ${t.turn} (${v.status}${v.errorKind !== null && v.errorKind !== "ok" ? `, ${v.errorKind}` : ""}) ──`,
+      `── turn ${turn.turn} (${view.status}${view.errorKind !== null && view.errorKind !== "ok" ? `, ${view.errorKind}` : ""}) ──`,
     );
-    if (t.prompt !== null) out.push(`User: ${t.prompt}`);
-    for (const a of t.attempts) {
-      if (!a.abandoned) continue;
-      if (!o.abandoned) continue;
-      out.push(`[abandoned attempt ${a.attempt}: ${a.abandonReason ?? "abandoned"}]`);
-      renderItems(a.items, "  | ", out, o);
+    if (turn.prompt !== null) out.push(`User: ${turn.prompt}`);
+    for (const attempt of turn.attempts) {
+      if (!attempt.abandoned) continue;
+      if (!settings.abandoned) continue;
+      out.push(`[abandoned attempt ${attempt.attempt}: ${attempt.abandonReason ?? "abandoned"}]`);
+      renderItems(attempt.items, "  | ", out, settings);
     }
-    const acc = acceptedAttempt(t);
-    if (acc !== undefined) renderItems(acc.items, "", out, o);
+    const acc = acceptedAttempt(turn);
+    if (acc !== undefined) renderItems(acc.items, "", out, settings);
   });
   return out.join("\n");
 }
@@ -80,9 +80,9 @@ export function renderTranscriptText(state: ProjectionState, opts: TextOptions =
 /** The conversation as AI-SDK (v5) model messages: prompts, accepted attempts' top-level work. */
 export function toMessages(state: ProjectionState): AiSdkMessage[] {
   const out: AiSdkMessage[] = [];
-  for (const t of state.transcript.turns) {
-    if (t.prompt !== null) out.push({ role: "user", content: t.prompt });
-    const acc = acceptedAttempt(t);
+  for (const turn of state.transcript.turns) {
+    if (turn.prompt !== null) out.push({ role: "user", content: turn.prompt });
+    const acc = acceptedAttempt(turn);
     if (acc === undefined) continue;
     let content: Array<AiSdkTextPart | AiSdkToolCallPart> = [];
     let calls: Extract<TranscriptItem, { t: "tool" }>[] = [];
@@ -92,13 +92,13 @@ export function toMessages(state: ProjectionState): AiSdkMessage[] {
       if (done.length > 0) {
         out.push({
           role: "tool",
-          content: done.map((c) => ({
+          content: done.map((call) => ({
             type: "tool-result" as const,
-            toolCallId: c.id,
-            toolName: c.name,
-            output: c.result!.isError
-              ? { type: "error-text" as const, value: c.result!.text }
-              : { type: "text" as const, value: c.result!.text },
+            toolCallId: call.id,
+            toolName: call.name,
+            output: call.result!.isError
+              ? { type: "error-text" as const, value: call.result!.text }
+              : { type: "text" as const, value: call.result!.text },
           })),
         });
       }

@@ -62,9 +62,9 @@ export class UnknownSessionError extends TurnstreamError {
 function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
+    const timer = setTimeout(done, ms);
     function done(): void {
-      clearTimeout(t);
+      clearTimeout(timer);
       signal?.removeEventListener("abort", done);
       resolve();
     }
@@ -75,11 +75,14 @@ function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
 function beyond(until: Until | undefined, env: Envelope): boolean {
   if (until === undefined) return false;
   if ("seq" in until) return env.seq > until.seq;
-  const t = Date.parse(env.at);
-  return !Number.isNaN(t) && t > until.time;
+  const atMs = Date.parse(env.at);
+  return !Number.isNaN(atMs) && atMs > until.time;
 }
 
-/** Rebuilds a session's read models from its log alone, optionally up to a point or following live; touches no stored read model. */
+/**
+ * Rebuilds a session's read models from its log alone, optionally up to a point or following live; touches no stored
+ * read model.
+ */
 export function replaySession(log: EventLog, session: string, options: ReplayOptions = {}): Promise<ProjectionState> {
   return replayWithSleep(log, session, options, defaultSleep);
 }
@@ -112,7 +115,7 @@ export async function replayWithSleep(
       if (!Number.isNaN(at)) prevAt = at;
     }
     applyEvent(state, env);
-    for (const o of observers) await o.onEvent?.(env, state);
+    for (const observer of observers) await observer.onEvent?.(env, state);
   };
 
   for await (const env of log.read(session, { toSeq })) {
@@ -123,15 +126,15 @@ export async function replayWithSleep(
     }
     await handle(env);
   }
-  for (const o of observers) await o.onCaughtUp?.(state);
+  for (const observer of observers) await observer.onCaughtUp?.(state);
   if (options.follow && !stoppedEarly && !options.signal?.aborted) {
     // Live events have no timing to reproduce: they arrive in real time.
     for await (const env of log.tail(session, { fromSeq: state.lastSeq + 1, signal: options.signal })) {
       if (beyond(options.until, env)) break;
       applyEvent(state, env);
-      for (const o of observers) await o.onEvent?.(env, state);
+      for (const observer of observers) await observer.onEvent?.(env, state);
     }
   }
-  for (const o of observers) await o.onEnd?.(state);
+  for (const observer of observers) await observer.onEnd?.(state);
   return state;
 }

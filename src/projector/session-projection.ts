@@ -86,21 +86,21 @@ export class SessionProjection {
   apply(
     events: readonly Pick<Envelope, "seq" | "session" | "turn" | "attempt" | "epoch" | "at" | "kind" | "data">[],
   ): void {
-    const s = this.#state;
-    if (s === undefined) throw new Error("load() the projection before applying events");
-    for (const e of events) {
-      if (e.seq <= s.lastSeq) continue;
-      applyEvent(s, e);
-      const ti = s.cursor.turnIndex[e.turn];
+    const state = this.#state;
+    if (state === undefined) throw new Error("load() the projection before applying events");
+    for (const event of events) {
+      if (event.seq <= state.lastSeq) continue;
+      applyEvent(state, event);
+      const ti = state.cursor.turnIndex[event.turn];
       if (ti !== undefined) this.#dirty.add(ti);
     }
   }
 
   /** Commits the in-memory state if it moved past the checkpoint. */
   async commit(): Promise<CommitReply["outcome"] | "unchanged"> {
-    const s = this.#state;
-    if (s === undefined) throw new Error("load() the projection before committing");
-    if (s.lastSeq === this.#committed) return "unchanged";
+    const state = this.#state;
+    if (state === undefined) throw new Error("load() the projection before committing");
+    if (state.lastSeq === this.#committed) return "unchanged";
     for (let tries = 0; ; tries++) {
       this.#faults?.beforeCommit?.(this.session);
       // A first commit writes every turn; later ones only those the batch touched.
@@ -111,7 +111,7 @@ export class SessionProjection {
         this.version,
         this.#committed,
         this.#pointer,
-        s,
+        state,
         turns,
       );
       this.#faults?.afterCommit?.(this.session, reply);
@@ -120,7 +120,7 @@ export class SessionProjection {
         continue;
       }
       if (reply.outcome === "committed") {
-        this.#committed = s.lastSeq;
+        this.#committed = state.lastSeq;
         this.#dirty.clear();
         if (reply.n === 1) this.#pointer = this.version;
       } else if (reply.outcome === "superseded") {
@@ -137,10 +137,10 @@ export class SessionProjection {
   async step(): Promise<StepResult> {
     if (this.#state === undefined) await this.load();
     if (this.#superseded) return "superseded";
-    const s = this.#state!;
-    const from = s.lastSeq + 1;
+    const state = this.#state!;
+    const from = state.lastSeq + 1;
     const started = Date.now();
-    let n = 0;
+    let applied = 0;
     // Folded page by page as they stream in (the log fetches the next page meanwhile; no batch is
     // held in memory); committed after batchEvents or maxBatchMs.
     const pages = this.#log.readPages(this.session, {
@@ -150,19 +150,19 @@ export class SessionProjection {
     });
     for await (const page of pages) {
       let lastTurn: string | undefined;
-      for (const e of page) {
-        if (e.seq <= s.lastSeq) continue;
-        applyEvent(s, e);
-        n++;
-        if (e.turn === lastTurn) continue;
-        const ti = s.cursor.turnIndex[e.turn];
+      for (const event of page) {
+        if (event.seq <= state.lastSeq) continue;
+        applyEvent(state, event);
+        applied++;
+        if (event.turn === lastTurn) continue;
+        const ti = state.cursor.turnIndex[event.turn];
         if (ti === undefined) continue;
         this.#dirty.add(ti);
-        lastTurn = e.turn;
+        lastTurn = event.turn;
       }
       if (Date.now() - started > this.#maxBatchMs) break;
     }
-    if (n === 0) return (await this.#storeWentBack()) ? "conflict" : "idle";
+    if (applied === 0) return (await this.#storeWentBack()) ? "conflict" : "idle";
     const outcome = await this.commit();
     if (outcome === "conflict" || outcome === "repoint") {
       await this.load();
@@ -189,8 +189,8 @@ export class SessionProjection {
   /** Steps until the log has nothing new (or the projection is superseded). */
   async catchUp(): Promise<StepResult> {
     for (;;) {
-      const r = await this.step();
-      if (r === "idle" || r === "superseded") return r;
+      const stepped = await this.step();
+      if (stepped === "idle" || stepped === "superseded") return stepped;
     }
   }
 }

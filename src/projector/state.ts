@@ -303,16 +303,16 @@ export interface SessionSummary {
   cliSessionId: string | null;
 }
 
-export function summaryOf(s: ProjectionState): SessionSummary {
+export function summaryOf(state: ProjectionState): SessionSummary {
   return {
-    id: s.view.id,
-    status: s.view.status,
-    turns: s.view.turns.length,
-    costUsd: s.view.costUsd,
-    lastAt: s.view.lastAt,
-    lastSeq: s.lastSeq,
-    lastErrorKind: s.view.lastErrorKind,
-    pendingDecisions: s.decisions.pending.length,
-    cliSessionId: s.view.cliSessionId,
+    id: state.view.id,
+    status: state.view.status,
+    turns: state.view.turns.length,
+    costUsd: state.view.costUsd,
+    lastAt: state.view.lastAt,
+    lastSeq: state.lastSeq,
+    lastErrorKind: state.view.lastErrorKind,
+    pendingDecisions: state.decisions.pending.length,
+    cliSessionId: state.view.cliSessionId,
   };
 }

@@ -7,7 +7,7 @@
 import type { RedisClient } from "../log/index.ts";
 import { DEFAULT_PREFIX } from "../kernel/index.ts";
 import { sessionKeys } from "../log/index.ts";
-import { luaScript, scriptCommand } from "../log/scripts.ts";
+import { luaScript, scriptCommand } from "../log/index.ts";
 import {
   STATE_VERSION,
   summaryOf,
@@ -28,10 +28,10 @@ export interface ProjectionKeys {
 }
 
 export function projectionKeys(prefix: string, session: string, version: number): ProjectionKeys {
-  const k = sessionKeys(prefix, session); // validates the id
-  const tag = k.meta.slice(0, -":meta".length);
+  const logKeys = sessionKeys(prefix, session); // validates the id
+  const tag = logKeys.meta.slice(0, -":meta".length);
   const modelOf = (v: number): string => `${tag}:proj:v${v}:model`;
-  return { model: modelOf(version), pointer: `${tag}:proj:ptr`, logMeta: k.meta, modelOf };
+  return { model: modelOf(version), pointer: `${tag}:proj:ptr`, logMeta: logKeys.meta, modelOf };
 }
 
 interface TurnPart {
@@ -41,10 +41,10 @@ interface TurnPart {
 }
 
 /** Field/value pairs for a commit: core, summary, and the given turns (all when `turns` is undefined). */
-export function encodeState(s: ProjectionState, turns?: Iterable<number>): string[] {
-  const { view, transcript, cursor } = s;
+export function encodeState(projectionState: ProjectionState, turns?: Iterable<number>): string[] {
+  const { view, transcript, cursor } = projectionState;
   const core = {
-    ...s,
+    ...projectionState,
     view: { ...view, turns: [] },
     transcript: { turns: [] },
     cursor: { ...cursor, toolPaths: {} },
@@ -53,21 +53,25 @@ export function encodeState(s: ProjectionState, turns?: Iterable<number>): strin
     "core",
     JSON.stringify(core),
     "summary",
-    JSON.stringify(summaryOf(s)),
+    JSON.stringify(summaryOf(projectionState)),
     "turns",
     String(view.turns.length),
   ];
   const pathsByTurn = new Map<number, Record<string, Record<string, number[]>>>();
   for (const key of Object.keys(cursor.toolPaths)) {
     const ti = Number(key.slice(0, key.indexOf(":")));
-    let m = pathsByTurn.get(ti);
-    if (m === undefined) pathsByTurn.set(ti, (m = {}));
-    m[key] = cursor.toolPaths[key]!;
+    let paths = pathsByTurn.get(ti);
+    if (paths === undefined) pathsByTurn.set(ti, (paths = {}));
+    paths[key] = cursor.toolPaths[key]!;
   }
   const list = turns ?? view.turns.keys();
-  for (const i of list) {
-    const part: TurnPart = { view: view.turns[i]!, transcript: transcript.turns[i]!, paths: pathsByTurn.get(i) ?? {} };
-    out.push(`t:${i}`, JSON.stringify(part));
+  for (const turnIndex of list) {
+    const part: TurnPart = {
+      view: view.turns[turnIndex]!,
+      transcript: transcript.turns[turnIndex]!,
+      paths: pathsByTurn.get(turnIndex) ?? {},
+    };
+    out.push(`t:${turnIndex}`, JSON.stringify(part));
   }
   return out;
 }
@@ -76,18 +80,18 @@ export function encodeState(s: ProjectionState, turns?: Iterable<number>): strin
 export function decodeState(hash: Record<string, string>): ProjectionState | undefined {
   const core = hash["core"];
   if (core === undefined) return undefined;
-  const s = JSON.parse(core) as ProjectionState;
-  const n = Number(hash["turns"] ?? 0);
-  for (let i = 0; i < n; i++) {
-    const raw = hash[`t:${i}`];
+  const decoded = JSON.parse(core) as ProjectionState;
+  const turnCount = Number(hash["turns"] ?? 0);
+  for (let turnIndex = 0; turnIndex < turnCount; turnIndex++) {
+    const raw = hash[`t:${turnIndex}`];
     if (raw === undefined)
-      throw new Error(`stored projection is missing turn ${i}; delete its keys and let the projector rebuild`);
+      throw new Error(`stored projection is missing turn ${turnIndex}; delete its keys and let the projector rebuild`);
     const part = JSON.parse(raw) as TurnPart;
-    s.view.turns.push(part.view);
-    s.transcript.turns.push(part.transcript);
-    Object.assign(s.cursor.toolPaths, part.paths);
+    decoded.view.turns.push(part.view);
+    decoded.transcript.turns.push(part.transcript);
+    Object.assign(decoded.cursor.toolPaths, part.paths);
   }
-  return s;
+  return decoded;
 }
 
 export type CommitOutcome = "committed" | "conflict" | "superseded" | "repoint";
@@ -113,13 +117,13 @@ export async function commitProjection(
   const old = pointerSeen !== null && pointerSeen !== version ? keys.modelOf(pointerSeen) : keys.model;
   const argv = [version, expectedSeq, state.lastSeq, pointerSeen === null ? "" : String(pointerSeen)];
   for (const field of encodeState(state, turns)) argv.push(field);
-  const [outcome, n] = await commit([keys.model, keys.pointer, keys.logMeta, old], argv);
-  return { outcome: outcome as CommitOutcome, n: Number(n) };
+  const [outcome, written] = await commit([keys.model, keys.pointer, keys.logMeta, old], argv);
+  return { outcome: outcome as CommitOutcome, n: Number(written) };
 }
 
 export async function readPointer(redis: RedisClient, keys: ProjectionKeys): Promise<number | null> {
-  const p = await redis.get(keys.pointer);
-  return p === null ? null : Number(p);
+  const pointer = await redis.get(keys.pointer);
+  return pointer === null ? null : Number(pointer);
 }
 
 export interface ReadModel {
@@ -184,8 +188,8 @@ export async function readSummary(
   session: string,
   prefix = DEFAULT_PREFIX,
 ): Promise<SessionSummary | undefined> {
-  const [s] = (await readModelFields(redis, session, prefix, ["summary"])) ?? [];
-  return s == null ? undefined : (JSON.parse(s) as SessionSummary);
+  const [summary] = (await readModelFields(redis, session, prefix, ["summary"])) ?? [];
+  return summary == null ? undefined : (JSON.parse(summary) as SessionSummary);
 }
 
 /** Deletes a session's projection keys of the given versions and the pointer (operators, tests). */
@@ -195,7 +199,7 @@ export async function deleteProjection(
   versions: number[],
   prefix = DEFAULT_PREFIX,
 ): Promise<void> {
-  const k = projectionKeys(prefix, session, 1);
-  for (const v of versions) await redis.del(k.modelOf(v));
-  await redis.del(k.pointer);
+  const projection = projectionKeys(prefix, session, 1);
+  for (const modelVersion of versions) await redis.del(projection.modelOf(modelVersion));
+  await redis.del(projection.pointer);
 }
