@@ -2,25 +2,25 @@
 // whether anyone iterates the lines.
 export class Channel<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
-  private waiter: ((r: IteratorResult<T>) => void) | undefined;
+  private waiter: ((result: IteratorResult<T>) => void) | undefined;
   private ended = false;
   private taken = false;
 
   push(item: T): void {
     if (this.ended) return;
-    const w = this.waiter;
-    if (w !== undefined) {
+    const waiter = this.waiter;
+    if (waiter !== undefined) {
       this.waiter = undefined;
-      w({ value: item, done: false });
+      waiter({ value: item, done: false });
     } else this.items.push(item);
   }
 
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    const w = this.waiter;
+    const waiter = this.waiter;
     this.waiter = undefined;
-    w?.({ value: undefined, done: true });
+    waiter?.({ value: undefined, done: true });
   }
 
   [Symbol.asyncIterator](): AsyncIterator<T> {

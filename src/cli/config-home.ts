@@ -93,15 +93,17 @@ function ensureDir(path: string): void {
   madeDirs.add(path);
 }
 
-/** Runs `write` in `dirs`; when one was removed under us (an operator cleaning up), makes them again and retries once. */
+/**
+ * Runs `write` in `dirs`; when one was removed under us (an operator cleaning up), makes them again and retries once.
+ */
 function inDirs(dirs: readonly string[], write: () => void): void {
-  for (const d of dirs) ensureDir(d);
+  for (const dir of dirs) ensureDir(dir);
   try {
     write();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-    for (const d of dirs) madeDirs.delete(d);
-    for (const d of dirs) ensureDir(d);
+    for (const dir of dirs) madeDirs.delete(dir);
+    for (const dir of dirs) ensureDir(dir);
     write();
   }
 }
@@ -123,7 +125,9 @@ function lockRun(inst: string, runId: string): string {
   return lockPath;
 }
 
-/** Makes the home (temp dirs, seeded config, the credential copy); returns the copy's hash. Undoes itself on failure. */
+/**
+ * Makes the home (temp dirs, seeded config, the credential copy); returns the copy's hash. Undoes itself on failure.
+ */
 function fillHome(home: RunHomePaths, credentialSource: string | undefined): string | undefined {
   try {
     mkdirSync(home.dir, { mode: 0o700 });
@@ -175,7 +179,7 @@ function teardownHome(home: RunHomePaths, copyHash: string | undefined, logger: 
 }
 
 export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
-  const o = ConfigHomeOptionsSchema.parse({
+  const checked = ConfigHomeOptionsSchema.parse({
     instanceId: options.instanceId,
     instanceRoot: options.instanceRoot,
     runId: options.runId,
@@ -183,13 +187,13 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
     credential: options.credential,
   });
   const logger = options.logger ?? silentLogger;
-  const runId = o.runId ?? randomUUID();
-  const credentialSource = join(o.operatorConfigDir ?? operatorConfigDir(), CREDENTIALS_FILE);
+  const runId = checked.runId ?? randomUUID();
+  const credentialSource = join(checked.operatorConfigDir ?? operatorConfigDir(), CREDENTIALS_FILE);
   // With `credential: none` the run's model access is brokered: its home must hold no credential.
-  const hasCredential = o.credential !== "none" && existsSync(credentialSource);
+  const hasCredential = checked.credential !== "none" && existsSync(credentialSource);
   if (!hasCredential && envAuth(options.runEnv ?? process.env) === undefined) throw new NoAuthError(credentialSource);
 
-  const inst = instanceDir(o.instanceRoot ?? defaultInstanceRoot(), o.instanceId);
+  const inst = instanceDir(checked.instanceRoot ?? defaultInstanceRoot(), checked.instanceId);
   const lockPath = lockRun(inst, runId);
   const home: RunHomePaths = { inst, runId, dir: join(inst, "config-homes", runId), lockPath };
   const copyHash = fillHome(home, hasCredential ? credentialSource : undefined);
@@ -197,7 +201,7 @@ export function createConfigHome(options: CreateConfigHomeOptions): ConfigHome {
   return {
     dir: home.dir,
     runId,
-    instanceId: o.instanceId,
+    instanceId: checked.instanceId,
     auth: hasCredential ? "credential" : "env",
     env: Object.freeze({
       CLAUDE_CONFIG_DIR: home.dir,

@@ -1,8 +1,8 @@
 // A fresh config dir makes the CLI do its first-start work on every run: migrations, an install
 // id, the builtin plugins' bookkeeping: a noticeable share of a short turn's CPU that a dir the CLI
-// had used before does not cost. So per instance and process, the install state the first run's CLI wrote to `.claude.json` becomes the
-// seed of every later home. Only the keys below are carried: the file may also hold per-project
-// state, and that must not pass from one run to the next.
+// had used before does not cost. So per instance and process, the install state the first run's CLI
+// wrote to `.claude.json` becomes the seed of every later home. Only the keys below are carried: the
+// file may also hold per-project state, and that must not pass from one run to the next.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 

@@ -171,11 +171,11 @@ export function ownHierarchyDir(controller: string | undefined): { dir: string }
   const own = ownCgroupPath(controller);
   if (own === undefined) return { reason: `this process is in no ${name} hierarchy` };
   const mount = readMounts().find(
-    (m) =>
+    (candidate) =>
       (controller === undefined
-        ? m.fstype === "cgroup2"
-        : m.fstype === "cgroup" && m.superOptions.includes(controller)) &&
-      (m.root === "/" || own === m.root || own.startsWith(`${m.root}/`)),
+        ? candidate.fstype === "cgroup2"
+        : candidate.fstype === "cgroup" && candidate.superOptions.includes(controller)) &&
+      (candidate.root === "/" || own === candidate.root || own.startsWith(`${candidate.root}/`)),
   );
   if (mount === undefined) return { reason: `no ${name} mount shows this process's cgroup ${own}` };
   const dir = mount.point + (mount.root === "/" ? own : own.slice(mount.root.length));
@@ -254,8 +254,13 @@ function probeCgroup(kind: CgroupKind, hostDir: string): string | undefined {
   const probe = join(hostDir, `probe-${randomUUID()}`);
   try {
     mkdirSync(probe);
-    const r = spawnSync("/bin/sh", ["-c", enterAndExec([probe]), "/bin/true"], { stdio: "ignore", timeout: 10_000 });
-    return r.status === 0 ? undefined : `a process cannot enter a cgroup under ${hostDir} (exit ${String(r.status)})`;
+    const result = spawnSync("/bin/sh", ["-c", enterAndExec([probe]), "/bin/true"], {
+      stdio: "ignore",
+      timeout: 10_000,
+    });
+    return result.status === 0
+      ? undefined
+      : `a process cannot enter a cgroup under ${hostDir} (exit ${String(result.status)})`;
   } catch (err) {
     return `cannot make a cgroup under ${hostDir} (${(err as NodeJS.ErrnoException).code ?? "error"})`;
   } finally {
@@ -281,11 +286,11 @@ export function findOnPath(name: string, path: string = process.env["PATH"] ?? "
 function preparePidNamespace(): { unshare: string } | { reason: string } {
   const unshare = findOnPath("unshare");
   if (unshare === undefined) return { reason: "no unshare on PATH" };
-  const r = spawnSync(unshare, ["--pid", "--fork", "--kill-child", "--", "/bin/true"], {
+  const result = spawnSync(unshare, ["--pid", "--fork", "--kill-child", "--", "/bin/true"], {
     stdio: "ignore",
     timeout: 10_000,
   });
-  if (r.status !== 0) return { reason: `unshare --pid is not permitted (exit ${String(r.status)})` };
+  if (result.status !== 0) return { reason: `unshare --pid is not permitted (exit ${String(result.status)})` };
   return { unshare };
 }
 
@@ -295,14 +300,14 @@ function detect(kinds: readonly ContainmentKind[]): Containment {
     if (!kinds.includes(kind)) continue;
     if (kind === "proc-walk") break;
     if (kind === "pid-namespace") {
-      const p = preparePidNamespace();
-      if ("unshare" in p) return { kind, hostDir: undefined, unshare: p.unshare, skipped };
-      skipped.push({ kind, reason: p.reason });
+      const pidNamespace = preparePidNamespace();
+      if ("unshare" in pidNamespace) return { kind, hostDir: undefined, unshare: pidNamespace.unshare, skipped };
+      skipped.push({ kind, reason: pidNamespace.reason });
       continue;
     }
-    const c = prepareCgroup(kind);
-    if ("hostDir" in c) return { kind, hostDir: c.hostDir, unshare: undefined, skipped };
-    skipped.push({ kind, reason: c.reason });
+    const cgroup = prepareCgroup(kind);
+    if ("hostDir" in cgroup) return { kind, hostDir: cgroup.hostDir, unshare: undefined, skipped };
+    skipped.push({ kind, reason: cgroup.reason });
   }
   return { kind: "proc-walk", hostDir: undefined, unshare: undefined, skipped };
 }
@@ -310,7 +315,9 @@ function detect(kinds: readonly ContainmentKind[]): Containment {
 let active: Containment | undefined;
 let exitHookInstalled = false;
 
-/** This host's folder goes with it: at exit it is empty unless a run's cgroup is still dying (then the sweep takes it). */
+/**
+ * This host's folder goes with it: at exit it is empty unless a run's cgroup is still dying (then the sweep takes it).
+ */
 function removeHostDirAtExit(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
@@ -319,10 +326,10 @@ function removeHostDirAtExit(): void {
   });
 }
 
-function announce(c: Containment, logger: Logger): void {
-  const fields = { containment: c.kind, hostDir: c.hostDir, skipped: c.skipped };
-  if (c.kind === "proc-walk") logger.warn(fields, `process containment: ${describeContainment(c.kind)}`);
-  else logger.info(fields, `process containment: ${describeContainment(c.kind)}`);
+function announce(chosen: Containment, logger: Logger): void {
+  const fields = { containment: chosen.kind, hostDir: chosen.hostDir, skipped: chosen.skipped };
+  if (chosen.kind === "proc-walk") logger.warn(fields, `process containment: ${describeContainment(chosen.kind)}`);
+  else logger.info(fields, `process containment: ${describeContainment(chosen.kind)}`);
 }
 
 /** This process's containment, chosen on first use (the best the host allows) and logged once. */
@@ -387,7 +394,7 @@ export function signalAll(pids: readonly number[], sig: NodeJS.Signals): number[
 
 /** Waits (bounded) for a v1 freezer cgroup to report FROZEN: then none of its tasks is mid-fork. */
 function awaitFrozen(dir: string): void {
-  for (let i = 0; i < 200; i++) {
+  for (let attempt = 0; attempt < 200; attempt++) {
     if (readFileSync(join(dir, "freezer.state"), "latin1").startsWith("FROZEN")) return;
     pause(1);
   }
@@ -427,11 +434,11 @@ export class RunCgroup {
   }
 
   /** Makes the run's cgroup (before the spawn). Throws ContainmentError when it cannot. */
-  static create(c: Containment, name: string): RunCgroup {
-    if (c.hostDir === undefined || (c.kind !== "cgroup-v2" && c.kind !== "cgroup-v1-freezer")) {
-      throw new ContainmentError(name, `containment ${c.kind} has no cgroups`);
+  static create(chosen: Containment, name: string): RunCgroup {
+    if (chosen.hostDir === undefined || (chosen.kind !== "cgroup-v2" && chosen.kind !== "cgroup-v1-freezer")) {
+      throw new ContainmentError(name, `containment ${chosen.kind} has no cgroups`);
     }
-    const path = join(c.hostDir, name);
+    const path = join(chosen.hostDir, name);
     try {
       mkdirSync(path);
     } catch (err) {
@@ -439,14 +446,14 @@ export class RunCgroup {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT")
         throw new ContainmentError(path, (err as Error).message, { cause: err });
       try {
-        mkdirSync(c.hostDir, { recursive: true });
+        mkdirSync(chosen.hostDir, { recursive: true });
         mkdirSync(path);
       } catch (again) {
         throw new ContainmentError(path, (again as Error).message, { cause: again });
       }
     }
     liveCgroups.add(path);
-    return new RunCgroup(c.kind, path);
+    return new RunCgroup(chosen.kind, path);
   }
 
   /** The processes in the cgroup. */
@@ -496,14 +503,14 @@ const NO_LIMITS: LaunchLimits = { enter: [], fileBlocks: undefined };
 
 /** How to spawn `bin args` so the CLI starts contained. The prompt is never on argv (it is on stdin). */
 export function launchCommand(
-  c: Containment,
+  chosen: Containment,
   cgroup: RunCgroup | undefined,
   bin: string,
   args: readonly string[],
   limits: LaunchLimits = NO_LIMITS,
 ): LaunchCommand {
   const dirs = [...(cgroup === undefined ? [] : [cgroup.path]), ...limits.enter];
-  const unshare = cgroup === undefined && c.kind === "pid-namespace" ? c.unshare : undefined;
+  const unshare = cgroup === undefined && chosen.kind === "pid-namespace" ? chosen.unshare : undefined;
   const inNamespace = (u: string): string[] => [u, "--pid", "--fork", "--kill-child", "--", bin, ...args];
   const target = unshare === undefined ? [bin, ...args] : inNamespace(unshare);
   if (dirs.length > 0 || limits.fileBlocks !== undefined) {
@@ -609,11 +616,11 @@ export interface CgroupSweepResult {
 }
 
 function hostIsLive(name: string, ownNs: string): boolean {
-  const m = /^(\d+)-(\d+)-(\d+)$/.exec(name);
+  const parts = /^(\d+)-(\d+)-(\d+)$/.exec(name);
   // Not ours to judge: a name we did not write, a host in another pid namespace, or one whose start
   // time could not be read.
-  if (m === null || m[1] !== ownNs || m[3] === "0") return true;
-  return processStartTime(Number(m[2])) === m[3];
+  if (parts === null || parts[1] !== ownNs || parts[3] === "0") return true;
+  return processStartTime(Number(parts[2])) === parts[3];
 }
 
 function listDirs(dir: string): string[] {

@@ -84,9 +84,9 @@ export function buildEnv(options: BuildEnvOptions = {}): Record<string, string> 
   const host = options.host ?? process.env;
   const env: Record<string, string> = baseEnv(host);
   if (options.isolate !== true) Object.assign(env, cliSettingsEnv(host), modelAccessEnv(host));
-  for (const [k, v] of Object.entries(options.overlay ?? {})) {
-    if (v === undefined) delete env[k];
-    else env[k] = v;
+  for (const [name, value] of Object.entries(options.overlay ?? {})) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
   }
   env["FORCE_COLOR"] = "0";
   return env;

@@ -123,8 +123,8 @@ export async function claimInstanceSlot(options: {
     );
   }
   const stem = defaultInstanceStem();
-  for (let n = 0; n < MAX_SLOTS; n++) {
-    const id = `${stem}-${n}`;
+  for (let index = 0; index < MAX_SLOTS; index++) {
+    const id = `${stem}-${index}`;
     if (liveClaims(ownerDir(root, id)).length > 0) continue;
     const slot = await claim(root, id);
     if (slot !== undefined) return slot;

@@ -107,8 +107,8 @@ function readText(path: string): string | undefined {
 
 /** A `name N` line of a cgroup's flat-keyed file (pids.events, memory.events, memory.oom_control). */
 function counter(path: string, name: string): number {
-  const m = new RegExp(`^${name} (\\d+)$`, "m").exec(readText(path) ?? "");
-  return m === null ? 0 : Number(m[1]);
+  const match = new RegExp(`^${name} (\\d+)$`, "m").exec(readText(path) ?? "");
+  return match === null ? 0 : Number(match[1]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -120,8 +120,13 @@ function probeLimitDir(hostDir: string, file: string): string | undefined {
   try {
     mkdirSync(probe);
     if (!existsSync(join(probe, file))) return `a cgroup under ${hostDir} has no ${file}`;
-    const r = spawnSync("/bin/sh", ["-c", `echo $$ > '${probe}/cgroup.procs'`], { stdio: "ignore", timeout: 10_000 });
-    return r.status === 0 ? undefined : `a process cannot enter a cgroup under ${hostDir} (exit ${String(r.status)})`;
+    const result = spawnSync("/bin/sh", ["-c", `echo $$ > '${probe}/cgroup.procs'`], {
+      stdio: "ignore",
+      timeout: 10_000,
+    });
+    return result.status === 0
+      ? undefined
+      : `a process cannot enter a cgroup under ${hostDir} (exit ${String(result.status)})`;
   } catch (err) {
     return `cannot make a cgroup under ${hostDir} (${errCode(err)})`;
   } finally {
@@ -167,19 +172,21 @@ function prepareV1(controller: Controller): Place | { reason: string } {
   return { reason: problem };
 }
 
-function placeController(c: Containment, controller: Controller): Place | { reason: string } {
+function placeController(chosen: Containment, controller: Controller): Place | { reason: string } {
   const v2 =
-    c.kind === "cgroup-v2" && c.hostDir !== undefined ? delegateV2(c.hostDir, controller) : "runs have no cgroup v2";
-  if (v2 === undefined) return { version: "v2", hostDir: c.hostDir! };
+    chosen.kind === "cgroup-v2" && chosen.hostDir !== undefined
+      ? delegateV2(chosen.hostDir, controller)
+      : "runs have no cgroup v2";
+  if (v2 === undefined) return { version: "v2", hostDir: chosen.hostDir! };
   const v1 = prepareV1(controller);
   return "reason" in v1 ? { reason: `${v2}; ${v1.reason}` } : v1;
 }
 
-function detectSupport(c: Containment): LimitSupport {
+function detectSupport(chosen: Containment): LimitSupport {
   const places: Partial<Record<Controller, Place>> = {};
   const missing: Partial<Record<Controller, string>> = {};
   for (const controller of LIMIT_HIERARCHIES) {
-    const place = placeController(c, controller);
+    const place = placeController(chosen, controller);
     if ("reason" in place) missing[controller] = place.reason;
     else places[controller] = place;
   }
@@ -204,9 +211,9 @@ function removeV1HostDirsAtExit(support: LimitSupport): void {
  * The controllers this host offers runs under `c` (this process's containment by default), found
  * once and logged then: a controller no cgroup can hold is a warning (its limit is only sampled).
  */
-export function limitSupport(c: Containment = containment(), logger: Logger = silentLogger): LimitSupport {
-  if (detected?.containment !== c) {
-    detected = { containment: c, support: detectSupport(c) };
+export function limitSupport(chosen: Containment = containment(), logger: Logger = silentLogger): LimitSupport {
+  if (detected?.containment !== chosen) {
+    detected = { containment: chosen, support: detectSupport(chosen) };
     removeV1HostDirsAtExit(detected.support);
     const { places, missing } = detected.support;
     if (Object.keys(missing).length === 0) logger.info({ places }, "run limits: every controller is a cgroup's");
@@ -375,8 +382,8 @@ export function fileBlocksOf(limits: RunLimits | undefined): number | undefined 
 
 /** A process's resident set from /proc/<pid>/status, in bytes (0 when it is gone). */
 export function residentBytes(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB$/m.exec(readText(`/proc/${pid}/status`) ?? "");
-  return m === null ? 0 : Number(m[1]) * 1024;
+  const match = /^VmRSS:\s+(\d+) kB$/m.exec(readText(`/proc/${pid}/status`) ?? "");
+  return match === null ? 0 : Number(match[1]) * 1024;
 }
 
 /**

@@ -38,9 +38,9 @@ export interface DoctorOptions {
 }
 
 /** The kind, what it means, and why the better kinds are not in use. */
-function containmentDetail(c: Containment): string {
-  const skipped = c.skipped.map((s) => `${s.kind}: ${s.reason}`).join("; ");
-  return `${c.kind}: ${describeContainment(c.kind)}${skipped === "" ? "" : ` (not used: ${skipped})`}`;
+function containmentDetail(chosen: Containment): string {
+  const skipped = chosen.skipped.map((s) => `${s.kind}: ${s.reason}`).join("; ");
+  return `${chosen.kind}: ${describeContainment(chosen.kind)}${skipped === "" ? "" : ` (not used: ${skipped})`}`;
 }
 
 type Report = (name: string, status: CheckStatus, detail: string) => void;
@@ -109,7 +109,7 @@ async function probeTurn(
   report: Report,
 ): Promise<void> {
   try {
-    const h = runTurn({
+    const handle = runTurn({
       cwd: options.cwd,
       prompt: PROBE_PROMPT,
       claudeBin: bin,
@@ -118,13 +118,13 @@ async function probeTurn(
       configHome: { instanceId: "doctor", instanceRoot: options.instanceRoot },
       env: { ...env },
     });
-    const o = await h.outcome;
-    const text = (o.resultText ?? "").trim();
+    const outcome = await handle.outcome;
+    const text = (outcome.resultText ?? "").trim();
     const said = text.length > 60 ? `${text.slice(0, 60)}…` : text;
     report(
       "probe",
       /hello/i.test(text) ? "pass" : "warn",
-      `stream-json turn finished in ${o.durationMs} ms (${o.lineCount} lines, session ${o.sessionId ?? "?"}); reply: ${JSON.stringify(said)}`,
+      `stream-json turn finished in ${outcome.durationMs} ms (${outcome.lineCount} lines, session ${outcome.sessionId ?? "?"}); reply: ${JSON.stringify(said)}`,
     );
   } catch (err) {
     const detail =
@@ -137,14 +137,14 @@ async function probeTurn(
 
 export async function runChecks(
   options: DoctorOptions,
-  onResult: (r: CheckResult) => void = () => {},
+  onResult: (result: CheckResult) => void = () => {},
 ): Promise<CheckResult[]> {
   const env = options.env ?? process.env;
   const results: CheckResult[] = [];
   const report: Report = (name, status, detail) => {
-    const r = { name, status, detail };
-    results.push(r);
-    onResult(r);
+    const result = { name, status, detail };
+    results.push(result);
+    onResult(result);
   };
   const bin = await checkCli(options, env, report);
   const cwdOk = checkCwd(options.cwd, report);

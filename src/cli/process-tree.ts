@@ -48,8 +48,8 @@ function readTable(): Map<number, ProcStat> {
     return table;
   }
   for (const name of names) {
-    const c = name.charCodeAt(0);
-    if (c < 48 || c > 57) continue;
+    const firstCode = name.charCodeAt(0);
+    if (firstCode < 48 || firstCode > 57) continue;
     const st = readStat(Number(name));
     if (st !== undefined) table.set(st.pid, st);
   }
@@ -111,9 +111,10 @@ export class ProcessTree {
     // it), so older ones are not read at all: on a busy host reading every environ was most of the
     // cost of a refresh.
     const since = this.rootStart;
-    for (const p of table.values()) {
-      if (since !== undefined && Number(p.start) < since) continue;
-      if (ok(p) && !members.has(p.pid) && carriesMarker(p.pid, this.markerBytes)) members.add(p.pid);
+    for (const candidate of table.values()) {
+      if (since !== undefined && Number(candidate.start) < since) continue;
+      if (ok(candidate) && !members.has(candidate.pid) && carriesMarker(candidate.pid, this.markerBytes))
+        members.add(candidate.pid);
     }
     for (let changed = true; changed;) {
       changed = false;
@@ -124,10 +125,10 @@ export class ProcessTree {
         if (!excludedGroups.has(st.pgid)) groups.add(st.pgid);
         if (!excludedGroups.has(st.sid)) groups.add(st.sid);
       }
-      for (const p of table.values()) {
-        if (!ok(p) || members.has(p.pid)) continue;
-        if (members.has(p.ppid) || groups.has(p.pgid) || groups.has(p.sid)) {
-          members.add(p.pid);
+      for (const candidate of table.values()) {
+        if (!ok(candidate) || members.has(candidate.pid)) continue;
+        if (members.has(candidate.ppid) || groups.has(candidate.pgid) || groups.has(candidate.sid)) {
+          members.add(candidate.pid);
           changed = true;
         }
       }
@@ -193,9 +194,9 @@ export function trackTree(tree: Killable): () => void {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     process.on("exit", () => {
-      for (const t of live) t.signal("SIGKILL");
+      for (const tracked of live) tracked.signal("SIGKILL");
       // Every kill first, so the processes of all runs exit while the first cgroup is waited for.
-      for (const t of live) t.releaseNow?.();
+      for (const tracked of live) tracked.releaseNow?.();
     });
   }
   live.add(tree);

@@ -51,7 +51,10 @@ export interface ResolveBinOptions {
   cwd?: string;
 }
 
-/** The `claude` binary a run uses: the option, else `CLAUDE_BIN`, else the pinned `@anthropic-ai/claude-code`, else `claude` on PATH. */
+/**
+ * The `claude` binary a run uses: the option, else `CLAUDE_BIN`, else the pinned `@anthropic-ai/claude-code`, else
+ * `claude` on PATH.
+ */
 export function resolveClaudeBin(options: ResolveBinOptions = {}): string {
   const env = options.env ?? process.env;
   const explicit = (label: string, value: string): string => {

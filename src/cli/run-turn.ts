@@ -121,15 +121,15 @@ const STDERR_KEEP = 64 * 1024;
  * removed from whatever env the run inherits or is given, and a bypass as root without it is refused
  * here, before the CLI would refuse it with a less helpful message.
  */
-function sandboxClaim(o: CheckedRunTurnOptions): "1" | undefined {
+function sandboxClaim(options: CheckedRunTurnOptions): "1" | undefined {
   const bypass =
-    o.skipPermissions === true
+    options.skipPermissions === true
       ? "skipPermissions"
-      : o.permissionMode === "bypassPermissions"
+      : options.permissionMode === "bypassPermissions"
         ? "permissionMode"
         : undefined;
   if (bypass === undefined || process.getuid?.() !== 0) return undefined;
-  if (o.sandboxed !== true) {
+  if (options.sandboxed !== true) {
     throw badOptions(
       bypass,
       "as root the CLI only skips permissions with IS_SANDBOX=1; set `sandboxed: true` if this runs in a sandbox, or drop " +
@@ -147,39 +147,42 @@ function sandboxClaim(o: CheckedRunTurnOptions): "1" | undefined {
  * An untrusted turn never gets a native skill: one could run its front matter hooks and `!` lines
  * outside supervision.
  */
-function offerSkills(o: CheckedRunTurnOptions, files: RunFiles): { addDirs: string[]; listed: ListedSkill[] } {
-  if (o.skills === undefined || o.skills.length === 0) return { addDirs: [], listed: [] };
-  const trusted = o.trustWorkspace === true;
-  if ((o.skillsMode ?? "claude-md") === "claude-md") {
+function offerSkills(options: CheckedRunTurnOptions, files: RunFiles): { addDirs: string[]; listed: ListedSkill[] } {
+  if (options.skills === undefined || options.skills.length === 0) return { addDirs: [], listed: [] };
+  const trusted = options.trustWorkspace === true;
+  if ((options.skillsMode ?? "claude-md") === "claude-md") {
     // Undone with the run's other files, once its tree is gone: the checkout is left as it was found.
-    files.onCleanup(injectSkillsForRun(o.cwd, o.skills, { listInClaudeMd: trusted }));
-    return { addDirs: [], listed: trusted ? [] : installedSkills(o.cwd, o.skills) };
+    files.onCleanup(injectSkillsForRun(options.cwd, options.skills, { listInClaudeMd: trusted }));
+    return { addDirs: [], listed: trusted ? [] : installedSkills(options.cwd, options.skills) };
   }
   if (!trusted) throw badOptions("skillsMode", NATIVE_SKILLS_REFUSED);
-  const added = prepareSkillAddDir(o.skills, files.scratchDir());
+  const added = prepareSkillAddDir(options.skills, files.scratchDir());
   return { addDirs: [added.dir], listed: [] };
 }
 
 /** The appended system prompt: the caller's, then what an untrusted workspace still offers as text. */
-function systemPromptAppendix(o: CheckedRunTurnOptions, skills: readonly ListedSkill[]): string | undefined {
-  const context = o.trustWorkspace === true ? undefined : workspaceContext(o.cwd, skills);
-  const parts = [o.appendSystemPrompt, context].filter((p): p is string => p !== undefined);
+function systemPromptAppendix(options: CheckedRunTurnOptions, skills: readonly ListedSkill[]): string | undefined {
+  const context = options.trustWorkspace === true ? undefined : workspaceContext(options.cwd, skills);
+  const parts = [options.appendSystemPrompt, context].filter((p): p is string => p !== undefined);
   return parts.length === 0 ? undefined : parts.join("\n\n");
 }
 
 function auth(
-  o: CheckedRunTurnOptions,
+  options: CheckedRunTurnOptions,
   env: Record<string, string>,
 ): { home: ConfigHome | undefined; source: AuthSource | "inherited" } {
-  if (o.configHome === undefined) return { home: undefined, source: "inherited" };
-  const home = createConfigHome({ ...o.configHome, runEnv: env, logger: o.logger ?? silentLogger });
+  if (options.configHome === undefined) return { home: undefined, source: "inherited" };
+  const home = createConfigHome({ ...options.configHome, runEnv: env, logger: options.logger ?? silentLogger });
   return { home, source: home.auth };
 }
 
 /** How long a run's processes get between TERM and KILL unless `killGraceMs` says otherwise. */
 const DEFAULT_KILL_GRACE_MS = 2000;
 
-/** Spawns the real `claude -p` for one turn: its stdout lines as they come, and the outcome (or a typed error) once it ends. */
+/**
+ * Spawns the real `claude -p` for one turn: its stdout lines as they come, and the outcome (or a typed error) once it
+ * ends.
+ */
 export function runTurn(options: RunTurnOptions & RunTurnExtras): TurnHandle {
   const { sessionFile, ...rest } = options;
   const ctx = startCli(validateRunTurnOptions(rest), sessionFile, "prompt");
@@ -198,29 +201,29 @@ export type CliInput = "prompt" | "stream-json";
  * warm process start the same way, so a warm process behaves as the cold runs it replaces.
  */
 export function startCli(
-  o: CheckedRunTurnOptions,
+  options: CheckedRunTurnOptions,
   sessionFile: Uint8Array | undefined,
   input: CliInput,
 ): SuperviseContext & { child: ChildProcess } {
-  checkSessionFile(o, sessionFile);
-  const logger = o.logger ?? silentLogger;
+  checkSessionFile(options, sessionFile);
+  const logger = options.logger ?? silentLogger;
   const marker = randomUUID();
   const overlay: Record<string, string | undefined> = {
-    ...o.env,
-    IS_SANDBOX: sandboxClaim(o),
+    ...options.env,
+    IS_SANDBOX: sandboxClaim(options),
     [TREE_MARKER_VAR]: marker,
   };
-  const env = buildEnv({ overlay, isolate: o.isolate });
-  if (o.trustWorkspace !== true) guardGit(env);
+  const env = buildEnv({ overlay, isolate: options.isolate });
+  if (options.trustWorkspace !== true) guardGit(env);
   // From the host's own environment, never the run's: an overlay must not pick the program.
-  const bin = resolveClaudeBin({ claudeBin: o.claudeBin });
+  const bin = resolveClaudeBin({ claudeBin: options.claudeBin });
   const files = new RunFiles(logger, env);
-  const { home, authSource, spawned, scratchDir } = launch(o, env, bin, marker, files, sessionFile, input);
+  const { home, authSource, spawned, scratchDir } = launch(options, env, bin, marker, files, sessionFile, input);
   return {
     child: spawned.child,
-    o,
+    o: options,
     logger,
-    killGraceMs: o.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
+    killGraceMs: options.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
     marker,
     contained: spawned.contained,
     cgroup: spawned.cgroup,
@@ -234,10 +237,10 @@ export function startCli(
   };
 }
 
-function checkSessionFile(o: CheckedRunTurnOptions, sessionFile: Uint8Array | undefined): void {
+function checkSessionFile(options: CheckedRunTurnOptions, sessionFile: Uint8Array | undefined): void {
   if (sessionFile === undefined) return;
   if (!(sessionFile instanceof Uint8Array)) throw badOptions("sessionFile", "must be bytes");
-  if (o.resume === undefined || o.configHome === undefined) {
+  if (options.resume === undefined || options.configHome === undefined) {
     throw badOptions("sessionFile", "needs `resume` and `configHome` (it is restored into the per-run home)");
   }
 }
@@ -290,29 +293,33 @@ interface PreparedFiles {
 
 /** The per-run config home (with the restored session file), the skills, and the CLI's argv. */
 function prepareRun(
-  o: CheckedRunTurnOptions,
+  options: CheckedRunTurnOptions,
   env: Record<string, string>,
   files: RunFiles,
   sessionFile: Uint8Array | undefined,
   input: CliInput,
 ): PreparedFiles & { args: string[] } {
-  const { home, source: authSource } = auth(o, env);
+  const { home, source: authSource } = auth(options, env);
   if (home !== undefined) {
     files.onCleanup(() => home.teardown());
     Object.assign(env, home.env);
-    if (sessionFile !== undefined) restoreSessionFile(home.dir, o.cwd, o.resume!, sessionFile);
+    if (sessionFile !== undefined) restoreSessionFile(home.dir, options.cwd, options.resume!, sessionFile);
   }
-  const scratchDir = home?.dir ?? ownTmpdir(o, env, files);
-  const skills = offerSkills(o, files);
-  const settingsFile = runSettingsFile({ ...o, addDirs: [...(o.addDirs ?? []), ...skills.addDirs] }, env, files);
-  const args = buildArgs({ ...o, settingsFile, appendSystemPrompt: undefined }, skills.addDirs);
+  const scratchDir = home?.dir ?? ownTmpdir(options, env, files);
+  const skills = offerSkills(options, files);
+  const settingsFile = runSettingsFile(
+    { ...options, addDirs: [...(options.addDirs ?? []), ...skills.addDirs] },
+    env,
+    files,
+  );
+  const args = buildArgs({ ...options, settingsFile, appendSystemPrompt: undefined }, skills.addDirs);
   if (input === "stream-json") args.splice(1, 0, "--input-format", "stream-json");
-  const appendix = systemPromptAppendix(o, skills.listed);
+  const appendix = systemPromptAppendix(options, skills.listed);
   if (appendix !== undefined) {
     // A file, not argv: argv is readable by every user through /proc.
-    const f = join(files.scratchDir(), "append-system-prompt.txt");
-    writeFileSync(f, appendix, { mode: 0o600 });
-    args.push("--append-system-prompt-file", f);
+    const appendixFile = join(files.scratchDir(), "append-system-prompt.txt");
+    writeFileSync(appendixFile, appendix, { mode: 0o600 });
+    args.push("--append-system-prompt-file", appendixFile);
   }
   return { home, authSource, args, scratchDir };
 }
@@ -321,8 +328,8 @@ function prepareRun(
  * A run with a scratch limit and no config home gets a TMPDIR of its own, the scratch the limit
  * measures (the host's temp dir is shared with everything else on the machine).
  */
-function ownTmpdir(o: CheckedRunTurnOptions, env: Record<string, string>, files: RunFiles): string | undefined {
-  if (o.limits?.scratchBytes === undefined) return undefined;
+function ownTmpdir(options: CheckedRunTurnOptions, env: Record<string, string>, files: RunFiles): string | undefined {
+  if (options.limits?.scratchBytes === undefined) return undefined;
   const dir = files.scratchDir();
   env["TMPDIR"] = dir;
   env["CLAUDE_CODE_TMPDIR"] = dir;
@@ -341,7 +348,7 @@ interface SpawnedCli {
 
 /** Prepares the run's files and spawns the CLI; everything this creates is undone if spawning fails. */
 function launch(
-  o: CheckedRunTurnOptions,
+  options: CheckedRunTurnOptions,
   env: Record<string, string>,
   bin: string,
   marker: string,
@@ -350,43 +357,51 @@ function launch(
   input: CliInput,
 ): PreparedFiles & { spawned: SpawnedCli } {
   try {
-    const { args, ...prepared } = prepareRun(o, env, files, sessionFile, input);
-    return { ...prepared, spawned: spawnContained(o, env, bin, args, marker, o.logger ?? silentLogger) };
+    const { args, ...prepared } = prepareRun(options, env, files, sessionFile, input);
+    return { ...prepared, spawned: spawnContained(options, env, bin, args, marker, options.logger ?? silentLogger) };
   } catch (err) {
     files.cleanup();
     throw err;
   }
 }
 
-/** Spawns the CLI inside the run's containment. The run's cgroup exists before the CLI does, and the CLI enters it before it can fork anything. */
+/**
+ * Spawns the CLI inside the run's containment. The run's cgroup exists before the CLI does, and the CLI enters it
+ * before it can fork anything.
+ */
 function spawnContained(
-  o: CheckedRunTurnOptions,
+  options: CheckedRunTurnOptions,
   env: Record<string, string>,
   bin: string,
   args: string[],
   marker: string,
   logger: Logger,
 ): SpawnedCli {
-  const c = containment(logger);
-  const cgroup = c.hostDir === undefined ? undefined : RunCgroup.create(c, marker);
+  const chosen = containment(logger);
+  const cgroup = chosen.hostDir === undefined ? undefined : RunCgroup.create(chosen, marker);
   let limitGroups: RunLimitGroups | undefined;
   let watchdog: WatchdogHandle | undefined;
   try {
-    const limits = o.limits;
+    const limits = options.limits;
     limitGroups =
-      limits === undefined ? undefined : RunLimitGroups.create(limitSupport(c, logger), cgroup, marker, limits);
-    const bounds = { enter: limitGroups?.enter ?? [], fileBlocks: fileBlocksOf(o.limits) };
-    const launch = launchCommand(c, cgroup, bin, args, bounds);
+      limits === undefined ? undefined : RunLimitGroups.create(limitSupport(chosen, logger), cgroup, marker, limits);
+    const bounds = { enter: limitGroups?.enter ?? [], fileBlocks: fileBlocksOf(options.limits) };
+    const launch = launchCommand(chosen, cgroup, bin, args, bounds);
     logger.debug(
-      { bin, cwd: o.cwd, flags: args.filter((a) => a.startsWith("-")), containment: c.kind },
+      { bin, cwd: options.cwd, flags: args.filter((a) => a.startsWith("-")), containment: chosen.kind },
       "spawning claude",
     );
     // Announced before the spawn: a host killed the moment after still has a watchdog that knows the run.
-    const killGraceMs = o.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+    const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
     const watched = { marker, killGraceMs, cgroup: cgroup?.path, limitCgroups: limitGroups?.enter };
-    watchdog = o.watchdog === false ? undefined : startWatchdog(watched);
-    const child = spawn(launch.file, launch.args, { cwd: o.cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
-    return { child, cgroup, limitGroups, launch, contained: c.kind, watchdog };
+    watchdog = options.watchdog === false ? undefined : startWatchdog(watched);
+    const child = spawn(launch.file, launch.args, {
+      cwd: options.cwd,
+      env,
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    return { child, cgroup, limitGroups, launch, contained: chosen.kind, watchdog };
   } catch (err) {
     watchdog?.stop();
     void limitGroups?.release();
@@ -585,9 +600,9 @@ export class StdoutLines {
   readonly #splitter = createLineSplitter();
   #classifier = new RunClassifier();
   /** Where each parsed line goes: the channel, unless a caller that stays up between turns takes them. */
-  readonly #sink: (p: ParsedLine) => void;
+  readonly #sink: (parsed: ParsedLine) => void;
 
-  constructor(sink?: (p: ParsedLine) => void) {
+  constructor(sink?: (parsed: ParsedLine) => void) {
     this.#sink = sink ?? ((p) => this.channel.push(p));
   }
 
@@ -608,10 +623,10 @@ export class StdoutLines {
     for (const item of this.#splitter.end()) this.#add(parseItem(item));
   }
 
-  #add(p: ParsedLine): void {
+  #add(parsed: ParsedLine): void {
     this.count++;
-    if (p.category === "known" || p.category === "unknown") {
-      const line = p.line;
+    if (parsed.category === "known" || parsed.category === "unknown") {
+      const line = parsed.line;
       if (line["type"] === "system" && line["subtype"] === "init")
         this.sessionId = stringField(line, "session_id") ?? this.sessionId;
       if (line["type"] === "result") {
@@ -619,9 +634,9 @@ export class StdoutLines {
         this.sessionId = stringField(line, "session_id") ?? this.sessionId;
       }
     }
-    const kind = this.#classifier.add(p);
+    const kind = this.#classifier.add(parsed);
     if (kind !== undefined) this.lastKind = kind;
-    this.#sink(p);
+    this.#sink(parsed);
   }
 }
 
@@ -636,7 +651,9 @@ export class StderrLines {
 
   readonly #keepLines: boolean;
 
-  /** `keepLines: false` for a process that stays up: its lines go to `onStderr` only, never piling up in the channel. */
+  /**
+   * `keepLines: false` for a process that stays up: its lines go to `onStderr` only, never piling up in the channel.
+   */
   constructor(onStderr: ((line: string) => void) | undefined, logger: Logger, keepLines = true) {
     this.#onStderr = onStderr;
     this.#logger = logger;
@@ -646,7 +663,7 @@ export class StderrLines {
   push(chunk: Buffer): void {
     const parts = (this.#pending + this.#decoder.write(chunk)).split("\n");
     this.#pending = parts.pop()!;
-    for (const l of parts) this.#emit(l.endsWith("\r") ? l.slice(0, -1) : l);
+    for (const line of parts) this.#emit(line.endsWith("\r") ? line.slice(0, -1) : line);
   }
 
   /** The last line, if it had no newline. */
@@ -688,14 +705,14 @@ export function watchTree(child: ChildProcess, ctx: SuperviseContext): WatchedTr
 
 /** Watches one spawned CLI: its deadlines, its output, and, once it closed and its tree is gone, its outcome. */
 function supervise(child: ChildProcess, ctx: SuperviseContext): TurnHandle {
-  const { o } = ctx;
+  const { o: options } = ctx;
   const started = Date.now();
   const { ending, watchdog, untrack } = watchTree(child, ctx);
   ending.arm();
 
   const stdout = new StdoutLines();
-  const stderr = new StderrLines(o.onStderr, ctx.logger);
-  connectStdio(child, o.prompt, ending, stdout, stderr);
+  const stderr = new StderrLines(options.onStderr, ctx.logger);
+  connectStdio(child, options.prompt, ending, stdout, stderr);
   let spawnError: Error | undefined;
   child.on("error", (err) => {
     spawnError = err;
@@ -774,7 +791,9 @@ function connectStdio(
   child.stdin!.end(prompt ?? "");
 }
 
-/** Once the tree is gone: passes on the last lines, keeps the session file, removes the run's files, ends the channels. */
+/**
+ * Once the tree is gone: passes on the last lines, keeps the session file, removes the run's files, ends the channels.
+ */
 function finishOutput(ctx: SuperviseContext, stdout: StdoutLines, stderr: StderrLines): Buffer | undefined {
   stderr.flush();
   stdout.flush();
@@ -852,8 +871,8 @@ export function settleOutcome(ctx: SuperviseContext, end: RunEnd): TurnOutcome {
  * The limit the run hit: the one its tree was ended for, or the file size cap (RLIMIT_FSIZE) when the
  * CLI itself died of SIGXFSZ writing past it (its Write tool runs in its own process).
  */
-function limitFailure(o: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields): LimitExceededError | undefined {
-  const cap = o.limits?.scratchBytes;
+function limitFailure(options: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields): LimitExceededError | undefined {
+  const cap = options.limits?.scratchBytes;
   // The more precise cause first: the last look may also have found the scratch full of that file.
   if (end.sig === "SIGXFSZ" && cap !== undefined && (end.ending === undefined || isLimitKind(end.ending))) {
     const detail = `the CLI wrote a file past the limit of ${sizeText(cap)} (SIGXFSZ)`;
@@ -882,12 +901,12 @@ function startFailure(ctx: SuperviseContext, end: RunEnd, fields: ExitFields): E
   });
 }
 
-function endingText(o: CheckedRunTurnOptions, ending: RunnerErrorKind): string {
+function endingText(options: CheckedRunTurnOptions, ending: RunnerErrorKind): string {
   switch (ending) {
     case "timeout":
-      return `did not finish within timeoutMs=${String(o.timeoutMs)}`;
+      return `did not finish within timeoutMs=${String(options.timeoutMs)}`;
     case "inactivity":
-      return `printed nothing for inactivityTimeoutMs=${String(o.inactivityTimeoutMs)}`;
+      return `printed nothing for inactivityTimeoutMs=${String(options.inactivityTimeoutMs)}`;
     case "aborted":
       return "was aborted by the caller's signal";
     case "killed":
@@ -898,20 +917,20 @@ function endingText(o: CheckedRunTurnOptions, ending: RunnerErrorKind): string {
 }
 
 /** The CLI ended without a successful result: the result line's error, a lost session, or no result line. */
-function resultFailure(o: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields): ClaudeCodeCliError {
-  const r = end.stdout.lastResult ?? {};
+function resultFailure(options: CheckedRunTurnOptions, end: RunEnd, fields: ExitFields): ClaudeCodeCliError {
+  const result = end.stdout.lastResult ?? {};
   const resultFields = {
     ...fields,
-    subtype: stringField(r, "subtype"),
-    errors: Array.isArray(r["errors"])
-      ? (r["errors"] as unknown[]).map((e) => (typeof e === "string" ? e : JSON.stringify(e)))
+    subtype: stringField(result, "subtype"),
+    errors: Array.isArray(result["errors"])
+      ? (result["errors"] as unknown[]).map((e) => (typeof e === "string" ? e : JSON.stringify(e)))
       : [],
-    terminalReason: stringField(r, "terminal_reason"),
-    apiErrorStatus: typeof r["api_error_status"] === "number" ? r["api_error_status"] : undefined,
+    terminalReason: stringField(result, "terminal_reason"),
+    apiErrorStatus: typeof result["api_error_status"] === "number" ? result["api_error_status"] : undefined,
   };
   const kind = end.stdout.lastKind ?? "no_result";
-  if (kind === "lost_session" && o.resume !== undefined)
-    return new LostSessionError(o.resume, o.threadId, resultFields);
+  if (kind === "lost_session" && options.resume !== undefined)
+    return new LostSessionError(options.resume, options.threadId, resultFields);
   const message =
     kind === "no_result"
       ? `the claude CLI ended (exit ${String(end.code)}${end.sig === null ? "" : `, ${end.sig}`}) without a result line`

@@ -52,9 +52,10 @@ export function probeToolSandbox(path: string | undefined = process.env["PATH"])
   const bwrap = findOnPath("bwrap", path ?? "")!;
   const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid"];
   const command = ["--die-with-parent", "--", "/bin/sh", "-c", "echo sandbox-ok"];
-  const r = spawnSync(bwrap, [...args, ...command], { encoding: "utf8", timeout: 10_000 });
-  if (r.status === 0 && r.stdout.trim() === "sandbox-ok") return { ok: true, detail: `bwrap works (${bwrap})` };
-  const why = (r.stderr ?? "").trim().split("\n")[0] || r.error?.message || `exit ${r.status}`;
+  const result = spawnSync(bwrap, [...args, ...command], { encoding: "utf8", timeout: 10_000 });
+  if (result.status === 0 && result.stdout.trim() === "sandbox-ok")
+    return { ok: true, detail: `bwrap works (${bwrap})` };
+  const why = (result.stderr ?? "").trim().split("\n")[0] || result.error?.message || `exit ${result.status}`;
   return { ok: false, detail: `${bwrap} cannot start a sandbox here (${why}); user namespaces must be allowed` };
 }
 

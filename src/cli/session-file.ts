@@ -17,9 +17,9 @@ const MAX_SLUG = 200;
 export function projectSlug(cwd: string): string {
   const slug = cwd.replace(/[^A-Za-z0-9]/g, "-");
   if (slug.length <= MAX_SLUG) return slug;
-  let h = 0;
-  for (let i = 0; i < cwd.length; i++) h = ((h << 5) - h + cwd.charCodeAt(i)) | 0;
-  return `${slug.slice(0, MAX_SLUG)}-${Math.abs(h).toString(36)}`;
+  let hash = 0;
+  for (let index = 0; index < cwd.length; index++) hash = ((hash << 5) - hash + cwd.charCodeAt(index)) | 0;
+  return `${slug.slice(0, MAX_SLUG)}-${Math.abs(hash).toString(36)}`;
 }
 
 export function sessionFilePath(configDir: string, cwd: string, sessionId: string): string {

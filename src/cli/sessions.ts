@@ -26,8 +26,8 @@ export interface SessionStore {
 export class InMemorySessionStore implements SessionStore {
   readonly #map = new Map<string, StoredSession>();
   get(threadId: string): Promise<StoredSession | undefined> {
-    const s = this.#map.get(threadId);
-    return Promise.resolve(s === undefined ? undefined : { ...s });
+    const stored = this.#map.get(threadId);
+    return Promise.resolve(stored === undefined ? undefined : { ...stored });
   }
   set(threadId: string, session: StoredSession): Promise<void> {
     this.#map.set(threadId, { ...session });
@@ -114,11 +114,15 @@ class ThreadRuns {
   start(plan: Pick<ResumePlan, "resume" | "sessionFile">): TurnHandle {
     // A session file is only restored into a per-run home, for a resume.
     const restore = plan.resume !== undefined && this.#options.configHome !== undefined;
-    const h = runTurn({ ...this.#options, resume: plan.resume, sessionFile: restore ? plan.sessionFile : undefined });
-    this.current = h;
-    this.#pipes.push(pipe(h.lines, this.lines), pipe(h.stderr, this.stderr));
-    if (this.killed) h.kill();
-    return h;
+    const handle = runTurn({
+      ...this.#options,
+      resume: plan.resume,
+      sessionFile: restore ? plan.sessionFile : undefined,
+    });
+    this.current = handle;
+    this.#pipes.push(pipe(handle.lines, this.lines), pipe(handle.stderr, this.stderr));
+    if (this.killed) handle.kill();
+    return handle;
   }
 
   kill(): void {
@@ -139,7 +143,10 @@ async function pipe<T>(from: AsyncIterable<T>, to: Channel<T>): Promise<void> {
   for await (const item of from) to.push(item);
 }
 
-/** Runs one turn of a thread: resumes the thread's stored CLI session (fresh when none, or when the cwd changed) and stores the new one. */
+/**
+ * Runs one turn of a thread: resumes the thread's stored CLI session (fresh when none, or when the cwd changed) and
+ * stores the new one.
+ */
 export function runThreadTurn(options: ThreadTurnOptions): ThreadTurnHandle {
   const { store, onLostSession = "error", ...turnOptions } = options;
   const runs = new ThreadRuns(turnOptions);
@@ -160,7 +167,10 @@ export function runThreadTurn(options: ThreadTurnOptions): ThreadTurnHandle {
   };
 }
 
-/** Runs the turn as planned (once more, fresh, when the CLI lost the session and that is wanted) and stores the session it ended in. */
+/**
+ * Runs the turn as planned (once more, fresh, when the CLI lost the session and that is wanted) and stores the session
+ * it ended in.
+ */
 async function driveThreadTurn(
   runs: ThreadRuns,
   store: SessionStore,

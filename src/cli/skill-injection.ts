@@ -39,14 +39,14 @@ function readJournal(files: WorkspaceFiles): Journal | undefined {
   }
   if (bytes === undefined) return undefined;
   try {
-    const j = JSON.parse(bytes.toString("utf8")) as Journal;
-    const entries = Array.isArray(j.entries)
-      ? j.entries.filter((e) => typeof e?.name === "string" && NAME.test(e.name) && !e.name.includes(".."))
+    const parsed = JSON.parse(bytes.toString("utf8")) as Journal;
+    const entries = Array.isArray(parsed.entries)
+      ? parsed.entries.filter((e) => typeof e?.name === "string" && NAME.test(e.name) && !e.name.includes(".."))
       : [];
-    const claudeMd = typeof j.claudeMd === "string" ? j.claudeMd : null;
+    const claudeMd = typeof parsed.claudeMd === "string" ? parsed.claudeMd : null;
     // A journal from before claudeMdTouched existed always listed its skills in CLAUDE.md.
-    const claudeMdTouched = j.claudeMdTouched !== false;
-    return { claudeMdTouched, claudeMd, skillsDirCreated: j.skillsDirCreated === true, entries };
+    const claudeMdTouched = parsed.claudeMdTouched !== false;
+    return { claudeMdTouched, claudeMd, skillsDirCreated: parsed.skillsDirCreated === true, entries };
   } catch {
     return undefined;
   }
@@ -61,11 +61,11 @@ function restoreClaudeMd(files: WorkspaceFiles, bytes: string | null): void {
   if (want !== undefined) files.write("CLAUDE.md", want, { exclusive: true });
 }
 
-function restoreSkillFolders(files: WorkspaceFiles, j: Journal): void {
-  for (const e of j.entries) {
-    files.remove(join(SKILLS_DIR, e.name));
-    const saved = savedName(e.name);
-    if (e.saved && files.stat(saved) !== undefined) files.rename(saved, join(SKILLS_DIR, e.name));
+function restoreSkillFolders(files: WorkspaceFiles, journal: Journal): void {
+  for (const entry of journal.entries) {
+    files.remove(join(SKILLS_DIR, entry.name));
+    const saved = savedName(entry.name);
+    if (entry.saved && files.stat(saved) !== undefined) files.rename(saved, join(SKILLS_DIR, entry.name));
   }
 }
 
@@ -80,14 +80,14 @@ export function restoreSkillInjection(cwd: string): boolean {
   const skillsDir = files.stat(SKILLS_DIR);
   // A `.skills` that is a link (planted, or made by the run) is never walked into: it could point anywhere.
   if (skillsDir === undefined || !skillsDir.isDirectory()) return false;
-  const j = readJournal(files);
-  if (j === undefined) return false;
-  if (j.claudeMdTouched) restoreClaudeMd(files, j.claudeMd);
-  if (j.skillsDirCreated) {
+  const journal = readJournal(files);
+  if (journal === undefined) return false;
+  if (journal.claudeMdTouched) restoreClaudeMd(files, journal.claudeMd);
+  if (journal.skillsDirCreated) {
     files.remove(SKILLS_DIR);
     return true;
   }
-  restoreSkillFolders(files, j);
+  restoreSkillFolders(files, journal);
   files.remove(JOURNAL);
   return true;
 }
@@ -130,7 +130,8 @@ export function injectSkillsForRun(
   try {
     const journal = writeJournal(files, skills, listInClaudeMd);
     journaled = true;
-    for (const e of journal.entries) if (e.saved) files.rename(join(SKILLS_DIR, e.name), savedName(e.name));
+    for (const entry of journal.entries)
+      if (entry.saved) files.rename(join(SKILLS_DIR, entry.name), savedName(entry.name));
     if (listInClaudeMd) injectSkills(cwd, skills);
     else for (const skill of skills) installSkill(cwd, skill);
   } catch (err) {

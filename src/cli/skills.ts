@@ -92,9 +92,9 @@ function installIn(files: WorkspaceFiles, name: string, src: { dir: string | und
 
 /** Skills installed under `<cwd>/.skills/`, as the model is told to read them (paths relative to the cwd). */
 export function installedSkills(cwd: string, skills: readonly SkillSpec[]): ListedSkill[] {
-  return skills.map((s) => {
-    const path = `${SKILLS_DIR}/${s.name}/SKILL.md`;
-    return { name: s.name, path, description: skillDescription(join(cwd, path)) };
+  return skills.map((skill) => {
+    const path = `${SKILLS_DIR}/${skill.name}/SKILL.md`;
+    return { name: skill.name, path, description: skillDescription(join(cwd, path)) };
   });
 }
 
@@ -137,9 +137,9 @@ export function pointClaudeMdAtSkills(cwd: string): string[] {
   let text = "";
   if (existing !== "" && !existing.endsWith("\n")) text += "\n";
   if (!existing.includes(INSTRUCTION_MARK)) text += (existing === "" ? "" : "\n") + INSTRUCTION + "\n";
-  for (const n of added) {
-    const d = descriptionOf(skillText(n)!);
-    text += `- \`${n}\`: read \`${SKILLS_DIR}/${n}/SKILL.md\`${d === undefined ? "" : ` — ${d}`}\n`;
+  for (const name of added) {
+    const description = descriptionOf(skillText(name)!);
+    text += `- \`${name}\`: read \`${SKILLS_DIR}/${name}/SKILL.md\`${description === undefined ? "" : ` — ${description}`}\n`;
   }
   files.append("CLAUDE.md", text);
   return added;
@@ -174,10 +174,10 @@ export interface SkillAddDir {
 function placeSkills(skills: readonly SkillSpec[], root: string): ListedSkill[] {
   mkdirSync(root, { recursive: true });
   const listed: ListedSkill[] = [];
-  for (const s of skills) {
-    checkName(s.name);
-    const src = sourceOf(s.path);
-    const target = resolve(root, s.name);
+  for (const skill of skills) {
+    checkName(skill.name);
+    const src = sourceOf(skill.path);
+    const target = resolve(root, skill.name);
     if (!inside(root, target) || target === root)
       throw badOptions("skills.name", "skill target must stay inside the skills dir");
     let linked = false;
@@ -197,7 +197,7 @@ function placeSkills(skills: readonly SkillSpec[], root: string): ListedSkill[] 
       }
     }
     const skillMd = join(target, "SKILL.md");
-    listed.push({ name: s.name, path: skillMd, description: skillDescription(skillMd) });
+    listed.push({ name: skill.name, path: skillMd, description: skillDescription(skillMd) });
   }
   return listed;
 }

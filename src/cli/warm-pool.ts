@@ -54,27 +54,27 @@ export class WarmPool {
 
   /** Takes the session's idle process out of the pool if it is alive and its fingerprint matches. */
   take(session: string, fingerprint: string): WarmTake {
-    const e = this.#idle.get(session);
-    if (e === undefined) {
+    const entry = this.#idle.get(session);
+    if (entry === undefined) {
       const reason = this.#gone.get(session) ?? "none";
       this.#gone.delete(session);
       return { process: undefined, reason };
     }
     this.#remove(session);
-    const p = e.process;
-    if (!p.alive) {
-      void p.close();
+    const warmProcess = entry.process;
+    if (!warmProcess.alive) {
+      void warmProcess.close();
       return { process: undefined, reason: "dead" };
     }
-    if (Date.now() - p.lastUsedAt >= this.#o.idleTtlMs) {
-      void p.close();
+    if (Date.now() - warmProcess.lastUsedAt >= this.#o.idleTtlMs) {
+      void warmProcess.close();
       return { process: undefined, reason: "expired" };
     }
-    if (p.fingerprint !== fingerprint) {
-      void p.close();
+    if (warmProcess.fingerprint !== fingerprint) {
+      void warmProcess.close();
       return { process: undefined, reason: "fingerprint_changed" };
     }
-    return { process: p };
+    return { process: warmProcess };
   }
 
   /** Puts a process back after a turn (ends it instead if it is busy or dead), then applies the caps. */
@@ -117,30 +117,30 @@ export class WarmPool {
     if (cap === undefined) return;
     const rss = new Map([...this.#idle].map(([s, e]) => [s, e.process.rssBytes()]));
     let total = [...rss.values()].reduce((a, b) => a + b, 0);
-    for (const [s, bytes] of rss) {
+    for (const [session, bytes] of rss) {
       if (total <= cap) break;
       this.#logger.info(
-        { session: s, rssBytes: bytes, totalBytes: total },
+        { session: session, rssBytes: bytes, totalBytes: total },
         "warm pool over its memory cap; ending the least recently used",
       );
-      void this.#evict(s, "evicted");
+      void this.#evict(session, "evicted");
       total -= bytes;
     }
   }
 
   #evict(session: string, why: WarmMiss): Promise<void> {
-    const e = this.#idle.get(session);
-    if (e === undefined) return Promise.resolve();
+    const entry = this.#idle.get(session);
+    if (entry === undefined) return Promise.resolve();
     this.#remove(session);
-    this.#gone.set(session, e.process.alive ? why : "dead");
+    this.#gone.set(session, entry.process.alive ? why : "dead");
     if (this.#gone.size > MAX_GONE) this.#gone.delete(this.#gone.keys().next().value!);
-    return e.process.close();
+    return entry.process.close();
   }
 
   #remove(session: string): void {
-    const e = this.#idle.get(session);
-    if (e === undefined) return;
-    clearTimeout(e.timer);
+    const entry = this.#idle.get(session);
+    if (entry === undefined) return;
+    clearTimeout(entry.timer);
     this.#idle.delete(session);
   }
 }

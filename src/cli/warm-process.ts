@@ -94,10 +94,10 @@ export interface WarmProcess {
 /** Starts the CLI in stream-json input mode, as a cold run with the same options would start. */
 export function startWarmProcess(options: WarmProcessOptions): WarmProcess {
   const { sessionFile, ...rest } = options;
-  for (const k of PER_TURN) if (k in rest) throw badOptions(k, "is given per turn to a warm process");
-  const o = validateRunTurnOptions(rest);
-  const fingerprint = fingerprintOf(o);
-  const ctx = startCli(o, sessionFile, "stream-json");
+  for (const key of PER_TURN) if (key in rest) throw badOptions(key, "is given per turn to a warm process");
+  const checked = validateRunTurnOptions(rest);
+  const fingerprint = fingerprintOf(checked);
+  const ctx = startCli(checked, sessionFile, "stream-json");
   return new WarmCli(ctx, fingerprint);
 }
 
@@ -114,7 +114,7 @@ export function warmFingerprint(options: WarmProcessOptions): string {
   return fingerprintOf(validateRunTurnOptions(rest));
 }
 
-function fingerprintOf(o: CheckedRunTurnOptions): string {
+function fingerprintOf(options: CheckedRunTurnOptions): string {
   // How the process started (resume, fork) and how it is watched do not change the turns it answers.
   const {
     resume: _r,
@@ -125,16 +125,16 @@ function fingerprintOf(o: CheckedRunTurnOptions): string {
     killGraceMs: _k,
     watchdog: _w,
     ...shaping
-  } = o;
-  const bin = resolveClaudeBin({ claudeBin: o.claudeBin });
+  } = options;
+  const bin = resolveClaudeBin({ claudeBin: options.claudeBin });
   // A run id only names the home's folder; which home it is comes from the rest.
-  const configHome = o.configHome === undefined ? undefined : { ...o.configHome, runId: undefined };
+  const configHome = options.configHome === undefined ? undefined : { ...options.configHome, runId: undefined };
   const material = {
     ...shaping,
     configHome,
     bin: fileIdentity(bin),
-    settings: fileContent(o.settingsFile),
-    mcp: fileContent(o.mcpConfigFile),
+    settings: fileContent(options.settingsFile),
+    mcp: fileContent(options.mcpConfigFile),
   };
   return createHmac("sha256", FINGERPRINT_KEY).update(stableJson(material)).digest("hex");
 }
@@ -160,8 +160,8 @@ function fileContent(path: string | undefined): string | undefined {
 
 /** The turn in flight: how to settle it (its deadlines are armed on the tree's ending). */
 interface PendingTurn {
-  resolve: (o: TurnOutcome) => void;
-  reject: (e: Error) => void;
+  resolve: (outcome: TurnOutcome) => void;
+  reject: (error: Error) => void;
   started: number;
   options: WarmTurnOptions;
 }
@@ -275,31 +275,32 @@ class WarmCli implements WarmProcess {
 
   /** Ends the turn in flight (if any) and stops its deadlines. */
   #takeTurn(): PendingTurn | undefined {
-    const t = this.#turn;
-    if (t === undefined) return undefined;
+    const turn = this.#turn;
+    if (turn === undefined) return undefined;
     this.#turn = undefined;
     this.#tree.ending.disarm();
     this.lastUsedAt = Date.now();
-    return t;
+    return turn;
   }
 
-  #line(p: ParsedLine): void {
-    const t = this.#turn;
-    if (t === undefined) {
-      this.#ctx.logger.debug({ type: p.type }, "warm claude printed a line between turns");
+  #line(parsed: ParsedLine): void {
+    const turn = this.#turn;
+    if (turn === undefined) {
+      this.#ctx.logger.debug({ type: parsed.type }, "warm claude printed a line between turns");
       return;
     }
     try {
-      t.options.onLine?.(p);
+      turn.options.onLine?.(parsed);
     } catch (err) {
       this.#ctx.logger.warn({ err: (err as Error).message }, "onLine callback threw");
     }
-    if ((p.category === "known" || p.category === "unknown") && p.line["type"] === "result") this.#settleTurn();
+    if ((parsed.category === "known" || parsed.category === "unknown") && parsed.line["type"] === "result")
+      this.#settleTurn();
   }
 
   /** The turn's result line is in: the same outcome (or error) a cold run with this result would give. */
   #settleTurn(): void {
-    const t = this.#takeTurn()!;
+    const turn = this.#takeTurn()!;
     const stdout = this.#stdout;
     const sessionFile = captureSession(this.#ctx, stdout.sessionId);
     // A limit hit since the last look fails the turn (and ends the process) as it would a cold run.
@@ -312,24 +313,24 @@ class WarmCli implements WarmProcess {
       limitDetail: hit?.detail,
       stdout,
       stderrTail: this.#stderr.tail,
-      started: t.started,
+      started: turn.started,
       pid: this.pid!,
       sessionFile,
     };
     try {
-      t.resolve(settleOutcome(this.#ctx, end));
+      turn.resolve(settleOutcome(this.#ctx, end));
     } catch (err) {
-      t.reject(err as Error);
+      turn.reject(err as Error);
     }
   }
 
   /** The process is gone with a turn in flight: why, as a cold run would say it. */
   #failTurn(code: number | null, sig: NodeJS.Signals | null): void {
-    const t = this.#takeTurn();
-    if (t === undefined) return;
+    const turn = this.#takeTurn();
+    if (turn === undefined) return;
     const ctx = {
       ...this.#ctx,
-      o: { ...this.#ctx.o, timeoutMs: t.options.timeoutMs, inactivityTimeoutMs: t.options.inactivityTimeoutMs },
+      o: { ...this.#ctx.o, timeoutMs: turn.options.timeoutMs, inactivityTimeoutMs: turn.options.inactivityTimeoutMs },
     };
     const stdout = this.#stdout;
     const end: RunEnd = {
@@ -340,13 +341,13 @@ class WarmCli implements WarmProcess {
       limitDetail: this.#tree.ending.limitDetail,
       stdout,
       stderrTail: this.#stderr.tail,
-      started: t.started,
+      started: turn.started,
       pid: this.pid ?? 0,
       sessionFile: undefined,
     };
     try {
       settleOutcome(ctx, end);
-      t.reject(
+      turn.reject(
         new ClaudeCodeCliError("the warm claude process ended before the turn's result", {
           kind: "no_result",
           exitCode: code,
@@ -354,7 +355,7 @@ class WarmCli implements WarmProcess {
         }),
       );
     } catch (err) {
-      t.reject(err as Error);
+      turn.reject(err as Error);
     }
   }
 

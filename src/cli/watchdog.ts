@@ -15,6 +15,7 @@
 // finds the same tree: the CLIs are still alive then (they are detached), so their descendants are
 // found through them, and the processes that left (`setsid`, `nohup`, reparented) carry the marker.
 import { spawn, type ChildProcess } from "node:child_process";
+import { Socket } from "node:net";
 import { processStartTime, TREE_MARKER_VAR } from "./process-tree.ts";
 
 export const WATCHDOG_SCRIPT = String.raw`
@@ -181,7 +182,8 @@ class HostWatchdog {
     });
     // The watchdog must never keep the host's event loop alive.
     child.unref();
-    (child.stdin as unknown as { unref?: () => void }).unref?.();
+    // A piped stdin is a net.Socket, whose handle would hold the loop open too.
+    if (child.stdin instanceof Socket) child.stdin.unref();
     this.#child = child;
     return child;
   }

@@ -109,8 +109,8 @@ export function readRegularFile(path: string, max: number): { bytes: Buffer; cut
     const st = fstatSync(fd);
     if (!st.isFile()) return undefined;
     const buf = Buffer.alloc(Math.min(st.size, max));
-    const n = readSync(fd, buf, 0, buf.length, 0);
-    return { bytes: buf.subarray(0, n), cut: st.size > max };
+    const bytesRead = readSync(fd, buf, 0, buf.length, 0);
+    return { bytes: buf.subarray(0, bytesRead), cut: st.size > max };
   } finally {
     closeSync(fd);
   }
@@ -236,9 +236,9 @@ export class WorkspaceFiles {
       const buf = Buffer.alloc(size);
       let done = 0;
       while (done < size) {
-        const n = readSync(fd, buf, done, size - done, done);
-        if (n === 0) break;
-        done += n;
+        const bytesRead = readSync(fd, buf, done, size - done, done);
+        if (bytesRead === 0) break;
+        done += bytesRead;
       }
       return buf.subarray(0, done);
     } finally {

@@ -48,15 +48,16 @@ function kindOfStatus(status: number): ErrorKind | undefined {
   return undefined;
 }
 
-function resultObj(r: ParsedLine | Obj): Obj | undefined {
-  if ("category" in r && "raw" in r && typeof r.category === "string") return objOf(r as ParsedLine);
-  return r as Obj;
+function resultObj(input: ParsedLine | Obj): Obj | undefined {
+  if ("category" in input && "raw" in input && typeof input.category === "string") return objOf(input as ParsedLine);
+  return input as Obj;
 }
 
-function errorTexts(o: Obj): string[] {
-  const errs = o["errors"];
+function errorTexts(result: Obj): string[] {
+  const errs = result["errors"];
   const out: string[] = [];
-  if (Array.isArray(errs)) for (const e of errs) out.push(typeof e === "string" ? e : JSON.stringify(e));
+  if (Array.isArray(errs))
+    for (const entry of errs) out.push(typeof entry === "string" ? entry : JSON.stringify(entry));
   return out;
 }
 
@@ -65,32 +66,32 @@ function errorTexts(o: Obj): string[] {
  * the CLI printed before it (classifyRun passes it); the result's own fields decide otherwise.
  */
 export function classifyResult(result: ParsedLine | Obj, syntheticError?: string): ErrorKind {
-  const o = resultObj(result);
-  if (o === undefined || o["type"] !== "result") return "cli_error";
-  const subtype = stringField(o, "subtype") ?? "";
-  const errors = errorTexts(o);
+  const resultLine = resultObj(result);
+  if (resultLine === undefined || resultLine["type"] !== "result") return "cli_error";
+  const subtype = stringField(resultLine, "subtype") ?? "";
+  const errors = errorTexts(resultLine);
   if (errors.some((e) => e.includes(LOST_SESSION_TEXT))) return "lost_session";
   if (subtype === "error_max_turns") return "max_turns";
   if (subtype === "error_max_budget_usd") return "max_budget";
-  const isError = o["is_error"] === true || subtype.startsWith("error");
+  const isError = resultLine["is_error"] === true || subtype.startsWith("error");
   if (!isError) return "ok";
   // The HTTP status is the more precise signal: the CLI labels a 529 `server_error` in its synthetic
   // line, though the API's answer was "overloaded".
-  const status = o["api_error_status"];
+  const status = resultLine["api_error_status"];
   if (typeof status === "number") {
-    const k = kindOfStatus(status);
-    if (k !== undefined) return k;
+    const kind = kindOfStatus(status);
+    if (kind !== undefined) return kind;
   }
   if (syntheticError !== undefined) {
-    const k = syntheticErrorKinds[syntheticError];
-    if (k !== undefined) return k;
+    const kind = syntheticErrorKinds[syntheticError];
+    if (kind !== undefined) return kind;
   }
-  if (o["terminal_reason"] === "max_turns") return "max_turns";
-  const text = stringField(o, "result") ?? "";
-  const m = /API Error:[^\n]*?\b([45]\d\d)\b/.exec(text);
-  if (m) {
-    const k = kindOfStatus(Number(m[1]));
-    if (k !== undefined) return k;
+  if (resultLine["terminal_reason"] === "max_turns") return "max_turns";
+  const text = stringField(resultLine, "result") ?? "";
+  const match = /API Error:[^\n]*?\b([45]\d\d)\b/.exec(text);
+  if (match) {
+    const kind = kindOfStatus(Number(match[1]));
+    if (kind !== undefined) return kind;
   }
   // The run ended in an error result of its own (no API failure behind it): the task's failure.
   return "error_result";
@@ -100,20 +101,20 @@ export function classifyResult(result: ParsedLine | Obj, syntheticError?: string
 export class RunClassifier {
   #lastSyntheticError: string | undefined;
   #kinds: ErrorKind[] = [];
-  add(p: ParsedLine): ErrorKind | undefined {
-    const o = objOf(p);
-    if (o === undefined) return undefined;
-    const t = o["type"];
-    if (t === "assistant") {
-      const e = stringField(o, "error");
-      if (e !== undefined) this.#lastSyntheticError = e;
+  add(parsed: ParsedLine): ErrorKind | undefined {
+    const line = objOf(parsed);
+    if (line === undefined) return undefined;
+    const type = line["type"];
+    if (type === "assistant") {
+      const syntheticError = stringField(line, "error");
+      if (syntheticError !== undefined) this.#lastSyntheticError = syntheticError;
       return undefined;
     }
-    if (t !== "result") return undefined;
-    const k = classifyResult(o, this.#lastSyntheticError);
+    if (type !== "result") return undefined;
+    const kind = classifyResult(line, this.#lastSyntheticError);
     this.#lastSyntheticError = undefined;
-    this.#kinds.push(k);
-    return k;
+    this.#kinds.push(kind);
+    return kind;
   }
   /** One kind per result line, in order. */
   kinds(): ErrorKind[] {
@@ -125,11 +126,14 @@ export class RunClassifier {
   }
 }
 
-/** The error kind of a finished run from its lines: `ok`, or why it failed (`auth`, `rate_limit`, `lost_session`, `no_result`, …); the result line outranks the exit code. */
+/**
+ * The error kind of a finished run from its lines: `ok`, or why it failed (`auth`, `rate_limit`, `lost_session`,
+ * `no_result`, …); the result line outranks the exit code.
+ */
 export function classifyRun(lines: LinesInput): ErrorKind {
-  const c = new RunClassifier();
-  for (const p of parsedLines(lines)) c.add(p);
-  return c.kind();
+  const classifier = new RunClassifier();
+  for (const parsed of parsedLines(lines)) classifier.add(parsed);
+  return classifier.kind();
 }
 
 export interface RetryHints {
@@ -145,43 +149,43 @@ export interface RetryHints {
   rateLimitStatus?: string;
 }
 
-function toEpochMs(v: unknown): number | undefined {
-  if (typeof v === "number" && Number.isFinite(v)) return v < 1e11 ? v * 1000 : v; // seconds vs ms
-  if (typeof v === "string") {
-    const n = Number(v);
-    if (Number.isFinite(n) && v.trim() !== "") return toEpochMs(n);
-    const d = Date.parse(v);
-    return Number.isNaN(d) ? undefined : d;
+function toEpochMs(value: unknown): number | undefined {
+  if (typeof value === "number" && Number.isFinite(value)) return value < 1e11 ? value * 1000 : value; // seconds vs ms
+  if (typeof value === "string") {
+    const asNumber = Number(value);
+    if (Number.isFinite(asNumber) && value.trim() !== "") return toEpochMs(asNumber);
+    const parsedMs = Date.parse(value);
+    return Number.isNaN(parsedMs) ? undefined : parsedMs;
   }
   return undefined;
 }
 
 /** Retry hints the lines carry, or undefined when they carry none. */
 export function retryHints(lines: LinesInput): RetryHints | undefined {
-  const h: RetryHints = { apiRetries: 0 };
+  const hints: RetryHints = { apiRetries: 0 };
   let any = false;
-  for (const p of parsedLines(lines)) {
-    const o = objOf(p);
-    if (o === undefined) continue;
-    if (o["type"] === "system" && o["subtype"] === "api_retry") {
+  for (const parsed of parsedLines(lines)) {
+    const line = objOf(parsed);
+    if (line === undefined) continue;
+    if (line["type"] === "system" && line["subtype"] === "api_retry") {
       any = true;
-      h.apiRetries++;
-      if (typeof o["retry_delay_ms"] === "number") h.retryDelayMs = o["retry_delay_ms"];
-      if (typeof o["max_retries"] === "number") h.maxRetries = o["max_retries"];
-      if (typeof o["error_status"] === "number") h.lastErrorStatus = o["error_status"];
-    } else if (o["type"] === "rate_limit_event") {
-      const info = o["rate_limit_info"];
+      hints.apiRetries++;
+      if (typeof line["retry_delay_ms"] === "number") hints.retryDelayMs = line["retry_delay_ms"];
+      if (typeof line["max_retries"] === "number") hints.maxRetries = line["max_retries"];
+      if (typeof line["error_status"] === "number") hints.lastErrorStatus = line["error_status"];
+    } else if (line["type"] === "rate_limit_event") {
+      const info = line["rate_limit_info"];
       if (!isObj(info)) continue;
       const reset = toEpochMs(info["resetsAt"] ?? info["resets_at"]);
       if (reset !== undefined) {
-        h.resetsAtMs = reset;
+        hints.resetsAtMs = reset;
         any = true;
       }
       if (typeof info["status"] === "string") {
-        h.rateLimitStatus = info["status"];
+        hints.rateLimitStatus = info["status"];
         any = true;
       }
     }
   }
-  return any ? h : undefined;
+  return any ? hints : undefined;
 }

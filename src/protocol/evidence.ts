@@ -8,13 +8,13 @@ import { contentBlocks, objOf, parsedLines, type LinesInput } from "./lines.ts";
 export function bashCommands(lines: LinesInput): string[] {
   const seen = new Set<string>();
   const out: string[] = [];
-  for (const p of parsedLines(lines)) {
-    const o = objOf(p);
-    if (o === undefined || o["type"] !== "assistant") continue;
-    for (const b of contentBlocks(o)) {
-      if (b["type"] !== "tool_use" || b["name"] !== "Bash" || !isObj(b["input"])) continue;
-      const cmd = b["input"]["command"];
-      const id = typeof b["id"] === "string" ? b["id"] : undefined;
+  for (const parsed of parsedLines(lines)) {
+    const line = objOf(parsed);
+    if (line === undefined || line["type"] !== "assistant") continue;
+    for (const block of contentBlocks(line)) {
+      if (block["type"] !== "tool_use" || block["name"] !== "Bash" || !isObj(block["input"])) continue;
+      const cmd = block["input"]["command"];
+      const id = typeof block["id"] === "string" ? block["id"] : undefined;
       if (typeof cmd !== "string" || (id !== undefined && seen.has(id))) continue;
       if (id !== undefined) seen.add(id);
       out.push(cmd);
@@ -40,26 +40,28 @@ function readsSkillFile(call: ToolCall, name: string): boolean {
   if (call.name !== "Read" || !isObj(call.input)) return false;
   const path = call.input["file_path"];
   if (typeof path !== "string") return false;
-  const p = path.replaceAll("\\", "/");
-  return [`.skills/${name}/SKILL.md`, `.claude/skills/${name}/SKILL.md`].some((s) => p === s || p.endsWith("/" + s));
+  const normalized = path.replaceAll("\\", "/");
+  return [`.skills/${name}/SKILL.md`, `.claude/skills/${name}/SKILL.md`].some(
+    (s) => normalized === s || normalized.endsWith("/" + s),
+  );
 }
 
 function callsSkill(call: ToolCall, name: string): boolean {
   if (call.name !== "Skill" || !isObj(call.input)) return false;
-  const v = call.input["skill"] ?? call.input["command"];
-  if (typeof v !== "string") return false;
-  const s = v.replace(/^\//, "");
+  const requested = call.input["skill"] ?? call.input["command"];
+  if (typeof requested !== "string") return false;
+  const skillName = requested.replace(/^\//, "");
   // Plugin skills are named `<plugin>:<skill>`.
-  return s === name || s.endsWith(":" + name);
+  return skillName === name || skillName.endsWith(":" + name);
 }
 
 /** The successful call that read the skill, or undefined. */
 export function findSkillRead(lines: LinesInput | Fold, name: string): ToolCall | undefined {
   const fold =
     "toolCalls" in lines && lines.toolCalls instanceof Map ? (lines as Fold) : foldMessages(lines as LinesInput);
-  for (const c of fold.toolCalls.values()) {
-    if (c.result === undefined || c.result.isError) continue;
-    if (readsSkillFile(c, name) || callsSkill(c, name)) return c;
+  for (const call of fold.toolCalls.values()) {
+    if (call.result === undefined || call.result.isError) continue;
+    if (readsSkillFile(call, name) || callsSkill(call, name)) return call;
   }
   return undefined;
 }

@@ -61,97 +61,106 @@ class Folder {
   /** Assistant messages by parent and `message.id`: the CLI prints one line per content block. */
   readonly #byMessageId = new Map<string, FoldedMessage>();
 
-  add(o: Obj, index: number): void {
-    const type = o["type"];
-    if (type === "result") this.fold.results.push(o);
-    else if (type === "assistant") this.#addAssistant(o, index);
-    else if (type === "user") this.#addUser(o, index);
+  add(line: Obj, index: number): void {
+    const type = line["type"];
+    if (type === "result") this.fold.results.push(line);
+    else if (type === "assistant") this.#addAssistant(line, index);
+    else if (type === "user") this.#addUser(line, index);
   }
 
   /** The message list a line belongs to: top level, or the subagent of the tool call `parent`. */
   #groupFor(parent: string | null): FoldedMessage[] {
     if (parent === null) return this.fold.messages;
-    let g = this.fold.subagents.get(parent);
-    if (g === undefined) {
-      g = [];
-      this.fold.subagents.set(parent, g);
+    let group = this.fold.subagents.get(parent);
+    if (group === undefined) {
+      group = [];
+      this.fold.subagents.set(parent, group);
       const call = this.fold.toolCalls.get(parent);
-      if (call !== undefined) call.subagent = g;
+      if (call !== undefined) call.subagent = group;
     }
-    return g;
+    return group;
   }
 
-  #addAssistant(o: Obj, index: number): void {
-    const parent = stringField(o, "parent_tool_use_id") ?? null;
-    const m = this.#assistantMessage(o, parent);
-    const err = stringField(o, "error");
-    if (err !== undefined) m.error = err;
-    m.lineIndexes.push(index);
-    for (const b of contentBlocks(o)) {
-      m.blocks.push(b);
-      if (b["type"] !== "tool_use" || typeof b["id"] !== "string") continue;
-      if (this.fold.toolCalls.has(b["id"])) continue; // the same block printed twice
+  #addAssistant(line: Obj, index: number): void {
+    const parent = stringField(line, "parent_tool_use_id") ?? null;
+    const message = this.#assistantMessage(line, parent);
+    const err = stringField(line, "error");
+    if (err !== undefined) message.error = err;
+    message.lineIndexes.push(index);
+    for (const block of contentBlocks(line)) {
+      message.blocks.push(block);
+      if (block["type"] !== "tool_use" || typeof block["id"] !== "string") continue;
+      if (this.fold.toolCalls.has(block["id"])) continue; // the same block printed twice
       const call: ToolCall = {
-        id: b["id"],
-        name: typeof b["name"] === "string" ? b["name"] : "",
-        input: b["input"],
+        id: block["id"],
+        name: typeof block["name"] === "string" ? block["name"] : "",
+        input: block["input"],
         parentToolUseId: parent,
         lineIndex: index,
       };
       const sub = this.fold.subagents.get(call.id);
       if (sub !== undefined) call.subagent = sub;
-      m.toolCalls.push(call);
+      message.toolCalls.push(call);
       this.fold.toolCalls.set(call.id, call);
     }
   }
 
   /** The message this assistant line continues (same parent and id), or a new one. */
-  #assistantMessage(o: Obj, parent: string | null): FoldedMessage {
-    const msg = isObj(o["message"]) ? o["message"] : {};
+  #assistantMessage(line: Obj, parent: string | null): FoldedMessage {
+    const msg = isObj(line["message"]) ? line["message"] : {};
     const id = stringField(msg, "id");
     const key = id === undefined ? undefined : `${parent ?? ""}\u0000${id}`;
     const known = key === undefined ? undefined : this.#byMessageId.get(key);
     if (known !== undefined) return known;
-    const m: FoldedMessage = { role: "assistant", parentToolUseId: parent, blocks: [], toolCalls: [], lineIndexes: [] };
-    if (id !== undefined) m.id = id;
+    const message: FoldedMessage = {
+      role: "assistant",
+      parentToolUseId: parent,
+      blocks: [],
+      toolCalls: [],
+      lineIndexes: [],
+    };
+    if (id !== undefined) message.id = id;
     const model = stringField(msg, "model");
-    if (model !== undefined) m.model = model;
-    this.#groupFor(parent).push(m);
-    if (key !== undefined) this.#byMessageId.set(key, m);
-    return m;
+    if (model !== undefined) message.model = model;
+    this.#groupFor(parent).push(message);
+    if (key !== undefined) this.#byMessageId.set(key, message);
+    return message;
   }
 
   /** A user line: tool results (paired with their calls) and/or text. */
-  #addUser(o: Obj, index: number): void {
-    const parent = stringField(o, "parent_tool_use_id") ?? null;
-    const blocks = contentBlocks(o);
+  #addUser(line: Obj, index: number): void {
+    const parent = stringField(line, "parent_tool_use_id") ?? null;
+    const blocks = contentBlocks(line);
     this.#groupFor(parent).push({ role: "user", parentToolUseId: parent, blocks, toolCalls: [], lineIndexes: [index] });
     const results = blocks.filter((b) => b["type"] === "tool_result" && typeof b["tool_use_id"] === "string");
-    for (const b of results) {
-      const r: ToolResult = {
-        toolUseId: b["tool_use_id"] as string,
-        content: b["content"],
-        text: toolResultText(b["content"]),
+    for (const block of results) {
+      const result: ToolResult = {
+        toolUseId: block["tool_use_id"] as string,
+        content: block["content"],
+        text: toolResultText(block["content"]),
         // `is_error` may be absent on success; a string tool_use_result means failure.
-        isError: b["is_error"] === true || (results.length === 1 && typeof o["tool_use_result"] === "string"),
+        isError: block["is_error"] === true || (results.length === 1 && typeof line["tool_use_result"] === "string"),
         lineIndex: index,
       };
-      if ("tool_use_result" in o && results.length === 1) r.toolUseResult = o["tool_use_result"];
-      const call = this.fold.toolCalls.get(r.toolUseId);
-      if (call !== undefined && call.result === undefined) call.result = r;
-      else this.fold.orphanResults.push(r);
+      if ("tool_use_result" in line && results.length === 1) result.toolUseResult = line["tool_use_result"];
+      const call = this.fold.toolCalls.get(result.toolUseId);
+      if (call !== undefined && call.result === undefined) call.result = result;
+      else this.fold.orphanResults.push(result);
     }
   }
 }
 
-/** The run's lines folded into messages: per-block assistant lines joined by message id, tool calls paired with their results, subagent work grouped. */
+/**
+ * The run's lines folded into messages: per-block assistant lines joined by message id, tool calls paired with their
+ * results, subagent work grouped.
+ */
 export function foldMessages(lines: LinesInput): Fold {
   const folder = new Folder();
   let index = -1;
-  for (const p of parsedLines(lines)) {
+  for (const parsed of parsedLines(lines)) {
     index++;
-    const o = objOf(p);
-    if (o !== undefined) folder.add(o, index);
+    const line = objOf(parsed);
+    if (line !== undefined) folder.add(line, index);
   }
   return folder.fold;
 }

@@ -7,20 +7,22 @@ export type LinesInput = Iterable<ParsedLine | string>;
 
 /** The lines parsed, whether given parsed or as raw texts. */
 export function* parsedLines(lines: LinesInput): Generator<ParsedLine> {
-  for (const l of lines) yield typeof l === "string" ? parseLine(l) : l;
+  for (const line of lines) yield typeof line === "string" ? parseLine(line) : line;
 }
 
 /** The parsed object of a line, for known and unknown lines alike (a newer CLI's line still counts). */
-export function objOf(p: ParsedLine): Obj | undefined {
-  return (p.category === "known" || p.category === "unknown") && isObj(p.line) ? (p.line as Obj) : undefined;
+export function objOf(parsed: ParsedLine): Obj | undefined {
+  return (parsed.category === "known" || parsed.category === "unknown") && isObj(parsed.line)
+    ? (parsed.line as Obj)
+    : undefined;
 }
 
-export function contentBlocks(o: Obj): Obj[] {
-  const msg = o["message"];
+export function contentBlocks(line: Obj): Obj[] {
+  const msg = line["message"];
   if (!isObj(msg)) return [];
-  const c = msg["content"];
-  if (typeof c === "string") return [{ type: "text", text: c }];
-  return Array.isArray(c) ? c.filter(isObj) : [];
+  const content = msg["content"];
+  if (typeof content === "string") return [{ type: "text", text: content }];
+  return Array.isArray(content) ? content.filter(isObj) : [];
 }
 
 /** Text of a tool_result's content: a string, or text blocks joined; other blocks named by type. */
@@ -28,9 +30,9 @@ export function toolResultText(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return content === undefined || content === null ? "" : JSON.stringify(content);
   const parts: string[] = [];
-  for (const b of content) {
-    if (isObj(b) && b["type"] === "text" && typeof b["text"] === "string") parts.push(b["text"]);
-    else if (isObj(b) && typeof b["type"] === "string") parts.push(`[${b["type"]} block]`);
+  for (const block of content) {
+    if (isObj(block) && block["type"] === "text" && typeof block["text"] === "string") parts.push(block["text"]);
+    else if (isObj(block) && typeof block["type"] === "string") parts.push(`[${block["type"]} block]`);
   }
   return parts.join("\n");
 }

@@ -42,7 +42,10 @@ export const UNTYPED = "untyped";
 
 const schemas = lineSchemas as Record<string, (typeof lineSchemas)[SchemaKey] | undefined>;
 
-/** One stdout line of the CLI, parsed: a known type checked against its schema, an unknown type kept and counted, non-JSON kept as `invalid` with its raw text. Never throws. */
+/**
+ * One stdout line of the CLI, parsed: a known type checked against its schema, an unknown type kept and counted,
+ * non-JSON kept as `invalid` with its raw text. Never throws.
+ */
 export function parseLine(raw: string): ParsedLine {
   let value: unknown;
   try {
@@ -54,13 +57,13 @@ export function parseLine(raw: string): ParsedLine {
     return { category: "invalid", raw, type: "invalid", line: value, error: "line is JSON but not an object" };
   }
   const obj = value as Record<string, unknown>;
-  const t = obj["type"];
-  if (typeof t !== "string") return { category: "unknown", raw, type: UNTYPED, line: obj };
-  const s = obj["subtype"];
-  const type = typeof s === "string" ? `${t}/${s}` : t;
+  const baseType = obj["type"];
+  if (typeof baseType !== "string") return { category: "unknown", raw, type: UNTYPED, line: obj };
+  const subtype = obj["subtype"];
+  const type = typeof subtype === "string" ? `${baseType}/${subtype}` : baseType;
   // `system` lines are told apart by subtype; `result` shares one schema across its subtypes
   // (also future ones); the rest by type alone.
-  const key = t === "system" ? type : t;
+  const key = baseType === "system" ? type : baseType;
   const schema = schemas[key];
   if (schema === undefined) return { category: "unknown", raw, type, line: obj };
   const checked = schema.safeParse(obj);
@@ -94,6 +97,8 @@ export function parseText(text: string): ParsedLine[] {
 }
 
 /** Narrowing helper: the known line of a given type key, or undefined. */
-export function isKnown(p: ParsedLine, type?: string): p is KnownParsedLine {
-  return p.category === "known" && (type === undefined || p.type === type || p.type.startsWith(type + "/"));
+export function isKnown(parsed: ParsedLine, type?: string): parsed is KnownParsedLine {
+  return (
+    parsed.category === "known" && (type === undefined || parsed.type === type || parsed.type.startsWith(type + "/"))
+  );
 }

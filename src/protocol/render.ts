@@ -30,8 +30,8 @@ function inputJson(input: unknown): string {
   return JSON.stringify(input ?? {}) ?? "{}";
 }
 
-function resultLine(r: ToolResult, max: number): string {
-  return `${r.isError ? "Tool Result (error)" : "Tool Result"}: ${capText(r.text, max)}`;
+function resultLine(result: ToolResult, max: number): string {
+  return `${result.isError ? "Tool Result (error)" : "Tool Result"}: ${capText(result.text, max)}`;
 }
 
 /** A run as readable text: assistant text, tool calls and their results, the final result. */
@@ -41,50 +41,55 @@ export function renderText(lines: LinesInput | Fold, opts?: RenderOptions): stri
   const out: string[] = [];
   const calls = fold.toolCalls;
   const renderMessages = (messages: FoldedMessage[], indent: string): void => {
-    for (const m of messages) {
-      for (const b of m.blocks) {
-        const type = String(b["type"]);
+    for (const message of messages) {
+      for (const block of message.blocks) {
+        const type = String(block["type"]);
         if (silentBlocks.has(type)) continue;
         if (type === "text") {
-          const text = typeof b["text"] === "string" ? b["text"] : "";
+          const text = typeof block["text"] === "string" ? block["text"] : "";
           if (text === "") continue;
-          out.push(indent + (m.role === "user" ? `User: ${text}` : text));
+          out.push(indent + (message.role === "user" ? `User: ${text}` : text));
         } else if (type === "tool_use") {
-          const name = typeof b["name"] === "string" ? b["name"] : "";
-          out.push(`${indent}Tool Called: ${name}(${capText(inputJson(b["input"]), lim.input)})`);
-          const sub = typeof b["id"] === "string" ? calls.get(b["id"])?.subagent : undefined;
+          const name = typeof block["name"] === "string" ? block["name"] : "";
+          out.push(`${indent}Tool Called: ${name}(${capText(inputJson(block["input"]), lim.input)})`);
+          const sub = typeof block["id"] === "string" ? calls.get(block["id"])?.subagent : undefined;
           if (lim.subagents && sub !== undefined) renderMessages(sub, indent + "  ");
         } else if (type === "tool_result") {
-          const id = b["tool_use_id"];
-          const r = typeof id === "string" ? calls.get(id)?.result : undefined;
-          if (r !== undefined && r.lineIndex === m.lineIndexes[0]) out.push(indent + resultLine(r, lim.result));
-          else out.push(indent + resultLine(orphan(b, m), lim.result));
+          const id = block["tool_use_id"];
+          const result = typeof id === "string" ? calls.get(id)?.result : undefined;
+          if (result !== undefined && result.lineIndex === message.lineIndexes[0])
+            out.push(indent + resultLine(result, lim.result));
+          else out.push(indent + resultLine(orphan(block, message), lim.result));
         } else {
           out.push(`${indent}[${type} block]`);
         }
       }
-      if (m.error !== undefined && !m.blocks.some((b) => b["type"] === "text"))
-        out.push(`${indent}[API error: ${m.error}]`);
+      if (message.error !== undefined && !message.blocks.some((b) => b["type"] === "text"))
+        out.push(`${indent}[API error: ${message.error}]`);
     }
   };
   renderMessages(fold.messages, "");
   return out.join("\n");
 }
 
-function orphan(b: Obj, m: FoldedMessage): ToolResult {
-  const content = b["content"];
+function orphan(block: Obj, message: FoldedMessage): ToolResult {
+  const content = block["content"];
   return {
-    toolUseId: String(b["tool_use_id"]),
+    toolUseId: String(block["tool_use_id"]),
     content,
     text: typeof content === "string" ? content : JSON.stringify(content ?? ""),
-    isError: b["is_error"] === true,
-    lineIndex: m.lineIndexes[0] ?? -1,
+    isError: block["is_error"] === true,
+    lineIndex: message.lineIndexes[0] ?? -1,
   };
 }
 
-function isFold(v: unknown): v is Fold {
+function isFold(value: unknown): value is Fold {
   return (
-    typeof v === "object" && v !== null && "toolCalls" in v && "messages" in v && (v as Fold).toolCalls instanceof Map
+    typeof value === "object" &&
+    value !== null &&
+    "toolCalls" in value &&
+    "messages" in value &&
+    (value as Fold).toolCalls instanceof Map
   );
 }
 
@@ -107,42 +112,42 @@ export function toAiSdkMessages(lines: LinesInput | Fold, opts?: RenderOptions):
   const fold = isFold(lines) ? lines : foldMessages(lines);
   const lim = limits(opts);
   const out: AiSdkMessage[] = [];
-  for (const m of fold.messages) {
-    if (m.role === "user") {
+  for (const message of fold.messages) {
+    if (message.role === "user") {
       // Tool results are placed right after the assistant message that called them.
-      const texts = m.blocks
+      const texts = message.blocks
         .filter((b) => b["type"] === "text" && typeof b["text"] === "string")
         .map((b) => b["text"] as string);
       if (texts.length > 0) out.push({ role: "user", content: texts.join("\n") });
       continue;
     }
     const textParts: string[] = [];
-    for (const b of m.blocks) {
-      const type = String(b["type"]);
-      if (type === "text" && typeof b["text"] === "string") textParts.push(b["text"]);
+    for (const block of message.blocks) {
+      const type = String(block["type"]);
+      if (type === "text" && typeof block["text"] === "string") textParts.push(block["text"]);
       else if (type !== "tool_use" && !silentBlocks.has(type)) textParts.push(`[${type} block]`);
     }
-    if (m.error !== undefined && textParts.length === 0) textParts.push(`[API error: ${m.error}]`);
+    if (message.error !== undefined && textParts.length === 0) textParts.push(`[API error: ${message.error}]`);
     const content: Array<AiSdkTextPart | AiSdkToolCallPart> = [];
     if (textParts.length > 0) content.push({ type: "text", text: textParts.join("\n") });
-    for (const c of m.toolCalls) {
-      const json = inputJson(c.input);
-      const input = json.length > lim.input ? capText(json, lim.input) : (c.input ?? {});
-      content.push({ type: "tool-call", toolCallId: c.id, toolName: c.name, input });
+    for (const call of message.toolCalls) {
+      const json = inputJson(call.input);
+      const input = json.length > lim.input ? capText(json, lim.input) : (call.input ?? {});
+      content.push({ type: "tool-call", toolCallId: call.id, toolName: call.name, input });
     }
     if (content.length === 0) continue;
     out.push({ role: "assistant", content });
-    const results = m.toolCalls
+    const results = message.toolCalls
       .filter((c): c is ToolCall & { result: ToolResult } => c.result !== undefined)
       .sort((a, b) => a.result.lineIndex - b.result.lineIndex);
     if (results.length > 0) {
       out.push({
         role: "tool",
-        content: results.map((c) => ({
+        content: results.map((call) => ({
           type: "tool-result",
-          toolCallId: c.id,
-          toolName: c.name,
-          output: { type: c.result.isError ? "error-text" : "text", value: capText(c.result.text, lim.result) },
+          toolCallId: call.id,
+          toolName: call.name,
+          output: { type: call.result.isError ? "error-text" : "text", value: capText(call.result.text, lim.result) },
         })),
       });
     }

@@ -2,27 +2,27 @@
 // All objects are loose so fields a newer CLI adds survive a parse and reach the log unchanged.
 // Schemas check only what our code relies on: the parser must accept every line the CLI can
 // print, and validating deeper would only turn new CLI versions into "unknown" lines.
-import { z } from "zod";
+import { z as zod } from "zod";
 
-const str = z.string();
-const optStr = z.string().optional();
-const nullableStr = z.string().nullable().optional();
-const optNum = z.number().optional();
+const str = zod.string();
+const optStr = zod.string().optional();
+const nullableStr = zod.string().nullable().optional();
+const optNum = zod.number().optional();
 
-export const ContentBlockSchema = z.looseObject({ type: str });
-export const TextBlockSchema = z.looseObject({ type: z.literal("text"), text: str });
-export const ThinkingBlockSchema = z.looseObject({ type: z.literal("thinking"), thinking: optStr });
-export const ToolUseBlockSchema = z.looseObject({
-  type: z.literal("tool_use"),
+export const ContentBlockSchema = zod.looseObject({ type: str });
+export const TextBlockSchema = zod.looseObject({ type: zod.literal("text"), text: str });
+export const ThinkingBlockSchema = zod.looseObject({ type: zod.literal("thinking"), thinking: optStr });
+export const ToolUseBlockSchema = zod.looseObject({
+  type: zod.literal("tool_use"),
   id: str,
   name: str,
-  input: z.unknown(),
+  input: zod.unknown(),
 });
-export const ToolResultBlockSchema = z.looseObject({
-  type: z.literal("tool_result"),
+export const ToolResultBlockSchema = zod.looseObject({
+  type: zod.literal("tool_result"),
   tool_use_id: str,
-  content: z.unknown().optional(),
-  is_error: z.boolean().optional(),
+  content: zod.unknown().optional(),
+  is_error: zod.boolean().optional(),
 });
 
 const common = {
@@ -31,78 +31,78 @@ const common = {
 };
 
 const systemBase = <S extends string>(subtype: S) => ({
-  type: z.literal("system"),
-  subtype: z.literal(subtype),
+  type: zod.literal("system"),
+  subtype: zod.literal(subtype),
   ...common,
 });
 
-export const SystemInitSchema = z.looseObject({
+export const SystemInitSchema = zod.looseObject({
   ...systemBase("init"),
   cwd: optStr,
   model: optStr,
-  tools: z.array(str).optional(),
+  tools: zod.array(str).optional(),
   permissionMode: optStr,
   claude_code_version: optStr,
   apiKeySource: optStr,
 });
-export const SystemApiRetrySchema = z.looseObject({
+export const SystemApiRetrySchema = zod.looseObject({
   ...systemBase("api_retry"),
   attempt: optNum,
   max_retries: optNum,
   retry_delay_ms: optNum,
-  error_status: z.number().nullable().optional(),
-  error: z.unknown().optional(),
+  error_status: zod.number().nullable().optional(),
+  error: zod.unknown().optional(),
 });
-export const SystemStatusSchema = z.looseObject({ ...systemBase("status"), status: z.unknown().optional() });
-export const SystemThinkingTokensSchema = z.looseObject({ ...systemBase("thinking_tokens") });
-export const SystemPermissionDeniedSchema = z.looseObject({ ...systemBase("permission_denied") });
-export const SystemHookStartedSchema = z.looseObject({
+export const SystemStatusSchema = zod.looseObject({ ...systemBase("status"), status: zod.unknown().optional() });
+export const SystemThinkingTokensSchema = zod.looseObject({ ...systemBase("thinking_tokens") });
+export const SystemPermissionDeniedSchema = zod.looseObject({ ...systemBase("permission_denied") });
+export const SystemHookStartedSchema = zod.looseObject({
   ...systemBase("hook_started"),
   hook_id: optStr,
   hook_name: optStr,
   hook_event: optStr,
 });
-export const SystemHookResponseSchema = z.looseObject({
+export const SystemHookResponseSchema = zod.looseObject({
   ...systemBase("hook_response"),
   hook_id: optStr,
   hook_name: optStr,
   hook_event: optStr,
   outcome: optStr,
-  exit_code: z.number().nullable().optional(),
+  exit_code: zod.number().nullable().optional(),
 });
-export const SystemTaskStartedSchema = z.looseObject({
+export const SystemTaskStartedSchema = zod.looseObject({
   ...systemBase("task_started"),
   task_id: optStr,
   tool_use_id: nullableStr,
   description: optStr,
 });
-export const SystemTaskProgressSchema = z.looseObject({
+export const SystemTaskProgressSchema = zod.looseObject({
   ...systemBase("task_progress"),
   task_id: optStr,
   tool_use_id: nullableStr,
 });
-export const SystemTaskUpdatedSchema = z.looseObject({ ...systemBase("task_updated"), task_id: optStr });
-export const SystemTaskNotificationSchema = z.looseObject({
+export const SystemTaskUpdatedSchema = zod.looseObject({ ...systemBase("task_updated"), task_id: optStr });
+export const SystemTaskNotificationSchema = zod.looseObject({
   ...systemBase("task_notification"),
   task_id: optStr,
   tool_use_id: nullableStr,
   status: optStr,
 });
-export const SystemBackgroundTasksChangedSchema = z.looseObject({ ...systemBase("background_tasks_changed") });
-export const SystemCompactBoundarySchema = z.looseObject({
+export const SystemBackgroundTasksChangedSchema = zod.looseObject({ ...systemBase("background_tasks_changed") });
+export const SystemCompactBoundarySchema = zod.looseObject({
   ...systemBase("compact_boundary"),
-  compact_metadata: z.looseObject({}).optional(),
+  compact_metadata: zod.looseObject({}).optional(),
 });
 
-export const AssistantSchema = z.looseObject({
-  type: z.literal("assistant"),
-  message: z.looseObject({
+export const AssistantSchema = zod.looseObject({
+  type: zod.literal("assistant"),
+  message: zod.looseObject({
     id: optStr,
     model: optStr,
     role: optStr,
-    content: z.array(ContentBlockSchema),
+    content: zod.array(ContentBlockSchema),
     stop_reason: nullableStr,
-    usage: z.unknown().optional(),
+    usage: zod.unknown().optional(),
   }),
   parent_tool_use_id: nullableStr,
   // Set on the synthetic line the CLI prints when the API call failed.
@@ -110,55 +110,55 @@ export const AssistantSchema = z.looseObject({
   ...common,
 });
 
-export const UserSchema = z.looseObject({
-  type: z.literal("user"),
-  message: z.looseObject({
+export const UserSchema = zod.looseObject({
+  type: zod.literal("user"),
+  message: zod.looseObject({
     role: optStr,
-    content: z.union([str, z.array(ContentBlockSchema)]),
+    content: zod.union([str, zod.array(ContentBlockSchema)]),
   }),
   parent_tool_use_id: nullableStr,
   // An object on success, a string on failure (measured).
-  tool_use_result: z.unknown().optional(),
+  tool_use_result: zod.unknown().optional(),
   ...common,
 });
 
-export const StreamEventSchema = z.looseObject({
-  type: z.literal("stream_event"),
-  event: z.looseObject({ type: str }),
+export const StreamEventSchema = zod.looseObject({
+  type: zod.literal("stream_event"),
+  event: zod.looseObject({ type: str }),
   parent_tool_use_id: nullableStr,
   ...common,
 });
 
-export const ResultSchema = z.looseObject({
-  type: z.literal("result"),
+export const ResultSchema = zod.looseObject({
+  type: zod.literal("result"),
   subtype: str,
-  is_error: z.boolean().optional(),
+  is_error: zod.boolean().optional(),
   result: optStr,
-  errors: z.array(z.unknown()).optional(),
+  errors: zod.array(zod.unknown()).optional(),
   terminal_reason: nullableStr,
-  api_error_status: z.number().nullable().optional(),
+  api_error_status: zod.number().nullable().optional(),
   num_turns: optNum,
   total_cost_usd: optNum,
   duration_ms: optNum,
-  permission_denials: z.array(z.unknown()).optional(),
+  permission_denials: zod.array(zod.unknown()).optional(),
   ...common,
 });
 
-export const RateLimitEventSchema = z.looseObject({
-  type: z.literal("rate_limit_event"),
-  rate_limit_info: z.looseObject({}).optional(),
+export const RateLimitEventSchema = zod.looseObject({
+  type: zod.literal("rate_limit_event"),
+  rate_limit_info: zod.looseObject({}).optional(),
   ...common,
 });
 
-export const ControlRequestSchema = z.looseObject({
-  type: z.literal("control_request"),
+export const ControlRequestSchema = zod.looseObject({
+  type: zod.literal("control_request"),
   request_id: str,
-  request: z.looseObject({ subtype: str }),
+  request: zod.looseObject({ subtype: str }),
 });
 
-export const ControlResponseSchema = z.looseObject({
-  type: z.literal("control_response"),
-  response: z.looseObject({ subtype: str, request_id: optStr }),
+export const ControlResponseSchema = zod.looseObject({
+  type: zod.literal("control_response"),
+  response: zod.looseObject({ subtype: str, request_id: optStr }),
 });
 
 /** Schema per line type key (`type` or `type/subtype`). */
@@ -188,16 +188,16 @@ export const lineSchemas = {
 export type LineSchemas = typeof lineSchemas;
 export type SchemaKey = keyof LineSchemas;
 
-export type SystemInitLine = z.infer<typeof SystemInitSchema>;
-export type SystemApiRetryLine = z.infer<typeof SystemApiRetrySchema>;
-export type AssistantLine = z.infer<typeof AssistantSchema>;
-export type UserLine = z.infer<typeof UserSchema>;
-export type StreamEventLine = z.infer<typeof StreamEventSchema>;
-export type ResultLine = z.infer<typeof ResultSchema>;
-export type RateLimitEventLine = z.infer<typeof RateLimitEventSchema>;
-export type ControlRequestLine = z.infer<typeof ControlRequestSchema>;
-export type ControlResponseLine = z.infer<typeof ControlResponseSchema>;
-export type ContentBlock = z.infer<typeof ContentBlockSchema>;
-export type ToolUseBlock = z.infer<typeof ToolUseBlockSchema>;
-export type ToolResultBlock = z.infer<typeof ToolResultBlockSchema>;
-export type KnownLine = z.infer<LineSchemas[SchemaKey]>;
+export type SystemInitLine = zod.infer<typeof SystemInitSchema>;
+export type SystemApiRetryLine = zod.infer<typeof SystemApiRetrySchema>;
+export type AssistantLine = zod.infer<typeof AssistantSchema>;
+export type UserLine = zod.infer<typeof UserSchema>;
+export type StreamEventLine = zod.infer<typeof StreamEventSchema>;
+export type ResultLine = zod.infer<typeof ResultSchema>;
+export type RateLimitEventLine = zod.infer<typeof RateLimitEventSchema>;
+export type ControlRequestLine = zod.infer<typeof ControlRequestSchema>;
+export type ControlResponseLine = zod.infer<typeof ControlResponseSchema>;
+export type ContentBlock = zod.infer<typeof ContentBlockSchema>;
+export type ToolUseBlock = zod.infer<typeof ToolUseBlockSchema>;
+export type ToolResultBlock = zod.infer<typeof ToolResultBlockSchema>;
+export type KnownLine = zod.infer<LineSchemas[SchemaKey]>;

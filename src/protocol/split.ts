@@ -29,8 +29,8 @@ function asBuffer(chunk: Uint8Array): Buffer {
 function isBlank(text: string): boolean {
   // Cheap exit for the common case (a JSON line starts with "{"): a visible ASCII first character is
   // never whitespace. Anything else goes to trim(), which knows every Unicode space (NBSP, \v, U+2028…).
-  const c = text.charCodeAt(0);
-  if (c > 0x20 && c < 0x7f) return false;
+  const firstCode = text.charCodeAt(0);
+  if (firstCode > 0x20 && firstCode < 0x7f) return false;
   return text.trim() === "";
 }
 
@@ -47,8 +47,8 @@ function emitLine(out: SplitItem[], buf: Buffer, start: number, end: number, max
   let contentEnd = end;
   if (contentEnd > start && buf[contentEnd - 1] === CR) contentEnd--;
   if (contentEnd - start > max) {
-    const h = createHash("sha256").update(buf.subarray(start, contentEnd));
-    out.push({ truncated: true, byteLength: contentEnd - start, sha256: h.digest("hex") });
+    const hash = createHash("sha256").update(buf.subarray(start, contentEnd));
+    out.push({ truncated: true, byteLength: contentEnd - start, sha256: hash.digest("hex") });
     return;
   }
   emitText(out, buf, start, end);
@@ -60,8 +60,8 @@ function emitLine(out: SplitItem[], buf: Buffer, start: number, end: number, max
  */
 function decodeLines(out: SplitItem[], buf: Buffer, start: number, end: number): void {
   const lines = buf.toString("utf8", start, end).split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    let text = lines[i]!;
+  for (let index = 0; index < lines.length; index++) {
+    let text = lines[index]!;
     if (text.charCodeAt(text.length - 1) === CR) text = text.slice(0, -1);
     if (text.length !== 0 && !isBlank(text)) out.push({ text });
   }
@@ -127,7 +127,7 @@ class PendingLine {
     this.#hash = createHash("sha256");
     this.#hashedBytes = 0;
     this.#heldCR = false;
-    for (const p of this.#pieces) this.#feedHash(p, 0, p.length);
+    for (const piece of this.#pieces) this.#feedHash(piece, 0, piece.length);
     this.#pieces = [];
     this.#bytes = 0;
   }
@@ -200,7 +200,10 @@ class ChunkLineSplitter implements LineSplitter {
   }
 }
 
-/** An incremental splitter of stdout chunks into lines: any chunking gives the same lines, and a line over the limit becomes a truncated record, so memory stays bounded. */
+/**
+ * An incremental splitter of stdout chunks into lines: any chunking gives the same lines, and a line over the limit
+ * becomes a truncated record, so memory stays bounded.
+ */
 export function createLineSplitter(options: LineSplitterOptions = {}): LineSplitter {
   const max = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
   if (!Number.isInteger(max) || max < 1) {

@@ -50,46 +50,47 @@ export class RunSummarizer {
   #open = new Map<string, string>();
   #seenCalls = new Set<string>();
 
-  add(p: ParsedLine): void {
-    const s = this.#s;
-    s.lines++;
-    if (p.category === "known") s.parsed++;
-    else s[p.category]++;
-    s.byType[p.type] = (s.byType[p.type] ?? 0) + 1;
-    const o = objOf(p);
-    if (o === undefined) return;
-    const kind = this.#classifier.add(p);
-    const sid = stringField(o, "session_id");
-    if (sid !== undefined && s.sessionId === null) s.sessionId = sid;
-    const type = o["type"];
-    if (type === "system" && o["subtype"] === "init") {
-      const v = stringField(o, "claude_code_version");
-      if (v !== undefined) s.cliVersion = v;
+  add(parsed: ParsedLine): void {
+    const summary = this.#s;
+    summary.lines++;
+    if (parsed.category === "known") summary.parsed++;
+    else summary[parsed.category]++;
+    summary.byType[parsed.type] = (summary.byType[parsed.type] ?? 0) + 1;
+    const line = objOf(parsed);
+    if (line === undefined) return;
+    const kind = this.#classifier.add(parsed);
+    const sid = stringField(line, "session_id");
+    if (sid !== undefined && summary.sessionId === null) summary.sessionId = sid;
+    const type = line["type"];
+    if (type === "system" && line["subtype"] === "init") {
+      const version = stringField(line, "claude_code_version");
+      if (version !== undefined) summary.cliVersion = version;
     } else if (type === "result" && kind !== undefined) {
-      const errs = o["errors"];
-      s.results.push({
-        subtype: stringField(o, "subtype") ?? null,
-        isError: o["is_error"] === true,
-        terminalReason: stringField(o, "terminal_reason") ?? null,
+      const errs = line["errors"];
+      summary.results.push({
+        subtype: stringField(line, "subtype") ?? null,
+        isError: line["is_error"] === true,
+        terminalReason: stringField(line, "terminal_reason") ?? null,
         errorKind: kind,
         errors: Array.isArray(errs) ? errs.map((e) => (typeof e === "string" ? e : JSON.stringify(e))) : [],
       });
     } else if (type === "assistant") {
-      for (const b of contentBlocks(o)) {
-        if (b["type"] !== "tool_use" || typeof b["id"] !== "string" || this.#seenCalls.has(b["id"])) continue;
-        this.#seenCalls.add(b["id"]);
-        s.toolCalls++;
-        const name = typeof b["name"] === "string" ? b["name"] : "";
-        this.#open.set(b["id"], name);
-        if (name === "Bash" && isObj(b["input"]) && typeof b["input"]["command"] === "string") {
-          s.bashCommands.push(b["input"]["command"]);
+      for (const block of contentBlocks(line)) {
+        if (block["type"] !== "tool_use" || typeof block["id"] !== "string" || this.#seenCalls.has(block["id"]))
+          continue;
+        this.#seenCalls.add(block["id"]);
+        summary.toolCalls++;
+        const name = typeof block["name"] === "string" ? block["name"] : "";
+        this.#open.set(block["id"], name);
+        if (name === "Bash" && isObj(block["input"]) && typeof block["input"]["command"] === "string") {
+          summary.bashCommands.push(block["input"]["command"]);
         }
       }
     } else if (type === "user") {
-      for (const b of contentBlocks(o)) {
-        if (b["type"] !== "tool_result") continue;
-        s.toolResults++;
-        if (typeof b["tool_use_id"] === "string") this.#open.delete(b["tool_use_id"]);
+      for (const block of contentBlocks(line)) {
+        if (block["type"] !== "tool_result") continue;
+        summary.toolResults++;
+        if (typeof block["tool_use_id"] === "string") this.#open.delete(block["tool_use_id"]);
       }
     }
   }
@@ -106,17 +107,20 @@ export class RunSummarizer {
   }
 }
 
-/** One summary of a recorded run: line counts by type, session id, CLI version, results, tool calls and the error kind (what `turnstream parse` prints). */
+/**
+ * One summary of a recorded run: line counts by type, session id, CLI version, results, tool calls and the error kind
+ * (what `turnstream parse` prints).
+ */
 export function summarizeRun(lines: LinesInput): RunSummary {
-  const s = new RunSummarizer();
-  for (const p of parsedLines(lines)) s.add(p);
-  return s.finish();
+  const summarizer = new RunSummarizer();
+  for (const parsed of parsedLines(lines)) summarizer.add(parsed);
+  return summarizer.finish();
 }
 
 /** The session id the run reports (first line that carries one), or undefined. */
 export function sessionIdOf(lines: LinesInput): string | undefined {
-  for (const p of parsedLines(lines)) {
-    const sid = stringField(objOf(p), "session_id");
+  for (const parsed of parsedLines(lines)) {
+    const sid = stringField(objOf(parsed), "session_id");
     if (sid !== undefined) return sid;
   }
   return undefined;
@@ -124,11 +128,11 @@ export function sessionIdOf(lines: LinesInput): string | undefined {
 
 /** The CLI version from `system/init` (`claude_code_version`), or undefined. */
 export function cliVersionOf(lines: LinesInput): string | undefined {
-  for (const p of parsedLines(lines)) {
-    const o = objOf(p);
-    if (o?.["type"] === "system" && o["subtype"] === "init") {
-      const v = stringField(o, "claude_code_version");
-      if (v !== undefined) return v;
+  for (const parsed of parsedLines(lines)) {
+    const line = objOf(parsed);
+    if (line?.["type"] === "system" && line["subtype"] === "init") {
+      const version = stringField(line, "claude_code_version");
+      if (version !== undefined) return version;
     }
   }
   return undefined;
