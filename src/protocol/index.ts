@@ -2,7 +2,7 @@
 export * from "./schemas.ts";
 export * from "./split.ts";
 export * from "./parse.ts";
-export { parsedLines, capText, toolResultText, type LinesInput } from "./lines.ts";
+export { parsedLines, capText, toolResultText, objOf, type LinesInput } from "./lines.ts";
 export * from "./classify.ts";
 export * from "./fold.ts";
 export * from "./render.ts";
