@@ -25,14 +25,14 @@ function line(item: TranscriptItem): string {
   }
 }
 
-export function contextOf(s: ProjectionState, turn: string): RequestContext | null {
-  const ti = s.cursor.turnIndex[turn];
+export function contextOf(state: ProjectionState, turn: string): RequestContext | null {
+  const ti = state.cursor.turnIndex[turn];
   if (ti === undefined) return null;
-  const t = s.transcript.turns[ti]!;
-  const attempt = t.attempts.at(-1);
+  const transcriptTurn = state.transcript.turns[ti]!;
+  const attempt = transcriptTurn.attempts.at(-1);
   // The inbox shows this with textContent (no markup), but bidi and invisible characters still reorder
   // or hide text on a page: escaped like every text shown to a person.
   const shown = (text: string): string => forTerminal(text, { multiline: true });
   const recent = (attempt?.items ?? []).slice(-4).map((i) => forTerminal(line(i)));
-  return { prompt: t.prompt === null ? null : shown(cut(t.prompt, 600)), recent };
+  return { prompt: transcriptTurn.prompt === null ? null : shown(cut(transcriptTurn.prompt, 600)), recent };
 }

@@ -35,15 +35,15 @@ export interface PendingView extends PendingRequest {
  * A pending request as the inbox shows it: every text a model or a Redis writer chose, with controls,
  * bidi and invisible characters escaped (a page shown with textContent still obeys bidi overrides).
  */
-function shownPending(p: PendingRequest): PendingRequest {
+function shownPending(request: PendingRequest): PendingRequest {
   const line = (text: string): string => forTerminal(text);
   const block = (text: string): string => forTerminal(text, { multiline: true });
-  const description = p.description === undefined ? undefined : line(p.description);
+  const description = request.description === undefined ? undefined : line(request.description);
   return {
-    ...p,
-    tool: line(p.tool),
-    input: block(p.input),
-    command: p.command === undefined ? undefined : block(p.command),
+    ...request,
+    tool: line(request.tool),
+    input: block(request.input),
+    command: request.command === undefined ? undefined : block(request.command),
     description,
   };
 }
@@ -66,7 +66,7 @@ const KINDS_FOR_QUEUE = /^(attempt\.|turn\.)/;
 export class Fleet {
   readonly #o: FleetOptions;
   readonly #logger: Logger;
-  readonly #listeners = new Set<(e: FleetEvent) => void>();
+  readonly #listeners = new Set<(event: FleetEvent) => void>();
   readonly #states = new LRUCache<string, ProjectionState>({ max: MAX_STATES });
   readonly #lastIds = new Map<string, string>();
   #ac: AbortController | undefined;
@@ -82,7 +82,7 @@ export class Fleet {
   }
 
   /** Listens to fleet changes; the watch runs while anyone listens. */
-  subscribe(fn: (e: FleetEvent) => void): () => void {
+  subscribe(fn: (event: FleetEvent) => void): () => void {
     this.#listeners.add(fn);
     if (this.#listeners.size === 1) this.#start();
     return () => {
@@ -100,12 +100,12 @@ export class Fleet {
 
   /** A session's state folded up to the end of its log: its read model, then the events after it. */
   async state(session: string): Promise<ProjectionState> {
-    let s = this.#states.peek(session);
-    if (s === undefined)
-      s = (await readModel(this.#o.redis, session, { prefix: this.#o.log.prefix }))?.state ?? initialState();
-    for await (const env of this.#o.log.read(session, { fromSeq: s.lastSeq + 1 })) applyEvent(s, env);
-    this.#states.set(session, s);
-    return s;
+    let projection = this.#states.peek(session);
+    if (projection === undefined)
+      projection = (await readModel(this.#o.redis, session, { prefix: this.#o.log.prefix }))?.state ?? initialState();
+    for await (const env of this.#o.log.read(session, { fromSeq: projection.lastSeq + 1 })) applyEvent(projection, env);
+    this.#states.set(session, projection);
+    return projection;
   }
 
   async rows(): Promise<SessionRow[]> {
@@ -115,12 +115,15 @@ export class Fleet {
 
   /** From the folded state when there is one; else the read model's; else, for a short log, folded now (and kept). */
   async #row(session: string): Promise<SessionRow> {
-    const s = this.#states.peek(session);
-    if (s !== undefined) return sessionRowOf(session, s, (await this.#o.log.stat(session)).lastSeq);
+    const projection = this.#states.peek(session);
+    if (projection !== undefined) return sessionRowOf(session, projection, (await this.#o.log.stat(session)).lastSeq);
     return (await listingRow(this.#o.redis, this.#o.log, session, FOLD_LIMIT, () => this.state(session))).row;
   }
 
-  /** Whether folding a session forward is cheap: folded already, projected, or a short log; when not, the row read to tell. */
+  /**
+   * Whether folding a session forward is cheap: folded already, projected, or a short log; when not, the row read to
+   * tell.
+   */
   async #foldable(session: string): Promise<{ foldable: true } | { foldable: false; row: SessionRow }> {
     if (this.#states.has(session)) return { foldable: true };
     const row = await sessionRow(this.#o.redis, this.#o.log, session);
@@ -132,17 +135,17 @@ export class Fleet {
     // Several requests may wait in one session: its state is folded once for all of them.
     const states = new Map<string, Promise<ProjectionState | undefined>>();
     const stateOf = (session: string): Promise<ProjectionState | undefined> => {
-      let p = states.get(session);
-      if (p === undefined)
+      let folding = states.get(session);
+      if (folding === undefined)
         states.set(
           session,
-          (p = this.#foldable(session).then(({ foldable }) => (foldable ? this.state(session) : undefined))),
+          (folding = this.#foldable(session).then(({ foldable }) => (foldable ? this.state(session) : undefined))),
         );
-      return p;
+      return folding;
     };
-    const context = async (p: PendingRequest): Promise<RequestContext | null> => {
-      const s = await stateOf(p.session);
-      return s === undefined ? null : contextOf(s, p.turn);
+    const context = async (request: PendingRequest): Promise<RequestContext | null> => {
+      const projection = await stateOf(request.session);
+      return projection === undefined ? null : contextOf(projection, request.turn);
     };
     return Promise.all(list.map(async (p) => ({ ...shownPending(p), context: await context(p) })));
   }
@@ -235,10 +238,10 @@ export class Fleet {
     this.#pendingDirty = this.#queueDirty = false;
     try {
       for (const session of dirty) {
-        const f = await this.#foldable(session);
-        if (f.foldable) await this.state(session);
+        const check = await this.#foldable(session);
+        if (check.foldable) await this.state(session);
         // Folded, its row comes from the state; not, it is the row just read.
-        this.#emit({ type: "row", row: f.foldable ? await this.#row(session) : f.row });
+        this.#emit({ type: "row", row: check.foldable ? await this.#row(session) : check.row });
       }
       if (pending) this.#emit({ type: "pending", pending: await this.pending() });
       if (queue) this.#emit({ type: "queue", queue: await this.queue() });
@@ -247,7 +250,7 @@ export class Fleet {
     }
   }
 
-  #emit(e: FleetEvent): void {
-    for (const fn of this.#listeners) fn(e);
+  #emit(event: FleetEvent): void {
+    for (const fn of this.#listeners) fn(event);
   }
 }

@@ -1,6 +1,6 @@
 // The dashboard's routes: pages, the fleet stream, a session (live or at an event), decisions.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { z } from "zod";
+import { z as zod } from "zod";
 import { decide, DecisionError, InvalidRuleError, type OperatorKey, type OperatorKeyring } from "../decisions/index.ts";
 import { isValidSessionId, type EventLog } from "../log/index.ts";
 import { replaySession, UnknownSessionError, type ProjectionState } from "../projector/index.ts";
@@ -32,10 +32,10 @@ export interface Ctx {
 }
 
 export function page(ctx: Ctx, res: ServerResponse, name: string): void {
-  const f = ctx.files.get(name);
-  if (f === undefined) return sendText(res, 404, "not found");
-  const body = name === "index.html" ? f.body.replace("__CSRF__", attr(ctx.guard.csrf)) : f.body;
-  sendText(res, 200, body, f.type, { "Cache-Control": name.endsWith(".html") ? "no-store" : "no-cache" });
+  const file = ctx.files.get(name);
+  if (file === undefined) return sendText(res, 404, "not found");
+  const body = name === "index.html" ? file.body.replace("__CSRF__", attr(ctx.guard.csrf)) : file.body;
+  sendText(res, 200, body, file.type, { "Cache-Control": name.endsWith(".html") ? "no-store" : "no-cache" });
 }
 
 export async function loginRoute(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -72,13 +72,13 @@ export async function fleetStream(ctx: Ctx, req: IncomingMessage, res: ServerRes
   es.send("pending", ctx.deep(pending));
   es.send("queue", ctx.deep(queue));
   ready = true;
-  for (const e of queued.splice(0)) send(e);
+  for (const event of queued.splice(0)) send(event);
 }
 
 /** A page scrubbed, then its long results cut short (fetched whole when opened). */
 function sentPage(ctx: Ctx, page: SessionPage): SessionPage {
   const out = ctx.deep(page);
-  for (const t of out.transcript.turns) for (const a of t.attempts) trimResults(a.items);
+  for (const turn of out.transcript.turns) for (const attempt of turn.attempts) trimResults(attempt.items);
   return out;
 }
 
@@ -97,9 +97,9 @@ export async function resultRoute(ctx: Ctx, res: ServerResponse, session: string
     if (err instanceof UnknownSessionError) return sendJson(res, 404, { error: `no session ${session}` });
     throw err;
   }
-  for (const t of state.transcript.turns) {
-    for (const a of t.attempts) {
-      const text = resultAt(a.items, seq);
+  for (const turn of state.transcript.turns) {
+    for (const attempt of turn.attempts) {
+      const text = resultAt(attempt.items, seq);
       if (text !== undefined) return sendJson(res, 200, { text: ctx.deep(text) });
     }
   }
@@ -145,17 +145,20 @@ export async function sessionAt(ctx: Ctx, res: ServerResponse, session: string, 
   sendJson(res, 200, sentPage(ctx, pageOf(session, state, traces, st.lastSeq, ctx.traceUrl)));
 }
 
-const decisionBody = z.strictObject({
-  session: z.string().refine(isValidSessionId, "not a session id"),
-  requestId: z.string().min(1).max(200),
-  decision: z.enum(["allow", "deny"]),
-  always: z.boolean().optional(),
-  rule: z.string().max(2000).optional(),
-  reason: z.string().max(2000).optional(),
-  allowRedacted: z.boolean().optional(),
+const decisionBody = zod.strictObject({
+  session: zod.string().refine(isValidSessionId, "not a session id"),
+  requestId: zod.string().min(1).max(200),
+  decision: zod.enum(["allow", "deny"]),
+  always: zod.boolean().optional(),
+  rule: zod.string().max(2000).optional(),
+  reason: zod.string().max(2000).optional(),
+  allowRedacted: zod.boolean().optional(),
 });
 
-/** A decision, made exactly as `turnstream decide` makes it: signed with the operator key, recorded with the operator's name. */
+/**
+ * A decision, made exactly as `turnstream decide` makes it: signed with the operator key, recorded with the operator's
+ * name.
+ */
 export async function decideRoute(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const refused = ctx.guard.refuseChange(req);
   if (refused !== undefined) return sendJson(res, 403, { error: refused });
@@ -164,14 +167,14 @@ export async function decideRoute(ctx: Ctx, req: IncomingMessage, res: ServerRes
       error: "this dashboard cannot decide: start it with TURNSTREAM_OPERATOR_KEY naming your operator key file",
     });
   }
-  let body: z.infer<typeof decisionBody>;
+  let body: zod.infer<typeof decisionBody>;
   try {
     body = decisionBody.parse(JSON.parse(await readBody(req, 16 * 1024)));
   } catch (err) {
     return sendJson(res, 400, { error: `bad decision: ${(err as Error).message.slice(0, 300)}` });
   }
   try {
-    const r = await decide(
+    const outcome = await decide(
       { log: ctx.log, operatorKey: ctx.operatorKey, trustedKeys: ctx.trustedKeys },
       { ...body, by: ctx.guard.operatorOf(req) },
     );
@@ -179,11 +182,11 @@ export async function decideRoute(ctx: Ctx, req: IncomingMessage, res: ServerRes
       res,
       200,
       ctx.deep({
-        applied: r.applied,
-        decision: r.decision.decision,
-        by: r.decision.by,
-        seq: r.seq,
-        rule: r.rule?.pattern ?? null,
+        applied: outcome.applied,
+        decision: outcome.decision.decision,
+        by: outcome.decision.by,
+        seq: outcome.seq,
+        rule: outcome.rule?.pattern ?? null,
       }),
     );
   } catch (err) {

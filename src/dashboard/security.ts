@@ -15,14 +15,14 @@ export const CSRF_HEADER = "x-turnstream-csrf";
 const COOKIE = "ts_dash";
 
 export function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, "");
-  return h === "localhost" || h === "::1" || (isIP(h) === 4 && h.startsWith("127."));
+  const bareHost = host.replace(/^\[|\]$/g, "");
+  return bareHost === "localhost" || bareHost === "::1" || (isIP(bareHost) === 4 && bareHost.startsWith("127."));
 }
 
-function sameSecret(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
+function sameSecret(left: string, right: string): boolean {
+  const leftBytes = Buffer.from(left);
+  const rightBytes = Buffer.from(right);
+  return leftBytes.length === rightBytes.length && timingSafeEqual(leftBytes, rightBytes);
 }
 
 function cookieOf(req: IncomingMessage, name: string): string | undefined {
@@ -81,8 +81,8 @@ export function createGuard(options: GuardOptions): Guard {
   const logins = new Map<string, string>();
   const { tokens, loopback, operator } = options;
   const loginOf = (req: IncomingMessage): string | undefined => {
-    const c = cookieOf(req, COOKIE);
-    return c === undefined ? undefined : logins.get(c);
+    const cookie = cookieOf(req, COOKIE);
+    return cookie === undefined ? undefined : logins.get(cookie);
   };
   const guard: Guard = {
     csrf,

@@ -38,9 +38,14 @@ export interface DashboardOptions {
   host?: string;
   /** Port (default 0: any free port). */
   port?: number;
-  /** Operator token: when set, the console asks for it once (/login) and keeps an HttpOnly cookie; decisions are recorded as `operatorName`. */
+  /**
+   * Operator token: when set, the console asks for it once (/login) and keeps an HttpOnly cookie; decisions are
+   * recorded as `operatorName`.
+   */
   token?: string;
-  /** Operator name → token, for a console several people log in to: each one's decisions are recorded with their name. */
+  /**
+   * Operator name → token, for a console several people log in to: each one's decisions are recorded with their name.
+   */
   operatorTokens?: Readonly<Record<string, string>>;
   /** The operator key decisions are signed with; without it the console shows but cannot decide. */
   operatorKey?: OperatorKey;
@@ -96,14 +101,14 @@ async function route(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promi
   if (method !== "GET") return sendJson(res, 405, { error: "method not allowed" });
   if (path === "/" || path === "/index.html") return page(ctx, res, "index.html");
   if (path === "/api/fleet") return fleetStream(ctx, req, res);
-  const m = /^\/api\/sessions\/([^/]+)(\/stream|\/result)?$/.exec(path);
-  if (m !== null) {
-    const session = decodeURIComponent(m[1]!);
+  const match = /^\/api\/sessions\/([^/]+)(\/stream|\/result)?$/.exec(path);
+  if (match !== null) {
+    const session = decodeURIComponent(match[1]!);
     if (!isValidSessionId(session)) return sendJson(res, 400, { error: "not a session id" });
-    if (m[2] === "/stream") return sessionStream(ctx, req, res, session);
-    const seq = Number(url.searchParams.get(m[2] === "/result" ? "seq" : "until") ?? "");
+    if (match[2] === "/stream") return sessionStream(ctx, req, res, session);
+    const seq = Number(url.searchParams.get(match[2] === "/result" ? "seq" : "until") ?? "");
     if (!Number.isSafeInteger(seq) || seq < 1) return sendJson(res, 400, { error: "expected a positive event number" });
-    return m[2] === "/result" ? resultRoute(ctx, res, session, seq) : sessionAt(ctx, res, session, seq);
+    return match[2] === "/result" ? resultRoute(ctx, res, session, seq) : sessionAt(ctx, res, session, seq);
   }
   sendText(res, 404, "not found");
 }

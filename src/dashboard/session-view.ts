@@ -43,22 +43,22 @@ export interface SessionPage {
 
 export function pageOf(
   session: string,
-  s: ProjectionState,
+  state: ProjectionState,
   traces: TraceIds,
   logSeq: number,
   traceUrl: string,
 ): SessionPage {
   return {
     session,
-    lastSeq: s.lastSeq,
-    logSeq: Math.max(logSeq, s.lastSeq),
-    view: s.view,
-    transcript: s.transcript,
-    requests: s.decisions.requests,
-    rules: s.decisions.rules,
+    lastSeq: state.lastSeq,
+    logSeq: Math.max(logSeq, state.lastSeq),
+    view: state.view,
+    transcript: state.transcript,
+    requests: state.decisions.requests,
+    rules: state.decisions.rules,
     traces,
     traceUrl,
-    unknownEvents: s.carried.total,
+    unknownEvents: state.carried.total,
   };
 }
 
@@ -97,46 +97,47 @@ function touches(item: TranscriptItem, seq: number): boolean {
 /** Items per attempt already sent on this stream, keyed `<turnIndex>:<attemptIndex>`. */
 export type SentCounts = Map<string, number>;
 
-export function sentCountsOf(s: ProjectionState): SentCounts {
+export function sentCountsOf(state: ProjectionState): SentCounts {
   const sent: SentCounts = new Map();
-  s.transcript.turns.forEach((t, ti) => t.attempts.forEach((a, ai) => sent.set(`${ti}:${ai}`, a.items.length)));
+  state.transcript.turns.forEach((t, ti) => t.attempts.forEach((a, ai) => sent.set(`${ti}:${ai}`, a.items.length)));
   return sent;
 }
 
 /** The items of one attempt that `seq` added or changed (new ones, a call's result, subagent work). */
 function changedItems(items: TranscriptItem[], attempt: number, from: number, seq: number): ItemPatch[] {
   const out: ItemPatch[] = [];
-  for (let i = 0; i < items.length; i++) {
-    if (i >= from || touches(items[i]!, seq)) out.push({ attempt, index: i, item: items[i]! });
+  for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+    if (itemIndex >= from || touches(items[itemIndex]!, seq))
+      out.push({ attempt, index: itemIndex, item: items[itemIndex]! });
   }
   return out;
 }
 
-export function patchOf(s: ProjectionState, env: Envelope, sent: SentCounts, traces: TraceIds): SessionPatch {
-  const { turns, ...view } = s.view;
-  const ti = env.turn === "" ? undefined : s.cursor.turnIndex[env.turn];
+export function patchOf(state: ProjectionState, env: Envelope, sent: SentCounts, traces: TraceIds): SessionPatch {
+  const { turns, ...view } = state.view;
+  const ti = env.turn === "" ? undefined : state.cursor.turnIndex[env.turn];
   const base = { seq: env.seq, at: env.at, kind: env.kind, view, requests: [] as DecisionRequest[], traceId: null };
   if (ti === undefined) return { ...base, turnIndex: null, turnView: null, head: null, items: [] };
-  const t = s.transcript.turns[ti]!;
+  const turn = state.transcript.turns[ti]!;
   const items: ItemPatch[] = [];
-  t.attempts.forEach((a, ai) => {
+  turn.attempts.forEach((attempt, ai) => {
     const key = `${ti}:${ai}`;
-    items.push(...changedItems(a.items, ai, sent.get(key) ?? 0, env.seq));
-    sent.set(key, a.items.length);
+    items.push(...changedItems(attempt.items, ai, sent.get(key) ?? 0, env.seq));
+    sent.set(key, attempt.items.length);
   });
   const head = {
-    turn: t.turn,
-    prompt: t.prompt,
-    promptSeq: t.promptSeq,
-    acceptedAttempt: t.acceptedAttempt,
-    attempts: t.attempts.map((a) => ({
-      attempt: a.attempt,
-      abandoned: a.abandoned,
-      abandonReason: a.abandonReason,
-      count: a.items.length,
+    turn: turn.turn,
+    prompt: turn.prompt,
+    promptSeq: turn.promptSeq,
+    acceptedAttempt: turn.acceptedAttempt,
+    attempts: turn.attempts.map((attempt) => ({
+      attempt: attempt.attempt,
+      abandoned: attempt.abandoned,
+      abandonReason: attempt.abandonReason,
+      count: attempt.items.length,
     })),
   };
-  const requests = s.decisions.requests.filter((r) => r.turn === env.turn);
+  const requests = state.decisions.requests.filter((r) => r.turn === env.turn);
   return {
     ...base,
     turnIndex: ti,
@@ -152,10 +153,10 @@ export function patchOf(s: ProjectionState, env: Envelope, sent: SentCounts, tra
 export const SENT_RESULT_CHARS = 1500;
 
 function trimItem(item: TranscriptItem): void {
-  const r = item.t === "tool" ? item.result : item.t === "orphan_result" ? item.result : null;
-  if (r !== null && r.text.length > SENT_RESULT_CHARS) {
-    (r as typeof r & { more: number }).more = r.text.length - SENT_RESULT_CHARS;
-    r.text = r.text.slice(0, SENT_RESULT_CHARS);
+  const result = item.t === "tool" ? item.result : item.t === "orphan_result" ? item.result : null;
+  if (result !== null && result.text.length > SENT_RESULT_CHARS) {
+    (result as typeof result & { more: number }).more = result.text.length - SENT_RESULT_CHARS;
+    result.text = result.text.slice(0, SENT_RESULT_CHARS);
   }
   if (item.t === "tool") item.subagent.forEach(trimItem);
 }

@@ -38,16 +38,16 @@ export class WatchedSessions {
   }
 
   /** Tells `w` the session's state, then every change, until `signal` aborts. */
-  async watch(session: string, w: Watcher, signal: AbortSignal): Promise<void> {
+  async watch(session: string, watcher: Watcher, signal: AbortSignal): Promise<void> {
     const watch = this.#watches.get(session) ?? this.#start(session);
     clearTimeout(watch.idle);
     watch.idle = undefined;
     await watch.ready;
-    if (signal.aborted) return this.#leave(session, watch, w);
+    if (signal.aborted) return this.#leave(session, watch, watcher);
     // Snapshot and joining happen together: no patch can fall between them.
-    w.snapshot(watch.state, watch.traces);
-    watch.watchers.add(w);
-    signal.addEventListener("abort", () => this.#leave(session, watch, w), { once: true });
+    watcher.snapshot(watch.state, watch.traces);
+    watch.watchers.add(watcher);
+    signal.addEventListener("abort", () => this.#leave(session, watch, watcher), { once: true });
   }
 
   close(): void {
@@ -58,8 +58,8 @@ export class WatchedSessions {
     this.#watches.clear();
   }
 
-  #leave(session: string, watch: Watch, w: Watcher): void {
-    watch.watchers.delete(w);
+  #leave(session: string, watch: Watch, watcher: Watcher): void {
+    watch.watchers.delete(watcher);
     if (watch.watchers.size > 0 || watch.idle !== undefined) return;
     watch.idle = setTimeout(() => {
       if (watch.watchers.size > 0) return;
@@ -108,7 +108,7 @@ export class WatchedSessions {
         applyEvent(watch.state, env);
         noteTrace(watch.traces, env);
         const patch = patchOf(watch.state, env, watch.sent, watch.traces);
-        for (const w of watch.watchers) w.patch(patch);
+        for (const watcher of watch.watchers) watcher.patch(patch);
       }
     } catch (err) {
       this.#logger.warn(
@@ -120,7 +120,7 @@ export class WatchedSessions {
       if (this.#watches.get(session) === watch) this.#watches.delete(session);
       clearTimeout(watch.idle);
       watch.ac.abort();
-      for (const w of watch.watchers) w.end();
+      for (const watcher of watch.watchers) watcher.end();
       watch.watchers.clear();
     }
   }

@@ -2,7 +2,7 @@
 // the worker's), and for each whether the worker retries it, the outcome class it counts as and so the
 // exit code of `turnstream run --wait`. The CLI runner, the worker, the event schema and the
 // `turnstream` command all read this one table; docs/reference is generated from its descriptions.
-import { z } from "zod";
+import { z as zod } from "zod";
 import type { ErrorKind as ClassifiedKind } from "../protocol/index.ts";
 
 /** How a turn ended, as a pipeline sees it (`outcome` in `run --wait --json`). */
@@ -166,9 +166,9 @@ export const FAILURE_KINDS = ERROR_KINDS.filter((kind) => kind !== "ok") as [Fai
 export const LEGACY_FAILURE_KINDS: Readonly<Record<string, FailureKind>> = { api_error: "server_error" };
 
 /** A kind a writer may put in `turn.failed`; a reader also accepts a legacy kind, read as its successor. */
-export const failureKindSchema = z.preprocess(
+export const failureKindSchema = zod.preprocess(
   (value) => (typeof value === "string" ? currentKind(value) : value),
-  z.enum(FAILURE_KINDS),
+  zod.enum(FAILURE_KINDS),
 );
 
 /** A legacy kind's successor; any other kind as it is. */

@@ -5,48 +5,50 @@
 // fails an older reader. The types stay exact, so writers cannot misspell a field. A field is required
 // only when every writer has always set it; anything added later is optional, so a log written
 // before it still reads (test/events/fixture-log.test.ts replays one).
-import { z } from "zod";
+import { z as zod } from "zod";
 import { failureKindSchema } from "./failures.ts";
 
-const int = z.number().int();
+const int = zod.number().int();
 const nonNegInt = int.nonnegative();
 
 /** The ids an attempt's events carry: its span, and the producer's span it is a child of. */
-export const traceIdsSchema = z.object({
+export const traceIdsSchema = zod.object({
   /** 32 lowercase hex digits. */
-  traceId: z.string().regex(/^[0-9a-f]{32}$/),
+  traceId: zod.string().regex(/^[0-9a-f]{32}$/),
   /** The attempt span, 16 lowercase hex digits. */
-  spanId: z.string().regex(/^[0-9a-f]{16}$/),
+  spanId: zod.string().regex(/^[0-9a-f]{16}$/),
   /** The producer's span (from the job's traceparent), when there was one. */
-  parentSpanId: z
+  parentSpanId: zod
     .string()
     .regex(/^[0-9a-f]{16}$/)
     .optional(),
 });
-export type TraceIds = z.infer<typeof traceIdsSchema>;
+export type TraceIds = zod.infer<typeof traceIdsSchema>;
 
-/** `cli.line`: one stdout line of the CLI, exactly as printed (scrubbed of secrets unless the worker keeps raw lines). */
-export const cliLineData = z.object({
-  raw: z.string(),
+/**
+ * `cli.line`: one stdout line of the CLI, exactly as printed (scrubbed of secrets unless the worker keeps raw lines).
+ */
+export const cliLineData = zod.object({
+  raw: zod.string(),
   /** Set when the line exceeded the splitter's cap; `raw` is then empty. */
-  truncated: z.object({ byteLength: z.number(), sha256: z.string() }).optional(),
+  truncated: zod.object({ byteLength: zod.number(), sha256: zod.string() }).optional(),
 });
 
 /** `cli.stderr`: stderr text, scrubbed. */
-export const cliStderrData = z.object({ text: z.string() });
+export const cliStderrData = zod.object({ text: zod.string() });
 
 /** `turn.queued`: a producer queued a turn. */
-export const turnQueuedData = z.object({
+export const turnQueuedData = zod.object({
   /** The rendered prompt (placeholders filled). */
-  prompt: z.string(),
-  cwd: z.string(),
-  model: z.string().optional(),
+  prompt: zod.string(),
+  cwd: zod.string(),
+  model: zod.string().optional(),
   /** W3C traceparent of the producer's active span, when there was one. */
-  traceparent: z.string().optional(),
-  idempotencyKey: z.string().optional(),
+  traceparent: zod.string().optional(),
+  idempotencyKey: zod.string().optional(),
   /** Names (never values) of the env overlay; `ref:` marks a worker-env reference. */
-  env: z.array(z.string()).optional(),
-  onLostSession: z.string().optional(),
+  env: zod.array(zod.string()).optional(),
+  onLostSession: zod.string().optional(),
 });
 
 /**
@@ -67,74 +69,74 @@ export const WARM_STARTS = [
 ] as const;
 
 /** `attempt.started`: a worker holds the session's lease and starts the CLI. */
-export const attemptStartedData = z.object({
-  worker: z.string(),
+export const attemptStartedData = zod.object({
+  worker: zod.string(),
   attempt: nonNegInt,
-  cwd: z.string(),
-  model: z.string().optional(),
+  cwd: zod.string(),
+  model: zod.string().optional(),
   /** The CLI's version (`claude --version`), when the worker could read it. */
-  cliVersion: z.string().optional(),
+  cliVersion: zod.string().optional(),
   /** The CLI session id passed to --resume, when resuming. */
-  resume: z.string().optional(),
+  resume: zod.string().optional(),
   /** seq of the session.snapshot restored into this run's config home. */
   snapshotSeq: int.positive().optional(),
-  traceparent: z.string().optional(),
+  traceparent: zod.string().optional(),
   /** The attempt's span ids, so a re-export from the log lands on the same spans. */
   trace: traceIdsSchema.optional(),
   /** Warm sessions only: see WARM_STARTS. */
-  warm: z.enum(WARM_STARTS).optional(),
+  warm: zod.enum(WARM_STARTS).optional(),
   /**
    * When resuming: where the CLI session's running total (`total_cost_usd`) stands as the run
    * starts, which its result lines go on from (see costAdded): the total the restored session file
    * holds (the CLI writes it there when its process exits), or a kept warm process's last one.
    * Absent for a fresh session (its count starts at 0) and in logs from before it was recorded.
    */
-  costBaseUsd: z.number().nonnegative().optional(),
+  costBaseUsd: zod.number().nonnegative().optional(),
   /**
    * Why the attempt starts a fresh CLI session although the session had one: `cwd_changed` (the
    * CLI keeps a session under its cwd's project folder, so a turn in another cwd does not continue it).
    */
-  freshReason: z.string().optional(),
+  freshReason: zod.string().optional(),
 });
 
 /** `cli.exit`: the CLI process ended. */
-export const cliExitData = z.object({
+export const cliExitData = zod.object({
   code: int.nullable(),
-  signal: z.string().nullable(),
-  durationMs: z.number(),
+  signal: zod.string().nullable(),
+  durationMs: zod.number(),
   pid: int.optional(),
 });
 
 /** `attempt.abandoned`: the attempt's output does not count (crash, lease lost, retry, cancel…). */
-export const attemptAbandonedData = z.object({
+export const attemptAbandonedData = zod.object({
   /** worker_crashed | lease_lost | fenced | shutdown | lock_lost | cancelled | lost_session | <error kind> */
-  reason: z.string(),
+  reason: zod.string(),
   /** The abandoned attempt (a later attempt may record an earlier one). */
   attempt: nonNegInt,
   /** Whether another attempt of the turn follows. */
-  retry: z.boolean(),
-  delayMs: z.number().optional(),
+  retry: zod.boolean(),
+  delayMs: zod.number().optional(),
   /** Set when a later attempt records this one (the worker that ran it died). */
   detectedBy: nonNegInt.optional(),
 });
 
 /** `turn.finished`: the turn is done; `attempt` names the accepted attempt, whose cli.line events are its output. */
-export const turnFinishedData = z.object({
+export const turnFinishedData = zod.object({
   attempt: nonNegInt,
-  cliSessionId: z.string().optional(),
+  cliSessionId: zod.string().optional(),
   /**
    * What the accepted attempt cost: the rise of its CLI session's running total (see costAdded).
    * Logs written before this was so hold the session's running total here; readers count from the
    * result lines instead.
    */
-  costUsd: z.number().optional(),
-  durationMs: z.number().optional(),
+  costUsd: zod.number().optional(),
+  durationMs: zod.number().optional(),
   /** The result text, scrubbed. */
-  resultText: z.string().optional(),
+  resultText: zod.string().optional(),
 });
 
 /** `turn.failed`: the turn gave up. */
-export const turnFailedData = z.object({
+export const turnFailedData = zod.object({
   attempt: nonNegInt,
   /**
    * Why: a kind of the failure table (failures.ts: the classifier's, the runner's, the worker's). A
@@ -142,36 +144,36 @@ export const turnFailedData = z.object({
    */
   errorKind: failureKindSchema,
   /** A typed error's name and scrubbed message. */
-  error: z.object({ name: z.string(), message: z.string() }),
-  retryable: z.boolean(),
+  error: zod.object({ name: zod.string(), message: zod.string() }),
+  retryable: zod.boolean(),
 });
 
 /** `turn.cancelled`: a producer or operator cancelled the turn. */
-export const turnCancelledData = z.object({
-  reason: z.string().optional(),
-  by: z.string().optional(),
+export const turnCancelledData = zod.object({
+  reason: zod.string().optional(),
+  by: zod.string().optional(),
   attempt: nonNegInt.optional(),
 });
 
 /** `session.snapshot`: the CLI's session file, saved so any worker can resume the session. */
-export const sessionSnapshotData = z.object({
-  cliSessionId: z.string(),
+export const sessionSnapshotData = zod.object({
+  cliSessionId: zod.string(),
   /**
    * The file's bytes (scrubbed like cli.line text unless the worker keeps raw lines), base64; with
    * `baseSeq`, only the bytes appended since the snapshot at that seq.
    */
-  base64: z.string(),
+  base64: zod.string(),
   /** Length and sha256 of the whole file. */
-  bytes: z.number(),
-  sha256: z.string(),
+  bytes: zod.number(),
+  sha256: zod.string(),
   /** The snapshot this one extends (its file is a prefix of this one's). */
   baseSeq: int.positive().optional(),
   /** Deltas back to a whole snapshot (absent: this one is whole). */
   depth: nonNegInt.optional(),
   /** The cwd the CLI ran in: the session file belongs to that cwd's conversation. */
-  cwd: z.string().optional(),
+  cwd: zod.string().optional(),
   /** The CLI session's running total (`total_cost_usd` of the run's last result) as of this file. */
-  costTotalUsd: z.number().nonnegative().optional(),
+  costTotalUsd: zod.number().nonnegative().optional(),
 });
 
 /**
@@ -180,86 +182,86 @@ export const sessionSnapshotData = z.object({
  * than the one it was held in (`cwd_changed`: nothing carried, `turns` 0; the log keeps the history).
  * Logs hold it under its older name `session.replayed` too (see RENAMED_KINDS).
  */
-export const sessionReplacedData = z.object({
-  by: z.string(),
+export const sessionReplacedData = zod.object({
+  by: zod.string(),
   /** lost_session | cwd_changed */
-  reason: z.string(),
-  previousCliSessionId: z.string().optional(),
-  cliSessionId: z.string().optional(),
+  reason: zod.string(),
+  previousCliSessionId: zod.string().optional(),
+  cliSessionId: zod.string().optional(),
   /** Turns whose transcript was carried into the new session's prompt. */
   turns: nonNegInt,
 });
 /** @deprecated The older name of sessionReplacedData. */
 export const sessionReplayedData = sessionReplacedData;
 
-export const riskClassSchema = z.enum(["exec", "write", "network", "other"]);
-export type RiskClass = z.infer<typeof riskClassSchema>;
+export const riskClassSchema = zod.enum(["exec", "write", "network", "other"]);
+export type RiskClass = zod.infer<typeof riskClassSchema>;
 
-export const decisionSchema = z.enum(["allow", "deny"]);
-export type Decision = z.infer<typeof decisionSchema>;
+export const decisionSchema = zod.enum(["allow", "deny"]);
+export type Decision = zod.infer<typeof decisionSchema>;
 
-export const deciderSchema = z.enum(["operator", "rule", "timeout", "hub"]);
+export const deciderSchema = zod.enum(["operator", "rule", "timeout", "hub"]);
 
 /** `decision.requested` (supervised turns; fenced, written with the attempt's epoch). */
-export const decisionRequestedData = z.object({
-  requestId: z.string(),
+export const decisionRequestedData = zod.object({
+  requestId: zod.string(),
   /** Random per hook call, chosen by the forwarder and echoed in the hub's reply. */
-  nonce: z.string(),
-  tool: z.string(),
-  toolUseId: z.string().optional(),
+  nonce: zod.string(),
+  tool: zod.string(),
+  toolUseId: zod.string().optional(),
   riskClass: riskClassSchema,
   /** Scrubbed and shortened: what an operator needs to decide, never whole file contents. */
-  input: z.string(),
+  input: zod.string(),
   /** The exact command, path or URL (scrubbed) an `always` rule is made from; absent when too long. */
-  subject: z.string().optional(),
+  subject: zod.string().optional(),
   /**
    * Names of what the scrubber took out of `input` or `subject` (e.g. `connection_password`): the
    * operator is not shown the exact call, so an allow needs `allowRedacted`. Absent when nothing was.
    */
-  redacted: z.array(z.string()).optional(),
-  cliSessionId: z.string().optional(),
-  hubId: z.string(),
+  redacted: zod.array(zod.string()).optional(),
+  cliSessionId: zod.string().optional(),
+  hubId: zod.string(),
   timeoutMs: int.positive(),
-  expiresAt: z.string(),
+  expiresAt: zod.string(),
 });
 
 /** `decision.made` (unfenced): an operator's signed decision, or the hub's rule or timeout verdict. */
-export const decisionMadeData = z.object({
-  requestId: z.string(),
+export const decisionMadeData = zod.object({
+  requestId: zod.string(),
   decision: decisionSchema,
   /** Who: the operator's name, `rule:<id>`, or `hub`. */
-  by: z.string(),
+  by: zod.string(),
   source: deciderSchema,
-  reason: z.string(),
-  decidedAt: z.string(),
-  always: z.boolean().optional(),
-  ruleId: z.string().optional(),
+  reason: zod.string(),
+  decidedAt: zod.string(),
+  always: zod.boolean().optional(),
+  ruleId: zod.string().optional(),
   /** On timeouts: the request is denied and flagged for escalation. */
-  timeoutPolicy: z.literal("escalate").optional(),
+  timeoutPolicy: zod.literal("escalate").optional(),
   /** The operator allowed a request whose shown input was redacted, knowingly (`--allow-redacted`). */
-  allowRedacted: z.literal(true).optional(),
+  allowRedacted: zod.literal(true).optional(),
   /** Operator decisions: sha256 of the request as the hub recorded it. */
-  requestDigest: z.string().optional(),
+  requestDigest: zod.string().optional(),
   /** Operator decisions: the signing key's id and the Ed25519 signature (base64url). */
-  keyId: z.string().optional(),
-  signature: z.string().optional(),
+  keyId: zod.string().optional(),
+  signature: zod.string().optional(),
 });
 
 /** `rule.added` (unfenced): a trust rule for later decisions, in the log of the session whose decision made it. */
-export const ruleAddedData = z.object({
-  ruleId: z.string(),
-  pattern: z.string(),
+export const ruleAddedData = zod.object({
+  ruleId: zod.string(),
+  pattern: zod.string(),
   effect: decisionSchema,
-  by: z.string(),
-  reason: z.string().optional(),
-  fromRequest: z.string().optional(),
-  addedAt: z.string(),
-  keyId: z.string().optional(),
-  signature: z.string().optional(),
+  by: zod.string(),
+  reason: zod.string().optional(),
+  fromRequest: zod.string().optional(),
+  addedAt: zod.string(),
+  keyId: zod.string().optional(),
+  signature: zod.string().optional(),
 });
 
 /** Token counts of one model call, from the answer's own usage. */
-export const modelUsageSchema = z.object({
+export const modelUsageSchema = zod.object({
   input_tokens: nonNegInt,
   output_tokens: nonNegInt,
   cache_creation_input_tokens: nonNegInt,
@@ -267,27 +269,27 @@ export const modelUsageSchema = z.object({
 });
 
 /** `model.call`: one request of the run's CLI through the worker's model gateway, as the gateway saw it. */
-export const modelCallData = z.object({
+export const modelCallData = zod.object({
   /** ISO time the request reached the gateway. */
-  startedAt: z.string(),
-  method: z.string(),
+  startedAt: zod.string(),
+  method: zod.string(),
   /** `/v1/messages`, `/v1/messages/count_tokens`, … (no query). */
-  path: z.string(),
-  model: z.string().optional(),
-  stream: z.boolean(),
+  path: zod.string(),
+  model: zod.string().optional(),
+  stream: zod.boolean(),
   /** The status the CLI got. */
   status: int,
   /** Request arrival to the answer's first body byte. */
-  ttfbMs: z.number().optional(),
-  durationMs: z.number(),
+  ttfbMs: zod.number().optional(),
+  durationMs: zod.number(),
   usage: modelUsageSchema.optional(),
   /** An estimate from the gateway's price table (docs/gateway.md). */
-  costUsd: z.number().optional(),
-  retryAfterS: z.number().optional(),
+  costUsd: zod.number().optional(),
+  retryAfterS: zod.number().optional(),
   /** The upstream's `request-id`. */
-  requestId: z.string().optional(),
+  requestId: zod.string().optional(),
   /** Set when the gateway answered itself: `policy`, `upstream_unreachable`, `too_large`, `aborted`. */
-  answeredBy: z.string().optional(),
+  answeredBy: zod.string().optional(),
 });
 
 /** Every kind turnstream writes, with the schema of its data. */
@@ -313,9 +315,9 @@ export const eventDataSchemas = {
 
 export type EventKind = keyof typeof eventDataSchemas;
 /** The data of an event of kind K. */
-export type EventData<K extends EventKind> = z.output<(typeof eventDataSchemas)[K]>;
+export type EventData<K extends EventKind> = zod.output<(typeof eventDataSchemas)[K]>;
 /** What a writer passes for kind K. */
-export type EventDataInput<K extends EventKind> = z.input<(typeof eventDataSchemas)[K]>;
+export type EventDataInput<K extends EventKind> = zod.input<(typeof eventDataSchemas)[K]>;
 
 export type TurnQueuedData = EventData<"turn.queued">;
 export type AttemptStartedData = EventData<"attempt.started">;

@@ -43,10 +43,10 @@ export interface UnsafeCharacter {
 
 /** The first character `forTerminal` would escape (newlines and tabs allowed with `multiline`), or undefined. */
 export function unsafeCharacter(text: string, options: DisplayOptions = {}): UnsafeCharacter | undefined {
-  for (const m of text.matchAll(UNSAFE)) {
-    const ch = m[0];
+  for (const match of text.matchAll(UNSAFE)) {
+    const ch = match[0];
     if (options.multiline === true && (ch === "\n" || ch === "\t")) continue;
-    return { index: m.index, escaped: escapeOf(ch) };
+    return { index: match.index, escaped: escapeOf(ch) };
   }
   return undefined;
 }

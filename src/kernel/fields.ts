@@ -4,23 +4,23 @@
 export type Obj = Record<string, unknown>;
 
 /** A plain object (not null, not an array). */
-export function isObj(v: unknown): v is Obj {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
+export function isObj(value: unknown): value is Obj {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
-export function stringField(o: Obj | undefined, key: string): string | undefined {
-  const v = o?.[key];
-  return typeof v === "string" ? v : undefined;
+export function stringField(record: Obj | undefined, key: string): string | undefined {
+  const value = record?.[key];
+  return typeof value === "string" ? value : undefined;
 }
 
 /** A finite number (NaN and infinities read as absent). */
-export function numberField(o: Obj | undefined, key: string): number | undefined {
-  const v = o?.[key];
-  return typeof v === "number" && Number.isFinite(v) ? v : undefined;
+export function numberField(record: Obj | undefined, key: string): number | undefined {
+  const value = record?.[key];
+  return typeof value === "number" && Number.isFinite(value) ? value : undefined;
 }
 
 /** The field when it is a plain object. */
-export function objField(o: Obj | undefined, key: string): Obj | undefined {
-  const v = o?.[key];
-  return isObj(v) ? v : undefined;
+export function objField(record: Obj | undefined, key: string): Obj | undefined {
+  const value = record?.[key];
+  return isObj(value) ? value : undefined;
 }

@@ -32,10 +32,10 @@ export async function readBodyBytes(req: IncomingMessage, limit: number): Promis
     throw new BodyTooLargeError(`request body over ${limit} bytes`);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const c of req) {
-    size += (c as Buffer).length;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
     if (size > limit) throw new BodyTooLargeError(`request body over ${limit} bytes`);
-    chunks.push(c as Buffer);
+    chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
 }
@@ -45,7 +45,10 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<str
   return (await readBodyBytes(req, limit)).toString("utf8");
 }
 
-/** Starts `server` on `host:port` and resolves with its address once it listens; fails with the listen error (a port in use). */
+/**
+ * Starts `server` on `host:port` and resolves with its address once it listens; fails with the listen error (a port in
+ * use).
+ */
 export function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);

@@ -21,7 +21,10 @@ export class RepeatLimiter {
     this.#now = now;
   }
 
-  /** The number of repeats dropped since the key last got through, when it gets through now; undefined when this one is dropped. */
+  /**
+   * The number of repeats dropped since the key last got through, when it gets through now; undefined when this one is
+   * dropped.
+   */
   admit(key: string): number | undefined {
     const now = this.#now();
     const seen = this.#seen.peek(key);
@@ -43,15 +46,18 @@ export function errorFields(err: unknown): { name?: string; message: string; cod
   return out;
 }
 
-/** Logs a library's error events (a connection's, a queue's) at warn, one line per message per interval, with `suppressed` counting the repeats in between. */
+/**
+ * Logs a library's error events (a connection's, a queue's) at warn, one line per message per interval, with
+ * `suppressed` counting the repeats in between.
+ */
 export type ErrorReporter = (msg: string, err: unknown, fields?: Record<string, unknown>) => void;
 
 /** An ErrorReporter over `logger`. */
 export function errorReporter(logger: Logger, limiter: RepeatLimiter = new RepeatLimiter()): ErrorReporter {
   return (msg, err, fields = {}) => {
-    const e = errorFields(err);
-    const dropped = limiter.admit(`${msg}\0${e.message}`);
+    const errorInfo = errorFields(err);
+    const dropped = limiter.admit(`${msg}\0${errorInfo.message}`);
     if (dropped === undefined) return;
-    logger.warn(dropped > 0 ? { ...fields, err: e, suppressed: dropped } : { ...fields, err: e }, msg);
+    logger.warn(dropped > 0 ? { ...fields, err: errorInfo, suppressed: dropped } : { ...fields, err: errorInfo }, msg);
   };
 }

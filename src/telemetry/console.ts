@@ -8,7 +8,9 @@ import { RepeatLimiter, type Logger } from "../kernel/index.ts";
 const LEVELS = { error: "error", warn: "warn", log: "info", info: "info", debug: "debug", trace: "debug" } as const;
 type Method = keyof typeof LEVELS;
 
-/** The first line of what console would print; an error reads as its name and message (the rest of a stack is frames). */
+/**
+ * The first line of what console would print; an error reads as its name and message (the rest of a stack is frames).
+ */
 function consoleMessage(args: readonly unknown[]): string {
   const text = format(...args.map((a) => (a instanceof Error ? `${a.name}: ${a.message}` : a)));
   const line = text.split("\n", 1)[0]!;

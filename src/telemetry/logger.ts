@@ -74,7 +74,9 @@ export function traceFields(): Readonly<Record<string, string>> {
   };
 }
 
-/** A pino logger whose every line passes the scrubber, with the usual secret paths (auth headers, tokens) blanked first. */
+/**
+ * A pino logger whose every line passes the scrubber, with the usual secret paths (auth headers, tokens) blanked first.
+ */
 export function createLogger(options: CreateLoggerOptions): PinoLogger {
   const { scrubber } = options;
   const ctx = { sink: "log" } as const;
@@ -98,7 +100,7 @@ export function createLogger(options: CreateLoggerOptions): PinoLogger {
         censor: (_value: unknown, path: string[]) => redactionMarker(path.at(-1) ?? "field"),
       },
       hooks: {
-        logMethod(args: unknown[], method: (...a: unknown[]) => void) {
+        logMethod(args: unknown[], method: (...args: unknown[]) => void) {
           const safe = args.map((a) =>
             typeof a === "string" ? scrubber.scrub(a, ctx) : a instanceof Error ? scrubError(a, scrubber) : a,
           );

@@ -82,15 +82,15 @@ export function tracesConfig(env: EnvLike, fallbackServiceName = DEFAULT_SERVICE
     .map((s) => s.trim().toLowerCase())
     .filter((s) => s !== "");
   const exporters: Array<"otlp" | "console"> = [];
-  for (const n of names) {
-    if (n === "none") continue;
-    if (n !== "otlp" && n !== "console") {
+  for (const exporterName of names) {
+    if (exporterName === "none") continue;
+    if (exporterName !== "otlp" && exporterName !== "console") {
       throw new TelemetryConfigError(
         "OTEL_TRACES_EXPORTER",
-        `OTEL_TRACES_EXPORTER lists '${n}'; use otlp, console or none`,
+        `OTEL_TRACES_EXPORTER lists '${exporterName}'; use otlp, console or none`,
       );
     }
-    if (!exporters.includes(n)) exporters.push(n);
+    if (!exporters.includes(exporterName)) exporters.push(exporterName);
   }
   if (names.includes("none")) exporters.length = 0;
   const { serviceName, resourceAttributes } = serviceIdentity(env, fallbackServiceName);
@@ -104,7 +104,10 @@ export function tracesConfig(env: EnvLike, fallbackServiceName = DEFAULT_SERVICE
   };
 }
 
-/** The exporters OTEL_TRACES_EXPORTER names, as NodeSDK would make them; each reads its own settings from the environment. */
+/**
+ * The exporters OTEL_TRACES_EXPORTER names, as NodeSDK would make them; each reads its own settings from the
+ * environment.
+ */
 function envExporters(config: TracesConfig): SpanExporter[] {
   return config.exporters.map((name) =>
     name === "console" ? new ConsoleSpanExporter() : otlpExporter(config.protocol),
@@ -122,7 +125,10 @@ function otlpExporter(protocol: OtlpProtocol): SpanExporter {
   return new OTLPTraceExporter();
 }
 
-/** A span processor over the exporter wrapped for redaction: batched, except the console (as NodeSDK does) or when asked. */
+/**
+ * A span processor over the exporter wrapped for redaction: batched, except the console (as NodeSDK does) or when
+ * asked.
+ */
 function redactingProcessor(
   exporter: SpanExporter,
   scrubber: Scrubber,
@@ -152,13 +158,14 @@ const noop = (): Telemetry => {
 function withOtelEnv<T>(env: EnvLike, fn: () => T): T {
   if (env === process.env) return fn();
   const saved = Object.entries(process.env).filter(([k]) => k.startsWith("OTEL_"));
-  for (const [k] of saved) delete process.env[k];
-  for (const [k, v] of Object.entries(env)) if (k.startsWith("OTEL_") && v !== undefined) process.env[k] = v;
+  for (const [key] of saved) delete process.env[key];
+  for (const [key, value] of Object.entries(env))
+    if (key.startsWith("OTEL_") && value !== undefined) process.env[key] = value;
   try {
     return fn();
   } finally {
-    for (const k of Object.keys(process.env)) if (k.startsWith("OTEL_")) delete process.env[k];
-    for (const [k, v] of saved) process.env[k] = v;
+    for (const key of Object.keys(process.env)) if (key.startsWith("OTEL_")) delete process.env[key];
+    for (const [key, value] of saved) process.env[key] = value;
   }
 }
 

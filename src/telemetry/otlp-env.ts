@@ -56,10 +56,10 @@ export function positiveMs(env: EnvLike, names: readonly string[], dflt: number 
   for (const name of names) {
     const text = nonEmpty(env[name]);
     if (text === undefined) continue;
-    const n = Number(text);
-    if (!(Number.isFinite(n) && n > 0))
+    const millis = Number(text);
+    if (!(Number.isFinite(millis) && millis > 0))
       throw new TelemetryConfigError(name, `${name} must be a positive number of milliseconds, got '${text}'`);
-    return n;
+    return millis;
   }
   return dflt;
 }
@@ -96,7 +96,9 @@ export function sdkDisabled(env: EnvLike): boolean {
   return nonEmpty(env["OTEL_SDK_DISABLED"])?.toLowerCase() === "true";
 }
 
-/** OTEL_RESOURCE_ATTRIBUTES, and service.name: OTEL_SERVICE_NAME, else the attributes' service.name, else `fallback`. */
+/**
+ * OTEL_RESOURCE_ATTRIBUTES, and service.name: OTEL_SERVICE_NAME, else the attributes' service.name, else `fallback`.
+ */
 export function serviceIdentity(
   env: EnvLike,
   fallback: string,

@@ -128,11 +128,11 @@ const REGEX_MODIFIERS = hasRegexModifiers();
 export function combinedPrecheck(patterns: readonly ScrubPattern[]): (text: string) => boolean {
   const parts: string[] = [];
   const own: RegExp[] = [];
-  for (const p of patterns) {
-    const flags = p.precheck.flags;
-    if (flags === "") parts.push(`(?:${p.precheck.source})`);
-    else if (flags === "i" && REGEX_MODIFIERS) parts.push(`(?i:${p.precheck.source})`);
-    else own.push(p.precheck);
+  for (const pattern of patterns) {
+    const flags = pattern.precheck.flags;
+    if (flags === "") parts.push(`(?:${pattern.precheck.source})`);
+    else if (flags === "i" && REGEX_MODIFIERS) parts.push(`(?i:${pattern.precheck.source})`);
+    else own.push(pattern.precheck);
   }
   const one = parts.length === 0 ? null : new RegExp(parts.join("|"));
   if (own.length === 0) return one === null ? () => false : (text) => one.test(text);

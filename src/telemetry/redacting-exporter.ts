@@ -43,35 +43,38 @@ class BatchScrub {
       if (!Object.hasOwn(attrs, rawKey)) continue;
       const value = attrs[rawKey];
       const drop = value === undefined || DROPPED.has(rawKey);
-      let k = this.#keys.get(rawKey);
-      if (k === undefined) {
+      let keyEntry = this.#keys.get(rawKey);
+      if (keyEntry === undefined) {
         const key = this.name(rawKey);
-        k = { key, secret: isSecretFieldName(key), values: new Map() };
-        this.#keys.set(rawKey, k);
+        keyEntry = { key, secret: isSecretFieldName(key), values: new Map() };
+        this.#keys.set(rawKey, keyEntry);
       }
       const safe = drop
         ? undefined
         : typeof value === "number" || typeof value === "boolean"
           ? value
-          : this.#value(k, value!);
-      if (out === undefined && (drop || k.key !== rawKey || safe !== value)) out = copyBefore(attrs, rawKey);
-      if (out !== undefined && !drop) out[k.key] = safe;
+          : this.#value(keyEntry, value!);
+      if (out === undefined && (drop || keyEntry.key !== rawKey || safe !== value)) out = copyBefore(attrs, rawKey);
+      if (out !== undefined && !drop) out[keyEntry.key] = safe;
     }
     return out ?? attrs;
   }
 
-  #value(k: { key: string; secret: boolean; values: Map<string, string> }, value: AttributeValue): AttributeValue {
+  #value(
+    keyEntry: { key: string; secret: boolean; values: Map<string, string> },
+    value: AttributeValue,
+  ): AttributeValue {
     if (typeof value === "string") {
-      if (value !== "" && k.secret) return redactionMarker(k.key);
-      let out = k.values.get(value);
+      if (value !== "" && keyEntry.secret) return redactionMarker(keyEntry.key);
+      let out = keyEntry.values.get(value);
       if (out === undefined) {
-        out = this.#s.scrub(value, { sink: "span", field: k.key });
-        k.values.set(value, out);
+        out = this.#s.scrub(value, { sink: "span", field: keyEntry.key });
+        keyEntry.values.set(value, out);
       }
       return out;
     }
     if (Array.isArray(value)) {
-      const ctx = { sink: "span", field: k.key };
+      const ctx = { sink: "span", field: keyEntry.key };
       const items = value as Array<string | number | boolean | null | undefined>;
       const safe = items.map((v) => (typeof v === "string" ? this.#s.scrub(v, ctx) : v));
       return safe.every((v, i) => v === items[i]) ? value : (safe as AttributeValue);
@@ -83,10 +86,10 @@ class BatchScrub {
 /** `items` itself when `redact` changes none of them, else the redacted copies. */
 function sameOrCopies<T>(items: readonly T[], redact: (item: T) => T, same: (item: T, safe: T) => boolean): T[] {
   let out: T[] | undefined;
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i]!;
+  for (let index = 0; index < items.length; index++) {
+    const item = items[index]!;
     const safe = redact(item);
-    if (out === undefined && !same(item, safe)) out = items.slice(0, i);
+    if (out === undefined && !same(item, safe)) out = items.slice(0, index);
     out?.push(safe);
   }
   return out ?? (items as T[]);
@@ -151,31 +154,31 @@ export class RedactingSpanExporter implements SpanExporter {
 
   // A span that scrubbing leaves unchanged (nearly all of them) goes through as it is: copying
   // every span of a long run was most of the exporter's cost.
-  #redact(span: ReadableSpan, b: BatchScrub): ReadableSpan {
-    const name = b.name(span.name);
-    const attributes = b.attributes(span.attributes);
+  #redact(span: ReadableSpan, batch: BatchScrub): ReadableSpan {
+    const name = batch.name(span.name);
+    const attributes = batch.attributes(span.attributes);
     const events = sameOrCopies(
       span.events,
-      (e): TimedEvent => ({
-        time: e.time,
-        name: b.name(e.name),
-        attributes: b.attributes(e.attributes),
-        droppedAttributesCount: e.droppedAttributesCount ?? 0,
+      (event): TimedEvent => ({
+        time: event.time,
+        name: batch.name(event.name),
+        attributes: batch.attributes(event.attributes),
+        droppedAttributesCount: event.droppedAttributesCount ?? 0,
       }),
       (e, safe) => safe.name === e.name && safe.attributes === e.attributes,
     );
     const links = sameOrCopies(
       span.links,
-      (l): Link => ({
-        context: l.context,
-        attributes: b.attributes(l.attributes),
-        droppedAttributesCount: l.droppedAttributesCount ?? 0,
+      (link): Link => ({
+        context: link.context,
+        attributes: batch.attributes(link.attributes),
+        droppedAttributesCount: link.droppedAttributesCount ?? 0,
       }),
       (l, safe) => safe.attributes === l.attributes,
     );
     let changed =
       name !== span.name || attributes !== span.attributes || events !== span.events || links !== span.links;
-    const message = span.status.message === undefined ? undefined : b.name(span.status.message);
+    const message = span.status.message === undefined ? undefined : batch.name(span.status.message);
     const resource = this.#resource(span.resource);
     if (message !== span.status.message || resource !== span.resource) changed = true;
     if (!changed) return span;

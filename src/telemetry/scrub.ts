@@ -49,7 +49,10 @@ export interface Scrubber {
   addValues(values: SecretValues): this;
   /** Registers the secret-looking variables of an environment (and passwords inside URL values). */
   addEnv(env: EnvLike): this;
-  /** Reads a Claude `.credentials.json`: every token/secret field at any depth. Returns how many values were added (0 if the file is absent). */
+  /**
+   * Reads a Claude `.credentials.json`: every token/secret field at any depth. Returns how many values were added (0 if
+   * the file is absent).
+   */
   addCredentialFile(path: string): number;
   /** A scrubber that knows everything this one knows (now and later) plus the overlay's secrets. */
   child(overlay: EnvLike, options?: { values?: SecretValues; hook?: ScrubHook }): Scrubber;
@@ -109,7 +112,7 @@ interface Compiled {
 function compile(values: ReadonlyMap<string, string>): Compiled {
   const byVariant = new Map<string, string>();
   for (const [value, name] of values) {
-    for (const v of valueVariants(value)) if (!byVariant.has(v)) byVariant.set(v, name);
+    for (const variant of valueVariants(value)) if (!byVariant.has(variant)) byVariant.set(variant, name);
   }
   const variants = [...byVariant].sort((a, b) => b[0].length - a[0].length);
   if (variants.length === 0) return { variants, maybe: null };
@@ -117,20 +120,20 @@ function compile(values: ReadonlyMap<string, string>): Compiled {
   return { variants, maybe: (text) => anyVariant.test(text) };
 }
 
-// Whether the backslash at `j` starts a JSON escape: the run of backslashes ending there is odd.
-function startsEscape(text: string, j: number): boolean {
-  let k = j;
-  while (k > 0 && text.charCodeAt(k - 1) === 0x5c) k--;
-  return (j - k) % 2 === 0;
+// Whether the backslash at `backslashAt` starts a JSON escape: the run of backslashes ending there is odd.
+function startsEscape(text: string, backslashAt: number): boolean {
+  let runStart = backslashAt;
+  while (runStart > 0 && text.charCodeAt(runStart - 1) === 0x5c) runStart--;
+  return (backslashAt - runStart) % 2 === 0;
 }
 
-/** [start, end) of the JSON escape (`\n`, `\u00e9`) that position `i` lies inside of, if any. */
-function escapeAround(text: string, i: number): [number, number] | undefined {
-  for (let j = i - 1; j >= 0 && j >= i - 5; j--) {
-    if (text.charCodeAt(j) !== 0x5c) continue;
-    if (!startsEscape(text, j)) return undefined;
-    const end = j + (text[j + 1] === "u" ? 6 : 2);
-    return end > i ? [j, end] : undefined;
+/** [start, end) of the JSON escape (`\n`, `\u00e9`) that `position` lies inside of, if any. */
+function escapeAround(text: string, position: number): [number, number] | undefined {
+  for (let backslashAt = position - 1; backslashAt >= 0 && backslashAt >= position - 5; backslashAt--) {
+    if (text.charCodeAt(backslashAt) !== 0x5c) continue;
+    if (!startsEscape(text, backslashAt)) return undefined;
+    const end = backslashAt + (text[backslashAt + 1] === "u" ? 6 : 2);
+    return end > position ? [backslashAt, end] : undefined;
   }
   return undefined;
 }
@@ -144,32 +147,37 @@ function escapeAligned(text: string, start: number, end: number): [number, numbe
 function redactValues(text: string, compiled: Compiled): string {
   if (compiled.maybe === null || !compiled.maybe(text)) return text;
   const spans: Array<[start: number, end: number, name: string]> = [];
-  for (const [v, name] of compiled.variants) {
-    for (let i = text.indexOf(v); i !== -1; i = text.indexOf(v, i + 1))
-      spans.push([...escapeAligned(text, i, i + v.length), name]);
+  for (const [variant, name] of compiled.variants) {
+    for (let matchAt = text.indexOf(variant); matchAt !== -1; matchAt = text.indexOf(variant, matchAt + 1))
+      spans.push([...escapeAligned(text, matchAt, matchAt + variant.length), name]);
   }
   spans.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
   let out = "";
   let at = 0;
-  for (let k = 0; k < spans.length;) {
-    const [start, , name] = spans[k]!;
-    let end = spans[k]![1];
-    for (k++; k < spans.length && spans[k]![0] < end; k++) end = Math.max(end, spans[k]![1]);
+  for (let spanIndex = 0; spanIndex < spans.length;) {
+    const [start, , name] = spans[spanIndex]!;
+    let end = spans[spanIndex]![1];
+    for (spanIndex++; spanIndex < spans.length && spans[spanIndex]![0] < end; spanIndex++)
+      end = Math.max(end, spans[spanIndex]![1]);
     out += text.slice(at, start) + redactionMarker(name);
     at = end;
   }
   return out + text.slice(at);
 }
 
-function redactPatterns(text: string, patterns: readonly ScrubPattern[], any: ((t: string) => boolean) | null): string {
+function redactPatterns(
+  text: string,
+  patterns: readonly ScrubPattern[],
+  any: ((input: string) => boolean) | null,
+): string {
   if (any === null || !any(text)) return text;
-  for (const p of patterns) {
-    if (!p.precheck.test(text)) continue;
-    const marker = redactionMarker(p.name);
-    text = text.replace(p.regex, (...args: unknown[]) => {
+  for (const pattern of patterns) {
+    if (!pattern.precheck.test(text)) continue;
+    const marker = redactionMarker(pattern.name);
+    text = text.replace(pattern.regex, (...args: unknown[]) => {
       const groups = args.at(-1);
-      const g = typeof groups === "object" && groups !== null ? (groups as Record<string, string | undefined>) : {};
-      return (g["keep"] ?? "") + marker + (g["tail"] ?? "");
+      const named = typeof groups === "object" && groups !== null ? (groups as Record<string, string | undefined>) : {};
+      return (named["keep"] ?? "") + marker + (named["tail"] ?? "");
     });
   }
   return text;
@@ -199,10 +207,10 @@ function listValues(text: string): string[] {
 function urlPasswords(value: string): string[] {
   if (!value.includes("://") || !value.includes("@")) return [];
   const out: string[] = [];
-  for (const m of value.matchAll(/[a-z][a-z0-9+.-]*:\/\/[^\s:@/]*:([^\s/]+)@/gi)) {
-    out.push(m[1]!);
+  for (const match of value.matchAll(/[a-z][a-z0-9+.-]*:\/\/[^\s:@/]*:([^\s/]+)@/gi)) {
+    out.push(match[1]!);
     try {
-      out.push(decodeURIComponent(m[1]!));
+      out.push(decodeURIComponent(match[1]!));
     } catch {
       // not percent-encoded
     }
@@ -214,7 +222,7 @@ class ScrubberImpl implements Scrubber {
   readonly #parent: ScrubberImpl | undefined;
   readonly #own = new Map<string, string>(); // value → name
   readonly #patterns: readonly ScrubPattern[];
-  readonly #patternCheck: ((t: string) => boolean) | null;
+  readonly #patternCheck: ((input: string) => boolean) | null;
   readonly #hook: ScrubHook | undefined;
   readonly #minEnv: number;
   #version = 0;
@@ -242,7 +250,7 @@ class ScrubberImpl implements Scrubber {
 
   #all(into: Map<string, string>): Map<string, string> {
     if (this.#parent !== undefined) this.#parent.#all(into);
-    for (const [v, n] of this.#own) if (!into.has(v)) into.set(v, n);
+    for (const [value, name] of this.#own) if (!into.has(value)) into.set(value, name);
     return into;
   }
 
@@ -302,7 +310,7 @@ class ScrubberImpl implements Scrubber {
       if (isSecretEnvName(name)) candidates.push(value);
       if (nameWords(name).at(-1) === "HEADERS") candidates.push(...listValues(value));
       candidates.push(...urlPasswords(value));
-      for (const c of candidates) if (!isBoring(c, this.#minEnv)) this.#add(name, c);
+      for (const candidate of candidates) if (!isBoring(candidate, this.#minEnv)) this.#add(name, candidate);
     }
     return this;
   }
@@ -320,11 +328,11 @@ class ScrubberImpl implements Scrubber {
       collectSecretFields(JSON.parse(text), found, 0);
     } catch {
       // Unparseable (half-written?) file: still pick the token fields out of the text.
-      for (const m of text.matchAll(/"([A-Za-z_]*(?:[Tt]oken|[Ss]ecret))"\s*:\s*"((?:[^"\\]|\\.)*)"/g)) {
+      for (const match of text.matchAll(/"([A-Za-z_]*(?:[Tt]oken|[Ss]ecret))"\s*:\s*"((?:[^"\\]|\\.)*)"/g)) {
         try {
-          found.push([m[1]!, JSON.parse(`"${m[2]!}"`) as string]);
+          found.push([match[1]!, JSON.parse(`"${match[2]!}"`) as string]);
         } catch {
-          found.push([m[1]!, m[2]!]);
+          found.push([match[1]!, match[2]!]);
         }
       }
     }
@@ -342,10 +350,10 @@ class ScrubberImpl implements Scrubber {
     const extra = options.hook;
     const hook: ScrubHook | undefined =
       extra === undefined ? parentHook : parentHook === undefined ? extra : (t, c) => extra(parentHook(t, c), c);
-    const c = new ScrubberImpl(this, this.#patterns, hook, this.#minEnv);
-    c.addEnv(overlay);
-    if (options.values !== undefined) c.addValues(options.values);
-    return c;
+    const childScrubber = new ScrubberImpl(this, this.#patterns, hook, this.#minEnv);
+    childScrubber.addEnv(overlay);
+    if (options.values !== undefined) childScrubber.addValues(options.values);
+    return childScrubber;
   }
 
   withValues(values: SecretValues): Scrubber {
@@ -355,62 +363,70 @@ class ScrubberImpl implements Scrubber {
 
 function collectSecretFields(node: unknown, out: Array<[string, string]>, depth: number): void {
   if (depth > 32 || node === null || typeof node !== "object") return;
-  for (const [k, v] of Object.entries(node)) {
-    if (typeof v === "string") {
-      if (isSecretFieldName(k)) out.push([k, v]);
+  for (const [key, value] of Object.entries(node)) {
+    if (typeof value === "string") {
+      if (isSecretFieldName(key)) out.push([key, value]);
     } else {
-      collectSecretFields(v, out, depth + 1);
+      collectSecretFields(value, out, depth + 1);
     }
   }
 }
 
 function deep(
-  s: Scrubber,
+  scrubber: Scrubber,
   value: unknown,
   context: ScrubContext,
   seen: WeakMap<object, unknown>,
   depth: number,
 ): unknown {
-  if (typeof value === "string") return s.scrub(value, context);
+  if (typeof value === "string") return scrubber.scrub(value, context);
   if (value === null || typeof value !== "object") return value;
   if (seen.has(value)) return seen.get(value);
   if (depth > 32) return "[Truncated]";
   if (value instanceof Error) {
-    const e = scrubError(value, s);
-    seen.set(value, e);
-    return e;
+    const scrubbed = scrubError(value, scrubber);
+    seen.set(value, scrubbed);
+    return scrubbed;
   }
   if (value instanceof Date || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value;
   if (Array.isArray(value)) {
     const out: unknown[] = [];
     seen.set(value, out);
-    for (const item of value) out.push(deep(s, item, context, seen, depth + 1));
+    for (const item of value) out.push(deep(scrubber, item, context, seen, depth + 1));
     return out;
   }
   if (value instanceof Map) {
     const out = new Map<unknown, unknown>();
     seen.set(value, out);
-    for (const [k, v] of value) out.set(deep(s, k, context, seen, depth + 1), field(s, String(k), v, seen, depth));
+    for (const [mapKey, mapValue] of value)
+      out.set(deep(scrubber, mapKey, context, seen, depth + 1), field(scrubber, String(mapKey), mapValue, seen, depth));
     return out;
   }
   if (value instanceof Set) {
     const out = new Set<unknown>();
     seen.set(value, out);
-    for (const v of value) out.add(deep(s, v, context, seen, depth + 1));
+    for (const member of value) out.add(deep(scrubber, member, context, seen, depth + 1));
     return out;
   }
   const toJSON = (value as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === "function") return deep(s, toJSON.call(value), context, seen, depth + 1);
+  if (typeof toJSON === "function") return deep(scrubber, toJSON.call(value), context, seen, depth + 1);
   const out: Record<string, unknown> = {};
   seen.set(value, out);
-  for (const [k, v] of Object.entries(value)) out[s.scrub(k, { ...context, field: k })] = field(s, k, v, seen, depth);
+  for (const [key, fieldValue] of Object.entries(value))
+    out[scrubber.scrub(key, { ...context, field: key })] = field(scrubber, key, fieldValue, seen, depth);
   return out;
 }
 
-function field(s: Scrubber, key: string, v: unknown, seen: WeakMap<object, unknown>, depth: number): unknown {
+function field(
+  scrubber: Scrubber,
+  key: string,
+  value: unknown,
+  seen: WeakMap<object, unknown>,
+  depth: number,
+): unknown {
   // The marker names the field, and a key can itself be a secret: scrub it first.
-  if (typeof v === "string" && v !== "" && isSecretFieldName(key)) return redactionMarker(s.scrub(key));
-  return deep(s, v, { field: key }, seen, depth + 1);
+  if (typeof value === "string" && value !== "" && isSecretFieldName(key)) return redactionMarker(scrubber.scrub(key));
+  return deep(scrubber, value, { field: key }, seen, depth + 1);
 }
 
 /**
@@ -419,8 +435,8 @@ function field(s: Scrubber, key: string, v: unknown, seen: WeakMap<object, unkno
  * (enumerable or not) and cause scrubbed.
  */
 export function scrubError<T>(err: T, scrubber: Scrubber): T extends Error ? T : Error {
-  type R = T extends Error ? T : Error;
-  if (!(err instanceof Error)) return new Error(scrubber.scrub(String(err), { sink: "error" })) as R;
+  type Scrubbed = T extends Error ? T : Error;
+  if (!(err instanceof Error)) return new Error(scrubber.scrub(String(err), { sink: "error" })) as Scrubbed;
   const copy = Object.create(Object.getPrototypeOf(err) as object) as Record<string, unknown>;
   const ctx: ScrubContext = { sink: "error" };
   for (const key of Reflect.ownKeys(err)) {
@@ -443,19 +459,22 @@ export function scrubError<T>(err: T, scrubber: Scrubber): T extends Error ? T :
       writable: "value" in desc ? (desc.writable ?? true) : true,
     });
   }
-  return copy as R;
+  return copy as Scrubbed;
 }
 
-/** The scrubber every sink shares: redacts the values of secret-looking env variables, registered values and secret shapes (keys, tokens, JWTs, PEM blocks, URL passwords), also JSON- and URL-escaped. */
+/**
+ * The scrubber every sink shares: redacts the values of secret-looking env variables, registered values and secret
+ * shapes (keys, tokens, JWTs, PEM blocks, URL passwords), also JSON- and URL-escaped.
+ */
 export function createScrubber(options: ScrubberOptions = {}): Scrubber {
   const patterns = options.patterns === false ? [] : [...BUILTIN_PATTERNS, ...(options.patterns ?? [])];
-  for (const p of patterns) {
-    if (!p.regex.global || p.precheck.global || p.precheck.sticky) {
-      throw new TypeError(`scrub pattern '${p.name}': regex must have the g flag and precheck must not`);
+  for (const pattern of patterns) {
+    if (!pattern.regex.global || pattern.precheck.global || pattern.precheck.sticky) {
+      throw new TypeError(`scrub pattern '${pattern.name}': regex must have the g flag and precheck must not`);
     }
   }
-  const s = new ScrubberImpl(undefined, patterns, options.hook, options.minEnvValueLength ?? 8);
-  if (options.env !== undefined) s.addEnv(options.env);
-  if (options.values !== undefined) s.addValues(options.values);
-  return s;
+  const scrubber = new ScrubberImpl(undefined, patterns, options.hook, options.minEnvValueLength ?? 8);
+  if (options.env !== undefined) scrubber.addEnv(options.env);
+  if (options.values !== undefined) scrubber.addValues(options.values);
+  return scrubber;
 }

@@ -112,8 +112,8 @@ export function isSecretFieldName(name: string): boolean {
   if (METADATA.has(last)) return false;
   if (strong(words)) return true;
   if (last === "AUTH" || last === "PASS" || last === "PWD") return true;
-  for (let i = 1; i < words.length; i++) {
-    if (words[i] === "KEY" && KEY_QUALIFIERS.has(words[i - 1]!)) return true;
+  for (let index = 1; index < words.length; index++) {
+    if (words[index] === "KEY" && KEY_QUALIFIERS.has(words[index - 1]!)) return true;
   }
   return false;
 }

@@ -29,24 +29,24 @@ function connect() {
   es.onopen = () => conn.classList.add("on");
   es.onerror = () => conn.classList.remove("on");
   const on = (name, fn) =>
-    es.addEventListener(name, (e) => {
-      fn(JSON.parse(e.data));
+    es.addEventListener(name, (message) => {
+      fn(JSON.parse(message.data));
       current?.update?.(name);
     });
-  on("hello", (d) => {
-    store.hello = d;
-    document.getElementById("whoami").textContent = d.canDecide
-      ? `deciding as ${d.operator}`
+  on("hello", (hello) => {
+    store.hello = hello;
+    document.getElementById("whoami").textContent = hello.canDecide
+      ? `deciding as ${hello.operator}`
       : "read-only (no operator key)";
   });
   on("sessions", (rows) => (store.rows = new Map(rows.map((r) => [r.session, r]))));
   on("row", (r) => store.rows.set(r.session, r));
-  on("pending", (p) => {
-    store.pending = p;
-    const n = p.filter((x) => x.status === "pending").length;
-    const c = document.getElementById("pending-count");
-    c.hidden = n === 0;
-    c.textContent = String(n);
+  on("pending", (pending) => {
+    store.pending = pending;
+    const waiting = pending.filter((x) => x.status === "pending").length;
+    const counter = document.getElementById("pending-count");
+    counter.hidden = waiting === 0;
+    counter.textContent = String(waiting);
   });
   on("queue", (q) => (store.queue = q));
 }
@@ -56,8 +56,8 @@ function route() {
   current?.unmount?.();
   main.replaceChildren();
   const name = parts[0] || "sessions";
-  for (const a of document.querySelectorAll("[data-nav]"))
-    a.classList.toggle("active", a.dataset.nav === (name === "session" ? "sessions" : name));
+  for (const link of document.querySelectorAll("[data-nav]"))
+    link.classList.toggle("active", link.dataset.nav === (name === "session" ? "sessions" : name));
   if (name === "session" && parts[1])
     current = sessionView(main, parts[1], parts[2] === "at" ? Number(parts[3]) : null);
   else if (name === "decisions") current = inboxView(main);
@@ -65,17 +65,17 @@ function route() {
   else current = sessionsView(main);
 }
 
-document.addEventListener("keydown", (e) => {
-  if (typing(e)) return;
-  const to = { 1: "#/sessions", 2: "#/decisions", 3: "#/queue" }[e.key];
+document.addEventListener("keydown", (event) => {
+  if (typing(event)) return;
+  const to = { 1: "#/sessions", 2: "#/decisions", 3: "#/queue" }[event.key];
   if (to) location.hash = to;
-  else if (e.key === "/") {
+  else if (event.key === "/") {
     const search = document.querySelector("input[type=search]");
     if (search) {
-      e.preventDefault();
+      event.preventDefault();
       search.focus();
     }
-  } else current?.key?.(e);
+  } else current?.key?.(event);
 });
 window.addEventListener("hashchange", route);
 route();

@@ -2,15 +2,15 @@
 // become markup or script.
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === "class") el.className = v;
-    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, v === true ? "" : String(v));
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "class") el.className = value;
+    else if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
+    else el.setAttribute(name, value === true ? "" : String(value));
   }
-  for (const c of children.flat()) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : String(c));
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : String(child));
   }
   return el;
 }
@@ -27,10 +27,10 @@ export function size(chars) {
 }
 export function ago(iso) {
   if (!iso) return "–";
-  const s = Math.round((Date.now() - Date.parse(iso)) / 1000);
-  if (s < 60) return `${Math.max(0, s)}s ago`;
-  if (s < 3600) return `${Math.round(s / 60)}m ago`;
-  if (s < 86400) return `${Math.round(s / 3600)}h ago`;
+  const seconds = Math.round((Date.now() - Date.parse(iso)) / 1000);
+  if (seconds < 60) return `${Math.max(0, seconds)}s ago`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)}m ago`;
+  if (seconds < 86400) return `${Math.round(seconds / 3600)}h ago`;
   return new Date(iso).toISOString().slice(0, 16).replace("T", " ");
 }
 export function duration(from, to) {
@@ -41,10 +41,10 @@ export function duration(from, to) {
 export const badge = (status) => h("span", { class: `badge s-${status}` }, status);
 
 /** True when a key press belongs to a text field, not to the page's shortcuts. */
-export const typing = (e) =>
-  e.target instanceof HTMLInputElement ||
-  e.target instanceof HTMLTextAreaElement ||
-  e.target instanceof HTMLSelectElement ||
-  e.ctrlKey ||
-  e.metaKey ||
-  e.altKey;
+export const typing = (event) =>
+  event.target instanceof HTMLInputElement ||
+  event.target instanceof HTMLTextAreaElement ||
+  event.target instanceof HTMLSelectElement ||
+  event.ctrlKey ||
+  event.metaKey ||
+  event.altKey;

@@ -4,27 +4,29 @@ import { h } from "./dom.js";
 import { post, store } from "./app.js";
 
 function left(expiresAt) {
-  const s = Math.round((Date.parse(expiresAt) - Date.now()) / 1000);
-  return s > 0 ? `${s}s left` : "expired";
+  const seconds = Math.round((Date.parse(expiresAt) - Date.now()) / 1000);
+  return seconds > 0 ? `${seconds}s left` : "expired";
 }
 
-function card(p, notes) {
-  const key = `${p.session}/${p.requestId}`;
+function card(request, notes) {
+  const key = `${request.session}/${request.requestId}`;
   const reason = h("input", {
     type: "text",
     placeholder: "reason (optional, shown to the agent)",
     "aria-label": "reason",
   });
-  const redactedOk = p.redacted ? h("input", { type: "checkbox", "aria-label": "allow although redacted" }) : null;
+  const redactedOk = request.redacted
+    ? h("input", { type: "checkbox", "aria-label": "allow although redacted" })
+    : null;
   const note = h("span", { class: "muted", role: "status" }, notes.get(key) ?? "");
-  const canDecide = store.hello?.canDecide && p.status === "pending";
+  const canDecide = store.hello?.canDecide && request.status === "pending";
   const act = (decision, always) => async () => {
-    for (const b of buttons) b.disabled = true;
+    for (const button of buttons) button.disabled = true;
     note.textContent = "…";
     try {
-      const r = await post("/api/decide", {
-        session: p.session,
-        requestId: p.requestId,
+      const outcome = await post("/api/decide", {
+        session: request.session,
+        requestId: request.requestId,
         decision,
         always,
         reason: reason.value || undefined,
@@ -32,13 +34,13 @@ function card(p, notes) {
       });
       notes.set(
         key,
-        r.applied
-          ? `${r.decision} recorded by ${r.by}${r.rule ? `; rule ${r.rule} added` : ""}`
-          : `already decided: ${r.decision} by ${r.by}`,
+        outcome.applied
+          ? `${outcome.decision} recorded by ${outcome.by}${outcome.rule ? `; rule ${outcome.rule} added` : ""}`
+          : `already decided: ${outcome.decision} by ${outcome.by}`,
       );
     } catch (err) {
       notes.set(key, `refused: ${err.message}`);
-      for (const b of buttons) b.disabled = false;
+      for (const button of buttons) button.disabled = false;
     }
     note.textContent = notes.get(key);
   };
@@ -55,43 +57,52 @@ function card(p, notes) {
       "Always allow",
     ),
   ];
-  const ctx = p.context;
+  const ctx = request.context;
   return h(
     "div",
-    { class: `card pending-card ${p.status}`, "data-request": p.requestId, "data-status": p.status },
+    { class: `card pending-card ${request.status}`, "data-request": request.requestId, "data-status": request.status },
     h(
       "h3",
       {},
-      h("b", {}, p.tool),
+      h("b", {}, request.tool),
       " ",
-      h("span", { class: "badge" }, p.riskClass),
+      h("span", { class: "badge" }, request.riskClass),
       " ",
-      p.status === "abandoned"
+      request.status === "abandoned"
         ? h("span", { class: "badge s-abandoned" }, "abandoned — the worker or attempt is gone; a retry asks again")
-        : h("span", { class: "muted", "data-expires": p.expiresAt }, left(p.expiresAt)),
+        : h("span", { class: "muted", "data-expires": request.expiresAt }, left(request.expiresAt)),
     ),
     h(
       "div",
       { class: "muted" },
       "session ",
-      h("a", { href: `#/session/${encodeURIComponent(p.session)}` }, p.session),
-      ` · turn ${p.turn} · attempt ${p.attempt} · request ${p.requestId}`,
+      h("a", { href: `#/session/${encodeURIComponent(request.session)}` }, request.session),
+      ` · turn ${request.turn} · attempt ${request.attempt} · request ${request.requestId}`,
     ),
-    p.redacted
-      ? h("p", { class: "warn" }, `contains redacted text (${p.redacted.join(", ")}): the exact input is not shown`)
+    request.redacted
+      ? h(
+          "p",
+          { class: "warn" },
+          `contains redacted text (${request.redacted.join(", ")}): the exact input is not shown`,
+        )
       : null,
     // The command apart from the model's description of it: the description is a claim, the command is what runs.
-    p.command !== undefined
+    request.command !== undefined
       ? h(
           "div",
           {},
           h("div", { class: "muted" }, "command"),
-          h("pre", { class: "input command" }, p.command),
-          p.description !== undefined
-            ? h("div", { class: "muted description" }, "model's description (a claim, not what runs): ", p.description)
+          h("pre", { class: "input command" }, request.command),
+          request.description !== undefined
+            ? h(
+                "div",
+                { class: "muted description" },
+                "model's description (a claim, not what runs): ",
+                request.description,
+              )
             : null,
         )
-      : h("pre", { class: "input" }, p.input),
+      : h("pre", { class: "input" }, request.input),
     ctx
       ? h(
           "details",
@@ -131,9 +142,9 @@ export function inboxView(root) {
     // Keep what an operator is typing: only redraw cards whose request changed state.
     const old = new Map([...box.querySelectorAll("[data-request]")].map((el) => [el.dataset.request, el]));
     box.replaceChildren(
-      ...list.map((p) => {
-        const el = old.get(p.requestId);
-        return el && el.dataset.status === p.status ? el : card(p, notes);
+      ...list.map((request) => {
+        const el = old.get(request.requestId);
+        return el && el.dataset.status === request.status ? el : card(request, notes);
       }),
       decided,
     );

@@ -1,24 +1,32 @@
 // The live model of an open session: a patch from the server (what one event changed) applied to
 // the snapshot the page holds, so the page never needs the whole session again.
-/** Applies `p` to `model` in place. */
-export function applyPatch(model, p) {
+/** Applies `patch` to `model` in place. */
+export function applyPatch(model, patch) {
   const turnsView = model.view.turns;
-  model.view = { ...p.view, turns: turnsView };
-  model.lastSeq = model.logSeq = p.seq;
-  if (p.turnIndex === null) return;
-  const i = p.turnIndex;
-  model.view.turns[i] = p.turnView;
-  const tt = (model.transcript.turns[i] ??= { turn: p.head.turn, attempts: [] });
-  Object.assign(tt, { prompt: p.head.prompt, promptSeq: p.head.promptSeq, acceptedAttempt: p.head.acceptedAttempt });
-  p.head.attempts.forEach((a, ai) => {
-    const m = (tt.attempts[ai] ??= { attempt: a.attempt, items: [] });
-    Object.assign(m, { attempt: a.attempt, abandoned: a.abandoned, abandonReason: a.abandonReason });
-    m.items.length = Math.min(m.items.length, a.count);
+  model.view = { ...patch.view, turns: turnsView };
+  model.lastSeq = model.logSeq = patch.seq;
+  if (patch.turnIndex === null) return;
+  const turnIndex = patch.turnIndex;
+  model.view.turns[turnIndex] = patch.turnView;
+  const tt = (model.transcript.turns[turnIndex] ??= { turn: patch.head.turn, attempts: [] });
+  Object.assign(tt, {
+    prompt: patch.head.prompt,
+    promptSeq: patch.head.promptSeq,
+    acceptedAttempt: patch.head.acceptedAttempt,
   });
-  for (const ip of p.items) tt.attempts[ip.attempt].items[ip.index] = ip.item;
+  patch.head.attempts.forEach((attempt, ai) => {
+    const heldAttempt = (tt.attempts[ai] ??= { attempt: attempt.attempt, items: [] });
+    Object.assign(heldAttempt, {
+      attempt: attempt.attempt,
+      abandoned: attempt.abandoned,
+      abandonReason: attempt.abandonReason,
+    });
+    heldAttempt.items.length = Math.min(heldAttempt.items.length, attempt.count);
+  });
+  for (const ip of patch.items) tt.attempts[ip.attempt].items[ip.index] = ip.item;
   model.requests = model.requests
-    .filter((r) => r.turn !== p.head.turn)
-    .concat(p.requests)
+    .filter((r) => r.turn !== patch.head.turn)
+    .concat(patch.requests)
     .sort((a, b) => a.seq - b.seq);
-  if (p.traceId) model.traces[p.head.turn] = p.traceId;
+  if (patch.traceId) model.traces[patch.head.turn] = patch.traceId;
 }

@@ -6,16 +6,16 @@ export function queueView(root) {
   const box = h("div");
   root.append(box);
   function render() {
-    const q = store.queue;
-    if (!q) return box.replaceChildren(h("p", { class: "empty" }, "connecting…"));
-    if (!q.available) return box.replaceChildren(h("p", { class: "empty" }, "no queue configured"));
-    const c = q.counts;
+    const queue = store.queue;
+    if (!queue) return box.replaceChildren(h("p", { class: "empty" }, "connecting…"));
+    if (!queue.available) return box.replaceChildren(h("p", { class: "empty" }, "no queue configured"));
+    const counts = queue.counts;
     box.replaceChildren(
       h(
         "div",
         { class: "figures toolbar" },
         ["waiting", "active", "delayed", "prioritized", "failed", "completed"].map((k) =>
-          h("span", {}, `${k} `, h("b", {}, String(c[k] ?? 0))),
+          h("span", {}, `${k} `, h("b", {}, String(counts[k] ?? 0))),
         ),
       ),
       h(
@@ -33,18 +33,22 @@ export function queueView(root) {
         h(
           "tbody",
           {},
-          q.jobs.length === 0
+          queue.jobs.length === 0
             ? h("tr", {}, h("td", { colspan: 6, class: "empty" }, "nothing waiting, running or failed"))
-            : q.jobs.map((j) =>
+            : queue.jobs.map((job) =>
                 h(
                   "tr",
                   {},
-                  h("td", {}, badge(j.state)),
-                  h("td", { class: "id" }, j.turn),
-                  h("td", { class: "id" }, h("a", { href: `#/session/${encodeURIComponent(j.session)}` }, j.session)),
-                  h("td", { class: "num" }, j.attempt),
-                  h("td", { title: j.at ?? "" }, ago(j.at)),
-                  h("td", { class: j.failedReason ? "error" : "muted" }, j.failedReason ?? ""),
+                  h("td", {}, badge(job.state)),
+                  h("td", { class: "id" }, job.turn),
+                  h(
+                    "td",
+                    { class: "id" },
+                    h("a", { href: `#/session/${encodeURIComponent(job.session)}` }, job.session),
+                  ),
+                  h("td", { class: "num" }, job.attempt),
+                  h("td", { title: job.at ?? "" }, ago(job.at)),
+                  h("td", { class: job.failedReason ? "error" : "muted" }, job.failedReason ?? ""),
                 ),
               ),
         ),

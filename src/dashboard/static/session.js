@@ -8,16 +8,16 @@ import { applyPatch } from "./patch.js";
 
 function turnFigures(tv) {
   const cost = tv.attempts.reduce((n, a) => n + a.costUsd, 0);
-  const t = tv.attempts.reduce(
-    (acc, a) => ({
-      input: acc.input + a.tokens.input,
-      output: acc.output + a.tokens.output,
-      cacheRead: acc.cacheRead + a.tokens.cacheRead,
-      cacheCreation: acc.cacheCreation + a.tokens.cacheCreation,
+  const tokenTotals = tv.attempts.reduce(
+    (acc, attempt) => ({
+      input: acc.input + attempt.tokens.input,
+      output: acc.output + attempt.tokens.output,
+      cacheRead: acc.cacheRead + attempt.tokens.cacheRead,
+      cacheCreation: acc.cacheCreation + attempt.tokens.cacheCreation,
     }),
     { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
   );
-  return { cost, t };
+  return { cost, tokenTotals };
 }
 
 function traceLink(traceId, tpl) {
@@ -29,11 +29,11 @@ function traceLink(traceId, tpl) {
   );
 }
 
-function turnHead(model, i) {
-  const tv = model.view.turns[i];
-  const tt = model.transcript.turns[i];
+function turnHead(model, turnIndex) {
+  const tv = model.view.turns[turnIndex];
+  const tt = model.transcript.turns[turnIndex];
   if (!tv) return h("div", { class: "turn-head" }, h("span", { class: "tid" }, tt?.turn ?? "?"));
-  const { cost, t } = turnFigures(tv);
+  const { cost, tokenTotals } = turnFigures(tv);
   return h(
     "div",
     { class: "turn-head" },
@@ -41,7 +41,7 @@ function turnHead(model, i) {
     badge(tv.status),
     h("span", { class: "muted" }, `${tv.attempts.length} attempt${tv.attempts.length === 1 ? "" : "s"}`),
     h("span", {}, money(cost)),
-    h("span", { class: "muted" }, tokens(t)),
+    h("span", { class: "muted" }, tokens(tokenTotals)),
     h("span", { class: "muted" }, duration(tv.startedAt, tv.endedAt)),
     tv.errorKind && tv.errorKind !== "ok"
       ? h("span", { class: "error" }, tv.errorKind, tv.error?.message ? `: ${tv.error.message}` : "")
@@ -56,17 +56,17 @@ function requestsOf(model, turn) {
   return h(
     "div",
     { class: "requests" },
-    reqs.map((r) =>
+    reqs.map((request) =>
       h(
         "div",
-        { "data-request": r.requestId },
+        { "data-request": request.requestId },
         "decision ",
-        h("b", {}, r.toolName ?? "?"),
+        h("b", {}, request.toolName ?? "?"),
         " ",
-        badge(r.status),
-        r.decision ? ` ${r.decision}` : "",
-        r.by ? ` by ${r.by}` : "",
-        r.status === "pending" ? [" · ", h("a", { href: "#/decisions" }, "decide")] : null,
+        badge(request.status),
+        request.decision ? ` ${request.decision}` : "",
+        request.by ? ` by ${request.by}` : "",
+        request.status === "pending" ? [" · ", h("a", { href: "#/decisions" }, "decide")] : null,
       ),
     ),
   );
@@ -76,7 +76,8 @@ const CHUNK = 100;
 
 function chunked(items) {
   const out = [];
-  for (let i = 0; i < items.length; i += CHUNK) out.push(h("div", { class: "chunk" }, items.slice(i, i + CHUNK)));
+  for (let start = 0; start < items.length; start += CHUNK)
+    out.push(h("div", { class: "chunk" }, items.slice(start, start + CHUNK)));
   return out;
 }
 
@@ -87,30 +88,30 @@ function appendItem(box, el) {
   else box.append(h("div", { class: "chunk" }, el));
 }
 
-function attemptBox(a, items) {
-  if (a.abandoned) {
+function attemptBox(attempt, items) {
+  if (attempt.abandoned) {
     return h(
       "details",
-      { class: "abandoned", "data-attempt": a.attempt },
+      { class: "abandoned", "data-attempt": attempt.attempt },
       h(
         "summary",
         {},
-        `abandoned attempt ${a.attempt}: ${a.abandonReason ?? "abandoned"} (${count(a.items?.length ?? a.count ?? 0, "item")})`,
+        `abandoned attempt ${attempt.attempt}: ${attempt.abandonReason ?? "abandoned"} (${count(attempt.items?.length ?? attempt.count ?? 0, "item")})`,
       ),
       chunked(items),
     );
   }
-  return h("div", { class: "attempt", "data-attempt": a.attempt }, chunked(items));
+  return h("div", { class: "attempt", "data-attempt": attempt.attempt }, chunked(items));
 }
 
 /** Builds one turn; `els` keeps its parts so a patch can replace just what changed. */
-function renderTurn(model, i) {
-  const tt = model.transcript.turns[i];
-  const head = turnHead(model, i);
+function renderTurn(model, turnIndex) {
+  const tt = model.transcript.turns[turnIndex];
+  const head = turnHead(model, turnIndex);
   const reqs = requestsOf(model, tt.turn) ?? h("div");
-  const attempts = tt.attempts.map((a) => {
-    const itemEls = a.items.map(renderItem);
-    return { box: attemptBox(a, itemEls), itemEls, abandoned: a.abandoned };
+  const attempts = tt.attempts.map((attempt) => {
+    const itemEls = attempt.items.map(renderItem);
+    return { box: attemptBox(attempt, itemEls), itemEls, abandoned: attempt.abandoned };
   });
   const prompt = tt.prompt === null ? null : h("div", { class: "prompt" }, tt.prompt);
   const body = h(
@@ -124,53 +125,55 @@ function renderTurn(model, i) {
 }
 
 /** The session's figures; a past moment shows its own time instead of how long ago it was. */
-function figuresOf(v, past) {
+function figuresOf(view, past) {
   return [
-    h("span", {}, "cost ", h("b", {}, money(v.costUsd))),
-    h("span", {}, "tokens ", h("b", {}, tokens(v.tokens))),
-    h("span", {}, "turns ", h("b", {}, String(v.turns.length))),
-    h("span", {}, "model ", h("b", {}, v.model ?? "–")),
+    h("span", {}, "cost ", h("b", {}, money(view.costUsd))),
+    h("span", {}, "tokens ", h("b", {}, tokens(view.tokens))),
+    h("span", {}, "turns ", h("b", {}, String(view.turns.length))),
+    h("span", {}, "model ", h("b", {}, view.model ?? "–")),
     past
-      ? h("span", {}, "as of ", h("b", {}, v.lastAt ? v.lastAt.replace("T", " ").slice(0, 19) : "–"))
-      : h("span", { title: v.lastAt ?? "" }, "last activity ", h("b", {}, ago(v.lastAt))),
-    v.lastErrorKind ? h("span", { class: "error" }, `last error ${v.lastErrorKind}`) : null,
-    v.cwd ? h("span", { class: "muted" }, v.cwd) : null,
+      ? h("span", {}, "as of ", h("b", {}, view.lastAt ? view.lastAt.replace("T", " ").slice(0, 19) : "–"))
+      : h("span", { title: view.lastAt ?? "" }, "last activity ", h("b", {}, ago(view.lastAt))),
+    view.lastErrorKind ? h("span", { class: "error" }, `last error ${view.lastErrorKind}`) : null,
+    view.cwd ? h("span", { class: "muted" }, view.cwd) : null,
   ].filter(Boolean);
 }
 
-/** Redraws what patch `p` changed in its turn: the turn whole when its shape changed, else its head and changed items. */
-function patchTurn(turns, transcript, live, p) {
-  const i = p.turnIndex;
-  const t = turns[i];
-  const tt = live.transcript.turns[i];
+/**
+ * Redraws what `patch` changed in its turn: the turn whole when its shape changed, else its head and changed items.
+ */
+function patchTurn(turns, transcript, live, patch) {
+  const turnIndex = patch.turnIndex;
+  const rendered = turns[turnIndex];
+  const tt = live.transcript.turns[turnIndex];
   const reshaped =
-    !t ||
-    t.attempts.length !== tt.attempts.length ||
-    t.attempts.some((a, ai) => a.abandoned !== tt.attempts[ai].abandoned) ||
-    t.hasPrompt !== (tt.prompt !== null);
+    !rendered ||
+    rendered.attempts.length !== tt.attempts.length ||
+    rendered.attempts.some((a, ai) => a.abandoned !== tt.attempts[ai].abandoned) ||
+    rendered.hasPrompt !== (tt.prompt !== null);
   if (reshaped) {
-    const fresh = renderTurn(live, i);
-    if (t) t.section.replaceWith(fresh.section);
+    const fresh = renderTurn(live, turnIndex);
+    if (rendered) rendered.section.replaceWith(fresh.section);
     else {
       transcript.querySelector(".empty")?.remove();
       transcript.append(fresh.section);
     }
-    turns[i] = fresh;
+    turns[turnIndex] = fresh;
     return;
   }
-  const head = turnHead(live, i);
-  t.head.replaceWith(head);
-  t.head = head;
+  const head = turnHead(live, turnIndex);
+  rendered.head.replaceWith(head);
+  rendered.head = head;
   const reqs = requestsOf(live, tt.turn) ?? h("div");
-  t.reqs.replaceWith(reqs);
-  t.reqs = reqs;
-  for (const ip of p.items) {
-    const a = t.attempts[ip.attempt];
+  rendered.reqs.replaceWith(reqs);
+  rendered.reqs = reqs;
+  for (const ip of patch.items) {
+    const attempt = rendered.attempts[ip.attempt];
     const el = renderItem(ip.item);
-    const old = a.itemEls[ip.index];
+    const old = attempt.itemEls[ip.index];
     if (old) old.replaceWith(el);
-    else appendItem(a.box, el);
-    a.itemEls[ip.index] = el;
+    else appendItem(attempt.box, el);
+    attempt.itemEls[ip.index] = el;
   }
 }
 
@@ -222,9 +225,9 @@ function timeTravel(id, at, { live, show, where }) {
     history.replaceState(null, "", `#/session/${encodeURIComponent(id)}`);
     if (live()) show(live());
   }
-  function step(n) {
+  function step(eventCount) {
     const from = travel ?? live()?.logSeq ?? 1;
-    void goTo(from + n);
+    void goTo(from + eventCount);
   }
   return {
     get at() {
@@ -261,9 +264,9 @@ export function sessionView(root, id, at) {
   const travel = timeTravel(id, at, { live: () => live, show: renderAll, where });
 
   function renderHead(model) {
-    const v = model.view;
-    status.replaceChildren(badge(v.status));
-    figures.replaceChildren(...figuresOf(v, travel.at !== null));
+    const view = model.view;
+    status.replaceChildren(badge(view.status));
+    figures.replaceChildren(...figuresOf(view, travel.at !== null));
     const max = Math.max(1, live?.logSeq ?? model.logSeq);
     slider.max = String(max);
     slider.value = String(model.lastSeq);
@@ -282,18 +285,18 @@ export function sessionView(root, id, at) {
     transcript.dataset.seq = String(model.lastSeq);
   }
 
-  function renderPatch(p) {
+  function renderPatch(patch) {
     renderHead(live);
-    transcript.dataset.seq = String(p.seq);
-    if (p.turnIndex === null) return;
-    patchTurn(turns, transcript, live, p);
+    transcript.dataset.seq = String(patch.seq);
+    if (patch.turnIndex === null) return;
+    patchTurn(turns, transcript, live, patch);
   }
 
   const es = new EventSource(`/api/sessions/${encodeURIComponent(id)}/stream`);
-  es.addEventListener("snapshot", (e) => {
+  es.addEventListener("snapshot", (message) => {
     // Marks for the page-load benchmark (bench/dashboard.ts): arrival, parse, render.
     performance.mark("ts:snapshot");
-    live = JSON.parse(e.data);
+    live = JSON.parse(message.data);
     performance.mark("ts:parsed");
     if (travel.at === null) renderAll(live);
     else void travel.goTo(travel.at);
@@ -301,10 +304,10 @@ export function sessionView(root, id, at) {
     requestAnimationFrame(() => setTimeout(() => performance.mark("ts:painted")));
     window.dispatchEvent(new Event("ts:snapshot"));
   });
-  es.addEventListener("patch", (e) => {
-    const p = JSON.parse(e.data);
-    applyPatch(live, p);
-    if (travel.at === null) renderPatch(p);
+  es.addEventListener("patch", (message) => {
+    const patch = JSON.parse(message.data);
+    applyPatch(live, patch);
+    if (travel.at === null) renderPatch(patch);
     else renderHead(shown);
   });
 
@@ -318,14 +321,14 @@ export function sessionView(root, id, at) {
   return {
     loading: true,
     unmount: () => es.close(),
-    key(e) {
-      if (e.target === slider && (e.key === "ArrowLeft" || e.key === "ArrowRight")) return;
-      if (e.key === "ArrowLeft") travel.step(e.shiftKey ? -10 : -1);
-      else if (e.key === "ArrowRight") travel.step(e.shiftKey ? 10 : 1);
-      else if (e.key === "Home") void travel.goTo(1);
-      else if (e.key === "End" || e.key === "l" || e.key === "L") travel.toLive();
+    key(event) {
+      if (event.target === slider && (event.key === "ArrowLeft" || event.key === "ArrowRight")) return;
+      if (event.key === "ArrowLeft") travel.step(event.shiftKey ? -10 : -1);
+      else if (event.key === "ArrowRight") travel.step(event.shiftKey ? 10 : 1);
+      else if (event.key === "Home") void travel.goTo(1);
+      else if (event.key === "End" || event.key === "l" || event.key === "L") travel.toLive();
       else return;
-      e.preventDefault();
+      event.preventDefault();
     },
   };
 }

@@ -42,9 +42,9 @@ export function sessionsView(root) {
       .filter((r) => status.value === "all" || r.status === status.value)
       .filter((r) => search.value === "" || r.session.toLowerCase().includes(search.value.toLowerCase()))
       .sort(
-        (a, b) =>
-          String(b.lastActivity ?? "").localeCompare(String(a.lastActivity ?? "")) ||
-          a.session.localeCompare(b.session),
+        (left, right) =>
+          String(right.lastActivity ?? "").localeCompare(String(left.lastActivity ?? "")) ||
+          left.session.localeCompare(right.session),
       );
 
   function render() {
@@ -52,26 +52,28 @@ export function sessionsView(root) {
     selected = Math.min(selected, Math.max(0, list.length - 1));
     count.textContent = `${list.length} of ${store.rows.size} sessions`;
     body.replaceChildren(
-      ...list.map((r, i) =>
+      ...list.map((row, index) =>
         h(
           "tr",
-          { class: i === selected ? "sel" : "", "data-session": r.session },
-          h("td", { class: "id" }, h("a", { href: `#/session/${encodeURIComponent(r.session)}` }, r.session)),
-          h("td", {}, badge(r.status)),
-          h("td", { class: "num" }, r.turns ?? "–"),
-          h("td", { class: "num" }, money(r.costUsd)),
-          h("td", { class: "num" }, tokens(r.tokens)),
-          h("td", { title: r.lastActivity ?? "" }, ago(r.lastActivity)),
-          h("td", { class: r.lastErrorKind ? "error" : "muted" }, r.lastErrorKind ?? "–"),
+          { class: index === selected ? "sel" : "", "data-session": row.session },
+          h("td", { class: "id" }, h("a", { href: `#/session/${encodeURIComponent(row.session)}` }, row.session)),
+          h("td", {}, badge(row.status)),
+          h("td", { class: "num" }, row.turns ?? "–"),
+          h("td", { class: "num" }, money(row.costUsd)),
+          h("td", { class: "num" }, tokens(row.tokens)),
+          h("td", { title: row.lastActivity ?? "" }, ago(row.lastActivity)),
+          h("td", { class: row.lastErrorKind ? "error" : "muted" }, row.lastErrorKind ?? "–"),
           h(
             "td",
             { class: "num" },
-            r.pendingDecisions ? h("a", { href: "#/decisions" }, String(r.pendingDecisions)) : "–",
+            row.pendingDecisions ? h("a", { href: "#/decisions" }, String(row.pendingDecisions)) : "–",
           ),
           h(
             "td",
             { class: "num" },
-            r.projectedSeq !== null && r.projectedSeq !== r.lastSeq ? `${r.lastSeq} (${r.projectedSeq})` : r.lastSeq,
+            row.projectedSeq !== null && row.projectedSeq !== row.lastSeq
+              ? `${row.lastSeq} (${row.projectedSeq})`
+              : row.lastSeq,
           ),
         ),
       ),
@@ -86,14 +88,14 @@ export function sessionsView(root) {
   render();
   return {
     update: render,
-    key(e) {
+    key(event) {
       const list = rows();
-      if (e.key === "j" || e.key === "ArrowDown") selected = Math.min(list.length - 1, selected + 1);
-      else if (e.key === "k" || e.key === "ArrowUp") selected = Math.max(0, selected - 1);
-      else if (e.key === "Enter" && list[selected])
+      if (event.key === "j" || event.key === "ArrowDown") selected = Math.min(list.length - 1, selected + 1);
+      else if (event.key === "k" || event.key === "ArrowUp") selected = Math.max(0, selected - 1);
+      else if (event.key === "Enter" && list[selected])
         location.hash = `#/session/${encodeURIComponent(list[selected].session)}`;
       else return;
-      e.preventDefault();
+      event.preventDefault();
       render();
     },
   };

@@ -11,25 +11,25 @@ export function setSession(id) {
 }
 
 /** A long result, folded; the server sent only its start (`more` characters left out), fetched whole when opened. */
-function folded(label, r, cls) {
-  const total = r.text.length + (r.more ?? 0);
-  if (total <= FOLD_CHARS) return h("div", { class: cls }, h("pre", {}, r.text));
+function folded(label, result, cls) {
+  const total = result.text.length + (result.more ?? 0);
+  if (total <= FOLD_CHARS) return h("div", { class: cls }, h("pre", {}, result.text));
   const pre = h("pre");
-  const d = h(
+  const details = h(
     "details",
     { class: `${cls} folded` },
     h("summary", { class: "muted" }, `${label} · ${size(total)} (folded)`),
     pre,
   );
-  d.addEventListener("toggle", async () => {
-    if (!d.open || pre.textContent !== "") return;
-    pre.textContent = r.text;
-    if (!r.more || sessionId === null) return;
-    const res = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/result?seq=${r.seq}`);
+  details.addEventListener("toggle", async () => {
+    if (!details.open || pre.textContent !== "") return;
+    pre.textContent = result.text;
+    if (!result.more || sessionId === null) return;
+    const res = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/result?seq=${result.seq}`);
     if (res.ok) pre.textContent = (await res.json()).text;
-    else pre.append(`\n… (${size(r.more)} more could not be loaded)`);
+    else pre.append(`\n… (${size(result.more)} more could not be loaded)`);
   });
-  return d;
+  return details;
 }
 
 function callText(item) {
@@ -39,11 +39,12 @@ function callText(item) {
   return JSON.stringify(input);
 }
 
-function resultEl(r) {
-  const dropped = r.droppedChars > 0 ? h("div", { class: "muted" }, `${size(r.droppedChars)} more in the log`) : null;
-  const label = r.isError ? "error result" : "result";
-  const el = folded(label, r, `result${r.isError ? " err" : ""}`);
-  el.dataset.seq = String(r.seq);
+function resultEl(result) {
+  const dropped =
+    result.droppedChars > 0 ? h("div", { class: "muted" }, `${size(result.droppedChars)} more in the log`) : null;
+  const label = result.isError ? "error result" : "result";
+  const el = folded(label, result, `result${result.isError ? " err" : ""}`);
+  el.dataset.seq = String(result.seq);
   return [el, dropped];
 }
 

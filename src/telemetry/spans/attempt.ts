@@ -27,8 +27,7 @@ import {
   type TraceIds,
 } from "../../events/index.ts";
 import { isObj, objField, stringField, type Obj } from "../../kernel/index.ts";
-import { parseLine, RunClassifier, type ParsedLine } from "../../protocol/index.ts";
-import { objOf } from "../../protocol/lines.ts";
+import { objOf, parseLine, RunClassifier, type ParsedLine } from "../../protocol/index.ts";
 import { contextFromTraceparent } from "../trace-context.ts";
 import { ATTEMPT_SPAN_NAME, AGENT_NAME, GENAI } from "./names.ts";
 import { attemptFailure, failureOfEndEvent, type Failure } from "./outcome.ts";
@@ -148,19 +147,19 @@ export class AttemptSpans implements AttemptObserver {
     if (raw === undefined) return;
     // Only a parse of this very text stands for it (the worker's line scrubber may have changed it).
     const line = parsed !== undefined && parsed.raw === raw ? parsed : parseLine(raw);
-    const o = objOf(line);
-    if (o === undefined) return;
-    switch (o["type"]) {
+    const message = objOf(line);
+    if (message === undefined) return;
+    switch (message["type"]) {
       case "assistant":
         this.#classifier.add(line);
-        return this.#onAssistant(o, at);
+        return this.#onAssistant(message, at);
       case "user":
-        return this.#onUser(o, at);
+        return this.#onUser(message, at);
       case "system":
-        return this.#onSystem(o, at);
+        return this.#onSystem(message, at);
       case "result":
         this.#classifier.add(line);
-        return this.#onResult(o);
+        return this.#onResult(message);
       default:
         return;
     }

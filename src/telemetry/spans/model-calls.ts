@@ -9,7 +9,7 @@ export function modelCallSpan(
   tracer: Tracer,
   parent: Context,
   data: unknown,
-  text: (s: string, field: string) => string,
+  text: (value: string, field: string) => string,
 ): boolean {
   const call = dataOf("model.call", data);
   const start = call === undefined ? undefined : millisOf(call.startedAt);

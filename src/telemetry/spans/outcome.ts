@@ -9,7 +9,10 @@ export interface Failure {
   readonly message: string | undefined;
 }
 
-/** The failure a turn.failed, turn.cancelled or attempt.abandoned event reports (its message only when the event has one). */
+/**
+ * The failure a turn.failed, turn.cancelled or attempt.abandoned event reports (its message only when the event has
+ * one).
+ */
 export function failureOfEndEvent(kind: string, data: unknown): Failure {
   switch (kind) {
     case "turn.failed": {

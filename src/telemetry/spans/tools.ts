@@ -130,8 +130,8 @@ export class ToolSpans {
   }
 
   /** The open call a tool_result block or task line is about (its tool_use_id). */
-  #openFor(o: Obj): OpenTool | undefined {
-    const id = stringField(o, "tool_use_id");
+  #openFor(blockOrLine: Obj): OpenTool | undefined {
+    const id = stringField(blockOrLine, "tool_use_id");
     return id === undefined ? undefined : this.#open.get(id);
   }
 
