@@ -1,6 +1,6 @@
 // The console: one fleet stream (sessions, decisions, queue) for the whole page, a router over the
 // location hash, and the views. Keyboard: 1 sessions, 2 decisions, 3 queue, / search.
-import { h, typing } from "./dom.js";
+import { element, typing } from "./dom.js";
 import { sessionsView } from "./sessions.js";
 import { sessionView } from "./session.js";
 import { inboxView } from "./inbox.js";
@@ -86,4 +86,4 @@ if (current?.loading) {
   window.addEventListener("ts:snapshot", start, { once: true });
   setTimeout(start, 2000);
 } else connect();
-export { h };
+export { element };

@@ -1,6 +1,6 @@
 // Small DOM helpers. Text is always set as text (never parsed as HTML), so nothing from a log can
 // become markup or script.
-export function h(tag, attrs = {}, ...children) {
+export function element(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
     if (value === null || value === undefined || value === false) continue;
@@ -38,7 +38,7 @@ export function duration(from, to) {
   const ms = Date.parse(to) - Date.parse(from);
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
-export const badge = (status) => h("span", { class: `badge s-${status}` }, status);
+export const badge = (status) => element("span", { class: `badge s-${status}` }, status);
 
 /** True when a key press belongs to a text field, not to the page's shortcuts. */
 export const typing = (event) =>

@@ -1,6 +1,6 @@
 // Decisions inbox: requests waiting for an operator across the fleet, with the tool, its input and
 // the session's context; Allow, Deny, Always allow. Abandoned requests are marked and cannot be decided.
-import { h } from "./dom.js";
+import { element } from "./dom.js";
 import { post, store } from "./app.js";
 
 function left(expiresAt) {
@@ -10,15 +10,15 @@ function left(expiresAt) {
 
 function card(request, notes) {
   const key = `${request.session}/${request.requestId}`;
-  const reason = h("input", {
+  const reason = element("input", {
     type: "text",
     placeholder: "reason (optional, shown to the agent)",
     "aria-label": "reason",
   });
   const redactedOk = request.redacted
-    ? h("input", { type: "checkbox", "aria-label": "allow although redacted" })
+    ? element("input", { type: "checkbox", "aria-label": "allow although redacted" })
     : null;
-  const note = h("span", { class: "muted", role: "status" }, notes.get(key) ?? "");
+  const note = element("span", { class: "muted", role: "status" }, notes.get(key) ?? "");
   const canDecide = store.hello?.canDecide && request.status === "pending";
   const act = (decision, always) => async () => {
     for (const button of buttons) button.disabled = true;
@@ -45,9 +45,9 @@ function card(request, notes) {
     note.textContent = notes.get(key);
   };
   const buttons = [
-    h("button", { class: "allow", onclick: act("allow", false), disabled: !canDecide }, "Allow"),
-    h("button", { class: "deny", onclick: act("deny", false), disabled: !canDecide }, "Deny"),
-    h(
+    element("button", { class: "allow", onclick: act("allow", false), disabled: !canDecide }, "Allow"),
+    element("button", { class: "deny", onclick: act("deny", false), disabled: !canDecide }, "Deny"),
+    element(
       "button",
       {
         onclick: act("allow", true),
@@ -58,29 +58,33 @@ function card(request, notes) {
     ),
   ];
   const ctx = request.context;
-  return h(
+  return element(
     "div",
     { class: `card pending-card ${request.status}`, "data-request": request.requestId, "data-status": request.status },
-    h(
+    element(
       "h3",
       {},
-      h("b", {}, request.tool),
+      element("b", {}, request.tool),
       " ",
-      h("span", { class: "badge" }, request.riskClass),
+      element("span", { class: "badge" }, request.riskClass),
       " ",
       request.status === "abandoned"
-        ? h("span", { class: "badge s-abandoned" }, "abandoned — the worker or attempt is gone; a retry asks again")
-        : h("span", { class: "muted", "data-expires": request.expiresAt }, left(request.expiresAt)),
+        ? element(
+            "span",
+            { class: "badge s-abandoned" },
+            "abandoned — the worker or attempt is gone; a retry asks again",
+          )
+        : element("span", { class: "muted", "data-expires": request.expiresAt }, left(request.expiresAt)),
     ),
-    h(
+    element(
       "div",
       { class: "muted" },
       "session ",
-      h("a", { href: `#/session/${encodeURIComponent(request.session)}` }, request.session),
+      element("a", { href: `#/session/${encodeURIComponent(request.session)}` }, request.session),
       ` · turn ${request.turn} · attempt ${request.attempt} · request ${request.requestId}`,
     ),
     request.redacted
-      ? h(
+      ? element(
           "p",
           { class: "warn" },
           `contains redacted text (${request.redacted.join(", ")}): the exact input is not shown`,
@@ -88,13 +92,13 @@ function card(request, notes) {
       : null,
     // The command apart from the model's description of it: the description is a claim, the command is what runs.
     request.command !== undefined
-      ? h(
+      ? element(
           "div",
           {},
-          h("div", { class: "muted" }, "command"),
-          h("pre", { class: "input command" }, request.command),
+          element("div", { class: "muted" }, "command"),
+          element("pre", { class: "input command" }, request.command),
           request.description !== undefined
-            ? h(
+            ? element(
                 "div",
                 { class: "muted description" },
                 "model's description (a claim, not what runs): ",
@@ -102,21 +106,21 @@ function card(request, notes) {
               )
             : null,
         )
-      : h("pre", { class: "input" }, request.input),
+      : element("pre", { class: "input" }, request.input),
     ctx
-      ? h(
+      ? element(
           "details",
           { open: true },
-          h("summary", { class: "muted" }, "context"),
-          ctx.prompt ? h("div", { class: "prompt" }, ctx.prompt) : null,
-          ctx.recent.map((l) => h("div", { class: "muted" }, l)),
+          element("summary", { class: "muted" }, "context"),
+          ctx.prompt ? element("div", { class: "prompt" }, ctx.prompt) : null,
+          ctx.recent.map((l) => element("div", { class: "muted" }, l)),
         )
       : null,
-    h(
+    element(
       "div",
       { class: "actions" },
       reason,
-      redactedOk ? h("label", {}, redactedOk, " allow although redacted") : null,
+      redactedOk ? element("label", {}, redactedOk, " allow although redacted") : null,
       ...buttons,
       note,
     ),
@@ -125,18 +129,18 @@ function card(request, notes) {
 
 export function inboxView(root) {
   const notes = new Map();
-  const box = h("div", { id: "inbox" });
+  const box = element("div", { id: "inbox" });
   root.append(box);
   function render() {
     const list = store.pending;
-    const decided = h(
+    const decided = element(
       "div",
       { class: "muted", id: "decided" },
-      [...notes].map(([k, v]) => h("div", {}, `${k}: ${v}`)),
+      [...notes].map(([k, v]) => element("div", {}, `${k}: ${v}`)),
     );
     if (list.length === 0)
       return box.replaceChildren(
-        h("p", { class: "empty" }, store.hello ? "no decisions waiting" : "connecting…"),
+        element("p", { class: "empty" }, store.hello ? "no decisions waiting" : "connecting…"),
         decided,
       );
     // Keep what an operator is typing: only redraw cards whose request changed state.

@@ -1,54 +1,54 @@
 // The queue: counts and the waiting, active, delayed and failed turns with their sessions.
-import { ago, badge, h } from "./dom.js";
+import { ago, badge, element } from "./dom.js";
 import { store } from "./app.js";
 
 export function queueView(root) {
-  const box = h("div");
+  const box = element("div");
   root.append(box);
   function render() {
     const queue = store.queue;
-    if (!queue) return box.replaceChildren(h("p", { class: "empty" }, "connecting…"));
-    if (!queue.available) return box.replaceChildren(h("p", { class: "empty" }, "no queue configured"));
+    if (!queue) return box.replaceChildren(element("p", { class: "empty" }, "connecting…"));
+    if (!queue.available) return box.replaceChildren(element("p", { class: "empty" }, "no queue configured"));
     const counts = queue.counts;
     box.replaceChildren(
-      h(
+      element(
         "div",
         { class: "figures toolbar" },
         ["waiting", "active", "delayed", "prioritized", "failed", "completed"].map((k) =>
-          h("span", {}, `${k} `, h("b", {}, String(counts[k] ?? 0))),
+          element("span", {}, `${k} `, element("b", {}, String(counts[k] ?? 0))),
         ),
       ),
-      h(
+      element(
         "table",
         { id: "queue" },
-        h(
+        element(
           "thead",
           {},
-          h(
+          element(
             "tr",
             {},
-            ["State", "Turn", "Session", "Attempt", "Since", "Reason"].map((x) => h("th", {}, x)),
+            ["State", "Turn", "Session", "Attempt", "Since", "Reason"].map((x) => element("th", {}, x)),
           ),
         ),
-        h(
+        element(
           "tbody",
           {},
           queue.jobs.length === 0
-            ? h("tr", {}, h("td", { colspan: 6, class: "empty" }, "nothing waiting, running or failed"))
+            ? element("tr", {}, element("td", { colspan: 6, class: "empty" }, "nothing waiting, running or failed"))
             : queue.jobs.map((job) =>
-                h(
+                element(
                   "tr",
                   {},
-                  h("td", {}, badge(job.state)),
-                  h("td", { class: "id" }, job.turn),
-                  h(
+                  element("td", {}, badge(job.state)),
+                  element("td", { class: "id" }, job.turn),
+                  element(
                     "td",
                     { class: "id" },
-                    h("a", { href: `#/session/${encodeURIComponent(job.session)}` }, job.session),
+                    element("a", { href: `#/session/${encodeURIComponent(job.session)}` }, job.session),
                   ),
-                  h("td", { class: "num" }, job.attempt),
-                  h("td", { title: job.at ?? "" }, ago(job.at)),
-                  h("td", { class: job.failedReason ? "error" : "muted" }, job.failedReason ?? ""),
+                  element("td", { class: "num" }, job.attempt),
+                  element("td", { title: job.at ?? "" }, ago(job.at)),
+                  element("td", { class: job.failedReason ? "error" : "muted" }, job.failedReason ?? ""),
                 ),
               ),
         ),

@@ -2,7 +2,7 @@
 // happens, cost and tokens per turn, errors with their kind, a link to each turn's trace; and time
 // travel: the session as it stood at any event (the server folds it like `replay --until`).
 // Keys: ←/→ step one event, Shift+←/→ ten, Home first, End or L live.
-import { ago, badge, count, duration, h, money, tokens } from "./dom.js";
+import { ago, badge, count, duration, element, money, tokens } from "./dom.js";
 import { renderItem, setSession } from "./transcript.js";
 import { applyPatch } from "./patch.js";
 
@@ -22,7 +22,7 @@ function turnFigures(tv) {
 
 function traceLink(traceId, tpl) {
   if (!traceId || !tpl) return null;
-  return h(
+  return element(
     "a",
     { href: tpl.replace("{traceId}", traceId), target: "_blank", rel: "noopener noreferrer", class: "trace" },
     "trace ↗",
@@ -32,19 +32,19 @@ function traceLink(traceId, tpl) {
 function turnHead(model, turnIndex) {
   const tv = model.view.turns[turnIndex];
   const tt = model.transcript.turns[turnIndex];
-  if (!tv) return h("div", { class: "turn-head" }, h("span", { class: "tid" }, tt?.turn ?? "?"));
+  if (!tv) return element("div", { class: "turn-head" }, element("span", { class: "tid" }, tt?.turn ?? "?"));
   const { cost, tokenTotals } = turnFigures(tv);
-  return h(
+  return element(
     "div",
     { class: "turn-head" },
-    h("span", { class: "tid" }, tv.id),
+    element("span", { class: "tid" }, tv.id),
     badge(tv.status),
-    h("span", { class: "muted" }, `${tv.attempts.length} attempt${tv.attempts.length === 1 ? "" : "s"}`),
-    h("span", {}, money(cost)),
-    h("span", { class: "muted" }, tokens(tokenTotals)),
-    h("span", { class: "muted" }, duration(tv.startedAt, tv.endedAt)),
+    element("span", { class: "muted" }, `${tv.attempts.length} attempt${tv.attempts.length === 1 ? "" : "s"}`),
+    element("span", {}, money(cost)),
+    element("span", { class: "muted" }, tokens(tokenTotals)),
+    element("span", { class: "muted" }, duration(tv.startedAt, tv.endedAt)),
     tv.errorKind && tv.errorKind !== "ok"
-      ? h("span", { class: "error" }, tv.errorKind, tv.error?.message ? `: ${tv.error.message}` : "")
+      ? element("span", { class: "error" }, tv.errorKind, tv.error?.message ? `: ${tv.error.message}` : "")
       : null,
     traceLink(model.traces[tv.id], model.traceUrl),
   );
@@ -53,20 +53,20 @@ function turnHead(model, turnIndex) {
 function requestsOf(model, turn) {
   const reqs = model.requests.filter((r) => r.turn === turn);
   if (reqs.length === 0) return null;
-  return h(
+  return element(
     "div",
     { class: "requests" },
     reqs.map((request) =>
-      h(
+      element(
         "div",
         { "data-request": request.requestId },
         "decision ",
-        h("b", {}, request.toolName ?? "?"),
+        element("b", {}, request.toolName ?? "?"),
         " ",
         badge(request.status),
         request.decision ? ` ${request.decision}` : "",
         request.by ? ` by ${request.by}` : "",
-        request.status === "pending" ? [" · ", h("a", { href: "#/decisions" }, "decide")] : null,
+        request.status === "pending" ? [" · ", element("a", { href: "#/decisions" }, "decide")] : null,
       ),
     ),
   );
@@ -77,7 +77,7 @@ const CHUNK = 100;
 function chunked(items) {
   const out = [];
   for (let start = 0; start < items.length; start += CHUNK)
-    out.push(h("div", { class: "chunk" }, items.slice(start, start + CHUNK)));
+    out.push(element("div", { class: "chunk" }, items.slice(start, start + CHUNK)));
   return out;
 }
 
@@ -85,15 +85,15 @@ function chunked(items) {
 function appendItem(box, el) {
   const last = box.lastElementChild;
   if (last?.classList.contains("chunk") && last.childElementCount < CHUNK) last.append(el);
-  else box.append(h("div", { class: "chunk" }, el));
+  else box.append(element("div", { class: "chunk" }, el));
 }
 
 function attemptBox(attempt, items) {
   if (attempt.abandoned) {
-    return h(
+    return element(
       "details",
       { class: "abandoned", "data-attempt": attempt.attempt },
-      h(
+      element(
         "summary",
         {},
         `abandoned attempt ${attempt.attempt}: ${attempt.abandonReason ?? "abandoned"} (${count(attempt.items?.length ?? attempt.count ?? 0, "item")})`,
@@ -101,41 +101,41 @@ function attemptBox(attempt, items) {
       chunked(items),
     );
   }
-  return h("div", { class: "attempt", "data-attempt": attempt.attempt }, chunked(items));
+  return element("div", { class: "attempt", "data-attempt": attempt.attempt }, chunked(items));
 }
 
 /** Builds one turn; `els` keeps its parts so a patch can replace just what changed. */
 function renderTurn(model, turnIndex) {
   const tt = model.transcript.turns[turnIndex];
   const head = turnHead(model, turnIndex);
-  const reqs = requestsOf(model, tt.turn) ?? h("div");
+  const reqs = requestsOf(model, tt.turn) ?? element("div");
   const attempts = tt.attempts.map((attempt) => {
     const itemEls = attempt.items.map(renderItem);
     return { box: attemptBox(attempt, itemEls), itemEls, abandoned: attempt.abandoned };
   });
-  const prompt = tt.prompt === null ? null : h("div", { class: "prompt" }, tt.prompt);
-  const body = h(
+  const prompt = tt.prompt === null ? null : element("div", { class: "prompt" }, tt.prompt);
+  const body = element(
     "div",
     { class: "turn-body" },
     prompt,
     attempts.map((a) => a.box),
   );
-  const section = h("section", { class: "turn", "data-turn": tt.turn }, head, reqs, body);
+  const section = element("section", { class: "turn", "data-turn": tt.turn }, head, reqs, body);
   return { section, head, reqs, body, attempts, hasPrompt: prompt !== null };
 }
 
 /** The session's figures; a past moment shows its own time instead of how long ago it was. */
 function figuresOf(view, past) {
   return [
-    h("span", {}, "cost ", h("b", {}, money(view.costUsd))),
-    h("span", {}, "tokens ", h("b", {}, tokens(view.tokens))),
-    h("span", {}, "turns ", h("b", {}, String(view.turns.length))),
-    h("span", {}, "model ", h("b", {}, view.model ?? "–")),
+    element("span", {}, "cost ", element("b", {}, money(view.costUsd))),
+    element("span", {}, "tokens ", element("b", {}, tokens(view.tokens))),
+    element("span", {}, "turns ", element("b", {}, String(view.turns.length))),
+    element("span", {}, "model ", element("b", {}, view.model ?? "–")),
     past
-      ? h("span", {}, "as of ", h("b", {}, view.lastAt ? view.lastAt.replace("T", " ").slice(0, 19) : "–"))
-      : h("span", { title: view.lastAt ?? "" }, "last activity ", h("b", {}, ago(view.lastAt))),
-    view.lastErrorKind ? h("span", { class: "error" }, `last error ${view.lastErrorKind}`) : null,
-    view.cwd ? h("span", { class: "muted" }, view.cwd) : null,
+      ? element("span", {}, "as of ", element("b", {}, view.lastAt ? view.lastAt.replace("T", " ").slice(0, 19) : "–"))
+      : element("span", { title: view.lastAt ?? "" }, "last activity ", element("b", {}, ago(view.lastAt))),
+    view.lastErrorKind ? element("span", { class: "error" }, `last error ${view.lastErrorKind}`) : null,
+    view.cwd ? element("span", { class: "muted" }, view.cwd) : null,
   ].filter(Boolean);
 }
 
@@ -164,7 +164,7 @@ function patchTurn(turns, transcript, live, patch) {
   const head = turnHead(live, turnIndex);
   rendered.head.replaceWith(head);
   rendered.head = head;
-  const reqs = requestsOf(live, tt.turn) ?? h("div");
+  const reqs = requestsOf(live, tt.turn) ?? element("div");
   rendered.reqs.replaceWith(reqs);
   rendered.reqs = reqs;
   for (const ip of patch.items) {
@@ -244,23 +244,23 @@ export function sessionView(root, id, at) {
   let live = null;
   let shown = null;
   let turns = [];
-  const title = h("h1", {}, id);
-  const status = h("span");
-  const figures = h("div", { class: "figures" });
-  const slider = h("input", { type: "range", min: 1, max: 1, value: 1, "aria-label": "event number" });
-  const where = h("span", { class: "muted", id: "where" });
-  const liveBtn = h("button", { title: "back to live (L)" }, "Live");
-  const bar = h(
+  const title = element("h1", {}, id);
+  const status = element("span");
+  const figures = element("div", { class: "figures" });
+  const slider = element("input", { type: "range", min: 1, max: 1, value: 1, "aria-label": "event number" });
+  const where = element("span", { class: "muted", id: "where" });
+  const liveBtn = element("button", { title: "back to live (L)" }, "Live");
+  const bar = element(
     "div",
     { class: "travel" },
-    h("button", { title: "one event back (←)", onclick: () => travel.step(-1) }, "◀"),
+    element("button", { title: "one event back (←)", onclick: () => travel.step(-1) }, "◀"),
     slider,
-    h("button", { title: "one event on (→)", onclick: () => travel.step(1) }, "▶"),
+    element("button", { title: "one event on (→)", onclick: () => travel.step(1) }, "▶"),
     where,
     liveBtn,
   );
-  const transcript = h("div", { id: "transcript" });
-  root.append(h("div", { class: "session-head" }, title, status, figures), bar, transcript);
+  const transcript = element("div", { id: "transcript" });
+  root.append(element("div", { class: "session-head" }, title, status, figures), bar, transcript);
   const travel = timeTravel(id, at, { live: () => live, show: renderAll, where });
 
   function renderHead(model) {
@@ -281,7 +281,7 @@ export function sessionView(root, id, at) {
     turns = model.transcript.turns.map((_, i) => renderTurn(model, i));
     transcript.replaceChildren(...turns.map((t) => t.section));
     if (turns.length === 0)
-      transcript.append(h("p", { class: "empty" }, model.lastSeq === 0 ? "no events yet" : "no turns"));
+      transcript.append(element("p", { class: "empty" }, model.lastSeq === 0 ? "no events yet" : "no turns"));
     transcript.dataset.seq = String(model.lastSeq);
   }
 

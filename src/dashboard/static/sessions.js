@@ -1,41 +1,41 @@
 // Sessions: every session with status, turns, cost, tokens, last activity, last error and pending
 // decisions; filter by status, search by id; live. j/k move, Enter opens.
-import { ago, badge, h, money, tokens } from "./dom.js";
+import { ago, badge, element, money, tokens } from "./dom.js";
 import { store } from "./app.js";
 
 const STATUSES = ["all", "running", "queued", "finished", "failed", "cancelled", "new"];
 
 export function sessionsView(root) {
   let selected = 0;
-  const search = h("input", {
+  const search = element("input", {
     type: "search",
     placeholder: "search by id  ( / )",
     "aria-label": "search sessions by id",
   });
-  const status = h(
+  const status = element(
     "select",
     { "aria-label": "filter by status" },
-    STATUSES.map((s) => h("option", { value: s }, s)),
+    STATUSES.map((s) => element("option", { value: s }, s)),
   );
-  const count = h("span", { class: "muted" });
-  const body = h("tbody");
-  const table = h(
+  const count = element("span", { class: "muted" });
+  const body = element("tbody");
+  const table = element(
     "table",
     { id: "sessions" },
-    h(
+    element(
       "thead",
       {},
-      h(
+      element(
         "tr",
         {},
         ["Session", "Status", "Turns", "Cost", "Tokens", "Last activity", "Last error", "Pending", "Events"].map((c) =>
-          h("th", {}, c),
+          element("th", {}, c),
         ),
       ),
     ),
     body,
   );
-  root.append(h("div", { class: "toolbar" }, search, status, count), table);
+  root.append(element("div", { class: "toolbar" }, search, status, count), table);
 
   const rows = () =>
     [...store.rows.values()]
@@ -53,22 +53,26 @@ export function sessionsView(root) {
     count.textContent = `${list.length} of ${store.rows.size} sessions`;
     body.replaceChildren(
       ...list.map((row, index) =>
-        h(
+        element(
           "tr",
           { class: index === selected ? "sel" : "", "data-session": row.session },
-          h("td", { class: "id" }, h("a", { href: `#/session/${encodeURIComponent(row.session)}` }, row.session)),
-          h("td", {}, badge(row.status)),
-          h("td", { class: "num" }, row.turns ?? "–"),
-          h("td", { class: "num" }, money(row.costUsd)),
-          h("td", { class: "num" }, tokens(row.tokens)),
-          h("td", { title: row.lastActivity ?? "" }, ago(row.lastActivity)),
-          h("td", { class: row.lastErrorKind ? "error" : "muted" }, row.lastErrorKind ?? "–"),
-          h(
+          element(
+            "td",
+            { class: "id" },
+            element("a", { href: `#/session/${encodeURIComponent(row.session)}` }, row.session),
+          ),
+          element("td", {}, badge(row.status)),
+          element("td", { class: "num" }, row.turns ?? "–"),
+          element("td", { class: "num" }, money(row.costUsd)),
+          element("td", { class: "num" }, tokens(row.tokens)),
+          element("td", { title: row.lastActivity ?? "" }, ago(row.lastActivity)),
+          element("td", { class: row.lastErrorKind ? "error" : "muted" }, row.lastErrorKind ?? "–"),
+          element(
             "td",
             { class: "num" },
-            row.pendingDecisions ? h("a", { href: "#/decisions" }, String(row.pendingDecisions)) : "–",
+            row.pendingDecisions ? element("a", { href: "#/decisions" }, String(row.pendingDecisions)) : "–",
           ),
-          h(
+          element(
             "td",
             { class: "num" },
             row.projectedSeq !== null && row.projectedSeq !== row.lastSeq
@@ -80,7 +84,11 @@ export function sessionsView(root) {
     );
     if (list.length === 0)
       body.append(
-        h("tr", {}, h("td", { colspan: 9, class: "empty" }, store.hello ? "no sessions match" : "connecting…")),
+        element(
+          "tr",
+          {},
+          element("td", { colspan: 9, class: "empty" }, store.hello ? "no sessions match" : "connecting…"),
+        ),
       );
   }
   search.addEventListener("input", render);

@@ -1,6 +1,6 @@
 // Transcript items: assistant text, tool calls with their results (long ones folded with their
 // size, filled in only when opened), subagent work nested under the call that started it.
-import { count, h, size } from "./dom.js";
+import { count, element, size } from "./dom.js";
 
 const FOLD_CHARS = 1500;
 
@@ -13,12 +13,12 @@ export function setSession(id) {
 /** A long result, folded; the server sent only its start (`more` characters left out), fetched whole when opened. */
 function folded(label, result, cls) {
   const total = result.text.length + (result.more ?? 0);
-  if (total <= FOLD_CHARS) return h("div", { class: cls }, h("pre", {}, result.text));
-  const pre = h("pre");
-  const details = h(
+  if (total <= FOLD_CHARS) return element("div", { class: cls }, element("pre", {}, result.text));
+  const pre = element("pre");
+  const details = element(
     "details",
     { class: `${cls} folded` },
-    h("summary", { class: "muted" }, `${label} · ${size(total)} (folded)`),
+    element("summary", { class: "muted" }, `${label} · ${size(total)} (folded)`),
     pre,
   );
   details.addEventListener("toggle", async () => {
@@ -41,7 +41,7 @@ function callText(item) {
 
 function resultEl(result) {
   const dropped =
-    result.droppedChars > 0 ? h("div", { class: "muted" }, `${size(result.droppedChars)} more in the log`) : null;
+    result.droppedChars > 0 ? element("div", { class: "muted" }, `${size(result.droppedChars)} more in the log`) : null;
   const label = result.isError ? "error result" : "result";
   const el = folded(label, result, `result${result.isError ? " err" : ""}`);
   el.dataset.seq = String(result.seq);
@@ -51,48 +51,48 @@ function resultEl(result) {
 export function renderItem(item) {
   switch (item.t) {
     case "user":
-      return h("div", { class: "item prompt", "data-seq": item.seq }, item.text);
+      return element("div", { class: "item prompt", "data-seq": item.seq }, item.text);
     case "text":
-      return h("div", { class: "item text", "data-seq": item.seq }, item.text);
+      return element("div", { class: "item text", "data-seq": item.seq }, item.text);
     case "api_error":
-      return h(
+      return element(
         "div",
         { class: "item error", "data-seq": item.seq },
         `API error: ${item.error}${item.text ? ` ${item.text}` : ""}`,
       );
     case "orphan_result":
-      return h(
+      return element(
         "div",
         { class: "item tool", "data-seq": item.result.seq },
-        h("div", { class: "muted" }, `result for ${item.toolUseId}`),
+        element("div", { class: "muted" }, `result for ${item.toolUseId}`),
         resultEl(item.result),
       );
     case "tool": {
       const call = callText(item);
       const sub =
         item.subagent.length > 0
-          ? h(
+          ? element(
               "div",
               { class: "subagent" },
-              h("div", { class: "subagent-label" }, `subagent · ${count(item.subagent.length, "item")}`),
+              element("div", { class: "subagent-label" }, `subagent · ${count(item.subagent.length, "item")}`),
               item.subagent.map(renderItem),
             )
           : null;
-      return h(
+      return element(
         "div",
         { class: "item tool", "data-seq": item.seq, "data-tool": item.name },
-        h(
+        element(
           "div",
           { class: "call" },
-          h("b", {}, item.name || "(unknown call)"),
+          element("b", {}, item.name || "(unknown call)"),
           " ",
           call.length > 400 ? `${call.slice(0, 400)}… (${size(call.length)})` : call,
         ),
         sub,
-        item.result === null ? h("div", { class: "muted" }, "… no result yet") : resultEl(item.result),
+        item.result === null ? element("div", { class: "muted" }, "… no result yet") : resultEl(item.result),
       );
     }
     default:
-      return h("div", { class: "item muted" }, "(unknown item)");
+      return element("div", { class: "item muted" }, "(unknown item)");
   }
 }
