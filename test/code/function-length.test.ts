@@ -28,8 +28,8 @@ function sourceFiles(dir: string): string[] {
 /** The comment lines directly above `line` (1-based), up to the first line that is not a comment. */
 function commentAbove(lines: string[], line: number): string {
   const out: string[] = [];
-  for (let i = line - 2; i >= 0; i--) {
-    const text = lines[i]!.trim();
+  for (let index = line - 2; index >= 0; index--) {
+    const text = lines[index]!.trim();
     if (!(text.startsWith("//") || text.startsWith("*") || text.startsWith("/*"))) break;
     out.push(text);
   }

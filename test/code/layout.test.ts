@@ -15,11 +15,11 @@ const src = join(repoRoot, "src");
 function allowedImports(): Map<string, Set<string> | undefined> {
   const doc = readFileSync(join(repoRoot, "docs", "ARCHITECTURE.md"), "utf8");
   const rows = new Map<string, Set<string> | undefined>();
-  for (const m of doc.matchAll(/^\| `src\/([a-z-]+)` \| [^|]+ \| ([^|]+) \|$/gm)) {
-    const list = m[2]!.trim();
-    if (list === "any") rows.set(m[1]!, undefined);
-    else if (list.startsWith("nothing")) rows.set(m[1]!, new Set());
-    else rows.set(m[1]!, new Set(list.split(",").map((item) => item.trim().split(/\s+/)[0]!)));
+  for (const match of doc.matchAll(/^\| `src\/([a-z-]+)` \| [^|]+ \| ([^|]+) \|$/gm)) {
+    const list = match[2]!.trim();
+    if (list === "any") rows.set(match[1]!, undefined);
+    else if (list.startsWith("nothing")) rows.set(match[1]!, new Set());
+    else rows.set(match[1]!, new Set(list.split(",").map((item) => item.trim().split(/\s+/)[0]!)));
   }
   return rows;
 }

@@ -1,9 +1,10 @@
 // The decisions inbox in a real browser: a supervised turn's Bash call appears in the open inbox
-// without a reload (and its session in the open sessions list, its turn in the open queue view), Deny records a signed decision with the operator's name, and the session page
-// shows the turn ending with the denial in its transcript. Then the console's guards, over plain
-// HTTP: decisions need the page's CSRF token and a same-origin request, a loopback console refuses a
-// foreign Host, and a non-loopback one needs an operator token, which never appears in a URL and
-// names who decides.
+// without a reload (and its session in the open sessions list, its turn in the open queue view),
+// Deny records a signed decision with the operator's name, and the session page shows the turn
+// ending with the denial in its transcript. Then the console's guards, over plain HTTP: decisions
+// need the page's CSRF token and a same-origin request, a loopback console refuses a foreign Host,
+// and a non-loopback one needs an operator token, which never appears in a URL and names who
+// decides.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
@@ -22,14 +23,14 @@ const touch = (file: string) => ({
 });
 
 test("a pending decision appears live in the inbox; Deny ends the turn with the denial in its transcript", async () => {
-  const r = await rig((ws: string) => ({
+  const testRig = await rig((ws: string) => ({
     responses: [touch(join(ws, "denied.txt")), { content: [{ type: "text", text: "the call was refused" }] }],
   }));
-  r.worker({ operatorKeys: [OPERATOR.publicKey] });
+  testRig.worker({ operatorKeys: [OPERATOR.publicKey] });
   const dash = await startDashboard({
-    redis: r.redis,
-    prefix: r.space.logPrefix,
-    queuePrefix: r.space.queuePrefix,
+    redis: testRig.redis,
+    prefix: testRig.space.logPrefix,
+    queuePrefix: testRig.space.queuePrefix,
     operatorKey,
     operatorName: "dana",
   });
@@ -51,7 +52,7 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
       requestedAt: new Date(Date.now() - 1000).toISOString(),
       expiresAt: new Date(Date.now() + 60_000).toISOString(),
     };
-    await r.redis.hset(pendingKey(r.space.logPrefix), "s-gone/dr-gone", JSON.stringify(gone));
+    await testRig.redis.hset(pendingKey(testRig.space.logPrefix), "s-gone/dr-gone", JSON.stringify(gone));
     const page = await openPage(browser, errors);
     await page.goto(`${dash.url}#/decisions`);
     const abandoned = page.locator('.pending-card[data-status="abandoned"]');
@@ -70,7 +71,11 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
     await queue.goto(`${dash.url}#/queue`);
     await queue.getByText("nothing waiting, running or failed").waitFor({ timeout: 20_000 });
 
-    const t = await r.producer.enqueueTurn({ prompt: "make denied.txt", cwd: r.ws, options: { supervised: true } });
+    const queued = await testRig.producer.enqueueTurn({
+      prompt: "make denied.txt",
+      cwd: testRig.ws,
+      options: { supervised: true },
+    });
     const card = page.locator('.pending-card[data-status="pending"]');
     await card.waitFor({ timeout: 60_000 });
     assert.match(await card.locator("h3").innerText(), /Bash/);
@@ -79,19 +84,19 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
     assert.match(await page.locator("#pending-count").innerText(), /^1$/, "abandoned requests are not counted");
     // The session's page, open while the call waits: the call is there, its result not yet.
     const sessionPage = await openPage(browser, errors);
-    await sessionPage.goto(`${dash.url}#/session/${t.session}`);
-    const turn = sessionPage.locator(`section.turn[data-turn="${t.turn}"]`);
+    await sessionPage.goto(`${dash.url}#/session/${queued.session}`);
+    const turn = sessionPage.locator(`section.turn[data-turn="${queued.turn}"]`);
     await turn.locator('.tool[data-tool="Bash"]', { hasText: "no result yet" }).waitFor({ timeout: 20_000 });
     assert.match(await turn.locator(".requests").innerText(), /Bash\s+pending/);
     await screenshot(page, "inbox-pending");
-    const row = list.locator(`tr[data-session="${t.session}"]`);
+    const row = list.locator(`tr[data-session="${queued.session}"]`);
     await row.locator(".badge", { hasText: "running" }).waitFor({ timeout: 20_000 });
     assert.match(await row.innerText(), /\t1\t/, "one turn");
     await queue
-      .locator("#queue tr", { hasText: t.turn })
+      .locator("#queue tr", { hasText: queued.turn })
       .locator(".badge", { hasText: "active" })
       .waitFor({ timeout: 20_000 });
-    assert.match(await queue.locator("#queue tr", { hasText: t.turn }).innerText(), new RegExp(t.session));
+    assert.match(await queue.locator("#queue tr", { hasText: queued.turn }).innerText(), new RegExp(queued.session));
     await screenshot(queue, "queue-active");
 
     await card.getByLabel("reason").fill("not on my watch");
@@ -100,10 +105,10 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
       .locator("#decided")
       .getByText(/deny recorded by dana/)
       .waitFor({ timeout: 20_000 });
-    const result = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+    const result = await testRig.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 });
     assert.equal(result.status, "finished");
-    assert.equal(existsSync(join(r.ws, "denied.txt")), false, "the denied call did not run");
-    const made = (await r.events(t.session)).find((e) => e.kind === "decision.made");
+    assert.equal(existsSync(join(testRig.ws, "denied.txt")), false, "the denied call did not run");
+    const made = (await testRig.events(queued.session)).find((e) => e.kind === "decision.made");
     const data = made?.data as { by?: string; decision?: string; keyId?: string; signature?: string; reason?: string };
     assert.equal(data.by, "dana");
     assert.equal(data.decision, "deny");
@@ -115,7 +120,7 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
     await list.locator('select[aria-label="filter by status"]').selectOption("failed");
     await list.getByText("0 of 1 sessions").waitFor();
     await list.locator('select[aria-label="filter by status"]').selectOption("all");
-    await list.getByLabel("search sessions by id").fill(t.session.slice(2, 8));
+    await list.getByLabel("search sessions by id").fill(queued.session.slice(2, 8));
     await list.getByText("1 of 1 sessions").waitFor();
     await screenshot(list, "sessions-finished");
     // The open session page followed along: the turn ended with the denial in its transcript.
@@ -129,7 +134,7 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
   } finally {
     await browser.close();
     await dash.close();
-    await r.dispose();
+    await testRig.dispose();
   }
 });
 
@@ -157,11 +162,11 @@ function call(
 const decision = JSON.stringify({ session: "s-nope", requestId: "r-nope", decision: "allow" });
 
 test("state changes need the page's CSRF token and a same-origin request; loopback refuses a foreign Host", async () => {
-  const r = await rig({ responses: [] });
+  const testRig = await rig({ responses: [] });
   const dash: Dashboard = await startDashboard({
-    redis: r.redis,
-    prefix: r.space.logPrefix,
-    queuePrefix: r.space.queuePrefix,
+    redis: testRig.redis,
+    prefix: testRig.space.logPrefix,
+    queuePrefix: testRig.space.queuePrefix,
     operatorKey,
     operatorName: "dana",
   });
@@ -212,7 +217,7 @@ test("state changes need the page's CSRF token and a same-origin request; loopba
     assert.equal((await call(dash.url, { headers: { Host: "evil.example" } })).status, 421, "DNS rebinding");
   } finally {
     await dash.close();
-    await r.dispose();
+    await testRig.dispose();
   }
 });
 
@@ -226,16 +231,16 @@ test("off loopback: no start without a token; a token is asked for once in a POS
     ],
   );
   assert.throws(() => parseTokens("erin short\n", "dana"), /shorter than 16/);
-  const r = await rig({ responses: [] });
+  const testRig = await rig({ responses: [] });
   await assert.rejects(
-    startDashboard({ redis: r.redis, prefix: r.space.logPrefix, host: "0.0.0.0" }),
+    startDashboard({ redis: testRig.redis, prefix: testRig.space.logPrefix, host: "0.0.0.0" }),
     /TURNSTREAM_DASHBOARD_TOKEN_FILE/,
   );
   const token = "dashboard-token-7c1f9e2b5a";
   const dash = await startDashboard({
-    redis: r.redis,
-    prefix: r.space.logPrefix,
-    queuePrefix: r.space.queuePrefix,
+    redis: testRig.redis,
+    prefix: testRig.space.logPrefix,
+    queuePrefix: testRig.space.queuePrefix,
     host: "0.0.0.0",
     operatorTokens: { erin: token, frank: "frank-token-0a8e3c6d9b" },
   });
@@ -277,16 +282,16 @@ test("off loopback: no start without a token; a token is asked for once in a POS
     assert.match(said, /^event: hello\ndata: \{"operator":"erin"/);
   } finally {
     await dash.close();
-    await r.dispose();
+    await testRig.dispose();
   }
 });
 
 test("a token on loopback: the console asks for the login there too, and a decision without it is refused", async () => {
-  const r = await rig({ responses: [] });
+  const testRig = await rig({ responses: [] });
   const dash = await startDashboard({
-    redis: r.redis,
-    prefix: r.space.logPrefix,
-    queuePrefix: r.space.queuePrefix,
+    redis: testRig.redis,
+    prefix: testRig.space.logPrefix,
+    queuePrefix: testRig.space.queuePrefix,
     operatorKey,
     operatorTokens: { dana: "loopback-token-5e0d7a91c3" },
   });
@@ -302,6 +307,6 @@ test("a token on loopback: the console asks for the login there too, and a decis
     assert.equal(refused.status, 401, "log in first");
   } finally {
     await dash.close();
-    await r.dispose();
+    await testRig.dispose();
   }
 });

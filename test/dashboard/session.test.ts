@@ -18,14 +18,14 @@ const line = (message: unknown, type = "assistant", parent: string | null = null
   JSON.stringify({ type, message, parent_tool_use_id: parent, session_id: "5c3c1c1e-0000-4000-8000-000000000001" });
 
 /** A turn planted straight into the log, as an import of an older log could hold it: nothing scrubbed. */
-async function plantRawTurn(r: Awaited<ReturnType<typeof rig>>, session: string): Promise<void> {
+async function plantRawTurn(testRig: Awaited<ReturnType<typeof rig>>, session: string): Promise<void> {
   const turn = "t_planted";
-  await r.producer.log.appendUnfenced(session, [
-    { turn, attempt: 0, kind: "turn.queued", data: { prompt: `use ${ENV_CANARY}`, cwd: r.ws } },
+  await testRig.producer.log.appendUnfenced(session, [
+    { turn, attempt: 0, kind: "turn.queued", data: { prompt: `use ${ENV_CANARY}`, cwd: testRig.ws } },
   ]);
   // Attempt 1 is abandoned (its worker lost the lease) after one line; attempt 2 does the work.
-  const first = await r.producer.log.beginAttempt(session, turn);
-  await r.producer.log.append(session, first.epoch, [
+  const first = await testRig.producer.log.beginAttempt(session, turn);
+  await testRig.producer.log.append(session, first.epoch, [
     { turn, attempt: first.attempt, kind: "attempt.started", data: { worker: "planted", attempt: first.attempt } },
     {
       turn,
@@ -42,7 +42,7 @@ async function plantRawTurn(r: Awaited<ReturnType<typeof rig>>, session: string)
       data: { reason: "lease_lost", attempt: first.attempt, retry: true },
     },
   ]);
-  const { epoch, attempt } = await r.producer.log.beginAttempt(session, turn);
+  const { epoch, attempt } = await testRig.producer.log.beginAttempt(session, turn);
   const long = `${"x".repeat(3000)}\nthe key is ${GH_CANARY}\n`;
   const lines = [
     line({ id: "m1", role: "assistant", model: "m", content: [{ type: "text", text: `I found ${GH_CANARY}` }] }),
@@ -84,7 +84,7 @@ async function plantRawTurn(r: Awaited<ReturnType<typeof rig>>, session: string)
       "user",
     ),
   ];
-  await r.producer.log.append(session, epoch, [
+  await testRig.producer.log.append(session, epoch, [
     {
       turn,
       attempt,
@@ -106,25 +106,25 @@ async function plantRawTurn(r: Awaited<ReturnType<typeof rig>>, session: string)
   ]);
 }
 
-const seqOf = (events: Envelope[], pred: (e: Envelope) => boolean): number => {
-  const e = events.find(pred);
-  assert.ok(e !== undefined);
-  return e.seq;
+const seqOf = (events: Envelope[], pred: (event: Envelope) => boolean): number => {
+  const found = events.find(pred);
+  assert.ok(found !== undefined);
+  return found.seq;
 };
 
 /** The first chunks of an SSE answer (the snapshot), then the connection is dropped. */
-async function firstEvents(url: string, n: number): Promise<string> {
+async function firstEvents(url: string, count: number): Promise<string> {
   const ac = new AbortController();
   const res = await fetch(url, { signal: ac.signal });
   const reader = res.body!.getReader();
   let text = "";
-  while (text.split("\n\n").length <= n) text += new TextDecoder().decode((await reader.read()).value);
+  while (text.split("\n\n").length <= count) text += new TextDecoder().decode((await reader.read()).value);
   ac.abort();
   return text;
 }
 
 test("a finished session: transcript, steps back in time and back to live; a canary secret appears nowhere", async () => {
-  const r = await rig({
+  const testRig = await rig({
     responses: [
       {
         content: [{ type: "tool_use", name: "Bash", input: { command: `echo ${GH_CANARY}`, description: "print it" } }],
@@ -132,25 +132,25 @@ test("a finished session: transcript, steps back in time and back to live; a can
       { content: [{ type: "text", text: "printed the value" }] },
     ],
   });
-  r.worker();
+  testRig.worker();
   process.env["DASHBOARD_CANARY_TOKEN"] = ENV_CANARY;
   const dash = await startDashboard({
-    redis: r.redis,
-    prefix: r.space.logPrefix,
-    queuePrefix: r.space.queuePrefix,
+    redis: testRig.redis,
+    prefix: testRig.space.logPrefix,
+    queuePrefix: testRig.space.queuePrefix,
     traceUrl: "https://traces.example/t/{traceId}?x=1",
   });
   const browser = await launchBrowser();
   const errors: string[] = [];
   try {
-    const t = await r.producer.enqueueTurn({
+    const queued = await testRig.producer.enqueueTurn({
       prompt: "print the value",
-      cwd: r.ws,
+      cwd: testRig.ws,
       options: { allowedTools: ["Bash"] },
     });
-    assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
-    await plantRawTurn(r, t.session);
-    const events = await r.events(t.session);
+    assert.equal((await testRig.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 })).status, "finished");
+    await plantRawTurn(testRig, queued.session);
+    const events = await testRig.events(queued.session);
     const last = events.at(-1)!.seq;
     const finished = seqOf(events, (e) => e.kind === "turn.finished");
     const callSeq = seqOf(
@@ -163,15 +163,15 @@ test("a finished session: transcript, steps back in time and back to live; a can
     );
     const plantedResult = seqOf(
       events,
-      (e) =>
-        e.turn === "t_planted" &&
-        e.kind === "cli.line" &&
-        /"tool_result"/.test(String((e.data as { raw?: string }).raw)),
+      (event) =>
+        event.turn === "t_planted" &&
+        event.kind === "cli.line" &&
+        /"tool_result"/.test(String((event.data as { raw?: string }).raw)),
     );
 
     const page = await openPage(browser, errors);
-    await page.goto(`${dash.url}#/session/${t.session}`);
-    const real = page.locator(`section.turn[data-turn="${t.turn}"]`);
+    await page.goto(`${dash.url}#/session/${queued.session}`);
+    const real = page.locator(`section.turn[data-turn="${queued.turn}"]`);
     const planted = page.locator('section.turn[data-turn="t_planted"]');
     await real.locator(".turn-head .badge", { hasText: "finished" }).waitFor({ timeout: 20_000 });
     await planted.locator(".turn-head .badge", { hasText: "failed" }).waitFor();
@@ -199,7 +199,7 @@ test("a finished session: transcript, steps back in time and back to live; a can
     await screenshot(page, "session-live");
 
     // Back, one event per key press, to just before the real turn finished.
-    for (let i = 0; i < last - finished + 1; i++) await page.keyboard.press("ArrowLeft");
+    for (let step = 0; step < last - finished + 1; step++) await page.keyboard.press("ArrowLeft");
     await page
       .locator("#where")
       .getByText(`event ${finished - 1} of ${last}`)
@@ -212,11 +212,11 @@ test("a finished session: transcript, steps back in time and back to live; a can
     assert.equal(await real.locator(".item").count(), 0);
 
     // The address names the moment: the call is there, its result not yet; one step on, it is.
-    await page.goto(`${dash.url}#/session/${t.session}/at/${callSeq}`);
+    await page.goto(`${dash.url}#/session/${queued.session}/at/${callSeq}`);
     await page.locator("#where").getByText(`event ${callSeq} of ${last}`).waitFor();
     await real.locator('.tool[data-tool="Bash"]', { hasText: "no result yet" }).waitFor();
     await screenshot(page, "session-past");
-    for (let i = 0; i < resultSeq - callSeq; i++) await page.keyboard.press("ArrowRight");
+    for (let step = 0; step < resultSeq - callSeq; step++) await page.keyboard.press("ArrowRight");
     await page.locator("#where").getByText(`event ${resultSeq} of ${last}`).waitFor();
     await real.locator('.tool[data-tool="Bash"] .result', { hasText: "[REDACTED:github_token]" }).waitFor();
     await page.keyboard.press("l");
@@ -230,10 +230,10 @@ test("a finished session: transcript, steps back in time and back to live; a can
     await planted.locator("details.folded pre", { hasText: "the key is [REDACTED:github_token]" }).waitFor();
     const shown = (await page.content()) + (await page.locator("body").innerText());
     const served = [
-      await (await fetch(`${dash.url}api/sessions/${t.session}?until=${last}`)).text(),
-      await firstEvents(`${dash.url}api/sessions/${t.session}/stream`, 1),
+      await (await fetch(`${dash.url}api/sessions/${queued.session}?until=${last}`)).text(),
+      await firstEvents(`${dash.url}api/sessions/${queued.session}/stream`, 1),
       await firstEvents(`${dash.url}api/fleet`, 4),
-      await (await fetch(`${dash.url}api/sessions/${t.session}/result?seq=${plantedResult}`)).text(),
+      await (await fetch(`${dash.url}api/sessions/${queued.session}/result?seq=${plantedResult}`)).text(),
     ].join("\n");
     assert.match(served, /REDACTED/);
     for (const canary of [GH_CANARY, ENV_CANARY]) {
@@ -245,6 +245,6 @@ test("a finished session: transcript, steps back in time and back to live; a can
     delete process.env["DASHBOARD_CANARY_TOKEN"];
     await browser.close();
     await dash.close();
-    await r.dispose();
+    await testRig.dispose();
   }
 });

@@ -35,7 +35,9 @@ const compose = parse(readFileSync(join(repoRoot, "docker-compose.yml"), "utf8")
   services: Record<string, Service>;
 };
 /** Services whose image this repository builds (`build: .`): their commands are ours to start. */
-const ours = Object.entries(compose.services).filter(([, s]) => String(s.image ?? "").startsWith("turnstream:"));
+const ours = Object.entries(compose.services).filter(([, service]) =>
+  String(service.image ?? "").startsWith("turnstream:"),
+);
 
 const tag = randomBytes(4).toString("hex");
 const work = mkdtempSync(join(tmpdir(), "turnstream-compose-"));
@@ -68,8 +70,8 @@ function mapValue(value: string, volumes: Map<string, string>): string {
 function serviceEnv(name: string, extra: Record<string, string>, omit: string[] = []): NodeJS.ProcessEnv {
   const svc = compose.services[name]!;
   const volumes = new Map<string, string>();
-  for (const v of svc.volumes ?? []) {
-    const [source, target] = v.split(":") as [string, string];
+  for (const volume of svc.volumes ?? []) {
+    const [source, target] = volume.split(":") as [string, string];
     const dir = join(work, "volumes", source);
     mkdirSync(dir, { recursive: true });
     volumes.set(target, dir);
@@ -77,9 +79,9 @@ function serviceEnv(name: string, extra: Record<string, string>, omit: string[] 
   const home = join(work, "home", name);
   mkdirSync(home, { recursive: true });
   const env: NodeJS.ProcessEnv = { PATH: process.env["PATH"], HOME: home, ...testEnv, ...extra };
-  for (const [k, v] of Object.entries(svc.environment ?? {})) {
+  for (const [key, value] of Object.entries(svc.environment ?? {})) {
     // A bare name passes the compose shell's value through; that shell sets none here.
-    if (v !== null && !omit.includes(k)) env[k] = mapValue(v, volumes);
+    if (value !== null && !omit.includes(key)) env[key] = mapValue(value, volumes);
   }
   // Each container has its own loopback; here the services share one, so each gets its own free port.
   if (env["TURNSTREAM_OPS_PORT"] !== undefined) {
@@ -105,8 +107,8 @@ function startService(name: string, env: NodeJS.ProcessEnv, ready: string): Prom
     let stderr = "";
     let out = "";
     child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
       if (out.split("\n").some((l) => l.includes(`"msg":"${ready}"`))) resolve(child);
     });
     child.once("exit", (code) =>
@@ -148,7 +150,7 @@ async function freePort(): Promise<number> {
 }
 
 after(async () => {
-  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
   await receiver.close();
   await model.close();
   const redis = connectRedis();

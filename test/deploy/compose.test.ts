@@ -27,8 +27,8 @@ test("compose has the five services; workers scale (no container_name, no host p
   assert.deepEqual(compose.services["projector"]!["command"], ["node", "dist/bin/turnstream.js", "projector"]);
   for (const [name, svc] of Object.entries(compose.services)) {
     assert.equal(svc["container_name"], undefined, `${name} has a fixed container_name`);
-    for (const p of (svc["ports"] ?? []) as string[]) {
-      assert.match(String(p), /^127\.0\.0\.1:\d+:\d+$/, `${name} publishes ${p} beyond loopback`);
+    for (const port of (svc["ports"] ?? []) as string[]) {
+      assert.match(String(port), /^127\.0\.0\.1:\d+:\d+$/, `${name} publishes ${port} beyond loopback`);
     }
   }
   const collectorBuild = compose.services["otel-collector"]!["build"] as { context: string; dockerfile: string };
@@ -84,13 +84,13 @@ test("the worker runs as a non-root user with a workspace volume under each of i
     .split(":")
     .filter((r) => r !== "");
   assert.ok(roots.length > 0, "TURNSTREAM_WORKSPACE_ROOTS is not set for the worker");
-  const mounts = ((worker["volumes"] ?? []) as string[]).map((v) => ({
-    source: v.split(":")[0]!,
-    target: v.split(":")[1]!,
+  const mounts = ((worker["volumes"] ?? []) as string[]).map((volume) => ({
+    source: volume.split(":")[0]!,
+    target: volume.split(":")[1]!,
   }));
-  for (const r of roots) {
-    const mount = mounts.find((m) => r === m.target || r.startsWith(`${m.target}/`));
-    assert.ok(mount !== undefined, `${r} is on no volume`);
+  for (const workspaceRoot of roots) {
+    const mount = mounts.find((m) => workspaceRoot === m.target || workspaceRoot.startsWith(`${m.target}/`));
+    assert.ok(mount !== undefined, `${workspaceRoot} is on no volume`);
     assert.ok(mount.source in (compose.volumes ?? {}), `${mount.source} is not a named volume`);
   }
 });
@@ -105,8 +105,8 @@ test("services reach each other by compose names that exist", () => {
   assert.equal(jaegerEndpoint.split(":")[0], "jaeger");
   for (const [name, svc] of Object.entries(compose.services)) {
     const deps = svc["depends_on"];
-    for (const d of Array.isArray(deps) ? deps : Object.keys(deps ?? {}))
-      assert.ok(d in compose.services, `${name} depends on unknown ${d}`);
+    for (const dependency of Array.isArray(deps) ? deps : Object.keys(deps ?? {}))
+      assert.ok(dependency in compose.services, `${name} depends on unknown ${dependency}`);
   }
 });
 
@@ -116,13 +116,13 @@ test("collector pipelines use only defined components, and end with redaction be
     { receivers: string[]; processors: string[]; exporters: string[] }
   >;
   assert.ok(pipelines["traces"] !== undefined);
-  for (const [name, p] of Object.entries(pipelines)) {
+  for (const [name, pipeline] of Object.entries(pipelines)) {
     for (const kind of ["receivers", "processors", "exporters"] as const) {
-      assert.ok(p[kind].length > 0 || kind === "processors", `${name} has no ${kind}`);
-      for (const c of p[kind])
-        assert.ok(c in (collector[kind] ?? {}), `${name} uses undefined ${kind.slice(0, -1)} ${c}`);
+      assert.ok(pipeline[kind].length > 0 || kind === "processors", `${name} has no ${kind}`);
+      for (const component of pipeline[kind])
+        assert.ok(component in (collector[kind] ?? {}), `${name} uses undefined ${kind.slice(0, -1)} ${component}`);
     }
-    const procs = p.processors;
+    const procs = pipeline.processors;
     assert.ok(
       procs.includes("redaction") && procs.some((x) => x.startsWith("transform")),
       `${name} lacks redaction/transform`,
@@ -193,10 +193,10 @@ function sourceFiles(dir: string): string[] {
   } catch {
     return out;
   }
-  for (const e of entries) {
-    const p = join(dir, e);
-    if (statSync(p).isDirectory()) out = out.concat(sourceFiles(p));
-    else if (/\.(ts|lua)$/.test(e)) out.push(p);
+  for (const entry of entries) {
+    const entryPath = join(dir, entry);
+    if (statSync(entryPath).isDirectory()) out = out.concat(sourceFiles(entryPath));
+    else if (/\.(ts|lua)$/.test(entry)) out.push(entryPath);
   }
   return out;
 }
@@ -222,7 +222,7 @@ test("every variable compose sets is documented in env-vars.ts and read by the c
     const env = svc["environment"];
     if (env === undefined || !String(svc["image"] ?? "").startsWith("turnstream")) continue;
     const names = Array.isArray(env) ? env.map((e: string) => e.split("=")[0]!) : Object.keys(env);
-    for (const n of names) set.add(n);
+    for (const name of names) set.add(name);
   }
   assert.ok(set.size >= 4);
   for (const name of set) {

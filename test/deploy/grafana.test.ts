@@ -21,7 +21,7 @@ const TARGET_LABELS = new Set(["job", "instance"]);
 const exported = new Map<string, MetricDef>();
 for (const def of Object.values(METRICS) as MetricDef[]) {
   const base = prometheusName(def);
-  if (def.kind === "histogram") for (const s of ["_bucket", "_sum", "_count"]) exported.set(base + s, def);
+  if (def.kind === "histogram") for (const suffix of ["_bucket", "_sum", "_count"]) exported.set(base + suffix, def);
   else exported.set(base, def);
 }
 
@@ -73,8 +73,8 @@ function selectors(expr: string): { selectors: Selector[]; grouping: string[] } 
   rest = rest.replace(/\[[^\]]*\]/g, " ").replace(/\$\{?\w+\}?/g, " ");
   const out: Selector[] = [];
   const re = /([A-Za-z_:][A-Za-z0-9_:]*)\s*(\{[^}]*\})?(\s*\()?/g;
-  for (let m = re.exec(rest); m !== null; m = re.exec(rest)) {
-    const [, name, braces, call] = m;
+  for (let match = re.exec(rest); match !== null; match = re.exec(rest)) {
+    const [, name, braces, call] = match;
     if (call !== undefined && braces === undefined) continue; // a function
     if (KEYWORDS.has(name!.toLowerCase())) continue;
     const matchers = [...(braces ?? "").matchAll(/([A-Za-z_]\w*)\s*(=~|!~|!=|=)\s*"([^"]*)"/g)].map(
@@ -92,27 +92,30 @@ test("the dashboard is a Grafana dashboard with a Prometheus datasource variable
   const ds = vars.find((v) => v["type"] === "datasource");
   assert.equal(ds?.["query"], "prometheus");
   const ids = new Set<number>();
-  for (const p of panels) {
-    assert.ok(!ids.has(p["id"]), `panel id ${p["id"]} is used twice`);
-    ids.add(p["id"]);
+  for (const panel of panels) {
+    assert.ok(!ids.has(panel["id"]), `panel id ${panel["id"]} is used twice`);
+    ids.add(panel["id"]);
     assert.deepEqual(
-      p["datasource"],
+      panel["datasource"],
       { type: "prometheus", uid: `\${${ds!["name"]}}` },
-      `${p["title"]} has no datasource`,
+      `${panel["title"]} has no datasource`,
     );
-    assert.ok(Array.isArray(p["targets"]) && p["targets"].length > 0, `${p["title"]} has no targets`);
-    for (const t of p["targets"] as Obj[]) {
-      assert.deepEqual(t["datasource"], p["datasource"], `${p["title"]} ${t["refId"]}`);
-      assert.ok(typeof t["expr"] === "string" && t["expr"].length > 0 && typeof t["refId"] === "string");
+    assert.ok(Array.isArray(panel["targets"]) && panel["targets"].length > 0, `${panel["title"]} has no targets`);
+    for (const target of panel["targets"] as Obj[]) {
+      assert.deepEqual(target["datasource"], panel["datasource"], `${panel["title"]} ${target["refId"]}`);
+      assert.ok(typeof target["expr"] === "string" && target["expr"].length > 0 && typeof target["refId"] === "string");
     }
-    const g = p["gridPos"] as Obj;
-    assert.ok(g["x"] >= 0 && g["x"] + g["w"] <= 24 && g["h"] > 0, `${p["title"]} lies outside the grid`);
+    const gridPos = panel["gridPos"] as Obj;
+    assert.ok(
+      gridPos["x"] >= 0 && gridPos["x"] + gridPos["w"] <= 24 && gridPos["h"] > 0,
+      `${panel["title"]} lies outside the grid`,
+    );
   }
   // Every $variable an expression uses is defined (or one of Grafana's own $__ ones).
   const defined = new Set(vars.map((v) => v["name"]));
   for (const { panel, expr } of exprs) {
-    for (const [, v] of expr.matchAll(/\$\{?(\w+)\}?/g))
-      assert.ok(v!.startsWith("__") || defined.has(v), `${panel} uses undefined $${v}`);
+    for (const [, variable] of expr.matchAll(/\$\{?(\w+)\}?/g))
+      assert.ok(variable!.startsWith("__") || defined.has(variable), `${panel} uses undefined $${variable}`);
   }
 });
 
@@ -122,28 +125,31 @@ test("every series a panel queries is one the code exports, with that instrument
     const { selectors: sels, grouping } = selectors(expr);
     assert.ok(sels.length > 0, `${panel}: no series in ${expr}`);
     const labelsHere = new Set<string>(TARGET_LABELS);
-    for (const s of sels) {
+    for (const selector of sels) {
       count++;
-      const def = exported.get(s.name);
+      const def = exported.get(selector.name);
       assert.ok(
         def !== undefined,
-        `${panel}: ${s.name} is not a metric the code exports (${[...exported.keys()].join(", ")})`,
+        `${panel}: ${selector.name} is not a metric the code exports (${[...exported.keys()].join(", ")})`,
       );
       const attrs = def.attributes as Record<string, readonly string[] | string>;
-      const own = new Map(Object.entries(attrs).map(([k, v]) => [prometheusLabel(k), v]));
-      for (const l of own.keys()) labelsHere.add(l);
-      if (def.kind === "histogram" && s.name.endsWith("_bucket")) labelsHere.add("le");
-      for (const m of s.matchers) {
-        assert.ok(own.has(m.label) || TARGET_LABELS.has(m.label), `${panel}: ${s.name} has no label ${m.label}`);
-        const allowed = own.get(m.label);
-        if (m.op === "=" && Array.isArray(allowed))
-          assert.ok(allowed.includes(m.value), `${panel}: ${m.label}="${m.value}" never occurs`);
+      const own = new Map(Object.entries(attrs).map(([attribute, values]) => [prometheusLabel(attribute), values]));
+      for (const label of own.keys()) labelsHere.add(label);
+      if (def.kind === "histogram" && selector.name.endsWith("_bucket")) labelsHere.add("le");
+      for (const matcher of selector.matchers) {
+        assert.ok(
+          own.has(matcher.label) || TARGET_LABELS.has(matcher.label),
+          `${panel}: ${selector.name} has no label ${matcher.label}`,
+        );
+        const allowed = own.get(matcher.label);
+        if (matcher.op === "=" && Array.isArray(allowed))
+          assert.ok(allowed.includes(matcher.value), `${panel}: ${matcher.label}="${matcher.value}" never occurs`);
       }
     }
-    for (const l of grouping)
+    for (const label of grouping)
       assert.ok(
-        labelsHere.has(l),
-        `${panel}: groups by ${l}, which ${sels.map((s) => s.name).join(", ")} do not carry`,
+        labelsHere.has(label),
+        `${panel}: groups by ${label}, which ${sels.map((s) => s.name).join(", ")} do not carry`,
       );
   }
   assert.ok(count >= Object.keys(METRICS).length);
@@ -160,30 +166,30 @@ test("every exported instrument is on some panel; histograms' quantiles come fro
     );
   }
   for (const { panel, expr } of exprs) {
-    for (const m of expr.matchAll(/histogram_quantile\(\s*([0-9.]+)\s*,(.*)/g)) {
-      const q = Number(m[1]);
-      assert.ok(q > 0 && q < 1, `${panel}: quantile ${q}`);
-      assert.match(m[2]!, /_bucket\b/, `${panel}: histogram_quantile over something other than buckets`);
-      assert.match(m[2]!, /\bby \([^)]*\ble\b/, `${panel}: histogram_quantile must keep le`);
+    for (const match of expr.matchAll(/histogram_quantile\(\s*([0-9.]+)\s*,(.*)/g)) {
+      const quantile = Number(match[1]);
+      assert.ok(quantile > 0 && quantile < 1, `${panel}: quantile ${quantile}`);
+      assert.match(match[2]!, /_bucket\b/, `${panel}: histogram_quantile over something other than buckets`);
+      assert.match(match[2]!, /\bby \([^)]*\ble\b/, `${panel}: histogram_quantile must keep le`);
     }
     // Fleet-wide gauges are the same number in every process: summing them multiplies by the fleet size.
-    for (const s of selectors(expr).selectors) {
-      if (exported.get(s.name)?.fleetWide === true)
-        assert.match(expr, /^max\b/, `${panel}: ${s.name} is fleet-wide; aggregate it with max`);
+    for (const selector of selectors(expr).selectors) {
+      if (exported.get(selector.name)?.fleetWide === true)
+        assert.match(expr, /^max\b/, `${panel}: ${selector.name} is fleet-wide; aggregate it with max`);
     }
   }
 });
 
 test("the parser finds series, functions and labels as PromQL means them", () => {
-  const { selectors: s, grouping } = selectors(
+  const { selectors: series, grouping } = selectors(
     'sum by (a, b) (rate(x_total{c="d", e=~"$job"}[$__rate_interval])) / max(y) * 3600',
   );
   assert.deepEqual(
-    s.map((x) => x.name),
+    series.map((x) => x.name),
     ["x_total", "y"],
   );
   assert.deepEqual(
-    s[0]!.matchers.map((m) => m.label),
+    series[0]!.matchers.map((m) => m.label),
     ["c", "e"],
   );
   assert.deepEqual(grouping, ["a", "b"]);

@@ -22,9 +22,9 @@ let port: number;
 before(async () => {
   server = createServer((req, res) => {
     seen.push({ method: req.method ?? "", url: req.url ?? "" });
-    const a = answers.get(req.url ?? "");
-    if (a === "hang") return;
-    res.writeHead(a?.status ?? 404, { "content-type": "application/json" }).end(a?.body ?? "");
+    const answer = answers.get(req.url ?? "");
+    if (answer === "hang") return;
+    res.writeHead(answer?.status ?? 404, { "content-type": "application/json" }).end(answer?.body ?? "");
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   port = (server.address() as AddressInfo).port;
@@ -37,15 +37,15 @@ after(async () => {
 
 /** A port nothing listens on: bound once, then closed. */
 async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const p = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return p;
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+  const freedPort = (probe.address() as AddressInfo).port;
+  await new Promise((r) => probe.close(r));
+  return freedPort;
 }
 
-const opsEnv = (p: number, extra: Record<string, string> = {}): Record<string, string> => ({
-  TURNSTREAM_OPS_PORT: String(p),
+const opsEnv = (opsPort: number, extra: Record<string, string> = {}): Record<string, string> => ({
+  TURNSTREAM_OPS_PORT: String(opsPort),
   TURNSTREAM_OPS_HOST: "0.0.0.0",
   ...extra,
 });
@@ -54,19 +54,19 @@ test("ready: a 200 from /readyz exits 0, and the default with an ops port is the
   answers.set("/readyz", { status: 200, body: '{"status":"ready"}' });
   for (const args of [["healthcheck", "--ready"], ["healthcheck"]]) {
     seen.length = 0;
-    const r = await turnstream(args, opsEnv(port), 60_000);
-    assert.equal(r.code, 0, `${args.join(" ")}: ${r.stderr}`);
+    const result = await turnstream(args, opsEnv(port), 60_000);
+    assert.equal(result.code, 0, `${args.join(" ")}: ${result.stderr}`);
     assert.deepEqual(seen, [{ method: "GET", url: "/readyz" }], "a wildcard bind (0.0.0.0) is asked on loopback, once");
-    assert.match(r.stdout, /\/readyz ok/);
+    assert.match(result.stdout, /\/readyz ok/);
   }
 });
 
 test("not ready: a 503 exits 3 with the status and the server's reason on one line", async () => {
   answers.set("/readyz", { status: 503, body: '{"status":"not_ready",\n"checks":{"redis":"ECONNREFUSED"}}' });
-  const r = await turnstream(["healthcheck", "--ready"], opsEnv(port), 60_000);
-  assert.equal(r.code, 3, r.stderr);
-  const lines = r.stderr.trim().split("\n");
-  assert.equal(lines.length, 1, r.stderr);
+  const result = await turnstream(["healthcheck", "--ready"], opsEnv(port), 60_000);
+  assert.equal(result.code, 3, result.stderr);
+  const lines = result.stderr.trim().split("\n");
+  assert.equal(lines.length, 1, result.stderr);
   assert.match(lines[0]!, /\/readyz answered 503: .*ECONNREFUSED/);
 });
 
@@ -78,9 +78,9 @@ test("live: --live asks /healthz, and only a 200 counts (a redirect or 500 does 
   assert.deepEqual(seen, [{ method: "GET", url: "/healthz" }]);
   for (const status of [500, 302, 204]) {
     answers.set("/healthz", { status, body: "" });
-    const r = await turnstream(["healthcheck", "--live"], opsEnv(port), 60_000);
-    assert.equal(r.code, 3, `${status}: ${r.stderr}`);
-    assert.match(r.stderr, new RegExp(`/healthz answered ${status}`));
+    const result = await turnstream(["healthcheck", "--live"], opsEnv(port), 60_000);
+    assert.equal(result.code, 3, `${status}: ${result.stderr}`);
+    assert.match(result.stderr, new RegExp(`/healthz answered ${status}`));
   }
 });
 
@@ -106,10 +106,10 @@ test("misconfiguration is a usage error (2), never healthy: --ready without a po
     [["healthcheck", "--ready", "--live"], opsEnv(port), /pass one/],
     [["healthcheck", "--timeout-ms", "soon"], opsEnv(port), /--timeout-ms/],
   ];
-  for (const [args, e, message] of cases) {
-    const r = await turnstream(args, e, 60_000);
-    assert.equal(r.code, 2, `${args.join(" ")} ${JSON.stringify(e)}: ${r.stderr}`);
-    assert.match(r.stderr, message);
+  for (const [args, caseEnv, message] of cases) {
+    const result = await turnstream(args, caseEnv, 60_000);
+    assert.equal(result.code, 2, `${args.join(" ")} ${JSON.stringify(caseEnv)}: ${result.stderr}`);
+    assert.match(result.stderr, message);
   }
 });
 

@@ -50,23 +50,23 @@ const MODELS: Record<string, new (data: any) => { validate(): void }> = {
 
 const kustomization = parse(readFileSync(join(dir, "kustomization.yaml"), "utf8")) as Obj;
 const manifests: Manifest[] = (kustomization["resources"] as string[]).flatMap((file) =>
-  parseAllDocuments(readFileSync(join(dir, file), "utf8")).map((d) => {
-    assert.deepEqual(d.errors, [], `${file} does not parse`);
-    return { file, doc: d.toJS() as Obj };
+  parseAllDocuments(readFileSync(join(dir, file), "utf8")).map((document) => {
+    assert.deepEqual(document.errors, [], `${file} does not parse`);
+    return { file, doc: document.toJS() as Obj };
   }),
 );
 /** The Secrets kustomize generates: names and keys from the committed `.example` of each env file. */
-const generated: Manifest[] = ((kustomization["secretGenerator"] ?? []) as Obj[]).map((g) => {
+const generated: Manifest[] = ((kustomization["secretGenerator"] ?? []) as Obj[]).map((generator) => {
   const data: Record<string, string> = {};
-  for (const envFile of g["envs"] as string[]) {
+  for (const envFile of generator["envs"] as string[]) {
     for (const line of readFileSync(join(dir, `${envFile}.example`), "utf8").split("\n")) {
-      const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
-      if (m !== null) data[m[1]!] = m[2]!;
+      const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
+      if (match !== null) data[match[1]!] = match[2]!;
     }
   }
   return {
-    file: `${(g["envs"] as string[]).join(",")}.example`,
-    doc: { apiVersion: "v1", kind: "Secret", metadata: { name: g["name"] }, stringData: data },
+    file: `${(generator["envs"] as string[]).join(",")}.example`,
+    doc: { apiVersion: "v1", kind: "Secret", metadata: { name: generator["name"] }, stringData: data },
   };
 });
 const all = [...manifests, ...generated];
@@ -82,22 +82,28 @@ const opsPort = Number(config["TURNSTREAM_OPS_PORT"]);
 const deployments = all.filter((m) => m.doc["kind"] === "Deployment").map((m) => m.doc);
 const worker = only("Deployment", "turnstream-worker");
 const projector = only("Deployment", "turnstream-projector");
-const containerOf = (d: Obj): Obj => {
-  assert.equal(d["spec"]["template"]["spec"]["containers"].length, 1, `${d["metadata"]["name"]} has one container`);
-  return d["spec"]["template"]["spec"]["containers"][0];
+const containerOf = (deployment: Obj): Obj => {
+  assert.equal(
+    deployment["spec"]["template"]["spec"]["containers"].length,
+    1,
+    `${deployment["metadata"]["name"]} has one container`,
+  );
+  return deployment["spec"]["template"]["spec"]["containers"][0];
 };
 
 /** Whether a label selector (matchLabels, matchExpressions In/NotIn/Exists) selects these labels. */
 function selects(selector: Obj, labels: Record<string, string>): boolean {
   const okLabels = Object.entries((selector["matchLabels"] ?? {}) as Record<string, string>).every(
-    ([k, v]) => labels[k] === v,
+    ([key, value]) => labels[key] === value,
   );
-  const okExprs = ((selector["matchExpressions"] ?? []) as Obj[]).every((e) => {
-    const v = labels[e["key"]];
-    if (e["operator"] === "In") return v !== undefined && (e["values"] as string[]).includes(v);
-    if (e["operator"] === "NotIn") return v === undefined || !(e["values"] as string[]).includes(v);
-    if (e["operator"] === "Exists") return v !== undefined;
-    return v === undefined;
+  const okExprs = ((selector["matchExpressions"] ?? []) as Obj[]).every((expression) => {
+    const value = labels[expression["key"]];
+    if (expression["operator"] === "In")
+      return value !== undefined && (expression["values"] as string[]).includes(value);
+    if (expression["operator"] === "NotIn")
+      return value === undefined || !(expression["values"] as string[]).includes(value);
+    if (expression["operator"] === "Exists") return value !== undefined;
+    return value === undefined;
   });
   return okLabels && okExprs;
 }
@@ -126,10 +132,10 @@ test("kustomization lists every manifest in deploy/k8s, and each validates again
   }
   assert.equal(kustomization["namespace"], only("Namespace")["metadata"]["name"]);
   const imageNames = new Set(((kustomization["images"] ?? []) as Obj[]).map((i) => i["name"]));
-  for (const d of deployments)
+  for (const deployment of deployments)
     assert.ok(
-      imageNames.has(containerOf(d)["image"]),
-      `${d["metadata"]["name"]}'s image is not set by the kustomization`,
+      imageNames.has(containerOf(deployment)["image"]),
+      `${deployment["metadata"]["name"]}'s image is not set by the kustomization`,
     );
 });
 
@@ -138,25 +144,31 @@ test("the ConfigMap holds only documented variables and no secrets; deployments 
     assert.ok(ENV_VAR_NAMES.has(key), `${key} is in the ConfigMap but not in src/telemetry/env-vars.ts`);
     assert.ok(!isSecretEnvName(key) && key !== "REDIS_URL", `${key} is a secret: it belongs in secrets.env`);
   }
-  for (const d of deployments) {
-    const name = d["metadata"]["name"];
-    const c = containerOf(d);
-    for (const from of (c["envFrom"] ?? []) as Obj[]) {
+  for (const deployment of deployments) {
+    const name = deployment["metadata"]["name"];
+    const container = containerOf(deployment);
+    for (const from of (container["envFrom"] ?? []) as Obj[]) {
       if (from["configMapRef"] !== undefined) only("ConfigMap", from["configMapRef"]["name"]);
       if (from["secretRef"] !== undefined) only("Secret", from["secretRef"]["name"]);
     }
-    for (const e of (c["env"] ?? []) as Obj[]) {
-      assert.ok(ENV_VAR_NAMES.has(e["name"]), `${name} sets ${e["name"]}, which env-vars.ts does not list`);
-      if (isSecretEnvName(e["name"]) || e["name"] === "REDIS_URL")
-        assert.ok(e["valueFrom"]?.["secretKeyRef"], `${name}: ${e["name"]} must come from a Secret`);
-      const ref = e["valueFrom"]?.["secretKeyRef"] ?? e["valueFrom"]?.["configMapKeyRef"];
+    for (const variable of (container["env"] ?? []) as Obj[]) {
+      assert.ok(
+        ENV_VAR_NAMES.has(variable["name"]),
+        `${name} sets ${variable["name"]}, which env-vars.ts does not list`,
+      );
+      if (isSecretEnvName(variable["name"]) || variable["name"] === "REDIS_URL")
+        assert.ok(variable["valueFrom"]?.["secretKeyRef"], `${name}: ${variable["name"]} must come from a Secret`);
+      const ref = variable["valueFrom"]?.["secretKeyRef"] ?? variable["valueFrom"]?.["configMapKeyRef"];
       if (ref === undefined) continue;
-      const source = only(e["valueFrom"]["secretKeyRef"] ? "Secret" : "ConfigMap", ref["name"]);
+      const source = only(variable["valueFrom"]["secretKeyRef"] ? "Secret" : "ConfigMap", ref["name"]);
       const keys = Object.keys({ ...source["data"], ...source["stringData"] });
-      assert.ok(keys.includes(ref["key"]), `${name}: ${e["name"]} refers to missing key ${ref["name"]}/${ref["key"]}`);
+      assert.ok(
+        keys.includes(ref["key"]),
+        `${name}: ${variable["name"]} refers to missing key ${ref["name"]}/${ref["key"]}`,
+      );
     }
-    for (const v of d["spec"]["template"]["spec"]["volumes"] ?? []) {
-      if (v["persistentVolumeClaim"]) only("PersistentVolumeClaim", v["persistentVolumeClaim"]["claimName"]);
+    for (const volume of deployment["spec"]["template"]["spec"]["volumes"] ?? []) {
+      if (volume["persistentVolumeClaim"]) only("PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"]);
     }
   }
   const workerEnv = (containerOf(worker)["env"] as Obj[]).map((e) => e["name"]);
@@ -164,9 +176,9 @@ test("the ConfigMap holds only documented variables and no secrets; deployments 
 });
 
 test("no secret value is in the repository: the Secrets are generated from git-ignored files whose examples are empty", () => {
-  for (const g of generated) {
-    for (const [k, v] of Object.entries(g.doc["stringData"] as Record<string, string>)) {
-      if (k !== "username") assert.equal(v, "", `${g.file}: ${k} has a value; examples hold none`);
+  for (const generator of generated) {
+    for (const [key, value] of Object.entries(generator.doc["stringData"] as Record<string, string>)) {
+      if (key !== "username") assert.equal(value, "", `${generator.file}: ${key} has a value; examples hold none`);
     }
   }
   for (const envFile of ((kustomization["secretGenerator"] ?? []) as Obj[]).flatMap((g) => g["envs"] as string[])) {
@@ -197,20 +209,20 @@ test("probes and scrape annotations use the ops server's port and the paths it s
   );
   const ops = await startOpsServer({ port: 0, host: "127.0.0.1", checks: [{ name: "redis", check: () => true }] });
   try {
-    for (const d of deployments) {
-      const name = d["metadata"]["name"];
-      const c = containerOf(d);
+    for (const deployment of deployments) {
+      const name = deployment["metadata"]["name"];
+      const container = containerOf(deployment);
       for (const [probe, path] of [
         ["readinessProbe", "/readyz"],
         ["livenessProbe", "/healthz"],
       ] as const) {
-        const get = c[probe]?.["httpGet"];
+        const get = container[probe]?.["httpGet"];
         assert.equal(get?.["path"], path, `${name} ${probe}`);
-        assert.equal(portOf(c, get["port"]), opsPort, `${name} ${probe} port`);
+        assert.equal(portOf(container, get["port"]), opsPort, `${name} ${probe} port`);
         const res = await fetch(`http://127.0.0.1:${ops.port}${path}`);
         assert.equal(res.status, 200, `the ops server answers ${path}`);
       }
-      const ann = d["spec"]["template"]["metadata"]["annotations"] as Record<string, string>;
+      const ann = deployment["spec"]["template"]["metadata"]["annotations"] as Record<string, string>;
       assert.equal(ann["prometheus.io/scrape"], "true");
       assert.equal(Number(ann["prometheus.io/port"]), opsPort, `${name} scrape port`);
       assert.equal(ann["prometheus.io/path"], "/metrics");
@@ -220,12 +232,12 @@ test("probes and scrape annotations use the ops server's port and the paths it s
   }
   const svc = only("Service");
   assert.equal(svc["spec"]["ports"].length, 1);
-  for (const d of deployments) {
+  for (const deployment of deployments) {
     assert.ok(
-      selects({ matchLabels: svc["spec"]["selector"] }, d["spec"]["template"]["metadata"]["labels"]),
-      `the Service does not select ${d["metadata"]["name"]}`,
+      selects({ matchLabels: svc["spec"]["selector"] }, deployment["spec"]["template"]["metadata"]["labels"]),
+      `the Service does not select ${deployment["metadata"]["name"]}`,
     );
-    assert.equal(portOf(containerOf(d), svc["spec"]["ports"][0]["targetPort"]), opsPort);
+    assert.equal(portOf(containerOf(deployment), svc["spec"]["ports"][0]["targetPort"]), opsPort);
   }
 });
 
@@ -236,36 +248,41 @@ test("pods run as non-root with a read-only root, and every place they write is 
     /^USER node$/m,
     "the image's user is node (uid 1000 in the node images)",
   );
-  for (const d of deployments) {
-    const name = d["metadata"]["name"];
-    const pod = d["spec"]["template"]["spec"];
+  for (const deployment of deployments) {
+    const name = deployment["metadata"]["name"];
+    const pod = deployment["spec"]["template"]["spec"];
     assert.equal(pod["securityContext"]["runAsNonRoot"], true, name);
     assert.equal(pod["securityContext"]["runAsUser"], 1000, name);
     assert.equal(pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault", name);
     assert.equal(pod["automountServiceAccountToken"], false, name);
-    const c = containerOf(d);
-    assert.equal(c["securityContext"]["readOnlyRootFilesystem"], true, name);
-    assert.equal(c["securityContext"]["allowPrivilegeEscalation"], false, name);
-    assert.deepEqual(c["securityContext"]["capabilities"]["drop"], ["ALL"], name);
+    const container = containerOf(deployment);
+    assert.equal(container["securityContext"]["readOnlyRootFilesystem"], true, name);
+    assert.equal(container["securityContext"]["allowPrivilegeEscalation"], false, name);
+    assert.deepEqual(container["securityContext"]["capabilities"]["drop"], ["ALL"], name);
     assert.ok(
-      c["resources"]["requests"]["cpu"] && c["resources"]["requests"]["memory"] && c["resources"]["limits"]["memory"],
+      container["resources"]["requests"]["cpu"] &&
+        container["resources"]["requests"]["memory"] &&
+        container["resources"]["limits"]["memory"],
       `${name} resources`,
     );
-    const mounts = (c["volumeMounts"] as Obj[])
+    const mounts = (container["volumeMounts"] as Obj[])
       .filter((m) => m["readOnly"] !== true)
       .map((m) => m["mountPath"] as string);
     const volumes = new Set((pod["volumes"] as Obj[]).map((v) => v["name"]));
-    for (const m of c["volumeMounts"] as Obj[])
-      assert.ok(volumes.has(m["name"]), `${name} mounts unknown volume ${m["name"]}`);
+    for (const mount of container["volumeMounts"] as Obj[])
+      assert.ok(volumes.has(mount["name"]), `${name} mounts unknown volume ${mount["name"]}`);
     const onVolume = (p: string): boolean => mounts.some((m) => p === m || p.startsWith(`${m}/`));
-    for (const v of ["HOME", "TMPDIR"])
-      assert.ok(onVolume(config[v]!), `${name}: ${v}=${config[v]} is on the read-only root`);
+    for (const variable of ["HOME", "TMPDIR"])
+      assert.ok(onVolume(config[variable]!), `${name}: ${variable}=${config[variable]} is on the read-only root`);
   }
   const workerMounts = (containerOf(worker)["volumeMounts"] as Obj[]).map((m) => m["mountPath"] as string);
-  for (const p of [config["TURNSTREAM_INSTANCE_ROOT"]!, ...config["TURNSTREAM_WORKSPACE_ROOTS"]!.split(":")]) {
+  for (const configuredRoot of [
+    config["TURNSTREAM_INSTANCE_ROOT"]!,
+    ...config["TURNSTREAM_WORKSPACE_ROOTS"]!.split(":"),
+  ]) {
     assert.ok(
-      workerMounts.some((m) => p === m || p.startsWith(`${m}/`)),
-      `the worker writes ${p}, which is on no volume`,
+      workerMounts.some((m) => configuredRoot === m || configuredRoot.startsWith(`${m}/`)),
+      `the worker writes ${configuredRoot}, which is on no volume`,
     );
   }
   const ws = (worker["spec"]["template"]["spec"]["volumes"] as Obj[]).find((v) => v["persistentVolumeClaim"]);
@@ -289,10 +306,10 @@ test("the worker: stable instance id from the pod name, and a grace period longe
   assert.deepEqual(containerOf(worker)["command"], ["node", "dist/bin/turnstream.js", "worker"]);
   assert.deepEqual(containerOf(projector)["command"], ["node", "dist/bin/turnstream.js", "projector"]);
   assert.equal(projector["spec"]["replicas"], 1);
-  for (const d of deployments) {
+  for (const deployment of deployments) {
     assert.ok(
-      selects(d["spec"]["selector"], d["spec"]["template"]["metadata"]["labels"]),
-      `${d["metadata"]["name"]}'s selector misses its own pods`,
+      selects(deployment["spec"]["selector"], deployment["spec"]["template"]["metadata"]["labels"]),
+      `${deployment["metadata"]["name"]}'s selector misses its own pods`,
     );
   }
   assert.ok(
@@ -340,8 +357,8 @@ test("the ScaledObject scales the worker Deployment on the queue lists src/queue
     Number(config["TURNSTREAM_CONCURRENCY"]),
     "one pod per TURNSTREAM_CONCURRENCY turns",
   );
-  for (const t of triggers) {
-    const auth = only("TriggerAuthentication", t["authenticationRef"]["name"]);
+  for (const trigger of triggers) {
+    const auth = only("TriggerAuthentication", trigger["authenticationRef"]["name"]);
     for (const ref of auth["spec"]["secretTargetRef"] as Obj[]) {
       const secret = only("Secret", ref["name"]);
       assert.ok(ref["key"] in secret["stringData"], `${ref["name"]} has no ${ref["key"]}`);
@@ -361,20 +378,22 @@ test("NetworkPolicies: deny by default; each pod's policy allows the ops port fr
     [worker, [53, 6379, otlpPort, 443]],
     [projector, [53, 6379, otlpPort]],
   ];
-  for (const [d, egressPorts] of expected) {
-    const name = d["metadata"]["name"];
-    const labels = d["spec"]["template"]["metadata"]["labels"];
+  for (const [deployment, egressPorts] of expected) {
+    const name = deployment["metadata"]["name"];
+    const labels = deployment["spec"]["template"]["metadata"]["labels"];
     const mine: Obj[] = policies.filter((p) => p !== deny && selects(p["spec"]["podSelector"], labels));
     assert.equal(mine.length, 1, `${name} is selected by ${mine.length} allow policies`);
-    const p = mine[0]!["spec"];
-    const ingressPorts = (p["ingress"] as Obj[]).flatMap((r) => (r["ports"] as Obj[]).map((x) => x["port"]));
+    const policySpec = mine[0]!["spec"];
+    const ingressPorts = (policySpec["ingress"] as Obj[]).flatMap((r) => (r["ports"] as Obj[]).map((x) => x["port"]));
     assert.deepEqual(ingressPorts, [opsPort], `${name} ingress`);
-    for (const r of p["ingress"] as Obj[]) {
-      assert.deepEqual(r["from"], [
+    for (const rule of policySpec["ingress"] as Obj[]) {
+      assert.deepEqual(rule["from"], [
         { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } },
       ]);
     }
-    const allowed = new Set((p["egress"] as Obj[]).flatMap((r) => (r["ports"] as Obj[]).map((x) => x["port"])));
+    const allowed = new Set(
+      (policySpec["egress"] as Obj[]).flatMap((r) => (r["ports"] as Obj[]).map((x) => x["port"])),
+    );
     for (const port of egressPorts) assert.ok(allowed.has(port), `${name} cannot reach port ${port}`);
     for (const port of allowed)
       assert.ok(egressPorts.includes(port) || port === 4317, `${name} may reach port ${port}, which it does not need`);
@@ -382,8 +401,8 @@ test("NetworkPolicies: deny by default; each pod's policy allows the ops port fr
 });
 
 test("the .env examples exist for every generated Secret", () => {
-  for (const g of (kustomization["secretGenerator"] ?? []) as Obj[]) {
-    for (const envFile of g["envs"] as string[])
+  for (const generator of (kustomization["secretGenerator"] ?? []) as Obj[]) {
+    for (const envFile of generator["envs"] as string[])
       assert.ok(existsSync(join(dir, `${envFile}.example`)), `${envFile}.example is missing`);
   }
 });

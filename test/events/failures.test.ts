@@ -122,18 +122,18 @@ test("killed: our own kill() is final (not retried); a kill we did not send is n
 });
 
 test("outcomeOf agrees with the exit code of `turnstream run --wait` (real worker, real CLI)", async () => {
-  const r = await rig({
+  const testRig = await rig({
     responses: [
       { error: { status: 400, type: "invalid_request_error", message: "prompt is too long" } },
       { error: { status: 401, type: "authentication_error", message: "invalid x-api-key" } },
     ],
   });
   try {
-    r.worker();
-    const env = { TURNSTREAM_PREFIX: r.space.logPrefix, TURNSTREAM_QUEUE_PREFIX: r.space.queuePrefix };
+    testRig.worker();
+    const env = { TURNSTREAM_PREFIX: testRig.space.logPrefix, TURNSTREAM_QUEUE_PREFIX: testRig.space.queuePrefix };
     const seen: Array<[unknown, unknown, number]> = [];
     // One after another, so each takes the scripted responses in order; the last one never reaches the CLI.
-    for (const cwd of [r.ws, r.ws, join(r.ws, "not-made")]) {
+    for (const cwd of [testRig.ws, testRig.ws, join(testRig.ws, "not-made")]) {
       const ran = await turnstream(["run", "--wait", "--json", "--cwd", cwd, "--", "hello"], env);
       const said = onlyJson(ran.stdout);
       const verdict = outcomeOf({ status: said["status"] as "failed", errorKind: said["errorKind"] as string });
@@ -147,6 +147,6 @@ test("outcomeOf agrees with the exit code of `turnstream run --wait` (real worke
       ["failed", "bad_cwd", 2],
     ]);
   } finally {
-    await r.dispose();
+    await testRig.dispose();
   }
 });

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
-import type { z } from "zod";
+import type { z as zod } from "zod";
 import { envelopeSchema, eventInputSchema, fastEnvelope, fastEventInput } from "../../src/log/envelope.ts";
 
 type Obj = Record<string, unknown>;
@@ -26,7 +26,7 @@ interface FastPath {
   name: string;
   /** The fast check's output, or undefined when it does not vouch for the value. */
   fast(value: unknown): { output: unknown } | undefined;
-  schema: z.ZodType;
+  schema: zod.ZodType;
   /** Whether the fast output must be zod's (key order too, unless `anyKeyOrder`). */
   sameOutput: boolean;
   anyKeyOrder?: boolean;
@@ -76,8 +76,8 @@ const envelopeEdges: unknown[] = [
 const fastPaths: FastPath[] = [
   {
     name: "fastEnvelope",
-    fast: (v) => {
-      const out = fastEnvelope(v);
+    fast: (value) => {
+      const out = fastEnvelope(value);
       return out === undefined ? undefined : { output: out };
     },
     schema: envelopeSchema,
@@ -86,8 +86,8 @@ const fastPaths: FastPath[] = [
   },
   {
     name: "fastEventInput",
-    fast: (v) => {
-      const out = fastEventInput(v);
+    fast: (value) => {
+      const out = fastEventInput(value);
       return out === undefined ? undefined : { output: out };
     },
     schema: eventInputSchema,
@@ -149,40 +149,40 @@ const mutation: fc.Arbitrary<Mutation> = fc.record({
 });
 
 /** Every object or array inside `v` (the root included), with the path to it; a few levels deep. */
-function containers(v: unknown, path: string[] = [], out: string[][] = []): string[][] {
-  if (v === null || typeof v !== "object" || path.length > 4) return out;
+function containers(value: unknown, path: string[] = [], out: string[][] = []): string[][] {
+  if (value === null || typeof value !== "object" || path.length > 4) return out;
   out.push(path);
-  for (const [k, child] of Object.entries(v)) containers(child, [...path, k], out);
+  for (const [key, child] of Object.entries(value)) containers(child, [...path, key], out);
   return out;
 }
 
 function at(root: unknown, path: string[]): Obj {
-  let v = root as Obj;
-  for (const k of path) v = v[k] as Obj;
-  return v;
+  let node = root as Obj;
+  for (const key of path) node = node[key] as Obj;
+  return node;
 }
 
 /** `value` with one field of one of its objects (or arrays) deleted, set, added, or the container replaced. */
 function mutate(value: unknown, mutation: Mutation): unknown {
   // A copy of the new value: the same one put in twice could end up inside itself.
-  const m = { ...mutation, value: structuredClone(mutation.value) };
+  const copied = { ...mutation, value: structuredClone(mutation.value) };
   const places = containers(value);
-  if (places.length === 0) return m.value;
-  const path = places[m.at % places.length]!;
-  if (m.op === "replace") {
-    if (path.length === 0) return m.value;
-    at(value, path.slice(0, -1))[path[path.length - 1]!] = m.value;
+  if (places.length === 0) return copied.value;
+  const path = places[copied.at % places.length]!;
+  if (copied.op === "replace") {
+    if (path.length === 0) return copied.value;
+    at(value, path.slice(0, -1))[path[path.length - 1]!] = copied.value;
     return value;
   }
   const target = at(value, path);
   const keys = Object.keys(target);
-  const key = m.op === "extra" || keys.length === 0 ? m.key : keys[m.at % keys.length]!;
-  if (m.op === "delete") {
+  const key = copied.op === "extra" || keys.length === 0 ? copied.key : keys[copied.at % keys.length]!;
+  if (copied.op === "delete") {
     if (Array.isArray(target) && /^\d+$/.test(key)) target.splice(Number(key), 1);
     else delete target[key];
   } else if (!(Array.isArray(target) && key === "length")) {
     // defineProperty: a key named __proto__ becomes an own field, as JSON.parse makes it.
-    Object.defineProperty(target, key, { value: m.value, enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(target, key, { value: copied.value, enumerable: true, writable: true, configurable: true });
   }
   return value;
 }
@@ -193,9 +193,9 @@ const input = fc.nat().chain((pathIndex) => {
   const recorded = fc
     .tuple(fc.constantFrom(...path.samples), fc.array(mutation, { minLength: 1, maxLength: 3 }))
     .map(([sample, ms]) => {
-      let v: unknown = structuredClone(sample);
-      for (const m of ms) v = mutate(v, m);
-      return v;
+      let mutated: unknown = structuredClone(sample);
+      for (const step of ms) mutated = mutate(mutated, step);
+      return mutated;
     });
   const sources = [
     { weight: 12, arbitrary: recorded },

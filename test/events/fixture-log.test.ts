@@ -71,10 +71,13 @@ test("today's log imports, exports unchanged, and replays: turns finished, trans
 
   // The transcript: every prompt, and every reply the turn's result reports.
   const transcript = renderTranscriptText(state);
-  for (const d of dataOfKind("turn.queued"))
-    assert.ok(transcript.includes(`User: ${d["prompt"] as string}`), `prompt ${d["prompt"] as string}`);
-  for (const d of finished)
-    assert.ok(transcript.includes(d["resultText"] as string), `reply ${d["resultText"] as string}`);
+  for (const queued of dataOfKind("turn.queued"))
+    assert.ok(transcript.includes(`User: ${queued["prompt"] as string}`), `prompt ${queued["prompt"] as string}`);
+  for (const finishedData of finished)
+    assert.ok(
+      transcript.includes(finishedData["resultText"] as string),
+      `reply ${finishedData["resultText"] as string}`,
+    );
   const tools = state.transcript.turns.slice(1).map((t) => acceptedAttempt(t)!.items.find((i) => i.t === "tool"));
   assert.deepEqual(
     tools.map((i) => i?.t === "tool" && i.name),
@@ -82,27 +85,27 @@ test("today's log imports, exports unchanged, and replays: turns finished, trans
   );
 
   // Decisions: the hub's requests, as the hub wrote them, answered by the operator and then the rule.
-  const d = state.decisions;
-  assert.deepEqual(d.pending, []);
+  const decisions = state.decisions;
+  assert.deepEqual(decisions.pending, []);
   assert.deepEqual(
-    d.requests.map((r) => [r.status, r.toolName, r.decision, r.by]),
+    decisions.requests.map((r) => [r.status, r.toolName, r.decision, r.by]),
     [
       ["decided", "Bash", "allow", "erin"],
       ["decided", "Bash", "deny", "erin"],
       ["decided", "Bash", "allow", "erin"],
-      ["decided", "Bash", "allow", `rule:${d.rules[0]!.ruleId!}`],
+      ["decided", "Bash", "allow", `rule:${decisions.rules[0]!.ruleId!}`],
     ],
   );
   const requested = dataOfKind("decision.requested");
   assert.deepEqual(
-    d.requests.map((r) => [r.summary, r.deadline, r.toolUseId]),
+    decisions.requests.map((r) => [r.summary, r.deadline, r.toolUseId]),
     requested.map((q) => [q["input"], q["expiresAt"], q["toolUseId"]]),
   );
   assert.deepEqual(
-    d.rules.map((r) => [r.tool, r.pattern, r.decision, r.by]),
+    decisions.rules.map((r) => [r.tool, r.pattern, r.decision, r.by]),
     [["Bash", "Bash(touch *)", "allow", "erin"]],
   );
-  const hub = d.outcomes.filter((o) => o.source === "hub");
+  const hub = decisions.outcomes.filter((o) => o.source === "hub");
   assert.deepEqual(
     hub.map((o) => [o.toolName, o.decision]),
     [
@@ -113,7 +116,7 @@ test("today's log imports, exports unchanged, and replays: turns finished, trans
     ],
   );
   assert.ok(
-    d.outcomes.some((o) => o.source === "permission_denials" && o.toolName === "Bash"),
+    decisions.outcomes.some((o) => o.source === "permission_denials" && o.toolName === "Bash"),
     "the CLI reports the denied call too",
   );
 });

@@ -49,16 +49,16 @@ async function stage(responses: unknown[], policy?: GatewayPolicy): Promise<Stag
 
 /** One CLI turn through the gateway; its parsed lines. */
 async function turnThrough(
-  s: Stage,
+  staged: Stage,
   prompt: string,
   extra: Record<string, unknown> = {},
 ): Promise<{ lines: ParsedLine[]; result: Record<string, any> | undefined; error: unknown; pid: number | undefined }> {
   const run = hermeticEnv({});
   const cwd = realpathSync(mkdtempSync(join(tmpdir(), "ts-gw-ws-")));
-  const h = runTurn({ cwd, prompt, env: { ...run.env, ...s.gateway.runEnv(s.grant) }, ...extra });
+  const handle = runTurn({ cwd, prompt, env: { ...run.env, ...staged.gateway.runEnv(staged.grant) }, ...extra });
   const lines: ParsedLine[] = [];
-  for await (const l of h.lines) lines.push(l);
-  const error = await h.outcome.then(
+  for await (const line of handle.lines) lines.push(line);
+  const error = await handle.outcome.then(
     () => undefined,
     (e: unknown) => e,
   );
@@ -68,7 +68,7 @@ async function turnThrough(
     lines,
     result: resultLine === undefined ? undefined : (JSON.parse(resultLine.raw) as Record<string, any>),
     error,
-    pid: h.pid,
+    pid: handle.pid,
   };
 }
 
@@ -83,7 +83,7 @@ const toolOutputs = (lines: ParsedLine[]): string =>
     .join("\n");
 
 test("a run's tree holds only its token; the upstream gets the worker's key; the calls add up to the result line", async () => {
-  const s = await stage([
+  const staged = await stage([
     {
       content: [{ type: "tool_use", name: "Bash", input: { command: DUMP_TREE_ENV } }],
       usage: { input_tokens: 1200, output_tokens: 40, cache_read_input_tokens: 300 },
@@ -94,7 +94,7 @@ test("a run's tree holds only its token; the upstream gets the worker's key; the
     },
   ]);
   try {
-    const { lines, result, error, pid } = await turnThrough(s, "dump the environment", {
+    const { lines, result, error, pid } = await turnThrough(staged, "dump the environment", {
       allowedTools: ["Bash"],
       model: "claude-sonnet-4-5-20250929",
     });
@@ -102,25 +102,25 @@ test("a run's tree holds only its token; the upstream gets the worker's key; the
     const out = toolOutputs(lines);
     assert.match(out, /== \/proc\/\d+\/environ/, "the tree's environs were read");
     assert.ok(out.includes(`== /proc/${pid}/environ`), "the CLI's own among them");
-    assert.ok(out.includes(`ANTHROPIC_API_KEY=${s.grant.token}`), "the run sees its token");
-    assert.equal(out.includes(s.key), false, "no process of the run holds the worker's key");
+    assert.ok(out.includes(`ANTHROPIC_API_KEY=${staged.grant.token}`), "the run sees its token");
+    assert.equal(out.includes(staged.key), false, "no process of the run holds the worker's key");
     assert.equal(
-      lines.some((l) => l.raw.includes(s.key)),
+      lines.some((l) => l.raw.includes(staged.key)),
       false,
     );
     // The model server accepts only the worker's key: the turn finished, so every request carried it.
     assert.equal(result?.["is_error"], false);
-    const messages = s.calls.filter((c) => c.path === "/v1/messages");
+    const messages = staged.calls.filter((c) => c.path === "/v1/messages");
     assert.equal(messages.length, 2);
-    for (const c of messages) {
-      assert.equal(c.status, 200);
-      assert.equal(c.stream, true);
-      assert.ok(c.ttfbMs !== undefined && c.ttfbMs <= c.durationMs);
-      assert.equal(c.model, "claude-sonnet-4-5-20250929");
+    for (const call of messages) {
+      assert.equal(call.status, 200);
+      assert.equal(call.stream, true);
+      assert.ok(call.ttfbMs !== undefined && call.ttfbMs <= call.durationMs);
+      assert.equal(call.model, "claude-sonnet-4-5-20250929");
     }
     const sum = (
-      k: "input_tokens" | "output_tokens" | "cache_read_input_tokens" | "cache_creation_input_tokens",
-    ): number => messages.reduce((n, c) => n + (c.usage?.[k] ?? 0), 0);
+      field: "input_tokens" | "output_tokens" | "cache_read_input_tokens" | "cache_creation_input_tokens",
+    ): number => messages.reduce((n, c) => n + (c.usage?.[field] ?? 0), 0);
     assert.equal(sum("input_tokens"), result!["usage"]["input_tokens"]);
     assert.equal(sum("output_tokens"), result!["usage"]["output_tokens"]);
     assert.equal(sum("cache_read_input_tokens"), result!["usage"]["cache_read_input_tokens"]);
@@ -128,15 +128,15 @@ test("a run's tree holds only its token; the upstream gets the worker's key; the
     const cost = messages.reduce((n, c) => n + (c.costUsd ?? 0), 0);
     assert.ok(Math.abs(cost - result!["total_cost_usd"]) < 1e-9, `gateway ${cost} vs CLI ${result!["total_cost_usd"]}`);
   } finally {
-    await s.close();
+    await staged.close();
   }
 });
 
 test("no token, a wrong token and a revoked token get 401 with an Anthropic error body", async () => {
-  const s = await stage([{ content: [{ type: "text", text: "hi" }] }]);
+  const staged = await stage([{ content: [{ type: "text", text: "hi" }] }]);
   try {
     const post = (headers: Record<string, string>) =>
-      fetch(`${s.gateway.url}/v1/messages`, {
+      fetch(`${staged.gateway.url}/v1/messages`, {
         method: "POST",
         headers: { "content-type": "application/json", ...headers },
         body: JSON.stringify({ model: "m", messages: [] }),
@@ -144,8 +144,8 @@ test("no token, a wrong token and a revoked token get 401 with an Anthropic erro
     const wrong: Array<Record<string, string>> = [
       {},
       { "x-api-key": "turnstream-gw-" + "A".repeat(43) },
-      { authorization: `Bearer ${s.key}` },
-      { "x-api-key": s.grant.token.slice(0, -1) },
+      { authorization: `Bearer ${staged.key}` },
+      { "x-api-key": staged.grant.token.slice(0, -1) },
     ];
     for (const headers of wrong) {
       const res = await post(headers);
@@ -155,15 +155,15 @@ test("no token, a wrong token and a revoked token get 401 with an Anthropic erro
       assert.equal(body.error.type, "authentication_error");
     }
     // The live token passes, as x-api-key or as a bearer token.
-    assert.equal((await post({ "x-api-key": s.grant.token })).status, 200);
-    assert.equal((await post({ authorization: `Bearer ${s.grant.token}` })).status, 200);
-    s.grant.revoke();
-    const after = await post({ "x-api-key": s.grant.token });
+    assert.equal((await post({ "x-api-key": staged.grant.token })).status, 200);
+    assert.equal((await post({ authorization: `Bearer ${staged.grant.token}` })).status, 200);
+    staged.grant.revoke();
+    const after = await post({ "x-api-key": staged.grant.token });
     assert.equal(after.status, 401);
     assert.equal(((await after.json()) as { error: { type: string } }).error.type, "authentication_error");
-    assert.equal(s.gateway.liveTokens, 0);
+    assert.equal(staged.gateway.liveTokens, 0);
   } finally {
-    await s.close();
+    await staged.close();
   }
 });
 
@@ -225,11 +225,15 @@ test("only the model endpoints are forwarded; a body over the bound gets 413; th
 });
 
 test("the stream passes through as it arrives, not once it is whole", async () => {
-  const s = await stage([{ content: [{ type: "text", text: "one two three four five six" }], chunkDelayMs: 150 }]);
+  const staged = await stage([{ content: [{ type: "text", text: "one two three four five six" }], chunkDelayMs: 150 }]);
   try {
-    const res = await fetch(`${s.gateway.url}/v1/messages?beta=true`, {
+    const res = await fetch(`${staged.gateway.url}/v1/messages?beta=true`, {
       method: "POST",
-      headers: { "x-api-key": s.grant.token, "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      headers: {
+        "x-api-key": staged.grant.token,
+        "content-type": "application/json",
+        "anthropic-version": "2023-06-01",
+      },
       body: JSON.stringify({
         model: "claude-sonnet-4-5",
         stream: true,
@@ -250,10 +254,10 @@ test("the stream passes through as it arrives, not once it is whole", async () =
     // Six-plus events 150 ms apart: the first must arrive long before the last.
     assert.ok(arrivals.length >= 4, `chunks: ${arrivals.length}`);
     assert.ok(arrivals.at(-1)! - arrivals[0]! > 450, `arrivals ${arrivals.map(Math.round).join(",")}`);
-    assert.equal(s.calls.length, 1);
-    assert.equal(s.calls[0]!.usage?.output_tokens, 6);
+    assert.equal(staged.calls.length, 1);
+    assert.equal(staged.calls[0]!.usage?.output_tokens, 6);
   } finally {
-    await s.close();
+    await staged.close();
   }
 });
 
@@ -273,32 +277,32 @@ test("a policy that refuses: the CLI sees the error; one that delays: the call w
       };
     },
   };
-  const s = await stage([{ content: [{ type: "text", text: "never" }] }], refuse);
+  const refusedStage = await stage([{ content: [{ type: "text", text: "never" }] }], refuse);
   try {
-    const { result, lines } = await turnThrough(s, "hi");
+    const { result, lines } = await turnThrough(refusedStage, "hi");
     assert.ok(refused >= 1);
-    assert.equal(s.server.requests().length, 0, "nothing reached the upstream");
+    assert.equal(refusedStage.server.requests().length, 0, "nothing reached the upstream");
     assert.match(lines.map((l) => l.raw).join("\n"), /fleet cooldown after a 429/);
     assert.equal(result?.["is_error"], true);
-    assert.equal(s.calls[0]?.answeredBy, "policy");
-    assert.equal(s.calls[0]?.retryAfterS, 30);
+    assert.equal(refusedStage.calls[0]?.answeredBy, "policy");
+    assert.equal(refusedStage.calls[0]?.retryAfterS, 30);
   } finally {
-    await s.close();
+    await refusedStage.close();
   }
   const seen: ModelCall[] = [];
   const delay: GatewayPolicy = {
     beforeRequest: () => ({ action: "delay", ms: 400 }),
     afterResponse: (_call, outcome) => void seen.push(outcome),
   };
-  const d = await stage([{ content: [{ type: "text", text: "late" }] }], delay);
+  const delayedStage = await stage([{ content: [{ type: "text", text: "late" }] }], delay);
   try {
-    const { result } = await turnThrough(d, "hi");
+    const { result } = await turnThrough(delayedStage, "hi");
     assert.equal(result?.["result"], "late");
-    const call = d.calls.find((c) => c.path === "/v1/messages")!;
+    const call = delayedStage.calls.find((c) => c.path === "/v1/messages")!;
     assert.ok(call.durationMs >= 400 && call.ttfbMs! >= 400, JSON.stringify(call));
-    assert.equal(seen.length, d.calls.length);
+    assert.equal(seen.length, delayedStage.calls.length);
   } finally {
-    await d.close();
+    await delayedStage.close();
   }
 });
 
@@ -354,7 +358,7 @@ test("usage is read from SSE events split anywhere across chunks, and from a JSO
     'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":7}}\n\n';
   for (const size of [1, 7, 64, sse.length]) {
     const tap = new UsageTap("text/event-stream");
-    for (let i = 0; i < sse.length; i += size) tap.feed(Buffer.from(sse.slice(i, i + size)));
+    for (let offset = 0; offset < sse.length; offset += size) tap.feed(Buffer.from(sse.slice(offset, offset + size)));
     assert.deepEqual(tap.result(), {
       model: "claude-haiku-4-5",
       usage: { input_tokens: 10, output_tokens: 7, cache_read_input_tokens: 3, cache_creation_input_tokens: 0 },
@@ -375,21 +379,21 @@ test("usage is read from SSE events split anywhere across chunks, and from a JSO
 });
 
 test("a policy that throws or answers a status HTTP cannot carry fails that request, never the gateway", async () => {
-  let n = 0;
+  let requestCount = 0;
   const policy: GatewayPolicy = {
     beforeRequest: () => {
-      n++;
-      if (n === 1) throw new Error("policy store down");
-      if (n === 2) return { action: "refuse", status: 99, type: "x", message: "bad status" };
+      requestCount++;
+      if (requestCount === 1) throw new Error("policy store down");
+      if (requestCount === 2) return { action: "refuse", status: 99, type: "x", message: "bad status" };
       return { action: "allow" };
     },
   };
-  const s = await stage([{ content: [{ type: "text", text: "fine" }] }], policy);
+  const staged = await stage([{ content: [{ type: "text", text: "fine" }] }], policy);
   try {
     const post = () =>
-      fetch(`${s.gateway.url}/v1/messages`, {
+      fetch(`${staged.gateway.url}/v1/messages`, {
         method: "POST",
-        headers: { "x-api-key": s.grant.token, "content-type": "application/json" },
+        headers: { "x-api-key": staged.grant.token, "content-type": "application/json" },
         body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
       });
     for (const expected of [500, 500, 200]) {
@@ -399,6 +403,6 @@ test("a policy that throws or answers a status HTTP cannot carry fails that requ
       else await res.text();
     }
   } finally {
-    await s.close();
+    await staged.close();
   }
 });

@@ -22,16 +22,16 @@ describe("large payloads", () => {
     await server.dispose();
   });
 
-  it("a 100 MB line round-trips exactly with memory bounded to a small multiple of the line", async (t) => {
+  it("a 100 MB line round-trips exactly with memory bounded to a small multiple of the line", async (context) => {
     const log = createEventLog({ redis, prefix: `test:${rid()}:` });
-    const s = `s-${rid()}`;
+    const sessionId = `s-${rid()}`;
     const size = 100 * 1024 * 1024;
     let peak = 0;
     const sample = (): void => {
       peak = Math.max(peak, process.memoryUsage().rss);
     };
     const sampler = setInterval(sample, 5);
-    t.after(() => clearInterval(sampler));
+    context.after(() => clearInterval(sampler));
 
     const head = '{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"';
     const tail = '"}]},"session_id":"x"}';
@@ -51,8 +51,8 @@ describe("large payloads", () => {
     const base = process.memoryUsage().rss;
     peak = base;
 
-    const { epoch, attempt } = await log.beginAttempt(s, "t1");
-    const writer = createWriter({ log, session: s, epoch });
+    const { epoch, attempt } = await log.beginAttempt(sessionId, "t1");
+    const writer = createWriter({ log, session: sessionId, epoch });
     await writer.write({ turn: "t1", attempt, kind: "cli.line", data: { raw: "before" } });
     await writer.write({ turn: "t1", attempt, kind: "cli.line", data: { raw } });
     await writer.write({ turn: "t1", attempt, kind: "cli.line", data: { raw: "after" } });
@@ -60,13 +60,13 @@ describe("large payloads", () => {
     sample();
     const afterWrite = peak;
 
-    const k = log.keys(s);
-    assert.equal(await redis.scard(k.blobs), 1);
-    const entry = await redis.xrange(k.events, "0-2", "0-2");
+    const keys = log.keys(sessionId);
+    assert.equal(await redis.scard(keys.blobs), 1);
+    const entry = await redis.xrange(keys.events, "0-2", "0-2");
     assert.ok(entry[0]![1].join("").length < 500, "the stream entry is a reference");
 
     const got: string[] = [];
-    for await (const e of log.read(s)) got.push((e.data as { raw: string }).raw);
+    for await (const event of log.read(sessionId)) got.push((event.data as { raw: string }).raw);
     clearInterval(sampler);
     sample();
     assert.equal(got.length, 3);
@@ -76,12 +76,12 @@ describe("large payloads", () => {
 
     const writeGrowth = (afterWrite - base) / size;
     const totalGrowth = (peak - base) / size;
-    t.diagnostic(
+    context.diagnostic(
       `RSS growth: write ${writeGrowth.toFixed(2)}x, write+read ${totalGrowth.toFixed(2)}x the line (${size} B)`,
     );
     // A copy of the line when encoding/sending (plus the reply buffer and the string on read).
     assert.ok(writeGrowth < 3, `write path grew RSS by ${writeGrowth.toFixed(2)}x the line`);
     assert.ok(totalGrowth < 4.5, `write+read grew RSS by ${totalGrowth.toFixed(2)}x the line`);
-    await log.destroy(s);
+    await log.destroy(sessionId);
   });
 });

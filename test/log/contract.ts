@@ -19,7 +19,7 @@ export function rid(): string {
 
 async function all(it: AsyncIterable<Envelope>): Promise<Envelope[]> {
   const out: Envelope[] = [];
-  for await (const e of it) out.push(e);
+  for await (const item of it) out.push(item);
   return out;
 }
 
@@ -32,9 +32,9 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
     const prefix = `test:${rid()}:`;
     const sessions: string[] = [];
     const session = (): string => {
-      const s = `s-${rid()}`;
-      sessions.push(s);
-      return s;
+      const sessionId = `s-${rid()}`;
+      sessions.push(sessionId);
+      return sessionId;
     };
 
     before(async () => {
@@ -42,22 +42,22 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       log = createEventLog({ redis, prefix, blobCapBytes: 1024 });
     });
     after(async () => {
-      for (const s of sessions) await log.destroy(s);
+      for (const sessionId of sessions) await log.destroy(sessionId);
       await redis.del(`${prefix}sessions`);
       redis.disconnect();
       await done();
     });
 
     it("keys share one hash tag and carry the prefix", () => {
-      const k = log.keys("abc");
-      assert.equal(k.events, `${prefix}{s:abc}:events`);
-      assert.equal(k.meta, `${prefix}{s:abc}:meta`);
-      assert.equal(k.blob("ff"), `${prefix}{s:abc}:blob:ff`);
+      const keys = log.keys("abc");
+      assert.equal(keys.events, `${prefix}{s:abc}:events`);
+      assert.equal(keys.meta, `${prefix}{s:abc}:meta`);
+      assert.equal(keys.blob("ff"), `${prefix}{s:abc}:blob:ff`);
     });
 
     it("appended: ids are 0-1, 0-2, …; envelope round-trips; raw text exact", async () => {
-      const s = session();
-      const { epoch, attempt } = await log.beginAttempt(s, "t1");
+      const sessionId = session();
+      const { epoch, attempt } = await log.beginAttempt(sessionId, "t1");
       assert.deepEqual({ epoch, attempt }, { epoch: 1, attempt: 1 });
       const raws = [
         '{"type":"system","subtype":"init"}',
@@ -67,14 +67,14 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
         "  spaced  ",
       ];
       const res = await log.append(
-        s,
+        sessionId,
         epoch,
         raws.map((r) => line(r)),
       );
       assert.deepEqual(res, { outcome: "appended", lastSeq: 5, epoch: 1 });
-      const ids = (await redis.xrange(log.keys(s).events, "-", "+")).map(([id]) => id);
+      const ids = (await redis.xrange(log.keys(sessionId).events, "-", "+")).map(([id]) => id);
       assert.deepEqual(ids, ["0-1", "0-2", "0-3", "0-4", "0-5"]);
-      const evs = await all(log.read(s));
+      const evs = await all(log.read(sessionId));
       assert.deepEqual(
         evs.map((e) => (e.data as { raw: string }).raw),
         raws,
@@ -83,14 +83,14 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
         evs.map((e) => e.seq),
         [1, 2, 3, 4, 5],
       );
-      for (const e of evs) {
-        assert.equal(e.v, 1);
-        assert.equal(e.session, s);
-        assert.equal(e.epoch, 1);
-        assert.equal(e.kind, "cli.line");
-        assert.ok(!Number.isNaN(Date.parse(e.at)));
+      for (const event of evs) {
+        assert.equal(event.v, 1);
+        assert.equal(event.session, sessionId);
+        assert.equal(event.epoch, 1);
+        assert.equal(event.kind, "cli.line");
+        assert.ok(!Number.isNaN(Date.parse(event.at)));
       }
-      const st = await log.stat(s);
+      const st = await log.stat(sessionId);
       assert.equal(st.lastSeq, 5);
       assert.equal(st.length, 5);
       assert.equal(st.epoch, 1);
@@ -98,84 +98,86 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
     });
 
     it("read honours fromSeq/toSeq across pages", async () => {
-      const s = session();
-      const { epoch } = await log.beginAttempt(s, "t1");
+      const sessionId = session();
+      const { epoch } = await log.beginAttempt(sessionId, "t1");
       await log.append(
-        s,
+        sessionId,
         epoch,
         Array.from({ length: 23 }, (_, i) => line(`l${i}`)),
       );
-      const mid = await all(log.read(s, { fromSeq: 5, toSeq: 17, pageSize: 4 }));
+      const mid = await all(log.read(sessionId, { fromSeq: 5, toSeq: 17, pageSize: 4 }));
       assert.deepEqual(
         mid.map((e) => e.seq),
         Array.from({ length: 13 }, (_, i) => i + 5),
       );
-      assert.equal((await all(log.read(s, { pageSize: 5 }))).length, 23);
+      assert.equal((await all(log.read(sessionId, { pageSize: 5 }))).length, 23);
     });
 
     it("duplicate: a re-sent batch is not appended twice", async () => {
-      const s = session();
-      const { epoch } = await log.beginAttempt(s, "t1");
+      const sessionId = session();
+      const { epoch } = await log.beginAttempt(sessionId, "t1");
       const batch = [line("a"), line("b")];
-      const first = await log.append(s, epoch, batch, { batchId: "w1:1" });
+      const first = await log.append(sessionId, epoch, batch, { batchId: "w1:1" });
       assert.deepEqual(first, { outcome: "appended", lastSeq: 2, epoch });
-      const again = await log.append(s, epoch, batch, { batchId: "w1:1" });
+      const again = await log.append(sessionId, epoch, batch, { batchId: "w1:1" });
       assert.deepEqual(again, { outcome: "duplicate", lastSeq: 2, epoch });
       // Another writer in between does not hide the re-send.
-      await log.appendUnfenced(s, [{ turn: "t2", attempt: 0, kind: "turn.queued", data: {} }], { batchId: "p1:1" });
-      assert.equal((await log.append(s, epoch, batch, { batchId: "w1:1" })).outcome, "duplicate");
-      const next = await log.append(s, epoch, [line("c")], { batchId: "w1:2" });
+      await log.appendUnfenced(sessionId, [{ turn: "t2", attempt: 0, kind: "turn.queued", data: {} }], {
+        batchId: "p1:1",
+      });
+      assert.equal((await log.append(sessionId, epoch, batch, { batchId: "w1:1" })).outcome, "duplicate");
+      const next = await log.append(sessionId, epoch, [line("c")], { batchId: "w1:2" });
       assert.deepEqual(next, { outcome: "appended", lastSeq: 4, epoch });
       // A duplicate is reported even after the epoch moved on: the sender must never re-append.
-      await log.beginAttempt(s, "t1");
-      assert.equal((await log.append(s, epoch, [line("c")], { batchId: "w1:2" })).outcome, "duplicate");
-      assert.equal((await log.stat(s)).lastSeq, 4);
+      await log.beginAttempt(sessionId, "t1");
+      assert.equal((await log.append(sessionId, epoch, [line("c")], { batchId: "w1:2" })).outcome, "duplicate");
+      assert.equal((await log.stat(sessionId)).lastSeq, 4);
     });
 
     it("duplicate: the same EVALSHA delivered twice (a client re-send after reconnect) appends once", async () => {
-      const s = session();
-      const { epoch } = await log.beginAttempt(s, "t1");
-      const enc = [log.encode(s, epoch, line("x"))];
-      const [a, b] = await Promise.all([
-        log.appendEncoded(s, epoch, enc, { batchId: "wr:1" }),
-        log.appendEncoded(s, epoch, enc, { batchId: "wr:1" }),
+      const sessionId = session();
+      const { epoch } = await log.beginAttempt(sessionId, "t1");
+      const enc = [log.encode(sessionId, epoch, line("x"))];
+      const [first, second] = await Promise.all([
+        log.appendEncoded(sessionId, epoch, enc, { batchId: "wr:1" }),
+        log.appendEncoded(sessionId, epoch, enc, { batchId: "wr:1" }),
       ]);
-      assert.deepEqual([a.outcome, b.outcome].sort(), ["appended", "duplicate"]);
-      assert.equal((await log.stat(s)).length, 1);
+      assert.deepEqual([first.outcome, second.outcome].sort(), ["appended", "duplicate"]);
+      assert.equal((await log.stat(sessionId)).length, 1);
     });
 
     it("fenced: an older epoch writes nothing", async () => {
-      const s = session();
-      const old = await log.beginAttempt(s, "t1");
-      const cur = await log.beginAttempt(s, "t1");
+      const sessionId = session();
+      const old = await log.beginAttempt(sessionId, "t1");
+      const cur = await log.beginAttempt(sessionId, "t1");
       assert.deepEqual([cur.epoch, cur.attempt], [old.epoch + 1, 2]);
-      const res = await log.append(s, old.epoch, [line("stale")]);
+      const res = await log.append(sessionId, old.epoch, [line("stale")]);
       assert.deepEqual(res, { outcome: "fenced", lastSeq: 0, epoch: cur.epoch });
-      assert.equal((await log.stat(s)).length, 0);
-      const turn2 = await log.beginAttempt(s, "t2");
+      assert.equal((await log.stat(sessionId)).length, 0);
+      const turn2 = await log.beginAttempt(sessionId, "t2");
       assert.equal(turn2.attempt, 1, "attempt counter restarts for a new turn");
     });
 
     it("conflict: expectedSeq must match the last seq", async () => {
-      const s = session();
-      const { epoch } = await log.beginAttempt(s, "t1");
-      assert.equal((await log.append(s, epoch, [line("a")], { expectedSeq: 0 })).outcome, "appended");
-      const res = await log.append(s, epoch, [line("b")], { expectedSeq: 0 });
+      const sessionId = session();
+      const { epoch } = await log.beginAttempt(sessionId, "t1");
+      assert.equal((await log.append(sessionId, epoch, [line("a")], { expectedSeq: 0 })).outcome, "appended");
+      const res = await log.append(sessionId, epoch, [line("b")], { expectedSeq: 0 });
       assert.deepEqual(res, { outcome: "conflict", lastSeq: 1, epoch });
-      assert.equal((await log.append(s, epoch, [line("b")], { expectedSeq: 1 })).lastSeq, 2);
-      assert.equal((await log.stat(s)).length, 2);
+      assert.equal((await log.append(sessionId, epoch, [line("b")], { expectedSeq: 1 })).lastSeq, 2);
+      assert.equal((await log.stat(sessionId)).length, 2);
     });
 
     it("concurrent attempts: exactly one epoch wins, the other writer is fenced", async () => {
-      const s = session();
-      const [a, b] = await Promise.all([log.beginAttempt(s, "t1"), log.beginAttempt(s, "t1")]);
-      assert.notEqual(a.epoch, b.epoch);
-      const wa = createWriter({ log, session: s, epoch: a.epoch });
-      const wb = createWriter({ log, session: s, epoch: b.epoch });
-      const feed = async (w: typeof wa, tag: string): Promise<unknown> => {
+      const sessionId = session();
+      const [first, second] = await Promise.all([log.beginAttempt(sessionId, "t1"), log.beginAttempt(sessionId, "t1")]);
+      assert.notEqual(first.epoch, second.epoch);
+      const wa = createWriter({ log, session: sessionId, epoch: first.epoch });
+      const wb = createWriter({ log, session: sessionId, epoch: second.epoch });
+      const feed = async (writer: typeof wa, tag: string): Promise<unknown> => {
         try {
-          for (let i = 0; i < 50; i++) await w.write(line(`${tag}${i}`, "t1", 1));
-          return await w.flush();
+          for (let index = 0; index < 50; index++) await writer.write(line(`${tag}${index}`, "t1", 1));
+          return await writer.flush();
         } catch (err) {
           return err;
         }
@@ -184,29 +186,29 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
       const results = [ra, rb];
       const fenced = results.filter((r) => r instanceof FencedError);
       assert.equal(fenced.length, 1, "exactly one writer is fenced");
-      const winner = Math.max(a.epoch, b.epoch);
+      const winner = Math.max(first.epoch, second.epoch);
       assert.equal((fenced[0] as FencedError).currentEpoch, winner);
-      const evs = await all(log.read(s));
+      const evs = await all(log.read(sessionId));
       assert.equal(evs.length, 50);
       assert.ok(evs.every((e) => e.epoch === winner));
-      await assert.rejects(() => (a.epoch < b.epoch ? wa : wb).write(line("late")), FencedError);
+      await assert.rejects(() => (first.epoch < second.epoch ? wa : wb).write(line("late")), FencedError);
     });
 
     it("unfenced kinds append without an epoch; attempt-bound kinds are refused", async () => {
-      const s = session();
-      const res = await log.appendUnfenced(s, [
+      const sessionId = session();
+      const res = await log.appendUnfenced(sessionId, [
         { turn: "t1", attempt: 0, kind: "turn.queued", data: { prompt: "redacted" } },
       ]);
       assert.equal(res.outcome, "appended");
-      await assert.rejects(() => log.appendUnfenced(s, [line("x")]), UnfencedKindError);
-      const w = createWriter({ log, session: s, epoch: null });
-      await w.write({ turn: "t1", attempt: 0, kind: "decision.made", data: { allow: true } });
-      await assert.rejects(() => w.write(line("x")), UnfencedKindError);
-      assert.equal(await w.close(), 2);
-      const [q, d] = await all(log.read(s));
-      assert.equal(q!.epoch, 0);
-      assert.equal(d!.kind, "decision.made");
-      assert.equal((await log.stat(s)).state, "queued");
+      await assert.rejects(() => log.appendUnfenced(sessionId, [line("x")]), UnfencedKindError);
+      const writer = createWriter({ log, session: sessionId, epoch: null });
+      await writer.write({ turn: "t1", attempt: 0, kind: "decision.made", data: { allow: true } });
+      await assert.rejects(() => writer.write(line("x")), UnfencedKindError);
+      assert.equal(await writer.close(), 2);
+      const [queued, decision] = await all(log.read(sessionId));
+      assert.equal(queued!.epoch, 0);
+      assert.equal(decision!.kind, "decision.made");
+      assert.equal((await log.stat(sessionId)).state, "queued");
     });
 
     // The writer tests below wait on events, not on fixed sleeps: on a loaded machine a 20 ms sleep
@@ -220,10 +222,16 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
     const passed = async (ms: number): Promise<void> => {
       let appended!: () => void;
       const done = new Promise<void>((r) => (appended = r));
-      const c = createWriter({ log, session: session(), epoch: null, lingerMs: ms, onAppended: () => appended() });
-      await c.write(controlKinds);
+      const control = createWriter({
+        log,
+        session: session(),
+        epoch: null,
+        lingerMs: ms,
+        onAppended: () => appended(),
+      });
+      await control.write(controlKinds);
       await done;
-      await c.close();
+      await control.close();
     };
     const stored = (s: string): Promise<number> => redis.xlen(log.keys(s).events);
     /** Resolves once `cond` holds (checked every 5 ms); fails after `ms`. Returns the wait in ms. */
@@ -237,55 +245,61 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
     };
 
     it("writer linger: events close together share one append; flush does not wait for it; a full batch goes at once", async () => {
-      const s = session();
-      const { epoch } = await log.beginAttempt(s, "t1");
+      const sessionId = session();
+      const { epoch } = await log.beginAttempt(sessionId, "t1");
       const batches: number[] = [];
       const LINGER = 5000;
-      const w = createWriter({
+      const writer = createWriter({
         log,
-        session: s,
+        session: sessionId,
         epoch,
         lingerMs: LINGER,
         maxBatchEvents: 4,
         onAppended: (i) => batches.push(i.count),
       });
-      await w.write(line("a"));
+      await writer.write(line("a"));
       await passed(20);
-      await w.write(line("b"));
+      await writer.write(line("b"));
       await passed(20);
-      assert.equal(await stored(s), 0, "nothing sent inside the linger");
+      assert.equal(await stored(sessionId), 0, "nothing sent inside the linger");
       assert.deepEqual(batches, []);
       const t0 = performance.now();
-      assert.equal(await w.flush(), 2);
+      assert.equal(await writer.flush(), 2);
       assert.ok(performance.now() - t0 < LINGER / 2, "flush sends at once");
       assert.deepEqual(batches, [2], "a and b shared one append");
-      for (const x of ["c", "d", "e", "f"]) await w.write(line(x));
+      for (const tag of ["c", "d", "e", "f"]) await writer.write(line(tag));
       await until(() => batches.length === 2, LINGER / 2, "the full batch to go without its linger");
       assert.deepEqual(batches, [2, 4], "a full batch does not wait");
-      assert.equal(await w.close(), 6);
+      assert.equal(await writer.close(), 6);
     });
 
     it("writer linger per event: a longer wait holds the batch for the events after it, bounded; the usual linger never slides", async () => {
-      const s = session();
-      const { epoch } = await log.beginAttempt(s, "t1");
+      const sessionId = session();
+      const { epoch } = await log.beginAttempt(sessionId, "t1");
       const batches: number[] = [];
-      const w = createWriter({ log, session: s, epoch, lingerMs: 20, onAppended: (i) => batches.push(i.count) });
-      await w.write(line("a"));
-      await w.write(line("b"), { lingerMs: 5000 });
+      const writer = createWriter({
+        log,
+        session: sessionId,
+        epoch,
+        lingerMs: 20,
+        onAppended: (i) => batches.push(i.count),
+      });
+      await writer.write(line("a"));
+      await writer.write(line("b"), { lingerMs: 5000 });
       await passed(100);
-      assert.equal(await stored(s), 0, "held past the usual linger");
-      await w.write(line("c"));
+      assert.equal(await stored(sessionId), 0, "held past the usual linger");
+      await writer.write(line("c"));
       await passed(100);
-      assert.equal(await stored(s), 0, "a later event does not cut the wait short");
-      assert.equal(await w.close(), 3);
+      assert.equal(await stored(sessionId), 0, "a later event does not cut the wait short");
+      assert.equal(await writer.close(), 3);
       assert.deepEqual(batches, [3], "one append for all three");
 
       // Bounded: nothing else comes, so it goes alone once its own wait (600 ms, not the usual 20) is over.
       const held: number[] = [];
-      const w2 = createWriter({ log, session: s, epoch, lingerMs: 20, onAppended: (i) => held.push(i.count) });
+      const w2 = createWriter({ log, session: sessionId, epoch, lingerMs: 20, onAppended: (i) => held.push(i.count) });
       await w2.write(line("d"), { lingerMs: 600 });
       await passed(20);
-      assert.equal(await stored(s), 3, "d waits longer than the usual linger");
+      assert.equal(await stored(sessionId), 3, "d waits longer than the usual linger");
       await until(() => held.length === 1, 5000, "d to go on its own once its wait ran out");
       assert.deepEqual(held, [1], "the wait is bounded: nothing else came, it went alone");
 
@@ -319,15 +333,21 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
     });
 
     it("writer hold: an event waits for the next one, which then goes on its own linger; a hold is bounded and flush cuts it short", async () => {
-      const s = session();
-      const { epoch } = await log.beginAttempt(s, "t1");
+      const sessionId = session();
+      const { epoch } = await log.beginAttempt(sessionId, "t1");
       const batches: number[] = [];
       const HOLD = 5000;
-      const w = createWriter({ log, session: s, epoch, lingerMs: 20, onAppended: (i) => batches.push(i.count) });
-      await w.write(line("a"), { holdMs: HOLD });
+      const writer = createWriter({
+        log,
+        session: sessionId,
+        epoch,
+        lingerMs: 20,
+        onAppended: (i) => batches.push(i.count),
+      });
+      await writer.write(line("a"), { holdMs: HOLD });
       await passed(100);
-      assert.equal(await stored(s), 0, "held past the usual linger");
-      await w.write(line("b"));
+      assert.equal(await stored(sessionId), 0, "held past the usual linger");
+      await writer.write(line("b"));
       await until(() => batches.length === 1, HOLD / 2, "b's linger to send both");
       assert.deepEqual(
         batches,
@@ -335,70 +355,70 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
         "the next event ended the hold and both went on its linger, long before the hold ran out",
       );
 
-      await w.write(line("c"), { holdMs: 600 });
+      await writer.write(line("c"), { holdMs: 600 });
       await passed(20);
-      assert.equal(await stored(s), 2, "c is held past the usual linger");
+      assert.equal(await stored(sessionId), 2, "c is held past the usual linger");
       await until(() => batches.length === 2, HOLD, "c to go once its hold ran out");
       assert.deepEqual(batches, [2, 1], "nothing came: it went alone once the hold ran out");
 
-      await w.write(line("d"), { holdMs: HOLD });
+      await writer.write(line("d"), { holdMs: HOLD });
       const t0 = performance.now();
-      assert.equal(await w.flush(), 4);
+      assert.equal(await writer.flush(), 4);
       assert.ok(performance.now() - t0 < HOLD / 2, "flush does not wait out a hold");
-      await w.write(line("e"));
-      await w.write(line("f"), { holdMs: HOLD });
+      await writer.write(line("e"));
+      await writer.write(line("f"), { holdMs: HOLD });
       await until(() => batches.length === 4, HOLD / 2, "e and f to go on the usual linger");
       assert.deepEqual(batches, [2, 1, 1, 2], "a hold behind a waiting event is the usual linger");
-      assert.equal(await w.close(), 6);
+      assert.equal(await writer.close(), 6);
     });
 
     it("unknown dotted kinds are storable and readable; invalid events are rejected on write", async () => {
-      const s = session();
-      const { epoch } = await log.beginAttempt(s, "t1");
-      await log.append(s, epoch, [
+      const sessionId = session();
+      const { epoch } = await log.beginAttempt(sessionId, "t1");
+      await log.append(sessionId, epoch, [
         { turn: "t1", attempt: 1, kind: "future.thing_v2.sub", data: { n: [1, 2, { x: null }] } },
       ]);
-      const [e] = await all(log.read(s));
-      assert.deepEqual(e!.data, { n: [1, 2, { x: null }] });
-      assert.equal(e!.kind, "future.thing_v2.sub");
+      const [event] = await all(log.read(sessionId));
+      assert.deepEqual(event!.data, { n: [1, 2, { x: null }] });
+      assert.equal(event!.kind, "future.thing_v2.sub");
       await assert.rejects(
-        () => log.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "NoDots", data: 1 }]),
+        () => log.append(sessionId, epoch, [{ turn: "t1", attempt: 1, kind: "NoDots", data: 1 }]),
         InvalidEventError,
       );
       await assert.rejects(
-        () => log.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "cli.line", data: { text: "x" } }]),
+        () => log.append(sessionId, epoch, [{ turn: "t1", attempt: 1, kind: "cli.line", data: { text: "x" } }]),
         InvalidEventError,
       );
-      assert.equal((await log.stat(s)).length, 1);
+      assert.equal((await log.stat(sessionId)).length, 1);
     });
 
     it("a corrupt stored entry fails validation on read", async () => {
-      const s = session();
+      const sessionId = session();
       await redis.xadd(
-        log.keys(s).events,
+        log.keys(sessionId).events,
         "0-1",
         "e",
         JSON.stringify({ v: 1, turn: "t", attempt: 0, epoch: 0, at: "x", kind: "cli.line", data: {} }),
       );
-      await assert.rejects(() => all(log.read(s)), InvalidEventError);
+      await assert.rejects(() => all(log.read(sessionId)), InvalidEventError);
     });
 
     it("blobs: data above the cap lives in a content-addressed key and reads back transparently", async () => {
-      const s = session();
-      const { epoch } = await log.beginAttempt(s, "t1");
+      const sessionId = session();
+      const { epoch } = await log.beginAttempt(sessionId, "t1");
       const big = "x".repeat(5000) + '"end"';
       const bigData = { items: Array.from({ length: 300 }, (_, i) => `item-${i}`) };
-      await log.append(s, epoch, [
+      await log.append(sessionId, epoch, [
         line(big),
         line(big),
         { turn: "t1", attempt: 1, kind: "session.snapshot", data: bigData },
         line("small"),
       ]);
-      const blobs = await redis.smembers(log.keys(s).blobs);
+      const blobs = await redis.smembers(log.keys(sessionId).blobs);
       assert.equal(blobs.length, 2, "identical lines share one blob");
-      const stored = await redis.xrange(log.keys(s).events, "0-1", "0-1");
+      const stored = await redis.xrange(log.keys(sessionId).events, "0-1", "0-1");
       assert.ok(stored[0]![1].join("").length < 400, "the stream entry holds a reference, not the data");
-      const evs = await all(log.read(s));
+      const evs = await all(log.read(sessionId));
       assert.equal((evs[0]!.data as { raw: string }).raw, big);
       assert.equal((evs[1]!.data as { raw: string }).raw, big);
       assert.deepEqual(evs[2]!.data, bigData);
@@ -406,16 +426,16 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
     });
 
     it("tail follows new events and stops on abort", async () => {
-      const s = session();
-      const { epoch } = await log.beginAttempt(s, "t1");
-      await log.append(s, epoch, [line("0"), line("1")]);
+      const sessionId = session();
+      const { epoch } = await log.beginAttempt(sessionId, "t1");
+      await log.append(sessionId, epoch, [line("0"), line("1")]);
       const ac = new AbortController();
       const seen: number[] = [];
       const tailing = (async () => {
-        for await (const e of log.tail(s, { fromSeq: 2, signal: ac.signal, blockMs: 500 })) {
-          seen.push(e.seq);
-          if (e.seq === 2) await log.append(s, epoch, [line("2"), line("3")]);
-          if (e.seq === 4) ac.abort();
+        for await (const event of log.tail(sessionId, { fromSeq: 2, signal: ac.signal, blockMs: 500 })) {
+          seen.push(event.seq);
+          if (event.seq === 2) await log.append(sessionId, epoch, [line("2"), line("3")]);
+          if (event.seq === 4) ac.abort();
         }
       })();
       await tailing;
@@ -423,27 +443,31 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
     });
 
     it("tail with a turn yields exactly that turn's events (lines, blobs, unfenced kinds) and skips the rest", async () => {
-      const s = session();
+      const sessionId = session();
       const blogs = createEventLog({ redis, prefix, blobCapBytes: 1024 });
-      const { epoch } = await blogs.beginAttempt(s, "t1");
+      const { epoch } = await blogs.beginAttempt(sessionId, "t1");
       const big = "y".repeat(3000);
       // A turn id that is a prefix of another, and one mentioned inside another turn's data.
-      await blogs.append(s, epoch, [
+      await blogs.append(sessionId, epoch, [
         line("a", "t1"),
         line(big, "t10"),
         line('{"turn":"t1"}', "t2"),
         line(big, "t1"),
         { turn: "t1", attempt: 1, kind: "session.snapshot", data: { note: "t10" } },
       ]);
-      await blogs.appendUnfenced(s, [{ turn: "t1", attempt: 0, kind: "turn.cancelled", data: { reason: "x" } }], {
-        batchId: "c-t1:1",
-      });
+      await blogs.appendUnfenced(
+        sessionId,
+        [{ turn: "t1", attempt: 0, kind: "turn.cancelled", data: { reason: "x" } }],
+        {
+          batchId: "c-t1:1",
+        },
+      );
       const ac = new AbortController();
-      const want = (await all(blogs.read(s))).filter((e) => e.turn === "t1").map((e) => e.seq);
+      const want = (await all(blogs.read(sessionId))).filter((e) => e.turn === "t1").map((e) => e.seq);
       const seen: number[] = [];
-      for await (const e of blogs.tail(s, { turn: "t1", signal: ac.signal, blockMs: 200 })) {
-        assert.equal(e.turn, "t1");
-        seen.push(e.seq);
+      for await (const event of blogs.tail(sessionId, { turn: "t1", signal: ac.signal, blockMs: 200 })) {
+        assert.equal(event.turn, "t1");
+        seen.push(event.seq);
         if (seen.length === want.length) ac.abort();
       }
       assert.deepEqual(seen, want);
@@ -451,38 +475,38 @@ export function logContract(label: string, connect: () => Promise<RedisClient>, 
     });
 
     it("sessions() lists indexed sessions and prunes ones whose keys are gone", async () => {
-      const a = session();
-      const b = session();
-      await log.beginAttempt(a, "t1");
-      await log.beginAttempt(b, "t1");
+      const firstSession = session();
+      const secondSession = session();
+      await log.beginAttempt(firstSession, "t1");
+      await log.beginAttempt(secondSession, "t1");
       const listed = await log.sessions();
-      assert.ok(listed.includes(a) && listed.includes(b));
-      await redis.del(log.keys(b).meta);
+      assert.ok(listed.includes(firstSession) && listed.includes(secondSession));
+      await redis.del(log.keys(secondSession).meta);
       const after = await log.sessions();
-      assert.ok(after.includes(a) && !after.includes(b));
+      assert.ok(after.includes(firstSession) && !after.includes(secondSession));
     });
 
     it("retention: a finished session's keys (blobs too) expire; a new turn makes them persistent again", async () => {
-      const s = session();
+      const sessionId = session();
       const rlog = createEventLog({ redis, prefix, blobCapBytes: 1024, finishedTtlMs: 60_000 });
-      const { epoch } = await rlog.beginAttempt(s, "t1");
-      await rlog.append(s, epoch, [
+      const { epoch } = await rlog.beginAttempt(sessionId, "t1");
+      await rlog.append(sessionId, epoch, [
         { turn: "t1", attempt: 1, kind: "attempt.started", data: {} },
         line("y".repeat(3000)),
       ]);
-      const k = rlog.keys(s);
-      const [blob] = await redis.smembers(k.blobs);
-      assert.equal(await redis.pttl(k.events), -1);
-      await rlog.append(s, epoch, [{ turn: "t1", attempt: 1, kind: "turn.finished", data: {} }]);
-      for (const key of [k.events, k.meta, k.blobs, blob!]) {
+      const keys = rlog.keys(sessionId);
+      const [blob] = await redis.smembers(keys.blobs);
+      assert.equal(await redis.pttl(keys.events), -1);
+      await rlog.append(sessionId, epoch, [{ turn: "t1", attempt: 1, kind: "turn.finished", data: {} }]);
+      for (const key of [keys.events, keys.meta, keys.blobs, blob!]) {
         const ttl = await redis.pttl(key);
         assert.ok(ttl > 0 && ttl <= 60_000, `${key} expires (${ttl})`);
       }
-      const st = await rlog.stat(s);
+      const st = await rlog.stat(sessionId);
       assert.equal(st.state, "finished");
       assert.ok(st.expiresInMs !== undefined);
-      await rlog.appendUnfenced(s, [{ turn: "t2", attempt: 0, kind: "turn.queued", data: {} }]);
-      for (const key of [k.events, k.meta, k.blobs, blob!])
+      await rlog.appendUnfenced(sessionId, [{ turn: "t2", attempt: 0, kind: "turn.queued", data: {} }]);
+      for (const key of [keys.events, keys.meta, keys.blobs, blob!])
         assert.equal(await redis.pttl(key), -1, `${key} persistent`);
     });
   });

@@ -22,29 +22,29 @@ async function slotOwners(any: Redis, key: string): Promise<{ master: number; re
 test(
   "replicas:1 on a Redis Cluster: acknowledged batches are on the slot's replica and survive its master's failover",
   { timeout: 120_000 },
-  async (t) => {
+  async (context) => {
     const cluster = await startRedisCluster({ replicas: 1, nodeTimeoutMs: 1000 });
     const redis = connectRedis({ clusterNodes: cluster.nodeList, env: {} });
     redis.on("error", () => undefined);
     const probe = new Redis(cluster.nodes[0]!.url);
     const clients: Redis[] = [probe];
-    t.after(async () => {
+    context.after(async () => {
       redis.disconnect();
-      for (const c of clients) c.disconnect();
+      for (const client of clients) client.disconnect();
       await cluster.dispose();
     });
     const level: Durability = { level: "replicas", replicas: 1, timeoutMs: 500, tries: 40 };
     const log = createEventLog({ redis, prefix: "durc:", durability: level });
     const { epoch } = await log.beginAttempt("s1", "t1");
     const writer = createWriter({ log, session: "s1", epoch, backoff: { initialMs: 50, maxMs: 300 } });
-    for (let i = 0; i < 100; i++) await writer.write(line(i));
+    for (let index = 0; index < 100; index++) await writer.write(line(index));
     const seq = await writer.flush();
     const found: { master: number; replica: number }[] = [];
     await waitUntil(
       async () => {
-        const o = await slotOwners(probe, log.keys("s1").events);
-        if (o !== undefined) found.push(o);
-        return o !== undefined;
+        const owners = await slotOwners(probe, log.keys("s1").events);
+        if (owners !== undefined) found.push(owners);
+        return owners !== undefined;
       },
       30000,
       "the slot's replica to be listed",
@@ -63,7 +63,7 @@ test(
     const master = cluster.nodes.find((n) => n.port === owners.master)!;
     await master.stop("SIGKILL");
     const writing = (async () => {
-      for (let i = 100; i < 200; i++) await writer.write(line(i));
+      for (let index = 100; index < 200; index++) await writer.write(line(index));
       return writer.flush();
     })();
     await waitUntil(

@@ -43,13 +43,13 @@ test("TURNSTREAM_DURABILITY: the three levels are read, anything else is refused
 test(
   "replicas:1: an acknowledged batch is already on the replica; with no replica the writer stops with DurabilityError",
   { timeout: 60_000 },
-  async (t) => {
+  async (context) => {
     const primary = await startRedisServer();
     const replica = await startRedisServer({ args: ["--replicaof", "127.0.0.1", String(primary.port)] });
     const redis = connectRedis({ url: primary.url, env: {} });
     const onReplica = new Redis(replica.url);
     onReplica.on("error", () => undefined); // the replica is killed on purpose below
-    t.after(async () => {
+    context.after(async () => {
       redis.disconnect();
       onReplica.disconnect();
       await Promise.all([primary.dispose(), replica.dispose()]);
@@ -63,7 +63,7 @@ test(
     const log = createEventLog({ redis, prefix: "dur:", durability: level });
     const { epoch } = await log.beginAttempt("s1", "t1");
     const writer = createWriter({ log, session: "s1", epoch });
-    for (let i = 0; i < 50; i++) await writer.write(line(i));
+    for (let index = 0; index < 50; index++) await writer.write(line(index));
     const seq = await writer.flush();
     // Read at once, without waiting: WAIT acknowledged it only once the replica held it.
     assert.equal(await onReplica.xlen(log.keys("s1").events), seq);
@@ -88,13 +88,13 @@ test(
 test(
   "fsync on Redis < 7.2: refused unless appendonly yes and appendfsync always, and then appends work",
   { timeout: 60_000 },
-  async (t) => {
+  async (context) => {
     const plain = await startRedisServer();
     const everysec = await startRedisServer({ args: ["--appendonly", "yes", "--appendfsync", "everysec"] });
     const always = await startRedisServer({ args: ["--appendonly", "yes", "--appendfsync", "always"] });
     const clients = [plain, everysec, always].map((s) => connectRedis({ url: s.url, env: {} }));
-    t.after(async () => {
-      for (const c of clients) c.disconnect();
+    context.after(async () => {
+      for (const client of clients) client.disconnect();
       await Promise.all([plain.dispose(), everysec.dispose(), always.dispose()]);
     });
     const version = /redis_version:(\d+)\.(\d+)/.exec(await clients[0]!.info("server"))!;
@@ -131,21 +131,21 @@ test(
     const log = createEventLog({ redis: clients[2]!, prefix: "dur:", durability: fsync });
     const { epoch } = await log.beginAttempt("s3", "t1");
     const writer = createWriter({ log, session: "s3", epoch });
-    for (let i = 0; i < 10; i++) await writer.write(line(i));
+    for (let index = 0; index < 10; index++) await writer.write(line(index));
     assert.equal(await writer.close(), 10);
   },
 );
 
 test("redis-sentinel:// URLs: sentinels and primary name read, malformed ones refused by name, the password never shown", () => {
-  const o = sentinelOptions("redis-sentinel://app:s3cr%40t@127.0.0.1:26379,10.0.0.2:26380/mymaster?db=3");
-  assert.deepEqual(o.sentinels, [
+  const options = sentinelOptions("redis-sentinel://app:s3cr%40t@127.0.0.1:26379,10.0.0.2:26380/mymaster?db=3");
+  assert.deepEqual(options.sentinels, [
     { host: "127.0.0.1", port: 26379 },
     { host: "10.0.0.2", port: 26380 },
   ]);
-  assert.equal(o.name, "mymaster");
-  assert.equal(o.username, "app");
-  assert.equal(o.password, "s3cr@t");
-  assert.equal(o.db, 3);
+  assert.equal(options.name, "mymaster");
+  assert.equal(options.username, "app");
+  assert.equal(options.password, "s3cr@t");
+  assert.equal(options.db, 3);
   const client = connectRedis({
     url: "redis-sentinel://app:s3cr%40t@127.0.0.1:1/mymaster",
     env: {},

@@ -25,10 +25,10 @@ const redisUrl = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
 function recording(dir: string): string {
   const fixtures = join(root, "test", "fixtures", "cli");
   if (existsSync(fixtures)) {
-    const f = readdirSync(fixtures)
+    const firstFixture = readdirSync(fixtures)
       .filter((n) => n.endsWith(".jsonl"))
       .sort()[0];
-    if (f !== undefined) return join(fixtures, f);
+    if (firstFixture !== undefined) return join(fixtures, firstFixture);
   }
   const sid = "0d6c4a52-3b1e-4f7a-9a8e-5c2d1b0e9f11";
   const lines = [
@@ -86,8 +86,8 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
     });
     return { code: 0, stdout, stderr };
   } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    const failure = err as { code: number; stdout: string; stderr: string };
+    return { code: failure.code, stdout: failure.stdout, stderr: failure.stderr };
   }
 }
 
@@ -120,7 +120,7 @@ describe("import/export", () => {
     const imp = await cli(["import", s1, file, "--prefix", prefix, "--turn", "rec-1"]);
     assert.equal(imp.code, 0, imp.stderr);
     const evs: Envelope[] = [];
-    for await (const e of log.read(s1)) evs.push(e);
+    for await (const event of log.read(s1)) evs.push(event);
     assert.equal(evs.length, lines.length);
     assert.ok(evs.every((e) => e.kind === "cli.line" && e.turn === "rec-1" && e.attempt === 1 && e.epoch === 1));
     assert.deepEqual(
@@ -176,7 +176,7 @@ describe("import/export", () => {
       [1, 2, 3, 4, 5].map((i) => ({ turn: "t1", attempt, kind: "cli.line", data: { raw: `line ${i}` } })),
     );
     const envelopes: Envelope[] = [];
-    for await (const e of log.read(source)) envelopes.push(e);
+    for await (const event of log.read(source)) envelopes.push(event);
     const text = (es: Envelope[]): string => es.map((e) => JSON.stringify(e)).join("\n") + "\n";
     const good = join(dir, "small-batches.jsonl");
     writeFileSync(good, "\n\n" + text(envelopes));
@@ -190,7 +190,7 @@ describe("import/export", () => {
         lastSeq: 5,
       });
       const copied: Envelope[] = [];
-      for await (const e of log.read(copy)) copied.push(e);
+      for await (const event of log.read(copy)) copied.push(event);
       assert.deepEqual(
         copied.map((e) => [e.seq, e.epoch, e.data]),
         envelopes.map((e) => [e.seq, e.epoch, e.data]),
@@ -210,7 +210,7 @@ describe("import/export", () => {
       await assert.rejects(importFile(log, mixed, mixedFile, { batchEvents: 2 }), /line 4 is not an envelope/);
       assert.equal((await log.stat(mixed)).lastSeq, 2, "the full batch before the bad line went in");
     } finally {
-      for (const s of [source, copy, gap, mixed]) await log.destroy(s);
+      for (const sessionId of [source, copy, gap, mixed]) await log.destroy(sessionId);
     }
   });
 

@@ -25,8 +25,8 @@ describe("keys and validation", () => {
   it("every key of a session hashes by the same {s:<id>} tag, whatever the valid id", () => {
     fc.assert(
       fc.property(fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,40}$/), (id) => {
-        const k = sessionKeys("pre:fix:", id);
-        for (const key of [k.events, k.meta, k.blobs, k.blob("ab")]) {
+        const keys = sessionKeys("pre:fix:", id);
+        for (const key of [keys.events, keys.meta, keys.blobs, keys.blob("ab")]) {
           const open = key.indexOf("{");
           assert.equal(key.slice(open + 1, key.indexOf("}", open)), `s:${id}`);
           assert.ok(key.startsWith("pre:fix:{"));

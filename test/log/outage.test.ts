@@ -15,10 +15,10 @@ import { connectRedis, createEventLog, createWriter, type EventLog, type RedisCl
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { rid } from "./contract.ts";
 
-async function readAll(log: EventLog, s: string): Promise<{ seq: number; i: number; epoch: number }[]> {
+async function readAll(log: EventLog, sessionId: string): Promise<{ seq: number; i: number; epoch: number }[]> {
   const out: { seq: number; i: number; epoch: number }[] = [];
-  for await (const e of log.read(s))
-    out.push({ seq: e.seq, i: JSON.parse((e.data as { raw: string }).raw).i, epoch: e.epoch });
+  for await (const event of log.read(sessionId))
+    out.push({ seq: event.seq, i: JSON.parse((event.data as { raw: string }).raw).i, epoch: event.epoch });
   return out;
 }
 
@@ -40,17 +40,17 @@ describe("writer across a Redis outage", () => {
     await server.dispose();
   });
 
-  it("Redis killed mid-stream for 5 s and restarted: zero events lost or duplicated", async (t) => {
-    const s = `s-${rid()}`;
-    const N = 1500;
-    const { epoch, attempt } = await log.beginAttempt(s, "t1");
+  it("Redis killed mid-stream for 5 s and restarted: zero events lost or duplicated", async (context) => {
+    const sessionId = `s-${rid()}`;
+    const EVENTS = 1500;
+    const { epoch, attempt } = await log.beginAttempt(sessionId, "t1");
     let killedAt = 0;
     let retries = 0;
     let signalKilled!: () => void;
     const killed = new Promise<void>((resolve) => (signalKilled = resolve));
     const writer = createWriter({
       log,
-      session: s,
+      session: sessionId,
       epoch,
       maxBatchEvents: 20,
       maxBufferEvents: 100,
@@ -66,15 +66,15 @@ describe("writer across a Redis outage", () => {
     });
     let longestWrite = 0;
     const producer = (async () => {
-      for (let i = 0; i < N; i++) {
-        const t = Date.now();
+      for (let index = 0; index < EVENTS; index++) {
+        const startedAt = Date.now();
         await writer.write({
           turn: "t1",
           attempt,
           kind: "cli.line",
-          data: { raw: JSON.stringify({ type: "assistant", i }) },
+          data: { raw: JSON.stringify({ type: "assistant", i: index }) },
         });
-        longestWrite = Math.max(longestWrite, Date.now() - t);
+        longestWrite = Math.max(longestWrite, Date.now() - startedAt);
       }
       return writer.close();
     })();
@@ -84,33 +84,33 @@ describe("writer across a Redis outage", () => {
     await server.start();
     const lastSeq = await producer;
 
-    assert.equal(lastSeq, N);
-    const evs = await readAll(log, s);
-    assert.equal(evs.length, N);
-    evs.forEach((e, idx) => {
-      assert.equal(e.seq, idx + 1);
-      assert.equal(e.i, idx, `event ${idx + 1} carries payload ${idx}`);
-      assert.equal(e.epoch, epoch);
+    assert.equal(lastSeq, EVENTS);
+    const evs = await readAll(log, sessionId);
+    assert.equal(evs.length, EVENTS);
+    evs.forEach((event, idx) => {
+      assert.equal(event.seq, idx + 1);
+      assert.equal(event.i, idx, `event ${idx + 1} carries payload ${idx}`);
+      assert.equal(event.epoch, epoch);
     });
     assert.ok(retries > 0, "the writer had to retry");
-    t.diagnostic(
+    context.diagnostic(
       `writer retries ${retries}, duplicates detected ${writer.stats.duplicates}, batches ${writer.stats.batches}`,
     );
     assert.ok(longestWrite >= 4000, `the producer was held back during the outage (longest write ${longestWrite} ms)`);
-    const st = await log.stat(s);
-    assert.equal(st.lastSeq, N);
-    assert.equal(st.length, N);
+    const st = await log.stat(sessionId);
+    assert.equal(st.lastSeq, EVENTS);
+    assert.equal(st.length, EVENTS);
   });
 
   it("Redis frozen (SIGSTOP) for 2 s: the producer blocks, nothing is lost or doubled", async () => {
-    const s = `s-${rid()}`;
-    const N = 800;
-    const { epoch, attempt } = await log.beginAttempt(s, "t1");
+    const sessionId = `s-${rid()}`;
+    const EVENTS = 800;
+    const { epoch, attempt } = await log.beginAttempt(sessionId, "t1");
     let paused = false;
     let resumed: Promise<void> | undefined;
     const writer = createWriter({
       log,
-      session: s,
+      session: sessionId,
       epoch,
       maxBatchEvents: 20,
       maxBufferEvents: 50,
@@ -123,33 +123,33 @@ describe("writer across a Redis outage", () => {
       },
     });
     let longestWrite = 0;
-    for (let i = 0; i < N; i++) {
-      const t = Date.now();
-      await writer.write({ turn: "t1", attempt, kind: "cli.line", data: { raw: JSON.stringify({ i }) } });
-      longestWrite = Math.max(longestWrite, Date.now() - t);
+    for (let index = 0; index < EVENTS; index++) {
+      const startedAt = Date.now();
+      await writer.write({ turn: "t1", attempt, kind: "cli.line", data: { raw: JSON.stringify({ i: index }) } });
+      longestWrite = Math.max(longestWrite, Date.now() - startedAt);
     }
-    assert.equal(await writer.close(), N);
+    assert.equal(await writer.close(), EVENTS);
     await resumed;
-    const evs = await readAll(log, s);
+    const evs = await readAll(log, sessionId);
     assert.deepEqual(
       evs.map((e) => e.i),
-      Array.from({ length: N }, (_, i) => i),
+      Array.from({ length: EVENTS }, (_, i) => i),
     );
     assert.ok(longestWrite >= 1500, `producer blocked while Redis was frozen (${longestWrite} ms)`);
     assert.ok(writer.pending === 0);
   });
 
   it("scripts survive SCRIPT FLUSH and a restart (EVALSHA → NOSCRIPT → EVAL)", async () => {
-    const s = `s-${rid()}`;
-    const { epoch, attempt } = await log.beginAttempt(s, "t1");
+    const sessionId = `s-${rid()}`;
+    const { epoch, attempt } = await log.beginAttempt(sessionId, "t1");
     const ev = { turn: "t1", attempt, kind: "cli.line", data: { raw: "a" } };
-    await log.append(s, epoch, [ev]);
+    await log.append(sessionId, epoch, [ev]);
     await redis.script("FLUSH");
-    assert.equal((await log.append(s, epoch, [ev])).outcome, "appended");
+    assert.equal((await log.append(sessionId, epoch, [ev])).outcome, "appended");
     await server.stop("SIGTERM");
     await server.start();
-    assert.equal((await log.append(s, epoch, [ev])).outcome, "appended");
-    assert.equal((await log.beginAttempt(s, "t1")).epoch, epoch + 1);
-    assert.equal((await log.stat(s)).lastSeq, 3, "appends before the restart survived it (AOF)");
+    assert.equal((await log.append(sessionId, epoch, [ev])).outcome, "appended");
+    assert.equal((await log.beginAttempt(sessionId, "t1")).epoch, epoch + 1);
+    assert.equal((await log.stat(sessionId)).lastSeq, 3, "appends before the restart survived it (AOF)");
   });
 });

@@ -22,7 +22,7 @@ async function startProxy(target: { host: string; port: number }): Promise<Proxy
     const upstream = connect(target.port, target.host);
     sockets.add(client).add(upstream);
     client.on("data", (d) => upstream.write(d));
-    upstream.on("data", (d) => {
+    upstream.on("data", (chunk) => {
       if (armed !== undefined) {
         const done = armed;
         armed = undefined;
@@ -31,7 +31,7 @@ async function startProxy(target: { host: string; port: number }): Promise<Proxy
         done();
         return;
       }
-      client.write(d);
+      client.write(chunk);
     });
     const end = (): void => {
       client.destroy();
@@ -46,7 +46,7 @@ async function startProxy(target: { host: string; port: number }): Promise<Proxy
     port,
     dropNextReply: () => new Promise<void>((resolve) => (armed = resolve)),
     close: async () => {
-      for (const s of sockets) s.destroy();
+      for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
@@ -70,7 +70,7 @@ describe("re-sent batches after a lost reply", () => {
   });
   after(async () => {
     const dlog = createEventLog({ redis: direct, prefix });
-    for (const s of sessions) await dlog.destroy(s);
+    for (const sessionId of sessions) await dlog.destroy(sessionId);
     await direct.del(`${prefix}sessions`);
     redis.disconnect();
     direct.disconnect();
@@ -78,27 +78,27 @@ describe("re-sent batches after a lost reply", () => {
   });
 
   it("append: the automatic re-send is reported as duplicate and stored once", async () => {
-    const s = `s-${rid()}`;
-    sessions.push(s);
-    const { epoch, attempt } = await log.beginAttempt(s, "t1");
+    const sessionId = `s-${rid()}`;
+    sessions.push(sessionId);
+    const { epoch, attempt } = await log.beginAttempt(sessionId, "t1");
     const dropped = proxy.dropNextReply();
-    const res = await log.append(s, epoch, [{ turn: "t1", attempt, kind: "cli.line", data: { raw: "once" } }], {
+    const res = await log.append(sessionId, epoch, [{ turn: "t1", attempt, kind: "cli.line", data: { raw: "once" } }], {
       batchId: "w1:1",
     });
     await dropped;
     assert.deepEqual(res, { outcome: "duplicate", lastSeq: 1, epoch });
-    assert.equal(await direct.xlen(log.keys(s).events), 1);
+    assert.equal(await direct.xlen(log.keys(sessionId).events), 1);
   });
 
   it("writer: a lost reply mid-stream costs neither an event nor a copy", async () => {
-    const s = `s-${rid()}`;
-    sessions.push(s);
-    const { epoch, attempt } = await log.beginAttempt(s, "t1");
+    const sessionId = `s-${rid()}`;
+    sessions.push(sessionId);
+    const { epoch, attempt } = await log.beginAttempt(sessionId, "t1");
     let armedOnce = false;
     let dropped: Promise<void> | undefined;
     const writer = createWriter({
       log,
-      session: s,
+      session: sessionId,
       epoch,
       maxBatchEvents: 10,
       onAppended: () => {
@@ -108,15 +108,16 @@ describe("re-sent batches after a lost reply", () => {
         }
       },
     });
-    for (let i = 0; i < 100; i++)
-      await writer.write({ turn: "t1", attempt, kind: "cli.line", data: { raw: String(i) } });
+    for (let index = 0; index < 100; index++)
+      await writer.write({ turn: "t1", attempt, kind: "cli.line", data: { raw: String(index) } });
     assert.equal(await writer.close(), 100);
     await dropped;
     assert.equal(writer.stats.duplicates, 1, "exactly the re-sent batch was recognised");
-    const entries = await direct.xrange(log.keys(s).events, "-", "+");
+    const entries = await direct.xrange(log.keys(sessionId).events, "-", "+");
     assert.equal(entries.length, 100);
     const raws: string[] = [];
-    for await (const e of createEventLog({ redis: direct, prefix }).read(s)) raws.push((e.data as { raw: string }).raw);
+    for await (const event of createEventLog({ redis: direct, prefix }).read(sessionId))
+      raws.push((event.data as { raw: string }).raw);
     assert.deepEqual(
       raws,
       Array.from({ length: 100 }, (_, i) => String(i)),

@@ -30,15 +30,15 @@ describe("append.lua: a log behind what a writer was acknowledged is refused (ro
   const prefix = `test:${rid()}:`;
   const sessions: string[] = [];
   const session = (): string => {
-    const s = `s-${rid()}`;
-    sessions.push(s);
-    return s;
+    const sessionId = `s-${rid()}`;
+    sessions.push(sessionId);
+    return sessionId;
   };
   /** The session's stream and meta as they are now. */
-  const save = async (s: string): Promise<Saved> => {
-    const k = log.keys(s);
+  const save = async (sessionId: string): Promise<Saved> => {
+    const keys = log.keys(sessionId);
     return Promise.all(
-      [k.events, k.meta].map(async (key) => [key, await redis.dumpBuffer(key)] as [string, Buffer | null]),
+      [keys.events, keys.meta].map(async (key) => [key, await redis.dumpBuffer(key)] as [string, Buffer | null]),
     );
   };
   /** Puts the saved keys back: what a replica that missed every write since `save` would hold. */
@@ -54,60 +54,63 @@ describe("append.lua: a log behind what a writer was acknowledged is refused (ro
     log = createEventLog({ redis, prefix });
   });
   after(async () => {
-    for (const s of sessions) await log.destroy(s);
+    for (const sessionId of sessions) await log.destroy(sessionId);
     await redis.del(`${prefix}sessions`);
     redis.disconnect();
   });
 
   it("others may append between a writer's batches: interleaving is not a rollback", async () => {
-    const s = session();
-    const begun = await log.beginAttempt(s, "t1");
-    const writer = createWriter({ log, session: s, epoch: begun.epoch, startSeq: begun.lastSeq });
+    const sessionId = session();
+    const begun = await log.beginAttempt(sessionId, "t1");
+    const writer = createWriter({ log, session: sessionId, epoch: begun.epoch, startSeq: begun.lastSeq });
     await writer.write(line("a"));
     assert.equal(await writer.flush(), 1);
-    await log.appendUnfenced(s, [queued("t2")], { ackedSeq: 0 });
-    await log.appendUnfenced(s, [queued("t3")]);
+    await log.appendUnfenced(sessionId, [queued("t2")], { ackedSeq: 0 });
+    await log.appendUnfenced(sessionId, [queued("t3")]);
     await writer.write(line("b"));
     assert.equal(await writer.flush(), 4);
     assert.equal(writer.failure, undefined);
-    assert.equal((await log.stat(s)).lastSeq, 4);
+    assert.equal((await log.stat(sessionId)).lastSeq, 4);
   });
 
   it("head below the acknowledged seq: rolled_back with the real head, nothing written", async () => {
-    const s = session();
-    const { epoch } = await log.beginAttempt(s, "t1");
-    const first = await log.append(s, epoch, [line("a")], { batchId: "w1:1", ackedSeq: 0 });
-    const saved = await save(s);
-    const second = await log.append(s, epoch, [line("b"), line("c")], { batchId: "w1:2", ackedSeq: first.lastSeq });
+    const sessionId = session();
+    const { epoch } = await log.beginAttempt(sessionId, "t1");
+    const first = await log.append(sessionId, epoch, [line("a")], { batchId: "w1:1", ackedSeq: 0 });
+    const saved = await save(sessionId);
+    const second = await log.append(sessionId, epoch, [line("b"), line("c")], {
+      batchId: "w1:2",
+      ackedSeq: first.lastSeq,
+    });
     assert.equal(second.lastSeq, 3);
     await rollBack(saved);
-    const third = await log.append(s, epoch, [line("d")], { batchId: "w1:3", ackedSeq: second.lastSeq });
+    const third = await log.append(sessionId, epoch, [line("d")], { batchId: "w1:3", ackedSeq: second.lastSeq });
     assert.deepEqual(third, { outcome: "rolled_back", lastSeq: 1, epoch });
-    assert.equal(await redis.xlen(log.keys(s).events), 1, "nothing of the refused batch was written");
+    assert.equal(await redis.xlen(log.keys(sessionId).events), 1, "nothing of the refused batch was written");
   });
 
   it("the writer's own acknowledged batch is gone although others pushed the head past it", async () => {
-    const s = session();
-    const { epoch } = await log.beginAttempt(s, "t1");
-    await log.append(s, epoch, [line("a")], { batchId: "w2:1", ackedSeq: 0 });
-    const saved = await save(s);
-    const second = await log.append(s, epoch, [line("b")], { batchId: "w2:2", ackedSeq: 1 });
+    const sessionId = session();
+    const { epoch } = await log.beginAttempt(sessionId, "t1");
+    await log.append(sessionId, epoch, [line("a")], { batchId: "w2:1", ackedSeq: 0 });
+    const saved = await save(sessionId);
+    const second = await log.append(sessionId, epoch, [line("b")], { batchId: "w2:2", ackedSeq: 1 });
     await rollBack(saved);
     // After the failover, producers queue turns: the head passes seq 2 again, with other events.
-    await log.appendUnfenced(s, [queued("t2"), queued("t3")]);
-    assert.equal((await log.stat(s)).lastSeq, 3);
-    const third = await log.append(s, epoch, [line("c")], { batchId: "w2:3", ackedSeq: second.lastSeq });
+    await log.appendUnfenced(sessionId, [queued("t2"), queued("t3")]);
+    assert.equal((await log.stat(sessionId)).lastSeq, 3);
+    const third = await log.append(sessionId, epoch, [line("c")], { batchId: "w2:3", ackedSeq: second.lastSeq });
     assert.equal(third.outcome, "rolled_back");
     assert.equal(third.lastSeq, 3);
   });
 
   it("a first batch finds the begin that gave its epoch lost: rolled_back, not fenced", async () => {
-    const s = session();
-    await log.beginAttempt(s, "t1");
-    const saved = await save(s);
-    const begun = await log.beginAttempt(s, "t1");
+    const sessionId = session();
+    await log.beginAttempt(sessionId, "t1");
+    const saved = await save(sessionId);
+    const begun = await log.beginAttempt(sessionId, "t1");
     await rollBack(saved);
-    const res = await log.append(s, begun.epoch, [line("a", begun.attempt)], {
+    const res = await log.append(sessionId, begun.epoch, [line("a", begun.attempt)], {
       batchId: "w3:1",
       ackedSeq: begun.lastSeq,
     });
@@ -116,12 +119,12 @@ describe("append.lua: a log behind what a writer was acknowledged is refused (ro
   });
 
   it("a Redis that came back empty: rolled_back for a writer that had appended", async () => {
-    const s = session();
-    const begun = await log.beginAttempt(s, "t1");
-    const writer = createWriter({ log, session: s, epoch: begun.epoch, startSeq: begun.lastSeq });
+    const sessionId = session();
+    const begun = await log.beginAttempt(sessionId, "t1");
+    const writer = createWriter({ log, session: sessionId, epoch: begun.epoch, startSeq: begun.lastSeq });
     await writer.write(line("a"));
     await writer.flush();
-    await redis.del(log.keys(s).events, log.keys(s).meta);
+    await redis.del(log.keys(sessionId).events, log.keys(sessionId).meta);
     await writer.write(line("b"));
     await assert.rejects(writer.flush(), (err: unknown) => {
       assert.ok(err instanceof LogRolledBackError, String(err));
@@ -132,26 +135,26 @@ describe("append.lua: a log behind what a writer was acknowledged is refused (ro
     });
     assert.ok(writer.failure instanceof LogRolledBackError, "the writer stopped");
     await assert.rejects(writer.write(line("c")), LogRolledBackError);
-    assert.equal(await redis.exists(log.keys(s).events), 0, "nothing was appended after the hole");
+    assert.equal(await redis.exists(log.keys(sessionId).events), 0, "nothing was appended after the hole");
   });
 
   it("an exact expectedSeq above the head is a rollback, below it a conflict", async () => {
-    const s = session();
-    await log.appendUnfenced(s, [queued("t1"), queued("t2")]);
-    assert.equal((await log.appendUnfenced(s, [queued("t3")], { expectedSeq: 5 })).outcome, "rolled_back");
-    assert.equal((await log.appendUnfenced(s, [queued("t3")], { expectedSeq: 1 })).outcome, "conflict");
-    assert.equal((await log.appendUnfenced(s, [], { ackedSeq: 3 })).outcome, "rolled_back");
+    const sessionId = session();
+    await log.appendUnfenced(sessionId, [queued("t1"), queued("t2")]);
+    assert.equal((await log.appendUnfenced(sessionId, [queued("t3")], { expectedSeq: 5 })).outcome, "rolled_back");
+    assert.equal((await log.appendUnfenced(sessionId, [queued("t3")], { expectedSeq: 1 })).outcome, "conflict");
+    assert.equal((await log.appendUnfenced(sessionId, [], { ackedSeq: 3 })).outcome, "rolled_back");
   });
 
   it("a tail that read events the log then lost ends with LogRolledBackError instead of waiting forever", async () => {
-    const s = session();
-    const { epoch } = await log.beginAttempt(s, "t1");
-    await log.append(s, epoch, [line("a")]);
-    const saved = await save(s);
-    await log.append(s, epoch, [line("b"), line("c")]);
+    const sessionId = session();
+    const { epoch } = await log.beginAttempt(sessionId, "t1");
+    await log.append(sessionId, epoch, [line("a")]);
+    const saved = await save(sessionId);
+    await log.append(sessionId, epoch, [line("b"), line("c")]);
     const seen: number[] = [];
     const tailed = (async () => {
-      for await (const ev of log.tail(s, { blockMs: 100 })) {
+      for await (const ev of log.tail(sessionId, { blockMs: 100 })) {
         seen.push(ev.seq);
         if (ev.seq === 3) await rollBack(saved);
       }
@@ -165,13 +168,13 @@ describe("append.lua: a log behind what a writer was acknowledged is refused (ro
   });
 
   it("a re-sent batch that made it in is still a duplicate, and a superseded attempt still fenced", async () => {
-    const s = session();
-    const old = await log.beginAttempt(s, "t1");
-    const a = await log.append(s, old.epoch, [line("a")], { batchId: "w4:1", ackedSeq: old.lastSeq });
-    const again = await log.append(s, old.epoch, [line("a")], { batchId: "w4:1", ackedSeq: old.lastSeq });
-    assert.deepEqual([again.outcome, again.lastSeq], ["duplicate", a.lastSeq]);
-    await log.beginAttempt(s, "t1");
-    const writer = createWriter({ log, session: s, epoch: old.epoch, startSeq: a.lastSeq });
+    const sessionId = session();
+    const old = await log.beginAttempt(sessionId, "t1");
+    const first = await log.append(sessionId, old.epoch, [line("a")], { batchId: "w4:1", ackedSeq: old.lastSeq });
+    const again = await log.append(sessionId, old.epoch, [line("a")], { batchId: "w4:1", ackedSeq: old.lastSeq });
+    assert.deepEqual([again.outcome, again.lastSeq], ["duplicate", first.lastSeq]);
+    await log.beginAttempt(sessionId, "t1");
+    const writer = createWriter({ log, session: sessionId, epoch: old.epoch, startSeq: first.lastSeq });
     await writer.write(line("b"));
     await assert.rejects(writer.flush(), FencedError);
   });

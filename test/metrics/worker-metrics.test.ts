@@ -20,22 +20,23 @@ interface Sample {
 function parseProm(text: string): Sample[] {
   const out: Sample[] = [];
   for (const line of text.split("\n")) {
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (m === null) continue;
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (match === null) continue;
     const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
-    out.push({ name: m[1]!, labels, value: Number(m[3]) });
+    for (const label of (match[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[label[1]!] = label[2]!;
+    out.push({ name: match[1]!, labels, value: Number(match[3]) });
   }
   return out;
 }
 
 const sum = (samples: Sample[], name: string, where: Record<string, string> = {}): number =>
   samples
-    .filter((s) => s.name === name && Object.entries(where).every(([k, v]) => s.labels[k] === v))
+    .filter((s) => s.name === name && Object.entries(where).every(([key, value]) => s.labels[key] === value))
     .reduce((a, s) => a + s.value, 0);
 
 test("worker metrics: Prometheus and OTLP report what the turns did", async () => {
-  const r = await rig({
+  const testRig = await rig({
     responses: [
       { content: [{ type: "text", text: "alpha done" }] },
       { error: { status: 400, type: "invalid_request_error", message: "prompt is too long" } },
@@ -51,34 +52,34 @@ test("worker metrics: Prometheus and OTLP report what the turns did", async () =
     OTEL_METRIC_EXPORT_INTERVAL: "600000",
   };
   const metrics = startMetrics({ env, scrubber, opsEndpoint: true, instanceId: "metrics-test-worker" });
-  const queue = new Queue("turns", { connection: r.redis as never, prefix: r.space.queuePrefix });
+  const queue = new Queue("turns", { connection: testRig.redis as never, prefix: testRig.space.queuePrefix });
   const instruments = workerInstruments(metrics.meter, {
     scrubber,
-    redis: r.redis,
-    logPrefix: r.space.logPrefix,
+    redis: testRig.redis,
+    logPrefix: testRig.space.logPrefix,
     queue: queue as never,
   });
-  const ops = await startOpsServer({ port: 0, metrics: metrics.prometheus, checks: [redisReadiness(r.redis)] });
+  const ops = await startOpsServer({ port: 0, metrics: metrics.prometheus, checks: [redisReadiness(testRig.redis)] });
   try {
-    const w = r.worker({
+    const worker = testRig.worker({
       concurrency: 2,
       retry: { baseMs: 100, maxMs: 500 },
       observers: [instruments.observer],
       onLogAppend: instruments.onLogAppend,
     });
-    instruments.bindWorker(w);
+    instruments.bindWorker(worker);
     // One after another, so each takes the scripted responses in order.
     const turns = [];
     const results = [];
     for (const prompt of ["alpha please", "bravo please", "charlie please"]) {
       // The first turn's session is in warm mode: its process is kept after the turn.
-      const t = await r.producer.enqueueTurn({
+      const queued = await testRig.producer.enqueueTurn({
         prompt,
-        cwd: r.ws,
+        cwd: testRig.ws,
         options: { model: "claude-test-1", warm: prompt.startsWith("alpha") },
       });
-      turns.push(t);
-      results.push(await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 }));
+      turns.push(queued);
+      results.push(await testRig.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 }));
     }
     assert.deepEqual(
       results.map((x) => [x.status, x.errorKind ?? null]),
@@ -95,18 +96,18 @@ test("worker metrics: Prometheus and OTLP report what the turns did", async () =
     let output = 0;
     let attempts = 0;
     let attemptsWithLines = 0;
-    for (const t of turns) {
-      const events = await r.events(t.session, t.turn);
+    for (const turn of turns) {
+      const events = await testRig.events(turn.session, turn.turn);
       const nums = [...new Set(events.filter((e) => e.kind === "attempt.started").map((e) => e.attempt))];
       attempts += nums.length;
-      for (const a of nums) {
-        const lines = cliLines(events, a);
+      for (const attempt of nums) {
+        const lines = cliLines(events, attempt);
         if (lines.length > 0) attemptsWithLines++;
-        for (const l of lines.filter((x) => x["type"] === "result")) {
-          cost += Number(l["total_cost_usd"] ?? 0);
-          const u = (l["usage"] ?? {}) as Record<string, number>;
-          input += u["input_tokens"] ?? 0;
-          output += u["output_tokens"] ?? 0;
+        for (const result of lines.filter((x) => x["type"] === "result")) {
+          cost += Number(result["total_cost_usd"] ?? 0);
+          const usage = (result["usage"] ?? {}) as Record<string, number>;
+          input += usage["input_tokens"] ?? 0;
+          output += usage["output_tokens"] ?? 0;
         }
       }
     }
@@ -116,43 +117,52 @@ test("worker metrics: Prometheus and OTLP report what the turns did", async () =
     const res = await fetch(`http://127.0.0.1:${ops.port}/metrics`);
     assert.equal(res.status, 200);
     const text = await res.text();
-    const s = parseProm(text);
+    const samples = parseProm(text);
     // The names prometheusName predicts are the ones the real exporter wrote.
     for (const def of Object.values(METRICS)) {
       if (def === METRICS.projectorLag) continue;
       assert.match(text, new RegExp(`^# TYPE ${prometheusName(def)} (counter|gauge|histogram)$`, "m"), def.name);
     }
     const ended = prometheusName(METRICS.turnsEnded);
-    assert.equal(sum(s, ended, { turnstream_turn_outcome: "finished" }), 2);
-    assert.equal(sum(s, ended, { turnstream_turn_outcome: "failed", error_type: "invalid_request" }), 1);
-    assert.equal(sum(s, ended), 3);
+    assert.equal(sum(samples, ended, { turnstream_turn_outcome: "finished" }), 2);
+    assert.equal(sum(samples, ended, { turnstream_turn_outcome: "failed", error_type: "invalid_request" }), 1);
+    assert.equal(sum(samples, ended), 3);
     const att = prometheusName(METRICS.attempts);
-    assert.equal(sum(s, att, { turnstream_attempt_outcome: "finished" }), 2);
-    assert.equal(sum(s, att, { turnstream_attempt_outcome: "failed" }), 1);
-    assert.equal(sum(s, att, { turnstream_attempt_outcome: "abandoned", turnstream_abandon_reason: "overloaded" }), 1);
-    assert.equal(sum(s, prometheusName(METRICS.retries), { error_type: "overloaded" }), 1);
-    assert.equal(sum(s, `${prometheusName(METRICS.attemptDuration)}_count`), 4);
-    assert.equal(sum(s, `${prometheusName(METRICS.cliFirstLineDuration)}_count`), attemptsWithLines);
-    assert.equal(sum(s, prometheusName(METRICS.cliSlotsLimit)), 2);
-    assert.equal(sum(s, prometheusName(METRICS.cliSlotsUsage)), 0);
+    assert.equal(sum(samples, att, { turnstream_attempt_outcome: "finished" }), 2);
+    assert.equal(sum(samples, att, { turnstream_attempt_outcome: "failed" }), 1);
+    assert.equal(
+      sum(samples, att, { turnstream_attempt_outcome: "abandoned", turnstream_abandon_reason: "overloaded" }),
+      1,
+    );
+    assert.equal(sum(samples, prometheusName(METRICS.retries), { error_type: "overloaded" }), 1);
+    assert.equal(sum(samples, `${prometheusName(METRICS.attemptDuration)}_count`), 4);
+    assert.equal(sum(samples, `${prometheusName(METRICS.cliFirstLineDuration)}_count`), attemptsWithLines);
+    assert.equal(sum(samples, prometheusName(METRICS.cliSlotsLimit)), 2);
+    assert.equal(sum(samples, prometheusName(METRICS.cliSlotsUsage)), 0);
     assert.deepEqual(
-      s
+      samples
         .filter((x) => x.name === prometheusName(METRICS.warmStarts))
         .map((x) => [x.labels["turnstream_warm_start"], x.value]),
       [["none", 1]],
     );
-    assert.equal(sum(s, prometheusName(METRICS.warmKept)), 1, "alpha's process is kept");
-    assert.ok(Math.abs(sum(s, prometheusName(METRICS.cost), { gen_ai_request_model: "claude-test-1" }) - cost) < 1e-9);
+    assert.equal(sum(samples, prometheusName(METRICS.warmKept)), 1, "alpha's process is kept");
+    assert.ok(
+      Math.abs(sum(samples, prometheusName(METRICS.cost), { gen_ai_request_model: "claude-test-1" }) - cost) < 1e-9,
+    );
     const tokens = `${prometheusName(METRICS.tokenUsage)}_sum`;
-    assert.equal(sum(s, tokens, { gen_ai_token_type: "input" }), input);
-    assert.equal(sum(s, tokens, { gen_ai_token_type: "output" }), output);
-    assert.ok(sum(s, `${prometheusName(METRICS.logAppendDuration)}_count`) >= 6, "appends were timed");
-    assert.equal(s.filter((x) => x.name === prometheusName(METRICS.queueDepth)).length, 5, "one depth per queue state");
-    assert.equal(sum(s, prometheusName(METRICS.queueDepth), { turnstream_queue_state: "waiting" }), 0);
-    assert.equal(sum(s, prometheusName(METRICS.decisionsPending)), 0);
+    assert.equal(sum(samples, tokens, { gen_ai_token_type: "input" }), input);
+    assert.equal(sum(samples, tokens, { gen_ai_token_type: "output" }), output);
+    assert.ok(sum(samples, `${prometheusName(METRICS.logAppendDuration)}_count`) >= 6, "appends were timed");
+    assert.equal(
+      samples.filter((x) => x.name === prometheusName(METRICS.queueDepth)).length,
+      5,
+      "one depth per queue state",
+    );
+    assert.equal(sum(samples, prometheusName(METRICS.queueDepth), { turnstream_queue_state: "waiting" }), 0);
+    assert.equal(sum(samples, prometheusName(METRICS.decisionsPending)), 0);
     // No label carries a session, a turn or a prompt.
-    for (const t of turns) for (const needle of [t.session, t.turn]) assert.ok(!text.includes(needle), needle);
-    for (const p of ["alpha", "bravo", "charlie"]) assert.ok(!text.includes(p), p);
+    for (const turn of turns) for (const needle of [turn.session, turn.turn]) assert.ok(!text.includes(needle), needle);
+    for (const prompt of ["alpha", "bravo", "charlie"]) assert.ok(!text.includes(prompt), prompt);
 
     // OTLP: the same figures, pushed on flush.
     await metrics.forceFlush();
@@ -181,9 +191,9 @@ test("worker metrics: Prometheus and OTLP report what the turns did", async () =
       "metrics-test-worker",
     );
     const turnsEnded = rm.scopeMetrics.flatMap((m) => m.metrics).find((m) => m.name === METRICS.turnsEnded.name)!;
-    const points = turnsEnded.sum!.dataPoints.map((p) => [
-      p.attributes.find((a) => a.key === "turnstream.turn.outcome")?.value.stringValue,
-      Number(p.asInt ?? p.asDouble),
+    const points = turnsEnded.sum!.dataPoints.map((point) => [
+      point.attributes.find((a) => a.key === "turnstream.turn.outcome")?.value.stringValue,
+      Number(point.asInt ?? point.asDouble),
     ]);
     assert.deepEqual(points.sort(), [
       ["failed", 1],
@@ -203,6 +213,6 @@ test("worker metrics: Prometheus and OTLP report what the turns did", async () =
     await metrics.shutdown();
     await queue.close();
     await receiver.close();
-    await r.dispose();
+    await testRig.dispose();
   }
 });

@@ -39,13 +39,14 @@ function report(checker: Checker, exports: readonly TsSymbol[]): EntryReport {
     undocumentedFunctions: [],
     undocumentedOptions: [],
   };
-  for (const e of exports) {
-    const target = (e.flags & SymbolFlags.Alias) !== 0 ? checker.getAliasedSymbol(e) : e;
-    if ((target.flags & SymbolFlags.Value) !== 0) out.values.push(e.name);
-    if ((target.flags & SymbolFlags.Function) !== 0 && !hasDoc(target, checker)) out.undocumentedFunctions.push(e.name);
-    if ((target.flags & SymbolFlags.Interface) !== 0 && e.name.endsWith("Options")) {
-      for (const p of checker.getPropertiesOfType(checker.getDeclaredTypeOfSymbol(target))) {
-        if (!hasDoc(p, checker)) out.undocumentedOptions.push(`${e.name}.${p.name}`);
+  for (const exported of exports) {
+    const target = (exported.flags & SymbolFlags.Alias) !== 0 ? checker.getAliasedSymbol(exported) : exported;
+    if ((target.flags & SymbolFlags.Value) !== 0) out.values.push(exported.name);
+    if ((target.flags & SymbolFlags.Function) !== 0 && !hasDoc(target, checker))
+      out.undocumentedFunctions.push(exported.name);
+    if ((target.flags & SymbolFlags.Interface) !== 0 && exported.name.endsWith("Options")) {
+      for (const property of checker.getPropertiesOfType(checker.getDeclaredTypeOfSymbol(target))) {
+        if (!hasDoc(property, checker)) out.undocumentedOptions.push(`${exported.name}.${property.name}`);
       }
     }
   }

@@ -17,11 +17,11 @@ const sources = readdirSync(src, { recursive: true, encoding: "utf8" }).filter((
 test("every file a module opens beside itself is beside its built module", () => {
   let seen = 0;
   for (const file of sources) {
-    for (const m of readFileSync(join(src, file), "utf8").matchAll(/new URL\("(\.[^"]+)", import\.meta\.url\)/g)) {
-      const target = resolve(dirname(join(src, file)), m[1]!);
+    for (const match of readFileSync(join(src, file), "utf8").matchAll(/new URL\("(\.[^"]+)", import\.meta\.url\)/g)) {
+      const target = resolve(dirname(join(src, file)), match[1]!);
       // package.json sits outside src/ and dist/ alike, two levels up from either.
       const built = target.startsWith(src) ? join(distDir, relative(src, target)) : target;
-      assert.ok(existsSync(built), `${file} opens ${m[1]}, missing at ${relative(repoRoot, built)}`);
+      assert.ok(existsSync(built), `${file} opens ${match[1]}, missing at ${relative(repoRoot, built)}`);
       seen++;
     }
   }

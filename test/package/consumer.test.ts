@@ -30,7 +30,7 @@ let installMs = 0;
 /** The environment of a user's shell: this repo's Node first on PATH, no npm settings of the npm running the tests. */
 function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^npm_/i.test(k)) env[k] = v;
+  for (const [name, value] of Object.entries(process.env)) if (!/^npm_/i.test(name)) env[name] = value;
   env["PATH"] = `${dirname(process.execPath)}:${process.env["PATH"] ?? ""}`;
   return { ...env, ...extra };
 }
@@ -67,7 +67,7 @@ function install(tarball: string): void {
     { cwd: project, env: userEnv(), stdio: ["ignore", "ignore", "inherit"] },
   );
   installMs = performance.now() - started;
-  for (const f of ["turn.mjs", "entries.mjs", "consumer.ts"]) cpSync(join(fixtures, f), join(project, f));
+  for (const file of ["turn.mjs", "entries.mjs", "consumer.ts"]) cpSync(join(fixtures, file), join(project, file));
 }
 
 before(() => {
@@ -79,9 +79,9 @@ before(() => {
 
 after(() => rmSync(work, { recursive: true, force: true }));
 
-test("the tarball holds the built package, the licence and the README, and no sources", (t) => {
-  t.diagnostic(`npm install of the tarball: ${Math.round(installMs)} ms`);
-  for (const f of [
+test("the tarball holds the built package, the licence and the README, and no sources", (context) => {
+  context.diagnostic(`npm install of the tarball: ${Math.round(installMs)} ms`);
+  for (const file of [
     "package.json",
     "README.md",
     "LICENSE",
@@ -96,7 +96,7 @@ test("the tarball holds the built package, the licence and the README, and no so
     "dist/projector/lua/commit.lua",
     "dist/decisions/forwarder.mjs",
   ]) {
-    assert.ok(packedFiles.includes(f), `${f} is not in the tarball`);
+    assert.ok(packedFiles.includes(file), `${file} is not in the tarball`);
   }
   const stray = packedFiles.filter(
     (f) => !f.startsWith("dist/") && !["package.json", "README.md", "LICENSE"].includes(f),

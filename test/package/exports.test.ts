@@ -43,9 +43,9 @@ for (const subpath of Object.keys(ENTRY_POINTS)) {
   });
 
   test(`"turnstream${subpath.slice(1)}": every exported function and option has a doc comment`, () => {
-    const r = apiOnce()[subpath]!;
+    const surface = apiOnce()[subpath]!;
     assert.deepEqual(
-      { functions: r.undocumentedFunctions, options: r.undocumentedOptions },
+      { functions: surface.undocumentedFunctions, options: surface.undocumentedOptions },
       { functions: [], options: [] },
     );
   });

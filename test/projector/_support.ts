@@ -92,14 +92,14 @@ export async function appendEnvelopes(log: EventLog, session: string, envs: read
     log.encode(session, e.epoch, { turn: e.turn, attempt: e.attempt, kind: e.kind, data: e.data, at: e.at }),
   );
   const maxEpoch = Math.max(...envs.map((e) => e.epoch));
-  const r = await log.appendEncoded(session, null, encoded, { expectedSeq: st.lastSeq, epochFloor: maxEpoch });
-  if (r.outcome !== "appended") throw new Error(`append failed: ${r.outcome}`);
-  return r.lastSeq;
+  const appended = await log.appendEncoded(session, null, encoded, { expectedSeq: st.lastSeq, epochFloor: maxEpoch });
+  if (appended.outcome !== "appended") throw new Error(`append failed: ${appended.outcome}`);
+  return appended.lastSeq;
 }
 
 export async function readAll(log: EventLog, session: string): Promise<Envelope[]> {
   const out: Envelope[] = [];
-  for await (const e of log.read(session)) out.push(e);
+  for await (const envelope of log.read(session)) out.push(envelope);
   return out;
 }
 

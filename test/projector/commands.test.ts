@@ -28,14 +28,14 @@ async function cli(
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await exec(node, [bin, ...args], {
+    const output = await exec(node, [bin, ...args], {
       cwd: root,
       env: { ...process.env, TURNSTREAM_PREFIX: ctx.prefix, NO_COLOR: "1", ...env },
     });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+    return { code: 0, stdout: output.stdout, stderr: output.stderr };
   } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    const failure = err as { code: number; stdout: string; stderr: string };
+    return { code: failure.code, stdout: failure.stdout, stderr: failure.stderr };
   }
 }
 
@@ -51,8 +51,8 @@ test("replay --until SEQ at every seq of every fixture equals the fold of that p
   for (const name of fixtureLogNames()) {
     const envs = fixtureLog(name).map((e) => ({ ...e, session: sessions[name]! }));
     for (let seq = 1; seq <= envs.length; seq++) {
-      const s = await replaySession(ctx.log, sessions[name]!, { until: { seq } });
-      assert.deepEqual(s, fold(envs.slice(0, seq)), `${name} @${seq}`);
+      const state = await replaySession(ctx.log, sessions[name]!, { until: { seq } });
+      assert.deepEqual(state, fold(envs.slice(0, seq)), `${name} @${seq}`);
     }
   }
 });
@@ -60,9 +60,9 @@ test("replay --until SEQ at every seq of every fixture equals the fold of that p
 test("replay --until TIME is the state as of that moment; --speed keeps the original gaps scaled", async () => {
   const name = "crash-retry";
   const envs = fixtureLog(name).map((e) => ({ ...e, session: sessions[name]! }));
-  const k = 11;
-  const s = await replaySession(ctx.log, sessions[name]!, { until: parseUntil(envs[k - 1]!.at) });
-  assert.deepEqual(s, fold(envs.slice(0, k)));
+  const eventCount = 11;
+  const state = await replaySession(ctx.log, sessions[name]!, { until: parseUntil(envs[eventCount - 1]!.at) });
+  assert.deepEqual(state, fold(envs.slice(0, eventCount)));
   const slept: number[] = [];
   const timed = await replayWithSleep(ctx.log, sessions[name]!, { speed: 4 }, async (ms) => void slept.push(ms));
   assert.deepEqual(timed, fold(envs));
@@ -88,9 +88,9 @@ test("turnstream replay: text, json, messages; --until at every seq of a fixture
   const msgs = await cli(["replay", session, "--format", "messages"]);
   assert.deepEqual(JSON.parse(msgs.stdout), viaJson(toMessages(full)));
   for (let seq = 1; seq <= envs.length; seq++) {
-    const r = await cli(["replay", session, "--until", String(seq), "--format", "json"]);
-    assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(JSON.parse(r.stdout), viaJson(fold(envs.slice(0, seq))), `--until ${seq}`);
+    const output = await cli(["replay", session, "--until", String(seq), "--format", "json"]);
+    assert.equal(output.code, 0, output.stderr);
+    assert.deepEqual(JSON.parse(output.stdout), viaJson(fold(envs.slice(0, seq))), `--until ${seq}`);
   }
   const unknown = await cli(["replay", rid("nosuch")]);
   assert.equal(unknown.code, 2, "an unknown session is a usage error");
@@ -140,18 +140,18 @@ test("turnstream tail: one line per event; --json; --follow sees appends", async
   const name = "denials";
   const session = sessions[name]!;
   const envs = fixtureLog(name);
-  const r = await cli(["tail", session]);
-  assert.equal(r.code, 0, r.stderr);
-  const lines = r.stdout.trimEnd().split("\n");
+  const output = await cli(["tail", session]);
+  assert.equal(output.code, 0, output.stderr);
+  const lines = output.stdout.trimEnd().split("\n");
   assert.equal(lines.length, envs.length);
   lines.forEach((l, i) =>
     assert.match(l, new RegExp(`^\\s*${envs[i]!.seq} \\S+ ${envs[i]!.kind.replace(".", "\\.")}`)),
   );
-  assert.ok(!r.stdout.includes("\u001b["), "no colour off a TTY");
+  assert.ok(!output.stdout.includes("\u001b["), "no colour off a TTY");
   assert.ok(lines.some((l) => l.includes("decision.made") && l.includes("req-1 → deny by user:ops")));
-  const j = await cli(["tail", session, "--json"]);
+  const json = await cli(["tail", session, "--json"]);
   assert.deepEqual(
-    j.stdout
+    json.stdout
       .trimEnd()
       .split("\n")
       .map((l) => JSON.parse(l).kind),
@@ -166,10 +166,10 @@ test("turnstream tail: one line per event; --json; --follow sees appends", async
     env: { ...process.env, TURNSTREAM_PREFIX: ctx.prefix },
   });
   let out = "";
-  const waitLines = (n: number): Promise<void> =>
+  const waitLines = (count: number): Promise<void> =>
     new Promise((resolve) => {
       const check = (): void => {
-        if (out.split("\n").filter((l) => l !== "").length >= n) resolve();
+        if (out.split("\n").filter((l) => l !== "").length >= count) resolve();
         else child.stdout.once("data", check);
       };
       child.stdout.on("data", (d: Buffer) => (out += d.toString()));
@@ -187,27 +187,27 @@ test("turnstream tail: one line per event; --json; --follow sees appends", async
 });
 
 test("turnstream sessions: status, turns, cost, last activity from the live read models", async () => {
-  const p = startProjector({ redis: ctx.redis, prefix: ctx.prefix, rescanMs: 100, blockMs: 200 });
+  const projector = startProjector({ redis: ctx.redis, prefix: ctx.prefix, rescanMs: 100, blockMs: 200 });
   try {
-    await p.waitIdle(20_000);
+    await projector.waitIdle(20_000);
   } finally {
-    await p.stop();
+    await projector.stop();
   }
-  const r = await cli(["sessions", "--json"]);
-  assert.equal(r.code, 0, r.stderr);
-  const rows = r.stdout
+  const output = await cli(["sessions", "--json"]);
+  assert.equal(output.code, 0, output.stderr);
+  const rows = output.stdout
     .trimEnd()
     .split("\n")
     .map((l) => JSON.parse(l) as Record<string, unknown>);
   for (const name of fixtureLogNames()) {
     const row = rows.find((x) => x["session"] === sessions[name]);
     assert.ok(row, `${name} listed`);
-    const s = fold(fixtureLog(name));
-    assert.equal(row["status"], s.view.status);
-    assert.equal(row["turns"], s.view.turns.length);
-    assert.equal(row["costUsd"], s.view.costUsd);
-    assert.equal(row["lastActivity"], s.view.lastAt);
-    assert.equal(row["pendingDecisions"], s.decisions.pending.length);
+    const state = fold(fixtureLog(name));
+    assert.equal(row["status"], state.view.status);
+    assert.equal(row["turns"], state.view.turns.length);
+    assert.equal(row["costUsd"], state.view.costUsd);
+    assert.equal(row["lastActivity"], state.view.lastAt);
+    assert.equal(row["pendingDecisions"], state.decisions.pending.length);
   }
   const table = await cli(["sessions"]);
   assert.match(table.stdout, /SESSION\s+STATUS\s+TURNS\s+COST\s+LAST ACTIVITY/);

@@ -57,75 +57,76 @@ test("live read model equals replay from zero under crashes, re-deliveries and r
           { before: false, after: false },
           { before: false, after: false },
         ];
-        const make = (i: 0 | 1): SessionProjection =>
+        const make = (slot: 0 | 1): SessionProjection =>
           new SessionProjection({
             log: ctx.log,
             session,
             version: 1,
-            batchEvents: batches[i],
+            batchEvents: batches[slot],
             faults: {
               beforeCommit: () => {
-                if (fault[i]!.before) throw new Crash("killed before the commit was sent");
+                if (fault[slot]!.before) throw new Crash("killed before the commit was sent");
               },
               afterCommit: (_s: string, reply: CommitReply) => {
-                if (fault[i]!.after && reply.outcome === "committed") throw new Crash("killed after the commit landed");
+                if (fault[slot]!.after && reply.outcome === "committed")
+                  throw new Crash("killed after the commit landed");
               },
             },
           });
-        const p: SessionProjection[] = [make(0), make(1)];
+        const projections: SessionProjection[] = [make(0), make(1)];
         let stored = 0;
         const check = async (): Promise<void> => {
-          const m = await readModel(ctx.redis, session, { prefix: ctx.prefix });
-          if (m === undefined) return;
+          const model = await readModel(ctx.redis, session, { prefix: ctx.prefix });
+          if (model === undefined) return;
           assert.ok(
-            m.seq >= stored,
-            `checkpoint went back from ${stored} to ${m.seq}: a stale projector overwrote newer work`,
+            model.seq >= stored,
+            `checkpoint went back from ${stored} to ${model.seq}: a stale projector overwrote newer work`,
           );
-          stored = m.seq;
-          const prefixLog = (await readAll(ctx.log, session)).slice(0, m.seq);
-          assert.equal(m.state.lastSeq, m.seq);
+          stored = model.seq;
+          const prefixLog = (await readAll(ctx.log, session)).slice(0, model.seq);
+          assert.equal(model.state.lastSeq, model.seq);
           assert.deepEqual(
-            m.state,
+            model.state,
             viaJson(fold(prefixLog)),
-            `stored state at seq ${m.seq} is the fold of that prefix`,
+            `stored state at seq ${model.seq} is the fold of that prefix`,
           );
         };
         try {
-          for (const o of ops) {
-            switch (o.op) {
+          for (const op of ops) {
+            switch (op.op) {
               case "append": {
-                const next = source.slice(appended, appended + o.n);
+                const next = source.slice(appended, appended + op.n);
                 if (next.length > 0) await appendEnvelopes(ctx.log, session, next);
                 appended += next.length;
                 break;
               }
               case "step":
-                if ((await p[o.who]!.step()) === "conflict") conflicts++;
+                if ((await projections[op.who]!.step()) === "conflict") conflicts++;
                 break;
               case "crash":
-                p[o.who] = make(o.who);
+                projections[op.who] = make(op.who);
                 break;
               case "crashBeforeCommit":
               case "crashAfterCommit": {
-                fault[o.who] = { before: o.op === "crashBeforeCommit", after: o.op === "crashAfterCommit" };
+                fault[op.who] = { before: op.op === "crashBeforeCommit", after: op.op === "crashAfterCommit" };
                 try {
-                  await p[o.who]!.step();
+                  await projections[op.who]!.step();
                 } catch (err) {
                   if (!(err instanceof Crash)) throw err;
                 }
-                fault[o.who] = { before: false, after: false };
-                p[o.who] = make(o.who); // the process died: its memory is gone
+                fault[op.who] = { before: false, after: false };
+                projections[op.who] = make(op.who); // the process died: its memory is gone
                 break;
               }
               case "redeliver": {
                 // Events this projector already folded (and maybe new ones) handed to it again.
-                const proj = p[o.who]!;
+                const proj = projections[op.who]!;
                 if (proj.state === undefined) await proj.load();
                 const all = await readAll(ctx.log, session);
-                const from = Math.max(0, proj.state!.lastSeq - o.back);
-                proj.apply(all.slice(from, from + o.n));
-                const r = await proj.commit();
-                if (r === "conflict" || r === "repoint") {
+                const from = Math.max(0, proj.state!.lastSeq - op.back);
+                proj.apply(all.slice(from, from + op.n));
+                const committed = await proj.commit();
+                if (committed === "conflict" || committed === "repoint") {
                   conflicts++;
                   await proj.load();
                 }
@@ -139,14 +140,14 @@ test("live read model equals replay from zero under crashes, re-deliveries and r
           const fresh = make(0);
           assert.equal(await fresh.catchUp(), "idle");
           const all: Envelope[] = await readAll(ctx.log, session);
-          const m = await readModel(ctx.redis, session, { prefix: ctx.prefix });
-          assert.ok(m !== undefined);
-          assert.equal(m.seq, all.length);
-          assert.deepEqual(m.state, viaJson(fold(all)), "live equals replay from zero");
-          assert.equal(m.state.events, all.length, "no event applied twice");
+          const model = await readModel(ctx.redis, session, { prefix: ctx.prefix });
+          assert.ok(model !== undefined);
+          assert.equal(model.seq, all.length);
+          assert.deepEqual(model.state, viaJson(fold(all)), "live equals replay from zero");
+          assert.equal(model.state.events, all.length, "no event applied twice");
         } finally {
           await ctx.log.destroy(session);
-          await ctx.redis.del(p[0]!.keys.model, p[0]!.keys.pointer);
+          await ctx.redis.del(projections[0]!.keys.model, projections[0]!.keys.pointer);
         }
       },
     ),

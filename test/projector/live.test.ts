@@ -21,10 +21,13 @@ after(() => ctx.cleanup());
 
 async function expectEqualToReplay(session: string, version?: number): Promise<void> {
   const all = await readAll(ctx.log, session);
-  const m = await readModel(ctx.redis, session, { prefix: ctx.prefix, ...(version === undefined ? {} : { version }) });
-  assert.ok(m !== undefined, `${session} has a read model`);
-  assert.equal(m.seq, all.length);
-  assert.deepEqual(m.state, viaJson(fold(all)), `${session}: live equals replay`);
+  const model = await readModel(ctx.redis, session, {
+    prefix: ctx.prefix,
+    ...(version === undefined ? {} : { version }),
+  });
+  assert.ok(model !== undefined, `${session} has a read model`);
+  assert.equal(model.seq, all.length);
+  assert.deepEqual(model.state, viaJson(fold(all)), `${session}: live equals replay`);
 }
 
 test("two projectors racing while the log grows: every session's read model equals its replay", async () => {
@@ -33,30 +36,30 @@ test("two projectors racing while the log grows: every session's read model equa
   // Half of each log before the projectors start, the rest while they run.
   await Promise.all(names.map((n, i) => appendEnvelopes(ctx.log, sessions[i]!, fixtureLog(n).slice(0, 5))));
   const opts = { redis: ctx.redis, prefix: ctx.prefix, rescanMs: 100, blockMs: 200, batchEvents: 3 };
-  const a = startProjector(opts);
-  const b = startProjector(opts);
+  const first = startProjector(opts);
+  const second = startProjector(opts);
   try {
     for (let round = 0; round < 4; round++) {
       await Promise.all(
-        names.map(async (n, i) => {
-          const envs = fixtureLog(n);
-          const st = await ctx.log.stat(sessions[i]!);
+        names.map(async (name, index) => {
+          const envs = fixtureLog(name);
+          const st = await ctx.log.stat(sessions[index]!);
           const next = envs.slice(st.lastSeq, st.lastSeq + Math.ceil(envs.length / 4));
-          await appendEnvelopes(ctx.log, sessions[i]!, next);
+          await appendEnvelopes(ctx.log, sessions[index]!, next);
         }),
       );
     }
     await Promise.all(
-      names.map(async (n, i) => {
-        const st = await ctx.log.stat(sessions[i]!);
-        await appendEnvelopes(ctx.log, sessions[i]!, fixtureLog(n).slice(st.lastSeq));
+      names.map(async (name, index) => {
+        const st = await ctx.log.stat(sessions[index]!);
+        await appendEnvelopes(ctx.log, sessions[index]!, fixtureLog(name).slice(st.lastSeq));
       }),
     );
-    await Promise.all([a.waitIdle(20_000), b.waitIdle(20_000)]);
-    for (const s of sessions) await expectEqualToReplay(s);
-    assert.ok(a.stats.commits + b.stats.commits > 0);
+    await Promise.all([first.waitIdle(20_000), second.waitIdle(20_000)]);
+    for (const sessionId of sessions) await expectEqualToReplay(sessionId);
+    assert.ok(first.stats.commits + second.stats.commits > 0);
   } finally {
-    await Promise.all([a.stop(), b.stop()]);
+    await Promise.all([first.stop(), second.stop()]);
   }
 });
 
@@ -69,20 +72,20 @@ test("a version bump rebuilds into new keys, switches the pointer, deletes the o
   let v2: Projector | undefined;
   try {
     await v1.waitIdle(10_000);
-    const k = projectionKeys(ctx.prefix, session, 1);
-    assert.equal(await ctx.redis.get(k.pointer), "1");
+    const keys = projectionKeys(ctx.prefix, session, 1);
+    assert.equal(await ctx.redis.get(keys.pointer), "1");
     assert.equal((await readModel(ctx.redis, session, { prefix: ctx.prefix }))!.version, 1);
     v2 = startProjector({ ...opts, version: 2 });
     await v2.waitIdle(10_000);
-    assert.equal(await ctx.redis.get(k.pointer), "2");
-    assert.equal(await ctx.redis.exists(k.modelOf(1)), 0, "old version's keys deleted after the switch");
+    assert.equal(await ctx.redis.get(keys.pointer), "2");
+    assert.equal(await ctx.redis.exists(keys.modelOf(1)), 0, "old version's keys deleted after the switch");
     // The log grows: v2 follows; v1 learns it was superseded and stops writing.
     await appendEnvelopes(ctx.log, session, envs.slice(10));
     await v2.waitIdle(10_000);
-    const m = await readModel(ctx.redis, session, { prefix: ctx.prefix });
-    assert.equal(m!.version, 2);
+    const model = await readModel(ctx.redis, session, { prefix: ctx.prefix });
+    assert.equal(model!.version, 2);
     await expectEqualToReplay(session);
-    assert.equal(await ctx.redis.exists(k.modelOf(1)), 0, "v1 never wrote again");
+    assert.equal(await ctx.redis.exists(keys.modelOf(1)), 0, "v1 never wrote again");
     await v1.waitIdle(10_000);
     assert.equal(v1.stats.superseded, 1);
   } finally {
@@ -118,28 +121,29 @@ test("workers/projector.ts: SIGKILL mid-rebuild then restart loses and doubles n
   // A few thousand events so the kill lands mid-rebuild.
   const envs = fixtureLog("background-subagent");
   const many: ReturnType<typeof fixtureLog> = [];
-  for (let t = 0; t < 300; t++) {
-    for (const e of envs) many.push({ ...e, turn: `t${t}`, seq: many.length + 1 });
+  for (let turn = 0; turn < 300; turn++) {
+    for (const envelope of envs) many.push({ ...envelope, turn: `t${turn}`, seq: many.length + 1 });
   }
-  for (let i = 0; i < many.length; i += 500) await appendEnvelopes(ctx.log, session, many.slice(i, i + 500));
-  const k = projectionKeys(ctx.prefix, session, PROJECTION_VERSION);
+  for (let offset = 0; offset < many.length; offset += 500)
+    await appendEnvelopes(ctx.log, session, many.slice(offset, offset + 500));
+  const keys = projectionKeys(ctx.prefix, session, PROJECTION_VERSION);
   const first = spawnWorker();
   const firstExit = once(first, "exit");
   let stderr = "";
   first.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   try {
-    await waitFor(async () => Number((await ctx.redis.hget(k.model, "seq")) ?? 0) > 0, 20_000, "a first commit");
+    await waitFor(async () => Number((await ctx.redis.hget(keys.model, "seq")) ?? 0) > 0, 20_000, "a first commit");
   } finally {
     // Also when the wait failed: a projector left running would keep the test process alive.
     first.kill("SIGKILL");
     await firstExit;
   }
-  const partial = Number(await ctx.redis.hget(k.model, "seq"));
+  const partial = Number(await ctx.redis.hget(keys.model, "seq"));
   const second = spawnWorker();
   const out: string[] = [];
   const started = new Promise<void>((resolve, reject) => {
-    second.stdout!.on("data", (d: Buffer) => {
-      out.push(d.toString());
+    second.stdout!.on("data", (chunk: Buffer) => {
+      out.push(chunk.toString());
       if (out.join("").includes("projector started")) resolve();
     });
     second.once("exit", (code) =>
@@ -150,7 +154,7 @@ test("workers/projector.ts: SIGKILL mid-rebuild then restart loses and doubles n
   try {
     await started;
     await waitFor(
-      async () => Number((await ctx.redis.hget(k.model, "seq")) ?? 0) === many.length,
+      async () => Number((await ctx.redis.hget(keys.model, "seq")) ?? 0) === many.length,
       60_000,
       "the restarted projector to catch up",
     );

@@ -19,9 +19,9 @@ type Obj = Record<string, unknown>;
 const lineObjs = (envs: Envelope[]): Obj[] =>
   envs
     .filter((e) => e.kind === "cli.line")
-    .flatMap((e) => {
+    .flatMap((envelope) => {
       try {
-        return [JSON.parse((e.data as { raw: string }).raw) as Obj];
+        return [JSON.parse((envelope.data as { raw: string }).raw) as Obj];
       } catch {
         return [];
       }
@@ -30,80 +30,80 @@ const lineObjs = (envs: Envelope[]): Obj[] =>
 const allItems = (items: TranscriptItem[]): TranscriptItem[] =>
   items.flatMap((i) => (i.t === "tool" ? [i, ...allItems(i.subagent)] : [i]));
 
-const accepted = (s: ProjectionState, turn: number) => {
-  const t = s.transcript.turns[turn]!;
-  return t.attempts.find((a) => a.attempt === t.acceptedAttempt)!;
+const accepted = (state: ProjectionState, turn: number) => {
+  const transcriptTurn = state.transcript.turns[turn]!;
+  return transcriptTurn.attempts.find((a) => a.attempt === transcriptTurn.acceptedAttempt)!;
 };
 
 test("plain reply: session view from init and result, prompt and reply in the transcript", () => {
   const envs = fixtureLog("plain-reply");
-  const s = fold(envs);
+  const state = fold(envs);
   const lines = lineObjs(envs);
   const init = lines.find((o) => o["subtype"] === "init")!;
   const result = lines.find((o) => o["type"] === "result")!;
-  assert.equal(s.view.id, envs[0]!.session);
-  assert.equal(s.view.cliSessionId, init["session_id"]);
-  assert.equal(s.view.cwd, init["cwd"]);
-  assert.equal(s.view.model, init["model"]);
-  assert.equal(s.view.cliVersion, "2.1.332");
-  assert.equal(s.view.status, "finished");
-  assert.equal(s.view.costUsd, result["total_cost_usd"]);
-  assert.equal(s.view.tokens.input, (result["usage"] as Obj)["input_tokens"]);
-  assert.equal(s.view.lastErrorKind, null);
-  assert.equal(s.view.turns.length, 1);
-  assert.equal(s.view.turns[0]!.acceptedAttempt, 1);
-  assert.equal(s.view.turns[0]!.errorKind, "ok");
-  const a = s.view.turns[0]!.attempts[0]!;
-  assert.equal(a.exitCode, 0);
-  assert.equal(a.results, 1);
+  assert.equal(state.view.id, envs[0]!.session);
+  assert.equal(state.view.cliSessionId, init["session_id"]);
+  assert.equal(state.view.cwd, init["cwd"]);
+  assert.equal(state.view.model, init["model"]);
+  assert.equal(state.view.cliVersion, "2.1.332");
+  assert.equal(state.view.status, "finished");
+  assert.equal(state.view.costUsd, result["total_cost_usd"]);
+  assert.equal(state.view.tokens.input, (result["usage"] as Obj)["input_tokens"]);
+  assert.equal(state.view.lastErrorKind, null);
+  assert.equal(state.view.turns.length, 1);
+  assert.equal(state.view.turns[0]!.acceptedAttempt, 1);
+  assert.equal(state.view.turns[0]!.errorKind, "ok");
+  const attempt = state.view.turns[0]!.attempts[0]!;
+  assert.equal(attempt.exitCode, 0);
+  assert.equal(attempt.results, 1);
   const prompt = (envs[0]!.data as { prompt: string }).prompt;
   const reply = lines
     .filter((o) => o["type"] === "assistant")
     .flatMap((o) => ((o["message"] as Obj)["content"] as Obj[]).map((b) => b["text"]));
-  const text = renderTranscriptText(s);
+  const text = renderTranscriptText(state);
   assert.ok(text.includes(`User: ${prompt}`));
-  for (const r of reply) assert.ok(text.includes(String(r)));
-  const msgs = toMessages(s);
+  for (const part of reply) assert.ok(text.includes(String(part)));
+  const msgs = toMessages(state);
   assert.deepEqual(msgs[0], { role: "user", content: prompt });
   assert.equal(msgs[1]!.role, "assistant");
 });
 
 test("resumed session: two turns on one CLI session, each costs what it added to the session's running total", () => {
   const envs = fixtureLog("resumed-session");
-  const s = fold(envs);
+  const state = fold(envs);
   const results = lineObjs(envs).filter((o) => o["type"] === "result");
-  assert.equal(s.view.turns.length, 2);
+  assert.equal(state.view.turns.length, 2);
   assert.deepEqual(
-    s.view.turns.map((t) => t.status),
+    state.view.turns.map((t) => t.status),
     ["finished", "finished"],
   );
-  const sids = s.view.turns.map((t) => t.attempts[0]!.cliSessionId);
+  const sids = state.view.turns.map((t) => t.attempts[0]!.cliSessionId);
   assert.equal(sids[0], sids[1], "the resumed turn continues the same CLI session");
-  assert.equal(s.view.cliSessionId, sids[0]);
+  assert.equal(state.view.cliSessionId, sids[0]);
   // total_cost_usd of a resumed CLI session is its running total: the session spent the last one.
   const totals = results.map((r) => r["total_cost_usd"] as number);
   assert.ok(totals[1]! > totals[0]!, "the fixture's second result reads the running total");
-  assert.ok(Math.abs(s.view.costUsd - totals.at(-1)!) < 1e-12, `${s.view.costUsd} vs ${totals.at(-1)}`);
+  assert.ok(Math.abs(state.view.costUsd - totals.at(-1)!) < 1e-12, `${state.view.costUsd} vs ${totals.at(-1)}`);
   // Independently: the CLI's own per-result figure (model_usage_since_last_result).
-  const own = results.map((r) =>
-    Object.values(r["model_usage_since_last_result"] as Record<string, Obj>).reduce(
+  const own = results.map((result) =>
+    Object.values(result["model_usage_since_last_result"] as Record<string, Obj>).reduce(
       (n, m) => n + (m["costUSD"] as number),
       0,
     ),
   );
   assert.deepEqual(
-    s.view.turns.map((t) => Number(t.attempts[0]!.costUsd.toFixed(12))),
+    state.view.turns.map((t) => Number(t.attempts[0]!.costUsd.toFixed(12))),
     own.map((c) => Number(c.toFixed(12))),
   );
-  assert.equal(s.transcript.turns.length, 2);
-  assert.ok(s.transcript.turns.every((t) => t.prompt !== null));
-  assert.equal(toMessages(s).filter((m) => m.role === "user").length, 2);
+  assert.equal(state.transcript.turns.length, 2);
+  assert.ok(state.transcript.turns.every((t) => t.prompt !== null));
+  assert.equal(toMessages(state).filter((m) => m.role === "user").length, 2);
 });
 
 test("crash-retried attempt: abandoned output kept apart and marked, never mixed into the accepted attempt", () => {
   const envs = fixtureLog("crash-retry");
-  const s = fold(envs);
-  const [t1, t2] = s.view.turns;
+  const state = fold(envs);
+  const [t1, t2] = state.view.turns;
   assert.equal(t1!.status, "finished");
   assert.deepEqual(
     t1!.attempts.map((a) => [a.attempt, a.status, a.abandonReason]),
@@ -123,53 +123,53 @@ test("crash-retried attempt: abandoned output kept apart and marked, never mixed
     ],
   );
   assert.equal(t2!.attempts[0]!.signal, "SIGTERM");
-  const tt = s.transcript.turns[0]!;
+  const tt = state.transcript.turns[0]!;
   assert.equal(tt.attempts[0]!.abandoned, true);
-  const acc = accepted(s, 0);
+  const acc = accepted(state, 0);
   const bashCalls = allItems(acc.items).filter((i) => i.t === "tool");
   assert.equal(bashCalls.length, 1, "one Bash call in the accepted attempt, none from the abandoned one");
   assert.ok(bashCalls[0]!.t === "tool" && bashCalls[0]!.result !== null);
   const abandonedCall = allItems(tt.attempts[0]!.items).find((i) => i.t === "tool");
   assert.ok(abandonedCall !== undefined && abandonedCall.t === "tool" && abandonedCall.result === null);
-  const msgs = toMessages(s);
+  const msgs = toMessages(state);
   const calls = msgs.flatMap((m) => (m.role === "assistant" ? m.content.filter((p) => p.type === "tool-call") : []));
   assert.equal(calls.length, 1, "messages carry only the accepted attempts");
-  const text = renderTranscriptText(s);
+  const text = renderTranscriptText(state);
   assert.ok(text.includes("[abandoned attempt 1: worker_crashed]"));
   assert.ok(text.includes("[abandoned attempt 1: superseded]"));
   // Cost: only the attempts that printed a result cost anything here.
-  assert.equal(s.view.costUsd, t1!.attempts[1]!.costUsd + t2!.attempts[1]!.costUsd);
+  assert.equal(state.view.costUsd, t1!.attempts[1]!.costUsd + t2!.attempts[1]!.costUsd);
 });
 
 test("a log written before attempt.started recorded costBaseUsd: each turn counts from where its CLI session's last finished turn left it", () => {
   const envs = fixtureLog("today-session");
   assert.ok(!envs.some((e) => e.kind === "attempt.started" && "costBaseUsd" in (e.data as Obj)), "a log from before");
-  const s = fold(envs);
+  const state = fold(envs);
   const results = lineObjs(envs).filter((o) => o["type"] === "result");
-  assert.equal(results.length, s.view.turns.length);
-  const own = results.map((r) =>
-    Object.values(r["model_usage_since_last_result"] as Record<string, Obj>).reduce(
+  assert.equal(results.length, state.view.turns.length);
+  const own = results.map((result) =>
+    Object.values(result["model_usage_since_last_result"] as Record<string, Obj>).reduce(
       (n, m) => n + (m["costUSD"] as number),
       0,
     ),
   );
-  s.view.turns.forEach((t, i) =>
+  state.view.turns.forEach((turn, index) =>
     assert.ok(
-      Math.abs(t.attempts[0]!.costUsd - own[i]!) < 1e-12,
-      `turn ${i + 1}: ${t.attempts[0]!.costUsd} vs ${own[i]}`,
+      Math.abs(turn.attempts[0]!.costUsd - own[index]!) < 1e-12,
+      `turn ${index + 1}: ${turn.attempts[0]!.costUsd} vs ${own[index]}`,
     ),
   );
-  assert.ok(Math.abs(s.view.costUsd - (results.at(-1)!["total_cost_usd"] as number)) < 1e-12);
+  assert.ok(Math.abs(state.view.costUsd - (results.at(-1)!["total_cost_usd"] as number)) < 1e-12);
 });
 
 test("background subagent: its work nests under the Agent call; two results in one attempt", () => {
   const envs = fixtureLog("background-subagent");
-  const s = fold(envs);
+  const state = fold(envs);
   const lines = lineObjs(envs);
   const sub = lines.filter((o) => typeof o["parent_tool_use_id"] === "string");
   assert.ok(sub.length >= 1);
   const parent = sub[0]!["parent_tool_use_id"] as string;
-  const acc = accepted(s, 0);
+  const acc = accepted(state, 0);
   const call = acc.items.find((i) => i.t === "tool" && i.id === parent);
   assert.ok(call !== undefined && call.t === "tool");
   assert.equal(call.name, "Agent");
@@ -179,21 +179,21 @@ test("background subagent: its work nests under the Agent call; two results in o
     subTexts,
   );
   // Nested, not at top level.
-  for (const t of subTexts) assert.ok(!acc.items.some((i) => i.t === "text" && i.text === t));
+  for (const subText of subTexts) assert.ok(!acc.items.some((i) => i.t === "text" && i.text === subText));
   assert.ok(call.result !== null, "the launch result is paired with the call");
-  const a = s.view.turns[0]!.attempts[0]!;
-  assert.equal(a.results, 2);
+  const attempt = state.view.turns[0]!.attempts[0]!;
+  assert.equal(attempt.results, 2);
   const results = lines.filter((o) => o["type"] === "result");
-  assert.equal(a.costUsd, results.at(-1)!["total_cost_usd"], "cost is the process total, not a sum of results");
+  assert.equal(attempt.costUsd, results.at(-1)!["total_cost_usd"], "cost is the process total, not a sum of results");
   const inputSum = results.reduce((n, r) => n + ((r["usage"] as Obj)["input_tokens"] as number), 0);
-  assert.equal(a.tokens.input, inputSum);
-  assert.equal(s.carried.total, 0, "every line type of the run is understood");
+  assert.equal(attempt.tokens.input, inputSum);
+  assert.equal(state.carried.total, 0, "every line type of the run is understood");
 });
 
 test("denials: every CLI-reported outcome and the hub's decisions; pending and abandoned requests", () => {
-  const s = fold(fixtureLog("denials"));
-  const d = s.decisions;
-  const sources = new Set(d.outcomes.map((o) => o.source));
+  const state = fold(fixtureLog("denials"));
+  const decisions = state.decisions;
+  const sources = new Set(decisions.outcomes.map((o) => o.source));
   assert.deepEqual([...sources].sort(), [
     "hook_response",
     "hub",
@@ -201,89 +201,103 @@ test("denials: every CLI-reported outcome and the hub's decisions; pending and a
     "permission_denied",
     "tool_result_meta",
   ]);
-  const t1 = d.outcomes.filter((o) => o.turn === "t1");
+  const t1 = decisions.outcomes.filter((o) => o.turn === "t1");
   assert.ok(t1.some((o) => o.source === "permission_denied" && o.toolName === "Write" && o.decision === "deny"));
   assert.ok(t1.some((o) => o.source === "permission_denials" && o.toolName === "Write"));
   assert.ok(t1.some((o) => o.source === "tool_result_meta" && o.decision === "reject"));
-  const hook = d.outcomes.find((o) => o.source === "hook_response")!;
+  const hook = decisions.outcomes.find((o) => o.source === "hook_response")!;
   assert.equal(hook.decision, "deny", "the hook's JSON output said deny");
-  assert.ok(d.outcomes.some((o) => o.source === "tool_result_meta" && o.by === "hook" && o.toolName === "Bash"));
+  assert.ok(
+    decisions.outcomes.some((o) => o.source === "tool_result_meta" && o.by === "hook" && o.toolName === "Bash"),
+  );
   // One denial per tool call and source even though result lines may repeat them.
-  const keys = d.outcomes.map((o) => `${o.source}|${o.turn}|${o.attempt}|${o.toolUseId}|${o.requestId}`);
+  const keys = decisions.outcomes.map((o) => `${o.source}|${o.turn}|${o.attempt}|${o.toolUseId}|${o.requestId}`);
   assert.equal(new Set(keys).size, keys.length);
   assert.deepEqual(
-    d.requests.map((r) => [r.requestId, r.status, r.decision]),
+    decisions.requests.map((r) => [r.requestId, r.status, r.decision]),
     [
       ["req-abandoned", "abandoned", null],
       ["req-1", "decided", "deny"],
       ["req-2", "pending", null],
     ],
   );
-  assert.deepEqual(d.pending, ["req-2"]);
-  const hub = d.outcomes.find((o) => o.source === "hub")!;
+  assert.deepEqual(decisions.pending, ["req-2"]);
+  const hub = decisions.outcomes.find((o) => o.source === "hub")!;
   assert.deepEqual([hub.requestId, hub.by, hub.toolName, hub.attempt], ["req-1", "user:ops", "Bash", 2]);
-  assert.deepEqual(d.requests.find((r) => r.requestId === "req-1")?.summary, "echo hi", "the hub's shown input");
+  assert.deepEqual(
+    decisions.requests.find((r) => r.requestId === "req-1")?.summary,
+    "echo hi",
+    "the hub's shown input",
+  );
   // rule.added carries a pattern and an effect: the read model's tool comes from the pattern.
-  assert.deepEqual(d.rules, [
-    { seq: d.rules[0]!.seq, ruleId: "r1", tool: "Bash", pattern: "Bash(rm *)", decision: "deny", by: "user:ops" },
+  assert.deepEqual(decisions.rules, [
+    {
+      seq: decisions.rules[0]!.seq,
+      ruleId: "r1",
+      tool: "Bash",
+      pattern: "Bash(rm *)",
+      decision: "deny",
+      by: "user:ops",
+    },
   ]);
   // Unknown kinds and line types: carried, counted, not fatal.
-  assert.equal(s.carried.kinds["future.kind"], 1);
-  assert.equal(s.carried.lineTypes["future_line_type"], 1);
-  assert.equal(s.carried.lineTypes["invalid"], 1);
-  assert.equal(s.carried.total, 3);
+  assert.equal(state.carried.kinds["future.kind"], 1);
+  assert.equal(state.carried.lineTypes["future_line_type"], 1);
+  assert.equal(state.carried.lineTypes["invalid"], 1);
+  assert.equal(state.carried.total, 3);
   assert.deepEqual(
-    s.carried.recent.map((r) => r.type ?? r.kind),
+    state.carried.recent.map((r) => r.type ?? r.kind),
     ["future_line_type", "invalid", "future.kind"],
   );
-  assert.equal(s.view.status, "finished");
+  assert.equal(state.view.status, "finished");
 });
 
 test("api errors: failed turns with their kinds, last error kind", () => {
-  const s = fold(fixtureLog("api-errors"));
+  const state = fold(fixtureLog("api-errors"));
   assert.deepEqual(
-    s.view.turns.map((t) => [t.status, t.errorKind]),
+    state.view.turns.map((t) => [t.status, t.errorKind]),
     [
       ["failed", "rate_limit"],
       ["failed", "auth"],
     ],
   );
-  assert.deepEqual(s.view.turns[0]!.error, { name: "CliApiError", message: "rate limited; retry later" });
-  assert.equal(s.view.turns[0]!.attempts[0]!.errorKind, "rate_limit", "classified from the CLI's own result");
-  assert.equal(s.view.turns[1]!.attempts[0]!.errorKind, "auth");
-  assert.equal(s.view.lastErrorKind, "auth");
-  assert.equal(s.view.status, "failed");
-  assert.ok(allItems(accepted(s, 0).items).some((i) => i.t === "api_error"));
+  assert.deepEqual(state.view.turns[0]!.error, { name: "CliApiError", message: "rate limited; retry later" });
+  assert.equal(state.view.turns[0]!.attempts[0]!.errorKind, "rate_limit", "classified from the CLI's own result");
+  assert.equal(state.view.turns[1]!.attempts[0]!.errorKind, "auth");
+  assert.equal(state.view.lastErrorKind, "auth");
+  assert.equal(state.view.status, "failed");
+  assert.ok(allItems(accepted(state, 0).items).some((i) => i.t === "api_error"));
 });
 
 test("every raw CLI recording folds: no unknown line types, thinking never in the transcript", () => {
   for (const name of cliFixtureNames()) {
     const envs = wrapCli(name);
-    const s = fold(envs);
-    assert.equal(s.carried.total, 0, `${name}: ${JSON.stringify(s.carried.lineTypes)}`);
-    assert.deepEqual(viaJson(s), s, `${name}: state survives JSON`);
-    const thinking = lineObjs(envs).flatMap((o) =>
-      o["type"] === "assistant"
-        ? ((o["message"] as Obj)["content"] as Obj[]).filter((b) => b["type"] === "thinking")
+    const state = fold(envs);
+    assert.equal(state.carried.total, 0, `${name}: ${JSON.stringify(state.carried.lineTypes)}`);
+    assert.deepEqual(viaJson(state), state, `${name}: state survives JSON`);
+    const thinking = lineObjs(envs).flatMap((line) =>
+      line["type"] === "assistant"
+        ? ((line["message"] as Obj)["content"] as Obj[]).filter((b) => b["type"] === "thinking")
         : [],
     );
-    const text = renderTranscriptText(s);
-    for (const b of thinking) {
-      const t = b["thinking"];
-      if (typeof t === "string" && t.length > 0) assert.ok(!text.includes(t), `${name}: thinking rendered`);
+    const text = renderTranscriptText(state);
+    for (const block of thinking) {
+      const thought = block["thinking"];
+      if (typeof thought === "string" && thought.length > 0)
+        assert.ok(!text.includes(thought), `${name}: thinking rendered`);
       assert.ok(
-        !JSON.stringify(s.transcript).includes(JSON.stringify(t)),
+        !JSON.stringify(state.transcript).includes(JSON.stringify(thought)),
         `${name}: thinking stored in the transcript`,
       );
     }
     if (name === "thinking") assert.ok(thinking.length > 0);
-    if (name === "sigterm-midstream") assert.equal(s.view.turns[0]!.attempts[0]!.errorKind, "no_result");
+    if (name === "sigterm-midstream") assert.equal(state.view.turns[0]!.attempts[0]!.errorKind, "no_result");
     if (name === "three-tools-one-message") {
-      const tools = accepted(s, 0).items.filter((i) => i.t === "tool");
+      const tools = accepted(state, 0).items.filter((i) => i.t === "tool");
       assert.ok(tools.length >= 3 && tools.every((i) => i.t === "tool" && i.result !== null));
     }
     if (name === "failing-tool") {
-      assert.ok(allItems(accepted(s, 0).items).some((i) => i.t === "tool" && i.result?.isError === true));
+      assert.ok(allItems(accepted(state, 0).items).some((i) => i.t === "tool" && i.result?.isError === true));
     }
   }
 });
@@ -291,25 +305,25 @@ test("every raw CLI recording folds: no unknown line types, thinking never in th
 test("deterministic, JSON-serialisable, idempotent under re-delivery; reduceSession does not mutate", () => {
   for (const name of fixtureLogNames()) {
     const envs = fixtureLog(name);
-    const a = fold(envs);
-    const b = fold(envs);
-    assert.deepEqual(a, b, name);
-    assert.deepEqual(viaJson(a), a, `${name}: JSON round trip`);
+    const first = fold(envs);
+    const second = fold(envs);
+    assert.deepEqual(first, second, name);
+    assert.deepEqual(viaJson(first), first, `${name}: JSON round trip`);
     // Re-delivered events (everything again, and random earlier ones) change nothing.
-    const s = initialState();
-    for (const e of envs) {
-      applyEvent(s, e);
-      applyEvent(s, envs[Math.floor(e.seq / 2)]!);
-      applyEvent(s, e);
+    const state = initialState();
+    for (const envelope of envs) {
+      applyEvent(state, envelope);
+      applyEvent(state, envs[Math.floor(envelope.seq / 2)]!);
+      applyEvent(state, envelope);
     }
-    assert.deepEqual(s, a, `${name}: duplicates ignored`);
-    assert.equal(s.events, envs.length);
-    assert.equal(s.gaps, 0);
+    assert.deepEqual(state, first, `${name}: duplicates ignored`);
+    assert.equal(state.events, envs.length);
+    assert.equal(state.gaps, 0);
     // Folding in two halves through a JSON round trip (a stored checkpoint) gives the same state.
     const mid = Math.floor(envs.length / 2);
     assert.deepEqual(
       fold(envs.slice(mid), viaJson(fold(envs.slice(0, mid)))),
-      a,
+      first,
       `${name}: resumable from a stored state`,
     );
     const before = viaJson(fold(envs.slice(0, mid)));
@@ -325,7 +339,7 @@ test("every fixture log's events fit their kinds' schemas (none counted malforme
 
 test("unknown kinds and malformed data never throw", () => {
   const base = { v: 1 as const, session: "s1", turn: "t1", attempt: 1, epoch: 1, at: "2025-01-01T00:00:00.000Z" };
-  const s = fold([
+  const state = fold([
     { ...base, seq: 1, kind: "something.new", data: { x: 1 } },
     { ...base, seq: 2, kind: "decision.made", data: { nope: true } },
     { ...base, seq: 3, kind: "cli.exit", data: "not an object" },
@@ -333,11 +347,11 @@ test("unknown kinds and malformed data never throw", () => {
     { ...base, seq: 5, kind: "cli.line", data: { raw: JSON.stringify({ type: "user", message: { content: 5 } }) } },
     { ...base, seq: 7, kind: "turn.finished", data: null },
   ]);
-  assert.equal(s.carried.kinds["something.new"], 1);
-  assert.equal(s.carried.malformed["decision.made"], 1);
-  assert.equal(s.carried.malformed["cli.exit"], 1);
-  assert.equal(s.carried.lineTypes["invalid"], 1);
-  assert.equal(s.gaps, 1);
-  assert.equal(s.view.status, "finished");
-  assert.deepEqual(viaJson(s), s);
+  assert.equal(state.carried.kinds["something.new"], 1);
+  assert.equal(state.carried.malformed["decision.made"], 1);
+  assert.equal(state.carried.malformed["cli.exit"], 1);
+  assert.equal(state.carried.lineTypes["invalid"], 1);
+  assert.equal(state.gaps, 1);
+  assert.equal(state.view.status, "finished");
+  assert.deepEqual(viaJson(state), state);
 });

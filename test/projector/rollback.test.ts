@@ -43,16 +43,16 @@ test("a rolled-back session (log and read model) is folded again from what the s
     await ctx.log.appendUnfenced(session, ["lost1", "lost2", "lost3"].map(queued));
     await modelAt(session, 6, 10_000);
     // The failover: the primary's later writes are gone.
-    for (const [k, dump] of saved) await ctx.redis.restore(k, 0, dump!, "REPLACE");
+    for (const [key, dump] of saved) await ctx.redis.restore(key, 0, dump!, "REPLACE");
     const extra = (await ctx.redis.keys(`${ctx.prefix}{s:${session}}*`)).filter((k) => !keys.includes(k));
     if (extra.length > 0) await ctx.redis.del(...extra);
     // New events under seqs 4 and 5, which the projector had folded before (as other events).
     await ctx.log.appendUnfenced(session, ["t4", "t5"].map(queued));
     await modelAt(session, 5, 10_000);
     const all = await readAll(ctx.log, session);
-    const m = await readModel(ctx.redis, session, { prefix: ctx.prefix });
-    assert.deepEqual(m!.state, viaJson(fold(all)), "the read model is the fold of the log as it now is");
-    assert.doesNotMatch(JSON.stringify(m!.state), /lost\d/, "nothing of the lost events is left in it");
+    const model = await readModel(ctx.redis, session, { prefix: ctx.prefix });
+    assert.deepEqual(model!.state, viaJson(fold(all)), "the read model is the fold of the log as it now is");
+    assert.doesNotMatch(JSON.stringify(model!.state), /lost\d/, "nothing of the lost events is left in it");
   } finally {
     await projector.stop();
   }

@@ -31,67 +31,68 @@ interface Ctx {
 const toolNamed = (c: Ctx, name: string) => [...c.fold.toolCalls.values()].filter((t) => t.name === name);
 const resultObjs = (c: Ctx) => c.fold.results;
 
-const expectations: Record<string, (c: Ctx) => void> = {
-  "plain-reply": (c) => {
-    assert.equal(c.sum.errorKind, "ok");
-    assert.equal(c.sum.toolCalls, 0);
-    assert.ok(c.text.trim().length > 0);
+const expectations: Record<string, (run: Ctx) => void> = {
+  "plain-reply": (run) => {
+    assert.equal(run.sum.errorKind, "ok");
+    assert.equal(run.sum.toolCalls, 0);
+    assert.ok(run.text.trim().length > 0);
   },
-  "bash-call": (c) => {
-    assert.equal(c.sum.errorKind, "ok");
-    assert.ok(c.sum.bashCommands.length >= 1);
-    assert.ok(c.text.includes("Tool Called: Bash("));
-    assert.ok(c.text.includes("Tool Result"));
+  "bash-call": (run) => {
+    assert.equal(run.sum.errorKind, "ok");
+    assert.ok(run.sum.bashCommands.length >= 1);
+    assert.ok(run.text.includes("Tool Called: Bash("));
+    assert.ok(run.text.includes("Tool Result"));
   },
-  "read-call": (c) => {
-    assert.equal(c.sum.errorKind, "ok");
-    assert.ok(toolNamed(c, "Read").some((t) => t.result !== undefined && !t.result.isError));
+  "read-call": (run) => {
+    assert.equal(run.sum.errorKind, "ok");
+    assert.ok(toolNamed(run, "Read").some((t) => t.result !== undefined && !t.result.isError));
   },
-  "write-call": (c) => {
-    assert.equal(c.sum.errorKind, "ok");
-    assert.ok(toolNamed(c, "Write").some((t) => t.result !== undefined && !t.result.isError));
+  "write-call": (run) => {
+    assert.equal(run.sum.errorKind, "ok");
+    assert.ok(toolNamed(run, "Write").some((t) => t.result !== undefined && !t.result.isError));
   },
-  "edit-call": (c) => {
-    assert.equal(c.sum.errorKind, "ok");
-    assert.ok(toolNamed(c, "Edit").some((t) => t.result !== undefined));
+  "edit-call": (run) => {
+    assert.equal(run.sum.errorKind, "ok");
+    assert.ok(toolNamed(run, "Edit").some((t) => t.result !== undefined));
   },
-  "failing-tool": (c) => {
-    assert.ok([...c.fold.toolCalls.values()].some((t) => t.result?.isError === true));
-    assert.ok(c.text.includes("Tool Result (error): "));
-    const ai = toAiSdkMessages(c.lines);
+  "failing-tool": (run) => {
+    assert.ok([...run.fold.toolCalls.values()].some((t) => t.result?.isError === true));
+    assert.ok(run.text.includes("Tool Result (error): "));
+    const ai = toAiSdkMessages(run.lines);
     assert.ok(ai.some((m) => m.role === "tool" && m.content.some((p) => p.output.type === "error-text")));
   },
-  "three-tools-one-message": (c) => {
-    assert.equal(c.sum.errorKind, "ok");
-    const m = c.fold.messages.find((x) => x.toolCalls.length >= 3);
-    assert.ok(m, "one assistant message carries three tool calls");
-    assert.ok(m.lineIndexes.length >= 3, "folded from per-block lines");
-    assert.ok(m.toolCalls.every((t) => t.result !== undefined));
-    const ai = toAiSdkMessages(c.lines);
+  "three-tools-one-message": (run) => {
+    assert.equal(run.sum.errorKind, "ok");
+    const message = run.fold.messages.find((x) => x.toolCalls.length >= 3);
+    assert.ok(message, "one assistant message carries three tool calls");
+    assert.ok(message.lineIndexes.length >= 3, "folded from per-block lines");
+    assert.ok(message.toolCalls.every((t) => t.result !== undefined));
+    const ai = toAiSdkMessages(run.lines);
     assert.ok(ai.some((x) => x.role === "assistant" && x.content.filter((p) => p.type === "tool-call").length >= 3));
   },
-  thinking: (c) => {
-    assert.equal(c.sum.errorKind, "ok");
-    const blocks = c.fold.messages.flatMap((m) => m.blocks).filter((b) => b["type"] === "thinking");
+  thinking: (run) => {
+    assert.equal(run.sum.errorKind, "ok");
+    const blocks = run.fold.messages.flatMap((m) => m.blocks).filter((b) => b["type"] === "thinking");
     assert.ok(blocks.length >= 1, "a thinking block was printed");
-    for (const b of blocks) {
-      const t = b["thinking"];
-      if (typeof t === "string" && t.length > 0) assert.ok(!c.text.includes(t), "thinking is never rendered");
+    for (const block of blocks) {
+      const thought = block["thinking"];
+      if (typeof thought === "string" && thought.length > 0)
+        assert.ok(!run.text.includes(thought), "thinking is never rendered");
     }
   },
-  "partial-messages": (c) => {
-    assert.equal(c.sum.errorKind, "ok");
-    assert.ok((c.sum.byType["stream_event"] ?? 0) > 0);
+  "partial-messages": (run) => {
+    assert.equal(run.sum.errorKind, "ok");
+    assert.ok((run.sum.byType["stream_event"] ?? 0) > 0);
   },
   "resume-turn1": (c) => assert.equal(c.sum.errorKind, "ok"),
-  "resume-turn2": (c) => {
-    assert.equal(c.sum.errorKind, "ok");
+  "resume-turn2": (run) => {
+    assert.equal(run.sum.errorKind, "ok");
     const first = summarizeRun(load("resume-turn1"));
-    assert.equal(c.sum.sessionId, first.sessionId, "resume continues the same session");
+    assert.equal(run.sum.sessionId, first.sessionId, "resume continues the same session");
   },
-  "lost-session": (c) => {
-    assert.equal(c.sum.errorKind, "lost_session");
-    assert.equal(c.sum.byType["system/init"] ?? 0, 0);
+  "lost-session": (run) => {
+    assert.equal(run.sum.errorKind, "lost_session");
+    assert.equal(run.sum.byType["system/init"] ?? 0, 0);
   },
   "error-401": (c) => apiError(c, "auth"),
   "error-429": (c) => apiError(c, "rate_limit"),
@@ -101,27 +102,27 @@ const expectations: Record<string, (c: Ctx) => void> = {
     assert.ok(resultObjs(c).some((r) => Array.isArray(r["permission_denials"]) && r["permission_denials"].length > 0)),
   "hook-deny": (c) =>
     assert.ok(resultObjs(c).some((r) => Array.isArray(r["permission_denials"]) && r["permission_denials"].length > 0)),
-  "background-subagent": (c) => {
-    assert.ok(c.sum.results.length >= 2, "two result lines in one run");
-    assert.ok(c.fold.subagents.size >= 1, "subagent lines grouped under their parent tool call");
+  "background-subagent": (run) => {
+    assert.ok(run.sum.results.length >= 2, "two result lines in one run");
+    assert.ok(run.fold.subagents.size >= 1, "subagent lines grouped under their parent tool call");
   },
-  "sigterm-midstream": (c) => {
-    assert.equal(c.sum.errorKind, "no_result");
-    assert.equal(c.sum.results.length, 0);
+  "sigterm-midstream": (run) => {
+    assert.equal(run.sum.errorKind, "no_result");
+    assert.equal(run.sum.results.length, 0);
   },
 };
 
-function apiError(c: Ctx, kind: string): void {
-  assert.equal(c.sum.errorKind, kind);
-  const last = c.sum.results.at(-1)!;
+function apiError(run: Ctx, kind: string): void {
+  assert.equal(run.sum.errorKind, kind);
+  const last = run.sum.results.at(-1)!;
   assert.equal(last.subtype, "success");
   assert.equal(last.isError, true);
 }
 
 function load(name: string): ParsedLine[] {
   const bytes = readFileSync(join(dir, `${name}.jsonl`));
-  const s = createLineSplitter();
-  return [...s.push(bytes), ...s.end()].map(parseItem);
+  const splitter = createLineSplitter();
+  return [...splitter.push(bytes), ...splitter.end()].map(parseItem);
 }
 
 const recorded = existsSync(dir)
@@ -162,7 +163,8 @@ for (const name of Object.keys(expectations)) {
     const bytes = readFileSync(join(dir, `${name}.jsonl`));
     const sp = createLineSplitter();
     const chunked: ParsedLine[] = [];
-    for (let i = 0; i < bytes.length; i += 997) chunked.push(...sp.push(bytes.subarray(i, i + 997)).map(parseItem));
+    for (let offset = 0; offset < bytes.length; offset += 997)
+      chunked.push(...sp.push(bytes.subarray(offset, offset + 997)).map(parseItem));
     chunked.push(...sp.end().map(parseItem));
     assert.deepEqual(
       chunked.map((p) => p.raw),

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { once } from "node:events";
-import * as s from "./sample-lines.ts";
+import * as samples from "./sample-lines.ts";
 
 const bin = join(import.meta.dirname, "../../src/bin/turnstream.ts");
 
@@ -31,12 +31,12 @@ test("turnstream parse FILE prints one JSON summary", async () => {
     writeFileSync(
       file,
       [
-        ...s.toolsRun,
+        ...samples.toolsRun,
         "not json",
         big,
-        s.apiRetry(429, "rate_limit"),
-        s.synthetic("rate_limit", "x"),
-        s.apiErrorResult(429, "x"),
+        samples.apiRetry(429, "rate_limit"),
+        samples.synthetic("rate_limit", "x"),
+        samples.apiErrorResult(429, "x"),
       ].join("\r\n"),
     );
     const { code, out } = await runParse(["--max-line-bytes", "4096", file]);
@@ -47,7 +47,7 @@ test("turnstream parse FILE prints one JSON summary", async () => {
     assert.equal(sum.invalid, 1);
     assert.equal(sum.truncated, 1);
     assert.equal(sum.byType["system/init"], 1);
-    assert.equal(sum.sessionId, s.sid);
+    assert.equal(sum.sessionId, samples.sid);
     assert.equal(sum.cliVersion, "2.1.332");
     assert.equal(sum.errorKind, "rate_limit");
     assert.deepEqual(
@@ -64,7 +64,7 @@ test("turnstream parse FILE prints one JSON summary", async () => {
 });
 
 test("turnstream parse - reads stdin; a missing file is a clear error", async () => {
-  const { code, out } = await runParse(["-"], [s.init, s.lostSession].join("\n") + "\n");
+  const { code, out } = await runParse(["-"], [samples.init, samples.lostSession].join("\n") + "\n");
   assert.equal(code, 3, "a lost session is infrastructure");
   assert.equal(JSON.parse(out).errorKind, "lost_session");
   const missing = await runParse([join(tmpdir(), "no-such-dir-x", "f.jsonl")]);
@@ -74,15 +74,15 @@ test("turnstream parse - reads stdin; a missing file is a clear error", async ()
 });
 
 test("turnstream parse exits by the run's outcome: ok 0, max_turns 1 (the task failed), rate_limit 3", async () => {
-  const ok = await runParse(["-"], s.toolsRun.join("\n") + "\n");
+  const ok = await runParse(["-"], samples.toolsRun.join("\n") + "\n");
   assert.equal(JSON.parse(ok.out).errorKind, "ok");
   assert.equal(ok.code, 0);
-  const maxTurns = await runParse(["-"], [s.init, s.maxTurns].join("\n") + "\n");
+  const maxTurns = await runParse(["-"], [samples.init, samples.maxTurns].join("\n") + "\n");
   assert.equal(JSON.parse(maxTurns.out).errorKind, "max_turns");
   assert.equal(maxTurns.code, 1);
   const limited = await runParse(
     ["-"],
-    [s.init, s.synthetic("rate_limit", "x"), s.apiErrorResult(429, "x")].join("\n") + "\n",
+    [samples.init, samples.synthetic("rate_limit", "x"), samples.apiErrorResult(429, "x")].join("\n") + "\n",
   );
   assert.equal(JSON.parse(limited.out).errorKind, "rate_limit");
   assert.equal(limited.code, 3);

@@ -2,17 +2,17 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseLine, parseText } from "../../src/protocol/index.ts";
-import * as s from "./sample-lines.ts";
+import * as samples from "./sample-lines.ts";
 
 test("known lines keep every field and their raw text; type joins subtype", () => {
-  const withExtra = JSON.stringify({ ...JSON.parse(s.init), future_field: { x: 1 } });
-  const p = parseLine(withExtra);
-  assert.equal(p.category, "known");
-  assert.equal(p.type, "system/init");
-  assert.equal(p.raw, withExtra);
-  assert.deepEqual(p.line, JSON.parse(withExtra));
-  assert.equal(parseLine(s.success).type, "result/success");
-  assert.equal(parseLine(s.bashUse).type, "assistant");
+  const withExtra = JSON.stringify({ ...JSON.parse(samples.init), future_field: { x: 1 } });
+  const parsed = parseLine(withExtra);
+  assert.equal(parsed.category, "known");
+  assert.equal(parsed.type, "system/init");
+  assert.equal(parsed.raw, withExtra);
+  assert.deepEqual(parsed.line, JSON.parse(withExtra));
+  assert.equal(parseLine(samples.success).type, "result/success");
+  assert.equal(parseLine(samples.bashUse).type, "assistant");
 });
 
 test("every system subtype and line type the CLI prints is known", () => {
@@ -44,42 +44,46 @@ test("every system subtype and line type the CLI prints is known", () => {
     { type: "result", subtype: "error_max_budget_usd", is_error: true },
     { type: "user", message: { role: "user", content: "plain text prompt" } },
   ];
-  for (const l of lines) {
-    const p = parseLine(JSON.stringify(l));
-    assert.equal(p.category, "known", `${JSON.stringify(l)}: ${JSON.stringify(p)}`);
+  for (const line of lines) {
+    const parsed = parseLine(JSON.stringify(line));
+    assert.equal(parsed.category, "known", `${JSON.stringify(line)}: ${JSON.stringify(parsed)}`);
   }
-  for (const l of s.toolsRun) assert.equal(parseLine(l).category, "known", l);
+  for (const line of samples.toolsRun) assert.equal(parseLine(line).category, "known", line);
 });
 
 test("unknown types and subtypes are kept with their type; a bad shape of a known type lists issues", () => {
-  const a = parseLine('{"type":"system","subtype":"brand_new","x":1}');
-  assert.equal(a.category, "unknown");
-  assert.equal(a.type, "system/brand_new");
-  assert.deepEqual(a.line, { type: "system", subtype: "brand_new", x: 1 });
-  const b = parseLine('{"type":"telemetry_blob"}');
-  assert.equal(b.category, "unknown");
-  assert.equal(b.type, "telemetry_blob");
-  const c = parseLine('{"type":"assistant","message":{"content":"not an array"}}');
-  assert.equal(c.category, "unknown");
-  assert.ok(c.category === "unknown" && c.issues !== undefined && c.issues[0]!.startsWith("message.content"));
+  const unknownSubtype = parseLine('{"type":"system","subtype":"brand_new","x":1}');
+  assert.equal(unknownSubtype.category, "unknown");
+  assert.equal(unknownSubtype.type, "system/brand_new");
+  assert.deepEqual(unknownSubtype.line, { type: "system", subtype: "brand_new", x: 1 });
+  const unknownType = parseLine('{"type":"telemetry_blob"}');
+  assert.equal(unknownType.category, "unknown");
+  assert.equal(unknownType.type, "telemetry_blob");
+  const badContent = parseLine('{"type":"assistant","message":{"content":"not an array"}}');
+  assert.equal(badContent.category, "unknown");
+  assert.ok(
+    badContent.category === "unknown" &&
+      badContent.issues !== undefined &&
+      badContent.issues[0]!.startsWith("message.content"),
+  );
   assert.equal(parseLine('{"no":"type"}').type, "untyped");
 });
 
 test("non-JSON and non-object JSON become invalid records holding the raw text", () => {
   for (const raw of ["not json", '{"type":"assistant"', "[1,2]", "42", "null", '"str"', "\u0000\uFFFD"]) {
-    const p = parseLine(raw);
-    assert.equal(p.category, "invalid", raw);
-    assert.equal(p.raw, raw);
-    assert.equal(p.type, "invalid");
+    const parsed = parseLine(raw);
+    assert.equal(parsed.category, "invalid", raw);
+    assert.equal(parsed.raw, raw);
+    assert.equal(parsed.type, "invalid");
   }
 });
 
 test("parseText splits a whole transcript", () => {
-  const ps = parseText(s.toolsRun.join("\r\n") + "\n\n");
-  assert.equal(ps.length, s.toolsRun.length);
+  const ps = parseText(samples.toolsRun.join("\r\n") + "\n\n");
+  assert.equal(ps.length, samples.toolsRun.length);
   assert.deepEqual(
     ps.map((p) => p.raw),
-    s.toolsRun,
+    samples.toolsRun,
   );
 });
 
@@ -92,9 +96,9 @@ test("fuzz: parseLine never throws and always keeps raw", () => {
         fc.string().map((x) => `{"type":"${x}"`),
       ),
       (raw) => {
-        const p = parseLine(raw);
-        assert.equal(p.raw, raw);
-        assert.ok(["known", "unknown", "invalid"].includes(p.category));
+        const parsed = parseLine(raw);
+        assert.equal(parsed.raw, raw);
+        assert.ok(["known", "unknown", "invalid"].includes(parsed.category));
       },
     ),
     { numRuns: 500 },
@@ -102,7 +106,8 @@ test("fuzz: parseLine never throws and always keeps raw", () => {
 });
 
 test("truncated JSON of real lines is invalid, never a throw", () => {
-  for (const l of s.toolsRun) {
-    for (let n = 0; n < l.length; n += 7) assert.equal(parseLine(l.slice(0, n)).category, "invalid");
+  for (const line of samples.toolsRun) {
+    for (let length = 0; length < line.length; length += 7)
+      assert.equal(parseLine(line.slice(0, length)).category, "invalid");
   }
 });

@@ -16,47 +16,51 @@ import {
   toAiSdkMessages,
   unpairedToolCalls,
 } from "../../src/protocol/index.ts";
-import * as s from "./sample-lines.ts";
+import * as samples from "./sample-lines.ts";
 
 test("classification: the envelope decides, is_error on success is a failure", () => {
-  assert.equal(classifyRun(s.toolsRun), "ok");
+  assert.equal(classifyRun(samples.toolsRun), "ok");
   assert.equal(
     classifyRun([
-      s.init,
-      s.apiRetry(429, "rate_limit"),
-      s.synthetic("rate_limit", "API Error: 429"),
-      s.apiErrorResult(429, "API Error: 429"),
+      samples.init,
+      samples.apiRetry(429, "rate_limit"),
+      samples.synthetic("rate_limit", "API Error: 429"),
+      samples.apiErrorResult(429, "API Error: 429"),
     ]),
     "rate_limit",
   );
   assert.equal(
-    classifyRun([s.synthetic("authentication_failed", "Invalid API key"), s.apiErrorResult(401, "x")]),
+    classifyRun([samples.synthetic("authentication_failed", "Invalid API key"), samples.apiErrorResult(401, "x")]),
     "auth",
   );
-  assert.equal(classifyRun([s.synthetic("overloaded", "x"), s.apiErrorResult(529, "x")]), "overloaded");
-  assert.equal(classifyRun([s.synthetic("server_error", "x"), s.apiErrorResult(500, "x")]), "server_error");
+  assert.equal(classifyRun([samples.synthetic("overloaded", "x"), samples.apiErrorResult(529, "x")]), "overloaded");
+  assert.equal(classifyRun([samples.synthetic("server_error", "x"), samples.apiErrorResult(500, "x")]), "server_error");
   // status alone, and the result text alone
-  assert.equal(classifyResult(parseLine(s.apiErrorResult(400, "x"))), "invalid_request");
-  const noStatus = { ...JSON.parse(s.apiErrorResult(0, "API Error: 529 overloaded")), api_error_status: null };
+  assert.equal(classifyResult(parseLine(samples.apiErrorResult(400, "x"))), "invalid_request");
+  const noStatus = { ...JSON.parse(samples.apiErrorResult(0, "API Error: 529 overloaded")), api_error_status: null };
   assert.equal(classifyResult(noStatus), "overloaded");
-  assert.equal(classifyRun([s.lostSession]), "lost_session");
-  assert.equal(classifyRun([s.init, s.maxTurns]), "max_turns");
+  assert.equal(classifyRun([samples.lostSession]), "lost_session");
+  assert.equal(classifyRun([samples.init, samples.maxTurns]), "max_turns");
   assert.equal(classifyResult({ type: "result", subtype: "error_max_budget_usd", is_error: true }), "max_budget");
   assert.equal(
     classifyResult({ type: "result", subtype: "error_during_execution", is_error: true, errors: ["boom"] }),
     "error_result",
   );
-  assert.equal(classifyRun([s.init, s.text1]), "no_result");
+  assert.equal(classifyRun([samples.init, samples.text1]), "no_result");
   assert.equal(classifyRun([]), "no_result");
   // several results: the last one counts
-  assert.equal(classifyRun([s.success, s.maxTurns]), "max_turns");
-  assert.equal(classifyRun([s.maxTurns, s.success]), "ok");
+  assert.equal(classifyRun([samples.success, samples.maxTurns]), "max_turns");
+  assert.equal(classifyRun([samples.maxTurns, samples.success]), "ok");
 });
 
 test("retry hints come from api_retry and rate_limit_event lines", () => {
-  assert.equal(retryHints(s.toolsRun), undefined);
-  const h = retryHints([s.apiRetry(429, "rate_limit", 1), s.apiRetry(429, "rate_limit", 2), s.rateLimitEvent]);
-  assert.deepEqual(h, {
+  assert.equal(retryHints(samples.toolsRun), undefined);
+  const hints = retryHints([
+    samples.apiRetry(429, "rate_limit", 1),
+    samples.apiRetry(429, "rate_limit", 2),
+    samples.rateLimitEvent,
+  ]);
+  assert.deepEqual(hints, {
     apiRetries: 2,
     retryDelayMs: 1500,
     maxRetries: 2,
@@ -67,7 +71,7 @@ test("retry hints come from api_retry and rate_limit_event lines", () => {
 });
 
 test("folding: per-block lines share one message, results pair by id in completion order", () => {
-  const fold = foldMessages(s.toolsRun);
+  const fold = foldMessages(samples.toolsRun);
   assert.equal(fold.messages.filter((m) => m.role === "assistant").length, 2);
   const first = fold.messages[0]!;
   assert.equal(first.id, "msg_1");
@@ -86,10 +90,10 @@ test("folding: per-block lines share one message, results pair by id in completi
   assert.ok(read.result!.lineIndex < bash.result!.lineIndex, "read completed first");
   assert.equal(fold.results.length, 1);
   assert.deepEqual(
-    unpairedToolCalls(foldMessages([s.init, s.bashUse])).map((c) => c.id),
+    unpairedToolCalls(foldMessages([samples.init, samples.bashUse])).map((c) => c.id),
     ["toolu_bash1"],
   );
-  const failed = foldMessages([s.failingBashUse, s.failingBashResult]).toolCalls.get("toolu_fail")!;
+  const failed = foldMessages([samples.failingBashUse, samples.failingBashResult]).toolCalls.get("toolu_fail")!;
   assert.equal(failed.result!.isError, true);
 });
 
@@ -117,7 +121,7 @@ test("folding: subagent lines are grouped under their parent tool call", () => {
     message: { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_sub", content: "/w" }] },
     parent_tool_use_id: "toolu_task",
   });
-  const fold = foldMessages([task, sub, subRes, s.success, s.success]);
+  const fold = foldMessages([task, sub, subRes, samples.success, samples.success]);
   assert.equal(fold.messages.length, 1);
   assert.equal(fold.subagents.get("toolu_task")!.length, 2);
   assert.equal(fold.toolCalls.get("toolu_task")!.subagent!.length, 2);
@@ -131,7 +135,7 @@ test("folding: subagent lines are grouped under their parent tool call", () => {
 });
 
 test("renderText: tool calls and results, thinking hidden, unknown blocks named", () => {
-  const text = renderText(s.toolsRun);
+  const text = renderText(samples.toolsRun);
   assert.ok(!text.includes("secret plan"));
   assert.ok(text.includes('Tool Called: Bash({"command":"ls -la","description":"List files"})'));
   assert.ok(text.includes("Tool Result: total 0\nfile.txt"));
@@ -141,7 +145,7 @@ test("renderText: tool calls and results, thinking hidden, unknown blocks named"
     message: { id: "m9", content: [{ type: "server_tool_use_x", id: "q" }] },
   });
   assert.equal(renderText([img]), "[server_tool_use_x block]");
-  assert.match(renderText([s.failingBashUse, s.failingBashResult]), /Tool Result \(error\): Exit code 1/);
+  assert.match(renderText([samples.failingBashUse, samples.failingBashResult]), /Tool Result \(error\): Exit code 1/);
 });
 
 test("renderings cap long tool inputs and results, keeping the start and saying how much was dropped", () => {
@@ -168,7 +172,12 @@ test("renderings cap long tool inputs and results, keeping the start and saying 
 });
 
 test("toAiSdkMessages: text part plus one tool-call part per call, then tool results, errors as error text", () => {
-  const msgs = toAiSdkMessages([...s.toolsRun.slice(0, -2), s.failingBashUse, s.failingBashResult, s.text2]);
+  const msgs = toAiSdkMessages([
+    ...samples.toolsRun.slice(0, -2),
+    samples.failingBashUse,
+    samples.failingBashResult,
+    samples.text2,
+  ]);
   assert.deepEqual(msgs[0], {
     role: "assistant",
     content: [
@@ -207,25 +216,25 @@ test("toAiSdkMessages: text part plus one tool-call part per call, then tool res
 });
 
 test("bashCommands: only tool_use blocks, never commands quoted in text", () => {
-  assert.deepEqual(bashCommands(s.toolsRun), ["ls -la"]);
-  assert.deepEqual(bashCommands([s.text1]), []);
+  assert.deepEqual(bashCommands(samples.toolsRun), ["ls -la"]);
+  assert.deepEqual(bashCommands([samples.text1]), []);
 });
 
 test("assertSkillWasRead: successful Read of SKILL.md or Skill call; otherwise a SkillNotReadError naming it", () => {
-  assertSkillWasRead(s.toolsRun, "deploy");
+  assertSkillWasRead(samples.toolsRun, "deploy");
   assert.throws(
-    () => assertSkillWasRead(s.toolsRun, "other"),
+    () => assertSkillWasRead(samples.toolsRun, "other"),
     (e: unknown) => e instanceof SkillNotReadError && e.skill === "other" && e.message.includes("other"),
   );
   // called but not completed, or failed → not read
-  assert.throws(() => assertSkillWasRead([s.readUse], "deploy"), SkillNotReadError);
+  assert.throws(() => assertSkillWasRead([samples.readUse], "deploy"), SkillNotReadError);
   const failedRead = JSON.stringify({
     type: "user",
     message: {
       content: [{ type: "tool_result", tool_use_id: "toolu_read1", content: "File does not exist.", is_error: true }],
     },
   });
-  assert.throws(() => assertSkillWasRead([s.readUse, failedRead], "deploy"), SkillNotReadError);
+  assert.throws(() => assertSkillWasRead([samples.readUse, failedRead], "deploy"), SkillNotReadError);
   const skillUse = JSON.stringify({
     type: "assistant",
     message: { id: "m", content: [{ type: "tool_use", id: "sk", name: "Skill", input: { skill: "lint" } }] },
@@ -235,8 +244,8 @@ test("assertSkillWasRead: successful Read of SKILL.md or Skill call; otherwise a
     message: { content: [{ type: "tool_result", tool_use_id: "sk", content: "Launching skill: lint" }] },
   });
   assertSkillWasRead([skillUse, skillRes], "lint");
-  const claudeDir = s.readUse.replace("/work/x/.skills/deploy/", "/work/x/.claude/skills/deploy/");
-  assertSkillWasRead([claudeDir, s.readResult], "deploy");
+  const claudeDir = samples.readUse.replace("/work/x/.skills/deploy/", "/work/x/.claude/skills/deploy/");
+  assertSkillWasRead([claudeDir, samples.readResult], "deploy");
   // a text mention is not evidence
   const mention = JSON.stringify({
     type: "assistant",
@@ -247,10 +256,10 @@ test("assertSkillWasRead: successful Read of SKILL.md or Skill call; otherwise a
 
 test("summarizeRun, sessionIdOf, cliVersionOf", () => {
   const sum = summarizeRun([
-    ...s.toolsRun,
+    ...samples.toolsRun,
     "garbage",
     '{"type":"weird"}',
-    s.bashUse.replace("toolu_bash1", "toolu_open"),
+    samples.bashUse.replace("toolu_bash1", "toolu_open"),
   ]);
   assert.equal(sum.lines, 12);
   assert.equal(sum.parsed, 10);
@@ -258,7 +267,7 @@ test("summarizeRun, sessionIdOf, cliVersionOf", () => {
   assert.equal(sum.unknown, 1);
   assert.equal(sum.byType["assistant"], 6);
   assert.equal(sum.byType["system/init"], 1);
-  assert.equal(sum.sessionId, s.sid);
+  assert.equal(sum.sessionId, samples.sid);
   assert.equal(sum.cliVersion, "2.1.332");
   assert.deepEqual(sum.results, [
     { subtype: "success", isError: false, terminalReason: "completed", errorKind: "ok", errors: [] },
@@ -268,7 +277,7 @@ test("summarizeRun, sessionIdOf, cliVersionOf", () => {
   assert.equal(sum.toolResults, 2);
   assert.deepEqual(sum.unpairedToolCalls, [{ id: "toolu_open", name: "Bash" }]);
   assert.deepEqual(sum.bashCommands, ["ls -la", "ls -la"]);
-  assert.equal(sessionIdOf(s.toolsRun), s.sid);
-  assert.equal(cliVersionOf(s.toolsRun), "2.1.332");
-  assert.equal(cliVersionOf([s.lostSession]), undefined);
+  assert.equal(sessionIdOf(samples.toolsRun), samples.sid);
+  assert.equal(cliVersionOf(samples.toolsRun), "2.1.332");
+  assert.equal(cliVersionOf([samples.lostSession]), undefined);
 });

@@ -1,9 +1,9 @@
 // Hand-written stream-json lines shaped like the real CLI's output (DESIGN.md, CLI 2.1.332), for
 // unit tests that need a specific case. Fixture files recorded from the real CLI cover the rest.
 const sid = "3f1c2a9e-1111-4222-8333-944455556666";
-const j = (o: unknown): string => JSON.stringify(o);
+const json = (o: unknown): string => JSON.stringify(o);
 
-export const init = j({
+export const init = json({
   type: "system",
   subtype: "init",
   cwd: "/work/x",
@@ -20,7 +20,7 @@ export const init = j({
 });
 
 const assistantBlock = (msgId: string, block: unknown, extra: Record<string, unknown> = {}): string =>
-  j({
+  json({
     type: "assistant",
     message: {
       id: msgId,
@@ -42,7 +42,7 @@ const toolResult = (
   content: unknown,
   opts: { isError?: boolean; tur?: unknown; parent?: string } = {},
 ): string =>
-  j({
+  json({
     type: "user",
     message: {
       role: "user",
@@ -74,7 +74,7 @@ export const readResult = toolResult("toolu_read1", "     1\t# Deploy skill\n", 
 });
 export const bashResult = toolResult("toolu_bash1", "total 0\nfile.txt");
 export const text2 = assistantBlock("msg_2", { type: "text", text: "Done." });
-export const success = j({
+export const success = json({
   type: "result",
   subtype: "success",
   is_error: false,
@@ -101,7 +101,7 @@ export const failingBashUse = assistantBlock("msg_3", {
 export const failingBashResult = toolResult("toolu_fail", "Exit code 1", { isError: true });
 
 export const apiRetry = (status: number, error: string, attempt = 1): string =>
-  j({
+  json({
     type: "system",
     subtype: "api_retry",
     attempt,
@@ -114,7 +114,7 @@ export const apiRetry = (status: number, error: string, attempt = 1): string =>
   });
 
 export const synthetic = (error: string, text: string): string =>
-  j({
+  json({
     type: "assistant",
     message: {
       id: "msg_synth",
@@ -132,7 +132,7 @@ export const synthetic = (error: string, text: string): string =>
   });
 
 export const apiErrorResult = (status: number, text: string): string =>
-  j({
+  json({
     type: "result",
     subtype: "success",
     is_error: true,
@@ -146,14 +146,14 @@ export const apiErrorResult = (status: number, text: string): string =>
     uuid: "u-res-err",
   });
 
-export const rateLimitEvent = j({
+export const rateLimitEvent = json({
   type: "rate_limit_event",
   rate_limit_info: { status: "rejected", resetsAt: 1767225600, rateLimitType: "five_hour" },
   session_id: sid,
   uuid: "u-rl",
 });
 
-export const lostSession = j({
+export const lostSession = json({
   type: "result",
   subtype: "error_during_execution",
   duration_ms: 0,
@@ -166,7 +166,7 @@ export const lostSession = j({
   uuid: "u-lost",
 });
 
-export const maxTurns = j({
+export const maxTurns = json({
   type: "result",
   subtype: "error_max_turns",
   is_error: true,

@@ -7,15 +7,15 @@ import { createLineSplitter, parseItem, truncatedLine, type SplitItem } from "..
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 
 function splitAll(bytes: Uint8Array, cuts: number[], maxLineBytes?: number): SplitItem[] {
-  const s = createLineSplitter({ maxLineBytes });
+  const splitter = createLineSplitter({ maxLineBytes });
   const out: SplitItem[] = [];
   let prev = 0;
-  for (const c of [...new Set(cuts)].filter((c) => c > 0 && c < bytes.length).sort((a, b) => a - b)) {
-    out.push(...s.push(bytes.subarray(prev, c)));
-    prev = c;
+  for (const cut of [...new Set(cuts)].filter((c) => c > 0 && c < bytes.length).sort((a, b) => a - b)) {
+    out.push(...splitter.push(bytes.subarray(prev, cut)));
+    prev = cut;
   }
-  out.push(...s.push(bytes.subarray(prev)));
-  out.push(...s.end());
+  out.push(...splitter.push(bytes.subarray(prev)));
+  out.push(...splitter.end());
   return out;
 }
 
@@ -48,30 +48,32 @@ test("a line above maxLineBytes becomes a truncated item with its byte length an
 });
 
 test("truncatedLine and parseItem give a truncated ParsedLine", () => {
-  const p = truncatedLine({ truncated: true, byteLength: 9, sha256: "ab" });
-  assert.deepEqual(p, { category: "truncated", raw: "", type: "truncated", byteLength: 9, sha256: "ab" });
+  const parsed = truncatedLine({ truncated: true, byteLength: 9, sha256: "ab" });
+  assert.deepEqual(parsed, { category: "truncated", raw: "", type: "truncated", byteLength: 9, sha256: "ab" });
   assert.equal(parseItem({ truncated: true, byteLength: 9, sha256: "ab" }).category, "truncated");
   assert.equal(parseItem({ text: "{}" }).category, "unknown");
 });
 
 test("a caller reusing its chunk buffer does not corrupt a pending line", () => {
-  const s = createLineSplitter();
+  const splitter = createLineSplitter();
   const buf = Buffer.from('{"a":');
-  const out = s.push(buf);
+  const out = splitter.push(buf);
   buf.fill(0x20);
-  out.push(...s.push(enc("1}\n")));
+  out.push(...splitter.push(enc("1}\n")));
   assert.deepEqual(out, [{ text: '{"a":1}' }]);
 });
 
 test("memory stays bounded: a 5 MB line with a 1 KB limit is hashed, not kept", () => {
-  const s = createLineSplitter({ maxLineBytes: 1024 });
+  const splitter = createLineSplitter({ maxLineBytes: 1024 });
   const piece = new Uint8Array(64 * 1024).fill(0x61);
-  const h = createHash("sha256");
-  for (let i = 0; i < 80; i++) {
-    assert.deepEqual(s.push(piece), []);
-    h.update(piece);
+  const hash = createHash("sha256");
+  for (let index = 0; index < 80; index++) {
+    assert.deepEqual(splitter.push(piece), []);
+    hash.update(piece);
   }
-  assert.deepEqual(s.push(enc("\n")), [{ truncated: true, byteLength: 80 * 64 * 1024, sha256: h.digest("hex") }]);
+  assert.deepEqual(splitter.push(enc("\n")), [
+    { truncated: true, byteLength: 80 * 64 * 1024, sha256: hash.digest("hex") },
+  ]);
 });
 
 // Property: any chunking yields the same items as one push, and each item keeps its bytes.
@@ -115,23 +117,27 @@ test("fuzz: lines keep their bytes (text decoded exactly, truncated ones hashed 
       fc.array(fc.nat(600), { maxLength: 10 }),
       fc.integer({ min: 4, max: 80 }),
       (lines, cuts, max) => {
-        const texts = lines.map(([l]) => l.replaceAll("\n", " ").replaceAll("\r", " "));
+        const texts = lines.map(([line]) => line.replaceAll("\n", " ").replaceAll("\r", " "));
         const joined = lines.map(([, crlf], i) => texts[i] + (crlf ? "\r\n" : "\n")).join("");
         const bytes = enc(joined);
         const items = splitAll(bytes, cuts, max);
         const expected = texts
           .filter((t) => t.trim() !== "")
-          .map((t): SplitItem => {
-            const b = Buffer.from(t);
-            if (b.length > max)
-              return { truncated: true, byteLength: b.length, sha256: createHash("sha256").update(b).digest("hex") };
-            return { text: t };
+          .map((text): SplitItem => {
+            const encoded = Buffer.from(text);
+            if (encoded.length > max)
+              return {
+                truncated: true,
+                byteLength: encoded.length,
+                sha256: createHash("sha256").update(encoded).digest("hex"),
+              };
+            return { text };
           });
         assert.deepEqual(items, expected);
         for (const item of items) {
-          const p = parseItem(item);
-          if ("text" in item) assert.equal(p.raw, item.text);
-          else assert.equal(p.category, "truncated");
+          const parsed = parseItem(item);
+          if ("text" in item) assert.equal(parsed.raw, item.text);
+          else assert.equal(parsed.category, "truncated");
         }
       },
     ),
@@ -141,7 +147,7 @@ test("fuzz: lines keep their bytes (text decoded exactly, truncated ones hashed 
 
 test("lines of Unicode whitespace only (NBSP, vertical tab, U+2028, ideographic space) are blank and skipped", () => {
   for (const ws of ["\u00a0", "\u000b", "\u000c", "\u2028", "\u3000", " \u00a0\t"]) {
-    const s = createLineSplitter({ maxLineBytes: 4 });
-    assert.deepEqual([...s.push(enc(`${ws}\n`)), ...s.end()], [], JSON.stringify(ws));
+    const splitter = createLineSplitter({ maxLineBytes: 4 });
+    assert.deepEqual([...splitter.push(enc(`${ws}\n`)), ...splitter.end()], [], JSON.stringify(ws));
   }
 });

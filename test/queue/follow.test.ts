@@ -27,68 +27,68 @@ after(async () => {
   redis.disconnect();
 });
 
-const line = (turn: string, n: number): EventInput => ({
+const line = (turn: string, index: number): EventInput => ({
   turn,
   attempt: 1,
   kind: "cli.line",
-  data: { raw: `{"n":${n}}` },
+  data: { raw: `{"n":${index}}` },
 });
 const finished = (turn: string): EventInput => ({ turn, attempt: 1, kind: "turn.finished", data: { attempt: 1 } });
 const collect =
   (seen: Envelope[]) =>
   (ev: Envelope): boolean => (seen.push(ev), ev.kind === "turn.finished");
 const waitFor = async (cond: () => boolean): Promise<void> => {
-  for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  for (let tries = 0; tries < 200 && !cond(); tries++) await new Promise((r) => setTimeout(r, 10));
 };
 
 test("many waits on one session share one tail; a wait started behind it catches up in order", async () => {
-  const s = `f-${randomBytes(4).toString("hex")}`;
+  const sessionId = `f-${randomBytes(4).toString("hex")}`;
   const followers = new SessionFollowers(log, { blockMs: 200 });
   const turns = ["t1", "t2", "t3", "t4", "t5"];
-  const { epoch } = await log.beginAttempt(s, "t1");
-  await log.append(s, epoch, [line("t1", 0), line("t2", 0), line("t3", 0)]);
+  const { epoch } = await log.beginAttempt(sessionId, "t1");
+  await log.append(sessionId, epoch, [line("t1", 0), line("t2", 0), line("t3", 0)]);
   const before = tails;
   const seen = new Map(turns.map((t) => [t, [] as Envelope[]]));
   // t2..t5 wait from seq 2 on; the shared tail moves ahead.
-  const waits = turns.slice(1).map((t) => followers.follow(s, t, 2, collect(seen.get(t)!)));
-  await log.append(s, epoch, [line("t2", 1), line("t3", 1), finished("t2")]);
+  const waits = turns.slice(1).map((t) => followers.follow(sessionId, t, 2, collect(seen.get(t)!)));
+  await log.append(sessionId, epoch, [line("t2", 1), line("t3", 1), finished("t2")]);
   await waitFor(() => seen.get("t2")!.length === 2);
   // t1 waits from seq 1, behind the tail: it must still get its first event, then the live ones.
-  const late = followers.follow(s, "t1", 1, collect(seen.get("t1")!));
-  await log.append(s, epoch, [line("t1", 1), ...turns.filter((t) => t !== "t2").map(finished)]);
+  const late = followers.follow(sessionId, "t1", 1, collect(seen.get("t1")!));
+  await log.append(sessionId, epoch, [line("t1", 1), ...turns.filter((t) => t !== "t2").map(finished)]);
   await Promise.all([...waits, late]);
   assert.equal(tails - before, 1, "one tail for all five waits");
   const all: Envelope[] = [];
-  for await (const e of log.read(s)) all.push(e);
-  for (const t of turns) {
-    const want = all.filter((e) => e.turn === t && e.seq >= (t === "t1" ? 1 : 2)).map((e) => e.seq);
+  for await (const event of log.read(sessionId)) all.push(event);
+  for (const turn of turns) {
+    const want = all.filter((e) => e.turn === turn && e.seq >= (turn === "t1" ? 1 : 2)).map((e) => e.seq);
     assert.deepEqual(
-      seen.get(t)!.map((e) => e.seq),
+      seen.get(turn)!.map((e) => e.seq),
       want,
-      t,
+      turn,
     );
-    assert.equal(seen.get(t)!.at(-1)?.kind, "turn.finished", t);
+    assert.equal(seen.get(turn)!.at(-1)?.kind, "turn.finished", turn);
   }
   await waitFor(() => openTails === 0);
   assert.equal(openTails, 0, "the tail closes when its last wait ends");
 });
 
 test("aborting one wait leaves the others; a listener that throws ends only its own wait", async () => {
-  const s = `f-${randomBytes(4).toString("hex")}`;
+  const sessionId = `f-${randomBytes(4).toString("hex")}`;
   const followers = new SessionFollowers(log, { blockMs: 200 });
-  const { epoch } = await log.beginAttempt(s, "a");
+  const { epoch } = await log.beginAttempt(sessionId, "a");
   const ac = new AbortController();
   const seenB: Envelope[] = [];
-  const a = followers.follow(s, "a", 1, () => false, ac.signal);
-  const b = followers.follow(s, "b", 1, collect(seenB));
-  const c = followers.follow(s, "c", 1, () => {
+  const abortedWait = followers.follow(sessionId, "a", 1, () => false, ac.signal);
+  const collectingWait = followers.follow(sessionId, "b", 1, collect(seenB));
+  const throwingWait = followers.follow(sessionId, "c", 1, () => {
     throw new Error("listener broke");
   });
   ac.abort(new Error("stop waiting"));
-  await assert.rejects(a, /stop waiting/);
-  await log.append(s, epoch, [line("c", 1), line("b", 1), finished("b")]);
-  await assert.rejects(c, /listener broke/);
-  await b;
+  await assert.rejects(abortedWait, /stop waiting/);
+  await log.append(sessionId, epoch, [line("c", 1), line("b", 1), finished("b")]);
+  await assert.rejects(throwingWait, /listener broke/);
+  await collectingWait;
   assert.deepEqual(
     seenB.map((e) => e.kind),
     ["cli.line", "turn.finished"],
@@ -97,22 +97,22 @@ test("aborting one wait leaves the others; a listener that throws ends only its 
 });
 
 test("waits that need only lines and the end pass other kinds over undecoded; a wait with onEvent gets them all", async () => {
-  const s = `f-${randomBytes(4).toString("hex")}`;
+  const sessionId = `f-${randomBytes(4).toString("hex")}`;
   const followers = new SessionFollowers(log, { blockMs: 200 });
-  const { epoch } = await log.beginAttempt(s, "t1");
+  const { epoch } = await log.beginAttempt(sessionId, "t1");
   // A snapshot whose blob is gone cannot be decoded: only a wait that skips it gets past it.
   const big = { cliSessionId: "c", bytes: 1, sha256: "0".repeat(64), base64: "x".repeat(2 * 1024 * 1024) };
-  await log.append(s, epoch, [line("t1", 0), { turn: "t1", attempt: 1, kind: "session.snapshot", data: big }]);
-  const blobs = await redis.keys(`${prefix}{s:${s}}:blob:*`);
+  await log.append(sessionId, epoch, [line("t1", 0), { turn: "t1", attempt: 1, kind: "session.snapshot", data: big }]);
+  const blobs = await redis.keys(`${prefix}{s:${sessionId}}:blob:*`);
   assert.equal(blobs.length, 1, "the snapshot went to a blob");
   await redis.del(...blobs);
-  await log.append(s, epoch, [line("t1", 1), finished("t1")]);
+  await log.append(sessionId, epoch, [line("t1", 1), finished("t1")]);
   const lean: Envelope[] = [];
-  await followers.follow(s, "t1", 1, collect(lean), undefined, false);
+  await followers.follow(sessionId, "t1", 1, collect(lean), undefined, false);
   assert.deepEqual(
     lean.map((e) => e.kind),
     ["cli.line", "cli.line", "turn.finished"],
   );
-  await assert.rejects(followers.follow(s, "t1", 1, collect([]), undefined, true), /blob .* is missing/);
+  await assert.rejects(followers.follow(sessionId, "t1", 1, collect([]), undefined, true), /blob .* is missing/);
   followers.close();
 });

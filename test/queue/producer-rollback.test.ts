@@ -13,8 +13,10 @@ test("enqueue on a log that lost this producer's turn.queued: LogRolledBackError
   try {
     const cwd = space.workspace();
     const first = await producer.enqueueTurn({ prompt: "one", cwd });
-    const k = producer.log.keys(first.session);
-    const saved = await Promise.all([k.events, k.meta].map(async (key) => [key, await redis.dumpBuffer(key)] as const));
+    const keys = producer.log.keys(first.session);
+    const saved = await Promise.all(
+      [keys.events, keys.meta].map(async (key) => [key, await redis.dumpBuffer(key)] as const),
+    );
     const second = await producer.enqueueTurn({ session: first.session, prompt: "two", cwd });
     assert.equal(second.queuedSeq, 2);
     // The failover: the replica had the first turn.queued, not the second.

@@ -75,24 +75,24 @@ test("enqueue: same idempotency key twice enqueues once; the job holds reference
       spanId: "b7ad6b7169203331",
       traceFlags: TraceFlags.SAMPLED,
     });
-    const a = await context.with(trace.setSpan(context.active(), span), () => producer.enqueueTurn(input));
-    const b = await producer.enqueueTurn(input);
-    assert.equal(b.turn, a.turn);
-    assert.equal(b.session, a.session);
-    assert.equal(a.created, true);
-    assert.equal(b.created, false);
-    assert.equal(b.queuedSeq, a.queuedSeq);
+    const traced = await context.with(trace.setSpan(context.active(), span), () => producer.enqueueTurn(input));
+    const again = await producer.enqueueTurn(input);
+    assert.equal(again.turn, traced.turn);
+    assert.equal(again.session, traced.session);
+    assert.equal(traced.created, true);
+    assert.equal(again.created, false);
+    assert.equal(again.queuedSeq, traced.queuedSeq);
     assert.equal(await producer.queue.count(), 1);
-    assert.deepEqual(await producer.order.pending(a.session), [a.turn]);
-    const events = await readAll(producer.log, a.session);
+    assert.deepEqual(await producer.order.pending(traced.session), [traced.turn]);
+    const events = await readAll(producer.log, traced.session);
     assert.deepEqual(
       events.map((e) => e.kind),
       ["turn.queued"],
     );
-    const d = events[0]!.data as Record<string, unknown>;
-    assert.equal(d["prompt"], "review 7");
-    assert.equal(d["traceparent"], "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-    const job = await Job.fromId(producer.queue, a.jobId);
+    const queuedData = events[0]!.data as Record<string, unknown>;
+    assert.equal(queuedData["prompt"], "review 7");
+    assert.equal(queuedData["traceparent"], "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    const job = await Job.fromId(producer.queue, traced.jobId);
     assert.equal(job?.data.prompt, "review 7");
     assert.deepEqual(job?.data.options.env, { GITHUB_TOKEN: { fromEnv: "WORKER_GH_TOKEN" }, LANG: "C.UTF-8" });
     assert.equal(job?.data.traceparent, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
@@ -111,31 +111,40 @@ test("a popped head hands over to the next turn: woken when it had found another
   try {
     const { order, queue } = producer;
     const session = `s-wake-${space.id}`;
-    const [a, b, c, d] = ["a", "b", "c", "d"].map((x) => `t_${x}${space.id}`) as [string, string, string, string];
-    for (const t of [a, b, c, d]) await order.register(session, t, undefined);
+    const [turnA, turnB, turnC, turnD] = ["a", "b", "c", "d"].map((x) => `t_${x}${space.id}`) as [
+      string,
+      string,
+      string,
+      string,
+    ];
+    for (const turn of [turnA, turnB, turnC, turnD]) await order.register(session, turn, undefined);
     // b's and c's jobs find a at the head and wait out a delay; d's job never ran.
-    for (const t of [b, c, d]) await queue.add("turn", {}, { jobId: t, delay: 60_000 });
-    assert.equal((await order.acquire(session, a, "tok-a", 10_000)).status, "ok");
-    assert.equal((await order.acquire(session, b, "tok-b", 10_000)).status, "wait");
-    assert.equal((await order.acquire(session, c, "tok-c", 10_000)).status, "wait");
+    for (const turn of [turnB, turnC, turnD]) await queue.add("turn", {}, { jobId: turn, delay: 60_000 });
+    assert.equal((await order.acquire(session, turnA, "tok-a", 10_000)).status, "ok");
+    assert.equal((await order.acquire(session, turnB, "tok-b", 10_000)).status, "wait");
+    assert.equal((await order.acquire(session, turnC, "tok-c", 10_000)).status, "wait");
 
-    const afterA = await order.finish(session, a, "tok-a");
-    assert.deepEqual(afterA, { turn: b, deferred: true });
+    const afterA = await order.finish(session, turnA, "tok-a");
+    assert.deepEqual(afterA, { turn: turnB, deferred: true });
     await order.wake(afterA);
-    assert.equal(await queue.getJobState(b), "waiting", "the deferred next head is woken");
-    assert.equal(await queue.getJobState(c), "delayed", "only the head is woken");
+    assert.equal(await queue.getJobState(turnB), "waiting", "the deferred next head is woken");
+    assert.equal(await queue.getJobState(turnC), "delayed", "only the head is woken");
 
-    assert.equal((await order.acquire(session, b, "tok-b", 10_000)).status, "ok");
-    const afterB = await order.finish(session, b, "tok-b");
-    assert.deepEqual(afterB, { turn: c, deferred: true });
-    assert.deepEqual(await order.finish(session, b, "tok-b"), { turn: c, deferred: false }, "a turn is woken once");
+    assert.equal((await order.acquire(session, turnB, "tok-b", 10_000)).status, "ok");
+    const afterB = await order.finish(session, turnB, "tok-b");
+    assert.deepEqual(afterB, { turn: turnC, deferred: true });
+    assert.deepEqual(
+      await order.finish(session, turnB, "tok-b"),
+      { turn: turnC, deferred: false },
+      "a turn is woken once",
+    );
 
-    assert.equal((await order.acquire(session, c, "tok-c", 10_000)).status, "ok");
-    const afterC = await order.finish(session, c, "tok-c");
-    assert.deepEqual(afterC, { turn: d, deferred: false }, "d's job never found another head");
+    assert.equal((await order.acquire(session, turnC, "tok-c", 10_000)).status, "ok");
+    const afterC = await order.finish(session, turnC, "tok-c");
+    assert.deepEqual(afterC, { turn: turnD, deferred: false }, "d's job never found another head");
     await order.wake(afterC);
-    assert.equal(await queue.getJobState(d), "delayed", "nothing is sent for a next head that was not deferred");
-    assert.deepEqual(await order.drop(session, d), { turn: "", deferred: false });
+    assert.equal(await queue.getJobState(turnD), "delayed", "nothing is sent for a next head that was not deferred");
+    assert.deepEqual(await order.drop(session, turnD), { turn: "", deferred: false });
     assert.equal(await redis.exists(order.keys(session).deferred), 0, "no mark outlives its turn");
   } finally {
     await producer.close();
@@ -173,22 +182,26 @@ test("waiting for a turn this producer enqueued needs no look-up; another produc
   const get = redis.get.bind(redis);
   redis.get = ((key: string, ...rest: never[]) => (lookups.push(key), get(key, ...rest))) as typeof redis.get;
   try {
-    const r = await producer.enqueueTurn({ prompt: "hi", cwd: space.workspace() });
-    const { epoch, attempt } = await producer.log.beginAttempt(r.session, r.turn);
-    await producer.log.append(r.session, epoch, [
-      { turn: r.turn, attempt, kind: "turn.finished", data: { attempt, resultText: "done" } },
+    const enqueued = await producer.enqueueTurn({ prompt: "hi", cwd: space.workspace() });
+    const { epoch, attempt } = await producer.log.beginAttempt(enqueued.session, enqueued.turn);
+    await producer.log.append(enqueued.session, epoch, [
+      { turn: enqueued.turn, attempt, kind: "turn.finished", data: { attempt, resultText: "done" } },
     ]);
-    const mine = await producer.waitForTurn(r.turn, { timeoutMs: 10000 });
+    const mine = await producer.waitForTurn(enqueued.turn, { timeoutMs: 10000 });
     assert.equal(mine.status, "finished");
     assert.equal(mine.resultText, "done");
     assert.deepEqual(
-      lookups.filter((k) => k.includes(r.turn)),
+      lookups.filter((k) => k.includes(enqueued.turn)),
       [],
       "its own turn: no turn-record read",
     );
-    const theirs = await other.waitForTurn(r.turn, { timeoutMs: 10000 });
+    const theirs = await other.waitForTurn(enqueued.turn, { timeoutMs: 10000 });
     assert.equal(theirs.status, "finished");
-    assert.equal(lookups.filter((k) => k.includes(r.turn)).length, 1, "another producer reads the turn record once");
+    assert.equal(
+      lookups.filter((k) => k.includes(enqueued.turn)).length,
+      1,
+      "another producer reads the turn record once",
+    );
   } finally {
     await producer.close();
     await other.close();

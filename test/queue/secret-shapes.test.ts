@@ -12,20 +12,15 @@ const randomOf = (chars: string, n: number): string =>
   Array.from(randomBytes(n), (b) => chars[b % chars.length]).join("");
 const githubToken = (): string => `ghp_${randomOf(ALNUM, 36)}`;
 const awsKeyId = (): string => `AKIA${randomOf("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)}`;
+const base64url = (json: string): string => Buffer.from(json).toString("base64url");
 const jwt = (): string =>
-  `${Buffer.from('{"alg":"HS256"}').toString("base64url")}.${Buffer.from(`{"sub":"${randomOf(ALNUM, 8)}"}`).toString("base64url")}.${randomOf(ALNUM, 32)}`;
+  `${base64url('{"alg":"HS256"}')}.${base64url(`{"sub":"${randomOf(ALNUM, 8)}"}`)}.${randomOf(ALNUM, 32)}`;
 
 async function keysUnder(redis: ReturnType<typeof redisFor>, pattern: string): Promise<string[]> {
   const out: string[] = [];
   let cursor = "0";
   do {
-    const [next, batch] = await (redis as unknown as { scan(...a: unknown[]): Promise<[string, string[]]> }).scan(
-      cursor,
-      "MATCH",
-      pattern,
-      "COUNT",
-      500,
-    );
+    const [next, batch] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
     cursor = next;
     out.push(...batch);
   } while (cursor !== "0");

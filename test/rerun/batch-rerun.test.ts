@@ -25,7 +25,7 @@ test(
   "batch runs re-runs as test cases beside turns: a match passes, a changed file fails with the diff, exit 1; a session not in the log is an error, exit 2",
   { timeout: 180_000 },
   async () => {
-    const r = await rig((ws: string) => ({
+    const testRig = await rig((ws: string) => ({
       responses: [
         {
           content: [
@@ -37,31 +37,31 @@ test(
       ],
     }));
     try {
-      writeFileSync(join(r.ws, "notes.txt"), "alpha\nbeta\n");
-      r.worker({ sandboxed: true, retry: { maxAttempts: 1 } });
-      const q = await r.producer.enqueueTurn({
+      writeFileSync(join(testRig.ws, "notes.txt"), "alpha\nbeta\n");
+      testRig.worker({ sandboxed: true, retry: { maxAttempts: 1 } });
+      const queued = await testRig.producer.enqueueTurn({
         prompt: "Summarise notes.txt.",
-        cwd: r.ws,
+        cwd: testRig.ws,
         options: { skipPermissions: true },
       });
       assert.equal(
-        (await r.producer.waitForTurn(q.turn, { session: q.session, timeoutMs: TIMEOUT })).status,
+        (await testRig.producer.waitForTurn(queued.turn, { session: queued.session, timeoutMs: TIMEOUT })).status,
         "finished",
       );
-      const same = join(r.ws, "..", "same");
-      const changed = join(r.ws, "..", "changed");
-      cpSync(r.ws, same, { recursive: true });
-      cpSync(r.ws, changed, { recursive: true });
+      const same = join(testRig.ws, "..", "same");
+      const changed = join(testRig.ws, "..", "changed");
+      cpSync(testRig.ws, same, { recursive: true });
+      cpSync(testRig.ws, changed, { recursive: true });
       writeFileSync(join(changed, "notes.txt"), `alpha\ngamma ${SECRET}\n`);
 
-      const file = join(r.space.root, "suite.jsonl");
+      const file = join(testRig.space.root, "suite.jsonl");
       const entries = [
-        { prompt: "say done", cwd: r.ws, label: "plain turn" },
-        { rerun: q.session, cwd: same, permissionMode: "bypassPermissions", label: "same workspace" },
-        { rerun: q.session, turn: 1, cwd: changed, permissionMode: "bypassPermissions", label: "changed notes" },
+        { prompt: "say done", cwd: testRig.ws, label: "plain turn" },
+        { rerun: queued.session, cwd: same, permissionMode: "bypassPermissions", label: "same workspace" },
+        { rerun: queued.session, turn: 1, cwd: changed, permissionMode: "bypassPermissions", label: "changed notes" },
       ];
       writeFileSync(file, entries.map((e) => JSON.stringify(e)).join("\n") + "\n");
-      const junit = join(r.space.root, "junit.xml");
+      const junit = join(testRig.space.root, "junit.xml");
       const args = [
         "batch",
         file,
@@ -69,9 +69,9 @@ test(
         junit,
         "--github",
         "--prefix",
-        r.space.logPrefix,
+        testRig.space.logPrefix,
         "--queue-prefix",
-        r.space.queuePrefix,
+        testRig.space.queuePrefix,
       ];
       const out = await turnstream(args, { SERVICE_TOKEN: SECRET, GITHUB_STEP_SUMMARY: "" }, TIMEOUT);
 
@@ -117,7 +117,16 @@ test(
         ) + "\n",
       );
       const missing = await turnstream(
-        ["batch", file, "--junit", junit, "--prefix", r.space.logPrefix, "--queue-prefix", r.space.queuePrefix],
+        [
+          "batch",
+          file,
+          "--junit",
+          junit,
+          "--prefix",
+          testRig.space.logPrefix,
+          "--queue-prefix",
+          testRig.space.queuePrefix,
+        ],
         {},
         TIMEOUT,
       );
@@ -129,7 +138,7 @@ test(
         /<error message="session s-never-recorded: the session&apos;s log holds no queued turn to re-run" type="no_recorded_turn">/,
       );
     } finally {
-      await r.dispose();
+      await testRig.dispose();
     }
   },
 );
@@ -177,18 +186,18 @@ test("re-run entries are checked when the file is read: each bad field named wit
     writeFileSync(bad, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
     assert.throws(
       () => loadBatchFile(bad, space.root),
-      (e: unknown) =>
-        e instanceof BatchFileError &&
-        /6 bad line\(s\), nothing was enqueued/.test(e.message) &&
-        !/line 1:/.test(e.message) &&
-        /line 2: `rerun` must be the recorded session's id/.test(e.message) &&
+      (error: unknown) =>
+        error instanceof BatchFileError &&
+        /6 bad line\(s\), nothing was enqueued/.test(error.message) &&
+        !/line 1:/.test(error.message) &&
+        /line 2: `rerun` must be the recorded session's id/.test(error.message) &&
         /line 3: a re-run entry takes `rerun`, `turn`, `cwd`, `permissionMode`, `label`; not `prompt`/.test(
-          e.message,
+          error.message,
         ) &&
-        /line 4: `turn` must be a turn id or the turn's number/.test(e.message) &&
-        /line 5: `cwd` \S+missing-dir does not exist/.test(e.message) &&
-        /line 6: a re-run entry needs `cwd`/.test(e.message) &&
-        /line 7: `permissionMode` must be one of default, acceptEdits/.test(e.message),
+        /line 4: `turn` must be a turn id or the turn's number/.test(error.message) &&
+        /line 5: `cwd` \S+missing-dir does not exist/.test(error.message) &&
+        /line 6: a re-run entry needs `cwd`/.test(error.message) &&
+        /line 7: `permissionMode` must be one of default, acceptEdits/.test(error.message),
     );
   } finally {
     space.cleanup();

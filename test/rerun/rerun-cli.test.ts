@@ -11,26 +11,32 @@ import { onlyJson, turnstream } from "../bin/_cli.ts";
 
 const TIMEOUT = 120_000;
 
-async function record(r: Rig, prompts: string[]): Promise<string> {
-  r.worker({ sandboxed: true, retry: { maxAttempts: 1 } });
+async function record(testRig: Rig, prompts: string[]): Promise<string> {
+  testRig.worker({ sandboxed: true, retry: { maxAttempts: 1 } });
   let session: string | undefined;
   for (const prompt of prompts) {
-    const q = await r.producer.enqueueTurn({ session, prompt, cwd: r.ws, options: { skipPermissions: true } });
-    session = q.session;
-    await r.producer.waitForTurn(q.turn, { session, timeoutMs: TIMEOUT });
+    const queued = await testRig.producer.enqueueTurn({
+      session,
+      prompt,
+      cwd: testRig.ws,
+      options: { skipPermissions: true },
+    });
+    session = queued.session;
+    await testRig.producer.waitForTurn(queued.turn, { session, timeoutMs: TIMEOUT });
   }
   return session!;
 }
 
 /** The turns were recorded with permissions skipped: the operator grants that mode, the recording never does. */
-const rerun = (r: Rig, args: string[]) =>
+const rerun = (testRig: Rig, args: string[]) =>
   turnstream(
-    ["rerun", ...args, "--permission-mode", "bypassPermissions", "--prefix", r.space.logPrefix, "--json"],
+    ["rerun", ...args, "--permission-mode", "bypassPermissions", "--prefix", testRig.space.logPrefix, "--json"],
     {},
     TIMEOUT,
   );
 
 type Turn = {
+  prompt: string;
   match: boolean;
   partedAt?: number | "end";
   steps: number;
@@ -43,7 +49,7 @@ test(
   "a recorded multi-tool turn re-runs as a match in a copy of its workspace, and differs at the tool result once a file it reads changes",
   { timeout: 180_000 },
   async () => {
-    const r = await rig((ws: string) => ({
+    const testRig = await rig((ws: string) => ({
       responses: [
         {
           content: [
@@ -57,12 +63,12 @@ test(
       ],
     }));
     try {
-      writeFileSync(join(r.ws, "notes.txt"), "alpha\nbeta\n");
-      const session = await record(r, ["Summarise notes.txt."]);
-      const copy = join(r.ws, "..", "ws-copy");
-      cpSync(r.ws, copy, { recursive: true });
+      writeFileSync(join(testRig.ws, "notes.txt"), "alpha\nbeta\n");
+      const session = await record(testRig, ["Summarise notes.txt."]);
+      const copy = join(testRig.ws, "..", "ws-copy");
+      cpSync(testRig.ws, copy, { recursive: true });
 
-      const same = await rerun(r, [session, "--cwd", copy]);
+      const same = await rerun(testRig, [session, "--cwd", copy]);
       assert.equal(same.code, 0, same.stdout + same.stderr);
       const sameOut = onlyJson(same.stdout);
       const [turn] = turnsOf(sameOut);
@@ -70,7 +76,7 @@ test(
       assert.equal(turn!.steps, 3, "Read, Bash and Glob compared");
 
       writeFileSync(join(copy, "notes.txt"), "alpha\ngamma\n");
-      const changed = await rerun(r, [session, "--cwd", copy]);
+      const changed = await rerun(testRig, [session, "--cwd", copy]);
       assert.equal(changed.code, 1, changed.stdout + changed.stderr);
       const [diff] = turnsOf(onlyJson(changed.stdout));
       assert.equal(diff!.match, false);
@@ -84,7 +90,16 @@ test(
       );
 
       const text = await turnstream(
-        ["rerun", session, "--cwd", copy, "--permission-mode", "bypassPermissions", "--prefix", r.space.logPrefix],
+        [
+          "rerun",
+          session,
+          "--cwd",
+          copy,
+          "--permission-mode",
+          "bypassPermissions",
+          "--prefix",
+          testRig.space.logPrefix,
+        ],
         {},
         TIMEOUT,
       );
@@ -95,7 +110,7 @@ test(
       );
       assert.match(text.stdout, /rerun: 1 turn\(s\), 0 match, 1 differ/);
     } finally {
-      await r.dispose();
+      await testRig.dispose();
     }
   },
 );
@@ -104,15 +119,15 @@ test(
   "a recorded session of three turns re-runs turn by turn, the later ones resuming the re-run's session; --turn picks one",
   { timeout: 180_000 },
   async () => {
-    const r = await rig({
-      responses: [1, 2, 3].flatMap((n) => [
-        { content: [{ type: "tool_use", name: "Bash", input: { command: `echo step-${n}` } }] },
-        { content: [{ type: "text", text: `turn ${n} done` }] },
+    const testRig = await rig({
+      responses: [1, 2, 3].flatMap((turnNumber) => [
+        { content: [{ type: "tool_use", name: "Bash", input: { command: `echo step-${turnNumber}` } }] },
+        { content: [{ type: "text", text: `turn ${turnNumber} done` }] },
       ]),
     });
     try {
-      const session = await record(r, ["first", "second", "third"]);
-      const all = await rerun(r, [session, "--cwd", r.ws]);
+      const session = await record(testRig, ["first", "second", "third"]);
+      const all = await rerun(testRig, [session, "--cwd", testRig.ws]);
       assert.equal(all.code, 0, all.stdout + all.stderr);
       const turns = turnsOf(onlyJson(all.stdout));
       assert.deepEqual(
@@ -123,13 +138,13 @@ test(
           [true, 1],
         ],
       );
-      const second = await rerun(r, [session, "--turn", "2", "--cwd", r.ws]);
+      const second = await rerun(testRig, [session, "--turn", "2", "--cwd", testRig.ws]);
       assert.equal(second.code, 0, second.stdout + second.stderr);
       const [only] = turnsOf(onlyJson(second.stdout));
       assert.equal(turnsOf(onlyJson(second.stdout)).length, 1);
-      assert.equal((only as unknown as { prompt: string }).prompt, "second");
+      assert.equal(only?.prompt, "second");
     } finally {
-      await r.dispose();
+      await testRig.dispose();
     }
   },
 );
@@ -138,7 +153,7 @@ test(
   "a recorded API error re-runs as the same error kind, and a session that is not there is a usage error",
   { timeout: 120_000 },
   async () => {
-    const r = await rig({
+    const testRig = await rig({
       responses: [
         {
           error: { status: 429, type: "rate_limit_error", message: "Number of requests has exceeded your rate limit" },
@@ -146,16 +161,16 @@ test(
       ],
     });
     try {
-      const session = await record(r, ["Hello?"]);
-      const out = await rerun(r, [session, "--cwd", r.ws]);
+      const session = await record(testRig, ["Hello?"]);
+      const out = await rerun(testRig, [session, "--cwd", testRig.ws]);
       assert.equal(out.code, 0, out.stdout + out.stderr);
       const [turn] = turnsOf(onlyJson(out.stdout));
       assert.equal(turn!.match, true, JSON.stringify(turn));
-      const missing = await rerun(r, ["no-such-session", "--cwd", r.ws]);
+      const missing = await rerun(testRig, ["no-such-session", "--cwd", testRig.ws]);
       assert.equal(missing.code, 2, missing.stderr);
       assert.equal(onlyJson(missing.stdout)["outcome"], "usage");
     } finally {
-      await r.dispose();
+      await testRig.dispose();
     }
   },
 );

@@ -23,14 +23,14 @@ function edited(exported: string, cwd: string, permissionMode: string): string {
       .trim()
       .split("\n")
       .map((text) => {
-        const e = JSON.parse(text) as Line;
-        if (e.kind === "turn.queued") e.data["cwd"] = cwd;
-        if (e.kind === "cli.line") {
-          const line = JSON.parse(e.data["raw"] as string) as Record<string, unknown>;
+        const entry = JSON.parse(text) as Line;
+        if (entry.kind === "turn.queued") entry.data["cwd"] = cwd;
+        if (entry.kind === "cli.line") {
+          const line = JSON.parse(entry.data["raw"] as string) as Record<string, unknown>;
           if (line["type"] === "system" && line["subtype"] === "init")
-            e.data["raw"] = JSON.stringify({ ...line, permissionMode });
+            entry.data["raw"] = JSON.stringify({ ...line, permissionMode });
         }
-        return JSON.stringify(e);
+        return JSON.stringify(entry);
       })
       .join("\n") + "\n"
   );
@@ -41,7 +41,7 @@ test(
   { timeout: 300_000 },
   async () => {
     let victim = "";
-    const r = await rig((ws: string) => {
+    const testRig = await rig((ws: string) => {
       victim = join(ws, "..", "victim");
       return {
         responses: [
@@ -59,21 +59,21 @@ test(
       };
     });
     try {
-      r.worker({ retry: { maxAttempts: 1 } });
-      const q = await r.producer.enqueueTurn({ prompt: "tidy up", cwd: r.ws });
+      testRig.worker({ retry: { maxAttempts: 1 } });
+      const queued = await testRig.producer.enqueueTurn({ prompt: "tidy up", cwd: testRig.ws });
       assert.equal(
-        (await r.producer.waitForTurn(q.turn, { session: q.session, timeoutMs: TIMEOUT })).status,
+        (await testRig.producer.waitForTurn(queued.turn, { session: queued.session, timeoutMs: TIMEOUT })).status,
         "finished",
       );
-      const prefix = ["--prefix", r.space.logPrefix];
-      const file = join(r.space.root, "recorded.jsonl");
-      assert.equal((await turnstream(["export", q.session, file, ...prefix])).code, 0);
+      const prefix = ["--prefix", testRig.space.logPrefix];
+      const file = join(testRig.space.root, "recorded.jsonl");
+      assert.equal((await turnstream(["export", queued.session, file, ...prefix])).code, 0);
       mkdirSync(victim);
-      const scratch = mkdtempSync(join(r.space.root, "scratch-"));
+      const scratch = mkdtempSync(join(testRig.space.root, "scratch-"));
 
-      const bypass = join(r.space.root, "bypass.jsonl");
+      const bypass = join(testRig.space.root, "bypass.jsonl");
       writeFileSync(bypass, edited(readFileSync(file, "utf8"), victim, "bypassPermissions"));
-      const imported = `imp-${q.session}`;
+      const imported = `imp-${queued.session}`;
       const imp = await turnstream(["import", imported, bypass, ...prefix]);
       assert.equal(imp.code, 0, imp.stderr);
       assert.match(imp.stderr, /marked as imported/);
@@ -100,9 +100,9 @@ test(
       assert.deepEqual(readdirSync(scratch), [], "nothing ran for a refused re-run");
 
       // The attacker keeps the default mode and only moves the cwd: the re-run works in the operator's dir.
-      const moved = join(r.space.root, "moved.jsonl");
+      const moved = join(testRig.space.root, "moved.jsonl");
       writeFileSync(moved, edited(readFileSync(file, "utf8"), victim, "default"));
-      const second = `imp2-${q.session}`;
+      const second = `imp2-${queued.session}`;
       assert.equal((await turnstream(["import", second, moved, ...prefix])).code, 0);
       const ran = await turnstream(["rerun", second, "--cwd", scratch, "--json", ...prefix], {}, TIMEOUT);
       assert.ok(ran.code === 0 || ran.code === 1, ran.stdout + ran.stderr);
@@ -121,14 +121,18 @@ test(
 
       const sessions = await turnstream(["sessions", ...prefix]);
       assert.match(sessions.stdout, new RegExp(`^${imported} \\(imported\\) `, "m"));
-      assert.match(sessions.stdout, new RegExp(`^${q.session} +finished`, "m"), "a recorded session is not marked");
+      assert.match(
+        sessions.stdout,
+        new RegExp(`^${queued.session} +finished`, "m"),
+        "a recorded session is not marked",
+      );
       const replay = await turnstream(["replay", imported, ...prefix]);
       assert.match(
         replay.stdout,
         /^\(imported session, \S+: this log is what an imported file said, not what a worker recorded\)\n/,
       );
     } finally {
-      await r.dispose();
+      await testRig.dispose();
     }
   },
 );

@@ -66,18 +66,18 @@ test("a run compared with itself matches; a changed tool result is named at its 
   assert.equal(compareRuns(turns, turns).match, true);
   const changed = {
     ...turns[0]!,
-    lines: turns[0]!.lines.map((l) =>
-      l
+    lines: turns[0]!.lines.map((line) =>
+      line
         .replace('"content": "fixture-bash-output"', '"content": "something else"')
         .replace('"content":"fixture-bash-output"', '"content":"something else"'),
     ),
   };
-  const c = compareRuns(turns, [changed]);
-  assert.equal(c.match, false);
-  assert.equal(c.turns[0]!.partedAt, 1);
-  assert.equal(c.turns[0]!.differences[0]!.what, "tool result of Bash");
+  const comparison = compareRuns(turns, [changed]);
+  assert.equal(comparison.match, false);
+  assert.equal(comparison.turns[0]!.partedAt, 1);
+  assert.equal(comparison.turns[0]!.differences[0]!.what, "tool result of Bash");
   assert.match(
-    renderComparison(c),
+    renderComparison(comparison),
     /step 1: tool result of Bash\n    - recorded: "fixture-bash-output"\n    \+ re-run: +"something else"/,
   );
 });

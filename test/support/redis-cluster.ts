@@ -41,9 +41,9 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const root = mkdtempSync(join(tmpdir(), "turnstream-cluster-"));
   const nodes: RedisServer[] = [];
   try {
-    for (let i = 0; i < count; i++) {
+    for (let index = 0; index < count; index++) {
       const port = await freePort(10000);
-      const dir = join(root, `n${i}`);
+      const dir = join(root, `n${index}`);
       await run("mkdir", ["-p", dir]);
       nodes.push(
         await startRedisServer({

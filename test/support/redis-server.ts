@@ -33,7 +33,7 @@ export interface RedisServerOptions {
 
 /** A port that is free now (and, when `alsoFree` is given, port + alsoFree too: the cluster bus). */
 export async function freePort(alsoFree?: number): Promise<number> {
-  for (let i = 0; i < 50; i++) {
+  for (let attempt = 0; attempt < 50; attempt++) {
     const port = 20000 + Math.floor(Math.random() * 30000);
     if ((await isFree(port)) && (alsoFree === undefined || (await isFree(port + alsoFree)))) return port;
   }
@@ -86,8 +86,8 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
         proc.kill("SIGKILL");
         reject(new Error(`redis-server on port ${port} not ready after ${timeoutMs} ms: ${log.slice(-500)}`));
       }, timeoutMs);
-      const onData = (d: Buffer): void => {
-        log += d.toString();
+      const onData = (chunk: Buffer): void => {
+        log += chunk.toString();
         if (log.includes("Ready to accept connections")) {
           clearTimeout(timer);
           proc.stdout!.off("data", onData);

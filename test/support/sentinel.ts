@@ -53,7 +53,7 @@ export async function startSentinelRig(primaryArgs: string[] = []): Promise<Sent
   const ports: number[] = [];
   const clients: Redis[] = [];
   try {
-    for (let i = 0; i < 3; i++) {
+    for (let index = 0; index < 3; index++) {
       const port = await freePort();
       const dir = mkdtempSync(join(tmpdir(), "turnstream-sentinel-"));
       const conf = join(dir, "sentinel.conf");
@@ -68,23 +68,23 @@ export async function startSentinelRig(primaryArgs: string[] = []): Promise<Sent
       (await replicaClient.info("replication")).includes("master_link_status:up"),
     );
     for (const port of ports) {
-      const s = new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 1 });
-      clients.push(s);
+      const sentinel = new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 1 });
+      clients.push(sentinel);
       await waitFor(`sentinel ${port} knows the replica and the other sentinels`, async () => {
-        const replicas = (await s.call("SENTINEL", "REPLICAS", SENTINEL_PRIMARY_NAME)) as unknown[];
-        const others = (await s.call("SENTINEL", "SENTINELS", SENTINEL_PRIMARY_NAME)) as unknown[];
+        const replicas = (await sentinel.call("SENTINEL", "REPLICAS", SENTINEL_PRIMARY_NAME)) as unknown[];
+        const others = (await sentinel.call("SENTINEL", "SENTINELS", SENTINEL_PRIMARY_NAME)) as unknown[];
         return replicas.length === 1 && others.length === 2;
       });
     }
   } catch (err) {
-    for (const c of clients) c.disconnect();
-    for (const p of procs) p.kill("SIGKILL");
+    for (const client of clients) client.disconnect();
+    for (const proc of procs) proc.kill("SIGKILL");
     await Promise.all([primary.dispose(), replica.dispose()]);
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
     throw err;
   }
   const asker = clients[1]!;
-  for (const c of clients) if (c !== asker) c.disconnect();
+  for (const client of clients) if (client !== asker) client.disconnect();
   return {
     primary,
     replica,
@@ -102,10 +102,10 @@ export async function startSentinelRig(primaryArgs: string[] = []): Promise<Sent
       const exits = procs.map((p) =>
         p.exitCode !== null ? Promise.resolve() : new Promise((resolve) => p.once("exit", resolve)),
       );
-      for (const p of procs) p.kill("SIGKILL");
+      for (const proc of procs) proc.kill("SIGKILL");
       await Promise.all(exits);
       await Promise.all([primary.dispose(), replica.dispose()]);
-      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

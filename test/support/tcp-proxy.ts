@@ -14,9 +14,9 @@ export interface TcpProxy {
 export async function startTcpProxy(targetPort: number, host = "127.0.0.1"): Promise<TcpProxy> {
   let target = targetPort;
   const sockets = new Set<Socket>();
-  const track = (s: Socket): void => {
-    sockets.add(s);
-    s.once("close", () => sockets.delete(s));
+  const track = (socket: Socket): void => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
   };
   const server: Server = createServer((client) => {
     const upstream = connect(target, host);
@@ -34,7 +34,7 @@ export async function startTcpProxy(targetPort: number, host = "127.0.0.1"): Pro
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as { port: number }).port;
   const cutAll = (): void => {
-    for (const s of sockets) s.destroy();
+    for (const socket of sockets) socket.destroy();
   };
   return {
     port,

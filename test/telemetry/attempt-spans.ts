@@ -24,16 +24,16 @@ export interface TestAttemptSpans {
 }
 
 /** The attempt spans the worker's observer makes for one attempt. */
-export function startSpans(o: StartSpansOptions): TestAttemptSpans {
-  const spans = attemptSpansObserver({ tracer: o.tracer, captureContent: o.captureContent }).attempt({
-    session: o.session ?? "sess-1",
-    turn: o.turn ?? "turn-1",
-    attempt: o.attempt ?? 1,
+export function startSpans(options: StartSpansOptions): TestAttemptSpans {
+  const spans = attemptSpansObserver({ tracer: options.tracer, captureContent: options.captureContent }).attempt({
+    session: options.session ?? "sess-1",
+    turn: options.turn ?? "turn-1",
+    attempt: options.attempt ?? 1,
     epoch: 1,
-    traceparent: o.traceparent,
-    requestModel: o.requestModel,
-    startedAt: o.startedAt,
-    scrub: (text, field) => o.scrubber.scrub(text, { sink: "span", field }),
+    traceparent: options.traceparent,
+    requestModel: options.requestModel,
+    startedAt: options.startedAt,
+    scrub: (text, field) => options.scrubber.scrub(text, { sink: "span", field }),
   });
   if (spans?.trace === undefined) throw new Error("attempt spans carry trace ids");
   return {

@@ -21,7 +21,7 @@ test("error reporter: one line per message per interval, repeats counted into th
   const { lines, logger } = capture();
   const report = errorReporter(logger, new RepeatLimiter(30_000, () => now));
   const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" });
-  for (let i = 0; i < 100; i++) {
+  for (let repeat = 0; repeat < 100; repeat++) {
     report("redis connection error", refused);
     now += 100;
   }
@@ -49,7 +49,7 @@ test("error reporter: one line per message per interval, repeats counted into th
 test("the limiter forgets the oldest kinds past its cap, so messages that always differ cannot grow it", () => {
   let now = 0;
   const limiter = new RepeatLimiter(30_000, () => now);
-  for (let i = 0; i < 10_000; i++) assert.equal(limiter.admit(`port ${i}`), 0);
+  for (let kind = 0; kind < 10_000; kind++) assert.equal(limiter.admit(`port ${kind}`), 0);
   // The first kinds were forgotten: seen again, they pass at once.
   assert.equal(limiter.admit("port 0"), 0);
   assert.equal(limiter.admit("port 9999"), undefined);

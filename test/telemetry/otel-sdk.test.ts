@@ -22,14 +22,14 @@ interface JsonTraces {
 async function traced(
   receiver: OtlpReceiver,
   extra: Record<string, string>,
-  body: (t: Telemetry) => void,
+  body: (telemetry: Telemetry) => void,
 ): Promise<JsonTraces[]> {
   const env = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", ...extra };
-  const t = startTelemetry({ scrubber: createScrubber({ values: { PLANTED: CANARY } }), env });
+  const telemetry = startTelemetry({ scrubber: createScrubber({ values: { PLANTED: CANARY } }), env });
   try {
-    body(t);
+    body(telemetry);
   } finally {
-    await t.shutdown();
+    await telemetry.shutdown();
   }
   return receiver.requests.filter((r) => r.path === "/v1/traces").map((r) => r.json as JsonTraces);
 }
@@ -42,7 +42,7 @@ const spanNames = (bodies: JsonTraces[]): string[] =>
 const resourceOf = (bodies: JsonTraces[]): Record<string, unknown> =>
   Object.fromEntries(bodies[0]!.resourceSpans[0]!.resource.attributes.map((a) => [a.key, Object.values(a.value)[0]]));
 
-async function withReceiver<T>(fn: (r: OtlpReceiver) => Promise<T>): Promise<T> {
+async function withReceiver<T>(fn: (receiver: OtlpReceiver) => Promise<T>): Promise<T> {
   const receiver = await startOtlpReceiver();
   try {
     return await fn(receiver);
@@ -53,8 +53,8 @@ async function withReceiver<T>(fn: (r: OtlpReceiver) => Promise<T>): Promise<T> 
 
 test("OTEL_TRACES_SAMPLER=always_off: spans do not record and nothing reaches the receiver", async () => {
   await withReceiver(async (receiver) => {
-    const bodies = await traced(receiver, { OTEL_TRACES_SAMPLER: "always_off" }, (t) => {
-      const span = t.tracer.startSpan("dropped");
+    const bodies = await traced(receiver, { OTEL_TRACES_SAMPLER: "always_off" }, (telemetry) => {
+      const span = telemetry.tracer.startSpan("dropped");
       assert.equal(span.isRecording(), false);
       span.end();
     });
@@ -72,8 +72,8 @@ test("OTEL_TRACES_SAMPLER=traceidratio takes its ratio from OTEL_TRACES_SAMPLER_
       const bodies = await traced(
         receiver,
         { OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: arg },
-        (t) => {
-          for (let i = 0; i < 3; i++) t.tracer.startSpan(`kept-${i}`).end();
+        (telemetry) => {
+          for (let index = 0; index < 3; index++) telemetry.tracer.startSpan(`kept-${index}`).end();
         },
       );
       assert.deepEqual(spanNames(bodies), expected, `ratio ${arg}`);
@@ -89,8 +89,8 @@ test("OTEL_PROPAGATORS picks the propagator (W3C trace context by default)", asy
   ] as const) {
     await withReceiver(async (receiver) => {
       const carrier: Record<string, string> = {};
-      await traced(receiver, propagators === undefined ? {} : { OTEL_PROPAGATORS: propagators }, (t) => {
-        const span = t.tracer.startSpan("propagated");
+      await traced(receiver, propagators === undefined ? {} : { OTEL_PROPAGATORS: propagators }, (telemetry) => {
+        const span = telemetry.tracer.startSpan("propagated");
         propagation.inject(trace.setSpan(context.active(), span), carrier);
         span.end();
       });
@@ -163,7 +163,10 @@ test("a second SDK in the same process is refused until the first shuts down", a
 });
 
 test("grpc is a protocol: the endpoint is used as it is, with no signal path", () => {
-  const c = tracesConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4317", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" });
-  assert.equal(c.protocol, "grpc");
-  assert.equal(c.url, "http://collector:4317");
+  const config = tracesConfig({
+    OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4317",
+    OTEL_EXPORTER_OTLP_PROTOCOL: "grpc",
+  });
+  assert.equal(config.protocol, "grpc");
+  assert.equal(config.url, "http://collector:4317");
 });

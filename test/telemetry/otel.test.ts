@@ -10,14 +10,21 @@ import { startOtlpReceiver } from "./otlp-receiver.ts";
 const CANARY = 'otel-canary-"value"-7f3a9';
 const SHAPED = "ghp_CANARYcanaryCANARYcanary0123456789";
 
-function dump(s: ReadableSpan): string {
+/** The SDK's spans carry their attributes; checked here rather than claiming the SDK's span type. */
+function sdkAttributes(span: object): Record<string, unknown> {
+  const attributes: unknown = Reflect.get(span, "attributes");
+  assert.ok(typeof attributes === "object" && attributes !== null, "an SDK span carries attributes");
+  return { ...attributes };
+}
+
+function dump(span: ReadableSpan): string {
   return JSON.stringify({
-    name: s.name,
-    status: s.status,
-    attributes: s.attributes,
-    events: s.events,
-    links: s.links.map((l) => l.attributes),
-    resource: s.resource.attributes,
+    name: span.name,
+    status: span.status,
+    attributes: span.attributes,
+    events: span.events,
+    links: span.links.map((l) => l.attributes),
+    resource: span.resource.attributes,
   });
 }
 
@@ -78,23 +85,23 @@ test("bad OTEL_* values fail with the variable named and what to set", () => {
 });
 
 test("when off, the tracer is a no-op and shutdown resolves", async () => {
-  const t = startTelemetry({ scrubber: createScrubber(), env: {} });
-  assert.equal(t.enabled, false);
-  const span = t.tracer.startSpan("nothing");
+  const telemetry = startTelemetry({ scrubber: createScrubber(), env: {} });
+  assert.equal(telemetry.enabled, false);
+  const span = telemetry.tracer.startSpan("nothing");
   assert.equal(span.isRecording(), false);
   span.end();
-  await t.shutdown();
+  await telemetry.shutdown();
 });
 
 test("redacting exporter: no secret in name, attributes, status, events, links or resource reaches the exporter", async () => {
   const env = { RUN_API_KEY: CANARY, OTEL_RESOURCE_ATTRIBUTES: `deployment.note=${encodeURIComponent(CANARY)}` };
   const scrubber = createScrubber({ env });
   const memory = new InMemorySpanExporter();
-  const t = startTelemetry({ scrubber, env, exporter: memory, processor: "simple" });
-  assert.equal(t.enabled, true);
-  const linked = t.tracer.startSpan("linked");
+  const telemetry = startTelemetry({ scrubber, env, exporter: memory, processor: "simple" });
+  assert.equal(telemetry.enabled, true);
+  const linked = telemetry.tracer.startSpan("linked");
   linked.end();
-  const span = t.tracer.startSpan(`turn ${CANARY}`, {
+  const span = telemetry.tracer.startSpan(`turn ${CANARY}`, {
     attributes: {
       "cli.prompt": `prompt with ${CANARY}`,
       "cli.args": ["--model", `x-${SHAPED}`],
@@ -108,7 +115,7 @@ test("redacting exporter: no secret in name, attributes, status, events, links o
   span.recordException(new Error(`failed: ${CANARY}`));
   span.setStatus({ code: SpanStatusCode.ERROR, message: `status ${CANARY}` });
   span.end();
-  await t.forceFlush();
+  await telemetry.forceFlush();
   const spans = memory.getFinishedSpans();
   const turn = spans.find((s) => s.name.startsWith("turn "));
   assert.ok(turn !== undefined, "the span reached the inner exporter");
@@ -130,14 +137,14 @@ test("redacting exporter: no secret in name, attributes, status, events, links o
   assert.equal(turn.resource.attributes["service.name"], "turnstream");
   assert.equal(turn.links[0]?.context.spanId, linked.spanContext().spanId);
   assert.equal(turn.spanContext().traceId, span.spanContext().traceId);
-  await t.shutdown();
+  await telemetry.shutdown();
 });
 
 test("redacting exporter: a span with nothing to scrub goes through as it is; one secret copies only that span", async () => {
   const scrubber = createScrubber({ values: { PLANTED: CANARY } });
   const memory = new InMemorySpanExporter();
   const seen: ReadableSpan[] = [];
-  const t = startTelemetry({
+  const telemetry = startTelemetry({
     scrubber,
     env: {},
     processor: "simple",
@@ -146,34 +153,30 @@ test("redacting exporter: a span with nothing to scrub goes through as it is; on
       shutdown: () => memory.shutdown(),
     },
   });
-  const clean = t.tracer.startSpan("execute_tool Bash", {
+  const clean = telemetry.tracer.startSpan("execute_tool Bash", {
     attributes: { "gen_ai.tool.name": "Bash", "gen_ai.tool.call.id": "toolu_1" },
   });
   clean.addEvent("tool_result", { ok: true });
   clean.end();
   // The secret sits in the middle: keys before and after it must survive the copy, in order.
-  const dirty = t.tracer.startSpan("execute_tool Bash", {
+  const dirty = telemetry.tracer.startSpan("execute_tool Bash", {
     attributes: { first: "a", second: `x ${CANARY}`, third: 3, fourth: "d" },
   });
   dirty.end();
-  const stacked = t.tracer.startSpan("thrown");
+  const stacked = telemetry.tracer.startSpan("thrown");
   stacked.recordException(new Error("plain words"));
   stacked.end();
-  await t.forceFlush();
+  await telemetry.forceFlush();
   assert.equal(seen.length, 3);
-  assert.equal(seen[0], clean as unknown as ReadableSpan, "the clean span is the SDK's own object");
-  assert.notEqual(seen[1], dirty as unknown as ReadableSpan);
+  assert.equal(seen[0], clean, "the clean span is the SDK's own object");
+  assert.notEqual(seen[1], dirty);
   assert.deepEqual(Object.entries(seen[1]!.attributes), [
     ["first", "a"],
     ["second", "x [REDACTED:PLANTED]"],
     ["third", 3],
     ["fourth", "d"],
   ]);
-  assert.equal(
-    (dirty as unknown as ReadableSpan).attributes["second"],
-    `x ${CANARY}`,
-    "the SDK's span is not modified",
-  );
+  assert.equal(sdkAttributes(dirty)["second"], `x ${CANARY}`, "the SDK's span is not modified");
   const exc = seen[2]!.events.find((e) => e.name === "exception");
   assert.equal(exc?.attributes?.["exception.message"], "plain words");
   assert.equal(
@@ -181,7 +184,7 @@ test("redacting exporter: a span with nothing to scrub goes through as it is; on
     undefined,
     "a stack is dropped even when nothing else changes",
   );
-  await t.shutdown();
+  await telemetry.shutdown();
 });
 
 for (const protocol of ["http/json", "http/protobuf"] as const) {
@@ -196,10 +199,10 @@ for (const protocol of ["http/json", "http/protobuf"] as const) {
         ANTHROPIC_API_KEY: CANARY,
       };
       const scrubber = createScrubber({ env });
-      const t = startTelemetry({ scrubber, env });
-      assert.equal(t.enabled, true);
-      const parent = t.tracer.startSpan("turnstream.turn", { attributes: { "cli.env.key": CANARY } });
-      const child = t.tracer.startSpan(
+      const telemetry = startTelemetry({ scrubber, env });
+      assert.equal(telemetry.enabled, true);
+      const parent = telemetry.tracer.startSpan("turnstream.turn", { attributes: { "cli.env.key": CANARY } });
+      const child = telemetry.tracer.startSpan(
         "turnstream.cli.line",
         { attributes: { "cli.line": JSON.stringify({ type: "assistant", text: `key ${CANARY} and ${SHAPED}` }) } },
         trace.setSpan(context.active(), parent),
@@ -208,7 +211,7 @@ for (const protocol of ["http/json", "http/protobuf"] as const) {
       child.end();
       parent.setStatus({ code: SpanStatusCode.ERROR, message: `failed with ${SHAPED}` });
       parent.end();
-      await t.shutdown();
+      await telemetry.shutdown();
       const req = await receiver.waitFor((r) => r.path === "/v1/traces");
       assert.match(req.contentType, protocol === "http/json" ? /application\/json/ : /application\/x-protobuf/);
       const all = Buffer.concat(receiver.requests.map((r) => r.body)).toString("utf8");

@@ -21,7 +21,7 @@ export interface OtlpReceiver {
   readonly url: string;
   readonly requests: readonly OtlpRequest[];
   /** Resolves with the first request (already received or future) that satisfies `pred`. */
-  waitFor(pred: (r: OtlpRequest) => boolean, timeoutMs?: number): Promise<OtlpRequest>;
+  waitFor(pred: (request: OtlpRequest) => boolean, timeoutMs?: number): Promise<OtlpRequest>;
   /** Span names in JSON requests received so far. */
   jsonSpanNames(): string[];
   close(): Promise<void>;
@@ -29,7 +29,7 @@ export interface OtlpReceiver {
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const requests: OtlpRequest[] = [];
-  const waiters = new Set<(r: OtlpRequest) => void>();
+  const waiters = new Set<(request: OtlpRequest) => void>();
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -46,15 +46,15 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
           json = undefined;
         }
       }
-      const r: OtlpRequest = { path: req.url ?? "", contentType, headers: req.headers, body, bodyText, json };
-      requests.push(r);
+      const request: OtlpRequest = { path: req.url ?? "", contentType, headers: req.headers, body, bodyText, json };
+      requests.push(request);
       // An empty ExportTraceServiceResponse: `{}` in JSON, zero bytes in protobuf.
       if (contentType.includes("json")) {
         res.writeHead(200, { "content-type": "application/json" }).end("{}");
       } else {
         res.writeHead(200, { "content-type": "application/x-protobuf" }).end();
       }
-      for (const w of waiters) w(r);
+      for (const waiter of waiters) waiter(request);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -67,26 +67,27 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       if (found !== undefined) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
-          waiters.delete(w);
+          waiters.delete(waiter);
           reject(new Error(`no matching OTLP request within ${timeoutMs} ms (${requests.length} received)`));
         }, timeoutMs);
-        const w = (r: OtlpRequest): void => {
-          if (!pred(r)) return;
+        const waiter = (request: OtlpRequest): void => {
+          if (!pred(request)) return;
           clearTimeout(timer);
-          waiters.delete(w);
-          resolve(r);
+          waiters.delete(waiter);
+          resolve(request);
         };
-        waiters.add(w);
+        waiters.add(waiter);
       });
     },
     jsonSpanNames() {
       const names: string[] = [];
-      for (const r of requests) {
+      for (const request of requests) {
         const rs = (
-          r.json as { resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: Array<{ name: string }> }> }> } | undefined
+          request.json as
+            { resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: Array<{ name: string }> }> }> } | undefined
         )?.resourceSpans;
-        for (const x of rs ?? [])
-          for (const ss of x.scopeSpans ?? []) for (const sp of ss.spans ?? []) names.push(sp.name);
+        for (const resourceSpan of rs ?? [])
+          for (const ss of resourceSpan.scopeSpans ?? []) for (const sp of ss.spans ?? []) names.push(sp.name);
       }
       return names;
     },

@@ -40,18 +40,18 @@ test("property: built-in pre-checks pass every text their pattern's regex matche
   const text = fc.array(fc.oneof(word, token), { maxLength: 12 }).map((xs) => xs.join(""));
   const any = combinedPrecheck(BUILTIN_PATTERNS);
   fc.assert(
-    fc.property(text, (t) => {
-      for (const p of BUILTIN_PATTERNS) {
-        p.regex.lastIndex = 0;
-        if (p.regex.test(t)) {
-          p.regex.lastIndex = 0;
-          assert.ok(p.precheck.test(t), `${p.name} precheck missed ${JSON.stringify(t)}`);
-          assert.ok(any(t), `combined precheck missed ${p.name} in ${JSON.stringify(t)}`);
+    fc.property(text, (sample) => {
+      for (const pattern of BUILTIN_PATTERNS) {
+        pattern.regex.lastIndex = 0;
+        if (pattern.regex.test(sample)) {
+          pattern.regex.lastIndex = 0;
+          assert.ok(pattern.precheck.test(sample), `${pattern.name} precheck missed ${JSON.stringify(sample)}`);
+          assert.ok(any(sample), `combined precheck missed ${pattern.name} in ${JSON.stringify(sample)}`);
         }
       }
-      p: for (const p of BUILTIN_PATTERNS)
-        if (p.precheck.test(t)) {
-          assert.ok(any(t));
+      p: for (const pattern of BUILTIN_PATTERNS)
+        if (pattern.precheck.test(sample)) {
+          assert.ok(any(sample));
           break p;
         }
     }),

@@ -27,27 +27,28 @@ test("property: registered secrets embedded in random text never survive, raw or
       fc.array(text, { minLength: 6, maxLength: 6 }),
       (secrets, parts) => {
         const values = secrets.map((v, i) => [`SECRET_${i}`, v] as const);
-        const s = createScrubber({ values, patterns: false });
+        const scrubber = createScrubber({ values, patterns: false });
         const raw = parts[0] + secrets.map((v, i) => v + parts[i + 1]!).join("");
         const line = JSON.stringify({ type: "user", text: raw, again: `${parts[5]}${secrets[0]}` });
         const nested = JSON.stringify({ content: line });
         for (const input of [raw, line, nested]) {
-          const out = s.scrub(input);
-          for (const v of secrets) {
-            assert.ok(!out.includes(v), `raw secret survived in ${JSON.stringify(out)}`);
-            assert.ok(!out.includes(jsonBody(v)), `escaped secret survived in ${JSON.stringify(out)}`);
-            assert.ok(!out.includes(jsonBody(jsonBody(v))), "doubly escaped secret survived");
+          const out = scrubber.scrub(input);
+          for (const secretValue of secrets) {
+            assert.ok(!out.includes(secretValue), `raw secret survived in ${JSON.stringify(out)}`);
+            assert.ok(!out.includes(jsonBody(secretValue)), `escaped secret survived in ${JSON.stringify(out)}`);
+            assert.ok(!out.includes(jsonBody(jsonBody(secretValue))), "doubly escaped secret survived");
           }
         }
         // When the scrubbed line is still JSON, the decoded strings hold no secret either.
         let decoded: { text: string; again: string } | undefined;
         try {
-          decoded = JSON.parse(s.scrub(line));
+          decoded = JSON.parse(scrubber.scrub(line));
         } catch {
           decoded = undefined;
         }
         if (decoded !== undefined)
-          for (const v of secrets) assert.ok(!decoded.text.includes(v) && !decoded.again.includes(v));
+          for (const secretValue of secrets)
+            assert.ok(!decoded.text.includes(secretValue) && !decoded.again.includes(secretValue));
       },
     ),
     { numRuns: 400 },
@@ -73,11 +74,14 @@ test("property: secrets from an env overlay are caught in a child, and only ther
 });
 
 test("property: text without secrets or secret shapes passes through unchanged", () => {
-  const s = createScrubber({ values: { A: "Zq9!never-in-the-alphabet-below" } });
+  const scrubber = createScrubber({ values: { A: "Zq9!never-in-the-alphabet-below" } });
   fc.assert(
-    fc.property(fc.string({ unit: fc.constantFrom(...'abcdefgh ijklmn.,:;{}"0123456789\n'), maxLength: 300 }), (t) => {
-      assert.equal(s.scrub(t), t);
-    }),
+    fc.property(
+      fc.string({ unit: fc.constantFrom(...'abcdefgh ijklmn.,:;{}"0123456789\n'), maxLength: 300 }),
+      (sample) => {
+        assert.equal(scrubber.scrub(sample), sample);
+      },
+    ),
     { numRuns: 300 },
   );
 });
@@ -97,14 +101,14 @@ test("property: pattern-shaped secrets are redacted inside random JSON text", ()
       `AKIA${body.toUpperCase().slice(0, 16)}`,
     ),
   );
-  const s = createScrubber();
+  const scrubber = createScrubber();
   fc.assert(
     fc.property(
       shaped,
       fc.string({ unit: "grapheme-ascii", maxLength: 40 }),
       fc.string({ unit: "grapheme-ascii", maxLength: 40 }),
-      (tok, a, b) => {
-        const out = s.scrub(JSON.stringify({ text: `${a} ${tok} ${b}` }));
+      (tok, before, after) => {
+        const out = scrubber.scrub(JSON.stringify({ text: `${before} ${tok} ${after}` }));
         assert.ok(!out.includes(tok), out);
       },
     ),
@@ -117,20 +121,22 @@ test("property: short and long secrets together never survive, raw or escaped", 
     .string({ unit: fc.constantFrom(...'"\\/.*+?()é🔑aZ09-_'), minLength: 4, maxLength: 7 })
     .filter((s) => !/^(.)\1*$/su.test(s) && !"[REDACTED:SECRET_0]".includes(s) && !"[REDACTED:SECRET_1]".includes(s));
   fc.assert(
-    fc.property(shortSecret, secret, text, text, text, (a, b, p0, p1, p2) => {
-      const s = createScrubber({
+    fc.property(shortSecret, secret, text, text, text, (shortValue, longValue, p0, p1, p2) => {
+      const scrubber = createScrubber({
         values: [
-          ["SECRET_0", a],
-          ["SECRET_1", b],
+          ["SECRET_0", shortValue],
+          ["SECRET_1", longValue],
         ],
         patterns: false,
       });
-      const raw = p0 + a + p1 + b + p2;
+      const raw = p0 + shortValue + p1 + longValue + p2;
       for (const input of [raw, JSON.stringify({ t: raw }), JSON.stringify({ c: JSON.stringify({ t: raw }) })]) {
-        const out = s.scrub(input);
-        for (const v of [a, b]) {
+        const out = scrubber.scrub(input);
+        for (const secretValue of [shortValue, longValue]) {
           assert.ok(
-            !out.includes(v) && !out.includes(jsonBody(v)) && !out.includes(jsonBody(jsonBody(v))),
+            !out.includes(secretValue) &&
+              !out.includes(jsonBody(secretValue)) &&
+              !out.includes(jsonBody(jsonBody(secretValue))),
             JSON.stringify(out),
           );
         }
@@ -155,8 +161,8 @@ const shapeAt = fc.oneof(
   alnum(8, 20).map((b) => [`${b64url({ alg: "HS256" })}.${b64url({ sub: b })}.${b}`, false] as const),
   alnum(20, 40).map((b) => [`sk-ant-api03-${b}`, false] as const),
   alnum(12, 20).map((b) => [`xoxb-123-${b}`, false] as const),
-  fc.tuple(alnum(8, 30), space).map(([b, sp]) => [`Authorization: Bearer${sp}${b}1`, false] as const),
-  fc.tuple(alnum(8, 20), space).map(([b, sp]) => [`authorization:${sp}Basic ${b}==`, false] as const),
+  fc.tuple(alnum(8, 30), space).map(([token, sp]) => [`Authorization: Bearer${sp}${token}1`, false] as const),
+  fc.tuple(alnum(8, 20), space).map(([token, sp]) => [`authorization:${sp}Basic ${token}==`, false] as const),
   alnum(16, 30).map((b) => [`aws_secret_access_key = ${b}`, false] as const),
   alnum(6, 20).map((b) => [`postgres://bob:${b}@db.example:5432/app`, false] as const),
   alnum(20, 60).map(
@@ -164,10 +170,12 @@ const shapeAt = fc.oneof(
   ),
   alnum(20, 60).map((b) => [`-----BEGIN PRIVATE KEY-----\n${b}\n${b}`, true] as const),
 );
-const field = fc.tuple(filler, shapeAt, filler).map(([a, [shape, last], b]) => (last ? a + shape : a + shape + b));
+const field = fc
+  .tuple(filler, shapeAt, filler)
+  .map(([head, [shape, last], tail]) => (last ? head + shape : head + shape + tail));
 
 test("property: scrubbing a valid JSON line with secret shapes yields valid JSON that parses to the scrubbed fields", () => {
-  const s = createScrubber();
+  const scrubber = createScrubber();
   fc.assert(
     fc.property(fc.array(fc.oneof(field, filler), { minLength: 1, maxLength: 4 }), (texts) => {
       const line = JSON.stringify({
@@ -175,7 +183,7 @@ test("property: scrubbing a valid JSON line with secret shapes yields valid JSON
         content: texts.map((text) => ({ type: "text", text })),
         nested: JSON.stringify({ t: texts[0] }),
       });
-      const out = s.scrub(line);
+      const out = scrubber.scrub(line);
       let parsed: { content: Array<{ text: string }>; nested: string };
       try {
         parsed = JSON.parse(out);
@@ -184,7 +192,7 @@ test("property: scrubbing a valid JSON line with secret shapes yields valid JSON
       }
       assert.deepEqual(
         parsed.content.map((c) => c.text),
-        texts.map((t) => s.scrub(t)),
+        texts.map((t) => scrubber.scrub(t)),
       );
     }),
     { numRuns: 1500 },
@@ -197,13 +205,17 @@ test("property: registered values in a JSON line leave it valid JSON, even next 
     .string({ unit: fc.constantFrom(..."nrtbfu0a1B9-_\\"), minLength: 8, maxLength: 16 })
     .filter((v) => !/^(.)\1*$/s.test(v));
   fc.assert(
-    fc.property(value, filler, filler, (v, a, b) => {
-      const s = createScrubber({ values: { SECRET_0: v }, patterns: false });
-      for (const raw of [a + v + b, a + v.slice(1) + b, a + "\n" + v.slice(1) + b]) {
+    fc.property(value, filler, filler, (secretValue, before, after) => {
+      const scrubber = createScrubber({ values: { SECRET_0: secretValue }, patterns: false });
+      for (const raw of [
+        before + secretValue + after,
+        before + secretValue.slice(1) + after,
+        before + "\n" + secretValue.slice(1) + after,
+      ]) {
         const line = JSON.stringify({ text: raw, again: JSON.stringify({ t: raw }) });
-        const out = s.scrub(line);
+        const out = scrubber.scrub(line);
         const parsed = JSON.parse(out) as { text: string };
-        assert.ok(!parsed.text.includes(v), JSON.stringify(out));
+        assert.ok(!parsed.text.includes(secretValue), JSON.stringify(out));
       }
     }),
     { numRuns: 1500 },

@@ -13,7 +13,7 @@ import {
 import { secretShapeIn } from "../../src/telemetry/patterns.ts";
 
 test("env names: secret words count, metadata words and look-alikes do not", () => {
-  for (const n of [
+  for (const name of [
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "CLAUDE_CODE_OAUTH_TOKEN",
@@ -30,8 +30,8 @@ test("env names: secret words count, metadata words and look-alikes do not", () 
     "githubToken",
     "DB_PWD",
   ])
-    assert.equal(isSecretEnvName(n), true, n);
-  for (const n of [
+    assert.equal(isSecretEnvName(name), true, name);
+  for (const name of [
     "PWD",
     "OLDPWD",
     "HOME",
@@ -45,11 +45,11 @@ test("env names: secret words count, metadata words and look-alikes do not", () 
     "REDIS_URL",
     "OTEL_SERVICE_NAME",
   ])
-    assert.equal(isSecretEnvName(n), false, n);
+    assert.equal(isSecretEnvName(name), false, name);
 });
 
 test("field names: api keys and tokens, never cache keys, session ids or token counts", () => {
-  for (const n of [
+  for (const name of [
     "apiKey",
     "x-api-key",
     "authorization",
@@ -59,9 +59,9 @@ test("field names: api keys and tokens, never cache keys, session ids or token c
     "client_secret",
     "proxy.auth",
   ]) {
-    assert.equal(isSecretFieldName(n), true, n);
+    assert.equal(isSecretFieldName(name), true, name);
   }
-  for (const n of [
+  for (const name of [
     "key",
     "cacheKey",
     "stream_key",
@@ -72,12 +72,12 @@ test("field names: api keys and tokens, never cache keys, session ids or token c
     "turnstream.session",
     "author",
   ]) {
-    assert.equal(isSecretFieldName(n), false, n);
+    assert.equal(isSecretFieldName(name), false, name);
   }
 });
 
 test("env values are redacted by variable name; short and boring values are left alone", () => {
-  const s = createScrubber({
+  const scrubber = createScrubber({
     env: {
       MY_API_KEY: "abcd1234efgh",
       SHORT_TOKEN: "abc",
@@ -86,31 +86,37 @@ test("env values are redacted by variable name; short and boring values are left
       HOME: "/root",
     },
   });
-  assert.equal(s.scrub("key=abcd1234efgh in /srv/project-dir"), "key=[REDACTED:MY_API_KEY] in /srv/project-dir");
-  assert.equal(s.scrub("abc true"), "abc true");
-  assert.equal(s.size, 1);
+  assert.equal(scrubber.scrub("key=abcd1234efgh in /srv/project-dir"), "key=[REDACTED:MY_API_KEY] in /srv/project-dir");
+  assert.equal(scrubber.scrub("abc true"), "abc true");
+  assert.equal(scrubber.size, 1);
 });
 
 test("passwords inside URL values and OTLP header values are known secrets whatever the name", () => {
-  const s = createScrubber({
+  const scrubber = createScrubber({
     env: {
       REDIS_URL: "redis://worker:s3cr%40tpass@redis:6379/0",
       OTEL_EXPORTER_OTLP_HEADERS: "x-honeycomb-team=hc-abcdef123456,dataset=prod",
     },
   });
-  assert.equal(s.scrub("tried s3cr@tpass and s3cr%40tpass"), "tried [REDACTED:REDIS_URL] and [REDACTED:REDIS_URL]");
-  assert.equal(s.scrub("team hc-abcdef123456"), "team [REDACTED:OTEL_EXPORTER_OTLP_HEADERS]");
-  assert.equal(s.scrub("dataset prod"), "dataset prod");
+  assert.equal(
+    scrubber.scrub("tried s3cr@tpass and s3cr%40tpass"),
+    "tried [REDACTED:REDIS_URL] and [REDACTED:REDIS_URL]",
+  );
+  assert.equal(scrubber.scrub("team hc-abcdef123456"), "team [REDACTED:OTEL_EXPORTER_OTLP_HEADERS]");
+  assert.equal(scrubber.scrub("dataset prod"), "dataset prod");
 });
 
 test("a value contained in another: the longer one wins, no tail of either leaks", () => {
-  const s = createScrubber({ values: { OUTER: "prefix-inner-secret-suffix", INNER: "inner-secret" } });
-  assert.equal(s.scrub("a prefix-inner-secret-suffix b inner-secret c"), "a [REDACTED:OUTER] b [REDACTED:INNER] c");
+  const scrubber = createScrubber({ values: { OUTER: "prefix-inner-secret-suffix", INNER: "inner-secret" } });
+  assert.equal(
+    scrubber.scrub("a prefix-inner-secret-suffix b inner-secret c"),
+    "a [REDACTED:OUTER] b [REDACTED:INNER] c",
+  );
 });
 
 test("overlapping values are redacted as one union, leaving no fragment", () => {
-  const s = createScrubber({ values: { A: "xx12345678", B: "12345678yyyyyyyy" } });
-  const out = s.scrub("<xx12345678yyyyyyyy>");
+  const scrubber = createScrubber({ values: { A: "xx12345678", B: "12345678yyyyyyyy" } });
+  const out = scrubber.scrub("<xx12345678yyyyyyyy>");
   assert.equal(out, "<[REDACTED:A]>");
   assert.ok(!out.includes("yyyy") && !out.includes("1234"));
 });
@@ -118,29 +124,33 @@ test("overlapping values are redacted as one union, leaving no fragment", () => 
 test("values with regex metacharacters, unicode and astral characters", () => {
   const meta = "a.b*c+(d)[e]{f}|g^h$\\i/j-k?";
   const uni = "pässwörd-ünï🔑-日本語";
-  const s = createScrubber({ values: { META: meta, UNI: uni } });
-  assert.equal(s.scrub(`x ${meta} y ${uni} z`), "x [REDACTED:META] y [REDACTED:UNI] z");
-  assert.equal(s.scrub("a.b*c+(d)[e]{f}|g^h$\\i/j-k"), "a.b*c+(d)[e]{f}|g^h$\\i/j-k", "a near miss is not a match");
+  const scrubber = createScrubber({ values: { META: meta, UNI: uni } });
+  assert.equal(scrubber.scrub(`x ${meta} y ${uni} z`), "x [REDACTED:META] y [REDACTED:UNI] z");
+  assert.equal(
+    scrubber.scrub("a.b*c+(d)[e]{f}|g^h$\\i/j-k"),
+    "a.b*c+(d)[e]{f}|g^h$\\i/j-k",
+    "a near miss is not a match",
+  );
 });
 
 test("secrets in JSON-escaped, doubly escaped, \\u-escaped and URL-encoded form are caught", () => {
   const secret = 'pa"ss\\wörd/\n\tend';
-  const s = createScrubber({ values: { DB_PASSWORD: secret } });
+  const scrubber = createScrubber({ values: { DB_PASSWORD: secret } });
   const once = JSON.stringify({ text: `before ${secret} after` });
   const twice = JSON.stringify({ content: once });
   const python = once.replace(/[\u0080-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
   const slashes = once.replaceAll("/", "\\/");
   for (const text of [once, twice, python, slashes]) {
-    const out = s.scrub(text);
+    const out = scrubber.scrub(text);
     assert.match(out, /\[REDACTED:DB_PASSWORD\]/, text);
     assert.ok(!out.includes('pa\\"ss') && !out.includes("w\\u00f6rd") && !out.includes("wörd"), out);
   }
-  assert.equal(JSON.parse(s.scrub(once)).text, "before [REDACTED:DB_PASSWORD] after");
-  assert.equal(s.scrub(`?p=${encodeURIComponent(secret)}`), "?p=[REDACTED:DB_PASSWORD]");
+  assert.equal(JSON.parse(scrubber.scrub(once)).text, "before [REDACTED:DB_PASSWORD] after");
+  assert.equal(scrubber.scrub(`?p=${encodeURIComponent(secret)}`), "?p=[REDACTED:DB_PASSWORD]");
 });
 
 test("built-in patterns redact each secret shape and keep the surrounding words", () => {
-  const s = createScrubber();
+  const scrubber = createScrubber();
   const cases: Array<[string, string]> = [
     ["key sk-ant-api03-Abc_def-0123456789xyz end", "key [REDACTED:anthropic_key] end"],
     ["Authorization: Bearer abc.DEF-123_456~+/xyz=", "Authorization: Bearer [REDACTED:bearer_token]"],
@@ -176,27 +186,27 @@ test("built-in patterns redact each secret shape and keep the surrounding words"
     ],
     ["redis://:hunter2@redis:6379", "redis://:[REDACTED:connection_password]@redis:6379"],
   ];
-  for (const [input, expected] of cases) assert.equal(s.scrub(input), expected, input);
+  for (const [input, expected] of cases) assert.equal(scrubber.scrub(input), expected, input);
 });
 
 test("a token after a JSON escape (a tool result's new line) is found in the raw line as in the decoded text", () => {
-  const s = createScrubber();
+  const scrubber = createScrubber();
   const gh = "ghp_" + "aB3".repeat(12);
   const aws = "AKIA" + "Q7ZK".repeat(4);
   const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLWJ5dGVz";
   for (const text of [`lines:\n${gh}\n${aws}\t${jwt}`, `\u0001${gh}`, `Authorization:\nBearer\n${"tok3n".repeat(3)}`]) {
     const line = JSON.stringify({ type: "user", content: text });
-    const out = s.scrub(line);
-    assert.deepEqual(JSON.parse(out), { type: "user", content: s.scrub(text) });
+    const out = scrubber.scrub(line);
+    assert.deepEqual(JSON.parse(out), { type: "user", content: scrubber.scrub(text) });
     for (const secret of [gh, aws, jwt, "tok3n".repeat(3)]) assert.ok(!out.includes(secret), out);
   }
 });
 
 test("a private key inside a JSON string is redacted to its END line or its string's end, never past the closing quote", () => {
-  const s = createScrubber();
+  const scrubber = createScrubber();
   const key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nAAAA";
   const line = JSON.stringify({ a: key, b: "after", c: `${key}\n-----END PRIVATE KEY-----\nok` });
-  assert.deepEqual(JSON.parse(s.scrub(line)), {
+  assert.deepEqual(JSON.parse(scrubber.scrub(line)), {
     a: "[REDACTED:private_key]",
     b: "after",
     c: "[REDACTED:private_key]\nok",
@@ -219,7 +229,7 @@ test("secretShapeIn names the shape of a secret and ignores prose look-alikes", 
 });
 
 test("ordinary text survives the patterns", () => {
-  const s = createScrubber();
+  const scrubber = createScrubber();
   for (const text of [
     "The bearer of bad news arrived; basic facts only.",
     "See https://example.com/a/b?x=1 and http://host:8080/path@v2 for details",
@@ -227,7 +237,7 @@ test("ordinary text survives the patterns", () => {
     '{"type":"result","subtype":"success","usage":{"input_tokens":12}}',
     "git@github.com:owner/repo.git",
   ])
-    assert.equal(s.scrub(text), text);
+    assert.equal(scrubber.scrub(text), text);
 });
 
 test("credential file: token fields at any depth, absent file is 0, malformed file still scanned", () => {
@@ -246,18 +256,18 @@ test("credential file: token fields at any depth, absent file is 0, malformed fi
         other: { deeper: [{ id_token: "idtok-abcdefgh" }] },
       }),
     );
-    const s = createScrubber({ patterns: false });
-    assert.equal(s.addCredentialFile(path), 3);
+    const scrubber = createScrubber({ patterns: false });
+    assert.equal(scrubber.addCredentialFile(path), 3);
     assert.equal(
-      s.scrub("a sk-ant-oat01-ACCESSxyz b rt-REFRESH-0123456789 c idtok-abcdefgh user:inference"),
+      scrubber.scrub("a sk-ant-oat01-ACCESSxyz b rt-REFRESH-0123456789 c idtok-abcdefgh user:inference"),
       "a [REDACTED:accessToken] b [REDACTED:refreshToken] c [REDACTED:id_token] user:inference",
     );
-    assert.equal(s.addCredentialFile(join(dir, "missing.json")), 0);
+    assert.equal(scrubber.addCredentialFile(join(dir, "missing.json")), 0);
     const broken = join(dir, "broken.json");
     writeFileSync(broken, '{"claudeAiOauth":{"accessToken":"half-written-tok\\"en","refreshToken":"rt-trunc');
-    const t = createScrubber({ patterns: false });
-    assert.equal(t.addCredentialFile(broken), 1);
-    assert.equal(t.scrub('x half-written-tok"en'), "x [REDACTED:accessToken]");
+    const brokenScrubber = createScrubber({ patterns: false });
+    assert.equal(brokenScrubber.addCredentialFile(broken), 1);
+    assert.equal(brokenScrubber.scrub('x half-written-tok"en'), "x [REDACTED:accessToken]");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -288,9 +298,9 @@ test("child scrubbers: a run's overlay stays in the run, the parent's later secr
 });
 
 test("registered values too short to redact are refused without echoing them", () => {
-  const s = createScrubber();
+  const scrubber = createScrubber();
   assert.throws(
-    () => s.addValue("pin", "abc"),
+    () => scrubber.addValue("pin", "abc"),
     (err: unknown) => {
       assert.ok(err instanceof ScrubberConfigError);
       assert.equal(err.secretName, "pin");
@@ -302,21 +312,21 @@ test("registered values too short to redact are refused without echoing them", (
 
 test("the hook runs last, on scrubbed text, with the caller's context", () => {
   const seen: Array<[string, string | undefined]> = [];
-  const s = createScrubber({
+  const scrubber = createScrubber({
     values: { K: "known-value-1" },
     hook: (text, ctx) => {
       seen.push([text, ctx.sink]);
       return text.replace(/customer-\d+/g, "[REDACTED:customer]");
     },
   });
-  assert.equal(s.scrub("known-value-1 customer-42", { sink: "log" }), "[REDACTED:K] [REDACTED:customer]");
+  assert.equal(scrubber.scrub("known-value-1 customer-42", { sink: "log" }), "[REDACTED:K] [REDACTED:customer]");
   assert.deepEqual(seen, [["[REDACTED:K] customer-42", "log"]]);
-  const child = s.child({}, { hook: (t) => t.toUpperCase() });
+  const child = scrubber.child({}, { hook: (t) => t.toUpperCase() });
   assert.equal(child.scrub("customer-7 x"), "[REDACTED:CUSTOMER] X");
 });
 
 test("scrubDeep copies structure, redacts secret-named fields whole, handles cycles", () => {
-  const s = createScrubber({ values: { TOK: "deep-value-1" } });
+  const scrubber = createScrubber({ values: { TOK: "deep-value-1" } });
   const input: Record<string, unknown> = {
     msg: "has deep-value-1",
     list: ["deep-value-1", 5, null, { nested: "x deep-value-1" }],
@@ -326,7 +336,7 @@ test("scrubDeep copies structure, redacts secret-named fields whole, handles cyc
     usage: { input_tokens: 3 },
   };
   input["self"] = input;
-  const out = s.scrubDeep(input) as Record<string, any>;
+  const out = scrubber.scrubDeep(input) as Record<string, any>;
   assert.equal(out["msg"], "has [REDACTED:TOK]");
   assert.deepEqual(out["list"].slice(0, 3), ["[REDACTED:TOK]", 5, null]);
   assert.equal(out["list"][3].nested, "x [REDACTED:TOK]");
@@ -354,10 +364,11 @@ class RunError extends Error {
 }
 
 test("scrubError keeps class, name and kind; scrubs message, stack, fields, hidden stderr and cause", () => {
-  const s = createScrubber({ values: { TOK: "deep-secret-2" } });
-  const err = new RunError("run failed with deep-secret-2", "stderr: deep-secret-2");
-  (err as unknown as Record<string, unknown>)["detail"] = "detail deep-secret-2";
-  const safe = scrubError(err, s);
+  const scrubber = createScrubber({ values: { TOK: "deep-secret-2" } });
+  const err = Object.assign(new RunError("run failed with deep-secret-2", "stderr: deep-secret-2"), {
+    detail: "detail deep-secret-2",
+  });
+  const safe = scrubError(err, scrubber);
   assert.ok(safe instanceof RunError && safe instanceof Error);
   assert.notEqual(safe, err);
   assert.equal(safe.name, "RunError");
@@ -367,9 +378,9 @@ test("scrubError keeps class, name and kind; scrubs message, stack, fields, hidd
   assert.ok(!safe.stack!.includes("deep-secret-2"));
   assert.equal(safe.stderr, "stderr: [REDACTED:TOK]");
   assert.equal(Object.keys(safe).includes("stderr"), false, "stays non-enumerable");
-  assert.equal((safe as unknown as Record<string, unknown>)["detail"], "detail [REDACTED:TOK]");
+  assert.equal((safe as RunError & { detail?: unknown }).detail, "detail [REDACTED:TOK]");
   assert.equal((safe.cause as Error).message, "inner [REDACTED:TOK]");
   assert.ok(!JSON.stringify(safe).includes("deep-secret-2"));
   assert.equal(err.message, "run failed with deep-secret-2", "original untouched");
-  assert.equal(scrubError("thrown string deep-secret-2", s).message, "thrown string [REDACTED:TOK]");
+  assert.equal(scrubError("thrown string deep-secret-2", scrubber).message, "thrown string [REDACTED:TOK]");
 });

@@ -50,8 +50,8 @@ test("a session's spans come back from the log into the producer's trace, with t
     { turn: "turn-1", attempt: 0, kind: "turn.queued", at: "2026-03-03T09:00:00.000Z", data: data.queued(traceparent) },
   ]);
   const { epoch, attempt } = await log.beginAttempt(session, "turn-1");
-  let t = Date.parse("2026-03-03T09:00:01.000Z");
-  const at = (): string => new Date((t += 25)).toISOString();
+  let now = Date.parse("2026-03-03T09:00:01.000Z");
+  const at = (): string => new Date((now += 25)).toISOString();
   const startedAt = at();
   const spans = startSpans({
     tracer: liveTelemetry.tracer,
@@ -68,9 +68,9 @@ test("a session's spans come back from the log into the producer's trace, with t
     { turn: "turn-1", attempt, kind: "cli.exit", at: at(), data: data.exit(0) },
     { turn: "turn-1", attempt, kind: "turn.finished", at: at(), data: data.finished(attempt) },
   ] satisfies EventInput[];
-  const r = await log.append(session, epoch, events);
-  assert.equal(r.outcome, "appended");
-  for (const e of events) spans.onEvent({ ...e, session, epoch });
+  const appended = await log.append(session, epoch, events);
+  assert.equal(appended.outcome, "appended");
+  for (const event of events) spans.onEvent({ ...event, session, epoch });
   const liveSpans = lost.getFinishedSpans();
   assert.ok(
     liveSpans.some((s) => s.name === "invoke_agent claude-code"),
@@ -85,10 +85,10 @@ test("a session's spans come back from the log into the producer's trace, with t
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" },
   });
   assert.deepEqual(res, { spans: liveSpans.length, attempts: 1, enabled: true });
-  const got: JsonSpan[] = receiver.requests.flatMap((q) =>
+  const got: JsonSpan[] = receiver.requests.flatMap((request) =>
     (
-      (q.json as { resourceSpans?: Array<{ scopeSpans: Array<{ spans: JsonSpan[] }> }> } | undefined)?.resourceSpans ??
-      []
+      (request.json as { resourceSpans?: Array<{ scopeSpans: Array<{ spans: JsonSpan[] }> }> } | undefined)
+        ?.resourceSpans ?? []
     ).flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)),
   );
   assert.deepEqual(got.map((s) => s.name).sort(), liveSpans.map((s) => s.name).sort());
@@ -97,7 +97,7 @@ test("a session's spans come back from the log into the producer's trace, with t
   assert.equal(root.parentSpanId, producerSpanId);
   assert.equal(root.startTimeUnixNano, String(BigInt(Date.parse(startedAt)) * 1_000_000n));
   assert.equal(root.endTimeUnixNano, String(BigInt(Date.parse(events.at(-1)!.at!)) * 1_000_000n));
-  for (const s of got.filter((x) => x.name !== root.name)) assert.equal(s.parentSpanId, root.spanId);
+  for (const span of got.filter((x) => x.name !== root.name)) assert.equal(span.parentSpanId, root.spanId);
   const liveTool = liveSpans.find((s) => s.name === "execute_tool Bash")!;
   const tool = got.find((s) => s.name === "execute_tool Bash")!;
   const nanos = (hr: [number, number]): string => String(BigInt(hr[0]) * 1_000_000_000n + BigInt(hr[1]));

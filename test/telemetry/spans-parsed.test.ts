@@ -24,29 +24,34 @@ after(() => telemetry.shutdown());
 
 function build(lines: string[], parsed: ParsedLine[] | undefined, captureContent: boolean): unknown[] {
   const T0 = Date.parse("2026-03-01T12:00:00.000Z");
-  const s = startSpans({ tracer: telemetry.tracer, scrubber, startedAt: new Date(T0).toISOString(), captureContent });
-  const { traceId } = s.trace;
-  const event = (i: number, kind: string, d: unknown) => ({
+  const attemptSpans = startSpans({
+    tracer: telemetry.tracer,
+    scrubber,
+    startedAt: new Date(T0).toISOString(),
+    captureContent,
+  });
+  const { traceId } = attemptSpans.trace;
+  const event = (ordinal: number, kind: string, payload: unknown) => ({
     session: "sess-1",
     turn: "turn-1",
     attempt: 1,
     epoch: 1,
     kind,
-    at: new Date(T0 + 10 * i).toISOString(),
-    data: d,
+    at: new Date(T0 + 10 * ordinal).toISOString(),
+    data: payload,
   });
-  lines.forEach((raw, i) => s.onEvent(event(i + 1, "cli.line", { raw }), parsed?.[i]));
-  s.onEvent(event(lines.length + 1, "turn.finished", data.finished(1)));
+  lines.forEach((raw, i) => attemptSpans.onEvent(event(i + 1, "cli.line", { raw }), parsed?.[i]));
+  attemptSpans.onEvent(event(lines.length + 1, "turn.finished", data.finished(1)));
   const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === traceId);
   const byId = new Map(spans.map((x) => [x.spanContext().spanId, x.name]));
-  const view = (x: ReadableSpan) => ({
-    name: x.name,
-    parent: x.parentSpanContext === undefined ? undefined : byId.get(x.parentSpanContext.spanId),
-    start: hrTimeToMilliseconds(x.startTime),
-    end: hrTimeToMilliseconds(x.endTime),
-    status: x.status,
-    attributes: x.attributes,
-    events: x.events.map((e) => ({ name: e.name, at: hrTimeToMilliseconds(e.time), attributes: e.attributes })),
+  const view = (span: ReadableSpan) => ({
+    name: span.name,
+    parent: span.parentSpanContext === undefined ? undefined : byId.get(span.parentSpanContext.spanId),
+    start: hrTimeToMilliseconds(span.startTime),
+    end: hrTimeToMilliseconds(span.endTime),
+    status: span.status,
+    attributes: span.attributes,
+    events: span.events.map((e) => ({ name: e.name, at: hrTimeToMilliseconds(e.time), attributes: e.attributes })),
   });
   return spans.map(view).sort((a, b) => a.start - b.start || a.name.localeCompare(b.name));
 }

@@ -18,7 +18,7 @@ const SECRET = `pl4nted-${randomBytes(12).toString("hex")}`;
 
 async function runCli(responses: unknown[]): Promise<string[]> {
   const server = await startModelServer({ script: { responses } });
-  const h = hermeticEnv({ baseUrl: server.url, sandboxed: true, maxRetries: 0 });
+  const hermetic = hermeticEnv({ baseUrl: server.url, sandboxed: true, maxRetries: 0 });
   const cwd = mkdtempSync(join(tmpdir(), "ts-spans-wire-"));
   try {
     const child = spawn(
@@ -26,7 +26,7 @@ async function runCli(responses: unknown[]): Promise<string[]> {
       ["-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"],
       {
         cwd,
-        env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...h.env },
+        env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...hermetic.env },
         stdio: ["pipe", "pipe", "pipe"],
       },
     );
@@ -38,14 +38,14 @@ async function runCli(responses: unknown[]): Promise<string[]> {
     return out.split("\n").filter((l) => l.trim() !== "");
   } finally {
     await server.close();
-    h.cleanup();
+    hermetic.cleanup();
     rmSync(cwd, { recursive: true, force: true });
   }
 }
 
 function envelopes(lines: string[], turn: string, extra: Array<{ kind: string; data: unknown }> = []): ObservedEvent[] {
-  let t = Date.parse("2026-03-02T08:00:00.000Z");
-  const at = (): string => new Date((t += 5)).toISOString();
+  let now = Date.parse("2026-03-02T08:00:00.000Z");
+  const at = (): string => new Date((now += 5)).toISOString();
   const base = { session: "wire-sess", turn, attempt: 1, epoch: 1 };
   return [
     { ...base, kind: "attempt.started", at: at(), data: data.started(1) },
@@ -104,7 +104,7 @@ test("planted secrets stay off the wire; tool names and error kinds arrive", asy
     for (const envs of runs) {
       const first = envs[0]!;
       // captureContent on: arguments and error texts are recorded, so only scrubbing keeps the secret out.
-      const s = startSpans({
+      const attemptSpans = startSpans({
         tracer: telemetry.tracer,
         scrubber,
         session: first.session,
@@ -112,8 +112,8 @@ test("planted secrets stay off the wire; tool names and error kinds arrive", asy
         startedAt: first.at,
         captureContent: true,
       });
-      traceIds.push(s.trace.traceId);
-      for (const e of envs) s.onEvent(e);
+      traceIds.push(attemptSpans.trace.traceId);
+      for (const envelope of envs) attemptSpans.onEvent(envelope);
     }
     const before = receiver.requests.length;
     await telemetry.forceFlush();
@@ -135,10 +135,10 @@ test("planted secrets stay off the wire; tool names and error kinds arrive", asy
       assert.ok(text.includes(want), `${protocol}: ${want} reaches the wire`);
     }
     if (protocol === "http/json") {
-      const spans = bodies.flatMap((r) =>
+      const spans = bodies.flatMap((body) =>
         (
           (
-            r.json as {
+            body.json as {
               resourceSpans: Array<{
                 scopeSpans: Array<{
                   spans: Array<{

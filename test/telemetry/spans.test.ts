@@ -44,18 +44,18 @@ async function runCli(
   opts: { args?: string[]; prompt?: string; settings?: unknown; maxRetries?: number } = {},
 ): Promise<string[]> {
   const server = await startModelServer({ script: { responses } });
-  const h = hermeticEnv({ baseUrl: server.url, sandboxed: true, maxRetries: opts.maxRetries ?? 0 });
+  const hermetic = hermeticEnv({ baseUrl: server.url, sandboxed: true, maxRetries: opts.maxRetries ?? 0 });
   const cwd = mkdtempSync(join(tmpdir(), "ts-spans-cwd-"));
   try {
     const args = ["-p", "--output-format", "stream-json", "--verbose", ...(opts.args ?? [])];
     if (opts.settings !== undefined) {
-      const f = join(h.dirs.root, "settings.json");
-      writeFileSync(f, JSON.stringify(opts.settings));
-      args.push("--settings", f);
+      const settingsPath = join(hermetic.dirs.root, "settings.json");
+      writeFileSync(settingsPath, JSON.stringify(opts.settings));
+      args.push("--settings", settingsPath);
     }
     const child = spawn(pinnedClaudeBin(), args, {
       cwd,
-      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...h.env },
+      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...hermetic.env },
       stdio: ["pipe", "pipe", "pipe"],
     });
     child.stdin.end(opts.prompt ?? "Go.");
@@ -67,7 +67,7 @@ async function runCli(
     return out.split("\n").filter((l) => l.trim() !== "");
   } finally {
     await server.close();
-    h.cleanup();
+    hermetic.cleanup();
     rmSync(cwd, { recursive: true, force: true });
   }
 }
@@ -81,7 +81,7 @@ interface Wrapped {
 /** The events a worker would write for one attempt of a turn. */
 function wrap(
   lines: string[],
-  o: {
+  options: {
     session?: string;
     turn?: string;
     attempt?: number;
@@ -90,27 +90,27 @@ function wrap(
     extra?: Array<{ kind: string; data: unknown }>;
   } = {},
 ): Wrapped {
-  const attempt = o.attempt ?? 1;
-  let t = T0;
-  const event = (kind: string, d: unknown, at: number): ObservedEvent => ({
-    session: o.session ?? "sess-1",
-    turn: o.turn ?? "turn-1",
+  const attempt = options.attempt ?? 1;
+  let now = T0;
+  const event = (kind: string, payload: unknown, at: number): ObservedEvent => ({
+    session: options.session ?? "sess-1",
+    turn: options.turn ?? "turn-1",
     attempt,
     epoch: 1,
     kind,
     at: new Date(at).toISOString(),
-    data: d,
+    data: payload,
   });
-  const envelopes: ObservedEvent[] = [event("attempt.started", data.started(attempt, o.trace), t)];
+  const envelopes: ObservedEvent[] = [event("attempt.started", data.started(attempt, options.trace), now)];
   const lineAt: number[] = [];
   for (const raw of lines) {
-    lineAt.push((t += STEP_MS));
-    envelopes.push(event("cli.line", { raw }, t));
+    lineAt.push((now += STEP_MS));
+    envelopes.push(event("cli.line", { raw }, now));
   }
-  for (const e of o.extra ?? []) envelopes.push(event(e.kind, e.data, (t += STEP_MS)));
-  if (o.end !== "none") {
-    envelopes.push(event("cli.exit", data.exit(0), (t += STEP_MS)));
-    envelopes.push(event("turn.finished", data.finished(attempt), (t += STEP_MS)));
+  for (const extra of options.extra ?? []) envelopes.push(event(extra.kind, extra.data, (now += STEP_MS)));
+  if (options.end !== "none") {
+    envelopes.push(event("cli.exit", data.exit(0), (now += STEP_MS)));
+    envelopes.push(event("turn.finished", data.finished(attempt), (now += STEP_MS)));
   }
   return { envelopes, lineAt };
 }
@@ -122,11 +122,11 @@ after(() => telemetry.shutdown());
 
 /** Feeds the events to live attempt spans (which end at the last one); returns the spans of that attempt's trace. */
 function live(
-  w: Wrapped,
+  wrapped: Wrapped,
   opts: { traceparent?: string; captureContent?: boolean } = {},
 ): { spans: ReadableSpan[]; ids: TraceIds } {
-  const first = w.envelopes[0]!;
-  const s = startSpans({
+  const first = wrapped.envelopes[0]!;
+  const attemptSpans = startSpans({
     tracer: telemetry.tracer,
     scrubber,
     session: first.session,
@@ -135,39 +135,39 @@ function live(
     startedAt: first.at,
     ...opts,
   });
-  for (const e of w.envelopes) s.onEvent(e);
+  for (const envelope of wrapped.envelopes) attemptSpans.onEvent(envelope);
   const spans = exporter
     .getFinishedSpans()
-    .filter((x) => x.spanContext().traceId === s.trace.traceId && x.name !== "enqueue turn");
-  return { spans, ids: s.trace };
+    .filter((x) => x.spanContext().traceId === attemptSpans.trace.traceId && x.name !== "enqueue turn");
+  return { spans, ids: attemptSpans.trace };
 }
 
 const ms = (t: ReadableSpan["startTime"]): number => hrTimeToMilliseconds(t);
 const rootOf = (spans: ReadableSpan[]): ReadableSpan => {
-  const r = spans.filter((s) => s.name === ATTEMPT_SPAN_NAME);
-  assert.equal(r.length, 1, "one attempt span");
-  return r[0]!;
+  const roots = spans.filter((s) => s.name === ATTEMPT_SPAN_NAME);
+  assert.equal(roots.length, 1, "one attempt span");
+  return roots[0]!;
 };
 const tools = (spans: ReadableSpan[]): ReadableSpan[] => spans.filter((s) => s.name.startsWith("execute_tool "));
 const toolById = (spans: ReadableSpan[], id: string): ReadableSpan => {
-  const t = tools(spans).find((s) => s.attributes["gen_ai.tool.call.id"] === id);
-  assert.ok(t, `a tool span for ${id}`);
-  return t;
+  const tool = tools(spans).find((s) => s.attributes["gen_ai.tool.call.id"] === id);
+  assert.ok(tool, `a tool span for ${id}`);
+  return tool;
 };
 const parentId = (s: ReadableSpan): string | undefined => s.parentSpanContext?.spanId;
 
 /** tool_use blocks of the lines: id, name, parent tool id, line index. */
 function toolUses(lines: string[]): Array<{ id: string; name: string; parent: string | undefined; index: number }> {
   const out: Array<{ id: string; name: string; parent: string | undefined; index: number }> = [];
-  lines.forEach((l, index) => {
-    const o = JSON.parse(l) as Obj;
-    if (o["type"] !== "assistant") return;
-    for (const b of ((o["message"] as Obj)["content"] as Obj[]) ?? []) {
-      if (b["type"] === "tool_use")
+  lines.forEach((line, index) => {
+    const parsed = JSON.parse(line) as Obj;
+    if (parsed["type"] !== "assistant") return;
+    for (const block of ((parsed["message"] as Obj)["content"] as Obj[]) ?? []) {
+      if (block["type"] === "tool_use")
         out.push({
-          id: b["id"] as string,
-          name: b["name"] as string,
-          parent: (o["parent_tool_use_id"] as string | null) ?? undefined,
+          id: block["id"] as string,
+          name: block["name"] as string,
+          parent: (parsed["parent_tool_use_id"] as string | null) ?? undefined,
           index,
         });
     }
@@ -176,11 +176,12 @@ function toolUses(lines: string[]): Array<{ id: string; name: string; parent: st
 }
 function toolResults(lines: string[]): Map<string, { index: number; isError: boolean }> {
   const out = new Map<string, { index: number; isError: boolean }>();
-  lines.forEach((l, index) => {
-    const o = JSON.parse(l) as Obj;
-    if (o["type"] !== "user" || !Array.isArray((o["message"] as Obj)["content"])) return;
-    for (const b of (o["message"] as Obj)["content"] as Obj[]) {
-      if (b["type"] === "tool_result") out.set(b["tool_use_id"] as string, { index, isError: b["is_error"] === true });
+  lines.forEach((line, index) => {
+    const parsed = JSON.parse(line) as Obj;
+    if (parsed["type"] !== "user" || !Array.isArray((parsed["message"] as Obj)["content"])) return;
+    for (const block of (parsed["message"] as Obj)["content"] as Obj[]) {
+      if (block["type"] === "tool_result")
+        out.set(block["tool_use_id"] as string, { index, isError: block["is_error"] === true });
     }
   });
   return out;
@@ -192,44 +193,44 @@ const linesOf = (lines: string[], type: string): Obj[] =>
     .filter((o) => (typeof o["subtype"] === "string" ? `${o["type"]}/${o["subtype"]}` : o["type"]) === type);
 
 function assertNoExceptionEvents(spans: ReadableSpan[]): void {
-  for (const s of spans) {
-    assert.ok(!s.events.some((e) => e.name === "exception"), `${s.name} has no exception event`);
-    assert.ok(!s.events.some((e) => e.attributes?.["exception.stacktrace"] !== undefined));
+  for (const span of spans) {
+    assert.ok(!span.events.some((e) => e.name === "exception"), `${span.name} has no exception event`);
+    assert.ok(!span.events.some((e) => e.attributes?.["exception.stacktrace"] !== undefined));
   }
 }
 
 /** Tool spans pair with tool_use/tool_result lines exactly: names, ids, parents, timing, error status. */
-function assertToolsMatchLines(lines: string[], w: Wrapped, spans: ReadableSpan[]): void {
+function assertToolsMatchLines(lines: string[], wrapped: Wrapped, spans: ReadableSpan[]): void {
   const root = rootOf(spans);
   const uses = toolUses(lines);
   const results = toolResults(lines);
   assert.equal(tools(spans).length, uses.length, "one tool span per tool call");
-  for (const u of uses) {
-    const s = toolById(spans, u.id);
-    assert.equal(s.name, `execute_tool ${u.name}`);
-    assert.equal(s.kind, SpanKind.INTERNAL);
-    assert.equal(s.attributes["gen_ai.operation.name"], "execute_tool");
-    assert.equal(s.attributes["gen_ai.tool.name"], u.name);
+  for (const use of uses) {
+    const span = toolById(spans, use.id);
+    assert.equal(span.name, `execute_tool ${use.name}`);
+    assert.equal(span.kind, SpanKind.INTERNAL);
+    assert.equal(span.attributes["gen_ai.operation.name"], "execute_tool");
+    assert.equal(span.attributes["gen_ai.tool.name"], use.name);
     assert.equal(
-      parentId(s),
-      u.parent === undefined ? root.spanContext().spanId : toolById(spans, u.parent).spanContext().spanId,
+      parentId(span),
+      use.parent === undefined ? root.spanContext().spanId : toolById(spans, use.parent).spanContext().spanId,
     );
-    assert.equal(ms(s.startTime), w.lineAt[u.index]);
-    const r = results.get(u.id);
+    assert.equal(ms(span.startTime), wrapped.lineAt[use.index]);
+    const result = results.get(use.id);
     if (
-      r !== undefined &&
-      s.attributes["turnstream.tool.incomplete"] === undefined &&
-      !s.events.some((e) => e.name === "task_started")
+      result !== undefined &&
+      span.attributes["turnstream.tool.incomplete"] === undefined &&
+      !span.events.some((e) => e.name === "task_started")
     ) {
-      assert.equal(ms(s.endTime), w.lineAt[r.index], `${u.name} ends at its result`);
+      assert.equal(ms(span.endTime), wrapped.lineAt[result.index], `${use.name} ends at its result`);
     }
-    if (r?.isError === true) {
-      assert.equal(s.status.code, SpanStatusCode.ERROR);
-      assert.ok(typeof s.attributes["error.type"] === "string");
-    } else if (r !== undefined) {
-      assert.equal(s.status.code, SpanStatusCode.UNSET);
+    if (result?.isError === true) {
+      assert.equal(span.status.code, SpanStatusCode.ERROR);
+      assert.ok(typeof span.attributes["error.type"] === "string");
+    } else if (result !== undefined) {
+      assert.equal(span.status.code, SpanStatusCode.UNSET);
     }
-    assert.equal(s.attributes["gen_ai.tool.call.arguments"], undefined, "arguments are opt-in");
+    assert.equal(span.attributes["gen_ai.tool.call.arguments"], undefined, "arguments are opt-in");
   }
 }
 
@@ -240,8 +241,8 @@ test("bash-call: producer → invoke_agent → execute_tool Bash, GenAI attribut
   assert.ok(traceparent !== undefined);
   assert.match(traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
   producer.end();
-  const w = wrap(lines);
-  const { spans, ids } = live(w, { traceparent });
+  const wrapped = wrap(lines);
+  const { spans, ids } = live(wrapped, { traceparent });
   const root = rootOf(spans);
   assert.equal(root.kind, SpanKind.CLIENT);
   assert.equal(root.spanContext().traceId, producer.spanContext().traceId, "same trace as the producer");
@@ -253,56 +254,60 @@ test("bash-call: producer → invoke_agent → execute_tool Bash, GenAI attribut
   });
   const init = linesOf(lines, "system/init")[0]!;
   const result = linesOf(lines, "result/success").at(-1)!;
-  const a = root.attributes;
-  assert.equal(a["gen_ai.operation.name"], "invoke_agent");
-  assert.equal(a["gen_ai.provider.name"], "anthropic");
-  assert.equal(a["gen_ai.agent.name"], "claude-code");
-  assert.equal(a["gen_ai.conversation.id"], init["session_id"]);
-  assert.equal(a["gen_ai.request.model"], init["model"]);
-  assert.equal(a["gen_ai.response.model"], Object.keys(result["modelUsage"] as Obj)[0]);
+  const attributes = root.attributes;
+  assert.equal(attributes["gen_ai.operation.name"], "invoke_agent");
+  assert.equal(attributes["gen_ai.provider.name"], "anthropic");
+  assert.equal(attributes["gen_ai.agent.name"], "claude-code");
+  assert.equal(attributes["gen_ai.conversation.id"], init["session_id"]);
+  assert.equal(attributes["gen_ai.request.model"], init["model"]);
+  assert.equal(attributes["gen_ai.response.model"], Object.keys(result["modelUsage"] as Obj)[0]);
   const mu = Object.values(result["modelUsage"] as Record<string, Obj>);
   const sum = (k: string): number => mu.reduce((n, m) => n + (m[k] as number), 0);
   assert.equal(
-    a["gen_ai.usage.input_tokens"],
+    attributes["gen_ai.usage.input_tokens"],
     sum("inputTokens") + sum("cacheReadInputTokens") + sum("cacheCreationInputTokens"),
   );
-  assert.equal(a["gen_ai.usage.output_tokens"], sum("outputTokens"));
-  assert.equal(a["gen_ai.usage.cache_read.input_tokens"], sum("cacheReadInputTokens"));
-  assert.equal(a["gen_ai.usage.cache_creation.input_tokens"], sum("cacheCreationInputTokens"));
-  assert.equal(a["turnstream.cost.usd"], result["total_cost_usd"]);
-  assert.equal(a["turnstream.session"], "sess-1");
-  assert.equal(a["turnstream.turn"], "turn-1");
-  assert.equal(a["turnstream.attempt"], 1);
-  assert.equal(a["turnstream.cli.exit_code"], 0);
+  assert.equal(attributes["gen_ai.usage.output_tokens"], sum("outputTokens"));
+  assert.equal(attributes["gen_ai.usage.cache_read.input_tokens"], sum("cacheReadInputTokens"));
+  assert.equal(attributes["gen_ai.usage.cache_creation.input_tokens"], sum("cacheCreationInputTokens"));
+  assert.equal(attributes["turnstream.cost.usd"], result["total_cost_usd"]);
+  assert.equal(attributes["turnstream.session"], "sess-1");
+  assert.equal(attributes["turnstream.turn"], "turn-1");
+  assert.equal(attributes["turnstream.attempt"], 1);
+  assert.equal(attributes["turnstream.cli.exit_code"], 0);
   assert.equal(root.status.code, SpanStatusCode.UNSET);
-  assert.equal(a["error.type"], undefined);
+  assert.equal(attributes["error.type"], undefined);
   assert.equal(ms(root.startTime), T0);
-  assert.equal(ms(root.endTime), Date.parse(w.envelopes.at(-1)!.at), "ends at turn.finished");
+  assert.equal(ms(root.endTime), Date.parse(wrapped.envelopes.at(-1)!.at), "ends at turn.finished");
   assert.ok(tools(spans).some((s) => s.name === "execute_tool Bash"));
-  assertToolsMatchLines(lines, w, spans);
+  assertToolsMatchLines(lines, wrapped, spans);
   assertNoExceptionEvents(spans);
 });
 
 test("three-tools-one-message: three sibling tool spans, each closed by its own result", () => {
   const lines = fixtureLines("three-tools-one-message");
-  const w = wrap(lines);
-  const { spans } = live(w);
+  const wrapped = wrap(lines);
+  const { spans } = live(wrapped);
   assert.ok(tools(spans).length >= 3);
-  assertToolsMatchLines(lines, w, spans);
+  assertToolsMatchLines(lines, wrapped, spans);
   const root = rootOf(spans);
   assert.equal(parentId(root), undefined, "no producer: the attempt span is a root");
 });
 
 test("failing-tool: the tool span is an error with error.type, the attempt is not", () => {
   const lines = fixtureLines("failing-tool");
-  const w = wrap(lines);
-  const { spans } = live(w);
-  assertToolsMatchLines(lines, w, spans);
+  const wrapped = wrap(lines);
+  const { spans } = live(wrapped);
+  assertToolsMatchLines(lines, wrapped, spans);
   const failed = tools(spans).filter((s) => s.status.code === SpanStatusCode.ERROR);
   assert.ok(failed.length >= 1);
-  for (const s of failed) {
-    assert.equal(s.attributes["error.type"], "tool_error");
-    assert.match(s.status.message ?? "", /returned an error$/, "no tool output in the status without captureContent");
+  for (const span of failed) {
+    assert.equal(span.attributes["error.type"], "tool_error");
+    assert.match(
+      span.status.message ?? "",
+      /returned an error$/,
+      "no tool output in the status without captureContent",
+    );
   }
   assert.equal(rootOf(spans).status.code, SpanStatusCode.UNSET);
   assertNoExceptionEvents(spans);
@@ -310,8 +315,8 @@ test("failing-tool: the tool span is an error with error.type, the attempt is no
 
 test("error-429: attempt status ERROR, error.type rate_limit, an api_retry event per retry line, scrubbed message", () => {
   const lines = fixtureLines("error-429");
-  const w = wrap(lines);
-  const { spans } = live(w);
+  const wrapped = wrap(lines);
+  const { spans } = live(wrapped);
   const root = rootOf(spans);
   assert.equal(root.status.code, SpanStatusCode.ERROR);
   assert.equal(root.attributes["error.type"], "rate_limit");
@@ -331,8 +336,8 @@ test("error-429: attempt status ERROR, error.type rate_limit, an api_retry event
 
 test("hook-deny: hook events, a permission_denial event from the result, the tool refused", () => {
   const lines = fixtureLines("hook-deny");
-  const w = wrap(lines);
-  const { spans } = live(w);
+  const wrapped = wrap(lines);
+  const { spans } = live(wrapped);
   const root = rootOf(spans);
   const hookLines = lines.filter((l) => /"subtype":"hook_(started|response)"/.test(l)).length;
   const hookEvents = root.events.filter((e) => e.name === "hook_started" || e.name === "hook_response");
@@ -357,23 +362,23 @@ test("hook-deny: hook events, a permission_denial event from the result, the too
 
 test("permission-denied: the system/permission_denied line becomes an event on the tool span", () => {
   const lines = fixtureLines("permission-denied");
-  const w = wrap(lines);
-  const { spans } = live(w);
+  const wrapped = wrap(lines);
+  const { spans } = live(wrapped);
   const line = linesOf(lines, "system/permission_denied")[0]!;
-  const s = toolById(spans, line["tool_use_id"] as string);
-  const ev = s.events.find((e) => e.name === "permission_denied");
+  const toolSpan = toolById(spans, line["tool_use_id"] as string);
+  const ev = toolSpan.events.find((e) => e.name === "permission_denied");
   assert.ok(ev);
   assert.equal(ev.attributes?.["gen_ai.tool.name"], line["tool_name"]);
   assert.equal(ev.attributes?.["turnstream.permission.message"], line["message"]);
-  assert.equal(s.status.code, SpanStatusCode.ERROR);
-  assert.equal(s.attributes["error.type"], "permission_denied");
-  assertToolsMatchLines(lines, w, spans);
+  assert.equal(toolSpan.status.code, SpanStatusCode.ERROR);
+  assert.equal(toolSpan.attributes["error.type"], "permission_denied");
+  assertToolsMatchLines(lines, wrapped, spans);
 });
 
 test("background-subagent: the Agent span lasts until the task's notification; two results counted", () => {
   const lines = fixtureLines("background-subagent");
-  const w = wrap(lines);
-  const { spans } = live(w);
+  const wrapped = wrap(lines);
+  const { spans } = live(wrapped);
   const root = rootOf(spans);
   const started = linesOf(lines, "system/task_started").find((o) => o["is_backgrounded"] === true);
   assert.ok(started);
@@ -382,7 +387,7 @@ test("background-subagent: the Agent span lasts until the task's notification; t
     (l) => l.includes('"subtype":"task_notification"') && l.includes(started["tool_use_id"] as string),
   );
   assert.ok(note > 0);
-  assert.equal(ms(agent.endTime), w.lineAt[note], "ends when the background task reports");
+  assert.equal(ms(agent.endTime), wrapped.lineAt[note], "ends when the background task reports");
   assert.ok(agent.events.some((e) => e.name === "task_started"));
   assert.ok(agent.events.some((e) => e.name === "tool_result"));
   assert.equal(
@@ -392,7 +397,7 @@ test("background-subagent: the Agent span lasts until the task's notification; t
   assert.equal(agent.status.code, SpanStatusCode.UNSET);
   assert.equal(root.attributes["turnstream.result_count"], linesOf(lines, "result/success").length);
   assert.ok(linesOf(lines, "result/success").length >= 2);
-  assertToolsMatchLines(lines, w, spans);
+  assertToolsMatchLines(lines, wrapped, spans);
 });
 
 let subagentLines: string[] | undefined;
@@ -425,42 +430,47 @@ test("real CLI: a subagent's tool call nests under the Task span that spawned it
   const uses = toolUses(lines);
   const nested = uses.find((u) => u.parent !== undefined);
   assert.ok(nested, "the subagent called a tool");
-  const w = wrap(lines);
-  const { spans } = live(w);
+  const wrapped = wrap(lines);
+  const { spans } = live(wrapped);
   const task = toolById(spans, nested.parent!);
   const child = toolById(spans, nested.id);
   assert.equal(child.name, "execute_tool Bash");
   assert.equal(parentId(child), task.spanContext().spanId);
   assert.equal(parentId(task), rootOf(spans).spanContext().spanId);
   assert.equal(child.attributes["turnstream.tool.parent_call_id"], nested.parent);
-  assertToolsMatchLines(lines, w, spans);
+  assertToolsMatchLines(lines, wrapped, spans);
 });
 
 test("an attempt cut off mid-tool (no terminal event): end(reason) ends the tool span, marked incomplete, and the attempt with that error", () => {
   const lines = fixtureLines("bash-call");
   const firstResult = Math.min(...[...toolResults(lines).values()].map((r) => r.index));
-  const w = wrap(lines.slice(0, firstResult), { end: "none", attempt: 2 });
-  const s = startSpans({ tracer: telemetry.tracer, scrubber, attempt: 2, startedAt: w.envelopes[0]!.at });
-  for (const e of w.envelopes) s.onEvent(e);
-  s.end("timeout");
-  s.end("other");
-  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.trace.traceId);
+  const wrapped = wrap(lines.slice(0, firstResult), { end: "none", attempt: 2 });
+  const attemptSpans = startSpans({
+    tracer: telemetry.tracer,
+    scrubber,
+    attempt: 2,
+    startedAt: wrapped.envelopes[0]!.at,
+  });
+  for (const envelope of wrapped.envelopes) attemptSpans.onEvent(envelope);
+  attemptSpans.end("timeout");
+  attemptSpans.end("other");
+  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === attemptSpans.trace.traceId);
   const root = rootOf(spans);
   assert.equal(root.attributes["error.type"], "timeout", "the first end decides");
   assert.equal(root.status.message, "attempt failed: timeout");
-  assert.equal(ms(root.endTime), Date.parse(w.envelopes.at(-1)!.at), "ends at the last event seen");
-  const t = tools(spans);
-  assert.equal(t.length, 1);
-  assert.equal(t[0]!.attributes["turnstream.tool.incomplete"], true);
-  assert.equal(t[0]!.attributes["error.type"], "incomplete");
-  assert.equal(ms(t[0]!.endTime), ms(root.endTime));
+  assert.equal(ms(root.endTime), Date.parse(wrapped.envelopes.at(-1)!.at), "ends at the last event seen");
+  const toolSpans = tools(spans);
+  assert.equal(toolSpans.length, 1);
+  assert.equal(toolSpans[0]!.attributes["turnstream.tool.incomplete"], true);
+  assert.equal(toolSpans[0]!.attributes["error.type"], "incomplete");
+  assert.equal(ms(toolSpans[0]!.endTime), ms(root.endTime));
   assertNoExceptionEvents(spans);
 });
 
 /** Feeds the events to live attempt spans without ending them; returns that trace's finished spans and the spans. */
-function feed(w: Wrapped): { spans: () => ReadableSpan[]; s: ReturnType<typeof startSpans> } {
-  const first = w.envelopes[0]!;
-  const s = startSpans({
+function feed(wrapped: Wrapped): { spans: () => ReadableSpan[]; s: ReturnType<typeof startSpans> } {
+  const first = wrapped.envelopes[0]!;
+  const attemptSpans = startSpans({
     tracer: telemetry.tracer,
     scrubber,
     session: first.session,
@@ -468,12 +478,15 @@ function feed(w: Wrapped): { spans: () => ReadableSpan[]; s: ReturnType<typeof s
     attempt: first.attempt,
     startedAt: first.at,
   });
-  for (const e of w.envelopes) s.onEvent(e);
-  return { s, spans: () => exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.trace.traceId) };
+  for (const envelope of wrapped.envelopes) attemptSpans.onEvent(envelope);
+  return {
+    s: attemptSpans,
+    spans: () => exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === attemptSpans.trace.traceId),
+  };
 }
 
 test("turn.failed without a result: error.type and scrubbed status from the event, stderr as scrubbed events", () => {
-  const w = wrap([], {
+  const wrapped = wrap([], {
     end: "none",
     turn: "turn-9",
     extra: [
@@ -485,12 +498,12 @@ test("turn.failed without a result: error.type and scrubbed status from the even
       },
     ],
   });
-  const { spans } = feed(w);
+  const { spans } = feed(wrapped);
   const root = rootOf(spans());
   assert.equal(root.attributes["error.type"], "cli_error");
   assert.equal(root.status.message, "the CLI exited 1 without a result; token [REDACTED:CANARY_TOKEN]");
   assert.equal(root.attributes["turnstream.cli.exit_code"], 1);
-  assert.equal(ms(root.endTime), Date.parse(w.envelopes.at(-1)!.at), "turn.failed ends the spans");
+  assert.equal(ms(root.endTime), Date.parse(wrapped.envelopes.at(-1)!.at), "turn.failed ends the spans");
   assert.ok(root.events.some((e) => e.name === "turn.failed"));
   const ev = root.events.find((e) => e.name === "cli.stderr");
   assert.equal(ev?.attributes?.["turnstream.stderr"], "fatal: credential [REDACTED:CANARY_TOKEN] rejected");
@@ -510,27 +523,27 @@ test("attempt.abandoned ends the spans with its reason, unless it records anothe
     data: { reason: "worker_crashed", attempt: 1, retry: true, detectedBy: 2 },
   };
   const own = { kind: "attempt.abandoned", data: { reason: "lease_lost", attempt: 2, retry: true } };
-  const w = wrap(lines, { attempt: 2, end: "none", extra: [earlier, own] });
-  const { spans } = feed(w);
+  const wrapped = wrap(lines, { attempt: 2, end: "none", extra: [earlier, own] });
+  const { spans } = feed(wrapped);
   const root = rootOf(spans());
   assert.equal(
     ms(root.endTime),
-    Date.parse(w.envelopes.at(-1)!.at),
+    Date.parse(wrapped.envelopes.at(-1)!.at),
     "ends at its own abandonment, not the earlier attempt's",
   );
   assert.equal(root.attributes["error.type"], "lease_lost");
   assert.deepEqual(
     root.events.filter((e) => e.name === "attempt.abandoned").map((e) => ms(e.time)),
-    [Date.parse(w.envelopes.at(-1)!.at)],
+    [Date.parse(wrapped.envelopes.at(-1)!.at)],
   );
 });
 
 test("turn.cancelled: error.type cancelled (its reason is prose, not a kind)", () => {
-  const w = wrap([], {
+  const wrapped = wrap([], {
     end: "none",
     extra: [{ kind: "turn.cancelled", data: { reason: "cancelled while running", by: "producer", attempt: 1 } }],
   });
-  const { spans } = feed(w);
+  const { spans } = feed(wrapped);
   const root = rootOf(spans());
   assert.equal(root.attributes["error.type"], "cancelled");
   assert.equal(root.status.message, "attempt failed: cancelled");
@@ -539,18 +552,18 @@ test("turn.cancelled: error.type cancelled (its reason is prose, not a kind)", (
 test("the request model: the turn's, else attempt.started's, else system/init's", () => {
   const lines = fixtureLines("plain-reply");
   const init = linesOf(lines, "system/init")[0]!;
-  const w = wrap(lines);
-  w.envelopes[0] = { ...w.envelopes[0]!, data: { ...data.started(1), model: "from-attempt-started" } };
+  const wrapped = wrap(lines);
+  wrapped.envelopes[0] = { ...wrapped.envelopes[0]!, data: { ...data.started(1), model: "from-attempt-started" } };
   assert.equal(rootOf(live(wrap(lines)).spans).attributes["gen_ai.request.model"], init["model"]);
-  assert.equal(rootOf(live(w).spans).attributes["gen_ai.request.model"], "from-attempt-started");
-  const s = startSpans({
+  assert.equal(rootOf(live(wrapped).spans).attributes["gen_ai.request.model"], "from-attempt-started");
+  const attemptSpans = startSpans({
     tracer: telemetry.tracer,
     scrubber,
-    startedAt: w.envelopes[0]!.at,
+    startedAt: wrapped.envelopes[0]!.at,
     requestModel: "from-the-turn",
   });
-  for (const e of w.envelopes) s.onEvent(e);
-  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === s.trace.traceId);
+  for (const envelope of wrapped.envelopes) attemptSpans.onEvent(envelope);
+  const spans = exporter.getFinishedSpans().filter((x) => x.spanContext().traceId === attemptSpans.trace.traceId);
   assert.equal(rootOf(spans).attributes["gen_ai.request.model"], "from-the-turn");
 });
 
@@ -568,19 +581,21 @@ test("trace context helpers: round trip, malformed input, a traceparent from ids
 
 function shape(spans: ReadableSpan[]): string[] {
   const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
-  const path = (s: ReadableSpan): string => {
-    const p = s.parentSpanContext === undefined ? undefined : byId.get(s.parentSpanContext.spanId);
+  const path = (span: ReadableSpan): string => {
+    const parent = span.parentSpanContext === undefined ? undefined : byId.get(span.parentSpanContext.spanId);
     return (
-      (p === undefined ? "" : path(p) + " > ") +
-      s.name +
-      (s.attributes["gen_ai.tool.call.id"] === undefined ? "" : `#${String(s.attributes["gen_ai.tool.call.id"])}`)
+      (parent === undefined ? "" : path(parent) + " > ") +
+      span.name +
+      (span.attributes["gen_ai.tool.call.id"] === undefined ? "" : `#${String(span.attributes["gen_ai.tool.call.id"])}`)
     );
   };
   return spans
-    .map(
-      (s) =>
-        `${path(s)} @${ms(s.startTime)}-${ms(s.endTime)} ${s.status.code}:${s.status.message ?? ""} ${String(s.attributes["error.type"] ?? "")} ev=${s.events.map((e) => e.name).join(",")}`,
-    )
+    .map((span) => {
+      const timing = `@${ms(span.startTime)}-${ms(span.endTime)}`;
+      const status = `${span.status.code}:${span.status.message ?? ""}`;
+      const events = span.events.map((e) => e.name).join(",");
+      return `${path(span)} ${timing} ${status} ${String(span.attributes["error.type"] ?? "")} ev=${events}`;
+    })
     .sort();
 }
 
@@ -599,8 +614,8 @@ test("exportTracesFromLog re-emits the same structure and timing into the record
     traceparent,
     startedAt: new Date(T0).toISOString(),
   });
-  const w = wrap(lines, { session: "s-re", turn: "t-re", attempt: 1, trace: probe.trace });
-  for (const e of w.envelopes) probe.onEvent(e);
+  const wrapped = wrap(lines, { session: "s-re", turn: "t-re", attempt: 1, trace: probe.trace });
+  for (const envelope of wrapped.envelopes) probe.onEvent(envelope);
   // A second turn of the same session in the log: the subagent run, no producer.
   const sub = await subagentRun();
   const w2 = wrap(sub, { session: "s-re", turn: "t-re-2", attempt: 1 });
@@ -621,14 +636,14 @@ test("exportTracesFromLog re-emits the same structure and timing into the record
       epoch: 0,
       data: data.queued(traceparent),
     };
-    for (const e of [...w.envelopes, ...w2.envelopes]) yield e;
+    for (const envelope of [...wrapped.envelopes, ...w2.envelopes]) yield envelope;
   }
-  const r = await exportTracesFromLog(log(), { tracer: replay.tracer, scrubber });
+  const exported = await exportTracesFromLog(log(), { tracer: replay.tracer, scrubber });
   await replay.forceFlush();
   const out = replayExporter.getFinishedSpans();
   after(() => replay.shutdown());
-  assert.equal(r.spans, out.length);
-  assert.equal(r.attempts, 2);
+  assert.equal(exported.spans, out.length);
+  assert.equal(exported.attempts, 2);
   const first = out.filter((s) => s.spanContext().traceId === probe.trace.traceId);
   assert.deepEqual(shape(first), shape(liveSpans), "same spans, parents, timing, status, events");
   assert.equal(parentId(rootOf(first)), producer.spanContext().spanId, "still the producer's child");

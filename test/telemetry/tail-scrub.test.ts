@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { formatEvent } from "../../src/bin/commands/tail.ts";
 import { defaultScrub } from "../../src/bin/commands/_scrub.ts";
-import { createEventLog, type Envelope } from "../../src/log/index.ts";
+import { createEventLog, envelopeSchema } from "../../src/log/index.ts";
 import { cleanupKeys, NODE, redisFor, testSpace } from "../worker/_support.ts";
 
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -32,7 +32,7 @@ function assertRedacted(out: string, token: string): void {
 test("formatEvent: a 40-character token in a tool result shows as its marker, no prefix of it", () => {
   assert.equal(LEAD.length, 37);
   const token = githubToken();
-  const env = {
+  const env = envelopeSchema.parse({
     v: 1,
     seq: 3,
     session: "s",
@@ -42,7 +42,7 @@ test("formatEvent: a 40-character token in a tool result shows as its marker, no
     at: new Date().toISOString(),
     kind: "cli.line",
     data: { raw: toolResultLine(LEAD + token) },
-  } as unknown as Envelope;
+  });
   assertRedacted(formatEvent(env, false, defaultScrub({})), token);
 });
 
@@ -57,12 +57,16 @@ test("turnstream tail on a log holding a raw token prints the marker, no prefix 
     await log.append(session, epoch, [
       { turn: "t_tailscrub01", attempt, kind: "cli.line", data: { raw: toolResultLine(LEAD + token) } },
     ]);
-    const r = await promisify(execFile)(NODE, [join(process.cwd(), "src", "bin", "turnstream.ts"), "tail", session], {
-      env: { ...process.env, NO_COLOR: "1", TURNSTREAM_PREFIX: space.logPrefix },
-      timeout: 60_000,
-    });
-    assert.match(r.stdout, /tool_result toolu_1/);
-    assertRedacted(r.stdout, token);
+    const output = await promisify(execFile)(
+      NODE,
+      [join(process.cwd(), "src", "bin", "turnstream.ts"), "tail", session],
+      {
+        env: { ...process.env, NO_COLOR: "1", TURNSTREAM_PREFIX: space.logPrefix },
+        timeout: 60_000,
+      },
+    );
+    assert.match(output.stdout, /tool_result toolu_1/);
+    assertRedacted(output.stdout, token);
   } finally {
     await cleanupKeys(redis, space);
     redis.disconnect();

@@ -55,12 +55,12 @@ const ask = (text: string, extra: Record<string, unknown> = {}) => ({
 });
 
 async function serve(
-  t: { after(fn: () => unknown): void },
+  context: { after(fn: () => unknown): void },
   script: unknown,
   opts: Record<string, unknown> = {},
 ): Promise<ModelServer> {
   const server = await startModelServer({ script, ...opts });
-  t.after(() => server.close());
+  context.after(() => server.close());
   return server;
 }
 
@@ -70,20 +70,20 @@ function assemble(events: Sse[]): Array<Record<string, any>> {
   for (const { event, data } of events) {
     if (event === "content_block_start") blocks[data["index"]] = { ...data["content_block"], json: "" };
     if (event === "content_block_delta") {
-      const b = blocks[data["index"]]!;
-      const d = data["delta"];
-      if (d.type === "text_delta") b["text"] += d.text;
-      if (d.type === "thinking_delta") b["thinking"] += d.thinking;
-      if (d.type === "signature_delta") b["signature"] += d.signature;
-      if (d.type === "input_json_delta") b["json"] += d.partial_json;
+      const block = blocks[data["index"]]!;
+      const delta = data["delta"];
+      if (delta.type === "text_delta") block["text"] += delta.text;
+      if (delta.type === "thinking_delta") block["thinking"] += delta.thinking;
+      if (delta.type === "signature_delta") block["signature"] += delta.signature;
+      if (delta.type === "input_json_delta") block["json"] += delta.partial_json;
     }
   }
   return blocks;
 }
 
-test("streams text, thinking, redacted thinking and tool_use as Anthropic SSE", async (t) => {
+test("streams text, thinking, redacted thinking and tool_use as Anthropic SSE", async (context) => {
   const longText = "a fairly long answer that is split into several text deltas by the server";
-  const server = await serve(t, {
+  const server = await serve(context, {
     responses: [
       {
         content: [
@@ -107,7 +107,7 @@ test("streams text, thinking, redacted thinking and tool_use as Anthropic SSE", 
   const names = events.map((e) => e.event);
   assert.equal(names[0], "message_start");
   assert.deepEqual(names.slice(-2), ["message_delta", "message_stop"]);
-  for (const e of events) assert.equal(e.data["type"], e.event, "data.type repeats the event name");
+  for (const event of events) assert.equal(event.data["type"], event.event, "data.type repeats the event name");
   assert.equal(events[0]!.data["message"]["model"], "claude-test");
   assert.match(events[0]!.data["message"]["id"], /^msg_/);
   assert.equal(names.filter((n) => n === "content_block_start").length, 4);
@@ -134,9 +134,9 @@ test("streams text, thinking, redacted thinking and tool_use as Anthropic SSE", 
   assert.equal(events[0]!.data["message"]["usage"]["input_tokens"], 100);
 });
 
-test("tool ids are fresh per block; stop reason end_turn without tools, or as scripted", async (t) => {
+test("tool ids are fresh per block; stop reason end_turn without tools, or as scripted", async (context) => {
   const call = { type: "tool_use", name: "Read", input: { file_path: "/x" } };
-  const server = await serve(t, {
+  const server = await serve(context, {
     responses: [
       { content: [call, call] },
       { content: [{ type: "text", text: "x" }] },
@@ -153,8 +153,8 @@ test("tool ids are fresh per block; stop reason end_turn without tools, or as sc
   assert.equal(await stop(), "max_tokens");
 });
 
-test("answers one JSON message when stream is false", async (t) => {
-  const server = await serve(t, {
+test("answers one JSON message when stream is false", async (context) => {
+  const server = await serve(context, {
     responses: [
       {
         content: [
@@ -177,8 +177,8 @@ test("answers one JSON message when stream is false", async (t) => {
   assert.equal(typeof body["usage"]["input_tokens"], "number");
 });
 
-test("a scripted error is an HTTP status with an Anthropic error body and its headers", async (t) => {
-  const server = await serve(t, {
+test("a scripted error is an HTTP status with an Anthropic error body and its headers", async (context) => {
+  const server = await serve(context, {
     responses: [
       {
         error: {
@@ -199,8 +199,8 @@ test("a scripted error is an HTTP status with an Anthropic error body and its he
   });
 });
 
-test("a stream error arrives as SSE event: error after the given number of blocks", async (t) => {
-  const server = await serve(t, {
+test("a stream error arrives as SSE event: error after the given number of blocks", async (context) => {
+  const server = await serve(context, {
     responses: [
       {
         streamError: { type: "overloaded_error", message: "Overloaded" },
@@ -226,8 +226,8 @@ test("a stream error arrives as SSE event: error after the given number of block
   );
 });
 
-test("a hang sends headers then nothing until the client goes away", async (t) => {
-  const server = await serve(t, { responses: [{ hang: true }] });
+test("a hang sends headers then nothing until the client goes away", async (context) => {
+  const server = await serve(context, { responses: [{ hang: true }] });
   const controller = new AbortController();
   const res = await post(server, ask("hi"), {}, controller.signal);
   assert.equal(res.status, 200);
@@ -243,8 +243,8 @@ test("a hang sends headers then nothing until the client goes away", async (t) =
   assert.equal(assemble(next)[0]!["text"], "done");
 });
 
-test("chunkDelayMs paces the events; delayMs delays the first byte", async (t) => {
-  const server = await serve(t, {
+test("chunkDelayMs paces the events; delayMs delays the first byte", async (context) => {
+  const server = await serve(context, {
     responses: [{ content: [{ type: "text", text: "slow" }], chunkDelayMs: 30, delayMs: 50 }],
   });
   const started = performance.now();
@@ -263,8 +263,8 @@ test("chunkDelayMs paces the events; delayMs delays the first byte", async (t) =
   assert.ok(total >= 50 + 5 * 30 - 10, `stream took ${total} ms`);
 });
 
-test("match routes a response to the request whose last user message contains it; others keep their order", async (t) => {
-  const server = await serve(t, {
+test("match routes a response to the request whose last user message contains it; others keep their order", async (context) => {
+  const server = await serve(context, {
     responses: [
       { match: "SUBAGENT", content: [{ type: "text", text: "for the subagent" }] },
       { content: [{ type: "text", text: "main 1" }] },
@@ -283,8 +283,10 @@ test("match routes a response to the request whose last user message contains it
   );
 });
 
-test("match sees tool_result text in the last user message", async (t) => {
-  const server = await serve(t, { responses: [{ match: "exit code 7", content: [{ type: "text", text: "saw it" }] }] });
+test("match sees tool_result text in the last user message", async (context) => {
+  const server = await serve(context, {
+    responses: [{ match: "exit code 7", content: [{ type: "text", text: "saw it" }] }],
+  });
   const body = ask("", {
     messages: [
       { role: "user", content: "run it" },
@@ -300,8 +302,8 @@ test("match sees tool_result text in the last user message", async (t) => {
   assert.equal(assemble(parseSse(await (await post(server, body)).text()))[0]!["text"], "saw it");
 });
 
-test("side requests (no tools, small model) are answered without consuming the script", async (t) => {
-  const server = await serve(t, { responses: [{ content: [{ type: "text", text: "the real answer" }] }] });
+test("side requests (no tools, small model) are answered without consuming the script", async (context) => {
+  const server = await serve(context, { responses: [{ content: [{ type: "text", text: "the real answer" }] }] });
   const side = await post(server, {
     model: "claude-haiku-4-5",
     stream: false,
@@ -316,7 +318,7 @@ test("side requests (no tools, small model) are answered without consuming the s
   );
 
   const strict = await serve(
-    t,
+    context,
     { responses: [{ content: [{ type: "text", text: "scripted" }] }] },
     { sideRequest: false },
   );
@@ -328,8 +330,8 @@ test("side requests (no tools, small model) are answered without consuming the s
   assert.equal(((await res.json()) as any).content[0].text, "scripted");
 });
 
-test("every request is recorded, readable over GET /_requests, without credentials", async (t) => {
-  const server = await serve(t, { responses: [] });
+test("every request is recorded, readable over GET /_requests, without credentials", async (context) => {
+  const server = await serve(context, { responses: [] });
   const secret = "sk-ant-api03-should-never-be-recorded";
   await (
     await post(server, ask("hello", { system: [{ type: "text", text: "sys" }] }), {
@@ -398,30 +400,32 @@ test("a bad script is rejected with the field path named", async () => {
 });
 
 test("hermeticEnv gives one run its own directories, the base URL and few retries", () => {
-  const h = hermeticEnv({ baseUrl: "http://127.0.0.1:1" });
+  const hermetic = hermeticEnv({ baseUrl: "http://127.0.0.1:1" });
   try {
     for (const key of ["CLAUDE_CONFIG_DIR", "TMPDIR", "CLAUDE_CODE_TMPDIR", "XDG_RUNTIME_DIR", "HOME"]) {
-      assert.ok(h.env[key]!.startsWith(h.dirs.root), key);
+      assert.ok(hermetic.env[key]!.startsWith(hermetic.dirs.root), key);
     }
-    assert.equal(h.env["ANTHROPIC_BASE_URL"], "http://127.0.0.1:1");
-    assert.equal(h.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"], "1");
-    assert.equal(h.env["CLAUDE_CODE_MAX_RETRIES"], "0");
-    assert.equal(h.env["IS_SANDBOX"], undefined);
-    assert.ok(h.env["ANTHROPIC_API_KEY"]!.length > 0);
+    assert.equal(hermetic.env["ANTHROPIC_BASE_URL"], "http://127.0.0.1:1");
+    assert.equal(hermetic.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"], "1");
+    assert.equal(hermetic.env["CLAUDE_CODE_MAX_RETRIES"], "0");
+    assert.equal(hermetic.env["IS_SANDBOX"], undefined);
+    assert.ok(hermetic.env["ANTHROPIC_API_KEY"]!.length > 0);
     assert.equal(
-      hermeticEnv({ baseUrl: "x", root: h.dirs.root + "/nested", sandboxed: true, maxRetries: 2 }).env["IS_SANDBOX"],
+      hermeticEnv({ baseUrl: "x", root: hermetic.dirs.root + "/nested", sandboxed: true, maxRetries: 2 }).env[
+        "IS_SANDBOX"
+      ],
       "1",
     );
   } finally {
-    h.cleanup();
+    hermetic.cleanup();
   }
-  assert.throws(() => writeFileSync(join(h.dirs.config, "x"), ""), "cleanup removed the directories");
+  assert.throws(() => writeFileSync(join(hermetic.dirs.config, "x"), ""), "cleanup removed the directories");
   assert.match(pinnedClaudeBin(), /@anthropic-ai\/claude-code\/bin\/claude\.exe$/);
 });
 
-test("turnstream model-server serves a script file until SIGTERM", async (t) => {
+test("turnstream model-server serves a script file until SIGTERM", async (context) => {
   const dir = mkdtempSync(join(tmpdir(), "ms-cmd-"));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  context.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, "script.json");
   writeFileSync(file, JSON.stringify({ responses: [{ content: [{ type: "text", text: "from the command" }] }] }));
   const child = spawn(
@@ -434,10 +438,10 @@ test("turnstream model-server serves a script file until SIGTERM", async (t) => 
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   const url = await new Promise<string>((resolve, reject) => {
     let out = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      out += d;
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(out);
-      if (m) resolve(m[1]!);
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      out += chunk;
+      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(out);
+      if (match) resolve(match[1]!);
     });
     child.once("exit", () => reject(new Error(`exited before listening: ${out}`)));
   });

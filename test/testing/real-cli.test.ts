@@ -5,14 +5,14 @@ import assert from "node:assert/strict";
 import { startModelServer } from "../../src/testing/index.ts";
 import { resultsOf, runClaude } from "./_claude.ts";
 
-test("a scripted text reply arrives as the CLI's result", async (t) => {
+test("a scripted text reply arrives as the CLI's result", async (context) => {
   const server = await startModelServer({
     script: { responses: [{ content: [{ type: "text", text: "scripted hello 7f3a" }] }] },
   });
-  t.after(() => server.close());
+  context.after(() => server.close());
   const run = await runClaude({ baseUrl: server.url, prompt: "greet me PROMPT-TEXT-1" });
-  t.after(() => run.hermetic.cleanup());
-  t.diagnostic(`plain reply run: ${run.durationMs} ms`);
+  context.after(() => run.hermetic.cleanup());
+  context.diagnostic(`plain reply run: ${run.durationMs} ms`);
   assert.equal(run.code, 0, run.stderr);
   const [result] = resultsOf(run);
   assert.equal(result?.["result"], "scripted hello 7f3a");
@@ -32,7 +32,7 @@ test("a scripted text reply arrives as the CLI's result", async (t) => {
   );
 });
 
-test("a scripted Bash tool call really runs and its output is the next request's tool_result", async (t) => {
+test("a scripted Bash tool call really runs and its output is the next request's tool_result", async (context) => {
   const marker = `bash-ran-${process.pid}-${Date.now()}`;
   const server = await startModelServer({
     script: {
@@ -47,15 +47,15 @@ test("a scripted Bash tool call really runs and its output is the next request's
       ],
     },
   });
-  t.after(() => server.close());
+  context.after(() => server.close());
   const run = await runClaude({
     baseUrl: server.url,
     prompt: "run the command",
     sandboxed: true,
     args: ["--dangerously-skip-permissions"],
   });
-  t.after(() => run.hermetic.cleanup());
-  t.diagnostic(`bash tool run: ${run.durationMs} ms`);
+  context.after(() => run.hermetic.cleanup());
+  context.diagnostic(`bash tool run: ${run.durationMs} ms`);
   assert.equal(run.code, 0, run.stderr);
   const reqs = server.requests().filter((r) => r.kind === "messages");
   assert.equal(reqs.length, 2);
@@ -73,7 +73,7 @@ test("a scripted Bash tool call really runs and its output is the next request's
   assert.equal(resultsOf(run)[0]?.["result"], "the command printed the marker");
 });
 
-test("a 429 with retries exhausted ends in an error result carrying api_error_status 429", async (t) => {
+test("a 429 with retries exhausted ends in an error result carrying api_error_status 429", async (context) => {
   const server = await startModelServer({
     script: {
       responses: [
@@ -96,10 +96,10 @@ test("a 429 with retries exhausted ends in an error result carrying api_error_st
       ],
     },
   });
-  t.after(() => server.close());
+  context.after(() => server.close());
   const run = await runClaude({ baseUrl: server.url, prompt: "hello", maxRetries: 1 });
-  t.after(() => run.hermetic.cleanup());
-  t.diagnostic(`429 with one retry: ${run.durationMs} ms`);
+  context.after(() => run.hermetic.cleanup());
+  context.diagnostic(`429 with one retry: ${run.durationMs} ms`);
   const results = resultsOf(run);
   assert.equal(results.length, 1);
   assert.equal(results[0]!["is_error"], true);
@@ -109,7 +109,7 @@ test("a 429 with retries exhausted ends in an error result carrying api_error_st
   assert.equal(server.remaining(), 0);
 });
 
-test("an SSE error before any block: the CLI re-sends the request non-streaming", async (t) => {
+test("an SSE error before any block: the CLI re-sends the request non-streaming", async (context) => {
   const server = await startModelServer({
     script: {
       responses: [
@@ -118,9 +118,9 @@ test("an SSE error before any block: the CLI re-sends the request non-streaming"
       ],
     },
   });
-  t.after(() => server.close());
+  context.after(() => server.close());
   const run = await runClaude({ baseUrl: server.url, prompt: "hello" });
-  t.after(() => run.hermetic.cleanup());
+  context.after(() => run.hermetic.cleanup());
   assert.equal(run.code, 0, run.stderr);
   assert.deepEqual(
     server
@@ -132,7 +132,7 @@ test("an SSE error before any block: the CLI re-sends the request non-streaming"
   assert.equal(resultsOf(run)[0]?.["result"], "answered without streaming");
 });
 
-test("an SSE error after a block: the CLI keeps the partial block and asks to continue, streaming", async (t) => {
+test("an SSE error after a block: the CLI keeps the partial block and asks to continue, streaming", async (context) => {
   const server = await startModelServer({
     script: {
       responses: [
@@ -145,9 +145,9 @@ test("an SSE error after a block: the CLI keeps the partial block and asks to co
       ],
     },
   });
-  t.after(() => server.close());
+  context.after(() => server.close());
   const run = await runClaude({ baseUrl: server.url, prompt: "hello" });
-  t.after(() => run.hermetic.cleanup());
+  context.after(() => run.hermetic.cleanup());
   assert.equal(run.code, 0, run.stderr);
   const reqs = server.requests().filter((r) => r.kind === "messages");
   assert.deepEqual(
