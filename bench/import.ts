@@ -116,10 +116,10 @@ for (let rep = 0; rep < REPS; rep++) {
   for (const target of order) samples.get(target.name)!.push(await measure(target));
 }
 const figures = Object.fromEntries(all.map((t) => [t.name, summarise(samples.get(t.name)!)]));
-for (const [name, f] of Object.entries(figures)) {
+for (const [name, figure] of Object.entries(figures)) {
   process.stdout.write(
-    `${name.padEnd(40)} cpu ${String(f.cpuMs).padStart(6)} ms (import ${String(f.importCpuMs).padStart(6)} ms)` +
-      `  peak rss ${String(f.peakRssMb).padStart(6)} MiB\n`,
+    `${name.padEnd(40)} cpu ${String(figure.cpuMs).padStart(6)} ms (import ${String(figure.importCpuMs).padStart(6)} ms)` +
+      `  peak rss ${String(figure.peakRssMb).padStart(6)} MiB\n`,
   );
 }
 const runner = figures["turnstream/runner"]!;

@@ -14,7 +14,7 @@ test("backoffDelayMs doubles from the base per retry and stops at the cap", () =
 });
 
 test("backoffDelayMs with jitter stays within the range applied to the capped wait", () => {
-  for (let i = 0; i < 1000; i++) {
+  for (let draw = 0; draw < 1000; draw++) {
     const low = backoffDelayMs(3, { baseMs: 100, maxMs: 10_000, jitter: [0.5, 1] });
     assert.ok(low >= 200 && low <= 400, `${low} within [200, 400]`);
     const capped = backoffDelayMs(20, { baseMs: 100, maxMs: 1000, jitter: [0.9, 1.1] });

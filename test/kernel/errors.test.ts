@@ -19,8 +19,8 @@ test("no error class in src/ extends Error directly: TurnstreamError is the one 
   for (const entry of readdirSync(src, { withFileTypes: true, recursive: true })) {
     if (!entry.isFile() || !entry.name.endsWith(".ts")) continue;
     const file = join(entry.parentPath, entry.name);
-    for (const m of readFileSync(file, "utf8").matchAll(/class (\w+) extends Error\b/g))
-      direct.push(`${relative(repoRoot, file)}: ${m[1]}`);
+    for (const match of readFileSync(file, "utf8").matchAll(/class (\w+) extends Error\b/g))
+      direct.push(`${relative(repoRoot, file)}: ${match[1]}`);
   }
   assert.deepEqual(direct, ["src/kernel/errors.ts: TurnstreamError"]);
 });
