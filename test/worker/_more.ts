@@ -32,22 +32,22 @@ export async function rig(script: unknown, options: Parameters<typeof testStage>
   const { close, ...stage } = await testStage(script as Parameters<typeof testStage>[0], options);
   const { space, server, redis, producer, ws } = stage;
   const workers: TurnWorker[] = [];
-  let n = 0;
+  let instanceCount = 0;
   return {
     ...stage,
     worker(extra = {}) {
-      const w = startTurnWorker({
+      const turnWorker = startTurnWorker({
         redis,
         logPrefix: space.logPrefix,
         queuePrefix: space.queuePrefix,
         workspaceRoots: [ws],
-        instanceRoot: space.dir(`inst-${n++}`),
+        instanceRoot: space.dir(`inst-${instanceCount++}`),
         allowEnv: options.allowEnv,
         ...extra,
         runEnv: { ...cliEnv(server.url), ...extra.runEnv },
       });
-      workers.push(w);
-      return w;
+      workers.push(turnWorker);
+      return turnWorker;
     },
     async events(session, turn) {
       const all = await readAll(producer.log, session);
@@ -100,7 +100,7 @@ export async function startWorkerCommand(env: Record<string, string>, args: stri
     } catch {
       lines.push({ msg: text });
     }
-    for (const w of [...waiters]) w();
+    for (const wake of [...waiters]) wake();
   });
   const wp: WorkerProcess = {
     child,
@@ -114,7 +114,7 @@ export async function startWorkerCommand(env: Record<string, string>, args: stri
           done();
           resolve(hit);
         };
-        const t = setTimeout(
+        const timer = setTimeout(
           () => (
             done(),
             reject(new Error(`worker ${child.pid}: timed out waiting for ${what}; stderr: ${stderr.slice(-800)}`))
@@ -122,7 +122,7 @@ export async function startWorkerCommand(env: Record<string, string>, args: stri
           timeoutMs,
         );
         const done = (): void => {
-          clearTimeout(t);
+          clearTimeout(timer);
           waiters.delete(check);
         };
         waiters.add(check);
@@ -153,8 +153,8 @@ export function findTreeProcess(
       const cmd = readFileSync(`/proc/${name}/cmdline`, "latin1").replaceAll("\0", " ");
       if (!cmd.includes(needle)) continue;
       const env = readFileSync(`/proc/${name}/environ`, "latin1");
-      const m = /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(env);
-      if (m && env.includes(root)) return { pid: Number(name), marker: m[1]!, env };
+      const treeMatch = /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(env);
+      if (treeMatch && env.includes(root)) return { pid: Number(name), marker: treeMatch[1]!, env };
     } catch {
       // gone meanwhile
     }

@@ -10,6 +10,7 @@ import { createInterface } from "node:readline";
 import {
   connectRedis,
   DEFAULT_REDIS_URL,
+  isCluster,
   type Envelope,
   type EventLog,
   type RedisClient,
@@ -40,14 +41,14 @@ export function testSpace(): TestSpace {
     queuePrefix: `{twq${id}}`,
     root,
     workspace(name = "ws") {
-      const d = join(root, "workspaces", name);
-      mkdirSync(d, { recursive: true });
-      return d;
+      const workspaceDir = join(root, "workspaces", name);
+      mkdirSync(workspaceDir, { recursive: true });
+      return workspaceDir;
     },
     dir(name) {
-      const d = join(root, name);
-      mkdirSync(d, { recursive: true });
-      return d;
+      const namedDir = join(root, name);
+      mkdirSync(namedDir, { recursive: true });
+      return namedDir;
     },
     cleanup: () => rmSync(root, { recursive: true, force: true }),
   };
@@ -135,22 +136,24 @@ export async function startWorkerProcess(env: Record<string, string>): Promise<W
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: Record<string, unknown>[] = [];
-  const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] =
-    [];
+  const waiters: {
+    pred: (line: Record<string, unknown>) => boolean;
+    resolve: (line: Record<string, unknown>) => void;
+  }[] = [];
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   createInterface({ input: child.stdout! }).on("line", (text) => {
-    let l: Record<string, unknown>;
+    let line: Record<string, unknown>;
     try {
-      l = JSON.parse(text) as Record<string, unknown>;
+      line = JSON.parse(text) as Record<string, unknown>;
     } catch {
-      l = { msg: text };
+      line = { msg: text };
     }
-    lines.push(l);
-    for (const w of [...waiters])
-      if (w.pred(l)) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(l);
+    lines.push(line);
+    for (const waiter of [...waiters])
+      if (waiter.pred(line)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(line);
       }
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
@@ -164,13 +167,13 @@ export async function startWorkerProcess(env: Record<string, string>): Promise<W
       const hit = lines.find(pred);
       if (hit) return Promise.resolve(hit);
       return new Promise((resolve, reject) => {
-        const t = setTimeout(
+        const timer = setTimeout(
           () => reject(new Error(`worker ${child.pid}: timed out waiting for ${what}; stderr: ${stderr.slice(-800)}`)),
           timeoutMs,
         );
-        waiters.push({ pred, resolve: (l) => (clearTimeout(t), resolve(l)) });
+        waiters.push({ pred, resolve: (l) => (clearTimeout(timer), resolve(l)) });
         void exited.then(() => {
-          clearTimeout(t);
+          clearTimeout(timer);
           reject(new Error(`worker ${child.pid} exited while waiting for ${what}; stderr: ${stderr.slice(-800)}`));
         });
       });
@@ -191,23 +194,14 @@ export async function readAll(log: EventLog, session: string): Promise<Envelope[
 /** Removes every key a test's prefixes created (log, ordering, BullMQ). */
 export async function cleanupKeys(redis: RedisClient, space: TestSpace): Promise<void> {
   const patterns = [`${space.logPrefix}*`, `${space.queuePrefix}*`];
-  const nodes =
-    "nodes" in redis && typeof (redis as { nodes?: unknown }).nodes === "function"
-      ? (redis as unknown as { nodes(r: string): RedisClient[] }).nodes("master")
-      : [redis];
+  const nodes = isCluster(redis) ? redis.nodes("master") : [redis];
   for (const node of nodes) {
     for (const pattern of patterns) {
       let cursor = "0";
       do {
-        const [next, keys] = await (node as { scan(...a: unknown[]): Promise<[string, string[]]> }).scan(
-          cursor,
-          "MATCH",
-          pattern,
-          "COUNT",
-          500,
-        );
+        const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 500);
         cursor = next;
-        for (const k of keys) await node.del(k);
+        for (const key of keys) await node.del(key);
       } while (cursor !== "0");
     }
   }
@@ -229,8 +223,10 @@ export interface TestStage {
 
 type StageScript = ModelServerOptions["script"] | ((ws: string) => ModelServerOptions["script"]);
 
-/** Sets a stage up; `script` may be a function of the workspace, for scripts that name files in it. The returned close() takes it down. */
 /**
+ * Sets a stage up; `script` may be a function of the workspace, for scripts that name files in it. The
+ * returned close() takes it down.
+ *
  * `allowEnv`: env names the stage's producer lets a job set besides the default allow-list;
  * `credential`: the only key the stage's model server accepts.
  */
@@ -267,11 +263,17 @@ export async function testStage(
 export interface ProcessFleet extends TestStage {
   /** Starts a worker process with workerProcessEnv(..., name) plus `extra` (which overrides), on the fleet's Redis. */
   start(name: string, extra?: Record<string, string>): Promise<WorkerProcess>;
-  /** SIGTERMs every started worker still running and awaits their exits, then closes the producer, removes the keys, disconnects, closes the server and removes the space. */
+  /**
+   * SIGTERMs every started worker still running and awaits their exits, then closes the producer, removes the keys,
+   * disconnects, closes the server and removes the space.
+   */
   dispose(): Promise<void>;
 }
 
-/** Redis is the local one unless `redisUrl` or `clusterNodes` (which the workers then get as REDIS_CLUSTER_NODES) say otherwise. */
+/**
+ * Redis is the local one unless `redisUrl` or `clusterNodes` (which the workers then get as
+ * REDIS_CLUSTER_NODES) say otherwise.
+ */
 export async function processFleet(
   script: StageScript,
   options: { redisUrl?: string; clusterNodes?: string; allowEnv?: readonly string[] } = {},
@@ -287,12 +289,13 @@ export async function processFleet(
     async start(name, extra = {}) {
       // The fleet's Redis (URL or cluster nodes) in place of workerProcessEnv's local default.
       const { REDIS_URL: _local, ...env } = workerProcessEnv(space, ws, server.url, name);
-      const w = await startWorkerProcess({ ...redisEnv, ...env, ...extra });
-      workers.push(w);
-      return w;
+      const worker = await startWorkerProcess({ ...redisEnv, ...env, ...extra });
+      workers.push(worker);
+      return worker;
     },
     async dispose() {
-      for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.kill("SIGTERM");
+      for (const worker of workers)
+        if (worker.child.exitCode === null && worker.child.signalCode === null) worker.kill("SIGTERM");
       await Promise.all(workers.map((w) => w.exited));
       await close();
     },
@@ -320,14 +323,14 @@ export function treeMembers(marker: string): number[] {
 /** Markers (TURNSTREAM_TREE values) of live processes whose environment names `needle` (e.g. a config root). */
 export function markersOfProcessesWith(needle: string): Map<number, string> {
   const out = new Map<number, string>();
-  const n = Buffer.from(needle);
+  const needleBytes = Buffer.from(needle);
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const env = readFileSync(`/proc/${name}/environ`);
-      if (env.indexOf(n) === -1) continue;
-      const m = /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(env.toString("latin1"));
-      if (m) out.set(Number(name), m[1]!);
+      if (env.indexOf(needleBytes) === -1) continue;
+      const treeMatch = /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(env.toString("latin1"));
+      if (treeMatch) out.set(Number(name), treeMatch[1]!);
     } catch {
       // gone meanwhile
     }
@@ -361,12 +364,12 @@ export function toolChain(
   options: { pauseS?: number; gatedStep?: number } = {},
 ): object[] {
   const out: object[] = [];
-  for (let i = 0; i < steps; i++) {
+  for (let step = 0; step < steps; step++) {
     const wait =
-      i + 1 === options.gatedStep ? "while [ ! -e gate ]; do sleep 0.1; done; " : `sleep ${options.pauseS ?? 0.2}; `;
-    const command = `${wait}echo ${label}-step-${i + 1}-ok`;
-    const tool = { type: "tool_use", name: "Bash", input: { command, description: `step ${i + 1}` } };
-    out.push({ match: i === 0 ? `${label}-START` : `${label}-step-${i}-ok`, content: [tool] });
+      step + 1 === options.gatedStep ? "while [ ! -e gate ]; do sleep 0.1; done; " : `sleep ${options.pauseS ?? 0.2}; `;
+    const command = `${wait}echo ${label}-step-${step + 1}-ok`;
+    const tool = { type: "tool_use", name: "Bash", input: { command, description: `step ${step + 1}` } };
+    out.push({ match: step === 0 ? `${label}-START` : `${label}-step-${step}-ok`, content: [tool] });
   }
   out.push({ match: `${label}-step-${steps}-ok`, content: [{ type: "text", text: `${label} done` }] });
   return out;
@@ -375,9 +378,9 @@ export function toolChain(
 /** The tool_use ids the CLI printed and the tool_use ids its results answered, of one attempt or all. */
 export function toolIds(events: readonly Envelope[], attempt?: number): { uses: string[]; results: string[] } {
   const ids: { uses: string[]; results: string[] } = { uses: [], results: [] };
-  for (const e of events) {
-    if (e.kind !== "cli.line" || (attempt !== undefined && e.attempt !== attempt)) continue;
-    const line = JSON.parse(String((e.data as { raw: string }).raw)) as {
+  for (const event of events) {
+    if (event.kind !== "cli.line" || (attempt !== undefined && event.attempt !== attempt)) continue;
+    const line = JSON.parse(String((event.data as { raw: string }).raw)) as {
       type?: string;
       message?: { content?: unknown };
     };

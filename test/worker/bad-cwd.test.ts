@@ -19,16 +19,16 @@ test("bad_cwd is a usage outcome (exit 2) and never retried", () => {
 });
 
 test("enqueue refuses a relative cwd always, and with checkCwd one that is missing or a file here, naming it", async () => {
-  const r = await rig({ responses: [] });
+  const stage = await rig({ responses: [] });
   const checking = createProducer({
-    redis: r.redis,
-    logPrefix: r.space.logPrefix,
-    queuePrefix: r.space.queuePrefix,
+    redis: stage.redis,
+    logPrefix: stage.space.logPrefix,
+    queuePrefix: stage.space.queuePrefix,
     checkCwd: true,
   });
   try {
     for (const cwd of ["relative/dir", "./ws", "../ws", "ws"]) {
-      const err = await r.producer.enqueueTurn({ prompt: "x", cwd }).then(
+      const err = await stage.producer.enqueueTurn({ prompt: "x", cwd }).then(
         () => assert.fail(`enqueued ${cwd}`),
         (e: unknown) => e,
       );
@@ -36,10 +36,10 @@ test("enqueue refuses a relative cwd always, and with checkCwd one that is missi
       assert.equal(err.field, "cwd");
       assert.match(err.message, /absolute path/);
     }
-    const file = join(r.ws, "a-file.txt");
+    const file = join(stage.ws, "a-file.txt");
     writeFileSync(file, "not a directory\n");
     const cases: [string, RegExp][] = [
-      [join(r.ws, "missing-dir"), /does not exist on this host/],
+      [join(stage.ws, "missing-dir"), /does not exist on this host/],
       [file, /is not a directory on this host/],
       [join(file, "below"), /is not a directory \(a part of the path is a file\)/],
     ];
@@ -54,63 +54,63 @@ test("enqueue refuses a relative cwd always, and with checkCwd one that is missi
       assert.match(err.message, why);
     }
     // Without checkCwd the producer cannot know the workers' files: the missing dir is queued.
-    const queued = await r.producer.enqueueTurn({ prompt: "x", cwd: join(r.ws, "missing-dir") });
+    const queued = await stage.producer.enqueueTurn({ prompt: "x", cwd: join(stage.ws, "missing-dir") });
     assert.ok(queued.created);
-    const ok = await checking.enqueueTurn({ prompt: "x", cwd: r.ws });
+    const ok = await checking.enqueueTurn({ prompt: "x", cwd: stage.ws });
     assert.ok(ok.created, "an existing directory passes the check");
   } finally {
     await checking.close();
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a worker given a missing cwd or a file as cwd fails the turn with bad_cwd before any CLI starts, without retry", async () => {
-  const r = await rig({ responses: [] });
+  const stage = await rig({ responses: [] });
   try {
-    r.worker();
-    const file = join(r.ws, "plain-file");
+    stage.worker();
+    const file = join(stage.ws, "plain-file");
     writeFileSync(file, "x");
     // A path is the producer's text: the message quotes it, so a newline in it cannot forge a line.
-    for (const cwd of [join(r.ws, "gone", "deeper"), file, join(r.ws, "evil\nturn.finished ok")]) {
-      const t = await r.producer.enqueueTurn({ prompt: "never runs", cwd });
-      const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    for (const cwd of [join(stage.ws, "gone", "deeper"), file, join(stage.ws, "evil\nturn.finished ok")]) {
+      const queued = await stage.producer.enqueueTurn({ prompt: "never runs", cwd });
+      const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 30_000 });
       assert.equal(res.status, "failed");
       assert.equal(res.errorKind, "bad_cwd");
       assert.ok(res.error?.includes(JSON.stringify(cwd)), res.error);
       assert.ok(!res.error!.includes("\n"), "no raw newline in the message");
-      const events = await r.events(t.session, t.turn);
+      const events = await stage.events(queued.session, queued.turn);
       assert.deepEqual(kindsOf(events), ["turn.queued", "turn.failed"], "no CLI started, no retry");
       const failed = dataOf(events.at(-1)!);
       assert.equal(failed["retryable"], false);
       assert.equal(failed["attempt"], 1);
       assert.equal((failed["error"] as { name: string }).name, "BadCwdError");
     }
-    assert.equal(r.server.requests().length, 0, "the model was never asked");
+    assert.equal(stage.server.requests().length, 0, "the model was never asked");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a cwd outside the workspace roots is workspace_not_allowed whether or not it exists: the kind tells nothing of other paths", async () => {
-  const r = await rig({ responses: [] });
+  const stage = await rig({ responses: [] });
   try {
-    r.worker();
+    stage.worker();
     for (const cwd of ["/", "/no-such-dir-turnstream-test"]) {
-      const t = await r.producer.enqueueTurn({ prompt: "never runs", cwd });
-      const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+      const queued = await stage.producer.enqueueTurn({ prompt: "never runs", cwd });
+      const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 30_000 });
       assert.equal(res.errorKind, "workspace_not_allowed", cwd);
     }
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("run --wait exits 2 and names the path when the worker refuses the cwd; --check-cwd refuses it before enqueueing", async () => {
-  const r = await rig({ responses: [] });
+  const stage = await rig({ responses: [] });
   try {
-    r.worker();
-    const env = { TURNSTREAM_PREFIX: r.space.logPrefix, TURNSTREAM_QUEUE_PREFIX: r.space.queuePrefix };
-    const missing = join(r.ws, "not-made-yet");
+    stage.worker();
+    const env = { TURNSTREAM_PREFIX: stage.space.logPrefix, TURNSTREAM_QUEUE_PREFIX: stage.space.queuePrefix };
+    const missing = join(stage.ws, "not-made-yet");
     const waited = await turnstream(["run", "--wait", "--cwd", missing, "--", "hello"], env);
     assert.equal(waited.code, 2, waited.stdout + waited.stderr);
     assert.match(waited.stderr, /failed \(bad_cwd\): usage/);
@@ -127,6 +127,6 @@ test("run --wait exits 2 and names the path when the worker refuses the cwd; --c
     assert.ok(checked.stderr.includes(`${JSON.stringify(missing)} does not exist on this host`), checked.stderr);
     assert.equal(checked.stdout, "", "nothing was queued");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });

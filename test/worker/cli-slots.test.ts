@@ -39,10 +39,10 @@ async function harness(size: number, run: Processor) {
     worker,
     add: (n: number) =>
       queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: "t", data: { i }, opts: { jobId: `j${i}` } }))),
-    async allDone(n: number, ms = 20_000) {
+    async allDone(jobCount: number, ms = 20_000) {
       const until = Date.now() + ms;
-      while (finished.size < n && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-      assert.equal(finished.size, n, "every job completed");
+      while (finished.size < jobCount && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(finished.size, jobCount, "every job completed");
     },
     async close() {
       await worker.close();
@@ -81,7 +81,7 @@ test("a job past its result line lets the next job start before it returns, whic
   let secondStarted!: () => void;
   const second = new Promise<void>((r) => (secondStarted = r));
   let firstExited = false;
-  const h = await harness(1, async (job, slot) => {
+  const slotHarness = await harness(1, async (job, slot) => {
     const release = await slot.acquire();
     assert.ok(release);
     if (job.data.i === 0) {
@@ -101,21 +101,21 @@ test("a job past its result line lets the next job start before it returns, whic
       release();
     }
   });
-  const inner = h.worker;
+  const inner = slotHarness.worker;
   const origProcess = inner.processJob.bind(inner);
   // Mark when job 1 reaches the processor, before it asks for a slot.
   inner.processJob = ((job: Job, ...rest: unknown[]) => {
     if (job.data.i === 1) secondStarted();
-    return (origProcess as (...a: unknown[]) => Promise<unknown>)(job, ...rest);
+    return (origProcess as (...args: unknown[]) => Promise<unknown>)(job, ...rest);
   }) as typeof inner.processJob;
   try {
-    await h.add(2);
-    await h.allDone(2);
+    await slotHarness.add(2);
+    await slotHarness.allDone(2);
     assert.deepEqual(seen, ["cli 0 started", "cli 0 exited", "cli 1 started after exit: true", "job 0 returned"]);
-    assert.equal(h.worker.concurrency, 1, "the extra job's allowance ends with the job");
-    assert.equal(h.slots.busy, 0);
+    assert.equal(slotHarness.worker.concurrency, 1, "the extra job's allowance ends with the job");
+    assert.equal(slotHarness.slots.busy, 0);
   } finally {
-    await h.close();
+    await slotHarness.close();
   }
 });
 
@@ -123,7 +123,7 @@ test("many jobs that end early: never more CLIs than slots, and jobs do overlap 
   const cli = { now: 0, max: 0 };
   let jobs = 0;
   let maxJobs = 0;
-  const h = await harness(2, async (job, slot) => {
+  const slotHarness = await harness(2, async (job, slot) => {
     jobs++;
     maxJobs = Math.max(maxJobs, jobs);
     try {
@@ -135,48 +135,48 @@ test("many jobs that end early: never more CLIs than slots, and jobs do overlap 
     }
   });
   try {
-    await h.add(30);
-    await h.allDone(30);
+    await slotHarness.add(30);
+    await slotHarness.allDone(30);
     assert.ok(cli.max <= 2, `at most 2 CLIs at once (saw ${cli.max})`);
     assert.equal(cli.max, 2);
     assert.ok(maxJobs > 2, `jobs past their CLI overlapped new ones (saw ${maxJobs} at once)`);
-    assert.equal(h.worker.concurrency, 2);
-    assert.equal(h.slots.busy, 0);
+    assert.equal(slotHarness.worker.concurrency, 2);
+    assert.equal(slotHarness.slots.busy, 0);
   } finally {
-    await h.close();
+    await slotHarness.close();
   }
 });
 
 test("a job that starts a second CLI after its result (a replayed session) waits for a slot like any other", async () => {
   const cli = { now: 0, max: 0 };
-  const h = await harness(1, async (job, slot) => {
+  const slotHarness = await harness(1, async (job, slot) => {
     for (let run = 0; run < (job.data.i === 0 ? 2 : 1); run++) await fakeCli(slot, cli, 15, 10);
   });
   try {
-    await h.add(4);
-    await h.allDone(4);
+    await slotHarness.add(4);
+    await slotHarness.allDone(4);
     assert.equal(cli.max, 1);
   } finally {
-    await h.close();
+    await slotHarness.close();
   }
 });
 
 test("closing turns away the jobs waiting for a slot, and an aborted wait gives the slot up", async () => {
   const worker = { concurrency: 1 } as unknown as Worker;
   const slots = new CliSlots(worker, 1);
-  const a = slots.hold();
-  const b = slots.hold();
-  const c = slots.hold();
-  const releaseA = await a.acquire();
+  const holdA = slots.hold();
+  const holdB = slots.hold();
+  const holdC = slots.hold();
+  const releaseA = await holdA.acquire();
   assert.ok(releaseA);
   const ac = new AbortController();
-  const waitingB = b.acquire(ac.signal);
-  const waitingC = c.acquire();
+  const waitingB = holdB.acquire(ac.signal);
+  const waitingC = holdC.acquire();
   ac.abort();
   assert.equal(await waitingB, undefined, "an aborted wait is refused");
   slots.close();
   assert.equal(await waitingC, undefined, "a closing worker starts no further CLI");
-  assert.equal(await a.acquire(), undefined);
-  a.done();
+  assert.equal(await holdA.acquire(), undefined);
+  holdA.done();
   assert.equal(slots.busy, 0, "done gives back what the job still held");
 });

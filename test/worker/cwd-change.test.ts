@@ -19,39 +19,39 @@ import { dataOf, rig } from "./_more.ts";
 import { redisFor } from "./_support.ts";
 
 async function acrossCwds(warm: boolean): Promise<void> {
-  const r = await rig({ responses: [] });
+  const stage = await rig({ responses: [] });
   try {
-    r.worker();
-    const a = join(r.ws, "dir-a");
-    const b = join(r.ws, "dir-b");
-    mkdirSync(a);
-    mkdirSync(b);
+    stage.worker();
+    const dirA = join(stage.ws, "dir-a");
+    const dirB = join(stage.ws, "dir-b");
+    mkdirSync(dirA);
+    mkdirSync(dirB);
     const run = async (prompt: string, cwd: string, session?: string) => {
-      const t = await r.producer.enqueueTurn({ prompt, cwd, session, options: { warm } });
-      const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+      const queued = await stage.producer.enqueueTurn({ prompt, cwd, session, options: { warm } });
+      const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 });
       assert.equal(res.status, "finished", JSON.stringify(res.event.data));
-      const events = await r.events(t.session, t.turn);
-      const request = r.server
+      const events = await stage.events(queued.session, queued.turn);
+      const request = stage.server
         .requests()
         .filter((q) => q.kind === "messages")
         .at(-1)!;
       return {
-        ...t,
+        ...queued,
         res,
         events,
         started: dataOf(events.find((e) => e.kind === "attempt.started")!),
         request: JSON.stringify(request.messages),
       };
     };
-    const one = await run("remember marker-of-turn-one", a);
-    const two = await run("what did I ask? marker-of-turn-two", b, one.session);
-    const three = await run("and now? marker-of-turn-three", b, one.session);
+    const one = await run("remember marker-of-turn-one", dirA);
+    const two = await run("what did I ask? marker-of-turn-two", dirB, one.session);
+    const three = await run("and now? marker-of-turn-three", dirB, one.session);
 
     assert.ok(!two.request.includes("marker-of-turn-one"), "turn 2's model request holds nothing of turn 1");
     assert.equal(two.started["resume"], undefined, "turn 2 does not resume");
     assert.equal(two.started["snapshotSeq"], undefined, "nor restores turn 1's session file");
     assert.equal(two.started["freshReason"], "cwd_changed");
-    assert.equal(two.started["cwd"], b);
+    assert.equal(two.started["cwd"], dirB);
     assert.notEqual(two.res.cliSessionId, one.res.cliSessionId);
     const replaced = two.events.filter((e) => e.kind === "session.replayed").map(dataOf);
     assert.deepEqual(replaced, [
@@ -72,22 +72,22 @@ async function acrossCwds(warm: boolean): Promise<void> {
     if (warm) assert.equal(three.started["warm"], "warm");
 
     // The log keeps the whole session, turn 1 included; a fresh CLI session's cost counts from 0.
-    const s = fold(await r.events(one.session));
+    const folded = fold(await stage.events(one.session));
     assert.deepEqual(
-      s.transcript.turns.map((t) => t.prompt),
+      folded.transcript.turns.map((t) => t.prompt),
       ["remember marker-of-turn-one", "what did I ask? marker-of-turn-two", "and now? marker-of-turn-three"],
     );
     assert.deepEqual(
-      s.view.turns.map((t) => t.status),
+      folded.view.turns.map((t) => t.status),
       ["finished", "finished", "finished"],
     );
-    const costs = s.view.turns.map((t) => t.attempts[0]!.costUsd);
+    const costs = folded.view.turns.map((t) => t.attempts[0]!.costUsd);
     assert.ok(
       costs.every((c) => c > 0 && Math.abs(c - costs[0]!) < 1e-12),
       `each turn costs the same: ${costs.join(", ")}`,
     );
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 }
 
@@ -109,15 +109,15 @@ after(async () => {
 });
 
 test("a snapshot written before snapshots held their cwd and cost: both read from the attempt that wrote it", async () => {
-  const s = `old-${randomBytes(4).toString("hex")}`;
+  const session = `old-${randomBytes(4).toString("hex")}`;
   const ev = (turn: string, attempt: number, kind: string, data: unknown): EventInput => ({
     turn,
     attempt,
     kind,
     data,
   });
-  await log.appendUnfenced(s, [ev("t1", 0, "turn.queued", { prompt: "hi", cwd: "/ws/old" })]);
-  const { epoch } = await log.beginAttempt(s, "t1");
+  await log.appendUnfenced(session, [ev("t1", 0, "turn.queued", { prompt: "hi", cwd: "/ws/old" })]);
+  const { epoch } = await log.beginAttempt(session, "t1");
   const result = (sid: string, total: number) =>
     JSON.stringify({
       type: "result",
@@ -127,18 +127,22 @@ test("a snapshot written before snapshots held their cwd and cost: both read fro
       total_cost_usd: total,
       result: "ok",
     });
-  await log.append(s, epoch, [
+  await log.append(session, epoch, [
     ev("t1", 1, "attempt.started", { worker: "w", attempt: 1, cwd: "/ws/old" }),
     ev("t1", 1, "cli.line", { raw: result("cli-x", 0.25) }),
     ev("t1", 1, "cli.line", { raw: result("cli-other", 9) }),
     ev("t1", 1, "cli.exit", { code: 0, signal: null, durationMs: 1 }),
   ]);
   // An unfenced event of a later turn lands between the attempt's start and its snapshot.
-  await log.appendUnfenced(s, [ev("t2", 0, "turn.queued", { prompt: "next", cwd: "/ws/new" })]);
-  const { lastSeq } = await log.append(s, epoch, [
+  await log.appendUnfenced(session, [ev("t2", 0, "turn.queued", { prompt: "next", cwd: "/ws/new" })]);
+  const { lastSeq } = await log.append(session, epoch, [
     ev("t1", 1, "session.snapshot", snapshotData(Buffer.from("file"), "cli-x", undefined)),
   ]);
-  assert.equal(await writerCwd(log, s, lastSeq), "/ws/old");
-  assert.equal(await reportedTotalBefore(log, s, lastSeq, "cli-x"), 0.25, "that CLI session's total, not another's");
-  assert.equal(await reportedTotalBefore(log, s, lastSeq, "cli-none"), undefined);
+  assert.equal(await writerCwd(log, session, lastSeq), "/ws/old");
+  assert.equal(
+    await reportedTotalBefore(log, session, lastSeq, "cli-x"),
+    0.25,
+    "that CLI session's total, not another's",
+  );
+  assert.equal(await reportedTotalBefore(log, session, lastSeq, "cli-none"), undefined);
 });

@@ -35,10 +35,10 @@ test("TURNSTREAM_DURABILITY / durability: malformed values are refused by name",
 test(
   "a worker told fsync refuses to start on a Redis < 7.2 without appendfsync always, naming the settings",
   { timeout: 60_000 },
-  async (t) => {
+  async (testContext) => {
     const server = await startRedisServer({ args: ["--appendonly", "yes", "--appendfsync", "everysec"] });
     const root = mkdtempSync(join(tmpdir(), "ts-dur-"));
-    t.after(async () => {
+    testContext.after(async () => {
       await server.dispose();
       rmSync(root, { recursive: true, force: true });
     });
@@ -46,7 +46,7 @@ test(
     const version = /redis_version:(\d+)\.(\d+)/.exec(await probe.info("server"))!;
     probe.disconnect();
     if (Number(version[1]) > 7 || (Number(version[1]) === 7 && Number(version[2]) >= 2)) {
-      t.diagnostic("this redis-server has WAITAOF: fsync is confirmed per batch, nothing to refuse");
+      testContext.diagnostic("this redis-server has WAITAOF: fsync is confirmed per batch, nothing to refuse");
       return;
     }
     const env = {

@@ -44,7 +44,7 @@ const toolOutput = (events: Envelope[]): string =>
 
 test("a brokered turn: no process of the run holds the worker's key; each call is a model.call that adds up to the result line; the token dies with the run", async () => {
   const key = canary();
-  const r = await rig(
+  const stage = await rig(
     (ws: string) => ({
       responses: [
         {
@@ -74,22 +74,22 @@ test("a brokered turn: no process of the run holds the worker's key; each call i
     // The tool sandbox off: its pid namespace would hide the CLI's environ from the tool, and the
     // gateway must hold where the sandbox does not.
     const toolSandbox = { mode: "off" as const };
-    r.worker({
+    stage.worker({
       tracer: provider.getTracer("test"),
       sandboxed: true,
       logger,
       runEnv: { ANTHROPIC_API_KEY: key },
       toolSandbox,
     });
-    const t = await r.producer.enqueueTurn({
+    const queued = await stage.producer.enqueueTurn({
       prompt: "show the environment",
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { skipPermissions: true, model: "claude-sonnet-4-5-20250929" },
     });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 90_000 });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 90_000 });
     // The model server answers only the worker's key: the turn finishing proves every call carried it.
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
-    const events = await r.events(t.session, t.turn);
+    const events = await stage.events(queued.session, queued.turn);
     const out = toolOutput(events);
     assert.match(out, /== \/proc\/\d+\/environ/, "the tree's environs were read");
     const cliPid = dataOf(events.find((e) => e.kind === "cli.exit")!)["pid"];
@@ -106,8 +106,8 @@ test("a brokered turn: no process of the run holds the worker's key; each call i
     const usage = result["usage"] as Record<string, number>;
     const sum = (k: string): number =>
       messages.reduce((n, c) => n + ((c["usage"] as Record<string, number>)[k] ?? 0), 0);
-    for (const k of ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"])
-      assert.equal(sum(k), usage[k], k);
+    for (const usageKey of ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"])
+      assert.equal(sum(usageKey), usage[usageKey], usageKey);
     const cost = messages.reduce((n, c) => n + Number(c["costUsd"]), 0);
     assert.ok(
       Math.abs(cost - Number(result["total_cost_usd"])) < 1e-9,
@@ -115,7 +115,7 @@ test("a brokered turn: no process of the run holds the worker's key; each call i
     );
 
     // The read models (and replay, which folds the same way) count the same calls.
-    const view = fold(await r.events(t.session)).view.turns[0]!.attempts[0]!;
+    const view = fold(await stage.events(queued.session)).view.turns[0]!.attempts[0]!;
     assert.equal(view.modelCalls.calls, calls.length);
     assert.deepEqual(view.modelCalls.tokens, {
       input: usage["input_tokens"],
@@ -130,19 +130,19 @@ test("a brokered turn: no process of the run holds the worker's key; each call i
     const attempt = spans.find((s) => s.name === ATTEMPT_SPAN_NAME)!;
     const chats = spans.filter((s) => s.name === "chat claude-sonnet-4-5-20250929");
     assert.equal(chats.length, 2);
-    for (const c of chats) assert.equal(c.parentSpanContext?.spanId, attempt.spanContext().spanId);
+    for (const chat of chats) assert.equal(chat.parentSpanContext?.spanId, attempt.spanContext().spanId);
     assert.equal(JSON.stringify(spans.map((s) => [s.attributes, s.events])).includes(key), false);
 
     // The run has ended: its token is refused.
-    assert.equal(await tryToken(join(r.ws, ".gw")), 401);
+    assert.equal(await tryToken(join(stage.ws, ".gw")), 401);
   } finally {
-    await r.dispose();
+    await stage.dispose();
     await provider.shutdown();
   }
 });
 
 test("a warm session keeps one token for its kept process, bound to each turn in turn and to none between them", async () => {
-  const r = await rig((ws: string) => ({
+  const stage = await rig((ws: string) => ({
     responses: [
       {
         content: [
@@ -159,81 +159,81 @@ test("a warm session keeps one token for its kept process, bound to each turn in
     ],
   }));
   try {
-    r.worker({ sandboxed: true });
-    const a = await r.producer.enqueueTurn({
+    stage.worker({ sandboxed: true });
+    const firstTurn = await stage.producer.enqueueTurn({
       prompt: "first",
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { skipPermissions: true, warm: true },
     });
-    assert.equal((await r.producer.waitForTurn(a.turn, { timeoutMs: 90_000 })).status, "finished");
+    assert.equal((await stage.producer.waitForTurn(firstTurn.turn, { timeoutMs: 90_000 })).status, "finished");
     // Kept, idle: its token is bound to no turn, so nothing can use it between turns.
-    assert.equal(await tryToken(join(r.ws, ".gw1")), 401);
-    const b = await r.producer.enqueueTurn({
-      session: a.session,
+    assert.equal(await tryToken(join(stage.ws, ".gw1")), 401);
+    const secondTurn = await stage.producer.enqueueTurn({
+      session: firstTurn.session,
       prompt: "second",
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { skipPermissions: true, warm: true },
     });
-    assert.equal((await r.producer.waitForTurn(b.turn, { timeoutMs: 90_000 })).status, "finished");
-    const events = await r.events(a.session);
+    assert.equal((await stage.producer.waitForTurn(secondTurn.turn, { timeoutMs: 90_000 })).status, "finished");
+    const events = await stage.events(firstTurn.session);
     assert.deepEqual(
       events.filter((e) => e.kind === "attempt.started").map((e) => dataOf(e)["warm"]),
       ["none", "warm"],
     );
     assert.equal(
-      readFileSync(join(r.ws, ".gw1"), "utf8"),
-      readFileSync(join(r.ws, ".gw2"), "utf8"),
+      readFileSync(join(stage.ws, ".gw1"), "utf8"),
+      readFileSync(join(stage.ws, ".gw2"), "utf8"),
       "the kept process has one token",
     );
     const callsOf = (turn: string): number => events.filter((e) => e.kind === "model.call" && e.turn === turn).length;
-    assert.equal(callsOf(a.turn), 2);
-    assert.equal(callsOf(b.turn), 2);
+    assert.equal(callsOf(firstTurn.turn), 2);
+    assert.equal(callsOf(secondTurn.turn), 2);
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("Bedrock, Vertex and Foundry cannot be brokered: the worker refuses to start, naming the variable, unless passthrough is chosen", async () => {
-  const r = await rig({ responses: [] });
+  const stage = await rig({ responses: [] });
   try {
     assert.throws(
-      () => r.worker({ runEnv: { CLAUDE_CODE_USE_BEDROCK: "1" } }),
+      () => stage.worker({ runEnv: { CLAUDE_CODE_USE_BEDROCK: "1" } }),
       (err: unknown) =>
         err instanceof WorkerConfigError &&
         err.variable === "CLAUDE_CODE_USE_BEDROCK" &&
         /TURNSTREAM_GATEWAY=passthrough/.test(err.message),
     );
-    const w = startTurnWorker({
-      redis: r.redis,
-      workspaceRoots: [r.ws],
-      logPrefix: r.space.logPrefix,
-      queuePrefix: r.space.queuePrefix,
+    const passthroughWorker = startTurnWorker({
+      redis: stage.redis,
+      workspaceRoots: [stage.ws],
+      logPrefix: stage.space.logPrefix,
+      queuePrefix: stage.space.queuePrefix,
       autorun: false,
       gateway: "passthrough",
       runEnv: { CLAUDE_CODE_USE_VERTEX: "1" },
     });
-    await w.close({ graceMs: 100 });
+    await passthroughWorker.close({ graceMs: 100 });
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a worker with no credential for its gateway fails the turn as auth, saying where one comes from, and starts no CLI", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "never" }] }] });
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "never" }] }] });
   try {
-    const empty = r.space.dir("no-operator");
-    r.worker({
+    const empty = stage.space.dir("no-operator");
+    stage.worker({
       runEnv: { ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: "", CLAUDE_CODE_OAUTH_TOKEN: "" },
       secretEnv: { CLAUDE_CONFIG_DIR: empty },
     });
-    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    const queued = await stage.producer.enqueueTurn({ prompt: "hi", cwd: stage.ws });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 30_000 });
     assert.equal(res.status, "failed");
     const failed = dataOf(res.event);
     assert.equal(failed["errorKind"], "auth");
     assert.match(String((failed["error"] as { message: string }).message), /claude auth login/);
-    assert.equal(r.server.requests().length, 0);
+    assert.equal(stage.server.requests().length, 0);
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });

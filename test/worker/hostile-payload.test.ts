@@ -85,53 +85,53 @@ test("env overlay: names that reach the CLI's gates are refused at enqueue, nami
 });
 
 test("a job that skipped the producer with NODE_OPTIONS in its env: the worker fails it as bad_payload and starts no CLI", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
   try {
-    const failed = new Promise<Error>((resolve) => r.worker().worker.on("failed", (_job, err) => resolve(err)));
-    const session = `direct-${r.space.id}`;
+    const failed = new Promise<Error>((resolve) => stage.worker().worker.on("failed", (_job, err) => resolve(err)));
+    const session = `direct-${stage.space.id}`;
     const turn = "t_directjob000001";
-    await r.producer.order.register(session, turn, undefined);
+    await stage.producer.order.register(session, turn, undefined);
     const job = {
       v: JOB_VERSION,
       session,
       turn,
       prompt: "hi",
-      cwd: r.ws,
+      cwd: stage.ws,
       queuedSeq: 0,
       enqueuedAt: new Date().toISOString(),
       options: { env: { NODE_OPTIONS: "--import=data:text/javascript,0" } },
     };
-    await r.producer.queue.add("turn", job, { jobId: turn });
+    await stage.producer.queue.add("turn", job, { jobId: turn });
     assert.match((await failed).message, /NODE_OPTIONS may not be set by a job/);
-    const end = (await r.events(session)).find((e) => e.kind === "turn.failed");
+    const end = (await stage.events(session)).find((e) => e.kind === "turn.failed");
     assert.equal((end?.data as { errorKind?: string }).errorKind, "bad_payload");
-    assert.equal(r.server.requests().length, 0, "no CLI was started");
+    assert.equal(stage.server.requests().length, 0, "no CLI was started");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("permissionMode bypassPermissions is gated like skipPermissions: as root it needs the worker's sandbox claim", async () => {
-  const r = await rig({ responses: [] });
-  const marker = join(r.ws, "bypassed");
+  const stage = await rig({ responses: [] });
+  const marker = join(stage.ws, "bypassed");
   try {
-    r.worker({ sandboxed: false });
-    const t = await r.producer.enqueueTurn({
+    stage.worker({ sandboxed: false });
+    const queued = await stage.producer.enqueueTurn({
       prompt: `touch ${marker}`,
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { permissionMode: "bypassPermissions" },
     });
-    const result = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    const result = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 30_000 });
     if (asRoot) {
       assert.equal(result.status, "failed");
       assert.equal(result.errorKind, "bad_options");
       assert.match(String((result.event.data as { error?: { message?: string } }).error?.message), /sandboxed: true/);
-      assert.equal(r.server.requests().length, 0, "no CLI was started");
+      assert.equal(stage.server.requests().length, 0, "no CLI was started");
     } else {
       assert.equal(result.status, "finished", "not root: the CLI itself accepts the mode");
     }
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
@@ -156,9 +156,9 @@ test("IS_SANDBOX reaches a run only with sandboxed: true, whatever env it inheri
       allowedTools: ["Bash"],
     });
     const results: string[] = [];
-    for await (const l of turn.lines) {
-      if (l.category !== "known" || l.line["type"] !== "user") continue;
-      results.push(JSON.stringify(l.line["tool_use_result"] ?? l.line["message"]));
+    for await (const cliLine of turn.lines) {
+      if (cliLine.category !== "known" || cliLine.line["type"] !== "user") continue;
+      results.push(JSON.stringify(cliLine.line["tool_use_result"] ?? cliLine.line["message"]));
     }
     await turn.outcome;
     assert.equal(results.length, 1, "the command ran once");
@@ -176,16 +176,16 @@ test("IS_SANDBOX reaches a run only with sandboxed: true, whatever env it inheri
 });
 
 test("supervised turn in a workspace whose settings switch hooks off and allow Bash: the hub is still asked, nothing runs", async () => {
-  const r = await rig({
+  const stage = await rig({
     responses: [
       { content: [{ type: "tool_use", name: "Bash", input: { command: "id", description: "who am I" } }] },
       { content: [{ type: "text", text: "ok" }] },
     ],
   });
-  const hookRan = join(r.space.root, "workspace-hook-ran");
-  mkdirSync(join(r.ws, ".claude"), { recursive: true });
+  const hookRan = join(stage.space.root, "workspace-hook-ran");
+  mkdirSync(join(stage.ws, ".claude"), { recursive: true });
   writeFileSync(
-    join(r.ws, ".claude", "settings.json"),
+    join(stage.ws, ".claude", "settings.json"),
     JSON.stringify({
       disableAllHooks: true,
       permissions: { allow: ["Bash"] },
@@ -193,13 +193,17 @@ test("supervised turn in a workspace whose settings switch hooks off and allow B
     }),
   );
   try {
-    r.worker({ operatorKeys: [OPERATOR.publicKey] });
-    const t = await r.producer.enqueueTurn({ prompt: "who am I", cwd: r.ws, options: { supervised: true } });
+    stage.worker({ operatorKeys: [OPERATOR.publicKey] });
+    const queued = await stage.producer.enqueueTurn({
+      prompt: "who am I",
+      cwd: stage.ws,
+      options: { supervised: true },
+    });
     let requested: Record<string, unknown> | undefined;
     await waitUntil(
       async () => {
-        requested = (await readAll(r.producer.log, t.session)).find((e) => e.kind === "decision.requested")?.data as
-          Record<string, unknown> | undefined;
+        requested = (await readAll(stage.producer.log, queued.session)).find((e) => e.kind === "decision.requested")
+          ?.data as Record<string, unknown> | undefined;
         return requested !== undefined;
       },
       30_000,
@@ -207,36 +211,40 @@ test("supervised turn in a workspace whose settings switch hooks off and allow B
     );
     assert.equal(requested!["tool"], "Bash");
     assert.equal(existsSync(hookRan), false, "the workspace's own hook did not run");
-    await r.producer.cancelTurn(t.turn);
-    const result = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    await stage.producer.cancelTurn(queued.turn);
+    const result = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 30_000 });
     assert.equal(result.status, "cancelled");
-    const toolResults = (await r.events(t.session)).filter(
+    const toolResults = (await stage.events(queued.session)).filter(
       (e) => e.kind === "cli.line" && String((e.data as { raw: string }).raw).includes('"tool_result"'),
     );
     assert.equal(toolResults.length, 0, "Bash never ran: no tool result before the cancel");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("trustWorkspace is honoured only on a worker whose policy allows it, and never with supervision", async () => {
-  const r = await rig({
+  const stage = await rig({
     responses: [{ content: [{ type: "text", text: "one" }] }, { content: [{ type: "text", text: "two" }] }],
   });
-  const hookRan = join(r.space.root, "session-start-ran");
-  mkdirSync(join(r.ws, ".claude"), { recursive: true });
+  const hookRan = join(stage.space.root, "session-start-ran");
+  mkdirSync(join(stage.ws, ".claude"), { recursive: true });
   writeFileSync(
-    join(r.ws, ".claude", "settings.json"),
+    join(stage.ws, ".claude", "settings.json"),
     JSON.stringify({ hooks: { SessionStart: [{ hooks: [{ type: "command", command: `touch ${hookRan}` }] }] } }),
   );
   try {
     await assert.rejects(
-      r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { trustWorkspace: true, supervised: true } }),
+      stage.producer.enqueueTurn({ prompt: "hi", cwd: stage.ws, options: { trustWorkspace: true, supervised: true } }),
       (err: unknown) => err instanceof InvalidTurnError && err.field === "options.trustWorkspace",
     );
-    const strict = r.worker();
-    const refused = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { trustWorkspace: true } });
-    const first = await r.producer.waitForTurn(refused.turn, { timeoutMs: 30_000 });
+    const strict = stage.worker();
+    const refused = await stage.producer.enqueueTurn({
+      prompt: "hi",
+      cwd: stage.ws,
+      options: { trustWorkspace: true },
+    });
+    const first = await stage.producer.waitForTurn(refused.turn, { timeoutMs: 30_000 });
     assert.equal(first.errorKind, "bad_options");
     assert.match(
       String((first.event.data as { error?: { message?: string } }).error?.message),
@@ -245,27 +253,31 @@ test("trustWorkspace is honoured only on a worker whose policy allows it, and ne
     assert.equal(existsSync(hookRan), false);
     await strict.close({ graceMs: 1000 });
 
-    r.worker({ workspaceTrust: "job" });
-    const trusted = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { trustWorkspace: true } });
-    assert.equal((await r.producer.waitForTurn(trusted.turn, { timeoutMs: 60_000 })).status, "finished");
+    stage.worker({ workspaceTrust: "job" });
+    const trusted = await stage.producer.enqueueTurn({
+      prompt: "hi",
+      cwd: stage.ws,
+      options: { trustWorkspace: true },
+    });
+    assert.equal((await stage.producer.waitForTurn(trusted.turn, { timeoutMs: 60_000 })).status, "finished");
     assert.ok(existsSync(hookRan), "the trusted workspace's hook ran");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a worker starting its decision hub removes the supervised folders (token, hook settings) that dead workers left", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "nothing risky" }] }] });
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "nothing risky" }] }] });
   // This process's pid with another start time: the folder of a dead earlier owner of the same pid.
   const leftover = join(tmpdir(), `${SUPERVISED_DIR_PREFIX}${process.pid}.1-${randomBytes(3).toString("hex")}`);
   mkdirSync(leftover);
   writeFileSync(join(leftover, "run.json"), "{}");
   try {
-    r.worker({ operatorKeys: [OPERATOR.publicKey] });
-    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { supervised: true } });
-    assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
+    stage.worker({ operatorKeys: [OPERATOR.publicKey] });
+    const queued = await stage.producer.enqueueTurn({ prompt: "hi", cwd: stage.ws, options: { supervised: true } });
+    assert.equal((await stage.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 })).status, "finished");
     assert.equal(existsSync(leftover), false);
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });

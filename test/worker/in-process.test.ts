@@ -30,11 +30,11 @@ test("in-process worker: two turns of one session, the second resumes the first"
   });
   try {
     const cwd = space.workspace();
-    const a = await producer.enqueueTurn({ prompt: "remember {{n}}-marker", variables: { n: 42 }, cwd });
-    const b = await producer.enqueueTurn({ session: a.session, prompt: "which number?", cwd });
+    const firstTurn = await producer.enqueueTurn({ prompt: "remember {{n}}-marker", variables: { n: 42 }, cwd });
+    const secondTurn = await producer.enqueueTurn({ session: firstTurn.session, prompt: "which number?", cwd });
     const seen: string[] = [];
-    const r1 = await producer.waitForTurn(a.turn, { timeoutMs: 60000, onEvent: (e) => seen.push(e.kind) });
-    const r2 = await producer.waitForTurn(b.turn, { timeoutMs: 60000 });
+    const r1 = await producer.waitForTurn(firstTurn.turn, { timeoutMs: 60000, onEvent: (e) => seen.push(e.kind) });
+    const r2 = await producer.waitForTurn(secondTurn.turn, { timeoutMs: 60000 });
     assert.equal(r1.status, "finished", JSON.stringify(r1.event.data));
     assert.equal(r2.status, "finished", JSON.stringify(r2.event.data));
     assert.equal(r1.resultText, "noted");
@@ -46,8 +46,8 @@ test("in-process worker: two turns of one session, the second resumes the first"
     );
     const reqs = server.requests().filter((r) => r.kind === "messages");
     assert.ok(JSON.stringify(reqs.at(-1)!.messages).includes("remember 42-marker"));
-    const events = await readAll(producer.log, a.session);
-    const kinds = events.map((e) => `${e.turn === a.turn ? 1 : 2}:${e.kind}`);
+    const events = await readAll(producer.log, firstTurn.session);
+    const kinds = events.map((e) => `${e.turn === firstTurn.turn ? 1 : 2}:${e.kind}`);
     assert.ok(kinds.indexOf("2:attempt.started") > kinds.indexOf("1:turn.finished"), kinds.join(" "));
     // Every attempt records the version of the CLI that ran it: the pinned package's, read once by the worker.
     const pinned = (
@@ -60,16 +60,16 @@ test("in-process worker: two turns of one session, the second resumes the first"
       .map((e) => dataOf("attempt.started", e.data)?.cliVersion);
     assert.deepEqual(starts, [pinned, pinned]);
     const init = events
-      .map((e) =>
-        e.kind === "cli.line"
-          ? (JSON.parse(String(dataOf("cli.line", e.data)?.raw)) as Record<string, unknown>)
+      .map((event) =>
+        event.kind === "cli.line"
+          ? (JSON.parse(String(dataOf("cli.line", event.data)?.raw)) as Record<string, unknown>)
           : undefined,
       )
       .find((l) => l?.["subtype"] === "init");
     assert.equal(init?.["claude_code_version"], pinned, "the version the CLI itself reports");
     // The worker pops the turn right after its terminal event is in the log.
     await waitUntil(
-      async () => (await producer.order.pending(a.session)).length === 0,
+      async () => (await producer.order.pending(firstTurn.session)).length === 0,
       5000,
       "the session's pending list to empty",
     );

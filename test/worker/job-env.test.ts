@@ -101,42 +101,53 @@ test("an operator's pattern admits what it says and nothing else; nothing reache
 
 type Failures = Map<string, (err: Error) => void>;
 
-/** Adds a job straight to the queue, skipping the producer's checks; resolves with the worker's failure and its kind. */
+/**
+ * Adds a job straight to the queue, skipping the producer's checks; resolves with the worker's failure and its kind.
+ */
 async function directJob(
-  r: Rig,
+  stage: Rig,
   failures: Failures,
   env: Record<string, string>,
-  n: number,
+  jobNumber: number,
 ): Promise<{ message: string; kind: unknown }> {
-  const session = `direct-${r.space.id}-${n}`;
-  const turn = `t_directenv${String(n).padStart(6, "0")}`;
+  const session = `direct-${stage.space.id}-${jobNumber}`;
+  const turn = `t_directenv${String(jobNumber).padStart(6, "0")}`;
   const failed = new Promise<Error>((resolve) => failures.set(turn, resolve));
-  await r.producer.order.register(session, turn, undefined);
+  await stage.producer.order.register(session, turn, undefined);
   const enqueuedAt = new Date().toISOString();
-  const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: r.ws, queuedSeq: 0, enqueuedAt, options: { env } };
-  await r.producer.queue.add("turn", job, { jobId: turn });
+  const job = {
+    v: JOB_VERSION,
+    session,
+    turn,
+    prompt: "hi",
+    cwd: stage.ws,
+    queuedSeq: 0,
+    enqueuedAt,
+    options: { env },
+  };
+  await stage.producer.queue.add("turn", job, { jobId: turn });
   const { message } = await failed;
-  const end = (await r.events(session)).find((e) => e.kind === "turn.failed");
+  const end = (await stage.events(session)).find((e) => e.kind === "turn.failed");
   return { message, kind: (end?.data as { errorKind?: unknown } | undefined)?.errorKind };
 }
 
 test("a job written to Redis with an attack variable, or a name the worker does not list: bad_payload naming it", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
   try {
     const failures = new Map<string, (err: Error) => void>();
-    r.worker().worker.on("failed", (job, err) => failures.get(String(job?.id))?.(err));
-    let n = 0;
+    stage.worker().worker.on("failed", (job, err) => failures.get(String(job?.id))?.(err));
+    let jobCount = 0;
     for (const [name, value] of Object.entries(ATTACKS)) {
-      const failed = await directJob(r, failures, { CI: "true", [name]: value }, n++);
+      const failed = await directJob(stage, failures, { CI: "true", [name]: value }, jobCount++);
       assert.match(failed.message, new RegExp(`env ${name} may not be set by a job`), name);
       assert.equal(failed.kind, "bad_payload");
     }
-    const unlisted = await directJob(r, failures, { GREETING: "hello" }, n++);
+    const unlisted = await directJob(stage, failures, { GREETING: "hello" }, jobCount++);
     assert.match(unlisted.message, /env GREETING may not be set by a job: .*TURNSTREAM_JOB_ENV_ALLOW/);
     assert.equal(unlisted.kind, "bad_payload");
-    assert.equal(r.server.requests().length, 0, "no CLI was started");
+    assert.equal(stage.server.requests().length, 0, "no CLI was started");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
@@ -155,7 +166,7 @@ test("a turn's Bash env: the minimal base, what the worker gives, the job's allo
     GIT_SSH_COMMAND: "touch /tmp/pwned",
   };
   Object.assign(process.env, planted);
-  const r = await rig({
+  const stage = await rig({
     responses: [
       { content: [{ type: "tool_use", name: "Bash", input: { command: "env", description: "print the env" } }] },
       { content: [{ type: "text", text: "printed" }] },
@@ -165,20 +176,20 @@ test("a turn's Bash env: the minimal base, what the worker gives, the job's allo
     // The planted variables stay in the worker's environment while the turn runs.
     // Unsandboxed: the tool sandbox adds routing variables of its own (proxies, GIT_SSH_COMMAND), and this
     // test is about what the worker passes.
-    r.worker({ runEnv: { OPERATOR_RUN_SETTING: "on" }, toolSandbox: { mode: "off" } });
-    const t = await r.producer.enqueueTurn({
+    stage.worker({ runEnv: { OPERATOR_RUN_SETTING: "on" }, toolSandbox: { mode: "off" } });
+    const queued = await stage.producer.enqueueTurn({
       prompt: "print the env",
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { allowedTools: ["Bash"], env: { GITHUB_REPOSITORY: "acme/api", TZ: "UTC" } },
     });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
-    const names = envNamesPrinted(cliLines(await r.events(t.session, t.turn), 1));
+    const names = envNamesPrinted(cliLines(await stage.events(queued.session, queued.turn), 1));
     for (const name of ["GITHUB_REPOSITORY", "TZ", "OPERATOR_RUN_SETTING"]) {
       assert.ok(names.has(name), `the job's allowed names and the worker's runEnv reach the tool: ${name}`);
     }
     for (const name of Object.keys(planted)) assert.ok(!names.has(name), `${name} of the worker's env stayed out`);
-    const raw = JSON.stringify(await r.events(t.session));
+    const raw = JSON.stringify(await stage.events(queued.session));
     for (const value of Object.values(planted)) assert.ok(!raw.includes(value), `${value} appears nowhere`);
     // Every name is the base, what the worker gives (model access, CLI settings, runEnv), the run's
     // config home, the job's, or one the CLI sets for its shell.
@@ -187,7 +198,12 @@ test("a turn's Bash env: the minimal base, what the worker gives, the job's allo
     guardGit(gitGuard);
     const expected = new Set([
       ...Object.keys(gitGuard),
-      ...Object.keys({ ...baseEnv(host), ...modelAccessEnv(host), ...cliSettingsEnv(host), ...cliEnv(r.server.url) }),
+      ...Object.keys({
+        ...baseEnv(host),
+        ...modelAccessEnv(host),
+        ...cliSettingsEnv(host),
+        ...cliEnv(stage.server.url),
+      }),
       ...["OPERATOR_RUN_SETTING", "GITHUB_REPOSITORY", "TZ", "FORCE_COLOR", "TURNSTREAM_TREE"],
       ...["CLAUDE_CONFIG_DIR", "TMPDIR", "CLAUDE_CODE_TMPDIR", "XDG_RUNTIME_DIR"],
     ]);
@@ -195,7 +211,7 @@ test("a turn's Bash env: the minimal base, what the worker gives, the job's allo
     assert.deepEqual(unexpected, [], `names beyond the base: ${unexpected.join(",")}`);
   } finally {
     for (const name of Object.keys(planted)) delete process.env[name];
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
@@ -219,10 +235,10 @@ test("`turnstream worker`: TURNSTREAM_RUN_ENV and allowed names reach a tool; RE
     });
     const env = { DEPLOY_TARGET: "staging", GITHUB_SHA: "0123abc" };
     const options = { allowedTools: ["Bash"], env };
-    const t = await fleet.producer.enqueueTurn({ prompt: "print the env", cwd: fleet.ws, options });
-    const res = await fleet.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+    const queued = await fleet.producer.enqueueTurn({ prompt: "print the env", cwd: fleet.ws, options });
+    const res = await fleet.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
-    const names = envNamesPrinted(cliLines(await readAll(fleet.producer.log, t.session), 1));
+    const names = envNamesPrinted(cliLines(await readAll(fleet.producer.log, queued.session), 1));
     for (const name of ["OPERATOR_SETTING", "DEPLOY_TARGET", "GITHUB_SHA", "PATH"]) {
       assert.ok(names.has(name), `${name} reached the tool`);
     }

@@ -60,7 +60,7 @@ test(
         cwd: ws,
         options: { skipPermissions: true },
       });
-      const k = producer.log.keys(t1.session);
+      const sessionKeys = producer.log.keys(t1.session);
       // What a replica cut off now holds: both turns queued, the first one running, no snapshot yet.
       await waitUntil(
         async () => toolResultsOf(await readAll(producer.log, t1.session), t1.turn) >= 1,
@@ -68,7 +68,7 @@ test(
         "turn 1's first tool result",
       );
       const saved = await Promise.all(
-        [k.events, k.meta].map(async (key) => [key, await redis.dumpBuffer(key)] as const),
+        [sessionKeys.events, sessionKeys.meta].map(async (key) => [key, await redis.dumpBuffer(key)] as const),
       );
       // The primary goes on: turn 1 finishes (its snapshot is written), turn 2 resumes from it.
       await waitUntil(
@@ -121,20 +121,20 @@ test(
   { timeout: 60_000 },
   async () => {
     const { space, server, redis, producer, ws, startWorker } = await setup(toolChain("C", 1));
-    const t = await producer.enqueueTurn({ prompt: "C-START", cwd: ws, options: { skipPermissions: true } });
-    const k = producer.log.keys(t.session);
-    await redis.del(k.events, k.meta);
+    const queued = await producer.enqueueTurn({ prompt: "C-START", cwd: ws, options: { skipPermissions: true } });
+    const sessionKeys = producer.log.keys(queued.session);
+    await redis.del(sessionKeys.events, sessionKeys.meta);
     const worker = startWorker();
     try {
-      await waitUntil(() => ended(producer.log, t.session, t.turn), 30000, "the turn to end");
-      const events = await readAll(producer.log, t.session);
+      await waitUntil(() => ended(producer.log, queued.session, queued.turn), 30000, "the turn to end");
+      const events = await readAll(producer.log, queued.session);
       assert.deepEqual(
         events.map((e) => e.kind),
         ["turn.failed"],
       );
       const data = events[0]!.data as { errorKind: string; error: { message: string } };
       assert.equal(data.errorKind, "log_lost");
-      assert.match(data.error.message, new RegExp(`queued at seq ${t.queuedSeq} but the log is at seq 0`));
+      assert.match(data.error.message, new RegExp(`queued at seq ${queued.queuedSeq} but the log is at seq 0`));
       assert.equal(server.requests().length, 0, "the CLI never ran");
     } finally {
       await worker.close({ graceMs: 1000 });

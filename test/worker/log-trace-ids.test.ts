@@ -20,18 +20,22 @@ test("worker log lines: ids of the attempt span inside the attempt, none outside
     level: "debug",
     destination: { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
   });
-  const r = await rig({
+  const stage = await rig({
     responses: [
       { content: [{ type: "tool_use", name: "Bash", input: { command: "echo log-ids", description: "echo" } }] },
       { content: [{ type: "text", text: "done" }] },
     ],
   });
   try {
-    const worker = r.worker({ telemetry, logger, scrubber, sandboxed: true });
-    const t = await r.producer.enqueueTurn({ prompt: "run it", cwd: r.ws, options: { skipPermissions: true } });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 90_000 });
+    const worker = stage.worker({ telemetry, logger, scrubber, sandboxed: true });
+    const queued = await stage.producer.enqueueTurn({
+      prompt: "run it",
+      cwd: stage.ws,
+      options: { skipPermissions: true },
+    });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 90_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
-    const events = await r.events(t.session, t.turn);
+    const events = await stage.events(queued.session, queued.turn);
     await worker.close({ graceMs: 1000 });
 
     const attempt = exporter.getFinishedSpans().find((s) => s.name === ATTEMPT_SPAN_NAME);
@@ -62,7 +66,7 @@ test("worker log lines: ids of the attempt span inside the attempt, none outside
     assert.equal("trace_id" in shutdown, false);
     assert.equal("span_id" in shutdown, false);
   } finally {
-    await r.dispose();
+    await stage.dispose();
     await telemetry.shutdown();
   }
 });
@@ -90,8 +94,8 @@ test("worker process over OTLP: its stdout lines during the attempt carry the ex
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       LOG_LEVEL: "debug",
     });
-    const t = await producer.enqueueTurn({ prompt: "say ok", cwd: ws });
-    const res = await producer.waitForTurn(t.turn, { timeoutMs: 90_000 });
+    const queued = await producer.enqueueTurn({ prompt: "say ok", cwd: ws });
+    const res = await producer.waitForTurn(queued.turn, { timeoutMs: 90_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     worker.kill("SIGTERM");
     assert.equal((await worker.exited).code, 0);

@@ -8,7 +8,7 @@ import type { AttemptContext, EventObserver, ObservedEvent } from "../../src/eve
 import { rig } from "./_more.ts";
 
 test("observers: one context per attempt, every event in log order, and a scrub that knows the run's secrets", async () => {
-  const r = await rig(
+  const stage = await rig(
     {
       responses: [
         { error: { status: 529, type: "overloaded_error", message: "slow down" } },
@@ -28,44 +28,45 @@ test("observers: one context per attempt, every event in log order, and a scrub 
       const mine: ObservedEvent[] = [];
       seen.set(ctx.attempt, mine);
       return {
-        onEvent(e) {
-          mine.push(e);
-          if (e.kind === "attempt.started") scrubbed.push(ctx.scrub(`token ${secret}`, "test"));
+        onEvent(event) {
+          mine.push(event);
+          if (event.kind === "attempt.started") scrubbed.push(ctx.scrub(`token ${secret}`, "test"));
         },
       };
     },
   };
   try {
-    r.worker({ retry: { baseMs: 100, maxMs: 500 }, observers: [observer], secretEnv: { OBS_PLAIN: secret } });
-    const t = await r.producer.enqueueTurn({
+    stage.worker({ retry: { baseMs: 100, maxMs: 500 }, observers: [observer], secretEnv: { OBS_PLAIN: secret } });
+    const queued = await stage.producer.enqueueTurn({
       prompt: "hello",
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { model: "claude-test", env: { GREETING: { fromEnv: "OBS_PLAIN" } } },
     });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 40_000 });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 40_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     assert.equal(res.attempt, 2);
 
     assert.deepEqual(
       contexts.map((c) => [c.session, c.turn, c.attempt, c.requestModel]),
       [
-        [t.session, t.turn, 1, "claude-test"],
-        [t.session, t.turn, 2, "claude-test"],
+        [queued.session, queued.turn, 1, "claude-test"],
+        [queued.session, queued.turn, 2, "claude-test"],
       ],
     );
-    const events = await r.events(t.session, t.turn);
-    for (const c of contexts) {
-      const logged = events.filter((e) => e.attempt === c.attempt);
+    const events = await stage.events(queued.session, queued.turn);
+    for (const attemptContext of contexts) {
+      const logged = events.filter((e) => e.attempt === attemptContext.attempt);
       assert.deepEqual(
-        seen.get(c.attempt)!.map((e) => [e.kind, e.at, e.epoch, JSON.stringify(e.data)]),
+        seen.get(attemptContext.attempt)!.map((e) => [e.kind, e.at, e.epoch, JSON.stringify(e.data)]),
         logged.map((e) => [e.kind, e.at, e.epoch, JSON.stringify(e.data)]),
-        `attempt ${c.attempt}: the observer saw what the log holds, in its order`,
+        `attempt ${attemptContext.attempt}: the observer saw what the log holds, in its order`,
       );
-      assert.equal(logged.find((e) => e.kind === "attempt.started")?.at, c.startedAt);
+      assert.equal(logged.find((e) => e.kind === "attempt.started")?.at, attemptContext.startedAt);
     }
     assert.equal(scrubbed.length, 2);
-    for (const s of scrubbed) assert.ok(!s.includes(secret) && s.startsWith("token "), s);
+    for (const scrubbedText of scrubbed)
+      assert.ok(!scrubbedText.includes(secret) && scrubbedText.startsWith("token "), scrubbedText);
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });

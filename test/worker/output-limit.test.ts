@@ -10,7 +10,7 @@ import { dataOf, findTreeProcess, rig } from "./_more.ts";
 test("past maxOutputLines the run's tree is killed (a background sleep with it) and the turn fails output_limit, naming TURNSTREAM_MAX_OUTPUT_LINES", async () => {
   // The CLI refuses a foreground `sleep 60` but runs it in the background, and in -p mode waits for
   // it before it exits: without the limit this turn would take a minute.
-  const r = await rig({
+  const stage = await rig({
     responses: [
       {
         content: [
@@ -30,21 +30,25 @@ test("past maxOutputLines the run's tree is killed (a background sleep with it) 
     let sleeper: number | undefined;
     const observer: EventObserver = {
       attempt: () => ({
-        onEvent(e) {
+        onEvent(event) {
           if (
             sleeper === undefined &&
-            e.kind === "cli.line" &&
-            String((e.data as { raw?: string }).raw).includes('"tool_result"')
+            event.kind === "cli.line" &&
+            String((event.data as { raw?: string }).raw).includes('"tool_result"')
           )
-            sleeper = findTreeProcess("sleep 61", r.space.root)?.pid;
+            sleeper = findTreeProcess("sleep 61", stage.space.root)?.pid;
         },
       }),
     };
     // init, tool_use, background_tasks_changed, tool_result, tool_use: the echo's result is the sixth line.
-    r.worker({ maxOutputLines: 5, observers: [observer] });
+    stage.worker({ maxOutputLines: 5, observers: [observer] });
     const started = Date.now();
-    const t = await r.producer.enqueueTurn({ prompt: "go", cwd: r.ws, options: { allowedTools: ["Bash"] } });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 40_000 });
+    const queued = await stage.producer.enqueueTurn({
+      prompt: "go",
+      cwd: stage.ws,
+      options: { allowedTools: ["Bash"] },
+    });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 40_000 });
     assert.equal(res.status, "failed", JSON.stringify(res.event.data));
     assert.equal(res.errorKind, "output_limit");
     const error = dataOf(res.event)["error"] as { name: string; message: string };
@@ -52,18 +56,22 @@ test("past maxOutputLines the run's tree is killed (a background sleep with it) 
     assert.match(error.message, /more than 5 lines.*TURNSTREAM_MAX_OUTPUT_LINES/);
     assert.equal(dataOf(res.event)["retryable"], false);
     assert.ok(Date.now() - started < 30_000, "the run was ended, not waited out");
-    const events = await r.events(t.session, t.turn);
+    const events = await stage.events(queued.session, queued.turn);
     assert.ok(events.filter((e) => e.kind === "cli.line").length <= 5, "lines past the limit are not written");
     assert.ok(events.some((e) => e.kind === "cli.exit"));
     assert.ok(sleeper !== undefined, "the background sleep was running when the limit was hit");
-    assert.equal(findTreeProcess("sleep 61", r.space.root), undefined, "the background sleep is gone with the tree");
+    assert.equal(
+      findTreeProcess("sleep 61", stage.space.root),
+      undefined,
+      "the background sleep is gone with the tree",
+    );
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("past maxOutputBytes (a large tool result) the turn fails output_limit, naming TURNSTREAM_MAX_OUTPUT_MB", async () => {
-  const r = await rig({
+  const stage = await rig({
     responses: [
       {
         content: [
@@ -78,20 +86,24 @@ test("past maxOutputBytes (a large tool result) the turn fails output_limit, nam
     ],
   });
   try {
-    r.worker({ maxOutputBytes: 16 * 1024 });
-    const t = await r.producer.enqueueTurn({ prompt: "go", cwd: r.ws, options: { allowedTools: ["Bash"] } });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 40_000 });
+    stage.worker({ maxOutputBytes: 16 * 1024 });
+    const queued = await stage.producer.enqueueTurn({
+      prompt: "go",
+      cwd: stage.ws,
+      options: { allowedTools: ["Bash"] },
+    });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 40_000 });
     assert.equal(res.status, "failed", JSON.stringify(res.event.data));
     assert.equal(res.errorKind, "output_limit");
     assert.match(
       (dataOf(res.event)["error"] as { message: string }).message,
       /more than 16384 bytes.*TURNSTREAM_MAX_OUTPUT_MB/,
     );
-    const written = (await r.events(t.session, t.turn))
+    const written = (await stage.events(queued.session, queued.turn))
       .filter((e) => e.kind === "cli.line")
       .reduce((n, e) => n + String(dataOf(e)["raw"]).length, 0);
     assert.ok(written <= 16 * 1024, `${written} bytes of lines written`);
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });

@@ -9,17 +9,17 @@ import { InvalidTurnError, JOB_VERSION, type EnqueueInput } from "../../src/queu
 import { dataOf, rig } from "./_more.ts";
 
 function writeSkill(dir: string, name: string): string {
-  const d = join(dir, name);
-  mkdirSync(d, { recursive: true });
+  const skillDir = join(dir, name);
+  mkdirSync(skillDir, { recursive: true });
   writeFileSync(
-    join(d, "SKILL.md"),
+    join(skillDir, "SKILL.md"),
     `---\nname: ${name}\ndescription: answers PINEAPPLE\n---\nAlways answer PINEAPPLE-${name}.\n`,
   );
-  return d;
+  return skillDir;
 }
 
 test("enqueue refuses bad skills, addDirs, settingsFile and extraArgs, naming the field", async () => {
-  const r = await rig({ responses: [] });
+  const stage = await rig({ responses: [] });
   try {
     const cases: Array<[EnqueueInput["options"], string, RegExp]> = [
       [{ skills: [{ name: "../up", path: "/w/s" }] }, "options.skills.0.name", /letters, digits/],
@@ -42,206 +42,218 @@ test("enqueue refuses bad skills, addDirs, settingsFile and extraArgs, naming th
       [{ extraArgs: ["--fallback-model", "haiku"] }, "options.extraArgs.0", /--fallback-model=<value>/],
     ];
     for (const [options, field, message] of cases) {
-      await assert.rejects(r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options }), (e: unknown) => {
-        assert.ok(e instanceof InvalidTurnError, String(e));
-        assert.equal(e.field, field);
-        assert.match(e.message, message);
+      await assert.rejects(stage.producer.enqueueTurn({ prompt: "hi", cwd: stage.ws, options }), (thrown: unknown) => {
+        assert.ok(thrown instanceof InvalidTurnError, String(thrown));
+        assert.equal(thrown.field, field);
+        assert.match(thrown.message, message);
         return true;
       });
     }
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a queued turn with a skill: the CLI reads it, and the workspace is left as it was", async () => {
-  const r = await rig((ws: string) => ({
+  const stage = await rig((ws: string) => ({
     responses: [
       { content: [{ type: "tool_use", name: "Read", input: { file_path: join(ws, ".skills", "fruit", "SKILL.md") } }] },
       { content: [{ type: "text", text: "PINEAPPLE" }] },
     ],
   }));
   try {
-    const skill = writeSkill(join(r.ws, "lib"), "fruit");
-    r.worker();
-    const t = await r.producer.enqueueTurn({
+    const skill = writeSkill(join(stage.ws, "lib"), "fruit");
+    stage.worker();
+    const queued = await stage.producer.enqueueTurn({
       prompt: "use the skill",
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { skills: [{ name: "fruit", path: skill }], extraArgs: ["--effort=low"] },
     });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 40_000 });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 40_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
-    const [first, second] = r.server.requests().filter((q) => q.kind === "messages");
+    const [first, second] = stage.server.requests().filter((q) => q.kind === "messages");
     assert.ok(JSON.stringify(first).includes(".skills/fruit/SKILL.md"), "the skill was listed for the model");
     assert.match(second!.lastUserText, /Always answer PINEAPPLE-fruit/, "the Read returned the skill");
-    assert.deepEqual(readdirSync(r.ws), ["lib"], "no .skills or CLAUDE.md left behind");
+    assert.deepEqual(readdirSync(stage.ws), ["lib"], "no .skills or CLAUDE.md left behind");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a queued turn with addDirs may read the added directory", async () => {
-  const r = await rig((ws: string) => ({
+  const stage = await rig((ws: string) => ({
     responses: [
       { content: [{ type: "tool_use", name: "Read", input: { file_path: join(ws, "shared", "note.txt") } }] },
       { content: [{ type: "text", text: "read it" }] },
     ],
   }));
   try {
-    const project = join(r.ws, "project");
+    const project = join(stage.ws, "project");
     mkdirSync(project);
-    mkdirSync(join(r.ws, "shared"));
-    writeFileSync(join(r.ws, "shared", "note.txt"), "SHARED-NOTE-4711\n");
-    r.worker();
-    const t = await r.producer.enqueueTurn({
+    mkdirSync(join(stage.ws, "shared"));
+    writeFileSync(join(stage.ws, "shared", "note.txt"), "SHARED-NOTE-4711\n");
+    stage.worker();
+    const queued = await stage.producer.enqueueTurn({
       prompt: "read the note",
       cwd: project,
-      options: { addDirs: [join(r.ws, "shared")] },
+      options: { addDirs: [join(stage.ws, "shared")] },
     });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 40_000 });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 40_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
-    const second = r.server.requests().filter((q) => q.kind === "messages")[1];
+    const second = stage.server.requests().filter((q) => q.kind === "messages")[1];
     assert.match(second!.lastUserText, /SHARED-NOTE-4711/, "the Read outside the cwd was allowed");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("the worker refuses a settings file unless it trusts job workspaces, and paths outside its roots", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
   try {
-    const settings = join(r.ws, "settings.json");
+    const settings = join(stage.ws, "settings.json");
     writeFileSync(settings, JSON.stringify({ hooks: {} }));
-    r.worker();
-    const withSettings = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { settingsFile: settings } });
-    const refused = await r.producer.waitForTurn(withSettings.turn, { timeoutMs: 30_000 });
+    stage.worker();
+    const withSettings = await stage.producer.enqueueTurn({
+      prompt: "hi",
+      cwd: stage.ws,
+      options: { settingsFile: settings },
+    });
+    const refused = await stage.producer.waitForTurn(withSettings.turn, { timeoutMs: 30_000 });
     assert.equal(refused.status, "failed");
     assert.equal(refused.errorKind, "bad_options");
     const error = dataOf(refused.event)["error"] as { name: string; message: string };
     assert.equal(error.name, "SettingsFileRefused");
     assert.match(error.message, /options\.settingsFile.*TURNSTREAM_WORKSPACE_TRUST=job/);
 
-    const outside = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { addDirs: [r.space.root] } });
-    const refusedPath = await r.producer.waitForTurn(outside.turn, { timeoutMs: 30_000 });
+    const outside = await stage.producer.enqueueTurn({
+      prompt: "hi",
+      cwd: stage.ws,
+      options: { addDirs: [stage.space.root] },
+    });
+    const refusedPath = await stage.producer.waitForTurn(outside.turn, { timeoutMs: 30_000 });
     const pathError = dataOf(refusedPath.event)["error"] as { name: string; message: string };
     assert.equal(pathError.name, "PathNotAllowed");
     assert.match(pathError.message, /^options\.addDirs\.0: .* is outside this worker's workspace roots/);
-    assert.equal(r.server.requests().length, 0, "no CLI was started");
+    assert.equal(stage.server.requests().length, 0, "no CLI was started");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a job written to Redis directly meets the same extraArgs allow-list in the worker", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
   try {
-    const failed = new Promise<Error>((resolve) => r.worker().worker.on("failed", (_job, err) => resolve(err)));
-    const session = `direct-${r.space.id}`;
+    const failed = new Promise<Error>((resolve) => stage.worker().worker.on("failed", (_job, err) => resolve(err)));
+    const session = `direct-${stage.space.id}`;
     const turn = "t_directjob000002";
-    await r.producer.order.register(session, turn, undefined);
+    await stage.producer.order.register(session, turn, undefined);
     const job = {
       v: JOB_VERSION,
       session,
       turn,
       prompt: "hi",
-      cwd: r.ws,
+      cwd: stage.ws,
       queuedSeq: 0,
       enqueuedAt: new Date().toISOString(),
       options: { extraArgs: ["--plugin-dir=/tmp/evil"] },
     };
-    await r.producer.queue.add("turn", job, { jobId: turn });
+    await stage.producer.queue.add("turn", job, { jobId: turn });
     assert.match((await failed).message, /options\.extraArgs\.0.*"--plugin-dir" is not a flag/);
-    assert.equal(r.server.requests().length, 0, "no CLI was started");
-    assert.ok(!existsSync(join(r.ws, ".skills")));
+    assert.equal(stage.server.requests().length, 0, "no CLI was started");
+    assert.ok(!existsSync(join(stage.ws, ".skills")));
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("the worker refuses a skill folder that holds a link out of its workspace roots", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
   try {
-    const secret = join(r.space.dir("worker-secrets"), "key");
+    const secret = join(stage.space.dir("worker-secrets"), "key");
     writeFileSync(secret, "WORKER-SECRET");
-    const skill = writeSkill(join(r.ws, "lib"), "leaky");
+    const skill = writeSkill(join(stage.ws, "lib"), "leaky");
     mkdirSync(join(skill, "more"));
     symlinkSync(secret, join(skill, "more", "key"));
-    r.worker();
-    const t = await r.producer.enqueueTurn({
+    stage.worker();
+    const queued = await stage.producer.enqueueTurn({
       prompt: "hi",
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { skills: [{ name: "leaky", path: skill }] },
     });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 30_000 });
     assert.equal(res.status, "failed");
     const error = dataOf(res.event)["error"] as { name: string; message: string };
     assert.equal(error.name, "PathNotAllowed");
     assert.match(error.message, /^options\.skills\.0\.path: .*more\/key in the skill leads outside/);
-    assert.equal(r.server.requests().length, 0, "no CLI was started");
-    assert.deepEqual(readdirSync(r.ws), ["lib"], "nothing was copied into the workspace");
+    assert.equal(stage.server.requests().length, 0, "no CLI was started");
+    assert.deepEqual(readdirSync(stage.ws), ["lib"], "nothing was copied into the workspace");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a worker that trusts job workspaces runs the job's settings file", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "done" }] }] });
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "done" }] }] });
   try {
-    const settings = join(r.ws, "settings.json");
+    const settings = join(stage.ws, "settings.json");
     writeFileSync(settings, JSON.stringify({ model: "claude-from-the-settings-file" }));
-    r.worker({ workspaceTrust: "job" });
-    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { settingsFile: settings } });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    stage.worker({ workspaceTrust: "job" });
+    const queued = await stage.producer.enqueueTurn({
+      prompt: "hi",
+      cwd: stage.ws,
+      options: { settingsFile: settings },
+    });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 30_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
-    const models = r.server
+    const models = stage.server
       .requests()
       .filter((q) => q.kind === "messages")
       .map((q) => q.model);
     assert.deepEqual(models, ["claude-from-the-settings-file"]);
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a job that skipped the producer with skillsMode add-dir in an untrusted workspace: the worker fails it, naming the field, and starts no CLI", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
   try {
-    const failed = new Promise<Error>((resolve) => r.worker().worker.on("failed", (_job, err) => resolve(err)));
-    const skill = writeSkill(join(r.ws, "lib"), "native");
-    const session = `direct-${r.space.id}`;
+    const failed = new Promise<Error>((resolve) => stage.worker().worker.on("failed", (_job, err) => resolve(err)));
+    const skill = writeSkill(join(stage.ws, "lib"), "native");
+    const session = `direct-${stage.space.id}`;
     const turn = "t_directskill0001";
-    await r.producer.order.register(session, turn, undefined);
+    await stage.producer.order.register(session, turn, undefined);
     const options = { skills: [{ name: "native", path: skill }], skillsMode: "add-dir" };
     const enqueuedAt = new Date().toISOString();
-    const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: r.ws, queuedSeq: 0, enqueuedAt, options };
-    await r.producer.queue.add("turn", job, { jobId: turn });
+    const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: stage.ws, queuedSeq: 0, enqueuedAt, options };
+    await stage.producer.queue.add("turn", job, { jobId: turn });
     assert.match((await failed).message, /`options\.skillsMode` "add-dir" loads skills natively/);
-    assert.equal(r.server.requests().length, 0, "no CLI was started");
-    assert.deepEqual(readdirSync(r.ws), ["lib"], "nothing placed in the workspace");
+    assert.equal(stage.server.requests().length, 0, "no CLI was started");
+    assert.deepEqual(readdirSync(stage.ws), ["lib"], "nothing placed in the workspace");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a workspace whose skill journal is a link to a worker file: the turn fails naming the link, the file is unchanged", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "must not run" }] }] });
   try {
-    const precious = join(r.space.dir("worker-files"), "config");
+    const precious = join(stage.space.dir("worker-files"), "config");
     writeFileSync(precious, "WORKER-CONFIG");
-    mkdirSync(join(r.ws, ".skills"));
-    symlinkSync(precious, join(r.ws, ".skills", ".turnstream-injection.json"));
-    const skill = writeSkill(join(r.ws, "lib"), "fruit");
-    r.worker();
+    mkdirSync(join(stage.ws, ".skills"));
+    symlinkSync(precious, join(stage.ws, ".skills", ".turnstream-injection.json"));
+    const skill = writeSkill(join(stage.ws, "lib"), "fruit");
+    stage.worker();
     const options = { skills: [{ name: "fruit", path: skill }] };
-    const t = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    const queued = await stage.producer.enqueueTurn({ prompt: "hi", cwd: stage.ws, options });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 30_000 });
     assert.equal(res.status, "failed");
     const error = dataOf(res.event)["error"] as { name: string; message: string };
     assert.match(error.message, /\.skills\/\.turnstream-injection\.json is a symbolic link/, JSON.stringify(error));
     assert.equal(readFileSync(precious, "utf8"), "WORKER-CONFIG");
-    assert.equal(r.server.requests().length, 0, "no CLI was started");
-    assert.deepEqual(readdirSync(join(r.ws, ".skills")), [".turnstream-injection.json"], "no skill was injected");
+    assert.equal(stage.server.requests().length, 0, "no CLI was started");
+    assert.deepEqual(readdirSync(join(stage.ws, ".skills")), [".turnstream-injection.json"], "no skill was injected");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });

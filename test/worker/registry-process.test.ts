@@ -30,8 +30,8 @@ test("a second worker process under a live instance id is fenced: an error once,
   });
   try {
     const clash = await second.waitFor(
-      (l) =>
-        l["msg"] ===
+      (line) =>
+        line["msg"] ===
         "another process is running as this instance: give each worker process its own instance id (TURNSTREAM_INSTANCE_ID)",
       20_000,
       "the clash logged",

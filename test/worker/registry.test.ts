@@ -15,11 +15,16 @@ const until = async (what: string, pred: () => boolean | Promise<boolean>, ms = 
 };
 
 test("a worker heartbeats its entry and removes it on close; a second process under its instance id is fenced", async () => {
-  const r = await rig({ responses: [] });
+  const stage = await rig({ responses: [] });
   try {
-    const a = r.worker({ instanceId: "inst-shared", workerId: "w-first", concurrency: 2, heartbeatMs: 200 });
-    await a.ready();
-    const listed = await readWorkers(r.redis, r.space.logPrefix);
+    const firstWorker = stage.worker({
+      instanceId: "inst-shared",
+      workerId: "w-first",
+      concurrency: 2,
+      heartbeatMs: 200,
+    });
+    await firstWorker.ready();
+    const listed = await readWorkers(stage.redis, stage.space.logPrefix);
     assert.equal(listed.length, 1);
     const [entry] = listed;
     assert.equal(entry!.id, "inst-shared");
@@ -29,9 +34,9 @@ test("a worker heartbeats its entry and removes it on close; a second process un
     assert.match(entry!.version, /^\d+\.\d+\.\d+/);
     assert.match(entry!.boot, /^[0-9a-f]{24}$/);
     assert.ok(Math.abs(Date.now() - Date.parse(entry!.beatAt)) < 10_000, entry!.beatAt);
-    const ttl = await r.redis.pttl(registryKeys(r.space.logPrefix).entry("inst-shared"));
+    const ttl = await stage.redis.pttl(registryKeys(stage.space.logPrefix).entry("inst-shared"));
     assert.ok(ttl > 0 && ttl <= 600, `entry expires within three beats (pttl ${ttl})`);
-    assert.equal(a.fenced, false);
+    assert.equal(firstWorker.fenced, false);
 
     const errors: string[] = [];
     const logger = {
@@ -40,41 +45,41 @@ test("a worker heartbeats its entry and removes it on close; a second process un
       warn() {},
       error: (_o: unknown, msg?: string) => void errors.push(String(msg)),
     };
-    const b = r.worker({ instanceId: "inst-shared", workerId: "w-second", heartbeatMs: 200, logger });
-    await b.ready();
-    assert.equal(b.fenced, true, "the second process under the same instance id is fenced");
+    const secondWorker = stage.worker({ instanceId: "inst-shared", workerId: "w-second", heartbeatMs: 200, logger });
+    await secondWorker.ready();
+    assert.equal(secondWorker.fenced, true, "the second process under the same instance id is fenced");
     // Beats go on for both: the first keeps the id, the second stays fenced.
     await new Promise((res) => setTimeout(res, 700));
-    assert.equal(a.fenced, false);
-    assert.equal(b.fenced, true);
+    assert.equal(firstWorker.fenced, false);
+    assert.equal(secondWorker.fenced, true);
     assert.equal(
       errors.filter((m) => /another process is running as this instance/.test(m)).length,
       1,
       "said once, as an error",
     );
-    const still = await readWorkers(r.redis, r.space.logPrefix);
+    const still = await readWorkers(stage.redis, stage.space.logPrefix);
     assert.deepEqual(
       still.map((w) => [w.worker, w.boot]),
       [["w-first", entry!.boot]],
     );
 
-    await a.close({ graceMs: 1000 });
+    await firstWorker.close({ graceMs: 1000 });
     // The clean close removed the first's entry; the second's next beat takes the id.
-    await until("the second worker to hold the instance id", () => !b.fenced);
-    const after = await readWorkers(r.redis, r.space.logPrefix);
+    await until("the second worker to hold the instance id", () => !secondWorker.fenced);
+    const after = await readWorkers(stage.redis, stage.space.logPrefix);
     assert.deepEqual(
       after.map((w) => w.worker),
       ["w-second"],
     );
-    await b.close({ graceMs: 1000 });
-    assert.deepEqual(await readWorkers(r.redis, r.space.logPrefix), []);
+    await secondWorker.close({ graceMs: 1000 });
+    assert.deepEqual(await readWorkers(stage.redis, stage.space.logPrefix), []);
     assert.equal(
-      await r.redis.zcard(registryKeys(r.space.logPrefix).live),
+      await stage.redis.zcard(registryKeys(stage.space.logPrefix).live),
       0,
       "the index holds no member after clean closes",
     );
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 

@@ -85,8 +85,8 @@ test("a job may lower each limit, never raise it: more is refused naming the opt
 
 test("the job schema refuses a limit that is not a positive number, and any limit it does not know", () => {
   for (const limits of [{ pids: 0 }, { memoryMb: -1 }, { cpus: 0 }, { scratchMb: 1.5 }, { pids: 5, nofile: 3 }]) {
-    const r = turnOptionsSchema.safeParse({ limits });
-    assert.equal(r.success, false, JSON.stringify(limits));
+    const parsed = turnOptionsSchema.safeParse({ limits });
+    assert.equal(parsed.success, false, JSON.stringify(limits));
   }
   assert.equal(
     turnOptionsSchema.safeParse({ limits: { pids: 5, memoryMb: 64, cpus: 0.5, scratchMb: 16 } }).success,
@@ -95,11 +95,15 @@ test("the job schema refuses a limit that is not a positive number, and any limi
 });
 
 test("a job asking for more memory than the worker allows fails bad_options before any CLI starts", async () => {
-  const r = await rig({ responses: [{ content: [{ type: "text", text: "never" }] }] });
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "never" }] }] });
   try {
-    r.worker({ limits: { memoryBytes: 256 * MiB } });
-    const t = await r.producer.enqueueTurn({ prompt: "go", cwd: r.ws, options: { limits: { memoryMb: 1024 } } });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    stage.worker({ limits: { memoryBytes: 256 * MiB } });
+    const queued = await stage.producer.enqueueTurn({
+      prompt: "go",
+      cwd: stage.ws,
+      options: { limits: { memoryMb: 1024 } },
+    });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 30_000 });
     assert.equal(res.status, "failed");
     assert.equal(res.errorKind, "bad_options");
     const error = dataOf(res.event)["error"] as { name: string; message: string };
@@ -108,14 +112,14 @@ test("a job asking for more memory than the worker allows fails bad_options befo
       error.message,
       /options\.limits\.memoryMb: 1024 MiB is above this worker's maximum of 256 MiB \(TURNSTREAM_MAX_MEMORY_MB\)/,
     );
-    assert.equal(r.server.requests().length, 0, "no CLI asked the model anything");
+    assert.equal(stage.server.requests().length, 0, "no CLI asked the model anything");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a turn whose Bash tool forks past the worker's process limit fails limit_pids on its first attempt, its tree gone", async () => {
-  const r = await rig({
+  const stage = await rig({
     responses: [
       {
         content: [
@@ -130,16 +134,20 @@ test("a turn whose Bash tool forks past the worker's process limit fails limit_p
     ],
   });
   try {
-    r.worker({ limits: { pids: 40 } });
-    const t = await r.producer.enqueueTurn({ prompt: "go", cwd: r.ws, options: { allowedTools: ["Bash"] } });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+    stage.worker({ limits: { pids: 40 } });
+    const queued = await stage.producer.enqueueTurn({
+      prompt: "go",
+      cwd: stage.ws,
+      options: { allowedTools: ["Bash"] },
+    });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 });
     assert.equal(res.status, "failed", JSON.stringify(res.event.data));
     assert.equal(res.errorKind, "limit_pids");
     assert.equal(dataOf(res.event)["retryable"], false);
     assert.equal(dataOf(res.event)["attempt"], 1, "not retried");
     assert.match((dataOf(res.event)["error"] as { message: string }).message, /limit of 40 tasks/);
-    assert.equal(findTreeProcess("sleep 299.5", r.space.root), undefined, "no sleep of the turn is left");
+    assert.equal(findTreeProcess("sleep 299.5", stage.space.root), undefined, "no sleep of the turn is left");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });

@@ -64,54 +64,54 @@ test("supervised turns: operator allow runs the tool, deny refuses it, --always 
   };
   try {
     // Pre-approving Bash would let it through whenever the hook fails: the worker drops it.
-    const a = await producer.enqueueTurn({
+    const allowedTurn = await producer.enqueueTurn({
       prompt: "make allowed.txt",
       cwd,
       options: { supervised: true, allowedTools: ["Bash"] },
     });
-    const p1 = await nextPending(a.session);
+    const p1 = await nextPending(allowedTurn.session);
     assert.equal(p1.tool, "Bash");
     assert.equal(existsSync(join(cwd, "allowed.txt")), false, "nothing runs before the decision");
     await decide(
       { log: producer.log, redis, operatorKey },
-      { session: a.session, requestId: p1.requestId, decision: "allow", by: "erin", reason: "fine" },
+      { session: allowedTurn.session, requestId: p1.requestId, decision: "allow", by: "erin", reason: "fine" },
     );
-    const r1 = await producer.waitForTurn(a.turn, { timeoutMs: 60_000 });
+    const r1 = await producer.waitForTurn(allowedTurn.turn, { timeoutMs: 60_000 });
     assert.equal(r1.status, "finished", JSON.stringify(r1.event.data));
     assert.ok(existsSync(join(cwd, "allowed.txt")), "allowed call ran");
 
-    const b = await producer.enqueueTurn({
-      session: a.session,
+    const deniedTurn = await producer.enqueueTurn({
+      session: allowedTurn.session,
       prompt: "make denied.txt",
       cwd,
       options: { supervised: true },
     });
-    const p2 = await nextPending(a.session);
+    const p2 = await nextPending(allowedTurn.session);
     await decide(
       { log: producer.log, redis, operatorKey },
-      { session: a.session, requestId: p2.requestId, decision: "deny", by: "erin", reason: "not today" },
+      { session: allowedTurn.session, requestId: p2.requestId, decision: "deny", by: "erin", reason: "not today" },
     );
-    const r2 = await producer.waitForTurn(b.turn, { timeoutMs: 60_000 });
+    const r2 = await producer.waitForTurn(deniedTurn.turn, { timeoutMs: 60_000 });
     assert.equal(r2.status, "finished");
     assert.equal(existsSync(join(cwd, "denied.txt")), false, "denied call did not run");
-    const events = await readAll(producer.log, a.session);
+    const events = await readAll(producer.log, allowedTurn.session);
     const result2 = events
-      .filter((e) => e.turn === b.turn && e.kind === "cli.line")
+      .filter((e) => e.turn === deniedTurn.turn && e.kind === "cli.line")
       .map((e) => JSON.parse((e.data as { raw: string }).raw))
       .find((l) => l.type === "result");
     assert.equal(result2.permission_denials.length, 1, "the CLI lists the denial");
 
-    const c = await producer.enqueueTurn({
-      session: a.session,
+    const ruledTurn = await producer.enqueueTurn({
+      session: allowedTurn.session,
       prompt: "make ruled.txt",
       cwd,
       options: { supervised: true },
     });
-    const p3 = await nextPending(a.session);
+    const p3 = await nextPending(allowedTurn.session);
     await decide(
       { log: producer.log, redis, operatorKey },
       {
-        session: a.session,
+        session: allowedTurn.session,
         requestId: p3.requestId,
         decision: "allow",
         by: "erin",
@@ -119,18 +119,18 @@ test("supervised turns: operator allow runs the tool, deny refuses it, --always 
         rule: "Bash(touch *)",
       },
     );
-    assert.equal((await producer.waitForTurn(c.turn, { timeoutMs: 60_000 })).status, "finished");
+    assert.equal((await producer.waitForTurn(ruledTurn.turn, { timeoutMs: 60_000 })).status, "finished");
     assert.ok(existsSync(join(cwd, "ruled.txt")));
-    const d = await producer.enqueueTurn({
-      session: a.session,
+    const ruledAgainTurn = await producer.enqueueTurn({
+      session: allowedTurn.session,
       prompt: "make ruled-again.txt",
       cwd,
       options: { supervised: true },
     });
-    assert.equal((await producer.waitForTurn(d.turn, { timeoutMs: 60_000 })).status, "finished");
+    assert.equal((await producer.waitForTurn(ruledAgainTurn.turn, { timeoutMs: 60_000 })).status, "finished");
     assert.ok(existsSync(join(cwd, "ruled-again.txt")), "the rule allowed the next turn's call");
-    const all = await readAll(producer.log, a.session);
-    const ruled = all.find((e) => e.turn === d.turn && e.kind === "decision.made");
+    const all = await readAll(producer.log, allowedTurn.session);
+    const ruled = all.find((e) => e.turn === ruledAgainTurn.turn && e.kind === "decision.made");
     assert.match(String((ruled?.data as { by?: unknown }).by), /^rule:/, "decided by the rule, without an operator");
     const kinds = all.map((e) => e.kind);
     assert.equal(kinds.filter((k) => k === "decision.requested").length, 4);
@@ -173,7 +173,7 @@ const toolCall = (name: string, input: Record<string, unknown>) => ({
 const reply = (text: string) => ({ content: [{ type: "text" as const, text }] });
 
 test("job options cannot take a risky tool out of supervision: riskyTools adds, smuggled pre-approvals of Bash, Monitor and MCP are dropped", async () => {
-  const r = await rig((ws: string) => ({
+  const stage = await rig((ws: string) => ({
     responses: [
       touch(join(ws, "narrowed.txt")),
       reply("one"),
@@ -185,12 +185,12 @@ test("job options cannot take a risky tool out of supervision: riskyTools adds, 
       reply("four"),
     ],
   }));
-  const mcpConfigFile = join(r.space.dir("mcp"), "mcp.json");
+  const mcpConfigFile = join(stage.space.dir("mcp"), "mcp.json");
   writeFileSync(
     mcpConfigFile,
     JSON.stringify({ mcpServers: { probe: { command: process.execPath, args: [MCP_PROBE] } } }),
   );
-  r.worker({ operatorKeys: [OPERATOR.publicKey], mcpConfigFile });
+  stage.worker({ operatorKeys: [OPERATOR.publicKey], mcpConfigFile });
   try {
     const cases: Array<[string, Record<string, unknown>, string, string]> = [
       // Before: riskyTools replaced the defaults, so ["Read"] left Bash unsupervised (and pre-approved).
@@ -201,44 +201,48 @@ test("job options cannot take a risky tool out of supervision: riskyTools adds, 
       ["mcp.txt", { allowedTools: ["mcp__probe"] }, "mcp__probe__touch", "use the probe"],
     ];
     for (const [file, options, tool, prompt] of cases) {
-      const t = await r.producer.enqueueTurn({ prompt, cwd: r.ws, options: { supervised: true, ...options } });
-      const p = await pendingFor(r.redis, r.space.logPrefix, t.session);
-      assert.equal(p.tool, tool, file);
+      const queued = await stage.producer.enqueueTurn({
+        prompt,
+        cwd: stage.ws,
+        options: { supervised: true, ...options },
+      });
+      const pending = await pendingFor(stage.redis, stage.space.logPrefix, queued.session);
+      assert.equal(pending.tool, tool, file);
       await decide(
-        { log: r.producer.log, redis: r.redis, operatorKey },
-        { session: t.session, requestId: p.requestId, decision: "deny", by: "erin", reason: "checked" },
+        { log: stage.producer.log, redis: stage.redis, operatorKey },
+        { session: queued.session, requestId: pending.requestId, decision: "deny", by: "erin", reason: "checked" },
       );
-      assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished", file);
-      assert.equal(existsSync(join(r.ws, file)), false, `${file}: the denied call did not run`);
+      assert.equal((await stage.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 })).status, "finished", file);
+      assert.equal(existsSync(join(stage.ws, file)), false, `${file}: the denied call did not run`);
     }
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("unsupervisedTools is the explicit way to narrow supervision, and leaving Bash out is logged", async () => {
-  const r = await rig((ws: string) => ({ responses: [touch(join(ws, "unsupervised.txt")), reply("done")] }));
+  const stage = await rig((ws: string) => ({ responses: [touch(join(ws, "unsupervised.txt")), reply("done")] }));
   const warned: string[] = [];
   const logger = { debug() {}, info() {}, error() {}, warn: (_o: object, msg?: string) => void warned.push(msg ?? "") };
-  r.worker({ operatorKeys: [OPERATOR.publicKey], logger });
+  stage.worker({ operatorKeys: [OPERATOR.publicKey], logger });
   try {
     await assert.rejects(
-      r.producer.enqueueTurn({
+      stage.producer.enqueueTurn({
         prompt: "x",
-        cwd: r.ws,
+        cwd: stage.ws,
         options: { supervised: true, riskyTools: ["Bash"], unsupervisedTools: ["Bash"] },
       }),
       (err: unknown) => err instanceof InvalidTurnError && /unsupervisedTools/.test(err.message),
     );
-    const t = await r.producer.enqueueTurn({
+    const queued = await stage.producer.enqueueTurn({
       prompt: "make it",
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { supervised: true, unsupervisedTools: ["Bash"], allowedTools: ["Bash"] },
     });
-    assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
-    assert.ok(existsSync(join(r.ws, "unsupervised.txt")), "the unsupervised, pre-approved Bash call ran");
+    assert.equal((await stage.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 })).status, "finished");
+    assert.ok(existsSync(join(stage.ws, "unsupervised.txt")), "the unsupervised, pre-approved Bash call ran");
     assert.deepEqual(
-      (await r.events(t.session)).filter((e) => e.kind === "decision.requested"),
+      (await stage.events(queued.session)).filter((e) => e.kind === "decision.requested"),
       [],
       "nobody was asked",
     );
@@ -247,20 +251,20 @@ test("unsupervisedTools is the explicit way to narrow supervision, and leaving B
       "leaving Bash out was logged",
     );
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a worker without operator keys fails supervised turns, naming TURNSTREAM_OPERATOR_KEYS", async () => {
-  const r = await rig({ responses: [] });
-  r.worker();
+  const stage = await rig({ responses: [] });
+  stage.worker();
   try {
-    const t = await r.producer.enqueueTurn({ prompt: "x", cwd: r.ws, options: { supervised: true } });
-    const result = await r.producer.waitForTurn(t.turn, { timeoutMs: 30_000 });
+    const queued = await stage.producer.enqueueTurn({ prompt: "x", cwd: stage.ws, options: { supervised: true } });
+    const result = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 30_000 });
     assert.equal(result.status, "failed");
     assert.match(JSON.stringify(result.event.data), /SupervisedUnavailable.*TURNSTREAM_OPERATOR_KEYS/);
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 

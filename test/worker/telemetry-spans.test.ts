@@ -28,20 +28,20 @@ test("worker spans: producer span → attempt span → execute_tool Bash, ids in
     spanProcessors: [new SimpleSpanProcessor(new RedactingSpanExporter(exporter, createScrubber()))],
   });
   const tracer = provider.getTracer("test");
-  const r = await rig({
+  const stage = await rig({
     responses: [
       { content: [{ type: "tool_use", name: "Bash", input: { command: "echo span-check", description: "echo" } }] },
       { content: [{ type: "text", text: "done" }] },
     ],
   });
   try {
-    r.worker({ tracer, sandboxed: true });
+    stage.worker({ tracer, sandboxed: true });
     const producerSpan = tracer.startSpan("enqueue turn");
-    const t = await context.with(trace.setSpan(context.active(), producerSpan), () =>
-      r.producer.enqueueTurn({ prompt: "run it", cwd: r.ws, options: { skipPermissions: true } }),
+    const queued = await context.with(trace.setSpan(context.active(), producerSpan), () =>
+      stage.producer.enqueueTurn({ prompt: "run it", cwd: stage.ws, options: { skipPermissions: true } }),
     );
     producerSpan.end();
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
 
     const spans = exporter.getFinishedSpans();
@@ -49,23 +49,23 @@ test("worker spans: producer span → attempt span → execute_tool Bash, ids in
     const [attempt] = byName(ATTEMPT_SPAN_NAME);
     const [bash] = byName(toolSpanName("Bash"));
     assert.ok(attempt !== undefined && bash !== undefined, spans.map((s) => s.name).join(", "));
-    const p = producerSpan.spanContext();
-    assert.equal(attempt.spanContext().traceId, p.traceId);
-    assert.equal(attempt.parentSpanContext?.spanId, p.spanId);
-    assert.equal(bash.spanContext().traceId, p.traceId);
+    const producerContext = producerSpan.spanContext();
+    assert.equal(attempt.spanContext().traceId, producerContext.traceId);
+    assert.equal(attempt.parentSpanContext?.spanId, producerContext.spanId);
+    assert.equal(bash.spanContext().traceId, producerContext.traceId);
     assert.equal(bash.parentSpanContext?.spanId, attempt.spanContext().spanId);
     assert.equal(bash.attributes[GENAI.toolName], "Bash");
-    assert.equal(attempt.attributes["turnstream.session"], t.session);
+    assert.equal(attempt.attributes["turnstream.session"], queued.session);
     assert.equal(attempt.attributes["turnstream.attempt"], 1);
     assert.equal(attempt.attributes[GENAI.errorType], undefined);
     assert.ok(Number(attempt.attributes[GENAI.outputTokens]) >= 0);
 
-    const events = await r.events(t.session, t.turn);
+    const events = await stage.events(queued.session, queued.turn);
     const started = events.find((e) => e.kind === "attempt.started")!;
     assert.deepEqual(dataOf(started)["trace"], {
-      traceId: p.traceId,
+      traceId: producerContext.traceId,
       spanId: attempt.spanContext().spanId,
-      parentSpanId: p.spanId,
+      parentSpanId: producerContext.spanId,
     });
     // The attempt span starts at attempt.started's `at` and ends at turn.finished's.
     const finished = events.find((e) => e.kind === "turn.finished")!;
@@ -73,7 +73,7 @@ test("worker spans: producer span → attempt span → execute_tool Bash, ids in
     assert.equal(ms(attempt.startTime), Date.parse(started.at));
     assert.equal(ms(attempt.endTime), Date.parse(finished.at));
   } finally {
-    await r.dispose();
+    await stage.dispose();
     await provider.shutdown();
     context.disable();
   }

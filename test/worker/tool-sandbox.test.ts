@@ -1,7 +1,8 @@
 // The tool sandbox, played as an attacker with the real CLI and bubblewrap: a turn whose workspace is
 // not trusted runs a Bash call that reaches for a loopback server, writes outside its workspace, reads
-// a file of the worker's own, prints the CLI's API key and asks to leave the sandbox; each is refused. A trusted turn runs as
-// before; a worker that cannot sandbox refuses untrusted turns unless its operator opted out.
+// a file of the worker's own, prints the CLI's API key and asks to leave the sandbox; each is refused.
+// A trusted turn runs as before; a worker that cannot sandbox refuses untrusted turns unless its
+// operator opted out.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
@@ -52,12 +53,12 @@ interface Attack {
 }
 
 /** The files and the command of one attack; the secret is planted in the worker's instance root. */
-function attack(r: Rig, target: Target, instanceRoot: string): Attack {
-  const outside = join(r.space.root, "written-outside.txt");
+function attack(stage: Rig, target: Target, instanceRoot: string): Attack {
+  const outside = join(stage.space.root, "written-outside.txt");
   const secret = join(instanceRoot, "worker-secret.txt");
   mkdirSync(instanceRoot, { recursive: true });
   writeFileSync(secret, "WORKER-SECRET-8812");
-  const inside = join(r.ws, "written-inside.txt");
+  const inside = join(stage.ws, "written-inside.txt");
   const command = `curl -sS -m 5 ${target.url}; echo x > ${outside}; cat ${secret}; echo y > ${inside}`;
   return { target, outside, secret, inside, command };
 }
@@ -65,7 +66,7 @@ function attack(r: Rig, target: Target, instanceRoot: string): Attack {
 test("untrusted turn: a tool's curl to loopback, a write outside, a read of the worker's files and an unsandboxed retry are refused", async () => {
   assert.ok(probeToolSandbox().ok, "this host can sandbox (bubblewrap and socat installed)");
   const target = await loopbackTarget();
-  const r = await rig((ws: string) => ({
+  const stage = await rig((ws: string) => ({
     responses: [
       bash(
         `curl -sS -m 5 ${target.url}; echo x > ${join(ws, "..", "..", "written-outside.txt")}; cat ${join(ws, "..", "..", "inst-sbx", "worker-secret.txt")}; echo y > ${join(ws, "written-inside.txt")}; echo "KEY=[$ANTHROPIC_API_KEY]"; cat ${join(ws, "..", "other", "checkout.txt")}`,
@@ -75,18 +76,25 @@ test("untrusted turn: a tool's curl to loopback, a write outside, a read of the 
     ],
   }));
   try {
-    const a = attack(r, target, join(r.space.root, "inst-sbx"));
+    const planted = attack(stage, target, join(stage.space.root, "inst-sbx"));
     // Another turn's checkout under the same workspace root.
-    writeFileSync(join(r.space.workspace("other"), "checkout.txt"), "OTHER-CHECKOUT-6604");
-    r.worker({ instanceRoot: join(r.space.root, "inst-sbx"), workspaceRoots: [join(r.space.root, "workspaces")] });
-    const t = await r.producer.enqueueTurn({ prompt: "probe", cwd: r.ws, options: { allowedTools: ["Bash"] } });
-    assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 120_000 })).status, "finished");
-    const results = toolResults(await r.events(t.session));
+    writeFileSync(join(stage.space.workspace("other"), "checkout.txt"), "OTHER-CHECKOUT-6604");
+    stage.worker({
+      instanceRoot: join(stage.space.root, "inst-sbx"),
+      workspaceRoots: [join(stage.space.root, "workspaces")],
+    });
+    const queued = await stage.producer.enqueueTurn({
+      prompt: "probe",
+      cwd: stage.ws,
+      options: { allowedTools: ["Bash"] },
+    });
+    assert.equal((await stage.producer.waitForTurn(queued.turn, { timeoutMs: 120_000 })).status, "finished");
+    const results = toolResults(await stage.events(queued.session));
     assert.equal(target.hits(), 0, "the loopback server saw no request");
-    assert.equal(existsSync(a.outside), false, "nothing was written outside the workspace");
-    assert.ok(existsSync(a.inside), "the workspace itself stays writable");
+    assert.equal(existsSync(planted.outside), false, "nothing was written outside the workspace");
+    assert.ok(existsSync(planted.inside), "the workspace itself stays writable");
     assert.ok(
-      !results.includes("WORKER-SECRET-8812") && results.includes(a.secret),
+      !results.includes("WORKER-SECRET-8812") && results.includes(planted.secret),
       "the worker's file could not be read",
     );
     assert.ok(!results.includes("LOOPBACK-PAGE-5521"));
@@ -94,13 +102,13 @@ test("untrusted turn: a tool's curl to loopback, a write outside, a read of the 
     assert.ok(!results.includes("OTHER-CHECKOUT-6604"), "another turn's checkout could not be read");
   } finally {
     target.server.close();
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a trusted workspace's turn runs its tools unsandboxed, as before", async () => {
   const target = await loopbackTarget();
-  const r = await rig((ws: string) => ({
+  const stage = await rig((ws: string) => ({
     responses: [
       bash(
         `curl -sS -m 5 ${target.url}; echo x > ${join(ws, "..", "..", "written-outside.txt")}; cat ${join(ws, "..", "..", "inst-sbx", "worker-secret.txt")}; echo "KEY=[$ANTHROPIC_API_KEY]"`,
@@ -109,43 +117,47 @@ test("a trusted workspace's turn runs its tools unsandboxed, as before", async (
     ],
   }));
   try {
-    const a = attack(r, target, join(r.space.root, "inst-sbx"));
-    r.worker({ instanceRoot: join(r.space.root, "inst-sbx"), workspaceTrust: "job" });
-    const t = await r.producer.enqueueTurn({
+    const planted = attack(stage, target, join(stage.space.root, "inst-sbx"));
+    stage.worker({ instanceRoot: join(stage.space.root, "inst-sbx"), workspaceTrust: "job" });
+    const queued = await stage.producer.enqueueTurn({
       prompt: "probe",
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { allowedTools: ["Bash"], trustWorkspace: true },
     });
-    assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 120_000 })).status, "finished");
-    const results = toolResults(await r.events(t.session));
+    assert.equal((await stage.producer.waitForTurn(queued.turn, { timeoutMs: 120_000 })).status, "finished");
+    const results = toolResults(await stage.events(queued.session));
     assert.equal(target.hits(), 1, "the loopback server was reached");
-    assert.ok(existsSync(a.outside), "the write outside happened");
+    assert.ok(existsSync(planted.outside), "the write outside happened");
     assert.ok(results.includes("WORKER-SECRET-8812"), "the file was read");
     assert.ok(/KEY=\[(?!\])/.test(results), "the API key is in the tool's environment (scrubbed in the log)");
   } finally {
     target.server.close();
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a worker that cannot sandbox refuses untrusted turns by name; with TURNSTREAM_TOOL_SANDBOX=off it runs them", async () => {
-  const r = await rig((ws: string) => ({
+  const stage = await rig((ws: string) => ({
     responses: [bash(`echo x > ${join(ws, "..", "..", "written-outside.txt")}`), done],
   }));
   // No bwrap on the PATH the runs get: the host cannot sandbox.
-  const noBwrap = { PATH: join(r.space.root, "empty-bin") };
+  const noBwrap = { PATH: join(stage.space.root, "empty-bin") };
   mkdirSync(noBwrap.PATH);
-  const outside = join(r.space.root, "written-outside.txt");
+  const outside = join(stage.space.root, "written-outside.txt");
   try {
-    const strict = r.worker({ runEnv: noBwrap });
-    const refused = await r.producer.enqueueTurn({ prompt: "probe", cwd: r.ws, options: { allowedTools: ["Bash"] } });
-    const end = await r.producer.waitForTurn(refused.turn, { timeoutMs: 60_000 });
+    const strict = stage.worker({ runEnv: noBwrap });
+    const refused = await stage.producer.enqueueTurn({
+      prompt: "probe",
+      cwd: stage.ws,
+      options: { allowedTools: ["Bash"] },
+    });
+    const end = await stage.producer.waitForTurn(refused.turn, { timeoutMs: 60_000 });
     assert.equal(end.errorKind, "sandbox_unavailable");
     const message = String((end.event.data as { error?: { message?: string } }).error?.message);
     assert.match(message, /bwrap and socat not found on PATH/);
     assert.match(message, /apt-get install bubblewrap socat/);
     assert.match(message, /TURNSTREAM_TOOL_SANDBOX=off/);
-    assert.equal(r.server.requests().filter((q) => q.kind === "messages").length, 0, "the CLI never started");
+    assert.equal(stage.server.requests().filter((q) => q.kind === "messages").length, 0, "the CLI never started");
     await strict.close({ graceMs: 1000 });
 
     const warnings: string[] = [];
@@ -155,81 +167,85 @@ test("a worker that cannot sandbox refuses untrusted turns by name; with TURNSTR
       error() {},
       warn: (_fields: unknown, message: string) => void warnings.push(message),
     };
-    r.worker({ runEnv: noBwrap, toolSandbox: { mode: "off" }, logger });
+    stage.worker({ runEnv: noBwrap, toolSandbox: { mode: "off" }, logger });
     assert.ok(
       warnings.some((w) => /tool sandbox is OFF/.test(w)),
       "the opt-out is logged when the worker starts",
     );
-    const unconfined = await r.producer.enqueueTurn({
+    const unconfined = await stage.producer.enqueueTurn({
       prompt: "probe",
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { allowedTools: ["Bash"] },
     });
-    assert.equal((await r.producer.waitForTurn(unconfined.turn, { timeoutMs: 120_000 })).status, "finished");
+    assert.equal((await stage.producer.waitForTurn(unconfined.turn, { timeoutMs: 120_000 })).status, "finished");
     assert.ok(existsSync(outside), "the operator's opt-out ran the tool unconfined");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });
 
 test("a job may narrow the tool network allow-list, never widen it; its settings file may not touch the sandbox", async () => {
-  const r = await rig({ responses: [done, done] });
+  const stage = await rig({ responses: [done, done] });
   try {
     await assert.rejects(
-      r.producer.enqueueTurn({
+      stage.producer.enqueueTurn({
         prompt: "hi",
-        cwd: r.ws,
+        cwd: stage.ws,
         options: { trustWorkspace: true, sandbox: { allowDomains: ["example.org"] } },
       }),
       (err: unknown) => err instanceof InvalidTurnError && err.field === "options.sandbox",
     );
     await assert.rejects(
-      r.producer.enqueueTurn({
+      stage.producer.enqueueTurn({
         prompt: "hi",
-        cwd: r.ws,
+        cwd: stage.ws,
         options: { sandbox: { allowDomains: ["http://evil.example/"] } },
       }),
       (err: unknown) => err instanceof InvalidTurnError && err.field.startsWith("options.sandbox.allowDomains"),
     );
-    r.worker({ workspaceTrust: "job", toolSandbox: { allowDomains: ["*.example.org"] } });
-    const widened = await r.producer.enqueueTurn({
+    stage.worker({ workspaceTrust: "job", toolSandbox: { allowDomains: ["*.example.org"] } });
+    const widened = await stage.producer.enqueueTurn({
       prompt: "hi",
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { sandbox: { allowDomains: ["api.example.org", "evil.example"] } },
     });
-    const end = await r.producer.waitForTurn(widened.turn, { timeoutMs: 60_000 });
+    const end = await stage.producer.waitForTurn(widened.turn, { timeoutMs: 60_000 });
     assert.equal(end.errorKind, "bad_options");
     assert.match(
       String((end.event.data as { error?: { message?: string } }).error?.message),
       /options\.sandbox\.allowDomains\.1: evil\.example is not in this worker's/,
     );
 
-    const settingsFile = join(r.ws, "job-settings.json");
+    const settingsFile = join(stage.ws, "job-settings.json");
     writeFileSync(settingsFile, JSON.stringify({ sandbox: { enabled: false } }));
-    const off = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { settingsFile } });
-    const offEnd = await r.producer.waitForTurn(off.turn, { timeoutMs: 60_000 });
+    const off = await stage.producer.enqueueTurn({ prompt: "hi", cwd: stage.ws, options: { settingsFile } });
+    const offEnd = await stage.producer.waitForTurn(off.turn, { timeoutMs: 60_000 });
     assert.equal(offEnd.errorKind, "bad_options");
     assert.match(
       String((offEnd.event.data as { error?: { message?: string } }).error?.message),
       /settingsFile.*sets "sandbox"/,
     );
 
-    const wideningRules = join(r.ws, "job-rules.json");
+    const wideningRules = join(stage.ws, "job-rules.json");
     writeFileSync(wideningRules, JSON.stringify({ permissions: { allow: ["Edit(//etc/**)"] } }));
-    const rules = await r.producer.enqueueTurn({ prompt: "hi", cwd: r.ws, options: { settingsFile: wideningRules } });
-    const rulesEnd = await r.producer.waitForTurn(rules.turn, { timeoutMs: 60_000 });
+    const rules = await stage.producer.enqueueTurn({
+      prompt: "hi",
+      cwd: stage.ws,
+      options: { settingsFile: wideningRules },
+    });
+    const rulesEnd = await stage.producer.waitForTurn(rules.turn, { timeoutMs: 60_000 });
     assert.match(
       String((rulesEnd.event.data as { error?: { message?: string } }).error?.message),
       /Edit\(\/\/etc\/\*\*\).*widen the tool sandbox/,
     );
 
-    const narrowed = await r.producer.enqueueTurn({
+    const narrowed = await stage.producer.enqueueTurn({
       prompt: "hi",
-      cwd: r.ws,
+      cwd: stage.ws,
       options: { sandbox: { allowDomains: ["api.example.org"] } },
     });
-    assert.equal((await r.producer.waitForTurn(narrowed.turn, { timeoutMs: 120_000 })).status, "finished");
+    assert.equal((await stage.producer.waitForTurn(narrowed.turn, { timeoutMs: 120_000 })).status, "finished");
   } finally {
-    await r.dispose();
+    await stage.dispose();
   }
 });

@@ -34,17 +34,19 @@ interface TurnFigures {
   started: Record<string, unknown>;
 }
 
-/** The result line's total and the CLI's own per-result cost (model_usage_since_last_result) of a turn's single attempt. */
+/**
+ * The result line's total and the CLI's own per-result cost (model_usage_since_last_result) of a turn's single attempt.
+ */
 function figuresOf(events: Envelope[]): TurnFigures {
   const results = cliLines(events, 1).filter((l) => l["type"] === "result");
   assert.equal(results.length, 1);
-  const r = results[0]!;
-  const since = r["model_usage_since_last_result"] as Record<string, { costUSD: number }>;
+  const resultLine = results[0]!;
+  const since = resultLine["model_usage_since_last_result"] as Record<string, { costUSD: number }>;
   const finished = events.find((e) => e.kind === "turn.finished");
   assert.ok(finished !== undefined, "the turn finished");
-  const usage = r["usage"] as { input_tokens: number; output_tokens: number };
+  const usage = resultLine["usage"] as { input_tokens: number; output_tokens: number };
   return {
-    total: r["total_cost_usd"] as number,
+    total: resultLine["total_cost_usd"] as number,
     tokens: { input: usage.input_tokens, output: usage.output_tokens },
     ownFigure: Object.values(since).reduce((n, m) => n + m.costUSD, 0),
     finishedCost: dataOf(finished)["costUsd"] as number,
@@ -65,7 +67,7 @@ async function metricCost(metrics: ReturnType<typeof startMetrics>, exporter: In
 
 /** What the surfaces that read the log say the session and its turns cost. */
 async function surfaces(
-  r: Rig,
+  stage: Rig,
   session: string,
 ): Promise<{
   fold: number[];
@@ -75,22 +77,29 @@ async function surfaces(
   dashboard: number;
   dashboardTurns: number[];
 }> {
-  const events = await r.events(session);
-  const s = fold(events);
-  const replayed = await replaySession(r.producer.log, session);
-  const env = { TURNSTREAM_PREFIX: r.space.logPrefix, TURNSTREAM_QUEUE_PREFIX: r.space.queuePrefix };
+  const events = await stage.events(session);
+  const folded = fold(events);
+  const replayed = await replaySession(stage.producer.log, session);
+  const env = { TURNSTREAM_PREFIX: stage.space.logPrefix, TURNSTREAM_QUEUE_PREFIX: stage.space.queuePrefix };
   const listed = await turnstream(["sessions", "--json"], env);
   assert.equal(listed.code, 0, listed.stderr);
   const row = onlyJson(listed.stdout);
   assert.equal(row["id"] ?? row["session"], session);
-  const dash = await startDashboard({ redis: r.redis, prefix: r.space.logPrefix, queuePrefix: r.space.queuePrefix });
+  const dash = await startDashboard({
+    redis: stage.redis,
+    prefix: stage.space.logPrefix,
+    queuePrefix: stage.space.queuePrefix,
+  });
   try {
     const page = (await (await fetch(`${dash.url}api/sessions/${session}?until=${events.at(-1)!.seq}`)).json()) as {
       view: { costUsd: number; turns: Array<{ attempts: Array<{ costUsd: number }> }> };
     };
     return {
-      fold: [s.view.costUsd, ...s.view.turns.map((t) => t.attempts.reduce((n, a) => n + a.costUsd, 0))],
-      tokens: s.view.turns.map((t) => ({ input: t.attempts[0]!.tokens.input, output: t.attempts[0]!.tokens.output })),
+      fold: [folded.view.costUsd, ...folded.view.turns.map((t) => t.attempts.reduce((n, a) => n + a.costUsd, 0))],
+      tokens: folded.view.turns.map((turn) => ({
+        input: turn.attempts[0]!.tokens.input,
+        output: turn.attempts[0]!.tokens.output,
+      })),
       replay: replayed.view.costUsd,
       sessions: row["costUsd"] as number,
       dashboard: page.view.costUsd,
@@ -110,7 +119,7 @@ async function threeIdenticalTurns(
   warm: boolean[],
   bases: (totals: number[]) => (number | undefined)[],
 ): Promise<TurnFigures[]> {
-  const r = await rig({ responses: [] });
+  const stage = await rig({ responses: [] });
   const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
   const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 600_000 });
   const scrubber = createScrubber({ env: {} });
@@ -122,29 +131,36 @@ async function threeIdenticalTurns(
     reader: reader as never,
   });
   try {
-    r.worker({ observers: [metricsObserver(metrics.meter, scrubber)] });
+    stage.worker({ observers: [metricsObserver(metrics.meter, scrubber)] });
     let session: string | undefined;
     const turns: TurnFigures[] = [];
-    for (const w of warm) {
-      const t = await r.producer.enqueueTurn({ prompt: "the same question", cwd: r.ws, session, options: { warm: w } });
-      session = t.session;
-      assert.equal((await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 })).status, "finished");
-      turns.push(figuresOf(await r.events(t.session, t.turn)));
+    for (const keepWarm of warm) {
+      const queued = await stage.producer.enqueueTurn({
+        prompt: "the same question",
+        cwd: stage.ws,
+        session,
+        options: { warm: keepWarm },
+      });
+      session = queued.session;
+      assert.equal((await stage.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 })).status, "finished");
+      turns.push(figuresOf(await stage.events(queued.session, queued.turn)));
     }
     const first = turns[0]!;
     assert.ok(first.total > 0);
     const expectedBases = bases(turns.map((t) => t.total));
-    for (const [i, t] of turns.entries()) {
-      near(t.ownFigure, first.ownFigure, `the CLI's own figure of turn ${i + 1}`);
-      near(t.finishedCost, t.ownFigure, `turn.finished.costUsd of turn ${i + 1}`);
-      const base = expectedBases[i];
-      if (base === undefined) assert.equal(t.started["costBaseUsd"], undefined, `turn ${i + 1} starts a fresh count`);
-      else near(t.started["costBaseUsd"] as number, base, `attempt.started.costBaseUsd of turn ${i + 1}`);
+    for (const [index, figures] of turns.entries()) {
+      near(figures.ownFigure, first.ownFigure, `the CLI's own figure of turn ${index + 1}`);
+      near(figures.finishedCost, figures.ownFigure, `turn.finished.costUsd of turn ${index + 1}`);
+      const base = expectedBases[index];
+      if (base === undefined)
+        assert.equal(figures.started["costBaseUsd"], undefined, `turn ${index + 1} starts a fresh count`);
+      else near(figures.started["costBaseUsd"] as number, base, `attempt.started.costBaseUsd of turn ${index + 1}`);
     }
     const spent = 3 * first.ownFigure;
-    const seen = await surfaces(r, session!);
+    const seen = await surfaces(stage, session!);
     near(seen.fold[0]!, spent, "the read model's session cost");
-    for (const [i, c] of seen.fold.slice(1).entries()) near(c, first.ownFigure, `the read model's turn ${i + 1}`);
+    for (const [index, turnCost] of seen.fold.slice(1).entries())
+      near(turnCost, first.ownFigure, `the read model's turn ${index + 1}`);
     // Tokens were per turn already: each result's usage is the turn's own, the same for identical turns.
     assert.deepEqual(
       seen.tokens,
@@ -157,12 +173,13 @@ async function threeIdenticalTurns(
     near(seen.replay, spent, "replay");
     near(seen.sessions, spent, "turnstream sessions --json");
     near(seen.dashboard, spent, "the dashboard's session cost");
-    for (const [i, c] of seen.dashboardTurns.entries()) near(c, first.ownFigure, `the dashboard's turn ${i + 1}`);
+    for (const [index, turnCost] of seen.dashboardTurns.entries())
+      near(turnCost, first.ownFigure, `the dashboard's turn ${index + 1}`);
     near(await metricCost(metrics, exporter), spent, "the cost metric");
     return turns;
   } finally {
     await metrics.shutdown();
-    await r.dispose();
+    await stage.dispose();
   }
 }
 
