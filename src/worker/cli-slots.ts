@@ -10,6 +10,9 @@
 // never exceed `size`, whatever the jobs do, since every CLI start goes through `acquire`.
 import type { Worker } from "bullmq";
 
+/** The part of BullMQ's worker the slots steer: its concurrency, and a pause/resume to wake its loop. */
+export type SlotWorker = Pick<Worker, "concurrency" | "isPaused" | "isRunning" | "pause" | "resume">;
+
 /** What one job tells the worker about its CLIs. */
 export interface CliSlot {
   /**
@@ -30,10 +33,10 @@ export class CliSlots {
   private extra = 0;
   private closed = false;
   private readonly waiters: Waiter[] = [];
-  private readonly worker: Worker;
+  private readonly worker: SlotWorker;
   private readonly size: number;
 
-  constructor(worker: Worker, size: number) {
+  constructor(worker: SlotWorker, size: number) {
     this.worker = worker;
     this.size = size;
   }

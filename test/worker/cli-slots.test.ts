@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Queue, Worker, type Job } from "bullmq";
 import { bullConnection } from "../../src/queue/index.ts";
-import { CliSlots, type CliSlot } from "../../src/worker/cli-slots.ts";
+import { CliSlots, type CliSlot, type SlotWorker } from "../../src/worker/cli-slots.ts";
 import { cleanupKeys, redisFor, testSpace } from "./_support.ts";
 
 type Processor = (job: Job, slot: CliSlot) => Promise<void>;
@@ -162,7 +162,14 @@ test("a job that starts a second CLI after its result (a replayed session) waits
 });
 
 test("closing turns away the jobs waiting for a slot, and an aborted wait gives the slot up", async () => {
-  const worker = { concurrency: 1 } as unknown as Worker;
+  // Never running: closing must not need BullMQ's loop.
+  const worker: SlotWorker = {
+    concurrency: 1,
+    isPaused: () => false,
+    isRunning: () => false,
+    pause: async () => {},
+    resume: async () => {},
+  };
   const slots = new CliSlots(worker, 1);
   const holdA = slots.hold();
   const holdB = slots.hold();

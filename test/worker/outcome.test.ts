@@ -7,14 +7,18 @@ import type { TurnOutcome } from "../../src/cli/index.ts";
 import { errFields } from "../../src/worker/error-fields.ts";
 import { verdict, type RunFacts } from "../../src/worker/outcome.ts";
 
-const outcome = {
+const outcome: TurnOutcome = {
   sessionId: "s1",
   result: {},
   resultText: "ok",
   exitCode: 0,
   signal: null,
   durationMs: 5,
-} as unknown as TurnOutcome;
+  lineCount: 3,
+  pid: 4242,
+  auth: "env",
+  sessionFile: undefined,
+};
 const failure = (kind: string, retryable?: boolean) =>
   Object.assign(new Error(`${kind} happened`), { name: "ClaudeCodeCliError", kind, retryable });
 const facts = (over: Partial<RunFacts>): RunFacts => ({
