@@ -13,7 +13,7 @@ import {
   type Outcome,
 } from "../src/events/index.ts";
 import { METRICS, MODEL, prometheusName, type MetricDef } from "../src/metrics/names.ts";
-import { ENV_VARS, type EnvVarDoc } from "../src/telemetry/env-vars.ts";
+import { ENV_VARS, REMOVED_ENV_VARS, type EnvVarDoc } from "../src/telemetry/env-vars.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const REFERENCE_DIR = join(repoRoot, "docs", "reference");
@@ -86,10 +86,10 @@ async function cliReference(): Promise<string> {
 
 // ---- Configuration ------------------------------------------------------------------------------
 
-type EnvGroup = "settings" | "telemetry" | "host" | "advanced";
+type EnvGroup = "settings" | "telemetry" | "host" | "internal";
 
 function groupOf(variable: EnvVarDoc): EnvGroup {
-  if (variable.tier !== undefined) return "advanced";
+  if (variable.tier !== undefined) return "internal";
   if (variable.name.startsWith("OTEL_")) return "telemetry";
   if (/^(TURNSTREAM_|REDIS_)/.test(variable.name) || variable.name === "LOG_LEVEL") return "settings";
   return "host";
@@ -104,20 +104,23 @@ const ENV_GROUP_TEXT: Readonly<Record<EnvGroup, { title: string; intro: string }
       "variables (sampler, propagators, `OTEL_BSP_*`).",
   },
   host: { title: "Host and CLI", intro: "Standard variables turnstream reads from its host." },
-  advanced: {
-    title: "Advanced",
-    intro: "Pure tuning, or not a setting at all. The defaults suit every fleet; leave these unset.",
-  },
+  internal: { title: "Internal", intro: "Not settings: leave these unset." },
 };
 
 function configurationReference(): string {
   const sections: string[] = [];
-  for (const group of ["settings", "telemetry", "host", "advanced"] as const) {
+  for (const group of ["settings", "telemetry", "host", "internal"] as const) {
     const variables = ENV_VARS.filter((v) => groupOf(v) === group).sort((a, b) => a.name.localeCompare(b.name));
     const rows = variables.map((v) => [code(v.name), prose(v.meaning), v.readIn]);
     const text = ENV_GROUP_TEXT[group];
     sections.push(`## ${text.title}\n\n${text.intro}\n\n${table(["variable", "meaning", "read in"], rows)}`);
   }
+  // A list, not a table: the tables hold exactly the variables the code reads (test/package/readme.test.ts).
+  const removed = REMOVED_ENV_VARS.map((v) => `- ${code(v.name)}: ${prose(v.instead)}`).join("\n");
+  const removedIntro =
+    "No longer read: pure tuning, now options of the library only. A worker or projector that finds one set " +
+    "logs a warning naming it.";
+  sections.push(`## Removed\n\n${removedIntro}\n\n${removed}`);
   const intro = [
     "Every environment variable turnstream's code reads, from `src/telemetry/env-vars.ts`.",
     "A command-line flag wins over its variable.",

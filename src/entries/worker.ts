@@ -10,6 +10,7 @@ export {
   type RetryPolicy,
   type TurnWorker,
   type TurnWorkerOptions,
+  type WarmOptions,
   type WorkerEnvConfig,
 } from "../worker/index.ts";
 

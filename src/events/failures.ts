@@ -75,7 +75,7 @@ export const FAILURE_KINDS_TABLE = {
   ),
   error_result: taskFailed("The CLI ended with an error result that no API failure explains."),
   output_limit: taskFailed(
-    "The run printed more than the worker allows (TURNSTREAM_MAX_OUTPUT_LINES or TURNSTREAM_MAX_OUTPUT_MB); its process tree was ended.",
+    "The run printed more than the worker allows (its options maxOutputLines and maxOutputBytes); its process tree was ended.",
   ),
   // A run limit of the worker's (or the job's lower one): the same request goes past it again.
   limit_pids: taskFailed("The run started more processes than its limit allows; its process tree was ended."),

@@ -1,8 +1,14 @@
 // The projector as a long-running process: start, run until SIGTERM/SIGINT, stop cleanly within a
 // bound. Shared by `turnstream projector` and workers/projector.ts.
-import { DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
-import type { RedisClient } from "../log/index.ts";
-import type { Scrubber } from "../telemetry/index.ts";
+import { DEFAULT_PREFIX, errorReporter, type Logger } from "../kernel/index.ts";
+import { connectRedis, type RedisClient } from "../log/index.ts";
+import {
+  createLogger,
+  createScrubber,
+  routeConsoleToLogger,
+  warnRemovedEnvVars,
+  type Scrubber,
+} from "../telemetry/index.ts";
 import { startProjector, type ProjectorOptions } from "./live.ts";
 import { startProjectorObservability } from "./observability.ts";
 
@@ -55,4 +61,33 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
   process.off("SIGINT", again);
   logger.info({ ...projector.stats }, "projector stopped");
   return 0;
+}
+
+/** What a projector process takes beyond its environment: the library's options, which no variable sets. */
+export type ProjectorEntryOptions = Pick<ProjectorOptions, "version" | "rescanMs" | "batchEvents">;
+
+/**
+ * workers/projector.ts: a projector process configured by its environment (REDIS_URL or
+ * REDIS_CLUSTER_NODES, TURNSTREAM_PREFIX, the ops endpoint's variables) and `options`. Resolves with
+ * the exit code once a signal has stopped it.
+ */
+export async function runProjectorEntry(options: ProjectorEntryOptions = {}): Promise<number> {
+  const env = process.env;
+  const scrubber = createScrubber({ env });
+  const logger = createLogger({ scrubber, base: { component: "projector" } });
+  // What libraries print to the console goes through the logger: stdout holds only JSON lines.
+  routeConsoleToLogger(logger);
+  warnRemovedEnvVars(env, logger);
+  const redis = connectRedis();
+  const reportError = errorReporter(logger);
+  redis.on("error", (err: Error) => reportError("redis connection error", err));
+  const code = await runProjectorProcess({
+    redis,
+    logger,
+    ...options,
+    prefix: env["TURNSTREAM_PREFIX"] ?? DEFAULT_PREFIX,
+    scrubber,
+  });
+  redis.disconnect();
+  return code;
 }

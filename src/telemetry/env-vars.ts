@@ -5,16 +5,15 @@
 // (test/package/reference.test.ts keeps it current), and test/package/readme.test.ts checks that
 // every TURNSTREAM_* variable src/ or workers/ names is here.
 
+import type { Logger } from "../kernel/index.ts";
+
 export interface EnvVarDoc {
   readonly name: string;
   /** Where it is read. */
   readonly readIn: string;
   readonly meaning: string;
-  /**
-   * Unset: a setting an operator chooses. `advanced`: pure tuning, whose default is right for every
-   * fleet (docs/reference/configuration.md lists it apart). `internal`: not a setting at all.
-   */
-  readonly tier?: "advanced" | "internal";
+  /** Unset: a setting an operator chooses. `internal`: not a setting at all (listed apart). */
+  readonly tier?: "internal";
 }
 
 export const ENV_VARS: readonly EnvVarDoc[] = [
@@ -158,20 +157,6 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
       "1 keeps cli.line text, turn.finished.resultText and session snapshots exactly as the CLI wrote them; default: known secret values (env, job env references, credential tokens) and secret shapes (tokens, keys, passwords in URLs) are replaced before append",
   },
   {
-    name: "TURNSTREAM_MAX_OUTPUT_LINES",
-    readIn: "src/worker/config.ts",
-    meaning:
-      "lines of output (stdout and stderr) one CLI run may print; past it the run's tree is killed and the turn fails with errorKind output_limit (default 100000)",
-    tier: "advanced",
-  },
-  {
-    name: "TURNSTREAM_MAX_OUTPUT_MB",
-    readIn: "src/worker/config.ts",
-    meaning:
-      "MiB of output (stdout and stderr) one CLI run may print; past it the run's tree is killed and the turn fails with errorKind output_limit (default 256)",
-    tier: "advanced",
-  },
-  {
     name: "TURNSTREAM_MAX_PIDS",
     readIn: "src/worker/limits.ts",
     meaning:
@@ -207,35 +192,10 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
       "1 runs every turn warm (the CLI process stays up for the session's next turn on this worker); default 0: only turns enqueued with options.warm: true",
   },
   {
-    name: "TURNSTREAM_WARM_IDLE_MS",
-    readIn: "src/worker/config.ts",
-    meaning: "an idle warm CLI process is ended after this many ms (default 300000)",
-    tier: "advanced",
-  },
-  {
-    name: "TURNSTREAM_WARM_MAX",
-    readIn: "src/worker/config.ts",
-    meaning: "most idle warm CLI processes one worker keeps; the least recently used is ended first (default 8)",
-    tier: "advanced",
-  },
-  {
-    name: "TURNSTREAM_WARM_MAX_RSS_MB",
-    readIn: "src/worker/config.ts",
-    meaning: "MiB of resident memory all of a worker's idle warm CLI trees may hold together (default 2048)",
-    tier: "advanced",
-  },
-  {
     name: "TURNSTREAM_GATEWAY",
     readIn: "src/worker/config.ts",
     meaning:
       "broker (default): runs reach the model through the worker's loopback gateway with a token of their own and never hold its credential; passthrough: each run holds the credential (Bedrock, Vertex, Foundry)",
-  },
-  {
-    name: "TURNSTREAM_SNAPSHOT_CACHE_MB",
-    readIn: "src/worker/config.ts",
-    meaning:
-      "MiB of recent session files a worker keeps in memory so a session's next turn there skips rebuilding its file from the log (default 64; 0 turns it off)",
-    tier: "advanced",
   },
   {
     name: "TURNSTREAM_JOB_ENV_ALLOW",
@@ -330,7 +290,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   },
   {
     name: "TURNSTREAM_PREFIX",
-    readIn: "src/worker/config.ts, src/bin/commands/_connect.ts, workers/projector.ts",
+    readIn: "src/worker/config.ts, src/bin/commands/_connect.ts, src/projector/process.ts",
     meaning: "key prefix of the event log and read models (default ts:); commands also take --prefix",
   },
   {
@@ -360,60 +320,15 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
       "the worker's instance id: its folder under the instance root, held while it runs (default: the lowest worker-<host>-<n> no live process on this host holds)",
   },
   {
-    name: "TURNSTREAM_SWEEP_INTERVAL_MS",
-    readIn: "src/worker/config.ts",
-    meaning:
-      "how often a worker removes what dead runs left (config homes, supervised-run folders, cgroups), ms (default 300000; 0: only at start)",
-    tier: "advanced",
-  },
-  {
     name: "TURNSTREAM_SANDBOXED",
     readIn: "src/worker/config.ts",
     meaning: "1: turns may skip permissions as root (IS_SANDBOX=1 is set for them); only inside a sandbox (default 0)",
-  },
-  {
-    name: "TURNSTREAM_LEASE_MS",
-    readIn: "src/worker/config.ts",
-    meaning: "session lease, ms (default 15000)",
-    tier: "advanced",
-  },
-  {
-    name: "TURNSTREAM_LOCK_MS",
-    readIn: "src/worker/config.ts",
-    meaning: "BullMQ job lock, ms (default 30000)",
-    tier: "advanced",
-  },
-  {
-    name: "TURNSTREAM_STALLED_INTERVAL_MS",
-    readIn: "src/worker/config.ts",
-    meaning: "BullMQ stalled-job check interval, ms (default BullMQ's)",
-    tier: "advanced",
   },
   {
     name: "TURNSTREAM_SHUTDOWN_GRACE_MS",
     readIn: "src/worker/main.ts",
     meaning:
       "how long running turns may finish after SIGTERM/SIGINT before they are ended (default 30000); `turnstream worker --grace-ms` wins",
-  },
-  {
-    name: "TURNSTREAM_PROJECTION_VERSION",
-    readIn: "workers/projector.ts",
-    meaning:
-      "projection version workers/projector.ts builds (default: the built-in one); a newer one rebuilds into new keys. `turnstream projector` takes --version instead",
-    tier: "advanced",
-  },
-  {
-    name: "TURNSTREAM_PROJECTOR_RESCAN_MS",
-    readIn: "workers/projector.ts",
-    meaning:
-      "how often workers/projector.ts rescans the session index, ms (default 2000). `turnstream projector` takes --rescan-ms instead",
-    tier: "advanced",
-  },
-  {
-    name: "TURNSTREAM_PROJECTOR_BATCH_EVENTS",
-    readIn: "workers/projector.ts",
-    meaning: "most events workers/projector.ts folds into one commit (default 5000)",
-    tier: "advanced",
   },
   {
     name: "TURNSTREAM_TREE",
@@ -469,3 +384,69 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
 ];
 
 export const ENV_VAR_NAMES: ReadonlySet<string> = new Set(ENV_VARS.map((v) => v.name));
+
+/** A variable turnstream no longer reads, and what to do instead. */
+export interface RemovedEnvVar {
+  readonly name: string;
+  readonly instead: string;
+}
+
+// Pure tuning whose defaults suit every fleet: options of the library only (issue 31). A process that
+// finds one set says so once at start, so a setting that no longer applies is not silently ignored.
+export const REMOVED_ENV_VARS: readonly RemovedEnvVar[] = [
+  { name: "TURNSTREAM_LEASE_MS", instead: "unset it; a library caller passes startTurnWorker option leaseMs" },
+  { name: "TURNSTREAM_LOCK_MS", instead: "unset it; a library caller passes startTurnWorker option lockDuration" },
+  {
+    name: "TURNSTREAM_STALLED_INTERVAL_MS",
+    instead: "unset it; a library caller passes startTurnWorker option stalledInterval",
+  },
+  {
+    name: "TURNSTREAM_SNAPSHOT_CACHE_MB",
+    instead: "unset it; a library caller passes startTurnWorker option snapshotCacheBytes",
+  },
+  {
+    name: "TURNSTREAM_SWEEP_INTERVAL_MS",
+    instead: "unset it; a worker sweeps when it starts and every 5 minutes, which suits every fleet",
+  },
+  {
+    name: "TURNSTREAM_MAX_OUTPUT_LINES",
+    instead: "unset it; a library caller passes startTurnWorker option maxOutputLines",
+  },
+  {
+    name: "TURNSTREAM_MAX_OUTPUT_MB",
+    instead: "unset it; a library caller passes startTurnWorker option maxOutputBytes",
+  },
+  {
+    name: "TURNSTREAM_WARM_IDLE_MS",
+    instead: "unset it (TURNSTREAM_WARM stays); a library caller passes startTurnWorker option warm.idleTtlMs",
+  },
+  {
+    name: "TURNSTREAM_WARM_MAX",
+    instead: "unset it (TURNSTREAM_WARM stays); a library caller passes startTurnWorker option warm.maxProcesses",
+  },
+  {
+    name: "TURNSTREAM_WARM_MAX_RSS_MB",
+    instead: "unset it (TURNSTREAM_WARM stays); a library caller passes startTurnWorker option warm.maxRssBytes",
+  },
+  { name: "TURNSTREAM_PROJECTION_VERSION", instead: "run `turnstream projector --version N`" },
+  { name: "TURNSTREAM_PROJECTOR_RESCAN_MS", instead: "run `turnstream projector --rescan-ms MS`" },
+  {
+    name: "TURNSTREAM_PROJECTOR_BATCH_EVENTS",
+    instead: "unset it; a library caller passes startProjector option batchEvents",
+  },
+];
+
+/** The removed variables `env` sets (to an empty value too), in the order of REMOVED_ENV_VARS. */
+export function removedEnvVarsSet(env: Readonly<Record<string, string | undefined>>): RemovedEnvVar[] {
+  return REMOVED_ENV_VARS.filter((variable) => env[variable.name] !== undefined);
+}
+
+/** One warning naming each removed variable `env` sets and what to do instead; nothing when none is set. */
+export function warnRemovedEnvVars(env: Readonly<Record<string, string | undefined>>, logger: Logger): void {
+  const removed = removedEnvVarsSet(env);
+  if (removed.length === 0) return;
+  logger.warn(
+    { removedVariables: removed.map((variable) => variable.name) },
+    `no longer read, so ignored: ${removed.map((variable) => `${variable.name} (${variable.instead})`).join("; ")}`,
+  );
+}

@@ -42,7 +42,15 @@ export {
   type OtlpSettings,
   type OtlpSignal,
 } from "./otlp-env.ts";
-export { ENV_VARS, ENV_VAR_NAMES, type EnvVarDoc } from "./env-vars.ts";
+export {
+  ENV_VARS,
+  ENV_VAR_NAMES,
+  REMOVED_ENV_VARS,
+  removedEnvVarsSet,
+  warnRemovedEnvVars,
+  type EnvVarDoc,
+  type RemovedEnvVar,
+} from "./env-vars.ts";
 export {
   AGENT_NAME,
   ATTEMPT_SPAN_NAME,

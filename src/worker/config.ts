@@ -1,6 +1,7 @@
 // Worker configuration from the process environment (`turnstream worker`, workers/turn-worker.ts):
 // the part of TurnWorkerOptions a variable sets, checked here so a bad value stops the start naming
-// the variable.
+// the variable. Pure tuning (lease, lock, caches, output caps, the warm pool's bounds) is left to the
+// library's options: no operator should need to turn it.
 import { TurnstreamError } from "../kernel/index.ts";
 import { resolve } from "node:path";
 import { z } from "zod";
@@ -33,15 +34,7 @@ const envSchema = z.object({
     .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/)
     .optional(),
   TURNSTREAM_INSTANCE_ROOT: z.string().startsWith("/").optional(),
-  TURNSTREAM_SWEEP_INTERVAL_MS: z
-    .string()
-    .regex(/^\d+$/, "TURNSTREAM_SWEEP_INTERVAL_MS must be a whole number of ms (0 turns the periodic sweep off)")
-    .transform(Number)
-    .optional(),
   TURNSTREAM_SANDBOXED: z.enum(["0", "1", "true", "false"]).optional(),
-  TURNSTREAM_LEASE_MS: intFrom("TURNSTREAM_LEASE_MS"),
-  TURNSTREAM_LOCK_MS: intFrom("TURNSTREAM_LOCK_MS"),
-  TURNSTREAM_STALLED_INTERVAL_MS: intFrom("TURNSTREAM_STALLED_INTERVAL_MS"),
   TURNSTREAM_PREFIX: z.string().optional(),
   TURNSTREAM_DURABILITY: z.string().optional(),
   TURNSTREAM_QUEUE_PREFIX: z.string().optional(),
@@ -87,27 +80,17 @@ const envSchema = z.object({
   TURNSTREAM_KEEP_RAW_LINES: z
     .enum(["0", "1", "true", "false"], "TURNSTREAM_KEEP_RAW_LINES is 1 (keep cli.line text unscrubbed) or 0 (default)")
     .optional(),
-  TURNSTREAM_MAX_OUTPUT_LINES: intFrom("TURNSTREAM_MAX_OUTPUT_LINES"),
-  TURNSTREAM_MAX_OUTPUT_MB: intFrom("TURNSTREAM_MAX_OUTPUT_MB"),
   TURNSTREAM_WARM: z
     .enum(
       ["0", "1", "true", "false"],
       "TURNSTREAM_WARM is 1 (every turn runs warm) or 0 (default: only turns that ask)",
     )
     .optional(),
-  TURNSTREAM_WARM_IDLE_MS: intFrom("TURNSTREAM_WARM_IDLE_MS"),
-  TURNSTREAM_WARM_MAX: intFrom("TURNSTREAM_WARM_MAX"),
-  TURNSTREAM_WARM_MAX_RSS_MB: intFrom("TURNSTREAM_WARM_MAX_RSS_MB"),
   TURNSTREAM_GATEWAY: z
     .enum(
       ["broker", "passthrough"],
       "TURNSTREAM_GATEWAY is `broker` (default: runs never hold the worker's model credential) or `passthrough`",
     )
-    .optional(),
-  TURNSTREAM_SNAPSHOT_CACHE_MB: z
-    .string()
-    .regex(/^\d+$/, "TURNSTREAM_SNAPSHOT_CACHE_MB must be a whole number of MiB (0 turns the cache off)")
-    .transform(Number)
     .optional(),
 });
 
@@ -216,18 +199,12 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     // Unset: the worker takes the lowest free worker-<host>-<n> when it starts (housekeeping.ts).
     instanceId: e.TURNSTREAM_INSTANCE_ID,
     instanceRoot: e.TURNSTREAM_INSTANCE_ROOT,
-    sweepIntervalMs: e.TURNSTREAM_SWEEP_INTERVAL_MS,
     sandboxed: e.TURNSTREAM_SANDBOXED === "1" || e.TURNSTREAM_SANDBOXED === "true",
-    leaseMs: e.TURNSTREAM_LEASE_MS,
-    lockDuration: e.TURNSTREAM_LOCK_MS,
-    stalledInterval: e.TURNSTREAM_STALLED_INTERVAL_MS,
     logPrefix: e.TURNSTREAM_PREFIX,
     durability: durabilityFrom(e.TURNSTREAM_DURABILITY),
     queuePrefix: e.TURNSTREAM_QUEUE_PREFIX,
     queueName: e.TURNSTREAM_QUEUE_NAME,
     claudeBin: e.CLAUDE_BIN,
-    snapshotCacheBytes:
-      e["TURNSTREAM_SNAPSHOT_CACHE_MB"] === undefined ? undefined : e["TURNSTREAM_SNAPSHOT_CACHE_MB"] * 1024 * 1024,
     jobEnvAllow: envAllowFrom("TURNSTREAM_JOB_ENV_ALLOW", e.TURNSTREAM_JOB_ENV_ALLOW),
     allowEnv: envAllowFrom("TURNSTREAM_ALLOW_ENV", e.TURNSTREAM_ALLOW_ENV),
     runEnv: runEnvFrom(e.TURNSTREAM_RUN_ENV, env),
@@ -240,14 +217,8 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     mcpConfigFile: e.TURNSTREAM_MCP_CONFIG,
     operatorKeys: operatorKeysFrom(e.TURNSTREAM_OPERATOR_KEYS),
     keepRawLines: e.TURNSTREAM_KEEP_RAW_LINES === "1" || e.TURNSTREAM_KEEP_RAW_LINES === "true",
-    maxOutputLines: e.TURNSTREAM_MAX_OUTPUT_LINES,
-    maxOutputBytes: e.TURNSTREAM_MAX_OUTPUT_MB === undefined ? undefined : e.TURNSTREAM_MAX_OUTPUT_MB * 1024 * 1024,
     limits: limitsFrom(env),
-    warm: e.TURNSTREAM_WARM === "1" || e.TURNSTREAM_WARM === "true",
-    warmIdleMs: e.TURNSTREAM_WARM_IDLE_MS,
-    warmMaxProcesses: e.TURNSTREAM_WARM_MAX,
-    warmMaxRssBytes:
-      e.TURNSTREAM_WARM_MAX_RSS_MB === undefined ? undefined : e.TURNSTREAM_WARM_MAX_RSS_MB * 1024 * 1024,
+    warm: { all: e.TURNSTREAM_WARM === "1" || e.TURNSTREAM_WARM === "true" },
     gateway: e.TURNSTREAM_GATEWAY,
   };
 }

@@ -4,6 +4,7 @@ export {
   compileWorkerOptions,
   WORKER_DEFAULTS,
   type TurnWorkerOptions,
+  type WarmOptions,
   type WorkerEnvConfig,
   type WorkerSettings,
   type WorkspaceTrust,

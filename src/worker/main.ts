@@ -1,13 +1,20 @@
 // A worker process: configuration from the environment, the scrubbing logger, SIGTERM/SIGINT → a
 // bounded shutdown. Used by workers/turn-worker.ts and `turnstream worker`.
 import { checkDurability, connectRedis, explainRedisError, parseDurability, redisAddress } from "../log/index.ts";
-import { createLogger, createScrubber, routeConsoleToLogger, startTelemetry } from "../telemetry/index.ts";
+import {
+  createLogger,
+  createScrubber,
+  routeConsoleToLogger,
+  startTelemetry,
+  warnRemovedEnvVars,
+} from "../telemetry/index.ts";
 import { workerConfigFromEnv } from "./config.ts";
 import { DEFAULT_SWEEP_INTERVAL_MS, startHousekeeping } from "./housekeeping.ts";
 import { startWorkerObservability } from "./observability.ts";
 import { DEFAULT_PREFIX, errorReporter } from "../kernel/index.ts";
 import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "../queue/index.ts";
 import { boundedWait, startTurnWorker, type TurnWorker } from "./worker.ts";
+import type { TurnWorkerOptions } from "./options.ts";
 
 export interface WorkerMainOptions {
   env?: Readonly<Record<string, string | undefined>>;
@@ -17,6 +24,8 @@ export interface WorkerMainOptions {
   graceMs?: number | undefined;
   /** `--ops-port`: overrides TURNSTREAM_OPS_PORT (the /metrics, /healthz, /readyz endpoint). */
   opsPort?: string | undefined;
+  /** The library's options (tuning no variable sets), laid over the environment's. */
+  workerOptions?: Partial<Omit<TurnWorkerOptions, "redis">>;
 }
 
 /** Starts the worker and resolves with the exit code once a signal has shut it down. */
@@ -28,10 +37,11 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   // What libraries print to the console (BullMQ, ioredis) goes through the logger too, for the rest
   // of the process's life: its stdout holds only JSON lines.
   routeConsoleToLogger(logger);
+  warnRemovedEnvVars(env, logger);
   // The instance id is held from here until the worker stops; the first sweep runs before any turn.
   const housekeeping = await startHousekeeping({
     ...cfg,
-    sweepIntervalMs: cfg.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,
+    sweepIntervalMs: DEFAULT_SWEEP_INTERVAL_MS,
     logger,
     env,
   });
@@ -60,6 +70,7 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
     // The environment's options, then what only the process has: its connection, logger, scrubber and telemetry.
     worker = startTurnWorker({
       ...cfg,
+      ...options.workerOptions,
       instanceId: housekeeping.instanceId,
       concurrency: options.concurrency ?? cfg.concurrency,
       redis,

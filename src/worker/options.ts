@@ -113,10 +113,10 @@ export interface TurnWorkerOptions {
   /**
    * A CLI run that prints more lines than this (stdout and stderr together) is ended, its process
    * tree killed, and its turn fails with errorKind `output_limit`. Default 100,000: a long agentic
-   * turn prints a few thousand. A job cannot raise it. `TURNSTREAM_MAX_OUTPUT_LINES`.
+   * turn prints a few thousand. A job cannot raise it.
    */
   maxOutputLines?: number;
-  /** Likewise for bytes of output. Default 256 MiB. `TURNSTREAM_MAX_OUTPUT_MB`. */
+  /** Likewise for bytes of output. Default 256 MiB. */
   maxOutputBytes?: number;
   /**
    * Each run's maximum processes, memory, CPU, scratch and turn duration (DEFAULT_RUN_LIMITS; 0 turns
@@ -154,18 +154,8 @@ export interface TurnWorkerOptions {
    * the entry expires after three missed beats. Default 5000 ms.
    */
   heartbeatMs?: number;
-  /**
-   * Warm sessions for every turn, not only those enqueued with `options.warm: true`: after a turn the
-   * CLI process stays up and answers the session's next turn here (see README "Warm sessions").
-   * Default false. `TURNSTREAM_WARM=1`.
-   */
-  warm?: boolean;
-  /** An idle warm process is ended after this long (default 5 min). `TURNSTREAM_WARM_IDLE_MS`. */
-  warmIdleMs?: number;
-  /** Most idle warm processes per worker, least recently used ended first (default 8). `TURNSTREAM_WARM_MAX`. */
-  warmMaxProcesses?: number;
-  /** Most resident memory of all idle warm trees together (default 2 GiB). `TURNSTREAM_WARM_MAX_RSS_MB`. */
-  warmMaxRssBytes?: number;
+  /** Warm sessions: which turns keep their CLI process up for the session's next turn, and the pool's bounds. */
+  warm?: WarmOptions;
   /**
    * `broker` (default): runs reach the model through the worker's loopback gateway with a token of
    * their own and never hold the worker's credential. `passthrough`: each run holds the credential,
@@ -174,6 +164,18 @@ export interface TurnWorkerOptions {
   gateway?: GatewayMode;
   /** What the gateway asks before each model request leaves the worker (default: allow all). */
   gatewayPolicy?: GatewayPolicy;
+}
+
+/** A worker's warm sessions (see README "Warm sessions"): after a turn the CLI process stays up and answers the session's next turn here. */
+export interface WarmOptions {
+  /** Every turn runs warm, not only those enqueued with `options.warm: true`. Default false. `TURNSTREAM_WARM=1`. */
+  all?: boolean;
+  /** An idle warm process is ended after this long (default 5 min). */
+  idleTtlMs?: number;
+  /** Most idle warm processes per worker, least recently used ended first (default 8). */
+  maxProcesses?: number;
+  /** Most resident memory of all idle warm trees together (default 2 GiB). */
+  maxRssBytes?: number;
 }
 
 /** How a run reaches the model: through the worker's gateway (`broker`) or holding the credential (`passthrough`). */
@@ -187,15 +189,11 @@ export type WorkerEnvConfig = Pick<
   | "instanceId"
   | "instanceRoot"
   | "sandboxed"
-  | "leaseMs"
-  | "lockDuration"
-  | "stalledInterval"
   | "logPrefix"
   | "durability"
   | "queuePrefix"
   | "queueName"
   | "claudeBin"
-  | "snapshotCacheBytes"
   | "jobEnvAllow"
   | "allowEnv"
   | "runEnv"
@@ -204,18 +202,10 @@ export type WorkerEnvConfig = Pick<
   | "mcpConfigFile"
   | "operatorKeys"
   | "keepRawLines"
-  | "maxOutputLines"
-  | "maxOutputBytes"
   | "limits"
   | "warm"
-  | "warmIdleMs"
-  | "warmMaxProcesses"
-  | "warmMaxRssBytes"
   | "gateway"
-> & {
-  /** How often the worker process sweeps dead runs' leftovers (ms; 0: only at start). Not a worker option: the process does it. */
-  sweepIntervalMs?: number | undefined;
-};
+>;
 
 /** The settings a worker and its jobs run with: every option checked, every default filled in. */
 export interface WorkerSettings {
@@ -372,10 +362,10 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     heartbeatMs: positiveLimit("heartbeatMs", options.heartbeatMs, d.heartbeatMs),
     gateway: options.gateway ?? "broker",
     warm: {
-      all: options.warm ?? d.warm.all,
-      idleTtlMs: positiveLimit("warmIdleMs", options.warmIdleMs, d.warm.idleTtlMs),
-      maxProcesses: positiveLimit("warmMaxProcesses", options.warmMaxProcesses, d.warm.maxProcesses),
-      maxRssBytes: positiveLimit("warmMaxRssBytes", options.warmMaxRssBytes, d.warm.maxRssBytes),
+      all: options.warm?.all ?? d.warm.all,
+      idleTtlMs: positiveLimit("warm.idleTtlMs", options.warm?.idleTtlMs, d.warm.idleTtlMs),
+      maxProcesses: positiveLimit("warm.maxProcesses", options.warm?.maxProcesses, d.warm.maxProcesses),
+      maxRssBytes: positiveLimit("warm.maxRssBytes", options.warm?.maxRssBytes, d.warm.maxRssBytes),
       handoffMs: d.warm.handoffMs,
     },
   };

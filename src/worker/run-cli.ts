@@ -130,9 +130,9 @@ function outputLimit(
       lines++;
       bytes += n;
       if (lines > settings.maxOutputLines) {
-        exceeded = `the CLI printed more than ${settings.maxOutputLines} lines of output; the run was ended. The limit is the worker's TURNSTREAM_MAX_OUTPUT_LINES (option maxOutputLines)`;
+        exceeded = `the CLI printed more than ${settings.maxOutputLines} lines of output; the run was ended. The limit is the worker's option maxOutputLines`;
       } else if (bytes > settings.maxOutputBytes) {
-        exceeded = `the CLI printed more than ${sizeText(settings.maxOutputBytes)} of output; the run was ended. The limit is the worker's TURNSTREAM_MAX_OUTPUT_MB (option maxOutputBytes)`;
+        exceeded = `the CLI printed more than ${sizeText(settings.maxOutputBytes)} of output; the run was ended. The limit is the worker's option maxOutputBytes`;
       }
       if (exceeded === undefined) return true;
       end();

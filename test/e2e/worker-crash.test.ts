@@ -3,8 +3,12 @@
 // the old tree; the log shows attempt 1 abandoned and attempt 2 complete.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { findTreeProcess } from "../worker/_more.ts";
 import { processFleet, readAll, treeMembers, waitUntil } from "../worker/_support.ts";
+
+// Workers whose lease and job lock lapse within seconds (library options), so the takeover is quick.
+const QUICK_FAILOVER = join(import.meta.dirname, "_quick-failover-worker.ts");
 
 test("kill -9 of a worker mid-Bash: another worker completes the turn, the dead tree is gone, attempt 1 abandoned", async () => {
   const fleet = await processFleet({
@@ -22,14 +26,9 @@ test("kill -9 of a worker mid-Bash: another worker completes the turn, the dead 
     ],
   });
   const { space, producer, ws } = fleet;
-  const env = {
-    TURNSTREAM_SANDBOXED: "1",
-    TURNSTREAM_LEASE_MS: "2000",
-    TURNSTREAM_LOCK_MS: "2000",
-    TURNSTREAM_STALLED_INTERVAL_MS: "1000",
-  };
+  const env = { TURNSTREAM_SANDBOXED: "1" };
   try {
-    const workers = { a: await fleet.start("a", env), b: await fleet.start("b", env) };
+    const workers = { a: await fleet.start("a", env, QUICK_FAILOVER), b: await fleet.start("b", env, QUICK_FAILOVER) };
     const t = await producer.enqueueTurn({
       prompt: "run the slow command",
       cwd: ws,

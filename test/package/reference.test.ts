@@ -23,7 +23,8 @@ test("the generated references name every command, variable and exit code", asyn
   assert.match(generated.get("cli.md")!, /^## run$/m);
   assert.match(generated.get("cli.md")!, /--prompt-file FILE/);
   assert.match(generated.get("configuration.md")!, /^\| `TURNSTREAM_WORKSPACE_ROOTS` \|/m);
-  assert.match(generated.get("configuration.md")!, /^## Advanced$/m);
+  assert.match(generated.get("configuration.md")!, /^## Internal$/m);
+  assert.match(generated.get("configuration.md")!, /^- `TURNSTREAM_LEASE_MS`: unset it; .*leaseMs$/m);
   assert.match(generated.get("metrics.md")!, /`turnstream_turns_ended_total`/);
   assert.match(generated.get("exit-codes.md")!, /^\| 3 \| `infrastructure` \|/m);
 });

@@ -95,14 +95,10 @@ test("a version bump rebuilds into new keys, switches the pointer, deletes the o
 });
 
 function spawnWorker(): ReturnType<typeof spawn> {
-  return spawn(join(root, "node_modules", ".bin", "node"), [join(root, "workers", "projector.ts")], {
+  const entry = join(root, "test", "projector", "_small-batch-projector.ts");
+  return spawn(join(root, "node_modules", ".bin", "node"), [entry], {
     cwd: root,
-    env: {
-      ...process.env,
-      TURNSTREAM_PREFIX: ctx.prefix,
-      TURNSTREAM_PROJECTOR_RESCAN_MS: "100",
-      TURNSTREAM_PROJECTOR_BATCH_EVENTS: "25",
-    },
+    env: { ...process.env, TURNSTREAM_PREFIX: ctx.prefix },
     stdio: ["ignore", "pipe", "pipe"],
   });
 }
@@ -116,7 +112,7 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
   }
 }
 
-test("workers/projector.ts: SIGKILL mid-rebuild then restart loses and doubles nothing; SIGTERM stops it cleanly", async () => {
+test("the projector process (workers/projector.ts' runProjectorEntry): SIGKILL mid-rebuild then restart loses and doubles nothing; SIGTERM stops it cleanly", async () => {
   const session = rid("proc");
   // A few thousand events so the kill lands mid-rebuild.
   const envs = fixtureLog("background-subagent");

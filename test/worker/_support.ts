@@ -124,8 +124,9 @@ export function compileCacheEnv(): Record<string, string> {
  */
 export const WORKER_READY_MS = 60_000;
 
-export async function startWorkerProcess(env: Record<string, string>): Promise<WorkerProcess> {
-  const child = spawn(NODE, [WORKER_ENTRY], {
+/** `entry`: the process's script (default workers/turn-worker.ts; a test's own passes library options). */
+export async function startWorkerProcess(env: Record<string, string>, entry = WORKER_ENTRY): Promise<WorkerProcess> {
+  const child = spawn(NODE, [entry], {
     env: {
       PATH: process.env["PATH"] ?? "/usr/bin:/bin",
       HOME: process.env["HOME"] ?? "/root",
@@ -261,8 +262,11 @@ export async function testStage(
 
 /** Worker processes on a test stage; dispose() ends them and takes the stage down. */
 export interface ProcessFleet extends TestStage {
-  /** Starts a worker process with workerProcessEnv(..., name) plus `extra` (which overrides), on the fleet's Redis. */
-  start(name: string, extra?: Record<string, string>): Promise<WorkerProcess>;
+  /**
+   * Starts a worker process with workerProcessEnv(..., name) plus `extra` (which overrides), on the fleet's Redis;
+   * `entry` as startWorkerProcess's.
+   */
+  start(name: string, extra?: Record<string, string>, entry?: string): Promise<WorkerProcess>;
   /**
    * SIGTERMs every started worker still running and awaits their exits, then closes the producer, removes the keys,
    * disconnects, closes the server and removes the space.
@@ -286,10 +290,10 @@ export async function processFleet(
   const workers: WorkerProcess[] = [];
   return {
     ...stage,
-    async start(name, extra = {}) {
+    async start(name, extra = {}, entry) {
       // The fleet's Redis (URL or cluster nodes) in place of workerProcessEnv's local default.
       const { REDIS_URL: _local, ...env } = workerProcessEnv(space, ws, server.url, name);
-      const worker = await startWorkerProcess({ ...redisEnv, ...env, ...extra });
+      const worker = await startWorkerProcess({ ...redisEnv, ...env, ...extra }, entry);
       workers.push(worker);
       return worker;
     },

@@ -1,5 +1,5 @@
-// Worker settings from the environment: the snapshot cache size (MiB, 0 = off) and errors that name
-// the variable to change.
+// Worker settings from the environment, errors that name the variable to change, and the tuning
+// that only the library's options set.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DEFAULT_JOB_ENV_ALLOW } from "../../src/queue/index.ts";
@@ -12,23 +12,59 @@ import {
 
 const base = { TURNSTREAM_WORKSPACE_ROOTS: "/work/a:/work/b" };
 
-test("TURNSTREAM_SNAPSHOT_CACHE_MB: default unset, MiB to bytes, 0 turns it off, anything else refused by name", () => {
-  assert.equal(workerConfigFromEnv(base).snapshotCacheBytes, undefined);
-  assert.equal(
-    workerConfigFromEnv({ ...base, TURNSTREAM_SNAPSHOT_CACHE_MB: "16" }).snapshotCacheBytes,
-    16 * 1024 * 1024,
+test("the removed tuning variables are read no more: set or malformed, the options stay the defaults", () => {
+  const tuning = {
+    TURNSTREAM_LEASE_MS: "9000",
+    TURNSTREAM_LOCK_MS: "x",
+    TURNSTREAM_STALLED_INTERVAL_MS: "1000",
+    TURNSTREAM_SNAPSHOT_CACHE_MB: "0",
+    TURNSTREAM_SWEEP_INTERVAL_MS: "5m",
+    TURNSTREAM_MAX_OUTPUT_LINES: "5000",
+    TURNSTREAM_MAX_OUTPUT_MB: "1.5",
+    TURNSTREAM_WARM_IDLE_MS: "1500",
+    TURNSTREAM_WARM_MAX: "2",
+    TURNSTREAM_WARM_MAX_RSS_MB: "64",
+  };
+  const settings = compileWorkerOptions(workerConfigFromEnv({ ...base, ...tuning }));
+  assert.deepEqual(
+    [
+      settings.leaseMs,
+      settings.lockDuration,
+      settings.stalledInterval,
+      settings.snapshotCacheBytes,
+      settings.maxOutputLines,
+      settings.maxOutputBytes,
+      settings.warm,
+    ],
+    [
+      WORKER_DEFAULTS.leaseMs,
+      WORKER_DEFAULTS.lockDuration,
+      WORKER_DEFAULTS.stalledInterval,
+      WORKER_DEFAULTS.snapshotCacheBytes,
+      WORKER_DEFAULTS.maxOutputLines,
+      WORKER_DEFAULTS.maxOutputBytes,
+      WORKER_DEFAULTS.warm,
+    ],
   );
-  assert.equal(workerConfigFromEnv({ ...base, TURNSTREAM_SNAPSHOT_CACHE_MB: "0" }).snapshotCacheBytes, 0);
-  for (const bad of ["-1", "1.5", "lots"]) {
-    assert.throws(
-      () => workerConfigFromEnv({ ...base, TURNSTREAM_SNAPSHOT_CACHE_MB: bad }),
-      (err: unknown) =>
-        err instanceof WorkerConfigError &&
-        err.variable === "TURNSTREAM_SNAPSHOT_CACHE_MB" &&
-        /whole number of MiB/.test(err.message),
-    );
-  }
   assert.deepEqual(workerConfigFromEnv(base).workspaceRoots, ["/work/a", "/work/b"]);
+});
+
+test("TURNSTREAM_WARM is the warm pool's one switch; its bounds are the library's warm option", () => {
+  assert.equal(compileWorkerOptions(workerConfigFromEnv(base)).warm.all, false);
+  assert.equal(compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_WARM: "1" })).warm.all, true);
+  const warm = compileWorkerOptions({ ...workerConfigFromEnv(base), warm: { idleTtlMs: 1500, maxProcesses: 2 } }).warm;
+  assert.deepEqual(
+    [warm.all, warm.idleTtlMs, warm.maxProcesses, warm.maxRssBytes],
+    [false, 1500, 2, WORKER_DEFAULTS.warm.maxRssBytes],
+  );
+  assert.throws(
+    () => compileWorkerOptions({ ...workerConfigFromEnv(base), warm: { maxProcesses: 0 } }),
+    /warm.maxProcesses must be a positive integer/,
+  );
+  assert.throws(
+    () => workerConfigFromEnv({ ...base, TURNSTREAM_WARM: "yes" }),
+    (err: unknown) => err instanceof WorkerConfigError && err.variable === "TURNSTREAM_WARM",
+  );
 });
 
 test("TURNSTREAM_JOB_ENV_ALLOW, TURNSTREAM_WORKSPACE_TRUST, TURNSTREAM_MCP_CONFIG: safe defaults, and a gate no setting can open", () => {
@@ -101,39 +137,23 @@ test("TURNSTREAM_RUN_ENV: the named worker variables, read at start, reach every
   );
 });
 
-test("TURNSTREAM_KEEP_RAW_LINES, TURNSTREAM_MAX_OUTPUT_LINES, TURNSTREAM_MAX_OUTPUT_MB: scrubbed and bounded by default, refused by name when malformed", () => {
+test("TURNSTREAM_KEEP_RAW_LINES: scrubbed by default, 1 keeps raw lines, refused by name when malformed; output is bounded", () => {
   const cfg = compileWorkerOptions(workerConfigFromEnv(base));
   assert.deepEqual([cfg.keepRawLines, cfg.maxOutputLines, cfg.maxOutputBytes], [false, 100_000, 256 * 1024 * 1024]);
-  const set = compileWorkerOptions(
-    workerConfigFromEnv({
-      ...base,
-      TURNSTREAM_KEEP_RAW_LINES: "1",
-      TURNSTREAM_MAX_OUTPUT_LINES: "5000",
-      TURNSTREAM_MAX_OUTPUT_MB: "64",
-    }),
+  assert.equal(
+    compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_KEEP_RAW_LINES: "1" })).keepRawLines,
+    true,
   );
-  assert.deepEqual([set.keepRawLines, set.maxOutputLines, set.maxOutputBytes], [true, 5000, 64 * 1024 * 1024]);
-  for (const [variable, bad] of [
-    ["TURNSTREAM_KEEP_RAW_LINES", "yes"],
-    ["TURNSTREAM_MAX_OUTPUT_LINES", "0"],
-    ["TURNSTREAM_MAX_OUTPUT_MB", "1.5"],
-  ] as const) {
-    assert.throws(
-      () => workerConfigFromEnv({ ...base, [variable]: bad }),
-      (err: unknown) => err instanceof WorkerConfigError && err.variable === variable,
-    );
-  }
+  assert.throws(
+    () => workerConfigFromEnv({ ...base, TURNSTREAM_KEEP_RAW_LINES: "yes" }),
+    (err: unknown) => err instanceof WorkerConfigError && err.variable === "TURNSTREAM_KEEP_RAW_LINES",
+  );
 });
 
 test("one compile step: the environment's options become the settings a worker runs with, unset ones from the defaults", () => {
-  const cfg = workerConfigFromEnv({
-    ...base,
-    TURNSTREAM_CONCURRENCY: "3",
-    TURNSTREAM_LEASE_MS: "9000",
-    TURNSTREAM_SNAPSHOT_CACHE_MB: "0",
-    TURNSTREAM_INSTANCE_ID: "inst-7",
-  });
-  const settings = compileWorkerOptions(cfg);
+  const cfg = workerConfigFromEnv({ ...base, TURNSTREAM_CONCURRENCY: "3", TURNSTREAM_INSTANCE_ID: "inst-7" });
+  // The library's options over the environment's, as a program that runs a worker passes them.
+  const settings = compileWorkerOptions({ ...cfg, leaseMs: 9000, snapshotCacheBytes: 0 });
   assert.deepEqual(
     [
       settings.concurrency,
@@ -162,25 +182,13 @@ test("one compile step: the environment's options become the settings a worker r
   );
 });
 
-test("TURNSTREAM_INSTANCE_ID and TURNSTREAM_SWEEP_INTERVAL_MS: unset until the worker claims an id; the interval is whole ms, 0 allowed", () => {
-  const cfg = workerConfigFromEnv(base);
-  assert.deepEqual([cfg.instanceId, cfg.sweepIntervalMs], [undefined, undefined]);
-  assert.deepEqual(
-    workerConfigFromEnv({ ...base, TURNSTREAM_INSTANCE_ID: "pod-a", TURNSTREAM_SWEEP_INTERVAL_MS: "0" })
-      .sweepIntervalMs,
-    0,
+test("TURNSTREAM_INSTANCE_ID: unset until the worker claims an id; a path-like one refused by name", () => {
+  assert.equal(workerConfigFromEnv(base).instanceId, undefined);
+  assert.equal(workerConfigFromEnv({ ...base, TURNSTREAM_INSTANCE_ID: "pod-a" }).instanceId, "pod-a");
+  assert.throws(
+    () => workerConfigFromEnv({ ...base, TURNSTREAM_INSTANCE_ID: "../x" }),
+    (err: unknown) => err instanceof WorkerConfigError && err.variable === "TURNSTREAM_INSTANCE_ID",
   );
-  assert.equal(workerConfigFromEnv({ ...base, TURNSTREAM_SWEEP_INTERVAL_MS: "60000" }).sweepIntervalMs, 60000);
-  for (const [variable, bad] of [
-    ["TURNSTREAM_SWEEP_INTERVAL_MS", "5m"],
-    ["TURNSTREAM_SWEEP_INTERVAL_MS", "-1"],
-    ["TURNSTREAM_INSTANCE_ID", "../x"],
-  ] as const) {
-    assert.throws(
-      () => workerConfigFromEnv({ ...base, [variable]: bad }),
-      (err: unknown) => err instanceof WorkerConfigError && err.variable === variable,
-    );
-  }
 });
 
 test("TURNSTREAM_TOOL_SANDBOX*: on with no network by default, the worker's own files unreadable; malformed values refused by name", () => {

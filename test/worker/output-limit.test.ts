@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import type { EventObserver } from "../../src/events/index.ts";
 import { dataOf, findTreeProcess, rig } from "./_more.ts";
 
-test("past maxOutputLines the run's tree is killed (a background sleep with it) and the turn fails output_limit, naming TURNSTREAM_MAX_OUTPUT_LINES", async () => {
+test("past maxOutputLines the run's tree is killed (a background sleep with it) and the turn fails output_limit, naming the option maxOutputLines", async () => {
   // The CLI refuses a foreground `sleep 60` but runs it in the background, and in -p mode waits for
   // it before it exits: without the limit this turn would take a minute.
   const stage = await rig({
@@ -53,7 +53,7 @@ test("past maxOutputLines the run's tree is killed (a background sleep with it) 
     assert.equal(res.errorKind, "output_limit");
     const error = dataOf(res.event)["error"] as { name: string; message: string };
     assert.equal(error.name, "OutputLimitExceeded");
-    assert.match(error.message, /more than 5 lines.*TURNSTREAM_MAX_OUTPUT_LINES/);
+    assert.match(error.message, /more than 5 lines.*option maxOutputLines/);
     assert.equal(dataOf(res.event)["retryable"], false);
     assert.ok(Date.now() - started < 30_000, "the run was ended, not waited out");
     const events = await stage.events(queued.session, queued.turn);
@@ -70,7 +70,7 @@ test("past maxOutputLines the run's tree is killed (a background sleep with it) 
   }
 });
 
-test("past maxOutputBytes (a large tool result) the turn fails output_limit, naming TURNSTREAM_MAX_OUTPUT_MB", async () => {
+test("past maxOutputBytes (a large tool result) the turn fails output_limit, naming the option maxOutputBytes", async () => {
   const stage = await rig({
     responses: [
       {
@@ -97,7 +97,7 @@ test("past maxOutputBytes (a large tool result) the turn fails output_limit, nam
     assert.equal(res.errorKind, "output_limit");
     assert.match(
       (dataOf(res.event)["error"] as { message: string }).message,
-      /more than 16384 bytes.*TURNSTREAM_MAX_OUTPUT_MB/,
+      /more than 16384 bytes.*option maxOutputBytes/,
     );
     const written = (await stage.events(queued.session, queued.turn))
       .filter((e) => e.kind === "cli.line")

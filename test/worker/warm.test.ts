@@ -124,7 +124,7 @@ test("three turns of a warm session: the first starts a process, the next two ar
 test("changed options or cwd, a CLI killed between turns and idle expiry each send the next turn cold, saying why", async () => {
   const stage = await rig({ responses: [] });
   try {
-    stage.worker({ warmIdleMs: 1500 });
+    stage.worker({ warm: { idleTtlMs: 1500 } });
     const one = await runTurn(stage, "first");
     const model = await runTurn(stage, "other model", { session: one.session, options: { model: "claude-opus-4-1" } });
     assert.equal(model.warm, "fingerprint_changed");

@@ -1,7 +1,7 @@
 // `turnstream projector`: keeps the read models in Redis up to date until SIGTERM/SIGINT.
 import { connectForCommand, PROJECTION_VERSION } from "../../projector/index.ts";
 import { runProjectorProcess } from "../../projector/process.ts";
-import { createLogger, createScrubber, routeConsoleToLogger } from "../../telemetry/index.ts";
+import { createLogger, createScrubber, routeConsoleToLogger, warnRemovedEnvVars } from "../../telemetry/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { logPrefix } from "./_connect.ts";
@@ -54,6 +54,7 @@ export async function run(argv: string[]): Promise<number> {
   const logger = createLogger({ scrubber, base: { component: "projector" } });
   // What libraries print to the console goes through the logger: stdout holds only JSON lines.
   routeConsoleToLogger(logger);
+  warnRemovedEnvVars(process.env, logger);
   const redis = await connectForCommand();
   try {
     return await runProjectorProcess({
