@@ -24,7 +24,7 @@ async function doctor(
       XDG_DATA_HOME: mkdtempSync(join(tmpdir(), "ts-doc-data-")),
       ...envOver,
     };
-    for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+    for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key];
     const child = spawn(process.execPath, [bin, "doctor", ...args], {
       env: env as NodeJS.ProcessEnv,
       stdio: ["ignore", "pipe", "inherit"],
@@ -41,8 +41,8 @@ async function doctor(
 
 test("doctor: all checks pass with a working probe; one line per check", async () => {
   const cwd = join(mkdtempSync(join(tmpdir(), "ts-doc-")), "new", "dir");
-  const r = await doctor([{ text: "hello" }], ["--cwd", cwd]);
-  const lines = r.out.trim().split("\n");
+  const report = await doctor([{ text: "hello" }], ["--cwd", cwd]);
+  const lines = report.out.trim().split("\n");
   assert.deepEqual(
     lines.slice(0, 7).map((l) => l.split(/\s+/).slice(0, 2).join(" ")),
     ["pass cli", "pass cwd", "pass auth", "pass contain", "pass sandbox", "pass probe", "pass gateway"],
@@ -68,8 +68,8 @@ test("doctor: all checks pass with a working probe; one line per check", async (
     lines[6]!,
     /^pass\s+gateway\s+brokering on: the gateway holds the api key from ANTHROPIC_API_KEY; runs get a token of their own; .*reached http:\/\/127\.0\.0\.1:\d+ \(status 200\)/,
   );
-  assert.equal(r.code, 0);
-  assert.equal(r.requests, 1);
+  assert.equal(report.code, 0);
+  assert.equal(report.requests, 1);
 });
 
 test("doctor: without bwrap on PATH the sandbox line fails, naming the install and the opt-out; with the opt-out it warns", async () => {
@@ -126,9 +126,9 @@ test("doctor: the gateway line shows passthrough as a warning, a refused credent
 
 test("doctor: a failing probe is a fail line and a non-zero exit; a relative cwd fails too", async () => {
   const cwd = mkdtempSync(join(tmpdir(), "ts-doc-"));
-  const r = await doctor([{ error: { status: 500, type: "api_error", message: "boom" } }], ["--cwd", cwd]);
-  assert.match(r.out, /^fail\s+probe\s+.*server_error/m);
-  assert.equal(r.code, 3, "a machine that is not ready is infrastructure");
+  const report = await doctor([{ error: { status: 500, type: "api_error", message: "boom" } }], ["--cwd", cwd]);
+  assert.match(report.out, /^fail\s+probe\s+.*server_error/m);
+  assert.equal(report.code, 3, "a machine that is not ready is infrastructure");
   const json = await doctor([{ error: { status: 500, type: "api_error", message: "boom" } }], ["--cwd", cwd, "--json"]);
   assert.equal(json.code, 3);
   const said = JSON.parse(json.out) as { ok: boolean; checks: Array<{ name: string; status: string }> };
@@ -142,23 +142,23 @@ test("doctor: a failing probe is a fail line and a non-zero exit; a relative cwd
 
 test("doctor: a worker limit from the environment is shown with its enforcement; a malformed one fails by name", async () => {
   const cwd = mkdtempSync(join(tmpdir(), "ts-doc-"));
-  const r = await doctor([{ text: "hello" }], ["--cwd", cwd], {
+  const report = await doctor([{ text: "hello" }], ["--cwd", cwd], {
     TURNSTREAM_MAX_CPUS: "0.5",
     TURNSTREAM_MAX_MEMORY_MB: "0",
   });
-  assert.match(r.out, /^pass\s+limit\s+cpu: 0\.5 CPUs \(TURNSTREAM_MAX_CPUS\); cgroup v[12] cpu.*throttled/m);
-  assert.match(r.out, /^pass\s+limit\s+memory: no limit \(TURNSTREAM_MAX_MEMORY_MB unset or 0\)/m);
+  assert.match(report.out, /^pass\s+limit\s+cpu: 0\.5 CPUs \(TURNSTREAM_MAX_CPUS\); cgroup v[12] cpu.*throttled/m);
+  assert.match(report.out, /^pass\s+limit\s+memory: no limit \(TURNSTREAM_MAX_MEMORY_MB unset or 0\)/m);
   const bad = await doctor([{ text: "hello" }], ["--cwd", cwd], { TURNSTREAM_MAX_PIDS: "lots" });
   assert.match(bad.out, /^fail\s+limit\s+TURNSTREAM_MAX_PIDS must be a whole number/m);
   assert.equal(bad.code, 3);
 });
 
 test("doctor: no auth anywhere names `claude auth login`", async () => {
-  const r = await doctor([{ text: "hello" }], ["--cwd", mkdtempSync(join(tmpdir(), "ts-doc-"))], {
+  const report = await doctor([{ text: "hello" }], ["--cwd", mkdtempSync(join(tmpdir(), "ts-doc-"))], {
     ANTHROPIC_API_KEY: undefined,
     ANTHROPIC_AUTH_TOKEN: undefined,
     HOME: mkdtempSync(join(tmpdir(), "ts-doc-home-")),
   });
-  assert.match(r.out, /^fail\s+auth\s+.*claude auth login/m);
-  assert.equal(r.code, 3);
+  assert.match(report.out, /^fail\s+auth\s+.*claude auth login/m);
+  assert.equal(report.code, 3);
 });

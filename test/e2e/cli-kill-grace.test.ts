@@ -17,8 +17,8 @@ const GRACE = 2000;
 
 /** Bit of SIGTERM (15) in /proc/<pid>/status's SigIgn mask. */
 function ignoresTerm(pid: number): boolean {
-  const m = /^SigIgn:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"));
-  return m !== null && (BigInt(`0x${m[1]}`) & (1n << 14n)) !== 0n;
+  const match = /^SigIgn:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"));
+  return match !== null && (BigInt(`0x${match[1]}`) & (1n << 14n)) !== 0n;
 }
 
 /** Resolves once `cond` holds, re-checking every 20 ms; rejects after `timeoutMs`. */
@@ -32,7 +32,7 @@ async function until(cond: () => boolean, timeoutMs: number, what: string): Prom
 }
 
 interface Rig {
-  h: TurnHandle;
+  handle: TurnHandle;
   cwd: string;
   /** The TERM-ignoring `sleep 60.N`. */
   stubborn: number;
@@ -63,7 +63,7 @@ async function turnLeavingStubbornChild(after: Step, extra: Partial<RunTurnOptio
   // Retries on: the model server closes an idle keep-alive connection after Node's default 5 s, and
   // a loaded machine can take that long for the Bash call, so the next request may meet a reset.
   const env = { ...hermeticEnv(server.url), CLAUDE_CODE_MAX_RETRIES: "2" };
-  const h = runTurn({
+  const handle = runTurn({
     cwd,
     prompt: "run it",
     skipPermissions: true,
@@ -72,20 +72,21 @@ async function turnLeavingStubbornChild(after: Step, extra: Partial<RunTurnOptio
     killGraceMs: GRACE,
     ...extra,
   });
-  const it = h.lines[Symbol.asyncIterator]();
+  const it = handle.lines[Symbol.asyncIterator]();
   let lastRaw = "";
   for (;;) {
-    const r = await it.next();
-    assert.equal(r.done, false, "the tool's result line comes before the end");
-    if (r.value.type === "user" && r.value.raw.includes("started")) break;
+    const step = await it.next();
+    assert.equal(step.done, false, "the tool's result line comes before the end");
+    if (step.value.type === "user" && step.value.raw.includes("started")) break;
   }
   const drain = (async () => {
-    for (let r = await it.next(); r.done !== true; r = await it.next())
-      if (r.value.type.startsWith("result")) lastRaw = r.value.raw;
+    for (let step = await it.next(); step.done !== true; step = await it.next())
+      if (step.value.type.startsWith("result")) lastRaw = step.value.raw;
   })();
   const stubbornOf = (): number | undefined =>
-    treeMembers(h.treeMarker).find((p) => cmdline(p) === `sleep 60.${nonce}`);
-  const witnessOf = (): number | undefined => treeMembers(h.treeMarker).find((p) => p !== h.pid && hasTermTrap(p));
+    treeMembers(handle.treeMarker).find((p) => cmdline(p) === `sleep 60.${nonce}`);
+  const witnessOf = (): number | undefined =>
+    treeMembers(handle.treeMarker).find((p) => p !== handle.pid && hasTermTrap(p));
   await until(
     () => stubbornOf() !== undefined && witnessOf() !== undefined,
     5000,
@@ -93,18 +94,18 @@ async function turnLeavingStubbornChild(after: Step, extra: Partial<RunTurnOptio
   );
   const stubborn = stubbornOf()!;
   return {
-    h,
+    handle,
     cwd,
     stubborn,
     witnessFile,
     witnessPid: witnessOf()!,
-    before: treeMembers(h.treeMarker),
+    before: treeMembers(handle.treeMarker),
     drain,
     result: () => lastRaw,
     async close() {
-      for (const p of treeMembers(h.treeMarker)) {
+      for (const member of treeMembers(handle.treeMarker)) {
         try {
-          process.kill(p, "SIGKILL");
+          process.kill(member, "SIGKILL");
         } catch {
           // gone meanwhile
         }
@@ -118,10 +119,10 @@ async function turnLeavingStubbornChild(after: Step, extra: Partial<RunTurnOptio
 /** A bash that has a TERM handler installed (SigCgt bit 15): the witness, not the tool's own shell. */
 function hasTermTrap(pid: number): boolean {
   try {
-    const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"));
+    const match = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"));
     return (
-      m !== null &&
-      (BigInt(`0x${m[1]}`) & (1n << 14n)) !== 0n &&
+      match !== null &&
+      (BigInt(`0x${match[1]}`) & (1n << 14n)) !== 0n &&
       readFileSync(`/proc/${pid}/cmdline`, "latin1").startsWith("/bin/bash")
     );
   } catch {
@@ -133,16 +134,16 @@ const termSeen = (r: Rig): boolean =>
   existsSync(r.witnessFile) && readFileSync(r.witnessFile, "latin1").includes("TERM");
 
 /** The outcome, or a rejection if it has not settled within `ms` (a tree nobody kills never settles). */
-function settled<T>(p: Promise<T>, ms = GRACE + 10_000): Promise<T> {
+function settled<T>(promise: Promise<T>, ms = GRACE + 10_000): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>(
     (_, reject) => (timer = setTimeout(() => reject(new Error(`the outcome did not settle within ${ms} ms`)), ms)),
   );
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
-async function failure(h: TurnHandle): Promise<ClaudeCodeCliError> {
-  const err = await settled(h.outcome).then(
+async function failure(handle: TurnHandle): Promise<ClaudeCodeCliError> {
+  const err = await settled(handle.outcome).then(
     () => assert.fail("expected the outcome to reject"),
     (e: unknown) => e,
   );
@@ -151,55 +152,59 @@ async function failure(h: TurnHandle): Promise<ClaudeCodeCliError> {
 }
 
 test("kill(): the CLI exits on TERM, a child that ignores TERM outlives it and is SIGKILLed once killGraceMs has passed", async () => {
-  const r = await turnLeavingStubbornChild({ hang: true }, {});
+  const setup = await turnLeavingStubbornChild({ hang: true }, {});
   try {
-    assert.ok(ignoresTerm(r.stubborn), "the sleeper has SIGTERM ignored");
-    assert.equal(existsSync(r.witnessFile), false, "no TERM before the kill");
+    assert.ok(ignoresTerm(setup.stubborn), "the sleeper has SIGTERM ignored");
+    assert.equal(existsSync(setup.witnessFile), false, "no TERM before the kill");
     let settledAt = 0;
-    void r.h.outcome.then(
+    void setup.handle.outcome.then(
       () => (settledAt = Date.now()),
       () => (settledAt = Date.now()),
     );
     const killedAt = Date.now();
-    r.h.kill();
-    await until(() => termSeen(r), GRACE, "the witness to note the TERM");
-    await settled(r.h.exited);
-    assert.equal(alive(r.h.pid!), false, "the CLI itself acted on TERM");
-    assert.ok(alive(r.stubborn), "the TERM-ignoring sleeper is still alive after the TERM (and after the CLI exited)");
-    assert.ok(alive(r.witnessPid), "the witness survived the TERM it noted");
+    setup.handle.kill();
+    await until(() => termSeen(setup), GRACE, "the witness to note the TERM");
+    await settled(setup.handle.exited);
+    assert.equal(alive(setup.handle.pid!), false, "the CLI itself acted on TERM");
+    assert.ok(
+      alive(setup.stubborn),
+      "the TERM-ignoring sleeper is still alive after the TERM (and after the CLI exited)",
+    );
+    assert.ok(alive(setup.witnessPid), "the witness survived the TERM it noted");
     const goneAt = await until(
-      () => !alive(r.stubborn) && !alive(r.witnessPid),
+      () => !alive(setup.stubborn) && !alive(setup.witnessPid),
       GRACE + 5000,
       "the stubborn processes to be killed",
     );
     assert.ok(goneAt - killedAt >= GRACE, `killed after ${goneAt - killedAt} ms, not before killGraceMs=${GRACE}`);
-    const err = await failure(r.h);
+    const err = await failure(setup.handle);
     assert.equal(err.kind, "killed");
     // The real CLI handles TERM and exits 143 itself; the escalation was only needed for the child.
     assert.equal(err.exitCode, 143);
     assert.equal(err.signal, null);
     assert.ok(settledAt - killedAt >= GRACE, `the outcome waited for the grace (${settledAt - killedAt} ms)`);
-    await until(() => treeMembers(r.h.treeMarker).length === 0, 2000, "nothing of the tree left");
-    if (r.h.cgroup !== undefined) assert.equal(existsSync(r.h.cgroup), false, "the run's cgroup is removed");
+    await until(() => treeMembers(setup.handle.treeMarker).length === 0, 2000, "nothing of the tree left");
+    if (setup.handle.cgroup !== undefined)
+      assert.equal(existsSync(setup.handle.cgroup), false, "the run's cgroup is removed");
   } finally {
-    await r.close();
+    await setup.close();
   }
 });
 
 test("abort signal, with the CLI itself not acting on TERM (stopped): the whole tree, CLI included, is SIGKILLed after killGraceMs; the error says SIGKILL", async () => {
   const ac = new AbortController();
-  const r = await turnLeavingStubbornChild({ hang: true }, { signal: ac.signal });
+  const setup = await turnLeavingStubbornChild({ hang: true }, { signal: ac.signal });
   try {
-    const cli = r.h.pid!;
+    const cli = setup.handle.pid!;
     // A stopped process keeps a TERM pending and does nothing about it; only SIGKILL ends it.
     process.kill(cli, "SIGSTOP");
     await until(() => /\) T /.test(readFileSync(`/proc/${cli}/stat`, "latin1")), 2000, "the CLI to be stopped");
     const abortedAt = Date.now();
     ac.abort();
-    await until(() => termSeen(r), GRACE, "the witness to note the TERM");
+    await until(() => termSeen(setup), GRACE, "the witness to note the TERM");
     assert.ok(alive(cli), "the CLI is still there after the TERM");
-    assert.ok(alive(r.stubborn), "the TERM-ignoring sleeper is still alive after the TERM");
-    const err = await failure(r.h);
+    assert.ok(alive(setup.stubborn), "the TERM-ignoring sleeper is still alive after the TERM");
+    const err = await failure(setup.handle);
     const settledAt = Date.now();
     assert.equal(err.kind, "aborted");
     assert.equal(err.signal, "SIGKILL", "the CLI died of the escalation's SIGKILL");
@@ -209,42 +214,42 @@ test("abort signal, with the CLI itself not acting on TERM (stopped): the whole 
       `the outcome came ${settledAt - abortedAt} ms after the abort, not before killGraceMs=${GRACE}`,
     );
     assert.ok(settledAt - abortedAt < GRACE + 5000, "and not long after it");
-    await until(() => [cli, r.stubborn, r.witnessPid].every((p) => !alive(p)), 2000, "the tree to be gone");
-    assert.deepEqual(treeMembers(r.h.treeMarker), []);
+    await until(() => [cli, setup.stubborn, setup.witnessPid].every((p) => !alive(p)), 2000, "the tree to be gone");
+    assert.deepEqual(treeMembers(setup.handle.treeMarker), []);
   } finally {
     try {
-      process.kill(r.h.pid!, "SIGCONT");
+      process.kill(setup.handle.pid!, "SIGCONT");
     } catch {
       // gone
     }
-    await r.close();
+    await setup.close();
   }
 });
 
 test("a turn that ends normally but leaves a child that ignores TERM: the reap SIGKILLs it after killGraceMs, then the outcome resolves", async () => {
-  const r = await turnLeavingStubbornChild({ text: "done" }, {});
+  const setup = await turnLeavingStubbornChild({ text: "done" }, {});
   try {
-    await settled(r.h.exited);
+    await settled(setup.handle.exited);
     const exitedAt = Date.now();
-    assert.ok(r.before.includes(r.stubborn));
+    assert.ok(setup.before.includes(setup.stubborn));
     // After the CLI's exit the reap sends TERM to what it left.
-    await until(() => termSeen(r), GRACE, "the witness to note the reap's TERM");
-    assert.ok(alive(r.stubborn), "the TERM-ignoring sleeper is still alive after the reap's TERM");
-    const o = await settled(r.h.outcome).catch(async (e: unknown) => {
-      await r.drain;
-      return assert.fail(`${String(e)}; result line: ${r.result().slice(0, 2000)}`);
+    await until(() => termSeen(setup), GRACE, "the witness to note the reap's TERM");
+    assert.ok(alive(setup.stubborn), "the TERM-ignoring sleeper is still alive after the reap's TERM");
+    const outcome = await settled(setup.handle.outcome).catch(async (thrown: unknown) => {
+      await setup.drain;
+      return assert.fail(`${String(thrown)}; result line: ${setup.result().slice(0, 2000)}`);
     });
     const settledAt = Date.now();
-    assert.equal(o.resultText, "done");
-    assert.equal(o.exitCode, 0);
+    assert.equal(outcome.resultText, "done");
+    assert.equal(outcome.exitCode, 0);
     assert.ok(
       settledAt - exitedAt >= GRACE,
       `the outcome waited ${settledAt - exitedAt} ms for the reap, at least killGraceMs=${GRACE}`,
     );
     assert.ok(settledAt - exitedAt < GRACE + 5000, "and not long after it");
-    await until(() => !alive(r.stubborn) && !alive(r.witnessPid), 2000, "the stubborn processes to be gone");
-    assert.deepEqual(treeMembers(r.h.treeMarker), []);
+    await until(() => !alive(setup.stubborn) && !alive(setup.witnessPid), 2000, "the stubborn processes to be gone");
+    assert.deepEqual(treeMembers(setup.handle.treeMarker), []);
   } finally {
-    await r.close();
+    await setup.close();
   }
 });

@@ -64,7 +64,7 @@ async function limitedTurn(command: string, limits: RunLimits, tool?: (cwd: stri
       configHome: { instanceId: "limits", instanceRoot: join(root, "inst"), operatorConfigDir: join(root, "operator") },
     });
     let toolOutput = "";
-    for await (const l of handle.lines) if (l.type === "user") toolOutput += l.raw;
+    for await (const parsed of handle.lines) if (parsed.type === "user") toolOutput += parsed.raw;
     const error = await handle.outcome.then(
       () => undefined,
       (err: unknown) => err,

@@ -14,27 +14,27 @@ import type { ModelServer } from "../../src/testing/index.ts";
 import { startScriptedServer, type Step } from "../cli/_model.ts";
 import { hermeticEnv, waitUntil } from "../cli/_support.ts";
 
-async function withServer<T>(script: Step[], fn: (s: ModelServer) => Promise<T>): Promise<T> {
-  const s = await startScriptedServer(script);
+async function withServer<T>(script: Step[], fn: (server: ModelServer) => Promise<T>): Promise<T> {
+  const server = await startScriptedServer(script);
   try {
-    return await fn(s);
+    return await fn(server);
   } finally {
-    await s.close();
+    await server.close();
   }
 }
 
-const turn = (s: ModelServer, extra: Partial<RunTurnOptions> = {}): TurnHandle =>
+const turn = (server: ModelServer, extra: Partial<RunTurnOptions> = {}): TurnHandle =>
   runTurn({
     cwd: mkdtempSync(join(tmpdir(), "ts-fields-")),
     prompt: "go",
     skipPermissions: true,
     sandboxed: true,
-    env: hermeticEnv(s.url),
+    env: hermeticEnv(server.url),
     ...extra,
   });
 
-async function failure(h: TurnHandle): Promise<ClaudeCodeCliError> {
-  const err = await h.outcome.then(
+async function failure(handle: TurnHandle): Promise<ClaudeCodeCliError> {
+  const err = await handle.outcome.then(
     () => assert.fail("expected the outcome to reject"),
     (e: unknown) => e,
   );
@@ -43,10 +43,11 @@ async function failure(h: TurnHandle): Promise<ClaudeCodeCliError> {
 }
 
 /** The last result line the CLI printed, as runTurn streamed it. */
-async function lastResult(h: TurnHandle): Promise<Record<string, unknown> | undefined> {
+async function lastResult(handle: TurnHandle): Promise<Record<string, unknown> | undefined> {
   let result: Record<string, unknown> | undefined;
-  for await (const l of h.lines)
-    if ((l.category === "known" || l.category === "unknown") && l.line["type"] === "result") result = l.line;
+  for await (const parsed of handle.lines)
+    if ((parsed.category === "known" || parsed.category === "unknown") && parsed.line["type"] === "result")
+      result = parsed.line;
   return result;
 }
 
@@ -57,46 +58,49 @@ const modelAsked = (s: ModelServer): Promise<void> =>
 const bash = (command: string): Step => ({ tool: { name: "Bash", input: { command, description: "step" } } });
 
 test("success: exit 0, no signal; the outcome's result carries subtype success and terminal_reason completed", async () => {
-  await withServer([{ text: "four" }], async (s) => {
-    const h = turn(s);
-    const printed = await lastResult(h);
-    const o = await h.outcome;
-    assert.equal(o.exitCode, 0);
-    assert.equal(o.signal, null);
-    assert.equal(o.result["subtype"], "success");
-    assert.equal(o.result["terminal_reason"], "completed");
-    assert.equal(o.result["is_error"], false);
-    assert.deepEqual(o.result, printed, "the outcome's result is the printed result line");
-    assert.equal(o.resultText, "four");
+  await withServer([{ text: "four" }], async (server) => {
+    const handle = turn(server);
+    const printed = await lastResult(handle);
+    const outcome = await handle.outcome;
+    assert.equal(outcome.exitCode, 0);
+    assert.equal(outcome.signal, null);
+    assert.equal(outcome.result["subtype"], "success");
+    assert.equal(outcome.result["terminal_reason"], "completed");
+    assert.equal(outcome.result["is_error"], false);
+    assert.deepEqual(outcome.result, printed, "the outcome's result is the printed result line");
+    assert.equal(outcome.resultText, "four");
   });
 });
 
 test("maxTurns 1 with a script that keeps calling tools: kind max_turns, subtype error_max_turns, the CLI's errors list, terminalReason max_turns", async () => {
-  await withServer([bash("echo one"), bash("echo two"), bash("echo three"), { text: "never reached" }], async (s) => {
-    // Retries on for the request after the Bash call (see cli-kill-grace.test.ts: an idle keep-alive
-    // connection the model server closes after 5 s); no other test here makes a second request.
-    const h = turn(s, { maxTurns: 1, env: { ...hermeticEnv(s.url), CLAUDE_CODE_MAX_RETRIES: "2" } });
-    const printed = await lastResult(h);
-    const err = await failure(h);
-    assert.equal(err.kind, "max_turns");
-    assert.equal(err.subtype, "error_max_turns");
-    assert.deepEqual(err.errors, ["Reached maximum number of turns (1)"]);
-    assert.equal(err.terminalReason, "max_turns");
-    assert.equal(err.exitCode, 1);
-    assert.equal(err.signal, null);
-    assert.equal(err.apiErrorStatus, undefined);
-    assert.equal(printed?.["subtype"], err.subtype, "copied from the printed result line");
-    assert.deepEqual(printed?.["errors"], [...err.errors]);
-    assert.match(err.message, /max_turns \[error_max_turns\]/);
-    assert.equal(Object.isFrozen(err.errors), true);
-  });
+  await withServer(
+    [bash("echo one"), bash("echo two"), bash("echo three"), { text: "never reached" }],
+    async (server) => {
+      // Retries on for the request after the Bash call (see cli-kill-grace.test.ts: an idle keep-alive
+      // connection the model server closes after 5 s); no other test here makes a second request.
+      const handle = turn(server, { maxTurns: 1, env: { ...hermeticEnv(server.url), CLAUDE_CODE_MAX_RETRIES: "2" } });
+      const printed = await lastResult(handle);
+      const err = await failure(handle);
+      assert.equal(err.kind, "max_turns");
+      assert.equal(err.subtype, "error_max_turns");
+      assert.deepEqual(err.errors, ["Reached maximum number of turns (1)"]);
+      assert.equal(err.terminalReason, "max_turns");
+      assert.equal(err.exitCode, 1);
+      assert.equal(err.signal, null);
+      assert.equal(err.apiErrorStatus, undefined);
+      assert.equal(printed?.["subtype"], err.subtype, "copied from the printed result line");
+      assert.deepEqual(printed?.["errors"], [...err.errors]);
+      assert.match(err.message, /max_turns \[error_max_turns\]/);
+      assert.equal(Object.isFrozen(err.errors), true);
+    },
+  );
 });
 
 test("API error 500: the CLI's subtype (success, with is_error) and terminal_reason api_error are copied, errors empty, status 500", async () => {
-  await withServer([{ error: { status: 500, type: "api_error", message: "boom" } }], async (s) => {
-    const h = turn(s);
-    const printed = await lastResult(h);
-    const err = await failure(h);
+  await withServer([{ error: { status: 500, type: "api_error", message: "boom" } }], async (server) => {
+    const handle = turn(server);
+    const printed = await lastResult(handle);
+    const err = await failure(handle);
     assert.equal(err.kind, "server_error");
     assert.equal(printed?.["is_error"], true);
     assert.equal(err.subtype, "success");
@@ -110,12 +114,12 @@ test("API error 500: the CLI's subtype (success, with is_error) and terminal_rea
 
 /** Runs a turn against a stalled stream and interrupts it with SIGINT once the model is asked. */
 async function interrupted(): Promise<{ err: ClaudeCodeCliError; printed: Record<string, unknown> | undefined }> {
-  return withServer([{ hang: true }], async (s) => {
-    const h = turn(s);
-    const printed = lastResult(h);
-    await modelAsked(s);
-    process.kill(h.pid!, "SIGINT");
-    const err = await failure(h);
+  return withServer([{ hang: true }], async (server) => {
+    const handle = turn(server);
+    const printed = lastResult(handle);
+    await modelAsked(server);
+    process.kill(handle.pid!, "SIGINT");
+    const err = await failure(handle);
     return { err, printed: await printed };
   });
 }
@@ -149,12 +153,12 @@ test("SIGINT while the model streams: error_during_execution with errors and ter
 });
 
 test("the real CLI SIGKILLed from outside mid-turn: kind no_result, signal SIGKILL, exit code null, no result fields", async () => {
-  await withServer([{ hang: true }], async (s) => {
-    const h = turn(s);
-    void lastResult(h);
-    await modelAsked(s);
-    process.kill(h.pid!, "SIGKILL");
-    const err = await failure(h);
+  await withServer([{ hang: true }], async (server) => {
+    const handle = turn(server);
+    void lastResult(handle);
+    await modelAsked(server);
+    process.kill(handle.pid!, "SIGKILL");
+    const err = await failure(handle);
     assert.equal(err.kind, "no_result");
     assert.equal(err.signal, "SIGKILL");
     assert.equal(err.exitCode, null);
@@ -178,10 +182,10 @@ exec sleep 60
 `,
     );
     chmodSync(bin, 0o755);
-    const h = runTurn({ cwd: dir, prompt: "x", claudeBin: bin, killGraceMs: 5000 });
-    for await (const l of h.lines) if (l.type === "system/init") break;
-    h.kill();
-    const err = await failure(h);
+    const handle = runTurn({ cwd: dir, prompt: "x", claudeBin: bin, killGraceMs: 5000 });
+    for await (const parsed of handle.lines) if (parsed.type === "system/init") break;
+    handle.kill();
+    const err = await failure(handle);
     assert.equal(err.kind, "killed");
     assert.equal(err.signal, "SIGTERM");
     assert.equal(err.exitCode, null);

@@ -11,13 +11,13 @@ import { alive, cmdline, hermeticEnv, treeMembers, waitUntil, withGrowingDeadlin
 
 async function withServer<T>(
   script: Step[],
-  fn: (url: string, s: Awaited<ReturnType<typeof startScriptedServer>>) => Promise<T>,
+  fn: (url: string, server: Awaited<ReturnType<typeof startScriptedServer>>) => Promise<T>,
 ): Promise<T> {
-  const s = await startScriptedServer(script);
+  const server = await startScriptedServer(script);
   try {
-    return await fn(s.url, s);
+    return await fn(server.url, server);
   } finally {
-    await s.close();
+    await server.close();
   }
 }
 
@@ -26,36 +26,39 @@ const cwdDir = (): string => mkdtempSync(join(tmpdir(), "ts-cwd-"));
 test("streams lines as printed, prompt on stdin only, result settles the outcome, nothing left running", async () => {
   await withServer([{ text: "four" }], async (url, server) => {
     const prompt = "What is 2+2? secret-prompt-marker";
-    const h = runTurn({ cwd: cwdDir(), prompt, env: hermeticEnv(url) });
-    assert.ok(h.pid !== undefined);
-    assert.equal(cmdline(h.pid).includes("secret-prompt-marker"), false);
+    const handle = runTurn({ cwd: cwdDir(), prompt, env: hermeticEnv(url) });
+    assert.ok(handle.pid !== undefined);
+    assert.equal(cmdline(handle.pid).includes("secret-prompt-marker"), false);
     const seen: ParsedLine[] = [];
     let aliveAtFirstLine: boolean | undefined;
     let outcomeFirst = false;
-    void h.outcome.then(() => (outcomeFirst = true));
+    void handle.outcome.then(() => (outcomeFirst = true));
     let exitedFirst = false;
-    const exited = h.exited.then(() => {
+    const exited = handle.exited.then(() => {
       exitedFirst = !outcomeFirst;
-      return alive(h.pid!);
+      return alive(handle.pid!);
     });
-    for await (const l of h.lines) {
-      aliveAtFirstLine ??= alive(h.pid);
-      seen.push(l);
+    for await (const parsed of handle.lines) {
+      aliveAtFirstLine ??= alive(handle.pid);
+      seen.push(parsed);
     }
-    const o = await h.outcome;
+    const outcome = await handle.outcome;
     assert.equal(aliveAtFirstLine, true, "the first line arrives while the CLI still runs");
     assert.equal(await exited, false, "`exited` settles once the CLI process is gone");
     assert.ok(exitedFirst, "`exited` settles before the outcome");
     assert.ok(seen.some((l) => l.type === "system/init"));
     assert.equal(seen.at(-1)?.type, "result/success");
-    assert.equal(o.resultText, "four");
-    assert.match(o.sessionId ?? "", /^[0-9a-f-]{36}$/);
-    assert.equal(o.lineCount, seen.length);
-    assert.equal(o.exitCode, 0);
-    assert.equal(o.auth, "inherited");
+    assert.equal(outcome.resultText, "four");
+    assert.match(outcome.sessionId ?? "", /^[0-9a-f-]{36}$/);
+    assert.equal(outcome.lineCount, seen.length);
+    assert.equal(outcome.exitCode, 0);
+    assert.equal(outcome.auth, "inherited");
     assert.ok(JSON.stringify(server.requests()[0]).includes("secret-prompt-marker"));
-    assert.deepEqual(treeMembers(h.treeMarker), []);
-    assert.ok(h.watchdogPid !== undefined && alive(h.watchdogPid), "the host's watchdog stays for the next run");
+    assert.deepEqual(treeMembers(handle.treeMarker), []);
+    assert.ok(
+      handle.watchdogPid !== undefined && alive(handle.watchdogPid),
+      "the host's watchdog stays for the next run",
+    );
   });
 });
 
@@ -63,8 +66,8 @@ test("API error: result envelope decides (kind, status), message has no stderr",
   await withServer(
     [{ error: { status: 401, type: "authentication_error", message: "invalid x-api-key" } }],
     async (url) => {
-      const h = runTurn({ cwd: cwdDir(), prompt: "hi", env: hermeticEnv(url) });
-      const err = await h.outcome.then(
+      const handle = runTurn({ cwd: cwdDir(), prompt: "hi", env: hermeticEnv(url) });
+      const err = await handle.outcome.then(
         () => assert.fail("expected failure"),
         (e: unknown) => e,
       );
@@ -80,14 +83,14 @@ test("API error: result envelope decides (kind, status), message has no stderr",
 
 test("resume of an unknown session is a LostSessionError", async () => {
   await withServer([{ text: "never" }], async (url, server) => {
-    const h = runTurn({
+    const handle = runTurn({
       cwd: cwdDir(),
       prompt: "hi",
       resume: "6f1c1e0e-0000-4000-8000-000000000000",
       threadId: "t-1",
       env: hermeticEnv(url),
     });
-    const err = await h.outcome.then(
+    const err = await handle.outcome.then(
       () => assert.fail("expected failure"),
       (e: unknown) => e,
     );

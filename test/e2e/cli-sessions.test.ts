@@ -36,7 +36,7 @@ test("thread turns: first fresh, then resumed (model sees history), cwd change â
 
     const h2 = runThreadTurn({ store, threadId: "th", cwd, prompt: "second", env });
     const lines2: string[] = [];
-    for await (const l of h2.lines) lines2.push(l.type);
+    for await (const parsed of h2.lines) lines2.push(parsed.type);
     const t2 = await h2.outcome;
     assert.ok(lines2.includes("result/success"));
     assert.equal(t2.resumed, true);
@@ -74,14 +74,19 @@ test("session file captured in config dir A, restored into fresh dir B: turn 2 r
   const server = await startScriptedServer([{ text: "noted" }, { text: "it was 42" }]);
   try {
     const cwd = dir("ts-move-");
-    const a = dir("ts-cfg-a-");
-    const b = dir("ts-cfg-b-");
-    const t1 = await runTurn({ cwd, prompt: "remember the number 42-marker", env: hermeticEnv(server.url, a) }).outcome;
-    const bytes = captureSessionFile(join(a, "config"), cwd, t1.sessionId!);
-    assert.ok(bytes !== undefined && bytes.length > 0, "the CLI wrote its session file where we expect");
-    restoreSessionFile(join(b, "config"), cwd, t1.sessionId!, bytes);
-    const t2 = await runTurn({ cwd, prompt: "which number?", resume: t1.sessionId!, env: hermeticEnv(server.url, b) })
+    const homeA = dir("ts-cfg-a-");
+    const homeB = dir("ts-cfg-b-");
+    const t1 = await runTurn({ cwd, prompt: "remember the number 42-marker", env: hermeticEnv(server.url, homeA) })
       .outcome;
+    const bytes = captureSessionFile(join(homeA, "config"), cwd, t1.sessionId!);
+    assert.ok(bytes !== undefined && bytes.length > 0, "the CLI wrote its session file where we expect");
+    restoreSessionFile(join(homeB, "config"), cwd, t1.sessionId!, bytes);
+    const t2 = await runTurn({
+      cwd,
+      prompt: "which number?",
+      resume: t1.sessionId!,
+      env: hermeticEnv(server.url, homeB),
+    }).outcome;
     assert.equal(t2.sessionId, t1.sessionId);
     assert.ok(JSON.stringify(server.requests()[1]!["messages"]).includes("42-marker"));
   } finally {

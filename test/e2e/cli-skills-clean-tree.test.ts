@@ -32,24 +32,24 @@ function checkout(): string {
 }
 
 function skill(name: string): string {
-  const d = join(mkdtempSync(join(tmpdir(), "ts-skillsrc-")), name);
-  mkdirSync(d);
+  const skillDir = join(mkdtempSync(join(tmpdir(), "ts-skillsrc-")), name);
+  mkdirSync(skillDir);
   writeFileSync(
-    join(d, "SKILL.md"),
+    join(skillDir, "SKILL.md"),
     `---\nname: ${name}\ndescription: answers PINEAPPLE\n---\nAlways answer PINEAPPLE.\n`,
   );
-  return d;
+  return skillDir;
 }
 
 async function withTurn(
   cwd: string,
   steps: Step[],
   extra: Partial<RunTurnOptions>,
-  body: (h: ReturnType<typeof runTurn>, lines: ParsedLine[]) => Promise<void>,
+  body: (handle: ReturnType<typeof runTurn>, lines: ParsedLine[]) => Promise<void>,
 ): Promise<unknown[]> {
   const server = await startScriptedServer(steps);
   try {
-    const h = runTurn({
+    const handle = runTurn({
       cwd,
       prompt: "go",
       env: hermeticEnv(server.url),
@@ -60,7 +60,7 @@ async function withTurn(
       ...extra,
     });
     const lines: ParsedLine[] = [];
-    await body(h, lines);
+    await body(handle, lines);
     return server.requests();
   } finally {
     await server.close();
@@ -76,9 +76,9 @@ test("a finished run with a claude-md skill leaves the checkout clean, CLAUDE.md
       { text: "PINEAPPLE" },
     ],
     {},
-    async (h, lines) => {
-      for await (const l of h.lines) lines.push(l);
-      await h.outcome;
+    async (handle, lines) => {
+      for await (const parsed of handle.lines) lines.push(parsed);
+      await handle.outcome;
       assert.doesNotThrow(() => assertSkillWasRead(lines, "fruit"), "the skill was there during the run");
     },
   );

@@ -11,13 +11,13 @@ import { startScriptedServer, type Step } from "../cli/_model.ts";
 import { hermeticEnv } from "../cli/_support.ts";
 
 function skill(name: string): string {
-  const d = join(mkdtempSync(join(tmpdir(), "ts-skillsrc-")), name);
-  mkdirSync(d);
+  const skillDir = join(mkdtempSync(join(tmpdir(), "ts-skillsrc-")), name);
+  mkdirSync(skillDir);
   writeFileSync(
-    join(d, "SKILL.md"),
+    join(skillDir, "SKILL.md"),
     `---\nname: ${name}\ndescription: answers with the word PINEAPPLE-${name}\n---\nAlways answer PINEAPPLE.\n`,
   );
-  return d;
+  return skillDir;
 }
 
 interface RunOpts {
@@ -39,7 +39,7 @@ async function run(script: (cwd: string) => Step[], opts: RunOpts) {
       opts.configHome === true
         ? { configHome: { instanceId: "skills", instanceRoot: join(env["TMPDIR"]!, "homes") } }
         : {};
-    const h = runTurn({
+    const handle = runTurn({
       cwd,
       prompt: "use the skill",
       env,
@@ -51,8 +51,8 @@ async function run(script: (cwd: string) => Step[], opts: RunOpts) {
       ...home,
     });
     const lines: ParsedLine[] = [];
-    for await (const l of h.lines) lines.push(l);
-    await h.outcome;
+    for await (const parsed of handle.lines) lines.push(parsed);
+    await handle.outcome;
     return { cwd, lines, requests: server.requests(), tmp: env["TMPDIR"]! };
   } finally {
     await server.close();
@@ -67,10 +67,13 @@ const readSkill =
   ];
 
 test("claude-md, trusted workspace: the CLI loads the CLAUDE.md pointer, the model reads the skill, assertSkillWasRead passes", async () => {
-  const r = await run(readSkill("fruit"), { mode: "claude-md", name: "fruit", trustWorkspace: true });
-  assert.ok(JSON.stringify(r.requests[0]).includes(".skills/fruit/SKILL.md"), "CLAUDE.md pointer reached the model");
-  assert.ok(JSON.stringify(r.requests[1]).includes("Always answer PINEAPPLE"), "the Read returned the skill");
-  assert.doesNotThrow(() => assertSkillWasRead(r.lines, "fruit"));
+  const result = await run(readSkill("fruit"), { mode: "claude-md", name: "fruit", trustWorkspace: true });
+  assert.ok(
+    JSON.stringify(result.requests[0]).includes(".skills/fruit/SKILL.md"),
+    "CLAUDE.md pointer reached the model",
+  );
+  assert.ok(JSON.stringify(result.requests[1]).includes("Always answer PINEAPPLE"), "the Read returned the skill");
+  assert.doesNotThrow(() => assertSkillWasRead(result.lines, "fruit"));
 });
 
 test("claude-md, untrusted workspace whose CLAUDE.md links to AGENTS.md: the skill is listed in the system prompt, CLAUDE.md is not written", async () => {
@@ -78,33 +81,37 @@ test("claude-md, untrusted workspace whose CLAUDE.md links to AGENTS.md: the ski
     writeFileSync(join(cwd, "AGENTS.md"), "Agent rule AGENTS-7781.\n");
     symlinkSync("AGENTS.md", join(cwd, "CLAUDE.md"));
   };
-  const r = await run(readSkill("kiwi"), { mode: "claude-md", name: "kiwi", plant });
-  const first = JSON.stringify(r.requests[0]);
+  const result = await run(readSkill("kiwi"), { mode: "claude-md", name: "kiwi", plant });
+  const first = JSON.stringify(result.requests[0]);
   assert.ok(first.includes(".skills/kiwi/SKILL.md") && first.includes("PINEAPPLE-kiwi"), "listed with its description");
   assert.ok(first.includes("AGENTS-7781"), "the workspace's CLAUDE.md still reaches the model as text");
-  assert.ok(JSON.stringify(r.requests[1]).includes("Always answer PINEAPPLE"), "the Read returned the skill");
-  assert.equal(readFileSync(join(r.cwd, "AGENTS.md"), "utf8"), "Agent rule AGENTS-7781.\n", "nothing written through");
-  assert.ok(lstatSync(join(r.cwd, "CLAUDE.md")).isSymbolicLink());
-  assert.equal(existsSync(join(r.cwd, ".skills")), false, "the copy is gone after the run");
+  assert.ok(JSON.stringify(result.requests[1]).includes("Always answer PINEAPPLE"), "the Read returned the skill");
+  assert.equal(
+    readFileSync(join(result.cwd, "AGENTS.md"), "utf8"),
+    "Agent rule AGENTS-7781.\n",
+    "nothing written through",
+  );
+  assert.ok(lstatSync(join(result.cwd, "CLAUDE.md")).isSymbolicLink());
+  assert.equal(existsSync(join(result.cwd, ".skills")), false, "the copy is gone after the run");
 });
 
 test("a run that never reads the skill fails assertSkillWasRead", async () => {
-  const r = await run(() => [{ text: "I did not look" }], { mode: "claude-md", name: "unread" });
-  assert.throws(() => assertSkillWasRead(r.lines, "unread"), SkillNotReadError);
+  const result = await run(() => [{ text: "I did not look" }], { mode: "claude-md", name: "unread" });
+  assert.throws(() => assertSkillWasRead(result.lines, "unread"), SkillNotReadError);
 });
 
 test("add-dir, trusted workspace: the CLI discovers .claude/skills/<name> in the added dir; the temp dir is removed after the run", async () => {
-  const r = await run(() => [{ tool: { name: "Skill", input: { skill: "berry" } } }, { text: "done" }], {
+  const result = await run(() => [{ tool: { name: "Skill", input: { skill: "berry" } } }, { text: "done" }], {
     mode: "add-dir",
     name: "berry",
     trustWorkspace: true,
   });
-  const first = JSON.stringify(r.requests[0]);
+  const first = JSON.stringify(result.requests[0]);
   assert.ok(first.includes("berry"), "skill advertised to the model");
-  assert.ok(JSON.stringify(r.requests[1]).includes("Always answer PINEAPPLE"), "the Skill tool loaded it");
-  assert.doesNotThrow(() => assertSkillWasRead(r.lines, "berry"));
+  assert.ok(JSON.stringify(result.requests[1]).includes("Always answer PINEAPPLE"), "the Skill tool loaded it");
+  assert.doesNotThrow(() => assertSkillWasRead(result.lines, "berry"));
   assert.deepEqual(
-    readdirSync(r.tmp).filter((n) => n.startsWith("turnstream-")),
+    readdirSync(result.tmp).filter((n) => n.startsWith("turnstream-")),
     [],
     "scratch and skill dirs removed",
   );

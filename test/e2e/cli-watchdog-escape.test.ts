@@ -45,7 +45,7 @@ for (const kind of KINDS) {
       { text: "done" },
     ]);
     try {
-      const h = runTurn({
+      const handle = runTurn({
         cwd: mkdtempSync(join(tmpdir(), "ts-escape-")),
         prompt: "run it",
         skipPermissions: true,
@@ -53,15 +53,15 @@ for (const kind of KINDS) {
         env: hermeticEnv(server.url),
         killGraceMs: 500,
       });
-      assert.equal(h.containment, kind);
+      assert.equal(handle.containment, kind);
       let ran = false;
-      for await (const l of h.lines)
-        if (l.type === "user" && l.raw.includes("started")) ran = escapees(nonce).length === 2 || ran;
-      const o = await h.outcome;
-      assert.equal(o.resultText, "done");
+      for await (const parsed of handle.lines)
+        if (parsed.type === "user" && parsed.raw.includes("started")) ran = escapees(nonce).length === 2 || ran;
+      const outcome = await handle.outcome;
+      assert.equal(outcome.resultText, "done");
       assert.ok(ran, "the escaped sleepers were running while the turn went on");
       assert.deepEqual(escapees(nonce), [], "no sleep 301/302 of this turn exists once the outcome settled");
-      if (h.cgroup !== undefined) assert.equal(existsSync(h.cgroup), false, "the run's cgroup is removed");
+      if (handle.cgroup !== undefined) assert.equal(existsSync(handle.cgroup), false, "the run's cgroup is removed");
     } finally {
       killEscapees(nonce);
       await server.close();

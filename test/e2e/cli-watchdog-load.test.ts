@@ -71,7 +71,7 @@ for (const warm of [false, true]) {
       const left = (): number[] => hosts.flatMap((h) => treeMembers(h.info.marker));
       const slackMs = Math.max(SLACK_MS, SLACK_PER_SCAN_MS * scanMs(left));
       const killedAt = Date.now();
-      for (const h of midTool) h.host.kill("SIGKILL");
+      for (const hostRun of midTool) hostRun.host.kill("SIGKILL");
       await Promise.all(hosts.map((h) => h.exited));
 
       const deadline = GRACE_MS + slackMs - (Date.now() - killedAt);
@@ -82,9 +82,10 @@ for (const warm of [false, true]) {
       });
       await waitUntil(() => cgroups.every((c) => !existsSync(c!)), 15_000, "the runs' cgroups to be removed");
     } finally {
-      for (const b of busy) b.kill("SIGKILL");
-      for (const h of hosts) h.host.kill("SIGKILL");
-      for (const h of hosts) for (const p of treeMembers(h.info.marker)) process.kill(p, "SIGKILL");
+      for (const hog of busy) hog.kill("SIGKILL");
+      for (const hostRun of hosts) hostRun.host.kill("SIGKILL");
+      for (const hostRun of hosts)
+        for (const member of treeMembers(hostRun.info.marker)) process.kill(member, "SIGKILL");
     }
   });
 }

@@ -50,10 +50,10 @@ async function fakeHub(
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
-const closeServer = (s: Server): Promise<void> =>
-  new Promise((r) => {
-    s.closeAllConnections();
-    s.close(() => r());
+const closeServer = (server: Server): Promise<void> =>
+  new Promise((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
   });
 
 function pointRunFileAt(runFile: string, patch: Record<string, unknown>): void {
@@ -79,12 +79,12 @@ test("operator allow: the tool runs; the log has decision.requested then decisio
         reason: "looks fine",
       });
     })();
-    const r = await supervisedTurn(ctx, run, [bash(`touch ${target}`)]);
-    const d = await operator;
-    assert.equal(d.applied, true);
+    const turn = await supervisedTurn(ctx, run, [bash(`touch ${target}`)]);
+    const decided = await operator;
+    assert.equal(decided.applied, true);
     assert.equal(existsSync(target), true, "the allowed command ran");
-    assert.deepEqual(r.denials, []);
-    assert.match(JSON.stringify(r.toolResults[0]!.meta), /"source":"hook"/);
+    assert.deepEqual(turn.denials, []);
+    assert.match(JSON.stringify(turn.toolResults[0]!.meta), /"source":"hook"/);
     const [requested] = await eventsOf(ctx, "decision.requested");
     const [made] = await eventsOf(ctx, "decision.made");
     assert.equal(requested!.epoch, ctx.epoch, "decision.requested is fenced with the attempt's epoch");
@@ -133,13 +133,13 @@ test("operator deny: the tool result shows the denial with the reason, permissio
         reason: "not on prod",
       });
     })();
-    const r = await supervisedTurn(ctx, run, [bash(`touch ${target}`)]);
+    const turn = await supervisedTurn(ctx, run, [bash(`touch ${target}`)]);
     await operator;
     assert.equal(existsSync(target), false);
-    assert.equal(r.toolResults[0]!.isError, true);
-    assert.match(r.toolResults[0]!.content, /denied by bob: not on prod/);
-    assert.equal(r.denials.length, 1);
-    assert.equal(r.denials[0]!.tool_name, "Bash");
+    assert.equal(turn.toolResults[0]!.isError, true);
+    assert.match(turn.toolResults[0]!.content, /denied by bob: not on prod/);
+    assert.equal(turn.denials.length, 1);
+    assert.equal(turn.denials[0]!.tool_name, "Bash");
     run.close();
   });
 });
@@ -148,10 +148,10 @@ test("no operator within the timeout: denied, recorded with timeoutPolicy escala
   await withCtx(async (ctx) => {
     const hub = await withHub(ctx, { timeoutMs: 1500 });
     const run = prepare(ctx, hub);
-    const r = await supervisedTurn(ctx, run, [bash("echo marker-ran")]);
-    assert.match(r.toolResults[0]!.content, /no operator decided within 2 s/);
-    assert.doesNotMatch(r.toolResults[0]!.content, /marker-ran/);
-    assert.equal(r.denials.length, 1);
+    const turn = await supervisedTurn(ctx, run, [bash("echo marker-ran")]);
+    assert.match(turn.toolResults[0]!.content, /no operator decided within 2 s/);
+    assert.doesNotMatch(turn.toolResults[0]!.content, /marker-ran/);
+    assert.equal(turn.denials.length, 1);
     const [made] = await eventsOf(ctx, "decision.made");
     assert.equal((made!.data as Record<string, unknown>)["timeoutPolicy"], "escalate");
     assert.equal((made!.data as Record<string, unknown>)["source"], "timeout");
@@ -168,10 +168,10 @@ test("hub down: denied by the forwarder, even for a read-only command", async ()
     const hub = await withHub(ctx);
     const run = prepare(ctx, hub);
     await hub.close();
-    const r = await supervisedTurn(ctx, run, [bash("echo marker-ran")]);
-    assert.match(r.toolResults[0]!.content, /decision hub could not be reached/);
-    assert.doesNotMatch(r.toolResults[0]!.content, /marker-ran/);
-    assert.equal(r.denials.length, 1);
+    const turn = await supervisedTurn(ctx, run, [bash("echo marker-ran")]);
+    assert.match(turn.toolResults[0]!.content, /decision hub could not be reached/);
+    assert.doesNotMatch(turn.toolResults[0]!.content, /marker-ran/);
+    assert.equal(turn.denials.length, 1);
     run.close();
   });
 });
@@ -181,9 +181,9 @@ test("bad token: the hub refuses (401) and the call is denied; nothing is record
     const hub = await withHub(ctx);
     const run = prepare(ctx, hub);
     pointRunFileAt(run.runFile, { token: "not-the-token" });
-    const r = await supervisedTurn(ctx, run, [bash("echo marker-ran")]);
-    assert.match(r.toolResults[0]!.content, /HTTP 401/);
-    assert.equal(r.denials.length, 1);
+    const turn = await supervisedTurn(ctx, run, [bash("echo marker-ran")]);
+    assert.match(turn.toolResults[0]!.content, /HTTP 401/);
+    assert.equal(turn.denials.length, 1);
     assert.deepEqual(await eventsOf(ctx, "decision.requested"), []);
     run.close();
   });
@@ -207,12 +207,12 @@ test("malformed hub reply (200, not JSON; and a reply with the wrong nonce): den
     let seen = 0;
     try {
       pointRunFileAt(run.runFile, { url: fake.url });
-      const r = await supervisedTurn(ctx, run, [bash("echo marker-one"), bash("echo marker-two")]);
+      const turn = await supervisedTurn(ctx, run, [bash("echo marker-one"), bash("echo marker-two")]);
       assert.equal(seen, 2);
-      assert.match(r.toolResults[0]!.content, /reply was not JSON/);
-      assert.match(r.toolResults[1]!.content, /reply was malformed/);
-      assert.equal(r.denials.length, 2);
-      assert.doesNotMatch(JSON.stringify(r.toolResults), /marker-(one|two)/);
+      assert.match(turn.toolResults[0]!.content, /reply was not JSON/);
+      assert.match(turn.toolResults[1]!.content, /reply was malformed/);
+      assert.equal(turn.denials.length, 2);
+      assert.doesNotMatch(JSON.stringify(turn.toolResults), /marker-(one|two)/);
     } finally {
       await closeServer(fake.server);
       run.close();
@@ -234,12 +234,12 @@ test("hook killed mid-call: the tool does not run (exit 2 fallback), even a read
     try {
       pointRunFileAt(run.runFile, { url: fake.url });
       const target = join(ctx.dir, "killed.txt");
-      const r = await supervisedTurn(ctx, run, [bash("echo marker-ran"), bash(`touch ${target}`)]);
+      const turn = await supervisedTurn(ctx, run, [bash("echo marker-ran"), bash(`touch ${target}`)]);
       assert.equal(killed.length, 1, "one forwarder process was found and killed");
-      assert.match(r.toolResults[0]!.content, /permission hook failed, so this call is denied/);
-      assert.doesNotMatch(r.toolResults[0]!.content, /marker-ran/);
+      assert.match(turn.toolResults[0]!.content, /permission hook failed, so this call is denied/);
+      assert.doesNotMatch(turn.toolResults[0]!.content, /marker-ran/);
       assert.equal(existsSync(target), false);
-      assert.equal(r.denials.length, 2);
+      assert.equal(turn.denials.length, 2);
     } finally {
       await closeServer(fake.server);
       run.close();
@@ -251,10 +251,10 @@ test("hook cannot start (node missing): denied by the exit 2 fallback", async ()
   await withCtx(async (ctx) => {
     const hub = await withHub(ctx);
     const run = prepare(ctx, hub, { nodePath: join(ctx.dir, "no-such-node") });
-    const r = await supervisedTurn(ctx, run, [bash("echo marker-ran")]);
-    assert.match(r.toolResults[0]!.content, /permission hook failed/);
-    assert.doesNotMatch(r.toolResults[0]!.content, /marker-ran/);
-    assert.equal(r.denials.length, 1);
+    const turn = await supervisedTurn(ctx, run, [bash("echo marker-ran")]);
+    assert.match(turn.toolResults[0]!.content, /permission hook failed/);
+    assert.doesNotMatch(turn.toolResults[0]!.content, /marker-ran/);
+    assert.equal(turn.denials.length, 1);
     run.close();
   });
 });
@@ -268,14 +268,14 @@ test("hub hangs: the forwarder's own deadline (inside the hook timeout) denies; 
     try {
       pointRunFileAt(own.runFile, { url: fake.url });
       pointRunFileAt(cliTimeout.runFile, { url: fake.url });
-      const a = await supervisedTurn(ctx, own, [bash("echo marker-ran")]);
-      assert.match(a.toolResults[0]!.content, /no decision arrived in time/);
-      assert.equal(a.denials.length, 1);
+      const ownTurn = await supervisedTurn(ctx, own, [bash("echo marker-ran")]);
+      assert.match(ownTurn.toolResults[0]!.content, /no decision arrived in time/);
+      assert.equal(ownTurn.denials.length, 1);
       // The CLI cancels the hook and falls back to the default mode, which refuses what needs approval.
       const target = join(ctx.dir, "timeout.txt");
-      const b = await supervisedTurn(ctx, cliTimeout, [bash(`touch ${target}`)]);
+      const cliTurn = await supervisedTurn(ctx, cliTimeout, [bash(`touch ${target}`)]);
       assert.equal(existsSync(target), false);
-      assert.equal(b.denials.length, 1);
+      assert.equal(cliTurn.denials.length, 1);
     } finally {
       await closeServer(fake.server);
       own.close();
@@ -299,7 +299,7 @@ test("a trust rule allows at once without asking; TodoWrite is not caught by the
         },
       ],
     };
-    const r = await supervisedTurn(ctx, run, [todo, bash(`touch ${target}`)]);
+    const turn = await supervisedTurn(ctx, run, [todo, bash(`touch ${target}`)]);
     assert.equal(existsSync(target), true);
     const requested = await eventsOf(ctx, "decision.requested");
     assert.deepEqual(
@@ -310,7 +310,7 @@ test("a trust rule allows at once without asking; TodoWrite is not caught by the
     const [made] = await eventsOf(ctx, "decision.made");
     assert.equal((made!.data as Record<string, unknown>)["source"], "rule");
     assert.equal((made!.data as Record<string, unknown>)["ruleId"], rule.id);
-    assert.deepEqual(r.denials, []);
+    assert.deepEqual(turn.denials, []);
     run.close();
   });
 });
@@ -332,8 +332,8 @@ test("--always: the decision becomes a fleet-wide rule (rule.added recorded) tha
       });
     })();
     await supervisedTurn(ctx, run1, [bash(command)]);
-    const d = await operator;
-    assert.equal(d.rule?.pattern, `Bash(${command})`);
+    const decided = await operator;
+    assert.equal(decided.rule?.pattern, `Bash(${command})`);
     const [added] = await eventsOf(ctx, "rule.added");
     assert.equal((added!.data as Record<string, unknown>)["pattern"], `Bash(${command})`);
     assert.equal((added!.data as Record<string, unknown>)["by"], "dave");
@@ -344,7 +344,7 @@ test("--always: the decision becomes a fleet-wide rule (rule.added recorded) tha
     const made = await eventsOf(ctx, "decision.made");
     assert.equal(made.length, 2);
     assert.equal((made[1]!.data as Record<string, unknown>)["source"], "rule");
-    assert.equal((made[1]!.data as Record<string, unknown>)["ruleId"], d.rule!.id);
+    assert.equal((made[1]!.data as Record<string, unknown>)["ruleId"], decided.rule!.id);
     run2.close();
   });
 });
@@ -397,11 +397,11 @@ test("forged decisions and rules are ignored: unsigned, hub-sourced, foreign-key
       ctx.log.appendUnfenced(ctx.session, [{ turn: ctx.turn, attempt: ctx.attempt, kind: "decision.made", data }]);
     const attacker = (async () => {
       // A legitimate allow for the first request…
-      const a = await nextEvent(ctx, "decision.requested");
-      const good = await decideAs(ctx, { requestId: requestIdOf(a), decision: "allow", by: "alice" });
+      const firstRequest = await nextEvent(ctx, "decision.requested");
+      const good = await decideAs(ctx, { requestId: requestIdOf(firstRequest), decision: "allow", by: "alice" });
       // …then forgeries for the second, each appended where the hub reads them, then the operator's deny.
-      const b = await nextEvent(ctx, "decision.requested", a.seq + 1);
-      const id = requestIdOf(b);
+      const secondRequest = await nextEvent(ctx, "decision.requested", firstRequest.seq + 1);
+      const id = requestIdOf(secondRequest);
       const base = {
         requestId: id,
         decision: "allow" as const,
@@ -409,7 +409,7 @@ test("forged decisions and rules are ignored: unsigned, hub-sourced, foreign-key
         reason: "",
         decidedAt: new Date().toISOString(),
       };
-      const digestB = requestDigest(ctx.session, decisionRequestedData.parse(b.data));
+      const digestB = requestDigest(ctx.session, decisionRequestedData.parse(secondRequest.data));
       await forge({ ...base, source: "operator" });
       await forge({ ...good.decision, requestId: id });
       await forge({ ...good.decision, requestId: id, requestDigest: digestB });
@@ -417,13 +417,13 @@ test("forged decisions and rules are ignored: unsigned, hub-sourced, foreign-key
       await decideAs(ctx, { requestId: id, decision: "deny", by: "alice", reason: "after the forgeries" });
       // The third: a record claiming the hub's own rule verdict. decide() cannot tell it from a real
       // one (it would answer "already decided"), so the operator's signed deny is appended directly.
-      const c = await nextEvent(ctx, "decision.requested", b.seq + 1);
-      await forge({ ...base, requestId: requestIdOf(c), source: "rule", ruleId: unsigned.id });
-      const digest = requestDigest(ctx.session, decisionRequestedData.parse(c.data));
+      const thirdRequest = await nextEvent(ctx, "decision.requested", secondRequest.seq + 1);
+      await forge({ ...base, requestId: requestIdOf(thirdRequest), source: "rule", ruleId: unsigned.id });
+      const digest = requestDigest(ctx.session, decisionRequestedData.parse(thirdRequest.data));
       await forge(
         signDecision(operatorKey, ctx.session, {
           ...base,
-          requestId: requestIdOf(c),
+          requestId: requestIdOf(thirdRequest),
           by: "alice",
           source: "operator",
           decision: "deny",
@@ -431,12 +431,16 @@ test("forged decisions and rules are ignored: unsigned, hub-sourced, foreign-key
         }),
       );
     })();
-    const r = await supervisedTurn(ctx, run, [bash(`touch ${first}`), bash(`touch ${second}`), bash(`touch ${third}`)]);
+    const turn = await supervisedTurn(ctx, run, [
+      bash(`touch ${first}`),
+      bash(`touch ${second}`),
+      bash(`touch ${third}`),
+    ]);
     await attacker;
     assert.equal(existsSync(first), true, "the signed allow ran the first call");
     assert.equal(existsSync(second), false, "no forged allow ran the second call");
     assert.equal(existsSync(third), false, "a forged rule verdict did not run the third call");
-    assert.match(r.toolResults[1]!.content, /denied by alice: after the forgeries/);
+    assert.match(turn.toolResults[1]!.content, /denied by alice: after the forgeries/);
     const why = warned.filter((w) => w.msg.startsWith("ignored a decision")).map((w) => String(w.why));
     assert.deepEqual(why, [
       "it is not signed",
@@ -523,11 +527,11 @@ test("a redacted request: shown as such, allow refused unless allowRedacted (rec
       const again = await nextEvent(ctx, "decision.requested", req.seq + 1);
       return cli(["decide", ctx.session, requestIdOf(again), "allow", "--allow-redacted"], env);
     })();
-    const r = await supervisedTurn(ctx, run, [bash(command), bash(command)]);
+    const turn = await supervisedTurn(ctx, run, [bash(command), bash(command)]);
     const knowingly = await operator;
     assert.equal(knowingly.code, 0, knowingly.stderr);
     assert.match(knowingly.stdout, /allowed with redacted input, as you asked/);
-    assert.match(r.toolResults[0]!.content, /denied by alice: cannot see it/);
+    assert.match(turn.toolResults[0]!.content, /denied by alice: cannot see it/);
     assert.equal(
       ((await eventsOf(ctx, "decision.made")).at(-1)!.data as { allowRedacted?: boolean }).allowRedacted,
       true,
@@ -573,10 +577,10 @@ test("the forwarder runs with a fixed environment: NODE_OPTIONS, LD_PRELOAD and 
     });
     try {
       pointRunFileAt(run.runFile, { url: fake.url });
-      const r = await supervisedTurn(ctx, run, [bash(`touch ${target}`)], [], { env: hostile });
+      const turn = await supervisedTurn(ctx, run, [bash(`touch ${target}`)], [], { env: hostile });
       assert.equal(existsSync(target), false, "the injected allow never ran");
       assert.equal(environ, "PATH=/usr/bin:/bin\0", "the forwarder's whole environment");
-      assert.match(r.toolResults[0]!.content, /checked the environment/);
+      assert.match(turn.toolResults[0]!.content, /checked the environment/);
     } finally {
       await closeServer(fake.server);
       run.close();
@@ -603,7 +607,7 @@ test("Monitor calls are supervised like Bash, whatever riskyTools a job adds", a
         },
       ],
     };
-    const r = await supervisedTurn(ctx, run, [monitor]);
+    const turn = await supervisedTurn(ctx, run, [monitor]);
     await operator;
     // CLI 2.1.332 reports a Monitor call to a matcher that names Monitor as Monitor (to one that only
     // names Bash, as Bash): the operator sees which tool asks.
@@ -612,8 +616,8 @@ test("Monitor calls are supervised like Bash, whatever riskyTools a job adds", a
       [(req!.data as { tool: string }).tool, (req!.data as { riskClass: string }).riskClass],
       ["Monitor", "exec"],
     );
-    assert.match(r.toolResults[0]!.content, /denied by alice: no watching/);
-    assert.doesNotMatch(r.toolResults[0]!.content, /Monitor started/);
+    assert.match(turn.toolResults[0]!.content, /denied by alice: no watching/);
+    assert.doesNotMatch(turn.toolResults[0]!.content, /Monitor started/);
     run.close();
   });
 });
@@ -629,12 +633,12 @@ test("MCP tool calls are supervised: the call waits for a decision and runs on a
       return decideAs(ctx, { requestId: requestIdOf(req), decision: "allow", by: "alice" });
     })();
     const call = { content: [{ type: "tool_use" as const, name: "mcp__probe__touch", input: { path: target } }] };
-    const r = await supervisedTurn(ctx, run, [call], [], { mcpConfigFile: mcpProbeConfig(ctx.dir) });
+    const turn = await supervisedTurn(ctx, run, [call], [], { mcpConfigFile: mcpProbeConfig(ctx.dir) });
     await operator;
     const [req] = await eventsOf(ctx, "decision.requested");
     assert.equal((req!.data as { tool: string }).tool, "mcp__probe__touch");
     assert.equal(existsSync(target), true, "the allowed MCP call ran");
-    assert.deepEqual(r.denials, []);
+    assert.deepEqual(turn.denials, []);
     run.close();
   });
 });

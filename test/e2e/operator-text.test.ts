@@ -18,7 +18,7 @@ test(
   "replay --format text and tail show a model's escapes and bidi characters as visible text",
   { timeout: 180_000 },
   async () => {
-    const r = await rig({
+    const setup = await rig({
       responses: [
         {
           content: [
@@ -30,15 +30,19 @@ test(
       ],
     });
     try {
-      r.worker({ sandboxed: true, retry: { maxAttempts: 1 } });
-      const q = await r.producer.enqueueTurn({ prompt: "list", cwd: r.ws, options: { skipPermissions: true } });
+      setup.worker({ sandboxed: true, retry: { maxAttempts: 1 } });
+      const queued = await setup.producer.enqueueTurn({
+        prompt: "list",
+        cwd: setup.ws,
+        options: { skipPermissions: true },
+      });
       assert.equal(
-        (await r.producer.waitForTurn(q.turn, { session: q.session, timeoutMs: TIMEOUT })).status,
+        (await setup.producer.waitForTurn(queued.turn, { session: queued.session, timeoutMs: TIMEOUT })).status,
         "finished",
       );
-      const prefix = ["--prefix", r.space.logPrefix];
+      const prefix = ["--prefix", setup.space.logPrefix];
 
-      const replay = await turnstream(["replay", q.session, "--format", "text", ...prefix]);
+      const replay = await turnstream(["replay", queued.session, "--format", "text", ...prefix]);
       assert.equal(replay.code, 0, replay.stderr);
       assert.doesNotMatch(replay.stdout, RAW, "no raw control or bidi character in the transcript");
       assert.ok(
@@ -47,14 +51,14 @@ test(
       );
       assert.match(replay.stdout, /echo listed/);
 
-      const tail = await turnstream(["tail", q.session, ...prefix]);
+      const tail = await turnstream(["tail", queued.session, ...prefix]);
       assert.equal(tail.code, 0, tail.stderr);
       assert.doesNotMatch(tail.stdout, RAW, "no raw control or bidi character in the event summaries");
       assert.ok(tail.stdout.includes("\\u202e") || tail.stdout.includes("\\x1b"), tail.stdout);
 
       // A turn followed live: its transcript and result text are escaped too.
       const live = await turnstream(
-        ["run", "--wait", "--cwd", r.ws, ...prefix, "--queue-prefix", r.space.queuePrefix, "--", "say it"],
+        ["run", "--wait", "--cwd", setup.ws, ...prefix, "--queue-prefix", setup.space.queuePrefix, "--", "say it"],
         {},
         TIMEOUT,
       );
@@ -62,7 +66,7 @@ test(
       assert.doesNotMatch(live.stdout, RAW, "no raw control or bidi character while following a turn");
       assert.match(live.stdout, /result \(finished\): Done\.\\x1b\]0;owned\\x07 Result: \\u202egnp\.exe/);
     } finally {
-      await r.dispose();
+      await setup.dispose();
     }
   },
 );

@@ -102,16 +102,16 @@ async function turn(
   options: Partial<RunTurnOptions>,
 ): Promise<string> {
   const server = await startModelServer({ script: { responses: [...steps, say("finished")] } });
-  const h = hermeticEnv({ baseUrl: server.url });
+  const hermetic = hermeticEnv({ baseUrl: server.url });
   try {
-    const handle = runTurn({ cwd, prompt, timeoutMs: 120_000, ...options, env: { ...h.env, ...options.env } });
+    const handle = runTurn({ cwd, prompt, timeoutMs: 120_000, ...options, env: { ...hermetic.env, ...options.env } });
     const lines: string[] = [];
-    for await (const l of handle.lines) lines.push(JSON.stringify(l.line));
+    for await (const parsed of handle.lines) lines.push(JSON.stringify(parsed.line));
     await handle.outcome.catch(() => {});
     return lines.join("\n");
   } finally {
     await server.close();
-    h.cleanup();
+    hermetic.cleanup();
   }
 }
 

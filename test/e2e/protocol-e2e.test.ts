@@ -33,7 +33,7 @@ const CLAUDE = pinnedClaudeBin();
 
 /** One CLI run in its own temp cwd and hermetic dirs; everything is removed when the test ends. */
 async function runCli(
-  t: TestContext,
+  testContext: TestContext,
   server: ModelServer,
   prompt: string,
   opts: { args?: string[]; sandboxed?: boolean; maxRetries?: number; cwd?: string } = {},
@@ -43,7 +43,7 @@ async function runCli(
     ...(opts.sandboxed ? { sandboxed: true } : {}),
     ...(opts.maxRetries !== undefined ? { maxRetries: opts.maxRetries } : {}),
   });
-  t.after(() => env.cleanup());
+  testContext.after(() => env.cleanup());
   const cwd = opts.cwd ?? env.dirs.root;
   const child = spawn(CLAUDE, ["-p", "--output-format", "stream-json", "--verbose", ...(opts.args ?? [])], {
     cwd,
@@ -90,11 +90,11 @@ function assertWellFormed(run: LiveRun): void {
   assert.equal(summary.errorKind, classifyRun(run.lines));
 }
 
-test("a scripted reply: parsed, classified ok, rendered as text and as one assistant message", async (t) => {
+test("a scripted reply: parsed, classified ok, rendered as text and as one assistant message", async (testContext) => {
   const reply = `protocol e2e reply ${process.pid}-${Date.now()}`;
   const server = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: reply }] }] } });
-  t.after(() => server.close());
-  const run = await runCli(t, server, "Say something.");
+  testContext.after(() => server.close());
+  const run = await runCli(testContext, server, "Say something.");
   assert.equal(run.code, 0, `stderr bytes: ${run.stderr.length}`);
   assertWellFormed(run);
 
@@ -113,9 +113,9 @@ test("a scripted reply: parsed, classified ok, rendered as text and as one assis
   assert.match(sum.sessionId ?? "", /^[0-9a-f-]{36}$/);
 });
 
-test("a scripted Bash call really runs: file created, tool call and result paired in fold and renderings", async (t) => {
+test("a scripted Bash call really runs: file created, tool call and result paired in fold and renderings", async (testContext) => {
   const cwd = mkdtempSync(join(tmpdir(), "turnstream-protocol-e2e-"));
-  t.after(() => rmSync(cwd, { recursive: true, force: true }));
+  testContext.after(() => rmSync(cwd, { recursive: true, force: true }));
   const marker = `bash-made-${process.pid}-${Date.now()}`;
   const command = `printf '%s' ${marker} > made-by-bash.txt && echo ${marker}`;
   const server = await startModelServer({
@@ -131,8 +131,8 @@ test("a scripted Bash call really runs: file created, tool call and result paire
       ],
     },
   });
-  t.after(() => server.close());
-  const run = await runCli(t, server, "Create the file.", {
+  testContext.after(() => server.close());
+  const run = await runCli(testContext, server, "Create the file.", {
     cwd,
     sandboxed: true,
     args: ["--dangerously-skip-permissions"],
@@ -208,7 +208,7 @@ test("a scripted Bash call really runs: file created, tool call and result paire
   ]);
 });
 
-test("a 429 with retries exhausted: an error result classified rate_limit, the API error rendered", async (t) => {
+test("a 429 with retries exhausted: an error result classified rate_limit, the API error rendered", async (testContext) => {
   const server = await startModelServer({
     script: {
       responses: [
@@ -223,8 +223,8 @@ test("a 429 with retries exhausted: an error result classified rate_limit, the A
       ],
     },
   });
-  t.after(() => server.close());
-  const run = await runCli(t, server, "Hello?", { maxRetries: 0 });
+  testContext.after(() => server.close());
+  const run = await runCli(testContext, server, "Hello?", { maxRetries: 0 });
   assertWellFormed(run);
   assert.equal(run.code, 1);
   assert.equal(
@@ -237,11 +237,11 @@ test("a 429 with retries exhausted: an error result classified rate_limit, the A
     (p) => p.line !== undefined && (p.line as Record<string, unknown>)["type"] === "result",
   );
   assert.equal(results.length, 1);
-  const r = results[0]!.line as Record<string, unknown>;
-  assert.equal(r["subtype"], "success", "an API failure still says success");
-  assert.equal(r["is_error"], true);
-  assert.equal(r["api_error_status"], 429);
-  assert.equal(r["terminal_reason"], "api_error");
+  const resultLine = results[0]!.line as Record<string, unknown>;
+  assert.equal(resultLine["subtype"], "success", "an API failure still says success");
+  assert.equal(resultLine["is_error"], true);
+  assert.equal(resultLine["api_error_status"], 429);
+  assert.equal(resultLine["terminal_reason"], "api_error");
   assert.equal(classifyRun(run.lines), "rate_limit");
 
   // The synthetic assistant line carries the error and its text is what both renderings show.

@@ -26,8 +26,6 @@ import { dataOf, rig } from "../worker/_more.ts";
 
 const canary = (what: string): string => `cnry${what}${randomBytes(8).toString("hex")}`;
 
-type Scanner = { scan(...a: unknown[]): Promise<[string, string[]]> };
-
 /**
  * Every value under `pattern`, as text; stream entries of session snapshots (and their blobs) left
  * out: they hold the session file base64-encoded, and are checked decoded (snapshotFiles).
@@ -36,7 +34,7 @@ async function dumpKeys(redis: RedisClient, pattern: string): Promise<Map<string
   const keys: string[] = [];
   let cursor = "0";
   do {
-    const [next, batch] = await (redis as unknown as Scanner).scan(cursor, "MATCH", pattern, "COUNT", 500);
+    const [next, batch] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
     cursor = next;
     keys.push(...batch);
   } while (cursor !== "0");
@@ -53,10 +51,10 @@ async function dumpKeys(redis: RedisClient, pattern: string): Promise<Map<string
     else if (type === "stream") {
       const kept: unknown[] = [];
       for (const [id, fields] of await redis.xrange(key, "-", "+")) {
-        const e = fields[fields.indexOf("e") + 1] ?? "";
+        const encoded = fields[fields.indexOf("e") + 1] ?? "";
         let rec: { kind?: string; b?: { s?: string } } = {};
         try {
-          rec = JSON.parse(e) as typeof rec;
+          rec = JSON.parse(encoded) as typeof rec;
         } catch {
           // kept whole below
         }
@@ -84,7 +82,7 @@ function snapshotFiles(events: Envelope[]): string[] {
 }
 
 test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; spans keep tool names and error kinds", async () => {
-  const c = {
+  const canaries = {
     deploy: canary("deploy"),
     greeting: canary("greet"),
     stderr: canary("stderr"),
@@ -92,12 +90,12 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
     registered: canary("reg"),
   };
   const secretEnv = {
-    DEPLOY_TOKEN: c.deploy,
-    WORKER_GREETING: c.greeting, // not secret by name: secret because a job references it
-    STDERR_NOTE_TOKEN: c.stderr,
-    API_SIGNING_SECRET: c.api,
+    DEPLOY_TOKEN: canaries.deploy,
+    WORKER_GREETING: canaries.greeting, // not secret by name: secret because a job references it
+    STDERR_NOTE_TOKEN: canaries.stderr,
+    API_SIGNING_SECRET: canaries.api,
   };
-  const r = await rig(
+  const setup = await rig(
     {
       responses: [
         {
@@ -106,14 +104,16 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
               type: "tool_use",
               name: "Bash",
               input: {
-                command: `echo "deploy=$DEPLOY_TOKEN greet=$GREETING"; echo ${c.registered}`,
+                command: `echo "deploy=$DEPLOY_TOKEN greet=$GREETING"; echo ${canaries.registered}`,
                 description: "print the secrets",
               },
             },
           ],
         },
         { content: [{ type: "text", text: "printed" }] },
-        { error: { status: 403, type: "permission_error", message: `request signature ${c.api} does not match` } },
+        {
+          error: { status: 403, type: "permission_error", message: `request signature ${canaries.api} does not match` },
+        },
       ],
     },
     { allowEnv: ["DEPLOY_TOKEN", "GREETING", "WRAPPER_TOKEN"] },
@@ -131,7 +131,7 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" },
   });
   // A wrapper around the real CLI that prints a secret from its environment to stderr.
-  const wrapper = join(r.space.dir("bin"), "claude-wrapper");
+  const wrapper = join(setup.space.dir("bin"), "claude-wrapper");
   writeFileSync(
     wrapper,
     `#!/bin/sh\nprintf 'wrapper note: token=%s\\n' "$WRAPPER_TOKEN" >&2\nexec ${realpathSync("node_modules/.bin/claude")} "$@"\n`,
@@ -139,19 +139,20 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
   chmodSync(wrapper, 0o755);
   let thrown = 0;
   try {
-    const worker = r.worker({
+    const worker = setup.worker({
       logger,
       scrubber,
       telemetry,
       secretEnv,
-      secretValues: { TEST_REGISTERED: c.registered },
+      secretValues: { TEST_REGISTERED: canaries.registered },
       claudeBin: wrapper,
       sandboxed: true,
       observers: [
         {
           attempt: () => ({
             onEvent() {
-              if (thrown++ === 0) throw new Error(`observer could not use ${c.registered} with ${c.deploy}`);
+              if (thrown++ === 0)
+                throw new Error(`observer could not use ${canaries.registered} with ${canaries.deploy}`);
             },
           }),
         },
@@ -162,41 +163,41 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
       GREETING: { fromEnv: "WORKER_GREETING" },
       WRAPPER_TOKEN: { fromEnv: "STDERR_NOTE_TOKEN" },
     };
-    const t1 = await r.producer.enqueueTurn({
+    const t1 = await setup.producer.enqueueTurn({
       prompt: "print them",
-      cwd: r.ws,
+      cwd: setup.ws,
       options: { skipPermissions: true, env },
     });
-    const r1 = await r.producer.waitForTurn(t1.turn, { timeoutMs: 60_000 });
+    const r1 = await setup.producer.waitForTurn(t1.turn, { timeoutMs: 60_000 });
     assert.equal(r1.status, "finished", JSON.stringify(r1.event.data));
-    const t2 = await r.producer.enqueueTurn({ prompt: "this one fails", cwd: r.ws, options: { env } });
-    const r2 = await r.producer.waitForTurn(t2.turn, { timeoutMs: 60_000 });
+    const t2 = await setup.producer.enqueueTurn({ prompt: "this one fails", cwd: setup.ws, options: { env } });
+    const r2 = await setup.producer.waitForTurn(t2.turn, { timeoutMs: 60_000 });
     assert.equal(
       r2.status,
       "failed",
       JSON.stringify({
         r2,
-        reqs: r.server.requests().map((q) => [q.kind, q.responseIndex, q.lastUserText.slice(0, 80)]),
+        reqs: setup.server.requests().map((q) => [q.kind, q.responseIndex, q.lastUserText.slice(0, 80)]),
       }),
     );
 
     // The CLI really saw the secrets: the model server got them back in the tool result.
-    const toModel = JSON.stringify(r.server.requests().map((q) => q.messages));
-    for (const v of [c.deploy, c.greeting, c.registered])
-      assert.ok(toModel.includes(v), "the Bash output reached the model");
+    const toModel = JSON.stringify(setup.server.requests().map((q) => q.messages));
+    for (const planted of [canaries.deploy, canaries.greeting, canaries.registered])
+      assert.ok(toModel.includes(planted), "the Bash output reached the model");
 
     await worker.close({ graceMs: 5000 });
     await telemetry.shutdown();
 
     // Each channel was exercised, and what it carried was replaced.
-    const events = [...(await r.events(t1.session)), ...(await r.events(t2.session))];
+    const events = [...(await setup.events(t1.session)), ...(await setup.events(t2.session))];
     const logText = JSON.stringify(events.filter((e) => e.kind !== "session.snapshot"));
     const stderrEvents = events.filter((e) => e.kind === "cli.stderr").map((e) => String(dataOf(e)["text"]));
     assert.ok(
       stderrEvents.some(
-        (s) =>
-          s.includes(`token=${redactionMarker("WRAPPER_TOKEN")}`) ||
-          s.includes(`token=${redactionMarker("STDERR_NOTE_TOKEN")}`),
+        (stderrText) =>
+          stderrText.includes(`token=${redactionMarker("WRAPPER_TOKEN")}`) ||
+          stderrText.includes(`token=${redactionMarker("STDERR_NOTE_TOKEN")}`),
       ),
       stderrEvents.join("\n"),
     );
@@ -211,7 +212,7 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
       JSON.stringify(events.filter((e) => e.turn === t2.turn && e.kind === "cli.line").map((e) => dataOf(e)["raw"])),
     );
     // Redacted raw lines still parse.
-    for (const e of events.filter((x) => x.kind === "cli.line")) JSON.parse(String(dataOf(e)["raw"]));
+    for (const event of events.filter((x) => x.kind === "cli.line")) JSON.parse(String(dataOf(event)["raw"]));
     assert.ok(
       logLines.some((l) => l.includes("event observer threw") && l.includes(redactionMarker("TEST_REGISTERED"))),
       "the thrown error was logged, scrubbed",
@@ -226,8 +227,8 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
     assert.ok(allSpans.includes(`"key":"${GENAI.errorType}"`), "the failed attempt's span names its error kind");
 
     const keys = new Map([
-      ...(await dumpKeys(r.redis, `${r.space.queuePrefix}*`)),
-      ...(await dumpKeys(r.redis, `${r.space.logPrefix}*`)),
+      ...(await dumpKeys(setup.redis, `${setup.space.queuePrefix}*`)),
+      ...(await dumpKeys(setup.redis, `${setup.space.logPrefix}*`)),
     ]);
     assert.ok(
       [...keys.keys()].some((k) => k.includes(t2.turn)),
@@ -244,14 +245,14 @@ test("canaries: no planted secret reaches OTLP, logs, BullMQ or the event log; s
       snapshotFiles(events).some((f) => f.includes(redactionMarker("DEPLOY_TOKEN"))),
       "the session file held the Bash output, redacted",
     );
-    for (const [name, value] of Object.entries(c)) {
+    for (const [name, value] of Object.entries(canaries)) {
       const hits = sinks.filter(([, text]) => text.includes(value)).map(([where]) => where);
       assert.deepEqual(hits, [], `canary ${name} leaked into: ${hits.join(", ")}`);
     }
   } finally {
     await telemetry.shutdown();
     await receiver.close();
-    await r.dispose();
+    await setup.dispose();
   }
 });
 
@@ -274,7 +275,7 @@ function shapedSecrets(): { github_token: string; aws_access_key_id: string; jwt
 test("secret shapes in tool output, the model's text and the result never reach Redis; the log shows markers and still parses", async () => {
   const file = shapedSecrets();
   const inResult = `ghp_${randomOf(ALNUM, 36)}`;
-  const r = await rig({
+  const setup = await rig({
     responses: [
       {
         content: [
@@ -292,48 +293,49 @@ test("secret shapes in tool output, the model's text and the result never reach 
   try {
     // The workspace is attacker input: one secret per line, as a .env or a key dump holds them.
     writeFileSync(
-      join(r.ws, "deploy.env"),
+      join(setup.ws, "deploy.env"),
       `GITHUB_TOKEN=${file.github_token}\n${file.aws_access_key_id}\nsession: ${file.jwt}\n${file.anthropic_key}\n`,
     );
-    const worker = r.worker();
-    const t = await r.producer.enqueueTurn({
+    const worker = setup.worker();
+    const queued = await setup.producer.enqueueTurn({
       prompt: "read deploy.env",
-      cwd: r.ws,
+      cwd: setup.ws,
       options: { allowedTools: ["Bash"] },
     });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+    const res = await setup.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     // The CLI really printed them: the model got the file back in the tool result.
-    const toModel = JSON.stringify(r.server.requests().map((q) => q.messages));
-    for (const v of Object.values(file)) assert.ok(toModel.includes(v), "the tool output reached the model");
+    const toModel = JSON.stringify(setup.server.requests().map((q) => q.messages));
+    for (const planted of Object.values(file))
+      assert.ok(toModel.includes(planted), "the tool output reached the model");
 
     // The next turn resumes from the scrubbed session file: the model sees markers, not secrets.
-    const t2 = await r.producer.enqueueTurn({ prompt: "and now?", cwd: r.ws, session: t.session });
-    const res2 = await r.producer.waitForTurn(t2.turn, { timeoutMs: 60_000 });
+    const t2 = await setup.producer.enqueueTurn({ prompt: "and now?", cwd: setup.ws, session: queued.session });
+    const res2 = await setup.producer.waitForTurn(t2.turn, { timeoutMs: 60_000 });
     assert.equal(res2.status, "finished", JSON.stringify(res2.event.data));
     assert.equal(res2.cliSessionId, res.cliSessionId, "the session was resumed");
-    const resumed = JSON.stringify(r.server.requests().at(-1)!.messages);
+    const resumed = JSON.stringify(setup.server.requests().at(-1)!.messages);
     assert.ok(
       resumed.includes(redactionMarker("github_token")) && !resumed.includes(file.github_token),
       "the resumed history holds the marker",
     );
     await worker.close({ graceMs: 5000 });
 
-    const events = await r.events(t.session);
+    const events = await setup.events(queued.session);
     const logText = JSON.stringify(events.filter((e) => e.kind !== "session.snapshot"));
     for (const shape of Object.keys(file))
       assert.ok(logText.includes(redactionMarker(shape)), `${shape} is redacted in the log`);
-    for (const e of events.filter((x) => x.kind === "cli.line")) JSON.parse(String(dataOf(e)["raw"]));
+    for (const event of events.filter((x) => x.kind === "cli.line")) JSON.parse(String(dataOf(event)["raw"]));
     const finished = events.find((e) => e.kind === "turn.finished")!;
     assert.equal(dataOf(finished)["resultText"], `Read them. The deploy token is ${redactionMarker("github_token")}`);
     assert.equal(res.resultText, dataOf(finished)["resultText"]);
 
     const keys = new Map([
-      ...(await dumpKeys(r.redis, `${r.space.queuePrefix}*`)),
-      ...(await dumpKeys(r.redis, `${r.space.logPrefix}*`)),
+      ...(await dumpKeys(setup.redis, `${setup.space.queuePrefix}*`)),
+      ...(await dumpKeys(setup.redis, `${setup.space.logPrefix}*`)),
     ]);
     assert.ok(
-      [...keys.keys()].some((k) => k.includes(t.turn)),
+      [...keys.keys()].some((k) => k.includes(queued.turn)),
       "the job record was dumped",
     );
     const snapshots = snapshotFiles(events);
@@ -344,26 +346,26 @@ test("secret shapes in tool output, the model's text and the result never reach 
       assert.ok(!snapshots.some((f) => f.includes(value)), `${name} is in a session snapshot`);
     }
   } finally {
-    await r.dispose();
+    await setup.dispose();
   }
 });
 
 test("keepRawLines keeps cli.line text, the result text and the session file as the CLI wrote them", async () => {
   const token = `ghp_${randomOf(ALNUM, 36)}`;
-  const r = await rig({ responses: [{ content: [{ type: "text", text: `raw ${token}` }] }] });
+  const setup = await rig({ responses: [{ content: [{ type: "text", text: `raw ${token}` }] }] });
   try {
-    r.worker({ keepRawLines: true });
-    const t = await r.producer.enqueueTurn({ prompt: "say it", cwd: r.ws });
-    const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 60_000 });
+    setup.worker({ keepRawLines: true });
+    const queued = await setup.producer.enqueueTurn({ prompt: "say it", cwd: setup.ws });
+    const res = await setup.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 });
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     assert.equal(res.resultText, `raw ${token}`);
-    const events = await r.events(t.session);
+    const events = await setup.events(queued.session);
     assert.ok(events.some((e) => e.kind === "cli.line" && String(dataOf(e)["raw"]).includes(token)));
     assert.ok(
       snapshotFiles(events).some((f) => f.includes(token)),
       "the session file is kept as the CLI wrote it",
     );
   } finally {
-    await r.dispose();
+    await setup.dispose();
   }
 });

@@ -33,8 +33,8 @@ test("worker process: spans exported over OTLP from OTEL_* env, flushed on SIGTE
       LOG_LEVEL: "debug",
     });
     // The operator passes DEPLOY_TOKEN to every run (TURNSTREAM_RUN_ENV), so the Bash tool sees it without a reference.
-    const t = await producer.enqueueTurn({ prompt: "print it", cwd: ws, options: { skipPermissions: true } });
-    const res = await producer.waitForTurn(t.turn, { timeoutMs: 20_000 }).catch((err: unknown) => {
+    const queued = await producer.enqueueTurn({ prompt: "print it", cwd: ws, options: { skipPermissions: true } });
+    const res = await producer.waitForTurn(queued.turn, { timeoutMs: 20_000 }).catch((err: unknown) => {
       throw new Error(
         `${(err as Error).message}; worker log: ${worker.lines
           .slice(-8)
@@ -53,7 +53,7 @@ test("worker process: spans exported over OTLP from OTEL_* env, flushed on SIGTE
 
     const names = receiver.jsonSpanNames();
     assert.ok(names.includes(ATTEMPT_SPAN_NAME) && names.includes(toolSpanName("Bash")), names.join(", "));
-    const events = (await readAll(producer.log, t.session)).filter((e) => e.kind !== "session.snapshot");
+    const events = (await readAll(producer.log, queued.session)).filter((e) => e.kind !== "session.snapshot");
     assert.ok(JSON.stringify(events).includes(`token=${redactionMarker("DEPLOY_TOKEN")}`));
     const sinks = [
       ...receiver.requests.map((q) => q.bodyText),

@@ -15,8 +15,8 @@ function markerOf(needle: string, root: string): string | undefined {
     try {
       if (!readFileSync(`/proc/${name}/cmdline`, "latin1").replaceAll("\0", " ").includes(needle)) continue;
       const env = readFileSync(`/proc/${name}/environ`, "latin1");
-      const m = /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(env);
-      if (m && env.includes(root)) return m[1];
+      const match = /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(env);
+      if (match && env.includes(root)) return match[1];
     } catch {
       // gone meanwhile
     }

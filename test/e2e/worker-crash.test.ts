@@ -29,7 +29,7 @@ test("kill -9 of a worker mid-Bash: another worker completes the turn, the dead 
   const env = { TURNSTREAM_SANDBOXED: "1" };
   try {
     const workers = { a: await fleet.start("a", env, QUICK_FAILOVER), b: await fleet.start("b", env, QUICK_FAILOVER) };
-    const t = await producer.enqueueTurn({
+    const queued = await producer.enqueueTurn({
       prompt: "run the slow command",
       cwd: ws,
       options: { skipPermissions: true },
@@ -40,7 +40,7 @@ test("kill -9 of a worker mid-Bash: another worker completes the turn, the dead 
       30000,
       "the Bash tool's sleep to start",
     ).catch(async (err: unknown) => {
-      const seen = (await readAll(producer.log, t.session)).map(
+      const seen = (await readAll(producer.log, queued.session)).map(
         (e) => `${e.kind}:${JSON.stringify(e.data).slice(0, 200)}`,
       );
       throw new Error(`${(err as Error).message}; log: ${seen.join(" | ")}`);
@@ -50,13 +50,13 @@ test("kill -9 of a worker mid-Bash: another worker completes the turn, the dead 
     workers[victim].kill("SIGKILL");
     await workers[victim].exited;
 
-    const r = await producer.waitForTurn(t.turn, { timeoutMs: 60000 });
-    assert.equal(r.status, "finished", JSON.stringify(r.event.data));
-    assert.equal(r.attempt, 2);
-    assert.equal(r.resultText, "recovered");
+    const result = await producer.waitForTurn(queued.turn, { timeoutMs: 60000 });
+    assert.equal(result.status, "finished", JSON.stringify(result.event.data));
+    assert.equal(result.attempt, 2);
+    assert.equal(result.resultText, "recovered");
     await waitUntil(() => treeMembers(sleep!.marker).length === 0, 15000, "the dead worker's CLI tree to be gone");
 
-    const events = (await readAll(producer.log, t.session)).filter((e) => e.turn === t.turn);
+    const events = (await readAll(producer.log, queued.session)).filter((e) => e.turn === queued.turn);
     const started = events.filter((e) => e.kind === "attempt.started");
     assert.deepEqual(
       started.map((e) => e.attempt),

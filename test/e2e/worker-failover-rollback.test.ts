@@ -35,7 +35,7 @@ test(
     const proxy = await startTcpProxy(primary.port);
     const onPrimary = new Redis(primary.url, { maxRetriesPerRequest: 1 });
     const onReplica = new Redis(replicaServer.url);
-    for (const c of [onPrimary, onReplica]) c.on("error", () => undefined);
+    for (const connection of [onPrimary, onReplica]) connection.on("error", () => undefined);
     const server = await startModelServer({
       script: { responses: Array.from({ length: 3 }, () => toolChain("CHAIN", STEPS, { pauseS: 0.3 })).flat() },
     });
@@ -56,28 +56,28 @@ test(
     });
     try {
       await waitUntil(() => replicaInSync(onReplica), 15000, "the replica in sync with the primary");
-      const t = await producer.enqueueTurn({
+      const queued = await producer.enqueueTurn({
         prompt: "CHAIN-START: run the steps",
         cwd: ws,
         options: { skipPermissions: true },
       });
       await waitUntil(
-        async () => (await toolResults(primaryLog, t.session)) >= 3,
+        async () => (await toolResults(primaryLog, queued.session)) >= 3,
         60000,
         "three tool results on the primary",
       );
 
       // The partition: the replica stops taking the primary's writes (and is promoted).
       await onReplica.replicaof("NO", "ONE");
-      const cut = await replicaLog.stat(t.session);
-      const resultsAtCut = await toolResults(replicaLog, t.session);
+      const cut = await replicaLog.stat(queued.session);
+      const resultsAtCut = await toolResults(replicaLog, queued.session);
       // The primary goes on acknowledging the attempt's appends, which the replica never gets.
       await waitUntil(
-        async () => (await toolResults(primaryLog, t.session)) >= resultsAtCut + 3,
+        async () => (await toolResults(primaryLog, queued.session)) >= resultsAtCut + 3,
         60000,
         "three more tool results acknowledged by the primary",
       );
-      const lost = await primaryLog.stat(t.session);
+      const lost = await primaryLog.stat(queued.session);
       await primary.stop("SIGKILL");
       proxy.switchTo(replicaServer.port);
       assert.ok(
@@ -90,13 +90,13 @@ test(
 
       await waitUntil(
         async () => {
-          const st = await replicaLog.stat(t.session);
-          return st.turn === t.turn && (st.state === "finished" || st.state === "failed");
+          const st = await replicaLog.stat(queued.session);
+          return st.turn === queued.turn && (st.state === "finished" || st.state === "failed");
         },
         150000,
         "the turn to end on the promoted replica",
       );
-      const events = await readAll(replicaLog, t.session);
+      const events = await readAll(replicaLog, queued.session);
       const abandoned = events
         .filter((e) => e.kind === "attempt.abandoned")
         .map((e) => e.data as { reason: string; attempt: number; detectedBy?: number });
@@ -110,7 +110,7 @@ test(
         events.filter((e) => e.attempt === 1).every((e) => e.seq < abandonedAt),
         "the rolled-back attempt wrote nothing after the log's real head",
       );
-      const end = assertNoHole(events, t.turn, STEPS);
+      const end = assertNoHole(events, queued.turn, STEPS);
       assert.equal(end, events.at(-1), "the turn's end is the log's last event");
       if (end.kind === "turn.failed") {
         assert.equal((end.data as { errorKind: string }).errorKind, "log_lost", JSON.stringify(end.data));
@@ -121,7 +121,7 @@ test(
         accepted >= 2,
         `the turn finished on a later attempt (${accepted}), not on the one that wrote after a hole`,
       );
-      const result = await producer.waitForTurn(t.turn, { timeoutMs: 30000 });
+      const result = await producer.waitForTurn(queued.turn, { timeoutMs: 30000 });
       assert.equal(result.status, "finished");
       assert.equal(result.resultText, "CHAIN done");
     } finally {

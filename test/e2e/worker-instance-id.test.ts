@@ -24,8 +24,8 @@ function configDirOf(root: string, needle: string): string | undefined {
   return undefined;
 }
 
-async function instanceOf(w: WorkerProcess): Promise<string> {
-  const line = await w.waitFor((l) => l["msg"] === "instance id held", 20000, "the instance id line");
+async function instanceOf(worker: WorkerProcess): Promise<string> {
+  const line = await worker.waitFor((l) => l["msg"] === "instance id held", 20000, "the instance id line");
   return String(line["instance"]);
 }
 

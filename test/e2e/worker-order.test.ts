@@ -17,30 +17,38 @@ test("3 sessions × 3 turns on 2 workers: order per session kept, attempts of a 
     const turns = new Map<string, string[]>();
     // Interleaved enqueue, as several producers would.
     for (let round = 0; round < TURNS_PER_SESSION; round++) {
-      for (const s of sessions) {
-        const enqueued = await producer.enqueueTurn({ session: s, prompt: `turn ${round} of ${s}`, cwd: ws });
-        turns.set(s, [...(turns.get(s) ?? []), enqueued.turn]);
+      for (const session of sessions) {
+        const enqueued = await producer.enqueueTurn({ session, prompt: `turn ${round} of ${session}`, cwd: ws });
+        turns.set(session, [...(turns.get(session) ?? []), enqueued.turn]);
       }
     }
     const all = [...turns.values()].flat();
     const results = await Promise.all(all.map((t) => producer.waitForTurn(t, { timeoutMs: 150000 })));
-    for (const r of results) assert.equal(r.status, "finished", JSON.stringify(r.event.data));
+    for (const result of results) assert.equal(result.status, "finished", JSON.stringify(result.event.data));
     const workersUsed = new Set<unknown>();
-    for (const s of sessions) {
-      const events = await readAll(producer.log, s);
+    for (const session of sessions) {
+      const events = await readAll(producer.log, session);
       const startedOrder = events.filter((e) => e.kind === "attempt.started").map((e) => e.turn);
-      assert.deepEqual(startedOrder, turns.get(s), `session ${s} ran its turns in enqueue order, each once`);
+      assert.deepEqual(
+        startedOrder,
+        turns.get(session),
+        `session ${session} ran its turns in enqueue order, each once`,
+      );
       let open: string | undefined;
-      for (const e of events) {
-        if (e.kind === "attempt.started") {
-          assert.equal(open, undefined, `session ${s}: attempt of ${e.turn} started while ${open} was running`);
-          open = e.turn;
-          workersUsed.add((e.data as Record<string, unknown>)["worker"]);
-        } else if (e.kind === "turn.finished" || e.kind === "turn.failed") {
-          assert.equal(open, e.turn);
+      for (const event of events) {
+        if (event.kind === "attempt.started") {
+          assert.equal(
+            open,
+            undefined,
+            `session ${session}: attempt of ${event.turn} started while ${open} was running`,
+          );
+          open = event.turn;
+          workersUsed.add((event.data as Record<string, unknown>)["worker"]);
+        } else if (event.kind === "turn.finished" || event.kind === "turn.failed") {
+          assert.equal(open, event.turn);
           open = undefined;
-        } else if (e.kind.startsWith("cli.")) {
-          assert.equal(e.turn, open, `session ${s}: a CLI line of ${e.turn} outside its attempt`);
+        } else if (event.kind.startsWith("cli.")) {
+          assert.equal(event.turn, open, `session ${session}: a CLI line of ${event.turn} outside its attempt`);
         }
       }
       assert.equal(events.filter((e) => e.kind === "turn.finished").length, TURNS_PER_SESSION);

@@ -51,10 +51,13 @@ test("worker with Redis down: stdout is JSON lines only, errors not repeated, st
 
     assert.equal(stderr, "", "stderr holds nothing");
     const lines = stdout.split("\n").filter((l) => l !== "");
-    const records = lines.map((l) => {
-      const r = JSON.parse(l) as Record<string, unknown>;
-      assert.ok([10, 20, 30, 40, 50, 60].includes(r["level"] as number) && typeof r["msg"] === "string", l);
-      return r;
+    const records = lines.map((line) => {
+      const record = JSON.parse(line) as Record<string, unknown>;
+      assert.ok(
+        [10, 20, 30, 40, 50, 60].includes(record["level"] as number) && typeof record["msg"] === "string",
+        line,
+      );
+      return record;
     });
     // The connection errors went through the logger, with the error's code.
     const errors = records.filter((r) => ERROR_LINES.has(r["msg"] as string) || r["source"] === "console");

@@ -43,11 +43,11 @@ test("Redis restarted mid-turn: the turn completes and nothing is lost", async (
     sandboxed: true,
   });
   try {
-    const t = await producer.enqueueTurn({ prompt: "run it", cwd: ws, options: { skipPermissions: true } });
+    const queued = await producer.enqueueTurn({ prompt: "run it", cwd: ws, options: { skipPermissions: true } });
     // Restart once the CLI has asked for the tool, i.e. while the Bash command runs.
     await waitUntil(
       async () =>
-        (await readAll(producer.log, t.session)).some(
+        (await readAll(producer.log, queued.session)).some(
           (e) => e.kind === "cli.line" && String((e.data as { raw: string }).raw).includes('"tool_use"'),
         ),
       30000,
@@ -55,11 +55,11 @@ test("Redis restarted mid-turn: the turn completes and nothing is lost", async (
     );
     await redisServer.stop("SIGTERM");
     await redisServer.start();
-    const r = await producer.waitForTurn(t.turn, { timeoutMs: 60000 });
-    assert.equal(r.status, "finished", JSON.stringify(r.event.data));
-    assert.equal(r.attempt, 1, "the attempt survived the restart");
-    assert.equal(r.resultText, "all good");
-    const events = await readAll(producer.log, t.session);
+    const result = await producer.waitForTurn(queued.turn, { timeoutMs: 60000 });
+    assert.equal(result.status, "finished", JSON.stringify(result.event.data));
+    assert.equal(result.attempt, 1, "the attempt survived the restart");
+    assert.equal(result.resultText, "all good");
+    const events = await readAll(producer.log, queued.session);
     assert.deepEqual(
       events.map((e) => e.seq),
       events.map((_, i) => i + 1),

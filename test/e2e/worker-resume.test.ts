@@ -19,12 +19,12 @@ async function resumeAcrossWorkers(redis: { redisUrl?: string; clusterNodes?: st
   const { server, producer, ws } = fleet;
   const start = (name: string) => fleet.start(name, { TURNSTREAM_INSTANCE_ID: `inst-${name}` });
   try {
-    const a = await start("a");
+    const workerA = await start("a");
     const t1 = await producer.enqueueTurn({ prompt: "remember the word kumquat-marker", cwd: ws });
     const r1 = await producer.waitForTurn(t1.turn, { timeoutMs: 60000 });
     assert.equal(r1.status, "finished", JSON.stringify(r1.event.data));
-    a.kill("SIGTERM");
-    assert.equal((await a.exited).code, 0);
+    workerA.kill("SIGTERM");
+    assert.equal((await workerA.exited).code, 0);
 
     await start("b");
     const t2 = await producer.enqueueTurn({ session: t1.session, prompt: "which word?", cwd: ws });

@@ -10,25 +10,32 @@ import { waitUntil } from "../worker/_support.ts";
 
 const SMALL_RETRY = { baseMs: 150, maxMs: 2000 };
 
-for (const c of [
+for (const errorCase of [
   { status: 429, type: "rate_limit_error", kind: "rate_limit" },
   { status: 529, type: "overloaded_error", kind: "overloaded" },
 ]) {
-  test(`${c.status} (${c.kind}) then success: the turn finishes on attempt 2 after the recorded delay`, async () => {
-    const r = await rig({
+  test(`${errorCase.status} (${errorCase.kind}) then success: the turn finishes on attempt 2 after the recorded delay`, async () => {
+    const setup = await rig({
       responses: [
-        { error: { status: c.status, type: c.type, message: "slow down", headers: { "retry-after": "1" } } },
-        { content: [{ type: "text", text: `after ${c.kind}` }] },
+        {
+          error: {
+            status: errorCase.status,
+            type: errorCase.type,
+            message: "slow down",
+            headers: { "retry-after": "1" },
+          },
+        },
+        { content: [{ type: "text", text: `after ${errorCase.kind}` }] },
       ],
     });
     try {
-      r.worker({ retry: SMALL_RETRY });
-      const t = await r.producer.enqueueTurn({ prompt: "hello", cwd: r.ws });
-      const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30000 });
+      setup.worker({ retry: SMALL_RETRY });
+      const queued = await setup.producer.enqueueTurn({ prompt: "hello", cwd: setup.ws });
+      const res = await setup.producer.waitForTurn(queued.turn, { timeoutMs: 30000 });
       assert.equal(res.status, "finished", JSON.stringify(res.event.data));
       assert.equal(res.attempt, 2);
-      assert.equal(res.resultText, `after ${c.kind}`);
-      const ev = await r.events(t.session, t.turn);
+      assert.equal(res.resultText, `after ${errorCase.kind}`);
+      const ev = await setup.events(queued.session, queued.turn);
       assert.deepEqual(kindsOf(ev), [
         "turn.queued",
         "attempt.started",
@@ -40,12 +47,12 @@ for (const c of [
         "turn.finished",
       ]);
       const result1 = cliLines(ev, 1).find((l) => l["type"] === "result")!;
-      assert.equal(result1["api_error_status"], c.status, "attempt 1 really was the API error");
+      assert.equal(result1["api_error_status"], errorCase.status, "attempt 1 really was the API error");
       const abandoned = ev.find((e) => e.kind === "attempt.abandoned")!;
       assert.equal(abandoned.attempt, 1);
       assert.deepEqual(
         { ...dataOf(abandoned), delayMs: undefined },
-        { reason: c.kind, attempt: 1, retry: true, delayMs: undefined },
+        { reason: errorCase.kind, attempt: 1, retry: true, delayMs: undefined },
       );
       // With CLAUDE_CODE_MAX_RETRIES=0 the CLI prints no api_retry/rate_limit_event line and its result
       // carries no retry-after, so the policy alone sets this delay (the next test covers the hint).
@@ -60,26 +67,28 @@ for (const c of [
         `attempt 2 began ${atMs(started2) - atMs(abandoned)} ms after the abandonment, delay ${delayMs}`,
       );
       assert.ok(started2.epoch > abandoned.epoch);
-      assert.equal(r.server.requests().filter((q) => q.kind === "messages").length, 2);
+      assert.equal(setup.server.requests().filter((q) => q.kind === "messages").length, 2);
     } finally {
-      await r.dispose();
+      await setup.dispose();
     }
   });
 }
 
-test("429 the CLI retried itself once (CLAUDE_CODE_MAX_RETRIES=1): the worker waits at least the CLI's retry-after based delay", async (t) => {
-  const e = { error: { status: 429, type: "rate_limit_error", message: "slow down", headers: { "retry-after": "1" } } };
-  const r = await rig({ responses: [e, e, { content: [{ type: "text", text: "finally" }] }] });
+test("429 the CLI retried itself once (CLAUDE_CODE_MAX_RETRIES=1): the worker waits at least the CLI's retry-after based delay", async (testContext) => {
+  const rateLimited = {
+    error: { status: 429, type: "rate_limit_error", message: "slow down", headers: { "retry-after": "1" } },
+  };
+  const setup = await rig({ responses: [rateLimited, rateLimited, { content: [{ type: "text", text: "finally" }] }] });
   try {
-    r.worker({ retry: SMALL_RETRY, runEnv: { CLAUDE_CODE_MAX_RETRIES: "1" } });
+    setup.worker({ retry: SMALL_RETRY, runEnv: { CLAUDE_CODE_MAX_RETRIES: "1" } });
     // The low end of the worker's jitter: the wait must still not undercut the CLI's hint.
-    t.mock.method(Math, "random", () => 0);
-    const tr = await r.producer.enqueueTurn({ prompt: "hello", cwd: r.ws });
-    const res = await r.producer.waitForTurn(tr.turn, { timeoutMs: 30000 });
+    testContext.mock.method(Math, "random", () => 0);
+    const tr = await setup.producer.enqueueTurn({ prompt: "hello", cwd: setup.ws });
+    const res = await setup.producer.waitForTurn(tr.turn, { timeoutMs: 30000 });
     mock.restoreAll();
     assert.equal(res.status, "finished", JSON.stringify(res.event.data));
     assert.equal(res.attempt, 2);
-    const ev = await r.events(tr.session, tr.turn);
+    const ev = await setup.events(tr.session, tr.turn);
     const retryLine = cliLines(ev, 1).find((l) => l["type"] === "system" && l["subtype"] === "api_retry");
     assert.ok(retryLine !== undefined, "the CLI reported its own retry");
     const hint = retryLine["retry_delay_ms"] as number;
@@ -95,13 +104,13 @@ test("429 the CLI retried itself once (CLAUDE_CODE_MAX_RETRIES=1): the worker wa
     assert.ok(gap >= 1000, `attempt 2 waited ${gap} ms, at least the server's retry-after`);
   } finally {
     mock.restoreAll();
-    await r.dispose();
+    await setup.dispose();
   }
 });
 
-test("retryDelayMs never waits less than the CLI's retry hint or the rate limit's reset, whatever the jitter", (t) => {
+test("retryDelayMs never waits less than the CLI's retry hint or the rate limit's reset, whatever the jitter", (testContext) => {
   const policy = { ...DEFAULT_RETRY, baseMs: 100 };
-  t.mock.method(Math, "random", () => 0);
+  testContext.mock.method(Math, "random", () => 0);
   assert.ok(retryDelayMs(policy, 1, { apiRetries: 1, retryDelayMs: 1000 }) >= 1000, "below the CLI's retry_delay_ms");
   const now = 1_000_000;
   assert.ok(
@@ -110,40 +119,40 @@ test("retryDelayMs never waits less than the CLI's retry hint or the rate limit'
   );
 });
 
-for (const c of [
+for (const errorCase of [
   { status: 401, type: "authentication_error", message: "invalid x-api-key", kind: "auth" },
   { status: 400, type: "invalid_request_error", message: "prompt is too long", kind: "invalid_request" },
 ]) {
-  test(`${c.status} (${c.kind}): the turn fails after one attempt, no retry`, async () => {
-    const r = await rig({
+  test(`${errorCase.status} (${errorCase.kind}): the turn fails after one attempt, no retry`, async () => {
+    const setup = await rig({
       responses: [
-        { error: { status: c.status, type: c.type, message: c.message } },
+        { error: { status: errorCase.status, type: errorCase.type, message: errorCase.message } },
         { content: [{ type: "text", text: "must not be asked for" }] },
       ],
     });
     try {
-      r.worker({ retry: SMALL_RETRY });
-      const t = await r.producer.enqueueTurn({ prompt: "hello", cwd: r.ws });
-      const res = await r.producer.waitForTurn(t.turn, { timeoutMs: 30000 });
+      setup.worker({ retry: SMALL_RETRY });
+      const queued = await setup.producer.enqueueTurn({ prompt: "hello", cwd: setup.ws });
+      const res = await setup.producer.waitForTurn(queued.turn, { timeoutMs: 30000 });
       assert.equal(res.status, "failed");
-      assert.equal(res.errorKind, c.kind);
+      assert.equal(res.errorKind, errorCase.kind);
       assert.equal(res.attempt, 1);
       assert.equal(dataOf(res.event)["retryable"], false);
-      const ev = await r.events(t.session, t.turn);
+      const ev = await setup.events(queued.session, queued.turn);
       assert.deepEqual(kindsOf(ev), ["turn.queued", "attempt.started", "cli.exit", "turn.failed"]);
-      const job = (await Job.fromId(r.producer.queue, t.turn))!;
+      const job = (await Job.fromId(setup.producer.queue, queued.turn))!;
       // The job record settles just after the log's terminal event.
       await waitUntil(async () => (await job.getState()) === "failed", 5000, "the job to be failed");
       assert.equal(job.attemptsMade <= 1, true);
-      assert.equal(r.server.requests().filter((q) => q.kind === "messages").length, 1, "the model was asked once");
-      assert.equal(r.server.remaining(), 1);
+      assert.equal(setup.server.requests().filter((q) => q.kind === "messages").length, 1, "the model was asked once");
+      assert.equal(setup.server.remaining(), 1);
       await waitUntil(
-        async () => (await r.producer.order.pending(t.session)).length === 0,
+        async () => (await setup.producer.order.pending(queued.session)).length === 0,
         5000,
         "the session's pending list to empty",
       );
     } finally {
-      await r.dispose();
+      await setup.dispose();
     }
   });
 }

@@ -20,10 +20,10 @@ import { assertNoHole, cliEnv, readAll, testSpace, toolChain, waitUntil } from "
 const STEPS = 10;
 
 async function toolResults(log: EventLog, session: string): Promise<number> {
-  let n = 0;
-  for (const e of await readAll(log, session))
-    if (e.kind === "cli.line" && String((e.data as { raw: string }).raw).includes('"tool_result"')) n++;
-  return n;
+  let count = 0;
+  for (const event of await readAll(log, session))
+    if (event.kind === "cli.line" && String((event.data as { raw: string }).raw).includes('"tool_result"')) count++;
+  return count;
 }
 
 interface FailoverRun {
@@ -35,13 +35,16 @@ interface FailoverRun {
   status: string;
 }
 
-/** Runs the chain through a worker connected via Sentinel at `durability`, kills the primary mid-turn, and returns the log the turn ended in. */
-async function failoverTurn(t: TestContext, durability: string): Promise<FailoverRun> {
+/**
+ * Runs the chain through a worker connected via Sentinel at `durability`, kills the primary mid-turn, and returns the
+ * log the turn ended in.
+ */
+async function failoverTurn(testContext: TestContext, durability: string): Promise<FailoverRun> {
   const space = testSpace();
   const rig = await startSentinelRig();
   const onPrimary = new Redis(rig.primary.url, { maxRetriesPerRequest: 1 });
   const onReplica = new Redis(rig.replica.url);
-  for (const c of [onPrimary, onReplica]) c.on("error", () => undefined);
+  for (const connection of [onPrimary, onReplica]) connection.on("error", () => undefined);
   const server = await startModelServer({
     script: { responses: Array.from({ length: 4 }, () => toolChain("CHAIN", STEPS, { pauseS: 0.3 })).flat() },
   });
@@ -91,7 +94,7 @@ async function failoverTurn(t: TestContext, durability: string): Promise<Failove
       60000,
       "Sentinel to promote the replica",
     );
-    t.diagnostic(
+    testContext.diagnostic(
       `${durability}: primary ${before} killed at seq ${primaryHead} (replica at ${replicaHead}); promoted ${rig.replica.port}`,
     );
     // The old primary comes back empty; the sentinels make it a replica of the promoted one, so
@@ -106,7 +109,7 @@ async function failoverTurn(t: TestContext, durability: string): Promise<Failove
       "the turn to end on the promoted replica",
     ).catch(async (err: unknown) => {
       const seen = await readAll(replicaLog, turn.session).catch(() => []);
-      t.diagnostic(
+      testContext.diagnostic(
         `log: ${JSON.stringify(seen.map((e) => [e.seq, e.attempt, e.kind, e.kind === "attempt.abandoned" ? e.data : undefined]))}`,
       );
       throw err;
@@ -133,10 +136,10 @@ function abandonReasons(events: readonly Envelope[]): string[] {
 test(
   "Sentinel failover with replicas:1: every acknowledged line is in the promoted log, the turn finishes exactly once",
   { timeout: 300_000 },
-  async (t) => {
-    const run = await failoverTurn(t, "replicas:1");
+  async (testContext) => {
+    const run = await failoverTurn(testContext, "replicas:1");
     const reasons = abandonReasons(run.events);
-    t.diagnostic(`abandoned: ${JSON.stringify(reasons)}; ${run.events.length} events`);
+    testContext.diagnostic(`abandoned: ${JSON.stringify(reasons)}; ${run.events.length} events`);
     // A lost acknowledged write would have been found by the writer's claim (log_rolled_back).
     assert.ok(!reasons.includes("log_rolled_back"), `no acknowledged write was lost: ${JSON.stringify(reasons)}`);
     assert.equal(run.end.kind, "turn.finished", JSON.stringify(run.end.data));
@@ -148,10 +151,12 @@ test(
 test(
   "Sentinel failover with memory: lost writes are found, never a finished turn with a hole",
   { timeout: 300_000 },
-  async (t) => {
-    const run = await failoverTurn(t, "memory");
+  async (testContext) => {
+    const run = await failoverTurn(testContext, "memory");
     const reasons = abandonReasons(run.events);
-    t.diagnostic(`abandoned: ${JSON.stringify(reasons)}; lost at most ${run.primaryHead - run.replicaHead} events`);
+    testContext.diagnostic(
+      `abandoned: ${JSON.stringify(reasons)}; lost at most ${run.primaryHead - run.replicaHead} events`,
+    );
     if (run.end.kind === "turn.failed") assert.match((run.end.data as { errorKind: string }).errorKind, /^log_lost$/);
     else assert.equal(run.status, "finished");
   },

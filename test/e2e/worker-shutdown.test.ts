@@ -46,8 +46,8 @@ test("SIGTERM with a running turn: bounded exit, tree gone, attempt abandoned, t
       TURNSTREAM_SHUTDOWN_GRACE_MS: String(GRACE_MS),
     });
   try {
-    const a = await start("a");
-    const t = await producer.enqueueTurn({
+    const workerA = await start("a");
+    const queued = await producer.enqueueTurn({
       prompt: "run the slow command",
       cwd: ws,
       options: { skipPermissions: true },
@@ -61,15 +61,15 @@ test("SIGTERM with a running turn: bounded exit, tree gone, attempt abandoned, t
     assert.ok(treeMembers(sleep!.marker).length >= 2, "the CLI and its Bash command carry the marker");
 
     const t0 = Date.now();
-    a.kill("SIGTERM");
-    const exit = await a.exited;
+    workerA.kill("SIGTERM");
+    const exit = await workerA.exited;
     const took = Date.now() - t0;
     assert.equal(exit.code, 0);
     assert.ok(took <= GRACE_MS + KILL_GRACE_MS + 2500, `worker exited after ${took} ms`);
     assert.ok(took >= GRACE_MS, `the running turn had its grace period (${took} ms)`);
     assert.deepEqual(treeMembers(sleep!.marker), [], "the CLI's tree is gone when the worker has exited");
 
-    const before = (await readAll(producer.log, t.session)).filter((e) => e.turn === t.turn);
+    const before = (await readAll(producer.log, queued.session)).filter((e) => e.turn === queued.turn);
     assert.deepEqual(kindsOf(before), ["turn.queued", "attempt.started", "cli.exit", "attempt.abandoned"]);
     assert.deepEqual(dataOf(before.at(-1)!), { reason: "shutdown", attempt: 1, retry: true });
     assert.ok(
@@ -77,15 +77,19 @@ test("SIGTERM with a running turn: bounded exit, tree gone, attempt abandoned, t
       "attempt 1 had reached the tool call",
     );
 
-    const b = await start("b");
-    const r = await producer.waitForTurn(t.turn, { timeoutMs: 30000 });
-    assert.equal(r.status, "finished", JSON.stringify(r.event.data));
-    assert.equal(r.attempt, 2);
-    assert.equal(r.resultText, "completed after the restart");
-    const events = (await readAll(producer.log, t.session)).filter((e) => e.turn === t.turn);
+    const workerB = await start("b");
+    const result = await producer.waitForTurn(queued.turn, { timeoutMs: 30000 });
+    assert.equal(result.status, "finished", JSON.stringify(result.event.data));
+    assert.equal(result.attempt, 2);
+    assert.equal(result.resultText, "completed after the restart");
+    const events = (await readAll(producer.log, queued.session)).filter((e) => e.turn === queued.turn);
     const started = events.filter((e) => e.kind === "attempt.started");
     assert.equal(started.length, 2);
-    assert.match(String(dataOf(started[1]!)["worker"]), new RegExp(`-${b.pid}-`), "attempt 2 ran on the second worker");
+    assert.match(
+      String(dataOf(started[1]!)["worker"]),
+      new RegExp(`-${workerB.pid}-`),
+      "attempt 2 ran on the second worker",
+    );
     assert.ok(started[1]!.epoch > started[0]!.epoch);
     assert.equal(
       events.filter((e) => e.kind === "attempt.abandoned").length,
@@ -100,23 +104,23 @@ test("SIGTERM with a running turn: bounded exit, tree gone, attempt abandoned, t
 
 /** Resolves with the exit, or "still running" once `ms` have passed (the caller then kills it). */
 function exitWithin(
-  w: WorkerProcess,
+  worker: WorkerProcess,
   ms: number,
 ): Promise<{ code: number | null; signal: NodeJS.Signals | null } | "still running"> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
-    w.exited.finally(() => clearTimeout(timer)),
+    worker.exited.finally(() => clearTimeout(timer)),
     new Promise<"still running">((resolve) => (timer = setTimeout(() => resolve("still running"), ms))),
   ]);
 }
 
 // Both ways of running a worker process: the entry point (grace from the environment) and the
 // command (grace from --grace-ms). With a turn running, the CLI's tree must be ended too.
-for (const c of [
+for (const variant of [
   { name: "workers/turn-worker.ts, TURNSTREAM_SHUTDOWN_GRACE_MS, a turn running", command: false, turn: true },
   { name: "turnstream worker --grace-ms, idle", command: true, turn: false },
 ]) {
-  test(`SIGTERM while Redis is unreachable (${c.name}): the worker exits within a bound`, async () => {
+  test(`SIGTERM while Redis is unreachable (${variant.name}): the worker exits within a bound`, async () => {
     const space = testSpace();
     const redisServer = await startRedisServer();
     const server = await startModelServer({
@@ -147,12 +151,12 @@ for (const c of [
       TURNSTREAM_INSTANCE_ROOT: space.dir("root-w"),
       TURNSTREAM_SANDBOXED: "1",
     };
-    const w = c.command
+    const worker = variant.command
       ? await startWorkerCommand(env, ["--grace-ms", String(GRACE_MS)])
       : await startWorkerProcess({ ...env, TURNSTREAM_SHUTDOWN_GRACE_MS: String(GRACE_MS) });
     try {
       let sleep: ReturnType<typeof findTreeProcess>;
-      if (c.turn) {
+      if (variant.turn) {
         await producer.enqueueTurn({ prompt: "run the slow command", cwd: ws, options: { skipPermissions: true } });
         await waitUntil(
           () => (sleep = findTreeProcess("sleep 31", `${space.root}/root-w/`)) !== undefined,
@@ -167,10 +171,10 @@ for (const c of [
       // that follow have 1 s bounds of their own (measured: ~9.5 s for the values here).
       const bound = GRACE_MS + KILL_GRACE_MS + CLOSE_TIMEOUT_MS + 3000;
       const t0 = Date.now();
-      w.kill("SIGTERM");
-      const exit = await exitWithin(w, bound + 4000);
+      worker.kill("SIGTERM");
+      const exit = await exitWithin(worker, bound + 4000);
       const took = Date.now() - t0;
-      const stopped = w.lines.some((l) => l["msg"] === "worker stopped");
+      const stopped = worker.lines.some((l) => l["msg"] === "worker stopped");
       assert.notEqual(
         exit,
         "still running",
@@ -179,14 +183,14 @@ for (const c of [
       assert.deepEqual(
         exit,
         { code: 0, signal: null },
-        `a clean exit although Redis is gone; last log: ${JSON.stringify(w.lines.slice(-3))}`,
+        `a clean exit although Redis is gone; last log: ${JSON.stringify(worker.lines.slice(-3))}`,
       );
       assert.ok(took <= bound, `worker exited after ${took} ms`);
       if (sleep !== undefined)
         assert.deepEqual(treeMembers(sleep.marker), [], "the CLI's tree is gone when the worker has exited");
     } finally {
-      w.kill("SIGKILL");
-      await w.exited;
+      worker.kill("SIGKILL");
+      await worker.exited;
       redis.disconnect();
       await server.close();
       await redisServer.dispose();
