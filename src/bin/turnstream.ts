@@ -5,8 +5,7 @@
 import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, extname, join } from "node:path";
-import { packageVersion } from "../kernel/package-version.ts";
-import { explainRedisError, redisUrlForDisplay } from "../log/redis-errors.ts";
+import { packageVersion } from "../kernel/index.ts";
 import { EXIT } from "./exit-codes.ts";
 
 interface CommandModule {
@@ -67,7 +66,9 @@ main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
-  (err: unknown) => {
+  async (err: unknown) => {
+    // Loaded only on this path: the log's index brings ioredis, which `--version` and `help` never need.
+    const { explainRedisError, redisUrlForDisplay } = await import("../log/index.ts");
     // Redis's own errors (ioredis' "max retries per request", ECONNREFUSED…) say which Redis and what to check.
     const message = explainRedisError(err, redisUrlForDisplay()).message;
     process.stderr.write(

@@ -1,6 +1,7 @@
 // Running one Claude Code CLI process. Knows nothing of Redis; imports only the protocol.
 export { runTurn, type TurnHandle, type TurnOutcome, type RunTurnExtras, type CliErrorKind } from "./run-turn.ts";
 export {
+  ConfigHomeOptionsSchema,
   RunTurnOptionsSchema,
   validateRunTurnOptions,
   type RunTurnOptions,
@@ -15,6 +16,8 @@ export {
   type RunnerErrorKind,
 } from "./errors.ts";
 export { buildArgs } from "./args.ts";
+export { runChecks, type CheckResult } from "./probe.ts";
+export { describeLimits, type LimitName } from "./limits.ts";
 export { baseEnv, buildEnv, cliSettingsEnv, envAuth, modelAccessEnv, type EnvOverlay } from "./env.ts";
 export { resolveClaudeBin } from "./resolve-bin.ts";
 export { probeToolSandbox, SANDBOX_INSTALL_HINT, type SandboxProbe, type ToolSandbox } from "./sandbox.ts";

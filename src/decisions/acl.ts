@@ -32,23 +32,23 @@ export const ACL_ROLE_PURPOSE: Record<AclRole, string> = {
 };
 
 /** Key and command rules of each role (everything after the password). */
-function rules(role: AclRole, p: string, q: string): string {
-  const read = `%R~${p}* %R~${q}*`;
+function rules(role: AclRole, logPrefix: string, queuePrefix: string): string {
+  const read = `%R~${logPrefix}* %R~${queuePrefix}*`;
   const readCommands = "-@all +@read +@connection -@dangerous +info";
   switch (role) {
     case "admin":
       return "~* &* +@all";
     case "worker":
-      return `~${p}* ~${q}* &* -@all +@all -@dangerous +info +client|setname +client|getname +client|id`;
+      return `~${logPrefix}* ~${queuePrefix}* &* -@all +@all -@dangerous +info +client|setname +client|getname +client|id`;
     case "operator": {
-      const session = `${p}{s:*}`;
+      const session = `${logPrefix}{s:*}`;
       const writable = [
         `${session}:events`,
         `${session}:meta`,
         `${session}:blobs`,
-        `${p}sessions`,
-        `${p}decisions:rules`,
-        `${p}decisions:pending`,
+        `${logPrefix}sessions`,
+        `${logPrefix}decisions:rules`,
+        `${logPrefix}decisions:pending`,
       ];
       const writes = "+evalsha +eval +xadd +hset +hdel +sadd +persist +pexpire +zadd";
       return `${read} ${writable.map((k) => `~${k}`).join(" ")} ${readCommands} ${writes}`;
@@ -65,17 +65,17 @@ const sha256 = (s: string): string => createHash("sha256").update(s).digest("hex
  * password is written `off`: it cannot log in until given one (`ACL SETUSER <role> on >password`).
  */
 export function redisAclFile(options: AclOptions = {}): string {
-  const p = options.logPrefix ?? DEFAULT_PREFIX;
-  const q = options.queuePrefix ?? "{turnstream}";
-  if (!LOG_PREFIX.test(p))
-    throw new Error(`log prefix ${JSON.stringify(p)} must be 0-64 characters from A-Z a-z 0-9 _ . : -`);
-  if (!QUEUE_PREFIX.test(q))
-    throw new Error(`queue prefix ${JSON.stringify(q)} must be one hash tag like {turnstream}`);
+  const logPrefix = options.logPrefix ?? DEFAULT_PREFIX;
+  const queuePrefix = options.queuePrefix ?? "{turnstream}";
+  if (!LOG_PREFIX.test(logPrefix))
+    throw new Error(`log prefix ${JSON.stringify(logPrefix)} must be 0-64 characters from A-Z a-z 0-9 _ . : -`);
+  if (!QUEUE_PREFIX.test(queuePrefix))
+    throw new Error(`queue prefix ${JSON.stringify(queuePrefix)} must be one hash tag like {turnstream}`);
   const lines = ["user default off resetpass resetkeys resetchannels -@all"];
   for (const role of ACL_ROLES) {
     const pw = options.passwords?.[role];
     const login = pw === undefined ? "off resetpass" : `on resetpass #${sha256(pw)}`;
-    lines.push(`user ${role} ${login} resetkeys resetchannels ${rules(role, p, q)}`);
+    lines.push(`user ${role} ${login} resetkeys resetchannels ${rules(role, logPrefix, queuePrefix)}`);
   }
   return lines.join("\n") + "\n";
 }

@@ -60,13 +60,13 @@ function post(body) {
   let size = 0;
   // No half-close: node's HTTP server drops a connection whose client ended before the reply.
   sock.on("connect", () => sock.write(Buffer.concat([Buffer.from(head), body])));
-  sock.on("data", (c) => {
-    size += c.length;
+  sock.on("data", (chunk) => {
+    size += chunk.length;
     if (size > MAX_REPLY) {
       sock.destroy();
       return deny("the decision hub's reply was too large");
     }
-    parts.push(c);
+    parts.push(chunk);
   });
   sock.on("error", () =>
     deny(size === 0 ? "the decision hub could not be reached" : "the decision hub's reply broke off"),

@@ -238,20 +238,22 @@ class Decider {
 
   #trusted(all: readonly TrustRule[]): TrustRule[] {
     return all.filter((rule) => {
-      const v = verifyRule(this.#s.keyring, rule);
+      const verified = verifyRule(this.#s.keyring, rule);
       const seen = `${rule.id}/${rule.signature}`;
-      if (!v.ok && !this.#warnedRules.has(seen)) {
+      if (!verified.ok && !this.#warnedRules.has(seen)) {
         this.#warnedRules.add(seen);
         this.#s.logger.warn(
-          { hubId: this.#s.hubId, ruleId: rule.id, pattern: rule.pattern.slice(0, 200), why: v.why },
+          { hubId: this.#s.hubId, ruleId: rule.id, pattern: rule.pattern.slice(0, 200), why: verified.why },
           "ignored a trust rule that no trusted operator key signed",
         );
       }
-      return v.ok;
+      return verified.ok;
     });
   }
 
-  /** Listed in the fleet's pending index while it waits for an operator; denied at the timeout or when the hub closes. */
+  /**
+   * Listed in the fleet's pending index while it waits for an operator; denied at the timeout or when the hub closes.
+   */
   async #byOperator(
     run: RunContext,
     requested: DecisionRequested,
@@ -352,8 +354,8 @@ class Decider {
     requestDigestHex: string,
     made: DecisionMade,
   ): string | undefined {
-    const v = verifyDecision(this.#s.keyring, run.session, made, requestDigestHex);
-    if (!v.ok) return v.why;
+    const verified = verifyDecision(this.#s.keyring, run.session, made, requestDigestHex);
+    if (!verified.ok) return verified.why;
     if (made.decision === "allow" && requested.redacted !== undefined && made.allowRedacted !== true) {
       return "it allows a request whose shown input was redacted without saying allowRedacted";
     }
@@ -410,7 +412,10 @@ class Decider {
   }
 }
 
-/** Supervised runs by bearer token. Tokens are looked up by their hash: the map never holds a secret and lookup time says nothing about it. */
+/**
+ * Supervised runs by bearer token. Tokens are looked up by their hash: the map never holds a secret and lookup time
+ * says nothing about it.
+ */
 class RunTokens {
   readonly #runs = new Map<string, RunContext>();
 
@@ -461,7 +466,10 @@ interface HookEndpoint {
   isClosed(): boolean;
 }
 
-/** One forwarder request: checks the endpoint, token, nonce and input, then answers the verdict. Anything wrong answers deny. */
+/**
+ * One forwarder request: checks the endpoint, token, nonce and input, then answers the verdict. Anything wrong answers
+ * deny.
+ */
 async function answerHook(hub: HookEndpoint, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { logger, hubId } = hub.settings;
   const nonceHeader = req.headers["x-turnstream-nonce"];
@@ -492,13 +500,13 @@ async function answerHook(hub: HookEndpoint, req: IncomingMessage, res: ServerRe
 }
 
 /** The hub's liveness key, renewed every period; the pending index counts the hub gone after 3 missed beats. */
-async function startHeartbeat(s: HubSettings, heartbeatMs: number): Promise<NodeJS.Timeout> {
+async function startHeartbeat(settings: HubSettings, heartbeatMs: number): Promise<NodeJS.Timeout> {
   const beat = (): Promise<unknown> =>
-    s.redis.set(hubKey(s.prefix, s.hubId), String(process.pid), "PX", heartbeatMs * 3);
+    settings.redis.set(hubKey(settings.prefix, settings.hubId), String(process.pid), "PX", heartbeatMs * 3);
   await beat();
   const timer = setInterval(() => {
     void beat().catch((err: unknown) => {
-      s.logger.warn({ err: (err as Error).message, hubId: s.hubId }, "decision hub heartbeat failed");
+      settings.logger.warn({ err: (err as Error).message, hubId: settings.hubId }, "decision hub heartbeat failed");
     });
   }, heartbeatMs);
   timer.unref();
@@ -511,17 +519,20 @@ async function listenLoopback(
   inflight: Set<Promise<unknown>>,
 ): Promise<Server> {
   const server = createServer((req, res) => {
-    const p = handle(req, res).catch(() => {
+    const answered = handle(req, res).catch(() => {
       if (!res.headersSent) reply(res, 500, { decision: "deny", reason: "turnstream: denied because the hub failed" });
     });
-    inflight.add(p);
-    void p.finally(() => inflight.delete(p));
+    inflight.add(answered);
+    void answered.finally(() => inflight.delete(answered));
   });
   await listen(server, 0, "127.0.0.1");
   return server;
 }
 
-/** Starts the worker's loopback decision hub: hook forwarders post each risky tool call to it; a trust rule, an operator or the timeout decides. */
+/**
+ * Starts the worker's loopback decision hub: hook forwarders post each risky tool call to it; a trust rule, an operator
+ * or the timeout decides.
+ */
 export async function startDecisionHub(options: DecisionHubOptions): Promise<DecisionHub> {
   const settings: HubSettings = {
     log: options.log,

@@ -44,10 +44,10 @@ export function keyIdOf(rawPublicKey: Buffer): string {
 }
 
 function publicKeyText(key: KeyObject): string {
-  const x = key.export({ format: "jwk" }).x;
-  if (typeof x !== "string")
+  const publicKeyX = key.export({ format: "jwk" }).x;
+  if (typeof publicKeyX !== "string")
     throw new OperatorKeyError("the key is not an Ed25519 key; make one with `turnstream operator-key new`");
-  return `${PUBLIC_KEY_PREFIX}${x}`;
+  return `${PUBLIC_KEY_PREFIX}${publicKeyX}`;
 }
 
 function signerFor(privateKey: KeyObject): OperatorKey {
@@ -145,11 +145,11 @@ function parseKeyLine(line: string, where: string): [string, TrustedKey] {
 export function parseOperatorKeys(text: string | readonly string[], source = "operator keys"): OperatorKeyring {
   const lines = typeof text === "string" ? text.split(/\r?\n/) : text.flatMap((t) => t.split(/\r?\n/));
   const keys = new Map<string, TrustedKey>();
-  lines.forEach((l, i) => {
-    const line = l.replace(/#.*$/, "").trim();
+  lines.forEach((rawLine, index) => {
+    const line = rawLine.replace(/#.*$/, "").trim();
     if (line.length === 0) return;
-    const [id, k] = parseKeyLine(line, `${source} line ${i + 1}`);
-    keys.set(id, k);
+    const [id, trusted] = parseKeyLine(line, `${source} line ${index + 1}`);
+    keys.set(id, trusted);
   });
   return keyringOf(keys);
 }
@@ -160,9 +160,9 @@ function keyringOf(keys: ReadonlyMap<string, TrustedKey>): OperatorKeyring {
     has: (keyId) => keys.has(keyId),
     nameOf: (keyId) => keys.get(keyId)?.name,
     verify(keyId, message, signature) {
-      const k = keys.get(keyId);
-      if (k === undefined || !/^[A-Za-z0-9_-]{86}$/.test(signature)) return false;
-      return verify(null, message, k.key, Buffer.from(signature, "base64url"));
+      const trusted = keys.get(keyId);
+      if (trusted === undefined || !/^[A-Za-z0-9_-]{86}$/.test(signature)) return false;
+      return verify(null, message, trusted.key, Buffer.from(signature, "base64url"));
     },
   };
 }
@@ -173,15 +173,15 @@ function keyringOf(keys: ReadonlyMap<string, TrustedKey>): OperatorKeyring {
  */
 export function operatorKeyLinesFromEnv(value: string | undefined): string[] | undefined {
   if (value === undefined || value.trim() === "") return undefined;
-  const v = value.trim();
-  if (v.startsWith("/")) {
+  const trimmed = value.trim();
+  if (trimmed.startsWith("/")) {
     try {
-      return readFileSync(v, "utf8").split(/\r?\n/);
+      return readFileSync(trimmed, "utf8").split(/\r?\n/);
     } catch {
       throw new OperatorKeyError(
-        `TURNSTREAM_OPERATOR_KEYS names ${v}, which cannot be read; point it at a file with one operator public key per line`,
+        `TURNSTREAM_OPERATOR_KEYS names ${trimmed}, which cannot be read; point it at a file with one operator public key per line`,
       );
     }
   }
-  return v.split(/[,\n]/);
+  return trimmed.split(/[,\n]/);
 }

@@ -26,7 +26,10 @@ import {
 } from "./rules.ts";
 import { requestDigest, ruleAddedOf, signDecision, signRule, verifyDecision, verifyRule } from "./signing.ts";
 
-/** Who a person at this machine is, as decisions and cancellations record them: TURNSTREAM_USER, then USER, then the login name. */
+/**
+ * Who a person at this machine is, as decisions and cancellations record them: TURNSTREAM_USER, then USER, then the
+ * login name.
+ */
 export function operatorName(env: Readonly<Record<string, string | undefined>> = process.env): string {
   const named = env["TURNSTREAM_USER"] || env["USER"];
   if (named) return named;
@@ -100,12 +103,13 @@ async function findRequest(
   let found: FoundRequest | undefined;
   for await (const ev of log.read(session, { fromSeq })) {
     if (found === undefined && ev.kind === "decision.requested") {
-      const d = decisionRequestedData.safeParse(ev.data);
-      if (d.success && d.data.requestId === requestId) found = { envelope: ev, data: d.data, decided: undefined };
+      const parsed = decisionRequestedData.safeParse(ev.data);
+      if (parsed.success && parsed.data.requestId === requestId)
+        found = { envelope: ev, data: parsed.data, decided: undefined };
     } else if (found !== undefined && ev.kind === "decision.made") {
-      const d = decisionMadeData.safeParse(ev.data);
-      if (d.success && d.data.requestId === requestId && counts(found.data, d.data))
-        return { ...found, decided: { envelope: ev, data: d.data } };
+      const parsed = decisionMadeData.safeParse(ev.data);
+      if (parsed.success && parsed.data.requestId === requestId && counts(found.data, parsed.data))
+        return { ...found, decided: { envelope: ev, data: parsed.data } };
     }
   }
   return found;
@@ -196,7 +200,10 @@ async function asOperator<T>(session: string, requestId: string, write: () => Pr
   }
 }
 
-/** An operator's signed allow or deny of a pending request (optionally a fleet-wide trust rule too); the first decision recorded wins. */
+/**
+ * An operator's signed allow or deny of a pending request (optionally a fleet-wide trust rule too); the first decision
+ * recorded wins.
+ */
 export async function decide(target: DecideTarget, input: DecideInput): Promise<DecideResult> {
   const { log, operatorKey } = target;
   const redis = target.redis ?? log.redis;
@@ -265,12 +272,12 @@ async function checkDecidable(
   if (found.decided !== undefined) {
     // Best effort: a reader's stale index entry stays for the next operator to clear.
     await dropPending(redis, prefix, session, requestId).catch(() => undefined);
-    const d = found.decided.data;
+    const earlier = found.decided.data;
     throw new DecisionError(
       "already_decided",
       session,
       requestId,
-      `request ${requestId} was already decided (${d.decision} by ${d.by})`,
+      `request ${requestId} was already decided (${earlier.decision} by ${earlier.by})`,
     );
   }
   if (Date.parse(found.data.expiresAt) <= Date.now()) {

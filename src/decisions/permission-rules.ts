@@ -16,11 +16,11 @@ type Token = { star: true } | { text: string };
 /** Splits a specifier into literal characters and unescaped `*` tokens. */
 function tokens(spec: string): Token[] {
   const out: Token[] = [];
-  for (let i = 0; i < spec.length; i++) {
-    const c = spec[i]!;
-    if (c === "\\" && i + 1 < spec.length) out.push({ text: spec[++i]! });
-    else if (c === "*") out.push({ star: true });
-    else out.push({ text: c });
+  for (let index = 0; index < spec.length; index++) {
+    const char = spec[index]!;
+    if (char === "\\" && index + 1 < spec.length) out.push({ text: spec[++index]! });
+    else if (char === "*") out.push({ star: true });
+    else out.push({ text: char });
   }
   return out;
 }
@@ -124,8 +124,8 @@ function anchor(spec: string, ctx: PathContext): AnchoredPattern {
 function pathGlobRegex(pattern: string, anyDepth: boolean): RegExp {
   const segments = pattern.split("/");
   let src = "";
-  segments.forEach((segment, i) => {
-    const last = i === segments.length - 1;
+  segments.forEach((segment, index) => {
+    const last = index === segments.length - 1;
     if (segment === "**") src += last ? "[\\s\\S]*" : "(?:[^/]*/)*";
     else src += segmentRegex(segment) + (last ? "" : "/");
   });
@@ -163,10 +163,10 @@ export function pathRuleMatches(spec: string, filePath: string, ctx: PathContext
   const dirOnly = pattern.endsWith("/");
   const re = pathGlobRegex(pattern.replace(/\/+$/, ""), anyDepth);
   const parts = rel.split("/");
-  for (let n = 1; n <= parts.length; n++) {
-    const isFile = n === parts.length;
+  for (let depth = 1; depth <= parts.length; depth++) {
+    const isFile = depth === parts.length;
     if (isFile && dirOnly) continue;
-    if (re.test(parts.slice(0, n).join("/"))) return true;
+    if (re.test(parts.slice(0, depth).join("/"))) return true;
   }
   return false;
 }

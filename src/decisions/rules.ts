@@ -7,7 +7,7 @@
 // operator key the hub trusts (signing.ts); the store keeps whatever is there and the hub checks each rule.
 import { createHash } from "node:crypto";
 import { homedir } from "node:os";
-import { z } from "zod";
+import { z as zod } from "zod";
 import type { RedisClient } from "../log/index.ts";
 import { InvalidRuleError } from "./errors.ts";
 import {
@@ -19,23 +19,23 @@ import {
 } from "./permission-rules.ts";
 import { SHELL_TOOLS } from "./tool-calls.ts";
 
-export const ruleEffectSchema = z.enum(["allow", "deny"]);
-export type RuleEffect = z.infer<typeof ruleEffectSchema>;
+export const ruleEffectSchema = zod.enum(["allow", "deny"]);
+export type RuleEffect = zod.infer<typeof ruleEffectSchema>;
 
-export const ruleSchema = z.object({
-  id: z.string().min(1),
-  pattern: z.string().min(1),
+export const ruleSchema = zod.object({
+  id: zod.string().min(1),
+  pattern: zod.string().min(1),
   effect: ruleEffectSchema,
-  by: z.string().min(1),
-  at: z.string().min(1),
-  reason: z.string().optional(),
+  by: zod.string().min(1),
+  at: zod.string().min(1),
+  reason: zod.string().optional(),
   /** The decision that created the rule (`--always`). */
-  source: z.object({ session: z.string(), requestId: z.string() }).optional(),
+  source: zod.object({ session: zod.string(), requestId: zod.string() }).optional(),
   /** The operator key that signed the rule and its Ed25519 signature (signing.ts). */
-  keyId: z.string().optional(),
-  signature: z.string().optional(),
+  keyId: zod.string().optional(),
+  signature: zod.string().optional(),
 });
-export type TrustRule = z.infer<typeof ruleSchema>;
+export type TrustRule = zod.infer<typeof ruleSchema>;
 
 export interface ParsedPattern {
   tool: string;
@@ -47,21 +47,21 @@ export interface ParsedPattern {
 const PATTERN = /^([A-Za-z][A-Za-z0-9_.-]*?)(__\*)?(?:\(([\s\S]*)\))?$/;
 
 export function parsePattern(pattern: string): ParsedPattern {
-  const m = PATTERN.exec(pattern.trim());
-  if (m === null || (m[2] !== undefined && !isMcpServer(m[1]!))) {
+  const match = PATTERN.exec(pattern.trim());
+  if (match === null || (match[2] !== undefined && !isMcpServer(match[1]!))) {
     throw new InvalidRuleError(
       pattern,
       'write a rule as "Tool" or "Tool(specifier)", e.g. Bash(git status:*), Edit(src/**/*.ts), WebFetch(domain:example.com), mcp__github',
     );
   }
-  const glob = m[3];
+  const glob = match[3];
   if (glob !== undefined && glob.length === 0)
     throw new InvalidRuleError(
       pattern,
       "the specifier in Tool(...) must not be empty; use just the tool name to match every call",
     );
   // `Bash(*)` is `Bash`, as in the docs; taking it as a glob would refuse compound commands `Bash` allows.
-  return { tool: m[1]!, glob: glob?.trim() === "*" ? undefined : glob };
+  return { tool: match[1]!, glob: glob?.trim() === "*" ? undefined : glob };
 }
 
 /** `mcp__server` (no tool part): names every tool of that server. */
@@ -80,21 +80,22 @@ const websocketUrl = (input: Record<string, unknown>): string | undefined => {
 
 /** The part of a tool call a rule's specifier is matched against; undefined when the tool has none. */
 export function subjectOf(tool: string, input: Record<string, unknown>): string | undefined {
-  const s = (k: string): string | undefined => (typeof input[k] === "string" ? (input[k] as string) : undefined);
+  const stringField = (k: string): string | undefined =>
+    typeof input[k] === "string" ? (input[k] as string) : undefined;
   switch (tool) {
     case "Bash":
-      return s("command");
+      return stringField("command");
     case "Monitor":
-      return s("command") ?? websocketUrl(input);
+      return stringField("command") ?? websocketUrl(input);
     case "Write":
     case "Edit":
     case "MultiEdit":
     case "Read":
-      return s("file_path");
+      return stringField("file_path");
     case "NotebookEdit":
-      return s("notebook_path");
+      return stringField("notebook_path");
     case "WebFetch":
-      return s("url");
+      return stringField("url");
     default:
       return undefined;
   }
@@ -139,14 +140,14 @@ function specifierMatches(spec: string, effect: RuleEffect, call: CallContext): 
  * matches nothing.
  */
 export function ruleMatches(rule: Pick<TrustRule, "pattern" | "effect">, call: CallContext): boolean {
-  let p: ParsedPattern;
+  let parsed: ParsedPattern;
   try {
-    p = parsePattern(rule.pattern);
+    parsed = parsePattern(rule.pattern);
   } catch {
     return false;
   }
-  if (!ruleCoversTool(p.tool, call.tool)) return false;
-  return p.glob === undefined || specifierMatches(p.glob, rule.effect, call);
+  if (!ruleCoversTool(parsed.tool, call.tool)) return false;
+  return parsed.glob === undefined || specifierMatches(parsed.glob, rule.effect, call);
 }
 
 export interface RuleVerdict {
@@ -199,10 +200,10 @@ export class RuleStore {
   async list(): Promise<TrustRule[]> {
     const all = await this.redis.hgetall(this.key);
     const out: TrustRule[] = [];
-    for (const v of Object.values(all)) {
+    for (const stored of Object.values(all)) {
       try {
-        const r = ruleSchema.safeParse(JSON.parse(v));
-        if (r.success) out.push(r.data);
+        const parsed = ruleSchema.safeParse(JSON.parse(stored));
+        if (parsed.success) out.push(parsed.data);
       } catch {
         // a corrupt entry never matches anything
       }

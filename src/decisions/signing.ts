@@ -17,49 +17,49 @@ const RULE_TAG = "turnstream.rule.v1";
 export type Verification = { ok: true; keyId: string } | { ok: false; why: string };
 
 /** sha256 (hex) of a request as recorded in `decision.requested`, with its session. */
-export function requestDigest(session: string, r: DecisionRequested): string {
+export function requestDigest(session: string, requested: DecisionRequested): string {
   const fields = [
     REQUEST_TAG,
     session,
-    r.requestId,
-    r.nonce,
-    r.tool,
-    r.toolUseId ?? null,
-    r.riskClass,
-    r.input,
-    r.subject ?? null,
-    r.redacted ?? [],
-    r.cliSessionId ?? null,
-    r.hubId,
-    r.timeoutMs,
-    r.expiresAt,
+    requested.requestId,
+    requested.nonce,
+    requested.tool,
+    requested.toolUseId ?? null,
+    requested.riskClass,
+    requested.input,
+    requested.subject ?? null,
+    requested.redacted ?? [],
+    requested.cliSessionId ?? null,
+    requested.hubId,
+    requested.timeoutMs,
+    requested.expiresAt,
   ];
   return createHash("sha256").update(JSON.stringify(fields)).digest("hex");
 }
 
 export type UnsignedDecision = Omit<DecisionMade, "keyId" | "signature">;
 
-function decisionMessage(session: string, d: UnsignedDecision, keyId: string): Buffer {
+function decisionMessage(session: string, decision: UnsignedDecision, keyId: string): Buffer {
   const fields = [
     DECISION_TAG,
     session,
-    d.requestId,
-    d.requestDigest ?? null,
-    d.decision,
-    d.by,
-    d.source,
-    d.reason,
-    d.decidedAt,
-    d.always === true,
-    d.ruleId ?? null,
-    d.allowRedacted === true,
+    decision.requestId,
+    decision.requestDigest ?? null,
+    decision.decision,
+    decision.by,
+    decision.source,
+    decision.reason,
+    decision.decidedAt,
+    decision.always === true,
+    decision.ruleId ?? null,
+    decision.allowRedacted === true,
     keyId,
   ];
   return Buffer.from(JSON.stringify(fields));
 }
 
-export function signDecision(key: OperatorKey, session: string, d: UnsignedDecision): DecisionMade {
-  return { ...d, keyId: key.keyId, signature: key.sign(decisionMessage(session, d, key.keyId)) };
+export function signDecision(key: OperatorKey, session: string, decision: UnsignedDecision): DecisionMade {
+  return { ...decision, keyId: key.keyId, signature: key.sign(decisionMessage(session, decision, key.keyId)) };
 }
 
 /**
@@ -85,17 +85,17 @@ export function verifyDecision(
 
 export type UnsignedRule = Omit<TrustRule, "keyId" | "signature">;
 
-function ruleMessage(r: UnsignedRule, keyId: string): Buffer {
+function ruleMessage(rule: UnsignedRule, keyId: string): Buffer {
   const fields = [
     RULE_TAG,
-    r.id,
-    r.pattern,
-    r.effect,
-    r.by,
-    r.at,
-    r.reason ?? null,
-    r.source?.session ?? null,
-    r.source?.requestId ?? null,
+    rule.id,
+    rule.pattern,
+    rule.effect,
+    rule.by,
+    rule.at,
+    rule.reason ?? null,
+    rule.source?.session ?? null,
+    rule.source?.requestId ?? null,
     keyId,
   ];
   return Buffer.from(JSON.stringify(fields));
@@ -133,16 +133,16 @@ export function ruleAddedOf(rule: TrustRule): RuleAdded {
 }
 
 /** The rule a `rule.added` event in `session`'s log describes, to verify it like a stored rule. */
-export function ruleOfAdded(session: string, a: RuleAdded): TrustRule {
+export function ruleOfAdded(session: string, added: RuleAdded): TrustRule {
   return {
-    id: a.ruleId,
-    pattern: a.pattern,
-    effect: a.effect,
-    by: a.by,
-    at: a.addedAt,
-    reason: a.reason,
-    source: a.fromRequest === undefined ? undefined : { session, requestId: a.fromRequest },
-    keyId: a.keyId,
-    signature: a.signature,
+    id: added.ruleId,
+    pattern: added.pattern,
+    effect: added.effect,
+    by: added.by,
+    at: added.addedAt,
+    reason: added.reason,
+    source: added.fromRequest === undefined ? undefined : { session, requestId: added.fromRequest },
+    keyId: added.keyId,
+    signature: added.signature,
   };
 }

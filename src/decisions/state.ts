@@ -41,7 +41,9 @@ export const initialDecisionState = (): DecisionState => ({ requests: {}, rules:
 
 const ENDS_TURN = new Set(["turn.finished", "turn.failed", "turn.cancelled"]);
 
-/** The operator keys, and the fleet's stored rules a rule's verdict may be accounted to beside those added in the log. */
+/**
+ * The operator keys, and the fleet's stored rules a rule's verdict may be accounted to beside those added in the log.
+ */
 export interface FoldTrust {
   keyring?: OperatorKeyring | undefined;
   rules?: readonly TrustRule[] | undefined;
@@ -57,13 +59,22 @@ function ruleAccountsFor(ev: Envelope, state: DecisionState, made: DecisionMade,
 }
 
 /** Whether the hub could have acted on `made` (signature checked only when the keys are given). */
-function counts(ev: Envelope, state: DecisionState, r: RequestState, made: DecisionMade, trust: FoldTrust): boolean {
+function counts(
+  ev: Envelope,
+  state: DecisionState,
+  request: RequestState,
+  made: DecisionMade,
+  trust: FoldTrust,
+): boolean {
   const keyring = trust.keyring;
   if (made.source === "rule") return ruleAccountsFor(ev, state, made, trust);
   if (made.source !== "operator") return false;
   if (made.keyId === undefined || made.signature === undefined) return false;
-  if (made.decision === "allow" && r.requested.redacted !== undefined && made.allowRedacted !== true) return false;
-  return keyring === undefined || verifyDecision(keyring, ev.session, made, requestDigest(ev.session, r.requested)).ok;
+  if (made.decision === "allow" && request.requested.redacted !== undefined && made.allowRedacted !== true)
+    return false;
+  return (
+    keyring === undefined || verifyDecision(keyring, ev.session, made, requestDigest(ev.session, request.requested)).ok
+  );
 }
 
 /** One event folded in; `trust`: the operator keys and stored rules (or, the older form, the keyring itself). */
@@ -74,43 +85,48 @@ export function reduceDecisions(
 ): DecisionState {
   const trust = trustOf(trustOrKeyring);
   const next: DecisionState = { requests: state.requests, rules: state.rules, lastSeq: ev.seq };
-  const update = (pick: (r: RequestState) => boolean, status: RequestState["status"]): void => {
+  const update = (pick: (request: RequestState) => boolean, status: RequestState["status"]): void => {
     let changed: Record<string, RequestState> | undefined;
-    for (const [id, r] of Object.entries(state.requests)) {
-      if (r.status === "pending" && pick(r)) {
+    for (const [id, request] of Object.entries(state.requests)) {
+      if (request.status === "pending" && pick(request)) {
         changed ??= { ...state.requests };
-        changed[id] = { ...r, status };
+        changed[id] = { ...request, status };
       }
     }
     if (changed !== undefined) next.requests = changed;
   };
   if (ev.kind === "decision.requested") {
-    const d = decisionRequestedData.safeParse(ev.data);
-    if (d.success) {
+    const parsed = decisionRequestedData.safeParse(ev.data);
+    if (parsed.success) {
       next.requests = {
         ...state.requests,
-        [d.data.requestId]: {
-          requestId: d.data.requestId,
+        [parsed.data.requestId]: {
+          requestId: parsed.data.requestId,
           turn: ev.turn,
           attempt: ev.attempt,
           epoch: ev.epoch,
           seq: ev.seq,
-          requested: d.data,
+          requested: parsed.data,
           status: "pending",
           made: undefined,
         },
       };
     }
   } else if (ev.kind === "decision.made") {
-    const d = decisionMadeData.safeParse(ev.data);
-    const r = d.success ? state.requests[d.data.requestId] : undefined;
+    const parsed = decisionMadeData.safeParse(ev.data);
+    const request = parsed.success ? state.requests[parsed.data.requestId] : undefined;
     // The first decision wins; a later one (a second operator, a late answer) changes nothing.
-    if (d.success && r !== undefined && r.made === undefined && counts(ev, state, r, d.data, trust)) {
-      next.requests = { ...state.requests, [r.requestId]: { ...r, status: "decided", made: d.data } };
+    if (
+      parsed.success &&
+      request !== undefined &&
+      request.made === undefined &&
+      counts(ev, state, request, parsed.data, trust)
+    ) {
+      next.requests = { ...state.requests, [request.requestId]: { ...request, status: "decided", made: parsed.data } };
     }
   } else if (ev.kind === "rule.added") {
-    const d = ruleAddedData.safeParse(ev.data);
-    if (d.success) next.rules = [...state.rules, d.data];
+    const parsed = ruleAddedData.safeParse(ev.data);
+    if (parsed.success) next.rules = [...state.rules, parsed.data];
   } else if (ev.kind === "attempt.abandoned") {
     update((r) => r.turn === ev.turn && r.attempt === ev.attempt, "abandoned");
   } else if (ev.kind === "attempt.started") {
@@ -131,8 +147,8 @@ export function foldDecisions(
   state: DecisionState = initialDecisionState(),
   trustOrKeyring?: FoldTrust | OperatorKeyring,
 ): DecisionState {
-  let s = state;
+  let folded = state;
   const trust = trustOf(trustOrKeyring);
-  for (const ev of events) s = reduceDecisions(s, ev, trust);
-  return s;
+  for (const ev of events) folded = reduceDecisions(folded, ev, trust);
+  return folded;
 }

@@ -82,9 +82,9 @@ const MCP_TOOLS = "mcp__.*";
 
 /** Anchored so `Write` never catches `TodoWrite` (or an MCP tool that ends in Write); every `mcp__*` tool is caught. */
 export function matcherFor(tools: readonly string[]): string {
-  for (const t of tools) {
-    if (!TOOL_NAME.test(t))
-      throw new Error(`risky tool name ${JSON.stringify(t)} must be a tool name like Bash or mcp__server__tool`);
+  for (const tool of tools) {
+    if (!TOOL_NAME.test(tool))
+      throw new Error(`risky tool name ${JSON.stringify(tool)} must be a tool name like Bash or mcp__server__tool`);
   }
   return `^(?:${[...tools, MCP_TOOLS].join("|")})$`;
 }
@@ -97,20 +97,20 @@ export function supervisedTools(
   options: Pick<SupervisedRunOptions, "riskyTools" | "unsupervisedTools" | "logger">,
 ): string[] {
   const off = new Set(options.unsupervisedTools ?? []);
-  for (const t of off) {
-    if (!DEFAULT_RISKY_TOOLS.includes(t)) {
+  for (const tool of off) {
+    if (!DEFAULT_RISKY_TOOLS.includes(tool)) {
       options.logger?.warn(
-        { tool: t },
+        { tool: tool },
         "supervised turn: unsupervisedTools names a tool that is not supervised by default; ignored",
       );
-    } else if (SHELL_TOOLS.has(t)) {
+    } else if (SHELL_TOOLS.has(tool)) {
       options.logger?.warn(
-        { tool: t },
+        { tool: tool },
         "supervised turn: a shell tool is NOT supervised (unsupervisedTools): its commands run without an operator's decision",
       );
     } else {
       options.logger?.warn(
-        { tool: t },
+        { tool: tool },
         "supervised turn: a risky tool is not supervised (unsupervisedTools): its calls run without an operator's decision",
       );
     }
@@ -137,13 +137,13 @@ export function toolSpecs(entries: readonly string[]): string[] {
   for (const entry of entries) {
     let depth = 0;
     let cur = "";
-    for (const c of entry) {
-      if (c === "(") depth++;
-      else if (c === ")") depth = Math.max(0, depth - 1);
-      if (depth === 0 && (c === "," || /\s/.test(c))) {
+    for (const char of entry) {
+      if (char === "(") depth++;
+      else if (char === ")") depth = Math.max(0, depth - 1);
+      if (depth === 0 && (char === "," || /\s/.test(char))) {
         if (cur.length > 0) out.push(cur);
         cur = "";
-      } else cur += c;
+      } else cur += char;
     }
     if (cur.length > 0) out.push(cur);
   }
@@ -179,17 +179,17 @@ const VALUE_FLAGS = new Set(["--permission-mode", "--settings", "--permission-pr
 export function filterSupervisedArgs(extraArgs: readonly string[] | undefined, logger?: Logger): string[] {
   const out: string[] = [];
   const args = extraArgs ?? [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const eq = a.indexOf("=");
-    const name = a.startsWith("--") && eq > 0 ? a.slice(0, eq) : a;
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!;
+    const eq = arg.indexOf("=");
+    const name = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg;
     if (BOOL_FLAGS.has(name)) {
       logger?.warn({ flag: name }, "supervised turn: removed a permission bypass flag from extraArgs");
       continue;
     }
     if (VALUE_FLAGS.has(name)) {
-      const value = eq > 0 && name !== a ? a.slice(eq + 1) : args[i + 1];
-      if (name === a) i++;
+      const value = eq > 0 && name !== arg ? arg.slice(eq + 1) : args[index + 1];
+      if (name === arg) index++;
       if (name === "--permission-mode" && value === "default") {
         out.push("--permission-mode", "default");
         continue;
@@ -200,7 +200,7 @@ export function filterSupervisedArgs(extraArgs: readonly string[] | undefined, l
       );
       continue;
     }
-    out.push(a);
+    out.push(arg);
   }
   return out;
 }

@@ -80,12 +80,12 @@ export function sweepSupervisedDirs(options: SupervisedSweepOptions = {}): Super
   }
   const uid = process.getuid?.();
   for (const name of names) {
-    const m = OWNED.exec(name);
-    if (m === null) continue;
+    const owned = OWNED.exec(name);
+    if (owned === null) continue;
     try {
       const st = lstatSync(join(dir, name));
       if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) continue;
-      if (isAlive(Number(m[1]), m[2])) {
+      if (isAlive(Number(owned[1]), owned[2])) {
         result.live.push(name);
         continue;
       }

@@ -1,6 +1,6 @@
 // What a supervised tool call looks like from the hub: the hook input the CLI sends (zod: it comes
 // from another process), the risk class of a tool, and the input summary operators see.
-import { z } from "zod";
+import { z as zod } from "zod";
 import type { RiskClass } from "../events/index.ts";
 import { unsafeCharacter } from "../kernel/index.ts";
 
@@ -19,16 +19,16 @@ export const DEFAULT_RISKY_TOOLS: readonly string[] = [
 export const SHELL_TOOLS: ReadonlySet<string> = new Set(["Bash", "Monitor"]);
 
 /** What the CLI writes to a PreToolUse hook's stdin (unknown fields kept). */
-export const hookInputSchema = z.looseObject({
-  hook_event_name: z.literal("PreToolUse"),
-  tool_name: z.string().min(1).max(200),
-  tool_input: z.record(z.string(), z.unknown()),
-  tool_use_id: z.string().max(200).optional(),
-  session_id: z.string().max(200).optional(),
-  cwd: z.string().optional(),
-  permission_mode: z.string().optional(),
+export const hookInputSchema = zod.looseObject({
+  hook_event_name: zod.literal("PreToolUse"),
+  tool_name: zod.string().min(1).max(200),
+  tool_input: zod.record(zod.string(), zod.unknown()),
+  tool_use_id: zod.string().max(200).optional(),
+  session_id: zod.string().max(200).optional(),
+  cwd: zod.string().optional(),
+  permission_mode: zod.string().optional(),
 });
-export type HookInput = z.infer<typeof hookInputSchema>;
+export type HookInput = zod.infer<typeof hookInputSchema>;
 
 export function riskClassOf(tool: string): RiskClass {
   if (SHELL_TOOLS.has(tool)) return "exec";
@@ -46,32 +46,35 @@ const clip = (s: string, n: number): string => (s.length <= n ? s : `${s.slice(0
 
 /** One line for operators: the command, path or URL, sizes instead of contents. */
 export function summarizeInput(tool: string, input: Record<string, unknown>, scrubber?: TextScrubber): string {
-  const s = (k: string): string | undefined => (typeof input[k] === "string" ? (input[k] as string) : undefined);
+  const stringField = (k: string): string | undefined =>
+    typeof input[k] === "string" ? (input[k] as string) : undefined;
   let text: string;
   switch (tool) {
     case "Bash":
-      text = clip(s("command") ?? "", 2000) + (s("description") ? `  # ${clip(s("description")!, 200)}` : "");
+      text =
+        clip(stringField("command") ?? "", 2000) +
+        (stringField("description") ? `  # ${clip(stringField("description")!, 200)}` : "");
       break;
     case "Monitor": {
       const ws = input["ws"] as { url?: unknown } | undefined;
-      const what = s("command") ?? (typeof ws?.url === "string" ? `websocket ${ws.url}` : "?");
-      text = clip(what, 2000) + (s("description") ? `  # ${clip(s("description")!, 200)}` : "");
+      const what = stringField("command") ?? (typeof ws?.url === "string" ? `websocket ${ws.url}` : "?");
+      text = clip(what, 2000) + (stringField("description") ? `  # ${clip(stringField("description")!, 200)}` : "");
       break;
     }
     case "Write":
-      text = `${s("file_path") ?? "?"} (${(s("content") ?? "").length} chars)`;
+      text = `${stringField("file_path") ?? "?"} (${(stringField("content") ?? "").length} chars)`;
       break;
     case "Edit":
-      text = `${s("file_path") ?? "?"} (replace ${(s("old_string") ?? "").length} chars with ${(s("new_string") ?? "").length})`;
+      text = `${stringField("file_path") ?? "?"} (replace ${(stringField("old_string") ?? "").length} chars with ${(stringField("new_string") ?? "").length})`;
       break;
     case "MultiEdit":
-      text = `${s("file_path") ?? "?"} (${Array.isArray(input["edits"]) ? input["edits"].length : 0} edits)`;
+      text = `${stringField("file_path") ?? "?"} (${Array.isArray(input["edits"]) ? input["edits"].length : 0} edits)`;
       break;
     case "NotebookEdit":
-      text = `${s("notebook_path") ?? "?"} (${s("edit_mode") ?? "replace"})`;
+      text = `${stringField("notebook_path") ?? "?"} (${stringField("edit_mode") ?? "replace"})`;
       break;
     case "WebFetch":
-      text = clip(s("url") ?? "", 1000);
+      text = clip(stringField("url") ?? "", 1000);
       break;
     default:
       text = clip(JSON.stringify(input), 1000);
@@ -83,7 +86,7 @@ const MARKER = /\[REDACTED:([A-Za-z0-9_.-]+)\]/g;
 
 function markerCounts(text: string): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const m of text.matchAll(MARKER)) counts.set(m[1]!, (counts.get(m[1]!) ?? 0) + 1);
+  for (const marker of text.matchAll(MARKER)) counts.set(marker[1]!, (counts.get(marker[1]!) ?? 0) + 1);
   return counts;
 }
 
@@ -114,9 +117,10 @@ const SHOWN_FIELDS: Readonly<Record<string, Readonly<Record<string, boolean>>>> 
 /** Every string inside a value with its path (`a.b[0]`), for a tool whose whole input is shown. */
 function* stringsIn(value: unknown, path: string): Generator<[string, string]> {
   if (typeof value === "string") yield [path, value];
-  else if (Array.isArray(value)) for (const [i, v] of value.entries()) yield* stringsIn(v, `${path}[${i}]`);
+  else if (Array.isArray(value))
+    for (const [index, item] of value.entries()) yield* stringsIn(item, `${path}[${index}]`);
   else if (value !== null && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) yield* stringsIn(v, path === "" ? k : `${path}.${k}`);
+    for (const [key, item] of Object.entries(value)) yield* stringsIn(item, path === "" ? key : `${path}.${key}`);
   }
 }
 

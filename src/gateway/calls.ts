@@ -32,7 +32,9 @@ export interface ModelCall {
   retryAfterS?: number | undefined;
   /** The upstream's `request-id`. */
   requestId?: string | undefined;
-  /** Set when the gateway answered itself: `policy`, `upstream` (unreachable), `too_large`, `aborted` (the CLI hung up). */
+  /**
+   * Set when the gateway answered itself: `policy`, `upstream` (unreachable), `too_large`, `aborted` (the CLI hung up).
+   */
   answeredBy?: "policy" | "upstream_unreachable" | "too_large" | "aborted" | undefined;
   /** The credential's fingerprint. */
   credential: string;
@@ -44,16 +46,16 @@ const USAGE_KEYS = ["input_tokens", "output_tokens", "cache_creation_input_token
 function mergeUsage(into: Partial<Usage>, from: unknown): void {
   if (typeof from !== "object" || from === null) return;
   for (const key of USAGE_KEYS) {
-    const v = (from as Record<string, unknown>)[key];
-    if (typeof v === "number" && Number.isFinite(v)) into[key] = v;
+    const value = (from as Record<string, unknown>)[key];
+    if (typeof value === "number" && Number.isFinite(value)) into[key] = value;
   }
 }
 
-const complete = (u: Partial<Usage>): Usage => ({
-  input_tokens: u.input_tokens ?? 0,
-  output_tokens: u.output_tokens ?? 0,
-  cache_creation_input_tokens: u.cache_creation_input_tokens ?? 0,
-  cache_read_input_tokens: u.cache_read_input_tokens ?? 0,
+const complete = (usage: Partial<Usage>): Usage => ({
+  input_tokens: usage.input_tokens ?? 0,
+  output_tokens: usage.output_tokens ?? 0,
+  cache_creation_input_tokens: usage.cache_creation_input_tokens ?? 0,
+  cache_read_input_tokens: usage.cache_read_input_tokens ?? 0,
 });
 
 // A JSON answer is parsed for its usage only up to this size; a larger one passes unread.

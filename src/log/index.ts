@@ -74,7 +74,7 @@ export {
   type RedisProblem,
 } from "./redis-errors.ts";
 export type { ConnectOptions, RedisClient } from "./redis.ts";
+export { luaScript, scriptCommand, type LuaScript } from "./scripts.ts";
 export { exportJsonl, importedAt, importFile, IMPORTED_FIELD } from "./jsonl.ts";
 export type { ImportResult } from "./jsonl.ts";
 export type { Logger } from "../kernel/index.ts";
-export { luaScript, scriptCommand } from "./scripts.ts";

@@ -51,12 +51,12 @@ async function readPending(
   const values = await redis.hvals(pendingKey(prefix));
   let pending = 0;
   let oldest = now;
-  for (const v of values) {
-    const e = parsePendingEntry(v);
-    if (e === undefined) continue;
+  for (const stored of values) {
+    const entry = parsePendingEntry(stored);
+    if (entry === undefined) continue;
     // Gone from the gauge once expired (`turnstream pending` still lists it for EXPIRED_GRACE_MS).
-    const requested = Date.parse(e.requestedAt);
-    const expires = Date.parse(e.expiresAt);
+    const requested = Date.parse(entry.requestedAt);
+    const expires = Date.parse(entry.expiresAt);
     if (!Number.isFinite(requested) || (Number.isFinite(expires) && expires <= now)) continue;
     pending++;
     oldest = Math.min(oldest, requested);
@@ -81,7 +81,7 @@ export function fleetGauges(meter: Meter, sources: FleetSources, logger: Logger)
   const oldestPending = gauge(meter, METRICS.decisionsOldestPendingAge);
   const timeoutMs = sources.collectTimeoutMs ?? 2000;
   meter.addBatchObservableCallback(
-    async (r: BatchObservableResult) => {
+    async (observation: BatchObservableResult) => {
       let reading: FleetReading;
       try {
         reading = await withTimeout(readFleet(sources), timeoutMs, `Redis did not answer within ${timeoutMs} ms`);
@@ -91,10 +91,10 @@ export function fleetGauges(meter: Meter, sources: FleetSources, logger: Logger)
       }
       if (reading.counts !== undefined)
         for (const state of QUEUE_STATES)
-          r.observe(depth, reading.counts[state] ?? 0, { "turnstream.queue.state": state });
-      if (reading.oldestWaitS !== undefined) r.observe(oldestWait, reading.oldestWaitS);
-      r.observe(pending, reading.pending);
-      r.observe(oldestPending, reading.oldestPendingS);
+          observation.observe(depth, reading.counts[state] ?? 0, { "turnstream.queue.state": state });
+      if (reading.oldestWaitS !== undefined) observation.observe(oldestWait, reading.oldestWaitS);
+      observation.observe(pending, reading.pending);
+      observation.observe(oldestPending, reading.oldestPendingS);
     },
     [depth, oldestWait, pending, oldestPending],
   );

@@ -6,7 +6,7 @@
 import { createRequire } from "node:module";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createNoopMeter, type Meter } from "@opentelemetry/api";
-import type { MeterProvider, MetricReader, PushMetricExporter } from "@opentelemetry/sdk-metrics";
+import type { IMetricReader, MeterProvider, MetricReader, PushMetricExporter } from "@opentelemetry/sdk-metrics";
 import type { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
 import {
@@ -50,11 +50,11 @@ function listedExporters(env: EnvLike): Set<string> | undefined {
       .map((s) => s.trim().toLowerCase())
       .filter((s) => s !== ""),
   );
-  for (const n of names) {
-    if (!["otlp", "prometheus", "console", "none"].includes(n)) {
+  for (const exporterName of names) {
+    if (!["otlp", "prometheus", "console", "none"].includes(exporterName)) {
       throw new TelemetryConfigError(
         "OTEL_METRICS_EXPORTER",
-        `OTEL_METRICS_EXPORTER lists '${n}'; use prometheus, otlp, console or none`,
+        `OTEL_METRICS_EXPORTER lists '${exporterName}'; use prometheus, otlp, console or none`,
       );
     }
   }
@@ -145,16 +145,17 @@ function readers(
   config: MetricsConfig,
   sdk: Sdk,
   extra: MetricReader | undefined,
-): { readers: MetricReader[]; prometheus: PrometheusExporter | undefined } {
-  const out: MetricReader[] = extra === undefined ? [] : [extra];
+): { readers: IMetricReader[]; prometheus: PrometheusExporter | undefined } {
+  const out: IMetricReader[] = extra === undefined ? [] : [extra];
   let prometheus: PrometheusExporter | undefined;
   if (config.prometheus) {
     const { PrometheusExporter: Exporter } = load("@opentelemetry/exporter-prometheus") as {
       PrometheusExporter: typeof PrometheusExporter;
     };
     prometheus = new Exporter({ preventServerStart: true });
-    // The exporter ships its own copy of sdk-metrics; the reader contract is the same.
-    out.push(prometheus as unknown as MetricReader);
+    // The exporter ships its own copy of sdk-metrics: its reader meets the provider's IMetricReader
+    // contract, though not the MetricReader class of this copy.
+    out.push(prometheus);
   }
   const push = (exporter: PushMetricExporter): MetricReader =>
     new sdk.PeriodicExportingMetricReader({
@@ -182,9 +183,9 @@ export function startMetrics(options: StartMetricsOptions): Metrics {
   options.scrubber.addValues(Object.entries(config.headers).map(([k, v]) => [`otlp header ${k}`, v] as const));
   const sdk = load("@opentelemetry/sdk-metrics") as Sdk;
   const scrubbed = Object.fromEntries(
-    Object.entries(config.resourceAttributes).map(([k, v]) => [
-      k,
-      options.scrubber.scrub(v, { sink: "metric", field: k }),
+    Object.entries(config.resourceAttributes).map(([key, value]) => [
+      key,
+      options.scrubber.scrub(value, { sink: "metric", field: key }),
     ]),
   );
   const resource = defaultResource()

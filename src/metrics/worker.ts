@@ -83,13 +83,15 @@ class AttemptMetrics implements AttemptObserver {
   #startedWritten: number | undefined;
   #firstLineSeen = false;
   #ended = false;
-  /** Where the attempt's CLI session's running total stood before it (attempt.started `costBaseUsd`; 0 for a fresh one). */
+  /**
+   * Where the attempt's CLI session's running total stood before it (attempt.started `costBaseUsd`; 0 for a fresh one).
+   */
   #costBaseUsd = 0;
   /** The attempt's cost so far, as counted: the rise of the latest result's total_cost_usd over the base. */
   #costUsd = 0;
 
-  constructor(i: EventInstruments, context: AttemptContext, model: string) {
-    this.#i = i;
+  constructor(instruments: EventInstruments, context: AttemptContext, model: string) {
+    this.#i = instruments;
     this.#attempt = context.attempt;
     this.#model = model;
   }
@@ -147,8 +149,8 @@ class AttemptMetrics implements AttemptObserver {
     const usage = line["usage"];
     if (!isObj(usage)) return;
     for (const [type, field] of TOKEN_FIELDS) {
-      const n = numberField(usage, field);
-      if (n !== undefined && n >= 0) this.#i.tokens.record(n, { ...model, "gen_ai.token.type": type });
+      const count = numberField(usage, field);
+      if (count !== undefined && count >= 0) this.#i.tokens.record(count, { ...model, "gen_ai.token.type": type });
     }
   }
 
@@ -197,19 +199,19 @@ class AttemptMetrics implements AttemptObserver {
 /** Model names as labels; names repeat, so the shape check and the scrubber run once per name. */
 function modelLabels(scrubber: Scrubber): (model: string | undefined) => string {
   const models = new Map<string, string>();
-  return (m) => {
-    let v = models.get(m ?? "");
-    if (v === undefined) {
-      v = modelLabel(m, (t) => scrubber.scrub(t, { sink: "metric", field: "gen_ai.request.model" }));
-      if (models.size < 1000) models.set(m ?? "", v);
+  return (model) => {
+    let label = models.get(model ?? "");
+    if (label === undefined) {
+      label = modelLabel(model, (t) => scrubber.scrub(t, { sink: "metric", field: "gen_ai.request.model" }));
+      if (models.size < 1000) models.set(model ?? "", label);
     }
-    return v;
+    return label;
   };
 }
 
 /** The observer that turns a worker's events into counters and histograms. */
 export function metricsObserver(meter: Meter, scrubber: Scrubber): EventObserver {
-  const i: EventInstruments = {
+  const instruments: EventInstruments = {
     turnsEnded: counter(meter, METRICS.turnsEnded),
     attempts: counter(meter, METRICS.attempts),
     retries: counter(meter, METRICS.retries),
@@ -222,8 +224,8 @@ export function metricsObserver(meter: Meter, scrubber: Scrubber): EventObserver
     gatewayTtfb: histogram(meter, METRICS.gatewayTtfb),
     label: modelLabels(scrubber),
   };
-  const label = i.label;
-  return { attempt: (context) => new AttemptMetrics(i, context, label(context.requestModel)) };
+  const label = instruments.label;
+  return { attempt: (context) => new AttemptMetrics(instruments, context, label(context.requestModel)) };
 }
 
 /** Every instrument of a worker on `meter`. */
@@ -238,10 +240,10 @@ export function workerInstruments(meter: Meter, options: WorkerInstrumentsOption
     onLogAppend: (seconds) => appendDuration.record(seconds),
     bindWorker(worker) {
       meter.addBatchObservableCallback(
-        (r: BatchObservableResult) => {
-          r.observe(usage, worker.slots.busy);
-          r.observe(limit, worker.slots.size);
-          r.observe(kept, worker.warm.kept);
+        (observation: BatchObservableResult) => {
+          observation.observe(usage, worker.slots.busy);
+          observation.observe(limit, worker.slots.size);
+          observation.observe(kept, worker.warm.kept);
         },
         [usage, limit, kept],
       );

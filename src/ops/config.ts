@@ -16,14 +16,16 @@ export class OpsConfigError extends TurnstreamError {
 
 /** A port number as written: an integer 0…65535 (0: pick a free one). */
 function parseOpsPort(text: string, source: string): number {
-  const n = Number(text.trim());
-  if (text.trim() === "" || !Number.isInteger(n) || n < 0 || n > 65535) {
+  const port = Number(text.trim());
+  if (text.trim() === "" || !Number.isInteger(port) || port < 0 || port > 65535) {
     throw new OpsConfigError(source, `${source} must be a port number 0-65535 (0 picks a free port), got '${text}'`);
   }
-  return n;
+  return port;
 }
 
-/** The ops endpoint's address, or undefined when none is configured. `portFlag` (--ops-port) wins over the environment. */
+/**
+ * The ops endpoint's address, or undefined when none is configured. `portFlag` (--ops-port) wins over the environment.
+ */
 export function opsConfigFromEnv(
   env: Readonly<Record<string, string | undefined>>,
   portFlag?: string,

@@ -38,7 +38,10 @@ export interface ProcessOps {
   close(): Promise<void>;
 }
 
-/** Starts the metrics and, when TURNSTREAM_OPS_PORT or --ops-port asks for one, the ops server; fails as the server's listen does, with the metrics shut down. */
+/**
+ * Starts the metrics and, when TURNSTREAM_OPS_PORT or --ops-port asks for one, the ops server; fails as the server's
+ * listen does, with the metrics shut down.
+ */
 export async function startProcessOps(options: ProcessOpsOptions): Promise<ProcessOps> {
   const opsConfig = opsConfigFromEnv(options.env, options.opsPort);
   const metrics = options.startMetrics(opsConfig !== undefined);

@@ -83,8 +83,8 @@ class LagMonitor {
 
 async function runCheck(check: ReadinessCheck, timeoutMs: number): Promise<string> {
   const run = (async (): Promise<string> => {
-    const r = await check.check();
-    return r === true ? "ok" : r === false ? "failed" : r;
+    const verdict = await check.check();
+    return verdict === true ? "ok" : verdict === false ? "failed" : verdict;
   })();
   return withTimeout(run, timeoutMs, `no answer within ${timeoutMs} ms`).catch((err: unknown) =>
     err instanceof Error ? err.message : String(err),
@@ -110,8 +110,8 @@ class Ops implements OpsServer {
   }
 
   get port(): number {
-    const a = this.#server.address();
-    return typeof a === "object" && a !== null ? a.port : this.#options.port;
+    const address = this.#server.address();
+    return typeof address === "object" && address !== null ? address.port : this.#options.port;
   }
 
   addCheck(check: ReadinessCheck): void {

@@ -6,6 +6,7 @@ export * from "./state.ts";
 export { renderTranscriptText, toMessages, acceptedAttempt } from "./render.ts";
 export type { TextOptions } from "./render.ts";
 export { startProjector } from "./live.ts";
+export { runProjectorProcess } from "./process.ts";
 export type { Projector, ProjectorOptions, ProjectorStats } from "./live.ts";
 export { SessionProjection } from "./session-projection.ts";
 export type { SessionProjectionOptions, StepResult } from "./session-projection.ts";

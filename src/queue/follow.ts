@@ -40,36 +40,36 @@ class SharedTail {
       const want = (kind: string): boolean => kind === "cli.line" || isTerminalKind(kind) || this.#wantsEvery();
       for await (const ev of log.tail(session, { fromSeq: this.next, signal: this.#ac.signal, blockMs, want })) {
         this.next = ev.seq + 1;
-        for (const s of this.subs) {
-          if (!s.live) s.held.push(ev);
-          else this.offer(s, ev);
+        for (const sub of this.subs) {
+          if (!sub.live) sub.held.push(ev);
+          else this.offer(sub, ev);
         }
       }
     } catch (err) {
-      for (const s of [...this.subs]) this.remove(s, err);
+      for (const sub of [...this.subs]) this.remove(sub, err);
     }
   }
 
   #wantsEvery(): boolean {
-    for (const s of this.subs) if (s.every) return true;
+    for (const sub of this.subs) if (sub.every) return true;
     return false;
   }
 
-  /** Hands `ev` to `s` if it is one of its events; ends `s` when its listener says so (or throws). */
-  offer(s: Sub, ev: Envelope): void {
-    if (ev.seq < s.fromSeq || ev.turn !== s.turn || !this.subs.has(s)) return;
+  /** Hands `ev` to `sub` if it is one of its events; ends `sub` when its listener says so (or throws). */
+  offer(sub: Sub, ev: Envelope): void {
+    if (ev.seq < sub.fromSeq || ev.turn !== sub.turn || !this.subs.has(sub)) return;
     let stop: boolean;
     try {
-      stop = s.listener(ev);
+      stop = sub.listener(ev);
     } catch (err) {
-      return this.remove(s, err);
+      return this.remove(sub, err);
     }
-    if (stop) this.remove(s);
+    if (stop) this.remove(sub);
   }
 
-  remove(s: Sub, err?: unknown): void {
-    if (!this.subs.delete(s)) return;
-    s.end(err);
+  remove(sub: Sub, err?: unknown): void {
+    if (!this.subs.delete(sub)) return;
+    sub.end(err);
     if (this.subs.size === 0) this.close();
   }
 
@@ -106,10 +106,10 @@ export class SessionFollowers {
       let tail = this.#tails.get(session);
       const fresh = tail === undefined;
       if (tail === undefined) {
-        const t: SharedTail = new SharedTail(this.#log, session, fromSeq, this.#blockMs, () => {
-          if (this.#tails.get(session) === t) this.#tails.delete(session);
+        const created: SharedTail = new SharedTail(this.#log, session, fromSeq, this.#blockMs, () => {
+          if (this.#tails.get(session) === created) this.#tails.delete(session);
         });
-        this.#tails.set(session, (tail = t));
+        this.#tails.set(session, (tail = created));
       }
       const shared = tail;
       const onAbort = (): void => shared.remove(sub, signal!.reason);
@@ -149,6 +149,6 @@ export class SessionFollowers {
 
   /** Ends every shared tail (their waits reject with `reason`). */
   close(reason: Error = new Error("the producer was closed")): void {
-    for (const t of [...this.#tails.values()]) for (const s of [...t.subs]) t.remove(s, reason);
+    for (const tail of [...this.#tails.values()]) for (const sub of [...tail.subs]) tail.remove(sub, reason);
   }
 }

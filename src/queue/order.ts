@@ -56,27 +56,27 @@ export class SessionOrder {
     onLostSession: string | undefined,
     warm?: boolean,
   ): Promise<{ created: boolean; warm: boolean }> {
-    const k = this.keys(session);
-    const w = warm === undefined ? "" : warm ? "1" : "0";
+    const keys = this.keys(session);
+    const warmFlag = warm === undefined ? "" : warm ? "1" : "0";
     const [created, stored] = await this.#scripts.register(
-      [k.turns, k.registered, k.conf],
+      [keys.turns, keys.registered, keys.conf],
       turn,
       Date.now(),
       onLostSession ?? "",
-      w,
+      warmFlag,
     );
     return { created: Number(created) === 1, warm: stored === "1" };
   }
 
   async acquire(session: string, turn: string, token: string, leaseMs: number): Promise<AcquireResult> {
-    const k = this.keys(session);
-    const [status, detail, c] = await this.#scripts.acquire(
-      [k.turns, k.lease, k.cancel, k.deferred],
+    const keys = this.keys(session);
+    const [status, detail, cancelFlag] = await this.#scripts.acquire(
+      [keys.turns, keys.lease, keys.cancel, keys.deferred],
       turn,
       token,
       leaseMs,
     );
-    const cancelled = Number(c) === 1;
+    const cancelled = Number(cancelFlag) === 1;
     if (status === "ok") return { status, cancelled };
     if (status === "wait") return { status, head: detail, cancelled };
     if (status === "busy") return { status, holder: detail, cancelled };
@@ -85,14 +85,14 @@ export class SessionOrder {
 
   /** ok: lease extended; lost: someone else holds it or it expired; cancelled: cancellation requested. */
   async renew(session: string, turn: string, token: string, leaseMs: number): Promise<"ok" | "lost" | "cancelled"> {
-    const k = this.keys(session);
-    return (await this.#scripts.renew([k.lease, k.cancel], token, leaseMs, turn)) as "ok" | "lost" | "cancelled";
+    const keys = this.keys(session);
+    return (await this.#scripts.renew([keys.lease, keys.cancel], token, leaseMs, turn)) as "ok" | "lost" | "cancelled";
   }
 
   /** Pops the finished head and releases the lease; returns the next head, null if not ours. */
   async finish(session: string, turn: string, token: string): Promise<NextHead | null> {
-    const k = this.keys(session);
-    const next = await this.#scripts.finish([k.turns, k.lease, k.cancel, k.deferred], turn, token);
+    const keys = this.keys(session);
+    const next = await this.#scripts.finish([keys.turns, keys.lease, keys.cancel, keys.deferred], turn, token);
     return next === null || next === undefined ? null : nextHead(next);
   }
 
@@ -102,8 +102,8 @@ export class SessionOrder {
 
   /** Removes a turn that will never run (cancelled while queued, orphaned); returns the next head. */
   async drop(session: string, turn: string): Promise<NextHead> {
-    const k = this.keys(session);
-    return nextHead(await this.#scripts.drop([k.turns, k.cancel, k.deferred], turn));
+    const keys = this.keys(session);
+    return nextHead(await this.#scripts.drop([keys.turns, keys.cancel, keys.deferred], turn));
   }
 
   async head(session: string): Promise<string | undefined> {
@@ -115,8 +115,8 @@ export class SessionOrder {
   }
 
   async registeredAt(session: string, turn: string): Promise<number | undefined> {
-    const v = await this.redis.hget(this.keys(session).registered, turn);
-    return v === null ? undefined : Number(v);
+    const stored = await this.redis.hget(this.keys(session).registered, turn);
+    return stored === null ? undefined : Number(stored);
   }
 
   async requestCancel(session: string, turn: string): Promise<void> {
@@ -163,7 +163,8 @@ export class SessionOrder {
 
   /** Deletes the session's ordering keys (tests, operators). */
   async destroy(session: string): Promise<void> {
-    const k = this.keys(session);
-    for (const key of [k.turns, k.registered, k.lease, k.cancel, k.conf, k.deferred, k.warm]) await this.redis.del(key);
+    const keys = this.keys(session);
+    for (const key of [keys.turns, keys.registered, keys.lease, keys.cancel, keys.conf, keys.deferred, keys.warm])
+      await this.redis.del(key);
   }
 }

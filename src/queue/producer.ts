@@ -39,7 +39,7 @@ import {
   type TurnJob,
   type TurnOptions,
 } from "./schema.ts";
-import { secretShapeIn } from "../telemetry/patterns.ts";
+import { secretShapeIn } from "../telemetry/index.ts";
 
 export interface QueueConfig {
   /** Client for the log and the ordering scripts (BullMQ gets a duplicate that retries forever). */
@@ -118,7 +118,10 @@ export interface CancelOptions {
 export interface CancelResult {
   session: string;
   turn: string;
-  /** cancelled: it will not run (recorded now); requested: it is running, its worker ends it; too_late: it already ended. */
+  /**
+   * cancelled: it will not run (recorded now); requested: it is running, its worker ends it; too_late: it already
+   * ended.
+   */
   outcome: "cancelled" | "requested" | "too_late";
 }
 
@@ -505,7 +508,10 @@ class TurnProducer implements Producer {
   }
 }
 
-/** A producer on this Redis: enqueues turns (validated, ordered per session, idempotent by key), cancels them and follows them to their end. */
+/**
+ * A producer on this Redis: enqueues turns (validated, ordered per session, idempotent by key), cancels them and
+ * follows them to their end.
+ */
 export function createProducer(config: QueueConfig): Producer {
   const producer = new TurnProducer(config);
   // Plain functions, so a caller may pass producer.waitForTurn (etc.) around without binding it.

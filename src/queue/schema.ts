@@ -2,9 +2,9 @@
 // hold no secret values: an env variable whose name looks secret must be a reference
 // `{ fromEnv: "NAME" }`, resolved from the worker's own environment when the turn runs.
 import { statSync } from "node:fs";
-import { z } from "zod";
+import { z as zod } from "zod";
 import { SESSION_ID_PATTERN } from "../log/index.ts";
-import { secretShapeIn } from "../telemetry/patterns.ts";
+import { secretShapeIn } from "../telemetry/index.ts";
 import { InvalidTurnError, MissingVariableError } from "./errors.ts";
 import { extraArgProblem } from "./extra-args.ts";
 
@@ -17,19 +17,19 @@ export function isSecretName(name: string): boolean {
   return SECRET_NAME.test(name);
 }
 
-export const envRefSchema = z.strictObject({
-  fromEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be an environment variable name"),
+export const envRefSchema = zod.strictObject({
+  fromEnv: zod.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be an environment variable name"),
 });
-export type EnvRef = z.infer<typeof envRefSchema>;
+export type EnvRef = zod.infer<typeof envRefSchema>;
 
-const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "env names are letters, digits and _");
+const envName = zod.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "env names are letters, digits and _");
 
 /**
  * A literal value shaped like a secret (a token, a URL with a password) is refused whatever its
  * variable is called: `MY_VALUE: "ghp_…"` puts the token in the job record as surely as
  * `GITHUB_TOKEN` would, and names cannot tell a password inside `DATABASE_URL`.
  */
-function refuseSecretShapedValues(env: Record<string, string | EnvRef>, ctx: z.RefinementCtx): void {
+function refuseSecretShapedValues(env: Record<string, string | EnvRef>, ctx: zod.RefinementCtx): void {
   for (const [name, value] of Object.entries(env)) {
     const shape = typeof value === "string" ? secretShapeIn(value) : undefined;
     if (shape === undefined) continue;
@@ -41,8 +41,8 @@ function refuseSecretShapedValues(env: Record<string, string | EnvRef>, ctx: z.R
   }
 }
 
-export const envOverlaySchema = z
-  .record(envName, z.union([z.string().max(32 * 1024), envRefSchema]))
+export const envOverlaySchema = zod
+  .record(envName, zod.union([zod.string().max(32 * 1024), envRefSchema]))
   .superRefine((env, ctx) => {
     refuseSecretShapedValues(env, ctx);
     for (const [name, value] of Object.entries(env)) {
@@ -56,7 +56,7 @@ export const envOverlaySchema = z
     }
   });
 
-const absolutePath = z
+const absolutePath = zod
   .string()
   .min(1)
   .max(4096)
@@ -77,44 +77,44 @@ export function cwdProblem(cwd: string): string | undefined {
     return undefined;
   }
 }
-const skillName = z
+const skillName = zod
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, "must be letters, digits, . _ - starting with a letter or digit")
   .refine((n) => !n.includes(".."), "must not contain ..");
 
 /** A skill for the turn: its SKILL.md, or a folder holding one, under the worker's workspace roots. */
-const jobSkillSchema = z.strictObject({ name: skillName, path: absolutePath });
+const jobSkillSchema = zod.strictObject({ name: skillName, path: absolutePath });
 
-const extraArgsSchema = z
-  .array(z.string().max(64 * 1024))
+const extraArgsSchema = zod
+  .array(zod.string().max(64 * 1024))
   .max(32)
   .superRefine((args, ctx) => {
-    args.forEach((arg, i) => {
+    args.forEach((arg, index) => {
       const problem = extraArgProblem(arg);
-      if (problem !== undefined) ctx.addIssue({ code: "custom", path: [i], message: problem });
+      if (problem !== undefined) ctx.addIssue({ code: "custom", path: [index], message: problem });
     });
   });
 
-const toolNames = z
-  .array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name"))
+const toolNames = zod
+  .array(zod.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, "must be a tool name"))
   .min(1)
   .optional();
 
 /** A job's own limits: each at most the worker's (checked by the worker, which knows its maximums). */
-const jobLimitsSchema = z.strictObject({
+const jobLimitsSchema = zod.strictObject({
   /** Tasks (processes and threads) at once. */
-  pids: z.number().int().positive().optional(),
+  pids: zod.number().int().positive().optional(),
   /** MiB of memory. */
-  memoryMb: z.number().int().positive().optional(),
+  memoryMb: zod.number().int().positive().optional(),
   /** CPUs' worth of time (0.5: half a CPU); past it the run is throttled. */
-  cpus: z.number().positive().max(4096).optional(),
+  cpus: zod.number().positive().max(4096).optional(),
   /** MiB the run's scratch may hold, and any one file it writes. */
-  scratchMb: z.number().int().positive().optional(),
+  scratchMb: zod.number().int().positive().optional(),
 });
 
 /** The CLI options a turn may carry (a subset of the runner's, all plain data). */
 /** A host name a tool may reach, or `*.` and a domain for its subdomains. */
-const domainName = z
+const domainName = zod
   .string()
   .max(253)
   .regex(
@@ -122,23 +122,23 @@ const domainName = z
     "must be a host name like example.com or *.example.com",
   );
 
-export const turnOptionsSchema = z
+export const turnOptionsSchema = zod
   .strictObject({
-    model: z.string().min(1).max(200).optional(),
-    permissionMode: z
+    model: zod.string().min(1).max(200).optional(),
+    permissionMode: zod
       .enum(["acceptEdits", "auto", "bypassPermissions", "default", "manual", "dontAsk", "plan"])
       .optional(),
-    skipPermissions: z.boolean().optional(),
-    maxTurns: z.number().int().positive().optional(),
-    maxBudgetUsd: z.number().positive().finite().optional(),
-    appendSystemPrompt: z
+    skipPermissions: zod.boolean().optional(),
+    maxTurns: zod.number().int().positive().optional(),
+    maxBudgetUsd: zod.number().positive().finite().optional(),
+    appendSystemPrompt: zod
       .string()
       .max(256 * 1024)
       .optional(),
-    allowedTools: z.array(z.string().min(1)).optional(),
-    disallowedTools: z.array(z.string().min(1)).optional(),
-    timeoutMs: z.number().int().positive().optional(),
-    inactivityTimeoutMs: z.number().int().positive().optional(),
+    allowedTools: zod.array(zod.string().min(1)).optional(),
+    disallowedTools: zod.array(zod.string().min(1)).optional(),
+    timeoutMs: zod.number().int().positive().optional(),
+    inactivityTimeoutMs: zod.number().int().positive().optional(),
     /**
      * Lower bounds than the worker's for this turn (processes, memory, CPU, scratch; its wall time is
      * timeoutMs). A value above the worker's maximum fails the turn `bad_options`, naming it.
@@ -149,9 +149,9 @@ export const turnOptionsSchema = z
      * Load the workspace's own settings, hooks, MCP servers and plugins. Off by default: a workspace is
      * attacker input on a CI fleet. Honoured only on workers whose TURNSTREAM_WORKSPACE_TRUST is `job`.
      */
-    trustWorkspace: z.boolean().optional(),
+    trustWorkspace: zod.boolean().optional(),
     /** A person or a trust rule allows or denies each risky tool call (supervised mode). */
-    supervised: z.boolean().optional(),
+    supervised: zod.boolean().optional(),
     /**
      * More tools that need a decision in supervised mode, ADDED to the defaults (Bash, Monitor, Write,
      * Edit, MultiEdit, NotebookEdit, WebFetch; every mcp__* tool always needs one).
@@ -166,14 +166,14 @@ export const turnOptionsSchema = z
      * Skills offered to the model. Each path must lie under the worker's workspace roots (checked by
      * the worker, links resolved); the turn fails otherwise.
      */
-    skills: z.array(jobSkillSchema).max(50).optional(),
+    skills: zod.array(jobSkillSchema).max(50).optional(),
     /**
      * How `skills` reach the model: `claude-md` (default; files the model reads, undone after the run) or
      * `add-dir` (loaded natively by the CLI, hooks and `!` lines included: only with trustWorkspace).
      */
-    skillsMode: z.enum(["claude-md", "add-dir"]).optional(),
+    skillsMode: zod.enum(["claude-md", "add-dir"]).optional(),
     /** More directories the CLI may use (`--add-dir`); each under the worker's workspace roots. */
-    addDirs: z.array(absolutePath).max(50).optional(),
+    addDirs: zod.array(absolutePath).max(50).optional(),
     /**
      * A settings file (`--settings`). It can add hooks, which run commands: honoured only on workers
      * whose TURNSTREAM_WORKSPACE_TRUST is `job`, and only from under the worker's workspace roots.
@@ -183,14 +183,14 @@ export const turnOptionsSchema = z
      * Narrows the worker's tool sandbox for this turn (untrusted workspaces only): the hosts a tool may
      * reach, each one the worker's TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS covers; the worker refuses any other.
      */
-    sandbox: z.strictObject({ allowDomains: z.array(domainName).max(100) }).optional(),
+    sandbox: zod.strictObject({ allowDomains: zod.array(domainName).max(100) }).optional(),
     /** More CLI flags, from a short allow-list of flags that grant nothing (see extra-args.ts). */
     extraArgs: extraArgsSchema.optional(),
     /**
      * Warm sessions (see README): the CLI process stays up after a turn for the session's next one.
      * Stored for the session at enqueue: its later turns run warm too until one says `false`.
      */
-    warm: z.boolean().optional(),
+    warm: zod.boolean().optional(),
   })
   .refine((o) => !(o.riskyTools ?? []).some((t) => (o.unsupervisedTools ?? []).includes(t)), {
     path: ["unsupervisedTools"],
@@ -219,16 +219,16 @@ export const turnOptionsSchema = z
     path: ["trustWorkspace"],
     message: "a supervised turn never runs the workspace's hooks or MCP servers; drop trustWorkspace or supervised",
   });
-export type TurnOptions = z.infer<typeof turnOptionsSchema>;
+export type TurnOptions = zod.infer<typeof turnOptionsSchema>;
 
 /**
  * What a worker does when the CLI lost the session: `fail` the turn, or `restore` the log's transcript
  * into a fresh CLI session. `replay`, the older name of `restore`, is still accepted and read as it.
  */
-export const lostSessionPolicySchema = z
+export const lostSessionPolicySchema = zod
   .enum(["fail", "restore", "replay"])
   .transform((policy) => (policy === "replay" ? "restore" : policy));
-export type LostSessionPolicy = z.output<typeof lostSessionPolicySchema>;
+export type LostSessionPolicy = zod.output<typeof lostSessionPolicySchema>;
 
 /** The policy a stored value names (a session's settings may hold the older `replay`); undefined when none. */
 export function lostSessionPolicyOf(value: string | undefined): LostSessionPolicy | undefined {
@@ -236,53 +236,53 @@ export function lostSessionPolicyOf(value: string | undefined): LostSessionPolic
   return parsed.success ? parsed.data : undefined;
 }
 
-const sessionId = z
+const sessionId = zod
   .string()
   .regex(SESSION_ID_PATTERN, "must be 1-128 characters from A-Z a-z 0-9 _ . - starting with a letter or digit");
 
-export const enqueueInputSchema = z.strictObject({
+export const enqueueInputSchema = zod.strictObject({
   session: sessionId.optional(),
-  prompt: z
+  prompt: zod
     .string()
     .min(1, "must not be empty")
     .max(4 * 1024 * 1024),
   cwd: absolutePath,
   options: turnOptionsSchema.optional(),
-  idempotencyKey: z.string().min(1).max(256).optional(),
-  variables: z.record(z.string(), z.unknown()).optional(),
+  idempotencyKey: zod.string().min(1).max(256).optional(),
+  variables: zod.record(zod.string(), zod.unknown()).optional(),
   /** Fixed when the session is created (its first turn); later values are ignored. */
   onLostSession: lostSessionPolicySchema.optional(),
 });
-export type EnqueueInput = z.input<typeof enqueueInputSchema>;
+export type EnqueueInput = zod.input<typeof enqueueInputSchema>;
 /** An enqueue request as the schema let it through. */
-export type EnqueueRequest = z.output<typeof enqueueInputSchema>;
+export type EnqueueRequest = zod.output<typeof enqueueInputSchema>;
 
 /** What one BullMQ job holds. */
-export const turnJobSchema = z.strictObject({
-  v: z.literal(JOB_VERSION),
+export const turnJobSchema = zod.strictObject({
+  v: zod.literal(JOB_VERSION),
   session: sessionId,
-  turn: z.string().regex(TURN_ID_PATTERN, "must be a turn id"),
-  prompt: z.string().min(1),
+  turn: zod.string().regex(TURN_ID_PATTERN, "must be a turn id"),
+  prompt: zod.string().min(1),
   cwd: absolutePath,
   options: turnOptionsSchema,
   onLostSession: lostSessionPolicySchema.optional(),
-  traceparent: z.string().max(128).optional(),
-  queuedSeq: z.number().int().nonnegative(),
-  enqueuedAt: z.string(),
+  traceparent: zod.string().max(128).optional(),
+  queuedSeq: zod.number().int().nonnegative(),
+  enqueuedAt: zod.string(),
 });
-export type TurnJob = z.infer<typeof turnJobSchema>;
+export type TurnJob = zod.infer<typeof turnJobSchema>;
 
 function fieldOf(path: readonly PropertyKey[]): string {
   return path.length === 0 ? "(root)" : path.map(String).join(".");
 }
 
 /** Parses with `schema`; a failure becomes InvalidTurnError naming the first bad field path. */
-export function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown, root = ""): T {
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
+export function parseOrThrow<T>(schema: zod.ZodType<T>, value: unknown, root = ""): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
   const under: PropertyKey[] = root === "" ? [] : [root];
-  const issues = r.error.issues.map((i) => `${fieldOf([...under, ...i.path])}: ${i.message}`);
-  const first = r.error.issues[0]!;
+  const issues = parsed.error.issues.map((i) => `${fieldOf([...under, ...i.path])}: ${i.message}`);
+  const first = parsed.error.issues[0]!;
   const path = [...under, ...first.path];
   const problem = first.code === "unrecognized_keys" ? `has unknown field(s) ${first.keys.join(", ")}` : first.message;
   throw new InvalidTurnError(fieldOf(path), problem, issues);
@@ -302,8 +302,12 @@ function lookup(vars: Record<string, unknown>, path: string): unknown {
 /** Fills `{{dotted.path}}` placeholders from `variables`; a placeholder without a value is refused. */
 export function renderPrompt(template: string, variables: Record<string, unknown> = {}): string {
   return template.replace(PLACEHOLDER, (_m, path: string) => {
-    const v = lookup(variables, path);
-    if (v === undefined || v === null) throw new MissingVariableError(path);
-    return typeof v === "string" ? v : typeof v === "number" || typeof v === "boolean" ? String(v) : JSON.stringify(v);
+    const value = lookup(variables, path);
+    if (value === undefined || value === null) throw new MissingVariableError(path);
+    return typeof value === "string"
+      ? value
+      : typeof value === "number" || typeof value === "boolean"
+        ? String(value)
+        : JSON.stringify(value);
   });
 }

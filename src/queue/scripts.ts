@@ -2,7 +2,7 @@
 // replies). Each touches only one session's keys (one hash tag), so each is atomic on a single Redis
 // and on a cluster.
 import type { RedisClient } from "../log/index.ts";
-import { luaScript, scriptCommand } from "../log/scripts.ts";
+import { luaScript, scriptCommand } from "../log/index.ts";
 
 const REGISTER = luaScript("turnstreamQueueRegister2", 3, new URL("./lua/register.lua", import.meta.url));
 const ACQUIRE = luaScript("turnstreamQueueAcquire3", 4, new URL("./lua/acquire.lua", import.meta.url));

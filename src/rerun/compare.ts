@@ -45,10 +45,10 @@ export interface RerunComparison {
 /** The tool calls of a run in call order (subagents' included), normalised against its cwd. */
 export function runSteps(turn: RecordedTurn): RunStep[] {
   const norm = (text: string): string => normaliseRunText(text, turn.cwd);
-  return [...foldMessages(turn.lines).toolCalls.values()].map((c) => ({
-    tool: c.name,
-    input: norm(stableJson(c.input)),
-    result: c.result === undefined ? undefined : { text: norm(c.result.text), isError: c.result.isError },
+  return [...foldMessages(turn.lines).toolCalls.values()].map((call) => ({
+    tool: call.name,
+    input: norm(stableJson(call.input)),
+    result: call.result === undefined ? undefined : { text: norm(call.result.text), isError: call.result.isError },
   }));
 }
 
@@ -58,29 +58,49 @@ const resultText = (r: RunStep["result"]): string =>
 const endingText = (status: TurnStatus, errorKind: string | undefined): string =>
   `${status}${errorKind === undefined ? "" : ` (${errorKind})`}`;
 
-function stepDifferences(n: number, a: RunStep | undefined, b: RunStep | undefined): Difference[] {
+function stepDifferences(
+  step: number,
+  recordedStep: RunStep | undefined,
+  rerunStep: RunStep | undefined,
+): Difference[] {
   const call = (s: RunStep | undefined): string => (s === undefined ? NONE : `${s.tool} ${s.input}`);
-  if (a === undefined || b === undefined || a.tool !== b.tool || a.input !== b.input)
-    return [{ step: n, what: "tool call", recorded: call(a), rerun: call(b) }];
-  if (a.result?.isError !== b.result?.isError || a.result?.text !== b.result?.text)
-    return [{ step: n, what: `tool result of ${a.tool}`, recorded: resultText(a.result), rerun: resultText(b.result) }];
+  if (
+    recordedStep === undefined ||
+    rerunStep === undefined ||
+    recordedStep.tool !== rerunStep.tool ||
+    recordedStep.input !== rerunStep.input
+  )
+    return [{ step: step, what: "tool call", recorded: call(recordedStep), rerun: call(rerunStep) }];
+  if (
+    recordedStep.result?.isError !== rerunStep.result?.isError ||
+    recordedStep.result?.text !== rerunStep.result?.text
+  )
+    return [
+      {
+        step: step,
+        what: `tool result of ${recordedStep.tool}`,
+        recorded: resultText(recordedStep.result),
+        rerun: resultText(rerunStep.result),
+      },
+    ];
   return [];
 }
 
-function endDifferences(a: RecordedTurn, b: RecordedTurn | undefined): Difference[] {
+function endDifferences(recorded: RecordedTurn, rerun: RecordedTurn | undefined): Difference[] {
   const out: Difference[] = [];
-  const bEnding = b?.ending ?? { status: "unended" as const, errorKind: undefined, resultText: undefined };
-  if (a.ending.status !== bEnding.status || a.ending.errorKind !== bEnding.errorKind) {
+  const rerunEnding = rerun?.ending ?? { status: "unended" as const, errorKind: undefined, resultText: undefined };
+  if (recorded.ending.status !== rerunEnding.status || recorded.ending.errorKind !== rerunEnding.errorKind) {
     out.push({
       step: "end",
       what: "ending",
-      recorded: endingText(a.ending.status, a.ending.errorKind),
-      rerun: endingText(bEnding.status, bEnding.errorKind),
+      recorded: endingText(recorded.ending.status, recorded.ending.errorKind),
+      rerun: endingText(rerunEnding.status, rerunEnding.errorKind),
     });
   }
   const text = (t: RecordedTurn | undefined): string =>
     t?.ending.resultText === undefined ? NONE : JSON.stringify(normaliseRunText(t.ending.resultText, t.cwd));
-  if (text(a) !== text(b)) out.push({ step: "end", what: "result text", recorded: text(a), rerun: text(b) });
+  if (text(recorded) !== text(rerun))
+    out.push({ step: "end", what: "result text", recorded: text(recorded), rerun: text(rerun) });
   return out;
 }
 
@@ -91,10 +111,11 @@ export function compareTurn(
   rerun: RecordedTurn | undefined,
   divergence?: string,
 ): TurnComparison {
-  const a = runSteps(recorded);
-  const b = rerun === undefined ? [] : runSteps(rerun);
+  const recordedSteps = runSteps(recorded);
+  const rerunSteps = rerun === undefined ? [] : runSteps(rerun);
   const differences: Difference[] = [];
-  for (let i = 0; i < Math.max(a.length, b.length); i++) differences.push(...stepDifferences(i + 1, a[i], b[i]));
+  for (let index = 0; index < Math.max(recordedSteps.length, rerunSteps.length); index++)
+    differences.push(...stepDifferences(index + 1, recordedSteps[index], rerunSteps[index]));
   differences.push(...endDifferences(recorded, rerun));
   const match = differences.length === 0;
   return {
@@ -104,7 +125,7 @@ export function compareTurn(
     prompt: recorded.prompt,
     match,
     partedAt: differences[0]?.step,
-    steps: a.length,
+    steps: recordedSteps.length,
     differences,
     divergence,
   };
@@ -132,28 +153,30 @@ function promptStart(prompt: string): string {
   return one.length > 60 ? `${one.slice(0, 59)}…` : one;
 }
 
-function turnLines(t: TurnComparison, total: number): string[] {
-  const head = `turn ${t.index}/${total} ${t.recordedTurn} "${promptStart(t.prompt)}"`;
-  if (t.match) return [`${head}: match (${t.steps} tool call(s))`];
+function turnLines(turn: TurnComparison, total: number): string[] {
+  const head = `turn ${turn.index}/${total} ${turn.recordedTurn} "${promptStart(turn.prompt)}"`;
+  if (turn.match) return [`${head}: match (${turn.steps} tool call(s))`];
   const parted =
-    t.partedAt === "end" ? "the same tool calls, a different ending" : `the runs parted at step ${t.partedAt}`;
+    turn.partedAt === "end" ? "the same tool calls, a different ending" : `the runs parted at step ${turn.partedAt}`;
   const lines = [`${head}: differs, ${parted}`];
-  for (const d of t.differences.slice(0, LISTED)) {
+  for (const difference of turn.differences.slice(0, LISTED)) {
     lines.push(
-      `  ${d.step === "end" ? "end" : `step ${d.step}`}: ${d.what}`,
-      `    - recorded: ${cut(d.recorded)}`,
-      `    + re-run:   ${cut(d.rerun)}`,
+      `  ${difference.step === "end" ? "end" : `step ${difference.step}`}: ${difference.what}`,
+      `    - recorded: ${cut(difference.recorded)}`,
+      `    + re-run:   ${cut(difference.rerun)}`,
     );
   }
-  if (t.differences.length > LISTED) lines.push(`  … and ${t.differences.length - LISTED} more difference(s)`);
-  if (t.divergence !== undefined) lines.push(`  the recording could not answer: ${t.divergence}`);
+  if (turn.differences.length > LISTED) lines.push(`  … and ${turn.differences.length - LISTED} more difference(s)`);
+  if (turn.divergence !== undefined) lines.push(`  the recording could not answer: ${turn.divergence}`);
   return lines;
 }
 
 /** The readable diff: one headline per turn, each difference as recorded (-) and re-run (+) lines. */
-export function renderComparison(c: RerunComparison): string {
-  const lines = c.turns.flatMap((t) => turnLines(t, c.turns.length));
-  const differing = c.turns.filter((t) => !t.match).length;
-  lines.push(`rerun: ${c.turns.length} turn(s), ${c.turns.length - differing} match, ${differing} differ`);
+export function renderComparison(comparison: RerunComparison): string {
+  const lines = comparison.turns.flatMap((t) => turnLines(t, comparison.turns.length));
+  const differing = comparison.turns.filter((t) => !t.match).length;
+  lines.push(
+    `rerun: ${comparison.turns.length} turn(s), ${comparison.turns.length - differing} match, ${differing} differ`,
+  );
   return `${lines.join("\n")}\n`;
 }

@@ -39,17 +39,27 @@ export class NoRecordedTurnError extends TurnstreamError {
 }
 
 function endingOf(events: readonly Envelope[]): TurnEnding & { attempt: number | undefined } {
-  for (const e of events) {
-    if (e.kind === "turn.finished") {
-      const d = dataOf("turn.finished", e.data);
-      return { status: "finished", errorKind: undefined, resultText: d?.resultText, attempt: d?.attempt ?? e.attempt };
+  for (const event of events) {
+    if (event.kind === "turn.finished") {
+      const finished = dataOf("turn.finished", event.data);
+      return {
+        status: "finished",
+        errorKind: undefined,
+        resultText: finished?.resultText,
+        attempt: finished?.attempt ?? event.attempt,
+      };
     }
-    if (e.kind === "turn.failed") {
-      const d = dataOf("turn.failed", e.data);
-      return { status: "failed", errorKind: d?.errorKind, resultText: undefined, attempt: d?.attempt ?? e.attempt };
+    if (event.kind === "turn.failed") {
+      const failed = dataOf("turn.failed", event.data);
+      return {
+        status: "failed",
+        errorKind: failed?.errorKind,
+        resultText: undefined,
+        attempt: failed?.attempt ?? event.attempt,
+      };
     }
-    if (e.kind === "turn.cancelled")
-      return { status: "cancelled", errorKind: "aborted", resultText: undefined, attempt: e.attempt || undefined };
+    if (event.kind === "turn.cancelled")
+      return { status: "cancelled", errorKind: "aborted", resultText: undefined, attempt: event.attempt || undefined };
   }
   return { status: "unended", errorKind: undefined, resultText: undefined, attempt: undefined };
 }
@@ -60,9 +70,9 @@ function endingOf(events: readonly Envelope[]): TurnEnding & { attempt: number |
  */
 function permissionModeOf(lines: readonly string[]): string | undefined {
   for (const raw of lines) {
-    const o = parseLine(raw).line;
-    if (!isObj(o)) continue;
-    if (o?.["type"] === "system" && o["subtype"] === "init") return stringField(o, "permissionMode");
+    const parsed = parseLine(raw).line;
+    if (!isObj(parsed)) continue;
+    if (parsed?.["type"] === "system" && parsed["subtype"] === "init") return stringField(parsed, "permissionMode");
   }
   return undefined;
 }
@@ -89,11 +99,11 @@ function recordedTurn(turn: string, events: readonly Envelope[]): RecordedTurn |
  */
 export function recordedTurns(events: readonly Envelope[], turn?: string): RecordedTurn[] {
   const byTurn = new Map<string, Envelope[]>();
-  for (const e of events) {
-    if (e.turn === "") continue;
-    const list = byTurn.get(e.turn);
-    if (list === undefined) byTurn.set(e.turn, [e]);
-    else list.push(e);
+  for (const event of events) {
+    if (event.turn === "") continue;
+    const list = byTurn.get(event.turn);
+    if (list === undefined) byTurn.set(event.turn, [event]);
+    else list.push(event);
   }
   const all = [...byTurn].map(([id, evs]) => recordedTurn(id, evs)).filter((t): t is RecordedTurn => t !== undefined);
   if (turn === undefined) {

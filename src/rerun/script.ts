@@ -44,27 +44,27 @@ function movedTo<T>(value: T, from: string, to: string): T {
   return value;
 }
 
-function scriptBlock(b: Obj): ScriptBlock | undefined {
-  switch (b["type"]) {
+function scriptBlock(block: Obj): ScriptBlock | undefined {
+  switch (block["type"]) {
     case "text":
-      return typeof b["text"] === "string" ? { type: "text", text: b["text"] } : undefined;
+      return typeof block["text"] === "string" ? { type: "text", text: block["text"] } : undefined;
     case "thinking": {
-      const signature = stringField(b, "signature");
-      return typeof b["thinking"] === "string"
-        ? { type: "thinking", thinking: b["thinking"], ...(signature === undefined ? {} : { signature }) }
+      const signature = stringField(block, "signature");
+      return typeof block["thinking"] === "string"
+        ? { type: "thinking", thinking: block["thinking"], ...(signature === undefined ? {} : { signature }) }
         : undefined;
     }
     case "redacted_thinking": {
-      const data = stringField(b, "data");
+      const data = stringField(block, "data");
       return { type: "redacted_thinking", ...(data === undefined ? {} : { data }) };
     }
     case "tool_use":
-      return typeof b["name"] === "string" && isObj(b["input"])
+      return typeof block["name"] === "string" && isObj(block["input"])
         ? {
             type: "tool_use",
-            name: b["name"],
-            input: b["input"],
-            ...(typeof b["id"] === "string" ? { id: b["id"] } : {}),
+            name: block["name"],
+            input: block["input"],
+            ...(typeof block["id"] === "string" ? { id: block["id"] } : {}),
           }
         : undefined;
     default:
@@ -76,9 +76,9 @@ function usageOf(message: Obj | undefined): Partial<Record<(typeof USAGE_FIELDS)
   const usage = objField(message, "usage");
   if (usage === undefined) return undefined;
   const out: Partial<Record<(typeof USAGE_FIELDS)[number], number>> = {};
-  for (const f of USAGE_FIELDS) {
-    const n = numberField(usage, f);
-    if (n !== undefined && Number.isInteger(n) && n >= 0) out[f] = n;
+  for (const field of USAGE_FIELDS) {
+    const count = numberField(usage, field);
+    if (count !== undefined && Number.isInteger(count) && count >= 0) out[field] = count;
   }
   return out;
 }
@@ -94,16 +94,16 @@ function errorResponse(line: Obj, blocks: readonly Obj[]): ScriptResponse {
 }
 
 function responseOf(
-  m: FoldedMessage,
+  message: FoldedMessage,
   lines: readonly (Obj | undefined)[],
   previous: FoldedMessage | undefined,
   turn: RecordedTurn,
 ): ScriptResponse | undefined {
-  const first = lines[m.lineIndexes[0]!];
-  const lastMessage = objField(lines[m.lineIndexes.at(-1)!], "message");
-  if (first !== undefined && (first["is_api_error_message"] === true || m.model === "<synthetic>"))
-    return errorResponse(first, m.blocks);
-  const content = m.blocks.map(scriptBlock).filter((b): b is ScriptBlock => b !== undefined);
+  const first = lines[message.lineIndexes[0]!];
+  const lastMessage = objField(lines[message.lineIndexes.at(-1)!], "message");
+  if (first !== undefined && (first["is_api_error_message"] === true || message.model === "<synthetic>"))
+    return errorResponse(first, message.blocks);
+  const content = message.blocks.map(scriptBlock).filter((b): b is ScriptBlock => b !== undefined);
   if (content.length === 0) return undefined;
   const stop = stringField(lastMessage, "stop_reason");
   const usage = usageOf(lastMessage);
@@ -121,11 +121,11 @@ function expectOf(previous: FoldedMessage | undefined, cwd: string): ScriptExpec
   const calls = (previous?.toolCalls ?? []).filter((c) => c.result !== undefined);
   if (calls.length === 0) return undefined;
   return {
-    toolResults: calls.map((c) => ({
-      toolUseId: c.id,
-      name: c.name,
-      sha256: toolResultDigest(c.result!.text, cwd),
-      isError: c.result!.isError,
+    toolResults: calls.map((call) => ({
+      toolUseId: call.id,
+      name: call.name,
+      sha256: toolResultDigest(call.result!.text, cwd),
+      isError: call.result!.isError,
     })),
   };
 }
@@ -145,7 +145,10 @@ export function responsesOfTurn(turn: RecordedTurn): ScriptResponse[] {
 }
 
 export interface ScriptOptions {
-  /** Where the re-run works: the recorded cwd in the model's text and tool inputs is moved there. Default: the recorded cwd. */
+  /**
+   * Where the re-run works: the recorded cwd in the model's text and tool inputs is moved there. Default: the recorded
+   * cwd.
+   */
   cwd?: string | undefined;
 }
 

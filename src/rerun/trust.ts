@@ -40,14 +40,14 @@ export function refusalOf(turns: readonly RecordedTurn[], grant: RerunGrant): st
       `it re-runs only in the default permission mode; drop --permission-mode ${grant.permissionMode}`
     );
   }
-  for (const [i, t] of turns.entries()) {
-    const asked = t.permissionMode ?? "default";
+  for (const [index, turn] of turns.entries()) {
+    const asked = turn.permissionMode ?? "default";
     if (asked === "default" || asked === grant.permissionMode) continue;
     const how = grant.imported
       ? "an imported session re-runs only in the default mode"
       : `pass --permission-mode ${asked} to re-run it so`;
     return (
-      `turn ${i + 1} (${t.turn}) was recorded in permission mode ${JSON.stringify(asked)}, and a re-run never takes ` +
+      `turn ${index + 1} (${turn.turn}) was recorded in permission mode ${JSON.stringify(asked)}, and a re-run never takes ` +
       `its permissions from a recording (it runs in the mode you grant, ${grant.permissionMode}); ${how}, ` +
       "or re-run another turn with --turn"
     );

@@ -31,7 +31,10 @@ export interface HermeticEnv {
 
 export const DUMMY_API_KEY = "sk-ant-scripted-model-server-dummy";
 
-/** Environment for one CLI run against the model server: its own config, home, temp and runtime directories, the base URL and a dummy key. */
+/**
+ * Environment for one CLI run against the model server: its own config, home, temp and runtime directories, the base
+ * URL and a dummy key.
+ */
 export function hermeticEnv(options: HermeticEnvOptions): HermeticEnv {
   const root = options.root ?? mkdtempSync(join(tmpdir(), "turnstream-cli-"));
   const dirs = {
@@ -41,7 +44,7 @@ export function hermeticEnv(options: HermeticEnvOptions): HermeticEnv {
     runtime: join(root, "runtime"),
     home: join(root, "home"),
   };
-  for (const d of [dirs.config, dirs.tmp, dirs.runtime, dirs.home]) mkdirSync(d, { recursive: true, mode: 0o700 });
+  for (const dir of [dirs.config, dirs.tmp, dirs.runtime, dirs.home]) mkdirSync(dir, { recursive: true, mode: 0o700 });
   const env: Record<string, string> = {
     HOME: dirs.home,
     CLAUDE_CONFIG_DIR: dirs.config,

@@ -38,7 +38,9 @@ export interface RecordedRequest {
   lastUserText: string;
   /** Which script response answered (index into `responses`), or null for the default `done` reply. */
   responseIndex: number | null;
-  /** Why the request got a scripted error instead: it asked what the script cannot answer (see `expect`, `exhausted`). */
+  /**
+   * Why the request got a scripted error instead: it asked what the script cannot answer (see `expect`, `exhausted`).
+   */
   diverged?: string;
 }
 
@@ -85,9 +87,9 @@ const DEFAULT_REPLY: ContentResponse = { content: [{ type: "text", text: "done" 
 
 function pickHeaders(req: IncomingMessage): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const h of RECORDED_HEADERS) {
-    const v = req.headers[h];
-    if (typeof v === "string") headers[h] = v;
+  for (const header of RECORDED_HEADERS) {
+    const value = req.headers[header];
+    if (typeof value === "string") headers[header] = value;
   }
   return headers;
 }
@@ -102,18 +104,24 @@ function textOf(content: unknown): string {
     .join("\n");
 }
 
-/** The text of the last user message of a Messages request (text blocks and tool results joined): what `match` rules see. */
+/**
+ * The text of the last user message of a Messages request (text blocks and tool results joined): what `match` rules
+ * see.
+ */
 export function lastUserText(messages: unknown[]): string {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i] as { role?: string; content?: unknown } | undefined;
-    if (m?.role === "user") return textOf(m.content);
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index] as { role?: string; content?: unknown } | undefined;
+    if (message?.role === "user") return textOf(message.content);
   }
   return "";
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** The script's responses, each given once: the first unconsumed one whose `match` (if any) the request satisfies; others wait their turn. */
+/**
+ * The script's responses, each given once: the first unconsumed one whose `match` (if any) the request satisfies;
+ * others wait their turn.
+ */
 class ScriptQueue {
   readonly #responses: readonly ScriptResponse[];
   readonly #consumed: boolean[];
@@ -124,12 +132,12 @@ class ScriptQueue {
   }
 
   take(userText: string): number | null {
-    for (let i = 0; i < this.#responses.length; i++) {
-      if (this.#consumed[i]) continue;
-      const m = this.#responses[i]!.match;
-      if (m === undefined || userText.includes(m)) {
-        this.#consumed[i] = true;
-        return i;
+    for (let index = 0; index < this.#responses.length; index++) {
+      if (this.#consumed[index]) continue;
+      const match = this.#responses[index]!.match;
+      if (match === undefined || userText.includes(match)) {
+        this.#consumed[index] = true;
+        return index;
       }
     }
     return null;
@@ -160,9 +168,11 @@ interface Answerer {
 }
 
 /** Whether the request carries the server's credential (when it requires one). */
-function authorised(a: Answerer, req: IncomingMessage): boolean {
-  if (a.credential === undefined) return true;
-  return req.headers["x-api-key"] === a.credential || req.headers.authorization === `Bearer ${a.credential}`;
+function authorised(answerer: Answerer, req: IncomingMessage): boolean {
+  if (answerer.credential === undefined) return true;
+  return (
+    req.headers["x-api-key"] === answerer.credential || req.headers.authorization === `Bearer ${answerer.credential}`
+  );
 }
 
 /** A request as recorded, before it is known which kind it is. */
@@ -185,24 +195,25 @@ function recordOf(req: IncomingMessage, url: URL, parsed: Record<string, any> | 
 }
 
 /** A Messages request's answer: the side reply, the script's next response, or the default `done`. */
-function pickResponse(a: Answerer, entry: RecordedRequest): ScriptResponse {
-  if (a.isSide(entry)) {
+function pickResponse(answerer: Answerer, entry: RecordedRequest): ScriptResponse {
+  if (answerer.isSide(entry)) {
     entry.kind = "side";
-    return a.sideReply;
+    return answerer.sideReply;
   }
   entry.kind = "messages";
-  entry.responseIndex = a.queue.take(entry.lastUserText);
+  entry.responseIndex = answerer.queue.take(entry.lastUserText);
   if (entry.responseIndex === null) {
-    if (a.exhausted === "done") return DEFAULT_REPLY;
+    if (answerer.exhausted === "done") return DEFAULT_REPLY;
     return divergence(
       entry,
-      `request ${messagesCount(a)}: more requests than the ${a.queue.length} response(s) the script holds`,
+      `request ${messagesCount(answerer)}: more requests than the ${answerer.queue.length} response(s) the script holds`,
     );
   }
-  const r = a.queue.response(entry.responseIndex);
-  const differs = r.expect === undefined ? undefined : unexpectedToolResult(r.expect, entry.messages, a.cwd);
-  if (differs === undefined) return r;
-  return divergence(entry, `request ${messagesCount(a)} (for response ${entry.responseIndex + 1}): ${differs}`);
+  const response = answerer.queue.response(entry.responseIndex);
+  const differs =
+    response.expect === undefined ? undefined : unexpectedToolResult(response.expect, entry.messages, answerer.cwd);
+  if (differs === undefined) return response;
+  return divergence(entry, `request ${messagesCount(answerer)} (for response ${entry.responseIndex + 1}): ${differs}`);
 }
 
 const messagesCount = (a: Answerer): number => a.recorded.filter((r) => r.kind === "messages").length;
@@ -235,17 +246,17 @@ function unexpectedToolResult(expect: ScriptExpect, messages: unknown[], cwd: st
   return undefined;
 }
 
-async function handle(a: Answerer, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(answerer: Answerer, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "http://localhost");
   const body = await readBody(req);
   if (req.method === "GET" && url.pathname === "/_requests") {
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(a.recorded));
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answerer.recorded));
     return;
   }
   const parsed = parseJson(body);
   const entry = recordOf(req, url, parsed);
-  a.recorded.push(entry);
-  if (!authorised(a, req)) {
+  answerer.recorded.push(entry);
+  if (!authorised(answerer, req)) {
     sendError(res, 401, "authentication_error", "invalid x-api-key");
     return;
   }
@@ -269,10 +280,13 @@ async function handle(a: Answerer, req: IncomingMessage, res: ServerResponse): P
     sendError(res, 400, "invalid_request_error", "messages: expected an array");
     return;
   }
-  await respond(res, pickResponse(a, entry), entry.model ?? "claude-scripted", entry.stream);
+  await respond(res, pickResponse(answerer, entry), entry.model ?? "claude-scripted", entry.stream);
 }
 
-/** Starts the scripted Messages API double on loopback: answers each turn's requests from the script in order, records every request. */
+/**
+ * Starts the scripted Messages API double on loopback: answers each turn's requests from the script in order, records
+ * every request.
+ */
 export async function startModelServer(options: ModelServerOptions): Promise<ModelServer> {
   const script = parseScript(options.script);
   const answerer: Answerer = {
@@ -315,34 +329,34 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
   };
 }
 
-async function respond(res: ServerResponse, r: ScriptResponse, model: string, stream: boolean): Promise<void> {
-  if ("hang" in r) {
+async function respond(res: ServerResponse, response: ScriptResponse, model: string, stream: boolean): Promise<void> {
+  if ("hang" in response) {
     // Headers go out, then nothing: the client sees a stalled stream until it gives up.
     res.writeHead(200, { "content-type": stream ? "text/event-stream" : "application/json" });
     res.flushHeaders();
     await new Promise<void>((resolve) => res.once("close", resolve));
     return;
   }
-  if ("error" in r) {
-    if (r.delayMs) await sleep(r.delayMs);
-    sendError(res, r.error.status, r.error.type, r.error.message, r.error.headers);
+  if ("error" in response) {
+    if (response.delayMs) await sleep(response.delayMs);
+    sendError(res, response.error.status, response.error.type, response.error.message, response.error.headers);
     return;
   }
-  if ("streamError" in r) {
-    const blocks = withToolIds(r.content ?? []);
-    const groups = blockEventGroups(blocks).slice(0, r.afterBlocks ?? 0);
+  if ("streamError" in response) {
+    const blocks = withToolIds(response.content ?? []);
+    const groups = blockEventGroups(blocks).slice(0, response.afterBlocks ?? 0);
     const events: SseEvent[] = [messageStart(model, usageOf(undefined)), ...groups.flat()];
     events.push({
       event: "error",
-      data: { type: "error", error: { type: r.streamError.type, message: r.streamError.message } },
+      data: { type: "error", error: { type: response.streamError.type, message: response.streamError.message } },
     });
     await writeSse(res, events, 0);
     return;
   }
-  if (r.delayMs) await sleep(r.delayMs);
-  const blocks = withToolIds(r.content);
-  const usage = usageOf(r.usage);
-  const stopReason = stopReasonOf(r, blocks);
+  if (response.delayMs) await sleep(response.delayMs);
+  const blocks = withToolIds(response.content);
+  const usage = usageOf(response.usage);
+  const stopReason = stopReasonOf(response, blocks);
   if (!stream) {
     res
       .writeHead(200, { "content-type": "application/json" })
@@ -350,7 +364,7 @@ async function respond(res: ServerResponse, r: ScriptResponse, model: string, st
     return;
   }
   const events = [messageStart(model, usage), ...blockEventGroups(blocks).flat(), ...messageEnd(stopReason, usage)];
-  await writeSse(res, events, r.chunkDelayMs ?? 0);
+  await writeSse(res, events, response.chunkDelayMs ?? 0);
 }
 
 async function writeSse(res: ServerResponse, events: SseEvent[], chunkDelayMs: number): Promise<void> {
@@ -359,9 +373,9 @@ async function writeSse(res: ServerResponse, events: SseEvent[], chunkDelayMs: n
     res.end(events.map(formatSse).join(""));
     return;
   }
-  for (const e of events) {
+  for (const event of events) {
     if (res.destroyed) return;
-    res.write(formatSse(e));
+    res.write(formatSse(event));
     await sleep(chunkDelayMs);
   }
   res.end();
@@ -407,8 +421,10 @@ function readBody(req: IncomingMessage): Promise<string> {
 
 function parseJson(text: string): Record<string, any> | undefined {
   try {
-    const v: unknown = JSON.parse(text);
-    return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, any>) : undefined;
+    const parsed: unknown = JSON.parse(text);
+    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)
+      ? (parsed as Record<string, any>)
+      : undefined;
   } catch {
     return undefined;
   }

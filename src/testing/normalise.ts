@@ -11,7 +11,10 @@ const ISO_TIME = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:
 
 const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
-/** A directory made by mkdtemp under the system temp dir (a name ending in `-` and six characters): its path up to that name. */
+/**
+ * A directory made by mkdtemp under the system temp dir (a name ending in `-` and six characters): its path up to that
+ * name.
+ */
 function tempDirPattern(): RegExp {
   const root = tmpdir().replace(/\/+$/, "");
   return new RegExp(`${escapeRegExp(root)}/[A-Za-z0-9._-]*-[A-Za-z0-9]{6}(?=/|\\b|$)`, "g");

@@ -27,16 +27,16 @@ export function usageOf(usage: ScriptUsage | undefined): Required<ScriptUsage> {
   };
 }
 
-function finalBlock(b: ScriptBlock): Record<string, unknown> {
-  switch (b.type) {
+function finalBlock(block: ScriptBlock): Record<string, unknown> {
+  switch (block.type) {
     case "text":
-      return { type: "text", text: b.text };
+      return { type: "text", text: block.text };
     case "thinking":
-      return { type: "thinking", thinking: b.thinking, signature: b.signature ?? signatureFor(b.thinking) };
+      return { type: "thinking", thinking: block.thinking, signature: block.signature ?? signatureFor(block.thinking) };
     case "redacted_thinking":
-      return { type: "redacted_thinking", data: b.data ?? "cmVkYWN0ZWQ=" };
+      return { type: "redacted_thinking", data: block.data ?? "cmVkYWN0ZWQ=" };
     case "tool_use":
-      return { type: "tool_use", id: b.id, name: b.name, input: b.input };
+      return { type: "tool_use", id: block.id, name: block.name, input: block.input };
   }
 }
 
@@ -49,41 +49,41 @@ function signatureFor(text: string): string {
 function pieces(text: string, size = 24): string[] {
   if (text.length <= size) return [text];
   const out: string[] = [];
-  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  for (let offset = 0; offset < text.length; offset += size) out.push(text.slice(offset, offset + size));
   return out;
 }
 
-function blockEvents(b: ScriptBlock, index: number): SseEvent[] {
-  const delta = (d: Record<string, unknown>): SseEvent => ({
+function blockEvents(block: ScriptBlock, index: number): SseEvent[] {
+  const delta = (fields: Record<string, unknown>): SseEvent => ({
     event: "content_block_delta",
-    data: { type: "content_block_delta", index, delta: d },
+    data: { type: "content_block_delta", index, delta: fields },
   });
   const start = (content_block: Record<string, unknown>): SseEvent => ({
     event: "content_block_start",
     data: { type: "content_block_start", index, content_block },
   });
   const events: SseEvent[] = [];
-  switch (b.type) {
+  switch (block.type) {
     case "text":
       events.push(
         start({ type: "text", text: "" }),
-        ...pieces(b.text).map((t) => delta({ type: "text_delta", text: t })),
+        ...pieces(block.text).map((t) => delta({ type: "text_delta", text: t })),
       );
       break;
     case "thinking":
       events.push(
         start({ type: "thinking", thinking: "", signature: "" }),
-        ...pieces(b.thinking).map((t) => delta({ type: "thinking_delta", thinking: t })),
-        delta({ type: "signature_delta", signature: b.signature ?? signatureFor(b.thinking) }),
+        ...pieces(block.thinking).map((t) => delta({ type: "thinking_delta", thinking: t })),
+        delta({ type: "signature_delta", signature: block.signature ?? signatureFor(block.thinking) }),
       );
       break;
     case "redacted_thinking":
-      events.push(start(finalBlock(b)));
+      events.push(start(finalBlock(block)));
       break;
     case "tool_use":
       events.push(
-        start({ type: "tool_use", id: b.id, name: b.name, input: {} }),
-        ...pieces(JSON.stringify(b.input), 40).map((j) => delta({ type: "input_json_delta", partial_json: j })),
+        start({ type: "tool_use", id: block.id, name: block.name, input: {} }),
+        ...pieces(JSON.stringify(block.input), 40).map((j) => delta({ type: "input_json_delta", partial_json: j })),
       );
       break;
   }

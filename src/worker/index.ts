@@ -26,3 +26,6 @@ export {
   snapshotRecord,
   type Snapshot,
 } from "./snapshots.ts";
+export { compileRunLimits, describeRunLimitSettings, runLimitsFromEnv, type RunLimitSettings } from "./limits.ts";
+export { readWorkers, type WorkerEntry } from "./registry.ts";
+export { runWorkerMain } from "./main.ts";

@@ -39,15 +39,21 @@ function rerunCommand({ session, turn, cwd, permissionMode }: BatchRerun["rerun"
 
 type Verdict = Pick<BatchTurnResult, "status" | "outcome" | "errorKind" | "message">;
 
-function caseResult(c: RerunCase, turn: string, seconds: number, verdict: Verdict, scrub: Scrub): BatchTurnResult {
-  const s = c.spec.rerun;
+function caseResult(
+  rerunCase: RerunCase,
+  turn: string,
+  seconds: number,
+  verdict: Verdict,
+  scrub: Scrub,
+): BatchTurnResult {
+  const spec = rerunCase.spec.rerun;
   const base = {
-    line: c.spec.line,
-    label: scrub(c.spec.label),
-    session: s.session,
+    line: rerunCase.spec.line,
+    label: scrub(rerunCase.spec.label),
+    session: spec.session,
     turn,
-    attempts: c.progress.attempt,
-    toolCalls: c.progress.toolCalls,
+    attempts: rerunCase.progress.attempt,
+    toolCalls: rerunCase.progress.toolCalls,
     seconds,
   };
   return {
@@ -55,7 +61,7 @@ function caseResult(c: RerunCase, turn: string, seconds: number, verdict: Verdic
     ...verdict,
     message: verdict.message === undefined ? undefined : scrub(verdict.message),
     resultText: undefined,
-    command: scrub(rerunCommand(s)),
+    command: scrub(rerunCommand(spec)),
   };
 }
 
@@ -85,51 +91,51 @@ function failedVerdict(session: string, err: unknown, stopped: Outcome | undefin
   };
 }
 
-async function runCase(x: RerunContext, c: RerunCase): Promise<BatchTurnResult> {
-  const { signal, view, scrub } = x;
+async function runCase(context: RerunContext, rerunCase: RerunCase): Promise<BatchTurnResult> {
+  const { signal, view, scrub } = context;
   const started = Date.now();
-  const onEvent = (e: Envelope): void => {
-    if (c.progress.read(e)) view.changed(c.index);
+  const onEvent = (event: Envelope): void => {
+    if (rerunCase.progress.read(event)) view.changed(rerunCase.index);
   };
   const end = (state: string): void => {
-    c.progress.state = state;
-    view.changed(c.index);
+    rerunCase.progress.state = state;
+    view.changed(rerunCase.index);
   };
-  const s = c.spec.rerun;
+  const spec = rerunCase.spec.rerun;
   try {
     signal.throwIfAborted();
-    const { session, cwd, permissionMode } = s;
-    const r = await rerunSession({
-      redis: x.redis,
-      logPrefix: x.logPrefix,
+    const { session, cwd, permissionMode } = spec;
+    const rerun = await rerunSession({
+      redis: context.redis,
+      logPrefix: context.logPrefix,
       session,
-      turn: s.turn,
+      turn: spec.turn,
       cwd,
       permissionMode,
       signal,
       onEvent,
     });
-    const turn = r.comparison.turns.map((t) => t.recordedTurn).join(" ");
-    end(r.comparison.match ? "match" : "differs");
-    const verdict: Verdict = r.comparison.match
+    const turn = rerun.comparison.turns.map((t) => t.recordedTurn).join(" ");
+    end(rerun.comparison.match ? "match" : "differs");
+    const verdict: Verdict = rerun.comparison.match
       ? { status: "finished", outcome: "finished", errorKind: undefined, message: undefined }
       : {
           status: "failed",
           outcome: "task_failed",
           errorKind: "rerun_differs",
-          message: renderComparison(r.comparison).trimEnd(),
+          message: renderComparison(rerun.comparison).trimEnd(),
         };
-    return caseResult(c, turn, r.seconds, verdict, scrub);
+    return caseResult(rerunCase, turn, rerun.seconds, verdict, scrub);
   } catch (err) {
-    const verdict = failedVerdict(s.session, err, signal.aborted ? x.stopOutcome(signal.reason) : undefined);
+    const verdict = failedVerdict(spec.session, err, signal.aborted ? context.stopOutcome(signal.reason) : undefined);
     end(verdict.status === "unended" ? "unended" : "error");
-    return caseResult(c, s.turn ?? "", (Date.now() - started) / 1000, verdict, scrub);
+    return caseResult(rerunCase, spec.turn ?? "", (Date.now() - started) / 1000, verdict, scrub);
   }
 }
 
 /** Every re-run case in file order, one at a time; each one's result once it is over. */
-export async function runReruns(x: RerunContext, cases: readonly RerunCase[]): Promise<BatchTurnResult[]> {
+export async function runReruns(context: RerunContext, cases: readonly RerunCase[]): Promise<BatchTurnResult[]> {
   const out: BatchTurnResult[] = [];
-  for (const c of cases) out.push(await runCase(x, c));
+  for (const rerunCase of cases) out.push(await runCase(context, rerunCase));
   return out;
 }

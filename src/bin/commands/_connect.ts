@@ -18,7 +18,7 @@ export async function redisOrExplain(command: string): Promise<RedisClient | und
 /** Reads all of stdin (for prompts, which never belong in argv). */
 export async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString("utf8");
 }
 
@@ -79,6 +79,6 @@ export function rejectSessionId(command: string, session: string): boolean {
 /** A session's events, read whole. */
 export async function readSession(redis: RedisClient, prefix: string, session: string): Promise<Envelope[]> {
   const out: Envelope[] = [];
-  for await (const e of createEventLog({ redis, prefix }).read(session)) out.push(e);
+  for await (const event of createEventLog({ redis, prefix }).read(session)) out.push(event);
   return out;
 }

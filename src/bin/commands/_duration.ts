@@ -6,9 +6,9 @@ const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h
 
 /** Milliseconds of `text`, or undefined when it is not a positive duration. */
 export function parseDuration(text: string): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (m === null) return undefined;
-  const ms = Math.round(Number(m[1]) * UNIT_MS[m[2] ?? "ms"]!);
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (match === null) return undefined;
+  const ms = Math.round(Number(match[1]) * UNIT_MS[match[2] ?? "ms"]!);
   return Number.isSafeInteger(ms) && ms > 0 ? ms : undefined;
 }
 
@@ -30,10 +30,10 @@ export function durationFlag(flag: string, value: string | undefined): number | 
 
 /** An age for people: `42s`, `3m12s`, `2h05m`, `3d04h` (whole seconds; never negative). */
 export function formatAge(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000));
+  const seconds = Math.max(0, Math.floor(ms / 1000));
   const two = (n: number): string => String(n).padStart(2, "0");
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${two(s % 60)}s`;
-  if (s < 86_400) return `${Math.floor(s / 3600)}h${two(Math.floor(s / 60) % 60)}m`;
-  return `${Math.floor(s / 86_400)}d${two(Math.floor(s / 3600) % 24)}h`;
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m${two(seconds % 60)}s`;
+  if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h${two(Math.floor(seconds / 60) % 60)}m`;
+  return `${Math.floor(seconds / 86_400)}d${two(Math.floor(seconds / 3600) % 24)}h`;
 }

@@ -40,13 +40,13 @@ export async function exportSessionTraces(options: ExportSessionTracesOptions): 
   if (!telemetry.enabled) return { spans: 0, attempts: 0, enabled: false };
   try {
     const log = createEventLog({ redis: options.redis, prefix: options.prefix });
-    const r = await exportTracesFromLog(log.read(options.session), {
+    const exported = await exportTracesFromLog(log.read(options.session), {
       tracer: telemetry.tracer,
       scrubber,
       captureContent: options.captureContent,
     });
     await telemetry.forceFlush();
-    return { spans: r.spans, attempts: r.attempts, enabled: true };
+    return { spans: exported.spans, attempts: exported.attempts, enabled: true };
   } finally {
     await telemetry.shutdown();
   }

@@ -38,13 +38,13 @@ export async function followTurn(
     const text = renderText([parsed]);
     if (text.length > 0) write(`${text.replace(/^/gm, "  ")}\n`);
   };
-  const onEvent = (e: Envelope): void => {
-    if (e.kind === "cli.line") {
-      const parsed = cliLineParse(e);
-      tracker.read(e, parsed);
+  const onEvent = (event: Envelope): void => {
+    if (event.kind === "cli.line") {
+      const parsed = cliLineParse(event);
+      tracker.read(event, parsed);
       printTranscript(parsed);
-    } else if (tracker.read(e)) progress();
-    options.onEvent?.(e);
+    } else if (tracker.read(event)) progress();
+    options.onEvent?.(event);
   };
   return producer.waitForTurn(turn, { session, onEvent, timeoutMs: options.timeoutMs, signal: options.signal });
 }

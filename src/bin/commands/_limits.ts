@@ -1,13 +1,12 @@
 // `doctor`'s limit lines: for each per-run limit, the value a worker started with this environment
 // would apply and how this host enforces it (the kernel, turnstream watching the run, or nothing).
-import type { CheckResult } from "../../cli/probe.ts";
-import { describeLimits, type LimitName } from "../../cli/limits.ts";
+import { describeLimits, type CheckResult, type LimitName } from "../../cli/index.ts";
 import {
   compileRunLimits,
   describeRunLimitSettings,
   runLimitsFromEnv,
   type RunLimitSettings,
-} from "../../worker/limits.ts";
+} from "../../worker/index.ts";
 
 const SETTING_OF: Record<LimitName, keyof RunLimitSettings> = {
   pids: "pids",
@@ -27,12 +26,14 @@ export function limitChecks(env: Readonly<Record<string, string | undefined>>): 
     return [{ name: "limit", status: "fail", detail: (err as Error).message }];
   }
   const values = describeRunLimitSettings(settings);
-  return describeLimits().map((l) => {
-    const key = SETTING_OF[l.limit];
+  return describeLimits().map((enforcement) => {
+    const key = SETTING_OF[enforcement.limit];
     const off = settings[key] === undefined;
     // Sampling is the design for the scratch and the wall time; for processes and memory it is the weaker fallback.
-    const weaker = l.enforced === "none" || (l.enforced === "watched" && (l.limit === "pids" || l.limit === "memory"));
+    const weaker =
+      enforcement.enforced === "none" ||
+      (enforcement.enforced === "watched" && (enforcement.limit === "pids" || enforcement.limit === "memory"));
     const status = weaker && !off ? "warn" : "pass";
-    return { name: "limit", status, detail: `${l.limit}: ${values[key]}; ${l.detail}` };
+    return { name: "limit", status, detail: `${enforcement.limit}: ${values[key]}; ${enforcement.detail}` };
   });
 }

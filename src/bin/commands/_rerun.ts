@@ -40,7 +40,7 @@ export interface RerunOptions {
   /** Stops waiting for the re-run's turn (the re-run then throws the signal's reason). */
   signal?: AbortSignal | undefined;
   /** Each event of the re-run's turns as it is logged, for progress. */
-  onEvent?: ((e: Envelope) => void) | undefined;
+  onEvent?: ((event: Envelope) => void) | undefined;
 }
 
 export interface RerunResult {
@@ -116,21 +116,21 @@ function openSpace(redis: RedisClient, cwd: string, mode: RerunPermissionMode): 
   };
 }
 
-async function closeSpace(redis: RedisClient, s: Space): Promise<void> {
-  await s.worker.close({ graceMs: 1000 });
-  await s.producer.close();
-  await deleteKeys(redis, [`${s.logPrefix}*`, `${s.queuePrefix}*`]);
-  rmSync(s.root, { recursive: true, force: true });
+async function closeSpace(redis: RedisClient, space: Space): Promise<void> {
+  await space.worker.close({ graceMs: 1000 });
+  await space.producer.close();
+  await deleteKeys(redis, [`${space.logPrefix}*`, `${space.queuePrefix}*`]);
+  rmSync(space.root, { recursive: true, force: true });
 }
 
 /** Runs one recorded turn again against its own script; the re-run's turn and the server's divergence, if any. */
 async function rerunTurn(
-  s: Space,
+  space: Space,
   recorded: RecordedTurn,
   session: string,
-  o: RerunOptions & { permissionMode: RerunPermissionMode },
+  rerunOptions: RerunOptions & { permissionMode: RerunPermissionMode },
 ): Promise<{ turn: RecordedTurn | undefined; divergence: string | undefined }> {
-  const { cwd, permissionMode } = o;
+  const { cwd, permissionMode } = rerunOptions;
   const server = await startModelServer({ script: scriptFromTurns([recorded], { cwd }) });
   try {
     // Only the model comes from the recording; the permissions are the operator's grant.
@@ -142,14 +142,14 @@ async function rerunTurn(
           : { permissionMode };
     const model = recorded.model === undefined ? {} : { model: recorded.model };
     const options = { ...model, ...permissions, env: { ANTHROPIC_BASE_URL: server.url } };
-    const queued = await s.producer.enqueueTurn({ session, prompt: recorded.prompt, cwd, options });
-    await s.producer.waitForTurn(queued.turn, {
+    const queued = await space.producer.enqueueTurn({ session, prompt: recorded.prompt, cwd, options });
+    await space.producer.waitForTurn(queued.turn, {
       session,
-      timeoutMs: o.turnTimeoutMs ?? TURN_TIMEOUT_MS,
-      signal: o.signal,
-      onEvent: o.onEvent,
+      timeoutMs: rerunOptions.turnTimeoutMs ?? TURN_TIMEOUT_MS,
+      signal: rerunOptions.signal,
+      onEvent: rerunOptions.onEvent,
     });
-    const events = await readSession(s.redis, s.logPrefix, session);
+    const events = await readSession(space.redis, space.logPrefix, session);
     return {
       turn: recordedTurns(events, queued.turn)[0],
       divergence: server.requests().find((r) => r.diverged !== undefined)?.diverged,
@@ -160,30 +160,40 @@ async function rerunTurn(
 }
 
 /** Re-runs the recorded turns one after another (later turns resume the re-run's session) and compares. */
-export async function rerunSession(o: RerunOptions): Promise<RerunResult> {
+export async function rerunSession(options: RerunOptions): Promise<RerunResult> {
   const started = Date.now();
-  const events = await readSession(o.redis, o.logPrefix, o.session);
-  const recorded = recordedTurns(events, o.turn);
-  const { cwd } = o;
-  const permissionMode = o.permissionMode ?? "default";
+  const events = await readSession(options.redis, options.logPrefix, options.session);
+  const recorded = recordedTurns(events, options.turn);
+  const { cwd } = options;
+  const permissionMode = options.permissionMode ?? "default";
   // `turnstream import` marks every import: such a log is what someone's file said.
-  const imported = (await importedAt(createEventLog({ redis: o.redis, prefix: o.logPrefix }), o.session)) !== undefined;
-  const refused = refusalOf(recorded, { permissionMode, imported, session: o.session });
+  const imported =
+    (await importedAt(createEventLog({ redis: options.redis, prefix: options.logPrefix }), options.session)) !==
+    undefined;
+  const refused = refusalOf(recorded, { permissionMode, imported, session: options.session });
   if (refused !== undefined) throw new RecordingRefusedError(refused);
-  const space = openSpace(o.redis, cwd, permissionMode);
+  const space = openSpace(options.redis, cwd, permissionMode);
   const rerunSessionId = `rerun-${randomBytes(8).toString("hex")}`;
   try {
     const turns: Array<RecordedTurn | undefined> = [];
     const divergences: Array<string | undefined> = [];
-    for (const t of recorded) {
-      const r = await rerunTurn(space, t, rerunSessionId, { ...o, permissionMode });
-      turns.push(r.turn);
-      divergences.push(r.divergence);
+    for (const recordedTurn of recorded) {
+      const rerunOutcome = await rerunTurn(space, recordedTurn, rerunSessionId, { ...options, permissionMode });
+      turns.push(rerunOutcome.turn);
+      divergences.push(rerunOutcome.divergence);
     }
     const comparison = compareRuns(recorded, turns, divergences);
     const seconds = (Date.now() - started) / 1000;
-    return { session: o.session, rerunSession: rerunSessionId, cwd, permissionMode, imported, comparison, seconds };
+    return {
+      session: options.session,
+      rerunSession: rerunSessionId,
+      cwd,
+      permissionMode,
+      imported,
+      comparison,
+      seconds,
+    };
   } finally {
-    await closeSpace(o.redis, space);
+    await closeSpace(options.redis, space);
   }
 }

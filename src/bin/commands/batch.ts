@@ -95,14 +95,14 @@ function outcomeOfError(err: unknown): Outcome {
 async function enqueueAll(producer: Producer, turns: readonly BatchTurn[]): Promise<EnqueueResult[]> {
   const results: EnqueueResult[] = new Array(turns.length);
   const bySession = new Map<string, number[]>();
-  turns.forEach((t, i) => {
+  turns.forEach((turn, index) => {
     // A turn without a session starts a session of its own, so it orders with nothing.
-    const key = t.input.session ?? `\0${i}`;
-    bySession.set(key, [...(bySession.get(key) ?? []), i]);
+    const key = turn.input.session ?? `\0${index}`;
+    bySession.set(key, [...(bySession.get(key) ?? []), index]);
   });
   await Promise.all(
     [...bySession.values()].map(async (indexes) => {
-      for (const i of indexes) results[i] = await producer.enqueueTurn(turns[i]!.input);
+      for (const index of indexes) results[index] = await producer.enqueueTurn(turns[index]!.input);
     }),
   );
   return results;
@@ -115,25 +115,25 @@ function messageOfEnding(result: TurnResult): string | undefined {
 }
 
 function resultOf(
-  q: QueuedTurn,
+  queuedTurn: QueuedTurn,
   scrub: Scrub,
   ending: Pick<BatchTurnResult, "status" | "outcome" | "attempts" | "errorKind" | "message" | "resultText">,
 ): BatchTurnResult {
   const optional = (text: string | undefined): string | undefined => (text === undefined ? undefined : scrub(text));
   return {
-    line: q.spec.line,
-    label: scrub(q.spec.label),
-    session: q.queued.session,
-    turn: q.queued.turn,
-    toolCalls: q.progress.toolCalls,
-    seconds: q.progress.seconds(),
+    line: queuedTurn.spec.line,
+    label: scrub(queuedTurn.spec.label),
+    session: queuedTurn.queued.session,
+    turn: queuedTurn.queued.turn,
+    toolCalls: queuedTurn.progress.toolCalls,
+    seconds: queuedTurn.progress.seconds(),
     ...ending,
     message: optional(ending.message),
     resultText: optional(ending.resultText),
   };
 }
 
-function endedResult(q: QueuedTurn, result: TurnResult, scrub: Scrub): BatchTurnResult {
+function endedResult(queuedTurn: QueuedTurn, result: TurnResult, scrub: Scrub): BatchTurnResult {
   const outcome = outcomeOfTurn(result.status, result.errorKind);
   const ending = {
     status: result.status,
@@ -143,7 +143,7 @@ function endedResult(q: QueuedTurn, result: TurnResult, scrub: Scrub): BatchTurn
     message: messageOfEnding(result),
     resultText: result.resultText,
   };
-  return resultOf(q, scrub, ending);
+  return resultOf(queuedTurn, scrub, ending);
 }
 
 /** How a case the batch's signal stopped counts: timed out (--timeout) or cancelled (interrupt). */
@@ -153,8 +153,8 @@ function stopOutcome(reason: unknown): Outcome | undefined {
 }
 
 /** The batch stopped waiting (timeout, interrupt) or could not (Redis went away) before the turn ended. */
-function unendedResult(q: QueuedTurn, err: unknown, scrub: Scrub): BatchTurnResult {
-  const stillRuns = `it goes on running (turnstream cancel ${q.queued.turn} stops it)`;
+function unendedResult(queuedTurn: QueuedTurn, err: unknown, scrub: Scrub): BatchTurnResult {
+  const stillRuns = `it goes on running (turnstream cancel ${queuedTurn.queued.turn} stops it)`;
   const stopped = stopOutcome(err);
   const [outcome, message]: [Outcome, string] =
     stopped === "timed_out"
@@ -165,31 +165,35 @@ function unendedResult(q: QueuedTurn, err: unknown, scrub: Scrub): BatchTurnResu
   const ending = {
     status: "unended" as const,
     outcome,
-    attempts: q.progress.attempt,
+    attempts: queuedTurn.progress.attempt,
     errorKind: undefined,
     message,
     resultText: undefined,
   };
-  return resultOf(q, scrub, ending);
+  return resultOf(queuedTurn, scrub, ending);
 }
 
 async function followOne(
   producer: Producer,
-  q: QueuedTurn,
+  queuedTurn: QueuedTurn,
   signal: AbortSignal,
   view: ProgressView,
   scrub: Scrub,
 ): Promise<BatchTurnResult> {
-  const onEvent = (e: Envelope): void => {
-    if (q.progress.read(e)) view.changed(q.index);
+  const onEvent = (event: Envelope): void => {
+    if (queuedTurn.progress.read(event)) view.changed(queuedTurn.index);
   };
   try {
-    const result = await producer.waitForTurn(q.queued.turn, { session: q.queued.session, onEvent, signal });
-    return endedResult(q, result, scrub);
+    const result = await producer.waitForTurn(queuedTurn.queued.turn, {
+      session: queuedTurn.queued.session,
+      onEvent,
+      signal,
+    });
+    return endedResult(queuedTurn, result, scrub);
   } catch (err) {
-    q.progress.state = "unended";
-    view.changed(q.index);
-    return unendedResult(q, signal.aborted ? signal.reason : err, scrub);
+    queuedTurn.progress.state = "unended";
+    view.changed(queuedTurn.index);
+    return unendedResult(queuedTurn, signal.aborted ? signal.reason : err, scrub);
   }
 }
 
@@ -224,18 +228,18 @@ async function followAll(
   redis: RedisClient,
   queued: QueuedTurn[],
   reruns: RerunCase[],
-  v: BatchValues,
+  values: BatchValues,
   scrub: Scrub,
 ): Promise<BatchTurnResult[]> {
   // Under --json stdout holds the one JSON object only, so progress goes to stderr as plain lines.
-  const out = v.json ? process.stderr : process.stdout;
+  const out = values.json ? process.stderr : process.stdout;
   const progress = [...queued, ...reruns].sort((a, b) => a.index - b.index).map((c) => c.progress);
-  const view = progressView(progress, v.json ? undefined : process.stdout, (text) => void out.write(scrub(text)));
-  const stop = batchSignal(durationFlag("timeout", v.timeout), v.timeout);
+  const view = progressView(progress, values.json ? undefined : process.stdout, (text) => void out.write(scrub(text)));
+  const stop = batchSignal(durationFlag("timeout", values.timeout), values.timeout);
   try {
     const rerunContext = {
       redis,
-      logPrefix: logPrefix(queueConfigOf(v).logPrefix),
+      logPrefix: logPrefix(queueConfigOf(values).logPrefix),
       signal: stop.signal,
       stopOutcome,
       view,
@@ -283,10 +287,10 @@ function printOutcome(report: BatchReport, json: boolean | undefined, scrub: Scr
     process.stdout.write(scrub(JSON.stringify(report)) + "\n");
     return;
   }
-  for (const t of report.turns.filter((t) => t.status !== "finished")) {
+  for (const turn of report.turns.filter((t) => t.status !== "finished")) {
     process.stdout.write(
       scrub(
-        `${t.label}: ${t.status}${t.errorKind === undefined ? "" : ` (${t.errorKind})`}: ${t.message ?? ""} — ${seeCommand(t)}\n`,
+        `${turn.label}: ${turn.status}${turn.errorKind === undefined ? "" : ` (${turn.errorKind})`}: ${turn.message ?? ""} — ${seeCommand(turn)}\n`,
       ),
     );
   }
@@ -298,30 +302,30 @@ function printOutcome(report: BatchReport, json: boolean | undefined, scrub: Scr
   );
 }
 
-async function runBatch(file: string, entries: BatchEntry[], v: BatchValues, scrub: Scrub): Promise<number> {
+async function runBatch(file: string, entries: BatchEntry[], values: BatchValues, scrub: Scrub): Promise<number> {
   const redis = await connectForCommand();
-  const producer = createProducer({ redis, ...queueConfigOf(v) });
+  const producer = createProducer({ redis, ...queueConfigOf(values) });
   try {
     const startedAt = new Date();
     const indexes = entries.flatMap((e, i) => (isRerun(e) ? [] : [i]));
     const turns = indexes.map((i) => entries[i] as BatchTurn);
-    const queued = (await enqueueAll(producer, turns)).map((r, k): QueuedTurn => ({
-      index: indexes[k]!,
-      spec: turns[k]!,
-      queued: r,
-      progress: new TurnProgress(turns[k]!.label),
+    const queued = (await enqueueAll(producer, turns)).map((enqueued, position): QueuedTurn => ({
+      index: indexes[position]!,
+      spec: turns[position]!,
+      queued: enqueued,
+      progress: new TurnProgress(turns[position]!.label),
     }));
     const reruns = entries.flatMap((e, index): RerunCase[] =>
       isRerun(e) ? [{ index, spec: e, progress: new TurnProgress(e.label) }] : [],
     );
-    if (!v.json)
+    if (!values.json)
       process.stdout.write(
         `batch: ${queued.length} turn(s) queued${reruns.length === 0 ? "" : `, ${reruns.length} re-run(s)`}\n`,
       );
-    const report = batchReport(file, startedAt, await followAll(producer, redis, queued, reruns, v, scrub));
-    if (v.junit !== undefined) writeJunit(v.junit, report, scrub);
-    if (v.github) writeGithub(report, v.json, scrub);
-    printOutcome(report, v.json, scrub);
+    const report = batchReport(file, startedAt, await followAll(producer, redis, queued, reruns, values, scrub));
+    if (values.junit !== undefined) writeJunit(values.junit, report, scrub);
+    if (values.github) writeGithub(report, values.json, scrub);
+    printOutcome(report, values.json, scrub);
     return report.exitCode;
   } finally {
     await producer.close();
@@ -329,7 +333,10 @@ async function runBatch(file: string, entries: BatchEntry[], v: BatchValues, scr
   }
 }
 
-/** After a refused command line (usage on stderr), a pipeline reading --json stdout still gets its one object, as with `run`. */
+/**
+ * After a refused command line (usage on stderr), a pipeline reading --json stdout still gets its one object, as with
+ * `run`.
+ */
 function commandLineRefused(code: number, argv: readonly string[]): number {
   const flags = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
   if (code === EXIT.usage && flags.includes("--json"))

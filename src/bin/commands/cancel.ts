@@ -43,9 +43,11 @@ export async function run(argv: string[]): Promise<number> {
   const producer = createProducer({ redis, ...queueConfigOf(values) });
   try {
     const by = operatorName();
-    const r = await producer.cancelTurn(turn, { session: values.session, reason: values.reason, by });
+    const cancelled = await producer.cancelTurn(turn, { session: values.session, reason: values.reason, by });
     process.stdout.write(
-      values.json ? `${JSON.stringify(r)}\n` : `turn ${r.turn} in session ${r.session}: ${SAID[r.outcome]}\n`,
+      values.json
+        ? `${JSON.stringify(cancelled)}\n`
+        : `turn ${cancelled.turn} in session ${cancelled.session}: ${SAID[cancelled.outcome]}\n`,
     );
     return EXIT.finished;
   } catch (err) {

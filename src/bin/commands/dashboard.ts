@@ -80,7 +80,7 @@ export async function run(argv: string[]): Promise<number> {
   if (redis === undefined) return EXIT.infrastructure;
   const interrupt = interruptSignal();
   try {
-    const q = queueConfigOf(values);
+    const queueConfig = queueConfigOf(values);
     const dashboard = await startDashboard({
       redis,
       host: values.host,
@@ -89,8 +89,8 @@ export async function run(argv: string[]): Promise<number> {
       operatorKey: keys.key,
       trustedKeys: keys.trusted,
       prefix: logPrefix(values.prefix),
-      queuePrefix: q.queuePrefix,
-      queueName: q.queueName,
+      queuePrefix: queueConfig.queuePrefix,
+      queueName: queueConfig.queueName,
       traceUrl: process.env["TURNSTREAM_TRACE_URL"] || undefined,
       logger: createLogger({ scrubber: createScrubber({ env: process.env }), base: { service: "dashboard" } }),
     });

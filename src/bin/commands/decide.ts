@@ -49,7 +49,9 @@ function operatorKey(flag: string | undefined): OperatorKey | undefined {
   return loadOperatorKey(path);
 }
 
-/** TURNSTREAM_OPERATOR_KEYS when set here too: lets decide pass over decisions signed by keys the fleet does not trust. */
+/**
+ * TURNSTREAM_OPERATOR_KEYS when set here too: lets decide pass over decisions signed by keys the fleet does not trust.
+ */
 function trustedKeys(): OperatorKeyring | undefined {
   const lines = operatorKeyLinesFromEnv(process.env["TURNSTREAM_OPERATOR_KEYS"]);
   return lines === undefined ? undefined : parseOperatorKeys(lines, "TURNSTREAM_OPERATOR_KEYS");
@@ -115,9 +117,9 @@ function signingKeys(
 
 /** What was decided on, as recorded: the tool and its exact command or input, escaped for the terminal. */
 function decidedCall(res: DecideResult): string {
-  const r = res.request;
-  const what = r.subject ?? r.input;
-  return `  ${forTerminal(r.tool)}: ${forTerminal(what, { multiline: true }).replace(/\n/g, "\n    ")}\n`;
+  const request = res.request;
+  const what = request.subject ?? request.input;
+  return `  ${forTerminal(request.tool)}: ${forTerminal(what, { multiline: true }).replace(/\n/g, "\n    ")}\n`;
 }
 
 function printDecision(res: DecideResult, input: DecideInput, key: OperatorKey, json: boolean | undefined): void {

@@ -92,20 +92,26 @@ interface DemoRun {
 }
 
 /** Runs the demo's turns one after another; the results, or undefined once one did not finish. */
-async function runTurns(d: DemoRun): Promise<TurnResult[] | undefined> {
+async function runTurns(demo: DemoRun): Promise<TurnResult[] | undefined> {
   const results: TurnResult[] = [];
-  for (const [i, prompt] of PROMPTS.entries()) {
-    d.out.write(`\nturn ${i + 1} > ${prompt}\n`);
-    const { turn } = await d.producer.enqueueTurn({
-      session: d.session,
+  for (const [index, prompt] of PROMPTS.entries()) {
+    demo.out.write(`\nturn ${index + 1} > ${prompt}\n`);
+    const { turn } = await demo.producer.enqueueTurn({
+      session: demo.session,
       prompt,
-      cwd: d.workspace,
+      cwd: demo.workspace,
       options: { allowedTools: TOOLS, timeoutMs: 300_000 },
     });
-    const result = await followTurn(d.producer, d.session, turn, { out: d.out, scrub: d.scrub, timeoutMs: 600_000 });
+    const result = await followTurn(demo.producer, demo.session, turn, {
+      out: demo.out,
+      scrub: demo.scrub,
+      timeoutMs: 600_000,
+    });
     results.push(result);
     if (result.status !== "finished") {
-      d.out.write(d.scrub(`turn ${i + 1} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}\n`));
+      demo.out.write(
+        demo.scrub(`turn ${index + 1} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}\n`),
+      );
       return undefined;
     }
   }
@@ -113,10 +119,10 @@ async function runTurns(d: DemoRun): Promise<TurnResult[] | undefined> {
 }
 
 /** Says whether turn 2 resumed turn 1's CLI session (the point of the demo); true when it did. */
-function reportResume(d: DemoRun, results: TurnResult[], server: ModelServer | undefined): boolean {
+function reportResume(demo: DemoRun, results: TurnResult[], server: ModelServer | undefined): boolean {
   const [first, second] = results;
   const resumed = first?.cliSessionId !== undefined && first.cliSessionId === second?.cliSessionId;
-  d.out.write(
+  demo.out.write(
     `\nboth turns ran in CLI session ${first?.cliSessionId ?? "?"}: ${resumed ? "turn 2 resumed turn 1" : "NOT resumed"}\n`,
   );
   if (server) {
@@ -124,9 +130,9 @@ function reportResume(d: DemoRun, results: TurnResult[], server: ModelServer | u
       .requests()
       .filter((r) => r.kind === "messages")
       .at(-2);
-    d.out.write(`the model saw ${turn2Request?.messages.length ?? 0} messages of history when turn 2 began\n`);
+    demo.out.write(`the model saw ${turn2Request?.messages.length ?? 0} messages of history when turn 2 began\n`);
   }
-  d.out.write(`replay it: npm run turnstream -- replay ${d.session}\n`);
+  demo.out.write(`replay it: npm run turnstream -- replay ${demo.session}\n`);
   return resumed;
 }
 

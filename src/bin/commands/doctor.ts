@@ -1,6 +1,6 @@
 // `turnstream doctor [--cwd DIR]`: is this machine ready to run turns? One line per check.
 import { resolve } from "node:path";
-import { runChecks, type CheckResult } from "../../cli/probe.ts";
+import { runChecks, type CheckResult } from "../../cli/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { gatewayCheck } from "./_gateway-check.ts";
@@ -58,9 +58,9 @@ export async function run(argv: string[]): Promise<number> {
   const gateway = await gatewayCheck(process.env);
   if (!values.json) printLine(gateway);
   results.push(gateway);
-  for (const r of limitChecks(process.env)) {
-    results.push(r);
-    if (!values.json) printLine(r);
+  for (const check of limitChecks(process.env)) {
+    results.push(check);
+    if (!values.json) printLine(check);
   }
   const ok = !results.some((r) => r.status === "fail");
   if (values.json) process.stdout.write(`${JSON.stringify({ ok, checks: results })}\n`);

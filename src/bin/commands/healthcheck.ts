@@ -61,9 +61,11 @@ export async function probe(url: URL, timeoutMs: number): Promise<{ code: number
       reason: `${url.pathname} answered ${res.status}${body === "" ? "" : `: ${body}`}`,
     };
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string; message?: string } };
+    const failure = err as Error & { cause?: { code?: string; message?: string } };
     const why =
-      e.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message);
+      failure.name === "TimeoutError"
+        ? `no answer within ${timeoutMs} ms`
+        : (failure.cause?.code ?? failure.cause?.message ?? failure.message);
     return { code: EXIT.infrastructure, reason: `${url.host}${url.pathname} unreachable: ${why}` };
   }
 }

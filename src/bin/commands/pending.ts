@@ -26,22 +26,24 @@ const block = (text: string): string => forTerminal(text, { multiline: true }).r
  * Everything in it came from a model or a Redis writer: each field is escaped for the terminal, and a
  * shell command is shown under its own label, apart from the model's description of it.
  */
-function describe(p: PendingRequest): string {
-  const left = Math.max(0, Math.round((Date.parse(p.expiresAt) - Date.now()) / 1000));
-  const state = p.status === "abandoned" ? "ABANDONED" : `${left}s left`;
+function describe(request: PendingRequest): string {
+  const left = Math.max(0, Math.round((Date.parse(request.expiresAt) - Date.now()) / 1000));
+  const state = request.status === "abandoned" ? "ABANDONED" : `${left}s left`;
   const redacted =
-    p.redacted === undefined
+    request.redacted === undefined
       ? ""
-      : `    ! contains redacted text (${forTerminal(p.redacted.join(", "))}): the exact input is not shown; ` +
+      : `    ! contains redacted text (${forTerminal(request.redacted.join(", "))}): the exact input is not shown; ` +
         "allowing it needs --allow-redacted\n";
-  const who = [p.session, p.requestId, p.tool].map((text) => forTerminal(text)).join(" ");
-  const head = `${who} [${forTerminal(p.riskClass)}] ${state}\n`;
+  const who = [request.session, request.requestId, request.tool].map((text) => forTerminal(text)).join(" ");
+  const head = `${who} [${forTerminal(request.riskClass)}] ${state}\n`;
   const claim =
-    p.description === undefined
+    request.description === undefined
       ? ""
-      : `    model's description (a claim, not what runs): ${forTerminal(p.description)}\n`;
+      : `    model's description (a claim, not what runs): ${forTerminal(request.description)}\n`;
   const what =
-    p.command === undefined ? `    input:   ${block(p.input)}\n` : `    command: ${block(p.command)}\n${claim}`;
+    request.command === undefined
+      ? `    input:   ${block(request.input)}\n`
+      : `    command: ${block(request.command)}\n${claim}`;
   return `${head}${redacted}${what}`;
 }
 
@@ -71,7 +73,7 @@ export async function run(argv: string[]): Promise<number> {
       process.stdout.write("no pending decisions\n");
       return 0;
     }
-    for (const p of list) process.stdout.write(describe(p));
+    for (const request of list) process.stdout.write(describe(request));
     return 0;
   } finally {
     redis.disconnect();

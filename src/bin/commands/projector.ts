@@ -1,6 +1,5 @@
 // `turnstream projector`: keeps the read models in Redis up to date until SIGTERM/SIGINT.
-import { connectForCommand, PROJECTION_VERSION } from "../../projector/index.ts";
-import { runProjectorProcess } from "../../projector/process.ts";
+import { connectForCommand, PROJECTION_VERSION, runProjectorProcess } from "../../projector/index.ts";
 import { createLogger, createScrubber, routeConsoleToLogger, warnRemovedEnvVars } from "../../telemetry/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
@@ -21,11 +20,11 @@ const usage = `usage: turnstream projector [--version N] [--prefix P] [--rescan-
 `;
 
 /** The flag's value, its default when absent, or undefined after saying on stderr that it is malformed. */
-function positiveInt(name: string, v: string | undefined, dflt: number): number | undefined {
-  if (v === undefined) return dflt;
-  const n = Number(v);
-  if (Number.isSafeInteger(n) && n >= 1) return n;
-  process.stderr.write(`turnstream projector: --${name} must be a positive integer, got '${v}'\n`);
+function positiveInt(name: string, value: string | undefined, dflt: number): number | undefined {
+  if (value === undefined) return dflt;
+  const parsed = Number(value);
+  if (Number.isSafeInteger(parsed) && parsed >= 1) return parsed;
+  process.stderr.write(`turnstream projector: --${name} must be a positive integer, got '${value}'\n`);
   return undefined;
 }
 

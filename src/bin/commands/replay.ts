@@ -42,36 +42,36 @@ type Format = "text" | "json" | "messages";
 function printer(out: Output, format: Format, progressive: boolean): ReplayObserver {
   let printed: string[] = [];
   let caughtUp = false;
-  const text = (s: ProjectionState): void => {
-    const lines = renderTranscriptText(s).split("\n");
+  const text = (state: ProjectionState): void => {
+    const lines = renderTranscriptText(state).split("\n");
     const samePrefix = printed.length <= lines.length && printed.every((l, i) => l === lines[i]);
-    if (samePrefix) for (const l of lines.slice(printed.length)) out.line(l);
+    if (samePrefix) for (const line of lines.slice(printed.length)) out.line(line);
     else {
       out.line("── (transcript revised) ──");
-      for (const l of lines) out.line(l);
+      for (const line of lines) out.line(line);
     }
     printed = lines;
   };
-  const doc = (s: ProjectionState, pretty: boolean): string => {
-    const v = format === "json" ? s : toMessages(s);
-    return pretty ? JSON.stringify(v, null, 2) : JSON.stringify(v);
+  const doc = (state: ProjectionState, pretty: boolean): string => {
+    const shown = format === "json" ? state : toMessages(state);
+    return pretty ? JSON.stringify(shown, null, 2) : JSON.stringify(shown);
   };
   return {
-    onEvent(_env, s) {
+    onEvent(_env, state) {
       if (!progressive) return;
-      if (format === "text") text(s);
-      else if (caughtUp) out.line(doc(s, false));
+      if (format === "text") text(state);
+      else if (caughtUp) out.line(doc(state, false));
     },
-    onCaughtUp(s) {
+    onCaughtUp(state) {
       caughtUp = true;
       if (progressive && format === "text") return;
-      out.line(doc2(s));
+      out.line(doc2(state));
     },
     onEnd() {},
   };
-  function doc2(s: ProjectionState): string {
-    if (format === "text") return renderTranscriptText(s);
-    return doc(s, !progressive);
+  function doc2(state: ProjectionState): string {
+    if (format === "text") return renderTranscriptText(state);
+    return doc(state, !progressive);
   }
 }
 
@@ -127,14 +127,14 @@ function speedOf(flag: string | undefined): number | undefined {
 /** --export-traces: re-emits the session's spans instead of printing the replay. */
 async function exportTraces(log: EventLog, session: string, out: Output): Promise<number> {
   if (!(await log.stat(session)).exists) throw new UnknownSessionError(session, log.prefix);
-  const r = await exportSessionTraces({ redis: log.redis, prefix: log.prefix, session });
-  if (!r.enabled) {
+  const exported = await exportSessionTraces({ redis: log.redis, prefix: log.prefix, session });
+  if (!exported.enabled) {
     process.stderr.write(
       "turnstream replay: --export-traces needs a trace exporter: set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER)\n",
     );
     return 2;
   }
-  out.line(`exported ${r.spans} spans of ${r.attempts} attempt(s) of session ${session}`);
+  out.line(`exported ${exported.spans} spans of ${exported.attempts} attempt(s) of session ${session}`);
   await out.drain();
   return 0;
 }

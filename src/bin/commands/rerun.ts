@@ -76,7 +76,7 @@ export async function run(argv: string[]): Promise<number> {
   const redis = await connectForCommand();
   try {
     const permissionMode = mode as RerunPermissionMode;
-    const r = await rerunSession({
+    const rerun = await rerunSession({
       redis,
       logPrefix: logPrefix(values.prefix),
       session,
@@ -84,13 +84,13 @@ export async function run(argv: string[]): Promise<number> {
       cwd: resolve(values.cwd),
       permissionMode,
     });
-    const exitCode = r.comparison.match ? EXIT.finished : EXIT.taskFailed;
+    const exitCode = rerun.comparison.match ? EXIT.finished : EXIT.taskFailed;
     if (values.json)
       process.stdout.write(
-        `${scrub(JSON.stringify({ ...r, outcome: r.comparison.match ? "finished" : "task_failed", exitCode }))}\n`,
+        `${scrub(JSON.stringify({ ...rerun, outcome: rerun.comparison.match ? "finished" : "task_failed", exitCode }))}\n`,
       );
     // The diff quotes what the model and the tools produced: escaped for the terminal, lines kept.
-    else process.stdout.write(forTerminal(scrub(renderComparison(r.comparison)), { multiline: true }));
+    else process.stdout.write(forTerminal(scrub(renderComparison(rerun.comparison)), { multiline: true }));
     return exitCode;
   } catch (err) {
     if (err instanceof NoRecordedTurnError) return usageError(values.json, `session ${session}: ${err.message}`);

@@ -89,12 +89,12 @@ interface Timeouts {
   startMs: number | undefined;
 }
 
-function timeoutsOf(v: RunValues): Timeouts {
-  const waitMs = durationFlag("timeout", v.timeout) ?? durationFlag("timeout-ms", v["timeout-ms"]);
+function timeoutsOf(values: RunValues): Timeouts {
+  const waitMs = durationFlag("timeout", values.timeout) ?? durationFlag("timeout-ms", values["timeout-ms"]);
   return {
     waitMs,
-    turnMs: durationFlag("turn-timeout", v["turn-timeout"]),
-    startMs: durationFlag("start-timeout", v["start-timeout"]),
+    turnMs: durationFlag("turn-timeout", values["turn-timeout"]),
+    startMs: durationFlag("start-timeout", values["start-timeout"]),
   };
 }
 
@@ -127,10 +127,10 @@ function templateVariables(pairs: readonly string[]): Record<string, string> | u
 
 function maxTurnsOf(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1)
+  const turns = Number(text);
+  if (!Number.isInteger(turns) || turns < 1)
     throw new RunUsageError(`--max-turns takes a positive whole number, got '${text}'`);
-  return n;
+  return turns;
 }
 
 const LIMIT_NAMES = ["pids", "memoryMb", "cpus", "scratchMb"] as const;
@@ -150,20 +150,20 @@ function limitsOf(flags: readonly string[]): Partial<Record<(typeof LIMIT_NAMES)
   return limits;
 }
 
-function enqueueInput(v: RunValues, prompt: string, timeouts: Timeouts): EnqueueInput {
+function enqueueInput(values: RunValues, prompt: string, timeouts: Timeouts): EnqueueInput {
   return {
     prompt,
-    cwd: resolve(v.cwd ?? process.cwd()),
-    session: v.session,
-    idempotencyKey: v["idempotency-key"],
-    variables: templateVariables(v.var ?? []),
+    cwd: resolve(values.cwd ?? process.cwd()),
+    session: values.session,
+    idempotencyKey: values["idempotency-key"],
+    variables: templateVariables(values.var ?? []),
     options: {
-      model: v.model,
-      supervised: v.supervised,
-      maxTurns: maxTurnsOf(v["max-turns"]),
-      allowedTools: v["allowed-tools"]?.split(",").filter(Boolean),
+      model: values.model,
+      supervised: values.supervised,
+      maxTurns: maxTurnsOf(values["max-turns"]),
+      allowedTools: values["allowed-tools"]?.split(",").filter(Boolean),
       timeoutMs: timeouts.turnMs,
-      limits: limitsOf(v.limit ?? []),
+      limits: limitsOf(values.limit ?? []),
     },
   };
 }
@@ -215,8 +215,8 @@ class StartWatch {
     return this.#controller.signal;
   }
 
-  readonly onEvent = (e: Envelope): void => {
-    if (!TAKEN_KINDS.has(e.kind)) return;
+  readonly onEvent = (event: Envelope): void => {
+    if (!TAKEN_KINDS.has(event.kind)) return;
     this.#taken = true;
     clearTimeout(this.#timer);
   };
@@ -236,9 +236,9 @@ async function warnWithoutWorker(producer: Producer): Promise<void> {
   );
 }
 
-function reportResult(result: TurnResult, v: RunValues, scrub: Scrub): number {
+function reportResult(result: TurnResult, values: RunValues, scrub: Scrub): number {
   const outcome = outcomeOfTurn(result.status, result.errorKind);
-  if (!v.json && result.resultText !== undefined) {
+  if (!values.json && result.resultText !== undefined) {
     // The model's text: escaped for the terminal, lines kept.
     process.stdout.write(forTerminal(scrub(`result (${result.status}): ${result.resultText}\n`), { multiline: true }));
   }
@@ -248,7 +248,7 @@ function reportResult(result: TurnResult, v: RunValues, scrub: Scrub): number {
     result.status === "finished"
       ? undefined
       : `turn ${result.turn} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}: ${outcome}${why}`;
-  return report(v.json, scrub, outcome, fields, said);
+  return report(values.json, scrub, outcome, fields, said);
 }
 
 /** The turn did not end while we waited: the wait timed out, no worker took it, or Redis went away. */
@@ -256,7 +256,7 @@ async function reportUnended(
   err: unknown,
   producer: Producer,
   queued: EnqueueResult,
-  v: RunValues,
+  values: RunValues,
   scrub: Scrub,
 ): Promise<number> {
   const where = { session: queued.session, turn: queued.turn };
@@ -266,7 +266,7 @@ async function reportUnended(
       .cancelTurn(queued.turn, { session: queued.session, reason: "no worker took it in time", by: "turnstream run" })
       .catch(() => undefined);
     return report(
-      v.json,
+      values.json,
       scrub,
       "infrastructure",
       { ...where, error: err.message },
@@ -275,23 +275,23 @@ async function reportUnended(
   }
   const message =
     err instanceof WaitTimeoutError
-      ? `turn ${queued.turn} did not end within --timeout (${v.timeout ?? `${v["timeout-ms"]} ms`}); it goes on running (turnstream cancel ${queued.turn} stops it)`
+      ? `turn ${queued.turn} did not end within --timeout (${values.timeout ?? `${values["timeout-ms"]} ms`}); it goes on running (turnstream cancel ${queued.turn} stops it)`
       : explainRedisError(err, redisUrlForDisplay(), `waiting for turn ${queued.turn}`).message;
-  return report(v.json, scrub, outcomeOfError(err), { ...where, error: message }, message);
+  return report(values.json, scrub, outcomeOfError(err), { ...where, error: message }, message);
 }
 
 async function followToEnd(
   producer: Producer,
   queued: EnqueueResult,
-  v: RunValues,
+  values: RunValues,
   timeouts: Timeouts,
   scrub: Scrub,
 ): Promise<number> {
-  if (!v.json) process.stdout.write(`turn ${queued.turn} in session ${queued.session}\n`);
+  if (!values.json) process.stdout.write(`turn ${queued.turn} in session ${queued.session}\n`);
   await warnWithoutWorker(producer);
   const watch = new StartWatch(timeouts.startMs);
   try {
-    const out = v.json ? process.stderr : process.stdout;
+    const out = values.json ? process.stderr : process.stdout;
     const result = await followTurn(producer, queued.session, queued.turn, {
       out,
       scrub,
@@ -299,9 +299,9 @@ async function followToEnd(
       signal: watch.signal,
       onEvent: watch.onEvent,
     });
-    return reportResult(result, v, scrub);
+    return reportResult(result, values, scrub);
   } catch (err) {
-    return reportUnended(watch.signal.aborted ? watch.signal.reason : err, producer, queued, v, scrub);
+    return reportUnended(watch.signal.aborted ? watch.signal.reason : err, producer, queued, values, scrub);
   } finally {
     watch.stop();
   }
@@ -315,15 +315,15 @@ function printQueued(queued: EnqueueResult, json: boolean | undefined): void {
 }
 
 async function enqueueAndFollow(args: RunArgs, scrub: Scrub): Promise<number> {
-  const v = args.values;
-  const timeouts = timeoutsOf(v);
-  const input = enqueueInput(v, await readPrompt(args), timeouts);
+  const values = args.values;
+  const timeouts = timeoutsOf(values);
+  const input = enqueueInput(values, await readPrompt(args), timeouts);
   const redis = await connectForCommand();
-  const producer = createProducer({ redis, ...queueConfigOf(v), checkCwd: v["check-cwd"] });
+  const producer = createProducer({ redis, ...queueConfigOf(values), checkCwd: values["check-cwd"] });
   try {
     const queued = await producer.enqueueTurn(input);
-    if (v.wait) return await followToEnd(producer, queued, v, timeouts, scrub);
-    printQueued(queued, v.json);
+    if (values.wait) return await followToEnd(producer, queued, values, timeouts, scrub);
+    printQueued(queued, values.json);
     return EXIT.finished;
   } finally {
     await producer.close();

@@ -56,16 +56,16 @@ function foldLimitOf(text: string | undefined): number | undefined {
 function printTable(out: Output, rows: Row[]): void {
   const head = ["SESSION", "STATUS", "TURNS", "COST", "LAST ACTIVITY", "EVENTS", "PENDING"];
   // Ids and statuses come from Redis, which others write: escaped before they reach the terminal.
-  const table = rows.map((r) => [
-    forTerminal(r.session) + (r.imported === null ? "" : " (imported)"),
-    forTerminal(r.status + (r.lastErrorKind !== null && r.status === "failed" ? ` (${r.lastErrorKind})` : "")),
-    r.turns === null ? "-" : String(r.turns),
-    r.costUsd === null ? "-" : `$${r.costUsd.toFixed(4)}`,
-    forTerminal(r.lastActivity ?? "-"),
-    r.projectedSeq === null || r.projectedSeq === r.lastSeq
-      ? String(r.lastSeq)
-      : `${r.lastSeq} (projected ${r.projectedSeq})`,
-    r.pendingDecisions === null ? "-" : String(r.pendingDecisions),
+  const table = rows.map((row) => [
+    forTerminal(row.session) + (row.imported === null ? "" : " (imported)"),
+    forTerminal(row.status + (row.lastErrorKind !== null && row.status === "failed" ? ` (${row.lastErrorKind})` : "")),
+    row.turns === null ? "-" : String(row.turns),
+    row.costUsd === null ? "-" : `$${row.costUsd.toFixed(4)}`,
+    forTerminal(row.lastActivity ?? "-"),
+    row.projectedSeq === null || row.projectedSeq === row.lastSeq
+      ? String(row.lastSeq)
+      : `${row.lastSeq} (projected ${row.projectedSeq})`,
+    row.pendingDecisions === null ? "-" : String(row.pendingDecisions),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
   const fmt = (row: string[]): string =>
@@ -101,7 +101,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
       rowOf(redis, log, session, foldLimit),
     );
     if (values.json) {
-      for (const r of rows) out.line(JSON.stringify(r));
+      for (const row of rows) out.line(JSON.stringify(row));
     } else if (rows.length === 0) {
       out.line(`no sessions under key prefix "${prefix}"`);
     } else {

@@ -4,7 +4,7 @@ import { forTerminal } from "../../kernel/index.ts";
 import type { Queue } from "bullmq";
 import type { RedisClient } from "../../log/index.ts";
 import { closeTurnQueue, createTurnQueue, jobRow, readWaitingTurns } from "../../queue/index.ts";
-import { readWorkers, type WorkerEntry } from "../../worker/registry.ts";
+import { readWorkers, type WorkerEntry } from "../../worker/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { logPrefix, QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf, redisOrExplain } from "./_connect.ts";
@@ -69,9 +69,9 @@ async function gather(queue: Queue, redis: RedisClient, prefix: string): Promise
     // CLIENT LIST, which an ACL may refuse: only a hint for the warning.
     queue.getWorkersCount().catch(() => undefined),
   ]);
-  const workers = registered.map(({ boot: _boot, ...w }) => ({
-    ...w,
-    heartbeatAgeMs: Math.max(0, now - Date.parse(w.beatAt)),
+  const workers = registered.map(({ boot: _boot, ...entry }) => ({
+    ...entry,
+    heartbeatAgeMs: Math.max(0, now - Date.parse(entry.beatAt)),
   }));
   const running: RunningTurn[] = active.map((job) => {
     const { session, turn, attempt, startedAt } = jobRow(job, "active");
@@ -97,23 +97,27 @@ function noWorkerWarning(ready: number, prefix: string, connections: number | un
   return `${ready} turn(s) wait to run and no worker heartbeats under key prefix "${prefix}"${seen}: start a worker (\`turnstream worker\`) on this queue, or look at why yours stopped`;
 }
 
-function printReport(r: StatusReport): void {
-  const c = r.counts;
+function printReport(report: StatusReport): void {
+  const counts = report.counts;
   // Worker entries, session and turn ids come from Redis, which others write: escaped for the terminal.
-  const w = (s: string): boolean => process.stdout.write(`${forTerminal(s)}\n`);
-  w(
-    `queue: ${c["waiting"] ?? 0} waiting, ${c["active"] ?? 0} active, ${c["delayed"] ?? 0} delayed (waiting their session's turn or a retry; ${c["due"] ?? 0} due), ` +
-      `${c["completed"] ?? 0} completed, ${c["failed"] ?? 0} failed`,
+  const print = (s: string): boolean => process.stdout.write(`${forTerminal(s)}\n`);
+  print(
+    `queue: ${counts["waiting"] ?? 0} waiting, ${counts["active"] ?? 0} active, ${counts["delayed"] ?? 0} delayed (waiting their session's turn or a retry; ${counts["due"] ?? 0} due), ` +
+      `${counts["completed"] ?? 0} completed, ${counts["failed"] ?? 0} failed`,
   );
-  w(`oldest waiting turn: ${r.oldestWaitingAgeMs === null ? "none" : `queued ${formatAge(r.oldestWaitingAgeMs)} ago`}`);
-  w(`workers: ${r.workers.length}`);
-  for (const x of r.workers) {
-    w(
-      `  ${x.id} (${x.worker}, host ${x.host}, pid ${x.pid}, v${x.version}): ${x.slotsBusy}/${x.slotsTotal} slots busy, ${x.warmKept} warm kept, heartbeat ${formatAge(x.heartbeatAgeMs)} ago`,
+  print(
+    `oldest waiting turn: ${report.oldestWaitingAgeMs === null ? "none" : `queued ${formatAge(report.oldestWaitingAgeMs)} ago`}`,
+  );
+  print(`workers: ${report.workers.length}`);
+  for (const worker of report.workers) {
+    print(
+      `  ${worker.id} (${worker.worker}, host ${worker.host}, pid ${worker.pid}, v${worker.version}): ${worker.slotsBusy}/${worker.slotsTotal} slots busy, ${worker.warmKept} warm kept, heartbeat ${formatAge(worker.heartbeatAgeMs)} ago`,
     );
   }
-  if (r.running.length === 0) w("running: none");
-  for (const t of r.running)
-    w(`running: session ${t.session} turn ${t.turn} attempt ${t.attempt}${t.startedAt ? ` since ${t.startedAt}` : ""}`);
-  for (const warning of r.warnings) w(`warning: ${warning}`);
+  if (report.running.length === 0) print("running: none");
+  for (const turn of report.running)
+    print(
+      `running: session ${turn.session} turn ${turn.turn} attempt ${turn.attempt}${turn.startedAt ? ` since ${turn.startedAt}` : ""}`,
+    );
+  for (const warning of report.warnings) print(`warning: ${warning}`);
 }

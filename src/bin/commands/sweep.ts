@@ -3,8 +3,13 @@
 // the instance root. Workers do the same for their own instance when they start and every few minutes.
 import { readdirSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
-import { defaultInstanceRoot, instanceHolder, sweepConfigHomes, type SweepResult } from "../../cli/index.ts";
-import { ConfigHomeOptionsSchema } from "../../cli/options.ts";
+import {
+  ConfigHomeOptionsSchema,
+  defaultInstanceRoot,
+  instanceHolder,
+  sweepConfigHomes,
+  type SweepResult,
+} from "../../cli/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 
@@ -53,8 +58,8 @@ function instancesUnder(root: string): string[] {
   }
 }
 
-function lines(r: SweepResult, names: readonly string[]): HomeLine[] {
-  return names.map((home) => ({ home, reason: r.reasons[home] ?? "" }));
+function lines(swept: SweepResult, names: readonly string[]): HomeLine[] {
+  return names.map((home) => ({ home, reason: swept.reasons[home] ?? "" }));
 }
 
 function sweepInstance(root: string, instance: string, all: boolean, dryRun: boolean): InstanceReport {
@@ -71,14 +76,14 @@ function sweepInstance(root: string, instance: string, all: boolean, dryRun: boo
       staleLocks: 0,
     };
   }
-  const r = sweepConfigHomes({ instanceId: instance, instanceRoot: root, dryRun });
+  const swept = sweepConfigHomes({ instanceId: instance, instanceRoot: root, dryRun });
   return {
     ...base,
-    removed: lines(r, r.removed),
-    kept: lines(r, [...r.live, ...r.young]),
-    failed: lines(r, r.failed),
-    trash: r.trash,
-    staleLocks: r.staleLocks,
+    removed: lines(swept, swept.removed),
+    kept: lines(swept, [...swept.live, ...swept.young]),
+    failed: lines(swept, swept.failed),
+    trash: swept.trash,
+    staleLocks: swept.staleLocks,
   };
 }
 
@@ -86,21 +91,21 @@ function printText(reports: readonly InstanceReport[], root: string, dryRun: boo
   const out: string[] = [];
   if (reports.length === 0) out.push(`no instances under ${root}`);
   const verb = dryRun ? "would remove" : "removed";
-  for (const r of reports) {
-    if (r.skipped !== undefined) {
-      out.push(`${r.instance}: skipped, ${r.skipped}`);
+  for (const report of reports) {
+    if (report.skipped !== undefined) {
+      out.push(`${report.instance}: skipped, ${report.skipped}`);
       continue;
     }
     const extra =
-      r.trash + r.staleLocks > 0
-        ? `, and ${r.trash} ended run(s) awaiting deletion, ${r.staleLocks} stale lock(s)`
+      report.trash + report.staleLocks > 0
+        ? `, and ${report.trash} ended run(s) awaiting deletion, ${report.staleLocks} stale lock(s)`
         : "";
     out.push(
-      `${r.instance}: ${verb} ${r.removed.length} home(s), kept ${r.kept.length}${r.failed.length > 0 ? `, failed ${r.failed.length}` : ""}${extra}`,
+      `${report.instance}: ${verb} ${report.removed.length} home(s), kept ${report.kept.length}${report.failed.length > 0 ? `, failed ${report.failed.length}` : ""}${extra}`,
     );
-    for (const h of r.removed) out.push(`  ${verb} ${h.home}: ${h.reason}`);
-    for (const h of r.kept) out.push(`  kept ${h.home}: ${h.reason}`);
-    for (const h of r.failed) out.push(`  failed ${h.home}: ${h.reason}`);
+    for (const home of report.removed) out.push(`  ${verb} ${home.home}: ${home.reason}`);
+    for (const home of report.kept) out.push(`  kept ${home.home}: ${home.reason}`);
+    for (const home of report.failed) out.push(`  failed ${home.home}: ${home.reason}`);
   }
   process.stdout.write(out.join("\n") + "\n");
 }
@@ -118,20 +123,21 @@ export async function run(argv: string[]): Promise<number> {
     },
   });
   if (typeof parsed === "number") return parsed;
-  const v = parsed.values;
-  const all = v.all === true;
-  const dryRun = v["dry-run"] === true;
-  if (all && v.instance !== undefined) return usageError("--instance and --all exclude each other");
-  const instance = all ? undefined : (v.instance ?? (process.env["TURNSTREAM_INSTANCE_ID"] || undefined));
+  const values = parsed.values;
+  const all = values.all === true;
+  const dryRun = values["dry-run"] === true;
+  if (all && values.instance !== undefined) return usageError("--instance and --all exclude each other");
+  const instance = all ? undefined : (values.instance ?? (process.env["TURNSTREAM_INSTANCE_ID"] || undefined));
   if (!all && instance === undefined)
     return usageError("name an instance (--instance ID or TURNSTREAM_INSTANCE_ID) or pass --all");
   if (instance !== undefined && !ConfigHomeOptionsSchema.shape.instanceId.safeParse(instance).success)
     return usageError(`${JSON.stringify(instance)} is not an instance id`);
-  const root = v["instance-root"] ?? (process.env["TURNSTREAM_INSTANCE_ROOT"] || defaultInstanceRoot());
+  const root = values["instance-root"] ?? (process.env["TURNSTREAM_INSTANCE_ROOT"] || defaultInstanceRoot());
   if (!isAbsolute(root)) return usageError("--instance-root must be an absolute directory");
   const ids = instance !== undefined ? [instance] : instancesUnder(root);
   const reports = ids.map((id) => sweepInstance(root, id, all, dryRun));
-  if (v.json === true) process.stdout.write(JSON.stringify({ instanceRoot: root, dryRun, instances: reports }) + "\n");
+  if (values.json === true)
+    process.stdout.write(JSON.stringify({ instanceRoot: root, dryRun, instances: reports }) + "\n");
   else printText(reports, root, dryRun);
   return EXIT.finished;
 }

@@ -88,25 +88,26 @@ interface TailRun {
 }
 
 /** Prints the session's events: the history, or (following) everything from `from` on until the signal aborts. */
-async function printEvents(t: TailRun): Promise<number> {
-  const st = await t.log.stat(t.session);
-  if (!st.exists && st.length === 0 && !t.follow) {
+async function printEvents(tail: TailRun): Promise<number> {
+  const st = await tail.log.stat(tail.session);
+  if (!st.exists && st.length === 0 && !tail.follow) {
     process.stderr.write(
-      `turnstream tail: session ${t.session} has no events under key prefix "${t.log.prefix}"; check the id (turnstream sessions) or --prefix\n`,
+      `turnstream tail: session ${tail.session} has no events under key prefix "${tail.log.prefix}"; check the id (turnstream sessions) or --prefix\n`,
     );
     return 2; // a wrong id or prefix: a usage error (see ../exit-codes.ts), not a failed task
   }
-  if (t.follow) {
+  if (tail.follow) {
     if (!st.exists)
-      process.stderr.write(`turnstream tail: session ${t.session} has no events yet; waiting for the first\n`);
-    for await (const env of t.log.tail(t.session, { fromSeq: t.from, signal: t.signal, blockMs: 1000 })) t.print(env);
+      process.stderr.write(`turnstream tail: session ${tail.session} has no events yet; waiting for the first\n`);
+    for await (const env of tail.log.tail(tail.session, { fromSeq: tail.from, signal: tail.signal, blockMs: 1000 }))
+      tail.print(env);
   } else {
-    for await (const env of t.log.read(t.session, { fromSeq: t.from })) {
-      t.print(env);
-      await t.out.drain();
+    for await (const env of tail.log.read(tail.session, { fromSeq: tail.from })) {
+      tail.print(env);
+      await tail.out.drain();
     }
   }
-  await t.out.drain();
+  await tail.out.drain();
   return 0;
 }
 

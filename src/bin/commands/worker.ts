@@ -3,7 +3,7 @@
 import { parseArgs } from "node:util";
 import { connectForCommand, RedisUnavailableError } from "../../projector/index.ts";
 import { EXIT } from "../exit-codes.ts";
-import { runWorkerMain } from "../../worker/main.ts";
+import { runWorkerMain } from "../../worker/index.ts";
 
 export const summary = "run a turn worker (env: REDIS_URL, TURNSTREAM_WORKSPACE_ROOTS, …) until SIGTERM/SIGINT";
 
@@ -33,11 +33,11 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(usage);
     return 0;
   }
-  const num = (v: string | undefined, name: string, min: number): number | undefined => {
-    if (v === undefined) return undefined;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}`);
-    return n;
+  const num = (text: string | undefined, name: string, min: number): number | undefined => {
+    if (text === undefined) return undefined;
+    const parsed = Number(text);
+    if (!Number.isInteger(parsed) || parsed < min) throw new Error(`--${name} must be an integer ≥ ${min}`);
+    return parsed;
   };
   try {
     const concurrency = num(parsed.values.concurrency, "concurrency", 1);

@@ -1,5 +1,6 @@
 // The batch file of `turnstream batch`: JSONL, one turn per line (blank lines skipped), or a YAML
-// list of turns (a file named .yaml or .yml); each turn is the producer's enqueue input (session, prompt — a template when it has {{placeholders}} — variables,
+// list of turns (a file named .yaml or .yml); each turn is the producer's enqueue input (session, prompt — a template
+// when it has {{placeholders}} — variables,
 // cwd, options, idempotencyKey, onLostSession) plus an optional `label` for the reports. Every line is
 // checked the way the producer checks an enqueue before any is enqueued, so one bad line stops the
 // batch with nothing queued. A relative or missing cwd is taken from the directory the command runs
@@ -10,7 +11,14 @@ import { readFileSync } from "node:fs";
 import { isNode, isSeq, LineCounter, parseDocument } from "yaml";
 import { resolve } from "node:path";
 import { isValidSessionId } from "../../log/index.ts";
-import { checkEnqueue, InvalidTurnError, MissingVariableError, type EnqueueInput } from "../../queue/index.ts";
+import {
+  checkEnqueue,
+  enqueueInputSchema,
+  InvalidTurnError,
+  MissingVariableError,
+  parseOrThrow,
+  type EnqueueInput,
+} from "../../queue/index.ts";
 import { workspaceProblem } from "../commands/_rerun.ts";
 import { RERUN_PERMISSION_MODES, type RerunPermissionMode } from "../../rerun/index.ts";
 
@@ -67,12 +75,12 @@ function asObject(value: unknown): Record<string, unknown> | string {
 
 function jsonlEntries(text: string): Array<Entry | string> {
   const out: Array<Entry | string> = [];
-  text.split("\n").forEach((lineText, i) => {
+  text.split("\n").forEach((lineText, index) => {
     if (lineText.trim() === "") return;
     try {
-      out.push({ line: i + 1, value: JSON.parse(lineText) as unknown });
+      out.push({ line: index + 1, value: JSON.parse(lineText) as unknown });
     } catch (err) {
-      out.push(`line ${i + 1}: not JSON (${(err as Error).message})`);
+      out.push(`line ${index + 1}: not JSON (${(err as Error).message})`);
     }
   });
   return out;
@@ -142,8 +150,8 @@ function turnOfEntry({ line, value }: Entry, baseDir: string): BatchEntry | stri
   const { label, ...fields } = object;
   if (typeof fields["cwd"] === "string" || fields["cwd"] === undefined)
     fields["cwd"] = resolve(baseDir, (fields["cwd"] as string | undefined) ?? ".");
-  const input = fields as unknown as EnqueueInput;
   try {
+    const input: EnqueueInput = parseOrThrow(enqueueInputSchema, fields);
     const named = labelOf(label, checkEnqueue(input).prompt);
     return typeof named === "string" ? { line, label: named, input } : named[0]!;
   } catch (err) {

@@ -7,13 +7,13 @@ import { countByStatus, secondsText, seeCommand, type BatchReport, type BatchTur
 const escapeData = (s: string): string => s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A");
 const escapeProperty = (s: string): string => escapeData(s).replaceAll(":", "%3A").replaceAll(",", "%2C");
 
-function annotation(report: BatchReport, t: BatchTurnResult): string | undefined {
-  if (t.outcome === "finished") return undefined;
-  const level = t.outcome === "cancelled" || t.outcome === "timed_out" ? "warning" : "error";
-  const kind = t.errorKind === undefined ? t.status : `${t.status}, ${t.errorKind}`;
-  const title = `turnstream batch: ${t.label} (${kind})`;
-  const message = `${t.message ?? t.status}\nsee the run: ${seeCommand(t)}`;
-  return `::${level} file=${escapeProperty(report.file)},line=${t.line},title=${escapeProperty(title)}::${escapeData(message)}`;
+function annotation(report: BatchReport, result: BatchTurnResult): string | undefined {
+  if (result.outcome === "finished") return undefined;
+  const level = result.outcome === "cancelled" || result.outcome === "timed_out" ? "warning" : "error";
+  const kind = result.errorKind === undefined ? result.status : `${result.status}, ${result.errorKind}`;
+  const title = `turnstream batch: ${result.label} (${kind})`;
+  const message = `${result.message ?? result.status}\nsee the run: ${seeCommand(result)}`;
+  return `::${level} file=${escapeProperty(report.file)},line=${result.line},title=${escapeProperty(title)}::${escapeData(message)}`;
 }
 
 /** The annotation lines of the turns that did not finish, in batch-file order. */
@@ -32,9 +32,9 @@ const textCell = (s: string): string =>
 
 const STATUS_MARK: Readonly<Record<string, string>> = { finished: "✅", failed: "❌", cancelled: "⏭️", unended: "⏱️" };
 
-function summaryRow(t: BatchTurnResult): string {
-  const status = `${STATUS_MARK[t.status] ?? ""} ${t.status}${t.errorKind === undefined ? "" : ` (${t.errorKind})`}`;
-  return `| ${textCell(t.label)} | ${cell(status)} | ${t.attempts} | ${secondsText(t.seconds)} | \`${cell(seeCommand(t))}\` |`;
+function summaryRow(result: BatchTurnResult): string {
+  const status = `${STATUS_MARK[result.status] ?? ""} ${result.status}${result.errorKind === undefined ? "" : ` (${result.errorKind})`}`;
+  return `| ${textCell(result.label)} | ${cell(status)} | ${result.attempts} | ${secondsText(result.seconds)} | \`${cell(seeCommand(result))}\` |`;
 }
 
 /** The step summary: a headline with the counts and the exit code, then one row per turn. */

@@ -47,34 +47,36 @@ const VERDICT_OF_OUTCOME: Readonly<Record<Outcome, Verdict>> = {
   cancelled: "skipped",
 };
 
-function verdictElement(t: BatchTurnResult, verdict: Verdict): string | undefined {
+function verdictElement(result: BatchTurnResult, verdict: Verdict): string | undefined {
   if (verdict === "passed") return undefined;
-  const message = t.message ?? `${t.status}${t.errorKind === undefined ? "" : ` (${t.errorKind})`}`;
+  const message = result.message ?? `${result.status}${result.errorKind === undefined ? "" : ` (${result.errorKind})`}`;
   if (verdict === "skipped") return `      <skipped message="${xmlAttr(message)}"/>`;
-  const type = t.errorKind ?? (t.status === "unended" ? t.outcome : t.status);
+  const type = result.errorKind ?? (result.status === "unended" ? result.outcome : result.status);
   return `      <${verdict} message="${xmlAttr(message)}" type="${xmlAttr(type)}">${xmlText(message)}</${verdict}>`;
 }
 
-function systemOut(t: BatchTurnResult): string {
+function systemOut(result: BatchTurnResult): string {
   const lines = [
-    `turn ${t.turn} (batch file line ${t.line}): ${t.status}, attempt ${t.attempts}, ${t.toolCalls} tool call(s)`,
-    `see the run: ${seeCommand(t)}`,
+    `turn ${result.turn} (batch file line ${result.line}): ${result.status}, attempt ${result.attempts}, ${result.toolCalls} tool call(s)`,
+    `see the run: ${seeCommand(result)}`,
   ];
-  if (t.resultText !== undefined) lines.push(`result: ${t.resultText}`);
+  if (result.resultText !== undefined) lines.push(`result: ${result.resultText}`);
   return `      <system-out>${xmlText(lines.join("\n"))}</system-out>`;
 }
 
-function testcase(t: BatchTurnResult): string {
-  const open = `    <testcase name="${xmlAttr(t.label)}" classname="${xmlAttr(t.session)}" time="${seconds3(t.seconds)}">`;
+function testcase(result: BatchTurnResult): string {
+  const open = `    <testcase name="${xmlAttr(result.label)}" classname="${xmlAttr(result.session)}" time="${seconds3(result.seconds)}">`;
   const properties = [
     "      <properties>",
-    `        <property name="attempts" value="${t.attempts}"/>`,
-    `        <property name="turn" value="${xmlAttr(t.turn)}"/>`,
-    `        <property name="outcome" value="${t.outcome}"/>`,
+    `        <property name="attempts" value="${result.attempts}"/>`,
+    `        <property name="turn" value="${xmlAttr(result.turn)}"/>`,
+    `        <property name="outcome" value="${result.outcome}"/>`,
     "      </properties>",
   ];
-  const verdict = verdictElement(t, VERDICT_OF_OUTCOME[t.outcome]);
-  return [open, ...properties, ...(verdict === undefined ? [] : [verdict]), systemOut(t), "    </testcase>"].join("\n");
+  const verdict = verdictElement(result, VERDICT_OF_OUTCOME[result.outcome]);
+  return [open, ...properties, ...(verdict === undefined ? [] : [verdict]), systemOut(result), "    </testcase>"].join(
+    "\n",
+  );
 }
 
 /** The tests/failures/errors/skipped/time attributes both suite elements carry. */

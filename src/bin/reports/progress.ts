@@ -8,8 +8,8 @@ import { parseLine, type ParsedLine } from "../../protocol/index.ts";
 import { secondsText } from "./turn-result.ts";
 
 /** The protocol's parse of a `cli.line` event's text (undefined when its data has none). */
-export function cliLineParse(e: Envelope): ParsedLine | undefined {
-  const raw = dataOf("cli.line", e.data)?.raw;
+export function cliLineParse(event: Envelope): ParsedLine | undefined {
+  const raw = dataOf("cli.line", event.data)?.raw;
   return raw === undefined ? undefined : parseLine(raw);
 }
 
@@ -30,23 +30,23 @@ export class TurnProgress {
    * Reads one event of the turn; true when the status line changed. For a `cli.line`, pass the
    * line's parse when the caller has it, so it is not parsed twice.
    */
-  read(e: Envelope, parsed?: ParsedLine): boolean {
-    switch (e.kind) {
+  read(event: Envelope, parsed?: ParsedLine): boolean {
+    switch (event.kind) {
       case "attempt.started":
-        this.attempt = e.attempt;
-        this.startedAtMs ??= Date.parse(e.at);
+        this.attempt = event.attempt;
+        this.startedAtMs ??= Date.parse(event.at);
         this.state = "running";
         return true;
       case "attempt.abandoned":
         this.state = "retrying";
         return true;
       case "cli.line":
-        return this.#countToolCalls(parsed ?? cliLineParse(e));
+        return this.#countToolCalls(parsed ?? cliLineParse(event));
       case "turn.finished":
       case "turn.failed":
       case "turn.cancelled":
-        this.state = e.kind.slice("turn.".length);
-        this.endedAtMs = Date.parse(e.at);
+        this.state = event.kind.slice("turn.".length);
+        this.endedAtMs = Date.parse(event.at);
         return true;
       default:
         return false;

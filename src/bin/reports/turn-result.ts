@@ -60,7 +60,7 @@ const SEVERITY: Readonly<Record<Outcome, number>> = {
 /** The worst of the turns' outcomes (an empty batch finished). */
 export function worstOutcome(outcomes: readonly Outcome[]): Outcome {
   let worst: Outcome = "finished";
-  for (const o of outcomes) if (SEVERITY[o] > SEVERITY[worst]) worst = o;
+  for (const outcome of outcomes) if (SEVERITY[outcome] > SEVERITY[worst]) worst = outcome;
   return worst;
 }
 
@@ -76,14 +76,14 @@ export function replayCommand(session: string): string {
 }
 
 /** The command a report points a reader at for one case: its own, else the replay of its session. */
-export function seeCommand(t: Pick<BatchTurnResult, "session" | "command">): string {
-  return t.command ?? replayCommand(t.session);
+export function seeCommand(result: Pick<BatchTurnResult, "session" | "command">): string {
+  return result.command ?? replayCommand(result.session);
 }
 
 /** How many turns ended each way, for headlines. */
 export function countByStatus(turns: readonly BatchTurnResult[]): Record<TurnEnding, number> {
   const counts: Record<TurnEnding, number> = { finished: 0, failed: 0, cancelled: 0, unended: 0 };
-  for (const t of turns) counts[t.status]++;
+  for (const turn of turns) counts[turn.status]++;
   return counts;
 }
 
