@@ -1,17 +1,26 @@
 // A worker process: configuration from the environment, the scrubbing logger, SIGTERM/SIGINT → a
 // bounded shutdown. Used by workers/turn-worker.ts and `turnstream worker`.
-import { checkDurability, connectRedis, explainRedisError, parseDurability, redisAddress } from "../log/index.ts";
+import {
+  checkDurability,
+  connectRedis,
+  explainRedisError,
+  parseDurability,
+  redisAddress,
+  type RedisClient,
+} from "../log/index.ts";
 import {
   createLogger,
   createScrubber,
   routeConsoleToLogger,
   startTelemetry,
   warnRemovedEnvVars,
+  type Scrubber,
+  type Telemetry,
 } from "../telemetry/index.ts";
 import { workerConfigFromEnv } from "./config.ts";
-import { DEFAULT_SWEEP_INTERVAL_MS, startHousekeeping } from "./housekeeping.ts";
-import { startWorkerObservability } from "./observability.ts";
-import { DEFAULT_PREFIX, errorReporter } from "../kernel/index.ts";
+import { DEFAULT_SWEEP_INTERVAL_MS, startHousekeeping, type Housekeeping } from "./housekeeping.ts";
+import { startWorkerObservability, type WorkerObservability } from "./observability.ts";
+import { DEFAULT_PREFIX, errorReporter, type Logger } from "../kernel/index.ts";
 import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "../queue/index.ts";
 import { boundedWait, startTurnWorker, type TurnWorker } from "./worker.ts";
 import type { TurnWorkerOptions } from "./options.ts";
@@ -28,8 +37,40 @@ export interface WorkerMainOptions {
   workerOptions?: Partial<Omit<TurnWorkerOptions, "redis">>;
 }
 
+/** What runs in the process beside its turn worker, stopped once the worker has closed. */
+interface ProcessParts {
+  env: Readonly<Record<string, string | undefined>>;
+  cfg: ReturnType<typeof workerConfigFromEnv>;
+  logger: Logger;
+  scrubber: Scrubber;
+  housekeeping: Housekeeping;
+  telemetry: Telemetry;
+  redis: RedisClient;
+  obs: WorkerObservability;
+}
+
 /** Starts the worker and resolves with the exit code once a signal has shut it down. */
 export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<number> {
+  const parts = await startProcessParts(options);
+  const { logger } = parts;
+  const worker = await startWorkerIn(parts, options);
+  const graceMs = options.graceMs ?? shutdownGraceMs(parts.env);
+  if (parts.cfg.operatorKeys === undefined)
+    logger.warn(
+      {},
+      "no TURNSTREAM_OPERATOR_KEYS: supervised turns will fail, since no operator decision could be verified",
+    );
+  await worker.ready();
+  markReady(parts, worker);
+  await untilSignal(parts);
+  await worker.close({ graceMs });
+  await stopProcessParts(parts);
+  logger.info({ worker: worker.id }, "worker stopped");
+  return 0;
+}
+
+/** The logger, instance id, telemetry, Redis connection and observability, in the order each needs the last. */
+async function startProcessParts(options: WorkerMainOptions): Promise<ProcessParts> {
   const env = options.env ?? process.env;
   const cfg = workerConfigFromEnv(env);
   const scrubber = createScrubber({ env: env as Record<string, string | undefined> });
@@ -62,21 +103,26 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
     queuePrefix: cfg.queuePrefix ?? DEFAULT_QUEUE_PREFIX,
     queueName: cfg.queueName ?? DEFAULT_QUEUE_NAME,
   });
-  let worker: TurnWorker;
+  return { env, cfg, logger, scrubber, housekeeping, telemetry, redis, obs };
+}
+
+/** Checks the durability level and starts the turn worker; on failure, stops the process's parts and rethrows. */
+async function startWorkerIn(parts: ProcessParts, options: WorkerMainOptions): Promise<TurnWorker> {
+  const { cfg, housekeeping, obs, redis, telemetry } = parts;
   try {
     // A level the server cannot give is refused before any turn is taken (fsync on Redis < 7.2
     // without appendfsync always).
     await checkDurability(redis, parseDurability(cfg.durability, "TURNSTREAM_DURABILITY"));
     // The environment's options, then what only the process has: its connection, logger, scrubber and telemetry.
-    worker = startTurnWorker({
+    return startTurnWorker({
       ...cfg,
       ...options.workerOptions,
       instanceId: housekeeping.instanceId,
       concurrency: options.concurrency ?? cfg.concurrency,
       redis,
-      logger,
-      scrubber,
-      secretEnv: env,
+      logger: parts.logger,
+      scrubber: parts.scrubber,
+      secretEnv: parts.env,
       telemetry,
       observers: obs.observers,
       onLogAppend: obs.onLogAppend,
@@ -88,26 +134,38 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
     await boundedWait(telemetry.shutdown(), 1000);
     throw err;
   }
+}
+
+/** TURNSTREAM_SHUTDOWN_GRACE_MS when it is a number ≥ 0, else 30 s. */
+function shutdownGraceMs(env: Readonly<Record<string, string | undefined>>): number {
   const graceRaw = Number(env["TURNSTREAM_SHUTDOWN_GRACE_MS"]);
-  const graceMs = options.graceMs ?? (Number.isFinite(graceRaw) && graceRaw >= 0 ? graceRaw : 30_000);
-  if (cfg.operatorKeys === undefined)
-    logger.warn(
-      {},
-      "no TURNSTREAM_OPERATOR_KEYS: supervised turns will fail, since no operator decision could be verified",
-    );
-  await worker.ready();
+  return Number.isFinite(graceRaw) && graceRaw >= 0 ? graceRaw : 30_000;
+}
+
+/** Reports the worker started, adds its instance check to readiness, and logs that it is ready. */
+function markReady(parts: ProcessParts, worker: TurnWorker): void {
+  const { obs, logger, housekeeping } = parts;
   obs.started(worker);
   // Two processes must never run as one instance: the second is not ready while the first lives.
   obs.addCheck({ name: "fenced", check: () => (worker.fenced ? "another process holds this instance id" : true) });
   logger.info(
-    { worker: worker.id, pid: process.pid, concurrency: worker.worker.opts.concurrency, roots: cfg.workspaceRoots },
+    {
+      worker: worker.id,
+      pid: process.pid,
+      concurrency: worker.worker.opts.concurrency,
+      roots: parts.cfg.workspaceRoots,
+    },
     "worker ready",
   );
   logger.info({ instance: housekeeping.instanceId, instanceRoot: housekeeping.instanceRoot }, "instance id held");
-  await new Promise<void>((resolve) => {
-    const onSignal = (sig: NodeJS.Signals): void => {
-      logger.info({ signal: sig }, "signal received; stopping");
-      obs.stopping();
+}
+
+/** Resolves on the first SIGTERM or SIGINT, after marking the process not ready. */
+function untilSignal(parts: ProcessParts): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      parts.logger.info({ signal }, "signal received; stopping");
+      parts.obs.stopping();
       process.off("SIGTERM", onSignal);
       process.off("SIGINT", onSignal);
       resolve();
@@ -115,13 +173,15 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
   });
-  await worker.close({ graceMs });
+}
+
+/** After the worker has closed: gives the instance id up, flushes spans and metrics, closes Redis. */
+async function stopProcessParts(parts: ProcessParts): Promise<void> {
+  const { housekeeping, telemetry, obs, redis, logger } = parts;
   housekeeping.stop();
   // The last spans (attempts ended by the shutdown) go out before the process exits.
   if (!(await boundedWait(telemetry.shutdown(), 5000)))
     logger.warn({}, "telemetry did not flush within 5 s; some spans may be lost");
   if (!(await boundedWait(obs.close(), 5000))) logger.warn({}, "metrics did not flush within 5 s");
   if (!(await boundedWait(redis.quit(), 1000))) redis.disconnect();
-  logger.info({ worker: worker.id }, "worker stopped");
-  return 0;
 }

@@ -73,52 +73,12 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   });
   const { scrubber, lineScrubber } = workerScrubbers(options, settings, logger);
   const hub = lazyDecisionHub(options.redis, log, settings, logger, scrubber);
-  const running = new Map<string, RunningTurn>();
-  const deps: ExecuteDeps = {
-    log,
-    order: new SessionOrder({ redis: options.redis, logPrefix: settings.logPrefix, queue }),
-    settings,
-    logger,
-    scrubber,
-    lineScrubber,
-    observers: workerObservers(options),
-    running,
-    decisionHub: hub.get,
-    snapshots: settings.snapshotCacheBytes === 0 ? undefined : new SnapshotCache(settings.snapshotCacheBytes),
-    warm: new WarmSessions(settings.warm, warmWatch(log, running, settings.leaseMs), logger),
-    cliVersion: cliVersionReader(settings.claudeBin, { ...process.env, ...settings.runEnv }, logger),
-    // Started with the worker, closed with it (closeWorker), after its runs have ended.
-    access: settings.gateway === "broker" ? new WorkerModelAccess(settings, options.gatewayPolicy, logger) : undefined,
-  };
+  const deps = executeDeps(options, { settings, logger, log, queue, scrubber, lineScrubber, hub });
   const connection = bullConnection(options.redis);
-  let slots: CliSlots | undefined;
-  const worker = new Worker(
-    queue.name,
-    scrubbedProcessor(deps, () => slots),
-    {
-      connection: connection as never,
-      prefix: settings.queuePrefix,
-      concurrency: settings.concurrency,
-      lockDuration: settings.lockDuration,
-      stalledInterval: settings.stalledInterval,
-      maxStalledCount: settings.maxStalledCount,
-      autorun: settings.autorun,
-    },
-  );
-  slots = new CliSlots(worker, settings.concurrency);
-  const id = settings.workerId;
-  worker.on("lockRenewalFailed", (jobIds: string[]) => {
-    for (const j of jobIds) deps.running.get(j)?.stop("lock_lost");
-  });
-  // Both of BullMQ's connections (its commands' and its blocking reads') report here; an outage
-  // repeats one error per reconnect, so repeats are counted, not logged.
-  reportBullErrors(worker, connection, errorReporter(logger), "queue worker error", { worker: id });
-  worker.on("failed", (job, err) => {
-    if (job !== undefined) logger.info({ worker: id, jobId: job.id, err: { message: err.message } }, "turn job failed");
-  });
-  let closing: Promise<void> | undefined;
+  const { worker, slots } = startBullWorker(queue.name, deps, connection);
+  watchBullWorker(worker, connection, deps);
   const heartbeat = workerHeartbeat(options.redis, settings, logger, slots, deps.warm);
-  const parts: WorkerParts = {
+  return turnWorkerHandle({
     worker,
     slots,
     queue,
@@ -131,12 +91,92 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     heartbeat,
     warm: deps.warm,
     access: deps.access,
-  };
+  });
+}
+
+/** What startTurnWorker has built before the turns' dependencies: the parts executeDeps puts together. */
+interface DepsParts {
+  settings: WorkerSettings;
+  logger: Logger;
+  log: EventLog;
+  queue: Queue;
+  scrubber: Scrubber;
+  lineScrubber: Scrubber;
+  hub: LazyHub;
+}
+
+/** What every turn the worker runs shares: its log, session order, scrubbers, caches, kept processes and model access. */
+function executeDeps(options: TurnWorkerOptions, parts: DepsParts): ExecuteDeps {
+  const { settings, logger, log, queue } = parts;
+  const running = new Map<string, RunningTurn>();
   return {
-    id,
+    log,
+    order: new SessionOrder({ redis: options.redis, logPrefix: settings.logPrefix, queue }),
+    settings,
+    logger,
+    scrubber: parts.scrubber,
+    lineScrubber: parts.lineScrubber,
+    observers: workerObservers(options),
+    running,
+    decisionHub: parts.hub.get,
+    snapshots: settings.snapshotCacheBytes === 0 ? undefined : new SnapshotCache(settings.snapshotCacheBytes),
+    warm: new WarmSessions(settings.warm, warmWatch(log, running, settings.leaseMs), logger),
+    cliVersion: cliVersionReader(settings.claudeBin, { ...process.env, ...settings.runEnv }, logger),
+    // Started with the worker, closed with it (closeWorker), after its runs have ended.
+    access: settings.gateway === "broker" ? new WorkerModelAccess(settings, options.gatewayPolicy, logger) : undefined,
+  };
+}
+
+/** The BullMQ worker on the turn queue, and the CLI slots its jobs hold while their CLIs run. */
+function startBullWorker(
+  queueName: string,
+  deps: ExecuteDeps,
+  connection: RedisClient,
+): { worker: Worker; slots: CliSlots } {
+  const { settings } = deps;
+  // The slots watch the worker, so they are made after it; the processor looks them up per job.
+  let slots: CliSlots | undefined;
+  const worker = new Worker(
+    queueName,
+    scrubbedProcessor(deps, () => slots),
+    {
+      connection: connection as never,
+      prefix: settings.queuePrefix,
+      concurrency: settings.concurrency,
+      lockDuration: settings.lockDuration,
+      stalledInterval: settings.stalledInterval,
+      maxStalledCount: settings.maxStalledCount,
+      autorun: settings.autorun,
+    },
+  );
+  slots = new CliSlots(worker, settings.concurrency);
+  return { worker, slots };
+}
+
+/** A lost job lock stops its turn; BullMQ's errors and failed jobs are logged. */
+function watchBullWorker(worker: Worker, connection: RedisClient, deps: ExecuteDeps): void {
+  const { logger } = deps;
+  const id = deps.settings.workerId;
+  worker.on("lockRenewalFailed", (jobIds: string[]) => {
+    for (const jobId of jobIds) deps.running.get(jobId)?.stop("lock_lost");
+  });
+  // Both of BullMQ's connections (its commands' and its blocking reads') report here; an outage
+  // repeats one error per reconnect, so repeats are counted, not logged.
+  reportBullErrors(worker, connection, errorReporter(logger), "queue worker error", { worker: id });
+  worker.on("failed", (job, err) => {
+    if (job !== undefined) logger.info({ worker: id, jobId: job.id, err: { message: err.message } }, "turn job failed");
+  });
+}
+
+/** The TurnWorker callers hold: live counts read from the parts, and a close that runs once. */
+function turnWorkerHandle(parts: WorkerParts): TurnWorker {
+  const { worker, slots, settings, heartbeat, running, warm, access } = parts;
+  let closing: Promise<void> | undefined;
+  return {
+    id: settings.workerId,
     worker,
     get active() {
-      return deps.running.size;
+      return running.size;
     },
     slots: {
       get busy() {
@@ -146,14 +186,14 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     },
     warm: {
       get kept() {
-        return deps.warm.kept;
+        return warm.kept;
       },
     },
     get fenced() {
       return heartbeat.fenced;
     },
     // Ready once registered too, so `turnstream status` lists a worker that says it is ready.
-    ready: () => Promise.all([worker.waitUntilReady(), heartbeat.first, deps.access?.ready()]).then(() => undefined),
+    ready: () => Promise.all([worker.waitUntilReady(), heartbeat.first, access?.ready()]).then(() => undefined),
     close: (opts = {}) => (closing ??= closeWorker(parts, opts.graceMs ?? 30_000, opts.closeTimeoutMs ?? 5000)),
   };
 }
