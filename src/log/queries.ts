@@ -3,7 +3,7 @@
 // the attempt that wrote an event, and its finished turns for a transcript. Backward scans read the
 // stream's stored envelope (`e`, see README.md) for kind/turn/attempt only, and decode the one event
 // they need through the log's own reader.
-import { dataOf, isTerminalKind } from "../events/index.ts";
+import { currentKind, dataOf, isTerminalKind } from "../events/index.ts";
 import type { EventLog, SnapshotRef } from "./event-log.ts";
 import { storedEnvelope, storedHead } from "./stored-head.ts";
 
@@ -78,12 +78,15 @@ export async function latestSnapshotRef(log: EventLog, session: string): Promise
   return undefined;
 }
 
-/** The CLI session id the session's turns last reported (turn.finished, session.replayed). */
+/**
+ * The CLI session id the session's turns last reported (turn.finished, session.replaced, or
+ * session.replayed: its older name, which logs already hold).
+ */
 export async function lastCliSessionId(log: EventLog, session: string): Promise<string | undefined> {
   for await (const head of backwards(log, session, 20_000)) {
-    if (head.kind !== "turn.finished" && head.kind !== "session.replayed") continue;
+    if (head.kind !== "turn.finished" && currentKind(head.kind) !== "session.replaced") continue;
     for await (const ev of log.read(session, { fromSeq: head.seq, toSeq: head.seq })) {
-      const data = ev.kind === "turn.finished" ? dataOf("turn.finished", ev.data) : dataOf("session.replayed", ev.data);
+      const data = ev.kind === "turn.finished" ? dataOf("turn.finished", ev.data) : dataOf("session.replaced", ev.data);
       if (data?.cliSessionId !== undefined) return data.cliSessionId;
     }
   }

@@ -11,7 +11,7 @@ import type { Scrubber } from "../telemetry/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
 import type { ResumePlan } from "./resume.ts";
 import type { Snapshot } from "./snapshots.ts";
-import type { AttemptControl, ExecuteDeps, Replay, RolledBackEnd } from "./types.ts";
+import type { AttemptControl, ExecuteDeps, Restore, RolledBackEnd } from "./types.ts";
 
 export interface Attempt {
   /** What the worker gives every attempt: its log, queue order, settings, logger, scrubbers, warm processes, gateway. */
@@ -22,10 +22,10 @@ export interface Attempt {
   /** The attempt's number and epoch, and every event it writes. */
   readonly events: AttemptEvents;
   /** Set when this attempt runs the turn again on a fresh CLI session, the last one having been lost. */
-  readonly replay: Replay | undefined;
+  readonly restore: Restore | undefined;
   /** The job's previous attempt, stopped on a log that lost writes it had been acknowledged (this one records it). */
   readonly rolledBack: RolledBackEnd | undefined;
-  /** The session's latest snapshot, read as the attempt begins (none for a replay). */
+  /** The session's latest snapshot, read as the attempt begins (none for a restore). */
   readonly snapshot: Promise<Snapshot | undefined>;
 }
 
@@ -46,8 +46,8 @@ export interface PreparedRun {
   costBaseUsd: number | undefined;
   /** Set when the session had a CLI session this run does not continue, and why. */
   fresh: ResumePlan["fresh"];
-  /** Turns whose transcript a replay carries. */
-  replayedTurns: number;
+  /** Turns whose transcript a restore carries. */
+  restoredTurns: number;
   supervised: SupervisedRun | undefined;
   /** The tool sandbox of a turn whose workspace is not trusted (undefined: unsandboxed). */
   toolSandbox: ToolSandbox | undefined;

@@ -1,5 +1,5 @@
 // One attempt of a leased turn: begin it (a new fencing epoch) and make its Attempt, record earlier
-// attempts that never ended as abandoned, prepare (checks, env, snapshot or replay, attempt.started,
+// attempts that never ended as abandoned, prepare (checks, env, snapshot or restore, attempt.started,
 // supervision), run the CLI with its output appended as it comes, write cli.exit, and settle how the
 // attempt ends. Each step takes the Attempt and gives back what it produced or how the attempt ended.
 import type { TurnJob } from "../queue/index.ts";
@@ -12,21 +12,21 @@ import { prepareAttempt } from "./prepare.ts";
 import { failIfQueuedLost, recordRollback } from "./rollback.ts";
 import { runCli } from "./run-cli.ts";
 import { latestSnapshot, type Snapshot } from "./snapshots.ts";
-import type { AttemptControl, AttemptEnd, ExecuteDeps, Replay, RolledBackEnd } from "./types.ts";
+import type { AttemptControl, AttemptEnd, ExecuteDeps, Restore, RolledBackEnd } from "./types.ts";
 
 /** What a job asks of its next attempt. */
 export interface AttemptRequest {
   job: TurnJob;
   control: AttemptControl;
-  /** Set when the attempt replays a lost CLI session. */
-  replay: Replay | undefined;
+  /** Set when the attempt restores a lost CLI session from the log's transcript. */
+  restore: Restore | undefined;
   /** The job's previous attempt stopped on a log that lost its writes (recorded by this one). */
   rolledBack: RolledBackEnd | undefined;
 }
 
 /** Begins the attempt in the log and makes the Attempt its steps share. */
 export async function beginAttempt(worker: ExecuteDeps, request: AttemptRequest): Promise<Attempt> {
-  const { job, rolledBack, replay } = request;
+  const { job, rolledBack, restore } = request;
   const { session, turn } = job;
   let begun = await worker.log.beginAttempt(session, turn);
   // A rolled-back log may have lost the begins that counted the lost attempt: numbers stay unique.
@@ -35,12 +35,12 @@ export async function beginAttempt(worker: ExecuteDeps, request: AttemptRequest)
   // The begin returns where the latest snapshot is (read in the same step as the epoch bump, so no
   // fenced attempt can add one behind it): mostly the cache has it and nothing more is read.
   const snapshot: Promise<Snapshot | undefined> =
-    replay === undefined
+    restore === undefined
       ? latestSnapshot(worker.log, session, worker.snapshots, begun.lastSnapshot)
       : Promise.resolve(undefined);
   snapshot.catch(() => undefined); // awaited in the preparation unless the attempt ends before it
   const events = new AttemptEvents(worker, job, request.control, begun);
-  return { worker, job, control: request.control, events, replay, rolledBack, snapshot };
+  return { worker, job, control: request.control, events, restore, rolledBack, snapshot };
 }
 
 /** Runs the attempt's steps inside its span, and says how it ended. */

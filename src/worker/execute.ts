@@ -1,6 +1,6 @@
 // One job = one turn. Take the session lease (only the session's head turn may; a turn behind it
 // waits, a head whose job is gone is repaired), then run attempts while a lease keeper renews the
-// lease: a lost session may be replayed once in the same job, a retryable failure hands the job back
+// lease: a lost session may be restored once in the same job, a retryable failure hands the job back
 // delayed, and the turn's end pops it from the session's list and wakes the next turn's job.
 import { randomUUID } from "node:crypto";
 import { DelayedError, Job, UnrecoverableError } from "bullmq";
@@ -15,7 +15,7 @@ import type {
   AttemptControl,
   AttemptEnd,
   ExecuteDeps,
-  Replay,
+  Restore,
   RolledBackEnd,
   StopReason,
   TurnJobResult,
@@ -228,13 +228,13 @@ async function runLeased(
     stop,
   });
   try {
-    let replay: Replay | undefined;
+    let restore: Restore | undefined;
     let rolledBack: RolledBackEnd | undefined;
     for (;;) {
-      const attempt = await beginAttempt(deps, { job: leased.data, control: ctl, replay, rolledBack });
+      const attempt = await beginAttempt(deps, { job: leased.data, control: ctl, restore, rolledBack });
       const end = await runAttempt(attempt);
       rolledBack = undefined;
-      if (end.kind === "replay") replay = { previous: end.previous };
+      if (end.kind === "restore") restore = { previous: end.previous };
       else if (end.kind === "rolled_back") rolledBack = afterRollback(ctl, end);
       else return await endJob(deps, leased, end);
     }
@@ -261,7 +261,7 @@ function afterRollback(ctl: AttemptControl, end: RolledBackEnd): RolledBackEnd {
 async function endJob(
   deps: ExecuteDeps,
   leased: LeasedJob,
-  end: Exclude<AttemptEnd, { kind: "replay" | "rolled_back" }>,
+  end: Exclude<AttemptEnd, { kind: "restore" | "rolled_back" }>,
 ): Promise<TurnJobResult> {
   const { order, settings } = deps;
   const { session, turn } = leased.data;

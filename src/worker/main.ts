@@ -147,7 +147,10 @@ function markReady(parts: ProcessParts, worker: TurnWorker): void {
   const { obs, logger, housekeeping } = parts;
   obs.started(worker);
   // Two processes must never run as one instance: the second is not ready while the first lives.
-  obs.addCheck({ name: "fenced", check: () => (worker.fenced ? "another process holds this instance id" : true) });
+  obs.addCheck({
+    name: "instance_taken",
+    check: () => (worker.instanceTaken ? "another process holds this instance id" : true),
+  });
   logger.info(
     {
       worker: worker.id,

@@ -1,12 +1,13 @@
 // How an attempt whose CLI ran ends: the verdict (a pure function of what happened), then the events
-// that record it. Finished: the session snapshot, session.replayed when the run replayed a lost
-// session or left its CLI session behind in another cwd, turn.finished (with what the turn cost). A lost session: replay it once when the session allows, else fail. A
+// that record it. Finished: the session snapshot, session.replaced when the run restored a lost
+// session or left its CLI session behind in another cwd, turn.finished (with what the turn cost). A
+// lost session: restore it once from the log's transcript when the session allows, else fail. A
 // retryable failure below the attempt limit: abandon the attempt and retry later. Else: turn.failed.
 import type { TurnOutcome } from "../cli/index.ts";
 import {
   costAdded,
   type FailureKind,
-  type SessionReplayedData,
+  type SessionReplacedData,
   type SessionSnapshotData,
   type TurnFinishedData,
 } from "../events/index.ts";
@@ -21,7 +22,7 @@ import type { AttemptEnd } from "./types.ts";
 export type Verdict =
   | { kind: "stopped" }
   | { kind: "finished"; outcome: TurnOutcome }
-  | { kind: "replay" }
+  | { kind: "restore" }
   | { kind: "retry"; errorKind: FailureKind }
   | { kind: "failed"; errorKind: FailureKind; name: string; message: string; retryable: boolean };
 
@@ -33,9 +34,9 @@ export interface RunFacts {
   failure: unknown;
   attempt: number;
   maxAttempts: number;
-  /** This run already replays a lost session. */
-  replaying: boolean;
-  /** The session's lost-session policy, `fail` or `replay` (asked only when the CLI lost its session). */
+  /** This run already restores a lost session. */
+  restoring: boolean;
+  /** The session's lost-session policy, `fail` or `restore` (asked only when the CLI lost its session). */
   lostSessionPolicy: string | undefined;
   /** A snapshot was restored for this run. */
   restored: boolean;
@@ -55,7 +56,7 @@ export function verdict(f: RunFacts): Verdict {
   if (f.outcome !== undefined) return { kind: "finished", outcome: f.outcome };
   const e = errFields(f.failure);
   if (e.kind === "lost_session") {
-    if (lostSessionPolicyOf(f.lostSessionPolicy) === "restore" && !f.replaying) return { kind: "replay" };
+    if (lostSessionPolicyOf(f.lostSessionPolicy) === "restore" && !f.restoring) return { kind: "restore" };
     const why = f.restored ? "the restored session file was not accepted" : "no session snapshot to restore";
     return {
       kind: "failed",
@@ -86,7 +87,7 @@ export async function settleAttempt(attempt: PreparedAttempt, ran: CliRun): Prom
     failure: ran.failure,
     attempt: events.attempt,
     maxAttempts: worker.settings.retry.maxAttempts,
-    replaying: attempt.replay !== undefined,
+    restoring: attempt.restore !== undefined,
     lostSessionPolicy: lost
       ? (job.onLostSession ?? (await worker.order.onLostSession(job.session)) ?? "fail")
       : undefined,
@@ -97,10 +98,10 @@ export async function settleAttempt(attempt: PreparedAttempt, ran: CliRun): Prom
       return events.stopped();
     case "finished":
       return finishTurn(attempt, v.outcome);
-    case "replay":
+    case "restore":
       await events.abandon("lost_session", true);
       await events.close();
-      return { kind: "replay", attempt: events.attempt, previous: run.resume };
+      return { kind: "restore", attempt: events.attempt, previous: run.resume };
     case "retry": {
       const delayMs = retryDelayMs(worker.settings.retry, events.attempt, retryHints(ran.hints));
       await events.abandon(v.errorKind, true, delayMs);
@@ -155,19 +156,19 @@ async function finishTurn(attempt: PreparedAttempt, outcome: TurnOutcome): Promi
   return { kind: "finished", attempt: events.attempt, cliSessionId };
 }
 
-/** session.replayed when the run started a fresh CLI session in place of the session's: it was lost, or its cwd changed. */
+/** session.replaced when the run started a fresh CLI session in place of the session's: it was lost, or its cwd changed. */
 async function writeReplaced(attempt: PreparedAttempt, cliSessionId: string | undefined): Promise<void> {
-  const { worker, job, events, run, replay } = attempt;
-  const why = replay !== undefined ? { reason: "lost_session", previous: replay.previous } : run.fresh;
+  const { worker, job, events, run, restore } = attempt;
+  const why = restore !== undefined ? { reason: "lost_session", previous: restore.previous } : run.fresh;
   if (why === undefined) return;
-  const r: SessionReplayedData = { by: "worker", reason: why.reason, turns: run.replayedTurns };
+  const r: SessionReplacedData = { by: "worker", reason: why.reason, turns: run.restoredTurns };
   if (why.previous !== undefined) r.previousCliSessionId = why.previous;
   if (cliSessionId !== undefined) r.cliSessionId = cliSessionId;
-  await events.write("session.replayed", r);
+  await events.write("session.replaced", r);
   const { session, turn } = job;
-  if (replay !== undefined)
+  if (restore !== undefined)
     worker.logger.warn(
-      { session, turn, turns: run.replayedTurns },
+      { session, turn, turns: run.restoredTurns },
       "CLI session was lost; started a fresh one carrying the transcript from the log",
     );
   else

@@ -1,15 +1,14 @@
 // Everything an attempt does before its CLI starts: the checks a job cannot pass by itself (attempt
 // limit, workspace roots, the cwd itself, env overlay, workspace trust), the run's env and scrubbers,
 // which CLI session to resume (the latest snapshot's unless the cwd changed: resume.ts) or the
-// transcript to replay, attempt.started, and for a
-// supervised turn its hook wiring. A check that fails ends the attempt with turn.failed.
+// transcript to restore, attempt.started, and for a supervised turn its hook wiring. A check that fails ends the attempt with turn.failed.
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
 import type { EnvOverlay } from "../cli/index.ts";
 import { isFailureKind, type AttemptStartedData, type FailureKind } from "../events/index.ts";
 import { cwdProblem } from "../queue/index.ts";
 import type { Attempt, PreparedAttempt, PreparedRun } from "./attempt-context.ts";
 import { jobOptionsRefusal } from "./job-options.ts";
-import { planResume, rebuildTranscript, REPLAY_PLAN, resumedCostBase } from "./resume.ts";
+import { planResume, rebuildTranscript, RESTORE_PLAN, resumedCostBase } from "./resume.ts";
 import { toolSandboxFor } from "./tool-sandbox.ts";
 import { resolveEnv, runScrubbers, type RunEnv } from "./run-env.ts";
 import { runTurnOptions } from "./turn-options.ts";
@@ -26,7 +25,7 @@ const ATTEMPT_HOLD_MS = 1500;
 export type Preparation = { prepared: PreparedAttempt } | { end: AttemptEnd };
 
 export async function prepareAttempt(attempt: Attempt): Promise<Preparation> {
-  const { worker, job, control, events, replay } = attempt;
+  const { worker, job, control, events, restore } = attempt;
   const refused = refusal(attempt);
   if (refused !== undefined) return { end: await events.fail(refused.errorKind, refused.name, refused.message) };
   let runEnv: RunEnv;
@@ -37,9 +36,9 @@ export async function prepareAttempt(attempt: Attempt): Promise<Preparation> {
   }
   const scrubbers = runScrubbers(worker, runEnv);
   events.useScrubber(scrubbers.scrubber);
-  const plan = replay === undefined ? await planResume(worker.log, job, await attempt.snapshot) : REPLAY_PLAN;
-  const { prompt, replayedTurns } =
-    replay === undefined ? { prompt: job.prompt, replayedTurns: 0 } : await replayPrompt(attempt);
+  const plan = restore === undefined ? await planResume(worker.log, job, await attempt.snapshot) : RESTORE_PLAN;
+  const { prompt, restoredTurns } =
+    restore === undefined ? { prompt: job.prompt, restoredTurns: 0 } : await restorePrompt(attempt);
   const sandboxing = toolSandboxFor(job, worker.settings.toolSandbox);
   const toolSandbox = "sandbox" in sandboxing ? sandboxing.sandbox : undefined;
   const access = await openAccess(attempt, runEnv);
@@ -51,7 +50,7 @@ export async function prepareAttempt(attempt: Attempt): Promise<Preparation> {
     prompt,
     ...plan,
     costBaseUsd: undefined,
-    replayedTurns,
+    restoredTurns,
     supervised: undefined,
     toolSandbox,
   };
@@ -128,13 +127,13 @@ function refusal(attempt: Attempt): { errorKind: FailureKind; name: string; mess
 }
 
 /** The prompt of a run whose CLI session was lost: the session so far as a transcript from the log, then the turn's own prompt. */
-async function replayPrompt(attempt: Attempt): Promise<{ prompt: string; replayedTurns: number }> {
+async function restorePrompt(attempt: Attempt): Promise<{ prompt: string; restoredTurns: number }> {
   const { job } = attempt;
   const transcript = await rebuildTranscript(attempt.worker.log, job.session, job.turn);
   const prompt =
     `The earlier part of this conversation could not be restored, so here it is as a transcript:\n\n` +
     `<transcript>\n${transcript.text}\n</transcript>\n\nContinue from there. The user's new message:\n\n${job.prompt}`;
-  return { prompt, replayedTurns: transcript.turns };
+  return { prompt, restoredTurns: transcript.turns };
 }
 
 /** The attempt's warm decision, taken with the options the run will start with (supervision adds nothing a warm turn keeps). */

@@ -61,7 +61,7 @@ export interface HeartbeatOptions {
 
 export interface Heartbeat {
   /** True while another process (another boot token) holds this instance id's entry. */
-  readonly fenced: boolean;
+  readonly instanceTaken: boolean;
   /** Settles after the first beat (written, refused or failed: it never rejects). */
   readonly first: Promise<void>;
   /** Stops beating and removes the entry if it is still this process's. Never rejects. */
@@ -105,8 +105,8 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
   const timer = setInterval(() => void beat(), intervalMs);
   timer.unref();
   return {
-    get fenced() {
-      return state.fenced;
+    get instanceTaken() {
+      return state.instanceTaken;
     },
     first,
     async stop() {
@@ -133,9 +133,12 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
   };
 }
 
-/** What the beats learned: fenced or not, each change logged once; failures, repeats counted rather than logged. */
+/**
+ * What the beats learned: whether another process holds the instance id, each change logged once;
+ * failures, repeats counted rather than logged.
+ */
 class BeatState {
-  fenced = false;
+  instanceTaken = false;
   private failingSince: number | undefined;
   private readonly logger: Logger;
   private readonly id: string;
@@ -157,16 +160,16 @@ class BeatState {
       this.failingSince = undefined;
     }
     const taken = reply[0] === "taken";
-    if (taken && !this.fenced) {
+    if (taken && !this.instanceTaken) {
       const [, worker, host, pid] = reply;
       this.logger.error(
         { instance: this.id, other: { worker, host, pid: Number(pid) } },
         "another process is running as this instance: give each worker process its own instance id (TURNSTREAM_INSTANCE_ID)",
       );
-    } else if (!taken && this.fenced) {
+    } else if (!taken && this.instanceTaken) {
       this.logger.info({ instance: this.id }, "this process holds its instance id again");
     }
-    this.fenced = taken;
+    this.instanceTaken = taken;
   }
 
   failed(err: unknown): void {

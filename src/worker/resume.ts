@@ -3,8 +3,8 @@
 // cwd's project folder, and a turn enqueued with another cwd is a new conversation there (the
 // library's runThreadTurn treats it so too): resuming the old one would show the model a
 // conversation held somewhere else. Such a turn starts a fresh CLI session, says why
-// (`cwd_changed` in attempt.started, session.replayed once it finished), and the log keeps the
-// session's history as it was. A run that replays a lost session resumes nothing and carries the
+// (`cwd_changed` in attempt.started, session.replaced once it finished), and the log keeps the
+// session's history as it was. A run that restores a lost session resumes nothing and carries the
 // session's finished turns as a transcript instead.
 import { sameCwd, type FreshReason as CliFreshReason } from "../cli/index.ts";
 import { numberField, stringField } from "../kernel/index.ts";
@@ -25,8 +25,8 @@ export interface ResumePlan {
   fresh: { reason: FreshReason; previous: string } | undefined;
 }
 
-/** The plan of an attempt that replays a lost session: a fresh CLI session, the transcript in its prompt. */
-export const REPLAY_PLAN: ResumePlan = { resume: undefined, snapshot: undefined, fresh: undefined };
+/** The plan of an attempt that restores a lost session: a fresh CLI session, the transcript in its prompt. */
+export const RESTORE_PLAN: ResumePlan = { resume: undefined, snapshot: undefined, fresh: undefined };
 
 /** Decides what the attempt resumes, from the session's latest snapshot (or, without one, the last CLI session id it reported). */
 export async function planResume(log: EventLog, job: TurnJob, snapshot: Snapshot | undefined): Promise<ResumePlan> {
@@ -86,7 +86,7 @@ export async function reportedTotalBefore(
 }
 
 /**
- * The session's conversation so far as text, for a fresh CLI session that has to carry it (a replay):
+ * The session's conversation so far as text, for a fresh CLI session that has to carry it (a restore):
  * each finished turn's prompt and the rendering of its accepted attempt's lines.
  */
 export async function rebuildTranscript(

@@ -73,7 +73,7 @@ export type AttemptEnd =
   | { kind: "failed"; attempt: number; errorKind: string; message: string }
   | { kind: "cancelled"; attempt: number }
   | { kind: "retry"; attempt: number; delayMs: number }
-  | { kind: "replay"; attempt: number; previous: string | undefined }
+  | { kind: "restore"; attempt: number; previous: string | undefined }
   | { kind: "stopped"; attempt: number; reason: StopReason }
   | RolledBackEnd;
 
@@ -94,6 +94,6 @@ export interface RolledBackEnd {
 }
 
 /** An attempt that lost its CLI session and runs again on a fresh one, carrying the transcript. */
-export interface Replay {
+export interface Restore {
   previous: string | undefined;
 }

@@ -35,6 +35,8 @@ export interface TurnWorker {
    * True while another process (another boot token) heartbeats under this worker's instance id in
    * the registry: two processes must never run as one instance. Logged as an error when it starts.
    */
+  readonly instanceTaken: boolean;
+  /** @deprecated The older name of `instanceTaken`. */
   readonly fenced: boolean;
   /** Resolves once the worker's connections are ready. */
   ready(): Promise<void>;
@@ -189,8 +191,11 @@ function turnWorkerHandle(parts: WorkerParts): TurnWorker {
         return warm.kept;
       },
     },
+    get instanceTaken() {
+      return heartbeat.instanceTaken;
+    },
     get fenced() {
-      return heartbeat.fenced;
+      return heartbeat.instanceTaken;
     },
     // Ready once registered too, so `turnstream status` lists a worker that says it is ready.
     ready: () => Promise.all([worker.waitUntilReady(), heartbeat.first, access?.ready()]).then(() => undefined),

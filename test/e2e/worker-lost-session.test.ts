@@ -106,7 +106,7 @@ test("lost session with onLostSession restore: turn 2 runs in a fresh CLI sessio
       "attempt.started",
       "cli.exit",
       "session.snapshot",
-      "session.replayed",
+      "session.replaced",
       "turn.finished",
     ]);
     const [a1, a2] = ev.filter((e) => e.kind === "attempt.started").map(dataOf);
@@ -117,8 +117,8 @@ test("lost session with onLostSession restore: turn 2 runs in a fresh CLI sessio
       attempt: 1,
       retry: true,
     });
-    const replayed = dataOf(ev.find((e) => e.kind === "session.replayed")!);
-    assert.deepEqual(replayed, {
+    const replaced = dataOf(ev.find((e) => e.kind === "session.replaced")!);
+    assert.deepEqual(replaced, {
       by: "worker",
       reason: "lost_session",
       turns: 1,

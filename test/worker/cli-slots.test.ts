@@ -147,7 +147,7 @@ test("many jobs that end early: never more CLIs than slots, and jobs do overlap 
   }
 });
 
-test("a job that starts a second CLI after its result (a replayed session) waits for a slot like any other", async () => {
+test("a job that starts a second CLI after its result (a restored session) waits for a slot like any other", async () => {
   const cli = { now: 0, max: 0 };
   const slotHarness = await harness(1, async (job, slot) => {
     for (let run = 0; run < (job.data.i === 0 ? 2 : 1); run++) await fakeCli(slot, cli, 15, 10);

@@ -2,7 +2,7 @@
 // one (the CLI keeps a conversation under its cwd's project folder; the library's runThreadTurn
 // starts fresh too). With the real CLI and the scripted model server, cold and warm: turn 1 in dir A,
 // turn 2 in dir B starts a fresh CLI session (the model sees none of turn 1), says why
-// (attempt.started `freshReason`, session.replayed `cwd_changed`), and the log keeps turn 1; turn 3,
+// (attempt.started `freshReason`, session.replaced `cwd_changed`), and the log keeps turn 1; turn 3,
 // in B again, resumes turn 2's. Also the worker's reading of a snapshot from before snapshots
 // recorded their cwd and running cost.
 import { test, after } from "node:test";
@@ -53,7 +53,7 @@ async function acrossCwds(warm: boolean): Promise<void> {
     assert.equal(two.started["freshReason"], "cwd_changed");
     assert.equal(two.started["cwd"], dirB);
     assert.notEqual(two.res.cliSessionId, one.res.cliSessionId);
-    const replaced = two.events.filter((e) => e.kind === "session.replayed").map(dataOf);
+    const replaced = two.events.filter((e) => e.kind === "session.replaced").map(dataOf);
     assert.deepEqual(replaced, [
       {
         by: "worker",

@@ -1,5 +1,5 @@
 // How an attempt whose CLI ran ends (the pure verdict): a stop from outside wins, an output limit
-// fails the turn even when a result came out, a lost session is replayed once when the session
+// fails the turn even when a result came out, a lost session is restored once when the session
 // allows, a retryable failure retries below the attempt limit, everything else fails.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -28,7 +28,7 @@ const facts = (over: Partial<RunFacts>): RunFacts => ({
   failure: undefined,
   attempt: 1,
   maxAttempts: 5,
-  replaying: false,
+  restoring: false,
   lostSessionPolicy: undefined,
   restored: false,
   ...over,
@@ -47,12 +47,12 @@ test("finished with a result; a stop or the output limit outranks it", () => {
   });
 });
 
-test("a lost session: replayed once when the session's policy says so, else failed saying why", () => {
+test("a lost session: restored once when the session's policy says so, else failed saying why", () => {
   const lost = failure("lost_session", false);
-  assert.deepEqual(verdict(facts({ failure: lost, lostSessionPolicy: "restore" })), { kind: "replay" });
+  assert.deepEqual(verdict(facts({ failure: lost, lostSessionPolicy: "restore" })), { kind: "restore" });
   // "replay", the policy's older name, as a session begun before stored it.
-  assert.deepEqual(verdict(facts({ failure: lost, lostSessionPolicy: "replay" })), { kind: "replay" });
-  const again = verdict(facts({ failure: lost, lostSessionPolicy: "replay", replaying: true, restored: false }));
+  assert.deepEqual(verdict(facts({ failure: lost, lostSessionPolicy: "replay" })), { kind: "restore" });
+  const again = verdict(facts({ failure: lost, lostSessionPolicy: "replay", restoring: true, restored: false }));
   assert.equal(again.kind, "failed");
   assert.match(
     again.kind === "failed" ? again.message : "",

@@ -1,5 +1,5 @@
 // Two worker processes started with the same instance id (different instance roots, as on two
-// hosts): the second logs the clash once as an error and its /readyz fails on `fenced` until the
+// hosts): the second logs the clash once as an error and its /readyz fails on `instance_taken` until the
 // first has stopped, then it holds the id and is ready.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,7 +13,7 @@ async function readyz(
   return { code: res.status, body: (await res.json()) as { status: string; checks: Record<string, string> } };
 }
 
-test("a second worker process under a live instance id is fenced: an error once, /readyz 503 on `fenced`, ready once the first stops", async () => {
+test("a second worker process under a live instance id finds it taken: an error once, /readyz 503 on `instance_taken`, ready once the first stops", async () => {
   const space = testSpace();
   const redis = redisFor();
   const common = {
@@ -44,9 +44,9 @@ test("a second worker process under a live instance id is fenced: an error once,
       "the ops endpoint",
     );
     const port = listening["port"] as number;
-    const fenced = await readyz(port);
-    assert.equal(fenced.code, 503);
-    assert.match(fenced.body.checks["fenced"] ?? "", /another process holds this instance id/);
+    const taken = await readyz(port);
+    assert.equal(taken.code, 503);
+    assert.match(taken.body.checks["instance_taken"] ?? "", /another process holds this instance id/);
     const listed = await readWorkers(redis, space.logPrefix);
     assert.deepEqual(
       listed.map((w) => [w.id, w.pid]),

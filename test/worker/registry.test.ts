@@ -1,5 +1,5 @@
 // The worker registry on real Redis: a worker is listed with its slots while it runs and gone after a
-// clean close; a second process under the same instance id is fenced and the first is not; the
+// clean close; a second process under the same instance id finds it taken and the first does not; the
 // second takes the id over once the first has stopped beating.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -14,7 +14,7 @@ const until = async (what: string, pred: () => boolean | Promise<boolean>, ms = 
   }
 };
 
-test("a worker heartbeats its entry and removes it on close; a second process under its instance id is fenced", async () => {
+test("a worker heartbeats its entry and removes it on close; a second process under its instance id finds it taken", async () => {
   const stage = await rig({ responses: [] });
   try {
     const firstWorker = stage.worker({
@@ -36,7 +36,7 @@ test("a worker heartbeats its entry and removes it on close; a second process un
     assert.ok(Math.abs(Date.now() - Date.parse(entry!.beatAt)) < 10_000, entry!.beatAt);
     const ttl = await stage.redis.pttl(registryKeys(stage.space.logPrefix).entry("inst-shared"));
     assert.ok(ttl > 0 && ttl <= 600, `entry expires within three beats (pttl ${ttl})`);
-    assert.equal(firstWorker.fenced, false);
+    assert.equal(firstWorker.instanceTaken, false);
 
     const errors: string[] = [];
     const logger = {
@@ -47,11 +47,13 @@ test("a worker heartbeats its entry and removes it on close; a second process un
     };
     const secondWorker = stage.worker({ instanceId: "inst-shared", workerId: "w-second", heartbeatMs: 200, logger });
     await secondWorker.ready();
-    assert.equal(secondWorker.fenced, true, "the second process under the same instance id is fenced");
-    // Beats go on for both: the first keeps the id, the second stays fenced.
-    await new Promise((res) => setTimeout(res, 700));
-    assert.equal(firstWorker.fenced, false);
+    assert.equal(secondWorker.instanceTaken, true, "the second process under the same instance id finds it taken");
+    // `fenced`, the older name, still answers the same.
     assert.equal(secondWorker.fenced, true);
+    // Beats go on for both: the first keeps the id, the second keeps finding it taken.
+    await new Promise((res) => setTimeout(res, 700));
+    assert.equal(firstWorker.instanceTaken, false);
+    assert.equal(secondWorker.instanceTaken, true);
     assert.equal(
       errors.filter((m) => /another process is running as this instance/.test(m)).length,
       1,
@@ -65,7 +67,7 @@ test("a worker heartbeats its entry and removes it on close; a second process un
 
     await firstWorker.close({ graceMs: 1000 });
     // The clean close removed the first's entry; the second's next beat takes the id.
-    await until("the second worker to hold the instance id", () => !secondWorker.fenced);
+    await until("the second worker to hold the instance id", () => !secondWorker.instanceTaken);
     const after = await readWorkers(stage.redis, stage.space.logPrefix);
     assert.deepEqual(
       after.map((w) => w.worker),
@@ -116,7 +118,7 @@ test("a heartbeat against an unreachable Redis never throws, logs the failure ra
   try {
     await hb.first;
     await new Promise((r) => setTimeout(r, 600));
-    assert.equal(hb.fenced, false, "a failed beat does not fence");
+    assert.equal(hb.instanceTaken, false, "a failed beat does not count as the id taken");
     const failures = warned.filter((m) => m === "worker heartbeat failed");
     assert.ok(sent >= 5, `beats went on (${sent} commands)`);
     assert.equal(failures.length, 1, `beats failed many times, said once: ${warned.join(" | ")}`);
