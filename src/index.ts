@@ -2,7 +2,4 @@
 // (src/entries/), for programs that use several of them. test/package/exports.json lists every
 // entry's names. The CLI's stream-json language ("turnstream/protocol"), the event vocabulary
 // ("turnstream/events") and the scripted model server ("turnstream/testing") stay subpaths of their own.
-export * from "./entries/runner.ts";
-export * from "./entries/producer.ts";
-export * from "./entries/worker.ts";
-export * from "./entries/log.ts";
+export * from "./entries/index.ts";

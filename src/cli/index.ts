@@ -79,3 +79,8 @@ export {
   type InstanceSlot,
 } from "./instance-slot.ts";
 export { lockState, type LockState } from "./live-lock.ts";
+export { cliVersion } from "./probe.ts";
+export type { RunLimits } from "./limits.ts";
+export { Channel } from "./channel.ts";
+export { WarmPool } from "./warm-pool.ts";
+export { startWarmProcess, warmFingerprint, warmStartOptions, type WarmProcess } from "./warm-process.ts";

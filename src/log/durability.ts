@@ -25,7 +25,10 @@ const FORM = /^(memory|fsync|replicas:([1-9][0-9]?))$/;
 
 /** An append Redis applied but could not confirm at the durability level asked for. */
 export class DurabilityError extends TurnstreamError {
-  /** `replicas_timeout`: fewer than N replicas acknowledged; `fsync_timeout`: the AOF was not fsynced in time; `unsupported`: the server cannot give the level. */
+  /**
+   * `replicas_timeout`: fewer than N replicas acknowledged; `fsync_timeout`: the AOF was not fsynced in time;
+   * `unsupported`: the server cannot give the level.
+   */
   readonly problem: "replicas_timeout" | "fsync_timeout" | "unsupported";
   constructor(problem: DurabilityError["problem"], message: string) {
     super(message, { code: "log_not_durable" });
@@ -36,32 +39,32 @@ export class DurabilityError extends TurnstreamError {
 /** Reads `memory`, `replicas:N` (1-99) or `fsync`; anything else is refused naming the variable. */
 export function parseDurability(text: string | undefined, variable = "TURNSTREAM_DURABILITY"): Durability {
   if (text === undefined || text === "") return MEMORY;
-  const m = FORM.exec(text);
-  if (m === null) {
+  const form = FORM.exec(text);
+  if (form === null) {
     throw new Error(
       `${variable}=${JSON.stringify(text.slice(0, 40))} is not a durability level: use memory (default), replicas:N (N replicas hold each batch) or fsync`,
     );
   }
-  if (m[1] === "memory") return MEMORY;
-  if (m[1] === "fsync")
+  if (form[1] === "memory") return MEMORY;
+  if (form[1] === "fsync")
     return { level: "fsync", timeoutMs: DEFAULT_DURABILITY_TIMEOUT_MS, tries: DEFAULT_DURABILITY_TRIES };
   return {
     level: "replicas",
-    replicas: Number(m[2]),
+    replicas: Number(form[2]),
     timeoutMs: DEFAULT_DURABILITY_TIMEOUT_MS,
     tries: DEFAULT_DURABILITY_TRIES,
   };
 }
 
-export function describeDurability(d: Durability): string {
-  return d.level === "replicas" ? `replicas:${d.replicas}` : d.level;
+export function describeDurability(durability: Durability): string {
+  return durability.level === "replicas" ? `replicas:${durability.replicas}` : durability.level;
 }
 
 /** The server's version as [major, minor]. */
 async function serverVersion(node: Redis): Promise<[number, number]> {
   const info = await node.info("server");
-  const m = /redis_version:(\d+)\.(\d+)/.exec(info);
-  return m === null ? [0, 0] : [Number(m[1]), Number(m[2])];
+  const version = /redis_version:(\d+)\.(\d+)/.exec(info);
+  return version === null ? [0, 0] : [Number(version[1]), Number(version[2])];
 }
 
 function primaries(client: RedisClient): Redis[] {
@@ -78,8 +81,11 @@ async function configValue(node: Redis, name: string): Promise<string> {
  * `always` when the server fsyncs every write before replying). Refuses, naming the setting, a server
  * older than 7.2 without `appendonly yes` and `appendfsync always`.
  */
-export async function checkDurability(client: RedisClient, d: Durability): Promise<"waitaof" | "always" | undefined> {
-  if (d.level !== "fsync") return undefined;
+export async function checkDurability(
+  client: RedisClient,
+  durability: Durability,
+): Promise<"waitaof" | "always" | undefined> {
+  if (durability.level !== "fsync") return undefined;
   const nodes = primaries(client);
   let mode: "waitaof" | "always" = "waitaof";
   for (const node of nodes) {
@@ -100,11 +106,12 @@ export async function checkDurability(client: RedisClient, d: Durability): Promi
 }
 
 /** How many replicas (WAIT) or local AOFs (WAITAOF) confirmed the connection's writes, the least over primaries. */
-async function confirmed(client: RedisClient, d: Exclude<Durability, { level: "memory" }>): Promise<number> {
+async function confirmed(client: RedisClient, durability: Exclude<Durability, { level: "memory" }>): Promise<number> {
   const counts = await Promise.all(
     primaries(client).map(async (node) => {
-      if (d.level === "replicas") return Number(await node.call("WAIT", d.replicas, d.timeoutMs));
-      const [local] = (await node.call("WAITAOF", 1, 0, d.timeoutMs)) as [number, number];
+      if (durability.level === "replicas")
+        return Number(await node.call("WAIT", durability.replicas, durability.timeoutMs));
+      const [local] = (await node.call("WAITAOF", 1, 0, durability.timeoutMs)) as [number, number];
       return Number(local);
     }),
   );
@@ -118,22 +125,22 @@ async function confirmed(client: RedisClient, d: Exclude<Durability, { level: "m
  */
 export async function awaitDurable(
   client: RedisClient,
-  d: Durability,
+  durability: Durability,
   fsyncMode: "waitaof" | "always" | undefined,
 ): Promise<void> {
-  if (d.level === "memory" || (d.level === "fsync" && fsyncMode === "always")) return;
-  const needed = d.level === "replicas" ? d.replicas : 1;
+  if (durability.level === "memory" || (durability.level === "fsync" && fsyncMode === "always")) return;
+  const needed = durability.level === "replicas" ? durability.replicas : 1;
   let got = 0;
-  for (let tryNo = 1; tryNo <= d.tries; tryNo++) {
-    got = await confirmed(client, d);
+  for (let tryNo = 1; tryNo <= durability.tries; tryNo++) {
+    got = await confirmed(client, durability);
     if (got >= needed) return;
   }
-  const waited = d.tries * d.timeoutMs;
-  if (d.level === "replicas") {
+  const waited = durability.tries * durability.timeoutMs;
+  if (durability.level === "replicas") {
     throw new DurabilityError(
       "replicas_timeout",
-      `TURNSTREAM_DURABILITY=replicas:${d.replicas}: only ${got} replica(s) confirmed the append within ${waited} ms; ` +
-        `check that the primary has ${d.replicas} connected, caught-up replica(s) (INFO replication) or lower N`,
+      `TURNSTREAM_DURABILITY=replicas:${durability.replicas}: only ${got} replica(s) confirmed the append within ${waited} ms; ` +
+        `check that the primary has ${durability.replicas} connected, caught-up replica(s) (INFO replication) or lower N`,
     );
   }
   throw new DurabilityError(

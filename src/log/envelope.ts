@@ -1,30 +1,30 @@
 // The envelope every log entry carries (version 1). `seq` and `session` are not stored in the entry:
 // they come from the stream id and the key, so a stored entry can never disagree with its position.
-import { z } from "zod";
+import { z as zod } from "zod";
 import { cliLineData, KIND_PATTERN } from "../events/index.ts";
 import { SESSION_ID_PATTERN } from "./keys.ts";
 
 export const ENVELOPE_VERSION = 1;
 
-export const kindSchema = z.string().regex(KIND_PATTERN, "kind must be dotted lowercase, e.g. cli.line");
+export const kindSchema = zod.string().regex(KIND_PATTERN, "kind must be dotted lowercase, e.g. cli.line");
 
-export const cliInfoSchema = z.looseObject({
-  version: z.string().optional(),
-  pid: z.number().int().optional(),
+export const cliInfoSchema = zod.looseObject({
+  version: zod.string().optional(),
+  pid: zod.number().int().optional(),
 });
 
 /** What every stored cli.line must have: its exact text (the rest of its data is the readers' business). */
 const cliLineRaw = cliLineData.pick({ raw: true });
 
 const base = {
-  turn: z.string().max(200),
-  attempt: z.number().int().nonnegative(),
+  turn: zod.string().max(200),
+  attempt: zod.number().int().nonnegative(),
   kind: kindSchema,
-  data: z.unknown(),
+  data: zod.unknown(),
   cli: cliInfoSchema.optional(),
 };
 
-function checkData(value: { kind: string; data: unknown }, ctx: z.RefinementCtx): void {
+function checkData(value: { kind: string; data: unknown }, ctx: zod.RefinementCtx): void {
   if (value.kind === "cli.line" && !cliLineRaw.safeParse(value.data).success) {
     ctx.addIssue({ code: "custom", path: ["data", "raw"], message: "cli.line needs data.raw: the exact line text" });
   }
@@ -33,30 +33,30 @@ function checkData(value: { kind: string; data: unknown }, ctx: z.RefinementCtx)
   }
 }
 
-export const envelopeSchema = z
+export const envelopeSchema = zod
   .object({
-    v: z.literal(ENVELOPE_VERSION),
-    seq: z.number().int().positive(),
-    session: z.string().regex(SESSION_ID_PATTERN),
-    epoch: z.number().int().nonnegative(),
-    at: z.string().min(1),
+    v: zod.literal(ENVELOPE_VERSION),
+    seq: zod.number().int().positive(),
+    session: zod.string().regex(SESSION_ID_PATTERN),
+    epoch: zod.number().int().nonnegative(),
+    at: zod.string().min(1),
     ...base,
   })
   .superRefine(checkData);
 
-export type Envelope = z.infer<typeof envelopeSchema>;
+export type Envelope = zod.infer<typeof envelopeSchema>;
 
 /** What a caller appends: the log fills in v, seq, session, epoch (and `at` when absent). */
-export const eventInputSchema = z
+export const eventInputSchema = zod
   .object({
-    at: z.string().min(1).optional(),
+    at: zod.string().min(1).optional(),
     ...base,
   })
   .superRefine(checkData);
 
-export type EventInput = z.input<typeof eventInputSchema>;
+export type EventInput = zod.input<typeof eventInputSchema>;
 
-export function issuesOf(error: z.ZodError): string[] {
+export function issuesOf(error: zod.ZodError): string[] {
   return error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
 }
 
@@ -101,15 +101,15 @@ function cliOk(cli: unknown): boolean {
 }
 
 /** The fields an envelope and an event input share (`base`, and checkData's rule for cli.line). */
-function baseOk(r: Rec): boolean {
-  const { turn, attempt, kind, data } = r;
+function baseOk(record: Rec): boolean {
+  const { turn, attempt, kind, data } = record;
   if (
     typeof turn !== "string" ||
     turn.length > 200 ||
     !isNonNegInt(attempt) ||
     !kindOk(kind) ||
     data === undefined ||
-    !cliOk(r["cli"])
+    !cliOk(record["cli"])
   )
     return false;
   return kind !== "cli.line" || (isRec(data) && typeof data["raw"] === "string");
@@ -121,9 +121,9 @@ function baseOk(r: Rec): boolean {
  */
 export function fastEnvelope(value: unknown): Envelope | undefined {
   if (!isRec(value) || !baseOk(value)) return undefined;
-  const { v, seq, session, epoch, at } = value;
+  const { v: envelopeVersion, seq, session, epoch, at } = value;
   if (
-    v !== ENVELOPE_VERSION ||
+    envelopeVersion !== ENVELOPE_VERSION ||
     !Number.isSafeInteger(seq) ||
     (seq as number) <= 0 ||
     !sessionOk(session) ||
@@ -152,7 +152,7 @@ export function fastEnvelope(value: unknown): Envelope | undefined {
  * What eventInputSchema would produce for `value` (the write path's check of every appended event),
  * when the fast check can vouch for it; undefined means "ask eventInputSchema".
  */
-export function fastEventInput(value: unknown): z.output<typeof eventInputSchema> | undefined {
+export function fastEventInput(value: unknown): zod.output<typeof eventInputSchema> | undefined {
   if (!isRec(value) || !baseOk(value)) return undefined;
   const { at, cli } = value;
   if (("at" in value && (typeof at !== "string" || at.length === 0)) || ("cli" in value && cli === undefined))
@@ -163,7 +163,7 @@ export function fastEventInput(value: unknown): z.output<typeof eventInputSchema
     kind: value["kind"] as string,
     data: value["data"],
   };
-  const out: z.output<typeof eventInputSchema> = at === undefined ? base : { at: at as string, ...base };
+  const out: zod.output<typeof eventInputSchema> = at === undefined ? base : { at: at as string, ...base };
   if (cli !== undefined) out.cli = cli as Envelope["cli"];
   return out;
 }

@@ -141,7 +141,10 @@ export interface EventLogOptions {
   unfencedKinds?: readonly string[];
   /** Where the log reports retries and outages (pino-compatible). */
   logger?: Logger | undefined;
-  /** Told how long each append took, seconds (the Redis round trips and script, blob re-uploads included): the log-append metric. */
+  /**
+   * Told how long each append took, seconds (the Redis round trips and script, blob re-uploads included): the
+   * log-append metric.
+   */
   onAppend?: ((seconds: number) => void) | undefined;
   /** When an append counts as done (see durability.ts); default `memory`. */
   durability?: Durability | undefined;
@@ -172,14 +175,14 @@ const INDEX_TOUCH_MS = 5000;
 export function parseBatchId(batchId: string): { writer: string; n: number } {
   const at = batchId.lastIndexOf(":");
   const writer = batchId.slice(0, at);
-  const n = Number(batchId.slice(at + 1));
-  if (at <= 0 || !WRITER_ID.test(writer) || !Number.isSafeInteger(n) || n <= 0) {
+  const batchNumber = Number(batchId.slice(at + 1));
+  if (at <= 0 || !WRITER_ID.test(writer) || !Number.isSafeInteger(batchNumber) || batchNumber <= 0) {
     throw new Error(
       `batch id ${JSON.stringify(batchId.slice(0, 80))} must be "<writer>:<n>" with a writer id of ` +
         `1-64 characters from A-Z a-z 0-9 _ . - and n a positive integer`,
     );
   }
-  return { writer, n };
+  return { writer, n: batchNumber };
 }
 
 export function newWriterId(): string {
@@ -201,8 +204,8 @@ interface StoredRecord {
   b?: { s: string; n: number; f: "raw" | "json" };
 }
 
-function byteLength(s: string): number {
-  return s.length * 3 <= 1024 ? s.length * 3 : Buffer.byteLength(s);
+function byteLength(text: string): number {
+  return text.length * 3 <= 1024 ? text.length * 3 : Buffer.byteLength(text);
 }
 
 /** Whether the entry's stored record (field `e`) contains `needle`; a cheap pre-filter, not a parse. */
@@ -269,13 +272,13 @@ export class EventLog {
 
   /** Begins an attempt of `turn`: bumps the session's epoch atomically; all earlier epochs are fenced. */
   async beginAttempt(session: string, turn: string): Promise<BeginResult> {
-    const k = this.keys(session);
+    const keys = this.keys(session);
     if (typeof turn !== "string" || turn.length === 0 || turn.length > 200) {
       throw new Error("turn id must be a non-empty string of at most 200 characters");
     }
     // Both sent at once: the index update need not wait for the epoch, only be done on return.
     const [[epoch, attempt, snap, seq]] = await Promise.all([
-      this.#scripts.begin([k.events, k.meta, k.blobs], turn),
+      this.#scripts.begin([keys.events, keys.meta, keys.blobs], turn),
       this.#touchIndex(session),
     ]);
     return {
@@ -288,50 +291,56 @@ export class EventLog {
 
   /** Validates and encodes one event for `append`/`appendEncoded`; throws InvalidEventError. */
   encode(session: string, epoch: number, event: EventInput): EncodedEvent {
-    let e = fastEventInput(event);
-    if (e === undefined) {
+    let input = fastEventInput(event);
+    if (input === undefined) {
       const parsed = eventInputSchema.safeParse(event);
       if (!parsed.success) throw new InvalidEventError(session, undefined, issuesOf(parsed.error));
-      e = parsed.data;
+      input = parsed.data;
     }
     const rec: StoredRecord = {
       v: ENVELOPE_VERSION,
-      turn: e.turn,
-      attempt: e.attempt,
+      turn: input.turn,
+      attempt: input.attempt,
       epoch,
-      at: e.at ?? new Date().toISOString(),
-      kind: e.kind,
+      at: input.at ?? new Date().toISOString(),
+      kind: input.kind,
     };
-    if (e.cli !== undefined) rec.cli = e.cli;
-    const rf = rawForm(e.data);
+    if (input.cli !== undefined) rec.cli = input.cli;
+    const rf = rawForm(input.data);
     if (rf !== undefined) {
       rec.data = rf.rest;
       let env = JSON.stringify(rec);
       const rawBytes = byteLength(rf.raw);
       const envBytes = byteLength(env);
       if (rawBytes + envBytes <= this.blobCapBytes) {
-        return { kind: e.kind, env, raw: rf.raw, blob: undefined, bytes: rawBytes + envBytes };
+        return { kind: input.kind, env, raw: rf.raw, blob: undefined, bytes: rawBytes + envBytes };
       }
       if (envBytes <= this.blobCapBytes) {
         const sha256 = createHash("sha256").update(rf.raw).digest("hex");
         rec.b = { s: sha256, n: rawBytes, f: "raw" };
         env = JSON.stringify(rec);
-        return { kind: e.kind, env, raw: undefined, blob: { sha256, body: rf.raw }, bytes: rawBytes + envBytes };
+        return { kind: input.kind, env, raw: undefined, blob: { sha256, body: rf.raw }, bytes: rawBytes + envBytes };
       }
       delete rec.data;
     }
-    const dataJson = JSON.stringify(e.data);
+    const dataJson = JSON.stringify(input.data);
     const dataBytes = byteLength(dataJson);
     if (dataBytes <= this.blobCapBytes) {
-      rec.data = e.data;
+      rec.data = input.data;
       const env = JSON.stringify(rec);
-      return { kind: e.kind, env, raw: undefined, blob: undefined, bytes: byteLength(env) };
+      return { kind: input.kind, env, raw: undefined, blob: undefined, bytes: byteLength(env) };
     }
     delete rec.data;
     const sha256 = createHash("sha256").update(dataJson).digest("hex");
     rec.b = { s: sha256, n: dataBytes, f: "json" };
     const env = JSON.stringify(rec);
-    return { kind: e.kind, env, raw: undefined, blob: { sha256, body: dataJson }, bytes: dataBytes + byteLength(env) };
+    return {
+      kind: input.kind,
+      env,
+      raw: undefined,
+      blob: { sha256, body: dataJson },
+      bytes: dataBytes + byteLength(env),
+    };
   }
 
   /** Appends a batch written by the attempt holding `epoch`. */
@@ -373,21 +382,21 @@ export class EventLog {
     events: readonly EncodedEvent[],
     options: AppendOptions & { epochFloor?: number | undefined } = {},
   ): Promise<AppendResult> {
-    const k = this.keys(session);
+    const keys = this.keys(session);
     const auto = options.batchId === undefined;
-    const { writer, n } = auto ? { writer: newWriterId(), n: 1 } : parseBatchId(options.batchId!);
+    const { writer, n: batchNumber } = auto ? { writer: newWriterId(), n: 1 } : parseBatchId(options.batchId!);
     if (events.length === 0) {
       const st = await this.stat(session);
       const behind = st.lastSeq < Math.max(options.ackedSeq ?? 0, options.expectedSeq ?? 0);
       return { outcome: behind ? "rolled_back" : "appended", lastSeq: st.lastSeq, epoch: st.epoch };
     }
     const blobKeys: string[] = [];
-    for (const ev of events) if (ev.blob !== undefined) blobKeys.push(k.blob(ev.blob.sha256));
+    for (const ev of events) if (ev.blob !== undefined) blobKeys.push(keys.blob(ev.blob.sha256));
     const argv: (string | number)[] = [
       epoch === null ? "" : epoch,
       options.expectedSeq === undefined ? "" : options.expectedSeq,
       writer,
-      n,
+      batchNumber,
       this.finishedTtlMs,
       options.epochFloor === undefined ? "" : options.epochFloor,
       options.ackedSeq === undefined ? "" : options.ackedSeq,
@@ -401,8 +410,8 @@ export class EventLog {
     let reply: [string, number, number] | undefined;
     const began = this.#onAppend === undefined ? 0 : performance.now();
     for (let tries = 0; tries < 3; tries++) {
-      await this.#uploadBlobs(k, events);
-      reply = await this.#scripts.append([k.events, k.meta, k.blobs], argv);
+      await this.#uploadBlobs(keys, events);
+      reply = await this.#scripts.append([keys.events, keys.meta, keys.blobs], argv);
       if (reply[0] !== "missing_blob") break;
       this.#logger.warn({ session }, "blob expired between upload and append; uploading again");
     }
@@ -413,7 +422,7 @@ export class EventLog {
     if (auto && (outcome === "appended" || outcome === "duplicate")) {
       // The reply is in, so this client will never re-send the batch: its dedupe entry can go.
       this.redis
-        .hdel(k.meta, `w:${writer}`)
+        .hdel(keys.meta, `w:${writer}`)
         .catch((err: unknown) => this.#logger.debug({ err, session }, "dedupe entry cleanup failed"));
     }
     // A duplicate is a re-send of a batch that got in: it may be the one whose confirmation timed out.
@@ -427,13 +436,13 @@ export class EventLog {
     await this.redis.hdel(this.keys(session).meta, `w:${writer}`);
   }
 
-  async #uploadBlobs(k: SessionKeys, events: readonly EncodedEvent[]): Promise<void> {
+  async #uploadBlobs(keys: SessionKeys, events: readonly EncodedEvent[]): Promise<void> {
     const seen = new Set<string>();
     for (const ev of events) {
       if (ev.blob === undefined || seen.has(ev.blob.sha256)) continue;
       seen.add(ev.blob.sha256);
       // Plain SET (not NX): content-addressed, so overwriting is harmless and it clears a retention TTL.
-      await this.redis.set(k.blob(ev.blob.sha256), ev.blob.body);
+      await this.redis.set(keys.blob(ev.blob.sha256), ev.blob.body);
     }
   }
 
@@ -447,7 +456,8 @@ export class EventLog {
     if (now - this.#indexSwept >= INDEX_TOUCH_MS) {
       // Entries past the interval decide nothing: dropping them keeps the map to the sessions active lately.
       this.#indexSwept = now;
-      for (const [s, at] of this.#indexed) if (now - at >= INDEX_TOUCH_MS) this.#indexed.delete(s);
+      for (const [indexedSession, at] of this.#indexed)
+        if (now - at >= INDEX_TOUCH_MS) this.#indexed.delete(indexedSession);
     }
     this.#indexed.set(session, now);
     await this.redis
@@ -456,13 +466,13 @@ export class EventLog {
   }
 
   /** One stored entry → envelope. Synchronous unless the entry references a blob. */
-  #decode(session: string, k: SessionKeys, id: string, fields: string[]): Envelope | Promise<Envelope> {
+  #decode(session: string, keys: SessionKeys, id: string, fields: string[]): Envelope | Promise<Envelope> {
     const seq = seqOfId(id);
     let env: string | undefined;
     let raw: string | undefined;
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      if (fields[i] === "e") env = fields[i + 1];
-      else if (fields[i] === "r") raw = fields[i + 1];
+    for (let index = 0; index + 1 < fields.length; index += 2) {
+      if (fields[index] === "e") env = fields[index + 1];
+      else if (fields[index] === "r") raw = fields[index + 1];
     }
     let rec: StoredRecord;
     try {
@@ -472,22 +482,22 @@ export class EventLog {
     }
     if (rec === null || typeof rec !== "object")
       throw new InvalidEventError(session, seq, ["stored entry has no envelope"]);
-    if (rec.b !== undefined) return this.#decodeBlob(session, k, seq, rec, raw);
+    if (rec.b !== undefined) return this.#decodeBlob(session, keys, seq, rec, raw);
     return this.#finish(session, seq, rec, raw, rec.data);
   }
 
   async #decodeBlob(
     session: string,
-    k: SessionKeys,
+    keys: SessionKeys,
     seq: number,
     rec: StoredRecord,
     raw: string | undefined,
   ): Promise<Envelope> {
-    const b = rec.b!;
+    const blobRef = rec.b!;
     let data: unknown = rec.data;
-    const body = await this.redis.get(k.blob(b.s));
-    if (body === null) throw new InvalidEventError(session, seq, [`blob ${b.s} is missing`]);
-    if (b.f === "raw") raw = body;
+    const body = await this.redis.get(keys.blob(blobRef.s));
+    if (body === null) throw new InvalidEventError(session, seq, [`blob ${blobRef.s} is missing`]);
+    if (blobRef.f === "raw") raw = body;
     else data = JSON.parse(body);
     delete rec.b;
     return this.#finish(session, seq, rec, raw, data);
@@ -495,10 +505,11 @@ export class EventLog {
 
   // `rec` is a freshly parsed entry of our own, so it is completed in place instead of copied.
   #finish(session: string, seq: number, rec: StoredRecord, raw: string | undefined, data: unknown): Envelope {
-    const out = rec as unknown as Record<string, unknown>;
-    out["data"] = raw === undefined ? data : { raw, ...(data as Record<string, unknown>) };
-    out["seq"] = seq;
-    out["session"] = session;
+    const out = Object.assign(rec, {
+      data: raw === undefined ? data : { raw, ...(data as Record<string, unknown>) },
+      seq,
+      session,
+    });
     const checked = checkEnvelope(out);
     if (!checked.success) throw new InvalidEventError(session, seq, checked.issues);
     return checked.data;
@@ -510,13 +521,13 @@ export class EventLog {
    * invalid entry yields the events before it, then throws.
    */
   async *readPages(session: string, options: ReadOptions = {}): AsyncGenerator<Envelope[]> {
-    const k = this.keys(session);
+    const keys = this.keys(session);
     const pageSize = options.pageSize ?? 500;
     if (!Number.isSafeInteger(pageSize) || pageSize < 1) throw new Error("pageSize must be a positive integer");
     const to = options.toSeq;
     const end = to === undefined ? "+" : streamId(to);
     const fetch = (from: number): Promise<[string, string[]][]> =>
-      this.redis.xrange(k.events, streamId(from), end, "COUNT", pageSize);
+      this.redis.xrange(keys.events, streamId(from), end, "COUNT", pageSize);
     const first = Math.max(1, options.fromSeq ?? 1);
     if (to !== undefined && first > to) return;
     let pending: Promise<[string, string[]][]> | undefined = fetch(first);
@@ -532,18 +543,18 @@ export class EventLog {
         }
       }
       const out: Envelope[] = new Array(page.length);
-      for (let i = 0; i < page.length; i++) {
-        const [id, fields] = page[i]!;
-        let e: Envelope | Promise<Envelope>;
+      for (let index = 0; index < page.length; index++) {
+        const [id, fields] = page[index]!;
+        let envelope: Envelope | Promise<Envelope>;
         try {
-          e = this.#decode(session, k, id, fields);
-          if (e instanceof Promise) e = await e;
+          envelope = this.#decode(session, keys, id, fields);
+          if (envelope instanceof Promise) envelope = await envelope;
         } catch (err) {
-          out.length = i;
-          if (i > 0) yield out;
+          out.length = index;
+          if (index > 0) yield out;
           throw err;
         }
-        out[i] = e;
+        out[index] = envelope;
       }
       if (out.length > 0) yield out;
     }
@@ -559,7 +570,7 @@ export class EventLog {
    * stalls other commands). Ends when `signal` aborts or the consumer stops iterating.
    */
   async *tail(session: string, options: TailOptions = {}): AsyncGenerator<Envelope> {
-    const k = this.keys(session);
+    const keys = this.keys(session);
     const signal = options.signal;
     if (signal?.aborted) return;
     const conn = this.redis.duplicate();
@@ -584,7 +595,7 @@ export class EventLog {
             "BLOCK",
             options.blockMs ?? 2000,
             "STREAMS",
-            k.events,
+            keys.events,
             streamId(last),
           )) as [string, [string, string[]][]][] | null;
         } catch (err) {
@@ -592,7 +603,7 @@ export class EventLog {
           throw err;
         }
         if (res === null) {
-          if (seen > 0) await this.#checkNotBehind(conn, session, k, seen);
+          if (seen > 0) await this.#checkNotBehind(conn, session, keys, seen);
           continue;
         }
         seen = Math.max(seen, ...res.flatMap(([, entries]) => entries.map(([id]) => seqOfId(id))));
@@ -609,7 +620,7 @@ export class EventLog {
                 continue;
               }
             }
-            const ev = await this.#decode(session, k, id, fields);
+            const ev = await this.#decode(session, keys, id, fields);
             last = ev.seq;
             yield ev;
             if (signal?.aborted) return;
@@ -626,8 +637,8 @@ export class EventLog {
    * A quiet tail checks that the stream still reaches what it has read: after a failover that lost
    * writes, events would come again under seqs it has passed, and it would wait forever for the rest.
    */
-  async #checkNotBehind(conn: RedisClient, session: string, k: SessionKeys, seen: number): Promise<void> {
-    const head = (await conn.xrevrange(k.events, "+", "-", "COUNT", 1)) as [string, string[]][];
+  async #checkNotBehind(conn: RedisClient, session: string, keys: SessionKeys, seen: number): Promise<void> {
+    const head = (await conn.xrevrange(keys.events, "+", "-", "COUNT", 1)) as [string, string[]][];
     const lastSeq = head.length === 0 ? 0 : seqOfId(head[0]![0]);
     if (lastSeq < seen) throw new LogRolledBackError(session, seen, lastSeq);
   }
@@ -643,11 +654,11 @@ export class EventLog {
   }
 
   async stat(session: string): Promise<SessionStat> {
-    const k = this.keys(session);
+    const keys = this.keys(session);
     const [meta, length, pttl] = await Promise.all([
-      this.redis.hgetall(k.meta),
-      this.redis.xlen(k.events),
-      this.redis.pttl(k.meta),
+      this.redis.hgetall(keys.meta),
+      this.redis.xlen(keys.events),
+      this.redis.pttl(keys.meta),
     ]);
     const exists = Object.keys(meta).length > 0;
     return {
@@ -666,12 +677,12 @@ export class EventLog {
 
   /** Deletes every key of a session (tests, operators). */
   async destroy(session: string): Promise<void> {
-    const k = this.keys(session);
-    const blobs = await this.redis.smembers(k.blobs);
-    for (const b of blobs) await this.redis.del(b);
-    await this.redis.del(k.events);
-    await this.redis.del(k.meta);
-    await this.redis.del(k.blobs);
+    const keys = this.keys(session);
+    const blobs = await this.redis.smembers(keys.blobs);
+    for (const blobKey of blobs) await this.redis.del(blobKey);
+    await this.redis.del(keys.events);
+    await this.redis.del(keys.meta);
+    await this.redis.del(keys.blobs);
     this.#indexed.delete(session);
     await this.redis.zrem(indexKey(this.prefix), session);
   }

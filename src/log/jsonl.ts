@@ -11,7 +11,9 @@ import { envelopeSchema, type Envelope, type EventInput } from "./envelope.ts";
 import { ConflictError, FencedError, LogRolledBackError } from "./errors.ts";
 import { newWriterId, type EncodedEvent, type EventLog } from "./event-log.ts";
 
-/** Writes a session's log to `out` as JSON lines (one envelope each, blobs inlined); resolves with the number of events. */
+/**
+ * Writes a session's log to `out` as JSON lines (one envelope each, blobs inlined); resolves with the number of events.
+ */
 export async function exportJsonl(log: EventLog, session: string, out: Writable): Promise<number> {
   let count = 0;
   for await (const ev of log.read(session)) {
@@ -42,8 +44,8 @@ async function* fileLines(path: string): AsyncGenerator<string> {
 function asEnvelope(line: string): Envelope | undefined {
   if (!line.startsWith("{")) return undefined;
   try {
-    const r = envelopeSchema.safeParse(JSON.parse(line));
-    return r.success ? r.data : undefined;
+    const parsed = envelopeSchema.safeParse(JSON.parse(line));
+    return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;
   }
@@ -192,7 +194,10 @@ async function importRaw(
   return { mode: "raw", count, lastSeq };
 }
 
-/** Loads a JSONL export back into a session with the same seqs, or a raw CLI stdout recording as one `cli.line` per line. */
+/**
+ * Loads a JSONL export back into a session with the same seqs, or a raw CLI stdout recording as one `cli.line` per
+ * line.
+ */
 export async function importFile(
   log: EventLog,
   session: string,

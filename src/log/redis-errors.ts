@@ -112,10 +112,10 @@ function withoutCredentials(raw: string): string {
     return `${sentinel}${hosts.slice(hosts.lastIndexOf("@") + 1)}${slash < 0 ? "" : rest.slice(slash).split("?")[0]}`;
   }
   try {
-    const u = new URL(raw);
-    u.username = "";
-    u.password = "";
-    return u.toString();
+    const url = new URL(raw);
+    url.username = "";
+    url.password = "";
+    return url.toString();
   } catch {
     return "(REDIS_URL is not a URL)";
   }

@@ -66,21 +66,24 @@ function parseNodes(nodes: string | readonly string[], what = "cluster node"): {
   return list
     .map((s) => s.trim())
     .filter((s) => s.length > 0)
-    .map((s) => {
-      const at = s.lastIndexOf(":");
-      const port = Number(s.slice(at + 1));
+    .map((entry) => {
+      const at = entry.lastIndexOf(":");
+      const port = Number(entry.slice(at + 1));
       if (at <= 0 || !Number.isInteger(port) || port <= 0 || port > 65535) {
         const example =
           what === "cluster node"
             ? "set REDIS_CLUSTER_NODES like 127.0.0.1:7000,127.0.0.1:7001"
             : "list them like 127.0.0.1:26379,127.0.0.1:26380";
-        throw new Error(`${what} ${JSON.stringify(s.slice(0, 80))} is not host:port; ${example}`);
+        throw new Error(`${what} ${JSON.stringify(entry.slice(0, 80))} is not host:port; ${example}`);
       }
-      return { host: s.slice(0, at), port };
+      return { host: entry.slice(0, at), port };
     });
 }
 
-/** A Redis client for the log and the queue: a Cluster client when cluster nodes are given (or REDIS_CLUSTER_NODES), else one on the URL. */
+/**
+ * A Redis client for the log and the queue: a Cluster client when cluster nodes are given (or REDIS_CLUSTER_NODES),
+ * else one on the URL.
+ */
 export function connectRedis(options: ConnectOptions = {}): RedisClient {
   const env = options.env ?? process.env;
   const nodes = options.clusterNodes ?? (env["REDIS_CLUSTER_NODES"] || undefined);

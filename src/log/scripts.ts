@@ -18,17 +18,23 @@ export function luaScript(name: string, numberOfKeys: number, file: URL): LuaScr
 }
 
 type Arg = string | number;
-type Dynamic = Record<string, (...args: (Arg | readonly Arg[])[]) => Promise<unknown>>;
+type DefinedCommand = (...args: (Arg | readonly Arg[])[]) => Promise<unknown>;
+
+/** The method ioredis's defineCommand added to the client under `name`, if it has one. */
+function definedCommand(client: RedisClient, name: string): DefinedCommand | undefined {
+  const method: unknown = Reflect.get(client, name);
+  return typeof method === "function" ? (method as DefinedCommand) : undefined;
+}
 
 /** Registers the script on this client (once per client) and returns a call taking its keys and its argv. */
 export function scriptCommand<T>(
   client: RedisClient,
   script: LuaScript,
 ): (keys: readonly Arg[], argv: readonly Arg[]) => Promise<T> {
-  const dyn = client as unknown as Dynamic;
-  if (typeof dyn[script.name] !== "function")
+  if (definedCommand(client, script.name) === undefined)
     client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
-  const command = dyn[script.name]!;
+  const command = definedCommand(client, script.name);
+  if (command === undefined) throw new Error(`the Redis client did not define the command ${script.name}`);
   // argv goes as one array, which ioredis flattens into the command: spread into call arguments, a
   // projection commit's hundreds of thousands of fields would overflow the stack.
   return (keys, argv) => command.call(client, ...keys, argv) as Promise<T>;

@@ -14,13 +14,19 @@ const HEAD = /^\{"v":\d+,"turn":("(?:[^"\\]|\\.)*"),"attempt":(\d+),"epoch":(\d+
 
 /** The `e` field of a stream entry's field list. */
 export function storedEnvelope(fields: readonly string[]): string | undefined {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === "e") return fields[i + 1];
+  for (let index = 0; index + 1 < fields.length; index += 2) if (fields[index] === "e") return fields[index + 1];
   return undefined;
 }
 
 /** The head of a stored envelope; undefined when it is not in the written shape (then parse it whole). */
 export function storedHead(env: string | undefined): StoredHead | undefined {
-  const m = env === undefined ? null : HEAD.exec(env);
-  if (m === null) return undefined;
-  return { turn: JSON.parse(m[1]!) as string, attempt: Number(m[2]), epoch: Number(m[3]), at: m[4]!, kind: m[5]! };
+  const match = env === undefined ? null : HEAD.exec(env);
+  if (match === null) return undefined;
+  return {
+    turn: JSON.parse(match[1]!) as string,
+    attempt: Number(match[2]),
+    epoch: Number(match[3]),
+    at: match[4]!,
+    kind: match[5]!,
+  };
 }

@@ -39,7 +39,9 @@ export interface WriterOptions {
   logger?: Logger;
   /** Called after each batch is known to be in the log. */
   onAppended?: (info: { firstSeq: number; lastSeq: number; count: number; duplicate: boolean }) => void;
-  /** Called once when the writer stops for good (FencedError, LogRolledBackError…), before any write or flush sees it. */
+  /**
+   * Called once when the writer stops for good (FencedError, LogRolledBackError…), before any write or flush sees it.
+   */
   onFailed?: (error: Error) => void;
   /** Called when an append failed and will be retried. */
   onRetry?: (info: { error: unknown; attempt: number; delayMs: number }) => void;
@@ -167,7 +169,7 @@ class EventBuffer {
   wakeWaiters(): void {
     const waiters = this.#roomWaiters;
     this.#roomWaiters = [];
-    for (const w of waiters) w();
+    for (const wake of waiters) wake();
   }
 
   push(event: EncodedEvent): void {
@@ -181,9 +183,9 @@ class EventBuffer {
     let count = 0;
     let bytes = 0;
     while (count < this.#events.length && count < maxBatchEvents) {
-      const b = this.#events[count]!.bytes;
-      if (count > 0 && bytes + b > maxBatchBytes) break;
-      bytes += b;
+      const eventBytes = this.#events[count]!.bytes;
+      if (count > 0 && bytes + eventBytes > maxBatchBytes) break;
+      bytes += eventBytes;
       count++;
     }
     return { events: this.#events.slice(0, count), bytes };
@@ -437,7 +439,8 @@ class BufferedWriter {
     if (this.#buffer.length > 0 && this.#failure === undefined) return;
     const waiters = this.#flushWaiters;
     this.#flushWaiters = [];
-    for (const w of waiters) this.#failure === undefined ? w.resolve(this.#lastSeq) : w.reject(this.#failure);
+    for (const waiter of waiters)
+      this.#failure === undefined ? waiter.resolve(this.#lastSeq) : waiter.reject(this.#failure);
   }
 }
 

@@ -14,7 +14,9 @@ import type { Snapshot } from "./snapshots.ts";
 import type { AttemptControl, ExecuteDeps, Restore, RolledBackEnd } from "./types.ts";
 
 export interface Attempt {
-  /** What the worker gives every attempt: its log, queue order, settings, logger, scrubbers, warm processes, gateway. */
+  /**
+   * What the worker gives every attempt: its log, queue order, settings, logger, scrubbers, warm processes, gateway.
+   */
   readonly worker: ExecuteDeps;
   readonly job: TurnJob;
   /** How the attempt is stopped from outside, its CLI slot, and the warm use and model access its steps open. */

@@ -112,13 +112,15 @@ export class AttemptEvents {
     };
     const started: AttemptObserver[] = [];
     for (const observer of this.#deps.observers) {
-      const o = this.#guard(() => observer.attempt(context));
-      if (o !== undefined) started.push(o);
+      const attemptObserver = this.#guard(() => observer.attempt(context));
+      if (attemptObserver !== undefined) started.push(attemptObserver);
     }
     return started;
   }
 
-  /** Runs the attempt's work inside its span (the first observer that has one), so its log lines carry the span's ids. */
+  /**
+   * Runs the attempt's work inside its span (the first observer that has one), so its log lines carry the span's ids.
+   */
   run<T>(fn: () => Promise<T>): Promise<T> {
     const spans = this.#observers.find((o) => o.run !== undefined);
     return spans === undefined ? fn() : spans.run!(fn);
@@ -208,7 +210,7 @@ export class AttemptEvents {
   }
 
   #observe(event: ObservedEvent, parsed: ParsedLine | undefined): void {
-    for (const o of this.#observers) this.#guard(() => o.onEvent(event, parsed));
+    for (const observer of this.#observers) this.#guard(() => observer.onEvent(event, parsed));
     // An abandonment this attempt records of an earlier one does not end it.
     const own = event.kind !== "attempt.abandoned" || (event.data as AttemptAbandonedData).attempt === this.attempt;
     if (own && ATTEMPT_END_KINDS.has(event.kind as EventKind)) this.#observersEnded = true;
@@ -219,11 +221,14 @@ export class AttemptEvents {
     await this.#writer.close();
   }
 
-  /** Tells the observers the attempt ended, unless a terminal event already did (fenced, crashed, a stop whose event could not be written). */
+  /**
+   * Tells the observers the attempt ended, unless a terminal event already did (fenced, crashed, a stop whose event
+   * could not be written).
+   */
   endObservers(reason: string): void {
     if (this.#observersEnded) return;
     this.#observersEnded = true;
-    for (const o of this.#observers) this.#guard(() => o.end?.(reason));
+    for (const observer of this.#observers) this.#guard(() => observer.end?.(reason));
   }
 
   async fail(errorKind: FailureKind, name: string, message: string, retryable = false): Promise<AttemptEnd> {

@@ -66,7 +66,7 @@ export class CliSlots {
         this.wake();
       },
       done: () => {
-        for (const r of [...held]) r();
+        for (const release of [...held]) release();
         if (ended) this.setExtra(this.extra - 1);
         ended = false;
       },
@@ -76,7 +76,7 @@ export class CliSlots {
   /** From now on no job gets a slot: waiting ones are told to stand down (the worker is closing). */
   close(): void {
     this.closed = true;
-    for (const w of this.waiters.splice(0)) w.grant(false);
+    for (const waiter of this.waiters.splice(0)) waiter.grant(false);
   }
 
   private take(signal: AbortSignal | undefined): Promise<boolean> {
@@ -87,18 +87,18 @@ export class CliSlots {
     }
     return new Promise<boolean>((resolve) => {
       const onAbort = (): void => {
-        const i = this.waiters.indexOf(w);
-        if (i >= 0) this.waiters.splice(i, 1);
+        const index = this.waiters.indexOf(waiter);
+        if (index >= 0) this.waiters.splice(index, 1);
         resolve(false);
       };
-      const w: Waiter = {
+      const waiter: Waiter = {
         grant: (ok) => {
           signal?.removeEventListener("abort", onAbort);
           resolve(ok);
         },
       };
       signal?.addEventListener("abort", onAbort, { once: true });
-      this.waiters.push(w);
+      this.waiters.push(waiter);
     });
   }
 

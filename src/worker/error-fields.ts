@@ -14,12 +14,13 @@ export interface ErrorFields {
  * is retryable only when it says so and its kind is one worth retrying.
  */
 export function errFields(err: unknown): ErrorFields {
-  const e = err as { kind?: unknown; retryable?: unknown; name?: unknown; message?: unknown };
-  const kind = typeof e?.kind === "string" && isFailureKind(e.kind) ? e.kind : "cli_error";
+  const fields = err as { kind?: unknown; retryable?: unknown; name?: unknown; message?: unknown };
+  const kind = typeof fields?.kind === "string" && isFailureKind(fields.kind) ? fields.kind : "cli_error";
   return {
     kind,
-    retryable: typeof e?.retryable === "boolean" ? e.retryable && isRetryableKind(kind) : isRetryableKind(kind),
-    name: typeof e?.name === "string" ? e.name : "Error",
-    message: typeof e?.message === "string" ? e.message : String(err),
+    retryable:
+      typeof fields?.retryable === "boolean" ? fields.retryable && isRetryableKind(kind) : isRetryableKind(kind),
+    name: typeof fields?.name === "string" ? fields.name : "Error",
+    message: typeof fields?.message === "string" ? fields.message : String(err),
   };
 }

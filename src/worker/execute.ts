@@ -22,13 +22,13 @@ import type {
 } from "./types.ts";
 
 function waitBackoffMs(job: Job): number {
-  const n = Math.max(1, job.attemptsStarted ?? 1);
-  return backoffDelayMs(n + 1, { baseMs: 50, maxMs: 2000 });
+  const attempts = Math.max(1, job.attemptsStarted ?? 1);
+  return backoffDelayMs(attempts + 1, { baseMs: 50, maxMs: 2000 });
 }
 
 function notHeadDelayMs(job: Job): number {
-  const n = Math.max(1, job.attemptsStarted ?? 1);
-  return backoffDelayMs(n, { baseMs: 1000, maxMs: 30_000 });
+  const attempts = Math.max(1, job.attemptsStarted ?? 1);
+  return backoffDelayMs(attempts, { baseMs: 1000, maxMs: 30_000 });
 }
 
 async function delayJob(job: Job, token: string | undefined, ms: number): Promise<never> {
@@ -118,16 +118,16 @@ export async function executeTurnJob(
 
 /** A malformed job fails once; when it names a valid session/turn it is taken off the session's list. */
 async function rejectMalformed(deps: ExecuteDeps, job: Job, err: Error): Promise<void> {
-  const d = (job.data ?? {}) as { session?: unknown; turn?: unknown };
+  const data = (job.data ?? {}) as { session?: unknown; turn?: unknown };
   deps.logger.warn({ jobId: job.id, err: { name: err.name, message: err.message } }, "refusing a malformed turn job");
   if (
-    typeof d.session !== "string" ||
-    typeof d.turn !== "string" ||
-    !SESSION_ID_PATTERN.test(d.session) ||
-    !TURN_ID_PATTERN.test(d.turn)
+    typeof data.session !== "string" ||
+    typeof data.turn !== "string" ||
+    !SESSION_ID_PATTERN.test(data.session) ||
+    !TURN_ID_PATTERN.test(data.turn)
   )
     return;
-  const { session, turn } = { session: d.session, turn: d.turn };
+  const { session, turn } = { session: data.session, turn: data.turn };
   const token = `${deps.settings.workerId}.${randomUUID()}`;
   const acq = await deps.order.acquire(session, turn, token, deps.settings.leaseMs);
   if (acq.status === "gone") return;
@@ -175,8 +175,13 @@ async function repairHead(deps: ExecuteDeps, session: string, head: string): Pro
     if (!ended) {
       const { epoch, attempt } = await deps.log.beginAttempt(session, head);
       const events: EventInput[] = [];
-      for (const a of await danglingAttempts(deps.log, session, head, attempt)) {
-        const ab: AttemptAbandonedData = { reason: "worker_crashed", attempt: a, retry: false, detectedBy: attempt };
+      for (const dangling of await danglingAttempts(deps.log, session, head, attempt)) {
+        const ab: AttemptAbandonedData = {
+          reason: "worker_crashed",
+          attempt: dangling,
+          retry: false,
+          detectedBy: attempt,
+        };
         events.push({ turn: head, attempt, kind: "attempt.abandoned", data: ab });
       }
       const failed: TurnFailedData = {

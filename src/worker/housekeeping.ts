@@ -42,7 +42,10 @@ export interface SweepCounts {
   kept: number;
 }
 
-/** One sweep of this instance's leftovers and of dead processes' supervised folders and cgroups. Logs counts, never paths. */
+/**
+ * One sweep of this instance's leftovers and of dead processes' supervised folders and cgroups. Logs counts, never
+ * paths.
+ */
 export function sweepOnce(instanceId: string, instanceRoot: string, logger: Logger): SweepCounts | undefined {
   try {
     return sweepAndLog(instanceId, instanceRoot, logger);

@@ -17,10 +17,11 @@ export interface OptionsRefusal {
 }
 
 /** Each path the job names with the option field it came from. */
-function namedPaths(o: TurnJob["options"]): Array<{ field: string; path: string }> {
-  const skills = (o.skills ?? []).map((s, i) => ({ field: `options.skills.${i}.path`, path: s.path }));
-  const addDirs = (o.addDirs ?? []).map((path, i) => ({ field: `options.addDirs.${i}`, path }));
-  const settings = o.settingsFile === undefined ? [] : [{ field: "options.settingsFile", path: o.settingsFile }];
+function namedPaths(options: TurnJob["options"]): Array<{ field: string; path: string }> {
+  const skills = (options.skills ?? []).map((s, i) => ({ field: `options.skills.${i}.path`, path: s.path }));
+  const addDirs = (options.addDirs ?? []).map((path, i) => ({ field: `options.addDirs.${i}`, path }));
+  const settings =
+    options.settingsFile === undefined ? [] : [{ field: "options.settingsFile", path: options.settingsFile }];
   return [...skills, ...addDirs, ...settings];
 }
 
@@ -60,13 +61,13 @@ function entryOutside(dir: string, roots: readonly string[]): string | undefined
 }
 
 /** A skill whose folder holds a link out of the roots, with the offending entry. */
-function skillLeavingRoots(o: TurnJob["options"], roots: readonly string[]): OptionsRefusal | undefined {
-  for (const [i, skill] of (o.skills ?? []).entries()) {
+function skillLeavingRoots(options: TurnJob["options"], roots: readonly string[]): OptionsRefusal | undefined {
+  for (const [index, skill] of (options.skills ?? []).entries()) {
     const entry = entryOutside(skill.path, roots);
     if (entry === undefined) continue;
     return {
       name: "PathNotAllowed",
-      message: `options.skills.${i}.path: ${entry} in the skill leads outside this worker's workspace roots; a skill may not hold links out of them`,
+      message: `options.skills.${index}.path: ${entry} in the skill leads outside this worker's workspace roots; a skill may not hold links out of them`,
     };
   }
   return undefined;

@@ -36,10 +36,10 @@ export class LeaseKeeper {
     const { order, session, turn, token, leaseMs, stop } = this.#o;
     order
       .renew(session, turn, token, leaseMs)
-      .then((r) => {
-        if (r === "lost") return stop("lease_lost");
+      .then((renewed) => {
+        if (renewed === "lost") return stop("lease_lost");
         this.#lastRenew = Date.now();
-        if (r === "cancelled") stop("cancelled");
+        if (renewed === "cancelled") stop("cancelled");
       })
       .catch(() => {
         if (Date.now() - this.#lastRenew > leaseMs) stop("lease_lost");

@@ -3,8 +3,8 @@
 // more. A job asking for more than a maximum is refused by name (the option and the worker's
 // maximum), not clamped: the producer learns what it may ask instead of a turn that runs under other
 // bounds than it asked for. How each limit is enforced is src/cli/limits.ts.
-import { z } from "zod";
-import type { RunLimits } from "../cli/limits.ts";
+import { z as zod } from "zod";
+import type { RunLimits } from "../cli/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 
 const MiB = 1024 * 1024;
@@ -53,14 +53,14 @@ function inUnit(key: LimitKey, value: number): number {
 }
 
 /** A job's asks, in the worker's settings' units. */
-function jobAsks(o: TurnJob["options"]): Partial<Record<LimitKey, number>> {
-  const l = o.limits;
+function jobAsks(options: TurnJob["options"]): Partial<Record<LimitKey, number>> {
+  const asked = options.limits;
   return {
-    pids: l?.pids,
-    memoryBytes: l?.memoryMb === undefined ? undefined : l.memoryMb * MiB,
-    cpus: l?.cpus,
-    scratchBytes: l?.scratchMb === undefined ? undefined : l.scratchMb * MiB,
-    turnMs: o.timeoutMs,
+    pids: asked?.pids,
+    memoryBytes: asked?.memoryMb === undefined ? undefined : asked.memoryMb * MiB,
+    cpus: asked?.cpus,
+    scratchBytes: asked?.scratchMb === undefined ? undefined : asked.scratchMb * MiB,
+    turnMs: options.timeoutMs,
   };
 }
 
@@ -70,8 +70,8 @@ export interface LimitRefusal {
 }
 
 /** Why this worker will not run the job's limits (one above its maximum), or undefined. */
-export function jobLimitsRefusal(o: TurnJob["options"], max: RunLimitSettings): LimitRefusal | undefined {
-  const asks = jobAsks(o);
+export function jobLimitsRefusal(options: TurnJob["options"], max: RunLimitSettings): LimitRefusal | undefined {
+  const asks = jobAsks(options);
   for (const key of Object.keys(LIMITS) as LimitKey[]) {
     const ask = asks[key];
     const ceiling = max[key];
@@ -88,8 +88,8 @@ export function jobLimitsRefusal(o: TurnJob["options"], max: RunLimitSettings): 
 }
 
 /** The run's limits: the job's where it asked for less, else the worker's maximums. */
-export function runLimitsFor(o: TurnJob["options"], max: RunLimitSettings): RunLimits {
-  const asks = jobAsks(o);
+export function runLimitsFor(options: TurnJob["options"], max: RunLimitSettings): RunLimits {
+  const asks = jobAsks(options);
   return {
     pids: asks.pids ?? max.pids,
     memoryBytes: asks.memoryBytes ?? max.memoryBytes,
@@ -123,12 +123,12 @@ export function compileRunLimits(options: Partial<RunLimitSettings> | undefined)
 }
 
 const whole = (name: string) =>
-  z.string().regex(/^\d+$/, `${name} must be a whole number (0: no limit)`).transform(Number).optional();
+  zod.string().regex(/^\d+$/, `${name} must be a whole number (0: no limit)`).transform(Number).optional();
 
-const limitEnvSchema = z.object({
+const limitEnvSchema = zod.object({
   TURNSTREAM_MAX_PIDS: whole("TURNSTREAM_MAX_PIDS"),
   TURNSTREAM_MAX_MEMORY_MB: whole("TURNSTREAM_MAX_MEMORY_MB"),
-  TURNSTREAM_MAX_CPUS: z
+  TURNSTREAM_MAX_CPUS: zod
     .string()
     .regex(/^\d+(\.\d+)?$/, "TURNSTREAM_MAX_CPUS must be a number of CPUs such as 2 or 0.5 (0: no limit)")
     .transform(Number)
@@ -142,18 +142,18 @@ const limitEnvSchema = z.object({
  * Throws with the variable's name first (`VARIABLE: problem`) when one is malformed.
  */
 export function runLimitsFromEnv(env: Readonly<Record<string, string | undefined>>): Partial<RunLimitSettings> {
-  const r = limitEnvSchema.safeParse(env);
-  if (!r.success) {
-    const issue = r.error.issues[0]!;
+  const parsed = limitEnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
     throw Object.assign(new Error(issue.message), { variable: String(issue.path[0]) });
   }
-  const e = r.data;
+  const values = parsed.data;
   const out: Partial<RunLimitSettings> = {};
-  if (e.TURNSTREAM_MAX_PIDS !== undefined) out.pids = e.TURNSTREAM_MAX_PIDS;
-  if (e.TURNSTREAM_MAX_MEMORY_MB !== undefined) out.memoryBytes = e.TURNSTREAM_MAX_MEMORY_MB * MiB;
-  if (e.TURNSTREAM_MAX_CPUS !== undefined) out.cpus = e.TURNSTREAM_MAX_CPUS;
-  if (e.TURNSTREAM_MAX_SCRATCH_MB !== undefined) out.scratchBytes = e.TURNSTREAM_MAX_SCRATCH_MB * MiB;
-  if (e.TURNSTREAM_MAX_TURN_MS !== undefined) out.turnMs = e.TURNSTREAM_MAX_TURN_MS;
+  if (values.TURNSTREAM_MAX_PIDS !== undefined) out.pids = values.TURNSTREAM_MAX_PIDS;
+  if (values.TURNSTREAM_MAX_MEMORY_MB !== undefined) out.memoryBytes = values.TURNSTREAM_MAX_MEMORY_MB * MiB;
+  if (values.TURNSTREAM_MAX_CPUS !== undefined) out.cpus = values.TURNSTREAM_MAX_CPUS;
+  if (values.TURNSTREAM_MAX_SCRATCH_MB !== undefined) out.scratchBytes = values.TURNSTREAM_MAX_SCRATCH_MB * MiB;
+  if (values.TURNSTREAM_MAX_TURN_MS !== undefined) out.turnMs = values.TURNSTREAM_MAX_TURN_MS;
   return out;
 }
 

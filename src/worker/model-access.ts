@@ -60,7 +60,7 @@ export interface RunAccess {
 export function modelCallData(call: ModelCall): ModelCallData {
   const { credential: _credential, ...data } = call;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(data)) if (v !== undefined) out[k] = v;
+  for (const [key, value] of Object.entries(data)) if (value !== undefined) out[key] = value;
   return out as ModelCallData;
 }
 

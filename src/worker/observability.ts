@@ -82,9 +82,9 @@ export async function startWorkerObservability(options: WorkerObservabilityOptio
     observers: instruments === undefined ? [] : [instruments.observer],
     onLogAppend: instruments?.onLogAppend,
     addCheck: (check) => ops.addCheck(check),
-    started(w) {
-      worker = w;
-      instruments?.bindWorker(w);
+    started(turnWorker) {
+      worker = turnWorker;
+      instruments?.bindWorker(turnWorker);
     },
     stopping: () => ops.stopping(),
     close: () => ops.close(),

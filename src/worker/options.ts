@@ -69,7 +69,10 @@ export interface TurnWorkerOptions {
   jobEnvAllow?: readonly string[];
   /** Names added to `jobEnvAllow` or to its default (TURNSTREAM_ALLOW_ENV). */
   allowEnv?: readonly string[];
-  /** `job`: a job's `trustWorkspace: true` is honoured. Default `never`: no workspace settings, hooks or MCP servers load. */
+  /**
+   * `job`: a job's `trustWorkspace: true` is honoured. Default `never`: no workspace settings, hooks or MCP servers
+   * load.
+   */
   workspaceTrust?: WorkspaceTrust;
   /**
    * The tool sandbox of untrusted turns (see tool-sandbox.ts): `mode` on by default, the hosts tools
@@ -166,7 +169,10 @@ export interface TurnWorkerOptions {
   gatewayPolicy?: GatewayPolicy;
 }
 
-/** A worker's warm sessions (see README "Warm sessions"): after a turn the CLI process stays up and answers the session's next turn here. */
+/**
+ * A worker's warm sessions (see README "Warm sessions"): after a turn the CLI process stays up and answers the
+ * session's next turn here.
+ */
 export interface WarmOptions {
   /** Every turn runs warm, not only those enqueued with `options.warm: true`. Default false. `TURNSTREAM_WARM=1`. */
   all?: boolean;
@@ -316,8 +322,8 @@ const defaultWorkerId = (): string =>
 
 /** Checks a worker's options and fills in the defaults: the settings it runs with. */
 export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">): WorkerSettings {
-  const d = WORKER_DEFAULTS;
-  const queuePrefix = options.queuePrefix ?? d.queuePrefix;
+  const defaults = WORKER_DEFAULTS;
+  const queuePrefix = options.queuePrefix ?? defaults.queuePrefix;
   assertQueuePrefix(queuePrefix);
   if (options.workspaceRoots.length === 0)
     throw new Error("workspaceRoots must list at least one directory (TURNSTREAM_WORKSPACE_ROOTS)");
@@ -325,26 +331,26 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
   return {
     workerId,
     workspaceRoots: [...options.workspaceRoots],
-    concurrency: options.concurrency ?? d.concurrency,
-    logPrefix: options.logPrefix ?? d.logPrefix,
+    concurrency: options.concurrency ?? defaults.concurrency,
+    logPrefix: options.logPrefix ?? defaults.logPrefix,
     queuePrefix,
-    queueName: options.queueName ?? d.queueName,
-    leaseMs: options.leaseMs ?? d.leaseMs,
-    lockDuration: options.lockDuration ?? d.lockDuration,
-    stalledInterval: options.stalledInterval ?? d.stalledInterval,
-    maxStalledCount: options.maxStalledCount ?? d.maxStalledCount,
-    autorun: options.autorun ?? d.autorun,
+    queueName: options.queueName ?? defaults.queueName,
+    leaseMs: options.leaseMs ?? defaults.leaseMs,
+    lockDuration: options.lockDuration ?? defaults.lockDuration,
+    stalledInterval: options.stalledInterval ?? defaults.stalledInterval,
+    maxStalledCount: options.maxStalledCount ?? defaults.maxStalledCount,
+    autorun: options.autorun ?? defaults.autorun,
     instanceId: options.instanceId ?? workerId.replace(/[^A-Za-z0-9._-]/g, "-"),
     instanceRoot: options.instanceRoot,
-    sandboxed: options.sandboxed ?? d.sandboxed,
+    sandboxed: options.sandboxed ?? defaults.sandboxed,
     durability: parseDurability(options.durability, "durability (TURNSTREAM_DURABILITY)"),
     claudeBin: resolveClaudeBin({ claudeBin: options.claudeBin }),
-    killGraceMs: options.killGraceMs ?? d.killGraceMs,
+    killGraceMs: options.killGraceMs ?? defaults.killGraceMs,
     runEnv: options.runEnv ?? {},
     hostEnv: { ...process.env },
     secretEnv: options.secretEnv ?? process.env,
     jobEnv: jobEnvPolicyFrom(options),
-    workspaceTrust: options.workspaceTrust ?? d.workspaceTrust,
+    workspaceTrust: options.workspaceTrust ?? defaults.workspaceTrust,
     toolSandbox: compileToolSandbox(options.toolSandbox, {
       instanceRoot: options.instanceRoot,
       workspaceRoots: options.workspaceRoots,
@@ -353,20 +359,20 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     mcpConfigFile: options.mcpConfigFile,
     operatorKeys: options.operatorKeys,
     retry: { ...DEFAULT_RETRY, ...options.retry },
-    orphanMs: d.orphanMs,
-    maxOutputLines: positiveLimit("maxOutputLines", options.maxOutputLines, d.maxOutputLines),
-    maxOutputBytes: positiveLimit("maxOutputBytes", options.maxOutputBytes, d.maxOutputBytes),
+    orphanMs: defaults.orphanMs,
+    maxOutputLines: positiveLimit("maxOutputLines", options.maxOutputLines, defaults.maxOutputLines),
+    maxOutputBytes: positiveLimit("maxOutputBytes", options.maxOutputBytes, defaults.maxOutputBytes),
     limits: compileRunLimits(options.limits),
-    keepRawLines: options.keepRawLines ?? d.keepRawLines,
-    snapshotCacheBytes: options.snapshotCacheBytes ?? d.snapshotCacheBytes,
-    heartbeatMs: positiveLimit("heartbeatMs", options.heartbeatMs, d.heartbeatMs),
+    keepRawLines: options.keepRawLines ?? defaults.keepRawLines,
+    snapshotCacheBytes: options.snapshotCacheBytes ?? defaults.snapshotCacheBytes,
+    heartbeatMs: positiveLimit("heartbeatMs", options.heartbeatMs, defaults.heartbeatMs),
     gateway: options.gateway ?? "broker",
     warm: {
-      all: options.warm?.all ?? d.warm.all,
-      idleTtlMs: positiveLimit("warm.idleTtlMs", options.warm?.idleTtlMs, d.warm.idleTtlMs),
-      maxProcesses: positiveLimit("warm.maxProcesses", options.warm?.maxProcesses, d.warm.maxProcesses),
-      maxRssBytes: positiveLimit("warm.maxRssBytes", options.warm?.maxRssBytes, d.warm.maxRssBytes),
-      handoffMs: d.warm.handoffMs,
+      all: options.warm?.all ?? defaults.warm.all,
+      idleTtlMs: positiveLimit("warm.idleTtlMs", options.warm?.idleTtlMs, defaults.warm.idleTtlMs),
+      maxProcesses: positiveLimit("warm.maxProcesses", options.warm?.maxProcesses, defaults.warm.maxProcesses),
+      maxRssBytes: positiveLimit("warm.maxRssBytes", options.warm?.maxRssBytes, defaults.warm.maxRssBytes),
+      handoffMs: defaults.warm.handoffMs,
     },
   };
 }

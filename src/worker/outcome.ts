@@ -42,32 +42,38 @@ export interface RunFacts {
   restored: boolean;
 }
 
-export function verdict(f: RunFacts): Verdict {
-  if (f.stopped) return { kind: "stopped" };
+export function verdict(facts: RunFacts): Verdict {
+  if (facts.stopped) return { kind: "stopped" };
   // Even when the CLI got its result out before the kill: the log holds only part of the run.
-  if (f.outputLimitExceeded !== undefined)
+  if (facts.outputLimitExceeded !== undefined)
     return {
       kind: "failed",
       errorKind: "output_limit",
       name: "OutputLimitExceeded",
-      message: f.outputLimitExceeded,
+      message: facts.outputLimitExceeded,
       retryable: false,
     };
-  if (f.outcome !== undefined) return { kind: "finished", outcome: f.outcome };
-  const e = errFields(f.failure);
-  if (e.kind === "lost_session") {
-    if (lostSessionPolicyOf(f.lostSessionPolicy) === "restore" && !f.restoring) return { kind: "restore" };
-    const why = f.restored ? "the restored session file was not accepted" : "no session snapshot to restore";
+  if (facts.outcome !== undefined) return { kind: "finished", outcome: facts.outcome };
+  const fields = errFields(facts.failure);
+  if (fields.kind === "lost_session") {
+    if (lostSessionPolicyOf(facts.lostSessionPolicy) === "restore" && !facts.restoring) return { kind: "restore" };
+    const why = facts.restored ? "the restored session file was not accepted" : "no session snapshot to restore";
     return {
       kind: "failed",
       errorKind: "lost_session",
-      name: e.name,
-      message: `${e.message} (${why})`,
+      name: fields.name,
+      message: `${fields.message} (${why})`,
       retryable: false,
     };
   }
-  if (e.retryable && f.attempt < f.maxAttempts) return { kind: "retry", errorKind: e.kind };
-  return { kind: "failed", errorKind: e.kind, name: e.name, message: e.message, retryable: e.retryable };
+  if (fields.retryable && facts.attempt < facts.maxAttempts) return { kind: "retry", errorKind: fields.kind };
+  return {
+    kind: "failed",
+    errorKind: fields.kind,
+    name: fields.name,
+    message: fields.message,
+    retryable: fields.retryable,
+  };
 }
 
 /** Decides how the attempt ends and records it. */
@@ -80,7 +86,7 @@ export async function settleAttempt(attempt: PreparedAttempt, ran: CliRun): Prom
     ran.outputLimitExceeded === undefined &&
     ran.outcome === undefined &&
     errFields(ran.failure).kind === "lost_session";
-  const v = verdict({
+  const decided = verdict({
     stopped,
     outputLimitExceeded: ran.outputLimitExceeded,
     outcome: ran.outcome,
@@ -93,23 +99,23 @@ export async function settleAttempt(attempt: PreparedAttempt, ran: CliRun): Prom
       : undefined,
     restored: run.snapshot !== undefined,
   });
-  switch (v.kind) {
+  switch (decided.kind) {
     case "stopped":
       return events.stopped();
     case "finished":
-      return finishTurn(attempt, v.outcome);
+      return finishTurn(attempt, decided.outcome);
     case "restore":
       await events.abandon("lost_session", true);
       await events.close();
       return { kind: "restore", attempt: events.attempt, previous: run.resume };
     case "retry": {
       const delayMs = retryDelayMs(worker.settings.retry, events.attempt, retryHints(ran.hints));
-      await events.abandon(v.errorKind, true, delayMs);
+      await events.abandon(decided.errorKind, true, delayMs);
       await events.close();
       return { kind: "retry", attempt: events.attempt, delayMs };
     }
     case "failed":
-      return events.fail(v.errorKind, v.name, v.message, v.retryable);
+      return events.fail(decided.errorKind, decided.name, decided.message, decided.retryable);
   }
 }
 
@@ -156,15 +162,17 @@ async function finishTurn(attempt: PreparedAttempt, outcome: TurnOutcome): Promi
   return { kind: "finished", attempt: events.attempt, cliSessionId };
 }
 
-/** session.replaced when the run started a fresh CLI session in place of the session's: it was lost, or its cwd changed. */
+/**
+ * session.replaced when the run started a fresh CLI session in place of the session's: it was lost, or its cwd changed.
+ */
 async function writeReplaced(attempt: PreparedAttempt, cliSessionId: string | undefined): Promise<void> {
   const { worker, job, events, run, restore } = attempt;
   const why = restore !== undefined ? { reason: "lost_session", previous: restore.previous } : run.fresh;
   if (why === undefined) return;
-  const r: SessionReplacedData = { by: "worker", reason: why.reason, turns: run.restoredTurns };
-  if (why.previous !== undefined) r.previousCliSessionId = why.previous;
-  if (cliSessionId !== undefined) r.cliSessionId = cliSessionId;
-  await events.write("session.replaced", r);
+  const replaced: SessionReplacedData = { by: "worker", reason: why.reason, turns: run.restoredTurns };
+  if (why.previous !== undefined) replaced.previousCliSessionId = why.previous;
+  if (cliSessionId !== undefined) replaced.cliSessionId = cliSessionId;
+  await events.write("session.replaced", replaced);
   const { session, turn } = job;
   if (restore !== undefined)
     worker.logger.warn(

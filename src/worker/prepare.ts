@@ -1,7 +1,8 @@
 // Everything an attempt does before its CLI starts: the checks a job cannot pass by itself (attempt
 // limit, workspace roots, the cwd itself, env overlay, workspace trust), the run's env and scrubbers,
 // which CLI session to resume (the latest snapshot's unless the cwd changed: resume.ts) or the
-// transcript to restore, attempt.started, and for a supervised turn its hook wiring. A check that fails ends the attempt with turn.failed.
+// transcript to restore, attempt.started, and for a supervised turn its hook wiring. A check that
+// fails ends the attempt with turn.failed.
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
 import type { EnvOverlay } from "../cli/index.ts";
 import { isFailureKind, type AttemptStartedData, type FailureKind } from "../events/index.ts";
@@ -95,10 +96,10 @@ async function openAccess(
     control.access = await worker.access.open(job, events, runEnv.env, worker.warm.viaProcess(job));
     return { env: control.access.env };
   } catch (err) {
-    const e = err as Error & { kind?: string };
+    const failure = err as Error & { kind?: string };
     // NoAuthError says `auth`; anything else is the gateway's own failure (it could not listen).
-    const kind = e.kind !== undefined && isFailureKind(e.kind) ? e.kind : "gateway";
-    return { end: await events.fail(kind, e.name, e.message) };
+    const kind = failure.kind !== undefined && isFailureKind(failure.kind) ? failure.kind : "gateway";
+    return { end: await events.fail(kind, failure.name, failure.message) };
   }
 }
 
@@ -115,18 +116,21 @@ function refusal(attempt: Attempt): { errorKind: FailureKind; name: string; mess
     };
   }
   if (!underRoots(job.cwd, workspaceRoots)) {
-    const e = new WorkspaceNotAllowedError(workspaceRoots);
-    return { errorKind: e.kind, name: e.name, message: e.message };
+    const error = new WorkspaceNotAllowedError(workspaceRoots);
+    return { errorKind: error.kind, name: error.name, message: error.message };
   }
   const problem = cwdProblem(job.cwd);
   if (problem !== undefined) {
-    const e = new BadCwdError(job.cwd, problem, worker.settings.workerId);
-    return { errorKind: e.kind, name: e.name, message: e.message };
+    const error = new BadCwdError(job.cwd, problem, worker.settings.workerId);
+    return { errorKind: error.kind, name: error.name, message: error.message };
   }
   return undefined;
 }
 
-/** The prompt of a run whose CLI session was lost: the session so far as a transcript from the log, then the turn's own prompt. */
+/**
+ * The prompt of a run whose CLI session was lost: the session so far as a transcript from the log, then the turn's own
+ * prompt.
+ */
 async function restorePrompt(attempt: Attempt): Promise<{ prompt: string; restoredTurns: number }> {
   const { job } = attempt;
   const transcript = await rebuildTranscript(attempt.worker.log, job.session, job.turn);
@@ -136,7 +140,10 @@ async function restorePrompt(attempt: Attempt): Promise<{ prompt: string; restor
   return { prompt, restoredTurns: transcript.turns };
 }
 
-/** The attempt's warm decision, taken with the options the run will start with (supervision adds nothing a warm turn keeps). */
+/**
+ * The attempt's warm decision, taken with the options the run will start with (supervision adds nothing a warm turn
+ * keeps).
+ */
 function warmUse(attempt: Attempt, run: PreparedRun): WarmUse | undefined {
   const { worker, job, events } = attempt;
   if (!worker.warm.wants(job)) {
@@ -174,7 +181,7 @@ async function supervise(attempt: Attempt): Promise<{ run: SupervisedRun } | { f
     // e.g. no operator keys: no decision could be verified.
     return { failed: (err as Error).message };
   }
-  const o = job.options;
+  const options = job.options;
   const run = prepareSupervisedRun(hub, {
     session: job.session,
     turn: job.turn,
@@ -182,8 +189,8 @@ async function supervise(attempt: Attempt): Promise<{ run: SupervisedRun } | { f
     epoch: events.epoch,
     cwd: job.cwd,
     logger: worker.logger,
-    riskyTools: o.riskyTools,
-    unsupervisedTools: o.unsupervisedTools,
+    riskyTools: options.riskyTools,
+    unsupervisedTools: options.unsupervisedTools,
   });
   return { run };
 }

@@ -6,8 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { errorReporter, packageVersion, type ErrorReporter, type Logger } from "../kernel/index.ts";
-import type { RedisClient } from "../log/index.ts";
-import { luaScript, scriptCommand } from "../log/scripts.ts";
+import { luaScript, scriptCommand, type RedisClient } from "../log/index.ts";
 
 const HEARTBEAT = luaScript("turnstreamWorkerHeartbeat", 2, new URL("./lua/heartbeat.lua", import.meta.url));
 const UNREGISTER = luaScript("turnstreamWorkerUnregister", 2, new URL("./lua/unregister.lua", import.meta.url));
@@ -69,31 +68,34 @@ export interface Heartbeat {
 }
 
 /** Starts beating at once and then every intervalMs; the timer never keeps the process alive. */
-export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
-  const keys = registryKeys(o.prefix);
-  const beatScript = scriptCommand<string[]>(o.redis, HEARTBEAT);
-  const intervalMs = o.intervalMs ?? DEFAULT_HEARTBEAT_MS;
+export function startHeartbeat(options: HeartbeatOptions): Heartbeat {
+  const keys = registryKeys(options.prefix);
+  const beatScript = scriptCommand<string[]>(options.redis, HEARTBEAT);
+  const intervalMs = options.intervalMs ?? DEFAULT_HEARTBEAT_MS;
   const ttl = intervalMs * HEARTBEAT_TTL_BEATS;
   const boot = randomBytes(12).toString("hex");
   const fixed = {
-    id: o.id,
-    worker: o.worker,
+    id: options.id,
+    worker: options.worker,
     host: hostname(),
     pid: String(process.pid),
     startedAt: new Date().toISOString(),
     version: packageVersion(),
     boot,
   };
-  const state = new BeatState(o.logger, o.id);
+  const state = new BeatState(options.logger, options.id);
   let inFlight: Promise<void> | undefined;
   const beat = (): Promise<void> => {
     // A beat still waiting on a slow Redis is not doubled up.
     if (inFlight !== undefined) return inFlight;
-    const { slotsBusy, slotsTotal, warmKept } = o.load();
+    const { slotsBusy, slotsTotal, warmKept } = options.load();
     const load = { slotsBusy: String(slotsBusy), slotsTotal: String(slotsTotal), warmKept: String(warmKept) };
     const fields = { ...fixed, ...load, beatAt: new Date().toISOString() };
     const now = Date.now();
-    inFlight = beatScript([keys.entry(o.id), keys.live], [boot, ttl, now, o.id, ...Object.entries(fields).flat()])
+    inFlight = beatScript(
+      [keys.entry(options.id), keys.live],
+      [boot, ttl, now, options.id, ...Object.entries(fields).flat()],
+    )
       .then(
         (reply) => state.replied(reply),
         (err: unknown) => state.failed(err),
@@ -112,20 +114,20 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
     async stop() {
       clearInterval(timer);
       // Unreachable Redis: nothing to wait for, since the entry expires on its own.
-      if (o.redis.status !== "ready") {
-        o.logger.warn(
-          { instance: o.id },
+      if (options.redis.status !== "ready") {
+        options.logger.warn(
+          { instance: options.id },
           "could not remove the worker's registry entry (Redis is not connected); it expires on its own",
         );
         return;
       }
       await inFlight;
       try {
-        await scriptCommand<number>(o.redis, UNREGISTER)([keys.entry(o.id), keys.live], [boot, o.id]);
+        await scriptCommand<number>(options.redis, UNREGISTER)([keys.entry(options.id), keys.live], [boot, options.id]);
       } catch (err) {
         // The entry expires on its own.
-        o.logger.warn(
-          { instance: o.id, err: { message: (err as Error).message } },
+        options.logger.warn(
+          { instance: options.id, err: { message: (err as Error).message } },
           "could not remove the worker's registry entry; it expires on its own",
         );
       }
@@ -185,21 +187,21 @@ export async function readWorkers(redis: RedisClient, prefix: string): Promise<W
   const ids = await redis.zrange(keys.live, 0, -1);
   const hashes = await Promise.all(ids.map((id) => redis.hgetall(keys.entry(id))));
   const out: WorkerEntry[] = [];
-  for (const h of hashes) {
-    if (h["boot"] === undefined) continue;
+  for (const hash of hashes) {
+    if (hash["boot"] === undefined) continue;
     out.push({
-      id: h["id"] ?? "?",
-      worker: h["worker"] ?? "?",
-      host: h["host"] ?? "?",
-      pid: Number(h["pid"]),
-      slotsBusy: Number(h["slotsBusy"]),
-      slotsTotal: Number(h["slotsTotal"]),
+      id: hash["id"] ?? "?",
+      worker: hash["worker"] ?? "?",
+      host: hash["host"] ?? "?",
+      pid: Number(hash["pid"]),
+      slotsBusy: Number(hash["slotsBusy"]),
+      slotsTotal: Number(hash["slotsTotal"]),
       // Entries written before warm sessions have no count.
-      warmKept: Number(h["warmKept"] ?? 0),
-      startedAt: h["startedAt"] ?? "",
-      beatAt: h["beatAt"] ?? "",
-      version: h["version"] ?? "",
-      boot: h["boot"],
+      warmKept: Number(hash["warmKept"] ?? 0),
+      startedAt: hash["startedAt"] ?? "",
+      beatAt: hash["beatAt"] ?? "",
+      version: hash["version"] ?? "",
+      boot: hash["boot"],
     });
   }
   return out.sort((a, b) => a.id.localeCompare(b.id));

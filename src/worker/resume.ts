@@ -28,7 +28,10 @@ export interface ResumePlan {
 /** The plan of an attempt that restores a lost session: a fresh CLI session, the transcript in its prompt. */
 export const RESTORE_PLAN: ResumePlan = { resume: undefined, snapshot: undefined, fresh: undefined };
 
-/** Decides what the attempt resumes, from the session's latest snapshot (or, without one, the last CLI session id it reported). */
+/**
+ * Decides what the attempt resumes, from the session's latest snapshot (or, without one, the last CLI session id it
+ * reported).
+ */
 export async function planResume(log: EventLog, job: TurnJob, snapshot: Snapshot | undefined): Promise<ResumePlan> {
   if (snapshot === undefined)
     return { resume: await lastCliSessionId(log, job.session), snapshot: undefined, fresh: undefined };

@@ -35,8 +35,8 @@ export async function runCli(attempt: PreparedAttempt): Promise<{ ran: CliRun } 
   } catch (err) {
     release();
     run.supervised?.close();
-    const f = errFields(err);
-    return { end: await events.fail(f.kind, f.name, f.message) };
+    const fields = errFields(err);
+    return { end: await events.fail(fields.kind, fields.name, fields.message) };
   }
   void handle.exited.then(release);
   const supervised = run.supervised;
@@ -53,21 +53,21 @@ async function drain(attempt: PreparedAttempt, handle: CliHandle): Promise<{ ran
   const fenced = (): boolean => control.ac.signal.aborted && control.reason === "fenced";
   const pumps = Promise.allSettled([
     (async () => {
-      for await (const l of handle.lines) {
-        if (fenced() || !limit.take(lineBytes(l))) continue;
-        const result = isKnown(l, "result");
-        if (l.type === "system/api_retry" || l.type === "rate_limit_event") hints.push(l);
+      for await (const line of handle.lines) {
+        if (fenced() || !limit.take(lineBytes(line))) continue;
+        const result = isKnown(line, "result");
+        if (line.type === "system/api_retry" || line.type === "rate_limit_event") hints.push(line);
         else if (result) control.slot?.ending();
-        await events.write("cli.line", lineData(l, lines), {
-          parsed: l,
+        await events.write("cli.line", lineData(line, lines), {
+          parsed: line,
           wait: result ? { lingerMs: RESULT_LINGER_MS } : undefined,
         });
       }
     })(),
     (async () => {
-      for await (const s of handle.stderr) {
-        if (fenced() || !limit.take(Buffer.byteLength(s))) continue;
-        await events.write("cli.stderr", { text: events.scrubMessage(s) });
+      for await (const chunk of handle.stderr) {
+        if (fenced() || !limit.take(Buffer.byteLength(chunk))) continue;
+        await events.write("cli.stderr", { text: events.scrubMessage(chunk) });
       }
     })(),
   ]);
@@ -92,13 +92,17 @@ async function drain(attempt: PreparedAttempt, handle: CliHandle): Promise<{ ran
   return { ran: { outcome, failure, exit, hints, outputLimitExceeded: limit.exceeded } };
 }
 
-/** A `cli.line`'s data: the raw line, scrubbed unless the worker keeps raw lines; an over-long line only by its size and hash. */
+/**
+ * A `cli.line`'s data: the raw line, scrubbed unless the worker keeps raw lines; an over-long line only by its size and
+ * hash.
+ */
 function lineData(
-  l: ParsedLine,
+  line: ParsedLine,
   lines: Scrubber | undefined,
 ): { raw: string; truncated?: { byteLength: number; sha256: string } } {
-  if (l.category === "truncated") return { raw: "", truncated: { byteLength: l.byteLength, sha256: l.sha256 } };
-  return { raw: lines === undefined ? l.raw : lines.scrub(l.raw, { sink: "log", field: "cli.line" }) };
+  if (line.category === "truncated")
+    return { raw: "", truncated: { byteLength: line.byteLength, sha256: line.sha256 } };
+  return { raw: lines === undefined ? line.raw : lines.scrub(line.raw, { sink: "log", field: "cli.line" }) };
 }
 
 const lineBytes = (l: ParsedLine): number => (l.category === "truncated" ? l.byteLength : Buffer.byteLength(l.raw));
@@ -125,10 +129,10 @@ function outputLimit(
   let bytes = 0;
   let exceeded: string | undefined;
   return {
-    take(n) {
+    take(byteCount) {
       if (exceeded !== undefined) return false;
       lines++;
-      bytes += n;
+      bytes += byteCount;
       if (lines > settings.maxOutputLines) {
         exceeded = `the CLI printed more than ${settings.maxOutputLines} lines of output; the run was ended. The limit is the worker's option maxOutputLines`;
       } else if (bytes > settings.maxOutputBytes) {

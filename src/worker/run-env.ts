@@ -23,19 +23,19 @@ export function resolveEnv(job: TurnJob, settings: Pick<WorkerSettings, "secretE
   // Again here: a job written to Redis directly never met the producer's check.
   const refused = firstRefusedEnvName(Object.keys(overlay), settings.jobEnv);
   if (refused !== undefined) throw badPayload(`env ${refused.name} ${refused.why}`);
-  for (const [name, v] of Object.entries(overlay)) {
-    if (typeof v === "string") {
-      env[name] = v;
+  for (const [name, overlayValue] of Object.entries(overlay)) {
+    if (typeof overlayValue === "string") {
+      env[name] = overlayValue;
       continue;
     }
-    const value = settings.secretEnv[v.fromEnv];
+    const value = settings.secretEnv[overlayValue.fromEnv];
     if (value === undefined) {
       throw badPayload(
-        `env ${name} references ${v.fromEnv}, which this worker's environment does not set; set it on the worker or drop the reference`,
+        `env ${name} references ${overlayValue.fromEnv}, which this worker's environment does not set; set it on the worker or drop the reference`,
       );
     }
     env[name] = value;
-    refs.set(v.fromEnv, value);
+    refs.set(overlayValue.fromEnv, value);
   }
   return { env, refs };
 }

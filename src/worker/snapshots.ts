@@ -85,11 +85,11 @@ export class SnapshotCache {
 
   /** The session's snapshot event written at `epoch` and time `at`, with `seq` as found in the log. */
   get(session: string, epoch: number, at: string, seq: number): Snapshot | undefined {
-    const e = this.#entries.get(session);
-    if (e === undefined || e.epoch !== epoch || e.at !== at) return undefined;
+    const entry = this.#entries.get(session);
+    if (entry === undefined || entry.epoch !== epoch || entry.at !== at) return undefined;
     this.#entries.delete(session);
-    this.#entries.set(session, e);
-    return { ...e.snapshot, seq };
+    this.#entries.set(session, entry);
+    return { ...entry.snapshot, seq };
   }
 
   set(session: string, epoch: number, at: string, snapshot: Snapshot): void {
@@ -97,18 +97,18 @@ export class SnapshotCache {
     if (snapshot.bytes.length > this.#maxBytes) return;
     this.#entries.set(session, { epoch, at, snapshot });
     this.#bytes += snapshot.bytes.length;
-    for (const [s, e] of this.#entries) {
+    for (const [cachedSession, entry] of this.#entries) {
       if (this.#bytes <= this.#maxBytes) break;
-      this.#entries.delete(s);
-      this.#bytes -= e.snapshot.bytes.length;
+      this.#entries.delete(cachedSession);
+      this.#bytes -= entry.snapshot.bytes.length;
     }
   }
 
   delete(session: string): void {
-    const e = this.#entries.get(session);
-    if (e === undefined) return;
+    const entry = this.#entries.get(session);
+    if (entry === undefined) return;
     this.#entries.delete(session);
-    this.#bytes -= e.snapshot.bytes.length;
+    this.#bytes -= entry.snapshot.bytes.length;
   }
 
   get bytes(): number {
@@ -199,9 +199,9 @@ export function restoredCostTotal(file: Buffer, cliSessionId: string): number {
     } catch {
       continue; // a broken line says nothing
     }
-    const r = rec as { type?: unknown; sessionId?: unknown; totalCostUSD?: unknown };
-    if (r.type !== "cost-state" || r.sessionId !== cliSessionId) continue;
-    return typeof r.totalCostUSD === "number" && r.totalCostUSD >= 0 ? r.totalCostUSD : 0;
+    const record = rec as { type?: unknown; sessionId?: unknown; totalCostUSD?: unknown };
+    if (record.type !== "cost-state" || record.sessionId !== cliSessionId) continue;
+    return typeof record.totalCostUSD === "number" && record.totalCostUSD >= 0 ? record.totalCostUSD : 0;
   }
   return 0;
 }

@@ -84,11 +84,11 @@ export function announceToolSandbox(settings: ToolSandboxSettings, logger: Logge
 
 /** Whether a worker allow-list entry covers a job's entry (a `*.` entry covers its subdomains). */
 function covers(workerEntry: string, jobEntry: string): boolean {
-  const w = workerEntry.toLowerCase();
-  const j = jobEntry.toLowerCase();
-  if (w === j) return true;
-  if (!w.startsWith("*.")) return false;
-  return j.replace(/^\*\./, "").endsWith(w.slice(1));
+  const workerLower = workerEntry.toLowerCase();
+  const jobLower = jobEntry.toLowerCase();
+  if (workerLower === jobLower) return true;
+  if (!workerLower.startsWith("*.")) return false;
+  return jobLower.replace(/^\*\./, "").endsWith(workerLower.slice(1));
 }
 
 export interface SandboxRefusal {

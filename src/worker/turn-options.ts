@@ -10,38 +10,38 @@ import { runOverlay } from "./run-env.ts";
 export function runTurnOptions(attempt: Attempt, run: PreparedRun): RunTurnOptions & RunTurnExtras {
   const { worker, job, control, events } = attempt;
   const { settings } = worker;
-  const o = job.options;
+  const options = job.options;
   const { supervised, snapshot, resume } = run;
   return {
     cwd: job.cwd,
     prompt: run.prompt,
-    model: o.model,
+    model: options.model,
     resume,
     // The snapshot's file only when this run resumes its session.
     sessionFile: snapshot !== undefined && resume === snapshot.cliSessionId ? snapshot.bytes : undefined,
-    permissionMode: o.permissionMode,
-    skipPermissions: o.skipPermissions,
+    permissionMode: options.permissionMode,
+    skipPermissions: options.skipPermissions,
     // Only a job that asks to skip permissions claims the worker's sandbox.
-    sandboxed: o.skipPermissions !== undefined ? settings.sandboxed : undefined,
-    maxTurns: o.maxTurns,
-    maxBudgetUsd: o.maxBudgetUsd,
-    appendSystemPrompt: o.appendSystemPrompt,
+    sandboxed: options.skipPermissions !== undefined ? settings.sandboxed : undefined,
+    maxTurns: options.maxTurns,
+    maxBudgetUsd: options.maxBudgetUsd,
+    appendSystemPrompt: options.appendSystemPrompt,
     allowedTools:
-      o.allowedTools === undefined || supervised === undefined
-        ? o.allowedTools
-        : supervised.allowedToolsFilter(o.allowedTools),
-    disallowedTools: o.disallowedTools,
-    timeoutMs: o.timeoutMs,
-    inactivityTimeoutMs: o.inactivityTimeoutMs,
-    limits: runLimitsFor(o, settings.limits),
-    trustWorkspace: o.trustWorkspace,
-    skills: o.skills,
-    skillsMode: o.skillsMode,
-    addDirs: o.addDirs,
-    settingsFile: o.settingsFile,
+      options.allowedTools === undefined || supervised === undefined
+        ? options.allowedTools
+        : supervised.allowedToolsFilter(options.allowedTools),
+    disallowedTools: options.disallowedTools,
+    timeoutMs: options.timeoutMs,
+    inactivityTimeoutMs: options.inactivityTimeoutMs,
+    limits: runLimitsFor(options, settings.limits),
+    trustWorkspace: options.trustWorkspace,
+    skills: options.skills,
+    skillsMode: options.skillsMode,
+    addDirs: options.addDirs,
+    settingsFile: options.settingsFile,
     // Composed with the supervised hook's settings (or the job's) into the run's one settings file.
     toolSandbox: sandboxOf(run),
-    extraArgs: supervised === undefined ? o.extraArgs : supervised.argsFilter(o.extraArgs),
+    extraArgs: supervised === undefined ? options.extraArgs : supervised.argsFilter(options.extraArgs),
     mcpConfigFile: settings.mcpConfigFile,
     // After the job's own, so nothing above can loosen it: the hook's settings, default mode, no skipping.
     ...supervised?.turnOptions,

@@ -6,10 +6,17 @@
 // the session on, and the process is closed. Idle processes are also checked against their sessions'
 // fencing epochs every third of a lease, so one that another worker's attempt overtook ends within
 // that time even if its owner never sees the session again: one session never keeps two processes.
-import type { RunTurnOptions, TurnHandle, TurnOutcome } from "../cli/index.ts";
-import { Channel } from "../cli/channel.ts";
-import { WarmPool } from "../cli/warm-pool.ts";
-import { startWarmProcess, warmFingerprint, warmStartOptions, type WarmProcess } from "../cli/warm-process.ts";
+import {
+  Channel,
+  startWarmProcess,
+  WarmPool,
+  warmFingerprint,
+  warmStartOptions,
+  type RunTurnOptions,
+  type TurnHandle,
+  type TurnOutcome,
+  type WarmProcess,
+} from "../cli/index.ts";
 import type { AttemptStartedData } from "../events/index.ts";
 import type { Logger } from "../kernel/index.ts";
 import type { SnapshotRef } from "../log/index.ts";
@@ -94,7 +101,10 @@ export class WarmSessions {
     return this.wants(job) && coldOnly(job) === undefined;
   }
 
-  /** Decides how the turn's CLI process comes about; `latest` is the session's snapshot pointer read when the attempt began. */
+  /**
+   * Decides how the turn's CLI process comes about; `latest` is the session's snapshot pointer read when the attempt
+   * began.
+   */
   choose(job: TurnJob, options: RunTurnOptions, latest: SnapshotRef | null | undefined): WarmUse {
     const cold = coldOnly(job);
     if (cold !== undefined) {
@@ -135,15 +145,15 @@ export class WarmSessions {
   }
 
   #turn(
-    p: WarmProcess,
+    warmProcess: WarmProcess,
     prompt: string,
-    o: Pick<RunTurnOptions, "signal" | "timeoutMs" | "inactivityTimeoutMs">,
+    options: Pick<RunTurnOptions, "signal" | "timeoutMs" | "inactivityTimeoutMs">,
   ): CliHandle {
     const lines = new Channel<ParsedLine>();
     const stderr = new Channel<string>();
-    const sink = this.#stderr.get(p);
+    const sink = this.#stderr.get(warmProcess);
     if (sink !== undefined) sink.ch = stderr;
-    const outcome: Promise<TurnOutcome> = p.turn(prompt, { ...o, onLine: (l) => lines.push(l) });
+    const outcome: Promise<TurnOutcome> = warmProcess.turn(prompt, { ...options, onLine: (l) => lines.push(l) });
     const ended = (): void => {
       if (sink?.ch === stderr) sink.ch = undefined;
       lines.end();
@@ -159,18 +169,18 @@ export class WarmSessions {
         () => undefined,
         () => undefined,
       ),
-      pid: p.pid,
-      kill: () => void p.close(),
+      pid: warmProcess.pid,
+      kill: () => void warmProcess.close(),
     };
   }
 
   /** Keeps the turn's process for the session's next turn; `epoch` and `at` name the snapshot its turn appended. */
   keep(session: string, use: WarmUse, epoch: number, at: string): void {
-    const p = use.process;
-    if (p === undefined || !p.alive) return;
+    const warmProcess = use.process;
+    if (warmProcess === undefined || !warmProcess.alive) return;
     use.kept = true;
-    this.#made.set(p, { epoch, at });
-    this.#pool.put(session, p);
+    this.#made.set(warmProcess, { epoch, at });
+    this.#pool.put(session, warmProcess);
     this.#timer ??= setInterval(() => void this.endMoved(), this.#watch.everyMs).unref();
   }
 
@@ -187,15 +197,15 @@ export class WarmSessions {
       return;
     }
     await Promise.all(
-      idle.map(async ([session, p]) => {
+      idle.map(async ([session, warmProcess]) => {
         const epoch = await this.#watch.epochOf(session).catch(() => undefined);
-        const made = this.#made.get(p)?.epoch;
+        const made = this.#made.get(warmProcess)?.epoch;
         if (epoch === undefined || made === undefined || epoch <= made || this.#watch.runningHere(session)) return;
         this.#logger.info(
           { session, epoch, madeAt: made },
           "another attempt of the session began elsewhere; ending its kept CLI process",
         );
-        await this.#pool.end(session, p, "moved");
+        await this.#pool.end(session, warmProcess, "moved");
       }),
     );
   }

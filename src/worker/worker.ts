@@ -49,18 +49,21 @@ export interface TurnWorker {
 }
 
 /** Waits for `p` to settle, at most `ms`: true when it did. */
-export function boundedWait(p: Promise<unknown>, ms: number): Promise<boolean> {
+export function boundedWait(promise: Promise<unknown>, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const t = setTimeout(() => resolve(false), ms);
+    const timer = setTimeout(() => resolve(false), ms);
     const done = (): void => {
-      clearTimeout(t);
+      clearTimeout(timer);
       resolve(true);
     };
-    p.then(done, done);
+    promise.then(done, done);
   });
 }
 
-/** Starts a turn worker on the queue: each job leases its session, runs the CLI, appends every line to the log, snapshots the session and ends the turn. */
+/**
+ * Starts a turn worker on the queue: each job leases its session, runs the CLI, appends every line to the log,
+ * snapshots the session and ends the turn.
+ */
 export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const settings = compileWorkerOptions(options);
   checkBrokerable(settings.gateway, { ...process.env, ...settings.runEnv });
@@ -107,7 +110,9 @@ interface DepsParts {
   hub: LazyHub;
 }
 
-/** What every turn the worker runs shares: its log, session order, scrubbers, caches, kept processes and model access. */
+/**
+ * What every turn the worker runs shares: its log, session order, scrubbers, caches, kept processes and model access.
+ */
 function executeDeps(options: TurnWorkerOptions, parts: DepsParts): ExecuteDeps {
   const { settings, logger, log, queue } = parts;
   const running = new Map<string, RunningTurn>();
@@ -223,12 +228,12 @@ function workerScrubbers(
 ): { scrubber: Scrubber; lineScrubber: Scrubber } {
   const scrubber = options.scrubber ?? createScrubber({ env: process.env });
   const lineScrubber = createScrubber({ env: process.env });
-  for (const s of [scrubber, lineScrubber]) {
+  for (const target of [scrubber, lineScrubber]) {
     // The model access the worker gives its runs, whatever scrubber the caller brought.
-    s.addEnv(settings.secretEnv).addEnv(settings.runEnv).addEnv(modelAccessEnv(settings.hostEnv));
-    if (options.secretValues !== undefined) s.addValues(options.secretValues);
+    target.addEnv(settings.secretEnv).addEnv(settings.runEnv).addEnv(modelAccessEnv(settings.hostEnv));
+    if (options.secretValues !== undefined) target.addValues(options.secretValues);
     try {
-      s.addCredentialFile(join(operatorConfigDir({ ...process.env, ...settings.secretEnv }), CREDENTIALS_FILE));
+      target.addCredentialFile(join(operatorConfigDir({ ...process.env, ...settings.secretEnv }), CREDENTIALS_FILE));
     } catch (err) {
       logger.warn(
         { err: { message: (err as Error).message } },
@@ -308,7 +313,9 @@ function lazyDecisionHub(
   };
 }
 
-/** The BullMQ processor: what BullMQ stores (return value, failed reason, stack trace, progress) passes the scrubber. */
+/**
+ * The BullMQ processor: what BullMQ stores (return value, failed reason, stack trace, progress) passes the scrubber.
+ */
 function scrubbedProcessor(deps: ExecuteDeps, slots: () => CliSlots | undefined) {
   const { scrubber } = deps;
   return async (job: Job, token: string | undefined, signal?: AbortSignal): Promise<TurnJobResult> => {
@@ -340,13 +347,16 @@ interface WorkerParts {
   access: WorkerModelAccess | undefined;
 }
 
-/** Stops taking jobs, lets running turns finish within graceMs, ends the rest, and closes the connections, each wait bounded. */
-async function closeWorker(p: WorkerParts, graceMs: number, closeTimeoutMs: number): Promise<void> {
-  const { worker, running, logger } = p;
-  const id = p.settings.workerId;
+/**
+ * Stops taking jobs, lets running turns finish within graceMs, ends the rest, and closes the connections, each wait
+ * bounded.
+ */
+async function closeWorker(parts: WorkerParts, graceMs: number, closeTimeoutMs: number): Promise<void> {
+  const { worker, running, logger } = parts;
+  const id = parts.settings.workerId;
   logger.info({ worker: id, running: running.size, graceMs }, "worker shutting down");
   // A job that has not started its CLI yet hands its turn back now instead of starting one.
-  p.slots.close();
+  parts.slots.close();
   // Not force: BullMQ stops fetching and waits for the processors, which we end below.
   const closed = worker.close();
   closed.catch(() => undefined);
@@ -354,8 +364,8 @@ async function closeWorker(p: WorkerParts, graceMs: number, closeTimeoutMs: numb
   // is unreachable), so an idle worker does not spend its grace period.
   const idle = running.size === 0;
   if (!(await boundedWait(closed, idle ? Math.min(graceMs, closeTimeoutMs) : graceMs))) {
-    for (const r of running.values()) r.stop("shutdown");
-    if (idle || !(await boundedWait(closed, p.settings.killGraceMs + closeTimeoutMs))) {
+    for (const turn of running.values()) turn.stop("shutdown");
+    if (idle || !(await boundedWait(closed, parts.settings.killGraceMs + closeTimeoutMs))) {
       logger.warn({ worker: id }, "worker did not close in time; forcing");
       if (!(await boundedWait(worker.close(true), 1000))) {
         // BullMQ's own connections retry forever and their timers would keep the process alive.
@@ -364,20 +374,20 @@ async function closeWorker(p: WorkerParts, graceMs: number, closeTimeoutMs: numb
     }
   }
   // Kept processes answer only this worker's turns; once it stops taking jobs they are of no use.
-  await boundedWait(p.warm.closeAll(), p.settings.killGraceMs + closeTimeoutMs);
+  await boundedWait(parts.warm.closeAll(), parts.settings.killGraceMs + closeTimeoutMs);
   // Every run has ended: the gateway revokes what tokens are left and stops listening.
-  if (p.access !== undefined) await boundedWait(p.access.closeAll(), closeTimeoutMs);
-  if (p.telemetry !== undefined) await boundedWait(p.telemetry.forceFlush(), closeTimeoutMs);
-  if (!(await boundedWait(p.queue.close(), closeTimeoutMs))) void p.queue.disconnect().catch(() => undefined);
+  if (parts.access !== undefined) await boundedWait(parts.access.closeAll(), closeTimeoutMs);
+  if (parts.telemetry !== undefined) await boundedWait(parts.telemetry.forceFlush(), closeTimeoutMs);
+  if (!(await boundedWait(parts.queue.close(), closeTimeoutMs))) void parts.queue.disconnect().catch(() => undefined);
   // Listed as live until its turns have ended; the entry goes before the connections do.
-  await boundedWait(p.heartbeat.stop(), 1000);
-  const hub = p.hub.started();
+  await boundedWait(parts.heartbeat.stop(), 1000);
+  const hub = parts.hub.started();
   if (hub !== undefined)
     await boundedWait(
       hub.then((h) => h.close()),
       closeTimeoutMs,
     );
-  for (const c of [p.connection, p.queue.opts.connection as RedisClient]) {
-    if (!(await boundedWait(c.quit(), 1000))) c.disconnect();
+  for (const client of [parts.connection, parts.queue.opts.connection as RedisClient]) {
+    if (!(await boundedWait(client.quit(), 1000))) client.disconnect();
   }
 }

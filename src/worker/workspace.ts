@@ -8,18 +8,18 @@ import { realpathSync } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
 
 // The native realpath is one system call; the JavaScript one lstats every component of the path.
-function real(p: string): string {
+function real(path: string): string {
   try {
-    return realpathSync.native(p);
+    return realpathSync.native(path);
   } catch {
-    return resolve(p);
+    return resolve(path);
   }
 }
 
 export function underRoots(cwd: string, roots: readonly string[]): boolean {
-  const c = real(cwd);
+  const realCwd = real(cwd);
   return roots.some((root) => {
-    const rel = relative(real(root), c);
+    const rel = relative(real(root), realCwd);
     return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
   });
 }
