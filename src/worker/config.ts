@@ -4,7 +4,7 @@
 // library's options: no operator should need to turn it.
 import { TurnstreamError } from "../kernel/index.ts";
 import { resolve } from "node:path";
-import { z } from "zod";
+import { z as zod } from "zod";
 import { OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys } from "../decisions/index.ts";
 import { compileJobEnvPolicy } from "../queue/index.ts";
 import { parseDurability } from "../log/index.ts";
@@ -12,7 +12,7 @@ import { runLimitsFromEnv } from "./limits.ts";
 import type { WorkerEnvConfig } from "./options.ts";
 
 const intFrom = (name: string) =>
-  z
+  zod
     .string()
     .regex(/^\d+$/, `${name} must be a positive integer`)
     .transform(Number)
@@ -24,69 +24,69 @@ const ENV_LIST = /^([A-Za-z_][A-Za-z0-9_]*\*?(,[A-Za-z_][A-Za-z0-9_]*\*?)*)?$/;
 const DOMAIN = String.raw`(\*\.)?[A-Za-z0-9][A-Za-z0-9-]{0,62}(\.[A-Za-z0-9][A-Za-z0-9-]{0,62})*`;
 const DOMAIN_LIST = new RegExp(`^${DOMAIN}(,${DOMAIN})*$`);
 
-const envSchema = z.object({
-  TURNSTREAM_WORKSPACE_ROOTS: z
+const envSchema = zod.object({
+  TURNSTREAM_WORKSPACE_ROOTS: zod
     .string()
     .min(1, "TURNSTREAM_WORKSPACE_ROOTS must list at least one absolute directory (colon-separated)"),
   TURNSTREAM_CONCURRENCY: intFrom("TURNSTREAM_CONCURRENCY"),
-  TURNSTREAM_INSTANCE_ID: z
+  TURNSTREAM_INSTANCE_ID: zod
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/)
     .optional(),
-  TURNSTREAM_INSTANCE_ROOT: z.string().startsWith("/").optional(),
-  TURNSTREAM_SANDBOXED: z.enum(["0", "1", "true", "false"]).optional(),
-  TURNSTREAM_PREFIX: z.string().optional(),
-  TURNSTREAM_DURABILITY: z.string().optional(),
-  TURNSTREAM_QUEUE_PREFIX: z.string().optional(),
-  TURNSTREAM_QUEUE_NAME: z
+  TURNSTREAM_INSTANCE_ROOT: zod.string().startsWith("/").optional(),
+  TURNSTREAM_SANDBOXED: zod.enum(["0", "1", "true", "false"]).optional(),
+  TURNSTREAM_PREFIX: zod.string().optional(),
+  TURNSTREAM_DURABILITY: zod.string().optional(),
+  TURNSTREAM_QUEUE_PREFIX: zod.string().optional(),
+  TURNSTREAM_QUEUE_NAME: zod
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,64}$/)
     .optional(),
-  CLAUDE_BIN: z.string().min(1).optional(),
-  TURNSTREAM_JOB_ENV_ALLOW: z
+  CLAUDE_BIN: zod.string().min(1).optional(),
+  TURNSTREAM_JOB_ENV_ALLOW: zod
     .string()
     .regex(ENV_LIST, "TURNSTREAM_JOB_ENV_ALLOW is a comma-separated list of names and PREFIX* patterns")
     .optional(),
-  TURNSTREAM_ALLOW_ENV: z
+  TURNSTREAM_ALLOW_ENV: zod
     .string()
     .regex(ENV_LIST, "TURNSTREAM_ALLOW_ENV is a comma-separated list of variable names")
     .optional(),
-  TURNSTREAM_RUN_ENV: z
+  TURNSTREAM_RUN_ENV: zod
     .string()
     .regex(ENV_LIST, "TURNSTREAM_RUN_ENV is a comma-separated list of variable names")
     .optional(),
-  TURNSTREAM_WORKSPACE_TRUST: z
+  TURNSTREAM_WORKSPACE_TRUST: zod
     .enum(["never", "job"], "TURNSTREAM_WORKSPACE_TRUST is `never` (default) or `job`")
     .optional(),
-  TURNSTREAM_MCP_CONFIG: z.string().startsWith("/", "TURNSTREAM_MCP_CONFIG must be an absolute path").optional(),
-  TURNSTREAM_OPERATOR_KEYS: z.string().optional(),
-  TURNSTREAM_TOOL_SANDBOX: z
+  TURNSTREAM_MCP_CONFIG: zod.string().startsWith("/", "TURNSTREAM_MCP_CONFIG must be an absolute path").optional(),
+  TURNSTREAM_OPERATOR_KEYS: zod.string().optional(),
+  TURNSTREAM_TOOL_SANDBOX: zod
     .enum(
       ["on", "off"],
       "TURNSTREAM_TOOL_SANDBOX is `on` (default: untrusted turns run their tools in the sandbox or are refused) or `off`",
     )
     .optional(),
-  TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS: z
+  TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS: zod
     .string()
     .regex(
       DOMAIN_LIST,
       "TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS is a comma-separated list of host names (example.com, *.example.com)",
     )
     .optional(),
-  TURNSTREAM_TOOL_SANDBOX_DENY_READ: z
+  TURNSTREAM_TOOL_SANDBOX_DENY_READ: zod
     .string()
     .regex(/^\/[^:]*(:\/[^:]*)*$/, "TURNSTREAM_TOOL_SANDBOX_DENY_READ is a colon-separated list of absolute paths")
     .optional(),
-  TURNSTREAM_KEEP_RAW_LINES: z
+  TURNSTREAM_KEEP_RAW_LINES: zod
     .enum(["0", "1", "true", "false"], "TURNSTREAM_KEEP_RAW_LINES is 1 (keep cli.line text unscrubbed) or 0 (default)")
     .optional(),
-  TURNSTREAM_WARM: z
+  TURNSTREAM_WARM: zod
     .enum(
       ["0", "1", "true", "false"],
       "TURNSTREAM_WARM is 1 (every turn runs warm) or 0 (default: only turns that ask)",
     )
     .optional(),
-  TURNSTREAM_GATEWAY: z
+  TURNSTREAM_GATEWAY: zod
     .enum(
       ["broker", "passthrough"],
       "TURNSTREAM_GATEWAY is `broker` (default: runs never hold the worker's model credential) or `passthrough`",
@@ -107,9 +107,9 @@ export function parseWorkspaceRoots(value: string): string[] {
     .split(":")
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
-  for (const r of roots) {
-    if (!r.startsWith("/"))
-      throw new WorkerConfigError("TURNSTREAM_WORKSPACE_ROOTS", `${JSON.stringify(r)} is not an absolute path`);
+  for (const root of roots) {
+    if (!root.startsWith("/"))
+      throw new WorkerConfigError("TURNSTREAM_WORKSPACE_ROOTS", `${JSON.stringify(root)} is not an absolute path`);
   }
   if (roots.length === 0)
     throw new WorkerConfigError("TURNSTREAM_WORKSPACE_ROOTS", "list at least one absolute directory");
@@ -139,11 +139,11 @@ function runEnvFrom(
   if (names === undefined) return undefined;
   const runEnv: Record<string, string> = {};
   for (const name of names) {
-    const v = env[name];
-    if (v === undefined) {
+    const value = env[name];
+    if (value === undefined) {
       throw new WorkerConfigError("TURNSTREAM_RUN_ENV", `${name} is not set in the worker's environment`);
     }
-    runEnv[name] = v;
+    runEnv[name] = value;
   }
   return runEnv;
 }
@@ -187,38 +187,38 @@ function limitsFrom(env: Readonly<Record<string, string | undefined>>): WorkerEn
  * connectRedis). Unset variables stay undefined: the defaults are compileWorkerOptions'.
  */
 export function workerConfigFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): WorkerEnvConfig {
-  const r = envSchema.safeParse(env);
-  if (!r.success) {
-    const i = r.error.issues[0]!;
-    throw new WorkerConfigError(String(i.path[0] ?? "env"), i.message);
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new WorkerConfigError(String(issue.path[0] ?? "env"), issue.message);
   }
-  const e = r.data;
+  const vars = parsed.data;
   return {
-    workspaceRoots: parseWorkspaceRoots(e.TURNSTREAM_WORKSPACE_ROOTS),
-    concurrency: e.TURNSTREAM_CONCURRENCY,
+    workspaceRoots: parseWorkspaceRoots(vars.TURNSTREAM_WORKSPACE_ROOTS),
+    concurrency: vars.TURNSTREAM_CONCURRENCY,
     // Unset: the worker takes the lowest free worker-<host>-<n> when it starts (housekeeping.ts).
-    instanceId: e.TURNSTREAM_INSTANCE_ID,
-    instanceRoot: e.TURNSTREAM_INSTANCE_ROOT,
-    sandboxed: e.TURNSTREAM_SANDBOXED === "1" || e.TURNSTREAM_SANDBOXED === "true",
-    logPrefix: e.TURNSTREAM_PREFIX,
-    durability: durabilityFrom(e.TURNSTREAM_DURABILITY),
-    queuePrefix: e.TURNSTREAM_QUEUE_PREFIX,
-    queueName: e.TURNSTREAM_QUEUE_NAME,
-    claudeBin: e.CLAUDE_BIN,
-    jobEnvAllow: envAllowFrom("TURNSTREAM_JOB_ENV_ALLOW", e.TURNSTREAM_JOB_ENV_ALLOW),
-    allowEnv: envAllowFrom("TURNSTREAM_ALLOW_ENV", e.TURNSTREAM_ALLOW_ENV),
-    runEnv: runEnvFrom(e.TURNSTREAM_RUN_ENV, env),
-    workspaceTrust: e.TURNSTREAM_WORKSPACE_TRUST,
+    instanceId: vars.TURNSTREAM_INSTANCE_ID,
+    instanceRoot: vars.TURNSTREAM_INSTANCE_ROOT,
+    sandboxed: vars.TURNSTREAM_SANDBOXED === "1" || vars.TURNSTREAM_SANDBOXED === "true",
+    logPrefix: vars.TURNSTREAM_PREFIX,
+    durability: durabilityFrom(vars.TURNSTREAM_DURABILITY),
+    queuePrefix: vars.TURNSTREAM_QUEUE_PREFIX,
+    queueName: vars.TURNSTREAM_QUEUE_NAME,
+    claudeBin: vars.CLAUDE_BIN,
+    jobEnvAllow: envAllowFrom("TURNSTREAM_JOB_ENV_ALLOW", vars.TURNSTREAM_JOB_ENV_ALLOW),
+    allowEnv: envAllowFrom("TURNSTREAM_ALLOW_ENV", vars.TURNSTREAM_ALLOW_ENV),
+    runEnv: runEnvFrom(vars.TURNSTREAM_RUN_ENV, env),
+    workspaceTrust: vars.TURNSTREAM_WORKSPACE_TRUST,
     toolSandbox: {
-      mode: e.TURNSTREAM_TOOL_SANDBOX,
-      allowDomains: e.TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS?.split(","),
-      denyRead: e.TURNSTREAM_TOOL_SANDBOX_DENY_READ?.split(":"),
+      mode: vars.TURNSTREAM_TOOL_SANDBOX,
+      allowDomains: vars.TURNSTREAM_TOOL_SANDBOX_ALLOW_DOMAINS?.split(","),
+      denyRead: vars.TURNSTREAM_TOOL_SANDBOX_DENY_READ?.split(":"),
     },
-    mcpConfigFile: e.TURNSTREAM_MCP_CONFIG,
-    operatorKeys: operatorKeysFrom(e.TURNSTREAM_OPERATOR_KEYS),
-    keepRawLines: e.TURNSTREAM_KEEP_RAW_LINES === "1" || e.TURNSTREAM_KEEP_RAW_LINES === "true",
+    mcpConfigFile: vars.TURNSTREAM_MCP_CONFIG,
+    operatorKeys: operatorKeysFrom(vars.TURNSTREAM_OPERATOR_KEYS),
+    keepRawLines: vars.TURNSTREAM_KEEP_RAW_LINES === "1" || vars.TURNSTREAM_KEEP_RAW_LINES === "true",
     limits: limitsFrom(env),
-    warm: { all: e.TURNSTREAM_WARM === "1" || e.TURNSTREAM_WARM === "true" },
-    gateway: e.TURNSTREAM_GATEWAY,
+    warm: { all: vars.TURNSTREAM_WARM === "1" || vars.TURNSTREAM_WARM === "true" },
+    gateway: vars.TURNSTREAM_GATEWAY,
   };
 }
