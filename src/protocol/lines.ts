@@ -17,6 +17,7 @@ export function objOf(parsed: ParsedLine): Obj | undefined {
     : undefined;
 }
 
+/** The content blocks of an assistant or user line's message; a plain-text content reads as one text block. */
 export function contentBlocks(line: Obj): Obj[] {
   const msg = line["message"];
   if (!isObj(msg)) return [];
