@@ -7,7 +7,7 @@
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { resolveClaudeBin } from "../src/cli/index.ts";
+import { resolveClaudeBin } from "../src/runner/index.ts";
 import { createProducer } from "../src/queue/index.ts";
 import { hermeticEnv, startModelServer } from "../src/testing/index.ts";
 import { cleanupKeys, cliEnv, redisFor, startWorkerProcess, testSpace } from "../test/worker/_support.ts";

@@ -12,7 +12,7 @@ import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runTurn } from "../src/cli/index.ts";
+import { runTurn } from "../src/runner/index.ts";
 import {
   FORWARDER_PATH,
   generateOperatorKey,

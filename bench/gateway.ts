@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { runTurn } from "../src/cli/index.ts";
+import { runTurn } from "../src/runner/index.ts";
 import { credentialFrom, startGateway, type ModelCall } from "../src/gateway/index.ts";
 import { hermeticEnv } from "../src/testing/index.ts";
 

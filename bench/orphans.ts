@@ -5,8 +5,8 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { readMounts } from "../src/cli/containment.ts";
-import { cmdline, escapeNonce, startHost, treeMembers, waitUntil } from "../test/cli/_support.ts";
+import { readMounts } from "../src/runner/containment.ts";
+import { cmdline, escapeNonce, startHost, treeMembers, waitUntil } from "../test/runner/_support.ts";
 
 const ROUNDS = Number(process.argv[2] ?? 6);
 const GRACE_MS = 2000;

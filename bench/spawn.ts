@@ -4,9 +4,9 @@ import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { resolveClaudeBin, runTurn } from "../src/cli/index.ts";
-import { startScriptedServer } from "../test/cli/_model.ts";
-import { hermeticEnv } from "../test/cli/_support.ts";
+import { resolveClaudeBin, runTurn } from "../src/runner/index.ts";
+import { startScriptedServer } from "../test/runner/_model.ts";
+import { hermeticEnv } from "../test/runner/_support.ts";
 
 const TURNS = Number(process.argv[2] ?? 20);
 const server = await startScriptedServer([{ text: "ok" }]);

@@ -33,7 +33,7 @@ export {
   type TurnHandle,
   type TurnOutcome,
   type WorkspacePathProblem,
-} from "../cli/index.ts";
+} from "../runner/index.ts";
 
 // How a run or turn ended, as the `turnstream` command judges it, and the one base of turnstream's errors.
 export {

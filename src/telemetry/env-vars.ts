@@ -146,7 +146,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   },
   {
     name: "ANTHROPIC_API_KEY",
-    readIn: "src/cli/env.ts",
+    readIn: "src/runner/env.ts",
     meaning:
       "passed to the claude CLI with the rest of the host's model access (modelAccessEnv); registered as a secret by the scrubber",
   },
@@ -280,7 +280,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   },
   {
     name: "CLAUDE_BIN",
-    readIn: "src/cli/resolve-bin.ts",
+    readIn: "src/runner/resolve-bin.ts",
     meaning: "the claude binary to run (default: the pinned package's)",
   },
   {
@@ -332,20 +332,20 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   },
   {
     name: "TURNSTREAM_TREE",
-    readIn: "src/cli/process-tree.ts",
+    readIn: "src/runner/process-tree.ts",
     meaning:
       "not a setting: turnstream sets it on every process of a run and finds the run's processes by it; a job's env may not set it",
     tier: "internal",
   },
   {
     name: "CLAUDE_CONFIG_DIR",
-    readIn: "src/cli/config-home.ts",
+    readIn: "src/runner/config-home.ts",
     meaning:
       "the operator's CLI config directory, whose .credentials.json each run's config home gets a copy of (default ~/.claude)",
   },
   {
     name: "XDG_DATA_HOME",
-    readIn: "src/cli/config-home.ts",
+    readIn: "src/runner/config-home.ts",
     meaning: "default instance root is $XDG_DATA_HOME/turnstream (else ~/.local/share/turnstream)",
   },
   {
@@ -356,7 +356,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   },
   {
     name: "HOME",
-    readIn: "src/cli/config-home.ts",
+    readIn: "src/runner/config-home.ts",
     meaning: "where ~/.claude and ~/.local/share are, when CLAUDE_CONFIG_DIR and XDG_DATA_HOME are not set",
   },
   {
@@ -366,13 +366,13 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   },
   {
     name: "TMPDIR",
-    readIn: "src/cli/run-turn.ts",
+    readIn: "src/runner/run-turn.ts",
     meaning:
       "where a run's scratch files (such as the appended system prompt) are made; read from the run's environment (default the OS temp dir)",
   },
   {
     name: "PATH",
-    readIn: "src/cli/resolve-bin.ts",
+    readIn: "src/runner/resolve-bin.ts",
     meaning:
       "where `claude` is looked up when neither claudeBin, CLAUDE_BIN nor the pinned package gives one; passed to every run; a job can never set it",
   },

@@ -2,7 +2,7 @@
 // then handed to each step in turn, which reads what it needs from it and returns what it produced:
 // the preparation its run (PreparedAttempt), the CLI step how the run went (CliRun), the outcome step
 // how the attempt ended. The shapes live here, apart from the steps, so no step imports another.
-import type { EnvOverlay, ToolSandbox, TurnOutcome } from "../cli/index.ts";
+import type { EnvOverlay, ToolSandbox, TurnOutcome } from "../runner/index.ts";
 import type { SupervisedRun } from "../decisions/index.ts";
 import type { CliExitData } from "../events/index.ts";
 import type { ParsedLine } from "../protocol/index.ts";

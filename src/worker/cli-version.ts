@@ -1,6 +1,6 @@
 // The CLI's version for attempt.started: `claude --version` of the binary the worker's runs use, read
 // once per worker (the binary does not change under a running worker) and shared by every turn.
-import { cliVersion, resolveClaudeBin } from "../cli/index.ts";
+import { cliVersion, resolveClaudeBin } from "../runner/index.ts";
 import type { Logger } from "../kernel/index.ts";
 
 // `claude --version` prints e.g. "2.1.332 (Claude Code)"; the init line's claude_code_version is the first word.

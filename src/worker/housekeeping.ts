@@ -8,7 +8,7 @@ import {
   sweepCgroups,
   sweepConfigHomes,
   type InstanceSlot,
-} from "../cli/index.ts";
+} from "../runner/index.ts";
 import { sweepSupervisedDirs } from "../decisions/index.ts";
 import type { Logger } from "../kernel/index.ts";
 

@@ -2,9 +2,9 @@
 // options or environment with sane defaults, and what a job may do with them: ask for less, never
 // more. A job asking for more than a maximum is refused by name (the option and the worker's
 // maximum), not clamped: the producer learns what it may ask instead of a turn that runs under other
-// bounds than it asked for. How each limit is enforced is src/cli/limits.ts.
+// bounds than it asked for. How each limit is enforced is src/runner/limits.ts.
 import { z as zod } from "zod";
-import type { RunLimits } from "../cli/index.ts";
+import type { RunLimits } from "../runner/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 
 const MiB = 1024 * 1024;

@@ -5,7 +5,7 @@
 // that turn's attempt, and between turns it is bound to none, so its calls are refused.
 // With TURNSTREAM_GATEWAY=passthrough a run holds the worker's credential as before.
 import { join } from "node:path";
-import { CREDENTIALS_FILE, NoAuthError, operatorConfigDir, type EnvOverlay } from "../cli/index.ts";
+import { CREDENTIALS_FILE, NoAuthError, operatorConfigDir, type EnvOverlay } from "../runner/index.ts";
 import type { ModelCallData } from "../events/index.ts";
 import {
   credentialFrom,

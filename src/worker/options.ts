@@ -8,7 +8,7 @@ import type { EventObserver } from "../events/index.ts";
 import type { GatewayPolicy } from "../gateway/index.ts";
 import { DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
 import { parseDurability, type Durability, type RedisClient } from "../log/index.ts";
-import { resolveClaudeBin } from "../cli/index.ts";
+import { resolveClaudeBin } from "../runner/index.ts";
 import {
   assertQueuePrefix,
   DEFAULT_QUEUE_NAME,

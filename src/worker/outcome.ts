@@ -3,7 +3,7 @@
 // session or left its CLI session behind in another cwd, turn.finished (with what the turn cost). A
 // lost session: restore it once from the log's transcript when the session allows, else fail. A
 // retryable failure below the attempt limit: abandon the attempt and retry later. Else: turn.failed.
-import type { TurnOutcome } from "../cli/index.ts";
+import type { TurnOutcome } from "../runner/index.ts";
 import {
   costAdded,
   type FailureKind,

@@ -4,7 +4,7 @@
 // transcript to restore, attempt.started, and for a supervised turn its hook wiring. A check that
 // fails ends the attempt with turn.failed.
 import { prepareSupervisedRun, type DecisionHub, type SupervisedRun } from "../decisions/index.ts";
-import type { EnvOverlay } from "../cli/index.ts";
+import type { EnvOverlay } from "../runner/index.ts";
 import { isFailureKind, type AttemptStartedData, type FailureKind } from "../events/index.ts";
 import { cwdProblem } from "../queue/index.ts";
 import type { Attempt, PreparedAttempt, PreparedRun } from "./attempt-context.ts";

@@ -6,14 +6,14 @@
 // (`cwd_changed` in attempt.started, session.replaced once it finished), and the log keeps the
 // session's history as it was. A run that restores a lost session resumes nothing and carries the
 // session's finished turns as a transcript instead.
-import { sameCwd, type FreshReason as CliFreshReason } from "../cli/index.ts";
+import { sameCwd, type FreshReason as CliFreshReason } from "../runner/index.ts";
 import { numberField, stringField } from "../kernel/index.ts";
 import { cliLinesBetween, finishedTurns, lastCliSessionId, writerCwd, type EventLog } from "../log/index.ts";
 import { isKnown, parseLine, renderText } from "../protocol/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 import { restoredCostTotal, type Snapshot } from "./snapshots.ts";
 
-/** Why the session's CLI session is not continued (the library's name for it, src/cli/sessions.ts). */
+/** Why the session's CLI session is not continued (the library's name for it, src/runner/sessions.ts). */
 export type FreshReason = Extract<CliFreshReason, "cwd_changed">;
 
 export interface ResumePlan {

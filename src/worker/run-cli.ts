@@ -1,7 +1,7 @@
 // The run step: take a CLI slot, start the CLI (runTurn) with the job's options under the worker's
 // rules, and append its stdout lines and stderr as they come, within the worker's output limits.
 // Ends once the CLI's outcome is known and every line it printed has been handed to the writer.
-import { runTurn, type TurnOutcome } from "../cli/index.ts";
+import { runTurn, type TurnOutcome } from "../runner/index.ts";
 import type { CliExitData } from "../events/index.ts";
 import { isKnown, type ParsedLine } from "../protocol/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";

@@ -1,6 +1,6 @@
 // A run's environment: the job's overlay with its `{ fromEnv }` references resolved from the worker's
 // environment, what the worker itself gives every run, and the scrubbers that know the values it brought.
-import { cliSettingsEnv, modelAccessEnv, type EnvOverlay } from "../cli/index.ts";
+import { cliSettingsEnv, modelAccessEnv, type EnvOverlay } from "../runner/index.ts";
 import { firstRefusedEnvName, type TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { WorkerSettings } from "./options.ts";

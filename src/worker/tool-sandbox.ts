@@ -11,7 +11,7 @@ import {
   SANDBOX_INSTALL_HINT,
   type SandboxProbe,
   type ToolSandbox,
-} from "../cli/index.ts";
+} from "../runner/index.ts";
 import type { FailureKind } from "../events/index.ts";
 import type { Logger } from "../kernel/index.ts";
 import type { TurnJob } from "../queue/index.ts";

@@ -1,7 +1,7 @@
 // The options a turn's CLI starts with: the job's, under the worker's settings and a supervised turn's
 // rules. Read twice in an attempt: by the warm decision (which process fits the run) and to start the run.
 import { dirname } from "node:path";
-import type { RunTurnExtras, RunTurnOptions } from "../cli/index.ts";
+import type { RunTurnExtras, RunTurnOptions } from "../runner/index.ts";
 import type { Attempt, PreparedRun } from "./attempt-context.ts";
 import { runLimitsFor } from "./limits.ts";
 import { runOverlay } from "./run-env.ts";

@@ -16,7 +16,7 @@ import {
   type TurnHandle,
   type TurnOutcome,
   type WarmProcess,
-} from "../cli/index.ts";
+} from "../runner/index.ts";
 import type { AttemptStartedData } from "../events/index.ts";
 import type { Logger } from "../kernel/index.ts";
 import type { SnapshotRef } from "../log/index.ts";

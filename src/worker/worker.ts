@@ -6,7 +6,7 @@ import { Worker, type Job, type Queue } from "bullmq";
 import { errorReporter, silentLogger, type Logger } from "../kernel/index.ts";
 import { createEventLog, type EventLog, type RedisClient } from "../log/index.ts";
 import { bullConnection, createTurnQueue, reportBullErrors, SessionOrder } from "../queue/index.ts";
-import { CREDENTIALS_FILE, modelAccessEnv, operatorConfigDir } from "../cli/index.ts";
+import { CREDENTIALS_FILE, modelAccessEnv, operatorConfigDir } from "../runner/index.ts";
 import type { EventObserver } from "../events/index.ts";
 import { attemptSpansObserver, createScrubber, scrubError, type Scrubber, type Telemetry } from "../telemetry/index.ts";
 import { startDecisionHub, sweepSupervisedDirs, type DecisionHub } from "../decisions/index.ts";

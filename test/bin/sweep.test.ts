@@ -9,8 +9,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, utimesSync, writeFileS
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { processStartTime } from "../../src/cli/index.ts";
-import { claimInstanceSlot, defaultInstanceStem, InstanceIdTakenError } from "../../src/cli/index.ts";
+import { processStartTime } from "../../src/runner/index.ts";
+import { claimInstanceSlot, defaultInstanceStem, InstanceIdTakenError } from "../../src/runner/index.ts";
 import { onlyJson, turnstream } from "./_cli.ts";
 
 const NODE = join(process.cwd(), "node_modules", ".bin", "node");

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runTurn } from "../../src/cli/index.ts";
+import { runTurn } from "../../src/runner/index.ts";
 import { connectRedis, createEventLog, type Envelope, type EventLog, type RedisClient } from "../../src/log/index.ts";
 import { hermeticEnv, startModelServer, type ScriptResponse } from "../../src/testing/index.ts";
 import {

@@ -5,8 +5,8 @@ import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startScriptedServer, type Step } from "../cli/_model.ts";
-import { hermeticEnv } from "../cli/_support.ts";
+import { startScriptedServer, type Step } from "../runner/_model.ts";
+import { hermeticEnv } from "../runner/_support.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 
 const bin = join(import.meta.dirname, "..", "..", "src", "bin", "turnstream.ts");

@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ClaudeCodeCliError, runTurn, type RunTurnOptions, type TurnHandle } from "../../src/cli/index.ts";
-import { startScriptedServer, type Step } from "../cli/_model.ts";
-import { alive, cmdline, escapeNonce, hermeticEnv, treeMembers, waitUntil } from "../cli/_support.ts";
+import { ClaudeCodeCliError, runTurn, type RunTurnOptions, type TurnHandle } from "../../src/runner/index.ts";
+import { startScriptedServer, type Step } from "../runner/_model.ts";
+import { alive, cmdline, escapeNonce, hermeticEnv, treeMembers, waitUntil } from "../runner/_support.ts";
 
 const GRACE = 2000;
 

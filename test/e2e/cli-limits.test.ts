@@ -7,12 +7,12 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ClaudeCodeCliError, runTurn, type TurnHandle } from "../../src/cli/index.ts";
-import { LimitExceededError } from "../../src/cli/errors.ts";
-import { readMounts } from "../../src/cli/containment.ts";
-import { describeLimits, limitSupport, type RunLimits } from "../../src/cli/limits.ts";
-import { startScriptedServer } from "../cli/_model.ts";
-import { alive, cmdline, escapeNonce, hermeticEnv, startHost, waitUntil } from "../cli/_support.ts";
+import { ClaudeCodeCliError, runTurn, type TurnHandle } from "../../src/runner/index.ts";
+import { LimitExceededError } from "../../src/runner/errors.ts";
+import { readMounts } from "../../src/runner/containment.ts";
+import { describeLimits, limitSupport, type RunLimits } from "../../src/runner/limits.ts";
+import { startScriptedServer } from "../runner/_model.ts";
+import { alive, cmdline, escapeNonce, hermeticEnv, startHost, waitUntil } from "../runner/_support.ts";
 
 const MiB = 1024 * 1024;
 

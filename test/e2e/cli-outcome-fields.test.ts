@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ClaudeCodeCliError, runTurn, type RunTurnOptions, type TurnHandle } from "../../src/cli/index.ts";
+import { ClaudeCodeCliError, runTurn, type RunTurnOptions, type TurnHandle } from "../../src/runner/index.ts";
 import type { ModelServer } from "../../src/testing/index.ts";
-import { startScriptedServer, type Step } from "../cli/_model.ts";
-import { hermeticEnv, waitUntil } from "../cli/_support.ts";
+import { startScriptedServer, type Step } from "../runner/_model.ts";
+import { hermeticEnv, waitUntil } from "../runner/_support.ts";
 
 async function withServer<T>(script: Step[], fn: (server: ModelServer) => Promise<T>): Promise<T> {
   const server = await startScriptedServer(script);

@@ -4,10 +4,10 @@ import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ClaudeCodeCliError, LostSessionError, runTurn, type RunTurnOptions } from "../../src/cli/index.ts";
+import { ClaudeCodeCliError, LostSessionError, runTurn, type RunTurnOptions } from "../../src/runner/index.ts";
 import type { ParsedLine } from "../../src/protocol/index.ts";
-import { startScriptedServer, type Step } from "../cli/_model.ts";
-import { alive, cmdline, hermeticEnv, treeMembers, waitUntil, withGrowingDeadline } from "../cli/_support.ts";
+import { startScriptedServer, type Step } from "../runner/_model.ts";
+import { alive, cmdline, hermeticEnv, treeMembers, waitUntil, withGrowingDeadline } from "../runner/_support.ts";
 
 async function withServer<T>(
   script: Step[],

@@ -11,9 +11,9 @@ import {
   restoreSessionFile,
   runThreadTurn,
   runTurn,
-} from "../../src/cli/index.ts";
-import { startScriptedServer } from "../cli/_model.ts";
-import { hermeticEnv } from "../cli/_support.ts";
+} from "../../src/runner/index.ts";
+import { startScriptedServer } from "../runner/_model.ts";
+import { hermeticEnv } from "../runner/_support.ts";
 
 const dir = (p: string): string => mkdtempSync(join(tmpdir(), p));
 

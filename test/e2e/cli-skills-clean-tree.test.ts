@@ -6,10 +6,10 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ClaudeCodeCliError, runTurn, type RunTurnOptions } from "../../src/cli/index.ts";
+import { ClaudeCodeCliError, runTurn, type RunTurnOptions } from "../../src/runner/index.ts";
 import { assertSkillWasRead, type ParsedLine } from "../../src/protocol/index.ts";
-import { startScriptedServer, type Step } from "../cli/_model.ts";
-import { hermeticEnv, withGrowingDeadline } from "../cli/_support.ts";
+import { startScriptedServer, type Step } from "../runner/_model.ts";
+import { hermeticEnv, withGrowingDeadline } from "../runner/_support.ts";
 
 const CLAUDE_MD = "# Rules\n\nBe brief.\n";
 

@@ -5,10 +5,10 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, mkdtempSyn
 import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ClaudeCodeCliError, runTurn } from "../../src/cli/index.ts";
+import { ClaudeCodeCliError, runTurn } from "../../src/runner/index.ts";
 import { assertSkillWasRead, SkillNotReadError, type ParsedLine } from "../../src/protocol/index.ts";
-import { startScriptedServer, type Step } from "../cli/_model.ts";
-import { hermeticEnv } from "../cli/_support.ts";
+import { startScriptedServer, type Step } from "../runner/_model.ts";
+import { hermeticEnv } from "../runner/_support.ts";
 
 function skill(name: string): string {
   const skillDir = join(mkdtempSync(join(tmpdir(), "ts-skillsrc-")), name);

@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { runTurn, selectContainment, type ContainmentKind } from "../../src/cli/index.ts";
-import { startScriptedServer } from "../cli/_model.ts";
+import { runTurn, selectContainment, type ContainmentKind } from "../../src/runner/index.ts";
+import { startScriptedServer } from "../runner/_model.ts";
 import {
   alive,
   awaitEscapes,
@@ -20,7 +20,7 @@ import {
   killEscapees,
   startHost,
   waitUntil,
-} from "../cli/_support.ts";
+} from "../runner/_support.ts";
 
 /** The kinds this host offers (the best one first), each tried in turn. */
 const KINDS = (["cgroup-v2", "cgroup-v1-freezer", "pid-namespace"] as const).filter(

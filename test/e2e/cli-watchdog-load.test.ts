@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { readMounts } from "../../src/cli/containment.ts";
-import { cmdline, escapeNonce, startHost, treeMembers, waitUntil } from "../cli/_support.ts";
+import { readMounts } from "../../src/runner/containment.ts";
+import { cmdline, escapeNonce, startHost, treeMembers, waitUntil } from "../runner/_support.ts";
 
 /** The worker's default grace between TERM and KILL. */
 const GRACE_MS = 2000;

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readlinkSync } from "node:fs";
-import { alive, cmdline, SETTLE_MS, startHost as startHostWith, treeMembers, waitUntil } from "../cli/_support.ts";
+import { alive, cmdline, SETTLE_MS, startHost as startHostWith, treeMembers, waitUntil } from "../runner/_support.ts";
 
 const SLEEPERS = "nohup sleep 300 >/dev/null 2>&1 & setsid sleep 301 >/dev/null 2>&1 & echo started";
 const startHost = (mode: string): ReturnType<typeof startHostWith> => startHostWith(mode, SLEEPERS);

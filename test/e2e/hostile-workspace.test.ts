@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runTurn } from "../../src/cli/index.ts";
+import { runTurn } from "../../src/runner/index.ts";
 import { startModelServer, type ModelServer } from "../../src/testing/index.ts";
-import { hermeticEnv } from "../cli/_support.ts";
+import { hermeticEnv } from "../runner/_support.ts";
 
 interface HostileWorkspace {
   root: string;

@@ -12,7 +12,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runTurn, type RunTurnOptions } from "../../src/cli/index.ts";
+import { runTurn, type RunTurnOptions } from "../../src/runner/index.ts";
 import { startModelServer, hermeticEnv, type ScriptResponse } from "../../src/testing/index.ts";
 import { bash, prepare, putRule, withCtx, withHub } from "../decisions/_support.ts";
 

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { defaultInstanceStem } from "../../src/cli/index.ts";
+import { defaultInstanceStem } from "../../src/runner/index.ts";
 import { processFleet, readAll, waitUntil, type WorkerProcess } from "../worker/_support.ts";
 
 /** The config dir (CLAUDE_CONFIG_DIR) of the process whose command line holds `needle` and whose env names `root`. */

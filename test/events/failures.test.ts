@@ -18,13 +18,13 @@ import {
   dataOf,
   type Outcome,
 } from "../../src/events/index.ts";
-import { ClaudeCodeCliError, runTurn } from "../../src/cli/index.ts";
-import { LIMIT_ERROR_KINDS } from "../../src/cli/limits.ts";
+import { ClaudeCodeCliError, runTurn } from "../../src/runner/index.ts";
+import { LIMIT_ERROR_KINDS } from "../../src/runner/limits.ts";
 import { errFields } from "../../src/worker/error-fields.ts";
 import { ERROR_TYPES } from "../../src/metrics/names.ts";
 import { outcomeOf as rootOutcomeOf } from "../../src/index.ts";
-import { startScriptedServer } from "../cli/_model.ts";
-import { hermeticEnv, waitUntil } from "../cli/_support.ts";
+import { startScriptedServer } from "../runner/_model.ts";
+import { hermeticEnv, waitUntil } from "../runner/_support.ts";
 import { onlyJson, turnstream } from "../bin/_cli.ts";
 import { rig } from "../worker/_more.ts";
 
@@ -88,7 +88,7 @@ test("outcomeOf: the status decides first, then the kind; an unknown kind counts
   });
 });
 
-// `killed` is decided once: it is only ever the run handle's own kill() (src/cli/run-turn.ts: a
+// `killed` is decided once: it is only ever the run handle's own kill() (src/runner/run-turn.ts: a
 // worker stopping its attempt, a session's runs closed, a warm process closed), a stop turnstream
 // chose, so it is never retried: another attempt would undo the stop. A CLI that a signal of someone
 // else's ends (the OOM killer, an operator's kill -9) has no result line and is `no_result`, which is

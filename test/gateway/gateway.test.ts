@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runTurn } from "../../src/cli/index.ts";
+import { runTurn } from "../../src/runner/index.ts";
 import {
   credentialFrom,
   OAUTH_BETA,

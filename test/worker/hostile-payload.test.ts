@@ -7,12 +7,12 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runTurn } from "../../src/cli/index.ts";
+import { runTurn } from "../../src/runner/index.ts";
 import { SUPERVISED_DIR_PREFIX } from "../../src/decisions/index.ts";
 import { OPERATOR } from "../decisions/_support.ts";
 import { createProducer, InvalidTurnError, JOB_VERSION } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
-import { hermeticEnv } from "../cli/_support.ts";
+import { hermeticEnv } from "../runner/_support.ts";
 import { rig } from "./_more.ts";
 import { cleanupKeys, readAll, redisFor, testSpace, waitUntil } from "./_support.ts";
 

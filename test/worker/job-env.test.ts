@@ -7,11 +7,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, writeFileSync, chmodSync } from "node:fs";
 import { join } from "node:path";
-import { baseEnv, cliSettingsEnv, modelAccessEnv, runTurn } from "../../src/cli/index.ts";
-import { guardGit } from "../../src/cli/git-guard.ts";
+import { baseEnv, cliSettingsEnv, modelAccessEnv, runTurn } from "../../src/runner/index.ts";
+import { guardGit } from "../../src/runner/git-guard.ts";
 import { createProducer, InvalidTurnError, JOB_VERSION } from "../../src/queue/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
-import { hermeticEnv } from "../cli/_support.ts";
+import { hermeticEnv } from "../runner/_support.ts";
 import { cliLines, rig, type Rig } from "./_more.ts";
 import { cleanupKeys, cliEnv, processFleet, readAll, redisFor, testSpace } from "./_support.ts";
 

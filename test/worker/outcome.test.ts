@@ -3,7 +3,7 @@
 // allows, a retryable failure retries below the attempt limit, everything else fails.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { TurnOutcome } from "../../src/cli/index.ts";
+import type { TurnOutcome } from "../../src/runner/index.ts";
 import { errFields } from "../../src/worker/error-fields.ts";
 import { verdict, type RunFacts } from "../../src/worker/outcome.ts";
 

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
-import { probeToolSandbox } from "../../src/cli/index.ts";
+import { probeToolSandbox } from "../../src/runner/index.ts";
 import { InvalidTurnError } from "../../src/queue/index.ts";
 import type { Envelope } from "../../src/log/index.ts";
 import { rig, type Rig } from "./_more.ts";

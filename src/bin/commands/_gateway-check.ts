@@ -3,7 +3,7 @@
 // source, never its value), and one request through a loopback gateway to the upstream
 // (count_tokens: no model answer, no cost) to show the gateway can reach it with that credential.
 import { join } from "node:path";
-import { CREDENTIALS_FILE, envAuth, operatorConfigDir, type CheckResult } from "../../cli/index.ts";
+import { CREDENTIALS_FILE, envAuth, operatorConfigDir, type CheckResult } from "../../runner/index.ts";
 import {
   credentialFrom,
   startGateway,

@@ -1,6 +1,6 @@
 // `doctor`'s limit lines: for each per-run limit, the value a worker started with this environment
 // would apply and how this host enforces it (the kernel, turnstream watching the run, or nothing).
-import { describeLimits, type CheckResult, type LimitName } from "../../cli/index.ts";
+import { describeLimits, type CheckResult, type LimitName } from "../../runner/index.ts";
 import {
   compileRunLimits,
   describeRunLimitSettings,

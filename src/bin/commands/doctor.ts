@@ -1,6 +1,6 @@
 // `turnstream doctor [--cwd DIR]`: is this machine ready to run turns? One line per check.
 import { resolve } from "node:path";
-import { runChecks, type CheckResult } from "../../cli/index.ts";
+import { runChecks, type CheckResult } from "../../runner/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { gatewayCheck } from "./_gateway-check.ts";

@@ -9,7 +9,7 @@ import {
   instanceHolder,
   sweepConfigHomes,
   type SweepResult,
-} from "../../cli/index.ts";
+} from "../../runner/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { ProcessTree } from "../../src/cli/process-tree.ts";
+import { ProcessTree } from "../../src/runner/process-tree.ts";
 import { startTree } from "./_support.ts";
 
 /** Refreshes `tree` every 20 ms (2 s at most) until `done` holds for its members; returns the last. */

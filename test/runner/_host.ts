@@ -7,9 +7,9 @@
 import childProcess from "node:child_process";
 import { writeSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
-import { runTurn, selectContainment, startWatchdog, type ContainmentKind } from "../../src/cli/index.ts";
-import { startWarmProcess } from "../../src/cli/warm-process.ts";
-import type { RunLimits } from "../../src/cli/limits.ts";
+import { runTurn, selectContainment, startWatchdog, type ContainmentKind } from "../../src/runner/index.ts";
+import { startWarmProcess } from "../../src/runner/warm-process.ts";
+import type { RunLimits } from "../../src/runner/limits.ts";
 import { hermeticEnv } from "./_support.ts";
 
 const url = process.env["MODEL_URL"]!;

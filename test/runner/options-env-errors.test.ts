@@ -13,7 +13,7 @@ import {
   resolveClaudeBin,
   runTurn,
   validateRunTurnOptions,
-} from "../../src/cli/index.ts";
+} from "../../src/runner/index.ts";
 
 function kindOf(fn: () => unknown): { kind: string; message: string } {
   try {

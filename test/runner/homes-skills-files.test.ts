@@ -31,7 +31,7 @@ import {
   sessionFilePath,
   sweep,
   type Logger,
-} from "../../src/cli/index.ts";
+} from "../../src/runner/index.ts";
 
 const tmp = (p: string): string => mkdtempSync(join(tmpdir(), p));
 

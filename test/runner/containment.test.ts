@@ -17,9 +17,9 @@ import {
   selectContainment,
   sweepCgroups,
   type ContainmentKind,
-} from "../../src/cli/containment.ts";
-import { runTurn } from "../../src/cli/index.ts";
-import { ProcessTree } from "../../src/cli/process-tree.ts";
+} from "../../src/runner/containment.ts";
+import { runTurn } from "../../src/runner/index.ts";
+import { ProcessTree } from "../../src/runner/process-tree.ts";
 import {
   awaitEscapes,
   escapeCommands,

@@ -5,14 +5,14 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ClaudeCodeCliError } from "../../src/cli/index.ts";
+import { ClaudeCodeCliError } from "../../src/runner/index.ts";
 import {
   startWarmProcess,
   warmFingerprint,
   type WarmProcess,
   type WarmProcessOptions,
-} from "../../src/cli/warm-process.ts";
-import { WarmPool } from "../../src/cli/warm-pool.ts";
+} from "../../src/runner/warm-process.ts";
+import { WarmPool } from "../../src/runner/warm-pool.ts";
 import type { ParsedLine } from "../../src/protocol/index.ts";
 import { startScriptedServer, type Step } from "./_model.ts";
 import { alive, cmdline, hermeticEnv, treeMembers, waitUntil } from "./_support.ts";

@@ -177,7 +177,7 @@ export interface HostInfo {
 }
 
 /**
- * Starts test/cli/_host.ts (one turn of the real CLI whose Bash tool runs `command`, which must echo
+ * Starts test/runner/_host.ts (one turn of the real CLI whose Bash tool runs `command`, which must echo
  * `started`, then a model that never answers) and resolves once the tool's result is in.
  */
 export async function startHost(

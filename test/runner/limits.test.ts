@@ -9,9 +9,9 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { ownHierarchyDir, RunScope, sweepCgroups } from "../../src/cli/containment.ts";
-import { LimitWatch, limitSupport, RunLimitGroups, scratchUsage, type RunLimits } from "../../src/cli/limits.ts";
-import { ProcessTree } from "../../src/cli/process-tree.ts";
+import { ownHierarchyDir, RunScope, sweepCgroups } from "../../src/runner/containment.ts";
+import { LimitWatch, limitSupport, RunLimitGroups, scratchUsage, type RunLimits } from "../../src/runner/limits.ts";
+import { ProcessTree } from "../../src/runner/process-tree.ts";
 import { waitUntil } from "./_support.ts";
 
 const MiB = 1024 * 1024;

@@ -17,7 +17,7 @@ import {
   runTurn,
   WorkspaceFiles,
   WorkspacePathError,
-} from "../../src/cli/index.ts";
+} from "../../src/runner/index.ts";
 
 const tmp = (p: string): string => mkdtempSync(join(tmpdir(), p));
 
@@ -190,7 +190,7 @@ test("an untrusted workspace whose CLAUDE.md and skill file are FIFOs: its conte
   mkdirSync(join(cwd, ".claude", "skills", "pipe"), { recursive: true });
   execFileSync("mkfifo", [join(cwd, ".claude", "skills", "pipe", "SKILL.md")]);
   writeFileSync(join(cwd, ".claude", "CLAUDE.md"), "Rule FIFO-OK-5521.\n");
-  const { workspaceContext } = await import("../../src/cli/workspace-context.ts");
+  const { workspaceContext } = await import("../../src/runner/workspace-context.ts");
   const context = workspaceContext(cwd) ?? "";
   assert.match(context, /FIFO-OK-5521/);
   assert.doesNotMatch(context, /Contents of CLAUDE\.md/);

@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runTurn } from "../../src/cli/index.ts";
-import { SOCKET_DIR_MAX } from "../../src/cli/sandbox.ts";
+import { runTurn } from "../../src/runner/index.ts";
+import { SOCKET_DIR_MAX } from "../../src/runner/sandbox.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { hermeticEnv } from "./_support.ts";
 

@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { guardGit } from "../../src/cli/git-guard.ts";
+import { guardGit } from "../../src/runner/git-guard.ts";
 
 test("guardGit: command-scope config outranks the workspace's; only identity GIT_* names survive", () => {
   const ws = mkdtempSync(join(tmpdir(), "ts-gitguard-"));

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { injectSkillsForRun, restoreSkillInjection } from "../../src/cli/index.ts";
+import { injectSkillsForRun, restoreSkillInjection } from "../../src/runner/index.ts";
 
 const tmp = (p: string): string => mkdtempSync(join(tmpdir(), p));
 

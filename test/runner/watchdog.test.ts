@@ -7,8 +7,8 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { launchCommand, RunCgroup, selectContainment } from "../../src/cli/containment.ts";
-import { startWatchdog, TREE_MARKER_VAR, WATCHDOG_SCRIPT, watchdogEntry } from "../../src/cli/index.ts";
+import { launchCommand, RunCgroup, selectContainment } from "../../src/runner/containment.ts";
+import { startWatchdog, TREE_MARKER_VAR, WATCHDOG_SCRIPT, watchdogEntry } from "../../src/runner/index.ts";
 import {
   alive,
   escapeCommands,
