@@ -6,7 +6,16 @@ export * from "./state.ts";
 export { renderTranscriptText, toMessages, acceptedAttempt } from "./render.ts";
 export type { TextOptions } from "./render.ts";
 export { startProjector } from "./live.ts";
-export { runProjectorProcess } from "./process.ts";
+import type { ProjectorProcessOptions } from "./process.ts";
+
+/**
+ * Runs the projector as a process (metrics, ops endpoint, signals) until a signal stops it. Loaded on
+ * call: the process's telemetry and metrics would make every reader of read models load OpenTelemetry.
+ */
+export async function runProjectorProcess(options: ProjectorProcessOptions): Promise<number> {
+  const processEntry = await import("./process.ts");
+  return processEntry.runProjectorProcess(options);
+}
 export type { Projector, ProjectorOptions, ProjectorStats } from "./live.ts";
 export { SessionProjection } from "./session-projection.ts";
 export type { SessionProjectionOptions, StepResult } from "./session-projection.ts";

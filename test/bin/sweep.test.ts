@@ -14,7 +14,7 @@ import { claimInstanceSlot, defaultInstanceStem, InstanceIdTakenError } from "..
 import { onlyJson, turnstream } from "./_cli.ts";
 
 const NODE = join(process.cwd(), "node_modules", ".bin", "node");
-const SLOT_MODULE = join(process.cwd(), "src", "cli", "instance-slot.ts");
+const SLOT_MODULE = join(process.cwd(), "src", "runner", "instance-slot.ts");
 
 interface Holder {
   child: ChildProcess;
@@ -34,8 +34,14 @@ function holder(root: string, instanceId?: string): Holder {
       process.stdin.resume();
     } catch (err) { console.log("refused " + err.name); process.exit(0); }`;
   const child = spawn(NODE, ["--input-type=module", "-e", code], { stdio: ["pipe", "pipe", "inherit"] });
-  const said = new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once("line", resolve));
   const exited = new Promise((resolve) => child.once("exit", resolve));
+  // A holder that dies before saying anything (its module failed to load) fails the test at once.
+  const said = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once("line", resolve);
+    void exited.then((code) =>
+      reject(new Error(`the holder exited (code ${String(code)}) before saying what it holds`)),
+    );
+  });
   return { child, said, exited };
 }
 

@@ -38,11 +38,12 @@ interface Weight {
   only?: readonly string[];
 }
 
+// lru-cache (the kernel's bounded maps) is a small package with no dependencies of its own.
 const LIGHT_ENTRIES: Record<string, Weight> = {
-  runner: { heavyAllowed: [], only: ["zod"] },
-  protocol: { heavyAllowed: [], only: ["zod"] },
+  runner: { heavyAllowed: [], only: ["zod", "lru-cache"] },
+  protocol: { heavyAllowed: [], only: ["zod", "lru-cache"] },
   events: { heavyAllowed: [], only: ["zod"] },
-  testing: { heavyAllowed: [], only: ["zod"] },
+  testing: { heavyAllowed: [], only: ["zod", "lru-cache"] },
   log: { heavyAllowed: ["ioredis"] },
 };
 

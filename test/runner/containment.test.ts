@@ -126,7 +126,7 @@ for (const kind of ["cgroup-v2", "cgroup-v1-freezer"] as const) {
     const nonce = escapeNonce();
     // A host that makes a run cgroup, starts an escaped process in it, and is SIGKILLed: what a crashed worker leaves.
     const hostCode = `
-      const { selectContainment, RunCgroup, launchCommand } = await import(${JSON.stringify(join(import.meta.dirname, "..", "..", "src", "cli", "containment.ts"))});
+      const { selectContainment, RunCgroup, launchCommand } = await import(${JSON.stringify(join(import.meta.dirname, "..", "..", "src", "runner", "containment.ts"))});
       const { spawn } = await import("node:child_process");
       const c = selectContainment([${JSON.stringify(kind)}]);
       const cg = RunCgroup.create(c, "run-1");
