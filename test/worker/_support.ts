@@ -306,23 +306,7 @@ export async function processFleet(
   };
 }
 
-/** Live (non-zombie) pids whose environment carries TURNSTREAM_TREE=<marker>. */
-export function treeMembers(marker: string): number[] {
-  const want = Buffer.from(`TURNSTREAM_TREE=${marker}`);
-  const out: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "latin1");
-      const state = stat.slice(stat.lastIndexOf(") ") + 2)[0];
-      if (state === "Z" || state === "X") continue;
-      if (readFileSync(`/proc/${name}/environ`).indexOf(want) !== -1) out.push(Number(name));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
+export { treeMembers } from "../runner/_support.ts";
 
 /** Markers (TURNSTREAM_TREE values) of live processes whose environment names `needle` (e.g. a config root). */
 export function markersOfProcessesWith(needle: string): Map<number, string> {
