@@ -61,8 +61,11 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
       "no TURNSTREAM_OPERATOR_KEYS: supervised turns will fail, since no operator decision could be verified",
     );
   await worker.ready();
+  // Listening for the stop signal comes before saying "ready": a supervisor that stops the worker as
+  // soon as it reads that line must get a clean stop, not the default action of an unheld SIGTERM.
+  const stopSignal = untilSignal(parts);
   markReady(parts, worker);
-  await untilSignal(parts);
+  await stopSignal;
   await worker.close({ graceMs });
   await stopProcessParts(parts);
   logger.info({ worker: worker.id }, "worker stopped");
