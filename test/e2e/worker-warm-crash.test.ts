@@ -4,6 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { orderKeys } from "../../src/queue/index.ts";
 import { processFleet, readAll, treeMembers, waitUntil } from "../worker/_support.ts";
 
 test("kill -9 of a worker with a warm session: its kept CLI tree ends, the next turn runs cold on the other worker", async () => {
@@ -20,6 +21,10 @@ test("kill -9 of a worker with a warm session: its kept CLI tree ends, the next 
     const cliPid = Number((events.find((e) => e.kind === "cli.exit")!.data as Record<string, unknown>)["pid"]);
     const marker = /TURNSTREAM_TREE=([0-9a-f-]+)/.exec(readFileSync(`/proc/${cliPid}/environ`, "latin1"))![1]!;
     assert.ok(treeMembers(marker).length > 0, "the CLI is kept after its turn");
+    // The kill comes once the worker has also let go of the session (the turn's record is written
+    // first): a worker killed between the two leaves the next turn waiting out its lease, a different case.
+    const order = orderKeys(fleet.space.logPrefix, first.session);
+    await waitUntil(async () => (await fleet.redis.exists(order.turns, order.lease)) === 0, 10_000, "the session let go");
     const victim = String(started["worker"]).includes(`-${workers.a.pid}-`) ? "a" : "b";
     const survivor = victim === "a" ? "b" : "a";
     workers[victim].kill("SIGKILL");
