@@ -3,7 +3,7 @@
 // JavaScript API, which the project's TypeScript 7 compiler does not ship. They are installed from
 // that lockfile on first use, and again whenever the lockfile changes. `--fix` writes what the
 // formatter would print instead of only checking it.
-import { execFileSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,8 +21,13 @@ function installedFromLockfile(): boolean {
   return Object.keys(wanted.packages).every((path) => path === "" || path in have.packages);
 }
 
+/** Runs a tool with its output on ours; a failing tool ends the script with its status, after saying which. */
 function run(file: string, args: string[]): void {
-  execFileSync(file, args, { cwd: root, stdio: "inherit" });
+  const result = spawnSync(file, args, { cwd: root, stdio: "inherit" });
+  if (result.status === 0) return;
+  const how = result.error?.message ?? (result.signal !== null ? `signal ${result.signal}` : `exit ${result.status}`);
+  process.stderr.write(`lint: ${file.split("/").pop()} failed (${how}); \`npm run lint -- --fix\` formats\n`);
+  process.exit(result.status ?? 1);
 }
 
 if (!installedFromLockfile()) run("npm", ["ci", "--prefix", lintDir, "--no-audit", "--no-fund", "--silent"]);

@@ -24,7 +24,11 @@ test("kill -9 of a worker with a warm session: its kept CLI tree ends, the next 
     // The kill comes once the worker has also let go of the session (the turn's record is written
     // first): a worker killed between the two leaves the next turn waiting out its lease, a different case.
     const order = orderKeys(fleet.space.logPrefix, first.session);
-    await waitUntil(async () => (await fleet.redis.exists(order.turns, order.lease)) === 0, 10_000, "the session let go");
+    await waitUntil(
+      async () => (await fleet.redis.exists(order.turns, order.lease)) === 0,
+      10_000,
+      "the session let go",
+    );
     const victim = String(started["worker"]).includes(`-${workers.a.pid}-`) ? "a" : "b";
     const survivor = victim === "a" ? "b" : "a";
     workers[victim].kill("SIGKILL");
