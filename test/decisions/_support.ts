@@ -1,7 +1,7 @@
 // Shared set-up for the decision tests: a private key prefix, a session with a begun attempt, a hub
 // that trusts the test operator's key, helpers to decide and add rules signed with it, to run a real
 // CLI turn under supervision and to wait for log events.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -274,4 +274,21 @@ export function cli(
   child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
   child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
   return new Promise((r) => child.on("close", (code) => r({ code, stdout, stderr })));
+}
+
+/**
+ * A "worker" in a process of its own holding a hub for `ctx`'s attempt (_hub-child.ts, fast heartbeat):
+ * the process and the run file of its supervised run, once it has printed it.
+ */
+export async function startHubChild(ctx: Ctx): Promise<{ child: ChildProcess; runFile: string }> {
+  const args = [ctx.prefix, ctx.session, ctx.turn, String(ctx.attempt), String(ctx.epoch), ctx.dir, OPERATOR.publicKey];
+  const child = spawn(process.execPath, [join(import.meta.dirname, "_hub-child.ts"), ...args], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout!.setEncoding("utf8");
+  const runFile = await new Promise<string>((resolve) =>
+    child.stdout!.on("data", (chunk: string) => ((out += chunk), out.includes("\n") && resolve(out.trim()))),
+  );
+  return { child, runFile };
 }

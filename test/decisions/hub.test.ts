@@ -20,9 +20,9 @@ import {
   decideAs,
   eventsOf,
   nextEvent,
-  OPERATOR,
   operatorKey,
   prepare,
+  startHubChild,
   waitFor,
   withHub,
   withCtx,
@@ -276,27 +276,7 @@ test("decide: unknown request, second operator loses, already decided", async ()
 test("a worker killed while a decision is pending: listed as abandoned, decide refuses, the retried attempt asks again", async () => {
   await withCtx(async (ctx) => {
     // The "worker": a separate process holding a hub with a fast heartbeat.
-    const child = spawn(
-      process.execPath,
-      [
-        join(import.meta.dirname, "_hub-child.ts"),
-        ctx.prefix,
-        ctx.session,
-        ctx.turn,
-        String(ctx.attempt),
-        String(ctx.epoch),
-        ctx.dir,
-        OPERATOR.publicKey,
-      ],
-      {
-        stdio: ["ignore", "pipe", "inherit"],
-      },
-    );
-    let out = "";
-    child.stdout.setEncoding("utf8");
-    const runFile = await new Promise<string>((resolve) =>
-      child.stdout.on("data", (c: string) => ((out += c), out.includes("\n") && resolve(out.trim()))),
-    );
+    const { child, runFile } = await startHubChild(ctx);
     const waiting = forward(runFile, hookInput("rm -rf build"));
     const req = await nextEvent(ctx, "decision.requested");
     const requestId = (req.data as { requestId: string }).requestId;

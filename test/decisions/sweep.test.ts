@@ -2,36 +2,15 @@
 // sweep finds them by the owner named in the folder and removes those whose process is gone.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { sweepSupervisedDirs, SUPERVISED_DIR_PREFIX } from "../../src/decisions/index.ts";
-import { OPERATOR, prepare, setup, withHub } from "./_support.ts";
+import { prepare, setup, startHubChild, withHub } from "./_support.ts";
 
 test("sweepSupervisedDirs removes the folders of dead owners (also a reused pid), keeps live ones, never follows a symlink", async () => {
   const ctx = await setup();
   try {
-    const child = spawn(
-      process.execPath,
-      [
-        join(import.meta.dirname, "_hub-child.ts"),
-        ctx.prefix,
-        ctx.session,
-        ctx.turn,
-        String(ctx.attempt),
-        String(ctx.epoch),
-        ctx.dir,
-        OPERATOR.publicKey,
-      ],
-      {
-        stdio: ["ignore", "pipe", "inherit"],
-      },
-    );
-    let out = "";
-    child.stdout.setEncoding("utf8");
-    const runFile = await new Promise<string>((resolve) =>
-      child.stdout.on("data", (c: string) => ((out += c), out.includes("\n") && resolve(out.trim()))),
-    );
+    const { child, runFile } = await startHubChild(ctx);
     const dead = basename(dirname(runFile));
     assert.ok(dead.startsWith(`${SUPERVISED_DIR_PREFIX}${child.pid}.`), `named by its owner: ${dead}`);
     const exited = new Promise((r) => child.once("exit", r));
