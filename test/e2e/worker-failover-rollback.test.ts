@@ -7,22 +7,27 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Redis } from "ioredis";
-import { connectRedis, createEventLog, type Envelope, type EventLog } from "../../src/log/index.ts";
+import { connectRedis, createEventLog, type Envelope } from "../../src/log/index.ts";
 import { createProducer } from "../../src/queue/index.ts";
 import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { startRedisServer } from "../support/redis-server.ts";
 import { startTcpProxy } from "../support/tcp-proxy.ts";
-import { assertNoHole, cliEnv, readAll, testSpace, toolChain, toolIds, waitUntil } from "../worker/_support.ts";
+import {
+  assertNoHole,
+  cliEnv,
+  readAll,
+  testSpace,
+  toolChain,
+  toolResultCount,
+  waitForToolResults,
+  waitUntil,
+} from "../worker/_support.ts";
 
 const STEPS = 12;
 
 async function replicaInSync(replica: Redis): Promise<boolean> {
   return (await replica.info("replication")).includes("master_link_status:up");
-}
-
-async function toolResults(log: EventLog, session: string): Promise<number> {
-  return toolIds(await readAll(log, session)).results.length;
 }
 
 test(
@@ -61,22 +66,15 @@ test(
         cwd: ws,
         options: { skipPermissions: true },
       });
-      await waitUntil(
-        async () => (await toolResults(primaryLog, queued.session)) >= 3,
-        60000,
-        "three tool results on the primary",
-      );
+      await waitForToolResults(primaryLog, queued.session, 3, "primary");
 
       // The partition: the replica stops taking the primary's writes (and is promoted).
       await onReplica.replicaof("NO", "ONE");
       const cut = await replicaLog.stat(queued.session);
-      const resultsAtCut = await toolResults(replicaLog, queued.session);
+      const resultsAtCut = await toolResultCount(replicaLog, queued.session);
       // The primary goes on acknowledging the attempt's appends, which the replica never gets.
-      await waitUntil(
-        async () => (await toolResults(primaryLog, queued.session)) >= resultsAtCut + 3,
-        60000,
-        "three more tool results acknowledged by the primary",
-      );
+      // Three more acknowledged by the primary.
+      await waitForToolResults(primaryLog, queued.session, resultsAtCut + 3, "primary");
       const lost = await primaryLog.stat(queued.session);
       await primary.stop("SIGKILL");
       proxy.switchTo(replicaServer.port);

@@ -9,22 +9,23 @@
 import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { Redis } from "ioredis";
-import { connectRedis, createEventLog, type Envelope, type EventLog } from "../../src/log/index.ts";
+import { connectRedis, createEventLog, type Envelope } from "../../src/log/index.ts";
 import { createProducer } from "../../src/queue/index.ts";
 import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { createLogger, createScrubber } from "../../src/telemetry/index.ts";
 import { startSentinelRig } from "../support/sentinel.ts";
-import { assertNoHole, cliEnv, readAll, testSpace, toolChain, waitUntil } from "../worker/_support.ts";
+import {
+  assertNoHole,
+  cliEnv,
+  readAll,
+  testSpace,
+  toolChain,
+  waitForToolResults,
+  waitUntil,
+} from "../worker/_support.ts";
 
 const STEPS = 10;
-
-async function toolResults(log: EventLog, session: string): Promise<number> {
-  let count = 0;
-  for (const event of await readAll(log, session))
-    if (event.kind === "cli.line" && String((event.data as { raw: string }).raw).includes('"tool_result"')) count++;
-  return count;
-}
 
 interface FailoverRun {
   events: Envelope[];
@@ -78,11 +79,7 @@ async function failoverTurn(testContext: TestContext, durability: string): Promi
       cwd: ws,
       options: { skipPermissions: true },
     });
-    await waitUntil(
-      async () => (await toolResults(primaryLog, turn.session)) >= 3,
-      60000,
-      "three tool results on the primary",
-    );
+    await waitForToolResults(primaryLog, turn.session, 3, "primary");
     const [primaryHead, replicaHead] = [
       (await primaryLog.stat(turn.session)).lastSeq,
       (await replicaLog.stat(turn.session)).lastSeq,

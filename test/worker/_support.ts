@@ -326,6 +326,17 @@ export function markersOfProcessesWith(needle: string): Map<number, string> {
   return out;
 }
 
+/** How many tool results a session's log holds on `log` (a primary's or a replica's view in the failover tests). */
+export async function toolResultCount(log: EventLog, session: string): Promise<number> {
+  return toolIds(await readAll(log, session)).results.length;
+}
+
+/** Waits (bounded) until a session's log on `log` holds at least `count` tool results. */
+export async function waitForToolResults(log: EventLog, session: string, count: number, where: string): Promise<void> {
+  const what = `${count} tool results on the ${where}`;
+  await waitUntil(async () => (await toolResultCount(log, session)) >= count, 60_000, what);
+}
+
 /** Waits (bounded) until `cond` holds, re-checking every 100 ms. */
 export async function waitUntil(
   cond: () => boolean | Promise<boolean>,
