@@ -12,6 +12,7 @@ import { startDashboard } from "../src/dashboard/index.ts";
 import type { Page } from "playwright-core";
 import { launchBrowser } from "../test/dashboard/_browser.ts";
 import { benchRedis } from "./_redis.ts";
+import { quantile } from "./_stats.ts";
 
 const { values } = parseArgs({
   options: {
@@ -111,7 +112,6 @@ async function openTimed(id: string, lastSeq: number): Promise<{ page: Page; ms:
   return { page, ms: performance.now() - t0 };
 }
 
-const quantile = (xs: number[], p: number): number => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
 const r3 = (x: number): number => Number(x.toFixed(3));
 
 const epoch = await buildSession(session, total);

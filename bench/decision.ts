@@ -25,15 +25,13 @@ import {
 } from "../src/decisions/index.ts";
 import { connectRedis, createEventLog } from "../src/log/index.ts";
 import { hermeticEnv, startModelServer } from "../src/testing/index.ts";
+import { quantile } from "./_stats.ts";
 
 const N_HUB = Number(process.env["BENCH_N"] ?? 400);
 const N_SPAWN = 40;
 const STEPS_PER_TURN = 8;
 
-const pct = (xs: number[], fraction: number): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((fraction / 100) * sorted.length) - 1)]!;
-};
+const pct = (xs: number[], percent: number): number => quantile(xs, percent / 100);
 const r1 = (x: number): number => Number(x.toFixed(2));
 
 const redis = connectRedis();

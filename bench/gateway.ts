@@ -12,6 +12,7 @@ import { createInterface } from "node:readline";
 import { runTurn } from "../src/runner/index.ts";
 import { credentialFrom, startGateway, type ModelCall } from "../src/gateway/index.ts";
 import { hermeticEnv } from "../src/testing/index.ts";
+import { quantile } from "./_stats.ts";
 
 const TURNS = Number(process.argv[2] ?? 12);
 const REQUESTS = Number(process.argv[3] ?? 300);
@@ -102,14 +103,12 @@ server.stop();
 run.cleanup();
 
 const sum = (x: number[]): number => x.reduce((s, v) => s + v, 0);
-const pct = (x: number[], p: number): number =>
-  [...x].sort((a, b) => a - b)[Math.min(x.length - 1, Math.floor(x.length * p))]!;
 const r2 = (n: number): number => Number(n.toFixed(2));
 const wallRatio = sum(wall.gateway) / sum(wall.direct);
-const ttfbAddedP95Ms = pct(ttfbs.gateway, 0.95) - pct(ttfbs.direct, 0.95);
+const ttfbAddedP95Ms = quantile(ttfbs.gateway, 0.95) - quantile(ttfbs.direct, 0.95);
 for (const route of ["direct", "gateway"] as const) {
   process.stdout.write(
-    `${route.padEnd(8)} turns: total ${sum(wall[route]).toFixed(0)} ms, median ${pct(wall[route], 0.5).toFixed(1)} ms; ttfb p50 ${pct(ttfbs[route], 0.5).toFixed(2)} ms, p95 ${pct(ttfbs[route], 0.95).toFixed(2)} ms\n`,
+    `${route.padEnd(8)} turns: total ${sum(wall[route]).toFixed(0)} ms, median ${quantile(wall[route], 0.5).toFixed(1)} ms; ttfb p50 ${quantile(ttfbs[route], 0.5).toFixed(2)} ms, p95 ${quantile(ttfbs[route], 0.95).toFixed(2)} ms\n`,
   );
 }
 process.stdout.write(`gateway CPU: ${cpuMs.toFixed(0)} ms for ${gatewayRequests} requests\n`);
@@ -118,11 +117,11 @@ process.stdout.write(
     bench: "gateway",
     wallRatio: Number(wallRatio.toFixed(4)),
     ttfbAddedP95Ms: r2(ttfbAddedP95Ms),
-    ttfbAddedP50Ms: r2(pct(ttfbs.gateway, 0.5) - pct(ttfbs.direct, 0.5)),
+    ttfbAddedP50Ms: r2(quantile(ttfbs.gateway, 0.5) - quantile(ttfbs.direct, 0.5)),
     cpuPerCallMs: r2(cpuMs / gatewayRequests),
     turns: TURNS,
     requests: REQUESTS,
-    directMedianMs: r2(pct(wall.direct, 0.5)),
-    gatewayMedianMs: r2(pct(wall.gateway, 0.5)),
+    directMedianMs: r2(quantile(wall.direct, 0.5)),
+    gatewayMedianMs: r2(quantile(wall.gateway, 0.5)),
   }) + "\n",
 );

@@ -11,6 +11,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { ensureBuilt, repoRoot } from "../test/support/build.ts";
+import { median } from "./_stats.ts";
 
 const run = promisify(execFile);
 const REPS = Number(process.argv[2] ?? 7);
@@ -96,7 +97,6 @@ async function measure(target: Target): Promise<Sample> {
   return JSON.parse(stdout) as Sample;
 }
 
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const round1 = (value: number): number => Number(value.toFixed(1));
 
 function summarise(samples: Sample[]): Sample {

@@ -9,6 +9,7 @@ import { rerunSession } from "../src/bin/commands/_rerun.ts";
 import { createProducer } from "../src/queue/index.ts";
 import { startModelServer } from "../src/testing/index.ts";
 import { rig } from "../test/worker/_more.ts";
+import { median } from "./_stats.ts";
 
 const ROUNDS = Number(process.argv[2] ?? 5);
 const setup = await rig({ responses: [] });
@@ -75,7 +76,6 @@ try {
     freshSeconds.push((await fresh()).seconds);
     rerunSeconds.push(await rerun(recorded));
   }
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const text = (xs: number[]): string => xs.map((s) => s.toFixed(2)).join(" ");
   process.stdout.write(
     `fresh turn (10 tools): ${text(freshSeconds)} s\nrerunSession:          ${text(rerunSeconds)} s\n`,

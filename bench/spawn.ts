@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { resolveClaudeBin, runTurn } from "../src/runner/index.ts";
 import { startScriptedServer } from "../test/runner/_model.ts";
 import { hermeticEnv } from "../test/runner/_support.ts";
+import { median } from "./_stats.ts";
 
 const TURNS = Number(process.argv[2] ?? 20);
 const server = await startScriptedServer([{ text: "ok" }]);
@@ -53,7 +54,6 @@ for (let index = 0; index < TURNS; index++) {
 }
 await server.close();
 const sum = (x: number[]): number => x.reduce((s, v) => s + v, 0);
-const median = (x: number[]): number => [...x].sort((p, q) => p - q)[Math.floor(x.length / 2)]!;
 const ratio = sum(oursMs) / sum(bareMs);
 process.stdout.write(
   `runTurn: total ${sum(oursMs).toFixed(0)} ms, median ${median(oursMs).toFixed(1)} ms over ${TURNS}\n`,

@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { createProducer, type Producer } from "../src/queue/index.ts";
 import { startModelServer } from "../src/testing/index.ts";
 import { cleanupKeys, cliEnv, redisFor, startWorkerProcess, testSpace } from "../test/worker/_support.ts";
+import { median } from "./_stats.ts";
 
 const FOLLOW_UPS = 20;
 const SESSIONS = 4;
@@ -69,7 +70,6 @@ async function side(warm: boolean): Promise<{ latencies: number[]; cpuMsPerTurn:
   return { latencies, cpuMsPerTurn };
 }
 
-const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const cold = await side(false);
 const warm = await side(true);
 await server.close();
@@ -77,22 +77,22 @@ redis.disconnect();
 space.cleanup();
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 process.stdout.write(
-  `cold: follow-up median ${med(cold.latencies).toFixed(0)} ms, mean ${mean(cold.latencies).toFixed(0)} ms, CPU ${cold.cpuMsPerTurn.toFixed(0)} ms/turn\n`,
+  `cold: follow-up median ${median(cold.latencies).toFixed(0)} ms, mean ${mean(cold.latencies).toFixed(0)} ms, CPU ${cold.cpuMsPerTurn.toFixed(0)} ms/turn\n`,
 );
 process.stdout.write(
-  `warm: follow-up median ${med(warm.latencies).toFixed(0)} ms, mean ${mean(warm.latencies).toFixed(0)} ms, CPU ${warm.cpuMsPerTurn.toFixed(0)} ms/turn\n`,
+  `warm: follow-up median ${median(warm.latencies).toFixed(0)} ms, mean ${mean(warm.latencies).toFixed(0)} ms, CPU ${warm.cpuMsPerTurn.toFixed(0)} ms/turn\n`,
 );
 process.stdout.write(
   JSON.stringify({
     bench: "warm",
     // Medians, as the other turn benches: a shared machine's stalls land in the mean of either side.
-    ratio: Number((med(warm.latencies) / med(cold.latencies)).toFixed(3)),
+    ratio: Number((median(warm.latencies) / median(cold.latencies)).toFixed(3)),
     latencyGoal: 0.15,
     meanRatio: Number((mean(warm.latencies) / mean(cold.latencies)).toFixed(3)),
     cpuRatio: Number((warm.cpuMsPerTurn / cold.cpuMsPerTurn).toFixed(3)),
     cpuGoal: 0.5,
-    coldFollowUpMs: Number(med(cold.latencies).toFixed(1)),
-    warmFollowUpMs: Number(med(warm.latencies).toFixed(1)),
+    coldFollowUpMs: Number(median(cold.latencies).toFixed(1)),
+    warmFollowUpMs: Number(median(warm.latencies).toFixed(1)),
     coldCpuMsPerTurn: Number(cold.cpuMsPerTurn.toFixed(1)),
     warmCpuMsPerTurn: Number(warm.cpuMsPerTurn.toFixed(1)),
     followUps: cold.latencies.length,

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { createProducer } from "../src/queue/index.ts";
 import { cleanupKeys, redisFor, startWorkerProcess, testSpace } from "../test/worker/_support.ts";
 import { bareRound, CONCURRENCY, queuedRound, spawnAndRead } from "./_rounds.ts";
+import { median } from "./_stats.ts";
 
 const TURNS = Number(process.argv[2] ?? 80);
 const ROUNDS = Number(process.argv[3] ?? 7);
@@ -139,7 +140,6 @@ async function measuredRound(
 }
 
 await bare(8);
-const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const rounds = {
   off: [] as Awaited<ReturnType<typeof measuredRound>>[],
   on: [] as Awaited<ReturnType<typeof measuredRound>>[],
@@ -166,19 +166,19 @@ for (let round = 0; round < ROUNDS; round++) {
 redis.disconnect();
 space.cleanup();
 const medians = (xs: typeof rounds.off) => ({
-  worker: med(xs.map((x) => x.worker)),
-  redis: med(xs.map((x) => x.redis)),
-  producer: med(xs.map((x) => x.producer)),
+  worker: median(xs.map((x) => x.worker)),
+  redis: median(xs.map((x) => x.redis)),
+  producer: median(xs.map((x) => x.producer)),
 });
 const [mOff, mOn] = [medians(rounds.off), medians(rounds.on)];
 const total = (m: typeof mOff): number => m.worker + m.redis + m.producer;
 process.stdout.write(
-  `medians per turn: metrics off ${fmt(mOff)}; metrics on ${fmt(mOn)}; bare spawn-and-read ${med(bareCpuPerTurn).toFixed(2)} ms\n`,
+  `medians per turn: metrics off ${fmt(mOff)}; metrics on ${fmt(mOn)}; bare spawn-and-read ${median(bareCpuPerTurn).toFixed(2)} ms\n`,
 );
 process.stdout.write(
   JSON.stringify({
     bench: "worker-cpu",
-    ratio: Number((total(mOff) / med(bareCpuPerTurn)).toFixed(2)),
+    ratio: Number((total(mOff) / median(bareCpuPerTurn)).toFixed(2)),
     metricsRatio: Number((total(mOn) / total(mOff)).toFixed(3)),
     metricsGoal: 1.05,
     workerMsPerTurn: Number(mOff.worker.toFixed(2)),
@@ -186,7 +186,7 @@ process.stdout.write(
     redisMsPerTurn: Number(mOff.redis.toFixed(2)),
     redisMsPerTurnMetrics: Number(mOn.redis.toFixed(2)),
     producerMsPerTurn: Number(mOff.producer.toFixed(2)),
-    bareMsPerTurn: Number(med(bareCpuPerTurn).toFixed(2)),
+    bareMsPerTurn: Number(median(bareCpuPerTurn).toFixed(2)),
     turns: TURNS,
     rounds: ROUNDS,
     standInCli: true,
