@@ -134,6 +134,7 @@ function turnAt(state: ProjectionState, id: string): number {
     acceptedAttempt: null,
     errorKind: null,
     error: null,
+    labels: {},
     attempts: [],
   });
   state.transcript.turns.push({ turn: id, prompt: null, promptSeq: null, attempts: [], acceptedAttempt: null });
@@ -337,6 +338,7 @@ function turnQueued(state: ProjectionState, env: ReducibleEnvelope, ti: number):
   }
   if (data !== undefined && state.view.cwd === null) state.view.cwd = data.cwd;
   if (data?.model !== undefined && state.view.model === null) state.view.model = data.model;
+  if (data?.labels !== undefined) turn.labels = { ...data.labels };
   refreshStatus(state, ti);
 }
 

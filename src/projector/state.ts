@@ -4,7 +4,7 @@
 import type { ErrorKind } from "../protocol/index.ts";
 
 /** Bump when the state's shape or the reducer's semantics change: the projector rebuilds into new keys. */
-export const STATE_VERSION = 3;
+export const STATE_VERSION = 4;
 
 export type TurnStatus = "queued" | "running" | "finished" | "failed" | "cancelled";
 export type SessionStatus = "new" | TurnStatus;
@@ -61,6 +61,8 @@ export interface TurnView {
   errorKind: ErrorKind | null;
   /** turn.failed's error (name and message as the worker wrote them, already scrubbed). */
   error: { name: string | null; message: string | null } | null;
+  /** The labels it was queued with (turn.queued). */
+  labels: Record<string, string>;
   attempts: AttemptView[];
 }
 

@@ -252,6 +252,7 @@ export function checkEnqueue(input: EnqueueInput, envPolicy: JobEnvPolicy = DEFA
   const turn = turnId(session, req.idempotencyKey);
   const options = req.options ?? {};
   refuseSecretShapedPrompt(req.prompt, prompt, options.appendSystemPrompt);
+  for (const [name, value] of Object.entries(req.labels ?? {})) refuseSecretShapedText(`labels.${name}`, value);
   const refused = firstRefusedEnvName(Object.keys(options.env ?? {}), envPolicy);
   if (refused !== undefined) throw new InvalidTurnError(`options.env.${refused.name}`, refused.why);
   return { req, prompt, session, turn, options };
@@ -276,6 +277,7 @@ function queuedEventData({ req, prompt, options }: CheckedEnqueue, traceparent: 
   if (options.env !== undefined)
     queued.env = Object.entries(options.env).map(([k, v]) => (typeof v === "string" ? k : `ref:${k}`));
   if (req.onLostSession !== undefined) queued.onLostSession = req.onLostSession;
+  if (req.labels !== undefined) queued.labels = req.labels;
   return queued;
 }
 

@@ -4,6 +4,7 @@
 import { statSync } from "node:fs";
 import { z as zod } from "zod";
 import { SESSION_ID_PATTERN } from "../log/index.ts";
+import { turnLabelsSchema } from "../events/index.ts";
 import { secretShapeIn } from "../telemetry/index.ts";
 import { InvalidTurnError, MissingVariableError } from "./errors.ts";
 import { extraArgProblem } from "./extra-args.ts";
@@ -252,6 +253,8 @@ export const enqueueInputSchema = zod.strictObject({
   variables: zod.record(zod.string(), zod.unknown()).optional(),
   /** Fixed when the session is created (its first turn); later values are ignored. */
   onLostSession: lostSessionPolicySchema.optional(),
+  /** What fleet questions group by (`repo`, `pr`…): recorded in turn.queued, summed in the archive. */
+  labels: turnLabelsSchema.optional(),
 });
 export type EnqueueInput = zod.input<typeof enqueueInputSchema>;
 /** An enqueue request as the schema let it through. */

@@ -105,7 +105,7 @@ test("no worker: a warning at once; --start-timeout exits 3 and cancels the turn
   }
 });
 
-test("--turn-timeout becomes the job's timeoutMs", async () => {
+test("--turn-timeout becomes the job's timeoutMs; --label pairs are the turn's labels, a bad one exits 2", async () => {
   const space = testSpace();
   const redis = redisFor();
   const queue = createTurnQueue({ redis, queuePrefix: space.queuePrefix });
@@ -115,6 +115,10 @@ test("--turn-timeout becomes the job's timeoutMs", async () => {
       "--json",
       "--turn-timeout",
       "10m",
+      "--label",
+      "repo=acme/api",
+      "--label",
+      "pr=12",
       "--prefix",
       space.logPrefix,
       "--queue-prefix",
@@ -128,6 +132,13 @@ test("--turn-timeout becomes the job's timeoutMs", async () => {
     const { turn } = onlyJson(enqueued.stdout) as { turn: string };
     const job = await queue.getJob(turn);
     assert.equal((job?.data as { options: { timeoutMs?: number } }).options.timeoutMs, 600_000);
+    const { session } = onlyJson(enqueued.stdout) as { session: string };
+    const log = createEventLog({ redis, prefix: space.logPrefix });
+    const queued = (await readAll(log, session)).find((event) => event.kind === "turn.queued")!;
+    assert.deepEqual((queued.data as { labels?: unknown }).labels, { repo: "acme/api", pr: "12" });
+    const bad = await turnstream(["run", "--label", "Repo=x", "--prefix", space.logPrefix, "--", "hi"]);
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /labels\.Repo/);
   } finally {
     await closeTurnQueue(queue);
     await cleanupKeys(redis, space);

@@ -25,7 +25,8 @@ import { defaultScrub } from "./_scrub.ts";
 export const summary = "enqueue a turn (--wait: follow it live and exit with its outcome)";
 
 const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--wait] [--json] [--supervised] [--model M] [--max-turns N]
-                      [--allowed-tools A,B] [--idempotency-key K] [--var key=value …] [--limit name=N …]
+                      [--allowed-tools A,B] [--idempotency-key K] [--var key=value …] [--label name=value …]
+                      [--limit name=N …]
                       [--timeout D] [--turn-timeout D] [--start-timeout D] [--prefix P] [--queue-prefix Q] [--queue NAME]
                       [--] PROMPT | --prompt-file FILE | (prompt on stdin)
   --wait             follow the turn live and exit with its outcome: 0 finished, 1 the agent failed the task,
@@ -34,6 +35,7 @@ const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--
   --timeout D        stop waiting after D (exit 4; the turn goes on); D is 30s, 10m, 1h or milliseconds
   --timeout-ms MS    the same as --timeout, kept for existing scripts
   --turn-timeout D   the worker ends the turn itself after D (its timeoutMs)
+  --label name=value a label for fleet questions (repo, pr, team…); repeat it; recorded in the log
   --limit name=N     a lower bound than the worker's for this turn: pids, memoryMb, cpus or scratchMb
                      (repeat it; more than the worker's maximum fails the turn, naming it)
   --start-timeout D  exit 3 (and cancel the turn) when no worker has taken it within D
@@ -56,6 +58,7 @@ const options = {
   "allowed-tools": { type: "string" },
   "idempotency-key": { type: "string" },
   var: { type: "string", multiple: true },
+  label: { type: "string", multiple: true },
   limit: { type: "string", multiple: true },
   timeout: { type: "string" },
   "timeout-ms": { type: "string" },
@@ -114,15 +117,15 @@ async function readPrompt(args: RunArgs): Promise<string> {
   }
 }
 
-/** --var key=value pairs; a malformed one is a usage error naming it. */
-function templateVariables(pairs: readonly string[]): Record<string, string> | undefined {
-  const variables: Record<string, string> = {};
+/** Repeated `--flag key=value` pairs as an object; a malformed one is a usage error naming the flag. */
+function keyValues(flag: string, pairs: readonly string[]): Record<string, string> | undefined {
+  const values: Record<string, string> = {};
   for (const kv of pairs) {
     const eq = kv.indexOf("=");
-    if (eq <= 0) throw new RunUsageError(`--var takes key=value, got '${kv}'`);
-    variables[kv.slice(0, eq)] = kv.slice(eq + 1);
+    if (eq <= 0) throw new RunUsageError(`--${flag} takes key=value, got '${kv}'`);
+    values[kv.slice(0, eq)] = kv.slice(eq + 1);
   }
-  return Object.keys(variables).length > 0 ? variables : undefined;
+  return Object.keys(values).length > 0 ? values : undefined;
 }
 
 function maxTurnsOf(text: string | undefined): number | undefined {
@@ -156,7 +159,8 @@ function enqueueInput(values: RunValues, prompt: string, timeouts: Timeouts): En
     cwd: resolve(values.cwd ?? process.cwd()),
     session: values.session,
     idempotencyKey: values["idempotency-key"],
-    variables: templateVariables(values.var ?? []),
+    variables: keyValues("var", values.var ?? []),
+    labels: keyValues("label", values.label ?? []),
     options: {
       model: values.model,
       supervised: values.supervised,
