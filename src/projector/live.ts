@@ -15,7 +15,7 @@ import {
 import { createEventLog, type EventLog, type RedisClient } from "../log/index.ts";
 import { SessionProjection, type StepResult } from "./session-projection.ts";
 import { PROJECTION_VERSION, projectionKeys, readModel, type ReadModel } from "./store.ts";
-import type { SessionSummary } from "./state.ts";
+import type { ProjectionState, SessionSummary } from "./state.ts";
 
 export interface ProjectorOptions {
   /** Where the log is read and the read models are written. */
@@ -36,6 +36,12 @@ export interface ProjectorOptions {
   sessions?: readonly string[];
   /** stop() waits at most this long for steps in flight; default 5000 ms. */
   stopTimeoutMs?: number;
+  /**
+   * Called with a session's state once its read models have caught up with the log (after the last
+   * commit of a run of them): where a copy elsewhere is kept current, such as the archive's summary
+   * row. A failure is retried, with backoff, before the session is waited on again.
+   */
+  onCaughtUp?: (session: string, state: ProjectionState) => Promise<void>;
 }
 
 export interface ProjectorStats {
@@ -252,6 +258,10 @@ class LiveProjector implements Projector {
     conn.on("error", (err: Error) => this.#connectionErrors("redis connection error", err, { connection: "follower" }));
     this.#blockingConnections.add(conn);
     let failures = 0;
+    // Owed from the start (a previous run may have stopped between its commit and the hand-off) and
+    // again after each commit; cleared once onCaughtUp has taken the state.
+    let owed = true;
+    let handOffFailures = 0;
     try {
       while (!this.#stopping) {
         let result: StepResult;
@@ -266,8 +276,12 @@ class LiveProjector implements Projector {
         if (result === "superseded") return this.#supersede(session);
         if (result !== "idle") {
           this.#countCommit(session, result);
+          owed ||= result === "progress";
           continue;
         }
+        if (owed && !(await this.#caughtUp(session, proj, ++handOffFailures, sleep))) continue;
+        owed = false;
+        handOffFailures = 0;
         this.#events.emit("idle", session);
         if (isFinished(proj.state)) return;
         if (!(await this.#waitForEvents(conn, session, proj.checkpoint))) return;
@@ -292,6 +306,21 @@ class LiveProjector implements Projector {
     this.#logger.warn({ session, err: errorFields(err) }, "projection step failed; retrying");
     await sleep.sleep(backoffDelayMs(failures + 1, { baseMs: 50, maxMs: 2000 }));
     await proj.load().catch(() => {});
+  }
+
+  /** Hands the caught-up state to onCaughtUp; false (after logging and a backoff) when that failed. */
+  async #caughtUp(session: string, proj: SessionProjection, failures: number, sleep: WakeableSleep): Promise<boolean> {
+    const onCaughtUp = this.#options.onCaughtUp;
+    if (onCaughtUp === undefined || proj.state === undefined) return true;
+    try {
+      await onCaughtUp(session, proj.state);
+      return true;
+    } catch (err) {
+      this.#stats.errors++;
+      this.#logger.warn({ session, err: errorFields(err) }, "could not pass on a caught-up session; retrying");
+      await sleep.sleep(backoffDelayMs(failures, { baseMs: 50, maxMs: 2000 }));
+      return false;
+    }
   }
 
   #countCommit(session: string, result: "progress" | "conflict"): void {

@@ -63,6 +63,38 @@ test("two projectors racing while the log grows: every session's read model equa
   }
 });
 
+test("onCaughtUp gets each session's state once its read models have caught up; a failing hand-off is retried", async () => {
+  const name = fixtureLogNames()[0]!;
+  const session = rid("caught-up");
+  const envelopes = fixtureLog(name);
+  await appendEnvelopes(ctx.log, session, envelopes.slice(0, 4));
+  const handed: number[] = [];
+  let refusals = 2;
+  const projector = startProjector({
+    redis: ctx.redis,
+    prefix: ctx.prefix,
+    sessions: [session],
+    rescanMs: 100,
+    blockMs: 200,
+    batchEvents: 3,
+    onCaughtUp: async (caught, state) => {
+      assert.equal(caught, session);
+      if (refusals-- > 0) throw new Error("the summary store is down");
+      handed.push(state.lastSeq);
+    },
+  });
+  try {
+    await waitFor(async () => handed.at(-1) === 4, 20_000, "the first four events handed over");
+    await appendEnvelopes(ctx.log, session, envelopes.slice(4));
+    await waitFor(async () => handed.at(-1) === envelopes.length, 20_000, "the rest handed over");
+    // Handed over when caught up, not at each of the commits of three events that got there.
+    assert.ok(handed.length <= 3, `handed over at ${handed.join(", ")}`);
+    assert.ok(projector.stats.errors >= 2, "the two refusals were counted");
+  } finally {
+    await projector.stop();
+  }
+});
+
 test("a version bump rebuilds into new keys, switches the pointer, deletes the old keys; the old projector stops", async () => {
   const session = rid("ver");
   const envs = fixtureLog("crash-retry");
