@@ -9,3 +9,6 @@ export {
   InvalidArchiveUrlError,
   InvalidSessionCopyError,
 } from "./errors.ts";
+export { DEFAULT_SCHEMA, PostgresArchive, type PostgresArchiveOptions } from "./postgres.ts";
+export { archiveUrlForDisplay, openArchive } from "./open.ts";
+export { decisionRows, toolCallRows, type DecisionRow, type ToolCallRow } from "./derive.ts";
