@@ -65,6 +65,10 @@ export class FileArchive implements Archive {
     return { applied: created === undefined ? [] : [`create directory ${this.dir}`] };
   }
 
+  /**
+   * A first copy cannot be stored twice (see #createFrom); replacing puts of one session are not
+   * serialised between processes: this store is for one machine with one archiver.
+   */
   async put(copy: SessionCopy): Promise<void> {
     const lines = copyLines(copy);
     const session = copy.session;

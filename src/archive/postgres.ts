@@ -527,7 +527,10 @@ function recordedDigest(row: SessionRow): LogDigest | undefined {
   return { count: Number(row.digest_count), lastSeq: Number(row.digest_last_seq), sha256: row.digest_sha256 };
 }
 
-/** The row as a summary (checked against the summary's schema by the caller: a row is untrusted input). */
+/**
+ * The row as a summary (checked against the summary's schema by the caller: a row is untrusted input).
+ * Times come back as ISO strings from timestamptz: the log writes them so, and one that was not a time is null.
+ */
 function summaryOfRow(row: SessionRow): unknown {
   return {
     session: row.session,
