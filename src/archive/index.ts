@@ -1,2 +1,14 @@
 // Public surface of the archive.
 export type { Archive, ArchiveReadOptions, ArchivedSummary, LogDigest, SessionCopy, SessionState } from "./archive.ts";
+export { DigestBuilder, envelopeLine, extendsDigest, logDigest, sameDigest } from "./digest.ts";
+export { summarize, summaryOfState } from "./summary.ts";
+export { FileArchive, FILE_SUFFIX, type FileArchiveOptions } from "./file.ts";
+export {
+  ArchiveConflictError,
+  ArchiveCorruptError,
+  InvalidArchiveUrlError,
+  InvalidSessionCopyError,
+} from "./errors.ts";
+export { DEFAULT_SCHEMA, PostgresArchive, type PostgresArchiveOptions } from "./postgres.ts";
+export { archiveUrlForDisplay, openArchive } from "./open.ts";
+export { decisionRows, toolCallRows, type DecisionRow, type ToolCallRow } from "./derive.ts";
