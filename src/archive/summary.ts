@@ -25,14 +25,18 @@ export function summaryOfState(session: string, state: ProjectionState): Archive
     tokens: { ...view.tokens },
     model: view.model,
     cwd: view.cwd,
-    // Turns carry no labels yet (neither the turn payload nor turn.queued has any): kept empty until they do.
-    labels: {},
+    labels: labelsOf(state),
     firstAt: view.firstAt,
     lastAt: view.lastAt,
     lastSeq: state.lastSeq,
     errorKinds: errorKindsOf(state),
     decisions: decisionsOf(state),
   };
+}
+
+/** The labels of the session's turns, a later turn's value for a name replacing an earlier one's. */
+function labelsOf(state: ProjectionState): Record<string, string> {
+  return Object.assign({}, ...state.view.turns.map((turn) => turn.labels)) as Record<string, string>;
 }
 
 /** Turns that ended in an error kind, and attempts whose last classification was not ok. */

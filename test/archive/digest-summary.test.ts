@@ -28,6 +28,19 @@ describe("logDigest", () => {
 });
 
 describe("summarize", () => {
+  it("takes the labels of the session's turns, a later turn's value replacing an earlier one's", async () => {
+    const session = uniqueId("lb");
+    const events = await loggedEvents("today-session", session);
+    const queued = ofKind(events, "turn.queued");
+    assert.ok(queued.length >= 2, "a session of several turns");
+    const labelled = events.map((event) => {
+      const labels =
+        event === queued[0] ? { repo: "acme/api", pr: "12" } : event === queued[1] ? { pr: "13" } : undefined;
+      return labels === undefined ? event : { ...event, data: { ...(event.data as object), labels } };
+    });
+    assert.deepEqual(summarize(session, labelled).labels, { repo: "acme/api", pr: "13" });
+  });
+
   it("counts turns, attempts and decisions as the events say (a supervised session of five turns)", async () => {
     const session = uniqueId("sm");
     const events = await loggedEvents("today-session", session);
