@@ -9,3 +9,4 @@ export {
   InvalidArchiveUrlError,
   InvalidSessionCopyError,
 } from "./errors.ts";
+export { SessionHistory, sessionEvents, type SessionHome } from "./source.ts";

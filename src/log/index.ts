@@ -14,6 +14,7 @@ export type {
   BeginResult,
   EncodedEvent,
   EventLogOptions,
+  HistoryReader,
   ReadOptions,
   SessionStat,
   SnapshotRef,

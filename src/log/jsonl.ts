@@ -14,7 +14,7 @@ import { newWriterId, type EncodedEvent, type EventLog } from "./event-log.ts";
 /**
  * Writes a session's log to `out` as JSON lines (one envelope each, blobs inlined); resolves with the number of events.
  */
-export async function exportJsonl(log: EventLog, session: string, out: Writable): Promise<number> {
+export async function exportJsonl(log: Pick<EventLog, "read">, session: string, out: Writable): Promise<number> {
   let count = 0;
   for await (const ev of log.read(session)) {
     if (!out.write(JSON.stringify(ev) + "\n")) await once(out, "drain");
