@@ -31,7 +31,14 @@ export interface RetentionReport {
 }
 
 /** The steps of one session's retention, for tests that stop it between two of them. */
-export type RetentionStep = "copied" | "stored" | "verified" | "retired" | "unindexed" | "read-models";
+export type RetentionStep =
+  | "copied"
+  | "stored"
+  | "verified"
+  | "retired"
+  | "read-models"
+  | "job-records"
+  | "unindexed";
 
 export interface RetentionOptions {
   log: EventLog;
@@ -163,27 +170,28 @@ class SessionRetention {
     return [...models, keys.pointer];
   }
 
-  /** What lives outside the session's slot: its index entry, its read models (again), its job records. */
+  /**
+   * What lives outside the session's slot: its read models (again: a projector may have committed
+   * after the script), its job records, and last its index entry, which is what a rerun finds the
+   * session by when a run stopped before the end.
+   */
   async #afterRemoval(turns: readonly string[]): Promise<void> {
     const { log, redis, queue } = this.#options;
     const session = this.#session;
-    const index = indexKey(log.prefix);
-    await redis.zrem(index, session);
-    // A turn enqueued right after the removal started a new log: it stays listed.
-    if ((await redis.exists(log.keys(session).meta)) === 1) await redis.zadd(index, Date.now(), session);
-    await this.#step("unindexed");
-    await deleteProjection(
-      redis,
-      session,
-      Array.from({ length: PROJECTION_VERSION }, (_, index) => index + 1),
-      log.prefix,
-    );
+    const versions = Array.from({ length: PROJECTION_VERSION }, (_, index) => index + 1);
+    await deleteProjection(redis, session, versions, log.prefix);
     await this.#step("read-models");
     const queuePrefix = queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX;
     for (const turn of turns) {
       await queue.remove(turn);
       await redis.del(turnRecordKey(queuePrefix, turn));
     }
+    await this.#step("job-records");
+    const index = indexKey(log.prefix);
+    await redis.zrem(index, session);
+    // A turn enqueued right after the removal started a new log: it stays listed.
+    if ((await redis.exists(log.keys(session).meta)) === 1) await redis.zadd(index, Date.now(), session);
+    await this.#step("unindexed");
   }
 }
 
