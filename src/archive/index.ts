@@ -10,3 +10,13 @@ export {
   InvalidSessionCopyError,
 } from "./errors.ts";
 export { SessionHistory, sessionEvents, type SessionHome } from "./source.ts";
+export { copyOfSession, sessionState } from "./copy.ts";
+export {
+  runRetention,
+  type RetentionAction,
+  type RetentionEntry,
+  type RetentionOptions,
+  type RetentionReport,
+  type RetentionStep,
+} from "./retention.ts";
+export { archiveRestorer, restoreSession, RestoreRefusedError, type RestoreOutcome } from "./restore.ts";
