@@ -12,3 +12,14 @@ export {
 export { DEFAULT_SCHEMA, PostgresArchive, type PostgresArchiveOptions } from "./postgres.ts";
 export { archiveUrlForDisplay, openArchive } from "./open.ts";
 export { decisionRows, toolCallRows, type DecisionRow, type ToolCallRow } from "./derive.ts";
+export { SessionHistory, sessionEvents, type SessionHome } from "./source.ts";
+export { copyOfSession, sessionState } from "./copy.ts";
+export {
+  runRetention,
+  type RetentionAction,
+  type RetentionEntry,
+  type RetentionOptions,
+  type RetentionReport,
+  type RetentionStep,
+} from "./retention.ts";
+export { archiveRestorer, restoreSession, RestoreRefusedError, type RestoreOutcome } from "./restore.ts";

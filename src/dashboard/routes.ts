@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z as zod } from "zod";
 import { decide, DecisionError, InvalidRuleError, type OperatorKey, type OperatorKeyring } from "../decisions/index.ts";
+import type { SessionHistory } from "../archive/index.ts";
 import { isValidSessionId, type EventLog } from "../log/index.ts";
 import { replaySession, UnknownSessionError, type ProjectionState } from "../projector/index.ts";
 import type { Fleet, FleetEvent } from "./fleet.ts";
@@ -21,6 +22,8 @@ import { attr, type StaticFile } from "./static-files.ts";
 
 export interface Ctx {
   log: EventLog;
+  /** Where a session view reads: the log, else the archive. */
+  history: SessionHistory;
   fleet: Fleet;
   watched: WatchedSessions;
   guard: Guard;
@@ -92,7 +95,7 @@ function sentPatch(ctx: Ctx, patch: SessionPatch): SessionPatch {
 export async function resultRoute(ctx: Ctx, res: ServerResponse, session: string, seq: number): Promise<void> {
   let state: ProjectionState;
   try {
-    state = await replaySession(ctx.log, session, { until: { seq } });
+    state = await replaySession(ctx.history, session, { until: { seq } });
   } catch (err) {
     if (err instanceof UnknownSessionError) return sendJson(res, 404, { error: `no session ${session}` });
     throw err;
@@ -136,9 +139,9 @@ export async function sessionStream(
 /** The session as it stood at event `until`, folded like `turnstream replay --until`. */
 export async function sessionAt(ctx: Ctx, res: ServerResponse, session: string, until: number): Promise<void> {
   const traces: TraceIds = {};
-  const st = await ctx.log.stat(session);
+  const st = await ctx.history.stat(session);
   if (!st.exists && st.length === 0) return sendJson(res, 404, { error: `no session ${session}` });
-  const state = await replaySession(ctx.log, session, {
+  const state = await replaySession(ctx.history, session, {
     until: { seq: until },
     observers: [{ onEvent: (env) => noteTrace(traces, env) }],
   });

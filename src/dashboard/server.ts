@@ -2,6 +2,7 @@
 // SSE stream per open view, fed by the log's tail; everything it sends passes through the scrubber.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { DEFAULT_PREFIX, listen, silentLogger, type Logger, TurnstreamError } from "../kernel/index.ts";
+import { SessionHistory, type Archive } from "../archive/index.ts";
 import { createEventLog, isValidSessionId, type RedisClient } from "../log/index.ts";
 import { closeTurnQueue, createTurnQueue } from "../queue/index.ts";
 import { createScrubber, type Scrubber } from "../telemetry/index.ts";
@@ -30,6 +31,8 @@ export interface DashboardOptions {
   redis: RedisClient;
   /** Event log key prefix (default "ts:"). */
   prefix?: string;
+  /** Where retention moved ended sessions: a session view finds them there (the dashboard does not close it). */
+  archive?: Archive | undefined;
   /** BullMQ prefix and queue name of the turn queue (defaults as the worker's). */
   queuePrefix?: string;
   /** BullMQ queue name (default "turns"). */
@@ -145,9 +148,11 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     queueName: options.queueName,
   });
   const fleet = new Fleet({ log, redis: options.redis, queue, logger });
-  const watched = new WatchedSessions(log, logger);
+  const history = new SessionHistory(log, options.archive);
+  const watched = new WatchedSessions(history, logger);
   const ctx: Ctx = {
     log,
+    history,
     fleet,
     watched,
     guard: createGuard({ tokens, loopback, operator }),

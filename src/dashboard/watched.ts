@@ -2,7 +2,7 @@
 // watches it; every page watching gets the same patches. A session nobody watches any more is kept
 // a little while (a reload, a second operator) and then let go.
 import { silentLogger, type Logger } from "../kernel/index.ts";
-import type { EventLog } from "../log/index.ts";
+import type { SessionHistory } from "../archive/index.ts";
 import { applyEvent, initialState, type ProjectionState } from "../projector/index.ts";
 import { noteTrace, patchOf, sentCountsOf, type SentCounts, type SessionPatch, type TraceIds } from "./session-view.ts";
 
@@ -28,11 +28,11 @@ interface Watch {
 const KEEP_MS = 30_000;
 
 export class WatchedSessions {
-  readonly #log: EventLog;
+  readonly #log: SessionHistory;
   readonly #logger: Logger;
   readonly #watches = new Map<string, Watch>();
 
-  constructor(log: EventLog, logger: Logger = silentLogger) {
+  constructor(log: SessionHistory, logger: Logger = silentLogger) {
     this.#log = log;
     this.#logger = logger;
   }
@@ -110,6 +110,10 @@ export class WatchedSessions {
         const patch = patchOf(watch.state, env, watch.sent, watch.traces);
         for (const watcher of watch.watchers) watcher.patch(patch);
       }
+      // An archived session's tail ends with its history: it has ended, nothing more will come. Its
+      // pages stay as they are (ending them would make them reconnect and fold it again, forever).
+      if (!watch.ac.signal.aborted && (await this.#log.home(session)) === "archive")
+        await new Promise((resolve) => watch.ac.signal.addEventListener("abort", resolve, { once: true }));
     } catch (err) {
       this.#logger.warn(
         { err: (err as Error).message, session },

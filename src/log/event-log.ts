@@ -688,6 +688,12 @@ export class EventLog {
   }
 }
 
+/**
+ * What reading a session's history takes: the event log itself, or a reader that finds a session
+ * wherever it lives now (src/archive's SessionHistory: Redis, else the archive).
+ */
+export type HistoryReader = Pick<EventLog, "prefix" | "stat" | "read" | "readPages" | "tail">;
+
 /** The event log on this Redis: one stream per session, appended through a fenced, idempotent Lua script. */
 export function createEventLog(options: EventLogOptions): EventLog {
   return new EventLog(options);

@@ -14,6 +14,7 @@ export type {
   BeginResult,
   EncodedEvent,
   EventLogOptions,
+  HistoryReader,
   ReadOptions,
   SessionStat,
   SnapshotRef,
@@ -75,6 +76,6 @@ export {
 } from "./redis-errors.ts";
 export type { ConnectOptions, RedisClient } from "./redis.ts";
 export { luaScript, scriptCommand, type LuaScript } from "./scripts.ts";
-export { exportJsonl, importedAt, importFile, IMPORTED_FIELD } from "./jsonl.ts";
-export type { ImportResult } from "./jsonl.ts";
+export { exportJsonl, importedAt, importEnvelopes, importFile, IMPORTED_FIELD } from "./jsonl.ts";
+export type { EnvelopeImportOptions, ImportOptions, ImportResult } from "./jsonl.ts";
 export type { Logger } from "../kernel/index.ts";

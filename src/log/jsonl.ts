@@ -14,7 +14,7 @@ import { newWriterId, type EncodedEvent, type EventLog } from "./event-log.ts";
 /**
  * Writes a session's log to `out` as JSON lines (one envelope each, blobs inlined); resolves with the number of events.
  */
-export async function exportJsonl(log: EventLog, session: string, out: Writable): Promise<number> {
+export async function exportJsonl(log: Pick<EventLog, "read">, session: string, out: Writable): Promise<number> {
   let count = 0;
   for await (const ev of log.read(session)) {
     if (!out.write(JSON.stringify(ev) + "\n")) await once(out, "drain");
@@ -152,24 +152,42 @@ function eventInputOf(env: Envelope): EventInput {
   return input;
 }
 
-/** An exported log: every envelope keeps its seq (so the file must hold every seq from 1 on) and its epoch. */
-async function importEnvelopes(
+/** The envelopes of an export's lines; a line that is not one stops the import (the file mixes formats). */
+async function* envelopesOfLines(path: string, lines: AsyncIterable<string>): AsyncGenerator<Envelope> {
+  let lineNo = 0;
+  for await (const line of lines) {
+    if (line.length === 0) continue;
+    lineNo++;
+    const env = asEnvelope(line);
+    if (env === undefined) throw new Error(`${path}: line ${lineNo} is not an envelope; the file mixes formats`);
+    yield env;
+  }
+}
+
+export interface EnvelopeImportOptions extends ImportOptions {
+  /** Where the envelopes come from, for messages (a file path, an archive). */
+  source: string;
+}
+
+/**
+ * Appends exported envelopes to an empty session, each keeping its seq (so they must hold every seq
+ * from 1 on) and its epoch; the session's epoch is raised to the highest, so a new attempt fences them
+ * all. It marks nothing: an import from a file marks the session `imported` first, a restore from
+ * the archive brings back the meta fields the session had.
+ */
+export async function importEnvelopes(
   log: EventLog,
   session: string,
-  path: string,
-  lines: AsyncGenerator<string>,
-  options: ImportOptions,
+  envelopes: AsyncIterable<Envelope> | Iterable<Envelope>,
+  options: EnvelopeImportOptions,
 ): Promise<ImportResult> {
   const batches = new ImportBatches(log, session, null, options);
   batches.epochFloor = 0;
-  for await (const line of lines) {
-    if (line.length === 0) continue;
-    const env = asEnvelope(line);
+  for await (const env of envelopes) {
     const expected = batches.nextSeq;
-    if (env === undefined) throw new Error(`${path}: line ${expected} is not an envelope; the file mixes formats`);
     if (env.seq !== expected)
       throw new Error(
-        `${path}: expected seq ${expected} but found ${env.seq}; an exported log has every seq from 1 on`,
+        `${options.source}: expected seq ${expected} but found ${env.seq}; an exported log has every seq from 1 on`,
       );
     batches.epochFloor = Math.max(batches.epochFloor, env.epoch);
     await batches.add(log.encode(session, env.epoch, eventInputOf(env)));
@@ -215,6 +233,6 @@ export async function importFile(
   // Marked before the first event goes in: a file that fails half-way still leaves a marked session.
   await log.redis.hset(log.keys(session).meta, IMPORTED_FIELD, new Date().toISOString());
   return asEnvelope(first) !== undefined
-    ? importEnvelopes(log, session, path, all, options)
+    ? importEnvelopes(log, session, envelopesOfLines(path, all), { ...options, source: path })
     : importRaw(log, session, all, options);
 }

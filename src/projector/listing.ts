@@ -1,7 +1,7 @@
 // One session's line in a listing (`turnstream sessions`, the dashboard): the figures of its read
 // model, or the log's own state where the projector has not been; and the same line from a state
 // folded in memory, so a live view and a listing never disagree on what a column means.
-import type { EventLog, RedisClient, SessionStat } from "../log/index.ts";
+import type { HistoryReader, RedisClient, SessionStat } from "../log/index.ts";
 import { foldAsync } from "./reduce.ts";
 import { readModelFields } from "./store.ts";
 import { summaryOf, type ProjectionState, type SessionSummary, type Tokens } from "./state.ts";
@@ -38,7 +38,7 @@ async function storedFigures(
 /** A session's row and the log's stat it was made with. */
 async function statAndRow(
   redis: RedisClient,
-  log: EventLog,
+  log: HistoryReader,
   session: string,
 ): Promise<{ st: SessionStat; row: SessionRow }> {
   const [st, stored] = await Promise.all([log.stat(session), storedFigures(redis, session, log.prefix)]);
@@ -59,7 +59,7 @@ async function statAndRow(
 }
 
 /** A session's figures from its read model, or from the log's meta where the projector has not been. */
-export async function sessionRow(redis: RedisClient, log: EventLog, session: string): Promise<SessionRow> {
+export async function sessionRow(redis: RedisClient, log: HistoryReader, session: string): Promise<SessionRow> {
   return (await statAndRow(redis, log, session)).row;
 }
 
@@ -81,7 +81,7 @@ export type RowSource = "projection" | "log" | "meta";
  */
 export async function listingRow(
   redis: RedisClient,
-  log: EventLog,
+  log: HistoryReader,
   session: string,
   foldLimit = FOLD_LIMIT,
   fold: (lastSeq: number) => Promise<ProjectionState> = (lastSeq) => foldAsync(log.read(session, { toSeq: lastSeq })),

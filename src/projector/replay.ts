@@ -2,7 +2,7 @@
 // only up to an event or a moment, optionally on into live events, optionally with the original
 // timing scaled. Observers see every event and the state after it (renderers, and later exporters).
 import { TurnstreamError } from "../kernel/index.ts";
-import type { Envelope, EventLog } from "../log/index.ts";
+import type { Envelope, HistoryReader } from "../log/index.ts";
 import { applyEvent } from "./reduce.ts";
 import { initialState, type ProjectionState } from "./state.ts";
 
@@ -83,7 +83,11 @@ function beyond(until: Until | undefined, env: Envelope): boolean {
  * Rebuilds a session's read models from its log alone, optionally up to a point or following live; touches no stored
  * read model.
  */
-export function replaySession(log: EventLog, session: string, options: ReplayOptions = {}): Promise<ProjectionState> {
+export function replaySession(
+  log: HistoryReader,
+  session: string,
+  options: ReplayOptions = {},
+): Promise<ProjectionState> {
   return replayWithSleep(log, session, options, defaultSleep);
 }
 
@@ -92,7 +96,7 @@ export function replaySession(log: EventLog, session: string, options: ReplayOpt
  * without waiting it out. Not part of the package's entries.
  */
 export async function replayWithSleep(
-  log: EventLog,
+  log: HistoryReader,
   session: string,
   options: ReplayOptions,
   sleep: ReplaySleep,

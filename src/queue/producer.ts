@@ -65,6 +65,12 @@ export interface QueueConfig {
   checkCwd?: boolean | undefined;
   /** When the producer's appends count as done (TURNSTREAM_DURABILITY): memory (default), replicas:N or fsync. */
   durability?: string | undefined;
+  /**
+   * Brings a session retention removed from Redis back before a turn is enqueued to it (the archive
+   * supplies it: `archiveRestorer`), so the turn resumes the session's history instead of starting a
+   * new one. Called for every enqueue; it returns at once when Redis holds the session.
+   */
+  restore?: ((session: string) => Promise<unknown>) | undefined;
 }
 
 export interface EnqueueResult {
@@ -385,6 +391,7 @@ class TurnProducer implements Producer {
   readonly #queuePrefix: string;
   readonly #envPolicy: JobEnvPolicy;
   readonly #checkCwd: boolean;
+  readonly #restore: ((session: string) => Promise<unknown>) | undefined;
   readonly #followers: SessionFollowers;
   readonly #recent = new RecentTurns();
   /** The seq this producer was last acknowledged per session (its turn.queued, its cancels). */
@@ -393,6 +400,7 @@ class TurnProducer implements Producer {
   constructor(config: QueueConfig) {
     this.#envPolicy = jobEnvPolicyFrom(config);
     this.#checkCwd = config.checkCwd === true;
+    this.#restore = config.restore;
     const logPrefix = config.logPrefix ?? DEFAULT_PREFIX;
     this.#redis = config.redis;
     this.log = createEventLog({
@@ -412,6 +420,7 @@ class TurnProducer implements Producer {
     if (this.#checkCwd) refuseBadCwd(checked.req.cwd);
     const { session, turn } = checked;
     const traceparent = activeTraceparent();
+    await this.#restore?.(session);
     const { created, warm } = await this.order.register(session, turn, checked.req.onLostSession, checked.options.warm);
     // The session's warm mode travels in the job, so a worker needs no read of its own to know it.
     if (warm && checked.options.warm === undefined) checked.options = { ...checked.options, warm: true };

@@ -294,6 +294,12 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
     meaning: "key prefix of the event log and read models (default ts:); commands also take --prefix",
   },
   {
+    name: "TURNSTREAM_ARCHIVE",
+    readIn: "src/bin/commands/_connect.ts",
+    meaning:
+      "where retention moves ended sessions (file://DIR or postgres://…); replay, export, record-script, rerun, sessions, tail and dashboard read archived sessions there; commands also take --archive",
+  },
+  {
     name: "TURNSTREAM_QUEUE_PREFIX",
     readIn: "src/worker/config.ts, src/bin/commands/_connect.ts",
     meaning: "BullMQ key prefix, one cluster hash tag (default {turnstream})",

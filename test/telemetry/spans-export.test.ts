@@ -79,8 +79,7 @@ test("a session's spans come back from the log into the producer's trace, with t
   await liveTelemetry.shutdown();
 
   const res = await exportSessionTraces({
-    redis,
-    prefix,
+    log,
     session,
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" },
   });
@@ -106,6 +105,6 @@ test("a session's spans come back from the log into the producer's trace, with t
 });
 
 test("without OTEL configuration nothing is exported", async () => {
-  const res = await exportSessionTraces({ redis, prefix, session, env: {} });
+  const res = await exportSessionTraces({ log, session, env: {} });
   assert.deepEqual(res, { spans: 0, attempts: 0, enabled: false });
 });

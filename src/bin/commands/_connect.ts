@@ -1,6 +1,14 @@
 // Redis for a one-shot command: a clear message when it does not answer (the caller exits 3,
 // infrastructure), never ioredis' endless retries.
-import { createEventLog, DEFAULT_PREFIX, isValidSessionId, type Envelope, type RedisClient } from "../../log/index.ts";
+import { openArchive, SessionHistory, type Archive } from "../../archive/index.ts";
+import {
+  createEventLog,
+  DEFAULT_PREFIX,
+  isValidSessionId,
+  type Envelope,
+  type HistoryReader,
+  type RedisClient,
+} from "../../log/index.ts";
 import { connectForCommand, RedisUnavailableError } from "../../projector/index.ts";
 
 export async function redisOrExplain(command: string): Promise<RedisClient | undefined> {
@@ -76,9 +84,44 @@ export function rejectSessionId(command: string, session: string): boolean {
   return true;
 }
 
-/** A session's events, read whole. */
-export async function readSession(redis: RedisClient, prefix: string, session: string): Promise<Envelope[]> {
+/** A session's events, read whole (from Redis or the archive when `reader` is a SessionHistory). */
+export async function readSession(reader: Pick<HistoryReader, "read">, session: string): Promise<Envelope[]> {
   const out: Envelope[] = [];
-  for await (const event of createEventLog({ redis, prefix }).read(session)) out.push(event);
+  for await (const event of reader.read(session)) out.push(event);
   return out;
+}
+
+/** The --archive flag of the commands that read a session's history. */
+export const ARCHIVE_FLAG_OPTIONS = { archive: { type: "string" } } as const;
+
+export const ARCHIVE_FLAG_USAGE = `  --archive URL     where retention moved ended sessions: file://DIR or postgres://… (default:
+                    TURNSTREAM_ARCHIVE; none: Redis only)
+`;
+
+/** The archive's URL: --archive, else TURNSTREAM_ARCHIVE, else none. */
+export function archiveUrl(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const url = flag ?? env["TURNSTREAM_ARCHIVE"];
+  return url === undefined || url === "" ? undefined : url;
+}
+
+/**
+ * Where a command reads sessions: the log under `prefix`, and the archive of --archive or
+ * TURNSTREAM_ARCHIVE when one is given. Its `close()` closes the archive; the caller owns Redis.
+ */
+export async function openHistory(
+  redis: RedisClient,
+  prefix: string,
+  archiveFlag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<SessionHistory> {
+  return new SessionHistory(createEventLog({ redis, prefix }), await openArchiveOf(archiveFlag, env));
+}
+
+/** The archive of --archive, else TURNSTREAM_ARCHIVE, opened; undefined when neither names one. */
+export async function openArchiveOf(
+  archiveFlag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Archive | undefined> {
+  const url = archiveUrl(archiveFlag, env);
+  return url === undefined ? undefined : openArchive(url);
 }

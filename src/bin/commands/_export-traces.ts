@@ -1,7 +1,7 @@
 // Helper for `turnstream replay`: re-exports a session's spans from its event log (for when the
 // collector was down while the turns ran). Telemetry comes from the OTEL_* variables of `env`.
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
-import { createEventLog, type RedisClient } from "../../log/index.ts";
+import type { HistoryReader } from "../../log/index.ts";
 import {
   createScrubber,
   exportTracesFromLog,
@@ -11,9 +11,8 @@ import {
 } from "../../telemetry/index.ts";
 
 export interface ExportSessionTracesOptions {
-  redis: RedisClient;
-  /** Event log key prefix, e.g. "ts:". */
-  prefix: string;
+  /** Where the session's events are read: the event log, or a SessionHistory that also looks in the archive. */
+  log: Pick<HistoryReader, "read">;
   session: string;
   /** OTEL_* configuration and the secrets to scrub (its secret-looking variables). Default process.env. */
   env?: EnvLike;
@@ -39,8 +38,7 @@ export async function exportSessionTraces(options: ExportSessionTracesOptions): 
   const telemetry = startTelemetry({ scrubber, env, exporter: options.exporter });
   if (!telemetry.enabled) return { spans: 0, attempts: 0, enabled: false };
   try {
-    const log = createEventLog({ redis: options.redis, prefix: options.prefix });
-    const exported = await exportTracesFromLog(log.read(options.session), {
+    const exported = await exportTracesFromLog(options.log.read(options.session), {
       tracer: telemetry.tracer,
       scrubber,
       captureContent: options.captureContent,

@@ -8,7 +8,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createEventLog, importedAt, type Envelope, type RedisClient } from "../../log/index.ts";
+import { SessionHistory } from "../../archive/index.ts";
+import { createEventLog, type Envelope, type RedisClient } from "../../log/index.ts";
 import { createProducer, type Producer } from "../../queue/index.ts";
 import {
   compareRuns,
@@ -26,8 +27,10 @@ import { readSession } from "./_connect.ts";
 
 export interface RerunOptions {
   redis: RedisClient;
-  /** Where the recorded session's log is. */
+  /** Where the recorded session's log is (the re-run's own keys go under the same Redis). */
   logPrefix: string;
+  /** Where the recorded session is read: its log, or the archive once retention moved it (default the log). */
+  history?: SessionHistory | undefined;
   session: string;
   /** A turn id, or its 1-based number in the session; default every turn. */
   turn?: string | undefined;
@@ -149,7 +152,7 @@ async function rerunTurn(
       signal: rerunOptions.signal,
       onEvent: rerunOptions.onEvent,
     });
-    const events = await readSession(space.redis, space.logPrefix, session);
+    const events = await readSession(createEventLog({ redis: space.redis, prefix: space.logPrefix }), session);
     return {
       turn: recordedTurns(events, queued.turn)[0],
       divergence: server.requests().find((r) => r.diverged !== undefined)?.diverged,
@@ -162,14 +165,15 @@ async function rerunTurn(
 /** Re-runs the recorded turns one after another (later turns resume the re-run's session) and compares. */
 export async function rerunSession(options: RerunOptions): Promise<RerunResult> {
   const started = Date.now();
-  const events = await readSession(options.redis, options.logPrefix, options.session);
+  const history =
+    options.history ??
+    new SessionHistory(createEventLog({ redis: options.redis, prefix: options.logPrefix }), undefined);
+  const events = await readSession(history, options.session);
   const recorded = recordedTurns(events, options.turn);
   const { cwd } = options;
   const permissionMode = options.permissionMode ?? "default";
   // `turnstream import` marks every import: such a log is what someone's file said.
-  const imported =
-    (await importedAt(createEventLog({ redis: options.redis, prefix: options.logPrefix }), options.session)) !==
-    undefined;
+  const imported = (await history.importedAt(options.session)) !== undefined;
   const refused = refusalOf(recorded, { permissionMode, imported, session: options.session });
   if (refused !== undefined) throw new RecordingRefusedError(refused);
   const space = openSpace(options.redis, cwd, permissionMode);

@@ -14,7 +14,17 @@ import { parseTokens, startDashboard, DashboardTokenRequiredError } from "../../
 import { createLogger, createScrubber } from "../../telemetry/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { interruptSignal, parseCommandArgs } from "./_args.ts";
-import { logPrefix, QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf, redisOrExplain } from "./_connect.ts";
+import type { Archive } from "../../archive/index.ts";
+import {
+  ARCHIVE_FLAG_OPTIONS,
+  ARCHIVE_FLAG_USAGE,
+  logPrefix,
+  openArchiveOf,
+  QUEUE_FLAG_OPTIONS,
+  QUEUE_FLAGS_USAGE,
+  queueConfigOf,
+  redisOrExplain,
+} from "./_connect.ts";
 
 export const summary = "web console: sessions, transcripts with time travel, decisions inbox, queue";
 
@@ -23,7 +33,7 @@ const usage = `usage: turnstream dashboard [--host 127.0.0.1] [--port N] [--pref
   --host H          address to bind (default 127.0.0.1); any non-loopback address needs an operator
                     token in TURNSTREAM_DASHBOARD_TOKEN_FILE (or TURNSTREAM_DASHBOARD_TOKEN)
   --port N          port (default 7420; 0 picks a free one)
-${QUEUE_FLAGS_USAGE}  Decisions are signed with TURNSTREAM_OPERATOR_KEY and recorded as TURNSTREAM_USER (else USER);
+${QUEUE_FLAGS_USAGE}${ARCHIVE_FLAG_USAGE}  Decisions are signed with TURNSTREAM_OPERATOR_KEY and recorded as TURNSTREAM_USER (else USER);
   without a key the console is read-only. Trace links follow TURNSTREAM_TRACE_URL (default Jaeger's).
   Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
 `;
@@ -32,6 +42,7 @@ const options = {
   host: { type: "string", default: "127.0.0.1" },
   port: { type: "string", default: "7420" },
   ...QUEUE_FLAG_OPTIONS,
+  ...ARCHIVE_FLAG_OPTIONS,
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -79,10 +90,13 @@ export async function run(argv: string[]): Promise<number> {
   const redis = await redisOrExplain("dashboard");
   if (redis === undefined) return EXIT.infrastructure;
   const interrupt = interruptSignal();
+  let archive: Archive | undefined;
   try {
     const queueConfig = queueConfigOf(values);
+    archive = await openArchiveOf(values.archive);
     const dashboard = await startDashboard({
       redis,
+      archive,
       host: values.host,
       port,
       operatorTokens,
@@ -107,6 +121,7 @@ export async function run(argv: string[]): Promise<number> {
     return EXIT.usage;
   } finally {
     interrupt.release();
+    await archive?.close();
     redis.disconnect();
   }
 }

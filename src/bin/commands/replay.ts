@@ -1,6 +1,5 @@
 // `turnstream replay <session>`: rebuilds the read models from the log alone (never touching the
 // live ones) and prints them, optionally as of an event or a moment, optionally following.
-import { createEventLog, importedAt, type EventLog } from "../../log/index.ts";
 import {
   connectForCommand,
   createOutput,
@@ -19,13 +18,15 @@ import { interruptSignal, parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import { exportSessionTraces } from "./_export-traces.ts";
 import { defaultScrub } from "./_scrub.ts";
 import { forTerminal } from "../../kernel/index.ts";
-import { logPrefix, rejectSessionId } from "./_connect.ts";
+import type { SessionHistory } from "../../archive/index.ts";
+import { ARCHIVE_FLAG_OPTIONS, ARCHIVE_FLAG_USAGE, logPrefix, openHistory, rejectSessionId } from "./_connect.ts";
 
 export const summary = "rebuild a session's read models from its log (text, json or AI-SDK messages)";
 
 const usage = `usage: turnstream replay <session> [--until SEQ|ISO-TIME] [--format text|json|messages]
-                        [--follow] [--speed X] [--export-traces] [--prefix P]
-  Folds the session's event log from zero; the live read models are not read or written.
+                        [--follow] [--speed X] [--export-traces] [--prefix P] [--archive URL]
+  Folds the session's event log from zero; the live read models are not read or written. A session
+  retention moved out of Redis is read from the archive (--follow on it ends with its history).
   --until SEQ|TIME  the state as of event SEQ, or of the moment TIME (ISO 8601)
   --format F        text (transcript, default) | json (all read models) | messages (AI-SDK messages)
   --follow          go on with live events until interrupted (json/messages: one line per event)
@@ -33,7 +34,7 @@ const usage = `usage: turnstream replay <session> [--until SEQ|ISO-TIME] [--form
   --export-traces   re-emit the session's spans from the log to the configured OTLP exporter
                     (OTEL_EXPORTER_OTLP_ENDPOINT …), for when the collector was down
   --prefix P        key prefix (default: TURNSTREAM_PREFIX or "ts:")
-  Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
+${ARCHIVE_FLAG_USAGE}  Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
 `;
 
 type Format = "text" | "json" | "messages";
@@ -82,6 +83,7 @@ const options = {
   speed: { type: "string" },
   "export-traces": { type: "boolean", default: false },
   prefix: { type: "string" },
+  ...ARCHIVE_FLAG_OPTIONS,
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -125,9 +127,9 @@ function speedOf(flag: string | undefined): number | undefined {
 }
 
 /** --export-traces: re-emits the session's spans instead of printing the replay. */
-async function exportTraces(log: EventLog, session: string, out: Output): Promise<number> {
-  if (!(await log.stat(session)).exists) throw new UnknownSessionError(session, log.prefix);
-  const exported = await exportSessionTraces({ redis: log.redis, prefix: log.prefix, session });
+async function exportTraces(history: SessionHistory, session: string, out: Output): Promise<number> {
+  if (!(await history.stat(session)).exists) throw new UnknownSessionError(session, history.prefix);
+  const exported = await exportSessionTraces({ log: history, session });
   if (!exported.enabled) {
     process.stderr.write(
       "turnstream replay: --export-traces needs a trace exporter: set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER)\n",
@@ -153,16 +155,17 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   const out = createOutput(process.stdout, { scrub: shown });
   const redis = await connectForCommand();
   const interrupt = interruptSignal();
+  let history: SessionHistory | undefined;
   try {
-    const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
-    if (values["export-traces"]) return await exportTraces(log, session, out);
-    const imported = format === "text" ? await importedAt(log, session) : undefined;
+    history = await openHistory(redis, logPrefix(values.prefix), values.archive);
+    if (values["export-traces"]) return await exportTraces(history, session, out);
+    const imported = format === "text" ? await history.importedAt(session) : undefined;
     if (imported !== undefined) {
       out.line(`(imported session, ${imported}: this log is what an imported file said, not what a worker recorded)`);
     }
     const progressive = values.follow || speed !== undefined;
     const observers = [printer(out, format, progressive)];
-    await replaySession(log, session, { until, speed, follow: values.follow, signal: interrupt.signal, observers });
+    await replaySession(history, session, { until, speed, follow: values.follow, signal: interrupt.signal, observers });
     await out.drain();
     return 0;
   } catch (err) {
@@ -173,6 +176,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     throw err;
   } finally {
     interrupt.release();
+    await history?.close();
     redis.disconnect();
   }
 }

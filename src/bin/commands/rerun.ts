@@ -12,7 +12,8 @@ import {
 } from "../../rerun/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
-import { logPrefix, rejectSessionId } from "./_connect.ts";
+import type { SessionHistory } from "../../archive/index.ts";
+import { ARCHIVE_FLAG_OPTIONS, ARCHIVE_FLAG_USAGE, logPrefix, openHistory, rejectSessionId } from "./_connect.ts";
 import { rerunSession, workspaceProblem } from "./_rerun.ts";
 import { defaultScrub } from "./_scrub.ts";
 
@@ -20,6 +21,7 @@ export const summary =
   "re-run a logged session's turns offline against its recorded model answers and diff the tool calls";
 
 const usage = `usage: turnstream rerun <session> --cwd DIR [--turn T] [--permission-mode MODE] [--json] [--prefix P]
+                       [--archive URL]
   Serves the recorded model answers from a scripted model server, runs the same prompt(s) with the
   real CLI through an in-process worker, and compares tool calls (name, input), tool results (text,
   error flag) and each turn's ending (status, error kind, result text) with the recording.
@@ -32,7 +34,7 @@ const usage = `usage: turnstream rerun <session> --cwd DIR [--turn T] [--permiss
                (default: default)
   --json       one JSON object on stdout: the comparison, outcome and exitCode
   --prefix P   key prefix (default: TURNSTREAM_PREFIX or "ts:")
-Exit: 0 the runs match, 1 they differ, 2 usage (no such session or turn), 3 infrastructure.
+${ARCHIVE_FLAG_USAGE}Exit: 0 the runs match, 1 they differ, 2 usage (no such session or turn), 3 infrastructure.
 `;
 
 function usageError(json: boolean | undefined, message: string): number {
@@ -51,6 +53,7 @@ export async function run(argv: string[]): Promise<number> {
       "permission-mode": { type: "string" },
       json: { type: "boolean" },
       prefix: { type: "string" },
+      ...ARCHIVE_FLAG_OPTIONS,
       help: { type: "boolean", short: "h" },
     },
   });
@@ -74,11 +77,14 @@ export async function run(argv: string[]): Promise<number> {
   }
   const scrub = defaultScrub();
   const redis = await connectForCommand();
+  let history: SessionHistory | undefined;
   try {
     const permissionMode = mode as RerunPermissionMode;
+    history = await openHistory(redis, logPrefix(values.prefix), values.archive);
     const rerun = await rerunSession({
       redis,
-      logPrefix: logPrefix(values.prefix),
+      logPrefix: history.prefix,
+      history,
       session,
       turn: values.turn,
       cwd: resolve(values.cwd),
@@ -97,6 +103,7 @@ export async function run(argv: string[]): Promise<number> {
     if (err instanceof RecordingRefusedError) return usageError(values.json, `refused: ${forTerminal(err.message)}`);
     throw err;
   } finally {
+    await history?.close();
     redis.disconnect();
   }
 }

@@ -1,7 +1,8 @@
 // `turnstream sessions`: every session in the log's index with status, turns, cost, last activity,
 // from the live read models, or, for a session the projector has not reached, folded from the log
 // itself with the projector's reducer (bounded: a long log is left to the projector).
-import { createEventLog, importedAt, type EventLog, type RedisClient } from "../../log/index.ts";
+import type { SessionHistory } from "../../archive/index.ts";
+import type { RedisClient } from "../../log/index.ts";
 import {
   connectForCommand,
   createOutput,
@@ -19,18 +20,19 @@ import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { defaultScrub } from "./_scrub.ts";
 import { forTerminal } from "../../kernel/index.ts";
-import { logPrefix } from "./_connect.ts";
+import { ARCHIVE_FLAG_OPTIONS, ARCHIVE_FLAG_USAGE, logPrefix, openHistory } from "./_connect.ts";
 
 export const summary = "list sessions with status, turns, cost and last activity";
 
-const usage = `usage: turnstream sessions [--json] [--prefix P] [--fold-limit N]
-  Lists the sessions of the log's index, most recently active last.
+const usage = `usage: turnstream sessions [--json] [--prefix P] [--fold-limit N] [--archive URL]
+  Lists the sessions of the log's index, most recently active last; with an archive, the sessions
+  retention moved out of Redis first (folded from the archive).
   Figures come from the live read models (run \`turnstream projector\`); a session not projected yet
   is folded from its log when it holds at most --fold-limit events, else shows "-" for them.
   --json          one JSON object per session and line
   --prefix P      key prefix (default: TURNSTREAM_PREFIX or "ts:")
   --fold-limit N  most events of a session read to fold it (default ${FOLD_LIMIT}; 0: never)
-`;
+${ARCHIVE_FLAG_USAGE}`;
 
 /**
  * A listed row, where its figures come from (the read model, the log folded now, or the log's meta
@@ -39,9 +41,9 @@ const usage = `usage: turnstream sessions [--json] [--prefix P] [--fold-limit N]
 type Row = SessionRow & { source: RowSource; imported: string | null };
 
 /** A session's row from its read model; without one, folded from a log of at most `foldLimit` events. */
-async function rowOf(redis: RedisClient, log: EventLog, session: string, foldLimit: number): Promise<Row> {
-  const listed = listingRow(redis, log, session, foldLimit);
-  const [{ row, source }, imported] = await Promise.all([listed, importedAt(log, session)]);
+async function rowOf(redis: RedisClient, history: SessionHistory, session: string, foldLimit: number): Promise<Row> {
+  const listed = listingRow(redis, history, session, foldLimit);
+  const [{ row, source }, imported] = await Promise.all([listed, history.importedAt(session)]);
   return { ...row, source, imported: imported ?? null };
 }
 
@@ -85,6 +87,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
       json: { type: "boolean", default: false },
       prefix: { type: "string" },
       "fold-limit": { type: "string" },
+      ...ARCHIVE_FLAG_OPTIONS,
       help: { type: "boolean", short: "h" },
     },
   });
@@ -94,11 +97,12 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   if (foldLimit === undefined) return EXIT.usage;
   const out = createOutput(process.stdout, { scrub: scrub ?? defaultScrub() });
   const redis = await connectForCommand();
+  let history: SessionHistory | undefined;
   try {
     const prefix = logPrefix(values.prefix);
-    const log = createEventLog({ redis, prefix });
-    const rows = await inBatches(await log.sessions(), LISTING_CONCURRENCY, (session) =>
-      rowOf(redis, log, session, foldLimit),
+    const opened = (history = await openHistory(redis, prefix, values.archive));
+    const rows = await inBatches(await opened.sessions(), LISTING_CONCURRENCY, (session) =>
+      rowOf(redis, opened, session, foldLimit),
     );
     if (values.json) {
       for (const row of rows) out.line(JSON.stringify(row));
@@ -110,6 +114,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     await out.drain();
     return 0;
   } finally {
+    await history?.close();
     redis.disconnect();
   }
 }

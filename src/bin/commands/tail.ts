@@ -1,5 +1,6 @@
 // `turnstream tail <session>`: a session's events as they arrive, one short line each.
-import { createEventLog, type Envelope, type EventLog } from "../../log/index.ts";
+import type { SessionHistory } from "../../archive/index.ts";
+import type { Envelope } from "../../log/index.ts";
 import {
   connectForCommand,
   createOutput,
@@ -11,16 +12,17 @@ import {
 import { interruptSignal, parseCommandArgs } from "./_args.ts";
 import { defaultScrub } from "./_scrub.ts";
 import { forTerminal } from "../../kernel/index.ts";
-import { logPrefix, rejectSessionId } from "./_connect.ts";
+import { ARCHIVE_FLAG_OPTIONS, ARCHIVE_FLAG_USAGE, logPrefix, openHistory, rejectSessionId } from "./_connect.ts";
 
 export const summary = "print a session's events (seq, kind, summary), optionally following live";
 
-const usage = `usage: turnstream tail <session> [--follow] [--json] [--from SEQ] [--prefix P]
-  --follow    keep printing new events until interrupted
-  --json      one envelope per line instead of a summary
-  --from SEQ  start at this event (default 1)
-  --prefix P  key prefix (default: TURNSTREAM_PREFIX or "ts:")
-  Colour only on a terminal, and never when NO_COLOR is set.
+const usage = `usage: turnstream tail <session> [--follow] [--json] [--from SEQ] [--prefix P] [--archive URL]
+  --follow          keep printing new events until interrupted (an archived session has ended:
+                    its events, then the end)
+  --json            one envelope per line instead of a summary
+  --from SEQ        start at this event (default 1)
+  --prefix P        key prefix (default: TURNSTREAM_PREFIX or "ts:")
+${ARCHIVE_FLAG_USAGE}  Colour only on a terminal, and never when NO_COLOR is set.
   Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
 `;
 
@@ -57,6 +59,7 @@ const options = {
   json: { type: "boolean", default: false },
   from: { type: "string" },
   prefix: { type: "string" },
+  ...ARCHIVE_FLAG_OPTIONS,
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -77,7 +80,7 @@ function tailTarget(positionals: string[], fromFlag: string | undefined): { sess
 }
 
 interface TailRun {
-  log: EventLog;
+  history: SessionHistory;
   session: string;
   from: number;
   follow: boolean;
@@ -89,20 +92,29 @@ interface TailRun {
 
 /** Prints the session's events: the history, or (following) everything from `from` on until the signal aborts. */
 async function printEvents(tail: TailRun): Promise<number> {
-  const st = await tail.log.stat(tail.session);
-  if (!st.exists && st.length === 0 && !tail.follow) {
+  const home = await tail.history.home(tail.session);
+  if (home === undefined && !tail.follow) {
     process.stderr.write(
-      `turnstream tail: session ${tail.session} has no events under key prefix "${tail.log.prefix}"; check the id (turnstream sessions) or --prefix\n`,
+      `turnstream tail: session ${tail.session} has no events under key prefix "${tail.history.prefix}"; check the id (turnstream sessions), --prefix or --archive\n`,
     );
     return 2; // a wrong id or prefix: a usage error (see ../exit-codes.ts), not a failed task
   }
-  if (tail.follow) {
+  if (tail.follow && home === "archive") {
+    // Retention archives only sessions that ended: nothing more will come to follow.
+    for await (const env of tail.history.read(tail.session, { fromSeq: tail.from })) tail.print(env);
+    await tail.out.drain();
+    const where = tail.history.archive?.location ?? "the archive";
+    process.stderr.write(
+      `turnstream tail: session ${tail.session} has ended and is archived (${where}); not following\n`,
+    );
+  } else if (tail.follow) {
+    const st = await tail.history.stat(tail.session);
     if (!st.exists)
       process.stderr.write(`turnstream tail: session ${tail.session} has no events yet; waiting for the first\n`);
-    for await (const env of tail.log.tail(tail.session, { fromSeq: tail.from, signal: tail.signal, blockMs: 1000 }))
+    for await (const env of tail.history.tail(tail.session, { fromSeq: tail.from, signal: tail.signal, blockMs: 1000 }))
       tail.print(env);
   } else {
-    for await (const env of tail.log.read(tail.session, { fromSeq: tail.from })) {
+    for await (const env of tail.history.read(tail.session, { fromSeq: tail.from })) {
       tail.print(env);
       await tail.out.drain();
     }
@@ -121,12 +133,13 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   const out = createOutput(process.stdout, { scrub: scrubText });
   const redis = await connectForCommand();
   const interrupt = interruptSignal();
+  let history: SessionHistory | undefined;
   try {
-    const log = createEventLog({ redis, prefix: logPrefix(values.prefix) });
+    history = await openHistory(redis, logPrefix(values.prefix), values.archive);
     const print = (env: Envelope): void =>
       out.line(values.json ? JSON.stringify(env) : formatEvent(env, out.color, scrubText));
     return await printEvents({
-      log,
+      history,
       session: target.session,
       from: target.from,
       follow: values.follow,
@@ -136,6 +149,7 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     });
   } finally {
     interrupt.release();
+    await history?.close();
     redis.disconnect();
   }
 }
