@@ -36,7 +36,7 @@ export async function retireSession(
   logPrefix: string,
   session: string,
   expect: RetireExpectation,
-): Promise<{ outcome: RetireOutcome; n: number }> {
+): Promise<{ outcome: RetireOutcome; count: number }> {
   const log = sessionKeys(logPrefix, session);
   const order = orderKeys(logPrefix, session);
   const alsoDelete = expect.alsoDelete ?? [];
@@ -57,6 +57,7 @@ export async function retireSession(
     order.warm,
   ];
   const retire = scriptCommand<[string, number]>(redis, RETIRE);
-  const [outcome, n] = await retire(keys, [expect.lastSeq, expect.registered, ...alsoDelete]);
-  return { outcome: outcome as RetireOutcome, n: Number(n) };
+  // `count`: the keys removed, or the seq or registered count that made the script refuse.
+  const [outcome, count] = await retire(keys, [expect.lastSeq, expect.registered, ...alsoDelete]);
+  return { outcome: outcome as RetireOutcome, count: Number(count) };
 }
