@@ -38,8 +38,8 @@ export const cliLineData = zod.object({
 export const cliStderrData = zod.object({ text: zod.string() });
 
 /** How many labels a turn may carry, and how long a value may be. */
-export const MAX_LABELS = 16;
-export const MAX_LABEL_VALUE_CHARS = 200;
+const MAX_LABELS = 16;
+const MAX_LABEL_VALUE_CHARS = 200;
 const LABEL_NAME = /^[a-z][a-z0-9_.-]{0,62}$/;
 // No control, bidi or format characters: a label is shown in listings and grouped by in SQL as written.
 const LABEL_VALUE = /^[^\p{Cc}\p{Cf}]*$/u;
