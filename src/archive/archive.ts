@@ -51,7 +51,9 @@ export interface SessionCopy {
 }
 
 export interface ArchiveReadOptions {
+  /** The first seq to read (default 1). */
   fromSeq?: number | undefined;
+  /** The last seq to read (default the last archived). */
   toSeq?: number | undefined;
 }
 
