@@ -30,7 +30,10 @@ export function startPeriodic(task: PeriodicTask, logger: Logger, stopWaitMs = P
       const outcome = await task.run();
       logger.info({ task: task.name, ms: Date.now() - started, ...outcome }, `${task.name} ran`);
     } catch (err) {
-      logger.error({ task: task.name, ...errorFields(err) }, `${task.name} failed; it runs again in ${task.everyMs} ms`);
+      logger.error(
+        { task: task.name, ...errorFields(err) },
+        `${task.name} failed; it runs again in ${task.everyMs} ms`,
+      );
     }
   };
   const schedule = (): void => {
@@ -56,7 +59,9 @@ export function startPeriodic(task: PeriodicTask, logger: Logger, stopWaitMs = P
           logger.warn({ task: task.name, waitedMs: stopWaitMs }, `${task.name} still running; stopping without it`);
         clearTimeout(waited);
       }
-      await task.close?.().catch((err: unknown) => logger.warn({ task: task.name, ...errorFields(err) }, "close failed"));
+      await task
+        .close?.()
+        .catch((err: unknown) => logger.warn({ task: task.name, ...errorFields(err) }, "close failed"));
     },
   };
 }

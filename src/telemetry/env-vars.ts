@@ -294,6 +294,18 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
     meaning: "key prefix of the event log and read models (default ts:); commands also take --prefix",
   },
   {
+    name: "TURNSTREAM_RETENTION",
+    readIn: "src/bin/commands/_archive.ts",
+    meaning:
+      "how long an ended session stays in Redis after its last event before retention moves it to the archive (default 7d; 12h, 30d…); turnstream retention also takes --older-than",
+  },
+  {
+    name: "TURNSTREAM_RETENTION_INTERVAL",
+    readIn: "src/bin/commands/_archive.ts",
+    meaning:
+      "how often a projector runs retention (1h, 1d…); unset (the default): never, and only with TURNSTREAM_ARCHIVE set",
+  },
+  {
     name: "TURNSTREAM_QUEUE_PREFIX",
     readIn: "src/worker/config.ts, src/bin/commands/_connect.ts",
     meaning: "BullMQ key prefix, one cluster hash tag (default {turnstream})",
