@@ -48,8 +48,9 @@ export class SessionHistory implements HistoryReader {
 
   /** Where the session is read from: Redis, the archive, or nowhere (undefined). */
   async home(session: string): Promise<SessionHome | undefined> {
-    const { redis, archived } = await this.#archived(session);
-    if (archived !== undefined) return "archive";
+    const redis = await this.log.stat(session);
+    // The summary alone says the archive holds it: one read of the store, not two.
+    if (!redis.exists && (await this.archive?.summary(session)) !== undefined) return "archive";
     return redis.exists || redis.length > 0 ? "redis" : undefined;
   }
 
@@ -81,17 +82,10 @@ export class SessionHistory implements HistoryReader {
   }
 
   async *readPages(session: string, options: ReadOptions = {}): AsyncGenerator<Envelope[]> {
-    if ((await this.home(session)) !== "archive") return yield* this.log.readPages(session, options);
+    const archived = await this.#archivedEvents(session, options);
+    if (archived === undefined) return yield* this.log.readPages(session, options);
     const pageSize = options.pageSize ?? DEFAULT_PAGE;
-    let page: Envelope[] = [];
-    for await (const env of this.#archiveRead(session, options)) {
-      page.push(env);
-      if (page.length >= pageSize) {
-        yield page;
-        page = [];
-      }
-    }
-    if (page.length > 0) yield page;
+    for (let start = 0; start < archived.length; start += pageSize) yield archived.slice(start, start + pageSize);
   }
 
   /**
@@ -99,8 +93,9 @@ export class SessionHistory implements HistoryReader {
    * options' `turn` and `want` accept), then the end, as a tail of Redis would end on its signal.
    */
   async *tail(session: string, options: TailOptions = {}): AsyncGenerator<Envelope> {
-    if ((await this.home(session)) !== "archive") return yield* this.log.tail(session, options);
-    for await (const env of this.#archiveRead(session, { fromSeq: options.fromSeq })) {
+    const archived = await this.#archivedEvents(session, { fromSeq: options.fromSeq });
+    if (archived === undefined) return yield* this.log.tail(session, options);
+    for (const env of archived) {
       if (options.signal?.aborted) return;
       if (options.turn !== undefined && env.turn !== options.turn) continue;
       if (options.want !== undefined && !options.want(env.kind)) continue;
@@ -137,18 +132,23 @@ export class SessionHistory implements HistoryReader {
   }
 
   /**
-   * The archived events from `fromSeq` to `toSeq`, handed out only once the whole copy has been read:
-   * a store checks the copy against its digest when a read reaches the end, and an edited event must
-   * be refused before anything of it is printed, not after. Held in memory meanwhile, like a session
-   * a command reads whole.
+   * The archived events from `fromSeq` to `toSeq` of a session Redis has no meta for, or undefined
+   * when it is Redis's (or the archive has none of it). Handed out only once the whole copy has been
+   * read: a store checks the copy against its digest when a read reaches the end, and an edited event
+   * must be refused before anything of it is printed, not after. Held in memory meanwhile, like a
+   * session a command reads whole.
    */
-  async *#archiveRead(session: string, options: ReadOptions): AsyncGenerator<Envelope> {
+  async #archivedEvents(session: string, options: ReadOptions): Promise<Envelope[] | undefined> {
+    if (this.archive === undefined || (await this.log.stat(session)).exists) return undefined;
     const from = options.fromSeq ?? 1;
     const to = options.toSeq ?? Number.POSITIVE_INFINITY;
     const wanted: Envelope[] = [];
-    // Only reached once #archived found the session in the archive.
-    for await (const env of this.archive!.read(session)) if (env.seq >= from && env.seq <= to) wanted.push(env);
-    yield* wanted;
+    let found = false;
+    for await (const env of this.archive.read(session)) {
+      found = true;
+      if (env.seq >= from && env.seq <= to) wanted.push(env);
+    }
+    return found ? wanted : undefined;
   }
 }
 

@@ -83,7 +83,11 @@ function beyond(until: Until | undefined, env: Envelope): boolean {
  * Rebuilds a session's read models from its log alone, optionally up to a point or following live; touches no stored
  * read model.
  */
-export function replaySession(log: HistoryReader, session: string, options: ReplayOptions = {}): Promise<ProjectionState> {
+export function replaySession(
+  log: HistoryReader,
+  session: string,
+  options: ReplayOptions = {},
+): Promise<ProjectionState> {
   return replayWithSleep(log, session, options, defaultSleep);
 }
 

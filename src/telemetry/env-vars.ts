@@ -294,6 +294,12 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
     meaning: "key prefix of the event log and read models (default ts:); commands also take --prefix",
   },
   {
+    name: "TURNSTREAM_ARCHIVE",
+    readIn: "src/bin/commands/_connect.ts",
+    meaning:
+      "where retention moves ended sessions (file://DIR or postgres://…); replay, export, record-script, rerun, sessions, tail and dashboard read archived sessions there, and run and batch restore one before a new turn; commands also take --archive",
+  },
+  {
     name: "TURNSTREAM_RETENTION",
     readIn: "src/bin/commands/_archive.ts",
     meaning:

@@ -1,7 +1,14 @@
 // Redis for a one-shot command: a clear message when it does not answer (the caller exits 3,
 // infrastructure), never ioredis' endless retries.
 import { openArchive, SessionHistory, type Archive } from "../../archive/index.ts";
-import { createEventLog, DEFAULT_PREFIX, isValidSessionId, type Envelope, type HistoryReader, type RedisClient } from "../../log/index.ts";
+import {
+  createEventLog,
+  DEFAULT_PREFIX,
+  isValidSessionId,
+  type Envelope,
+  type HistoryReader,
+  type RedisClient,
+} from "../../log/index.ts";
 import { connectForCommand, RedisUnavailableError } from "../../projector/index.ts";
 
 export async function redisOrExplain(command: string): Promise<RedisClient | undefined> {

@@ -166,7 +166,8 @@ async function rerunTurn(
 export async function rerunSession(options: RerunOptions): Promise<RerunResult> {
   const started = Date.now();
   const history =
-    options.history ?? new SessionHistory(createEventLog({ redis: options.redis, prefix: options.logPrefix }), undefined);
+    options.history ??
+    new SessionHistory(createEventLog({ redis: options.redis, prefix: options.logPrefix }), undefined);
   const events = await readSession(history, options.session);
   const recorded = recordedTurns(events, options.turn);
   const { cwd } = options;

@@ -4,7 +4,14 @@ import { connectForCommand } from "../../projector/index.ts";
 import { NoRecordedTurnError, recordedTurns, scriptFromTurns } from "../../rerun/index.ts";
 import { parseCommandArgs } from "./_args.ts";
 import type { SessionHistory } from "../../archive/index.ts";
-import { ARCHIVE_FLAG_OPTIONS, ARCHIVE_FLAG_USAGE, logPrefix, openHistory, readSession, rejectSessionId } from "./_connect.ts";
+import {
+  ARCHIVE_FLAG_OPTIONS,
+  ARCHIVE_FLAG_USAGE,
+  logPrefix,
+  openHistory,
+  readSession,
+  rejectSessionId,
+} from "./_connect.ts";
 import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "print a model-server script that plays a logged session's model side back";

@@ -104,7 +104,9 @@ async function printEvents(tail: TailRun): Promise<number> {
     for await (const env of tail.history.read(tail.session, { fromSeq: tail.from })) tail.print(env);
     await tail.out.drain();
     const where = tail.history.archive?.location ?? "the archive";
-    process.stderr.write(`turnstream tail: session ${tail.session} has ended and is archived (${where}); not following\n`);
+    process.stderr.write(
+      `turnstream tail: session ${tail.session} has ended and is archived (${where}); not following\n`,
+    );
   } else if (tail.follow) {
     const st = await tail.history.stat(tail.session);
     if (!st.exists)
