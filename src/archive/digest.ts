@@ -10,6 +10,15 @@ export function envelopeLine(envelope: Envelope): string {
   return JSON.stringify(envelope);
 }
 
+/**
+ * The seq a stored line claims, without parsing it (the log's key order puts it right after `v`), for
+ * a digest of text that may have been edited; 0 when it claims none.
+ */
+export function claimedSeq(text: string): number {
+  const match = /^\{"v":1,"seq":(\d{1,15}),/.exec(text);
+  return match === null ? 0 : Number(match[1]);
+}
+
 /** Builds a digest line by line, for stores that read their lines back as a stream. */
 export class DigestBuilder {
   readonly #hash: Hash = createHash("sha256");

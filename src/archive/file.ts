@@ -21,7 +21,7 @@ import {
   storedValue,
   StoredLines,
 } from "./check.ts";
-import { DigestBuilder, extendsDigest, sameDigest } from "./digest.ts";
+import { claimedSeq, DigestBuilder, extendsDigest, sameDigest } from "./digest.ts";
 import { ArchiveConflictError, ArchiveCorruptError } from "./errors.ts";
 
 export const FILE_SUFFIX = ".jsonl.gz";
@@ -65,6 +65,10 @@ export class FileArchive implements Archive {
     return { applied: created === undefined ? [] : [`create directory ${this.dir}`] };
   }
 
+  /**
+   * A first copy cannot be stored twice (see #createFrom); replacing puts of one session are not
+   * serialised between processes: this store is for one machine with one archiver.
+   */
   async put(copy: SessionCopy): Promise<void> {
     const lines = copyLines(copy);
     const session = copy.session;
@@ -98,7 +102,7 @@ export class FileArchive implements Archive {
     let first = true;
     for await (const text of gzipLines(path)) {
       if (first) first = false;
-      else builder.add(text, seqOfLine(text));
+      else builder.add(text, claimedSeq(text));
     }
     if (first) throw new ArchiveCorruptError(path, undefined, "the file is empty");
     return builder.digest();
@@ -243,12 +247,6 @@ async function readHeader(
   if (header.session !== session)
     throw new ArchiveCorruptError(path, "line 1", `the header is of session ${header.session}, not ${session}`);
   return header;
-}
-
-/** The seq a stored line claims (the log's key order puts it first after `v`); 0 when it claims none. */
-function seqOfLine(text: string): number {
-  const match = /^\{"v":1,"seq":(\d{1,15}),/.exec(text);
-  return match === null ? 0 : Number(match[1]);
 }
 
 /** A gzip file's lines, split on "\n" only; a file that is not gzip or is cut short is ArchiveCorruptError. */

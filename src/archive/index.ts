@@ -20,3 +20,6 @@ export {
   type RetentionStep,
 } from "./retention.ts";
 export { archiveRestorer, restoreSession, RestoreRefusedError, type RestoreOutcome } from "./restore.ts";
+export { DEFAULT_SCHEMA, PostgresArchive, type PostgresArchiveOptions } from "./postgres.ts";
+export { archiveUrlForDisplay, openArchive } from "./open.ts";
+export { decisionRows, toolCallRows, type DecisionRow, type ToolCallRow } from "./derive.ts";
