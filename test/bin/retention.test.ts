@@ -175,6 +175,11 @@ test("archive migrate: a file archive's folder is made once; PostgreSQL twice is
     );
     assert.ok(tables.rows[0].n > 0, "the schema holds the archive's tables");
 
+    const notAStore = await turnstream(["retention", "--archive", "ftp://operator:hunter2-secret@host/dir"]);
+    assert.equal(notAStore.code, 2);
+    assert.match(notAStore.stderr, /ftp is not an archive store/);
+    assert.doesNotMatch(notAStore.stderr, /hunter2/);
+
     const none = await turnstream(["archive", "migrate"], { TURNSTREAM_ARCHIVE: "" });
     assert.equal(none.code, 2);
     assert.match(none.stderr, /TURNSTREAM_ARCHIVE/);

@@ -1,7 +1,13 @@
 // The archive's wiring for the commands: retention's age and period (TURNSTREAM_RETENTION,
 // TURNSTREAM_RETENTION_INTERVAL), one retention run over the log and the queue, the projector's
 // periodic run, and a producer that brings an archived session back before it enqueues to it.
-import { archiveRestorer, runRetention, type Archive, type RetentionReport } from "../../archive/index.ts";
+import {
+  archiveRestorer,
+  InvalidArchiveUrlError,
+  runRetention,
+  type Archive,
+  type RetentionReport,
+} from "../../archive/index.ts";
 import { parseDuration, TurnstreamError, type Logger } from "../../kernel/index.ts";
 import { createEventLog, DEFAULT_PREFIX, type RedisClient } from "../../log/index.ts";
 import type { PeriodicTask } from "../../projector/index.ts";
@@ -139,4 +145,21 @@ export async function producerWithArchive(
       await archive.close();
     },
   };
+}
+
+/**
+ * The archive of --archive or TURNSTREAM_ARCHIVE (undefined: none named), or "usage" after saying on
+ * stderr why its URL names no store: a setting to fix (exit 2), not a store that does not answer.
+ */
+export async function archiveOrUsage(
+  command: string,
+  flag: string | undefined,
+): Promise<Archive | undefined | "usage"> {
+  try {
+    return await openArchiveOf(flag);
+  } catch (err) {
+    if (!(err instanceof InvalidArchiveUrlError)) throw err;
+    process.stderr.write(`turnstream ${command}: ${err.message}\n`);
+    return "usage";
+  }
 }

@@ -2,7 +2,8 @@
 // a folder), so workers, projectors and retention find it ready. Safe to run again: nothing to apply.
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
-import { ARCHIVE_FLAG_OPTIONS, ARCHIVE_FLAG_USAGE, openArchiveOf } from "./_connect.ts";
+import { archiveOrUsage } from "./_archive.ts";
+import { ARCHIVE_FLAG_OPTIONS, ARCHIVE_FLAG_USAGE } from "./_connect.ts";
 
 export const summary = "create or upgrade the archive's store (archive migrate)";
 
@@ -25,7 +26,8 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`turnstream archive: name the action (migrate)\n${usage}`);
     return EXIT.usage;
   }
-  const archive = await openArchiveOf(values.archive);
+  const archive = await archiveOrUsage("archive", values.archive);
+  if (archive === "usage") return EXIT.usage;
   if (archive === undefined) {
     process.stderr.write(`turnstream archive: no archive: set TURNSTREAM_ARCHIVE or pass --archive URL\n${usage}`);
     return EXIT.usage;

@@ -4,12 +4,11 @@ import type { RetentionEntry, RetentionReport } from "../../archive/index.ts";
 import { connectForCommand } from "../../projector/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
-import { DEFAULT_RETENTION, retentionAgeMs, retentionCounts, retentionOnce } from "./_archive.ts";
+import { archiveOrUsage, DEFAULT_RETENTION, retentionAgeMs, retentionCounts, retentionOnce } from "./_archive.ts";
 import {
   ARCHIVE_FLAG_OPTIONS,
   ARCHIVE_FLAG_USAGE,
   logPrefix,
-  openArchiveOf,
   QUEUE_FLAG_OPTIONS,
   QUEUE_FLAGS_USAGE,
   queueConfigOf,
@@ -75,7 +74,8 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`turnstream retention: ${(err as Error).message}\n${usage}`);
     return EXIT.usage;
   }
-  const archive = await openArchiveOf(values.archive);
+  const archive = await archiveOrUsage("retention", values.archive);
+  if (archive === "usage") return EXIT.usage;
   const discardHistory = values["discard-history"] === true;
   const redis = await connectForCommand();
   try {
