@@ -4,8 +4,6 @@
 // (`turnstream projector --version N --rescan-ms MS` builds another). With TURNSTREAM_RETENTION_INTERVAL
 // and TURNSTREAM_ARCHIVE it runs retention that often. Exits 0 after a clean SIGTERM stop.
 import { periodicRetention } from "../src/bin/commands/_archive.ts";
-import { createLogger, createScrubber } from "../src/telemetry/index.ts";
 import { runProjectorEntry } from "../src/projector/process.ts";
 
-const logger = createLogger({ scrubber: createScrubber({ env: process.env }), base: { component: "projector" } });
-process.exitCode = await runProjectorEntry({ periodic: (redis, prefix) => periodicRetention(redis, prefix, logger) });
+process.exitCode = await runProjectorEntry({ periodic: periodicRetention });

@@ -71,7 +71,7 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
 /** What a projector process takes beyond its environment: the library's options, which no variable sets. */
 export type ProjectorEntryOptions = Pick<ProjectorOptions, "version" | "rescanMs" | "batchEvents"> & {
   /** The periodic work of this process, built once Redis is connected (workers/projector.ts: retention). */
-  periodic?: (redis: RedisClient, prefix: string) => Promise<PeriodicTask[]>;
+  periodic?: (redis: RedisClient, prefix: string, logger: Logger) => Promise<PeriodicTask[]>;
 };
 
 /**
@@ -97,7 +97,7 @@ export async function runProjectorEntry(options: ProjectorEntryOptions = {}): Pr
     ...projectorOptions,
     prefix,
     scrubber,
-    periodic: await periodic?.(redis, prefix),
+    periodic: await periodic?.(redis, prefix, logger),
   });
   redis.disconnect();
   return code;

@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
 import pg from "pg";
@@ -239,36 +240,42 @@ test("retention removing the session between the restore check and the register:
   }
 });
 
-test("a projector with TURNSTREAM_RETENTION_INTERVAL archives an idle ended session and stops on SIGTERM", async () => {
-  const stage = rig();
-  const archive = new FileArchive(stage.archiveDir);
-  await archive.migrate();
-  await archive.close();
-  try {
-    const { session } = await finishedSession(stage);
-    const child = spawn(NODE, [BIN, "projector", "--rescan-ms", "200"], {
-      env: {
-        ...process.env,
-        ...stage.env,
-        TURNSTREAM_ARCHIVE: stage.archiveUrl,
-        TURNSTREAM_RETENTION: "1ms",
-        TURNSTREAM_RETENTION_INTERVAL: "300ms",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let said = "";
-    child.stdout.on("data", (chunk: Buffer) => (said += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (said += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-    const deadline = Date.now() + 30_000;
-    while ((await present(stage, session)) && Date.now() < deadline) await sleep(100);
-    assert.equal(await present(stage, session), false, `the projector's retention removed the session\n${said}`);
-    assert.ok(await archived(stage, session));
-    child.kill("SIGTERM");
-    assert.equal(await exited, 0, said);
-    assert.match(said, /"msg":"retention ran"/);
-    assert.match(said, /"archived":1/);
-  } finally {
-    await stage.close();
-  }
-});
+const PROJECTORS: Record<string, string[]> = {
+  "turnstream projector": [BIN, "projector", "--rescan-ms", "200"],
+  "workers/projector.ts": [join(process.cwd(), "workers", "projector.ts")],
+};
+
+for (const [entry, args] of Object.entries(PROJECTORS))
+  test(`${entry} with TURNSTREAM_RETENTION_INTERVAL archives an idle ended session and stops on SIGTERM`, async () => {
+    const stage = rig();
+    const archive = new FileArchive(stage.archiveDir);
+    await archive.migrate();
+    await archive.close();
+    try {
+      const { session } = await finishedSession(stage);
+      const child = spawn(NODE, args, {
+        env: {
+          ...process.env,
+          ...stage.env,
+          TURNSTREAM_ARCHIVE: stage.archiveUrl,
+          TURNSTREAM_RETENTION: "1ms",
+          TURNSTREAM_RETENTION_INTERVAL: "300ms",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let said = "";
+      child.stdout.on("data", (chunk: Buffer) => (said += chunk.toString()));
+      child.stderr.on("data", (chunk: Buffer) => (said += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+      const deadline = Date.now() + 30_000;
+      while ((await present(stage, session)) && Date.now() < deadline) await sleep(100);
+      assert.equal(await present(stage, session), false, `the projector's retention removed the session\n${said}`);
+      assert.ok(await archived(stage, session));
+      child.kill("SIGTERM");
+      assert.equal(await exited, 0, said);
+      assert.match(said, /"msg":"retention ran"/);
+      assert.match(said, /"archived":1/);
+    } finally {
+      await stage.close();
+    }
+  });
