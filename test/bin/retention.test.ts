@@ -279,3 +279,28 @@ for (const [entry, args] of Object.entries(PROJECTORS))
       await stage.close();
     }
   });
+
+test("turnstream run with an archive restores an archived session: the turn follows its history", async () => {
+  const stage = rig();
+  try {
+    const { session, lastSeq } = await finishedSession(stage);
+    const archive = ["--archive", stage.archiveUrl];
+    assert.equal((await turnstream(["archive", "migrate", ...archive])).code, 0);
+    const moved = await turnstream(["retention", ...archive, "--older-than", "1ms"], stage.env);
+    assert.match(moved.stdout, new RegExp(`archived +${session}`));
+    assert.equal(await present(stage, session), false);
+
+    const queued = await turnstream(
+      ["run", "--session", session, "--cwd", stage.space.workspace(), "--json", ...archive, "--", "again"],
+      stage.env,
+    );
+    assert.equal(queued.code, 0, queued.stderr);
+    assert.equal(onlyJson(queued.stdout)["queuedSeq"], lastSeq + 1);
+    const kinds: string[] = [];
+    for await (const event of stage.log.read(session)) kinds.push(event.kind);
+    assert.equal(kinds.length, lastSeq + 1);
+    assert.deepEqual([kinds[0], kinds.at(-1)], ["turn.queued", "turn.queued"]);
+  } finally {
+    await stage.close();
+  }
+});

@@ -37,7 +37,7 @@ import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "enqueue every turn of a JSONL or YAML file, follow them together, exit with the worst outcome";
 
-const usage = `usage: turnstream batch FILE [--timeout D] [--json] [--junit FILE] [--github] [--check]
+const usage = `usage: turnstream batch FILE [--timeout D] [--json] [--junit FILE] [--github] [--check] [--archive URL]
                       [--prefix P] [--queue-prefix Q] [--queue NAME]
   FILE              JSONL, one turn per line, or a YAML list of turns (.yaml, .yml): the enqueue input (session, prompt or a {{template}} with
                     variables, cwd, options, idempotencyKey) and an optional "label" for the reports;

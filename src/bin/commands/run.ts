@@ -33,7 +33,8 @@ export const summary = "enqueue a turn (--wait: follow it live and exit with its
 
 const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--wait] [--json] [--supervised] [--model M] [--max-turns N]
                       [--allowed-tools A,B] [--idempotency-key K] [--var key=value …] [--limit name=N …]
-                      [--timeout D] [--turn-timeout D] [--start-timeout D] [--prefix P] [--queue-prefix Q] [--queue NAME]
+                      [--timeout D] [--turn-timeout D] [--start-timeout D] [--archive URL] [--prefix P] [--queue-prefix Q]
+                      [--queue NAME]
                       [--] PROMPT | --prompt-file FILE | (prompt on stdin)
   --wait             follow the turn live and exit with its outcome: 0 finished, 1 the agent failed the task,
                      2 usage, 3 infrastructure (retry the job), 4 cancelled or timed out
