@@ -233,6 +233,12 @@ test("retention removing the session between the restore check and the register:
     );
     assert.equal(events[0]?.kind, "turn.queued");
     assert.equal(await restoreSession(stage.log, stage.redis, archive, session), "present");
+
+    // The refused register writes nothing: no pending list, registered id or setting of a gone session.
+    const gone = "s-gone-" + randomBytes(4).toString("hex");
+    const refused = await racing.order.register(gone, "t_refused000001", "restore", true, true);
+    assert.deepEqual(refused, { created: false, warm: false, gone: true });
+    assert.deepEqual(await stage.redis.keys(`${stage.space.logPrefix}{s:${gone}}*`), []);
   } finally {
     await racing.close();
     await archive.close();
