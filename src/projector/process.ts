@@ -11,6 +11,7 @@ import {
 } from "../telemetry/index.ts";
 import { startProjector, type ProjectorOptions } from "./live.ts";
 import { startProjectorObservability } from "./observability.ts";
+import { startPeriodic, type PeriodicTask } from "./periodic.ts";
 
 export interface ProjectorProcessOptions extends Omit<ProjectorOptions, "redis" | "logger"> {
   redis: RedisClient;
@@ -26,6 +27,8 @@ export interface ProjectorProcessOptions extends Omit<ProjectorOptions, "redis" 
   opsPort?: string | undefined;
   /** For metric labels and OTLP header values (the logger's). */
   scrubber: Scrubber;
+  /** Work run every period besides projecting (retention); stopped, then closed, on the signal. */
+  periodic?: readonly PeriodicTask[] | undefined;
 }
 
 export async function runProjectorProcess(options: ProjectorProcessOptions): Promise<number> {
@@ -39,6 +42,7 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
     prefix: options.prefix ?? DEFAULT_PREFIX,
   });
   const projector = startProjector(options);
+  const periodic = (options.periodic ?? []).map((task) => startPeriodic(task, logger));
   obs.started(projector);
   logger.info({ version: projector.version, prefix: options.prefix ?? DEFAULT_PREFIX }, "projector started");
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
@@ -55,6 +59,7 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
   process.once("SIGINT", again);
   logger.info({ signal }, "projector stopping");
   obs.stopping();
+  await Promise.all(periodic.map((task) => task.stop()));
   await projector.stop();
   await obs.close();
   process.off("SIGTERM", again);
@@ -64,7 +69,10 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
 }
 
 /** What a projector process takes beyond its environment: the library's options, which no variable sets. */
-export type ProjectorEntryOptions = Pick<ProjectorOptions, "version" | "rescanMs" | "batchEvents">;
+export type ProjectorEntryOptions = Pick<ProjectorOptions, "version" | "rescanMs" | "batchEvents"> & {
+  /** The periodic work of this process, built once Redis is connected (workers/projector.ts: retention). */
+  periodic?: (redis: RedisClient, prefix: string, logger: Logger) => Promise<PeriodicTask[]>;
+};
 
 /**
  * workers/projector.ts: a projector process configured by its environment (REDIS_URL or
@@ -81,12 +89,15 @@ export async function runProjectorEntry(options: ProjectorEntryOptions = {}): Pr
   const redis = connectRedis();
   const reportError = errorReporter(logger);
   redis.on("error", (err: Error) => reportError("redis connection error", err));
+  const { periodic, ...projectorOptions } = options;
+  const prefix = env["TURNSTREAM_PREFIX"] ?? DEFAULT_PREFIX;
   const code = await runProjectorProcess({
     redis,
     logger,
-    ...options,
-    prefix: env["TURNSTREAM_PREFIX"] ?? DEFAULT_PREFIX,
+    ...projectorOptions,
+    prefix,
     scrubber,
+    periodic: await periodic?.(redis, prefix, logger),
   });
   redis.disconnect();
   return code;
