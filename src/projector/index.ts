@@ -18,7 +18,7 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
 }
 export type { Projector, ProjectorOptions, ProjectorStats } from "./live.ts";
 export type { PeriodicTask } from "./periodic.ts";
-export type { ProjectorEntryOptions } from "./process.ts";
+export type { ProjectorAttachments, ProjectorEntryOptions } from "./process.ts";
 export { SessionProjection } from "./session-projection.ts";
 export type { SessionProjectionOptions, StepResult } from "./session-projection.ts";
 export {

@@ -29,7 +29,15 @@ export interface ProjectorProcessOptions extends Omit<ProjectorOptions, "redis" 
   scrubber: Scrubber;
   /** Work run every period besides projecting (retention); stopped, then closed, on the signal. */
   periodic?: readonly PeriodicTask[] | undefined;
+  /** Called once the projector and the periodic work have stopped (what they shared: an archive). */
+  close?: (() => Promise<void>) | undefined;
 }
+
+/**
+ * What a projector process carries beyond its read models, built once Redis is connected: the
+ * archive's periodic retention and its live summary rows (onCaughtUp), and how to close what they share.
+ */
+export type ProjectorAttachments = Pick<ProjectorProcessOptions, "periodic" | "onCaughtUp" | "close">;
 
 export async function runProjectorProcess(options: ProjectorProcessOptions): Promise<number> {
   const { logger } = options;
@@ -61,6 +69,7 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
   obs.stopping();
   await Promise.all(periodic.map((task) => task.stop()));
   await projector.stop();
+  await options.close?.();
   await obs.close();
   process.off("SIGTERM", again);
   process.off("SIGINT", again);
@@ -70,8 +79,8 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
 
 /** What a projector process takes beyond its environment: the library's options, which no variable sets. */
 export type ProjectorEntryOptions = Pick<ProjectorOptions, "version" | "rescanMs" | "batchEvents"> & {
-  /** The periodic work of this process, built once Redis is connected (workers/projector.ts: retention). */
-  periodic?: (redis: RedisClient, prefix: string, logger: Logger) => Promise<PeriodicTask[]>;
+  /** What this process carries besides projecting (workers/projector.ts: the archive's work). */
+  attach?: (redis: RedisClient, prefix: string, logger: Logger) => Promise<ProjectorAttachments>;
 };
 
 /**
@@ -89,7 +98,7 @@ export async function runProjectorEntry(options: ProjectorEntryOptions = {}): Pr
   const redis = connectRedis();
   const reportError = errorReporter(logger);
   redis.on("error", (err: Error) => reportError("redis connection error", err));
-  const { periodic, ...projectorOptions } = options;
+  const { attach, ...projectorOptions } = options;
   const prefix = env["TURNSTREAM_PREFIX"] ?? DEFAULT_PREFIX;
   const code = await runProjectorProcess({
     redis,
@@ -97,7 +106,7 @@ export async function runProjectorEntry(options: ProjectorEntryOptions = {}): Pr
     ...projectorOptions,
     prefix,
     scrubber,
-    periodic: await periodic?.(redis, prefix, logger),
+    ...(await attach?.(redis, prefix, logger)),
   });
   redis.disconnect();
   return code;

@@ -286,6 +286,69 @@ for (const [entry, args] of Object.entries(PROJECTORS))
     }
   });
 
+test("a projector process with a PostgreSQL archive keeps each live session's summary row current", async () => {
+  const stage = rig();
+  const schema = `tlive_${randomBytes(5).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/test" });
+  await admin.connect();
+  const url = `postgres://postgres@127.0.0.1:5432/test?schema=${schema}`;
+  const child = spawn(NODE, PROJECTORS["workers/projector.ts"]!, {
+    env: { ...process.env, ...stage.env, TURNSTREAM_ARCHIVE: url },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let said = "";
+  child.stdout.on("data", (chunk: Buffer) => (said += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (said += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const row = async (session: string): Promise<Record<string, unknown> | undefined> => {
+    const rows = await admin
+      .query(
+        `SELECT status, turns, last_seq::int AS last_seq, archived FROM "${schema}".turnstream_sessions WHERE session = $1`,
+        [session],
+      )
+      .catch(() => ({ rows: [] as Record<string, unknown>[] }));
+    return rows.rows[0];
+  };
+  const rowAt = async (session: string, lastSeq: number): Promise<Record<string, unknown>> => {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const found = await row(session);
+      if (found !== undefined && Number(found["last_seq"]) === lastSeq) return found;
+      if (Date.now() > deadline) throw new Error(`no row at seq ${lastSeq}: ${JSON.stringify(found)}\n${said}`);
+      await sleep(100);
+    }
+  };
+  try {
+    await turnstream(["archive", "migrate", "--archive", url], stage.env);
+    const { session, lastSeq } = await finishedSession(stage);
+    assert.deepEqual(await rowAt(session, lastSeq), {
+      status: "finished",
+      turns: 1,
+      last_seq: lastSeq,
+      archived: false,
+    });
+    // A second turn: the row follows the session.
+    const queued = await stage.producer.enqueueTurn({ prompt: "again", cwd: stage.space.workspace(), session });
+    const events = await readAllOf(stage.log, session);
+    assert.equal(events.at(-1)!.turn, queued.turn);
+    const moved = await rowAt(session, events.length);
+    assert.deepEqual(moved, { status: "queued", turns: 2, last_seq: events.length, archived: false });
+    child.kill("SIGTERM");
+    assert.equal(await exited, 0, said);
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+    await stage.close();
+  }
+});
+
+async function readAllOf(log: EventLog, session: string): Promise<Envelope[]> {
+  const events: Envelope[] = [];
+  for await (const event of log.read(session)) events.push(event);
+  return events;
+}
+
 test("turnstream run with an archive restores an archived session: the turn follows its history", async () => {
   const stage = rig();
   try {

@@ -5,12 +5,13 @@ import {
   archiveRestorer,
   InvalidArchiveUrlError,
   runRetention,
+  summaryOfState,
   type Archive,
   type RetentionReport,
 } from "../../archive/index.ts";
 import { parseDuration, TurnstreamError, type Logger } from "../../kernel/index.ts";
 import { createEventLog, DEFAULT_PREFIX, type RedisClient } from "../../log/index.ts";
-import type { PeriodicTask } from "../../projector/index.ts";
+import type { PeriodicTask, ProjectorAttachments } from "../../projector/index.ts";
 import { closeTurnQueue, createProducer, createTurnQueue, type Producer, type QueueConfig } from "../../queue/index.ts";
 import { openArchiveOf, queueConfigFromEnv } from "./_connect.ts";
 
@@ -79,50 +80,64 @@ export function retentionCounts(report: RetentionReport): Record<string, number>
 }
 
 /**
- * The projector's periodic retention: none unless TURNSTREAM_RETENTION_INTERVAL and an archive
- * (TURNSTREAM_ARCHIVE) are both set. A projector never discards history: without an archive it says so once.
+ * The archive's work in a projector process (TURNSTREAM_ARCHIVE): each session's summary row kept
+ * current as its read models catch up, and, with TURNSTREAM_RETENTION_INTERVAL, retention that
+ * often. A projector never discards history: without an archive the interval is only warned about.
  */
-export async function periodicRetention(
+export async function projectorArchiveWork(
   redis: RedisClient,
   logPrefix: string,
   logger: Logger,
   env: NodeJS.ProcessEnv = process.env,
-): Promise<PeriodicTask[]> {
+): Promise<ProjectorAttachments> {
   const everyMs = retentionIntervalMs(env);
-  if (everyMs === undefined) return [];
-  const olderThanMs = retentionAgeMs(undefined, env);
+  const olderThanMs = everyMs === undefined ? undefined : retentionAgeMs(undefined, env);
   const archive = await openArchiveOf(undefined, env);
   if (archive === undefined) {
-    logger.warn(
-      { everyMs },
-      "TURNSTREAM_RETENTION_INTERVAL is set but no archive is: set TURNSTREAM_ARCHIVE for periodic retention",
-    );
-    return [];
+    if (everyMs !== undefined)
+      logger.warn(
+        { everyMs },
+        "TURNSTREAM_RETENTION_INTERVAL is set but no archive is: set TURNSTREAM_ARCHIVE for periodic retention",
+      );
+    return {};
   }
+  return {
+    onCaughtUp: (session, state) => archive.upsertSummary(summaryOfState(session, state)),
+    periodic: olderThanMs === undefined ? [] : [retentionTask(redis, logPrefix, archive, everyMs!, olderThanMs, env)],
+    close: () => archive.close(),
+  };
+}
+
+/** Retention as a periodic task: one run each period, its counts (and the first failures) logged. */
+function retentionTask(
+  redis: RedisClient,
+  logPrefix: string,
+  archive: Archive,
+  everyMs: number,
+  olderThanMs: number,
+  env: NodeJS.ProcessEnv,
+): PeriodicTask {
   const { queuePrefix, queueName } = queueConfigFromEnv(env);
   const queue = {
     ...(queuePrefix === undefined ? {} : { queuePrefix }),
     ...(queueName === undefined ? {} : { queueName }),
   };
-  return [
-    {
-      name: "retention",
-      everyMs,
-      async run() {
-        const report = await retentionOnce({ redis, logPrefix, queue, archive, olderThanMs });
-        const failed = report.sessions.filter((entry) => entry.action === "failed");
-        return {
-          archive: archive.location,
-          olderThanMs,
-          ...retentionCounts(report),
-          ...(failed.length === 0
-            ? {}
-            : { failures: failed.slice(0, 10).map((entry) => `${entry.session}: ${entry.reason}`) }),
-        };
-      },
-      close: () => archive.close(),
+  return {
+    name: "retention",
+    everyMs,
+    async run() {
+      const report = await retentionOnce({ redis, logPrefix, queue, archive, olderThanMs });
+      const failed = report.sessions.filter((entry) => entry.action === "failed");
+      return {
+        archive: archive.location,
+        olderThanMs,
+        ...retentionCounts(report),
+        ...(failed.length === 0
+          ? {}
+          : { failures: failed.slice(0, 10).map((entry) => `${entry.session}: ${entry.reason}`) }),
+      };
     },
-  ];
+  };
 }
 
 /**

@@ -3,7 +3,7 @@ import { connectForCommand, PROJECTION_VERSION, runProjectorProcess } from "../.
 import { createLogger, createScrubber, routeConsoleToLogger, warnRemovedEnvVars } from "../../telemetry/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
-import { periodicRetention } from "./_archive.ts";
+import { projectorArchiveWork } from "./_archive.ts";
 import { logPrefix } from "./_connect.ts";
 
 export const summary = "run the live projector (read models in Redis) until SIGTERM";
@@ -68,7 +68,7 @@ export async function run(argv: string[]): Promise<number> {
       prefix,
       scrubber,
       opsPort: values["ops-port"],
-      periodic: await periodicRetention(redis, prefix, logger),
+      ...(await projectorArchiveWork(redis, prefix, logger)),
     });
   } finally {
     redis.disconnect();
