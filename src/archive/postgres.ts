@@ -93,6 +93,15 @@ const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    id: 2,
+    name: "events by kind and time",
+    // Fleet questions over one kind of event (failed turns by week) would otherwise read every
+    // envelope of every session; IF NOT EXISTS keeps a hand-made index of this name from failing it.
+    statements: (schema) => [
+      `CREATE INDEX IF NOT EXISTS turnstream_events_kind_at ON ${schema}.turnstream_events (kind, at)`,
+    ],
+  },
 ];
 
 export interface PostgresArchiveOptions {
