@@ -10,3 +10,12 @@ export {
   type RetentionStep,
 } from "./retention.ts";
 export { archiveRestorer, restoreSession, RestoreRefusedError, type RestoreOutcome } from "./restore.ts";
+export { DigestBuilder, envelopeLine, extendsDigest, logDigest, sameDigest } from "./digest.ts";
+export { summarize, summaryOfState } from "./summary.ts";
+export { FileArchive, FILE_SUFFIX, type FileArchiveOptions } from "./file.ts";
+export {
+  ArchiveConflictError,
+  ArchiveCorruptError,
+  InvalidArchiveUrlError,
+  InvalidSessionCopyError,
+} from "./errors.ts";

@@ -32,8 +32,8 @@ export {
   type FinishedTurn,
 } from "./queries.ts";
 export type { Writer, WriteOptions, WriterOptions, WriterStats } from "./writer.ts";
-export { ENVELOPE_VERSION, envelopeSchema, eventInputSchema, kindSchema } from "./envelope.ts";
-export type { Envelope, EventInput } from "./envelope.ts";
+export { checkEnvelope, ENVELOPE_VERSION, envelopeSchema, eventInputSchema, kindSchema } from "./envelope.ts";
+export type { Envelope, EnvelopeCheck, EventInput } from "./envelope.ts";
 export {
   ConflictError,
   FencedError,

@@ -57,6 +57,6 @@ export async function retireSession(
     order.warm,
   ];
   const retire = scriptCommand<[string, number]>(redis, RETIRE);
-  const [outcome, n] = await retire(keys, [expect.lastSeq, expect.registered, ...alsoDelete]);
-  return { outcome: outcome as RetireOutcome, n: Number(n) };
+  const [outcome, count] = await retire(keys, [expect.lastSeq, expect.registered, ...alsoDelete]);
+  return { outcome: outcome as RetireOutcome, n: Number(count) };
 }

@@ -1,0 +1,55 @@
+// The one definition of a log's digest: SHA-256 over each envelope's JSON (`JSON.stringify`, the text
+// an export and both stores write) in seq order, joined by "\n"; with the count and the last seq. A
+// store recomputes it from the text it holds, so any edit of a stored line changes the digest.
+import { createHash, type Hash } from "node:crypto";
+import type { Envelope } from "../log/index.ts";
+import type { LogDigest } from "./archive.ts";
+
+/** The text an envelope is archived and digested as. */
+export function envelopeLine(envelope: Envelope): string {
+  return JSON.stringify(envelope);
+}
+
+/** Builds a digest line by line, for stores that read their lines back as a stream. */
+export class DigestBuilder {
+  readonly #hash: Hash = createHash("sha256");
+  #count = 0;
+  #lastSeq = 0;
+
+  /** Adds the next line (in seq order) and the seq it holds. */
+  add(line: string, seq: number): void {
+    if (this.#count > 0) this.#hash.update("\n");
+    this.#hash.update(line, "utf8");
+    this.#count++;
+    this.#lastSeq = seq;
+  }
+
+  get count(): number {
+    return this.#count;
+  }
+
+  digest(): LogDigest {
+    return { count: this.#count, lastSeq: this.#lastSeq, sha256: this.#hash.copy().digest("hex") };
+  }
+}
+
+/** The digest of a session's events (sorted by seq first; the caller's array is left as it is). */
+export function logDigest(events: Iterable<Envelope>): LogDigest {
+  const sorted = [...events].sort((left, right) => left.seq - right.seq);
+  const builder = new DigestBuilder();
+  for (const envelope of sorted) builder.add(envelopeLine(envelope), envelope.seq);
+  return builder.digest();
+}
+
+export function sameDigest(left: LogDigest, right: LogDigest): boolean {
+  return left.count === right.count && left.lastSeq === right.lastSeq && left.sha256 === right.sha256;
+}
+
+/**
+ * Whether `events` (a full copy, in seq order) extends the history `stored` describes: its first
+ * `stored.count` events digest to exactly `stored`, and it holds more.
+ */
+export function extendsDigest(events: readonly Envelope[], stored: LogDigest): boolean {
+  if (events.length <= stored.count) return false;
+  return sameDigest(logDigest(events.slice(0, stored.count)), stored);
+}

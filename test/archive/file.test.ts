@@ -1,0 +1,250 @@
+// The gzip JSONL folder store: byte-for-byte round trips, idempotence, conflicts, a put that fails
+// half-way, and files edited after they were written (an archive file is untrusted input).
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gunzipSync, gzipSync } from "node:zlib";
+import {
+  ArchiveConflictError,
+  ArchiveCorruptError,
+  FileArchive,
+  InvalidSessionCopyError,
+  logDigest,
+  summarize,
+} from "../../src/archive/index.ts";
+import { InvalidSessionIdError, type Envelope } from "../../src/log/index.ts";
+import { copyOf, loggedEvents, readTexts, uniqueId } from "./_support.ts";
+
+let root: string;
+let session: string;
+let events: Envelope[];
+
+before(async () => {
+  root = mkdtempSync(join(tmpdir(), "ts-archive-"));
+  session = uniqueId("fa");
+  events = await loggedEvents("today-session", session);
+});
+after(() => rmSync(root, { recursive: true, force: true }));
+
+function freshArchive(options = {}): FileArchive {
+  return new FileArchive(mkdtempSync(join(root, "dir-")), options);
+}
+
+function fileOf(archive: FileArchive, id = session): string {
+  return join(archive.dir, `${id}.jsonl.gz`);
+}
+
+/** Rewrites an archive file's lines (header = index 0) as someone with access to the folder could. */
+function editLines(path: string, edit: (lines: string[]) => void): void {
+  const lines = gunzipSync(readFileSync(path)).toString("utf8").split("\n");
+  edit(lines);
+  writeFileSync(path, gzipSync(lines.join("\n")));
+}
+
+async function readError(archive: FileArchive, id = session): Promise<ArchiveCorruptError> {
+  try {
+    await readTexts(archive.read(id));
+  } catch (err) {
+    assert.ok(err instanceof ArchiveCorruptError, String(err));
+    return err;
+  }
+  assert.fail("the read was not refused");
+}
+
+describe("FileArchive", () => {
+  it("migrate creates the folder; a copy reads back byte for byte with its state and summary", async () => {
+    const archive = new FileArchive(join(root, "new", "folder"));
+    assert.equal((await archive.migrate()).applied.length, 1);
+    assert.deepEqual((await archive.migrate()).applied, []);
+    const copy = copyOf(session, events);
+    await archive.put(copy);
+    assert.deepEqual(
+      await readTexts(archive.read(session)),
+      events.map((event) => JSON.stringify(event)),
+    );
+    assert.deepEqual(await archive.digest(session), logDigest(events));
+    assert.deepEqual(await archive.state(session), copy.state);
+    assert.deepEqual(await archive.summary(session), summarize(session, events));
+    const header = JSON.parse(
+      gunzipSync(readFileSync(fileOf(archive)))
+        .toString("utf8")
+        .split("\n")[0]!,
+    );
+    assert.equal(header.turnstreamArchive, 1);
+    assert.equal(header.session, session);
+    assert.deepEqual(
+      await readTexts(archive.read(session, { fromSeq: 3, toSeq: 5 })),
+      events.slice(2, 5).map((event) => JSON.stringify(event)),
+    );
+    const listed: string[] = [];
+    for await (const id of archive.sessions()) listed.push(id);
+    assert.deepEqual(listed, [session]);
+    assert.equal(await archive.digest("never-archived"), undefined);
+    assert.equal(await archive.summary("never-archived"), undefined);
+    assert.deepEqual(await readTexts(archive.read("never-archived")), []);
+    assert.equal(archive.location, `file://${archive.dir}`);
+  });
+
+  it("putting the same copy again changes nothing; a different history is refused", async () => {
+    const archive = freshArchive();
+    await archive.put(copyOf(session, events));
+    const before = statSync(fileOf(archive));
+    await archive.put(copyOf(session, events));
+    const again = statSync(fileOf(archive));
+    assert.equal(again.ino, before.ino, "the file was not rewritten");
+    assert.equal(again.mtimeMs, before.mtimeMs);
+    const other = events.map((event) => (event.seq === 4 ? { ...event, at: "2030-01-01T00:00:00.000Z" } : event));
+    await assert.rejects(archive.put(copyOf(session, other)), ArchiveConflictError);
+    await assert.rejects(archive.put(copyOf(session, events, events.length - 3)), ArchiveConflictError);
+    assert.deepEqual(await archive.digest(session), logDigest(events));
+  });
+
+  it("a copy that extends the stored one replaces it", async () => {
+    const archive = freshArchive();
+    await archive.put(copyOf(session, events, 20));
+    assert.equal((await archive.digest(session))?.count, 20);
+    await archive.put(copyOf(session, events));
+    assert.deepEqual(await archive.digest(session), logDigest(events));
+    assert.equal((await readTexts(archive.read(session))).length, events.length);
+  });
+
+  it("refuses a copy that disagrees with itself, and session ids that are not ids", async () => {
+    const archive = freshArchive();
+    const copy = copyOf(session, events);
+    await assert.rejects(archive.put({ ...copy, digest: logDigest(events.slice(1)) }), InvalidSessionCopyError);
+    await assert.rejects(archive.put({ ...copy, events: events.slice(1) }), InvalidSessionCopyError);
+    await assert.rejects(archive.put(copyOf("someone-else", events)), InvalidSessionCopyError);
+    await assert.rejects(archive.digest("../../etc/passwd"), InvalidSessionIdError);
+    await assert.rejects(readTexts(archive.read("../x")), InvalidSessionIdError);
+    assert.deepEqual(readdirSync(archive.dir), []);
+  });
+
+  it("a put that fails after writing its temporary file leaves the old copy, no debris, and a retry completes", async () => {
+    let failing = true;
+    const archive = freshArchive({
+      beforeRename: (temp: string) => {
+        assert.ok(existsSync(temp));
+        if (failing) throw new Error("injected: the machine stops before the rename");
+      },
+    });
+    await assert.rejects(archive.put(copyOf(session, events, 10)), /injected/);
+    assert.deepEqual(readdirSync(archive.dir), [], "nothing half-written, not even the temporary file");
+    assert.equal(await archive.digest(session), undefined);
+    failing = false;
+    await archive.put(copyOf(session, events, 10));
+    failing = true;
+    await assert.rejects(archive.put(copyOf(session, events)), /injected/);
+    assert.deepEqual(await archive.digest(session), logDigest(events.slice(0, 10)), "the old copy stands");
+    assert.deepEqual(readdirSync(archive.dir), [`${session}.jsonl.gz`]);
+    failing = false;
+    await archive.put(copyOf(session, events));
+    assert.deepEqual(await archive.digest(session), logDigest(events));
+  });
+
+  it("a temporary file a crashed put left is never listed and migrate removes it once stale", async () => {
+    const archive = freshArchive();
+    await archive.put(copyOf(session, events));
+    const debris = join(archive.dir, `.tmp-${session}-0123456789ab`);
+    writeFileSync(debris, "half a copy");
+    const listed: string[] = [];
+    for await (const id of archive.sessions()) listed.push(id);
+    assert.deepEqual(listed, [session]);
+    await archive.migrate();
+    assert.ok(existsSync(debris), "a recent one may be a put in progress");
+    const old = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    utimesSync(debris, old, old);
+    await archive.migrate();
+    assert.ok(!existsSync(debris));
+  });
+
+  describe("an edited file is refused on read and its digest shows it", () => {
+    const cases: Array<{ name: string; edit: (lines: string[]) => void; says: RegExp; position?: string }> = [
+      {
+        name: "a changed seq",
+        edit: (lines) => {
+          lines[5] = lines[5]!.replace(/"seq":5,/, '"seq":50,');
+        },
+        says: /seq 50 where 5 belongs/,
+        position: "line 6",
+      },
+      {
+        name: "another session's envelope",
+        edit: (lines) => {
+          const envelope = JSON.parse(lines[3]!) as Envelope;
+          lines[3] = JSON.stringify({ ...envelope, session: "someone-else" });
+        },
+        says: /another session/,
+        position: "line 4",
+      },
+      {
+        name: "a key added to an envelope",
+        edit: (lines) => {
+          lines[2] = lines[2]!.replace(/}$/, ',"extra":1}');
+        },
+        says: /not the text the archive wrote/,
+        position: "line 3",
+      },
+      {
+        name: "text edited so every line stays valid",
+        edit: (lines) => {
+          const index = lines.findIndex((line) => line.includes('"kind":"turn.queued"'));
+          const envelope = JSON.parse(lines[index]!) as Envelope & { data: { prompt: string } };
+          envelope.data.prompt = "rm -rf / (an instruction nobody gave)";
+          lines[index] = JSON.stringify(envelope);
+        },
+        says: /digest to .* header says/,
+      },
+      {
+        name: "a line that is not JSON",
+        edit: (lines) => {
+          lines[7] = "{not json";
+        },
+        says: /not JSON/,
+        position: "line 8",
+      },
+      {
+        name: "a header of another session",
+        edit: (lines) => {
+          const header = JSON.parse(lines[0]!) as Record<string, unknown>;
+          lines[0] = JSON.stringify({ ...header, session: "someone-else" });
+        },
+        says: /header is of session someone-else/,
+        position: "line 1",
+      },
+    ];
+    for (const { name, edit, says, position } of cases) {
+      it(name, async () => {
+        const archive = freshArchive();
+        await archive.put(copyOf(session, events));
+        editLines(fileOf(archive), edit);
+        const err = await readError(archive);
+        assert.match(err.message, says);
+        assert.ok(err.message.includes(fileOf(archive)), "the message names the file");
+        assert.equal(err.position, position);
+        if (!name.includes("header")) assert.notDeepEqual(await archive.digest(session), logDigest(events));
+      });
+    }
+
+    it("a file that is not gzip, or is cut short", async () => {
+      const archive = freshArchive();
+      await archive.put(copyOf(session, events));
+      const bytes = readFileSync(fileOf(archive));
+      writeFileSync(fileOf(archive), bytes.subarray(0, bytes.length - 40));
+      assert.match((await readError(archive)).message, /unreadable as gzip/);
+      await assert.rejects(archive.digest(session), ArchiveCorruptError);
+      writeFileSync(fileOf(archive), "plain text");
+      await assert.rejects(archive.summary(session), ArchiveCorruptError);
+    });
+  });
+});
