@@ -101,6 +101,8 @@ export const archivedSummarySchema = zod.object({
   lastSeq: count,
   errorKinds: zod.record(zod.string(), count),
   decisions: zod.object({ allowed: count, denied: count, pending: count }),
+  // Copies stored before the summary kept it read back as null (not known), not as corrupt.
+  lastErrorKind: zod.string().nullable().default(null),
 });
 
 /** `value` read through `schema`, or ArchiveCorruptError naming where it was and what did not fit. */

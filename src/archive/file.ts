@@ -11,8 +11,17 @@ import { Readable, pipeline } from "node:stream";
 import { pipeline as pipelineAsync } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
 import { z as zod } from "zod";
-import { assertSessionId, isValidSessionId, type Envelope } from "../log/index.ts";
-import type { Archive, ArchivedSummary, ArchiveReadOptions, LogDigest, SessionCopy, SessionState } from "./archive.ts";
+import { assertSessionId, IMPORTED_FIELD, isValidSessionId, type Envelope } from "../log/index.ts";
+import type {
+  Archive,
+  ArchivedListing,
+  ArchivedSummary,
+  ArchiveReadOptions,
+  ArchiveSummariesOptions,
+  LogDigest,
+  SessionCopy,
+  SessionState,
+} from "./archive.ts";
 import {
   archivedSummarySchema,
   copyLines,
@@ -23,10 +32,13 @@ import {
 } from "./check.ts";
 import { claimedSeq, DigestBuilder, extendsDigest, sameDigest } from "./digest.ts";
 import { ArchiveConflictError, ArchiveCorruptError } from "./errors.ts";
+import { byRecentActivity, lastActiveMs, listingBounds } from "./listing.ts";
 
 export const FILE_SUFFIX = ".jsonl.gz";
 /** Temporary files start with a dot: no session id does, so a half-written copy never lists as a session. */
 const TEMP_PREFIX = ".tmp-";
+/** Headers read at once by a listing: each is a small read, but a folder may hold thousands. */
+const HEADER_CONCURRENCY = 8;
 /** Temporary files older than this are what a crashed put left; migrate removes them. */
 const STALE_TEMP_MS = 60 * 60 * 1000;
 
@@ -142,6 +154,38 @@ export class FileArchive implements Archive {
     return (await this.#header(session))?.summary;
   }
 
+  /**
+   * Reads only each file's header line (the gzip stream is stopped after it), then sorts in memory:
+   * a folder has no index by time, and this store is for one machine's sessions.
+   */
+  async summaries(options: ArchiveSummariesOptions = {}): Promise<ArchivedListing[]> {
+    const { limit, beforeMs } = listingBounds(options);
+    const sessions: string[] = [];
+    for await (const session of this.sessions()) sessions.push(session);
+    const listed: ArchivedListing[] = [];
+    for (let start = 0; start < sessions.length; start += HEADER_CONCURRENCY) {
+      const batch = sessions.slice(start, start + HEADER_CONCURRENCY);
+      for (const header of await Promise.all(batch.map((session) => this.#listedHeader(session, options))))
+        if (header !== undefined)
+          listed.push({ summary: header.summary, importedAt: header.state.meta[IMPORTED_FIELD] ?? null });
+    }
+    const wanted = listed
+      .filter(({ summary }) => beforeMs === undefined || (lastActiveMs(summary) ?? Infinity) < beforeMs)
+      .sort((left, right) => byRecentActivity(left.summary, right.summary));
+    return limit === undefined ? wanted : wanted.slice(0, limit);
+  }
+
+  /** A session's header for a listing; undefined when its file went meanwhile or (told to onCorrupt) is corrupt. */
+  async #listedHeader(session: string, options: ArchiveSummariesOptions): Promise<FileHeader | undefined> {
+    try {
+      return await this.#header(session);
+    } catch (err) {
+      if (!(err instanceof ArchiveCorruptError) || options.onCorrupt === undefined) throw err;
+      options.onCorrupt(err);
+      return undefined;
+    }
+  }
+
   async *sessions(): AsyncGenerator<string> {
     let names: string[];
     try {
@@ -246,6 +290,8 @@ async function readHeader(
   const header = storedValue(headerSchema, value, path, "line 1");
   if (header.session !== session)
     throw new ArchiveCorruptError(path, "line 1", `the header is of session ${header.session}, not ${session}`);
+  if (header.summary.session !== session)
+    throw new ArchiveCorruptError(path, "line 1", `the header's summary is of session ${header.summary.session}`);
   return header;
 }
 

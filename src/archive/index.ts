@@ -1,11 +1,22 @@
 // Public surface of the archive.
-export type { Archive, ArchiveReadOptions, ArchivedSummary, LogDigest, SessionCopy, SessionState } from "./archive.ts";
+export type {
+  Archive,
+  ArchivedListing,
+  ArchiveReadOptions,
+  ArchivedSummary,
+  ArchiveSummariesOptions,
+  LogDigest,
+  SessionCopy,
+  SessionState,
+} from "./archive.ts";
+export { archivedRow, byRecentActivity } from "./listing.ts";
 export { DigestBuilder, envelopeLine, extendsDigest, logDigest, sameDigest } from "./digest.ts";
 export { summarize, summaryOfState } from "./summary.ts";
 export { FileArchive, FILE_SUFFIX, type FileArchiveOptions } from "./file.ts";
 export {
   ArchiveConflictError,
   ArchiveCorruptError,
+  InvalidArchiveListingError,
   InvalidArchiveUrlError,
   InvalidSessionCopyError,
 } from "./errors.ts";

@@ -4,12 +4,23 @@
 // migrated under an advisory lock, so processes starting together migrate once.
 import pg from "pg";
 import type { PoolClient } from "pg";
-import type { Envelope } from "../log/index.ts";
-import type { Archive, ArchivedSummary, ArchiveReadOptions, LogDigest, SessionCopy, SessionState } from "./archive.ts";
+import { forTerminal } from "../kernel/index.ts";
+import { IMPORTED_FIELD, type Envelope } from "../log/index.ts";
+import type {
+  Archive,
+  ArchivedListing,
+  ArchivedSummary,
+  ArchiveReadOptions,
+  ArchiveSummariesOptions,
+  LogDigest,
+  SessionCopy,
+  SessionState,
+} from "./archive.ts";
 import { archivedSummarySchema, copyLines, sessionStateSchema, storedValue, StoredLines } from "./check.ts";
 import { decisionRows, timestampOf, toolCallRows } from "./derive.ts";
 import { claimedSeq, DigestBuilder, extendsDigest, sameDigest } from "./digest.ts";
 import { ArchiveConflictError, ArchiveCorruptError, InvalidArchiveUrlError } from "./errors.ts";
+import { listingBounds } from "./listing.ts";
 
 export const DEFAULT_SCHEMA = "public";
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -102,7 +113,22 @@ const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX IF NOT EXISTS turnstream_events_kind_at ON ${schema}.turnstream_events (kind, at)`,
     ],
   },
+  {
+    id: 3,
+    name: "last error kind; archived sessions by last activity",
+    // A listing of archived sessions, newest first, reads this index in order and stops at its limit.
+    // Ties go by id in code-point order (COLLATE "C"), as the file store sorts them.
+    statements: (schema) => [
+      `ALTER TABLE ${schema}.turnstream_sessions ADD COLUMN IF NOT EXISTS last_error_kind text`,
+      `CREATE INDEX IF NOT EXISTS turnstream_sessions_archived_recent ON ${schema}.turnstream_sessions
+        (last_at DESC NULLS LAST, session COLLATE "C") WHERE archived`,
+    ],
+  },
 ];
+
+/** The columns a summary is read from (summaryOfRow). */
+const SUMMARY_COLUMNS = `session, status, turns, attempts, cost_usd, tokens_input, tokens_output, tokens_cache_read,
+  tokens_cache_creation, model, cwd, labels, first_at, last_at, last_seq, error_kinds, decisions, last_error_kind`;
 
 export interface PostgresArchiveOptions {
   /** A postgres:// URL without the `schema` parameter (openArchive takes it off). */
@@ -138,6 +164,7 @@ interface SessionRow {
   last_seq: string;
   error_kinds: unknown;
   decisions: unknown;
+  last_error_kind: string | null;
   archived: boolean;
   digest_count: string | null;
   digest_last_seq: string | null;
@@ -284,6 +311,30 @@ export class PostgresArchive implements Archive {
     return storedValue(archivedSummarySchema, summaryOfRow(row), this.#where("sessions", session), "summary");
   }
 
+  /** One query along the archived-by-last-activity index; the state's meta gives only its import time. */
+  async summaries(options: ArchiveSummariesOptions = {}): Promise<ArchivedListing[]> {
+    const { limit, beforeMs } = listingBounds(options);
+    const result = await this.#pool.query<SessionRow & { imported_at: string | null }>(
+      `SELECT ${SUMMARY_COLUMNS}, state -> 'meta' ->> $3 AS imported_at FROM ${this.#table("sessions")}
+        WHERE archived AND ($1::timestamptz IS NULL OR last_at < $1)
+        ORDER BY last_at DESC NULLS LAST, session COLLATE "C" LIMIT $2`,
+      [beforeMs === undefined ? null : new Date(beforeMs).toISOString(), limit ?? null, IMPORTED_FIELD],
+    );
+    const listed: ArchivedListing[] = [];
+    for (const row of result.rows) {
+      try {
+        // The id is checked with the rest of the row; until then it is shown escaped.
+        const where = this.#where("sessions", forTerminal(String(row.session)));
+        const summary = storedValue(archivedSummarySchema, summaryOfRow(row), where, "summary");
+        listed.push({ summary, importedAt: row.imported_at });
+      } catch (err) {
+        if (!(err instanceof ArchiveCorruptError) || options.onCorrupt === undefined) throw err;
+        options.onCorrupt(err);
+      }
+    }
+    return listed;
+  }
+
   async *sessions(): AsyncGenerator<string> {
     let after = "";
     for (;;) {
@@ -425,15 +476,15 @@ export class PostgresArchive implements Archive {
       summary.lastSeq,
       JSON.stringify(summary.errorKinds),
       JSON.stringify(summary.decisions),
+      summary.lastErrorKind,
     ];
-    const columns = `session, status, turns, attempts, cost_usd, tokens_input, tokens_output, tokens_cache_read,
-      tokens_cache_creation, model, cwd, labels, first_at, last_at, last_seq, error_kinds, decisions`;
+    const columns = SUMMARY_COLUMNS;
     const updates = `status = EXCLUDED.status, turns = EXCLUDED.turns, attempts = EXCLUDED.attempts,
       cost_usd = EXCLUDED.cost_usd, tokens_input = EXCLUDED.tokens_input, tokens_output = EXCLUDED.tokens_output,
       tokens_cache_read = EXCLUDED.tokens_cache_read, tokens_cache_creation = EXCLUDED.tokens_cache_creation,
       model = EXCLUDED.model, cwd = EXCLUDED.cwd, labels = EXCLUDED.labels, first_at = EXCLUDED.first_at,
       last_at = EXCLUDED.last_at, last_seq = EXCLUDED.last_seq, error_kinds = EXCLUDED.error_kinds,
-      decisions = EXCLUDED.decisions, updated_at = now()`;
+      decisions = EXCLUDED.decisions, last_error_kind = EXCLUDED.last_error_kind, updated_at = now()`;
     const placeholders = values.map((_, index) => `$${index + 1}`).join(", ");
     if (archived === undefined) {
       await client.query(
@@ -561,5 +612,6 @@ function summaryOfRow(row: SessionRow): unknown {
     lastSeq: Number(row.last_seq),
     errorKinds: row.error_kinds,
     decisions: row.decisions,
+    lastErrorKind: row.last_error_kind,
   };
 }

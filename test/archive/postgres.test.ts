@@ -79,15 +79,15 @@ describe("PostgresArchive", () => {
     const applied = results.flatMap((result) => result.applied);
     assert.deepEqual(
       applied.map((name) => name.split(" ")[0]),
-      ["1", "2"],
+      ["1", "2", "3"],
       JSON.stringify(results),
     );
     const recorded = await rows<{ id: number }>(`SELECT id FROM "${schema}_race".turnstream_migrations ORDER BY id`);
     assert.deepEqual(
       recorded.map((row) => row.id),
-      [1, 2],
+      [1, 2, 3],
     );
-    assert.deepEqual((await archive.migrate()).applied.length, 2);
+    assert.deepEqual((await archive.migrate()).applied.length, 3);
     assert.deepEqual((await archive.migrate()).applied, []);
   });
 
