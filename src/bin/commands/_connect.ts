@@ -1,6 +1,12 @@
 // Redis for a one-shot command: a clear message when it does not answer (the caller exits 3,
 // infrastructure), never ioredis' endless retries.
-import { openArchive, SessionHistory, type Archive } from "../../archive/index.ts";
+import {
+  archiveUrlForDisplay,
+  InvalidArchiveUrlError,
+  openArchive,
+  SessionHistory,
+  type Archive,
+} from "../../archive/index.ts";
 import {
   createEventLog,
   DEFAULT_PREFIX,
@@ -123,5 +129,25 @@ export async function openArchiveOf(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<Archive | undefined> {
   const url = archiveUrl(archiveFlag, env);
-  return url === undefined ? undefined : openArchive(url);
+  if (url === undefined) return undefined;
+  // argv is visible to every user of the machine (ps, /proc) and lands in shell history: a secret
+  // never goes there. Refused by name, before anything connects with it.
+  if (archiveFlag !== undefined && urlHasPassword(archiveFlag))
+    throw new InvalidArchiveUrlError(
+      archiveUrlForDisplay(archiveFlag),
+      "--archive is a command-line flag and a password there is readable by anyone on the machine: " +
+        "give the URL in TURNSTREAM_ARCHIVE, or the password in PGPASSWORD or ~/.pgpass",
+    );
+  return openArchive(url);
+}
+
+/** True when a URL carries a password, as user:password@ or as libpq's ?password= parameter. */
+function urlHasPassword(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return parsed.password !== "" || parsed.searchParams.has("password");
+  } catch {
+    // Not a URL at all: openArchive refuses it without showing it.
+    return false;
+  }
 }
