@@ -22,11 +22,19 @@ import {
   SessionHistory,
   type RetentionStep,
 } from "../../src/archive/index.ts";
-import { createEventLog, InvalidSessionIdError, type Envelope, type EventLog } from "../../src/log/index.ts";
+import {
+  createEventLog,
+  importFile,
+  InvalidSessionIdError,
+  type Envelope,
+  type EventLog,
+} from "../../src/log/index.ts";
 import { createProducer, type Producer } from "../../src/queue/index.ts";
+import { rerunSession } from "../../src/bin/commands/_rerun.ts";
+import { RecordingRefusedError } from "../../src/rerun/index.ts";
 import { turnstream } from "../bin/_cli.ts";
 import { cleanupKeys, redisFor, testSpace, type TestSpace } from "../worker/_support.ts";
-import { copyOf, loggedEvents, readLog, readTexts, uniqueId } from "./_support.ts";
+import { copyOf, FIXTURES, loggedEvents, readLog, readTexts, uniqueId } from "./_support.ts";
 
 const HOUR = 3_600_000;
 const baseUrl = process.env["ARCHIVE_TEST_PG"] ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -382,5 +390,34 @@ describe("attacks on the archive", () => {
       assert.doesNotMatch(run.stdout, /[\u001b\u0007\u202e]/, `${args[0]} printed a raw escape`);
       if (args[0] === "tail") assert.equal(run.stdout, live.stdout, "shown as the live session was");
     }
+  });
+
+  it("15. an imported session archived with its `imported` mark removed still re-runs only in the default mode", async () => {
+    const files = await fileArchive();
+    const session = uniqueId("imp");
+    await importFile(log, session, join(FIXTURES, "today-session.jsonl"));
+    const copy = await copyOfSession(log, redis, session);
+    assert.ok(copy.state.meta["imported"], "the import marked the session");
+    await files.put(copy);
+    await log.destroy(session);
+    // The state is not covered by the digest: the edit reads back cleanly.
+    editLines(fileOf(files, session), (lines) => {
+      const header = JSON.parse(lines[0]!) as { state: { meta: Record<string, string> } };
+      delete header.state.meta["imported"];
+      lines[0] = JSON.stringify(header);
+    });
+    const history = new SessionHistory(log, files);
+    assert.equal(await history.importedAt(session), undefined);
+    await assert.rejects(
+      rerunSession({
+        redis,
+        logPrefix: space.logPrefix,
+        history,
+        session,
+        cwd: space.workspace("rerun"),
+        permissionMode: "bypassPermissions",
+      }),
+      (err: Error) => err instanceof RecordingRefusedError && /read from the archive/.test(err.message),
+    );
   });
 });
