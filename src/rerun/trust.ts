@@ -30,9 +30,9 @@ export interface RerunGrant {
   /** The session holds imported events. */
   imported: boolean;
   /**
-   * The recording was read from the archive: a file or row anyone with access to the store can edit,
-   * including the state that says whether it was imported (no digest covers that). Trusted no more
-   * than an import.
+   * The recording was read from the archive or restored from it: a file or row anyone with access to
+   * the store can edit, including the state that says whether it was imported (no digest covers
+   * that). Trusted no more than an import.
    */
   archived?: boolean | undefined;
   session: string;
@@ -41,7 +41,7 @@ export interface RerunGrant {
 /** Why the recorded turns cannot be re-run with what the operator granted, or undefined when they can. */
 export function refusalOf(turns: readonly RecordedTurn[], grant: RerunGrant): string | undefined {
   if ((grant.imported || grant.archived === true) && grant.permissionMode !== "default") {
-    const why = grant.imported ? "was imported" : "is read from the archive";
+    const why = grant.imported ? "was imported" : "came from the archive";
     return (
       `session ${grant.session} ${why}, so its recording is untrusted: ` +
       `it re-runs only in the default permission mode; drop --permission-mode ${grant.permissionMode}`

@@ -417,7 +417,22 @@ describe("attacks on the archive", () => {
         cwd: space.workspace("rerun"),
         permissionMode: "bypassPermissions",
       }),
-      (err: Error) => err instanceof RecordingRefusedError && /read from the archive/.test(err.message),
+      (err: Error) => err instanceof RecordingRefusedError && /came from the archive/.test(err.message),
+    );
+    // Restored into Redis first (an enqueue to it would do so), the mark is still not taken from the archive.
+    assert.equal(await restoreSession(log, redis, files, session), "restored");
+    assert.equal(await history.importedAt(session), undefined);
+    assert.ok(await history.restoredAt(session));
+    await assert.rejects(
+      rerunSession({
+        redis,
+        logPrefix: space.logPrefix,
+        history,
+        session,
+        cwd: space.workspace("rerun"),
+        permissionMode: "bypassPermissions",
+      }),
+      (err: Error) => err instanceof RecordingRefusedError && /came from the archive/.test(err.message),
     );
   });
 });

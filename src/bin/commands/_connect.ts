@@ -101,7 +101,8 @@ export async function readSession(reader: Pick<HistoryReader, "read">, session: 
 export const ARCHIVE_FLAG_OPTIONS = { archive: { type: "string" } } as const;
 
 export const ARCHIVE_FLAG_USAGE = `  --archive URL     where retention moved ended sessions: file://DIR or postgres://… (default:
-                    TURNSTREAM_ARCHIVE; none: Redis only)
+                    TURNSTREAM_ARCHIVE; none: Redis only); no password here (argv is public): put
+                    it in TURNSTREAM_ARCHIVE or PGPASSWORD
 `;
 
 /** The archive's URL: --archive, else TURNSTREAM_ARCHIVE, else none. */
@@ -130,15 +131,19 @@ export async function openArchiveOf(
 ): Promise<Archive | undefined> {
   const url = archiveUrl(archiveFlag, env);
   if (url === undefined) return undefined;
+  const archive = openArchive(url);
   // argv is visible to every user of the machine (ps, /proc) and lands in shell history: a secret
-  // never goes there. Refused by name, before anything connects with it.
-  if (archiveFlag !== undefined && urlHasPassword(archiveFlag))
+  // never goes there. Refused by name, before anything connects with it (a URL no store takes is
+  // refused first, for what it is).
+  if (archiveFlag !== undefined && urlHasPassword(archiveFlag)) {
+    await archive.close();
     throw new InvalidArchiveUrlError(
       archiveUrlForDisplay(archiveFlag),
       "--archive is a command-line flag and a password there is readable by anyone on the machine: " +
         "give the URL in TURNSTREAM_ARCHIVE, or the password in PGPASSWORD or ~/.pgpass",
     );
-  return openArchive(url);
+  }
+  return archive;
 }
 
 /** True when a URL carries a password, as user:password@ or as libpq's ?password= parameter. */
