@@ -4,8 +4,8 @@
 // written to a temporary file, flushed to disk and renamed over the old one, so a reader or a crash
 // sees the old copy or the new one, never part of one.
 import { randomBytes } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
-import { link, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
+import { constants as fsConstants, createReadStream, createWriteStream } from "node:fs";
+import { link, lstat, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { Readable, pipeline } from "node:stream";
 import { pipeline as pipelineAsync } from "node:stream/promises";
@@ -24,6 +24,7 @@ import type {
 } from "./archive.ts";
 import {
   archivedSummarySchema,
+  checkSummaryEnd,
   copyLines,
   logDigestSchema,
   sessionStateSchema,
@@ -292,12 +293,18 @@ async function readHeader(
     throw new ArchiveCorruptError(path, "line 1", `the header is of session ${header.session}, not ${session}`);
   if (header.summary.session !== session)
     throw new ArchiveCorruptError(path, "line 1", `the header's summary is of session ${header.summary.session}`);
+  checkSummaryEnd(header.summary.lastSeq, header.digest.lastSeq, path, "line 1");
   return header;
 }
 
 /** A gzip file's lines, split on "\n" only; a file that is not gzip or is cut short is ArchiveCorruptError. */
 async function* gzipLines(path: string): AsyncGenerator<string> {
-  const stream = pipeline(createReadStream(path), createGunzip(), () => undefined);
+  // Not followed even if the name became a link after `exists` looked; never blocks on a FIFO.
+  const flags = fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
+  const handle = await open(path, flags).catch((err: unknown) => {
+    throw new ArchiveCorruptError(path, undefined, `unreadable (${(err as Error).message})`, err);
+  });
+  const stream = pipeline(createReadStream(path, { fd: handle }), createGunzip(), () => undefined);
   let parts: Buffer[] = [];
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
@@ -321,14 +328,22 @@ async function* gzipLines(path: string): AsyncGenerator<string> {
   if (parts.length > 0) yield Buffer.concat(parts).toString("utf8");
 }
 
+/**
+ * Whether a session's file is there. Only a regular file counts: a symlink would let whoever reaches
+ * the folder point a session at a file anywhere (or a put write through it), and a FIFO or device
+ * would block a reader forever; either is refused, never followed.
+ */
 async function exists(path: string): Promise<boolean> {
+  let info;
   try {
-    await stat(path);
-    return true;
+    info = await lstat(path);
   } catch (err) {
     if (isMissing(err)) return false;
     throw err;
   }
+  if (!info.isFile())
+    throw new ArchiveCorruptError(path, undefined, "is not a regular file (a link or a special file)");
+  return true;
 }
 
 function isMissing(err: unknown): boolean {

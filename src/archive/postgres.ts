@@ -5,7 +5,7 @@
 import pg from "pg";
 import type { PoolClient } from "pg";
 import { forTerminal } from "../kernel/index.ts";
-import { IMPORTED_FIELD, type Envelope } from "../log/index.ts";
+import { assertSessionId, IMPORTED_FIELD, type Envelope } from "../log/index.ts";
 import type {
   Archive,
   ArchivedListing,
@@ -16,7 +16,14 @@ import type {
   SessionCopy,
   SessionState,
 } from "./archive.ts";
-import { archivedSummarySchema, copyLines, sessionStateSchema, storedValue, StoredLines } from "./check.ts";
+import {
+  archivedSummarySchema,
+  checkSummaryEnd,
+  copyLines,
+  sessionStateSchema,
+  storedValue,
+  StoredLines,
+} from "./check.ts";
 import { decisionRows, timestampOf, toolCallRows } from "./derive.ts";
 import { claimedSeq, DigestBuilder, extendsDigest, sameDigest } from "./digest.ts";
 import { ArchiveConflictError, ArchiveCorruptError, InvalidArchiveUrlError } from "./errors.ts";
@@ -412,15 +419,25 @@ export class PostgresArchive implements Archive {
   }
 
   async #row(session: string, client?: PoolClient): Promise<SessionRow | undefined> {
+    // Refused by name like the file store does, not merely looked up: a caller handing a crafted id
+    // learns it is not an id instead of "not archived".
+    assertSessionId(session);
     const result = await (client ?? this.#pool).query<SessionRow>(
       `SELECT * FROM ${this.#table("sessions")} WHERE session = $1`,
       [session],
     );
-    return result.rows[0];
+    const row = result.rows[0];
+    // A put writes the summary at the digest's last seq and the projector only moves it forward (a
+    // restored session going on), so a summary that ends before the archived events was edited.
+    const recorded = row === undefined ? undefined : recordedDigest(row);
+    if (row !== undefined && row.archived && recorded !== undefined && Number(row.last_seq) < recorded.lastSeq)
+      checkSummaryEnd(Number(row.last_seq), recorded.lastSeq, this.#where("sessions", session), "summary");
+    return row;
   }
 
   /** The digest of the stored envelope text (not the recorded columns: an edited row must show). */
   async #digestWith(client: PoolClient, session: string): Promise<LogDigest | undefined> {
+    assertSessionId(session);
     const row = await client.query<{ archived: boolean }>(
       `SELECT archived FROM ${this.#table("sessions")} WHERE session = $1`,
       [session],
