@@ -586,13 +586,14 @@ export class RunScope {
   }
 
   /**
-   * The same, synchronously and shorter, and this host's folder with it once empty: for the host's
-   * exit hook, which cannot wait.
+   * The same, synchronously, and this host's folder with it once empty: for the host's exit hook,
+   * which cannot wait on timers. It blocks the exit for the same bound: killed CLI processes take a
+   * while to tear down on a loaded host, and what is left is otherwise the next sweep's.
    */
   releaseNow(): void {
     const cg = this.cgroup;
     if (cg === undefined) return;
-    for (let attempt = 0; !cg.remove() && attempt < 10; attempt++) pause(RELEASE_DELAY_MS);
+    for (let attempt = 0; !cg.remove() && attempt < RELEASE_ATTEMPTS; attempt++) pause(RELEASE_DELAY_MS);
     tryRmdir(dirname(cg.path));
   }
 }

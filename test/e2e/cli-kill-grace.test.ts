@@ -242,9 +242,11 @@ test("a turn that ends normally but leaves a child that ignores TERM: the reap S
     const settledAt = Date.now();
     assert.equal(outcome.resultText, "done");
     assert.equal(outcome.exitCode, 0);
+    // The reap's grace starts at the CLI's exit, which this test sees a little later on a loaded host.
+    const observationLagMs = 250;
     assert.ok(
-      settledAt - exitedAt >= GRACE,
-      `the outcome waited ${settledAt - exitedAt} ms for the reap, at least killGraceMs=${GRACE}`,
+      settledAt - exitedAt >= GRACE - observationLagMs,
+      `the outcome waited ${settledAt - exitedAt} ms for the reap, about killGraceMs=${GRACE}`,
     );
     assert.ok(settledAt - exitedAt < GRACE + 5000, "and not long after it");
     await until(() => !alive(setup.stubborn) && !alive(setup.witnessPid), 2000, "the stubborn processes to be gone");
