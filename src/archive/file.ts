@@ -3,13 +3,14 @@
 // summary and digest), then one envelope per line exactly as JSON.stringify wrote it. A copy is
 // written to a temporary file, flushed to disk and renamed over the old one, so a reader or a crash
 // sees the old copy or the new one, never part of one.
+import { isUtf8 } from "node:buffer";
 import { randomBytes } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
-import { link, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
+import { createWriteStream } from "node:fs";
+import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { Readable, pipeline } from "node:stream";
-import { pipeline as pipelineAsync } from "node:stream/promises";
-import { createGunzip, createGzip } from "node:zlib";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { constants as zlibConstants, createGzip, gunzipSync } from "node:zlib";
 import { z as zod } from "zod";
 import { assertSessionId, isValidSessionId, type Envelope } from "../log/index.ts";
 import type { Archive, ArchivedSummary, ArchiveReadOptions, LogDigest, SessionCopy, SessionState } from "./archive.ts";
@@ -21,7 +22,7 @@ import {
   storedValue,
   StoredLines,
 } from "./check.ts";
-import { claimedSeq, DigestBuilder, extendsDigest, sameDigest } from "./digest.ts";
+import { claimedSeq, extendsDigest, joinedLinesDigest, sameDigest } from "./digest.ts";
 import { ArchiveConflictError, ArchiveCorruptError } from "./errors.ts";
 
 export const FILE_SUFFIX = ".jsonl.gz";
@@ -29,6 +30,11 @@ export const FILE_SUFFIX = ".jsonl.gz";
 const TEMP_PREFIX = ".tmp-";
 /** Temporary files older than this are what a crashed put left; migrate removes them. */
 const STALE_TEMP_MS = 60 * 60 * 1000;
+/**
+ * Compressed bytes decompressed at first when only the header is wanted: a header is a few hundred
+ * bytes, the events after it can be megabytes. A longer header is read in larger prefixes.
+ */
+const HEADER_PREFIX_BYTES = 4096;
 
 const headerSchema = zod.object({
   turnstreamArchive: zod.literal(1),
@@ -97,41 +103,32 @@ export class FileArchive implements Archive {
 
   async digest(session: string): Promise<LogDigest | undefined> {
     const path = this.#path(session);
-    if (!(await exists(path))) return undefined;
-    const builder = new DigestBuilder();
-    let first = true;
-    for await (const text of gzipLines(path)) {
-      if (first) first = false;
-      else builder.add(text, claimedSeq(text));
-    }
-    if (first) throw new ArchiveCorruptError(path, undefined, "the file is empty");
-    return builder.digest();
+    const file = await readStoredFile(path);
+    if (file === undefined) return undefined;
+    return joinedLinesDigest(file.joined, file.lines.length, claimedSeq(file.lines.at(-1) ?? ""));
   }
 
+  /**
+   * Nothing is handed out before the whole file is checked: every line an envelope of this session
+   * at the next seq, and all of them against the header's digest (an edit that keeps every line valid).
+   */
   async *read(session: string, options: ArchiveReadOptions = {}): AsyncGenerator<Envelope> {
     const path = this.#path(session);
-    if (!(await exists(path))) return;
-    const lines = gzipLines(path);
-    const header = await readHeader(path, session, lines);
-    if (header === undefined) return;
+    const file = await readStoredFile(path);
+    if (file === undefined) return;
+    const header = checkedHeader(path, session, file.header);
     const checker = new StoredLines(path, session);
-    const builder = new DigestBuilder();
-    let lineNumber = 1;
-    for await (const text of lines) {
-      lineNumber++;
-      const envelope = checker.check(text, `line ${lineNumber}`);
-      builder.add(text, envelope.seq);
-      if (options.toSeq !== undefined && envelope.seq > options.toSeq) return;
-      if (options.fromSeq === undefined || envelope.seq >= options.fromSeq) yield envelope;
-    }
-    // Only a read to the end can check the whole text against the header (an edit that keeps every line valid).
-    const found = builder.digest();
+    const envelopes = file.lines.map((text, index) => checker.check(text, `line ${index + 2}`));
+    const found = joinedLinesDigest(file.joined, envelopes.length, envelopes.at(-1)?.seq ?? 0);
     if (!sameDigest(found, header.digest))
       throw new ArchiveCorruptError(
         path,
         undefined,
         `its events digest to ${show(found)}, its header says ${show(header.digest)}`,
       );
+    const from = options.fromSeq ?? 1;
+    const to = options.toSeq ?? Number.POSITIVE_INFINITY;
+    for (const envelope of envelopes) if (envelope.seq >= from && envelope.seq <= to) yield envelope;
   }
 
   async state(session: string): Promise<SessionState | undefined> {
@@ -169,13 +166,8 @@ export class FileArchive implements Archive {
 
   async #header(session: string): Promise<FileHeader | undefined> {
     const path = this.#path(session);
-    if (!(await exists(path))) return undefined;
-    const lines = gzipLines(path);
-    try {
-      return await readHeader(path, session, lines);
-    } finally {
-      await lines.return(undefined);
-    }
+    const text = await readFirstLine(path);
+    return text === undefined ? undefined : checkedHeader(path, session, text);
   }
 
   /** The copy in a new temporary file in the folder (same file system, so the rename is atomic), flushed to disk. */
@@ -187,7 +179,7 @@ export class FileArchive implements Archive {
       })(),
     );
     try {
-      await pipelineAsync(text, createGzip(), createWriteStream(temp, { flags: "wx", mode: 0o600, flush: true }));
+      await pipeline(text, createGzip(), createWriteStream(temp, { flags: "wx", mode: 0o600, flush: true }));
     } catch (err) {
       await unlink(temp).catch(() => undefined);
       throw err;
@@ -229,17 +221,11 @@ function show(digest: LogDigest): string {
   return `${digest.count} events to seq ${digest.lastSeq}, sha256 ${digest.sha256.slice(0, 12)}…`;
 }
 
-/** The header line, checked: the archive's format, this session's. Undefined for a file with no lines. */
-async function readHeader(
-  path: string,
-  session: string,
-  lines: AsyncGenerator<string>,
-): Promise<FileHeader | undefined> {
-  const first = await lines.next();
-  if (first.done === true) throw new ArchiveCorruptError(path, undefined, "the file is empty");
+/** The header line's text, checked: the archive's format, this session's. */
+function checkedHeader(path: string, session: string, text: string): FileHeader {
   let value: unknown;
   try {
-    value = JSON.parse(first.value);
+    value = JSON.parse(text);
   } catch (err) {
     throw new ArchiveCorruptError(path, "line 1", "the header is not JSON", err);
   }
@@ -249,40 +235,78 @@ async function readHeader(
   return header;
 }
 
-/** A gzip file's lines, split on "\n" only; a file that is not gzip or is cut short is ArchiveCorruptError. */
-async function* gzipLines(path: string): AsyncGenerator<string> {
-  const stream = pipeline(createReadStream(path), createGunzip(), () => undefined);
-  let parts: Buffer[] = [];
+/**
+ * A stored file as text: its header line, its event lines (split on "\n" only; the last "\n" ends
+ * the last line) and those lines as the one UTF-8 text they were joined into, for the digest.
+ */
+interface StoredFile {
+  header: string;
+  lines: string[];
+  joined: Buffer;
+}
+
+/**
+ * The whole file, read and decompressed in one call each (the copy is held in memory anyway, and one
+ * call costs a fraction of a stream's chunks); undefined when there is no file.
+ */
+async function readStoredFile(path: string): Promise<StoredFile | undefined> {
+  const compressed = await readFile(path).catch((err: unknown) => {
+    if (isMissing(err)) return undefined;
+    throw err;
+  });
+  if (compressed === undefined) return undefined;
+  const text = decompressed(path, compressed, true);
+  const headerEnd = text.indexOf(0x0a);
+  if (headerEnd === -1) return { header: utf8(path, text), lines: [], joined: Buffer.alloc(0) };
+  const events = text.subarray(headerEnd + 1);
+  const joined = events.at(-1) === 0x0a ? events.subarray(0, -1) : events;
+  return {
+    header: utf8(path, text.subarray(0, headerEnd)),
+    lines: events.length === 0 ? [] : utf8(path, joined).split("\n"),
+    joined,
+  };
+}
+
+/** The file's first line, from as little of its start as holds it; undefined when there is no file. */
+async function readFirstLine(path: string): Promise<string | undefined> {
+  const handle = await open(path, "r").catch((err: unknown) => {
+    if (isMissing(err)) return undefined;
+    throw err;
+  });
+  if (handle === undefined) return undefined;
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      let start = 0;
-      for (;;) {
-        const newline = chunk.indexOf(0x0a, start);
-        if (newline === -1) break;
-        parts.push(chunk.subarray(start, newline));
-        yield Buffer.concat(parts).toString("utf8");
-        parts = [];
-        start = newline + 1;
-      }
-      if (start < chunk.length) parts.push(chunk.subarray(start));
+    for (let size = HEADER_PREFIX_BYTES; ; size *= 4) {
+      const { bytesRead, buffer } = await handle.read(Buffer.alloc(size), 0, size, 0);
+      const whole = bytesRead < size;
+      const text = decompressed(path, buffer.subarray(0, bytesRead), whole);
+      const lineEnd = text.indexOf(0x0a);
+      if (lineEnd !== -1) return utf8(path, text.subarray(0, lineEnd));
+      if (whole) return utf8(path, text);
     }
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Gunzipped bytes; ArchiveCorruptError for bytes that are not gzip, or, when they are the whole file,
+ * cut short (a prefix of the file is decompressed as far as it goes).
+ */
+function decompressed(path: string, compressed: Buffer, whole: boolean): Buffer {
+  try {
+    const text = gunzipSync(compressed, whole ? {} : { finishFlush: zlibConstants.Z_SYNC_FLUSH });
+    if (whole && text.length === 0) throw new ArchiveCorruptError(path, undefined, "the file is empty");
+    return text;
   } catch (err) {
     if (err instanceof ArchiveCorruptError) throw err;
     throw new ArchiveCorruptError(path, undefined, `unreadable as gzip (${(err as Error).message})`, err);
-  } finally {
-    stream.destroy();
   }
-  if (parts.length > 0) yield Buffer.concat(parts).toString("utf8");
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch (err) {
-    if (isMissing(err)) return false;
-    throw err;
-  }
+/** Bytes as text; the archive writes UTF-8, so anything else is an edit (and would not hash as its text). */
+function utf8(path: string, bytes: Buffer): string {
+  if (!isUtf8(bytes)) throw new ArchiveCorruptError(path, undefined, "its text is not UTF-8");
+  return bytes.toString("utf8");
 }
 
 function isMissing(err: unknown): boolean {

@@ -12,6 +12,7 @@ import {
   utimesSync,
   writeFileSync,
 } from "node:fs";
+import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
@@ -94,6 +95,20 @@ describe("FileArchive", () => {
     assert.equal(await archive.summary("never-archived"), undefined);
     assert.deepEqual(await readTexts(archive.read("never-archived")), []);
     assert.equal(archive.location, `file://${archive.dir}`);
+  });
+
+  it("a header larger than the start of the file that is read for it comes back whole", async () => {
+    const archive = freshArchive();
+    const copy = copyOf(session, events);
+    // Random ids do not compress: the header runs well past the first prefix read for it.
+    const registered = Object.fromEntries(
+      Array.from({ length: 3000 }, () => [randomBytes(12).toString("hex"), randomBytes(8).toString("hex")]),
+    );
+    const state = { ...copy.state, registered };
+    await archive.put({ ...copy, state });
+    assert.deepEqual(await archive.state(session), state);
+    assert.deepEqual(await archive.summary(session), copy.summary);
+    assert.equal((await readTexts(archive.read(session))).length, events.length);
   });
 
   it("putting the same copy again changes nothing; a different history is refused", async () => {
@@ -235,6 +250,30 @@ describe("FileArchive", () => {
         if (!name.includes("header")) assert.notDeepEqual(await archive.digest(session), logDigest(events));
       });
     }
+
+    it("bytes that are not UTF-8 in an event line", async () => {
+      const archive = freshArchive();
+      await archive.put(copyOf(session, events));
+      const text = gunzipSync(readFileSync(fileOf(archive)));
+      const at = text.indexOf('"kind":"turn.queued"');
+      text[at + 1] = 0xff;
+      writeFileSync(fileOf(archive), gzipSync(text));
+      assert.match((await readError(archive)).message, /not UTF-8/);
+    });
+
+    it("an edit past the seqs asked for still refuses the read, before anything is handed out", async () => {
+      const archive = freshArchive();
+      await archive.put(copyOf(session, events));
+      editLines(fileOf(archive), (lines) => {
+        const last = JSON.parse(lines.at(-2)!) as Envelope;
+        lines[lines.length - 2] = JSON.stringify({ ...last, at: "2000-01-01T00:00:00.000Z" });
+      });
+      const handedOut: Envelope[] = [];
+      await assert.rejects(async () => {
+        for await (const envelope of archive.read(session, { toSeq: 2 })) handedOut.push(envelope);
+      }, /digest to .* header says/);
+      assert.deepEqual(handedOut, []);
+    });
 
     it("a file that is not gzip, or is cut short", async () => {
       const archive = freshArchive();
