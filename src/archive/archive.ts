@@ -50,6 +50,12 @@ export interface SessionCopy {
   digest: LogDigest;
 }
 
+/** What an archive keeps of a session beside its events. */
+export interface ArchivedRecord {
+  state: SessionState;
+  summary: ArchivedSummary;
+}
+
 export interface ArchiveReadOptions {
   fromSeq?: number | undefined;
   toSeq?: number | undefined;
@@ -72,6 +78,8 @@ export interface Archive {
   read(session: string, options?: ArchiveReadOptions): AsyncGenerator<Envelope>;
   state(session: string): Promise<SessionState | undefined>;
   summary(session: string): Promise<ArchivedSummary | undefined>;
+  /** An archived session's state and summary in one read of the store, or undefined when it holds no copy. */
+  record(session: string): Promise<ArchivedRecord | undefined>;
   /** Archived session ids. */
   sessions(): AsyncGenerator<string>;
   /** Keeps a live session's summary row current (the projector's read model); no-op for stores without SQL. */

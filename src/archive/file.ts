@@ -3,7 +3,7 @@
 // summary and digest), then one envelope per line exactly as JSON.stringify wrote it. A copy is
 // written to a temporary file, flushed to disk and renamed over the old one, so a reader or a crash
 // sees the old copy or the new one, never part of one.
-import { isUtf8 } from "node:buffer";
+import { isAscii, isUtf8 } from "node:buffer";
 import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
@@ -13,7 +13,15 @@ import { pipeline } from "node:stream/promises";
 import { constants as zlibConstants, createGzip, gunzipSync } from "node:zlib";
 import { z as zod } from "zod";
 import { assertSessionId, isValidSessionId, type Envelope } from "../log/index.ts";
-import type { Archive, ArchivedSummary, ArchiveReadOptions, LogDigest, SessionCopy, SessionState } from "./archive.ts";
+import type {
+  Archive,
+  ArchivedRecord,
+  ArchivedSummary,
+  ArchiveReadOptions,
+  LogDigest,
+  SessionCopy,
+  SessionState,
+} from "./archive.ts";
 import {
   archivedSummarySchema,
   copyLines,
@@ -137,6 +145,11 @@ export class FileArchive implements Archive {
 
   async summary(session: string): Promise<ArchivedSummary | undefined> {
     return (await this.#header(session))?.summary;
+  }
+
+  async record(session: string): Promise<ArchivedRecord | undefined> {
+    const header = await this.#header(session);
+    return header === undefined ? undefined : { state: header.state, summary: header.summary };
   }
 
   async *sessions(): AsyncGenerator<string> {
@@ -305,6 +318,8 @@ function decompressed(path: string, compressed: Buffer, whole: boolean): Buffer 
 
 /** Bytes as text; the archive writes UTF-8, so anything else is an edit (and would not hash as its text). */
 function utf8(path: string, bytes: Buffer): string {
+  // ASCII, which JSON mostly is, reads the same as latin1, and latin1 decodes in a third of the time.
+  if (isAscii(bytes)) return bytes.toString("latin1");
   if (!isUtf8(bytes)) throw new ArchiveCorruptError(path, undefined, "its text is not UTF-8");
   return bytes.toString("utf8");
 }

@@ -1,5 +1,13 @@
 // Public surface of the archive.
-export type { Archive, ArchiveReadOptions, ArchivedSummary, LogDigest, SessionCopy, SessionState } from "./archive.ts";
+export type {
+  Archive,
+  ArchivedRecord,
+  ArchiveReadOptions,
+  ArchivedSummary,
+  LogDigest,
+  SessionCopy,
+  SessionState,
+} from "./archive.ts";
 export { DigestBuilder, envelopeLine, extendsDigest, logDigest, sameDigest } from "./digest.ts";
 export { summarize, summaryOfState } from "./summary.ts";
 export { FileArchive, FILE_SUFFIX, type FileArchiveOptions } from "./file.ts";

@@ -5,7 +5,15 @@
 import pg from "pg";
 import type { PoolClient } from "pg";
 import type { Envelope } from "../log/index.ts";
-import type { Archive, ArchivedSummary, ArchiveReadOptions, LogDigest, SessionCopy, SessionState } from "./archive.ts";
+import type {
+  Archive,
+  ArchivedRecord,
+  ArchivedSummary,
+  ArchiveReadOptions,
+  LogDigest,
+  SessionCopy,
+  SessionState,
+} from "./archive.ts";
 import { archivedSummarySchema, copyLines, sessionStateSchema, storedValue, StoredLines } from "./check.ts";
 import { decisionRows, timestampOf, toolCallRows } from "./derive.ts";
 import { claimedSeq, DigestBuilder, extendsDigest, sameDigest } from "./digest.ts";
@@ -273,6 +281,16 @@ export class PostgresArchive implements Archive {
     const row = await this.#row(session);
     if (row === undefined) return undefined;
     return storedValue(archivedSummarySchema, summaryOfRow(row), this.#where("sessions", session), "summary");
+  }
+
+  async record(session: string): Promise<ArchivedRecord | undefined> {
+    const row = await this.#row(session);
+    if (row === undefined || !row.archived) return undefined;
+    const where = this.#where("sessions", session);
+    return {
+      state: storedValue(sessionStateSchema, row.state, where, "state"),
+      summary: storedValue(archivedSummarySchema, summaryOfRow(row), where, "summary"),
+    };
   }
 
   async *sessions(): AsyncGenerator<string> {

@@ -77,6 +77,7 @@ describe("FileArchive", () => {
     assert.deepEqual(await archive.digest(session), logDigest(events));
     assert.deepEqual(await archive.state(session), copy.state);
     assert.deepEqual(await archive.summary(session), summarize(session, events));
+    assert.deepEqual(await archive.record(session), { state: copy.state, summary: summarize(session, events) });
     const header = JSON.parse(
       gunzipSync(readFileSync(fileOf(archive)))
         .toString("utf8")
@@ -93,6 +94,7 @@ describe("FileArchive", () => {
     assert.deepEqual(listed, [session]);
     assert.equal(await archive.digest("never-archived"), undefined);
     assert.equal(await archive.summary("never-archived"), undefined);
+    assert.equal(await archive.record("never-archived"), undefined);
     assert.deepEqual(await readTexts(archive.read("never-archived")), []);
     assert.equal(archive.location, `file://${archive.dir}`);
   });
@@ -108,6 +110,7 @@ describe("FileArchive", () => {
     await archive.put({ ...copy, state });
     assert.deepEqual(await archive.state(session), state);
     assert.deepEqual(await archive.summary(session), copy.summary);
+    assert.deepEqual(await archive.record(session), { state, summary: copy.summary });
     assert.equal((await readTexts(archive.read(session))).length, events.length);
   });
 
@@ -284,6 +287,7 @@ describe("FileArchive", () => {
       await assert.rejects(archive.digest(session), ArchiveCorruptError);
       writeFileSync(fileOf(archive), "plain text");
       await assert.rejects(archive.summary(session), ArchiveCorruptError);
+      await assert.rejects(archive.record(session), ArchiveCorruptError);
     });
   });
 });

@@ -98,6 +98,8 @@ describe("PostgresArchive", () => {
     assert.deepEqual(await archive.digest(session), logDigest(events));
     assert.deepEqual(await archive.state(session), copy.state);
     assert.deepEqual(await archive.summary(session), summarize(session, events));
+    assert.deepEqual(await archive.record(session), { state: copy.state, summary: summarize(session, events) });
+    assert.equal(await archive.record("never-archived"), undefined);
     assert.deepEqual(
       await readTexts(archive.read(session, { fromSeq: 10, toSeq: 12 })),
       events.slice(9, 12).map((event) => JSON.stringify(event)),
@@ -221,6 +223,7 @@ describe("PostgresArchive", () => {
     assert.deepEqual(await archive.summary(id), later);
     assert.equal(await archive.digest(id), undefined);
     assert.equal(await archive.state(id), undefined);
+    assert.equal(await archive.record(id), undefined, "a live row is not an archived session");
     const listed: string[] = [];
     for await (const listedId of archive.sessions()) listed.push(listedId);
     assert.ok(!listed.includes(id));
@@ -287,6 +290,7 @@ describe("PostgresArchive", () => {
       );
       await assert.rejects(archive.summary(id), ArchiveCorruptError);
       await assert.rejects(archive.state(id), ArchiveCorruptError);
+      await assert.rejects(archive.record(id), ArchiveCorruptError);
     });
   });
 });
