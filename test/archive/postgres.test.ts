@@ -281,6 +281,25 @@ describe("PostgresArchive", () => {
       });
     }
 
+    it("every event row deleted, or the reader asks for a few seqs of an edited copy", async () => {
+      const { id, logged } = await newSession();
+      await archive.put(copyOf(id, logged));
+      await admin.query(`DELETE FROM "${schema}".turnstream_events WHERE session = $1`, [id]);
+      assert.match((await readError(archive, id)).message, /digest to 0 events .* the session row says/);
+      const other = await newSession();
+      await archive.put(copyOf(other.id, other.logged));
+      await admin.query(
+        `UPDATE "${schema}".turnstream_events SET envelope = replace(envelope, '"turn":"', '"turn":"x')
+          WHERE session = $1 AND seq = $2`,
+        [other.id, other.logged.length],
+      );
+      const handedOut: Envelope[] = [];
+      await assert.rejects(async () => {
+        for await (const envelope of archive.read(other.id, { toSeq: 2 })) handedOut.push(envelope);
+      }, /digest to .* the session row says/);
+      assert.deepEqual(handedOut, [], "nothing of an edited copy is handed out");
+    });
+
     it("a summary row that does not fit the summary's shape", async () => {
       const { id, logged } = await newSession();
       await archive.put(copyOf(id, logged));
