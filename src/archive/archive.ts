@@ -3,6 +3,7 @@
 // folder of gzip JSONL files for one machine. What an archive holds is read back as untrusted input
 // (a row or a file can be edited by whoever reaches the store): every envelope is checked again.
 import type { Envelope } from "../log/index.ts";
+import type { ArchiveCorruptError } from "./errors.ts";
 
 /** What identifies a session's log: how many events, the last seq, and a SHA-256 over them in order. */
 export interface LogDigest {
@@ -39,6 +40,27 @@ export interface ArchivedSummary {
   /** Error kind → how many turns or attempts ended in it. */
   errorKinds: Record<string, number>;
   decisions: { allowed: number; denied: number; pending: number };
+  /** The error kind the session's last failure ended in, or null (also for copies stored before it was kept). */
+  lastErrorKind: string | null;
+}
+
+/** What a listing shows of an archived session, read without its events. */
+export interface ArchivedListing {
+  summary: ArchivedSummary;
+  /** When `turnstream import` loaded the session (its archived meta says so), or null. */
+  importedAt: string | null;
+}
+
+export interface ArchiveSummariesOptions {
+  /** Most sessions listed (default all). */
+  limit?: number | undefined;
+  /** Only sessions last active strictly before this time (ISO): the next page after a listing's last lastAt. */
+  before?: string | undefined;
+  /**
+   * Told of each stored summary that fails its check (an edited row or file): it is left out of the
+   * listing rather than shown or failing the whole list. Without it such an entry throws.
+   */
+  onCorrupt?: ((error: ArchiveCorruptError) => void) | undefined;
 }
 
 /** One session as it is archived: every event from seq 1 (blobs inlined), its state, summary and digest. */
@@ -57,7 +79,9 @@ export interface ArchivedRecord {
 }
 
 export interface ArchiveReadOptions {
+  /** The first seq to read (default 1). */
   fromSeq?: number | undefined;
+  /** The last seq to read (default the last archived). */
   toSeq?: number | undefined;
 }
 
@@ -80,6 +104,11 @@ export interface Archive {
   summary(session: string): Promise<ArchivedSummary | undefined>;
   /** An archived session's state and summary in one read of the store, or undefined when it holds no copy. */
   record(session: string): Promise<ArchivedRecord | undefined>;
+  /**
+   * Archived sessions' summaries without reading their copies, most recently active first (by
+   * lastAt; sessions without one last, ties by id), each checked as the summary row's shape.
+   */
+  summaries(options?: ArchiveSummariesOptions): Promise<ArchivedListing[]>;
   /** Archived session ids. */
   sessions(): AsyncGenerator<string>;
   /** Keeps a live session's summary row current (the projector's read model); no-op for stores without SQL. */

@@ -1,6 +1,7 @@
 // The checks both stores share: a copy before it is stored, and every stored line as it is read back
 // (a file or a row is untrusted input: whoever reaches the store can edit it).
 import { z as zod } from "zod";
+import { labelNameSchema, labelValueSchema } from "../events/index.ts";
 import { assertSessionId, checkEnvelope, SESSION_ID_PATTERN, type Envelope } from "../log/index.ts";
 import type { SessionCopy } from "./archive.ts";
 import { envelopeLine, logDigest, sameDigest } from "./digest.ts";
@@ -31,6 +32,11 @@ export function copyLines(copy: SessionCopy): string[] {
     throw new InvalidSessionCopyError(session, "its digest is not the digest of its events");
   if (copy.summary.session !== session)
     throw new InvalidSessionCopyError(session, `its summary is of session ${copy.summary.session}`);
+  if (copy.summary.lastSeq !== copy.digest.lastSeq)
+    throw new InvalidSessionCopyError(
+      session,
+      `its summary ends at seq ${copy.summary.lastSeq}, its events at ${copy.digest.lastSeq}`,
+    );
   if (!archivedSummarySchema.safeParse(copy.summary).success)
     throw new InvalidSessionCopyError(session, "its summary does not fit the summary row's shape");
   if (!sessionStateSchema.safeParse(copy.state).success)
@@ -95,12 +101,17 @@ export const archivedSummarySchema = zod.object({
   tokens: zod.object({ input: count, output: count, cacheRead: count, cacheCreation: count }),
   model: zod.string().nullable(),
   cwd: zod.string().nullable(),
-  labels: stringRecord,
+  // Labels are printed by listings and grouped by in SQL: read back under the rules a turn's labels
+  // were enqueued with (no control or bidi characters), so an edited row cannot put escapes on a
+  // terminal. No count cap: the session's summary merges every turn's labels.
+  labels: zod.record(labelNameSchema, labelValueSchema),
   firstAt: zod.string().nullable(),
   lastAt: zod.string().nullable(),
   lastSeq: count,
   errorKinds: zod.record(zod.string(), count),
   decisions: zod.object({ allowed: count, denied: count, pending: count }),
+  // Copies stored before the summary kept it read back as null (not known), not as corrupt.
+  lastErrorKind: zod.string().nullable().default(null),
 });
 
 /** `value` read through `schema`, or ArchiveCorruptError naming where it was and what did not fit. */
@@ -113,4 +124,18 @@ export function storedValue<T>(schema: zod.ZodType<T>, value: unknown, where: st
     position,
     `${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}`,
   );
+}
+
+/**
+ * Refuses a stored summary that does not end where the stored events do. A reader takes a session's
+ * length from its summary (SessionHistory.stat), and a forger who appends an event and recomputes
+ * the digest but leaves the summary is caught here, before anything of the copy is used.
+ */
+export function checkSummaryEnd(summaryLastSeq: number, digestLastSeq: number, where: string, position: string): void {
+  if (summaryLastSeq !== digestLastSeq)
+    throw new ArchiveCorruptError(
+      where,
+      position,
+      `its summary says last seq ${summaryLastSeq}, its digest last seq ${digestLastSeq}`,
+    );
 }

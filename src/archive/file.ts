@@ -5,25 +5,36 @@
 // sees the old copy or the new one, never part of one.
 import { isAscii, isUtf8 } from "node:buffer";
 import { randomBytes } from "node:crypto";
-import { closeSync, createWriteStream, openSync, readFileSync, readSync } from "node:fs";
+import {
+  closeSync,
+  constants as fsConstants,
+  createWriteStream,
+  fstatSync,
+  openSync,
+  readFileSync,
+  readSync,
+} from "node:fs";
 import { link, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { constants as zlibConstants, createGzip, gunzipSync } from "node:zlib";
 import { z as zod } from "zod";
-import { assertSessionId, isValidSessionId, type Envelope } from "../log/index.ts";
+import { assertSessionId, IMPORTED_FIELD, isValidSessionId, type Envelope } from "../log/index.ts";
 import type {
   Archive,
+  ArchivedListing,
   ArchivedRecord,
   ArchivedSummary,
   ArchiveReadOptions,
+  ArchiveSummariesOptions,
   LogDigest,
   SessionCopy,
   SessionState,
 } from "./archive.ts";
 import {
   archivedSummarySchema,
+  checkSummaryEnd,
   copyLines,
   logDigestSchema,
   sessionStateSchema,
@@ -32,10 +43,13 @@ import {
 } from "./check.ts";
 import { claimedSeq, extendsDigest, joinedLinesDigest, sameDigest } from "./digest.ts";
 import { ArchiveConflictError, ArchiveCorruptError } from "./errors.ts";
+import { byRecentActivity, lastActiveMs, listingBounds } from "./listing.ts";
 
 export const FILE_SUFFIX = ".jsonl.gz";
 /** Temporary files start with a dot: no session id does, so a half-written copy never lists as a session. */
 const TEMP_PREFIX = ".tmp-";
+/** Headers read at once by a listing: each is a small read, but a folder may hold thousands. */
+const HEADER_CONCURRENCY = 8;
 /** Temporary files older than this are what a crashed put left; migrate removes them. */
 const STALE_TEMP_MS = 60 * 60 * 1000;
 /**
@@ -43,6 +57,14 @@ const STALE_TEMP_MS = 60 * 60 * 1000;
  * bytes, the events after it can be megabytes. A longer header is read in larger prefixes.
  */
 const HEADER_PREFIX_BYTES = 4096;
+/**
+ * The most a copy's file may decompress to by default: past it the file is refused as a gzip bomb
+ * (a few KB of gzip can expand to gigabytes). The log bounds no session's size (any number of
+ * events, blobs inlined), but a reader holds a copy's events as one string, which V8 caps at
+ * buffer.constants.MAX_STRING_LENGTH (about 512 Mi characters), and JSON is almost all one-byte
+ * characters: 1 GiB leaves room for any copy a reader can hold.
+ */
+const DEFAULT_MAX_DECOMPRESSED_BYTES = 1024 ** 3;
 
 const headerSchema = zod.object({
   turnstreamArchive: zod.literal(1),
@@ -60,17 +82,21 @@ export interface FileArchiveOptions {
    * stored copy. For fault injection: a throw here is a put that failed at that step.
    */
   beforeRename?: ((tempPath: string) => Promise<void> | void) | undefined;
+  /** The most bytes a copy's file may decompress to (default 1 GiB); a file past it is refused as corrupt. */
+  maxDecompressedBytes?: number | undefined;
 }
 
 export class FileArchive implements Archive {
   readonly location: string;
   readonly dir: string;
   readonly #beforeRename: FileArchiveOptions["beforeRename"];
+  readonly #maxDecompressedBytes: number;
 
   constructor(dir: string, options: FileArchiveOptions = {}) {
     this.dir = resolve(dir);
     this.location = `file://${this.dir}`;
     this.#beforeRename = options.beforeRename;
+    this.#maxDecompressedBytes = options.maxDecompressedBytes ?? DEFAULT_MAX_DECOMPRESSED_BYTES;
   }
 
   async migrate(): Promise<{ applied: string[] }> {
@@ -111,7 +137,7 @@ export class FileArchive implements Archive {
 
   async digest(session: string): Promise<LogDigest | undefined> {
     const path = this.#path(session);
-    const file = readStoredFile(path);
+    const file = readStoredFile(path, this.#maxDecompressedBytes);
     if (file === undefined) return undefined;
     return joinedLinesDigest(file.joined, file.lines.length, claimedSeq(file.lines.at(-1) ?? ""));
   }
@@ -122,7 +148,7 @@ export class FileArchive implements Archive {
    */
   async *read(session: string, options: ArchiveReadOptions = {}): AsyncGenerator<Envelope> {
     const path = this.#path(session);
-    const file = readStoredFile(path);
+    const file = readStoredFile(path, this.#maxDecompressedBytes);
     if (file === undefined) return;
     const header = checkedHeader(path, session, file.header);
     const checker = new StoredLines(path, session);
@@ -152,6 +178,38 @@ export class FileArchive implements Archive {
     return header === undefined ? undefined : { state: header.state, summary: header.summary };
   }
 
+  /**
+   * Reads only each file's header line (from as little of the file's start as holds it), then sorts in memory:
+   * a folder has no index by time, and this store is for one machine's sessions.
+   */
+  async summaries(options: ArchiveSummariesOptions = {}): Promise<ArchivedListing[]> {
+    const { limit, beforeMs } = listingBounds(options);
+    const sessions: string[] = [];
+    for await (const session of this.sessions()) sessions.push(session);
+    const listed: ArchivedListing[] = [];
+    for (let start = 0; start < sessions.length; start += HEADER_CONCURRENCY) {
+      const batch = sessions.slice(start, start + HEADER_CONCURRENCY);
+      for (const header of await Promise.all(batch.map((session) => this.#listedHeader(session, options))))
+        if (header !== undefined)
+          listed.push({ summary: header.summary, importedAt: header.state.meta[IMPORTED_FIELD] ?? null });
+    }
+    const wanted = listed
+      .filter(({ summary }) => beforeMs === undefined || (lastActiveMs(summary) ?? Infinity) < beforeMs)
+      .sort((left, right) => byRecentActivity(left.summary, right.summary));
+    return limit === undefined ? wanted : wanted.slice(0, limit);
+  }
+
+  /** A session's header for a listing; undefined when its file went meanwhile or (told to onCorrupt) is corrupt. */
+  async #listedHeader(session: string, options: ArchiveSummariesOptions): Promise<FileHeader | undefined> {
+    try {
+      return await this.#header(session);
+    } catch (err) {
+      if (!(err instanceof ArchiveCorruptError) || options.onCorrupt === undefined) throw err;
+      options.onCorrupt(err);
+      return undefined;
+    }
+  }
+
   async *sessions(): AsyncGenerator<string> {
     let names: string[];
     try {
@@ -179,7 +237,7 @@ export class FileArchive implements Archive {
 
   async #header(session: string): Promise<FileHeader | undefined> {
     const path = this.#path(session);
-    const text = readFirstLine(path);
+    const text = readFirstLine(path, this.#maxDecompressedBytes);
     return text === undefined ? undefined : checkedHeader(path, session, text);
   }
 
@@ -245,6 +303,9 @@ function checkedHeader(path: string, session: string, text: string): FileHeader 
   const header = storedValue(headerSchema, value, path, "line 1");
   if (header.session !== session)
     throw new ArchiveCorruptError(path, "line 1", `the header is of session ${header.session}, not ${session}`);
+  if (header.summary.session !== session)
+    throw new ArchiveCorruptError(path, "line 1", `the header's summary is of session ${header.summary.session}`);
+  checkSummaryEnd(header.summary.lastSeq, header.digest.lastSeq, path, "line 1");
   return header;
 }
 
@@ -265,10 +326,16 @@ interface StoredFile {
  * decompression and parsing that follow, while each step of an asynchronous read waits on the thread
  * pool and the event loop (a tenth of an archived replay).
  */
-function readStoredFile(path: string): StoredFile | undefined {
-  const compressed = unlessMissing(() => readFileSync(path));
-  if (compressed === undefined) return undefined;
-  const text = decompressed(path, compressed, true);
+function readStoredFile(path: string, maxBytes: number): StoredFile | undefined {
+  const fd = openStoredFile(path);
+  if (fd === undefined) return undefined;
+  let compressed: Buffer;
+  try {
+    compressed = readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  const text = decompressed(path, compressed, true, maxBytes);
   const headerEnd = text.indexOf(0x0a);
   if (headerEnd === -1) return { header: utf8(path, text), lines: [], joined: Buffer.alloc(0) };
   const events = text.subarray(headerEnd + 1);
@@ -281,15 +348,15 @@ function readStoredFile(path: string): StoredFile | undefined {
 }
 
 /** The file's first line, from as little of its start as holds it; undefined when there is no file. */
-function readFirstLine(path: string): string | undefined {
-  const fd = unlessMissing(() => openSync(path, "r"));
+function readFirstLine(path: string, maxBytes: number): string | undefined {
+  const fd = openStoredFile(path);
   if (fd === undefined) return undefined;
   try {
     for (let size = HEADER_PREFIX_BYTES; ; size *= 4) {
       const buffer = Buffer.alloc(size);
       const bytesRead = readSync(fd, buffer, 0, size, 0);
       const whole = bytesRead < size;
-      const text = decompressed(path, buffer.subarray(0, bytesRead), whole);
+      const text = decompressed(path, buffer.subarray(0, bytesRead), whole, maxBytes);
       const lineEnd = text.indexOf(0x0a);
       if (lineEnd !== -1) return utf8(path, text.subarray(0, lineEnd));
       if (whole) return utf8(path, text);
@@ -299,27 +366,28 @@ function readFirstLine(path: string): string | undefined {
   }
 }
 
-/** What `read` gives, or undefined when the file is not there. */
-function unlessMissing<T>(read: () => T): T | undefined {
-  try {
-    return read();
-  } catch (err) {
-    if (isMissing(err)) return undefined;
-    throw err;
-  }
-}
-
 /**
- * Gunzipped bytes; ArchiveCorruptError for bytes that are not gzip, or, when they are the whole file,
- * cut short (a prefix of the file is decompressed as far as it goes).
+ * Gunzipped bytes; ArchiveCorruptError for bytes that are not gzip, that expand past `maxBytes`, or,
+ * when they are the whole file, cut short (a prefix of the file is decompressed as far as it goes).
  */
-function decompressed(path: string, compressed: Buffer, whole: boolean): Buffer {
+function decompressed(path: string, compressed: Buffer, whole: boolean, maxBytes: number): Buffer {
   try {
-    const text = gunzipSync(compressed, whole ? {} : { finishFlush: zlibConstants.Z_SYNC_FLUSH });
+    const text = gunzipSync(compressed, {
+      maxOutputLength: maxBytes,
+      ...(whole ? {} : { finishFlush: zlibConstants.Z_SYNC_FLUSH }),
+    });
     if (whole && text.length === 0) throw new ArchiveCorruptError(path, undefined, "the file is empty");
     return text;
   } catch (err) {
     if (err instanceof ArchiveCorruptError) throw err;
+    if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE")
+      throw new ArchiveCorruptError(
+        path,
+        undefined,
+        `it decompresses to more than ${maxBytes} bytes, more than a copy may hold (a gzip bomb); ` +
+          `a genuine copy that large needs FileArchive's maxDecompressedBytes raised`,
+        err,
+      );
     throw new ArchiveCorruptError(path, undefined, `unreadable as gzip (${(err as Error).message})`, err);
   }
 }
@@ -330,6 +398,37 @@ function utf8(path: string, bytes: Buffer): string {
   if (isAscii(bytes)) return bytes.toString("latin1");
   if (!isUtf8(bytes)) throw new ArchiveCorruptError(path, undefined, "its text is not UTF-8");
   return bytes.toString("utf8");
+}
+
+/**
+ * A session's file opened for reading, or undefined when there is none. Only a regular file counts:
+ * a symlink would let whoever reaches the folder point a session at a file anywhere (or a put write
+ * through it), and a FIFO or device would block a reader forever; either is refused, never followed.
+ * The name is opened once and only that descriptor is read, so a name swapped for a link after a
+ * look cannot be followed: O_NOFOLLOW fails on a link, O_NONBLOCK returns at once on a FIFO, and
+ * fstat then tells what was opened.
+ */
+function openStoredFile(path: string): number | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+  } catch (err) {
+    if (isMissing(err)) return undefined;
+    if ((err as NodeJS.ErrnoException).code === "ELOOP") throw notRegularFile(path);
+    throw new ArchiveCorruptError(path, undefined, `unreadable (${(err as Error).message})`, err);
+  }
+  let regular = false;
+  try {
+    regular = fstatSync(fd).isFile();
+  } finally {
+    if (!regular) closeSync(fd);
+  }
+  if (!regular) throw notRegularFile(path);
+  return fd;
+}
+
+function notRegularFile(path: string): ArchiveCorruptError {
+  return new ArchiveCorruptError(path, undefined, "is not a regular file (a link or a special file)");
 }
 
 function isMissing(err: unknown): boolean {

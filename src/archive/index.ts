@@ -1,19 +1,23 @@
 // Public surface of the archive.
 export type {
   Archive,
+  ArchivedListing,
   ArchivedRecord,
   ArchiveReadOptions,
   ArchivedSummary,
+  ArchiveSummariesOptions,
   LogDigest,
   SessionCopy,
   SessionState,
 } from "./archive.ts";
+export { archivedRow, byRecentActivity } from "./listing.ts";
 export { DigestBuilder, envelopeLine, extendsDigest, logDigest, sameDigest } from "./digest.ts";
 export { summarize, summaryOfState } from "./summary.ts";
 export { FileArchive, FILE_SUFFIX, type FileArchiveOptions } from "./file.ts";
 export {
   ArchiveConflictError,
   ArchiveCorruptError,
+  InvalidArchiveListingError,
   InvalidArchiveUrlError,
   InvalidSessionCopyError,
 } from "./errors.ts";

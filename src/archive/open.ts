@@ -20,6 +20,7 @@ export function archiveUrlForDisplay(url: string): string {
   return parsed.toString();
 }
 
+/** The archive a URL names: `postgres://…` (or `postgresql://…`, `?schema=` picks the schema) or `file:///dir`. */
 export function openArchive(url: string): Archive {
   const shown = archiveUrlForDisplay(url);
   let parsed: URL;

@@ -4,20 +4,31 @@
 // migrated under an advisory lock, so processes starting together migrate once.
 import pg from "pg";
 import type { PoolClient } from "pg";
-import type { Envelope } from "../log/index.ts";
+import { forTerminal } from "../kernel/index.ts";
+import { assertSessionId, IMPORTED_FIELD, type Envelope } from "../log/index.ts";
 import type {
   Archive,
+  ArchivedListing,
   ArchivedRecord,
   ArchivedSummary,
   ArchiveReadOptions,
+  ArchiveSummariesOptions,
   LogDigest,
   SessionCopy,
   SessionState,
 } from "./archive.ts";
-import { archivedSummarySchema, copyLines, sessionStateSchema, storedValue, StoredLines } from "./check.ts";
+import {
+  archivedSummarySchema,
+  checkSummaryEnd,
+  copyLines,
+  sessionStateSchema,
+  storedValue,
+  StoredLines,
+} from "./check.ts";
 import { decisionRows, timestampOf, toolCallRows } from "./derive.ts";
 import { claimedSeq, DigestBuilder, extendsDigest, sameDigest } from "./digest.ts";
 import { ArchiveConflictError, ArchiveCorruptError, InvalidArchiveUrlError } from "./errors.ts";
+import { listingBounds } from "./listing.ts";
 
 export const DEFAULT_SCHEMA = "public";
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -101,7 +112,31 @@ const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    id: 2,
+    name: "events by kind and time",
+    // Fleet questions over one kind of event (failed turns by week) would otherwise read every
+    // envelope of every session; IF NOT EXISTS keeps a hand-made index of this name from failing it.
+    statements: (schema) => [
+      `CREATE INDEX IF NOT EXISTS turnstream_events_kind_at ON ${schema}.turnstream_events (kind, at)`,
+    ],
+  },
+  {
+    id: 3,
+    name: "last error kind; archived sessions by last activity",
+    // A listing of archived sessions, newest first, reads this index in order and stops at its limit.
+    // Ties go by id in code-point order (COLLATE "C"), as the file store sorts them.
+    statements: (schema) => [
+      `ALTER TABLE ${schema}.turnstream_sessions ADD COLUMN IF NOT EXISTS last_error_kind text`,
+      `CREATE INDEX IF NOT EXISTS turnstream_sessions_archived_recent ON ${schema}.turnstream_sessions
+        (last_at DESC NULLS LAST, session COLLATE "C") WHERE archived`,
+    ],
+  },
 ];
+
+/** The columns a summary is read from (summaryOfRow). */
+const SUMMARY_COLUMNS = `session, status, turns, attempts, cost_usd, tokens_input, tokens_output, tokens_cache_read,
+  tokens_cache_creation, model, cwd, labels, first_at, last_at, last_seq, error_kinds, decisions, last_error_kind`;
 
 export interface PostgresArchiveOptions {
   /** A postgres:// URL without the `schema` parameter (openArchive takes it off). */
@@ -137,6 +172,7 @@ interface SessionRow {
   last_seq: string;
   error_kinds: unknown;
   decisions: unknown;
+  last_error_kind: string | null;
   archived: boolean;
   digest_count: string | null;
   digest_last_seq: string | null;
@@ -146,8 +182,14 @@ interface SessionRow {
 
 type RecordedDigestColumns = Pick<SessionRow, "digest_count" | "digest_last_seq" | "digest_sha256">;
 
-/** A row of a read: the session's recorded digest with one of its events (none for a copy without events). */
-interface StoredEventRow extends RecordedDigestColumns {
+/** What a summary's end is checked against: where the summary says it ends and the digest the put recorded. */
+type SummaryEndColumns = RecordedDigestColumns & Pick<SessionRow, "last_seq" | "archived">;
+
+/**
+ * A row of a read: the session's summary end and recorded digest with one of its events (none for a
+ * copy without events).
+ */
+interface StoredEventRow extends SummaryEndColumns {
   seq: string | null;
   envelope: string | null;
 }
@@ -238,14 +280,16 @@ export class PostgresArchive implements Archive {
    * cost a replay more than the rows themselves. The copy is held whole, as every reader holds it.
    */
   async *read(session: string, options: ArchiveReadOptions = {}): AsyncGenerator<Envelope> {
+    assertSessionId(session);
     const result = await this.#pool.query<StoredEventRow>(
-      `SELECT s.digest_count, s.digest_last_seq, s.digest_sha256, e.seq, e.envelope
+      `SELECT s.last_seq, s.archived, s.digest_count, s.digest_last_seq, s.digest_sha256, e.seq, e.envelope
         FROM ${this.#table("sessions")} s LEFT JOIN ${this.#table("events")} e ON e.session = s.session
         WHERE s.session = $1 AND s.archived ORDER BY e.seq`,
       [session],
     );
     const rows = result.rows;
     if (rows.length === 0) return;
+    this.#checkSummaryEnd(session, rows[0]!);
     const where = this.#where("events", session);
     const checker = new StoredLines(where, session);
     const builder = new DigestBuilder();
@@ -299,6 +343,30 @@ export class PostgresArchive implements Archive {
       state: storedValue(sessionStateSchema, row.state, where, "state"),
       summary: storedValue(archivedSummarySchema, summaryOfRow(row), where, "summary"),
     };
+  }
+
+  /** One query along the archived-by-last-activity index; the state's meta gives only its import time. */
+  async summaries(options: ArchiveSummariesOptions = {}): Promise<ArchivedListing[]> {
+    const { limit, beforeMs } = listingBounds(options);
+    const result = await this.#pool.query<SessionRow & { imported_at: string | null }>(
+      `SELECT ${SUMMARY_COLUMNS}, state -> 'meta' ->> $3 AS imported_at FROM ${this.#table("sessions")}
+        WHERE archived AND ($1::timestamptz IS NULL OR last_at < $1)
+        ORDER BY last_at DESC NULLS LAST, session COLLATE "C" LIMIT $2`,
+      [beforeMs === undefined ? null : new Date(beforeMs).toISOString(), limit ?? null, IMPORTED_FIELD],
+    );
+    const listed: ArchivedListing[] = [];
+    for (const row of result.rows) {
+      try {
+        // The id is checked with the rest of the row; until then it is shown escaped.
+        const where = this.#where("sessions", forTerminal(String(row.session)));
+        const summary = storedValue(archivedSummarySchema, summaryOfRow(row), where, "summary");
+        listed.push({ summary, importedAt: row.imported_at });
+      } catch (err) {
+        if (!(err instanceof ArchiveCorruptError) || options.onCorrupt === undefined) throw err;
+        options.onCorrupt(err);
+      }
+    }
+    return listed;
   }
 
   async *sessions(): AsyncGenerator<string> {
@@ -378,14 +446,30 @@ export class PostgresArchive implements Archive {
   }
 
   async #row(session: string): Promise<SessionRow | undefined> {
+    // Refused by name like the file store does, not merely looked up: a caller handing a crafted id
+    // learns it is not an id instead of "not archived".
+    assertSessionId(session);
     const result = await this.#pool.query<SessionRow>(`SELECT * FROM ${this.#table("sessions")} WHERE session = $1`, [
       session,
     ]);
-    return result.rows[0];
+    const row = result.rows[0];
+    if (row !== undefined) this.#checkSummaryEnd(session, row);
+    return row;
+  }
+
+  /**
+   * A put writes the summary at the digest's last seq and the projector only moves it forward (a
+   * restored session going on), so an archived summary that ends before the archived events was edited.
+   */
+  #checkSummaryEnd(session: string, row: SummaryEndColumns): void {
+    const recorded = recordedDigest(row);
+    if (row.archived && recorded !== undefined && Number(row.last_seq) < recorded.lastSeq)
+      checkSummaryEnd(Number(row.last_seq), recorded.lastSeq, this.#where("sessions", session), "summary");
   }
 
   /** The digest of the stored envelope text (not the recorded columns: an edited row must show). */
   async #digestWith(client: PoolClient, session: string): Promise<LogDigest | undefined> {
+    assertSessionId(session);
     const row = await client.query<{ archived: boolean }>(
       `SELECT archived FROM ${this.#table("sessions")} WHERE session = $1`,
       [session],
@@ -441,15 +525,15 @@ export class PostgresArchive implements Archive {
       summary.lastSeq,
       JSON.stringify(summary.errorKinds),
       JSON.stringify(summary.decisions),
+      summary.lastErrorKind,
     ];
-    const columns = `session, status, turns, attempts, cost_usd, tokens_input, tokens_output, tokens_cache_read,
-      tokens_cache_creation, model, cwd, labels, first_at, last_at, last_seq, error_kinds, decisions`;
+    const columns = SUMMARY_COLUMNS;
     const updates = `status = EXCLUDED.status, turns = EXCLUDED.turns, attempts = EXCLUDED.attempts,
       cost_usd = EXCLUDED.cost_usd, tokens_input = EXCLUDED.tokens_input, tokens_output = EXCLUDED.tokens_output,
       tokens_cache_read = EXCLUDED.tokens_cache_read, tokens_cache_creation = EXCLUDED.tokens_cache_creation,
       model = EXCLUDED.model, cwd = EXCLUDED.cwd, labels = EXCLUDED.labels, first_at = EXCLUDED.first_at,
       last_at = EXCLUDED.last_at, last_seq = EXCLUDED.last_seq, error_kinds = EXCLUDED.error_kinds,
-      decisions = EXCLUDED.decisions, updated_at = now()`;
+      decisions = EXCLUDED.decisions, last_error_kind = EXCLUDED.last_error_kind, updated_at = now()`;
     const placeholders = values.map((_, index) => `$${index + 1}`).join(", ");
     if (archived === undefined) {
       await client.query(
@@ -577,5 +661,6 @@ function summaryOfRow(row: SessionRow): unknown {
     lastSeq: Number(row.last_seq),
     errorKinds: row.error_kinds,
     decisions: row.decisions,
+    lastErrorKind: row.last_error_kind,
   };
 }

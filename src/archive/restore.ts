@@ -22,8 +22,15 @@ export class RestoreRefusedError extends TurnstreamError {
   }
 }
 
-/** Meta fields the append script computes from the events themselves: never taken from the archive. */
-const COMPUTED_META = new Set(["seq", "sseq", "lastId", "lastBatch", "snap", "expiring", "restoring"]);
+/**
+ * The meta field a restore sets (to when it wrote the session back): the session's history came from
+ * the archive, whose state (the `imported` mark among it) anyone with access to the store can edit,
+ * so a re-run trusts it no more than an import. Set by each restore, never taken from the archive.
+ */
+export const RESTORED_FIELD = "restored";
+
+/** Meta fields the append script or the restore computes itself: never taken from the archive. */
+const COMPUTED_META = new Set(["seq", "sseq", "lastId", "lastBatch", "snap", "expiring", "restoring", RESTORED_FIELD]);
 const STATES = new Set(["queued", "running", "finished", "failed", "cancelled"]);
 const CONF_FIELDS: Record<string, RegExp> = { onLostSession: /^(fail|restore)$/, warm: /^[01]$/ };
 const DECIMAL = /^\d{1,15}$/;
@@ -56,6 +63,7 @@ function restoredMeta(state: SessionState, lastSeq: number, epochFloor: number, 
   }
   // Never below an archived event's epoch: a worker of that time must stay fenced.
   out["epoch"] = String(Math.max(Number(out["epoch"] ?? 0), epochFloor));
+  out[RESTORED_FIELD] = new Date().toISOString();
   return out;
 }
 

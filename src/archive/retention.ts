@@ -34,7 +34,9 @@ export interface RetentionReport {
 export type RetentionStep = "copied" | "stored" | "verified" | "retired" | "read-models" | "job-records" | "unindexed";
 
 export interface RetentionOptions {
+  /** The event log whose sessions are considered (its prefix names the keys). */
   log: EventLog;
+  /** The Redis the log and the queue live on, for the fenced removal. */
   redis: RedisClient;
   /** The turn queue whose job records (job id = turn id) go with the session. */
   queue: Queue;
@@ -46,6 +48,7 @@ export interface RetentionOptions {
   discardHistory?: boolean;
   /** Report what would happen; change nothing (not even the archive). */
   dryRun?: boolean;
+  /** The time ages are measured from (ms since the epoch); default now. */
   now?: number;
   /** Called after each step of each session (tests stop a run here). */
   afterStep?: (session: string, step: RetentionStep) => Promise<void>;

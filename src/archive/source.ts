@@ -14,6 +14,7 @@ import {
   type TailOptions,
 } from "../log/index.ts";
 import type { Archive, ArchivedRecord } from "./archive.ts";
+import { RESTORED_FIELD } from "./restore.ts";
 
 /** Where a session's history is read from now, or undefined when neither Redis nor the archive has it. */
 export type SessionHome = "redis" | "archive";
@@ -101,6 +102,11 @@ export class SessionHistory implements HistoryReader {
   async importedAt(session: string): Promise<string | undefined> {
     const { archived } = await this.#archived(session);
     return archived === undefined ? importedAt(this.log, session) : archived.state.meta[IMPORTED_FIELD];
+  }
+
+  /** When the session was written back from the archive by a restore (its meta in Redis says so). */
+  async restoredAt(session: string): Promise<string | undefined> {
+    return (await this.log.redis.hget(this.log.keys(session).meta, RESTORED_FIELD)) ?? undefined;
   }
 
   /**

@@ -31,6 +31,7 @@ export function summaryOfState(session: string, state: ProjectionState): Archive
     lastSeq: state.lastSeq,
     errorKinds: errorKindsOf(state),
     decisions: decisionsOf(state),
+    lastErrorKind: view.lastErrorKind,
   };
 }
 

@@ -5,6 +5,7 @@
 // model (or from zero), so its line is right even before the projector commits.
 import type { Queue } from "bullmq";
 import { LRUCache } from "lru-cache";
+import { archivedRow, type Archive } from "../archive/index.ts";
 import { listPending, type PendingRequest } from "../decisions/index.ts";
 import { backoffDelayMs, forTerminal, silentLogger, type Logger } from "../kernel/index.ts";
 import { isCluster, storedEnvelope, storedHead, type EventLog, type RedisClient } from "../log/index.ts";
@@ -24,8 +25,11 @@ import {
 import { contextOf, type RequestContext } from "./context.ts";
 import { queueView, type QueueView } from "./queue-view.ts";
 
+/** A session's line in the console; `archived` marks one retention moved out of Redis (read from its summary). */
+export type FleetRow = SessionRow & { archived?: true };
+
 export type FleetEvent =
-  { type: "row"; row: SessionRow } | { type: "pending"; pending: PendingView[] } | { type: "queue"; queue: QueueView };
+  { type: "row"; row: FleetRow } | { type: "pending"; pending: PendingView[] } | { type: "queue"; queue: QueueView };
 
 export interface PendingView extends PendingRequest {
   context: RequestContext | null;
@@ -48,9 +52,26 @@ function shownPending(request: PendingRequest): PendingRequest {
   };
 }
 
+/**
+ * A line as the page shows it: every text escaped as a pending request's is (a Redis writer, or
+ * whoever edited an archived summary, chose them). Numbers are numbers: the summary's check saw to it.
+ */
+function shownRow(row: FleetRow): FleetRow {
+  const line = (text: string | null): string | null => (text === null ? null : forTerminal(text));
+  return {
+    ...row,
+    session: forTerminal(row.session),
+    status: forTerminal(row.status),
+    lastActivity: line(row.lastActivity),
+    lastErrorKind: line(row.lastErrorKind),
+  };
+}
+
 export interface FleetOptions {
   log: EventLog;
   redis: RedisClient;
+  /** Where retention moved ended sessions: the ARCHIVED_ROWS most recent are listed after the live ones. */
+  archive?: Archive | undefined;
   queue: Queue | undefined;
   logger?: Logger | undefined;
   /** How often the session index is re-read for new sessions; default 2000 ms. */
@@ -58,6 +79,8 @@ export interface FleetOptions {
 }
 
 const BLOCK_MS = 1000;
+/** Archived sessions the list shows, most recently active first: older ones still open by their URL. */
+export const ARCHIVED_ROWS = 500;
 /** Folded states kept for sessions that moved lately (the least recently moved go first). */
 const MAX_STATES = 200;
 const KINDS_FOR_PENDING = /^(decision\.|attempt\.|turn\.|rule\.)/;
@@ -108,9 +131,33 @@ export class Fleet {
     return projection;
   }
 
-  async rows(): Promise<SessionRow[]> {
+  /** Every session of Redis's index, then the most recent archived ones it no longer holds. */
+  async rows(): Promise<FleetRow[]> {
     const ids = await this.#o.log.sessions();
-    return inBatches(ids, LISTING_CONCURRENCY, (id) => this.#row(id));
+    const live = await inBatches(ids, LISTING_CONCURRENCY, (id) => this.#row(id));
+    const archived = await this.#archivedRows(new Set(ids));
+    return [...live, ...archived].map(shownRow);
+  }
+
+  /**
+   * From the archive's summaries (no copy is read). An edited summary is left out and logged; an
+   * archive that cannot answer leaves the list to the live sessions rather than failing it.
+   */
+  async #archivedRows(inRedis: ReadonlySet<string>): Promise<FleetRow[]> {
+    const archive = this.#o.archive;
+    if (archive === undefined) return [];
+    try {
+      const listed = await archive.summaries({
+        limit: ARCHIVED_ROWS,
+        onCorrupt: (err) => this.#logger.warn({ err: err.message }, "dashboard: archived summary left out"),
+      });
+      return listed
+        .filter(({ summary }) => !inRedis.has(summary.session))
+        .map(({ summary }) => ({ ...archivedRow(summary), archived: true as const }));
+    } catch (err) {
+      this.#logger.warn({ err: (err as Error).message }, "dashboard: archived sessions not listed");
+      return [];
+    }
   }
 
   /** From the folded state when there is one; else the read model's; else, for a short log, folded now (and kept). */
@@ -241,7 +288,7 @@ export class Fleet {
         const check = await this.#foldable(session);
         if (check.foldable) await this.state(session);
         // Folded, its row comes from the state; not, it is the row just read.
-        this.#emit({ type: "row", row: check.foldable ? await this.#row(session) : check.row });
+        this.#emit({ type: "row", row: shownRow(check.foldable ? await this.#row(session) : check.row) });
       }
       if (pending) this.#emit({ type: "pending", pending: await this.pending() });
       if (queue) this.#emit({ type: "queue", queue: await this.queue() });

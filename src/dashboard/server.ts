@@ -31,7 +31,10 @@ export interface DashboardOptions {
   redis: RedisClient;
   /** Event log key prefix (default "ts:"). */
   prefix?: string;
-  /** Where retention moved ended sessions: a session view finds them there (the dashboard does not close it). */
+  /**
+   * Where retention moved ended sessions: a session view finds them there, the sessions list shows the
+   * most recent of them (the dashboard does not close it).
+   */
   archive?: Archive | undefined;
   /** BullMQ prefix and queue name of the turn queue (defaults as the worker's). */
   queuePrefix?: string;
@@ -147,7 +150,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     queuePrefix: options.queuePrefix,
     queueName: options.queueName,
   });
-  const fleet = new Fleet({ log, redis: options.redis, queue, logger });
+  const fleet = new Fleet({ log, redis: options.redis, archive: options.archive, queue, logger });
   const history = new SessionHistory(log, options.archive);
   const watched = new WatchedSessions(history, logger);
   const ctx: Ctx = {

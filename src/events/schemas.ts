@@ -38,34 +38,37 @@ export const cliLineData = zod.object({
 export const cliStderrData = zod.object({ text: zod.string() });
 
 /** How many labels a turn may carry, and how long a value may be. */
-export const MAX_LABELS = 16;
-export const MAX_LABEL_VALUE_CHARS = 200;
+const MAX_LABELS = 16;
+const MAX_LABEL_VALUE_CHARS = 200;
 const LABEL_NAME = /^[a-z][a-z0-9_.-]{0,62}$/;
 // No control, bidi or format characters: a label is shown in listings and grouped by in SQL as written.
 const LABEL_VALUE = /^[^\p{Cc}\p{Cf}]*$/u;
+
+/** One label value: short plain text (the same rule where labels are read back, as in an archived summary). */
+export const labelValueSchema = zod
+  .string()
+  .max(MAX_LABEL_VALUE_CHARS)
+  .regex(LABEL_VALUE, "a label value may not hold control or format characters");
+
+/** One label name: a lowercase letter, then up to 62 of a-z 0-9 _ . - */
+export const labelNameSchema = zod
+  .string()
+  .regex(LABEL_NAME, "a label name is a lowercase letter, then up to 62 of a-z 0-9 _ . -");
 
 /**
  * A turn's labels (`repo`, `pr`, `team`…): what fleet questions group by. Names are lowercase words;
  * values are short plain text.
  */
-export const turnLabelsSchema = zod
-  .record(
-    zod.string(),
-    zod
-      .string()
-      .max(MAX_LABEL_VALUE_CHARS)
-      .regex(LABEL_VALUE, "a label value may not hold control or format characters"),
-  )
-  .superRefine((labels, context) => {
-    const names = Object.keys(labels);
-    if (names.length > MAX_LABELS) context.addIssue({ code: "custom", message: `at most ${MAX_LABELS} labels` });
-    for (const name of names.filter((candidate) => !LABEL_NAME.test(candidate)))
-      context.addIssue({
-        code: "custom",
-        path: [name],
-        message: "a label name is a lowercase letter, then up to 62 of a-z 0-9 _ . -",
-      });
-  });
+export const turnLabelsSchema = zod.record(zod.string(), labelValueSchema).superRefine((labels, context) => {
+  const names = Object.keys(labels);
+  if (names.length > MAX_LABELS) context.addIssue({ code: "custom", message: `at most ${MAX_LABELS} labels` });
+  for (const name of names.filter((candidate) => !LABEL_NAME.test(candidate)))
+    context.addIssue({
+      code: "custom",
+      path: [name],
+      message: "a label name is a lowercase letter, then up to 62 of a-z 0-9 _ . -",
+    });
+});
 
 /** `turn.queued`: a producer queued a turn. */
 export const turnQueuedData = zod.object({

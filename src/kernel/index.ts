@@ -6,6 +6,7 @@ export { isObj, numberField, objField, stringField, type Obj } from "./fields.ts
 export { BodyTooLargeError, listen, readBody, readBodyBytes, sendJson } from "./http.ts";
 export { backoffDelayMs, type BackoffOptions } from "./backoff.ts";
 export { withTimeout } from "./deadline.ts";
+export { parseDuration } from "./duration.ts";
 export { instanceStem } from "./instance-stem.ts";
 export { packageVersion } from "./package-version.ts";
 export { stableJson } from "./stable-json.ts";

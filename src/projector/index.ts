@@ -17,6 +17,8 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
   return processEntry.runProjectorProcess(options);
 }
 export type { Projector, ProjectorOptions, ProjectorStats } from "./live.ts";
+export type { PeriodicTask } from "./periodic.ts";
+export type { ProjectorAttachments, ProjectorEntryOptions } from "./process.ts";
 export { SessionProjection } from "./session-projection.ts";
 export type { SessionProjectionOptions, StepResult } from "./session-projection.ts";
 export {

@@ -11,6 +11,7 @@ import {
 } from "../telemetry/index.ts";
 import { startProjector, type ProjectorOptions } from "./live.ts";
 import { startProjectorObservability } from "./observability.ts";
+import { startPeriodic, type PeriodicTask } from "./periodic.ts";
 
 export interface ProjectorProcessOptions extends Omit<ProjectorOptions, "redis" | "logger"> {
   redis: RedisClient;
@@ -26,7 +27,17 @@ export interface ProjectorProcessOptions extends Omit<ProjectorOptions, "redis" 
   opsPort?: string | undefined;
   /** For metric labels and OTLP header values (the logger's). */
   scrubber: Scrubber;
+  /** Work run every period besides projecting (retention); stopped, then closed, on the signal. */
+  periodic?: readonly PeriodicTask[] | undefined;
+  /** Called once the projector and the periodic work have stopped (what they shared: an archive). */
+  close?: (() => Promise<void>) | undefined;
 }
+
+/**
+ * What a projector process carries beyond its read models, built once Redis is connected: the
+ * archive's periodic retention and its live summary rows (onCaughtUp), and how to close what they share.
+ */
+export type ProjectorAttachments = Pick<ProjectorProcessOptions, "periodic" | "onCaughtUp" | "close">;
 
 export async function runProjectorProcess(options: ProjectorProcessOptions): Promise<number> {
   const { logger } = options;
@@ -39,6 +50,7 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
     prefix: options.prefix ?? DEFAULT_PREFIX,
   });
   const projector = startProjector(options);
+  const periodic = (options.periodic ?? []).map((task) => startPeriodic(task, logger));
   obs.started(projector);
   logger.info({ version: projector.version, prefix: options.prefix ?? DEFAULT_PREFIX }, "projector started");
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
@@ -55,7 +67,9 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
   process.once("SIGINT", again);
   logger.info({ signal }, "projector stopping");
   obs.stopping();
+  await Promise.all(periodic.map((task) => task.stop()));
   await projector.stop();
+  await options.close?.();
   await obs.close();
   process.off("SIGTERM", again);
   process.off("SIGINT", again);
@@ -64,7 +78,10 @@ export async function runProjectorProcess(options: ProjectorProcessOptions): Pro
 }
 
 /** What a projector process takes beyond its environment: the library's options, which no variable sets. */
-export type ProjectorEntryOptions = Pick<ProjectorOptions, "version" | "rescanMs" | "batchEvents">;
+export type ProjectorEntryOptions = Pick<ProjectorOptions, "version" | "rescanMs" | "batchEvents"> & {
+  /** What this process carries besides projecting (workers/projector.ts: the archive's work). */
+  attach?: (redis: RedisClient, prefix: string, logger: Logger) => Promise<ProjectorAttachments>;
+};
 
 /**
  * workers/projector.ts: a projector process configured by its environment (REDIS_URL or
@@ -81,12 +98,15 @@ export async function runProjectorEntry(options: ProjectorEntryOptions = {}): Pr
   const redis = connectRedis();
   const reportError = errorReporter(logger);
   redis.on("error", (err: Error) => reportError("redis connection error", err));
+  const { attach, ...projectorOptions } = options;
+  const prefix = env["TURNSTREAM_PREFIX"] ?? DEFAULT_PREFIX;
   const code = await runProjectorProcess({
     redis,
     logger,
-    ...options,
-    prefix: env["TURNSTREAM_PREFIX"] ?? DEFAULT_PREFIX,
+    ...projectorOptions,
+    prefix,
     scrubber,
+    ...(await attach?.(redis, prefix, logger)),
   });
   redis.disconnect();
   return code;

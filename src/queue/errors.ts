@@ -45,3 +45,16 @@ export class WaitTimeoutError extends TurnstreamError {
     this.turn = turn;
   }
 }
+
+/** Retention removed the session each time between the producer's restore and its register step. */
+export class SessionRemovedWhileEnqueuingError extends TurnstreamError {
+  readonly session: string;
+  constructor(session: string, tries: number) {
+    super(
+      `session ${session} was removed from Redis by retention ${tries} times while the turn was being enqueued; ` +
+        `nothing was enqueued: enqueue again, or raise TURNSTREAM_RETENTION so the session is not retired while in use`,
+      { code: "session_removed_while_enqueuing" },
+    );
+    this.session = session;
+  }
+}

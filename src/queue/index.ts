@@ -12,6 +12,7 @@ export {
   type EnqueueResult,
   type Producer,
   type QueueConfig,
+  type SessionRestorer,
   type TurnResult,
   type TurnStatus,
   type WaitOptions,
@@ -45,7 +46,13 @@ export {
   type JobEnvPolicy,
   type RefusedEnvName,
 } from "./env-policy.ts";
-export { InvalidTurnError, MissingVariableError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
+export {
+  InvalidTurnError,
+  MissingVariableError,
+  SessionRemovedWhileEnqueuingError,
+  UnknownTurnError,
+  WaitTimeoutError,
+} from "./errors.ts";
 export { SessionOrder, type AcquireResult, type NextHead, type SessionOrderOptions } from "./order.ts";
 export { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, orderKeys, type OrderKeys } from "./keys.ts";
 export { bullConnection, reportBullErrors } from "./connection.ts";

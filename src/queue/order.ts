@@ -2,7 +2,7 @@
 // may run, and only by whoever holds the lease (SET NX PX with a token, renewed while it runs). The
 // log's fencing epoch backs this up: a holder that lost its lease and still writes gets `fenced`.
 import { Job, type Queue } from "bullmq";
-import type { RedisClient } from "../log/index.ts";
+import { sessionKeys, type RedisClient } from "../log/index.ts";
 import { orderKeys, type OrderKeys } from "./keys.ts";
 import { orderScripts, type OrderScripts } from "./scripts.ts";
 
@@ -49,23 +49,28 @@ export class SessionOrder {
    * Appends the turn to the session's pending list unless it was registered before (`created`). A
    * `warm` given is stored as the session's warm mode from this turn on; `warm` returned is the
    * session's mode as stored (its turns run warm once one asked, until one says `warm: false`).
+   * With `expectSession` (the caller saw the session's log in Redis) nothing is written and `gone` is
+   * true when the log's meta has disappeared since: retention removed the session in between.
    */
   async register(
     session: string,
     turn: string,
     onLostSession: string | undefined,
     warm?: boolean,
-  ): Promise<{ created: boolean; warm: boolean }> {
+    expectSession = false,
+  ): Promise<{ created: boolean; warm: boolean; gone: boolean }> {
     const keys = this.keys(session);
     const warmFlag = warm === undefined ? "" : warm ? "1" : "0";
     const [created, stored] = await this.#scripts.register(
-      [keys.turns, keys.registered, keys.conf],
+      [keys.turns, keys.registered, keys.conf, sessionKeys(this.logPrefix, session).meta],
       turn,
       Date.now(),
       onLostSession ?? "",
       warmFlag,
+      expectSession ? "1" : "",
     );
-    return { created: Number(created) === 1, warm: stored === "1" };
+    const gone = Number(created) === -1;
+    return { created: Number(created) === 1, warm: stored === "1", gone };
   }
 
   async acquire(session: string, turn: string, token: string, leaseMs: number): Promise<AcquireResult> {

@@ -15,7 +15,7 @@ import {
   type RedisClient,
 } from "../log/index.ts";
 import { bullConnection, reportBullErrors } from "./connection.ts";
-import { InvalidTurnError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
+import { InvalidTurnError, SessionRemovedWhileEnqueuingError, UnknownTurnError, WaitTimeoutError } from "./errors.ts";
 import { dataOf, isTerminalKind, type TurnCancelledData, type TurnQueuedData } from "../events/index.ts";
 import { errorReporter, silentLogger, stringField } from "../kernel/index.ts";
 import { isKnown, parseLine } from "../protocol/index.ts";
@@ -70,8 +70,17 @@ export interface QueueConfig {
    * supplies it: `archiveRestorer`), so the turn resumes the session's history instead of starting a
    * new one. Called for every enqueue; it returns at once when Redis holds the session.
    */
-  restore?: ((session: string) => Promise<unknown>) | undefined;
+  restore?: SessionRestorer | undefined;
 }
+
+/**
+ * What a restore found: the session in Redis (`present`), written back from the archive (`restored`),
+ * or in neither (`not-archived`: the turn starts a new session).
+ */
+export type SessionRestorer = (session: string) => Promise<"present" | "restored" | "not-archived">;
+
+/** How often an enqueue restores again after retention removed its session right after a restore. */
+const RESTORE_TRIES = 5;
 
 export interface EnqueueResult {
   session: string;
@@ -391,7 +400,7 @@ class TurnProducer implements Producer {
   readonly #queuePrefix: string;
   readonly #envPolicy: JobEnvPolicy;
   readonly #checkCwd: boolean;
-  readonly #restore: ((session: string) => Promise<unknown>) | undefined;
+  readonly #restore: SessionRestorer | undefined;
   readonly #followers: SessionFollowers;
   readonly #recent = new RecentTurns();
   /** The seq this producer was last acknowledged per session (its turn.queued, its cancels). */
@@ -420,8 +429,7 @@ class TurnProducer implements Producer {
     if (this.#checkCwd) refuseBadCwd(checked.req.cwd);
     const { session, turn } = checked;
     const traceparent = activeTraceparent();
-    await this.#restore?.(session);
-    const { created, warm } = await this.order.register(session, turn, checked.req.onLostSession, checked.options.warm);
+    const { created, warm } = await this.#register(checked);
     // The session's warm mode travels in the job, so a worker needs no read of its own to know it.
     if (warm && checked.options.warm === undefined) checked.options = { ...checked.options, warm: true };
     // One batch under a writer id derived from the turn: a repeated enqueue comes back `duplicate`
@@ -489,6 +497,31 @@ class TurnProducer implements Producer {
     } finally {
       deadline.dispose();
     }
+  }
+
+  /**
+   * Registers the turn in its session's order, the session first restored from the archive when one
+   * is configured. Retention may remove the session between the restore and the register: the
+   * register is then told the session must exist, refuses, and the restore runs again (now from the
+   * archive), so the turn never starts a fresh log at seq 1 while the history sits in the archive.
+   */
+  async #register(checked: CheckedEnqueue): Promise<{ created: boolean; warm: boolean }> {
+    const { session, turn } = checked;
+    if (this.#restore === undefined)
+      return this.order.register(session, turn, checked.req.onLostSession, checked.options.warm);
+    for (let tries = 1; tries <= RESTORE_TRIES; tries++) {
+      const found = await this.#restore(session);
+      const expectSession = found !== "not-archived";
+      const registered = await this.order.register(
+        session,
+        turn,
+        checked.req.onLostSession,
+        checked.options.warm,
+        expectSession,
+      );
+      if (!registered.gone) return registered;
+    }
+    throw new SessionRemovedWhileEnqueuingError(session, RESTORE_TRIES);
   }
 
   close(): Promise<void> {

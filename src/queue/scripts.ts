@@ -4,7 +4,7 @@
 import type { RedisClient } from "../log/index.ts";
 import { luaScript, scriptCommand } from "../log/index.ts";
 
-const REGISTER = luaScript("turnstreamQueueRegister2", 3, new URL("./lua/register.lua", import.meta.url));
+const REGISTER = luaScript("turnstreamQueueRegister3", 4, new URL("./lua/register.lua", import.meta.url));
 const ACQUIRE = luaScript("turnstreamQueueAcquire3", 4, new URL("./lua/acquire.lua", import.meta.url));
 const RENEW = luaScript("turnstreamQueueRenew", 2, new URL("./lua/renew.lua", import.meta.url));
 const FINISH = luaScript("turnstreamQueueFinish2", 4, new URL("./lua/finish.lua", import.meta.url));
@@ -13,11 +13,12 @@ const DROP = luaScript("turnstreamQueueDrop2", 3, new URL("./lua/drop.lua", impo
 
 export interface OrderScripts {
   register(
-    keys: [string, string, string],
+    keys: [string, string, string, string],
     turn: string,
     nowMs: number,
     onLostSession: string,
     warm: string,
+    expectSession: string,
   ): Promise<[number, string]>;
   acquire(
     keys: [string, string, string, string],
@@ -39,7 +40,8 @@ export function orderScripts(client: RedisClient): OrderScripts {
   const release = scriptCommand<number>(client, RELEASE);
   const drop = scriptCommand<[string, number]>(client, DROP);
   return {
-    register: (k, turn, now, onLostSession, warm) => register(k, [turn, now, onLostSession, warm]),
+    register: (k, turn, now, onLostSession, warm, expectSession) =>
+      register(k, [turn, now, onLostSession, warm, expectSession]),
     acquire: (k, turn, token, px) => acquire(k, [turn, token, px]),
     renew: (k, token, px, turn) => renew(k, [token, px, turn]),
     finish: (k, turn, token) => finish(k, [turn, token]),

@@ -2,7 +2,7 @@
 // permissions from the operator's flags alone (the default mode unless they say otherwise) and its cwd
 // from the operator alone; a recorded turn that ran with more than the operator grants is refused by
 // name, never re-run with the recording's permissions, and an imported session is never re-run with
-// more than the default mode.
+// more than the default mode (nor one read from the archive, whose word that it was not imported is untrusted).
 import { TurnstreamError } from "../kernel/index.ts";
 import type { RecordedTurn } from "./record.ts";
 
@@ -29,14 +29,21 @@ export interface RerunGrant {
   permissionMode: RerunPermissionMode;
   /** The session holds imported events. */
   imported: boolean;
+  /**
+   * The recording was read from the archive or restored from it: a file or row anyone with access to
+   * the store can edit, including the state that says whether it was imported (no digest covers
+   * that). Trusted no more than an import.
+   */
+  archived?: boolean | undefined;
   session: string;
 }
 
 /** Why the recorded turns cannot be re-run with what the operator granted, or undefined when they can. */
 export function refusalOf(turns: readonly RecordedTurn[], grant: RerunGrant): string | undefined {
-  if (grant.imported && grant.permissionMode !== "default") {
+  if ((grant.imported || grant.archived === true) && grant.permissionMode !== "default") {
+    const why = grant.imported ? "was imported" : "came from the archive";
     return (
-      `session ${grant.session} was imported, so its recording is untrusted: ` +
+      `session ${grant.session} ${why}, so its recording is untrusted: ` +
       `it re-runs only in the default permission mode; drop --permission-mode ${grant.permissionMode}`
     );
   }
@@ -45,7 +52,9 @@ export function refusalOf(turns: readonly RecordedTurn[], grant: RerunGrant): st
     if (asked === "default" || asked === grant.permissionMode) continue;
     const how = grant.imported
       ? "an imported session re-runs only in the default mode"
-      : `pass --permission-mode ${asked} to re-run it so`;
+      : grant.archived === true
+        ? "an archived session re-runs only in the default mode"
+        : `pass --permission-mode ${asked} to re-run it so`;
     return (
       `turn ${index + 1} (${turn.turn}) was recorded in permission mode ${JSON.stringify(asked)}, and a re-run never takes ` +
       `its permissions from a recording (it runs in the mode you grant, ${grant.permissionMode}); ${how}, ` +

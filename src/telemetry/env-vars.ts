@@ -297,7 +297,19 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
     name: "TURNSTREAM_ARCHIVE",
     readIn: "src/bin/commands/_connect.ts",
     meaning:
-      "where retention moves ended sessions (file://DIR or postgres://…); replay, export, record-script, rerun, sessions, tail and dashboard read archived sessions there; commands also take --archive",
+      "where retention moves ended sessions (file://DIR or postgres://…); replay, export, record-script, rerun, sessions, tail and dashboard read archived sessions there, and run and batch restore one before a new turn; commands also take --archive",
+  },
+  {
+    name: "TURNSTREAM_RETENTION",
+    readIn: "src/bin/commands/_archive.ts",
+    meaning:
+      "how long an ended session stays in Redis after its last event before retention moves it to the archive (default 7d; 12h, 30d…); turnstream retention also takes --older-than",
+  },
+  {
+    name: "TURNSTREAM_RETENTION_INTERVAL",
+    readIn: "src/bin/commands/_archive.ts",
+    meaning:
+      "how often a projector runs retention (1h, 1d…); unset (the default): never, and only with TURNSTREAM_ARCHIVE set",
   },
   {
     name: "TURNSTREAM_QUEUE_PREFIX",

@@ -2,8 +2,15 @@
 // on Redis and read back, so envelopes are exactly what the log gives) and copies built from them.
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { logDigest, summarize, type SessionCopy, type SessionState } from "../../src/archive/index.ts";
-import { connectRedis, createEventLog, importFile, type Envelope } from "../../src/log/index.ts";
+import { logDigest, summarize, type Archive, type SessionCopy, type SessionState } from "../../src/archive/index.ts";
+import {
+  connectRedis,
+  createEventLog,
+  importFile,
+  type Envelope,
+  type EventLog,
+  type RedisClient,
+} from "../../src/log/index.ts";
 
 export const FIXTURES = join(import.meta.dirname, "..", "fixtures", "logs");
 
@@ -54,4 +61,41 @@ export async function readTexts(source: AsyncIterable<Envelope>): Promise<string
   const texts: string[] = [];
   for await (const envelope of source) texts.push(JSON.stringify(envelope));
   return texts;
+}
+
+/** Every key matching the patterns (SCAN), sorted. */
+export async function keysUnder(redis: RedisClient, ...patterns: string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const pattern of patterns) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
+      cursor = next;
+      out.push(...keys);
+    } while (cursor !== "0");
+  }
+  return out.sort();
+}
+
+/** Every event of a session in the log. */
+export async function readLog(log: EventLog, session: string): Promise<Envelope[]> {
+  const out: Envelope[] = [];
+  for await (const ev of log.read(session)) out.push(ev);
+  return out;
+}
+
+/** An archive whose stored state reads back changed by `tamper`: a store someone edited. */
+export function tamperedState(archive: Archive, tamper: (state: SessionState) => void): Archive {
+  return new Proxy(archive, {
+    get(target, property) {
+      const value = Reflect.get(target, property) as unknown;
+      // Methods run on the store itself (its private fields are not the proxy's).
+      if (property !== "state") return typeof value === "function" ? value.bind(target) : value;
+      return async (session: string) => {
+        const state = await target.state(session);
+        if (state !== undefined) tamper(state);
+        return state;
+      };
+    },
+  });
 }

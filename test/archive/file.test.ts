@@ -289,5 +289,36 @@ describe("FileArchive", () => {
       await assert.rejects(archive.summary(session), ArchiveCorruptError);
       await assert.rejects(archive.record(session), ArchiveCorruptError);
     });
+
+    it("a gzip bomb (a small file that expands past the cap) is refused, never decompressed whole", async () => {
+      // Big enough that the first few KB read for a header (which expand to about 4 MB) fit under it.
+      const cap = 8 * 1024 * 1024;
+      const archive = freshArchive({ maxDecompressedBytes: cap });
+      const copy = copyOf(session, events);
+      await archive.put(copy);
+      assert.equal((await readTexts(archive.read(session))).length, events.length);
+      const header = gunzipSync(readFileSync(fileOf(archive)))
+        .toString("utf8")
+        .split("\n")[0]!;
+      const expansion = Buffer.alloc(2 * cap, "x");
+      const bomb = (text: string | Buffer): Buffer => gzipSync(text, { level: 9 });
+      const refusal = new RegExp(`${fileOf(archive)}: it decompresses to more than ${cap} bytes`);
+
+      // After a genuine header: the header alone still reads, the events are refused.
+      writeFileSync(fileOf(archive), bomb(Buffer.concat([Buffer.from(`${header}\n`), expansion])));
+      assert.ok(statSync(fileOf(archive)).size < cap / 256, "the bomb is a small file");
+      assert.deepEqual(await archive.summary(session), copy.summary);
+      assert.match((await readError(archive)).message, refusal);
+      await assert.rejects(archive.digest(session), refusal);
+
+      // As the first line: the header read is refused too, and a listing reports it as corrupt.
+      writeFileSync(fileOf(archive), bomb(expansion));
+      await assert.rejects(archive.summary(session), refusal);
+      await assert.rejects(archive.record(session), refusal);
+      await assert.rejects(archive.put(copy), refusal);
+      const corrupt: ArchiveCorruptError[] = [];
+      assert.deepEqual(await archive.summaries({ onCorrupt: (err) => corrupt.push(err) }), []);
+      assert.match(corrupt[0]?.message ?? "", refusal);
+    });
   });
 });

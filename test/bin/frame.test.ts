@@ -90,6 +90,7 @@ const redisCalls: Record<string, string[]> = {
   "record-script": ["record-script", SESSION],
   replay: ["replay", SESSION],
   rerun: ["rerun", SESSION, "--cwd", scratch],
+  retention: ["retention", "--archive", `file://${scratch}/archive`],
   run: ["run", "--", "hello"],
   sessions: ["sessions"],
   status: ["status"],
@@ -100,6 +101,7 @@ const redisCalls: Record<string, string[]> = {
 /** Commands that never touch Redis, with arguments that make them do their work quickly. */
 const offlineCalls: Record<string, string[]> = {
   acl: ["acl"],
+  archive: ["archive", "migrate", "--archive", `file://${scratch}/archive`],
   doctor: ["doctor", "--claude-bin", join(scratch, "no-such-claude"), "--timeout-ms", "1000"],
   "model-server": ["model-server", "--script", join(scratch, "no-such-script.json")],
   "operator-key": ["operator-key", "public", join(scratch, "no-such.key")],
@@ -110,6 +112,7 @@ const offlineCalls: Record<string, string[]> = {
 /** A surplus positional argument for each command (run and decide read words as a prompt or reason). */
 const surplusCalls: Record<string, string[] | undefined> = {
   acl: ["acl", "extra"],
+  archive: ["archive", "migrate", "extra"],
   batch: ["batch", batchFile, "extra"],
   cancel: ["cancel", "t_frametest0001", "extra"],
   dashboard: ["dashboard", "extra"],
@@ -127,6 +130,7 @@ const surplusCalls: Record<string, string[] | undefined> = {
   "record-script": ["record-script", SESSION, "extra"],
   replay: ["replay", SESSION, "extra"],
   rerun: ["rerun", SESSION, "extra"],
+  retention: ["retention", "extra"],
   run: undefined,
   sessions: ["sessions", "extra"],
   sweep: ["sweep", "--all", "extra"],

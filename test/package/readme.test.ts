@@ -287,12 +287,20 @@ test("every `npm run …` the README and the guides name is a script of package.
   for (const name of names) assert.ok(name in pkg.scripts, `npm run ${name}`);
 });
 
-test("README runs or checks every fenced block: ts and sh blocks, and untagged diagrams without commands", () => {
+test("README runs or checks every fenced block: ts and sh blocks, sql from the history guide, untagged diagrams without commands", () => {
+  // test/archive/history-sql.test.ts runs every sql block of the guide against an archived fleet.
+  const guide = readFileSync(join(guidesDir, "history-sql.md"), "utf8");
+  const guideQueries = fencedBlocks(guide).filter((block) => block.lang === "sql");
   for (const block of fencedBlocks(readme)) {
     assert.ok(
-      ["ts", "sh", ""].includes(block.lang),
-      `block at line ${block.line} is \`${block.lang}\`: only ts and sh blocks are run`,
+      ["ts", "sh", "sql", ""].includes(block.lang),
+      `block at line ${block.line} is \`${block.lang}\`: only ts, sh and sql blocks are run`,
     );
+    if (block.lang === "sql")
+      assert.ok(
+        guideQueries.some((query) => query.body === block.body),
+        `the sql block at line ${block.line} is not one of docs/guides/history-sql.md's, which a test runs`,
+      );
     if (block.lang === "")
       assert.doesNotMatch(
         block.body,

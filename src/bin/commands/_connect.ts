@@ -1,6 +1,12 @@
 // Redis for a one-shot command: a clear message when it does not answer (the caller exits 3,
 // infrastructure), never ioredis' endless retries.
-import { openArchive, SessionHistory, type Archive } from "../../archive/index.ts";
+import {
+  archiveUrlForDisplay,
+  InvalidArchiveUrlError,
+  openArchive,
+  SessionHistory,
+  type Archive,
+} from "../../archive/index.ts";
 import {
   createEventLog,
   DEFAULT_PREFIX,
@@ -95,7 +101,8 @@ export async function readSession(reader: Pick<HistoryReader, "read">, session: 
 export const ARCHIVE_FLAG_OPTIONS = { archive: { type: "string" } } as const;
 
 export const ARCHIVE_FLAG_USAGE = `  --archive URL     where retention moved ended sessions: file://DIR or postgres://… (default:
-                    TURNSTREAM_ARCHIVE; none: Redis only)
+                    TURNSTREAM_ARCHIVE; none: Redis only); no password here (argv is public): put
+                    it in TURNSTREAM_ARCHIVE or PGPASSWORD
 `;
 
 /** The archive's URL: --archive, else TURNSTREAM_ARCHIVE, else none. */
@@ -123,5 +130,29 @@ export async function openArchiveOf(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<Archive | undefined> {
   const url = archiveUrl(archiveFlag, env);
-  return url === undefined ? undefined : openArchive(url);
+  if (url === undefined) return undefined;
+  const archive = openArchive(url);
+  // argv is visible to every user of the machine (ps, /proc) and lands in shell history: a secret
+  // never goes there. Refused by name, before anything connects with it (a URL no store takes is
+  // refused first, for what it is).
+  if (archiveFlag !== undefined && urlHasPassword(archiveFlag)) {
+    await archive.close();
+    throw new InvalidArchiveUrlError(
+      archiveUrlForDisplay(archiveFlag),
+      "--archive is a command-line flag and a password there is readable by anyone on the machine: " +
+        "give the URL in TURNSTREAM_ARCHIVE, or the password in PGPASSWORD or ~/.pgpass",
+    );
+  }
+  return archive;
+}
+
+/** True when a URL carries a password, as user:password@ or as libpq's ?password= parameter. */
+function urlHasPassword(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return parsed.password !== "" || parsed.searchParams.has("password");
+  } catch {
+    // Not a URL at all: openArchive refuses it without showing it.
+    return false;
+  }
 }

@@ -1,20 +1,12 @@
-// Durations on the command line: `30s`, `10m`, `1h`, `500ms` or plain milliseconds, so a pipeline's
-// timeouts read the way its authors think of them.
-import { TurnstreamError } from "../../kernel/index.ts";
+// Durations on the command line: `30s`, `10m`, `1h`, `7d`, `500ms` or plain milliseconds, so a
+// pipeline's timeouts read the way its authors think of them.
+import { parseDuration, TurnstreamError } from "../../kernel/index.ts";
 
-const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Milliseconds of `text`, or undefined when it is not a positive duration. */
-export function parseDuration(text: string): number | undefined {
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (match === null) return undefined;
-  const ms = Math.round(Number(match[1]) * UNIT_MS[match[2] ?? "ms"]!);
-  return Number.isSafeInteger(ms) && ms > 0 ? ms : undefined;
-}
+export { parseDuration };
 
 export class BadDurationError extends TurnstreamError {
   constructor(flag: string, value: string) {
-    super(`--${flag} takes a duration such as 30s, 10m, 1h or plain milliseconds, got '${value}'`, {
+    super(`--${flag} takes a duration such as 30s, 10m, 1h, 7d or plain milliseconds, got '${value}'`, {
       code: "bad_duration",
     });
   }

@@ -174,7 +174,11 @@ export async function rerunSession(options: RerunOptions): Promise<RerunResult> 
   const permissionMode = options.permissionMode ?? "default";
   // `turnstream import` marks every import: such a log is what someone's file said.
   const imported = (await history.importedAt(options.session)) !== undefined;
-  const refused = refusalOf(recorded, { permissionMode, imported, session: options.session });
+  // The archive's word that a session was not imported is no better than the archive: fail closed,
+  // whether the session is read from it or was restored from it into Redis.
+  const archived =
+    (await history.home(options.session)) === "archive" || (await history.restoredAt(options.session)) !== undefined;
+  const refused = refusalOf(recorded, { permissionMode, imported, archived, session: options.session });
   if (refused !== undefined) throw new RecordingRefusedError(refused);
   const space = openSpace(options.redis, cwd, permissionMode);
   const rerunSessionId = `rerun-${randomBytes(8).toString("hex")}`;

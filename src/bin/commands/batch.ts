@@ -7,7 +7,7 @@ import { appendFileSync, writeFileSync } from "node:fs";
 import type { Envelope, RedisClient } from "../../log/index.ts";
 import { dataOf } from "../../events/index.ts";
 import { connectForCommand, type Scrub } from "../../projector/index.ts";
-import { createProducer, type EnqueueResult, type Producer, type TurnResult } from "../../queue/index.ts";
+import { type EnqueueResult, type Producer, type TurnResult } from "../../queue/index.ts";
 import { EXIT, exitCodeOf, outcomeOfTurn, type Outcome } from "../exit-codes.ts";
 import { BatchFileError, isRerun, loadBatchFile, type BatchEntry, type BatchTurn } from "../reports/batch-file.ts";
 import { annotations, stepSummary } from "../reports/github.ts";
@@ -21,15 +21,23 @@ import {
   type BatchReport,
   type BatchTurnResult,
 } from "../reports/turn-result.ts";
+import { producerWithArchive } from "./_archive.ts";
 import { interruptSignal, parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import { runReruns, type RerunCase } from "./_batch-rerun.ts";
-import { logPrefix, QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf } from "./_connect.ts";
+import {
+  logPrefix,
+  ARCHIVE_FLAG_OPTIONS,
+  ARCHIVE_FLAG_USAGE,
+  QUEUE_FLAG_OPTIONS,
+  QUEUE_FLAGS_USAGE,
+  queueConfigOf,
+} from "./_connect.ts";
 import { BadDurationError, durationFlag } from "./_duration.ts";
 import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "enqueue every turn of a JSONL or YAML file, follow them together, exit with the worst outcome";
 
-const usage = `usage: turnstream batch FILE [--timeout D] [--json] [--junit FILE] [--github] [--check]
+const usage = `usage: turnstream batch FILE [--timeout D] [--json] [--junit FILE] [--github] [--check] [--archive URL]
                       [--prefix P] [--queue-prefix Q] [--queue NAME]
   FILE              JSONL, one turn per line, or a YAML list of turns (.yaml, .yml): the enqueue input (session, prompt or a {{template}} with
                     variables, cwd, options, idempotencyKey) and an optional "label" for the reports;
@@ -45,7 +53,7 @@ const usage = `usage: turnstream batch FILE [--timeout D] [--json] [--junit FILE
   --github          GitHub Actions: an ::error annotation per failed turn (on stdout; stderr under
                     --json) and a Markdown summary appended to $GITHUB_STEP_SUMMARY
   --check           check the file and exit (0 or 2) without Redis or enqueueing
-${QUEUE_FLAGS_USAGE}Exit: the worst turn's code, worst first 3 (infrastructure) > 2 (usage) > 1 (task failed)
+${ARCHIVE_FLAG_USAGE}${QUEUE_FLAGS_USAGE}Exit: the worst turn's code, worst first 3 (infrastructure) > 2 (usage) > 1 (task failed)
 > 4 (cancelled or timed out) > 0 (all finished).
 `;
 
@@ -56,6 +64,7 @@ const options = {
   github: { type: "boolean" },
   check: { type: "boolean" },
   ...QUEUE_FLAG_OPTIONS,
+  ...ARCHIVE_FLAG_OPTIONS,
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -304,7 +313,7 @@ function printOutcome(report: BatchReport, json: boolean | undefined, scrub: Scr
 
 async function runBatch(file: string, entries: BatchEntry[], values: BatchValues, scrub: Scrub): Promise<number> {
   const redis = await connectForCommand();
-  const producer = createProducer({ redis, ...queueConfigOf(values) });
+  const producer = await producerWithArchive({ redis, ...queueConfigOf(values) }, values.archive);
   try {
     const startedAt = new Date();
     const indexes = entries.flatMap((e, i) => (isRerun(e) ? [] : [i]));

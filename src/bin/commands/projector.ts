@@ -3,6 +3,7 @@ import { connectForCommand, PROJECTION_VERSION, runProjectorProcess } from "../.
 import { createLogger, createScrubber, routeConsoleToLogger, warnRemovedEnvVars } from "../../telemetry/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
+import { projectorArchiveWork } from "./_archive.ts";
 import { logPrefix } from "./_connect.ts";
 
 export const summary = "run the live projector (read models in Redis) until SIGTERM";
@@ -16,7 +17,9 @@ const usage = `usage: turnstream projector [--version N] [--prefix P] [--rescan-
   --rescan-ms MS  how often the session index is rescanned (default 2000)
   --ops-port PORT serve /metrics, /healthz and /readyz on PORT (0: a free one, logged); default
                   TURNSTREAM_OPS_PORT, else none
-  Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
+  Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES. With
+  TURNSTREAM_RETENTION_INTERVAL and TURNSTREAM_ARCHIVE set it also runs retention that often
+  (sessions idle over TURNSTREAM_RETENTION, default 7d).
 `;
 
 /** The flag's value, its default when absent, or undefined after saying on stderr that it is malformed. */
@@ -55,15 +58,17 @@ export async function run(argv: string[]): Promise<number> {
   routeConsoleToLogger(logger);
   warnRemovedEnvVars(process.env, logger);
   const redis = await connectForCommand();
+  const prefix = logPrefix(values.prefix);
   try {
     return await runProjectorProcess({
       redis,
       logger,
       version,
       rescanMs,
-      prefix: logPrefix(values.prefix),
+      prefix,
       scrubber,
       opsPort: values["ops-port"],
+      ...(await projectorArchiveWork(redis, prefix, logger)),
     });
   } finally {
     redis.disconnect();

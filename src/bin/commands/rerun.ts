@@ -26,8 +26,9 @@ const usage = `usage: turnstream rerun <session> --cwd DIR [--turn T] [--permiss
   real CLI through an in-process worker, and compares tool calls (name, input), tool results (text,
   error flag) and each turn's ending (status, error kind, result text) with the recording.
   A recording is untrusted: the re-run's cwd and permissions are yours, never the recording's. A turn
-  recorded in another permission mode than the one you grant is refused; an imported session re-runs
-  only in the default mode.
+  recorded in another permission mode than the one you grant is refused; an imported session, or one
+  read from the archive (whose files and rows anyone with access can edit), re-runs only in the
+  default mode.
   --cwd DIR    where the re-run works (required; e.g. a copy of the workspace or an empty directory)
   --turn T     only this turn: its id, or its number in the session (1 is the first)
   --permission-mode MODE  the mode the re-run's CLI runs in: ${RERUN_PERMISSION_MODES.join(", ")}

@@ -6,7 +6,6 @@ import { forTerminal, TurnstreamError } from "../../kernel/index.ts";
 import { explainRedisError, redisUrlForDisplay, type Envelope } from "../../log/index.ts";
 import { connectForCommand, type Scrub } from "../../projector/index.ts";
 import {
-  createProducer,
   InvalidTurnError,
   MissingVariableError,
   WaitTimeoutError,
@@ -16,8 +15,16 @@ import {
   type TurnResult,
 } from "../../queue/index.ts";
 import { EXIT, exitCodeOf, outcomeOfTurn, type Outcome } from "../exit-codes.ts";
+import { producerWithArchive } from "./_archive.ts";
 import { parseCommandArgs, type ParsedArgs } from "./_args.ts";
-import { QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf, readStdin } from "./_connect.ts";
+import {
+  ARCHIVE_FLAG_OPTIONS,
+  ARCHIVE_FLAG_USAGE,
+  QUEUE_FLAG_OPTIONS,
+  QUEUE_FLAGS_USAGE,
+  queueConfigOf,
+  readStdin,
+} from "./_connect.ts";
 import { BadDurationError, durationFlag } from "./_duration.ts";
 import { followTurn } from "./_follow.ts";
 import { defaultScrub } from "./_scrub.ts";
@@ -26,8 +33,8 @@ export const summary = "enqueue a turn (--wait: follow it live and exit with its
 
 const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--wait] [--json] [--supervised] [--model M] [--max-turns N]
                       [--allowed-tools A,B] [--idempotency-key K] [--var key=value …] [--label name=value …]
-                      [--limit name=N …]
-                      [--timeout D] [--turn-timeout D] [--start-timeout D] [--prefix P] [--queue-prefix Q] [--queue NAME]
+                      [--limit name=N …] [--timeout D] [--turn-timeout D] [--start-timeout D] [--archive URL]
+                      [--prefix P] [--queue-prefix Q] [--queue NAME]
                       [--] PROMPT | --prompt-file FILE | (prompt on stdin)
   --wait             follow the turn live and exit with its outcome: 0 finished, 1 the agent failed the task,
                      2 usage, 3 infrastructure (retry the job), 4 cancelled or timed out
@@ -42,7 +49,7 @@ const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--
   --check-cwd        refuse (exit 2) a cwd that is not a directory here, for a host that shares the workers'
                      files; workers refuse such a turn anyway (failed, bad_cwd, exit 2)
   --supervised       each risky tool call waits for \`turnstream decide\` (or a trust rule); see \`turnstream pending\`
-${QUEUE_FLAGS_USAGE}A prompt given after -- is visible to other local users in the process list while this command runs;
+${ARCHIVE_FLAG_USAGE}${QUEUE_FLAGS_USAGE}A prompt given after -- is visible to other local users in the process list while this command runs;
 prefer --prompt-file or stdin for anything sensitive.
 `;
 
@@ -66,6 +73,7 @@ const options = {
   "start-timeout": { type: "string" },
   "prompt-file": { type: "string" },
   ...QUEUE_FLAG_OPTIONS,
+  ...ARCHIVE_FLAG_OPTIONS,
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -323,7 +331,10 @@ async function enqueueAndFollow(args: RunArgs, scrub: Scrub): Promise<number> {
   const timeouts = timeoutsOf(values);
   const input = enqueueInput(values, await readPrompt(args), timeouts);
   const redis = await connectForCommand();
-  const producer = createProducer({ redis, ...queueConfigOf(values), checkCwd: values["check-cwd"] });
+  const producer = await producerWithArchive(
+    { redis, ...queueConfigOf(values), checkCwd: values["check-cwd"] },
+    values.archive,
+  );
   try {
     const queued = await producer.enqueueTurn(input);
     if (values.wait) return await followToEnd(producer, queued, values, timeouts, scrub);

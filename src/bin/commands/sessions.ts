@@ -1,7 +1,8 @@
 // `turnstream sessions`: every session in the log's index with status, turns, cost, last activity,
 // from the live read models, or, for a session the projector has not reached, folded from the log
-// itself with the projector's reducer (bounded: a long log is left to the projector).
-import type { SessionHistory } from "../../archive/index.ts";
+// itself with the projector's reducer (bounded: a long log is left to the projector). Sessions
+// retention moved out of Redis are listed from the summaries the archive keeps: no copy is read.
+import { archivedRow, type ArchiveCorruptError, type SessionHistory } from "../../archive/index.ts";
 import type { RedisClient } from "../../log/index.ts";
 import {
   connectForCommand,
@@ -26,7 +27,7 @@ export const summary = "list sessions with status, turns, cost and last activity
 
 const usage = `usage: turnstream sessions [--json] [--prefix P] [--fold-limit N] [--archive URL]
   Lists the sessions of the log's index, most recently active last; with an archive, the sessions
-  retention moved out of Redis first (folded from the archive).
+  retention moved out of Redis first, from the summaries the archive keeps (most recently active last).
   Figures come from the live read models (run \`turnstream projector\`); a session not projected yet
   is folded from its log when it holds at most --fold-limit events, else shows "-" for them.
   --json          one JSON object per session and line
@@ -45,6 +46,23 @@ async function rowOf(redis: RedisClient, history: SessionHistory, session: strin
   const listed = listingRow(redis, history, session, foldLimit);
   const [{ row, source }, imported] = await Promise.all([listed, history.importedAt(session)]);
   return { ...row, source, imported: imported ?? null };
+}
+
+/**
+ * The archived sessions Redis's index no longer holds, least recently active first, from their
+ * summaries. Their figures were folded from the log when it was archived: source "log", as the line
+ * the session had in Redis before the projector reached it. An edited summary is left out, and said.
+ */
+async function archivedRows(history: SessionHistory, inRedis: ReadonlySet<string>): Promise<Row[]> {
+  if (history.archive === undefined) return [];
+  const onCorrupt = (err: ArchiveCorruptError): void => {
+    process.stderr.write(`turnstream sessions: left out of the listing: ${err.message}\n`);
+  };
+  const listed = await history.archive.summaries({ onCorrupt });
+  return listed
+    .filter(({ summary }) => !inRedis.has(summary.session))
+    .reverse()
+    .map(({ summary, importedAt }) => ({ ...archivedRow(summary), source: "log" as const, imported: importedAt }));
 }
 
 /** --fold-limit as a number, or undefined (after saying why) when it is not a whole number. */
@@ -101,9 +119,11 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   try {
     const prefix = logPrefix(values.prefix);
     const opened = (history = await openHistory(redis, prefix, values.archive));
-    const rows = await inBatches(await opened.sessions(), LISTING_CONCURRENCY, (session) =>
-      rowOf(redis, opened, session, foldLimit),
-    );
+    const inRedis = await opened.log.sessions();
+    const rows = [
+      ...(await archivedRows(opened, new Set(inRedis))),
+      ...(await inBatches(inRedis, LISTING_CONCURRENCY, (session) => rowOf(redis, opened, session, foldLimit))),
+    ];
     if (values.json) {
       for (const row of rows) out.line(JSON.stringify(row));
     } else if (rows.length === 0) {

@@ -1,5 +1,6 @@
 // Sessions: every session with status, turns, cost, tokens, last activity, last error and pending
-// decisions; filter by status, search by id; live. j/k move, Enter opens.
+// decisions; filter by status, search by id; live. j/k move, Enter opens. Sessions retention moved
+// to the archive are listed too (the most recent), marked archived.
 import { ago, badge, element, money, tokens } from "./dom.js";
 import { store } from "./app.js";
 
@@ -61,7 +62,13 @@ export function sessionsView(root) {
             { class: "id" },
             element("a", { href: `#/session/${encodeURIComponent(row.session)}` }, row.session),
           ),
-          element("td", {}, badge(row.status)),
+          element(
+            "td",
+            {},
+            badge(row.status),
+            // Retention moved it out of Redis: listed from the archive's summary, it opens from the archive.
+            row.archived ? element("span", { class: "muted archived" }, " archived") : null,
+          ),
           element("td", { class: "num" }, row.turns ?? "–"),
           element("td", { class: "num" }, money(row.costUsd)),
           element("td", { class: "num" }, tokens(row.tokens)),

@@ -3,13 +3,18 @@
 -- KEYS[1]  turns       <prefix>{s:<id>}:turns       (list of pending turn ids, the head runs next)
 -- KEYS[2]  registered  <prefix>{s:<id>}:registered  (hash turn id -> enqueue time in ms)
 -- KEYS[3]  conf        <prefix>{s:<id>}:conf        (hash of session settings: onLostSession, warm)
+-- KEYS[4]  meta        <prefix>{s:<id>}:meta        (the log's meta hash: only read)
 -- ARGV[1]  turn id
 -- ARGV[2]  nowMs          enqueue time
 -- ARGV[3]  onLostSession  the session's policy, set only by its first turn; "" = leave it
 -- ARGV[4]  warm           "1" / "0": the session's warm mode from this turn on; "" = leave it
+-- ARGV[5]  "1": the caller found the session in Redis (or restored it): refuse, writing nothing, when
+--          its meta is gone since (retention removed it in between); "" = a new session is fine
 --
--- Returns { 1 when the turn is new (appended to the list) else 0, the session's warm mode ("1" or "") }.
+-- Returns { 1 when the turn is new (appended to the list) else 0, the session's warm mode ("1" or "") },
+-- or { -1, "" } when ARGV[5] expected the session and its meta is gone.
 
+if ARGV[5] == '1' and redis.call('EXISTS', KEYS[4]) == 0 then return { -1, '' } end
 local warm = ARGV[4]
 if warm ~= '' then redis.call('HSET', KEYS[3], 'warm', warm) else warm = redis.call('HGET', KEYS[3], 'warm') or '' end
 if warm ~= '1' then warm = '' end

@@ -1,0 +1,31 @@
+// "turnstream/archive": a session's history outside Redis. The archive stores (PostgreSQL, a folder of
+// gzip JSONL files), retention (archive, verify, then remove from Redis), restoring an archived session,
+// and reading a session wherever it lives. It loads the queue (retention removes a session's job
+// records) and the PostgreSQL driver.
+export {
+  archiveRestorer,
+  ArchiveConflictError,
+  ArchiveCorruptError,
+  FileArchive,
+  InvalidArchiveUrlError,
+  logDigest,
+  openArchive,
+  PostgresArchive,
+  restoreSession,
+  RestoreRefusedError,
+  runRetention,
+  SessionHistory,
+  summarize,
+  type Archive,
+  type ArchivedSummary,
+  type ArchiveReadOptions,
+  type FileArchiveOptions,
+  type LogDigest,
+  type PostgresArchiveOptions,
+  type RestoreOutcome,
+  type RetentionEntry,
+  type RetentionOptions,
+  type RetentionReport,
+  type SessionCopy,
+  type SessionState,
+} from "../archive/index.ts";
