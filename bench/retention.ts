@@ -4,13 +4,22 @@
 // postgres://…). Reports sessions archived per second; Redis `used_memory` after the removal against
 // before the sessions were made (goal: within 5%); and replaying one session from the archive against
 // replaying it from Redis (goal: ≤ 1.5×), both through the SessionHistory the commands read with.
-// Options: --sessions N (default 5000), --snapshot-kb K (default 200), --archive URL, --url redis://…
-// (default: a private redis-server).
+// Options: --sessions N (default 5000), --snapshot-kb K (default 200), --archive postgres://…?schema=NAME
+// (a schema the bench creates and drops; default: a temporary folder), --url redis://… (default: a
+// private redis-server).
 import { parseArgs } from "node:util";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileArchive, openArchive, runRetention, SessionHistory, type Archive } from "../src/archive/index.ts";
+import pg from "pg";
+import {
+  FileArchive,
+  openArchive,
+  PostgresArchive,
+  runRetention,
+  SessionHistory,
+  type Archive,
+} from "../src/archive/index.ts";
 import { createEventLog, type Envelope, type EventInput, type RedisClient } from "../src/log/index.ts";
 import { replaySession } from "../src/projector/index.ts";
 import { closeTurnQueue, createTurnQueue } from "../src/queue/index.ts";
@@ -76,11 +85,7 @@ async function usedMemory(redis: RedisClient): Promise<number> {
 }
 
 async function openBenchArchive(url: string | undefined): Promise<{ archive: Archive; dispose(): Promise<void> }> {
-  if (url !== undefined) {
-    const archive = await openArchive(url);
-    await archive.migrate();
-    return { archive, dispose: () => archive.close() };
-  }
+  if (url !== undefined) return openBenchPostgres(url);
   const dir = mkdtempSync(join(tmpdir(), "ts-bench-archive-"));
   const archive = new FileArchive(dir);
   await archive.migrate();
@@ -91,6 +96,37 @@ async function openBenchArchive(url: string | undefined): Promise<{ archive: Arc
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The archive of a postgres:// URL in a schema of the bench's own (`?schema=`): created by migrate
+ * and dropped at the end, so one that exists already is refused rather than dropped with its data.
+ */
+async function openBenchPostgres(url: string): Promise<{ archive: Archive; dispose(): Promise<void> }> {
+  const archive = openArchive(url);
+  if (!(archive instanceof PostgresArchive))
+    throw new Error("--archive takes a postgres:// URL (default: a temporary folder)");
+  const { schema } = archive;
+  const server = new URL(url);
+  server.searchParams.delete("schema");
+  const admin = new pg.Client({ connectionString: server.toString() });
+  await admin.connect();
+  const dispose = async (): Promise<void> => {
+    await archive.close();
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  };
+  try {
+    const found = await admin.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+    if (found.rowCount !== 0)
+      throw new Error(`schema ${schema} exists: the bench archives into a schema it creates and drops; name a new one`);
+    await archive.migrate();
+  } catch (err) {
+    await archive.close();
+    await admin.end();
+    throw err;
+  }
+  return { archive, dispose };
 }
 
 /** Median wall time of `runs` replays of `session` through `history`, milliseconds. */
@@ -105,13 +141,17 @@ async function replayMs(history: SessionHistory, session: string, runs: number):
   return times.sort((left, right) => left - right)[Math.floor(runs / 2)]!;
 }
 
-const store = await benchRedis(values.url);
+// The archive first: a refused --archive starts nothing that would need stopping.
+const { archive, dispose } = await openBenchArchive(values.archive);
+const store = await benchRedis(values.url).catch(async (err: unknown) => {
+  await dispose();
+  throw err;
+});
 const { redis } = store;
 const prefix = `bench-ret-${process.pid}:`;
 const log = createEventLog({ redis, prefix });
 const queuePrefix = `{bench-retq-${process.pid}}`;
 const queue = createTurnQueue({ redis, queuePrefix });
-const { archive, dispose } = await openBenchArchive(values.archive);
 
 /** Writes session number `index` as a producer and one worker attempt would. */
 async function writeSession(session: string, index: number): Promise<void> {

@@ -72,6 +72,12 @@ export interface SessionCopy {
   digest: LogDigest;
 }
 
+/** What an archive keeps of a session beside its events. */
+export interface ArchivedRecord {
+  state: SessionState;
+  summary: ArchivedSummary;
+}
+
 export interface ArchiveReadOptions {
   /** The first seq to read (default 1). */
   fromSeq?: number | undefined;
@@ -96,6 +102,8 @@ export interface Archive {
   read(session: string, options?: ArchiveReadOptions): AsyncGenerator<Envelope>;
   state(session: string): Promise<SessionState | undefined>;
   summary(session: string): Promise<ArchivedSummary | undefined>;
+  /** An archived session's state and summary in one read of the store, or undefined when it holds no copy. */
+  record(session: string): Promise<ArchivedRecord | undefined>;
   /**
    * Archived sessions' summaries without reading their copies, most recently active first (by
    * lastAt; sessions without one last, ties by id), each checked as the summary row's shape.

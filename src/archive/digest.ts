@@ -42,6 +42,14 @@ export class DigestBuilder {
   }
 }
 
+/**
+ * The digest of lines held as one UTF-8 text, joined by "\n" as DigestBuilder joins them: what
+ * DigestBuilder gives for those lines, hashed in one call (a store that reads its whole copy at once).
+ */
+export function joinedLinesDigest(joined: Uint8Array, count: number, lastSeq: number): LogDigest {
+  return { count, lastSeq, sha256: createHash("sha256").update(joined).digest("hex") };
+}
+
 /** The digest of a session's events (sorted by seq first; the caller's array is left as it is). */
 export function logDigest(events: Iterable<Envelope>): LogDigest {
   const sorted = [...events].sort((left, right) => left.seq - right.seq);

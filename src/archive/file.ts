@@ -3,18 +3,28 @@
 // summary and digest), then one envelope per line exactly as JSON.stringify wrote it. A copy is
 // written to a temporary file, flushed to disk and renamed over the old one, so a reader or a crash
 // sees the old copy or the new one, never part of one.
+import { isAscii, isUtf8 } from "node:buffer";
 import { randomBytes } from "node:crypto";
-import { constants as fsConstants, createReadStream, createWriteStream } from "node:fs";
-import { link, lstat, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
+import {
+  closeSync,
+  constants as fsConstants,
+  createWriteStream,
+  fstatSync,
+  openSync,
+  readFileSync,
+  readSync,
+} from "node:fs";
+import { link, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { Readable, pipeline } from "node:stream";
-import { pipeline as pipelineAsync } from "node:stream/promises";
-import { createGunzip, createGzip } from "node:zlib";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { constants as zlibConstants, createGzip, gunzipSync } from "node:zlib";
 import { z as zod } from "zod";
 import { assertSessionId, IMPORTED_FIELD, isValidSessionId, type Envelope } from "../log/index.ts";
 import type {
   Archive,
   ArchivedListing,
+  ArchivedRecord,
   ArchivedSummary,
   ArchiveReadOptions,
   ArchiveSummariesOptions,
@@ -31,7 +41,7 @@ import {
   storedValue,
   StoredLines,
 } from "./check.ts";
-import { claimedSeq, DigestBuilder, extendsDigest, sameDigest } from "./digest.ts";
+import { claimedSeq, extendsDigest, joinedLinesDigest, sameDigest } from "./digest.ts";
 import { ArchiveConflictError, ArchiveCorruptError } from "./errors.ts";
 import { byRecentActivity, lastActiveMs, listingBounds } from "./listing.ts";
 
@@ -42,6 +52,19 @@ const TEMP_PREFIX = ".tmp-";
 const HEADER_CONCURRENCY = 8;
 /** Temporary files older than this are what a crashed put left; migrate removes them. */
 const STALE_TEMP_MS = 60 * 60 * 1000;
+/**
+ * Compressed bytes decompressed at first when only the header is wanted: a header is a few hundred
+ * bytes, the events after it can be megabytes. A longer header is read in larger prefixes.
+ */
+const HEADER_PREFIX_BYTES = 4096;
+/**
+ * The most a copy's file may decompress to by default: past it the file is refused as a gzip bomb
+ * (a few KB of gzip can expand to gigabytes). The log bounds no session's size (any number of
+ * events, blobs inlined), but a reader holds a copy's events as one string, which V8 caps at
+ * buffer.constants.MAX_STRING_LENGTH (about 512 Mi characters), and JSON is almost all one-byte
+ * characters: 1 GiB leaves room for any copy a reader can hold.
+ */
+const DEFAULT_MAX_DECOMPRESSED_BYTES = 1024 ** 3;
 
 const headerSchema = zod.object({
   turnstreamArchive: zod.literal(1),
@@ -59,17 +82,21 @@ export interface FileArchiveOptions {
    * stored copy. For fault injection: a throw here is a put that failed at that step.
    */
   beforeRename?: ((tempPath: string) => Promise<void> | void) | undefined;
+  /** The most bytes a copy's file may decompress to (default 1 GiB); a file past it is refused as corrupt. */
+  maxDecompressedBytes?: number | undefined;
 }
 
 export class FileArchive implements Archive {
   readonly location: string;
   readonly dir: string;
   readonly #beforeRename: FileArchiveOptions["beforeRename"];
+  readonly #maxDecompressedBytes: number;
 
   constructor(dir: string, options: FileArchiveOptions = {}) {
     this.dir = resolve(dir);
     this.location = `file://${this.dir}`;
     this.#beforeRename = options.beforeRename;
+    this.#maxDecompressedBytes = options.maxDecompressedBytes ?? DEFAULT_MAX_DECOMPRESSED_BYTES;
   }
 
   async migrate(): Promise<{ applied: string[] }> {
@@ -110,41 +137,32 @@ export class FileArchive implements Archive {
 
   async digest(session: string): Promise<LogDigest | undefined> {
     const path = this.#path(session);
-    if (!(await exists(path))) return undefined;
-    const builder = new DigestBuilder();
-    let first = true;
-    for await (const text of gzipLines(path)) {
-      if (first) first = false;
-      else builder.add(text, claimedSeq(text));
-    }
-    if (first) throw new ArchiveCorruptError(path, undefined, "the file is empty");
-    return builder.digest();
+    const file = readStoredFile(path, this.#maxDecompressedBytes);
+    if (file === undefined) return undefined;
+    return joinedLinesDigest(file.joined, file.lines.length, claimedSeq(file.lines.at(-1) ?? ""));
   }
 
+  /**
+   * Nothing is handed out before the whole file is checked: every line an envelope of this session
+   * at the next seq, and all of them against the header's digest (an edit that keeps every line valid).
+   */
   async *read(session: string, options: ArchiveReadOptions = {}): AsyncGenerator<Envelope> {
     const path = this.#path(session);
-    if (!(await exists(path))) return;
-    const lines = gzipLines(path);
-    const header = await readHeader(path, session, lines);
-    if (header === undefined) return;
+    const file = readStoredFile(path, this.#maxDecompressedBytes);
+    if (file === undefined) return;
+    const header = checkedHeader(path, session, file.header);
     const checker = new StoredLines(path, session);
-    const builder = new DigestBuilder();
-    let lineNumber = 1;
-    for await (const text of lines) {
-      lineNumber++;
-      const envelope = checker.check(text, `line ${lineNumber}`);
-      builder.add(text, envelope.seq);
-      if (options.toSeq !== undefined && envelope.seq > options.toSeq) return;
-      if (options.fromSeq === undefined || envelope.seq >= options.fromSeq) yield envelope;
-    }
-    // Only a read to the end can check the whole text against the header (an edit that keeps every line valid).
-    const found = builder.digest();
+    const envelopes = file.lines.map((text, index) => checker.check(text, `line ${index + 2}`));
+    const found = joinedLinesDigest(file.joined, envelopes.length, envelopes.at(-1)?.seq ?? 0);
     if (!sameDigest(found, header.digest))
       throw new ArchiveCorruptError(
         path,
         undefined,
         `its events digest to ${show(found)}, its header says ${show(header.digest)}`,
       );
+    const from = options.fromSeq ?? 1;
+    const to = options.toSeq ?? Number.POSITIVE_INFINITY;
+    for (const envelope of envelopes) if (envelope.seq >= from && envelope.seq <= to) yield envelope;
   }
 
   async state(session: string): Promise<SessionState | undefined> {
@@ -155,8 +173,13 @@ export class FileArchive implements Archive {
     return (await this.#header(session))?.summary;
   }
 
+  async record(session: string): Promise<ArchivedRecord | undefined> {
+    const header = await this.#header(session);
+    return header === undefined ? undefined : { state: header.state, summary: header.summary };
+  }
+
   /**
-   * Reads only each file's header line (the gzip stream is stopped after it), then sorts in memory:
+   * Reads only each file's header line (from as little of the file's start as holds it), then sorts in memory:
    * a folder has no index by time, and this store is for one machine's sessions.
    */
   async summaries(options: ArchiveSummariesOptions = {}): Promise<ArchivedListing[]> {
@@ -214,13 +237,8 @@ export class FileArchive implements Archive {
 
   async #header(session: string): Promise<FileHeader | undefined> {
     const path = this.#path(session);
-    if (!(await exists(path))) return undefined;
-    const lines = gzipLines(path);
-    try {
-      return await readHeader(path, session, lines);
-    } finally {
-      await lines.return(undefined);
-    }
+    const text = readFirstLine(path, this.#maxDecompressedBytes);
+    return text === undefined ? undefined : checkedHeader(path, session, text);
   }
 
   /** The copy in a new temporary file in the folder (same file system, so the rename is atomic), flushed to disk. */
@@ -232,7 +250,7 @@ export class FileArchive implements Archive {
       })(),
     );
     try {
-      await pipelineAsync(text, createGzip(), createWriteStream(temp, { flags: "wx", mode: 0o600, flush: true }));
+      await pipeline(text, createGzip(), createWriteStream(temp, { flags: "wx", mode: 0o600, flush: true }));
     } catch (err) {
       await unlink(temp).catch(() => undefined);
       throw err;
@@ -274,17 +292,11 @@ function show(digest: LogDigest): string {
   return `${digest.count} events to seq ${digest.lastSeq}, sha256 ${digest.sha256.slice(0, 12)}…`;
 }
 
-/** The header line, checked: the archive's format, this session's. Undefined for a file with no lines. */
-async function readHeader(
-  path: string,
-  session: string,
-  lines: AsyncGenerator<string>,
-): Promise<FileHeader | undefined> {
-  const first = await lines.next();
-  if (first.done === true) throw new ArchiveCorruptError(path, undefined, "the file is empty");
+/** The header line's text, checked: the archive's format, this session's. */
+function checkedHeader(path: string, session: string, text: string): FileHeader {
   let value: unknown;
   try {
-    value = JSON.parse(first.value);
+    value = JSON.parse(text);
   } catch (err) {
     throw new ArchiveCorruptError(path, "line 1", "the header is not JSON", err);
   }
@@ -297,53 +309,126 @@ async function readHeader(
   return header;
 }
 
-/** A gzip file's lines, split on "\n" only; a file that is not gzip or is cut short is ArchiveCorruptError. */
-async function* gzipLines(path: string): AsyncGenerator<string> {
-  // Not followed even if the name became a link after `exists` looked; never blocks on a FIFO.
-  const flags = fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
-  const handle = await open(path, flags).catch((err: unknown) => {
-    throw new ArchiveCorruptError(path, undefined, `unreadable (${(err as Error).message})`, err);
-  });
-  const stream = pipeline(createReadStream(path, { fd: handle }), createGunzip(), () => undefined);
-  let parts: Buffer[] = [];
-  try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      let start = 0;
-      for (;;) {
-        const newline = chunk.indexOf(0x0a, start);
-        if (newline === -1) break;
-        parts.push(chunk.subarray(start, newline));
-        yield Buffer.concat(parts).toString("utf8");
-        parts = [];
-        start = newline + 1;
-      }
-      if (start < chunk.length) parts.push(chunk.subarray(start));
-    }
-  } catch (err) {
-    if (err instanceof ArchiveCorruptError) throw err;
-    throw new ArchiveCorruptError(path, undefined, `unreadable as gzip (${(err as Error).message})`, err);
-  } finally {
-    stream.destroy();
-  }
-  if (parts.length > 0) yield Buffer.concat(parts).toString("utf8");
+/**
+ * A stored file as text: its header line, its event lines (split on "\n" only; the last "\n" ends
+ * the last line) and those lines as the one UTF-8 text they were joined into, for the digest.
+ */
+interface StoredFile {
+  header: string;
+  lines: string[];
+  joined: Buffer;
 }
 
 /**
- * Whether a session's file is there. Only a regular file counts: a symlink would let whoever reaches
- * the folder point a session at a file anywhere (or a put write through it), and a FIFO or device
- * would block a reader forever; either is refused, never followed.
+ * The whole file, read and decompressed in one call each (the copy is held in memory anyway, and one
+ * call costs a fraction of a stream's chunks); undefined when there is no file. The reads of a file
+ * are synchronous: a local file reads in microseconds from the page cache, less than the synchronous
+ * decompression and parsing that follow, while each step of an asynchronous read waits on the thread
+ * pool and the event loop (a tenth of an archived replay).
  */
-async function exists(path: string): Promise<boolean> {
-  let info;
+function readStoredFile(path: string, maxBytes: number): StoredFile | undefined {
+  const fd = openStoredFile(path);
+  if (fd === undefined) return undefined;
+  let compressed: Buffer;
   try {
-    info = await lstat(path);
-  } catch (err) {
-    if (isMissing(err)) return false;
-    throw err;
+    compressed = readFileSync(fd);
+  } finally {
+    closeSync(fd);
   }
-  if (!info.isFile())
-    throw new ArchiveCorruptError(path, undefined, "is not a regular file (a link or a special file)");
-  return true;
+  const text = decompressed(path, compressed, true, maxBytes);
+  const headerEnd = text.indexOf(0x0a);
+  if (headerEnd === -1) return { header: utf8(path, text), lines: [], joined: Buffer.alloc(0) };
+  const events = text.subarray(headerEnd + 1);
+  const joined = events.at(-1) === 0x0a ? events.subarray(0, -1) : events;
+  return {
+    header: utf8(path, text.subarray(0, headerEnd)),
+    lines: events.length === 0 ? [] : utf8(path, joined).split("\n"),
+    joined,
+  };
+}
+
+/** The file's first line, from as little of its start as holds it; undefined when there is no file. */
+function readFirstLine(path: string, maxBytes: number): string | undefined {
+  const fd = openStoredFile(path);
+  if (fd === undefined) return undefined;
+  try {
+    for (let size = HEADER_PREFIX_BYTES; ; size *= 4) {
+      const buffer = Buffer.alloc(size);
+      const bytesRead = readSync(fd, buffer, 0, size, 0);
+      const whole = bytesRead < size;
+      const text = decompressed(path, buffer.subarray(0, bytesRead), whole, maxBytes);
+      const lineEnd = text.indexOf(0x0a);
+      if (lineEnd !== -1) return utf8(path, text.subarray(0, lineEnd));
+      if (whole) return utf8(path, text);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Gunzipped bytes; ArchiveCorruptError for bytes that are not gzip, that expand past `maxBytes`, or,
+ * when they are the whole file, cut short (a prefix of the file is decompressed as far as it goes).
+ */
+function decompressed(path: string, compressed: Buffer, whole: boolean, maxBytes: number): Buffer {
+  try {
+    const text = gunzipSync(compressed, {
+      maxOutputLength: maxBytes,
+      ...(whole ? {} : { finishFlush: zlibConstants.Z_SYNC_FLUSH }),
+    });
+    if (whole && text.length === 0) throw new ArchiveCorruptError(path, undefined, "the file is empty");
+    return text;
+  } catch (err) {
+    if (err instanceof ArchiveCorruptError) throw err;
+    if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE")
+      throw new ArchiveCorruptError(
+        path,
+        undefined,
+        `it decompresses to more than ${maxBytes} bytes, more than a copy may hold (a gzip bomb); ` +
+          `a genuine copy that large needs FileArchive's maxDecompressedBytes raised`,
+        err,
+      );
+    throw new ArchiveCorruptError(path, undefined, `unreadable as gzip (${(err as Error).message})`, err);
+  }
+}
+
+/** Bytes as text; the archive writes UTF-8, so anything else is an edit (and would not hash as its text). */
+function utf8(path: string, bytes: Buffer): string {
+  // ASCII, which JSON mostly is, reads the same as latin1, and latin1 decodes in a third of the time.
+  if (isAscii(bytes)) return bytes.toString("latin1");
+  if (!isUtf8(bytes)) throw new ArchiveCorruptError(path, undefined, "its text is not UTF-8");
+  return bytes.toString("utf8");
+}
+
+/**
+ * A session's file opened for reading, or undefined when there is none. Only a regular file counts:
+ * a symlink would let whoever reaches the folder point a session at a file anywhere (or a put write
+ * through it), and a FIFO or device would block a reader forever; either is refused, never followed.
+ * The name is opened once and only that descriptor is read, so a name swapped for a link after a
+ * look cannot be followed: O_NOFOLLOW fails on a link, O_NONBLOCK returns at once on a FIFO, and
+ * fstat then tells what was opened.
+ */
+function openStoredFile(path: string): number | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+  } catch (err) {
+    if (isMissing(err)) return undefined;
+    if ((err as NodeJS.ErrnoException).code === "ELOOP") throw notRegularFile(path);
+    throw new ArchiveCorruptError(path, undefined, `unreadable (${(err as Error).message})`, err);
+  }
+  let regular = false;
+  try {
+    regular = fstatSync(fd).isFile();
+  } finally {
+    if (!regular) closeSync(fd);
+  }
+  if (!regular) throw notRegularFile(path);
+  return fd;
+}
+
+function notRegularFile(path: string): ArchiveCorruptError {
+  return new ArchiveCorruptError(path, undefined, "is not a regular file (a link or a special file)");
 }
 
 function isMissing(err: unknown): boolean {

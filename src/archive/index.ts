@@ -2,6 +2,7 @@
 export type {
   Archive,
   ArchivedListing,
+  ArchivedRecord,
   ArchiveReadOptions,
   ArchivedSummary,
   ArchiveSummariesOptions,

@@ -9,6 +9,7 @@ import { assertSessionId, IMPORTED_FIELD, type Envelope } from "../log/index.ts"
 import type {
   Archive,
   ArchivedListing,
+  ArchivedRecord,
   ArchivedSummary,
   ArchiveReadOptions,
   ArchiveSummariesOptions,
@@ -179,6 +180,20 @@ interface SessionRow {
   state: unknown;
 }
 
+type RecordedDigestColumns = Pick<SessionRow, "digest_count" | "digest_last_seq" | "digest_sha256">;
+
+/** What a summary's end is checked against: where the summary says it ends and the digest the put recorded. */
+type SummaryEndColumns = RecordedDigestColumns & Pick<SessionRow, "last_seq" | "archived">;
+
+/**
+ * A row of a read: the session's summary end and recorded digest with one of its events (none for a
+ * copy without events).
+ */
+interface StoredEventRow extends SummaryEndColumns {
+  seq: string | null;
+  envelope: string | null;
+}
+
 export class PostgresArchive implements Archive {
   readonly location: string;
   readonly schema: string;
@@ -257,44 +272,43 @@ export class PostgresArchive implements Archive {
     return this.#transaction((client) => this.#digestWith(client, session), "REPEATABLE READ READ ONLY");
   }
 
+  /**
+   * Nothing is handed out before the whole copy is checked: every row an envelope of this session at
+   * the next seq, and all of them against the digest the put recorded. The session row and its events
+   * come in one statement, so from one snapshot (a put replacing the copy meanwhile is seen entirely
+   * or not at all) and in one round trip: a transaction around a row query and paged event queries
+   * cost a replay more than the rows themselves. The copy is held whole, as every reader holds it.
+   */
   async *read(session: string, options: ArchiveReadOptions = {}): AsyncGenerator<Envelope> {
-    // One snapshot for the whole read: a put replacing the copy meanwhile is seen entirely or not at all.
-    const client = await this.#connect();
-    try {
-      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-      const row = await this.#row(session, client);
-      if (row !== undefined && row.archived) yield* this.#checkedEvents(client, row, options);
-    } finally {
-      const clean = await client.query("ROLLBACK").then(
-        () => true,
-        () => false,
-      );
-      this.#release(client, !clean);
-    }
-  }
-
-  async *#checkedEvents(client: PoolClient, row: SessionRow, options: ArchiveReadOptions): AsyncGenerator<Envelope> {
-    const session = row.session;
+    assertSessionId(session);
+    const result = await this.#pool.query<StoredEventRow>(
+      `SELECT s.last_seq, s.archived, s.digest_count, s.digest_last_seq, s.digest_sha256, e.seq, e.envelope
+        FROM ${this.#table("sessions")} s LEFT JOIN ${this.#table("events")} e ON e.session = s.session
+        WHERE s.session = $1 AND s.archived ORDER BY e.seq`,
+      [session],
+    );
+    const rows = result.rows;
+    if (rows.length === 0) return;
+    this.#checkSummaryEnd(session, rows[0]!);
     const where = this.#where("events", session);
-    const firstSeq = Math.max(1, options.fromSeq ?? 1);
-    const whole = firstSeq === 1 && options.toSeq === undefined;
-    const checker = new StoredLines(where, session, firstSeq);
+    const checker = new StoredLines(where, session);
     const builder = new DigestBuilder();
-    for await (const { seq, envelope: text } of this.#eventRows(client, session, firstSeq, options.toSeq)) {
+    const envelopes: Envelope[] = [];
+    // An archived session without events is one row with no event in it.
+    for (const { seq, envelope: text } of rows) {
+      if (seq === null || text === null) continue;
       const envelope = checker.check(text, `seq ${seq}`);
-      if (envelope.seq !== seq)
+      if (envelope.seq !== Number(seq))
         throw new ArchiveCorruptError(
           where,
           `seq ${seq}`,
           `the row's seq column says ${seq}, its envelope ${envelope.seq}`,
         );
       builder.add(text, envelope.seq);
-      yield envelope;
+      envelopes.push(envelope);
     }
-    if (!whole) return;
-    // Only a read of every row can check the whole text against the digest the put recorded.
     const found = builder.digest();
-    const recorded = recordedDigest(row);
+    const recorded = recordedDigest(rows[0]!);
     if (recorded === undefined || !sameDigest(found, recorded)) {
       const said = recorded === undefined ? "nothing" : show(recorded);
       throw new ArchiveCorruptError(
@@ -303,6 +317,9 @@ export class PostgresArchive implements Archive {
         `its events digest to ${show(found)}, the session row says ${said}`,
       );
     }
+    const from = options.fromSeq ?? 1;
+    const to = options.toSeq ?? Number.POSITIVE_INFINITY;
+    for (const envelope of envelopes) if (envelope.seq >= from && envelope.seq <= to) yield envelope;
   }
 
   async state(session: string): Promise<SessionState | undefined> {
@@ -316,6 +333,16 @@ export class PostgresArchive implements Archive {
     const row = await this.#row(session);
     if (row === undefined) return undefined;
     return storedValue(archivedSummarySchema, summaryOfRow(row), this.#where("sessions", session), "summary");
+  }
+
+  async record(session: string): Promise<ArchivedRecord | undefined> {
+    const row = await this.#row(session);
+    if (row === undefined || !row.archived) return undefined;
+    const where = this.#where("sessions", session);
+    return {
+      state: storedValue(sessionStateSchema, row.state, where, "state"),
+      summary: storedValue(archivedSummarySchema, summaryOfRow(row), where, "summary"),
+    };
   }
 
   /** One query along the archived-by-last-activity index; the state's meta gives only its import time. */
@@ -418,21 +445,26 @@ export class PostgresArchive implements Archive {
     });
   }
 
-  async #row(session: string, client?: PoolClient): Promise<SessionRow | undefined> {
+  async #row(session: string): Promise<SessionRow | undefined> {
     // Refused by name like the file store does, not merely looked up: a caller handing a crafted id
     // learns it is not an id instead of "not archived".
     assertSessionId(session);
-    const result = await (client ?? this.#pool).query<SessionRow>(
-      `SELECT * FROM ${this.#table("sessions")} WHERE session = $1`,
-      [session],
-    );
+    const result = await this.#pool.query<SessionRow>(`SELECT * FROM ${this.#table("sessions")} WHERE session = $1`, [
+      session,
+    ]);
     const row = result.rows[0];
-    // A put writes the summary at the digest's last seq and the projector only moves it forward (a
-    // restored session going on), so a summary that ends before the archived events was edited.
-    const recorded = row === undefined ? undefined : recordedDigest(row);
-    if (row !== undefined && row.archived && recorded !== undefined && Number(row.last_seq) < recorded.lastSeq)
-      checkSummaryEnd(Number(row.last_seq), recorded.lastSeq, this.#where("sessions", session), "summary");
+    if (row !== undefined) this.#checkSummaryEnd(session, row);
     return row;
+  }
+
+  /**
+   * A put writes the summary at the digest's last seq and the projector only moves it forward (a
+   * restored session going on), so an archived summary that ends before the archived events was edited.
+   */
+  #checkSummaryEnd(session: string, row: SummaryEndColumns): void {
+    const recorded = recordedDigest(row);
+    if (row.archived && recorded !== undefined && Number(row.last_seq) < recorded.lastSeq)
+      checkSummaryEnd(Number(row.last_seq), recorded.lastSeq, this.#where("sessions", session), "summary");
   }
 
   /** The digest of the stored envelope text (not the recorded columns: an edited row must show). */
@@ -599,7 +631,7 @@ function show(digest: LogDigest): string {
   return `${digest.count} events to seq ${digest.lastSeq}, sha256 ${digest.sha256.slice(0, 12)}…`;
 }
 
-function recordedDigest(row: SessionRow): LogDigest | undefined {
+function recordedDigest(row: RecordedDigestColumns): LogDigest | undefined {
   if (row.digest_count === null || row.digest_last_seq === null || row.digest_sha256 === null) return undefined;
   return { count: Number(row.digest_count), lastSeq: Number(row.digest_last_seq), sha256: row.digest_sha256 };
 }

@@ -13,16 +13,11 @@ import {
   type SessionStat,
   type TailOptions,
 } from "../log/index.ts";
-import type { Archive, ArchivedSummary, SessionState } from "./archive.ts";
+import type { Archive, ArchivedRecord } from "./archive.ts";
 import { RESTORED_FIELD } from "./restore.ts";
 
 /** Where a session's history is read from now, or undefined when neither Redis nor the archive has it. */
 export type SessionHome = "redis" | "archive";
-
-interface Archived {
-  state: SessionState;
-  summary: ArchivedSummary;
-}
 
 const DEFAULT_PAGE = 500;
 
@@ -40,11 +35,10 @@ export class SessionHistory implements HistoryReader {
   }
 
   /** The archive's record of a session Redis has no meta for, or undefined (in Redis, or nowhere). */
-  async #archived(session: string): Promise<{ redis: SessionStat; archived: Archived | undefined }> {
+  async #archived(session: string): Promise<{ redis: SessionStat; archived: ArchivedRecord | undefined }> {
     const redis = await this.log.stat(session);
     if (redis.exists || this.archive === undefined) return { redis, archived: undefined };
-    const [state, summary] = await Promise.all([this.archive.state(session), this.archive.summary(session)]);
-    return { redis, archived: state === undefined || summary === undefined ? undefined : { state, summary } };
+    return { redis, archived: await this.archive.record(session) };
   }
 
   /** Where the session is read from: Redis, the archive, or nowhere (undefined). */

@@ -12,6 +12,7 @@ import {
   utimesSync,
   writeFileSync,
 } from "node:fs";
+import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
@@ -76,6 +77,7 @@ describe("FileArchive", () => {
     assert.deepEqual(await archive.digest(session), logDigest(events));
     assert.deepEqual(await archive.state(session), copy.state);
     assert.deepEqual(await archive.summary(session), summarize(session, events));
+    assert.deepEqual(await archive.record(session), { state: copy.state, summary: summarize(session, events) });
     const header = JSON.parse(
       gunzipSync(readFileSync(fileOf(archive)))
         .toString("utf8")
@@ -92,8 +94,24 @@ describe("FileArchive", () => {
     assert.deepEqual(listed, [session]);
     assert.equal(await archive.digest("never-archived"), undefined);
     assert.equal(await archive.summary("never-archived"), undefined);
+    assert.equal(await archive.record("never-archived"), undefined);
     assert.deepEqual(await readTexts(archive.read("never-archived")), []);
     assert.equal(archive.location, `file://${archive.dir}`);
+  });
+
+  it("a header larger than the start of the file that is read for it comes back whole", async () => {
+    const archive = freshArchive();
+    const copy = copyOf(session, events);
+    // Random ids do not compress: the header runs well past the first prefix read for it.
+    const registered = Object.fromEntries(
+      Array.from({ length: 3000 }, () => [randomBytes(12).toString("hex"), randomBytes(8).toString("hex")]),
+    );
+    const state = { ...copy.state, registered };
+    await archive.put({ ...copy, state });
+    assert.deepEqual(await archive.state(session), state);
+    assert.deepEqual(await archive.summary(session), copy.summary);
+    assert.deepEqual(await archive.record(session), { state, summary: copy.summary });
+    assert.equal((await readTexts(archive.read(session))).length, events.length);
   });
 
   it("putting the same copy again changes nothing; a different history is refused", async () => {
@@ -236,6 +254,30 @@ describe("FileArchive", () => {
       });
     }
 
+    it("bytes that are not UTF-8 in an event line", async () => {
+      const archive = freshArchive();
+      await archive.put(copyOf(session, events));
+      const text = gunzipSync(readFileSync(fileOf(archive)));
+      const at = text.indexOf('"kind":"turn.queued"');
+      text[at + 1] = 0xff;
+      writeFileSync(fileOf(archive), gzipSync(text));
+      assert.match((await readError(archive)).message, /not UTF-8/);
+    });
+
+    it("an edit past the seqs asked for still refuses the read, before anything is handed out", async () => {
+      const archive = freshArchive();
+      await archive.put(copyOf(session, events));
+      editLines(fileOf(archive), (lines) => {
+        const last = JSON.parse(lines.at(-2)!) as Envelope;
+        lines[lines.length - 2] = JSON.stringify({ ...last, at: "2000-01-01T00:00:00.000Z" });
+      });
+      const handedOut: Envelope[] = [];
+      await assert.rejects(async () => {
+        for await (const envelope of archive.read(session, { toSeq: 2 })) handedOut.push(envelope);
+      }, /digest to .* header says/);
+      assert.deepEqual(handedOut, []);
+    });
+
     it("a file that is not gzip, or is cut short", async () => {
       const archive = freshArchive();
       await archive.put(copyOf(session, events));
@@ -245,6 +287,38 @@ describe("FileArchive", () => {
       await assert.rejects(archive.digest(session), ArchiveCorruptError);
       writeFileSync(fileOf(archive), "plain text");
       await assert.rejects(archive.summary(session), ArchiveCorruptError);
+      await assert.rejects(archive.record(session), ArchiveCorruptError);
+    });
+
+    it("a gzip bomb (a small file that expands past the cap) is refused, never decompressed whole", async () => {
+      // Big enough that the first few KB read for a header (which expand to about 4 MB) fit under it.
+      const cap = 8 * 1024 * 1024;
+      const archive = freshArchive({ maxDecompressedBytes: cap });
+      const copy = copyOf(session, events);
+      await archive.put(copy);
+      assert.equal((await readTexts(archive.read(session))).length, events.length);
+      const header = gunzipSync(readFileSync(fileOf(archive)))
+        .toString("utf8")
+        .split("\n")[0]!;
+      const expansion = Buffer.alloc(2 * cap, "x");
+      const bomb = (text: string | Buffer): Buffer => gzipSync(text, { level: 9 });
+      const refusal = new RegExp(`${fileOf(archive)}: it decompresses to more than ${cap} bytes`);
+
+      // After a genuine header: the header alone still reads, the events are refused.
+      writeFileSync(fileOf(archive), bomb(Buffer.concat([Buffer.from(`${header}\n`), expansion])));
+      assert.ok(statSync(fileOf(archive)).size < cap / 256, "the bomb is a small file");
+      assert.deepEqual(await archive.summary(session), copy.summary);
+      assert.match((await readError(archive)).message, refusal);
+      await assert.rejects(archive.digest(session), refusal);
+
+      // As the first line: the header read is refused too, and a listing reports it as corrupt.
+      writeFileSync(fileOf(archive), bomb(expansion));
+      await assert.rejects(archive.summary(session), refusal);
+      await assert.rejects(archive.record(session), refusal);
+      await assert.rejects(archive.put(copy), refusal);
+      const corrupt: ArchiveCorruptError[] = [];
+      assert.deepEqual(await archive.summaries({ onCorrupt: (err) => corrupt.push(err) }), []);
+      assert.match(corrupt[0]?.message ?? "", refusal);
     });
   });
 });

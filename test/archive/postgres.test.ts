@@ -101,6 +101,8 @@ describe("PostgresArchive", () => {
     assert.deepEqual(await archive.digest(session), logDigest(events));
     assert.deepEqual(await archive.state(session), copy.state);
     assert.deepEqual(await archive.summary(session), summarize(session, events));
+    assert.deepEqual(await archive.record(session), { state: copy.state, summary: summarize(session, events) });
+    assert.equal(await archive.record("never-archived"), undefined);
     assert.deepEqual(
       await readTexts(archive.read(session, { fromSeq: 10, toSeq: 12 })),
       events.slice(9, 12).map((event) => JSON.stringify(event)),
@@ -224,6 +226,7 @@ describe("PostgresArchive", () => {
     assert.deepEqual(await archive.summary(id), later);
     assert.equal(await archive.digest(id), undefined);
     assert.equal(await archive.state(id), undefined);
+    assert.equal(await archive.record(id), undefined, "a live row is not an archived session");
     const listed: string[] = [];
     for await (const listedId of archive.sessions()) listed.push(listedId);
     assert.ok(!listed.includes(id));
@@ -281,6 +284,25 @@ describe("PostgresArchive", () => {
       });
     }
 
+    it("every event row deleted, or the reader asks for a few seqs of an edited copy", async () => {
+      const { id, logged } = await newSession();
+      await archive.put(copyOf(id, logged));
+      await admin.query(`DELETE FROM "${schema}".turnstream_events WHERE session = $1`, [id]);
+      assert.match((await readError(archive, id)).message, /digest to 0 events .* the session row says/);
+      const other = await newSession();
+      await archive.put(copyOf(other.id, other.logged));
+      await admin.query(
+        `UPDATE "${schema}".turnstream_events SET envelope = replace(envelope, '"turn":"', '"turn":"x')
+          WHERE session = $1 AND seq = $2`,
+        [other.id, other.logged.length],
+      );
+      const handedOut: Envelope[] = [];
+      await assert.rejects(async () => {
+        for await (const envelope of archive.read(other.id, { toSeq: 2 })) handedOut.push(envelope);
+      }, /digest to .* the session row says/);
+      assert.deepEqual(handedOut, [], "nothing of an edited copy is handed out");
+    });
+
     it("a summary row that does not fit the summary's shape", async () => {
       const { id, logged } = await newSession();
       await archive.put(copyOf(id, logged));
@@ -290,6 +312,7 @@ describe("PostgresArchive", () => {
       );
       await assert.rejects(archive.summary(id), ArchiveCorruptError);
       await assert.rejects(archive.state(id), ArchiveCorruptError);
+      await assert.rejects(archive.record(id), ArchiveCorruptError);
     });
   });
 });
