@@ -61,3 +61,16 @@ export class InvalidArchiveListingError extends TurnstreamError {
     });
   }
 }
+
+/** A copy larger than the store can read back: refused before it is written, so retention keeps the session. */
+export class ArchiveCopyTooLargeError extends TurnstreamError {
+  readonly session: string;
+  constructor(session: string, bytes: number, limit: number) {
+    super(
+      `the copy of session ${session} is ${bytes} bytes, more than this file archive reads back (${limit}); ` +
+        `archive it to PostgreSQL, or raise FileArchive's maxDecompressedBytes`,
+      { code: "archive_copy_too_large" },
+    );
+    this.session = session;
+  }
+}

@@ -3,7 +3,7 @@
 // summary and digest), then one envelope per line exactly as JSON.stringify wrote it. A copy is
 // written to a temporary file, flushed to disk and renamed over the old one, so a reader or a crash
 // sees the old copy or the new one, never part of one.
-import { isAscii, isUtf8 } from "node:buffer";
+import { constants, isAscii, isUtf8 } from "node:buffer";
 import { randomBytes } from "node:crypto";
 import {
   closeSync,
@@ -42,7 +42,7 @@ import {
   StoredLines,
 } from "./check.ts";
 import { claimedSeq, extendsDigest, joinedLinesDigest, sameDigest } from "./digest.ts";
-import { ArchiveConflictError, ArchiveCorruptError } from "./errors.ts";
+import { ArchiveConflictError, ArchiveCopyTooLargeError, ArchiveCorruptError } from "./errors.ts";
 import { byRecentActivity, lastActiveMs, listingBounds } from "./listing.ts";
 
 export const FILE_SUFFIX = ".jsonl.gz";
@@ -124,7 +124,9 @@ export class FileArchive implements Archive {
       summary: copy.summary,
       digest: copy.digest,
     };
-    const temp = await this.#writeTemp(session, [JSON.stringify(header), ...lines]);
+    const fileLines = [JSON.stringify(header), ...lines];
+    this.#refuseUnreadable(session, fileLines);
+    const temp = await this.#writeTemp(session, fileLines);
     try {
       await this.#beforeRename?.(temp);
       if (stored === undefined) await this.#createFrom(temp, copy);
@@ -133,6 +135,14 @@ export class FileArchive implements Archive {
     } finally {
       await unlink(temp).catch(() => undefined);
     }
+  }
+
+  /** A copy is written only if a read can take it back whole (a file, then a string, each capped). */
+  #refuseUnreadable(session: string, lines: readonly string[]): void {
+    const limit = Math.min(this.#maxDecompressedBytes, constants.MAX_STRING_LENGTH);
+    let bytes = 0;
+    for (const line of lines) bytes += Buffer.byteLength(line) + 1;
+    if (bytes > limit) throw new ArchiveCopyTooLargeError(session, bytes, limit);
   }
 
   async digest(session: string): Promise<LogDigest | undefined> {

@@ -16,6 +16,7 @@ export { summarize, summaryOfState } from "./summary.ts";
 export { FileArchive, FILE_SUFFIX, type FileArchiveOptions } from "./file.ts";
 export {
   ArchiveConflictError,
+  ArchiveCopyTooLargeError,
   ArchiveCorruptError,
   InvalidArchiveListingError,
   InvalidArchiveUrlError,

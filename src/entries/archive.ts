@@ -5,6 +5,7 @@
 export {
   archiveRestorer,
   ArchiveConflictError,
+  ArchiveCopyTooLargeError,
   ArchiveCorruptError,
   FileArchive,
   InvalidArchiveUrlError,

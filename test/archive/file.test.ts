@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
 import {
   ArchiveConflictError,
+  ArchiveCopyTooLargeError,
   ArchiveCorruptError,
   FileArchive,
   InvalidSessionCopyError,
@@ -37,6 +38,11 @@ before(async () => {
   events = await loggedEvents("today-session", session);
 });
 after(() => rmSync(root, { recursive: true, force: true }));
+
+/** The bytes of a copy's event lines as the file holds them decompressed (each line and its newline). */
+function copyBytes(copy: ReturnType<typeof copyOf>): number {
+  return copy.events.reduce((sum, event) => sum + Buffer.byteLength(JSON.stringify(event)) + 1, 0);
+}
 
 function freshArchive(options = {}): FileArchive {
   return new FileArchive(mkdtempSync(join(root, "dir-")), options);
@@ -288,6 +294,22 @@ describe("FileArchive", () => {
       writeFileSync(fileOf(archive), "plain text");
       await assert.rejects(archive.summary(session), ArchiveCorruptError);
       await assert.rejects(archive.record(session), ArchiveCorruptError);
+    });
+
+    it("a copy larger than a read could take back is refused before anything is written", async () => {
+      const copy = copyOf(session, events);
+      // The events alone already exceed the cap; the header line comes on top.
+      const cap = copyBytes(copy) - 1;
+      const archive = freshArchive({ maxDecompressedBytes: cap });
+      await assert.rejects(archive.put(copy), (err: unknown) => {
+        assert.ok(err instanceof ArchiveCopyTooLargeError, String(err));
+        assert.match(err.message, new RegExp(`more than this file archive reads back \\(${cap}\\)`));
+        return true;
+      });
+      assert.equal(await archive.digest(session), undefined, "nothing was written");
+      const roomy = freshArchive({ maxDecompressedBytes: cap + 64 * 1024 });
+      await roomy.put(copy);
+      assert.equal((await readTexts(roomy.read(session))).length, events.length, "what fits reads back");
     });
 
     it("a gzip bomb (a small file that expands past the cap) is refused, never decompressed whole", async () => {
