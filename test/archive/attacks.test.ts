@@ -407,32 +407,25 @@ describe("attacks on the archive", () => {
       lines[0] = JSON.stringify(header);
     });
     const history = new SessionHistory(log, files);
+    // A recording from the archive reruns only in the default mode, like an imported one.
+    const refusedBypass = () =>
+      assert.rejects(
+        rerunSession({
+          redis,
+          logPrefix: space.logPrefix,
+          history,
+          session,
+          cwd: space.workspace("rerun"),
+          permissionMode: "bypassPermissions",
+        }),
+        (err: Error) => err instanceof RecordingRefusedError && /came from the archive/.test(err.message),
+      );
     assert.equal(await history.importedAt(session), undefined);
-    await assert.rejects(
-      rerunSession({
-        redis,
-        logPrefix: space.logPrefix,
-        history,
-        session,
-        cwd: space.workspace("rerun"),
-        permissionMode: "bypassPermissions",
-      }),
-      (err: Error) => err instanceof RecordingRefusedError && /came from the archive/.test(err.message),
-    );
+    await refusedBypass();
     // Restored into Redis first (an enqueue to it would do so), the mark is still not taken from the archive.
     assert.equal(await restoreSession(log, redis, files, session), "restored");
     assert.equal(await history.importedAt(session), undefined);
     assert.ok(await history.restoredAt(session));
-    await assert.rejects(
-      rerunSession({
-        redis,
-        logPrefix: space.logPrefix,
-        history,
-        session,
-        cwd: space.workspace("rerun"),
-        permissionMode: "bypassPermissions",
-      }),
-      (err: Error) => err instanceof RecordingRefusedError && /came from the archive/.test(err.message),
-    );
+    await refusedBypass();
   });
 });
