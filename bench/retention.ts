@@ -24,6 +24,7 @@ import { createEventLog, type Envelope, type EventInput, type RedisClient } from
 import { replaySession } from "../src/projector/index.ts";
 import { closeTurnQueue, createTurnQueue } from "../src/queue/index.ts";
 import { benchRedis } from "./_redis.ts";
+import { median } from "./_stats.ts";
 
 const { values } = parseArgs({
   options: {
@@ -138,7 +139,7 @@ async function replayMs(history: SessionHistory, session: string, runs: number):
     times.push(performance.now() - started);
     if (state.lastSeq !== recorded.length) throw new Error(`replay folded ${state.lastSeq} events`);
   }
-  return times.sort((left, right) => left - right)[Math.floor(runs / 2)]!;
+  return median(times);
 }
 
 // The archive first: a refused --archive starts nothing that would need stopping.
