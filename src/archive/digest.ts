@@ -3,7 +3,8 @@
 // store recomputes it from the text it holds, so any edit of a stored line changes the digest.
 import { createHash, type Hash } from "node:crypto";
 import type { Envelope } from "../log/index.ts";
-import type { LogDigest } from "./archive.ts";
+import type { LogDigest, SessionCopy } from "./archive.ts";
+import { ArchiveConflictError } from "./errors.ts";
 
 /** The text an envelope is archived and digested as. */
 export function envelopeLine(envelope: Envelope): string {
@@ -56,6 +57,29 @@ export function logDigest(events: Iterable<Envelope>): LogDigest {
   const builder = new DigestBuilder();
   for (const envelope of sorted) builder.add(envelopeLine(envelope), envelope.seq);
   return builder.digest();
+}
+
+/** A digest as messages show it. */
+export function describeDigest(digest: LogDigest): string {
+  return `${digest.count} events to seq ${digest.lastSeq}, sha256 ${digest.sha256.slice(0, 12)}…`;
+}
+
+/** A copy refused because the store holds a different history of its session (or, mid-race, none). */
+export function putConflict(session: string, stored: LogDigest | undefined, given: LogDigest): ArchiveConflictError {
+  const held = stored === undefined ? "nothing" : describeDigest(stored);
+  return new ArchiveConflictError(session, `stored: ${held}; given: ${describeDigest(given)}`);
+}
+
+/**
+ * Whether a put of `copy` writes, given the digest the store holds: a new session's copy or one that
+ * extends the stored history (the session went on after a restore) is written, the same copy again
+ * is a no-op, any other history is refused (ArchiveConflictError). The one rule both stores keep.
+ */
+export function putWrites(stored: LogDigest | undefined, copy: SessionCopy): boolean {
+  if (stored === undefined) return true;
+  if (sameDigest(stored, copy.digest)) return false;
+  if (extendsDigest(copy.events, stored)) return true;
+  throw putConflict(copy.session, stored, copy.digest);
 }
 
 export function sameDigest(left: LogDigest, right: LogDigest): boolean {

@@ -41,8 +41,8 @@ import {
   storedValue,
   StoredLines,
 } from "./check.ts";
-import { claimedSeq, extendsDigest, joinedLinesDigest, sameDigest } from "./digest.ts";
-import { ArchiveConflictError, ArchiveCopyTooLargeError, ArchiveCorruptError } from "./errors.ts";
+import { claimedSeq, describeDigest, joinedLinesDigest, putConflict, putWrites, sameDigest } from "./digest.ts";
+import { ArchiveCopyTooLargeError, ArchiveCorruptError } from "./errors.ts";
 import { byRecentActivity, lastActiveMs, listingBounds } from "./listing.ts";
 
 export const FILE_SUFFIX = ".jsonl.gz";
@@ -113,10 +113,7 @@ export class FileArchive implements Archive {
     const lines = copyLines(copy);
     const session = copy.session;
     const stored = await this.digest(session);
-    if (stored !== undefined) {
-      if (sameDigest(stored, copy.digest)) return;
-      if (!extendsDigest(copy.events, stored)) throw conflict(session, stored, copy.digest);
-    }
+    if (!putWrites(stored, copy)) return;
     const header: FileHeader = {
       turnstreamArchive: 1,
       session,
@@ -168,7 +165,7 @@ export class FileArchive implements Archive {
       throw new ArchiveCorruptError(
         path,
         undefined,
-        `its events digest to ${show(found)}, its header says ${show(header.digest)}`,
+        `its events digest to ${describeDigest(found)}, its header says ${describeDigest(header.digest)}`,
       );
     const from = options.fromSeq ?? 1;
     const to = options.toSeq ?? Number.POSITIVE_INFINITY;
@@ -279,7 +276,7 @@ export class FileArchive implements Archive {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       const stored = await this.digest(copy.session);
       if (stored === undefined || !sameDigest(stored, copy.digest))
-        throw conflict(copy.session, stored ?? { count: 0, lastSeq: 0, sha256: "" }, copy.digest);
+        throw putConflict(copy.session, stored, copy.digest);
     }
   }
 
@@ -292,14 +289,6 @@ export class FileArchive implements Archive {
       if (info !== undefined && now - info.mtimeMs > STALE_TEMP_MS) await unlink(path).catch(() => undefined);
     }
   }
-}
-
-function conflict(session: string, stored: LogDigest, given: LogDigest): ArchiveConflictError {
-  return new ArchiveConflictError(session, `stored: ${show(stored)}; given: ${show(given)}`);
-}
-
-function show(digest: LogDigest): string {
-  return `${digest.count} events to seq ${digest.lastSeq}, sha256 ${digest.sha256.slice(0, 12)}…`;
 }
 
 /** The header line's text, checked: the archive's format, this session's. */

@@ -26,8 +26,8 @@ import {
   StoredLines,
 } from "./check.ts";
 import { decisionRows, timestampOf, toolCallRows } from "./derive.ts";
-import { claimedSeq, DigestBuilder, extendsDigest, sameDigest } from "./digest.ts";
-import { ArchiveConflictError, ArchiveCorruptError, InvalidArchiveUrlError } from "./errors.ts";
+import { claimedSeq, describeDigest, DigestBuilder, putWrites, sameDigest } from "./digest.ts";
+import { ArchiveCorruptError, InvalidArchiveUrlError } from "./errors.ts";
 import { listingBounds } from "./listing.ts";
 
 export const DEFAULT_SCHEMA = "public";
@@ -249,12 +249,7 @@ export class PostgresArchive implements Archive {
         LOCK_CLASS,
         `put:${this.schema}:${session}`,
       ]);
-      const stored = await this.#digestWith(client, session);
-      if (stored !== undefined) {
-        if (sameDigest(stored, copy.digest)) return;
-        if (!extendsDigest(copy.events, stored))
-          throw new ArchiveConflictError(session, `stored: ${show(stored)}; given: ${show(copy.digest)}`);
-      }
+      if (!putWrites(await this.#digestWith(client, session), copy)) return;
       await this.#writeSummary(client, copy.summary, { state: copy.state, digest: copy.digest });
       for (const table of ["events", "tool_calls", "decisions"])
         await client.query(`DELETE FROM ${this.#table(table)} WHERE session = $1`, [session]);
@@ -310,11 +305,11 @@ export class PostgresArchive implements Archive {
     const found = builder.digest();
     const recorded = recordedDigest(rows[0]!);
     if (recorded === undefined || !sameDigest(found, recorded)) {
-      const said = recorded === undefined ? "nothing" : show(recorded);
+      const said = recorded === undefined ? "nothing" : describeDigest(recorded);
       throw new ArchiveCorruptError(
         where,
         undefined,
-        `its events digest to ${show(found)}, the session row says ${said}`,
+        `its events digest to ${describeDigest(found)}, the session row says ${said}`,
       );
     }
     const from = options.fromSeq ?? 1;
@@ -626,10 +621,6 @@ export class PostgresArchive implements Archive {
 
 /** The failing statement reports the error; the event is only the socket saying it too. */
 function ignoreSocketError(): void {}
-
-function show(digest: LogDigest): string {
-  return `${digest.count} events to seq ${digest.lastSeq}, sha256 ${digest.sha256.slice(0, 12)}…`;
-}
 
 function recordedDigest(row: RecordedDigestColumns): LogDigest | undefined {
   if (row.digest_count === null || row.digest_last_seq === null || row.digest_sha256 === null) return undefined;

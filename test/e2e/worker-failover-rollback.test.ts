@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Redis } from "ioredis";
-import { connectRedis, createEventLog, type Envelope } from "../../src/log/index.ts";
+import { connectRedis, createEventLog } from "../../src/log/index.ts";
 import { createProducer } from "../../src/queue/index.ts";
 import { startTurnWorker } from "../../src/worker/index.ts";
 import { startModelServer } from "../../src/testing/index.ts";
