@@ -1,5 +1,6 @@
 // What the archive tests share: real-looking logs (a recorded fixture loaded through a real EventLog
 // on Redis and read back, so envelopes are exactly what the log gives) and copies built from them.
+import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { logDigest, summarize, type Archive, type SessionCopy, type SessionState } from "../../src/archive/index.ts";
@@ -61,6 +62,22 @@ export async function readTexts(source: AsyncIterable<Envelope>): Promise<string
   const texts: string[] = [];
   for await (const envelope of source) texts.push(JSON.stringify(envelope));
   return texts;
+}
+
+/**
+ * What every store promises of a copy it holds: the events read back byte for byte, the digest
+ * recomputed from what it holds, the state, the summary and the record as put.
+ */
+export async function assertHoldsCopy(archive: Archive, copy: SessionCopy): Promise<void> {
+  const { session, events } = copy;
+  assert.deepEqual(
+    await readTexts(archive.read(session)),
+    events.map((event) => JSON.stringify(event)),
+  );
+  assert.deepEqual(await archive.digest(session), logDigest(events));
+  assert.deepEqual(await archive.state(session), copy.state);
+  assert.deepEqual(await archive.summary(session), summarize(session, events));
+  assert.deepEqual(await archive.record(session), { state: copy.state, summary: summarize(session, events) });
 }
 
 /** Every key matching the patterns (SCAN), sorted. */

@@ -23,10 +23,9 @@ import {
   FileArchive,
   InvalidSessionCopyError,
   logDigest,
-  summarize,
 } from "../../src/archive/index.ts";
 import { InvalidSessionIdError, type Envelope } from "../../src/log/index.ts";
-import { copyOf, loggedEvents, readTexts, uniqueId } from "./_support.ts";
+import { assertHoldsCopy, copyOf, loggedEvents, readTexts, uniqueId } from "./_support.ts";
 
 let root: string;
 let session: string;
@@ -76,14 +75,7 @@ describe("FileArchive", () => {
     assert.deepEqual((await archive.migrate()).applied, []);
     const copy = copyOf(session, events);
     await archive.put(copy);
-    assert.deepEqual(
-      await readTexts(archive.read(session)),
-      events.map((event) => JSON.stringify(event)),
-    );
-    assert.deepEqual(await archive.digest(session), logDigest(events));
-    assert.deepEqual(await archive.state(session), copy.state);
-    assert.deepEqual(await archive.summary(session), summarize(session, events));
-    assert.deepEqual(await archive.record(session), { state: copy.state, summary: summarize(session, events) });
+    await assertHoldsCopy(archive, copy);
     const header = JSON.parse(
       gunzipSync(readFileSync(fileOf(archive)))
         .toString("utf8")
