@@ -52,6 +52,7 @@ export {
   indexKey,
   isValidSessionId,
   sessionKeys,
+  sessionTag,
 } from "./keys.ts";
 export type { SessionKeys } from "./keys.ts";
 export { connectRedis, DEFAULT_REDIS_URL, isCluster } from "./redis.ts";

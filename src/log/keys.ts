@@ -29,9 +29,17 @@ export interface SessionKeys {
   blob(sha256: string): string;
 }
 
-export function sessionKeys(prefix: string, session: string): SessionKeys {
+/**
+ * What every key of one session starts with, `<prefix>{s:<id>}`: the hash tag that puts the log, the
+ * queue's order keys and the read models of a session in one Redis Cluster slot.
+ */
+export function sessionTag(prefix: string, session: string): string {
   assertSessionId(session);
-  const tag = `${prefix}{s:${session}}`;
+  return `${prefix}{s:${session}}`;
+}
+
+export function sessionKeys(prefix: string, session: string): SessionKeys {
+  const tag = sessionTag(prefix, session);
   return {
     events: `${tag}:events`,
     meta: `${tag}:meta`,

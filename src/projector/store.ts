@@ -6,7 +6,7 @@
 // not the whole history: a long session's commits stay proportional to what changed.
 import type { RedisClient } from "../log/index.ts";
 import { DEFAULT_PREFIX } from "../kernel/index.ts";
-import { sessionKeys } from "../log/index.ts";
+import { sessionKeys, sessionTag } from "../log/index.ts";
 import { luaScript, scriptCommand } from "../log/index.ts";
 import {
   STATE_VERSION,
@@ -28,10 +28,9 @@ export interface ProjectionKeys {
 }
 
 export function projectionKeys(prefix: string, session: string, version: number): ProjectionKeys {
-  const logKeys = sessionKeys(prefix, session); // validates the id
-  const tag = logKeys.meta.slice(0, -":meta".length);
+  const tag = sessionTag(prefix, session);
   const modelOf = (v: number): string => `${tag}:proj:v${v}:model`;
-  return { model: modelOf(version), pointer: `${tag}:proj:ptr`, logMeta: logKeys.meta, modelOf };
+  return { model: modelOf(version), pointer: `${tag}:proj:ptr`, logMeta: sessionKeys(prefix, session).meta, modelOf };
 }
 
 interface TurnPart {

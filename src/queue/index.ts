@@ -58,4 +58,4 @@ export { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, orderKeys,
 export { bullConnection, reportBullErrors } from "./connection.ts";
 export { readWaitingTurns, type WaitingSource, type WaitingTurns } from "./waiting.ts";
 export { jobRow, QUEUE_STATES, type JobRow } from "./jobs.ts";
-export { restoringKey, retireSession, sessionKeyNames, type RetireExpectation, type RetireOutcome } from "./retire.ts";
+export { restoringKey, retireSession, type RetireExpectation, type RetireOutcome } from "./retire.ts";

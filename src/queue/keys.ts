@@ -2,7 +2,7 @@
 // so its multi-key scripts work on Redis Cluster; the per-session ordering keys carry the session's
 // own tag `{s:<id>}`, the same slot as the session's event log, so one script can check order and
 // lease together.
-import { assertSessionId } from "../log/index.ts";
+import { sessionTag } from "../log/index.ts";
 
 export const DEFAULT_QUEUE_NAME = "turns";
 export const DEFAULT_QUEUE_PREFIX = "{turnstream}";
@@ -36,8 +36,7 @@ export interface OrderKeys {
 }
 
 export function orderKeys(logPrefix: string, session: string): OrderKeys {
-  assertSessionId(session);
-  const tag = `${logPrefix}{s:${session}}`;
+  const tag = sessionTag(logPrefix, session);
   return {
     turns: `${tag}:turns`,
     registered: `${tag}:registered`,

@@ -2,7 +2,7 @@
 // The queue owns the script because it alone knows both key families it checks: the log's meta and
 // the session's order (pending turns, lease, registered ids). What else goes with the session (read
 // models) the caller names.
-import { luaScript, scriptCommand, sessionKeys, type RedisClient } from "../log/index.ts";
+import { luaScript, scriptCommand, sessionKeys, sessionTag, type RedisClient } from "../log/index.ts";
 import { orderKeys } from "./keys.ts";
 
 const RETIRE = luaScript("turnstreamQueueRetire", 11, new URL("./lua/retire.lua", import.meta.url));
@@ -20,14 +20,7 @@ export interface RetireExpectation {
 
 /** The key a restore holds while it writes a session back; the retire script refuses while it exists. */
 export function restoringKey(logPrefix: string, session: string): string {
-  return `${sessionKeys(logPrefix, session).meta.slice(0, -":meta".length)}:restoring`;
-}
-
-/** Every key the log and the queue keep for one session (blob keys aside: `:blobs` names them). */
-export function sessionKeyNames(logPrefix: string, session: string): string[] {
-  const log = sessionKeys(logPrefix, session);
-  const order = orderKeys(logPrefix, session);
-  return [log.events, log.meta, log.blobs, ...Object.values(order)];
+  return `${sessionTag(logPrefix, session)}:restoring`;
 }
 
 /** Deletes the session's keys unless it changed since `expect` was taken; says what it found. */
@@ -40,7 +33,7 @@ export async function retireSession(
   const log = sessionKeys(logPrefix, session);
   const order = orderKeys(logPrefix, session);
   const alsoDelete = expect.alsoDelete ?? [];
-  const tag = log.meta.slice(0, -"meta".length);
+  const tag = `${sessionTag(logPrefix, session)}:`;
   for (const key of alsoDelete)
     if (!key.startsWith(tag)) throw new Error(`retire: ${key} is not a key of session ${session}`);
   const keys = [
