@@ -41,6 +41,11 @@ export class SessionHistory implements HistoryReader {
     return { redis, archived: await this.archive.record(session) };
   }
 
+  /** Whether Redis holds the session (its meta): one EXISTS, where the rest of a stat is not needed. */
+  async #inRedis(session: string): Promise<boolean> {
+    return (await this.log.redis.exists(this.log.keys(session).meta)) === 1;
+  }
+
   /** Where the session is read from: Redis, the archive, or nowhere (undefined). */
   async home(session: string): Promise<SessionHome | undefined> {
     const redis = await this.log.stat(session);
@@ -139,7 +144,7 @@ export class SessionHistory implements HistoryReader {
    * session a command reads whole.
    */
   async #archivedEvents(session: string, options: ReadOptions): Promise<Envelope[] | undefined> {
-    if (this.archive === undefined || (await this.log.stat(session)).exists) return undefined;
+    if (this.archive === undefined || (await this.#inRedis(session))) return undefined;
     const from = options.fromSeq ?? 1;
     const to = options.toSeq ?? Number.POSITIVE_INFINITY;
     const wanted: Envelope[] = [];
