@@ -91,7 +91,8 @@ export async function projectorArchiveWork(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<ProjectorAttachments> {
   const everyMs = retentionIntervalMs(env);
-  const olderThanMs = everyMs === undefined ? undefined : retentionAgeMs(undefined, env);
+  // Both settings are read before the archive is opened, so a malformed one stops the process first.
+  const schedule = everyMs === undefined ? undefined : { everyMs, olderThanMs: retentionAgeMs(undefined, env) };
   const archive = await openArchiveOf(undefined, env);
   if (archive === undefined) {
     if (everyMs !== undefined)
@@ -103,7 +104,7 @@ export async function projectorArchiveWork(
   }
   return {
     onCaughtUp: (session, state) => archive.upsertSummary(summaryOfState(session, state)),
-    periodic: olderThanMs === undefined ? [] : [retentionTask(redis, logPrefix, archive, everyMs!, olderThanMs, env)],
+    periodic: schedule === undefined ? [] : [retentionTask(redis, logPrefix, archive, schedule, env)],
     close: () => archive.close(),
   };
 }
@@ -113,8 +114,7 @@ function retentionTask(
   redis: RedisClient,
   logPrefix: string,
   archive: Archive,
-  everyMs: number,
-  olderThanMs: number,
+  { everyMs, olderThanMs }: { everyMs: number; olderThanMs: number },
   env: NodeJS.ProcessEnv,
 ): PeriodicTask {
   const { queuePrefix, queueName } = queueConfigFromEnv(env);
