@@ -89,7 +89,7 @@ async function failoverTurn(testContext: TestContext, durability: string): Promi
     await waitUntil(
       async () => (await rig.primaryAddress()) === `127.0.0.1:${rig.replica.port}`,
       60000,
-      "Sentinel to promote the replica",
+      "every sentinel to name the promoted replica",
     );
     testContext.diagnostic(
       `${durability}: primary ${before} killed at seq ${primaryHead} (replica at ${replicaHead}); promoted ${rig.replica.port}`,

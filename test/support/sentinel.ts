@@ -16,7 +16,11 @@ export interface SentinelRig {
   sentinelPorts: number[];
   /** `redis-sentinel://127.0.0.1:p1,…/mymaster`, for REDIS_URL. */
   url: string;
-  /** The primary's address as the sentinels name it now. */
+  /**
+   * The primary's address as every sentinel names it now; while they disagree (a failover still
+   * spreading), each one's answer. Restarting the old primary before all of them know of the
+   * failover lets one that does not turn the promoted replica back into its replica, emptying it.
+   */
   primaryAddress(): Promise<string>;
   dispose(): Promise<void>;
 }
@@ -83,22 +87,25 @@ export async function startSentinelRig(primaryArgs: string[] = []): Promise<Sent
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
     throw err;
   }
-  const asker = clients[1]!;
-  for (const client of clients) if (client !== asker) client.disconnect();
+  const [replicaClient, ...sentinels] = clients;
+  replicaClient!.disconnect();
   return {
     primary,
     replica,
     sentinelPorts: ports,
     url: `redis-sentinel://${ports.map((p) => `127.0.0.1:${p}`).join(",")}/${SENTINEL_PRIMARY_NAME}`,
     async primaryAddress() {
-      const [host, port] = (await asker.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_PRIMARY_NAME)) as [
-        string,
-        string,
-      ];
-      return `${host}:${port}`;
+      const named = await Promise.all(
+        sentinels.map(async (sentinel) => {
+          const answer = await sentinel.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_PRIMARY_NAME);
+          const [host, port] = answer as [string, string];
+          return `${host}:${port}`;
+        }),
+      );
+      return new Set(named).size === 1 ? named[0]! : `disagreeing: ${named.join(", ")}`;
     },
     async dispose() {
-      asker.disconnect();
+      for (const sentinel of sentinels) sentinel.disconnect();
       const exits = procs.map((p) =>
         p.exitCode !== null ? Promise.resolve() : new Promise((resolve) => p.once("exit", resolve)),
       );
