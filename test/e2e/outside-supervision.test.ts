@@ -120,8 +120,13 @@ test("control: in a trusted workspace a built-in command's `!` line runs git (an
   const ws = mkdtempSync(join(tmpdir(), "ts-outside-ws-"));
   try {
     plantWorkspace(ws, rig);
-    await turn(ws, "/security-review", [], { trustWorkspace: true });
-    assert.ok(rig.ran().includes("fsmonitor"), `the rig catches git run by the command (ran: ${rig.ran().join(", ")})`);
+    const out = await turn(ws, "/security-review", [], { trustWorkspace: true });
+    // The CLI's last lines say how the turn ended when the rig caught nothing.
+    const ending = out.split("\n").slice(-3).join("\n").slice(-1500);
+    assert.ok(
+      rig.ran().includes("fsmonitor"),
+      `the rig catches git run by the command (ran: ${rig.ran().join(", ")})\n${ending}`,
+    );
     rmSync(rig.marks, { recursive: true });
     mkdirSync(rig.marks);
     // The model can load a skill itself (the Skill tool needs no decision), and its `!` line runs.
