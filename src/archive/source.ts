@@ -71,6 +71,7 @@ export class SessionHistory implements HistoryReader {
       length: lastSeq,
       turn: meta["turn"],
       attempt: wholeNumber(meta["attempt"]),
+      parkedTurn: undefined,
       state: meta["state"],
       lastBatch: undefined,
       expiresInMs: undefined,

@@ -95,5 +95,7 @@ function answer(text, nonce) {
   }
   if (reply.decision === "allow") return finish("allow", reply.reason);
   if (reply.decision === "deny") return finish("deny", reply.reason);
+  // No operator answered in time: the CLI ends its run and the turn parks until one does.
+  if (reply.decision === "defer") return finish("defer", reply.reason);
   return deny("the decision hub's reply had no decision");
 }

@@ -16,6 +16,7 @@ import { HubClosedError, OperatorKeysMissingError } from "./errors.ts";
 import { decisionMadeData, type Decision, type DecisionMade, type DecisionRequested } from "../events/index.ts";
 import {
   hookInputSchema,
+  inputDigestOf,
   riskClassOf,
   SHELL_TOOLS,
   scrubReport,
@@ -28,8 +29,10 @@ import { parseOperatorKeys, type OperatorKeyring } from "./operator-keys.ts";
 import { dropPending, hubKey, putPending, type PendingEntry } from "./pending.ts";
 import { evaluateRules, RuleStore, subjectOf, type TrustRule } from "./rules.ts";
 import { requestDigest, verifyDecision, verifyRule } from "./signing.ts";
+import { readParkedRequest, type DeferredCall, type ParkedCall } from "./parked.ts";
 
 export const DEFAULT_DECISION_TIMEOUT_MS = 300_000;
+export const DEFAULT_ANSWER_WINDOW_MS = 5000;
 const MAX_BODY = 16 * 1024 * 1024;
 const NONCE = /^[A-Za-z0-9_-]{16,128}$/;
 
@@ -46,6 +49,11 @@ export interface DecisionHubOptions {
   scrubber?: TextScrubber | undefined;
   /** How long a request waits for an operator before it is denied (default 300 s). */
   timeoutMs?: number | undefined;
+  /**
+   * How long a call of a turn that may park waits for an operator before the hub answers `defer` and
+   * the turn parks (default 5 s). Calls that cannot park wait `timeoutMs` as before.
+   */
+  answerWindowMs?: number | undefined;
   /** Heartbeat period; the hub counts as gone (its requests abandoned) after 3 missed beats. Default 5 s. */
   heartbeatMs?: number | undefined;
   /**
@@ -62,10 +70,19 @@ export interface RunContext {
   epoch: number;
   /** Relative file globs in rules are matched against paths relative to this directory. */
   cwd?: string | undefined;
+  /**
+   * The turn may park: a call no rule decides and no operator answers within the answer window is
+   * deferred (the CLI ends its run) and denied unless decided within `deadlineMs`.
+   */
+  park?: { deadlineMs: number } | undefined;
+  /** The run resumes a parked turn: the first call the CLI asks about is answered from this record. */
+  resume?: ParkedCall | undefined;
 }
 
 export interface RunRegistration {
   readonly token: string;
+  /** The call this run's hook deferred, once it did: the run's CLI ends and the turn parks on it. */
+  deferred(): DeferredCall | undefined;
   unregister(): void;
 }
 
@@ -76,6 +93,11 @@ export interface DecisionHub {
   readonly timeoutMs: number;
   /** A bearer token for one supervised run (prepareSupervisedRun does this for you). */
   registerRun(run: RunContext): RunRegistration;
+  /**
+   * Whether a parked call is answered yet (a verified operator decision, a trust rule, or its
+   * deadline): a worker resumes the turn only then. Records nothing.
+   */
+  parkedAnswered(run: RunContext, parked: ParkedCall): Promise<boolean>;
   /** Requests waiting for an operator right now. */
   waiting(): number;
   /** Denies whatever is still waiting (recorded as decided by the hub), stops the server. */
@@ -83,9 +105,16 @@ export interface DecisionHub {
 }
 
 interface Verdict {
-  decision: Decision;
+  decision: Decision | "defer";
   reason: string;
   requestId?: string;
+}
+
+/** A registered run and what happened in it so far. */
+interface RegisteredRun extends RunContext {
+  /** Set once the resumed call was asked about: the run's later calls are ordinary requests. */
+  resumeAsked: boolean;
+  deferred: DeferredCall | undefined;
 }
 
 const digest = (token: string): string => createHash("sha256").update(token).digest("hex");
@@ -95,6 +124,9 @@ function keyringOf(keys: DecisionHubOptions["operatorKeys"]): OperatorKeyring {
   if (ring === undefined || ring.size === 0) throw new OperatorKeysMissingError();
   return ring;
 }
+
+const unsafeReason = (unsafe: string): string =>
+  `${unsafe}: an operator could be shown something other than what would run; ask without control characters`;
 
 /** The call as operators are shown it: scrubbed summary and subject, and what scrubbing took out. */
 function shownCall(
@@ -116,6 +148,7 @@ interface HubSettings {
   logger: Logger;
   scrubber: TextScrubber | undefined;
   timeoutMs: number;
+  answerWindowMs: number;
   hubId: string;
   keyring: OperatorKeyring;
 }
@@ -141,10 +174,24 @@ class Decider {
     this.#closing = closing;
   }
 
-  async decide(run: RunContext, input: HookInput, nonce: string): Promise<Verdict> {
+  async decide(run: RegisteredRun, input: HookInput, nonce: string): Promise<Verdict> {
+    // The CLI of a resumed parked turn asks about the deferred call first, and only once.
+    if (run.resume !== undefined && !run.resumeAsked) {
+      run.resumeAsked = true;
+      return this.#answerResumed(run, run.resume, input, nonce);
+    }
     const now = Date.now();
     const unsafe = unsafeShownField(input.tool_name, input.tool_input);
-    const requested = this.#requestOf(input, nonce, now, unsafe !== undefined);
+    const requested = this.#requestOf(run, input, nonce, now, unsafe !== undefined);
+    const recorded = await this.#record(run, requested);
+    if (typeof recorded !== "number") return recorded;
+    if (unsafe !== undefined) return this.#denyAtOnce(run, requested, unsafeReason(unsafe));
+    const byRule = await this.#byRule(run, input, requested.requestId);
+    return byRule ?? (await this.#byOperator(run, requested, recorded, now, this.#description(input)));
+  }
+
+  /** Appends the request (fenced with the attempt's epoch): its seq, or the deny when it cannot be recorded. */
+  async #record(run: RunContext, requested: DecisionRequested): Promise<number | Verdict> {
     const request = [{ turn: run.turn, attempt: run.attempt, kind: "decision.requested", data: requested }];
     const appended = await this.#s.log.append(run.session, run.epoch, request, {
       ackedSeq: this.#acked.get(run.session),
@@ -152,13 +199,72 @@ class Decider {
     // A log that lost what the hub had recorded in it (rolled_back) cannot take requests either.
     if (appended.outcome === "rolled_back") this.#acked.forget(run.session);
     else this.#acked.settle(run.session, appended);
-    if (appended.outcome !== "appended") {
-      const reason = `turnstream: denied because this attempt can no longer record requests (${appended.outcome})`;
-      return { decision: "deny", reason, requestId: requested.requestId };
+    if (appended.outcome === "appended") return appended.lastSeq;
+    const reason = `turnstream: denied because this attempt can no longer record requests (${appended.outcome})`;
+    return { decision: "deny", reason, requestId: requested.requestId };
+  }
+
+  /**
+   * The re-asked call of a resumed parked turn. It must be the deferred call exactly (tool-use id and
+   * input digest, as recorded and signed): the CLI reads it back from a session file that was out of
+   * the worker's hands, so anything else is recorded as its own request and denied. The request's
+   * first verified operator decision answers; else a trust rule; else, past the deadline, a deny;
+   * else it parks again.
+   */
+  async #answerResumed(run: RegisteredRun, parked: ParkedCall, input: HookInput, nonce: string): Promise<Verdict> {
+    if (input.tool_use_id !== parked.toolUseId || inputDigestOf(input.tool_input) !== parked.inputDigest) {
+      const requested = this.#requestOf(run, input, nonce, Date.now(), true);
+      const recorded = await this.#record(run, requested);
+      if (typeof recorded !== "number") return recorded;
+      this.#s.logger.warn(
+        { session: run.session, requestId: parked.requestId, tool: input.tool_name },
+        "the resumed call is not the parked one; denied",
+      );
+      const why = `the resumed call is not the one request ${parked.requestId} asked about (its tool-use id or input differs)`;
+      return this.#denyAtOnce(run, requested, why);
     }
-    if (unsafe !== undefined) return this.#refuseUnshowable(run, requested, unsafe);
-    const byRule = await this.#byRule(run, input, requested.requestId);
-    return byRule ?? (await this.#byOperator(run, requested, appended.lastSeq, now, this.#description(input)));
+    const answer = await this.parkedAnswer(run, parked, input);
+    if (answer !== undefined) return answer;
+    run.deferred = { call: parked, entry: undefined };
+    return { decision: "defer", reason: "turnstream: still waiting for an operator", requestId: parked.requestId };
+  }
+
+  /**
+   * How a parked request stands now: its first verified operator decision, else a trust rule that
+   * decides the call (the re-asked `call`, else the call as recorded), else at the deadline a deny;
+   * undefined while it still waits. A rule's and the deadline's verdicts are recorded unless `call`
+   * is undefined (a worker asking whether to resume at all). The recorded request must name the parked
+   * call's tool-use id and digest, or it is denied.
+   */
+  async parkedAnswer(
+    run: RunContext,
+    parked: ParkedCall,
+    call?: Pick<HookInput, "tool_name" | "tool_input">,
+  ): Promise<Verdict | undefined> {
+    const record = call !== undefined;
+    const digestOf = (requested: DecisionRequested): string => requestDigest(run.session, requested);
+    const found = await readParkedRequest(this.#s.log, run.session, parked, (requested, made) => {
+      const why = this.#refusal(run, requested, digestOf(requested), made);
+      return why === undefined;
+    });
+    if (found === undefined) {
+      const reason = `request ${parked.requestId} is not recorded as the parked call`;
+      return { decision: "deny", reason: `turnstream: denied because ${reason}`, requestId: parked.requestId };
+    }
+    if (found.decided !== undefined) return this.#operatorVerdict(found.decided);
+    const byRule = await this.#byRule(run, call ?? found.call, parked.requestId, record);
+    if (byRule !== undefined) return byRule;
+    if (Date.parse(parked.deadline) > Date.now()) return undefined;
+    if (!record) return { decision: "deny", reason: "", requestId: parked.requestId };
+    return this.#denyUnanswered(run, found.requested, "deadline");
+  }
+
+  /** Whether a call of this run may park: the run may, the call has an id, and nothing in it was redacted. */
+  #parkable(run: RunContext, input: HookInput, redacted: boolean): boolean {
+    // A deferral inside a subagent is not one: the CLI drops the call and the subagent ends (FACTS.md).
+    const inSubagent = typeof (input as Record<string, unknown>)["agent_id"] === "string";
+    // The session file is scrubbed like the log: a redacted input would not come back as it was asked.
+    return run.park !== undefined && input.tool_use_id !== undefined && !inSubagent && !redacted;
   }
 
   /** The model's description of a call (scrubbed, clipped), shown apart from the command it describes. */
@@ -169,17 +275,10 @@ class Decider {
     return this.#s.scrubber === undefined ? clipped : this.#s.scrubber.scrub(clipped);
   }
 
-  /**
-   * A call whose shown fields carry control or bidi characters is never put to an operator nor matched
-   * by a rule: what they would read might not be what runs. Denied at once, recorded as the hub's.
-   */
-  async #refuseUnshowable(run: RunContext, requested: DecisionRequested, unsafe: string): Promise<Verdict> {
-    const reason = `${unsafe}: an operator could be shown something other than what would run; ask without control characters`;
+  /** A call the hub refuses before any rule or operator sees it: denied at once, recorded as the hub's. */
+  async #denyAtOnce(run: RunContext, requested: DecisionRequested, reason: string): Promise<Verdict> {
     const { requestId } = requested;
-    this.#s.logger.warn(
-      { session: run.session, requestId, tool: requested.tool },
-      "refused a tool call that cannot be shown safely",
-    );
+    this.#s.logger.warn({ session: run.session, requestId, tool: requested.tool, reason }, "refused a tool call");
     await this.#recordMade(run, {
       requestId,
       decision: "deny",
@@ -192,15 +291,17 @@ class Decider {
   }
 
   /**
-   * The `decision.requested` record of a call, expiring timeoutMs after `now`. A call refused for what it
-   * shows is recorded escaped and expired at once: it is never open for a decision.
+   * The `decision.requested` record of a call, expiring timeoutMs after `now` (a parkable call: at its
+   * deadline). A call refused at once is recorded escaped and expired: it is never open for a decision.
    */
-  #requestOf(input: HookInput, nonce: string, now: number, refused: boolean): DecisionRequested {
-    const { hubId, timeoutMs } = this.#s;
+  #requestOf(run: RunContext, input: HookInput, nonce: string, now: number, refused: boolean): DecisionRequested {
+    const { hubId } = this.#s;
     const raw = shownCall(input, this.#s.scrubber);
     const escape = (text: string | undefined): string | undefined =>
       text === undefined || !refused ? text : forTerminal(text, { multiline: true });
     const shown = { ...raw, input: escape(raw.input)!, subject: escape(raw.subject) };
+    const parkable = !refused && this.#parkable(run, input, raw.redacted !== undefined);
+    const timeoutMs = parkable ? run.park!.deadlineMs : this.#s.timeoutMs;
     return {
       requestId: `dr-${randomBytes(12).toString("base64url")}`,
       nonce,
@@ -214,15 +315,23 @@ class Decider {
       hubId,
       timeoutMs,
       expiresAt: new Date(refused ? now : now + timeoutMs).toISOString(),
+      inputDigest: inputDigestOf(input.tool_input),
+      parkable: parkable ? true : undefined,
     };
   }
 
   /** The first signed trust rule that applies decides at once (recorded as the rule's decision). */
-  async #byRule(run: RunContext, input: HookInput, requestId: string): Promise<Verdict | undefined> {
+  async #byRule(
+    run: RunContext,
+    input: Pick<HookInput, "tool_name" | "tool_input">,
+    requestId: string,
+    record = true,
+  ): Promise<Verdict | undefined> {
     // Matched against the raw input, never the scrubbed copy operators see. An empty cwd counts as none.
     const call = { tool: input.tool_name, input: input.tool_input, cwd: run.cwd || undefined };
     const verdict = evaluateRules(this.#trusted(await this.#rules.list()), call);
     if (verdict === undefined) return undefined;
+    if (!record) return { decision: verdict.effect, reason: "", requestId };
     const reason = `turnstream trust rule ${verdict.rule.pattern} (${verdict.effect}, added by ${verdict.rule.by})`;
     await this.#recordMade(run, {
       requestId,
@@ -255,7 +364,7 @@ class Decider {
    * Listed in the fleet's pending index while it waits for an operator; denied at the timeout or when the hub closes.
    */
   async #byOperator(
-    run: RunContext,
+    run: RegisteredRun,
     requested: DecisionRequested,
     seq: number,
     requestedAt: number,
@@ -263,17 +372,37 @@ class Decider {
   ): Promise<Verdict> {
     const { redis, prefix, logger } = this.#s;
     const { requestId } = requested;
-    await putPending(redis, prefix, { ...this.#pendingEntry(run, requested, seq, requestedAt), description });
+    const entry: PendingEntry = { ...this.#pendingEntry(run, requested, seq, requestedAt), description };
+    await putPending(redis, prefix, entry);
     this.waiting++;
     try {
-      const got = await this.#waitForOperator(run, seq, requested, requestedAt + this.#s.timeoutMs);
-      return typeof got === "string" ? await this.#denyUnanswered(run, requested, got) : this.#operatorVerdict(got);
+      const parkable = requested.parkable === true;
+      const waitMs = parkable ? this.#s.answerWindowMs : this.#s.timeoutMs;
+      const got = await this.#waitForOperator(run, seq, requested, requestedAt + waitMs);
+      if (typeof got !== "string") return this.#operatorVerdict(got);
+      if (got === "timeout" && parkable) return this.#defer(run, requested, seq, entry);
+      return await this.#denyUnanswered(run, requested, got);
     } finally {
       this.waiting--;
       await dropPending(redis, prefix, run.session, requestId).catch((err: unknown) =>
         logger.warn({ err: (err as Error).message, requestId }, "could not clean the pending index"),
       );
     }
+  }
+
+  /** No answer within the window: the hook answers defer, the CLI ends its run and the worker parks the turn. */
+  #defer(run: RegisteredRun, requested: DecisionRequested, seq: number, entry: PendingEntry): Verdict {
+    const { requestId } = requested;
+    const call: ParkedCall = {
+      requestId,
+      requestSeq: seq,
+      tool: requested.tool,
+      toolUseId: requested.toolUseId!,
+      inputDigest: requested.inputDigest!,
+      deadline: requested.expiresAt,
+    };
+    run.deferred = { call, entry };
+    return { decision: "defer", reason: "turnstream: waiting for an operator; the turn parks", requestId };
   }
 
   #pendingEntry(run: RunContext, requested: DecisionRequested, seq: number, requestedAt: number): PendingEntry {
@@ -375,12 +504,19 @@ class Decider {
   }
 
   /** No operator decided: deny, recorded as the hub's (a timeout is flagged for escalation). */
-  async #denyUnanswered(run: RunContext, requested: DecisionRequested, why: "timeout" | "closed"): Promise<Verdict> {
+  async #denyUnanswered(
+    run: RunContext,
+    requested: DecisionRequested,
+    why: "timeout" | "deadline" | "closed",
+  ): Promise<Verdict> {
     const { requestId } = requested;
-    const timedOut = why === "timeout";
-    const reason = timedOut
-      ? `no operator decided within ${Math.round(this.#s.timeoutMs / 1000)} s`
-      : "the worker's decision hub shut down";
+    const timedOut = why !== "closed";
+    const reason =
+      why === "timeout"
+        ? `no operator decided within ${Math.round(this.#s.timeoutMs / 1000)} s`
+        : why === "deadline"
+          ? `no operator decided before the request's deadline (${requested.expiresAt})`
+          : "the worker's decision hub shut down";
     if (timedOut)
       this.#s.logger.warn(
         { session: run.session, requestId, tool: requested.tool },
@@ -417,17 +553,18 @@ class Decider {
  * says nothing about it.
  */
 class RunTokens {
-  readonly #runs = new Map<string, RunContext>();
+  readonly #runs = new Map<string, RegisteredRun>();
 
   register(run: RunContext): RunRegistration {
     const token = randomBytes(32).toString("base64url");
     const key = digest(token);
-    this.#runs.set(key, { ...run });
-    return { token, unregister: () => void this.#runs.delete(key) };
+    const registered: RegisteredRun = { ...run, resumeAsked: false, deferred: undefined };
+    this.#runs.set(key, registered);
+    return { token, deferred: () => registered.deferred, unregister: () => void this.#runs.delete(key) };
   }
 
   /** The run an `Authorization: Bearer …` header names, if any. */
-  runOf(authorization: string | undefined): RunContext | undefined {
+  runOf(authorization: string | undefined): RegisteredRun | undefined {
     const token =
       typeof authorization === "string" && authorization.startsWith("Bearer ") ? authorization.slice(7) : "";
     return token.length > 0 ? this.#runs.get(digest(token)) : undefined;
@@ -542,6 +679,7 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
     logger: options.logger ?? silentLogger,
     scrubber: options.scrubber,
     timeoutMs: options.timeoutMs ?? DEFAULT_DECISION_TIMEOUT_MS,
+    answerWindowMs: options.answerWindowMs ?? DEFAULT_ANSWER_WINDOW_MS,
     hubId: `hub-${randomBytes(9)
       .toString("base64url")
       .replace(/[^A-Za-z0-9]/g, "x")}`,
@@ -567,6 +705,7 @@ export async function startDecisionHub(options: DecisionHubOptions): Promise<Dec
       if (closed) throw new HubClosedError();
       return tokens.register(run);
     },
+    parkedAnswered: async (run, parked) => (await decider.parkedAnswer(run, parked)) !== undefined,
     waiting: () => decider.waiting,
     async close(): Promise<void> {
       if (closed) return;

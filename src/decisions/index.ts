@@ -2,6 +2,7 @@
 export {
   startDecisionHub,
   DEFAULT_DECISION_TIMEOUT_MS,
+  DEFAULT_ANSWER_WINDOW_MS,
   type DecisionHub,
   type DecisionHubOptions,
   type RunContext,
@@ -54,8 +55,16 @@ export {
   type SupervisedSweepResult,
 } from "./sweep.ts";
 export { redisAclFile, newAclPasswords, ACL_ROLES, ACL_ROLE_PURPOSE, type AclRole, type AclOptions } from "./acl.ts";
+export { inputDigestOf } from "./tool-calls.ts";
+export { readParkedRequest, recordedCall, type DeferredCall, type ParkedCall, type ParkedRequest } from "./parked.ts";
 export {
   listPending,
+  readPendingEntries,
+  wakeParked,
+  wakeKey,
+  putPending,
+  dropPending,
+  getPending,
   parsePendingEntry,
   pendingKey,
   hubKey,

@@ -14,7 +14,8 @@ import {
   type DecisionRequested,
 } from "../events/index.ts";
 import { parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "./operator-keys.ts";
-import { dropPending, getPending, isAbandoned } from "./pending.ts";
+import { dropPending, getPending, isAbandoned, wakeParked } from "./pending.ts";
+import { recordedCall } from "./parked.ts";
 import {
   parsePattern,
   patternForSubject,
@@ -115,18 +116,6 @@ async function findRequest(
   return found;
 }
 
-/** The field of a call's input its recorded subject is, for rebuilding the call a rule decided on. */
-const SUBJECT_FIELD: Readonly<Record<string, string>> = {
-  Bash: "command",
-  Monitor: "command",
-  Write: "file_path",
-  Edit: "file_path",
-  MultiEdit: "file_path",
-  Read: "file_path",
-  NotebookEdit: "notebook_path",
-  WebFetch: "url",
-};
-
 /** The keyring that can check `keyId`: ours, else the trusted one; undefined when neither holds it. */
 function ringOf(
   keyId: string,
@@ -152,9 +141,8 @@ function ruleAccountsFor(
   if (rule === undefined || rule.effect !== made.decision || rule.keyId === undefined) return false;
   const ring = ringOf(rule.keyId, own, trusted);
   if (ring === undefined ? trusted !== undefined : !verifyRule(ring, rule).ok) return false;
-  const field = SUBJECT_FIELD[request.tool];
-  const input = field === undefined || request.subject === undefined ? {} : { [field]: request.subject };
-  return ruleMatches(rule, { tool: request.tool, input });
+  const call = recordedCall(request);
+  return ruleMatches(rule, { tool: call.tool_name, input: call.tool_input });
 }
 
 /**
@@ -244,8 +232,10 @@ export async function decide(target: DecideTarget, input: DecideInput): Promise<
   const res = await asOperator(session, requestId, () => log.appendUnfenced(session, events, { ackedSeq }));
   if (res.outcome === "rolled_back") throw new LogRolledBackError(session, ackedSeq, res.lastSeq);
   if (rule !== undefined) await asOperator(session, requestId, () => new RuleStore(redis, prefix).put(rule));
-  // The decision is recorded; the index is a hint the hub also clears when it stops waiting.
-  await dropPending(redis, prefix, session, requestId).catch(() => undefined);
+  // The decision is recorded; the index is a hint the hub also clears when it stops waiting. A parked
+  // turn is woken at once (workers also find decided parked turns by themselves, later).
+  if (hint?.parked !== undefined) await wakeParked(redis, prefix, hint).catch(() => undefined);
+  else await dropPending(redis, prefix, session, requestId).catch(() => undefined);
   const after = await findRequest(log, session, requestId, found!.envelope.seq, counts);
   const winner = after?.decided?.data ?? made;
   // Our decision.made is the last event of our batch; an earlier one for the request wins.
@@ -270,8 +260,12 @@ async function checkDecidable(
     );
   }
   if (found.decided !== undefined) {
-    // Best effort: a reader's stale index entry stays for the next operator to clear.
-    await dropPending(redis, prefix, session, requestId).catch(() => undefined);
+    // Best effort: a reader's stale index entry stays for the next operator to clear. A parked turn's
+    // entry stays until it resumes, and the turn is woken again.
+    const entry = found.data.parkable === true ? await getPending(redis, prefix, session, requestId) : undefined;
+    const settle =
+      entry?.parked !== undefined ? wakeParked(redis, prefix, entry) : dropPending(redis, prefix, session, requestId);
+    await settle.catch(() => undefined);
     const earlier = found.decided.data;
     throw new DecisionError(
       "already_decided",
@@ -288,7 +282,9 @@ async function checkDecidable(
       `request ${requestId} expired at ${found.data.expiresAt}; the hub denies it by itself`,
     );
   }
-  if (await isAbandoned(redis, prefix, { session, epoch: found.envelope.epoch, hubId: found.data.hubId })) {
+  const parked = found.data.parkable === true ? await getPending(redis, prefix, session, requestId) : undefined;
+  const entry = { session, epoch: found.envelope.epoch, hubId: found.data.hubId, parked: parked?.parked };
+  if (await isAbandoned(redis, prefix, entry)) {
     throw new DecisionError(
       "abandoned",
       session,

@@ -25,17 +25,36 @@ export const pendingEntrySchema = zod.object({
   redacted: zod.array(zod.string()).optional(),
   hubId: zod.string(),
   requestedAt: zod.string(),
+  /** When it is denied unless decided: a parked request's deadline. */
   expiresAt: zod.string(),
+  /**
+   * Set once the turn parked on it: no worker holds it; a decision wakes the turn through the queue's
+   * wake list, and its `turn.parked` is at `seq`.
+   */
+  parked: zod
+    .object({
+      queue: zod.string(),
+      seq: zod.number().int(),
+      at: zod.string(),
+      /** Decided, waiting for a worker to resume it: kept so a worker finds it if the wake-up is lost. */
+      decided: zod.literal(true).optional(),
+    })
+    .optional(),
 });
 export type PendingEntry = zod.infer<typeof pendingEntrySchema>;
 
 export interface PendingRequest extends PendingEntry {
-  /** abandoned: the worker holding it is gone or its attempt was superseded; the retry asks again. */
-  status: "pending" | "abandoned";
+  /**
+   * abandoned: the worker holding it is gone or its attempt was superseded; the retry asks again.
+   * parked: its turn waits with nothing held until it is decided or its deadline passes.
+   */
+  status: "pending" | "parked" | "abandoned";
 }
 
 export const pendingKey = (prefix: string): string => `${prefix}decisions:pending`;
 export const hubKey = (prefix: string, hubId: string): string => `${prefix}decisions:hub:${hubId}`;
+/** The list a queue's workers take wake-ups of decided parked turns from (`<session> <turn>` items). */
+export const wakeKey = (prefix: string, queue: string): string => `${prefix}decisions:wake:${queue}`;
 export const pendingField = (session: string, requestId: string): string => `${session}/${requestId}`;
 
 /** Entries this long past their expiry are removed from the index by the next listing. */
@@ -74,17 +93,39 @@ export async function getPending(
   return stored === null ? undefined : parsePendingEntry(stored);
 }
 
-/** Whether a request's attempt can still receive a decision: its hub is alive and its epoch current. */
+/**
+ * Whether a request's attempt can no longer receive a decision: a waiting one's hub is gone or its
+ * epoch was superseded; a parked one's turn is no longer parked at that epoch (resumed, cancelled).
+ */
 export async function isAbandoned(
   redis: RedisClient,
   prefix: string,
-  entry: Pick<PendingEntry, "session" | "epoch" | "hubId">,
+  entry: Pick<PendingEntry, "session" | "epoch" | "hubId" | "parked">,
 ): Promise<boolean> {
-  const [hub, epoch] = await Promise.all([
-    redis.exists(hubKey(prefix, entry.hubId)),
-    redis.hget(sessionKeys(prefix, entry.session).meta, "epoch"),
-  ]);
+  const meta = sessionKeys(prefix, entry.session).meta;
+  if (entry.parked !== undefined) {
+    const [epoch, state] = await redis.hmget(meta, "epoch", "state");
+    return Number(epoch ?? 0) !== entry.epoch || state !== "parked";
+  }
+  const [hub, epoch] = await Promise.all([redis.exists(hubKey(prefix, entry.hubId)), redis.hget(meta, "epoch")]);
   return hub === 0 || Number(epoch ?? 0) > entry.epoch;
+}
+
+/**
+ * A parked request was decided: its entry stays, marked, until a worker resumes the turn (so a worker
+ * finds it even if the wake-up is lost), and the turn's queue is asked to resume it now.
+ */
+export async function wakeParked(redis: RedisClient, prefix: string, entry: PendingEntry): Promise<void> {
+  if (entry.parked === undefined) return;
+  const decided: PendingEntry = { ...entry, parked: { ...entry.parked, decided: true } };
+  await redis.hset(pendingKey(prefix), pendingField(entry.session, entry.requestId), JSON.stringify(decided));
+  await redis.lpush(wakeKey(prefix, entry.parked.queue), `${entry.session} ${entry.turn}`);
+}
+
+/** Every entry of the index as stored (parked ones included, decided or not). */
+export async function readPendingEntries(redis: RedisClient, prefix: string): Promise<PendingEntry[]> {
+  const all = await redis.hgetall(pendingKey(prefix));
+  return Object.values(all).flatMap((stored) => parsePendingEntry(stored) ?? []);
 }
 
 export interface ListPendingOptions {
@@ -110,7 +151,14 @@ export async function listPending(options: ListPendingOptions): Promise<PendingR
       stale.push(field);
       continue;
     }
-    out.push({ ...entry, status: (await isAbandoned(options.redis, prefix, entry)) ? "abandoned" : "pending" });
+    const abandoned = await isAbandoned(options.redis, prefix, entry);
+    // A parked turn that went on (resumed, cancelled) leaves nothing to decide here.
+    if (abandoned && entry.parked !== undefined) {
+      stale.push(field);
+      continue;
+    }
+    if (entry.parked?.decided === true) continue;
+    out.push({ ...entry, status: abandoned ? "abandoned" : entry.parked !== undefined ? "parked" : "pending" });
   }
   if (stale.length > 0) await options.redis.hdel(pendingKey(prefix), ...stale).catch(() => undefined);
   return out.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt));

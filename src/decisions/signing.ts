@@ -11,6 +11,9 @@ import type { OperatorKey, OperatorKeyring } from "./operator-keys.ts";
 import { ruleId, type TrustRule } from "./rules.ts";
 
 const REQUEST_TAG = "turnstream.request.v1";
+// A request that names its input's digest (every request since parking) is signed with it, so an
+// allow covers exactly the input that will run when the parked call is re-asked.
+const REQUEST_TAG_V2 = "turnstream.request.v2";
 const DECISION_TAG = "turnstream.decision.v1";
 const RULE_TAG = "turnstream.rule.v1";
 
@@ -18,8 +21,9 @@ export type Verification = { ok: true; keyId: string } | { ok: false; why: strin
 
 /** sha256 (hex) of a request as recorded in `decision.requested`, with its session. */
 export function requestDigest(session: string, requested: DecisionRequested): string {
-  const fields = [
-    REQUEST_TAG,
+  const digested = requested.inputDigest !== undefined || requested.parkable === true;
+  const fields: unknown[] = [
+    digested ? REQUEST_TAG_V2 : REQUEST_TAG,
     session,
     requested.requestId,
     requested.nonce,
@@ -34,6 +38,7 @@ export function requestDigest(session: string, requested: DecisionRequested): st
     requested.timeoutMs,
     requested.expiresAt,
   ];
+  if (digested) fields.push(requested.inputDigest ?? null, requested.parkable === true);
   return createHash("sha256").update(JSON.stringify(fields)).digest("hex");
 }
 

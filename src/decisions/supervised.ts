@@ -19,7 +19,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "../log/index.ts";
 import { DEFAULT_RISKY_TOOLS, SHELL_TOOLS } from "./tool-calls.ts";
-import type { DecisionHub } from "./hub.ts";
+import type { DecisionHub, RunContext } from "./hub.ts";
+import type { DeferredCall, ParkedCall } from "./parked.ts";
 import { ownerTag, SUPERVISED_DIR_PREFIX } from "./sweep.ts";
 
 export const FORWARDER_PATH = fileURLToPath(new URL("./forwarder.mjs", import.meta.url));
@@ -40,6 +41,10 @@ export interface SupervisedRunOptions {
   unsupervisedTools?: readonly string[] | undefined;
   /** The run's working directory (relative file globs in rules are resolved against it). */
   cwd?: string | undefined;
+  /** The turn may park a call nobody answers within the hub's answer window (see RunContext.park). */
+  park?: RunContext["park"];
+  /** The run resumes a parked turn: its first call is answered from the parked request's record. */
+  resume?: ParkedCall | undefined;
   /** Node binary that runs the forwarder (default: this process's, i.e. the project's node). */
   nodePath?: string | undefined;
   /** Where the private folder goes (default: the OS temp dir; never inside the agent's cwd). */
@@ -73,6 +78,8 @@ export interface SupervisedRun {
   argsFilter(extraArgs: readonly string[] | undefined): string[];
   /** allowedTools without the supervised ones (each removal logged as a warning). */
   allowedToolsFilter(allowedTools: readonly string[] | undefined): string[];
+  /** The call the run's hook deferred, once it did: the CLI has ended its run and the turn parks on it. */
+  deferred(): DeferredCall | undefined;
   /** Revokes the token and removes the folder. */
   close(): void;
 }
@@ -216,6 +223,8 @@ export function prepareSupervisedRun(hub: DecisionHub, options: SupervisedRunOpt
     attempt: options.attempt,
     epoch: options.epoch,
     cwd: options.cwd,
+    park: options.park,
+    resume: options.resume,
   });
   let dir: string;
   try {
@@ -252,6 +261,7 @@ export function prepareSupervisedRun(hub: DecisionHub, options: SupervisedRunOpt
     turnOptions: { settingsFile, permissionMode: "default", skipPermissions: false },
     argsFilter: (extraArgs) => filterSupervisedArgs(extraArgs, options.logger),
     allowedToolsFilter: (allowed) => filterAllowedTools(allowed, matcher, options.logger),
+    deferred: () => reg.deferred(),
     close(): void {
       if (closed) return;
       closed = true;

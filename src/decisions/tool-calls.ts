@@ -2,7 +2,8 @@
 // from another process), the risk class of a tool, and the input summary operators see.
 import { z as zod } from "zod";
 import type { RiskClass } from "../events/index.ts";
-import { unsafeCharacter } from "../kernel/index.ts";
+import { createHash } from "node:crypto";
+import { stableJson, unsafeCharacter } from "../kernel/index.ts";
 
 /** Supervised unless a job names them in `unsupervisedTools`; every MCP tool (`mcp__*`) is supervised always. */
 export const DEFAULT_RISKY_TOOLS: readonly string[] = [
@@ -35,6 +36,14 @@ export function riskClassOf(tool: string): RiskClass {
   if (tool === "Write" || tool === "Edit" || tool === "MultiEdit" || tool === "NotebookEdit") return "write";
   if (tool === "WebFetch" || tool === "WebSearch") return "network";
   return "other";
+}
+
+/**
+ * sha256 (hex) of a call's exact input, keys sorted: a parked call's re-asked input must have the
+ * digest its request recorded (the CLI reads the call back from the session file, which is not trusted).
+ */
+export function inputDigestOf(toolInput: Record<string, unknown>): string {
+  return createHash("sha256").update(stableJson(toolInput)).digest("hex");
 }
 
 /** Anything with `scrub(text)`: the telemetry scrubber, passed in (this folder may not import it). */

@@ -10,7 +10,11 @@ export const KIND_PATTERN = /^[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)+$/;
 export const TERMINAL_KINDS: ReadonlySet<EventKind> = new Set(["turn.finished", "turn.failed", "turn.cancelled"]);
 
 /** Kinds after which an attempt writes nothing more (its spans end there). */
-export const ATTEMPT_END_KINDS: ReadonlySet<EventKind> = new Set([...TERMINAL_KINDS, "attempt.abandoned"]);
+export const ATTEMPT_END_KINDS: ReadonlySet<EventKind> = new Set([
+  ...TERMINAL_KINDS,
+  "attempt.abandoned",
+  "turn.parked",
+]);
 
 /** Kinds that belong to one turn's run and move its state (the rest are session facts and decisions). */
 export const TURN_KINDS: ReadonlySet<EventKind> = new Set([
@@ -21,6 +25,7 @@ export const TURN_KINDS: ReadonlySet<EventKind> = new Set([
   "cli.exit",
   "attempt.abandoned",
   "model.call",
+  "turn.parked",
   ...TERMINAL_KINDS,
 ]);
 

@@ -189,6 +189,31 @@ export const turnCancelledData = zod.object({
   attempt: nonNegInt.optional(),
 });
 
+/**
+ * `turn.parked` (fenced): a supervised call waits for an operator with no process, slot or lease held.
+ * The attempt's run ended on the CLI's deferral and the session file is in the snapshot before this
+ * event; any worker resumes the turn once the request is decided, or denies it at the deadline.
+ */
+export const turnParkedData = zod.object({
+  attempt: nonNegInt,
+  /** The `decision.requested` that waits, and its seq. */
+  requestId: zod.string(),
+  requestSeq: int.positive(),
+  tool: zod.string(),
+  toolUseId: zod.string(),
+  /** sha256 of the deferred call's exact input: the resumed call must carry the same. */
+  inputDigest: zod.string(),
+  cliSessionId: zod.string(),
+  /** When the request is denied unless decided before (ISO). */
+  deadline: zod.string(),
+  /** How many times the turn has parked, this one included: parked runs do not count as retries. */
+  parks: int.positive(),
+  /** The queue whose job resumes the turn. */
+  queue: zod.string(),
+  /** What the turn's parked runs cost so far, this one included: turn.finished adds it to its own run's. */
+  costUsd: zod.number().nonnegative().optional(),
+});
+
 /** `session.snapshot`: the CLI's session file, saved so any worker can resume the session. */
 export const sessionSnapshotData = zod.object({
   cliSessionId: zod.string(),
@@ -257,6 +282,13 @@ export const decisionRequestedData = zod.object({
   hubId: zod.string(),
   timeoutMs: int.positive(),
   expiresAt: zod.string(),
+  /**
+   * sha256 (hex) of the call's exact input as the CLI gave it (`inputDigest`): what an operator's
+   * signature covers, and what a parked call's re-asked input must match on resume.
+   */
+  inputDigest: zod.string().optional(),
+  /** Set when the call may park: unanswered within the answer window, the turn ends its run and waits. */
+  parkable: zod.literal(true).optional(),
 });
 
 /** `decision.made` (unfenced): an operator's signed decision, or the hub's rule or timeout verdict. */
@@ -337,6 +369,7 @@ export const eventDataSchemas = {
   "turn.finished": turnFinishedData,
   "turn.failed": turnFailedData,
   "turn.cancelled": turnCancelledData,
+  "turn.parked": turnParkedData,
   "session.snapshot": sessionSnapshotData,
   "session.replaced": sessionReplacedData,
   /** The older name of `session.replaced`, which logs already hold: it reads as that kind. */
@@ -362,6 +395,7 @@ export type AttemptAbandonedData = EventData<"attempt.abandoned">;
 export type TurnFinishedData = EventData<"turn.finished">;
 export type TurnFailedData = EventData<"turn.failed">;
 export type TurnCancelledData = EventData<"turn.cancelled">;
+export type TurnParkedData = EventData<"turn.parked">;
 export type SessionSnapshotData = EventData<"session.snapshot">;
 export type SessionReplacedData = EventData<"session.replaced">;
 /** @deprecated The older name of SessionReplacedData. */

@@ -91,6 +91,8 @@ export interface SessionStat {
   turn: string | undefined;
   attempt: number;
   state: string | undefined;
+  /** The turn that parked last (turn.parked): its attempts resume the parked call. */
+  parkedTurn: string | undefined;
   lastBatch: string | undefined;
   /** Milliseconds until the session's keys expire (retention), or undefined when they do not. */
   expiresInMs: number | undefined;
@@ -670,6 +672,7 @@ export class EventLog {
       turn: meta["turn"],
       attempt: Number(meta["attempt"] ?? 0),
       state: meta["state"],
+      parkedTurn: meta["parkedTurn"],
       lastBatch: meta["lastBatch"],
       expiresInMs: pttl >= 0 ? pttl : undefined,
     };

@@ -26,6 +26,7 @@ export { storedEnvelope, storedHead, type StoredHead } from "./stored-head.ts";
 export {
   cliLinesBetween,
   danglingAttempts,
+  latestParked,
   finishedTurns,
   lastCliSessionId,
   latestSnapshotRef,

@@ -3,7 +3,7 @@
 // the attempt that wrote an event, and its finished turns for a transcript. Backward scans read the
 // stream's stored envelope (`e`, see README.md) for kind/turn/attempt only, and decode the one event
 // they need through the log's own reader.
-import { currentKind, dataOf, isTerminalKind } from "../events/index.ts";
+import { currentKind, dataOf, isTerminalKind, type TurnParkedData } from "../events/index.ts";
 import type { EventLog, SnapshotRef } from "./event-log.ts";
 import { storedEnvelope, storedHead } from "./stored-head.ts";
 
@@ -139,11 +139,30 @@ export async function danglingAttempts(
     if (head.turn !== turn) continue;
     if (head.kind === "turn.queued") break;
     if (head.kind === "attempt.abandoned") ended.add(head.dataAttempt ?? head.attempt);
-    else if (isTerminalKind(head.kind)) ended.add(head.attempt);
+    else if (isTerminalKind(head.kind) || head.kind === "turn.parked") ended.add(head.attempt);
   }
   const dangling: number[] = [];
   for (let attempt = 1; attempt < current; attempt++) if (!ended.has(attempt)) dangling.push(attempt);
   return dangling;
+}
+
+/** The turn's latest `turn.parked`, found by scanning back to its turn.queued; undefined when it never parked. */
+export async function latestParked(
+  log: EventLog,
+  session: string,
+  turn: string,
+): Promise<{ seq: number; epoch: number; data: TurnParkedData } | undefined> {
+  for await (const head of backwards(log, session)) {
+    if (head.turn !== turn) continue;
+    if (head.kind === "turn.queued") return undefined;
+    if (head.kind !== "turn.parked") continue;
+    for await (const ev of log.read(session, { fromSeq: head.seq, toSeq: head.seq })) {
+      const data = dataOf("turn.parked", ev.data);
+      if (data !== undefined) return { seq: ev.seq, epoch: ev.epoch, data };
+    }
+    return undefined;
+  }
+  return undefined;
 }
 
 /** One finished turn as a transcript carries it: its prompt and the raw CLI lines of its accepted attempt. */

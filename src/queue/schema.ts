@@ -164,6 +164,11 @@ export const turnOptionsSchema = zod
      */
     unsupervisedTools: toolNames,
     /**
+     * Supervised mode: how long a request whose turn parked waits for a decision before it is denied
+     * (default the worker's, 8 h; capped at the worker's maximum, 7 d).
+     */
+    decisionDeadlineMs: zod.number().int().positive().optional(),
+    /**
      * Skills offered to the model. Each path must lie under the worker's workspace roots (checked by
      * the worker, links resolved); the turn fails otherwise.
      */

@@ -9,6 +9,7 @@ import type { ParsedLine } from "../protocol/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
+import type { ParkedTurn } from "./park.ts";
 import type { ResumePlan } from "./resume.ts";
 import type { Snapshot } from "./snapshots.ts";
 import type { AttemptControl, ExecuteDeps, Restore, RolledBackEnd } from "./types.ts";
@@ -29,6 +30,8 @@ export interface Attempt {
   readonly rolledBack: RolledBackEnd | undefined;
   /** The session's latest snapshot, read as the attempt begins (none for a restore). */
   readonly snapshot: Promise<Snapshot | undefined>;
+  /** Set when the turn parked: this attempt resumes the deferred call (an empty stdin, not the prompt). */
+  readonly parked: ParkedTurn | undefined;
 }
 
 /** What the run step needs from the preparation. */
@@ -39,7 +42,8 @@ export interface PreparedRun {
   modelEnv?: EnvOverlay | undefined;
   /** Scrubs raw `cli.line` text and the session file; undefined when the worker keeps them raw. */
   lines: Scrubber | undefined;
-  prompt: string;
+  /** Undefined when the run resumes a parked call: the CLI continues the turn from an empty stdin. */
+  prompt: string | undefined;
   /** The CLI session to resume. */
   resume: string | undefined;
   /** The snapshot this run restores (its file is restored when `resume` is its session). */

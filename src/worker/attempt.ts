@@ -12,6 +12,7 @@ import { prepareAttempt } from "./prepare.ts";
 import { failIfQueuedLost, recordRollback } from "./rollback.ts";
 import { runCli } from "./run-cli.ts";
 import { latestSnapshot, type Snapshot } from "./snapshots.ts";
+import type { ParkedTurn } from "./park.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps, Restore, RolledBackEnd } from "./types.ts";
 
 /** What a job asks of its next attempt. */
@@ -22,6 +23,8 @@ export interface AttemptRequest {
   restore: Restore | undefined;
   /** The job's previous attempt stopped on a log that lost its writes (recorded by this one). */
   rolledBack: RolledBackEnd | undefined;
+  /** The turn parked: the attempt resumes its deferred call. */
+  parked: ParkedTurn | undefined;
 }
 
 /** Begins the attempt in the log and makes the Attempt its steps share. */
@@ -40,7 +43,9 @@ export async function beginAttempt(worker: ExecuteDeps, request: AttemptRequest)
       : Promise.resolve(undefined);
   snapshot.catch(() => undefined); // awaited in the preparation unless the attempt ends before it
   const events = new AttemptEvents(worker, job, request.control, begun);
-  return { worker, job, control: request.control, events, restore, rolledBack, snapshot };
+  // A restore starts a fresh CLI session with the transcript: there is no deferred call to resume.
+  const parked = restore === undefined ? request.parked : undefined;
+  return { worker, job, control: request.control, events, restore, rolledBack, snapshot, parked };
 }
 
 /** Runs the attempt's steps inside its span, and says how it ended. */

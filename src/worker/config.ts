@@ -2,14 +2,14 @@
 // the part of TurnWorkerOptions a variable sets, checked here so a bad value stops the start naming
 // the variable. Pure tuning (lease, lock, caches, output caps, the warm pool's bounds) is left to the
 // library's options: no operator should need to turn it.
-import { TurnstreamError } from "../kernel/index.ts";
+import { parseDuration, TurnstreamError } from "../kernel/index.ts";
 import { resolve } from "node:path";
 import { z as zod } from "zod";
 import { OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys } from "../decisions/index.ts";
 import { compileJobEnvPolicy } from "../queue/index.ts";
 import { parseDurability } from "../log/index.ts";
 import { runLimitsFromEnv } from "./limits.ts";
-import type { WorkerEnvConfig } from "./options.ts";
+import type { ParkingOptions, WorkerEnvConfig } from "./options.ts";
 
 const intFrom = (name: string) =>
   zod
@@ -86,6 +86,9 @@ const envSchema = zod.object({
       "TURNSTREAM_WARM is 1 (every turn runs warm) or 0 (default: only turns that ask)",
     )
     .optional(),
+  TURNSTREAM_ANSWER_WINDOW: zod.string().optional(),
+  TURNSTREAM_DECISION_DEADLINE: zod.string().optional(),
+  TURNSTREAM_DECISION_DEADLINE_MAX: zod.string().optional(),
   TURNSTREAM_GATEWAY: zod
     .enum(
       ["broker", "passthrough"],
@@ -220,5 +223,31 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     limits: limitsFrom(env),
     warm: { all: vars.TURNSTREAM_WARM === "1" || vars.TURNSTREAM_WARM === "true" },
     gateway: vars.TURNSTREAM_GATEWAY,
+    parking: parkingFrom(vars),
   };
+}
+
+/** TURNSTREAM_ANSWER_WINDOW (a duration, `0`, or `off`: calls wait in the CLI), the deadline and its maximum. */
+function parkingFrom(vars: {
+  TURNSTREAM_ANSWER_WINDOW?: string | undefined;
+  TURNSTREAM_DECISION_DEADLINE?: string | undefined;
+  TURNSTREAM_DECISION_DEADLINE_MAX?: string | undefined;
+}): ParkingOptions {
+  const duration = (name: string, text: string | undefined): number | undefined => {
+    if (text === undefined) return undefined;
+    const ms = parseDuration(text);
+    if (ms === undefined)
+      throw new WorkerConfigError(name, `${JSON.stringify(text)} is not a duration like 5s, 8h or 7d`);
+    return ms;
+  };
+  const window = vars.TURNSTREAM_ANSWER_WINDOW?.trim();
+  const parking: ParkingOptions = {};
+  if (window === "off") parking.enabled = false;
+  else if (window === "0") parking.answerWindowMs = 0;
+  else if (window !== undefined) parking.answerWindowMs = duration("TURNSTREAM_ANSWER_WINDOW", window);
+  const deadline = duration("TURNSTREAM_DECISION_DEADLINE", vars.TURNSTREAM_DECISION_DEADLINE);
+  const max = duration("TURNSTREAM_DECISION_DEADLINE_MAX", vars.TURNSTREAM_DECISION_DEADLINE_MAX);
+  if (deadline !== undefined) parking.deadlineMs = deadline;
+  if (max !== undefined) parking.maxDeadlineMs = max;
+  return parking;
 }

@@ -6,11 +6,18 @@ import { randomUUID } from "node:crypto";
 import { DelayedError, Job, UnrecoverableError } from "bullmq";
 import { backoffDelayMs } from "../kernel/index.ts";
 import type { AttemptAbandonedData, TurnCancelledData, TurnFailedData } from "../events/index.ts";
-import { danglingAttempts, LogRolledBackError, SESSION_ID_PATTERN, type EventInput } from "../log/index.ts";
+import {
+  danglingAttempts,
+  LogRolledBackError,
+  SESSION_ID_PATTERN,
+  type EventInput,
+  type SessionStat,
+} from "../log/index.ts";
 import { parseOrThrow, turnJobSchema, TURN_ID_PATTERN, type TurnJob } from "../queue/index.ts";
 import { beginAttempt, runAttempt } from "./attempt.ts";
 import type { CliSlot } from "./cli-slots.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
+import { parkedTurnOf, reparkEntry, type ParkedTurn } from "./park.ts";
 import type {
   AttemptControl,
   AttemptEnd,
@@ -113,7 +120,35 @@ export async function executeTurnJob(
   }
   if (acq.status === "busy") return delayJob(job, token, Math.max(waitBackoffMs(job), 250));
 
-  return runLeased(deps, { job, token, data, leaseToken }, signal, slot);
+  const leased: LeasedJob = { job, token, data, leaseToken };
+  const stat = await deps.log.stat(session);
+  const parked = await parkedTurnOf(deps, stat, turn);
+  if (parked !== undefined && stat.state === "parked" && !(await parkedAnswered(deps, data, stat, parked))) {
+    // Woken before its request was answered (a stray wake-up, or a rule that does not decide it): it
+    // goes back to waiting, holding nothing, until its deadline or the next wake-up.
+    await reparkEntry(deps, stat, parked);
+    return letGoUntil(deps, leased, Date.parse(parked.call.deadline));
+  }
+  return runLeased(deps, leased, signal, slot, parked);
+}
+
+/** Whether a parked turn's request is answered (a verified decision, a trust rule, or its deadline). */
+async function parkedAnswered(
+  deps: ExecuteDeps,
+  job: TurnJob,
+  stat: SessionStat,
+  parked: ParkedTurn,
+): Promise<boolean> {
+  if (deps.decisionHub === undefined) return true;
+  const hub = await deps.decisionHub();
+  const run = { session: job.session, turn: job.turn, attempt: stat.attempt, epoch: stat.epoch, cwd: job.cwd };
+  return hub.parkedAnswered(run, parked.call);
+}
+
+/** The job lets go of the session's lease and its own lock until `until` (ms since the epoch), or a wake-up. */
+async function letGoUntil(deps: ExecuteDeps, leased: LeasedJob, until: number): Promise<never> {
+  await deps.order.release(leased.data.session, leased.leaseToken);
+  return delayJob(leased.job, leased.token, Math.max(0, until - Date.now()));
 }
 
 /** A malformed job fails once; when it names a valid session/turn it is taken off the session's list. */
@@ -211,6 +246,7 @@ async function runLeased(
   leased: LeasedJob,
   lockSignal: AbortSignal | undefined,
   slot: CliSlot | undefined,
+  parked: ParkedTurn | undefined,
 ): Promise<TurnJobResult> {
   const { session, turn } = leased.data;
   const ctl: AttemptControl = { reason: undefined, ac: new AbortController(), slot };
@@ -236,7 +272,7 @@ async function runLeased(
     let restore: Restore | undefined;
     let rolledBack: RolledBackEnd | undefined;
     for (;;) {
-      const attempt = await beginAttempt(deps, { job: leased.data, control: ctl, restore, rolledBack });
+      const attempt = await beginAttempt(deps, { job: leased.data, control: ctl, restore, rolledBack, parked });
       const end = await runAttempt(attempt);
       rolledBack = undefined;
       if (end.kind === "restore") restore = { previous: end.previous };
@@ -284,6 +320,8 @@ async function endJob(
     case "retry":
       await order.release(session, leased.leaseToken);
       return delayJob(leased.job, leased.token, end.delayMs);
+    case "parked":
+      return letGoUntil(deps, leased, end.deadline);
     case "stopped":
       if (end.reason === "shutdown" || end.reason === "lease_lost") {
         await order.release(session, leased.leaseToken).catch(() => undefined);

@@ -86,6 +86,8 @@ export interface TurnWorkerOptions {
    * signed by one of them count. Without any, supervised turns fail (nothing could be verified).
    */
   operatorKeys?: readonly string[];
+  /** Parked turns: how supervised calls that wait for a person stop holding anything (ParkingOptions). */
+  parking?: ParkingOptions;
   /**
    * Env every CLI run gets over its minimal base (TURNSTREAM_RUN_ENV names the worker's variables to
    * pass); the job's allowed overlay comes on top.
@@ -207,6 +209,7 @@ export type WorkerEnvConfig = Pick<
   | "toolSandbox"
   | "mcpConfigFile"
   | "operatorKeys"
+  | "parking"
   | "keepRawLines"
   | "limits"
   | "warm"
@@ -245,6 +248,7 @@ export interface WorkerSettings {
   toolSandbox: ToolSandboxSettings;
   mcpConfigFile: string | undefined;
   operatorKeys: readonly string[] | undefined;
+  parking: ParkingSettings;
   retry: RetryPolicy;
   /** A head turn whose job vanished is dropped after this long (its producer died mid-enqueue). */
   orphanMs: number;
@@ -308,6 +312,48 @@ export const WORKER_DEFAULTS = {
   },
 } as const satisfies Partial<WorkerSettings>;
 
+/**
+ * A supervised call that no trust rule decides at once and no operator answers within the answer
+ * window parks: the CLI ends its run, the turn waits holding no process, slot, lease or job lock, and
+ * any worker resumes it once the request is decided, or denies it at its deadline.
+ */
+export interface ParkingOptions {
+  /** False: calls wait in the running CLI for the hub's timeout (300 s), as before parking. Default true. */
+  enabled?: boolean;
+  /** How long a call waits for an operator before its turn parks. Default 5 s. `TURNSTREAM_ANSWER_WINDOW`. */
+  answerWindowMs?: number;
+  /** A parked request's deadline when its job names none. Default 8 h. `TURNSTREAM_DECISION_DEADLINE`. */
+  deadlineMs?: number;
+  /** The longest deadline a job may ask for. Default 7 d. `TURNSTREAM_DECISION_DEADLINE_MAX`. */
+  maxDeadlineMs?: number;
+  /** How often the worker looks for decided parked turns whose wake-up was lost. Default 15 s. */
+  sweepMs?: number;
+}
+
+export type ParkingSettings = Required<ParkingOptions>;
+
+export const PARKING_DEFAULTS: ParkingSettings = {
+  enabled: true,
+  answerWindowMs: 5000,
+  deadlineMs: 8 * 3_600_000,
+  maxDeadlineMs: 7 * 86_400_000,
+  sweepMs: 15_000,
+};
+
+function compileParking(options: ParkingOptions | undefined): ParkingSettings {
+  const parking = { ...PARKING_DEFAULTS, ...options };
+  if (!Number.isSafeInteger(parking.answerWindowMs) || parking.answerWindowMs < 0)
+    throw new RangeError(`parking.answerWindowMs must be 0 or more milliseconds, got ${parking.answerWindowMs}`);
+  positiveLimit("parking.deadlineMs", parking.deadlineMs, 1);
+  positiveLimit("parking.maxDeadlineMs", parking.maxDeadlineMs, 1);
+  positiveLimit("parking.sweepMs", parking.sweepMs, 1);
+  if (parking.deadlineMs > parking.maxDeadlineMs)
+    throw new RangeError(
+      `parking.deadlineMs (${parking.deadlineMs} ms) is longer than parking.maxDeadlineMs (${parking.maxDeadlineMs} ms); raise the maximum or shorten the default`,
+    );
+  return parking;
+}
+
 function positiveLimit(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value <= 0)
@@ -358,6 +404,7 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     }),
     mcpConfigFile: options.mcpConfigFile,
     operatorKeys: options.operatorKeys,
+    parking: compileParking(options.parking),
     retry: { ...DEFAULT_RETRY, ...options.retry },
     orphanMs: defaults.orphanMs,
     maxOutputLines: positiveLimit("maxOutputLines", options.maxOutputLines, defaults.maxOutputLines),

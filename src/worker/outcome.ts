@@ -16,7 +16,8 @@ import { lostSessionPolicyOf } from "../queue/index.ts";
 import type { CliRun, PreparedAttempt, PreparedRun } from "./attempt-context.ts";
 import { errFields } from "./error-fields.ts";
 import { retryDelayMs } from "./retry.ts";
-import { snapshotRecord, type Snapshot } from "./snapshots.ts";
+import { writeSnapshot } from "./session-snapshot.ts";
+import { deferredCallOf, parkTurn } from "./park.ts";
 import type { AttemptEnd } from "./types.ts";
 
 export type Verdict =
@@ -32,6 +33,7 @@ export interface RunFacts {
   outputLimitExceeded: string | undefined;
   outcome: TurnOutcome | undefined;
   failure: unknown;
+  /** The attempt's number, runs that ended by parking not counted. */
   attempt: number;
   maxAttempts: number;
   /** This run already restores a lost session. */
@@ -91,7 +93,7 @@ export async function settleAttempt(attempt: PreparedAttempt, ran: CliRun): Prom
     outputLimitExceeded: ran.outputLimitExceeded,
     outcome: ran.outcome,
     failure: ran.failure,
-    attempt: events.attempt,
+    attempt: events.attempt - (attempt.parked?.parks ?? 0),
     maxAttempts: worker.settings.retry.maxAttempts,
     restoring: attempt.restore !== undefined,
     lostSessionPolicy: lost
@@ -102,8 +104,12 @@ export async function settleAttempt(attempt: PreparedAttempt, ran: CliRun): Prom
   switch (decided.kind) {
     case "stopped":
       return events.stopped();
-    case "finished":
+    case "finished": {
+      const deferred = deferredCallOf(attempt, decided.outcome);
+      if (typeof deferred === "string") return events.fail("cli_error", "UnexpectedDeferral", deferred);
+      if (deferred !== undefined) return parkTurn(attempt, decided.outcome, deferred);
       return finishTurn(attempt, decided.outcome);
+    }
     case "restore":
       await events.abandon("lost_session", true);
       await events.close();
@@ -145,7 +151,9 @@ async function finishTurn(attempt: PreparedAttempt, outcome: TurnOutcome): Promi
   await writeReplaced(attempt, cliSessionId);
   const fin: TurnFinishedData = { attempt: events.attempt, durationMs: outcome.durationMs };
   if (cliSessionId !== undefined) fin.cliSessionId = cliSessionId;
-  if (costTotalUsd !== undefined) fin.costUsd = costAdded(run.costBaseUsd ?? 0, costTotalUsd);
+  // A turn that parked ran in several runs: it cost what they did together.
+  if (costTotalUsd !== undefined)
+    fin.costUsd = costAdded(run.costBaseUsd ?? 0, costTotalUsd) + (attempt.parked?.costUsd ?? 0);
   // Plain text, not a JSON line: the run's full scrubber, like stderr and error messages.
   if (outcome.resultText !== undefined)
     fin.resultText = worker.settings.keepRawLines ? outcome.resultText : events.scrubMessage(outcome.resultText);
@@ -184,44 +192,4 @@ async function writeReplaced(attempt: PreparedAttempt, cliSessionId: string | un
       { session, turn, previous: why.previous },
       "the turn's cwd differs from the one its CLI session ran in; started a fresh CLI session",
     );
-}
-
-/**
- * The snapshot step: the session file the run left, as session.snapshot (a delta over the restored
- * snapshot when it extends it). Scrubbed like the lines (it is JSONL holding every tool result of the
- * session, and the patterns keep each line valid), so a resumed session shows the model the markers
- * where secrets were. A file with nothing to scrub keeps its exact bytes.
- */
-async function writeSnapshot(
-  attempt: PreparedAttempt,
-  outcome: TurnOutcome,
-  costTotalUsd: number | undefined,
-): Promise<{ at: string; snapshot: Snapshot } | undefined> {
-  const { job, events, run } = attempt;
-  const cliSessionId = outcome.sessionId;
-  if (outcome.sessionFile === undefined || cliSessionId === undefined) return undefined;
-  const file = scrubbedSessionFile(outcome.sessionFile, run.lines);
-  const restored = run.resume === run.snapshot?.cliSessionId ? run.snapshot : undefined;
-  const rec = snapshotRecord(file, cliSessionId, restored);
-  const data: SessionSnapshotData = { ...rec.data, cwd: job.cwd };
-  if (costTotalUsd !== undefined) data.costTotalUsd = costTotalUsd;
-  const at = new Date().toISOString();
-  await events.write("session.snapshot", data, { at });
-  const snapshot: Snapshot = {
-    seq: 0,
-    cliSessionId,
-    bytes: file,
-    depth: data.depth ?? 0,
-    hash: rec.hash,
-    cwd: job.cwd,
-    costTotalUsd,
-  };
-  return { at, snapshot };
-}
-
-function scrubbedSessionFile(file: Buffer, lines: PreparedRun["lines"]): Buffer {
-  if (lines === undefined) return file;
-  const text = file.toString("utf8");
-  const out = lines.scrub(text, { sink: "log", field: "session.snapshot" });
-  return out === text ? file : Buffer.from(out, "utf8");
 }

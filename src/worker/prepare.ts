@@ -9,6 +9,7 @@ import { isFailureKind, type AttemptStartedData, type FailureKind } from "../eve
 import { cwdProblem } from "../queue/index.ts";
 import type { Attempt, PreparedAttempt, PreparedRun } from "./attempt-context.ts";
 import { jobOptionsRefusal } from "./job-options.ts";
+import { deadlineMsOf } from "./park.ts";
 import { planResume, rebuildTranscript, RESTORE_PLAN, resumedCostBase } from "./resume.ts";
 import { toolSandboxFor } from "./tool-sandbox.ts";
 import { resolveEnv, runScrubbers, type RunEnv } from "./run-env.ts";
@@ -38,8 +39,11 @@ export async function prepareAttempt(attempt: Attempt): Promise<Preparation> {
   const scrubbers = runScrubbers(worker, runEnv);
   events.useScrubber(scrubbers.scrubber);
   const plan = restore === undefined ? await planResume(worker.log, job, await attempt.snapshot) : RESTORE_PLAN;
+  // A parked turn's CLI continues the turn from the session file: no new prompt.
   const { prompt, restoredTurns } =
-    restore === undefined ? { prompt: job.prompt, restoredTurns: 0 } : await restorePrompt(attempt);
+    restore !== undefined
+      ? await restorePrompt(attempt)
+      : { prompt: attempt.parked === undefined ? job.prompt : undefined, restoredTurns: 0 };
   const sandboxing = toolSandboxFor(job, worker.settings.toolSandbox);
   const toolSandbox = "sandbox" in sandboxing ? sandboxing.sandbox : undefined;
   const access = await openAccess(attempt, runEnv);
@@ -107,7 +111,8 @@ async function openAccess(
 function refusal(attempt: Attempt): { errorKind: FailureKind; name: string; message: string } | undefined {
   const { job, worker } = attempt;
   const { retry, workspaceRoots } = worker.settings;
-  const attemptNumber = attempt.events.attempt;
+  // Runs that ended by parking are not failed attempts.
+  const attemptNumber = attempt.events.attempt - (attempt.parked?.parks ?? 0);
   if (attemptNumber > retry.maxAttempts) {
     return {
       errorKind: "too_many_attempts",
@@ -191,6 +196,8 @@ async function supervise(attempt: Attempt): Promise<{ run: SupervisedRun } | { f
     logger: worker.logger,
     riskyTools: options.riskyTools,
     unsupervisedTools: options.unsupervisedTools,
+    park: worker.settings.parking.enabled ? { deadlineMs: deadlineMsOf(job, worker) } : undefined,
+    resume: attempt.parked?.call,
   });
   return { run };
 }

@@ -75,6 +75,8 @@ export type AttemptEnd =
   | { kind: "retry"; attempt: number; delayMs: number }
   | { kind: "restore"; attempt: number; previous: string | undefined }
   | { kind: "stopped"; attempt: number; reason: StopReason }
+  /** The turn parked on a deferred call until `deadline` (ms since the epoch): its job lets go until then. */
+  | { kind: "parked"; attempt: number; deadline: number }
   | RolledBackEnd;
 
 /**

@@ -21,6 +21,7 @@ import { SnapshotCache } from "./snapshots.ts";
 import { WarmSessions, type WarmWatch } from "./warm.ts";
 import type { ExecuteDeps, RunningTurn, TurnJobResult } from "./types.ts";
 import { announceToolSandbox } from "./tool-sandbox.ts";
+import { startParkedWaker, type ParkedWaker } from "./parked-waker.ts";
 
 export interface TurnWorker {
   readonly id: string;
@@ -83,7 +84,18 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const { worker, slots } = startBullWorker(queue.name, deps, connection);
   watchBullWorker(worker, connection, deps);
   const heartbeat = workerHeartbeat(options.redis, settings, logger, slots, deps.warm);
+  const waker = settings.parking.enabled
+    ? startParkedWaker({
+        redis: options.redis,
+        order: deps.order,
+        prefix: settings.logPrefix,
+        queueName: queue.name,
+        sweepMs: settings.parking.sweepMs,
+        logger,
+      })
+    : undefined;
   return turnWorkerHandle({
+    waker,
     worker,
     slots,
     queue,
@@ -307,6 +319,7 @@ function lazyDecisionHub(
         logger,
         scrubber,
         operatorKeys: settings.operatorKeys,
+        answerWindowMs: settings.parking.answerWindowMs,
       }));
     },
     started: () => hub,
@@ -334,6 +347,8 @@ function scrubbedProcessor(deps: ExecuteDeps, slots: () => CliSlots | undefined)
 
 interface WorkerParts {
   worker: Worker;
+  /** Takes wake-ups of decided parked turns (undefined with parking off). */
+  waker: ParkedWaker | undefined;
   slots: CliSlots;
   queue: Queue;
   connection: RedisClient;
@@ -355,6 +370,8 @@ async function closeWorker(parts: WorkerParts, graceMs: number, closeTimeoutMs: 
   const { worker, running, logger } = parts;
   const id = parts.settings.workerId;
   logger.info({ worker: id, running: running.size, graceMs }, "worker shutting down");
+  // Parked turns it would wake stay parked: another worker, or this one's successor, wakes them.
+  await boundedWait(parts.waker?.stop() ?? Promise.resolve(), closeTimeoutMs);
   // A job that has not started its CLI yet hands its turn back now instead of starting one.
   parts.slots.close();
   // Not force: BullMQ stops fetching and waits for the processors, which we end below.

@@ -121,6 +121,12 @@ while i <= last do
     state = 'failed'
   elseif kind == 'turn.cancelled' then
     state = 'cancelled'
+  elseif kind == 'turn.parked' then
+    state = 'parked'
+    -- Which turn parked last: its later attempts resume the parked call (the envelope's head is
+    -- written in a fixed order, so the turn is found without decoding the JSON).
+    local parkedTurn = string.match(string.sub(env, 1, 200), '"turn":"([^"]+)"')
+    if parkedTurn then redis.call('HSET', meta, 'parkedTurn', parkedTurn) end
   end
 end
 
