@@ -125,6 +125,16 @@ function keyringOf(keys: DecisionHubOptions["operatorKeys"]): OperatorKeyring {
   return ring;
 }
 
+/** Why a call cannot park, or undefined when it can. */
+function unparkable(input: HookInput, redacted: boolean): string | undefined {
+  if (input.tool_use_id === undefined) return "the CLI gave no tool-use id to resume it by";
+  // A deferral inside a subagent is not one: the CLI drops the call and the subagent ends (FACTS.md).
+  if (typeof (input as Record<string, unknown>)["agent_id"] === "string") return "it is a subagent's call";
+  // The session file is scrubbed like the log: a redacted input would not come back as it was asked.
+  if (redacted) return "its input holds redacted text, which the resumed session would not hold";
+  return undefined;
+}
+
 const unsafeReason = (unsafe: string): string =>
   `${unsafe}: an operator could be shown something other than what would run; ask without control characters`;
 
@@ -259,12 +269,20 @@ class Decider {
     return this.#denyUnanswered(run, found.requested, "deadline");
   }
 
-  /** Whether a call of this run may park: the run may, the call has an id, and nothing in it was redacted. */
+  /**
+   * Whether a call of this run may park: the run may, the call has an id, it is the main loop's and
+   * nothing in it was redacted. A call that cannot park waits in the running CLI, as without parking,
+   * and the worker's log says why.
+   */
   #parkable(run: RunContext, input: HookInput, redacted: boolean): boolean {
-    // A deferral inside a subagent is not one: the CLI drops the call and the subagent ends (FACTS.md).
-    const inSubagent = typeof (input as Record<string, unknown>)["agent_id"] === "string";
-    // The session file is scrubbed like the log: a redacted input would not come back as it was asked.
-    return run.park !== undefined && input.tool_use_id !== undefined && !inSubagent && !redacted;
+    if (run.park === undefined) return false;
+    const why = unparkable(input, redacted);
+    if (why === undefined) return true;
+    this.#s.logger.info(
+      { session: run.session, tool: input.tool_name, why, waitMs: this.#s.timeoutMs },
+      "this call cannot park; it waits in the running CLI",
+    );
+    return false;
   }
 
   /** The model's description of a call (scrubbed, clipped), shown apart from the command it describes. */

@@ -115,6 +115,8 @@ test("ACL roles: a reader cannot decide; an operator without a trusted key canno
     instanceRoot: space.dir("inst"),
     runEnv: cliEnv(server.url),
     operatorKeys: [OPERATOR.publicKey],
+    // The hub's reasons for ignoring decisions are logged while it waits in the running CLI.
+    parking: { enabled: false },
     logger,
   });
   const reader = as("reader");

@@ -102,7 +102,7 @@ test("a request through the forwarder to a hub without timeoutMs: decision.reque
   });
 });
 
-test("a supervised turn through the worker (no timeout configured anywhere): the real CLI's request expires 300 s after it", async () => {
+test("a supervised turn through a worker that does not park (no timeout configured anywhere): the real CLI's request expires 300 s after it", async () => {
   const stage = await rig((ws: string) => ({
     responses: [
       {
@@ -113,7 +113,7 @@ test("a supervised turn through the worker (no timeout configured anywhere): the
       { content: [{ type: "text", text: "refused" }] },
     ],
   }));
-  stage.worker({ operatorKeys: [OPERATOR.publicKey] });
+  stage.worker({ operatorKeys: [OPERATOR.publicKey], parking: { enabled: false } });
   try {
     const enqueued = await stage.producer.enqueueTurn({
       prompt: "touch it",

@@ -126,6 +126,8 @@ test("parked: an operator's deny reaches the model with its reason, and the call
     options: { supervised: true },
   });
   const request = await parkedRequest(stage, session);
+  const eightHours = 8 * 3600 * 1000;
+  assert.equal(Date.parse(request.expiresAt) - Date.parse(request.requestedAt), eightHours, "the default deadline");
   await decideAs(stage, request, "deny", "not on a Friday");
   const result = await stage.producer.waitForTurn(turn, { timeoutMs: 60_000 });
   assert.equal(result.status, "finished");
