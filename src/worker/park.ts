@@ -4,8 +4,16 @@
 // (slot, lease, job lock) until the request's deadline. A decision wakes the job early (parked-waker.ts);
 // the job then resumes the turn only once the request is answered, and its CLI, resumed with an empty
 // stdin, is asked about the deferred call again and gets the recorded answer from the hub.
-import { costAdded, type TurnParkedData } from "../events/index.ts";
-import { getPending, inputDigestOf, putPending, type DeferredCall, type ParkedCall } from "../decisions/index.ts";
+import { costAdded, dataOf, type TurnParkedData } from "../events/index.ts";
+import {
+  getPending,
+  inputDigestOf,
+  putPending,
+  SHELL_TOOLS,
+  type DeferredCall,
+  type ParkedCall,
+  type PendingEntry,
+} from "../decisions/index.ts";
 import { latestParked, type SessionStat } from "../log/index.ts";
 import type { TurnOutcome } from "../runner/index.ts";
 import type { TurnJob } from "../queue/index.ts";
@@ -111,11 +119,10 @@ export async function parkTurn(
 /** The request's pending entry, marked parked at this attempt's epoch and the log's head. */
 async function markParked(worker: ExecuteDeps, attempt: PreparedAttempt, deferred: DeferredCall): Promise<void> {
   const { job, events } = attempt;
-  const prefix = worker.log.prefix;
-  const entry = deferred.entry ?? (await getPending(worker.log.redis, prefix, job.session, deferred.call.requestId));
-  if (entry === undefined) return;
   const { lastSeq } = await worker.log.stat(job.session);
-  await putPending(worker.log.redis, prefix, {
+  const entry = deferred.entry ?? (await pendingEntryOf(worker, job.session, deferred.call));
+  if (entry === undefined) return;
+  await putPending(worker.log.redis, worker.log.prefix, {
     ...entry,
     attempt: events.attempt,
     epoch: events.epoch,
@@ -124,13 +131,46 @@ async function markParked(worker: ExecuteDeps, attempt: PreparedAttempt, deferre
 }
 
 /**
+ * The parked request's entry in the pending index, or, when the index lost it (a failover that
+ * dropped the write), the entry made again from the request the log recorded.
+ */
+async function pendingEntryOf(deps: ExecuteDeps, session: string, call: ParkedCall): Promise<PendingEntry | undefined> {
+  const stored = await getPending(deps.log.redis, deps.log.prefix, session, call.requestId);
+  if (stored !== undefined) return stored;
+  for await (const ev of deps.log.read(session, { fromSeq: call.requestSeq, toSeq: call.requestSeq })) {
+    const requested = dataOf("decision.requested", ev.data);
+    if (requested === undefined || requested.requestId !== call.requestId) return undefined;
+    return {
+      session,
+      requestId: call.requestId,
+      turn: ev.turn,
+      attempt: ev.attempt,
+      epoch: ev.epoch,
+      seq: ev.seq,
+      tool: requested.tool,
+      riskClass: requested.riskClass,
+      input: requested.input,
+      command: SHELL_TOOLS.has(requested.tool) ? requested.subject : undefined,
+      redacted: requested.redacted,
+      hubId: requested.hubId,
+      requestedAt: ev.at,
+      expiresAt: requested.expiresAt,
+    };
+  }
+  return undefined;
+}
+
+/**
  * A woken parked turn whose request is still unanswered goes back to waiting: its entry notes what
  * the worker has looked at (the log's head, now), so the sweep wakes it again only for something new.
  */
 export async function reparkEntry(deps: ExecuteDeps, stat: SessionStat, parked: ParkedTurn): Promise<void> {
-  const prefix = deps.log.prefix;
-  const entry = await getPending(deps.log.redis, prefix, stat.session, parked.call.requestId);
-  if (entry?.parked === undefined) return;
+  const entry = await pendingEntryOf(deps, stat.session, parked.call);
+  if (entry === undefined) return;
   const at = new Date().toISOString();
-  await putPending(deps.log.redis, prefix, { ...entry, parked: { ...entry.parked, seq: stat.lastSeq, at } });
+  await putPending(deps.log.redis, deps.log.prefix, {
+    ...entry,
+    epoch: stat.epoch,
+    parked: { queue: entry.parked?.queue ?? deps.settings.queueName, seq: stat.lastSeq, at },
+  });
 }

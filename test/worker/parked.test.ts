@@ -7,7 +7,15 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Job } from "bullmq";
-import { decide, listPending, parseOperatorKeys, type PendingRequest } from "../../src/decisions/index.ts";
+import {
+  decide,
+  listPending,
+  parseOperatorKeys,
+  RuleStore,
+  ruleId,
+  signRule,
+  type PendingRequest,
+} from "../../src/decisions/index.ts";
 import { decisionMadeData, turnParkedData } from "../../src/events/index.ts";
 import { sessionKeys } from "../../src/log/index.ts";
 import { assembleSnapshot, snapshotData } from "../../src/worker/snapshots.ts";
@@ -226,4 +234,43 @@ test("parked: cancelling a parked turn ends it without a worker", async (ctx) =>
   assert.equal(result.status, "cancelled");
   assert.deepEqual(await listPending({ redis: stage.redis, prefix: stage.space.logPrefix }), []);
   assert.deepEqual(linesOf(join(stage.ws, "ran.txt")), []);
+});
+
+test("parked: a trust rule added later that matches wakes the turn, and the call runs once; a parked entry lost from the index is written again", async (ctx) => {
+  const stage = await rig((ws: string) => ({ responses: [appendTo(join(ws, "ran.txt"), "ruled"), say("done")] }));
+  ctx.after(() => stage.dispose());
+  stage.worker({ operatorKeys: [OPERATOR.publicKey], parking: PARKING });
+  const { redis, space, producer } = stage;
+  const { session, turn } = await producer.enqueueTurn({
+    prompt: "append",
+    cwd: stage.ws,
+    options: { supervised: true },
+  });
+  const request = await parkedRequest(stage, session);
+
+  // The index entry is lost (a failover that dropped it): a wake-up of the turn writes it again.
+  await redis.hdel(`${space.logPrefix}decisions:pending`, `${session}/${request.requestId}`);
+  await producer.order.promote(turn);
+  const again = await parkedRequest(stage, session);
+  assert.equal(again.requestId, request.requestId);
+
+  const pattern = `Bash(echo ruled >> ${join(stage.ws, "ran.txt")})`;
+  const rule = signRule(operatorKey, {
+    id: ruleId("allow", pattern),
+    pattern,
+    effect: "allow",
+    by: "erin",
+    at: new Date().toISOString(),
+  });
+  await new RuleStore(redis, space.logPrefix).put(rule);
+  const result = await producer.waitForTurn(turn, { timeoutMs: 30_000 });
+  assert.equal(result.status, "finished");
+  assert.deepEqual(linesOf(join(stage.ws, "ran.txt")), ["ruled"]);
+  const made = (await stage.events(session, turn))
+    .filter((e) => e.kind === "decision.made")
+    .map((e) => decisionMadeData.parse(e.data));
+  assert.deepEqual(
+    made.map((m) => [m.source, m.decision, m.ruleId]),
+    [["rule", "allow", rule.id]],
+  );
 });
