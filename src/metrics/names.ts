@@ -38,7 +38,7 @@ export const MODEL = "model" as const;
 export const OTHER = "other";
 
 export const TURN_OUTCOMES = ["finished", "failed", "cancelled", "timed_out"] as const;
-export const ATTEMPT_OUTCOMES = ["finished", "failed", "cancelled", "abandoned"] as const;
+export const ATTEMPT_OUTCOMES = ["finished", "failed", "cancelled", "abandoned", "parked"] as const;
 export const TOKEN_TYPES = ["input", "output", "cache_read", "cache_creation"] as const;
 
 /**

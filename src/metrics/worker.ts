@@ -122,6 +122,9 @@ class AttemptMetrics implements AttemptObserver {
       case "turn.cancelled":
         this.#turn("cancelled", "cancelled");
         return this.#end("cancelled");
+      case "turn.parked":
+        // The attempt ended waiting for a decision; its turn is not over.
+        return this.#end("parked");
     }
   }
 

@@ -7,6 +7,9 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Job } from "bullmq";
+import { SpanStatusCode } from "@opentelemetry/api";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { ATTEMPT_SPAN_NAME, GENAI } from "../../src/telemetry/index.ts";
 import {
   decide,
   listPending,
@@ -124,10 +127,13 @@ test("parked: parks with nothing held, survives its worker, is decided with no w
   }
 });
 
-test("parked: an operator's deny reaches the model with its reason, and the call never runs", async (ctx) => {
+test("parked: an operator's deny reaches the model with its reason, and the call never runs; the parked attempt's span is no error", async (ctx) => {
   const stage = await rig((ws: string) => ({ responses: [appendTo(join(ws, "ran.txt"), "x"), say("refused")] }));
   ctx.after(() => stage.dispose());
-  stage.worker({ operatorKeys: [OPERATOR.publicKey], parking: PARKING });
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  ctx.after(() => provider.shutdown());
+  stage.worker({ operatorKeys: [OPERATOR.publicKey], parking: PARKING, tracer: provider.getTracer("test") });
   const { session, turn } = await stage.producer.enqueueTurn({
     prompt: "append",
     cwd: stage.ws,
@@ -145,6 +151,11 @@ test("parked: an operator's deny reaches the model with its reason, and the call
     .map((e) => (e.data as { raw: string }).raw)
     .find((raw) => raw.includes('"tool_result"'));
   assert.match(String(toolResult), /not on a Friday/);
+  const attempts = exporter.getFinishedSpans().filter((span) => span.name === ATTEMPT_SPAN_NAME);
+  const parkedSpan = attempts.find((span) => span.attributes["turnstream.attempt"] === 1)!;
+  assert.ok(parkedSpan.events.some((event) => event.name === "turn.parked"));
+  assert.equal(parkedSpan.status.code, SpanStatusCode.UNSET, "a parked run is no failure");
+  assert.equal(parkedSpan.attributes[GENAI.errorType], undefined);
 });
 
 test("parked: at its deadline the request is denied, recorded, and the turn goes on without the call", async (ctx) => {

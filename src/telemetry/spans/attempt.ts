@@ -249,7 +249,9 @@ export class AttemptSpans implements AttemptObserver {
   }
 
   #onEndEvent(kind: string, data: unknown, at: number): void {
-    if (kind !== "turn.finished") {
+    // A parked run ended as it should: its turn goes on in a later attempt.
+    if (kind === "turn.parked") this.#root.addEvent(kind, {}, at);
+    else if (kind !== "turn.finished") {
       // A later attempt records an earlier one's abandonment (its worker died): not this attempt's end.
       if (kind === "attempt.abandoned" && dataOf("attempt.abandoned", data)?.attempt !== this.attempt) return;
       this.#endEvent = failureOfEndEvent(kind, data);
