@@ -3,13 +3,12 @@
 // the preparation its run (PreparedAttempt), the CLI step how the run went (CliRun), the outcome step
 // how the attempt ended. The shapes live here, apart from the steps, so no step imports another.
 import type { EnvOverlay, ToolSandbox, TurnOutcome } from "../runner/index.ts";
-import type { SupervisedRun } from "../decisions/index.ts";
+import type { ParkedCall, SupervisedRun } from "../decisions/index.ts";
 import type { CliExitData } from "../events/index.ts";
 import type { ParsedLine } from "../protocol/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { AttemptEvents } from "./attempt-events.ts";
-import type { ParkedTurn } from "./park.ts";
 import type { ResumePlan } from "./resume.ts";
 import type { Snapshot } from "./snapshots.ts";
 import type { AttemptControl, ExecuteDeps, Restore, RolledBackEnd } from "./types.ts";
@@ -32,6 +31,17 @@ export interface Attempt {
   readonly snapshot: Promise<Snapshot | undefined>;
   /** Set when the turn parked: this attempt resumes the deferred call (an empty stdin, not the prompt). */
   readonly parked: ParkedTurn | undefined;
+}
+
+/** A turn that parked: the call it waits on, and what its parked runs so far add up to. */
+export interface ParkedTurn {
+  call: ParkedCall;
+  /** How many times the turn parked: parked runs are not retries. */
+  parks: number;
+  /** What the turn's parked runs cost, together. */
+  costUsd: number;
+  /** Seq of its `turn.parked`. */
+  seq: number;
 }
 
 /** What the run step needs from the preparation. */

@@ -12,7 +12,7 @@ import { prepareAttempt } from "./prepare.ts";
 import { failIfQueuedLost, recordRollback } from "./rollback.ts";
 import { runCli } from "./run-cli.ts";
 import { latestSnapshot, type Snapshot } from "./snapshots.ts";
-import type { ParkedTurn } from "./park.ts";
+import type { ParkedTurn } from "./attempt-context.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps, Restore, RolledBackEnd } from "./types.ts";
 
 /** What a job asks of its next attempt. */

@@ -17,7 +17,8 @@ import { parseOrThrow, turnJobSchema, TURN_ID_PATTERN, type TurnJob } from "../q
 import { beginAttempt, runAttempt } from "./attempt.ts";
 import type { CliSlot } from "./cli-slots.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
-import { parkedTurnOf, reparkEntry, type ParkedTurn } from "./park.ts";
+import type { ParkedTurn } from "./attempt-context.ts";
+import { parkedTurnOf, reparkEntry } from "./park.ts";
 import type {
   AttemptControl,
   AttemptEnd,

@@ -17,20 +17,9 @@ import {
 import { latestParked, type SessionStat } from "../log/index.ts";
 import type { TurnOutcome } from "../runner/index.ts";
 import type { TurnJob } from "../queue/index.ts";
-import type { PreparedAttempt } from "./attempt-context.ts";
+import type { ParkedTurn, PreparedAttempt } from "./attempt-context.ts";
 import { writeSnapshot } from "./session-snapshot.ts";
 import type { AttemptEnd, ExecuteDeps } from "./types.ts";
-
-/** A turn that parked: the call it waits on, and what its parked runs so far add up to. */
-export interface ParkedTurn {
-  call: ParkedCall;
-  /** How many times the turn parked: parked runs are not retries. */
-  parks: number;
-  /** What the turn's parked runs cost, together. */
-  costUsd: number;
-  /** Seq of its `turn.parked`. */
-  seq: number;
-}
 
 /** The turn's latest parking, when it parked at all (the session's meta names the turn that parked last). */
 export async function parkedTurnOf(
