@@ -7,6 +7,7 @@ import { userInfo } from "node:os";
 import { LogRolledBackError, type Envelope, type EventLog, type RedisClient } from "../log/index.ts";
 import { DecisionError } from "./errors.ts";
 import {
+  dataOf,
   decisionMadeData,
   decisionRequestedData,
   type Decision,
@@ -14,7 +15,7 @@ import {
   type DecisionRequested,
 } from "../events/index.ts";
 import { parseOperatorKeys, type OperatorKey, type OperatorKeyring } from "./operator-keys.ts";
-import { dropPending, getPending, isAbandoned, wakeParked } from "./pending.ts";
+import { dropPending, getPending, isAbandoned, wakeParked, type PendingEntry } from "./pending.ts";
 import { recordedCall } from "./parked.ts";
 import {
   parsePattern,
@@ -202,7 +203,7 @@ export async function decide(target: DecideTarget, input: DecideInput): Promise<
   const counts = countsFor(session, parseOperatorKeys([operatorKey.publicKey]), target.trustedKeys, rules);
   const hint = await getPending(redis, prefix, session, requestId);
   const found = await findRequest(log, session, requestId, hint?.seq ?? 1, counts);
-  await checkDecidable(redis, prefix, input, found);
+  await checkDecidable(log, redis, prefix, input, found);
   const request = found!.data;
   const digest = requestDigest(session, request);
   const decidedAt = new Date().toISOString();
@@ -234,7 +235,8 @@ export async function decide(target: DecideTarget, input: DecideInput): Promise<
   if (rule !== undefined) await asOperator(session, requestId, () => new RuleStore(redis, prefix).put(rule));
   // The decision is recorded; the index is a hint the hub also clears when it stops waiting. A parked
   // turn is woken at once (workers also find decided parked turns by themselves, later).
-  if (hint?.parked !== undefined) await wakeParked(redis, prefix, hint).catch(() => undefined);
+  if (request.parkable === true)
+    await wakeParkedTurn({ log, redis, prefix }, hint, session, found!).catch(() => undefined);
   else await dropPending(redis, prefix, session, requestId).catch(() => undefined);
   const after = await findRequest(log, session, requestId, found!.envelope.seq, counts);
   const winner = after?.decided?.data ?? made;
@@ -243,8 +245,33 @@ export async function decide(target: DecideTarget, input: DecideInput): Promise<
   return { decision: winner, applied, rule, seq: res.lastSeq, request };
 }
 
+/**
+ * Wakes the turn parked on a decided request: its entry in the index names the queue, and when the
+ * index lost the entry (a failover), the turn's `turn.parked` in the log does. A request whose turn
+ * has not parked yet (decided in the moment before) needs no wake-up: the parking worker finds the decision.
+ */
+async function wakeParkedTurn(
+  target: { log: EventLog; redis: RedisClient; prefix: string },
+  entry: PendingEntry | undefined,
+  session: string,
+  found: FoundRequest,
+): Promise<void> {
+  const { log, redis, prefix } = target;
+  const requestId = found.data.requestId;
+  if (entry?.parked !== undefined) {
+    await wakeParked(redis, prefix, { session, turn: entry.turn, queue: entry.parked.queue }, entry);
+    return;
+  }
+  for await (const ev of log.read(session, { fromSeq: found.envelope.seq })) {
+    const parked = ev.kind === "turn.parked" ? dataOf("turn.parked", ev.data) : undefined;
+    if (parked?.requestId === requestId)
+      await wakeParked(redis, prefix, { session, turn: ev.turn, queue: parked.queue }, entry);
+  }
+}
+
 /** Throws the DecisionError that says why this request cannot be decided as asked, if any. */
 async function checkDecidable(
+  log: EventLog,
   redis: RedisClient,
   prefix: string,
   input: DecideInput,
@@ -264,7 +291,9 @@ async function checkDecidable(
     // entry stays until it resumes, and the turn is woken again.
     const entry = found.data.parkable === true ? await getPending(redis, prefix, session, requestId) : undefined;
     const settle =
-      entry?.parked !== undefined ? wakeParked(redis, prefix, entry) : dropPending(redis, prefix, session, requestId);
+      found.data.parkable === true
+        ? wakeParkedTurn({ log, redis, prefix }, entry, session, found)
+        : dropPending(redis, prefix, session, requestId);
     await settle.catch(() => undefined);
     const earlier = found.decided.data;
     throw new DecisionError(

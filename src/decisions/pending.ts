@@ -115,11 +115,17 @@ export async function isAbandoned(
  * A parked request was decided: its entry stays, marked, until a worker resumes the turn (so a worker
  * finds it even if the wake-up is lost), and the turn's queue is asked to resume it now.
  */
-export async function wakeParked(redis: RedisClient, prefix: string, entry: PendingEntry): Promise<void> {
-  if (entry.parked === undefined) return;
-  const decided: PendingEntry = { ...entry, parked: { ...entry.parked, decided: true } };
-  await redis.hset(pendingKey(prefix), pendingField(entry.session, entry.requestId), JSON.stringify(decided));
-  await redis.lpush(wakeKey(prefix, entry.parked.queue), `${entry.session} ${entry.turn}`);
+export async function wakeParked(
+  redis: RedisClient,
+  prefix: string,
+  parked: { session: string; turn: string; queue: string },
+  entry: PendingEntry | undefined,
+): Promise<void> {
+  if (entry?.parked !== undefined) {
+    const decided: PendingEntry = { ...entry, parked: { ...entry.parked, decided: true } };
+    await redis.hset(pendingKey(prefix), pendingField(entry.session, entry.requestId), JSON.stringify(decided));
+  }
+  await redis.lpush(wakeKey(prefix, parked.queue), `${parked.session} ${parked.turn}`);
 }
 
 /** Every entry of the index as stored (parked ones included, decided or not). */
