@@ -250,6 +250,23 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
       "the operators' public keys a worker trusts for supervised decisions and trust rules: an absolute path to a file with one `ed25519:…` key per line, or the keys themselves comma-separated; without it supervised turns fail",
   },
   {
+    name: "TURNSTREAM_ANSWER_WINDOW",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "how long a supervised call waits for an operator in the running CLI before its turn parks, holding nothing until decided (default 5s; 0 parks at once; `off`: calls wait in the CLI, up to 300 s, as before parking)",
+  },
+  {
+    name: "TURNSTREAM_DECISION_DEADLINE",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "how long a parked turn's request waits for a decision before it is denied, when its job sets no decisionDeadlineMs (default 8h)",
+  },
+  {
+    name: "TURNSTREAM_DECISION_DEADLINE_MAX",
+    readIn: "src/worker/config.ts",
+    meaning: "the longest deadline a job's decisionDeadlineMs may ask for; longer ones are cut to it (default 7d)",
+  },
+  {
     name: "TURNSTREAM_USER",
     readIn: "src/decisions/operator.ts",
     meaning:
