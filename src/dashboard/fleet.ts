@@ -6,7 +6,7 @@
 import type { Queue } from "bullmq";
 import { LRUCache } from "lru-cache";
 import { archivedRow, type Archive } from "../archive/index.ts";
-import { listPending, type PendingRequest } from "../decisions/index.ts";
+import { listPending, readParkedEntries, type PendingRequest } from "../decisions/index.ts";
 import { backoffDelayMs, forTerminal, silentLogger, type Logger } from "../kernel/index.ts";
 import { isCluster, storedEnvelope, storedHead, type EventLog, type RedisClient } from "../log/index.ts";
 import {
@@ -85,6 +85,14 @@ export const ARCHIVED_ROWS = 500;
 const MAX_STATES = 200;
 const KINDS_FOR_PENDING = /^(decision\.|attempt\.|turn\.|rule\.)/;
 const KINDS_FOR_QUEUE = /^(attempt\.|turn\.)/;
+/**
+ * Kinds after which the pending index changes without a further event: a worker marks the request of
+ * a turn that parked right after its turn.parked, and `decide` marks a parked request decided after
+ * its decision.made. The decisions and the queue are read again every SETTLE_EVERY_MS for SETTLE_MS.
+ */
+const KINDS_SETTLING: ReadonlySet<string> = new Set(["turn.parked", "decision.made"]);
+const SETTLE_MS = 5000;
+const SETTLE_EVERY_MS = 1000;
 
 export class Fleet {
   readonly #o: FleetOptions;
@@ -97,6 +105,8 @@ export class Fleet {
   #pendingDirty = false;
   #queueDirty = false;
   #flushTimer: NodeJS.Timeout | undefined;
+  #settleTimer: NodeJS.Timeout | undefined;
+  #settleUntil = 0;
   #loop: Promise<void> | undefined;
 
   constructor(options: FleetOptions) {
@@ -117,6 +127,8 @@ export class Fleet {
   async stop(): Promise<void> {
     this.#ac?.abort();
     clearTimeout(this.#flushTimer);
+    clearInterval(this.#settleTimer);
+    this.#settleTimer = undefined;
     await this.#loop;
     this.#loop = undefined;
   }
@@ -197,8 +209,11 @@ export class Fleet {
     return Promise.all(list.map(async (p) => ({ ...shownPending(p), context: await context(p) })));
   }
 
+  /** The queue; a parked turn's job (delayed until its deadline, or woken by a decision) shows as parked. */
   async queue(): Promise<QueueView> {
-    return queueView(this.#o.queue);
+    if (this.#o.queue === undefined) return queueView(undefined);
+    const parked = await readParkedEntries(this.#o.redis, this.#o.log.prefix);
+    return queueView(this.#o.queue, new Set(parked.map((entry) => entry.turn)));
   }
 
   #start(): void {
@@ -273,8 +288,25 @@ export class Fleet {
     this.#dirty.add(session);
     if (kind === "session.new" || KINDS_FOR_PENDING.test(kind)) this.#pendingDirty = true;
     if (kind === "session.new" || KINDS_FOR_QUEUE.test(kind)) this.#queueDirty = true;
-    // Changes that come together go out together, a moment later.
+    if (KINDS_SETTLING.has(kind)) this.#settle();
+    this.#scheduleFlush();
+  }
+
+  /** Changes that come together go out together, a moment later. */
+  #scheduleFlush(): void {
     this.#flushTimer ??= setTimeout(() => void this.#flush(), 30);
+  }
+
+  /** Reads the decisions and the queue again now and then for a while (see KINDS_SETTLING). */
+  #settle(): void {
+    this.#settleUntil = Date.now() + SETTLE_MS;
+    this.#settleTimer ??= setInterval(() => {
+      this.#pendingDirty = this.#queueDirty = true;
+      this.#scheduleFlush();
+      if (Date.now() < this.#settleUntil) return;
+      clearInterval(this.#settleTimer);
+      this.#settleTimer = undefined;
+    }, SETTLE_EVERY_MS);
   }
 
   async #flush(): Promise<void> {

@@ -1,5 +1,6 @@
 // The queue as BullMQ holds it: counts, and the waiting, active, delayed and failed turns with
-// their sessions (the newest few of each).
+// their sessions (the newest few of each). A parked turn's job is shown in state `parked`: BullMQ
+// holds it delayed until its request's deadline, but it waits for a person, not for its time.
 import type { Queue } from "bullmq";
 import { jobRow, QUEUE_STATES } from "../queue/index.ts";
 
@@ -20,7 +21,8 @@ export interface QueueView {
 
 const PER_STATE = 50;
 
-export async function queueView(queue: Queue | undefined): Promise<QueueView> {
+/** `parked`: the turns parked now (their jobs are shown in state `parked`). */
+export async function queueView(queue: Queue | undefined, parked: ReadonlySet<string> = new Set()): Promise<QueueView> {
   if (queue === undefined) return { available: false, counts: {}, jobs: [] };
   const counts = await queue.getJobCounts(...QUEUE_STATES, "completed");
   const jobs: QueueJob[] = [];
@@ -29,7 +31,7 @@ export async function queueView(queue: Queue | undefined): Promise<QueueView> {
       if (job === undefined || job === null) continue;
       const row = jobRow(job, state);
       jobs.push({
-        state,
+        state: parked.has(row.turn) ? "parked" : state,
         turn: row.turn,
         session: row.session,
         attempt: row.attempt,

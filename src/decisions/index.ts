@@ -73,6 +73,14 @@ export {
   type PendingRequest,
 } from "./pending.ts";
 export {
+  countParked,
+  parkedNow,
+  parkedSinceMs,
+  readParkedEntries,
+  type ParkedCount,
+  type ParkedEntry,
+} from "./parked-index.ts";
+export {
   RuleStore,
   evaluateRules,
   ruleMatches,

@@ -5,8 +5,11 @@
 import { z as zod } from "zod";
 import type { ErrorKind as ClassifiedKind } from "../protocol/index.ts";
 
-/** How a turn ended, as a pipeline sees it (`outcome` in `run --wait --json`). */
-export type Outcome = "finished" | "task_failed" | "usage" | "infrastructure" | "cancelled" | "timed_out";
+/**
+ * How a turn ended, as a pipeline sees it (`outcome` in `run --wait --json`). `parked` is not an end:
+ * the command stopped following a turn that parked because it was asked to (`--exit-on-park`).
+ */
+export type Outcome = "finished" | "task_failed" | "usage" | "infrastructure" | "cancelled" | "timed_out" | "parked";
 
 /** The exit code of every `turnstream` command, by what it means. */
 export const EXIT = {
@@ -20,6 +23,11 @@ export const EXIT = {
   infrastructure: 3,
   /** The turn was cancelled, or a timeout (the wait's or the turn's own) ended it. */
   cancelledOrTimedOut: 4,
+  /**
+   * The turn parked on a supervised call and waits for an operator's decision; the command stopped
+   * following it as asked (`--exit-on-park`). Not a failure: the turn resumes once decided.
+   */
+  parked: 5,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -31,6 +39,7 @@ export const EXIT_CODE_OF_OUTCOME: Readonly<Record<Outcome, ExitCode>> = {
   infrastructure: EXIT.infrastructure,
   cancelled: EXIT.cancelledOrTimedOut,
   timed_out: EXIT.cancelledOrTimedOut,
+  parked: EXIT.parked,
 };
 
 /** What each outcome tells a pipeline (the exit-code reference is generated from this). */
@@ -41,6 +50,8 @@ export const OUTCOME_MEANINGS: Readonly<Record<Outcome, string>> = {
   infrastructure: "Redis, the worker fleet or the API did not hold up. Retry the job.",
   cancelled: "The turn was cancelled.",
   timed_out: "A timeout ended it: the wait's, the turn's own, its inactivity limit or the worker's maximum.",
+  parked:
+    "The turn parked on a supervised call and waits for an operator's decision; asked to (`--exit-on-park`), the command stopped following it. It resumes once decided.",
 };
 
 export interface FailureKindInfo {

@@ -1,12 +1,13 @@
 // Fleet-wide gauges: the queue by state and its oldest waiting job, the pending decisions and the
-// oldest of them. Every process that has a source reports the same values (they are read from Redis,
-// not counted locally), so dashboards aggregate them with max across instances, never sum: max stays
-// right when some processes are down or lagging, and no process has to be elected to report them.
+// oldest of them, the parked turns and the oldest of them. Every process that has a source reports
+// the same values (they are read from Redis, not counted locally), so dashboards aggregate them with
+// max across instances, never sum: max stays right when some processes are down or lagging, and no
+// process has to be elected to report them.
 // One callback reads everything per collection, with one bounded wait: a Redis that does not answer
 // in time leaves these gauges out of that scrape rather than holding the scrape up.
 import type { BatchObservableResult, Meter } from "@opentelemetry/api";
 import type { Queue } from "bullmq";
-import { parsePendingEntry, pendingKey } from "../decisions/index.ts";
+import { countParked, parkedNow, readPendingEntries, type PendingEntry } from "../decisions/index.ts";
 import { withTimeout, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
 import { QUEUE_STATES, readWaitingTurns, type WaitingSource } from "../queue/index.ts";
@@ -32,28 +33,35 @@ interface FleetReading {
   oldestWaitS?: number;
   pending: number;
   oldestPendingS: number;
+  parked: number;
+  oldestParkedS: number;
 }
 
-async function readQueue(queue: QueueCountsSource, now: number): Promise<Pick<FleetReading, "counts" | "oldestWaitS">> {
-  const [counts, waiting] = await Promise.all([queue.getJobCounts(...QUEUE_STATES), readWaitingTurns(queue, now)]);
+/** `parked`: the parked turns, whose jobs are not turns waiting to run (left out of the oldest wait). */
+async function readQueue(
+  queue: QueueCountsSource,
+  now: number,
+  parked: ReadonlySet<string>,
+): Promise<Pick<FleetReading, "counts" | "oldestWaitS">> {
+  const [counts, waiting] = await Promise.all([
+    queue.getJobCounts(...QUEUE_STATES),
+    readWaitingTurns(queue, now, parked),
+  ]);
   return {
     counts,
     oldestWaitS: waiting.oldestQueuedAt === undefined ? 0 : Math.max(0, (now - waiting.oldestQueuedAt) / 1000),
   };
 }
 
-/** Pending requests in the decision index that have not expired, and how long the oldest has waited. */
-async function readPending(
-  redis: RedisClient,
-  prefix: string,
-  now: number,
-): Promise<Pick<FleetReading, "pending" | "oldestPendingS">> {
-  const values = await redis.hvals(pendingKey(prefix));
+/**
+ * Requests in the decision index that wait for an operator and have not expired, and how long the
+ * oldest has waited. A parked turn's request counts until it is decided: then it waits for a worker.
+ */
+function countPending(entries: readonly PendingEntry[], now: number): Pick<FleetReading, "pending" | "oldestPendingS"> {
   let pending = 0;
   let oldest = now;
-  for (const stored of values) {
-    const entry = parsePendingEntry(stored);
-    if (entry === undefined) continue;
+  for (const entry of entries) {
+    if (entry.parked?.decided === true) continue;
     // Gone from the gauge once expired (`turnstream pending` still lists it for EXPIRED_GRACE_MS).
     const requested = Date.parse(entry.requestedAt);
     const expires = Date.parse(entry.expiresAt);
@@ -66,11 +74,15 @@ async function readPending(
 
 async function readFleet(sources: FleetSources): Promise<FleetReading> {
   const now = Date.now();
-  const [queue, pending] = await Promise.all([
-    sources.queue === undefined ? {} : readQueue(sources.queue, now),
-    readPending(sources.redis, sources.logPrefix, now),
-  ]);
-  return { ...queue, ...pending };
+  const entries = await readPendingEntries(sources.redis, sources.logPrefix);
+  const parked = countParked(await parkedNow(sources.redis, sources.logPrefix, entries), now);
+  const queue = sources.queue === undefined ? {} : await readQueue(sources.queue, now, parked.turns);
+  return {
+    ...queue,
+    ...countPending(entries, now),
+    parked: parked.count,
+    oldestParkedS: (parked.oldestAgeMs ?? 0) / 1000,
+  };
 }
 
 /** Registers the fleet gauges on `meter`. */
@@ -79,6 +91,8 @@ export function fleetGauges(meter: Meter, sources: FleetSources, logger: Logger)
   const oldestWait = gauge(meter, METRICS.queueOldestWaitAge);
   const pending = gauge(meter, METRICS.decisionsPending);
   const oldestPending = gauge(meter, METRICS.decisionsOldestPendingAge);
+  const parked = gauge(meter, METRICS.turnsParked);
+  const oldestParked = gauge(meter, METRICS.turnsOldestParkedAge);
   const timeoutMs = sources.collectTimeoutMs ?? 2000;
   meter.addBatchObservableCallback(
     async (observation: BatchObservableResult) => {
@@ -95,7 +109,9 @@ export function fleetGauges(meter: Meter, sources: FleetSources, logger: Logger)
       if (reading.oldestWaitS !== undefined) observation.observe(oldestWait, reading.oldestWaitS);
       observation.observe(pending, reading.pending);
       observation.observe(oldestPending, reading.oldestPendingS);
+      observation.observe(parked, reading.parked);
+      observation.observe(oldestParked, reading.oldestParkedS);
     },
-    [depth, oldestWait, pending, oldestPending],
+    [depth, oldestWait, pending, oldestPending, parked, oldestParked],
   );
 }

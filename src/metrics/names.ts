@@ -188,7 +188,8 @@ export const METRICS = {
     name: "turnstream.decisions.pending",
     kind: "gauge",
     unit: "{request}",
-    description: "Supervised decisions waiting for an operator (fleet-wide: aggregate with max)",
+    description:
+      "Supervised decisions waiting for an operator, parked turns' requests included until decided (fleet-wide: aggregate with max)",
     attributes: {},
     fleetWide: true,
   },
@@ -197,6 +198,24 @@ export const METRICS = {
     kind: "gauge",
     unit: "s",
     description: "How long the oldest pending decision has waited (0 when none; fleet-wide: aggregate with max)",
+    attributes: {},
+    fleetWide: true,
+  },
+  turnsParked: {
+    name: "turnstream.turns.parked",
+    kind: "gauge",
+    unit: "{turn}",
+    description:
+      "Turns parked on a supervised call, holding nothing until it is decided or its deadline passes; decided ones count until a worker resumes them (fleet-wide: aggregate with max)",
+    attributes: {},
+    fleetWide: true,
+  },
+  turnsOldestParkedAge: {
+    name: "turnstream.turns.oldest_parked.age",
+    kind: "gauge",
+    unit: "s",
+    description:
+      "How long the oldest parked turn has waited, since its request (0 when none is parked; fleet-wide: aggregate with max)",
     attributes: {},
     fleetWide: true,
   },

@@ -57,6 +57,7 @@ const summaries: { [K in EventKind]?: (data: EventData<K>) => string } = {
   "turn.queued": (d) => `prompt (${d.prompt.length} chars)`,
   "attempt.abandoned": (d) => `reason ${d.reason}`,
   "turn.failed": (d) => d.errorKind,
+  "turn.parked": (d) => `${d.requestId} ${d.tool} waits for a decision until ${d.deadline} (park ${d.parks})`,
   "decision.requested": (d) => `${d.requestId} ${d.tool}`,
   "decision.made": (d) => `${d.requestId} → ${d.decision} by ${d.by}`,
   "model.call": (call) => {

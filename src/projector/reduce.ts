@@ -214,8 +214,9 @@ function refreshAccepted(state: ProjectionState, ti: number, explicit?: number):
   state.transcript.turns[ti]!.acceptedAttempt = accepted;
 }
 
-// Session status: running if any turn runs, else queued if any waits, else the latest turn's.
-// Only turns not yet ended are scanned (cursor.active), so this stays O(1) for long sessions.
+// Session status: running if any turn runs, else parked if one is parked (the turns after it wait on
+// it), else queued if any waits, else the latest turn's. Only turns not yet ended are scanned
+// (cursor.active), so this stays O(1) for long sessions.
 function refreshStatus(state: ProjectionState, ti?: number): void {
   const turns = state.view.turns;
   if (turns.length === 0) return;
@@ -228,16 +229,19 @@ function refreshStatus(state: ProjectionState, ti?: number): void {
   }
   let status: ProjectionState["view"]["status"] = turns[turns.length - 1]!.status;
   let queued = false;
+  let parked = false;
   for (const index of active) {
     const st = turns[index]!.status;
     if (st === "running") {
       status = "running";
-      queued = false;
+      queued = parked = false;
       break;
     }
     if (st === "queued") queued = true;
+    if (st === "parked") parked = true;
   }
-  if (queued && TERMINAL_TURN.has(status)) status = "queued";
+  if (parked) status = "parked";
+  else if (queued && TERMINAL_TURN.has(status)) status = "queued";
   state.view.status = status;
 }
 
@@ -273,7 +277,9 @@ function abandon(state: ProjectionState, ti: number, attemptNumber: number, reas
 }
 
 function rebuildPending(state: ProjectionState): void {
-  state.decisions.pending = state.decisions.requests.filter((r) => r.status === "pending").map((r) => r.requestId);
+  state.decisions.pending = state.decisions.requests
+    .filter((r) => r.status === "pending" || r.status === "parked")
+    .map((r) => r.requestId);
 }
 
 /** Events of a turn's run (TURN_KINDS) other than its CLI lines. */
@@ -309,7 +315,41 @@ function turnEvent(state: ProjectionState, env: ReducibleEnvelope): void {
     case "turn.cancelled":
       turnCancelled(state, env, ti);
       return;
+    case "turn.parked":
+      turnParked(state, env, ti);
+      return;
   }
+}
+
+/**
+ * The turn parked on a request: its attempt's run ended there (it stays in the conversation: the next
+ * attempt resumes it), and the turn waits for a decision until attempt.started says it resumed.
+ */
+function turnParked(state: ProjectionState, env: ReducibleEnvelope, ti: number): void {
+  const data = read(state, "turn.parked", env.data);
+  const turn = state.view.turns[ti]!;
+  const attempt = attemptAt(state, ti, data?.attempt ?? env.attempt, env.epoch, env.at);
+  if (attempt.status !== "abandoned") attempt.status = "parked";
+  if (attempt.endedAt === null) attempt.endedAt = env.at;
+  const index = data === undefined ? undefined : state.cursor.requestIndex[data.requestId];
+  const request = index === undefined ? undefined : state.decisions.requests[index];
+  if (request?.status === "pending") {
+    request.status = "parked";
+    rebuildPending(state);
+  }
+  if (!TERMINAL_TURN.has(turn.status)) turn.status = "parked";
+  refreshStatus(state, ti);
+}
+
+/** A turn that ended while parked (cancelled) leaves its request unanswered for good. */
+function dropParkedRequests(state: ProjectionState, turn: string): void {
+  let changed = false;
+  for (const request of state.decisions.requests) {
+    if (request.turn !== turn || request.status !== "parked") continue;
+    request.status = "abandoned";
+    changed = true;
+  }
+  if (changed) rebuildPending(state);
 }
 
 /** One call through the worker's gateway: counted on its attempt with its usage and estimated cost. */
@@ -441,6 +481,7 @@ function turnFailed(state: ProjectionState, env: ReducibleEnvelope, ti: number):
 function turnCancelled(state: ProjectionState, env: ReducibleEnvelope, ti: number): void {
   read(state, "turn.cancelled", env.data);
   const turn = state.view.turns[ti]!;
+  if (turn.status === "parked") dropParkedRequests(state, turn.id);
   turn.status = "cancelled";
   turn.endedAt = env.at;
   forgetCosts(state, ti);
@@ -612,7 +653,7 @@ function user(state: ProjectionState, env: ReducibleEnvelope, ti: number, key: s
       const isError = block["is_error"] === true || (results === 1 && typeof line["tool_use_result"] === "string");
       const view = resultView(block["content"], isError, env.seq);
       const path = paths[id];
-      const call = path === undefined ? undefined : itemAt(ta.items, path);
+      const call = path === undefined ? parkedCall(state, ti, env.attempt, id) : itemAt(ta.items, path);
       if (call !== undefined && call.t === "tool" && call.result === null) {
         call.result = view;
       } else {
@@ -645,6 +686,21 @@ function user(state: ProjectionState, env: ReducibleEnvelope, ti: number, key: s
   }
 }
 
+/**
+ * The call `id` of a run of this turn that parked before `attempt`: the run that resumes it carries the
+ * call's result (the deferred call runs, or is refused, only then), and the result belongs with it.
+ */
+function parkedCall(state: ProjectionState, ti: number, attempt: number, id: string): TranscriptItem | undefined {
+  const attempts = state.view.turns[ti]!.attempts;
+  for (let index = attempts.length - 1; index >= 0; index--) {
+    const earlier = attempts[index]!;
+    if (earlier.attempt >= attempt || earlier.status !== "parked") continue;
+    const path = state.cursor.toolPaths[`${ti}:${earlier.attempt}`]?.[id];
+    if (path !== undefined) return itemAt(transcriptAttempt(state, ti, earlier.attempt).items, path);
+  }
+  return undefined;
+}
+
 function toolNameOf(
   state: ProjectionState,
   ti: number,
@@ -654,8 +710,8 @@ function toolNameOf(
 ): string | undefined {
   if (id === undefined) return undefined;
   const path = state.cursor.toolPaths[key]?.[id];
-  if (path === undefined) return undefined;
-  const item = itemAt(transcriptAttempt(state, ti, attempt).items, path);
+  const item =
+    path === undefined ? parkedCall(state, ti, attempt, id) : itemAt(transcriptAttempt(state, ti, attempt).items, path);
   return item !== undefined && item.t === "tool" && item.name !== "" ? item.name : undefined;
 }
 
@@ -860,7 +916,7 @@ function decisionMade(state: ProjectionState, env: ReducibleEnvelope): void {
     request.decision = data.decision;
     request.by = data.by;
     request.decidedSeq = env.seq;
-    if (request.status === "pending") {
+    if (request.status === "pending" || request.status === "parked") {
       request.status = "decided";
       state.decisions.pending = state.decisions.pending.filter((id) => id !== request.requestId);
     }

@@ -4,11 +4,16 @@
 import type { ErrorKind } from "../protocol/index.ts";
 
 /** Bump when the state's shape or the reducer's semantics change: the projector rebuilds into new keys. */
-export const STATE_VERSION = 4;
+export const STATE_VERSION = 5;
 
-export type TurnStatus = "queued" | "running" | "finished" | "failed" | "cancelled";
+/** `parked`: waits for an operator's decision on a supervised call, holding nothing (turn.parked). */
+export type TurnStatus = "queued" | "running" | "parked" | "finished" | "failed" | "cancelled";
 export type SessionStatus = "new" | TurnStatus;
-export type AttemptStatus = "running" | "exited" | "abandoned" | "finished" | "failed" | "cancelled";
+/**
+ * `parked`: the run ended by parking the turn; it is part of the turn's conversation (the next
+ * attempt resumes it), so a later attempt does not supersede it.
+ */
+export type AttemptStatus = "running" | "exited" | "parked" | "abandoned" | "finished" | "failed" | "cancelled";
 
 export interface Tokens {
   input: number;
@@ -150,7 +155,8 @@ export interface DecisionOutcome {
   abandoned: boolean;
 }
 
-export type RequestStatus = "pending" | "decided" | "abandoned";
+/** `parked`: still waiting for an answer, its turn parked on it (turn.parked named it). */
+export type RequestStatus = "pending" | "parked" | "decided" | "abandoned";
 
 export interface DecisionRequest {
   requestId: string;
@@ -187,7 +193,7 @@ export interface DecisionState {
   outcomes: DecisionOutcome[];
   /** Hub requests in request order. */
   requests: DecisionRequest[];
-  /** Ids of requests still waiting for an answer (attempt alive). */
+  /** Ids of requests still waiting for an answer (attempt alive, or its turn parked on it). */
   pending: string[];
   rules: Rule[];
   /** decision.made for a request id never seen. */

@@ -192,22 +192,6 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
       "1 runs every turn warm (the CLI process stays up for the session's next turn on this worker); default 0: only turns enqueued with options.warm: true",
   },
   {
-    name: "TURNSTREAM_ANSWER_WINDOW",
-    readIn: "src/worker/config.ts",
-    meaning:
-      "how long a supervised call waits for an operator before its turn parks (holding no process, slot or lease); default 5s; `off`: calls wait in the running CLI, up to 300 s",
-  },
-  {
-    name: "TURNSTREAM_DECISION_DEADLINE",
-    readIn: "src/worker/config.ts",
-    meaning: "when a parked request is denied unless decided, for jobs that name no decisionDeadlineMs; default 8h",
-  },
-  {
-    name: "TURNSTREAM_DECISION_DEADLINE_MAX",
-    readIn: "src/worker/config.ts",
-    meaning: "the longest decision deadline a job may ask for (longer ones are cut to it); default 7d",
-  },
-  {
     name: "TURNSTREAM_GATEWAY",
     readIn: "src/worker/config.ts",
     meaning:
@@ -264,6 +248,23 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
     readIn: "src/worker/config.ts",
     meaning:
       "the operators' public keys a worker trusts for supervised decisions and trust rules: an absolute path to a file with one `ed25519:…` key per line, or the keys themselves comma-separated; without it supervised turns fail",
+  },
+  {
+    name: "TURNSTREAM_ANSWER_WINDOW",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "how long a supervised call waits for an operator in the running CLI before its turn parks, holding nothing until decided (default 5s; 0 parks at once; `off`: calls wait in the CLI, up to 300 s, as before parking)",
+  },
+  {
+    name: "TURNSTREAM_DECISION_DEADLINE",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "how long a parked turn's request waits for a decision before it is denied, when its job sets no decisionDeadlineMs (default 8h)",
+  },
+  {
+    name: "TURNSTREAM_DECISION_DEADLINE_MAX",
+    readIn: "src/worker/config.ts",
+    meaning: "the longest deadline a job's decisionDeadlineMs may ask for; longer ones are cut to it (default 7d)",
   },
   {
     name: "TURNSTREAM_USER",

@@ -1,6 +1,7 @@
-// The decisions inbox in a real browser: a supervised turn's Bash call appears in the open inbox
-// without a reload (and its session in the open sessions list, its turn in the open queue view),
-// Deny records a signed decision with the operator's name, and the session page shows the turn
+// The decisions inbox in a real browser: a supervised turn's Bash call that nobody answers parks, and
+// appears in the open inbox as parked, with how long it has waited and its deadline, without a reload
+// (and its session in the open sessions list, its turn in the open queue view, both parked); Deny
+// records a signed decision with the operator's name, the turn resumes, and the session page shows it
 // ending with the denial in its transcript. Then the console's guards, over plain HTTP: decisions
 // need the page's CSRF token and a same-origin request, a loopback console refuses a foreign Host,
 // and a non-loopback one needs an operator token, which never appears in a URL and names who
@@ -14,6 +15,7 @@ import { parseTokens, startDashboard, type Dashboard } from "../../src/dashboard
 import { pendingKey } from "../../src/decisions/index.ts";
 import { OPERATOR, operatorKey } from "../decisions/_support.ts";
 import { rig } from "../worker/_more.ts";
+import { PARKING } from "../worker/_parked.ts";
 import { launchBrowser, openPage, screenshot } from "./_browser.ts";
 
 const touch = (file: string) => ({
@@ -22,11 +24,11 @@ const touch = (file: string) => ({
   ],
 });
 
-test("a pending decision appears live in the inbox; Deny ends the turn with the denial in its transcript", async () => {
+test("a parked decision appears live in the inbox with its age and deadline; Deny resumes the turn and ends it with the denial in its transcript", async () => {
   const testRig = await rig((ws: string) => ({
     responses: [touch(join(ws, "denied.txt")), { content: [{ type: "text", text: "the call was refused" }] }],
   }));
-  testRig.worker({ operatorKeys: [OPERATOR.publicKey] });
+  testRig.worker({ operatorKeys: [OPERATOR.publicKey], parking: PARKING });
   const dash = await startDashboard({
     redis: testRig.redis,
     prefix: testRig.space.logPrefix,
@@ -76,9 +78,13 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
       cwd: testRig.ws,
       options: { supervised: true },
     });
-    const card = page.locator('.pending-card[data-status="pending"]');
+    // Unanswered within the worker's answer window, the call parks: the card says so, how long it has
+    // waited and when its deadline denies it.
+    const card = page.locator('.pending-card[data-status="parked"]');
     await card.waitFor({ timeout: 60_000 });
     assert.match(await card.locator("h3").innerText(), /Bash/);
+    assert.match(await card.locator("h3 .badge.s-parked").innerText(), /^parked$/);
+    assert.match(await card.locator("h3 .timing").innerText(), /^parked \d+s · deadline .+ \([78]h\d\dm left\)$/);
     assert.match(await card.locator("pre.input").innerText(), /touch .*denied\.txt/);
     assert.match(await card.innerText(), /make denied\.txt/, "the turn's prompt is shown as context");
     assert.match(await page.locator("#pending-count").innerText(), /^1$/, "abandoned requests are not counted");
@@ -87,17 +93,18 @@ test("a pending decision appears live in the inbox; Deny ends the turn with the 
     await sessionPage.goto(`${dash.url}#/session/${queued.session}`);
     const turn = sessionPage.locator(`section.turn[data-turn="${queued.turn}"]`);
     await turn.locator('.tool[data-tool="Bash"]', { hasText: "no result yet" }).waitFor({ timeout: 20_000 });
-    assert.match(await turn.locator(".requests").innerText(), /Bash\s+pending/);
-    await screenshot(page, "inbox-pending");
+    assert.match(await turn.locator(".requests").innerText(), /Bash\s+parked/);
+    await turn.locator(".turn-head .badge", { hasText: "parked" }).waitFor({ timeout: 20_000 });
+    await screenshot(page, "inbox-parked");
     const row = list.locator(`tr[data-session="${queued.session}"]`);
-    await row.locator(".badge", { hasText: "running" }).waitFor({ timeout: 20_000 });
+    await row.locator(".badge", { hasText: "parked" }).waitFor({ timeout: 20_000 });
     assert.match(await row.innerText(), /\t1\t/, "one turn");
     await queue
       .locator("#queue tr", { hasText: queued.turn })
-      .locator(".badge", { hasText: "active" })
+      .locator(".badge", { hasText: "parked" })
       .waitFor({ timeout: 20_000 });
     assert.match(await queue.locator("#queue tr", { hasText: queued.turn }).innerText(), new RegExp(queued.session));
-    await screenshot(queue, "queue-active");
+    await screenshot(queue, "queue-parked");
 
     await card.getByLabel("reason").fill("not on my watch");
     await card.getByRole("button", { name: "Deny", exact: true }).click();

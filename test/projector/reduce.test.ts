@@ -355,3 +355,68 @@ test("unknown kinds and malformed data never throw", () => {
   assert.equal(state.view.status, "finished");
   assert.deepEqual(viaJson(state), state);
 });
+
+test("parked turns: turn.parked parks the turn, its attempt and its request; the session is parked while a later turn waits; cancelled, the request is dropped", () => {
+  const at = "2026-01-01T00:00:00.000Z";
+  const base = { v: 1 as const, session: "s1", epoch: 1, at };
+  const requested = {
+    requestId: "dr-1",
+    nonce: "n",
+    tool: "Bash",
+    riskClass: "exec",
+    input: "rm -rf build",
+    hubId: "h",
+    timeoutMs: 1000,
+    expiresAt: at,
+    parkable: true,
+  };
+  const parked = {
+    attempt: 1,
+    requestId: "dr-1",
+    requestSeq: 3,
+    tool: "Bash",
+    toolUseId: "toolu_1",
+    inputDigest: "d",
+    cliSessionId: "c",
+    deadline: at,
+    parks: 1,
+    queue: "turns",
+  };
+  const state = fold([
+    { ...base, seq: 1, turn: "t1", attempt: 0, kind: "turn.queued", data: { prompt: "p", cwd: "/w" } },
+    { ...base, seq: 2, turn: "t1", attempt: 1, kind: "attempt.started", data: { worker: "w1", attempt: 1, cwd: "/w" } },
+    { ...base, seq: 3, turn: "t1", attempt: 1, kind: "decision.requested", data: requested },
+    { ...base, seq: 4, turn: "t1", attempt: 1, kind: "cli.exit", data: { code: 0, signal: null, durationMs: 5 } },
+    { ...base, seq: 5, turn: "t1", attempt: 1, kind: "turn.parked", data: parked },
+    { ...base, seq: 6, turn: "t2", attempt: 0, kind: "turn.queued", data: { prompt: "q", cwd: "/w" } },
+  ]);
+  assert.deepEqual(state.carried.malformed, {}, "the events fit their schemas");
+  assert.deepEqual(
+    state.view.turns.map((t) => t.status),
+    ["parked", "queued"],
+  );
+  assert.equal(state.view.status, "parked", "the queued turn waits on the parked one");
+  assert.equal(state.view.turns[0]!.attempts[0]!.status, "parked");
+  assert.deepEqual(
+    state.decisions.requests.map((r) => r.status),
+    ["parked"],
+  );
+  assert.deepEqual(state.decisions.pending, ["dr-1"]);
+  assert.deepEqual(viaJson(state), state);
+
+  const cancelled = reduceSession(state, {
+    ...base,
+    seq: 7,
+    turn: "t1",
+    attempt: 1,
+    kind: "turn.cancelled",
+    data: { reason: "no", by: "erin" },
+  });
+  assert.equal(cancelled.view.turns[0]!.status, "cancelled");
+  assert.equal(cancelled.view.status, "queued");
+  assert.deepEqual(
+    cancelled.decisions.requests.map((r) => r.status),
+    ["abandoned"],
+  );
+  assert.deepEqual(cancelled.decisions.pending, []);
+});

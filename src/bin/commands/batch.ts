@@ -1,7 +1,9 @@
 // `turnstream batch FILE`: check every turn of a JSONL or YAML file (nothing is enqueued when one line is
 // bad), enqueue them all at once, follow them together, and exit with the worst turn's outcome (see
 // ../reports/turn-result.ts for the order), writing a JUnit file and GitHub annotations on request.
-// Re-run entries run in this process beside them (./_batch-rerun.ts) and are reported alike.
+// Re-run entries run in this process beside them (./_batch-rerun.ts) and are reported alike. A turn that
+// parks on a supervised call is said on stderr with the command that decides it; with --exit-on-park
+// the batch stops waiting for it and reports it parked (exit 5 when no turn did worse).
 import { TurnstreamError } from "../../kernel/index.ts";
 import { appendFileSync, writeFileSync } from "node:fs";
 import type { Envelope, RedisClient } from "../../log/index.ts";
@@ -33,11 +35,12 @@ import {
   queueConfigOf,
 } from "./_connect.ts";
 import { BadDurationError, durationFlag } from "./_duration.ts";
+import { ParkWatch, parkedNotice, timeLeft, TurnParkedStop, type ParkedView } from "./_parked.ts";
 import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "enqueue every turn of a JSONL or YAML file, follow them together, exit with the worst outcome";
 
-const usage = `usage: turnstream batch FILE [--timeout D] [--json] [--junit FILE] [--github] [--check] [--archive URL]
+const usage = `usage: turnstream batch FILE [--timeout D] [--exit-on-park] [--json] [--junit FILE] [--github] [--check] [--archive URL]
                       [--prefix P] [--queue-prefix Q] [--queue NAME]
   FILE              JSONL, one turn per line, or a YAML list of turns (.yaml, .yml): the enqueue input (session, prompt or a {{template}} with
                     variables, cwd, options, idempotencyKey) and an optional "label" for the reports;
@@ -48,17 +51,22 @@ const usage = `usage: turnstream batch FILE [--timeout D] [--json] [--junit FILE
                     match and fails (exit 1) with the diff when they differ.
   --timeout D       stop waiting for the batch after D (its unended turns count as timed out, exit 4,
                     and go on running); D is 30s, 10m, 1h or milliseconds
+  --exit-on-park    stop waiting for a turn as soon as it parks on a supervised call (it waits for its
+                    decision, holding nothing, and resumes on a worker once decided): it counts as
+                    parked, a skipped JUnit testcase whose message says how to decide it. Without it,
+                    stderr says when a turn parks and how to decide it, and the batch waits on
   --json            one JSON object on stdout: each turn's result, the batch's outcome and exitCode
   --junit FILE      write a JUnit XML report: one testcase per turn
   --github          GitHub Actions: an ::error annotation per failed turn (on stdout; stderr under
                     --json) and a Markdown summary appended to $GITHUB_STEP_SUMMARY
   --check           check the file and exit (0 or 2) without Redis or enqueueing
 ${ARCHIVE_FLAG_USAGE}${QUEUE_FLAGS_USAGE}Exit: the worst turn's code, worst first 3 (infrastructure) > 2 (usage) > 1 (task failed)
-> 4 (cancelled or timed out) > 0 (all finished).
+> 4 (cancelled or timed out) > 5 (parked, with --exit-on-park) > 0 (all finished).
 `;
 
 const options = {
   timeout: { type: "string" },
+  "exit-on-park": { type: "boolean" },
   json: { type: "boolean" },
   junit: { type: "string" },
   github: { type: "boolean" },
@@ -182,16 +190,41 @@ function unendedResult(queuedTurn: QueuedTurn, err: unknown, scrub: Scrub): Batc
   return resultOf(queuedTurn, scrub, ending);
 }
 
+/** A turn left parked (--exit-on-park): skipped, with what it waits on and how to decide it. */
+function parkedResult(queuedTurn: QueuedTurn, parked: ParkedView, scrub: Scrub): BatchTurnResult {
+  const message =
+    `parked: its ${parked.tool} call (request ${parked.requestId}) waits for an operator's decision until ` +
+    `${parked.deadline} (${timeLeft(parked.deadline)}); decide it with: ${parked.decideCommand}`;
+  const ending = {
+    status: "parked" as const,
+    outcome: "parked" as const,
+    attempts: queuedTurn.progress.attempt,
+    errorKind: undefined,
+    message,
+    resultText: undefined,
+  };
+  return { ...resultOf(queuedTurn, scrub, ending), requestId: parked.requestId, decideCommand: parked.decideCommand };
+}
+
 async function followOne(
   producer: Producer,
   queuedTurn: QueuedTurn,
-  signal: AbortSignal,
+  batch: AbortSignal,
   view: ProgressView,
   scrub: Scrub,
+  exitOnPark: boolean,
 ): Promise<BatchTurnResult> {
+  const parkStop = new AbortController();
+  const parks = new ParkWatch(queuedTurn.queued.session, queuedTurn.queued.turn, (parked) => {
+    const notice = parkedNotice(`turnstream batch: ${queuedTurn.spec.label}`, parked, !exitOnPark);
+    view.interject(() => process.stderr.write(scrub(notice)));
+    if (exitOnPark) parkStop.abort(new TurnParkedStop(parked));
+  });
   const onEvent = (event: Envelope): void => {
     if (queuedTurn.progress.read(event)) view.changed(queuedTurn.index);
+    parks.onEvent(event);
   };
+  const signal = AbortSignal.any([batch, parkStop.signal]);
   try {
     const result = await producer.waitForTurn(queuedTurn.queued.turn, {
       session: queuedTurn.queued.session,
@@ -200,9 +233,11 @@ async function followOne(
     });
     return endedResult(queuedTurn, result, scrub);
   } catch (err) {
+    const reason = signal.aborted ? signal.reason : err;
+    if (reason instanceof TurnParkedStop) return parkedResult(queuedTurn, reason.parked, scrub);
     queuedTurn.progress.state = "unended";
     view.changed(queuedTurn.index);
-    return unendedResult(queuedTurn, signal.aborted ? signal.reason : err, scrub);
+    return unendedResult(queuedTurn, reason, scrub);
   }
 }
 
@@ -255,7 +290,7 @@ async function followAll(
       scrub,
     };
     const [turns, rerun] = await Promise.all([
-      Promise.all(queued.map((q) => followOne(producer, q, stop.signal, view, scrub))),
+      Promise.all(queued.map((q) => followOne(producer, q, stop.signal, view, scrub, values["exit-on-park"] === true))),
       runReruns(rerunContext, reruns),
     ]);
     return [...turns, ...rerun].sort((a, b) => a.line - b.line);

@@ -1,5 +1,7 @@
 // `turnstream run`: enqueue one turn; with --wait, follow it live and exit by its outcome (see
-// ../exit-codes.ts), so a pipeline can tell "the agent failed the task" from "retry this job".
+// ../exit-codes.ts), so a pipeline can tell "the agent failed the task" from "retry this job". A
+// supervised turn that parks on a call is said on stderr with the command that decides it; the wait
+// goes on, or with --exit-on-park ends at once (exit 5).
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { forTerminal, TurnstreamError } from "../../kernel/index.ts";
@@ -27,17 +29,21 @@ import {
 } from "./_connect.ts";
 import { BadDurationError, durationFlag } from "./_duration.ts";
 import { followTurn } from "./_follow.ts";
+import { ParkWatch, parkedNotice, TurnParkedStop, type ParkedView } from "./_parked.ts";
 import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "enqueue a turn (--wait: follow it live and exit with its outcome)";
 
-const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--wait] [--json] [--supervised] [--model M] [--max-turns N]
+const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--wait] [--exit-on-park] [--json] [--supervised] [--model M] [--max-turns N]
                       [--allowed-tools A,B] [--idempotency-key K] [--var key=value …] [--label name=value …]
                       [--limit name=N …] [--timeout D] [--turn-timeout D] [--start-timeout D] [--archive URL]
                       [--prefix P] [--queue-prefix Q] [--queue NAME]
                       [--] PROMPT | --prompt-file FILE | (prompt on stdin)
   --wait             follow the turn live and exit with its outcome: 0 finished, 1 the agent failed the task,
-                     2 usage, 3 infrastructure (retry the job), 4 cancelled or timed out
+                     2 usage, 3 infrastructure (retry the job), 4 cancelled or timed out; when a supervised
+                     turn parks on a call, stderr says what it waits on and how to decide it, and the wait goes on
+  --exit-on-park     with --wait: exit 5 as soon as the turn parks (it waits for its decision, holding nothing,
+                     and resumes on a worker once decided); --json says "status":"parked" with the request
   --json             one JSON object on stdout, whatever happens (outcome, exitCode, and the result)
   --timeout D        stop waiting after D (exit 4; the turn goes on); D is 30s, 10m, 1h or milliseconds
   --timeout-ms MS    the same as --timeout, kept for existing scripts
@@ -48,7 +54,8 @@ const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--
   --start-timeout D  exit 3 (and cancel the turn) when no worker has taken it within D
   --check-cwd        refuse (exit 2) a cwd that is not a directory here, for a host that shares the workers'
                      files; workers refuse such a turn anyway (failed, bad_cwd, exit 2)
-  --supervised       each risky tool call waits for \`turnstream decide\` (or a trust rule); see \`turnstream pending\`
+  --supervised       each risky tool call waits for \`turnstream decide\` (or a trust rule); see \`turnstream pending\`;
+                     a call nobody answers within the worker's answer window parks the turn until decided
 ${ARCHIVE_FLAG_USAGE}${QUEUE_FLAGS_USAGE}A prompt given after -- is visible to other local users in the process list while this command runs;
 prefer --prompt-file or stdin for anything sensitive.
 `;
@@ -58,6 +65,7 @@ const options = {
   cwd: { type: "string" },
   "check-cwd": { type: "boolean" },
   wait: { type: "boolean" },
+  "exit-on-park": { type: "boolean" },
   supervised: { type: "boolean" },
   json: { type: "boolean" },
   model: { type: "string" },
@@ -238,6 +246,39 @@ class StartWatch {
   }
 }
 
+/**
+ * Says on stderr each time the turn parks (what it waits on, the deadline, the decide command); with
+ * --exit-on-park it also aborts the wait, so the command exits at once.
+ */
+function parkWatch(
+  queued: EnqueueResult,
+  exitOnPark: boolean,
+  scrub: Scrub,
+): { watch: ParkWatch; signal: AbortSignal } {
+  const controller = new AbortController();
+  const watch = new ParkWatch(queued.session, queued.turn, (parked) => {
+    process.stderr.write(scrub(parkedNotice("turnstream run", parked, !exitOnPark)));
+    if (exitOnPark) controller.abort(new TurnParkedStop(parked));
+  });
+  return { watch, signal: controller.signal };
+}
+
+/** What --json says of a turn left parked: the request, its deadline and the command that decides it. */
+function reportParked(parked: ParkedView, values: RunValues, scrub: Scrub): number {
+  const fields = {
+    session: parked.session,
+    turn: parked.turn,
+    status: "parked",
+    requestId: parked.requestId,
+    tool: parked.tool,
+    shown: parked.shown,
+    deadline: parked.deadline,
+    decideCommand: parked.decideCommand,
+  };
+  // The notice on stderr said it all; the text mode adds nothing.
+  return report(values.json, scrub, "parked", fields);
+}
+
 /** A warning on stderr when no worker listens on the queue: the turn would wait until one starts. */
 async function warnWithoutWorker(producer: Producer): Promise<void> {
   // getWorkersCount reads CLIENT LIST; where the ACL refuses it, say nothing rather than guess.
@@ -302,18 +343,25 @@ async function followToEnd(
   if (!values.json) process.stdout.write(`turn ${queued.turn} in session ${queued.session}\n`);
   await warnWithoutWorker(producer);
   const watch = new StartWatch(timeouts.startMs);
+  const parks = parkWatch(queued, values["exit-on-park"] === true, scrub);
+  const signal = AbortSignal.any([watch.signal, parks.signal]);
   try {
     const out = values.json ? process.stderr : process.stdout;
     const result = await followTurn(producer, queued.session, queued.turn, {
       out,
       scrub,
       timeoutMs: timeouts.waitMs,
-      signal: watch.signal,
-      onEvent: watch.onEvent,
+      signal,
+      onEvent: (event) => {
+        watch.onEvent(event);
+        parks.watch.onEvent(event);
+      },
     });
     return reportResult(result, values, scrub);
   } catch (err) {
-    return reportUnended(watch.signal.aborted ? watch.signal.reason : err, producer, queued, values, scrub);
+    const reason = signal.aborted ? signal.reason : err;
+    if (reason instanceof TurnParkedStop) return reportParked(reason.parked, values, scrub);
+    return reportUnended(reason, producer, queued, values, scrub);
   } finally {
     watch.stop();
   }
@@ -328,6 +376,8 @@ function printQueued(queued: EnqueueResult, json: boolean | undefined): void {
 
 async function enqueueAndFollow(args: RunArgs, scrub: Scrub): Promise<number> {
   const values = args.values;
+  if (values["exit-on-park"] === true && values.wait !== true)
+    throw new RunUsageError("--exit-on-park only applies with --wait");
   const timeouts = timeoutsOf(values);
   const input = enqueueInput(values, await readPrompt(args), timeouts);
   const redis = await connectForCommand();

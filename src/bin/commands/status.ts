@@ -1,8 +1,11 @@
-// `turnstream status`: queue counts, how long the oldest waiting turn has waited, the live workers of
-// the registry with their slots, the turns running now, and a warning when turns wait on no worker.
+// `turnstream status`: queue counts, how long the oldest waiting turn has waited, the turns parked on a
+// supervised call and the oldest of them, the live workers of the registry with their slots, the turns
+// running now, and a warning when turns wait on no worker. Parked turns are not waiting to run: they
+// wait for a person, holding nothing, so no worker is needed for them and they raise no warning.
 import { forTerminal } from "../../kernel/index.ts";
 import type { Queue } from "bullmq";
 import type { RedisClient } from "../../log/index.ts";
+import { countParked, readParkedEntries, type ParkedEntry } from "../../decisions/index.ts";
 import { closeTurnQueue, createTurnQueue, jobRow, readWaitingTurns } from "../../queue/index.ts";
 import { readWorkers, type WorkerEntry } from "../../worker/index.ts";
 import { EXIT } from "../exit-codes.ts";
@@ -10,7 +13,7 @@ import { parseCommandArgs } from "./_args.ts";
 import { logPrefix, QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf, redisOrExplain } from "./_connect.ts";
 import { formatAge } from "./_duration.ts";
 
-export const summary = "queue counts, oldest waiting turn, live workers, running turns, warnings";
+export const summary = "queue counts, oldest waiting turn, parked turns, live workers, running turns, warnings";
 
 interface RunningTurn {
   session: string;
@@ -25,14 +28,22 @@ interface StatusReport {
   counts: Record<string, number>;
   /** Since the oldest turn waiting to run was queued; null when none waits. */
   oldestWaitingAgeMs: number | null;
+  /** Turns parked on a supervised call (decided ones until a worker resumes them). */
+  parkedTurns: number;
+  /** Of them, decided and waiting for a worker to resume them. */
+  parkedDecided: number;
+  /** How long the oldest parked turn has waited for its decision (since its request); null when none. */
+  oldestParkedAgeMs: number | null;
   workers: WorkerView[];
   running: RunningTurn[];
   warnings: string[];
 }
 
 const usage = `usage: turnstream status [--json] [--strict] [--prefix P] [--queue-prefix Q] [--queue NAME]
-  --json            one JSON object: counts, oldestWaitingAgeMs, workers, running, warnings
-  --strict          exit 3 when there is a warning (turns wait and no worker is alive)
+  --json            one JSON object: counts, oldestWaitingAgeMs, parkedTurns, parkedDecided,
+                    oldestParkedAgeMs, workers, running, warnings
+  --strict          exit 3 when there is a warning (turns wait and no worker is alive); parked turns
+                    wait for a decision, not a worker, and never make one (see \`turnstream pending\`)
 ${QUEUE_FLAGS_USAGE}`;
 
 export async function run(argv: string[]): Promise<number> {
@@ -61,13 +72,16 @@ export async function run(argv: string[]): Promise<number> {
 
 async function gather(queue: Queue, redis: RedisClient, prefix: string): Promise<StatusReport> {
   const now = Date.now();
-  const [counts, registered, active, waiting, connections] = await Promise.all([
+  const parkedEntries = await readParkedEntries(redis, prefix);
+  const parked = countParked(parkedEntries, now);
+  const [counts, registered, active, waiting, connections, parkedReady] = await Promise.all([
     queue.getJobCounts("waiting", "active", "delayed", "prioritized", "completed", "failed"),
     readWorkers(redis, prefix),
     queue.getActive(0, 999),
-    readWaitingTurns(queue, now),
+    readWaitingTurns(queue, now, parked.turns),
     // CLIENT LIST, which an ACL may refuse: only a hint for the warning.
     queue.getWorkersCount().catch(() => undefined),
+    parkedJobsReady(queue, parkedEntries, now),
   ]);
   const workers = registered.map(({ boot: _boot, ...entry }) => ({
     ...entry,
@@ -80,13 +94,30 @@ async function gather(queue: Queue, redis: RedisClient, prefix: string): Promise
   const report: StatusReport = {
     counts: { ...counts, due: waiting.dueDelayed },
     oldestWaitingAgeMs: waiting.oldestQueuedAt === undefined ? null : Math.max(0, now - waiting.oldestQueuedAt),
+    parkedTurns: parked.count,
+    parkedDecided: parked.decided,
+    oldestParkedAgeMs: parked.oldestAgeMs ?? null,
     workers,
     running: running.sort((a, b) => a.session.localeCompare(b.session)),
     warnings: [],
   };
-  const ready = (counts["waiting"] ?? 0) + (counts["prioritized"] ?? 0) + waiting.dueDelayed;
+  const ready = (counts["waiting"] ?? 0) + (counts["prioritized"] ?? 0) + waiting.dueDelayed - parkedReady;
   if (ready > 0 && workers.length === 0) report.warnings.push(noWorkerWarning(ready, prefix, connections));
   return report;
+}
+
+/**
+ * How many parked turns' jobs the queue counts as ready to run: woken for a decision (waiting), or
+ * past their deadline (a due delayed job). Their turns wait for a decision, not for a worker.
+ */
+async function parkedJobsReady(queue: Queue, parked: readonly ParkedEntry[], now: number): Promise<number> {
+  const states = await Promise.all(parked.map((entry) => queue.getJobState(entry.turn)));
+  return states.filter(
+    (state, index) =>
+      state === "waiting" ||
+      state === "prioritized" ||
+      (state === "delayed" && Date.parse(parked[index]!.expiresAt) <= now),
+  ).length;
 }
 
 function noWorkerWarning(ready: number, prefix: string, connections: number | undefined): string {
@@ -108,6 +139,7 @@ function printReport(report: StatusReport): void {
   print(
     `oldest waiting turn: ${report.oldestWaitingAgeMs === null ? "none" : `queued ${formatAge(report.oldestWaitingAgeMs)} ago`}`,
   );
+  print(parkedLine(report));
   print(`workers: ${report.workers.length}`);
   for (const worker of report.workers) {
     print(
@@ -120,4 +152,15 @@ function printReport(report: StatusReport): void {
       `running: session ${turn.session} turn ${turn.turn} attempt ${turn.attempt}${turn.startedAt ? ` since ${turn.startedAt}` : ""}`,
     );
   for (const warning of report.warnings) print(`warning: ${warning}`);
+}
+
+function parkedLine(report: StatusReport): string {
+  if (report.parkedTurns === 0) return "parked turns: none";
+  const oldest =
+    report.oldestParkedAgeMs === null
+      ? ""
+      : `, the oldest waiting ${formatAge(report.oldestParkedAgeMs)} for a decision`;
+  const decided =
+    report.parkedDecided === 0 ? "" : `; ${report.parkedDecided} decided, waiting for a worker to resume them`;
+  return `parked turns: ${report.parkedTurns}${oldest}${decided} (\`turnstream pending\` lists the undecided)`;
 }

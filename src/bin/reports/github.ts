@@ -1,5 +1,5 @@
 // `turnstream batch --github`: workflow annotations (one `::error` per failed turn, pointing at its
-// line of the batch file, `::warning` for a cancelled or unended one) and a Markdown step summary.
+// line of the batch file, `::warning` for a cancelled, unended or parked one) and a Markdown step summary.
 // Escaping follows the runner's workflow-command rules: % CR LF in the message, and also : , in
 // property values, since those end a property.
 import { countByStatus, secondsText, seeCommand, type BatchReport, type BatchTurnResult } from "./turn-result.ts";
@@ -7,9 +7,12 @@ import { countByStatus, secondsText, seeCommand, type BatchReport, type BatchTur
 const escapeData = (s: string): string => s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A");
 const escapeProperty = (s: string): string => escapeData(s).replaceAll(":", "%3A").replaceAll(",", "%2C");
 
+/** Outcomes that say the turn did not get to finish, not that it went wrong. */
+const WARNING_OUTCOMES: ReadonlySet<string> = new Set(["cancelled", "timed_out", "parked"]);
+
 function annotation(report: BatchReport, result: BatchTurnResult): string | undefined {
   if (result.outcome === "finished") return undefined;
-  const level = result.outcome === "cancelled" || result.outcome === "timed_out" ? "warning" : "error";
+  const level = WARNING_OUTCOMES.has(result.outcome) ? "warning" : "error";
   const kind = result.errorKind === undefined ? result.status : `${result.status}, ${result.errorKind}`;
   const title = `turnstream batch: ${result.label} (${kind})`;
   const message = `${result.message ?? result.status}\nsee the run: ${seeCommand(result)}`;
@@ -30,7 +33,13 @@ const cell = (s: string): string => s.replace(/[\r\n]+/g, " ").replaceAll("|", "
 const textCell = (s: string): string =>
   cell(s).replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 
-const STATUS_MARK: Readonly<Record<string, string>> = { finished: "✅", failed: "❌", cancelled: "⏭️", unended: "⏱️" };
+const STATUS_MARK: Readonly<Record<string, string>> = {
+  finished: "✅",
+  failed: "❌",
+  cancelled: "⏭️",
+  unended: "⏱️",
+  parked: "⏸️",
+};
 
 function summaryRow(result: BatchTurnResult): string {
   const status = `${STATUS_MARK[result.status] ?? ""} ${result.status}${result.errorKind === undefined ? "" : ` (${result.errorKind})`}`;

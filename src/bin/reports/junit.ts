@@ -2,7 +2,9 @@
 // the GitHub test-report actions read (testsuites > testsuite > testcase, counts on both suites).
 // How outcomes map: finished passes; a task failure or a timeout is a <failure> (the turn ran and did
 // not do the job in its limits); usage and infrastructure are an <error> (the turn could not run as
-// written); cancelled is <skipped>. The type attribute is the turn's error kind.
+// written); cancelled is <skipped>, and so is a turn that parked on a supervised call and was left
+// waiting for its decision (--exit-on-park): its message says how to decide it. The type attribute is
+// the turn's error kind.
 import type { Outcome } from "../exit-codes.ts";
 import { seeCommand, type BatchReport, type BatchTurnResult } from "./turn-result.ts";
 
@@ -45,6 +47,7 @@ const VERDICT_OF_OUTCOME: Readonly<Record<Outcome, Verdict>> = {
   usage: "error",
   infrastructure: "error",
   cancelled: "skipped",
+  parked: "skipped",
 };
 
 function verdictElement(result: BatchTurnResult, verdict: Verdict): string | undefined {
@@ -60,6 +63,7 @@ function systemOut(result: BatchTurnResult): string {
     `turn ${result.turn} (batch file line ${result.line}): ${result.status}, attempt ${result.attempts}, ${result.toolCalls} tool call(s)`,
     `see the run: ${seeCommand(result)}`,
   ];
+  if (result.decideCommand !== undefined) lines.push(`decide it: ${result.decideCommand}`);
   if (result.resultText !== undefined) lines.push(`result: ${result.resultText}`);
   return `      <system-out>${xmlText(lines.join("\n"))}</system-out>`;
 }

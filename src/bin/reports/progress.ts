@@ -40,6 +40,10 @@ export class TurnProgress {
       case "attempt.abandoned":
         this.state = "retrying";
         return true;
+      // Waits for an operator's decision holding nothing; its next attempt.started says it resumed.
+      case "turn.parked":
+        this.state = "parked";
+        return true;
       case "cli.line":
         return this.#countToolCalls(parsed ?? cliLineParse(event));
       case "turn.finished":
@@ -75,6 +79,11 @@ export class TurnProgress {
 export interface ProgressView {
   /** A turn's status line changed. */
   changed(index: number): void;
+  /**
+   * Prints something else (a parked turn's notice, on stderr) between the status lines: the live view
+   * takes its lines off the terminal first and draws them again below, so its cursor moves stay right.
+   */
+  interject(print: () => void): void;
   /** The batch is over: the last state stays on screen. */
   close(): void;
 }
@@ -95,6 +104,10 @@ export class PlainProgress implements ProgressView {
 
   changed(index: number): void {
     this.#write(`[${index + 1}/${this.#turns.length}] ${this.#turns[index]!.line(this.#labelWidth)}\n`);
+  }
+
+  interject(print: () => void): void {
+    print();
   }
 
   close(): void {}
@@ -128,6 +141,14 @@ export class LiveProgress implements ProgressView {
       this.#pending = undefined;
       this.#draw();
     }, REDRAW_MIN_MS).unref();
+  }
+
+  interject(print: () => void): void {
+    // Up over the drawn lines, cleared to the end of the screen: what is printed takes their place.
+    if (this.#drawn) this.#write(`\x1b[${this.#turns.length}A\r\x1b[J`);
+    this.#drawn = false;
+    print();
+    this.#draw();
   }
 
   close(): void {

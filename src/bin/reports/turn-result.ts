@@ -3,8 +3,11 @@
 // field here is scrubbed already, so the reports can print it as it is.
 import { exitCodeOf, type Outcome } from "../exit-codes.ts";
 
-/** How a turn ended; `unended` when the batch stopped waiting first (--timeout, Ctrl-C, Redis gone). */
-export type TurnEnding = "finished" | "failed" | "cancelled" | "unended";
+/**
+ * How a turn ended; `unended` when the batch stopped waiting first (--timeout, Ctrl-C, Redis gone);
+ * `parked` when it parked on a supervised call and the batch stopped following it (--exit-on-park).
+ */
+export type TurnEnding = "finished" | "failed" | "cancelled" | "unended" | "parked";
 
 export interface BatchTurnResult {
   /** The turn's line in the batch file (1-based), so a report can point back at it. */
@@ -26,6 +29,9 @@ export interface BatchTurnResult {
   resultText: string | undefined;
   /** The command that shows this case again, when it is not `turnstream replay <session>` (a re-run's). */
   command?: string | undefined;
+  /** A parked turn's request, and the command that decides it. */
+  requestId?: string | undefined;
+  decideCommand?: string | undefined;
 }
 
 export interface BatchReport {
@@ -39,22 +45,25 @@ export interface BatchReport {
 }
 
 /**
- * The batch exits with its worst turn's code, worst first: 3 > 2 > 1 > 4 > 0.
+ * The batch exits with its worst turn's code, worst first: 3 > 2 > 1 > 4 > 5 > 0.
  * - infrastructure (3) first: a broken Redis, fleet or API may be why other turns failed too, and
  *   the right move for the pipeline is to retry the whole job;
  * - usage (2) next: a turn the worker refused means the batch file itself needs fixing, and a retry
  *   would fail the same way;
  * - task failed (1) next: a verdict on the agent's work, which a reader must see before a timeout;
  * - cancelled or timed out (4) last among failures: a limit or a person ended the turn, which says
- *   the least about the task, so any definite failure elsewhere outranks it.
+ *   the least about the task, so any definite failure elsewhere outranks it;
+ * - parked (5) only when no turn failed, was cancelled or timed out: a turn waiting for a person has
+ *   not gone wrong, it is just not over (--exit-on-park).
  */
 const SEVERITY: Readonly<Record<Outcome, number>> = {
   finished: 0,
-  cancelled: 1,
-  timed_out: 1,
-  task_failed: 2,
-  usage: 3,
-  infrastructure: 4,
+  parked: 1,
+  cancelled: 2,
+  timed_out: 2,
+  task_failed: 3,
+  usage: 4,
+  infrastructure: 5,
 };
 
 /** The worst of the turns' outcomes (an empty batch finished). */
@@ -82,7 +91,7 @@ export function seeCommand(result: Pick<BatchTurnResult, "session" | "command">)
 
 /** How many turns ended each way, for headlines. */
 export function countByStatus(turns: readonly BatchTurnResult[]): Record<TurnEnding, number> {
-  const counts: Record<TurnEnding, number> = { finished: 0, failed: 0, cancelled: 0, unended: 0 };
+  const counts: Record<TurnEnding, number> = { finished: 0, failed: 0, cancelled: 0, unended: 0, parked: 0 };
   for (const turn of turns) counts[turn.status]++;
   return counts;
 }

@@ -43,7 +43,7 @@ function connect() {
   on("row", (r) => store.rows.set(r.session, r));
   on("pending", (pending) => {
     store.pending = pending;
-    const waiting = pending.filter((x) => x.status === "pending").length;
+    const waiting = pending.filter((x) => x.status === "pending" || x.status === "parked").length;
     const counter = document.getElementById("pending-count");
     counter.hidden = waiting === 0;
     counter.textContent = String(waiting);

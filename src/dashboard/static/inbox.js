@@ -1,11 +1,65 @@
 // Decisions inbox: requests waiting for an operator across the fleet, with the tool, its input and
-// the session's context; Allow, Deny, Always allow. Abandoned requests are marked and cannot be decided.
+// the session's context; Allow, Deny, Always allow. Parked requests (their turn waits holding nothing,
+// for hours if need be) say how long they have waited and how long until their deadline denies them;
+// they are decided the same way. Abandoned requests are marked and cannot be decided.
 import { element } from "./dom.js";
 import { post, store } from "./app.js";
 
+/** A span of time for people: `42s`, `3m12s`, `2h05m`, `3d04h` (as the command line writes it). */
+function span(ms) {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  const two = (n) => String(n).padStart(2, "0");
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m${two(seconds % 60)}s`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)}h${two(Math.floor(seconds / 60) % 60)}m`;
+  return `${Math.floor(seconds / 86400)}d${two(Math.floor(seconds / 3600) % 24)}h`;
+}
+
 function left(expiresAt) {
-  const seconds = Math.round((Date.parse(expiresAt) - Date.now()) / 1000);
-  return seconds > 0 ? `${seconds}s left` : "expired";
+  const ms = Date.parse(expiresAt) - Date.now();
+  return ms > 0 ? `${span(ms)} left` : "expired";
+}
+
+/** A timing line from an element's data: `parked 3m12s · deadline <local time> (7h56m left)`, or `4m10s left`. */
+function timing(data) {
+  const until = left(data.expires);
+  if (!data.since) return until;
+  const deadline = new Date(data.expires).toLocaleString();
+  return `parked ${span(Date.now() - Date.parse(data.since))} · deadline ${deadline} (${until})`;
+}
+
+function timingElement(request) {
+  const data = { expires: request.expiresAt, since: request.status === "parked" ? request.requestedAt : undefined };
+  return element(
+    "span",
+    {
+      class: "muted timing",
+      "data-expires": data.expires,
+      "data-since": data.since,
+      title: `denied unless decided by ${new Date(request.expiresAt).toLocaleString()}`,
+    },
+    timing(data),
+  );
+}
+
+function stateOf(request) {
+  if (request.status === "abandoned")
+    return element(
+      "span",
+      { class: "badge s-abandoned" },
+      "abandoned — the worker or attempt is gone; a retry asks again",
+    );
+  if (request.status === "parked")
+    return [
+      element(
+        "span",
+        { class: "badge s-parked", title: "the turn waits for this decision holding nothing; any worker resumes it" },
+        "parked",
+      ),
+      " ",
+      timingElement(request),
+    ];
+  return timingElement(request);
 }
 
 function card(request, notes) {
@@ -19,7 +73,7 @@ function card(request, notes) {
     ? element("input", { type: "checkbox", "aria-label": "allow although redacted" })
     : null;
   const note = element("span", { class: "muted", role: "status" }, notes.get(key) ?? "");
-  const canDecide = store.hello?.canDecide && request.status === "pending";
+  const canDecide = store.hello?.canDecide && (request.status === "pending" || request.status === "parked");
   const act = (decision, always) => async () => {
     for (const button of buttons) button.disabled = true;
     note.textContent = "…";
@@ -68,13 +122,7 @@ function card(request, notes) {
       " ",
       element("span", { class: "badge" }, request.riskClass),
       " ",
-      request.status === "abandoned"
-        ? element(
-            "span",
-            { class: "badge s-abandoned" },
-            "abandoned — the worker or attempt is gone; a retry asks again",
-          )
-        : element("span", { class: "muted", "data-expires": request.expiresAt }, left(request.expiresAt)),
+      stateOf(request),
     ),
     element(
       "div",
@@ -155,7 +203,7 @@ export function inboxView(root) {
   }
   render();
   const tick = setInterval(() => {
-    for (const el of box.querySelectorAll("[data-expires]")) el.textContent = left(el.dataset.expires);
+    for (const el of box.querySelectorAll("[data-expires]")) el.textContent = timing(el.dataset);
   }, 1000);
   return { update: (name) => (name === "pending" || name === "hello") && render(), unmount: () => clearInterval(tick) };
 }

@@ -66,7 +66,9 @@ function requestsOf(model, turn) {
         badge(request.status),
         request.decision ? ` ${request.decision}` : "",
         request.by ? ` by ${request.by}` : "",
-        request.status === "pending" ? [" · ", element("a", { href: "#/decisions" }, "decide")] : null,
+        request.status === "pending" || request.status === "parked"
+          ? [" · ", element("a", { href: "#/decisions" }, "decide")]
+          : null,
       ),
     ),
   );

@@ -4,7 +4,7 @@
 import { ago, badge, element, money, tokens } from "./dom.js";
 import { store } from "./app.js";
 
-const STATUSES = ["all", "running", "queued", "finished", "failed", "cancelled", "new"];
+const STATUSES = ["all", "running", "parked", "queued", "finished", "failed", "cancelled", "new"];
 
 export function sessionsView(root) {
   let selected = 0;
