@@ -92,58 +92,68 @@ function capturingLogger(lines: LogLine[]): Logger {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/**
- * Live `claude` processes of this bench's worker: the CLI binary, with a settings file under its
- * instance root. A scan of /proc is not one instant (a CLI that exits early in it and one that starts
- * late in it would both count), so only those still there once the scan is over count: all alive then.
- */
-function liveClis(claudeBin: string, instanceRoot: string): number {
-  const found: string[] = [];
-  for (const pid of readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      if (argv[0] === claudeBin && argv.some((arg) => arg.startsWith(instanceRoot))) found.push(pid);
-    } catch {
-      // ended meanwhile
-    }
-  }
-  return found.filter((pid) => existsSync(`/proc/${pid}/cmdline`)).length;
+interface ProcessEntry {
+  parent: number;
+  name: string;
+  /** The command line, NUL-separated as /proc has it. */
+  cmdline: string;
 }
 
-/** The worker's own watchdog shell (one per worker, not per turn). */
-function isWatchdog(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("turnstream-watchdog");
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Processes below this one (CLIs, their tools, hook forwarders, sandbox bridges) other than the
- * private redis-server and the worker's watchdog.
- */
-function descendants(): number {
-  const parentOf = new Map<number, number>();
-  const names = new Map<number, string>();
+/** Every process now: its parent, name and command line. */
+function processTable(): Map<number, ProcessEntry> {
+  const table = new Map<number, ProcessEntry>();
   for (const pid of readdirSync("/proc")) {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-      parentOf.set(Number(pid), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-      names.set(Number(pid), stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")));
+      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      table.set(Number(pid), { parent, name, cmdline: readFileSync(`/proc/${pid}/cmdline`, "utf8") });
     } catch {
       // ended meanwhile
     }
   }
+  return table;
+}
+
+const cmdlineNow = (pid: number): string | undefined => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Live `claude` processes of this bench's worker: the CLI binary, with a settings file under its
+ * instance root. A scan of /proc is not one instant, so a process counts only if it is still the same
+ * CLI once the scan is over (all counted are alive then, together); and a CLI's child caught between
+ * fork and exec has its parent's command line, so one whose parent is a counted CLI is not counted.
+ */
+function liveClis(claudeBin: string, instanceRoot: string): number {
+  const isCli = (cmdline: string): boolean => {
+    const argv = cmdline.split("\0");
+    return argv[0] === claudeBin && argv.some((arg) => arg.startsWith(instanceRoot));
+  };
+  const clis = [...processTable()].filter(([, entry]) => isCli(entry.cmdline));
+  const alive = clis.filter(([pid, entry]) => cmdlineNow(pid) === entry.cmdline);
+  const pids = new Set(alive.map(([pid]) => pid));
+  return alive.filter(([, entry]) => !pids.has(entry.parent)).length;
+}
+
+/**
+ * Processes below this one (CLIs, their tools, hook forwarders, sandbox bridges) other than the
+ * private redis-server and the worker's own watchdog shell (one per worker, not per turn).
+ */
+function descendants(): number {
+  const table = processTable();
   const below = (pid: number): boolean => {
-    for (let parent = parentOf.get(pid); parent !== undefined && parent > 1; parent = parentOf.get(parent))
+    for (let parent = table.get(pid)?.parent; parent !== undefined && parent > 1; parent = table.get(parent)?.parent)
       if (parent === process.pid) return true;
     return false;
   };
-  return [...parentOf.keys()].filter((pid) => below(pid) && names.get(pid) !== "redis-server" && !isWatchdog(pid))
-    .length;
+  const watchdog = (entry: ProcessEntry): boolean => entry.cmdline.split("\0").includes("turnstream-watchdog");
+  return [...table].filter(([pid, entry]) => below(pid) && entry.name !== "redis-server" && !watchdog(entry)).length;
 }
 
 /** MEMORY USAGE of every key matching `pattern`, by key. */
