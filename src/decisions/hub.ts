@@ -135,12 +135,16 @@ function unparkable(input: HookInput, redacted: boolean): string | undefined {
   return undefined;
 }
 
+// The CLI resumes one deferred call per run: a second call of the same message cannot park beside it.
+const ONE_PARKED =
+  "another call of this message already waits for an operator, and a turn parks on one call at a time; make this call again once that one is decided";
+
 const unsafeReason = (unsafe: string): string =>
   `${unsafe}: an operator could be shown something other than what would run; ask without control characters`;
 
 /** The call as operators are shown it: scrubbed summary and subject, and what scrubbing took out. */
 function shownCall(
-  input: HookInput,
+  input: Pick<HookInput, "tool_name" | "tool_input">,
   scrubber: TextScrubber | undefined,
 ): { input: string; subject: string | undefined; redacted: string[] | undefined } {
   const summary = scrubReport(summarizeInput(input.tool_name, input.tool_input), scrubber);
@@ -148,6 +152,22 @@ function shownCall(
   const subject = raw === undefined || raw.length > 4000 ? undefined : scrubReport(raw, scrubber);
   const redacted = [...new Set([...summary.redacted, ...(subject?.redacted ?? [])])].sort();
   return { input: summary.text, subject: subject?.text, redacted: redacted.length > 0 ? redacted : undefined };
+}
+
+/** Whether a recorded request shows exactly what `call` shows (tool, risk class, summary, subject, redactions). */
+function showsAs(
+  requested: DecisionRequested,
+  call: Pick<HookInput, "tool_name" | "tool_input">,
+  scrubber: TextScrubber | undefined,
+): boolean {
+  const shown = shownCall(call, scrubber);
+  return (
+    requested.tool === call.tool_name &&
+    requested.riskClass === riskClassOf(call.tool_name) &&
+    requested.input === shown.input &&
+    requested.subject === shown.subject &&
+    JSON.stringify(requested.redacted) === JSON.stringify(shown.redacted)
+  );
 }
 
 /** The hub's settings, with defaults applied once. */
@@ -190,6 +210,11 @@ class Decider {
       run.resumeAsked = true;
       return this.#answerResumed(run, run.resume, input, nonce);
     }
+    return this.#decideNew(run, input, nonce);
+  }
+
+  /** A call asked about for the first time: recorded, then a rule, an operator, or parking decides. */
+  async #decideNew(run: RegisteredRun, input: HookInput, nonce: string): Promise<Verdict> {
     const now = Date.now();
     const unsafe = unsafeShownField(input.tool_name, input.tool_input);
     const requested = this.#requestOf(run, input, nonce, now, unsafe !== undefined);
@@ -234,9 +259,27 @@ class Decider {
       return this.#denyAtOnce(run, requested, why);
     }
     const answer = await this.parkedAnswer(run, parked, input);
-    if (answer !== undefined) return answer;
-    run.deferred = { call: parked, entry: undefined };
-    return { decision: "defer", reason: "turnstream: still waiting for an operator", requestId: parked.requestId };
+    // Its allow was used by a run that then ended before the turn did: whether to run it again is
+    // a new question for an operator.
+    if (answer === "spent") return this.#decideNew(run, input, nonce);
+    if (answer === undefined) {
+      run.deferred = { call: parked, entry: undefined };
+      return { decision: "defer", reason: "turnstream: still waiting for an operator", requestId: parked.requestId };
+    }
+    if (answer.decision === "allow" && !(await this.#markApplied(run, parked.requestId))) {
+      const reason = "turnstream: denied because this attempt can no longer record that it used the allow";
+      return { decision: "deny", reason, requestId: parked.requestId };
+    }
+    return answer;
+  }
+
+  /** Records (fenced) that a parked call's allow is being used, so no later run uses it again. */
+  async #markApplied(run: RunContext, requestId: string): Promise<boolean> {
+    const applied = [{ turn: run.turn, attempt: run.attempt, kind: "decision.applied", data: { requestId } }];
+    const res = await this.#s.log.append(run.session, run.epoch, applied, { ackedSeq: this.#acked.get(run.session) });
+    if (res.outcome === "rolled_back") this.#acked.forget(run.session);
+    else this.#acked.settle(run.session, res);
+    return res.outcome === "appended";
   }
 
   /**
@@ -250,17 +293,23 @@ class Decider {
     run: RunContext,
     parked: ParkedCall,
     call?: Pick<HookInput, "tool_name" | "tool_input">,
-  ): Promise<Verdict | undefined> {
+  ): Promise<Verdict | "spent" | undefined> {
     const record = call !== undefined;
-    const digestOf = (requested: DecisionRequested): string => requestDigest(run.session, requested);
-    const found = await readParkedRequest(this.#s.log, run.session, parked, (requested, made) => {
-      const why = this.#refusal(run, requested, digestOf(requested), made);
-      return why === undefined;
-    });
-    if (found === undefined) {
-      const reason = `request ${parked.requestId} is not recorded as the parked call`;
-      return { decision: "deny", reason: `turnstream: denied because ${reason}`, requestId: parked.requestId };
-    }
+    const deny = (why: string): Verdict => {
+      const reason = `turnstream: denied because ${why}`;
+      return { decision: "deny", reason, requestId: parked.requestId };
+    };
+    // Only a decision signed by the deadline counts: after it, the request is the hub's to deny.
+    const counts = (requested: DecisionRequested, made: DecisionMade): boolean =>
+      this.#refusal(run, requested, requestDigest(run.session, requested), made) === undefined &&
+      Date.parse(made.decidedAt) <= Date.parse(requested.expiresAt);
+    const found = await readParkedRequest(this.#s.log, run.session, run.turn, parked, counts);
+    if (found === undefined) return deny(`request ${parked.requestId} is not recorded as the parked call`);
+    // What operators were shown must be what the re-asked call shows: a request planted in the log with
+    // the real call's digest and a look-alike summary would otherwise pass a signature for the look-alike.
+    if (call !== undefined && !showsAs(found.requested, call, this.#s.scrubber))
+      return deny(`the resumed call is not the call request ${parked.requestId} showed operators`);
+    if (found.applied) return "spent";
     if (found.decided !== undefined) return this.#operatorVerdict(found.decided);
     const byRule = await this.#byRule(run, call ?? found.call, parked.requestId, record);
     if (byRule !== undefined) return byRule;
@@ -333,7 +382,8 @@ class Decider {
       hubId,
       timeoutMs,
       expiresAt: new Date(refused ? now : now + timeoutMs).toISOString(),
-      inputDigest: inputDigestOf(input.tool_input),
+      // Only a call that may park needs it; a redacted call's digest would let a reader guess the secret.
+      inputDigest: parkable ? inputDigestOf(input.tool_input) : undefined,
       parkable: parkable ? true : undefined,
     };
   }
@@ -398,6 +448,8 @@ class Decider {
       const waitMs = parkable ? this.#s.answerWindowMs : this.#s.timeoutMs;
       const got = await this.#waitForOperator(run, seq, requested, requestedAt + waitMs);
       if (typeof got !== "string") return this.#operatorVerdict(got);
+      if (got === "timeout" && parkable && run.deferred !== undefined)
+        return this.#denyAtOnce(run, requested, ONE_PARKED);
       if (got === "timeout" && parkable) return this.#defer(run, requested, seq, entry);
       return await this.#denyUnanswered(run, requested, got);
     } finally {

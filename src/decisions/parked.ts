@@ -1,7 +1,13 @@
 // Parked calls: a supervised call no rule or operator decided within the answer window is deferred,
 // the CLI ends its run and the turn waits with nothing held. This file reads what the log says about
 // such a call when its turn resumes: the recorded request, and the first decision for it that counts.
-import { decisionMadeData, decisionRequestedData, type DecisionMade, type DecisionRequested } from "../events/index.ts";
+import {
+  dataOf,
+  decisionMadeData,
+  decisionRequestedData,
+  type DecisionMade,
+  type DecisionRequested,
+} from "../events/index.ts";
 import type { EventLog } from "../log/index.ts";
 import type { PendingEntry } from "./pending.ts";
 
@@ -48,35 +54,40 @@ export interface ParkedRequest {
   requested: DecisionRequested;
   /** The first decision.made for it that `counts`. */
   decided: DecisionMade | undefined;
+  /** An allow of it was handed to a CLI already (`decision.applied`): it is spent. */
+  applied: boolean;
   /** The call as recorded (see recordedCall). */
   call: ReturnType<typeof recordedCall>;
 }
 
 /**
- * The parked call's request as the log holds it, with the first decision that `counts`; undefined
- * when the request at its seq is not a parkable request for exactly this call (tool-use id and input
- * digest), which means the log does not say what the turn parked on.
+ * The parked call's request as the log holds it, with the first decision that `counts` and whether an
+ * allow of it was used; undefined when the event at its seq is not a parkable request of `turn` for
+ * exactly this call (tool-use id, input digest, deadline), which means the log does not say what the
+ * turn parked on.
  */
 export async function readParkedRequest(
   log: EventLog,
   session: string,
+  turn: string,
   parked: ParkedCall,
   counts: (requested: DecisionRequested, made: DecisionMade) => boolean,
 ): Promise<ParkedRequest | undefined> {
-  let requested: DecisionRequested | undefined;
+  let found: ParkedRequest | undefined;
   for await (const ev of log.read(session, { fromSeq: parked.requestSeq })) {
-    if (requested === undefined) {
+    if (found === undefined) {
       const parsed = ev.kind === "decision.requested" ? decisionRequestedData.safeParse(ev.data) : undefined;
-      if (parsed?.success !== true || !namesCall(parsed.data, parked)) return undefined;
-      requested = parsed.data;
-      continue;
+      if (parsed?.success !== true || ev.turn !== turn || !namesCall(parsed.data, parked)) return undefined;
+      found = { requested: parsed.data, decided: undefined, applied: false, call: recordedCall(parsed.data) };
+    } else if (ev.kind === "decision.applied") {
+      if (dataOf("decision.applied", ev.data)?.requestId === parked.requestId) found.applied = true;
+    } else if (ev.kind === "decision.made" && found.decided === undefined) {
+      const made = decisionMadeData.safeParse(ev.data);
+      if (made.success && made.data.requestId === parked.requestId && counts(found.requested, made.data))
+        found.decided = made.data;
     }
-    if (ev.kind !== "decision.made") continue;
-    const made = decisionMadeData.safeParse(ev.data);
-    if (made.success && made.data.requestId === parked.requestId && counts(requested, made.data))
-      return { requested, decided: made.data, call: recordedCall(requested) };
   }
-  return requested === undefined ? undefined : { requested, decided: undefined, call: recordedCall(requested) };
+  return found;
 }
 
 function namesCall(requested: DecisionRequested, parked: ParkedCall): boolean {

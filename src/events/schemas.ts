@@ -313,6 +313,15 @@ export const decisionMadeData = zod.object({
   signature: zod.string().optional(),
 });
 
+/**
+ * `decision.applied` (fenced, the resuming attempt's epoch): a parked call's allow was handed to the
+ * CLI. An allow is used once: a later run that asks about the same call (a retry after the call ran)
+ * asks an operator anew.
+ */
+export const decisionAppliedData = zod.object({
+  requestId: zod.string(),
+});
+
 /** `rule.added` (unfenced): a trust rule for later decisions, in the log of the session whose decision made it. */
 export const ruleAddedData = zod.object({
   ruleId: zod.string(),
@@ -376,6 +385,7 @@ export const eventDataSchemas = {
   "session.replayed": sessionReplacedData,
   "decision.requested": decisionRequestedData,
   "decision.made": decisionMadeData,
+  "decision.applied": decisionAppliedData,
   "rule.added": ruleAddedData,
   "model.call": modelCallData,
 } as const;
@@ -402,5 +412,6 @@ export type SessionReplacedData = EventData<"session.replaced">;
 export type SessionReplayedData = SessionReplacedData;
 export type DecisionRequested = EventData<"decision.requested">;
 export type DecisionMade = EventData<"decision.made">;
+export type DecisionApplied = EventData<"decision.applied">;
 export type RuleAdded = EventData<"rule.added">;
 export type ModelCallData = EventData<"model.call">;

@@ -124,11 +124,12 @@ export async function executeTurnJob(
   const leased: LeasedJob = { job, token, data, leaseToken };
   const stat = await deps.log.stat(session);
   const parked = await parkedTurnOf(deps, stat, turn);
-  if (parked !== undefined && stat.state === "parked" && !(await parkedAnswered(deps, data, stat, parked))) {
+  const answered = (): Promise<boolean> => parkedAnswered(deps, data, stat, parked!);
+  if (parked !== undefined && stat.state === "parked" && !(await answered())) {
     // Woken before its request was answered (a stray wake-up, or a rule that does not decide it): it
     // goes back to waiting, holding nothing, until its deadline or the next wake-up.
     await reparkEntry(deps, stat, parked);
-    return letGoUntil(deps, leased, Date.parse(parked.call.deadline));
+    return letGoUntil(deps, leased, Date.parse(parked.call.deadline), answered);
   }
   return runLeased(deps, leased, signal, slot, parked);
 }
@@ -146,10 +147,23 @@ async function parkedAnswered(
   return hub.parkedAnswered(run, parked.call);
 }
 
-/** The job lets go of the session's lease and its own lock until `until` (ms since the epoch), or a wake-up. */
-async function letGoUntil(deps: ExecuteDeps, leased: LeasedJob, until: number): Promise<never> {
-  await deps.order.release(leased.data.session, leased.leaseToken);
-  return delayJob(leased.job, leased.token, Math.max(0, until - Date.now()));
+/**
+ * A parked turn's job lets go of the session's lease and its own lock until `until` (ms since the
+ * epoch), or a wake-up. A decision or a cancel that came while it was letting go found no parked job to
+ * wake: once delayed, it checks for them itself and wakes at once.
+ */
+async function letGoUntil(
+  deps: ExecuteDeps,
+  leased: LeasedJob,
+  until: number,
+  answered: () => Promise<boolean>,
+): Promise<never> {
+  const { session, turn } = leased.data;
+  await deps.order.release(session, leased.leaseToken);
+  await leased.job.moveToDelayed(Date.now() + Math.max(0, until - Date.now()), leased.token);
+  const wake = (await deps.order.cancelRequested(session, turn)) || (await answered().catch(() => false));
+  if (wake) await deps.order.promote(turn);
+  throw new DelayedError();
 }
 
 /** A malformed job fails once; when it names a valid session/turn it is taken off the session's list. */
@@ -321,8 +335,13 @@ async function endJob(
     case "retry":
       await order.release(session, leased.leaseToken);
       return delayJob(leased.job, leased.token, end.delayMs);
-    case "parked":
-      return letGoUntil(deps, leased, end.deadline);
+    case "parked": {
+      const stat = await deps.log.stat(session);
+      const parked = await parkedTurnOf(deps, stat, turn);
+      const answered = async (): Promise<boolean> =>
+        parked !== undefined && (await parkedAnswered(deps, leased.data, stat, parked));
+      return letGoUntil(deps, leased, end.deadline, answered);
+    }
     case "stopped":
       if (end.reason === "shutdown" || end.reason === "lease_lost") {
         await order.release(session, leased.leaseToken).catch(() => undefined);

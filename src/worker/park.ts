@@ -157,6 +157,7 @@ export async function reparkEntry(deps: ExecuteDeps, stat: SessionStat, parked: 
   const entry = await pendingEntryOf(deps, stat.session, parked.call);
   if (entry === undefined) return;
   const at = new Date().toISOString();
+  // Not `decided` any more: whatever marked it so (a decision no trusted key signed) does not count.
   await putPending(deps.log.redis, deps.log.prefix, {
     ...entry,
     epoch: stat.epoch,

@@ -83,8 +83,10 @@ export async function sweepParked(options: ParkedWakerOptions): Promise<number> 
   const newestRule = rules.reduce((latest, rule) => (rule.at > latest ? rule.at : latest), "");
   let woken = 0;
   for (const entry of parked) {
-    const [state, seq, epoch] = await redis.hmget(sessionKeys(prefix, entry.session).meta, "state", "seq", "epoch");
-    if (state !== "parked" || Number(epoch) !== entry.epoch) continue;
+    const meta = sessionKeys(prefix, entry.session).meta;
+    const [state, seq, epoch, parkedTurn] = await redis.hmget(meta, "state", "seq", "epoch", "parkedTurn");
+    // The index is writable by operators: only the turn the session's meta says is parked is woken.
+    if (state !== "parked" || Number(epoch) !== entry.epoch || parkedTurn !== entry.turn) continue;
     if (!hasNews(entry, Number(seq), newestRule)) continue;
     await options.order.promote(entry.turn);
     woken++;

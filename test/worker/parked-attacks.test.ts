@@ -434,7 +434,7 @@ test("parked attack: an allow signed after the request's deadline does not run t
   assert.deepEqual(linesOf(join(ws, "ran.txt")), [], "an allow signed after the deadline ran the call");
 });
 
-test("parked attack: two supervised calls in one model message each run once after their own allow; neither is lost", async (ctx) => {
+test("parked attack: two supervised calls in one model message: the first parks and runs once after its allow, the second is refused with a reason the model is told; neither is lost", async (ctx) => {
   const stage = await rig((ws: string) => ({
     responses: [{ content: [appendTo(join(ws, "one.txt"), "one"), appendTo(join(ws, "two.txt"), "two")] }, say("done")],
   }));
@@ -448,7 +448,19 @@ test("parked attack: two supervised calls in one model message each run once aft
   });
   const result = await endDecidingParks({ producer, redis, prefix: space.logPrefix }, { session, turn }, "allow");
   assert.equal(result.status, "finished", JSON.stringify(result.event.data));
-  assert.deepEqual([linesOf(join(ws, "one.txt")), linesOf(join(ws, "two.txt"))], [["one"], ["two"]]);
+  assert.deepEqual([linesOf(join(ws, "one.txt")), linesOf(join(ws, "two.txt"))], [["one"], []]);
+  const events = await stage.events(session, turn);
+  const refused = events
+    .filter((e) => e.kind === "decision.made")
+    .map((e) => e.data as { source: string; decision: string; reason: string })
+    .filter((made) => made.source === "hub");
+  assert.equal(refused.length, 1, "the second call is refused by the hub, on the record");
+  assert.match(refused[0]!.reason, /already waits for an operator/);
+  const toldModel = events
+    .filter((e) => e.kind === "cli.line")
+    .map((e) => (e.data as { raw: string }).raw)
+    .some((raw) => raw.includes('"tool_result"') && raw.includes("already waits for an operator"));
+  assert.ok(toldModel, "the model is told why its second call did not run");
 });
 
 test("parked attack: a session file whose parked call keeps its input under another tool-use id is refused though the request was allowed", async (ctx) => {
