@@ -292,7 +292,11 @@ async function runLeased(
       rolledBack = undefined;
       if (end.kind === "restore") restore = { previous: end.previous };
       else if (end.kind === "rolled_back") rolledBack = afterRollback(ctl, end);
-      else return await endJob(deps, leased, end);
+      else {
+        // The job gives the lease back (or pops its turn) itself from here on.
+        lease.stop();
+        return await endJob(deps, leased, end);
+      }
     }
   } finally {
     lease.stop();

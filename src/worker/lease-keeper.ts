@@ -23,6 +23,7 @@ export class LeaseKeeper {
   readonly #timer: NodeJS.Timeout;
   #lastRenew = Date.now();
   #renewing = false;
+  #stopped = false;
 
   constructor(options: LeaseKeeperOptions) {
     this.#o = options;
@@ -37,12 +38,14 @@ export class LeaseKeeper {
     order
       .renew(session, turn, token, leaseMs)
       .then((renewed) => {
+        // A renewal still in flight when the job let go of the lease itself says nothing.
+        if (this.#stopped) return;
         if (renewed === "lost") return stop("lease_lost");
         this.#lastRenew = Date.now();
         if (renewed === "cancelled") stop("cancelled");
       })
       .catch(() => {
-        if (Date.now() - this.#lastRenew > leaseMs) stop("lease_lost");
+        if (!this.#stopped && Date.now() - this.#lastRenew > leaseMs) stop("lease_lost");
       })
       .finally(() => {
         this.#renewing = false;
@@ -50,6 +53,7 @@ export class LeaseKeeper {
   }
 
   stop(): void {
+    this.#stopped = true;
     clearInterval(this.#timer);
   }
 }

@@ -64,3 +64,17 @@ test("Redis unreachable: the turn runs on until the lease's TTL has passed since
     lease.keeper.stop();
   }
 });
+
+test("a renewal still in flight when the job gives the lease back itself stops nothing", async () => {
+  let answerLost!: () => void;
+  const inFlight = new Promise<"lost">((resolve) => (answerLost = () => resolve("lost")));
+  const lease = keep(600, [() => inFlight]);
+  while (lease.renews.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+  lease.keeper.stop();
+  answerLost();
+  const stoppedBy = await Promise.race([
+    lease.stopped,
+    new Promise((resolve) => setTimeout(() => resolve("none"), 300)),
+  ]);
+  assert.equal(stoppedBy, "none");
+});
