@@ -29,6 +29,12 @@ function freePort(): Promise<number> {
   });
 }
 
+/** A redis-server on a free loopback port whose users are those of `aclFile`. */
+export async function startAclServer(aclFile: string): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  return { port, child: await startServer(aclFile, port) };
+}
+
 async function startServer(aclFile: string, port: number): Promise<ChildProcess> {
   const child = spawn(
     "redis-server",
@@ -52,8 +58,7 @@ export async function startAclRedis(prefixes: { logPrefix: string; queuePrefix: 
   const passwords = newAclPasswords();
   const aclFile = join(dir, "users.acl");
   writeFileSync(aclFile, redisAclFile({ ...prefixes, passwords }), { mode: 0o600 });
-  const port = await freePort();
-  const child = await startServer(aclFile, port);
+  const { port, child } = await startAclServer(aclFile);
   const clients: RedisClient[] = [];
   const url = (role: AclRole): string => `redis://${role}:${passwords[role]}@127.0.0.1:${port}`;
   return {

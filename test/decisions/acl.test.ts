@@ -3,9 +3,7 @@
 // a tool run; with the key it does. The worker itself runs as the `worker` user (queue, log, hub).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -25,39 +23,9 @@ import { startModelServer } from "../../src/testing/index.ts";
 import { startTurnWorker } from "../../src/worker/index.ts";
 import { cliEnv, testSpace, waitUntil } from "../worker/_support.ts";
 import { cli, OPERATOR } from "./_support.ts";
+import { startAclServer } from "./_acl-redis.ts";
 
 const ACL_DEPLOY_FILE = join(import.meta.dirname, "../../deploy/redis-users.acl");
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startAclRedis(aclFile: string): Promise<{ port: number; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(
-    "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--aclfile", aclFile, "--save", "", "--appendonly", "no"],
-    {
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
-  let out = "";
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
-      out += chunk;
-      if (out.includes("Ready to accept connections")) resolve();
-    });
-    child.once("exit", (code) => reject(new Error(`redis-server exited (${code}): ${out.slice(-500)}`)));
-  });
-  return { port, child };
-}
 
 test("deploy/redis-users.acl is what `turnstream acl` prints for the default prefixes, every role off", async () => {
   const printed = await cli(["acl"], {});
@@ -76,7 +44,7 @@ test("ACL roles: a reader cannot decide; an operator without a trusted key canno
   writeFileSync(aclFile, redisAclFile({ logPrefix: space.logPrefix, queuePrefix: space.queuePrefix, passwords }), {
     mode: 0o600,
   });
-  const redisServer = await startAclRedis(aclFile);
+  const redisServer = await startAclServer(aclFile);
   const url = (role: AclRole): string => `redis://${role}:${passwords[role]}@127.0.0.1:${redisServer.port}`;
   const clients: RedisClient[] = [];
   const as = (role: AclRole): RedisClient => {

@@ -2,7 +2,7 @@
 // turn (the CLI exits, the worker lets go of slot, lease and job), any worker resumes it once it is
 // decided, and the deferred call runs once or is refused: by an operator's deny, at the deadline, or
 // because what the resumed CLI asks about is not what was signed.
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -23,7 +23,8 @@ import { decisionMadeData, turnParkedData } from "../../src/events/index.ts";
 import { sessionKeys } from "../../src/log/index.ts";
 import { assembleSnapshot, snapshotData } from "../../src/worker/snapshots.ts";
 import { OPERATOR, operatorKey, stranger } from "../decisions/_support.ts";
-import { rig } from "./_more.ts";
+import { rig, type Rig } from "./_more.ts";
+import type { TurnWorker, TurnWorkerOptions } from "../../src/worker/index.ts";
 import { processFleet, readAll, waitUntil, type TestStage } from "./_support.ts";
 
 const PARKING = { answerWindowMs: 300, sweepMs: 500 };
@@ -57,6 +58,35 @@ async function decideAs(stage: TestStage, pending: PendingRequest, decision: "al
     { log: stage.producer.log, redis: stage.redis, operatorKey, trustedKeys: parseOperatorKeys([OPERATOR.publicKey]) },
     { session: pending.session, requestId: pending.requestId, decision, by: "erin", reason },
   );
+}
+
+interface ParkedStage {
+  stage: Rig;
+  worker: TurnWorker;
+  session: string;
+  turn: string;
+  request: PendingRequest;
+}
+
+/**
+ * A rig whose model asks for one Bash call appending `word` to ran.txt, then says `after`; one parking
+ * worker (with `workerExtra`); a supervised turn enqueued (with `jobOptions`) and parked on that call.
+ */
+async function parkOne(
+  ctx: TestContext,
+  word: string,
+  after: string,
+  extra: { workerExtra?: Partial<TurnWorkerOptions>; jobOptions?: Record<string, unknown> } = {},
+): Promise<ParkedStage> {
+  const stage = await rig((ws: string) => ({ responses: [appendTo(join(ws, "ran.txt"), word), say(after)] }));
+  ctx.after(() => stage.dispose());
+  const worker = stage.worker({ operatorKeys: [OPERATOR.publicKey], parking: PARKING, ...extra.workerExtra });
+  const { session, turn } = await stage.producer.enqueueTurn({
+    prompt: "append",
+    cwd: stage.ws,
+    options: { supervised: true, ...extra.jobOptions },
+  });
+  return { stage, worker, session, turn, request: await parkedRequest(stage, session) };
 }
 
 /** Nothing is held for the parked turn: no lease, its job delayed, the session's state `parked`. */
@@ -128,18 +158,11 @@ test("parked: parks with nothing held, survives its worker, is decided with no w
 });
 
 test("parked: an operator's deny reaches the model with its reason, and the call never runs; the parked attempt's span is no error", async (ctx) => {
-  const stage = await rig((ws: string) => ({ responses: [appendTo(join(ws, "ran.txt"), "x"), say("refused")] }));
-  ctx.after(() => stage.dispose());
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   ctx.after(() => provider.shutdown());
-  stage.worker({ operatorKeys: [OPERATOR.publicKey], parking: PARKING, tracer: provider.getTracer("test") });
-  const { session, turn } = await stage.producer.enqueueTurn({
-    prompt: "append",
-    cwd: stage.ws,
-    options: { supervised: true },
-  });
-  const request = await parkedRequest(stage, session);
+  const tracer = provider.getTracer("test");
+  const { stage, session, turn, request } = await parkOne(ctx, "x", "refused", { workerExtra: { tracer } });
   const eightHours = 8 * 3600 * 1000;
   assert.equal(Date.parse(request.expiresAt) - Date.parse(request.requestedAt), eightHours, "the default deadline");
   await decideAs(stage, request, "deny", "not on a Friday");
@@ -159,15 +182,8 @@ test("parked: an operator's deny reaches the model with its reason, and the call
 });
 
 test("parked: at its deadline the request is denied, recorded, and the turn goes on without the call", async (ctx) => {
-  const stage = await rig((ws: string) => ({ responses: [appendTo(join(ws, "ran.txt"), "x"), say("gave up")] }));
-  ctx.after(() => stage.dispose());
-  stage.worker({ operatorKeys: [OPERATOR.publicKey], parking: PARKING });
-  const { session, turn } = await stage.producer.enqueueTurn({
-    prompt: "append",
-    cwd: stage.ws,
-    options: { supervised: true, decisionDeadlineMs: 2000 },
-  });
-  await parkedRequest(stage, session);
+  const jobOptions = { decisionDeadlineMs: 2000 };
+  const { stage, session, turn } = await parkOne(ctx, "x", "gave up", { jobOptions });
   const result = await stage.producer.waitForTurn(turn, { timeoutMs: 60_000 });
   assert.equal(result.status, "finished");
   assert.deepEqual(linesOf(join(stage.ws, "ran.txt")), []);
@@ -181,18 +197,8 @@ test("parked: at its deadline the request is denied, recorded, and the turn goes
 });
 
 test("parked: a forged decision wakes nothing; a session file rewritten while parked is denied though the request was allowed", async (ctx) => {
-  const stage = await rig((ws: string) => ({
-    responses: [appendTo(join(ws, "ran.txt"), "asked"), say("after")],
-  }));
-  ctx.after(() => stage.dispose());
-  stage.worker({ operatorKeys: [OPERATOR.publicKey], parking: PARKING });
+  const { stage, session, turn, request } = await parkOne(ctx, "asked", "after");
   const { producer, redis, space } = stage;
-  const { session, turn } = await producer.enqueueTurn({
-    prompt: "append",
-    cwd: stage.ws,
-    options: { supervised: true },
-  });
-  const request = await parkedRequest(stage, session);
 
   // A stranger's signature: appended and woken, yet the turn stays parked.
   await decide(
@@ -229,15 +235,7 @@ test("parked: a forged decision wakes nothing; a session file rewritten while pa
 });
 
 test("parked: cancelling a parked turn ends it without a worker", async (ctx) => {
-  const stage = await rig((ws: string) => ({ responses: [appendTo(join(ws, "ran.txt"), "x"), say("never")] }));
-  ctx.after(() => stage.dispose());
-  const worker = stage.worker({ operatorKeys: [OPERATOR.publicKey], parking: PARKING });
-  const { session, turn } = await stage.producer.enqueueTurn({
-    prompt: "append",
-    cwd: stage.ws,
-    options: { supervised: true },
-  });
-  await parkedRequest(stage, session);
+  const { stage, worker, turn } = await parkOne(ctx, "x", "never");
   await worker.close({ graceMs: 1000 });
   const cancelled = await stage.producer.cancelTurn(turn, { reason: "changed my mind", by: "erin" });
   assert.equal(cancelled.outcome, "cancelled");
@@ -248,16 +246,8 @@ test("parked: cancelling a parked turn ends it without a worker", async (ctx) =>
 });
 
 test("parked: a trust rule added later that matches wakes the turn, and the call runs once; a parked entry lost from the index is written again", async (ctx) => {
-  const stage = await rig((ws: string) => ({ responses: [appendTo(join(ws, "ran.txt"), "ruled"), say("done")] }));
-  ctx.after(() => stage.dispose());
-  stage.worker({ operatorKeys: [OPERATOR.publicKey], parking: PARKING });
+  const { stage, session, turn, request } = await parkOne(ctx, "ruled", "done");
   const { redis, space, producer } = stage;
-  const { session, turn } = await producer.enqueueTurn({
-    prompt: "append",
-    cwd: stage.ws,
-    options: { supervised: true },
-  });
-  const request = await parkedRequest(stage, session);
 
   // The index entry is lost (a failover that dropped it): a wake-up of the turn writes it again.
   await redis.hdel(`${space.logPrefix}decisions:pending`, `${session}/${request.requestId}`);
