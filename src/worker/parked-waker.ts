@@ -11,8 +11,11 @@ import { SESSION_ID_PATTERN, sessionKeys, type RedisClient } from "../log/index.
 import { TURN_ID_PATTERN, type SessionOrder } from "../queue/index.ts";
 
 export interface ParkedWaker {
-  /** Stops taking wake-ups and sweeping; closes the blocking connection. */
-  stop(): Promise<void>;
+  /**
+   * Stops taking wake-ups and sweeping and drops the blocking connection, without waiting for it: a
+   * shutdown while Redis is unreachable must not wait on a blocked read.
+   */
+  stop(): void;
 }
 
 export interface ParkedWakerOptions {
@@ -32,7 +35,7 @@ export function startParkedWaker(options: ParkedWakerOptions): ParkedWaker {
   let stopped = false;
   const blocking = options.redis.duplicate();
   blocking.on("error", () => undefined); // the loop below reports what matters
-  const loop = (async () => {
+  void (async () => {
     while (!stopped) {
       try {
         const item = await blocking.brpop(wakeKey(options.prefix, options.queueName), BLOCK_SECONDS);
@@ -40,7 +43,7 @@ export function startParkedWaker(options: ParkedWakerOptions): ParkedWaker {
       } catch (err) {
         if (stopped) break;
         logger.warn({ err: { message: (err as Error).message } }, "parked-turn wake-ups: read failed; retrying");
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await new Promise((resolve) => setTimeout(resolve, 1000).unref());
       }
     }
   })();
@@ -51,11 +54,10 @@ export function startParkedWaker(options: ParkedWakerOptions): ParkedWaker {
   }, options.sweepMs);
   sweep.unref();
   return {
-    async stop() {
+    stop() {
       stopped = true;
       clearInterval(sweep);
       blocking.disconnect();
-      await loop;
     },
   };
 }

@@ -371,7 +371,7 @@ async function closeWorker(parts: WorkerParts, graceMs: number, closeTimeoutMs: 
   const id = parts.settings.workerId;
   logger.info({ worker: id, running: running.size, graceMs }, "worker shutting down");
   // Parked turns it would wake stay parked: another worker, or this one's successor, wakes them.
-  await boundedWait(parts.waker?.stop() ?? Promise.resolve(), closeTimeoutMs);
+  parts.waker?.stop();
   // A job that has not started its CLI yet hands its turn back now instead of starting one.
   parts.slots.close();
   // Not force: BullMQ stops fetching and waits for the processors, which we end below.
