@@ -279,10 +279,17 @@ function reportParked(parked: ParkedView, values: RunValues, scrub: Scrub): numb
   return report(values.json, scrub, "parked", fields);
 }
 
+const WORKER_CHECK_MS = 2000;
+
 /** A warning on stderr when no worker listens on the queue: the turn would wait until one starts. */
 async function warnWithoutWorker(producer: Producer): Promise<void> {
-  // getWorkersCount reads CLIENT LIST; where the ACL refuses it, say nothing rather than guess.
-  const workers = await producer.queue.getWorkersCount().catch(() => undefined);
+  // getWorkersCount reads CLIENT LIST; where the ACL refuses it, say nothing rather than guess. It runs
+  // on BullMQ's connection, which retries a command for as long as Redis is gone: bounded, so a Redis
+  // that dies right now is reported by the wait that follows, not hung on here.
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), WORKER_CHECK_MS)));
+  const counted = producer.queue.getWorkersCount().catch(() => undefined);
+  const workers = await Promise.race([counted, gaveUp]).finally(() => clearTimeout(timer));
   if (workers !== 0) return;
   process.stderr.write(
     `turnstream run: warning: no live worker on queue '${producer.queue.name}'; the turn waits until one starts (turnstream worker)\n`,
