@@ -2,18 +2,13 @@
 // that record it. Finished: the session snapshot, session.replaced when the run restored a lost
 // session or left its CLI session behind in another cwd, turn.finished (with what the turn cost). A
 // lost session: restore it once from the log's transcript when the session allows, else fail. A
-// retryable failure below the attempt limit: abandon the attempt and retry later. Else: turn.failed.
+// retryable failure below the attempt limit: abandon the attempt and retry later. A run that ended on
+// the call its hook deferred parks the turn (park.ts). Else: turn.failed.
 import type { TurnOutcome } from "../runner/index.ts";
-import {
-  costAdded,
-  type FailureKind,
-  type SessionReplacedData,
-  type SessionSnapshotData,
-  type TurnFinishedData,
-} from "../events/index.ts";
+import { costAdded, type FailureKind, type SessionReplacedData, type TurnFinishedData } from "../events/index.ts";
 import { retryHints } from "../protocol/index.ts";
 import { lostSessionPolicyOf } from "../queue/index.ts";
-import type { CliRun, PreparedAttempt, PreparedRun } from "./attempt-context.ts";
+import type { CliRun, PreparedAttempt } from "./attempt-context.ts";
 import { errFields } from "./error-fields.ts";
 import { retryDelayMs } from "./retry.ts";
 import { writeSnapshot } from "./session-snapshot.ts";
