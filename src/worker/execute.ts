@@ -13,6 +13,7 @@ import {
   type EventInput,
   type SessionStat,
 } from "../log/index.ts";
+import type { ParkedCall } from "../decisions/index.ts";
 import { parseOrThrow, turnJobSchema, TURN_ID_PATTERN, type TurnJob } from "../queue/index.ts";
 import { beginAttempt, runAttempt } from "./attempt.ts";
 import type { CliSlot } from "./cli-slots.ts";
@@ -124,7 +125,7 @@ export async function executeTurnJob(
   const leased: LeasedJob = { job, token, data, leaseToken };
   const stat = await deps.log.stat(session);
   const parked = await parkedTurnOf(deps, stat, turn);
-  const answered = (): Promise<boolean> => parkedAnswered(deps, data, stat, parked!);
+  const answered = (): Promise<boolean> => parkedAnswered(deps, data, stat, parked!.call);
   if (parked !== undefined && stat.state === "parked" && !(await answered())) {
     // Woken before its request was answered (a stray wake-up, or a rule that does not decide it): it
     // goes back to waiting, holding nothing, until its deadline or the next wake-up.
@@ -138,13 +139,13 @@ export async function executeTurnJob(
 async function parkedAnswered(
   deps: ExecuteDeps,
   job: TurnJob,
-  stat: SessionStat,
-  parked: ParkedTurn,
+  at: Pick<SessionStat, "attempt" | "epoch">,
+  call: ParkedCall,
 ): Promise<boolean> {
   if (deps.decisionHub === undefined) return true;
   const hub = await deps.decisionHub();
-  const run = { session: job.session, turn: job.turn, attempt: stat.attempt, epoch: stat.epoch, cwd: job.cwd };
-  return hub.parkedAnswered(run, parked.call);
+  const run = { session: job.session, turn: job.turn, attempt: at.attempt, epoch: at.epoch, cwd: job.cwd };
+  return hub.parkedAnswered(run, call);
 }
 
 /**
@@ -339,13 +340,9 @@ async function endJob(
     case "retry":
       await order.release(session, leased.leaseToken);
       return delayJob(leased.job, leased.token, end.delayMs);
-    case "parked": {
-      const stat = await deps.log.stat(session);
-      const parked = await parkedTurnOf(deps, stat, turn);
-      const answered = async (): Promise<boolean> =>
-        parked !== undefined && (await parkedAnswered(deps, leased.data, stat, parked));
-      return letGoUntil(deps, leased, end.deadline, answered);
-    }
+    case "parked":
+      // The attempt says what it parked on: nothing to read back from the log it just wrote.
+      return letGoUntil(deps, leased, end.deadline, () => parkedAnswered(deps, leased.data, end, end.call));
     case "stopped":
       if (end.reason === "shutdown" || end.reason === "lease_lost") {
         await order.release(session, leased.leaseToken).catch(() => undefined);

@@ -102,7 +102,8 @@ export async function parkTurn(
     { session: job.session, turn: job.turn, requestId: deferred.call.requestId, deadline: deferred.call.deadline },
     "turn parked: waiting for an operator's decision with nothing held",
   );
-  return { kind: "parked", attempt: events.attempt, deadline: Date.parse(deferred.call.deadline) };
+  const { call } = deferred;
+  return { kind: "parked", attempt: events.attempt, epoch: events.epoch, call, deadline: Date.parse(call.deadline) };
 }
 
 /** The request's pending entry, marked parked at this attempt's epoch and the log's head. */

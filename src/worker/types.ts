@@ -1,6 +1,6 @@
 // The shapes the worker's steps share: what a job runs with (ExecuteDeps), how a running turn is
 // stopped, and how an attempt ended.
-import type { DecisionHub } from "../decisions/index.ts";
+import type { DecisionHub, ParkedCall } from "../decisions/index.ts";
 import type { EventObserver } from "../events/index.ts";
 import type { Logger } from "../kernel/index.ts";
 import type { EventLog } from "../log/index.ts";
@@ -75,8 +75,11 @@ export type AttemptEnd =
   | { kind: "retry"; attempt: number; delayMs: number }
   | { kind: "restore"; attempt: number; previous: string | undefined }
   | { kind: "stopped"; attempt: number; reason: StopReason }
-  /** The turn parked on a deferred call until `deadline` (ms since the epoch): its job lets go until then. */
-  | { kind: "parked"; attempt: number; deadline: number }
+  /**
+   * The turn parked on `call` (at the attempt's epoch) until `deadline` (ms since the epoch): its job
+   * lets go until then.
+   */
+  | { kind: "parked"; attempt: number; epoch: number; call: ParkedCall; deadline: number }
   | RolledBackEnd;
 
 /**
