@@ -18,7 +18,6 @@ import {
   hookInputSchema,
   inputDigestOf,
   riskClassOf,
-  SHELL_TOOLS,
   scrubReport,
   summarizeInput,
   unsafeShownField,
@@ -26,7 +25,7 @@ import {
   type TextScrubber,
 } from "./tool-calls.ts";
 import { parseOperatorKeys, type OperatorKeyring } from "./operator-keys.ts";
-import { dropPending, hubKey, putPending, type PendingEntry } from "./pending.ts";
+import { dropPending, hubKey, pendingEntryOf, putPending, type PendingEntry } from "./pending.ts";
 import { evaluateRules, RuleStore, subjectOf, type TrustRule } from "./rules.ts";
 import { requestDigest, verifyDecision, verifyRule } from "./signing.ts";
 import { readParkedRequest, type DeferredCall, type ParkedCall } from "./parked.ts";
@@ -440,7 +439,9 @@ class Decider {
   ): Promise<Verdict> {
     const { redis, prefix, logger } = this.#s;
     const { requestId } = requested;
-    const entry: PendingEntry = { ...this.#pendingEntry(run, requested, seq, requestedAt), description };
+    const { session, turn, attempt, epoch } = run;
+    const place = { session, turn, attempt, epoch, seq, requestedAt: new Date(requestedAt).toISOString() };
+    const entry: PendingEntry = { ...pendingEntryOf(requested, place), description };
     await putPending(redis, prefix, entry);
     this.waiting++;
     try {
@@ -473,26 +474,6 @@ class Decider {
     };
     run.deferred = { call, entry };
     return { decision: "defer", reason: "turnstream: waiting for an operator; the turn parks", requestId };
-  }
-
-  #pendingEntry(run: RunContext, requested: DecisionRequested, seq: number, requestedAt: number): PendingEntry {
-    return {
-      session: run.session,
-      requestId: requested.requestId,
-      turn: run.turn,
-      attempt: run.attempt,
-      epoch: run.epoch,
-      seq,
-      tool: requested.tool,
-      riskClass: requested.riskClass,
-      input: requested.input,
-      // The exact command (scrubbed), shown apart from the model's description of it.
-      command: SHELL_TOOLS.has(requested.tool) ? requested.subject : undefined,
-      redacted: requested.redacted,
-      hubId: this.#s.hubId,
-      requestedAt: new Date(requestedAt).toISOString(),
-      expiresAt: requested.expiresAt,
-    };
   }
 
   /** The first verified operator decision for the request, or why none came. */

@@ -60,6 +60,7 @@ export { readParkedRequest, recordedCall, type DeferredCall, type ParkedCall, ty
 export {
   listPending,
   readPendingEntries,
+  pendingEntryOf,
   wakeParked,
   wakeKey,
   putPending,

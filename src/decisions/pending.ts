@@ -4,7 +4,8 @@
 import { z as zod } from "zod";
 import { DEFAULT_PREFIX } from "../kernel/index.ts";
 import { sessionKeys, type RedisClient } from "../log/index.ts";
-import { riskClassSchema } from "../events/index.ts";
+import { riskClassSchema, type DecisionRequested } from "../events/index.ts";
+import { SHELL_TOOLS } from "./tool-calls.ts";
 
 export const pendingEntrySchema = zod.object({
   session: zod.string(),
@@ -59,6 +60,32 @@ export const pendingField = (session: string, requestId: string): string => `${s
 
 /** Entries this long past their expiry are removed from the index by the next listing. */
 export const EXPIRED_GRACE_MS = 60_000;
+
+/** Where a request was recorded: its session, turn, attempt and epoch, its seq, and when (ISO). */
+export interface RequestPlace {
+  session: string;
+  turn: string;
+  attempt: number;
+  epoch: number;
+  seq: number;
+  requestedAt: string;
+}
+
+/** The index entry of a recorded request. */
+export function pendingEntryOf(requested: DecisionRequested, place: RequestPlace): PendingEntry {
+  return {
+    ...place,
+    requestId: requested.requestId,
+    tool: requested.tool,
+    riskClass: requested.riskClass,
+    input: requested.input,
+    // The exact command (scrubbed), shown apart from the model's description of it.
+    command: SHELL_TOOLS.has(requested.tool) ? requested.subject : undefined,
+    redacted: requested.redacted,
+    hubId: requested.hubId,
+    expiresAt: requested.expiresAt,
+  };
+}
 
 /** One value of the index, or undefined when it is not JSON of an entry's shape. */
 export function parsePendingEntry(text: string): PendingEntry | undefined {

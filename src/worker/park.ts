@@ -9,7 +9,7 @@ import {
   getPending,
   inputDigestOf,
   putPending,
-  SHELL_TOOLS,
+  pendingEntryOf,
   type DeferredCall,
   type ParkedCall,
   type PendingEntry,
@@ -110,7 +110,7 @@ export async function parkTurn(
 async function markParked(worker: ExecuteDeps, attempt: PreparedAttempt, deferred: DeferredCall): Promise<void> {
   const { job, events } = attempt;
   const { lastSeq } = await worker.log.stat(job.session);
-  const entry = deferred.entry ?? (await pendingEntryOf(worker, job.session, deferred.call));
+  const entry = deferred.entry ?? (await storedOrRecordedEntry(worker, job.session, deferred.call));
   if (entry === undefined) return;
   await putPending(worker.log.redis, worker.log.prefix, {
     ...entry,
@@ -124,28 +124,18 @@ async function markParked(worker: ExecuteDeps, attempt: PreparedAttempt, deferre
  * The parked request's entry in the pending index, or, when the index lost it (a failover that
  * dropped the write), the entry made again from the request the log recorded.
  */
-async function pendingEntryOf(deps: ExecuteDeps, session: string, call: ParkedCall): Promise<PendingEntry | undefined> {
+async function storedOrRecordedEntry(
+  deps: ExecuteDeps,
+  session: string,
+  call: ParkedCall,
+): Promise<PendingEntry | undefined> {
   const stored = await getPending(deps.log.redis, deps.log.prefix, session, call.requestId);
   if (stored !== undefined) return stored;
   for await (const ev of deps.log.read(session, { fromSeq: call.requestSeq, toSeq: call.requestSeq })) {
     const requested = dataOf("decision.requested", ev.data);
     if (requested === undefined || requested.requestId !== call.requestId) return undefined;
-    return {
-      session,
-      requestId: call.requestId,
-      turn: ev.turn,
-      attempt: ev.attempt,
-      epoch: ev.epoch,
-      seq: ev.seq,
-      tool: requested.tool,
-      riskClass: requested.riskClass,
-      input: requested.input,
-      command: SHELL_TOOLS.has(requested.tool) ? requested.subject : undefined,
-      redacted: requested.redacted,
-      hubId: requested.hubId,
-      requestedAt: ev.at,
-      expiresAt: requested.expiresAt,
-    };
+    const { turn, attempt, epoch, seq, at } = ev;
+    return pendingEntryOf(requested, { session, turn, attempt, epoch, seq, requestedAt: at });
   }
   return undefined;
 }
@@ -155,7 +145,7 @@ async function pendingEntryOf(deps: ExecuteDeps, session: string, call: ParkedCa
  * the worker has looked at (the log's head, now), so the sweep wakes it again only for something new.
  */
 export async function reparkEntry(deps: ExecuteDeps, stat: SessionStat, parked: ParkedTurn): Promise<void> {
-  const entry = await pendingEntryOf(deps, stat.session, parked.call);
+  const entry = await storedOrRecordedEntry(deps, stat.session, parked.call);
   if (entry === undefined) return;
   const at = new Date().toISOString();
   // Not `decided` any more: whatever marked it so (a decision no trusted key signed) does not count.
