@@ -27,7 +27,7 @@ export const ACL_ROLE_PURPOSE: Record<AclRole, string> = {
   admin: "administers Redis (ACL, CONFIG); never given to turnstream processes",
   worker: "runs turns: the queue, the log, leases, snapshots, the decision hub",
   operator:
-    "reads everything turnstream stores; writes only session logs (decisions, rules), the trust rules, the pending index and parked turns' wake-ups",
+    "reads everything turnstream stores; writes only session logs (decisions, rules), the trust rules, tenants' limits, the pending index and parked turns' wake-ups",
   reader: "reads everything turnstream stores and writes nothing (pending, tail, sessions, dashboards)",
 };
 
@@ -50,6 +50,7 @@ function rules(role: AclRole, logPrefix: string, queuePrefix: string): string {
         `${logPrefix}decisions:rules`,
         `${logPrefix}decisions:pending`,
         `${logPrefix}decisions:wake:*`,
+        `${logPrefix}tenants:limits`,
       ];
       const writes = "+evalsha +eval +xadd +hset +hdel +sadd +persist +pexpire +zadd +lpush";
       return `${read} ${writable.map((k) => `~${k}`).join(" ")} ${readCommands} ${writes}`;

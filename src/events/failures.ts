@@ -9,7 +9,8 @@ import type { ErrorKind as ClassifiedKind } from "../protocol/index.ts";
  * How a turn ended, as a pipeline sees it (`outcome` in `run --wait --json`). `parked` is not an end:
  * the command stopped following a turn that parked because it was asked to (`--exit-on-park`).
  */
-export type Outcome = "finished" | "task_failed" | "usage" | "infrastructure" | "cancelled" | "timed_out" | "parked";
+export type Outcome =
+  "finished" | "task_failed" | "usage" | "infrastructure" | "cancelled" | "timed_out" | "parked" | "over_budget";
 
 /** The exit code of every `turnstream` command, by what it means. */
 export const EXIT = {
@@ -28,6 +29,11 @@ export const EXIT = {
    * following it as asked (`--exit-on-park`). Not a failure: the turn resumes once decided.
    */
   parked: 5,
+  /**
+   * The turn's tenant is over its budget (or its limits could not be checked): not the agent's fault,
+   * and not worth retrying now; it runs again once the tenant's spend ages out or an operator raises it.
+   */
+  overBudget: 6,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -40,6 +46,7 @@ export const EXIT_CODE_OF_OUTCOME: Readonly<Record<Outcome, ExitCode>> = {
   cancelled: EXIT.cancelledOrTimedOut,
   timed_out: EXIT.cancelledOrTimedOut,
   parked: EXIT.parked,
+  over_budget: EXIT.overBudget,
 };
 
 /** What each outcome tells a pipeline (the exit-code reference is generated from this). */
@@ -52,6 +59,8 @@ export const OUTCOME_MEANINGS: Readonly<Record<Outcome, string>> = {
   timed_out: "A timeout ended it: the wait's, the turn's own, its inactivity limit or the worker's maximum.",
   parked:
     "The turn parked on a supervised call and waits for an operator's decision; asked to (`--exit-on-park`), the command stopped following it. It resumes once decided.",
+  over_budget:
+    "The turn's tenant is over its 24-hour budget, or its limits could not be checked. Not the agent's fault and not worth retrying now: run it once the tenant's spend ages out or an operator raises the budget (`turnstream tenants`).",
 };
 
 export interface FailureKindInfo {
@@ -65,6 +74,11 @@ export interface FailureKindInfo {
 const taskFailed = (description: string): FailureKindInfo => ({
   retryable: false,
   outcome: "task_failed",
+  description,
+});
+const overBudget = (description: string): FailureKindInfo => ({
+  retryable: false,
+  outcome: "over_budget",
   description,
 });
 const usage = (description: string): FailureKindInfo => ({ retryable: false, outcome: "usage", description });
@@ -92,6 +106,14 @@ export const FAILURE_KINDS_TABLE = {
   limit_pids: taskFailed("The run started more processes than its limit allows; its process tree was ended."),
   limit_memory: taskFailed("The run used more memory than its limit allows; its process tree was ended."),
   limit_disk: taskFailed("The run wrote more to its scratch space than its limit allows; its process tree was ended."),
+
+  // The tenant's limits, set by an operator: not the agent's fault, not worth retrying now.
+  tenant_budget: overBudget(
+    "The turn's tenant spent its 24-hour budget: the turn did not start (its tenant's policy is `fail`) or its next model call was refused.",
+  ),
+  tenant_limits: overBudget(
+    "The turn's tenant has limits this worker cannot enforce: they do not verify against its operator keys, or they set a budget and the worker runs without its model gateway.",
+  ),
 
   // The request itself is wrong: fix the call.
   bad_payload: usage("The job's payload does not match the turn schema; fix the request."),

@@ -83,6 +83,8 @@ export const turnQueuedData = zod.object({
   env: zod.array(zod.string()).optional(),
   onLostSession: zod.string().optional(),
   labels: turnLabelsSchema.optional(),
+  /** The turn's tenant (its session's). */
+  tenant: zod.string().optional(),
 });
 
 /**
@@ -365,6 +367,10 @@ export const modelCallData = zod.object({
   requestId: zod.string().optional(),
   /** Set when the gateway answered itself: `policy`, `upstream_unreachable`, `too_large`, `aborted`. */
   answeredBy: zod.string().optional(),
+  /** Why the gateway's policy refused the call (`tenant_budget`, …), when it did. */
+  refusedFor: zod.string().optional(),
+  /** The gateway's id of the call: a tenant's spend counts each id once. */
+  callId: zod.string().optional(),
 });
 
 /** Every kind turnstream writes, with the schema of its data. */

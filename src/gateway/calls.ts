@@ -11,6 +11,8 @@ export interface Usage {
 }
 
 export interface ModelCall {
+  /** The gateway's own id of the call: what a tenant's spend is counted once by. */
+  callId: string;
   /** ISO time the request reached the gateway. */
   startedAt: string;
   method: string;
@@ -36,6 +38,8 @@ export interface ModelCall {
    * Set when the gateway answered itself: `policy`, `upstream` (unreachable), `too_large`, `aborted` (the CLI hung up).
    */
   answeredBy?: "policy" | "upstream_unreachable" | "too_large" | "aborted" | undefined;
+  /** Why a policy refused the call (its `code`, e.g. `tenant_budget`), when one did. */
+  refusedFor?: string | undefined;
   /** The credential's fingerprint. */
   credential: string;
 }

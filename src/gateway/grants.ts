@@ -10,6 +10,8 @@ export interface RunBinding {
   session: string;
   turn?: string | undefined;
   attempt?: number | undefined;
+  /** Whose turn it is, when the turn names a tenant: budgets are counted per tenant. */
+  tenant?: string | undefined;
 }
 
 /** Where a run's model calls go (the attempt's event log); undefined while no turn runs on the token. */

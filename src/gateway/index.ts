@@ -18,4 +18,4 @@ export {
   type CredentialKind,
 } from "./credential.ts";
 export { estimateCostUsd, UsageTap, type ModelCall, type Usage } from "./calls.ts";
-export { allowAll, type GatewayPolicy, type PolicyCall, type PolicyDecision } from "./policy.ts";
+export { allowAll, composePolicies, type GatewayPolicy, type PolicyCall, type PolicyDecision } from "./policy.ts";

@@ -17,7 +17,15 @@ export interface PolicyCall {
 export type PolicyDecision =
   | { action: "allow" }
   /** Answered by the gateway with an Anthropic-shaped error (`type`: `rate_limit_error`, `permission_error`, …). */
-  | { action: "refuse"; status: number; type: string; message: string; retryAfterS?: number }
+  | {
+      action: "refuse";
+      status: number;
+      type: string;
+      message: string;
+      retryAfterS?: number;
+      /** A name for why (`tenant_budget`): recorded with the call, so the turn can end with its own error kind. */
+      code?: string;
+    }
   /** Held this long, then sent (a client that hangs up meanwhile ends it). */
   | { action: "delay"; ms: number };
 
@@ -28,3 +36,33 @@ export interface GatewayPolicy {
 }
 
 export const allowAll: GatewayPolicy = { beforeRequest: () => ({ action: "allow" }) };
+
+/**
+ * Several policies as one: each is asked in order and the first refusal answers; delays add up (each
+ * policy's wait is its own). Every policy sees every outcome; one that throws does not stop the rest.
+ */
+export function composePolicies(...policies: readonly GatewayPolicy[]): GatewayPolicy {
+  if (policies.length === 1) return policies[0]!;
+  return {
+    async beforeRequest(call) {
+      let delayMs = 0;
+      for (const policy of policies) {
+        const decision = await policy.beforeRequest(call);
+        if (decision.action === "refuse") return decision;
+        if (decision.action === "delay") delayMs += decision.ms;
+      }
+      return delayMs > 0 ? { action: "delay", ms: delayMs } : { action: "allow" };
+    },
+    afterResponse(call, outcome) {
+      const errors: unknown[] = [];
+      for (const policy of policies) {
+        try {
+          policy.afterResponse?.(call, outcome);
+        } catch (err) {
+          errors.push(err);
+        }
+      }
+      if (errors.length > 0) throw errors[0];
+    },
+  };
+}

@@ -3,6 +3,7 @@
 // stream the answer back chunk by chunk as it arrives (no buffering; the upstream is paused while the
 // CLI's socket is full). Headers pass both ways except hop-by-hop ones and credentials.
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { randomUUID } from "node:crypto";
 import { request as httpsRequest } from "node:https";
 import { BodyTooLargeError, readBodyBytes } from "../kernel/index.ts";
 import { OAUTH_BETA } from "./credential.ts";
@@ -155,6 +156,7 @@ async function admit(ctx: ProxyContext, call: CallRecord, res: ServerResponse): 
       decision.retryAfterS === undefined ? {} : { "retry-after": String(decision.retryAfterS) };
     sendError(res, decision.status, decision.type, decision.message, headers);
     call.retryAfterS = decision.retryAfterS;
+    call.refusedFor = decision.code;
     call.end(ctx, decision.status, "policy");
     return false;
   }
@@ -303,6 +305,8 @@ class CallRecord {
   model: string | undefined;
   stream = false;
   retryAfterS: number | undefined;
+  refusedFor: string | undefined;
+  readonly #id = randomUUID();
   #ttfbMs: number | undefined;
   #requestId: string | undefined;
   #usage: ModelCall["usage"];
@@ -348,6 +352,7 @@ class CallRecord {
     this.#ended = true;
     const model = this.model ?? this.#responseModel;
     const call: ModelCall = {
+      callId: this.#id,
       startedAt: this.#startedAt,
       method: this.method,
       path: this.path,
@@ -361,6 +366,7 @@ class CallRecord {
       retryAfterS: this.retryAfterS,
       requestId: this.#requestId,
       answeredBy,
+      refusedFor: this.refusedFor,
       credential: this.grant.upstream.credential.fingerprint(),
     };
     try {

@@ -21,6 +21,25 @@ function nextHead(reply: [string, number]): NextHead {
   return { turn: String(reply[0]), deferred: Number(reply[1]) === 1 };
 }
 
+/** A turn's session settings as it is registered (see SessionOrder.register). */
+export interface RegisterSettings {
+  onLostSession?: string | undefined;
+  warm?: boolean | undefined;
+  expectSession?: boolean | undefined;
+  tenant?: string | undefined;
+}
+
+export interface Registered {
+  created: boolean;
+  /** The session's warm mode as stored. */
+  warm: boolean;
+  gone: boolean;
+  /** The session belongs to another tenant than the turn named: nothing was written. */
+  tenantConflict: boolean;
+  /** The session's tenant (the one its first turn named). */
+  tenant?: string;
+}
+
 export interface SessionOrderOptions {
   redis: RedisClient;
   /** The event log's key prefix (session keys share the log's per-session hash tag). */
@@ -51,26 +70,30 @@ export class SessionOrder {
    * session's mode as stored (its turns run warm once one asked, until one says `warm: false`).
    * With `expectSession` (the caller saw the session's log in Redis) nothing is written and `gone` is
    * true when the log's meta has disappeared since: retention removed the session in between.
+   * A session belongs to the tenant its first turn named: a later turn naming another is refused
+   * (`tenantConflict`), one naming none gets the session's (`tenant`).
    */
-  async register(
-    session: string,
-    turn: string,
-    onLostSession: string | undefined,
-    warm?: boolean,
-    expectSession = false,
-  ): Promise<{ created: boolean; warm: boolean; gone: boolean }> {
+  async register(session: string, turn: string, settings: RegisterSettings = {}): Promise<Registered> {
     const keys = this.keys(session);
+    const { warm } = settings;
     const warmFlag = warm === undefined ? "" : warm ? "1" : "0";
-    const [created, stored] = await this.#scripts.register(
+    const [created, stored, tenant] = await this.#scripts.register(
       [keys.turns, keys.registered, keys.conf, sessionKeys(this.logPrefix, session).meta],
       turn,
       Date.now(),
-      onLostSession ?? "",
+      settings.onLostSession ?? "",
       warmFlag,
-      expectSession ? "1" : "",
+      settings.expectSession === true ? "1" : "",
+      settings.tenant ?? "",
     );
-    const gone = Number(created) === -1;
-    return { created: Number(created) === 1, warm: stored === "1", gone };
+    const registered: Registered = {
+      created: Number(created) === 1,
+      warm: stored === "1",
+      gone: Number(created) === -1,
+      tenantConflict: Number(created) === -2,
+    };
+    if (tenant !== "") registered.tenant = tenant;
+    return registered;
   }
 
   async acquire(session: string, turn: string, token: string, leaseMs: number): Promise<AcquireResult> {

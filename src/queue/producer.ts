@@ -22,7 +22,8 @@ import { isKnown, parseLine } from "../protocol/index.ts";
 import { queuedWriter, sessionId, turnId } from "./ids.ts";
 import { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "./keys.ts";
 import { SessionFollowers } from "./follow.ts";
-import { SessionOrder } from "./order.ts";
+import { SessionOrder, type RegisterSettings, type Registered } from "./order.ts";
+import { fairSharePriority } from "../tenants/index.ts";
 import { firstRefusedEnvName, jobEnvPolicyFrom, type JobEnvPolicy } from "./env-policy.ts";
 
 // Compiled once: the allow-list of a producer given no env options.
@@ -252,6 +253,17 @@ export interface CheckedEnqueue {
   session: string;
   turn: string;
   options: TurnOptions;
+  /** The turn's tenant: the one it names, else its session's (known once registered). */
+  tenant?: string | undefined;
+}
+
+function registerSettings(checked: CheckedEnqueue, expectSession: boolean): RegisterSettings {
+  return {
+    onLostSession: checked.req.onLostSession,
+    warm: checked.options.warm,
+    expectSession,
+    tenant: checked.req.tenant,
+  };
 }
 
 /** Validates the request, renders its prompt and refuses secrets and env names the fleet does not allow. */
@@ -268,9 +280,10 @@ export function checkEnqueue(input: EnqueueInput, envPolicy: JobEnvPolicy = DEFA
   const options = req.options ?? {};
   refuseSecretShapedPrompt(req.prompt, prompt, options.appendSystemPrompt);
   for (const [name, value] of Object.entries(req.labels ?? {})) refuseSecretShapedText(`labels.${name}`, value);
+  if (req.tenant !== undefined) refuseSecretShapedText("tenant", req.tenant);
   const refused = firstRefusedEnvName(Object.keys(options.env ?? {}), envPolicy);
   if (refused !== undefined) throw new InvalidTurnError(`options.env.${refused.name}`, refused.why);
-  return { req, prompt, session, turn, options };
+  return { req, prompt, session, turn, options, tenant: req.tenant };
 }
 
 /** Refuses a cwd that is not a directory on this host (QueueConfig.checkCwd), naming it. */
@@ -284,7 +297,8 @@ function refuseBadCwd(cwd: string): void {
 }
 
 /** The turn.queued event's data: the rendered prompt, and of the env overlay only its names. */
-function queuedEventData({ req, prompt, options }: CheckedEnqueue, traceparent: string | undefined): TurnQueuedData {
+function queuedEventData(checked: CheckedEnqueue, traceparent: string | undefined): TurnQueuedData {
+  const { req, prompt, options } = checked;
   const queued: TurnQueuedData = { prompt, cwd: req.cwd };
   if (options.model !== undefined) queued.model = options.model;
   if (traceparent !== undefined) queued.traceparent = traceparent;
@@ -293,11 +307,12 @@ function queuedEventData({ req, prompt, options }: CheckedEnqueue, traceparent: 
     queued.env = Object.entries(options.env).map(([k, v]) => (typeof v === "string" ? k : `ref:${k}`));
   if (req.onLostSession !== undefined) queued.onLostSession = req.onLostSession;
   if (req.labels !== undefined) queued.labels = req.labels;
+  if (checked.tenant !== undefined) queued.tenant = checked.tenant;
   return queued;
 }
 
 function turnJob(
-  { req, prompt, session, turn, options }: CheckedEnqueue,
+  { req, prompt, session, turn, options, tenant }: CheckedEnqueue,
   queuedSeq: number,
   traceparent: string | undefined,
 ): TurnJob {
@@ -312,6 +327,7 @@ function turnJob(
     enqueuedAt: new Date().toISOString(),
   };
   if (req.onLostSession !== undefined) job.onLostSession = req.onLostSession;
+  if (tenant !== undefined) job.tenant = tenant;
   if (traceparent !== undefined) job.traceparent = traceparent;
   parseOrThrow(turnJobSchema, job);
   return job;
@@ -429,7 +445,9 @@ class TurnProducer implements Producer {
     if (this.#checkCwd) refuseBadCwd(checked.req.cwd);
     const { session, turn } = checked;
     const traceparent = activeTraceparent();
-    const { created, warm } = await this.#register(checked);
+    const { created, warm, tenant } = await this.#register(checked);
+    // A turn that names no tenant is its session's tenant's.
+    if (tenant !== undefined) checked.tenant = tenant;
     // The session's warm mode travels in the job, so a worker needs no read of its own to know it.
     if (warm && checked.options.warm === undefined) checked.options = { ...checked.options, warm: true };
     // One batch under a writer id derived from the turn: a repeated enqueue comes back `duplicate`
@@ -450,7 +468,8 @@ class TurnProducer implements Producer {
       "EX",
       JOB_RETENTION.removeOnComplete.age,
     );
-    await this.queue.add("turn", job, { jobId: turn, attempts: 1, ...JOB_RETENTION });
+    const priority = await fairSharePriority(this.#redis, this.queue, this.#queuePrefix, checked.tenant);
+    await this.queue.add("turn", job, { jobId: turn, attempts: 1, priority, ...JOB_RETENTION });
     this.#recent.remember(turn, { session, queuedSeq: lastSeq });
     return { session, turn, jobId: turn, queuedSeq: lastSeq, created };
   }
@@ -505,21 +524,26 @@ class TurnProducer implements Producer {
    * register is then told the session must exist, refuses, and the restore runs again (now from the
    * archive), so the turn never starts a fresh log at seq 1 while the history sits in the archive.
    */
-  async #register(checked: CheckedEnqueue): Promise<{ created: boolean; warm: boolean }> {
+  /** The registration's answer, or the refusal of a turn naming another tenant than its session's. */
+  #registered(checked: CheckedEnqueue, registered: Registered): Registered {
+    if (!registered.tenantConflict) return registered;
+    const named = checked.req.tenant ?? "";
+    const owner = registered.tenant === undefined ? "no tenant" : `tenant ${registered.tenant}`;
+    throw new InvalidTurnError(
+      "tenant",
+      `session ${checked.session} belongs to ${owner}, not ${named}; a session's first turn names its tenant for good`,
+    );
+  }
+
+  async #register(checked: CheckedEnqueue): Promise<Registered> {
     const { session, turn } = checked;
     if (this.#restore === undefined)
-      return this.order.register(session, turn, checked.req.onLostSession, checked.options.warm);
+      return this.#registered(checked, await this.order.register(session, turn, registerSettings(checked, false)));
     for (let tries = 1; tries <= RESTORE_TRIES; tries++) {
       const found = await this.#restore(session);
       const expectSession = found !== "not-archived";
-      const registered = await this.order.register(
-        session,
-        turn,
-        checked.req.onLostSession,
-        checked.options.warm,
-        expectSession,
-      );
-      if (!registered.gone) return registered;
+      const registered = await this.order.register(session, turn, registerSettings(checked, expectSession));
+      if (!registered.gone) return this.#registered(checked, registered);
     }
     throw new SessionRemovedWhileEnqueuingError(session, RESTORE_TRIES);
   }

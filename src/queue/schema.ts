@@ -5,6 +5,7 @@ import { statSync } from "node:fs";
 import { z as zod } from "zod";
 import { SESSION_ID_PATTERN } from "../log/index.ts";
 import { turnLabelsSchema } from "../events/index.ts";
+import { tenantNameSchema } from "../tenants/index.ts";
 import { secretShapeIn } from "../telemetry/index.ts";
 import { InvalidTurnError, MissingVariableError } from "./errors.ts";
 import { extraArgProblem } from "./extra-args.ts";
@@ -260,6 +261,8 @@ export const enqueueInputSchema = zod.strictObject({
   onLostSession: lostSessionPolicySchema.optional(),
   /** What fleet questions group by (`repo`, `pr`…): recorded in turn.queued, summed in the archive. */
   labels: turnLabelsSchema.optional(),
+  /** Whose turn it is (a repository, team or customer): fixed by the session's first turn. */
+  tenant: tenantNameSchema.optional(),
 });
 export type EnqueueInput = zod.input<typeof enqueueInputSchema>;
 /** An enqueue request as the schema let it through. */
@@ -274,6 +277,7 @@ export const turnJobSchema = zod.strictObject({
   cwd: absolutePath,
   options: turnOptionsSchema,
   onLostSession: lostSessionPolicySchema.optional(),
+  tenant: tenantNameSchema.optional(),
   traceparent: zod.string().max(128).optional(),
   queuedSeq: zod.number().int().nonnegative(),
   enqueuedAt: zod.string(),

@@ -4,7 +4,7 @@
 import type { RedisClient } from "../log/index.ts";
 import { luaScript, scriptCommand } from "../log/index.ts";
 
-const REGISTER = luaScript("turnstreamQueueRegister3", 4, new URL("./lua/register.lua", import.meta.url));
+const REGISTER = luaScript("turnstreamQueueRegister4", 4, new URL("./lua/register.lua", import.meta.url));
 const ACQUIRE = luaScript("turnstreamQueueAcquire3", 4, new URL("./lua/acquire.lua", import.meta.url));
 const RENEW = luaScript("turnstreamQueueRenew", 2, new URL("./lua/renew.lua", import.meta.url));
 const FINISH = luaScript("turnstreamQueueFinish2", 4, new URL("./lua/finish.lua", import.meta.url));
@@ -19,7 +19,8 @@ export interface OrderScripts {
     onLostSession: string,
     warm: string,
     expectSession: string,
-  ): Promise<[number, string]>;
+    tenant: string,
+  ): Promise<[number, string, string]>;
   acquire(
     keys: [string, string, string, string],
     turn: string,
@@ -33,15 +34,15 @@ export interface OrderScripts {
 }
 
 export function orderScripts(client: RedisClient): OrderScripts {
-  const register = scriptCommand<[number, string]>(client, REGISTER);
+  const register = scriptCommand<[number, string, string]>(client, REGISTER);
   const acquire = scriptCommand<[string, string, number]>(client, ACQUIRE);
   const renew = scriptCommand<string>(client, RENEW);
   const finish = scriptCommand<[string, number] | null>(client, FINISH);
   const release = scriptCommand<number>(client, RELEASE);
   const drop = scriptCommand<[string, number]>(client, DROP);
   return {
-    register: (k, turn, now, onLostSession, warm, expectSession) =>
-      register(k, [turn, now, onLostSession, warm, expectSession]),
+    register: (k, turn, now, onLostSession, warm, expectSession, tenant) =>
+      register(k, [turn, now, onLostSession, warm, expectSession, tenant]),
     acquire: (k, turn, token, px) => acquire(k, [turn, token, px]),
     renew: (k, token, px, turn) => renew(k, [token, px, turn]),
     finish: (k, turn, token) => finish(k, [turn, token]),

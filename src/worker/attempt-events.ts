@@ -225,6 +225,13 @@ export class AttemptEvents {
    * Tells the observers the attempt ended, unless a terminal event already did (fenced, crashed, a stop whose event
    * could not be written).
    */
+  /** The first reason a gateway policy gave for refusing one of the attempt's model calls. */
+  policyRefusal: string | undefined;
+
+  refusedByPolicy(code: string): void {
+    this.policyRefusal ??= code;
+  }
+
   endObservers(reason: string): void {
     if (this.#observersEnded) return;
     this.#observersEnded = true;

@@ -87,6 +87,19 @@ const envSchema = zod.object({
     )
     .optional(),
   TURNSTREAM_ANSWER_WINDOW: zod.string().optional(),
+  TURNSTREAM_TENANT_BUDGET_USD: zod.coerce
+    .number("TURNSTREAM_TENANT_BUDGET_USD is a number of USD, like 50")
+    .positive("TURNSTREAM_TENANT_BUDGET_USD must be more than 0")
+    .finite()
+    .optional(),
+  TURNSTREAM_TENANT_MAX_RUNNING: zod.coerce
+    .number("TURNSTREAM_TENANT_MAX_RUNNING is a whole number of turns, like 4")
+    .int("TURNSTREAM_TENANT_MAX_RUNNING is a whole number of turns, like 4")
+    .positive("TURNSTREAM_TENANT_MAX_RUNNING must be 1 or more")
+    .optional(),
+  TURNSTREAM_TENANT_OVER_BUDGET: zod
+    .enum(["wait", "fail"], "TURNSTREAM_TENANT_OVER_BUDGET is `wait` (default) or `fail`")
+    .optional(),
   TURNSTREAM_DECISION_DEADLINE: zod.string().optional(),
   TURNSTREAM_DECISION_DEADLINE_MAX: zod.string().optional(),
   TURNSTREAM_GATEWAY: zod
@@ -224,6 +237,13 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     warm: { all: vars.TURNSTREAM_WARM === "1" || vars.TURNSTREAM_WARM === "true" },
     gateway: vars.TURNSTREAM_GATEWAY,
     parking: parkingFrom(vars),
+    tenants: {
+      defaults: {
+        budgetUsd: vars.TURNSTREAM_TENANT_BUDGET_USD,
+        maxRunning: vars.TURNSTREAM_TENANT_MAX_RUNNING,
+        overBudget: vars.TURNSTREAM_TENANT_OVER_BUDGET,
+      },
+    },
   };
 }
 

@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { DelayedError, Job, UnrecoverableError } from "bullmq";
 import { backoffDelayMs } from "../kernel/index.ts";
 import type { AttemptAbandonedData, TurnCancelledData, TurnFailedData } from "../events/index.ts";
+import { enterTenant, type TenantEntry, type TenantSlot } from "./tenancy.ts";
 import {
   danglingAttempts,
   LogRolledBackError,
@@ -132,7 +133,49 @@ export async function executeTurnJob(
     await reparkEntry(deps, stat, parked);
     return letGoUntil(deps, leased, Date.parse(parked.call.deadline), answered);
   }
-  return runLeased(deps, leased, signal, slot, parked);
+  const entry = await enterTenant(deps.tenants, deps.settings, data, leaseToken);
+  if (entry.kind === "fail") return failForTenant(deps, leased, entry.failed);
+  if (entry.kind === "wait") return waitForTenant(deps, leased, entry);
+  return runLeased(deps, { ...leased, data: entry.job }, signal, slot, parked, entry.slot);
+}
+
+/** The tenant's limits end the turn before it runs: recorded failed, popped, and the next turn woken. */
+async function failForTenant(
+  deps: ExecuteDeps,
+  leased: LeasedJob,
+  failed: Omit<TurnFailedData, "attempt">,
+): Promise<never> {
+  const { session, turn } = leased.data;
+  const { epoch, attempt } = await deps.log.beginAttempt(session, turn);
+  await deps.log.append(session, epoch, [{ turn, attempt, kind: "turn.failed", data: { ...failed, attempt } }]);
+  await deps.order.wake(await deps.order.finish(session, turn, leased.leaseToken));
+  deps.logger.warn({ session, turn, errorKind: failed.errorKind }, failed.error.message);
+  throw new UnrecoverableError(`turn failed (${failed.errorKind}): ${failed.error.message}`);
+}
+
+/**
+ * The tenant is at its running limit or over budget: the job lets go of the session lease and waits.
+ * At the limit it is noted as blocked, for the next slot released to wake; a slot freed while it was
+ * being noted wakes it at once.
+ */
+async function waitForTenant(
+  deps: ExecuteDeps,
+  leased: LeasedJob,
+  entry: Extract<TenantEntry, { kind: "wait" }>,
+): Promise<never> {
+  const { session, turn, tenant } = leased.data;
+  deps.logger.info({ session, turn, tenant }, entry.why);
+  await deps.order.release(session, leased.leaseToken);
+  const jobId = String(leased.job.id);
+  const delayMs = entry.blocked ? notHeadDelayMs(leased.job) : Math.max(0, entry.untilMs - Date.now());
+  await leased.job.moveToDelayed(Date.now() + delayMs, leased.token);
+  if (entry.blocked && tenant !== undefined) {
+    await deps.tenants.ledger.block(tenant, jobId);
+    const limits = await deps.tenants.limits.limitsOf(tenant);
+    const max = limits.ok ? limits.limits.maxRunning : undefined;
+    if (max !== undefined && (await deps.tenants.ledger.running(tenant)) < max) await deps.order.promote(jobId);
+  }
+  throw new DelayedError();
 }
 
 /** Whether a parked turn's request is answered (a verified decision, a trust rule, or its deadline). */
@@ -263,6 +306,7 @@ async function runLeased(
   lockSignal: AbortSignal | undefined,
   slot: CliSlot | undefined,
   parked: ParkedTurn | undefined,
+  tenantSlot?: TenantSlot,
 ): Promise<TurnJobResult> {
   const { session, turn } = leased.data;
   const ctl: AttemptControl = { reason: undefined, ac: new AbortController(), slot };
@@ -283,6 +327,7 @@ async function runLeased(
     token: leased.leaseToken,
     leaseMs: deps.settings.leaseMs,
     stop,
+    alsoRenew: tenantSlot === undefined ? undefined : () => tenantSlot.renew(deps.settings.leaseMs),
   });
   try {
     let restore: Restore | undefined;
@@ -303,6 +348,22 @@ async function runLeased(
     lease.stop();
     lockSignal?.removeEventListener("abort", onLock);
     deps.running.delete(jobId);
+    await releaseTenantSlot(deps, tenantSlot);
+  }
+}
+
+/** Gives the tenant's slot back and wakes a turn of the tenant that waited for one. */
+async function releaseTenantSlot(deps: ExecuteDeps, slot: TenantSlot | undefined): Promise<void> {
+  if (slot === undefined) return;
+  try {
+    const waiting = await slot.release();
+    if (waiting !== undefined) await deps.order.promote(waiting);
+  } catch (err) {
+    // The slot lapses with the lease; the waiting turn wakes on its own delay.
+    deps.logger.warn(
+      { tenant: slot.tenant, err: { message: (err as Error).message } },
+      "could not give a tenant's slot back",
+    );
   }
 }
 

@@ -11,6 +11,8 @@ export interface LeaseKeeperOptions {
   token: string;
   leaseMs: number;
   stop(reason: StopReason): void;
+  /** Renewed with the lease (a tenant's running slot); its failure lets it lapse, the turn goes on. */
+  alsoRenew?: (() => Promise<unknown>) | undefined;
 }
 
 /** How often a lease is renewed: every third of its TTL, so two renewals may fail before it lapses. */
@@ -43,6 +45,7 @@ export class LeaseKeeper {
         if (renewed === "lost") return stop("lease_lost");
         this.#lastRenew = Date.now();
         if (renewed === "cancelled") stop("cancelled");
+        this.#o.alsoRenew?.().catch(() => undefined);
       })
       .catch(() => {
         if (!this.#stopped && Date.now() - this.#lastRenew > leaseMs) stop("lease_lost");

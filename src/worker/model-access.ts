@@ -183,13 +183,16 @@ export class WorkerModelAccess {
 export interface CallRecorder {
   readonly attempt: number;
   write(kind: "model.call", data: ModelCallData): Promise<void>;
+  /** A policy of the gateway refused one of the attempt's calls, for `code` (`tenant_budget`, …). */
+  refusedByPolicy(code: string): void;
 }
 
 /** Each call of the attempt becomes one model.call event, fenced like every append of the attempt. */
 function attemptSink(job: TurnJob, events: CallRecorder, logger: Logger): CallSink {
   return {
-    binding: { session: job.session, turn: job.turn, attempt: events.attempt },
+    binding: { session: job.session, turn: job.turn, attempt: events.attempt, tenant: job.tenant },
     onCall: (call) => {
+      if (call.refusedFor !== undefined) events.refusedByPolicy(call.refusedFor);
       events.write("model.call", modelCallData(call)).catch((err: unknown) => {
         logger.debug(
           { session: job.session, turn: job.turn, err: { message: (err as Error).message } },

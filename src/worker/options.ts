@@ -17,6 +17,7 @@ import {
   type JobEnvPolicy,
 } from "../queue/index.ts";
 import type { SecretValues, Scrubber, Telemetry } from "../telemetry/index.ts";
+import { BUDGET_WINDOW_MS, SPEND_BUCKET_MS, type LedgerWindow, type TenantDefaults } from "../tenants/index.ts";
 import { compileRunLimits, type RunLimitSettings } from "./limits.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import { DEFAULT_SNAPSHOT_CACHE_BYTES } from "./snapshots.ts";
@@ -169,6 +170,46 @@ export interface TurnWorkerOptions {
   gateway?: GatewayMode;
   /** What the gateway asks before each model request leaves the worker (default: allow all). */
   gatewayPolicy?: GatewayPolicy;
+  /** Tenants' limits: the defaults of a tenant with none set, and the budget's window (TenantOptions). */
+  tenants?: TenantOptions;
+}
+
+/**
+ * How the worker holds tenants to their limits. A tenant's own limits (`turnstream tenants set`,
+ * signed by an operator key) replace the defaults.
+ */
+export interface TenantOptions {
+  /**
+   * Limits of a tenant with none of its own. Default: no budget, no running limit, `wait` when over
+   * budget. `TURNSTREAM_TENANT_BUDGET_USD`, `TURNSTREAM_TENANT_MAX_RUNNING`, `TURNSTREAM_TENANT_OVER_BUDGET`.
+   */
+  defaults?: Partial<TenantDefaults>;
+  /** The budget's rolling window. Default 24 h. */
+  budgetWindowMs?: number;
+  /** Spend is kept in buckets this long; the oldest one counts whole until it leaves the window. Default 5 min. */
+  spendBucketMs?: number;
+}
+
+export interface TenantSettings {
+  defaults: TenantDefaults;
+  window: LedgerWindow;
+}
+
+function compileTenants(options: TenantOptions | undefined): TenantSettings {
+  const defaults = options?.defaults ?? {};
+  if (defaults.budgetUsd !== undefined && !(Number.isFinite(defaults.budgetUsd) && defaults.budgetUsd > 0))
+    throw new RangeError(`tenants.defaults.budgetUsd must be a positive number of USD, got ${defaults.budgetUsd}`);
+  const maxRunning =
+    defaults.maxRunning === undefined
+      ? undefined
+      : positiveLimit("tenants.defaults.maxRunning", defaults.maxRunning, 1);
+  const window = {
+    windowMs: positiveLimit("tenants.budgetWindowMs", options?.budgetWindowMs, BUDGET_WINDOW_MS),
+    bucketMs: positiveLimit("tenants.spendBucketMs", options?.spendBucketMs, SPEND_BUCKET_MS),
+  };
+  if (window.bucketMs > window.windowMs)
+    throw new RangeError("tenants.spendBucketMs must not be longer than tenants.budgetWindowMs");
+  return { defaults: { budgetUsd: defaults.budgetUsd, maxRunning, overBudget: defaults.overBudget ?? "wait" }, window };
 }
 
 /**
@@ -210,6 +251,7 @@ export type WorkerEnvConfig = Pick<
   | "mcpConfigFile"
   | "operatorKeys"
   | "parking"
+  | "tenants"
   | "keepRawLines"
   | "limits"
   | "warm"
@@ -249,6 +291,7 @@ export interface WorkerSettings {
   mcpConfigFile: string | undefined;
   operatorKeys: readonly string[] | undefined;
   parking: ParkingSettings;
+  tenants: TenantSettings;
   retry: RetryPolicy;
   /** A head turn whose job vanished is dropped after this long (its producer died mid-enqueue). */
   orphanMs: number;
@@ -405,6 +448,7 @@ export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">):
     mcpConfigFile: options.mcpConfigFile,
     operatorKeys: options.operatorKeys,
     parking: compileParking(options.parking),
+    tenants: compileTenants(options.tenants),
     retry: { ...DEFAULT_RETRY, ...options.retry },
     orphanMs: defaults.orphanMs,
     maxOutputLines: positiveLimit("maxOutputLines", options.maxOutputLines, defaults.maxOutputLines),

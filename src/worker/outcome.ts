@@ -96,6 +96,8 @@ export async function settleAttempt(attempt: PreparedAttempt, ran: CliRun): Prom
       : undefined,
     restored: run.snapshot !== undefined,
   });
+  const refused = decided.kind === "stopped" ? undefined : tenantRefusal(attempt);
+  if (refused !== undefined) return events.fail(refused.errorKind, refused.name, refused.message);
   switch (decided.kind) {
     case "stopped":
       return events.stopped();
@@ -118,6 +120,30 @@ export async function settleAttempt(attempt: PreparedAttempt, ran: CliRun): Prom
     case "failed":
       return events.fail(decided.errorKind, decided.name, decided.message, decided.retryable);
   }
+}
+
+/**
+ * A turn whose model call the gateway refused for its tenant's limits ends with the tenant's error
+ * kind, whatever the CLI made of the refusal: it is not the agent's failure, and not worth a retry now.
+ */
+function tenantRefusal(
+  attempt: PreparedAttempt,
+): { errorKind: FailureKind; name: string; message: string } | undefined {
+  const code = attempt.events.policyRefusal;
+  const tenant = attempt.job.tenant ?? "";
+  if (code === "tenant_budget")
+    return {
+      errorKind: "tenant_budget",
+      name: "TenantOverBudget",
+      message: `tenant ${tenant} spent its 24-hour budget during the turn; the gateway refused its next model call`,
+    };
+  if (code === "tenant_limits")
+    return {
+      errorKind: "tenant_limits",
+      name: "TenantLimitsInvalid",
+      message: `tenant ${tenant}'s limits could not be checked; the gateway refused the turn's model call`,
+    };
+  return undefined;
 }
 
 /**

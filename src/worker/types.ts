@@ -10,6 +10,7 @@ import type { CliSlot } from "./cli-slots.ts";
 import type { RunAccess, WorkerModelAccess } from "./model-access.ts";
 import type { WorkerSettings } from "./options.ts";
 import type { SnapshotCache } from "./snapshots.ts";
+import type { WorkerTenants } from "./tenancy.ts";
 import type { WarmSessions, WarmUse } from "./warm.ts";
 
 /** log_rolled_back: the attempt's writer found the log behind what it had been acknowledged (Redis lost writes). */
@@ -42,6 +43,8 @@ export interface ExecuteDeps {
   cliVersion: () => Promise<string | undefined>;
   /** The worker's model gateway and its runs' tokens; undefined when runs hold the credential (passthrough). */
   access: WorkerModelAccess | undefined;
+  /** Tenants' shared ledger and limits. */
+  tenants: WorkerTenants;
 }
 
 export interface RunningTurn {

@@ -22,6 +22,8 @@ import { WarmSessions, type WarmWatch } from "./warm.ts";
 import type { ExecuteDeps, RunningTurn, TurnJobResult } from "./types.ts";
 import { announceToolSandbox } from "./tool-sandbox.ts";
 import { startParkedWaker, type ParkedWaker } from "./parked-waker.ts";
+import { tenantGatewayPolicy, workerTenants } from "./tenancy.ts";
+import { composePolicies } from "../gateway/index.ts";
 
 export interface TurnWorker {
   readonly id: string;
@@ -128,6 +130,9 @@ interface DepsParts {
 function executeDeps(options: TurnWorkerOptions, parts: DepsParts): ExecuteDeps {
   const { settings, logger, log, queue } = parts;
   const running = new Map<string, RunningTurn>();
+  const tenants = workerTenants(options.redis, settings);
+  const own = tenantGatewayPolicy(tenants, logger);
+  const gatewayPolicy = options.gatewayPolicy === undefined ? own : composePolicies(own, options.gatewayPolicy);
   return {
     log,
     order: new SessionOrder({ redis: options.redis, logPrefix: settings.logPrefix, queue }),
@@ -142,7 +147,8 @@ function executeDeps(options: TurnWorkerOptions, parts: DepsParts): ExecuteDeps 
     warm: new WarmSessions(settings.warm, warmWatch(log, running, settings.leaseMs), logger),
     cliVersion: cliVersionReader(settings.claudeBin, { ...process.env, ...settings.runEnv }, logger),
     // Started with the worker, closed with it (closeWorker), after its runs have ended.
-    access: settings.gateway === "broker" ? new WorkerModelAccess(settings, options.gatewayPolicy, logger) : undefined,
+    access: settings.gateway === "broker" ? new WorkerModelAccess(settings, gatewayPolicy, logger) : undefined,
+    tenants,
   };
 }
 

@@ -240,8 +240,12 @@ test("retention removing the session between the restore check and the register:
 
     // The refused register writes nothing: no pending list, registered id or setting of a gone session.
     const gone = "s-gone-" + randomBytes(4).toString("hex");
-    const refused = await racing.order.register(gone, "t_refused000001", "restore", true, true);
-    assert.deepEqual(refused, { created: false, warm: false, gone: true });
+    const refused = await racing.order.register(gone, "t_refused000001", {
+      onLostSession: "restore",
+      warm: true,
+      expectSession: true,
+    });
+    assert.deepEqual(refused, { created: false, warm: false, gone: true, tenantConflict: false });
     assert.deepEqual(await stage.redis.keys(`${stage.space.logPrefix}{s:${gone}}*`), []);
   } finally {
     await racing.close();

@@ -100,7 +100,7 @@ test("a malformed job that reaches a worker fails once, without retry, and does 
   try {
     const session = `bad-${space.id}`;
     const turn = "t_malformedjob0001";
-    await producer.order.register(session, turn, undefined);
+    await producer.order.register(session, turn);
     const failed = new Promise<Error>((resolve) => worker.worker.on("failed", (_job, err) => resolve(err)));
     await producer.queue.add("turn", { v: 1, session, turn, prompt: 42, cwd: "/tmp" }, { jobId: turn, attempts: 3 });
     const err = await failed;

@@ -117,7 +117,7 @@ test("a popped head hands over to the next turn: woken when it had found another
       string,
       string,
     ];
-    for (const turn of [turnA, turnB, turnC, turnD]) await order.register(session, turn, undefined);
+    for (const turn of [turnA, turnB, turnC, turnD]) await order.register(session, turn);
     // b's and c's jobs find a at the head and wait out a delay; d's job never ran.
     for (const turn of [turnB, turnC, turnD]) await queue.add("turn", {}, { jobId: turn, delay: 60_000 });
     assert.equal((await order.acquire(session, turnA, "tok-a", 10_000)).status, "ok");

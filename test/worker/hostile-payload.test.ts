@@ -90,7 +90,7 @@ test("a job that skipped the producer with NODE_OPTIONS in its env: the worker f
     const failed = new Promise<Error>((resolve) => stage.worker().worker.on("failed", (_job, err) => resolve(err)));
     const session = `direct-${stage.space.id}`;
     const turn = "t_directjob000001";
-    await stage.producer.order.register(session, turn, undefined);
+    await stage.producer.order.register(session, turn);
     const job = {
       v: JOB_VERSION,
       session,

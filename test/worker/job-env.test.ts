@@ -113,7 +113,7 @@ async function directJob(
   const session = `direct-${stage.space.id}-${jobNumber}`;
   const turn = `t_directenv${String(jobNumber).padStart(6, "0")}`;
   const failed = new Promise<Error>((resolve) => failures.set(turn, resolve));
-  await stage.producer.order.register(session, turn, undefined);
+  await stage.producer.order.register(session, turn);
   const enqueuedAt = new Date().toISOString();
   const job = {
     v: JOB_VERSION,

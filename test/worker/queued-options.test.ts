@@ -146,7 +146,7 @@ test("a job written to Redis directly meets the same extraArgs allow-list in the
     const failed = new Promise<Error>((resolve) => stage.worker().worker.on("failed", (_job, err) => resolve(err)));
     const session = `direct-${stage.space.id}`;
     const turn = "t_directjob000002";
-    await stage.producer.order.register(session, turn, undefined);
+    await stage.producer.order.register(session, turn);
     const job = {
       v: JOB_VERSION,
       session,
@@ -222,7 +222,7 @@ test("a job that skipped the producer with skillsMode add-dir in an untrusted wo
     const skill = writeSkill(join(stage.ws, "lib"), "native");
     const session = `direct-${stage.space.id}`;
     const turn = "t_directskill0001";
-    await stage.producer.order.register(session, turn, undefined);
+    await stage.producer.order.register(session, turn);
     const options = { skills: [{ name: "native", path: skill }], skillsMode: "add-dir" };
     const enqueuedAt = new Date().toISOString();
     const job = { v: JOB_VERSION, session, turn, prompt: "hi", cwd: stage.ws, queuedSeq: 0, enqueuedAt, options };

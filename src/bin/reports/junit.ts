@@ -48,6 +48,7 @@ const VERDICT_OF_OUTCOME: Readonly<Record<Outcome, Verdict>> = {
   infrastructure: "error",
   cancelled: "skipped",
   parked: "skipped",
+  over_budget: "error",
 };
 
 function verdictElement(result: BatchTurnResult, verdict: Verdict): string | undefined {

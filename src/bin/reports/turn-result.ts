@@ -45,12 +45,14 @@ export interface BatchReport {
 }
 
 /**
- * The batch exits with its worst turn's code, worst first: 3 > 2 > 1 > 4 > 5 > 0.
+ * The batch exits with its worst turn's code, worst first: 3 > 2 > 1 > 6 > 4 > 5 > 0.
  * - infrastructure (3) first: a broken Redis, fleet or API may be why other turns failed too, and
  *   the right move for the pipeline is to retry the whole job;
  * - usage (2) next: a turn the worker refused means the batch file itself needs fixing, and a retry
  *   would fail the same way;
  * - task failed (1) next: a verdict on the agent's work, which a reader must see before a timeout;
+ * - over budget (6) next: the tenant's limits stopped it, which says nothing of the task but is
+ *   definite, unlike a timeout;
  * - cancelled or timed out (4) last among failures: a limit or a person ended the turn, which says
  *   the least about the task, so any definite failure elsewhere outranks it;
  * - parked (5) only when no turn failed, was cancelled or timed out: a turn waiting for a person has
@@ -61,9 +63,10 @@ const SEVERITY: Readonly<Record<Outcome, number>> = {
   parked: 1,
   cancelled: 2,
   timed_out: 2,
-  task_failed: 3,
-  usage: 4,
-  infrastructure: 5,
+  over_budget: 3,
+  task_failed: 4,
+  usage: 5,
+  infrastructure: 6,
 };
 
 /** The worst of the turns' outcomes (an empty batch finished). */

@@ -1,0 +1,36 @@
+// Tenants: whose turn it is, what each may spend and run at once, and fair share between them.
+export { isTenantName, tenantNameProblem, tenantNameSchema, TENANT_NAME_PATTERN } from "./names.ts";
+export { fairShareKey, tenantKeys, tenantLimitsKey, tenantsSeenKey, type TenantKeys } from "./keys.ts";
+export {
+  clearLimits,
+  limitsFromRecord,
+  NO_LIMITS,
+  OVER_BUDGET_POLICIES,
+  readAllLimitsRecords,
+  readLimitsRecord,
+  signTenantLimits,
+  tenantLimitsSchema,
+  writeLimits,
+  type LimitsVerdict,
+  type OverBudgetPolicy,
+  type SignedTenantLimits,
+  type TenantDefaults,
+  type TenantLimits,
+  type TenantLimitsInput,
+} from "./limits.ts";
+export { TenantLimitsReader, type TenantLimitsReaderOptions } from "./limits-reader.ts";
+export {
+  BUDGET_WINDOW_MS,
+  SPEND_BUCKET_MS,
+  TenantLedger,
+  type LedgerWindow,
+  type Reservation,
+  type TenantSpend,
+} from "./ledger.ts";
+export { fairSharePriority } from "./fair-share.ts";
+export {
+  tenantBudgetPolicy,
+  TENANT_BUDGET_CODE,
+  TENANT_LIMITS_CODE,
+  type TenantBudgetPolicyOptions,
+} from "./budget-policy.ts";
