@@ -112,6 +112,8 @@ export const attemptStartedData = zod.object({
   model: zod.string().optional(),
   /** The CLI's version (`claude --version`), when the worker could read it. */
   cliVersion: zod.string().optional(),
+  /** The CLI's `--max-budget-usd`: the turn's own, or what its tenant had left if that was less. */
+  maxBudgetUsd: zod.number().positive().optional(),
   /** The CLI session id passed to --resume, when resuming. */
   resume: zod.string().optional(),
   /** seq of the session.snapshot restored into this run's config home. */

@@ -154,7 +154,9 @@ interface Price {
 
 // By model family, newest names first; an estimate: the API's invoice is the truth.
 const PRICES: ReadonlyArray<[RegExp, Price]> = [
-  [/opus-4-[5-9]|opus-[5-9]/, { input: 5, output: 25 }],
+  // The pinned CLI's own list price for claude-opus-5-5 (its result lines' costUSD).
+  [/opus-[5-9]/, { input: 4, output: 20 }],
+  [/opus-4-[5-9]/, { input: 5, output: 25 }],
   [/opus/, { input: 15, output: 75 }],
   [/sonnet/, { input: 3, output: 15 }],
   [/haiku-4|haiku-[5-9]/, { input: 1, output: 5 }],

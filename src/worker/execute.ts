@@ -309,7 +309,12 @@ async function runLeased(
   tenantSlot?: TenantSlot,
 ): Promise<TurnJobResult> {
   const { session, turn } = leased.data;
-  const ctl: AttemptControl = { reason: undefined, ac: new AbortController(), slot };
+  const ctl: AttemptControl = {
+    reason: undefined,
+    ac: new AbortController(),
+    slot,
+    budgetCappedByTenant: tenantSlot?.budgetCapped === true,
+  };
   const stop = (reason: StopReason): void => {
     if (ctl.reason !== undefined) return;
     ctl.reason = reason;

@@ -96,7 +96,7 @@ export async function settleAttempt(attempt: PreparedAttempt, ran: CliRun): Prom
       : undefined,
     restored: run.snapshot !== undefined,
   });
-  const refused = decided.kind === "stopped" ? undefined : tenantRefusal(attempt);
+  const refused = decided.kind === "stopped" ? undefined : tenantRefusal(attempt, decided);
   if (refused !== undefined) return events.fail(refused.errorKind, refused.name, refused.message);
   switch (decided.kind) {
     case "stopped":
@@ -128,9 +128,16 @@ export async function settleAttempt(attempt: PreparedAttempt, ran: CliRun): Prom
  */
 function tenantRefusal(
   attempt: PreparedAttempt,
+  decided: Verdict,
 ): { errorKind: FailureKind; name: string; message: string } | undefined {
   const code = attempt.events.policyRefusal;
   const tenant = attempt.job.tenant ?? "";
+  if (decided.kind === "failed" && decided.errorKind === "max_budget" && attempt.control.budgetCappedByTenant === true)
+    return {
+      errorKind: "tenant_budget",
+      name: "TenantOverBudget",
+      message: `tenant ${tenant} spent its 24-hour budget during the turn: the CLI stopped at what the tenant had left ($${String(attempt.job.options.maxBudgetUsd)})`,
+    };
   if (code === "tenant_budget")
     return {
       errorKind: "tenant_budget",

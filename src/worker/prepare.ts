@@ -163,6 +163,7 @@ async function writeAttemptStarted(attempt: Attempt, run: PreparedRun): Promise<
   const warm = attempt.control.warm;
   const started: AttemptStartedData = { worker: worker.settings.workerId, attempt: events.attempt, cwd: job.cwd };
   if (job.options.model !== undefined) started.model = job.options.model;
+  if (job.options.maxBudgetUsd !== undefined) started.maxBudgetUsd = job.options.maxBudgetUsd;
   const cliVersion = await worker.cliVersion();
   if (cliVersion !== undefined) started.cliVersion = cliVersion;
   if (run.resume !== undefined) started.resume = run.resume;

@@ -69,6 +69,8 @@ export interface AttemptControl {
   warm?: WarmUse | undefined;
   /** The running attempt's model access through the gateway (its token), once opened. */
   access?: RunAccess | undefined;
+  /** The turn's CLI budget is what its tenant had left (lower than its own): reaching it is the tenant's limit. */
+  budgetCappedByTenant?: boolean | undefined;
 }
 
 export type AttemptEnd =

@@ -35,12 +35,13 @@ import { defaultScrub } from "./_scrub.ts";
 export const summary = "enqueue a turn (--wait: follow it live and exit with its outcome)";
 
 const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--wait] [--exit-on-park] [--json] [--supervised] [--model M] [--max-turns N]
-                      [--allowed-tools A,B] [--idempotency-key K] [--var key=value …] [--label name=value …]
+                      [--allowed-tools A,B] [--idempotency-key K] [--var key=value …] [--tenant T] [--label name=value …]
                       [--limit name=N …] [--timeout D] [--turn-timeout D] [--start-timeout D] [--archive URL]
                       [--prefix P] [--queue-prefix Q] [--queue NAME]
                       [--] PROMPT | --prompt-file FILE | (prompt on stdin)
   --wait             follow the turn live and exit with its outcome: 0 finished, 1 the agent failed the task,
-                     2 usage, 3 infrastructure (retry the job), 4 cancelled or timed out; when a supervised
+                     2 usage, 3 infrastructure (retry the job), 4 cancelled or timed out, 6 the tenant is over
+                     its budget (not worth retrying now; see \`turnstream tenants\`); when a supervised
                      turn parks on a call, stderr says what it waits on and how to decide it, and the wait goes on
   --exit-on-park     with --wait: exit 5 as soon as the turn parks (it waits for its decision, holding nothing,
                      and resumes on a worker once decided); --json says "status":"parked" with the request
@@ -48,6 +49,8 @@ const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--
   --timeout D        stop waiting after D (exit 4; the turn goes on); D is 30s, 10m, 1h or milliseconds
   --timeout-ms MS    the same as --timeout, kept for existing scripts
   --turn-timeout D   the worker ends the turn itself after D (its timeoutMs)
+  --tenant T         whose turn it is (a repository, team or customer): its limits and budget apply, and it
+                     shares the fleet fairly with other tenants; a session's first turn fixes it
   --label name=value a label for fleet questions (repo, pr, team…); repeat it; recorded in the log
   --limit name=N     a lower bound than the worker's for this turn: pids, memoryMb, cpus or scratchMb
                      (repeat it; more than the worker's maximum fails the turn, naming it)
@@ -74,6 +77,7 @@ const options = {
   "idempotency-key": { type: "string" },
   var: { type: "string", multiple: true },
   label: { type: "string", multiple: true },
+  tenant: { type: "string" },
   limit: { type: "string", multiple: true },
   timeout: { type: "string" },
   "timeout-ms": { type: "string" },
@@ -177,6 +181,7 @@ function enqueueInput(values: RunValues, prompt: string, timeouts: Timeouts): En
     idempotencyKey: values["idempotency-key"],
     variables: keyValues("var", values.var ?? []),
     labels: keyValues("label", values.label ?? []),
+    tenant: values.tenant,
     options: {
       model: values.model,
       supervised: values.supervised,
