@@ -108,16 +108,6 @@ async function run(tenants: boolean): Promise<{ times: TurnTimes[]; totalMs: num
 
 const round = (value: number, digits = 3): number => Number(value.toFixed(digits));
 
-if (process.env["FAIRNESS_TIMELINE"] === "1") {
-  const probe = await run(true);
-  const zero = Math.min(...probe.times.map((t) => t.queuedAt));
-  for (const t of [...probe.times].sort((left, right) => left.startedAt - right.startedAt))
-    process.stdout.write(
-      `${t.tenant} queued +${t.queuedAt - zero} started +${t.startedAt - zero} ended +${t.endedAt - zero}\n`,
-    );
-  process.exit(0);
-}
-
 const fair = await run(true);
 const plain = await run(false);
 const waitsB = fair.times.filter((t) => t.tenant === "team-b").map((t) => t.startedAt - t.queuedAt);
