@@ -267,6 +267,23 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
     meaning: "the longest deadline a job's decisionDeadlineMs may ask for; longer ones are cut to it (default 7d)",
   },
   {
+    name: "TURNSTREAM_TENANT_BUDGET_USD",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "the 24-hour budget in USD of a tenant that has no limits of its own (`turnstream tenants set`); default none",
+  },
+  {
+    name: "TURNSTREAM_TENANT_MAX_RUNNING",
+    readIn: "src/worker/config.ts",
+    meaning: "how many turns of a tenant with no limits of its own may run at once across the fleet; default no limit",
+  },
+  {
+    name: "TURNSTREAM_TENANT_OVER_BUDGET",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "what a turn does when its tenant (one with no limits of its own) is over budget as it starts: `wait` (default) until spend ages out, or `fail` (tenant_budget, exit code 6)",
+  },
+  {
     name: "TURNSTREAM_USER",
     readIn: "src/decisions/operator.ts",
     meaning:
