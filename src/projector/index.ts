@@ -41,3 +41,15 @@ export { summarizeCliLine, summarizeEvent } from "./event-summary.ts";
 export { connectForCommand, RedisUnavailableError, redisUrlForDisplay } from "./connect.ts";
 export { FOLD_LIMIT, inBatches, LISTING_CONCURRENCY, listingRow, sessionRow, sessionRowOf } from "./listing.ts";
 export type { RowSource, SessionRow } from "./listing.ts";
+export { AtifFacts, ATIF_AGENT_NAME, ATIF_SCHEMA_VERSION, toAtif } from "./atif.ts";
+export type {
+  AtifAgent,
+  AtifFinalMetrics,
+  AtifMetrics,
+  AtifObservationResult,
+  AtifOptions,
+  AtifStep,
+  AtifSubagentRef,
+  AtifToolCall,
+  AtifTrajectory,
+} from "./atif.ts";

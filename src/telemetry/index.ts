@@ -1,5 +1,5 @@
 // Telemetry: the scrubber every sink shares, the pino logger, error scrubbing, OTel tracing with a
-// redacting exporter, and the documented list of environment variables.
+// redacting exporter, spans as OTLP/JSON files, and the documented list of environment variables.
 export {
   BUILTIN_PATTERNS,
   createScrubber,
@@ -61,3 +61,4 @@ export {
 } from "./spans/index.ts";
 export { contextFromTraceparent, formatTraceparent, injectTraceparent, type TraceIds } from "./trace-context.ts";
 export { exportTracesFromLog, type ExportTracesOptions, type ExportTracesResult } from "./trace-export.ts";
+export { CollectingSpanExporter, otlpJson } from "./otlp-json.ts";

@@ -1,8 +1,10 @@
-// Helper for `turnstream replay`: re-exports a session's spans from its event log (for when the
-// collector was down while the turns ran). Telemetry comes from the OTEL_* variables of `env`.
-import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
+// Helpers for `turnstream replay --export-traces` and `turnstream export --format otlp-json`: a
+// session's spans rebuilt from its event log, sent to the configured exporter (for when the collector
+// was down while the turns ran) or kept for a file. Telemetry comes from the OTEL_* variables of `env`.
+import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
 import type { HistoryReader } from "../../log/index.ts";
 import {
+  CollectingSpanExporter,
   createScrubber,
   exportTracesFromLog,
   startTelemetry,
@@ -22,6 +24,8 @@ export interface ExportSessionTracesOptions {
   exporter?: SpanExporter;
   /** Record tool arguments and tool error texts (scrubbed); default off. */
   captureContent?: boolean;
+  /** "batch" (default) or "simple": hand each span to the exporter as it ends. */
+  processor?: "batch" | "simple";
 }
 
 export interface ExportSessionTracesResult {
@@ -35,7 +39,7 @@ export interface ExportSessionTracesResult {
 export async function exportSessionTraces(options: ExportSessionTracesOptions): Promise<ExportSessionTracesResult> {
   const env = options.env ?? process.env;
   const scrubber = options.scrubber ?? createScrubber({ env });
-  const telemetry = startTelemetry({ scrubber, env, exporter: options.exporter });
+  const telemetry = startTelemetry({ scrubber, env, exporter: options.exporter, processor: options.processor });
   if (!telemetry.enabled) return { spans: 0, attempts: 0, enabled: false };
   try {
     const exported = await exportTracesFromLog(options.log.read(options.session), {
@@ -48,4 +52,17 @@ export async function exportSessionTraces(options: ExportSessionTracesOptions): 
   } finally {
     await telemetry.shutdown();
   }
+}
+
+/**
+ * The session's spans as exportSessionTraces derives them, kept instead of sent (already through the
+ * redacting exporter): for writing them to a file.
+ */
+export async function collectSessionTraces(
+  options: Omit<ExportSessionTracesOptions, "exporter" | "processor">,
+): Promise<{ spans: ReadableSpan[]; attempts: number }> {
+  const collector = new CollectingSpanExporter();
+  // Each span as it ends: a batch queue drops spans once full, and a file must hold them all.
+  const exported = await exportSessionTraces({ ...options, exporter: collector, processor: "simple" });
+  return { spans: collector.spans, attempts: exported.attempts };
 }
