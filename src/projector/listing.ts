@@ -29,9 +29,9 @@ export interface SessionRow {
 const storedLabelsSchema = zod.record(labelNameSchema, labelValueSchema);
 
 /**
- * The tenant and labels of a stored summary as a listing may show them. Whoever writes Redis can
- * write a read model: a tenant that is not a tenant name, or labels that break the labels' rules
- * (control or bidi characters), are not shown, as the reducer would not have kept them.
+ * The tenant and labels of a summary as a listing may show them. Whoever writes Redis can write a
+ * read model: a tenant that is not a tenant name, or labels that break the labels' rules (control or
+ * bidi characters), are not shown, as the reducer would not have kept them.
  */
 function shownDimensions(summary: SessionSummary | undefined): Pick<SessionRow, "tenant" | "labels"> {
   const tenant = summary?.tenant;
@@ -153,7 +153,7 @@ export function sessionRowOf(session: string, state: ProjectionState, lastSeq = 
     projectedSeq: state.lastSeq,
     pendingDecisions: sessionSummary.pendingDecisions,
     lastErrorKind: sessionSummary.lastErrorKind,
-    tenant: sessionSummary.tenant,
-    labels: sessionSummary.labels,
+    // A state read back from Redis (the dashboard folds on from the stored one) is a Redis writer's text.
+    ...shownDimensions(sessionSummary),
   };
 }

@@ -9,7 +9,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { Envelope } from "../../src/log/index.ts";
-import { fold, projectionKeys, readModel, readPointer, startProjector } from "../../src/projector/index.ts";
+import {
+  fold,
+  projectionKeys,
+  readModel,
+  readPointer,
+  sessionRowOf,
+  startProjector,
+  type SessionRow,
+} from "../../src/projector/index.ts";
 import { createProducer } from "../../src/queue/index.ts";
 import { fixtureLog, redisCtx, rid, root } from "./_support.ts";
 
@@ -68,6 +76,8 @@ const HOSTILE_TENANTS = [
   "x".repeat(101),
 ];
 
+const pick = ({ tenant, labels }: SessionRow): Pick<SessionRow, "tenant" | "labels"> => ({ tenant, labels });
+
 /** A turn.queued of `turn` with `data` (over the fields a producer always writes). */
 function queued(session: string, seq: number, turn: string, data: Record<string, unknown>): Envelope {
   return {
@@ -97,6 +107,11 @@ test("the read model's tenant: the first turn that names a tenant name; anything
   ]);
   assert.equal(state.view.tenant, "acme/api");
   assert.deepEqual(state.view.turns[2]!.labels, { team: "infra", pr: "7" });
+  // A stored state is a Redis writer's text: its line shows no tenant or labels that break the rules.
+  const stored = fold([queued("s", 1, "t1", { tenant: "acme/api", labels: { team: "core" } })]);
+  stored.view.tenant = HOSTILE_TENANTS[0]!;
+  stored.view.turns[0]!.labels = { team: `core${ESC}[31m` };
+  assert.deepEqual(pick(sessionRowOf("s", stored)), { tenant: null, labels: {} });
   // A non-string tenant does not fit the schema: the event counts as malformed, as any such data.
   const malformed = fold([queued("s", 1, "t1", { tenant: 7 })]);
   assert.equal(malformed.view.tenant, null);
