@@ -12,7 +12,17 @@ import {
   OUTCOME_MEANINGS,
   type Outcome,
 } from "../src/events/index.ts";
-import { METRICS, MODEL, prometheusName, type MetricDef } from "../src/metrics/names.ts";
+import {
+  MAX_TENANT_LABELS,
+  METRICS,
+  MODEL,
+  NO_TENANT,
+  OTHER,
+  prometheusName,
+  TENANT,
+  type MetricDef,
+} from "../src/metrics/names.ts";
+import { TENANTS_REFRESH_MS } from "../src/metrics/tenants.ts";
 import { ENV_VARS, REMOVED_ENV_VARS, type EnvVarDoc } from "../src/telemetry/env-vars.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -136,6 +146,8 @@ const MOST_VALUES_LISTED = 8;
 function attributesOf(metric: MetricDef): string {
   const parts = Object.entries(metric.attributes).map(([key, values]) => {
     if (values === MODEL) return `${code(key)} (a model id, else \`other\`)`;
+    if (values === TENANT)
+      return `${code(key)} (a configured tenant, else ${code(OTHER)}; ${code(NO_TENANT)} without one)`;
     if (values.length <= MOST_VALUES_LISTED) return `${code(key)}: ${values.join(", ")}`;
     return `${code(key)} (one of ${values.length} values)`;
   });
@@ -155,6 +167,12 @@ function metricsReference(): string {
     "Prometheus names turn dots into underscores and add `_total` to counters.",
     "Fleet-wide gauges are read from Redis, so every process reports the same value: aggregate them with `max`.",
     "Sum counters across processes.",
+    "",
+    `A tenant attribute names only the tenants an operator configured (the tenants with limits set by`,
+    `\`turnstream tenants set\`, up to ${MAX_TENANT_LABELS}, the first by name), as the process last read them`,
+    `(at most every ${TENANTS_REFRESH_MS / 1000} s). Every other tenant counts as ${code(OTHER)}, and a turn without a tenant as`,
+    `${code(NO_TENANT)}, so a flood of new tenants adds one series, not one each.`,
+    `A configured tenant named ${code(OTHER)} or ${code(NO_TENANT)} counts as ${code(OTHER)}.`,
   ].join("\n");
   return page("Metrics reference", intro, table(["metric", "Prometheus", "kind, unit", "what", "attributes"], rows));
 }

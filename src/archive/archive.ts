@@ -34,6 +34,8 @@ export interface ArchivedSummary {
   model: string | null;
   cwd: string | null;
   labels: Record<string, string>;
+  /** Whose session it is (null: none, also for copies stored before it was kept). */
+  tenant: string | null;
   firstAt: string | null;
   lastAt: string | null;
   lastSeq: number;
@@ -56,6 +58,8 @@ export interface ArchiveSummariesOptions {
   limit?: number | undefined;
   /** Only sessions last active strictly before this time (ISO): the next page after a listing's last lastAt. */
   before?: string | undefined;
+  /** Only sessions of this tenant. */
+  tenant?: string | undefined;
   /**
    * Told of each stored summary that fails its check (an edited row or file): it is left out of the
    * listing rather than shown or failing the whole list. Without it such an entry throws.

@@ -3,6 +3,7 @@
 import { z as zod } from "zod";
 import { labelNameSchema, labelValueSchema } from "../events/index.ts";
 import { assertSessionId, checkEnvelope, SESSION_ID_PATTERN, type Envelope } from "../log/index.ts";
+import { tenantNameSchema } from "../tenants/index.ts";
 import type { SessionCopy } from "./archive.ts";
 import { envelopeLine, logDigest, sameDigest } from "./digest.ts";
 import { ArchiveCorruptError, InvalidSessionCopyError } from "./errors.ts";
@@ -105,6 +106,9 @@ export const archivedSummarySchema = zod.object({
   // were enqueued with (no control or bidi characters), so an edited row cannot put escapes on a
   // terminal. No count cap: the session's summary merges every turn's labels.
   labels: zod.record(labelNameSchema, labelValueSchema),
+  // Read back as a tenant name or not at all, for the same reason. Copies stored before the summary
+  // kept it read back as null.
+  tenant: tenantNameSchema.nullable().default(null),
   firstAt: zod.string().nullable(),
   lastAt: zod.string().nullable(),
   lastSeq: count,

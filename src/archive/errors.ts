@@ -56,9 +56,12 @@ export class InvalidArchiveUrlError extends TurnstreamError {
 /** A listing of archived summaries asked for with options no store can answer. */
 export class InvalidArchiveListingError extends TurnstreamError {
   constructor(reason: string) {
-    super(`archived sessions cannot be listed so: ${reason}; pass a whole limit and an ISO time as before`, {
-      code: "invalid_archive_listing",
-    });
+    super(
+      `archived sessions cannot be listed so: ${reason}; pass a whole limit, an ISO time as before and a tenant's name as tenant`,
+      {
+        code: "invalid_archive_listing",
+      },
+    );
   }
 }
 

@@ -190,7 +190,7 @@ export class FileArchive implements Archive {
    * a folder has no index by time, and this store is for one machine's sessions.
    */
   async summaries(options: ArchiveSummariesOptions = {}): Promise<ArchivedListing[]> {
-    const { limit, beforeMs } = listingBounds(options);
+    const { limit, beforeMs, tenant } = listingBounds(options);
     const sessions: string[] = [];
     for await (const session of this.sessions()) sessions.push(session);
     const listed: ArchivedListing[] = [];
@@ -202,6 +202,7 @@ export class FileArchive implements Archive {
     }
     const wanted = listed
       .filter(({ summary }) => beforeMs === undefined || (lastActiveMs(summary) ?? Infinity) < beforeMs)
+      .filter(({ summary }) => tenant === undefined || summary.tenant === tenant)
       .sort((left, right) => byRecentActivity(left.summary, right.summary));
     return limit === undefined ? wanted : wanted.slice(0, limit);
   }

@@ -2,7 +2,8 @@
 // the summary the archive keeps, so no copy is read, and made by one function so every listing agrees
 // with the others, and with the line the session had in Redis, on what a column means.
 import type { SessionRow } from "../projector/index.ts";
-import type { ArchivedSummary } from "./archive.ts";
+import { tenantNameProblem } from "../tenants/index.ts";
+import type { ArchivedSummary, ArchiveSummariesOptions } from "./archive.ts";
 import { InvalidArchiveListingError } from "./errors.ts";
 
 /**
@@ -24,6 +25,8 @@ export function archivedRow(summary: ArchivedSummary): SessionRow {
     projectedSeq: null,
     pendingDecisions: summary.decisions.pending,
     lastErrorKind: summary.lastErrorKind,
+    tenant: summary.tenant,
+    labels: { ...summary.labels },
   };
 }
 
@@ -45,16 +48,22 @@ export function byRecentActivity(left: ArchivedSummary, right: ArchivedSummary):
   return left.session < right.session ? -1 : left.session > right.session ? 1 : 0;
 }
 
-/** The listing's options checked: a whole limit ≥ 0, a `before` that is a time (as milliseconds). */
-export function listingBounds(options: { limit?: number | undefined; before?: string | undefined }): {
+/**
+ * The listing's options checked: a whole limit ≥ 0, a `before` that is a time (as milliseconds), a
+ * tenant that is a tenant name.
+ */
+export function listingBounds(options: ArchiveSummariesOptions): {
   limit: number | undefined;
   beforeMs: number | undefined;
+  tenant: string | undefined;
 } {
-  const { limit, before } = options;
+  const { limit, before, tenant } = options;
   if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0))
     throw new InvalidArchiveListingError(`limit ${limit} is not a whole number of sessions`);
   const beforeMs = before === undefined ? undefined : Date.parse(before);
   if (beforeMs !== undefined && Number.isNaN(beforeMs))
     throw new InvalidArchiveListingError(`before ${JSON.stringify(before)} is not a time (ISO 8601)`);
-  return { limit, beforeMs };
+  const tenantProblem = tenant === undefined ? undefined : tenantNameProblem(tenant);
+  if (tenantProblem !== undefined) throw new InvalidArchiveListingError(tenantProblem);
+  return { limit, beforeMs, tenant };
 }

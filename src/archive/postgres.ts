@@ -6,6 +6,7 @@ import pg from "pg";
 import type { PoolClient } from "pg";
 import { forTerminal } from "../kernel/index.ts";
 import { assertSessionId, IMPORTED_FIELD, type Envelope } from "../log/index.ts";
+import { TENANT_NAME_PATTERN } from "../tenants/index.ts";
 import type {
   Archive,
   ArchivedListing,
@@ -36,6 +37,8 @@ const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 const PAGE_ROWS = 1000;
 /** The advisory-lock class of turnstream's locks (the second key is the schema's or session's hash). */
 const LOCK_CLASS = 0x7473; // "ts"
+/** TENANT_NAME_PATTERN as a PostgreSQL regular expression (the same characters, no flags). */
+const TENANT_PATTERN_SQL = TENANT_NAME_PATTERN.source;
 
 interface Migration {
   id: number;
@@ -132,11 +135,31 @@ const MIGRATIONS: readonly Migration[] = [
         (last_at DESC NULLS LAST, session COLLATE "C") WHERE archived`,
     ],
   },
+  {
+    id: 4,
+    name: "tenant of each session",
+    // Rows stored before get the tenant their first turn.queued names, when it is a tenant name (the
+    // pattern is TENANT_NAME_PATTERN's), as the projector reads it. A listing of one tenant's archived
+    // sessions, newest first, reads the second index in order.
+    statements: (schema) => [
+      `ALTER TABLE ${schema}.turnstream_sessions ADD COLUMN IF NOT EXISTS tenant text`,
+      `UPDATE ${schema}.turnstream_sessions s SET tenant = (
+        SELECT e.envelope::jsonb -> 'data' ->> 'tenant' FROM ${schema}.turnstream_events e
+          WHERE e.session = s.session AND e.kind = 'turn.queued'
+            AND e.envelope::jsonb -> 'data' ->> 'tenant' ~ '${TENANT_PATTERN_SQL}'
+          ORDER BY e.seq LIMIT 1)
+        WHERE s.tenant IS NULL AND s.archived`,
+      `CREATE INDEX IF NOT EXISTS turnstream_sessions_tenant ON ${schema}.turnstream_sessions (tenant)`,
+      `CREATE INDEX IF NOT EXISTS turnstream_sessions_tenant_archived_recent ON ${schema}.turnstream_sessions
+        (tenant, last_at DESC NULLS LAST, session COLLATE "C") WHERE archived`,
+    ],
+  },
 ];
 
 /** The columns a summary is read from (summaryOfRow). */
 const SUMMARY_COLUMNS = `session, status, turns, attempts, cost_usd, tokens_input, tokens_output, tokens_cache_read,
-  tokens_cache_creation, model, cwd, labels, first_at, last_at, last_seq, error_kinds, decisions, last_error_kind`;
+  tokens_cache_creation, model, cwd, labels, first_at, last_at, last_seq, error_kinds, decisions, last_error_kind,
+  tenant`;
 
 export interface PostgresArchiveOptions {
   /** A postgres:// URL without the `schema` parameter (openArchive takes it off). */
@@ -173,6 +196,7 @@ interface SessionRow {
   error_kinds: unknown;
   decisions: unknown;
   last_error_kind: string | null;
+  tenant: string | null;
   archived: boolean;
   digest_count: string | null;
   digest_last_seq: string | null;
@@ -342,12 +366,12 @@ export class PostgresArchive implements Archive {
 
   /** One query along the archived-by-last-activity index; the state's meta gives only its import time. */
   async summaries(options: ArchiveSummariesOptions = {}): Promise<ArchivedListing[]> {
-    const { limit, beforeMs } = listingBounds(options);
+    const { limit, beforeMs, tenant } = listingBounds(options);
     const result = await this.#pool.query<SessionRow & { imported_at: string | null }>(
       `SELECT ${SUMMARY_COLUMNS}, state -> 'meta' ->> $3 AS imported_at FROM ${this.#table("sessions")}
-        WHERE archived AND ($1::timestamptz IS NULL OR last_at < $1)
+        WHERE archived AND ($1::timestamptz IS NULL OR last_at < $1) AND ($4::text IS NULL OR tenant = $4)
         ORDER BY last_at DESC NULLS LAST, session COLLATE "C" LIMIT $2`,
-      [beforeMs === undefined ? null : new Date(beforeMs).toISOString(), limit ?? null, IMPORTED_FIELD],
+      [beforeMs === undefined ? null : new Date(beforeMs).toISOString(), limit ?? null, IMPORTED_FIELD, tenant ?? null],
     );
     const listed: ArchivedListing[] = [];
     for (const row of result.rows) {
@@ -521,6 +545,7 @@ export class PostgresArchive implements Archive {
       JSON.stringify(summary.errorKinds),
       JSON.stringify(summary.decisions),
       summary.lastErrorKind,
+      summary.tenant,
     ];
     const columns = SUMMARY_COLUMNS;
     const updates = `status = EXCLUDED.status, turns = EXCLUDED.turns, attempts = EXCLUDED.attempts,
@@ -528,7 +553,8 @@ export class PostgresArchive implements Archive {
       tokens_cache_read = EXCLUDED.tokens_cache_read, tokens_cache_creation = EXCLUDED.tokens_cache_creation,
       model = EXCLUDED.model, cwd = EXCLUDED.cwd, labels = EXCLUDED.labels, first_at = EXCLUDED.first_at,
       last_at = EXCLUDED.last_at, last_seq = EXCLUDED.last_seq, error_kinds = EXCLUDED.error_kinds,
-      decisions = EXCLUDED.decisions, last_error_kind = EXCLUDED.last_error_kind, updated_at = now()`;
+      decisions = EXCLUDED.decisions, last_error_kind = EXCLUDED.last_error_kind, tenant = EXCLUDED.tenant,
+      updated_at = now()`;
     const placeholders = values.map((_, index) => `$${index + 1}`).join(", ");
     if (archived === undefined) {
       await client.query(
@@ -653,5 +679,6 @@ function summaryOfRow(row: SessionRow): unknown {
     errorKinds: row.error_kinds,
     decisions: row.decisions,
     lastErrorKind: row.last_error_kind,
+    tenant: row.tenant,
   };
 }

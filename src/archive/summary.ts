@@ -1,7 +1,7 @@
 // The summary row of a session, read off the projector's fold: the same reducer the live read models
 // use, so an archived row and a live one agree on every figure.
 import type { Envelope } from "../log/index.ts";
-import { fold, type DecisionOutcome, type ProjectionState } from "../projector/index.ts";
+import { fold, sessionLabels, type DecisionOutcome, type ProjectionState } from "../projector/index.ts";
 import type { ArchivedSummary } from "./archive.ts";
 
 /** Decision words the sources use for letting a call run (the CLI's tool_result meta says accept). */
@@ -25,7 +25,8 @@ export function summaryOfState(session: string, state: ProjectionState): Archive
     tokens: { ...view.tokens },
     model: view.model,
     cwd: view.cwd,
-    labels: labelsOf(state),
+    labels: sessionLabels(view),
+    tenant: view.tenant,
     firstAt: view.firstAt,
     lastAt: view.lastAt,
     lastSeq: state.lastSeq,
@@ -33,11 +34,6 @@ export function summaryOfState(session: string, state: ProjectionState): Archive
     decisions: decisionsOf(state),
     lastErrorKind: view.lastErrorKind,
   };
-}
-
-/** The labels of the session's turns, a later turn's value for a name replacing an earlier one's. */
-function labelsOf(state: ProjectionState): Record<string, string> {
-  return Object.assign({}, ...state.view.turns.map((turn) => turn.labels)) as Record<string, string>;
 }
 
 /** Turns that ended in an error kind, and attempts whose last classification was not ok. */

@@ -15,6 +15,8 @@ export interface AttemptContext {
   readonly traceparent: string | undefined;
   /** The model the turn asked for. */
   readonly requestModel: string | undefined;
+  /** The turn's tenant (its session's), when it has one. */
+  readonly tenant?: string | undefined;
   /** ISO time of attempt.started. */
   readonly startedAt: string;
   /** The run's scrubber for text an observer exports (it knows the run's secret values once they are resolved). */

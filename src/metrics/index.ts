@@ -15,4 +15,5 @@ export {
   type WorkerInstrumentsOptions,
 } from "./worker.ts";
 export { fleetGauges, type FleetSources, type QueueCountsSource } from "./fleet.ts";
+export { ConfiguredTenants, labelledTenants, TENANTS_REFRESH_MS, type ConfiguredTenantsOptions } from "./tenants.ts";
 export { counter, gauge, histogram } from "./instruments.ts";

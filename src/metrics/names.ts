@@ -20,8 +20,11 @@ export interface MetricDef {
   /** UCUM unit: `s`, `USD`, or a `{annotation}` count. */
   readonly unit: string;
   readonly description: string;
-  /** Attribute keys and their allowed values; `MODEL` marks a model name (shape-checked, else "other"). */
-  readonly attributes: Readonly<Record<string, readonly string[] | typeof MODEL>>;
+  /**
+   * Attribute keys and their allowed values; `MODEL` marks a model name (shape-checked, else "other"),
+   * `TENANT` a tenant (a configured one's name, else "other"; "none" without one).
+   */
+  readonly attributes: Readonly<Record<string, readonly string[] | typeof MODEL | typeof TENANT>>;
   /** Histogram bucket boundaries (in the unit). */
   readonly buckets?: readonly number[];
   /**
@@ -36,6 +39,17 @@ export const MODEL = "model" as const;
 
 /** The value used for anything outside an attribute's set. */
 export const OTHER = "other";
+
+/**
+ * Marks a tenant attribute: a tenant's name only when an operator configured the tenant (set its
+ * limits), at most MAX_TENANT_LABELS of them; any other tenant is "other", a turn without one NO_TENANT.
+ * Tenants come and go with customers and repositories: a label per tenant seen would grow without bound.
+ */
+export const TENANT = "tenant" as const;
+/** The tenant attribute of a turn that names no tenant. */
+export const NO_TENANT = "none";
+/** Most configured tenants that get a value of their own (the first by name); the rest are "other". */
+export const MAX_TENANT_LABELS = 100;
 
 export const TURN_OUTCOMES = ["finished", "failed", "cancelled", "timed_out"] as const;
 export const ATTEMPT_OUTCOMES = ["finished", "failed", "cancelled", "abandoned", "parked"] as const;
@@ -88,7 +102,7 @@ export const METRICS = {
     kind: "counter",
     unit: "{turn}",
     description: "Turns this process ended, by outcome; error.type is the failure's errorKind",
-    attributes: { "turnstream.turn.outcome": TURN_OUTCOMES, "error.type": ERROR_TYPES },
+    attributes: { "turnstream.turn.outcome": TURN_OUTCOMES, "error.type": ERROR_TYPES, "turnstream.tenant": TENANT },
   },
   attempts: {
     name: "turnstream.attempts",
@@ -154,7 +168,7 @@ export const METRICS = {
     kind: "counter",
     unit: "USD",
     description: "Cost the CLI reported in its result lines, every attempt's (retried ones too)",
-    attributes: { "gen_ai.request.model": MODEL },
+    attributes: { "gen_ai.request.model": MODEL, "turnstream.tenant": TENANT },
   },
   tokenUsage: {
     name: "gen_ai.client.token.usage",
@@ -266,6 +280,15 @@ export function modelLabel(model: string | undefined, scrub?: (text: string) => 
   if (!MODEL_SHAPE.test(model)) return OTHER;
   if (scrub !== undefined && scrub(model) !== model) return OTHER;
   return model;
+}
+
+/**
+ * A tenant as a label value: its name when it is one of `configured`, "other" when it is not, NO_TENANT
+ * when the turn names none.
+ */
+export function tenantLabel(tenant: string | undefined, configured: ReadonlySet<string>): string {
+  if (tenant === undefined) return NO_TENANT;
+  return configured.has(tenant) ? tenant : OTHER;
 }
 
 /** `value` when it is in the set, else "other". */

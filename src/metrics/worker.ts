@@ -27,7 +27,9 @@ import {
   modelLabel,
   OTHER,
   STATUS_CLASSES,
+  tenantLabel,
 } from "./names.ts";
+import { ConfiguredTenants } from "./tenants.ts";
 
 /** What the gauges read of a running worker. */
 export interface ObservedWorker {
@@ -62,6 +64,8 @@ interface EventInstruments {
   gatewayCalls: Counter;
   gatewayTtfb: Histogram;
   label: (model: string | undefined) => string;
+  /** A tenant's label (names only configured tenants: see TENANT). */
+  tenant: (tenant: string | undefined) => string;
 }
 
 const objOf = (v: unknown): Record<string, unknown> | undefined => (isObj(v) ? v : undefined);
@@ -79,6 +83,7 @@ class AttemptMetrics implements AttemptObserver {
   readonly #i: EventInstruments;
   readonly #attempt: number;
   readonly #model: string;
+  readonly #tenant: string | undefined;
   readonly #began = performance.now();
   #startedWritten: number | undefined;
   #firstLineSeen = false;
@@ -94,6 +99,7 @@ class AttemptMetrics implements AttemptObserver {
     this.#i = instruments;
     this.#attempt = context.attempt;
     this.#model = model;
+    this.#tenant = context.tenant;
   }
 
   onEvent(event: ObservedEvent, parsed?: ParsedLine): void {
@@ -146,7 +152,8 @@ class AttemptMetrics implements AttemptObserver {
     const total = numberField(line, "total_cost_usd");
     if (total !== undefined && total >= 0) {
       const cost = costAdded(this.#costBaseUsd, total);
-      if (cost > this.#costUsd) this.#i.cost.add(cost - this.#costUsd, model);
+      if (cost > this.#costUsd)
+        this.#i.cost.add(cost - this.#costUsd, { ...model, "turnstream.tenant": this.#i.tenant(this.#tenant) });
       this.#costUsd = cost;
     }
     const usage = line["usage"];
@@ -184,7 +191,7 @@ class AttemptMetrics implements AttemptObserver {
   }
 
   #turn(outcome: string, errorKind: string | undefined): void {
-    const attrs: Attributes = { "turnstream.turn.outcome": outcome };
+    const attrs: Attributes = { "turnstream.turn.outcome": outcome, "turnstream.tenant": this.#i.tenant(this.#tenant) };
     if (errorKind !== undefined || outcome !== "finished") attrs["error.type"] = bounded(errorKind, ERROR_TYPES);
     this.#i.turnsEnded.add(1, attrs);
   }
@@ -212,8 +219,19 @@ function modelLabels(scrubber: Scrubber): (model: string | undefined) => string 
   };
 }
 
-/** The observer that turns a worker's events into counters and histograms. */
-export function metricsObserver(meter: Meter, scrubber: Scrubber): EventObserver {
+/** Without a list of configured tenants every tenant is "other". */
+const NONE_CONFIGURED: ReadonlySet<string> = new Set();
+const noConfiguredTenants = (tenant: string | undefined): string => tenantLabel(tenant, NONE_CONFIGURED);
+
+/**
+ * The observer that turns a worker's events into counters and histograms; `tenant` gives a turn's
+ * tenant label (ConfiguredTenants.label), by default "other" for every tenant.
+ */
+export function metricsObserver(
+  meter: Meter,
+  scrubber: Scrubber,
+  tenant: (tenant: string | undefined) => string = noConfiguredTenants,
+): EventObserver {
   const instruments: EventInstruments = {
     turnsEnded: counter(meter, METRICS.turnsEnded),
     attempts: counter(meter, METRICS.attempts),
@@ -226,6 +244,7 @@ export function metricsObserver(meter: Meter, scrubber: Scrubber): EventObserver
     gatewayCalls: counter(meter, METRICS.gatewayCalls),
     gatewayTtfb: histogram(meter, METRICS.gatewayTtfb),
     label: modelLabels(scrubber),
+    tenant,
   };
   const label = instruments.label;
   return { attempt: (context) => new AttemptMetrics(instruments, context, label(context.requestModel)) };
@@ -238,8 +257,9 @@ export function workerInstruments(meter: Meter, options: WorkerInstrumentsOption
   const usage = gauge(meter, METRICS.cliSlotsUsage);
   const limit = gauge(meter, METRICS.cliSlotsLimit);
   const kept = gauge(meter, METRICS.warmKept);
+  const tenants = new ConfiguredTenants({ redis: options.redis, logPrefix: options.logPrefix, logger: options.logger });
   return {
-    observer: metricsObserver(meter, options.scrubber),
+    observer: metricsObserver(meter, options.scrubber, (tenant) => tenants.label(tenant)),
     onLogAppend: (seconds) => appendDuration.record(seconds),
     bindWorker(worker) {
       meter.addBatchObservableCallback(

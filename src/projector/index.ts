@@ -39,7 +39,15 @@ export { createOutput, paint } from "./output.ts";
 export type { Output, OutputOptions, Scrub } from "./output.ts";
 export { summarizeCliLine, summarizeEvent } from "./event-summary.ts";
 export { connectForCommand, RedisUnavailableError, redisUrlForDisplay } from "./connect.ts";
-export { FOLD_LIMIT, inBatches, LISTING_CONCURRENCY, listingRow, sessionRow, sessionRowOf } from "./listing.ts";
+export {
+  FOLD_LIMIT,
+  inBatches,
+  LISTING_CONCURRENCY,
+  listingRow,
+  rowMatches,
+  sessionRow,
+  sessionRowOf,
+} from "./listing.ts";
 export type { RowSource, SessionRow } from "./listing.ts";
 export { AtifFacts, ATIF_AGENT_NAME, ATIF_SCHEMA_VERSION, toAtif } from "./atif.ts";
 export type {

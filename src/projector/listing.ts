@@ -1,7 +1,10 @@
 // One session's line in a listing (`turnstream sessions`, the dashboard): the figures of its read
 // model, or the log's own state where the projector has not been; and the same line from a state
 // folded in memory, so a live view and a listing never disagree on what a column means.
+import { z as zod } from "zod";
+import { labelNameSchema, labelValueSchema } from "../events/index.ts";
 import type { HistoryReader, RedisClient, SessionStat } from "../log/index.ts";
+import { isTenantName } from "../tenants/index.ts";
 import { foldAsync } from "./reduce.ts";
 import { readModelFields } from "./store.ts";
 import { summaryOf, type ProjectionState, type SessionSummary, type Tokens } from "./state.ts";
@@ -17,6 +20,35 @@ export interface SessionRow {
   projectedSeq: number | null;
   pendingDecisions: number | null;
   lastErrorKind: string | null;
+  /** Whose session it is (null: none named, or not known without a read model). */
+  tenant: string | null;
+  /** The labels of its turns, a later turn's value for a name replacing an earlier one's. */
+  labels: Record<string, string>;
+}
+
+const storedLabelsSchema = zod.record(labelNameSchema, labelValueSchema);
+
+/**
+ * The tenant and labels of a summary as a listing may show them. Whoever writes Redis can write a
+ * read model: a tenant that is not a tenant name, or labels that break the labels' rules (control or
+ * bidi characters), are not shown, as the reducer would not have kept them.
+ */
+function shownDimensions(summary: SessionSummary | undefined): Pick<SessionRow, "tenant" | "labels"> {
+  const tenant = summary?.tenant;
+  const labels = storedLabelsSchema.safeParse(summary?.labels ?? {});
+  return {
+    tenant: typeof tenant === "string" && isTenantName(tenant) ? tenant : null,
+    labels: labels.success ? labels.data : {},
+  };
+}
+
+/** Whether a row is of `tenant` and carries every one of `labels` (a listing's filter). */
+export function rowMatches(
+  row: Pick<SessionRow, "tenant" | "labels">,
+  filter: { tenant?: string | undefined; labels?: Readonly<Record<string, string>> | undefined },
+): boolean {
+  if (filter.tenant !== undefined && row.tenant !== filter.tenant) return false;
+  return Object.entries(filter.labels ?? {}).every(([name, value]) => row.labels[name] === value);
 }
 
 /** The stored summary and token counts of a session's read model (one pointer read, one HMGET), or undefined. */
@@ -54,6 +86,7 @@ async function statAndRow(
     projectedSeq: storedSummary?.lastSeq ?? null,
     pendingDecisions: storedSummary?.pendingDecisions ?? null,
     lastErrorKind: storedSummary?.lastErrorKind ?? null,
+    ...shownDimensions(storedSummary),
   };
   return { st, row };
 }
@@ -120,5 +153,7 @@ export function sessionRowOf(session: string, state: ProjectionState, lastSeq = 
     projectedSeq: state.lastSeq,
     pendingDecisions: sessionSummary.pendingDecisions,
     lastErrorKind: sessionSummary.lastErrorKind,
+    // A state read back from Redis (the dashboard folds on from the stored one) is a Redis writer's text.
+    ...shownDimensions(sessionSummary),
   };
 }

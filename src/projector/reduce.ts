@@ -13,6 +13,7 @@ import { isObj, numberField, objField, stringField, type Obj } from "../kernel/i
 import type { Envelope } from "../log/index.ts";
 import { classifyResult, parseLine, toolResultText, type ErrorKind } from "../protocol/index.ts";
 import { contentBlocks, objOf } from "../protocol/index.ts";
+import { isTenantName } from "../tenants/index.ts";
 import {
   initialState,
   zeroTokens,
@@ -379,6 +380,10 @@ function turnQueued(state: ProjectionState, env: ReducibleEnvelope, ti: number):
   if (data !== undefined && state.view.cwd === null) state.view.cwd = data.cwd;
   if (data?.model !== undefined && state.view.model === null) state.view.model = data.model;
   if (data?.labels !== undefined) turn.labels = { ...data.labels };
+  // An imported log is anyone's text: only a tenant name counts as the session's tenant. (A state
+  // folded before tenants were kept has no field: `?? null`.)
+  if (data?.tenant !== undefined && (state.view.tenant ?? null) === null && isTenantName(data.tenant))
+    state.view.tenant = data.tenant;
   refreshStatus(state, ti);
 }
 

@@ -4,7 +4,7 @@
 import type { ErrorKind } from "../protocol/index.ts";
 
 /** Bump when the state's shape or the reducer's semantics change: the projector rebuilds into new keys. */
-export const STATE_VERSION = 5;
+export const STATE_VERSION = 6;
 
 /** `parked`: waits for an operator's decision on a supervised call, holding nothing (turn.parked). */
 export type TurnStatus = "queued" | "running" | "parked" | "finished" | "failed" | "cancelled";
@@ -77,6 +77,11 @@ export interface SessionView {
   cwd: string | null;
   model: string | null;
   cliVersion: string | null;
+  /**
+   * Whose session it is: the tenant its turns were queued for (turn.queued `tenant`), when that is a
+   * tenant name. A session's first turn fixes it, so every turn of a producer's log names the same.
+   */
+  tenant: string | null;
   status: SessionStatus;
   turns: TurnView[];
   /** Spend over every attempt, abandoned ones included (their tokens were paid for). */
@@ -268,6 +273,7 @@ export function initialState(): ProjectionState {
       cwd: null,
       model: null,
       cliVersion: null,
+      tenant: null,
       status: "new",
       turns: [],
       costUsd: 0,
@@ -309,6 +315,9 @@ export interface SessionSummary {
   lastErrorKind: ErrorKind | null;
   pendingDecisions: number;
   cliSessionId: string | null;
+  tenant: string | null;
+  /** The labels of its turns (sessionLabels). */
+  labels: Record<string, string>;
 }
 
 export function summaryOf(state: ProjectionState): SessionSummary {
@@ -322,5 +331,13 @@ export function summaryOf(state: ProjectionState): SessionSummary {
     lastErrorKind: state.view.lastErrorKind,
     pendingDecisions: state.decisions.pending.length,
     cliSessionId: state.view.cliSessionId,
+    // A state of an earlier version (read before this one caught up) has no tenant field.
+    tenant: state.view.tenant ?? null,
+    labels: sessionLabels(state.view),
   };
+}
+
+/** A session's labels: its turns' labels, a later turn's value for a name replacing an earlier one's. */
+export function sessionLabels(view: Pick<SessionView, "turns">): Record<string, string> {
+  return Object.assign({}, ...view.turns.map((turn) => turn.labels)) as Record<string, string>;
 }

@@ -91,6 +91,8 @@ export interface EnqueueResult {
   queuedSeq: number;
   /** False when the idempotency key had already enqueued this turn. */
   created: boolean;
+  /** The turn's tenant: the one it named, else its session's; undefined when the session has none. */
+  tenant?: string | undefined;
 }
 
 export type TurnStatus = "finished" | "failed" | "cancelled";
@@ -471,7 +473,7 @@ class TurnProducer implements Producer {
     const priority = await fairSharePriority(this.#redis, this.queue, this.#queuePrefix, checked.tenant);
     await this.queue.add("turn", job, { jobId: turn, attempts: 1, priority, ...JOB_RETENTION });
     this.#recent.remember(turn, { session, queuedSeq: lastSeq });
-    return { session, turn, jobId: turn, queuedSeq: lastSeq, created };
+    return { session, turn, jobId: turn, queuedSeq: lastSeq, created, tenant: checked.tenant };
   }
 
   async cancelTurn(turn: string, options: CancelOptions = {}): Promise<CancelResult> {

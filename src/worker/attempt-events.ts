@@ -106,6 +106,7 @@ export class AttemptEvents {
       epoch: this.epoch,
       traceparent: this.#job.traceparent,
       requestModel: this.#job.options.model,
+      tenant: this.#job.tenant,
       startedAt: this.startedAt,
       // Late-bound: the run's scrubber exists only once the env is resolved.
       scrub: (text: string, field: string): string => this.#scrubber.scrub(text, { sink: "span", field }),

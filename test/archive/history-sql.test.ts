@@ -10,6 +10,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { openArchive, type Archive } from "../../src/archive/index.ts";
 import type { Envelope } from "../../src/log/index.ts";
+import { isTenantName } from "../../src/tenants/index.ts";
 import { copyOf, loggedEvents, uniqueId } from "./_support.ts";
 
 const GUIDE = join(import.meta.dirname, "..", "..", "docs", "guides", "history-sql.md");
@@ -25,13 +26,22 @@ interface Planned {
   /** Time between consecutive events, so tool calls take known, different durations. */
   stepMs: number;
   labels?: Record<string, string>;
+  /** Whose session it is (its turns' turn.queued `tenant`). */
+  tenant?: string;
   /** Its operator decisions lose their signature and name someone else: they must not count. */
   forged?: boolean;
 }
 
 const FLEET: Planned[] = [
-  { fixture: "today-session", day: "2026-03-02", cwd: "/srv/api", stepMs: 2000, labels: { repo: "acme/api" } },
-  { fixture: "crash-retry", day: "2026-03-02", cwd: "/srv/api", stepMs: 1000 },
+  {
+    fixture: "today-session",
+    day: "2026-03-02",
+    cwd: "/srv/api",
+    stepMs: 2000,
+    labels: { repo: "acme/api" },
+    tenant: "acme",
+  },
+  { fixture: "crash-retry", day: "2026-03-02", cwd: "/srv/api", stepMs: 1000, tenant: "globex" },
   {
     fixture: "today-session",
     day: "2026-03-04",
@@ -39,10 +49,19 @@ const FLEET: Planned[] = [
     stepMs: 500,
     labels: { repo: "acme/web", pr: "7" },
     forged: true,
+    tenant: "acme",
   },
   { fixture: "denials", day: "2026-03-10", cwd: "/srv/api", stepMs: 3000, labels: { repo: "acme/api" } },
-  { fixture: "api-errors", day: "2026-03-10", cwd: "/srv/web", stepMs: 1500 },
-  { fixture: "background-subagent", day: "2026-03-11", cwd: "/srv/web", stepMs: 700, labels: { repo: "acme/web" } },
+  // An imported log's tenant that is no tenant name: the session counts as naming none.
+  { fixture: "api-errors", day: "2026-03-10", cwd: "/srv/web", stepMs: 1500, tenant: "acme\u001b[2J" },
+  {
+    fixture: "background-subagent",
+    day: "2026-03-11",
+    cwd: "/srv/web",
+    stepMs: 700,
+    labels: { repo: "acme/web" },
+    tenant: "acme",
+  },
   { fixture: "api-errors", day: "2026-03-17", cwd: "/srv/api", stepMs: 250, labels: { repo: "acme/web" } },
 ];
 
@@ -57,6 +76,7 @@ function reshape(events: readonly Envelope[], plan: Planned): Envelope[] {
     if (typeof data["cwd"] === "string") data["cwd"] = plan.cwd;
     if (event.kind === "cli.line") data["raw"] = withCwd(String(data["raw"]), plan.cwd);
     if (event.kind === "turn.queued" && plan.labels !== undefined) data["labels"] = plan.labels;
+    if (event.kind === "turn.queued" && plan.tenant !== undefined) data["tenant"] = plan.tenant;
     if (plan.forged === true && event.kind === "decision.made" && data["source"] === "operator") {
       data["by"] = "mallory";
       delete data["keyId"];
@@ -189,6 +209,21 @@ const CHECKS: Record<string, Check> = {
       return [...cost].map(([key, usdSpent]) => `${key} ${sessions.get(key)} ${usd(usdSpent)}`);
     },
     actual: (row) => `${String(row["week"])} ${String(row["repo"])} ${Number(row["sessions"])} ${usd(row["cost_usd"])}`,
+  },
+  "cost per tenant per week": {
+    expected: (fleet) => {
+      const cost = new Map<string, number>();
+      const sessions = new Map<string, number>();
+      for (const { plan, events } of fleet) {
+        const tenant = plan.tenant !== undefined && isTenantName(plan.tenant) ? plan.tenant : "(none)";
+        const key = `${weekOf(events.at(-1)!.at)} ${tenant}`;
+        increment(cost, key, spentUsd(events));
+        increment(sessions, key);
+      }
+      return [...cost].map(([key, usdSpent]) => `${key} ${sessions.get(key)} ${usd(usdSpent)}`);
+    },
+    actual: (row) =>
+      `${String(row["week"])} ${String(row["tenant"])} ${Number(row["sessions"])} ${usd(row["cost_usd"])}`,
   },
   "slowest tools": {
     expected: (fleet) => {

@@ -569,3 +569,99 @@ test("a YAML batch file: a list of turns, each read like a JSONL line, a bad ite
     space.cleanup();
   }
 });
+
+// ---- tenants ------------------------------------------------------------------------------------
+
+test("reports carry each turn's tenant: a JUnit property, a summary column when a turn has one", () => {
+  const report = batchReport("t.jsonl", new Date(), [
+    turnResult({ line: 1, label: "acme's", tenant: "acme/api" }),
+    turnResult({ line: 2, label: "nobody's" }),
+  ]);
+  const cases = readJunit(junitXml(report));
+  assert.equal(property(cases[0]!, "tenant"), "acme/api");
+  assert.equal(property(cases[1]!, "tenant"), undefined, "no tenant, no property");
+  const summary = stepSummary(report);
+  assert.match(summary, /^\| turn \| tenant \| status \| attempts \| time \| replay \|$/m);
+  assert.match(summary, /^\| acme's \| acme\/api \| ✅ finished \| 1 \| /m);
+  assert.match(summary, /^\| nobody's \| – \| ✅ finished \| 1 \| /m);
+  const without = stepSummary(batchReport("t.jsonl", new Date(), [turnResult({ line: 1 })]));
+  assert.match(without, /^\| turn \| status \| attempts \| time \| replay \|$/m, "no tenant, no column");
+});
+
+test("a batch entry's tenant goes to its enqueue (a later turn of its session inherits it) and into every report; a bad one is a bad line", async () => {
+  const setup = await rig({ responses: [] });
+  setup.worker({ concurrency: 2 });
+  const file = join(setup.space.root, "tenants.jsonl");
+  const junit = join(setup.space.root, "tenants.xml");
+  const summary = join(setup.space.root, "summary.md");
+  writeFileSync(
+    file,
+    [
+      { session: "s-acme", prompt: "first", cwd: setup.ws, tenant: "acme/api", label: "acme first" },
+      { session: "s-acme", prompt: "second", cwd: setup.ws, label: "acme second" },
+      { prompt: "third", cwd: setup.ws, tenant: "globex", labels: { team: "web" }, label: "globex" },
+      { prompt: "fourth", cwd: setup.ws, label: "nobody" },
+    ]
+      .map((entry) => JSON.stringify(entry))
+      .join("\n"),
+  );
+  const bad = join(setup.space.root, "bad.jsonl");
+  writeFileSync(
+    bad,
+    [
+      JSON.stringify({ prompt: "fine", cwd: setup.ws, tenant: "acme/api" }),
+      JSON.stringify({ prompt: "evil", cwd: setup.ws, tenant: "acme\u001b[2J<b>" }),
+    ].join("\n"),
+  );
+  try {
+    const refused = await turnstream(["batch", bad, "--prefix", setup.space.logPrefix]);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, /bad\.jsonl line 2: invalid turn: `tenant` a tenant is 1-100 characters/);
+    assert.doesNotMatch(refused.stderr, /\u001b/, "the bad value is not echoed raw");
+
+    const run = await turnstream(
+      [
+        "batch",
+        file,
+        "--json",
+        "--github",
+        "--junit",
+        junit,
+        "--prefix",
+        setup.space.logPrefix,
+        "--queue-prefix",
+        setup.space.queuePrefix,
+      ],
+      { GITHUB_STEP_SUMMARY: summary },
+      170_000,
+    );
+    assert.equal(run.code, 0, run.stderr + run.stdout);
+    const said = onlyJson(run.stdout) as {
+      turns: Array<{ label: string; session: string; turn: string; tenant?: string; status: string }>;
+    };
+    assert.deepEqual(
+      said.turns.map((turn) => [turn.label, turn.tenant, turn.status]),
+      [
+        ["acme first", "acme/api", "finished"],
+        ["acme second", "acme/api", "finished"],
+        ["globex", "globex", "finished"],
+        ["nobody", undefined, "finished"],
+      ],
+    );
+    // What the log recorded for each turn is what the report says.
+    for (const turn of said.turns) {
+      const queued = (await setup.events(turn.session, turn.turn)).find((event) => event.kind === "turn.queued")!;
+      assert.equal((queued.data as { tenant?: string }).tenant, turn.tenant, turn.label);
+    }
+    const cases = readJunit(readFileSync(junit, "utf8"));
+    assert.deepEqual(
+      cases.map((testcase) => property(testcase, "tenant")),
+      ["acme/api", "acme/api", "globex", undefined],
+    );
+    const md = readFileSync(summary, "utf8");
+    assert.match(md, /^\| acme second \| acme\/api \| ✅ finished \| 1 \| /m);
+    assert.match(md, /^\| nobody \| – \| ✅ finished \| 1 \| /m);
+  } finally {
+    await setup.dispose();
+  }
+});

@@ -64,7 +64,8 @@ test("cost: a run's results repeat the process's running total, which is counted
       .filter((m) => m.descriptor.name === METRICS.cost.name)
       .flatMap((m) => m.dataPoints as Array<{ attributes: Record<string, unknown>; value: unknown }>);
     assert.equal(points.length, 1);
-    assert.deepEqual(points[0]!.attributes, { "gen_ai.request.model": "claude-test-1" });
+    // The turn names no tenant.
+    assert.deepEqual(points[0]!.attributes, { "gen_ai.request.model": "claude-test-1", "turnstream.tenant": "none" });
     assert.ok(
       Math.abs((points[0]!.value as number) - (totals[0]! + 0.5)) < 1e-12,
       `cost counted ${String(points[0]!.value)}, the run's total is ${totals[0]! + 0.5}`,

@@ -43,7 +43,7 @@ export const summary = "enqueue every turn of a JSONL or YAML file, follow them 
 const usage = `usage: turnstream batch FILE [--timeout D] [--exit-on-park] [--json] [--junit FILE] [--github] [--check] [--archive URL]
                       [--prefix P] [--queue-prefix Q] [--queue NAME]
   FILE              JSONL, one turn per line, or a YAML list of turns (.yaml, .yml): the enqueue input (session, prompt or a {{template}} with
-                    variables, cwd, options, idempotencyKey) and an optional "label" for the reports;
+                    variables, cwd, options, idempotencyKey, labels, tenant) and an optional "label" for the reports;
                     a relative or missing cwd is taken from where the command runs. A bad line is a
                     usage error naming the line and the field (exit 2), and nothing is enqueued.
                     An entry {"rerun": SESSION, "turn"?: T, "cwd"?: DIR, "label"?: L} re-runs a recorded
@@ -142,6 +142,7 @@ function resultOf(
     label: scrub(queuedTurn.spec.label),
     session: queuedTurn.queued.session,
     turn: queuedTurn.queued.turn,
+    tenant: queuedTurn.queued.tenant,
     toolCalls: queuedTurn.progress.toolCalls,
     seconds: queuedTurn.progress.seconds(),
     ...ending,

@@ -12,6 +12,7 @@ import {
   LISTING_CONCURRENCY,
   listingRow,
   paint,
+  rowMatches,
   type Output,
   type RowSource,
   type Scrub,
@@ -21,18 +22,25 @@ import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { defaultScrub } from "./_scrub.ts";
 import { forTerminal } from "../../kernel/index.ts";
+import { labelNameSchema } from "../../events/index.ts";
+import { tenantNameProblem } from "../../tenants/index.ts";
 import { ARCHIVE_FLAG_OPTIONS, ARCHIVE_FLAG_USAGE, logPrefix, openHistory } from "./_connect.ts";
 
 export const summary = "list sessions with status, turns, cost and last activity";
 
-const usage = `usage: turnstream sessions [--json] [--prefix P] [--fold-limit N] [--archive URL]
+const usage = `usage: turnstream sessions [--json] [--tenant T] [--label name=value …] [--prefix P] [--fold-limit N]
+                           [--archive URL]
   Lists the sessions of the log's index, most recently active last; with an archive, the sessions
   retention moved out of Redis first, from the summaries the archive keeps (most recently active last).
   Figures come from the live read models (run \`turnstream projector\`); a session not projected yet
   is folded from its log when it holds at most --fold-limit events, else shows "-" for them.
-  --json          one JSON object per session and line
-  --prefix P      key prefix (default: TURNSTREAM_PREFIX or "ts:")
-  --fold-limit N  most events of a session read to fold it (default ${FOLD_LIMIT}; 0: never)
+  --json              one JSON object per session and line (with its tenant and labels)
+  --tenant T          only the sessions of tenant T
+  --label name=value  only the sessions whose turns carry this label (a later turn's value counts);
+                      repeat it: every one must match
+  --prefix P          key prefix (default: TURNSTREAM_PREFIX or "ts:")
+  --fold-limit N      most events of a session read to fold it (default ${FOLD_LIMIT}; 0: never)
+  A session whose figures show "-" has no read model to tell its tenant and labels: a filter leaves it out.
 ${ARCHIVE_FLAG_USAGE}`;
 
 /**
@@ -53,12 +61,16 @@ async function rowOf(redis: RedisClient, history: SessionHistory, session: strin
  * summaries. Their figures were folded from the log when it was archived: source "log", as the line
  * the session had in Redis before the projector reached it. An edited summary is left out, and said.
  */
-async function archivedRows(history: SessionHistory, inRedis: ReadonlySet<string>): Promise<Row[]> {
+async function archivedRows(
+  history: SessionHistory,
+  inRedis: ReadonlySet<string>,
+  tenant: string | undefined,
+): Promise<Row[]> {
   if (history.archive === undefined) return [];
   const onCorrupt = (err: ArchiveCorruptError): void => {
     process.stderr.write(`turnstream sessions: left out of the listing: ${err.message}\n`);
   };
-  const listed = await history.archive.summaries({ onCorrupt });
+  const listed = await history.archive.summaries({ onCorrupt, tenant });
   return listed
     .filter(({ summary }) => !inRedis.has(summary.session))
     .reverse()
@@ -73,8 +85,31 @@ function foldLimitOf(text: string | undefined): number | undefined {
   return undefined;
 }
 
+/** What --tenant and --label ask for, or undefined (after saying why) when one is not valid. */
+function filterOf(
+  tenant: string | undefined,
+  labelFlags: readonly string[],
+): { tenant?: string | undefined; labels: Record<string, string> } | undefined {
+  const refuse = (problem: string): undefined => {
+    process.stderr.write(`turnstream sessions: ${forTerminal(problem)}\n${usage}`);
+    return undefined;
+  };
+  const tenantProblem = tenant === undefined ? undefined : tenantNameProblem(tenant);
+  if (tenantProblem !== undefined) return refuse(`--tenant: ${tenantProblem}`);
+  const labels: Record<string, string> = {};
+  for (const flag of labelFlags) {
+    const eq = flag.indexOf("=");
+    if (eq <= 0) return refuse(`--label takes name=value, got '${flag}'`);
+    const [name, value] = [flag.slice(0, eq), flag.slice(eq + 1)];
+    if (!labelNameSchema.safeParse(name).success)
+      return refuse(`--label: '${name}' is not a label name (a lowercase letter, then up to 62 of a-z 0-9 _ . -)`);
+    labels[name] = value;
+  }
+  return { tenant, labels };
+}
+
 function printTable(out: Output, rows: Row[]): void {
-  const head = ["SESSION", "STATUS", "TURNS", "COST", "LAST ACTIVITY", "EVENTS", "PENDING"];
+  const head = ["SESSION", "STATUS", "TURNS", "COST", "LAST ACTIVITY", "EVENTS", "PENDING", "TENANT"];
   // Ids and statuses come from Redis, which others write: escaped before they reach the terminal.
   const table = rows.map((row) => [
     forTerminal(row.session) + (row.imported === null ? "" : " (imported)"),
@@ -86,6 +121,7 @@ function printTable(out: Output, rows: Row[]): void {
       ? String(row.lastSeq)
       : `${row.lastSeq} (projected ${row.projectedSeq})`,
     row.pendingDecisions === null ? "-" : String(row.pendingDecisions),
+    forTerminal(row.tenant ?? "-"),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
   const fmt = (row: string[]): string =>
@@ -105,6 +141,8 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
       json: { type: "boolean", default: false },
       prefix: { type: "string" },
       "fold-limit": { type: "string" },
+      tenant: { type: "string" },
+      label: { type: "string", multiple: true },
       ...ARCHIVE_FLAG_OPTIONS,
       help: { type: "boolean", short: "h" },
     },
@@ -113,6 +151,8 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
   const { values } = args;
   const foldLimit = foldLimitOf(values["fold-limit"]);
   if (foldLimit === undefined) return EXIT.usage;
+  const filter = filterOf(values.tenant, values.label ?? []);
+  if (filter === undefined) return EXIT.usage;
   const out = createOutput(process.stdout, { scrub: scrub ?? defaultScrub() });
   const redis = await connectForCommand();
   let history: SessionHistory | undefined;
@@ -121,13 +161,14 @@ export async function run(argv: string[], scrub?: Scrub): Promise<number> {
     const opened = (history = await openHistory(redis, prefix, values.archive));
     const inRedis = await opened.log.sessions();
     const rows = [
-      ...(await archivedRows(opened, new Set(inRedis))),
+      ...(await archivedRows(opened, new Set(inRedis), filter.tenant)),
       ...(await inBatches(inRedis, LISTING_CONCURRENCY, (session) => rowOf(redis, opened, session, foldLimit))),
-    ];
+    ].filter((row) => rowMatches(row, filter));
     if (values.json) {
       for (const row of rows) out.line(JSON.stringify(row));
     } else if (rows.length === 0) {
-      out.line(`no sessions under key prefix "${prefix}"`);
+      const filtered = filter.tenant !== undefined || Object.keys(filter.labels).length > 0;
+      out.line(`no sessions${filtered ? " match" : ""} under key prefix "${prefix}"`);
     } else {
       printTable(out, rows);
     }

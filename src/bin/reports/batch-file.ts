@@ -1,7 +1,7 @@
 // The batch file of `turnstream batch`: JSONL, one turn per line (blank lines skipped), or a YAML
 // list of turns (a file named .yaml or .yml); each turn is the producer's enqueue input (session, prompt — a template
-// when it has {{placeholders}} — variables,
-// cwd, options, idempotencyKey, onLostSession) plus an optional `label` for the reports. Every line is
+// when it has {{placeholders}} — variables, cwd, options, idempotencyKey, onLostSession, labels, tenant) plus an
+// optional `label` for the reports (the report's name for the turn, not one of its `labels`). Every line is
 // checked the way the producer checks an enqueue before any is enqueued, so one bad line stops the
 // batch with nothing queued. A relative or missing cwd is taken from the directory the command runs
 // in, as `turnstream run --cwd` does. An entry naming `rerun` instead re-runs a recorded session (as

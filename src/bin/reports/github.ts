@@ -41,13 +41,18 @@ const STATUS_MARK: Readonly<Record<string, string>> = {
   parked: "⏸️",
 };
 
-function summaryRow(result: BatchTurnResult): string {
+function summaryRow(result: BatchTurnResult, withTenant: boolean): string {
   const status = `${STATUS_MARK[result.status] ?? ""} ${result.status}${result.errorKind === undefined ? "" : ` (${result.errorKind})`}`;
-  return `| ${textCell(result.label)} | ${cell(status)} | ${result.attempts} | ${secondsText(result.seconds)} | \`${cell(seeCommand(result))}\` |`;
+  const tenant = withTenant ? ` ${textCell(result.tenant ?? "–")} |` : "";
+  return `| ${textCell(result.label)} |${tenant} ${cell(status)} | ${result.attempts} | ${secondsText(result.seconds)} | \`${cell(seeCommand(result))}\` |`;
 }
 
-/** The step summary: a headline with the counts and the exit code, then one row per turn. */
+/**
+ * The step summary: a headline with the counts and the exit code, then one row per turn; with a
+ * tenant column when a turn has a tenant.
+ */
 export function stepSummary(report: BatchReport): string {
+  const withTenant = report.turns.some((turn) => turn.tenant !== undefined);
   const counts = countByStatus(report.turns);
   const parts = Object.entries(counts)
     .filter(([, n]) => n > 0)
@@ -55,9 +60,11 @@ export function stepSummary(report: BatchReport): string {
   return [
     `### turnstream batch \`${cell(report.file)}\`: ${parts.join(", ") || "no turns"} (exit ${report.exitCode}, ${secondsText(report.seconds)})`,
     "",
-    "| turn | status | attempts | time | replay |",
-    "|---|---|---|---|---|",
-    ...report.turns.map(summaryRow),
+    withTenant
+      ? "| turn | tenant | status | attempts | time | replay |"
+      : "| turn | status | attempts | time | replay |",
+    withTenant ? "|---|---|---|---|---|---|" : "|---|---|---|---|---|",
+    ...report.turns.map((turn) => summaryRow(turn, withTenant)),
     "",
   ].join("\n");
 }

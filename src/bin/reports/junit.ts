@@ -76,6 +76,7 @@ function testcase(result: BatchTurnResult): string {
     `        <property name="attempts" value="${result.attempts}"/>`,
     `        <property name="turn" value="${xmlAttr(result.turn)}"/>`,
     `        <property name="outcome" value="${result.outcome}"/>`,
+    ...(result.tenant === undefined ? [] : [`        <property name="tenant" value="${xmlAttr(result.tenant)}"/>`]),
     "      </properties>",
   ];
   const verdict = verdictElement(result, VERDICT_OF_OUTCOME[result.outcome]);

@@ -16,6 +16,8 @@ export interface BatchTurnResult {
   label: string;
   session: string;
   turn: string;
+  /** The turn's tenant (the one its line named, else its session's); undefined when none (a re-run's too). */
+  tenant?: string | undefined;
   status: TurnEnding;
   outcome: Outcome;
   /** The attempt the turn ended on (0 when no worker ever started it). */

@@ -126,9 +126,29 @@ function renderTurn(model, turnIndex) {
   return { section, head, reqs, body, attempts, hasPrompt: prompt !== null };
 }
 
+/** The session's labels: its turns', a later turn's value for a name replacing an earlier one's. */
+const labelsOf = (view) => Object.assign({}, ...view.turns.map((tv) => tv.labels ?? {}));
+
+/** The tenant and labels, each label one `name=value` chip. */
+function dimensionsOf(view) {
+  const labels = Object.entries(labelsOf(view));
+  return [
+    element("span", { class: "tenant" }, "tenant ", element("b", {}, view.tenant ?? "–")),
+    labels.length === 0
+      ? null
+      : element(
+          "span",
+          { class: "labels" },
+          "labels ",
+          labels.map(([name, value]) => element("span", { class: "label" }, `${name}=${value}`)),
+        ),
+  ];
+}
+
 /** The session's figures; a past moment shows its own time instead of how long ago it was. */
 function figuresOf(view, past) {
   return [
+    ...dimensionsOf(view),
     element("span", {}, "cost ", element("b", {}, money(view.costUsd))),
     element("span", {}, "tokens ", element("b", {}, tokens(view.tokens))),
     element("span", {}, "turns ", element("b", {}, String(view.turns.length))),
