@@ -92,7 +92,9 @@ async function gather(queue: Queue, redis: RedisClient, prefix: string): Promise
     return { session, turn, attempt, startedAt };
   });
   const report: StatusReport = {
-    counts: { ...counts, due: waiting.dueDelayed },
+    // Turns are queued with priorities (fair share between tenants): `waiting` counts every turn
+    // ready to be taken, `prioritized` says how many of them BullMQ keeps in its priority set.
+    counts: { ...counts, waiting: (counts["waiting"] ?? 0) + (counts["prioritized"] ?? 0), due: waiting.dueDelayed },
     oldestWaitingAgeMs: waiting.oldestQueuedAt === undefined ? null : Math.max(0, now - waiting.oldestQueuedAt),
     parkedTurns: parked.count,
     parkedDecided: parked.decided,
