@@ -95,7 +95,7 @@ test("the tenants view shows the figures of `tenants --json`, forged limits as n
       "$0.00",
       "1/default",
       "default",
-      "none: the workers' defaults (TURNSTREAM_TENANT_*)",
+      "none: the workers' defaults",
     ]);
     const edited = await cells("edited");
     assert.deepEqual(edited.slice(1, 5), ["–", "$0.00", "0/–", "–"], "a forged record's claims are not shown");

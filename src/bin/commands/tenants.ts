@@ -32,7 +32,8 @@ const usage = `usage: turnstream tenants [list] [--json] [--prefix P]
           who set them and when
   set     signs the tenant's limits with your operator key and stores them for the whole fleet; they
           replace its previous limits whole (a limit not given is no limit) and the workers' defaults
-  clear   removes the tenant's limits: its turns get the workers' defaults (TURNSTREAM_TENANT_*) again
+  clear   removes the tenant's limits: its turns get the workers' defaults again
+          (TURNSTREAM_TENANT_BUDGET_USD, TURNSTREAM_TENANT_MAX_RUNNING, TURNSTREAM_TENANT_OVER_BUDGET)
   --budget-usd N     USD the tenant's turns may spend in any 24 hours, e.g. 50 or 12.5
   --max-running N    turns of the tenant that may run at once across the fleet, 1 to 1000000
   --over-budget P    what a turn that starts while its tenant is over budget does: wait (default) until
@@ -187,7 +188,7 @@ async function runClear(tenant: string, values: TenantsValues): Promise<number> 
     else
       process.stdout.write(
         cleared
-          ? `tenant ${tenant}: limits cleared; its turns get the workers' defaults (TURNSTREAM_TENANT_*)\n`
+          ? `tenant ${tenant}: limits cleared; its turns get the workers' defaults\n`
           : `tenant ${tenant} had no limits of its own; nothing changed\n`,
       );
     return EXIT.finished;
@@ -209,7 +210,7 @@ function limitsColumn(row: TenantRow): string {
     case "fails":
       return `DOES NOT VERIFY: ${row.problem}; workers fail its turns (tenant_limits)`;
     case "none":
-      return "none: the workers' defaults (TURNSTREAM_TENANT_*)";
+      return "none: the workers' defaults";
   }
 }
 

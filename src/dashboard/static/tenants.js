@@ -37,7 +37,7 @@ function limitsCell(row) {
       element("span", { class: "badge s-failed" }, "does not verify"),
       ` ${row.problem}; workers fail its turns (tenant_limits)`,
     );
-  return element("td", { class: "limits muted" }, "none: the workers' defaults (TURNSTREAM_TENANT_*)");
+  return element("td", { class: "limits muted" }, "none: the workers' defaults");
 }
 
 /** The set form: kept across updates, so what an operator types survives the figures changing. */
