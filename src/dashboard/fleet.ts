@@ -1,12 +1,13 @@
 // The fleet as the console shows it: every session's line, the decisions waiting for an operator,
-// the queue. Live changes come from the log itself: one blocking XREAD over every known session's
-// stream (the session index is re-read every few seconds to learn new sessions), so nothing asks each
-// session in turn whether it changed. A session that moved is folded forward in memory from its read
-// model (or from zero), so its line is right even before the projector commits.
+// the queue, the tenants' limits and spend. Live changes come from the log itself: one blocking XREAD
+// over every known session's stream (the session index is re-read every few seconds to learn new
+// sessions), so nothing asks each session in turn whether it changed. A session that moved is folded
+// forward in memory from its read model (or from zero), so its line is right even before the
+// projector commits.
 import type { Queue } from "bullmq";
 import { LRUCache } from "lru-cache";
 import { archivedRow, type Archive } from "../archive/index.ts";
-import { listPending, readParkedEntries, type PendingRequest } from "../decisions/index.ts";
+import { listPending, readParkedEntries, type OperatorKeyring, type PendingRequest } from "../decisions/index.ts";
 import { backoffDelayMs, forTerminal, silentLogger, type Logger } from "../kernel/index.ts";
 import { isCluster, storedEnvelope, storedHead, type EventLog, type RedisClient } from "../log/index.ts";
 import {
@@ -22,6 +23,7 @@ import {
   type ProjectionState,
   type SessionRow,
 } from "../projector/index.ts";
+import { tenantRows, type TenantRow } from "../tenants/index.ts";
 import { contextOf, type RequestContext } from "./context.ts";
 import { queueView, type QueueView } from "./queue-view.ts";
 
@@ -29,7 +31,10 @@ import { queueView, type QueueView } from "./queue-view.ts";
 export type FleetRow = SessionRow & { archived?: true };
 
 export type FleetEvent =
-  { type: "row"; row: FleetRow } | { type: "pending"; pending: PendingView[] } | { type: "queue"; queue: QueueView };
+  | { type: "row"; row: FleetRow }
+  | { type: "pending"; pending: PendingView[] }
+  | { type: "queue"; queue: QueueView }
+  | { type: "tenants"; tenants: TenantRow[] };
 
 export interface PendingView extends PendingRequest {
   context: RequestContext | null;
@@ -73,6 +78,8 @@ export interface FleetOptions {
   /** Where retention moved ended sessions: the ARCHIVED_ROWS most recent are listed after the live ones. */
   archive?: Archive | undefined;
   queue: Queue | undefined;
+  /** The operator keys tenants' limits are checked against (the workers'); none: shown unchecked. */
+  trustedKeys?: OperatorKeyring | undefined;
   logger?: Logger | undefined;
   /** How often the session index is re-read for new sessions; default 2000 ms. */
   rescanMs?: number;
@@ -93,6 +100,11 @@ const KINDS_FOR_QUEUE = /^(attempt\.|turn\.)/;
 const KINDS_SETTLING: ReadonlySet<string> = new Set(["turn.parked", "decision.made"]);
 const SETTLE_MS = 5000;
 const SETTLE_EVERY_MS = 1000;
+/**
+ * Tenants are read again after events (a model call's cost, a turn taking or freeing a slot), at most
+ * this often: each read costs two commands per tenant, and a busy fleet writes events all the time.
+ */
+const TENANTS_EVERY_MS = 2000;
 
 export class Fleet {
   readonly #o: FleetOptions;
@@ -107,6 +119,9 @@ export class Fleet {
   #flushTimer: NodeJS.Timeout | undefined;
   #settleTimer: NodeJS.Timeout | undefined;
   #settleUntil = 0;
+  #tenantsDirty = false;
+  #tenantsReadAt = 0;
+  #tenantsTimer: NodeJS.Timeout | undefined;
   #loop: Promise<void> | undefined;
 
   constructor(options: FleetOptions) {
@@ -129,6 +144,8 @@ export class Fleet {
     clearTimeout(this.#flushTimer);
     clearInterval(this.#settleTimer);
     this.#settleTimer = undefined;
+    clearTimeout(this.#tenantsTimer);
+    this.#tenantsTimer = undefined;
     await this.#loop;
     this.#loop = undefined;
   }
@@ -216,6 +233,26 @@ export class Fleet {
     return queueView(this.#o.queue, new Set(parked.map((entry) => entry.turn)));
   }
 
+  /**
+   * Every tenant seen or with limits, as `turnstream tenants` lists them; texts escaped as the inbox's
+   * are (tenant names and records come from Redis), scrubbed on the way out like everything sent.
+   */
+  async tenants(): Promise<TenantRow[]> {
+    return tenantRows({
+      redis: this.#o.redis,
+      logPrefix: this.#o.log.prefix,
+      keyring: this.#o.trustedKeys,
+      show: (text) => forTerminal(text),
+    });
+  }
+
+  /** Sends the tenants again at once: their limits were just set or cleared. */
+  refreshTenants(): void {
+    this.#tenantsDirty = true;
+    this.#tenantsReadAt = 0;
+    this.#scheduleFlush();
+  }
+
   #start(): void {
     this.#ac = new AbortController();
     if (isCluster(this.#o.redis)) {
@@ -289,7 +326,24 @@ export class Fleet {
     if (kind === "session.new" || KINDS_FOR_PENDING.test(kind)) this.#pendingDirty = true;
     if (kind === "session.new" || KINDS_FOR_QUEUE.test(kind)) this.#queueDirty = true;
     if (KINDS_SETTLING.has(kind)) this.#settle();
+    this.#tenantsDirty = true;
     this.#scheduleFlush();
+  }
+
+  /** Whether the tenants are to be read in this flush; when they changed too recently, a later flush is set up. */
+  #tenantsDue(): boolean {
+    if (!this.#tenantsDirty) return false;
+    const wait = this.#tenantsReadAt + TENANTS_EVERY_MS - Date.now();
+    if (wait <= 0) {
+      this.#tenantsDirty = false;
+      this.#tenantsReadAt = Date.now();
+      return true;
+    }
+    this.#tenantsTimer ??= setTimeout(() => {
+      this.#tenantsTimer = undefined;
+      this.#scheduleFlush();
+    }, wait);
+    return false;
   }
 
   /** Changes that come together go out together, a moment later. */
@@ -312,7 +366,7 @@ export class Fleet {
   async #flush(): Promise<void> {
     this.#flushTimer = undefined;
     const dirty = [...this.#dirty];
-    const [pending, queue] = [this.#pendingDirty, this.#queueDirty];
+    const [pending, queue, tenants] = [this.#pendingDirty, this.#queueDirty, this.#tenantsDue()];
     this.#dirty = new Set();
     this.#pendingDirty = this.#queueDirty = false;
     try {
@@ -324,6 +378,7 @@ export class Fleet {
       }
       if (pending) this.#emit({ type: "pending", pending: await this.pending() });
       if (queue) this.#emit({ type: "queue", queue: await this.queue() });
+      if (tenants) this.#emit({ type: "tenants", tenants: await this.tenants() });
     } catch (err) {
       this.#logger.warn({ err: (err as Error).message }, "dashboard: fleet update failed");
     }

@@ -1,4 +1,5 @@
 // The dashboard's routes: pages, the fleet stream, a session (live or at an event), decisions.
+// Tenants' limits have theirs in tenant-routes.ts.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z as zod } from "zod";
 import { decide, DecisionError, InvalidRuleError, type OperatorKey, type OperatorKeyring } from "../decisions/index.ts";
@@ -52,13 +53,26 @@ export async function loginRoute(ctx: Ctx, req: IncomingMessage, res: ServerResp
   res.end();
 }
 
+/** What an SSE message of the fleet carries for each kind of change. */
+function payloadOf(event: FleetEvent): unknown {
+  switch (event.type) {
+    case "row":
+      return event.row;
+    case "pending":
+      return event.pending;
+    case "queue":
+      return event.queue;
+    case "tenants":
+      return event.tenants;
+  }
+}
+
 /** The console's own settings and the whole fleet, then every change as it happens. */
 export async function fleetStream(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const es = eventStream(req, res);
   const queued: FleetEvent[] = [];
   let ready = false;
-  const send = (e: FleetEvent): void =>
-    es.send(e.type, ctx.deep(e.type === "row" ? e.row : e.type === "pending" ? e.pending : e.queue));
+  const send = (e: FleetEvent): void => es.send(e.type, ctx.deep(payloadOf(e)));
   const off = ctx.fleet.subscribe((e) => (ready ? send(e) : queued.push(e)));
   es.closed.addEventListener("abort", off, { once: true });
   es.send(
@@ -70,10 +84,16 @@ export async function fleetStream(ctx: Ctx, req: IncomingMessage, res: ServerRes
       prefix: ctx.log.prefix,
     }),
   );
-  const [rows, pending, queue] = await Promise.all([ctx.fleet.rows(), ctx.fleet.pending(), ctx.fleet.queue()]);
+  const [rows, pending, queue, tenants] = await Promise.all([
+    ctx.fleet.rows(),
+    ctx.fleet.pending(),
+    ctx.fleet.queue(),
+    ctx.fleet.tenants(),
+  ]);
   es.send("sessions", ctx.deep(rows));
   es.send("pending", ctx.deep(pending));
   es.send("queue", ctx.deep(queue));
+  es.send("tenants", ctx.deep(tenants));
   ready = true;
   for (const event of queued.splice(0)) send(event);
 }

@@ -21,6 +21,7 @@ import {
   type Ctx,
 } from "./routes.ts";
 import { createGuard, isLoopbackHost } from "./security.ts";
+import { clearTenantRoute, setTenantRoute } from "./tenant-routes.ts";
 import { loadStaticFiles } from "./static-files.ts";
 
 /** Jaeger's trace page; `{traceId}` is replaced by the turn's trace id. */
@@ -53,9 +54,9 @@ export interface DashboardOptions {
    * Operator name → token, for a console several people log in to: each one's decisions are recorded with their name.
    */
   operatorTokens?: Readonly<Record<string, string>>;
-  /** The operator key decisions are signed with; without it the console shows but cannot decide. */
+  /** The key decisions and tenants' limits are signed with; without it the console shows but cannot change them. */
   operatorKey?: OperatorKey;
-  /** The fleet's trusted public keys, as `decide` takes them. */
+  /** The fleet's trusted public keys, as `decide` takes them; tenants' limits are checked against them. */
   trustedKeys?: OperatorKeyring;
   /** Who decisions are recorded as without a named login (default TURNSTREAM_USER, then USER, then the login name). */
   operatorName?: string;
@@ -104,6 +105,8 @@ async function route(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promi
     return void res.end();
   }
   if (method === "POST" && path === "/api/decide") return decideRoute(ctx, req, res);
+  if (method === "POST" && path === "/api/tenants/set") return setTenantRoute(ctx, req, res);
+  if (method === "POST" && path === "/api/tenants/clear") return clearTenantRoute(ctx, req, res);
   if (method !== "GET") return sendJson(res, 405, { error: "method not allowed" });
   if (path === "/" || path === "/index.html") return page(ctx, res, "index.html");
   if (path === "/api/fleet") return fleetStream(ctx, req, res);
@@ -150,7 +153,14 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     queuePrefix: options.queuePrefix,
     queueName: options.queueName,
   });
-  const fleet = new Fleet({ log, redis: options.redis, archive: options.archive, queue, logger });
+  const fleet = new Fleet({
+    log,
+    redis: options.redis,
+    archive: options.archive,
+    queue,
+    trustedKeys: options.trustedKeys,
+    logger,
+  });
   const history = new SessionHistory(log, options.archive);
   const watched = new WatchedSessions(history, logger);
   const ctx: Ctx = {

@@ -28,6 +28,7 @@ export {
   type TenantSpend,
 } from "./ledger.ts";
 export { fairSharePriority } from "./fair-share.ts";
+export { tenantRows, type LimitsCheck, type TenantRow, type TenantRowsOptions } from "./overview.ts";
 export {
   tenantBudgetPolicy,
   TENANT_BUDGET_CODE,

@@ -95,6 +95,7 @@ const redisCalls: Record<string, string[]> = {
   sessions: ["sessions"],
   status: ["status"],
   tail: ["tail", SESSION],
+  tenants: ["tenants"],
   worker: ["worker"],
 };
 
@@ -136,6 +137,7 @@ const surplusCalls: Record<string, string[] | undefined> = {
   sweep: ["sweep", "--all", "extra"],
   status: ["status", "extra"],
   tail: ["tail", SESSION, "extra"],
+  tenants: ["tenants", "list", "extra"],
   worker: ["worker", "extra"],
 };
 

@@ -1,12 +1,10 @@
 // `turnstream dashboard`: the web console — sessions, a session's transcript live or at any event,
-// the decisions inbox, the queue — served from the log and the read models.
+// the decisions inbox, the queue, the tenants — served from the log and the read models.
 import { readFileSync } from "node:fs";
 import {
   loadOperatorKey,
   OperatorKeyError,
   operatorName,
-  operatorKeyLinesFromEnv,
-  parseOperatorKeys,
   type OperatorKey,
   type OperatorKeyring,
 } from "../../decisions/index.ts";
@@ -14,6 +12,7 @@ import { parseTokens, startDashboard, DashboardTokenRequiredError } from "../../
 import { createLogger, createScrubber } from "../../telemetry/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { interruptSignal, parseCommandArgs } from "./_args.ts";
+import { trustedKeysFromEnv } from "./_operator.ts";
 import type { Archive } from "../../archive/index.ts";
 import {
   ARCHIVE_FLAG_OPTIONS,
@@ -33,8 +32,10 @@ const usage = `usage: turnstream dashboard [--host 127.0.0.1] [--port N] [--pref
   --host H          address to bind (default 127.0.0.1); any non-loopback address needs an operator
                     token in TURNSTREAM_DASHBOARD_TOKEN_FILE (or TURNSTREAM_DASHBOARD_TOKEN)
   --port N          port (default 7420; 0 picks a free one)
-${QUEUE_FLAGS_USAGE}${ARCHIVE_FLAG_USAGE}  Decisions are signed with TURNSTREAM_OPERATOR_KEY and recorded as TURNSTREAM_USER (else USER);
-  without a key the console is read-only. Trace links follow TURNSTREAM_TRACE_URL (default Jaeger's).
+${QUEUE_FLAGS_USAGE}${ARCHIVE_FLAG_USAGE}  Decisions and tenants' limits are signed with TURNSTREAM_OPERATOR_KEY and recorded as
+  TURNSTREAM_USER (else USER); without a key the console is read-only. Tenants' limits are checked
+  against TURNSTREAM_OPERATOR_KEYS (unchecked without it).
+  Trace links follow TURNSTREAM_TRACE_URL (default Jaeger's).
   Redis from REDIS_URL (default redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES.
 `;
 
@@ -60,11 +61,7 @@ function tokensFromEnv(): Record<string, string> | undefined {
 
 function keysFromEnv(): { key: OperatorKey | undefined; trusted: OperatorKeyring | undefined } {
   const path = process.env["TURNSTREAM_OPERATOR_KEY"];
-  const lines = operatorKeyLinesFromEnv(process.env["TURNSTREAM_OPERATOR_KEYS"]);
-  return {
-    key: path ? loadOperatorKey(path) : undefined,
-    trusted: lines === undefined ? undefined : parseOperatorKeys(lines, "TURNSTREAM_OPERATOR_KEYS"),
-  };
+  return { key: path ? loadOperatorKey(path) : undefined, trusted: trustedKeysFromEnv() };
 }
 
 export async function run(argv: string[]): Promise<number> {

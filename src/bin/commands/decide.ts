@@ -4,20 +4,16 @@ import {
   decide,
   DecisionError,
   InvalidRuleError,
-  loadOperatorKey,
-  OperatorKeyError,
-  operatorKeyLinesFromEnv,
   operatorName,
-  parseOperatorKeys,
   type DecideInput,
   type DecideResult,
   type OperatorKey,
-  type OperatorKeyring,
 } from "../../decisions/index.ts";
 import { createEventLog } from "../../log/index.ts";
 import { connectForCommand } from "../../projector/index.ts";
 import { parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import { logPrefix, rejectSessionId } from "./_connect.ts";
+import { signingKeys } from "./_operator.ts";
 import { EXIT } from "../exit-codes.ts";
 
 export const summary =
@@ -35,27 +31,6 @@ const usage = `usage: turnstream decide <session> <requestId> allow|deny [--alwa
   --prefix P        key prefix (default: TURNSTREAM_PREFIX or "ts:")
   Make a key with \`turnstream operator-key new\`; give its public key to the workers.
 `;
-
-/** The operator's key, or undefined after saying on stderr what to set. */
-function operatorKey(flag: string | undefined): OperatorKey | undefined {
-  const path = flag ?? process.env["TURNSTREAM_OPERATOR_KEY"];
-  if (path === undefined || path === "") {
-    process.stderr.write(
-      "turnstream decide: decisions are signed with an operator key: set TURNSTREAM_OPERATOR_KEY to your private key file " +
-        "(or pass --key FILE); make one with `turnstream operator-key new` and give its public key to the workers' TURNSTREAM_OPERATOR_KEYS\n",
-    );
-    return undefined;
-  }
-  return loadOperatorKey(path);
-}
-
-/**
- * TURNSTREAM_OPERATOR_KEYS when set here too: lets decide pass over decisions signed by keys the fleet does not trust.
- */
-function trustedKeys(): OperatorKeyring | undefined {
-  const lines = operatorKeyLinesFromEnv(process.env["TURNSTREAM_OPERATOR_KEYS"]);
-  return lines === undefined ? undefined : parseOperatorKeys(lines, "TURNSTREAM_OPERATOR_KEYS");
-}
 
 const options = {
   always: { type: "boolean" },
@@ -100,21 +75,6 @@ function decideInput(values: DecideValues, positionals: string[]): DecideInput |
   };
 }
 
-/** The operator's key and the fleet's trusted keys, or undefined after saying on stderr what is wrong. */
-function signingKeys(
-  keyFlag: string | undefined,
-): { key: OperatorKey; trusted: OperatorKeyring | undefined } | undefined {
-  try {
-    const key = operatorKey(keyFlag);
-    const trusted = trustedKeys();
-    return key === undefined ? undefined : { key, trusted };
-  } catch (err) {
-    if (!(err instanceof OperatorKeyError)) throw err;
-    process.stderr.write(`turnstream decide: ${err.message}\n`);
-    return undefined;
-  }
-}
-
 /** What was decided on, as recorded: the tool and its exact command or input, escaped for the terminal. */
 function decidedCall(res: DecideResult): string {
   const request = res.request;
@@ -142,7 +102,7 @@ export async function run(argv: string[]): Promise<number> {
   const { values } = args;
   const input = decideInput(values, args.positionals);
   if (typeof input === "number") return input;
-  const keys = signingKeys(values.key);
+  const keys = signingKeys("decide", values.key, "decisions are");
   if (keys === undefined) return 2;
   const redis = await connectForCommand();
   try {

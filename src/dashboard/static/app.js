@@ -1,13 +1,14 @@
-// The console: one fleet stream (sessions, decisions, queue) for the whole page, a router over the
-// location hash, and the views. Keyboard: 1 sessions, 2 decisions, 3 queue, / search.
+// The console: one fleet stream (sessions, decisions, queue, tenants) for the whole page, a router
+// over the location hash, and the views. Keyboard: 1 sessions, 2 decisions, 3 queue, 4 tenants, / search.
 import { element, typing } from "./dom.js";
 import { sessionsView } from "./sessions.js";
 import { sessionView } from "./session.js";
 import { inboxView } from "./inbox.js";
 import { queueView } from "./queue.js";
+import { tenantsView } from "./tenants.js";
 
 const csrf = document.querySelector('meta[name="ts-csrf"]').getAttribute("content");
-export const store = { hello: null, rows: new Map(), pending: [], queue: null };
+export const store = { hello: null, rows: new Map(), pending: [], queue: null, tenants: null };
 const main = document.getElementById("main");
 let current = null;
 
@@ -49,6 +50,7 @@ function connect() {
     counter.textContent = String(waiting);
   });
   on("queue", (q) => (store.queue = q));
+  on("tenants", (tenants) => (store.tenants = tenants));
 }
 
 function route() {
@@ -62,12 +64,13 @@ function route() {
     current = sessionView(main, parts[1], parts[2] === "at" ? Number(parts[3]) : null);
   else if (name === "decisions") current = inboxView(main);
   else if (name === "queue") current = queueView(main);
+  else if (name === "tenants") current = tenantsView(main);
   else current = sessionsView(main);
 }
 
 document.addEventListener("keydown", (event) => {
   if (typing(event)) return;
-  const to = { 1: "#/sessions", 2: "#/decisions", 3: "#/queue" }[event.key];
+  const to = { 1: "#/sessions", 2: "#/decisions", 3: "#/queue", 4: "#/tenants" }[event.key];
   if (to) location.hash = to;
   else if (event.key === "/") {
     const search = document.querySelector("input[type=search]");
