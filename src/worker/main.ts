@@ -111,6 +111,7 @@ async function startProcessParts(options: WorkerMainOptions): Promise<ProcessPar
   const reportError = errorReporter(logger);
   redis.on("error", (err: Error) => reportError("redis connection error", explainRedisError(err, redisAddress(redis))));
   // Metrics and the ops endpoint (each off unless configured); readiness checks: redis, started, shutdown.
+  // When it cannot start (its port taken), what was started before it stops, so the process exits.
   const obs = await startWorkerObservability({
     env,
     opsPort: options.opsPort,
@@ -121,6 +122,13 @@ async function startProcessParts(options: WorkerMainOptions): Promise<ProcessPar
     logPrefix: cfg.logPrefix,
     queuePrefix: cfg.queuePrefix,
     queueName: cfg.queueName,
+  }).catch(async (err: unknown) => {
+    housekeeping.stop();
+    // Ended once set up: ioredis holds the process 2 s on a connection dropped in its handshake.
+    await boundedWait(redis.ping(), 1000);
+    if (!(await boundedWait(redis.quit(), 1000))) redis.disconnect();
+    await boundedWait(telemetry.shutdown(), 1000);
+    throw err;
   });
   return { env, cfg, logger, scrubber, housekeeping, telemetry, redis, obs };
 }
