@@ -8,9 +8,12 @@ import { fileURLToPath } from "node:url";
 import {
   ERROR_KINDS,
   EXIT_CODE_OF_OUTCOME,
+  EXIT_ON_SIGNAL,
   FAILURE_KINDS_TABLE,
   OUTCOME_MEANINGS,
+  STOP_SIGNAL_MEANINGS,
   type Outcome,
+  type StopSignal,
 } from "../src/events/index.ts";
 import {
   MAX_TENANT_LABELS,
@@ -215,10 +218,23 @@ function exitCodesReference(): string {
     "`run --wait --json` and `parse` also print the outcome; a library gets the same verdict from `outcomeOf`.",
     "Source: the failure table, `src/events/failures.ts`.",
   ].join("\n");
+  const signals = (Object.keys(EXIT_ON_SIGNAL) as StopSignal[]).map((signal) => [
+    String(EXIT_ON_SIGNAL[signal]),
+    code(signal),
+    STOP_SIGNAL_MEANINGS[signal],
+  ]);
+  const signalsIntro = [
+    "A command that follows a turn (`run --wait`) and is stopped by a signal exits with 128 plus the signal's",
+    "number, as a shell reports a process that signal ended. It is no verdict on the turn, which goes on",
+    "running unless `--cancel-on-interrupt` cancelled it; `--json` still prints its one object, with",
+    '`"outcome": "interrupted"`, the signal and the command that cancels the turn.',
+  ].join("\n");
   return page(
     "Exit codes",
     intro,
     table(["code", "outcome", "meaning", "error kinds"], rows) +
+      `\n\n## Stopped by a signal\n\n${signalsIntro}\n\n` +
+      table(["code", "signal", "meaning"], signals) +
       "\n\n## Error kinds\n\nThe worker retries a retryable kind up to its attempt limit.\n\n" +
       table(["kind", "outcome", "retried", "meaning"], kinds),
   );

@@ -5,7 +5,14 @@
 // test/bin/exit-codes.test.ts holds them together.
 import { EXIT_CODE_OF_OUTCOME, outcomeOf, type ExitCode, type Outcome } from "../events/index.ts";
 
-export { EXIT, EXIT_CODE_OF_OUTCOME, outcomeOfErrorKind, type Outcome } from "../events/index.ts";
+export {
+  EXIT,
+  EXIT_CODE_OF_OUTCOME,
+  EXIT_ON_SIGNAL,
+  outcomeOfErrorKind,
+  type Outcome,
+  type StopSignal,
+} from "../events/index.ts";
 
 /** The outcome of a turn's terminal status (turn.finished / turn.failed / turn.cancelled). */
 export function outcomeOfTurn(status: "finished" | "failed" | "cancelled", errorKind: string | undefined): Outcome {

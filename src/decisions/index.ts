@@ -44,10 +44,21 @@ export {
   verifyRule,
   ruleAddedOf,
   ruleOfAdded,
+  signRuleRevoked,
+  verifyRuleRevoked,
   type Verification,
   type UnsignedDecision,
   type UnsignedRule,
+  type UnsignedRuleRevoked,
 } from "./signing.ts";
+export {
+  revokeRule,
+  RuleRevokeError,
+  type RevokeInput,
+  type RevokeProblem,
+  type RevokeResult,
+  type RevokeTarget,
+} from "./revoke.ts";
 export {
   sweepSupervisedDirs,
   SUPERVISED_DIR_PREFIX,
@@ -101,10 +112,12 @@ export {
   decisionRequestedData,
   decisionMadeData,
   ruleAddedData,
+  ruleRevokedData,
   type Decision,
   type DecisionMade,
   type DecisionRequested,
   type RuleAdded,
+  type RuleRevoked,
   type RiskClass,
 } from "../events/index.ts";
 export {

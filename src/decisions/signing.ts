@@ -6,7 +6,7 @@
 // the request *it* recorded, so a signature cannot be reused for another request, nor obtained by
 // showing the operator a look-alike request planted in the log.
 import { createHash } from "node:crypto";
-import type { DecisionMade, DecisionRequested, RuleAdded } from "../events/index.ts";
+import type { DecisionMade, DecisionRequested, RuleAdded, RuleRevoked } from "../events/index.ts";
 import type { OperatorKey, OperatorKeyring } from "./operator-keys.ts";
 import { ruleId, type TrustRule } from "./rules.ts";
 
@@ -16,6 +16,7 @@ const REQUEST_TAG = "turnstream.request.v1";
 const REQUEST_TAG_V2 = "turnstream.request.v2";
 const DECISION_TAG = "turnstream.decision.v1";
 const RULE_TAG = "turnstream.rule.v1";
+const RULE_REVOKED_TAG = "turnstream.rule-revoked.v1";
 
 export type Verification = { ok: true; keyId: string } | { ok: false; why: string };
 
@@ -150,4 +151,34 @@ export function ruleOfAdded(session: string, added: RuleAdded): TrustRule {
     keyId: added.keyId,
     signature: added.signature,
   };
+}
+
+export type UnsignedRuleRevoked = Omit<RuleRevoked, "keyId" | "signature">;
+
+function ruleRevokedMessage(revoked: UnsignedRuleRevoked, keyId: string): Buffer {
+  const fields = [
+    RULE_REVOKED_TAG,
+    revoked.ruleId,
+    revoked.pattern,
+    revoked.effect,
+    revoked.by,
+    revoked.reason ?? null,
+    revoked.revokedAt,
+    keyId,
+  ];
+  return Buffer.from(JSON.stringify(fields));
+}
+
+/** A `rule.revoked` record signed by the operator who revoked the rule. */
+export function signRuleRevoked(key: OperatorKey, revoked: UnsignedRuleRevoked): RuleRevoked {
+  return { ...revoked, keyId: key.keyId, signature: key.sign(ruleRevokedMessage(revoked, key.keyId)) };
+}
+
+/** Whether a `rule.revoked` record was signed, as it reads, by a key of `keyring`. */
+export function verifyRuleRevoked(keyring: OperatorKeyring, revoked: RuleRevoked): Verification {
+  if (revoked.keyId === undefined || revoked.signature === undefined) return { ok: false, why: "it is not signed" };
+  if (!keyring.has(revoked.keyId)) return { ok: false, why: `its key ${revoked.keyId} is not one of the trusted keys` };
+  if (!keyring.verify(revoked.keyId, ruleRevokedMessage(revoked, revoked.keyId), revoked.signature))
+    return { ok: false, why: "its signature does not match" };
+  return { ok: true, keyId: revoked.keyId };
 }

@@ -22,16 +22,22 @@ export {
 // The connection a producer is given.
 export { connectRedis, type ConnectOptions, type RedisClient } from "../log/index.ts";
 
-// Supervised mode, the operator's side: pending requests, decisions and operator keys.
+// Supervised mode, the operator's side: pending requests, decisions, revoking trust rules and operator keys.
 export {
   decide,
   DecisionError,
   generateOperatorKey,
   listPending,
+  revokeRule,
+  RuleRevokeError,
   type DecideInput,
   type DecideResult,
   type DecideTarget,
   type GeneratedOperatorKey,
   type ListPendingOptions,
   type PendingRequest,
+  type RevokeInput,
+  type RevokeProblem,
+  type RevokeResult,
+  type RevokeTarget,
 } from "../decisions/index.ts";

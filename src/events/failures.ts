@@ -38,6 +38,24 @@ export const EXIT = {
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
+/**
+ * The exit code of a command a signal stopped while it followed a turn (`run --wait`): 128 plus the
+ * signal's number, what a shell reports for a process that signal ended, so a CI runner that cancels
+ * a job sees the stop it asked for, not a verdict on the turn. The turn itself goes on unless the
+ * command cancelled it (`--cancel-on-interrupt`).
+ */
+export const EXIT_ON_SIGNAL = { SIGINT: 130, SIGTERM: 143 } as const;
+
+/** A signal a following command stops on. */
+export type StopSignal = keyof typeof EXIT_ON_SIGNAL;
+
+/** What each stop signal usually means, for the reference. */
+export const STOP_SIGNAL_MEANINGS: Readonly<Record<StopSignal, string>> = {
+  SIGINT: "Ctrl-C in a terminal. The command stopped following the turn; it says how to cancel the turn.",
+  SIGTERM:
+    "A CI runner or supervisor stopped the command (a cancelled job). With `--cancel-on-interrupt` the turn was cancelled first.",
+};
+
 export const EXIT_CODE_OF_OUTCOME: Readonly<Record<Outcome, ExitCode>> = {
   finished: EXIT.finished,
   task_failed: EXIT.taskFailed,

@@ -339,6 +339,23 @@ export const ruleAddedData = zod.object({
   signature: zod.string().optional(),
 });
 
+/**
+ * `rule.revoked` (unfenced): an operator took a trust rule out of the fleet's rule store, in the log
+ * that recorded its addition (or the session the operator named). Signed when the operator used a key.
+ */
+export const ruleRevokedData = zod.object({
+  ruleId: zod.string(),
+  pattern: zod.string(),
+  effect: decisionSchema,
+  /** Who revoked it. */
+  by: zod.string(),
+  reason: zod.string().optional(),
+  revokedAt: zod.string(),
+  /** The operator key that signed this record, and its Ed25519 signature (base64url). */
+  keyId: zod.string().optional(),
+  signature: zod.string().optional(),
+});
+
 /** Token counts of one model call, from the answer's own usage. */
 export const modelUsageSchema = zod.object({
   input_tokens: nonNegInt,
@@ -395,6 +412,7 @@ export const eventDataSchemas = {
   "decision.made": decisionMadeData,
   "decision.applied": decisionAppliedData,
   "rule.added": ruleAddedData,
+  "rule.revoked": ruleRevokedData,
   "model.call": modelCallData,
 } as const;
 
@@ -422,4 +440,5 @@ export type DecisionRequested = EventData<"decision.requested">;
 export type DecisionMade = EventData<"decision.made">;
 export type DecisionApplied = EventData<"decision.applied">;
 export type RuleAdded = EventData<"rule.added">;
+export type RuleRevoked = EventData<"rule.revoked">;
 export type ModelCallData = EventData<"model.call">;

@@ -3,7 +3,7 @@
 export { type Logger, silentLogger } from "./logger.ts";
 export { TurnstreamError, type TurnstreamErrorOptions } from "./errors.ts";
 export { isObj, numberField, objField, stringField, type Obj } from "./fields.ts";
-export { BodyTooLargeError, listen, readBody, readBodyBytes, sendJson } from "./http.ts";
+export { BodyTooLargeError, checkPortFree, listen, PortInUseError, readBody, readBodyBytes, sendJson } from "./http.ts";
 export { backoffDelayMs, type BackoffOptions } from "./backoff.ts";
 export { withTimeout } from "./deadline.ts";
 export { parseDuration } from "./duration.ts";

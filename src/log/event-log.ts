@@ -154,7 +154,7 @@ export interface EventLogOptions {
 
 /**
  * Kinds that are facts from outside any attempt (a producer queueing a turn, an operator deciding or
- * cancelling, a rule being added, a CLI session's replacement being recorded). They are safe without
+ * cancelling, a rule being added or revoked, a CLI session's replacement being recorded). They are safe without
  * an epoch because they never depend on what a worker has written: they carry no CLI output, do not continue a
  * sequence a stale attempt could fork, and each is still exactly-once by its batch id. Everything
  * an attempt produces (cli.*, attempt.*, turn.finished/failed, session.snapshot, decision.requested)
@@ -165,6 +165,7 @@ export const DEFAULT_UNFENCED_KINDS: readonly string[] = [
   "turn.cancelled",
   "decision.made",
   "rule.added",
+  "rule.revoked",
   "session.replaced",
   "session.replayed",
 ];

@@ -56,6 +56,8 @@ export {
 export { SessionOrder, type AcquireResult, type NextHead, type SessionOrderOptions } from "./order.ts";
 export { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, orderKeys, type OrderKeys } from "./keys.ts";
 export { bullConnection, reportBullErrors } from "./connection.ts";
+export { queueConfigFromEnv, withQueueEnvDefaults, type QueueEnvConfig } from "./env-config.ts";
+export { liveWorkerCount, noWorkerWarning, WORKER_CHECK_MS } from "./live-workers.ts";
 export { readWaitingTurns, type WaitingSource, type WaitingTurns } from "./waiting.ts";
 export { jobRow, QUEUE_STATES, type JobRow } from "./jobs.ts";
 export { restoringKey, retireSession, type RetireExpectation, type RetireOutcome } from "./retire.ts";

@@ -21,6 +21,8 @@ import { errorReporter, silentLogger, stringField } from "../kernel/index.ts";
 import { isKnown, parseLine } from "../protocol/index.ts";
 import { queuedWriter, sessionId, turnId } from "./ids.ts";
 import { assertQueuePrefix, DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX } from "./keys.ts";
+import { withQueueEnvDefaults } from "./env-config.ts";
+import { liveWorkerCount, noWorkerWarning } from "./live-workers.ts";
 import { SessionFollowers } from "./follow.ts";
 import { SessionOrder, type RegisterSettings, type Registered } from "./order.ts";
 import { fairSharePriority } from "../tenants/index.ts";
@@ -42,14 +44,24 @@ import {
 } from "./schema.ts";
 import { secretShapeIn } from "../telemetry/index.ts";
 
+/**
+ * Where the producer finds the fleet, and how it checks turns. Each of `logPrefix`, `queuePrefix`,
+ * `queueName` and `durability` left out is taken from the variable the workers and the commands read
+ * (TURNSTREAM_PREFIX, TURNSTREAM_QUEUE_PREFIX, TURNSTREAM_QUEUE_NAME, TURNSTREAM_DURABILITY), else its default.
+ */
 export interface QueueConfig {
   /** Client for the log and the ordering scripts (BullMQ gets a duplicate that retries forever). */
   redis: RedisClient;
-  /** Event log key prefix (default "ts:"). */
+  /** Event log key prefix (default TURNSTREAM_PREFIX, else "ts:"). */
   logPrefix?: string;
-  /** BullMQ prefix: one hash tag, default "{turnstream}". */
+  /** BullMQ prefix: one hash tag (default TURNSTREAM_QUEUE_PREFIX, else "{turnstream}"). */
   queuePrefix?: string;
+  /** The queue's name (default TURNSTREAM_QUEUE_NAME, else "turns"). */
   queueName?: string;
+  /**
+   * Where the producer reports: its queue's errors, and a warning (once) when it waits for a turn and
+   * no worker listens on its queue. Default silent.
+   */
   logger?: Logger;
   /**
    * The env names (and `PREFIX*` patterns) a turn's overlay may set; default DEFAULT_JOB_ENV_ALLOW.
@@ -64,7 +76,7 @@ export interface QueueConfig {
    * workers check every turn's cwd before they start its CLI either way.
    */
   checkCwd?: boolean | undefined;
-  /** When the producer's appends count as done (TURNSTREAM_DURABILITY): memory (default), replicas:N or fsync. */
+  /** When the producer's appends count as done (default TURNSTREAM_DURABILITY, else memory): replicas:N or fsync. */
   durability?: string | undefined;
   /**
    * Brings a session retention removed from Redis back before a turn is enqueued to it (the archive
@@ -169,11 +181,16 @@ export function activeTraceparent(): string | undefined {
   return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, "0")}`;
 }
 
+/** The turn queue on `config.redis`: its prefix and name as given, else as the environment says (QueueConfig). */
 export function createTurnQueue(config: QueueConfig): Queue {
-  const prefix = config.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
+  const { queuePrefix, queueName } = withQueueEnvDefaults({
+    queuePrefix: config.queuePrefix,
+    queueName: config.queueName,
+  });
+  const prefix = queuePrefix ?? DEFAULT_QUEUE_PREFIX;
   assertQueuePrefix(prefix);
   const connection = bullConnection(config.redis);
-  const queue = new Queue(config.queueName ?? DEFAULT_QUEUE_NAME, { connection: connection as never, prefix });
+  const queue = new Queue(queueName ?? DEFAULT_QUEUE_NAME, { connection: connection as never, prefix });
   reportBullErrors(queue, connection, errorReporter(config.logger ?? silentLogger), "queue error");
   return queue;
 }
@@ -423,8 +440,12 @@ class TurnProducer implements Producer {
   readonly #recent = new RecentTurns();
   /** The seq this producer was last acknowledged per session (its turn.queued, its cancels). */
   readonly #acked = new AckedSeqs();
+  readonly #logger: Logger | undefined;
+  /** Whether a wait has looked for the queue's workers yet: the warning is said once per producer. */
+  #workersLookedFor = false;
 
   constructor(config: QueueConfig) {
+    this.#logger = config.logger;
     this.#envPolicy = jobEnvPolicyFrom(config);
     this.#checkCwd = config.checkCwd === true;
     this.#restore = config.restore;
@@ -498,6 +519,7 @@ class TurnProducer implements Producer {
 
   async waitForTurn(turn: string, options: WaitOptions = {}): Promise<TurnResult> {
     const { session, queuedSeq } = await this.#locate(turn, options.session);
+    this.#lookForWorkersOnce();
     const deadline = new WaitDeadline(options.signal, options.timeoutMs);
     const reader = new TurnResultReader(session, turn);
     const onEvent = (ev: Envelope): boolean => {
@@ -550,6 +572,19 @@ class TurnProducer implements Producer {
     throw new SessionRemovedWhileEnqueuingError(session, RESTORE_TRIES);
   }
 
+  /**
+   * Warns through the logger, once, when no worker listens on the queue: a turn nobody serves waits
+   * in silence. Beside the wait, never before it; skipped with no logger to say it to.
+   */
+  #lookForWorkersOnce(): void {
+    const logger = this.#logger;
+    if (this.#workersLookedFor || logger === undefined || logger === silentLogger) return;
+    this.#workersLookedFor = true;
+    void liveWorkerCount(this.queue).then((workers) => {
+      if (workers === 0) logger.warn({ queue: this.queue.name }, noWorkerWarning(this.queue.name));
+    });
+  }
+
   close(): Promise<void> {
     this.#followers.close();
     return closeTurnQueue(this.queue);
@@ -583,7 +618,7 @@ class TurnProducer implements Producer {
  * follows them to their end.
  */
 export function createProducer(config: QueueConfig): Producer {
-  const producer = new TurnProducer(config);
+  const producer = new TurnProducer(withQueueEnvDefaults(config));
   // Plain functions, so a caller may pass producer.waitForTurn (etc.) around without binding it.
   return {
     enqueueTurn: (input) => producer.enqueueTurn(input),

@@ -319,12 +319,12 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   },
   {
     name: "TURNSTREAM_DURABILITY",
-    readIn: "src/worker/config.ts, src/bin/commands/_connect.ts",
+    readIn: "src/queue/env-config.ts (workers, commands, createProducer, startTurnWorker)",
     meaning: "when an append counts as done: memory (default), replicas:N (WAIT N) or fsync (the AOF on disk)",
   },
   {
     name: "TURNSTREAM_PREFIX",
-    readIn: "src/worker/config.ts, src/bin/commands/_connect.ts, src/projector/process.ts",
+    readIn: "src/queue/env-config.ts (workers, commands, createProducer, startTurnWorker), src/projector/process.ts",
     meaning: "key prefix of the event log and read models (default ts:); commands also take --prefix",
   },
   {
@@ -347,12 +347,12 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
   },
   {
     name: "TURNSTREAM_QUEUE_PREFIX",
-    readIn: "src/worker/config.ts, src/bin/commands/_connect.ts",
+    readIn: "src/queue/env-config.ts (workers, commands, createProducer, createTurnQueue, startTurnWorker)",
     meaning: "BullMQ key prefix, one cluster hash tag (default {turnstream})",
   },
   {
     name: "TURNSTREAM_QUEUE_NAME",
-    readIn: "src/worker/config.ts, src/bin/commands/_connect.ts",
+    readIn: "src/queue/env-config.ts (workers, commands, createProducer, createTurnQueue, startTurnWorker)",
     meaning: "BullMQ queue name (default turns)",
   },
   {

@@ -6,7 +6,7 @@ import { parseDuration, TurnstreamError } from "../kernel/index.ts";
 import { resolve } from "node:path";
 import { z as zod } from "zod";
 import { OperatorKeyError, operatorKeyLinesFromEnv, parseOperatorKeys } from "../decisions/index.ts";
-import { compileJobEnvPolicy } from "../queue/index.ts";
+import { compileJobEnvPolicy, queueConfigFromEnv } from "../queue/index.ts";
 import { parseDurability } from "../log/index.ts";
 import { runLimitsFromEnv } from "./limits.ts";
 import type { ParkingOptions, WorkerEnvConfig } from "./options.ts";
@@ -38,9 +38,10 @@ const envSchema = zod.object({
   TURNSTREAM_PREFIX: zod.string().optional(),
   TURNSTREAM_DURABILITY: zod.string().optional(),
   TURNSTREAM_QUEUE_PREFIX: zod.string().optional(),
+  // Empty is unset, as everywhere these four are read (queueConfigFromEnv).
   TURNSTREAM_QUEUE_NAME: zod
     .string()
-    .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+    .regex(/^(?:[A-Za-z0-9_.-]{1,64})?$/, "TURNSTREAM_QUEUE_NAME is 1-64 characters from A-Z a-z 0-9 _ . -")
     .optional(),
   CLAUDE_BIN: zod.string().min(1).optional(),
   TURNSTREAM_JOB_ENV_ALLOW: zod
@@ -209,6 +210,8 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     throw new WorkerConfigError(String(issue.path[0] ?? "env"), issue.message);
   }
   const vars = parsed.data;
+  // Read as the commands and the library read them (an empty variable is unset).
+  const place = queueConfigFromEnv(env);
   return {
     workspaceRoots: parseWorkspaceRoots(vars.TURNSTREAM_WORKSPACE_ROOTS),
     concurrency: vars.TURNSTREAM_CONCURRENCY,
@@ -216,10 +219,10 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     instanceId: vars.TURNSTREAM_INSTANCE_ID,
     instanceRoot: vars.TURNSTREAM_INSTANCE_ROOT,
     sandboxed: vars.TURNSTREAM_SANDBOXED === "1" || vars.TURNSTREAM_SANDBOXED === "true",
-    logPrefix: vars.TURNSTREAM_PREFIX,
-    durability: durabilityFrom(vars.TURNSTREAM_DURABILITY),
-    queuePrefix: vars.TURNSTREAM_QUEUE_PREFIX,
-    queueName: vars.TURNSTREAM_QUEUE_NAME,
+    logPrefix: place.logPrefix,
+    durability: durabilityFrom(place.durability),
+    queuePrefix: place.queuePrefix,
+    queueName: place.queueName,
     claudeBin: vars.CLAUDE_BIN,
     jobEnvAllow: envAllowFrom("TURNSTREAM_JOB_ENV_ALLOW", vars.TURNSTREAM_JOB_ENV_ALLOW),
     allowEnv: envAllowFrom("TURNSTREAM_ALLOW_ENV", vars.TURNSTREAM_ALLOW_ENV),

@@ -40,7 +40,8 @@ export interface WorkerMainOptions {
 /** What runs in the process beside its turn worker, stopped once the worker has closed. */
 interface ProcessParts {
   env: Readonly<Record<string, string | undefined>>;
-  cfg: ReturnType<typeof workerConfigFromEnv>;
+  /** The environment's settings, where the log and the queue are filled in. */
+  cfg: ReturnType<typeof workerConfigFromEnv> & { logPrefix: string; queuePrefix: string; queueName: string };
   logger: Logger;
   scrubber: Scrubber;
   housekeeping: Housekeeping;
@@ -72,10 +73,25 @@ export async function runWorkerMain(options: WorkerMainOptions = {}): Promise<nu
   return 0;
 }
 
+/**
+ * The worker's settings from its environment, with where the log and the queue are filled in: from
+ * that environment, never from the process's own when the caller gave another (runWorkerMain's `env`).
+ */
+function settingsFromEnv(env: Readonly<Record<string, string | undefined>>): ProcessParts["cfg"] {
+  const cfg = workerConfigFromEnv(env);
+  return {
+    ...cfg,
+    logPrefix: cfg.logPrefix ?? DEFAULT_PREFIX,
+    queuePrefix: cfg.queuePrefix ?? DEFAULT_QUEUE_PREFIX,
+    queueName: cfg.queueName ?? DEFAULT_QUEUE_NAME,
+    durability: cfg.durability ?? "memory",
+  };
+}
+
 /** The logger, instance id, telemetry, Redis connection and observability, in the order each needs the last. */
 async function startProcessParts(options: WorkerMainOptions): Promise<ProcessParts> {
   const env = options.env ?? process.env;
-  const cfg = workerConfigFromEnv(env);
+  const cfg = settingsFromEnv(env);
   const scrubber = createScrubber({ env: env as Record<string, string | undefined> });
   const logger = createLogger({ scrubber, base: { service: "turn-worker" }, env });
   // What libraries print to the console (BullMQ, ioredis) goes through the logger too, for the rest
@@ -95,6 +111,7 @@ async function startProcessParts(options: WorkerMainOptions): Promise<ProcessPar
   const reportError = errorReporter(logger);
   redis.on("error", (err: Error) => reportError("redis connection error", explainRedisError(err, redisAddress(redis))));
   // Metrics and the ops endpoint (each off unless configured); readiness checks: redis, started, shutdown.
+  // When it cannot start (its port taken), what was started before it stops, so the process exits.
   const obs = await startWorkerObservability({
     env,
     opsPort: options.opsPort,
@@ -102,9 +119,16 @@ async function startProcessParts(options: WorkerMainOptions): Promise<ProcessPar
     logger,
     scrubber,
     instanceId: housekeeping.instanceId,
-    logPrefix: cfg.logPrefix ?? DEFAULT_PREFIX,
-    queuePrefix: cfg.queuePrefix ?? DEFAULT_QUEUE_PREFIX,
-    queueName: cfg.queueName ?? DEFAULT_QUEUE_NAME,
+    logPrefix: cfg.logPrefix,
+    queuePrefix: cfg.queuePrefix,
+    queueName: cfg.queueName,
+  }).catch(async (err: unknown) => {
+    housekeeping.stop();
+    // Ended once set up: ioredis holds the process 2 s on a connection dropped in its handshake.
+    await boundedWait(redis.ping(), 1000);
+    if (!(await boundedWait(redis.quit(), 1000))) redis.disconnect();
+    await boundedWait(telemetry.shutdown(), 1000);
+    throw err;
   });
   return { env, cfg, logger, scrubber, housekeeping, telemetry, redis, obs };
 }

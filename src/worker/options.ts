@@ -14,6 +14,7 @@ import {
   DEFAULT_QUEUE_NAME,
   DEFAULT_QUEUE_PREFIX,
   jobEnvPolicyFrom,
+  withQueueEnvDefaults,
   type JobEnvPolicy,
 } from "../queue/index.ts";
 import type { SecretValues, Scrubber, Telemetry } from "../telemetry/index.ts";
@@ -34,11 +35,11 @@ export interface TurnWorkerOptions {
   workspaceRoots: readonly string[];
   /** CLIs run at a time (default 1). A job whose CLI has exited ends its turn beside the next job's CLI. */
   concurrency?: number;
-  /** Event log key prefix (default "ts:"). */
+  /** Event log key prefix (default TURNSTREAM_PREFIX, else "ts:"). */
   logPrefix?: string;
-  /** BullMQ prefix: one hash tag (default "{turnstream}"). */
+  /** BullMQ prefix: one hash tag (default TURNSTREAM_QUEUE_PREFIX, else "{turnstream}"). */
   queuePrefix?: string;
-  /** The queue to take turns from (default "turns"). */
+  /** The queue to take turns from (default TURNSTREAM_QUEUE_NAME, else "turns"). */
   queueName?: string;
   /** This worker's name in leases, attempts and logs (default: host and pid based). */
   workerId?: string;
@@ -141,7 +142,7 @@ export interface TurnWorkerOptions {
    */
   observers?: readonly EventObserver[];
   /**
-   * When an append counts as done (TURNSTREAM_DURABILITY): `memory` (default), `replicas:N` (WAIT N
+   * When an append counts as done (default TURNSTREAM_DURABILITY): `memory` (default), `replicas:N` (WAIT N
    * after each batch) or `fsync` (the primary's AOF on disk). The worker's log, its decision hub and the
    * turn's terminal event are acknowledged at this level.
    */
@@ -409,8 +410,12 @@ const defaultWorkerId = (): string =>
     .replace(/[^A-Za-z0-9]/g, "")
     .slice(0, 20)}-${process.pid}-${randomBytes(3).toString("hex")}`;
 
-/** Checks a worker's options and fills in the defaults: the settings it runs with. */
-export function compileWorkerOptions(options: Omit<TurnWorkerOptions, "redis">): WorkerSettings {
+/**
+ * Checks a worker's options and fills in the defaults: the settings it runs with. Where the log and the
+ * queue are, left out, is what the environment says (TURNSTREAM_PREFIX and the rest), as for the producer.
+ */
+export function compileWorkerOptions(given: Omit<TurnWorkerOptions, "redis">): WorkerSettings {
+  const options = withQueueEnvDefaults(given);
   const defaults = WORKER_DEFAULTS;
   const queuePrefix = options.queuePrefix ?? defaults.queuePrefix;
   assertQueuePrefix(queuePrefix);

@@ -174,6 +174,8 @@ function turnResult(over: Partial<BatchTurnResult>): BatchTurnResult {
     outcome: "finished",
     attempts: 1,
     toolCalls: 0,
+    costUsd: 0,
+    tokens: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
     seconds: 1.5,
     errorKind: undefined,
     message: undefined,

@@ -33,17 +33,56 @@ async function turnstream(
   }
 }
 
-test("demo: two turns of one session offline, the second resumes the first", async () => {
-  const env: Record<string, string> = { ANTHROPIC_API_KEY: "" };
-  const demoRun = await turnstream(["demo"], env);
-  assert.equal(demoRun.code, 0, demoRun.stderr + demoRun.stdout);
-  assert.match(demoRun.stdout, /scripted model server .* \(offline\)/);
-  assert.match(demoRun.stdout, /Tool Called: Bash\(/);
-  assert.match(demoRun.stdout, /Tool Called: Write\(/);
-  assert.match(demoRun.stdout, /Tool Result: 1\t# Notes/, "turn 2 read back the file turn 1 wrote");
-  assert.match(demoRun.stdout, /turn 2 resumed turn 1/);
-  const history = Number(/the model saw (\d+) messages of history/.exec(demoRun.stdout)?.[1]);
-  assert.ok(history >= 6, `turn 2's request carried turn 1's conversation (${history} messages)`);
+test("demo: two turns of one session offline, the second resumes the first; its replay command finds them", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  // The prefix as most set it, in the environment: the library's producer and worker read it too.
+  const env: Record<string, string> = { ANTHROPIC_API_KEY: "", TURNSTREAM_PREFIX: space.logPrefix };
+  try {
+    const demoRun = await turnstream(["demo"], env);
+    assert.equal(demoRun.code, 0, demoRun.stderr + demoRun.stdout);
+    assert.match(demoRun.stdout, /scripted model server .* \(offline\)/);
+    assert.match(demoRun.stdout, /Tool Called: Bash\(/);
+    assert.match(demoRun.stdout, /Tool Called: Write\(/);
+    assert.match(demoRun.stdout, /Tool Result: 1\t# Notes/, "turn 2 read back the file turn 1 wrote");
+    assert.match(demoRun.stdout, /turn 2 resumed turn 1/);
+    const history = Number(/the model saw (\d+) messages of history/.exec(demoRun.stdout)?.[1]);
+    assert.ok(history >= 6, `turn 2's request carried turn 1's conversation (${history} messages)`);
+    await assertReplayHintWorks(demoRun.stdout, space.logPrefix);
+  } finally {
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    space.cleanup();
+  }
+});
+
+/** The demo's `replay it:` line names its prefix, and that command, run in a clean environment, replays the session. */
+async function assertReplayHintWorks(stdout: string, prefix: string): Promise<void> {
+  const hint = /^replay it: npm run turnstream -- (replay \S+ --prefix \S+)$/m.exec(stdout);
+  assert.ok(hint, stdout);
+  const args = hint[1]!.split(" ");
+  assert.equal(args.at(-1), prefix);
+  const replayed = await turnstream(args, { TURNSTREAM_PREFIX: "" });
+  assert.equal(replayed.code, 0, replayed.stderr);
+  assert.match(replayed.stdout, /the session remembered turn one/);
+}
+
+test("demo --prefix: the session is under that prefix and the replay command it prints says so", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  try {
+    const demoRun = await turnstream(["demo", "--prefix", space.logPrefix], { ANTHROPIC_API_KEY: "" });
+    assert.equal(demoRun.code, 0, demoRun.stderr + demoRun.stdout);
+    const session = /^session (\S+), workspace/m.exec(demoRun.stdout)?.[1];
+    assert.ok(session, demoRun.stdout);
+    const events = await readAll(createEventLog({ redis, prefix: space.logPrefix }), session);
+    assert.equal(events.filter((e) => e.kind === "turn.finished").length, 2);
+    await assertReplayHintWorks(demoRun.stdout, space.logPrefix);
+  } finally {
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    space.cleanup();
+  }
 });
 
 test("demo: no Redis → says how to start one, exit 3", async () => {

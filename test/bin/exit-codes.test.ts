@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   EXIT_CODE_OF_OUTCOME,
+  EXIT_ON_SIGNAL,
   exitCodeOf,
   outcomeOfErrorKind,
   outcomeOfTurn,
@@ -23,6 +24,13 @@ test("the exit-code reference lists each outcome with the module's code", () => 
   const listed = new Map<string, number>();
   for (const row of rows) for (const outcome of row.outcomes) listed.set(outcome, row.code);
   assert.deepEqual(Object.fromEntries(listed), { ...EXIT_CODE_OF_OUTCOME });
+});
+
+test("the reference lists the codes of a command stopped by a signal: 128 + the signal's number, as shells report it", () => {
+  const section = readFileSync(join(process.cwd(), "docs", "reference", "exit-codes.md"), "utf8");
+  const rows = [...section.matchAll(/^\| (\d{3}) \| `(SIG[A-Z]+)` \|/gm)].map((row) => [row[2]!, Number(row[1])]);
+  assert.deepEqual(Object.fromEntries(rows), { ...EXIT_ON_SIGNAL });
+  assert.deepEqual(EXIT_ON_SIGNAL, { SIGINT: 128 + 2, SIGTERM: 128 + 15 });
 });
 
 test("each class of error kind exits with its code", () => {

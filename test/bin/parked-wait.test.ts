@@ -177,6 +177,8 @@ test("a batch's outcome with parked turns: parked only when no turn failed, was 
     outcome: "finished",
     attempts: 1,
     toolCalls: 0,
+    costUsd: 0,
+    tokens: { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 },
     seconds: 1,
     errorKind: undefined,
     message: undefined,

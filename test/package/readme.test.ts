@@ -1,9 +1,11 @@
-// README.md cannot rot: every TypeScript block is type-checked against the built package (an
-// `import … from "turnstream"` resolves to dist/ as it would for a user) and run against a private
-// Redis, a turn worker and the scripted model server; every ```sh command line is run, or is one that
-// CI runs itself; no other fenced block holds a command. In the README and the guides (docs/guides/),
-// every `turnstream …` command the prose names exists and takes the flags it shows, every `npm run`
-// script exists, and every repository path and link leads somewhere. The generated configuration
+// README.md cannot rot: every TypeScript block (and the CI guide's) is type-checked against the built
+// package (an `import … from "turnstream"` resolves to dist/ as it would for a user) and run against a
+// private Redis, a turn worker and the scripted model server; every ```sh command line is run, or is
+// one that CI runs itself; the offline walkthrough runs as the one script it is; the GitHub Actions
+// workflow's step runs as a runner would run it, against a fleet; no other fenced block holds a
+// command. In the README and the guides (docs/guides/), every `turnstream …` command the prose names
+// exists and takes the flags it shows, every `npm run` script exists, and every repository path and
+// link leads somewhere. The generated configuration
 // reference lists exactly the variables of src/telemetry/env-vars.ts, which holds every TURNSTREAM_*
 // variable the code names.
 import { after, before, test } from "node:test";
@@ -23,6 +25,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { parse as parseYaml } from "yaml";
 import { ENV_VAR_NAMES } from "../../src/telemetry/env-vars.ts";
 import { hermeticEnv, startModelServer } from "../../src/testing/index.ts";
 import { ensureBuilt, repoRoot } from "../support/build.ts";
@@ -62,6 +65,14 @@ function fencedBlocks(markdown: string): Block[] {
 
 const tsBlocks = fencedBlocks(readme).filter((b) => b.lang === "ts");
 const blockFile = (b: Block): string => join(project, `readme-line-${b.line}.ts`);
+/** The CI guide's code, which a user pastes as they would the README's. */
+const ciGuide = readFileSync(join(guidesDir, "ci.md"), "utf8");
+const ciTsBlocks = fencedBlocks(ciGuide).filter((b) => b.lang === "ts");
+const ciBlockFile = (b: Block): string => join(project, `ci-guide-line-${b.line}.ts`);
+/** The README's offline walkthrough: one sh block, run as the script it is (background jobs and all). */
+const isOfflineWalkthrough = (b: Block): boolean => b.lang === "sh" && b.body.startsWith("# offline:");
+/** A directory with a `turnstream` on it, as `npm install --global turnstream` gives a user. */
+const shimDir = join(work, "bin");
 
 /** A user's environment: this repo's Node first on PATH, the private Redis, nothing of npm's. */
 function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -104,6 +115,9 @@ before(async () => {
   symlinkSync(repoRoot, join(project, "node_modules", "turnstream"));
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "readme", private: true, type: "module" }));
   for (const block of tsBlocks) writeFileSync(blockFile(block), block.body);
+  for (const block of ciTsBlocks) writeFileSync(ciBlockFile(block), block.body);
+  mkdirSync(shimDir);
+  writeFileSync(join(shimDir, "turnstream"), `#!/bin/sh\nexec "${process.execPath}" "${bin}" "$@"\n`, { mode: 0o755 });
 });
 
 after(async () => {
@@ -116,7 +130,8 @@ test("README has TypeScript examples and each imports the package by its publish
   for (const block of tsBlocks) assert.match(block.body, /from "turnstream(\/\w+)?"/, `block at line ${block.line}`);
 });
 
-test("every TypeScript block type-checks against the built declarations", async () => {
+test("every TypeScript block of the README and the CI guide type-checks against the built declarations", async () => {
+  assert.ok(ciTsBlocks.length >= 1);
   const tsconfig = {
     compilerOptions: {
       target: "es2024",
@@ -129,7 +144,7 @@ test("every TypeScript block type-checks against the built declarations", async 
       types: ["node"],
       typeRoots: [join(repoRoot, "node_modules", "@types")],
     },
-    files: tsBlocks.map(blockFile),
+    files: [...tsBlocks.map(blockFile), ...ciTsBlocks.map(ciBlockFile)],
   };
   writeFileSync(join(project, "tsconfig.json"), JSON.stringify(tsconfig, null, 2));
   const result = await run(join(repoRoot, "node_modules", ".bin", "tsc"), ["-p", join(project, "tsconfig.json")], {
@@ -144,14 +159,10 @@ test("the producer example runs: a worker takes its turn and it finishes", async
     script: { responses: [{ content: [{ type: "text", text: "api: a small service" }] }] },
   });
   const hermetic = hermeticEnv({ baseUrl: model.url, root: join(work, "worker-home") });
+  // A fleet as the quick start finds it: no GITHUB_TOKEN or other extra anywhere.
   const worker = await startCommand(
     ["worker"],
-    userEnv({
-      ...hermetic.env,
-      TURNSTREAM_WORKSPACE_ROOTS: workspace,
-      TURNSTREAM_ALLOW_ENV: "GITHUB_TOKEN",
-      GITHUB_TOKEN: "ghp_readmeExampleToken0123456789abcdef",
-    }),
+    userEnv({ ...hermetic.env, TURNSTREAM_WORKSPACE_ROOTS: workspace }),
     "worker ready",
   );
   try {
@@ -194,6 +205,54 @@ test("the producer example prints the failed turn's error kind and message, and 
     assert.doesNotMatch(failed.stderr, /undefined/);
   } finally {
     await stopped(worker);
+  }
+});
+
+test("the CI guide's producer example runs as pasted (no GITHUB_TOKEN) and says why a turn did not finish", async () => {
+  const block = ciTsBlocks.find((b) => b.body.includes("createProducer"))!;
+  const model = await startModelServer({
+    script: { responses: [{ content: [{ type: "text", text: "api: the summary" }] }] },
+  });
+  const hermetic = hermeticEnv({ baseUrl: model.url, root: join(work, "ci-guide-home") });
+  const worker = await startCommand(
+    ["worker"],
+    userEnv({ ...hermetic.env, TURNSTREAM_WORKSPACE_ROOTS: workspace }),
+    "worker ready",
+  );
+  try {
+    const { stdout } = await run(process.execPath, [ciBlockFile(block)], {
+      cwd: workspace,
+      env: userEnv(),
+      timeout: 120_000,
+    });
+    assert.match(stdout, /^s-\S+ api: the summary$/m);
+  } finally {
+    await stopped(worker);
+    await model.close();
+  }
+  // A turn the fleet refuses (no worker allows its cwd), under another idempotency key: the reason, no `undefined`.
+  const elsewhere = join(work, "ci-guide-elsewhere");
+  mkdirSync(elsewhere, { recursive: true });
+  const refusing = await startCommand(
+    ["worker"],
+    userEnv({
+      ...hermeticEnv({ baseUrl: "http://127.0.0.1:9", root: join(work, "ci-guide-refusing") }).env,
+      TURNSTREAM_WORKSPACE_ROOTS: elsewhere,
+    }),
+    "worker ready",
+  );
+  try {
+    const file = join(project, "ci-guide-refused.ts");
+    writeFileSync(file, block.body.replace("nightly-2026-12-02", "nightly-refused"));
+    const failed = await run(process.execPath, [file], { cwd: workspace, env: userEnv(), timeout: 120_000 }).then(
+      (ok) => assert.fail(`exited 0 for a failed turn: ${ok.stdout}`),
+      (err: { code: number; stderr: string }) => err,
+    );
+    assert.equal(failed.code, 1, failed.stderr);
+    assert.match(failed.stderr, /^s-\S+: turn failed: workspace_not_allowed: \S/m);
+    assert.doesNotMatch(failed.stderr, /undefined/);
+  } finally {
+    await stopped(refusing);
   }
 });
 
@@ -240,9 +299,88 @@ const RUN_ELSEWHERE: Record<string, () => void> = {
     assert.match(readFileSync(join(repoRoot, "test", "package", "consumer.test.ts"), "utf8"), /"install",\s+tarball/),
 };
 
+test("the offline walkthrough runs as pasted: a scripted model, a worker on it, a turn that finishes", async () => {
+  const block = fencedBlocks(readme).find(isOfflineWalkthrough);
+  assert.ok(block, "README has the offline walkthrough");
+  const dir = join(work, "offline");
+  mkdirSync(dir);
+  const script = join(work, "offline.sh");
+  writeFileSync(script, block.body);
+  // A user's shell: turnstream on PATH, a private Redis, and the worker's instance folder under this test.
+  const env = userEnv({ PATH: `${shimDir}:${userEnv().PATH}`, XDG_DATA_HOME: join(work, "offline-data") });
+  const { stdout, stderr } = await run("bash", ["-e", script], { cwd: dir, env, timeout: 180_000 });
+  assert.match(stdout, /^listening on http:\/\/127\.0\.0\.1:4599$/m, stderr);
+  assert.match(stdout, /^result \(finished\): Hello from the scripted model\.$/m, stderr);
+  assert.match(readFileSync(join(dir, "worker.log"), "utf8"), /"msg":"worker stopped"/, "`wait` let the worker stop");
+});
+
+/** The `${{ secrets.NAME }}` expressions of a workflow, as the test's fleet fills them in. */
+function withSecrets(text: string, secrets: Record<string, string>): string {
+  return text.replace(/\$\{\{\s*secrets\.([A-Z_]+)\s*\}\}/g, (_, name: string) => {
+    assert.ok(name in secrets, `the workflow names secrets.${name}`);
+    return secrets[name]!;
+  });
+}
+
+interface WorkflowStep {
+  name?: string;
+  uses?: string;
+  run?: string;
+  env?: Record<string, string>;
+}
+
+test("the GitHub Actions workflow's turnstream step runs as a runner runs it, against a fleet, and exits 0", async () => {
+  const workflows = fencedBlocks(readme).filter((b) => b.lang === "yaml");
+  assert.equal(workflows.length, 1);
+  const workflow = parseYaml(workflows[0]!.body) as { jobs: Record<string, { steps: WorkflowStep[] }> };
+  const steps = Object.values(workflow.jobs).flatMap((job) => job.steps);
+  assert.ok(steps.every((step) => step.uses?.startsWith("actions/") || step.run !== undefined));
+  const turnSteps = steps.filter((step) => step.run?.includes("turnstream run"));
+  assert.equal(turnSteps.length, 1);
+  const model = await startModelServer({
+    script: { responses: [{ content: [{ type: "text", text: "nothing breaks" }] }] },
+  });
+  const checkout = join(work, "checkout");
+  mkdirSync(checkout);
+  const hermetic = hermeticEnv({ baseUrl: model.url, root: join(work, "workflow-worker-home") });
+  const worker = await startCommand(
+    ["worker"],
+    userEnv({ ...hermetic.env, TURNSTREAM_WORKSPACE_ROOTS: checkout }),
+    "worker ready",
+  );
+  try {
+    const step = turnSteps[0]!;
+    const stepEnv = Object.fromEntries(
+      Object.entries(step.env ?? {}).map(([name, value]) => [
+        name,
+        withSecrets(value, { TURNSTREAM_REDIS_URL: redis.url }),
+      ]),
+    );
+    const script = join(work, "workflow-step.sh");
+    writeFileSync(script, step.run!);
+    const runnerTemp = join(work, "runner-temp");
+    mkdirSync(runnerTemp);
+    // GitHub's default shell for `run` on Linux, in the checkout.
+    const env = userEnv({
+      PATH: `${shimDir}:${userEnv().PATH}`,
+      GITHUB_WORKSPACE: checkout,
+      RUNNER_TEMP: runnerTemp,
+      REDIS_URL: "redis://127.0.0.1:1", // the step's own env must be what points it at the fleet
+      ...stepEnv,
+    });
+    await run("bash", ["--noprofile", "--norc", "-eo", "pipefail", script], { cwd: checkout, env, timeout: 180_000 });
+    const said = JSON.parse(readFileSync(join(checkout, "turn.json"), "utf8")) as Record<string, unknown>;
+    assert.deepEqual([said["outcome"], said["exitCode"], said["resultText"]], ["finished", 0, "nothing breaks"]);
+    assert.equal(typeof said["costUsd"], "number");
+  } finally {
+    await stopped(worker);
+    await model.close();
+  }
+});
+
 test("every command line in a sh block runs (or is run by CI or the consumer test)", async () => {
   const lines = fencedBlocks(readme)
-    .filter((b) => b.lang === "sh")
+    .filter((b) => b.lang === "sh" && !isOfflineWalkthrough(b))
     .flatMap((b) => b.body.split("\n"))
     .flatMap((l) => l.replace(/#.*$/, "").split("&&"))
     .map((c) => c.trim())
@@ -287,14 +425,14 @@ test("every `npm run …` the README and the guides name is a script of package.
   for (const name of names) assert.ok(name in pkg.scripts, `npm run ${name}`);
 });
 
-test("README runs or checks every fenced block: ts and sh blocks, sql from the history guide, untagged diagrams without commands", () => {
+test("README runs or checks every fenced block: ts, sh and the workflow's yaml, sql from the history guide, untagged diagrams without commands", () => {
   // test/archive/history-sql.test.ts runs every sql block of the guide against an archived fleet.
   const guide = readFileSync(join(guidesDir, "history-sql.md"), "utf8");
   const guideQueries = fencedBlocks(guide).filter((block) => block.lang === "sql");
   for (const block of fencedBlocks(readme)) {
     assert.ok(
-      ["ts", "sh", "sql", ""].includes(block.lang),
-      `block at line ${block.line} is \`${block.lang}\`: only ts, sh and sql blocks are run`,
+      ["ts", "sh", "sql", "yaml", ""].includes(block.lang),
+      `block at line ${block.line} is \`${block.lang}\`: only ts, sh, yaml (the workflow) and sql blocks are run`,
     );
     if (block.lang === "sql")
       assert.ok(

@@ -12,8 +12,15 @@ import {
 import { parseDuration, TurnstreamError, type Logger } from "../../kernel/index.ts";
 import { createEventLog, DEFAULT_PREFIX, type RedisClient } from "../../log/index.ts";
 import type { PeriodicTask, ProjectorAttachments } from "../../projector/index.ts";
-import { closeTurnQueue, createProducer, createTurnQueue, type Producer, type QueueConfig } from "../../queue/index.ts";
-import { openArchiveOf, queueConfigFromEnv } from "./_connect.ts";
+import {
+  closeTurnQueue,
+  createProducer,
+  createTurnQueue,
+  queueConfigFromEnv,
+  type Producer,
+  type QueueConfig,
+} from "../../queue/index.ts";
+import { openArchiveOf } from "./_connect.ts";
 
 /** How old an ended session's last event must be before retention moves it, when nothing says otherwise. */
 export const DEFAULT_RETENTION = "7d";

@@ -1,5 +1,7 @@
 // Argument parsing shared by the commands, so a parse error and --help are answered the same way by each.
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { TurnstreamError } from "../../kernel/index.ts";
+import type { StopSignal } from "../exit-codes.ts";
 
 export type ParsedArgs<T extends ParseArgsConfig> = ReturnType<typeof parseArgs<T>>;
 
@@ -26,10 +28,23 @@ export function parseCommandArgs<T extends ParseArgsConfig>(
   return parsed;
 }
 
-/** An abort signal for Ctrl-C and SIGTERM, so a following command ends its read and closes cleanly. */
+/** Why an interrupt signal aborted: the signal that stopped the command. */
+export class Interrupted extends TurnstreamError {
+  readonly signal: StopSignal;
+  constructor(signal: StopSignal) {
+    super(`interrupted by ${signal}`, { code: "interrupted" });
+    this.signal = signal;
+  }
+}
+
+/**
+ * An abort signal for Ctrl-C and SIGTERM, so a following command ends its read and closes cleanly; it
+ * aborts with an Interrupted naming the signal.
+ */
 export function interruptSignal(): { signal: AbortSignal; release(): void } {
   const ac = new AbortController();
-  const onSignal = (): void => ac.abort();
+  const onSignal = (signal: NodeJS.Signals): void =>
+    ac.abort(new Interrupted(signal === "SIGINT" ? "SIGINT" : "SIGTERM"));
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   return {

@@ -8,7 +8,7 @@ import { NoRecordedTurnError, RecordingRefusedError, renderComparison } from "..
 import type { Outcome } from "../exit-codes.ts";
 import type { BatchRerun } from "../reports/batch-file.ts";
 import type { ProgressView, TurnProgress } from "../reports/progress.ts";
-import type { BatchTurnResult } from "../reports/turn-result.ts";
+import { turnReport, type BatchTurnResult } from "../reports/turn-result.ts";
 import { rerunSession } from "./_rerun.ts";
 
 export interface RerunCase {
@@ -47,20 +47,12 @@ function caseResult(
   scrub: Scrub,
 ): BatchTurnResult {
   const spec = rerunCase.spec.rerun;
-  const base = {
+  const figures = { ...rerunCase.progress.figures(), seconds };
+  const ending = { ...verdict, attempts: rerunCase.progress.attempt, resultText: undefined };
+  return {
     line: rerunCase.spec.line,
     label: scrub(rerunCase.spec.label),
-    session: spec.session,
-    turn,
-    attempts: rerunCase.progress.attempt,
-    toolCalls: rerunCase.progress.toolCalls,
-    seconds,
-  };
-  return {
-    ...base,
-    ...verdict,
-    message: verdict.message === undefined ? undefined : scrub(verdict.message),
-    resultText: undefined,
+    ...turnReport({ session: spec.session, turn }, figures, ending, scrub),
     command: scrub(rerunCommand(spec)),
   };
 }

@@ -16,6 +16,7 @@ import {
   type RedisClient,
 } from "../../log/index.ts";
 import { connectForCommand, RedisUnavailableError } from "../../projector/index.ts";
+import { queueConfigFromEnv, type QueueEnvConfig } from "../../queue/index.ts";
 
 export async function redisOrExplain(command: string): Promise<RedisClient | undefined> {
   try {
@@ -36,19 +37,6 @@ export async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-/** Where the commands find the log and the queue: the same variables the worker reads. */
-type QueueEnvConfig = { logPrefix?: string; queuePrefix?: string; queueName?: string; durability?: string };
-
-export function queueConfigFromEnv(env: NodeJS.ProcessEnv = process.env): QueueEnvConfig {
-  const out: QueueEnvConfig = {};
-  // The producer's appends (turn.queued, cancels) at the workers' level.
-  if (env["TURNSTREAM_DURABILITY"]) out.durability = env["TURNSTREAM_DURABILITY"];
-  if (env["TURNSTREAM_PREFIX"]) out.logPrefix = env["TURNSTREAM_PREFIX"];
-  if (env["TURNSTREAM_QUEUE_PREFIX"]) out.queuePrefix = env["TURNSTREAM_QUEUE_PREFIX"];
-  if (env["TURNSTREAM_QUEUE_NAME"]) out.queueName = env["TURNSTREAM_QUEUE_NAME"];
-  return out;
-}
-
 /** The queue's flags of a command that takes them: --prefix, --queue-prefix, --queue override the env. */
 export interface QueueFlags {
   prefix?: string | undefined;
@@ -56,7 +44,7 @@ export interface QueueFlags {
   queue?: string | undefined;
 }
 
-/** Where the command finds the log and the queue: its flags, else the worker's variables. */
+/** Where the command finds the log and the queue: its flags, else the variables workers and the library read. */
 export function queueConfigOf(flags: QueueFlags, env: NodeJS.ProcessEnv = process.env): QueueEnvConfig {
   const fromEnv = queueConfigFromEnv(env);
   const out = { ...fromEnv };
@@ -80,7 +68,7 @@ export const QUEUE_FLAG_OPTIONS = {
 
 /** The event log's key prefix: --prefix, else TURNSTREAM_PREFIX, else the log's default. */
 export function logPrefix(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return flag ?? env["TURNSTREAM_PREFIX"] ?? DEFAULT_PREFIX;
+  return flag ?? queueConfigFromEnv(env).logPrefix ?? DEFAULT_PREFIX;
 }
 
 /** True (after saying why on stderr) when `session` is not a valid session id. */

@@ -17,6 +17,8 @@ export interface FollowOptions {
   signal?: AbortSignal | undefined;
   /** Every event of the turn, after the transcript has printed it. */
   onEvent?: ((event: Envelope) => void) | undefined;
+  /** The tracker to feed (the caller reads its figures after); default a fresh one. */
+  progress?: TurnProgress | undefined;
 }
 
 export async function followTurn(
@@ -26,7 +28,7 @@ export async function followTurn(
   options: FollowOptions,
 ): Promise<TurnResult> {
   const started = Date.now();
-  const tracker = new TurnProgress(turn);
+  const tracker = options.progress ?? new TurnProgress(turn);
   // The transcript is the model's and tools' text: escaped for the terminal, lines kept.
   const write = (s: string): void => void options.out.write(forTerminal(options.scrub(s), { multiline: true }));
   const progress = (): void =>

@@ -3,8 +3,7 @@ import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { ACL_ROLE_PURPOSE, ACL_ROLES, newAclPasswords, redisAclFile } from "../../decisions/index.ts";
 import { DEFAULT_PREFIX } from "../../kernel/index.ts";
-import { DEFAULT_QUEUE_PREFIX } from "../../queue/index.ts";
-import { queueConfigFromEnv } from "./_connect.ts";
+import { DEFAULT_QUEUE_PREFIX, queueConfigFromEnv } from "../../queue/index.ts";
 
 export const summary = "print (or write with passwords) the Redis ACL users: worker, operator, reader, admin";
 

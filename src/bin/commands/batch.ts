@@ -7,10 +7,9 @@
 import { TurnstreamError } from "../../kernel/index.ts";
 import { appendFileSync, writeFileSync } from "node:fs";
 import type { Envelope, RedisClient } from "../../log/index.ts";
-import { dataOf } from "../../events/index.ts";
 import { connectForCommand, type Scrub } from "../../projector/index.ts";
 import { type EnqueueResult, type Producer, type TurnResult } from "../../queue/index.ts";
-import { EXIT, exitCodeOf, outcomeOfTurn, type Outcome } from "../exit-codes.ts";
+import { EXIT, exitCodeOf, type Outcome } from "../exit-codes.ts";
 import { BatchFileError, isRerun, loadBatchFile, type BatchEntry, type BatchTurn } from "../reports/batch-file.ts";
 import { annotations, stepSummary } from "../reports/github.ts";
 import { junitXml } from "../reports/junit.ts";
@@ -18,10 +17,13 @@ import { progressView, TurnProgress, type ProgressView } from "../reports/progre
 import {
   batchReport,
   countByStatus,
+  endingOf,
   secondsText,
   seeCommand,
+  turnReport,
   type BatchReport,
   type BatchTurnResult,
+  type TurnEndingFields,
 } from "../reports/turn-result.ts";
 import { producerWithArchive } from "./_archive.ts";
 import { interruptSignal, parseCommandArgs, type ParsedArgs } from "./_args.ts";
@@ -125,43 +127,17 @@ async function enqueueAll(producer: Producer, turns: readonly BatchTurn[]): Prom
   return results;
 }
 
-function messageOfEnding(result: TurnResult): string | undefined {
-  if (result.status === "failed") return dataOf("turn.failed", result.event.data)?.error.message;
-  if (result.status === "cancelled") return dataOf("turn.cancelled", result.event.data)?.reason ?? "cancelled";
-  return undefined;
-}
-
-function resultOf(
-  queuedTurn: QueuedTurn,
-  scrub: Scrub,
-  ending: Pick<BatchTurnResult, "status" | "outcome" | "attempts" | "errorKind" | "message" | "resultText">,
-): BatchTurnResult {
-  const optional = (text: string | undefined): string | undefined => (text === undefined ? undefined : scrub(text));
+function resultOf(queuedTurn: QueuedTurn, scrub: Scrub, ending: TurnEndingFields): BatchTurnResult {
   return {
     line: queuedTurn.spec.line,
     label: scrub(queuedTurn.spec.label),
-    session: queuedTurn.queued.session,
-    turn: queuedTurn.queued.turn,
+    ...turnReport(queuedTurn.queued, queuedTurn.progress.figures(), ending, scrub),
     tenant: queuedTurn.queued.tenant,
-    toolCalls: queuedTurn.progress.toolCalls,
-    seconds: queuedTurn.progress.seconds(),
-    ...ending,
-    message: optional(ending.message),
-    resultText: optional(ending.resultText),
   };
 }
 
 function endedResult(queuedTurn: QueuedTurn, result: TurnResult, scrub: Scrub): BatchTurnResult {
-  const outcome = outcomeOfTurn(result.status, result.errorKind);
-  const ending = {
-    status: result.status,
-    outcome,
-    attempts: result.attempt,
-    errorKind: result.errorKind,
-    message: messageOfEnding(result),
-    resultText: result.resultText,
-  };
-  return resultOf(queuedTurn, scrub, ending);
+  return resultOf(queuedTurn, scrub, endingOf(result));
 }
 
 /** How a case the batch's signal stopped counts: timed out (--timeout) or cancelled (interrupt). */

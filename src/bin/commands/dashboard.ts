@@ -1,6 +1,7 @@
 // `turnstream dashboard`: the web console — sessions, a session's transcript live or at any event,
 // the decisions inbox, the queue, the tenants — served from the log and the read models.
 import { readFileSync } from "node:fs";
+import { checkPortFree, PortInUseError } from "../../kernel/index.ts";
 import {
   loadOperatorKey,
   OperatorKeyError,
@@ -84,6 +85,14 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`turnstream dashboard: ${(err as Error).message}\n`);
     return EXIT.usage;
   }
+  try {
+    // Before anything starts: a dashboard whose port is taken would leave its connections behind.
+    await checkPortFree(values.host, port);
+  } catch (err) {
+    if (!(err instanceof PortInUseError)) throw err;
+    process.stderr.write(`turnstream dashboard: ${portTaken(err)}\n`);
+    return EXIT.usage;
+  }
   const redis = await redisOrExplain("dashboard");
   if (redis === undefined) return EXIT.infrastructure;
   const interrupt = interruptSignal();
@@ -112,13 +121,19 @@ export async function run(argv: string[]): Promise<number> {
     await dashboard.close();
     return EXIT.finished;
   } catch (err) {
-    if (!(err instanceof DashboardTokenRequiredError) && (err as NodeJS.ErrnoException).code !== "EADDRINUSE")
-      throw err;
-    process.stderr.write(`turnstream dashboard: ${(err as Error).message}\n`);
+    if (!(err instanceof DashboardTokenRequiredError) && !(err instanceof PortInUseError)) throw err;
+    process.stderr.write(`turnstream dashboard: ${err instanceof PortInUseError ? portTaken(err) : err.message}\n`);
+    // Taken in the moment since the check: the half-started console's connections would keep the process.
+    if (err instanceof PortInUseError) setTimeout(() => process.exit(EXIT.usage), 1000).unref();
     return EXIT.usage;
   } finally {
     interrupt.release();
     await archive?.close();
     redis.disconnect();
   }
+}
+
+/** The console's port is taken: which one, and the flag that moves it. */
+function portTaken(err: PortInUseError): string {
+  return `cannot serve the console: ${err.message}; pick another with --port N (0 picks a free one), or stop what holds ${err.port}`;
 }

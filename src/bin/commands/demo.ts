@@ -1,7 +1,8 @@
 // `turnstream demo`: the whole product in one process. Without ANTHROPIC_API_KEY it starts the
 // scripted model server (offline, deterministic); with it, the real API answers. An in-process worker
 // runs two turns of one session — the second resumes the first's CLI session — and the transcript is
-// printed as the events land in the session's log.
+// printed as the events land in the session's log, under the log prefix the commands read
+// (--prefix, TURNSTREAM_PREFIX), so the replay command it prints finds the session.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,8 +12,9 @@ import { createScrubber } from "../../telemetry/index.ts";
 import { hermeticEnv, startModelServer, type ModelServer, type Script } from "../../testing/index.ts";
 import { startTurnWorker } from "../../worker/index.ts";
 import { EXIT } from "../exit-codes.ts";
+import { DEFAULT_PREFIX } from "../../kernel/index.ts";
 import { parseCommandArgs } from "./_args.ts";
-import { redisOrExplain } from "./_connect.ts";
+import { logPrefix, queueConfigOf, redisOrExplain } from "./_connect.ts";
 import { followTurn } from "./_follow.ts";
 
 export const summary =
@@ -86,6 +88,8 @@ function scriptedModelEnv(server: ModelServer, root: string): Record<string, str
 interface DemoRun {
   producer: Producer;
   session: string;
+  /** The log's key prefix: the replay command it prints must read the same one. */
+  prefix: string;
   workspace: string;
   out: NodeJS.WriteStream;
   scrub: (text: string) => string;
@@ -132,19 +136,32 @@ function reportResume(demo: DemoRun, results: TurnResult[], server: ModelServer 
       .at(-2);
     demo.out.write(`the model saw ${turn2Request?.messages.length ?? 0} messages of history when turn 2 began\n`);
   }
-  demo.out.write(`replay it: npm run turnstream -- replay ${demo.session}\n`);
+  const prefix = demo.prefix === DEFAULT_PREFIX ? "" : ` --prefix ${demo.prefix}`;
+  demo.out.write(`replay it: npm run turnstream -- replay ${demo.session}${prefix}\n`);
   return resumed;
 }
 
+const usage = `usage: turnstream demo [--keep] [--prefix P] [--queue-prefix Q]
+  --keep            leave the demo workspace in place
+  --prefix P        log key prefix (default: TURNSTREAM_PREFIX or "ts:"); the replay command it prints uses it
+  --queue-prefix Q  queue prefix (default: TURNSTREAM_QUEUE_PREFIX or "{turnstream}"); the demo's queue is its own
+env: REDIS_URL (default redis://127.0.0.1:6379), ANTHROPIC_API_KEY (real API instead of the scripted server)
+`;
+
 export async function run(argv: string[]): Promise<number> {
-  const usage =
-    "usage: turnstream demo [--keep]\n  --keep  leave the demo workspace in place\nenv: REDIS_URL (default redis://127.0.0.1:6379), ANTHROPIC_API_KEY (real API instead of the scripted server)\n";
   const args = parseCommandArgs("demo", usage, {
     args: argv,
-    options: { keep: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: {
+      keep: { type: "boolean" },
+      prefix: { type: "string" },
+      "queue-prefix": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   if (typeof args === "number") return args;
   const { values } = args;
+  const prefix = logPrefix(values.prefix);
+  const { queuePrefix } = queueConfigOf(values);
   const out = process.stdout;
   const scrubber = createScrubber({ env: process.env });
   const scrub = (s: string): string => scrubber.scrub(s);
@@ -160,6 +177,8 @@ export async function run(argv: string[]): Promise<number> {
   const session = `demo-${randomBytes(6).toString("hex")}`;
   const worker = startTurnWorker({
     redis,
+    logPrefix: prefix,
+    queuePrefix,
     queueName,
     workspaceRoots: [workspace],
     concurrency: 1,
@@ -167,14 +186,14 @@ export async function run(argv: string[]): Promise<number> {
     runEnv,
     scrubber,
   });
-  const producer = createProducer({ redis, queueName });
+  const producer = createProducer({ redis, logPrefix: prefix, queuePrefix, queueName });
   try {
     await worker.ready();
     out.write(
       `turnstream demo — ${server === undefined ? "real Anthropic API" : `scripted model server at ${server.url} (offline)`}\n`,
     );
     out.write(`session ${session}, workspace ${workspace}\n`);
-    const demo: DemoRun = { producer, session, workspace, out, scrub };
+    const demo: DemoRun = { producer, session, prefix, workspace, out, scrub };
     const results = await runTurns(demo);
     if (results === undefined) return 1;
     return reportResume(demo, results, server) ? 0 : 1;

@@ -6,7 +6,14 @@ import { parseCommandArgs } from "./_args.ts";
 export const summary = "serve a scripted Anthropic Messages API on 127.0.0.1 for offline CLI runs";
 
 export async function run(argv: string[]): Promise<number> {
-  const usage = "usage: turnstream model-server --script FILE [--port N]\n";
+  const usage = `usage: turnstream model-server --script FILE [--port N]
+  Serves the Anthropic Messages API on 127.0.0.1 from a script of answers (format: src/testing/README.md),
+  prints "listening on <url>" and serves until SIGINT or SIGTERM.
+  A worker whose model it is: ANTHROPIC_BASE_URL=<url> ANTHROPIC_API_KEY=<anything>
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 turnstream worker
+  --script FILE  the script, JSON: {"responses": [{"content": [{"type": "text", "text": "…"}]}, …]}
+  --port N       the port (default 0: a free one)
+`;
   const args = parseCommandArgs("model-server", usage, {
     args: argv,
     options: { script: { type: "string" }, port: { type: "string" }, help: { type: "boolean", short: "h" } },

@@ -1,24 +1,32 @@
 // `turnstream run`: enqueue one turn; with --wait, follow it live and exit by its outcome (see
 // ../exit-codes.ts), so a pipeline can tell "the agent failed the task" from "retry this job". A
 // supervised turn that parks on a call is said on stderr with the command that decides it; the wait
-// goes on, or with --exit-on-park ends at once (exit 5).
+// goes on, or with --exit-on-park ends at once (exit 5). What it says of the turn at the end is the
+// per-turn report `batch` writes too (../reports/turn-result.ts). Ctrl-C or SIGTERM while it follows
+// the turn says so, and how to cancel the turn (or, with --cancel-on-interrupt, cancels it), and exits
+// 130 or 143 as a shell would report the signal.
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { forTerminal, TurnstreamError } from "../../kernel/index.ts";
+import { forTerminal, TurnstreamError, withTimeout } from "../../kernel/index.ts";
 import { explainRedisError, redisUrlForDisplay, type Envelope } from "../../log/index.ts";
 import { connectForCommand, type Scrub } from "../../projector/index.ts";
 import {
   InvalidTurnError,
+  liveWorkerCount,
   MissingVariableError,
+  noWorkerWarning,
   WaitTimeoutError,
+  type CancelResult,
   type EnqueueInput,
   type EnqueueResult,
   type Producer,
   type TurnResult,
 } from "../../queue/index.ts";
-import { EXIT, exitCodeOf, outcomeOfTurn, type Outcome } from "../exit-codes.ts";
+import { EXIT, EXIT_ON_SIGNAL, exitCodeOf, type Outcome, type StopSignal } from "../exit-codes.ts";
+import { TurnProgress } from "../reports/progress.ts";
+import { endingOf, secondsText, turnReport, type TurnReport } from "../reports/turn-result.ts";
 import { producerWithArchive } from "./_archive.ts";
-import { parseCommandArgs, type ParsedArgs } from "./_args.ts";
+import { Interrupted, interruptSignal, parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import {
   ARCHIVE_FLAG_OPTIONS,
   ARCHIVE_FLAG_USAGE,
@@ -34,7 +42,8 @@ import { defaultScrub } from "./_scrub.ts";
 
 export const summary = "enqueue a turn (--wait: follow it live and exit with its outcome)";
 
-const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--wait] [--exit-on-park] [--json] [--supervised] [--model M] [--max-turns N]
+const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--wait] [--exit-on-park] [--cancel-on-interrupt] [--json]
+                      [--supervised] [--model M] [--max-turns N]
                       [--allowed-tools A,B] [--idempotency-key K] [--var key=value …] [--tenant T] [--label name=value …]
                       [--limit name=N …] [--timeout D] [--turn-timeout D] [--start-timeout D] [--archive URL]
                       [--prefix P] [--queue-prefix Q] [--queue NAME]
@@ -43,9 +52,15 @@ const usage = `usage: turnstream run [--session S] [--cwd DIR] [--check-cwd] [--
                      2 usage, 3 infrastructure (retry the job), 4 cancelled or timed out, 6 the tenant is over
                      its budget (not worth retrying now; see \`turnstream tenants\`); when a supervised
                      turn parks on a call, stderr says what it waits on and how to decide it, and the wait goes on
+                     Ctrl-C or SIGTERM while waiting: exit 130 or 143 (128 + the signal's number, as a shell
+                     reports it), saying how to cancel the turn, which goes on running
   --exit-on-park     with --wait: exit 5 as soon as the turn parks (it waits for its decision, holding nothing,
                      and resumes on a worker once decided); --json says "status":"parked" with the request
-  --json             one JSON object on stdout, whatever happens (outcome, exitCode, and the result)
+  --cancel-on-interrupt
+                     with --wait: on Ctrl-C or SIGTERM, cancel the turn before exiting (a cancelled CI job
+                     leaves no turn running)
+  --json             one JSON object on stdout, whatever happens: outcome, exitCode, and the turn's report
+                     (status, message, attempts, toolCalls, seconds, costUsd, tokens, resultText)
   --timeout D        stop waiting after D (exit 4; the turn goes on); D is 30s, 10m, 1h or milliseconds
   --timeout-ms MS    the same as --timeout, kept for existing scripts
   --turn-timeout D   the worker ends the turn itself after D (its timeoutMs)
@@ -69,6 +84,7 @@ const options = {
   "check-cwd": { type: "boolean" },
   wait: { type: "boolean" },
   "exit-on-park": { type: "boolean" },
+  "cancel-on-interrupt": { type: "boolean" },
   supervised: { type: "boolean" },
   json: { type: "boolean" },
   model: { type: "string" },
@@ -209,10 +225,28 @@ function report(
   fields: Record<string, unknown>,
   message?: string,
 ): number {
-  const exitCode = exitCodeOf(outcome);
-  if (json) process.stdout.write(scrub(JSON.stringify({ ...fields, outcome, exitCode })) + "\n");
+  return reportAs(json, scrub, { outcome, exitCode: exitCodeOf(outcome) }, fields, message);
+}
+
+/** As report, for an ending that is not a turn's outcome (an interrupt) and so carries its own code. */
+function reportAs(
+  json: boolean | undefined,
+  scrub: Scrub,
+  verdict: { outcome: string; exitCode: number },
+  fields: Record<string, unknown>,
+  message?: string,
+): number {
+  if (json) process.stdout.write(scrub(JSON.stringify({ ...fields, ...verdict })) + "\n");
   else if (message !== undefined) process.stderr.write(scrub(`turnstream run: ${message}\n`));
-  return exitCode;
+  return verdict.exitCode;
+}
+
+/** The command that cancels the turn, with the queue flags this run was given. */
+function cancelCommand(turn: string, values: RunValues): string {
+  const flags = (["prefix", "queue-prefix", "queue"] as const).flatMap((flag) =>
+    values[flag] === undefined ? [] : [`--${flag}`, values[flag]],
+  );
+  return ["turnstream cancel", turn, ...flags].join(" ");
 }
 
 /** Events that show a worker took the turn (or that it ended before one had to). */
@@ -284,36 +318,95 @@ function reportParked(parked: ParkedView, values: RunValues, scrub: Scrub): numb
   return report(values.json, scrub, "parked", fields);
 }
 
-const WORKER_CHECK_MS = 2000;
-
 /** A warning on stderr when no worker listens on the queue: the turn would wait until one starts. */
 async function warnWithoutWorker(producer: Producer): Promise<void> {
-  // getWorkersCount reads CLIENT LIST; where the ACL refuses it, say nothing rather than guess. It runs
-  // on BullMQ's connection, which retries a command for as long as Redis is gone: bounded, so a Redis
-  // that dies right now is reported by the wait that follows, not hung on here.
-  let timer: NodeJS.Timeout | undefined;
-  const gaveUp = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), WORKER_CHECK_MS)));
-  const counted = producer.queue.getWorkersCount().catch(() => undefined);
-  const workers = await Promise.race([counted, gaveUp]).finally(() => clearTimeout(timer));
-  if (workers !== 0) return;
-  process.stderr.write(
-    `turnstream run: warning: no live worker on queue '${producer.queue.name}'; the turn waits until one starts (turnstream worker)\n`,
-  );
+  if ((await liveWorkerCount(producer.queue)) !== 0) return;
+  process.stderr.write(`turnstream run: warning: ${noWorkerWarning(producer.queue.name)}\n`);
 }
 
-function reportResult(result: TurnResult, values: RunValues, scrub: Scrub): number {
-  const outcome = outcomeOfTurn(result.status, result.errorKind);
-  if (!values.json && result.resultText !== undefined) {
+/** One line with what the turn took: attempts, tool calls, time, cost and tokens. */
+function figuresLine(ended: TurnReport<string>): string {
+  const { attempts, toolCalls, seconds, costUsd, tokens } = ended;
+  return `turn ${ended.turn} ${ended.status}: attempt ${attempts}, ${toolCalls} tool call(s), ${secondsText(seconds)}, $${costUsd.toFixed(4)}, ${tokens.input} tokens in, ${tokens.output} out\n`;
+}
+
+function reportResult(result: TurnResult, progress: TurnProgress, values: RunValues, scrub: Scrub): number {
+  const ended = turnReport(result, progress.figures(), endingOf(result), scrub);
+  if (!values.json) {
     // The model's text: escaped for the terminal, lines kept.
-    process.stdout.write(forTerminal(scrub(`result (${result.status}): ${result.resultText}\n`), { multiline: true }));
+    if (result.resultText !== undefined)
+      process.stdout.write(
+        forTerminal(scrub(`result (${result.status}): ${result.resultText}\n`), { multiline: true }),
+      );
+    process.stdout.write(figuresLine(ended));
   }
-  const { event: _event, ...fields } = result;
-  const why = result.error === undefined ? "" : ` (${result.error})`;
+  // `attempt`, `error` and `cliSessionId` as this command always printed them, beside the shared report.
+  const fields = { ...ended, attempt: result.attempt, error: result.error, cliSessionId: result.cliSessionId };
+  const why = ended.message === undefined ? "" : ` (${ended.message})`;
   const said =
     result.status === "finished"
       ? undefined
-      : `turn ${result.turn} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}: ${outcome}${why}`;
-  return report(values.json, scrub, outcome, fields, said);
+      : `turn ${result.turn} ${result.status}${result.errorKind ? ` (${result.errorKind})` : ""}: ${ended.outcome}${why}`;
+  return report(values.json, scrub, ended.outcome, fields, said);
+}
+
+/** How long --cancel-on-interrupt waits for the cancel: a stopping CI job gets little time. */
+const CANCEL_ON_INTERRUPT_MS = 5000;
+
+/** --cancel-on-interrupt: the turn cancelled (or its worker told to end it); `failed` when Redis did not say. */
+async function cancelOnInterrupt(
+  producer: Producer,
+  queued: EnqueueResult,
+  signal: StopSignal,
+): Promise<CancelResult["outcome"] | "failed"> {
+  const cancelling = producer.cancelTurn(queued.turn, {
+    session: queued.session,
+    reason: `the command following it was stopped (${signal}) with --cancel-on-interrupt`,
+    by: "turnstream run",
+  });
+  const cancelled = await withTimeout(cancelling, CANCEL_ON_INTERRUPT_MS, "no answer").catch(() => undefined);
+  return cancelled?.outcome ?? "failed";
+}
+
+const AFTER_CANCEL: Readonly<Record<CancelResult["outcome"] | "failed", string>> = {
+  cancelled: "--cancel-on-interrupt cancelled it: it will not run",
+  requested: "--cancel-on-interrupt asked its worker to end it, which it does now",
+  too_late: "it had ended already; nothing to cancel",
+  failed: "cancelling it failed (Redis did not answer in time); it may go on running",
+};
+
+/** A signal stopped the command while it followed the turn: what happened, how to cancel it, exit 128 + N. */
+async function reportInterrupted(
+  signal: StopSignal,
+  producer: Producer,
+  queued: EnqueueResult,
+  progress: TurnProgress,
+  values: RunValues,
+  scrub: Scrub,
+): Promise<number> {
+  const cancel = values["cancel-on-interrupt"] === true ? await cancelOnInterrupt(producer, queued, signal) : undefined;
+  const stillRuns = cancel === undefined || cancel === "failed";
+  const how = cancelCommand(queued.turn, values);
+  const next =
+    cancel === undefined
+      ? `it goes on running (${how} stops it)`
+      : `${AFTER_CANCEL[cancel]}${stillRuns ? ` (${how})` : ""}`;
+  const message = `interrupted by ${signal} while following turn ${queued.turn}; ${next}`;
+  const ending = {
+    status: "unended" as const,
+    outcome: "interrupted",
+    attempts: progress.attempt,
+    errorKind: undefined,
+    message,
+    resultText: undefined,
+  };
+  const fields = {
+    ...turnReport(queued, progress.figures(), ending, scrub),
+    signal,
+    cancel,
+    cancelCommand: stillRuns ? how : undefined,
+  };
+  return reportAs(values.json, scrub, { outcome: "interrupted", exitCode: EXIT_ON_SIGNAL[signal] }, fields, message);
 }
 
 /** The turn did not end while we waited: the wait timed out, no worker took it, or Redis went away. */
@@ -340,7 +433,7 @@ async function reportUnended(
   }
   const message =
     err instanceof WaitTimeoutError
-      ? `turn ${queued.turn} did not end within --timeout (${values.timeout ?? `${values["timeout-ms"]} ms`}); it goes on running (turnstream cancel ${queued.turn} stops it)`
+      ? `turn ${queued.turn} did not end within --timeout (${values.timeout ?? `${values["timeout-ms"]} ms`}); it goes on running (${cancelCommand(queued.turn, values)} stops it)`
       : explainRedisError(err, redisUrlForDisplay(), `waiting for turn ${queued.turn}`).message;
   return report(values.json, scrub, outcomeOfError(err), { ...where, error: message }, message);
 }
@@ -351,17 +444,22 @@ async function followToEnd(
   values: RunValues,
   timeouts: Timeouts,
   scrub: Scrub,
+  interrupt: AbortSignal,
 ): Promise<number> {
   if (!values.json) process.stdout.write(`turn ${queued.turn} in session ${queued.session}\n`);
   await warnWithoutWorker(producer);
   const watch = new StartWatch(timeouts.startMs);
   const parks = parkWatch(queued, values["exit-on-park"] === true, scrub);
-  const signal = AbortSignal.any([watch.signal, parks.signal]);
+  const signal = AbortSignal.any([watch.signal, parks.signal, interrupt]);
+  const progress = new TurnProgress(queued.turn);
   try {
+    // Stopped already (a signal while the turn was enqueued): a wait on an aborted signal never ends.
+    signal.throwIfAborted();
     const out = values.json ? process.stderr : process.stdout;
     const result = await followTurn(producer, queued.session, queued.turn, {
       out,
       scrub,
+      progress,
       timeoutMs: timeouts.waitMs,
       signal,
       onEvent: (event) => {
@@ -369,10 +467,12 @@ async function followToEnd(
         parks.watch.onEvent(event);
       },
     });
-    return reportResult(result, values, scrub);
+    return reportResult(result, progress, values, scrub);
   } catch (err) {
     const reason = signal.aborted ? signal.reason : err;
     if (reason instanceof TurnParkedStop) return reportParked(reason.parked, values, scrub);
+    if (reason instanceof Interrupted)
+      return reportInterrupted(reason.signal, producer, queued, progress, values, scrub);
     return reportUnended(reason, producer, queued, values, scrub);
   } finally {
     watch.stop();
@@ -390,6 +490,8 @@ async function enqueueAndFollow(args: RunArgs, scrub: Scrub): Promise<number> {
   const values = args.values;
   if (values["exit-on-park"] === true && values.wait !== true)
     throw new RunUsageError("--exit-on-park only applies with --wait");
+  if (values["cancel-on-interrupt"] === true && values.wait !== true)
+    throw new RunUsageError("--cancel-on-interrupt only applies with --wait");
   const timeouts = timeoutsOf(values);
   const input = enqueueInput(values, await readPrompt(args), timeouts);
   const redis = await connectForCommand();
@@ -397,12 +499,15 @@ async function enqueueAndFollow(args: RunArgs, scrub: Scrub): Promise<number> {
     { redis, ...queueConfigOf(values), checkCwd: values["check-cwd"] },
     values.archive,
   );
+  // Held from before the enqueue: a signal in between still finds the turn to say (or cancel).
+  const interrupt = values.wait ? interruptSignal() : undefined;
   try {
     const queued = await producer.enqueueTurn(input);
-    if (values.wait) return await followToEnd(producer, queued, values, timeouts, scrub);
+    if (interrupt !== undefined) return await followToEnd(producer, queued, values, timeouts, scrub, interrupt.signal);
     printQueued(queued, values.json);
     return EXIT.finished;
   } finally {
+    interrupt?.release();
     await producer.close();
     redis.disconnect();
   }

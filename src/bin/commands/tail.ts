@@ -29,7 +29,7 @@ ${ARCHIVE_FLAG_USAGE}  Colour only on a terminal, and never when NO_COLOR is set
 const kindStyle = (kind: string): "dim" | "red" | "green" | "yellow" | "blue" | "magenta" | "cyan" => {
   if (kind === "turn.failed" || kind === "attempt.abandoned") return "red";
   if (kind === "turn.finished") return "green";
-  if (kind.startsWith("decision.") || kind === "rule.added") return "magenta";
+  if (kind.startsWith("decision.") || kind.startsWith("rule.")) return "magenta";
   if (kind === "cli.line") return "cyan";
   if (kind.startsWith("turn.") || kind.startsWith("attempt.")) return "yellow";
   return "blue";

@@ -1,6 +1,7 @@
 // `turnstream worker [--concurrency N]`: runs a turn worker until SIGTERM/SIGINT. The rest of its
 // configuration comes from the environment (see src/worker/config.ts).
 import { parseArgs } from "node:util";
+import { PortInUseError } from "../../kernel/index.ts";
 import { connectForCommand, RedisUnavailableError } from "../../projector/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { runWorkerMain } from "../../worker/index.ts";
@@ -51,7 +52,22 @@ export async function run(argv: string[]): Promise<number> {
     setTimeout(() => process.exit(code), 2000).unref();
     return code;
   } catch (err) {
-    process.stderr.write(`turnstream worker: ${err instanceof Error ? err.message : String(err)}\n`);
+    const message =
+      err instanceof PortInUseError
+        ? opsPortTaken(err, parsed.values["ops-port"] !== undefined)
+        : err instanceof Error
+          ? err.message
+          : String(err);
+    process.stderr.write(`turnstream worker: ${message}\n`);
     return err instanceof RedisUnavailableError ? EXIT.infrastructure : EXIT.usage;
   }
+}
+
+/** The ops endpoint's port is taken: which port, and the setting that chose it. */
+function opsPortTaken(err: PortInUseError, byFlag: boolean): string {
+  const setting = byFlag ? "--ops-port" : "TURNSTREAM_OPS_PORT";
+  return (
+    `the ops endpoint cannot listen: ${err.message} (${setting}); ` +
+    `pick a free port with ${setting} N (0 picks one and logs it), or stop what holds ${err.port}`
+  );
 }

@@ -2,15 +2,24 @@
 // views of them. On a terminal, one live line per turn redrawn in place (status, attempt, tool calls,
 // elapsed); anywhere else (a CI log, a pipe) one plain line each time a turn's status changes, so
 // the log reads in order and never holds cursor movements.
-import { dataOf } from "../../events/index.ts";
+import { costAdded, dataOf } from "../../events/index.ts";
+import { isObj, numberField, objField } from "../../kernel/index.ts";
 import type { Envelope } from "../../log/index.ts";
+import { zeroTokens, type Tokens } from "../../projector/index.ts";
 import { parseLine, type ParsedLine } from "../../protocol/index.ts";
-import { secondsText } from "./turn-result.ts";
+import { secondsText, type TurnFigures } from "./turn-result.ts";
 
 /** The protocol's parse of a `cli.line` event's text (undefined when its data has none). */
 export function cliLineParse(event: Envelope): ParsedLine | undefined {
   const raw = dataOf("cli.line", event.data)?.raw;
   return raw === undefined ? undefined : parseLine(raw);
+}
+
+/** One CLI run of the turn: where its CLI session's running total stood as it started, and stands now. */
+interface RunSpend {
+  attempt: number;
+  baseUsd: number;
+  totalUsd: number | undefined;
 }
 
 export class TurnProgress {
@@ -21,6 +30,9 @@ export class TurnProgress {
   startedAtMs: number | undefined;
   endedAtMs: number | undefined;
   readonly label: string;
+  /** The tokens of every result line of every run. */
+  readonly tokens: Tokens = zeroTokens();
+  readonly #runs: RunSpend[] = [];
 
   constructor(label: string) {
     this.label = label;
@@ -36,6 +48,11 @@ export class TurnProgress {
         this.attempt = event.attempt;
         this.startedAtMs ??= Date.parse(event.at);
         this.state = "running";
+        this.#runs.push({
+          attempt: event.attempt,
+          baseUsd: dataOf("attempt.started", event.data)?.costBaseUsd ?? 0,
+          totalUsd: undefined,
+        });
         return true;
       case "attempt.abandoned":
         this.state = "retrying";
@@ -44,8 +61,11 @@ export class TurnProgress {
       case "turn.parked":
         this.state = "parked";
         return true;
-      case "cli.line":
-        return this.#countToolCalls(parsed ?? cliLineParse(event));
+      case "cli.line": {
+        const line = parsed ?? cliLineParse(event);
+        this.#countSpend(event.attempt, line);
+        return this.#countToolCalls(line);
+      }
       case "turn.finished":
       case "turn.failed":
       case "turn.cancelled":
@@ -63,6 +83,42 @@ export class TurnProgress {
     const calls = (line.message?.content ?? []).filter((b) => b.type === "tool_use").length;
     this.toolCalls += calls;
     return calls > 0;
+  }
+
+  /**
+   * A result line's spend: its running total (the latest replaces the run's: the CLI counts on from
+   * its session's earlier turns) and its tokens (each result's own, so they add up), as the projector counts.
+   */
+  #countSpend(attempt: number, parsed: ParsedLine | undefined): void {
+    const line = parsed?.line;
+    if (!isObj(line) || line["type"] !== "result") return;
+    const total = numberField(line, "total_cost_usd");
+    const run = this.#runs.findLast((r) => r.attempt === attempt);
+    if (total !== undefined && run !== undefined) run.totalUsd = total;
+    const usage = objField(line, "usage");
+    if (usage === undefined) return;
+    this.tokens.input += numberField(usage, "input_tokens") ?? 0;
+    this.tokens.output += numberField(usage, "output_tokens") ?? 0;
+    this.tokens.cacheRead += numberField(usage, "cache_read_input_tokens") ?? 0;
+    this.tokens.cacheCreation += numberField(usage, "cache_creation_input_tokens") ?? 0;
+  }
+
+  /** What the turn's runs cost so far, abandoned attempts included. */
+  costUsd(): number {
+    return this.#runs.reduce(
+      (sum, run) => sum + (run.totalUsd === undefined ? 0 : costAdded(run.baseUsd, run.totalUsd)),
+      0,
+    );
+  }
+
+  /** What following the turn measured of it, for its report. */
+  figures(nowMs = Date.now()): TurnFigures {
+    return {
+      toolCalls: this.toolCalls,
+      seconds: this.seconds(nowMs),
+      costUsd: this.costUsd(),
+      tokens: { ...this.tokens },
+    };
   }
 
   /** Seconds the turn has run (or ran): from its first attempt's start to its end, or to now. */
