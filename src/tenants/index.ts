@@ -21,14 +21,17 @@ export {
 export { TenantLimitsReader, type TenantLimitsReaderOptions } from "./limits-reader.ts";
 export {
   BUDGET_WINDOW_MS,
+  HOLD_MS,
   SPEND_BUCKET_MS,
   TenantLedger,
+  type Admission,
   type LedgerWindow,
   type Reservation,
   type TenantSpend,
 } from "./ledger.ts";
 export { fairSharePriority } from "./fair-share.ts";
 export {
+  chargeOf,
   tenantBudgetPolicy,
   TENANT_BUDGET_CODE,
   TENANT_LIMITS_CODE,

@@ -10,11 +10,19 @@ export interface TenantKeys {
   readonly calls: string;
   /** List of job ids that found the tenant at its running limit: the next release wakes one. */
   readonly blocked: string;
+  /** Hash: call id of each model call out now → the most it can cost and when its hold lapses. */
+  readonly holds: string;
 }
 
 export function tenantKeys(logPrefix: string, tenant: string): TenantKeys {
   const tag = `${logPrefix}{t:${tenant}}`;
-  return { running: `${tag}:running`, spend: `${tag}:spend`, calls: `${tag}:calls`, blocked: `${tag}:blocked` };
+  return {
+    running: `${tag}:running`,
+    spend: `${tag}:spend`,
+    calls: `${tag}:calls`,
+    blocked: `${tag}:blocked`,
+    holds: `${tag}:holds`,
+  };
 }
 
 /** Hash: tenant → its signed limits (JSON). */
