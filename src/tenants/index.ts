@@ -1,6 +1,13 @@
 // Tenants: whose turn it is, what each may spend and run at once, and fair share between them.
 export { isTenantName, tenantNameProblem, tenantNameSchema, TENANT_NAME_PATTERN } from "./names.ts";
-export { fairShareKey, tenantKeys, tenantLimitsKey, tenantsSeenKey, type TenantKeys } from "./keys.ts";
+export {
+  fairShareKey,
+  tenantKeys,
+  tenantLimitsKey,
+  tenantLimitsNewestKey,
+  tenantsSeenKey,
+  type TenantKeys,
+} from "./keys.ts";
 export {
   clearLimits,
   limitsFromRecord,
@@ -14,6 +21,7 @@ export {
   type LimitsVerdict,
   type OverBudgetPolicy,
   type SignedTenantLimits,
+  type SignedVersion,
   type TenantDefaults,
   type TenantLimits,
   type TenantLimitsInput,

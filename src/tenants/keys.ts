@@ -28,6 +28,12 @@ export function tenantKeys(logPrefix: string, tenant: string): TenantKeys {
 /** Hash: tenant → its signed limits (JSON). */
 export const tenantLimitsKey = (logPrefix: string): string => `${logPrefix}tenants:limits`;
 
+/**
+ * Hash: tenant → the newest signed limits a worker has verified (its time and signature). Workers write
+ * it, the operator role cannot: a record older than it is a replay, and its tenant's turns are held back.
+ */
+export const tenantLimitsNewestKey = (logPrefix: string): string => `${logPrefix}tenants:limits-newest`;
+
 /** Sorted set: tenant → when a turn of it last started or was enqueued (ms): what `tenants` lists. */
 export const tenantsSeenKey = (logPrefix: string): string => `${logPrefix}tenants:seen`;
 

@@ -1,10 +1,169 @@
-// Attacks on tenants' budgets at the Redis level: model calls made at once, or cut short, to spend
-// past a budget.
+// Attacks on tenants at the Redis level: names that would collide in keys or pass for another
+// tenant, sessions that change tenant, limits replayed, deleted or swapped by someone who holds only
+// the operator role, and model calls made at once or cut short to spend past a budget.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { Job } from "bullmq";
+import { parseOperatorKeys } from "../../src/decisions/index.ts";
 import { requestBound, worstCaseCostUsd, type ModelCall, type PolicyCall } from "../../src/gateway/index.ts";
-import { chargeOf, TenantLedger, tenantKeys } from "../../src/tenants/index.ts";
+import { createProducer, InvalidTurnError, orderKeys } from "../../src/queue/index.ts";
+import {
+  chargeOf,
+  clearLimits,
+  fairShareKey,
+  signTenantLimits,
+  TenantLedger,
+  tenantKeys,
+  TenantLimitsReader,
+  tenantLimitsKey,
+  tenantLimitsNewestKey,
+  writeLimits,
+  type TenantLimitsInput,
+} from "../../src/tenants/index.ts";
+import { operatorKey } from "../decisions/_support.ts";
+import { startAclRedis } from "../decisions/_acl-redis.ts";
 import { cleanupKeys, redisFor, testSpace } from "../worker/_support.ts";
+
+test("tenant names that would break out of their key tag, pass for the untenanted field, look like another or hold a secret are refused at enqueue, writing nothing", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const cwd = space.workspace();
+  const hostile = [
+    "a}b",
+    "{t:x}",
+    "x:running",
+    "acme}:spend",
+    "-",
+    "",
+    " acme",
+    "acme\n",
+    "\u0430cme", // Cyrillic а: looks like "acme"
+    "acme\u200b", // a zero-width space after it
+    "ACME\u0301",
+    `sk-ant-api03-${"A".repeat(40)}`,
+    `ghp_${"a".repeat(36)}`,
+    "AKIAABCDEFGHIJKLMNOP",
+    "x".repeat(101),
+  ];
+  try {
+    for (const tenant of hostile) {
+      const session = `s-name-${hostile.indexOf(tenant)}`;
+      await assert.rejects(
+        producer.enqueueTurn({ prompt: "p", cwd, tenant, session }),
+        (err: Error) => err instanceof InvalidTurnError && err.field === "tenant",
+        JSON.stringify(tenant),
+      );
+      assert.equal(await redis.exists(orderKeys(space.logPrefix, session).conf), 0, "nothing was written");
+    }
+    assert.equal(await producer.queue.count(), 0);
+    const vt = await redis.hgetall(fairShareKey(space.queuePrefix, producer.queue.name));
+    assert.deepEqual(vt, {}, "no fair-share field was made for a refused name");
+  } finally {
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+  }
+});
+
+test("a session keeps the tenant its first turn named: another tenant's turn is refused, and a session that began without one never takes one", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const cwd = space.workspace();
+  try {
+    await producer.enqueueTurn({ prompt: "a", cwd, tenant: "team-a", session: "s-a" });
+    await assert.rejects(producer.enqueueTurn({ prompt: "b", cwd, tenant: "team-b", session: "s-a" }), /team-a/);
+    // Naming none runs as the session's tenant, so a budget cannot be dodged by leaving it out.
+    const unnamed = await producer.enqueueTurn({ prompt: "c", cwd, session: "s-a" });
+    assert.equal((await Job.fromId(producer.queue, unnamed.turn))!.data.tenant, "team-a");
+
+    await producer.enqueueTurn({ prompt: "d", cwd, session: "s-free" });
+    await assert.rejects(
+      producer.enqueueTurn({ prompt: "e", cwd, tenant: "team-a", session: "s-free" }),
+      /belongs to no tenant/,
+    );
+    assert.equal(await redis.hget(orderKeys(space.logPrefix, "s-free").conf, "tenant"), null);
+  } finally {
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+  }
+});
+
+test("limits with only the operator role: an older signed record replayed, the record deleted, or another tenant's record copied over all hold the tenant back; only a newer signed record counts", async () => {
+  const space = testSpace();
+  const acl = await startAclRedis(space);
+  const worker = acl.client("worker");
+  const attacker = acl.client("operator");
+  const keyring = parseOperatorKeys([operatorKey.publicKey]);
+  const defaults = { overBudget: "wait" as const };
+  // A fresh reader each time, with no cache: what a newly started worker would see.
+  const limitsOf = (tenant: string) =>
+    new TenantLimitsReader({ redis: worker, logPrefix: space.logPrefix, keyring, defaults, ttlMs: 0 }).limitsOf(tenant);
+  let clock = Date.now() - 60_000;
+  const signed = (limits: Omit<TenantLimitsInput, "by" | "at">) =>
+    signTenantLimits(operatorKey, { ...limits, by: "ops", at: new Date((clock += 1000)).toISOString() });
+  const limitsKey = tenantLimitsKey(space.logPrefix);
+  try {
+    // The operator first gave acme a generous budget, then cut it.
+    const generous = signed({ tenant: "acme", budgetUsd: 500, overBudget: "wait" });
+    await writeLimits(attacker, space.logPrefix, generous);
+    const before = await limitsOf("acme");
+    assert.equal(before.ok && before.limits.budgetUsd, 500);
+    const cut = signed({ tenant: "acme", budgetUsd: 1, maxRunning: 1, overBudget: "fail" });
+    await writeLimits(attacker, space.logPrefix, cut);
+    const now = await limitsOf("acme");
+    assert.deepEqual(now.ok && now.limits, { budgetUsd: 1, maxRunning: 1, overBudget: "fail" });
+
+    // Replaying the older, generous record: it verifies, but it is older than one a worker has seen.
+    await attacker.hset(limitsKey, "acme", JSON.stringify(generous));
+    const replayed = await limitsOf("acme");
+    assert.equal(replayed.ok, false, `a rolled-back record counted: ${JSON.stringify(replayed)}`);
+    assert.match(!replayed.ok ? replayed.why : "", /older/);
+
+    // Deleting the record to fall back to the worker's defaults (here: no limits at all).
+    await attacker.hdel(limitsKey, "acme");
+    const deleted = await limitsOf("acme");
+    assert.equal(deleted.ok, false, `a deleted record fell back to the defaults: ${JSON.stringify(deleted)}`);
+    assert.match(!deleted.ok ? deleted.why : "", /removed/);
+
+    // Copying a generous tenant's record over acme's.
+    const rich = signed({ tenant: "rich", budgetUsd: 10_000, overBudget: "wait" });
+    await writeLimits(attacker, space.logPrefix, rich);
+    await attacker.hset(limitsKey, "acme", JSON.stringify(rich));
+    assert.equal((await limitsOf("acme")).ok, false);
+
+    // What the workers remember is beyond the operator role's reach.
+    const newestKey = tenantLimitsNewestKey(space.logPrefix);
+    assert.ok(await worker.exists(newestKey));
+    await assert.rejects(attacker.hdel(newestKey, "acme"), /NOPERM/);
+    await assert.rejects(attacker.del(newestKey), /NOPERM/);
+
+    // The operator's own way out: newer signed limits, or a signed clear back to the defaults.
+    await writeLimits(attacker, space.logPrefix, signed({ tenant: "acme", budgetUsd: 2, overBudget: "fail" }));
+    const raised = await limitsOf("acme");
+    assert.deepEqual(raised.ok && raised.limits.budgetUsd, 2);
+    await clearLimits(attacker, space.logPrefix, operatorKey, {
+      tenant: "acme",
+      by: "ops",
+      at: new Date((clock += 1000)).toISOString(),
+    });
+    const cleared = await limitsOf("acme");
+    assert.deepEqual(cleared.ok && { signed: cleared.signed, limits: cleared.limits }, {
+      signed: true,
+      limits: defaults,
+    });
+    // ...and that clear cannot be undone by replaying the budget it replaced.
+    await attacker.hset(limitsKey, "acme", JSON.stringify(cut));
+    assert.equal((await limitsOf("acme")).ok, false);
+
+    // A tenant never given limits still gets the defaults.
+    assert.deepEqual(await limitsOf("newcomer"), { ok: true, signed: false, limits: defaults });
+  } finally {
+    await acl.close();
+  }
+});
 
 test("calls out at once: each holds the most it can cost; beside others a call goes out only if every hold fits, alone it may overshoot by its own cost; a hold whose worker died counts in full", async () => {
   const space = testSpace();
