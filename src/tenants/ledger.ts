@@ -5,7 +5,7 @@ import { luaScript, scriptCommand, type RedisClient } from "../log/index.ts";
 import { tenantKeys, tenantsSeenKey } from "./keys.ts";
 import type { TenantLimits } from "./limits.ts";
 
-const RESERVE = luaScript("turnstreamTenantReserve", 2, new URL("./lua/reserve.lua", import.meta.url));
+const RESERVE = luaScript("turnstreamTenantReserve", 3, new URL("./lua/reserve.lua", import.meta.url));
 const RENEW = luaScript("turnstreamTenantRenew", 1, new URL("./lua/renew.lua", import.meta.url));
 const RELEASE = luaScript("turnstreamTenantRelease", 2, new URL("./lua/release.lua", import.meta.url));
 const SPEND = luaScript("turnstreamTenantSpend", 3, new URL("./lua/spend.lua", import.meta.url));
@@ -24,6 +24,9 @@ export const fromMicros = (micros: number): number => micros / MICROS;
  * counted at its hold, the most it could cost; one whose worker died is counted so once it lapses.
  */
 export const HOLD_MS = 30 * 60 * 1000;
+
+/** How long the blocked list outlives the last job that waited (each waiting job notes itself again when it wakes). */
+const BLOCKED_MS = 60 * 60 * 1000;
 
 export interface LedgerWindow {
   windowMs: number;
@@ -85,13 +88,22 @@ export class TenantLedger {
     return (oldestBucket + 1) * this.#window.bucketMs + this.#window.windowMs;
   }
 
-  /** Takes a running slot for the turn holding `token`, unless the tenant is at its limit or over budget. */
-  async reserve(tenant: string, token: string, leaseMs: number, limits: TenantLimits): Promise<Reservation> {
+  /**
+   * Takes a running slot for the turn holding `token`, unless the tenant is at its limit or over
+   * budget. `jobId`: the turn's job, taken off the blocked list once it has its slot.
+   */
+  async reserve(
+    tenant: string,
+    token: string,
+    leaseMs: number,
+    limits: TenantLimits,
+    jobId = "",
+  ): Promise<Reservation> {
     const keys = this.#keys(tenant);
     const budget = limits.budgetUsd === undefined ? 0 : toMicros(limits.budgetUsd);
     const [status, running, spent, oldest] = await this.#reserve(
-      [keys.running, keys.spend],
-      [token, leaseMs, limits.maxRunning ?? 0, budget, this.#window.bucketMs, this.#window.windowMs],
+      [keys.running, keys.spend, keys.blocked],
+      [token, leaseMs, limits.maxRunning ?? 0, budget, this.#window.bucketMs, this.#window.windowMs, jobId],
     );
     const counts = { running: Number(running), spentUsd: fromMicros(Number(spent)) };
     if (status === "over_budget") return { status, ...counts, freesAt: this.#freesAt(Number(oldest)) };
@@ -115,7 +127,7 @@ export class TenantLedger {
   /** Notes a job that found the tenant at its running limit, for the next release to wake. */
   async block(tenant: string, jobId: string): Promise<void> {
     const blocked = this.#keys(tenant).blocked;
-    await this.#redis.multi().lrem(blocked, 0, jobId).lpush(blocked, jobId).exec();
+    await this.#redis.multi().lrem(blocked, 0, jobId).lpush(blocked, jobId).pexpire(blocked, BLOCKED_MS).exec();
   }
 
   /**

@@ -107,7 +107,8 @@ export async function enterTenant(
       "TenantBudgetNeedsGateway",
       `tenant ${tenant} has a budget, and this worker runs without its model gateway (TURNSTREAM_GATEWAY=passthrough), so it cannot count the turn's model calls; run the tenant's turns on brokered workers`,
     );
-  const reservation = await tenants.ledger.reserve(tenant, leaseToken, settings.leaseMs, limits);
+  // The job's id is its turn's: once the turn has its slot, it leaves the blocked list.
+  const reservation = await tenants.ledger.reserve(tenant, leaseToken, settings.leaseMs, limits, job.turn);
   return entryOf(tenants, tenant, job, leaseToken, limits, reservation);
 }
 

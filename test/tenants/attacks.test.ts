@@ -1,6 +1,7 @@
 // Attacks on tenants at the Redis level: names that would collide in keys or pass for another
 // tenant, sessions that change tenant, limits replayed, deleted or swapped by someone who holds only
-// the operator role, and model calls made at once or cut short to spend past a budget.
+// the operator role, the blocked list, one tenant queuing a hundred thousand turns, and model calls
+// made at once or cut short to spend past a budget.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Job } from "bullmq";
@@ -11,6 +12,7 @@ import {
   chargeOf,
   clearLimits,
   fairShareKey,
+  fairSharePriority,
   signTenantLimits,
   TenantLedger,
   tenantKeys,
@@ -162,6 +164,76 @@ test("limits with only the operator role: an older signed record replayed, the r
     assert.deepEqual(await limitsOf("newcomer"), { ok: true, signed: false, limits: defaults });
   } finally {
     await acl.close();
+  }
+});
+
+test("the blocked list: a job that got its slot leaves it, so a release wakes one that still waits, and the list does not grow with every job that ever waited", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const ledger = new TenantLedger(redis, space.logPrefix);
+  const limits = { maxRunning: 1, overBudget: "wait" as const };
+  const { running, blocked } = tenantKeys(space.logPrefix, "solo");
+  try {
+    let holder = "w.0";
+    assert.equal((await ledger.reserve("solo", holder, 60_000, limits, "job-0")).status, "ok");
+    // Three hundred turns find the tenant at its limit; each gets its slot on its own back-off once
+    // the holder's slot lapsed (its worker died: no release popped the waiting job).
+    for (let index = 1; index <= 300; index++) {
+      const job = `job-${index}`;
+      assert.equal((await ledger.reserve("solo", `w.${index}`, 60_000, limits, job)).status, "at_limit");
+      await ledger.block("solo", job);
+      await redis.zrem(running, holder); // the holder's slot lapses
+      holder = `w.${index}`;
+      assert.equal((await ledger.reserve("solo", holder, 60_000, limits, job)).status, "ok");
+    }
+    const kept = await redis.llen(blocked);
+    assert.equal(kept, 0, `the blocked list kept ${kept} ids of jobs that run or ran`);
+    // One more waits now: the next release wakes it, not a job that ran long ago.
+    assert.equal((await ledger.reserve("solo", "w.late", 60_000, limits, "job-late")).status, "at_limit");
+    await ledger.block("solo", "job-late");
+    assert.notEqual(await redis.pttl(blocked), -1, "the blocked list expires");
+    assert.equal(await ledger.release("solo", holder), "job-late");
+  } finally {
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+  }
+});
+
+test("fair share: one tenant queuing 100,000 turns stays within BullMQ's priorities and another tenant's next turn is still taken next", async () => {
+  const space = testSpace();
+  const redis = redisFor();
+  const producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+  const queue = producer.queue;
+  const priority = (tenant: string | undefined) => fairSharePriority(redis, queue, space.queuePrefix, tenant);
+  const cwd = space.workspace();
+  try {
+    // A real turn holds the queue's head, so positions are not started over between the calls.
+    const first = await producer.enqueueTurn({ prompt: "first", cwd, tenant: "hog" });
+    const hog: number[] = [];
+    for (let batch = 0; batch < 100; batch++)
+      hog.push(...(await Promise.all(Array.from({ length: 1000 }, () => priority("hog")))));
+    assert.equal(hog.length, 100_000);
+    assert.ok(
+      hog.every((position, index) => index === 0 || position === hog[index - 1]! + 1),
+      "consecutive positions",
+    );
+    assert.ok(hog.at(-1)! < 2 ** 21);
+    const small = await producer.enqueueTurn({ prompt: "small", cwd, tenant: "small" });
+    const none = await producer.enqueueTurn({ prompt: "none", cwd });
+    const hogNext = await producer.enqueueTurn({ prompt: "hog again", cwd, tenant: "hog" });
+    const queued = (await queue.getJobs(["prioritized"], 0, -1, true)).map((job) => String(job.id));
+    assert.deepEqual(queued, [first.turn, small.turn, none.turn, hogNext.turn]);
+
+    // Past BullMQ's limit a position stays at it: enqueueing never fails, those turns go in order queued.
+    await redis.hset(fairShareKey(space.queuePrefix, queue.name), "hog", 2 ** 21 - 2);
+    const atLimit = [await priority("hog"), await priority("hog")];
+    assert.deepEqual(atLimit, [2 ** 21 - 1, 2 ** 21 - 1]);
+    await producer.enqueueTurn({ prompt: "hog at the limit", cwd, tenant: "hog" });
+    assert.equal(await priority("newcomer"), 1, "a new tenant still starts next to the head");
+  } finally {
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
   }
 });
 
