@@ -1,7 +1,8 @@
 // Attacks on tenants' budgets and slots with the real CLI behind the worker's gateway. The run is
 // hostile: its Bash tool holds the run's gateway token and uses it (test/worker/_tenant-attacker.ts)
 // to fire many model calls at once, to hang up on a streamed answer before its final usage, and to
-// name a model the price table does not know. Also: several turns of one tenant at once, and a worker
+// name a model the price table does not know. Also: several turns of one tenant at once, a job whose
+// tenant was rewritten in Redis, a worker that runs only tenants with signed limits, and a worker
 // killed mid-turn. Each test prints what it measured.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -155,6 +156,53 @@ test("three turns of one tenant at once, each capped at what the tenant has left
     );
     assert.ok(spentUsd <= budget + dearest + 1e-5, `spent ${spentUsd}: more than the budget and one call`);
     assert.ok(results.some((r) => r.errorKind === "tenant_budget"));
+  } finally {
+    await stage.dispose();
+  }
+});
+
+test("a job whose tenant was rewritten in Redis after it was queued fails tenant_limits instead of running as the other tenant", async () => {
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "ran" }] }] });
+  try {
+    await setLimits(stage, { tenant: "payer", budgetUsd: 0.000001, overBudget: "fail" });
+    const queued = await stage.producer.enqueueTurn({ prompt: "p", cwd: stage.ws, tenant: "payer" });
+    const job = (await stage.producer.queue.getJob(queued.turn))!;
+    // Someone who can write the queue moves the turn to a tenant without limits, or to none.
+    await job.updateData({ ...job.data, tenant: "free" });
+    const second = await stage.producer.enqueueTurn({ prompt: "q", cwd: stage.ws, session: queued.session });
+    const secondJob = (await stage.producer.queue.getJob(second.turn))!;
+    const { tenant: _dropped, ...untenanted } = secondJob.data as Record<string, unknown>;
+    await secondJob.updateData(untenanted);
+    stage.worker({ operatorKeys: OPERATOR_KEYS, toolSandbox: { mode: "off" } });
+    for (const turn of [queued.turn, second.turn]) {
+      const result = await stage.producer.waitForTurn(turn, { timeoutMs: 60_000 });
+      assert.equal(result.errorKind, "tenant_limits", JSON.stringify(result));
+      assert.match(result.error ?? "", /payer/);
+    }
+    assert.equal(stage.server.requests().filter((r) => r.kind === "messages").length, 0, "no CLI ran");
+  } finally {
+    await stage.dispose();
+  }
+});
+
+test("a worker that runs only tenants with signed limits: a turn naming no tenant, or a fresh name, fails before its CLI starts; a signed tenant's runs", async () => {
+  const stage = await rig({ responses: [{ content: [{ type: "text", text: "ran" }] }] });
+  try {
+    await setLimits(stage, { tenant: "known", budgetUsd: 5, overBudget: "fail" });
+    stage.worker({ operatorKeys: OPERATOR_KEYS, tenants: { signedOnly: true, defaults: { budgetUsd: 1 } } });
+    const cases = [
+      { input: {}, error: /names no tenant/ },
+      { input: { tenant: "fresh-name-1" }, error: /fresh-name-1 has no signed limits/ },
+    ];
+    for (const { input, error } of cases) {
+      const queued = await stage.producer.enqueueTurn({ prompt: "p", cwd: stage.ws, ...input });
+      const result = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 60_000 });
+      assert.equal(result.errorKind, "tenant_limits", JSON.stringify(result));
+      assert.match(result.error ?? "", error);
+    }
+    assert.equal(stage.server.requests().length, 0, "no CLI ran");
+    const known = await stage.producer.enqueueTurn({ prompt: "p", cwd: stage.ws, tenant: "known" });
+    assert.equal((await stage.producer.waitForTurn(known.turn, { timeoutMs: 60_000 })).status, "finished");
   } finally {
     await stage.dispose();
   }
