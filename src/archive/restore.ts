@@ -8,6 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { TurnstreamError } from "../kernel/index.ts";
 import { importEnvelopes, type EventLog, type RedisClient } from "../log/index.ts";
 import { orderKeys, restoringKey, TURN_ID_PATTERN } from "../queue/index.ts";
+import { TENANT_NAME_PATTERN } from "../tenants/index.ts";
 import type { Archive, SessionState } from "./archive.ts";
 import { logDigest, sameDigest } from "./digest.ts";
 
@@ -32,7 +33,12 @@ export const RESTORED_FIELD = "restored";
 /** Meta fields the append script or the restore computes itself: never taken from the archive. */
 const COMPUTED_META = new Set(["seq", "sseq", "lastId", "lastBatch", "snap", "expiring", "restoring", RESTORED_FIELD]);
 const STATES = new Set(["queued", "running", "finished", "failed", "cancelled"]);
-const CONF_FIELDS: Record<string, RegExp> = { onLostSession: /^(fail|restore)$/, warm: /^[01]$/ };
+const CONF_FIELDS: Record<string, RegExp> = {
+  onLostSession: /^(fail|restore)$/,
+  warm: /^[01]$/,
+  // The session's tenant, fixed by its first turn: a restored session stays its tenant's.
+  tenant: TENANT_NAME_PATTERN,
+};
 const DECIMAL = /^\d{1,15}$/;
 const WRITER_RECORD = /^(\d{1,15}):(\d{1,15})$/;
 const MAX_FIELD = 300;

@@ -5,7 +5,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z as zod } from "zod";
 import { secretShapeIn } from "../telemetry/index.ts";
-import { clearLimits, signTenantLimits, tenantLimitsSchema, tenantNameSchema, writeLimits } from "../tenants/index.ts";
+import {
+  clearLimits,
+  readLimitsRecord,
+  signTenantLimits,
+  tenantLimitsSchema,
+  tenantNameSchema,
+  writeLimits,
+} from "../tenants/index.ts";
 import { readBody, sendJson } from "./http.ts";
 import type { Ctx } from "./routes.ts";
 
@@ -78,7 +85,11 @@ export async function clearTenantRoute(ctx: Ctx, req: IncomingMessage, res: Serv
   if (refused(ctx, req, res)) return;
   const body = await bodyOf(req, res, clearBody);
   if (body === undefined) return;
-  const cleared = await clearLimits(ctx.log.redis, ctx.log.prefix, body.tenant);
+  const key = ctx.operatorKey!;
+  const cleared = (await readLimitsRecord(ctx.log.redis, ctx.log.prefix, body.tenant)) !== null;
+  const by = ctx.guard.operatorOf(req);
+  if (cleared)
+    await clearLimits(ctx.log.redis, ctx.log.prefix, key, { tenant: body.tenant, by, at: new Date().toISOString() });
   ctx.fleet.refreshTenants();
   sendJson(res, 200, { tenant: body.tenant, cleared });
 }

@@ -164,16 +164,100 @@ const PRICES: ReadonlyArray<[RegExp, Price]> = [
   [/haiku/, { input: 0.25, output: 1.25 }],
 ];
 
-/** The call's cost in USD by the price table, or undefined for a model it does not know. */
-export function estimateCostUsd(model: string | undefined, usage: Usage | undefined): number | undefined {
-  if (model === undefined || usage === undefined) return undefined;
-  const price = PRICES.find(([pattern]) => pattern.test(model))?.[1];
-  if (price === undefined) return undefined;
-  const perToken = (usd: number): number => usd / 1_000_000;
+const priceOf = (model: string | undefined): Price | undefined =>
+  model === undefined ? undefined : PRICES.find(([pattern]) => pattern.test(model))?.[1];
+
+/** The dearest rates in the table: a model it does not know is priced at them where a cost must not be understated. */
+const DEAREST: Price = {
+  input: Math.max(...PRICES.map(([, price]) => price.input)),
+  output: Math.max(...PRICES.map(([, price]) => price.output)),
+};
+
+const perToken = (usd: number): number => usd / 1_000_000;
+
+function costAt(price: Price, usage: Usage): number {
   return (
     usage.input_tokens * perToken(price.input) +
     usage.cache_creation_input_tokens * perToken(price.input * 1.25) +
     usage.cache_read_input_tokens * perToken(price.input * 0.1) +
     usage.output_tokens * perToken(price.output)
   );
+}
+
+/** The call's cost in USD by the price table, or undefined for a model it does not know. */
+export function estimateCostUsd(model: string | undefined, usage: Usage | undefined): number | undefined {
+  const price = priceOf(model);
+  if (price === undefined || usage === undefined) return undefined;
+  return costAt(price, usage);
+}
+
+/** The call's cost at its model's price, or at the table's dearest rates for a model it does not know. */
+export function costAtMostUsd(model: string | undefined, usage: Usage): number {
+  return costAt(priceOf(model) ?? DEAREST, usage);
+}
+
+/** What a Messages request can take in and give out at most, read from its body (see requestBound). */
+export interface RequestBound {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+// A token is at least one byte of the text it stands for, so a body's bytes bound the tokens of its
+// text, tool definitions included. What its bytes do not bound is counted at the most it can be: an
+// image (the API scales one to about 1,600 tokens; newer models take larger ones), a document (a PDF's
+// pages are rendered as text and images), a server tool (web search or fetch pulls pages in), and the
+// API's own system text for tools. A body that is not readable JSON (a compressed one) may hold a
+// whole context window.
+const IMAGE_TOKENS = 5_000;
+const DOCUMENT_TOKENS = 500_000;
+const SERVER_TOOL_TOKENS = 200_000;
+const SYSTEM_TOKENS = 4_096;
+const CONTEXT_TOKENS = 1_000_000;
+/** Output of a request naming no usable max_tokens (the API refuses it): the most any model gives. */
+const MAX_OUTPUT_TOKENS = 128_000;
+
+/** The most a Messages request's body can cost in tokens (`parsed`: the body as JSON, undefined when it is not). */
+export function requestBound(bytes: number, parsed: unknown): RequestBound {
+  if (typeof parsed !== "object" || parsed === null)
+    return { inputTokens: CONTEXT_TOKENS + SYSTEM_TOKENS, outputTokens: MAX_OUTPUT_TOKENS };
+  const body = parsed as { max_tokens?: unknown; tools?: unknown };
+  const maxTokens = body.max_tokens;
+  const outputTokens =
+    typeof maxTokens === "number" && Number.isFinite(maxTokens) && maxTokens >= 0 ? maxTokens : MAX_OUTPUT_TOKENS;
+  const serverTools = Array.isArray(body.tools)
+    ? body.tools.filter((tool: { type?: unknown }) => typeof tool?.type === "string" && tool.type !== "custom").length
+    : 0;
+  const { images, documents } = mediaBlocks(parsed);
+  const inputTokens =
+    bytes + images * IMAGE_TOKENS + documents * DOCUMENT_TOKENS + serverTools * SERVER_TOOL_TOKENS + SYSTEM_TOKENS;
+  return { inputTokens, outputTokens };
+}
+
+/** Image and document blocks anywhere in a parsed body (walked without recursion: nesting is the client's). */
+function mediaBlocks(parsed: object): { images: number; documents: number } {
+  let images = 0;
+  let documents = 0;
+  const pending: unknown[] = [parsed];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value !== "object" || value === null) continue;
+    if (Array.isArray(value)) {
+      for (const item of value) if (typeof item === "object") pending.push(item);
+      continue;
+    }
+    const type = (value as { type?: unknown }).type;
+    if (type === "image") images++;
+    else if (type === "document") documents++;
+    for (const item of Object.values(value)) if (typeof item === "object") pending.push(item);
+  }
+  return { images, documents };
+}
+
+/**
+ * The most a Messages call can cost in USD: every input token at the dearest input rate (a one-hour
+ * cache write, twice the base) and its max_tokens of output, at the model's price or the table's dearest.
+ */
+export function worstCaseCostUsd(model: string | undefined, bound: RequestBound): number {
+  const price = priceOf(model) ?? DEAREST;
+  return bound.inputTokens * perToken(price.input * 2) + bound.outputTokens * perToken(price.output);
 }

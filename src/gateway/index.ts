@@ -17,5 +17,14 @@ export {
   type Credential,
   type CredentialKind,
 } from "./credential.ts";
-export { estimateCostUsd, UsageTap, type ModelCall, type Usage } from "./calls.ts";
+export {
+  costAtMostUsd,
+  estimateCostUsd,
+  requestBound,
+  UsageTap,
+  worstCaseCostUsd,
+  type ModelCall,
+  type RequestBound,
+  type Usage,
+} from "./calls.ts";
 export { allowAll, composePolicies, type GatewayPolicy, type PolicyCall, type PolicyDecision } from "./policy.ts";

@@ -5,11 +5,18 @@ import type { RunBinding } from "./grants.ts";
 import type { ModelCall } from "./calls.ts";
 
 export interface PolicyCall {
+  /** The gateway's own id of the call, the same as its ModelCall's. */
+  callId: string;
   run: RunBinding;
   /** The request's model, when its body names one. */
   model: string | undefined;
   /** `/v1/messages`, `/v1/messages/count_tokens`, … */
   path: string;
+  /**
+   * The most the call can cost in USD, from its body (its bytes, its media, its max_tokens) at its
+   * model's price or the dearest known; 0 for the free endpoints.
+   */
+  worstCaseUsd: number;
   /** Names the credential the call would use, never holding it. */
   credentialFingerprint: string;
 }

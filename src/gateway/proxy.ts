@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { request as httpsRequest } from "node:https";
 import { BodyTooLargeError, readBodyBytes } from "../kernel/index.ts";
 import { OAUTH_BETA } from "./credential.ts";
-import { estimateCostUsd, UsageTap, type ModelCall } from "./calls.ts";
+import { estimateCostUsd, requestBound, UsageTap, worstCaseCostUsd, type ModelCall } from "./calls.ts";
 import type { GrantTable, RunGrant } from "./grants.ts";
 import type { GatewayPolicy, PolicyCall } from "./policy.ts";
 
@@ -68,14 +68,21 @@ export function presentedToken(headers: IncomingHttpHeaders): string | undefined
   return undefined;
 }
 
-/** The request's model and whether it asks to stream, when its body is a JSON object. */
-function requestShape(body: Buffer): { model: string | undefined; stream: boolean } {
+/** The request's model, whether it asks to stream and the most it can cost, read from its body. */
+function requestShape(
+  path: string,
+  body: Buffer,
+): { model: string | undefined; stream: boolean; worstCaseUsd: number } {
+  let parsed: { model?: unknown; stream?: unknown } | undefined;
   try {
-    const parsed = JSON.parse(body.toString("utf8")) as { model?: unknown; stream?: unknown };
-    return { model: typeof parsed.model === "string" ? parsed.model : undefined, stream: parsed.stream === true };
+    parsed = JSON.parse(body.toString("utf8")) as typeof parsed;
   } catch {
-    return { model: undefined, stream: false };
+    parsed = undefined;
   }
+  const model = typeof parsed?.model === "string" ? parsed.model : undefined;
+  // Only a Messages call is billed; counting tokens and listing models are free.
+  const worstCaseUsd = path === "/v1/messages" ? worstCaseCostUsd(model, requestBound(body.length, parsed)) : 0;
+  return { model, stream: parsed?.stream === true, worstCaseUsd };
 }
 
 /** Handles one request to the gateway. Never throws: a run's processes are attacker input. */
@@ -132,8 +139,10 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     );
     return call.end(ctx, 413, "too_large");
   }
-  Object.assign(call, requestShape(body));
+  Object.assign(call, requestShape(url.pathname, body));
   if (!(await admit(ctx, call, res))) return;
+  // A client that left while a policy held its request gets nothing sent upstream (nothing to pay for).
+  if (req.socket.destroyed) return call.end(ctx, 499, "aborted");
   await forward(ctx, call, req, res, body);
 }
 
@@ -304,6 +313,7 @@ class CallRecord {
   readonly #run;
   model: string | undefined;
   stream = false;
+  worstCaseUsd = 0;
   retryAfterS: number | undefined;
   refusedFor: string | undefined;
   readonly #id = randomUUID();
@@ -323,9 +333,11 @@ class CallRecord {
 
   policyCall(): PolicyCall {
     return {
+      callId: this.#id,
       run: { ...this.#run!.binding },
       model: this.model,
       path: this.path,
+      worstCaseUsd: this.worstCaseUsd,
       credentialFingerprint: this.grant.upstream.credential.fingerprint(),
     };
   }

@@ -1,6 +1,13 @@
 // Tenants: whose turn it is, what each may spend and run at once, and fair share between them.
 export { isTenantName, tenantNameProblem, tenantNameSchema, TENANT_NAME_PATTERN } from "./names.ts";
-export { fairShareKey, tenantKeys, tenantLimitsKey, tenantsSeenKey, type TenantKeys } from "./keys.ts";
+export {
+  fairShareKey,
+  tenantKeys,
+  tenantLimitsKey,
+  tenantLimitsNewestKey,
+  tenantsSeenKey,
+  type TenantKeys,
+} from "./keys.ts";
 export {
   clearLimits,
   limitsFromRecord,
@@ -14,6 +21,7 @@ export {
   type LimitsVerdict,
   type OverBudgetPolicy,
   type SignedTenantLimits,
+  type SignedVersion,
   type TenantDefaults,
   type TenantLimits,
   type TenantLimitsInput,
@@ -21,8 +29,10 @@ export {
 export { TenantLimitsReader, type TenantLimitsReaderOptions } from "./limits-reader.ts";
 export {
   BUDGET_WINDOW_MS,
+  HOLD_MS,
   SPEND_BUCKET_MS,
   TenantLedger,
+  type Admission,
   type LedgerWindow,
   type Reservation,
   type TenantSpend,
@@ -30,6 +40,7 @@ export {
 export { fairSharePriority } from "./fair-share.ts";
 export { tenantRows, type LimitsCheck, type TenantRow, type TenantRowsOptions } from "./overview.ts";
 export {
+  chargeOf,
   tenantBudgetPolicy,
   TENANT_BUDGET_CODE,
   TENANT_LIMITS_CODE,

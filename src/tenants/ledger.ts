@@ -5,10 +5,11 @@ import { luaScript, scriptCommand, type RedisClient } from "../log/index.ts";
 import { tenantKeys, tenantsSeenKey } from "./keys.ts";
 import type { TenantLimits } from "./limits.ts";
 
-const RESERVE = luaScript("turnstreamTenantReserve", 2, new URL("./lua/reserve.lua", import.meta.url));
+const RESERVE = luaScript("turnstreamTenantReserve", 3, new URL("./lua/reserve.lua", import.meta.url));
 const RENEW = luaScript("turnstreamTenantRenew", 1, new URL("./lua/renew.lua", import.meta.url));
 const RELEASE = luaScript("turnstreamTenantRelease", 2, new URL("./lua/release.lua", import.meta.url));
-const SPEND = luaScript("turnstreamTenantSpend", 2, new URL("./lua/spend.lua", import.meta.url));
+const SPEND = luaScript("turnstreamTenantSpend", 3, new URL("./lua/spend.lua", import.meta.url));
+const ADMIT = luaScript("turnstreamTenantAdmit", 3, new URL("./lua/admit.lua", import.meta.url));
 
 export const BUDGET_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const SPEND_BUCKET_MS = 5 * 60 * 1000;
@@ -17,6 +18,15 @@ export const SPEND_BUCKET_MS = 5 * 60 * 1000;
 const MICROS = 1_000_000;
 export const toMicros = (usd: number): number => Math.ceil(usd * MICROS - 1e-6);
 export const fromMicros = (micros: number): number => micros / MICROS;
+
+/**
+ * How long a model call's hold lasts uncounted. A call still out past it (a stream of many minutes) is
+ * counted at its hold, the most it could cost; one whose worker died is counted so once it lapses.
+ */
+export const HOLD_MS = 30 * 60 * 1000;
+
+/** How long the blocked list outlives the last job that waited (each waiting job notes itself again when it wakes). */
+const BLOCKED_MS = 60 * 60 * 1000;
 
 export interface LedgerWindow {
   windowMs: number;
@@ -28,6 +38,16 @@ export type Reservation =
   | { status: "at_limit"; running: number; spentUsd: number }
   /** `freesAt`: when the oldest spend in the window ages out (ms), the earliest the tenant may be under. */
   | { status: "over_budget"; running: number; spentUsd: number; freesAt: number };
+
+/**
+ * Whether a model call may go out (see lua/admit.lua): `ok` (its hold is taken), `wait` (other calls
+ * out hold what is left), or `over` (the budget is spent).
+ */
+export interface Admission {
+  status: "ok" | "wait" | "over";
+  spentUsd: number;
+  heldUsd: number;
+}
 
 export interface TenantSpend {
   spentUsd: number;
@@ -43,6 +63,7 @@ export class TenantLedger {
   readonly #renew;
   readonly #release;
   readonly #spend;
+  readonly #admit;
 
   constructor(
     redis: RedisClient,
@@ -56,6 +77,7 @@ export class TenantLedger {
     this.#renew = scriptCommand<number>(redis, RENEW);
     this.#release = scriptCommand<string>(redis, RELEASE);
     this.#spend = scriptCommand<number>(redis, SPEND);
+    this.#admit = scriptCommand<[string, number, number]>(redis, ADMIT);
   }
 
   #keys(tenant: string) {
@@ -66,13 +88,22 @@ export class TenantLedger {
     return (oldestBucket + 1) * this.#window.bucketMs + this.#window.windowMs;
   }
 
-  /** Takes a running slot for the turn holding `token`, unless the tenant is at its limit or over budget. */
-  async reserve(tenant: string, token: string, leaseMs: number, limits: TenantLimits): Promise<Reservation> {
+  /**
+   * Takes a running slot for the turn holding `token`, unless the tenant is at its limit or over
+   * budget. `jobId`: the turn's job, taken off the blocked list once it has its slot.
+   */
+  async reserve(
+    tenant: string,
+    token: string,
+    leaseMs: number,
+    limits: TenantLimits,
+    jobId = "",
+  ): Promise<Reservation> {
     const keys = this.#keys(tenant);
     const budget = limits.budgetUsd === undefined ? 0 : toMicros(limits.budgetUsd);
     const [status, running, spent, oldest] = await this.#reserve(
-      [keys.running, keys.spend],
-      [token, leaseMs, limits.maxRunning ?? 0, budget, this.#window.bucketMs, this.#window.windowMs],
+      [keys.running, keys.spend, keys.blocked],
+      [token, leaseMs, limits.maxRunning ?? 0, budget, this.#window.bucketMs, this.#window.windowMs, jobId],
     );
     const counts = { running: Number(running), spentUsd: fromMicros(Number(spent)) };
     if (status === "over_budget") return { status, ...counts, freesAt: this.#freesAt(Number(oldest)) };
@@ -96,14 +127,29 @@ export class TenantLedger {
   /** Notes a job that found the tenant at its running limit, for the next release to wake. */
   async block(tenant: string, jobId: string): Promise<void> {
     const blocked = this.#keys(tenant).blocked;
-    await this.#redis.multi().lrem(blocked, 0, jobId).lpush(blocked, jobId).exec();
+    await this.#redis.multi().lrem(blocked, 0, jobId).lpush(blocked, jobId).pexpire(blocked, BLOCKED_MS).exec();
   }
 
-  /** Counts a call's cost once (by its id). False when it had been counted before. */
+  /**
+   * Asks whether a model call of the tenant may go out under `budgetUsd`, holding `holdUsd` (the most
+   * it can cost) until spend() counts it.
+   */
+  async admit(tenant: string, callId: string, holdUsd: number, budgetUsd: number): Promise<Admission> {
+    const keys = this.#keys(tenant);
+    const [status, spent, held] = await this.#admit(
+      [keys.spend, keys.calls, keys.holds],
+      [callId, toMicros(holdUsd), HOLD_MS, toMicros(budgetUsd), this.#window.bucketMs, this.#window.windowMs],
+    );
+    if (status !== "ok" && status !== "wait" && status !== "over")
+      throw new Error(`tenant admit answered ${String(status)}`);
+    return { status, spentUsd: fromMicros(Number(spent)), heldUsd: fromMicros(Number(held)) };
+  }
+
+  /** Counts a call's cost once (by its id) and drops its hold. False when it had been counted before. */
   async spend(tenant: string, callId: string, usd: number): Promise<boolean> {
     const keys = this.#keys(tenant);
     const counted = await this.#spend(
-      [keys.spend, keys.calls],
+      [keys.spend, keys.calls, keys.holds],
       [callId, toMicros(usd), this.#window.bucketMs, this.#window.windowMs],
     );
     return counted === 1;

@@ -1,8 +1,24 @@
 // A worker's view of tenants' limits: each tenant's record read at most once per `ttlMs` and checked
 // against the worker's operator keys, so a model call costs no extra read most of the time.
+//
+// A signature proves an operator signed a record once, not that it is the one in force: whoever can
+// write the limits hash (the operator role, without any key) could put back an older record with a
+// higher budget, or delete the record to fall back on the defaults. So the fleet remembers the newest
+// record it verified for each tenant, in a hash only workers may write (tenantLimitsNewestKey): a
+// record older than that one, or no record where one was seen, holds the tenant's turns back until an
+// operator signs newer limits (or a signed clear).
 import type { OperatorKeyring } from "../decisions/index.ts";
-import type { RedisClient } from "../log/index.ts";
-import { limitsFromRecord, readLimitsRecord, type LimitsVerdict, type TenantDefaults } from "./limits.ts";
+import { luaScript, scriptCommand, type RedisClient } from "../log/index.ts";
+import { tenantLimitsNewestKey } from "./keys.ts";
+import {
+  limitsFromRecord,
+  readLimitsRecord,
+  type LimitsVerdict,
+  type SignedVersion,
+  type TenantDefaults,
+} from "./limits.ts";
+
+const NEWEST = luaScript("turnstreamTenantLimitsNewest", 1, new URL("./lua/newest.lua", import.meta.url));
 
 export interface TenantLimitsReaderOptions {
   redis: RedisClient;
@@ -12,26 +28,55 @@ export interface TenantLimitsReaderOptions {
   ttlMs?: number | undefined;
 }
 
+const signedAt = (atMs: number): string => new Date(atMs).toISOString();
+
 export class TenantLimitsReader {
   readonly #options: TenantLimitsReaderOptions;
   readonly #ttlMs: number;
   readonly #cache = new Map<string, { at: number; verdict: Promise<LimitsVerdict> }>();
+  readonly #newest;
 
   constructor(options: TenantLimitsReaderOptions) {
     this.#options = options;
     this.#ttlMs = options.ttlMs ?? 2000;
+    this.#newest = scriptCommand<[string, string]>(options.redis, NEWEST);
   }
 
   limitsOf(tenant: string): Promise<LimitsVerdict> {
     const cached = this.#cache.get(tenant);
     if (cached !== undefined && Date.now() - cached.at < this.#ttlMs) return cached.verdict;
-    const { redis, logPrefix, keyring, defaults } = this.#options;
-    const verdict = readLimitsRecord(redis, logPrefix, tenant).then((raw) =>
-      limitsFromRecord(tenant, raw, keyring, defaults),
-    );
+    const verdict = this.#read(tenant);
     this.#cache.set(tenant, { at: Date.now(), verdict });
     // A failed read is not kept: the next call reads again.
     verdict.catch(() => this.#cache.delete(tenant));
     return verdict;
+  }
+
+  async #read(tenant: string): Promise<LimitsVerdict> {
+    const { redis, logPrefix, keyring, defaults } = this.#options;
+    const raw = await readLimitsRecord(redis, logPrefix, tenant);
+    const verdict = limitsFromRecord(tenant, raw, keyring, defaults);
+    if (!verdict.ok) return verdict;
+    if (verdict.version !== undefined) return this.#againstNewest(tenant, verdict, verdict.version);
+    const newest = await redis.hget(tenantLimitsNewestKey(logPrefix), tenant);
+    if (newest === null) return verdict;
+    return {
+      ok: false,
+      why: `tenant ${tenant}'s limits were removed from Redis after limits signed at ${signedAt(Number.parseInt(newest, 10))} were in force; an operator signs new ones, or clears them to the defaults`,
+    };
+  }
+
+  /** The verdict, unless a newer record than this one was verified before: then this one is a replay. */
+  async #againstNewest(tenant: string, verdict: LimitsVerdict, version: SignedVersion): Promise<LimitsVerdict> {
+    const { redis, logPrefix } = this.#options;
+    const [atMs, signature] = await this.#newest(
+      [tenantLimitsNewestKey(logPrefix)],
+      [tenant, version.atMs, version.signature],
+    );
+    if (Number(atMs) === version.atMs && signature === version.signature) return verdict;
+    return {
+      ok: false,
+      why: `tenant ${tenant}'s limits signed at ${signedAt(version.atMs)} are older than limits signed at ${signedAt(Number(atMs))} that were in force (put back by someone who can write Redis?); an operator signs new ones`,
+    };
   }
 }

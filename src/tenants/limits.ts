@@ -3,7 +3,10 @@
 // `fail`). An operator sets them with `turnstream tenants set`; they live in one Redis hash, and count
 // only when signed by an operator key the worker trusts, like trust rules: anyone who can write Redis
 // can write the hash. A record that does not verify holds the tenant's turns back (fail closed); a
-// tenant with no record gets the worker's defaults.
+// tenant with no record gets the worker's defaults. Whoever can write the hash can also put back an
+// older signed record or delete the newest: workers remember the newest record they verified for each
+// tenant (limits-reader.ts), so only a newer signed record changes a tenant's limits, and going back
+// to the defaults takes one too (`clearLimits`).
 import { z as zod } from "zod";
 import type { OperatorKey, OperatorKeyring } from "../decisions/index.ts";
 import type { RedisClient } from "../log/index.ts";
@@ -16,18 +19,25 @@ export const OVER_BUDGET_POLICIES = ["wait", "fail"] as const;
 export type OverBudgetPolicy = (typeof OVER_BUDGET_POLICIES)[number];
 
 /** What an operator sets for a tenant. */
-export const tenantLimitsSchema = zod.strictObject({
-  tenant: tenantNameSchema,
-  /** USD the tenant's turns may spend in any 24 hours. */
-  budgetUsd: zod.number().positive().finite().optional(),
-  /** Turns of the tenant that may run at once across the fleet. */
-  maxRunning: zod.number().int().positive().max(1_000_000).optional(),
-  overBudget: zod.enum(OVER_BUDGET_POLICIES),
-  by: zod.string().min(1).max(200),
-  at: zod.string().min(1).max(64),
-  keyId: zod.string().min(1).max(64),
-  signature: zod.string().min(1).max(200),
-});
+export const tenantLimitsSchema = zod
+  .strictObject({
+    tenant: tenantNameSchema,
+    /** USD the tenant's turns may spend in any 24 hours. */
+    budgetUsd: zod.number().positive().finite().optional(),
+    /** Turns of the tenant that may run at once across the fleet. */
+    maxRunning: zod.number().int().positive().max(1_000_000).optional(),
+    overBudget: zod.enum(OVER_BUDGET_POLICIES),
+    /** The tenant's limits are the workers' defaults again (`clearLimits`): it sets none of its own. */
+    cleared: zod.literal(true).optional(),
+    by: zod.string().min(1).max(200),
+    /** When it was signed: a record older than the newest a worker has verified does not count. */
+    at: zod.string().min(1).max(64),
+    keyId: zod.string().min(1).max(64),
+    signature: zod.string().min(1).max(200),
+  })
+  .refine((limits) => limits.cleared !== true || (limits.budgetUsd === undefined && limits.maxRunning === undefined), {
+    message: "a cleared record sets no limits",
+  });
 export type SignedTenantLimits = zod.infer<typeof tenantLimitsSchema>;
 export type TenantLimitsInput = Omit<SignedTenantLimits, "keyId" | "signature">;
 
@@ -53,6 +63,8 @@ function limitsMessage(limits: TenantLimitsInput, keyId: string): Buffer {
     limits.by,
     limits.at,
     keyId,
+    // Only a cleared record says so: the message of every other record is what it always was.
+    ...(limits.cleared === true ? ["cleared"] : []),
   ];
   return Buffer.from(JSON.stringify(fields));
 }
@@ -61,8 +73,18 @@ export function signTenantLimits(key: OperatorKey, limits: TenantLimitsInput): S
   return { ...limits, keyId: key.keyId, signature: key.sign(limitsMessage(limits, key.keyId)) };
 }
 
-/** What a stored record means to a worker: limits to enforce, or why it holds the tenant's turns back. */
-export type LimitsVerdict = { ok: true; limits: TenantLimits; signed: boolean } | { ok: false; why: string };
+/** A verified record's place among the tenant's records: when it was signed (ms), and its signature. */
+export interface SignedVersion {
+  atMs: number;
+  signature: string;
+}
+
+/**
+ * What a stored record means to a worker: limits to enforce, or why it holds the tenant's turns back.
+ * `version`: the verified record's, for the check against the newest one seen (limits-reader.ts).
+ */
+export type LimitsVerdict =
+  { ok: true; limits: TenantLimits; signed: boolean; version?: SignedVersion | undefined } | { ok: false; why: string };
 
 /** Checks a stored record (raw JSON from the hash, or none) against the worker's keyring. */
 export function limitsFromRecord(
@@ -91,8 +113,16 @@ export function limitsFromRecord(
     };
   if (!keyring.verify(record.keyId, limitsMessage(record, record.keyId), record.signature))
     return { ok: false, why: `the signature of tenant ${tenant}'s limits does not match` };
+  const atMs = Date.parse(record.at);
+  if (!Number.isFinite(atMs))
+    return {
+      ok: false,
+      why: `tenant ${tenant}'s limits say they were signed at ${JSON.stringify(record.at)}, not a time`,
+    };
+  const version = { atMs, signature: record.signature };
+  if (record.cleared === true) return { ok: true, limits: defaults, signed: true, version };
   const { budgetUsd, maxRunning, overBudget } = record;
-  return { ok: true, limits: { budgetUsd, maxRunning, overBudget }, signed: true };
+  return { ok: true, limits: { budgetUsd, maxRunning, overBudget }, signed: true, version };
 }
 
 export async function readLimitsRecord(redis: RedisClient, logPrefix: string, tenant: string): Promise<string | null> {
@@ -108,7 +138,16 @@ export async function writeLimits(redis: RedisClient, logPrefix: string, limits:
   await redis.hset(tenantLimitsKey(logPrefix), limits.tenant, JSON.stringify(tenantLimitsSchema.parse(limits)));
 }
 
-/** Removes the tenant's record: its turns get the worker's defaults again. True when there was one. */
-export async function clearLimits(redis: RedisClient, logPrefix: string, tenant: string): Promise<boolean> {
-  return (await redis.hdel(tenantLimitsKey(logPrefix), tenant)) === 1;
+/**
+ * Puts the tenant back on the workers' defaults with a signed record that says so. Deleting the record
+ * would not: once workers have verified limits for a tenant, a missing record holds its turns back,
+ * since whoever can write Redis can delete one.
+ */
+export async function clearLimits(
+  redis: RedisClient,
+  logPrefix: string,
+  key: OperatorKey,
+  clear: Pick<TenantLimitsInput, "tenant" | "by" | "at">,
+): Promise<void> {
+  await writeLimits(redis, logPrefix, signTenantLimits(key, { ...clear, overBudget: "wait", cleared: true }));
 }

@@ -5,6 +5,7 @@
 import type { OperatorKeyring } from "../decisions/index.ts";
 import type { RedisClient } from "../log/index.ts";
 import { isTenantName } from "./names.ts";
+import { tenantLimitsNewestKey } from "./keys.ts";
 import { TenantLedger, type LedgerWindow } from "./ledger.ts";
 import {
   limitsFromRecord,
@@ -86,6 +87,23 @@ function checkRecord(tenant: string, raw: string | undefined, keyring: OperatorK
   return { limits: "unchecked", record: parsed, problem: undefined };
 }
 
+/**
+ * Workers remember the newest limits they verified for each tenant: a record older than those, or
+ * none at all after them, was put back or removed by someone who can write Redis, and workers hold
+ * the tenant's turns back. The overview says so too.
+ */
+function againstNewest(tenant: string, check: RecordCheck, newestAt: string | undefined): RecordCheck {
+  if (newestAt === undefined || check.limits === "fails") return check;
+  const newestMs = Number.parseInt(newestAt, 10);
+  const recordMs = check.record === undefined ? undefined : Date.parse(check.record.at);
+  if (recordMs !== undefined && recordMs >= newestMs) return check;
+  const problem =
+    recordMs === undefined
+      ? `tenant ${tenant}'s limits were removed after newer ones were in force; workers hold its turns back`
+      : `tenant ${tenant}'s limits are older than ones that were in force; workers hold its turns back`;
+  return { limits: "fails", record: undefined, problem };
+}
+
 /** The tenants asked for, else every one the ledger has seen or that has a record. */
 async function tenantsListed(
   options: TenantRowsOptions,
@@ -112,11 +130,16 @@ export async function tenantRows(options: TenantRowsOptions): Promise<TenantRow[
           ),
         );
   const ledger = new TenantLedger(redis, logPrefix, options.window);
+  const newest: Partial<Record<string, string>> = await redis.hgetall(tenantLimitsNewestKey(logPrefix));
   const tenants = (await tenantsListed(options, records)).sort();
   return Promise.all(
     tenants.map(async (tenant): Promise<TenantRow> => {
       const [{ spentUsd }, running] = await Promise.all([ledger.spent(tenant), ledger.running(tenant)]);
-      const { limits, record, problem } = checkRecord(tenant, records[tenant], keyring);
+      const { limits, record, problem } = againstNewest(
+        tenant,
+        checkRecord(tenant, records[tenant], keyring),
+        newest[tenant],
+      );
       const budgetUsd = record?.budgetUsd ?? null;
       return {
         tenant: show(tenant),

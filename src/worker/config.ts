@@ -101,6 +101,12 @@ const envSchema = zod.object({
   TURNSTREAM_TENANT_OVER_BUDGET: zod
     .enum(["wait", "fail"], "TURNSTREAM_TENANT_OVER_BUDGET is `wait` (default) or `fail`")
     .optional(),
+  TURNSTREAM_TENANTS_SIGNED_ONLY: zod
+    .enum(
+      ["0", "1", "true", "false"],
+      "TURNSTREAM_TENANTS_SIGNED_ONLY is 1 (run only turns of tenants with signed limits) or 0 (default)",
+    )
+    .optional(),
   TURNSTREAM_DECISION_DEADLINE: zod.string().optional(),
   TURNSTREAM_DECISION_DEADLINE_MAX: zod.string().optional(),
   TURNSTREAM_GATEWAY: zod
@@ -246,6 +252,7 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
         maxRunning: vars.TURNSTREAM_TENANT_MAX_RUNNING,
         overBudget: vars.TURNSTREAM_TENANT_OVER_BUDGET,
       },
+      signedOnly: vars.TURNSTREAM_TENANTS_SIGNED_ONLY === "1" || vars.TURNSTREAM_TENANTS_SIGNED_ONLY === "true",
     },
   };
 }

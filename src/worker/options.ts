@@ -189,11 +189,18 @@ export interface TenantOptions {
   budgetWindowMs?: number;
   /** Spend is kept in buckets this long; the oldest one counts whole until it leaves the window. Default 5 min. */
   spendBucketMs?: number;
+  /**
+   * Run only turns that name a tenant with signed limits (a signed clear counts); others fail
+   * `tenant_limits`. Without it a turn that names no tenant runs unlimited, and one that names a new
+   * tenant gets the defaults, fresh for every new name. `TURNSTREAM_TENANTS_SIGNED_ONLY=1`. Default off.
+   */
+  signedOnly?: boolean;
 }
 
 export interface TenantSettings {
   defaults: TenantDefaults;
   window: LedgerWindow;
+  signedOnly: boolean;
 }
 
 function compileTenants(options: TenantOptions | undefined): TenantSettings {
@@ -210,7 +217,11 @@ function compileTenants(options: TenantOptions | undefined): TenantSettings {
   };
   if (window.bucketMs > window.windowMs)
     throw new RangeError("tenants.spendBucketMs must not be longer than tenants.budgetWindowMs");
-  return { defaults: { budgetUsd: defaults.budgetUsd, maxRunning, overBudget: defaults.overBudget ?? "wait" }, window };
+  return {
+    defaults: { budgetUsd: defaults.budgetUsd, maxRunning, overBudget: defaults.overBudget ?? "wait" },
+    window,
+    signedOnly: options?.signedOnly === true,
+  };
 }
 
 /**

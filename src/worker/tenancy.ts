@@ -3,13 +3,14 @@
 // step); the slot lapses with the session lease unless renewed with it, so a crashed worker leaks none.
 // A turn whose tenant is at its running limit waits, delayed, until a slot frees (the release wakes
 // it); one whose tenant is over budget waits until spend ages out or fails, as the tenant's policy
-// says. Its CLI's own `--max-budget-usd` is capped at what the tenant has left.
+// says. Its CLI's own `--max-budget-usd` is capped at what the tenant has left. The job's tenant is
+// checked against its session's (fixed at enqueue): a job rewritten in Redis runs as nobody else.
 import { parseOperatorKeys } from "../decisions/index.ts";
 import type { TurnFailedData } from "../events/index.ts";
 import type { GatewayPolicy } from "../gateway/index.ts";
 import type { Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
-import type { TurnJob } from "../queue/index.ts";
+import { orderKeys, type TurnJob } from "../queue/index.ts";
 import {
   TenantLedger,
   TenantLimitsReader,
@@ -23,6 +24,8 @@ import type { WorkerSettings } from "./options.ts";
 export interface WorkerTenants {
   ledger: TenantLedger;
   limits: TenantLimitsReader;
+  /** The tenant a session's first turn named, as its enqueue stored it (undefined: none). */
+  sessionTenant(session: string): Promise<string | undefined>;
 }
 
 export function workerTenants(redis: RedisClient, settings: WorkerSettings): WorkerTenants {
@@ -35,6 +38,8 @@ export function workerTenants(redis: RedisClient, settings: WorkerSettings): Wor
       keyring,
       defaults: settings.tenants.defaults,
     }),
+    sessionTenant: async (session) =>
+      (await redis.hget(orderKeys(settings.logPrefix, session).conf, "tenant")) ?? undefined,
   };
 }
 
@@ -81,7 +86,10 @@ export type TenantEntry =
   | { kind: "wait"; untilMs: number; blocked: boolean; why: string }
   | { kind: "fail"; failed: Omit<TurnFailedData, "attempt">; why: string };
 
+const SIGNED_ONLY = "this worker runs only turns of tenants with signed limits (TURNSTREAM_TENANTS_SIGNED_ONLY)";
+
 const usd = (amount: number): string => `$${amount.toFixed(2)}`;
+const tenantOf = (tenant: string | undefined): string => (tenant === undefined ? "no tenant" : `tenant ${tenant}`);
 
 /** The longest an over-budget turn waits before it looks again (spend may have been corrected meanwhile). */
 const OVER_BUDGET_RECHECK_MS = 15 * 60_000;
@@ -92,14 +100,31 @@ const OVER_BUDGET_RECHECK_MS = 15 * 60_000;
  */
 export async function enterTenant(
   tenants: WorkerTenants,
-  settings: Pick<WorkerSettings, "leaseMs" | "gateway">,
+  settings: Pick<WorkerSettings, "leaseMs" | "gateway" | "tenants">,
   job: TurnJob,
   leaseToken: string,
 ): Promise<TenantEntry> {
   const tenant = job.tenant;
-  if (tenant === undefined) return { kind: "run", slot: undefined, job };
+  const owner = await tenants.sessionTenant(job.session);
+  if (owner !== tenant)
+    return refuse(
+      "tenant_limits",
+      "TenantMismatch",
+      `the turn's job names ${tenantOf(tenant)} and its session ${job.session} belongs to ${tenantOf(owner)}: the job was changed after it was queued`,
+    );
+  const signedOnly = settings.tenants.signedOnly;
+  if (tenant === undefined)
+    return signedOnly
+      ? refuse("tenant_limits", "TenantRequired", `the turn names no tenant, and ${SIGNED_ONLY}`)
+      : { kind: "run", slot: undefined, job };
   const verdict = await tenants.limits.limitsOf(tenant);
   if (!verdict.ok) return refuse("tenant_limits", "TenantLimitsInvalid", verdict.why);
+  if (signedOnly && !verdict.signed)
+    return refuse(
+      "tenant_limits",
+      "TenantLimitsUnsigned",
+      `tenant ${tenant} has no signed limits, and ${SIGNED_ONLY}; an operator signs limits for it`,
+    );
   const limits = verdict.limits;
   if (limits.budgetUsd !== undefined && settings.gateway !== "broker")
     return refuse(
@@ -107,7 +132,8 @@ export async function enterTenant(
       "TenantBudgetNeedsGateway",
       `tenant ${tenant} has a budget, and this worker runs without its model gateway (TURNSTREAM_GATEWAY=passthrough), so it cannot count the turn's model calls; run the tenant's turns on brokered workers`,
     );
-  const reservation = await tenants.ledger.reserve(tenant, leaseToken, settings.leaseMs, limits);
+  // The job's id is its turn's: once the turn has its slot, it leaves the blocked list.
+  const reservation = await tenants.ledger.reserve(tenant, leaseToken, settings.leaseMs, limits, job.turn);
   return entryOf(tenants, tenant, job, leaseToken, limits, reservation);
 }
 

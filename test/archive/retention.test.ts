@@ -76,9 +76,18 @@ async function rig(): Promise<Rig> {
 }
 
 /** A session with one turn run to its end the way a worker runs it: lease, attempt, a blob-sized line, finish. */
-async function finishedSession(stage: Rig, key = randomUUID()): Promise<{ session: string; turn: string }> {
+async function finishedSession(
+  stage: Rig,
+  key = randomUUID(),
+  tenant?: string,
+): Promise<{ session: string; turn: string }> {
   const cwd = stage.space.workspace();
-  const { session, turn } = await stage.producer.enqueueTurn({ prompt: "hello", cwd, idempotencyKey: key });
+  const { session, turn } = await stage.producer.enqueueTurn({
+    prompt: "hello",
+    cwd,
+    idempotencyKey: key,
+    ...(tenant === undefined ? {} : { tenant }),
+  });
   const token = randomUUID();
   assert.equal((await stage.producer.order.acquire(session, turn, token, 30_000)).status, "ok");
   const { epoch, attempt } = await stage.log.beginAttempt(session, turn);
@@ -272,10 +281,10 @@ test("a restore interrupted half-way is started over by the next one", async () 
   }
 });
 
-test("an archived copy that was tampered with is refused, and nothing is written", async () => {
+test("an archived copy that was tampered with is refused, and nothing is written; an honest one comes back with its tenant", async () => {
   const stage = await rig();
   try {
-    const { session } = await finishedSession(stage);
+    const { session } = await finishedSession(stage, randomUUID(), "acme/api");
     await stage.retention();
     const tampered: ((state: SessionState) => void)[] = [
       (state) => (state.meta["evil"] = "1"),
@@ -283,6 +292,7 @@ test("an archived copy that was tampered with is refused, and nothing is written
       (state) => (state.meta["epoch"] = "-1"),
       (state) => (state.registered["not a turn"] = "1"),
       (state) => (state.conf["onLostSession"] = "explode"),
+      (state) => (state.conf["tenant"] = "a}b"),
       (state) => (state.meta["w:writer"] = "1:999"),
     ];
     for (const tamper of tampered) {
@@ -293,6 +303,12 @@ test("an archived copy that was tampered with is refused, and nothing is written
       assert.equal((await stage.log.stat(session)).lastSeq, 0, "no event was written back");
     }
     assert.equal(await restoreSession(stage.log, stage.redis, stage.archive, session), "restored");
+    // The restored session is still its tenant's: a turn naming another is refused.
+    assert.equal(await stage.redis.hget(stage.producer.order.keys(session).conf, "tenant"), "acme/api");
+    await assert.rejects(
+      stage.producer.enqueueTurn({ prompt: "next", cwd: stage.space.workspace(), session, tenant: "other" }),
+      /belongs to tenant acme\/api/,
+    );
   } finally {
     await stage.close();
   }

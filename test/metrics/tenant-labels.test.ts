@@ -24,7 +24,7 @@ import { metricsObserver } from "../../src/metrics/worker.ts";
 import { redisReadiness, startOpsServer } from "../../src/ops/index.ts";
 import { parseLine } from "../../src/protocol/index.ts";
 import { parseOperatorKeys } from "../../src/decisions/index.ts";
-import { clearLimits, signTenantLimits, tenantLimitsKey, writeLimits } from "../../src/tenants/index.ts";
+import { signTenantLimits, tenantLimitsKey, writeLimits } from "../../src/tenants/index.ts";
 import type { RedisClient } from "../../src/log/index.ts";
 import { operatorKey } from "../decisions/_support.ts";
 import { rig } from "../worker/_more.ts";
@@ -164,7 +164,7 @@ test("the configured tenants are read once per refresh interval, however many tu
     assert.equal(reads, 2);
     assert.equal(tenants.label("late"), "late");
     assert.equal(tenants.label(undefined), "none");
-    await clearLimits(redis, space.logPrefix, "late");
+    await redis.hdel(tenantLimitsKey(space.logPrefix), "late");
     await new Promise((resolve) => setTimeout(resolve, refreshMs + 50));
     tenants.label("late");
     await tenants.refresh();

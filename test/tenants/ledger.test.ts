@@ -96,10 +96,12 @@ test("limits count only when signed by a trusted operator key; a forged or unver
   try {
     await writeLimits(redis, space.logPrefix, signTenantLimits(operatorKey, input));
     const raw = await readLimitsRecord(redis, space.logPrefix, "acme/api");
-    assert.deepEqual(limitsFromRecord("acme/api", raw, keyring), {
+    const verified = limitsFromRecord("acme/api", raw, keyring);
+    assert.deepEqual(verified, {
       ok: true,
       signed: true,
       limits: { budgetUsd: 5, maxRunning: 3, overBudget: "fail" },
+      version: { atMs: Date.parse(input.at), signature: (JSON.parse(raw!) as { signature: string }).signature },
     });
     // Someone who can write Redis raises the budget: the signature no longer matches.
     const raised = JSON.stringify({ ...JSON.parse(raw!), budgetUsd: 5000 });
@@ -115,8 +117,32 @@ test("limits count only when signed by a trusted operator key; a forged or unver
     // No record: the worker's defaults.
     const defaults = { budgetUsd: 1, overBudget: "wait" as const };
     assert.deepEqual(limitsFromRecord("new", null, keyring, defaults), { ok: true, signed: false, limits: defaults });
-    assert.equal(await clearLimits(redis, space.logPrefix, "acme/api"), true);
-    assert.equal(await readLimitsRecord(redis, space.logPrefix, "acme/api"), null);
+    // A signed clear puts the tenant back on the defaults (a deleted record would not: see attacks.test.ts).
+    await clearLimits(redis, space.logPrefix, operatorKey, {
+      tenant: "acme/api",
+      by: "ops",
+      at: new Date().toISOString(),
+    });
+    const cleared = limitsFromRecord(
+      "acme/api",
+      await readLimitsRecord(redis, space.logPrefix, "acme/api"),
+      keyring,
+      defaults,
+    );
+    assert.deepEqual(cleared.ok && { signed: cleared.signed, limits: cleared.limits }, {
+      signed: true,
+      limits: defaults,
+    });
+    // Its signature covers the clear: one that names limits, or whose clear was taken off, does not verify.
+    const clearedRecord = JSON.parse((await readLimitsRecord(redis, space.logPrefix, "acme/api"))!) as Record<
+      string,
+      unknown
+    >;
+    assert.equal(limitsFromRecord("acme/api", JSON.stringify({ ...clearedRecord, budgetUsd: 9 }), keyring).ok, false);
+    assert.equal(
+      limitsFromRecord("acme/api", JSON.stringify({ ...clearedRecord, cleared: undefined }), keyring).ok,
+      false,
+    );
   } finally {
     await cleanupKeys(redis, space);
     redis.disconnect();

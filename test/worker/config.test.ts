@@ -235,3 +235,13 @@ test("TURNSTREAM_GATEWAY: broker by default (runs never hold the model credentia
       /broker.*passthrough/.test(err.message),
   );
 });
+
+test("TURNSTREAM_TENANTS_SIGNED_ONLY: off by default, on with 1, anything else refused", () => {
+  assert.equal(compileWorkerOptions(workerConfigFromEnv(base)).tenants.signedOnly, false);
+  const on = compileWorkerOptions(workerConfigFromEnv({ ...base, TURNSTREAM_TENANTS_SIGNED_ONLY: "1" }));
+  assert.equal(on.tenants.signedOnly, true);
+  assert.throws(
+    () => workerConfigFromEnv({ ...base, TURNSTREAM_TENANTS_SIGNED_ONLY: "yes" }),
+    (err: Error) => err instanceof WorkerConfigError && /TURNSTREAM_TENANTS_SIGNED_ONLY/.test(err.message),
+  );
+});

@@ -7,6 +7,7 @@ import { secretShapeIn } from "../../telemetry/index.ts";
 import {
   clearLimits,
   OVER_BUDGET_POLICIES,
+  readLimitsRecord,
   signTenantLimits,
   writeLimits,
   type OverBudgetPolicy,
@@ -179,11 +180,23 @@ async function runSet(tenant: string, values: TenantsValues): Promise<number> {
   }
 }
 
+/**
+ * Clearing signs a record that says so: the workers hold a tenant whose verified limits vanished
+ * back, since whoever can write Redis can delete a record.
+ */
 async function runClear(tenant: string, values: TenantsValues): Promise<number> {
+  const by = byOf(values.by);
+  if (typeof by !== "string") return refuse(by.problem);
+  const keys = signingKeys("tenants", values.key, "tenants' limits are");
+  if (keys === undefined) return EXIT.usage;
+  const untrusted = untrustedKeyProblem(keys.key, keys.trusted);
+  if (untrusted !== undefined) return refuse(untrusted);
   const redis = await redisOrExplain("tenants");
   if (redis === undefined) return EXIT.infrastructure;
   try {
-    const cleared = await clearLimits(redis, logPrefix(values.prefix), tenant);
+    const prefix = logPrefix(values.prefix);
+    const cleared = (await readLimitsRecord(redis, prefix, tenant)) !== null;
+    if (cleared) await clearLimits(redis, prefix, keys.key, { tenant, by, at: new Date().toISOString() });
     if (values.json === true) process.stdout.write(`${JSON.stringify({ tenant, cleared })}\n`);
     else
       process.stdout.write(

@@ -2,12 +2,15 @@
 --
 -- KEYS[1]  running  <prefix>{t:<tenant>}:running  (sorted set: lease token -> lapse time, ms)
 -- KEYS[2]  spend    <prefix>{t:<tenant>}:spend    (hash: bucket number -> micro-USD)
+-- KEYS[3]  blocked  <prefix>{t:<tenant>}:blocked  (list of job ids waiting for a slot)
 -- ARGV[1]  token        the turn's lease token (a reservation lapses with the lease unless renewed)
 -- ARGV[2]  leaseMs
 -- ARGV[3]  maxRunning   0 = no limit
 -- ARGV[4]  budget       micro-USD per window; 0 = no budget
 -- ARGV[5]  bucketMs     spend bucket length
 -- ARGV[6]  windowMs     the budget's rolling window
+-- ARGV[7]  job id       the turn's job: once it has a slot it waits no more, so it leaves the blocked
+--                       list (else a release would pop it and wake nobody, and the list would grow)
 --
 -- Time is Redis's own (TIME), so workers with skewed clocks agree on what has lapsed.
 -- Returns { status, running (with this one when reserved), spent micro-USD in the window,
@@ -45,6 +48,7 @@ if not held then
   if budget > 0 and spent >= budget then return { 'over_budget', running, spent, oldest } end
   running = running + 1
 end
+if ARGV[7] ~= '' then redis.call('LREM', KEYS[3], 0, ARGV[7]) end
 redis.call('ZADD', KEYS[1], now + leaseMs, ARGV[1])
 redis.call('PEXPIRE', KEYS[1], leaseMs, 'GT')
 if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], leaseMs) end
