@@ -9,7 +9,7 @@ import {
   clearLimits,
   readLimitsRecord,
   signTenantLimits,
-  tenantLimitsSchema,
+  tenantLimitsFields,
   tenantNameSchema,
   writeLimits,
 } from "../tenants/index.ts";
@@ -17,7 +17,7 @@ import { readBody, sendJson } from "./http.ts";
 import type { Ctx } from "./routes.ts";
 
 /** What the page may set: the record's own fields and rules; who and when are the server's. */
-const setBody = tenantLimitsSchema
+const setBody = tenantLimitsFields
   .pick({ tenant: true, budgetUsd: true, maxRunning: true, overBudget: true })
   .partial({ overBudget: true });
 

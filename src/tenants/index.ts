@@ -16,6 +16,7 @@ export {
   readAllLimitsRecords,
   readLimitsRecord,
   signTenantLimits,
+  tenantLimitsFields,
   tenantLimitsSchema,
   writeLimits,
   type LimitsVerdict,

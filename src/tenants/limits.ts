@@ -18,26 +18,30 @@ const LIMITS_TAG = "turnstream.tenant-limits.v1";
 export const OVER_BUDGET_POLICIES = ["wait", "fail"] as const;
 export type OverBudgetPolicy = (typeof OVER_BUDGET_POLICIES)[number];
 
+/** The fields of a tenant's limits record (its checks are tenantLimitsSchema's). */
+export const tenantLimitsFields = zod.strictObject({
+  tenant: tenantNameSchema,
+  /** USD the tenant's turns may spend in any 24 hours. */
+  budgetUsd: zod.number().positive().finite().optional(),
+  /** Turns of the tenant that may run at once across the fleet. */
+  maxRunning: zod.number().int().positive().max(1_000_000).optional(),
+  overBudget: zod.enum(OVER_BUDGET_POLICIES),
+  /** The tenant's limits are the workers' defaults again (`clearLimits`): it sets none of its own. */
+  cleared: zod.literal(true).optional(),
+  by: zod.string().min(1).max(200),
+  /** When it was signed: a record older than the newest a worker has verified does not count. */
+  at: zod.string().min(1).max(64),
+  keyId: zod.string().min(1).max(64),
+  signature: zod.string().min(1).max(200),
+});
+
 /** What an operator sets for a tenant. */
-export const tenantLimitsSchema = zod
-  .strictObject({
-    tenant: tenantNameSchema,
-    /** USD the tenant's turns may spend in any 24 hours. */
-    budgetUsd: zod.number().positive().finite().optional(),
-    /** Turns of the tenant that may run at once across the fleet. */
-    maxRunning: zod.number().int().positive().max(1_000_000).optional(),
-    overBudget: zod.enum(OVER_BUDGET_POLICIES),
-    /** The tenant's limits are the workers' defaults again (`clearLimits`): it sets none of its own. */
-    cleared: zod.literal(true).optional(),
-    by: zod.string().min(1).max(200),
-    /** When it was signed: a record older than the newest a worker has verified does not count. */
-    at: zod.string().min(1).max(64),
-    keyId: zod.string().min(1).max(64),
-    signature: zod.string().min(1).max(200),
-  })
-  .refine((limits) => limits.cleared !== true || (limits.budgetUsd === undefined && limits.maxRunning === undefined), {
+export const tenantLimitsSchema = tenantLimitsFields.refine(
+  (limits) => limits.cleared !== true || (limits.budgetUsd === undefined && limits.maxRunning === undefined),
+  {
     message: "a cleared record sets no limits",
-  });
+  },
+);
 export type SignedTenantLimits = zod.infer<typeof tenantLimitsSchema>;
 export type TenantLimitsInput = Omit<SignedTenantLimits, "keyId" | "signature">;
 

@@ -82,9 +82,10 @@ function checkRecord(tenant: string, raw: string | undefined, keyring: OperatorK
   if (parsed === undefined || parsed.tenant !== tenant || keyring !== undefined) {
     const verdict = limitsFromRecord(tenant, raw, keyring);
     if (!verdict.ok) return { limits: "fails", record: undefined, problem: verdict.why };
-    return { limits: "verified", record: parsed, problem: undefined };
   }
-  return { limits: "unchecked", record: parsed, problem: undefined };
+  // A record that clears the tenant's limits (signed, so a deletion cannot pass for one) sets none.
+  if (parsed!.cleared === true) return { limits: "none", record: undefined, problem: undefined };
+  return { limits: keyring === undefined ? "unchecked" : "verified", record: parsed, problem: undefined };
 }
 
 /**

@@ -61,7 +61,10 @@ test("tenants set signs limits the workers' check accepts; list shows them with 
       await readLimitsRecord(redis, space.logPrefix, "acme/api"),
       parseOperatorKeys([OPERATOR.publicKey]),
     );
-    assert.deepEqual(verdict, { ok: true, signed: true, limits: { budgetUsd: 2, maxRunning: 3, overBudget: "fail" } });
+    assert.deepEqual(
+      { ...verdict, version: undefined },
+      { ok: true, signed: true, limits: { budgetUsd: 2, maxRunning: 3, overBudget: "fail" }, version: undefined },
+    );
 
     // The tenant spends past its budget; another runs one turn and has no limits of its own.
     await ledger.spend("acme/api", "call-1", 0.5);
@@ -134,19 +137,31 @@ test("tenants set signs limits the workers' check accepts; list shows them with 
     );
     assert.match((await turnstream(["tenants"], envOf(space.logPrefix, ""))).stdout, /acme\/api .* unchecked: /);
 
-    const cleared = await turnstream(["tenants", "clear", "acme/api", "--json"], env);
+    const signing = { ...env, TURNSTREAM_OPERATOR_KEY: keyFile, TURNSTREAM_USER: "dana" };
+    const cleared = await turnstream(["tenants", "clear", "acme/api", "--json"], signing);
     assert.equal(cleared.code, 0, cleared.stderr);
     assert.deepEqual(onlyJson(cleared.stdout), { tenant: "acme/api", cleared: true });
-    assert.equal(await readLimitsRecord(redis, space.logPrefix, "acme/api"), null);
-    const again = await turnstream(["tenants", "clear", "acme/api"], env);
+    // Cleared by a signed record, which a worker takes as "the defaults" (a deleted one it would not).
+    const afterClear = limitsFromRecord(
+      "acme/api",
+      await readLimitsRecord(redis, space.logPrefix, "acme/api"),
+      parseOperatorKeys([OPERATOR.publicKey]),
+      { overBudget: "wait" },
+    );
+    assert.deepEqual(
+      { ...afterClear, version: undefined },
+      {
+        ok: true,
+        signed: true,
+        limits: { overBudget: "wait" },
+        version: undefined,
+      },
+    );
+    const again = await turnstream(["tenants", "clear", "acme/api"], signing);
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /^tenant acme\/api had no limits of its own; nothing changed$/m);
-    // acme/api never took a running slot, so with its record gone nothing lists it.
     const after = onlyJson((await turnstream(["tenants", "--json"], env)).stdout) as ListJson;
-    assert.deepEqual(
-      after.tenants.map((row) => row.tenant),
-      ["beta"],
-    );
+    assert.equal(rowOf(after, "acme/api")!.budgetUsd, null);
   } finally {
     await cleanupKeys(redis, space);
     redis.disconnect();
@@ -244,7 +259,8 @@ test("bad values are refused by their flag, with what to give instead, and nothi
     }
     for (const [args, message] of [
       [["tenants", "list", "--budget-usd", "5"], /--budget-usd applies only to `tenants set`/],
-      [["tenants", "clear", "acme", "--key", keyFile], /--key applies only to `tenants set`/],
+      [["tenants", "clear", "acme", "--budget-usd", "5"], /--budget-usd applies only to `tenants set`/],
+      [["tenants", "list", "--key", keyFile], /--key applies only to `tenants set` and `tenants clear`/],
       [["tenants", "set"], /usage: turnstream tenants/],
       [["tenants", "remove", "acme"], /usage: turnstream tenants/],
     ] as Array<[string[], RegExp]>) {

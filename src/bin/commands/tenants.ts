@@ -26,15 +26,16 @@ export const summary = "list tenants' budgets, spend and running turns; set (sig
 const usage = `usage: turnstream tenants [list] [--json] [--prefix P]
        turnstream tenants set TENANT [--budget-usd N] [--max-running N] [--over-budget wait|fail]
                                      [--key FILE] [--by NAME] [--json] [--prefix P]
-       turnstream tenants clear TENANT [--json] [--prefix P]
+       turnstream tenants clear TENANT [--key FILE] [--by NAME] [--json] [--prefix P]
   list    every tenant that ran a turn or has limits: its budget for any 24 hours and what it spent in
           the last 24, its running turns and their limit across the fleet, its over-budget policy, and
           whether its limits verify against TURNSTREAM_OPERATOR_KEYS (when set here; else "unchecked"),
           who set them and when
   set     signs the tenant's limits with your operator key and stores them for the whole fleet; they
           replace its previous limits whole (a limit not given is no limit) and the workers' defaults
-  clear   removes the tenant's limits: its turns get the workers' defaults again
-          (TURNSTREAM_TENANT_BUDGET_USD, TURNSTREAM_TENANT_MAX_RUNNING, TURNSTREAM_TENANT_OVER_BUDGET)
+  clear   signs a record that clears the tenant's limits: its turns get the workers' defaults again
+          (TURNSTREAM_TENANT_BUDGET_USD, TURNSTREAM_TENANT_MAX_RUNNING, TURNSTREAM_TENANT_OVER_BUDGET);
+          a record deleted from Redis instead holds the tenant's turns back
   --budget-usd N     USD the tenant's turns may spend in any 24 hours, e.g. 50 or 12.5
   --max-running N    turns of the tenant that may run at once across the fleet, 1 to 1000000
   --over-budget P    what a turn that starts while its tenant is over budget does: wait (default) until
@@ -62,7 +63,8 @@ const options = {
 type TenantsValues = ParsedArgs<{ allowPositionals: true; options: typeof options }>["values"];
 
 /** The flags only `set` takes. */
-const SET_FLAGS = ["budget-usd", "max-running", "over-budget", "key", "by"] as const;
+const SET_FLAGS = ["budget-usd", "max-running", "over-budget"] as const;
+const SIGNING_FLAGS = ["key", "by"] as const;
 
 const MAX_RUNNING_LIMIT = 1_000_000;
 
@@ -180,6 +182,16 @@ async function runSet(tenant: string, values: TenantsValues): Promise<number> {
   }
 }
 
+/** Whether a stored record sets limits (one that clears them, or none, does not). */
+function hasLimits(raw: string | null): boolean {
+  if (raw === null) return false;
+  try {
+    return (JSON.parse(raw) as { cleared?: unknown }).cleared !== true;
+  } catch {
+    return true;
+  }
+}
+
 /**
  * Clearing signs a record that says so: the workers hold a tenant whose verified limits vanished
  * back, since whoever can write Redis can delete a record.
@@ -195,7 +207,7 @@ async function runClear(tenant: string, values: TenantsValues): Promise<number> 
   if (redis === undefined) return EXIT.infrastructure;
   try {
     const prefix = logPrefix(values.prefix);
-    const cleared = (await readLimitsRecord(redis, prefix, tenant)) !== null;
+    const cleared = hasLimits(await readLimitsRecord(redis, prefix, tenant));
     if (cleared) await clearLimits(redis, prefix, keys.key, { tenant, by, at: new Date().toISOString() });
     if (values.json === true) process.stdout.write(`${JSON.stringify({ tenant, cleared })}\n`);
     else
@@ -300,6 +312,10 @@ export async function run(argv: string[]): Promise<number> {
   if (action !== "set") {
     const misplaced = SET_FLAGS.find((flag) => values[flag] !== undefined);
     if (misplaced !== undefined) return refuse(`--${misplaced} applies only to \`tenants set\``);
+  }
+  if (action === "list") {
+    const misplaced = SIGNING_FLAGS.find((flag) => values[flag] !== undefined);
+    if (misplaced !== undefined) return refuse(`--${misplaced} applies only to \`tenants set\` and \`tenants clear\``);
   }
   if (action === "list") return runList(values);
   const problem = tenantArgProblem(tenant!);
