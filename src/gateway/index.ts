@@ -21,6 +21,7 @@ export {
   costAtMostUsd,
   estimateCostUsd,
   requestBound,
+  retryAfterMs,
   UsageTap,
   worstCaseCostUsd,
   type ModelCall,

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { request as httpsRequest } from "node:https";
 import { BodyTooLargeError, readBodyBytes } from "../kernel/index.ts";
 import { OAUTH_BETA } from "./credential.ts";
-import { estimateCostUsd, requestBound, UsageTap, worstCaseCostUsd, type ModelCall } from "./calls.ts";
+import { estimateCostUsd, requestBound, retryAfterMs, UsageTap, worstCaseCostUsd, type ModelCall } from "./calls.ts";
 import type { GrantTable, RunGrant } from "./grants.ts";
 import type { GatewayPolicy, PolicyCall } from "./policy.ts";
 
@@ -343,8 +343,8 @@ class CallRecord {
   }
 
   readHeaders(up: IncomingMessage): void {
-    const retryAfter = Number(up.headers["retry-after"]);
-    if (up.headers["retry-after"] !== undefined && Number.isFinite(retryAfter)) this.retryAfterS = retryAfter;
+    const waitMs = retryAfterMs(up.headers);
+    if (waitMs !== undefined) this.retryAfterS = waitMs / 1000;
     const id = up.headers["request-id"];
     if (typeof id === "string") this.#requestId = id.slice(0, 200);
   }
