@@ -28,4 +28,11 @@ export {
   type RequestBound,
   type Usage,
 } from "./calls.ts";
-export { allowAll, composePolicies, type GatewayPolicy, type PolicyCall, type PolicyDecision } from "./policy.ts";
+export {
+  allowAll,
+  composePolicies,
+  type GatewayPolicy,
+  type PolicyCall,
+  type PolicyDecision,
+  type UpstreamAnswer,
+} from "./policy.ts";
