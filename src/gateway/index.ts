@@ -36,3 +36,13 @@ export {
   type PolicyDecision,
   type UpstreamAnswer,
 } from "./policy.ts";
+export {
+  COOLDOWN_DEFAULTS,
+  COOLDOWN_STATUSES,
+  cooldownKeys,
+  FleetCooldown,
+  listCooldowns,
+  type CooldownEntry,
+  type CooldownOptions,
+  type CooldownSettings,
+} from "./cooldown.ts";
