@@ -103,7 +103,8 @@ function backoffWaits(settings: CooldownSettings): number[] {
   return waits;
 }
 
-function checkSettings(options: Partial<CooldownSettings>): CooldownSettings {
+/** The settings with their defaults filled in; a RangeError names one that is out of range. */
+export function cooldownSettings(options: Partial<CooldownSettings>): CooldownSettings {
   const settings: CooldownSettings = {
     maxHoldMs: options.maxHoldMs ?? COOLDOWN_DEFAULTS.maxHoldMs,
     baseBackoffMs: options.baseBackoffMs ?? COOLDOWN_DEFAULTS.baseBackoffMs,
@@ -112,11 +113,11 @@ function checkSettings(options: Partial<CooldownSettings>): CooldownSettings {
   for (const [name, value] of Object.entries(settings))
     if (!Number.isSafeInteger(value) || value < (name === "maxHoldMs" ? 0 : 1))
       throw new RangeError(
-        `cooldown ${name} must be a whole number of milliseconds (≥ 1; maxHoldMs ≥ 0), got ${value}`,
+        `cooldown.${name} must be a whole number of ms, ${name === "maxHoldMs" ? 0 : 1} or more, got ${value}`,
       );
   if (settings.baseBackoffMs > settings.maxBackoffMs)
     throw new RangeError(
-      `cooldown baseBackoffMs (${settings.baseBackoffMs}) is longer than maxBackoffMs (${settings.maxBackoffMs})`,
+      `cooldown.baseBackoffMs (${settings.baseBackoffMs} ms) is longer than cooldown.maxBackoffMs (${settings.maxBackoffMs} ms)`,
     );
   return settings;
 }
@@ -161,7 +162,7 @@ export class FleetCooldown implements GatewayPolicy {
   readonly #writes = new Set<Promise<void>>();
 
   constructor(options: CooldownOptions) {
-    this.#settings = checkSettings(options);
+    this.#settings = cooldownSettings(options);
     this.#keys = cooldownKeys(options.prefix);
     this.#scripts = {
       check: scriptCommand<[string, number?]>(options.redis, CHECK),

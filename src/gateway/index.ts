@@ -40,6 +40,7 @@ export {
   COOLDOWN_DEFAULTS,
   COOLDOWN_STATUSES,
   cooldownKeys,
+  cooldownSettings,
   FleetCooldown,
   listCooldowns,
   type CooldownEntry,
