@@ -166,7 +166,7 @@ export class FleetCooldown implements GatewayPolicy {
     this.#keys = cooldownKeys(options.prefix);
     this.#scripts = {
       check: scriptCommand<[string, number?]>(options.redis, CHECK),
-      record: scriptCommand<[number, number]>(options.redis, RECORD),
+      record: scriptCommand<[number, number, number]>(options.redis, RECORD),
       settle: scriptCommand<number>(options.redis, SETTLE),
     };
     this.#waits = backoffWaits(this.#settings).map(String);
@@ -267,11 +267,12 @@ export class FleetCooldown implements GatewayPolicy {
     const asked =
       answer.retryAfterMs === undefined ? "" : Math.round(Math.min(answer.retryAfterMs, this.#settings.maxBackoffMs));
     try {
-      const [ms, strikes] = await this.#scripts.record(
+      const [ms, strikes, began] = await this.#scripts.record(
         [this.#keys.cooldown(fingerprint), this.#keys.index],
         [fingerprint, answer.status, asked, token ?? "", this.#probeLeaseMs, ...this.#waits],
       );
-      if (token !== undefined || strikes === 1)
+      // Once per cooldown and per failed probe: the 429s of requests already in flight say nothing new.
+      if (began === 1 || token !== undefined)
         this.#logger.info(
           { credential: fingerprint, status: answer.status, cooldownMs: ms, strikes, probe: token !== undefined },
           "model API limited the credential: the fleet holds its requests",

@@ -146,7 +146,14 @@ test("a probe answered 429 again extends the cooldown by a strike: backoff doubl
 
 test("429s of requests already in flight when the cooldown began add no strike and never shorten it", async (ctx) => {
   const rig = await stage(ctx);
-  const [one, two] = [rig.policy(), rig.policy()];
+  const said: string[] = [];
+  const logger = {
+    debug() {},
+    warn() {},
+    error() {},
+    info: (_o: unknown, msg?: string) => void said.push(String(msg)),
+  };
+  const [one, two] = [rig.policy({ logger }), rig.policy({ logger })];
   const limited = request();
   const inFlight = request();
   await one.beforeRequest(limited);
@@ -156,6 +163,7 @@ test("429s of requests already in flight when the cooldown began add no strike a
   const [entry] = await rig.list();
   assert.equal(entry?.strikes, 1);
   assert.equal(entry?.status, 503, "the latest status is shown");
+  assert.equal(said.length, 1, `the cooldown's start is logged once: ${said.join("; ")}`);
   assert.ok(entry!.remainingMs > 1800, `not shortened: ${entry!.remainingMs} ms`);
   const pttl = await rig.redis.pttl(cooldownKeys(rig.prefix).cooldown(FP));
   assert.ok(pttl > 2000 && pttl <= 2000 + 30_000, `the hash expires one probe lease after the end (pttl ${pttl})`);

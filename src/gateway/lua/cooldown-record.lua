@@ -15,7 +15,7 @@
 -- and never earlier than it already did. A cooldown's hash is deleted by a successful probe
 -- (cooldown-settle.lua), else expires on its own.
 --
--- Returns {ms until the cooldown ends, strikes}.
+-- Returns {ms until the cooldown ends, strikes, 1 when this answer began the cooldown else 0}.
 
 local state = redis.call('HMGET', KEYS[1], 'until', 'strikes', 'probe', 'probeUntil')
 local clock = redis.call('TIME')
@@ -40,4 +40,6 @@ redis.call('ZADD', KEYS[2], expires, ARGV[1])
 -- Members whose hash expired on its own go with the next record; the index lives as long as its last.
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if redis.call('PTTL', KEYS[2]) < expires - now then redis.call('PEXPIRE', KEYS[2], expires - now) end
-return {untilMs - now, strikes}
+local began = 0
+if not state[1] then began = 1 end
+return {untilMs - now, strikes, began}
