@@ -321,17 +321,24 @@ const numberOf = (text: string | undefined): number => {
   return Number.isFinite(value) ? value : 0;
 };
 
-/** The cooldowns active now under `prefix`, soonest ending first. */
+/**
+ * The cooldowns active now under `prefix`, soonest ending first. Only read commands (a reader's ACL
+ * role allows no TIME): Redis's own clock comes from the index, whose score for a cooldown is the
+ * instant its hash expires, written by the same script as the hash's PEXPIRE, so score − PTTL is
+ * Redis's now.
+ */
 export async function listCooldowns(redis: RedisClient, prefix: string): Promise<CooldownEntry[]> {
   const keys = cooldownKeys(prefix);
-  const [seconds, micros] = await redis.time();
-  const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  const fingerprints = await redis.zrangebyscore(keys.index, now, "+inf");
-  const hashes = await Promise.all(fingerprints.map((fingerprint) => redis.hgetall(keys.cooldown(fingerprint))));
+  const indexed = await redis.zrange(keys.index, 0, -1, "WITHSCORES");
   const entries: CooldownEntry[] = [];
-  fingerprints.forEach((fingerprint, index) => {
-    const hash = hashes[index]!;
-    if (hash["until"] === undefined) return;
+  for (let at = 0; at + 1 < indexed.length; at += 2) {
+    const fingerprint = indexed[at]!;
+    const [hash, pttl] = await Promise.all([
+      redis.hgetall(keys.cooldown(fingerprint)),
+      redis.pttl(keys.cooldown(fingerprint)),
+    ]);
+    if (hash["until"] === undefined || pttl <= 0) continue;
+    const now = numberOf(indexed[at + 1]) - pttl;
     const until = numberOf(hash["until"]);
     entries.push({
       fingerprint,
@@ -343,6 +350,6 @@ export async function listCooldowns(redis: RedisClient, prefix: string): Promise
       probing: hash["probe"] !== undefined && numberOf(hash["probeUntil"]) > now,
       since: new Date(numberOf(hash["since"])).toISOString(),
     });
-  });
+  }
   return entries.sort((a, b) => a.until.localeCompare(b.until));
 }

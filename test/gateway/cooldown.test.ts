@@ -4,7 +4,8 @@
 // cooldown by a strike, its success clears it for all; past the hold maximum a 429 with the shared
 // remaining time is answered; a client that hangs up while held costs nothing; a probe that never
 // reached the upstream is released; keys expire on their own; Redis that cannot be read lets requests
-// through (fail-open) and is asked again a second later.
+// through (fail-open) and is asked again a second later; under the ACL roles a worker can do all of it
+// and a reader can list the cooldowns.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
@@ -18,6 +19,7 @@ import {
   type PolicyDecision,
 } from "../../src/gateway/index.ts";
 import { startRedisServer } from "../support/redis-server.ts";
+import { startAclRedis } from "../decisions/_acl-redis.ts";
 
 const FP = "0123456789abcdef";
 
@@ -306,4 +308,23 @@ test("Redis that does not answer lets requests through (fail-open) with a warnin
   do decision = await policy.beforeRequest({ ...request(), signal: AbortSignal.timeout(300) });
   while (decision.action === "allow" && Date.now() < deadline);
   assert.equal(decision.action, "refuse", "held again, its client gone after 300 ms");
+});
+
+test("under turnstream's ACL roles: a worker records, holds and probes; a reader lists the cooldowns", async (ctx) => {
+  const acl = await startAclRedis({ logPrefix: "tacl:", queuePrefix: "{tacl-q}" });
+  ctx.after(() => acl.close());
+  const worker = new FleetCooldown({ redis: acl.client("worker"), prefix: "tacl:", pollMs: 20 });
+  const limited = request();
+  await worker.beforeRequest(limited);
+  await answer(worker, limited, 429, 300);
+  const [listed] = await listCooldowns(acl.client("reader"), "tacl:");
+  assert.equal(listed?.fingerprint, FP);
+  assert.ok(listed!.remainingMs > 0 && listed!.remainingMs <= 300, `remaining ${listed!.remainingMs} ms`);
+  const probe = request();
+  const { decision, ms } = await timed(worker.beforeRequest(probe));
+  assert.deepEqual(decision, { action: "allow" });
+  assert.ok(ms >= 200, `held ${ms} ms`);
+  assert.equal((await listCooldowns(acl.client("reader"), "tacl:"))[0]?.probing, true);
+  await answer(worker, probe, 200);
+  assert.deepEqual(await listCooldowns(acl.client("reader"), "tacl:"), []);
 });
