@@ -227,7 +227,7 @@ export class FleetCooldown implements GatewayPolicy {
       const reading = await this.#check(fingerprint, token);
       if (reading.kind === "clear") return ALLOW;
       if (reading.kind === "probe") {
-        // Claimed while its client hung up: the claim goes back at once (afterResponse releases it).
+        // If its client hung up meanwhile, the gateway ends the call unsent and afterResponse releases it.
         this.#probes.set(call, token);
         return ALLOW;
       }
@@ -240,19 +240,22 @@ export class FleetCooldown implements GatewayPolicy {
 
   async #check(fingerprint: string, token: string): Promise<Reading> {
     if (performance.now() < this.#failOpenUntil) return { kind: "clear" };
+    const asked = this.#scripts.check(
+      [this.#keys.cooldown(fingerprint), this.#keys.index],
+      [fingerprint, token, this.#probeLeaseMs],
+    );
     let reply: [string, number?];
     try {
-      reply = await withTimeout(
-        this.#scripts.check(
-          [this.#keys.cooldown(fingerprint), this.#keys.index],
-          [fingerprint, token, this.#probeLeaseMs],
-        ),
-        READ_TIMEOUT_MS,
-        `Redis did not answer within ${READ_TIMEOUT_MS} ms`,
-      );
+      reply = await withTimeout(asked, READ_TIMEOUT_MS, `Redis did not answer within ${READ_TIMEOUT_MS} ms`);
     } catch (err) {
       this.#failOpenUntil = performance.now() + FAIL_OPEN_MS;
       this.#report("gateway cooldown not read: requests go upstream unchecked (fail-open)", err);
+      // A check that answers after its timeout may have claimed the probe for a request that has gone
+      // on unchecked: the claim goes back, so the fleet's next probe does not wait for its lease.
+      void asked.then(
+        ([late]) => late === "probe" && this.#track(this.#settle(fingerprint, token, "release")),
+        () => undefined,
+      );
       return { kind: "clear" };
     }
     const [kind, ms] = reply;

@@ -14,6 +14,7 @@ import {
   cooldownKeys,
   FleetCooldown,
   listCooldowns,
+  type CooldownEntry,
   type CooldownOptions,
   type PolicyCall,
   type PolicyDecision,
@@ -327,4 +328,36 @@ test("under turnstream's ACL roles: a worker records, holds and probes; a reader
   assert.equal((await listCooldowns(acl.client("reader"), "tacl:"))[0]?.probing, true);
   await answer(worker, probe, 200);
   assert.deepEqual(await listCooldowns(acl.client("reader"), "tacl:"), []);
+});
+
+test("a check that answers after its timeout and claimed the probe gives the claim back", async (ctx) => {
+  const server = await startRedisServer();
+  const redis = connectRedis({ url: server.url, env: {} });
+  redis.on("error", () => {});
+  ctx.after(async () => {
+    redis.disconnect();
+    await server.dispose();
+  });
+  const policy = new FleetCooldown({ redis, prefix: "t-late:", pollMs: 20 });
+  const limited = request();
+  await policy.beforeRequest(limited);
+  await answer(policy, limited, 429, 100);
+  server.pause();
+  let unchecked: PolicyDecision;
+  try {
+    // The cooldown ends while Redis is stopped: the check waiting in the client's queue will find it
+    // ended and claim the probe, after the request went on unchecked.
+    unchecked = await policy.beforeRequest(request());
+  } finally {
+    server.resume();
+  }
+  assert.deepEqual(unchecked, { action: "allow" });
+  const deadline = Date.now() + 5000;
+  let entry: CooldownEntry | undefined;
+  do {
+    await policy.flush();
+    [entry] = await listCooldowns(redis, "t-late:");
+  } while ((entry?.probes !== 1 || entry.probing) && Date.now() < deadline);
+  assert.equal(entry?.probes, 1, "the late check claimed the probe");
+  assert.equal(entry?.probing, false, "and gave it back");
 });
