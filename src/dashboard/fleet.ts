@@ -1,13 +1,14 @@
 // The fleet as the console shows it: every session's line, the decisions waiting for an operator,
-// the queue, the tenants' limits and spend. Live changes come from the log itself: one blocking XREAD
-// over every known session's stream (the session index is re-read every few seconds to learn new
-// sessions), so nothing asks each session in turn whether it changed. A session that moved is folded
-// forward in memory from its read model (or from zero), so its line is right even before the
-// projector commits.
+// the queue, the tenants' limits and spend, the model credentials the gateways hold requests for
+// (cooldowns). Live changes come from the log itself: one blocking XREAD over every known session's
+// stream (the session index is re-read every few seconds to learn new sessions), so nothing asks each
+// session in turn whether it changed. A session that moved is folded forward in memory from its read
+// model (or from zero), so its line is right even before the projector commits.
 import type { Queue } from "bullmq";
 import { LRUCache } from "lru-cache";
 import { archivedRow, type Archive } from "../archive/index.ts";
 import { listPending, readParkedEntries, type OperatorKeyring, type PendingRequest } from "../decisions/index.ts";
+import { listCooldowns, type CooldownEntry } from "../gateway/index.ts";
 import { backoffDelayMs, forTerminal, silentLogger, type Logger } from "../kernel/index.ts";
 import { isCluster, storedEnvelope, storedHead, type EventLog, type RedisClient } from "../log/index.ts";
 import {
@@ -34,7 +35,8 @@ export type FleetEvent =
   | { type: "row"; row: FleetRow }
   | { type: "pending"; pending: PendingView[] }
   | { type: "queue"; queue: QueueView }
-  | { type: "tenants"; tenants: TenantRow[] };
+  | { type: "tenants"; tenants: TenantRow[] }
+  | { type: "cooldowns"; cooldowns: CooldownEntry[] };
 
 export interface PendingView extends PendingRequest {
   context: RequestContext | null;
@@ -92,6 +94,10 @@ export const ARCHIVED_ROWS = 500;
 const MAX_STATES = 200;
 const KINDS_FOR_PENDING = /^(decision\.|attempt\.|turn\.|rule\.)/;
 const KINDS_FOR_QUEUE = /^(attempt\.|turn\.)/;
+// A model call ends after the upstream answered it: a 429 that began a cooldown, or a probe's answer.
+// Cooldowns are not in the log, so they are also read again with every rescan of the session index
+// (a session found late had its calls before the watch knew it), and sent only when they changed.
+const KINDS_FOR_COOLDOWNS = /^model\.call$/;
 /**
  * Kinds after which the pending index changes without a further event: a worker marks the request of
  * a turn that parked right after its turn.parked, and `decide` marks a parked request decided after
@@ -116,6 +122,9 @@ export class Fleet {
   #dirty = new Set<string>();
   #pendingDirty = false;
   #queueDirty = false;
+  #cooldownsDirty = false;
+  /** What the cooldowns last sent were (their times left aside), so an unchanged reading is not sent again. */
+  #cooldownsSent = "";
   #flushTimer: NodeJS.Timeout | undefined;
   #settleTimer: NodeJS.Timeout | undefined;
   #settleUntil = 0;
@@ -253,6 +262,12 @@ export class Fleet {
     this.#scheduleFlush();
   }
 
+  /** The credentials cooling down now; a fingerprint is a digest, and whatever Redis held is escaped. */
+  async cooldowns(): Promise<CooldownEntry[]> {
+    const entries = await listCooldowns(this.#o.redis, this.#o.log.prefix);
+    return entries.map((entry) => ({ ...entry, fingerprint: forTerminal(entry.fingerprint) }));
+  }
+
   #start(): void {
     this.#ac = new AbortController();
     if (isCluster(this.#o.redis)) {
@@ -288,6 +303,8 @@ export class Fleet {
         if (Date.now() - rescanned >= (this.#o.rescanMs ?? 2000)) {
           await this.#rescan(rescanned === 0);
           rescanned = Date.now();
+          this.#cooldownsDirty = true;
+          this.#scheduleFlush();
         }
         await this.#readOnce(conn, signal);
         failures = 0;
@@ -325,6 +342,7 @@ export class Fleet {
     this.#dirty.add(session);
     if (kind === "session.new" || KINDS_FOR_PENDING.test(kind)) this.#pendingDirty = true;
     if (kind === "session.new" || KINDS_FOR_QUEUE.test(kind)) this.#queueDirty = true;
+    if (KINDS_FOR_COOLDOWNS.test(kind)) this.#cooldownsDirty = true;
     if (KINDS_SETTLING.has(kind)) this.#settle();
     this.#tenantsDirty = true;
     this.#scheduleFlush();
@@ -366,9 +384,14 @@ export class Fleet {
   async #flush(): Promise<void> {
     this.#flushTimer = undefined;
     const dirty = [...this.#dirty];
-    const [pending, queue, tenants] = [this.#pendingDirty, this.#queueDirty, this.#tenantsDue()];
+    const [pending, queue, tenants, cooldowns] = [
+      this.#pendingDirty,
+      this.#queueDirty,
+      this.#tenantsDue(),
+      this.#cooldownsDirty,
+    ];
     this.#dirty = new Set();
-    this.#pendingDirty = this.#queueDirty = false;
+    this.#pendingDirty = this.#queueDirty = this.#cooldownsDirty = false;
     try {
       for (const session of dirty) {
         const check = await this.#foldable(session);
@@ -379,9 +402,18 @@ export class Fleet {
       if (pending) this.#emit({ type: "pending", pending: await this.pending() });
       if (queue) this.#emit({ type: "queue", queue: await this.queue() });
       if (tenants) this.#emit({ type: "tenants", tenants: await this.tenants() });
+      if (cooldowns) await this.#emitCooldowns();
     } catch (err) {
       this.#logger.warn({ err: (err as Error).message }, "dashboard: fleet update failed");
     }
+  }
+
+  async #emitCooldowns(): Promise<void> {
+    const cooldowns = await this.cooldowns();
+    const sent = JSON.stringify(cooldowns.map(({ remainingMs: _left, ...rest }) => rest));
+    if (sent === this.#cooldownsSent) return;
+    this.#cooldownsSent = sent;
+    this.#emit({ type: "cooldowns", cooldowns });
   }
 
   #emit(event: FleetEvent): void {

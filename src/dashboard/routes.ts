@@ -64,6 +64,8 @@ function payloadOf(event: FleetEvent): unknown {
       return event.queue;
     case "tenants":
       return event.tenants;
+    case "cooldowns":
+      return event.cooldowns;
   }
 }
 
@@ -84,16 +86,18 @@ export async function fleetStream(ctx: Ctx, req: IncomingMessage, res: ServerRes
       prefix: ctx.log.prefix,
     }),
   );
-  const [rows, pending, queue, tenants] = await Promise.all([
+  const [rows, pending, queue, tenants, cooldowns] = await Promise.all([
     ctx.fleet.rows(),
     ctx.fleet.pending(),
     ctx.fleet.queue(),
     ctx.fleet.tenants(),
+    ctx.fleet.cooldowns(),
   ]);
   es.send("sessions", ctx.deep(rows));
   es.send("pending", ctx.deep(pending));
   es.send("queue", ctx.deep(queue));
   es.send("tenants", ctx.deep(tenants));
+  es.send("cooldowns", ctx.deep(cooldowns));
   ready = true;
   for (const event of queued.splice(0)) send(event);
 }

@@ -17,8 +17,17 @@ export {
 // The connection a worker is given.
 export { connectRedis, type ConnectOptions, type RedisClient } from "../log/index.ts";
 
-// The model gateway's policy door: TurnWorkerOptions.gatewayPolicy.
-export { type GatewayPolicy, type ModelCall, type PolicyCall, type PolicyDecision } from "../gateway/index.ts";
+// The model gateway's policy door: TurnWorkerOptions.gatewayPolicy (several composed into one), and
+// the fleet cooldown's settings: TurnWorkerOptions.cooldown.
+export {
+  composePolicies,
+  type CooldownSettings,
+  type GatewayPolicy,
+  type ModelCall,
+  type PolicyCall,
+  type PolicyDecision,
+  type UpstreamAnswer,
+} from "../gateway/index.ts";
 
 // Supervised mode, the hub's side (a worker starts one of its own when a turn is supervised).
 export { startDecisionHub, type DecisionHub, type DecisionHubOptions } from "../decisions/index.ts";

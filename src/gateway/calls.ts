@@ -44,6 +44,28 @@ export interface ModelCall {
   credential: string;
 }
 
+type HeaderValue = string | string[] | undefined;
+
+const firstOf = (value: HeaderValue): string | undefined => (Array.isArray(value) ? value[0] : value);
+const DECIMAL = /^\s*\d+(?:\.\d+)?\s*$/;
+
+/**
+ * How long an answer asks the client to wait, in ms: its `retry-after-ms`, else its `retry-after` as
+ * seconds or as an HTTP date (RFC 9110 §10.2.3; a date in the past is 0). Undefined when it names no
+ * wait, or one that is not a number of seconds or a date.
+ */
+export function retryAfterMs(headers: Readonly<Record<string, HeaderValue>>, now = Date.now()): number | undefined {
+  const ms = firstOf(headers["retry-after-ms"]);
+  if (ms !== undefined && DECIMAL.test(ms)) return Number(ms);
+  const value = firstOf(headers["retry-after"]);
+  if (value === undefined) return undefined;
+  if (DECIMAL.test(value)) return Number(value) * 1000;
+  // Only a date with a zone (an IMF-fixdate ends "GMT"): a bare date would be read in local time.
+  if (!/\b(?:GMT|UTC|[+-]\d{4})\s*$/.test(value)) return undefined;
+  const at = Date.parse(value);
+  return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
+}
+
 const USAGE_KEYS = ["input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"] as const;
 
 /** Lays the numeric usage fields of `from` over `into` (a message_delta's usage is cumulative). */

@@ -21,10 +21,29 @@ export {
   costAtMostUsd,
   estimateCostUsd,
   requestBound,
+  retryAfterMs,
   UsageTap,
   worstCaseCostUsd,
   type ModelCall,
   type RequestBound,
   type Usage,
 } from "./calls.ts";
-export { allowAll, composePolicies, type GatewayPolicy, type PolicyCall, type PolicyDecision } from "./policy.ts";
+export {
+  allowAll,
+  composePolicies,
+  type GatewayPolicy,
+  type PolicyCall,
+  type PolicyDecision,
+  type UpstreamAnswer,
+} from "./policy.ts";
+export {
+  COOLDOWN_DEFAULTS,
+  COOLDOWN_STATUSES,
+  cooldownKeys,
+  cooldownSettings,
+  FleetCooldown,
+  listCooldowns,
+  type CooldownEntry,
+  type CooldownOptions,
+  type CooldownSettings,
+} from "./cooldown.ts";

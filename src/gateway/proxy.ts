@@ -5,9 +5,9 @@
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import { randomUUID } from "node:crypto";
 import { request as httpsRequest } from "node:https";
-import { BodyTooLargeError, readBodyBytes } from "../kernel/index.ts";
+import { BodyTooLargeError, readBodyBytes, waitUnlessAborted } from "../kernel/index.ts";
 import { OAUTH_BETA } from "./credential.ts";
-import { estimateCostUsd, requestBound, UsageTap, worstCaseCostUsd, type ModelCall } from "./calls.ts";
+import { estimateCostUsd, requestBound, retryAfterMs, UsageTap, worstCaseCostUsd, type ModelCall } from "./calls.ts";
 import type { GrantTable, RunGrant } from "./grants.ts";
 import type { GatewayPolicy, PolicyCall } from "./policy.ts";
 
@@ -125,6 +125,7 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     );
   }
   const call = new CallRecord(req.method ?? "GET", url.pathname, grant);
+  call.watchHangUp(res);
   let body: Buffer;
   try {
     body = await readBodyBytes(req, ctx.limits.maxRequestBytes);
@@ -160,6 +161,11 @@ async function admit(ctx: ProxyContext, call: CallRecord, res: ServerResponse): 
       message: "turnstream gateway: the policy failed",
     };
   }
+  // The client left while the policy held the request: nothing is sent, and nothing is answered.
+  if (call.hungUp) {
+    call.end(ctx, 499, "aborted");
+    return false;
+  }
   if (decision.action === "refuse") {
     const headers: Record<string, string> =
       decision.retryAfterS === undefined ? {} : { "retry-after": String(decision.retryAfterS) };
@@ -169,18 +175,9 @@ async function admit(ctx: ProxyContext, call: CallRecord, res: ServerResponse): 
     call.end(ctx, decision.status, "policy");
     return false;
   }
-  if (decision.action === "delay" && decision.ms > 0) {
-    const gone = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), decision.ms);
-      res.once("close", () => {
-        clearTimeout(timer);
-        resolve(true);
-      });
-    });
-    if (gone) {
-      call.end(ctx, 499, "aborted");
-      return false;
-    }
+  if (decision.action === "delay" && decision.ms > 0 && !(await waitUnlessAborted(decision.ms, call.signal))) {
+    call.end(ctx, 499, "aborted");
+    return false;
   }
   return true;
 }
@@ -266,6 +263,11 @@ function forward(
 function pipeAnswer(ctx: ProxyContext, call: CallRecord, up: IncomingMessage, res: ServerResponse): Promise<void> {
   const status = up.statusCode ?? 502;
   call.readHeaders(up);
+  try {
+    ctx.policy.onUpstreamAnswer?.(call.policyCall(), { status, retryAfterMs: call.retryAfterMs });
+  } catch (err) {
+    ctx.warn("gateway policy onUpstreamAnswer threw", err);
+  }
   res.writeHead(status, responseHeaders(up));
   res.flushHeaders();
   const tap = new UsageTap(up.headers["content-type"]);
@@ -317,11 +319,15 @@ class CallRecord {
   retryAfterS: number | undefined;
   refusedFor: string | undefined;
   readonly #id = randomUUID();
+  /** The upstream answer's retry-after, in ms. */
+  retryAfterMs: number | undefined;
   #ttfbMs: number | undefined;
   #requestId: string | undefined;
   #usage: ModelCall["usage"];
   #responseModel: string | undefined;
   #ended = false;
+  #policyCall: PolicyCall | undefined;
+  readonly #hangUp = new AbortController();
 
   constructor(method: string, path: string, grant: RunGrant) {
     this.method = method;
@@ -331,20 +337,37 @@ class CallRecord {
     this.#run = grant.sink;
   }
 
+  /** The client hanging up before its answer is done aborts the policy call's signal. */
+  watchHangUp(res: ServerResponse): void {
+    res.once("close", () => {
+      if (!res.writableFinished) this.#hangUp.abort();
+    });
+  }
+
+  get hungUp(): boolean {
+    return this.#hangUp.signal.aborted;
+  }
+
+  get signal(): AbortSignal {
+    return this.#hangUp.signal;
+  }
+
+  /** One object for every hook of this request (policies key what they reserved on it). */
   policyCall(): PolicyCall {
-    return {
+    return (this.#policyCall ??= {
       callId: this.#id,
       run: { ...this.#run!.binding },
       model: this.model,
       path: this.path,
       worstCaseUsd: this.worstCaseUsd,
       credentialFingerprint: this.grant.upstream.credential.fingerprint(),
-    };
+      signal: this.#hangUp.signal,
+    });
   }
 
   readHeaders(up: IncomingMessage): void {
-    const retryAfter = Number(up.headers["retry-after"]);
-    if (up.headers["retry-after"] !== undefined && Number.isFinite(retryAfter)) this.retryAfterS = retryAfter;
+    this.retryAfterMs = retryAfterMs(up.headers);
+    if (this.retryAfterMs !== undefined) this.retryAfterS = this.retryAfterMs / 1000;
     const id = up.headers["request-id"];
     if (typeof id === "string") this.#requestId = id.slice(0, 200);
   }

@@ -5,7 +5,7 @@ export { TurnstreamError, type TurnstreamErrorOptions } from "./errors.ts";
 export { isObj, numberField, objField, stringField, type Obj } from "./fields.ts";
 export { BodyTooLargeError, checkPortFree, listen, PortInUseError, readBody, readBodyBytes, sendJson } from "./http.ts";
 export { backoffDelayMs, type BackoffOptions } from "./backoff.ts";
-export { withTimeout } from "./deadline.ts";
+export { waitUnlessAborted, withTimeout } from "./deadline.ts";
 export { parseDuration } from "./duration.ts";
 export { instanceStem } from "./instance-stem.ts";
 export { packageVersion } from "./package-version.ts";

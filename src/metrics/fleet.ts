@@ -1,13 +1,14 @@
 // Fleet-wide gauges: the queue by state and its oldest waiting job, the pending decisions and the
-// oldest of them, the parked turns and the oldest of them. Every process that has a source reports
-// the same values (they are read from Redis, not counted locally), so dashboards aggregate them with
-// max across instances, never sum: max stays right when some processes are down or lagging, and no
-// process has to be elected to report them.
+// oldest of them, the parked turns and the oldest of them, the model credentials cooling down. Every
+// process that has a source reports the same values (they are read from Redis, not counted locally),
+// so dashboards aggregate them with max across instances, never sum: max stays right when some
+// processes are down or lagging, and no process has to be elected to report them.
 // One callback reads everything per collection, with one bounded wait: a Redis that does not answer
 // in time leaves these gauges out of that scrape rather than holding the scrape up.
 import type { BatchObservableResult, Meter } from "@opentelemetry/api";
 import type { Queue } from "bullmq";
 import { countParked, parkedNow, readPendingEntries, type PendingEntry } from "../decisions/index.ts";
+import { listCooldowns } from "../gateway/index.ts";
 import { withTimeout, type Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
 import { QUEUE_STATES, readWaitingTurns, type WaitingSource } from "../queue/index.ts";
@@ -35,6 +36,7 @@ interface FleetReading {
   oldestPendingS: number;
   parked: number;
   oldestParkedS: number;
+  cooldowns: number;
 }
 
 /** `parked`: the parked turns, whose jobs are not turns waiting to run (left out of the oldest wait). */
@@ -82,6 +84,7 @@ async function readFleet(sources: FleetSources): Promise<FleetReading> {
     ...countPending(entries, now),
     parked: parked.count,
     oldestParkedS: (parked.oldestAgeMs ?? 0) / 1000,
+    cooldowns: (await listCooldowns(sources.redis, sources.logPrefix)).length,
   };
 }
 
@@ -93,6 +96,7 @@ export function fleetGauges(meter: Meter, sources: FleetSources, logger: Logger)
   const oldestPending = gauge(meter, METRICS.decisionsOldestPendingAge);
   const parked = gauge(meter, METRICS.turnsParked);
   const oldestParked = gauge(meter, METRICS.turnsOldestParkedAge);
+  const cooldowns = gauge(meter, METRICS.gatewayCooldowns);
   const timeoutMs = sources.collectTimeoutMs ?? 2000;
   meter.addBatchObservableCallback(
     async (observation: BatchObservableResult) => {
@@ -111,7 +115,8 @@ export function fleetGauges(meter: Meter, sources: FleetSources, logger: Logger)
       observation.observe(oldestPending, reading.oldestPendingS);
       observation.observe(parked, reading.parked);
       observation.observe(oldestParked, reading.oldestParkedS);
+      observation.observe(cooldowns, reading.cooldowns);
     },
-    [depth, oldestWait, pending, oldestPending, parked, oldestParked],
+    [depth, oldestWait, pending, oldestPending, parked, oldestParked, cooldowns],
   );
 }

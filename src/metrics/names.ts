@@ -233,6 +233,15 @@ export const METRICS = {
     attributes: {},
     fleetWide: true,
   },
+  gatewayCooldowns: {
+    name: "turnstream.gateway.cooldowns",
+    kind: "gauge",
+    unit: "{credential}",
+    description:
+      "Model credentials the API answered 429, 529 or 503 whose requests every worker's gateway holds now, until their cooldown ends and a probe succeeds (fleet-wide: aggregate with max)",
+    attributes: {},
+    fleetWide: true,
+  },
   projectorLag: {
     name: "turnstream.projector.lag",
     kind: "gauge",

@@ -198,6 +198,18 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
       "broker (default): runs reach the model through the worker's loopback gateway with a token of their own and never hold its credential; passthrough: each run holds the credential (Bedrock, Vertex, Foundry)",
   },
   {
+    name: "TURNSTREAM_GATEWAY_COOLDOWN",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "on (default): when the model API answers a credential's request 429, 529 or 503, every worker's gateway holds that credential's requests until the cooldown ends (retry-after, else backoff up to 60 s), then lets one probe through; kept in Redis under the credential's fingerprint; off: each worker meets the limit on its own",
+  },
+  {
+    name: "TURNSTREAM_GATEWAY_COOLDOWN_HOLD",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "longest the gateway holds a request during a cooldown before it answers 429 itself with the fleet's remaining wait as retry-after (default 60s; 0 answers at once); keep it under the CLI's API_TIMEOUT_MS (10 min)",
+  },
+  {
     name: "TURNSTREAM_JOB_ENV_ALLOW",
     readIn: "src/worker/config.ts",
     meaning:

@@ -13,7 +13,7 @@ export interface HermeticEnvOptions {
   root?: string | undefined;
   /**
    * `CLAUDE_CODE_MAX_RETRIES` (default 0): 0 makes a 429/529 final on the first answer; each retry
-   * adds the CLI's own backoff whatever `retry-after` says (the CLI has no working knob for the delay).
+   * waits the CLI's own backoff or `retry-after`, the longer (a `retry-after` over 60 s ends the run).
    */
   maxRetries?: number | undefined;
   /** Sets `IS_SANDBOX=1`, which `--dangerously-skip-permissions` needs as root. */

@@ -125,20 +125,29 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 class ScriptQueue {
   readonly #responses: readonly ScriptResponse[];
   readonly #consumed: boolean[];
+  /** When a response with `forMs` first answered (performance.now()). */
+  readonly #firstTaken: (number | undefined)[];
 
   constructor(responses: readonly ScriptResponse[]) {
     this.#responses = responses;
     this.#consumed = new Array<boolean>(responses.length).fill(false);
+    this.#firstTaken = new Array<number | undefined>(responses.length).fill(undefined);
   }
 
   take(userText: string): number | null {
     for (let index = 0; index < this.#responses.length; index++) {
       if (this.#consumed[index]) continue;
-      const match = this.#responses[index]!.match;
-      if (match === undefined || userText.includes(match)) {
+      const response = this.#responses[index]!;
+      if (response.match !== undefined && !userText.includes(response.match)) continue;
+      if ("forMs" in response && response.forMs !== undefined) {
+        // A window, not a count: answers until forMs after its first answer, then is used up.
+        const first = (this.#firstTaken[index] ??= performance.now());
+        if (performance.now() - first < response.forMs) return index;
         this.#consumed[index] = true;
-        return index;
+        continue;
       }
+      this.#consumed[index] = true;
+      return index;
     }
     return null;
   }

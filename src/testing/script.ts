@@ -68,6 +68,8 @@ const errorResponse = zod.strictObject({
     headers: zod.record(zod.string(), zod.string()).optional(),
   }),
   delayMs: zod.number().int().nonnegative().optional(),
+  /** Answers every request (that it matches) for this long after its first one, then gives way to the next response. */
+  forMs: zod.number().int().positive().optional(),
 });
 const streamErrorResponse = zod.strictObject({
   ...common,

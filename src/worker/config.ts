@@ -115,6 +115,13 @@ const envSchema = zod.object({
       "TURNSTREAM_GATEWAY is `broker` (default: runs never hold the worker's model credential) or `passthrough`",
     )
     .optional(),
+  TURNSTREAM_GATEWAY_COOLDOWN: zod
+    .enum(
+      ["on", "off"],
+      "TURNSTREAM_GATEWAY_COOLDOWN is `on` (default: a 429, 529 or 503 holds every worker's requests for that credential) or `off`",
+    )
+    .optional(),
+  TURNSTREAM_GATEWAY_COOLDOWN_HOLD: zod.string().optional(),
 });
 
 export class WorkerConfigError extends TurnstreamError {
@@ -245,6 +252,7 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     limits: limitsFrom(env),
     warm: { all: vars.TURNSTREAM_WARM === "1" || vars.TURNSTREAM_WARM === "true" },
     gateway: vars.TURNSTREAM_GATEWAY,
+    cooldown: cooldownFrom(vars.TURNSTREAM_GATEWAY_COOLDOWN, vars.TURNSTREAM_GATEWAY_COOLDOWN_HOLD),
     parking: parkingFrom(vars),
     tenants: {
       defaults: {
@@ -255,6 +263,19 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
       signedOnly: vars.TURNSTREAM_TENANTS_SIGNED_ONLY === "1" || vars.TURNSTREAM_TENANTS_SIGNED_ONLY === "true",
     },
   };
+}
+
+/** TURNSTREAM_GATEWAY_COOLDOWN (`off` turns it off) and its hold maximum (a duration; `0` answers 429 at once). */
+function cooldownFrom(mode: "on" | "off" | undefined, hold: string | undefined): WorkerEnvConfig["cooldown"] {
+  if (mode === "off") return false;
+  if (hold === undefined) return undefined;
+  const maxHoldMs = hold.trim() === "0" ? 0 : parseDuration(hold);
+  if (maxHoldMs === undefined)
+    throw new WorkerConfigError(
+      "TURNSTREAM_GATEWAY_COOLDOWN_HOLD",
+      `${JSON.stringify(hold)} is not a duration like 30s or 2m (0: answer 429 at once)`,
+    );
+  return { maxHoldMs };
 }
 
 /** TURNSTREAM_ANSWER_WINDOW (a duration, `0`, or `off`: calls wait in the CLI), the deadline and its maximum. */

@@ -3,12 +3,16 @@
 // on each request. A cold run's token lives for its attempt. A warm session's token lives as long as
 // the session's kept CLI process (whose env cannot change between turns): each turn binds it to
 // that turn's attempt, and between turns it is bound to none, so its calls are refused.
-// With TURNSTREAM_GATEWAY=passthrough a run holds the worker's credential as before.
+// With TURNSTREAM_GATEWAY=passthrough a run holds the worker's credential as before. The gateway asks
+// the tenants' budgets, the caller's policy and then the fleet cooldown (src/gateway/cooldown.ts) of
+// each request.
 import { join } from "node:path";
 import { CREDENTIALS_FILE, NoAuthError, operatorConfigDir, type EnvOverlay } from "../runner/index.ts";
 import type { ModelCallData } from "../events/index.ts";
 import {
+  composePolicies,
   credentialFrom,
+  FleetCooldown,
   startGateway,
   unbrokerableProvider,
   upstreamBaseUrl,
@@ -21,6 +25,7 @@ import {
   type Upstream,
 } from "../gateway/index.ts";
 import type { Logger } from "../kernel/index.ts";
+import type { RedisClient } from "../log/index.ts";
 import type { TurnJob } from "../queue/index.ts";
 import { WorkerConfigError } from "./config.ts";
 import type { GatewayMode, WorkerSettings } from "./options.ts";
@@ -74,6 +79,26 @@ export function checkBrokerable(mode: GatewayMode, env: Readonly<Record<string, 
     `${UNBROKERABLE_PROVIDERS[name]} requests are signed with the cloud's own credentials, which the model gateway cannot broker; ` +
       'set TURNSTREAM_GATEWAY=passthrough (option gateway: "passthrough") to run it as before, with each run holding the worker\'s cloud credentials',
   );
+}
+
+/**
+ * What the worker's gateway asks of each request: `policies` in order (the tenants' budgets, the
+ * caller's policy), then the fleet cooldown (on by default). The cooldown comes last because it holds
+ * requests: one it lets go, as the probe or once the cooldown ended, must go upstream at once, and a
+ * request another policy refuses should not be held first.
+ */
+export function workerGatewayPolicy(
+  redis: RedisClient,
+  settings: Pick<WorkerSettings, "cooldown" | "logPrefix">,
+  policies: ReadonlyArray<GatewayPolicy | undefined>,
+  logger: Logger,
+): GatewayPolicy | undefined {
+  const cooldown =
+    settings.cooldown === undefined
+      ? undefined
+      : new FleetCooldown({ redis, prefix: settings.logPrefix, logger, ...settings.cooldown });
+  const asked = [...policies, cooldown].filter((each): each is GatewayPolicy => each !== undefined);
+  return asked.length === 0 ? undefined : composePolicies(...asked);
 }
 
 /** The worker's gateway and the tokens of its runs. */

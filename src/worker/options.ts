@@ -5,7 +5,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { Tracer } from "@opentelemetry/api";
 import type { EventObserver } from "../events/index.ts";
-import type { GatewayPolicy } from "../gateway/index.ts";
+import { cooldownSettings, type CooldownSettings, type GatewayPolicy } from "../gateway/index.ts";
 import { DEFAULT_PREFIX, type Logger } from "../kernel/index.ts";
 import { parseDurability, type Durability, type RedisClient } from "../log/index.ts";
 import { resolveClaudeBin } from "../runner/index.ts";
@@ -169,8 +169,19 @@ export interface TurnWorkerOptions {
    * as before (the only way to run Bedrock, Vertex or Foundry). `TURNSTREAM_GATEWAY`.
    */
   gateway?: GatewayMode;
-  /** What the gateway asks before each model request leaves the worker (default: allow all). */
+  /**
+   * What the gateway asks before each model request leaves the worker, after the tenants' budgets
+   * (default: allow all). The fleet cooldown, when on, is asked last.
+   */
   gatewayPolicy?: GatewayPolicy;
+  /**
+   * The fleet-wide cooldown of a credential the model API answered 429, 529 or 503 (see
+   * src/gateway/cooldown.ts): on by default; `false` turns it off (`TURNSTREAM_GATEWAY_COOLDOWN=off`).
+   * `maxHoldMs` (default 60 s; `TURNSTREAM_GATEWAY_COOLDOWN_HOLD`) bounds how long a request is held
+   * before the gateway answers 429 itself; `baseBackoffMs` (1 s) and `maxBackoffMs` (60 s) shape a
+   * cooldown whose answer named no retry-after.
+   */
+  cooldown?: false | Partial<CooldownSettings>;
   /** Tenants' limits: the defaults of a tenant with none set, and the budget's window (TenantOptions). */
   tenants?: TenantOptions;
 }
@@ -268,6 +279,7 @@ export type WorkerEnvConfig = Pick<
   | "limits"
   | "warm"
   | "gateway"
+  | "cooldown"
 >;
 
 /** The settings a worker and its jobs run with: every option checked, every default filled in. */
@@ -320,6 +332,8 @@ export interface WorkerSettings {
   /** Warm sessions: `all` turns unless a turn opts in (`enabled` false means only turns with `options.warm`). */
   warm: WarmSettings;
   gateway: GatewayMode;
+  /** The fleet cooldown's settings; undefined: off. */
+  cooldown: CooldownSettings | undefined;
 }
 
 /** How a worker keeps CLI processes between a session's turns. */
@@ -474,6 +488,7 @@ export function compileWorkerOptions(given: Omit<TurnWorkerOptions, "redis">): W
     snapshotCacheBytes: options.snapshotCacheBytes ?? defaults.snapshotCacheBytes,
     heartbeatMs: positiveLimit("heartbeatMs", options.heartbeatMs, defaults.heartbeatMs),
     gateway: options.gateway ?? "broker",
+    cooldown: options.cooldown === false ? undefined : cooldownSettings(options.cooldown ?? {}),
     warm: {
       all: options.warm?.all ?? defaults.warm.all,
       idleTtlMs: positiveLimit("warm.idleTtlMs", options.warm?.idleTtlMs, defaults.warm.idleTtlMs),

@@ -14,7 +14,7 @@ import { CliSlots } from "./cli-slots.ts";
 import { startHeartbeat, type Heartbeat } from "./registry.ts";
 import { cliVersionReader } from "./cli-version.ts";
 import { executeTurnJob } from "./execute.ts";
-import { checkBrokerable, WorkerModelAccess } from "./model-access.ts";
+import { checkBrokerable, WorkerModelAccess, workerGatewayPolicy } from "./model-access.ts";
 import { renewEveryMs } from "./lease-keeper.ts";
 import { compileWorkerOptions, type TurnWorkerOptions, type WorkerSettings } from "./options.ts";
 import { SnapshotCache } from "./snapshots.ts";
@@ -23,7 +23,6 @@ import type { ExecuteDeps, RunningTurn, TurnJobResult } from "./types.ts";
 import { announceToolSandbox } from "./tool-sandbox.ts";
 import { startParkedWaker, type ParkedWaker } from "./parked-waker.ts";
 import { tenantGatewayPolicy, workerTenants } from "./tenancy.ts";
-import { composePolicies } from "../gateway/index.ts";
 
 export interface TurnWorker {
   readonly id: string;
@@ -132,7 +131,6 @@ function executeDeps(options: TurnWorkerOptions, parts: DepsParts): ExecuteDeps 
   const running = new Map<string, RunningTurn>();
   const tenants = workerTenants(options.redis, settings);
   const own = tenantGatewayPolicy(tenants, logger);
-  const gatewayPolicy = options.gatewayPolicy === undefined ? own : composePolicies(own, options.gatewayPolicy);
   return {
     log,
     order: new SessionOrder({ redis: options.redis, logPrefix: settings.logPrefix, queue }),
@@ -147,7 +145,14 @@ function executeDeps(options: TurnWorkerOptions, parts: DepsParts): ExecuteDeps 
     warm: new WarmSessions(settings.warm, warmWatch(log, running, settings.leaseMs), logger),
     cliVersion: cliVersionReader(settings.claudeBin, { ...process.env, ...settings.runEnv }, logger),
     // Started with the worker, closed with it (closeWorker), after its runs have ended.
-    access: settings.gateway === "broker" ? new WorkerModelAccess(settings, gatewayPolicy, logger) : undefined,
+    access:
+      settings.gateway === "broker"
+        ? new WorkerModelAccess(
+            settings,
+            workerGatewayPolicy(options.redis, settings, [own, options.gatewayPolicy], logger),
+            logger,
+          )
+        : undefined,
     tenants,
   };
 }

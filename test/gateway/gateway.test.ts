@@ -1,7 +1,8 @@
 // The model gateway with the real CLI and the scripted model server as its upstream: the run holds
 // only its token (its env and every process of its tree), the upstream sees the worker's key, tokens
-// are refused once revoked, the policy door refuses and delays, bodies are bounded, and each call's
-// usage adds up to the CLI's own result line.
+// are refused once revoked, the policy door refuses and delays (and shows each request's hooks one
+// call object, the upstream's status at its headers), bodies are bounded, and each call's usage adds
+// up to the CLI's own result line.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync, utimesSync, writeFileSync } from "node:fs";
@@ -18,6 +19,7 @@ import {
   type GatewayPolicy,
   type ModelCall,
   type ModelGateway,
+  type PolicyCall,
   type RunGrant,
 } from "../../src/gateway/index.ts";
 import { startModelServer, hermeticEnv, type ModelServer } from "../../src/testing/index.ts";
@@ -402,6 +404,40 @@ test("a policy that throws or answers a status HTTP cannot carry fails that requ
       if (expected === 500) assert.equal(((await res.json()) as { error: { type: string } }).error.type, "api_error");
       else await res.text();
     }
+  } finally {
+    await staged.close();
+  }
+});
+
+test("every hook of one request gets the same call object; the upstream's status comes at its headers, before a slow body ends", async () => {
+  const seen: Array<{ hook: string; call: PolicyCall; at: number; status?: number }> = [];
+  const policy: GatewayPolicy = {
+    beforeRequest: (call) => (seen.push({ hook: "before", call, at: performance.now() }), { action: "allow" }),
+    onUpstreamAnswer: (call, answer) =>
+      void seen.push({ hook: "answer", call, at: performance.now(), status: answer.status }),
+    afterResponse: (call, outcome) =>
+      void seen.push({ hook: "after", call, at: performance.now(), status: outcome.status }),
+  };
+  // Eight events 150 ms apart: the body takes over a second after the headers.
+  const staged = await stage([{ content: [{ type: "text", text: "slow" }], chunkDelayMs: 150 }], policy);
+  try {
+    const res = await fetch(`${staged.gateway.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": staged.grant.token, "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "hi" }] }),
+    });
+    await res.text();
+    assert.deepEqual(
+      seen.map((s) => [s.hook, s.status]),
+      [
+        ["before", undefined],
+        ["answer", 200],
+        ["after", 200],
+      ],
+    );
+    assert.ok(seen[1]!.call === seen[0]!.call && seen[2]!.call === seen[0]!.call, "one object for the request");
+    assert.equal(seen[0]!.call.signal?.aborted, false, "the client did not hang up");
+    assert.ok(seen[2]!.at - seen[1]!.at > 600, `the status came ${seen[2]!.at - seen[1]!.at} ms before the body's end`);
   } finally {
     await staged.close();
   }

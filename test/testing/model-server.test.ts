@@ -1,5 +1,6 @@
 // The scripted model server over plain fetch: SSE and JSON replies, errors, stream errors, hangs,
-// match routing, the default reply, side requests, recording, script validation, the command.
+// errors answered for a time window, match routing, the default reply, side requests, recording,
+// script validation, the command.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -197,6 +198,32 @@ test("a scripted error is an HTTP status with an Anthropic error body and its he
     type: "error",
     error: { type: "rate_limit_error", message: "too many (scripted)" },
   });
+});
+
+test("an error with forMs answers every request for that long after its first, then the next response does", async (context) => {
+  const server = await serve(context, {
+    responses: [
+      { error: { status: 429, type: "rate_limit_error", message: "limited (scripted)" }, forMs: 300 },
+      { content: [{ type: "text", text: "after the window" }] },
+    ],
+  });
+  const statuses: number[] = [];
+  const started = performance.now();
+  let res: Response;
+  do {
+    res = await post(server, ask("hi", { stream: false }));
+    statuses.push(res.status);
+  } while (res.status === 429 && performance.now() - started < 5000);
+  const elapsed = performance.now() - started;
+  assert.ok(statuses.length > 2, `several requests in the window: ${statuses.join(",")}`);
+  assert.deepEqual(new Set(statuses.slice(0, -1)), new Set([429]));
+  assert.equal(res.status, 200);
+  assert.ok(elapsed >= 300 && elapsed < 2000, `the window closed after ${elapsed} ms`);
+  assert.equal(((await res.json()) as { content: Array<{ text: string }> }).content[0]!.text, "after the window");
+  assert.deepEqual(
+    server.requests().map((r) => r.responseIndex),
+    [...statuses.slice(0, -1).map(() => 0), 1],
+  );
 });
 
 test("a stream error arrives as SSE event: error after the given number of blocks", async (context) => {

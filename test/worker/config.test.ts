@@ -245,3 +245,34 @@ test("TURNSTREAM_TENANTS_SIGNED_ONLY: off by default, on with 1, anything else r
     (err: Error) => err instanceof WorkerConfigError && /TURNSTREAM_TENANTS_SIGNED_ONLY/.test(err.message),
   );
 });
+
+test("TURNSTREAM_GATEWAY_COOLDOWN: on by default with its defaults, off by name; its hold maximum a duration or 0", () => {
+  const cooldownOf = (env: Record<string, string>) =>
+    compileWorkerOptions(workerConfigFromEnv({ ...base, ...env })).cooldown;
+  assert.deepEqual(cooldownOf({}), { maxHoldMs: 60_000, baseBackoffMs: 1000, maxBackoffMs: 60_000 });
+  assert.equal(cooldownOf({ TURNSTREAM_GATEWAY_COOLDOWN: "off" }), undefined);
+  assert.equal(cooldownOf({ TURNSTREAM_GATEWAY_COOLDOWN_HOLD: "2m" })?.maxHoldMs, 120_000);
+  assert.equal(cooldownOf({ TURNSTREAM_GATEWAY_COOLDOWN: "on", TURNSTREAM_GATEWAY_COOLDOWN_HOLD: "0" })?.maxHoldMs, 0);
+  for (const [variable, value] of [
+    ["TURNSTREAM_GATEWAY_COOLDOWN", "0"],
+    ["TURNSTREAM_GATEWAY_COOLDOWN_HOLD", "soon"],
+    ["TURNSTREAM_GATEWAY_COOLDOWN_HOLD", "-5s"],
+  ] as const)
+    assert.throws(
+      () => workerConfigFromEnv({ ...base, [variable]: value }),
+      (err: unknown) => err instanceof WorkerConfigError && err.variable === variable,
+      `${variable}=${value}`,
+    );
+  // The backoff is tuning: options only, checked.
+  const tuned = compileWorkerOptions({
+    workspaceRoots: ["/w"],
+    cooldown: { baseBackoffMs: 500, maxBackoffMs: 30_000 },
+  });
+  assert.deepEqual(tuned.cooldown, { maxHoldMs: 60_000, baseBackoffMs: 500, maxBackoffMs: 30_000 });
+  assert.equal(compileWorkerOptions({ workspaceRoots: ["/w"], cooldown: false }).cooldown, undefined);
+  assert.throws(
+    () => compileWorkerOptions({ workspaceRoots: ["/w"], cooldown: { baseBackoffMs: 5000, maxBackoffMs: 1000 } }),
+    /baseBackoffMs.*longer than.*maxBackoffMs/,
+  );
+  assert.throws(() => compileWorkerOptions({ workspaceRoots: ["/w"], cooldown: { maxHoldMs: -1 } }), /maxHoldMs/);
+});

@@ -3,7 +3,7 @@
 // is refused once the run has ended, each model call is one model.call event whose usage adds up to
 // the CLI's own result line, spans and read models count the same calls, and the worker's key is in no
 // event, span or log line. A warm session's token lives with its kept process and is bound to no turn
-// between turns.
+// between turns. The fleet cooldown is on: a 429 another worker met holds this worker's model call.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -13,6 +13,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "
 import { ATTEMPT_SPAN_NAME } from "../../src/telemetry/index.ts";
 import { fold } from "../../src/projector/index.ts";
 import { startTurnWorker, WorkerConfigError } from "../../src/worker/index.ts";
+import { credentialFrom, FleetCooldown, listCooldowns } from "../../src/gateway/index.ts";
 import type { Envelope } from "../../src/log/index.ts";
 import { cliLines, dataOf, rig } from "./_more.ts";
 
@@ -188,6 +189,52 @@ test("a warm session keeps one token for its kept process, bound to each turn in
     const callsOf = (turn: string): number => events.filter((e) => e.kind === "model.call" && e.turn === turn).length;
     assert.equal(callsOf(firstTurn.turn), 2);
     assert.equal(callsOf(secondTurn.turn), 2);
+  } finally {
+    await stage.dispose();
+  }
+});
+
+test("the fleet cooldown is on by default: a 429 another worker met holds this worker's model call until it ends", async () => {
+  const key = canary();
+  const stage = await rig(
+    { responses: [{ content: [{ type: "text", text: "after the cooldown" }] }] },
+    { credential: key },
+  );
+  try {
+    // Another worker met a 429 for the same credential a moment ago (asked for 3 s).
+    const fingerprint = credentialFrom({ ANTHROPIC_API_KEY: key }, undefined)!.fingerprint();
+    const other = new FleetCooldown({ redis: stage.redis, prefix: stage.space.logPrefix });
+    other.onUpstreamAnswer(
+      {
+        callId: "elsewhere-1",
+        run: { session: "elsewhere" },
+        model: undefined,
+        path: "/v1/messages",
+        worstCaseUsd: 0.01,
+        credentialFingerprint: fingerprint,
+      },
+      { status: 429, retryAfterMs: 3000 },
+    );
+    await other.flush();
+    const [cooling] = await listCooldowns(stage.redis, stage.space.logPrefix);
+    assert.equal(cooling?.fingerprint, fingerprint);
+    const ends = Date.parse(cooling.until);
+
+    stage.worker({ sandboxed: true, runEnv: { ANTHROPIC_API_KEY: key } });
+    const queued = await stage.producer.enqueueTurn({ prompt: "hello", cwd: stage.ws });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 90_000 });
+    assert.equal(res.status, "finished", JSON.stringify(res.event.data));
+    const asked = stage.server.requests().filter((r) => r.kind === "messages");
+    assert.equal(asked.length, 1, "one request, sent once the cooldown ended: no 429 reached the CLI");
+    assert.ok(Date.parse(asked[0]!.at) >= ends - 50, `sent at ${asked[0]!.at}, the cooldown ended ${cooling.until}`);
+    const [call] = (await stage.events(queued.session, queued.turn))
+      .filter((e) => e.kind === "model.call")
+      .map((e) => dataOf(e));
+    assert.equal(call?.["status"], 200);
+    const arrived = Date.parse(String(call?.["startedAt"]));
+    assert.ok(arrived < ends, `the CLI asked during the cooldown (${String(call?.["startedAt"])})`);
+    assert.ok(arrived + Number(call?.["durationMs"]) >= ends - 50, "and was held until it ended");
+    assert.deepEqual(await listCooldowns(stage.redis, stage.space.logPrefix), [], "its success, the probe, ended it");
   } finally {
     await stage.dispose();
   }

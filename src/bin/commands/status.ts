@@ -1,12 +1,14 @@
 // `turnstream status`: queue counts, how long the oldest waiting turn has waited, the turns parked on a
 // supervised call and the oldest of them, the live workers of the registry with their slots, the turns
-// running now, each tenant's running turns and spend against its budget, and a warning when turns
-// wait on no worker. Parked turns are not waiting to run: they wait for a person, holding nothing,
-// so no worker is needed for them and they raise no warning.
+// running now, each tenant's running turns and spend against its budget, the model credentials the
+// fleet is holding requests for (the gateways' cooldowns), and a warning when turns wait on no worker.
+// Parked turns are not waiting to run: they wait for a person, holding nothing, so no worker is needed
+// for them and they raise no warning.
 import { forTerminal } from "../../kernel/index.ts";
 import type { Queue } from "bullmq";
 import type { RedisClient } from "../../log/index.ts";
 import { countParked, readParkedEntries, type OperatorKeyring, type ParkedEntry } from "../../decisions/index.ts";
+import { listCooldowns, type CooldownEntry } from "../../gateway/index.ts";
 import { closeTurnQueue, createTurnQueue, jobRow, readWaitingTurns } from "../../queue/index.ts";
 import type { TenantRow } from "../../tenants/index.ts";
 import { readWorkers, type WorkerEntry } from "../../worker/index.ts";
@@ -19,7 +21,7 @@ import { defaultScrub } from "./_scrub.ts";
 import { nameText, readTenantRows, spentText, tenantArgProblem } from "./_tenants.ts";
 
 export const summary =
-  "queue counts, oldest waiting turn, parked turns, live workers, running turns, tenants' spend, warnings";
+  "queue counts, oldest waiting turn, parked turns, live workers, running turns, tenants' spend, model cooldowns, warnings";
 
 interface RunningTurn {
   session: string;
@@ -46,14 +48,17 @@ interface StatusReport {
   running: RunningTurn[];
   /** Each tenant (or the one --tenant names): running turns, spend against its budget, whether it is over. */
   tenants: TenantRow[];
+  /** Credentials the upstream rate-limited, whose requests every worker's gateway holds now. */
+  cooldowns: CooldownEntry[];
   warnings: string[];
 }
 
 const usage = `usage: turnstream status [--json] [--strict] [--tenant T] [--prefix P] [--queue-prefix Q] [--queue NAME]
   --json            one JSON object: counts, oldestWaitingAgeMs, parkedTurns, parkedDecided,
-                    oldestParkedAgeMs, workers, running, tenants, warnings (tenants: the rows of
-                    \`turnstream tenants --json\`; their limits verify against TURNSTREAM_OPERATOR_KEYS
-                    when it is set here)
+                    oldestParkedAgeMs, workers, running, tenants, cooldowns, warnings (tenants: the
+                    rows of \`turnstream tenants --json\`; their limits verify against
+                    TURNSTREAM_OPERATOR_KEYS when it is set here; cooldowns: fingerprint, until,
+                    remainingMs, status, strikes, probes, probing, since)
   --strict          exit 3 when there is a warning (turns wait and no worker is alive); parked turns
                     wait for a decision, not a worker, and never make one (see \`turnstream pending\`)
   --tenant T        only tenant T in the tenants section and the running turns. The queue counts stay
@@ -114,7 +119,7 @@ async function gather(
   const parkedEntries = await readParkedEntries(redis, prefix);
   const parked = countParked(parkedEntries, now);
   const keyring = tenantKeyring();
-  const [counts, registered, active, waiting, connections, parkedReady, tenants] = await Promise.all([
+  const [counts, registered, active, waiting, connections, parkedReady, tenants, cooldowns] = await Promise.all([
     queue.getJobCounts("waiting", "active", "delayed", "prioritized", "completed", "failed"),
     readWorkers(redis, prefix),
     queue.getActive(0, 999),
@@ -123,6 +128,7 @@ async function gather(
     queue.getWorkersCount().catch(() => undefined),
     parkedJobsReady(queue, parkedEntries, now),
     readTenantRows(redis, prefix, keyring, tenant === undefined ? undefined : [tenant]),
+    listCooldowns(redis, prefix),
   ]);
   const workers = registered.map(({ boot: _boot, ...entry }) => ({
     ...entry,
@@ -147,6 +153,7 @@ async function gather(
     workers,
     running: running.sort((a, b) => a.session.localeCompare(b.session)),
     tenants,
+    cooldowns,
     warnings: [],
   };
   const ready = (counts["waiting"] ?? 0) + (counts["prioritized"] ?? 0) + waiting.dueDelayed - parkedReady;
@@ -207,7 +214,24 @@ function printReport(report: StatusReport, narrowed: boolean): void {
       `running: session ${turn.session} turn ${turn.turn} attempt ${turn.attempt}${turn.startedAt ? ` since ${turn.startedAt}` : ""}${turn.tenant === null ? "" : ` (tenant ${turn.tenant})`}`,
     );
   printTenants(report.tenants, print);
+  for (const line of cooldownLines(report.cooldowns)) print(line);
   for (const warning of report.warnings) print(`warning: ${warning}`);
+}
+
+function cooldownLines(cooldowns: readonly CooldownEntry[]): string[] {
+  if (cooldowns.length === 0) return ["model cooldowns: none"];
+  return [
+    `model cooldowns: ${cooldowns.length} (the gateways hold these credentials' requests)`,
+    ...cooldowns.map((cooldown) => {
+      const left =
+        cooldown.remainingMs > 0
+          ? `${formatAge(cooldown.remainingMs)} left`
+          : cooldown.probing
+            ? "ended, one probe out"
+            : "ended, the next request probes";
+      return `  credential ${cooldown.fingerprint}: ${cooldown.status}, until ${cooldown.until} (${left}), strike ${cooldown.strikes}, ${cooldown.probes} probe(s) so far`;
+    }),
+  ];
 }
 
 /** Tenants printed in text; the rest are counted (\`turnstream tenants\` lists them all). */

@@ -1,4 +1,4 @@
-// The console: one fleet stream (sessions, decisions, queue, tenants) for the whole page, a router
+// The console: one fleet stream (sessions, decisions, queue, tenants, model cooldowns) for the page, a router
 // over the location hash, and the views. Keyboard: 1 sessions, 2 decisions, 3 queue, 4 tenants, / search.
 import { element, typing } from "./dom.js";
 import { sessionsView } from "./sessions.js";
@@ -8,7 +8,7 @@ import { queueView } from "./queue.js";
 import { tenantsView } from "./tenants.js";
 
 const csrf = document.querySelector('meta[name="ts-csrf"]').getAttribute("content");
-export const store = { hello: null, rows: new Map(), pending: [], queue: null, tenants: null };
+export const store = { hello: null, rows: new Map(), pending: [], queue: null, tenants: null, cooldowns: [] };
 const main = document.getElementById("main");
 let current = null;
 
@@ -51,6 +51,7 @@ function connect() {
   });
   on("queue", (q) => (store.queue = q));
   on("tenants", (tenants) => (store.tenants = tenants));
+  on("cooldowns", (cooldowns) => (store.cooldowns = cooldowns));
 }
 
 function route() {

@@ -1,0 +1,54 @@
+// `turnstream status` lists the model cooldowns the gateways share (text and --json): the credential's
+// fingerprint, the status that set it, when it ends, its strikes and probes; "none" once it is cleared.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { connectRedis } from "../../src/log/index.ts";
+import { FleetCooldown, type CooldownEntry, type PolicyCall } from "../../src/gateway/index.ts";
+import { onlyJson, turnstream } from "./_cli.ts";
+
+test("status shows a credential's cooldown with its fingerprint, status, end, strikes and probes; none once cleared", async (ctx) => {
+  const redis = connectRedis({ env: {} });
+  const prefix = `tcool${randomBytes(4).toString("hex")}:`;
+  ctx.after(async () => {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  });
+  const env = { TURNSTREAM_PREFIX: prefix, TURNSTREAM_QUEUE_PREFIX: `{${prefix}q}` };
+  const policy = new FleetCooldown({ redis, prefix });
+  const call: PolicyCall = {
+    callId: "call-1",
+    worstCaseUsd: 0.01,
+    run: { session: "s" },
+    model: undefined,
+    path: "/v1/messages",
+    credentialFingerprint: "00aa11bb22cc33dd",
+  };
+  policy.onUpstreamAnswer(call, { status: 529, retryAfterMs: 45_000 });
+  await policy.flush();
+
+  const text = await turnstream(["status"], env);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /^model cooldowns: 1 /m);
+  assert.match(
+    text.stdout,
+    /^ {2}credential 00aa11bb22cc33dd: 529, until \d{4}-\d\d-\d\dT[\d:.]+Z \(4\ds left\), strike 1, 0 probe\(s\) so far$/m,
+  );
+  const json = await turnstream(["status", "--json"], env);
+  assert.equal(json.code, 0, json.stderr);
+  const [entry, ...more] = onlyJson(json.stdout)["cooldowns"] as CooldownEntry[];
+  assert.deepEqual(more, []);
+  assert.equal(entry?.fingerprint, "00aa11bb22cc33dd");
+  assert.equal(entry?.status, 529);
+  assert.equal(entry?.strikes, 1);
+  assert.equal(entry?.probes, 0);
+  assert.equal(entry?.probing, false);
+  assert.ok(entry!.remainingMs > 40_000 && entry!.remainingMs <= 45_000, String(entry?.remainingMs));
+  assert.ok(Math.abs(Date.parse(entry!.until) - Date.now() - entry!.remainingMs) < 5000, entry!.until);
+
+  await redis.del(...(await redis.keys(`${prefix}*`)));
+  const cleared = await turnstream(["status"], env);
+  assert.match(cleared.stdout, /^model cooldowns: none$/m);
+  assert.deepEqual(onlyJson((await turnstream(["status", "--json"], env)).stdout)["cooldowns"], []);
+});
