@@ -330,12 +330,17 @@ const numberOf = (text: string | undefined): number => {
  * instant its hash expires, written by the same script as the hash's PEXPIRE, so score − PTTL is
  * Redis's now.
  */
+/** What credential.ts's fingerprint() gives: the first 16 hex digits of the secret's SHA-256. */
+const FINGERPRINT = /^[0-9a-f]{16}$/;
+
 export async function listCooldowns(redis: RedisClient, prefix: string): Promise<CooldownEntry[]> {
   const keys = cooldownKeys(prefix);
   const indexed = await redis.zrange(keys.index, 0, -1, "WITHSCORES");
   const entries: CooldownEntry[] = [];
   for (let at = 0; at + 1 < indexed.length; at += 2) {
     const fingerprint = indexed[at]!;
+    // Anyone who can write Redis can add to the index: only a fingerprint's shape is listed.
+    if (!FINGERPRINT.test(fingerprint)) continue;
     const [hash, pttl] = await Promise.all([
       redis.hgetall(keys.cooldown(fingerprint)),
       redis.pttl(keys.cooldown(fingerprint)),

@@ -296,6 +296,12 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
       "what a turn does when its tenant (one with no limits of its own) is over budget as it starts: `wait` (default) until spend ages out, or `fail` (tenant_budget, exit code 6)",
   },
   {
+    name: "TURNSTREAM_TENANTS_SIGNED_ONLY",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "1 runs only turns of tenants whose limits an operator signed (a turn with no tenant, or of a tenant without a record, fails tenant_limits); default 0",
+  },
+  {
     name: "TURNSTREAM_USER",
     readIn: "src/decisions/operator.ts",
     meaning:

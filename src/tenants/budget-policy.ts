@@ -69,92 +69,55 @@ export function chargeOf(call: PolicyCall, outcome: ModelCall): number {
   return whole ? usageCost : Math.max(usageCost, call.worstCaseUsd);
 }
 
+const overBudget = (tenant: string, spentUsd: number, budget: number): PolicyDecision => ({
+  action: "refuse",
+  status: 400,
+  type: "invalid_request_error",
+  message: `turnstream: tenant ${tenant} spent ${usd(spentUsd)} of its ${usd(budget)} budget for 24 hours; the turn stops here`,
+  code: TENANT_BUDGET_CODE,
+});
+
+/** Answered as overloaded, which the CLI retries after a while. */
+const tryAgain = (message: string): PolicyDecision => ({
+  action: "refuse",
+  status: 529,
+  type: "overloaded_error",
+  message,
+  retryAfterS: 5,
+});
+
+const busy = (tenant: string): PolicyDecision =>
+  tryAgain(
+    `turnstream gateway: tenant ${tenant}'s calls in flight may spend what is left of its budget; try again shortly`,
+  );
+
 export function tenantBudgetPolicy(options: TenantBudgetPolicyOptions): GatewayPolicy {
-  const { ledger, limitsOf, warn } = options;
-  const admitWaitMs = options.admitWaitMs ?? ADMIT_WAIT_MS;
-  const uncounted = new Map<string, Uncounted[]>();
+  return new TenantBudgetPolicy(options);
+}
+
+class TenantBudgetPolicy implements GatewayPolicy {
+  readonly #ledger: TenantLedger;
+  readonly #limitsOf: TenantBudgetPolicyOptions["limitsOf"];
+  readonly #warn: TenantBudgetPolicyOptions["warn"];
+  readonly #admitWaitMs: number;
+  readonly #uncounted = new Map<string, Uncounted[]>();
   /** Calls out now with a hold in the ledger: each is counted when it ends, even at nothing. */
-  const holding = new Set<string>();
+  readonly #holding = new Set<string>();
+  readonly #draining = new Map<string, Promise<boolean>>();
+  /** Calls of each tenant waiting for room in its budget. */
+  readonly #waitingOf = new Map<string, number>();
 
-  const draining = new Map<string, Promise<boolean>>();
-
-  /** Counts what waits for the tenant, one drain at a time; false when Redis would not take it. */
-  function countWaiting(tenant: string): Promise<boolean> {
-    const before = draining.get(tenant) ?? Promise.resolve(true);
-    const drained = before.then(() => drain(tenant));
-    draining.set(tenant, drained);
-    void drained.finally(() => {
-      if (draining.get(tenant) === drained) draining.delete(tenant);
-    });
-    return drained;
+  constructor(options: TenantBudgetPolicyOptions) {
+    this.#ledger = options.ledger;
+    this.#limitsOf = options.limitsOf;
+    this.#warn = options.warn;
+    this.#admitWaitMs = options.admitWaitMs ?? ADMIT_WAIT_MS;
   }
 
-  async function drain(tenant: string): Promise<boolean> {
-    const waiting = uncounted.get(tenant) ?? [];
-    while (waiting.length > 0) {
-      try {
-        await ledger.spend(tenant, waiting[0]!.callId, waiting[0]!.costUsd);
-      } catch (err) {
-        warn(`a model call's cost for tenant ${tenant} could not be counted yet`, err);
-        return false;
-      }
-      waiting.shift();
-    }
-    uncounted.delete(tenant);
-    return true;
-  }
-
-  const overBudget = (tenant: string, spentUsd: number, budget: number): PolicyDecision => ({
-    action: "refuse",
-    status: 400,
-    type: "invalid_request_error",
-    message: `turnstream: tenant ${tenant} spent ${usd(spentUsd)} of its ${usd(budget)} budget for 24 hours; the turn stops here`,
-    code: TENANT_BUDGET_CODE,
-  });
-
-  const busy = (tenant: string): PolicyDecision => ({
-    action: "refuse",
-    status: 529,
-    type: "overloaded_error",
-    message: `turnstream gateway: tenant ${tenant}'s calls in flight may spend what is left of its budget; try again shortly`,
-    retryAfterS: 5,
-  });
-
-  const waitingOf = new Map<string, number>();
-
-  /** Waits until the ledger lets the call out with its hold, or says the budget is spent. */
-  async function admit(tenant: string, call: PolicyCall, budget: number): Promise<PolicyDecision> {
-    const deadline = Date.now() + admitWaitMs;
-    let waiting = false;
-    try {
-      for (let recheckMs = FIRST_RECHECK_MS; ; recheckMs = Math.min(recheckMs * 2, LAST_RECHECK_MS)) {
-        const admission = await ledger.admit(tenant, call.callId, call.worstCaseUsd, budget);
-        if (admission.status === "over") return overBudget(tenant, admission.spentUsd, budget);
-        if (admission.status === "ok") {
-          holding.add(call.callId);
-          return { action: "allow" };
-        }
-        if (Date.now() + recheckMs > deadline) return busy(tenant);
-        if (!waiting) {
-          if ((waitingOf.get(tenant) ?? 0) >= MAX_WAITING) return busy(tenant);
-          waiting = true;
-          waitingOf.set(tenant, (waitingOf.get(tenant) ?? 0) + 1);
-        }
-        await sleep(recheckMs);
-      }
-    } finally {
-      if (waiting) {
-        const left = waitingOf.get(tenant)! - 1;
-        if (left === 0) waitingOf.delete(tenant);
-        else waitingOf.set(tenant, left);
-      }
-    }
-  }
-
-  async function beforeRequest(call: PolicyCall): Promise<PolicyDecision> {
+  async beforeRequest(call: PolicyCall): Promise<PolicyDecision> {
     const tenant = call.run.tenant;
     if (tenant === undefined) return { action: "allow" };
-    const verdict = await limitsOf(tenant);
+    const verdict = await this.#limitsOf(tenant);
     if (!verdict.ok)
       return {
         action: "refuse",
@@ -163,34 +126,83 @@ export function tenantBudgetPolicy(options: TenantBudgetPolicyOptions): GatewayP
         message: verdict.why,
         code: TENANT_LIMITS_CODE,
       };
-    if (!(await countWaiting(tenant)))
-      return {
-        action: "refuse",
-        status: 529,
-        type: "overloaded_error",
-        message: "turnstream gateway: the tenant's spend could not be counted; try again shortly",
-        retryAfterS: 5,
-      };
+    if (!(await this.#countWaiting(tenant)))
+      return tryAgain("turnstream gateway: the tenant's spend could not be counted; try again shortly");
     const budget = verdict.limits.budgetUsd;
     if (budget === undefined) return { action: "allow" };
-    if (call.worstCaseUsd > 0) return admit(tenant, call, budget);
+    if (call.worstCaseUsd > 0) return this.#admit(tenant, call, budget);
     // A free endpoint (counting tokens, listing models): refused with the rest once the budget is spent.
-    const { spentUsd } = await ledger.spent(tenant);
+    const { spentUsd } = await this.#ledger.spent(tenant);
     return spentUsd < budget ? { action: "allow" } : overBudget(tenant, spentUsd, budget);
   }
 
-  function afterResponse(call: PolicyCall, outcome: ModelCall): void {
+  afterResponse(call: PolicyCall, outcome: ModelCall): void {
     const tenant = call.run.tenant;
     if (tenant === undefined) return;
-    const held = holding.delete(call.callId);
+    const held = this.#holding.delete(call.callId);
     const costUsd = chargeOf(call, outcome);
     if (costUsd <= 0 && !held) return;
-    const waiting = uncounted.get(tenant) ?? [];
+    const waiting = this.#uncounted.get(tenant) ?? [];
     waiting.push({ callId: outcome.callId, costUsd });
-    uncounted.set(tenant, waiting);
+    this.#uncounted.set(tenant, waiting);
     // Counted now, in the background; the tenant's next call waits for it either way.
-    void countWaiting(tenant);
+    void this.#countWaiting(tenant);
   }
 
-  return { beforeRequest, afterResponse };
+  /** Counts what waits for the tenant, one drain at a time; false when Redis would not take it. */
+  #countWaiting(tenant: string): Promise<boolean> {
+    const before = this.#draining.get(tenant) ?? Promise.resolve(true);
+    const drained = before.then(() => this.#drain(tenant));
+    this.#draining.set(tenant, drained);
+    void drained.finally(() => {
+      if (this.#draining.get(tenant) === drained) this.#draining.delete(tenant);
+    });
+    return drained;
+  }
+
+  async #drain(tenant: string): Promise<boolean> {
+    const waiting = this.#uncounted.get(tenant) ?? [];
+    while (waiting.length > 0) {
+      try {
+        await this.#ledger.spend(tenant, waiting[0]!.callId, waiting[0]!.costUsd);
+      } catch (err) {
+        this.#warn(`a model call's cost for tenant ${tenant} could not be counted yet`, err);
+        return false;
+      }
+      waiting.shift();
+    }
+    this.#uncounted.delete(tenant);
+    return true;
+  }
+
+  /** Waits until the ledger lets the call out with its hold, or says the budget is spent. */
+  async #admit(tenant: string, call: PolicyCall, budget: number): Promise<PolicyDecision> {
+    const deadline = Date.now() + this.#admitWaitMs;
+    let waiting = false;
+    try {
+      for (let recheckMs = FIRST_RECHECK_MS; ; recheckMs = Math.min(recheckMs * 2, LAST_RECHECK_MS)) {
+        const admission = await this.#ledger.admit(tenant, call.callId, call.worstCaseUsd, budget);
+        if (admission.status === "over") return overBudget(tenant, admission.spentUsd, budget);
+        if (admission.status === "ok") {
+          this.#holding.add(call.callId);
+          return { action: "allow" };
+        }
+        if (Date.now() + recheckMs > deadline) return busy(tenant);
+        if (!waiting) {
+          if ((this.#waitingOf.get(tenant) ?? 0) >= MAX_WAITING) return busy(tenant);
+          waiting = true;
+          this.#waitingOf.set(tenant, (this.#waitingOf.get(tenant) ?? 0) + 1);
+        }
+        await sleep(recheckMs);
+      }
+    } finally {
+      if (waiting) this.#stopWaiting(tenant);
+    }
+  }
+
+  #stopWaiting(tenant: string): void {
+    const left = this.#waitingOf.get(tenant)! - 1;
+    if (left === 0) this.#waitingOf.delete(tenant);
+    else this.#waitingOf.set(tenant, left);
+  }
 }

@@ -47,6 +47,21 @@ test("status shows a credential's cooldown with its fingerprint, status, end, st
   assert.ok(entry!.remainingMs > 40_000 && entry!.remainingMs <= 45_000, String(entry?.remainingMs));
   assert.ok(Math.abs(Date.parse(entry!.until) - Date.now() - entry!.remainingMs) < 5000, entry!.until);
 
+  // `tenants` shows the same cooldowns: a credential's is shared by every tenant whose turns use it.
+  const tenants = await turnstream(["tenants"], env);
+  assert.match(tenants.stdout, /^ {2}credential 00aa11bb22cc33dd: 529, until /m);
+  const tenantsJson = onlyJson((await turnstream(["tenants", "--json"], env)).stdout);
+  assert.deepEqual(
+    (tenantsJson["cooldowns"] as CooldownEntry[]).map((cooldown) => cooldown.fingerprint),
+    ["00aa11bb22cc33dd"],
+  );
+  // A member anyone with Redis write access adds to the index is not listed.
+  const bogus = "\u001b]0;pwned\u0007";
+  await redis.zadd(`${prefix}{cooldown}:index`, Date.now() + 60_000, bogus);
+  await redis.hset(`${prefix}{cooldown}:c:${bogus}`, { until: Date.now() + 60_000, status: 429, since: Date.now() });
+  await redis.pexpire(`${prefix}{cooldown}:c:${bogus}`, 60_000);
+  assert.equal((onlyJson((await turnstream(["status", "--json"], env)).stdout)["cooldowns"] as unknown[]).length, 1);
+
   await redis.del(...(await redis.keys(`${prefix}*`)));
   const cleared = await turnstream(["status"], env);
   assert.match(cleared.stdout, /^model cooldowns: none$/m);

@@ -9,6 +9,7 @@ import type { Queue } from "bullmq";
 import type { RedisClient } from "../../log/index.ts";
 import { countParked, readParkedEntries, type OperatorKeyring, type ParkedEntry } from "../../decisions/index.ts";
 import { listCooldowns, type CooldownEntry } from "../../gateway/index.ts";
+import { cooldownLines } from "./_cooldowns.ts";
 import { closeTurnQueue, createTurnQueue, jobRow, readWaitingTurns } from "../../queue/index.ts";
 import type { TenantRow } from "../../tenants/index.ts";
 import { readWorkers, type WorkerEntry } from "../../worker/index.ts";
@@ -216,22 +217,6 @@ function printReport(report: StatusReport, narrowed: boolean): void {
   printTenants(report.tenants, print);
   for (const line of cooldownLines(report.cooldowns)) print(line);
   for (const warning of report.warnings) print(`warning: ${warning}`);
-}
-
-function cooldownLines(cooldowns: readonly CooldownEntry[]): string[] {
-  if (cooldowns.length === 0) return ["model cooldowns: none"];
-  return [
-    `model cooldowns: ${cooldowns.length} (the gateways hold these credentials' requests)`,
-    ...cooldowns.map((cooldown) => {
-      const left =
-        cooldown.remainingMs > 0
-          ? `${formatAge(cooldown.remainingMs)} left`
-          : cooldown.probing
-            ? "ended, one probe out"
-            : "ended, the next request probes";
-      return `  credential ${cooldown.fingerprint}: ${cooldown.status}, until ${cooldown.until} (${left}), strike ${cooldown.strikes}, ${cooldown.probes} probe(s) so far`;
-    }),
-  ];
 }
 
 /** Tenants printed in text; the rest are counted (\`turnstream tenants\` lists them all). */

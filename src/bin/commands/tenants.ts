@@ -15,7 +15,9 @@ import {
   type TenantLimitsInput,
   type TenantRow,
 } from "../../tenants/index.ts";
+import { listCooldowns } from "../../gateway/index.ts";
 import { EXIT } from "../exit-codes.ts";
+import { cooldownLines } from "./_cooldowns.ts";
 import { parseCommandArgs, type ParsedArgs } from "./_args.ts";
 import { logPrefix, redisOrExplain } from "./_connect.ts";
 import { signingKeys, trustedKeysFromEnv } from "./_operator.ts";
@@ -280,15 +282,19 @@ async function runList(values: TenantsValues): Promise<number> {
   const redis = await redisOrExplain("tenants");
   if (redis === undefined) return EXIT.infrastructure;
   try {
-    const rows = await readTenantRows(redis, logPrefix(values.prefix), keyring);
-    // Cooldowns of the model gateway (listCooldowns, src/gateway/) belong here: a `cooldowns` field
-    // next to `tenants` in --json, and a section after the table in text.
+    const prefix = logPrefix(values.prefix);
+    const [rows, cooldowns] = await Promise.all([readTenantRows(redis, prefix, keyring), listCooldowns(redis, prefix)]);
     if (values.json === true) {
       const verifiedWith = keyring === undefined ? null : "TURNSTREAM_OPERATOR_KEYS";
-      process.stdout.write(`${JSON.stringify({ verifiedWith, tenants: rows })}\n`);
-    } else if (rows.length === 0)
+      process.stdout.write(`${JSON.stringify({ verifiedWith, tenants: rows, cooldowns })}\n`);
+      return EXIT.finished;
+    }
+    if (rows.length === 0)
       process.stdout.write("no tenants: none has run a turn or has limits (`turnstream tenants set TENANT …`)\n");
     else process.stdout.write(tableOf(rows));
+    // The gateway's cooldowns are per credential, shared by every tenant whose turns use it.
+    if (cooldowns.length > 0)
+      for (const line of cooldownLines(cooldowns)) process.stdout.write(`${forTerminal(line)}\n`);
     return EXIT.finished;
   } finally {
     redis.disconnect();
