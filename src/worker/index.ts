@@ -27,5 +27,5 @@ export {
   type Snapshot,
 } from "./snapshots.ts";
 export { compileRunLimits, describeRunLimitSettings, runLimitsFromEnv, type RunLimitSettings } from "./limits.ts";
-export { readWorkers, type WorkerEntry } from "./registry.ts";
+export { queueKeyOf, readWorkers, type WorkerEntry } from "./registry.ts";
 export { runWorkerMain } from "./main.ts";

@@ -44,6 +44,8 @@ export interface WorkerEntry extends WorkerLoad {
   version: string;
   /** Random per process: tells two processes under one instance id apart. */
   boot: string;
+  /** The queue the worker takes turns from (`<queue prefix>:<name>`); undefined in entries of older workers. */
+  queue: string | undefined;
 }
 
 export interface HeartbeatOptions {
@@ -52,6 +54,8 @@ export interface HeartbeatOptions {
   /** The instance id: one live process per id. */
   id: string;
   worker: string;
+  /** The queue it takes turns from, `<queue prefix>:<name>` (queueKeyOf). */
+  queue: string;
   intervalMs?: number;
   /** Read at each beat. */
   load(): WorkerLoad;
@@ -82,6 +86,7 @@ export function startHeartbeat(options: HeartbeatOptions): Heartbeat {
     startedAt: new Date().toISOString(),
     version: packageVersion(),
     boot,
+    queue: options.queue,
   };
   const state = new BeatState(options.logger, options.id);
   let inFlight: Promise<void> | undefined;
@@ -181,6 +186,9 @@ class BeatState {
 }
 
 /** The live workers under a log prefix, by instance id. Expired entries are not listed. */
+/** How a registry entry names a queue: its prefix and name, as BullMQ's keys start. */
+export const queueKeyOf = (queuePrefix: string, queueName: string): string => `${queuePrefix}:${queueName}`;
+
 export async function readWorkers(redis: RedisClient, prefix: string): Promise<WorkerEntry[]> {
   const keys = registryKeys(prefix);
   // Every member whose entry may still live; the entries themselves are the truth (their TTL).
@@ -202,6 +210,7 @@ export async function readWorkers(redis: RedisClient, prefix: string): Promise<W
       beatAt: hash["beatAt"] ?? "",
       version: hash["version"] ?? "",
       boot: hash["boot"],
+      queue: hash["queue"],
     });
   }
   return out.sort((a, b) => a.id.localeCompare(b.id));

@@ -11,7 +11,7 @@ import type { EventObserver } from "../events/index.ts";
 import { attemptSpansObserver, createScrubber, scrubError, type Scrubber, type Telemetry } from "../telemetry/index.ts";
 import { startDecisionHub, sweepSupervisedDirs, type DecisionHub } from "../decisions/index.ts";
 import { CliSlots } from "./cli-slots.ts";
-import { startHeartbeat, type Heartbeat } from "./registry.ts";
+import { queueKeyOf, startHeartbeat, type Heartbeat } from "./registry.ts";
 import { cliVersionReader } from "./cli-version.ts";
 import { executeTurnJob } from "./execute.ts";
 import { checkBrokerable, WorkerModelAccess, workerGatewayPolicy } from "./model-access.ts";
@@ -280,6 +280,7 @@ function workerHeartbeat(
     prefix: settings.logPrefix,
     id: settings.instanceId,
     worker: settings.workerId,
+    queue: queueKeyOf(settings.queuePrefix, settings.queueName),
     intervalMs: settings.heartbeatMs,
     load: () => ({ slotsBusy: slots.busy, slotsTotal: settings.concurrency, warmKept: warm.kept }),
     logger,

@@ -62,6 +62,19 @@ test("status: waiting turns and no worker → a warning and the oldest turn's ag
     const strict = await turnstream(["status", "--strict"], env);
     assert.equal(strict.code, 3, "--strict exits 3 on a warning");
 
+    // A worker of another queue under the same prefix serves none of these turns.
+    const elsewhere = stage.worker({ autorun: false, queueName: "elsewhere", instanceId: "status-elsewhere" });
+    await elsewhere.ready();
+    const stillStrict = await turnstream(["status", "--strict", "--json"], env);
+    assert.equal(stillStrict.code, 3, "a worker of another queue does not serve this one");
+    assert.deepEqual((onlyJson(stillStrict.stdout) as StatusJson).workers, []);
+    const other = onlyJson((await turnstream(["status", "--json", "--queue", "elsewhere"], env)).stdout) as StatusJson;
+    assert.deepEqual(
+      other.workers.map((worker) => worker.id),
+      ["status-elsewhere"],
+    );
+    await elsewhere.close({ graceMs: 0 });
+
     // A worker that heartbeats but takes no job: the turns still wait, on a live worker now.
     const idleWorker = stage.worker({
       autorun: false,

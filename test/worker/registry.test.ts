@@ -111,6 +111,7 @@ test("a heartbeat against an unreachable Redis never throws, logs the failure ra
     prefix: "tw-dead:",
     id: "nowhere",
     worker: "w",
+    queue: "{turnstream}:turns",
     intervalMs: 50,
     load: () => ({ slotsBusy: 0, slotsTotal: 1, warmKept: 0 }),
     logger,

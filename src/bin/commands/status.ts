@@ -12,7 +12,7 @@ import { listCooldowns, type CooldownEntry } from "../../gateway/index.ts";
 import { cooldownLines } from "./_cooldowns.ts";
 import { closeTurnQueue, createTurnQueue, jobRow, readWaitingTurns } from "../../queue/index.ts";
 import type { TenantRow } from "../../tenants/index.ts";
-import { readWorkers, type WorkerEntry } from "../../worker/index.ts";
+import { queueKeyOf, readWorkers, type WorkerEntry } from "../../worker/index.ts";
 import { EXIT } from "../exit-codes.ts";
 import { parseCommandArgs } from "./_args.ts";
 import { logPrefix, QUEUE_FLAG_OPTIONS, QUEUE_FLAGS_USAGE, queueConfigOf, redisOrExplain } from "./_connect.ts";
@@ -117,6 +117,7 @@ async function gather(
   tenant: string | undefined,
 ): Promise<StatusReport> {
   const now = Date.now();
+  const queueKey = queueKeyOf(queue.opts.prefix ?? "", queue.name);
   const parkedEntries = await readParkedEntries(redis, prefix);
   const parked = countParked(parkedEntries, now);
   const keyring = tenantKeyring();
@@ -131,7 +132,10 @@ async function gather(
     readTenantRows(redis, prefix, keyring, tenant === undefined ? undefined : [tenant]),
     listCooldowns(redis, prefix),
   ]);
-  const workers = registered.map(({ boot: _boot, ...entry }) => ({
+  // Workers of other queues under the same prefix do not serve this one (entries of older workers
+  // name no queue: they are counted, as before).
+  const servesQueue = (entry: WorkerEntry): boolean => entry.queue === undefined || entry.queue === queueKey;
+  const workers = registered.filter(servesQueue).map(({ boot: _boot, ...entry }) => ({
     ...entry,
     heartbeatAgeMs: Math.max(0, now - Date.parse(entry.beatAt)),
   }));
