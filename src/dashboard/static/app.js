@@ -99,11 +99,13 @@ document.addEventListener("keydown", (event) => {
 });
 window.addEventListener("hashchange", route);
 route();
-// A session opened directly gets the server first: the fleet stream starts once its transcript is in.
+// A session or the charts opened directly get the server first: the fleet stream (which lists every
+// session) starts once their own data is in.
 if (current?.loading) {
   let started = false;
   const start = () => !started && (started = true) && connect();
   window.addEventListener("ts:snapshot", start, { once: true });
+  window.addEventListener("ts:charts", start, { once: true });
   setTimeout(start, 2000);
 } else connect();
 export { element };
