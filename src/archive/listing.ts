@@ -27,6 +27,7 @@ export function archivedRow(summary: ArchivedSummary): SessionRow {
     lastErrorKind: summary.lastErrorKind,
     tenant: summary.tenant,
     labels: { ...summary.labels },
+    cwd: summary.cwd,
   };
 }
 

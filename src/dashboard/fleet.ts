@@ -71,6 +71,8 @@ function shownRow(row: FleetRow): FleetRow {
     status: forTerminal(row.status),
     lastActivity: line(row.lastActivity),
     lastErrorKind: line(row.lastErrorKind),
+    // A read model's cwd is whatever a producer queued (or a Redis writer wrote).
+    cwd: line(row.cwd ?? null),
   };
 }
 

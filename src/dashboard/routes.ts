@@ -19,6 +19,8 @@ import {
   type TraceIds,
 } from "./session-view.ts";
 import type { WatchedSessions } from "./watched.ts";
+import type { FleetFacts } from "./fleet-facts.ts";
+import type { WorkersReader } from "./workers-view.ts";
 import { attr, type StaticFile } from "./static-files.ts";
 
 export interface Ctx {
@@ -26,6 +28,9 @@ export interface Ctx {
   /** Where a session view reads: the log, else the archive. */
   history: SessionHistory;
   fleet: Fleet;
+  /** Per-session figures the fleet charts are computed from. */
+  facts: FleetFacts;
+  workers: WorkersReader;
   watched: WatchedSessions;
   guard: Guard;
   files: Map<string, StaticFile>;

@@ -23,6 +23,9 @@ import {
 import { createGuard, isLoopbackHost } from "./security.ts";
 import { clearTenantRoute, setTenantRoute } from "./tenant-routes.ts";
 import { loadStaticFiles } from "./static-files.ts";
+import { FleetFacts } from "./fleet-facts.ts";
+import { chartsRoute, searchRoute, timelineRoute, workersRoute } from "./view-routes.ts";
+import { WorkersReader } from "./workers-view.ts";
 
 /** Jaeger's trace page; `{traceId}` is replaced by the turn's trace id. */
 export const DEFAULT_TRACE_URL = "http://localhost:16686/trace/{traceId}";
@@ -110,11 +113,15 @@ async function route(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promi
   if (method !== "GET") return sendJson(res, 405, { error: "method not allowed" });
   if (path === "/" || path === "/index.html") return page(ctx, res, "index.html");
   if (path === "/api/fleet") return fleetStream(ctx, req, res);
-  const match = /^\/api\/sessions\/([^/]+)(\/stream|\/result)?$/.exec(path);
+  if (path === "/api/charts") return chartsRoute(ctx, res, url.searchParams);
+  if (path === "/api/workers") return workersRoute(ctx, res);
+  if (path === "/api/search") return searchRoute(ctx, res, url.searchParams);
+  const match = /^\/api\/sessions\/([^/]+)(\/stream|\/result|\/timeline)?$/.exec(path);
   if (match !== null) {
     const session = decodeURIComponent(match[1]!);
     if (!isValidSessionId(session)) return sendJson(res, 400, { error: "not a session id" });
     if (match[2] === "/stream") return sessionStream(ctx, req, res, session);
+    if (match[2] === "/timeline") return timelineRoute(ctx, res, session);
     const seq = Number(url.searchParams.get(match[2] === "/result" ? "seq" : "until") ?? "");
     if (!Number.isSafeInteger(seq) || seq < 1) return sendJson(res, 400, { error: "expected a positive event number" });
     return match[2] === "/result" ? resultRoute(ctx, res, session, seq) : sessionAt(ctx, res, session, seq);
@@ -167,6 +174,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     log,
     history,
     fleet,
+    facts: new FleetFacts({ log, redis: options.redis, archive: options.archive, logger }),
+    workers: new WorkersReader(log, queue),
     watched,
     guard: createGuard({ tokens, loopback, operator }),
     files: loadStaticFiles(),

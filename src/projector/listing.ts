@@ -24,6 +24,8 @@ export interface SessionRow {
   tenant: string | null;
   /** The labels of its turns, a later turn's value for a name replacing an earlier one's. */
   labels: Record<string, string>;
+  /** The working directory its turns were queued with (null: not known without a read model). */
+  cwd: string | null;
 }
 
 const storedLabelsSchema = zod.record(labelNameSchema, labelValueSchema);
@@ -56,14 +58,16 @@ async function storedFigures(
   redis: RedisClient,
   session: string,
   prefix: string,
-): Promise<{ summary: SessionSummary; tokens: Tokens | null } | undefined> {
+): Promise<{ summary: SessionSummary; tokens: Tokens | null; cwd: string | null } | undefined> {
   const fields = await readModelFields(redis, session, prefix, ["summary", "core"]);
   if (fields === undefined) return undefined;
   const [summary, core] = fields as [string, string | null];
-  // The token counts are kept only in the core field.
+  // The token counts and the cwd are kept only in the core field.
+  const view = core === null ? undefined : (JSON.parse(core) as ProjectionState).view;
   return {
     summary: JSON.parse(summary) as SessionSummary,
-    tokens: core === null ? null : ((JSON.parse(core) as ProjectionState).view.tokens ?? null),
+    tokens: view?.tokens ?? null,
+    cwd: typeof view?.cwd === "string" ? view.cwd : null,
   };
 }
 
@@ -87,6 +91,7 @@ async function statAndRow(
     pendingDecisions: storedSummary?.pendingDecisions ?? null,
     lastErrorKind: storedSummary?.lastErrorKind ?? null,
     ...shownDimensions(storedSummary),
+    cwd: stored?.cwd ?? null,
   };
   return { st, row };
 }
@@ -155,5 +160,6 @@ export function sessionRowOf(session: string, state: ProjectionState, lastSeq = 
     lastErrorKind: sessionSummary.lastErrorKind,
     // A state read back from Redis (the dashboard folds on from the stored one) is a Redis writer's text.
     ...shownDimensions(sessionSummary),
+    cwd: state.view.cwd,
   };
 }

@@ -234,6 +234,8 @@ test("a finished session: transcript, steps back in time and back to live; a can
       await firstEvents(`${dash.url}api/sessions/${queued.session}/stream`, 1),
       await firstEvents(`${dash.url}api/fleet`, 4),
       await (await fetch(`${dash.url}api/sessions/${queued.session}/result?seq=${plantedResult}`)).text(),
+      await (await fetch(`${dash.url}api/sessions/${queued.session}/timeline`)).text(),
+      await (await fetch(`${dash.url}api/search?q=${encodeURIComponent("the key is")}`)).text(),
     ].join("\n");
     assert.match(served, /REDACTED/);
     for (const canary of [GH_CANARY, ENV_CANARY]) {

@@ -1,11 +1,15 @@
-// The console: one fleet stream (sessions, decisions, queue, tenants, model cooldowns) for the page, a router
-// over the location hash, and the views. Keyboard: 1 sessions, 2 decisions, 3 queue, 4 tenants, / search.
+// The console: one fleet stream (sessions, decisions, queue, tenants, model cooldowns) for the whole
+// page, a router over the location hash, and the views. Keyboard: 1 sessions, 2 decisions, 3 queue,
+// 4 tenants, 5 charts, 6 workers, 7 search in transcripts, / the view's search field.
 import { element, typing } from "./dom.js";
 import { sessionsView } from "./sessions.js";
 import { sessionView } from "./session.js";
 import { inboxView } from "./inbox.js";
 import { queueView } from "./queue.js";
 import { tenantsView } from "./tenants.js";
+import { chartsView } from "./charts.js";
+import { workersView } from "./workers.js";
+import { searchView } from "./search.js";
 
 const csrf = document.querySelector('meta[name="ts-csrf"]').getAttribute("content");
 export const store = { hello: null, rows: new Map(), pending: [], queue: null, tenants: null, cooldowns: [] };
@@ -54,25 +58,38 @@ function connect() {
   on("cooldowns", (cooldowns) => (store.cooldowns = cooldowns));
 }
 
+const VIEWS = {
+  decisions: inboxView,
+  queue: queueView,
+  tenants: tenantsView,
+  charts: chartsView,
+  workers: workersView,
+  search: searchView,
+};
+const KEYS = { 1: "sessions", 2: "decisions", 3: "queue", 4: "tenants", 5: "charts", 6: "workers", 7: "search" };
+
 function route() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  // A view's own settings follow a `?` in the hash (#/charts?window=7d); the path is before it.
+  const parts = location.hash.replace(/^#\/?/, "").split("?")[0].split("/").map(decodeURIComponent);
   current?.unmount?.();
   main.replaceChildren();
   const name = parts[0] || "sessions";
   for (const link of document.querySelectorAll("[data-nav]"))
     link.classList.toggle("active", link.dataset.nav === (name === "session" ? "sessions" : name));
   if (name === "session" && parts[1])
-    current = sessionView(main, parts[1], parts[2] === "at" ? Number(parts[3]) : null);
-  else if (name === "decisions") current = inboxView(main);
-  else if (name === "queue") current = queueView(main);
-  else if (name === "tenants") current = tenantsView(main);
-  else current = sessionsView(main);
+    current = sessionView(
+      main,
+      parts[1],
+      parts[2] === "at" ? Number(parts[3]) : null,
+      parts[2] === "turn" ? (parts[3] ?? null) : null,
+    );
+  else current = (Object.hasOwn(VIEWS, name) ? VIEWS[name] : sessionsView)(main);
 }
 
 document.addEventListener("keydown", (event) => {
   if (typing(event)) return;
-  const to = { 1: "#/sessions", 2: "#/decisions", 3: "#/queue", 4: "#/tenants" }[event.key];
-  if (to) location.hash = to;
+  const to = KEYS[event.key];
+  if (to) location.hash = `#/${to}`;
   else if (event.key === "/") {
     const search = document.querySelector("input[type=search]");
     if (search) {
@@ -83,11 +100,13 @@ document.addEventListener("keydown", (event) => {
 });
 window.addEventListener("hashchange", route);
 route();
-// A session opened directly gets the server first: the fleet stream starts once its transcript is in.
+// A session or the charts opened directly get the server first: the fleet stream (which lists every
+// session) starts once their own data is in.
 if (current?.loading) {
   let started = false;
   const start = () => !started && (started = true) && connect();
   window.addEventListener("ts:snapshot", start, { once: true });
+  window.addEventListener("ts:charts", start, { once: true });
   setTimeout(start, 2000);
 } else connect();
 export { element };

@@ -5,6 +5,12 @@
 import { ago, badge, count, duration, element, money, tokens } from "./dom.js";
 import { renderItem, setSession } from "./transcript.js";
 import { applyPatch } from "./patch.js";
+import { timelinePanel } from "./timeline.js";
+
+/** The timeline is fetched again at most this often while events arrive. */
+const TIMELINE_EVERY_MS = 2000;
+/** Sessions up to this many events open with their timeline shown; longer ones when asked. */
+const TIMELINE_OPEN_EVENTS = 5000;
 
 function turnFigures(tv) {
   const cost = tv.attempts.reduce((n, a) => n + a.costUsd, 0);
@@ -261,7 +267,15 @@ function timeTravel(id, at, { live, show, where }) {
   };
 }
 
-export function sessionView(root, id, at) {
+/** Scrolls to a turn (a search result's link) and marks it. */
+function focusTurn(transcript, turn) {
+  const section = [...transcript.querySelectorAll("section.turn")].find((s) => s.dataset.turn === turn);
+  if (!section) return;
+  section.classList.add("focus");
+  section.scrollIntoView({ block: "start" });
+}
+
+export function sessionView(root, id, at, focus = null) {
   setSession(id);
   let live = null;
   let shown = null;
@@ -282,7 +296,16 @@ export function sessionView(root, id, at) {
     liveBtn,
   );
   const transcript = element("div", { id: "transcript" });
-  root.append(element("div", { class: "session-head" }, title, status, figures), bar, transcript);
+  const timeline = timelinePanel(id);
+  root.append(element("div", { class: "session-head" }, title, status, figures), bar, timeline.panel, transcript);
+  let timelineTimer = null;
+  /** Fetches the timeline again a moment after events, not once per event. */
+  function timelineLater() {
+    timelineTimer ??= setTimeout(() => {
+      timelineTimer = null;
+      void timeline.refresh();
+    }, TIMELINE_EVERY_MS);
+  }
   const travel = timeTravel(id, at, { live: () => live, show: renderAll, where });
 
   function renderHead(model) {
@@ -325,12 +348,19 @@ export function sessionView(root, id, at) {
     performance.mark("ts:rendered");
     requestAnimationFrame(() => setTimeout(() => performance.mark("ts:painted")));
     window.dispatchEvent(new Event("ts:snapshot"));
+    if (focus) {
+      focusTurn(transcript, focus);
+      timeline.show(focus);
+    }
+    // Opening it fetches it.
+    if (live.logSeq <= TIMELINE_OPEN_EVENTS) timeline.open();
   });
   es.addEventListener("patch", (message) => {
     const patch = JSON.parse(message.data);
     applyPatch(live, patch);
     if (travel.at === null) renderPatch(patch);
     else renderHead(shown);
+    timelineLater();
   });
 
   let debounce;
@@ -342,7 +372,10 @@ export function sessionView(root, id, at) {
 
   return {
     loading: true,
-    unmount: () => es.close(),
+    unmount: () => {
+      es.close();
+      clearTimeout(timelineTimer);
+    },
     key(event) {
       if (event.target === slider && (event.key === "ArrowLeft" || event.key === "ArrowRight")) return;
       if (event.key === "ArrowLeft") travel.step(event.shiftKey ? -10 : -1);

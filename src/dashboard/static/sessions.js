@@ -1,7 +1,9 @@
 // Sessions: every session with status, tenant, turns, cost, tokens, last activity, last error and
-// pending decisions; filter by status and tenant, search by id; live. j/k move, Enter opens. Sessions
-// retention moved to the archive are listed too (the most recent), marked archived. The tenant filter
-// is the address's `?tenant=` (`-`: sessions without one), so a filtered list can be linked to.
+// pending decisions; filter by status, tenant, label, cwd and last activity's date, search by id;
+// live. j/k move, Enter opens. Sessions retention moved to the archive are listed too (the most
+// recent), marked archived. The filters live in the address (`?tenant=`, `-` for sessions without
+// one; `?status=`, `?label=name=value`, `?cwd=`, `?from=`, `?to=` as dates), so a filtered list can be
+// linked to.
 import { ago, badge, element, money, tokens } from "./dom.js";
 import { store } from "./app.js";
 
@@ -10,16 +12,37 @@ const STATUSES = ["all", "running", "parked", "queued", "finished", "failed", "c
 const ALL_TENANTS = "";
 const NO_TENANT = "-";
 
-/** The tenant filter the address names. */
-const tenantInAddress = () => new URLSearchParams(location.search).get("tenant") ?? ALL_TENANTS;
+/** A filter the address names ("" when it names none). */
+const inAddress = (name) => new URLSearchParams(location.search).get(name) ?? "";
+const tenantInAddress = () => inAddress("tenant") || ALL_TENANTS;
 
-/** Puts the tenant filter in the address (kept as the page moves between views), without a reload. */
-function setTenantInAddress(tenant) {
+/** Puts a filter in the address (kept as the page moves between views), without a reload. */
+function setInAddress(name, value) {
   const query = new URLSearchParams(location.search);
-  if (tenant === ALL_TENANTS) query.delete("tenant");
-  else query.set("tenant", tenant);
+  if (value === "" || (name === "status" && value === "all")) query.delete(name);
+  else query.set(name, value);
   const search = query.toString();
   history.replaceState(null, "", `${location.pathname}${search ? `?${search}` : ""}${location.hash}`);
+}
+
+/** `name=value`: the sessions whose labels hold it; just `name`: those carrying that label at all. */
+function labelMatches(row, wanted) {
+  if (wanted === "") return true;
+  const at = wanted.indexOf("=");
+  const name = (at < 0 ? wanted : wanted.slice(0, at)).trim();
+  const labels = row.labels ?? {};
+  if (!Object.hasOwn(labels, name)) return false;
+  return at < 0 || labels[name] === wanted.slice(at + 1).trim();
+}
+
+const cwdMatches = (row, wanted) => wanted === "" || (row.cwd ?? "").includes(wanted);
+
+/** Last activity on or after the day `from` and on or before the day `to` (UTC dates, as the list shows times). */
+function dateMatches(row, from, to) {
+  if (from === "" && to === "") return true;
+  const day = (row.lastActivity ?? "").slice(0, 10);
+  if (day === "") return false;
+  return (from === "" || day >= from) && (to === "" || day <= to);
 }
 
 const tenantMatches = (row, tenant) =>
@@ -41,10 +64,31 @@ export function sessionsView(root) {
   });
   const status = element(
     "select",
-    { "aria-label": "filter by status" },
+    { "aria-label": "filter by status", name: "status" },
     STATUSES.map((s) => element("option", { value: s }, s)),
   );
   const tenant = element("select", { "aria-label": "filter by tenant", name: "tenant" });
+  const label = element("input", {
+    type: "search",
+    name: "label",
+    placeholder: "label name=value",
+    "aria-label": "filter by label",
+    size: 16,
+  });
+  const cwd = element("input", {
+    type: "search",
+    name: "cwd",
+    placeholder: "cwd contains",
+    "aria-label": "filter by cwd",
+    size: 16,
+  });
+  const from = element("input", { type: "date", name: "from", "aria-label": "last active from" });
+  const to = element("input", { type: "date", name: "to", "aria-label": "last active to" });
+  status.value = inAddress("status") || "all";
+  label.value = inAddress("label");
+  cwd.value = inAddress("cwd");
+  from.value = inAddress("from");
+  to.value = inAddress("to");
   let tenantChoices = "";
   /** Rebuilds the tenant options when the tenants listed changed (not on every row update). */
   function refreshTenants(wanted) {
@@ -71,6 +115,7 @@ export function sessionsView(root) {
           "Session",
           "Status",
           "Tenant",
+          "Cwd",
           "Turns",
           "Cost",
           "Tokens",
@@ -83,12 +128,15 @@ export function sessionsView(root) {
     ),
     body,
   );
-  root.append(element("div", { class: "toolbar" }, search, status, tenant, count), table);
+  root.append(element("div", { class: "toolbar" }, search, status, tenant, label, cwd, from, "–", to, count), table);
 
   const rows = () =>
     [...store.rows.values()]
       .filter((r) => status.value === "all" || r.status === status.value)
       .filter((r) => tenantMatches(r, tenantInAddress()))
+      .filter((r) => labelMatches(r, label.value.trim()))
+      .filter((r) => cwdMatches(r, cwd.value))
+      .filter((r) => dateMatches(r, from.value, to.value))
       .filter((r) => search.value === "" || r.session.toLowerCase().includes(search.value.toLowerCase()))
       .sort(
         (left, right) =>
@@ -119,6 +167,7 @@ export function sessionsView(root) {
             row.archived ? element("span", { class: "muted archived" }, " archived") : null,
           ),
           element("td", { class: row.tenant ? "tenant" : "tenant muted" }, row.tenant ?? "–"),
+          element("td", { class: row.cwd ? "cwd" : "cwd muted", title: row.cwd ?? "" }, row.cwd ?? "–"),
           element("td", { class: "num" }, row.turns ?? "–"),
           element("td", { class: "num" }, money(row.costUsd)),
           element("td", { class: "num" }, tokens(row.tokens)),
@@ -144,16 +193,23 @@ export function sessionsView(root) {
         element(
           "tr",
           {},
-          element("td", { colspan: 10, class: "empty" }, store.hello ? "no sessions match" : "connecting…"),
+          element("td", { colspan: 11, class: "empty" }, store.hello ? "no sessions match" : "connecting…"),
         ),
       );
   }
   search.addEventListener("input", render);
-  status.addEventListener("change", render);
-  tenant.addEventListener("change", () => {
-    setTenantInAddress(tenant.value);
-    render();
-  });
+  for (const [control, event] of [
+    [status, "change"],
+    [tenant, "change"],
+    [label, "input"],
+    [cwd, "input"],
+    [from, "change"],
+    [to, "change"],
+  ])
+    control.addEventListener(event, () => {
+      setInAddress(control.name, control.value);
+      render();
+    });
   render();
   return {
     update: render,
