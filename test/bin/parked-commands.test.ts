@@ -74,10 +74,10 @@ test("sessions and the read model: the session and its turn are parked, its requ
   assert.deepEqual(state.decisions.pending, [request.requestId]);
 
   // No projector runs here: the command folds the log with the same reducer. Its columns: session,
-  // status, turns, cost, last activity, events, pending decisions.
+  // status, turns, cost, last activity, events, pending decisions, tenant.
   const listed = await turnstream(["sessions"], env);
   assert.equal(listed.code, 0, listed.stderr);
-  assert.match(listed.stdout, new RegExp(`^${session} +parked +1 +\\$\\d\\.\\d{4} .* 1$`, "m"));
+  assert.match(listed.stdout, new RegExp(`^${session} +parked +1 +\\$\\d\\.\\d{4} .* 1 +-$`, "m"));
 });
 
 test("status: parked turns are counted with the oldest's age; with no worker they raise no warning, a waiting turn still does", async () => {
