@@ -201,7 +201,8 @@ test("the fleet cooldown is on by default: a 429 another worker met holds this w
     { credential: key },
   );
   try {
-    // Another worker met a 429 for the same credential a moment ago (asked for 3 s).
+    // Another worker met a 429 for the same credential a moment ago (asked for 8 s: long enough for a
+    // worker and its CLI to start on a loaded machine and ask while it lasts).
     const fingerprint = credentialFrom({ ANTHROPIC_API_KEY: key }, undefined)!.fingerprint();
     const other = new FleetCooldown({ redis: stage.redis, prefix: stage.space.logPrefix });
     other.onUpstreamAnswer(
@@ -213,7 +214,7 @@ test("the fleet cooldown is on by default: a 429 another worker met holds this w
         worstCaseUsd: 0.01,
         credentialFingerprint: fingerprint,
       },
-      { status: 429, retryAfterMs: 3000 },
+      { status: 429, retryAfterMs: 8000 },
     );
     await other.flush();
     const [cooling] = await listCooldowns(stage.redis, stage.space.logPrefix);
