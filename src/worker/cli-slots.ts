@@ -73,6 +73,11 @@ export class CliSlots {
     };
   }
 
+  /** Closed: the worker is shutting down. */
+  get draining(): boolean {
+    return this.closed;
+  }
+
   /** From now on no job gets a slot: waiting ones are told to stand down (the worker is closing). */
   close(): void {
     this.closed = true;

@@ -28,6 +28,8 @@ export interface WorkerLoad {
   slotsTotal: number;
   /** Idle CLI processes kept for warm sessions' next turns. */
   warmKept: number;
+  /** The worker is shutting down: it takes no new turn and lets its running ones finish. */
+  draining: boolean;
 }
 
 /** One live worker as its entry says. */
@@ -67,6 +69,8 @@ export interface Heartbeat {
   readonly instanceTaken: boolean;
   /** Settles after the first beat (written, refused or failed: it never rejects). */
   readonly first: Promise<void>;
+  /** Beats now (the worker's load changed, as when it starts draining). Never rejects. */
+  beatNow(): Promise<void>;
   /** Stops beating and removes the entry if it is still this process's. Never rejects. */
   stop(): Promise<void>;
 }
@@ -93,8 +97,13 @@ export function startHeartbeat(options: HeartbeatOptions): Heartbeat {
   const beat = (): Promise<void> => {
     // A beat still waiting on a slow Redis is not doubled up.
     if (inFlight !== undefined) return inFlight;
-    const { slotsBusy, slotsTotal, warmKept } = options.load();
-    const load = { slotsBusy: String(slotsBusy), slotsTotal: String(slotsTotal), warmKept: String(warmKept) };
+    const { slotsBusy, slotsTotal, warmKept, draining } = options.load();
+    const load = {
+      slotsBusy: String(slotsBusy),
+      slotsTotal: String(slotsTotal),
+      warmKept: String(warmKept),
+      draining: draining ? "1" : "0",
+    };
     const fields = { ...fixed, ...load, beatAt: new Date().toISOString() };
     const now = Date.now();
     inFlight = beatScript(
@@ -116,6 +125,7 @@ export function startHeartbeat(options: HeartbeatOptions): Heartbeat {
       return state.instanceTaken;
     },
     first,
+    beatNow: beat,
     async stop() {
       clearInterval(timer);
       // Unreachable Redis: nothing to wait for, since the entry expires on its own.
@@ -206,6 +216,7 @@ export async function readWorkers(redis: RedisClient, prefix: string): Promise<W
       slotsTotal: Number(hash["slotsTotal"]),
       // Entries written before warm sessions have no count.
       warmKept: Number(hash["warmKept"] ?? 0),
+      draining: hash["draining"] === "1",
       startedAt: hash["startedAt"] ?? "",
       beatAt: hash["beatAt"] ?? "",
       version: hash["version"] ?? "",

@@ -282,7 +282,12 @@ function workerHeartbeat(
     worker: settings.workerId,
     queue: queueKeyOf(settings.queuePrefix, settings.queueName),
     intervalMs: settings.heartbeatMs,
-    load: () => ({ slotsBusy: slots.busy, slotsTotal: settings.concurrency, warmKept: warm.kept }),
+    load: () => ({
+      slotsBusy: slots.busy,
+      slotsTotal: settings.concurrency,
+      warmKept: warm.kept,
+      draining: slots.draining,
+    }),
     logger,
   });
 }
@@ -386,6 +391,8 @@ async function closeWorker(parts: WorkerParts, graceMs: number, closeTimeoutMs: 
   parts.waker?.stop();
   // A job that has not started its CLI yet hands its turn back now instead of starting one.
   parts.slots.close();
+  // Said at once, not at the next beat: operators see which workers are going.
+  void parts.heartbeat.beatNow();
   // Not force: BullMQ stops fetching and waits for the processors, which we end below.
   const closed = worker.close();
   closed.catch(() => undefined);

@@ -113,7 +113,7 @@ test("a heartbeat against an unreachable Redis never throws, logs the failure ra
     worker: "w",
     queue: "{turnstream}:turns",
     intervalMs: 50,
-    load: () => ({ slotsBusy: 0, slotsTotal: 1, warmKept: 0 }),
+    load: () => ({ slotsBusy: 0, slotsTotal: 1, warmKept: 0, draining: false }),
     logger,
   });
   try {
@@ -127,5 +127,35 @@ test("a heartbeat against an unreachable Redis never throws, logs the failure ra
     assert.ok(warned.some((m) => /could not remove the worker's registry entry/.test(m)));
   } finally {
     dead.disconnect();
+  }
+});
+
+test("a worker that starts shutting down says so in its entry at once, while its running turn finishes", async () => {
+  const stage = await rig({
+    responses: [
+      { content: [{ type: "tool_use", name: "Bash", input: { command: "sleep 3", description: "wait" } }] },
+      { content: [{ type: "text", text: "done" }] },
+    ],
+  });
+  try {
+    const draining = stage.worker({ instanceId: "inst-draining", heartbeatMs: 5000, toolSandbox: { mode: "off" } });
+    await draining.ready();
+    assert.deepEqual(
+      (await readWorkers(stage.redis, stage.space.logPrefix)).map((entry) => entry.draining),
+      [false],
+    );
+    const queued = await stage.producer.enqueueTurn({ prompt: "sleep", cwd: stage.ws });
+    await until("the turn to start", async () =>
+      (await stage.events(queued.session, queued.turn)).some((event) => event.kind === "attempt.started"),
+    );
+    const closing = draining.close({ graceMs: 30_000 });
+    // Long before the next beat (every 5 s): the close beats at once.
+    await until("the entry to say draining", async () =>
+      (await readWorkers(stage.redis, stage.space.logPrefix)).some((entry) => entry.draining),
+    );
+    await closing;
+    assert.equal((await stage.producer.waitForTurn(queued.turn, { timeoutMs: 30_000 })).status, "finished");
+  } finally {
+    await stage.dispose();
   }
 });

@@ -210,7 +210,7 @@ function printReport(report: StatusReport, narrowed: boolean): void {
   print(`workers: ${report.workers.length}`);
   for (const worker of report.workers) {
     print(
-      `  ${worker.id} (${worker.worker}, host ${worker.host}, pid ${worker.pid}, v${worker.version}): ${worker.slotsBusy}/${worker.slotsTotal} slots busy, ${worker.warmKept} warm kept, heartbeat ${formatAge(worker.heartbeatAgeMs)} ago`,
+      `  ${worker.id} (${worker.worker}, host ${worker.host}, pid ${worker.pid}, v${worker.version}): ${worker.slotsBusy}/${worker.slotsTotal} slots busy, ${worker.warmKept} warm kept, heartbeat ${formatAge(worker.heartbeatAgeMs)} ago${worker.draining ? ", draining (shutting down)" : ""}`,
     );
   }
   if (report.running.length === 0) print("running: none");

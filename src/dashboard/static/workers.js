@@ -37,11 +37,12 @@ function slotsBar(worker) {
 function workerRow(worker) {
   return element(
     "tr",
-    { "data-worker": worker.worker },
+    { "data-worker": worker.worker, "data-draining": worker.draining ? "1" : "0" },
     element(
       "td",
       { class: "id" },
       worker.worker,
+      worker.draining ? element("span", { class: "badge" }, " draining") : null,
       worker.id !== worker.worker ? element("div", { class: "muted" }, worker.id) : null,
     ),
     element("td", {}, `${worker.host} · pid ${worker.pid}`),
@@ -137,7 +138,7 @@ export function workersView(root) {
       element(
         "p",
         { class: "muted" },
-        "A worker that is shutting down stays listed, with its turns, until they end: its heartbeat does not say it is draining.",
+        "A worker that is shutting down is marked draining: it takes no new turn and stays listed, with its turns, until they end.",
       ),
       element("h2", {}, `Turns whose worker is gone (${view.orphaned.length})`),
       runsTable("orphaned", view.orphaned, "none: every running turn's worker beats"),
