@@ -28,7 +28,7 @@ before(async () => {
     cwd: stage.ws,
     options: { supervised: true },
   });
-  parked = { session, turn, request: await parkedRequest(stage, session) };
+  parked = { session, turn, request: await parkedRequest(stage.redis, stage.space.logPrefix, session) };
 });
 
 after(() => stage.dispose());

@@ -50,7 +50,7 @@ test("fleet gauges: a parked turn is counted with its age; decided, it still cou
     cwd: stage.ws,
     options: { supervised: true },
   });
-  const request = await parkedRequest(stage, session);
+  const request = await parkedRequest(stage.redis, stage.space.logPrefix, session);
   const parked = await scrape();
   assert.equal(gaugeValue(parked, METRICS.turnsParked), 1);
   const age = gaugeValue(parked, METRICS.turnsOldestParkedAge);
