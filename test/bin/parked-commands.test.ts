@@ -5,7 +5,8 @@
 // projector's reducer (state parked, then running again and finished once decided), the parked-turn
 // gauges scraped from the ops server's /metrics (counted parked until a worker resumes it, a pending
 // decision until it is decided, never a job waiting to run), and `turnstream status` (parked turns
-// counted with the oldest's age, never a "no worker" warning). The tests read the one turn in order.
+// counted with the oldest's age, never a "no worker" warning). The tests read the one turn in order,
+// the read-only looks side by side.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
@@ -88,79 +89,82 @@ describe("a parked turn as the commands and the gauges show it", () => {
     for (const close of closers.reverse()) await close();
   });
 
-  test("run --wait: a parked turn is said on stderr with its call, deadline and decide command; the wait goes on", () => {
-    const stderr = waiting.stderr();
-    const [, session, requestId] = DECIDE_LINE.exec(stderr)!;
-    assert.deepEqual([session, requestId], [parked.session, parked.request.requestId]);
-    assert.match(
-      stderr,
-      new RegExp(
-        `^turnstream run: turn ${parked.turn} parked: its Bash call waits for an operator's decision \\(request ${requestId}\\)$`,
+  // Read-only looks at the parked turn, side by side; the tests after them change what it stands on.
+  describe("while it is parked", { concurrency: true }, () => {
+    test("run --wait: a parked turn is said on stderr with its call, deadline and decide command; the wait goes on", () => {
+      const stderr = waiting.stderr();
+      const [, session, requestId] = DECIDE_LINE.exec(stderr)!;
+      assert.deepEqual([session, requestId], [parked.session, parked.request.requestId]);
+      assert.match(
+        stderr,
+        new RegExp(
+          `^turnstream run: turn ${parked.turn} parked: its Bash call waits for an operator's decision \\(request ${requestId}\\)$`,
+          "m",
+        ),
+      );
+      assert.match(stderr, /^ {2}call: {5}echo ran >> .*ran\.txt$/m);
+      assert.match(stderr, /^ {2}deadline: \d{4}-\d\d-\d\dT\S+Z \([78]h\d\dm left; denied unless decided before\)$/m);
+      assert.match(stderr, /still waiting, holding nothing meanwhile/);
+      assert.equal(waiting.child.exitCode, null, "still waiting");
+    });
+
+    test("pending: a parked request says PARKED with its age, the time to its deadline in hours and minutes, and the decide command", async () => {
+      const { session, request } = parked;
+      const [text, json] = await Promise.all([turnstream(["pending"], env), turnstream(["pending", "--json"], env)]);
+      assert.equal(text.code, 0, text.stderr);
+      const head = new RegExp(
+        `^${session} ${request.requestId} Bash \\[exec\\] PARKED \\d+s, [78]h\\d\\dm left \\(deadline ${request.expiresAt.replaceAll(".", "\\.")}\\)$`,
         "m",
-      ),
-    );
-    assert.match(stderr, /^ {2}call: {5}echo ran >> .*ran\.txt$/m);
-    assert.match(stderr, /^ {2}deadline: \d{4}-\d\d-\d\dT\S+Z \([78]h\d\dm left; denied unless decided before\)$/m);
-    assert.match(stderr, /still waiting, holding nothing meanwhile/);
-    assert.equal(waiting.child.exitCode, null, "still waiting");
-  });
+      );
+      assert.match(text.stdout, head);
+      assert.match(text.stdout, /^ {4}command: echo ran >> .*ran\.txt$/m);
+      assert.match(
+        text.stdout,
+        new RegExp(`^ {4}decide: {2}turnstream decide ${session} ${request.requestId} allow\\|deny$`, "m"),
+      );
+      assert.doesNotMatch(text.stdout, /\d{3,}s left/, "no raw seconds for a deadline hours away");
 
-  test("pending: a parked request says PARKED with its age, the time to its deadline in hours and minutes, and the decide command", async () => {
-    const { session, request } = parked;
-    const [text, json] = await Promise.all([turnstream(["pending"], env), turnstream(["pending", "--json"], env)]);
-    assert.equal(text.code, 0, text.stderr);
-    const head = new RegExp(
-      `^${session} ${request.requestId} Bash \\[exec\\] PARKED \\d+s, [78]h\\d\\dm left \\(deadline ${request.expiresAt.replaceAll(".", "\\.")}\\)$`,
-      "m",
-    );
-    assert.match(text.stdout, head);
-    assert.match(text.stdout, /^ {4}command: echo ran >> .*ran\.txt$/m);
-    assert.match(
-      text.stdout,
-      new RegExp(`^ {4}decide: {2}turnstream decide ${session} ${request.requestId} allow\\|deny$`, "m"),
-    );
-    assert.doesNotMatch(text.stdout, /\d{3,}s left/, "no raw seconds for a deadline hours away");
+      const listed = JSON.parse(json.stdout) as PendingRequest[];
+      const mine = listed.find((p) => p.requestId === request.requestId);
+      assert.equal(mine?.status, "parked");
+      assert.equal(mine?.parked?.queue, "turns");
+      assert.equal(typeof mine?.parked?.seq, "number");
+      assert.equal(mine?.parked?.decided, undefined);
+    });
 
-    const listed = JSON.parse(json.stdout) as PendingRequest[];
-    const mine = listed.find((p) => p.requestId === request.requestId);
-    assert.equal(mine?.status, "parked");
-    assert.equal(mine?.parked?.queue, "turns");
-    assert.equal(typeof mine?.parked?.seq, "number");
-    assert.equal(mine?.parked?.decided, undefined);
-  });
+    test("sessions and the read model: the session and its turn are parked, its request parked and pending", async () => {
+      const { session, turn, request } = parked;
+      const state = fold(await stage.events(session));
+      assert.equal(state.view.status, "parked");
+      const turnView = state.view.turns.find((t) => t.id === turn)!;
+      assert.equal(turnView.status, "parked");
+      assert.deepEqual(
+        turnView.attempts.map((a) => a.status),
+        ["parked"],
+      );
+      assert.deepEqual(
+        state.decisions.requests.map((r) => [r.requestId, r.status]),
+        [[request.requestId, "parked"]],
+      );
+      assert.deepEqual(state.decisions.pending, [request.requestId]);
 
-  test("sessions and the read model: the session and its turn are parked, its request parked and pending", async () => {
-    const { session, turn, request } = parked;
-    const state = fold(await stage.events(session));
-    assert.equal(state.view.status, "parked");
-    const turnView = state.view.turns.find((t) => t.id === turn)!;
-    assert.equal(turnView.status, "parked");
-    assert.deepEqual(
-      turnView.attempts.map((a) => a.status),
-      ["parked"],
-    );
-    assert.deepEqual(
-      state.decisions.requests.map((r) => [r.requestId, r.status]),
-      [[request.requestId, "parked"]],
-    );
-    assert.deepEqual(state.decisions.pending, [request.requestId]);
+      // No projector runs here: the command folds the log with the same reducer. Its columns: session,
+      // status, turns, cost, last activity, events, pending decisions, tenant.
+      const listed = await turnstream(["sessions"], env);
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.match(listed.stdout, new RegExp(`^${session} +parked +1 +\\$\\d\\.\\d{4} .* 1 +-$`, "m"));
+    });
 
-    // No projector runs here: the command folds the log with the same reducer. Its columns: session,
-    // status, turns, cost, last activity, events, pending decisions, tenant.
-    const listed = await turnstream(["sessions"], env);
-    assert.equal(listed.code, 0, listed.stderr);
-    assert.match(listed.stdout, new RegExp(`^${session} +parked +1 +\\$\\d\\.\\d{4} .* 1 +-$`, "m"));
-  });
-
-  test("fleet gauges: the parked turn is counted with its age and its request as a pending decision; its job is not waiting to run", async () => {
-    assert.equal(gaugeValue(beforeParking, METRICS.turnsParked), 0, "nothing parked before the turn started");
-    assert.equal(gaugeValue(beforeParking, METRICS.turnsOldestParkedAge), 0);
-    const text = await scrape();
-    assert.equal(gaugeValue(text, METRICS.turnsParked), 1);
-    const age = gaugeValue(text, METRICS.turnsOldestParkedAge);
-    assert.ok(age > 0 && age <= (Date.now() - startedAt) / 1000, `age ${age} s`);
-    assert.equal(gaugeValue(text, METRICS.decisionsPending), 1, "its request waits for an operator");
-    assert.equal(gaugeValue(text, METRICS.queueOldestWaitAge), 0, "a parked turn's job is not waiting to run");
+    test("fleet gauges: the parked turn is counted with its age and its request as a pending decision; its job is not waiting to run", async () => {
+      assert.equal(gaugeValue(beforeParking, METRICS.turnsParked), 0, "nothing parked before the turn started");
+      assert.equal(gaugeValue(beforeParking, METRICS.turnsOldestParkedAge), 0);
+      const text = await scrape();
+      assert.equal(gaugeValue(text, METRICS.turnsParked), 1);
+      const age = gaugeValue(text, METRICS.turnsOldestParkedAge);
+      assert.ok(age > 0 && age <= (Date.now() - startedAt) / 1000, `age ${age} s`);
+      assert.equal(gaugeValue(text, METRICS.decisionsPending), 1, "its request waits for an operator");
+      assert.equal(gaugeValue(text, METRICS.queueOldestWaitAge), 0, "a parked turn's job is not waiting to run");
+    });
   });
 
   test("status: parked turns are counted with the oldest's age; with no worker they raise no warning, a waiting turn still does", async () => {
