@@ -1,6 +1,7 @@
-// Helpers for the attacks on parked turns: scripted tool calls whose effects can be counted, waiting for
-// a parked request, deciding as the trusted operator, and reading or rewriting what a parked turn
-// resumes from (its request, its turn.parked, its session file), as someone with Redis write would.
+// Helpers for the attacks on parked turns: scripted tool calls whose effects can be counted, deciding as
+// the trusted operator, and reading or rewriting what a parked turn resumes from (its request, its
+// turn.parked, its session file), as someone with Redis write would. Waiting for a parked request and
+// for a worker's look at one: _parked.ts.
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import {
@@ -10,7 +11,6 @@ import {
   parseOperatorKeys,
   type AclRole,
   type PendingEntry,
-  type PendingRequest,
 } from "../../src/decisions/index.ts";
 import {
   decisionMadeData,
@@ -27,9 +27,7 @@ import { startTurnWorker, type TurnWorker, type TurnWorkerOptions } from "../../
 import { assembleSnapshot, snapshotData } from "../../src/worker/snapshots.ts";
 import { startAclRedis } from "../decisions/_acl-redis.ts";
 import { OPERATOR, operatorKey } from "../decisions/_support.ts";
-import { cliEnv, readAll, testSpace, waitUntil, type TestSpace } from "./_support.ts";
-
-export const PARKING = { answerWindowMs: 300, sweepMs: 500 };
+import { cliEnv, readAll, testSpace, type TestSpace } from "./_support.ts";
 
 /** A Bash call that appends `word` to `file`: how many lines the file has is how many times it ran. */
 export const appendTo = (file: string, word: string) => ({
@@ -40,27 +38,6 @@ export const appendTo = (file: string, word: string) => ({
 export const say = (text: string) => ({ content: [{ type: "text" as const, text }] });
 export const linesOf = (file: string): string[] =>
   existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
-
-/** The session's parked request once its turn has parked on it (other than those in `besides`). */
-export async function parkedRequest(
-  redis: RedisClient,
-  prefix: string,
-  session: string,
-  besides: readonly string[] = [],
-): Promise<PendingRequest> {
-  let found: PendingRequest | undefined;
-  await waitUntil(
-    async () => {
-      found = (await listPending({ redis, prefix })).find(
-        (p) => p.session === session && p.status === "parked" && !besides.includes(p.requestId),
-      );
-      return found !== undefined;
-    },
-    60_000,
-    "a parked request",
-  );
-  return found!;
-}
 
 /** The trusted operator's signed decision, recorded through `log` (and its Redis). */
 export function decideAs(
