@@ -3,6 +3,8 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { startDashboard, type Dashboard } from "../../src/dashboard/index.ts";
+import type { RedisClient } from "../../src/log/index.ts";
 import { repoRoot } from "../support/build.ts";
 
 export const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
@@ -31,4 +33,34 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const path = join(ARTIFACTS, `${name}.png`);
   await page.screenshot({ path, fullPage: false });
   return path;
+}
+
+/** What consoleFor opens: the dashboard, a browser and a page whose errors are collected. */
+export interface TestConsole {
+  dash: Dashboard;
+  browser: Browser;
+  page: Page;
+  errors: string[];
+  /** Closes the browser, then the dashboard. */
+  close(): Promise<void>;
+}
+
+/** A dashboard over a test stage's prefixes and a fresh page on it. */
+export async function consoleFor(stage: {
+  redis: RedisClient;
+  space: { logPrefix: string; queuePrefix: string };
+}): Promise<TestConsole> {
+  const dash = await startDashboard({
+    redis: stage.redis,
+    prefix: stage.space.logPrefix,
+    queuePrefix: stage.space.queuePrefix,
+  });
+  const browser = await launchBrowser();
+  const errors: string[] = [];
+  const page = await openPage(browser, errors);
+  const close = async (): Promise<void> => {
+    await browser.close();
+    await dash.close();
+  };
+  return { dash, browser, page, errors, close };
 }

@@ -5,9 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { startDashboard } from "../../src/dashboard/index.ts";
 import { rig } from "../worker/_more.ts";
-import { launchBrowser, openPage, screenshot } from "./_browser.ts";
+import { consoleFor, screenshot } from "./_browser.ts";
 import { plantTurn, type PlantedTurn } from "./_plant.ts";
 
 const MIN = 60_000;
@@ -140,15 +139,9 @@ test("fleet charts: outcomes, durations, cost by tenant and label, error kinds a
   for (const [session, spec] of [...turns].sort((a, b) => a[1].queuedMs - b[1].queuedMs))
     await plantTurn(log, session, spec);
 
-  const dash = await startDashboard({
-    redis: testRig.redis,
-    prefix: testRig.space.logPrefix,
-    queuePrefix: testRig.space.queuePrefix,
-  });
-  const browser = await launchBrowser();
-  const errors: string[] = [];
+  const ui = await consoleFor(testRig);
+  const { dash, page, errors } = ui;
   try {
-    const page = await openPage(browser, errors);
     await page.goto(`${dash.url}#/charts?window=24h`);
     await drawn(page, 1);
 
@@ -246,8 +239,7 @@ test("fleet charts: outcomes, durations, cost by tenant and label, error kinds a
     assert.equal(bad.status, 400);
     assert.deepEqual(errors, []);
   } finally {
-    await browser.close();
-    await dash.close();
+    await ui.close();
     await testRig.dispose();
   }
 });

@@ -4,10 +4,9 @@
 // again once the CLI's retry went as the probe and succeeded.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startDashboard } from "../../src/dashboard/index.ts";
 import { credentialFrom } from "../../src/gateway/index.ts";
 import { rig } from "../worker/_more.ts";
-import { launchBrowser, openPage, screenshot } from "./_browser.ts";
+import { consoleFor, screenshot } from "./_browser.ts";
 
 const KEY = "sk-ant-test-dummy-key-0000";
 
@@ -20,15 +19,9 @@ test("a cooldown appears live in the queue view with its credential's fingerprin
   });
   // The CLI may retry: its retry, after the 3 s it was asked to wait, is the probe.
   testRig.worker({ runEnv: { CLAUDE_CODE_MAX_RETRIES: "2" } });
-  const dash = await startDashboard({
-    redis: testRig.redis,
-    prefix: testRig.space.logPrefix,
-    queuePrefix: testRig.space.queuePrefix,
-  });
-  const browser = await launchBrowser();
-  const errors: string[] = [];
+  const ui = await consoleFor(testRig);
+  const { dash, page, errors } = ui;
   try {
-    const page = await openPage(browser, errors);
     await page.goto(`${dash.url}#/queue`);
     await page.getByText("model cooldowns: none").waitFor({ timeout: 20_000 });
 
@@ -48,8 +41,7 @@ test("a cooldown appears live in the queue view with its credential's fingerprin
     await page.getByText("model cooldowns: none").waitFor({ timeout: 20_000 });
     assert.deepEqual(errors, []);
   } finally {
-    await browser.close();
-    await dash.close();
+    await ui.close();
     await testRig.dispose();
   }
 });

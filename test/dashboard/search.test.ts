@@ -7,9 +7,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import type { Page } from "playwright-core";
-import { startDashboard } from "../../src/dashboard/index.ts";
 import { rig } from "../worker/_more.ts";
-import { launchBrowser, openPage, screenshot } from "./_browser.ts";
+import { consoleFor, screenshot } from "./_browser.ts";
 import { plantTurn } from "./_plant.ts";
 
 const SECRET_HEX = randomBytes(18).toString("hex");
@@ -73,15 +72,9 @@ test("search in transcripts opens the matching turn, never matches a secret; the
     text: `a brown bear holds the key ${GH_CANARY} today`,
   });
 
-  const dash = await startDashboard({
-    redis: testRig.redis,
-    prefix: testRig.space.logPrefix,
-    queuePrefix: testRig.space.queuePrefix,
-  });
-  const browser = await launchBrowser();
-  const errors: string[] = [];
+  const ui = await consoleFor(testRig);
+  const { dash, page, errors } = ui;
   try {
-    const page = await openPage(browser, errors);
     await page.goto(`${dash.url}#/search`);
 
     const brown = await search(page, "Brown");
@@ -152,8 +145,7 @@ test("search in transcripts opens the matching turn, never matches a secret; the
     assert.equal(await page.locator('input[name="label"]').inputValue(), "team=core");
     assert.deepEqual(errors, []);
   } finally {
-    await browser.close();
-    await dash.close();
+    await ui.close();
     await testRig.dispose();
   }
 });

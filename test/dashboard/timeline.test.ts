@@ -5,10 +5,9 @@
 // drawn as text.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startDashboard } from "../../src/dashboard/index.ts";
 import type { EventInput } from "../../src/log/index.ts";
 import { rig } from "../worker/_more.ts";
-import { launchBrowser, openPage, screenshot } from "./_browser.ts";
+import { consoleFor, screenshot } from "./_browser.ts";
 import { plantTurn } from "./_plant.ts";
 
 const SESSION = "timeline-session";
@@ -132,15 +131,9 @@ test("a session's timeline: attempts, model calls, tool calls, a decision wait a
     tools: [{ name: "Read", isError: false, atMs: t0 + 32_000, endMs: t0 + 33_000 }],
   });
 
-  const dash = await startDashboard({
-    redis: testRig.redis,
-    prefix: testRig.space.logPrefix,
-    queuePrefix: testRig.space.queuePrefix,
-  });
-  const browser = await launchBrowser();
-  const errors: string[] = [];
+  const ui = await consoleFor(testRig);
+  const { dash, page, errors } = ui;
   try {
-    const page = await openPage(browser, errors);
     await page.goto(`${dash.url}#/session/${SESSION}`);
     await page.locator('svg.waterfall[data-turn="t_later"]').waitFor({ timeout: 20_000 });
     assert.deepEqual(
@@ -228,8 +221,7 @@ test("a session's timeline: attempts, model calls, tool calls, a decision wait a
     assert.equal((await fetch(`${dash.url}api/sessions/no-such-session/timeline`)).status, 404);
     assert.deepEqual(errors, []);
   } finally {
-    await browser.close();
-    await dash.close();
+    await ui.close();
     await testRig.dispose();
   }
 });

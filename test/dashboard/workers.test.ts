@@ -4,9 +4,8 @@
 // as held by nobody. When the turn ends, the worker shows idle.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startDashboard } from "../../src/dashboard/index.ts";
 import { rig } from "../worker/_more.ts";
-import { launchBrowser, openPage, screenshot } from "./_browser.ts";
+import { consoleFor, screenshot } from "./_browser.ts";
 
 /** A turn the log says started on `worker`, never ended. */
 async function plantRunning(testRig: Awaited<ReturnType<typeof rig>>, session: string, turn: string, worker: string) {
@@ -31,15 +30,9 @@ test("workers: each live worker with its slots and running turn; turns whose wor
   // A worker that takes a turn and then stops beating (a crash or a partition): its entry is gone
   // while its job stays active. It beats once a minute, so its entry does not come back meanwhile.
   testRig.worker({ workerId: "worker-doomed", concurrency: 1, heartbeatMs: 60_000 });
-  const dash = await startDashboard({
-    redis: testRig.redis,
-    prefix: testRig.space.logPrefix,
-    queuePrefix: testRig.space.queuePrefix,
-  });
-  const browser = await launchBrowser();
-  const errors: string[] = [];
+  const ui = await consoleFor(testRig);
+  const { dash, page, errors } = ui;
   try {
-    const page = await openPage(browser, errors);
     await page.goto(`${dash.url}#/workers`);
     // The doomed worker, alone, takes the first turn; then it stops beating (its entry removed, as its
     // expiry would), and the live worker starts.
@@ -80,8 +73,7 @@ test("workers: each live worker with its slots and running turn; turns whose wor
     await live.locator('svg.slots[data-busy="0"]').waitFor({ timeout: 10_000 });
     assert.deepEqual(errors, []);
   } finally {
-    await browser.close();
-    await dash.close();
+    await ui.close();
     await testRig.dispose();
   }
 });
