@@ -3,7 +3,16 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { logDigest, summarize, type Archive, type SessionCopy, type SessionState } from "../../src/archive/index.ts";
+import pg from "pg";
+import {
+  FileArchive,
+  logDigest,
+  PostgresArchive,
+  summarize,
+  type Archive,
+  type SessionCopy,
+  type SessionState,
+} from "../../src/archive/index.ts";
 import {
   connectRedis,
   createEventLog,
@@ -12,6 +21,8 @@ import {
   type EventLog,
   type RedisClient,
 } from "../../src/log/index.ts";
+
+import { testSpace } from "../worker/_support.ts";
 
 export const FIXTURES = join(import.meta.dirname, "..", "fixtures", "logs");
 
@@ -115,4 +126,43 @@ export function tamperedState(archive: Archive, tamper: (state: SessionState) =>
       };
     },
   });
+}
+
+/**
+ * File and PostgreSQL archives for one test file: `stores(name)` opens a fresh folder and schema, both
+ * migrated; `admin` is a PostgreSQL client for planting rows; `close` closes them and drops the schemas.
+ */
+export class ArchivePairs {
+  readonly baseUrl = process.env["ARCHIVE_TEST_PG"] ?? "postgres://postgres@127.0.0.1:5432/test";
+  readonly space = testSpace();
+  readonly admin = new pg.Client({ connectionString: this.baseUrl });
+  readonly #schemaStem: string;
+  readonly #schemas: string[] = [];
+  readonly #opened: Archive[] = [];
+
+  constructor(stem: string) {
+    this.#schemaStem = `${stem}_${randomBytes(5).toString("hex")}`;
+  }
+
+  async connect(): Promise<void> {
+    await this.admin.connect();
+  }
+
+  async stores(name: string): Promise<{ file: FileArchive; postgres: PostgresArchive; schema: string }> {
+    const schema = `${this.#schemaStem}_${name}`;
+    this.#schemas.push(schema);
+    const file = new FileArchive(this.space.dir(`archive-${name}`));
+    const postgres = new PostgresArchive({ connectionString: this.baseUrl, schema });
+    this.#opened.push(file, postgres);
+    await file.migrate();
+    await postgres.migrate();
+    return { file, postgres, schema };
+  }
+
+  async close(): Promise<void> {
+    for (const store of this.#opened) await store.close();
+    for (const schema of this.#schemas) await this.admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await this.admin.end();
+    this.space.cleanup();
+  }
 }

@@ -8,7 +8,6 @@ import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
-import pg from "pg";
 import {
   ArchiveCorruptError,
   copyOfSession,
@@ -23,38 +22,14 @@ import { forTerminal } from "../../src/kernel/index.ts";
 import { createEventLog, importFile, type Envelope } from "../../src/log/index.ts";
 import { turnstream } from "../bin/_cli.ts";
 import { cleanupKeys, redisFor, testSpace } from "../worker/_support.ts";
-import { copyOf, FIXTURES, loggedEvents, uniqueId } from "./_support.ts";
+import { ArchivePairs, copyOf, FIXTURES, loggedEvents, uniqueId } from "./_support.ts";
 
-const baseUrl = process.env["ARCHIVE_TEST_PG"] ?? "postgres://postgres@127.0.0.1:5432/test";
-const schemaStem = `tl_${randomBytes(5).toString("hex")}`;
-const schemas: string[] = [];
-const space = testSpace();
-let admin: pg.Client;
-const opened: Archive[] = [];
+const pairs = new ArchivePairs("tl");
+const { admin, baseUrl, space } = pairs;
+const stores = (name: string) => pairs.stores(name);
 
-before(async () => {
-  admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-});
-
-after(async () => {
-  for (const store of opened) await store.close();
-  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.end();
-  space.cleanup();
-});
-
-/** A file archive in its own folder and a PostgreSQL one in its own schema, both migrated. */
-async function stores(name: string): Promise<{ file: FileArchive; postgres: PostgresArchive; schema: string }> {
-  const schema = `${schemaStem}_${name}`;
-  schemas.push(schema);
-  const file = new FileArchive(space.dir(`archive-${name}`));
-  const postgres = new PostgresArchive({ connectionString: baseUrl, schema });
-  opened.push(file, postgres);
-  await file.migrate();
-  await postgres.migrate();
-  return { file, postgres, schema };
-}
+before(() => pairs.connect());
+after(() => pairs.close());
 
 const ESC = "\u001b";
 const RLO = "\u202e";

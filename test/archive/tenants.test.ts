@@ -9,7 +9,6 @@ import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
-import pg from "pg";
 import {
   ArchiveCorruptError,
   FileArchive,
@@ -21,37 +20,14 @@ import {
 import type { Envelope } from "../../src/log/index.ts";
 import { turnstream } from "../bin/_cli.ts";
 import { testSpace } from "../worker/_support.ts";
-import { copyOf, loggedEvents, uniqueId } from "./_support.ts";
+import { ArchivePairs, copyOf, loggedEvents, uniqueId } from "./_support.ts";
 
-const baseUrl = process.env["ARCHIVE_TEST_PG"] ?? "postgres://postgres@127.0.0.1:5432/test";
-const schemaStem = `tt_${randomBytes(5).toString("hex")}`;
-const schemas: string[] = [];
-const space = testSpace();
-let admin: pg.Client;
-const opened: Archive[] = [];
+const pairs = new ArchivePairs("tt");
+const { admin, baseUrl, space } = pairs;
+const stores = (name: string) => pairs.stores(name);
 
-before(async () => {
-  admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-});
-
-after(async () => {
-  for (const store of opened) await store.close();
-  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.end();
-  space.cleanup();
-});
-
-async function stores(name: string): Promise<{ file: FileArchive; postgres: PostgresArchive; schema: string }> {
-  const schema = `${schemaStem}_${name}`;
-  schemas.push(schema);
-  const file = new FileArchive(space.dir(`archive-${name}`));
-  const postgres = new PostgresArchive({ connectionString: baseUrl, schema });
-  opened.push(file, postgres);
-  await file.migrate();
-  await postgres.migrate();
-  return { file, postgres, schema };
-}
+before(() => pairs.connect());
+after(() => pairs.close());
 
 const ESC = "\u001b";
 const HOSTILE = `acme${ESC}[2J${ESC}]8;;http://evil${ESC}\\`;
