@@ -2,6 +2,7 @@
 // time, cost by tenant or by a label, p50/p95 turn duration over time, failed turns by error kind and
 // tools by failure rate. Aggregated here, so the page gets a few hundred numbers whatever the fleet's
 // size, from the figures fleet-facts.ts keeps per session.
+import { TurnstreamError } from "../kernel/index.ts";
 import type { SessionFacts, TurnFact } from "./fleet-facts.ts";
 
 export const WINDOWS = { "1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000 } as const;
@@ -60,7 +61,12 @@ export interface Charts {
   tools: Array<{ name: string; calls: number; errors: number; rate: number }>;
 }
 
-export class ChartQueryError extends Error {}
+/** A charts request whose window or grouping cannot be read (answered 400 with the message). */
+export class ChartQueryError extends TurnstreamError {
+  constructor(message: string) {
+    super(message, { code: "chart_query" });
+  }
+}
 
 function timeOf(text: string, name: string): number {
   const ms = Date.parse(text);

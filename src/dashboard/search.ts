@@ -2,7 +2,7 @@
 // most recently active sessions first, bounded in sessions read, results and time. Matching is done
 // on the text as the page would show it, scrubbed: a search cannot tell whether a secret the page
 // would hide is there (no guessing a token one character at a time). Each result names its turn.
-import { forTerminal } from "../kernel/index.ts";
+import { forTerminal, TurnstreamError } from "../kernel/index.ts";
 import { indexKey, type EventLog, type RedisClient } from "../log/index.ts";
 import {
   FOLD_LIMIT,
@@ -40,7 +40,12 @@ export interface SearchAnswer {
   truncated: boolean;
 }
 
-export class SearchQueryError extends Error {}
+/** A search request that cannot be read (answered 400 with the message). */
+export class SearchQueryError extends TurnstreamError {
+  constructor(message: string) {
+    super(message, { code: "search_query" });
+  }
+}
 
 export function searchQuery(params: URLSearchParams): string {
   const query = (params.get("q") ?? "").trim();
