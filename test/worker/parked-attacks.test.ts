@@ -328,7 +328,7 @@ describe("parked attacks", { concurrency: true }, () => {
     } finally {
       writeFileSync(join(dir, "gate"), "");
     }
-    const result = await producer.waitForTurn(turn, { timeoutMs: 20_000 }).catch(() => undefined);
+    const result = await producer.waitForTurn(turn, { timeoutMs: 60_000 }).catch(() => undefined);
     assert.ok(result !== undefined, `the allowed turn still waits: ${await standing(shared, session)}`);
     assert.equal(result.status, "finished");
     assert.ok(existsSync(join(dir, "ran.txt")), "the allowed call ran");
@@ -349,7 +349,7 @@ describe("parked attacks", { concurrency: true }, () => {
     } finally {
       writeFileSync(join(dir, "gate"), "");
     }
-    const result = await producer.waitForTurn(turn, { timeoutMs: 20_000 }).catch(() => undefined);
+    const result = await producer.waitForTurn(turn, { timeoutMs: 60_000 }).catch(() => undefined);
     assert.ok(result !== undefined, `the cancelled turn still waits: ${await standing(shared, session)}`);
     assert.equal(result.status, "cancelled");
     assert.equal(existsSync(join(dir, "ran.txt")), false);
