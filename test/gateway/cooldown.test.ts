@@ -19,10 +19,15 @@ import {
   type PolicyCall,
   type PolicyDecision,
 } from "../../src/gateway/index.ts";
-import { startRedisServer } from "../support/redis-server.ts";
+import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { startAclRedis } from "../decisions/_acl-redis.ts";
 
 const FP = "0123456789abcdef";
+
+/** What a test's context offers these stages: a clean-up run when the test ends. */
+interface Cleanups {
+  after(fn: () => Promise<void>): void;
+}
 
 interface Stage {
   redis: RedisClient;
@@ -31,7 +36,7 @@ interface Stage {
   list(): ReturnType<typeof listCooldowns>;
 }
 
-async function stage(ctx: { after(fn: () => Promise<void>): void }): Promise<Stage> {
+async function stage(ctx: Cleanups): Promise<Stage> {
   const redis = connectRedis({ url: "redis://127.0.0.1:6379", env: {} });
   const prefix = `t-cooldown-${randomBytes(4).toString("hex")}:`;
   ctx.after(async () => {
@@ -45,6 +50,19 @@ async function stage(ctx: { after(fn: () => Promise<void>): void }): Promise<Sta
     policy: (options = {}) => new FleetCooldown({ redis, prefix, pollMs: 20, ...options }),
     list: () => listCooldowns(redis, prefix),
   };
+}
+
+/** A Redis of the test's own (its command counts and pauses are that test's alone) and a client of it. */
+async function ownRedis(ctx: Cleanups): Promise<{ server: RedisServer; redis: RedisClient }> {
+  const server = await startRedisServer();
+  const redis = connectRedis({ url: server.url, env: {} });
+  // A paused server makes the client report errors; the tests read them from the policy, not the client.
+  redis.on("error", () => {});
+  ctx.after(async () => {
+    redis.disconnect();
+    await server.dispose();
+  });
+  return { server, redis };
 }
 
 /** A Messages request as the gateway shows it to a policy, with its client's hang-up. */
@@ -66,6 +84,13 @@ function request(path = "/v1/messages"): PolicyCall & { hangUp(): void } {
 async function answer(policy: FleetCooldown, call: PolicyCall, status: number, retryAfterMs?: number): Promise<void> {
   policy.onUpstreamAnswer(call, { status, retryAfterMs });
   await policy.flush();
+}
+
+/** A Messages request that `policy` lets through and the upstream answers 429: the cooldown begins. */
+async function answered429(policy: FleetCooldown, retryAfterMs: number): Promise<void> {
+  const limited = request();
+  await policy.beforeRequest(limited);
+  await answer(policy, limited, 429, retryAfterMs);
 }
 
 /** A decision with the time it took. */
@@ -179,9 +204,7 @@ test("429s of requests already in flight when the cooldown began add no strike a
 test("past the hold maximum the gateway answers 429 with the shared remaining time; 0 answers at once", async (ctx) => {
   const rig = await stage(ctx);
   const recorder = rig.policy();
-  const limited = request();
-  await recorder.beforeRequest(limited);
-  await answer(recorder, limited, 429, 5000);
+  await answered429(recorder, 5000);
 
   const held = await timed(rig.policy({ maxHoldMs: 300 }).beforeRequest(request()));
   assert.ok(held.ms >= 290 && held.ms < 1500, `held ${held.ms} ms`);
@@ -203,9 +226,7 @@ test("past the hold maximum the gateway answers 429 with the shared remaining ti
 test("a client that hangs up while held costs nothing: no probe is spent, the hold ends at once", async (ctx) => {
   const rig = await stage(ctx);
   const policy = rig.policy();
-  const limited = request();
-  await policy.beforeRequest(limited);
-  await answer(policy, limited, 429, 400);
+  await answered429(policy, 400);
   const leaving = request();
   const pending = timed(policy.beforeRequest(leaving));
   setTimeout(() => leaving.hangUp(), 50);
@@ -222,9 +243,7 @@ test("a client that hangs up while held costs nothing: no probe is spent, the ho
 test("a probe that never reached the upstream is released: the next request probes at once", async (ctx) => {
   const rig = await stage(ctx);
   const [one, two] = [rig.policy(), rig.policy()];
-  const limited = request();
-  await one.beforeRequest(limited);
-  await answer(one, limited, 429, 200);
+  await answered429(one, 200);
   const probe = request();
   assert.deepEqual(await one.beforeRequest(probe), { action: "allow" });
   // Its client hung up, or another policy refused it: the gateway ends it without an upstream answer.
@@ -238,16 +257,9 @@ test("a probe that never reached the upstream is released: the next request prob
 
 test("only Messages requests are held; a credential with no cooldown costs one read, then none for a moment", async (ctx) => {
   // A Redis of its own, so its command counts are this test's alone.
-  const server = await startRedisServer();
-  const redis = connectRedis({ url: server.url, env: {} });
-  ctx.after(async () => {
-    redis.disconnect();
-    await server.dispose();
-  });
+  const { redis } = await ownRedis(ctx);
   const policy = new FleetCooldown({ redis, prefix: "t-reads:", clearCacheMs: 60_000 });
-  const limited = request();
-  await policy.beforeRequest(limited);
-  await answer(policy, limited, 429, 5000);
+  await answered429(policy, 5000);
   const counting = await timed(policy.beforeRequest(request("/v1/messages/count_tokens")));
   assert.deepEqual(counting.decision, { action: "allow" });
   assert.ok(counting.ms < 100, `not held (${counting.ms} ms)`);
@@ -267,13 +279,7 @@ test("only Messages requests are held; a credential with no cooldown costs one r
 });
 
 test("Redis that does not answer lets requests through (fail-open) with a warning, and is asked again a second later", async (ctx) => {
-  const server = await startRedisServer();
-  const redis = connectRedis({ url: server.url, env: {} });
-  redis.on("error", () => {});
-  ctx.after(async () => {
-    redis.disconnect();
-    await server.dispose();
-  });
+  const { server, redis } = await ownRedis(ctx);
   const warnings: string[] = [];
   const logger = {
     debug() {},
@@ -282,9 +288,7 @@ test("Redis that does not answer lets requests through (fail-open) with a warnin
     warn: (_o: unknown, msg?: string) => void warnings.push(String(msg)),
   };
   const policy = new FleetCooldown({ redis, prefix: "t-down:", logger, pollMs: 20 });
-  const limited = request();
-  await policy.beforeRequest(limited);
-  await answer(policy, limited, 429, 30_000);
+  await answered429(policy, 30_000);
   assert.equal((await listCooldowns(redis, "t-down:")).length, 1);
 
   server.pause();
@@ -315,9 +319,7 @@ test("under turnstream's ACL roles: a worker records, holds and probes; a reader
   const acl = await startAclRedis({ logPrefix: "tacl:", queuePrefix: "{tacl-q}" });
   ctx.after(() => acl.close());
   const worker = new FleetCooldown({ redis: acl.client("worker"), prefix: "tacl:", pollMs: 20 });
-  const limited = request();
-  await worker.beforeRequest(limited);
-  await answer(worker, limited, 429, 300);
+  await answered429(worker, 300);
   const [listed] = await listCooldowns(acl.client("reader"), "tacl:");
   assert.equal(listed?.fingerprint, FP);
   assert.ok(listed!.remainingMs > 0 && listed!.remainingMs <= 300, `remaining ${listed!.remainingMs} ms`);
@@ -331,17 +333,9 @@ test("under turnstream's ACL roles: a worker records, holds and probes; a reader
 });
 
 test("a check that answers after its timeout and claimed the probe gives the claim back", async (ctx) => {
-  const server = await startRedisServer();
-  const redis = connectRedis({ url: server.url, env: {} });
-  redis.on("error", () => {});
-  ctx.after(async () => {
-    redis.disconnect();
-    await server.dispose();
-  });
+  const { server, redis } = await ownRedis(ctx);
   const policy = new FleetCooldown({ redis, prefix: "t-late:", pollMs: 20 });
-  const limited = request();
-  await policy.beforeRequest(limited);
-  await answer(policy, limited, 429, 100);
+  await answered429(policy, 100);
   server.pause();
   let unchecked: PolicyDecision;
   try {
