@@ -9,6 +9,8 @@ const OUTCOMES = ["finished", "failed", "cancelled"];
 const WIDTH = 1100;
 const HEIGHT = 180;
 const LEFT = 48;
+/** The y of a time chart's base line: below it, the time axis. */
+const PLOT_BASE = HEIGHT - 24;
 
 /** The chart settings the address holds. */
 function settingsOf() {
@@ -52,21 +54,37 @@ function timeAxis(data, xOf, height) {
   );
 }
 
+/** A time chart's buckets: the width of one, and the x of a bucket's left edge by its start. */
+function bucketScale(data) {
+  const slot = (WIDTH - LEFT) / data.buckets.length;
+  return { slot, xOf: (at) => LEFT + ((at - data.buckets[0].atMs) / data.stepMs) * slot };
+}
+
+/** A chart over time: its largest value at the top of the y axis, the base line, its marks and the time axis. */
+function timeChart(id, data, topLabel, marks) {
+  return svg(
+    "svg",
+    { id, class: "chart", width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img" },
+    svg("text", { x: LEFT - 6, y: 12, class: "axis", "text-anchor": "end" }, topLabel),
+    svg("line", { x1: LEFT, x2: WIDTH, y1: PLOT_BASE, y2: PLOT_BASE, class: "base" }),
+    marks,
+    timeAxis(data, bucketScale(data).xOf, HEIGHT),
+  );
+}
+
 /** Stacked bars: each bucket's finished, failed and cancelled turns. */
 function outcomeChart(data) {
   const top = Math.max(1, ...data.buckets.map((b) => b.finished + b.failed + b.cancelled));
-  const plot = HEIGHT - 24;
-  const slot = (WIDTH - LEFT) / data.buckets.length;
-  const xOf = (at) => LEFT + ((at - data.buckets[0].atMs) / data.stepMs) * slot;
+  const { slot, xOf } = bucketScale(data);
   const bars = data.buckets.map((bucket) => {
-    let stackTop = plot;
+    let stackTop = PLOT_BASE;
     const total = bucket.finished + bucket.failed + bucket.cancelled;
     return svg(
       "g",
       { class: "bucket", "data-at": bucket.atMs, "data-total": total },
       tip(`${new Date(bucket.atMs).toISOString()}: ${OUTCOMES.map((o) => `${bucket[o]} ${o}`).join(", ")}`),
       OUTCOMES.filter((outcome) => bucket[outcome] > 0).map((outcome) => {
-        const segment = (bucket[outcome] / top) * (plot - 8);
+        const segment = (bucket[outcome] / top) * (PLOT_BASE - 8);
         stackTop -= segment;
         return svg("rect", {
           class: `seg o-${outcome}`,
@@ -80,31 +98,16 @@ function outcomeChart(data) {
       }),
     );
   });
-  return svg(
-    "svg",
-    {
-      id: "chart-outcomes",
-      class: "chart",
-      width: WIDTH,
-      height: HEIGHT,
-      viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
-      role: "img",
-    },
-    svg("text", { x: LEFT - 6, y: 12, class: "axis", "text-anchor": "end" }, String(top)),
-    svg("line", { x1: LEFT, x2: WIDTH, y1: plot, y2: plot, class: "base" }),
-    bars,
-    timeAxis(data, xOf, HEIGHT),
-  );
+  return timeChart("chart-outcomes", data, String(top), bars);
 }
 
 /** p50 and p95 of the turns that ended in each bucket, as two lines with a point per bucket. */
 function durationChart(data) {
   const points = (key) => data.buckets.filter((b) => b[key] !== null).map((b) => [b.atMs, b[key]]);
   const top = Math.max(1, ...data.buckets.map((b) => b.p95Ms ?? 0));
-  const plot = HEIGHT - 24;
-  const slot = (WIDTH - LEFT) / data.buckets.length;
-  const xOf = (at) => LEFT + ((at - data.buckets[0].atMs) / data.stepMs) * slot + slot / 2;
-  const yOf = (value) => plot - (value / top) * (plot - 8);
+  const { slot, xOf: leftOf } = bucketScale(data);
+  const xOf = (at) => leftOf(at) + slot / 2;
+  const yOf = (value) => PLOT_BASE - (value / top) * (PLOT_BASE - 8);
   const series = ["p50Ms", "p95Ms"].map((key) => {
     const list = points(key);
     return svg(
@@ -122,21 +125,7 @@ function durationChart(data) {
       ),
     );
   });
-  return svg(
-    "svg",
-    {
-      id: "chart-durations",
-      class: "chart",
-      width: WIDTH,
-      height: HEIGHT,
-      viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
-      role: "img",
-    },
-    svg("text", { x: LEFT - 6, y: 12, class: "axis", "text-anchor": "end" }, ms(top)),
-    svg("line", { x1: LEFT, x2: WIDTH, y1: plot, y2: plot, class: "base" }),
-    series,
-    timeAxis(data, (at) => xOf(at) - slot / 2, HEIGHT),
-  );
+  return timeChart("chart-durations", data, ms(top), series);
 }
 
 function panel(title, legend, chart, empty) {
