@@ -1,9 +1,9 @@
-// Headless Chromium (Debian's `chromium`, which .ci/run installs) driven by playwright-core, and the
-// folder where the dashboard tests leave their screenshots.
+// Headless Chromium (Debian's `chromium`, which .ci/run installs) driven by playwright-core, the
+// folder where the dashboard tests leave their screenshots, and a look at what the server streams.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { startDashboard, type Dashboard } from "../../src/dashboard/index.ts";
+import { startDashboard, type Dashboard, type DashboardOptions } from "../../src/dashboard/index.ts";
 import type { RedisClient } from "../../src/log/index.ts";
 import { repoRoot } from "../support/build.ts";
 
@@ -45,15 +45,19 @@ export interface TestConsole {
   close(): Promise<void>;
 }
 
-/** A dashboard over a test stage's prefixes and a fresh page on it. */
-export async function consoleFor(stage: {
-  redis: RedisClient;
-  space: { logPrefix: string; queuePrefix: string };
-}): Promise<TestConsole> {
+/** A dashboard over a test stage's prefixes (with any `options` of the test's) and a fresh page on it. */
+export async function consoleFor(
+  stage: {
+    redis: RedisClient;
+    space: { logPrefix: string; queuePrefix: string };
+  },
+  options: Partial<DashboardOptions> = {},
+): Promise<TestConsole> {
   const dash = await startDashboard({
     redis: stage.redis,
     prefix: stage.space.logPrefix,
     queuePrefix: stage.space.queuePrefix,
+    ...options,
   });
   const browser = await launchBrowser();
   const errors: string[] = [];
@@ -63,4 +67,15 @@ export async function consoleFor(stage: {
     await dash.close();
   };
   return { dash, browser, page, errors, close };
+}
+
+/** The first `count` events of an SSE answer (the snapshot), then the connection is dropped. */
+export async function firstEvents(url: string, count: number): Promise<string> {
+  const ac = new AbortController();
+  const res = await fetch(url, { signal: ac.signal });
+  const reader = res.body!.getReader();
+  let text = "";
+  while (text.split("\n\n").length <= count) text += new TextDecoder().decode((await reader.read()).value);
+  ac.abort();
+  return text;
 }

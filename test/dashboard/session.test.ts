@@ -5,10 +5,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { startDashboard } from "../../src/dashboard/index.ts";
 import type { Envelope } from "../../src/log/index.ts";
 import { rig } from "../worker/_more.ts";
-import { launchBrowser, openPage, screenshot } from "./_browser.ts";
+import { consoleFor, firstEvents, screenshot } from "./_browser.ts";
 
 const GH_CANARY = `ghp_${randomBytes(18).toString("hex")}`;
 const ENV_CANARY = `envcanary${randomBytes(12).toString("hex")}`;
@@ -112,17 +111,6 @@ const seqOf = (events: Envelope[], pred: (event: Envelope) => boolean): number =
   return found.seq;
 };
 
-/** The first chunks of an SSE answer (the snapshot), then the connection is dropped. */
-async function firstEvents(url: string, count: number): Promise<string> {
-  const ac = new AbortController();
-  const res = await fetch(url, { signal: ac.signal });
-  const reader = res.body!.getReader();
-  let text = "";
-  while (text.split("\n\n").length <= count) text += new TextDecoder().decode((await reader.read()).value);
-  ac.abort();
-  return text;
-}
-
 test("a finished session: transcript, steps back in time and back to live; a canary secret appears nowhere", async () => {
   const testRig = await rig({
     responses: [
@@ -134,14 +122,8 @@ test("a finished session: transcript, steps back in time and back to live; a can
   });
   testRig.worker();
   process.env["DASHBOARD_CANARY_TOKEN"] = ENV_CANARY;
-  const dash = await startDashboard({
-    redis: testRig.redis,
-    prefix: testRig.space.logPrefix,
-    queuePrefix: testRig.space.queuePrefix,
-    traceUrl: "https://traces.example/t/{traceId}?x=1",
-  });
-  const browser = await launchBrowser();
-  const errors: string[] = [];
+  const ui = await consoleFor(testRig, { traceUrl: "https://traces.example/t/{traceId}?x=1" });
+  const { dash, page, errors } = ui;
   try {
     const queued = await testRig.producer.enqueueTurn({
       prompt: "print the value",
@@ -169,7 +151,6 @@ test("a finished session: transcript, steps back in time and back to live; a can
         /"tool_result"/.test(String((event.data as { raw?: string }).raw)),
     );
 
-    const page = await openPage(browser, errors);
     await page.goto(`${dash.url}#/session/${queued.session}`);
     const real = page.locator(`section.turn[data-turn="${queued.turn}"]`);
     const planted = page.locator('section.turn[data-turn="t_planted"]');
@@ -245,8 +226,7 @@ test("a finished session: transcript, steps back in time and back to live; a can
     assert.deepEqual(errors, []);
   } finally {
     delete process.env["DASHBOARD_CANARY_TOKEN"];
-    await browser.close();
-    await dash.close();
+    await ui.close();
     await testRig.dispose();
   }
 });

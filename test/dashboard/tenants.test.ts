@@ -4,37 +4,20 @@
 // shows no tenant at all, and nothing of it reaches the page or what the server sends.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startDashboard } from "../../src/dashboard/index.ts";
 import { rig } from "../worker/_more.ts";
-import { launchBrowser, openPage, screenshot } from "./_browser.ts";
+import { consoleFor, firstEvents, screenshot } from "./_browser.ts";
 
 const ESC = "\u001b";
 const HOSTILE = `<img src=x onerror="window.pwned=1">${ESC}[2J\u202e`;
 /** Control (but line feed), bidi and invisible characters. */
 const UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/;
 
-/** The first `count` events of an SSE answer, then the connection is dropped. */
-async function firstEvents(url: string, count: number): Promise<string> {
-  const ac = new AbortController();
-  const res = await fetch(url, { signal: ac.signal });
-  const reader = res.body!.getReader();
-  let text = "";
-  while (text.split("\n\n").length <= count) text += new TextDecoder().decode((await reader.read()).value);
-  ac.abort();
-  return text;
-}
-
 test("the sessions list shows and filters by tenant (control and ?tenant=); a session shows its tenant and labels; a hostile tenant shows nowhere", async () => {
   const done = (text: string) => ({ content: [{ type: "text", text }] });
   const testRig = await rig({ responses: [done("one"), done("two"), done("three")] });
   testRig.worker();
-  const dash = await startDashboard({
-    redis: testRig.redis,
-    prefix: testRig.space.logPrefix,
-    queuePrefix: testRig.space.queuePrefix,
-  });
-  const browser = await launchBrowser();
-  const errors: string[] = [];
+  const ui = await consoleFor(testRig);
+  const { dash, page, errors } = ui;
   try {
     const acme = await testRig.producer.enqueueTurn({
       prompt: "one",
@@ -52,7 +35,6 @@ test("the sessions list shows and filters by tenant (control and ?tenant=); a se
       { turn: "t_planted", attempt: 0, kind: "turn.queued", data: { prompt: "hi", cwd: testRig.ws, tenant: HOSTILE } },
     ]);
 
-    const page = await openPage(browser, errors);
     page.on("dialog", (dialog) => {
       errors.push(`dialog: ${dialog.message()}`);
       void dialog.dismiss();
@@ -121,8 +103,7 @@ test("the sessions list shows and filters by tenant (control and ?tenant=); a se
     assert.ok(!served.includes("\\u001b") && !served.includes(ESC), "nor its escape");
     assert.deepEqual(errors, []);
   } finally {
-    await browser.close();
-    await dash.close();
+    await ui.close();
     await testRig.dispose();
   }
 });
