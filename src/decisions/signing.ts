@@ -17,8 +17,28 @@ const REQUEST_TAG_V2 = "turnstream.request.v2";
 const DECISION_TAG = "turnstream.decision.v1";
 const RULE_TAG = "turnstream.rule.v1";
 const RULE_REVOKED_TAG = "turnstream.rule-revoked.v1";
+/** What a worker's keyring is called in a verdict's why. */
+const WORKER_KEYS = "this worker's operator keys";
 
 export type Verification = { ok: true; keyId: string } | { ok: false; why: string };
+
+/** The bytes signed for a record: its tag, its fields in their fixed order, and the signing key's id. */
+function signedMessage(tag: string, fields: readonly unknown[], keyId: string): Buffer {
+  return Buffer.from(JSON.stringify([tag, ...fields, keyId]));
+}
+
+/** Whether `signature` over `message` is by `keyId`, a key of `keyring` (`keys` names the keyring in the why). */
+function signatureVerdict(
+  keyring: OperatorKeyring,
+  keyId: string,
+  signature: string,
+  message: Buffer,
+  keys: string,
+): Verification {
+  if (!keyring.has(keyId)) return { ok: false, why: `its key ${keyId} is not one of ${keys}` };
+  if (!keyring.verify(keyId, message, signature)) return { ok: false, why: "its signature does not match" };
+  return { ok: true, keyId };
+}
 
 /** sha256 (hex) of a request as recorded in `decision.requested`, with its session. */
 export function requestDigest(session: string, requested: DecisionRequested): string {
@@ -47,7 +67,6 @@ export type UnsignedDecision = Omit<DecisionMade, "keyId" | "signature">;
 
 function decisionMessage(session: string, decision: UnsignedDecision, keyId: string): Buffer {
   const fields = [
-    DECISION_TAG,
     session,
     decision.requestId,
     decision.requestDigest ?? null,
@@ -59,9 +78,8 @@ function decisionMessage(session: string, decision: UnsignedDecision, keyId: str
     decision.always === true,
     decision.ruleId ?? null,
     decision.allowRedacted === true,
-    keyId,
   ];
-  return Buffer.from(JSON.stringify(fields));
+  return signedMessage(DECISION_TAG, fields, keyId);
 }
 
 export function signDecision(key: OperatorKey, session: string, decision: UnsignedDecision): DecisionMade {
@@ -82,18 +100,14 @@ export function verifyDecision(
     return { ok: false, why: `it claims source "${made.source}", which only the hub itself records` };
   if (made.keyId === undefined || made.signature === undefined) return { ok: false, why: "it is not signed" };
   if (made.requestDigest !== digest) return { ok: false, why: "it was signed for a different request" };
-  if (!keyring.has(made.keyId))
-    return { ok: false, why: `its key ${made.keyId} is not one of this worker's operator keys` };
-  if (!keyring.verify(made.keyId, decisionMessage(session, made, made.keyId), made.signature))
-    return { ok: false, why: "its signature does not match" };
-  return { ok: true, keyId: made.keyId };
+  const message = decisionMessage(session, made, made.keyId);
+  return signatureVerdict(keyring, made.keyId, made.signature, message, WORKER_KEYS);
 }
 
 export type UnsignedRule = Omit<TrustRule, "keyId" | "signature">;
 
 function ruleMessage(rule: UnsignedRule, keyId: string): Buffer {
   const fields = [
-    RULE_TAG,
     rule.id,
     rule.pattern,
     rule.effect,
@@ -102,9 +116,8 @@ function ruleMessage(rule: UnsignedRule, keyId: string): Buffer {
     rule.reason ?? null,
     rule.source?.session ?? null,
     rule.source?.requestId ?? null,
-    keyId,
   ];
-  return Buffer.from(JSON.stringify(fields));
+  return signedMessage(RULE_TAG, fields, keyId);
 }
 
 export function signRule(key: OperatorKey, rule: UnsignedRule): TrustRule {
@@ -116,11 +129,7 @@ export function verifyRule(keyring: OperatorKeyring, rule: TrustRule): Verificat
   if (rule.keyId === undefined || rule.signature === undefined) return { ok: false, why: "it is not signed" };
   if (rule.id !== ruleId(rule.effect, rule.pattern))
     return { ok: false, why: "its id does not match its effect and pattern" };
-  if (!keyring.has(rule.keyId))
-    return { ok: false, why: `its key ${rule.keyId} is not one of this worker's operator keys` };
-  if (!keyring.verify(rule.keyId, ruleMessage(rule, rule.keyId), rule.signature))
-    return { ok: false, why: "its signature does not match" };
-  return { ok: true, keyId: rule.keyId };
+  return signatureVerdict(keyring, rule.keyId, rule.signature, ruleMessage(rule, rule.keyId), WORKER_KEYS);
 }
 
 /** The `rule.added` record of a signed rule (it carries the rule's own signature). */
@@ -157,16 +166,14 @@ export type UnsignedRuleRevoked = Omit<RuleRevoked, "keyId" | "signature">;
 
 function ruleRevokedMessage(revoked: UnsignedRuleRevoked, keyId: string): Buffer {
   const fields = [
-    RULE_REVOKED_TAG,
     revoked.ruleId,
     revoked.pattern,
     revoked.effect,
     revoked.by,
     revoked.reason ?? null,
     revoked.revokedAt,
-    keyId,
   ];
-  return Buffer.from(JSON.stringify(fields));
+  return signedMessage(RULE_REVOKED_TAG, fields, keyId);
 }
 
 /** A `rule.revoked` record signed by the operator who revoked the rule. */
@@ -177,8 +184,6 @@ export function signRuleRevoked(key: OperatorKey, revoked: UnsignedRuleRevoked):
 /** Whether a `rule.revoked` record was signed, as it reads, by a key of `keyring`. */
 export function verifyRuleRevoked(keyring: OperatorKeyring, revoked: RuleRevoked): Verification {
   if (revoked.keyId === undefined || revoked.signature === undefined) return { ok: false, why: "it is not signed" };
-  if (!keyring.has(revoked.keyId)) return { ok: false, why: `its key ${revoked.keyId} is not one of the trusted keys` };
-  if (!keyring.verify(revoked.keyId, ruleRevokedMessage(revoked, revoked.keyId), revoked.signature))
-    return { ok: false, why: "its signature does not match" };
-  return { ok: true, keyId: revoked.keyId };
+  const message = ruleRevokedMessage(revoked, revoked.keyId);
+  return signatureVerdict(keyring, revoked.keyId, revoked.signature, message, "the trusted keys");
 }
