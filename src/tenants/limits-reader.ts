@@ -30,6 +30,30 @@ export interface TenantLimitsReaderOptions {
 
 const signedAt = (atMs: number): string => new Date(atMs).toISOString();
 
+/** The newest record the fleet verified for a tenant, as tenantLimitsNewestKey holds it: "<ms>|<signature>". */
+export function newestVersion(stored: string | null | undefined): SignedVersion | undefined {
+  if (stored === null || stored === undefined) return undefined;
+  return { atMs: Number.parseInt(stored, 10), signature: stored.slice(stored.indexOf("|") + 1) };
+}
+
+/**
+ * Why a tenant's record cannot be in force when `newest` is the newest one the fleet verified, or
+ * undefined when it can. `version`: the record's signing (undefined: there is no signed record). A
+ * record newer than `newest` can: the first worker to verify it notes it as the newest.
+ */
+export function heldBackWhy(
+  tenant: string,
+  version: SignedVersion | undefined,
+  newest: SignedVersion | undefined,
+): string | undefined {
+  if (newest === undefined) return undefined;
+  if (version === undefined)
+    return `tenant ${tenant}'s limits were removed from Redis after limits signed at ${signedAt(newest.atMs)} were in force; an operator signs new ones, or clears them to the defaults`;
+  if (version.atMs > newest.atMs || (version.atMs === newest.atMs && version.signature === newest.signature))
+    return undefined;
+  return `tenant ${tenant}'s limits signed at ${signedAt(version.atMs)} are older than limits signed at ${signedAt(newest.atMs)} that were in force (put back by someone who can write Redis?); an operator signs new ones`;
+}
+
 export class TenantLimitsReader {
   readonly #options: TenantLimitsReaderOptions;
   readonly #ttlMs: number;
@@ -58,12 +82,9 @@ export class TenantLimitsReader {
     const verdict = limitsFromRecord(tenant, raw, keyring, defaults);
     if (!verdict.ok) return verdict;
     if (verdict.version !== undefined) return this.#againstNewest(tenant, verdict, verdict.version);
-    const newest = await redis.hget(tenantLimitsNewestKey(logPrefix), tenant);
-    if (newest === null) return verdict;
-    return {
-      ok: false,
-      why: `tenant ${tenant}'s limits were removed from Redis after limits signed at ${signedAt(Number.parseInt(newest, 10))} were in force; an operator signs new ones, or clears them to the defaults`,
-    };
+    const newest = newestVersion(await redis.hget(tenantLimitsNewestKey(logPrefix), tenant));
+    const why = heldBackWhy(tenant, undefined, newest);
+    return why === undefined ? verdict : { ok: false, why };
   }
 
   /** The verdict, unless a newer record than this one was verified before: then this one is a replay. */
@@ -73,10 +94,7 @@ export class TenantLimitsReader {
       [tenantLimitsNewestKey(logPrefix)],
       [tenant, version.atMs, version.signature],
     );
-    if (Number(atMs) === version.atMs && signature === version.signature) return verdict;
-    return {
-      ok: false,
-      why: `tenant ${tenant}'s limits signed at ${signedAt(version.atMs)} are older than limits signed at ${signedAt(Number(atMs))} that were in force (put back by someone who can write Redis?); an operator signs new ones`,
-    };
+    const why = heldBackWhy(tenant, version, { atMs: Number(atMs), signature });
+    return why === undefined ? verdict : { ok: false, why };
   }
 }

@@ -83,6 +83,11 @@ export interface SignedVersion {
   signature: string;
 }
 
+/** When `record` was signed, and its signature: its place among the tenant's records. */
+export function versionOf(record: Pick<SignedTenantLimits, "at" | "signature">): SignedVersion {
+  return { atMs: Date.parse(record.at), signature: record.signature };
+}
+
 /**
  * What a stored record means to a worker: limits to enforce, or why it holds the tenant's turns back.
  * `version`: the verified record's, for the check against the newest one seen (limits-reader.ts).
@@ -117,13 +122,12 @@ export function limitsFromRecord(
     };
   if (!keyring.verify(record.keyId, limitsMessage(record, record.keyId), record.signature))
     return { ok: false, why: `the signature of tenant ${tenant}'s limits does not match` };
-  const atMs = Date.parse(record.at);
-  if (!Number.isFinite(atMs))
+  const version = versionOf(record);
+  if (!Number.isFinite(version.atMs))
     return {
       ok: false,
       why: `tenant ${tenant}'s limits say they were signed at ${JSON.stringify(record.at)}, not a time`,
     };
-  const version = { atMs, signature: record.signature };
   if (record.cleared === true) return { ok: true, limits: defaults, signed: true, version };
   const { budgetUsd, maxRunning, overBudget } = record;
   return { ok: true, limits: { budgetUsd, maxRunning, overBudget }, signed: true, version };

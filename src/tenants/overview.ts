@@ -12,9 +12,12 @@ import {
   readAllLimitsRecords,
   readLimitsRecord,
   tenantLimitsSchema,
+  versionOf,
   type OverBudgetPolicy,
   type SignedTenantLimits,
+  type SignedVersion,
 } from "./limits.ts";
+import { heldBackWhy, newestVersion } from "./limits-reader.ts";
 
 /**
  * How a tenant's limits stand: `none` (no record: the workers' defaults apply), `verified` (signed by
@@ -67,11 +70,13 @@ interface RecordCheck {
   limits: LimitsCheck;
   record: RecordFields | undefined;
   problem: string | undefined;
+  /** The stored record's signing, a cleared one's too (undefined: no record, or one that fails). */
+  version: SignedVersion | undefined;
 }
 
 /** What a stored record says and whether it holds, as a worker with `keyring` would take it. */
 function checkRecord(tenant: string, raw: string | undefined, keyring: OperatorKeyring | undefined): RecordCheck {
-  if (raw === undefined) return { limits: "none", record: undefined, problem: undefined };
+  if (raw === undefined) return { limits: "none", record: undefined, problem: undefined, version: undefined };
   let parsed: SignedTenantLimits | undefined;
   try {
     parsed = tenantLimitsSchema.parse(JSON.parse(raw));
@@ -81,28 +86,23 @@ function checkRecord(tenant: string, raw: string | undefined, keyring: OperatorK
   // A malformed record, or one naming another tenant, fails whatever keys are given: limitsFromRecord says why.
   if (parsed === undefined || parsed.tenant !== tenant || keyring !== undefined) {
     const verdict = limitsFromRecord(tenant, raw, keyring);
-    if (!verdict.ok) return { limits: "fails", record: undefined, problem: verdict.why };
+    if (!verdict.ok) return { limits: "fails", record: undefined, problem: verdict.why, version: undefined };
   }
+  const version = versionOf(parsed!);
   // A record that clears the tenant's limits (signed, so a deletion cannot pass for one) sets none.
-  if (parsed!.cleared === true) return { limits: "none", record: undefined, problem: undefined };
-  return { limits: keyring === undefined ? "unchecked" : "verified", record: parsed, problem: undefined };
+  if (parsed!.cleared === true) return { limits: "none", record: undefined, problem: undefined, version };
+  return { limits: keyring === undefined ? "unchecked" : "verified", record: parsed, problem: undefined, version };
 }
 
 /**
  * Workers remember the newest limits they verified for each tenant: a record older than those, or
  * none at all after them, was put back or removed by someone who can write Redis, and workers hold
- * the tenant's turns back. The overview says so too.
+ * the tenant's turns back. The overview says so too, by the workers' own test.
  */
-function againstNewest(tenant: string, check: RecordCheck, newestAt: string | undefined): RecordCheck {
-  if (newestAt === undefined || check.limits === "fails") return check;
-  const newestMs = Number.parseInt(newestAt, 10);
-  const recordMs = check.record === undefined ? undefined : Date.parse(check.record.at);
-  if (recordMs !== undefined && recordMs >= newestMs) return check;
-  const problem =
-    recordMs === undefined
-      ? `tenant ${tenant}'s limits were removed after newer ones were in force; workers hold its turns back`
-      : `tenant ${tenant}'s limits are older than ones that were in force; workers hold its turns back`;
-  return { limits: "fails", record: undefined, problem };
+function againstNewest(tenant: string, check: RecordCheck, newestStored: string | undefined): RecordCheck {
+  if (check.limits === "fails") return check;
+  const problem = heldBackWhy(tenant, check.version, newestVersion(newestStored));
+  return problem === undefined ? check : { limits: "fails", record: undefined, problem, version: check.version };
 }
 
 /** The tenants asked for, else every one the ledger has seen or that has a record. */

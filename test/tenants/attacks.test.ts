@@ -19,7 +19,9 @@ import {
   TenantLimitsReader,
   tenantLimitsKey,
   tenantLimitsNewestKey,
+  tenantRows,
   writeLimits,
+  type LimitsCheck,
   type TenantLimitsInput,
 } from "../../src/tenants/index.ts";
 import { operatorKey } from "../decisions/_support.ts";
@@ -103,6 +105,12 @@ test("limits with only the operator role: an older signed record replayed, the r
   // A fresh reader each time, with no cache: what a newly started worker would see.
   const limitsOf = (tenant: string) =>
     new TenantLimitsReader({ redis: worker, logPrefix: space.logPrefix, keyring, defaults, ttlMs: 0 }).limitsOf(tenant);
+  // What an operator's overview (read-only, as `turnstream tenants` reads) shows of the tenant.
+  const shown = async (tenant: string): Promise<{ limits: LimitsCheck; problem: string | null }> => {
+    const options = { redis: acl.client("reader"), logPrefix: space.logPrefix, keyring, show: String, only: [tenant] };
+    const [row] = await tenantRows(options);
+    return { limits: row!.limits, problem: row!.problem };
+  };
   let clock = Date.now() - 60_000;
   const signed = (limits: Omit<TenantLimitsInput, "by" | "at">) =>
     signTenantLimits(operatorKey, { ...limits, by: "ops", at: new Date((clock += 1000)).toISOString() });
@@ -117,18 +125,21 @@ test("limits with only the operator role: an older signed record replayed, the r
     await writeLimits(attacker, space.logPrefix, cut);
     const now = await limitsOf("acme");
     assert.deepEqual(now.ok && now.limits, { budgetUsd: 1, maxRunning: 1, overBudget: "fail" });
+    assert.deepEqual(await shown("acme"), { limits: "verified", problem: null });
 
     // Replaying the older, generous record: it verifies, but it is older than one a worker has seen.
     await attacker.hset(limitsKey, "acme", JSON.stringify(generous));
     const replayed = await limitsOf("acme");
     assert.equal(replayed.ok, false, `a rolled-back record counted: ${JSON.stringify(replayed)}`);
     assert.match(!replayed.ok ? replayed.why : "", /older/);
+    assert.deepEqual(await shown("acme"), { limits: "fails", problem: !replayed.ok ? replayed.why : "" });
 
     // Deleting the record to fall back to the worker's defaults (here: no limits at all).
     await attacker.hdel(limitsKey, "acme");
     const deleted = await limitsOf("acme");
     assert.equal(deleted.ok, false, `a deleted record fell back to the defaults: ${JSON.stringify(deleted)}`);
     assert.match(!deleted.ok ? deleted.why : "", /removed/);
+    assert.deepEqual(await shown("acme"), { limits: "fails", problem: !deleted.ok ? deleted.why : "" });
 
     // Copying a generous tenant's record over acme's.
     const rich = signed({ tenant: "rich", budgetUsd: 10_000, overBudget: "wait" });
@@ -156,9 +167,14 @@ test("limits with only the operator role: an older signed record replayed, the r
       signed: true,
       limits: defaults,
     });
+    assert.deepEqual(await shown("acme"), { limits: "none", problem: null }, "a signed clear is the newest record");
     // ...and that clear cannot be undone by replaying the budget it replaced.
     await attacker.hset(limitsKey, "acme", JSON.stringify(cut));
     assert.equal((await limitsOf("acme")).ok, false);
+    assert.equal((await shown("acme")).limits, "fails");
+    // Newer limits count in the overview before any worker has read them.
+    await writeLimits(attacker, space.logPrefix, signed({ tenant: "acme", budgetUsd: 3, overBudget: "fail" }));
+    assert.deepEqual(await shown("acme"), { limits: "verified", problem: null });
 
     // A tenant never given limits still gets the defaults.
     assert.deepEqual(await limitsOf("newcomer"), { ok: true, signed: false, limits: defaults });
