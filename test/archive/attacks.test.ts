@@ -1,7 +1,7 @@
 // The archive played as an attacker would: an archive file or row is untrusted input, a session id
 // or a URL is text from outside, retention races the producers and workers. Each test is one attack
 // against the real code (real Redis under its own prefix, real PostgreSQL in its own schema, tmp dirs).
-import { describe, it, before, after } from "node:test";
+import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
@@ -48,29 +48,6 @@ let admin: pg.Client;
 let sql: PostgresArchive;
 let recorded: Envelope[];
 let recordedSession: string;
-
-before(async () => {
-  space = testSpace();
-  redis = redisFor();
-  producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
-  log = createEventLog({ redis, prefix: space.logPrefix });
-  admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-  sql = new PostgresArchive({ connectionString: baseUrl, schema });
-  await sql.migrate();
-  recordedSession = uniqueId("atk");
-  recorded = await loggedEvents("today-session", recordedSession);
-});
-
-after(async () => {
-  await producer.close();
-  await cleanupKeys(redis, space);
-  redis.disconnect();
-  await sql.close();
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.end();
-  space.cleanup();
-});
 
 async function fileArchive(): Promise<FileArchive> {
   const archive = new FileArchive(space.dir(`archive-${randomBytes(4).toString("hex")}`));
@@ -129,6 +106,28 @@ async function entryOf(report: Awaited<ReturnType<typeof retention>>, session: s
 }
 
 describe("attacks on the archive", () => {
+  before(async () => {
+    space = testSpace();
+    redis = redisFor();
+    producer = createProducer({ redis, logPrefix: space.logPrefix, queuePrefix: space.queuePrefix });
+    log = createEventLog({ redis, prefix: space.logPrefix });
+    admin = new pg.Client({ connectionString: baseUrl });
+    await admin.connect();
+    sql = new PostgresArchive({ connectionString: baseUrl, schema });
+    await sql.migrate();
+    recordedSession = uniqueId("atk");
+    recorded = await loggedEvents("today-session", recordedSession);
+  });
+  after(async () => {
+    await producer.close();
+    await cleanupKeys(redis, space);
+    redis.disconnect();
+    await sql.close();
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+    space.cleanup();
+  });
+
   it("1. session ids crafted for path traversal or SQL are refused by both stores before any I/O", async () => {
     const files = await fileArchive();
     const crafted = ["../../etc/passwd", "a/b", "..", ".tmp-x", "x'; DROP TABLE turnstream_events; --", "", "é"];

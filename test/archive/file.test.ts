@@ -1,6 +1,6 @@
 // The gzip JSONL folder store: byte-for-byte round trips, idempotence, conflicts, a put that fails
 // half-way, and files edited after they were written (an archive file is untrusted input).
-import { describe, it, before, after } from "node:test";
+import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
   existsSync,
@@ -30,13 +30,6 @@ import { assertHoldsCopy, copyOf, loggedEvents, readTexts, uniqueId } from "./_s
 let root: string;
 let session: string;
 let events: Envelope[];
-
-before(async () => {
-  root = mkdtempSync(join(tmpdir(), "ts-archive-"));
-  session = uniqueId("fa");
-  events = await loggedEvents("today-session", session);
-});
-after(() => rmSync(root, { recursive: true, force: true }));
 
 /** The bytes of a copy's event lines as the file holds them decompressed (each line and its newline). */
 function copyBytes(copy: ReturnType<typeof copyOf>): number {
@@ -69,6 +62,13 @@ async function readError(archive: FileArchive, id = session): Promise<ArchiveCor
 }
 
 describe("FileArchive", () => {
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "ts-archive-"));
+    session = uniqueId("fa");
+    events = await loggedEvents("today-session", session);
+  });
+  after(() => rmSync(root, { recursive: true, force: true }));
+
   it("migrate creates the folder; a copy reads back byte for byte with its state and summary", async () => {
     const archive = new FileArchive(join(root, "new", "folder"));
     assert.equal((await archive.migrate()).applied.length, 1);

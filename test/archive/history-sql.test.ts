@@ -2,7 +2,7 @@
 // PostgreSQL: every ```sql block of the guide is taken from the file (so the guide cannot drift from the
 // tables), and each one's figures are checked against a count made here from the events themselves, not
 // from the rows the archive derived from them. Also migration 2, the index those queries lean on.
-import { describe, it, before, after } from "node:test";
+import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -304,108 +304,110 @@ let admin: pg.Client;
 let archive: Archive;
 const fleet: Archived[] = [];
 
-before(async () => {
-  // Dates as the text PostgreSQL gives (pg would make a local-midnight Date of them).
-  admin = new pg.Client({
-    connectionString: baseUrl,
-    types: {
-      getTypeParser: ((oid: number, format?: "text" | "binary") =>
-        oid === DATE_OID
-          ? (text: string) => text
-          : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-    },
-  });
-  await admin.connect();
-  archive = openArchive(`${baseUrl}?schema=${schema}`);
-  await archive.migrate();
-  for (const plan of FLEET) {
-    const session = uniqueId("hs");
-    const events = reshape(await loggedEvents(plan.fixture, session), plan);
-    await archive.put(copyOf(session, events));
-    fleet.push({ plan, events });
-  }
-  await admin.query(`SET search_path TO "${schema}"`);
-});
-
-after(async () => {
-  await archive.close();
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.end();
-});
-
-describe("the fleet queries of the history guide", () => {
-  it("the guide has a checked query for each question, and a check for each query", () => {
-    assert.deepEqual(
-      guideQueries()
-        .map((query) => query.title)
-        .sort(),
-      Object.keys(CHECKS).sort(),
-    );
-  });
-
-  it("the fleet has what each question asks about", () => {
-    const calls = fleet.flatMap(({ events }) => toolCalls(events));
-    assert.ok(calls.some((call) => call.isError === true) && calls.some((call) => call.isError === false));
-    assert.ok(
-      calls.some((call) => call.endedAt === undefined),
-      "a call that never got its result",
-    );
-    const all = fleet.flatMap(({ events }) => events);
-    assert.ok(new Set(all.filter((event) => event.kind === "turn.failed").map((event) => weekOf(event.at))).size > 1);
-    const forged = all.filter((event) => event.kind === "decision.made" && dataOf(event)["by"] === "mallory");
-    assert.ok(forged.length > 0, "unsigned operator decisions in the fleet");
-  });
-
-  for (const [title, check] of Object.entries(CHECKS)) {
-    it(`${title}: the guide's query gives what the events say`, async () => {
-      const query = guideQueries().find((candidate) => candidate.title === title);
-      assert.ok(query !== undefined, `the guide has no query titled "${title}"`);
-      const rows = (await admin.query<Obj>(query.sql)).rows;
-      const expected = check.expected(fleet).sort();
-      assert.ok(expected.length > 1, `the fleet gives "${title}" more than one row to show`);
-      assert.deepEqual(rows.map(check.actual).sort(), expected);
+describe("the history guide on an archived fleet", () => {
+  before(async () => {
+    // Dates as the text PostgreSQL gives (pg would make a local-midnight Date of them).
+    admin = new pg.Client({
+      connectionString: baseUrl,
+      types: {
+        getTypeParser: ((oid: number, format?: "text" | "binary") =>
+          oid === DATE_OID
+            ? (text: string) => text
+            : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+      },
     });
-  }
-
-  it("an unsigned operator decision is not counted, however it names itself", async () => {
-    const query = guideQueries().find((candidate) => candidate.title === "decisions by operator")!;
-    const operators = (await admin.query<{ operator: string }>(query.sql)).rows.map((row) => row.operator);
-    assert.ok(!operators.includes("mallory"), operators.join(", "));
-  });
-});
-
-describe("migration 2: events by kind and time", () => {
-  const indexes = async (): Promise<string[]> =>
-    (
-      await admin.query<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE schemaname = $1", [schema])
-    ).rows.map((row) => row.indexname);
-
-  it("migrating again is a no-op", async () => {
-    const before = await indexes();
-    assert.ok(before.includes("turnstream_events_kind_at"), before.join(", "));
-    assert.deepEqual((await archive.migrate()).applied, []);
-    assert.deepEqual((await archive.migrate()).applied, []);
-    assert.deepEqual((await indexes()).sort(), before.sort());
-  });
-
-  it("a schema at version 1 gets the index, once", async () => {
-    await admin.query(`DROP INDEX "${schema}".turnstream_events_kind_at`);
-    await admin.query(`DELETE FROM "${schema}".turnstream_migrations WHERE id = 2`);
-    assert.deepEqual((await archive.migrate()).applied, ["2 events by kind and time"]);
-    assert.ok((await indexes()).includes("turnstream_events_kind_at"));
-    assert.deepEqual((await archive.migrate()).applied, []);
-  });
-
-  it("the failures query reads the index instead of every event", async () => {
-    const query = guideQueries().find((candidate) => candidate.title === "error kinds per week")!;
-    await admin.query("BEGIN");
-    try {
-      // A small table is cheaper to scan; turned off, the plan shows whether the index can serve.
-      await admin.query("SET LOCAL enable_seqscan = off");
-      const plan = (await admin.query<{ "QUERY PLAN": string }>(`EXPLAIN ${query.sql}`)).rows;
-      assert.match(plan.map((row) => row["QUERY PLAN"]).join("\n"), /turnstream_events_kind_at/);
-    } finally {
-      await admin.query("ROLLBACK");
+    await admin.connect();
+    archive = openArchive(`${baseUrl}?schema=${schema}`);
+    await archive.migrate();
+    for (const plan of FLEET) {
+      const session = uniqueId("hs");
+      const events = reshape(await loggedEvents(plan.fixture, session), plan);
+      await archive.put(copyOf(session, events));
+      fleet.push({ plan, events });
     }
+    await admin.query(`SET search_path TO "${schema}"`);
+  });
+
+  after(async () => {
+    await archive.close();
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  });
+
+  describe("the fleet queries of the history guide", () => {
+    it("the guide has a checked query for each question, and a check for each query", () => {
+      assert.deepEqual(
+        guideQueries()
+          .map((query) => query.title)
+          .sort(),
+        Object.keys(CHECKS).sort(),
+      );
+    });
+
+    it("the fleet has what each question asks about", () => {
+      const calls = fleet.flatMap(({ events }) => toolCalls(events));
+      assert.ok(calls.some((call) => call.isError === true) && calls.some((call) => call.isError === false));
+      assert.ok(
+        calls.some((call) => call.endedAt === undefined),
+        "a call that never got its result",
+      );
+      const all = fleet.flatMap(({ events }) => events);
+      assert.ok(new Set(all.filter((event) => event.kind === "turn.failed").map((event) => weekOf(event.at))).size > 1);
+      const forged = all.filter((event) => event.kind === "decision.made" && dataOf(event)["by"] === "mallory");
+      assert.ok(forged.length > 0, "unsigned operator decisions in the fleet");
+    });
+
+    for (const [title, check] of Object.entries(CHECKS)) {
+      it(`${title}: the guide's query gives what the events say`, async () => {
+        const query = guideQueries().find((candidate) => candidate.title === title);
+        assert.ok(query !== undefined, `the guide has no query titled "${title}"`);
+        const rows = (await admin.query<Obj>(query.sql)).rows;
+        const expected = check.expected(fleet).sort();
+        assert.ok(expected.length > 1, `the fleet gives "${title}" more than one row to show`);
+        assert.deepEqual(rows.map(check.actual).sort(), expected);
+      });
+    }
+
+    it("an unsigned operator decision is not counted, however it names itself", async () => {
+      const query = guideQueries().find((candidate) => candidate.title === "decisions by operator")!;
+      const operators = (await admin.query<{ operator: string }>(query.sql)).rows.map((row) => row.operator);
+      assert.ok(!operators.includes("mallory"), operators.join(", "));
+    });
+  });
+
+  describe("migration 2: events by kind and time", () => {
+    const indexes = async (): Promise<string[]> =>
+      (
+        await admin.query<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE schemaname = $1", [schema])
+      ).rows.map((row) => row.indexname);
+
+    it("migrating again is a no-op", async () => {
+      const before = await indexes();
+      assert.ok(before.includes("turnstream_events_kind_at"), before.join(", "));
+      assert.deepEqual((await archive.migrate()).applied, []);
+      assert.deepEqual((await archive.migrate()).applied, []);
+      assert.deepEqual((await indexes()).sort(), before.sort());
+    });
+
+    it("a schema at version 1 gets the index, once", async () => {
+      await admin.query(`DROP INDEX "${schema}".turnstream_events_kind_at`);
+      await admin.query(`DELETE FROM "${schema}".turnstream_migrations WHERE id = 2`);
+      assert.deepEqual((await archive.migrate()).applied, ["2 events by kind and time"]);
+      assert.ok((await indexes()).includes("turnstream_events_kind_at"));
+      assert.deepEqual((await archive.migrate()).applied, []);
+    });
+
+    it("the failures query reads the index instead of every event", async () => {
+      const query = guideQueries().find((candidate) => candidate.title === "error kinds per week")!;
+      await admin.query("BEGIN");
+      try {
+        // A small table is cheaper to scan; turned off, the plan shows whether the index can serve.
+        await admin.query("SET LOCAL enable_seqscan = off");
+        const plan = (await admin.query<{ "QUERY PLAN": string }>(`EXPLAIN ${query.sql}`)).rows;
+        assert.match(plan.map((row) => row["QUERY PLAN"]).join("\n"), /turnstream_events_kind_at/);
+      } finally {
+        await admin.query("ROLLBACK");
+      }
+    });
   });
 });

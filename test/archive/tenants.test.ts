@@ -26,9 +26,6 @@ const pairs = new ArchivePairs("tt");
 const { admin, baseUrl, space } = pairs;
 const stores = (name: string) => pairs.stores(name);
 
-before(() => pairs.connect());
-after(() => pairs.close());
-
 const ESC = "\u001b";
 const HOSTILE = `acme${ESC}[2J${ESC}]8;;http://evil${ESC}\\`;
 const UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/;
@@ -52,6 +49,9 @@ function editHeader(archive: FileArchive, session: string, edit: (summary: Recor
 }
 
 describe("the archive's tenants", () => {
+  before(() => pairs.connect());
+  after(() => pairs.close());
+
   const planned = [
     { id: uniqueId("ta"), tenant: "acme/api" },
     { id: uniqueId("ta"), tenant: "acme/api" },

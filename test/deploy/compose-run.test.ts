@@ -5,7 +5,7 @@
 // the real CLI and the scripted model server, the projector projects it, the spans reach the
 // "collector", and the health checks pass. A variable the code requires that compose leaves unset
 // stops a service here as it would in a container.
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -131,102 +131,104 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
   }
 }
 
-before(async () => {
-  ensureBuilt();
-  receiver = await startOtlpReceiver();
-  model = await startModelServer({
-    script: { responses: [{ content: [{ type: "text", text: "compose says hello" }] }] },
+describe("docker-compose services run without Docker", () => {
+  before(async () => {
+    ensureBuilt();
+    receiver = await startOtlpReceiver();
+    model = await startModelServer({
+      script: { responses: [{ content: [{ type: "text", text: "compose says hello" }] }] },
+    });
+    for (const _ of ours) spareOpsPorts.push(await freePort());
   });
-  for (const _ of ours) spareOpsPorts.push(await freePort());
-});
 
-/** A port nothing listens on now: bound to 0, read, released. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-after(async () => {
-  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
-  await receiver.close();
-  await model.close();
-  const redis = connectRedis();
-  for (const prefix of Object.values(testEnv)) {
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
-  }
-  redis.disconnect();
-  rmSync(work, { recursive: true, force: true });
-});
-
-test("compose builds the worker and the projector from this repository", () => {
-  assert.deepEqual(ours.map(([name]) => name).sort(), ["projector", "worker"]);
-});
-
-test("worker and projector start from their compose command and environment: a turn runs, is projected and traced; health checks pass", async () => {
-  // The worker's own environment reaches the CLI; the model server stands in for the API.
-  const modelEnv = {
-    ANTHROPIC_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: "sk-ant-compose-dummy-key",
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-  };
-  const workerEnv = serviceEnv("worker", modelEnv);
-  const projectorEnv = serviceEnv("projector", {});
-  const worker = await startService("worker", workerEnv, "worker ready");
-  const projector = await startService("projector", projectorEnv, "projector started");
-
-  for (const [name, env] of [
-    ["worker", workerEnv],
-    ["projector", projectorEnv],
-  ] as const) {
-    const [, ...check] = compose.services[name]!.healthcheck!.test;
-    const [bin, ...args] = check;
-    await run(bin === "node" ? process.execPath : bin!, args, { cwd: repoRoot, env });
+  /** A port nothing listens on now: bound to 0, read, released. */
+  async function freePort(): Promise<number> {
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as AddressInfo;
+    await new Promise((r) => server.close(r));
+    return port;
   }
 
-  const workspace = join(workerEnv["TURNSTREAM_WORKSPACE_ROOTS"]!.split(":")[0]!, "repo");
-  mkdirSync(workspace);
-  const redis = connectRedis();
-  const producer = createProducer({
-    redis,
-    logPrefix: testEnv.TURNSTREAM_PREFIX,
-    queuePrefix: testEnv.TURNSTREAM_QUEUE_PREFIX,
-  });
-  try {
-    const { session, turn } = await producer.enqueueTurn({ prompt: "Say hello.", cwd: workspace });
-    const result = await producer.waitForTurn(turn, { timeoutMs: 120_000 });
-    assert.equal(result.status, "finished");
-    assert.equal(result.resultText, "compose says hello");
-    await waitFor(
-      async () =>
-        (await readModel(redis, session, { prefix: testEnv.TURNSTREAM_PREFIX }))?.state.view.status === "finished",
-      30_000,
-      "the projector to project the finished turn",
-    );
-  } finally {
-    await producer.close();
+  after(async () => {
+    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+    await receiver.close();
+    await model.close();
+    const redis = connectRedis();
+    for (const prefix of Object.values(testEnv)) {
+      const keys = await redis.keys(`${prefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+    }
     redis.disconnect();
-  }
+    rmSync(work, { recursive: true, force: true });
+  });
 
-  worker.kill("SIGTERM");
-  projector.kill("SIGTERM");
-  assert.equal(await exited(worker), 0);
-  assert.equal(await exited(projector), 0);
-  // The worker flushes its spans on the way out, to the collector's address in compose.
-  const traces = await receiver.waitFor((r) => r.path === "/v1/traces" && r.bodyText.includes("invoke_agent"));
-  assert.ok(traces.bodyText.includes("turnstream-worker"), "OTEL_SERVICE_NAME from compose names the spans");
-});
+  test("compose builds the worker and the projector from this repository", () => {
+    assert.deepEqual(ours.map(([name]) => name).sort(), ["projector", "worker"]);
+  });
 
-test("a variable the worker requires and compose would leave unset stops it at start", async () => {
-  const [bin, args] = commandOf("worker");
-  const env = serviceEnv("worker", {}, ["TURNSTREAM_WORKSPACE_ROOTS"]);
-  const result = await run(bin, args, { cwd: repoRoot, env }).then(
-    () => ({ code: 0, stderr: "" }),
-    (err: { code: number; stderr: string }) => err,
-  );
-  assert.equal(result.code, 2);
-  assert.match(result.stderr, /TURNSTREAM_WORKSPACE_ROOTS/);
+  test("worker and projector start from their compose command and environment: a turn runs, is projected and traced; health checks pass", async () => {
+    // The worker's own environment reaches the CLI; the model server stands in for the API.
+    const modelEnv = {
+      ANTHROPIC_BASE_URL: model.url,
+      ANTHROPIC_API_KEY: "sk-ant-compose-dummy-key",
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    };
+    const workerEnv = serviceEnv("worker", modelEnv);
+    const projectorEnv = serviceEnv("projector", {});
+    const worker = await startService("worker", workerEnv, "worker ready");
+    const projector = await startService("projector", projectorEnv, "projector started");
+
+    for (const [name, env] of [
+      ["worker", workerEnv],
+      ["projector", projectorEnv],
+    ] as const) {
+      const [, ...check] = compose.services[name]!.healthcheck!.test;
+      const [bin, ...args] = check;
+      await run(bin === "node" ? process.execPath : bin!, args, { cwd: repoRoot, env });
+    }
+
+    const workspace = join(workerEnv["TURNSTREAM_WORKSPACE_ROOTS"]!.split(":")[0]!, "repo");
+    mkdirSync(workspace);
+    const redis = connectRedis();
+    const producer = createProducer({
+      redis,
+      logPrefix: testEnv.TURNSTREAM_PREFIX,
+      queuePrefix: testEnv.TURNSTREAM_QUEUE_PREFIX,
+    });
+    try {
+      const { session, turn } = await producer.enqueueTurn({ prompt: "Say hello.", cwd: workspace });
+      const result = await producer.waitForTurn(turn, { timeoutMs: 120_000 });
+      assert.equal(result.status, "finished");
+      assert.equal(result.resultText, "compose says hello");
+      await waitFor(
+        async () =>
+          (await readModel(redis, session, { prefix: testEnv.TURNSTREAM_PREFIX }))?.state.view.status === "finished",
+        30_000,
+        "the projector to project the finished turn",
+      );
+    } finally {
+      await producer.close();
+      redis.disconnect();
+    }
+
+    worker.kill("SIGTERM");
+    projector.kill("SIGTERM");
+    assert.equal(await exited(worker), 0);
+    assert.equal(await exited(projector), 0);
+    // The worker flushes its spans on the way out, to the collector's address in compose.
+    const traces = await receiver.waitFor((r) => r.path === "/v1/traces" && r.bodyText.includes("invoke_agent"));
+    assert.ok(traces.bodyText.includes("turnstream-worker"), "OTEL_SERVICE_NAME from compose names the spans");
+  });
+
+  test("a variable the worker requires and compose would leave unset stops it at start", async () => {
+    const [bin, args] = commandOf("worker");
+    const env = serviceEnv("worker", {}, ["TURNSTREAM_WORKSPACE_ROOTS"]);
+    const result = await run(bin, args, { cwd: repoRoot, env }).then(
+      () => ({ code: 0, stderr: "" }),
+      (err: { code: number; stderr: string }) => err,
+    );
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /TURNSTREAM_WORKSPACE_ROOTS/);
+  });
 });

@@ -3,7 +3,7 @@
 // through the scripted model server, (b) every entry imports and holds the names its declarations
 // promise, (c) TypeScript checks consumer code against the published declarations alone, and (d) the
 // installed `turnstream` command answers --version and doctor.
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -70,121 +70,123 @@ function install(tarball: string): void {
   for (const file of ["turn.mjs", "entries.mjs", "consumer.ts"]) cpSync(join(fixtures, file), join(project, file));
 }
 
-before(() => {
-  // The prepack script builds too; the tests build once for every test that needs dist/, and pack
-  // what that build left.
-  ensureBuilt();
-  install(pack());
-});
+describe("the package as a user installs it", () => {
+  before(() => {
+    // The prepack script builds too; the tests build once for every test that needs dist/, and pack
+    // what that build left.
+    ensureBuilt();
+    install(pack());
+  });
 
-after(() => rmSync(work, { recursive: true, force: true }));
+  after(() => rmSync(work, { recursive: true, force: true }));
 
-test("the tarball holds the built package, the licence and the README, and no sources", (context) => {
-  context.diagnostic(`npm install of the tarball: ${Math.round(installMs)} ms`);
-  for (const file of [
-    "package.json",
-    "README.md",
-    "LICENSE",
-    "dist/index.js",
-    "dist/index.d.ts",
-    "dist/bin/turnstream.js",
-    "dist/testing/index.js",
-    "dist/entries/runner.js",
-    "dist/entries/runner.d.ts",
-    "dist/protocol/index.d.ts",
-    "dist/log/lua/append.lua",
-    "dist/projector/lua/commit.lua",
-    "dist/decisions/forwarder.mjs",
-  ]) {
-    assert.ok(packedFiles.includes(file), `${file} is not in the tarball`);
-  }
-  const stray = packedFiles.filter(
-    (f) => !f.startsWith("dist/") && !["package.json", "README.md", "LICENSE"].includes(f),
-  );
-  assert.deepEqual(stray, []);
-  assert.deepEqual(
-    packedFiles.filter((f) => /(?<!\.d)\.ts$/.test(f) || f.includes(".build-stamp")),
-    [],
-  );
-  // A user's install should not take minutes: the tarball comes from disk, the dependencies from the warm cache.
-  assert.ok(installMs < 90_000, `npm install took ${Math.round(installMs)} ms`);
-});
-
-test("every entry of the installed package imports and holds exactly the run-time names it declares", async () => {
-  const specifiers = Object.keys(ENTRY_POINTS).map((subpath) => "turnstream" + subpath.slice(1));
-  const { stdout } = await run(process.execPath, ["entries.mjs", ...specifiers], { cwd: project, env: userEnv() });
-  const loaded = JSON.parse(stdout) as Record<string, string[]>;
-  const api = publicApi();
-  for (const subpath of Object.keys(ENTRY_POINTS)) {
-    assert.deepEqual(loaded["turnstream" + subpath.slice(1)], api[subpath]!.values, `turnstream${subpath.slice(1)}`);
-  }
-});
-
-test("a program importing turnstream/producer and turnstream/worker runs a real turn through the scripted model server", async () => {
-  const workspace = join(work, "workspace");
-  mkdirSync(workspace);
-  const tag = randomBytes(4).toString("hex");
-  const logPrefix = `tsconsumer${tag}:`;
-  const queuePrefix = `{tsconsumer${tag}}`;
-  try {
-    const { stdout } = await run(process.execPath, ["turn.mjs", workspace, logPrefix, queuePrefix], {
-      cwd: project,
-      env: userEnv(),
-      timeout: 150_000,
-    });
-    const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as {
-      status: string;
-      resultText: string;
-      cliSessionId: string;
-    };
-    assert.equal(result.status, "finished");
-    assert.equal(result.resultText, "hello from the consumer");
-    assert.match(result.cliSessionId, /^[0-9a-f-]{36}$/);
-  } finally {
-    const redis = connectRedis();
-    for (const prefix of [logPrefix, queuePrefix]) {
-      const keys = await redis.keys(`${prefix}*`);
-      if (keys.length > 0) await redis.del(...keys);
+  test("the tarball holds the built package, the licence and the README, and no sources", (context) => {
+    context.diagnostic(`npm install of the tarball: ${Math.round(installMs)} ms`);
+    for (const file of [
+      "package.json",
+      "README.md",
+      "LICENSE",
+      "dist/index.js",
+      "dist/index.d.ts",
+      "dist/bin/turnstream.js",
+      "dist/testing/index.js",
+      "dist/entries/runner.js",
+      "dist/entries/runner.d.ts",
+      "dist/protocol/index.d.ts",
+      "dist/log/lua/append.lua",
+      "dist/projector/lua/commit.lua",
+      "dist/decisions/forwarder.mjs",
+    ]) {
+      assert.ok(packedFiles.includes(file), `${file} is not in the tarball`);
     }
-    redis.disconnect();
-  }
-});
+    const stray = packedFiles.filter(
+      (f) => !f.startsWith("dist/") && !["package.json", "README.md", "LICENSE"].includes(f),
+    );
+    assert.deepEqual(stray, []);
+    assert.deepEqual(
+      packedFiles.filter((f) => /(?<!\.d)\.ts$/.test(f) || f.includes(".build-stamp")),
+      [],
+    );
+    // A user's install should not take minutes: the tarball comes from disk, the dependencies from the warm cache.
+    assert.ok(installMs < 90_000, `npm install took ${Math.round(installMs)} ms`);
+  });
 
-test("consumer TypeScript type-checks against the published declarations", async () => {
-  const tsconfig = {
-    compilerOptions: {
-      target: "es2024",
-      module: "nodenext",
-      moduleResolution: "nodenext",
-      strict: true,
-      noEmit: true,
-      skipLibCheck: false,
-      types: ["node"],
-    },
-    files: ["consumer.ts"],
-  };
-  writeFileSync(join(project, "tsconfig.json"), JSON.stringify(tsconfig, null, 2));
-  const tsc = join(repoRoot, "node_modules", ".bin", "tsc");
-  const result = await run(tsc, ["-p", join(project, "tsconfig.json")], { cwd: project, env: userEnv() }).catch(
-    (err: { stdout: string }) => err,
-  );
-  assert.equal("code" in result ? result.stdout : "", "", "tsc reported errors");
-});
+  test("every entry of the installed package imports and holds exactly the run-time names it declares", async () => {
+    const specifiers = Object.keys(ENTRY_POINTS).map((subpath) => "turnstream" + subpath.slice(1));
+    const { stdout } = await run(process.execPath, ["entries.mjs", ...specifiers], { cwd: project, env: userEnv() });
+    const loaded = JSON.parse(stdout) as Record<string, string[]>;
+    const api = publicApi();
+    for (const subpath of Object.keys(ENTRY_POINTS)) {
+      assert.deepEqual(loaded["turnstream" + subpath.slice(1)], api[subpath]!.values, `turnstream${subpath.slice(1)}`);
+    }
+  });
 
-test("the installed turnstream command prints its version and passes doctor against the scripted model server", async () => {
-  const bin = join(project, "node_modules", ".bin", "turnstream");
-  const version = await run(bin, ["--version"], { env: userEnv() });
-  assert.equal(version.stdout.trim(), pkg.version);
-  const server = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "hello" }] }] } });
-  const hermetic = hermeticEnv({ baseUrl: server.url, root: join(work, "doctor") });
-  try {
-    const doctor = await run(bin, ["doctor", "--cwd", join(work, "doctor-cwd")], {
-      env: userEnv(hermetic.env),
-      timeout: 90_000,
-    });
-    assert.match(doctor.stdout, /^pass\s+probe/m);
-    assert.match(doctor.stdout, /^pass\s+cli\b/m);
-  } finally {
-    await server.close();
-  }
+  test("a program importing turnstream/producer and turnstream/worker runs a real turn through the scripted model server", async () => {
+    const workspace = join(work, "workspace");
+    mkdirSync(workspace);
+    const tag = randomBytes(4).toString("hex");
+    const logPrefix = `tsconsumer${tag}:`;
+    const queuePrefix = `{tsconsumer${tag}}`;
+    try {
+      const { stdout } = await run(process.execPath, ["turn.mjs", workspace, logPrefix, queuePrefix], {
+        cwd: project,
+        env: userEnv(),
+        timeout: 150_000,
+      });
+      const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as {
+        status: string;
+        resultText: string;
+        cliSessionId: string;
+      };
+      assert.equal(result.status, "finished");
+      assert.equal(result.resultText, "hello from the consumer");
+      assert.match(result.cliSessionId, /^[0-9a-f-]{36}$/);
+    } finally {
+      const redis = connectRedis();
+      for (const prefix of [logPrefix, queuePrefix]) {
+        const keys = await redis.keys(`${prefix}*`);
+        if (keys.length > 0) await redis.del(...keys);
+      }
+      redis.disconnect();
+    }
+  });
+
+  test("consumer TypeScript type-checks against the published declarations", async () => {
+    const tsconfig = {
+      compilerOptions: {
+        target: "es2024",
+        module: "nodenext",
+        moduleResolution: "nodenext",
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        types: ["node"],
+      },
+      files: ["consumer.ts"],
+    };
+    writeFileSync(join(project, "tsconfig.json"), JSON.stringify(tsconfig, null, 2));
+    const tsc = join(repoRoot, "node_modules", ".bin", "tsc");
+    const result = await run(tsc, ["-p", join(project, "tsconfig.json")], { cwd: project, env: userEnv() }).catch(
+      (err: { stdout: string }) => err,
+    );
+    assert.equal("code" in result ? result.stdout : "", "", "tsc reported errors");
+  });
+
+  test("the installed turnstream command prints its version and passes doctor against the scripted model server", async () => {
+    const bin = join(project, "node_modules", ".bin", "turnstream");
+    const version = await run(bin, ["--version"], { env: userEnv() });
+    assert.equal(version.stdout.trim(), pkg.version);
+    const server = await startModelServer({ script: { responses: [{ content: [{ type: "text", text: "hello" }] }] } });
+    const hermetic = hermeticEnv({ baseUrl: server.url, root: join(work, "doctor") });
+    try {
+      const doctor = await run(bin, ["doctor", "--cwd", join(work, "doctor-cwd")], {
+        env: userEnv(hermetic.env),
+        timeout: 90_000,
+      });
+      assert.match(doctor.stdout, /^pass\s+probe/m);
+      assert.match(doctor.stdout, /^pass\s+cli\b/m);
+    } finally {
+      await server.close();
+    }
+  });
 });
