@@ -251,9 +251,23 @@ function probeCgroup(kind: CgroupKind, hostDir: string): string | undefined {
   const key = kind === "cgroup-v2" ? "cgroup.kill" : "freezer.state";
   if (!existsSync(join(hostDir, key)))
     return `${hostDir} has no ${key}${kind === "cgroup-v2" ? " (kernel older than 5.14)" : ""}`;
+  return probeEntry(hostDir);
+}
+
+/**
+ * Whether a process can enter a new cgroup under `hostDir` as the launcher enters a run's: undefined
+ * when one did, else why not. `lacks` first says what the new cgroup is missing, if anything. The
+ * probe cgroup is removed either way.
+ */
+export function probeEntry(
+  hostDir: string,
+  lacks: (probe: string) => string | undefined = () => undefined,
+): string | undefined {
   const probe = join(hostDir, `probe-${randomUUID()}`);
   try {
     mkdirSync(probe);
+    const missing = lacks(probe);
+    if (missing !== undefined) return missing;
     const result = spawnSync("/bin/sh", ["-c", enterAndExec([probe]), "/bin/true"], {
       stdio: "ignore",
       timeout: 10_000,

@@ -13,8 +13,6 @@
 // a fork refused at pids.max (pids.events `max`), a process the OOM killer ended (memory.events or
 // memory.oom_control `oom_kill`), the scratch past its size, the wall time past its maximum. CPU is
 // throttling, never a failure.
-import { spawnSync } from "node:child_process";
-import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { lstat, readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -26,6 +24,7 @@ import {
   hostName,
   LIMIT_HIERARCHIES,
   ownHierarchyDir,
+  probeEntry,
   readPids,
   SAFE_PATH,
   signalAll,
@@ -116,22 +115,9 @@ function counter(path: string, name: string): number {
 
 /** Proves a process can enter a cgroup made under `hostDir` that has `file`. */
 function probeLimitDir(hostDir: string, file: string): string | undefined {
-  const probe = join(hostDir, `probe-${randomUUID()}`);
-  try {
-    mkdirSync(probe);
-    if (!existsSync(join(probe, file))) return `a cgroup under ${hostDir} has no ${file}`;
-    const result = spawnSync("/bin/sh", ["-c", `echo $$ > '${probe}/cgroup.procs'`], {
-      stdio: "ignore",
-      timeout: 10_000,
-    });
-    return result.status === 0
-      ? undefined
-      : `a process cannot enter a cgroup under ${hostDir} (exit ${String(result.status)})`;
-  } catch (err) {
-    return `cannot make a cgroup under ${hostDir} (${errCode(err)})`;
-  } finally {
-    tryRmdir(probe);
-  }
+  return probeEntry(hostDir, (probe) =>
+    existsSync(join(probe, file)) ? undefined : `a cgroup under ${hostDir} has no ${file}`,
+  );
 }
 
 /**
