@@ -36,6 +36,8 @@ export interface RevokeTarget {
 export interface RevokeInput {
   /** The rule's id (`rule-…`), or its exact pattern. */
   rule: string;
+  /** `rule` is an id only, never a pattern: a button names the rule it was drawn for, nothing else. */
+  idOnly?: boolean | undefined;
   /** Who revokes it (a person's name); recorded. */
   by: string;
   reason?: string | undefined;
@@ -55,16 +57,16 @@ export interface RevokeResult {
   removed: boolean;
 }
 
-/** The one stored rule `ref` names: by id, else by exact pattern. */
-function pickRule(rules: readonly TrustRule[], ref: string): TrustRule {
+/** The one stored rule `ref` names: by id, else (unless `idOnly`) by exact pattern. */
+function pickRule(rules: readonly TrustRule[], ref: string, idOnly: boolean): TrustRule {
   const byId = rules.find((rule) => rule.id === ref);
   if (byId !== undefined) return byId;
-  const byPattern = rules.filter((rule) => rule.pattern === ref);
+  const byPattern = idOnly ? [] : rules.filter((rule) => rule.pattern === ref);
   if (byPattern.length === 1) return byPattern[0]!;
   if (byPattern.length === 0)
     throw new RuleRevokeError(
       "not_found",
-      `no trust rule has the id or pattern ${JSON.stringify(ref.slice(0, 200))}; list them with \`turnstream rules list\``,
+      `no trust rule has the ${idOnly ? "id" : "id or pattern"} ${JSON.stringify(ref.slice(0, 200))}; list them with \`turnstream rules list\``,
     );
   const ids = byPattern.map((rule) => `${rule.id} (${rule.effect})`).join(", ");
   throw new RuleRevokeError(
@@ -130,7 +132,7 @@ function revokedRecord(rule: TrustRule, input: RevokeInput): RuleRevoked {
 export async function revokeRule(target: RevokeTarget, input: RevokeInput): Promise<RevokeResult> {
   if (input.by.trim().length === 0) throw new Error("revokeRule: `by` must name who revokes");
   const store = new RuleStore(target.redis ?? target.log.redis, target.prefix ?? target.log.prefix);
-  const rule = pickRule(await store.list(), input.rule);
+  const rule = pickRule(await store.list(), input.rule, input.idOnly === true);
   const session = input.session ?? rule.source?.session;
   if (session === undefined)
     throw new RuleRevokeError(

@@ -132,6 +132,19 @@ export function verifyRule(keyring: OperatorKeyring, rule: TrustRule): Verificat
   return signatureVerdict(keyring, rule.keyId, rule.signature, ruleMessage(rule, rule.keyId), WORKER_KEYS);
 }
 
+/** Whether a stored rule verifies against the trusted keys: true, false (with why), or null when none are given. */
+export interface RuleCheck {
+  verified: boolean | null;
+  why?: string | undefined;
+}
+
+/** A rule's signature checked as the hub checks it, for showing an operator (`rules list`, the dashboard). */
+export function checkRule(rule: TrustRule, trusted: OperatorKeyring | undefined): RuleCheck {
+  if (trusted === undefined) return { verified: null };
+  const verification = verifyRule(trusted, rule);
+  return verification.ok ? { verified: true } : { verified: false, why: verification.why };
+}
+
 /** The `rule.added` record of a signed rule (it carries the rule's own signature). */
 export function ruleAddedOf(rule: TrustRule): RuleAdded {
   return {

@@ -5,6 +5,7 @@
 // terminal.
 import { forTerminal } from "../../kernel/index.ts";
 import {
+  checkRule,
   loadOperatorKey,
   OperatorKeyError,
   operatorKeyLinesFromEnv,
@@ -13,9 +14,9 @@ import {
   revokeRule,
   RuleRevokeError,
   RuleStore,
-  verifyRule,
   type OperatorKey,
   type OperatorKeyring,
+  type RuleCheck,
   type TrustRule,
 } from "../../decisions/index.ts";
 import { createEventLog, type RedisClient } from "../../log/index.ts";
@@ -57,25 +58,13 @@ const options = {
 
 type RulesValues = ParsedArgs<{ allowPositionals: true; options: typeof options }>["values"];
 
-/** A rule's signature against the trusted keys: true, false (with why), or null when no keys are set here. */
-interface Checked {
-  verified: boolean | null;
-  why?: string | undefined;
-}
-
-function checkRule(rule: TrustRule, trusted: OperatorKeyring | undefined): Checked {
-  if (trusted === undefined) return { verified: null };
-  const verification = verifyRule(trusted, rule);
-  return verification.ok ? { verified: true } : { verified: false, why: verification.why };
-}
-
-function signatureText(rule: TrustRule, checked: Checked): string {
+function signatureText(rule: TrustRule, checked: RuleCheck): string {
   if (checked.verified === null) return `signed by ${rule.keyId ?? "no key"}, unchecked (no TURNSTREAM_OPERATOR_KEYS)`;
   return checked.verified ? `verified (${rule.keyId})` : `does NOT verify: ${checked.why}`;
 }
 
 /** Two or three lines per rule, every text a Redis writer chose escaped. */
-function ruleText(rule: TrustRule, checked: Checked): string {
+function ruleText(rule: TrustRule, checked: RuleCheck): string {
   const from =
     rule.source === undefined ? "" : `, from session ${rule.source.session} (request ${rule.source.requestId})`;
   const lines = [
