@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TenantRow } from "../../src/tenants/index.ts";
-import { OPERATOR } from "../decisions/_support.ts";
+import { OPERATOR, operatorKeyFile } from "../support/operator-keys.ts";
 import { dataOf, rig } from "../worker/_more.ts";
 import { waitUntil } from "../worker/_support.ts";
 import { onlyJson, turnstream } from "./_cli.ts";
@@ -37,8 +37,7 @@ test("status shows a running tenant turn and its tenant's spend against its budg
       { content: [{ type: "text", text: "done" }], usage: { input_tokens: 1000, output_tokens: 10 } },
     ],
   }));
-  const keyFile = join(stage.space.dir("keys"), "operator.key");
-  writeFileSync(keyFile, OPERATOR.privateKeyPem, { mode: 0o600 });
+  const keyFile = operatorKeyFile(stage.space.dir("operator"));
   const env = {
     TURNSTREAM_PREFIX: stage.space.logPrefix,
     TURNSTREAM_QUEUE_PREFIX: stage.space.queuePrefix,

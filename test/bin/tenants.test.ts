@@ -5,10 +5,9 @@
 // names someone wrote to Redis by hand (control characters, a secret's shape) are never printed raw.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseOperatorKeys } from "../../src/decisions/index.ts";
 import {
   limitsFromRecord,
   readLimitsRecord,
@@ -19,13 +18,11 @@ import {
   writeLimits,
   type TenantRow,
 } from "../../src/tenants/index.ts";
-import { OPERATOR, operatorKey, stranger } from "../decisions/_support.ts";
+import { OPERATOR, operatorKey, operatorKeyFile, stranger, trustedKeys } from "../support/operator-keys.ts";
 import { cleanupKeys, redisFor, testSpace } from "../worker/_support.ts";
 import { onlyJson, turnstream } from "./_cli.ts";
 
-const scratch = mkdtempSync(join(tmpdir(), "ts-tenants-"));
-const keyFile = join(scratch, "operator.key");
-writeFileSync(keyFile, OPERATOR.privateKeyPem, { mode: 0o600 });
+const keyFile = operatorKeyFile(mkdtempSync(join(tmpdir(), "ts-tenants-")));
 
 type ListJson = { verifiedWith: string | null; tenants: TenantRow[] };
 
@@ -59,7 +56,7 @@ test("tenants set signs limits the workers' check accepts; list shows them with 
     const verdict = limitsFromRecord(
       "acme/api",
       await readLimitsRecord(redis, space.logPrefix, "acme/api"),
-      parseOperatorKeys([OPERATOR.publicKey]),
+      trustedKeys,
     );
     assert.deepEqual(
       { ...verdict, version: undefined },
@@ -145,7 +142,7 @@ test("tenants set signs limits the workers' check accepts; list shows them with 
     const afterClear = limitsFromRecord(
       "acme/api",
       await readLimitsRecord(redis, space.logPrefix, "acme/api"),
-      parseOperatorKeys([OPERATOR.publicKey]),
+      trustedKeys,
       { overBudget: "wait" },
     );
     assert.deepEqual(

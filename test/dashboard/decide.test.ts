@@ -9,7 +9,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { request } from "node:http";
 import { join } from "node:path";
 import { parseTokens, startDashboard, type Dashboard } from "../../src/dashboard/index.ts";
 import { pendingKey } from "../../src/decisions/index.ts";
@@ -17,6 +16,7 @@ import { OPERATOR, operatorKey } from "../decisions/_support.ts";
 import { rig } from "../worker/_more.ts";
 import { PARKING } from "../worker/_parked.ts";
 import { launchBrowser, openPage, screenshot } from "./_browser.ts";
+import { call } from "./_http.ts";
 
 const touch = (file: string) => ({
   content: [
@@ -144,27 +144,6 @@ test("a parked decision appears live in the inbox with its age and deadline; Den
     await testRig.dispose();
   }
 });
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-function call(
-  url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: options.method ?? "GET", headers: options.headers }, (res) => {
-      let body = "";
-      res.on("data", (d: Buffer) => (body += d.toString()));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on("error", reject);
-    req.end(options.body);
-  });
-}
 
 const decision = JSON.stringify({ session: "s-nope", requestId: "r-nope", decision: "allow" });
 

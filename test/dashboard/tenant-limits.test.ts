@@ -8,9 +8,7 @@
 // trust, changes nothing.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { request } from "node:http";
-import { startDashboard, type Dashboard } from "../../src/dashboard/index.ts";
-import { parseOperatorKeys } from "../../src/decisions/index.ts";
+import { startDashboard } from "../../src/dashboard/index.ts";
 import {
   limitsFromRecord,
   readLimitsRecord,
@@ -21,13 +19,13 @@ import {
   writeLimits,
   type TenantRow,
 } from "../../src/tenants/index.ts";
-import { OPERATOR, operatorKey, stranger } from "../decisions/_support.ts";
+import { OPERATOR, operatorKey, stranger, trustedKeys } from "../support/operator-keys.ts";
 import { cleanupKeys, redisFor, testSpace, type TestSpace } from "../worker/_support.ts";
 import { createEventLog, type RedisClient } from "../../src/log/index.ts";
 import { onlyJson, turnstream } from "../bin/_cli.ts";
 import { launchBrowser, openPage, screenshot } from "./_browser.ts";
+import { poster } from "./_http.ts";
 
-const keyring = parseOperatorKeys([OPERATOR.publicKey]);
 const HOSTILE = "evil\u001b[31m\u202eowned";
 const SECRET_SHAPED = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
 
@@ -55,7 +53,7 @@ test("the tenants view shows the figures of `tenants --json`, forged limits as n
     prefix: space.logPrefix,
     queuePrefix: space.queuePrefix,
     operatorKey,
-    trustedKeys: keyring,
+    trustedKeys,
     operatorName: "dana",
   });
   const browser = await launchBrowser();
@@ -142,7 +140,7 @@ test("the tenants view shows the figures of `tenants --json`, forged limits as n
       /\$7\.50\s+\$0\.00 \(0%\)\s+0\/none\s+wait\s+verified op-[0-9a-f]+, set by dana/,
     );
     // What a worker trusting the dashboard's key makes of it.
-    const verdict = limitsFromRecord("newco", await readLimitsRecord(redis, space.logPrefix, "newco"), keyring);
+    const verdict = limitsFromRecord("newco", await readLimitsRecord(redis, space.logPrefix, "newco"), trustedKeys);
     assert.deepEqual(
       { ...verdict, version: undefined },
       {
@@ -174,41 +172,13 @@ test("the tenants view shows the figures of `tenants --json`, forged limits as n
   }
 });
 
-interface Answer {
-  status: number;
-  body: string;
-}
-
-function call(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}) {
-  return new Promise<Answer>((resolve, reject) => {
-    const req = request(url, { method: options.method ?? "GET", headers: options.headers }, (res) => {
-      let body = "";
-      res.on("data", (d: Buffer) => (body += d.toString()));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("error", reject);
-    req.end(options.body);
-  });
-}
-
-/** A same-origin JSON POST with the page's CSRF token. */
-async function poster(dash: Dashboard): Promise<(path: string, body: unknown, csrf?: string) => Promise<Answer>> {
-  const token = /<meta name="ts-csrf" content="([^"]+)">/.exec((await call(dash.url)).body)![1]!;
-  return (path, body, csrf = token) =>
-    call(`${dash.url}${path}`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "X-Turnstream-CSRF": csrf, Origin: dash.url.slice(0, -1) },
-      body: JSON.stringify(body),
-    });
-}
-
 test("the tenants routes: the decision guards, bad values and secret-shaped names refused, no key or an untrusted one changes nothing", async () => {
   const space = testSpace();
   const redis = redisFor();
   const common = { redis, prefix: space.logPrefix, queuePrefix: space.queuePrefix, operatorName: "dana" };
-  const signing = await startDashboard({ ...common, operatorKey, trustedKeys: keyring });
+  const signing = await startDashboard({ ...common, operatorKey, trustedKeys });
   const readOnly = await startDashboard(common);
-  const untrusted = await startDashboard({ ...common, operatorKey: stranger, trustedKeys: keyring });
+  const untrusted = await startDashboard({ ...common, operatorKey: stranger, trustedKeys });
   try {
     const post = await poster(signing);
     assert.equal((await post("api/tenants/set", { tenant: "acme", budgetUsd: 5 }, "wrong")).status, 403);

@@ -1,6 +1,6 @@
 // Shared set-up for the decision tests: a private key prefix, a session with a begun attempt, a hub
-// that trusts the test operator's key, helpers to decide and add rules signed with it, to run a real
-// CLI turn under supervision and to wait for log events.
+// that trusts the test operator's key, helpers to decide and add rules signed with it, to forward one
+// call to a hub as the CLI's hook does, to run a real CLI turn under supervision and to wait for log events.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -9,11 +9,10 @@ import { join } from "node:path";
 import { runTurn } from "../../src/runner/index.ts";
 import { connectRedis, createEventLog, type Envelope, type EventLog, type RedisClient } from "../../src/log/index.ts";
 import { hermeticEnv, startModelServer, type ScriptResponse } from "../../src/testing/index.ts";
+import { OPERATOR, operatorKey, trustedKeys } from "../support/operator-keys.ts";
 import {
   decide,
-  generateOperatorKey,
-  operatorKeyFromPem,
-  parseOperatorKeys,
+  FORWARDER_PATH,
   prepareSupervisedRun,
   RuleStore,
   ruleId,
@@ -28,11 +27,8 @@ import {
   type TrustRule,
 } from "../../src/decisions/index.ts";
 
-/** The operator of these tests: hubs from withHub trust its key. */
-export const OPERATOR = generateOperatorKey();
-export const operatorKey = operatorKeyFromPem(OPERATOR.privateKeyPem);
-/** Another valid key that no hub here trusts. */
-export const stranger = operatorKeyFromPem(generateOperatorKey().privateKeyPem);
+// The operator of these tests (hubs from withHub trust its key) is every test's: test/support/operator-keys.ts.
+export { OPERATOR, operatorKey, stranger, trustedKeys, operatorKeyFile } from "../support/operator-keys.ts";
 
 export interface Ctx {
   redis: RedisClient;
@@ -98,9 +94,6 @@ export async function withHub(ctx: Ctx, options: Partial<DecisionHubOptions> = {
   return ctx.hub;
 }
 
-/** The keys the hubs of these tests trust (what TURNSTREAM_OPERATOR_KEYS gives an operator). */
-export const trustedKeys = parseOperatorKeys([OPERATOR.publicKey]);
-
 /** decide() as the test operator, in ctx's session. */
 export function decideAs(ctx: Ctx, input: Omit<DecideInput, "session"> & { session?: string }): Promise<DecideResult> {
   return decide({ log: ctx.log, operatorKey, trustedKeys }, { session: ctx.session, ...input });
@@ -134,6 +127,26 @@ export function prepare(ctx: Ctx, hub: DecisionHub, extra: Partial<SupervisedRun
     tmpDir: ctx.dir,
     ...extra,
   });
+}
+
+/** Runs the hook forwarder on one PreToolUse call, as the CLI's hook does; resolves with the hub's answer. */
+export function forward(
+  run: SupervisedRun,
+  toolInput: Record<string, unknown>,
+  tool = "Bash",
+): Promise<{ permissionDecision: string; permissionDecisionReason: string }> {
+  const fwd = spawn(process.execPath, [FORWARDER_PATH, run.runFile], { stdio: ["pipe", "pipe", "ignore"] });
+  let out = "";
+  fwd.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
+  fwd.stdin.end(
+    JSON.stringify({
+      hook_event_name: "PreToolUse",
+      tool_name: tool,
+      tool_input: toolInput,
+      tool_use_id: `toolu_${rand()}`,
+    }),
+  );
+  return new Promise((resolve) => fwd.on("close", () => resolve(JSON.parse(out).hookSpecificOutput)));
 }
 
 export interface TurnResult {

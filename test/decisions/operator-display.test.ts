@@ -5,16 +5,16 @@
 // request: `pending` still lists it, `decide` still accepts it, and the hub acts on the signed one.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { FORWARDER_PATH, foldDecisions, writeOperatorKeyFile, type SupervisedRun } from "../../src/decisions/index.ts";
+import { foldDecisions } from "../../src/decisions/index.ts";
 import { fold } from "../../src/projector/index.ts";
 import { existsSync } from "node:fs";
 import {
   cli,
   eventsOf,
+  forward,
   nextEvent,
-  OPERATOR,
+  operatorKeyFile,
   prepare,
   setup,
   supervisedTurn,
@@ -27,30 +27,8 @@ import {
 const ESC = "\u001b";
 const RLO = "\u202e";
 
-/** Runs the hook forwarder on one PreToolUse call; resolves with its answer once the hub replied. */
-function forward(
-  run: SupervisedRun,
-  toolInput: Record<string, unknown>,
-  tool = "Bash",
-): Promise<{ permissionDecision: string; permissionDecisionReason: string }> {
-  const fwd = spawn(process.execPath, [FORWARDER_PATH, run.runFile], { stdio: ["pipe", "pipe", "ignore"] });
-  let out = "";
-  fwd.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
-  fwd.stdin.end(
-    JSON.stringify({
-      hook_event_name: "PreToolUse",
-      tool_name: tool,
-      tool_input: toolInput,
-      tool_use_id: `toolu_${Date.now()}`,
-    }),
-  );
-  return new Promise((resolve) => fwd.on("close", () => resolve(JSON.parse(out).hookSpecificOutput)));
-}
-
 function operatorEnv(ctx: Ctx): Record<string, string> {
-  const keyFile = join(ctx.dir, "keys", "operator.key");
-  writeOperatorKeyFile(keyFile, OPERATOR.privateKeyPem);
-  return { TURNSTREAM_PREFIX: ctx.prefix, TURNSTREAM_USER: "erin", TURNSTREAM_OPERATOR_KEY: keyFile };
+  return { TURNSTREAM_PREFIX: ctx.prefix, TURNSTREAM_USER: "erin", TURNSTREAM_OPERATOR_KEY: operatorKeyFile(ctx.dir) };
 }
 
 test("the hub refuses a call whose description, command or path carries escapes or bidi characters: denied, recorded, never pending", async () => {
