@@ -22,6 +22,7 @@ import {
 } from "./routes.ts";
 import { createGuard, isLoopbackHost } from "./security.ts";
 import { clearTenantRoute, setTenantRoute } from "./tenant-routes.ts";
+import { revokeRuleRoute, rulesRoute } from "./rule-routes.ts";
 import { loadStaticFiles } from "./static-files.ts";
 import { FleetFacts } from "./fleet-facts.ts";
 import { chartsRoute, searchRoute, timelineRoute, workersRoute } from "./view-routes.ts";
@@ -57,9 +58,12 @@ export interface DashboardOptions {
    * Operator name → token, for a console several people log in to: each one's decisions are recorded with their name.
    */
   operatorTokens?: Readonly<Record<string, string>>;
-  /** The key decisions and tenants' limits are signed with; without it the console shows but cannot change them. */
+  /**
+   * The key decisions, tenants' limits and rule revocations are signed with; without it the console shows but cannot
+   * change them.
+   */
   operatorKey?: OperatorKey;
-  /** The fleet's trusted public keys, as `decide` takes them; tenants' limits are checked against them. */
+  /** The fleet's trusted public keys, as `decide` takes them; tenants' limits and trust rules are checked with them. */
   trustedKeys?: OperatorKeyring;
   /** Who decisions are recorded as without a named login (default TURNSTREAM_USER, then USER, then the login name). */
   operatorName?: string;
@@ -110,11 +114,13 @@ async function route(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promi
   if (method === "POST" && path === "/api/decide") return decideRoute(ctx, req, res);
   if (method === "POST" && path === "/api/tenants/set") return setTenantRoute(ctx, req, res);
   if (method === "POST" && path === "/api/tenants/clear") return clearTenantRoute(ctx, req, res);
+  if (method === "POST" && path === "/api/rules/revoke") return revokeRuleRoute(ctx, req, res);
   if (method !== "GET") return sendJson(res, 405, { error: "method not allowed" });
   if (path === "/" || path === "/index.html") return page(ctx, res, "index.html");
   if (path === "/api/fleet") return fleetStream(ctx, req, res);
   if (path === "/api/charts") return chartsRoute(ctx, res, url.searchParams);
   if (path === "/api/workers") return workersRoute(ctx, res);
+  if (path === "/api/rules") return rulesRoute(ctx, res);
   if (path === "/api/search") return searchRoute(ctx, res, url.searchParams);
   const match = /^\/api\/sessions\/([^/]+)(\/stream|\/result|\/timeline)?$/.exec(path);
   if (match !== null) {

@@ -1,12 +1,13 @@
 // The console: one fleet stream (sessions, decisions, queue, tenants, model cooldowns) for the whole
 // page, a router over the location hash, and the views. Keyboard: 1 sessions, 2 decisions, 3 queue,
-// 4 tenants, 5 charts, 6 workers, 7 search in transcripts, / the view's search field.
+// 4 tenants, 5 trust rules, 6 charts, 7 workers, 8 search in transcripts, / the view's search field.
 import { element, typing } from "./dom.js";
 import { sessionsView } from "./sessions.js";
 import { sessionView } from "./session.js";
 import { inboxView } from "./inbox.js";
 import { queueView } from "./queue.js";
 import { tenantsView } from "./tenants.js";
+import { rulesView } from "./rules.js";
 import { chartsView } from "./charts.js";
 import { workersView } from "./workers.js";
 import { searchView } from "./search.js";
@@ -62,11 +63,21 @@ const VIEWS = {
   decisions: inboxView,
   queue: queueView,
   tenants: tenantsView,
+  rules: rulesView,
   charts: chartsView,
   workers: workersView,
   search: searchView,
 };
-const KEYS = { 1: "sessions", 2: "decisions", 3: "queue", 4: "tenants", 5: "charts", 6: "workers", 7: "search" };
+const KEYS = {
+  1: "sessions",
+  2: "decisions",
+  3: "queue",
+  4: "tenants",
+  5: "rules",
+  6: "charts",
+  7: "workers",
+  8: "search",
+};
 
 function route() {
   // A view's own settings follow a `?` in the hash (#/charts?window=7d); the path is before it.
