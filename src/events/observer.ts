@@ -13,6 +13,11 @@ export interface AttemptContext {
   readonly epoch: number;
   /** The producer's W3C traceparent, from the job. */
   readonly traceparent: string | undefined;
+  /**
+   * The session's own trace as a traceparent (the same for every attempt of the session): the
+   * attempt span's parent when the producer named none, else a link beside the producer's parent.
+   */
+  readonly sessionTraceparent?: string | undefined;
   /** The model the turn asked for. */
   readonly requestModel: string | undefined;
   /** The turn's tenant (its session's), when it has one. */

@@ -89,6 +89,10 @@ const NEVER: readonly NeverRule[] = [
     names: ["GITHUB_API_URL", "GITHUB_SERVER_URL", "GITHUB_GRAPHQL_URL"],
     why: "it sends the requests that carry a GitHub token to another server",
   },
+  {
+    names: ["TRACEPARENT", "TRACESTATE", "BAGGAGE"],
+    why: "it decides which trace the CLI's own spans join; the worker sets it to the attempt's span",
+  },
   { names: ["IS_SANDBOX"], why: "only the worker may claim it runs in a sandbox (TURNSTREAM_SANDBOXED)" },
   { prefixes: ["TURNSTREAM_"], why: "turnstream's own variables belong to the worker" },
 ];

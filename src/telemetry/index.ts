@@ -59,6 +59,26 @@ export {
   toolSpanName,
   type AttemptSpansOptions,
 } from "./spans/index.ts";
-export { contextFromTraceparent, formatTraceparent, injectTraceparent, type TraceIds } from "./trace-context.ts";
+export {
+  contextFromTraceparent,
+  formatTraceparent,
+  injectTraceparent,
+  sessionSpanContext,
+  sessionTraceparent,
+  type TraceIds,
+} from "./trace-context.ts";
 export { exportTracesFromLog, type ExportTracesOptions, type ExportTracesResult } from "./trace-export.ts";
 export { CollectingSpanExporter, otlpJson } from "./otlp-json.ts";
+export {
+  CLI_OTLP_DEFAULT_MAX_BODY_BYTES,
+  CLI_OTLP_TOKEN_PREFIX,
+  CLI_TELEMETRY_VARS,
+  CliTelemetryGrant,
+  cliTelemetryEnv,
+  isCliTelemetryVar,
+  startCliOtlpReceiver,
+  type AttemptBinding,
+  type CliOtlpReceiver,
+  type CliOtlpStats,
+  type CliTelemetryTarget,
+} from "./cli-otlp/index.ts";

@@ -15,6 +15,7 @@ import {
   BatchSpanProcessor,
   ConsoleSpanExporter,
   SimpleSpanProcessor,
+  type ReadableSpan,
   type SpanExporter,
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
@@ -64,6 +65,12 @@ export interface Telemetry {
   readonly tracer: Tracer;
   forceFlush(): Promise<void>;
   shutdown(): Promise<void>;
+  /**
+   * Hands finished spans another process made (the CLI's own, received by src/telemetry/cli-otlp) to
+   * this telemetry's span processors: batched, scrubbed by the redacting exporter and sent wherever
+   * the process's own spans go. Nothing happens while tracing is off.
+   */
+  emit(spans: readonly ReadableSpan[]): void;
 }
 
 export interface TracesConfig extends OtlpSettings {
@@ -148,8 +155,16 @@ const noop = (): Telemetry => {
     tracer: tracerProvider.getTracer(TRACER_NAME),
     forceFlush: () => Promise.resolve(),
     shutdown: () => Promise.resolve(),
+    emit: () => undefined,
   };
 };
+
+/** Each span to each processor, as a tracer's own span reaches them when it ends. */
+function emitTo(processors: readonly SpanProcessor[]): Telemetry["emit"] {
+  return (spans) => {
+    for (const span of spans) for (const processor of processors) processor.onEnd(span);
+  };
+}
 
 /**
  * Runs `fn` with the OTEL_* variables of `env` in process.env (and no others), since the SDK and
@@ -197,10 +212,8 @@ function privateTelemetry(options: StartTelemetryOptions, config: TracesConfig, 
   const resource = defaultResource()
     .merge(resourceFromAttributes(config.resourceAttributes))
     .merge(resourceFromAttributes({ "service.name": config.serviceName }));
-  const provider = new BasicTracerProvider({
-    resource,
-    spanProcessors: [redactingProcessor(exporter, options.scrubber, options.processor)],
-  });
+  const processors = [redactingProcessor(exporter, options.scrubber, options.processor)];
+  const provider = new BasicTracerProvider({ resource, spanProcessors: processors });
   if (options.registerGlobal === true) trace.setGlobalTracerProvider(provider);
   const ownContext = ensureContextManager();
   let down: Promise<void> | undefined;
@@ -214,12 +227,16 @@ function privateTelemetry(options: StartTelemetryOptions, config: TracesConfig, 
     tracer: provider.getTracer(TRACER_NAME),
     forceFlush: () => provider.forceFlush(),
     shutdown: () => (down ??= shutdown()),
+    emit: emitTo(processors),
   };
 }
 
 /** Starts NodeSDK with our redacting span processors; the SDK registers itself globally, as it always does. */
 function sdkTelemetry(options: StartTelemetryOptions, config: TracesConfig, env: EnvLike): Telemetry {
   const before = globalTracerProvider();
+  const processors = withOtelEnv(env, () =>
+    envExporters(config).map((e) => redactingProcessor(e, options.scrubber, options.processor)),
+  );
   const sdk = withOtelEnv(env, () => {
     const { NodeSDK: Sdk } = load("@opentelemetry/sdk-node") as { NodeSDK: typeof NodeSDK };
     // The fallback service name sits under what the resource detectors find (OTEL_SERVICE_NAME and
@@ -227,7 +244,7 @@ function sdkTelemetry(options: StartTelemetryOptions, config: TracesConfig, env:
     const resource: Resource = defaultResource().merge(resourceFromAttributes({ "service.name": config.serviceName }));
     const started = new Sdk({
       resource,
-      spanProcessors: envExporters(config).map((e) => redactingProcessor(e, options.scrubber, options.processor)),
+      spanProcessors: processors,
       metricReaders: [],
       logRecordProcessors: [],
     });
@@ -260,6 +277,7 @@ function sdkTelemetry(options: StartTelemetryOptions, config: TracesConfig, env:
       await (provider as { forceFlush?: () => Promise<void> }).forceFlush?.();
     },
     shutdown: () => (down ??= shutdown()),
+    emit: emitTo(processors),
   };
 }
 

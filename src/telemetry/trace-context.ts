@@ -1,7 +1,9 @@
 // W3C trace context across the queue and the event log. The producer puts a `traceparent` into the
-// job; the worker makes each attempt span its child and writes the ids into the attempt's events, so
-// a re-export from the log lands in the same trace. (The ids in the log are read through the event
+// job; the worker makes each attempt span its child (or, without one, a child of the session's own
+// trace) and writes the ids into the attempt's events, so a re-export from the log lands in the same
+// trace. (The ids in the log are read through the event
 // vocabulary: `dataOf("attempt.started", data)?.trace`.)
+import { createHash } from "node:crypto";
 import { ROOT_CONTEXT, trace, TraceFlags, type Context, type Span, type SpanContext } from "@opentelemetry/api";
 import { parseTraceParent } from "@opentelemetry/core";
 import type { TraceIds } from "../events/index.ts";
@@ -41,4 +43,21 @@ export function contextFromTraceparent(
   const sc = parseTraceParent(traceparent.trim());
   if (sc === null || !trace.isSpanContextValid(sc)) return undefined;
   return trace.setSpanContext(base, { ...sc, isRemote: true });
+}
+
+/**
+ * The trace every attempt of a session shares when no producer names one: its ids are derived from
+ * the log's key prefix and the session id, so any worker, and a re-export from the log, lands in the
+ * same trace. The span id names the session itself, a parent that is never exported (no process
+ * knows when a session begins or ends): each attempt span hangs under it, and a trace UI shows the
+ * session's attempts side by side.
+ */
+export function sessionSpanContext(prefix: string, session: string): SpanContext {
+  const digest = createHash("sha256").update(`turnstream.session\0${prefix}\0${session}`).digest("hex");
+  return { traceId: digest.slice(0, 32), spanId: digest.slice(32, 48), traceFlags: TraceFlags.SAMPLED, isRemote: true };
+}
+
+/** The session's trace (sessionSpanContext) as a traceparent. */
+export function sessionTraceparent(prefix: string, session: string): string {
+  return formatTraceparent(sessionSpanContext(prefix, session));
 }

@@ -1,18 +1,23 @@
 // Re-emits a session's spans from its event log (e.g. after the collector was down): the logged
 // events go through the same attempt spans the worker feeds, each cli.line parsed once, so structure
 // and timing match the live export. The trace ids the events carry put the spans back into the
-// producer's trace.
+// producer's trace, or the session's.
 import type { Tracer } from "@opentelemetry/api";
 import { dataOf, type AttemptContext, type ObservedEvent } from "../events/index.ts";
 import type { Scrubber } from "./scrub.ts";
 import { AttemptSpans } from "./spans/index.ts";
-import { contextFromTraceparent, formatTraceparent } from "./trace-context.ts";
+import { contextFromTraceparent, formatTraceparent, sessionTraceparent } from "./trace-context.ts";
 
 export interface ExportTracesOptions {
   tracer: Tracer;
   scrubber: Scrubber;
   /** Record tool arguments and tool error texts (scrubbed); default off. */
   captureContent?: boolean | undefined;
+  /**
+   * The log's key prefix: with it the session's own trace is derived as the worker derives it
+   * (sessionTraceparent), for attempts the log gives no trace ids of and for the link to the session.
+   */
+  logPrefix?: string | undefined;
 }
 
 export interface ExportTracesResult {
@@ -50,7 +55,9 @@ export async function exportTracesFromLog(
     if (spans?.attempt !== event.attempt) {
       if (!OPENS.has(event.kind)) continue;
       if (spans !== undefined) close(event.turn, spans);
-      spans = new AttemptSpans(contextOf(event, producerOf.get(event.turn), scrub), options);
+      const session =
+        options.logPrefix === undefined ? undefined : sessionTraceparent(options.logPrefix, event.session);
+      spans = new AttemptSpans(contextOf(event, { producer: producerOf.get(event.turn), session }, scrub), options);
       result.attempts++;
       open.set(event.turn, spans);
     }
@@ -62,14 +69,21 @@ export async function exportTracesFromLog(
   return result;
 }
 
+/** The traces an attempt's spans may belong to: its producer's (from turn.queued) and its session's. */
+interface KnownTraces {
+  producer: string | undefined;
+  session: string | undefined;
+}
+
 /** What the worker knew of the attempt, rebuilt from the event that opens its spans. */
-function contextOf(event: ObservedEvent, producer: string | undefined, scrub: AttemptContext["scrub"]): AttemptContext {
+function contextOf(event: ObservedEvent, traces: KnownTraces, scrub: AttemptContext["scrub"]): AttemptContext {
   return {
     session: event.session,
     turn: event.turn,
     attempt: event.attempt,
     epoch: event.epoch,
-    traceparent: parentOf(event, producer),
+    traceparent: parentOf(event, traces.producer),
+    sessionTraceparent: traces.session,
     requestModel: undefined,
     startedAt: event.at,
     scrub,
@@ -77,9 +91,11 @@ function contextOf(event: ObservedEvent, producer: string | undefined, scrub: At
 }
 
 /**
- * Parent of a re-exported attempt span, as a traceparent. The producer's span when the events name
- * it; otherwise the original attempt span, as a remote parent, so the re-export keeps the recorded
- * trace id (an OTel tracer cannot be told which span id to mint, only which parent to use).
+ * Parent of a re-exported attempt span, as a traceparent. The parent attempt.started recorded (the
+ * producer's span, or the session's); else the producer's span when turn.queued names it; else the
+ * original attempt span, as a remote parent, so the re-export keeps the recorded trace id (an OTel
+ * tracer cannot be told which span id to mint, only which parent to use). With none of them the
+ * attempt span's parent is the session's (contextOf), when the prefix is known.
  */
 function parentOf(event: ObservedEvent, producer: string | undefined): string | undefined {
   const ids = event.kind === "attempt.started" ? dataOf("attempt.started", event.data)?.trace : undefined;

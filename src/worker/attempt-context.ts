@@ -50,6 +50,8 @@ export interface PreparedRun {
   env: Record<string, string>;
   /** The run's model access through the gateway (laid over `env`); undefined in passthrough. */
   modelEnv?: EnvOverlay | undefined;
+  /** The CLI's own telemetry, on (its token and TRACEPARENT) or off (undefined: every such name removed). */
+  telemetryEnv?: EnvOverlay | undefined;
   /** Scrubs raw `cli.line` text and the session file; undefined when the worker keeps them raw. */
   lines: Scrubber | undefined;
   /** Undefined when the run resumes a parked call: the CLI continues the turn from an empty stdin. */

@@ -25,7 +25,7 @@ import {
 } from "../log/index.ts";
 import type { ParsedLine } from "../protocol/index.ts";
 import type { TurnJob } from "../queue/index.ts";
-import type { Scrubber } from "../telemetry/index.ts";
+import { sessionTraceparent, type Scrubber } from "../telemetry/index.ts";
 import { retryDelayMs } from "./retry.ts";
 import type { AttemptControl, AttemptEnd, ExecuteDeps, RolledBackEnd } from "./types.ts";
 
@@ -105,6 +105,7 @@ export class AttemptEvents {
       attempt: this.attempt,
       epoch: this.epoch,
       traceparent: this.#job.traceparent,
+      sessionTraceparent: sessionTraceparent(this.#deps.settings.logPrefix, this.#job.session),
       requestModel: this.#job.options.model,
       tenant: this.#job.tenant,
       startedAt: this.startedAt,

@@ -61,6 +61,7 @@ async function attemptSteps(attempt: Attempt): Promise<AttemptEnd> {
   const { worker, control, events } = attempt;
   control.warm = undefined;
   control.access = undefined;
+  control.cliTelemetry = undefined;
   try {
     await recordDangling(attempt);
     const lost = attempt.rolledBack === undefined ? undefined : await recordRollback(attempt, attempt.rolledBack);
@@ -94,6 +95,7 @@ async function attemptSteps(attempt: Attempt): Promise<AttemptEnd> {
     worker.warm.release(control.warm);
     // The run's token ends with it (a kept warm process keeps its own until it ends).
     worker.access?.close(control.access, control.warm);
+    worker.cliTelemetry?.close(control.cliTelemetry, control.warm);
     events.endObservers(control.reason ?? "worker_error");
   }
 }

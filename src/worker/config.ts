@@ -122,6 +122,18 @@ const envSchema = zod.object({
     )
     .optional(),
   TURNSTREAM_GATEWAY_COOLDOWN_HOLD: zod.string().optional(),
+  TURNSTREAM_CLI_TELEMETRY: zod
+    .enum(
+      ["on", "off"],
+      "TURNSTREAM_CLI_TELEMETRY is `on` (default: with tracing on, the CLI's own spans join the attempt's trace) or `off`",
+    )
+    .optional(),
+  TURNSTREAM_CLI_TELEMETRY_CONTENT: zod
+    .enum(
+      ["0", "1", "true", "false"],
+      "TURNSTREAM_CLI_TELEMETRY_CONTENT is 1 (keep the prompt and tool texts of the CLI's spans, scrubbed) or 0 (default)",
+    )
+    .optional(),
 });
 
 export class WorkerConfigError extends TurnstreamError {
@@ -253,6 +265,10 @@ export function workerConfigFromEnv(env: Readonly<Record<string, string | undefi
     warm: { all: vars.TURNSTREAM_WARM === "1" || vars.TURNSTREAM_WARM === "true" },
     gateway: vars.TURNSTREAM_GATEWAY,
     cooldown: cooldownFrom(vars.TURNSTREAM_GATEWAY_COOLDOWN, vars.TURNSTREAM_GATEWAY_COOLDOWN_HOLD),
+    cliTelemetry: {
+      enabled: vars.TURNSTREAM_CLI_TELEMETRY !== "off",
+      content: vars.TURNSTREAM_CLI_TELEMETRY_CONTENT === "1" || vars.TURNSTREAM_CLI_TELEMETRY_CONTENT === "true",
+    },
     parking: parkingFrom(vars),
     tenants: {
       defaults: {

@@ -184,6 +184,18 @@ export interface TurnWorkerOptions {
   cooldown?: false | Partial<CooldownSettings>;
   /** Tenants' limits: the defaults of a tenant with none set, and the budget's window (TenantOptions). */
   tenants?: TenantOptions;
+  /**
+   * The CLI's own spans, joined into the attempt's trace while the worker traces (`telemetry`):
+   * on by default; `enabled: false` keeps the CLI's telemetry off (`TURNSTREAM_CLI_TELEMETRY=off`).
+   * `content: true` keeps the prompt and tool texts the CLI records, scrubbed
+   * (`TURNSTREAM_CLI_TELEMETRY_CONTENT=1`); by default they are dropped.
+   */
+  cliTelemetry?: CliTelemetryOptions;
+}
+
+export interface CliTelemetryOptions {
+  enabled?: boolean;
+  content?: boolean;
 }
 
 /**
@@ -280,6 +292,7 @@ export type WorkerEnvConfig = Pick<
   | "warm"
   | "gateway"
   | "cooldown"
+  | "cliTelemetry"
 >;
 
 /** The settings a worker and its jobs run with: every option checked, every default filled in. */
@@ -334,6 +347,7 @@ export interface WorkerSettings {
   gateway: GatewayMode;
   /** The fleet cooldown's settings; undefined: off. */
   cooldown: CooldownSettings | undefined;
+  cliTelemetry: Required<CliTelemetryOptions>;
 }
 
 /** How a worker keeps CLI processes between a session's turns. */
@@ -489,6 +503,10 @@ export function compileWorkerOptions(given: Omit<TurnWorkerOptions, "redis">): W
     heartbeatMs: positiveLimit("heartbeatMs", options.heartbeatMs, defaults.heartbeatMs),
     gateway: options.gateway ?? "broker",
     cooldown: options.cooldown === false ? undefined : cooldownSettings(options.cooldown ?? {}),
+    cliTelemetry: {
+      enabled: options.cliTelemetry?.enabled ?? true,
+      content: options.cliTelemetry?.content ?? false,
+    },
     warm: {
       all: options.warm?.all ?? defaults.warm.all,
       idleTtlMs: positiveLimit("warm.idleTtlMs", options.warm?.idleTtlMs, defaults.warm.idleTtlMs),

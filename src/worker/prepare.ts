@@ -12,7 +12,8 @@ import { jobOptionsRefusal } from "./job-options.ts";
 import { deadlineMsOf } from "./park.ts";
 import { planResume, rebuildTranscript, RESTORE_PLAN, resumedCostBase } from "./resume.ts";
 import { toolSandboxFor } from "./tool-sandbox.ts";
-import { resolveEnv, runScrubbers, type RunEnv } from "./run-env.ts";
+import { resolveEnv, runScrubbers, type RunEnv, type RunScrubbers } from "./run-env.ts";
+import { CLI_TELEMETRY_TOKEN_NAME } from "./cli-telemetry.ts";
 import { runTurnOptions } from "./turn-options.ts";
 import type { WarmUse } from "./warm.ts";
 import type { AttemptEnd } from "./types.ts";
@@ -48,9 +49,11 @@ export async function prepareAttempt(attempt: Attempt): Promise<Preparation> {
   const toolSandbox = "sandbox" in sandboxing ? sandboxing.sandbox : undefined;
   const access = await openAccess(attempt, runEnv);
   if ("end" in access) return access;
+  await openCliTelemetry(attempt);
   const run: PreparedRun = {
     env: runEnv.env,
     modelEnv: access.env,
+    telemetryEnv: control.cliTelemetry?.env,
     lines: scrubbers.lines,
     prompt,
     ...plan,
@@ -62,6 +65,7 @@ export async function prepareAttempt(attempt: Attempt): Promise<Preparation> {
   control.warm = warmUse(attempt, run);
   if (control.access !== undefined)
     control.access = await worker.access!.forNewProcess(control.access, control.warm, runEnv.env);
+  await bindCliTelemetry(attempt, scrubbers);
   run.costBaseUsd = await resumedCostBase(worker.log, job.session, plan, control.warm?.label === "warm");
   await writeAttemptStarted(attempt, run);
   if (control.reason !== undefined) return { end: await events.stopped() };
@@ -83,7 +87,12 @@ export async function prepareAttempt(attempt: Attempt): Promise<Preparation> {
   // The warm path may have moved the run to a new process, and so to a new token.
   const prepared: PreparedAttempt = {
     ...attempt,
-    run: { ...run, modelEnv: control.access?.env, supervised: supervision?.run },
+    run: {
+      ...run,
+      modelEnv: control.access?.env,
+      telemetryEnv: control.cliTelemetry?.env,
+      supervised: supervision?.run,
+    },
   };
   return { prepared };
 }
@@ -105,6 +114,38 @@ async function openAccess(
     const kind = failure.kind !== undefined && isFailureKind(failure.kind) ? failure.kind : "gateway";
     return { end: await events.fail(kind, failure.name, failure.message) };
   }
+}
+
+/**
+ * The CLI's telemetry token, when the worker joins the CLI's spans to the attempt's (a warm turn
+ * takes its session's). A receiver that could not start leaves the CLI's telemetry off, not the turn.
+ */
+async function openCliTelemetry(attempt: Attempt): Promise<void> {
+  const { worker, job, control, events } = attempt;
+  if (worker.cliTelemetry === undefined || events.trace === undefined) return;
+  try {
+    control.cliTelemetry = await worker.cliTelemetry.open(job, events.trace, worker.warm.viaProcess(job));
+  } catch (err) {
+    worker.logger.warn({ err: { message: (err as Error).message } }, "the CLI's telemetry is off for this run");
+  }
+}
+
+/**
+ * Once the warm decision is taken: a new process gets a token of its own, the run's scrubbers learn
+ * it (the agent's tools can read it), and the CLI's spans from now on belong to this attempt.
+ */
+async function bindCliTelemetry(attempt: Attempt, scrubbers: RunScrubbers): Promise<void> {
+  const { worker, control, events } = attempt;
+  if (control.cliTelemetry === undefined || events.trace === undefined) return;
+  control.cliTelemetry = await worker.cliTelemetry!.forNewProcess(control.cliTelemetry, control.warm, events.trace);
+  const { token } = control.cliTelemetry.grant;
+  scrubbers.scrubber.addValue(CLI_TELEMETRY_TOKEN_NAME, token);
+  scrubbers.lines?.addValue(CLI_TELEMETRY_TOKEN_NAME, token);
+  worker.cliTelemetry!.bind(control.cliTelemetry, {
+    trace: events.trace,
+    startedAt: events.startedAt,
+    scrubber: scrubbers.scrubber,
+  });
 }
 
 /** Why the turn cannot run on this worker at all, before anything is resolved. */

@@ -1,8 +1,9 @@
 // A run's environment: the job's overlay with its `{ fromEnv }` references resolved from the worker's
-// environment, what the worker itself gives every run, and the scrubbers that know the values it brought.
+// environment, what the worker itself gives every run (its CLI telemetry last), and the scrubbers that
+// know the values it brought.
 import { cliSettingsEnv, modelAccessEnv, type EnvOverlay } from "../runner/index.ts";
 import { firstRefusedEnvName, type TurnJob } from "../queue/index.ts";
-import type { Scrubber } from "../telemetry/index.ts";
+import { cliTelemetryEnv, isCliTelemetryVar, type Scrubber } from "../telemetry/index.ts";
 import type { WorkerSettings } from "./options.ts";
 
 export interface RunEnv {
@@ -47,11 +48,21 @@ export function resolveEnv(job: TurnJob, settings: Pick<WorkerSettings, "secretE
  */
 export function runOverlay(
   settings: Pick<WorkerSettings, "hostEnv" | "runEnv">,
-  run: Pick<RunEnv, "env"> & { modelEnv?: EnvOverlay | undefined },
+  run: Pick<RunEnv, "env"> & { modelEnv?: EnvOverlay | undefined; telemetryEnv?: EnvOverlay | undefined },
 ): EnvOverlay {
   const { hostEnv } = settings;
-  // The gateway's overlay comes last: it removes the worker's credentials and names itself.
-  return { ...cliSettingsEnv(hostEnv), ...modelAccessEnv(hostEnv), ...settings.runEnv, ...run.env, ...run.modelEnv };
+  // The gateway's overlay comes after the job's: it removes the worker's credentials and names itself.
+  const overlay = {
+    ...cliSettingsEnv(hostEnv),
+    ...modelAccessEnv(hostEnv),
+    ...settings.runEnv,
+    ...run.env,
+    ...run.modelEnv,
+  };
+  // The CLI's telemetry is the worker's alone to decide: none of these names from below (the worker's
+  // OTEL_EXPORTER_OTLP_HEADERS may hold a collector's key), then its own overlay, on or off.
+  for (const name of Object.keys(overlay)) if (isCliTelemetryVar(name)) delete overlay[name];
+  return { ...overlay, ...(run.telemetryEnv ?? cliTelemetryEnv(undefined)) };
 }
 
 // Shorter referenced values are left to the name rules: redacting a short word everywhere would

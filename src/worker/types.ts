@@ -7,6 +7,7 @@ import type { EventLog } from "../log/index.ts";
 import type { SessionOrder } from "../queue/index.ts";
 import type { Scrubber } from "../telemetry/index.ts";
 import type { CliSlot } from "./cli-slots.ts";
+import type { CliTelemetryAccess, WorkerCliTelemetry } from "./cli-telemetry.ts";
 import type { RunAccess, WorkerModelAccess } from "./model-access.ts";
 import type { WorkerSettings } from "./options.ts";
 import type { SnapshotCache } from "./snapshots.ts";
@@ -45,6 +46,8 @@ export interface ExecuteDeps {
   access: WorkerModelAccess | undefined;
   /** Tenants' shared ledger and limits. */
   tenants: WorkerTenants;
+  /** The receiver of the CLIs' own spans and their tokens; undefined with tracing or TURNSTREAM_CLI_TELEMETRY off. */
+  cliTelemetry: WorkerCliTelemetry | undefined;
 }
 
 export interface RunningTurn {
@@ -69,6 +72,8 @@ export interface AttemptControl {
   warm?: WarmUse | undefined;
   /** The running attempt's model access through the gateway (its token), once opened. */
   access?: RunAccess | undefined;
+  /** The running attempt's CLI telemetry token, once opened. */
+  cliTelemetry?: CliTelemetryAccess | undefined;
   /** The turn's CLI budget is what its tenant had left (lower than its own): reaching it is the tenant's limit. */
   budgetCappedByTenant?: boolean | undefined;
 }

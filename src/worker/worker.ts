@@ -11,6 +11,7 @@ import type { EventObserver } from "../events/index.ts";
 import { attemptSpansObserver, createScrubber, scrubError, type Scrubber, type Telemetry } from "../telemetry/index.ts";
 import { startDecisionHub, sweepSupervisedDirs, type DecisionHub } from "../decisions/index.ts";
 import { CliSlots } from "./cli-slots.ts";
+import { WorkerCliTelemetry } from "./cli-telemetry.ts";
 import { queueKeyOf, startHeartbeat, type Heartbeat } from "./registry.ts";
 import { cliVersionReader } from "./cli-version.ts";
 import { executeTurnJob } from "./execute.ts";
@@ -109,6 +110,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     heartbeat,
     warm: deps.warm,
     access: deps.access,
+    cliTelemetry: deps.cliTelemetry,
   });
 }
 
@@ -154,7 +156,19 @@ function executeDeps(options: TurnWorkerOptions, parts: DepsParts): ExecuteDeps 
           )
         : undefined,
     tenants,
+    cliTelemetry: workerCliTelemetry(options, settings, logger),
   };
+}
+
+/** The receiver of the CLIs' own spans: only while the worker traces and TURNSTREAM_CLI_TELEMETRY is on. */
+function workerCliTelemetry(
+  options: TurnWorkerOptions,
+  settings: WorkerSettings,
+  logger: Logger,
+): WorkerCliTelemetry | undefined {
+  const telemetry = options.telemetry;
+  if (telemetry?.enabled !== true || !settings.cliTelemetry.enabled) return undefined;
+  return new WorkerCliTelemetry(telemetry, settings.cliTelemetry.content, logger);
 }
 
 /** The BullMQ worker on the turn queue, and the CLI slots its jobs hold while their CLIs run. */
@@ -226,7 +240,10 @@ function turnWorkerHandle(parts: WorkerParts): TurnWorker {
       return heartbeat.instanceTaken;
     },
     // Ready once registered too, so `turnstream status` lists a worker that says it is ready.
-    ready: () => Promise.all([worker.waitUntilReady(), heartbeat.first, access?.ready()]).then(() => undefined),
+    ready: () =>
+      Promise.all([worker.waitUntilReady(), heartbeat.first, access?.ready(), parts.cliTelemetry?.ready()]).then(
+        () => undefined,
+      ),
     close: (opts = {}) => (closing ??= closeWorker(parts, opts.graceMs ?? 30_000, opts.closeTimeoutMs ?? 5000)),
   };
 }
@@ -377,6 +394,7 @@ interface WorkerParts {
   heartbeat: Heartbeat;
   warm: WarmSessions;
   access: WorkerModelAccess | undefined;
+  cliTelemetry: WorkerCliTelemetry | undefined;
 }
 
 /**
@@ -413,6 +431,7 @@ async function closeWorker(parts: WorkerParts, graceMs: number, closeTimeoutMs: 
   await boundedWait(parts.warm.closeAll(), parts.settings.killGraceMs + closeTimeoutMs);
   // Every run has ended: the gateway revokes what tokens are left and stops listening.
   if (parts.access !== undefined) await boundedWait(parts.access.closeAll(), closeTimeoutMs);
+  if (parts.cliTelemetry !== undefined) await boundedWait(parts.cliTelemetry.closeAll(), closeTimeoutMs);
   if (parts.telemetry !== undefined) await boundedWait(parts.telemetry.forceFlush(), closeTimeoutMs);
   if (!(await boundedWait(parts.queue.close(), closeTimeoutMs))) void parts.queue.disconnect().catch(() => undefined);
   // Listed as live until its turns have ended; the entry goes before the connections do.

@@ -14,7 +14,7 @@ import {
 
 export interface ExportSessionTracesOptions {
   /** Where the session's events are read: the event log, or a SessionHistory that also looks in the archive. */
-  log: Pick<HistoryReader, "read">;
+  log: Pick<HistoryReader, "read"> & Partial<Pick<HistoryReader, "prefix">>;
   session: string;
   /** OTEL_* configuration and the secrets to scrub (its secret-looking variables). Default process.env. */
   env?: EnvLike;
@@ -46,6 +46,7 @@ export async function exportSessionTraces(options: ExportSessionTracesOptions): 
       tracer: telemetry.tracer,
       scrubber,
       captureContent: options.captureContent,
+      logPrefix: options.log.prefix,
     });
     await telemetry.forceFlush();
     return { spans: exported.spans, attempts: exported.attempts, enabled: true };

@@ -14,6 +14,7 @@ import {
   trace,
   type Attributes,
   type Context,
+  type Link,
   type Span,
   type Tracer,
 } from "@opentelemetry/api";
@@ -78,7 +79,9 @@ export class AttemptSpans implements AttemptObserver {
 
   constructor(context: AttemptContext, options: AttemptSpansOptions) {
     const captureContent = options.captureContent === true;
-    const parent = contextFromTraceparent(context.traceparent) ?? ROOT_CONTEXT;
+    const session = contextFromTraceparent(context.sessionTraceparent);
+    const producer = contextFromTraceparent(context.traceparent);
+    const parent = producer ?? session ?? ROOT_CONTEXT;
     this.attempt = context.attempt;
     this.#lastMs = millisOf(context.startedAt) ?? Date.now();
     this.#requestModel = context.requestModel;
@@ -86,7 +89,12 @@ export class AttemptSpans implements AttemptObserver {
     // CLIENT: the agent runs in another process (the CLI), which the conventions call a remote agent.
     this.#root = options.tracer.startSpan(
       ATTEMPT_SPAN_NAME,
-      { kind: SpanKind.CLIENT, startTime: this.#lastMs, attributes: attemptAttributes(context) },
+      {
+        kind: SpanKind.CLIENT,
+        startTime: this.#lastMs,
+        attributes: attemptAttributes(context),
+        links: sessionLink(producer, session),
+      },
       parent,
     );
     this.trace = attemptTraceIds(this.#root, parent);
@@ -298,7 +306,19 @@ function attemptAttributes(context: AttemptContext): Attributes {
   return attributes;
 }
 
-/** The attempt span's ids, and its parent's when the producer's trace context named one. */
+/**
+ * A producer's trace is the turn's; the session's trace is named by a link then, so a trace UI can go
+ * from the turn to the rest of its session.
+ */
+function sessionLink(producer: Context | undefined, session: Context | undefined): Link[] | undefined {
+  if (producer === undefined || session === undefined) return undefined;
+  const sessionSpan = trace.getSpanContext(session);
+  return sessionSpan === undefined
+    ? undefined
+    : [{ context: sessionSpan, attributes: { "turnstream.link": "session" } }];
+}
+
+/** The attempt span's ids, and its parent's (the producer's span, or the session's). */
 function attemptTraceIds(span: Span, parent: Context): TraceIds {
   const { traceId, spanId } = span.spanContext();
   const ids: TraceIds = { traceId, spanId };

@@ -1,0 +1,208 @@
+// The loopback OTLP/HTTP JSON receiver the worker's CLIs export their own telemetry to. Each CLI
+// process gets a token of its own (its env's OTEL_EXPORTER_OTLP_HEADERS); a request without a live
+// one is refused before its body is read. Spans are checked against the trace the token was given,
+// filtered and scrubbed (spans.ts), and handed to the worker's span processors (Telemetry.emit), so
+// they leave through the redacting exporter like the worker's own. Metrics and logs are read and
+// dropped: the CLI is not asked for them (cliTelemetryEnv), and the worker's own metrics and spans
+// already count what they say.
+import { createHash, randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { BodyTooLargeError, listen, readBodyBytes, sendJson, silentLogger, type Logger } from "../../kernel/index.ts";
+import { cliSpans, type AttemptBinding, type SpanRoute } from "./spans.ts";
+
+export interface CliOtlpReceiverOptions {
+  /** Where the converted spans go: the worker's span processors. */
+  emit(spans: readonly ReadableSpan[]): void;
+  /** Keep the CLI's content attributes (prompt, tool input and output), scrubbed. Default false. */
+  content?: boolean | undefined;
+  /** A larger request body gets 413. Default 4 MiB. */
+  maxBodyBytes?: number | undefined;
+  logger?: Logger | undefined;
+}
+
+/** What the receiver did since it started. */
+export interface CliOtlpStats {
+  /** Spans handed to the worker's processors. */
+  spans: number;
+  /** Spans refused: another trace than their token's, malformed, no attempt bound. */
+  refusedSpans: number;
+  /** Requests refused for want of a live token. */
+  unauthorized: number;
+  /** Metrics and logs requests, read and dropped. */
+  dropped: number;
+}
+
+export interface CliOtlpReceiver {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly stats: Readonly<CliOtlpStats>;
+  /** A token for one CLI process started with TRACEPARENT naming `process`. */
+  issue(process: { traceId: string; spanId: string }): CliTelemetryGrant;
+  /** Tokens live now. */
+  readonly liveTokens: number;
+  /** Revokes every token and stops listening. */
+  close(): Promise<void>;
+}
+
+/** The token's prefix: says what it is when one turns up somewhere. */
+export const CLI_OTLP_TOKEN_PREFIX = "turnstream-otlp-";
+export const CLI_OTLP_DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Attempts a kept process's spans may still be sorted into (spans arrive up to a few seconds late). */
+const KEPT_BINDINGS = 4;
+
+const hashOf = (token: string): string => createHash("sha256").update(token).digest("hex");
+
+/** One CLI process's right to post spans into its own trace, and the attempts its spans belong to. */
+export class CliTelemetryGrant implements SpanRoute {
+  readonly token = CLI_OTLP_TOKEN_PREFIX + randomBytes(32).toString("base64url");
+  readonly process: { readonly traceId: string; readonly spanId: string };
+  readonly content: boolean;
+  readonly #bindings: AttemptBinding[] = [];
+  readonly #revoke: () => void;
+  #revoked = false;
+
+  constructor(process: { traceId: string; spanId: string }, content: boolean, revoke: () => void) {
+    this.process = { traceId: process.traceId, spanId: process.spanId };
+    this.content = content;
+    this.#revoke = revoke;
+  }
+
+  get revoked(): boolean {
+    return this.#revoked;
+  }
+
+  /** From now on the process answers this attempt: its later spans go under the attempt's span. */
+  bind(binding: AttemptBinding): void {
+    this.#bindings.push(binding);
+    if (this.#bindings.length > KEPT_BINDINGS) this.#bindings.shift();
+  }
+
+  bindingFor(startMs: number): AttemptBinding | undefined {
+    for (let index = this.#bindings.length - 1; index > 0; index--)
+      if (this.#bindings[index]!.startMs <= startMs) return this.#bindings[index];
+    return this.#bindings[0];
+  }
+
+  revoke(): void {
+    if (this.#revoked) return;
+    this.#revoked = true;
+    this.#revoke();
+  }
+}
+
+const SIGNALS = new Set(["/v1/traces", "/v1/metrics", "/v1/logs"]);
+
+export async function startCliOtlpReceiver(options: CliOtlpReceiverOptions): Promise<CliOtlpReceiver> {
+  const grants = new Map<string, CliTelemetryGrant>();
+  const stats: CliOtlpStats = { spans: 0, refusedSpans: 0, unauthorized: 0, dropped: 0 };
+  const context: RequestContext = {
+    grants,
+    stats,
+    emit: options.emit,
+    maxBodyBytes: options.maxBodyBytes ?? CLI_OTLP_DEFAULT_MAX_BODY_BYTES,
+    logger: options.logger ?? silentLogger,
+  };
+  const server: Server = createServer((req, res) => void handle(context, req, res));
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  const address = await listen(server, 0, "127.0.0.1");
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    stats,
+    get liveTokens() {
+      return grants.size;
+    },
+    issue(process) {
+      const grant: CliTelemetryGrant = new CliTelemetryGrant(process, options.content === true, () =>
+        grants.delete(hashOf(grant.token)),
+      );
+      grants.set(hashOf(grant.token), grant);
+      return grant;
+    },
+    close: () =>
+      (closing ??= new Promise<void>((resolve) => {
+        for (const grant of [...grants.values()]) grant.revoke();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      })),
+  };
+}
+
+interface RequestContext {
+  grants: Map<string, CliTelemetryGrant>;
+  stats: CliOtlpStats;
+  emit(spans: readonly ReadableSpan[]): void;
+  maxBodyBytes: number;
+  logger: Logger;
+}
+
+/** The grant a request's bearer token names, if it is live. */
+function grantOf(context: RequestContext, req: IncomingMessage): CliTelemetryGrant | undefined {
+  const match = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "");
+  if (match === null || !match[1]!.startsWith(CLI_OTLP_TOKEN_PREFIX)) return undefined;
+  return context.grants.get(hashOf(match[1]!));
+}
+
+/** Why a token holder's request is refused before its body is read: [status, message], or undefined. */
+function refusal(req: IncomingMessage): [number, string] | undefined {
+  if (req.method !== "POST") return [405, "POST only"];
+  const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  const encoding = (req.headers["content-encoding"] ?? "identity").toLowerCase();
+  if (type !== "application/json" || encoding !== "identity") return [415, "application/json, uncompressed, only"];
+  return undefined;
+}
+
+async function handle(context: RequestContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const path = (req.url ?? "").split("?")[0]!;
+  if (!SIGNALS.has(path)) return refuse(res, 404, "not found");
+  const grant = grantOf(context, req);
+  if (grant === undefined) {
+    context.stats.unauthorized++;
+    return refuse(res, 401, "no live token");
+  }
+  const refused = refusal(req);
+  if (refused !== undefined) return refuse(res, refused[0], refused[1]);
+  let body: Buffer;
+  try {
+    body = await readBodyBytes(req, context.maxBodyBytes);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) return refuse(res, 413, err.message);
+    req.destroy();
+    return;
+  }
+  if (path !== "/v1/traces") {
+    context.stats.dropped++;
+    return sendJson(res, 200, {});
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch {
+    return refuse(res, 400, "not JSON");
+  }
+  forwardSpans(context, grant, parsed, res);
+}
+
+function forwardSpans(context: RequestContext, grant: CliTelemetryGrant, body: unknown, res: ServerResponse): void {
+  const { spans, refused } = cliSpans(body, grant);
+  context.stats.spans += spans.length;
+  context.stats.refusedSpans += refused;
+  try {
+    if (spans.length > 0) context.emit(spans);
+  } catch (err) {
+    context.logger.warn({ err: { message: (err as Error).message } }, "could not hand the CLI's spans on");
+  }
+  if (refused === 0) return sendJson(res, 200, {});
+  // OTLP's partial success: the CLI's exporter logs it and does not send those spans again.
+  sendJson(res, 200, {
+    partialSuccess: { rejectedSpans: refused, errorMessage: "spans outside the run's trace or malformed" },
+  });
+}
+
+function refuse(res: ServerResponse, status: number, message: string): void {
+  // The connection closes after a refusal: an unread body must not be taken for the next request.
+  res.setHeader("Connection", "close");
+  sendJson(res, status, { error: message });
+}

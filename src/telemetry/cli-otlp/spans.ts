@@ -1,0 +1,222 @@
+// The CLI's spans, from an OTLP/JSON ExportTraceServiceRequest to ReadableSpans the worker's span
+// processors take: each span checked against the trace its token was given, moved under the attempt
+// it belongs to, and its attributes passed through the allow-list (attributes.ts) and the run's
+// scrubber. Attribute walking is one plain loop per span: this runs for every span every CLI sends.
+import { SpanKind, SpanStatusCode, type Attributes, type AttributeValue, type HrTime } from "@opentelemetry/api";
+import { hrTimeDuration } from "@opentelemetry/core";
+import { resourceFromAttributes, type Resource } from "@opentelemetry/resources";
+import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace-base";
+import { isObj } from "../../kernel/index.ts";
+import { capText } from "../../protocol/index.ts";
+import type { Scrubber } from "../scrub.ts";
+import {
+  CONTENT_ATTRIBUTES,
+  FACT_ATTRIBUTES,
+  MAX_CONTENT_CHARS,
+  plainName,
+  RESOURCE_ATTRIBUTES,
+} from "./attributes.ts";
+
+/** One attempt a CLI process's spans may belong to. */
+export interface AttemptBinding {
+  /** The attempt span's ids: the trace the spans go into and their new parent. */
+  readonly traceId: string;
+  readonly spanId: string;
+  /** When the attempt started (ms): spans that started after it and before the next binding are its. */
+  readonly startMs: number;
+  /** The run's scrubber (it knows the run's secret values and the token). */
+  readonly scrubber: Scrubber;
+}
+
+/** Where one token's spans go. */
+export interface SpanRoute {
+  /** The span TRACEPARENT named in the CLI's env: its trace is the only one the token may post into. */
+  readonly process: { readonly traceId: string; readonly spanId: string };
+  /** The attempt a span that started at `startMs` belongs to; undefined when none is bound yet. */
+  bindingFor(startMs: number): AttemptBinding | undefined;
+  /** Keep content attributes (scrubbed, capped). */
+  readonly content: boolean;
+}
+
+export interface ConvertedSpans {
+  spans: ReadableSpan[];
+  /** Spans refused: another trace, malformed ids or times, a name that is not a plain name. */
+  refused: number;
+}
+
+const HEX32 = /^[0-9a-f]{32}$/;
+const HEX16 = /^[0-9a-f]{16}$/;
+const VERSION = /^[0-9][0-9A-Za-z.+-]{0,31}$/;
+const SAMPLED = 1;
+
+/** The spans of one request (its parsed JSON body), converted; what does not pass is counted, never sent. */
+export function cliSpans(body: unknown, route: SpanRoute): ConvertedSpans {
+  const out: ConvertedSpans = { spans: [], refused: 0 };
+  for (const resourceSpans of arrayField(body, "resourceSpans")) {
+    const resource = cliResource(resourceSpans);
+    for (const scopeSpans of arrayField(resourceSpans, "scopeSpans")) {
+      const scope = instrumentationScope(scopeSpans);
+      for (const raw of arrayField(scopeSpans, "spans")) {
+        const span = convertSpan(raw, route, resource, scope);
+        if (span === undefined) out.refused++;
+        else out.spans.push(span);
+      }
+    }
+  }
+  return out;
+}
+
+function arrayField(value: unknown, key: string): unknown[] {
+  const field = isObj(value) ? value[key] : undefined;
+  return Array.isArray(field) ? field : [];
+}
+
+/** The resource's allow-listed attributes; names are fixed and values scrubbed by the exporter. */
+function cliResource(resourceSpans: unknown): Resource {
+  const resource = isObj(resourceSpans) ? resourceSpans["resource"] : undefined;
+  const attributes: Attributes = {};
+  for (const item of arrayField(resource, "attributes")) {
+    if (!isObj(item) || typeof item["key"] !== "string" || !RESOURCE_ATTRIBUTES.has(item["key"])) continue;
+    const value = attributeValue(item["value"]);
+    if (typeof value === "string") attributes[item["key"]] = value;
+  }
+  attributes["service.name"] ??= "claude-code";
+  return resourceFromAttributes(attributes);
+}
+
+function instrumentationScope(scopeSpans: unknown): { name: string; version?: string } {
+  const scope = isObj(scopeSpans) ? scopeSpans["scope"] : undefined;
+  const name = isObj(scope) && plainName(scope["name"]) ? scope["name"] : "claude_code";
+  const version = isObj(scope) ? scope["version"] : undefined;
+  return typeof version === "string" && VERSION.test(version) ? { name, version } : { name };
+}
+
+function convertSpan(
+  raw: unknown,
+  route: SpanRoute,
+  resource: Resource,
+  scope: { name: string; version?: string },
+): ReadableSpan | undefined {
+  if (!isObj(raw) || !plainName(raw["name"])) return undefined;
+  const { traceId, spanId } = raw;
+  const parentSpanId = raw["parentSpanId"] ?? "";
+  if (traceId !== route.process.traceId || typeof spanId !== "string" || !HEX16.test(spanId)) return undefined;
+  if (typeof parentSpanId !== "string" || (parentSpanId !== "" && !HEX16.test(parentSpanId))) return undefined;
+  const startTime = hrTimeOf(raw["startTimeUnixNano"]);
+  const endTime = hrTimeOf(raw["endTimeUnixNano"]);
+  if (startTime === undefined || endTime === undefined) return undefined;
+  const binding = route.bindingFor(startTime[0] * 1000 + startTime[1] / 1e6);
+  if (binding === undefined) return undefined;
+  const scrub = valueScrubber(binding.scrubber, route.content);
+  // The CLI's top span names the process's TRACEPARENT span: under a kept process's later turns it
+  // moves to that turn's attempt span. A span with no parent hangs under the attempt too.
+  const parent = parentSpanId === "" || parentSpanId === route.process.spanId ? binding.spanId : parentSpanId;
+  const spanContext = { traceId: binding.traceId, spanId, traceFlags: SAMPLED };
+  return {
+    name: raw["name"],
+    kind: spanKindOf(raw["kind"]),
+    spanContext: () => spanContext,
+    parentSpanContext: { traceId: binding.traceId, spanId: parent, traceFlags: SAMPLED, isRemote: false },
+    startTime,
+    endTime,
+    duration: hrTimeDuration(startTime, endTime),
+    status: statusOf(raw["status"], scrub),
+    attributes: filteredAttributes(raw["attributes"], scrub),
+    links: [],
+    events: spanEvents(raw["events"], scrub),
+    ended: true,
+    resource,
+    instrumentationScope: scope,
+    droppedAttributesCount: 0,
+    droppedEventsCount: 0,
+    droppedLinksCount: 0,
+  };
+}
+
+/** Scrubs a kept value: facts as they are, content capped too; undefined for a name the allow-list drops. */
+type ValueScrub = (key: string, value: AttributeValue) => AttributeValue | undefined;
+
+function valueScrubber(scrubber: Scrubber, content: boolean): ValueScrub {
+  const text = (key: string, value: string, cap: boolean): string => {
+    const safe = scrubber.scrub(value, { sink: "span", field: key });
+    return cap ? capText(safe, MAX_CONTENT_CHARS) : safe;
+  };
+  return (key, value) => {
+    const isContent = !FACT_ATTRIBUTES.has(key);
+    if (isContent && !(content && CONTENT_ATTRIBUTES.has(key))) return undefined;
+    if (typeof value === "string") return text(key, value, isContent);
+    if (Array.isArray(value))
+      return value.map((item: unknown) =>
+        typeof item === "string" ? text(key, item, isContent) : item,
+      ) as AttributeValue;
+    return value;
+  };
+}
+
+function filteredAttributes(list: unknown, scrub: ValueScrub): Attributes {
+  const attributes: Attributes = {};
+  if (!Array.isArray(list)) return attributes;
+  for (const item of list) {
+    if (!isObj(item) || typeof item["key"] !== "string") continue;
+    const value = attributeValue(item["value"]);
+    if (value === undefined) continue;
+    const safe = scrub(item["key"], value);
+    if (safe !== undefined) attributes[item["key"]] = safe;
+  }
+  return attributes;
+}
+
+/** An OTLP AnyValue as an attribute value: strings, numbers, booleans and arrays of them; nothing else. */
+function attributeValue(value: unknown): AttributeValue | undefined {
+  if (!isObj(value)) return undefined;
+  if (typeof value["stringValue"] === "string") return value["stringValue"];
+  if (typeof value["boolValue"] === "boolean") return value["boolValue"];
+  const number = value["intValue"] ?? value["doubleValue"];
+  if (typeof number === "number" || typeof number === "string") {
+    const parsed = Number(number);
+    return Number.isFinite(parsed) ? parsed : undefined;
+  }
+  const array = isObj(value["arrayValue"]) ? value["arrayValue"]["values"] : undefined;
+  if (!Array.isArray(array)) return undefined;
+  const items = array.map(attributeValue).filter((item) => item !== undefined && !Array.isArray(item));
+  return items as AttributeValue;
+}
+
+function spanEvents(list: unknown, scrub: ValueScrub): TimedEvent[] {
+  const events: TimedEvent[] = [];
+  if (!Array.isArray(list)) return events;
+  for (const raw of list) {
+    if (!isObj(raw) || !plainName(raw["name"])) continue;
+    const time = hrTimeOf(raw["timeUnixNano"]);
+    if (time === undefined) continue;
+    events.push({ name: raw["name"], time, attributes: filteredAttributes(raw["attributes"], scrub) });
+  }
+  return events;
+}
+
+/** The status code; its message is an error text, kept only as content. */
+function statusOf(status: unknown, scrub: ValueScrub): ReadableSpan["status"] {
+  const code = isObj(status) ? status["code"] : undefined;
+  const mapped = code === 1 ? SpanStatusCode.OK : code === 2 ? SpanStatusCode.ERROR : SpanStatusCode.UNSET;
+  const message = isObj(status) && typeof status["message"] === "string" ? status["message"] : "";
+  const safe = message === "" ? undefined : scrub("error", message);
+  return typeof safe === "string" ? { code: mapped, message: safe } : { code: mapped };
+}
+
+/** OTLP's kind (1 internal … 5 consumer; 0 unspecified) as the API's (0 internal … 4 consumer). */
+function spanKindOf(kind: unknown): SpanKind {
+  return typeof kind === "number" && kind >= 1 && kind <= 5 ? ((kind - 1) as SpanKind) : SpanKind.INTERNAL;
+}
+
+const NANOS = /^\d{1,20}$/;
+
+/** Unix nanoseconds (a decimal string, or a number) as an HrTime; undefined when it is neither. */
+function hrTimeOf(value: unknown): HrTime | undefined {
+  if (typeof value === "string" && NANOS.test(value)) {
+    const seconds = value.length > 9 ? Number(value.slice(0, -9)) : 0;
+    return [seconds, Number(value.slice(-9))];
+  }
+  if (typeof value === "number" && Number.isFinite(value) && value >= 0)
+    return [Math.floor(value / 1e9), Math.floor(value % 1e9)];
+  return undefined;
+}

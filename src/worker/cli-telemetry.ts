@@ -1,0 +1,129 @@
+// The CLI's own telemetry, joined into the attempt's trace. With the worker's tracing on (and
+// TURNSTREAM_CLI_TELEMETRY not `off`) the worker runs one loopback OTLP receiver, and each CLI
+// process gets a token of its own and TRACEPARENT naming the attempt span that started it. A cold
+// run's token lives for its attempt. A warm session's kept process cannot have its env changed
+// between turns (as with its gateway token, model-access.ts): its token lives as long as the process,
+// each turn binds it to that turn's attempt, and the receiver moves spans that started after the
+// bind under that attempt's span (their TRACEPARENT still names the first one).
+import type { Logger } from "../kernel/index.ts";
+import type { TraceIds } from "../events/index.ts";
+import type { TurnJob } from "../queue/index.ts";
+import type { EnvOverlay } from "../runner/index.ts";
+import {
+  cliTelemetryEnv,
+  formatTraceparent,
+  startCliOtlpReceiver,
+  type CliOtlpReceiver,
+  type CliTelemetryGrant,
+  type Scrubber,
+  type Telemetry,
+} from "../telemetry/index.ts";
+import type { WarmUse } from "./warm.ts";
+
+/** The scrubber name of a CLI's telemetry token (the agent's tools can read it in their env). */
+export const CLI_TELEMETRY_TOKEN_NAME = "TURNSTREAM_CLI_OTLP_TOKEN";
+
+/** One attempt's CLI telemetry: the env overlay and the token behind it. */
+export interface CliTelemetryAccess {
+  env: EnvOverlay;
+  grant: CliTelemetryGrant;
+  /** The warm session whose token this is (it outlives the attempt while its process is kept). */
+  session: string | undefined;
+  /** A warm session's token from an earlier turn (its kept process may answer this one). */
+  reused: boolean;
+}
+
+/** What an attempt binds its CLI's token to. */
+export interface AttemptSpan {
+  trace: TraceIds;
+  /** When the attempt started (ISO). */
+  startedAt: string;
+  /** The run's scrubber: the received spans' texts pass it. */
+  scrubber: Scrubber;
+}
+
+export class WorkerCliTelemetry {
+  readonly #receiver: Promise<CliOtlpReceiver>;
+  readonly #content: boolean;
+  /** Warm sessions' tokens, by session. */
+  readonly #sessions = new Map<string, CliTelemetryGrant>();
+  /** Kept processes whose end already revokes their token. */
+  readonly #watched = new WeakSet<object>();
+
+  constructor(telemetry: Pick<Telemetry, "emit">, content: boolean, logger: Logger) {
+    this.#content = content;
+    this.#receiver = startCliOtlpReceiver({ emit: (spans) => telemetry.emit(spans), content, logger });
+    this.#receiver.catch(() => undefined);
+  }
+
+  /** Resolves once the receiver listens. */
+  ready(): Promise<CliOtlpReceiver> {
+    return this.#receiver;
+  }
+
+  /** The attempt's token: a new one, or in warm mode the session's (its kept process has it). */
+  async open(job: TurnJob, trace: TraceIds, warm: boolean): Promise<CliTelemetryAccess> {
+    const receiver = await this.#receiver;
+    const kept = warm ? this.#sessions.get(job.session) : undefined;
+    if (kept !== undefined && !kept.revoked)
+      return { env: this.#env(receiver, kept), grant: kept, session: job.session, reused: true };
+    const grant = receiver.issue(trace);
+    if (warm) this.#sessions.set(job.session, grant);
+    return { env: this.#env(receiver, grant), grant, session: warm ? job.session : undefined, reused: false };
+  }
+
+  /** A warm turn that starts a new process gets a new token, under this attempt's span. */
+  async forNewProcess(
+    access: CliTelemetryAccess,
+    use: WarmUse | undefined,
+    trace: TraceIds,
+  ): Promise<CliTelemetryAccess> {
+    if (access.session === undefined || !access.reused || use?.label === "warm") return access;
+    const receiver = await this.#receiver;
+    const grant = receiver.issue(trace);
+    this.#end(access.session, access.grant);
+    this.#sessions.set(access.session, grant);
+    return { env: this.#env(receiver, grant), grant, session: access.session, reused: false };
+  }
+
+  /** The CLI's spans that start from now on belong to this attempt. */
+  bind(access: CliTelemetryAccess, attempt: AttemptSpan): void {
+    const { traceId, spanId } = attempt.trace;
+    access.grant.bind({ traceId, spanId, startMs: Date.parse(attempt.startedAt), scrubber: attempt.scrubber });
+  }
+
+  /** Ends the attempt's token, unless a warm session's process was kept: that one ends with its process. */
+  close(access: CliTelemetryAccess | undefined, warm: WarmUse | undefined): void {
+    if (access === undefined) return;
+    const process = warm?.process;
+    const session = access.session;
+    if (session === undefined || warm?.kept !== true || process === undefined || !process.alive) {
+      if (session === undefined) access.grant.revoke();
+      else this.#end(session, access.grant);
+      return;
+    }
+    if (this.#watched.has(process)) return;
+    this.#watched.add(process);
+    void process.ended.then(() => this.#end(session, access.grant));
+  }
+
+  #end(session: string, grant: CliTelemetryGrant): void {
+    grant.revoke();
+    if (this.#sessions.get(session) === grant) this.#sessions.delete(session);
+  }
+
+  #env(receiver: CliOtlpReceiver, grant: CliTelemetryGrant): EnvOverlay {
+    return cliTelemetryEnv({
+      url: receiver.url,
+      token: grant.token,
+      traceparent: formatTraceparent(grant.process),
+      content: this.#content,
+    });
+  }
+
+  /** Revokes every token and stops the receiver (worker shutdown, after its runs have ended). */
+  async closeAll(): Promise<void> {
+    const receiver = await this.#receiver.catch(() => undefined);
+    await receiver?.close();
+  }
+}
