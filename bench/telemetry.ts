@@ -10,7 +10,10 @@
 // Lines are parsed once before timing: in the worker the CLI runner parses every line whether
 // telemetry is on or not (runTurn yields ParsedLine), and the spans take that parse (they parse a
 // line again only when the line scrubber changed its text).
-// Options: --events N, --rounds N, --url redis://… (default: a private redis-server for the run).
+// Then the CLI's own spans (_cli-spans.ts): worker CPU per turn with them joined into the attempt's
+// trace against TURNSTREAM_CLI_TELEMETRY=off, reported as cliSpansCpuRatio (goal ≤ 1.10).
+// Options: --events N, --rounds N, --url redis://… (default: a private redis-server for the run),
+// --cli-turns N, --cli-rounds N, --cli-only (skip the ingest part).
 import { parseArgs } from "node:util";
 import { randomBytes } from "node:crypto";
 import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
@@ -21,12 +24,16 @@ import { createEventLog, createWriter, type EventInput } from "../src/log/index.
 import { attemptSpansObserver, createScrubber, startTelemetry } from "../src/telemetry/index.ts";
 import { benchRedis } from "./_redis.ts";
 import { textSource, WORDS as words } from "./_text.ts";
+import { measureCliSpans } from "./_cli-spans.ts";
 
 const { values } = parseArgs({
   options: {
     events: { type: "string", default: "100000" },
     rounds: { type: "string", default: "5" },
     url: { type: "string" },
+    "cli-turns": { type: "string", default: "40" },
+    "cli-rounds": { type: "string", default: "5" },
+    "cli-only": { type: "boolean", default: false },
   },
 });
 const total = Number(values.events);
@@ -288,7 +295,8 @@ async function ingest(
   return { ms, spans: exporter.spans, redacted };
 }
 
-try {
+/** The ingest part: its figures, printed, and the fields of the last JSON line. */
+async function ingestBench(): Promise<Record<string, number>> {
   const priming = lines.slice(0, 5000);
   for (const primingMode of ["off", "scrub", "on"] as const) await ingest(priming, parsedLines, primingMode);
   let offBest = Infinity;
@@ -320,19 +328,26 @@ try {
       `scrub ${scrubBest.toFixed(0)} ms  ${scrubPerSec}/s  (line scrubbing only, no spans)\n` +
       `on    ${onBest.toFixed(0)} ms  ${onPerSec}/s  ${spans} spans exported, ${redacted} lines had a secret\n`,
   );
+  return {
+    ratio: Number((onPerSec / offPerSec).toFixed(3)),
+    scrubOnlyRatio: Number((scrubPerSec / offPerSec).toFixed(3)),
+    onPerSec,
+    scrubPerSec,
+    offPerSec,
+    spans,
+    redactedLines: redacted,
+    events: total,
+  };
+}
+
+try {
+  const ingested = values["cli-only"] ? {} : await ingestBench();
+  const cli = await measureCliSpans(Number(values["cli-turns"]), Number(values["cli-rounds"]));
   process.stdout.write(
-    JSON.stringify({
-      bench: "telemetry",
-      ratio: Number((onPerSec / offPerSec).toFixed(3)),
-      scrubOnlyRatio: Number((scrubPerSec / offPerSec).toFixed(3)),
-      onPerSec,
-      scrubPerSec,
-      offPerSec,
-      spans,
-      redactedLines: redacted,
-      events: total,
-    }) + "\n",
+    `cli spans: on ${cli.onCpuMsPerTurn} ms/turn, off ${cli.offCpuMsPerTurn} ms/turn of worker CPU, ` +
+      `${cli.payloadBytes} B per turn from the CLI, ${cli.cliSpansExported} CLI spans exported in the last round\n`,
   );
+  process.stdout.write(JSON.stringify({ bench: "telemetry", ...ingested, ...cli }) + "\n");
 } finally {
   await store.close();
 }

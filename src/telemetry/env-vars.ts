@@ -210,6 +210,18 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
       "longest the gateway holds a request during a cooldown before it answers 429 itself with the fleet's remaining wait as retry-after (default 60s; 0 answers at once); keep it under the CLI's API_TIMEOUT_MS (10 min)",
   },
   {
+    name: "TURNSTREAM_CLI_TELEMETRY",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "on (default while the worker traces): each CLI exports its own spans (claude_code.interaction, llm_request, tool) to a loopback receiver in the worker, with a token of its own and TRACEPARENT naming the attempt span; they are filtered (an allow-list of attribute names), scrubbed and exported under the attempt span; the CLI's metrics and logs are not asked for. off: the CLI's telemetry stays off. Either way no OTEL_* variable of the worker's reaches the CLI",
+  },
+  {
+    name: "TURNSTREAM_CLI_TELEMETRY_CONTENT",
+    readIn: "src/worker/config.ts",
+    meaning:
+      "1: keep the prompt, tool input and output and error texts the CLI's spans carry, scrubbed and capped at 1024 characters (the CLI is asked for them: OTEL_LOG_USER_PROMPTS, OTEL_LOG_TOOL_DETAILS); 0 (default): they are dropped. The user's id, email, account and organisation are dropped either way",
+  },
+  {
     name: "TURNSTREAM_JOB_ENV_ALLOW",
     readIn: "src/worker/config.ts",
     meaning:

@@ -21,7 +21,7 @@ import {
 import type { WarmUse } from "./warm.ts";
 
 /** The scrubber name of a CLI's telemetry token (the agent's tools can read it in their env). */
-export const CLI_TELEMETRY_TOKEN_NAME = "TURNSTREAM_CLI_OTLP_TOKEN";
+export const CLI_TELEMETRY_TOKEN_NAME = "CLI_TELEMETRY_TOKEN";
 
 /** One attempt's CLI telemetry: the env overlay and the token behind it. */
 export interface CliTelemetryAccess {

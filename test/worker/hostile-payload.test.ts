@@ -39,6 +39,14 @@ test("env overlay: names that reach the CLI's gates are refused at enqueue, nami
       "PATH",
       "ANTHROPIC_BASE_URL",
       "HTTPS_PROXY",
+      // The CLI's own telemetry is the worker's to decide: a job could point it at its own collector
+      // or hang its spans in another trace.
+      "OTEL_EXPORTER_OTLP_ENDPOINT",
+      "OTEL_EXPORTER_OTLP_HEADERS",
+      "CLAUDE_CODE_ENABLE_TELEMETRY",
+      "TRACEPARENT",
+      "traceparent",
+      "TRACESTATE",
     ]) {
       await assert.rejects(enqueueWith({ [name]: "x" }), (err: unknown) => {
         assert.ok(err instanceof InvalidTurnError, String(err));
@@ -64,6 +72,7 @@ test("env overlay: names that reach the CLI's gates are refused at enqueue, nami
     );
     assert.throws(() => createProducer({ redis, allowEnv: ["NODE_OPTIONS"] }), /NODE_OPTIONS cannot be allowed/);
     assert.throws(() => createProducer({ redis, allowEnv: ["PATH"] }), /PATH cannot be allowed/);
+    assert.throws(() => createProducer({ redis, allowEnv: ["TRACEPARENT"] }), /TRACEPARENT cannot be allowed/);
     const allowing = createProducer({
       redis,
       logPrefix: space.logPrefix,

@@ -52,12 +52,19 @@ const SAMPLED = 1;
 /** The spans of one request (its parsed JSON body), converted; what does not pass is counted, never sent. */
 export function cliSpans(body: unknown, route: SpanRoute): ConvertedSpans {
   const out: ConvertedSpans = { spans: [], refused: 0 };
+  const scrubs = new Map<AttemptBinding, ValueScrub>();
+  // The spans of a request repeat most values (model, session id, tool names): each is scrubbed once.
+  const scrubFor = (binding: AttemptBinding): ValueScrub => {
+    let scrub = scrubs.get(binding);
+    if (scrub === undefined) scrubs.set(binding, (scrub = valueScrubber(binding.scrubber, route.content)));
+    return scrub;
+  };
   for (const resourceSpans of arrayField(body, "resourceSpans")) {
     const resource = cliResource(resourceSpans);
     for (const scopeSpans of arrayField(resourceSpans, "scopeSpans")) {
       const scope = instrumentationScope(scopeSpans);
       for (const raw of arrayField(scopeSpans, "spans")) {
-        const span = convertSpan(raw, route, resource, scope);
+        const span = convertSpan(raw, route, { resource, scope, scrubFor });
         if (span === undefined) out.refused++;
         else out.spans.push(span);
       }
@@ -71,6 +78,11 @@ function arrayField(value: unknown, key: string): unknown[] {
   return Array.isArray(field) ? field : [];
 }
 
+// A CLI sends the same resource every time: one Resource object per distinct one, so the redacting
+// exporter scrubs it once (it caches by object) and an export batch groups the CLIs' spans under it.
+const resources = new Map<string, Resource>();
+const MAX_RESOURCES = 64;
+
 /** The resource's allow-listed attributes; names are fixed and values scrubbed by the exporter. */
 function cliResource(resourceSpans: unknown): Resource {
   const resource = isObj(resourceSpans) ? resourceSpans["resource"] : undefined;
@@ -81,7 +93,14 @@ function cliResource(resourceSpans: unknown): Resource {
     if (typeof value === "string") attributes[item["key"]] = value;
   }
   attributes["service.name"] ??= "claude-code";
-  return resourceFromAttributes(attributes);
+  const key = JSON.stringify(attributes);
+  let known = resources.get(key);
+  if (known === undefined) {
+    if (resources.size >= MAX_RESOURCES) resources.clear();
+    known = resourceFromAttributes(attributes);
+    resources.set(key, known);
+  }
+  return known;
 }
 
 function instrumentationScope(scopeSpans: unknown): { name: string; version?: string } {
@@ -91,12 +110,14 @@ function instrumentationScope(scopeSpans: unknown): { name: string; version?: st
   return typeof version === "string" && VERSION.test(version) ? { name, version } : { name };
 }
 
-function convertSpan(
-  raw: unknown,
-  route: SpanRoute,
-  resource: Resource,
-  scope: { name: string; version?: string },
-): ReadableSpan | undefined {
+/** What the spans of one scope share. */
+interface SpanSource {
+  resource: Resource;
+  scope: { name: string; version?: string };
+  scrubFor(binding: AttemptBinding): ValueScrub;
+}
+
+function convertSpan(raw: unknown, route: SpanRoute, source: SpanSource): ReadableSpan | undefined {
   if (!isObj(raw) || !plainName(raw["name"])) return undefined;
   const { traceId, spanId } = raw;
   const parentSpanId = raw["parentSpanId"] ?? "";
@@ -107,7 +128,7 @@ function convertSpan(
   if (startTime === undefined || endTime === undefined) return undefined;
   const binding = route.bindingFor(startTime[0] * 1000 + startTime[1] / 1e6);
   if (binding === undefined) return undefined;
-  const scrub = valueScrubber(binding.scrubber, route.content);
+  const scrub = source.scrubFor(binding);
   // The CLI's top span names the process's TRACEPARENT span: under a kept process's later turns it
   // moves to that turn's attempt span. A span with no parent hangs under the attempt too.
   const parent = parentSpanId === "" || parentSpanId === route.process.spanId ? binding.spanId : parentSpanId;
@@ -125,8 +146,8 @@ function convertSpan(
     links: [],
     events: spanEvents(raw["events"], scrub),
     ended: true,
-    resource,
-    instrumentationScope: scope,
+    resource: source.resource,
+    instrumentationScope: source.scope,
     droppedAttributesCount: 0,
     droppedEventsCount: 0,
     droppedLinksCount: 0,
@@ -137,9 +158,16 @@ function convertSpan(
 type ValueScrub = (key: string, value: AttributeValue) => AttributeValue | undefined;
 
 function valueScrubber(scrubber: Scrubber, content: boolean): ValueScrub {
+  const seen = new Map<string, string>();
   const text = (key: string, value: string, cap: boolean): string => {
-    const safe = scrubber.scrub(value, { sink: "span", field: key });
-    return cap ? capText(safe, MAX_CONTENT_CHARS) : safe;
+    const cacheKey = `${key}\u0000${value}`;
+    let safe = seen.get(cacheKey);
+    if (safe === undefined) {
+      safe = scrubber.scrub(value, { sink: "span", field: key });
+      if (cap) safe = capText(safe, MAX_CONTENT_CHARS);
+      seen.set(cacheKey, safe);
+    }
+    return safe;
   };
   return (key, value) => {
     const isContent = !FACT_ATTRIBUTES.has(key);
