@@ -72,6 +72,13 @@ export const BUILTIN_PATTERNS: readonly ScrubPattern[] = [
     ),
   },
   {
+    // The worker's own per-run tokens (the gateway's, the CLI telemetry receiver's): a tool can read
+    // another run's from that CLI's environment, and that run's scrubber is the only one told its value.
+    name: "turnstream_token",
+    precheck: /m-(?=gw-|otlp-)(?<=turnstream-)/,
+    regex: new RegExp(String.raw`${START}turnstream-(?:gw|otlp)-[A-Za-z0-9_-]{20,}`, "g"),
+  },
+  {
     name: "slack_token",
     precheck: /xox[abprs]-/,
     regex: new RegExp(String.raw`${START}xox[abprs]-[A-Za-z0-9-]{10,}`, "g"),

@@ -84,9 +84,11 @@ const CONTENT: readonly string[] = [
   "gen_ai.tool.call.result",
 ];
 
-/** The CLI's resource: which program and platform sent the spans (service.name `claude-code`). */
+/**
+ * The CLI's resource: which version and platform sent the spans. service.name is not taken from the
+ * request: a tool could name the worker's own service and pass its spans off as the worker's.
+ */
 export const RESOURCE_ATTRIBUTES: ReadonlySet<string> = new Set([
-  "service.name",
   "service.version",
   "host.arch",
   "os.type",
@@ -95,6 +97,24 @@ export const RESOURCE_ATTRIBUTES: ReadonlySet<string> = new Set([
 
 /** Content texts are capped at this many characters (after scrubbing). */
 export const MAX_CONTENT_CHARS = 1024;
+
+// Bounds on what one request may make the worker hold and export. The CLI's own spans stay far
+// inside them; a tool of the run that posts with the token it can read may not, and what it posts
+// waits in the worker's export queue beside every other run's spans.
+
+/** A fact (a model name, an id, a tool name) longer than this is dropped, not cut: it is no fact. */
+export const MAX_FACT_CHARS = 256;
+/** Items of an array value past this many are dropped. */
+export const MAX_ARRAY_ITEMS = 32;
+/** A resource value (a version, a platform) longer than this is dropped. */
+export const MAX_RESOURCE_CHARS = 128;
+/** Events of one span past this many are dropped. */
+export const MAX_EVENTS_PER_SPAN = 32;
+/** Spans of one request past this many are refused (the CLI's exporter sends at most 512 at a time). */
+export const MAX_SPANS_PER_REQUEST = 1024;
+
+/** The service every received span is exported under, whatever the request's resource says. */
+export const CLI_SERVICE_NAME = "claude-code";
 
 export const FACT_ATTRIBUTES: ReadonlySet<string> = new Set(FACTS);
 export const CONTENT_ATTRIBUTES: ReadonlySet<string> = new Set(CONTENT);

@@ -10,6 +10,8 @@ export const CLI_TELEMETRY_VARS: readonly string[] = [
   "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA",
   "TRACEPARENT",
   "TRACESTATE",
+  // The rest of the trace context TRACEPARENT starts: the worker's alone, even from its runEnv.
+  "BAGGAGE",
   "OTEL_TRACES_EXPORTER",
   "OTEL_METRICS_EXPORTER",
   "OTEL_LOGS_EXPORTER",

@@ -10,9 +10,15 @@ import { isObj } from "../../kernel/index.ts";
 import { capText } from "../../protocol/index.ts";
 import type { Scrubber } from "../scrub.ts";
 import {
+  CLI_SERVICE_NAME,
   CONTENT_ATTRIBUTES,
   FACT_ATTRIBUTES,
+  MAX_ARRAY_ITEMS,
   MAX_CONTENT_CHARS,
+  MAX_EVENTS_PER_SPAN,
+  MAX_FACT_CHARS,
+  MAX_RESOURCE_CHARS,
+  MAX_SPANS_PER_REQUEST,
   plainName,
   RESOURCE_ATTRIBUTES,
 } from "./attributes.ts";
@@ -40,7 +46,7 @@ export interface SpanRoute {
 
 export interface ConvertedSpans {
   spans: ReadableSpan[];
-  /** Spans refused: another trace, malformed ids or times, a name that is not a plain name. */
+  /** Spans refused: another trace, malformed ids or times, a name that is not a plain name, too many. */
   refused: number;
 }
 
@@ -59,12 +65,14 @@ export function cliSpans(body: unknown, route: SpanRoute): ConvertedSpans {
     if (scrub === undefined) scrubs.set(binding, (scrub = valueScrubber(binding.scrubber, route.content)));
     return scrub;
   };
+  let seen = 0;
   for (const resourceSpans of arrayField(body, "resourceSpans")) {
     const resource = cliResource(resourceSpans);
     for (const scopeSpans of arrayField(resourceSpans, "scopeSpans")) {
       const scope = instrumentationScope(scopeSpans);
       for (const raw of arrayField(scopeSpans, "spans")) {
-        const span = convertSpan(raw, route, { resource, scope, scrubFor });
+        const span =
+          ++seen > MAX_SPANS_PER_REQUEST ? undefined : convertSpan(raw, route, { resource, scope, scrubFor });
         if (span === undefined) out.refused++;
         else out.spans.push(span);
       }
@@ -83,16 +91,19 @@ function arrayField(value: unknown, key: string): unknown[] {
 const resources = new Map<string, Resource>();
 const MAX_RESOURCES = 64;
 
-/** The resource's allow-listed attributes; names are fixed and values scrubbed by the exporter. */
+/**
+ * The resource's allow-listed attributes, short ones only, under the CLI's service name; names are
+ * fixed and values scrubbed by the exporter.
+ */
 function cliResource(resourceSpans: unknown): Resource {
   const resource = isObj(resourceSpans) ? resourceSpans["resource"] : undefined;
   const attributes: Attributes = {};
   for (const item of arrayField(resource, "attributes")) {
     if (!isObj(item) || typeof item["key"] !== "string" || !RESOURCE_ATTRIBUTES.has(item["key"])) continue;
     const value = attributeValue(item["value"]);
-    if (typeof value === "string") attributes[item["key"]] = value;
+    if (typeof value === "string" && value.length <= MAX_RESOURCE_CHARS) attributes[item["key"]] = value;
   }
-  attributes["service.name"] ??= "claude-code";
+  attributes["service.name"] = CLI_SERVICE_NAME;
   const key = JSON.stringify(attributes);
   let known = resources.get(key);
   if (known === undefined) {
@@ -123,11 +134,13 @@ function convertSpan(raw: unknown, route: SpanRoute, source: SpanSource): Readab
   const parentSpanId = raw["parentSpanId"] ?? "";
   if (traceId !== route.process.traceId || typeof spanId !== "string" || !HEX16.test(spanId)) return undefined;
   if (typeof parentSpanId !== "string" || (parentSpanId !== "" && !HEX16.test(parentSpanId))) return undefined;
+  if (spanId === parentSpanId || spanId === route.process.spanId) return undefined;
   const startTime = hrTimeOf(raw["startTimeUnixNano"]);
   const endTime = hrTimeOf(raw["endTimeUnixNano"]);
   if (startTime === undefined || endTime === undefined) return undefined;
   const binding = route.bindingFor(startTime[0] * 1000 + startTime[1] / 1e6);
-  if (binding === undefined) return undefined;
+  // A span under the attempt span's own id would stand in for the worker's span in the trace.
+  if (binding === undefined || spanId === binding.spanId) return undefined;
   const scrub = source.scrubFor(binding);
   // The CLI's top span names the process's TRACEPARENT span: under a kept process's later turns it
   // moves to that turn's attempt span. A span with no parent hangs under the attempt too.
@@ -154,12 +167,17 @@ function convertSpan(raw: unknown, route: SpanRoute, source: SpanSource): Readab
   };
 }
 
-/** Scrubs a kept value: facts as they are, content capped too; undefined for a name the allow-list drops. */
+/**
+ * Scrubs a kept value: facts as they are (a longer one than MAX_FACT_CHARS is dropped), content
+ * capped after scrubbing (a cut first could leave half a secret no pattern knows); undefined for a
+ * name the allow-list drops.
+ */
 type ValueScrub = (key: string, value: AttributeValue) => AttributeValue | undefined;
 
 function valueScrubber(scrubber: Scrubber, content: boolean): ValueScrub {
   const seen = new Map<string, string>();
-  const text = (key: string, value: string, cap: boolean): string => {
+  const text = (key: string, value: string, cap: boolean): string | undefined => {
+    if (!cap && value.length > MAX_FACT_CHARS) return undefined;
     const cacheKey = `${key}\u0000${value}`;
     let safe = seen.get(cacheKey);
     if (safe === undefined) {
@@ -174,9 +192,9 @@ function valueScrubber(scrubber: Scrubber, content: boolean): ValueScrub {
     if (isContent && !(content && CONTENT_ATTRIBUTES.has(key))) return undefined;
     if (typeof value === "string") return text(key, value, isContent);
     if (Array.isArray(value))
-      return value.map((item: unknown) =>
-        typeof item === "string" ? text(key, item, isContent) : item,
-      ) as AttributeValue;
+      return value
+        .map((item: unknown) => (typeof item === "string" ? text(key, item, isContent) : item))
+        .filter((item) => item !== undefined) as AttributeValue;
     return value;
   };
 }
@@ -194,26 +212,40 @@ function filteredAttributes(list: unknown, scrub: ValueScrub): Attributes {
   return attributes;
 }
 
-/** An OTLP AnyValue as an attribute value: strings, numbers, booleans and arrays of them; nothing else. */
+/**
+ * An OTLP AnyValue as an attribute value: a string, number or boolean, or an array of up to
+ * MAX_ARRAY_ITEMS of them; nothing else. Arrays in arrays are dropped unread: walking nested values
+ * would let a request of arrays nested a hundred thousand deep overflow the stack.
+ */
 function attributeValue(value: unknown): AttributeValue | undefined {
+  const scalar = scalarValue(value);
+  if (scalar !== undefined || !isObj(value)) return scalar;
+  const array = isObj(value["arrayValue"]) ? value["arrayValue"]["values"] : undefined;
+  if (!Array.isArray(array)) return undefined;
+  const items: Array<string | number | boolean> = [];
+  for (const item of array) {
+    const kept = scalarValue(item);
+    if (kept !== undefined) items.push(kept);
+    if (items.length === MAX_ARRAY_ITEMS) break;
+  }
+  return items as AttributeValue;
+}
+
+function scalarValue(value: unknown): string | number | boolean | undefined {
   if (!isObj(value)) return undefined;
   if (typeof value["stringValue"] === "string") return value["stringValue"];
   if (typeof value["boolValue"] === "boolean") return value["boolValue"];
   const number = value["intValue"] ?? value["doubleValue"];
-  if (typeof number === "number" || typeof number === "string") {
-    const parsed = Number(number);
-    return Number.isFinite(parsed) ? parsed : undefined;
-  }
-  const array = isObj(value["arrayValue"]) ? value["arrayValue"]["values"] : undefined;
-  if (!Array.isArray(array)) return undefined;
-  const items = array.map(attributeValue).filter((item) => item !== undefined && !Array.isArray(item));
-  return items as AttributeValue;
+  if (typeof number !== "number" && typeof number !== "string") return undefined;
+  const parsed = Number(number);
+  return Number.isFinite(parsed) ? parsed : undefined;
 }
 
 function spanEvents(list: unknown, scrub: ValueScrub): TimedEvent[] {
   const events: TimedEvent[] = [];
   if (!Array.isArray(list)) return events;
   for (const raw of list) {
+    if (events.length === MAX_EVENTS_PER_SPAN) break;
     if (!isObj(raw) || !plainName(raw["name"])) continue;
     const time = hrTimeOf(raw["timeUnixNano"]);
     if (time === undefined) continue;
