@@ -18,6 +18,11 @@ export interface AttemptContext {
    * attempt span's parent when the producer named none, else a link beside the producer's parent.
    */
   readonly sessionTraceparent?: string | undefined;
+  /**
+   * The session's first attempt (turn 1's attempt 1): a span observer emits the session's own span
+   * (sessionTraceparent's) beside its attempt span, so the session's trace has its root.
+   */
+  readonly opensSession?: boolean | undefined;
   /** The model the turn asked for. */
   readonly requestModel: string | undefined;
   /** The turn's tenant (its session's), when it has one. */

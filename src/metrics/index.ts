@@ -16,4 +16,5 @@ export {
 } from "./worker.ts";
 export { fleetGauges, type FleetSources, type QueueCountsSource } from "./fleet.ts";
 export { ConfiguredTenants, labelledTenants, TENANTS_REFRESH_MS, type ConfiguredTenantsOptions } from "./tenants.ts";
-export { counter, gauge, histogram } from "./instruments.ts";
+export { counter, gauge, histogram, observableCounter } from "./instruments.ts";
+export { cliTelemetryMetrics } from "./cli-telemetry.ts";

@@ -9,6 +9,7 @@
 
 import { FAILURE_KINDS, WARM_STARTS } from "../events/index.ts";
 import { QUEUE_STATES } from "../queue/index.ts";
+import { cliMetricAttributes } from "../telemetry/index.ts";
 
 /** OpenTelemetry instrument kinds turnstream uses (gauges are observable: read when collected). */
 export type InstrumentKind = "counter" | "histogram" | "gauge";
@@ -76,6 +77,14 @@ export const ABANDON_REASONS = [
   "fenced",
   "log_rolled_back",
 ] as const;
+
+/** What became of a span the CLI posted to the worker's receiver. */
+export const CLI_SPAN_RESULTS = ["forwarded", "refused"] as const;
+/**
+ * What became of a metric point the CLI posted: recorded into a worker instrument, not kept (a
+ * metric the worker counts itself), unknown (not on the allow-list), refused (malformed, too many series).
+ */
+export const CLI_POINT_RESULTS = ["recorded", "not_kept", "unknown", "refused"] as const;
 
 const SECONDS_SHORT = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 
@@ -241,6 +250,65 @@ export const METRICS = {
       "Model credentials the API answered 429, 529 or 503 whose requests every worker's gateway holds now, until their cooldown ends and a probe succeeds (fleet-wide: aggregate with max)",
     attributes: {},
     fleetWide: true,
+  },
+  cliLinesOfCode: {
+    name: "turnstream.cli.lines_of_code",
+    kind: "counter",
+    unit: "{line}",
+    description: "Lines the CLI's edit tools added or removed, as the CLI counts them",
+    attributes: cliMetricAttributes("cliLinesOfCode"),
+  },
+  cliCommits: {
+    name: "turnstream.cli.commits",
+    kind: "counter",
+    unit: "{commit}",
+    description: "Git commits the CLI created",
+    attributes: cliMetricAttributes("cliCommits"),
+  },
+  cliPullRequests: {
+    name: "turnstream.cli.pull_requests",
+    kind: "counter",
+    unit: "{pull_request}",
+    description: "Pull requests the CLI created",
+    attributes: cliMetricAttributes("cliPullRequests"),
+  },
+  cliCodeEditDecisions: {
+    name: "turnstream.cli.code_edit_decisions",
+    kind: "counter",
+    unit: "{decision}",
+    description:
+      "Permission decisions on the CLI's edit tools, by tool, decision, what decided it and the file's language",
+    attributes: cliMetricAttributes("cliCodeEditDecisions"),
+  },
+  cliActiveTime: {
+    name: "turnstream.cli.active_time",
+    kind: "counter",
+    unit: "s",
+    description: "Time the CLI was active, by type: cli (the CLI working) or user (input)",
+    attributes: cliMetricAttributes("cliActiveTime"),
+  },
+  cliTelemetrySpans: {
+    name: "turnstream.cli_telemetry.spans",
+    kind: "counter",
+    unit: "{span}",
+    description:
+      "Spans the CLIs posted to the worker's receiver with a live token: forwarded to the worker's exporter, or refused (another trace, malformed)",
+    attributes: { "turnstream.cli_telemetry.result": CLI_SPAN_RESULTS },
+  },
+  cliTelemetryMetricPoints: {
+    name: "turnstream.cli_telemetry.metric_points",
+    kind: "counter",
+    unit: "{point}",
+    description:
+      "Metric points the CLIs posted to the worker's receiver with a live token: recorded, not kept, unknown or refused",
+    attributes: { "turnstream.cli_telemetry.result": CLI_POINT_RESULTS },
+  },
+  cliTelemetryUnauthorized: {
+    name: "turnstream.cli_telemetry.unauthorized",
+    kind: "counter",
+    unit: "{request}",
+    description: "Requests to the worker's CLI telemetry receiver without a live token (forged or late posts)",
+    attributes: {},
   },
   projectorLag: {
     name: "turnstream.projector.lag",

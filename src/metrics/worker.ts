@@ -14,7 +14,8 @@ import {
 } from "../events/index.ts";
 import { isObj, numberField, silentLogger, stringField, type Logger } from "../kernel/index.ts";
 import { isKnown, type ParsedLine } from "../protocol/index.ts";
-import type { Scrubber } from "../telemetry/index.ts";
+import type { CliMetricsSink, Scrubber } from "../telemetry/index.ts";
+import { cliTelemetryMetrics } from "./cli-telemetry.ts";
 import { fleetGauges, type FleetSources } from "./fleet.ts";
 import { counter, gauge, histogram } from "./instruments.ts";
 import {
@@ -44,6 +45,8 @@ export interface WorkerInstruments {
   readonly onLogAppend: (seconds: number) => void;
   /** Starts the slot gauges on this worker. */
   bindWorker(worker: ObservedWorker): void;
+  /** For the worker's `cliMetrics`: the CLIs' own metrics and the receiver's counts. */
+  readonly cliMetrics: CliMetricsSink;
 }
 
 export interface WorkerInstrumentsOptions extends FleetSources {
@@ -261,6 +264,7 @@ export function workerInstruments(meter: Meter, options: WorkerInstrumentsOption
   return {
     observer: metricsObserver(meter, options.scrubber, (tenant) => tenants.label(tenant)),
     onLogAppend: (seconds) => appendDuration.record(seconds),
+    cliMetrics: cliTelemetryMetrics(meter),
     bindWorker(worker) {
       meter.addBatchObservableCallback(
         (observation: BatchObservableResult) => {

@@ -1,11 +1,12 @@
 // Re-emits a session's spans from its event log (e.g. after the collector was down): the logged
 // events go through the same attempt spans the worker feeds, each cli.line parsed once, so structure
 // and timing match the live export. The trace ids the events carry put the spans back into the
-// producer's trace, or the session's.
+// producer's trace, or the session's. A re-export from the session's first turn emits the session's
+// own span too, with the ids the worker gave it.
 import type { Tracer } from "@opentelemetry/api";
 import { dataOf, type AttemptContext, type ObservedEvent } from "../events/index.ts";
 import type { Scrubber } from "./scrub.ts";
-import { AttemptSpans } from "./spans/index.ts";
+import { AttemptSpans, type EmitSpans } from "./spans/index.ts";
 import { contextFromTraceparent, formatTraceparent, sessionTraceparent } from "./trace-context.ts";
 
 export interface ExportTracesOptions {
@@ -18,7 +19,12 @@ export interface ExportTracesOptions {
    * (sessionTraceparent), for attempts the log gives no trace ids of and for the link to the session.
    */
   logPrefix?: string | undefined;
+  /** Where the session's own span goes (Telemetry.emit); without it (or the prefix) none is made. */
+  emit?: EmitSpans | undefined;
 }
+
+/** An event as the log holds it: its seq says where in the session it is. */
+export type LoggedEvent = ObservedEvent & { readonly seq?: number | undefined };
 
 export interface ExportTracesResult {
   /** Spans started (and ended): attempt spans plus tool spans. */
@@ -30,13 +36,15 @@ export interface ExportTracesResult {
 const OPENS = new Set(["attempt.started", "cli.line", "cli.stderr", "cli.exit"]);
 
 export async function exportTracesFromLog(
-  events: AsyncIterable<ObservedEvent> | Iterable<ObservedEvent>,
+  events: AsyncIterable<LoggedEvent> | Iterable<LoggedEvent>,
   options: ExportTracesOptions,
 ): Promise<ExportTracesResult> {
   const scrub = (text: string, field: string): string => options.scrubber.scrub(text, { sink: "span", field });
   /** The open attempt of each turn: a later attempt supersedes an earlier one left open (its worker died). */
   const open = new Map<string, AttemptSpans>();
   const producerOf = new Map<string, string>();
+  /** The session's first turn, when the events begin with it (its turn.queued is the log's seq 1). */
+  let firstTurn: string | undefined;
   const result: ExportTracesResult = { spans: 0, attempts: 0 };
   const close = (turn: string, spans: AttemptSpans): void => {
     spans.end();
@@ -46,6 +54,7 @@ export async function exportTracesFromLog(
 
   for await (const event of events) {
     if (event.kind === "turn.queued") {
+      if (event.seq === 1) firstTurn = event.turn;
       const traceparent = dataOf("turn.queued", event.data)?.traceparent;
       if (traceparent !== undefined && contextFromTraceparent(traceparent) !== undefined)
         producerOf.set(event.turn, traceparent);
@@ -57,7 +66,9 @@ export async function exportTracesFromLog(
       if (spans !== undefined) close(event.turn, spans);
       const session =
         options.logPrefix === undefined ? undefined : sessionTraceparent(options.logPrefix, event.session);
-      spans = new AttemptSpans(contextOf(event, { producer: producerOf.get(event.turn), session }, scrub), options);
+      const opensSession = event.turn === firstTurn && event.attempt === 1;
+      const traces = { producer: producerOf.get(event.turn), session };
+      spans = new AttemptSpans({ ...contextOf(event, traces, scrub), opensSession }, options);
       result.attempts++;
       open.set(event.turn, spans);
     }

@@ -106,6 +106,8 @@ export class AttemptEvents {
       epoch: this.epoch,
       traceparent: this.#job.traceparent,
       sessionTraceparent: sessionTraceparent(this.#deps.settings.logPrefix, this.#job.session),
+      // A session's log begins with its first turn's turn.queued.
+      opensSession: this.#job.queuedSeq === 1 && this.attempt === 1,
       requestModel: this.#job.options.model,
       tenant: this.#job.tenant,
       startedAt: this.startedAt,

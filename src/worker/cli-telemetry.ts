@@ -1,6 +1,7 @@
-// The CLI's own telemetry, joined into the attempt's trace. With the worker's tracing on (and
-// TURNSTREAM_CLI_TELEMETRY not `off`) the worker runs one loopback OTLP receiver, and each CLI
-// process gets a token of its own and TRACEPARENT naming the attempt span that started it. A cold
+// The CLI's own telemetry, joined into the attempt's trace and the worker's metrics. With the
+// worker's tracing or metrics on (and TURNSTREAM_CLI_TELEMETRY not `off`) the worker runs one loopback
+// OTLP receiver, and each CLI process gets a token of its own, and while the worker traces,
+// TRACEPARENT naming the attempt span that started it. A cold
 // run's token lives for its attempt. A warm session's kept process cannot have its env changed
 // between turns (as with its gateway token, model-access.ts): its token lives as long as the process,
 // each turn binds it to that turn's attempt, and the receiver moves spans that started after the
@@ -14,6 +15,7 @@ import {
   formatTraceparent,
   startCliOtlpReceiver,
   type CliOtlpReceiver,
+  type CliMetricsSink,
   type CliTelemetryGrant,
   type Scrubber,
   type Telemetry,
@@ -42,17 +44,33 @@ export interface AttemptSpan {
   scrubber: Scrubber;
 }
 
+/** Where the CLIs' telemetry goes: spans to the worker's tracing, metrics to its meter (each when on). */
+export interface CliTelemetrySinks {
+  /** The worker's tracing, when it traces. */
+  telemetry: Pick<Telemetry, "emit"> | undefined;
+  /** The worker's metrics, when it keeps metrics. */
+  metrics: CliMetricsSink | undefined;
+}
+
 export class WorkerCliTelemetry {
   readonly #receiver: Promise<CliOtlpReceiver>;
   readonly #content: boolean;
+  readonly #metrics: boolean;
   /** Warm sessions' tokens, by session. */
   readonly #sessions = new Map<string, CliTelemetryGrant>();
   /** Kept processes whose end already revokes their token. */
   readonly #watched = new WeakSet<object>();
 
-  constructor(telemetry: Pick<Telemetry, "emit">, content: boolean, logger: Logger) {
+  constructor(sinks: CliTelemetrySinks, content: boolean, logger: Logger) {
     this.#content = content;
-    this.#receiver = startCliOtlpReceiver({ emit: (spans) => telemetry.emit(spans), content, logger });
+    this.#metrics = sinks.metrics !== undefined;
+    const { telemetry } = sinks;
+    this.#receiver = startCliOtlpReceiver({
+      emit: (spans) => telemetry?.emit(spans),
+      metrics: sinks.metrics,
+      content,
+      logger,
+    });
     this.#receiver.catch(() => undefined);
   }
 
@@ -61,8 +79,11 @@ export class WorkerCliTelemetry {
     return this.#receiver;
   }
 
-  /** The attempt's token: a new one, or in warm mode the session's (its kept process has it). */
-  async open(job: TurnJob, trace: TraceIds, warm: boolean): Promise<CliTelemetryAccess> {
+  /**
+   * The attempt's token: a new one, or in warm mode the session's (its kept process has it). `trace`:
+   * the attempt span, undefined when the worker does not trace (the CLI then sends metrics only).
+   */
+  async open(job: TurnJob, trace: TraceIds | undefined, warm: boolean): Promise<CliTelemetryAccess> {
     const receiver = await this.#receiver;
     const kept = warm ? this.#sessions.get(job.session) : undefined;
     if (kept !== undefined && !kept.revoked)
@@ -76,7 +97,7 @@ export class WorkerCliTelemetry {
   async forNewProcess(
     access: CliTelemetryAccess,
     use: WarmUse | undefined,
-    trace: TraceIds,
+    trace: TraceIds | undefined,
   ): Promise<CliTelemetryAccess> {
     if (access.session === undefined || !access.reused || use?.label === "warm") return access;
     const receiver = await this.#receiver;
@@ -113,10 +134,12 @@ export class WorkerCliTelemetry {
   }
 
   #env(receiver: CliOtlpReceiver, grant: CliTelemetryGrant): EnvOverlay {
+    const traced = grant.process.traceId !== "";
     return cliTelemetryEnv({
       url: receiver.url,
       token: grant.token,
-      traceparent: formatTraceparent(grant.process),
+      traceparent: traced ? formatTraceparent(grant.process) : undefined,
+      metrics: this.#metrics,
       content: this.#content,
     });
   }

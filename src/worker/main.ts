@@ -153,6 +153,7 @@ async function startWorkerIn(parts: ProcessParts, options: WorkerMainOptions): P
       telemetry,
       observers: obs.observers,
       onLogAppend: obs.onLogAppend,
+      cliMetrics: obs.cliMetrics,
     });
   } catch (err) {
     housekeeping.stop();

@@ -8,7 +8,7 @@ import type { Logger } from "../kernel/index.ts";
 import type { RedisClient } from "../log/index.ts";
 import { startMetrics, workerInstruments, type WorkerInstruments } from "../metrics/index.ts";
 import { startProcessOps, type ReadinessCheck } from "../ops/index.ts";
-import type { Scrubber } from "../telemetry/index.ts";
+import type { CliMetricsSink, Scrubber } from "../telemetry/index.ts";
 import type { TurnWorker } from "./worker.ts";
 
 export interface WorkerObservabilityOptions {
@@ -31,6 +31,8 @@ export interface WorkerObservability {
   readonly observers: readonly EventObserver[];
   /** For startTurnWorker's `onLogAppend`. */
   readonly onLogAppend: ((seconds: number) => void) | undefined;
+  /** For startTurnWorker's `cliMetrics` (undefined when metrics are off: the CLIs are not asked for theirs). */
+  readonly cliMetrics: CliMetricsSink | undefined;
   /** A readiness check more (no-op without an ops server). */
   addCheck(check: ReadinessCheck): void;
   /** The worker is up: its gauges start reporting and `started` passes. */
@@ -81,6 +83,7 @@ export async function startWorkerObservability(options: WorkerObservabilityOptio
   return {
     observers: instruments === undefined ? [] : [instruments.observer],
     onLogAppend: instruments?.onLogAppend,
+    cliMetrics: instruments?.cliMetrics,
     addCheck: (check) => ops.addCheck(check),
     started(turnWorker) {
       worker = turnWorker;

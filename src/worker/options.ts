@@ -17,7 +17,7 @@ import {
   withQueueEnvDefaults,
   type JobEnvPolicy,
 } from "../queue/index.ts";
-import type { SecretValues, Scrubber, Telemetry } from "../telemetry/index.ts";
+import type { CliMetricsSink, SecretValues, Scrubber, Telemetry } from "../telemetry/index.ts";
 import { BUDGET_WINDOW_MS, SPEND_BUCKET_MS, type LedgerWindow, type TenantDefaults } from "../tenants/index.ts";
 import { compileRunLimits, type RunLimitSettings } from "./limits.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
@@ -149,6 +149,12 @@ export interface TurnWorkerOptions {
   durability?: string | undefined;
   /** Told each event-log append's duration in seconds (the log-append metric). */
   onLogAppend?: ((seconds: number) => void) | undefined;
+  /**
+   * Where the CLIs' own metrics go (WorkerInstruments.cliMetrics): with it, and TURNSTREAM_CLI_TELEMETRY
+   * on, each CLI exports its metrics to the worker's receiver and they become the worker's instruments;
+   * without it the CLIs are not asked for metrics.
+   */
+  cliMetrics?: CliMetricsSink | undefined;
   /** Default true: start fetching jobs at once. */
   autorun?: boolean;
   /**
@@ -185,10 +191,11 @@ export interface TurnWorkerOptions {
   /** Tenants' limits: the defaults of a tenant with none set, and the budget's window (TenantOptions). */
   tenants?: TenantOptions;
   /**
-   * The CLI's own spans, joined into the attempt's trace while the worker traces (`telemetry`):
-   * on by default; `enabled: false` keeps the CLI's telemetry off (`TURNSTREAM_CLI_TELEMETRY=off`).
-   * `content: true` keeps the prompt and tool texts the CLI records, scrubbed
-   * (`TURNSTREAM_CLI_TELEMETRY_CONTENT=1`); by default they are dropped.
+   * The CLI's own spans, joined into the attempt's trace while the worker traces (`telemetry`), and
+   * its metrics while the worker keeps metrics (`cliMetrics`): on by default; `enabled: false` keeps
+   * the CLI's telemetry off (`TURNSTREAM_CLI_TELEMETRY=off`). `content: true` keeps the prompt and
+   * tool texts the CLI records, scrubbed (`TURNSTREAM_CLI_TELEMETRY_CONTENT=1`); by default they are
+   * dropped.
    */
   cliTelemetry?: CliTelemetryOptions;
 }

@@ -117,12 +117,13 @@ async function openAccess(
 }
 
 /**
- * The CLI's telemetry token, when the worker joins the CLI's spans to the attempt's (a warm turn
- * takes its session's). A receiver that could not start leaves the CLI's telemetry off, not the turn.
+ * The CLI's telemetry token, when the worker joins the CLI's spans to the attempt's or keeps its
+ * metrics (a warm turn takes its session's). A receiver that could not start leaves the CLI's
+ * telemetry off, not the turn.
  */
 async function openCliTelemetry(attempt: Attempt): Promise<void> {
   const { worker, job, control, events } = attempt;
-  if (worker.cliTelemetry === undefined || events.trace === undefined) return;
+  if (worker.cliTelemetry === undefined) return;
   try {
     control.cliTelemetry = await worker.cliTelemetry.open(job, events.trace, worker.warm.viaProcess(job));
   } catch (err) {
@@ -132,15 +133,17 @@ async function openCliTelemetry(attempt: Attempt): Promise<void> {
 
 /**
  * Once the warm decision is taken: a new process gets a token of its own, the run's scrubbers learn
- * it (the agent's tools can read it), and the CLI's spans from now on belong to this attempt.
+ * it (the agent's tools can read it), and the CLI's spans from now on belong to this attempt (when
+ * the worker traces).
  */
 async function bindCliTelemetry(attempt: Attempt, scrubbers: RunScrubbers): Promise<void> {
   const { worker, control, events } = attempt;
-  if (control.cliTelemetry === undefined || events.trace === undefined) return;
+  if (control.cliTelemetry === undefined) return;
   control.cliTelemetry = await worker.cliTelemetry!.forNewProcess(control.cliTelemetry, control.warm, events.trace);
   const { token } = control.cliTelemetry.grant;
   scrubbers.scrubber.addValue(CLI_TELEMETRY_TOKEN_NAME, token);
   scrubbers.lines?.addValue(CLI_TELEMETRY_TOKEN_NAME, token);
+  if (events.trace === undefined) return;
   worker.cliTelemetry!.bind(control.cliTelemetry, {
     trace: events.trace,
     startedAt: events.startedAt,

@@ -160,15 +160,19 @@ function executeDeps(options: TurnWorkerOptions, parts: DepsParts): ExecuteDeps 
   };
 }
 
-/** The receiver of the CLIs' own spans: only while the worker traces and TURNSTREAM_CLI_TELEMETRY is on. */
+/**
+ * The receiver of the CLIs' own spans and metrics: only while the worker traces or keeps metrics, and
+ * TURNSTREAM_CLI_TELEMETRY is on.
+ */
 function workerCliTelemetry(
   options: TurnWorkerOptions,
   settings: WorkerSettings,
   logger: Logger,
 ): WorkerCliTelemetry | undefined {
-  const telemetry = options.telemetry;
-  if (telemetry?.enabled !== true || !settings.cliTelemetry.enabled) return undefined;
-  return new WorkerCliTelemetry(telemetry, settings.cliTelemetry.content, logger);
+  const telemetry = options.telemetry?.enabled === true ? options.telemetry : undefined;
+  const metrics = options.cliMetrics;
+  if ((telemetry === undefined && metrics === undefined) || !settings.cliTelemetry.enabled) return undefined;
+  return new WorkerCliTelemetry({ telemetry, metrics }, settings.cliTelemetry.content, logger);
 }
 
 /** The BullMQ worker on the turn queue, and the CLI slots its jobs hold while their CLIs run. */
@@ -318,10 +322,15 @@ function warmWatch(log: EventLog, running: Map<string, RunningTurn>, leaseMs: nu
   };
 }
 
-/** Attempt spans first (when the worker has a tracer), then the caller's observers. */
+/**
+ * Attempt spans first (when the worker has a tracer), then the caller's observers. The session's own
+ * span goes out through the worker's telemetry (Telemetry.emit), when that is what traces.
+ */
 function workerObservers(options: TurnWorkerOptions): EventObserver[] {
-  const tracer = options.tracer ?? (options.telemetry?.enabled === true ? options.telemetry.tracer : undefined);
-  const spans = tracer === undefined ? [] : [attemptSpansObserver({ tracer })];
+  const telemetry = options.telemetry?.enabled === true ? options.telemetry : undefined;
+  const tracer = options.tracer ?? telemetry?.tracer;
+  const emit = options.tracer === undefined ? telemetry?.emit : undefined;
+  const spans = tracer === undefined ? [] : [attemptSpansObserver({ tracer, emit })];
   return [...spans, ...(options.observers ?? [])];
 }
 

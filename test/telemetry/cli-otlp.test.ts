@@ -211,11 +211,27 @@ test("the CLI's env: every telemetry variable set when on, removed when off", ()
     url: "http://127.0.0.1:4318",
     token: "turnstream-otlp-t",
     traceparent: `00-${PROCESS.traceId}-${PROCESS.spanId}-01`,
+    metrics: false,
     content: false,
   });
   assert.equal(on["OTEL_EXPORTER_OTLP_HEADERS"], "Authorization=Bearer turnstream-otlp-t");
   assert.equal(on["TRACEPARENT"], `00-${PROCESS.traceId}-${PROCESS.spanId}-01`);
   assert.equal(on["OTEL_EXPORTER_OTLP_PROTOCOL"], "http/json");
   assert.equal(on["CLAUDE_CODE_ENABLE_TELEMETRY"], "1");
+  assert.equal(on["OTEL_TRACES_EXPORTER"], "otlp");
+  assert.equal(on["OTEL_METRICS_EXPORTER"], "none", "no metrics asked for while the worker keeps none");
+  assert.equal(on["OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"], undefined);
+  assert.equal(on["OTEL_LOGS_EXPORTER"], "none");
   assert.equal(on["OTEL_LOG_USER_PROMPTS"], undefined, "the CLI keeps prompts to itself unless content is on");
+  const metricsOnly = cliTelemetryEnv({
+    url: "http://127.0.0.1:4318",
+    token: "turnstream-otlp-t",
+    traceparent: undefined,
+    metrics: true,
+    content: false,
+  });
+  assert.equal(metricsOnly["OTEL_METRICS_EXPORTER"], "otlp");
+  assert.equal(metricsOnly["OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"], "delta");
+  assert.equal(metricsOnly["OTEL_TRACES_EXPORTER"], "none", "no spans asked for while the worker does not trace");
+  assert.equal(metricsOnly["TRACEPARENT"], undefined);
 });

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { exportSessionTraces } from "../../src/bin/commands/_export-traces.ts";
 import { connectRedis, createEventLog, type EventInput } from "../../src/log/index.ts";
-import { createScrubber, startTelemetry } from "../../src/telemetry/index.ts";
+import { createScrubber, SESSION_SPAN_NAME, sessionSpanContext, startTelemetry } from "../../src/telemetry/index.ts";
 import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
 import { data, startSpans } from "./attempt-spans.ts";
 import { startOtlpReceiver } from "./otlp-receiver.ts";
@@ -83,13 +83,22 @@ test("a session's spans come back from the log into the producer's trace, with t
     session,
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" },
   });
-  assert.deepEqual(res, { spans: liveSpans.length, attempts: 1, enabled: true });
-  const got: JsonSpan[] = receiver.requests.flatMap((request) =>
+  // The log begins with this turn: the re-export also emits the session's own span (the live side
+  // here made the attempt's spans only).
+  assert.deepEqual(res, { spans: liveSpans.length + 1, attempts: 1, enabled: true });
+  const exported: JsonSpan[] = receiver.requests.flatMap((request) =>
     (
       (request.json as { resourceSpans?: Array<{ scopeSpans: Array<{ spans: JsonSpan[] }> }> } | undefined)
         ?.resourceSpans ?? []
     ).flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)),
   );
+  const sessionRoot = sessionSpanContext(prefix, session);
+  const sessionSpans = exported.filter((s) => s.name === SESSION_SPAN_NAME);
+  assert.deepEqual(
+    sessionSpans.map((s) => [s.traceId, s.spanId, s.parentSpanId ?? ""]),
+    [[sessionRoot.traceId, sessionRoot.spanId, ""]],
+  );
+  const got = exported.filter((s) => s.name !== SESSION_SPAN_NAME);
   assert.deepEqual(got.map((s) => s.name).sort(), liveSpans.map((s) => s.name).sort());
   const root = got.find((s) => s.name === "invoke_agent claude-code")!;
   assert.equal(root.traceId, producerTraceId);

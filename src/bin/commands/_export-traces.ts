@@ -47,6 +47,7 @@ export async function exportSessionTraces(options: ExportSessionTracesOptions): 
       scrubber,
       captureContent: options.captureContent,
       logPrefix: options.log.prefix,
+      emit: telemetry.emit,
     });
     await telemetry.forceFlush();
     return { spans: exported.spans, attempts: exported.attempts, enabled: true };

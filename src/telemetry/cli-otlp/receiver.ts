@@ -2,18 +2,29 @@
 // process gets a token of its own (its env's OTEL_EXPORTER_OTLP_HEADERS); a request without a live
 // one is refused before its body is read. Spans are checked against the trace the token was given,
 // filtered and scrubbed (spans.ts), and handed to the worker's span processors (Telemetry.emit), so
-// they leave through the redacting exporter like the worker's own. Metrics and logs are read and
-// dropped: the CLI is not asked for them (cliTelemetryEnv), and the worker's own metrics and spans
-// already count what they say.
+// they leave through the redacting exporter like the worker's own. Metrics pass their allow-list
+// (metrics.ts) into the worker's instruments when the worker keeps metrics; else, like logs, they are
+// read and dropped (the CLI is not asked for them: cliTelemetryEnv). Logs repeat the spans with more
+// content in them.
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { BodyTooLargeError, listen, readBodyBytes, sendJson, silentLogger, type Logger } from "../../kernel/index.ts";
+import {
+  cliMetricIncrements,
+  CumulativeSeries,
+  emptyPointCounts,
+  type CliMetricsSink,
+  type CliOtlpCounts,
+  type MetricPointCounts,
+} from "./metrics.ts";
 import { cliSpans, type AttemptBinding, type SpanRoute } from "./spans.ts";
 
 export interface CliOtlpReceiverOptions {
   /** Where the converted spans go: the worker's span processors. */
   emit(spans: readonly ReadableSpan[]): void;
+  /** Where the kept metrics go, and who reads the receiver's counts: the worker's meter. None: metrics dropped. */
+  metrics?: CliMetricsSink | undefined;
   /** Keep the CLI's content attributes (prompt, tool input and output), scrubbed. Default false. */
   content?: boolean | undefined;
   /** A larger request body gets 413. Default 4 MiB. */
@@ -22,23 +33,17 @@ export interface CliOtlpReceiverOptions {
 }
 
 /** What the receiver did since it started. */
-export interface CliOtlpStats {
-  /** Spans handed to the worker's processors. */
-  spans: number;
-  /** Spans refused: another trace than their token's, malformed, no attempt bound. */
-  refusedSpans: number;
-  /** Requests refused for want of a live token. */
-  unauthorized: number;
-  /** Metrics and logs requests, read and dropped. */
-  dropped: number;
-}
+export type CliOtlpStats = CliOtlpCounts;
 
 export interface CliOtlpReceiver {
   /** `http://127.0.0.1:<port>` */
   readonly url: string;
   readonly stats: Readonly<CliOtlpStats>;
-  /** A token for one CLI process started with TRACEPARENT naming `process`. */
-  issue(process: { traceId: string; spanId: string }): CliTelemetryGrant;
+  /**
+   * A token for one CLI process started with TRACEPARENT naming `process`; without one (the worker
+   * does not trace) the process may post metrics only.
+   */
+  issue(process: { traceId: string; spanId: string } | undefined): CliTelemetryGrant;
   /** Tokens live now. */
   readonly liveTokens: number;
   /** Revokes every token and stops listening. */
@@ -53,17 +58,22 @@ const KEPT_BINDINGS = 4;
 
 const hashOf = (token: string): string => createHash("sha256").update(token).digest("hex");
 
+/** The trace of a process that may post no spans: no span's trace id is empty. */
+const NO_TRACE = { traceId: "", spanId: "" };
+
 /** One CLI process's right to post spans into its own trace, and the attempts its spans belong to. */
 export class CliTelemetryGrant implements SpanRoute {
   readonly token = CLI_OTLP_TOKEN_PREFIX + randomBytes(32).toString("base64url");
   readonly process: { readonly traceId: string; readonly spanId: string };
   readonly content: boolean;
+  /** The process's cumulative metric series (a delta one keeps none). */
+  readonly series = new CumulativeSeries();
   readonly #bindings: AttemptBinding[] = [];
   readonly #revoke: () => void;
   #revoked = false;
 
-  constructor(process: { traceId: string; spanId: string }, content: boolean, revoke: () => void) {
-    this.process = { traceId: process.traceId, spanId: process.spanId };
+  constructor(process: { traceId: string; spanId: string } | undefined, content: boolean, revoke: () => void) {
+    this.process = { traceId: (process ?? NO_TRACE).traceId, spanId: (process ?? NO_TRACE).spanId };
     this.content = content;
     this.#revoke = revoke;
   }
@@ -95,11 +105,19 @@ const SIGNALS = new Set(["/v1/traces", "/v1/metrics", "/v1/logs"]);
 
 export async function startCliOtlpReceiver(options: CliOtlpReceiverOptions): Promise<CliOtlpReceiver> {
   const grants = new Map<string, CliTelemetryGrant>();
-  const stats: CliOtlpStats = { spans: 0, refusedSpans: 0, unauthorized: 0, dropped: 0 };
+  const stats: CliOtlpStats = {
+    spans: 0,
+    refusedSpans: 0,
+    unauthorized: 0,
+    dropped: 0,
+    metricPoints: emptyPointCounts(),
+  };
+  options.metrics?.watch(stats);
   const context: RequestContext = {
     grants,
     stats,
     emit: options.emit,
+    metrics: options.metrics,
     maxBodyBytes: options.maxBodyBytes ?? CLI_OTLP_DEFAULT_MAX_BODY_BYTES,
     logger: options.logger ?? silentLogger,
   };
@@ -134,6 +152,7 @@ interface RequestContext {
   grants: Map<string, CliTelemetryGrant>;
   stats: CliOtlpStats;
   emit(spans: readonly ReadableSpan[]): void;
+  metrics: CliMetricsSink | undefined;
   maxBodyBytes: number;
   logger: Logger;
 }
@@ -172,7 +191,8 @@ async function handle(context: RequestContext, req: IncomingMessage, res: Server
     req.destroy();
     return;
   }
-  if (path !== "/v1/traces") {
+  const metrics = path === "/v1/metrics" ? context.metrics : undefined;
+  if (path !== "/v1/traces" && metrics === undefined) {
     context.stats.dropped++;
     return sendJson(res, 200, {});
   }
@@ -182,7 +202,35 @@ async function handle(context: RequestContext, req: IncomingMessage, res: Server
   } catch {
     return refuse(res, 400, "not JSON");
   }
+  if (metrics !== undefined) return recordMetrics(context, metrics, grant, parsed, res);
   forwardSpans(context, grant, parsed, res);
+}
+
+function recordMetrics(
+  context: RequestContext,
+  sink: CliMetricsSink,
+  grant: CliTelemetryGrant,
+  body: unknown,
+  res: ServerResponse,
+): void {
+  const { increments, counts } = cliMetricIncrements(body, grant.series);
+  addCounts(context.stats.metricPoints, counts);
+  try {
+    if (increments.length > 0) sink.add(increments);
+  } catch (err) {
+    context.logger.warn({ err: { message: (err as Error).message } }, "could not record the CLI's metrics");
+  }
+  if (counts.refused === 0) return sendJson(res, 200, {});
+  sendJson(res, 200, {
+    partialSuccess: { rejectedDataPoints: counts.refused, errorMessage: "malformed or too many series" },
+  });
+}
+
+function addCounts(total: MetricPointCounts, counts: MetricPointCounts): void {
+  total.recorded += counts.recorded;
+  total.notKept += counts.notKept;
+  total.unknown += counts.unknown;
+  total.refused += counts.refused;
 }
 
 function forwardSpans(context: RequestContext, grant: CliTelemetryGrant, body: unknown, res: ServerResponse): void {

@@ -132,7 +132,9 @@ function convertSpan(raw: unknown, route: SpanRoute, source: SpanSource): Readab
   if (!isObj(raw) || !plainName(raw["name"])) return undefined;
   const { traceId, spanId } = raw;
   const parentSpanId = raw["parentSpanId"] ?? "";
-  if (traceId !== route.process.traceId || typeof spanId !== "string" || !HEX16.test(spanId)) return undefined;
+  // A process given no trace (the worker does not trace) has an empty one: no span's trace id matches.
+  if (typeof traceId !== "string" || !HEX32.test(traceId) || traceId !== route.process.traceId) return undefined;
+  if (typeof spanId !== "string" || !HEX16.test(spanId)) return undefined;
   if (typeof parentSpanId !== "string" || (parentSpanId !== "" && !HEX16.test(parentSpanId))) return undefined;
   if (spanId === parentSpanId || spanId === route.process.spanId) return undefined;
   const startTime = hrTimeOf(raw["startTimeUnixNano"]);

@@ -37,6 +37,7 @@ import { DEFAULT_MAX_CONTENT_CHARS, spanText, type SpanText } from "./span-text.
 import { apiRetryAttributes, hookAttributes, permissionDeniedAttributes } from "./system-lines.ts";
 import { millisOf } from "./time.ts";
 import { ToolSpans } from "./tools.ts";
+import { sessionSpan, type EmitSpans } from "./session.ts";
 import { modelCallSpan } from "./model-calls.ts";
 
 export interface AttemptSpansOptions {
@@ -48,6 +49,11 @@ export interface AttemptSpansOptions {
   captureContent?: boolean | undefined;
   /** Cap for recorded texts (characters). Default 1024. */
   maxContentChars?: number | undefined;
+  /**
+   * Where the session's own span goes when the attempt opens the session (AttemptContext.opensSession):
+   * Telemetry.emit. Without it no session span is made.
+   */
+  emit?: EmitSpans | undefined;
 }
 
 /** The model name on the assistant lines the CLI makes up itself (API errors): no model answered them. */
@@ -67,6 +73,8 @@ export class AttemptSpans implements AttemptObserver {
   readonly #classifier = new RunClassifier();
   readonly #tracer: Tracer;
   #modelCalls = 0;
+  /** 1 when this attempt emitted its session's span. */
+  #sessionSpans = 0;
   #lastMs: number;
   #ended = false;
   #requestModel: string | undefined;
@@ -98,6 +106,8 @@ export class AttemptSpans implements AttemptObserver {
       parent,
     );
     this.trace = attemptTraceIds(this.#root, parent);
+    if (context.opensSession === true)
+      this.#sessionSpans = emitSessionSpan(context, this.#root, this.#lastMs, options.emit) ? 1 : 0;
     this.#text = spanText(context.scrub, options.maxContentChars ?? DEFAULT_MAX_CONTENT_CHARS);
     this.#context = trace.setSpan(parent, this.#root);
     this.#tools = new ToolSpans({
@@ -113,9 +123,9 @@ export class AttemptSpans implements AttemptObserver {
     return this.#ended;
   }
 
-  /** Spans started so far: the attempt's, its tools' and its model calls'. */
+  /** Spans made so far: the attempt's, its tools' and its model calls', and the session's it emitted. */
   get spanCount(): number {
-    return 1 + this.#tools.started + this.#modelCalls;
+    return 1 + this.#tools.started + this.#modelCalls + this.#sessionSpans;
   }
 
   /** Runs `fn` with the attempt span active (a no-op without a registered context manager). */
@@ -316,6 +326,17 @@ function sessionLink(producer: Context | undefined, session: Context | undefined
   return sessionSpan === undefined
     ? undefined
     : [{ context: sessionSpan, attributes: { "turnstream.link": "session" } }];
+}
+
+/**
+ * The session's span, once: by the session's first attempt, when there is a session trace and an
+ * emit. Whether it went out.
+ */
+function emitSessionSpan(context: AttemptContext, root: Span, startMs: number, emit: EmitSpans | undefined): boolean {
+  if (emit === undefined || context.sessionTraceparent === undefined) return false;
+  const span = sessionSpan(context.session, context.sessionTraceparent, root, startMs);
+  if (span !== undefined) emit([span]);
+  return span !== undefined;
 }
 
 /** The attempt span's ids, and its parent's (the producer's span, or the session's). */

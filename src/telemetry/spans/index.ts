@@ -4,4 +4,5 @@
 // follow the OpenTelemetry GenAI semantic conventions.
 export { AttemptSpans, type AttemptSpansOptions } from "./attempt.ts";
 export { attemptSpansObserver } from "./observer.ts";
-export { AGENT_NAME, ATTEMPT_SPAN_NAME, GENAI, toolSpanName } from "./names.ts";
+export { AGENT_NAME, ATTEMPT_SPAN_NAME, GENAI, SESSION_SPAN_NAME, toolSpanName } from "./names.ts";
+export { sessionSpan, type EmitSpans } from "./session.ts";

@@ -23,4 +23,6 @@ export const GENAI = {
 
 export const AGENT_NAME = "claude-code";
 export const ATTEMPT_SPAN_NAME = `invoke_agent ${AGENT_NAME}`;
+/** The root of a session's own trace (session.ts). */
+export const SESSION_SPAN_NAME = "turnstream.session";
 export const toolSpanName = (tool: string): string => `execute_tool ${tool}`;
