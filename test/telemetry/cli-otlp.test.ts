@@ -2,7 +2,8 @@
 // (415), body size (413), paths (404); spans outside the token's trace refused; attribute names
 // through the allow-list, values through the run's scrubber, content kept only when asked; a kept
 // process's spans moved under the attempt they started in; the env that turns the CLI's telemetry
-// on or off.
+// on or off; metrics through their allow-list (closed attribute values, cumulative series counted by
+// their rises, bounded series, a forger's attributes dropped).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
@@ -10,8 +11,10 @@ import {
   CLI_TELEMETRY_VARS,
   cliTelemetryEnv,
   createScrubber,
+  CumulativeSeries,
   redactionMarker,
   startCliOtlpReceiver,
+  type CliMetricIncrement,
   type CliOtlpReceiver,
 } from "../../src/telemetry/index.ts";
 
@@ -234,4 +237,173 @@ test("the CLI's env: every telemetry variable set when on, removed when off", ()
   assert.equal(metricsOnly["OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"], "delta");
   assert.equal(metricsOnly["OTEL_TRACES_EXPORTER"], "none", "no spans asked for while the worker does not trace");
   assert.equal(metricsOnly["TRACEPARENT"], undefined);
+});
+
+interface PointInput {
+  value: number;
+  attributes?: Record<string, string | number | boolean>;
+  startMs?: number;
+}
+
+/** An ExportMetricsServiceRequest with one monotonic sum per metric. */
+function metricsRequest(temporality: 1 | 2, metrics: Record<string, PointInput[]>): string {
+  return JSON.stringify({
+    resourceMetrics: [
+      {
+        resource: { attributes: [{ key: "service.name", value: { stringValue: "claude-code" } }] },
+        scopeMetrics: [
+          {
+            scope: { name: "com.anthropic.claude_code", version: "2.1.332" },
+            metrics: Object.entries(metrics).map(([name, points]) => ({
+              name,
+              sum: {
+                aggregationTemporality: temporality,
+                isMonotonic: true,
+                dataPoints: points.map((point) => ({
+                  attributes: Object.entries(point.attributes ?? {}).map(([key, value]) => ({
+                    key,
+                    value: otlpValue(value),
+                  })),
+                  startTimeUnixNano: nanos(point.startMs ?? T0),
+                  timeUnixNano: nanos(T0 + 1000),
+                  asDouble: point.value,
+                })),
+              },
+            })),
+          },
+        ],
+      },
+    ],
+  });
+}
+
+async function withMetricsReceiver(
+  body: (receiver: CliOtlpReceiver, recorded: CliMetricIncrement[]) => Promise<void>,
+): Promise<void> {
+  const recorded: CliMetricIncrement[] = [];
+  const receiver = await startCliOtlpReceiver({
+    emit: () => undefined,
+    metrics: { add: (increments) => recorded.push(...increments), watch: () => undefined },
+    maxBodyBytes: 1024 * 1024,
+  });
+  try {
+    await body(receiver, recorded);
+  } finally {
+    await receiver.close();
+  }
+}
+
+const total = (recorded: CliMetricIncrement[], instrument: string, where: Record<string, string> = {}): number =>
+  recorded
+    .filter((i) => i.instrument === instrument && Object.entries(where).every(([k, v]) => i.attributes[k] === v))
+    .reduce((sum, i) => sum + i.value, 0);
+
+test("metrics: kept ones become increments with closed attribute values; the rest are counted, not kept", async () => {
+  await withMetricsReceiver(async (receiver, recorded) => {
+    const grant = receiver.issue(undefined);
+    const identity = { "session.id": "s-1", "user.id": "u-1", "user.email": "someone@example.com" };
+    const response = await post(
+      receiver,
+      metricsRequest(1, {
+        "claude_code.lines_of_code.count": [
+          { value: 3, attributes: { ...identity, type: "added", model: "claude-test-1" } },
+          { value: 2, attributes: { ...identity, type: "removed" } },
+        ],
+        "claude_code.code_edit_tool.decision": [
+          { value: 1, attributes: { tool_name: "Edit", decision: "accept", source: "config", language: "TypeScript" } },
+        ],
+        "claude_code.token.usage": [{ value: 24, attributes: { type: "input" } }],
+        "claude_code.made_up.count": [{ value: 7 }],
+      }),
+      { token: grant.token, path: "/v1/metrics" },
+    );
+    assert.equal(response.status, 200);
+    assert.deepEqual(recorded, [
+      { instrument: "cliLinesOfCode", attributes: { "turnstream.cli.lines.type": "added" }, value: 3 },
+      { instrument: "cliLinesOfCode", attributes: { "turnstream.cli.lines.type": "removed" }, value: 2 },
+      {
+        instrument: "cliCodeEditDecisions",
+        attributes: {
+          "gen_ai.tool.name": "Edit",
+          "turnstream.cli.edit.decision": "accept",
+          "turnstream.cli.edit.source": "config",
+          "turnstream.cli.edit.language": "TypeScript",
+        },
+        value: 1,
+      },
+    ]);
+    assert.deepEqual(receiver.stats.metricPoints, { recorded: 3, notKept: 1, unknown: 1, refused: 0 });
+    assert.equal(receiver.stats.dropped, 0);
+  });
+});
+
+test("metrics: a cumulative series counts its rises only, a reset counts from 0, two series add up", async () => {
+  await withMetricsReceiver(async (receiver, recorded) => {
+    const grant = receiver.issue(PROCESS);
+    const lines = (value: number, startMs = T0): string =>
+      metricsRequest(2, { "claude_code.lines_of_code.count": [{ value, attributes: { type: "added" }, startMs }] });
+    for (const body of [lines(3), lines(5), lines(5), lines(2, T0 + 60_000), lines(4, T0 + 60_000)])
+      assert.equal((await post(receiver, body, { token: grant.token, path: "/v1/metrics" })).status, 200);
+    // 3, +2, +0 from the first series; 2, +2 from the second (a new start time: the process restarted it).
+    assert.equal(total(recorded, "cliLinesOfCode"), 9);
+    // Each token keeps its own series: another process's cumulative 5 is 5 more.
+    const other = receiver.issue(PROCESS);
+    await post(receiver, lines(5), { token: other.token, path: "/v1/metrics" });
+    assert.equal(total(recorded, "cliLinesOfCode"), 14);
+  });
+});
+
+test("metrics (attacker): forged attributes, values and series stay out; the series stay bounded", async () => {
+  await withMetricsReceiver(async (receiver, recorded) => {
+    const grant = receiver.issue(PROCESS);
+    const secret = `ghp_${"A".repeat(36)}`;
+    const points: PointInput[] = [];
+    for (let index = 0; index < 600; index++)
+      points.push({
+        value: 1,
+        startMs: T0 + index,
+        attributes: {
+          tool_name: `Tool${index}`,
+          decision: index % 2 === 0 ? "accept" : secret,
+          language: `/home/someone/project/file${index}.ts`,
+          source: "config",
+          [`attr.${index}`]: secret,
+          "session.id": `session-${index}`,
+        },
+      });
+    const bad: PointInput[] = [{ value: -5 }, { value: Number.NaN }];
+    const body = metricsRequest(2, { "claude_code.code_edit_tool.decision": points });
+    const response = await post(receiver, body, { token: grant.token, path: "/v1/metrics" });
+    assert.equal(response.status, 200);
+    const negative = metricsRequest(1, { "claude_code.commit.count": bad });
+    assert.equal((await post(receiver, negative, { token: grant.token, path: "/v1/metrics" })).status, 200);
+    const series = new Set(recorded.map((i) => JSON.stringify(i.attributes)));
+    assert.deepEqual([...series].sort(), [
+      JSON.stringify({
+        "gen_ai.tool.name": "other",
+        "turnstream.cli.edit.decision": "accept",
+        "turnstream.cli.edit.source": "config",
+        "turnstream.cli.edit.language": "other",
+      }),
+      JSON.stringify({
+        "gen_ai.tool.name": "other",
+        "turnstream.cli.edit.decision": "other",
+        "turnstream.cli.edit.source": "config",
+        "turnstream.cli.edit.language": "other",
+      }),
+    ]);
+    assert.ok(!JSON.stringify(recorded).includes(secret));
+    // Cumulative series a process may keep are bounded: the ones past the bound are refused, and counted.
+    assert.equal(total(recorded, "cliCodeEditDecisions"), CumulativeSeries.MAX);
+    assert.equal(total(recorded, "cliCommits"), 0);
+    assert.deepEqual(receiver.stats.metricPoints, {
+      recorded: CumulativeSeries.MAX,
+      notKept: 0,
+      unknown: 0,
+      refused: 600 - CumulativeSeries.MAX + bad.length,
+    });
+    // A process given no trace posts no spans.
+    const spanResponse = await post(receiver, request({}), { token: receiver.issue(undefined).token });
+    assert.match(await spanResponse.text(), /rejectedSpans":1/);
+  });
 });
