@@ -1,7 +1,8 @@
-// The CLI's own spans through the worker, real CLI, one stage and three workers in turn (only one
+// The CLI's own spans through the worker, real CLI, one stage and four workers in turn (only one
 // takes jobs at a time): tracing on exports the CLI's spans under the attempt span, in the session's
-// one trace; content on keeps the prompt, scrubbed; TURNSTREAM_CLI_TELEMETRY off leaves the CLI's
-// telemetry off. Secrets are planted in the prompt, a tool's output, the job's env (a reference), and
+// one trace, whose one root is the session's own span (a re-export from the log emits it with the same
+// ids); a warm session's second turn's CLI spans land under that turn's attempt; content on keeps the
+// prompt, scrubbed; TURNSTREAM_CLI_TELEMETRY off leaves the CLI's telemetry off. Secrets are planted in the prompt, a tool's output, the job's env (a reference), and
 // the worker's own env (its model key and its collector's OTLP header); a tool of the run plays the
 // attacker against the receiver with the token its env holds. What the worker exports goes to a
 // real OTLP/HTTP receiver, and none of the secrets is in those bytes.
@@ -10,9 +11,11 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { collectSessionTraces } from "../../src/bin/commands/_export-traces.ts";
 import {
   ATTEMPT_SPAN_NAME,
   createScrubber,
+  SESSION_SPAN_NAME,
   sessionSpanContext,
   startTelemetry,
   type Telemetry,
@@ -129,12 +132,12 @@ function worker(cliTelemetry: TurnWorkerOptions["cliTelemetry"]) {
   });
 }
 
-async function runTurn(prompt: string, session?: string): Promise<{ session: string; turn: string }> {
+async function runTurn(prompt: string, session?: string, warm = false): Promise<{ session: string; turn: string }> {
   const queued = await stage.producer.enqueueTurn({
     prompt,
     cwd: stage.ws,
     session,
-    options: { skipPermissions: true, env: { JOB_SECRET: { fromEnv: "WORKER_JOB_SECRET" } } },
+    options: { skipPermissions: true, warm, env: { JOB_SECRET: { fromEnv: "WORKER_JOB_SECRET" } } },
   });
   const result = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 120_000 });
   assert.equal(result.status, "finished", JSON.stringify(result.event.data));
@@ -175,6 +178,8 @@ before(async () => {
         { match: "marker-content", content: [{ type: "text", text: "content printed" }] },
         bash("sh forge.sh off; echo marker-off", "off turn"),
         { match: "marker-off", content: [{ type: "text", text: "off done" }] },
+        { match: "warm one", content: [{ type: "text", text: "warm one done" }] },
+        { match: "warm two", content: [{ type: "text", text: "warm two done" }] },
       ],
     },
     { allowEnv: ["JOB_SECRET"] },
@@ -204,6 +209,11 @@ test("CLI spans join the attempt span, a session is one trace, a tool's forged s
   const attempts = spans.filter((s) => s.name === ATTEMPT_SPAN_NAME && s.traceId === session.traceId);
   assert.equal(attempts.length, 2, "both turns' attempt spans are in the session's trace");
   for (const attempt of attempts) assert.equal(attempt.parentSpanId, session.spanId);
+  assertOneRoot(
+    spans.filter((s) => s.traceId === session.traceId),
+    session.spanId,
+  );
+  await assertReplayedRoot(first.session, session);
   const turnOf = (span: OtlpSpan): unknown => attr(span, "turnstream.turn");
   const firstAttempt = attempts.find((s) => turnOf(s) === first.turn)!;
   const secondAttempt = attempts.find((s) => turnOf(s) === second.turn)!;
@@ -296,6 +306,61 @@ test("TURNSTREAM_CLI_TELEMETRY=off: no telemetry variable in the CLI's env, no C
   );
   assert.ok(!inTrace.some((s) => s.service === "claude-code"));
 });
+
+test("a warm session's second turn: its CLI's spans land under that turn's attempt span", async () => {
+  const turnWorker = worker(undefined);
+  const first = await runTurn("warm one", undefined, true);
+  const second = await runTurn("warm two", first.session, true);
+  const started = (await stage.events(first.session, second.turn)).find((e) => e.kind === "attempt.started");
+  assert.equal((started?.data as { warm?: string }).warm, "warm", "the kept process answered the second turn");
+  // Closing the worker ends the kept process, which sends what spans it still holds.
+  await turnWorker.close({ graceMs: 5000 });
+  await telemetry.forceFlush();
+  const session = sessionSpanContext(stage.space.logPrefix, first.session);
+  const inTrace = exportedSpans(receiver).filter((s) => s.traceId === session.traceId);
+  const attemptOf = (turn: string): OtlpSpan =>
+    inTrace.find((s) => s.name === ATTEMPT_SPAN_NAME && attr(s, "turnstream.turn") === turn)!;
+  const interactions = inTrace.filter((s) => s.service === "claude-code" && s.name === "claude_code.interaction");
+  assert.deepEqual(
+    interactions.map((s) => s.parentSpanId).sort(),
+    [attemptOf(first.turn).spanId, attemptOf(second.turn).spanId].sort(),
+    "one interaction under each turn's attempt span",
+  );
+  assertOneRoot(inTrace, session.spanId);
+});
+
+/** The trace's only root is the session's span; every span's parents lead to it, none is missing. */
+function assertOneRoot(inTrace: OtlpSpan[], sessionSpanId: string): void {
+  const roots = inTrace.filter((s) => (s.parentSpanId ?? "") === "");
+  assert.deepEqual(
+    roots.map((s) => [s.name, s.spanId]),
+    [[SESSION_SPAN_NAME, sessionSpanId]],
+  );
+  const byId = new Map(inTrace.map((s) => [s.spanId, s]));
+  for (const span of inTrace) {
+    let at: OtlpSpan | undefined = span;
+    for (let depth = 0; at !== undefined && (at.parentSpanId ?? "") !== "" && depth < 64; depth++)
+      at = byId.get(at.parentSpanId!);
+    assert.equal(at?.spanId, sessionSpanId, `${span.name}'s parents reach the session's span`);
+  }
+}
+
+/** A re-export of the session from its log emits the session's span with the same ids, once. */
+async function assertReplayedRoot(sessionId: string, session: { traceId: string; spanId: string }): Promise<void> {
+  const replayed = await collectSessionTraces({
+    log: stage.producer.log,
+    session: sessionId,
+    env: {},
+  });
+  const roots = replayed.spans.filter((s) => s.name === SESSION_SPAN_NAME);
+  assert.deepEqual(
+    roots.map((s) => [s.spanContext().traceId, s.spanContext().spanId, s.parentSpanContext?.spanId]),
+    [[session.traceId, session.spanId, undefined]],
+  );
+  const attempts = replayed.spans.filter((s) => s.name === ATTEMPT_SPAN_NAME);
+  assert.equal(attempts.length, 2);
+  for (const attempt of attempts) assert.equal(attempt.parentSpanContext?.spanId, session.spanId);
+}
 
 /** The first turn's token, posted again after its run ended (the receiver still up). */
 async function postWithTheToolsToken(): Promise<{ status: number; token: string }> {
