@@ -4,7 +4,10 @@
 // worker-cpu bench does) and, when its env turns telemetry on, posts at exit a traces request of
 // ~32 KB shaped like the real CLI's (interaction, llm_request, tool, tool.execution spans with the
 // attributes CLI 2.1.332 sends, user id and prompt included), under the TRACEPARENT it was given,
-// with the token its env holds. The worker is a process of its own; its CPU is read from /proc.
+// with the token its env holds, and a metrics request like the real CLI's at the end of a turn that
+// edited a file (sessions, lines of code, cost, tokens, an edit decision, active time, in delta). The
+// worker keeps metrics (its OTLP endpoint is set), so the CLI is asked for them when its telemetry is
+// on. The worker is a process of its own; its CPU is read from /proc.
 import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createProducer } from "../src/queue/index.ts";
@@ -20,6 +23,8 @@ export interface CliSpansResult {
   offCpuMsPerTurn: number;
   /** Bytes of the stand-in's traces request. */
   payloadBytes: number;
+  /** Bytes of the stand-in's metrics request. */
+  metricsPayloadBytes: number;
   /** CLI spans the worker exported in the last round with them on. */
   cliSpansExported: number;
 }
@@ -143,8 +148,63 @@ function cliTracesPayload(bytes: number): string {
   return request();
 }
 
-/** The stand-in CLI (worker-cpu's, plus the traces request at exit when its telemetry is on). */
-function standInCli(bin: string): { path: string; payloadBytes: number } {
+/** A metrics request like the real CLI's after a turn that edited a TypeScript file (delta temporality). */
+function cliMetricsPayload(): string {
+  const now = Date.now();
+  const point = (value: number, attributes: Record<string, string | number | boolean>) => ({
+    attributes: Object.entries({ ...COMMON, ...attributes }).map(([k, v]) => attribute(k, v)),
+    startTimeUnixNano: `${now - 200}000000`,
+    timeUnixNano: `${now}000000`,
+    asDouble: value,
+  });
+  const sum = (name: string, points: unknown[]) => ({
+    name,
+    sum: { aggregationTemporality: 1, isMonotonic: true, dataPoints: points },
+  });
+  const usage = { model: "claude-opus-5-5", query_source: "main", effort: "medium" };
+  const metrics = [
+    sum("claude_code.session.count", [point(1, { start_type: "fresh" })]),
+    sum("claude_code.lines_of_code.count", [
+      point(3, { type: "added", model: "claude-opus-5-5" }),
+      point(2, { type: "removed", model: "claude-opus-5-5" }),
+    ]),
+    sum("claude_code.cost.usage", [point(0.000336, usage)]),
+    sum(
+      "claude_code.token.usage",
+      [
+        ["input", 24],
+        ["output", 12],
+        ["cacheRead", 0],
+        ["cacheCreation", 0],
+      ].map(([type, value]) => point(Number(value), { ...usage, type: String(type) })),
+    ),
+    sum("claude_code.code_edit_tool.decision", [
+      point(1, { decision: "accept", source: "config", tool_name: "Edit", language: "TypeScript" }),
+    ]),
+    sum("claude_code.active_time.total", [point(0.164, { type: "cli" })]),
+  ];
+  return JSON.stringify({
+    resourceMetrics: [
+      {
+        resource: {
+          attributes: [
+            attribute("host.arch", "amd64"),
+            attribute("os.type", "linux"),
+            attribute("service.name", "claude-code"),
+            attribute("service.version", "2.1.332"),
+          ],
+        },
+        scopeMetrics: [{ scope: { name: "com.anthropic.claude_code", version: "2.1.332" }, metrics }],
+      },
+    ],
+  });
+}
+
+/**
+ * The stand-in CLI (worker-cpu's, plus the traces request at exit when its telemetry is on, and the
+ * metrics request when it is asked for metrics).
+ */
+function standInCli(bin: string): { path: string; payloadBytes: number; metricsPayloadBytes: number } {
   const recorded = readFileSync(join(import.meta.dirname, "../test/fixtures/cli/plain-reply.jsonl"), "utf8")
     .trim()
     .split("\n");
@@ -161,6 +221,8 @@ function standInCli(bin: string): { path: string; payloadBytes: number } {
   );
   const payload = cliTracesPayload(32 * 1024);
   writeFileSync(join(bin, "otlp.json"), payload);
+  const metricsPayload = cliMetricsPayload();
+  writeFileSync(join(bin, "metrics.json"), metricsPayload);
   const path = join(bin, "claude");
   writeFileSync(
     path,
@@ -180,11 +242,15 @@ if [ "$CLAUDE_CODE_ENABLE_TELEMETRY" = 1 ]; then
   sed -e "s/@TRACE@/$trace/g" -e "s/@PARENT@/$parent/g" ${bin}/otlp.json |
     curl -s -o /dev/null -H "Authorization: \${OTEL_EXPORTER_OTLP_HEADERS#Authorization=}" \\
       -H 'content-type: application/json' --data-binary @- "$OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces"
+  if [ "$OTEL_METRICS_EXPORTER" = otlp ]; then
+    curl -s -o /dev/null -H "Authorization: \${OTEL_EXPORTER_OTLP_HEADERS#Authorization=}" \\
+      -H 'content-type: application/json' --data-binary @${bin}/metrics.json "$OTEL_EXPORTER_OTLP_ENDPOINT/v1/metrics"
+  fi
 else sleep 0.02; fi
 `,
   );
   chmodSync(path, 0o755);
-  return { path, payloadBytes: Buffer.byteLength(payload) };
+  return { path, payloadBytes: Buffer.byteLength(payload), metricsPayloadBytes: Buffer.byteLength(metricsPayload) };
 }
 
 /** CPU ms of a process (user + system, clock ticks of 10 ms), from /proc. */
@@ -267,6 +333,7 @@ export async function measureCliSpans(turns: number, rounds: number): Promise<Cl
     onCpuMsPerTurn: Number(onMs.toFixed(2)),
     offCpuMsPerTurn: Number(offMs.toFixed(2)),
     payloadBytes: cli.payloadBytes,
+    metricsPayloadBytes: cli.metricsPayloadBytes,
     cliSpansExported,
   };
 }

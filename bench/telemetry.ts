@@ -10,7 +10,7 @@
 // Lines are parsed once before timing: in the worker the CLI runner parses every line whether
 // telemetry is on or not (runTurn yields ParsedLine), and the spans take that parse (they parse a
 // line again only when the line scrubber changed its text).
-// Then the CLI's own spans (_cli-spans.ts): worker CPU per turn with them joined into the attempt's
+// Then the CLI's own spans and metrics (_cli-spans.ts): worker CPU per turn with them joined into the attempt's
 // trace against TURNSTREAM_CLI_TELEMETRY=off, reported as cliSpansCpuRatio (goal ≤ 1.10).
 // Options: --events N, --rounds N, --url redis://… (default: a private redis-server for the run),
 // --cli-turns N, --cli-rounds N, --cli-only (skip the ingest part).
