@@ -89,6 +89,13 @@ interface Point {
   value: number;
 }
 
+/** A data point as the worker's OTLP/JSON exporter writes it. */
+interface PushedPoint {
+  attributes?: Array<{ key: string; value: Record<string, unknown> }>;
+  asDouble?: number;
+  asInt?: number | string;
+}
+
 /** The worker's latest pushed value of each series of `name` (its exporter sends cumulative sums). */
 function pushedPoints(receiver: OtlpReceiver, name: string): Point[] {
   type Body = {
@@ -96,7 +103,7 @@ function pushedPoints(receiver: OtlpReceiver, name: string): Point[] {
       scopeMetrics?: Array<{
         metrics?: Array<{
           name: string;
-          sum?: { dataPoints: Array<{ attributes?: Array<{ key: string; value: Record<string, unknown> }> } & Point> };
+          sum?: { dataPoints: PushedPoint[] };
         }>;
       }>;
     }>;
@@ -109,11 +116,10 @@ function pushedPoints(receiver: OtlpReceiver, name: string): Point[] {
       for (const metric of scope.metrics ?? []) {
         if (metric.name !== name) continue;
         for (const point of metric.sum?.dataPoints ?? []) {
-          const raw = point as unknown as { asDouble?: number; asInt?: number | string };
           const attributes = Object.fromEntries(
             (point.attributes ?? []).map((a) => [a.key, String(Object.values(a.value)[0])]),
           );
-          points.push({ attributes, value: Number(raw.asDouble ?? raw.asInt) });
+          points.push({ attributes, value: Number(point.asDouble ?? point.asInt) });
         }
       }
   return points;
@@ -214,12 +220,12 @@ test("the CLI's metrics: lines of code as diff counts them over two turns; a too
   await worker.close({ graceMs: 5000 });
   await metrics.forceFlush();
 
-  const a = diffCount(join(stage.ws, "a.ts.before"), join(stage.ws, "a.ts"));
-  const b = diffCount(join(stage.ws, "b.md.before"), join(stage.ws, "b.md"));
-  assert.ok(a.added > 0 && b.removed > 0, "both edits changed their files");
+  const inTs = diffCount(join(stage.ws, "a.ts.before"), join(stage.ws, "a.ts"));
+  const inMd = diffCount(join(stage.ws, "b.md.before"), join(stage.ws, "b.md"));
+  assert.ok(inTs.added > 0 && inMd.removed > 0, "both edits changed their files");
   const lines = pushedPoints(receiver, METRICS.cliLinesOfCode.name);
-  assert.equal(valueOf(lines, { "turnstream.cli.lines.type": "added" }), a.added + b.added);
-  assert.equal(valueOf(lines, { "turnstream.cli.lines.type": "removed" }), a.removed + b.removed);
+  assert.equal(valueOf(lines, { "turnstream.cli.lines.type": "added" }), inTs.added + inMd.added);
+  assert.equal(valueOf(lines, { "turnstream.cli.lines.type": "removed" }), inTs.removed + inMd.removed);
   assert.equal(valueOf(lines, { "turnstream.cli.lines.type": "other" }), 1000, "the forged type is 'other'");
 
   const decisions = pushedPoints(receiver, METRICS.cliCodeEditDecisions.name);

@@ -2,10 +2,11 @@
 // takes jobs at a time): tracing on exports the CLI's spans under the attempt span, in the session's
 // one trace, whose one root is the session's own span (a re-export from the log emits it with the same
 // ids); a warm session's second turn's CLI spans land under that turn's attempt; content on keeps the
-// prompt, scrubbed; TURNSTREAM_CLI_TELEMETRY off leaves the CLI's telemetry off. Secrets are planted in the prompt, a tool's output, the job's env (a reference), and
-// the worker's own env (its model key and its collector's OTLP header); a tool of the run plays the
-// attacker against the receiver with the token its env holds. What the worker exports goes to a
-// real OTLP/HTTP receiver, and none of the secrets is in those bytes.
+// prompt, scrubbed; TURNSTREAM_CLI_TELEMETRY off leaves the CLI's telemetry off. Secrets are
+// planted in the prompt, a tool's output, the job's env (a reference), and the worker's own env (its
+// model key and its collector's OTLP header); a tool of the run plays the attacker against the
+// receiver with the token its env holds. What the worker exports goes to a real OTLP/HTTP receiver,
+// and none of the secrets is in those bytes.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
