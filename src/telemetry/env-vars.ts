@@ -213,7 +213,7 @@ export const ENV_VARS: readonly EnvVarDoc[] = [
     name: "TURNSTREAM_CLI_TELEMETRY",
     readIn: "src/worker/config.ts",
     meaning:
-      "on (default while the worker traces): each CLI exports its own spans (claude_code.interaction, llm_request, tool) to a loopback receiver in the worker, with a token of its own and TRACEPARENT naming the attempt span; they are filtered (an allow-list of attribute names), scrubbed and exported under the attempt span; the CLI's metrics and logs are not asked for. off: the CLI's telemetry stays off. Either way no OTEL_* variable of the worker's reaches the CLI",
+      "on (default while the worker traces or keeps metrics): each CLI exports its own telemetry to a loopback receiver in the worker, with a token of its own. While the worker traces: its spans (claude_code.interaction, llm_request, tool), under TRACEPARENT naming the attempt span; they are filtered (an allow-list of attribute names), scrubbed and exported under the attempt span. While the worker keeps metrics: its metrics (delta), of which lines of code, commits, pull requests, edit decisions and active time become the worker's turnstream.cli.* counters with attribute values from fixed sets. Its logs are not asked for. off: the CLI's telemetry stays off. Either way no OTEL_* variable of the worker's reaches the CLI",
   },
   {
     name: "TURNSTREAM_CLI_TELEMETRY_CONTENT",
