@@ -4,7 +4,7 @@
 // receiver's counts (spans forwarded and refused, posts without a live token, metric points by what
 // became of them) are read when a reader collects, so an operator sees forged posts.
 import type { BatchObservableResult, Counter, Meter } from "@opentelemetry/api";
-import type { CliInstrument, CliMetricsSink, CliOtlpCounts } from "../telemetry/index.ts";
+import type { CliInstrument, CliMetricsSink, CliOtlpStats } from "../telemetry/index.ts";
 import { counter, observableCounter } from "./instruments.ts";
 import { METRICS } from "./names.ts";
 
@@ -19,7 +19,7 @@ export function cliTelemetryMetrics(meter: Meter): CliMetricsSink {
     cliCodeEditDecisions: counter(meter, METRICS.cliCodeEditDecisions),
     cliActiveTime: counter(meter, METRICS.cliActiveTime),
   };
-  const watched: Readonly<CliOtlpCounts>[] = [];
+  const watched: Readonly<CliOtlpStats>[] = [];
   observeCounts(meter, watched);
   return {
     add(increments) {
@@ -32,11 +32,11 @@ export function cliTelemetryMetrics(meter: Meter): CliMetricsSink {
 }
 
 /** The receivers' counts, summed (a process may run more than one worker), each time a reader collects. */
-function observeCounts(meter: Meter, watched: readonly Readonly<CliOtlpCounts>[]): void {
+function observeCounts(meter: Meter, watched: readonly Readonly<CliOtlpStats>[]): void {
   const spans = observableCounter(meter, METRICS.cliTelemetrySpans);
   const points = observableCounter(meter, METRICS.cliTelemetryMetricPoints);
   const unauthorized = observableCounter(meter, METRICS.cliTelemetryUnauthorized);
-  const total = (read: (stats: Readonly<CliOtlpCounts>) => number): number =>
+  const total = (read: (stats: Readonly<CliOtlpStats>) => number): number =>
     watched.reduce((sum, stats) => sum + read(stats), 0);
   meter.addBatchObservableCallback(
     (observation: BatchObservableResult) => {

@@ -87,7 +87,6 @@ export {
   type CliInstrument,
   type CliMetricIncrement,
   type CliMetricsSink,
-  type CliOtlpCounts,
   type CliOtlpReceiver,
   type CliOtlpStats,
   type CliTelemetryTarget,

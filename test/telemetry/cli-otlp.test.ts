@@ -314,6 +314,10 @@ test("metrics: kept ones become increments with closed attribute values; the res
         ],
         "claude_code.token.usage": [{ value: 24, attributes: { type: "input" } }],
         "claude_code.made_up.count": [{ value: 7 }],
+        // Names an object has without being given them are no metric (nor a crash).
+        constructor: [{ value: 1 }],
+        ["__proto__"]: [{ value: 1 }],
+        toString: [{ value: 1 }],
       }),
       { token: grant.token, path: "/v1/metrics" },
     );
@@ -332,7 +336,7 @@ test("metrics: kept ones become increments with closed attribute values; the res
         value: 1,
       },
     ]);
-    assert.deepEqual(receiver.stats.metricPoints, { recorded: 3, notKept: 1, unknown: 1, refused: 0 });
+    assert.deepEqual(receiver.stats.metricPoints, { recorded: 3, notKept: 1, unknown: 4, refused: 0 });
     assert.equal(receiver.stats.dropped, 0);
   });
 });

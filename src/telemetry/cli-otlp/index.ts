@@ -9,7 +9,6 @@ export {
   startCliOtlpReceiver,
   type CliOtlpReceiver,
   type CliOtlpReceiverOptions,
-  type CliOtlpStats,
 } from "./receiver.ts";
 export { CLI_TELEMETRY_VARS, cliTelemetryEnv, isCliTelemetryVar, type CliTelemetryTarget } from "./env.ts";
 export { cliSpans, type AttemptBinding, type ConvertedSpans, type SpanRoute } from "./spans.ts";
@@ -28,7 +27,7 @@ export {
   type CliInstrument,
   type CliMetricIncrement,
   type CliMetricsSink,
-  type CliOtlpCounts,
+  type CliOtlpStats,
   type MetricPointCounts,
 } from "./metrics.ts";
 export { CONTENT_ATTRIBUTES, FACT_ATTRIBUTES, RESOURCE_ATTRIBUTES } from "./attributes.ts";

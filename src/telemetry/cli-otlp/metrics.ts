@@ -7,6 +7,7 @@
 // counts only its rise since the process's last point of it, so nothing is counted twice.
 import { createHash } from "node:crypto";
 import { isObj } from "../../kernel/index.ts";
+import { arrayField } from "./spans.ts";
 
 /** The value of an attribute outside its set, or missing. */
 const OTHER = "other";
@@ -150,47 +151,47 @@ export class CumulativeSeries {
 const DELTA = 1;
 const CUMULATIVE = 2;
 
+/** The increments of one request, and what became of each of its points. */
+interface Conversion {
+  increments: CliMetricIncrement[];
+  counts: MetricPointCounts;
+}
+
 /** The increments of one request (its parsed JSON body), with what became of each point. */
-export function cliMetricIncrements(
-  body: unknown,
-  series: CumulativeSeries,
-): { increments: CliMetricIncrement[]; counts: MetricPointCounts } {
-  const out = { increments: [] as CliMetricIncrement[], counts: emptyPointCounts() };
+export function cliMetricIncrements(body: unknown, series: CumulativeSeries): Conversion {
+  const out: Conversion = { increments: [], counts: emptyPointCounts() };
   for (const resourceMetrics of arrayField(body, "resourceMetrics"))
     for (const scopeMetrics of arrayField(resourceMetrics, "scopeMetrics"))
       for (const metric of arrayField(scopeMetrics, "metrics")) convertMetric(metric, series, out);
   return out;
 }
 
-function convertMetric(
-  metric: unknown,
-  series: CumulativeSeries,
-  out: { increments: CliMetricIncrement[]; counts: MetricPointCounts },
-): void {
-  const name = isObj(metric) ? metric["name"] : undefined;
+/** The kept metric named `name`; own keys only (a name like `constructor` is no metric). */
+function keptMetric(name: string): CliMetricDef | undefined {
+  return Object.hasOwn(CLI_METRICS, name) ? CLI_METRICS[name] : undefined;
+}
+
+function convertMetric(metric: unknown, series: CumulativeSeries, out: Conversion): void {
+  const name = isObj(metric) && typeof metric["name"] === "string" ? metric["name"] : "";
   const sum = isObj(metric) ? metric["sum"] : undefined;
   const points = arrayField(sum, "dataPoints");
-  const def = typeof name === "string" ? CLI_METRICS[name] : undefined;
+  // A metric without points still counts once: a post of nothing but names shows too.
+  const pointCount = Math.max(1, points.length);
+  const def = keptMetric(name);
   if (def === undefined) {
-    const known = typeof name === "string" && CLI_METRICS_NOT_KEPT.has(name);
-    if (known) out.counts.notKept += Math.max(1, points.length);
-    else out.counts.unknown += Math.max(1, points.length);
+    if (CLI_METRICS_NOT_KEPT.has(name)) out.counts.notKept += pointCount;
+    else out.counts.unknown += pointCount;
     return;
   }
   const temporality = isObj(sum) ? sum["aggregationTemporality"] : undefined;
   const monotonic = isObj(sum) && sum["isMonotonic"] === true;
   if (!monotonic || (temporality !== DELTA && temporality !== CUMULATIVE)) {
-    out.counts.refused += Math.max(1, points.length);
+    out.counts.refused += pointCount;
     return;
   }
   for (const point of points) {
     const value = pointValue(point);
-    const increment =
-      value === undefined
-        ? undefined
-        : temporality === DELTA
-          ? value
-          : series.rise(seriesKey(name as string, point), value);
+    const increment = value === undefined || temporality === DELTA ? value : series.rise(seriesKey(name, point), value);
     if (increment === undefined) {
       out.counts.refused++;
       continue;
@@ -229,20 +230,15 @@ function keptAttributes(def: CliMetricDef, point: unknown): Record<string, strin
   return kept;
 }
 
-function arrayField(value: unknown, key: string): unknown[] {
-  const field = isObj(value) ? value[key] : undefined;
-  return Array.isArray(field) ? field : [];
-}
-
 /** Where the kept increments go, and where the receiver's own counts are read: the worker's meter. */
 export interface CliMetricsSink {
   add(increments: readonly CliMetricIncrement[]): void;
   /** The receiver's running counts, read when the worker's metrics are collected. */
-  watch(stats: Readonly<CliOtlpCounts>): void;
+  watch(stats: Readonly<CliOtlpStats>): void;
 }
 
 /** What a receiver did since it started (its stats). */
-export interface CliOtlpCounts {
+export interface CliOtlpStats {
   /** Spans handed to the worker's processors. */
   spans: number;
   /** Spans refused: another trace than their token's, malformed, no attempt bound. */

@@ -15,7 +15,7 @@ import {
   CumulativeSeries,
   emptyPointCounts,
   type CliMetricsSink,
-  type CliOtlpCounts,
+  type CliOtlpStats,
   type MetricPointCounts,
 } from "./metrics.ts";
 import { cliSpans, type AttemptBinding, type SpanRoute } from "./spans.ts";
@@ -31,9 +31,6 @@ export interface CliOtlpReceiverOptions {
   maxBodyBytes?: number | undefined;
   logger?: Logger | undefined;
 }
-
-/** What the receiver did since it started. */
-export type CliOtlpStats = CliOtlpCounts;
 
 export interface CliOtlpReceiver {
   /** `http://127.0.0.1:<port>` */

@@ -81,7 +81,8 @@ export function cliSpans(body: unknown, route: SpanRoute): ConvertedSpans {
   return out;
 }
 
-function arrayField(value: unknown, key: string): unknown[] {
+/** An OTLP/JSON list field (`resourceSpans`, `dataPoints`, …); empty when it is missing or not a list. */
+export function arrayField(value: unknown, key: string): unknown[] {
   const field = isObj(value) ? value[key] : undefined;
   return Array.isArray(field) ? field : [];
 }
