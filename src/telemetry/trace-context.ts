@@ -48,9 +48,9 @@ export function contextFromTraceparent(
 /**
  * The trace every attempt of a session shares when no producer names one: its ids are derived from
  * the log's key prefix and the session id, so any worker, and a re-export from the log, lands in the
- * same trace. The span id names the session itself, a parent that is never exported (no process
- * knows when a session begins or ends): each attempt span hangs under it, and a trace UI shows the
- * session's attempts side by side.
+ * same trace. The span id names the session itself: each attempt span hangs under it, and a trace UI
+ * shows the session's attempts side by side. The session's first attempt emits that span, short, as
+ * the trace's root (spans/session.ts).
  */
 export function sessionSpanContext(prefix: string, session: string): SpanContext {
   const digest = createHash("sha256").update(`turnstream.session\0${prefix}\0${session}`).digest("hex");
