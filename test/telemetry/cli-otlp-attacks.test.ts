@@ -303,6 +303,7 @@ test("no job env and no operator runEnv points, turns on or joins the CLI's tele
     url: "http://127.0.0.1:1",
     token: "turnstream-otlp-t",
     traceparent: `00-${PROCESS.traceId}-${PROCESS.spanId}-01`,
+    metrics: true,
     content: false,
   };
   const on = runOverlay(settings, { env: {}, telemetryEnv: cliTelemetryEnv(target) });
