@@ -72,6 +72,8 @@ export { exportTracesFromLog, type ExportTracesOptions, type ExportTracesResult 
 export { CollectingSpanExporter, otlpJson } from "./otlp-json.ts";
 export {
   CLI_OTLP_DEFAULT_MAX_BODY_BYTES,
+  CLI_OTLP_MAX_IN_FLIGHT,
+  CLI_OTLP_MAX_SPANS_PER_ATTEMPT,
   CLI_OTLP_TOKEN_PREFIX,
   CLI_TELEMETRY_VARS,
   CliTelemetryGrant,

@@ -13,6 +13,7 @@ import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import {
+  CLI_OTLP_MAX_SPANS_PER_ATTEMPT,
   cliTelemetryEnv,
   createScrubber,
   redactionMarker,
@@ -75,6 +76,9 @@ function body(spans: RawSpan[], resource: unknown[] = []): string {
 
 const text = (key: string, value: string) => ({ key, value: { stringValue: value } });
 
+/** The conversion's own bounds are tested with bodies past the default limit (which alone refuses them). */
+const LARGE_BODIES = { maxBodyBytes: 16 * 1024 * 1024 };
+
 async function withReceiver(
   options: { content?: boolean; maxBodyBytes?: number },
   run: (receiver: CliOtlpReceiver, emitted: ReadableSpan[], token: string) => Promise<void>,
@@ -97,7 +101,7 @@ async function post(receiver: CliOtlpReceiver, payload: string, authorization?: 
 }
 
 test("arrays nested 100,000 deep: answered, the worker's process unharmed, the next request served", async () => {
-  await withReceiver({}, async (receiver, emitted, token) => {
+  await withReceiver(LARGE_BODIES, async (receiver, emitted, token) => {
     const depth = 100_000;
     const nested = '{"arrayValue":{"values":['.repeat(depth) + '{"stringValue":"x"}' + "]}}".repeat(depth);
     const payload = body([{ spanId: "00000000000000aa", attributes: [text("model", "@DEEP@")] }]).replace(
@@ -118,7 +122,7 @@ test("arrays nested 100,000 deep: answered, the worker's process unharmed, the n
 });
 
 test("megabyte facts, huge arrays, thousands of events and spans: bounded before they reach the export queue", async () => {
-  await withReceiver({}, async (receiver, emitted, token) => {
+  await withReceiver(LARGE_BODIES, async (receiver, emitted, token) => {
     const big = "a".repeat(1024 * 1024);
     const manyItems = Array.from({ length: 50_000 }, (_, index) => ({ intValue: String(index) }));
     const events = Array.from({ length: 5000 }, () => ({ name: "claude_code.event", timeUnixNano: nanos(T0 + 15) }));
@@ -152,7 +156,7 @@ test("megabyte facts, huge arrays, thousands of events and spans: bounded before
 });
 
 test("content on: a megabyte prompt is scrubbed, then capped", async () => {
-  await withReceiver({ content: true }, async (receiver, emitted, token) => {
+  await withReceiver({ ...LARGE_BODIES, content: true }, async (receiver, emitted, token) => {
     const prompt = `deploy ghp_${"A".repeat(36)} ${"p".repeat(1024 * 1024)}`;
     await post(receiver, body([{ attributes: [text("user_prompt", prompt)] }]), `Bearer ${token}`);
     const kept = String(emitted[0]!.attributes["user_prompt"]);
@@ -234,8 +238,10 @@ test("another run's token (read from its CLI's environ) in a span value leaves r
   });
 });
 
-test("half-sent headers and bodies on many connections do not starve the CLI's own posts", async () => {
+test("half-sent headers and bodies on many connections do not starve another run's posts", async () => {
   await withReceiver({}, async (receiver, emitted, token) => {
+    const other = receiver.issue(OTHER_RUN);
+    other.bind({ ...OTHER_RUN, startMs: T0, scrubber: createScrubber({ env: {} }) });
     const { port } = new URL(receiver.url);
     const sockets: Socket[] = [];
     const open = (head: string): Promise<void> =>
@@ -248,18 +254,44 @@ test("half-sent headers and bodies on many connections do not starve the CLI's o
       const halfHeaders = "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n";
       const halfBody =
         `POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n` +
-        `Content-Type: application/json\r\nContent-Length: ${4 * 1024 * 1024 - 1}\r\n\r\n{"resourceSpans":[`;
+        `Content-Type: application/json\r\nContent-Length: ${1024 * 1024 - 1}\r\n\r\n{"resourceSpans":[`;
       await Promise.all([
         ...Array.from({ length: 200 }, () => open(halfHeaders)),
         ...Array.from({ length: 20 }, () => open(halfBody)),
       ]);
       const started = performance.now();
-      assert.equal((await post(receiver, body([{}]), `Bearer ${token}`)).status, 200);
+      const answer = await post(receiver, body([{ traceId: OTHER_RUN.traceId }]), `Bearer ${other.token}`);
+      assert.equal(answer.status, 200);
       assert.ok(performance.now() - started < 2000);
       assert.equal(emitted.length, 1);
+      // The attacker's own token holds at most CLI_OTLP_MAX_IN_FLIGHT bodies: the rest are turned away.
+      assert.equal((await post(receiver, body([{}]), `Bearer ${token}`)).status, 429);
+      assert.ok(sockets.filter((socket) => !socket.destroyed).length >= 200);
     } finally {
       for (const socket of sockets) socket.destroy();
     }
+  });
+});
+
+test("an attempt hands on at most its span allowance; a new attempt starts a new one", async () => {
+  await withReceiver({}, async (receiver, emitted, token) => {
+    const batch = Array.from({ length: 1000 }, (): RawSpan => ({}));
+    let rejected = 0;
+    for (let round = 0; round < 21; round++) {
+      const answer = await post(receiver, body(batch), `Bearer ${token}`);
+      const partial = (await answer.json()) as { partialSuccess?: { rejectedSpans: number } };
+      rejected += partial.partialSuccess?.rejectedSpans ?? 0;
+    }
+    assert.equal(emitted.length, CLI_OTLP_MAX_SPANS_PER_ATTEMPT);
+    assert.equal(rejected, 21 * 1000 - CLI_OTLP_MAX_SPANS_PER_ATTEMPT);
+  });
+});
+
+test("the CLI's session id is not kept: a tool could write another session's there", async () => {
+  await withReceiver({}, async (receiver, emitted, token) => {
+    const forged = [text("session.id", "another-session"), text("gen_ai.conversation.id", "another-session")];
+    await post(receiver, body([{ attributes: [...forged, text("tool_name", "Bash")] }]), `Bearer ${token}`);
+    assert.deepEqual(emitted[0]!.attributes, { tool_name: "Bash" });
   });
 });
 
@@ -368,12 +400,13 @@ test("real worker and CLI: workspace and config-home settings name an attacker; 
     for (const file of ["settings.json", "settings.local.json"])
       writeFileSync(join(stage.ws, ".claude", file), JSON.stringify(evil));
     writeFileSync(join(stage.ws, "attack.sh"), ATTACK);
-    const depth = 100_000;
+    // Under the default body limit, and still deeper than a recursive reader's stack.
+    const depth = 30_000;
     const deep = '{"arrayValue":{"values":['.repeat(depth) + '{"stringValue":"x"}' + "]}}".repeat(depth);
     writeFileSync(join(stage.ws, "attack-deep.json"), attackBody("00000000000000d1", deep));
     writeFileSync(
       join(stage.ws, "attack-big.json"),
-      attackBody("00000000000000d2", `{"stringValue":"${"b".repeat(1024 * 1024)}"}`),
+      attackBody("00000000000000d2", `{"stringValue":"${"b".repeat(900 * 1024)}"}`),
     );
 
     const worker = stage.worker({

@@ -3,12 +3,13 @@
 // what a name below does not list is dropped. Names were read off what CLI 2.1.332 sends (spans
 // claude_code.interaction, llm_request, tool, tool.execution, tool.blocked_on_user). Identity
 // (user.id, user.email, user.account_uuid, organization.id) and where requests went (base URLs) are
-// never kept, content only when the operator opts in; everything kept is scrubbed.
+// never kept, content only when the operator opts in; everything kept is scrubbed. Nor is the CLI's
+// session id (`session.id`, `gen_ai.conversation.id`): a tool could write another session's there,
+// and the trace the spans land in names the session already.
 
 /** What happened, not what was said: models, token counts, durations, tool names, outcomes. */
 const FACTS: readonly string[] = [
   "span.type",
-  "session.id",
   "terminal.type",
   "anthropic.provider",
   "anthropic.custom_base_url",
@@ -47,7 +48,6 @@ const FACTS: readonly string[] = [
   "gen_ai.system",
   "gen_ai.provider.name",
   "gen_ai.operation.name",
-  "gen_ai.conversation.id",
   "gen_ai.request.model",
   "gen_ai.response.model",
   "gen_ai.response.finish_reasons",

@@ -4,6 +4,8 @@
 // the allow-list of metrics and attribute values that become the worker's instruments.
 export {
   CLI_OTLP_DEFAULT_MAX_BODY_BYTES,
+  CLI_OTLP_MAX_IN_FLIGHT,
+  CLI_OTLP_MAX_SPANS_PER_ATTEMPT,
   CLI_OTLP_TOKEN_PREFIX,
   CliTelemetryGrant,
   startCliOtlpReceiver,

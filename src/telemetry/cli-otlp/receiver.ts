@@ -49,7 +49,21 @@ export interface CliOtlpReceiver {
 
 /** The token's prefix: says what it is when one turns up somewhere. */
 export const CLI_OTLP_TOKEN_PREFIX = "turnstream-otlp-";
-export const CLI_OTLP_DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+// The CLI exports in batches of at most 512 spans, a few hundred KB; a larger body is no CLI's.
+export const CLI_OTLP_DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * Requests one token may have open at once: a CLI sends one batch at a time per signal. With the body
+ * limit, this bounds what the receiver buffers to a few MB per live token. Connections are not capped:
+ * one without a live token is answered before its body is read, so a tool that opens many starves
+ * nobody's posts.
+ */
+export const CLI_OTLP_MAX_IN_FLIGHT = 3;
+/**
+ * Spans one attempt of a process may hand on. Far above what a turn makes (a few per model call and
+ * tool call), and a bound on what a tool posting with its CLI's token can push into the shared export
+ * queue, where other runs' spans wait too.
+ */
+export const CLI_OTLP_MAX_SPANS_PER_ATTEMPT = 20_000;
 /** Attempts a kept process's spans may still be sorted into (spans arrive up to a few seconds late). */
 const KEPT_BINDINGS = 4;
 
@@ -68,6 +82,10 @@ export class CliTelemetryGrant implements SpanRoute {
   readonly #bindings: AttemptBinding[] = [];
   readonly #revoke: () => void;
   #revoked = false;
+  /** Requests of this token being read or handled now. */
+  inFlight = 0;
+  /** Spans the current attempt may still hand on. */
+  #spansLeft = CLI_OTLP_MAX_SPANS_PER_ATTEMPT;
 
   constructor(process: { traceId: string; spanId: string } | undefined, content: boolean, revoke: () => void) {
     this.process = { traceId: (process ?? NO_TRACE).traceId, spanId: (process ?? NO_TRACE).spanId };
@@ -81,6 +99,7 @@ export class CliTelemetryGrant implements SpanRoute {
 
   /** From now on the process answers this attempt: its later spans go under the attempt's span. */
   bind(binding: AttemptBinding): void {
+    this.#spansLeft = CLI_OTLP_MAX_SPANS_PER_ATTEMPT;
     this.#bindings.push(binding);
     if (this.#bindings.length > KEPT_BINDINGS) this.#bindings.shift();
   }
@@ -89,6 +108,13 @@ export class CliTelemetryGrant implements SpanRoute {
     for (let index = this.#bindings.length - 1; index > 0; index--)
       if (this.#bindings[index]!.startMs <= startMs) return this.#bindings[index];
     return this.#bindings[0];
+  }
+
+  /** Takes up to `wanted` of the attempt's span allowance; returns how many it may hand on. */
+  takeSpans(wanted: number): number {
+    const granted = Math.min(wanted, this.#spansLeft);
+    this.#spansLeft -= granted;
+    return granted;
   }
 
   revoke(): void {
@@ -118,9 +144,16 @@ export async function startCliOtlpReceiver(options: CliOtlpReceiverOptions): Pro
     maxBodyBytes: options.maxBodyBytes ?? CLI_OTLP_DEFAULT_MAX_BODY_BYTES,
     logger: options.logger ?? silentLogger,
   };
-  const server: Server = createServer((req, res) => void handle(context, req, res));
+  const server: Server = createServer((req, res) => {
+    handle(context, req, res).catch((err: unknown) => {
+      // A request must never take the worker down: whatever it made go wrong ends with it.
+      context.logger.warn({ err: { message: (err as Error)?.message } }, "a CLI telemetry request failed");
+      if (!res.headersSent) refuse(res, 400, "malformed request");
+      else res.destroy();
+    });
+  });
   server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
+  server.requestTimeout = 10_000;
   const address = await listen(server, 0, "127.0.0.1");
   let closing: Promise<void> | undefined;
   return {
@@ -180,6 +213,22 @@ async function handle(context: RequestContext, req: IncomingMessage, res: Server
   }
   const refused = refusal(req);
   if (refused !== undefined) return refuse(res, refused[0], refused[1]);
+  if (grant.inFlight >= CLI_OTLP_MAX_IN_FLIGHT) return refuse(res, 429, "too many requests open for this token");
+  grant.inFlight++;
+  try {
+    await handleSignal(context, grant, path, req, res);
+  } finally {
+    grant.inFlight--;
+  }
+}
+
+async function handleSignal(
+  context: RequestContext,
+  grant: CliTelemetryGrant,
+  path: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   let body: Buffer;
   try {
     body = await readBodyBytes(req, context.maxBodyBytes);
@@ -231,7 +280,9 @@ function addCounts(total: MetricPointCounts, counts: MetricPointCounts): void {
 }
 
 function forwardSpans(context: RequestContext, grant: CliTelemetryGrant, body: unknown, res: ServerResponse): void {
-  const { spans, refused } = cliSpans(body, grant);
+  const converted = cliSpans(body, grant);
+  const spans = converted.spans.slice(0, grant.takeSpans(converted.spans.length));
+  const refused = converted.refused + converted.spans.length - spans.length;
   context.stats.spans += spans.length;
   context.stats.refusedSpans += refused;
   try {
@@ -242,7 +293,10 @@ function forwardSpans(context: RequestContext, grant: CliTelemetryGrant, body: u
   if (refused === 0) return sendJson(res, 200, {});
   // OTLP's partial success: the CLI's exporter logs it and does not send those spans again.
   sendJson(res, 200, {
-    partialSuccess: { rejectedSpans: refused, errorMessage: "spans outside the run's trace or malformed" },
+    partialSuccess: {
+      rejectedSpans: refused,
+      errorMessage: "spans outside the run's trace, malformed, or past the attempt's allowance",
+    },
   });
 }
 
