@@ -308,7 +308,7 @@ function prepareRun(
   const scratchDir = home?.dir ?? ownTmpdir(options, env, files);
   const skills = offerSkills(options, files);
   const settingsFile = runSettingsFile(
-    { ...options, addDirs: [...(options.addDirs ?? []), ...skills.addDirs] },
+    { ...options, addDirs: [...(options.addDirs ?? []), ...skills.addDirs], configHomeDir: home?.dir },
     env,
     files,
   );

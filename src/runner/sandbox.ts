@@ -113,10 +113,14 @@ export function sandboxBlock(
   };
 }
 
-/** A TMPDIR short enough for the CLI's sockets: the run's own, else a private one under the system temp dir. */
+/**
+ * The run's TMPDIR if it has one short enough for the CLI's sockets, else a private one under the
+ * system temp dir: the sandbox may write its TMPDIR, and the system's own is shared with everything
+ * else on the machine.
+ */
 function socketSafeTmp(env: Record<string, string>, onCleanup: (undo: () => void) => void): string {
-  const current = env["TMPDIR"] ?? tmpdir();
-  if (current.length <= SOCKET_DIR_MAX) return current;
+  const current = env["TMPDIR"];
+  if (current !== undefined && current.length <= SOCKET_DIR_MAX) return current;
   const base = tmpdir().length <= SOCKET_DIR_MAX - 12 ? tmpdir() : "/tmp";
   const dir = mkdtempSync(join(base, "ts-sbx-"));
   onCleanup(() => rmSync(dir, { recursive: true, force: true }));
@@ -127,17 +131,62 @@ const isWithin = (path: string, dir: string): boolean =>
   path === dir || path.startsWith(dir.endsWith("/") ? dir : `${dir}/`);
 
 /**
+ * What the CLI reads from its config home as configuration or credentials: the built-in file tools
+ * run in the CLI process, outside the sandbox, and with permissions skipped a Write there would
+ * change the settings the CLI reloads (its env, hence where its model calls go) or what later
+ * sessions load. The home's temp folders stay usable.
+ */
+export const CONFIG_HOME_ENTRIES = [
+  "settings.json",
+  "settings.local.json",
+  ".claude.json",
+  ".credentials.json",
+  "CLAUDE.md",
+  "agents",
+  "commands",
+  "skills",
+  "hooks",
+  "plugins",
+  "output-styles",
+  "rules",
+  "projects",
+] as const;
+
+/** Where the run's own configuration lives, which no tool may change. */
+interface RunConfigPaths {
+  /** The folder of the composed `--settings` file. */
+  settingsDir: string;
+  /** The run's CLAUDE_CONFIG_DIR, when it has one of its own. */
+  configHome: string | undefined;
+}
+
+/** Deny rules that keep the file tools off the run's own configuration (and Read off its credential). */
+function configDenies(paths: RunConfigPaths): string[] {
+  const settings = [`Edit(/${paths.settingsDir}/**)`];
+  if (paths.configHome === undefined) return settings;
+  const home = paths.configHome;
+  const entries = CONFIG_HOME_ENTRIES.flatMap((entry) => [`Edit(/${home}/${entry})`, `Edit(/${home}/${entry}/**)`]);
+  return [...settings, ...entries, `Read(/${home}/.credentials.json)`];
+}
+
+/**
  * The built-in file tools (Read, Edit, Write) are not in the sandbox: they follow permission rules,
  * and a run that skips permissions would read anything. Deny rules hold them off the denied paths
- * that hold none of the run's own folders (a deny rule would beat the workspace's allowance there).
+ * that hold none of the run's own folders (a deny rule would beat the workspace's allowance there),
+ * and off the run's own configuration.
  */
-function withFileToolDenies(permissions: unknown, denyRead: readonly string[], readable: readonly string[]): object {
+function withFileToolDenies(
+  permissions: unknown,
+  denyRead: readonly string[],
+  readable: readonly string[],
+  config: RunConfigPaths,
+): object {
   const base = typeof permissions === "object" && permissions !== null ? { ...(permissions as object) } : {};
   const given = (base as { deny?: unknown }).deny;
   const deny = Array.isArray(given) ? (given as unknown[]) : [];
   const paths = denyRead.filter((dir) => !readable.some((own) => isWithin(own, dir)));
   const rules = paths.flatMap((dir) => [`Read(/${dir}/**)`, `Edit(/${dir}/**)`]);
-  return { ...base, deny: [...deny, ...rules] };
+  return { ...base, deny: [...deny, ...rules, ...configDenies(config)] };
 }
 
 export interface RunSettingsInput {
@@ -146,6 +195,8 @@ export interface RunSettingsInput {
   toolSandbox?: ToolSandbox | undefined;
   addDirs: readonly string[];
   trustWorkspace?: boolean | undefined;
+  /** The run's own CLAUDE_CONFIG_DIR, if it has one. */
+  configHomeDir?: string | undefined;
 }
 
 export interface RunFilesAccess {
@@ -155,9 +206,26 @@ export interface RunFilesAccess {
 }
 
 /**
+ * A private folder for the composed settings, outside every folder the sandbox may write: the CLI
+ * reads the file again while it runs, so a tool that could replace it could switch the sandbox off
+ * or point the CLI's model calls elsewhere.
+ */
+function settingsFolder(temps: readonly string[], onCleanup: (undo: () => void) => void): string {
+  const dir = mkdtempSync(join(tmpdir(), "ts-settings-"));
+  onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+  const writable = temps.find((temp) => isWithin(dir, temp));
+  if (writable !== undefined) {
+    const why = `the run's temp folder ${writable} holds the system temp directory, where its settings would be writable`;
+    throw badOptions("toolSandbox", `${why}; give the run a TMPDIR of its own`);
+  }
+  return dir;
+}
+
+/**
  * The `--settings` file of a run: the caller's file unchanged when the run is not sandboxed;
- * otherwise one composed file in the run's scratch (the caller's settings, then the sandbox block,
- * which nothing in them can change), with the run's TMPDIR moved where the CLI's sockets fit.
+ * otherwise one composed file (the caller's settings, then the sandbox block, which nothing in them
+ * can change) in a private folder no tool may write, with the run's TMPDIR moved where the CLI's
+ * sockets fit.
  */
 export function runSettingsFile(
   input: RunSettingsInput,
@@ -174,13 +242,15 @@ export function runSettingsFile(
   const tmp = socketSafeTmp(env, (undo) => files.onCleanup(undo));
   env["TMPDIR"] = tmp;
   const temps = [...new Set([tmp, env["CLAUDE_CODE_TMPDIR"] ?? tmp, scratch])];
+  const settingsDir = settingsFolder(temps, (undo) => files.onCleanup(undo));
   const readable = [input.cwd, ...input.addDirs, ...temps];
+  const config = { settingsDir, configHome: input.configHomeDir };
   const composed = {
     ...settings,
-    permissions: withFileToolDenies(settings["permissions"], input.toolSandbox.denyRead, readable),
+    permissions: withFileToolDenies(settings["permissions"], input.toolSandbox.denyRead, readable, config),
     sandbox: sandboxBlock(input.toolSandbox, readable, temps),
   };
-  const file = join(scratch, "settings.json");
+  const file = join(settingsDir, "settings.json");
   writeFileSync(file, JSON.stringify(composed, null, 2), { mode: 0o600, flag: "wx" });
   return file;
 }

@@ -5,9 +5,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { runTurn } from "../../src/runner/index.ts";
-import { SOCKET_DIR_MAX } from "../../src/runner/sandbox.ts";
+import { CONFIG_HOME_ENTRIES, runSettingsFile, SOCKET_DIR_MAX, type RunFilesAccess } from "../../src/runner/sandbox.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { hermeticEnv } from "./_support.ts";
 
@@ -130,6 +130,70 @@ test("toolSandbox: the built-in Read tool is held off the denied paths too, even
     assert.equal(results.includes("WORKER-KEY-4471"), false, "the Read tool could not read the denied file");
   } finally {
     await server.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+/** A run's files for runSettingsFile, made under `root`. */
+function runFiles(root: string): RunFilesAccess & { cleanup(): void } {
+  const undo: Array<() => void> = [];
+  let scratch: string | undefined;
+  return {
+    scratchDir: () => (scratch ??= mkdtempSync(join(root, "scratch-"))),
+    onCleanup: (step) => void undo.push(step),
+    cleanup: () =>
+      undo
+        .splice(0)
+        .reverse()
+        .forEach((step) => step()),
+  };
+}
+
+test("toolSandbox: the composed settings lie outside every folder the sandbox may write; file tools are denied them and the home's config", () => {
+  const root = mkdtempSync(join(tmpdir(), "ts-sbx-cfg-"));
+  const home = join(root, "home");
+  mkdirSync(join(home, "tmp"), { recursive: true });
+  const files = runFiles(join(home, "tmp"));
+  try {
+    const env: Record<string, string> = { TMPDIR: join(home, "tmp"), CLAUDE_CODE_TMPDIR: join(home, "tmp") };
+    const sandbox = { allowDomains: [], denyRead: [root] };
+    const input = { cwd: join(root, "ws"), addDirs: [], toolSandbox: sandbox, configHomeDir: home };
+    const file = runSettingsFile(input, env, files)!;
+    const composed = JSON.parse(readFileSync(file, "utf8")) as {
+      permissions: { deny: string[] };
+      sandbox: { filesystem: { allowWrite: string[] } };
+    };
+    const writable = composed.sandbox.filesystem.allowWrite;
+    assert.ok(writable.length > 0);
+    for (const dir of writable) assert.ok(!file.startsWith(`${dir}/`), `${file} is not under writable ${dir}`);
+    assert.ok(composed.permissions.deny.includes(`Edit(/${dirname(file)}/**)`));
+    for (const entry of CONFIG_HOME_ENTRIES) assert.ok(composed.permissions.deny.includes(`Edit(/${home}/${entry})`));
+    assert.ok(composed.permissions.deny.includes(`Read(/${home}/.credentials.json)`));
+    assert.ok(!composed.permissions.deny.some((rule) => rule === `Edit(/${home}/**)`), "the home's temps stay usable");
+    files.cleanup();
+    assert.equal(existsSync(file), false, "the settings folder goes with the run");
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("toolSandbox: a run without a TMPDIR gets a private one, and one whose TMPDIR holds the system temp dir is refused", () => {
+  const root = mkdtempSync(join(tmpdir(), "ts-sbx-cfg-"));
+  const files = runFiles(root);
+  try {
+    const input = { cwd: root, addDirs: [], toolSandbox: { allowDomains: [], denyRead: [] } };
+    const env: Record<string, string> = {};
+    const file = runSettingsFile(input, env, files)!;
+    const allowWrite = (JSON.parse(readFileSync(file, "utf8")) as { sandbox: { filesystem: { allowWrite: string[] } } })
+      .sandbox.filesystem.allowWrite;
+    assert.ok(!allowWrite.includes(tmpdir()), `the shared temp dir is not writable: ${allowWrite.join(", ")}`);
+    assert.notEqual(env["TMPDIR"], tmpdir());
+    assert.throws(
+      () => runSettingsFile(input, { TMPDIR: tmpdir() }, files),
+      /toolSandbox.*holds the system temp directory/,
+    );
+  } finally {
+    files.cleanup();
     rmSync(root, { recursive: true, force: true });
   }
 });
