@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { createLineSplitter, parseItem, RunClassifier, type ErrorKind, type ParsedLine } from "../protocol/index.ts";
 import { buildArgs } from "./args.ts";
@@ -316,12 +316,18 @@ function prepareRun(
   if (input === "stream-json") args.splice(1, 0, "--input-format", "stream-json");
   const appendix = systemPromptAppendix(options, skills.listed);
   if (appendix !== undefined) {
-    // A file, not argv: argv is readable by every user through /proc.
-    const appendixFile = join(files.scratchDir(), "append-system-prompt.txt");
-    writeFileSync(appendixFile, appendix, { mode: 0o600 });
-    args.push("--append-system-prompt-file", appendixFile);
+    // Beside a sandboxed run's composed settings, in the folder no tool may write.
+    const folder = options.toolSandbox !== undefined ? dirname(settingsFile!) : files.scratchDir();
+    args.push(...appendixArgs(appendix, folder));
   }
   return { home, authSource, args, scratchDir };
+}
+
+/** The appended system prompt as a file in `folder` (not argv: argv is readable by every user through /proc). */
+function appendixArgs(appendix: string, folder: string): string[] {
+  const appendixFile = join(folder, "append-system-prompt.txt");
+  writeFileSync(appendixFile, appendix, { mode: 0o600 });
+  return ["--append-system-prompt-file", appendixFile];
 }
 
 /**
