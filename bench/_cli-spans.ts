@@ -12,7 +12,15 @@ import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createProducer } from "../src/queue/index.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "../test/telemetry/otlp-receiver.ts";
-import { cleanupKeys, redisFor, startWorkerProcess, testSpace, type TestSpace } from "../test/worker/_support.ts";
+import { startModelServer } from "../src/testing/index.ts";
+import {
+  cleanupKeys,
+  cliEnv,
+  redisFor,
+  startWorkerProcess,
+  testSpace,
+  type TestSpace,
+} from "../test/worker/_support.ts";
 import { CONCURRENCY, queuedRound } from "./_rounds.ts";
 import { median } from "./_stats.ts";
 
@@ -237,16 +245,17 @@ mkdir -p "$dir"
 [ -f "$dir/$sid.jsonl" ] || cat ${bin}/base.jsonl > "$dir/$sid.jsonl"
 out() { sed -e "s|@SID@|$sid|g" -e "s|@CWD@|$PWD|g" ${bin}/l$1.json; }
 out 0; sleep 0.1; out 1; sleep 0.012; out 2
-if [ "$CLAUDE_CODE_ENABLE_TELEMETRY" = 1 ]; then
-  trace=$(echo "$TRACEPARENT" | cut -d- -f2); parent=$(echo "$TRACEPARENT" | cut -d- -f3)
-  sed -e "s/@TRACE@/$trace/g" -e "s/@PARENT@/$parent/g" ${bin}/otlp.json |
-    curl -s -o /dev/null -H "Authorization: \${OTEL_EXPORTER_OTLP_HEADERS#Authorization=}" \\
-      -H 'content-type: application/json' --data-binary @- "$OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces"
-  if [ "$OTEL_METRICS_EXPORTER" = otlp ]; then
-    curl -s -o /dev/null -H "Authorization: \${OTEL_EXPORTER_OTLP_HEADERS#Authorization=}" \\
-      -H 'content-type: application/json' --data-binary @${bin}/metrics.json "$OTEL_EXPORTER_OTLP_ENDPOINT/v1/metrics"
-  fi
-else sleep 0.02; fi
+# Off, the same processes run and post to a closed port: the worker's cgroup and process-tree work
+# is the same in both modes, and only what the worker does with the requests differs (the real CLI
+# posts from its own process).
+endpoint="\${OTEL_EXPORTER_OTLP_ENDPOINT:-http://127.0.0.1:1}"
+trace=$(echo "\${TRACEPARENT:-00-0-0-01}" | cut -d- -f2); parent=$(echo "\${TRACEPARENT:-00-0-0-01}" | cut -d- -f3)
+sed -e "s/@TRACE@/$trace/g" -e "s/@PARENT@/$parent/g" ${bin}/otlp.json |
+  curl -s -o /dev/null -H "Authorization: \${OTEL_EXPORTER_OTLP_HEADERS#Authorization=}" \\
+    -H 'content-type: application/json' --data-binary @- "$endpoint/v1/traces"
+[ "$OTEL_METRICS_EXPORTER" = otlp ] || endpoint=http://127.0.0.1:1
+curl -s -o /dev/null -H "Authorization: \${OTEL_EXPORTER_OTLP_HEADERS#Authorization=}" \\
+  -H 'content-type: application/json' --data-binary @${bin}/metrics.json "$endpoint/v1/metrics"
 `,
   );
   chmodSync(path, 0o755);
@@ -259,19 +268,23 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/** What a round runs: where, which CLI (its worker env) and where the worker's spans go. */
+interface RoundSetup {
+  space: TestSpace;
+  ws: string;
+  /** The worker's env that names its CLI: the stand-in, or the real one and its model server. */
+  cliEnv: Record<string, string>;
+  receiver: OtlpReceiver;
+}
+
 /** Runs `turns` turns through a new worker process with the CLI's telemetry on or off: its CPU ms per turn. */
-async function round(
-  setup: { space: TestSpace; ws: string; cli: string; receiver: OtlpReceiver },
-  cliTelemetry: "on" | "off",
-  turns: number,
-): Promise<number> {
+async function round(setup: RoundSetup, cliTelemetry: "on" | "off", turns: number): Promise<number> {
   const redis = redisFor();
   const lane = testSpace();
   const producer = createProducer({ redis, logPrefix: lane.logPrefix, queuePrefix: lane.queuePrefix });
   const worker = await startWorkerProcess({
     REDIS_URL: process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379",
-    ANTHROPIC_API_KEY: "sk-ant-stand-in-dummy-000000",
-    CLAUDE_BIN: setup.cli,
+    ...setup.cliEnv,
     TURNSTREAM_WORKSPACE_ROOTS: setup.ws,
     TURNSTREAM_PREFIX: lane.logPrefix,
     TURNSTREAM_QUEUE_PREFIX: lane.queuePrefix,
@@ -299,11 +312,19 @@ async function round(
   }
 }
 
-/** CLI spans joined vs off, `rounds` rounds of `turns` turns each, the order alternating. */
-export async function measureCliSpans(turns: number, rounds: number): Promise<CliSpansResult> {
+/**
+ * CLI spans joined vs off, `rounds` rounds of `turns` turns each, the order alternating. With `real`,
+ * the pinned CLI against the scripted model server answers each turn (one model call through the
+ * worker's gateway, and the telemetry the real CLI sends for it) instead of the stand-in.
+ */
+export async function measureCliSpans(turns: number, rounds: number, real = false): Promise<CliSpansResult> {
   const space = testSpace();
   const ws = space.workspace();
   const cli = standInCli(space.dir("bin"));
+  const server = real ? await startModelServer({ script: { responses: [] } }) : undefined;
+  const cliEnvOf = server
+    ? cliEnv(server.url)
+    : { ANTHROPIC_API_KEY: "sk-ant-stand-in-dummy-000000", CLAUDE_BIN: cli.path };
   const receiver = await startOtlpReceiver();
   const on: number[] = [];
   const off: number[] = [];
@@ -312,7 +333,7 @@ export async function measureCliSpans(turns: number, rounds: number): Promise<Cl
     for (let index = 0; index < rounds; index++) {
       for (const mode of index % 2 === 0 ? (["on", "off"] as const) : (["off", "on"] as const)) {
         const before = receiver.jsonSpanNames().length;
-        const perTurn = await round({ space, ws, cli: cli.path, receiver }, mode, turns);
+        const perTurn = await round({ space, ws, cliEnv: cliEnvOf, receiver }, mode, turns);
         if (mode === "on") {
           on.push(perTurn);
           cliSpansExported = receiver
@@ -324,6 +345,7 @@ export async function measureCliSpans(turns: number, rounds: number): Promise<Cl
     }
   } finally {
     await receiver.close();
+    await server?.close();
     space.cleanup();
   }
   const onMs = median(on);
