@@ -21,6 +21,7 @@ import {
   type Telemetry,
 } from "../telemetry/index.ts";
 import type { WarmUse } from "./warm.ts";
+import { WarmTokens } from "./warm-tokens.ts";
 
 /** The scrubber name of a CLI's telemetry token (the agent's tools can read it in their env). */
 export const CLI_TELEMETRY_TOKEN_NAME = "CLI_TELEMETRY_TOKEN";
@@ -56,10 +57,7 @@ export class WorkerCliTelemetry {
   readonly #receiver: Promise<CliOtlpReceiver>;
   readonly #content: boolean;
   readonly #metrics: boolean;
-  /** Warm sessions' tokens, by session. */
-  readonly #sessions = new Map<string, CliTelemetryGrant>();
-  /** Kept processes whose end already revokes their token. */
-  readonly #watched = new WeakSet<object>();
+  readonly #warm = new WarmTokens<CliTelemetryGrant>();
 
   constructor(sinks: CliTelemetrySinks, content: boolean, logger: Logger) {
     this.#content = content;
@@ -85,11 +83,10 @@ export class WorkerCliTelemetry {
    */
   async open(job: TurnJob, trace: TraceIds | undefined, warm: boolean): Promise<CliTelemetryAccess> {
     const receiver = await this.#receiver;
-    const kept = warm ? this.#sessions.get(job.session) : undefined;
-    if (kept !== undefined && !kept.revoked)
-      return { env: this.#env(receiver, kept), grant: kept, session: job.session, reused: true };
+    const kept = warm ? this.#warm.kept(job.session) : undefined;
+    if (kept !== undefined) return { env: this.#env(receiver, kept), grant: kept, session: job.session, reused: true };
     const grant = receiver.issue(trace);
-    if (warm) this.#sessions.set(job.session, grant);
+    if (warm) this.#warm.hold(job.session, grant);
     return { env: this.#env(receiver, grant), grant, session: warm ? job.session : undefined, reused: false };
   }
 
@@ -102,8 +99,7 @@ export class WorkerCliTelemetry {
     if (access.session === undefined || !access.reused || use?.label === "warm") return access;
     const receiver = await this.#receiver;
     const grant = receiver.issue(trace);
-    this.#end(access.session, access.grant);
-    this.#sessions.set(access.session, grant);
+    this.#warm.hold(access.session, grant, access.grant);
     return { env: this.#env(receiver, grant), grant, session: access.session, reused: false };
   }
 
@@ -115,22 +111,7 @@ export class WorkerCliTelemetry {
 
   /** Ends the attempt's token, unless a warm session's process was kept: that one ends with its process. */
   close(access: CliTelemetryAccess | undefined, warm: WarmUse | undefined): void {
-    if (access === undefined) return;
-    const process = warm?.process;
-    const session = access.session;
-    if (session === undefined || warm?.kept !== true || process === undefined || !process.alive) {
-      if (session === undefined) access.grant.revoke();
-      else this.#end(session, access.grant);
-      return;
-    }
-    if (this.#watched.has(process)) return;
-    this.#watched.add(process);
-    void process.ended.then(() => this.#end(session, access.grant));
-  }
-
-  #end(session: string, grant: CliTelemetryGrant): void {
-    grant.revoke();
-    if (this.#sessions.get(session) === grant) this.#sessions.delete(session);
+    if (access !== undefined) this.#warm.close(access.grant, access.session, warm);
   }
 
   #env(receiver: CliOtlpReceiver, grant: CliTelemetryGrant): EnvOverlay {

@@ -30,6 +30,7 @@ import type { TurnJob } from "../queue/index.ts";
 import { WorkerConfigError } from "./config.ts";
 import type { GatewayMode, WorkerSettings } from "./options.ts";
 import type { WarmUse } from "./warm.ts";
+import { WarmTokens } from "./warm-tokens.ts";
 
 /** Variables that carry a model credential or say where to send it: never in a brokered run's env. */
 export const MODEL_CREDENTIAL_VARS = [
@@ -106,10 +107,7 @@ export class WorkerModelAccess {
   readonly #gateway: Promise<ModelGateway>;
   readonly #settings: Pick<WorkerSettings, "runEnv" | "secretEnv">;
   readonly #logger: Logger;
-  /** Warm sessions' tokens, by session. */
-  readonly #sessions = new Map<string, RunGrant>();
-  /** Kept processes whose end already revokes their token. */
-  readonly #watched = new WeakSet<object>();
+  readonly #warm = new WarmTokens<RunGrant>();
 
   constructor(
     settings: Pick<WorkerSettings, "runEnv" | "secretEnv">,
@@ -146,13 +144,13 @@ export class WorkerModelAccess {
   ): Promise<RunAccess> {
     const gateway = await this.#gateway;
     const sink = attemptSink(job, events, this.#logger);
-    const kept = warm ? this.#sessions.get(job.session) : undefined;
-    if (kept !== undefined && !kept.revoked) {
+    const kept = warm ? this.#warm.kept(job.session) : undefined;
+    if (kept !== undefined) {
       kept.attach(sink);
       return { env: gatewayRunEnv(gateway, kept), grant: kept, session: job.session, reused: true };
     }
     const grant = gateway.issue(this.upstreamFor(overlay), sink);
-    if (warm) this.#sessions.set(job.session, grant);
+    if (warm) this.#warm.hold(job.session, grant);
     return { env: gatewayRunEnv(gateway, grant), grant, session: warm ? job.session : undefined, reused: false };
   }
 
@@ -168,8 +166,7 @@ export class WorkerModelAccess {
     if (access.session === undefined || !access.reused || use?.label === "warm") return access;
     const gateway = await this.#gateway;
     const grant = gateway.issue(this.upstreamFor(overlay), access.grant.sink);
-    this.#end(access.session, access.grant);
-    this.#sessions.set(access.session, grant);
+    this.#warm.hold(access.session, grant, access.grant);
     return { env: gatewayRunEnv(gateway, grant), grant, session: access.session, reused: false };
   }
 
@@ -179,22 +176,7 @@ export class WorkerModelAccess {
    */
   close(access: RunAccess | undefined, warm: WarmUse | undefined): void {
     if (access === undefined) return;
-    const process = warm?.process;
-    const session = access.session;
-    if (session === undefined || warm?.kept !== true || process === undefined || !process.alive) {
-      if (session === undefined) access.grant.revoke();
-      else this.#end(session, access.grant);
-      return;
-    }
-    access.grant.attach(undefined);
-    if (this.#watched.has(process)) return;
-    this.#watched.add(process);
-    void process.ended.then(() => this.#end(session, access.grant));
-  }
-
-  #end(session: string, grant: RunGrant): void {
-    grant.revoke();
-    if (this.#sessions.get(session) === grant) this.#sessions.delete(session);
+    if (this.#warm.close(access.grant, access.session, warm)) access.grant.attach(undefined);
   }
 
   /** Revokes every token and stops the gateway (worker shutdown). */
