@@ -15,6 +15,17 @@ export function element(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** A table: a header row of `head`, then `rows`, or one row saying `empty` when there are none. */
+export function table(attrs, head, rows, empty) {
+  const header = element(
+    "tr",
+    {},
+    head.map((title) => element("th", {}, title)),
+  );
+  const none = element("tr", {}, element("td", { colspan: head.length, class: "empty" }, empty));
+  return element("table", attrs, element("thead", {}, header), element("tbody", {}, rows.length === 0 ? none : rows));
+}
+
 /** "1 item", "3 items". */
 export const count = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 export const money = (n) => (n === null || n === undefined ? "–" : `$${n.toFixed(4)}`);

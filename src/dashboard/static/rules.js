@@ -3,7 +3,7 @@
 // keys). With an operator key each rule can be revoked, with a reason, as `turnstream rules revoke`
 // does; the server records who. A pattern comes from a tool call (from the agent): like every text
 // here it is set as text only. Read every few seconds while the view is open (GET /api/rules).
-import { element } from "./dom.js";
+import { element, table as dataTable } from "./dom.js";
 import { post, store } from "./app.js";
 
 const EVERY_MS = 5000;
@@ -143,28 +143,7 @@ export function rulesView(root) {
     );
     const head = ["Rule", "Effect", "Pattern", "Added", "From", "Signature", ""];
     const rows = answer.rules.map((rule) => open.get(rule.id) ?? ruleRow(rule, canRevoke, revoke));
-    table.replaceChildren(
-      element(
-        "table",
-        { id: "rule-table" },
-        element(
-          "thead",
-          {},
-          element(
-            "tr",
-            {},
-            head.map((title) => element("th", {}, title)),
-          ),
-        ),
-        element(
-          "tbody",
-          {},
-          rows.length === 0
-            ? element("tr", {}, element("td", { colspan: head.length, class: "empty" }, "no trust rules"))
-            : rows,
-        ),
-      ),
-    );
+    table.replaceChildren(dataTable({ id: "rule-table" }, head, rows, "no trust rules"));
   }
 
   async function load() {

@@ -2,7 +2,7 @@
 // in the last 24, its running turns and their limit, its over-budget policy, whether its limits verify
 // against the dashboard's operator keys, who set them and when). With an operator key the console
 // sets limits (signed by the server, as `turnstream tenants set`) and clears them.
-import { element } from "./dom.js";
+import { element, table as dataTable } from "./dom.js";
 import { post, store } from "./app.js";
 
 const usd = (amount) => `$${amount.toFixed(2)}`;
@@ -160,32 +160,8 @@ export function tenantsView(root) {
     const tenants = store.tenants;
     if (!tenants) return table.replaceChildren(element("p", { class: "empty" }, "connecting…"));
     const head = ["Tenant", "Budget/24h", "Spent/24h", "Running", "If over budget", "Limits", ""];
-    table.replaceChildren(
-      element(
-        "table",
-        { id: "tenant-table" },
-        element(
-          "thead",
-          {},
-          element(
-            "tr",
-            {},
-            head.map((title) => element("th", {}, title)),
-          ),
-        ),
-        element(
-          "tbody",
-          {},
-          tenants.length === 0
-            ? element(
-                "tr",
-                {},
-                element("td", { colspan: head.length, class: "empty" }, "no tenant has run a turn or has limits"),
-              )
-            : tenants.map((row) => line(row, canChange)),
-        ),
-      ),
-    );
+    const rows = tenants.map((row) => line(row, canChange));
+    table.replaceChildren(dataTable({ id: "tenant-table" }, head, rows, "no tenant has run a turn or has limits"));
   }
   render();
   return { update: (name) => (name === "tenants" || name === "hello") && render() };

@@ -2,7 +2,7 @@
 // processes kept, version, last beat) with the turns it runs now; then the turns whose worker is gone
 // (their job is active, their attempt's worker no longer beats) and those the log says run but no
 // active job holds. Read every few seconds while the view is open (GET /api/workers).
-import { ago, count, element } from "./dom.js";
+import { ago, count, element, table } from "./dom.js";
 import { store } from "./app.js";
 import { svg } from "./svg.js";
 
@@ -62,35 +62,17 @@ function workerRow(worker) {
 }
 
 function runsTable(id, runs, empty) {
-  return element(
-    "table",
-    { id },
+  const rows = runs.map((run) =>
     element(
-      "thead",
-      {},
-      element(
-        "tr",
-        {},
-        ["Turn", "Attempt", "Worker", "Since"].map((h) => element("th", {}, h)),
-      ),
-    ),
-    element(
-      "tbody",
-      {},
-      runs.length === 0
-        ? element("tr", {}, element("td", { colspan: 4, class: "empty" }, empty))
-        : runs.map((run) =>
-            element(
-              "tr",
-              { "data-session": run.session, "data-turn": run.turn },
-              element("td", { class: "id" }, sessionLink(run)),
-              element("td", { class: "num" }, String(run.attempt)),
-              element("td", { class: "id" }, run.worker ?? "–"),
-              element("td", { title: run.startedAt ?? "" }, ago(run.startedAt)),
-            ),
-          ),
+      "tr",
+      { "data-session": run.session, "data-turn": run.turn },
+      element("td", { class: "id" }, sessionLink(run)),
+      element("td", { class: "num" }, String(run.attempt)),
+      element("td", { class: "id" }, run.worker ?? "–"),
+      element("td", { title: run.startedAt ?? "" }, ago(run.startedAt)),
     ),
   );
+  return table({ id }, ["Turn", "Attempt", "Worker", "Since"], rows, empty);
 }
 
 /** Sessions the fleet stream lists as running that no active job holds: nobody is running them. */
@@ -113,27 +95,11 @@ export function workersView(root) {
     const idle = view.queue ? unheld(view) : [];
     // Parts that may be absent are null; replaceChildren takes nodes only, so the list is flattened first.
     const parts = [
-      element(
-        "table",
+      table(
         { id: "worker-table" },
-        element(
-          "thead",
-          {},
-          element(
-            "tr",
-            {},
-            ["Worker", "Host", "Slots", "Warm", "Version", "Started", "Last beat", "Running now"].map((h) =>
-              element("th", {}, h),
-            ),
-          ),
-        ),
-        element(
-          "tbody",
-          {},
-          view.workers.length === 0
-            ? element("tr", {}, element("td", { colspan: 8, class: "empty" }, "no worker heartbeats under this prefix"))
-            : view.workers.map(workerRow),
-        ),
+        ["Worker", "Host", "Slots", "Warm", "Version", "Started", "Last beat", "Running now"],
+        view.workers.map(workerRow),
+        "no worker heartbeats under this prefix",
       ),
       element(
         "p",
