@@ -6,6 +6,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { startDashboard, type Dashboard, type DashboardOptions } from "../../src/dashboard/index.ts";
 import type { RedisClient } from "../../src/log/index.ts";
 import { repoRoot } from "../support/build.ts";
+import { operatorKey, trustedKeys } from "../support/operator-keys.ts";
 
 export const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 export const ARTIFACTS = join(repoRoot, "test-artifacts", "dashboard");
@@ -67,6 +68,24 @@ export async function consoleFor(
     await dash.close();
   };
   return { dash, browser, page, errors, close };
+}
+
+/**
+ * A dashboard over a decisions test's keys (test/decisions/_support.ts `setup`) that signs as the test
+ * operator and trusts its key, unless `options` say otherwise.
+ */
+export function signingConsole(
+  ctx: { redis: RedisClient; prefix: string },
+  options: Partial<DashboardOptions> = {},
+): Promise<Dashboard> {
+  return startDashboard({
+    redis: ctx.redis,
+    prefix: ctx.prefix,
+    queuePrefix: `{${ctx.prefix}queue}`,
+    operatorKey,
+    trustedKeys,
+    ...options,
+  });
 }
 
 /** The first `count` events of an SSE answer (the snapshot), then the connection is dropped. */

@@ -10,10 +10,10 @@ import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { Browser } from "playwright-core";
 import { listen } from "../../src/kernel/index.ts";
-import { startDashboard, type Dashboard } from "../../src/dashboard/index.ts";
+import type { Dashboard } from "../../src/dashboard/index.ts";
 import { RuleStore, ruleId, rulesKey, signRule } from "../../src/decisions/index.ts";
-import { eventsOf, operatorKey, putRule, setup, trustedKeys, type Ctx } from "../decisions/_support.ts";
-import { launchBrowser, openPage } from "./_browser.ts";
+import { eventsOf, operatorKey, putRule, setup, type Ctx } from "../decisions/_support.ts";
+import { launchBrowser, openPage, signingConsole } from "./_browser.ts";
 import { call, poster } from "./_http.ts";
 
 const TOKEN = randomBytes(24).toString("base64url");
@@ -63,14 +63,7 @@ test("a page of another origin in the operator's own browser cannot revoke, fram
   const attacker = createServer();
   try {
     const rule = await revocableRule(ctx, "Bash(npm test:*)");
-    dash = await startDashboard({
-      redis: ctx.redis,
-      prefix: ctx.prefix,
-      queuePrefix: `{${ctx.prefix}queue}`,
-      operatorKey,
-      trustedKeys,
-      operatorTokens: { dana: TOKEN },
-    });
+    dash = await signingConsole(ctx, { operatorTokens: { dana: TOKEN } });
     const dashboard = dash.url;
     attacker.on("request", (req, res) => {
       res.setHeader("content-type", "text/html");
@@ -146,13 +139,7 @@ test("a DNS-rebound host name gets nothing from a console without logins: no pag
   let dash: Dashboard | undefined;
   try {
     const rule = await revocableRule(ctx, "Bash(make:*)");
-    dash = await startDashboard({
-      redis: ctx.redis,
-      prefix: ctx.prefix,
-      queuePrefix: `{${ctx.prefix}queue}`,
-      operatorKey,
-      trustedKeys,
-    });
+    dash = await signingConsole(ctx);
     const { port } = new URL(dash.url);
     const rebound = `rebind.attacker.example:${port}`;
     const asRebound = { Host: rebound, Origin: `http://${rebound}`, "Sec-Fetch-Site": "same-origin" };
@@ -192,14 +179,7 @@ test("markup in every text of a rule stays text, in the list and in the note a r
         source: { session: "javascript:window.pwned=3", requestId: MARKUP },
       }),
     );
-    dash = await startDashboard({
-      redis: ctx.redis,
-      prefix: ctx.prefix,
-      queuePrefix: `{${ctx.prefix}queue}`,
-      operatorKey,
-      trustedKeys,
-      operatorName: "dana",
-    });
+    dash = await signingConsole(ctx, { operatorName: "dana" });
     browser = await launchBrowser();
     const page = await openPage(browser, []);
     await page.goto(`${dash.url}#/rules`);

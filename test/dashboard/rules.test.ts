@@ -12,7 +12,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import type { Browser } from "playwright-core";
-import { startDashboard, type Dashboard, type DashboardOptions } from "../../src/dashboard/index.ts";
+import type { Dashboard, DashboardOptions } from "../../src/dashboard/index.ts";
 import {
   RuleStore,
   ruleId,
@@ -36,7 +36,7 @@ import {
   type Ctx,
 } from "../decisions/_support.ts";
 import { OPERATOR, operatorKey, stranger, trustedKeys } from "../support/operator-keys.ts";
-import { launchBrowser, openPage, screenshot } from "./_browser.ts";
+import { launchBrowser, openPage, screenshot, signingConsole } from "./_browser.ts";
 import { call, poster, type Poster } from "./_http.ts";
 
 const HOSTILE_COMMAND = `<img src=x onerror="window.pwned=1">`;
@@ -87,15 +87,7 @@ test("the rules view lists what `rules list` lists, a markup pattern as text; Re
   try {
     const { git, hostile, byHand, foreign } = await seedRules(ctx);
     assert.equal(hostile.rule.pattern, `Bash(${HOSTILE_COMMAND})`, "the pattern is the call itself");
-    dash = await startDashboard({
-      redis: ctx.redis,
-      prefix: ctx.prefix,
-      queuePrefix: `{${ctx.prefix}queue}`,
-      operatorKey,
-      trustedKeys,
-      operatorTokens: { dana: TOKEN },
-      operatorName: "not-the-login",
-    });
+    dash = await signingConsole(ctx, { operatorTokens: { dana: TOKEN }, operatorName: "not-the-login" });
     const listed = await cli(["rules", "list", "--json"], {
       TURNSTREAM_PREFIX: ctx.prefix,
       TURNSTREAM_OPERATOR_KEYS: OPERATOR.publicKey,
@@ -211,10 +203,11 @@ test("the rules view lists what `rules list` lists, a markup pattern as text; Re
 
 test("revoking is refused without the CSRF token, cross-site, as a form, without a login, on a read-only console (no button) and for anything but a rule's id", async () => {
   const ctx = await setup();
-  const common = { redis: ctx.redis, prefix: ctx.prefix, queuePrefix: `{${ctx.prefix}queue}`, operatorName: "dana" };
   const dashboards: Dashboard[] = [];
+  // Each console names its own keys: none, one signing, or another's.
+  const unsigned = { operatorKey: undefined, trustedKeys: undefined };
   const started = async (options: Partial<DashboardOptions>): Promise<Dashboard> => {
-    const dash = await startDashboard({ ...common, ...options });
+    const dash = await signingConsole(ctx, { ...unsigned, operatorName: "dana", ...options });
     dashboards.push(dash);
     return dash;
   };
