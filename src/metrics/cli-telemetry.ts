@@ -3,10 +3,10 @@
 // what reaches `add` names one of the instruments below, with attributes from their closed sets. The
 // receiver's counts (spans forwarded and refused, posts without a live token, metric points by what
 // became of them) are read when a reader collects, so an operator sees forged posts.
-import type { BatchObservableResult, Counter, Meter } from "@opentelemetry/api";
+import type { BatchObservableResult, Counter, Meter, Observable } from "@opentelemetry/api";
 import type { CliInstrument, CliMetricsSink, CliOtlpStats } from "../telemetry/index.ts";
 import { counter, observableCounter } from "./instruments.ts";
-import { METRICS } from "./names.ts";
+import { CLI_POINT_RESULTS, CLI_SPAN_RESULTS, METRICS } from "./names.ts";
 
 const RESULT = "turnstream.cli_telemetry.result";
 
@@ -31,49 +31,39 @@ export function cliTelemetryMetrics(meter: Meter): CliMetricsSink {
   };
 }
 
+type Count = (stats: Readonly<CliOtlpStats>) => number;
+
+/** Each result a span count is observed under, and where the receiver keeps it. */
+const SPAN_COUNTS: Record<(typeof CLI_SPAN_RESULTS)[number], Count> = {
+  forwarded: (stats) => stats.spans,
+  refused: (stats) => stats.refusedSpans,
+};
+/** Each result a metric point count is observed under, and where the receiver keeps it. */
+const POINT_COUNTS: Record<(typeof CLI_POINT_RESULTS)[number], Count> = {
+  recorded: (stats) => stats.metricPoints.recorded,
+  not_kept: (stats) => stats.metricPoints.notKept,
+  unknown: (stats) => stats.metricPoints.unknown,
+  refused: (stats) => stats.metricPoints.refused,
+};
+
 /** The receivers' counts, summed (a process may run more than one worker), each time a reader collects. */
 function observeCounts(meter: Meter, watched: readonly Readonly<CliOtlpStats>[]): void {
   const spans = observableCounter(meter, METRICS.cliTelemetrySpans);
   const points = observableCounter(meter, METRICS.cliTelemetryMetricPoints);
   const unauthorized = observableCounter(meter, METRICS.cliTelemetryUnauthorized);
-  const total = (read: (stats: Readonly<CliOtlpStats>) => number): number =>
-    watched.reduce((sum, stats) => sum + read(stats), 0);
+  const total = (read: Count): number => watched.reduce((sum, stats) => sum + read(stats), 0);
+  const observeEach = (observation: BatchObservableResult, counter: Observable, counts: Record<string, Count>) => {
+    for (const [result, read] of Object.entries(counts))
+      observation.observe(counter, total(read), { [RESULT]: result });
+  };
   meter.addBatchObservableCallback(
     (observation: BatchObservableResult) => {
       if (watched.length === 0) return;
-      observation.observe(
-        spans,
-        total((s) => s.spans),
-        { [RESULT]: "forwarded" },
-      );
-      observation.observe(
-        spans,
-        total((s) => s.refusedSpans),
-        { [RESULT]: "refused" },
-      );
-      observation.observe(
-        points,
-        total((s) => s.metricPoints.recorded),
-        { [RESULT]: "recorded" },
-      );
-      observation.observe(
-        points,
-        total((s) => s.metricPoints.notKept),
-        { [RESULT]: "not_kept" },
-      );
-      observation.observe(
-        points,
-        total((s) => s.metricPoints.unknown),
-        { [RESULT]: "unknown" },
-      );
-      observation.observe(
-        points,
-        total((s) => s.metricPoints.refused),
-        { [RESULT]: "refused" },
-      );
+      observeEach(observation, spans, SPAN_COUNTS);
+      observeEach(observation, points, POINT_COUNTS);
       observation.observe(
         unauthorized,
-        total((s) => s.unauthorized),
+        total((stats) => stats.unauthorized),
       );
     },
     [spans, points, unauthorized],
