@@ -3,11 +3,11 @@
 // it belongs to, and its attributes passed through the allow-list (attributes.ts) and the run's
 // scrubber. Attribute walking is one plain loop per span: this runs for every span every CLI sends.
 import { SpanKind, SpanStatusCode, type Attributes, type AttributeValue, type HrTime } from "@opentelemetry/api";
-import { hrTimeDuration } from "@opentelemetry/core";
 import { resourceFromAttributes, type Resource } from "@opentelemetry/resources";
 import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace-base";
 import { isObj } from "../../kernel/index.ts";
 import { capText } from "../../protocol/index.ts";
+import { finishedSpan } from "../finished-span.ts";
 import type { Scrubber } from "../scrub.ts";
 import {
   CLI_SERVICE_NAME,
@@ -53,7 +53,6 @@ export interface ConvertedSpans {
 const HEX32 = /^[0-9a-f]{32}$/;
 const HEX16 = /^[0-9a-f]{16}$/;
 const VERSION = /^[0-9][0-9A-Za-z.+-]{0,31}$/;
-const SAMPLED = 1;
 
 /** The spans of one request (its parsed JSON body), converted; what does not pass is counted, never sent. */
 export function cliSpans(body: unknown, route: SpanRoute): ConvertedSpans {
@@ -148,26 +147,20 @@ function convertSpan(raw: unknown, route: SpanRoute, source: SpanSource): Readab
   // The CLI's top span names the process's TRACEPARENT span: under a kept process's later turns it
   // moves to that turn's attempt span. A span with no parent hangs under the attempt too.
   const parent = parentSpanId === "" || parentSpanId === route.process.spanId ? binding.spanId : parentSpanId;
-  const spanContext = { traceId: binding.traceId, spanId, traceFlags: SAMPLED };
-  return {
+  return finishedSpan({
     name: raw["name"],
     kind: spanKindOf(raw["kind"]),
-    spanContext: () => spanContext,
-    parentSpanContext: { traceId: binding.traceId, spanId: parent, traceFlags: SAMPLED, isRemote: false },
+    traceId: binding.traceId,
+    spanId,
+    parentSpanId: parent,
     startTime,
     endTime,
-    duration: hrTimeDuration(startTime, endTime),
     status: statusOf(raw["status"], scrub),
     attributes: filteredAttributes(raw["attributes"], scrub),
-    links: [],
     events: spanEvents(raw["events"], scrub),
-    ended: true,
     resource: source.resource,
     instrumentationScope: source.scope,
-    droppedAttributesCount: 0,
-    droppedEventsCount: 0,
-    droppedLinksCount: 0,
-  };
+  });
 }
 
 /**

@@ -4,6 +4,7 @@
 // live or re-exported from the log. A short span: no process knows when a session ends.
 import { SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { finishedSpan } from "../finished-span.ts";
 import { contextFromTraceparent } from "../trace-context.ts";
 import { SESSION_SPAN_NAME } from "./names.ts";
 
@@ -24,26 +25,19 @@ export function sessionSpan(
   const ids = context === undefined ? undefined : trace.getSpanContext(context);
   const made = attemptSpan as Partial<ReadableSpan>;
   if (ids === undefined || made.resource === undefined || made.instrumentationScope === undefined) return undefined;
-  const spanContext = { traceId: ids.traceId, spanId: ids.spanId, traceFlags: ids.traceFlags };
   const time: [number, number] = [Math.floor(startMs / 1000), (startMs % 1000) * 1e6];
-  return {
+  return finishedSpan({
     name: SESSION_SPAN_NAME,
     kind: SpanKind.INTERNAL,
-    spanContext: () => spanContext,
-    parentSpanContext: undefined,
+    traceId: ids.traceId,
+    spanId: ids.spanId,
+    parentSpanId: undefined,
     startTime: time,
     endTime: time,
-    duration: [0, 0],
     status: { code: SpanStatusCode.UNSET },
     // The session id only: the log's key prefix it is derived from stays in the worker.
     attributes: { "turnstream.session": session },
-    links: [],
-    events: [],
-    ended: true,
     resource: made.resource,
     instrumentationScope: made.instrumentationScope,
-    droppedAttributesCount: 0,
-    droppedEventsCount: 0,
-    droppedLinksCount: 0,
-  };
+  });
 }
