@@ -1,8 +1,30 @@
 // Small HTTP helpers: the security headers every answer carries, JSON and text answers, bounded
 // request bodies, and Server-Sent Events.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { z as zod } from "zod";
+import { readBody, sendJson } from "../kernel/index.ts";
 
 export { BodyTooLargeError, readBody, sendJson } from "../kernel/index.ts";
+
+/**
+ * A JSON request body of at most `limit` bytes checked against `schema`; undefined after answering
+ * 400 with `what` and what is wrong with it (zod's issues, or "not JSON").
+ */
+export async function jsonBody<T>(
+  req: IncomingMessage,
+  res: ServerResponse,
+  schema: zod.ZodType<T>,
+  what: string,
+  limit: number,
+): Promise<T | undefined> {
+  try {
+    return schema.parse(JSON.parse(await readBody(req, limit)));
+  } catch (err) {
+    const issues = err instanceof zod.ZodError ? err.issues.map((i) => `${i.path.join(".")}: ${i.message}`) : [];
+    sendJson(res, 400, { error: `${what}: ${issues.join("; ").slice(0, 300) || "not JSON"}` });
+    return undefined;
+  }
+}
 
 /** Strict CSP: only this origin's files run; no inline script or style, no framing. */
 export const CSP =

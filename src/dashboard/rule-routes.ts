@@ -16,7 +16,7 @@ import {
   type TrustRule,
 } from "../decisions/index.ts";
 import { isValidSessionId } from "../log/index.ts";
-import { readBody, sendJson } from "./http.ts";
+import { jsonBody, sendJson } from "./http.ts";
 import type { Ctx } from "./routes.ts";
 
 /** The ids `ruleId` makes; a rule written by hand under another id is revoked with the command. */
@@ -110,13 +110,8 @@ function refused(ctx: Ctx, req: IncomingMessage, res: ServerResponse): boolean {
 /** `POST /api/rules/revoke`: `{ id, reason? }`; who revokes is the login's operator. */
 export async function revokeRuleRoute(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (refused(ctx, req, res)) return;
-  let body: zod.infer<typeof revokeBody>;
-  try {
-    body = revokeBody.parse(JSON.parse(await readBody(req, 8 * 1024)));
-  } catch (err) {
-    const issues = err instanceof zod.ZodError ? err.issues.map((i) => `${i.path.join(".")}: ${i.message}`) : [];
-    return sendJson(res, 400, { error: `bad revocation: ${issues.join("; ").slice(0, 300) || "not JSON"}` });
-  }
+  const body = await jsonBody(req, res, revokeBody, "bad revocation", 8 * 1024);
+  if (body === undefined) return;
   try {
     const done = await revokeRule(
       { log: ctx.log },

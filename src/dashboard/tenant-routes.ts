@@ -13,7 +13,7 @@ import {
   tenantNameSchema,
   writeLimits,
 } from "../tenants/index.ts";
-import { readBody, sendJson } from "./http.ts";
+import { jsonBody, sendJson } from "./http.ts";
 import type { Ctx } from "./routes.ts";
 
 /** What the page may set: the record's own fields and rules; who and when are the server's. */
@@ -23,16 +23,10 @@ const setBody = tenantLimitsFields
 
 const clearBody = zod.strictObject({ tenant: tenantNameSchema });
 
-/** The request's body checked against `schema`, or undefined after answering 400. */
+/** The request's body checked against `schema` and its tenant name, or undefined after answering 400. */
 async function bodyOf<T>(req: IncomingMessage, res: ServerResponse, schema: zod.ZodType<T>): Promise<T | undefined> {
-  let body: T;
-  try {
-    body = schema.parse(JSON.parse(await readBody(req, 4 * 1024)));
-  } catch (err) {
-    const message = err instanceof zod.ZodError ? err.issues.map((i) => `${i.path.join(".")}: ${i.message}`) : [];
-    sendJson(res, 400, { error: `bad tenant limits: ${message.join("; ").slice(0, 300) || "not JSON"}` });
-    return undefined;
-  }
+  const body = await jsonBody(req, res, schema, "bad tenant limits", 4 * 1024);
+  if (body === undefined) return undefined;
   // A name in a secret's shape would be shown in every listing, metric and log: refused, not repeated.
   const shape = secretShapeIn((body as { tenant: string }).tenant);
   if (shape === undefined) return body;
