@@ -11,8 +11,8 @@ import { createServer } from "node:http";
 import type { Browser } from "playwright-core";
 import { listen } from "../../src/kernel/index.ts";
 import type { Dashboard } from "../../src/dashboard/index.ts";
-import { RuleStore, ruleId, rulesKey, signRule } from "../../src/decisions/index.ts";
-import { eventsOf, operatorKey, putRule, setup, type Ctx } from "../decisions/_support.ts";
+import { RuleStore, rulesKey } from "../../src/decisions/index.ts";
+import { eventsOf, putRule, setup, type Ctx } from "../decisions/_support.ts";
 import { launchBrowser, openPage, signingConsole } from "./_browser.ts";
 import { call, poster } from "./_http.ts";
 
@@ -21,15 +21,7 @@ const MARKUP = `"><img src=x onerror="window.pwned=1"><script>window.pwned=2</sc
 
 /** A rule added "by a decision" in ctx's session, so the console can revoke it. */
 async function revocableRule(ctx: Ctx, pattern: string) {
-  const rule = signRule(operatorKey, {
-    id: ruleId("allow", pattern),
-    pattern,
-    effect: "allow",
-    by: "erin",
-    at: new Date().toISOString(),
-    source: { session: ctx.session, requestId: "req-1" },
-  });
-  await new RuleStore(ctx.redis, ctx.prefix).put(rule);
+  const rule = await putRule(ctx, pattern, "allow", "erin", { session: ctx.session, requestId: "req-1" });
   await ctx.log.append(ctx.session, ctx.epoch, [
     { turn: ctx.turn, attempt: ctx.attempt, kind: "rule.added", data: { ruleId: rule.id, pattern, effect: "allow" } },
   ]);

@@ -99,12 +99,13 @@ export function decideAs(ctx: Ctx, input: Omit<DecideInput, "session"> & { sessi
   return decide({ log: ctx.log, operatorKey, trustedKeys }, { session: ctx.session, ...input });
 }
 
-/** Stores a rule signed by the test operator. */
+/** Stores a rule signed by the test operator (`source`: the decision that added it, if any). */
 export async function putRule(
-  ctx: Ctx,
+  ctx: Pick<Ctx, "redis" | "prefix">,
   pattern: string,
   effect: "allow" | "deny" = "allow",
   by = "carol",
+  source?: TrustRule["source"],
 ): Promise<TrustRule> {
   const rule = signRule(operatorKey, {
     id: ruleId(effect, pattern),
@@ -112,6 +113,7 @@ export async function putRule(
     effect,
     by,
     at: new Date().toISOString(),
+    ...(source === undefined ? {} : { source }),
   });
   await new RuleStore(ctx.redis, ctx.prefix).put(rule);
   return rule;

@@ -15,19 +15,11 @@ import { Job } from "bullmq";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { ATTEMPT_SPAN_NAME, GENAI } from "../../src/telemetry/index.ts";
-import {
-  decide,
-  listPending,
-  parseOperatorKeys,
-  RuleStore,
-  ruleId,
-  signRule,
-  type PendingRequest,
-} from "../../src/decisions/index.ts";
+import { decide, listPending, parseOperatorKeys, type PendingRequest } from "../../src/decisions/index.ts";
 import { decisionMadeData, turnParkedData } from "../../src/events/index.ts";
 import { sessionKeys } from "../../src/log/index.ts";
 import { assembleSnapshot, snapshotData } from "../../src/worker/snapshots.ts";
-import { OPERATOR, operatorKey, stranger } from "../decisions/_support.ts";
+import { OPERATOR, operatorKey, putRule, stranger } from "../decisions/_support.ts";
 import { rig, type Rig } from "./_more.ts";
 import { answering, folderOf, lookedAtSince, PARKING_WORKER, parkedRequest, scenarioPrompt } from "./_parked.ts";
 import { processFleet, readAll, type TestStage } from "./_support.ts";
@@ -254,14 +246,7 @@ describe("parked", { concurrency: true }, () => {
     assert.equal(again.requestId, request.requestId);
 
     const pattern = `Bash(echo ruled >> ${join(dir, "ran.txt")})`;
-    const rule = signRule(operatorKey, {
-      id: ruleId("allow", pattern),
-      pattern,
-      effect: "allow",
-      by: "erin",
-      at: new Date().toISOString(),
-    });
-    await new RuleStore(redis, space.logPrefix).put(rule);
+    const rule = await putRule({ redis, prefix: space.logPrefix }, pattern, "allow", "erin");
     const result = await producer.waitForTurn(turn, { timeoutMs: 30_000 });
     assert.equal(result.status, "finished");
     assert.deepEqual(linesOf(join(dir, "ran.txt")), ["ruled"]);
