@@ -131,7 +131,7 @@ export async function executeTurnJob(
     // Woken before its request was answered (a stray wake-up, or a rule that does not decide it): it
     // goes back to waiting, holding nothing, until its deadline or the next wake-up.
     await reparkEntry(deps, stat, parked);
-    return letGoUntil(deps, leased, Date.parse(parked.call.deadline), answered);
+    return letGoUntil(deps, leased, parked.call, answered);
   }
   const entry = await enterTenant(deps.tenants, deps.settings, data, leaseToken);
   if (entry.kind === "fail") return failForTenant(deps, leased, entry.failed);
@@ -192,19 +192,23 @@ async function parkedAnswered(
 }
 
 /**
- * A parked turn's job lets go of the session's lease and its own lock until `until` (ms since the
- * epoch), or a wake-up. A decision or a cancel that came while it was letting go found no parked job to
- * wake: once delayed, it checks for them itself and wakes at once.
+ * A parked turn's job lets go of the session's lease and its own lock until the call's deadline, or a
+ * wake-up. A decision or a cancel that came while it was letting go found no parked job to wake: once
+ * delayed, it checks for them itself and wakes at once. It says it parked only once nothing is held.
  */
 async function letGoUntil(
   deps: ExecuteDeps,
   leased: LeasedJob,
-  until: number,
+  call: ParkedCall,
   answered: () => Promise<boolean>,
 ): Promise<never> {
   const { session, turn } = leased.data;
   await deps.order.release(session, leased.leaseToken);
-  await leased.job.moveToDelayed(Date.now() + Math.max(0, until - Date.now()), leased.token);
+  await leased.job.moveToDelayed(Math.max(Date.now(), Date.parse(call.deadline)), leased.token);
+  deps.logger.info(
+    { session, turn, requestId: call.requestId, deadline: call.deadline },
+    "turn parked: waiting for an operator's decision with nothing held",
+  );
   const wake = (await deps.order.cancelRequested(session, turn)) || (await answered().catch(() => false));
   if (wake) await deps.order.promote(turn);
   throw new DelayedError();
@@ -408,7 +412,7 @@ async function endJob(
       return delayJob(leased.job, leased.token, end.delayMs);
     case "parked":
       // The attempt says what it parked on: nothing to read back from the log it just wrote.
-      return letGoUntil(deps, leased, end.deadline, () => parkedAnswered(deps, leased.data, end, end.call));
+      return letGoUntil(deps, leased, end.call, () => parkedAnswered(deps, leased.data, end, end.call));
     case "stopped":
       if (end.reason === "shutdown" || end.reason === "lease_lost") {
         await order.release(session, leased.leaseToken).catch(() => undefined);

@@ -98,12 +98,7 @@ export async function parkTurn(
   await events.close();
   worker.snapshots?.set(job.session, events.epoch, written.at, written.snapshot);
   await markParked(worker, attempt, deferred);
-  worker.logger.info(
-    { session: job.session, turn: job.turn, requestId: deferred.call.requestId, deadline: deferred.call.deadline },
-    "turn parked: waiting for an operator's decision with nothing held",
-  );
-  const { call } = deferred;
-  return { kind: "parked", attempt: events.attempt, epoch: events.epoch, call, deadline: Date.parse(call.deadline) };
+  return { kind: "parked", attempt: events.attempt, epoch: events.epoch, call: deferred.call };
 }
 
 /** The request's pending entry, marked parked at this attempt's epoch and the log's head. */

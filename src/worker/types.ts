@@ -89,7 +89,7 @@ export type AttemptEnd =
    * The turn parked on `call` (at the attempt's epoch) until `deadline` (ms since the epoch): its job
    * lets go until then.
    */
-  | { kind: "parked"; attempt: number; epoch: number; call: ParkedCall; deadline: number }
+  | { kind: "parked"; attempt: number; epoch: number; call: ParkedCall }
   | RolledBackEnd;
 
 /**
