@@ -7,7 +7,7 @@ import type { SessionHistory } from "../archive/index.ts";
 import { isValidSessionId, type EventLog } from "../log/index.ts";
 import { replaySession, UnknownSessionError, type ProjectionState } from "../projector/index.ts";
 import type { Fleet, FleetEvent } from "./fleet.ts";
-import { eventStream, readBody, sendJson, sendText } from "./http.ts";
+import { eventStream, jsonBody, readBody, sendJson, sendText } from "./http.ts";
 import type { Guard } from "./security.ts";
 import {
   noteTrace,
@@ -199,12 +199,8 @@ export async function decideRoute(ctx: Ctx, req: IncomingMessage, res: ServerRes
       error: "this dashboard cannot decide: start it with TURNSTREAM_OPERATOR_KEY naming your operator key file",
     });
   }
-  let body: zod.infer<typeof decisionBody>;
-  try {
-    body = decisionBody.parse(JSON.parse(await readBody(req, 16 * 1024)));
-  } catch (err) {
-    return sendJson(res, 400, { error: `bad decision: ${(err as Error).message.slice(0, 300)}` });
-  }
+  const body = await jsonBody(req, res, decisionBody, "bad decision", 16 * 1024);
+  if (body === undefined) return;
   try {
     const outcome = await decide(
       { log: ctx.log, operatorKey: ctx.operatorKey, trustedKeys: ctx.trustedKeys },

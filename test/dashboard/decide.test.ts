@@ -200,6 +200,16 @@ test("state changes need the page's CSRF token and a same-origin request; loopba
     });
     assert.equal(through.status, 409, through.body);
     assert.match(through.body, /not_found/);
+    // Bodies the page never sends are refused before any decision is looked for, saying what is wrong.
+    const sameOrigin = { ...ok, Origin: dash.url.slice(0, -1) };
+    const refusedBody = (body: string) => call(api, { method: "POST", headers: sameOrigin, body });
+    const notJson = await refusedBody("{decision: allow");
+    assert.deepEqual([notJson.status, JSON.parse(notJson.body)], [400, { error: "bad decision: not JSON" }]);
+    const namesWho = await refusedBody(JSON.stringify({ ...JSON.parse(decision), by: "mallory" }));
+    assert.equal(namesWho.status, 400, "who decides is the logged-in operator, never the body");
+    assert.match(JSON.parse(namesWho.body).error, /^bad decision: .*by/);
+    const huge = await refusedBody(JSON.stringify({ ...JSON.parse(decision), reason: "x".repeat(20_000) }));
+    assert.equal(huge.status, 400, "a body over 16 KiB");
     assert.equal((await call(dash.url, { headers: { Host: "evil.example" } })).status, 421, "DNS rebinding");
   } finally {
     await dash.close();
