@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { createLineSplitter, parseItem, RunClassifier, type ErrorKind, type ParsedLine } from "../protocol/index.ts";
 import { buildArgs } from "./args.ts";
@@ -50,7 +50,7 @@ import {
 } from "./containment.ts";
 import { ProcessTree, TREE_MARKER_VAR, trackTree } from "./process-tree.ts";
 import { resolveClaudeBin } from "./resolve-bin.ts";
-import { runSettingsFile } from "./sandbox.ts";
+import { runSettings } from "./sandbox.ts";
 import { captureSessionFile, restoreSessionFile } from "./session-file.ts";
 import { guardGit } from "./git-guard.ts";
 import { injectSkillsForRun } from "./skill-injection.ts";
@@ -307,19 +307,16 @@ function prepareRun(
   }
   const scratchDir = home?.dir ?? ownTmpdir(options, env, files);
   const skills = offerSkills(options, files);
-  const settingsFile = runSettingsFile(
+  const settings = runSettings(
     { ...options, addDirs: [...(options.addDirs ?? []), ...skills.addDirs], configHomeDir: home?.dir },
     env,
     files,
   );
-  const args = buildArgs({ ...options, settingsFile, appendSystemPrompt: undefined }, skills.addDirs);
+  const args = buildArgs({ ...options, settingsFile: settings.file, appendSystemPrompt: undefined }, skills.addDirs);
   if (input === "stream-json") args.splice(1, 0, "--input-format", "stream-json");
   const appendix = systemPromptAppendix(options, skills.listed);
-  if (appendix !== undefined) {
-    // Beside a sandboxed run's composed settings, in the folder no tool may write.
-    const folder = options.toolSandbox !== undefined ? dirname(settingsFile!) : files.scratchDir();
-    args.push(...appendixArgs(appendix, folder));
-  }
+  // A sandboxed run's appendix sits beside its composed settings, in the folder no tool may write.
+  if (appendix !== undefined) args.push(...appendixArgs(appendix, settings.privateDir ?? files.scratchDir()));
   return { home, authSource, args, scratchDir };
 }
 

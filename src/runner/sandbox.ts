@@ -221,18 +221,21 @@ function settingsFolder(temps: readonly string[], onCleanup: (undo: () => void) 
   return dir;
 }
 
+export interface RunSettings {
+  /** The `--settings` file the CLI is given, if any. */
+  file: string | undefined;
+  /** A sandboxed run's private folder that holds it, where no tool may write. */
+  privateDir?: string;
+}
+
 /**
  * The `--settings` file of a run: the caller's file unchanged when the run is not sandboxed;
  * otherwise one composed file (the caller's settings, then the sandbox block, which nothing in them
  * can change) in a private folder no tool may write, with the run's TMPDIR moved where the CLI's
  * sockets fit.
  */
-export function runSettingsFile(
-  input: RunSettingsInput,
-  env: Record<string, string>,
-  files: RunFilesAccess,
-): string | undefined {
-  if (input.toolSandbox === undefined) return input.settingsFile;
+export function runSettings(input: RunSettingsInput, env: Record<string, string>, files: RunFilesAccess): RunSettings {
+  if (input.toolSandbox === undefined) return { file: input.settingsFile };
   if (input.trustWorkspace === true) {
     const why = "a trusted workspace's own settings could widen or switch off the sandbox";
     throw badOptions("toolSandbox", `${why}; drop trustWorkspace or toolSandbox`);
@@ -252,7 +255,7 @@ export function runSettingsFile(
   };
   const file = join(settingsDir, "settings.json");
   writeFileSync(file, JSON.stringify(composed, null, 2), { mode: 0o600, flag: "wx" });
-  return file;
+  return { file, privateDir: settingsDir };
 }
 
 /**

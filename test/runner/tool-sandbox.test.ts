@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { runTurn } from "../../src/runner/index.ts";
-import { CONFIG_HOME_ENTRIES, runSettingsFile, SOCKET_DIR_MAX, type RunFilesAccess } from "../../src/runner/sandbox.ts";
+import { CONFIG_HOME_ENTRIES, runSettings, SOCKET_DIR_MAX, type RunFilesAccess } from "../../src/runner/sandbox.ts";
 import { startModelServer } from "../../src/testing/index.ts";
 import { hermeticEnv } from "./_support.ts";
 
@@ -134,7 +134,7 @@ test("toolSandbox: the built-in Read tool is held off the denied paths too, even
   }
 });
 
-/** A run's files for runSettingsFile, made under `root`. */
+/** A run's files for runSettings, made under `root`. */
 function runFiles(root: string): RunFilesAccess & { cleanup(): void } {
   const undo: Array<() => void> = [];
   let scratch: string | undefined;
@@ -158,7 +158,7 @@ test("toolSandbox: the composed settings lie outside every folder the sandbox ma
     const env: Record<string, string> = { TMPDIR: join(home, "tmp"), CLAUDE_CODE_TMPDIR: join(home, "tmp") };
     const sandbox = { allowDomains: [], denyRead: [root] };
     const input = { cwd: join(root, "ws"), addDirs: [], toolSandbox: sandbox, configHomeDir: home };
-    const file = runSettingsFile(input, env, files)!;
+    const { file } = runSettings(input, env, files) as { file: string };
     const composed = JSON.parse(readFileSync(file, "utf8")) as {
       permissions: { deny: string[] };
       sandbox: { filesystem: { allowWrite: string[] } };
@@ -183,13 +183,13 @@ test("toolSandbox: a run without a TMPDIR gets a private one, and one whose TMPD
   try {
     const input = { cwd: root, addDirs: [], toolSandbox: { allowDomains: [], denyRead: [] } };
     const env: Record<string, string> = {};
-    const file = runSettingsFile(input, env, files)!;
+    const { file } = runSettings(input, env, files) as { file: string };
     const allowWrite = (JSON.parse(readFileSync(file, "utf8")) as { sandbox: { filesystem: { allowWrite: string[] } } })
       .sandbox.filesystem.allowWrite;
     assert.ok(!allowWrite.includes(tmpdir()), `the shared temp dir is not writable: ${allowWrite.join(", ")}`);
     assert.notEqual(env["TMPDIR"], tmpdir());
     assert.throws(
-      () => runSettingsFile(input, { TMPDIR: tmpdir() }, files),
+      () => runSettings(input, { TMPDIR: tmpdir() }, files),
       /toolSandbox.*holds the system temp directory/,
     );
   } finally {
