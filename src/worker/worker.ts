@@ -160,6 +160,11 @@ function executeDeps(options: TurnWorkerOptions, parts: DepsParts): ExecuteDeps 
   };
 }
 
+/** The worker's telemetry when it traces: one given but switched off counts as none. */
+function tracingTelemetry(options: TurnWorkerOptions): Telemetry | undefined {
+  return options.telemetry?.enabled === true ? options.telemetry : undefined;
+}
+
 /**
  * The receiver of the CLIs' own spans and metrics: only while the worker traces or keeps metrics, and
  * TURNSTREAM_CLI_TELEMETRY is on.
@@ -169,7 +174,7 @@ function workerCliTelemetry(
   settings: WorkerSettings,
   logger: Logger,
 ): WorkerCliTelemetry | undefined {
-  const telemetry = options.telemetry?.enabled === true ? options.telemetry : undefined;
+  const telemetry = tracingTelemetry(options);
   const metrics = options.cliMetrics;
   if ((telemetry === undefined && metrics === undefined) || !settings.cliTelemetry.enabled) return undefined;
   return new WorkerCliTelemetry({ telemetry, metrics }, settings.cliTelemetry.content, logger);
@@ -327,7 +332,7 @@ function warmWatch(log: EventLog, running: Map<string, RunningTurn>, leaseMs: nu
  * span goes out through the worker's telemetry (Telemetry.emit), when that is what traces.
  */
 function workerObservers(options: TurnWorkerOptions): EventObserver[] {
-  const telemetry = options.telemetry?.enabled === true ? options.telemetry : undefined;
+  const telemetry = tracingTelemetry(options);
   const tracer = options.tracer ?? telemetry?.tracer;
   const emit = options.tracer === undefined ? telemetry?.emit : undefined;
   const spans = tracer === undefined ? [] : [attemptSpansObserver({ tracer, emit })];
