@@ -390,6 +390,11 @@ export const modelCallData = zod.object({
   refusedFor: zod.string().optional(),
   /** The gateway's id of the call: a tenant's spend counts each id once. */
   callId: zod.string().optional(),
+  /** The type of an error event inside a streamed answer (`overloaded_error`, …): failed, though it said 200. */
+  streamError: zod
+    .string()
+    .regex(/^[a-z][a-z_]{0,63}$/)
+    .optional(),
 });
 
 /** Every kind turnstream writes, with the schema of its data. */

@@ -40,6 +40,11 @@ export interface ModelCall {
   answeredBy?: "policy" | "upstream_unreachable" | "too_large" | "aborted" | undefined;
   /** Why a policy refused the call (its `code`, e.g. `tenant_budget`), when one did. */
   refusedFor?: string | undefined;
+  /**
+   * The type of an `error` event the upstream sent inside a streamed answer (`overloaded_error`, …):
+   * the call failed though its status says 200. `other_error` when the event names no plain type.
+   */
+  streamError?: string | undefined;
   /** The credential's fingerprint. */
   credential: string;
 }
@@ -88,12 +93,15 @@ const complete = (usage: Partial<Usage>): Usage => ({
 const MAX_JSON_READ = 8 * 1024 * 1024;
 // An SSE line this long is no message_start or message_delta: it is skipped, not held.
 const MAX_SSE_LINE = 1024 * 1024;
+// An error event's type as the API spells them; anything else the upstream sends is `other_error`.
+const ERROR_TYPE = /^[a-z][a-z_]{0,63}$/;
 
 /** Reads usage and the model from an answer's body as its chunks pass, without holding any back. */
 export class UsageTap {
   readonly #sse: boolean;
   #usage: Partial<Usage> | undefined;
   #model: string | undefined;
+  #streamError: string | undefined;
   #partial = "";
   #skipping = false;
   #json: Buffer[] = [];
@@ -127,15 +135,24 @@ export class UsageTap {
   }
 
   #sseLine(line: string): void {
-    // Only the two small events that carry usage are parsed; content deltas are never touched.
-    if (!line.startsWith('data: {"type":"message_')) return;
-    let event: { type?: unknown; message?: { model?: unknown; usage?: unknown }; usage?: unknown };
+    // Only the two small events that carry usage, and an error event, are parsed; content deltas are
+    // never touched.
+    if (!line.startsWith('data: {"type":"message_') && !line.startsWith('data: {"type":"error"')) return;
+    let event: {
+      type?: unknown;
+      message?: { model?: unknown; usage?: unknown };
+      usage?: unknown;
+      error?: { type?: unknown };
+    };
     try {
       event = JSON.parse(line.slice(6)) as typeof event;
     } catch {
       return;
     }
-    if (event.type === "message_start") {
+    if (event.type === "error") {
+      const type = event.error?.type;
+      this.#streamError = typeof type === "string" && ERROR_TYPE.test(type) ? type : "other_error";
+    } else if (event.type === "message_start") {
       this.#usage = {};
       mergeUsage(this.#usage, event.message?.usage);
       if (typeof event.message?.model === "string") this.#model = event.message.model;
@@ -148,6 +165,11 @@ export class UsageTap {
   result(): { usage: Usage | undefined; model: string | undefined } {
     if (!this.#sse && this.#jsonBytes > 0 && this.#jsonBytes <= MAX_JSON_READ) this.#readJson();
     return { usage: this.#usage === undefined ? undefined : complete(this.#usage), model: this.#model };
+  }
+
+  /** The type of the error event a streamed answer carried, if it carried one. */
+  get streamError(): string | undefined {
+    return this.#streamError;
   }
 
   #readJson(): void {

@@ -17,7 +17,9 @@
 //
 // When a cooldown ends, exactly one request of the whole fleet (the first to ask) goes upstream as
 // the probe; the rest keep holding until its answer's headers arrive: another 429 extends the
-// cooldown by one more strike, anything else clears it for everyone (strikes start again). A probe
+// cooldown by one more strike, anything else clears it for everyone (strikes start again). A streamed
+// answer can still fail after its 200 with an overload or rate-limit error event; when it ends so,
+// the credential cools down as if its status had said it. A probe
 // that never reached the upstream (its client hung up, another policy refused it) is released, and a
 // probe whose worker died is superseded once its claim's lease runs out. A client that hangs up while
 // held costs nothing: no upstream request, no probe.
@@ -38,9 +40,17 @@ import {
 } from "../kernel/index.ts";
 import { luaScript, scriptCommand, type RedisClient } from "../log/index.ts";
 import type { GatewayPolicy, PolicyCall, PolicyDecision, UpstreamAnswer } from "./policy.ts";
+import type { ModelCall } from "./calls.ts";
 
 /** Upstream statuses that cool a credential down fleet-wide. */
 export const COOLDOWN_STATUSES: ReadonlySet<number> = new Set([429, 503, 529]);
+
+// The API can also fail a streamed answer after its 200: with an error event of one of these types,
+// which limit the credential as the status beside each would.
+const STREAM_ERROR_STATUS: ReadonlyMap<string, number> = new Map([
+  ["rate_limit_error", 429],
+  ["overloaded_error", 529],
+]);
 
 // Only Messages requests are held and counted: the rate-limited, costly calls. count_tokens and the
 // models list have limits of their own and pass as they are.
@@ -201,8 +211,17 @@ export class FleetCooldown implements GatewayPolicy {
     }
   }
 
-  /** A probe that ended without an upstream answer (hung up, refused by another policy, unreachable) is released. */
-  afterResponse(call: PolicyCall): void {
+  /**
+   * A streamed answer that ended in an overload or rate-limit error event limits the credential as its
+   * status would have. A probe that ended without an upstream answer (hung up, refused by another
+   * policy, unreachable) is released.
+   */
+  afterResponse(call: PolicyCall, outcome: ModelCall): void {
+    const status = outcome.streamError === undefined ? undefined : STREAM_ERROR_STATUS.get(outcome.streamError);
+    if (status !== undefined && COOLED_PATH.test(call.path)) {
+      this.#clearUntil.delete(call.credentialFingerprint);
+      this.#track(this.#record(call.credentialFingerprint, { status, retryAfterMs: undefined }, undefined));
+    }
     const token = this.#probes.get(call);
     if (token === undefined) return;
     this.#probes.delete(call);

@@ -325,6 +325,7 @@ class CallRecord {
   #requestId: string | undefined;
   #usage: ModelCall["usage"];
   #responseModel: string | undefined;
+  #streamError: string | undefined;
   #ended = false;
   #policyCall: PolicyCall | undefined;
   readonly #hangUp = new AbortController();
@@ -380,6 +381,7 @@ class CallRecord {
     const { usage, model } = tap.result();
     this.#usage = usage;
     this.#responseModel = model;
+    this.#streamError = tap.streamError;
   }
 
   end(ctx: ProxyContext, status: number, answeredBy?: ModelCall["answeredBy"]): void {
@@ -402,6 +404,7 @@ class CallRecord {
       requestId: this.#requestId,
       answeredBy,
       refusedFor: this.refusedFor,
+      streamError: this.#streamError,
       credential: this.grant.upstream.credential.fingerprint(),
     };
     try {

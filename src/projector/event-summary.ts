@@ -63,7 +63,8 @@ const summaries: { [K in EventKind]?: (data: EventData<K>) => string } = {
   "model.call": (call) => {
     const tokens = call.usage === undefined ? "" : ` ${call.usage.input_tokens} in ${call.usage.output_tokens} out`;
     const ttfb = call.ttfbMs === undefined ? "" : ` ttfb ${Math.round(call.ttfbMs)} ms`;
-    return `${call.model ?? call.path} ${call.status}${ttfb}${tokens}${call.answeredBy === undefined ? "" : ` (${call.answeredBy})`}`;
+    const how = call.answeredBy ?? call.streamError;
+    return `${call.model ?? call.path} ${call.status}${ttfb}${tokens}${how === undefined ? "" : ` (${how})`}`;
   },
 };
 

@@ -16,6 +16,7 @@ import {
   listCooldowns,
   type CooldownEntry,
   type CooldownOptions,
+  type ModelCall,
   type PolicyCall,
   type PolicyDecision,
 } from "../../src/gateway/index.ts";
@@ -91,6 +92,12 @@ async function answered429(policy: FleetCooldown, retryAfterMs: number): Promise
   const limited = request();
   await policy.beforeRequest(limited);
   await answer(policy, limited, 429, retryAfterMs);
+}
+
+/** How the gateway saw `call` end, with `fields` (a status of 200 unless they say otherwise). */
+function ended(call: PolicyCall, fields: Partial<ModelCall> = {}): ModelCall {
+  const started = { startedAt: new Date().toISOString(), method: "POST", path: call.path, stream: true };
+  return { callId: call.callId, ...started, status: 200, durationMs: 5, credential: FP, ...fields };
 }
 
 /** A decision with the time it took. */
@@ -240,6 +247,39 @@ test("a client that hangs up while held costs nothing: no probe is spent, the ho
   assert.equal((await rig.list())[0]?.probes, 1);
 });
 
+test("a streamed 200 that ends in an overload or rate-limit error event cools the credential down; other error events do not", async (ctx) => {
+  const rig = await stage(ctx);
+  const [one, two] = [rig.policy(), rig.policy()];
+  for (const streamError of ["invalid_request_error", "api_error", "other_error"]) {
+    const call = request();
+    assert.deepEqual(await one.beforeRequest(call), { action: "allow" });
+    await answer(one, call, 200);
+    one.afterResponse(call, ended(call, { streamError }));
+    await one.flush();
+    assert.deepEqual(await rig.list(), [], `${streamError} limits nothing`);
+  }
+  // A count_tokens answer is not a Messages request: its error events limit nothing either.
+  const counted = request("/v1/messages/count_tokens");
+  one.afterResponse(counted, ended(counted, { streamError: "overloaded_error" }));
+  await one.flush();
+  assert.deepEqual(await rig.list(), []);
+
+  const overloaded = request();
+  assert.deepEqual(await one.beforeRequest(overloaded), { action: "allow" });
+  await answer(one, overloaded, 200);
+  one.afterResponse(overloaded, ended(overloaded, { streamError: "overloaded_error" }));
+  await one.flush();
+  const [cooling] = await rig.list();
+  assert.equal(cooling?.status, 529, "recorded as the status an overload answers with");
+  assert.equal(cooling?.strikes, 1);
+  assert.ok(await pendingAfter(two.beforeRequest(request()), 200), "another worker's request holds");
+
+  const limited = request();
+  one.afterResponse(limited, ended(limited, { streamError: "rate_limit_error" }));
+  await one.flush();
+  assert.equal((await rig.list())[0]?.status, 429, "the latest answer's status");
+});
+
 test("a probe that never reached the upstream is released: the next request probes at once", async (ctx) => {
   const rig = await stage(ctx);
   const [one, two] = [rig.policy(), rig.policy()];
@@ -247,7 +287,7 @@ test("a probe that never reached the upstream is released: the next request prob
   const probe = request();
   assert.deepEqual(await one.beforeRequest(probe), { action: "allow" });
   // Its client hung up, or another policy refused it: the gateway ends it without an upstream answer.
-  one.afterResponse(probe);
+  one.afterResponse(probe, ended(probe, { status: 0, answeredBy: "aborted" }));
   await one.flush();
   const { decision, ms } = await timed(two.beforeRequest(request()));
   assert.deepEqual(decision, { action: "allow" });

@@ -378,6 +378,25 @@ test("usage is read from SSE events split anywhere across chunks, and from a JSO
   const error = new UsageTap("application/json");
   error.feed(Buffer.from('{"type":"error","error":{"type":"overloaded_error"}}'));
   assert.equal(error.result().usage, undefined);
+  // An error event inside a stream, however it is cut; a type that is not a plain name is not kept.
+  const failed = (type: unknown) =>
+    `event: message_start\ndata: {"type":"message_start","message":{"model":"m","usage":{"input_tokens":1}}}\n\n` +
+    `event: error\ndata: ${JSON.stringify({ type: "error", error: { type, message: "x" } })}\n\n`;
+  for (const [type, kept] of [
+    ["overloaded_error", "overloaded_error"],
+    ["<img src=x onerror=alert(1)>", "other_error"],
+    ["x".repeat(100), "other_error"],
+    [{ nested: true }, "other_error"],
+  ] as const) {
+    const sseText = failed(type);
+    for (const size of [1, 5, sseText.length]) {
+      const tap = new UsageTap("text/event-stream");
+      for (let offset = 0; offset < sseText.length; offset += size)
+        tap.feed(Buffer.from(sseText.slice(offset, offset + size)));
+      assert.equal(tap.streamError, kept, `${JSON.stringify(type)} in pieces of ${size}`);
+    }
+  }
+  assert.equal(new UsageTap("text/event-stream").streamError, undefined);
 });
 
 test("a policy that throws or answers a status HTTP cannot carry fails that request, never the gateway", async () => {

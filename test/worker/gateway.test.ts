@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { SpanStatusCode } from "@opentelemetry/api";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { ATTEMPT_SPAN_NAME } from "../../src/telemetry/index.ts";
 import { fold } from "../../src/projector/index.ts";
@@ -191,6 +192,56 @@ test("a warm session keeps one token for its kept process, bound to each turn in
     assert.equal(callsOf(secondTurn.turn), 2);
   } finally {
     await stage.dispose();
+  }
+});
+
+test("a streamed answer that ends in an overloaded_error event: its model.call says so, and the credential cools down for the fleet", async () => {
+  const key = canary();
+  const stage = await rig(
+    {
+      responses: [
+        { streamError: { type: "overloaded_error", message: "Overloaded" } },
+        { content: [{ type: "text", text: "after the overload" }] },
+      ],
+    },
+    { credential: key },
+  );
+  const said: string[] = [];
+  const ignore = (): void => undefined;
+  const logger = { debug: ignore, warn: ignore, error: ignore, info: (_: unknown, msg: string) => void said.push(msg) };
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  try {
+    stage.worker({ sandboxed: true, runEnv: { ANTHROPIC_API_KEY: key }, logger, tracer: provider.getTracer("test") });
+    const queued = await stage.producer.enqueueTurn({ prompt: "hello", cwd: stage.ws });
+    const res = await stage.producer.waitForTurn(queued.turn, { timeoutMs: 90_000 });
+    assert.equal(res.status, "finished", JSON.stringify(res.event.data));
+    const calls = (await stage.events(queued.session, queued.turn))
+      .filter((e) => e.kind === "model.call")
+      .map((e) => dataOf(e));
+    assert.deepEqual(
+      calls.map((call) => [call["status"], call["streamError"]]),
+      [
+        [200, "overloaded_error"],
+        [200, undefined],
+      ],
+      "the first call failed inside its 200, the next one did not",
+    );
+    assert.ok(said.includes("model API limited the credential: the fleet holds its requests"), said.join("\n"));
+    assert.ok(said.includes("model API answered the probe: the credential's cooldown ended"), "the next call probed");
+    assert.deepEqual(await listCooldowns(stage.redis, stage.space.logPrefix), []);
+    const chats = exporter.getFinishedSpans().filter((span) => span.name.startsWith("chat"));
+    assert.deepEqual(
+      chats.map((span) => [span.status.code, span.attributes["error.type"]]),
+      [
+        [SpanStatusCode.ERROR, "overloaded_error"],
+        [SpanStatusCode.UNSET, undefined],
+      ],
+      "the failed call's span is an error though its status was 200",
+    );
+  } finally {
+    await stage.dispose();
+    await provider.shutdown();
   }
 });
 

@@ -39,6 +39,9 @@ export function modelCallSpan(
   if (call.status >= 400) {
     span.setAttribute(GENAI.errorType, String(call.status));
     span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${call.status}` });
+  } else if (call.streamError !== undefined) {
+    span.setAttribute(GENAI.errorType, call.streamError);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: `${call.streamError} in the stream` });
   }
   span.end(start + call.durationMs);
   return true;
