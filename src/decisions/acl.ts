@@ -5,6 +5,8 @@
 // reaches the port is everyone.
 import { createHash, randomBytes } from "node:crypto";
 import { DEFAULT_PREFIX } from "../log/index.ts";
+import { revokedKey } from "./revoked-index.ts";
+import { rulesKey } from "./rules.ts";
 
 export const ACL_ROLES = ["admin", "worker", "operator", "reader"] as const;
 export type AclRole = (typeof ACL_ROLES)[number];
@@ -27,7 +29,7 @@ export const ACL_ROLE_PURPOSE: Record<AclRole, string> = {
   admin: "administers Redis (ACL, CONFIG); never given to turnstream processes",
   worker: "runs turns: the queue, the log, leases, snapshots, the decision hub",
   operator:
-    "reads everything turnstream stores; writes only session logs (decisions, rules), the trust rules, tenants' limits, the pending index and parked turns' wake-ups",
+    "reads everything turnstream stores; writes only session logs (decisions, rules), the trust rules and recent revocations, tenants' limits, the pending index and parked turns' wake-ups",
   reader: "reads everything turnstream stores and writes nothing (pending, tail, sessions, dashboards)",
 };
 
@@ -47,12 +49,14 @@ function rules(role: AclRole, logPrefix: string, queuePrefix: string): string {
         `${session}:meta`,
         `${session}:blobs`,
         `${logPrefix}sessions`,
-        `${logPrefix}decisions:rules`,
+        rulesKey(logPrefix),
+        revokedKey(logPrefix),
         `${logPrefix}decisions:pending`,
         `${logPrefix}decisions:wake:*`,
         `${logPrefix}tenants:limits`,
       ];
-      const writes = "+evalsha +eval +xadd +hset +hdel +sadd +persist +pexpire +zadd +lpush";
+      // MULTI/EXEC and LTRIM: the index of recent revocations is trimmed in the transaction that adds to it.
+      const writes = "+evalsha +eval +xadd +hset +hdel +sadd +persist +pexpire +zadd +lpush +ltrim +multi +exec";
       return `${read} ${writable.map((k) => `~${k}`).join(" ")} ${readCommands} ${writes}`;
     }
     case "reader":

@@ -47,6 +47,7 @@ export {
   ruleOfAdded,
   signRuleRevoked,
   verifyRuleRevoked,
+  checkRuleRevoked,
   type Verification,
   type RuleCheck,
   type UnsignedDecision,
@@ -61,6 +62,18 @@ export {
   type RevokeResult,
   type RevokeTarget,
 } from "./revoke.ts";
+export {
+  REVOKED_KEPT,
+  revocationSchema,
+  revokedKey,
+  indexRevocation,
+  readRevocations,
+  checkRevocation,
+  revocationRow,
+  type Revocation,
+  type RecentRevocations,
+  type RevocationRow,
+} from "./revoked-index.ts";
 export {
   sweepSupervisedDirs,
   SUPERVISED_DIR_PREFIX,

@@ -3,11 +3,14 @@
 // why, as `rule.added` recorded its addition: in the log of the session whose decision added it, at the
 // turn that added it (or in a session the operator names, for a rule whose own session is gone from
 // Redis or that no decision added). The record comes first: a rule is never gone without its record.
+// Then the rule joins the index of recent revocations (revoked-index.ts), which `rules list --revoked`
+// and the dashboard show, since the rule hash no longer does.
 // Revoking only takes trust away, so no operator key is needed; given one, the record is signed.
 import { TurnstreamError } from "../kernel/index.ts";
 import { LogRolledBackError, type EventLog, type RedisClient } from "../log/index.ts";
 import { dataOf, type RuleRevoked } from "../events/index.ts";
 import type { OperatorKey } from "./operator-keys.ts";
+import { indexRevocation } from "./revoked-index.ts";
 import { RuleStore, type TrustRule } from "./rules.ts";
 import { signRuleRevoked } from "./signing.ts";
 
@@ -96,17 +99,24 @@ async function recordPlace(
   return { ...(place ?? { turn: last.turn, attempt: 0 }), seenSeq: last.seq };
 }
 
-const isNoPerm = (err: unknown): boolean => err instanceof Error && /^NOPERM/.test(err.message);
+/** The NOPERM Redis gave, itself or (a transaction's EXECABORT) for one of its commands. */
+function noPermOf(err: unknown): Error | undefined {
+  if (!(err instanceof Error)) return undefined;
+  if (/^NOPERM/.test(err.message)) return err;
+  const queued: unknown = Reflect.get(err, "previousErrors");
+  return Array.isArray(queued) ? queued.map(noPermOf).find((found) => found !== undefined) : undefined;
+}
 
-/** Runs a write; a Redis NOPERM becomes a RuleRevokeError that says which role is needed. */
-async function asOperator<T>(write: () => Promise<T>): Promise<T> {
+/** Runs a write; a Redis NOPERM becomes a RuleRevokeError that says which role is needed to `what`. */
+async function asOperator<T>(write: () => Promise<T>, what = "revoke rules"): Promise<T> {
   try {
     return await write();
   } catch (err) {
-    if (!isNoPerm(err)) throw err;
+    const noPerm = noPermOf(err);
+    if (noPerm === undefined) throw err;
     throw new RuleRevokeError(
       "forbidden",
-      `this Redis user may not revoke rules (Redis said: ${(err as Error).message.slice(0, 200)}); ` +
+      `this Redis user may not ${what} (Redis said: ${noPerm.message.slice(0, 200)}); ` +
         "connect as a user with the operator role (REDIS_URL=redis://operator:<password>@host:port; see deploy/redis-users.acl)",
     );
   }
@@ -131,7 +141,8 @@ function revokedRecord(rule: TrustRule, input: RevokeInput): RuleRevoked {
  */
 export async function revokeRule(target: RevokeTarget, input: RevokeInput): Promise<RevokeResult> {
   if (input.by.trim().length === 0) throw new Error("revokeRule: `by` must name who revokes");
-  const store = new RuleStore(target.redis ?? target.log.redis, target.prefix ?? target.log.prefix);
+  const prefix = target.prefix ?? target.log.prefix;
+  const store = new RuleStore(target.redis ?? target.log.redis, prefix);
   const rule = pickRule(await store.list(), input.rule, input.idOnly === true);
   const session = input.session ?? rule.source?.session;
   if (session === undefined)
@@ -145,5 +156,12 @@ export async function revokeRule(target: RevokeTarget, input: RevokeInput): Prom
   const appended = await asOperator(() => target.log.appendUnfenced(session, [event], { ackedSeq: place.seenSeq }));
   if (appended.outcome === "rolled_back") throw new LogRolledBackError(session, place.seenSeq, appended.lastSeq);
   const removed = await asOperator(() => store.remove(rule.id));
-  return { rule, revoked, session, seq: appended.lastSeq, removed };
+  const done = { rule, revoked, session, seq: appended.lastSeq, removed };
+  // Indexed once, by the revocation that removed the rule: one that found it gone has its record only.
+  if (removed) await asOperator(() => indexRevocation(store.redis, prefix, done), indexedWhat(done));
+  return done;
 }
+
+/** What an operator without the index's permission is told: the revocation itself is done. */
+const indexedWhat = (done: { rule: TrustRule; session: string; seq: number }): string =>
+  `add to the index of recent revocations; rule ${done.rule.id} is revoked and recorded at seq ${done.seq} of session ${done.session}`;

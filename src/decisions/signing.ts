@@ -138,11 +138,19 @@ export interface RuleCheck {
   why?: string | undefined;
 }
 
+/** A verification as shown to an operator: unchecked (null) without trusted keys. */
+function shownCheck(
+  trusted: OperatorKeyring | undefined,
+  verify: (keyring: OperatorKeyring) => Verification,
+): RuleCheck {
+  if (trusted === undefined) return { verified: null };
+  const verification = verify(trusted);
+  return verification.ok ? { verified: true } : { verified: false, why: verification.why };
+}
+
 /** A rule's signature checked as the hub checks it, for showing an operator (`rules list`, the dashboard). */
 export function checkRule(rule: TrustRule, trusted: OperatorKeyring | undefined): RuleCheck {
-  if (trusted === undefined) return { verified: null };
-  const verification = verifyRule(trusted, rule);
-  return verification.ok ? { verified: true } : { verified: false, why: verification.why };
+  return shownCheck(trusted, (keyring) => verifyRule(keyring, rule));
 }
 
 /** The `rule.added` record of a signed rule (it carries the rule's own signature). */
@@ -199,4 +207,9 @@ export function verifyRuleRevoked(keyring: OperatorKeyring, revoked: RuleRevoked
   if (revoked.keyId === undefined || revoked.signature === undefined) return { ok: false, why: "it is not signed" };
   const message = ruleRevokedMessage(revoked, revoked.keyId);
   return signatureVerdict(keyring, revoked.keyId, revoked.signature, message, "the trusted keys");
+}
+
+/** A `rule.revoked` record's signature checked against the trusted keys, for showing an operator (as checkRule). */
+export function checkRuleRevoked(revoked: RuleRevoked, trusted: OperatorKeyring | undefined): RuleCheck {
+  return shownCheck(trusted, (keyring) => verifyRuleRevoked(keyring, revoked));
 }

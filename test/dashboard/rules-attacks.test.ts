@@ -12,21 +12,12 @@ import type { Browser } from "playwright-core";
 import { listen } from "../../src/kernel/index.ts";
 import type { Dashboard } from "../../src/dashboard/index.ts";
 import { RuleStore, rulesKey } from "../../src/decisions/index.ts";
-import { eventsOf, putRule, setup, type Ctx } from "../decisions/_support.ts";
+import { eventsOf, putRule, revocableRule, setup } from "../decisions/_support.ts";
 import { launchBrowser, openPage, signingConsole } from "./_browser.ts";
 import { call, poster } from "./_http.ts";
 
 const TOKEN = randomBytes(24).toString("base64url");
 const MARKUP = `"><img src=x onerror="window.pwned=1"><script>window.pwned=2</script>`;
-
-/** A rule added "by a decision" in ctx's session, so the console can revoke it. */
-async function revocableRule(ctx: Ctx, pattern: string) {
-  const rule = await putRule(ctx, pattern, "allow", "erin", { session: ctx.session, requestId: "req-1" });
-  await ctx.log.append(ctx.session, ctx.epoch, [
-    { turn: ctx.turn, attempt: ctx.attempt, kind: "rule.added", data: { ruleId: rule.id, pattern, effect: "allow" } },
-  ]);
-  return rule;
-}
 
 /** The attacker's page: frames the console and posts a revocation of `id` three ways. */
 function attackerPage(dashboard: string, id: string): string {

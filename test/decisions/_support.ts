@@ -119,6 +119,15 @@ export async function putRule(
   return rule;
 }
 
+/** A rule added "by a decision" in ctx's session (its `rule.added` is in the log), so it can be revoked. */
+export async function revocableRule(ctx: Ctx, pattern: string, effect: "allow" | "deny" = "allow"): Promise<TrustRule> {
+  const rule = await putRule(ctx, pattern, effect, "erin", { session: ctx.session, requestId: "req-1" });
+  await ctx.log.append(ctx.session, ctx.epoch, [
+    { turn: ctx.turn, attempt: ctx.attempt, kind: "rule.added", data: { ruleId: rule.id, pattern, effect } },
+  ]);
+  return rule;
+}
+
 export function prepare(ctx: Ctx, hub: DecisionHub, extra: Partial<SupervisedRunOptions> = {}): SupervisedRun {
   return prepareSupervisedRun(hub, {
     session: ctx.session,

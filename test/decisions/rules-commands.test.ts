@@ -1,13 +1,15 @@
 // `turnstream rules list|revoke` as operators run them: a rule `decide --always` added is listed with
 // whether it verifies against the fleet's keys; revoking it records `rule.revoked` in the log that
 // recorded its addition, and the real CLI's next identical call is no longer decided by it. Revoking
-// needs the operator Redis role, which has what it takes (a reader is told which role to use).
+// needs the operator Redis role, which has what it takes, the index of recent revocations included (a
+// reader is told which role to use, and can read that index but not write it).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import {
   parseOperatorKeys,
+  revokedKey,
   rulesKey,
   RuleStore,
   verifyRuleRevoked,
@@ -177,6 +179,19 @@ test("revoke: an unknown rule, a pattern naming two rules, a rule without a sess
     for await (const event of createEventLog({ redis: worker, prefix: space.logPrefix }).read(session))
       kinds.push(event.kind);
     assert.deepEqual(kinds, ["turn.queued", "rule.revoked"]);
+
+    // The operator role also wrote the index of recent revocations; the reader reads it and cannot write it.
+    const recent = await cli(["rules", "list", "--revoked", "--json"], readerEnv);
+    assert.equal(recent.code, 0, recent.stderr);
+    const listed = JSON.parse(recent.stdout) as { revocations: Array<{ ruleId: string; revokedBy: string }> };
+    assert.deepEqual(
+      listed.revocations.map((row) => [row.ruleId, row.revokedBy]),
+      [[allow.id, "olga"]],
+    );
+    const reader = acl.client("reader");
+    await assert.rejects(reader.lpush(revokedKey(space.logPrefix), "{}"), /NOPERM/);
+    await assert.rejects(reader.ltrim(revokedKey(space.logPrefix), 0, 0), /NOPERM/);
+    assert.equal(await worker.llen(revokedKey(space.logPrefix)), 1);
   } finally {
     await acl.close();
     space.cleanup();

@@ -1,12 +1,16 @@
 // `turnstream rules list|revoke`: the fleet's trust rules (the hash `decide --always` adds to). `list`
 // shows each rule and whether its signature verifies against TURNSTREAM_OPERATOR_KEYS (the hub honours
 // only those that do); `revoke` takes one out, so the hub stops honouring it, and records who did in
-// the log as `rule.revoked`. Everything shown was written by whoever can write Redis: escaped for the
-// terminal.
+// the log as `rule.revoked`; `list --revoked` shows the recent revocations (their index:
+// revoked-index.ts) and whether each record's signature verifies. Everything shown was written by
+// whoever can write Redis: escaped for the terminal.
 import { forTerminal } from "../../kernel/index.ts";
 import {
   checkRule,
   loadOperatorKey,
+  readRevocations,
+  revocationRow,
+  REVOKED_KEPT,
   OperatorKeyError,
   operatorKeyLinesFromEnv,
   operatorName,
@@ -16,6 +20,7 @@ import {
   RuleStore,
   type OperatorKey,
   type OperatorKeyring,
+  type RevocationRow,
   type RuleCheck,
   type TrustRule,
 } from "../../decisions/index.ts";
@@ -27,11 +32,14 @@ import { logPrefix, rejectSessionId } from "./_connect.ts";
 
 export const summary = "list the fleet's trust rules (and whether each verifies), or revoke one";
 
-const usage = `usage: turnstream rules list [--json] [--prefix P]
+const usage = `usage: turnstream rules list [--revoked] [--json] [--prefix P]
        turnstream rules revoke ID|PATTERN [--reason TEXT] [--by NAME] [--session S] [--key FILE] [--json] [--prefix P]
   list            every trust rule: id, effect, pattern, who added it and when, why, the session whose
                   decision added it, and whether its signature verifies against TURNSTREAM_OPERATOR_KEYS
                   (when set here; else "unchecked"). Workers honour only rules that verify.
+  --revoked       instead, the ${REVOKED_KEPT} most recent revocations, newest first: the rule, who added it, who
+                  revoked it, when and why, whether the rule.revoked record's signature verifies, and
+                  the session and event that record it (older ones are in their sessions' logs only)
   revoke          removes the rule with that id (or exactly that pattern): workers stop honouring it at
                   once. Records who revoked it (rule.revoked) in the log of the session whose decision
                   added it, as the rule's addition was recorded there.
@@ -41,12 +49,13 @@ const usage = `usage: turnstream rules list [--json] [--prefix P]
                   or that no decision added
   --key FILE      sign the record with your operator key (default: TURNSTREAM_OPERATOR_KEY when set;
                   revoking only takes trust away, so it needs no key)
-  --json          one JSON object (list: an array of rules)
+  --json          one JSON object (list: an array of rules; --revoked: { revocations, unreadable })
   --prefix P      key prefix (default: TURNSTREAM_PREFIX or "ts:")
   Needs a Redis user with the operator role to revoke (see \`turnstream acl\`).
 `;
 
 const options = {
+  revoked: { type: "boolean" },
   reason: { type: "string" },
   by: { type: "string" },
   session: { type: "string" },
@@ -58,9 +67,9 @@ const options = {
 
 type RulesValues = ParsedArgs<{ allowPositionals: true; options: typeof options }>["values"];
 
-function signatureText(rule: TrustRule, checked: RuleCheck): string {
-  if (checked.verified === null) return `signed by ${rule.keyId ?? "no key"}, unchecked (no TURNSTREAM_OPERATOR_KEYS)`;
-  return checked.verified ? `verified (${rule.keyId})` : `does NOT verify: ${checked.why}`;
+function signatureText(keyId: string | undefined, checked: RuleCheck): string {
+  if (checked.verified === null) return `signed by ${keyId ?? "no key"}, unchecked (no TURNSTREAM_OPERATOR_KEYS)`;
+  return checked.verified ? `verified (${keyId})` : `does NOT verify: ${checked.why}`;
 }
 
 /** Two or three lines per rule, every text a Redis writer chose escaped. */
@@ -69,7 +78,7 @@ function ruleText(rule: TrustRule, checked: RuleCheck): string {
     rule.source === undefined ? "" : `, from session ${rule.source.session} (request ${rule.source.requestId})`;
   const lines = [
     `${rule.id} ${rule.effect} ${rule.pattern}`,
-    `  added by ${rule.by} at ${rule.at}${from}; signature: ${signatureText(rule, checked)}`,
+    `  added by ${rule.by} at ${rule.at}${from}; signature: ${signatureText(rule.keyId, checked)}`,
   ];
   if (rule.reason !== undefined && rule.reason !== "") lines.push(`  reason: ${rule.reason}`);
   return lines.map((line) => forTerminal(line)).join("\n") + "\n";
@@ -87,6 +96,34 @@ async function listRules(
     process.stdout.write(JSON.stringify(rows) + "\n");
   } else if (rules.length === 0) process.stdout.write("no trust rules\n");
   else for (const { rule, signature } of listed) process.stdout.write(ruleText(rule, signature));
+  return EXIT.finished;
+}
+
+/** Two or three lines per revocation, every text a Redis writer chose escaped. */
+function revocationText(row: RevocationRow): string {
+  const checked = { verified: row.verified, why: row.why ?? undefined };
+  const lines = [
+    `${row.ruleId} ${row.effect} ${row.pattern}`,
+    `  added by ${row.addedBy}; revoked by ${row.revokedBy} at ${row.revokedAt}, recorded at seq ${row.seq} of session ${row.session}; signature: ${signatureText(row.keyId ?? undefined, checked)}`,
+  ];
+  if (row.reason !== null) lines.push(`  reason: ${row.reason}`);
+  return lines.map((line) => forTerminal(line)).join("\n") + "\n";
+}
+
+async function listRevoked(
+  redis: RedisClient,
+  values: RulesValues,
+  trusted: OperatorKeyring | undefined,
+): Promise<number> {
+  const recent = await readRevocations(redis, logPrefix(values.prefix));
+  const revocations = recent.revocations.map((revocation) => revocationRow(revocation, trusted));
+  if (values.json) process.stdout.write(JSON.stringify({ revocations, unreadable: recent.unreadable }) + "\n");
+  else {
+    if (revocations.length === 0) process.stdout.write("no recent revocations\n");
+    for (const row of revocations) process.stdout.write(revocationText(row));
+    if (recent.unreadable > 0)
+      process.stdout.write(`${recent.unreadable} entries of the index are not revocations: not shown\n`);
+  }
   return EXIT.finished;
 }
 
@@ -138,11 +175,14 @@ function trustedKeys(): OperatorKeyring | undefined {
   return lines === undefined ? undefined : parseOperatorKeys(lines, "TURNSTREAM_OPERATOR_KEYS");
 }
 
+type Lister = (redis: RedisClient, values: RulesValues, trusted: OperatorKeyring | undefined) => Promise<number>;
+type Subcommand = { list: Lister; revoke?: undefined } | { revoke: string };
+
 /** The subcommand and its argument, or the exit code after saying on stderr what is wrong. */
-function subcommandOf(positionals: string[], values: RulesValues): { revoke?: string } | number {
+function subcommandOf(positionals: string[], values: RulesValues): Subcommand | number {
   const [sub, ...rest] = positionals;
-  if (sub === "list" && rest.length === 0) return {};
-  if (sub === "revoke" && rest.length === 1 && rest[0] !== "") {
+  if (sub === "list" && rest.length === 0) return { list: values.revoked === true ? listRevoked : listRules };
+  if (sub === "revoke" && rest.length === 1 && rest[0] !== "" && values.revoked !== true) {
     if (values.session !== undefined && rejectSessionId("rules revoke", values.session)) return EXIT.usage;
     return { revoke: rest[0]! };
   }
@@ -168,7 +208,7 @@ export async function run(argv: string[]): Promise<number> {
   const redis = await connectForCommand();
   try {
     return picked.revoke === undefined
-      ? await listRules(redis, values, keys.trusted)
+      ? await picked.list(redis, values, keys.trusted)
       : await revoke(redis, values, picked.revoke, keys.signer);
   } finally {
     redis.disconnect();
