@@ -3,16 +3,22 @@
 // session whose decision added the rule, then the rule's removal). Revoking sits behind the decision
 // guards (login, CSRF token, same origin, JSON), is recorded as the login's operator and signed with
 // the dashboard's operator key; a console without a key is read-only here too. A rule's pattern comes
-// from a tool call, so from the agent: every text is escaped like the command's, then scrubbed.
+// from a tool call, so from the agent: every text is escaped like the command's, then scrubbed. Under
+// the rules, the recent revocations as `turnstream rules list --revoked` shows them, from their index
+// (which anyone who can write Redis can write: attacker input too).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z as zod } from "zod";
 import { forTerminal } from "../kernel/index.ts";
 import {
   checkRule,
+  readRevocations,
+  revocationRow,
   revokeRule,
   RuleRevokeError,
   RuleStore,
+  type RevocationRow,
   type RevokeProblem,
+  type Revocation,
   type TrustRule,
 } from "../decisions/index.ts";
 import { isValidSessionId } from "../log/index.ts";
@@ -39,10 +45,20 @@ export interface RuleRow {
   revocable: boolean;
 }
 
+/** A recent revocation, as `rules list --revoked --json` gives it, escaped. */
+export interface RevokedRow extends RevocationRow {
+  /** Whether its session is a session id the console can open (at the record). */
+  linkable: boolean;
+}
+
 export interface RulesAnswer {
   /** Whether the dashboard has TURNSTREAM_OPERATOR_KEYS to check rules against. */
   checked: boolean;
   rules: RuleRow[];
+  /** Newest first. */
+  revoked: RevokedRow[];
+  /** Entries of the revocations' index that are not revocations: not shown. */
+  unreadableRevoked: number;
 }
 
 const line = (text: string): string => forTerminal(text);
@@ -72,12 +88,39 @@ function ruleRow(ctx: Ctx, rule: TrustRule): RuleRow {
   };
 }
 
-/** `GET /api/rules`: every trust rule, oldest first, with whether it verifies against the dashboard's keys. */
+const orNull = (text: string | null): string | null => (text === null ? null : line(text));
+
+function revokedRow(ctx: Ctx, revocation: Revocation): RevokedRow {
+  const row = revocationRow(revocation, ctx.trustedKeys);
+  return {
+    ...row,
+    ruleId: line(row.ruleId),
+    effect: line(row.effect),
+    pattern: line(row.pattern),
+    addedBy: line(row.addedBy),
+    revokedBy: line(row.revokedBy),
+    revokedAt: line(row.revokedAt),
+    reason: row.reason === null ? null : forTerminal(row.reason, { multiline: true }),
+    keyId: orNull(row.keyId),
+    // A why can quote a key id the entry names.
+    why: orNull(row.why),
+    session: line(row.session),
+    linkable: isValidSessionId(row.session),
+  };
+}
+
+/**
+ * `GET /api/rules`: every trust rule, oldest first, with whether it verifies against the dashboard's
+ * keys; and the recent revocations, newest first, with whether their records verify.
+ */
 export async function rulesRoute(ctx: Ctx, res: ServerResponse): Promise<void> {
   const rules = await new RuleStore(ctx.log.redis, ctx.log.prefix).list();
+  const recent = await readRevocations(ctx.log.redis, ctx.log.prefix);
   const answer: RulesAnswer = {
     checked: ctx.trustedKeys !== undefined,
     rules: rules.map((rule) => ruleRow(ctx, rule)),
+    revoked: recent.revocations.map((revocation) => revokedRow(ctx, revocation)),
+    unreadableRevoked: recent.unreadable,
   };
   sendJson(res, 200, ctx.deep(answer));
 }

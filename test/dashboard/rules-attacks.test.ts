@@ -3,7 +3,8 @@
 // console and posts revocations every way a page can: a no-cors fetch, a CORS fetch with a guessed
 // CSRF token, a text/plain form shaped like JSON. A DNS-rebound host name reaches a console without
 // logins. Every text of a rule written into Redis by hand carries markup, quotes and a `javascript:`
-// session; the note a revocation leaves shows a markup pattern. Nothing is revoked, nothing runs.
+// session; the note a revocation leaves shows a markup pattern. Entries written into the index of recent
+// revocations by hand stay text and do not verify. Nothing is revoked, nothing runs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -12,6 +13,7 @@ import type { Browser } from "playwright-core";
 import { listen } from "../../src/kernel/index.ts";
 import type { Dashboard } from "../../src/dashboard/index.ts";
 import { RuleStore, rulesKey } from "../../src/decisions/index.ts";
+import { MARKUP as REVOKED_MARKUP, plantRevocations } from "../decisions/_revocations.ts";
 import { eventsOf, putRule, revocableRule, setup } from "../decisions/_support.ts";
 import { launchBrowser, openPage, signingConsole } from "./_browser.ts";
 import { call, poster } from "./_http.ts";
@@ -183,6 +185,56 @@ test("markup in every text of a rule stays text, in the list and in the note a r
     assert.ok((await page.locator("#rules-note").innerText()).includes(`Bash(${MARKUP})`));
     assert.equal(await page.locator("#rules img, #rules script").count(), 0);
     assert.equal(await page.evaluate('"pwned" in window'), false);
+  } finally {
+    await browser?.close();
+    await dash?.close();
+    await ctx.cleanup();
+  }
+});
+
+test("entries written into the index of revocations by hand: markup and controls stay escaped text, forged records do not verify, junk is counted", async () => {
+  const ctx = await setup();
+  let dash: Dashboard | undefined;
+  let browser: Browser | undefined;
+  const errors: string[] = [];
+  try {
+    const planted = await plantRevocations(ctx.redis, ctx.prefix, ctx.session);
+    dash = await signingConsole(ctx);
+    browser = await launchBrowser();
+    const page = await openPage(browser, errors);
+    await page.goto(`${dash.url}#/rules`);
+    const table = page.locator("#revoked-table");
+    await table.locator("tbody tr[data-revoked]").first().waitFor({ timeout: 20_000 });
+    assert.deepEqual(
+      await table
+        .locator("tbody tr")
+        .evaluateAll((trs) => trs.map((tr) => [tr.getAttribute("data-revoked"), tr.getAttribute("data-verified")])),
+      [planted.swapped, planted.forged, planted.hostile].map((entry) => [entry.rule.id, "false"]),
+    );
+    const hostile = await table.locator(`tr[data-revoked="${planted.hostile.rule.id}"] td`).allInnerTexts();
+    assert.deepEqual(hostile.slice(2, 5), [
+      `Bash(${REVOKED_MARKUP}\\x1b[31m)`,
+      `eve\\u202e${REVOKED_MARKUP}`,
+      // The reason keeps its newline (a browser lays it out as a space); its controls are escaped.
+      `eve\\u202e${REVOKED_MARKUP}, ${planted.hostile.revoked.revokedAt}\nfirst \\x1b]0;owned\\x07${REVOKED_MARKUP}`,
+    ]);
+    assert.equal(hostile[6], "javascript:window.pwned=2\nevent 1", "an odd session is shown, not linked");
+    assert.match(
+      await table.locator(`tr[data-revoked="${planted.forged.rule.id}"] td`).nth(5).innerText(),
+      /^does not verify its signature does not match/,
+    );
+    assert.match(
+      await table.locator(`tr[data-revoked="${planted.swapped.rule.id}"] td`).nth(5).innerText(),
+      /^does not verify its record names another rule/,
+    );
+    assert.equal(
+      await page.locator("#revoked-unreadable").innerText(),
+      `${planted.malformed} entries of the index are not revocations: not shown`,
+    );
+    assert.equal(await page.locator("#rules img, #rules script").count(), 0);
+    assert.equal(await table.locator('a[href^="javascript"]').count(), 0);
+    assert.equal(await page.evaluate('"pwned" in window'), false);
+    assert.deepEqual(errors, []);
   } finally {
     await browser?.close();
     await dash?.close();

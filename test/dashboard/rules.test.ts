@@ -7,7 +7,8 @@
 // the rule's addition is recorded and takes the rule out of the store and the view; a rule no
 // decision added cannot be revoked from here, and the page says why. Then the attacker over plain
 // HTTP: no CSRF token, a cross-site or form POST, no login, a read-only console (which shows no
-// button either), a rule named by anything but its id: all refused, nothing revoked.
+// button either), a rule named by anything but its id: all refused, nothing revoked. Under the rules,
+// the recently revoked ones, as `turnstream rules list --revoked --json` lists them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -17,8 +18,10 @@ import {
   RuleStore,
   ruleId,
   rulesKey,
+  revokeRule,
   signRule,
   verifyRuleRevoked,
+  type RevocationRow,
   type RuleRevoked,
   type SupervisedRun,
   type TrustRule,
@@ -31,6 +34,7 @@ import {
   nextEvent,
   prepare,
   putRule,
+  revocableRule,
   setup,
   withHub,
   type Ctx,
@@ -155,6 +159,7 @@ test("the rules view lists what `rules list` lists, a markup pattern as text; Re
     const note = page.locator("#rules-note");
     await note.getByText(`${git.rule.id} allow Bash(git status:*): revoked by dana`).waitFor({ timeout: 20_000 });
     await row.waitFor({ state: "detached", timeout: 20_000 });
+    await page.locator(`#revoked-table tr[data-revoked="${git.rule.id}"][data-verified="true"]`).waitFor();
     assert.deepEqual(
       (await new RuleStore(ctx.redis, ctx.prefix).list()).map((rule) => rule.id).sort(),
       [hostile.rule.id, byHand.id, foreign.id].sort(),
@@ -307,6 +312,70 @@ test("revoking is refused without the CSRF token, cross-site, as a form, without
   } finally {
     await browser?.close();
     await Promise.all(dashboards.map((dash) => dash.close()));
+    await ctx.cleanup();
+  }
+});
+
+/** What the Recently revoked table shows of a row of `rules list --revoked --json`, cell by cell. */
+function revokedCells(row: RevocationRow): string[] {
+  const signature =
+    row.verified === true ? `verified ${row.keyId}` : `does not verify ${row.why}; who revoked it is not proven`;
+  return [
+    row.ruleId,
+    row.effect,
+    row.pattern,
+    row.addedBy,
+    `${row.revokedBy}, ${row.revokedAt}${row.reason === null ? "" : `\n${row.reason}`}`,
+    signature,
+    `${row.session}\nevent ${row.seq}`,
+  ];
+}
+
+test("Recently revoked shows what `rules list --revoked --json` lists, cell for cell, each linking its record", async () => {
+  const ctx = await setup();
+  let dash: Dashboard | undefined;
+  let browser: Browser | undefined;
+  const errors: string[] = [];
+  try {
+    const signed = await revocableRule(ctx, "Bash(git push:*)");
+    const unsigned = await revocableRule(ctx, "Read(./secrets/**)", "deny");
+    await revokeRule({ log: ctx.log }, { rule: signed.id, by: "erin", reason: "too broad", operatorKey });
+    await revokeRule({ log: ctx.log }, { rule: unsigned.id, by: "olga" });
+    const listed = await cli(["rules", "list", "--revoked", "--json"], {
+      TURNSTREAM_PREFIX: ctx.prefix,
+      TURNSTREAM_OPERATOR_KEYS: OPERATOR.publicKey,
+    });
+    assert.equal(listed.code, 0, listed.stderr);
+    const rows = (JSON.parse(listed.stdout) as { revocations: RevocationRow[] }).revocations;
+    assert.deepEqual(
+      rows.map((row) => [row.ruleId, row.verified]),
+      [
+        [unsigned.id, false],
+        [signed.id, true],
+      ],
+    );
+
+    dash = await signingConsole(ctx);
+    browser = await launchBrowser();
+    const page = await openPage(browser, errors);
+    await page.goto(`${dash.url}#/rules`);
+    const table = page.locator("#revoked-table");
+    await table.locator(`tr[data-revoked="${signed.id}"]`).waitFor({ timeout: 20_000 });
+    await page.getByRole("heading", { name: "Recently revoked" }).waitFor();
+    const shown = await table
+      .locator("tbody tr")
+      .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.innerText)));
+    assert.deepEqual(shown, rows.map(revokedCells));
+    const links = await table.locator("tbody tr a").evaluateAll((as) => as.map((a) => a.getAttribute("href")));
+    assert.deepEqual(
+      links,
+      rows.map((row) => `#/session/${row.session}/at/${row.seq}`),
+    );
+    await screenshot(page, "rules-recently-revoked");
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser?.close();
+    await dash?.close();
     await ctx.cleanup();
   }
 });

@@ -2,7 +2,9 @@
 // it and when, the decision that added it, and whether it verifies against the dashboard's operator
 // keys). With an operator key each rule can be revoked, with a reason, as `turnstream rules revoke`
 // does; the server records who. A pattern comes from a tool call (from the agent): like every text
-// here it is set as text only. Read every few seconds while the view is open (GET /api/rules).
+// here it is set as text only. Read every few seconds while the view is open (GET /api/rules). Under
+// the rules, the recently revoked ones (`turnstream rules list --revoked`): who revoked each, when and
+// why, whether the revocation's record verifies, and a link to that record in its session.
 import { element, table as dataTable } from "./dom.js";
 import { post, store } from "./app.js";
 
@@ -21,21 +23,22 @@ function sourceCell(rule) {
   return element("td", { class: "id" }, session, element("div", { class: "muted" }, `request ${source.requestId}`));
 }
 
-function signatureCell(rule) {
-  if (rule.verified === true)
-    return element("td", {}, element("span", { class: "badge s-finished" }, "verified"), ` ${rule.keyId}`);
-  if (rule.verified === null)
+/** Whether `item` (a rule, or a revocation's record) verifies; `unverified` says what follows when not. */
+function signatureCell(item, unverified) {
+  if (item.verified === true)
+    return element("td", {}, element("span", { class: "badge s-finished" }, "verified"), ` ${item.keyId}`);
+  if (item.verified === null)
     return element(
       "td",
       { title: "the dashboard was started without TURNSTREAM_OPERATOR_KEYS" },
       element("span", { class: "badge" }, "unchecked"),
-      ` ${rule.keyId ?? "not signed"}`,
+      ` ${item.keyId ?? "not signed"}`,
     );
   return element(
     "td",
     { class: "error" },
     element("span", { class: "badge s-failed" }, "does not verify"),
-    ` ${rule.why}; workers ignore it`,
+    ` ${item.why}; ${unverified}`,
   );
 }
 
@@ -86,9 +89,49 @@ function ruleRow(rule, canRevoke, revoke) {
       rule.reason ? element("div", { class: "muted" }, rule.reason) : null,
     ),
     sourceCell(rule),
-    signatureCell(rule),
+    signatureCell(rule, "workers ignore it"),
     actionsCell(rule, canRevoke, revoke),
   );
+}
+
+/** Where the revocation is recorded: its session (linking the record when the console opens it) and event. */
+function recordCell(row) {
+  const href = `#/session/${encodeURIComponent(row.session)}/at/${row.seq}`;
+  const session = row.linkable ? element("a", { href }, row.session) : row.session;
+  return element("td", { class: "id" }, session, element("div", { class: "muted" }, `event ${row.seq}`));
+}
+
+function revokedRow(row) {
+  return element(
+    "tr",
+    { "data-revoked": row.ruleId, "data-verified": String(row.verified) },
+    element("td", { class: "id" }, row.ruleId),
+    element("td", {}, effectBadge(row)),
+    element("td", { class: "pattern" }, element("code", {}, row.pattern)),
+    element("td", {}, row.addedBy),
+    element(
+      "td",
+      { title: row.revokedAt },
+      `${row.revokedBy}, ${row.revokedAt}`,
+      row.reason ? element("div", { class: "muted" }, row.reason) : null,
+    ),
+    signatureCell(row, "who revoked it is not proven"),
+    recordCell(row),
+  );
+}
+
+/** The recently revoked rules, and how many entries of their index are no revocation. */
+function revokedTable(answer) {
+  const head = ["Rule", "Effect", "Pattern", "Added by", "Revoked", "Signature", "Recorded"];
+  const rows = answer.revoked.map(revokedRow);
+  const unreadable = answer.unreadableRevoked
+    ? element(
+        "p",
+        { class: "muted", id: "revoked-unreadable" },
+        `${answer.unreadableRevoked} entries of the index are not revocations: not shown`,
+      )
+    : null;
+  return [dataTable({ id: "revoked-table" }, head, rows, "no recent revocations"), unreadable];
 }
 
 /** What the note says after a revocation: what, who, and where the record is (a link to that event). */
@@ -108,13 +151,15 @@ function revokedNote(done) {
 export function rulesView(root) {
   const note = element("p", { class: "muted", role: "status", id: "rules-note" });
   const table = element("div", {}, element("p", { class: "empty" }, "loading…"));
+  const revoked = element("div");
   const about = element(
     "p",
     { class: "muted" },
     "Workers honour only rules that verify against their TURNSTREAM_OPERATOR_KEYS. A revoked rule leaves this list; ",
     "its revocation is recorded (rule.revoked) in the log of the session whose decision added it.",
   );
-  root.append(element("div", { id: "rules" }, note, table, about));
+  const revokedHead = element("h2", {}, "Recently revoked");
+  root.append(element("div", { id: "rules" }, note, table, about, revokedHead, revoked));
   let answer = null;
   let timer = null;
   let stopped = false;
@@ -144,6 +189,7 @@ export function rulesView(root) {
     const head = ["Rule", "Effect", "Pattern", "Added", "From", "Signature", ""];
     const rows = answer.rules.map((rule) => open.get(rule.id) ?? ruleRow(rule, canRevoke, revoke));
     table.replaceChildren(dataTable({ id: "rule-table" }, head, rows, "no trust rules"));
+    revoked.replaceChildren(...revokedTable(answer).filter(Boolean));
   }
 
   async function load() {
