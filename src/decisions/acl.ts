@@ -55,9 +55,11 @@ function rules(role: AclRole, logPrefix: string, queuePrefix: string): string {
         `${logPrefix}decisions:wake:*`,
         `${logPrefix}tenants:limits`,
       ];
-      // MULTI/EXEC and LTRIM: the index of recent revocations is trimmed in the transaction that adds to it.
-      const writes = "+evalsha +eval +xadd +hset +hdel +sadd +persist +pexpire +zadd +lpush +ltrim +multi +exec";
-      return `${read} ${writable.map((k) => `~${k}`).join(" ")} ${readCommands} ${writes}`;
+      const writes = "+evalsha +eval +xadd +hset +hdel +sadd +persist +pexpire +zadd +lpush +multi +exec";
+      // The index of recent revocations is trimmed in the transaction that adds to it. LTRIM is granted
+      // on that key alone (a selector): on the wake lists it would drop other operators' wake-ups.
+      const trimRevoked = `(~${revokedKey(logPrefix)} +ltrim)`;
+      return `${read} ${writable.map((k) => `~${k}`).join(" ")} ${readCommands} ${writes} ${trimRevoked}`;
     }
     case "reader":
       return `${read} ${readCommands}`;
