@@ -94,9 +94,10 @@ async function failoverTurn(testContext: TestContext, durability: string): Promi
     testContext.diagnostic(
       `${durability}: primary ${before} killed at seq ${primaryHead} (replica at ${replicaHead}); promoted ${rig.replica.port}`,
     );
-    // The old primary comes back empty; the sentinels make it a replica of the promoted one, so
-    // replicas:1 can be confirmed again.
-    await rig.primary.start();
+    // The old primary comes back empty, as a replica of the promoted one (so replicas:1 can be
+    // confirmed again). Started as a primary, a sentinel that had not yet taken in the failover could
+    // make the promoted replica its replica and so empty it: seen once on a loaded machine.
+    await rig.primary.start(["--replicaof", "127.0.0.1", String(rig.replica.port)]);
     await waitUntil(
       async () => {
         const st = await replicaLog.stat(turn.session);

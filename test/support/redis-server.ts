@@ -15,8 +15,8 @@ export interface RedisServer {
   readonly pid: number | undefined;
   /** Ends the process with `signal` (default SIGTERM) and waits for it to exit. */
   stop(signal?: NodeJS.Signals): Promise<void>;
-  /** Starts the server again on the same port and dir (after stop). */
-  start(): Promise<void>;
+  /** Starts the server again on the same port and dir (after stop), with `extraArgs` this time only. */
+  start(extraArgs?: readonly string[]): Promise<void>;
   pause(): void;
   resume(): void;
   /** Stops the server and removes its dir. */
@@ -76,8 +76,8 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
 
-  async function start(): Promise<void> {
-    const proc = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
+  async function start(extraArgs: readonly string[] = []): Promise<void> {
+    const proc = spawn("redis-server", [...args, ...extraArgs], { stdio: ["ignore", "pipe", "pipe"] });
     child = proc;
     exited = new Promise((resolve) => proc.once("exit", () => resolve()));
     await new Promise<void>((resolve, reject) => {
