@@ -47,6 +47,16 @@ const attribute = (key: string, value: string | number | boolean): Record<string
         : { intValue: value },
 });
 
+/** The resource the real CLI names itself by, on its spans and its metrics alike. */
+const CLI_RESOURCE = {
+  attributes: [
+    attribute("host.arch", "amd64"),
+    attribute("os.type", "linux"),
+    attribute("service.name", "claude-code"),
+    attribute("service.version", "2.1.332"),
+  ],
+};
+
 /** The attributes every span of the real CLI carries. */
 const COMMON = {
   "user.id": "85ae7734ba3c2a6ab84e7491d890e0bc40b025e5f343a1ac40efe13168b2d1b7",
@@ -130,14 +140,7 @@ function cliTracesPayload(bytes: number): string {
     JSON.stringify({
       resourceSpans: [
         {
-          resource: {
-            attributes: [
-              attribute("host.arch", "amd64"),
-              attribute("os.type", "linux"),
-              attribute("service.name", "claude-code"),
-              attribute("service.version", "2.1.332"),
-            ],
-          },
+          resource: CLI_RESOURCE,
           scopeSpans: [{ scope: { name: "com.anthropic.claude_code.tracing", version: "1.0.0" }, spans }],
         },
       ],
@@ -194,14 +197,7 @@ function cliMetricsPayload(): string {
   return JSON.stringify({
     resourceMetrics: [
       {
-        resource: {
-          attributes: [
-            attribute("host.arch", "amd64"),
-            attribute("os.type", "linux"),
-            attribute("service.name", "claude-code"),
-            attribute("service.version", "2.1.332"),
-          ],
-        },
+        resource: CLI_RESOURCE,
         scopeMetrics: [{ scope: { name: "com.anthropic.claude_code", version: "2.1.332" }, metrics }],
       },
     ],
