@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { METRICS, startMetrics, workerInstruments, type Metrics } from "../../src/metrics/index.ts";
 import { createScrubber, startTelemetry, type Telemetry } from "../../src/telemetry/index.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "../telemetry/otlp-receiver.ts";
+import { cliEnviron, forgePrelude } from "./_cli-environ.ts";
 import { rig, type Rig } from "./_more.ts";
 
 const secret = `ghp_${randomBytes(27)
@@ -35,14 +36,10 @@ const text = (reply: string, match: string): Record<string, unknown> => ({
   content: [{ type: "text", text: reply }],
 });
 
-// A tool of the run reads its CLI's env (the tool runs as the same user: /proc/$CLAUDE_PID/environ)
-// and posts with the token it finds there.
-const FORGE = String.raw`#!/bin/sh
-tr '\0' '\n' < /proc/$CLAUDE_PID/environ > "cli-environ-$1.txt"
-[ "$1" = forge ] || exit 0
-cli() { grep "^$1=" cli-environ-forge.txt | cut -d= -f2-; }
-tok="$(cli OTEL_EXPORTER_OTLP_HEADERS | sed 's/^Authorization=Bearer //')"
-url="$(cli OTEL_EXPORTER_OTLP_ENDPOINT)/v1/metrics"
+// A tool of the run posts forged metrics with the token it finds in its CLI's env.
+const FORGE =
+  forgePrelude("forge") +
+  String.raw`url="$(cli OTEL_EXPORTER_OTLP_ENDPOINT)/v1/metrics"
 post() { curl -s -o /dev/null -w '%{http_code}' -H 'Expect:' -H "content-type: application/json" "$@"; echo; }
 printf 'forge token='; post -H "Authorization: Bearer $tok" --data-binary @forged-metrics.json "$url"
 printf 'forge no-token='; post --data-binary @forged-metrics.json "$url"
@@ -134,13 +131,6 @@ const valueOf = (points: Point[], where: Record<string, string> = {}): number =>
 function diffCount(before: string, after: string): { added: number; removed: number } {
   const out = spawnSync("diff", [before, after], { encoding: "utf8" }).stdout.split("\n");
   return { added: out.filter((l) => l.startsWith("> ")).length, removed: out.filter((l) => l.startsWith("< ")).length };
-}
-
-function cliEnviron(name: string): Map<string, string> {
-  const lines = readFileSync(join(stage.ws, `cli-environ-${name}.txt`), "utf8").split("\n");
-  return new Map(
-    lines.filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
-  );
 }
 
 let stage: Rig;
@@ -250,7 +240,7 @@ test("the CLI's metrics: lines of code as diff counts them over two turns; a too
   assert.match(toModel, /forge no-token=401/);
 
   // Metrics only (the worker does not trace): no spans asked for, metrics in delta.
-  const environ = cliEnviron("forge");
+  const environ = cliEnviron(stage.ws, "forge");
   assert.equal(environ.get("OTEL_METRICS_EXPORTER"), "otlp");
   assert.equal(environ.get("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"), "delta");
   assert.equal(environ.get("OTEL_TRACES_EXPORTER"), "none");
@@ -264,7 +254,7 @@ test("metrics off in the worker: its CLI is told OTEL_METRICS_EXPORTER=none (spa
   const worker = stage.worker({ telemetry, sandboxed: true, toolSandbox: { mode: "off" } });
   await runTurn("off turn");
   await worker.close({ graceMs: 5000 });
-  const environ = cliEnviron("off");
+  const environ = cliEnviron(stage.ws, "off");
   assert.equal(environ.get("OTEL_METRICS_EXPORTER"), "none");
   assert.equal(environ.get("OTEL_TRACES_EXPORTER"), "otlp");
   assert.equal(environ.get("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"), undefined);

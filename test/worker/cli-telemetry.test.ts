@@ -23,6 +23,7 @@ import {
 } from "../../src/telemetry/index.ts";
 import type { TurnWorkerOptions } from "../../src/worker/index.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "../telemetry/otlp-receiver.ts";
+import { cliEnviron, forgePrelude } from "./_cli-environ.ts";
 import { rig, type Rig } from "./_more.ts";
 
 const hex = (bytes: number): string => randomBytes(bytes).toString("hex");
@@ -76,15 +77,11 @@ function exportedSpans(receiver: OtlpReceiver): OtlpSpan[] {
   return spans;
 }
 
-// A tool of the run posts forged spans to the receiver the CLI's env names, with the token it holds.
-// The CLI keeps OTEL_* out of its tools' env, but a tool runs as the same user and reads the CLI's
-// own: /proc/$CLAUDE_PID/environ (kept in the workspace for the test to read as well).
-const FORGE = String.raw`#!/bin/sh
-tr '\0' '\n' < /proc/$CLAUDE_PID/environ > "cli-environ-$1.txt"
-[ "$1" = first ] || exit 0
-cli() { grep "^$1=" cli-environ-first.txt | cut -d= -f2-; }
-tok="$(cli OTEL_EXPORTER_OTLP_HEADERS | sed 's/^Authorization=Bearer //')"
-url="$(cli OTEL_EXPORTER_OTLP_ENDPOINT)/v1/traces"
+// A tool of the run posts forged spans to the receiver the CLI's env names, with the token it finds
+// there (kept in the workspace for the test to read as well).
+const FORGE =
+  forgePrelude("first") +
+  String.raw`url="$(cli OTEL_EXPORTER_OTLP_ENDPOINT)/v1/traces"
 trace=$(cli TRACEPARENT | cut -d- -f2)
 parent=$(cli TRACEPARENT | cut -d- -f3)
 now="$(date +%s)000000000"
@@ -99,17 +96,6 @@ printf 'forge bad-token='; body "$trace" dddddddddddddddd | post -H "Authorizati
 head -c 5000000 /dev/zero | tr '\0' ' ' > forge-big.json
 printf 'forge huge='; post -H "Authorization: Bearer $tok" --data-binary @forge-big.json "$url"
 `;
-
-/** The CLI's environment as the tool of turn `name` read it, by variable. */
-function cliEnviron(name: string): Map<string, string> {
-  const text = readFileSync(join(stage.ws, `cli-environ-${name}.txt`), "utf8");
-  return new Map(
-    text
-      .split("\n")
-      .filter((l) => l.includes("="))
-      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
-  );
-}
 
 const bash = (command: string, match: string): Record<string, unknown> => ({
   match,
@@ -241,7 +227,7 @@ test("CLI spans join the attempt span, a session is one trace, a tool's forged s
   }
 
   // The CLI's env: telemetry pointed at the worker, under the attempt span; none of the worker's own OTEL_*.
-  const environ = cliEnviron("first");
+  const environ = cliEnviron(stage.ws, "first");
   assert.equal(environ.get("TRACEPARENT"), `00-${session.traceId}-${firstAttempt.spanId}-01`);
   assert.match(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") ?? "", /^http:\/\/127\.0\.0\.1:\d+$/);
   assert.match(environ.get("OTEL_EXPORTER_OTLP_HEADERS") ?? "", /^Authorization=Bearer turnstream-otlp-/);
@@ -293,7 +279,7 @@ test("TURNSTREAM_CLI_TELEMETRY=off: no telemetry variable in the CLI's env, no C
   const turn = await runTurn("off turn");
   await turnWorker.close({ graceMs: 5000 });
   await telemetry.forceFlush();
-  const environ = cliEnviron("off");
+  const environ = cliEnviron(stage.ws, "off");
   assert.ok(environ.has("PATH"), "the tool read the CLI's env");
   const telemetryNames = [...environ.keys()].filter(
     (name) => name.startsWith("OTEL_") || name === "TRACEPARENT" || name === "CLAUDE_CODE_ENABLE_TELEMETRY",
@@ -365,7 +351,7 @@ async function assertReplayedRoot(sessionId: string, session: { traceId: string;
 
 /** The first turn's token, posted again after its run ended (the receiver still up). */
 async function postWithTheToolsToken(): Promise<{ status: number; token: string }> {
-  const environ = cliEnviron("first");
+  const environ = cliEnviron(stage.ws, "first");
   const token = environ.get("OTEL_EXPORTER_OTLP_HEADERS")!.replace("Authorization=Bearer ", "");
   const late = await fetch(`${environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")}/v1/traces`, {
     method: "POST",
